@@ -1,0 +1,355 @@
+//! Preallocated recvmmsg(2)/sendmmsg(2) batches: nothing is allocated per datagram.
+
+use std::os::fd::RawFd;
+
+fn zeroed_hdrs(n: usize) -> Box<[libc::mmsghdr]> {
+    // SAFETY: an all-zero mmsghdr (null pointers, zero lengths) is a valid value.
+    (0..n).map(|_| unsafe { std::mem::zeroed() }).collect()
+}
+
+/// Outcome of a batched send: datagrams the kernel accepted and those it refused.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SendOutcome {
+    /// Datagrams accepted by the kernel.
+    pub sent: usize,
+    /// Datagrams refused (each refusal is also reported to the error callback).
+    pub failed: usize,
+}
+
+/// Sends `hdrs[0..n]` with sendmmsg, resuming after partial sends; a message whose send
+/// fails is counted, reported to `on_err(index, errno)` and skipped.
+fn sendmmsg_all(
+    fd: RawFd,
+    hdrs: &mut [libc::mmsghdr],
+    n: usize,
+    on_err: &mut impl FnMut(usize, i32),
+) -> SendOutcome {
+    let mut out = SendOutcome::default();
+    let mut start = 0;
+    while start < n {
+        // SAFETY: hdrs[start..n] are initialised mmsghdrs whose pointers reference buffers
+        // owned by the batch, alive for the duration of the call.
+        let rc = unsafe {
+            libc::sendmmsg(
+                fd,
+                hdrs[start..].as_mut_ptr(),
+                (n - start) as libc::c_uint,
+                0,
+            )
+        };
+        if rc < 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if errno == libc::EINTR {
+                continue;
+            }
+            on_err(start, errno);
+            out.failed += 1;
+            start += 1;
+        } else {
+            out.sent += rc as usize;
+            start += rc as usize;
+        }
+    }
+    out
+}
+
+/// A batch of receive slots for recvmmsg, each `slot` bytes, with the senders' addresses
+/// kept so the same slots can be sent back as replies (see [`RecvBatch::reply`]).
+pub struct RecvBatch {
+    bufs: Box<[u8]>,
+    slot: usize,
+    iov: Box<[libc::iovec]>,
+    addrs: Box<[libc::sockaddr_storage]>,
+    hdrs: Box<[libc::mmsghdr]>,
+}
+
+// SAFETY: the raw pointers inside `iov` and `hdrs` point into heap buffers owned by the
+// same RecvBatch; moving the batch to another thread moves their owner with them.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    /// `batch` slots (>= 1) of `slot` bytes each (>= 1).
+    pub fn new(batch: usize, slot: usize) -> Self {
+        let batch = batch.max(1);
+        let slot = slot.max(1);
+        let mut bufs = vec![0u8; batch * slot].into_boxed_slice();
+        let mut iov: Box<[libc::iovec]> = (0..batch)
+            .map(|i| libc::iovec {
+                iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
+                iov_len: slot,
+            })
+            .collect();
+        // SAFETY: an all-zero sockaddr_storage is valid.
+        let mut addrs: Box<[libc::sockaddr_storage]> =
+            (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect();
+        let mut hdrs = zeroed_hdrs(batch);
+        for i in 0..batch {
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_name = &mut addrs[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        RecvBatch {
+            bufs,
+            slot,
+            iov,
+            addrs,
+            hdrs,
+        }
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    fn reset(&mut self) {
+        let name_len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        for (h, v) in self.hdrs.iter_mut().zip(self.iov.iter_mut()) {
+            v.iov_len = self.slot;
+            h.msg_hdr.msg_namelen = name_len;
+            h.msg_hdr.msg_flags = 0;
+            h.msg_len = 0;
+        }
+    }
+
+    /// Receives up to `capacity()` datagrams with recvmmsg(MSG_WAITFORONE): blocks (up to
+    /// the socket's SO_RCVTIMEO) for the first, then takes what is queued. Returns the count;
+    /// `Ok(0)` on timeout (EAGAIN) or EINTR.
+    pub fn recv(&mut self, fd: RawFd) -> std::io::Result<usize> {
+        self.reset();
+        // SAFETY: hdrs point into buffers owned by self; the kernel writes within them.
+        let rc = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.hdrs.as_mut_ptr(),
+                self.hdrs.len() as libc::c_uint,
+                libc::MSG_WAITFORONE | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+                _ => Err(e),
+            };
+        }
+        Ok(rc as usize)
+    }
+
+    /// Full length of datagram `i` (recvmmsg with MSG_TRUNC reports the real size, which may
+    /// exceed the slot).
+    pub fn len(&self, i: usize) -> usize {
+        self.hdrs[i].msg_len as usize
+    }
+
+    /// Whether datagram `i` was longer than the slot (MSG_TRUNC in msg_flags).
+    pub fn truncated(&self, i: usize) -> bool {
+        self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0
+    }
+
+    /// The received bytes of datagram `i` (at most one slot).
+    pub fn get(&self, i: usize) -> &[u8] {
+        let len = self.len(i).min(self.slot);
+        &self.bufs[i * self.slot..i * self.slot + len]
+    }
+
+    /// Mutable received bytes of datagram `i` (at most one slot), e.g. to edit a reply in place.
+    pub fn get_mut(&mut self, i: usize) -> &mut [u8] {
+        let len = self.len(i).min(self.slot);
+        &mut self.bufs[i * self.slot..i * self.slot + len]
+    }
+
+    /// Sends datagrams `0..n` of the last receive back to their senders with sendmmsg,
+    /// each with its received length (bytes edited in place go out edited).
+    pub fn reply(&mut self, fd: RawFd, n: usize, mut on_err: impl FnMut(usize, i32)) -> SendOutcome {
+        let n = n.min(self.hdrs.len());
+        for i in 0..n {
+            self.iov[i].iov_len = (self.hdrs[i].msg_len as usize).min(self.slot);
+        }
+        sendmmsg_all(fd, &mut self.hdrs, n, &mut on_err)
+    }
+
+    /// The sender address of datagram `i` as a std SocketAddr (None for non-IP families).
+    pub fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
+        let s = &self.addrs[i];
+        // SAFETY: the kernel filled an AF_INET or AF_INET6 address of the sizes checked.
+        unsafe {
+            match s.ss_family as i32 {
+                libc::AF_INET => {
+                    let a = &*(s as *const _ as *const libc::sockaddr_in);
+                    Some(std::net::SocketAddr::from((
+                        u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                        u16::from_be(a.sin_port),
+                    )))
+                }
+                libc::AF_INET6 => {
+                    let a = &*(s as *const _ as *const libc::sockaddr_in6);
+                    Some(std::net::SocketAddr::from((
+                        a.sin6_addr.s6_addr,
+                        u16::from_be(a.sin6_port),
+                    )))
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// A batch of send slots for sendmmsg on a connected socket, each `slot` bytes.
+pub struct SendBatch {
+    bufs: Box<[u8]>,
+    slot: usize,
+    iov: Box<[libc::iovec]>,
+    hdrs: Box<[libc::mmsghdr]>,
+}
+
+// SAFETY: as for RecvBatch, the raw pointers reference heap buffers owned by the batch.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    /// `batch` slots (>= 1) of `slot` bytes (>= 1), all with length `slot`.
+    pub fn new(batch: usize, slot: usize) -> Self {
+        let batch = batch.max(1);
+        let slot = slot.max(1);
+        let mut bufs = vec![0u8; batch * slot].into_boxed_slice();
+        let mut iov: Box<[libc::iovec]> = (0..batch)
+            .map(|i| libc::iovec {
+                iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
+                iov_len: slot,
+            })
+            .collect();
+        let mut hdrs = zeroed_hdrs(batch);
+        for i in 0..batch {
+            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+            hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
+        SendBatch {
+            bufs,
+            slot,
+            iov,
+            hdrs,
+        }
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// The whole slot `i`, to write a datagram into.
+    pub fn slot_mut(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i * self.slot..(i + 1) * self.slot]
+    }
+
+    /// Sets the length of datagram `i` (at most the slot size).
+    pub fn set_len(&mut self, i: usize, len: usize) {
+        self.iov[i].iov_len = len.min(self.slot);
+    }
+
+    /// Sends datagrams `0..n` on the connected socket `fd` with sendmmsg; a datagram the
+    /// kernel refuses is reported to `on_err(index, errno)` and skipped.
+    pub fn send(&mut self, fd: RawFd, n: usize, mut on_err: impl FnMut(usize, i32)) -> SendOutcome {
+        let n = n.min(self.hdrs.len());
+        sendmmsg_all(fd, &mut self.hdrs, n, &mut on_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::UdpSock;
+    use std::time::Duration;
+
+    fn pair() -> (UdpSock, UdpSock) {
+        let a = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let b = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        a.connect(b.local_addr()).unwrap();
+        b.set_read_timeout(Duration::from_millis(200)).unwrap();
+        a.set_read_timeout(Duration::from_millis(200)).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn batch_send_receive_reply_roundtrip() {
+        let (a, b) = pair();
+        let mut sb = SendBatch::new(8, 100);
+        for i in 0..5 {
+            sb.slot_mut(i)[0] = i as u8;
+            sb.set_len(i, 10 + i);
+        }
+        let out = sb.send(a.fd(), 5, |_, _| panic!("no error expected"));
+        assert_eq!(out, SendOutcome { sent: 5, failed: 0 });
+        let mut rb = RecvBatch::new(4, 64);
+        let mut got = vec![];
+        while got.len() < 5 {
+            let n = rb.recv(b.fd()).unwrap();
+            assert!(n > 0, "timed out with {} of 5", got.len());
+            assert!(n <= 4, "recvmmsg must not exceed the batch");
+            for i in 0..n {
+                got.push((rb.get(i)[0], rb.len(i)));
+                assert_eq!(rb.peer(i), Some(a.local_addr()));
+                rb.get_mut(i)[1] = 0xAB;
+            }
+            assert_eq!(rb.reply(b.fd(), n, |_, _| panic!()).sent, n);
+        }
+        assert_eq!(got, (0..5).map(|i| (i as u8, 10 + i as usize)).collect::<Vec<_>>());
+        // Replies come back with the edit and the original length.
+        let mut rb2 = RecvBatch::new(8, 64);
+        let mut n_back = 0;
+        while n_back < 5 {
+            let n = rb2.recv(a.fd()).unwrap();
+            assert!(n > 0);
+            for i in 0..n {
+                assert_eq!(rb2.get(i)[1], 0xAB);
+                assert_eq!(rb2.len(i), 10 + rb2.get(i)[0] as usize);
+            }
+            n_back += n;
+        }
+    }
+
+    #[test]
+    fn truncated_datagram_is_flagged_with_full_length() {
+        let (a, b) = pair();
+        a.send(&[7u8; 300]).unwrap();
+        let mut rb = RecvBatch::new(2, 100);
+        assert_eq!(rb.recv(b.fd()).unwrap(), 1);
+        assert!(rb.truncated(0));
+        assert_eq!(rb.len(0), 300);
+        assert_eq!(rb.get(0).len(), 100);
+    }
+
+    #[test]
+    fn refused_datagrams_are_reported_not_lost() {
+        // Connected to a port with no listener: the ICMP port unreachable makes later sends
+        // fail with ECONNREFUSED; every datagram is either sent or reported failed.
+        let a = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let dead = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let port = dead.local_addr();
+        drop(dead);
+        a.connect(port).unwrap();
+        let mut sb = SendBatch::new(16, 64);
+        let mut errs = vec![];
+        let mut total = SendOutcome::default();
+        for _ in 0..20 {
+            let o = sb.send(a.fd(), 16, |_, e| errs.push(e));
+            total.sent += o.sent;
+            total.failed += o.failed;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(total.sent + total.failed, 320);
+        assert_eq!(errs.len(), total.failed);
+        assert!(total.failed > 0, "expected ECONNREFUSED from the pending ICMP error");
+        assert!(errs.iter().all(|&e| e == libc::ECONNREFUSED));
+    }
+
+    #[test]
+    fn recv_times_out_with_zero() {
+        let (_a, b) = pair();
+        b.set_read_timeout(Duration::from_millis(20)).unwrap();
+        let mut rb = RecvBatch::new(4, 64);
+        assert_eq!(rb.recv(b.fd()).unwrap(), 0);
+    }
+}

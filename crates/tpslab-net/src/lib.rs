@@ -1,0 +1,114 @@
+//! Low-level networking and OS calls for tpslab's hot path.
+//!
+//! This is the only crate of the workspace with `unsafe` and `libc`. It offers:
+//! - [`UdpSock`]: a UDP socket with the options tpslab needs (SO_REUSEPORT, SO_RCVBUF /
+//!   SO_RCVBUFFORCE with the granted value read back, receive timeout, socket inode);
+//! - [`RecvBatch`] / [`SendBatch`]: preallocated `recvmmsg(2)` / `sendmmsg(2)` batches that
+//!   allocate nothing per datagram;
+//! - [`mono_ns`]: the monotonic clock in nanoseconds used for every timestamp;
+//! - [`sched`]: CPU affinity and scheduling policy of the calling thread.
+
+pub mod batch;
+pub mod sched;
+pub mod sock;
+
+pub use batch::{RecvBatch, SendBatch};
+pub use sock::{RcvbufGrant, UdpSock};
+
+/// Errors of socket and OS calls; each names the call and the value involved.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// A system call failed.
+    #[error("{call} failed: {source}")]
+    Sys {
+        /// The call and its argument, e.g. "bind 127.0.0.1:9000".
+        call: String,
+        /// The OS error (errno).
+        #[source]
+        source: std::io::Error,
+    },
+    /// A value outside what the kernel or tpslab accepts.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl NetError {
+    /// Wraps the last OS error with the name of the call.
+    pub fn last(call: impl Into<String>) -> Self {
+        NetError::Sys {
+            call: call.into(),
+            source: std::io::Error::last_os_error(),
+        }
+    }
+    /// Wraps an io::Error with the name of the call.
+    pub fn io(call: impl Into<String>, source: std::io::Error) -> Self {
+        NetError::Sys {
+            call: call.into(),
+            source,
+        }
+    }
+    /// The errno of a failed system call, if any.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            NetError::Sys { source, .. } => source.raw_os_error(),
+            NetError::Invalid(_) => None,
+        }
+    }
+}
+
+/// Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Comparable across threads of one
+/// host; used for intended and actual send times and for every sample timestamp.
+#[inline]
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the valid timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The symbolic name of an errno value ("EAGAIN", "ENOBUFS", ...), or "errno N".
+pub fn errno_name(errno: i32) -> String {
+    let name = match errno {
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EINVAL => "EINVAL",
+        libc::EPERM => "EPERM",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EINTR => "EINTR",
+        libc::ENOMEM => "ENOMEM",
+        libc::EIO => "EIO",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::EACCES => "EACCES",
+        _ => return format!("errno {errno}"),
+    };
+    name.to_string()
+}
+
+/// Number of CPUs the kernel has online (sysconf _SC_NPROCESSORS_ONLN).
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n < 1 {
+        1
+    } else {
+        n as usize
+    }
+}
+
+/// The kernel thread id of the calling thread (gettid), as seen in /proc/PID/task.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no arguments and no memory effects.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Whether the process runs with effective uid 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no memory effects.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,243 @@
+//! A UDP socket with the options tpslab needs, on top of socket2.
+
+use crate::NetError;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// What the kernel granted for a receive buffer request.
+///
+/// The kernel doubles the value passed to SO_RCVBUF (to leave room for its bookkeeping,
+/// see socket(7)) after capping it at `net.core.rmem_max`; SO_RCVBUFFORCE (root only)
+/// skips the cap. `granted_bytes` is what getsockopt(SO_RCVBUF) reads back: the limit the
+/// kernel compares the queued memory (skb truesize, not payload) against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RcvbufGrant {
+    /// Bytes the caller asked for (None: left at net.core.rmem_default).
+    pub requested_bytes: Option<u64>,
+    /// Whether SO_RCVBUFFORCE was used (root and request above rmem_max).
+    pub forced: bool,
+    /// getsockopt(SO_RCVBUF) after the request, bytes.
+    pub granted_bytes: u64,
+    /// net.core.rmem_max at the time of the request, bytes (from /proc/sys).
+    pub rmem_max_bytes: Option<u64>,
+}
+
+/// A UDP socket (IPv4 or IPv6) owning its file descriptor.
+#[derive(Debug)]
+pub struct UdpSock {
+    sock: Socket,
+    local: SocketAddr,
+}
+
+fn read_sysctl_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+impl UdpSock {
+    /// Creates a socket bound to `addr` (port 0 picks an ephemeral port).
+    /// `reuseport` sets SO_REUSEPORT so several threads can bind the same address.
+    ///
+    /// Errors: `EADDRINUSE` when the port is taken (and not shared by SO_REUSEPORT),
+    /// `EADDRNOTAVAIL` for an address that is not local.
+    pub fn bind(addr: SocketAddr, reuseport: bool) -> Result<Self, NetError> {
+        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|e| NetError::io("socket(AF_INET, SOCK_DGRAM)", e))?;
+        if reuseport {
+            sock.set_reuse_port(true)
+                .map_err(|e| NetError::io("setsockopt SO_REUSEPORT", e))?;
+        }
+        sock.bind(&SockAddr::from(addr))
+            .map_err(|e| NetError::io(format!("bind {addr}"), e))?;
+        let local = sock
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .unwrap_or(addr);
+        Ok(UdpSock { sock, local })
+    }
+
+    /// Connects the socket to `peer`, so that `send` and batched sends need no address and
+    /// only datagrams from `peer` are received.
+    pub fn connect(&self, peer: SocketAddr) -> Result<(), NetError> {
+        self.sock
+            .connect(&SockAddr::from(peer))
+            .map_err(|e| NetError::io(format!("connect {peer}"), e))
+    }
+
+    /// The bound local address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The raw file descriptor (valid while `self` lives).
+    pub fn fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+
+    /// Sets the receive buffer. With `bytes` above net.core.rmem_max and root, uses
+    /// SO_RCVBUFFORCE; otherwise SO_RCVBUF (silently capped by the kernel). Returns what was
+    /// granted (read back with getsockopt, i.e. doubled).
+    pub fn set_rcvbuf(&self, bytes: u64) -> Result<RcvbufGrant, NetError> {
+        if bytes == 0 || bytes > i32::MAX as u64 / 2 {
+            return Err(NetError::Invalid(format!(
+                "receive buffer {bytes} bytes: allowed 1..={} bytes",
+                i32::MAX / 2
+            )));
+        }
+        let rmem_max = read_sysctl_u64("/proc/sys/net/core/rmem_max");
+        let forced = crate::is_root() && rmem_max.is_some_and(|m| bytes > m);
+        let v = bytes as libc::c_int;
+        let opt = if forced {
+            libc::SO_RCVBUFFORCE
+        } else {
+            libc::SO_RCVBUF
+        };
+        // SAFETY: setsockopt reads sizeof(c_int) bytes from &v, a valid c_int.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &v as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetError::last(format!(
+                "setsockopt {} {bytes}",
+                if forced { "SO_RCVBUFFORCE" } else { "SO_RCVBUF" }
+            )));
+        }
+        Ok(RcvbufGrant {
+            requested_bytes: Some(bytes),
+            forced,
+            granted_bytes: self.rcvbuf_bytes()?,
+            rmem_max_bytes: rmem_max,
+        })
+    }
+
+    /// The current receive buffer limit as getsockopt(SO_RCVBUF) reports it, bytes.
+    pub fn rcvbuf_bytes(&self) -> Result<u64, NetError> {
+        self.sock
+            .recv_buffer_size()
+            .map(|v| v as u64)
+            .map_err(|e| NetError::io("getsockopt SO_RCVBUF", e))
+    }
+
+    /// The grant when no buffer was requested: the kernel default (net.core.rmem_default).
+    pub fn default_grant(&self) -> Result<RcvbufGrant, NetError> {
+        Ok(RcvbufGrant {
+            requested_bytes: None,
+            forced: false,
+            granted_bytes: self.rcvbuf_bytes()?,
+            rmem_max_bytes: read_sysctl_u64("/proc/sys/net/core/rmem_max"),
+        })
+    }
+
+    /// Sets SO_SNDBUF (capped by net.core.wmem_max), bytes.
+    pub fn set_sndbuf(&self, bytes: usize) -> Result<(), NetError> {
+        self.sock
+            .set_send_buffer_size(bytes)
+            .map_err(|e| NetError::io(format!("setsockopt SO_SNDBUF {bytes}"), e))
+    }
+
+    /// Sets SO_RCVTIMEO: blocking receives return EAGAIN after `timeout`.
+    pub fn set_read_timeout(&self, timeout: Duration) -> Result<(), NetError> {
+        self.sock
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| NetError::io("setsockopt SO_RCVTIMEO", e))
+    }
+
+    /// The socket's inode number, as in the `inode` column of /proc/net/udp.
+    pub fn inode(&self) -> Result<u64, NetError> {
+        // SAFETY: fstat writes into the zeroed stat we pass; fd is valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::fstat(self.fd(), &mut st) };
+        if rc != 0 {
+            return Err(NetError::last("fstat socket"));
+        }
+        Ok(st.st_ino)
+    }
+
+    /// Sends one datagram on a connected socket. Returns bytes sent or the OS error.
+    #[inline]
+    pub fn send(&self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: buf is a valid readable slice for its length.
+        let n = unsafe {
+            libc::send(
+                self.fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Receives one datagram into `buf`, keeping the sender's address in `peer`.
+    /// Returns the datagram's full length (may exceed `buf.len()` when truncated).
+    #[inline]
+    pub fn recv_from(&self, buf: &mut [u8], peer: &mut PeerAddr) -> std::io::Result<usize> {
+        peer.len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf is writable for its length; peer.storage is a sockaddr_storage with
+        // its size in peer.len.
+        let n = unsafe {
+            libc::recvfrom(
+                self.fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_TRUNC,
+                &mut peer.storage as *mut libc::sockaddr_storage as *mut libc::sockaddr,
+                &mut peer.len,
+            )
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Sends one datagram to `peer` (an address filled by [`UdpSock::recv_from`]).
+    #[inline]
+    pub fn send_to(&self, buf: &[u8], peer: &PeerAddr) -> std::io::Result<usize> {
+        // SAFETY: buf is readable; peer.storage holds peer.len valid bytes of address.
+        let n = unsafe {
+            libc::sendto(
+                self.fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+                0,
+                &peer.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+                peer.len,
+            )
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+/// A peer address in kernel form, reused across receives so nothing is allocated.
+pub struct PeerAddr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl Default for PeerAddr {
+    fn default() -> Self {
+        PeerAddr {
+            // SAFETY: an all-zero sockaddr_storage is a valid (AF_UNSPEC) value.
+            storage: unsafe { std::mem::zeroed() },
+            len: 0,
+        }
+    }
+}

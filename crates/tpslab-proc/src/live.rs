@@ -1,0 +1,196 @@
+//! Thin wrappers that read the real `/proc` files (one `read_to_string` each)
+//! and call the pure parsers.
+//!
+//! `root` is a procfs directory such as `/proc`, or `/proc/1234` to see the
+//! network namespace of process 1234 (`<root>/net/...`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::common::ParseError;
+use crate::dev::{parse_dev, NetDev};
+use crate::pid::{parse_schedstat, parse_status, parse_task_stat, SchedStat, TaskStat, TaskStatus};
+use crate::snmp::{parse_snmp, parse_snmp6, Snmp, Snmp6};
+use crate::softnet::{parse_softnet, SoftnetCpu};
+use crate::stat::{parse_stat, KernelStat};
+use crate::udp::{parse_udp, UdpSocket};
+
+/// Error reading or parsing a live `/proc` file.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The file could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Io {
+        /// The path that was read.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file was read but its content is malformed.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
+impl ProcError {
+    /// True if this is an I/O error of kind `NotFound` (file or process gone).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ProcError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+fn read(path: &Path) -> Result<String, ProcError> {
+    std::fs::read_to_string(path).map_err(|source| ProcError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Like [`read`] but a missing file is `Ok(None)`.
+fn read_opt(path: &Path) -> Result<Option<String>, ProcError> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ProcError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Read a per-task file given either the file itself or the task directory
+/// (`/proc/PID` or `/proc/PID/task/TID`, in which case `name` is appended).
+fn read_task_file(path: &Path, name: &str) -> Result<(String, PathBuf), ProcError> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok((s, path.to_path_buf())),
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory || path.is_dir() => {
+            let p = path.join(name);
+            Ok((read(&p)?, p))
+        }
+        Err(source) => Err(ProcError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn label(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Read and parse `<root>/net/snmp`.
+pub fn snmp(root: &Path) -> Result<Snmp, ProcError> {
+    let p = root.join("net/snmp");
+    Ok(parse_snmp(read(&p)?.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse `<root>/net/snmp6`; `Ok(None)` if the file does not exist
+/// (IPv6 disabled).
+pub fn snmp6(root: &Path) -> Result<Option<Snmp6>, ProcError> {
+    let p = root.join("net/snmp6");
+    match read_opt(&p)? {
+        None => Ok(None),
+        Some(s) => Ok(Some(parse_snmp6(s.as_bytes(), &label(&p))?)),
+    }
+}
+
+/// Read and parse `<root>/net/udp` (IPv4 UDP sockets).
+pub fn udp(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {
+    let p = root.join("net/udp");
+    Ok(parse_udp(read(&p)?.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse `<root>/net/udp6` (IPv6 UDP sockets); an empty list if the
+/// file does not exist (IPv6 disabled).
+pub fn udp6(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {
+    let p = root.join("net/udp6");
+    match read_opt(&p)? {
+        None => Ok(Vec::new()),
+        Some(s) => Ok(parse_udp(s.as_bytes(), &label(&p))?),
+    }
+}
+
+/// Read and parse `<root>/net/softnet_stat`.
+pub fn softnet(root: &Path) -> Result<Vec<SoftnetCpu>, ProcError> {
+    let p = root.join("net/softnet_stat");
+    Ok(parse_softnet(read(&p)?.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse `<root>/net/dev`.
+pub fn dev(root: &Path) -> Result<Vec<NetDev>, ProcError> {
+    let p = root.join("net/dev");
+    Ok(parse_dev(read(&p)?.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse `<root>/stat` (use `root = /proc`).
+pub fn stat(root: &Path) -> Result<KernelStat, ProcError> {
+    let p = root.join("stat");
+    Ok(parse_stat(read(&p)?.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse a `status` file. `path` is either the file
+/// (`/proc/PID/task/TID/status`) or the task directory (`/proc/PID/task/TID`).
+pub fn task_status(path: &Path) -> Result<TaskStatus, ProcError> {
+    let (s, p) = read_task_file(path, "status")?;
+    Ok(parse_status(s.as_bytes(), &label(&p))?)
+}
+
+/// Read and parse a `stat` file. `path` is either the file or the task directory.
+pub fn task_stat(path: &Path) -> Result<TaskStat, ProcError> {
+    let (s, p) = read_task_file(path, "stat")?;
+    Ok(parse_task_stat(&s, &label(&p))?)
+}
+
+/// Read and parse a `schedstat` file. `path` is either the file or the task
+/// directory.
+pub fn schedstat(path: &Path) -> Result<SchedStat, ProcError> {
+    let (s, p) = read_task_file(path, "schedstat")?;
+    Ok(parse_schedstat(s.as_bytes(), &label(&p))?)
+}
+
+/// Thread ids of process `pid` (entries of `/proc/PID/task`), sorted.
+/// Empty if the process does not exist or is not readable.
+pub fn task_ids(pid: u32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<u32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Socket inodes held open by process `pid`: targets `socket:[INODE]` of the
+/// symlinks in `/proc/PID/fd`, sorted and deduplicated. Empty if the process
+/// does not exist or its fds are not readable (needs same user or
+/// CAP_SYS_PTRACE).
+pub fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<u64> = rd
+        .filter_map(|e| {
+            let target = std::fs::read_link(e.ok()?.path()).ok()?;
+            let t = target.to_str()?;
+            t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_errors_name_path() {
+        let e = snmp(Path::new("/nonexistent-proc")).unwrap_err();
+        assert!(e.is_not_found());
+        assert!(e.to_string().contains("/nonexistent-proc/net/snmp"), "{e}");
+        assert_eq!(snmp6(Path::new("/nonexistent-proc")).unwrap(), None);
+        assert!(udp6(Path::new("/nonexistent-proc")).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,13 @@
+//! Pure analysis for tpslab: summaries with spread, latency summaries from HDR histograms,
+//! the loss ledger, and the versioned run record that every command can write as JSON.
+//!
+//! Nothing here touches the network or /proc: a record read back from disk can be
+//! re-analysed.
+
+pub mod ledger;
+pub mod record;
+pub mod stats;
+
+pub use ledger::{Ledger, LedgerInputs, LedgerRow};
+pub use record::RunRecord;
+pub use stats::{LatencySummary, Summary};

@@ -164,7 +164,12 @@ impl RecvBatch {
 
     /// Sends datagrams `0..n` of the last receive back to their senders with sendmmsg,
     /// each with its received length (bytes edited in place go out edited).
-    pub fn reply(&mut self, fd: RawFd, n: usize, mut on_err: impl FnMut(usize, i32)) -> SendOutcome {
+    pub fn reply(
+        &mut self,
+        fd: RawFd,
+        n: usize,
+        mut on_err: impl FnMut(usize, i32),
+    ) -> SendOutcome {
         let n = n.min(self.hdrs.len());
         for i in 0..n {
             self.iov[i].iov_len = (self.hdrs[i].msg_len as usize).min(self.slot);
@@ -295,7 +300,12 @@ mod tests {
             }
             assert_eq!(rb.reply(b.fd(), n, |_, _| panic!()).sent, n);
         }
-        assert_eq!(got, (0..5).map(|i| (i as u8, 10 + i as usize)).collect::<Vec<_>>());
+        assert_eq!(
+            got,
+            (0..5)
+                .map(|i| (i as u8, 10 + i as usize))
+                .collect::<Vec<_>>()
+        );
         // Replies come back with the edit and the original length.
         let mut rb2 = RecvBatch::new(8, 64);
         let mut n_back = 0;
@@ -341,7 +351,10 @@ mod tests {
         }
         assert_eq!(total.sent + total.failed, 320);
         assert_eq!(errs.len(), total.failed);
-        assert!(total.failed > 0, "expected ECONNREFUSED from the pending ICMP error");
+        assert!(
+            total.failed > 0,
+            "expected ECONNREFUSED from the pending ICMP error"
+        );
         assert!(errs.iter().all(|&e| e == libc::ECONNREFUSED));
     }
 

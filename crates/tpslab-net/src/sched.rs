@@ -29,7 +29,8 @@ impl std::str::FromStr for SchedPolicy {
     type Err = String;
     /// Parses `other`, `fifo:PRIO` or `rr:PRIO` with PRIO in 1..=99.
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("scheduler \"{s}\": allowed other, fifo:PRIO, rr:PRIO with PRIO 1..=99");
+        let bad =
+            || format!("scheduler \"{s}\": allowed other, fifo:PRIO, rr:PRIO with PRIO 1..=99");
         if s == "other" {
             return Ok(SchedPolicy::Other);
         }
@@ -67,7 +68,8 @@ pub fn set_affinity(cpus: &[usize]) -> Result<(), NetError> {
 pub fn get_affinity() -> Result<Vec<usize>, NetError> {
     // SAFETY: as in set_affinity.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Err(NetError::last("sched_getaffinity"));
     }

@@ -107,7 +107,11 @@ impl UdpSock {
         if rc != 0 {
             return Err(NetError::last(format!(
                 "setsockopt {} {bytes}",
-                if forced { "SO_RCVBUFFORCE" } else { "SO_RCVBUF" }
+                if forced {
+                    "SO_RCVBUFFORCE"
+                } else {
+                    "SO_RCVBUF"
+                }
             )));
         }
         Ok(RcvbufGrant {
@@ -165,14 +169,7 @@ impl UdpSock {
     #[inline]
     pub fn send(&self, buf: &[u8]) -> std::io::Result<usize> {
         // SAFETY: buf is a valid readable slice for its length.
-        let n = unsafe {
-            libc::send(
-                self.fd(),
-                buf.as_ptr() as *const libc::c_void,
-                buf.len(),
-                0,
-            )
-        };
+        let n = unsafe { libc::send(self.fd(), buf.as_ptr() as *const libc::c_void, buf.len(), 0) };
         if n < 0 {
             Err(std::io::Error::last_os_error())
         } else {

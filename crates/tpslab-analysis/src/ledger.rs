@@ -1,0 +1,357 @@
+//! The loss ledger: every datagram sent is either delivered or dropped at a named layer.
+//!
+//! Two directions are balanced separately:
+//! - request path (generator -> server): attempted = failed to send + dropped at the NIC +
+//!   dropped in the softnet backlog + no listener (NoPorts) + dropped at the server socket's
+//!   receive buffer + read by the server application + unattributed;
+//! - reply path (server -> generator): replies attempted by the server = failed to send +
+//!   dropped at the NIC + softnet + dropped at the generator socket's receive buffer +
+//!   read by the generator + unattributed.
+//!
+//! NIC and softnet counters do not say which flow a drop belonged to; they are charged to
+//! the request path first, up to what that path cannot otherwise explain, and the rest to
+//! the reply path. `unattributed` is what no counter explains; on an idle loopback run it
+//! must be 0.
+
+use serde::{Deserialize, Serialize};
+
+/// Counter deltas over a whole run (warm-up included: kernel counters cannot exclude it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerInputs {
+    /// Datagrams the generator tried to send (its own count).
+    pub gen_attempted: u64,
+    /// Datagrams the kernel refused to send (sendmmsg errors, generator's count).
+    pub gen_send_failed: u64,
+    /// Delta of the `drops` column of /proc/net/udp{,6} summed over the server's sockets;
+    /// None when the server sockets were not found.
+    pub server_socket_drops: Option<u64>,
+    /// Delta of the `drops` column summed over the generator's own sockets.
+    pub gen_socket_drops: u64,
+    /// Delta of column 2 (dropped) of /proc/net/softnet_stat summed over CPUs (host-wide).
+    pub softnet_drops: u64,
+    /// Delta of rx `drop` of /proc/net/dev on the interfaces the traffic crossed.
+    pub nic_rx_drops: u64,
+    /// Delta of `Udp: NoPorts` + `Udp6NoPorts` (per network namespace).
+    pub no_ports: u64,
+    /// Datagrams read by the server application: the server's own count when it is ours;
+    /// otherwise derived from `Udp: InDatagrams` (see `server_counts_source`).
+    pub server_read: Option<u64>,
+    /// Replies the server attempted (sent + failed to send); None when unknown.
+    pub server_reply_attempted: Option<u64>,
+    /// Replies the server failed to send (its own count); None when unknown.
+    pub server_reply_failed: Option<u64>,
+    /// Where `server_read` and the reply counts come from.
+    pub server_counts_source: String,
+    /// Datagrams read by the generator's reply receivers (all, matched or not).
+    pub gen_read: u64,
+    /// Whether the server is expected to answer (false for a sink).
+    pub replies_expected: bool,
+}
+
+/// One line of the ledger: a count of datagrams, where they ended, and the counter it
+/// comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRow {
+    /// Stable key of the layer, e.g. "server_socket_drops".
+    pub layer: String,
+    /// Human label.
+    pub label: String,
+    /// Datagrams.
+    pub count: u64,
+    /// Source counter, e.g. "/proc/net/udp `drops` of the server socket(s), delta".
+    pub source: String,
+}
+
+/// One direction of the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerPath {
+    /// Datagrams that entered this path.
+    pub attempted: u64,
+    /// Where they went; sums to `attempted` together with `unattributed`.
+    pub rows: Vec<LedgerRow>,
+    /// Datagrams no counter explains (negative: counters explain more than was sent, i.e.
+    /// other traffic shared a host-wide counter). None when a needed count is unknown.
+    pub unattributed: Option<i64>,
+}
+
+impl LedgerPath {
+    /// The count of a row by its layer key (0 when absent).
+    pub fn count(&self, layer: &str) -> u64 {
+        self.rows
+            .iter()
+            .filter(|r| r.layer == layer)
+            .map(|r| r.count)
+            .sum()
+    }
+    /// Dropped datagrams: all rows but the delivered one.
+    pub fn lost(&self) -> u64 {
+        self.rows
+            .iter()
+            .filter(|r| r.layer != "delivered")
+            .map(|r| r.count)
+            .sum::<u64>()
+            + self.unattributed.unwrap_or(0).max(0) as u64
+    }
+}
+
+/// The two-direction ledger of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Generator -> server.
+    pub request: LedgerPath,
+    /// Server -> generator (None for a sink).
+    pub reply: Option<LedgerPath>,
+}
+
+fn row(layer: &str, label: &str, count: u64, source: &str) -> LedgerRow {
+    LedgerRow {
+        layer: layer.into(),
+        label: label.into(),
+        count,
+        source: source.into(),
+    }
+}
+
+/// Splits a shared drop counter: up to `gap` to this path, the rest left over.
+fn charge(pool: &mut u64, gap: i64) -> u64 {
+    let take = (*pool).min(gap.max(0) as u64);
+    *pool -= take;
+    take
+}
+
+impl Ledger {
+    /// Builds the ledger from counter deltas. Pure arithmetic, see the module docs.
+    pub fn build(i: &LedgerInputs) -> Ledger {
+        let mut softnet = i.softnet_drops;
+        let mut nic = i.nic_rx_drops;
+        let on_wire = i.gen_attempted.saturating_sub(i.gen_send_failed);
+        let sock = i.server_socket_drops.unwrap_or(0);
+        let mut req_rows = vec![row(
+            "send_failed",
+            "failed to send (generator)",
+            i.gen_send_failed,
+            "generator's sendmmsg errors",
+        )];
+        // What the per-socket counters and the server's reads leave unexplained.
+        let explained = i.no_ports + sock + i.server_read.unwrap_or(0);
+        let mut gap = on_wire as i64 - explained as i64;
+        let nic_req = charge(&mut nic, gap);
+        gap -= nic_req as i64;
+        let softnet_req = charge(&mut softnet, gap);
+        gap -= softnet_req as i64;
+        req_rows.push(row(
+            "nic_drops",
+            "dropped at the NIC",
+            nic_req,
+            "/proc/net/dev rx `drop`, delta",
+        ));
+        req_rows.push(row(
+            "softnet_drops",
+            "dropped in the softnet backlog",
+            softnet_req,
+            "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
+        ));
+        req_rows.push(row(
+            "no_ports",
+            "no listener on the port",
+            i.no_ports,
+            "/proc/net/snmp `Udp: NoPorts` + snmp6 `Udp6NoPorts`, delta",
+        ));
+        req_rows.push(row(
+            "socket_drops",
+            "dropped at the server socket receive buffer",
+            sock,
+            "/proc/net/udp{,6} `drops` of the server socket(s), delta",
+        ));
+        if let Some(read) = i.server_read {
+            req_rows.push(row(
+                "delivered",
+                "read by the server application",
+                read,
+                &i.server_counts_source,
+            ));
+        }
+        let request = LedgerPath {
+            attempted: i.gen_attempted,
+            rows: req_rows,
+            unattributed: (i.server_read.is_some() && i.server_socket_drops.is_some())
+                .then_some(gap),
+        };
+        let reply = if i.replies_expected {
+            let attempted = i.server_reply_attempted;
+            let failed = i.server_reply_failed.unwrap_or(0);
+            let on_wire = attempted.map(|a| a.saturating_sub(failed));
+            let mut gap = on_wire.unwrap_or(0) as i64 - (i.gen_socket_drops + i.gen_read) as i64;
+            let nic_rep = charge(&mut nic, gap);
+            gap -= nic_rep as i64;
+            let softnet_rep = charge(&mut softnet, gap);
+            gap -= softnet_rep as i64;
+            let mut rows = vec![];
+            if let Some(read) = i.server_read {
+                rows.push(row(
+                    "not_answered",
+                    "read but not answered by the application",
+                    read.saturating_sub(attempted.unwrap_or(read)),
+                    &i.server_counts_source,
+                ));
+            }
+            rows.extend([
+                row(
+                    "send_failed",
+                    "reply failed to send (server)",
+                    failed,
+                    &i.server_counts_source,
+                ),
+                row(
+                    "nic_drops",
+                    "dropped at the NIC",
+                    nic_rep,
+                    "/proc/net/dev rx `drop`, delta",
+                ),
+                row(
+                    "softnet_drops",
+                    "dropped in the softnet backlog",
+                    softnet_rep,
+                    "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
+                ),
+                row(
+                    "socket_drops",
+                    "dropped at the generator socket receive buffer",
+                    i.gen_socket_drops,
+                    "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
+                ),
+                row(
+                    "delivered",
+                    "read by the generator",
+                    i.gen_read,
+                    "generator's recvmmsg count",
+                ),
+            ]);
+            Some(LedgerPath {
+                attempted: attempted.unwrap_or(0),
+                rows,
+                unattributed: attempted.map(|_| gap),
+            })
+        } else {
+            None
+        };
+        Ledger { request, reply }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> LedgerInputs {
+        LedgerInputs {
+            gen_attempted: 1000,
+            gen_send_failed: 0,
+            server_socket_drops: Some(0),
+            gen_socket_drops: 0,
+            softnet_drops: 0,
+            nic_rx_drops: 0,
+            no_ports: 0,
+            server_read: Some(1000),
+            server_reply_attempted: Some(1000),
+            server_reply_failed: Some(0),
+            server_counts_source: "tpslab server counts".into(),
+            gen_read: 1000,
+            replies_expected: true,
+        }
+    }
+
+    #[test]
+    fn clean_run_balances_to_zero() {
+        let l = Ledger::build(&base());
+        assert_eq!(l.request.unattributed, Some(0));
+        assert_eq!(l.request.count("delivered"), 1000);
+        assert_eq!(l.request.lost(), 0);
+        let r = l.reply.unwrap();
+        assert_eq!(r.unattributed, Some(0));
+        assert_eq!(r.count("delivered"), 1000);
+    }
+
+    #[test]
+    fn socket_drops_and_failures_are_attributed() {
+        let mut i = base();
+        i.gen_send_failed = 10;
+        i.server_socket_drops = Some(390);
+        i.server_read = Some(600);
+        i.server_reply_attempted = Some(600);
+        i.server_reply_failed = Some(5);
+        i.gen_socket_drops = 45;
+        i.gen_read = 550;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.unattributed, Some(0));
+        assert_eq!(l.request.count("socket_drops"), 390);
+        assert_eq!(l.request.lost(), 400);
+        let r = l.reply.unwrap();
+        assert_eq!(r.unattributed, Some(0));
+        assert_eq!(r.count("send_failed"), 5);
+        assert_eq!(r.count("socket_drops"), 45);
+    }
+
+    #[test]
+    fn shared_softnet_drops_go_to_the_request_path_first() {
+        let mut i = base();
+        i.server_read = Some(900);
+        i.server_reply_attempted = Some(900);
+        i.gen_read = 880;
+        i.softnet_drops = 130; // 100 on the request path, 20 on the reply path, 10 foreign
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.count("softnet_drops"), 100);
+        assert_eq!(l.request.unattributed, Some(0));
+        let r = l.reply.unwrap();
+        assert_eq!(r.count("softnet_drops"), 20);
+        assert_eq!(r.unattributed, Some(0));
+    }
+
+    #[test]
+    fn unexplained_loss_shows_as_unattributed() {
+        let mut i = base();
+        i.server_read = Some(990);
+        i.server_reply_attempted = Some(990);
+        i.gen_read = 990;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.unattributed, Some(10));
+        assert_eq!(l.request.lost(), 10);
+    }
+
+    #[test]
+    fn unknown_server_counts_leave_unattributed_unknown() {
+        let mut i = base();
+        i.server_read = None;
+        i.server_reply_attempted = None;
+        i.server_reply_failed = None;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.unattributed, None);
+        assert_eq!(l.reply.unwrap().unattributed, None);
+    }
+
+    #[test]
+    fn sink_has_no_reply_path_and_no_ports_counts() {
+        let mut i = base();
+        i.replies_expected = false;
+        i.server_read = Some(0);
+        i.no_ports = 1000;
+        let l = Ledger::build(&i);
+        assert!(l.reply.is_none());
+        assert_eq!(l.request.count("no_ports"), 1000);
+        assert_eq!(l.request.unattributed, Some(0));
+    }
+
+    proptest::proptest! {
+        /// Whatever the split of a run's datagrams, the request path rows plus unattributed
+        /// sum to the attempted count.
+        #[test]
+        fn request_rows_always_sum(att in 0u64..1_000_000, f in 0u64..1000, d in 0u64..1000,
+                                   s in 0u64..1000, nic in 0u64..100, np in 0u64..100, r in 0u64..1_000_000) {
+            let i = LedgerInputs { gen_attempted: att, gen_send_failed: f.min(att), server_socket_drops: Some(d),
+                softnet_drops: s, nic_rx_drops: nic, no_ports: np, server_read: Some(r), ..base() };
+            let l = Ledger::build(&i);
+            let sum: i64 = l.request.rows.iter().map(|x| x.count as i64).sum::<i64>() + l.request.unattributed.unwrap();
+            proptest::prop_assert_eq!(sum, att as i64);
+        }
+    }
+}

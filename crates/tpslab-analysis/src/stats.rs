@@ -1,0 +1,151 @@
+//! Summaries of a series (mean, stddev, min, max, p50, p99) and of latency histograms.
+
+use serde::{Deserialize, Serialize};
+
+/// Summary of a series of samples, in the unit of the series.
+///
+/// `stddev` is the sample standard deviation (n-1 in the denominator; 0 for n < 2);
+/// percentiles use the nearest-rank method on the sorted samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub stddev: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Median (nearest rank).
+    pub p50: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+}
+
+/// Nearest-rank percentile `q` (0..=100) of sorted samples; 0 for an empty slice.
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+impl Summary {
+    /// Summarises `xs` (NaNs are ignored). An empty input gives the all-zero summary.
+    pub fn of(xs: &[f64]) -> Summary {
+        let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return Summary::default();
+        }
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        Summary {
+            n,
+            mean,
+            stddev: var.sqrt(),
+            min: v[0],
+            max: v[n - 1],
+            p50: percentile_sorted(&v, 50.0),
+            p99: percentile_sorted(&v, 99.0),
+        }
+    }
+}
+
+/// Latency percentiles in nanoseconds, from an HDR histogram (3 significant digits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Number of recorded values.
+    pub count: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 90th percentile, ns.
+    pub p90_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// 99.9th percentile, ns.
+    pub p999_ns: u64,
+    /// Largest value, ns.
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    /// Summarises an HDR histogram of nanosecond values.
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+/// A new HDR histogram for nanosecond values from 1 ns to 100 s, 3 significant digits.
+pub fn new_ns_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_known_values() {
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(s.n, 8);
+        assert_eq!(s.mean, 5.0);
+        // Sample stddev of this classic set: sqrt(32/7).
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!((s.min, s.max, s.p50, s.p99), (2.0, 9.0, 4.0, 9.0));
+    }
+
+    #[test]
+    fn summary_empty_and_single() {
+        assert_eq!(Summary::of(&[]), Summary::default());
+        let s = Summary::of(&[3.0]);
+        assert_eq!(
+            (s.n, s.mean, s.stddev, s.p50, s.p99),
+            (1, 3.0, 0.0, 3.0, 3.0)
+        );
+    }
+
+    #[test]
+    fn percentile_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(|x| x as f64).collect();
+        assert_eq!(percentile_sorted(&v, 50.0), 50.0);
+        assert_eq!(percentile_sorted(&v, 99.0), 99.0);
+        assert_eq!(percentile_sorted(&v, 100.0), 100.0);
+        assert_eq!(percentile_sorted(&v, 0.0), 1.0);
+    }
+
+    #[test]
+    fn latency_from_histogram() {
+        let mut h = new_ns_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let l = LatencySummary::from_histogram(&h);
+        assert_eq!(l.count, 1000);
+        // 3 significant digits: within 0.1 %.
+        assert!((l.p50_ns as f64 - 500_000.0).abs() / 500_000.0 < 0.002);
+        assert!((l.p99_ns as f64 - 990_000.0).abs() / 990_000.0 < 0.002);
+        assert!(l.max_ns >= 999_000);
+    }
+}

@@ -1,0 +1,685 @@
+//! The open-loop UDP generator: datagrams leave at intended times from a plan (evenly
+//! paced, or bursts of N back-to-back every interval), independent of replies; replies are
+//! matched per packet and latency is measured from the intended send time (coordinated
+//! omission corrected) and from the actual send time.
+
+use crate::counters::ErrnoCounts;
+use crate::wire::{self, Header, HEADER_LEN};
+use crate::EngineError;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::atomic::{
+    AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use tpslab_analysis::record::{GeneratorReport, MatchMode};
+use tpslab_analysis::stats::new_ns_histogram;
+use tpslab_analysis::LatencySummary;
+use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
+
+/// A validated load plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadConfig {
+    /// Where to send.
+    pub target: SocketAddr,
+    /// Mean rate, datagrams per second (> 0).
+    pub rate_pps: f64,
+    /// UDP payload size, bytes (ignored with a payload file: its length is used).
+    pub size_bytes: usize,
+    /// Measurement window after warm-up.
+    pub duration: Duration,
+    /// Warm-up before the window, excluded from the figures.
+    pub warmup: Duration,
+    /// Datagrams per burst (1: evenly paced).
+    pub burst: u64,
+    /// Sender threads, one socket each.
+    pub threads: usize,
+    /// Bytes to send instead of tpslab's header (a real protocol's request).
+    pub payload: Option<Vec<u8>>,
+    /// (offset, len) of a field the server echoes, where the sequence number is written.
+    pub seq_field: Option<(usize, usize)>,
+    /// Whether replies are expected (false: one-way load into a sink).
+    pub expect_replies: bool,
+    /// How long to wait for late replies after the last send, when some are missing.
+    pub drain: Duration,
+    /// Run identifier written in every header.
+    pub run_id: u64,
+}
+
+impl LoadConfig {
+    /// Interval between burst starts, ns (burst / rate).
+    pub fn burst_interval_ns(&self) -> f64 {
+        self.burst as f64 * 1e9 / self.rate_pps
+    }
+    /// Bytes of each datagram.
+    pub fn datagram_len(&self) -> usize {
+        self.payload.as_ref().map_or(self.size_bytes, |p| p.len())
+    }
+    /// How replies will be matched.
+    pub fn match_mode(&self) -> MatchMode {
+        match (self.expect_replies, &self.payload, self.seq_field) {
+            (false, _, _) => MatchMode::None,
+            (true, None, _) => MatchMode::Header,
+            (true, Some(_), Some(_)) => MatchMode::SeqField,
+            (true, Some(_), None) => MatchMode::Aggregate,
+        }
+    }
+}
+
+/// One sender thread's share of the plan.
+#[derive(Debug, Clone, Copy)]
+struct StreamPlan {
+    /// Datagrams per burst for this stream.
+    burst: u64,
+    /// ns between bursts.
+    interval_ns: f64,
+    /// Offset of this stream's first burst, ns.
+    phase_ns: f64,
+    /// Datagrams in the whole run (warm-up + window).
+    total: u64,
+}
+
+impl StreamPlan {
+    #[inline]
+    fn intended(&self, start: u64, seq: u64) -> u64 {
+        start + (self.phase_ns + (seq / self.burst) as f64 * self.interval_ns) as u64
+    }
+}
+
+/// Splits the plan over `threads` streams: with bursts, every stream sends its share of
+/// each burst at the same instants (the bursts add up at the server); when paced, streams
+/// interleave evenly.
+fn stream_plans(cfg: &LoadConfig) -> Vec<StreamPlan> {
+    let t = cfg.threads as u64;
+    let run_ns = (cfg.warmup + cfg.duration).as_nanos() as f64;
+    (0..t)
+        .map(|i| {
+            if cfg.burst > 1 {
+                let interval = cfg.burst_interval_ns();
+                let share = cfg.burst / t + u64::from(i < cfg.burst % t);
+                let bursts = (run_ns / interval).ceil() as u64;
+                StreamPlan {
+                    burst: share.max(1),
+                    interval_ns: interval,
+                    phase_ns: 0.0,
+                    total: if share == 0 { 0 } else { bursts * share },
+                }
+            } else {
+                let interval = t as f64 * 1e9 / cfg.rate_pps;
+                let phase = i as f64 * 1e9 / cfg.rate_pps;
+                let total = ((run_ns - phase) / interval).ceil().max(0.0) as u64;
+                StreamPlan {
+                    burst: 1,
+                    interval_ns: interval,
+                    phase_ns: phase,
+                    total,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Sleeps most of the way to `deadline` (monotonic ns), then spins the rest.
+#[inline]
+fn wait_until(deadline: u64) {
+    const SPIN_NS: u64 = 60_000;
+    loop {
+        let now = mono_ns();
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Send times of recent sequence numbers, for matching replies by an echoed field.
+struct SendLog {
+    mask: u64,
+    seq: Vec<AtomicU64>,
+    intended: Vec<AtomicU64>,
+    sent: Vec<AtomicU64>,
+}
+
+impl SendLog {
+    fn new(field_bits: u32) -> SendLog {
+        let slots = 1u64 << field_bits.min(20);
+        let mk = || {
+            (0..slots)
+                .map(|_| AtomicU64::new(u64::MAX))
+                .collect::<Vec<_>>()
+        };
+        SendLog {
+            mask: slots - 1,
+            seq: mk(),
+            intended: mk(),
+            sent: mk(),
+        }
+    }
+    #[inline]
+    fn record(&self, seq: u64, intended: u64, sent: u64) {
+        let i = (seq & self.mask) as usize;
+        self.intended[i].store(intended, Relaxed);
+        self.sent[i].store(sent, Relaxed);
+        self.seq[i].store(seq, Release);
+    }
+    /// The latest sequence number whose low bits equal `field` (modulo the field width).
+    #[inline]
+    fn lookup(&self, field: u64, field_mask: u64) -> Option<(u64, u64, u64)> {
+        let i = (field & self.mask) as usize;
+        let seq = self.seq[i].load(Acquire);
+        (seq != u64::MAX && seq & field_mask == field).then(|| {
+            (
+                seq,
+                self.intended[i].load(Relaxed),
+                self.sent[i].load(Relaxed),
+            )
+        })
+    }
+}
+
+/// Shared per-stream state between its sender and its reply receiver.
+struct Stream {
+    sock: UdpSock,
+    plan: StreamPlan,
+    attempted: AtomicU64,
+    sent: AtomicU64,
+    failed: AtomicU64,
+    window_attempted: AtomicU64,
+    errors: ErrnoCounts,
+    sender_done: AtomicBool,
+    /// Monotonic ns of the last send call.
+    last_send_ns: AtomicU64,
+    log: Option<SendLog>,
+}
+
+/// What a reply receiver found.
+#[derive(Default)]
+struct RecvResult {
+    read: u64,
+    matched: u64,
+    duplicates: u64,
+    reordered: u64,
+    unmatched: u64,
+    window_answered: u64,
+    lat_intended: Option<Histogram<u64>>,
+    lat_actual: Option<Histogram<u64>>,
+}
+
+/// The generator's result: the report and the sockets' inodes.
+pub struct LoadResult {
+    /// Counts, latencies and validity (validity is refined by the caller with the
+    /// observer's view of the generator's own socket drops).
+    pub report: GeneratorReport,
+}
+
+/// Handle to sockets created before the run, so an observer can watch them from the start.
+pub struct UdpLoad {
+    cfg: LoadConfig,
+    streams: Vec<Arc<Stream>>,
+}
+
+impl UdpLoad {
+    /// Creates the sockets (one per thread, connected to the target).
+    pub fn prepare(cfg: LoadConfig) -> Result<UdpLoad, EngineError> {
+        let local: SocketAddr = if cfg.target.is_ipv4() {
+            "0.0.0.0:0".parse().unwrap()
+        } else {
+            "[::]:0".parse().unwrap()
+        };
+        let field_bits = cfg.seq_field.map(|(_, len)| (len * 8) as u32);
+        let mut streams = vec![];
+        for plan in stream_plans(&cfg) {
+            let sock = UdpSock::bind(local, false).map_err(EngineError::Net)?;
+            sock.connect(cfg.target).map_err(EngineError::Net)?;
+            sock.set_read_timeout(Duration::from_millis(20))
+                .map_err(EngineError::Net)?;
+            // Room for replies to a whole burst: the generator must not be the bottleneck.
+            let _ = sock.set_rcvbuf(64 << 20);
+            streams.push(Arc::new(Stream {
+                sock,
+                plan,
+                attempted: AtomicU64::new(0),
+                sent: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                window_attempted: AtomicU64::new(0),
+                errors: ErrnoCounts::default(),
+                sender_done: AtomicBool::new(false),
+                last_send_ns: AtomicU64::new(0),
+                log: (cfg.match_mode() == MatchMode::SeqField)
+                    .then(|| SendLog::new(field_bits.unwrap())),
+            }));
+        }
+        Ok(UdpLoad { cfg, streams })
+    }
+
+    /// Inodes of the generator's sockets (to find them in /proc/net/udp).
+    pub fn socket_inodes(&self) -> Vec<u64> {
+        self.streams
+            .iter()
+            .filter_map(|s| s.sock.inode().ok())
+            .collect()
+    }
+
+    /// Datagrams attempted so far, all streams.
+    pub fn attempted(&self) -> u64 {
+        self.streams.iter().map(|s| s.attempted.load(Relaxed)).sum()
+    }
+
+    /// Runs the plan to its end (or until `stop` is set) and waits for late replies.
+    pub fn run(self, stop: &AtomicBool) -> LoadResult {
+        let cfg = &self.cfg;
+        // Start a little in the future so every thread is ready before the first send.
+        let start = mono_ns() + 5_000_000;
+        let window_start = start + cfg.warmup.as_nanos() as u64;
+        let mode = cfg.match_mode();
+        let mut lag = new_ns_histogram();
+        let mut burst_lag = new_ns_histogram();
+        let mut recv_results = vec![];
+        std::thread::scope(|scope| {
+            let mut senders = vec![];
+            let mut receivers = vec![];
+            for (idx, st) in self.streams.iter().enumerate() {
+                let st = st.clone();
+                senders.push(
+                    scope.spawn(move || sender(cfg, &st, idx as u16, start, window_start, stop)),
+                );
+            }
+            if mode != MatchMode::None {
+                for (idx, st) in self.streams.iter().enumerate() {
+                    let st = st.clone();
+                    receivers.push(
+                        scope.spawn(move || receiver(cfg, &st, idx as u16, window_start, stop)),
+                    );
+                }
+            }
+            for s in senders {
+                let (l, b) = s.join().expect("sender thread");
+                lag.add(&l).ok();
+                burst_lag.add(&b).ok();
+            }
+            for r in receivers {
+                recv_results.push(r.join().expect("receiver thread"));
+            }
+        });
+        self.finish(
+            start,
+            window_start,
+            lag,
+            burst_lag,
+            recv_results,
+            stop.load(Relaxed),
+        )
+    }
+
+    fn finish(
+        &self,
+        start: u64,
+        window_start: u64,
+        lag: Histogram<u64>,
+        burst_lag: Histogram<u64>,
+        rr: Vec<RecvResult>,
+        interrupted: bool,
+    ) -> LoadResult {
+        let cfg = &self.cfg;
+        let sum = |f: fn(&Stream) -> u64| self.streams.iter().map(|s| f(s)).sum::<u64>();
+        let attempted = sum(|s| s.attempted.load(Relaxed));
+        let sent = sum(|s| s.sent.load(Relaxed));
+        let failed = sum(|s| s.failed.load(Relaxed));
+        let window_sent = sum(|s| s.window_attempted.load(Relaxed));
+        let mut send_errors = std::collections::BTreeMap::new();
+        for s in &self.streams {
+            s.errors.merge_into(&mut send_errors);
+        }
+        let mut lat_i = new_ns_histogram();
+        let mut lat_a = new_ns_histogram();
+        let mut r = RecvResult::default();
+        for x in rr {
+            r.read += x.read;
+            r.matched += x.matched;
+            r.duplicates += x.duplicates;
+            r.reordered += x.reordered;
+            r.unmatched += x.unmatched;
+            r.window_answered += x.window_answered;
+            if let Some(h) = x.lat_intended {
+                lat_i.add(&h).ok();
+            }
+            if let Some(h) = x.lat_actual {
+                lat_a.add(&h).ok();
+            }
+        }
+        let last_send = self
+            .streams
+            .iter()
+            .map(|s| s.last_send_ns.load(Relaxed))
+            .max()
+            .unwrap_or(start);
+        let window_s = (last_send.saturating_sub(window_start) as f64 / 1e9).max(1e-9);
+        let planned_window_s = cfg.duration.as_secs_f64();
+        let mode = cfg.match_mode();
+        let window_answered = if mode == MatchMode::Aggregate {
+            // Without a matchable field, replies cannot be tied to the window.
+            r.read
+        } else {
+            r.window_answered
+        };
+        let (window_sent_eff, window_answered_eff) = if mode == MatchMode::Aggregate {
+            (attempted, r.read)
+        } else {
+            (window_sent, window_answered)
+        };
+        let mut report = GeneratorReport {
+            target: cfg.target.to_string(),
+            rate_pps: cfg.rate_pps,
+            size_bytes: cfg.datagram_len(),
+            burst: cfg.burst,
+            burst_interval_ns: cfg.burst_interval_ns() as u64,
+            threads: cfg.threads,
+            duration_s: planned_window_s,
+            warmup_s: cfg.warmup.as_secs_f64(),
+            match_mode: mode,
+            attempted,
+            sent,
+            send_failed: failed,
+            send_errors,
+            replies_read: r.read,
+            replies_matched: r.matched,
+            duplicates: r.duplicates,
+            reordered: r.reordered,
+            unmatched: r.unmatched,
+            window_sent,
+            window_answered,
+            window_loss_pct: (mode != MatchMode::None && window_sent_eff > 0).then(|| {
+                100.0 * window_sent_eff.saturating_sub(window_answered_eff) as f64
+                    / window_sent_eff as f64
+            }),
+            achieved_pps: window_sent as f64 / window_s.max(planned_window_s.min(window_s)),
+            tps: if mode == MatchMode::None {
+                0.0
+            } else {
+                window_answered as f64 / planned_window_s.max(1e-9)
+            },
+            latency_intended: LatencySummary::from_histogram(&lat_i),
+            latency_actual: LatencySummary::from_histogram(&lat_a),
+            schedule_lag: LatencySummary::from_histogram(&lag),
+            socket_inodes: self.socket_inodes(),
+            valid: true,
+            invalid_reasons: vec![],
+        };
+        validate(&mut report, cfg, &burst_lag, interrupted);
+        LoadResult { report }
+    }
+}
+
+/// Marks the run invalid when the generator, not the server, limited it.
+fn validate(
+    r: &mut GeneratorReport,
+    cfg: &LoadConfig,
+    burst_lag: &Histogram<u64>,
+    interrupted: bool,
+) {
+    let tool_errors: u64 = r
+        .send_errors
+        .iter()
+        .filter(|(k, _)| k.as_str() != "ECONNREFUSED")
+        .map(|(_, v)| v)
+        .sum();
+    if tool_errors > 0 {
+        r.invalid_reasons.push(format!(
+            "the generator failed to send {tool_errors} datagrams ({})",
+            r.send_errors
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !interrupted && r.window_sent > 0 {
+        let target = cfg.rate_pps;
+        if r.achieved_pps < 0.95 * target {
+            r.invalid_reasons.push(format!(
+                "the generator reached {:.0} pps of the {:.0} pps planned (< 95 %)",
+                r.achieved_pps, target
+            ));
+        }
+    }
+    // A burst (or a paced datagram) that starts late by more than half an interval (at
+    // least 1 ms) means the generator could not keep its schedule.
+    let limit_ns = (cfg.burst_interval_ns() / 2.0).max(1e6) as u64;
+    if !burst_lag.is_empty() && burst_lag.value_at_quantile(0.99) > limit_ns {
+        r.invalid_reasons.push(format!(
+            "schedule lag at burst start p99 {} us exceeds {} us",
+            burst_lag.value_at_quantile(0.99) / 1000,
+            limit_ns / 1000
+        ));
+    }
+    r.valid = r.invalid_reasons.is_empty();
+}
+
+/// Sends one stream's plan. Returns (lag of every datagram, lag of each burst start).
+fn sender(
+    cfg: &LoadConfig,
+    st: &Stream,
+    stream: u16,
+    start: u64,
+    window_start: u64,
+    stop: &AtomicBool,
+) -> (Histogram<u64>, Histogram<u64>) {
+    const BATCH: usize = 64;
+    let len = cfg.datagram_len();
+    let mut sb = SendBatch::new(BATCH, len.max(1));
+    for i in 0..BATCH {
+        let slot = sb.slot_mut(i);
+        match &cfg.payload {
+            Some(p) => slot.copy_from_slice(p),
+            None => wire::fill_body(&mut slot[HEADER_LEN.min(len)..]),
+        }
+    }
+    let mut lag = new_ns_histogram();
+    let mut burst_lag = new_ns_histogram();
+    let plan = st.plan;
+    let fd = st.sock.fd();
+    let mut seq = 0u64;
+    let mut window_attempted = 0u64;
+    while seq < plan.total && !stop.load(Relaxed) {
+        let due = plan.intended(start, seq);
+        wait_until(due);
+        let now = mono_ns();
+        let mut n = 0usize;
+        while n < BATCH && seq + (n as u64) < plan.total {
+            let s = seq + n as u64;
+            let intended = plan.intended(start, s);
+            if intended > now {
+                break;
+            }
+            if s % plan.burst == 0 {
+                burst_lag.saturating_record(now - intended);
+            }
+            lag.saturating_record(now - intended);
+            if intended >= window_start {
+                window_attempted += 1;
+            }
+            let slot = sb.slot_mut(n);
+            match (cfg.payload.is_some(), cfg.seq_field) {
+                (false, _) => Header {
+                    stream,
+                    run_id: cfg.run_id,
+                    seq: s,
+                    intended_ns: intended,
+                    sent_ns: now,
+                }
+                .write(slot),
+                (true, Some((off, flen))) => {
+                    wire::write_seq_field(slot, off, flen, s);
+                    if let Some(log) = &st.log {
+                        log.record(s, intended, now);
+                    }
+                }
+                (true, None) => {}
+            }
+            n += 1;
+        }
+        let out = sb.send(fd, n, |_, errno| st.errors.add(errno, 1));
+        st.sent.fetch_add(out.sent as u64, Relaxed);
+        st.failed.fetch_add(out.failed as u64, Relaxed);
+        st.attempted.fetch_add(n as u64, Relaxed);
+        st.last_send_ns.store(now, Relaxed);
+        seq += n as u64;
+    }
+    st.window_attempted.store(window_attempted, Relaxed);
+    st.sender_done.store(true, Release);
+    (lag, burst_lag)
+}
+
+/// Reads replies for one stream until the sender is done and either every sent datagram
+/// was answered or no reply came for the drain period.
+fn receiver(
+    cfg: &LoadConfig,
+    st: &Stream,
+    stream: u16,
+    window_start: u64,
+    stop: &AtomicBool,
+) -> RecvResult {
+    let mut rb = RecvBatch::new(64, 2048.max(cfg.datagram_len()));
+    let mut res = RecvResult {
+        lat_intended: Some(new_ns_histogram()),
+        lat_actual: Some(new_ns_histogram()),
+        ..Default::default()
+    };
+    let mut seen = vec![0u64; (st.plan.total as usize).div_ceil(64)];
+    let mut max_seq: Option<u64> = None;
+    let field_mask = cfg.seq_field.map_or(u64::MAX, |(_, l)| {
+        if l >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (l * 8)) - 1
+        }
+    });
+    let fd = st.sock.fd();
+    let mut last_reply = mono_ns();
+    let mode = cfg.match_mode();
+    loop {
+        let n = rb.recv(fd).unwrap_or(0);
+        let now = mono_ns();
+        if n == 0 {
+            if st.sender_done.load(Acquire) {
+                let sent = st.sent.load(Relaxed);
+                let idle = now.saturating_sub(last_reply.max(st.last_send_ns.load(Relaxed)));
+                let all_in = res.read >= sent && mode != MatchMode::Aggregate;
+                if all_in
+                    || idle > cfg.drain.as_nanos() as u64
+                    || (stop.load(Relaxed) && idle > 100_000_000)
+                {
+                    break;
+                }
+            }
+            continue;
+        }
+        last_reply = now;
+        res.read += n as u64;
+        for i in 0..n {
+            let data = rb.get(i);
+            let found = match mode {
+                MatchMode::Header => Header::read(data)
+                    .filter(|h| {
+                        h.run_id == cfg.run_id && h.stream == stream && h.seq < st.plan.total
+                    })
+                    .map(|h| (h.seq, h.intended_ns, h.sent_ns)),
+                MatchMode::SeqField => {
+                    let (off, len) = cfg.seq_field.unwrap();
+                    wire::read_seq_field(data, off, len)
+                        .and_then(|v| st.log.as_ref().unwrap().lookup(v, field_mask))
+                        .filter(|(s, _, _)| *s < st.plan.total)
+                }
+                MatchMode::Aggregate | MatchMode::None => None,
+            };
+            let Some((seq, intended, sent)) = found else {
+                if mode != MatchMode::Aggregate {
+                    res.unmatched += 1;
+                }
+                continue;
+            };
+            let (w, b) = ((seq / 64) as usize, 1u64 << (seq % 64));
+            if seen[w] & b != 0 {
+                res.duplicates += 1;
+                continue;
+            }
+            seen[w] |= b;
+            res.matched += 1;
+            match max_seq {
+                Some(m) if seq < m => res.reordered += 1,
+                _ => max_seq = Some(seq),
+            }
+            if intended >= window_start {
+                res.window_answered += 1;
+                if let Some(h) = res.lat_intended.as_mut() {
+                    h.saturating_record(now.saturating_sub(intended));
+                }
+                if let Some(h) = res.lat_actual.as_mut() {
+                    h.saturating_record(now.saturating_sub(sent));
+                }
+            }
+        }
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(rate: f64, burst: u64, threads: usize) -> LoadConfig {
+        LoadConfig {
+            target: "127.0.0.1:9".parse().unwrap(),
+            rate_pps: rate,
+            size_bytes: 64,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            burst,
+            threads,
+            payload: None,
+            seq_field: None,
+            expect_replies: true,
+            drain: Duration::from_millis(100),
+            run_id: 1,
+        }
+    }
+
+    #[test]
+    fn paced_plans_cover_the_rate_and_interleave() {
+        let p = stream_plans(&cfg(1000.0, 1, 2));
+        assert_eq!(p.iter().map(|s| s.total).sum::<u64>(), 1000);
+        assert_eq!(p[0].interval_ns, 2e6);
+        assert_eq!(p[1].phase_ns, 1e6);
+        assert_eq!(p[0].intended(0, 3), 6_000_000);
+        assert_eq!(p[1].intended(0, 0), 1_000_000);
+    }
+
+    #[test]
+    fn burst_plans_split_each_burst_and_keep_the_mean_rate() {
+        // 5000 every 50 ms = 100 k pps mean.
+        let c = cfg(100_000.0, 5000, 3);
+        assert_eq!(c.burst_interval_ns(), 50e6);
+        let p = stream_plans(&c);
+        assert_eq!(p.iter().map(|s| s.burst).sum::<u64>(), 5000);
+        assert_eq!(p.iter().map(|s| s.total).sum::<u64>(), 100_000);
+        // All datagrams of burst 2 of a stream share one intended time.
+        assert_eq!(p[0].intended(0, 2 * p[0].burst), 100_000_000);
+        assert_eq!(p[0].intended(0, 3 * p[0].burst - 1), 100_000_000);
+    }
+
+    #[test]
+    fn send_log_matches_modulo_the_field() {
+        let log = SendLog::new(16);
+        log.record(70_000, 1, 2);
+        let mask = 0xFFFF;
+        assert_eq!(log.lookup(70_000 & mask, mask), Some((70_000, 1, 2)));
+        assert_eq!(log.lookup((70_000 + 1) & mask, mask), None);
+    }
+}

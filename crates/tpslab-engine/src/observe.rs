@@ -1,0 +1,413 @@
+//! The observer: a thread that samples the kernel's counters at a fixed interval while a
+//! run happens, then turns the samples into series, summaries and counter deltas.
+//!
+//! Sources (per sample): `<net_root>/net/udp` and `udp6` (`rx_queue` and `drops` of the
+//! target and generator sockets), `<net_root>/net/snmp` and `snmp6` (`Udp:`/`Udp6`
+//! counters), `/proc/net/softnet_stat` (per CPU), `<net_root>/net/dev` (drops),
+//! `/proc/stat` (per-CPU time, system context switches), and for each target thread
+//! `/proc/PID/task/TID/status` (context switches) and `schedstat` (CPU time, ns).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tpslab_analysis::record::{ObserverReport, Series};
+use tpslab_analysis::Summary;
+use tpslab_net::mono_ns;
+use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
+
+/// What to watch.
+#[derive(Debug, Clone)]
+pub struct ObserverConfig {
+    /// Sampling interval (>= 1 ms).
+    pub interval: Duration,
+    /// procfs directory whose `net/` is read: `/proc/self` or `/proc/PID` (that process's
+    /// network namespace).
+    pub net_root: PathBuf,
+    /// Inodes of the target (server) sockets; when empty, `target_port` finds them.
+    pub target_inodes: Vec<u64>,
+    /// Local port of the target sockets.
+    pub target_port: Option<u16>,
+    /// Inodes of the generator's sockets.
+    pub gen_inodes: Vec<u64>,
+    /// Target process (for the record) and its threads to watch.
+    pub target_pid: Option<u32>,
+    /// Threads whose CPU time and context switches are summed (empty: all of target_pid's).
+    pub target_tids: Vec<u32>,
+}
+
+/// One sample of every counter.
+#[derive(Debug, Clone, Default)]
+struct Raw {
+    t_ns: u64,
+    srv_sockets: usize,
+    srv_rxq: u64,
+    srv_drops: u64,
+    gen_rxq: u64,
+    gen_drops: u64,
+    udp: UdpCounters,
+    softnet_processed: u64,
+    softnet_dropped: u64,
+    softnet_squeeze: u64,
+    dev_rx_drop: u64,
+    dev_tx_drop: u64,
+    stat: KernelStat,
+    task_vol: u64,
+    task_invol: u64,
+    task_run_ns: u64,
+}
+
+fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
+    a.in_datagrams += b.in_datagrams;
+    a.no_ports += b.no_ports;
+    a.in_errors += b.in_errors;
+    a.out_datagrams += b.out_datagrams;
+    a.rcvbuf_errors += b.rcvbuf_errors;
+    a.sndbuf_errors += b.sndbuf_errors;
+    a.in_csum_errors += b.in_csum_errors;
+    a.ignored_multi += b.ignored_multi;
+    a.mem_errors += b.mem_errors;
+}
+
+struct Sampler {
+    cfg: ObserverConfig,
+    tids: Vec<u32>,
+    errors: BTreeSet<String>,
+    proc_root: PathBuf,
+}
+
+impl Sampler {
+    fn note<T>(&mut self, r: Result<T, tpslab_proc::ProcError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.insert(e.to_string());
+                None
+            }
+        }
+    }
+
+    fn sample(&mut self) -> Raw {
+        let mut r = Raw {
+            t_ns: mono_ns(),
+            ..Default::default()
+        };
+        let root = self.cfg.net_root.clone();
+        let mut socks: Vec<UdpSocket> = self.note(live::udp(&root)).unwrap_or_default();
+        socks.extend(self.note(live::udp6(&root)).unwrap_or_default());
+        for s in &socks {
+            let is_target = if self.cfg.target_inodes.is_empty() {
+                self.cfg.target_port == Some(s.local.port()) && s.inode != 0
+            } else {
+                self.cfg.target_inodes.contains(&s.inode)
+            };
+            if is_target {
+                r.srv_sockets += 1;
+                r.srv_rxq += s.rx_queue;
+                r.srv_drops += s.drops.unwrap_or(0);
+            } else if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                r.gen_drops += s.drops.unwrap_or(0);
+            }
+        }
+        if let Some(s) = self.note(live::snmp(&root)) {
+            if let Some(u) = s.udp {
+                add_udp(&mut r.udp, &u);
+            }
+        }
+        if let Some(Some(s6)) = self.note(live::snmp6(&root)) {
+            if let Some(u) = s6.udp6 {
+                add_udp(&mut r.udp, &u);
+            }
+        }
+        let proc_root = self.proc_root.clone();
+        for c in self.note(live::softnet(&proc_root)).unwrap_or_default() {
+            r.softnet_processed += c.processed;
+            r.softnet_dropped += c.dropped;
+            r.softnet_squeeze += c.time_squeeze;
+        }
+        for d in self.note(live::dev(&root)).unwrap_or_default() {
+            r.dev_rx_drop += d.rx_drop;
+            r.dev_tx_drop += d.tx_drop;
+        }
+        if let Some(st) = self.note(live::stat(&proc_root)) {
+            r.stat = st;
+        }
+        if let Some(pid) = self.cfg.target_pid {
+            for tid in self.tids.clone() {
+                let dir = proc_root
+                    .join(pid.to_string())
+                    .join("task")
+                    .join(tid.to_string());
+                if let Ok(s) = live::task_status(&dir) {
+                    r.task_vol += s.voluntary_ctxt_switches;
+                    r.task_invol += s.nonvoluntary_ctxt_switches;
+                }
+                if let Ok(s) = live::schedstat(&dir) {
+                    r.task_run_ns += s.run_ns;
+                }
+            }
+        }
+        r
+    }
+}
+
+/// A running observer.
+pub struct Observer {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<(Vec<Raw>, BTreeSet<String>, Vec<String>)>,
+    interval: Duration,
+}
+
+impl Observer {
+    /// Takes the first sample now, then samples every `interval` on its own thread.
+    pub fn start(cfg: ObserverConfig) -> Observer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let interval = cfg.interval.max(Duration::from_millis(1));
+        let tids = match (cfg.target_tids.is_empty(), cfg.target_pid) {
+            (true, Some(pid)) => live::task_ids(pid),
+            _ => cfg.target_tids.clone(),
+        };
+        let mut sampler = Sampler {
+            cfg,
+            tids,
+            errors: BTreeSet::new(),
+            proc_root: PathBuf::from("/proc"),
+        };
+        let first = sampler.sample();
+        let s2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("tpslab-observer".into())
+            .spawn(move || {
+                let mut raws = vec![first];
+                let step = interval.as_nanos() as u64;
+                let mut next = raws[0].t_ns + step;
+                while !s2.load(Relaxed) {
+                    let now = mono_ns();
+                    if now < next {
+                        std::thread::sleep(Duration::from_nanos((next - now).min(20_000_000)));
+                        continue;
+                    }
+                    raws.push(sampler.sample());
+                    next += step;
+                    if next < mono_ns() {
+                        // Fell behind (the machine is saturated): skip missed ticks.
+                        next = mono_ns() + step;
+                    }
+                }
+                raws.push(sampler.sample());
+                let sched = target_sched(&sampler);
+                (raws, sampler.errors, sched)
+            })
+            .expect("spawn observer thread");
+        Observer {
+            stop,
+            handle,
+            interval,
+        }
+    }
+
+    /// Takes a final sample, stops the thread and builds the report.
+    pub fn stop(self) -> ObserverReport {
+        self.stop.store(true, Relaxed);
+        let (raws, errors, sched) = self.handle.join().expect("observer thread");
+        build_report(&raws, self.interval, errors.into_iter().collect(), sched)
+    }
+}
+
+fn target_sched(s: &Sampler) -> Vec<String> {
+    let Some(pid) = s.cfg.target_pid else {
+        return vec![];
+    };
+    let policy_name = |p: u64| match p {
+        0 => "other".to_string(),
+        1 => "fifo".into(),
+        2 => "rr".into(),
+        3 => "batch".into(),
+        5 => "idle".into(),
+        6 => "deadline".into(),
+        p => format!("policy{p}"),
+    };
+    s.tids
+        .iter()
+        .filter_map(|tid| {
+            let dir = s
+                .proc_root
+                .join(pid.to_string())
+                .join("task")
+                .join(tid.to_string());
+            let st = live::task_stat(&dir).ok()?;
+            let status = live::task_status(&dir).ok()?;
+            let prio = if st.rt_priority > 0 {
+                format!(":{}", st.rt_priority)
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "{tid} {} {}{} cpus {}",
+                st.comm,
+                policy_name(st.policy),
+                prio,
+                status.cpus_allowed_list
+            ))
+        })
+        .collect()
+}
+
+/// Sources of the series and deltas, for `--explain` and the JSON record.
+pub fn sources() -> BTreeMap<String, String> {
+    [
+        ("server_rx_queue_bytes", "/proc/PID/net/udp{,6} rx_queue of the target socket(s), summed (bytes charged: skb truesize)"),
+        ("server_drops", "/proc/PID/net/udp{,6} drops of the target socket(s), summed"),
+        ("gen_rx_queue_bytes", "/proc/self/net/udp{,6} rx_queue of the generator's socket(s)"),
+        ("gen_drops", "/proc/self/net/udp{,6} drops of the generator's socket(s)"),
+        ("udp_in_datagrams", "/proc/PID/net/snmp Udp: InDatagrams + snmp6 Udp6InDatagrams (datagrams read by applications)"),
+        ("udp_rcvbuf_errors", "/proc/PID/net/snmp Udp: RcvbufErrors + snmp6 Udp6RcvbufErrors"),
+        ("udp_in_errors", "/proc/PID/net/snmp Udp: InErrors + Udp6InErrors"),
+        ("udp_no_ports", "/proc/PID/net/snmp Udp: NoPorts + Udp6NoPorts"),
+        ("udp_out_datagrams", "/proc/PID/net/snmp Udp: OutDatagrams + Udp6OutDatagrams"),
+        ("udp_sndbuf_errors", "/proc/PID/net/snmp Udp: SndbufErrors + Udp6SndbufErrors"),
+        ("udp_mem_errors", "/proc/PID/net/snmp Udp: MemErrors + Udp6MemErrors"),
+        ("udp_in_csum_errors", "/proc/PID/net/snmp Udp: InCsumErrors + Udp6InCsumErrors"),
+        ("softnet_dropped", "/proc/net/softnet_stat column 2, all CPUs (host-wide)"),
+        ("softnet_processed", "/proc/net/softnet_stat column 1, all CPUs (host-wide)"),
+        ("softnet_time_squeeze", "/proc/net/softnet_stat column 3, all CPUs (host-wide)"),
+        ("dev_rx_drop", "/proc/PID/net/dev rx drop, all interfaces"),
+        ("dev_tx_drop", "/proc/PID/net/dev tx drop, all interfaces"),
+        ("ctxt", "/proc/stat ctxt (system-wide context switches)"),
+        ("target_vol_ctxt", "/proc/PID/task/TID/status voluntary_ctxt_switches, target threads"),
+        ("target_invol_ctxt", "/proc/PID/task/TID/status nonvoluntary_ctxt_switches, target threads"),
+        ("target_cpu_pct", "/proc/PID/task/TID/schedstat run time, target threads, % of one CPU"),
+        ("cpuN_busy_pct", "/proc/stat cpuN: (total - idle - iowait) / total"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn build_report(
+    raws: &[Raw],
+    interval: Duration,
+    errors: Vec<String>,
+    sched: Vec<String>,
+) -> ObserverReport {
+    let mut series = Series::default();
+    let t0 = raws.first().map_or(0, |r| r.t_ns);
+    let mut push = |name: &str, v: f64| series.values.entry(name.to_string()).or_default().push(v);
+    for (i, r) in raws.iter().enumerate() {
+        push("server_rx_queue_bytes", r.srv_rxq as f64);
+        push("gen_rx_queue_bytes", r.gen_rxq as f64);
+        if i == 0 {
+            continue;
+        }
+        let p = &raws[i - 1];
+        let dt = (r.t_ns.saturating_sub(p.t_ns) as f64 / 1e9).max(1e-9);
+        let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
+        push("server_drops_per_s", rate(r.srv_drops, p.srv_drops));
+        push(
+            "udp_in_datagrams_per_s",
+            rate(r.udp.in_datagrams, p.udp.in_datagrams),
+        );
+        push(
+            "udp_rcvbuf_errors_per_s",
+            rate(r.udp.rcvbuf_errors, p.udp.rcvbuf_errors),
+        );
+        push(
+            "softnet_dropped_per_s",
+            rate(r.softnet_dropped, p.softnet_dropped),
+        );
+        push("ctxt_per_s", rate(r.stat.ctxt, p.stat.ctxt));
+        push("target_vol_ctxt_per_s", rate(r.task_vol, p.task_vol));
+        push("target_invol_ctxt_per_s", rate(r.task_invol, p.task_invol));
+        push(
+            "target_cpu_pct",
+            100.0 * r.task_run_ns.saturating_sub(p.task_run_ns) as f64 / 1e9 / dt,
+        );
+    }
+    // Rates start at the second sample; the queue series start at the first.
+    series.t_ms = raws.iter().map(|r| (r.t_ns - t0) as f64 / 1e6).collect();
+    let summaries = series
+        .values
+        .iter()
+        .map(|(k, v)| (k.clone(), Summary::of(v)))
+        .collect();
+    let mut deltas = BTreeMap::new();
+    let mut cpu_pct = BTreeMap::new();
+    if let (Some(a), Some(b)) = (raws.first(), raws.last()) {
+        let d = |x: u64, y: u64| y.saturating_sub(x);
+        for (k, v) in [
+            ("server_drops", d(a.srv_drops, b.srv_drops)),
+            ("gen_drops", d(a.gen_drops, b.gen_drops)),
+            (
+                "udp_in_datagrams",
+                d(a.udp.in_datagrams, b.udp.in_datagrams),
+            ),
+            (
+                "udp_out_datagrams",
+                d(a.udp.out_datagrams, b.udp.out_datagrams),
+            ),
+            (
+                "udp_rcvbuf_errors",
+                d(a.udp.rcvbuf_errors, b.udp.rcvbuf_errors),
+            ),
+            (
+                "udp_sndbuf_errors",
+                d(a.udp.sndbuf_errors, b.udp.sndbuf_errors),
+            ),
+            ("udp_in_errors", d(a.udp.in_errors, b.udp.in_errors)),
+            ("udp_no_ports", d(a.udp.no_ports, b.udp.no_ports)),
+            ("udp_mem_errors", d(a.udp.mem_errors, b.udp.mem_errors)),
+            (
+                "udp_in_csum_errors",
+                d(a.udp.in_csum_errors, b.udp.in_csum_errors),
+            ),
+            ("softnet_dropped", d(a.softnet_dropped, b.softnet_dropped)),
+            (
+                "softnet_processed",
+                d(a.softnet_processed, b.softnet_processed),
+            ),
+            (
+                "softnet_time_squeeze",
+                d(a.softnet_squeeze, b.softnet_squeeze),
+            ),
+            ("dev_rx_drop", d(a.dev_rx_drop, b.dev_rx_drop)),
+            ("dev_tx_drop", d(a.dev_tx_drop, b.dev_tx_drop)),
+            ("ctxt", d(a.stat.ctxt, b.stat.ctxt)),
+            ("target_vol_ctxt", d(a.task_vol, b.task_vol)),
+            ("target_invol_ctxt", d(a.task_invol, b.task_invol)),
+            ("target_run_ns", d(a.task_run_ns, b.task_run_ns)),
+            ("server_sockets_found", b.srv_sockets as u64),
+        ] {
+            deltas.insert(k.to_string(), v);
+        }
+        for ((cpu, ta), (_, tb)) in a.stat.per_cpu.iter().zip(b.stat.per_cpu.iter()) {
+            let total = tb.total().saturating_sub(ta.total()).max(1) as f64;
+            let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
+            let mut m = BTreeMap::new();
+            m.insert(
+                "user".to_string(),
+                pct(ta.user + ta.nice, tb.user + tb.nice),
+            );
+            m.insert("system".to_string(), pct(ta.system, tb.system));
+            m.insert(
+                "softirq".to_string(),
+                pct(ta.softirq + ta.irq, tb.softirq + tb.irq),
+            );
+            m.insert("busy".to_string(), pct(ta.busy(), tb.busy()));
+            cpu_pct.insert(format!("cpu{cpu}"), m);
+        }
+    }
+    ObserverReport {
+        interval_ms: interval.as_secs_f64() * 1e3,
+        samples: raws.len(),
+        sources: sources(),
+        series,
+        summaries,
+        deltas,
+        cpu_pct,
+        target_sched: sched,
+        errors,
+    }
+}

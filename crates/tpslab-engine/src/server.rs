@@ -1,0 +1,345 @@
+//! The reference UDP server (the S1 workload): N threads, one SO_REUSEPORT socket each,
+//! recvfrom or recvmmsg batches, find-and-replace/echo/sink, optional busy work, affinity
+//! and scheduling policy per thread.
+
+use crate::counters::ErrnoCounts;
+use crate::wire;
+use crate::EngineError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tpslab_analysis::record::ServerReport;
+use tpslab_net::sched::{self, SchedPolicy};
+use tpslab_net::{mono_ns, RcvbufGrant, RecvBatch, UdpSock};
+
+/// What the server does with each datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// S1: replace every "ping" with "pong" in the payload, then reply.
+    Replace,
+    /// Reply with the datagram unchanged.
+    Echo,
+    /// Read and discard; no reply.
+    Sink,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Replace => "replace",
+            Mode::Echo => "echo",
+            Mode::Sink => "sink",
+        })
+    }
+}
+
+/// A validated server configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Address to bind.
+    pub bind: SocketAddr,
+    /// Threads, one SO_REUSEPORT socket each (>= 1).
+    pub threads: usize,
+    /// recvmmsg batch (1: plain recvfrom/sendto).
+    pub batch: usize,
+    /// SO_RCVBUF request, bytes (None: net.core.rmem_default).
+    pub rcvbuf: Option<u64>,
+    /// Workload.
+    pub mode: Mode,
+    /// Extra busy work per datagram, ns.
+    pub work_ns: u64,
+    /// CPUs each thread may run on (empty: not pinned), like taskset.
+    pub cpus: Vec<usize>,
+    /// Scheduling policy of each thread, like chrt.
+    pub sched: SchedPolicy,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: "127.0.0.1:9000".parse().unwrap(),
+            threads: 1,
+            batch: 1,
+            rcvbuf: None,
+            mode: Mode::Replace,
+            work_ns: 0,
+            cpus: vec![],
+            sched: SchedPolicy::Other,
+        }
+    }
+}
+
+/// Per-thread counters, written by one thread with relaxed atomics (read by reporters).
+#[derive(Default)]
+#[repr(align(128))]
+pub struct ThreadCounters {
+    /// Datagrams read.
+    pub received: AtomicU64,
+    /// Bytes read (full datagram lengths).
+    pub received_bytes: AtomicU64,
+    /// Datagrams longer than the slot.
+    pub truncated: AtomicU64,
+    /// Replies accepted by the kernel.
+    pub answered: AtomicU64,
+    /// Replies refused by the kernel.
+    pub reply_failed: AtomicU64,
+    /// Refusals by errno.
+    pub reply_errors: ErrnoCounts,
+}
+
+/// A running server. Dropping it without [`UdpServer::stop`] detaches the threads.
+pub struct UdpServer {
+    config: ServerConfig,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Vec<ThreadCounters>>,
+    threads: Vec<JoinHandle<()>>,
+    grant: RcvbufGrant,
+    inodes: Vec<u64>,
+    tids: Vec<u32>,
+    local: SocketAddr,
+}
+
+const SLOT_BYTES: usize = 65536;
+const POLL: Duration = Duration::from_millis(20);
+
+fn busy_work(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let start = mono_ns();
+    while mono_ns().wrapping_sub(start) < ns {
+        std::hint::spin_loop();
+    }
+}
+
+impl UdpServer {
+    /// Binds the sockets and starts the threads. Errors: the port in use, a bad address,
+    /// affinity or policy refused (e.g. EPERM for fifo without root).
+    pub fn start(config: ServerConfig) -> Result<UdpServer, EngineError> {
+        // Probe without SO_REUSEPORT: fails with EADDRINUSE when anyone holds the port, even
+        // a socket that set SO_REUSEPORT itself (we must not silently share its traffic).
+        let probe = UdpSock::bind(config.bind, false).map_err(EngineError::Net)?;
+        let bind = probe.local_addr();
+        drop(probe);
+        let mut socks = Vec::with_capacity(config.threads);
+        for _ in 0..config.threads {
+            let s = UdpSock::bind(bind, true).map_err(EngineError::Net)?;
+            s.set_read_timeout(POLL).map_err(EngineError::Net)?;
+            socks.push(s);
+        }
+        let mut grant = socks[0].default_grant().map_err(EngineError::Net)?;
+        if let Some(bytes) = config.rcvbuf {
+            for s in &socks {
+                grant = s.set_rcvbuf(bytes).map_err(EngineError::Net)?;
+            }
+        }
+        let inodes = socks
+            .iter()
+            .map(|s| s.inode())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(EngineError::Net)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters: Arc<Vec<ThreadCounters>> = Arc::new(
+            (0..config.threads)
+                .map(|_| ThreadCounters::default())
+                .collect(),
+        );
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<u32, String>>();
+        let mut threads = vec![];
+        for (idx, sock) in socks.into_iter().enumerate() {
+            let cfg = config.clone();
+            let stop = stop.clone();
+            let counters = counters.clone();
+            let ready = ready_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("tpslab-srv{idx}"))
+                .spawn(move || {
+                    let setup = (|| {
+                        if !cfg.cpus.is_empty() {
+                            sched::set_affinity(&cfg.cpus).map_err(|e| e.to_string())?;
+                        }
+                        if cfg.sched != SchedPolicy::Other {
+                            sched::set_policy(cfg.sched).map_err(|e| e.to_string())?;
+                        }
+                        Ok(tpslab_net::gettid())
+                    })();
+                    let ok = setup.is_ok();
+                    let _ = ready.send(setup);
+                    if ok {
+                        serve_loop(&cfg, &sock, &counters[idx], &stop);
+                    }
+                })
+                .map_err(|e| EngineError::Other(format!("spawn server thread: {e}")))?;
+            threads.push(h);
+        }
+        drop(ready_tx);
+        let mut tids = vec![];
+        let mut first_err = None;
+        for _ in 0..config.threads {
+            match ready_rx.recv() {
+                Ok(Ok(tid)) => tids.push(tid),
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert("server thread died during setup".into());
+                }
+            }
+        }
+        let server = UdpServer {
+            config,
+            stop,
+            counters,
+            threads,
+            grant,
+            inodes,
+            tids,
+            local: bind,
+        };
+        if let Some(e) = first_err {
+            server.stop();
+            return Err(EngineError::Other(format!("server thread setup: {e}")));
+        }
+        Ok(server)
+    }
+
+    /// The bound address (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Inodes of the server sockets, as in /proc/net/udp.
+    pub fn socket_inodes(&self) -> &[u64] {
+        &self.inodes
+    }
+
+    /// Kernel thread ids of the server threads.
+    pub fn tids(&self) -> &[u32] {
+        &self.tids
+    }
+
+    /// Datagrams read so far, all threads.
+    pub fn received(&self) -> u64 {
+        self.counters.iter().map(|c| c.received.load(Relaxed)).sum()
+    }
+
+    /// The counts so far, as they go into the run record.
+    pub fn report(&self) -> ServerReport {
+        let c = &self.counters;
+        let sum = |f: fn(&ThreadCounters) -> &AtomicU64| c.iter().map(|t| f(t).load(Relaxed)).sum();
+        let mut errors = std::collections::BTreeMap::new();
+        for t in c.iter() {
+            t.reply_errors.merge_into(&mut errors);
+        }
+        ServerReport {
+            bind: self.local.to_string(),
+            mode: self.config.mode.to_string(),
+            threads: self.config.threads,
+            batch: self.config.batch,
+            work_ns: self.config.work_ns,
+            rcvbuf_requested_bytes: self.grant.requested_bytes,
+            rcvbuf_granted_bytes: self.grant.granted_bytes,
+            rcvbuf_forced: self.grant.forced,
+            cpus: self.config.cpus.clone(),
+            sched: self.config.sched.to_string(),
+            socket_inodes: self.inodes.clone(),
+            tids: self.tids.clone(),
+            received: sum(|t| &t.received),
+            received_bytes: sum(|t| &t.received_bytes),
+            truncated: sum(|t| &t.truncated),
+            answered: sum(|t| &t.answered),
+            reply_failed: sum(|t| &t.reply_failed),
+            reply_errors: errors,
+            received_per_thread: c.iter().map(|t| t.received.load(Relaxed)).collect(),
+        }
+    }
+
+    /// Asks the threads to stop once their sockets are empty, waits for them and returns
+    /// the final counts. Every datagram queued before the call is read first.
+    pub fn stop(mut self) -> ServerReport {
+        self.stop.store(true, Relaxed);
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+        self.report()
+    }
+}
+
+/// Reads until `stop` is set and the socket has been empty for one poll interval.
+fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &AtomicBool) {
+    let finder = memchr::memmem::Finder::new(wire::FIND);
+    let fd = sock.fd();
+    let process = |data: &mut [u8]| {
+        if cfg.mode == Mode::Replace {
+            wire::find_and_replace(&finder, data);
+        }
+        busy_work(cfg.work_ns);
+    };
+    if cfg.batch <= 1 {
+        let mut buf = vec![0u8; SLOT_BYTES];
+        let mut peer = tpslab_net::sock::PeerAddr::default();
+        loop {
+            let len = match sock.recv_from(&mut buf, &mut peer) {
+                Ok(n) => n,
+                Err(_) => {
+                    // EAGAIN after SO_RCVTIMEO: the socket was empty for a whole poll.
+                    if stop.load(Relaxed) {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let kept = len.min(SLOT_BYTES);
+            if len > SLOT_BYTES {
+                c.truncated.fetch_add(1, Relaxed);
+            }
+            process(&mut buf[..kept]);
+            c.received.fetch_add(1, Relaxed);
+            c.received_bytes.fetch_add(len as u64, Relaxed);
+            if cfg.mode != Mode::Sink {
+                match sock.send_to(&buf[..kept], &peer) {
+                    Ok(_) => {
+                        c.answered.fetch_add(1, Relaxed);
+                    }
+                    Err(e) => {
+                        c.reply_failed.fetch_add(1, Relaxed);
+                        c.reply_errors.add(e.raw_os_error().unwrap_or(0), 1);
+                    }
+                }
+            }
+        }
+    }
+    let mut rb = RecvBatch::new(cfg.batch, SLOT_BYTES);
+    loop {
+        let n = rb.recv(fd).unwrap_or(0);
+        if n == 0 {
+            if stop.load(Relaxed) {
+                return;
+            }
+            continue;
+        }
+        let mut bytes = 0u64;
+        let mut trunc = 0u64;
+        for i in 0..n {
+            bytes += rb.len(i) as u64;
+            trunc += rb.truncated(i) as u64;
+            process(rb.get_mut(i));
+        }
+        c.received.fetch_add(n as u64, Relaxed);
+        c.received_bytes.fetch_add(bytes, Relaxed);
+        if trunc > 0 {
+            c.truncated.fetch_add(trunc, Relaxed);
+        }
+        if cfg.mode != Mode::Sink {
+            let out = rb.reply(fd, n, |_, errno| c.reply_errors.add(errno, 1));
+            c.answered.fetch_add(out.sent as u64, Relaxed);
+            if out.failed > 0 {
+                c.reply_failed.fetch_add(out.failed as u64, Relaxed);
+            }
+        }
+    }
+}

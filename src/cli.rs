@@ -1,0 +1,538 @@
+//! Command line: clap definitions, validation into engine plans, and running them.
+
+use crate::report;
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+use tpslab_analysis::record::{RunRecord, SCHEMA};
+use tpslab_engine::lab::{run_udp, UdpRunPlan};
+use tpslab_engine::load::LoadConfig;
+use tpslab_engine::observe::{Observer, ObserverConfig};
+use tpslab_engine::server::{Mode, ServerConfig, UdpServer};
+use tpslab_net::sched::SchedPolicy;
+
+/// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP), bytes.
+pub const MAX_UDP_PAYLOAD: usize = 65507;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tpslab",
+    version,
+    about = "Load, serve, observe and explain UDP loss and TPS limits"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run the reference server (the S1 workload) until Ctrl-C or --duration.
+    Serve {
+        #[command(subcommand)]
+        proto: ServeProto,
+    },
+    /// Send open-loop load to a server and account for every datagram.
+    Load {
+        #[command(subcommand)]
+        proto: LoadProto,
+    },
+    /// Reference server + load + observer in one process: the exact ledger.
+    Run {
+        #[command(subcommand)]
+        proto: RunProto,
+    },
+    /// Sample the kernel's counters for a socket/process over time.
+    Watch(WatchArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum ServeProto {
+    /// UDP reference server.
+    Udp(ServeArgs),
+}
+#[derive(Subcommand, Debug)]
+enum LoadProto {
+    /// UDP open-loop generator.
+    Udp(LoadUdpArgs),
+}
+#[derive(Subcommand, Debug)]
+enum RunProto {
+    /// UDP: our server and our generator, observed together.
+    Udp(RunUdpArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ModeArg {
+    Replace,
+    Echo,
+    Sink,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ServerFlags {
+    /// Address to bind (0.0.0.0 only when given explicitly).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    bind: String,
+    /// Server threads, one SO_REUSEPORT socket each.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// recvmmsg batch size; 1 means plain recvfrom/sendto.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// SO_RCVBUF request in bytes (SO_RCVBUFFORCE when root and above net.core.rmem_max).
+    #[arg(long)]
+    rcvbuf: Option<u64>,
+    /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
+    #[arg(long, value_enum, default_value = "replace")]
+    mode: ModeArg,
+    /// Extra busy work per datagram, ns (a slower application).
+    #[arg(long, default_value_t = 0)]
+    work_ns: u64,
+    /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
+    #[arg(long)]
+    cpus: Option<String>,
+    /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
+    #[arg(long, default_value = "other")]
+    sched: String,
+}
+
+#[derive(Args, Debug, Clone)]
+struct LoadFlags {
+    /// Mean rate, datagrams per second.
+    #[arg(long, default_value = "10000")]
+    rate: f64,
+    /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Measurement window (after warm-up), e.g. 10s, 500ms.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Warm-up excluded from the figures.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    warmup: Duration,
+    /// Datagrams sent back-to-back per burst.
+    #[arg(long, default_value_t = 1)]
+    burst: u64,
+    /// Interval between bursts, e.g. 50ms; the mean rate follows (burst / interval).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    burst_interval: Option<Duration>,
+    /// Send this file's bytes instead of tpslab's header (a real protocol's request).
+    #[arg(long)]
+    payload_file: Option<PathBuf>,
+    /// OFFSET:LEN of a field the server echoes (e.g. 0:2 for the DNS id): the sequence
+    /// number is written there to match replies per packet.
+    #[arg(long)]
+    seq_field: Option<String>,
+    /// One-way load: expect no replies.
+    #[arg(long)]
+    no_replies: bool,
+    /// Wait this long for late replies after the last send.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    drain: Duration,
+}
+
+#[derive(Args, Debug, Clone)]
+struct OutputFlags {
+    /// Observer sampling interval (1ms..).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Write the run record (JSON, schema tpslab.run/1) to FILE.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long)]
+    explain: bool,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    #[command(flatten)]
+    server: ServerFlags,
+    /// Stop after this long (default: until Ctrl-C/SIGTERM).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Write the server's counts (JSON) to FILE on exit.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct LoadUdpArgs {
+    /// Server address, HOST:PORT.
+    target: String,
+    #[command(flatten)]
+    load: LoadFlags,
+    /// Sender threads (one socket each).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// PID of the server process: its network namespace, sockets and threads are watched.
+    #[arg(long)]
+    pid: Option<u32>,
+    #[command(flatten)]
+    out: OutputFlags,
+}
+
+#[derive(Args, Debug)]
+struct RunUdpArgs {
+    #[command(flatten)]
+    server: ServerFlags,
+    #[command(flatten)]
+    load: LoadFlags,
+    /// Generator sender threads (one socket each); --threads is the server's.
+    #[arg(long, default_value_t = 1)]
+    load_threads: usize,
+    #[command(flatten)]
+    out: OutputFlags,
+}
+
+#[derive(Args, Debug)]
+struct WatchArgs {
+    /// Process whose namespace, sockets and threads to watch.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Local UDP port of the socket(s) to watch.
+    #[arg(long)]
+    port: Option<u16>,
+    /// How long to watch.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Sampling interval (1ms..).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Write the observations (JSON run record) to FILE.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// SIGINT/SIGTERM set the returned flag; a second signal exits at once.
+fn install_signals() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+fn resolve(target: &str) -> Result<SocketAddr> {
+    let mut addrs = target
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("target \"{target}\": {e}; allowed HOST:PORT, e.g. 127.0.0.1:9000"))?;
+    addrs
+        .next()
+        .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))
+}
+
+fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
+    let bind: SocketAddr = f.bind.parse().map_err(|_| {
+        anyhow!(
+            "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:9000",
+            f.bind
+        )
+    })?;
+    if !(1..=1024).contains(&f.threads) {
+        bail!("--threads {}: allowed 1..=1024", f.threads);
+    }
+    if !(1..=1024).contains(&f.batch) {
+        bail!("--batch {}: allowed 1..=1024", f.batch);
+    }
+    if let Some(b) = f.rcvbuf {
+        if b == 0 || b > (i32::MAX / 2) as u64 {
+            bail!("--rcvbuf {b}: allowed 1..={} bytes", i32::MAX / 2);
+        }
+    }
+    if f.work_ns > 1_000_000_000 {
+        bail!("--work-ns {}: allowed 0..=1000000000 ns", f.work_ns);
+    }
+    let ncpu = tpslab_net::online_cpus();
+    let cpus = match &f.cpus {
+        None => vec![],
+        Some(s) => {
+            let v =
+                tpslab_proc::pid::parse_cpu_list(s).map_err(|e| anyhow!("--cpus \"{s}\": {e}"))?;
+            if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
+                bail!(
+                    "--cpus \"{s}\": CPU {c} does not exist; allowed 0..={}",
+                    ncpu - 1
+                );
+            }
+            v
+        }
+    };
+    let sched: SchedPolicy = f
+        .sched
+        .parse()
+        .map_err(|e: String| anyhow!("--sched: {e}"))?;
+    Ok(ServerConfig {
+        bind,
+        threads: f.threads,
+        batch: f.batch,
+        rcvbuf: f.rcvbuf,
+        mode: match f.mode {
+            ModeArg::Replace => Mode::Replace,
+            ModeArg::Echo => Mode::Echo,
+            ModeArg::Sink => Mode::Sink,
+        },
+        work_ns: f.work_ns,
+        cpus,
+        sched,
+    })
+}
+
+fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<LoadConfig> {
+    if f.burst == 0 {
+        bail!("--burst 0: allowed 1 or more datagrams per burst");
+    }
+    let rate = match f.burst_interval {
+        Some(iv) => {
+            if iv.is_zero() {
+                bail!("--burst-interval 0: allowed a positive duration, e.g. 50ms");
+            }
+            f.burst as f64 / iv.as_secs_f64()
+        }
+        None => f.rate,
+    };
+    if !(rate.is_finite() && rate > 0.0) {
+        bail!("--rate {}: allowed a rate above 0 pps", f.rate);
+    }
+    if rate > 100e6 {
+        bail!("--rate {rate}: allowed up to 100000000 pps");
+    }
+    if f.duration.is_zero() || f.duration > Duration::from_secs(24 * 3600) {
+        bail!(
+            "--duration {}: allowed 1ns..=24h",
+            humantime::format_duration(f.duration)
+        );
+    }
+    if !(1..=256).contains(&threads) {
+        bail!("generator threads {threads}: allowed 1..=256");
+    }
+    let payload = match &f.payload_file {
+        None => {
+            if !(tpslab_engine::wire::HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&f.size) {
+                bail!(
+                    "--size {}: allowed {}..={MAX_UDP_PAYLOAD} bytes ({} bytes hold tpslab's header)",
+                    f.size,
+                    tpslab_engine::wire::HEADER_LEN,
+                    tpslab_engine::wire::HEADER_LEN
+                );
+            }
+            None
+        }
+        Some(p) => {
+            let bytes =
+                std::fs::read(p).with_context(|| format!("--payload-file {}", p.display()))?;
+            if bytes.is_empty() || bytes.len() > MAX_UDP_PAYLOAD {
+                bail!(
+                    "--payload-file {}: {} bytes; allowed 1..={MAX_UDP_PAYLOAD}",
+                    p.display(),
+                    bytes.len()
+                );
+            }
+            Some(bytes)
+        }
+    };
+    let seq_field = match &f.seq_field {
+        None => None,
+        Some(s) => {
+            let bad =
+                || anyhow!("--seq-field \"{s}\": allowed OFFSET:LEN with LEN 1..=8, e.g. 0:2");
+            let (o, l) = s.split_once(':').ok_or_else(bad)?;
+            let (o, l): (usize, usize) =
+                (o.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?);
+            if !(1..=8).contains(&l) {
+                return Err(bad());
+            }
+            let Some(p) = &payload else {
+                bail!("--seq-field needs --payload-file (with tpslab's header, replies match by header)");
+            };
+            if o + l > p.len() {
+                bail!("--seq-field {o}:{l}: beyond the {}-byte payload", p.len());
+            }
+            Some((o, l))
+        }
+    };
+    let run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
+    Ok(LoadConfig {
+        target,
+        rate_pps: rate,
+        size_bytes: f.size,
+        duration: f.duration,
+        warmup: f.warmup,
+        burst: f.burst,
+        threads,
+        payload,
+        seq_field,
+        expect_replies: !f.no_replies,
+        drain: f.drain,
+        run_id,
+    })
+}
+
+fn check_interval(iv: Duration) -> Result<()> {
+    if iv < Duration::from_millis(1) || iv > Duration::from_secs(60) {
+        bail!(
+            "--interval {}: allowed 1ms..=60s",
+            humantime::format_duration(iv)
+        );
+    }
+    Ok(())
+}
+
+fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(f), value)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
+    // Write the record first: it is never lost, even if printing fails.
+    if let Some(p) = &out.json {
+        write_json(p, rec)?;
+    }
+    report::print_record(rec, out.explain);
+    if let Some(p) = &out.json {
+        println!("record written to {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_pid(pid: u32) -> Result<()> {
+    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        bail!("--pid {pid}: no such process");
+    }
+    Ok(())
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Serve {
+            proto: ServeProto::Udp(a),
+        } => {
+            let cfg = server_config(&a.server)?;
+            let stop = install_signals()?;
+            let srv = UdpServer::start(cfg)?;
+            println!(
+                "tpslab serve udp: listening on {} ({} thread(s), batch {}, SO_RCVBUF granted {} bytes)",
+                srv.local_addr(),
+                a.server.threads,
+                a.server.batch,
+                srv.report().rcvbuf_granted_bytes
+            );
+            let t0 = std::time::Instant::now();
+            while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let rep = srv.stop();
+            if let Some(p) = &a.json {
+                write_json(
+                    p,
+                    &serde_json::json!({ "schema": SCHEMA, "server": rep, "elapsed_s": t0.elapsed().as_secs_f64(), "interrupted": stop.load(Relaxed) }),
+                )?;
+            }
+            report::print_server(&rep, t0.elapsed().as_secs_f64());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Load {
+            proto: LoadProto::Udp(a),
+        } => {
+            let target = resolve(&a.target)?;
+            let load = load_config(&a.load, a.threads, target)?;
+            check_interval(a.out.interval)?;
+            if let Some(pid) = a.pid {
+                check_pid(pid)?;
+            }
+            let stop = install_signals()?;
+            let rec = run_udp(
+                UdpRunPlan {
+                    server: None,
+                    load,
+                    interval: a.out.interval,
+                    target_pid: a.pid,
+                },
+                &stop,
+            )?;
+            finish_record(&rec, &a.out)
+        }
+        Cmd::Run {
+            proto: RunProto::Udp(a),
+        } => {
+            let mut srv = server_config(&a.server)?;
+            if a.load.no_replies {
+                srv.mode = Mode::Sink;
+            }
+            let load = load_config(&a.load, a.load_threads, srv.bind)?;
+            check_interval(a.out.interval)?;
+            let stop = install_signals()?;
+            let rec = run_udp(
+                UdpRunPlan {
+                    server: Some(srv),
+                    load,
+                    interval: a.out.interval,
+                    target_pid: None,
+                },
+                &stop,
+            )?;
+            finish_record(&rec, &a.out)
+        }
+        Cmd::Watch(a) => {
+            check_interval(a.interval)?;
+            if let Some(pid) = a.pid {
+                check_pid(pid)?;
+            }
+            if a.pid.is_none() && a.port.is_none() {
+                bail!("watch needs --pid PID or --port PORT");
+            }
+            let stop = install_signals()?;
+            let t0 = tpslab_net::mono_ns();
+            let obs = Observer::start(ObserverConfig {
+                interval: a.interval,
+                net_root: a.pid.map_or(PathBuf::from("/proc/self"), |p| {
+                    PathBuf::from(format!("/proc/{p}"))
+                }),
+                target_inodes: vec![],
+                target_port: a.port,
+                gen_inodes: vec![],
+                target_pid: a.pid,
+                target_tids: vec![],
+            });
+            let end = t0 + a.duration.as_nanos() as u64;
+            while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
+                std::thread::sleep(Duration::from_millis(10).min(a.duration));
+            }
+            let rep = obs.stop();
+            let rec = RunRecord {
+                schema: SCHEMA.into(),
+                tool_version: env!("CARGO_PKG_VERSION").into(),
+                argv: std::env::args().collect(),
+                elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
+                interrupted: stop.load(Relaxed),
+                plan: serde_json::json!({"kind": "watch", "pid": a.pid, "port": a.port,
+                    "interval_ms": a.interval.as_secs_f64() * 1e3, "duration_s": a.duration.as_secs_f64()}),
+                environment: tpslab_engine::env::environment(),
+                observer: Some(rep),
+                ..Default::default()
+            };
+            finish_record(
+                &rec,
+                &OutputFlags {
+                    interval: a.interval,
+                    json: a.json,
+                    explain: a.explain,
+                },
+            )
+        }
+    }
+}

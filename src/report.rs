@@ -1,0 +1,336 @@
+//! Terminal rendering of run records (verdict and validity first, then tables).
+
+use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
+use tpslab_analysis::ledger::LedgerPath;
+use tpslab_analysis::record::{
+    GeneratorReport, MatchMode, ObserverReport, RunRecord, ServerReport,
+};
+use tpslab_analysis::LatencySummary;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(header.iter().map(|h| Cell::new(h)).collect::<Vec<_>>());
+    for i in 1..header.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Formats nanoseconds with a readable unit.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn lat_row(t: &mut Table, name: &str, l: &LatencySummary) {
+    if l.count == 0 {
+        t.add_row(vec![
+            name.to_string(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "0".into(),
+        ]);
+        return;
+    }
+    t.add_row(vec![
+        name.to_string(),
+        fmt_ns(l.p50_ns as f64),
+        fmt_ns(l.p90_ns as f64),
+        fmt_ns(l.p99_ns as f64),
+        fmt_ns(l.p999_ns as f64),
+        fmt_ns(l.max_ns as f64),
+        l.count.to_string(),
+    ]);
+}
+
+fn print_generator(g: &GeneratorReport) {
+    let shape = if g.burst > 1 {
+        format!(
+            "bursts of {} every {} ({:.0} pps mean)",
+            g.burst,
+            fmt_ns(g.burst_interval_ns as f64),
+            g.rate_pps
+        )
+    } else {
+        format!("{:.0} pps paced", g.rate_pps)
+    };
+    println!(
+        "Load: {} B datagrams to {}, {}, {} thread(s), {:.1} s window after {:.1} s warm-up",
+        g.size_bytes, g.target, shape, g.threads, g.duration_s, g.warmup_s
+    );
+    if g.valid {
+        println!("Generator kept its schedule: the run is valid evidence about the server.");
+    } else {
+        println!("RUN INVALID as evidence against the server — the generator was a bottleneck:");
+        for r in &g.invalid_reasons {
+            println!("  - {r}");
+        }
+    }
+    let mut t = table(&["generator", "count"]);
+    t.add_row(vec![
+        "attempted (whole run)".to_string(),
+        g.attempted.to_string(),
+    ]);
+    t.add_row(vec!["sent".to_string(), g.sent.to_string()]);
+    let errs = g
+        .send_errors
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    t.add_row(vec![
+        format!(
+            "failed to send{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(" ({errs})")
+            }
+        ),
+        g.send_failed.to_string(),
+    ]);
+    t.add_row(vec![
+        "achieved rate (window), pps".to_string(),
+        format!("{:.0}", g.achieved_pps),
+    ]);
+    if g.match_mode != MatchMode::None {
+        t.add_row(vec!["replies read".to_string(), g.replies_read.to_string()]);
+        if g.match_mode != MatchMode::Aggregate {
+            t.add_row(vec![
+                "replies matched".to_string(),
+                g.replies_matched.to_string(),
+            ]);
+            t.add_row(vec!["duplicates".to_string(), g.duplicates.to_string()]);
+            t.add_row(vec!["reordered".to_string(), g.reordered.to_string()]);
+            t.add_row(vec!["unmatched".to_string(), g.unmatched.to_string()]);
+        }
+        t.add_row(vec![
+            "window: sent / answered".to_string(),
+            format!("{} / {}", g.window_sent, g.window_answered),
+        ]);
+        if let Some(l) = g.window_loss_pct {
+            t.add_row(vec!["window: loss".to_string(), format!("{l:.2} %")]);
+        }
+        t.add_row(vec![
+            "TPS (answered per s)".to_string(),
+            format!("{:.0}", g.tps),
+        ]);
+    }
+    println!("{t}");
+    if g.match_mode == MatchMode::Header || g.match_mode == MatchMode::SeqField {
+        let mut t = table(&["latency (window)", "p50", "p90", "p99", "p99.9", "max", "n"]);
+        lat_row(
+            &mut t,
+            "RTT from intended send (CO-corrected)",
+            &g.latency_intended,
+        );
+        lat_row(&mut t, "RTT from actual send", &g.latency_actual);
+        lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
+        println!("{t}");
+    } else {
+        let mut t = table(&["schedule", "p50", "p90", "p99", "p99.9", "max", "n"]);
+        lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
+        println!("{t}");
+    }
+}
+
+/// Prints the reference server's counts.
+pub fn print_server(s: &ServerReport, elapsed_s: f64) {
+    println!(
+        "Server: {} on {}, {} thread(s), batch {}, work {} ns/datagram, sched {}, cpus {}",
+        s.mode,
+        s.bind,
+        s.threads,
+        s.batch,
+        s.work_ns,
+        s.sched,
+        if s.cpus.is_empty() {
+            "all".to_string()
+        } else {
+            format!("{:?}", s.cpus)
+        }
+    );
+    println!(
+        "  SO_RCVBUF: requested {}, granted {} bytes{} (getsockopt; the kernel doubles the request, capped by net.core.rmem_max unless forced)",
+        s.rcvbuf_requested_bytes.map_or("default (net.core.rmem_default)".to_string(), |b| format!("{b} bytes")),
+        s.rcvbuf_granted_bytes,
+        if s.rcvbuf_forced { " via SO_RCVBUFFORCE" } else { "" }
+    );
+    let mut t = table(&["server", "count"]);
+    t.add_row(vec!["read".to_string(), s.received.to_string()]);
+    t.add_row(vec!["answered".to_string(), s.answered.to_string()]);
+    let errs = s
+        .reply_errors
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    t.add_row(vec![
+        format!(
+            "reply failed{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(" ({errs})")
+            }
+        ),
+        s.reply_failed.to_string(),
+    ]);
+    t.add_row(vec![
+        "truncated on read".to_string(),
+        s.truncated.to_string(),
+    ]);
+    if elapsed_s > 0.0 {
+        t.add_row(vec![
+            "read rate, pps (over the server's life)".to_string(),
+            format!("{:.0}", s.received as f64 / elapsed_s),
+        ]);
+    }
+    if s.threads > 1 {
+        t.add_row(vec![
+            "read per thread".to_string(),
+            format!("{:?}", s.received_per_thread),
+        ]);
+    }
+    println!("{t}");
+}
+
+fn print_observer(o: &ObserverReport, explain: bool) {
+    println!(
+        "Kernel, sampled every {:.1} ms ({} samples):",
+        o.interval_ms, o.samples
+    );
+    let mut hdr = vec!["series", "mean", "stddev", "min", "max", "p50", "p99"];
+    if explain {
+        hdr.push("source");
+    }
+    let mut t = table(&hdr);
+    for (k, s) in &o.summaries {
+        let mut row = vec![
+            k.clone(),
+            format!("{:.0}", s.mean),
+            format!("{:.0}", s.stddev),
+            format!("{:.0}", s.min),
+            format!("{:.0}", s.max),
+            format!("{:.0}", s.p50),
+            format!("{:.0}", s.p99),
+        ];
+        if explain {
+            let base = k.trim_end_matches("_per_s");
+            row.push(
+                o.sources
+                    .get(base)
+                    .or_else(|| o.sources.get(k))
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+        t.add_row(row);
+    }
+    println!("{t}");
+    let mut t = table(&["counter delta over the run", "value"]);
+    for (k, v) in &o.deltas {
+        if *v > 0 || k.contains("drop") || k.contains("errors") || k == "udp_no_ports" {
+            t.add_row(vec![k.clone(), v.to_string()]);
+        }
+    }
+    println!("{t}");
+    let mut t = table(&["CPU", "user %", "system %", "irq+softirq %", "busy %"]);
+    for (cpu, m) in &o.cpu_pct {
+        let g = |k: &str| format!("{:.1}", m.get(k).copied().unwrap_or(0.0));
+        t.add_row(vec![
+            cpu.clone(),
+            g("user"),
+            g("system"),
+            g("softirq"),
+            g("busy"),
+        ]);
+    }
+    println!("{t}");
+    for s in &o.target_sched {
+        println!("  target thread {s}");
+    }
+    for e in &o.errors {
+        println!("  observer could not read: {e}");
+    }
+}
+
+fn print_path(title: &str, p: &LedgerPath, explain: bool) {
+    let mut hdr = vec![title, "datagrams", "% of attempted"];
+    if explain {
+        hdr.push("source");
+    }
+    let mut t = table(&hdr);
+    let pct = |c: u64| {
+        if p.attempted == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", 100.0 * c as f64 / p.attempted as f64)
+        }
+    };
+    let mut first = vec![
+        "attempted".to_string(),
+        p.attempted.to_string(),
+        pct(p.attempted),
+    ];
+    if explain {
+        first.push("sender's own count".into());
+    }
+    t.add_row(first);
+    for r in &p.rows {
+        let mut row = vec![format!("  {}", r.label), r.count.to_string(), pct(r.count)];
+        if explain {
+            row.push(r.source.clone());
+        }
+        t.add_row(row);
+    }
+    let mut last = vec![
+        "  unattributed (no counter explains)".to_string(),
+        p.unattributed.map_or("unknown".into(), |u| u.to_string()),
+        p.unattributed.map_or("-".into(), |u| pct(u.max(0) as u64)),
+    ];
+    if explain {
+        last.push("attempted minus every row above".into());
+    }
+    t.add_row(last);
+    println!("{t}");
+}
+
+/// Prints a run record: validity, generator, server, kernel, ledger.
+pub fn print_record(rec: &RunRecord, explain: bool) {
+    if rec.interrupted {
+        println!("(run interrupted by a signal: figures cover the part that ran)");
+    }
+    if let Some(g) = &rec.generator {
+        print_generator(g);
+    }
+    if let Some(s) = &rec.server {
+        print_server(s, 0.0);
+    }
+    if let Some(o) = &rec.observer {
+        print_observer(o, explain);
+    }
+    if let Some(l) = &rec.ledger {
+        println!("Ledger: where every datagram went (whole run, warm-up included)");
+        print_path("request path: generator -> server", &l.request, explain);
+        if let Some(r) = &l.reply {
+            print_path("reply path: server -> generator", r, explain);
+        }
+    }
+    for n in &rec.notes {
+        println!("note: {n}");
+    }
+}

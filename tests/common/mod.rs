@@ -1,0 +1,96 @@
+//! Shared helpers for integration tests: private network namespaces and running tpslab.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Whether the tests can create network namespaces (root). Prints why when not.
+pub fn can_netns(test: &str) -> bool {
+    // SAFETY: geteuid has no memory effects.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipping {test}: needs root to create a network namespace");
+    }
+    root
+}
+
+/// A network namespace with `lo` up, deleted on drop (also when a test fails).
+pub struct NetNs {
+    pub name: String,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl NetNs {
+    pub fn new() -> NetNs {
+        let name = format!(
+            "tpslab-t{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let ok = Command::new("ip").args(["netns", "add", &name]).status().expect("run ip");
+        assert!(ok.success(), "ip netns add {name} failed");
+        let ns = NetNs { name };
+        let ok = Command::new("ip")
+            .args(["-n", &ns.name, "link", "set", "lo", "up"])
+            .status()
+            .expect("run ip");
+        assert!(ok.success(), "lo up in {} failed", ns.name);
+        ns
+    }
+
+    /// A command that runs `program` inside the namespace.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+
+    /// A command that runs tpslab inside the namespace.
+    pub fn tpslab(&self) -> Command {
+        self.command(env!("CARGO_BIN_EXE_tpslab"))
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// tpslab outside any namespace.
+pub fn tpslab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tpslab"))
+}
+
+/// Runs and returns the output, printing it for the test log.
+pub fn run(mut c: Command) -> Output {
+    let out = c.output().expect("spawn");
+    eprintln!("--- stdout\n{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("--- stderr\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// A temporary file path unique to this test process.
+pub fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tpslab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Reads a JSON run record.
+pub fn record(path: &std::path::Path) -> serde_json::Value {
+    let s = std::fs::read_to_string(path).expect("record written");
+    serde_json::from_str(&s).expect("valid JSON")
+}
+
+/// A ledger path's row count by layer key.
+pub fn row(path: &serde_json::Value, layer: &str) -> u64 {
+    path["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["layer"] == layer)
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum()
+}

@@ -58,6 +58,13 @@ impl Drop for NetNs {
     }
 }
 
+/// Serialises timing-sensitive tests of one test binary: on 2 CPUs, parallel runs would
+/// measure each other.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// tpslab outside any namespace.
 pub fn tpslab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tpslab"))

@@ -166,7 +166,7 @@ pub struct GeneratorReport {
     pub latency_intended: LatencySummary,
     /// Latency from the actual send time (what a closed-loop tool would report).
     pub latency_actual: LatencySummary,
-    /// Schedule lag: actual minus intended send time.
+    /// Schedule lag: actual minus intended send time, datagrams of the window.
     pub schedule_lag: LatencySummary,
     /// Inodes of the generator sockets.
     pub socket_inodes: Vec<u64>,

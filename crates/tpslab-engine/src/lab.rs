@@ -177,11 +177,12 @@ fn build_ledger(
                 "derived: Udp InDatagrams / OutDatagrams / SndbufErrors deltas minus the generator's".to_string(),
             )
         }
-        None => (None, None, None, "unknown".to_string()),
+        // No socket on the port: nothing can have been read or answered there.
+        None => (Some(0), Some(0), Some(0), "no socket on the target port".to_string()),
     };
     if !found {
         notes.push(format!(
-            "no socket of the target found on port {} in {}: socket drops unknown",
+            "no socket of the target found on port {} in {}: counted as no listener (pass --pid if the server runs in another network namespace)",
             plan.load.target.port(),
             if plan.target_pid.is_some() {
                 "the target's namespace"
@@ -193,7 +194,7 @@ fn build_ledger(
     let inputs = LedgerInputs {
         gen_attempted: gen.attempted,
         gen_send_failed: gen.send_failed,
-        server_socket_drops: found.then(|| d("server_drops")),
+        server_socket_drops: Some(d("server_drops")),
         gen_socket_drops: d("gen_drops"),
         softnet_drops: d("softnet_dropped"),
         nic_rx_drops: d("dev_rx_drop"),

@@ -1,0 +1,172 @@
+//! The ledger accounts for every datagram, checked against independent kernel counters,
+//! with server and generator in a private network namespace so no other traffic blurs
+//! the namespace's `Udp:` counters.
+
+mod common;
+use common::{record, row, run, tmp, NetNs};
+use serde_json::Value;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn run_json(ns: &NetNs, name: &str, args: &[&str]) -> Value {
+    let out = tmp(name);
+    let mut c = ns.tpslab();
+    c.args(args).arg("--json").arg(&out);
+    let o = run(c);
+    assert!(o.status.success(), "tpslab {args:?} failed");
+    record(&out)
+}
+
+/// Checks both paths balance to zero and that the ledger agrees with counters it does not
+/// use: Udp InDatagrams (reads by applications) = server reads + generator reads.
+fn assert_exact(rec: &Value) {
+    let l = &rec["ledger"];
+    let g = &rec["generator"];
+    let s = &rec["server"];
+    let d = &rec["observer"]["deltas"];
+    assert_eq!(l["request"]["unattributed"], 0, "request path must balance");
+    assert_eq!(u(&l["request"]["attempted"]), u(&g["attempted"]));
+    assert_eq!(row(&l["request"], "delivered"), u(&s["received"]));
+    assert_eq!(row(&l["request"], "socket_drops"), u(&d["udp_rcvbuf_errors"]));
+    assert_eq!(
+        u(&d["udp_in_datagrams"]),
+        u(&s["received"]) + u(&g["replies_read"]),
+        "Udp: InDatagrams must equal what the two applications read"
+    );
+    if !l["reply"].is_null() {
+        assert_eq!(l["reply"]["unattributed"], 0, "reply path must balance");
+        assert_eq!(row(&l["reply"], "delivered"), u(&g["replies_read"]));
+    }
+}
+
+#[test]
+fn ledger_balances_exactly_on_loopback() {
+    if !common::can_netns("ledger_balances_exactly_on_loopback") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let rec = run_json(
+        &ns,
+        "clean.json",
+        &["run", "udp", "--rate", "20000", "--duration", "1s", "--warmup", "200ms", "--rcvbuf", "4000000"],
+    );
+    assert_exact(&rec);
+    let g = &rec["generator"];
+    assert_eq!(rec["interrupted"], false);
+    assert_eq!(g["valid"], true, "{}", g["invalid_reasons"]);
+    assert_eq!(u(&g["attempted"]), 24000, "1.2 s at 20 k pps");
+    // With a 4 MB buffer at 20 k pps nothing is lost: every request answered, in order.
+    assert_eq!(u(&g["replies_matched"]), 24000);
+    assert_eq!(u(&g["duplicates"]), 0);
+    assert_eq!(u(&g["unmatched"]), 0);
+    assert_eq!(u(&g["window_sent"]), 20000);
+    assert_eq!(u(&g["latency_intended"]["count"]), 20000);
+    assert!(u(&g["latency_intended"]["p50_ns"]) > 0);
+    assert!(u(&g["latency_intended"]["p50_ns"]) >= u(&g["latency_actual"]["p50_ns"]));
+    // The S1 workload answered with the replacement done.
+    assert_eq!(u(&rec["server"]["answered"]), 24000);
+}
+
+#[test]
+fn tiny_rcvbuf_with_bursts_drops_at_the_server_socket() {
+    if !common::can_netns("tiny_rcvbuf_with_bursts_drops_at_the_server_socket") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let rec = run_json(
+        &ns,
+        "tiny.json",
+        &[
+            "run", "udp", "--rcvbuf", "4096", "--burst", "200", "--burst-interval", "20ms",
+            "--duration", "1s", "--warmup", "100ms",
+        ],
+    );
+    assert_exact(&rec);
+    let l = &rec["ledger"]["request"];
+    let drops = row(l, "socket_drops");
+    assert!(drops > 0, "a tiny buffer under bursts of 200 must overflow");
+    // Granted = doubled request (the kernel's floor for tiny requests is higher).
+    assert!(u(&rec["server"]["rcvbuf_granted_bytes"]) >= 8192);
+    assert_eq!(row(l, "softnet_drops"), 0);
+    assert_eq!(row(l, "send_failed"), 0);
+    let g = &rec["generator"];
+    assert!(g["window_loss_pct"].as_f64().unwrap() > 10.0);
+    assert_eq!(g["valid"], true, "the loss is the server's, not the tool's: {}", g["invalid_reasons"]);
+    // Every drop is on the server socket: the per-socket counter equals the namespace's.
+    assert_eq!(u(&rec["observer"]["deltas"]["server_drops"]), drops);
+}
+
+#[test]
+fn one_way_sink_has_no_reply_path() {
+    if !common::can_netns("one_way_sink_has_no_reply_path") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let rec = run_json(
+        &ns,
+        "sink.json",
+        &["run", "udp", "--no-replies", "--rate", "10000", "--duration", "500ms", "--size", "64", "--rcvbuf", "4000000"],
+    );
+    assert_exact(&rec);
+    assert!(rec["ledger"]["reply"].is_null());
+    assert_eq!(rec["server"]["mode"], "sink");
+    assert_eq!(u(&rec["server"]["answered"]), 0);
+    assert_eq!(row(&rec["ledger"]["request"], "delivered"), u(&rec["generator"]["attempted"]));
+}
+
+#[test]
+fn no_listener_is_counted_as_noports() {
+    if !common::can_netns("no_listener_is_counted_as_noports") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let rec = run_json(
+        &ns,
+        "noports.json",
+        &["load", "udp", "127.0.0.1:9999", "--rate", "2000", "--duration", "300ms", "--warmup", "0s", "--drain", "100ms"],
+    );
+    let l = &rec["ledger"]["request"];
+    let g = &rec["generator"];
+    assert_eq!(l["unattributed"], 0);
+    assert_eq!(row(l, "delivered"), 0);
+    // Each datagram either reached the host and found no socket (NoPorts), or its send
+    // was refused because an earlier ICMP port unreachable was pending (ECONNREFUSED).
+    assert_eq!(row(l, "no_ports") + row(l, "send_failed"), u(&g["attempted"]));
+    assert!(row(l, "no_ports") > 0);
+    assert_eq!(u(&g["replies_read"]), 0);
+    assert_eq!(g["window_loss_pct"].as_f64(), Some(100.0));
+}
+
+#[test]
+fn interrupted_run_still_writes_its_record() {
+    if !common::can_netns("interrupted_run_still_writes_its_record") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let out = tmp("interrupted.json");
+    let mut c = ns.tpslab();
+    c.args(["run", "udp", "--rate", "5000", "--duration", "60s", "--json"]).arg(&out);
+    c.stdout(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // `ip netns exec` execs tpslab, so the child's PID is tpslab's.
+    // SAFETY: kill on a PID we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit after SIGINT: {status:?}");
+    assert!(t.elapsed().as_secs() < 10, "must stop promptly");
+    let rec = record(&out);
+    assert_eq!(rec["interrupted"], true);
+    assert!(rec["elapsed_s"].as_f64().unwrap() < 30.0);
+    assert_exact(&rec);
+    let attempted = u(&rec["generator"]["attempted"]);
+    assert!(attempted > 1000 && attempted < 60 * 5000, "attempted {attempted}");
+}

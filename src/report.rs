@@ -10,7 +10,7 @@ use tpslab_analysis::LatencySummary;
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(header.iter().map(|h| Cell::new(h)).collect::<Vec<_>>());
+    t.set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
     for i in 1..header.len() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
@@ -81,9 +81,16 @@ fn print_generator(g: &GeneratorReport) {
     }
     let mut t = table(&["generator", "count"]);
     t.add_row(vec![
-        "attempted (whole run)".to_string(),
-        g.attempted.to_string(),
+        "planned (whole run)".to_string(),
+        g.planned.to_string(),
     ]);
+    if g.not_sent > 0 {
+        t.add_row(vec![
+            "not sent (behind schedule or interrupted)".to_string(),
+            g.not_sent.to_string(),
+        ]);
+    }
+    t.add_row(vec!["attempted".to_string(), g.attempted.to_string()]);
     t.add_row(vec!["sent".to_string(), g.sent.to_string()]);
     let errs = g
         .send_errors
@@ -103,7 +110,7 @@ fn print_generator(g: &GeneratorReport) {
         g.send_failed.to_string(),
     ]);
     t.add_row(vec![
-        "achieved rate (window), pps".to_string(),
+        "achieved send rate, pps".to_string(),
         format!("{:.0}", g.achieved_pps),
     ]);
     if g.match_mode != MatchMode::None {

@@ -29,7 +29,10 @@ fn assert_exact(rec: &Value) {
     assert_eq!(l["request"]["unattributed"], 0, "request path must balance");
     assert_eq!(u(&l["request"]["attempted"]), u(&g["attempted"]));
     assert_eq!(row(&l["request"], "delivered"), u(&s["received"]));
-    assert_eq!(row(&l["request"], "socket_drops"), u(&d["udp_rcvbuf_errors"]));
+    assert_eq!(
+        row(&l["request"], "socket_drops"),
+        u(&d["udp_rcvbuf_errors"])
+    );
     assert_eq!(
         u(&d["udp_in_datagrams"]),
         u(&s["received"]) + u(&g["replies_read"]),
@@ -51,7 +54,18 @@ fn ledger_balances_exactly_on_loopback() {
     let rec = run_json(
         &ns,
         "clean.json",
-        &["run", "udp", "--rate", "20000", "--duration", "1s", "--warmup", "200ms", "--rcvbuf", "4000000"],
+        &[
+            "run",
+            "udp",
+            "--rate",
+            "20000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--rcvbuf",
+            "4000000",
+        ],
     );
     assert_exact(&rec);
     let g = &rec["generator"];
@@ -81,8 +95,18 @@ fn tiny_rcvbuf_with_bursts_drops_at_the_server_socket() {
         &ns,
         "tiny.json",
         &[
-            "run", "udp", "--rcvbuf", "4096", "--burst", "200", "--burst-interval", "20ms",
-            "--duration", "1s", "--warmup", "100ms",
+            "run",
+            "udp",
+            "--rcvbuf",
+            "4096",
+            "--burst",
+            "200",
+            "--burst-interval",
+            "20ms",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
         ],
     );
     assert_exact(&rec);
@@ -95,7 +119,11 @@ fn tiny_rcvbuf_with_bursts_drops_at_the_server_socket() {
     assert_eq!(row(l, "send_failed"), 0);
     let g = &rec["generator"];
     assert!(g["window_loss_pct"].as_f64().unwrap() > 10.0);
-    assert_eq!(g["valid"], true, "the loss is the server's, not the tool's: {}", g["invalid_reasons"]);
+    assert_eq!(
+        g["valid"], true,
+        "the loss is the server's, not the tool's: {}",
+        g["invalid_reasons"]
+    );
     // Every drop is on the server socket: the per-socket counter equals the namespace's.
     assert_eq!(u(&rec["observer"]["deltas"]["server_drops"]), drops);
 }
@@ -110,13 +138,28 @@ fn one_way_sink_has_no_reply_path() {
     let rec = run_json(
         &ns,
         "sink.json",
-        &["run", "udp", "--no-replies", "--rate", "10000", "--duration", "500ms", "--size", "64", "--rcvbuf", "4000000"],
+        &[
+            "run",
+            "udp",
+            "--no-replies",
+            "--rate",
+            "10000",
+            "--duration",
+            "500ms",
+            "--size",
+            "64",
+            "--rcvbuf",
+            "4000000",
+        ],
     );
     assert_exact(&rec);
     assert!(rec["ledger"]["reply"].is_null());
     assert_eq!(rec["server"]["mode"], "sink");
     assert_eq!(u(&rec["server"]["answered"]), 0);
-    assert_eq!(row(&rec["ledger"]["request"], "delivered"), u(&rec["generator"]["attempted"]));
+    assert_eq!(
+        row(&rec["ledger"]["request"], "delivered"),
+        u(&rec["generator"]["attempted"])
+    );
 }
 
 #[test]
@@ -129,7 +172,19 @@ fn no_listener_is_counted_as_noports() {
     let rec = run_json(
         &ns,
         "noports.json",
-        &["load", "udp", "127.0.0.1:9999", "--rate", "2000", "--duration", "300ms", "--warmup", "0s", "--drain", "100ms"],
+        &[
+            "load",
+            "udp",
+            "127.0.0.1:9999",
+            "--rate",
+            "2000",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--drain",
+            "100ms",
+        ],
     );
     let l = &rec["ledger"]["request"];
     let g = &rec["generator"];
@@ -137,7 +192,10 @@ fn no_listener_is_counted_as_noports() {
     assert_eq!(row(l, "delivered"), 0);
     // Each datagram either reached the host and found no socket (NoPorts), or its send
     // was refused because an earlier ICMP port unreachable was pending (ECONNREFUSED).
-    assert_eq!(row(l, "no_ports") + row(l, "send_failed"), u(&g["attempted"]));
+    assert_eq!(
+        row(l, "no_ports") + row(l, "send_failed"),
+        u(&g["attempted"])
+    );
     assert!(row(l, "no_ports") > 0);
     assert_eq!(u(&g["replies_read"]), 0);
     assert_eq!(g["window_loss_pct"].as_f64(), Some(100.0));
@@ -152,7 +210,16 @@ fn interrupted_run_still_writes_its_record() {
     let ns = NetNs::new();
     let out = tmp("interrupted.json");
     let mut c = ns.tpslab();
-    c.args(["run", "udp", "--rate", "5000", "--duration", "60s", "--json"]).arg(&out);
+    c.args([
+        "run",
+        "udp",
+        "--rate",
+        "5000",
+        "--duration",
+        "60s",
+        "--json",
+    ])
+    .arg(&out);
     c.stdout(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -168,5 +235,8 @@ fn interrupted_run_still_writes_its_record() {
     assert!(rec["elapsed_s"].as_f64().unwrap() < 30.0);
     assert_exact(&rec);
     let attempted = u(&rec["generator"]["attempted"]);
-    assert!(attempted > 1000 && attempted < 60 * 5000, "attempted {attempted}");
+    assert!(
+        attempted > 1000 && attempted < 60 * 5000,
+        "attempted {attempted}"
+    );
 }

@@ -28,7 +28,10 @@ impl NetNs {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let ok = Command::new("ip").args(["netns", "add", &name]).status().expect("run ip");
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .expect("run ip");
         assert!(ok.success(), "ip netns add {name} failed");
         let ns = NetNs { name };
         let ok = Command::new("ip")
@@ -54,7 +57,9 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
     }
 }
 

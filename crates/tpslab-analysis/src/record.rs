@@ -134,6 +134,11 @@ pub struct GeneratorReport {
     pub warmup_s: f64,
     /// How replies are matched.
     pub match_mode: MatchMode,
+    /// Datagrams in the plan (whole run, warm-up included).
+    pub planned: u64,
+    /// Planned datagrams never attempted: the run was interrupted, or the generator fell
+    /// behind and reached the planned end (plus 100 ms) first.
+    pub not_sent: u64,
     /// Datagrams the generator tried to send (whole run, warm-up included).
     pub attempted: u64,
     /// Datagrams the kernel accepted.
@@ -158,7 +163,7 @@ pub struct GeneratorReport {
     pub window_answered: u64,
     /// Measurement window: loss, % of window_sent not answered (None without replies).
     pub window_loss_pct: Option<f64>,
-    /// Measurement window: achieved send rate, pps.
+    /// Achieved send rate, pps: attempted / (last send call - first intended send time).
     pub achieved_pps: f64,
     /// Measurement window: answered per second (TPS).
     pub tps: f64,

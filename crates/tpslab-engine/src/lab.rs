@@ -178,7 +178,12 @@ fn build_ledger(
             )
         }
         // No socket on the port: nothing can have been read or answered there.
-        None => (Some(0), Some(0), Some(0), "no socket on the target port".to_string()),
+        None => (
+            Some(0),
+            Some(0),
+            Some(0),
+            "no socket on the target port".to_string(),
+        ),
     };
     if !found {
         notes.push(format!(

@@ -194,6 +194,8 @@ struct Stream {
     sent: AtomicU64,
     failed: AtomicU64,
     window_attempted: AtomicU64,
+    /// Planned datagrams never attempted (run interrupted, or the generator fell behind).
+    not_sent: AtomicU64,
     errors: ErrnoCounts,
     sender_done: AtomicBool,
     /// Monotonic ns of the last send call.
@@ -251,6 +253,7 @@ impl UdpLoad {
                 sent: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 window_attempted: AtomicU64::new(0),
+                not_sent: AtomicU64::new(0),
                 errors: ErrnoCounts::default(),
                 sender_done: AtomicBool::new(false),
                 last_send_ns: AtomicU64::new(0),
@@ -310,20 +313,12 @@ impl UdpLoad {
                 recv_results.push(r.join().expect("receiver thread"));
             }
         });
-        self.finish(
-            start,
-            window_start,
-            lag,
-            burst_lag,
-            recv_results,
-            stop.load(Relaxed),
-        )
+        self.finish(start, lag, burst_lag, recv_results, stop.load(Relaxed))
     }
 
     fn finish(
         &self,
         start: u64,
-        window_start: u64,
         lag: Histogram<u64>,
         burst_lag: Histogram<u64>,
         rr: Vec<RecvResult>,
@@ -335,6 +330,7 @@ impl UdpLoad {
         let sent = sum(|s| s.sent.load(Relaxed));
         let failed = sum(|s| s.failed.load(Relaxed));
         let window_sent = sum(|s| s.window_attempted.load(Relaxed));
+        let not_sent = sum(|s| s.not_sent.load(Relaxed));
         let mut send_errors = std::collections::BTreeMap::new();
         for s in &self.streams {
             s.errors.merge_into(&mut send_errors);
@@ -362,7 +358,9 @@ impl UdpLoad {
             .map(|s| s.last_send_ns.load(Relaxed))
             .max()
             .unwrap_or(start);
-        let window_s = (last_send.saturating_sub(window_start) as f64 / 1e9).max(1e-9);
+        // From the first intended send to the last send call: the rate the generator
+        // actually reached (the plan's rate when it kept up).
+        let sending_s = (last_send.saturating_sub(start) as f64 / 1e9).max(1e-9);
         let planned_window_s = cfg.duration.as_secs_f64();
         let mode = cfg.match_mode();
         let window_answered = if mode == MatchMode::Aggregate {
@@ -386,6 +384,8 @@ impl UdpLoad {
             duration_s: planned_window_s,
             warmup_s: cfg.warmup.as_secs_f64(),
             match_mode: mode,
+            planned: attempted + not_sent,
+            not_sent,
             attempted,
             sent,
             send_failed: failed,
@@ -401,7 +401,11 @@ impl UdpLoad {
                 100.0 * window_sent_eff.saturating_sub(window_answered_eff) as f64
                     / window_sent_eff as f64
             }),
-            achieved_pps: window_sent as f64 / window_s.max(planned_window_s.min(window_s)),
+            achieved_pps: if attempted > 1 {
+                attempted as f64 / sending_s
+            } else {
+                0.0
+            },
             tps: if mode == MatchMode::None {
                 0.0
             } else {
@@ -440,6 +444,12 @@ fn validate(
                 .map(|(k, v)| format!("{k} x{v}"))
                 .collect::<Vec<_>>()
                 .join(", ")
+        ));
+    }
+    if !interrupted && r.not_sent > 0 {
+        r.invalid_reasons.push(format!(
+            "the generator fell behind its schedule and did not send {} of {} planned datagrams by the planned end",
+            r.not_sent, r.planned
         ));
     }
     if !interrupted && r.window_sent > 0 {
@@ -493,10 +503,16 @@ fn sender(
     let fd = st.sock.fd();
     let mut seq = 0u64;
     let mut window_attempted = 0u64;
+    // Open loop is bounded in time as well as in count: a generator that falls behind
+    // stops at the planned end (plus a grace of 100 ms) and reports what it did not send.
+    let hard_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64 + 100_000_000;
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
         wait_until(due);
         let now = mono_ns();
+        if now > hard_end {
+            break;
+        }
         let mut n = 0usize;
         while n < BATCH && seq + (n as u64) < plan.total {
             let s = seq + n as u64;
@@ -506,7 +522,7 @@ fn sender(
             }
             if intended >= window_start {
                 // Schedule figures cover the window only: warm-up absorbs start-up effects.
-                if s % plan.burst == 0 {
+                if s.is_multiple_of(plan.burst) {
                     burst_lag.saturating_record(now - intended);
                 }
                 lag.saturating_record(now - intended);
@@ -540,6 +556,7 @@ fn sender(
         seq += n as u64;
     }
     st.window_attempted.store(window_attempted, Relaxed);
+    st.not_sent.store(plan.total - seq, Relaxed);
     st.sender_done.store(true, Release);
     (lag, burst_lag)
 }

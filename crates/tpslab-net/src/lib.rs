@@ -19,13 +19,12 @@ pub use sock::{RcvbufGrant, UdpSock};
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// A system call failed.
-    #[error("{call} failed: {source}")]
+    #[error("{call} failed: {error}")]
     Sys {
         /// The call and its argument, e.g. "bind 127.0.0.1:9000".
         call: String,
-        /// The OS error (errno).
-        #[source]
-        source: std::io::Error,
+        /// The OS error (errno); part of the message, so not repeated as a source.
+        error: std::io::Error,
     },
     /// A value outside what the kernel or tpslab accepts.
     #[error("{0}")]
@@ -37,20 +36,20 @@ impl NetError {
     pub fn last(call: impl Into<String>) -> Self {
         NetError::Sys {
             call: call.into(),
-            source: std::io::Error::last_os_error(),
+            error: std::io::Error::last_os_error(),
         }
     }
     /// Wraps an io::Error with the name of the call.
-    pub fn io(call: impl Into<String>, source: std::io::Error) -> Self {
+    pub fn io(call: impl Into<String>, error: std::io::Error) -> Self {
         NetError::Sys {
             call: call.into(),
-            source,
+            error,
         }
     }
     /// The errno of a failed system call, if any.
     pub fn errno(&self) -> Option<i32> {
         match self {
-            NetError::Sys { source, .. } => source.raw_os_error(),
+            NetError::Sys { error, .. } => error.raw_os_error(),
             NetError::Invalid(_) => None,
         }
     }

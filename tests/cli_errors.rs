@@ -1,0 +1,300 @@
+//! Bad arguments and failed setup give exit code 2 and one clean line on stderr naming the
+//! bad value; no panic, no backtrace.
+//!
+//! Validation cases send nothing when tpslab is correct; still, when root, they run in a
+//! fresh network namespace (only `lo`) so that even a validation regression could not send
+//! anything outside it. Cases that need a namespace (unreachable target, port in use) skip
+//! without root.
+
+mod common;
+
+use common::NetNs;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no memory effects.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs tpslab with `args`: in a fresh namespace when root, else in this one.
+fn tpslab(args: &[&str]) -> Output {
+    if is_root() {
+        let ns = NetNs::new();
+        let mut c = ns.tpslab();
+        c.args(args);
+        common::run(c)
+    } else {
+        let mut c = common::tpslab();
+        c.args(args);
+        common::run(c)
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_no_panic(out: &Output) {
+    let err = stderr(out).to_lowercase();
+    assert!(!err.contains("panicked"), "panic on stderr: {err}");
+    assert!(!err.contains("backtrace"), "backtrace on stderr: {err}");
+}
+
+/// Exit code 2, stderr exactly one non-empty line from tpslab's error handler, naming
+/// `names` (case-insensitive).
+fn assert_one_line_error(out: &Output, names: &str) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "exit status; stderr: {err}");
+    assert_no_panic(out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr must be one line: {err:?}");
+    let line = lines[0].trim();
+    assert!(!line.is_empty(), "empty error line");
+    assert!(
+        line.starts_with("tpslab: error: "),
+        "not tpslab's error format: {line}"
+    );
+    assert!(
+        line.to_lowercase().contains(&names.to_lowercase()),
+        "error does not name {names:?}: {line}"
+    );
+    line.to_string()
+}
+
+/// For clap's own errors (several lines by design): exit code 2, no panic, names `names`.
+fn assert_clap_error(out: &Output, names: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "exit status; stderr: {err}");
+    assert_no_panic(out);
+    assert!(err.contains(names), "error does not name {names:?}: {err}");
+}
+
+/// A one-line error must not say the same thing twice (e.g. an OS error repeated by an
+/// error chain: "failed: X (os error 98): X (os error 98)").
+fn assert_not_repeated(line: &str) {
+    let parts: Vec<&str> = line.split(": ").map(str::trim).collect();
+    for w in parts.windows(2) {
+        assert!(w[0] != w[1], "error repeats {:?}: {line}", w[0]);
+    }
+    for p in &parts {
+        if p.contains("(os error") {
+            assert_eq!(line.matches(p).count(), 1, "error repeats {p:?}: {line}");
+        }
+    }
+}
+
+/// A 29-byte DNS query (id at 0..2), as a payload file.
+fn payload_file() -> std::path::PathBuf {
+    let p = common::tmp("cli-payload.bin");
+    let mut q = vec![0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    q.extend_from_slice(b"\x06tpslab\x04test\x00\x00\x01\x00\x01");
+    assert_eq!(q.len(), 29);
+    std::fs::write(&p, q).unwrap();
+    p
+}
+
+#[test]
+fn rate_zero() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--rate", "0"]);
+    assert_one_line_error(&out, "--rate 0");
+}
+
+#[test]
+fn size_too_large() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--size", "70000"]);
+    assert_one_line_error(&out, "--size 70000");
+}
+
+#[test]
+fn size_too_small_for_header() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--size", "10"]);
+    assert_one_line_error(&out, "--size 10");
+}
+
+#[test]
+fn bogus_mode_is_a_clap_error() {
+    let out = tpslab(&["run", "udp", "--mode", "bogus"]);
+    assert_clap_error(&out, "bogus");
+}
+
+#[test]
+fn unresolvable_target() {
+    let out = tpslab(&["load", "udp", "nosuchhost.invalid:9", "--duration", "100ms"]);
+    assert_one_line_error(&out, "nosuchhost.invalid");
+}
+
+#[test]
+fn seq_field_without_payload_file() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--seq-field", "0:2"]);
+    let line = assert_one_line_error(&out, "--seq-field");
+    assert!(line.contains("--payload-file"), "{line}");
+}
+
+#[test]
+fn seq_field_too_wide() {
+    let p = payload_file();
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--payload-file",
+        p.to_str().unwrap(),
+        "--seq-field",
+        "0:9",
+    ]);
+    assert_one_line_error(&out, "0:9");
+}
+
+#[test]
+fn seq_field_beyond_payload() {
+    let p = payload_file();
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--payload-file",
+        p.to_str().unwrap(),
+        "--seq-field",
+        "28:2",
+    ]);
+    let line = assert_one_line_error(&out, "28:2");
+    assert!(
+        line.contains("29"),
+        "should give the payload length: {line}"
+    );
+}
+
+#[test]
+fn cpus_that_do_not_exist() {
+    let out = tpslab(&["run", "udp", "--cpus", "99", "--duration", "100ms"]);
+    assert_one_line_error(&out, "--cpus \"99\"");
+}
+
+#[test]
+fn sched_fifo_priority_zero() {
+    let out = tpslab(&["run", "udp", "--sched", "fifo:0", "--duration", "100ms"]);
+    assert_one_line_error(&out, "fifo:0");
+}
+
+#[test]
+fn burst_zero() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--burst", "0"]);
+    assert_one_line_error(&out, "--burst 0");
+}
+
+#[test]
+fn interval_zero() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--interval", "0ms"]);
+    assert_one_line_error(&out, "--interval");
+}
+
+#[test]
+fn watch_needs_pid_or_port() {
+    let out = tpslab(&["watch", "--duration", "100ms"]);
+    let line = assert_one_line_error(&out, "--pid");
+    assert!(line.contains("--port"), "{line}");
+}
+
+#[test]
+fn unreachable_target() {
+    if !common::can_netns("unreachable_target") {
+        return;
+    }
+    // Only lo in the namespace: connect() fails with ENETUNREACH, nothing is sent.
+    let ns = NetNs::new();
+    let mut c = ns.tpslab();
+    c.args(["load", "udp", "192.0.2.1:9", "--duration", "100ms"]);
+    let out = common::run(c);
+    assert_one_line_error(&out, "192.0.2.1");
+}
+
+/// A child process killed (by its PID) on drop, also when the test fails.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `tpslab serve udp --bind 127.0.0.1:9100` in `ns` and waits until it is bound.
+fn serve_9100(ns: &NetNs) -> KillOnDrop {
+    let mut c = ns.tpslab();
+    c.args([
+        "serve",
+        "udp",
+        "--bind",
+        "127.0.0.1:9100",
+        "--duration",
+        "5s",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut first = KillOnDrop(c.spawn().expect("spawn tpslab serve"));
+    // `ip netns exec` execs tpslab, so the child's PID is the server's.
+    let pid = first.0.id();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(st) = first.0.try_wait().unwrap() {
+            panic!("first server exited early: {st}");
+        }
+        let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
+        if udp.lines().any(|l| l.contains("0100007F:238C")) {
+            return first;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "first server not bound after 5 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn second_serve_9100(ns: &NetNs) -> Output {
+    let mut c = ns.tpslab();
+    c.args([
+        "serve",
+        "udp",
+        "--bind",
+        "127.0.0.1:9100",
+        "--duration",
+        "1s",
+    ]);
+    common::run(c)
+}
+
+#[test]
+fn port_in_use() {
+    if !common::can_netns("port_in_use") {
+        return;
+    }
+    let ns = NetNs::new();
+    let mut first = serve_9100(&ns);
+    let out = second_serve_9100(&ns);
+    let line = assert_one_line_error(&out, "9100");
+    assert!(line.to_lowercase().contains("in use"), "{line}");
+    assert!(
+        first.0.try_wait().unwrap().is_none(),
+        "the first server must be unaffected"
+    );
+}
+
+/// OS errors are wrapped with the call that failed; the wrapped error must appear once.
+#[test]
+fn os_errors_are_not_repeated() {
+    if !common::can_netns("os_errors_are_not_repeated") {
+        return;
+    }
+    let ns = NetNs::new();
+    let mut c = ns.tpslab();
+    c.args(["load", "udp", "192.0.2.1:9", "--duration", "100ms"]);
+    let out = common::run(c);
+    assert_not_repeated(&assert_one_line_error(&out, "192.0.2.1"));
+
+    let _first = serve_9100(&ns);
+    let out = second_serve_9100(&ns);
+    assert_not_repeated(&assert_one_line_error(&out, "9100"));
+}

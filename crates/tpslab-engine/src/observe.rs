@@ -51,6 +51,8 @@ struct Raw {
     softnet_processed: u64,
     softnet_dropped: u64,
     softnet_squeeze: u64,
+    /// Per softnet row (CPU): (cpu id, processed, dropped, time_squeeze).
+    softnet_per_cpu: Vec<(u64, u64, u64, u64)>,
     dev_rx_drop: u64,
     dev_tx_drop: u64,
     stat: KernelStat,
@@ -127,6 +129,12 @@ impl Sampler {
             r.softnet_processed += c.processed;
             r.softnet_dropped += c.dropped;
             r.softnet_squeeze += c.time_squeeze;
+            r.softnet_per_cpu.push((
+                c.cpu.unwrap_or(c.row as u64),
+                c.processed,
+                c.dropped,
+                c.time_squeeze,
+            ));
         }
         for d in self.note(live::dev(&root)).unwrap_or_default() {
             r.dev_rx_drop += d.rx_drop;
@@ -281,6 +289,7 @@ pub fn sources() -> BTreeMap<String, String> {
         ("target_invol_ctxt", "/proc/PID/task/TID/status nonvoluntary_ctxt_switches, target threads"),
         ("target_cpu_pct", "/proc/PID/task/TID/schedstat run time, target threads, % of one CPU"),
         ("cpuN_busy_pct", "/proc/stat cpuN: (total - idle - iowait) / total"),
+        ("softnet_cpuN_dropped", "/proc/net/softnet_stat row of CPU N (column 13, else row order): column 2"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -381,6 +390,12 @@ fn build_report(
             ("server_sockets_found", b.srv_sockets as u64),
         ] {
             deltas.insert(k.to_string(), v);
+        }
+        for (x, y) in a.softnet_per_cpu.iter().zip(&b.softnet_per_cpu) {
+            let cpu = x.0;
+            deltas.insert(format!("softnet_cpu{cpu}_processed"), d(x.1, y.1));
+            deltas.insert(format!("softnet_cpu{cpu}_dropped"), d(x.2, y.2));
+            deltas.insert(format!("softnet_cpu{cpu}_time_squeeze"), d(x.3, y.3));
         }
         for ((cpu, ta), (_, tb)) in a.stat.per_cpu.iter().zip(b.stat.per_cpu.iter()) {
             let total = tb.total().saturating_sub(ta.total()).max(1) as f64;

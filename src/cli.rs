@@ -49,6 +49,54 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
+    /// Find where datagrams die, recommend the fix and prove it. Without a target: the
+    /// built-in S1 scenario on loopback.
+    Diagnose(DiagnoseArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DiagnoseArgs {
+    #[command(subcommand)]
+    pub(crate) target: Option<DiagProto>,
+    /// Apply the recommendation for a second run and show before/after (default for the
+    /// built-in scenario; host sysctls are journaled and always restored).
+    #[arg(long, global = true)]
+    pub(crate) verify: bool,
+    /// Built-in scenario: diagnose only, no verification run.
+    #[arg(long, global = true)]
+    pub(crate) no_verify: bool,
+    /// Observer sampling interval (1ms..).
+    #[arg(long, global = true, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    /// Write the diagnosis with the full run records (JSON, schema tpslab.diagnose/1).
+    #[arg(long, global = true)]
+    pub(crate) json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long, global = true)]
+    pub(crate) explain: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum DiagProto {
+    /// A UDP server on this host (yours, found by --pid or its port).
+    Udp(DiagUdpArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DiagUdpArgs {
+    /// Server address, HOST:PORT.
+    pub(crate) target: String,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Sender threads (one socket each).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// PID of the server: its network namespace, sockets and threads are watched.
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// Local port of the server's socket, when it differs from TARGET's port.
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,38 +151,38 @@ struct ServerFlags {
 }
 
 #[derive(Args, Debug, Clone)]
-struct LoadFlags {
+pub(crate) struct LoadFlags {
     /// Mean rate, datagrams per second.
     #[arg(long, default_value = "10000")]
-    rate: f64,
+    pub(crate) rate: f64,
     /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
     #[arg(long, default_value_t = 1024)]
-    size: usize,
+    pub(crate) size: usize,
     /// Measurement window (after warm-up), e.g. 10s, 500ms.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    duration: Duration,
+    pub(crate) duration: Duration,
     /// Warm-up excluded from the figures.
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
-    warmup: Duration,
+    pub(crate) warmup: Duration,
     /// Datagrams sent back-to-back per burst.
     #[arg(long, default_value_t = 1)]
-    burst: u64,
+    pub(crate) burst: u64,
     /// Interval between bursts, e.g. 50ms; the mean rate follows (burst / interval).
     #[arg(long, value_parser = humantime::parse_duration)]
-    burst_interval: Option<Duration>,
+    pub(crate) burst_interval: Option<Duration>,
     /// Send this file's bytes instead of tpslab's header (a real protocol's request).
     #[arg(long)]
-    payload_file: Option<PathBuf>,
+    pub(crate) payload_file: Option<PathBuf>,
     /// OFFSET:LEN of a field the server echoes (e.g. 0:2 for the DNS id): the sequence
     /// number is written there to match replies per packet.
     #[arg(long)]
-    seq_field: Option<String>,
+    pub(crate) seq_field: Option<String>,
     /// One-way load: expect no replies.
     #[arg(long)]
-    no_replies: bool,
+    pub(crate) no_replies: bool,
     /// Wait this long for late replies after the last send.
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
-    drain: Duration,
+    pub(crate) drain: Duration,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -214,7 +262,7 @@ struct WatchArgs {
 }
 
 /// SIGINT/SIGTERM set the returned flag; a second signal exits at once.
-fn install_signals() -> Result<Arc<AtomicBool>> {
+pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
@@ -223,7 +271,7 @@ fn install_signals() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-fn resolve(target: &str) -> Result<SocketAddr> {
+pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
     let mut addrs = target
         .to_socket_addrs()
         .map_err(|e| anyhow!("target \"{target}\": {e}; allowed HOST:PORT, e.g. 127.0.0.1:9000"))?;
@@ -288,7 +336,7 @@ fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     })
 }
 
-fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<LoadConfig> {
+pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<LoadConfig> {
     if f.burst == 0 {
         bail!("--burst 0: allowed 1 or more datagrams per burst");
     }
@@ -378,7 +426,7 @@ fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<Load
     })
 }
 
-fn check_interval(iv: Duration) -> Result<()> {
+pub(crate) fn check_interval(iv: Duration) -> Result<()> {
     if iv < Duration::from_millis(1) || iv > Duration::from_secs(60) {
         bail!(
             "--interval {}: allowed 1ms..=60s",
@@ -388,7 +436,7 @@ fn check_interval(iv: Duration) -> Result<()> {
     Ok(())
 }
 
-fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
+pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
     let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
     serde_json::to_writer_pretty(std::io::BufWriter::new(f), value)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -407,7 +455,7 @@ fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_pid(pid: u32) -> Result<()> {
+pub(crate) fn check_pid(pid: u32) -> Result<()> {
     if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
         bail!("--pid {pid}: no such process");
     }
@@ -417,6 +465,10 @@ fn check_pid(pid: u32) -> Result<()> {
 /// Parses the command line and runs it.
 pub fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
+    // Settings a killed tpslab left changed are restored before anything else runs.
+    for (k, v) in tpslab_engine::guard::recover()? {
+        eprintln!("tpslab: restored {k}={v}, left changed by an interrupted tpslab run");
+    }
     match cli.cmd {
         Cmd::Serve {
             proto: ServeProto::Udp(a),
@@ -461,6 +513,7 @@ pub fn main() -> Result<ExitCode> {
                     load,
                     interval: a.out.interval,
                     target_pid: a.pid,
+                    watch_port: None,
                 },
                 &stop,
             )?;
@@ -482,11 +535,13 @@ pub fn main() -> Result<ExitCode> {
                     load,
                     interval: a.out.interval,
                     target_pid: None,
+                    watch_port: None,
                 },
                 &stop,
             )?;
             finish_record(&rec, &a.out)
         }
+        Cmd::Diagnose(a) => crate::diagnose::run(a),
         Cmd::Watch(a) => {
             check_interval(a.interval)?;
             if let Some(pid) = a.pid {

@@ -1,6 +1,7 @@
 //! tpslab: find where UDP datagrams die and why TPS stops growing.
 
 mod cli;
+mod diagnose;
 mod report;
 
 use std::process::ExitCode;

@@ -341,3 +341,115 @@ pub fn print_record(rec: &RunRecord, explain: bool) {
         println!("note: {n}");
     }
 }
+
+fn before_after_row(rec: &RunRecord) -> Vec<String> {
+    let g = rec.generator.as_ref();
+    let q = rec
+        .observer
+        .as_ref()
+        .and_then(|o| o.summaries.get("server_rx_queue_bytes"))
+        .copied()
+        .unwrap_or_default();
+    let delivered = rec
+        .ledger
+        .as_ref()
+        .map_or(0, |l| l.request.count("delivered"));
+    vec![
+        g.map_or(0, |g| g.attempted).to_string(),
+        delivered.to_string(),
+        g.and_then(|g| g.window_loss_pct)
+            .map_or("-".into(), |l| format!("{l:.2} %")),
+        g.map_or("-".into(), |g| format!("{:.0}", g.tps)),
+        g.map_or("-".into(), |g| fmt_ns(g.latency_intended.p99_ns as f64)),
+        format!("{:.0}", q.mean),
+        format!("{:.0}", q.max),
+    ]
+}
+
+/// Prints a diagnosis: verdict first, evidence, ledger, recommendations, buffer
+/// arithmetic, and the before/after of the verification run.
+#[allow(clippy::too_many_arguments)]
+pub fn print_diagnosis(
+    scenario: &str,
+    d: &tpslab_analysis::verdict::Diagnosis,
+    before: &RunRecord,
+    after: Option<&RunRecord>,
+    applied: &[String],
+    restored: &[(String, String)],
+    notes: &[String],
+    explain: bool,
+) {
+    println!("tpslab diagnose: {scenario}");
+    println!();
+    println!("VERDICT: {}", d.headline);
+    println!("  where: {}", d.layer);
+    println!();
+    println!("Evidence:");
+    for e in &d.evidence {
+        if explain {
+            println!("  - {}\n      [source: {}]", e.text, e.source);
+        } else {
+            println!("  - {}", e.text);
+        }
+    }
+    if let Some(l) = &before.ledger {
+        print_path("request path: generator -> server", &l.request, explain);
+        if let Some(r) = &l.reply {
+            print_path("reply path: server -> generator", r, explain);
+        }
+    }
+    if !d.recommendations.is_empty() {
+        println!("Recommendation:");
+        for (i, r) in d.recommendations.iter().enumerate() {
+            println!("  {}. {}", i + 1, r.what);
+            println!("     why: {}", r.why);
+            for l in &r.lines {
+                println!("       {l}");
+            }
+        }
+    }
+    if !d.buffer_notes.is_empty() {
+        println!("Buffer arithmetic (measured on this kernel):");
+        for n in &d.buffer_notes {
+            println!("  - {n}");
+        }
+    }
+    if let Some(a) = after {
+        println!();
+        println!(
+            "Verification: the same load again with {}",
+            applied.join(", ")
+        );
+        let mut t = table(&[
+            "",
+            "sent",
+            "delivered",
+            "lost (window)",
+            "TPS",
+            "p99 RTT",
+            "rx_queue mean B",
+            "rx_queue max B",
+        ]);
+        let mut b = vec!["before".to_string()];
+        b.extend(before_after_row(before));
+        t.add_row(b);
+        let mut x = vec!["after".to_string()];
+        x.extend(before_after_row(a));
+        t.add_row(x);
+        println!("{t}");
+        if let Some(g) = &a.generator {
+            if !g.valid {
+                println!(
+                    "  (the verification run's generator was a bottleneck: {})",
+                    g.invalid_reasons.join("; ")
+                );
+            }
+        }
+        for (k, v) in restored {
+            println!("  restored {k} = {v}");
+        }
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
+}

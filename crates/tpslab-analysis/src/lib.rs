@@ -4,9 +4,11 @@
 //! Nothing here touches the network or /proc: a record read back from disk can be
 //! re-analysed.
 
+pub mod buffer;
 pub mod ledger;
 pub mod record;
 pub mod stats;
+pub mod verdict;
 
 pub use ledger::{Ledger, LedgerInputs, LedgerRow};
 pub use record::RunRecord;

@@ -23,6 +23,8 @@ pub struct UdpRunPlan {
     pub interval: Duration,
     /// A foreign target's process, for its network namespace, sockets and threads.
     pub target_pid: Option<u32>,
+    /// Local port of the target's socket(s), when it differs from the target's port.
+    pub watch_port: Option<u16>,
 }
 
 /// Everything a run produced.
@@ -73,7 +75,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
             .as_ref()
             .map(|s| s.socket_inodes().to_vec())
             .unwrap_or_default(),
-        target_port: Some(plan.load.target.port()),
+        target_port: Some(plan.watch_port.unwrap_or(plan.load.target.port())),
         gen_inodes: load.socket_inodes(),
         target_pid: if server.is_some() {
             Some(own_pid)

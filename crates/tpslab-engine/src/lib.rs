@@ -3,9 +3,11 @@
 
 pub mod counters;
 pub mod env;
+pub mod guard;
 pub mod lab;
 pub mod load;
 pub mod observe;
+pub mod probe;
 pub mod server;
 pub mod wire;
 

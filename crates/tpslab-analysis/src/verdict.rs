@@ -1,0 +1,842 @@
+//! The verdict: where the datagrams died, the evidence, and what to change.
+//!
+//! [`Facts`] are extracted from a run record (plus a truesize probe); [`diagnose`] applies
+//! rules in a fixed order: a run whose generator was the bottleneck is not evidence; then
+//! no listener; then the layer that lost the most; no loss at all is said plainly.
+
+use crate::buffer::{buffer_need, explain_overshoot, BufferNeed, TruesizeProbe};
+use crate::record::{MatchMode, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// The diagnosed case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Case {
+    /// The generator could not keep its schedule or lost replies itself.
+    GeneratorInvalid,
+    /// Nothing listened on the target port (Udp: NoPorts).
+    NoListener,
+    /// Nothing was lost.
+    NoLoss,
+    /// The socket receive buffer overflowed on bursts while the application keeps up on
+    /// average.
+    SocketBufferBursts,
+    /// The application is too slow for the mean rate: the queue is pinned at its limit.
+    AppTooSlow,
+    /// The per-CPU softnet backlog overflowed (net.core.netdev_max_backlog).
+    SoftnetBacklog,
+    /// The NIC dropped (/proc/net/dev).
+    NicDrops,
+    /// The server failed to send replies.
+    ReplySendFailed,
+    /// Loss that no counter explains.
+    Unexplained,
+}
+
+/// Numbers the rules look at, each from a named source (see [`Facts::from_record`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Facts {
+    /// Generator valid (kept its schedule, lost nothing itself).
+    pub gen_valid: bool,
+    /// Why not.
+    pub gen_reasons: Vec<String>,
+    /// Request path: datagrams attempted.
+    pub attempted: u64,
+    /// Request path: read by the server.
+    pub delivered: u64,
+    /// Request path: socket buffer drops (per-socket `drops`).
+    pub socket_drops: u64,
+    /// Request path: softnet backlog drops.
+    pub softnet_drops: u64,
+    /// NIC drops (both paths).
+    pub nic_drops: u64,
+    /// Udp: NoPorts.
+    pub no_ports: u64,
+    /// Generator send failures.
+    pub send_failed: u64,
+    /// Request path unattributed (None: unknown).
+    pub unattributed: Option<i64>,
+    /// Reply path: replies the server failed to send.
+    pub reply_failed: u64,
+    /// Reply path: softnet drops.
+    pub reply_softnet_drops: u64,
+    /// Loss in the measurement window, % (None without replies).
+    pub window_loss_pct: Option<f64>,
+    /// Whether replies were expected.
+    pub replies: bool,
+    /// Total datagrams lost on both paths (all layers + unattributed).
+    pub lost_total: u64,
+    /// Socket buffer limit (granted), bytes; None when unknown (a server not ours).
+    pub limit_bytes: Option<u64>,
+    /// rx_queue of the server socket(s): max, mean, bytes.
+    pub rxq_max_bytes: f64,
+    /// Mean rx_queue, bytes.
+    pub rxq_mean_bytes: f64,
+    /// Share of samples with the queue within one datagram of its limit (0..1).
+    pub rxq_share_full: f64,
+    /// Share of samples with the queue below 10 % of its limit (drained) (0..1).
+    pub rxq_share_low: f64,
+    /// Server threads' CPU, mean % of one CPU (schedstat).
+    pub server_cpu_mean_pct: f64,
+    /// Datagrams the server can read per second of CPU time, times its usable threads.
+    pub capacity_pps: Option<f64>,
+    /// Mean offered rate, pps.
+    pub offered_pps: f64,
+    /// Datagrams per burst.
+    pub burst: u64,
+    /// Seconds between bursts.
+    pub burst_interval_s: f64,
+    /// Most datagrams dropped at the server socket within one burst interval (or 100 ms
+    /// when paced), from the per-sample drops series.
+    pub peak_drops_window: u64,
+    /// Datagram size, bytes.
+    pub size_bytes: u64,
+    /// Measured truesize per datagram, bytes (probe).
+    pub truesize_bytes: Option<u64>,
+    /// The server is tpslab's reference server.
+    pub ours: bool,
+    /// Server threads.
+    pub threads: usize,
+    /// Server recvmmsg batch.
+    pub batch: usize,
+    /// CPUs of the host.
+    pub cpus: usize,
+    /// net.core.rmem_max, bytes.
+    pub rmem_max: Option<u64>,
+    /// net.core.rmem_default, bytes.
+    pub rmem_default: Option<u64>,
+    /// net.core.netdev_max_backlog, packets.
+    pub netdev_max_backlog: Option<u64>,
+    /// Target port.
+    pub port: u16,
+}
+
+/// One piece of evidence with its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What was seen.
+    pub text: String,
+    /// Where it comes from.
+    pub source: String,
+}
+
+/// A concrete change with its reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// What to change.
+    pub what: String,
+    /// Why it helps (or why something else will not).
+    pub why: String,
+    /// Exact lines to run or write (sysctl -w, setsockopt, sysctl.d snippet, tpslab flags).
+    pub lines: Vec<String>,
+}
+
+/// Settings to apply in a verification run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fix {
+    /// SO_RCVBUF request for the server socket(s), bytes.
+    pub rcvbuf: Option<u64>,
+    /// Server threads.
+    pub threads: Option<usize>,
+    /// recvmmsg batch.
+    pub batch: Option<usize>,
+    /// Host sysctls (name, value).
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// The verdict of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The case.
+    pub case: Case,
+    /// The layer in plain words.
+    pub layer: String,
+    /// One sentence.
+    pub headline: String,
+    /// Figures behind it.
+    pub evidence: Vec<Evidence>,
+    /// What to change.
+    pub recommendations: Vec<Recommendation>,
+    /// The buffer arithmetic, when the socket buffer is involved.
+    pub buffer: Option<BufferNeed>,
+    /// Explanation of requested / granted / charged sizes from the probe.
+    pub buffer_notes: Vec<String>,
+    /// What to apply for `--verify` (None: nothing to apply).
+    pub fix: Option<Fix>,
+}
+
+fn ev(text: String, source: &str) -> Evidence {
+    Evidence {
+        text,
+        source: source.into(),
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+impl Facts {
+    /// Extracts the facts from a run record and an optional truesize probe.
+    pub fn from_record(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
+        let mut f = Facts {
+            gen_valid: true,
+            ..Default::default()
+        };
+        let sysctl = |k: &str| {
+            rec.environment
+                .sysctls
+                .get(k)
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        };
+        f.rmem_max = sysctl("net.core.rmem_max");
+        f.rmem_default = sysctl("net.core.rmem_default");
+        f.netdev_max_backlog = sysctl("net.core.netdev_max_backlog");
+        f.cpus = rec.environment.cpus.max(1);
+        f.truesize_bytes = probe.map(|p| p.truesize_bytes()).filter(|&t| t > 0);
+        if let Some(g) = &rec.generator {
+            f.gen_valid = g.valid;
+            f.gen_reasons = g.invalid_reasons.clone();
+            f.window_loss_pct = g.window_loss_pct;
+            f.replies = g.match_mode != MatchMode::None;
+            f.offered_pps = g.rate_pps;
+            f.burst = g.burst;
+            f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
+            f.size_bytes = g.size_bytes as u64;
+            f.port = g
+                .target
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+        }
+        if let Some(l) = &rec.ledger {
+            let r = &l.request;
+            f.attempted = r.attempted;
+            f.delivered = r.count("delivered");
+            f.socket_drops = r.count("socket_drops");
+            f.softnet_drops = r.count("softnet_drops");
+            f.nic_drops = r.count("nic_drops");
+            f.no_ports = r.count("no_ports");
+            f.send_failed = r.count("send_failed");
+            f.unattributed = r.unattributed;
+            f.lost_total = r.lost();
+            if let Some(p) = &l.reply {
+                f.reply_failed = p.count("send_failed");
+                f.reply_softnet_drops = p.count("softnet_drops");
+                f.nic_drops += p.count("nic_drops");
+                f.lost_total += p.lost();
+            }
+        }
+        if let Some(s) = &rec.server {
+            f.ours = true;
+            f.limit_bytes = Some(s.rcvbuf_granted_bytes);
+            f.threads = s.threads;
+            f.batch = s.batch;
+        }
+        if let Some(o) = &rec.observer {
+            if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
+                let max = q.iter().cloned().fold(0.0, f64::max);
+                f.rxq_max_bytes = max;
+                f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
+                let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
+                let full_at = limit - f.truesize_bytes.map_or(limit * 0.1, |t| t as f64);
+                if limit > 0.0 && !q.is_empty() {
+                    let n = q.len() as f64;
+                    f.rxq_share_full =
+                        q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
+                    f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
+                }
+            }
+            if let Some(d) = o.series.values.get("server_drops_per_s") {
+                // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
+                let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
+                let counts: Vec<f64> = d
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
+                    .collect();
+                let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
+                f.peak_drops_window = crate::buffer::peak_in_window(&t, &counts, window);
+            }
+            if let Some(c) = o.summaries.get("target_cpu_pct") {
+                f.server_cpu_mean_pct = c.mean;
+            }
+            let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
+            if run_ns > 0 && f.delivered > 0 {
+                let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
+                let usable = if f.ours {
+                    f.threads.clamp(1, f.cpus)
+                } else {
+                    1
+                };
+                f.capacity_pps = Some(per_cpu * usable as f64);
+            }
+        }
+        f
+    }
+}
+
+fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
+    let mut notes = vec![];
+    let Some(p) = probe else {
+        return notes;
+    };
+    let t = p.truesize_bytes();
+    notes.push(format!(
+        "measured here: a queued {}-byte datagram is charged {} bytes (rx_queue {} / {} queued datagrams): skb truesize, not payload",
+        p.size_bytes, t, p.rx_queue_bytes, p.queued
+    ));
+    notes.push(format!(
+        "a socket that asks for SO_RCVBUF N is granted 2N (getsockopt reads 2N; N is first capped at net.core.rmem_max unless SO_RCVBUFFORCE); a socket that never asks gets net.core.rmem_default ({}) as its limit, not doubled",
+        f.rmem_default.map_or("unknown".into(), |v| format!("{v} bytes"))
+    ));
+    notes.push(format!(
+        "a full queue here held {} datagrams and read {} bytes against a {}-byte limit: this kernel {}",
+        p.full_queued,
+        p.full_rx_queue_bytes,
+        p.granted_bytes,
+        if p.overshoots() {
+            "checks the limit before adding a datagram, so a full queue reads above the limit"
+        } else {
+            "counts the new datagram in the check, so a full queue stays at or below the limit"
+        }
+    ));
+    if let Some((n, ts)) = explain_overshoot(213312, 212992).first() {
+        notes.push(format!(
+            "S2's riddle (queue 213312 with SO_RCVBUF 212992) is a full queue on a kernel that checked before adding: 213312 = {n} x {ts} ({n} datagrams charged {ts} bytes; {} x {ts} = {} < 212992 let the last one in)",
+            n - 1,
+            (n - 1) * ts
+        ));
+    }
+    notes
+}
+
+fn sysctl_lines(pairs: &[(&str, u64)]) -> Vec<String> {
+    let mut lines: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("sysctl -w {k}={v}"))
+        .collect();
+    lines.push("# persist, with the full key names (S1's `core.rmem_default` without `net.` is ignored at boot):".into());
+    lines.push("cat > /etc/sysctl.d/60-udp-buffers.conf <<'EOF'".into());
+    lines.extend(pairs.iter().map(|(k, v)| format!("{k} = {v}")));
+    lines.push("EOF".into());
+    lines
+}
+
+/// Applies the rules to the facts.
+pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
+    let mut evidence = vec![];
+    let mut recs = vec![];
+    let mut buffer = None;
+    let mut fix = None;
+    let att = f.attempted;
+    let loss_text = f.window_loss_pct.map_or(String::new(), |l| {
+        format!(" ({l:.2} % of the measurement window unanswered)")
+    });
+    // Where the request path lost the most.
+    let layers = [
+        (f.socket_drops, Case::SocketBufferBursts),
+        (
+            f.softnet_drops + f.reply_softnet_drops,
+            Case::SoftnetBacklog,
+        ),
+        (f.nic_drops, Case::NicDrops),
+        (f.reply_failed, Case::ReplySendFailed),
+        (f.unattributed.unwrap_or(0).max(0) as u64, Case::Unexplained),
+    ];
+    let (top_count, top_case) = layers.iter().copied().max_by_key(|(c, _)| *c).unwrap();
+    let mut case = if !f.gen_valid {
+        Case::GeneratorInvalid
+    } else if f.no_ports > 0 && f.delivered == 0 {
+        Case::NoListener
+    } else if f.lost_total == 0 && f.send_failed == 0 {
+        Case::NoLoss
+    } else if top_count == 0 {
+        Case::Unexplained
+    } else {
+        top_case
+    };
+    if case == Case::SocketBufferBursts {
+        let pinned = f.rxq_share_full >= 0.5;
+        let cpu_bound = f.server_cpu_mean_pct >= 85.0;
+        let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= 0.9 * c);
+        if over_capacity || (pinned && cpu_bound) {
+            case = Case::AppTooSlow;
+        }
+    }
+    evidence.push(ev(
+        format!(
+            "request path: {att} attempted, {} read by the server ({:.2} %), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}",
+            f.delivered,
+            pct(f.delivered, att),
+            f.socket_drops,
+            f.softnet_drops,
+            f.nic_drops,
+            f.no_ports,
+            f.send_failed,
+            f.unattributed.map_or(", rest unknown".to_string(), |u| format!(", {u} unattributed"))
+        ),
+        "ledger (see --explain for each counter)",
+    ));
+    let rxq = |f: &Facts| {
+        ev(
+            format!(
+                "server socket rx_queue: mean {:.0} B, max {:.0} B against a limit of {}; within one datagram of the limit in {:.0} % of samples, below 10 % of it in {:.0} %",
+                f.rxq_mean_bytes,
+                f.rxq_max_bytes,
+                f.limit_bytes.map_or("unknown (not our server: max seen used)".into(), |l| format!("{l} B")),
+                100.0 * f.rxq_share_full,
+                100.0 * f.rxq_share_low
+            ),
+            "/proc/PID/net/udp rx_queue of the server socket, every sample",
+        )
+    };
+    let cpu = |f: &Facts| {
+        ev(
+            format!(
+                "server threads used {:.0} % of a CPU on average; they can read about {} datagrams/s at full CPU, offered {:.0} pps mean",
+                f.server_cpu_mean_pct,
+                f.capacity_pps.map_or("?".into(), |c| format!("{c:.0}")),
+                f.offered_pps
+            ),
+            "/proc/PID/task/TID/schedstat run time; reads per CPU-second",
+        )
+    };
+    let (layer, headline) = match case {
+        Case::GeneratorInvalid => {
+            for r in &f.gen_reasons {
+                evidence.push(ev(r.clone(), "generator self-check"));
+            }
+            recs.push(Recommendation {
+                what: "make the generator keep up before judging the server".into(),
+                why: "the loss or latency measured here may be the tool's, not the server's".into(),
+                lines: vec![
+                    "lower --rate, or spread the load: --threads N (load) / --load-threads N (run)".into(),
+                    "keep the generator off the server's CPU (taskset the generator, --cpus for our server)".into(),
+                ],
+            });
+            (
+                "the generator (tpslab itself)".to_string(),
+                "The run is NOT valid evidence against the server: the generator was a bottleneck."
+                    .to_string(),
+            )
+        }
+        Case::NoListener => {
+            evidence.push(ev(
+                format!(
+                    "{} datagrams arrived for port {} where no socket listened",
+                    f.no_ports, f.port
+                ),
+                "/proc/net/snmp Udp: NoPorts, delta",
+            ));
+            recs.push(Recommendation {
+                what: format!("start the server on port {}, or point the load at the right address", f.port),
+                why: "the kernel discarded every datagram: nothing was bound to the port (in this network namespace; pass --pid for a server in another one)".into(),
+                lines: vec![format!("ss -uapn 'sport = :{}'", f.port)],
+            });
+            (
+                "no listener (Udp: NoPorts)".to_string(),
+                format!(
+                    "Nothing listens on port {}: every datagram was discarded on arrival.",
+                    f.port
+                ),
+            )
+        }
+        Case::NoLoss => {
+            evidence.push(ev(format!("all {att} datagrams were read by the server and every reply came back{loss_text}"), "ledger"));
+            ("none".to_string(), format!("No loss: all {att} datagrams were delivered and answered. Nothing to fix at this load."))
+        }
+        Case::SocketBufferBursts => {
+            evidence.push(rxq(f));
+            evidence.push(cpu(f));
+            if let Some(t) = f.truesize_bytes.filter(|&t| t > 0) {
+                let held = f.limit_bytes.unwrap_or(f.rxq_max_bytes as u64) / t;
+                let need = buffer_need(f.burst, held, f.peak_drops_window, t, 2.0);
+                let req = need.setsockopt_bytes;
+                let mut sys = vec![];
+                if f.rmem_max.is_none_or(|m| m < req) {
+                    sys.push(("net.core.rmem_max", req));
+                }
+                sys.push(("net.core.rmem_default", need.granted_needed_bytes));
+                evidence.push(ev(
+                    format!(
+                        "bursts of {} datagrams every {:.1} ms, each charged {} B: a burst needs {} B of queue; the limit holds {} datagrams",
+                        f.burst,
+                        f.burst_interval_s * 1e3,
+                        t,
+                        f.burst * t,
+                        f.limit_bytes.map_or(0, |l| l / t)
+                    ),
+                    "generator plan; truesize probe",
+                ));
+                recs.push(Recommendation {
+                    what: format!("raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {})", need.granted_needed_bytes),
+                    why: format!(
+                        "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one burst interval, at most the burst of {}): {} x {t} B charged each, x{} margin",
+                        need.peak_backlog,
+                        f.peak_drops_window,
+                        f.burst,
+                        need.peak_backlog,
+                        need.margin
+                    ),
+                    lines: {
+                        let mut l = vec![
+                            format!("in code you own: int n = {req}; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n); /* kernel grants 2n = {} */", need.granted_needed_bytes),
+                            format!("tpslab serve udp --rcvbuf {req}"),
+                        ];
+                        l.extend(sysctl_lines(&sys));
+                        l
+                    },
+                });
+                fix = Some(Fix {
+                    rcvbuf: Some(req),
+                    sysctls: sys
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    ..Default::default()
+                });
+                buffer = Some(need);
+            }
+            recs.push(Recommendation {
+                what: "do not add threads or rewrite the server first".into(),
+                why: format!(
+                    "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered): the datagrams die in the queue during bursts, not for lack of CPU (S1's lesson)",
+                    f.server_cpu_mean_pct, f.offered_pps
+                ),
+                lines: vec![],
+            });
+            (
+                "the server socket's receive buffer (bursts)".to_string(),
+                format!(
+                    "Datagrams die at the server socket's receive buffer during bursts ({:.1} % of those attempted), while the server keeps up on average.",
+                    pct(f.socket_drops, att)
+                ),
+            )
+        }
+        Case::AppTooSlow => {
+            evidence.push(rxq(f));
+            evidence.push(cpu(f));
+            let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
+            let per_thread = cap / f.threads.clamp(1, f.cpus) as f64;
+            let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
+            let threads = want.clamp(2, f.cpus.max(2));
+            recs.push(Recommendation {
+                what: "more buffer will not help: make the server faster than the mean rate".into(),
+                why: format!(
+                    "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
+                    f.offered_pps
+                ),
+                lines: vec![],
+            });
+            recs.push(Recommendation {
+                what: format!("{threads} threads, each with its own SO_REUSEPORT socket"),
+                why: "the kernel spreads datagrams over the sockets by flow hash: reads run in parallel with no shared lock (needs several source ports/flows)".into(),
+                lines: vec![format!("tpslab serve udp --threads {threads}"), "setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) before bind, one socket per thread".into()],
+            });
+            recs.push(Recommendation {
+                what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
+                why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
+                lines: vec!["tpslab serve udp --batch 64".into()],
+            });
+            recs.push(Recommendation {
+                what: "pin each server thread to its own CPU, away from the CPU that runs the NIC's softirq".into(),
+                why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
+                lines: vec!["tpslab serve udp --cpus 1 (taskset -pc 1 PID for a running server)".into()],
+            });
+            recs.push(Recommendation {
+                what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
+                why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
+                lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
+            });
+            fix = Some(Fix {
+                threads: Some(threads),
+                batch: Some(64),
+                ..Default::default()
+            });
+            (
+                "the application (too slow for the mean rate)".to_string(),
+                format!(
+                    "The server is too slow for the mean rate: its queue stays at the limit and {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                    pct(f.socket_drops, att)
+                ),
+            )
+        }
+        Case::SoftnetBacklog => {
+            let cur = f.netdev_max_backlog.unwrap_or(1000);
+            let want = (f.burst.max(1) * 2)
+                .max(cur * 2)
+                .max(1000)
+                .next_power_of_two();
+            evidence.push(ev(
+                format!(
+                    "{} packets dropped in the per-CPU softnet backlog (net.core.netdev_max_backlog = {cur})",
+                    f.softnet_drops + f.reply_softnet_drops
+                ),
+                "/proc/net/softnet_stat column 2, delta, per CPU",
+            ));
+            recs.push(Recommendation {
+                what: format!("raise net.core.netdev_max_backlog to {want}"),
+                why: "packets wait in the receiving CPU's backlog before the stack processes them; bursts larger than the backlog are dropped there, before any socket".into(),
+                lines: sysctl_lines(&[("net.core.netdev_max_backlog", want)]),
+            });
+            fix = Some(Fix {
+                sysctls: vec![("net.core.netdev_max_backlog".into(), want.to_string())],
+                ..Default::default()
+            });
+            (
+                "the softnet backlog (net.core.netdev_max_backlog)".to_string(),
+                format!("Packets die in the per-CPU softnet backlog before reaching any socket ({} dropped).", f.softnet_drops + f.reply_softnet_drops),
+            )
+        }
+        Case::NicDrops => {
+            evidence.push(ev(
+                format!("{} drops counted by the network interfaces", f.nic_drops),
+                "/proc/net/dev rx/tx drop, delta",
+            ));
+            recs.push(Recommendation {
+                what: "check the NIC's ring buffers and interrupt distribution".into(),
+                why: "the interface dropped before the kernel's stack saw the packets".into(),
+                lines: vec![
+                    "ethtool -g IFACE; ethtool -G IFACE rx 4096".into(),
+                    "ethtool -S IFACE | grep -i drop".into(),
+                ],
+            });
+            (
+                "the NIC".to_string(),
+                format!(
+                    "Packets die at the network interface ({} drops).",
+                    f.nic_drops
+                ),
+            )
+        }
+        Case::ReplySendFailed => {
+            evidence.push(ev(
+                format!("the server failed to send {} replies", f.reply_failed),
+                "server's sendto/sendmmsg errors",
+            ));
+            (
+                "the server's reply sends".to_string(),
+                format!("The server could not send {} replies.", f.reply_failed),
+            )
+        }
+        Case::Unexplained => {
+            evidence.push(ev(
+                format!(
+                    "{} datagrams lost that no counter explains",
+                    f.unattributed.unwrap_or(0)
+                ),
+                "ledger: attempted minus every counted layer",
+            ));
+            (
+                "unknown (no counter explains the loss)".to_string(),
+                "Datagrams were lost where no kernel counter saw them.".to_string(),
+            )
+        }
+    };
+    // Seen drops in other layers are always reported.
+    if case != Case::NicDrops && f.nic_drops > 0 {
+        evidence.push(ev(
+            format!("also: {} NIC drops", f.nic_drops),
+            "/proc/net/dev",
+        ));
+    }
+    if case != Case::SoftnetBacklog && f.softnet_drops + f.reply_softnet_drops > 0 {
+        evidence.push(ev(
+            format!(
+                "also: {} softnet backlog drops",
+                f.softnet_drops + f.reply_softnet_drops
+            ),
+            "/proc/net/softnet_stat",
+        ));
+    }
+    let involved = matches!(case, Case::SocketBufferBursts | Case::AppTooSlow);
+    Diagnosis {
+        case,
+        layer,
+        headline,
+        evidence,
+        recommendations: recs,
+        buffer,
+        buffer_notes: if involved {
+            buffer_notes(f, probe)
+        } else {
+            vec![]
+        },
+        fix,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Facts of the S1 miniature as measured on this machine (README example run): bursts
+    /// of 5000 x 1024 B every 50 ms, 59.55 % dropped at the socket buffer, server at 18 %
+    /// of a CPU, queue peaking at 211968 of 212992.
+    fn s1() -> Facts {
+        Facts {
+            gen_valid: true,
+            attempted: 350_000,
+            delivered: 141_583,
+            socket_drops: 208_417,
+            unattributed: Some(0),
+            lost_total: 208_417,
+            window_loss_pct: Some(59.30),
+            replies: true,
+            limit_bytes: Some(212_992),
+            rxq_max_bytes: 211_968.0,
+            rxq_mean_bytes: 40_693.0,
+            rxq_share_full: 0.12,
+            rxq_share_low: 0.8,
+            server_cpu_mean_pct: 18.0,
+            capacity_pps: Some(214_000.0),
+            offered_pps: 100_000.0,
+            burst: 5000,
+            burst_interval_s: 0.05,
+            peak_drops_window: 3400,
+            size_bytes: 1024,
+            truesize_bytes: Some(2304),
+            ours: true,
+            threads: 1,
+            batch: 1,
+            cpus: 2,
+            rmem_max: Some(4_194_304),
+            rmem_default: Some(212_992),
+            netdev_max_backlog: Some(1000),
+            port: 9000,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn s1_is_a_burst_overflow_with_a_buffer_fix() {
+        let d = diagnose(&s1(), None);
+        assert_eq!(d.case, Case::SocketBufferBursts);
+        let b = d.buffer.unwrap();
+        // 92 held (212992 / 2304) + 3400 dropped in the worst burst interval.
+        assert_eq!(b.peak_backlog, 3492);
+        assert!(b.granted_needed_bytes >= 3492 * 2304 * 2);
+        let fix = d.fix.unwrap();
+        assert_eq!(fix.rcvbuf, Some(b.setsockopt_bytes));
+        assert!(d
+            .recommendations
+            .iter()
+            .any(|r| r.what.contains("do not add threads")));
+        let lines = d.recommendations[0].lines.join("\n");
+        // 8 MB request > rmem_max 4 MiB: the sysctl is needed, persisted with `net.`.
+        assert!(lines.contains("sysctl -w net.core.rmem_max="), "{lines}");
+        assert!(lines.contains("net.core.rmem_default = "), "{lines}");
+        assert!(
+            !lines.contains("\ncore.rmem"),
+            "persisted keys carry the net. prefix"
+        );
+    }
+
+    #[test]
+    fn pinned_queue_and_busy_cpu_is_app_too_slow() {
+        let mut f = s1();
+        f.burst = 1;
+        f.rxq_share_full = 0.95;
+        f.server_cpu_mean_pct = 99.0;
+        f.capacity_pps = Some(50_000.0);
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::AppTooSlow);
+        assert!(d.recommendations[0]
+            .what
+            .contains("more buffer will not help"));
+        let fix = d.fix.unwrap();
+        assert_eq!(fix.threads, Some(2));
+        assert_eq!(fix.batch, Some(64));
+        assert_eq!(fix.rcvbuf, None);
+    }
+
+    #[test]
+    fn invalid_generator_wins_over_everything() {
+        let mut f = s1();
+        f.gen_valid = false;
+        f.gen_reasons = vec!["the generator failed to send 10 datagrams (ENOBUFS x10)".into()];
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::GeneratorInvalid);
+        assert!(d.headline.contains("NOT valid"));
+        assert!(d.evidence.iter().any(|e| e.text.contains("ENOBUFS")));
+        assert!(d.fix.is_none());
+    }
+
+    #[test]
+    fn no_listener_and_no_loss_are_said_plainly() {
+        let mut f = Facts {
+            gen_valid: true,
+            attempted: 600,
+            no_ports: 590,
+            send_failed: 10,
+            unattributed: Some(0),
+            lost_total: 600,
+            port: 9999,
+            ..Default::default()
+        };
+        assert_eq!(diagnose(&f, None).case, Case::NoListener);
+        f = Facts {
+            gen_valid: true,
+            attempted: 1000,
+            delivered: 1000,
+            unattributed: Some(0),
+            ..Default::default()
+        };
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::NoLoss);
+        assert!(d.headline.starts_with("No loss"));
+        assert!(d.fix.is_none());
+    }
+
+    #[test]
+    fn softnet_drops_recommend_the_backlog_sysctl() {
+        let f = Facts {
+            gen_valid: true,
+            attempted: 1_000_000,
+            delivered: 900_000,
+            softnet_drops: 100_000,
+            unattributed: Some(0),
+            lost_total: 100_000,
+            burst: 64,
+            netdev_max_backlog: Some(100),
+            ..Default::default()
+        };
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::SoftnetBacklog);
+        let fix = d.fix.unwrap();
+        assert_eq!(
+            fix.sysctls,
+            vec![(
+                "net.core.netdev_max_backlog".to_string(),
+                "1024".to_string()
+            )]
+        );
+        assert!(d.recommendations[0]
+            .lines
+            .iter()
+            .any(|l| l == "sysctl -w net.core.netdev_max_backlog=1024"));
+    }
+
+    #[test]
+    fn buffer_notes_explain_granted_and_charged_sizes() {
+        let p = TruesizeProbe {
+            size_bytes: 1024,
+            queued: 10,
+            rx_queue_bytes: 23040,
+            granted_bytes: 212992,
+            full_queued: 92,
+            full_rx_queue_bytes: 211968,
+        };
+        let d = diagnose(&s1(), Some(&p));
+        let notes = d.buffer_notes.join("\n");
+        assert!(notes.contains("charged 2304 bytes"), "{notes}");
+        assert!(notes.contains("213312 = 303 x 704"), "{notes}");
+        assert!(notes.contains("stays at or below the limit"), "{notes}");
+    }
+}

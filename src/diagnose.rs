@@ -1,0 +1,241 @@
+//! `tpslab diagnose`: probe, run, verdict, recommendation, verification run.
+
+use crate::cli::{self, DiagProto, DiagnoseArgs};
+use crate::report;
+use anyhow::Result;
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::Duration;
+use tpslab_analysis::buffer::TruesizeProbe;
+use tpslab_analysis::record::RunRecord;
+use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, Fix};
+use tpslab_engine::guard::HostGuard;
+use tpslab_engine::lab::{run_udp, UdpRunPlan};
+use tpslab_engine::load::LoadConfig;
+use tpslab_engine::probe::probe_truesize;
+use tpslab_engine::server::ServerConfig;
+
+/// Schema of the diagnose record.
+pub const SCHEMA: &str = "tpslab.diagnose/1";
+
+/// Everything `diagnose` found, as written by `--json`.
+#[derive(Serialize)]
+struct DiagnoseRecord {
+    schema: &'static str,
+    scenario: String,
+    probe: TruesizeProbe,
+    facts: Facts,
+    diagnosis: Diagnosis,
+    before: RunRecord,
+    /// What the verification run changed (flags and sysctls).
+    applied: Vec<String>,
+    after: Option<RunRecord>,
+    /// Host sysctls restored after the verification run.
+    restored: Vec<(String, String)>,
+    notes: Vec<String>,
+}
+
+/// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
+/// find-and-replace on 1024-byte messages) under bursts of 5000 every 50 ms (100 k pps
+/// mean): a mean rate it drains, bursts the default buffer cannot hold.
+fn s1_plan(interval: Duration) -> UdpRunPlan {
+    UdpRunPlan {
+        server: Some(ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            ..ServerConfig::default()
+        }),
+        load: LoadConfig {
+            target: "127.0.0.1:0".parse().unwrap(),
+            rate_pps: 100_000.0,
+            size_bytes: 1024,
+            duration: Duration::from_secs(3),
+            warmup: Duration::from_millis(500),
+            burst: 5000,
+            threads: 1,
+            payload: None,
+            seq_field: None,
+            expect_replies: true,
+            drain: Duration::from_millis(500),
+            run_id: tpslab_net::mono_ns(),
+        },
+        interval,
+        target_pid: None,
+        watch_port: None,
+    }
+}
+
+/// Shows a progress bar on stderr for a run of `secs` (hidden when stderr is no terminal).
+fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if secs > 1.0 {
+            s.spawn(|| {
+                let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
+                pb.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{msg} [{bar:30}] {elapsed}/{duration}",
+                    )
+                    .unwrap()
+                    .progress_chars("=> "),
+                );
+                pb.set_message(label.to_string());
+                let t0 = std::time::Instant::now();
+                while !done.load(Relaxed) {
+                    pb.set_position(
+                        ((t0.elapsed().as_secs_f64() * 10.0) as u64).min((secs * 10.0) as u64),
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                pb.finish_and_clear();
+            });
+        }
+        let r = f();
+        done.store(true, Relaxed);
+        r
+    })
+}
+
+fn run_secs(p: &UdpRunPlan) -> f64 {
+    (p.load.warmup + p.load.duration).as_secs_f64()
+}
+
+/// Applies a fix to a plan: our server through its flags; host sysctls only where a flag
+/// cannot do it. Returns the sysctls to set and a description of each change.
+fn apply_fix(plan: &mut UdpRunPlan, fix: &Fix) -> (Vec<(String, String)>, Vec<String>) {
+    let mut applied = vec![];
+    let mut sysctls = vec![];
+    match plan.server.as_mut() {
+        Some(srv) => {
+            if let Some(r) = fix.rcvbuf {
+                srv.rcvbuf = Some(r);
+                applied.push(format!("server --rcvbuf {r}"));
+            }
+            if let Some(t) = fix.threads {
+                srv.threads = t;
+                applied.push(format!("server --threads {t}"));
+                // SO_REUSEPORT spreads by flow: one flow per server thread at least.
+                plan.load.threads = plan.load.threads.max(t);
+                applied.push(format!("generator --threads {}", plan.load.threads));
+            }
+            if let Some(b) = fix.batch {
+                srv.batch = b;
+                applied.push(format!("server --batch {b}"));
+            }
+            for (k, v) in &fix.sysctls {
+                let socket_level = k == "net.core.rmem_max" || k == "net.core.rmem_default";
+                // Our server asks for its buffer with SO_RCVBUFFORCE as root: no sysctl needed.
+                if !socket_level || !tpslab_net::is_root() {
+                    sysctls.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        None => sysctls = fix.sysctls.clone(),
+    }
+    for (k, v) in &sysctls {
+        applied.push(format!("sysctl {k}={v} (restored afterwards)"));
+    }
+    (sysctls, applied)
+}
+
+/// Runs `tpslab diagnose`.
+pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
+    cli::check_interval(a.interval)?;
+    let (plan, scenario, verify) = match &a.target {
+        None => (
+            s1_plan(a.interval),
+            "built-in S1: reference server, default buffer, bursts of 5000 x 1024 B every 50 ms"
+                .to_string(),
+            !a.no_verify,
+        ),
+        Some(DiagProto::Udp(u)) => {
+            let target = cli::resolve(&u.target)?;
+            if let Some(pid) = u.pid {
+                cli::check_pid(pid)?;
+            }
+            let load = cli::load_config(&u.load, u.threads, target)?;
+            (
+                UdpRunPlan {
+                    server: None,
+                    load,
+                    interval: a.interval,
+                    target_pid: u.pid,
+                    watch_port: u.port,
+                },
+                format!("UDP server at {target}"),
+                a.verify,
+            )
+        }
+    };
+    let stop = cli::install_signals()?;
+    let probe = probe_truesize(plan.load.datagram_len(), None)?;
+    let before = with_progress("run 1/2: as is", run_secs(&plan), || {
+        run_udp(plan.clone(), &stop)
+    })?;
+    let facts = Facts::from_record(&before, Some(&probe));
+    let diag = diagnose(&facts, Some(&probe));
+    let mut notes = vec![];
+    let mut applied = vec![];
+    let mut restored = vec![];
+    let mut after = None;
+    if verify && !stop.load(Relaxed) {
+        match &diag.fix {
+            None => notes.push("nothing to verify: no change was recommended".into()),
+            Some(fix) => {
+                let mut plan2 = plan.clone();
+                plan2.load.run_id = plan.load.run_id.wrapping_add(1);
+                let (sysctls, what) = apply_fix(&mut plan2, fix);
+                applied = what;
+                if plan2.server.is_none()
+                    && sysctls.iter().any(|(k, _)| k.starts_with("net.core.rmem"))
+                {
+                    notes.push(
+                        "net.core.rmem_* apply to sockets created after the change: a running server keeps its buffer until it re-creates its socket (restart it, or have it set SO_RCVBUF)".into(),
+                    );
+                }
+                let mut guard = if sysctls.is_empty() {
+                    None
+                } else {
+                    Some(HostGuard::apply(&sysctls)?)
+                };
+                let r = with_progress("run 2/2: with the fix", run_secs(&plan2), || {
+                    run_udp(plan2, &stop)
+                });
+                if let Some(g) = guard.as_mut() {
+                    restored = g.originals().to_vec();
+                    g.restore();
+                }
+                after = Some(r?);
+            }
+        }
+    }
+    let rec = DiagnoseRecord {
+        schema: SCHEMA,
+        scenario,
+        probe,
+        facts,
+        diagnosis: diag,
+        before,
+        applied,
+        after,
+        restored,
+        notes,
+    };
+    if let Some(p) = &a.json {
+        cli::write_json(p, &rec)?;
+    }
+    report::print_diagnosis(
+        &rec.scenario,
+        &rec.diagnosis,
+        &rec.before,
+        rec.after.as_ref(),
+        &rec.applied,
+        &rec.restored,
+        &rec.notes,
+        a.explain,
+    );
+    if let Some(p) = &a.json {
+        println!("record written to {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -361,6 +361,18 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
             humantime::format_duration(f.duration)
         );
     }
+    if f.warmup > Duration::from_secs(3600) {
+        bail!(
+            "--warmup {}: allowed 0s..=1h",
+            humantime::format_duration(f.warmup)
+        );
+    }
+    if f.drain > Duration::from_secs(60) {
+        bail!(
+            "--drain {}: allowed 0s..=60s",
+            humantime::format_duration(f.drain)
+        );
+    }
     if !(1..=256).contains(&threads) {
         bail!("generator threads {threads}: allowed 1..=256");
     }
@@ -559,7 +571,9 @@ pub fn main() -> Result<ExitCode> {
                 }),
                 target_inodes: vec![],
                 target_port: a.port,
+                target_addr: None,
                 gen_inodes: vec![],
+                gen_root: PathBuf::from("/proc/self"),
                 target_pid: a.pid,
                 target_tids: vec![],
             });

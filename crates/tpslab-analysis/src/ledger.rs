@@ -99,7 +99,7 @@ impl LedgerPath {
 pub struct Ledger {
     /// Generator -> server.
     pub request: LedgerPath,
-    /// Server -> generator (None for a sink).
+    /// Server -> generator, starting from the datagrams the server read (None for a sink).
     pub reply: Option<LedgerPath>,
 }
 
@@ -227,8 +227,11 @@ impl Ledger {
                     "generator's recvmmsg count",
                 ),
             ]);
+            // The path starts with what the server read (it owes each a reply): rows are
+            // not answered + failed + the fates of the replies sent.
+            let start = i.server_read.or(attempted);
             Some(LedgerPath {
-                attempted: attempted.unwrap_or(0),
+                attempted: start.unwrap_or(0),
                 rows,
                 unattributed: attempted.map(|_| gap),
             })
@@ -305,6 +308,20 @@ mod tests {
         let r = l.reply.unwrap();
         assert_eq!(r.count("softnet_drops"), 20);
         assert_eq!(r.unattributed, Some(0));
+    }
+
+    #[test]
+    fn reply_path_starts_from_what_the_server_read() {
+        let mut i = base();
+        i.server_reply_attempted = Some(900); // 100 read but never answered
+        i.gen_read = 900;
+        let l = Ledger::build(&i);
+        let r = l.reply.unwrap();
+        assert_eq!(r.attempted, 1000);
+        assert_eq!(r.count("not_answered"), 100);
+        assert_eq!(r.unattributed, Some(0));
+        let sum: u64 = r.rows.iter().map(|x| x.count).sum();
+        assert_eq!(sum, 1000);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! into a run record with a ledger.
 
 use crate::load::{LoadConfig, UdpLoad};
-use crate::observe::{Observer, ObserverConfig};
+use crate::observe::{socket_queue, Observer, ObserverConfig, SocketMatch};
 use crate::server::{Mode, ServerConfig, UdpServer};
 use crate::EngineError;
 use std::path::PathBuf;
@@ -33,17 +33,21 @@ pub struct UdpRunOutcome {
     pub record: RunRecord,
 }
 
-/// Waits until the server has read nothing new for 60 ms (its queue is empty), at most 5 s.
-fn wait_server_quiet(server: &UdpServer) {
-    let deadline = mono_ns() + 5_000_000_000;
-    let mut last = server.received();
+/// Whether `ip` is an address of this host (in this network namespace).
+fn is_local_ip(ip: std::net::IpAddr) -> bool {
+    tpslab_net::UdpSock::bind(std::net::SocketAddr::new(ip, 0), false).is_ok()
+}
+
+/// Polls `idle` every 10 ms until it holds twice in a row, at most `max`.
+fn wait_idle(idle: &dyn Fn() -> bool, max: Duration) {
+    let deadline = mono_ns() + max.as_nanos() as u64;
+    let mut streak = 0;
     while mono_ns() < deadline {
-        std::thread::sleep(Duration::from_millis(60));
-        let now = server.received();
-        if now == last {
+        streak = if idle() { streak + 1 } else { 0 };
+        if streak >= 2 {
             return;
         }
-        last = now;
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -65,18 +69,30 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     };
     let load = UdpLoad::prepare(plan.load.clone())?;
     let own_pid = std::process::id();
-    let obs_cfg = ObserverConfig {
-        interval: plan.interval,
-        net_root: match (server.is_some(), plan.target_pid) {
-            (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
-            _ => PathBuf::from("/proc/self"),
-        },
-        target_inodes: server
+    let net_root = match (server.is_some(), plan.target_pid) {
+        (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
+        _ => PathBuf::from("/proc/self"),
+    };
+    // The target's sockets can be seen when they are ours, when its process is given, or
+    // when its address is local; a remote server's side is not observable from here.
+    let target_ip = plan.load.target.ip();
+    let observable = server.is_some() || plan.target_pid.is_some() || is_local_ip(target_ip);
+    let target = SocketMatch {
+        inodes: server
             .as_ref()
             .map(|s| s.socket_inodes().to_vec())
             .unwrap_or_default(),
-        target_port: Some(plan.watch_port.unwrap_or(plan.load.target.port())),
+        port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
+        addr: Some(target_ip),
+    };
+    let obs_cfg = ObserverConfig {
+        interval: plan.interval,
+        net_root: net_root.clone(),
+        target_inodes: target.inodes.clone(),
+        target_port: target.port,
+        target_addr: target.addr,
         gen_inodes: load.socket_inodes(),
+        gen_root: PathBuf::from("/proc/self"),
         target_pid: if server.is_some() {
             Some(own_pid)
         } else {
@@ -88,17 +104,32 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
             .unwrap_or_default(),
     };
     let observer = Observer::start(obs_cfg);
-    let gen = load.run(stop).report;
-    if let Some(s) = &server {
-        wait_server_quiet(s);
-    }
+    // The target holds nothing more: its sockets are empty and (ours) no datagram is
+    // being handled.
+    let target_idle = || {
+        server.as_ref().is_none_or(|s| s.idle())
+            && (!observable || socket_queue(&net_root, &target).1 == 0)
+    };
+    let gen = load.run(stop, &target_idle).report;
+    // Without replies nothing waited for the target: let it drain before the last sample.
+    wait_idle(&target_idle, Duration::from_secs(10));
     let obs = observer.stop();
+    // The generator's sockets close only after the final sample has seen them.
+    drop(load);
     let srv = server.map(|s| s.stop());
     let same_ns = plan
         .target_pid
         .is_none_or(|p| crate::env::netns(Some(p)) == crate::env::netns(None));
     let mut notes = vec![];
-    let (ledger, gen) = build_ledger(&plan, gen, srv.as_ref(), &obs, same_ns, &mut notes);
+    let (ledger, gen) = build_ledger(
+        &plan,
+        gen,
+        srv.as_ref(),
+        &obs,
+        same_ns,
+        observable,
+        &mut notes,
+    );
     let plan_json = serde_json::json!({
         "kind": "udp",
         "server": plan.server,
@@ -143,12 +174,16 @@ fn build_ledger(
     srv: Option<&ServerReport>,
     obs: &ObserverReport,
     same_ns: bool,
+    observable: bool,
     notes: &mut Vec<String>,
 ) -> (Ledger, GeneratorReport) {
     let d = |k: &str| obs.deltas.get(k).copied().unwrap_or(0);
     let found = d("server_sockets_found") > 0;
     let replies_expected =
         plan.load.expect_replies && srv.is_none_or(|s| s.mode != Mode::Sink.to_string());
+    // Replies prove a server exists even when its socket was not seen (another namespace
+    // without --pid): then its side is unknown, not absent.
+    let absent = observable && !found && gen.replies_read == 0;
     let (server_read, reply_attempted, reply_failed, source) = match srv {
         Some(s) => (
             Some(s.received),
@@ -159,10 +194,11 @@ fn build_ledger(
         None if found => {
             // Namespace-wide counters, minus the generator's own traffic when it shares the
             // namespace: exact only when nothing else uses UDP there.
-            let (own_in, own_out) = if same_ns {
-                (gen.replies_read, gen.sent)
+            let (own_in, own_out, own_sndbuf) = if same_ns {
+                let e = |k: &str| gen.send_errors.get(k).copied().unwrap_or(0);
+                (gen.replies_read, gen.sent, e("ENOBUFS") + e("EAGAIN"))
             } else {
-                (0, 0)
+                (0, 0, 0)
             };
             notes.push(
                 "server counts derived from Udp: InDatagrams/OutDatagrams of the target's network \
@@ -172,22 +208,24 @@ fn build_ledger(
             );
             let read = d("udp_in_datagrams").saturating_sub(own_in);
             let out = d("udp_out_datagrams").saturating_sub(own_out);
+            let sndbuf = d("udp_sndbuf_errors").saturating_sub(own_sndbuf);
             (
                 Some(read),
-                Some(out + d("udp_sndbuf_errors")),
-                Some(d("udp_sndbuf_errors")),
+                Some(out + sndbuf),
+                Some(sndbuf),
                 "derived: Udp InDatagrams / OutDatagrams / SndbufErrors deltas minus the generator's".to_string(),
             )
         }
         // No socket on the port: nothing can have been read or answered there.
-        None => (
+        None if absent => (
             Some(0),
             Some(0),
             Some(0),
             "no socket on the target port".to_string(),
         ),
+        None => (None, None, None, "not observable from here".to_string()),
     };
-    if !found {
+    if absent {
         notes.push(format!(
             "no socket of the target found on port {} in {}: counted as no listener (pass --pid if the server runs in another network namespace)",
             plan.load.target.port(),
@@ -197,11 +235,16 @@ fn build_ledger(
                 "this namespace"
             }
         ));
+    } else if !found && srv.is_none() {
+        notes.push(format!(
+            "the target's socket was not seen ({}): its drops and reads are unknown; pass --pid PID of the server",
+            if observable { "replies came back, so it lives in another network namespace" } else { "not an address of this host" }
+        ));
     }
     let inputs = LedgerInputs {
         gen_attempted: gen.attempted,
         gen_send_failed: gen.send_failed,
-        server_socket_drops: Some(d("server_drops")),
+        server_socket_drops: (found || absent).then(|| d("server_drops")),
         gen_socket_drops: d("gen_drops"),
         softnet_drops: d("softnet_dropped"),
         nic_rx_drops: d("dev_rx_drop"),

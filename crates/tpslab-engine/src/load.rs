@@ -142,16 +142,24 @@ fn wait_until(deadline: u64) {
 }
 
 /// Send times of recent sequence numbers, for matching replies by an echoed field.
+/// One writer (the sender), one reader (the receiver); each slot is a small seqlock:
+/// `seq_begin` and `seq_end` bracket the times, and a reader that sees them differ saw a
+/// slot being rewritten.
 struct SendLog {
     mask: u64,
-    seq: Vec<AtomicU64>,
+    seq_begin: Vec<AtomicU64>,
     intended: Vec<AtomicU64>,
     sent: Vec<AtomicU64>,
+    seq_end: Vec<AtomicU64>,
 }
+
+/// Slots of a SendLog (per stream): replies more than this many sequence numbers late
+/// cannot be matched.
+const SEND_LOG_SLOTS_MAX_BITS: u32 = 16;
 
 impl SendLog {
     fn new(field_bits: u32) -> SendLog {
-        let slots = 1u64 << field_bits.min(20);
+        let slots = 1u64 << field_bits.min(SEND_LOG_SLOTS_MAX_BITS);
         let mk = || {
             (0..slots)
                 .map(|_| AtomicU64::new(u64::MAX))
@@ -159,30 +167,78 @@ impl SendLog {
         };
         SendLog {
             mask: slots - 1,
-            seq: mk(),
+            seq_begin: mk(),
             intended: mk(),
             sent: mk(),
+            seq_end: mk(),
         }
     }
     #[inline]
     fn record(&self, seq: u64, intended: u64, sent: u64) {
         let i = (seq & self.mask) as usize;
+        self.seq_begin[i].store(seq, Relaxed);
+        std::sync::atomic::fence(Release);
         self.intended[i].store(intended, Relaxed);
         self.sent[i].store(sent, Relaxed);
-        self.seq[i].store(seq, Release);
+        self.seq_end[i].store(seq, Release);
     }
-    /// The latest sequence number whose low bits equal `field` (modulo the field width).
+    /// The latest sequence number whose low bits equal `field` (modulo the field width),
+    /// with its intended and actual send times; None when unknown or being rewritten.
     #[inline]
     fn lookup(&self, field: u64, field_mask: u64) -> Option<(u64, u64, u64)> {
         let i = (field & self.mask) as usize;
-        let seq = self.seq[i].load(Acquire);
-        (seq != u64::MAX && seq & field_mask == field).then(|| {
-            (
-                seq,
-                self.intended[i].load(Relaxed),
-                self.sent[i].load(Relaxed),
-            )
-        })
+        let seq = self.seq_end[i].load(Acquire);
+        let intended = self.intended[i].load(Relaxed);
+        let sent = self.sent[i].load(Relaxed);
+        std::sync::atomic::fence(Acquire);
+        let begin = self.seq_begin[i].load(Relaxed);
+        (seq != u64::MAX && begin == seq && seq & field_mask == field)
+            .then_some((seq, intended, sent))
+    }
+}
+
+/// Which sequence numbers of a stream were answered, over a sliding window of the most
+/// recent W sequence numbers (W a power of two, at most 2^24 = 2 MiB of bits): exact for
+/// runs of up to W datagrams per stream; a reply older than the window cannot be checked
+/// for duplication and counts as new.
+struct SeenWindow {
+    bits: Vec<u64>,
+    mask: u64,
+    /// One past the highest sequence number seen.
+    hi: u64,
+}
+
+impl SeenWindow {
+    fn new(total: u64) -> SeenWindow {
+        let w = total.next_power_of_two().clamp(64, 1 << 24);
+        SeenWindow {
+            bits: vec![0; (w / 64) as usize],
+            mask: w - 1,
+            hi: 0,
+        }
+    }
+    /// Marks `seq`; false when it was already marked (a duplicate).
+    #[inline]
+    fn insert(&mut self, seq: u64) -> bool {
+        let w = self.mask + 1;
+        if seq >= self.hi {
+            if seq - self.hi >= w {
+                self.bits.fill(0);
+            } else {
+                for s in self.hi..=seq {
+                    let i = s & self.mask;
+                    self.bits[(i / 64) as usize] &= !(1u64 << (i % 64));
+                }
+            }
+            self.hi = seq + 1;
+        } else if self.hi - seq > w {
+            return true;
+        }
+        let i = seq & self.mask;
+        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        let new = self.bits[word] & bit == 0;
+        self.bits[word] |= bit;
+        new
     }
 }
 
@@ -277,8 +333,12 @@ impl UdpLoad {
         self.streams.iter().map(|s| s.attempted.load(Relaxed)).sum()
     }
 
-    /// Runs the plan to its end (or until `stop` is set) and waits for late replies.
-    pub fn run(self, stop: &AtomicBool) -> LoadResult {
+    /// Runs the plan to its end (or until `stop` is set) and waits for late replies: until
+    /// every datagram sent is answered, or no reply came for the drain period and
+    /// `target_idle()` says the target holds nothing more (at most 10 s beyond the drain).
+    /// The sockets stay open until `self` is dropped, so an observer can take its final
+    /// sample of them first.
+    pub fn run(&self, stop: &AtomicBool, target_idle: &(dyn Fn() -> bool + Sync)) -> LoadResult {
         let cfg = &self.cfg;
         // Start a little in the future so every thread is ready before the first send.
         let start = mono_ns() + 5_000_000;
@@ -299,9 +359,9 @@ impl UdpLoad {
             if mode != MatchMode::None {
                 for (idx, st) in self.streams.iter().enumerate() {
                     let st = st.clone();
-                    receivers.push(
-                        scope.spawn(move || receiver(cfg, &st, idx as u16, window_start, stop)),
-                    );
+                    receivers.push(scope.spawn(move || {
+                        receiver(cfg, &st, idx as u16, window_start, stop, target_idle)
+                    }));
                 }
             }
             for s in senders {
@@ -313,12 +373,20 @@ impl UdpLoad {
                 recv_results.push(r.join().expect("receiver thread"));
             }
         });
-        self.finish(start, lag, burst_lag, recv_results, stop.load(Relaxed))
+        self.finish(
+            start,
+            window_start,
+            lag,
+            burst_lag,
+            recv_results,
+            stop.load(Relaxed),
+        )
     }
 
     fn finish(
         &self,
         start: u64,
+        window_start: u64,
         lag: Histogram<u64>,
         burst_lag: Histogram<u64>,
         rr: Vec<RecvResult>,
@@ -360,19 +428,29 @@ impl UdpLoad {
             .unwrap_or(start);
         // From the first intended send to the last send call: the rate the generator
         // actually reached (the plan's rate when it kept up).
-        let sending_s = (last_send.saturating_sub(start) as f64 / 1e9).max(1e-9);
+        let planned = attempted + not_sent;
+        let run_s = (cfg.warmup + cfg.duration).as_secs_f64();
+        // The plan's share that was attempted takes that share of the run when on time
+        // (this covers the last burst interval); longer when the generator fell behind.
+        let sending_s = (last_send.saturating_sub(start) as f64 / 1e9)
+            .max(attempted as f64 / planned.max(1) as f64 * run_s)
+            .max(1e-9);
         let planned_window_s = cfg.duration.as_secs_f64();
-        let mode = cfg.match_mode();
-        let window_answered = if mode == MatchMode::Aggregate {
-            // Without a matchable field, replies cannot be tied to the window.
-            r.read
+        // An interrupted run's window ends where sending stopped.
+        let window_s = if interrupted {
+            let ran =
+                last_send.saturating_sub(window_start) as f64 / 1e9 + cfg.burst_interval_ns() / 1e9;
+            ran.clamp(1e-9, planned_window_s)
         } else {
-            r.window_answered
+            planned_window_s
         };
-        let (window_sent_eff, window_answered_eff) = if mode == MatchMode::Aggregate {
+        let mode = cfg.match_mode();
+        // Without a matchable field, replies cannot be tied to the window: in aggregate
+        // mode the "window" figures cover the whole run.
+        let (window_sent, window_answered) = if mode == MatchMode::Aggregate {
             (attempted, r.read)
         } else {
-            (window_sent, window_answered)
+            (window_sent, r.window_answered)
         };
         let mut report = GeneratorReport {
             target: cfg.target.to_string(),
@@ -384,7 +462,7 @@ impl UdpLoad {
             duration_s: planned_window_s,
             warmup_s: cfg.warmup.as_secs_f64(),
             match_mode: mode,
-            planned: attempted + not_sent,
+            planned,
             not_sent,
             attempted,
             sent,
@@ -397,9 +475,8 @@ impl UdpLoad {
             unmatched: r.unmatched,
             window_sent,
             window_answered,
-            window_loss_pct: (mode != MatchMode::None && window_sent_eff > 0).then(|| {
-                100.0 * window_sent_eff.saturating_sub(window_answered_eff) as f64
-                    / window_sent_eff as f64
+            window_loss_pct: (mode != MatchMode::None && window_sent > 0).then(|| {
+                100.0 * window_sent.saturating_sub(window_answered) as f64 / window_sent as f64
             }),
             achieved_pps: if attempted > 1 {
                 attempted as f64 / sending_s
@@ -409,7 +486,7 @@ impl UdpLoad {
             tps: if mode == MatchMode::None {
                 0.0
             } else {
-                window_answered as f64 / planned_window_s.max(1e-9)
+                window_answered as f64 / window_s.max(1e-9)
             },
             latency_intended: LatencySummary::from_histogram(&lat_i),
             latency_actual: LatencySummary::from_histogram(&lat_a),
@@ -461,9 +538,16 @@ fn validate(
             ));
         }
     }
-    // A burst (or a paced datagram) that starts late by more than half an interval (at
-    // least 1 ms) means the generator could not keep its schedule.
-    let limit_ns = (cfg.burst_interval_ns() / 2.0).max(1e6) as u64;
+    // Bursts that start late by more than half an interval, or paced datagrams late by
+    // more than 10 intervals (at least 5 ms either way: a scheduler preemption on a busy
+    // host is not a broken schedule), mean the generator could not keep its schedule.
+    let interval = cfg.burst_interval_ns() / cfg.threads as f64;
+    let limit_ns = if cfg.burst > 1 {
+        cfg.burst_interval_ns() / 2.0
+    } else {
+        10.0 * interval
+    }
+    .max(5e6) as u64;
     if !burst_lag.is_empty() && burst_lag.value_at_quantile(0.99) > limit_ns {
         r.invalid_reasons.push(format!(
             "schedule lag at burst start p99 {} us exceeds {} us",
@@ -569,6 +653,7 @@ fn receiver(
     stream: u16,
     window_start: u64,
     stop: &AtomicBool,
+    target_idle: &(dyn Fn() -> bool + Sync),
 ) -> RecvResult {
     let mut rb = RecvBatch::new(64, 2048.max(cfg.datagram_len()));
     let mut res = RecvResult {
@@ -576,7 +661,7 @@ fn receiver(
         lat_actual: Some(new_ns_histogram()),
         ..Default::default()
     };
-    let mut seen = vec![0u64; (st.plan.total as usize).div_ceil(64)];
+    let mut seen = SeenWindow::new(st.plan.total);
     let mut max_seq: Option<u64> = None;
     let field_mask = cfg.seq_field.map_or(u64::MAX, |(_, l)| {
         if l >= 8 {
@@ -595,9 +680,14 @@ fn receiver(
             if st.sender_done.load(Acquire) {
                 let sent = st.sent.load(Relaxed);
                 let idle = now.saturating_sub(last_reply.max(st.last_send_ns.load(Relaxed)));
-                let all_in = res.read >= sent && mode != MatchMode::Aggregate;
+                let all_in = match mode {
+                    MatchMode::Header | MatchMode::SeqField => res.matched >= sent,
+                    MatchMode::Aggregate | MatchMode::None => res.read >= sent,
+                };
+                let drain = cfg.drain.as_nanos() as u64;
                 if all_in
-                    || idle > cfg.drain.as_nanos() as u64
+                    || (idle > drain && target_idle())
+                    || idle > drain + 10_000_000_000
                     || (stop.load(Relaxed) && idle > 100_000_000)
                 {
                     break;
@@ -629,12 +719,10 @@ fn receiver(
                 }
                 continue;
             };
-            let (w, b) = ((seq / 64) as usize, 1u64 << (seq % 64));
-            if seen[w] & b != 0 {
+            if !seen.insert(seq) {
                 res.duplicates += 1;
                 continue;
             }
-            seen[w] |= b;
             res.matched += 1;
             match max_seq {
                 Some(m) if seq < m => res.reordered += 1,

@@ -30,8 +30,12 @@ pub struct ObserverConfig {
     pub target_inodes: Vec<u64>,
     /// Local port of the target sockets.
     pub target_port: Option<u16>,
+    /// Local address of the target sockets (sockets bound to it or to the wildcard match).
+    pub target_addr: Option<std::net::IpAddr>,
     /// Inodes of the generator's sockets.
     pub gen_inodes: Vec<u64>,
+    /// procfs directory whose `net/` holds the generator's sockets (`/proc/self`).
+    pub gen_root: PathBuf,
     /// Target process (for the record) and its threads to watch.
     pub target_pid: Option<u32>,
     /// Threads whose CPU time and context switches are summed (empty: all of target_pid's).
@@ -42,6 +46,7 @@ pub struct ObserverConfig {
 #[derive(Debug, Clone, Default)]
 struct Raw {
     t_ns: u64,
+    /// Target sockets seen so far (in any sample).
     srv_sockets: usize,
     srv_rxq: u64,
     srv_drops: u64,
@@ -61,6 +66,65 @@ struct Raw {
     task_run_ns: u64,
 }
 
+/// Which sockets of /proc/net/udp{,6} are the target's.
+#[derive(Debug, Clone, Default)]
+pub struct SocketMatch {
+    /// Exact inodes (when known, nothing else is used).
+    pub inodes: Vec<u64>,
+    /// Local port.
+    pub port: Option<u16>,
+    /// Local address (None: any).
+    pub addr: Option<std::net::IpAddr>,
+}
+
+impl SocketMatch {
+    /// Whether `s` is one of the target's sockets.
+    pub fn matches(&self, s: &UdpSocket) -> bool {
+        if !self.inodes.is_empty() {
+            return self.inodes.contains(&s.inode);
+        }
+        let ip = s.local.ip();
+        let v4_mapped = |a: std::net::IpAddr| match a {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(a),
+            a => a,
+        };
+        s.inode != 0
+            && self.port == Some(s.local.port())
+            && self
+                .addr
+                .is_none_or(|a| ip.is_unspecified() || v4_mapped(ip) == v4_mapped(a))
+    }
+}
+
+/// Reads the sockets matching `m` under `root` (`<root>/net/udp` and `udp6`): (sockets
+/// found, rx_queue bytes summed).
+pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
+    let mut socks = live::udp(root).unwrap_or_default();
+    socks.extend(live::udp6(root).unwrap_or_default());
+    socks
+        .iter()
+        .filter(|s| m.matches(s))
+        .fold((0, 0), |(n, q), s| (n + 1, q + s.rx_queue))
+}
+
+/// Drops of sockets tracked by inode: the first value seen (0 for a socket created during
+/// the run) and the last, so a socket that closes keeps its count.
+#[derive(Debug, Default)]
+struct DropTrack(BTreeMap<u64, (u64, u64)>);
+
+impl DropTrack {
+    fn see(&mut self, inode: u64, drops: u64, first_sample: bool) {
+        let e = self
+            .0
+            .entry(inode)
+            .or_insert((if first_sample { drops } else { 0 }, drops));
+        e.1 = drops;
+    }
+    fn total(&self) -> u64 {
+        self.0.values().map(|(a, b)| b.saturating_sub(*a)).sum()
+    }
+}
+
 fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
     a.in_datagrams += b.in_datagrams;
     a.no_ports += b.no_ports;
@@ -75,6 +139,10 @@ fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
 
 struct Sampler {
     cfg: ObserverConfig,
+    target: SocketMatch,
+    srv_track: DropTrack,
+    gen_track: DropTrack,
+    first: bool,
     tids: Vec<u32>,
     errors: BTreeSet<String>,
     proc_root: PathBuf,
@@ -99,21 +167,34 @@ impl Sampler {
         let root = self.cfg.net_root.clone();
         let mut socks: Vec<UdpSocket> = self.note(live::udp(&root)).unwrap_or_default();
         socks.extend(self.note(live::udp6(&root)).unwrap_or_default());
-        for s in &socks {
-            let is_target = if self.cfg.target_inodes.is_empty() {
-                self.cfg.target_port == Some(s.local.port()) && s.inode != 0
-            } else {
-                self.cfg.target_inodes.contains(&s.inode)
-            };
-            if is_target {
-                r.srv_sockets += 1;
-                r.srv_rxq += s.rx_queue;
-                r.srv_drops += s.drops.unwrap_or(0);
-            } else if self.cfg.gen_inodes.contains(&s.inode) {
+        let gen_root = self.cfg.gen_root.clone();
+        let gen_socks: Vec<UdpSocket> = if gen_root == root {
+            vec![]
+        } else {
+            let mut g = self.note(live::udp(&gen_root)).unwrap_or_default();
+            g.extend(self.note(live::udp6(&gen_root)).unwrap_or_default());
+            g
+        };
+        let first = std::mem::replace(&mut self.first, false);
+        for s in &gen_socks {
+            if self.cfg.gen_inodes.contains(&s.inode) {
                 r.gen_rxq += s.rx_queue;
-                r.gen_drops += s.drops.unwrap_or(0);
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
             }
         }
+        for s in &socks {
+            if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
+                r.srv_sockets += 1;
+                r.srv_rxq += s.rx_queue;
+                self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
+            } else if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+            }
+        }
+        r.srv_drops = self.srv_track.total();
+        r.gen_drops = self.gen_track.total();
+        r.srv_sockets = self.srv_track.0.len();
         if let Some(s) = self.note(live::snmp(&root)) {
             if let Some(u) = s.udp {
                 add_udp(&mut r.udp, &u);
@@ -178,8 +259,17 @@ impl Observer {
             (true, Some(pid)) => live::task_ids(pid),
             _ => cfg.target_tids.clone(),
         };
+        let target = SocketMatch {
+            inodes: cfg.target_inodes.clone(),
+            port: cfg.target_port,
+            addr: cfg.target_addr,
+        };
         let mut sampler = Sampler {
             cfg,
+            target,
+            srv_track: DropTrack::default(),
+            gen_track: DropTrack::default(),
+            first: true,
             tids,
             errors: BTreeSet::new(),
             proc_root: PathBuf::from("/proc"),

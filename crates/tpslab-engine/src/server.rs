@@ -7,7 +7,7 @@ use crate::wire;
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -87,14 +87,28 @@ pub struct ThreadCounters {
     pub answered: AtomicU64,
     /// Replies refused by the kernel.
     pub reply_failed: AtomicU64,
+    /// Datagrams fully handled (work done, reply attempted); equals `received` when the
+    /// thread holds nothing in flight.
+    pub done: AtomicU64,
     /// Refusals by errno.
     pub reply_errors: ErrnoCounts,
 }
 
+/// Adds to a counter that only one thread writes: a plain load and store, no locked
+/// read-modify-write on the hot path.
+#[inline]
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed) + n, Relaxed);
+}
+
+/// How long threads keep draining their socket after a stop request, at most.
+const STOP_DRAIN_NS: u64 = 1_000_000_000;
+
 /// A running server. Dropping it without [`UdpServer::stop`] detaches the threads.
 pub struct UdpServer {
     config: ServerConfig,
-    stop: Arc<AtomicBool>,
+    /// 0 while running; the monotonic time of the stop request after.
+    stop: Arc<AtomicU64>,
     counters: Arc<Vec<ThreadCounters>>,
     threads: Vec<JoinHandle<()>>,
     grant: RcvbufGrant,
@@ -142,7 +156,7 @@ impl UdpServer {
             .map(|s| s.inode())
             .collect::<Result<Vec<_>, _>>()
             .map_err(EngineError::Net)?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicU64::new(0));
         let counters: Arc<Vec<ThreadCounters>> = Arc::new(
             (0..config.threads)
                 .map(|_| ThreadCounters::default())
@@ -227,6 +241,14 @@ impl UdpServer {
         self.counters.iter().map(|c| c.received.load(Relaxed)).sum()
     }
 
+    /// Whether every datagram read so far has been fully handled (nothing in flight in
+    /// the threads; the sockets' queues are checked separately).
+    pub fn idle(&self) -> bool {
+        self.counters
+            .iter()
+            .all(|c| c.done.load(Relaxed) == c.received.load(Relaxed))
+    }
+
     /// The counts so far, as they go into the run record.
     pub fn report(&self) -> ServerReport {
         let c = &self.counters;
@@ -258,10 +280,10 @@ impl UdpServer {
         }
     }
 
-    /// Asks the threads to stop once their sockets are empty, waits for them and returns
-    /// the final counts. Every datagram queued before the call is read first.
+    /// Asks the threads to stop once their sockets are empty (or after draining for at
+    /// most 1 s under endless load), waits for them and returns the final counts.
     pub fn stop(mut self) -> ServerReport {
-        self.stop.store(true, Relaxed);
+        self.stop.store(mono_ns().max(1), Relaxed);
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
@@ -269,8 +291,16 @@ impl UdpServer {
     }
 }
 
-/// Reads until `stop` is set and the socket has been empty for one poll interval.
-fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &AtomicBool) {
+/// Whether the thread should exit: a stop was requested and the socket was just found
+/// empty, or the drain deadline passed.
+#[inline]
+fn should_exit(stop: &AtomicU64, empty: bool) -> bool {
+    let at = stop.load(Relaxed);
+    at != 0 && (empty || mono_ns() > at + STOP_DRAIN_NS)
+}
+
+/// Reads until a stop is requested and the socket has been empty for one poll interval.
+fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &AtomicU64) {
     let finder = memchr::memmem::Finder::new(wire::FIND);
     let fd = sock.fd();
     let process = |data: &mut [u8]| {
@@ -287,29 +317,31 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
                 Ok(n) => n,
                 Err(_) => {
                     // EAGAIN after SO_RCVTIMEO: the socket was empty for a whole poll.
-                    if stop.load(Relaxed) {
+                    if should_exit(stop, true) {
                         return;
                     }
                     continue;
                 }
             };
+            bump(&c.received, 1);
+            bump(&c.received_bytes, len as u64);
             let kept = len.min(SLOT_BYTES);
             if len > SLOT_BYTES {
-                c.truncated.fetch_add(1, Relaxed);
+                bump(&c.truncated, 1);
             }
             process(&mut buf[..kept]);
-            c.received.fetch_add(1, Relaxed);
-            c.received_bytes.fetch_add(len as u64, Relaxed);
             if cfg.mode != Mode::Sink {
                 match sock.send_to(&buf[..kept], &peer) {
-                    Ok(_) => {
-                        c.answered.fetch_add(1, Relaxed);
-                    }
+                    Ok(_) => bump(&c.answered, 1),
                     Err(e) => {
-                        c.reply_failed.fetch_add(1, Relaxed);
+                        bump(&c.reply_failed, 1);
                         c.reply_errors.add(e.raw_os_error().unwrap_or(0), 1);
                     }
                 }
+            }
+            bump(&c.done, 1);
+            if should_exit(stop, false) {
+                return;
             }
         }
     }
@@ -317,11 +349,12 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
     loop {
         let n = rb.recv(fd).unwrap_or(0);
         if n == 0 {
-            if stop.load(Relaxed) {
+            if should_exit(stop, true) {
                 return;
             }
             continue;
         }
+        bump(&c.received, n as u64);
         let mut bytes = 0u64;
         let mut trunc = 0u64;
         for i in 0..n {
@@ -329,17 +362,20 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
             trunc += rb.truncated(i) as u64;
             process(rb.get_mut(i));
         }
-        c.received.fetch_add(n as u64, Relaxed);
-        c.received_bytes.fetch_add(bytes, Relaxed);
+        bump(&c.received_bytes, bytes);
         if trunc > 0 {
-            c.truncated.fetch_add(trunc, Relaxed);
+            bump(&c.truncated, trunc);
         }
         if cfg.mode != Mode::Sink {
             let out = rb.reply(fd, n, |_, errno| c.reply_errors.add(errno, 1));
-            c.answered.fetch_add(out.sent as u64, Relaxed);
+            bump(&c.answered, out.sent as u64);
             if out.failed > 0 {
-                c.reply_failed.fetch_add(out.failed as u64, Relaxed);
+                bump(&c.reply_failed, out.failed as u64);
             }
+        }
+        bump(&c.done, n as u64);
+        if should_exit(stop, false) {
+            return;
         }
     }
 }

@@ -37,8 +37,13 @@ fn sendmmsg_all(
                 0,
             )
         };
-        if rc < 0 {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        if rc <= 0 {
+            // 0 accepted would loop forever: treat it as a refusal of this datagram.
+            let errno = if rc == 0 {
+                libc::EIO
+            } else {
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+            };
             if errno == libc::EINTR {
                 continue;
             }

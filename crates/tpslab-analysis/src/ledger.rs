@@ -29,7 +29,8 @@ pub struct LedgerInputs {
     pub gen_socket_drops: u64,
     /// Delta of column 2 (dropped) of /proc/net/softnet_stat summed over CPUs (host-wide).
     pub softnet_drops: u64,
-    /// Delta of rx `drop` of /proc/net/dev on the interfaces the traffic crossed.
+    /// Delta of rx `drop` of /proc/net/dev on the interfaces the traffic crossed, minus
+    /// the softnet backlog drops (which the kernel counts in rx_dropped too).
     pub nic_rx_drops: u64,
     /// Delta of `Udp: NoPorts` + `Udp6NoPorts` (per network namespace).
     pub no_ports: u64,
@@ -143,7 +144,7 @@ impl Ledger {
             "nic_drops",
             "dropped at the NIC",
             nic_req,
-            "/proc/net/dev rx `drop`, delta",
+            "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
         ));
         req_rows.push(row(
             "softnet_drops",
@@ -206,7 +207,7 @@ impl Ledger {
                     "nic_drops",
                     "dropped at the NIC",
                     nic_rep,
-                    "/proc/net/dev rx `drop`, delta",
+                    "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
                 ),
                 row(
                     "softnet_drops",

@@ -17,16 +17,72 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.udp_rmem_min",
 ];
 
-/// Reads a sysctl by its dotted name from /proc/sys; None when absent.
+fn sysctl_path(name: &str) -> String {
+    format!("/proc/sys/{}", name.replace('.', "/"))
+}
+
+/// Processes whose network namespace may show host-wide sysctls: PID 1, then this
+/// process's ancestors (e.g. the shell that ran `ip netns exec`).
+fn outer_pids() -> Vec<u32> {
+    let mut pids = vec![1];
+    let mut pid = std::process::id();
+    for _ in 0..64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            break;
+        };
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+        else {
+            break;
+        };
+        if ppid <= 1 {
+            break;
+        }
+        pids.push(ppid);
+        pid = ppid;
+    }
+    pids
+}
+
+/// The first process of [`outer_pids`] whose namespace shows `path` (and can be joined).
+fn outer_pid_showing(path: &str) -> Option<u32> {
+    outer_pids().into_iter().find(|&pid| {
+        tpslab_net::ns::in_netns_of(pid, || std::path::Path::new(path).exists()).unwrap_or(false)
+    })
+}
+
+/// Reads a sysctl by its dotted name from /proc/sys; None when absent. Host-wide sysctls
+/// that a network namespace does not show (net.core.netdev_max_backlog) are read in the
+/// namespace of PID 1 or of the nearest ancestor that shows them.
 pub fn read_sysctl(name: &str) -> Option<String> {
-    let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    Some(
-        std::fs::read_to_string(path)
-            .ok()?
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    let path = sysctl_path(name);
+    let read = || std::fs::read_to_string(&path).ok();
+    let text = match read() {
+        Some(t) => t,
+        None => tpslab_net::ns::in_netns_of(outer_pid_showing(&path)?, read)
+            .ok()
+            .flatten()?,
+    };
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Writes a sysctl (like `sysctl -w name=value`), in an outer network namespace when this
+/// one does not show it (see [`read_sysctl`]).
+pub fn write_sysctl(name: &str, value: &str) -> std::io::Result<()> {
+    let path = sysctl_path(name);
+    if std::path::Path::new(&path).exists() {
+        return std::fs::write(&path, value);
+    }
+    let pid = outer_pid_showing(&path).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "{path}: not in this network namespace nor in an outer one this process can join"
+            ),
+        )
+    })?;
+    tpslab_net::ns::in_netns_of(pid, || std::fs::write(&path, value))?
 }
 
 /// The network namespace of a process (`net:[INODE]`), or of this one with `None`.

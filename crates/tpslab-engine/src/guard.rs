@@ -34,23 +34,15 @@ fn journal_path() -> PathBuf {
     state_dir().join("host-settings-journal.json")
 }
 
-fn sysctl_path(name: &str) -> PathBuf {
-    PathBuf::from(format!("/proc/sys/{}", name.replace('.', "/")))
-}
-
 /// Writes a sysctl (like `sysctl -w name=value`).
 pub fn write_sysctl(name: &str, value: &str) -> Result<(), EngineError> {
-    std::fs::write(sysctl_path(name), value)
+    crate::env::write_sysctl(name, value)
         .map_err(|e| EngineError::Other(format!("sysctl -w {name}={value}: {e}")))
 }
 
 fn read_sysctl(name: &str) -> Result<String, EngineError> {
-    crate::env::read_sysctl(name).ok_or_else(|| {
-        EngineError::Other(format!(
-            "sysctl {name}: cannot read {}",
-            sysctl_path(name).display()
-        ))
-    })
+    crate::env::read_sysctl(name)
+        .ok_or_else(|| EngineError::Other(format!("sysctl {name}: cannot read it")))
 }
 
 fn pid_is_tpslab(pid: u32) -> bool {

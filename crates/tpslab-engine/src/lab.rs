@@ -247,7 +247,9 @@ fn build_ledger(
         server_socket_drops: (found || absent).then(|| d("server_drops")),
         gen_socket_drops: d("gen_drops"),
         softnet_drops: d("softnet_dropped"),
-        nic_rx_drops: d("dev_rx_drop"),
+        // The kernel also counts softnet backlog drops in the device's rx_dropped
+        // (enqueue_to_backlog): only the rest are the NIC's own.
+        nic_rx_drops: d("dev_rx_drop").saturating_sub(d("softnet_dropped")),
         no_ports: d("udp_no_ports"),
         server_read,
         server_reply_attempted: reply_attempted,

@@ -1,0 +1,212 @@
+//! Case 5 of diagnose: softnet backlog overflow, provoked for real by steering a
+//! namespace's `lo` to CPU 1 with RPS and lowering net.core.netdev_max_backlog; and the
+//! host-settings guard: a verification run's sysctl is restored afterwards, and after a
+//! SIGKILL at the next start of tpslab.
+
+mod common;
+use common::{record, row, run, tmp, NetNs};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
+
+fn backlog() -> String {
+    std::fs::read_to_string(BACKLOG).unwrap().trim().to_string()
+}
+
+/// Sets netdev_max_backlog for the test and restores the original on drop (also when the
+/// test fails).
+struct BacklogGuard(String);
+impl BacklogGuard {
+    fn set(v: &str) -> BacklogGuard {
+        let g = BacklogGuard(backlog());
+        std::fs::write(BACKLOG, v).unwrap();
+        g
+    }
+}
+impl Drop for BacklogGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(BACKLOG, &self.0);
+    }
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A namespace whose `lo` is processed on CPU 1 (RPS), with a sink server pinned to CPU 1.
+fn setup(test: &str) -> Option<(NetNs, Kill)> {
+    if !common::can_netns(test) {
+        return None;
+    }
+    if !std::path::Path::new(BACKLOG).exists()
+        || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+    {
+        eprintln!("skipping {test}: needs 2 CPUs and {BACKLOG}");
+        return None;
+    }
+    let ns = NetNs::new();
+    let ok = ns
+        .command("sh")
+        .args(["-c", "echo 2 > /sys/class/net/lo/queues/rx-0/rps_cpus"])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "RPS steering in the namespace");
+    let mut c = ns.tpslab();
+    c.args([
+        "serve",
+        "udp",
+        "--bind",
+        "127.0.0.1:9500",
+        "--mode",
+        "sink",
+        "--cpus",
+        "1",
+        "--batch",
+        "64",
+        "--rcvbuf",
+        "16000000",
+        "--duration",
+        "60s",
+    ])
+    .stdout(Stdio::null());
+    let srv = Kill(c.spawn().unwrap());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        let udp = Command::new("ip")
+            .args(["netns", "exec", &ns.name, "cat", "/proc/net/udp"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&udp.stdout).contains("0100007F:251C") {
+            return Some((ns, srv));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("server did not bind 127.0.0.1:9500");
+}
+
+fn diagnose_cmd(
+    ns: &NetNs,
+    srv_pid: u32,
+    state: &std::path::Path,
+    duration: &str,
+    json: &std::path::Path,
+) -> Command {
+    // The generator on CPU 0, the server and lo's softirq on CPU 1.
+    let mut c = ns.command("taskset");
+    c.env("TPSLAB_STATE_DIR", state)
+        .args(["-c", "0", env!("CARGO_BIN_EXE_tpslab")]);
+    c.args([
+        "diagnose",
+        "udp",
+        "127.0.0.1:9500",
+        "--pid",
+        &srv_pid.to_string(),
+        "--no-replies",
+        "--burst",
+        "1000",
+        "--burst-interval",
+        "50ms",
+        "--size",
+        "64",
+        "--duration",
+        duration,
+        "--warmup",
+        "0s",
+        "--verify",
+        "--json",
+    ])
+    .arg(json);
+    c
+}
+
+#[test]
+fn softnet_backlog_overflow_is_named_fixed_and_restored() {
+    let _serial = common::serial();
+    let Some((ns, srv)) = setup("softnet_backlog_overflow_is_named_fixed_and_restored") else {
+        return;
+    };
+    let _restore = BacklogGuard::set("16");
+    let state = tmp("state-softnet");
+    let out = tmp("softnet.json");
+    let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
+    assert!(o.status.success());
+    let rec = record(&out);
+    let d = &rec["diagnosis"];
+    assert_eq!(d["case"], "softnet_backlog", "{}", d["headline"]);
+    let before = &rec["before"]["ledger"]["request"];
+    assert!(row(before, "softnet_drops") > 0);
+    assert_eq!(before["unattributed"], 0);
+    // The kernel counts backlog drops in lo's rx_dropped too: not charged twice.
+    assert_eq!(row(before, "nic_drops"), 0);
+    let lines = d["recommendations"][0]["lines"].to_string();
+    assert!(
+        lines.contains("sysctl -w net.core.netdev_max_backlog=2048"),
+        "{lines}"
+    );
+    assert!(d["evidence"]
+        .to_string()
+        .contains("netdev_max_backlog = 16"));
+    // Verified with the sysctl raised, then restored by tpslab itself.
+    assert_eq!(
+        rec["after"]["environment"]["sysctls"]["net.core.netdev_max_backlog"],
+        "2048"
+    );
+    let after = &rec["after"]["ledger"]["request"];
+    assert!(
+        row(after, "softnet_drops") < row(before, "softnet_drops") / 4,
+        "the fix must help"
+    );
+    assert_eq!(rec["restored"][0][1], "16");
+    assert_eq!(
+        backlog(),
+        "16",
+        "tpslab restores the host setting after the verification run"
+    );
+    assert!(!state.join("host-settings-journal.json").exists());
+}
+
+#[test]
+fn host_setting_left_by_a_killed_run_is_restored_at_next_start() {
+    let _serial = common::serial();
+    let Some((ns, srv)) = setup("host_setting_left_by_a_killed_run_is_restored_at_next_start")
+    else {
+        return;
+    };
+    let _restore = BacklogGuard::set("16");
+    let state = tmp("state-kill");
+    let journal = state.join("host-settings-journal.json");
+    let mut c = diagnose_cmd(&ns, srv.0.id(), &state, "4s", &tmp("killed.json"));
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    // `ip netns exec` and taskset exec: the child's PID is tpslab's.
+    let t = Instant::now();
+    while !journal.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the verification run never started"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "tpslab ended before the verification run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: no destructor, no signal handler runs
+    child.wait().unwrap();
+    assert_eq!(backlog(), "2048", "the killed run left its setting");
+    // Any next start of tpslab restores it from the journal.
+    let mut next = common::tpslab();
+    next.env("TPSLAB_STATE_DIR", &state)
+        .args(["watch", "--port", "1", "--duration", "10ms"]);
+    let o = run(next);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("restored net.core.netdev_max_backlog=16"));
+    assert_eq!(backlog(), "16");
+    assert!(!journal.exists());
+}

@@ -437,6 +437,13 @@ pub fn print_diagnosis(
         x.extend(before_after_row(a));
         t.add_row(x);
         println!("{t}");
+        if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
+            if ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
+                && ga.window_loss_pct < gb.window_loss_pct
+            {
+                println!("  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them");
+            }
+        }
         if let Some(g) = &a.generator {
             if !g.valid {
                 println!(

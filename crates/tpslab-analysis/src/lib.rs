@@ -5,9 +5,11 @@
 //! re-analysed.
 
 pub mod buffer;
+pub mod experiment;
 pub mod ledger;
 pub mod record;
 pub mod stats;
+pub mod sweep;
 pub mod verdict;
 
 pub use ledger::{Ledger, LedgerInputs, LedgerRow};

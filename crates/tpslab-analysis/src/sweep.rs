@@ -1,0 +1,534 @@
+//! Sweep design and analysis (pure): factors and levels into cells (one factor at a time
+//! from a baseline, or full factorial), a randomised run order, per-run metrics taken from
+//! run records, and per-cell estimates with each setting's effect against the baseline.
+
+use crate::experiment::{effect, Effect, Estimate};
+use crate::record::RunRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A factor and its levels; the first level is the baseline's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Factor {
+    /// Name (`rcvbuf`, `cpus`, `sched`, ..., or a sysctl such as `net.core.rmem_default`).
+    pub name: String,
+    /// Levels as written by the user.
+    pub levels: Vec<String>,
+}
+
+/// How cells are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Design {
+    /// The baseline, then each other level of each factor with the rest at baseline.
+    Ofat,
+    /// Every combination of levels.
+    Factorial,
+}
+
+/// One combination of levels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Index in the plan.
+    pub id: usize,
+    /// factor -> level, for every factor.
+    pub settings: BTreeMap<String, String>,
+}
+
+impl Cell {
+    /// "rcvbuf=212992 sched=other".
+    pub fn label(&self) -> String {
+        self.settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Expands factors into cells; cell 0 is always the baseline (every first level).
+pub fn cells(factors: &[Factor], design: Design) -> Vec<Cell> {
+    let base: BTreeMap<String, String> = factors
+        .iter()
+        .map(|f| (f.name.clone(), f.levels[0].clone()))
+        .collect();
+    let mut out: Vec<BTreeMap<String, String>> = vec![base.clone()];
+    match design {
+        Design::Ofat => {
+            for f in factors {
+                for l in &f.levels[1..] {
+                    let mut s = base.clone();
+                    s.insert(f.name.clone(), l.clone());
+                    out.push(s);
+                }
+            }
+        }
+        Design::Factorial => {
+            let mut all: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
+            for f in factors {
+                all = all
+                    .into_iter()
+                    .flat_map(|s| {
+                        f.levels.iter().map(move |l| {
+                            let mut s = s.clone();
+                            s.insert(f.name.clone(), l.clone());
+                            s
+                        })
+                    })
+                    .collect();
+            }
+            out.extend(all.into_iter().filter(|s| *s != base));
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(id, settings)| Cell { id, settings })
+        .collect()
+}
+
+/// (cell, repetition) pairs in a random order from `seed` (Fisher-Yates with splitmix64):
+/// drift of the machine over time spreads over all cells instead of biasing one.
+pub fn run_order(cells: usize, repeat: usize, seed: u64) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = (0..cells)
+        .flat_map(|c| (0..repeat).map(move |r| (c, r)))
+        .collect();
+    let mut x = seed;
+    let mut next = || {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    for i in (1..v.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// The figures of one run that a sweep compares. Rates and queue figures cover the
+/// measurement window only (warm-up and the drain after the load are trimmed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// Answered per second in the window.
+    pub tps: f64,
+    /// % of the window's datagrams not answered (one-way: not read by the server).
+    pub loss_pct: f64,
+    /// Server socket rx_queue mean over the window, bytes.
+    pub rxq_mean_bytes: f64,
+    /// Server socket rx_queue stddev over the window, bytes.
+    pub rxq_stddev_bytes: f64,
+    /// Server threads' CPU, % of one CPU (schedstat), window mean.
+    pub server_cpu_pct: f64,
+    /// Busy % of each CPU over the run (/proc/stat): cpuN -> %.
+    pub cpu_busy_pct: BTreeMap<String, f64>,
+    /// System context switches per second (/proc/stat ctxt), window mean.
+    pub ctxt_per_s: f64,
+    /// Server threads' context switches per second (voluntary + involuntary), window mean.
+    pub server_ctxt_per_s: f64,
+    /// RTT p50 from the intended send time, us (None without replies).
+    pub p50_us: Option<f64>,
+    /// RTT p99, us.
+    pub p99_us: Option<f64>,
+    /// The generator kept its schedule.
+    pub valid: bool,
+}
+
+fn window_mean(t_ms: &[f64], xs: &[f64], from_ms: f64, to_ms: f64, offset: usize) -> (f64, f64) {
+    // xs[i] belongs to t_ms[i + offset] (rate series start at the second sample).
+    let v: Vec<f64> = xs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            t_ms.get(i + offset)
+                .is_some_and(|&t| t >= from_ms && t <= to_ms)
+        })
+        .map(|(_, &x)| x)
+        .collect();
+    let s = crate::Summary::of(&v);
+    (s.mean, s.stddev)
+}
+
+impl RunMetrics {
+    /// Takes the metrics from a run record.
+    pub fn of(rec: &RunRecord) -> RunMetrics {
+        let mut m = RunMetrics::default();
+        let Some(g) = &rec.generator else {
+            return m;
+        };
+        m.valid = g.valid;
+        m.tps = g.tps;
+        m.loss_pct = match g.window_loss_pct {
+            Some(l) => l,
+            None => rec.ledger.as_ref().map_or(0.0, |l| {
+                let a = l.request.attempted.max(1) as f64;
+                100.0
+                    * (l.request
+                        .attempted
+                        .saturating_sub(l.request.count("delivered"))) as f64
+                    / a
+            }),
+        };
+        if g.match_mode != crate::record::MatchMode::None {
+            m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
+            m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
+        }
+        if let Some(o) = &rec.observer {
+            // The load starts ~5 ms after the observer; the window follows the warm-up.
+            let from = g.warmup_s * 1e3 + 5.0;
+            let to = from + g.duration_s * 1e3;
+            let t = &o.series.t_ms;
+            let get = |k: &str| o.series.values.get(k).map(|v| v.as_slice()).unwrap_or(&[]);
+            (m.rxq_mean_bytes, m.rxq_stddev_bytes) =
+                window_mean(t, get("server_rx_queue_bytes"), from, to, 0);
+            m.server_cpu_pct = window_mean(t, get("target_cpu_pct"), from, to, 1).0;
+            m.ctxt_per_s = window_mean(t, get("ctxt_per_s"), from, to, 1).0;
+            m.server_ctxt_per_s = window_mean(t, get("target_vol_ctxt_per_s"), from, to, 1).0
+                + window_mean(t, get("target_invol_ctxt_per_s"), from, to, 1).0;
+            m.cpu_busy_pct = o
+                .cpu_pct
+                .iter()
+                .map(|(k, v)| (k.clone(), v.get("busy").copied().unwrap_or(0.0)))
+                .collect();
+        }
+        m
+    }
+
+    /// The named figures compared across cells (name -> value), NaN when absent.
+    pub fn figures(&self) -> BTreeMap<String, f64> {
+        let mut f: BTreeMap<String, f64> = [
+            ("tps", self.tps),
+            ("loss_pct", self.loss_pct),
+            ("rxq_mean_bytes", self.rxq_mean_bytes),
+            ("rxq_stddev_bytes", self.rxq_stddev_bytes),
+            ("server_cpu_pct", self.server_cpu_pct),
+            ("ctxt_per_s", self.ctxt_per_s),
+            ("server_ctxt_per_s", self.server_ctxt_per_s),
+            ("p50_us", self.p50_us.unwrap_or(f64::NAN)),
+            ("p99_us", self.p99_us.unwrap_or(f64::NAN)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (cpu, v) in &self.cpu_busy_pct {
+            f.insert(format!("{cpu}_busy_pct"), *v);
+        }
+        f
+    }
+}
+
+/// What the user wants to optimise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Objective {
+    /// Lowest loss.
+    Loss,
+    /// Highest TPS.
+    Tps,
+    /// Lowest p99 RTT.
+    P99,
+}
+
+impl Objective {
+    /// The figure and whether lower is better.
+    pub fn figure(self) -> (&'static str, bool) {
+        match self {
+            Objective::Loss => ("loss_pct", true),
+            Objective::Tps => ("tps", false),
+            Objective::P99 => ("p99_us", true),
+        }
+    }
+}
+
+/// Estimates of one cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The cell.
+    pub cell: Cell,
+    /// Figure -> estimate over the cell's runs.
+    pub figures: BTreeMap<String, Estimate>,
+    /// Runs whose generator did not keep its schedule.
+    pub invalid_runs: usize,
+}
+
+/// A cell's effect on the objective and loss against the baseline.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellEffect {
+    /// The cell.
+    pub cell: usize,
+    /// What differs from the baseline ("sched=fifo:99").
+    pub change: String,
+    /// Figure -> effect against the baseline.
+    pub effects: BTreeMap<String, Effect>,
+}
+
+/// The analysed sweep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepResult {
+    /// Per cell.
+    pub cells: Vec<CellResult>,
+    /// Each non-baseline cell against the baseline.
+    pub effects: Vec<CellEffect>,
+    /// Best cell for the objective (by mean).
+    pub best: Option<usize>,
+    /// The objective.
+    pub objective: Objective,
+    /// Plain statements: which settings helped, by how much, and caveats.
+    pub findings: Vec<String>,
+    /// Warnings (a setting that helped by starving something else, invalid runs).
+    pub warnings: Vec<String>,
+}
+
+/// Analyses the runs: `runs[i] = (cell id, metrics)`.
+pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objective) -> SweepResult {
+    let values = |cell: usize, fig: &str| -> Vec<f64> {
+        runs.iter()
+            .filter(|(c, _)| *c == cell)
+            .map(|(_, m)| m.figures().get(fig).copied().unwrap_or(f64::NAN))
+            .filter(|x| !x.is_nan())
+            .collect()
+    };
+    let names: Vec<String> = runs
+        .iter()
+        .flat_map(|(_, m)| m.figures().into_keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let results: Vec<CellResult> = cells
+        .iter()
+        .map(|c| CellResult {
+            cell: c.clone(),
+            figures: names
+                .iter()
+                .map(|n| (n.clone(), Estimate::of(&values(c.id, n))))
+                .filter(|(_, e)| e.n > 0)
+                .collect(),
+            invalid_runs: runs
+                .iter()
+                .filter(|(id, m)| *id == c.id && !m.valid)
+                .count(),
+        })
+        .collect();
+    let (obj, lower_better) = objective.figure();
+    let base = &cells[0];
+    let mut effects = vec![];
+    let mut findings = vec![];
+    let mut warnings = vec![];
+    for c in &cells[1..] {
+        let change = c
+            .settings
+            .iter()
+            .filter(|(k, v)| base.settings.get(*k) != Some(v))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let eff: BTreeMap<String, Effect> = names
+            .iter()
+            .map(|n| (n.clone(), effect(&values(0, n), &values(c.id, n))))
+            .collect();
+        if let Some(e) = eff.get(obj) {
+            let better = if lower_better {
+                e.diff < 0.0
+            } else {
+                e.diff > 0.0
+            };
+            let rel = e.rel_pct.map_or(String::new(), |r| format!(" ({r:+.1} %)"));
+            findings.push(if e.significant {
+                format!(
+                    "{change}: {obj} {} by {:.3}{rel}, 95 % CI [{:.3}, {:.3}]: a real effect",
+                    if better { "improved" } else { "worsened" },
+                    e.diff.abs(),
+                    e.ci_lo,
+                    e.ci_hi
+                )
+            } else {
+                format!(
+                    "{change}: {obj} changed by {:+.3}{rel}, 95 % CI [{:.3}, {:.3}] includes 0: not distinguishable from noise",
+                    e.diff, e.ci_lo, e.ci_hi
+                )
+            });
+        }
+        // A real-time policy that "helps" while a CPU is saturated is starving the rest.
+        if let Some(pol) = c
+            .settings
+            .get("sched")
+            .filter(|s| s.starts_with("fifo") || s.starts_with("rr"))
+        {
+            let busy = results[c.id]
+                .figures
+                .iter()
+                .filter(|(k, _)| k.starts_with("cpu") && k.ends_with("_busy_pct"))
+                .map(|(k, e)| (k.clone(), e.mean))
+                .fold((String::new(), 0.0), |a, b| if b.1 > a.1 { b } else { a });
+            let srv = results[c.id]
+                .figures
+                .get("server_cpu_pct")
+                .map_or(0.0, |e| e.mean);
+            if busy.1 >= 90.0 || srv >= 90.0 {
+                warnings.push(format!(
+                    "{}: sched={pol} with {} {:.0} % busy and the server at {:.0} % of a CPU: a real-time thread that takes a whole CPU starves whatever else must run there (softirq, other services)",
+                    c.label(),
+                    busy.0.trim_end_matches("_busy_pct"),
+                    busy.1,
+                    srv
+                ));
+            }
+        }
+        effects.push(CellEffect {
+            cell: c.id,
+            change,
+            effects: eff,
+        });
+    }
+    for r in &results {
+        if r.invalid_runs > 0 {
+            warnings.push(format!(
+                "{}: {} run(s) where the generator did not keep its schedule; their figures describe the tool as much as the server",
+                r.cell.label(),
+                r.invalid_runs
+            ));
+        }
+    }
+    let best = results
+        .iter()
+        .filter_map(|r| r.figures.get(obj).map(|e| (r.cell.id, e.mean)))
+        .min_by(|a, b| {
+            let (x, y) = if lower_better { (a.1, b.1) } else { (b.1, a.1) };
+            x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .map(|(id, _)| id);
+    SweepResult {
+        cells: results,
+        effects,
+        best,
+        objective,
+        findings,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str, levels: &[&str]) -> Factor {
+        Factor {
+            name: name.into(),
+            levels: levels.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn ofat_varies_one_factor_from_the_baseline() {
+        let c = cells(
+            &[
+                f("rcvbuf", &["212992", "8388608"]),
+                f("sched", &["other", "fifo:99", "rr:10"]),
+            ],
+            Design::Ofat,
+        );
+        assert_eq!(c.len(), 1 + 1 + 2);
+        assert_eq!(c[0].label(), "rcvbuf=212992 sched=other");
+        for cell in &c[1..] {
+            let changed = cell
+                .settings
+                .iter()
+                .filter(|(k, v)| c[0].settings[*k] != **v)
+                .count();
+            assert_eq!(changed, 1, "{}", cell.label());
+        }
+    }
+
+    #[test]
+    fn factorial_has_every_combination_once_with_the_baseline_first() {
+        let c = cells(
+            &[f("cpus", &["all", "1"]), f("sched", &["other", "fifo:99"])],
+            Design::Factorial,
+        );
+        assert_eq!(c.len(), 4);
+        assert_eq!(c[0].label(), "cpus=all sched=other");
+        let labels: std::collections::BTreeSet<_> = c.iter().map(|x| x.label()).collect();
+        assert_eq!(labels.len(), 4);
+    }
+
+    #[test]
+    fn run_order_is_a_seeded_permutation() {
+        let a = run_order(4, 3, 7);
+        let b = run_order(4, 3, 7);
+        assert_eq!(a, b);
+        assert_ne!(a, run_order(4, 3, 8));
+        let mut s = a.clone();
+        s.sort();
+        assert_eq!(
+            s,
+            (0..4)
+                .flat_map(|c| (0..3).map(move |r| (c, r)))
+                .collect::<Vec<_>>()
+        );
+        assert_ne!(a, s, "shuffled");
+    }
+
+    fn m(loss: f64, tps: f64) -> RunMetrics {
+        RunMetrics {
+            loss_pct: loss,
+            tps,
+            valid: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn real_effect_is_significant_and_noop_is_not() {
+        let c = cells(
+            &[
+                f("rcvbuf", &["212992", "16000000"]),
+                f("batch", &["1", "2"]),
+            ],
+            Design::Ofat,
+        );
+        let runs = vec![
+            (0, m(60.0, 40_000.0)),
+            (0, m(58.0, 42_000.0)),
+            (0, m(61.0, 39_000.0)),
+            (1, m(0.0, 100_000.0)),
+            (1, m(0.1, 99_900.0)),
+            (1, m(0.0, 100_000.0)),
+            (2, m(59.0, 41_000.0)),
+            (2, m(62.0, 38_000.0)),
+            (2, m(60.5, 40_500.0)),
+        ];
+        let r = analyse(&c, &runs, Objective::Loss);
+        assert!(r.effects[0].effects["loss_pct"].significant);
+        assert!(!r.effects[1].effects["loss_pct"].significant);
+        assert_eq!(r.best, Some(1));
+        assert!(r.findings[0].contains("improved"), "{}", r.findings[0]);
+        assert!(
+            r.findings[1].contains("not distinguishable"),
+            "{}",
+            r.findings[1]
+        );
+        assert!((r.cells[0].figures["loss_pct"].mean - 59.666_666).abs() < 1e-3);
+        let t = analyse(&c, &runs, Objective::Tps);
+        assert_eq!(t.best, Some(1));
+    }
+
+    #[test]
+    fn fifo_that_saturates_a_cpu_is_flagged() {
+        let c = cells(&[f("sched", &["other", "fifo:99"])], Design::Ofat);
+        let busy = |b: f64| RunMetrics {
+            cpu_busy_pct: [("cpu1".to_string(), b)].into_iter().collect(),
+            valid: true,
+            ..Default::default()
+        };
+        let runs = vec![
+            (0, busy(40.0)),
+            (0, busy(42.0)),
+            (1, busy(99.0)),
+            (1, busy(98.0)),
+        ];
+        let r = analyse(&c, &runs, Objective::Loss);
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].contains("starves"), "{}", r.warnings[0]);
+    }
+}

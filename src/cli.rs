@@ -261,13 +261,28 @@ struct WatchArgs {
     explain: bool,
 }
 
-/// SIGINT/SIGTERM set the returned flag; a second signal exits at once.
+/// SIGINT, SIGTERM and SIGHUP set the returned flag (the run ends early, its record is
+/// written, host settings are restored); a second signal restores host settings at once
+/// and exits with 130.
 pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let f = flag.clone();
+    std::thread::Builder::new()
+        .name("tpslab-signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if f.swap(true, Relaxed) {
+                    let r = tpslab_engine::guard::restore_now();
+                    for (k, v) in r.restored {
+                        eprintln!("tpslab: restored {k}={v}");
+                    }
+                    std::process::exit(130);
+                }
+                eprintln!("tpslab: stopping (the record is still written; again to quit at once)");
+            }
+        })?;
     Ok(flag)
 }
 
@@ -478,8 +493,12 @@ pub(crate) fn check_pid(pid: u32) -> Result<()> {
 pub fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
     // Settings a killed tpslab left changed are restored before anything else runs.
-    for (k, v) in tpslab_engine::guard::recover()? {
+    let rec = tpslab_engine::guard::recover();
+    for (k, v) in &rec.restored {
         eprintln!("tpslab: restored {k}={v}, left changed by an interrupted tpslab run");
+    }
+    for s in &rec.skipped {
+        eprintln!("tpslab: host setting from an interrupted run not restored: {s}");
     }
     match cli.cmd {
         Cmd::Serve {

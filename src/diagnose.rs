@@ -100,42 +100,53 @@ fn run_secs(p: &UdpRunPlan) -> f64 {
     (p.load.warmup + p.load.duration).as_secs_f64()
 }
 
-/// Applies a fix to a plan: our server through its flags; host sysctls only where a flag
-/// cannot do it. Returns the sysctls to set and a description of each change.
-fn apply_fix(plan: &mut UdpRunPlan, fix: &Fix) -> (Vec<(String, String)>, Vec<String>) {
+/// Applies a fix to a plan: our server through its flags; host sysctls only where they
+/// take effect and a flag cannot do it. Returns the sysctls to set, a description of each
+/// change, and what could not be applied.
+fn apply_fix(
+    plan: &mut UdpRunPlan,
+    fix: &Fix,
+) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
     let mut applied = vec![];
     let mut sysctls = vec![];
-    match plan.server.as_mut() {
-        Some(srv) => {
-            if let Some(r) = fix.rcvbuf {
-                srv.rcvbuf = Some(r);
-                applied.push(format!("server --rcvbuf {r}"));
-            }
-            if let Some(t) = fix.threads {
-                srv.threads = t;
-                applied.push(format!("server --threads {t}"));
-                // SO_REUSEPORT spreads by flow: one flow per server thread at least.
-                plan.load.threads = plan.load.threads.max(t);
-                applied.push(format!("generator --threads {}", plan.load.threads));
-            }
-            if let Some(b) = fix.batch {
-                srv.batch = b;
-                applied.push(format!("server --batch {b}"));
-            }
-            for (k, v) in &fix.sysctls {
-                let socket_level = k == "net.core.rmem_max" || k == "net.core.rmem_default";
-                // Our server asks for its buffer with SO_RCVBUFFORCE as root: no sysctl needed.
-                if !socket_level || !tpslab_net::is_root() {
-                    sysctls.push((k.clone(), v.clone()));
-                }
+    let mut skipped = vec![];
+    let ours = plan.server.is_some();
+    if let Some(srv) = plan.server.as_mut() {
+        if let Some(r) = fix.rcvbuf {
+            srv.rcvbuf = Some(r);
+            applied.push(format!("server --rcvbuf {r}"));
+        }
+        if let Some(t) = fix.threads {
+            srv.threads = t;
+            applied.push(format!("server --threads {t}"));
+            // SO_REUSEPORT spreads by flow: at least one sender flow per server thread.
+            if plan.load.threads < t {
+                plan.load.threads = t;
+                applied.push(format!("the same mean load spread over {t} sender flows"));
             }
         }
-        None => sysctls = fix.sysctls.clone(),
+        if let Some(b) = fix.batch {
+            srv.batch = b;
+            applied.push(format!("server --batch {b}"));
+        }
+    }
+    for (k, v) in &fix.sysctls {
+        let socket_level = k == "net.core.rmem_max" || k == "net.core.rmem_default";
+        if socket_level && !ours {
+            skipped.push(format!(
+                "{k}={v}: applies to sockets created after the change; the running server keeps its buffer until it re-creates its socket (restart it, or have it set SO_RCVBUF)"
+            ));
+        } else if socket_level && (tpslab_net::is_root() || k == "net.core.rmem_default") {
+            // Our server asks for its buffer itself (SO_RCVBUFFORCE as root): no host-wide
+            // change needed; rmem_default would only enlarge every other socket.
+        } else {
+            sysctls.push((k.clone(), v.clone()));
+        }
     }
     for (k, v) in &sysctls {
         applied.push(format!("sysctl {k}={v} (restored afterwards)"));
     }
-    (sysctls, applied)
+    (sysctls, applied, skipped)
 }
 
 /// Runs `tpslab diagnose`.
@@ -184,28 +195,41 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             Some(fix) => {
                 let mut plan2 = plan.clone();
                 plan2.load.run_id = plan.load.run_id.wrapping_add(1);
-                let (sysctls, what) = apply_fix(&mut plan2, fix);
+                let (sysctls, what, skipped) = apply_fix(&mut plan2, fix);
                 applied = what;
-                if plan2.server.is_none()
-                    && sysctls.iter().any(|(k, _)| k.starts_with("net.core.rmem"))
-                {
-                    notes.push(
-                        "net.core.rmem_* apply to sockets created after the change: a running server keeps its buffer until it re-creates its socket (restart it, or have it set SO_RCVBUF)".into(),
-                    );
-                }
-                let mut guard = if sysctls.is_empty() {
-                    None
+                notes.extend(skipped);
+                if applied.is_empty() {
+                    notes.push("nothing tpslab can apply to this server for a verification run; apply the recommendation and run diagnose again".into());
                 } else {
-                    Some(HostGuard::apply(&sysctls)?)
-                };
-                let r = with_progress("run 2/2: with the fix", run_secs(&plan2), || {
-                    run_udp(plan2, &stop)
-                });
-                if let Some(g) = guard.as_mut() {
-                    restored = g.originals().to_vec();
-                    g.restore();
+                    // A failure here must not lose the first run's diagnosis: it becomes a note.
+                    let guard = if sysctls.is_empty() {
+                        Ok(None)
+                    } else {
+                        HostGuard::apply(&sysctls).map(Some)
+                    };
+                    match guard {
+                        Err(e) => notes.push(format!("verification not run: {e}")),
+                        Ok(mut guard) => {
+                            let r =
+                                with_progress("run 2/2: with the fix", run_secs(&plan2), || {
+                                    run_udp(plan2, &stop)
+                                });
+                            if let Some(g) = guard.as_mut() {
+                                let done = g.restore();
+                                restored = done.restored;
+                                notes.extend(
+                                    done.skipped
+                                        .into_iter()
+                                        .map(|s| format!("not restored: {s}")),
+                                );
+                            }
+                            match r {
+                                Ok(rec) => after = Some(rec),
+                                Err(e) => notes.push(format!("verification run failed: {e}")),
+                            }
+                        }
+                    }
                 }
-                after = Some(r?);
             }
         }
     }

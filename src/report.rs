@@ -417,8 +417,13 @@ pub fn print_diagnosis(
     if let Some(a) = after {
         println!();
         println!(
-            "Verification: the same load again with {}",
-            applied.join(", ")
+            "Verification: the load again with {}{}",
+            applied.join(", "),
+            if a.interrupted {
+                " (INTERRUPTED: partial run)"
+            } else {
+                ""
+            }
         );
         let mut t = table(&[
             "",
@@ -438,7 +443,9 @@ pub fn print_diagnosis(
         t.add_row(x);
         println!("{t}");
         if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
-            if ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
+            let bigger_queue = applied.iter().any(|a| a.contains("--rcvbuf"));
+            if bigger_queue
+                && ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
                 && ga.window_loss_pct < gb.window_loss_pct
             {
                 println!("  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them");

@@ -66,7 +66,7 @@ pub struct BufferNeed {
 
 /// Rounds up to a multiple of 4096.
 fn round_page(x: u64) -> u64 {
-    x.div_ceil(4096) * 4096
+    x.div_ceil(4096).saturating_mul(4096)
 }
 
 /// The buffer that holds the measured backlog: `held` datagrams were queued when the
@@ -86,6 +86,7 @@ pub fn buffer_need(
         backlog = backlog.min(burst);
     }
     let backlog = backlog.max(1);
+    // f64 -> u64 saturates on absurd sizes instead of wrapping.
     let granted = round_page((backlog as f64 * truesize as f64 * margin).ceil() as u64);
     BufferNeed {
         burst,
@@ -120,13 +121,13 @@ pub fn peak_in_window(t_s: &[f64], counts: &[f64], window_s: f64) -> u64 {
 /// 212992): on kernels that checked the limit before adding a datagram, a full queue is
 /// the first multiple of truesize at or above the limit. Returns the (datagrams, truesize)
 /// pairs with truesize between 256 and 4096 bytes (multiples of 64, as allocations are)
-/// that explain the reading: `n * t == reading` and `(n - 1) * t < limit`.
+/// that explain the reading: `n * t == reading` and `(n - 1) * t <= limit`.
 pub fn explain_overshoot(reading: u64, limit: u64) -> Vec<(u64, u64)> {
     (4..=64)
         .map(|k| k * 64)
         .filter(|t| reading.is_multiple_of(*t))
         .map(|t| (reading / t, t))
-        .filter(|&(n, t)| reading >= limit && (n - 1) * t < limit)
+        .filter(|&(n, t)| reading > limit && (n - 1) * t <= limit)
         .collect()
 }
 

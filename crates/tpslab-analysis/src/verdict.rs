@@ -29,6 +29,8 @@ pub enum Case {
     NicDrops,
     /// The server failed to send replies.
     ReplySendFailed,
+    /// The server read datagrams and did not answer them.
+    NotAnswered,
     /// Loss that no counter explains.
     Unexplained,
 }
@@ -60,6 +62,12 @@ pub struct Facts {
     pub reply_failed: u64,
     /// Reply path: softnet drops.
     pub reply_softnet_drops: u64,
+    /// Reply path: read by the server but not answered.
+    pub not_answered: u64,
+    /// Reply path unattributed (None: unknown or no reply path).
+    pub reply_unattributed: Option<i64>,
+    /// Replies the generator read (all).
+    pub replies_read: u64,
     /// Loss in the measurement window, % (None without replies).
     pub window_loss_pct: Option<f64>,
     /// Whether replies were expected.
@@ -203,6 +211,7 @@ impl Facts {
             f.gen_reasons = g.invalid_reasons.clone();
             f.window_loss_pct = g.window_loss_pct;
             f.replies = g.match_mode != MatchMode::None;
+            f.replies_read = g.replies_read;
             f.offered_pps = g.rate_pps;
             f.burst = g.burst;
             f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
@@ -227,6 +236,8 @@ impl Facts {
             f.lost_total = r.lost();
             if let Some(p) = &l.reply {
                 f.reply_failed = p.count("send_failed");
+                f.not_answered = p.count("not_answered");
+                f.reply_unattributed = p.unattributed;
                 f.reply_softnet_drops = p.count("softnet_drops");
                 f.nic_drops += p.count("nic_drops");
                 f.lost_total += p.lost();
@@ -234,7 +245,8 @@ impl Facts {
         }
         if let Some(s) = &rec.server {
             f.ours = true;
-            f.limit_bytes = Some(s.rcvbuf_granted_bytes);
+            // rx_queue is summed over the server's sockets: compare with their summed limit.
+            f.limit_bytes = Some(s.rcvbuf_granted_bytes * s.threads.max(1) as u64);
             f.threads = s.threads;
             f.batch = s.batch;
         }
@@ -270,7 +282,7 @@ impl Facts {
             if run_ns > 0 && f.delivered > 0 {
                 let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
                 let usable = if f.ours {
-                    f.threads.clamp(1, f.cpus)
+                    f.threads.clamp(1, f.cpus.max(1))
                 } else {
                     1
                 };
@@ -306,11 +318,12 @@ fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
             "counts the new datagram in the check, so a full queue stays at or below the limit"
         }
     ));
-    if let Some((n, ts)) = explain_overshoot(213312, 212992).first() {
+    let fits = explain_overshoot(213312, 212992);
+    if !fits.is_empty() {
         notes.push(format!(
-            "S2's riddle (queue 213312 with SO_RCVBUF 212992) is a full queue on a kernel that checked before adding: 213312 = {n} x {ts} ({n} datagrams charged {ts} bytes; {} x {ts} = {} < 212992 let the last one in)",
-            n - 1,
-            (n - 1) * ts
+            "S2's riddle (a queue reading 213312 with SO_RCVBUF 212992), by arithmetic on the rule above, not measured here: a full queue on a kernel that admitted a datagram while the queue was at or below the limit; 213312 = {} datagrams of that truesize, the last admitted at {} or less",
+            fits.iter().map(|(n, t)| format!("{n} x {t}")).collect::<Vec<_>>().join(" or "),
+            212992
         ));
     }
     notes
@@ -338,7 +351,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let loss_text = f.window_loss_pct.map_or(String::new(), |l| {
         format!(" ({l:.2} % of the measurement window unanswered)")
     });
-    // Where the request path lost the most.
+    // Where the most datagrams were lost (ties go to the first, most specific layer).
     let layers = [
         (f.socket_drops, Case::SocketBufferBursts),
         (
@@ -346,15 +359,28 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             Case::SoftnetBacklog,
         ),
         (f.nic_drops, Case::NicDrops),
+        (f.not_answered, Case::NotAnswered),
         (f.reply_failed, Case::ReplySendFailed),
-        (f.unattributed.unwrap_or(0).max(0) as u64, Case::Unexplained),
+        (
+            (f.unattributed.unwrap_or(0).max(0) + f.reply_unattributed.unwrap_or(0).max(0)) as u64,
+            Case::Unexplained,
+        ),
     ];
-    let (top_count, top_case) = layers.iter().copied().max_by_key(|(c, _)| *c).unwrap();
+    let (top_count, top_case) =
+        layers.iter().copied().fold(
+            (0, Case::Unexplained),
+            |best, l| if l.0 > best.0 { l } else { best },
+        );
+    let on_wire = att.saturating_sub(f.send_failed);
+    // Everything accounted for on both paths and nothing missing in the window.
+    let all_accounted = f.unattributed == Some(0)
+        && (!f.replies || f.reply_unattributed == Some(0))
+        && f.window_loss_pct.is_none_or(|l| l == 0.0);
     let mut case = if !f.gen_valid {
         Case::GeneratorInvalid
-    } else if f.no_ports > 0 && f.delivered == 0 {
+    } else if f.no_ports > 0 && f.replies_read == 0 && f.no_ports as f64 >= 0.9 * on_wire as f64 {
         Case::NoListener
-    } else if f.lost_total == 0 && f.send_failed == 0 {
+    } else if f.lost_total == 0 && f.send_failed == 0 && all_accounted {
         Case::NoLoss
     } else if top_count == 0 {
         Case::Unexplained
@@ -362,14 +388,21 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         top_case
     };
     if case == Case::SocketBufferBursts {
-        // Too slow for the mean rate: more is offered than the server drains and its
-        // queue does not empty between bursts; or the queue is pinned while the server
-        // is busy. A queue that drains most of the time is a burst problem even when the
-        // capacity estimate (noisy on a busy host) is low.
+        // Too slow for the mean rate: the queue never drains; or more is offered than the
+        // server drains and its queue does not empty between bursts; or the queue is
+        // pinned while the server's threads are busy. A queue that drains most of the
+        // time is a burst problem even when the capacity estimate (noisy on a busy host)
+        // is low.
         let pinned = f.rxq_share_full >= 0.5;
-        let cpu_bound = f.server_cpu_mean_pct >= 85.0;
+        let never_drains = pinned && f.rxq_share_low < 0.1;
+        let threads = if f.ours {
+            f.threads.clamp(1, f.cpus.max(1))
+        } else {
+            1
+        };
+        let cpu_bound = f.server_cpu_mean_pct >= 85.0 * threads as f64;
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
-        if (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
+        if never_drains || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
             case = Case::AppTooSlow;
         }
     }
@@ -401,15 +434,22 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         )
     };
     let cpu = |f: &Facts| {
-        ev(
+        match f.capacity_pps {
+        Some(c) => ev(
             format!(
-                "server threads used {:.0} % of a CPU on average; they can read about {} datagrams/s at full CPU, offered {:.0} pps mean",
-                f.server_cpu_mean_pct,
-                f.capacity_pps.map_or("?".into(), |c| format!("{c:.0}")),
-                f.offered_pps
+                "server threads used {:.0} % of a CPU on average; they can read about {c:.0} datagrams/s at full CPU, offered {:.0} pps mean",
+                f.server_cpu_mean_pct, f.offered_pps
             ),
             "/proc/PID/task/TID/schedstat run time; reads per CPU-second",
-        )
+        ),
+        None => ev(
+            format!(
+                "server CPU not measured (pass --pid PID of the server); offered {:.0} pps mean",
+                f.offered_pps
+            ),
+            "-",
+        ),
+    }
     };
     let (layer, headline) = match case {
         Case::GeneratorInvalid => {
@@ -446,14 +486,26 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             (
                 "no listener (Udp: NoPorts)".to_string(),
                 format!(
-                    "Nothing listens on port {}: every datagram was discarded on arrival.",
-                    f.port
+                    "Nothing listens on port {}: {:.1} % of the datagrams were discarded on arrival.",
+                    f.port,
+                    pct(f.no_ports, on_wire)
                 ),
             )
         }
         Case::NoLoss => {
-            evidence.push(ev(format!("all {att} datagrams were read by the server and every reply came back{loss_text}"), "ledger"));
-            ("none".to_string(), format!("No loss: all {att} datagrams were delivered and answered. Nothing to fix at this load."))
+            let what = if f.replies {
+                "were read by the server and answered"
+            } else {
+                "were read by the server"
+            };
+            evidence.push(ev(
+                format!("all {att} datagrams {what}{loss_text}"),
+                "ledger",
+            ));
+            (
+                "none".to_string(),
+                format!("No loss: all {att} datagrams {what}. Nothing to fix at this load."),
+            )
         }
         Case::SocketBufferBursts => {
             evidence.push(rxq(f));
@@ -461,42 +513,54 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             if let Some(t) = f.truesize_bytes.filter(|&t| t > 0) {
                 let held = f.limit_bytes.unwrap_or(f.rxq_max_bytes as u64) / t;
                 let need = buffer_need(f.burst, held, f.peak_drops_window, t, 2.0);
-                let req = need.setsockopt_bytes;
+                // setsockopt takes an int and the kernel doubles it: at most INT_MAX / 2.
+                let max_req = (i32::MAX / 2) as u64;
+                let req = need.setsockopt_bytes.min(max_req);
+                let granted = req * 2;
                 let mut sys = vec![];
                 if f.rmem_max.is_none_or(|m| m < req) {
                     sys.push(("net.core.rmem_max", req));
                 }
-                sys.push(("net.core.rmem_default", need.granted_needed_bytes));
                 evidence.push(ev(
                     format!(
-                        "bursts of {} datagrams every {:.1} ms, each charged {} B: a burst needs {} B of queue; the limit holds {} datagrams",
+                        "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
                         f.burst,
                         f.burst_interval_s * 1e3,
-                        t,
                         f.burst * t,
-                        held
                     ),
                     "generator plan; truesize probe",
                 ));
+                let mut lines = vec![
+                    format!("in code you own: int n = {req}; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n); /* kernel grants 2n = {granted} */"),
+                    format!("tpslab serve udp --rcvbuf {req}"),
+                ];
+                if !sys.is_empty() {
+                    lines.push(format!(
+                        "# setsockopt is capped at net.core.rmem_max ({}): raise it",
+                        f.rmem_max.map_or("unknown".into(), |m| m.to_string())
+                    ));
+                    lines.extend(sysctl_lines(&sys));
+                }
                 recs.push(Recommendation {
-                    what: format!("raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {})", need.granted_needed_bytes),
+                    what: format!("raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {granted})"),
                     why: format!(
-                        "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one burst interval, at most the burst of {}): {} x {t} B charged each, x{} margin",
+                        "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one burst interval, at most the burst of {}): {} x {t} B charged each, x{} margin{}",
                         need.peak_backlog,
                         f.peak_drops_window,
                         f.burst,
                         need.peak_backlog,
-                        need.margin
+                        need.margin,
+                        if req < need.setsockopt_bytes { "; capped at the largest value setsockopt accepts" } else { "" }
                     ),
-                    lines: {
-                        let mut l = vec![
-                            format!("in code you own: int n = {req}; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n); /* kernel grants 2n = {} */", need.granted_needed_bytes),
-                            format!("tpslab serve udp --rcvbuf {req}"),
-                        ];
-                        l.extend(sysctl_lines(&sys));
-                        l
-                    },
+                    lines,
                 });
+                if f.rmem_default.is_none_or(|d| d < granted) {
+                    recs.push(Recommendation {
+                        what: format!("or, for a server that never sets SO_RCVBUF: net.core.rmem_default = {granted}"),
+                        why: "such a socket's limit is net.core.rmem_default itself (not doubled); it applies to every socket created afterwards that does not set its own, so prefer the setsockopt".into(),
+                        lines: sysctl_lines(&[("net.core.rmem_default", granted), ("net.core.rmem_max", granted.max(f.rmem_max.unwrap_or(0)))]),
+                    });
+                }
                 fix = Some(Fix {
                     rcvbuf: Some(req),
                     sysctls: sys
@@ -509,10 +573,16 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             }
             recs.push(Recommendation {
                 what: "do not add threads or rewrite the server first".into(),
-                why: format!(
-                    "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered): the datagrams die in the queue during bursts, not for lack of CPU (S1's lesson)",
-                    f.server_cpu_mean_pct, f.offered_pps
-                ),
+                why: match f.capacity_pps {
+                    Some(c) => format!(
+                        "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered; about {c:.0} pps at full CPU): the datagrams die in the queue during bursts, not for lack of CPU (S1's lesson)",
+                        f.server_cpu_mean_pct, f.offered_pps
+                    ),
+                    None => format!(
+                        "its queue drains between bursts (below 10 % of the limit in {:.0} % of samples): the datagrams die in the queue during bursts (S1's lesson)",
+                        100.0 * f.rxq_share_low
+                    ),
+                },
                 lines: vec![],
             });
             (
@@ -527,7 +597,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             evidence.push(rxq(f));
             evidence.push(cpu(f));
             let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
-            let per_thread = cap / f.threads.clamp(1, f.cpus) as f64;
+            let per_thread = cap / f.threads.clamp(1, f.cpus.max(1)) as f64;
             let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
             let threads = want.clamp(2, f.cpus.max(2));
             recs.push(Recommendation {
@@ -631,14 +701,52 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 format!("The server could not send {} replies.", f.reply_failed),
             )
         }
-        Case::Unexplained => {
+        Case::NotAnswered => {
             evidence.push(ev(
                 format!(
-                    "{} datagrams lost that no counter explains",
-                    f.unattributed.unwrap_or(0)
+                    "the server read {} datagrams it never answered ({:.1} % of those it read)",
+                    f.not_answered,
+                    pct(f.not_answered, f.delivered)
                 ),
+                "ledger reply path: read minus replies attempted",
+            ));
+            recs.push(Recommendation {
+                what: "check what the application does with requests it does not answer".into(),
+                why: "the kernel delivered them: malformed or unexpected requests, rate limiting or an application-level queue limit drop them inside the server".into(),
+                lines: vec![],
+            });
+            (
+                "the application (read, never answered)".to_string(),
+                format!(
+                    "The server read {} datagrams and did not answer them.",
+                    f.not_answered
+                ),
+            )
+        }
+        Case::Unexplained => {
+            let unknown = f.unattributed.is_none() || (f.replies && f.reply_unattributed.is_none());
+            evidence.push(ev(
+                if unknown {
+                    format!(
+                        "the server's side was not observable (its socket was not found): {} of the window unanswered with no counter to say where",
+                        f.window_loss_pct.map_or("loss".to_string(), |l| format!("{l:.2} %"))
+                    )
+                } else {
+                    format!(
+                        "{} datagrams on the request path and {} on the reply path lost where no counter saw them",
+                        f.unattributed.unwrap_or(0),
+                        f.reply_unattributed.unwrap_or(0)
+                    )
+                },
                 "ledger: attempted minus every counted layer",
             ));
+            if unknown {
+                recs.push(Recommendation {
+                    what: "run diagnose where the server's socket can be seen".into(),
+                    why: "without the server's socket counters the loss cannot be placed".into(),
+                    lines: vec!["tpslab diagnose udp HOST:PORT --pid PID_OF_THE_SERVER".into()],
+                });
+            }
             (
                 "unknown (no counter explains the loss)".to_string(),
                 "Datagrams were lost where no kernel counter saw them.".to_string(),
@@ -728,7 +836,7 @@ mod tests {
         // 92 held (212992 / 2304) + 3400 dropped in the worst burst interval.
         assert_eq!(b.peak_backlog, 3492);
         assert!(b.granted_needed_bytes >= 3492 * 2304 * 2);
-        let fix = d.fix.unwrap();
+        let fix = d.fix.clone().unwrap();
         assert_eq!(fix.rcvbuf, Some(b.setsockopt_bytes));
         assert!(d
             .recommendations
@@ -737,10 +845,24 @@ mod tests {
         let lines = d.recommendations[0].lines.join("\n");
         // 8 MB request > rmem_max 4 MiB: the sysctl is needed, persisted with `net.`.
         assert!(lines.contains("sysctl -w net.core.rmem_max="), "{lines}");
-        assert!(lines.contains("net.core.rmem_default = "), "{lines}");
         assert!(
             !lines.contains("\ncore.rmem"),
             "persisted keys carry the net. prefix"
+        );
+        // rmem_default is the alternative for servers that never set SO_RCVBUF: not doubled.
+        let alt = &d.recommendations[1];
+        assert!(alt.what.contains("never sets SO_RCVBUF"), "{}", alt.what);
+        let granted = fix.rcvbuf.unwrap() * 2;
+        assert!(alt
+            .lines
+            .iter()
+            .any(|l| *l == format!("net.core.rmem_default = {granted}")));
+        assert_eq!(
+            fix.sysctls,
+            vec![(
+                "net.core.rmem_max".to_string(),
+                fix.rcvbuf.unwrap().to_string()
+            )]
         );
     }
 
@@ -810,6 +932,77 @@ mod tests {
         assert_eq!(d.case, Case::NoLoss);
         assert!(d.headline.starts_with("No loss"));
         assert!(d.fix.is_none());
+    }
+
+    #[test]
+    fn a_queue_that_never_drains_is_too_slow_even_without_cpu_figures() {
+        // A foreign server watched by --port only: no CPU, no capacity.
+        let mut f = s1();
+        f.ours = false;
+        f.capacity_pps = None;
+        f.server_cpu_mean_pct = 0.0;
+        f.rxq_share_full = 0.9;
+        f.rxq_share_low = 0.02;
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::AppTooSlow);
+        assert!(d
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("CPU not measured")));
+    }
+
+    #[test]
+    fn replies_or_partial_noports_are_not_no_listener() {
+        let f = Facts {
+            gen_valid: true,
+            attempted: 1000,
+            no_ports: 400,
+            delivered: 0,
+            replies_read: 600,
+            unattributed: None,
+            lost_total: 400,
+            ..Default::default()
+        };
+        assert_ne!(diagnose(&f, None).case, Case::NoListener);
+    }
+
+    #[test]
+    fn unknown_server_side_is_not_no_loss() {
+        // Replies missing while the server's socket was not seen: say so, never "no loss".
+        let f = Facts {
+            gen_valid: true,
+            replies: true,
+            attempted: 1000,
+            unattributed: None,
+            reply_unattributed: None,
+            window_loss_pct: Some(50.0),
+            ..Default::default()
+        };
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::Unexplained);
+        assert!(
+            d.evidence[1].text.contains("not observable"),
+            "{:?}",
+            d.evidence
+        );
+    }
+
+    #[test]
+    fn read_but_unanswered_is_the_application() {
+        let f = Facts {
+            gen_valid: true,
+            replies: true,
+            attempted: 1000,
+            delivered: 1000,
+            not_answered: 300,
+            unattributed: Some(0),
+            reply_unattributed: Some(0),
+            lost_total: 300,
+            window_loss_pct: Some(30.0),
+            replies_read: 700,
+            ..Default::default()
+        };
+        assert_eq!(diagnose(&f, None).case, Case::NotAnswered);
     }
 
     #[test]

@@ -1,22 +1,60 @@
-//! Host settings applied for a run and always restored: originals are journaled to disk
-//! before the first change, restored when the guard drops (normal end, error, Ctrl-C,
-//! panic), and restored at the next start of tpslab if it died (SIGKILL, crash).
+//! Host settings applied for a run and always restored.
+//!
+//! - Before the first change, the original values are journaled to disk (with the boot id
+//!   and the values applied) and an exclusive lock is taken, so two tpslab processes never
+//!   change host settings at once.
+//! - The guard restores them when it drops (normal end, error, panic), and
+//!   [`restore_now`] does it from a signal handler's thread before exiting.
+//! - A tpslab that died (SIGKILL, crash) leaves the journal; [`recover`] at the next start
+//!   restores each setting that still holds the value tpslab applied, on the same boot,
+//!   and leaves alone what someone changed since (e.g. a persisted sysctl.d after reboot).
 
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
+use std::fs::File;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
-/// The journal of original values.
+/// One changed setting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Sysctl name (dotted).
+    pub name: String,
+    /// Value before tpslab changed it.
+    pub original: String,
+    /// Value tpslab applied.
+    pub applied: String,
+}
+
+/// The journal of changed settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
     /// PID of the tpslab process that changed the settings.
     pub pid: u32,
-    /// (sysctl name, original value).
-    pub sysctls: Vec<(String, String)>,
+    /// /proc/sys/kernel/random/boot_id when they were changed.
+    pub boot_id: String,
+    /// The changes.
+    pub changes: Vec<Change>,
 }
 
-/// Directory of the journal: $TPSLAB_STATE_DIR, else /var/lib/tpslab (root) or
-/// $XDG_RUNTIME_DIR / the temp dir.
+/// What a restore did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// (name, value) written back.
+    pub restored: Vec<(String, String)>,
+    /// Settings left alone or that could not be written, with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// Only settings tpslab itself changes are ever written back from a journal.
+fn allowed(name: &str, value: &str) -> bool {
+    crate::env::SYSCTLS.contains(&name)
+        && !value.is_empty()
+        && value.split_whitespace().all(|v| v.parse::<u64>().is_ok())
+}
+
+/// Directory of the journal and lock: $TPSLAB_STATE_DIR, else /var/lib/tpslab (root) or
+/// $XDG_RUNTIME_DIR/tpslab or the temp dir.
 pub fn state_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("TPSLAB_STATE_DIR") {
         return PathBuf::from(d);
@@ -34,122 +72,285 @@ fn journal_path() -> PathBuf {
     state_dir().join("host-settings-journal.json")
 }
 
-/// Writes a sysctl (like `sysctl -w name=value`).
-pub fn write_sysctl(name: &str, value: &str) -> Result<(), EngineError> {
-    crate::env::write_sysctl(name, value)
-        .map_err(|e| EngineError::Other(format!("sysctl -w {name}={value}: {e}")))
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
-fn read_sysctl(name: &str) -> Result<String, EngineError> {
-    crate::env::read_sysctl(name)
-        .ok_or_else(|| EngineError::Other(format!("sysctl {name}: cannot read it")))
+/// Takes the exclusive lock of the state directory; None when another process holds it.
+fn try_lock() -> Result<Option<File>, EngineError> {
+    let dir = state_dir();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| EngineError::Other(format!("create {}: {e}", dir.display())))?;
+    let path = dir.join("lock");
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| EngineError::Other(format!("open {}: {e}", path.display())))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(EngineError::Other(format!("lock {}: {e}", path.display())))
+        }
+    }
 }
 
-fn pid_is_tpslab(pid: u32) -> bool {
-    pid != std::process::id()
-        && std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()
-            .zip(std::env::current_exe().ok())
-            .is_some_and(|(a, b)| a == b)
+/// Writes `changes` back to their originals where they still hold the applied value.
+fn undo(j: &Journal) -> Restored {
+    let mut r = Restored::default();
+    let same_boot = j.boot_id == boot_id();
+    for c in &j.changes {
+        if !allowed(&c.name, &c.original) {
+            r.skipped
+                .push(format!("{}: not a setting tpslab changes; ignored", c.name));
+            continue;
+        }
+        if !same_boot {
+            r.skipped.push(format!(
+                "{}: changed before a reboot; left at its current value",
+                c.name
+            ));
+            continue;
+        }
+        let now = crate::env::read_sysctl(&c.name).unwrap_or_default();
+        if now != c.applied {
+            r.skipped.push(format!(
+                "{}: now {now}, not the {} tpslab applied (changed since); left alone",
+                c.name, c.applied
+            ));
+            continue;
+        }
+        match crate::env::write_sysctl(&c.name, &c.original) {
+            Ok(()) => r.restored.push((c.name.clone(), c.original.clone())),
+            Err(e) => r
+                .skipped
+                .push(format!("{}: could not write {}: {e}", c.name, c.original)),
+        }
+    }
+    r
 }
 
-/// Restores settings left by a tpslab that died. Returns what was restored (empty when
-/// there was no journal, or its owner is still running).
-pub fn recover() -> Result<Vec<(String, String)>, EngineError> {
+/// Restores settings left by a tpslab that died, unless a live tpslab holds the lock.
+/// Never fails a command: problems come back as `skipped` lines.
+pub fn recover() -> Restored {
     let path = journal_path();
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(vec![]);
+    if !path.exists() {
+        return Restored::default();
+    }
+    let _lock = match try_lock() {
+        Ok(Some(l)) => l,
+        Ok(None) => return Restored::default(), // its owner is running
+        Err(e) => {
+            return Restored {
+                skipped: vec![e.to_string()],
+                ..Default::default()
+            }
+        }
     };
-    let j: Journal = serde_json::from_str(&text).map_err(|e| {
-        EngineError::Other(format!(
-            "{}: {e}; remove it after checking the sysctls it names",
-            path.display()
-        ))
-    })?;
-    if pid_is_tpslab(j.pid) {
-        return Ok(vec![]);
+    let j: Journal = match std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+    {
+        Some(j) => j,
+        None => {
+            return Restored {
+                skipped: vec![format!(
+                    "{}: unreadable journal; check the sysctls it names, then remove it",
+                    path.display()
+                )],
+                ..Default::default()
+            }
+        }
+    };
+    let r = undo(&j);
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+/// The live guard of this process, for [`restore_now`].
+static LIVE: Mutex<Option<Journal>> = Mutex::new(None);
+
+/// Restores this process's changed settings at once (from a signal-handling thread, before
+/// exiting on a second Ctrl-C). The guard's own restore then finds nothing to do.
+pub fn restore_now() -> Restored {
+    let j = LIVE.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match j {
+        Some(j) => {
+            let r = undo(&j);
+            let _ = std::fs::remove_file(journal_path());
+            r
+        }
+        None => Restored::default(),
     }
-    for (k, v) in &j.sysctls {
-        write_sysctl(k, v)?;
-    }
-    std::fs::remove_file(&path)
-        .map_err(|e| EngineError::Other(format!("remove {}: {e}", path.display())))?;
-    Ok(j.sysctls)
 }
 
 /// Changed host settings; restores the originals on drop.
 pub struct HostGuard {
-    originals: Vec<(String, String)>,
-    restored: bool,
+    _lock: File,
 }
 
 impl HostGuard {
-    /// Journals the current values of `settings`, then applies them.
+    /// Journals the current values of `settings`, then applies them. Errors: another
+    /// tpslab is changing host settings, a setting cannot be read or written (the ones
+    /// already written are restored).
     pub fn apply(settings: &[(String, String)]) -> Result<HostGuard, EngineError> {
-        let mut originals = vec![];
-        for (k, _) in settings {
-            originals.push((k.clone(), read_sysctl(k)?));
+        let lock = try_lock()?.ok_or_else(|| {
+            EngineError::Other(format!(
+                "another tpslab is changing host settings (lock {} held)",
+                state_dir().join("lock").display()
+            ))
+        })?;
+        let mut changes = vec![];
+        for (name, value) in settings {
+            if !allowed(name, value) {
+                return Err(EngineError::Other(format!(
+                    "sysctl {name}={value}: allowed {} with numeric values",
+                    crate::env::SYSCTLS.join(", ")
+                )));
+            }
+            let original = crate::env::read_sysctl(name)
+                .ok_or_else(|| EngineError::Other(format!("sysctl {name}: cannot read it")))?;
+            changes.push(Change {
+                name: name.clone(),
+                original,
+                applied: value.clone(),
+            });
         }
-        let dir = state_dir();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| EngineError::Other(format!("create {}: {e}", dir.display())))?;
         let j = Journal {
             pid: std::process::id(),
-            sysctls: originals.clone(),
+            boot_id: boot_id(),
+            changes,
         };
         let path = journal_path();
-        let tmp = path.with_extension("tmp");
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = File::create(&tmp)?;
             f.write_all(serde_json::to_string_pretty(&j).unwrap().as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &path)
         };
         write()
             .map_err(|e| EngineError::Other(format!("write journal {}: {e}", path.display())))?;
-        let mut guard = HostGuard {
-            originals,
-            restored: false,
-        };
-        for (k, v) in settings {
-            if let Err(e) = write_sysctl(k, v) {
-                guard.restore();
-                return Err(e);
+        *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(j.clone());
+        let guard = HostGuard { _lock: lock };
+        for c in &j.changes {
+            if let Err(e) = crate::env::write_sysctl(&c.name, &c.applied) {
+                let mut g = guard;
+                g.restore();
+                return Err(EngineError::Other(format!(
+                    "sysctl -w {}={}: {e}",
+                    c.name, c.applied
+                )));
             }
         }
         Ok(guard)
     }
 
-    /// The values that will be restored.
-    pub fn originals(&self) -> &[(String, String)] {
-        &self.originals
-    }
-
-    /// Restores the originals and removes the journal (idempotent).
-    pub fn restore(&mut self) {
-        if self.restored {
-            return;
+    /// Restores the originals and removes the journal; returns what was done (empty when
+    /// already restored).
+    pub fn restore(&mut self) -> Restored {
+        let r = restore_now();
+        for s in &r.skipped {
+            eprintln!("tpslab: host setting not restored: {s}");
         }
-        self.restored = true;
-        let mut ok = true;
-        for (k, v) in &self.originals {
-            if let Err(e) = write_sysctl(k, v) {
-                eprintln!(
-                    "tpslab: could not restore {k}={v}: {e}; the journal {} keeps it",
-                    journal_path().display()
-                );
-                ok = false;
-            }
-        }
-        if ok {
-            let _ = std::fs::remove_file(journal_path());
-        }
+        r
     }
 }
 
 impl Drop for HostGuard {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_journal(j: &Journal) {
+        std::fs::create_dir_all(state_dir()).unwrap();
+        std::fs::write(journal_path(), serde_json::to_string(j).unwrap()).unwrap();
+    }
+
+    /// One test: the state directory comes from an environment variable.
+    #[test]
+    fn recovery_only_undoes_what_tpslab_applied_and_respects_the_lock() {
+        let dir = std::env::temp_dir().join(format!("tpslab-guard-test-{}", std::process::id()));
+        std::env::set_var("TPSLAB_STATE_DIR", &dir);
+        let name = "net.core.rmem_default";
+        let Some(now) = crate::env::read_sysctl(name) else {
+            eprintln!("skipping: {name} not readable here");
+            return;
+        };
+        let change = |applied: &str| Change {
+            name: name.into(),
+            original: "1".into(),
+            applied: applied.into(),
+        };
+        // Someone changed it since tpslab applied "999": left alone, never written.
+        write_journal(&Journal {
+            pid: 1,
+            boot_id: boot_id(),
+            changes: vec![change("999")],
+        });
+        let r = recover();
+        assert!(r.restored.is_empty());
+        assert!(r.skipped[0].contains("changed since"), "{:?}", r.skipped);
+        assert!(!journal_path().exists());
+        // Another boot: left alone.
+        write_journal(&Journal {
+            pid: 1,
+            boot_id: "other-boot".into(),
+            changes: vec![change(&now)],
+        });
+        let r = recover();
+        assert!(
+            r.restored.is_empty() && r.skipped[0].contains("reboot"),
+            "{:?}",
+            r.skipped
+        );
+        // A name tpslab never sets: ignored.
+        write_journal(&Journal {
+            pid: 1,
+            boot_id: boot_id(),
+            changes: vec![Change {
+                name: "kernel.panic".into(),
+                original: "1".into(),
+                applied: "0".into(),
+            }],
+        });
+        let r = recover();
+        assert!(
+            r.restored.is_empty() && r.skipped[0].contains("not a setting"),
+            "{:?}",
+            r.skipped
+        );
+        assert_eq!(
+            crate::env::read_sysctl(name).unwrap(),
+            now,
+            "nothing was written"
+        );
+        // While another process holds the lock, apply refuses and recover waits.
+        let held = try_lock().unwrap().expect("free lock");
+        let e = HostGuard::apply(&[(name.to_string(), now.clone())])
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("another tpslab"), "{e}");
+        write_journal(&Journal {
+            pid: 1,
+            boot_id: boot_id(),
+            changes: vec![change(&now)],
+        });
+        assert_eq!(recover(), Restored::default());
+        assert!(journal_path().exists(), "a live owner's journal is kept");
+        drop(held);
+        std::fs::remove_file(journal_path()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,6 +1,7 @@
 //! Calibration: what the kernel charges per queued datagram (skb truesize) and how many
 //! datagrams a receive buffer holds, measured with two loopback sockets in this network
-//! namespace. Bounded: at most 200000 datagrams, stops at the first drop.
+//! namespace. Bounded: stops at the first drop, or 64 datagrams beyond what the buffer
+//! should hold (at most 200000).
 
 use crate::EngineError;
 use std::time::Duration;
@@ -57,7 +58,12 @@ pub fn probe_truesize(size: usize, rcvbuf: Option<u64>) -> Result<TruesizeProbe,
     }
     let mut sent = FIRST;
     let mut drops = d0;
-    while drops == 0 && sent < 200_000 {
+    // The buffer holds about granted / truesize datagrams: stop a little beyond that.
+    let bound = probe
+        .granted_bytes
+        .checked_div(probe.truesize_bytes())
+        .map_or(200_000, |n| (n + 64).min(200_000));
+    while drops == 0 && sent < bound {
         send(1)?;
         sent += 1;
         drops = queue_of(inode)?.1;
@@ -86,8 +92,10 @@ mod tests {
 
     #[test]
     fn small_datagrams_cost_less_but_more_than_their_payload() {
-        let small = probe_truesize(64, None).unwrap().truesize_bytes();
-        let big = probe_truesize(1472, None).unwrap().truesize_bytes();
+        let small = probe_truesize(64, None).expect("probe 64").truesize_bytes();
+        let big = probe_truesize(1472, None)
+            .expect("probe 1472")
+            .truesize_bytes();
         assert!(
             small > 64 && small < big,
             "64 B -> {small}, 1472 B -> {big}"

@@ -39,8 +39,43 @@ impl ProcError {
     }
 }
 
+/// Reads a /proc file with one large read(2) where possible. Files such as
+/// /proc/net/udp are generated in chunks: between two read calls the kernel restarts its
+/// walk by position, so sockets created or closed in between shift the listing and an
+/// entry can be skipped. std's read_to_string starts with a 32-byte probe read, which
+/// makes that likely; a 256 KiB first read gets the whole table in one pass.
+fn read_whole(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    thread_local! {
+        // Reused across calls: a sampler at 1 ms must not map and fault in 256 KiB each time.
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut f = std::fs::File::open(path)?;
+    BUF.with(|b| {
+        let mut buf = b.borrow_mut();
+        if buf.len() < 256 * 1024 {
+            buf.resize(256 * 1024, 0);
+        }
+        let mut len = 0;
+        loop {
+            if len == buf.len() {
+                let n = len * 2;
+                buf.resize(n, 0);
+            }
+            match f.read(&mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        String::from_utf8(buf[..len].to_vec())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    })
+}
+
 fn read(path: &Path) -> Result<String, ProcError> {
-    std::fs::read_to_string(path).map_err(|source| ProcError::Io {
+    read_whole(path).map_err(|source| ProcError::Io {
         path: path.to_path_buf(),
         source,
     })
@@ -48,7 +83,7 @@ fn read(path: &Path) -> Result<String, ProcError> {
 
 /// Like [`read`] but a missing file is `Ok(None)`.
 fn read_opt(path: &Path) -> Result<Option<String>, ProcError> {
-    match std::fs::read_to_string(path) {
+    match read_whole(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ProcError::Io {

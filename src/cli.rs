@@ -49,6 +49,9 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
+    /// Experiments over tunables: each setting repeated, in random order, with the spread
+    /// and whether each effect is distinguishable from noise.
+    Sweep(SweepArgs),
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(DiagnoseArgs),
@@ -116,38 +119,38 @@ enum RunProto {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
-enum ModeArg {
+pub(crate) enum ModeArg {
     Replace,
     Echo,
     Sink,
 }
 
 #[derive(Args, Debug, Clone)]
-struct ServerFlags {
+pub(crate) struct ServerFlags {
     /// Address to bind (0.0.0.0 only when given explicitly).
     #[arg(long, default_value = "127.0.0.1:9000")]
-    bind: String,
+    pub(crate) bind: String,
     /// Server threads, one SO_REUSEPORT socket each.
     #[arg(long, default_value_t = 1)]
-    threads: usize,
+    pub(crate) threads: usize,
     /// recvmmsg batch size; 1 means plain recvfrom/sendto.
     #[arg(long, default_value_t = 1)]
-    batch: usize,
+    pub(crate) batch: usize,
     /// SO_RCVBUF request in bytes (SO_RCVBUFFORCE when root and above net.core.rmem_max).
     #[arg(long)]
-    rcvbuf: Option<u64>,
+    pub(crate) rcvbuf: Option<u64>,
     /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
     #[arg(long, value_enum, default_value = "replace")]
-    mode: ModeArg,
+    pub(crate) mode: ModeArg,
     /// Extra busy work per datagram, ns (a slower application).
     #[arg(long, default_value_t = 0)]
-    work_ns: u64,
+    pub(crate) work_ns: u64,
     /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
     #[arg(long)]
-    cpus: Option<String>,
+    pub(crate) cpus: Option<String>,
     /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
     #[arg(long, default_value = "other")]
-    sched: String,
+    pub(crate) sched: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -180,6 +183,9 @@ pub(crate) struct LoadFlags {
     /// One-way load: expect no replies.
     #[arg(long)]
     pub(crate) no_replies: bool,
+    /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
+    #[arg(long)]
+    pub(crate) load_cpus: Option<String>,
     /// Wait this long for late replies after the last send.
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pub(crate) drain: Duration,
@@ -240,6 +246,53 @@ struct RunUdpArgs {
 }
 
 #[derive(Args, Debug)]
+pub(crate) struct SweepArgs {
+    /// A factor and its levels, NAME=L1,L2,... (first level = baseline); repeatable.
+    /// Names: rcvbuf, cpus (list or all), sched, threads, batch, rate, burst, work_ns,
+    /// size, or a sysctl (net.core.rmem_max, net.core.rmem_default,
+    /// net.core.netdev_max_backlog, ...; journaled and restored after every run).
+    #[arg(long = "factor", value_name = "NAME=L1,L2,...")]
+    pub(crate) factors: Vec<String>,
+    /// ofat: one factor at a time from the baseline; factorial: every combination.
+    #[arg(long, default_value = "ofat")]
+    pub(crate) design: String,
+    /// Runs per cell, in randomised order.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) repeat: usize,
+    /// What the best cell optimises: loss, tps or p99.
+    #[arg(long, default_value = "loss")]
+    pub(crate) objective: String,
+    /// Built-in study: s2 (affinity x scheduler on an S2-like consumer).
+    #[arg(long)]
+    pub(crate) scenario: Option<String>,
+    /// Folder for the plan and every run's record.
+    #[arg(long, default_value = "tpslab-sweep")]
+    pub(crate) out: PathBuf,
+    /// Continue the sweep in --out: runs whose record is there are not run again.
+    #[arg(long)]
+    pub(crate) resume: bool,
+    /// Seed of the run order (default: from the clock; kept in the plan).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Write the analysis (JSON) to FILE.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Write one CSV row per run to FILE.
+    #[arg(long)]
+    pub(crate) csv: Option<PathBuf>,
+    /// Observer sampling interval (1ms..).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    #[command(flatten)]
+    pub(crate) server: ServerFlags,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Generator sender threads (one socket each); --threads is the server's.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) load_threads: usize,
+}
+
+#[derive(Args, Debug)]
 struct WatchArgs {
     /// Process whose namespace, sockets and threads to watch.
     #[arg(long)]
@@ -295,7 +348,7 @@ pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
         .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))
 }
 
-fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
+pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     let bind: SocketAddr = f.bind.parse().map_err(|_| {
         anyhow!(
             "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:9000",
@@ -316,20 +369,9 @@ fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     if f.work_ns > 1_000_000_000 {
         bail!("--work-ns {}: allowed 0..=1000000000 ns", f.work_ns);
     }
-    let ncpu = tpslab_net::online_cpus();
     let cpus = match &f.cpus {
         None => vec![],
-        Some(s) => {
-            let v =
-                tpslab_proc::pid::parse_cpu_list(s).map_err(|e| anyhow!("--cpus \"{s}\": {e}"))?;
-            if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
-                bail!(
-                    "--cpus \"{s}\": CPU {c} does not exist; allowed 0..={}",
-                    ncpu - 1
-                );
-            }
-            v
-        }
+        Some(s) => parse_cpus("--cpus", s)?,
     };
     let sched: SchedPolicy = f
         .sched
@@ -349,6 +391,22 @@ fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         cpus,
         sched,
     })
+}
+
+/// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.
+pub(crate) fn parse_cpus(flag: &str, s: &str) -> Result<Vec<usize>> {
+    let ncpu = tpslab_net::online_cpus();
+    if s == "all" {
+        return Ok((0..ncpu).collect());
+    }
+    let v = tpslab_proc::pid::parse_cpu_list(s).map_err(|e| anyhow!("{flag} \"{s}\": {e}"))?;
+    if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
+        bail!(
+            "{flag} \"{s}\": CPU {c} does not exist; allowed 0..={} or all",
+            ncpu - 1
+        );
+    }
+    Ok(v)
 }
 
 pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<LoadConfig> {
@@ -437,6 +495,10 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         }
     };
     let run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
+    let cpus = match &f.load_cpus {
+        None => vec![],
+        Some(s) => parse_cpus("--load-cpus", s)?,
+    };
     Ok(LoadConfig {
         target,
         rate_pps: rate,
@@ -450,6 +512,7 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         expect_replies: !f.no_replies,
         drain: f.drain,
         run_id,
+        cpus,
     })
 }
 
@@ -573,6 +636,7 @@ pub fn main() -> Result<ExitCode> {
             finish_record(&rec, &a.out)
         }
         Cmd::Diagnose(a) => crate::diagnose::run(a),
+        Cmd::Sweep(a) => crate::sweep::run(a),
         Cmd::Watch(a) => {
             check_interval(a.interval)?;
             if let Some(pid) = a.pid {

@@ -58,6 +58,7 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
             expect_replies: true,
             drain: Duration::from_millis(500),
             run_id: tpslab_net::mono_ns(),
+            cpus: vec![],
         },
         interval,
         target_pid: None,

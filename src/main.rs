@@ -3,6 +3,7 @@
 mod cli;
 mod diagnose;
 mod report;
+mod sweep;
 
 use std::process::ExitCode;
 

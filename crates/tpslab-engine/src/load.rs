@@ -46,6 +46,9 @@ pub struct LoadConfig {
     pub drain: Duration,
     /// Run identifier written in every header.
     pub run_id: u64,
+    /// CPUs the generator's threads may run on (empty: not pinned).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
 }
 
 impl LoadConfig {
@@ -581,6 +584,9 @@ fn sender(
     // sleeps precise.
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if !cfg.cpus.is_empty() {
+        let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
+    }
     let mut lag = new_ns_histogram();
     let mut burst_lag = new_ns_histogram();
     let plan = st.plan;
@@ -655,6 +661,9 @@ fn receiver(
     stop: &AtomicBool,
     target_idle: &(dyn Fn() -> bool + Sync),
 ) -> RecvResult {
+    if !cfg.cpus.is_empty() {
+        let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
+    }
     let mut rb = RecvBatch::new(64, 2048.max(cfg.datagram_len()));
     let mut res = RecvResult {
         lat_intended: Some(new_ns_histogram()),
@@ -760,6 +769,7 @@ mod tests {
             expect_replies: true,
             drain: Duration::from_millis(100),
             run_id: 1,
+            cpus: vec![],
         }
     }
 

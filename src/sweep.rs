@@ -1,0 +1,481 @@
+//! `tpslab sweep`: runs a designed experiment over tunables and says which helped.
+
+use crate::cli::{self, SweepArgs};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+use tpslab_analysis::record::RunRecord;
+use tpslab_analysis::sweep::{
+    analyse, cells, run_order, Cell, Design, Factor, Objective, RunMetrics, SweepResult,
+};
+use tpslab_engine::guard::HostGuard;
+use tpslab_engine::lab::{run_udp, UdpRunPlan};
+use tpslab_engine::load::LoadConfig;
+use tpslab_engine::server::{Mode, ServerConfig};
+use tpslab_net::sched::SchedPolicy;
+
+/// Schema of the sweep plan and analysis.
+pub const SCHEMA: &str = "tpslab.sweep/1";
+
+/// Everything needed to (re)run the sweep, saved as `plan.json` in the output folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Plan {
+    schema: String,
+    factors: Vec<Factor>,
+    design: Design,
+    repeat: usize,
+    seed: u64,
+    objective: Objective,
+    server: ServerConfig,
+    load: LoadConfig,
+    interval_ms: f64,
+    scenario: Option<String>,
+}
+
+const FACTORS: &[&str] = &[
+    "rcvbuf", "cpus", "sched", "threads", "batch", "rate", "burst", "work_ns", "size",
+];
+
+fn parse_factor(spec: &str) -> Result<Factor> {
+    let (name, levels) = spec.split_once('=').ok_or_else(|| {
+        anyhow!("--factor \"{spec}\": allowed NAME=L1,L2,... e.g. rcvbuf=212992,8388608")
+    })?;
+    let levels: Vec<String> = levels.split(',').map(|l| l.trim().to_string()).collect();
+    if levels.len() < 2 || levels.iter().any(|l| l.is_empty()) {
+        bail!("--factor \"{spec}\": give at least two non-empty levels, the first is the baseline");
+    }
+    let mut uniq = levels.clone();
+    uniq.sort();
+    uniq.dedup();
+    if uniq.len() != levels.len() {
+        bail!("--factor \"{spec}\": each level once");
+    }
+    let f = Factor {
+        name: name.to_string(),
+        levels,
+    };
+    for l in &f.levels {
+        check_level(&f.name, l)?;
+    }
+    Ok(f)
+}
+
+fn check_level(name: &str, level: &str) -> Result<()> {
+    let bad = |what: &str| anyhow!("--factor {name}: level \"{level}\": {what}");
+    match name {
+        "rcvbuf" => {
+            if level != "default" {
+                let v: u64 = level.parse().map_err(|_| bad("allowed bytes or default"))?;
+                if v == 0 || v > (i32::MAX / 2) as u64 {
+                    return Err(bad("allowed 1..=1073741823 bytes"));
+                }
+            }
+        }
+        "cpus" => {
+            cli::parse_cpus("--factor cpus", level)?;
+        }
+        "sched" => {
+            level.parse::<SchedPolicy>().map_err(|e| bad(&e))?;
+        }
+        "threads" | "batch" => {
+            let v: usize = level.parse().map_err(|_| bad("allowed 1..=1024"))?;
+            if !(1..=1024).contains(&v) {
+                return Err(bad("allowed 1..=1024"));
+            }
+        }
+        "rate" => {
+            let v: f64 = level.parse().map_err(|_| bad("allowed pps above 0"))?;
+            if !(v.is_finite() && v > 0.0 && v <= 100e6) {
+                return Err(bad("allowed pps above 0 up to 100000000"));
+            }
+        }
+        "burst" => {
+            let v: u64 = level.parse().map_err(|_| bad("allowed 1 or more"))?;
+            if v == 0 {
+                return Err(bad("allowed 1 or more"));
+            }
+        }
+        "work_ns" => {
+            level.parse::<u64>().map_err(|_| bad("allowed ns"))?;
+        }
+        "size" => {
+            let v: usize = level.parse().map_err(|_| bad("allowed 40..=65507 bytes"))?;
+            if !(40..=65507).contains(&v) {
+                return Err(bad("allowed 40..=65507 bytes"));
+            }
+        }
+        n if n.contains('.') => {
+            if !tpslab_engine::env::SYSCTLS.contains(&n) {
+                bail!(
+                    "--factor {n}: allowed sysctls {}",
+                    tpslab_engine::env::SYSCTLS.join(", ")
+                );
+            }
+            if level.split_whitespace().any(|v| v.parse::<u64>().is_err()) {
+                return Err(bad("allowed a number"));
+            }
+        }
+        _ => bail!(
+            "--factor {name}: unknown; allowed {} or a sysctl",
+            FACTORS.join(", ")
+        ),
+    }
+    Ok(())
+}
+
+/// The server and load of one cell, and the sysctls it sets.
+fn cell_config(plan: &Plan, cell: &Cell) -> (ServerConfig, LoadConfig, Vec<(String, String)>) {
+    let mut srv = plan.server.clone();
+    let mut load = plan.load.clone();
+    let mut sysctls = vec![];
+    for (k, v) in &cell.settings {
+        // Levels were validated when the plan was made.
+        match k.as_str() {
+            "rcvbuf" => srv.rcvbuf = v.parse().ok(),
+            "cpus" => srv.cpus = cli::parse_cpus("cpus", v).unwrap_or_default(),
+            "sched" => srv.sched = v.parse().unwrap_or(SchedPolicy::Other),
+            "threads" => srv.threads = v.parse().unwrap_or(1),
+            "batch" => srv.batch = v.parse().unwrap_or(1),
+            "rate" => load.rate_pps = v.parse().unwrap_or(load.rate_pps),
+            "burst" => load.burst = v.parse().unwrap_or(1),
+            "work_ns" => srv.work_ns = v.parse().unwrap_or(0),
+            "size" => load.size_bytes = v.parse().unwrap_or(load.size_bytes),
+            _ => sysctls.push((k.clone(), v.clone())),
+        }
+    }
+    (srv, load, sysctls)
+}
+
+/// The S2 study: a consumer that reads one datagram per call and does a little work
+/// (like S2's Python `recvfrom` loop) under a fast sender of small datagrams; affinity
+/// (all CPUs vs CPU 1, where S2 used CPU 3) x scheduler (other vs FIFO 99).
+fn s2_plan(seed: u64, interval: Duration) -> Plan {
+    Plan {
+        schema: SCHEMA.into(),
+        factors: vec![
+            Factor {
+                name: "cpus".into(),
+                levels: vec!["all".into(), "1".into()],
+            },
+            Factor {
+                name: "sched".into(),
+                levels: vec!["other".into(), "fifo:99".into()],
+            },
+        ],
+        design: Design::Factorial,
+        repeat: 3,
+        seed,
+        objective: Objective::Loss,
+        server: ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            mode: Mode::Sink,
+            work_ns: 3000,
+            ..ServerConfig::default()
+        },
+        load: LoadConfig {
+            target: "127.0.0.1:0".parse().unwrap(),
+            rate_pps: 150_000.0,
+            size_bytes: 64,
+            duration: Duration::from_secs(5),
+            warmup: Duration::from_secs(1),
+            burst: 1,
+            threads: 1,
+            payload: None,
+            seq_field: None,
+            expect_replies: false,
+            drain: Duration::from_millis(300),
+            run_id: 0,
+            // The generator on CPU 0: S2's sender was another machine.
+            cpus: vec![0],
+        },
+        interval_ms: interval.as_secs_f64() * 1e3,
+        scenario: Some("s2".into()),
+    }
+}
+
+fn record_path(out: &Path, cell: usize, rep: usize) -> PathBuf {
+    out.join(format!("cell{cell:02}-rep{rep}.json"))
+}
+
+/// Reads a finished run's record (an interrupted one does not count).
+fn finished(path: &Path) -> Option<RunRecord> {
+    let r: RunRecord = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    (!r.interrupted).then_some(r)
+}
+
+fn make_plan(a: &SweepArgs) -> Result<Plan> {
+    let seed = a
+        .seed
+        .unwrap_or_else(|| tpslab_net::mono_ns() ^ std::process::id() as u64);
+    cli::check_interval(a.interval)?;
+    let mut plan = match a.scenario.as_deref() {
+        Some("s2") => s2_plan(seed, a.interval),
+        Some(s) => bail!("--scenario {s}: allowed s2"),
+        None => {
+            let mut server = cli::server_config(&a.server)?;
+            if a.load.no_replies {
+                server.mode = Mode::Sink;
+            }
+            let load = cli::load_config(&a.load, a.load_threads, server.bind)?;
+            Plan {
+                schema: SCHEMA.into(),
+                factors: vec![],
+                design: Design::Ofat,
+                repeat: 3,
+                seed,
+                objective: Objective::Loss,
+                server,
+                load,
+                interval_ms: a.interval.as_secs_f64() * 1e3,
+                scenario: None,
+            }
+        }
+    };
+    if !a.factors.is_empty() {
+        plan.factors = a
+            .factors
+            .iter()
+            .map(|f| parse_factor(f))
+            .collect::<Result<_>>()?;
+    }
+    if plan.factors.is_empty() {
+        bail!("no factor: give --factor NAME=L1,L2,... (or --scenario s2)");
+    }
+    let mut names: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    names.dedup();
+    if names.len() != plan.factors.len() {
+        bail!("--factor: each factor once");
+    }
+    if a.scenario.is_none() || a.design != "ofat" {
+        plan.design = match a.design.as_str() {
+            "ofat" => Design::Ofat,
+            "factorial" => Design::Factorial,
+            d => bail!("--design {d}: allowed ofat, factorial"),
+        };
+    }
+    if a.scenario.is_none() || a.repeat != 3 {
+        if !(1..=100).contains(&a.repeat) {
+            bail!("--repeat {}: allowed 1..=100", a.repeat);
+        }
+        plan.repeat = a.repeat;
+    }
+    plan.objective = match a.objective.as_str() {
+        "loss" => Objective::Loss,
+        "tps" => Objective::Tps,
+        "p99" => Objective::P99,
+        o => bail!("--objective {o}: allowed loss, tps, p99"),
+    };
+    Ok(plan)
+}
+
+/// Runs `tpslab sweep`.
+pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    let plan_path = a.out.join("plan.json");
+    let plan: Plan = if a.resume {
+        let text = std::fs::read_to_string(&plan_path)
+            .with_context(|| format!("--resume: no plan in {}", a.out.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("--resume: {}", plan_path.display()))?
+    } else {
+        let plan = make_plan(&a)?;
+        if plan_path.exists() {
+            bail!(
+                "--out {}: holds a sweep already; --resume to continue it or choose another folder",
+                a.out.display()
+            );
+        }
+        std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
+        cli::write_json(&plan_path, &plan)?;
+        plan
+    };
+    let cells = cells(&plan.factors, plan.design);
+    let order = run_order(cells.len(), plan.repeat, plan.seed);
+    let stop = cli::install_signals()?;
+    let est_run_s = (plan.load.warmup + plan.load.duration).as_secs_f64() + 1.0;
+    println!(
+        "tpslab sweep: {} cells x {} runs, {:?} design, random order (seed {}), about {:.0} s; records in {}",
+        cells.len(),
+        plan.repeat,
+        plan.design,
+        plan.seed,
+        est_run_s * order.len() as f64,
+        a.out.display()
+    );
+    let pb = indicatif::ProgressBar::new(order.len() as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, ETA {eta} {msg}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    let mut runs: Vec<(usize, usize, RunMetrics, BTreeMap<String, String>)> = vec![];
+    let mut notes = vec![];
+    for (i, &(c, rep)) in order.iter().enumerate() {
+        if stop.load(Relaxed) {
+            notes.push(format!(
+                "interrupted after {i} of {} runs: --resume continues",
+                order.len()
+            ));
+            break;
+        }
+        let path = record_path(&a.out, c, rep);
+        let cell = &cells[c];
+        pb.set_message(cell.label());
+        let rec = match finished(&path) {
+            Some(r) => r,
+            None => {
+                let (srv, mut load, sysctls) = cell_config(&plan, cell);
+                load.run_id = plan.seed ^ ((i as u64) << 40) ^ tpslab_net::mono_ns();
+                let guard = if sysctls.is_empty() {
+                    None
+                } else {
+                    Some(HostGuard::apply(&sysctls)?)
+                };
+                let rec = run_udp(
+                    UdpRunPlan {
+                        server: Some(srv),
+                        load,
+                        interval: Duration::from_secs_f64(plan.interval_ms / 1e3),
+                        target_pid: None,
+                        watch_port: None,
+                    },
+                    &stop,
+                )?;
+                drop(guard);
+                cli::write_json(&path, &rec)?;
+                if rec.interrupted {
+                    notes.push(format!(
+                        "run {} of cell {} interrupted; not counted",
+                        rep,
+                        cell.label()
+                    ));
+                    break;
+                }
+                rec
+            }
+        };
+        runs.push((c, rep, RunMetrics::of(&rec), cell.settings.clone()));
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let metrics: Vec<(usize, RunMetrics)> =
+        runs.iter().map(|(c, _, m, _)| (*c, m.clone())).collect();
+    if metrics.iter().all(|(c, _)| *c != 0) {
+        bail!("no run of the baseline cell finished: nothing to compare");
+    }
+    let result = analyse(&cells, &metrics, plan.objective);
+    if let Some(p) = &a.csv {
+        write_csv(p, &plan, &runs)?;
+    }
+    if let Some(p) = &a.json {
+        cli::write_json(
+            p,
+            &serde_json::json!({"schema": SCHEMA, "plan": plan, "result": result, "notes": notes,
+                "runs": runs.iter().map(|(c, r, m, _)| serde_json::json!({"cell": c, "rep": r, "metrics": m})).collect::<Vec<_>>()}),
+        )?;
+    }
+    print_result(&plan, &result, &notes);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_csv(
+    path: &Path,
+    plan: &Plan,
+    runs: &[(usize, usize, RunMetrics, BTreeMap<String, String>)],
+) -> Result<()> {
+    use std::fmt::Write;
+    let names: Vec<String> = plan.factors.iter().map(|f| f.name.clone()).collect();
+    let figs: Vec<String> = runs
+        .first()
+        .map(|(_, _, m, _)| m.figures().into_keys().collect())
+        .unwrap_or_default();
+    let mut s = String::new();
+    let _ = writeln!(s, "cell,rep,{},{}", names.join(","), figs.join(","));
+    for (c, r, m, settings) in runs {
+        let f = m.figures();
+        let _ = writeln!(
+            s,
+            "{c},{r},{},{}",
+            names
+                .iter()
+                .map(|n| settings.get(n).cloned().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(","),
+            figs.iter()
+                .map(|k| f
+                    .get(k)
+                    .filter(|v| !v.is_nan())
+                    .map_or(String::new(), |v| format!("{v:.3}")))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    std::fs::write(path, s).with_context(|| format!("--csv {}", path.display()))
+}
+
+fn print_result(plan: &Plan, r: &SweepResult, notes: &[String]) {
+    use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "cell",
+        "n",
+        "loss % (95 % CI)",
+        "TPS",
+        "rx_queue mean B",
+        "rx_queue stddev B",
+        "server CPU %",
+        "ctxt/s (system)",
+        "ctxt/s (server)",
+        "p99 RTT us",
+    ]);
+    let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| c.figures.get(k).copied();
+    for c in &r.cells {
+        let loss = e(c, "loss_pct").map_or("-".into(), |x| {
+            format!("{:.2} [{:.2}, {:.2}]", x.mean, x.ci_lo, x.ci_hi)
+        });
+        let pm =
+            |k: &str| e(c, k).map_or("-".into(), |x| format!("{:.0} ± {:.0}", x.mean, x.stddev));
+        t.add_row(vec![
+            format!(
+                "{}{}",
+                if c.cell.id == 0 { "* " } else { "" },
+                c.cell.label()
+            ),
+            e(c, "tps").map_or(0, |x| x.n).to_string(),
+            loss,
+            pm("tps"),
+            pm("rxq_mean_bytes"),
+            pm("rxq_stddev_bytes"),
+            pm("server_cpu_pct"),
+            pm("ctxt_per_s"),
+            pm("server_ctxt_per_s"),
+            pm("p99_us"),
+        ]);
+    }
+    println!("{t}");
+    println!("(* baseline; mean ± stddev over the runs; figures over the measurement window)");
+    println!(
+        "Effects against the baseline ({}):",
+        plan.objective.figure().0
+    );
+    for f in &r.findings {
+        println!("  - {f}");
+    }
+    if let Some(b) = r.best {
+        println!(
+            "Best cell for {}: {}",
+            plan.objective.figure().0,
+            r.cells[b].cell.label()
+        );
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
+}

@@ -51,7 +51,7 @@ enum Cmd {
     Watch(WatchArgs),
     /// Experiments over tunables: each setting repeated, in random order, with the spread
     /// and whether each effect is distinguishable from noise.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(DiagnoseArgs),
@@ -253,15 +253,23 @@ pub(crate) struct SweepArgs {
     /// net.core.netdev_max_backlog, ...; journaled and restored after every run).
     #[arg(long = "factor", value_name = "NAME=L1,L2,...")]
     pub(crate) factors: Vec<String>,
-    /// ofat: one factor at a time from the baseline; factorial: every combination.
-    #[arg(long, default_value = "ofat")]
-    pub(crate) design: String,
-    /// Runs per cell, in randomised order.
-    #[arg(long, default_value_t = 3)]
-    pub(crate) repeat: usize,
-    /// What the best cell optimises: loss, tps or p99.
-    #[arg(long, default_value = "loss")]
-    pub(crate) objective: String,
+    /// ofat (default): one factor at a time from the baseline; factorial: every combination.
+    #[arg(long)]
+    pub(crate) design: Option<String>,
+    /// Runs per cell, in randomised order (default 3).
+    #[arg(long)]
+    pub(crate) repeat: Option<usize>,
+    /// What the best cell optimises: loss (default), tps or p99.
+    #[arg(long)]
+    pub(crate) objective: Option<String>,
+    /// A plan file (TOML): design, repeat, objective, server_cmd, [server], [load] and
+    /// [[factor]] tables (name, levels); flags given as well override it.
+    #[arg(long)]
+    pub(crate) plan: Option<PathBuf>,
+    /// Run the user's server instead of tpslab's: a shell command with {port}, started
+    /// for every run and stopped after it; cpus/sched factors apply to its threads.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
     /// Built-in study: s2 (affinity x scheduler on an S2-like consumer).
     #[arg(long)]
     pub(crate) scenario: Option<String>,
@@ -636,7 +644,7 @@ pub fn main() -> Result<ExitCode> {
             finish_record(&rec, &a.out)
         }
         Cmd::Diagnose(a) => crate::diagnose::run(a),
-        Cmd::Sweep(a) => crate::sweep::run(a),
+        Cmd::Sweep(a) => crate::sweep::run(*a),
         Cmd::Watch(a) => {
             check_interval(a.interval)?;
             if let Some(pid) = a.pid {

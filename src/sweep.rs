@@ -34,6 +34,9 @@ struct Plan {
     load: LoadConfig,
     interval_ms: f64,
     scenario: Option<String>,
+    /// The user's server: a shell command with {port} (None: tpslab's server).
+    #[serde(default)]
+    server_cmd: Option<String>,
 }
 
 const FACTORS: &[&str] = &[
@@ -195,6 +198,7 @@ fn s2_plan(seed: u64, interval: Duration) -> Plan {
         },
         interval_ms: interval.as_secs_f64() * 1e3,
         scenario: Some("s2".into()),
+        server_cmd: None,
     }
 }
 
@@ -233,15 +237,37 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
                 load,
                 interval_ms: a.interval.as_secs_f64() * 1e3,
                 scenario: None,
+                server_cmd: None,
             }
         }
     };
+    if let Some(path) = &a.plan {
+        apply_plan_file(&mut plan, path)?;
+    }
+    if a.server_cmd.is_some() {
+        plan.server_cmd = a.server_cmd.clone();
+    }
     if !a.factors.is_empty() {
         plan.factors = a
             .factors
             .iter()
             .map(|f| parse_factor(f))
             .collect::<Result<_>>()?;
+    }
+    if let Some(cmd) = &plan.server_cmd {
+        if !cmd.contains("{port}") {
+            bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
+        }
+        if let Some(f) = plan
+            .factors
+            .iter()
+            .find(|f| ["rcvbuf", "threads", "batch", "work_ns"].contains(&f.name.as_str()))
+        {
+            bail!(
+                "--factor {}: a setting of tpslab's own server; with --server-cmd use cpus, sched, load factors or a sysctl",
+                f.name
+            );
+        }
     }
     if plan.factors.is_empty() {
         bail!("no factor: give --factor NAME=L1,L2,... (or --scenario s2)");
@@ -252,26 +278,222 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
     if names.len() != plan.factors.len() {
         bail!("--factor: each factor once");
     }
-    if a.scenario.is_none() || a.design != "ofat" {
-        plan.design = match a.design.as_str() {
+    if let Some(d) = &a.design {
+        plan.design = match d.as_str() {
             "ofat" => Design::Ofat,
             "factorial" => Design::Factorial,
             d => bail!("--design {d}: allowed ofat, factorial"),
         };
     }
-    if a.scenario.is_none() || a.repeat != 3 {
-        if !(1..=100).contains(&a.repeat) {
-            bail!("--repeat {}: allowed 1..=100", a.repeat);
-        }
-        plan.repeat = a.repeat;
+    if let Some(r) = a.repeat {
+        plan.repeat = r;
     }
-    plan.objective = match a.objective.as_str() {
-        "loss" => Objective::Loss,
-        "tps" => Objective::Tps,
-        "p99" => Objective::P99,
-        o => bail!("--objective {o}: allowed loss, tps, p99"),
-    };
+    if !(1..=100).contains(&plan.repeat) {
+        bail!("--repeat {}: allowed 1..=100", plan.repeat);
+    }
+    if let Some(o) = &a.objective {
+        plan.objective = match o.as_str() {
+            "loss" => Objective::Loss,
+            "tps" => Objective::Tps,
+            "p99" => Objective::P99,
+            o => bail!("--objective {o}: allowed loss, tps, p99"),
+        };
+    }
     Ok(plan)
+}
+
+/// The TOML plan file: every field optional; factors' levels may be strings or numbers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    design: Option<String>,
+    repeat: Option<usize>,
+    objective: Option<String>,
+    server_cmd: Option<String>,
+    server: Option<PlanServer>,
+    load: Option<PlanLoad>,
+    #[serde(default)]
+    factor: Vec<PlanFactor>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanServer {
+    threads: Option<usize>,
+    batch: Option<usize>,
+    rcvbuf: Option<u64>,
+    mode: Option<String>,
+    work_ns: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanLoad {
+    rate: Option<f64>,
+    size: Option<usize>,
+    burst: Option<u64>,
+    burst_interval: Option<String>,
+    duration: Option<String>,
+    warmup: Option<String>,
+    no_replies: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFactor {
+    name: String,
+    levels: Vec<toml::Value>,
+}
+
+fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--plan {}", path.display()))?;
+    let bad = |what: String| anyhow!("--plan {}: {what}", path.display());
+    let f: PlanFile = toml::from_str(&text).map_err(|e| bad(e.to_string().replace('\n', " ")))?;
+    let dur = |k: &str, v: &str| {
+        humantime::parse_duration(v).map_err(|e| bad(format!("{k} \"{v}\": {e}")))
+    };
+    if let Some(s) = f.server {
+        plan.server.threads = s.threads.unwrap_or(plan.server.threads);
+        plan.server.batch = s.batch.unwrap_or(plan.server.batch);
+        plan.server.rcvbuf = s.rcvbuf.or(plan.server.rcvbuf);
+        plan.server.work_ns = s.work_ns.unwrap_or(plan.server.work_ns);
+        if let Some(m) = s.mode {
+            plan.server.mode = match m.as_str() {
+                "replace" => Mode::Replace,
+                "echo" => Mode::Echo,
+                "sink" => Mode::Sink,
+                _ => {
+                    return Err(bad(format!(
+                        "server.mode \"{m}\": allowed replace, echo, sink"
+                    )))
+                }
+            };
+        }
+    }
+    if let Some(l) = f.load {
+        plan.load.rate_pps = l.rate.unwrap_or(plan.load.rate_pps);
+        plan.load.size_bytes = l.size.unwrap_or(plan.load.size_bytes);
+        plan.load.burst = l.burst.unwrap_or(plan.load.burst);
+        if let Some(v) = &l.duration {
+            plan.load.duration = dur("load.duration", v)?;
+        }
+        if let Some(v) = &l.warmup {
+            plan.load.warmup = dur("load.warmup", v)?;
+        }
+        if let Some(v) = &l.burst_interval {
+            plan.load.rate_pps =
+                plan.load.burst as f64 / dur("load.burst_interval", v)?.as_secs_f64();
+        }
+        if l.no_replies == Some(true) {
+            plan.load.expect_replies = false;
+            plan.server.mode = Mode::Sink;
+        }
+    }
+    if !f.factor.is_empty() {
+        plan.factors = f
+            .factor
+            .iter()
+            .map(|x| {
+                let levels: Vec<String> = x
+                    .levels
+                    .iter()
+                    .map(|v| match v {
+                        toml::Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    })
+                    .collect();
+                parse_factor(&format!("{}={}", x.name, levels.join(",")))
+            })
+            .collect::<Result<_>>()?;
+    }
+    if let Some(d) = f.design {
+        plan.design = match d.as_str() {
+            "ofat" => Design::Ofat,
+            "factorial" => Design::Factorial,
+            _ => return Err(bad(format!("design \"{d}\": allowed ofat, factorial"))),
+        };
+    }
+    plan.repeat = f.repeat.unwrap_or(plan.repeat);
+    if let Some(o) = f.objective {
+        plan.objective = match o.as_str() {
+            "loss" => Objective::Loss,
+            "tps" => Objective::Tps,
+            "p99" => Objective::P99,
+            _ => return Err(bad(format!("objective \"{o}\": allowed loss, tps, p99"))),
+        };
+    }
+    if f.server_cmd.is_some() {
+        plan.server_cmd = f.server_cmd;
+    }
+    Ok(())
+}
+
+/// A user's server started for one run and stopped (by PID) when dropped.
+struct UserServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl UserServer {
+    /// Starts `template` with a free port and waits (at most 5 s) until it listens;
+    /// applies the cell's cpus/sched to every thread of it, like taskset -p / chrt -p.
+    fn start(template: &str, cpus: &[usize], sched: SchedPolicy) -> Result<UserServer> {
+        let port = tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false)?
+            .local_addr()
+            .port();
+        let cmd = template.replace("{port}", &port.to_string());
+        let child = std::process::Command::new("sh")
+            .args(["-c", &format!("exec {cmd}")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("--server-cmd \"{cmd}\""))?;
+        let mut srv = UserServer { child, port };
+        let pid = srv.child.id();
+        let target = tpslab_engine::observe::SocketMatch {
+            port: Some(port),
+            ..Default::default()
+        };
+        let root = PathBuf::from(format!("/proc/{pid}"));
+        let t0 = std::time::Instant::now();
+        while tpslab_engine::observe::socket_queue(&root, &target).0 == 0 {
+            if let Some(st) = srv.child.try_wait()? {
+                bail!("--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}");
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                bail!("--server-cmd \"{cmd}\": no UDP socket on port {port} after 5 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for tid in tpslab_proc::live::task_ids(pid) {
+            if !cpus.is_empty() {
+                tpslab_net::sched::set_affinity_of(tid, cpus)?;
+            }
+            if sched != SchedPolicy::Other {
+                tpslab_net::sched::set_policy_of(tid, sched)?;
+            }
+        }
+        Ok(srv)
+    }
+}
+
+impl Drop for UserServer {
+    fn drop(&mut self) {
+        // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
+        // SAFETY: kill on our own child's PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_secs(1) {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Runs `tpslab sweep`.
@@ -335,16 +557,36 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 } else {
                     Some(HostGuard::apply(&sysctls)?)
                 };
-                let rec = run_udp(
-                    UdpRunPlan {
-                        server: Some(srv),
-                        load,
-                        interval: Duration::from_secs_f64(plan.interval_ms / 1e3),
-                        target_pid: None,
-                        watch_port: None,
-                    },
-                    &stop,
-                )?;
+                let interval = Duration::from_secs_f64(plan.interval_ms / 1e3);
+                let rec = match &plan.server_cmd {
+                    None => run_udp(
+                        UdpRunPlan {
+                            server: Some(srv),
+                            load,
+                            interval,
+                            target_pid: None,
+                            watch_port: None,
+                        },
+                        &stop,
+                    )?,
+                    Some(cmd) => {
+                        let user = UserServer::start(cmd, &srv.cpus, srv.sched)?;
+                        load.target = std::net::SocketAddr::from(([127, 0, 0, 1], user.port));
+                        let pid = user.child.id();
+                        let rec = run_udp(
+                            UdpRunPlan {
+                                server: None,
+                                load,
+                                interval,
+                                target_pid: Some(pid),
+                                watch_port: None,
+                            },
+                            &stop,
+                        )?;
+                        drop(user);
+                        rec
+                    }
+                };
                 drop(guard);
                 cli::write_json(&path, &rec)?;
                 if rec.interrupted {

@@ -298,3 +298,45 @@ fn os_errors_are_not_repeated() {
     let out = second_serve_9100(&ns);
     assert_not_repeated(&assert_one_line_error(&out, "9100"));
 }
+
+#[test]
+fn sweep_unknown_factor() {
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "bogus=1,2",
+        "--out",
+        "/nonexistent/never-created",
+    ]);
+    assert_one_line_error(&out, "bogus");
+}
+
+#[test]
+fn sweep_factor_with_one_level() {
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "rcvbuf=212992",
+        "--out",
+        "/nonexistent/never-created",
+    ]);
+    assert_one_line_error(&out, "rcvbuf=212992");
+}
+
+#[test]
+fn sweep_sysctl_factor_not_allowed() {
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "kernel.panic=0,1",
+        "--out",
+        "/nonexistent/never-created",
+    ]);
+    assert_one_line_error(&out, "kernel.panic");
+}
+
+#[test]
+fn sweep_resume_without_a_plan() {
+    let out = tpslab(&["sweep", "--resume", "--out", "/nonexistent/never-created"]);
+    assert_one_line_error(&out, "--resume");
+}

@@ -206,3 +206,92 @@ fn killed_sweep_restores_the_host_at_next_start_and_resumes() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Effects against the baseline"));
     assert_eq!(busy_read(), before);
 }
+
+#[test]
+fn plan_file_sweeps_a_users_server_and_sets_its_affinity_and_policy() {
+    if !common::can_netns("plan_file_sweeps_a_users_server_and_sets_its_affinity_and_policy") {
+        return;
+    }
+    if !std::path::Path::new("/usr/sbin/dnsmasq").exists() {
+        eprintln!("skipping: /usr/sbin/dnsmasq not installed");
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let plan = tmp("plan.toml");
+    std::fs::write(
+        &plan,
+        r#"design = "ofat"
+repeat = 2
+server_cmd = "/usr/sbin/dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --no-poll --pid-file= --user=root --group=root --listen-address=127.0.0.1 --bind-interfaces --port={port} --address=/tpslab.test/127.0.0.1"
+
+[load]
+rate = 2000
+duration = "300ms"
+warmup = "100ms"
+
+[[factor]]
+name = "cpus"
+levels = ["all", "1"]
+
+[[factor]]
+name = "sched"
+levels = ["other", "fifo:10"]
+"#,
+    )
+    .unwrap();
+    // A DNS query for tpslab.test (id 0, RD), its id echoed in the first two bytes.
+    let q = tmp("q.bin");
+    std::fs::write(
+        &q,
+        b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06tpslab\x04test\x00\x00\x01\x00\x01",
+    )
+    .unwrap();
+    let out = tmp("sweep-user");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut c = ns.tpslab();
+    c.args(["sweep", "--plan"])
+        .arg(&plan)
+        .arg("--payload-file")
+        .arg(&q)
+        .args(["--seq-field", "0:2", "--out"])
+        .arg(&out);
+    let o = run(c);
+    assert!(o.status.success());
+    let saved = record(&out.join("plan.json"));
+    assert_eq!(
+        saved["repeat"], 2,
+        "the plan file's repeat is kept when --repeat is not given"
+    );
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.starts_with("cell") {
+            continue;
+        }
+        let rec = record(&path);
+        let g = &rec["generator"];
+        assert_eq!(
+            g["replies_matched"], g["attempted"],
+            "{name}: dnsmasq answered every query"
+        );
+        // The observer saw the user's server with the cell's affinity and policy.
+        let sched = rec["observer"]["target_sched"].to_string();
+        let expect = match &name[..6] {
+            "cell00" => "other cpus 0-1",
+            "cell01" => "other cpus 1",
+            "cell02" => "fifo:10 cpus 0-1",
+            _ => panic!("unexpected record {name}"),
+        };
+        assert!(sched.contains(expect), "{name}: {sched}");
+        // The server was stopped after its run.
+        let pid = sched.trim_start_matches("[\"").split(' ').next().unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "{name}: dnsmasq {pid} still runs"
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 6);
+}

@@ -49,6 +49,11 @@ impl std::str::FromStr for SchedPolicy {
 
 /// Pins the calling thread to `cpus` (sched_setaffinity on tid 0).
 pub fn set_affinity(cpus: &[usize]) -> Result<(), NetError> {
+    set_affinity_of(0, cpus)
+}
+
+/// Pins thread `tid` (0: the caller) to `cpus`, like `taskset -p`.
+pub fn set_affinity_of(tid: u32, cpus: &[usize]) -> Result<(), NetError> {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes within it for ids < CPU_SETSIZE.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
@@ -57,9 +62,15 @@ pub fn set_affinity(cpus: &[usize]) -> Result<(), NetError> {
         }
         unsafe { libc::CPU_SET(c, &mut set) };
     }
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    let rc = unsafe {
+        libc::sched_setaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        )
+    };
     if rc != 0 {
-        return Err(NetError::last(format!("sched_setaffinity {cpus:?}")));
+        return Err(NetError::last(format!("sched_setaffinity {tid} {cpus:?}")));
     }
     Ok(())
 }
@@ -81,6 +92,11 @@ pub fn get_affinity() -> Result<Vec<usize>, NetError> {
 /// Sets the calling thread's scheduling policy (sched_setscheduler on tid 0).
 /// Real-time policies need root or CAP_SYS_NICE (EPERM otherwise).
 pub fn set_policy(policy: SchedPolicy) -> Result<(), NetError> {
+    set_policy_of(0, policy)
+}
+
+/// Sets thread `tid`'s (0: the caller's) scheduling policy, like `chrt -p`.
+pub fn set_policy_of(tid: u32, policy: SchedPolicy) -> Result<(), NetError> {
     let (pol, prio) = match policy {
         SchedPolicy::Other => (libc::SCHED_OTHER, 0),
         SchedPolicy::Fifo(p) => (libc::SCHED_FIFO, p as i32),
@@ -90,9 +106,9 @@ pub fn set_policy(policy: SchedPolicy) -> Result<(), NetError> {
         sched_priority: prio,
     };
     // SAFETY: param is a valid sched_param.
-    let rc = unsafe { libc::sched_setscheduler(0, pol, &param) };
+    let rc = unsafe { libc::sched_setscheduler(tid as libc::pid_t, pol, &param) };
     if rc != 0 {
-        return Err(NetError::last(format!("sched_setscheduler {policy}")));
+        return Err(NetError::last(format!("sched_setscheduler {tid} {policy}")));
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const DNSMASQ: &str = "/usr/sbin/dnsmasq";
+use common::DNSMASQ;
 const DNS_PORT: u16 = 5353;
 const DNS_NAME: &str = "tpslab.test";
 
@@ -112,36 +112,8 @@ fn serve(ns: &NetNs, tag: &str, port: u16, extra: &[&str]) -> Server {
 /// dnsmasq in the foreground answering `DNS_NAME` A 127.0.0.1 on 127.0.0.1:DNS_PORT.
 fn dnsmasq(ns: &NetNs, tag: &str) -> Server {
     let mut cmd = ns.command(DNSMASQ);
-    cmd.args([
-        "--keep-in-foreground",
-        "--conf-file=/dev/null",
-        "--no-resolv",
-        "--no-hosts",
-        "--no-poll",
-        "--pid-file=",
-        "--user=root",
-        "--group=root",
-        "--log-facility=-",
-        &format!("--port={DNS_PORT}"),
-        "--listen-address=127.0.0.1",
-        "--bind-interfaces",
-        &format!("--address=/{DNS_NAME}/127.0.0.1"),
-    ]);
+    cmd.args(common::dnsmasq_args(DNS_PORT, DNS_NAME));
     Server::start(cmd, "dnsmasq", tag, "dnsmasq", DNS_PORT)
-}
-
-/// A DNS query: 12-byte header (id 0, flags 0x0100 = RD, qdcount 1), QNAME labels, root
-/// label, QTYPE A (1), QCLASS IN (1).
-fn dns_query(name: &str) -> Vec<u8> {
-    let mut q = vec![0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-    for label in name.split('.') {
-        assert!(!label.is_empty() && label.len() < 64);
-        q.push(label.len() as u8);
-        q.extend_from_slice(label.as_bytes());
-    }
-    q.push(0);
-    q.extend_from_slice(&[0, 1, 0, 1]);
-    q
 }
 
 // ---------------------------------------------------------------------------------------
@@ -648,7 +620,7 @@ fn dnsmasq_keeps_up_and_overloaded() {
     let ns = NetNs::new();
     let dns = dnsmasq(&ns, "dnsmasq-diagnose");
     let query = common::tmp("diagnose-query.bin");
-    std::fs::write(&query, dns_query(DNS_NAME)).unwrap();
+    std::fs::write(&query, common::dns_query(DNS_NAME)).unwrap();
     let query = query.to_str().unwrap().to_string();
     let pid = dns.pid().to_string();
     let target = format!("127.0.0.1:{DNS_PORT}");

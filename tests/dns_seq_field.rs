@@ -15,7 +15,7 @@ use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const DNSMASQ: &str = "/usr/sbin/dnsmasq";
+use common::DNSMASQ;
 const PORT: u16 = 5353;
 const NAME: &str = "tpslab.test";
 
@@ -58,24 +58,10 @@ impl Dnsmasq {
     fn start(ns: &NetNs, tag: &str) -> Dnsmasq {
         let log = common::tmp(&format!("dnsmasq-{tag}.log"));
         let mut cmd = ns.command(DNSMASQ);
-        cmd.args([
-            "--keep-in-foreground",
-            "--conf-file=/dev/null",
-            "--no-resolv",
-            "--no-hosts",
-            "--no-poll",
-            "--pid-file=",
-            "--user=root",
-            "--group=root",
-            "--log-facility=-",
-            &format!("--port={PORT}"),
-            "--listen-address=127.0.0.1",
-            "--bind-interfaces",
-            &format!("--address=/{NAME}/127.0.0.1"),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("dnsmasq log file"));
+        cmd.args(common::dnsmasq_args(PORT, NAME))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("dnsmasq log file"));
         let child = cmd.spawn().expect("spawn ip netns exec dnsmasq");
         let mut d = Dnsmasq { child, log };
         d.wait_ready();
@@ -115,24 +101,10 @@ impl Drop for Dnsmasq {
     }
 }
 
-/// A DNS query: 12-byte header (id 0, flags 0x0100 = RD, qdcount 1), QNAME labels, root
-/// label, QTYPE A (1), QCLASS IN (1).
-fn dns_query(name: &str) -> Vec<u8> {
-    let mut q = vec![0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-    for label in name.split('.') {
-        assert!(!label.is_empty() && label.len() < 64);
-        q.push(label.len() as u8);
-        q.extend_from_slice(label.as_bytes());
-    }
-    q.push(0);
-    q.extend_from_slice(&[0, 1, 0, 1]);
-    q
-}
-
 /// Runs `tpslab load udp` against dnsmasq inside the namespace and returns the record.
 fn load(ns: &NetNs, dns: &Dnsmasq, tag: &str, extra: &[&str]) -> Value {
     let query = common::tmp(&format!("query-{tag}.bin"));
-    std::fs::write(&query, dns_query(NAME)).unwrap();
+    std::fs::write(&query, common::dns_query(NAME)).unwrap();
     let json = common::tmp(&format!("dns-{tag}.json"));
     let _ = std::fs::remove_file(&json);
     let pid = dns.pid().to_string();

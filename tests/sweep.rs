@@ -240,13 +240,9 @@ levels = ["other", "fifo:10"]
 "#,
     )
     .unwrap();
-    // A DNS query for tpslab.test (id 0, RD), its id echoed in the first two bytes.
+    // A DNS query for tpslab.test; its id (the first two bytes) is echoed in the reply.
     let q = tmp("q.bin");
-    std::fs::write(
-        &q,
-        b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06tpslab\x04test\x00\x00\x01\x00\x01",
-    )
-    .unwrap();
+    std::fs::write(&q, common::dns_query("tpslab.test")).unwrap();
     let out = tmp("sweep-user");
     let _ = std::fs::remove_dir_all(&out);
     let mut c = ns.tpslab();

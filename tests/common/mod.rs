@@ -106,3 +106,45 @@ pub fn row(path: &serde_json::Value, layer: &str) -> u64 {
         .map(|r| r["count"].as_u64().unwrap())
         .sum()
 }
+
+/// Debian's dnsmasq.
+pub const DNSMASQ: &str = "/usr/sbin/dnsmasq";
+
+/// Arguments of a foreground dnsmasq answering `name` A 127.0.0.1 on 127.0.0.1:`port`
+/// only, with no configuration, upstreams or query log.
+pub fn dnsmasq_args(port: u16, name: &str) -> Vec<String> {
+    [
+        "--keep-in-foreground",
+        "--conf-file=/dev/null",
+        "--no-resolv",
+        "--no-hosts",
+        "--no-poll",
+        "--pid-file=",
+        "--user=root",
+        "--group=root",
+        "--log-facility=-",
+        "--listen-address=127.0.0.1",
+        "--bind-interfaces",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        format!("--port={port}"),
+        format!("--address=/{name}/127.0.0.1"),
+    ])
+    .collect()
+}
+
+/// A DNS query: 12-byte header (id 0, flags 0x0100 = RD, qdcount 1), QNAME labels, root
+/// label, QTYPE A (1), QCLASS IN (1).
+pub fn dns_query(name: &str) -> Vec<u8> {
+    let mut q = vec![0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in name.split('.') {
+        assert!(!label.is_empty() && label.len() < 64);
+        q.push(label.len() as u8);
+        q.extend_from_slice(label.as_bytes());
+    }
+    q.push(0);
+    q.extend_from_slice(&[0, 1, 0, 1]);
+    q
+}

@@ -58,6 +58,28 @@ fn sendmmsg_all(
     out
 }
 
+/// `batch` buffers of `slot` bytes in one allocation, an iovec for each and an mmsghdr
+/// pointing at its iovec. The pointers stay valid when the boxes move (heap data does not).
+type Slots = (Box<[u8]>, Box<[libc::iovec]>, Box<[libc::mmsghdr]>);
+
+fn slots(batch: usize, slot: usize) -> Slots {
+    let mut bufs = vec![0u8; batch * slot].into_boxed_slice();
+    let base = bufs.as_mut_ptr();
+    let mut iov: Box<[libc::iovec]> = (0..batch)
+        .map(|i| libc::iovec {
+            // SAFETY: i * slot < batch * slot, inside the allocation.
+            iov_base: unsafe { base.add(i * slot) } as *mut libc::c_void,
+            iov_len: slot,
+        })
+        .collect();
+    let mut hdrs = zeroed_hdrs(batch);
+    for (h, v) in hdrs.iter_mut().zip(iov.iter_mut()) {
+        h.msg_hdr.msg_iov = v;
+        h.msg_hdr.msg_iovlen = 1;
+    }
+    (bufs, iov, hdrs)
+}
+
 /// A batch of receive slots for recvmmsg, each `slot` bytes, with the senders' addresses
 /// kept so the same slots can be sent back as replies (see [`RecvBatch::reply`]).
 pub struct RecvBatch {
@@ -75,25 +97,15 @@ unsafe impl Send for RecvBatch {}
 impl RecvBatch {
     /// `batch` slots (>= 1) of `slot` bytes each (>= 1).
     pub fn new(batch: usize, slot: usize) -> Self {
-        let batch = batch.max(1);
-        let slot = slot.max(1);
-        let mut bufs = vec![0u8; batch * slot].into_boxed_slice();
-        let mut iov: Box<[libc::iovec]> = (0..batch)
-            .map(|i| libc::iovec {
-                iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
-                iov_len: slot,
-            })
-            .collect();
+        let (batch, slot) = (batch.max(1), slot.max(1));
+        let (bufs, iov, mut hdrs) = slots(batch, slot);
         // SAFETY: an all-zero sockaddr_storage is valid.
         let mut addrs: Box<[libc::sockaddr_storage]> =
             (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect();
-        let mut hdrs = zeroed_hdrs(batch);
-        for i in 0..batch {
-            let h = &mut hdrs[i].msg_hdr;
-            h.msg_iov = &mut iov[i];
-            h.msg_iovlen = 1;
-            h.msg_name = &mut addrs[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
-            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        for (h, a) in hdrs.iter_mut().zip(addrs.iter_mut()) {
+            h.msg_hdr.msg_name = a as *mut libc::sockaddr_storage as *mut libc::c_void;
+            h.msg_hdr.msg_namelen =
+                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         }
         RecvBatch {
             bufs,
@@ -222,20 +234,8 @@ unsafe impl Send for SendBatch {}
 impl SendBatch {
     /// `batch` slots (>= 1) of `slot` bytes (>= 1), all with length `slot`.
     pub fn new(batch: usize, slot: usize) -> Self {
-        let batch = batch.max(1);
-        let slot = slot.max(1);
-        let mut bufs = vec![0u8; batch * slot].into_boxed_slice();
-        let mut iov: Box<[libc::iovec]> = (0..batch)
-            .map(|i| libc::iovec {
-                iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
-                iov_len: slot,
-            })
-            .collect();
-        let mut hdrs = zeroed_hdrs(batch);
-        for i in 0..batch {
-            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
+        let (batch, slot) = (batch.max(1), slot.max(1));
+        let (bufs, iov, hdrs) = slots(batch, slot);
         SendBatch {
             bufs,
             slot,

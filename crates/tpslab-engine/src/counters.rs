@@ -22,11 +22,6 @@ impl ErrnoCounts {
         self.0[i].fetch_add(n, Relaxed);
     }
 
-    /// Total failures.
-    pub fn total(&self) -> u64 {
-        self.0.iter().map(|c| c.load(Relaxed)).sum()
-    }
-
     /// Adds the non-zero counts into `map` keyed by errno name ("ENOBUFS").
     pub fn merge_into(&self, map: &mut BTreeMap<String, u64>) {
         for (errno, c) in self.0.iter().enumerate() {

@@ -27,12 +27,6 @@ pub struct UdpRunPlan {
     pub watch_port: Option<u16>,
 }
 
-/// Everything a run produced.
-pub struct UdpRunOutcome {
-    /// The record, ready for JSON.
-    pub record: RunRecord,
-}
-
 /// Whether `ip` is an address of this host (in this network namespace).
 fn is_local_ip(ip: std::net::IpAddr) -> bool {
     tpslab_net::UdpSock::bind(std::net::SocketAddr::new(ip, 0), false).is_ok()

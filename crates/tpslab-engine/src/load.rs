@@ -331,11 +331,6 @@ impl UdpLoad {
             .collect()
     }
 
-    /// Datagrams attempted so far, all streams.
-    pub fn attempted(&self) -> u64 {
-        self.streams.iter().map(|s| s.attempted.load(Relaxed)).sum()
-    }
-
     /// Runs the plan to its end (or until `stop` is set) and waits for late replies: until
     /// every datagram sent is answered, or no reply came for the drain period and
     /// `target_idle()` says the target holds nothing more (at most 10 s beyond the drain).

@@ -155,9 +155,9 @@ pub(crate) struct ServerFlags {
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct LoadFlags {
-    /// Mean rate, datagrams per second.
+    /// Mean rate, datagrams per second, or max (as fast as the path allows).
     #[arg(long, default_value = "10000")]
-    pub(crate) rate: f64,
+    pub(crate) rate: String,
     /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
     #[arg(long, default_value_t = 1024)]
     pub(crate) size: usize,
@@ -428,13 +428,21 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
             }
             f.burst as f64 / iv.as_secs_f64()
         }
-        None => f.rate,
+        None if f.rate == "max" => f64::INFINITY,
+        None => f
+            .rate
+            .parse::<f64>()
+            .ok()
+            .filter(|r| r.is_finite() && *r > 0.0 && *r <= 100e6)
+            .ok_or_else(|| {
+                anyhow!(
+                    "--rate {}: allowed a rate above 0 up to 100000000 pps, or max",
+                    f.rate
+                )
+            })?,
     };
-    if !(rate.is_finite() && rate > 0.0) {
-        bail!("--rate {}: allowed a rate above 0 pps", f.rate);
-    }
-    if rate > 100e6 {
-        bail!("--rate {rate}: allowed up to 100000000 pps");
+    if rate.is_infinite() && f.burst > 1 {
+        bail!("--rate max sends back to back: --burst does not apply");
     }
     if f.duration.is_zero() || f.duration > Duration::from_secs(24 * 3600) {
         bail!(

@@ -57,7 +57,9 @@ fn lat_row(t: &mut Table, name: &str, l: &LatencySummary) {
 }
 
 fn print_generator(g: &GeneratorReport) {
-    let shape = if g.burst > 1 {
+    let shape = if g.rate_max {
+        "as fast as the path allows (--rate max)".to_string()
+    } else if g.burst > 1 {
         format!(
             "bursts of {} every {} ({:.0} pps mean)",
             g.burst,

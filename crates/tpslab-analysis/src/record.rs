@@ -118,8 +118,11 @@ pub enum MatchMode {
 pub struct GeneratorReport {
     /// Target address.
     pub target: String,
-    /// Mean target rate, datagrams per second.
+    /// Mean target rate, datagrams per second (0 with `rate_max`).
     pub rate_pps: f64,
+    /// `--rate max`: as fast as the path allows; see `achieved_pps`.
+    #[serde(default)]
+    pub rate_max: bool,
     /// Datagram size, bytes (UDP payload).
     pub size_bytes: usize,
     /// Datagrams sent back-to-back per burst (1: evenly paced).

@@ -52,6 +52,11 @@ pub struct LoadConfig {
 }
 
 impl LoadConfig {
+    /// Whether the generator sends as fast as the path allows (`--rate max`: rate_pps is
+    /// infinite): no schedule, intended = actual send time, bounded by the run's time.
+    pub fn is_max(&self) -> bool {
+        self.rate_pps.is_infinite()
+    }
     /// Interval between burst starts, ns (burst / rate).
     pub fn burst_interval_ns(&self) -> f64 {
         self.burst as f64 * 1e9 / self.rate_pps
@@ -99,7 +104,14 @@ fn stream_plans(cfg: &LoadConfig) -> Vec<StreamPlan> {
     let run_ns = (cfg.warmup + cfg.duration).as_nanos() as f64;
     (0..t)
         .map(|i| {
-            if cfg.burst > 1 {
+            if cfg.is_max() {
+                StreamPlan {
+                    burst: 1,
+                    interval_ns: 0.0,
+                    phase_ns: 0.0,
+                    total: u64::MAX,
+                }
+            } else if cfg.burst > 1 {
                 let interval = cfg.burst_interval_ns();
                 let share = cfg.burst / t + u64::from(i < cfg.burst % t);
                 let bursts = (run_ns / interval).ceil() as u64;
@@ -213,7 +225,7 @@ struct SeenWindow {
 
 impl SeenWindow {
     fn new(total: u64) -> SeenWindow {
-        let w = total.next_power_of_two().clamp(64, 1 << 24);
+        let w = total.clamp(64, 1 << 24).next_power_of_two();
         SeenWindow {
             bits: vec![0; (w / 64) as usize],
             mask: w - 1,
@@ -452,7 +464,8 @@ impl UdpLoad {
         };
         let mut report = GeneratorReport {
             target: cfg.target.to_string(),
-            rate_pps: cfg.rate_pps,
+            rate_pps: if cfg.is_max() { 0.0 } else { cfg.rate_pps },
+            rate_max: cfg.is_max(),
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,
@@ -527,7 +540,7 @@ fn validate(
             r.not_sent, r.planned
         ));
     }
-    if !interrupted && r.window_sent > 0 {
+    if !interrupted && r.window_sent > 0 && !cfg.is_max() {
         let target = cfg.rate_pps;
         if r.achieved_pps < 0.95 * target {
             r.invalid_reasons.push(format!(
@@ -590,7 +603,9 @@ fn sender(
     let mut window_attempted = 0u64;
     // Open loop is bounded in time as well as in count: a generator that falls behind
     // stops at the planned end (plus a grace of 100 ms) and reports what it did not send.
-    let hard_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64 + 100_000_000;
+    let max = cfg.is_max();
+    let run_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64;
+    let hard_end = if max { run_end } else { run_end + 100_000_000 };
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
         wait_until(due);
@@ -601,7 +616,7 @@ fn sender(
         let mut n = 0usize;
         while n < BATCH && seq + (n as u64) < plan.total {
             let s = seq + n as u64;
-            let intended = plan.intended(start, s);
+            let intended = if max { now } else { plan.intended(start, s) };
             if intended > now {
                 break;
             }
@@ -641,7 +656,8 @@ fn sender(
         seq += n as u64;
     }
     st.window_attempted.store(window_attempted, Relaxed);
-    st.not_sent.store(plan.total - seq, Relaxed);
+    st.not_sent
+        .store(if max { 0 } else { plan.total - seq }, Relaxed);
     st.sender_done.store(true, Release);
     (lag, burst_lag)
 }

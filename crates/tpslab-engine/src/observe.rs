@@ -46,6 +46,8 @@ pub struct ObserverConfig {
 #[derive(Debug, Clone, Default)]
 struct Raw {
     t_ns: u64,
+    /// The host-wide counters were read in this sample (else carried over).
+    slow: bool,
     /// Target sockets seen so far (in any sample).
     srv_sockets: usize,
     srv_rxq: u64,
@@ -139,6 +141,8 @@ fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
 
 struct Sampler {
     cfg: ObserverConfig,
+    /// Whether IPv6 sockets are watched (udp6 is read only then).
+    v6: bool,
     target: SocketMatch,
     srv_track: DropTrack,
     gen_track: DropTrack,
@@ -159,21 +163,38 @@ impl Sampler {
         }
     }
 
-    fn sample(&mut self) -> Raw {
-        let mut r = Raw {
-            t_ns: mono_ns(),
-            ..Default::default()
+    /// Reads the UDP socket tables of `root`, udp6 only when IPv6 sockets are watched.
+    fn sockets(&mut self, root: &std::path::Path) -> Vec<UdpSocket> {
+        let mut socks: Vec<UdpSocket> = self.note(live::udp(root)).unwrap_or_default();
+        if self.v6 {
+            socks.extend(self.note(live::udp6(root)).unwrap_or_default());
+        }
+        socks
+    }
+
+    /// One sample. Socket queues and the target threads' CPU time are read every time;
+    /// the host-wide counters (snmp, softnet, dev, stat, thread status) only when `slow`
+    /// (the first and last samples always are): they change slowly and cost most.
+    fn sample(&mut self, prev: Option<&Raw>, slow: bool) -> Raw {
+        let mut r = match (prev, slow) {
+            (Some(p), false) => Raw {
+                slow: false,
+                ..p.clone()
+            },
+            _ => Raw {
+                slow: true,
+                ..Default::default()
+            },
         };
+        r.t_ns = mono_ns();
+        (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
         let root = self.cfg.net_root.clone();
-        let mut socks: Vec<UdpSocket> = self.note(live::udp(&root)).unwrap_or_default();
-        socks.extend(self.note(live::udp6(&root)).unwrap_or_default());
+        let socks = self.sockets(&root);
         let gen_root = self.cfg.gen_root.clone();
         let gen_socks: Vec<UdpSocket> = if gen_root == root {
             vec![]
         } else {
-            let mut g = self.note(live::udp(&gen_root)).unwrap_or_default();
-            g.extend(self.note(live::udp6(&gen_root)).unwrap_or_default());
-            g
+            self.sockets(&gen_root)
         };
         let first = std::mem::replace(&mut self.first, false);
         for s in &gen_socks {
@@ -195,6 +216,22 @@ impl Sampler {
         r.srv_drops = self.srv_track.total();
         r.gen_drops = self.gen_track.total();
         r.srv_sockets = self.srv_track.0.len();
+        let proc_root = self.proc_root.clone();
+        if let Some(pid) = self.cfg.target_pid {
+            r.task_run_ns = 0;
+            for tid in self.tids.clone() {
+                let dir = proc_root
+                    .join(pid.to_string())
+                    .join("task")
+                    .join(tid.to_string());
+                if let Ok(s) = live::schedstat(&dir) {
+                    r.task_run_ns += s.run_ns;
+                }
+            }
+        }
+        if !r.slow {
+            return r;
+        }
         if let Some(s) = self.note(live::snmp(&root)) {
             if let Some(u) = s.udp {
                 add_udp(&mut r.udp, &u);
@@ -205,7 +242,6 @@ impl Sampler {
                 add_udp(&mut r.udp, &u);
             }
         }
-        let proc_root = self.proc_root.clone();
         for c in self.note(live::softnet(&proc_root)).unwrap_or_default() {
             r.softnet_processed += c.processed;
             r.softnet_dropped += c.dropped;
@@ -234,9 +270,6 @@ impl Sampler {
                     r.task_vol += s.voluntary_ctxt_switches;
                     r.task_invol += s.nonvoluntary_ctxt_switches;
                 }
-                if let Ok(s) = live::schedstat(&dir) {
-                    r.task_run_ns += s.run_ns;
-                }
             }
         }
         r
@@ -264,7 +297,9 @@ impl Observer {
             port: cfg.target_port,
             addr: cfg.target_addr,
         };
+        let v6 = cfg.target_addr.is_none_or(|a| a.is_ipv6());
         let mut sampler = Sampler {
+            v6,
             cfg,
             target,
             srv_track: DropTrack::default(),
@@ -274,7 +309,10 @@ impl Observer {
             errors: BTreeSet::new(),
             proc_root: PathBuf::from("/proc"),
         };
-        let first = sampler.sample();
+        let first = sampler.sample(None, true);
+        // Host-wide counters every 10 ms at most: at 1 ms they would cost most of the
+        // observer's CPU time and they change slowly; socket queues keep the full rate.
+        let slow_every = (10_000_000 / interval.as_nanos().max(1) as u64).max(1) as usize;
         let s2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("tpslab-observer".into())
@@ -288,14 +326,17 @@ impl Observer {
                         std::thread::sleep(Duration::from_nanos((next - now).min(20_000_000)));
                         continue;
                     }
-                    raws.push(sampler.sample());
+                    let slow = raws.len() % slow_every == 0;
+                    let r = sampler.sample(raws.last(), slow);
+                    raws.push(r);
                     next += step;
                     if next < mono_ns() {
                         // Fell behind (the machine is saturated): skip missed ticks.
                         next = mono_ns() + step;
                     }
                 }
-                raws.push(sampler.sample());
+                let last = sampler.sample(raws.last(), true);
+                raws.push(last);
                 let sched = target_sched(&sampler);
                 (raws, sampler.errors, sched)
             })
@@ -395,6 +436,15 @@ fn build_report(
     let mut series = Series::default();
     let t0 = raws.first().map_or(0, |r| r.t_ns);
     let mut push = |name: &str, v: f64| series.values.entry(name.to_string()).or_default().push(v);
+    // Host-wide counters were read only in slow samples: the rate of sample i is that of
+    // the slow interval containing it (a step function at the slow resolution).
+    let slow: Vec<usize> = (0..raws.len()).filter(|&i| raws[i].slow).collect();
+    let bracket = |i: usize| -> (usize, usize) {
+        let k = slow.partition_point(|&s| s < i);
+        let b = slow.get(k).copied().unwrap_or(raws.len() - 1);
+        let a = if k == 0 { 0 } else { slow[k - 1] };
+        (a, b)
+    };
     for (i, r) in raws.iter().enumerate() {
         push("server_rx_queue_bytes", r.srv_rxq as f64);
         push("gen_rx_queue_bytes", r.gen_rxq as f64);
@@ -406,23 +456,30 @@ fn build_report(
         let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
         push("server_drops_per_s", rate(r.srv_drops, p.srv_drops));
         push(
+            "target_cpu_pct",
+            100.0 * r.task_run_ns.saturating_sub(p.task_run_ns) as f64 / 1e9 / dt,
+        );
+        let (a, b) = bracket(i);
+        let (ra, rb) = (&raws[a], &raws[b]);
+        let sdt = (rb.t_ns.saturating_sub(ra.t_ns) as f64 / 1e9).max(1e-9);
+        let srate = |x: u64, y: u64| y.saturating_sub(x) as f64 / sdt;
+        push(
             "udp_in_datagrams_per_s",
-            rate(r.udp.in_datagrams, p.udp.in_datagrams),
+            srate(ra.udp.in_datagrams, rb.udp.in_datagrams),
         );
         push(
             "udp_rcvbuf_errors_per_s",
-            rate(r.udp.rcvbuf_errors, p.udp.rcvbuf_errors),
+            srate(ra.udp.rcvbuf_errors, rb.udp.rcvbuf_errors),
         );
         push(
             "softnet_dropped_per_s",
-            rate(r.softnet_dropped, p.softnet_dropped),
+            srate(ra.softnet_dropped, rb.softnet_dropped),
         );
-        push("ctxt_per_s", rate(r.stat.ctxt, p.stat.ctxt));
-        push("target_vol_ctxt_per_s", rate(r.task_vol, p.task_vol));
-        push("target_invol_ctxt_per_s", rate(r.task_invol, p.task_invol));
+        push("ctxt_per_s", srate(ra.stat.ctxt, rb.stat.ctxt));
+        push("target_vol_ctxt_per_s", srate(ra.task_vol, rb.task_vol));
         push(
-            "target_cpu_pct",
-            100.0 * r.task_run_ns.saturating_sub(p.task_run_ns) as f64 / 1e9 / dt,
+            "target_invol_ctxt_per_s",
+            srate(ra.task_invol, rb.task_invol),
         );
     }
     // Rates start at the second sample; the queue series start at the first.

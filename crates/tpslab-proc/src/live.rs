@@ -45,13 +45,24 @@ impl ProcError {
 /// entry can be skipped. std's read_to_string starts with a 32-byte probe read, which
 /// makes that likely; a 256 KiB first read gets the whole table in one pass.
 fn read_whole(path: &Path) -> io::Result<String> {
-    use std::io::Read;
+    use std::os::unix::fs::FileExt;
     thread_local! {
-        // Reused across calls: a sampler at 1 ms must not map and fault in 256 KiB each time.
+        // Reused across calls: a sampler at 1 ms must not map and fault in 256 KiB each
+        // time, nor walk the path and open the file again (half the cost of a read).
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static FILES: std::cell::RefCell<std::collections::HashMap<PathBuf, std::fs::File>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
     }
-    let mut f = std::fs::File::open(path)?;
-    BUF.with(|b| {
+    let file = FILES.with(|f| -> io::Result<std::fs::File> {
+        let mut files = f.borrow_mut();
+        if let Some(file) = files.get(path) {
+            return file.try_clone();
+        }
+        let file = std::fs::File::open(path)?;
+        files.insert(path.to_path_buf(), file.try_clone()?);
+        Ok(file)
+    })?;
+    let result = BUF.with(|b| {
         let mut buf = b.borrow_mut();
         if buf.len() < 256 * 1024 {
             buf.resize(256 * 1024, 0);
@@ -62,7 +73,8 @@ fn read_whole(path: &Path) -> io::Result<String> {
                 let n = len * 2;
                 buf.resize(n, 0);
             }
-            match f.read(&mut buf[len..]) {
+            // pread from 0 makes the kernel generate the file anew.
+            match file.read_at(&mut buf[len..], len as u64) {
                 Ok(0) => break,
                 Ok(n) => len += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -71,7 +83,12 @@ fn read_whole(path: &Path) -> io::Result<String> {
         }
         String::from_utf8(buf[..len].to_vec())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-    })
+    });
+    if result.is_err() {
+        // A task that exited, a namespace that went away: open afresh next time.
+        FILES.with(|f| f.borrow_mut().remove(path));
+    }
+    result
 }
 
 fn read(path: &Path) -> Result<String, ProcError> {
@@ -96,7 +113,11 @@ fn read_opt(path: &Path) -> Result<Option<String>, ProcError> {
 /// Read a per-task file given either the file itself or the task directory
 /// (`/proc/PID` or `/proc/PID/task/TID`, in which case `name` is appended).
 fn read_task_file(path: &Path, name: &str) -> Result<(String, PathBuf), ProcError> {
-    match std::fs::read_to_string(path) {
+    if path.is_dir() {
+        let p = path.join(name);
+        return Ok((read(&p)?, p));
+    }
+    match read_whole(path) {
         Ok(s) => Ok((s, path.to_path_buf())),
         Err(e) if e.kind() == io::ErrorKind::IsADirectory || path.is_dir() => {
             let p = path.join(name);

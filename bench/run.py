@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""tpslab benchmark: tpslab's hot path side by side with iperf3, sockperf and the
+kernel-limit programs of ../shared/limits, interleaved A/B/A/B in one run.
+
+Run as root from the repository:  python3 bench/run.py [--rounds 3] [--seconds 3] [--long 60]
+
+Everything runs inside a private network namespace on loopback; senders are pinned to
+CPU 0 and receivers to CPU 1. Prints medians with min-max and ratios against each peer;
+appends the raw results to bench/results/results.csv with the machine's description.
+Not covered yet: request/response against unbound vs dnsperf (needs a closed-loop mode).
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIMITS = os.path.join(ROOT, "..", "shared", "limits")
+NS = f"tpsbench{os.getpid()}"
+OUT = tempfile.mkdtemp(prefix="tpslab-bench-")
+TPSLAB = os.path.join(ROOT, "target", "release", "tpslab")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+
+
+def ns(*cmd):
+    return ["ip", "netns", "exec", NS, *cmd]
+
+
+def on(cpu, *cmd):
+    return ["taskset", "-c", str(cpu), *cmd]
+
+
+def setup():
+    if os.geteuid() != 0:
+        sys.exit("bench/run.py: needs root (network namespace, CPU pinning)")
+    need = [p for p in ("iperf3", "sockperf") if shutil.which(p) is None]
+    if need:
+        sh(["apt-get", "update", "-qq"])
+        sh(["apt-get", "install", "-y", "-qq", *need], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    sh(["cargo", "build", "--release", "-q"], cwd=ROOT)
+    for prog, extra in (("udpsend", ["-pthread"]), ("udprecv", [])):
+        sh(["gcc", "-O2", *extra, "-o", os.path.join(OUT, prog), os.path.join(LIMITS, prog + ".c")])
+    sh(["ip", "netns", "add", NS])
+    sh(["ip", "-n", NS, "link", "set", "lo", "up"])
+
+
+def teardown():
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+    shutil.rmtree(OUT, ignore_errors=True)
+
+
+class Bg:
+    """A background receiver started in the namespace, stopped by its PID."""
+
+    def __init__(self, cmd):
+        self.p = subprocess.Popen(ns(*cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(0.4)
+
+    def stop(self, wait_s=5):
+        try:
+            out, _ = self.p.communicate(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            self.p.terminate()
+            out, _ = self.p.communicate(timeout=5)
+        return out
+
+
+def udprecv(port, secs):
+    return Bg(on(1, os.path.join(OUT, "udprecv"), "-p", str(port), "-m", "recvmmsg", "-b", "64",
+                 "-R", "16000000", "-t", str(secs + 3), "-i", "1"))
+
+
+def recv_pps(out):
+    m = re.search(r" pps=(\d+)", out.splitlines()[-1])
+    return float(m.group(1)) if m else 0.0
+
+
+def tpslab_oneway(size, secs, port):
+    r = udprecv(port, secs)
+    js = os.path.join(OUT, "oneway.json")
+    sh(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--rate", "max", "--no-replies", "--size",
+              str(size), "--duration", f"{secs}s", "--warmup", "0s", "--json", js)))
+    g = json.load(open(js))["generator"]
+    return {"sent_pps": g["achieved_pps"], "recv_pps": recv_pps(r.stop())}
+
+
+def udpsend_oneway(size, secs, port):
+    r = udprecv(port, secs)
+    out = sh(ns(*on(0, os.path.join(OUT, "udpsend"), "-a", "127.0.0.1", "-p", str(port), "-s", str(size),
+                    "-t", str(secs), "-m", "sendmmsg", "-b", "64"))).stdout
+    return {"sent_pps": float(re.search(r" pps=(\d+)", out).group(1)), "recv_pps": recv_pps(r.stop())}
+
+
+def iperf3_oneway(size, secs, port):
+    srv = Bg(on(1, "iperf3", "-s", "-1", "-p", str(port)))
+    out = sh(ns(*on(0, "iperf3", "-u", "-b", "0", "-l", str(size), "-t", str(secs), "-c", "127.0.0.1", "-p",
+                    str(port), "--json"))).stdout
+    srv.stop()
+    end = json.loads(out)["end"]
+    sent = end["sum"]["packets"] / end["sum"]["seconds"]
+    lost = end["sum"].get("lost_percent", 0.0)
+    return {"sent_pps": sent, "recv_pps": sent * (1 - lost / 100)}
+
+
+def sockperf_oneway(size, secs, port):
+    srv = Bg(on(1, "sockperf", "server", "-i", "127.0.0.1", "-p", str(port)))
+    out = sh(ns(*on(0, "sockperf", "throughput", "-i", "127.0.0.1", "-p", str(port), "-m", str(size),
+                    "-t", str(secs)))).stdout
+    srv.p.terminate()
+    srv.stop()
+    rate = float(re.search(r"Message Rate is (\d+)", out).group(1))
+    return {"sent_pps": rate, "recv_pps": float("nan")}
+
+
+def server_recv(size, secs, port, which):
+    """udpsend at full speed into tpslab serve (sink, recvmmsg 64) or into udprecv."""
+    if which == "tpslab":
+        js = os.path.join(OUT, "serve.json")
+        srv = Bg(on(1, TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--mode", "sink", "--batch", "64",
+                    "--rcvbuf", "16000000", "--duration", f"{secs + 1}s", "--json", js))
+    else:
+        srv = udprecv(port, secs)
+    out = sh(ns(*on(0, os.path.join(OUT, "udpsend"), "-a", "127.0.0.1", "-p", str(port), "-s", str(size),
+                    "-t", str(secs), "-m", "sendmmsg", "-b", "64"))).stdout
+    sent = int(re.search(r"sent=(\d+)", out).group(1))
+    rout = srv.stop(wait_s=secs + 10)
+    got = json.load(open(js))["server"]["received"] if which == "tpslab" else int(re.search(r"received=(\d+)", rout).group(1))
+    return {"sent_pps": sent / secs, "recv_pps": got / secs, "delivered_pct": 100 * got / max(sent, 1)}
+
+
+def tpslab_pingpong(secs):
+    js = os.path.join(OUT, "pp.json")
+    sh(ns(TPSLAB, "run", "udp", "--mode", "echo", "--cpus", "1", "--load-cpus", "0", "--rate", "10000", "--size",
+          "64", "--duration", f"{secs}s", "--warmup", "500ms", "--json", js))
+    lat = json.load(open(js))["generator"]["latency_actual"]
+    return {"p50_us": lat["p50_ns"] / 1e3, "p99_us": lat["p99_ns"] / 1e3}
+
+
+def sockperf_pingpong(secs, port):
+    srv = Bg(on(1, "sockperf", "server", "-i", "127.0.0.1", "-p", str(port)))
+    out = sh(ns(*on(0, "sockperf", "ping-pong", "-i", "127.0.0.1", "-p", str(port), "-m", "64", "-t", str(secs),
+                    "--mps", "10000", "--full-rtt"))).stdout
+    srv.p.terminate()
+    srv.stop()
+    pct = lambda p: float(re.search(rf"percentile {p} =\s+([\d.]+)", out).group(1))
+    return {"p50_us": pct("50.000"), "p99_us": pct("99.000")}
+
+
+def rusage_of(cmd):
+    """CPU seconds and peak RSS (KiB) of a child command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, capture_output=True)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, after.ru_maxrss
+
+
+def observer_cost(interval, secs):
+    cpu, wall, _ = rusage_of(ns(TPSLAB, "watch", "--port", "9", "--interval", interval, "--duration", f"{secs}s"))
+    return {"cpu_pct_of_core": 100 * cpu / wall}
+
+
+def peak_rss(secs):
+    _, _, rss = rusage_of(ns(TPSLAB, "run", "udp", "--rate", "max", "--size", "1024", "--no-replies", "--batch",
+                             "64", "--cpus", "1", "--load-cpus", "0", "--duration", f"{secs}s", "--warmup", "0s"))
+    return {"peak_rss_mib": rss / 1024}
+
+
+def summary(xs):
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "-"
+    return f"{statistics.median(xs):,.0f} ({min(xs):,.0f}-{max(xs):,.0f})"
+
+
+def median(xs):
+    xs = [x for x in xs if x == x]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--long", type=int, default=60, help="seconds of the peak-RSS run (0: skip)")
+    a = ap.parse_args()
+    setup()
+    rows = []  # (test, tool, size, metric, value, round)
+    try:
+        port = 20000
+        for rnd in range(a.rounds):
+            for size in (64, 1024):
+                tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
+                         ("sockperf", sockperf_oneway)]
+                # Interleave: rotate the order each round so drift does not favour one tool.
+                tools = tools[rnd % len(tools):] + tools[: rnd % len(tools)]
+                for name, fn in tools:
+                    port += 1
+                    for k, v in fn(size, a.seconds, port).items():
+                        rows.append(("one-way", name, size, k, v, rnd))
+                for which in (("tpslab", "kernel-limit") if rnd % 2 == 0 else ("kernel-limit", "tpslab")):
+                    port += 1
+                    for k, v in server_recv(size, a.seconds, port, which).items():
+                        rows.append(("server-recv", which, size, k, v, rnd))
+            for name in (("tpslab", "sockperf") if rnd % 2 == 0 else ("sockperf", "tpslab")):
+                port += 1
+                res = tpslab_pingpong(a.seconds) if name == "tpslab" else sockperf_pingpong(a.seconds, port)
+                for k, v in res.items():
+                    rows.append(("ping-pong", name, 64, k, v, rnd))
+            for iv in ("10ms", "1ms"):
+                for k, v in observer_cost(iv, a.seconds * 2).items():
+                    rows.append((f"observer-{iv}", "tpslab", 0, k, v, rnd))
+        if a.long:
+            for k, v in peak_rss(a.long).items():
+                rows.append(("memory", "tpslab", 1024, k, v, 0))
+    finally:
+        teardown()
+    report(rows)
+    save(rows)
+
+
+def report(rows):
+    def vals(test, tool, size, metric):
+        return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
+
+    print("\none-way, 1 sender thread (pps; median (min-max)); ratio = tpslab / peer, sent")
+    print(f"{'size':>5} {'tool':<13} {'sent pps':>28} {'received pps':>28} {'tpslab/peer':>11}")
+    for size in (64, 1024):
+        t = median(vals("one-way", "tpslab", size, "sent_pps"))
+        for tool in ("tpslab", "kernel-limit", "iperf3", "sockperf"):
+            s = vals("one-way", tool, size, "sent_pps")
+            ratio = "" if tool == "tpslab" else f"{t / median(s):.2f}x"
+            print(f"{size:>5} {tool:<13} {summary(s):>28} {summary(vals('one-way', tool, size, 'recv_pps')):>28} {ratio:>11}")
+    print("\nreference server receive (kernel-limit sender at full speed into each receiver, recvmmsg 64)")
+    for size in (64, 1024):
+        t = median(vals("server-recv", "tpslab", size, "recv_pps"))
+        k = median(vals("server-recv", "kernel-limit", size, "recv_pps"))
+        print(f"{size:>5} tpslab serve {summary(vals('server-recv', 'tpslab', size, 'recv_pps')):>28}  kernel-limit "
+              f"{summary(vals('server-recv', 'kernel-limit', size, 'recv_pps')):>28}  ratio {t / k:.2f}x")
+    print("\nping-pong at 10 k msg/s, 64 B, RTT us (tpslab: from the actual send time)")
+    for tool in ("tpslab", "sockperf"):
+        p50 = vals("ping-pong", tool, 64, "p50_us")
+        p99 = vals("ping-pong", tool, 64, "p99_us")
+        print(f"  {tool:<9} p50 {statistics.median(p50):7.1f} ({min(p50):.1f}-{max(p50):.1f})  "
+              f"p99 {statistics.median(p99):7.1f} ({min(p99):.1f}-{max(p99):.1f})")
+    t50 = median(vals("ping-pong", "tpslab", 64, "p50_us"))
+    s50 = median(vals("ping-pong", "sockperf", 64, "p50_us"))
+    print(f"  p50 tpslab / sockperf = {t50 / s50:.2f}")
+    for iv in ("10ms", "1ms"):
+        c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
+        print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")
+    m = vals("memory", "tpslab", 1024, "peak_rss_mib")
+    if m:
+        print(f"peak RSS of a run at --rate max: {m[0]:.1f} MiB")
+
+
+def save(rows):
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    path = os.path.join(ROOT, "bench", "results", "results.csv")
+    cpu = ""
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    machine = f"{platform.node()} {platform.release()} {os.cpu_count()} CPUs {cpu}"
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["time", "machine", "test", "tool", "size", "metric", "value", "round"])
+        for r in rows:
+            w.writerow([stamp, machine, *r])
+    print(f"\nraw results appended to {path}")
+
+
+if __name__ == "__main__":
+    main()

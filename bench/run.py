@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -160,25 +159,25 @@ def sockperf_pingpong(secs, port):
 
 
 def rusage_of(cmd):
-    """CPU seconds and peak RSS (KiB) of a child command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    subprocess.run(cmd, check=True, capture_output=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, after.ru_maxrss
+    """CPU seconds and wall seconds of one command, measured by a fresh wrapper process so
+    that only this command counts (not cargo, gcc or the peers run by this script)."""
+    probe = ("import resource,subprocess,sys,time;t=time.monotonic();"
+             "subprocess.run(sys.argv[1:],check=True,capture_output=True);w=time.monotonic()-t;"
+             "r=resource.getrusage(resource.RUSAGE_CHILDREN);print(r.ru_utime+r.ru_stime,w)")
+    out = sh([sys.executable, "-c", probe, *cmd]).stdout.split()
+    return float(out[0]), float(out[1])
 
 
 def observer_cost(interval, secs):
-    cpu, wall, _ = rusage_of(ns(TPSLAB, "watch", "--port", "9", "--interval", interval, "--duration", f"{secs}s"))
+    cpu, wall = rusage_of(ns(TPSLAB, "watch", "--port", "9", "--interval", interval, "--duration", f"{secs}s"))
     return {"cpu_pct_of_core": 100 * cpu / wall}
 
 
 def peak_rss(secs):
-    _, _, rss = rusage_of(ns(TPSLAB, "run", "udp", "--rate", "max", "--size", "1024", "--no-replies", "--batch",
-                             "64", "--cpus", "1", "--load-cpus", "0", "--duration", f"{secs}s", "--warmup", "0s"))
-    return {"peak_rss_mib": rss / 1024}
+    js = os.path.join(OUT, "rss.json")
+    sh(ns(TPSLAB, "run", "udp", "--rate", "max", "--size", "1024", "--no-replies", "--batch", "64", "--cpus", "1",
+          "--load-cpus", "0", "--duration", f"{secs}s", "--warmup", "0s", "--json", js))
+    return {"peak_rss_mib": json.load(open(js))["peak_rss_kib"] / 1024}
 
 
 def summary(xs):

@@ -37,6 +37,10 @@ pub struct RunRecord {
     pub ledger: Option<Ledger>,
     /// Notes for the reader (e.g. caveats on derived counts).
     pub notes: Vec<String>,
+    /// Peak resident memory of the tpslab process at the end of the run, KiB
+    /// (/proc/self/status VmHWM).
+    #[serde(default)]
+    pub peak_rss_kib: Option<u64>,
 }
 
 /// Facts about the host the run happened on.

@@ -114,3 +114,15 @@ pub fn environment() -> Environment {
         netns: netns(None),
     }
 }
+
+/// Peak resident memory of this process, KiB (VmHWM of /proc/self/status).
+pub fn peak_rss_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

@@ -159,6 +159,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         observer: Some(obs),
         ledger: Some(ledger),
         notes,
+        peak_rss_kib: crate::env::peak_rss_kib(),
     })
 }
 

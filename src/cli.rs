@@ -678,7 +678,9 @@ pub fn main() -> Result<ExitCode> {
             });
             let end = t0 + a.duration.as_nanos() as u64;
             while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
-                std::thread::sleep(Duration::from_millis(10).min(a.duration));
+                std::thread::sleep(Duration::from_millis(100).min(Duration::from_nanos(
+                    end.saturating_sub(tpslab_net::mono_ns()),
+                )));
             }
             let rep = obs.stop();
             let rec = RunRecord {

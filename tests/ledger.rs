@@ -240,3 +240,41 @@ fn interrupted_run_still_writes_its_record() {
         "attempted {attempted}"
     );
 }
+
+#[test]
+fn reuseport_threads_are_accounted_exactly() {
+    if !common::can_netns("reuseport_threads_are_accounted_exactly") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    // Two SO_REUSEPORT sockets share one address: the observer cannot look them up one by
+    // one and scans /proc/net/udp for them; the ledger must still balance to the datagram.
+    let rec = run_json(
+        &ns,
+        "reuseport.json",
+        &[
+            "run",
+            "udp",
+            "--threads",
+            "2",
+            "--load-threads",
+            "2",
+            "--rcvbuf",
+            "4096",
+            "--burst",
+            "200",
+            "--burst-interval",
+            "20ms",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "100ms",
+        ],
+    );
+    assert_exact(&rec);
+    assert_eq!(rec["observer"]["deltas"]["server_sockets_found"], 2);
+    assert!(row(&rec["ledger"]["request"], "socket_drops") > 0);
+    let per_thread = rec["server"]["received_per_thread"].as_array().unwrap();
+    assert_eq!(per_thread.len(), 2);
+}

@@ -8,6 +8,7 @@
 //! `/proc/PID/task/TID/status` (context switches) and `schedstat` (CPU time, ns).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -141,6 +142,14 @@ fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
 
 struct Sampler {
     cfg: ObserverConfig,
+    /// Sockets read by sock_diag between scans: (socket as last scanned, is a target,
+    /// lives in the generator's namespace rather than the target's).
+    /// None: the followed sockets cannot be told apart by a lookup (scan every sample).
+    followed: Option<Vec<(UdpSocket, bool, bool)>>,
+    /// sock_diag in the target's network namespace.
+    diag: Option<tpslab_net::diag::UdpDiag>,
+    /// sock_diag in the generator's network namespace (when it differs).
+    gen_diag: Option<tpslab_net::diag::UdpDiag>,
     /// Whether IPv6 sockets are watched (udp6 is read only then).
     v6: bool,
     target: SocketMatch,
@@ -172,9 +181,101 @@ impl Sampler {
         socks
     }
 
-    /// One sample. Socket queues and the target threads' CPU time are read every time;
-    /// the host-wide counters (snmp, softnet, dev, stat, thread status) only when `slow`
-    /// (the first and last samples always are): they change slowly and cost most.
+    /// Reads the socket tables and rebuilds the list of sockets followed by sock_diag.
+    fn scan(&mut self, r: &mut Raw) {
+        let root = self.cfg.net_root.clone();
+        let socks = self.sockets(&root);
+        let gen_root = self.cfg.gen_root.clone();
+        let gen_socks: Vec<UdpSocket> = if gen_root == root {
+            vec![]
+        } else {
+            self.sockets(&gen_root)
+        };
+        let first = std::mem::replace(&mut self.first, false);
+        let mut followed = vec![];
+        for s in &gen_socks {
+            if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), false, true));
+            }
+        }
+        for s in &socks {
+            if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
+                r.srv_rxq += s.rx_queue;
+                self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), true, false));
+            } else if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), false, false));
+            }
+        }
+        // An unconnected socket is found by its local address: sockets sharing one
+        // (SO_REUSEPORT) cannot be told apart by a lookup, so those stay on the scan.
+        let mut locals: Vec<SocketAddr> = followed
+            .iter()
+            .filter(|(s, _, _)| s.remote.port() == 0)
+            .map(|(s, _, _)| s.local)
+            .collect();
+        locals.sort();
+        let unique = locals.windows(2).all(|w| w[0] != w[1]);
+        self.followed = unique.then_some(followed);
+    }
+
+    /// Reads the followed sockets by sock_diag; false when that is not possible or a
+    /// socket was not found as it was (then the caller scans /proc).
+    fn diag_fast(&mut self, r: &mut Raw) -> bool {
+        let Some(followed) = self.followed.clone() else {
+            return false;
+        };
+        // Nothing followed (yet): new sockets are found by the next scan.
+        for (s, is_target, other_ns) in followed {
+            let diag = if other_ns {
+                &mut self.gen_diag
+            } else {
+                &mut self.diag
+            };
+            let Some(d) = diag.as_mut() else {
+                return false;
+            };
+            // The lookup is the kernel's delivery lookup: from the peer (any, for an
+            // unconnected socket) to the local address (loopback for a wildcard bind).
+            let local = if s.local.ip().is_unspecified() {
+                let lo: std::net::IpAddr = if s.local.is_ipv4() {
+                    std::net::Ipv4Addr::LOCALHOST.into()
+                } else {
+                    std::net::Ipv6Addr::LOCALHOST.into()
+                };
+                SocketAddr::new(lo, s.local.port())
+            } else {
+                s.local
+            };
+            let remote = if s.remote.port() != 0 {
+                s.remote
+            } else {
+                SocketAddr::new(local.ip(), 1)
+            };
+            match d.lookup(local, remote) {
+                Ok(Some(m)) if m.inode == s.inode => {
+                    if is_target {
+                        r.srv_rxq += m.rx_queue;
+                        self.srv_track.see(s.inode, m.drops, false);
+                    } else {
+                        r.gen_rxq += m.rx_queue;
+                        self.gen_track.see(s.inode, m.drops, false);
+                    }
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// One sample. The followed sockets' queues and drops are read every time; the
+    /// host-wide counters (snmp, softnet, dev, stat) and the target threads' CPU time and
+    /// context switches only when `slow` (the first and last samples always are): they
+    /// change slowly and cost most.
     fn sample(&mut self, prev: Option<&Raw>, slow: bool) -> Raw {
         let mut r = match (prev, slow) {
             (Some(p), false) => Raw {
@@ -188,47 +289,18 @@ impl Sampler {
         };
         r.t_ns = mono_ns();
         (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
+        // Between slow samples the followed sockets are read by exact sock_diag lookups;
+        // the full /proc scan (which also finds new sockets) runs at slow samples, and
+        // whenever a lookup does not find what it followed.
+        if slow || !self.diag_fast(&mut r) {
+            (r.srv_rxq, r.gen_rxq) = (0, 0);
+            self.scan(&mut r);
+        }
         let root = self.cfg.net_root.clone();
-        let socks = self.sockets(&root);
-        let gen_root = self.cfg.gen_root.clone();
-        let gen_socks: Vec<UdpSocket> = if gen_root == root {
-            vec![]
-        } else {
-            self.sockets(&gen_root)
-        };
-        let first = std::mem::replace(&mut self.first, false);
-        for s in &gen_socks {
-            if self.cfg.gen_inodes.contains(&s.inode) {
-                r.gen_rxq += s.rx_queue;
-                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
-            }
-        }
-        for s in &socks {
-            if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
-                r.srv_sockets += 1;
-                r.srv_rxq += s.rx_queue;
-                self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
-            } else if self.cfg.gen_inodes.contains(&s.inode) {
-                r.gen_rxq += s.rx_queue;
-                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
-            }
-        }
         r.srv_drops = self.srv_track.total();
         r.gen_drops = self.gen_track.total();
         r.srv_sockets = self.srv_track.0.len();
         let proc_root = self.proc_root.clone();
-        if let Some(pid) = self.cfg.target_pid {
-            r.task_run_ns = 0;
-            for tid in self.tids.clone() {
-                let dir = proc_root
-                    .join(pid.to_string())
-                    .join("task")
-                    .join(tid.to_string());
-                if let Ok(s) = live::schedstat(&dir) {
-                    r.task_run_ns += s.run_ns;
-                }
-            }
-        }
         if !r.slow {
             return r;
         }
@@ -266,15 +338,21 @@ impl Sampler {
                     .join(pid.to_string())
                     .join("task")
                     .join(tid.to_string());
-                if let Ok(s) = live::task_status(&dir) {
+                if let Ok(s) = live::task_status(&dir.join("status")) {
                     r.task_vol += s.voluntary_ctxt_switches;
                     r.task_invol += s.nonvoluntary_ctxt_switches;
+                }
+                if let Ok(s) = live::schedstat(&dir.join("schedstat")) {
+                    r.task_run_ns += s.run_ns;
                 }
             }
         }
         r
     }
 }
+
+/// Interval of the host-wide counters, ns.
+const SLOW_NS: u64 = 100_000_000;
 
 /// A running observer.
 pub struct Observer {
@@ -298,7 +376,30 @@ impl Observer {
             addr: cfg.target_addr,
         };
         let v6 = cfg.target_addr.is_none_or(|a| a.is_ipv6());
+        let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::UdpDiag> {
+            let pid = root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse::<u32>().ok());
+            match pid {
+                Some(pid) if crate::env::netns(Some(pid)) != crate::env::netns(None) => {
+                    tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::UdpDiag::open)
+                        .ok()?
+                        .ok()
+                }
+                _ => tpslab_net::diag::UdpDiag::open().ok(),
+            }
+        };
+        let diag = open_in(&cfg.net_root);
+        let gen_diag = if cfg.gen_root == cfg.net_root {
+            None
+        } else {
+            open_in(&cfg.gen_root)
+        };
         let mut sampler = Sampler {
+            followed: None,
+            diag,
+            gen_diag,
             v6,
             cfg,
             target,
@@ -310,9 +411,10 @@ impl Observer {
             proc_root: PathBuf::from("/proc"),
         };
         let first = sampler.sample(None, true);
-        // Host-wide counters every 10 ms at most: at 1 ms they would cost most of the
-        // observer's CPU time and they change slowly; socket queues keep the full rate.
-        let slow_every = (10_000_000 / interval.as_nanos().max(1) as u64).max(1) as usize;
+        // Host-wide counters (and the full socket scan) every 100 ms at most: they cost
+        // most of the observer's CPU time and change slowly; the followed sockets' queues
+        // and drops and the server threads' CPU time keep the full sampling rate.
+        let slow_every = (SLOW_NS / interval.as_nanos().max(1) as u64).max(1) as usize;
         let s2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("tpslab-observer".into())
@@ -455,10 +557,6 @@ fn build_report(
         let dt = (r.t_ns.saturating_sub(p.t_ns) as f64 / 1e9).max(1e-9);
         let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
         push("server_drops_per_s", rate(r.srv_drops, p.srv_drops));
-        push(
-            "target_cpu_pct",
-            100.0 * r.task_run_ns.saturating_sub(p.task_run_ns) as f64 / 1e9 / dt,
-        );
         let (a, b) = bracket(i);
         let (ra, rb) = (&raws[a], &raws[b]);
         let sdt = (rb.t_ns.saturating_sub(ra.t_ns) as f64 / 1e9).max(1e-9);
@@ -480,6 +578,10 @@ fn build_report(
         push(
             "target_invol_ctxt_per_s",
             srate(ra.task_invol, rb.task_invol),
+        );
+        push(
+            "target_cpu_pct",
+            100.0 * rb.task_run_ns.saturating_sub(ra.task_run_ns) as f64 / 1e9 / sdt,
         );
     }
     // Rates start at the second sample; the queue series start at the first.

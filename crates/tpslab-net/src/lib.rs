@@ -9,6 +9,7 @@
 //! - [`sched`]: CPU affinity and scheduling policy of the calling thread.
 
 pub mod batch;
+pub mod diag;
 pub mod ns;
 pub mod sched;
 pub mod sock;

@@ -113,10 +113,6 @@ fn read_opt(path: &Path) -> Result<Option<String>, ProcError> {
 /// Read a per-task file given either the file itself or the task directory
 /// (`/proc/PID` or `/proc/PID/task/TID`, in which case `name` is appended).
 fn read_task_file(path: &Path, name: &str) -> Result<(String, PathBuf), ProcError> {
-    if path.is_dir() {
-        let p = path.join(name);
-        return Ok((read(&p)?, p));
-    }
     match read_whole(path) {
         Ok(s) => Ok((s, path.to_path_buf())),
         Err(e) if e.kind() == io::ErrorKind::IsADirectory || path.is_dir() => {

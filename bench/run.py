@@ -168,9 +168,17 @@ def rusage_of(cmd):
     return float(out[0]), float(out[1])
 
 
-def observer_cost(interval, secs):
-    cpu, wall = rusage_of(ns(TPSLAB, "watch", "--port", "9", "--interval", interval, "--duration", f"{secs}s"))
-    return {"cpu_pct_of_core": 100 * cpu / wall}
+def observer_cost(interval, secs, port):
+    """Steady CPU of `tpslab watch` following a server socket and its threads: the
+    difference of a short and a long run, so start-up and the final report cancel out."""
+    srv = Bg([TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--duration", f"{2 * secs + 10}s"])
+    cmd = lambda d: ns(TPSLAB, "watch", "--pid", str(srv.p.pid), "--port", str(port), "--interval", interval,
+                       "--duration", f"{d}s")
+    c1, w1 = rusage_of(cmd(1))
+    c2, w2 = rusage_of(cmd(1 + secs))
+    srv.p.terminate()
+    srv.stop()
+    return {"cpu_pct_of_core": 100 * (c2 - c1) / (w2 - w1)}
 
 
 def peak_rss(secs):
@@ -222,7 +230,8 @@ def main():
                 for k, v in res.items():
                     rows.append(("ping-pong", name, 64, k, v, rnd))
             for iv in ("10ms", "1ms"):
-                for k, v in observer_cost(iv, a.seconds * 2).items():
+                port += 1
+                for k, v in observer_cost(iv, a.seconds * 3, port).items():
                     rows.append((f"observer-{iv}", "tpslab", 0, k, v, rnd))
         if a.long:
             for k, v in peak_rss(a.long).items():

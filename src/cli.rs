@@ -148,6 +148,10 @@ pub(crate) struct ServerFlags {
     /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
     #[arg(long)]
     pub(crate) cpus: Option<String>,
+    /// SO_BUSY_POLL in microseconds: busy-poll the device queue before sleeping in a
+    /// receive (NAPI devices only; root to raise it).
+    #[arg(long)]
+    pub(crate) busy_poll: Option<u32>,
     /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
     #[arg(long, default_value = "other")]
     pub(crate) sched: String,
@@ -398,6 +402,7 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         work_ns: f.work_ns,
         cpus,
         sched,
+        busy_poll_us: f.busy_poll,
     })
 }
 

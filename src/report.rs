@@ -172,6 +172,9 @@ pub fn print_server(s: &ServerReport, elapsed_s: f64) {
             format!("{:?}", s.cpus)
         }
     );
+    if let Some(us) = s.busy_poll_us {
+        println!("  SO_BUSY_POLL: {us} us");
+    }
     println!(
         "  SO_RCVBUF: requested {}, granted {} bytes{} (getsockopt; the kernel doubles the request, capped by net.core.rmem_max unless forced)",
         s.rcvbuf_requested_bytes.map_or("default (net.core.rmem_default)".to_string(), |b| format!("{b} bytes")),

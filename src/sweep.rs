@@ -40,7 +40,16 @@ struct Plan {
 }
 
 const FACTORS: &[&str] = &[
-    "rcvbuf", "cpus", "sched", "threads", "batch", "rate", "burst", "work_ns", "size",
+    "rcvbuf",
+    "cpus",
+    "sched",
+    "threads",
+    "batch",
+    "rate",
+    "burst",
+    "work_ns",
+    "size",
+    "busy_poll",
 ];
 
 fn parse_factor(spec: &str) -> Result<Factor> {
@@ -105,6 +114,13 @@ fn check_level(name: &str, level: &str) -> Result<()> {
         "work_ns" => {
             level.parse::<u64>().map_err(|_| bad("allowed ns"))?;
         }
+        "busy_poll" => {
+            if level != "off" {
+                level
+                    .parse::<u32>()
+                    .map_err(|_| bad("allowed microseconds or off"))?;
+            }
+        }
         "size" => {
             let v: usize = level.parse().map_err(|_| bad("allowed 40..=65507 bytes"))?;
             if !(40..=65507).contains(&v) {
@@ -146,6 +162,7 @@ fn cell_config(plan: &Plan, cell: &Cell) -> (ServerConfig, LoadConfig, Vec<(Stri
             "rate" => load.rate_pps = v.parse().unwrap_or(load.rate_pps),
             "burst" => load.burst = v.parse().unwrap_or(1),
             "work_ns" => srv.work_ns = v.parse().unwrap_or(0),
+            "busy_poll" => srv.busy_poll_us = v.parse().ok(),
             "size" => load.size_bytes = v.parse().unwrap_or(load.size_bytes),
             _ => sysctls.push((k.clone(), v.clone())),
         }
@@ -258,11 +275,9 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
         if !cmd.contains("{port}") {
             bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
         }
-        if let Some(f) = plan
-            .factors
-            .iter()
-            .find(|f| ["rcvbuf", "threads", "batch", "work_ns"].contains(&f.name.as_str()))
-        {
+        if let Some(f) = plan.factors.iter().find(|f| {
+            ["rcvbuf", "threads", "batch", "work_ns", "busy_poll"].contains(&f.name.as_str())
+        }) {
             bail!(
                 "--factor {}: a setting of tpslab's own server; with --server-cmd use cpus, sched, load factors or a sysctl",
                 f.name

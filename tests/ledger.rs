@@ -150,11 +150,14 @@ fn one_way_sink_has_no_reply_path() {
             "64",
             "--rcvbuf",
             "4000000",
+            "--busy-poll",
+            "50",
         ],
     );
     assert_exact(&rec);
     assert!(rec["ledger"]["reply"].is_null());
     assert_eq!(rec["server"]["mode"], "sink");
+    assert_eq!(rec["server"]["busy_poll_us"], 50);
     assert_eq!(u(&rec["server"]["answered"]), 0);
     assert_eq!(
         row(&rec["ledger"]["request"], "delivered"),

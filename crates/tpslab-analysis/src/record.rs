@@ -81,6 +81,9 @@ pub struct ServerReport {
     pub cpus: Vec<usize>,
     /// Scheduling policy of the threads ("other", "fifo:N", "rr:N").
     pub sched: String,
+    /// SO_BUSY_POLL of the sockets, us (None: not set).
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
     /// Inodes of the server sockets (as in /proc/net/udp).
     pub socket_inodes: Vec<u64>,
     /// Kernel thread ids of the server threads.

@@ -56,6 +56,9 @@ pub struct ServerConfig {
     pub cpus: Vec<usize>,
     /// Scheduling policy of each thread, like chrt.
     pub sched: SchedPolicy,
+    /// SO_BUSY_POLL of each socket, us (None: not set).
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +72,7 @@ impl Default for ServerConfig {
             work_ns: 0,
             cpus: vec![],
             sched: SchedPolicy::Other,
+            busy_poll_us: None,
         }
     }
 }
@@ -146,6 +150,11 @@ impl UdpServer {
             socks.push(s);
         }
         let mut grant = socks[0].default_grant().map_err(EngineError::Net)?;
+        if let Some(us) = config.busy_poll_us {
+            for s in &socks {
+                s.set_busy_poll(us).map_err(EngineError::Net)?;
+            }
+        }
         if let Some(bytes) = config.rcvbuf {
             for s in &socks {
                 grant = s.set_rcvbuf(bytes).map_err(EngineError::Net)?;
@@ -268,6 +277,7 @@ impl UdpServer {
             rcvbuf_forced: self.grant.forced,
             cpus: self.config.cpus.clone(),
             sched: self.config.sched.to_string(),
+            busy_poll_us: self.config.busy_poll_us,
             socket_inodes: self.inodes.clone(),
             tids: self.tids.clone(),
             received: sum(|t| &t.received),

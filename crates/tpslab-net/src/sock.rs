@@ -147,6 +147,26 @@ impl UdpSock {
             .map_err(|e| NetError::io(format!("setsockopt SO_SNDBUF {bytes}"), e))
     }
 
+    /// Sets SO_BUSY_POLL: a blocking receive busy-polls the device queue for up to `usec`
+    /// microseconds before sleeping (NIC queues with NAPI; raising it needs CAP_NET_ADMIN).
+    pub fn set_busy_poll(&self, usec: u32) -> Result<(), NetError> {
+        let v = usec as libc::c_int;
+        // SAFETY: setsockopt reads one c_int.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                &v as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetError::last(format!("setsockopt SO_BUSY_POLL {usec}")));
+        }
+        Ok(())
+    }
+
     /// Sets SO_RCVTIMEO: blocking receives return EAGAIN after `timeout`.
     pub fn set_read_timeout(&self, timeout: Duration) -> Result<(), NetError> {
         self.sock

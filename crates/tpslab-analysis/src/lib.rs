@@ -4,6 +4,7 @@
 //! Nothing here touches the network or /proc: a record read back from disk can be
 //! re-analysed.
 
+pub mod bdp;
 pub mod buffer;
 pub mod experiment;
 pub mod ledger;

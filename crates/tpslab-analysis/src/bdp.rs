@@ -1,0 +1,126 @@
+//! Bandwidth-delay product arithmetic (S4): the window a TCP flow needs for a rate over an
+//! RTT, the buffers that give that window, and the ceiling a given buffer imposes.
+
+use serde::{Deserialize, Serialize};
+
+/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `10mbps` (megabytes per
+/// second), `125000000` (bit/s). Decimal units. Returns bits per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let bad = || {
+        format!("rate \"{s}\": allowed a number with bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps for bytes/s), e.g. 80mbit")
+    };
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let mult = match unit.trim() {
+        "" | "bit" | "bit/s" => 1.0,
+        "kbit" | "kbit/s" => 1e3,
+        "mbit" | "mbit/s" => 1e6,
+        "gbit" | "gbit/s" => 1e9,
+        "bps" | "b/s" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
+        _ => return Err(bad()),
+    };
+    let r = v * mult;
+    if !(r.is_finite() && r > 0.0) {
+        return Err(bad());
+    }
+    Ok(r)
+}
+
+/// Parses a size such as `64KiB`, `1MiB`, `65536`, `64KB` (decimal), returns bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("size \"{s}\": allowed bytes with B, KiB, MiB, GiB (binary) or KB, MB, GB (decimal), e.g. 64KiB")
+    };
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: u64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        _ => return Err(bad()),
+    };
+    v.checked_mul(mult).filter(|&b| b > 0).ok_or_else(bad)
+}
+
+/// The bandwidth-delay product: bytes in flight to fill `rate_bps` over `rtt_s`.
+pub fn bdp_bytes(rate_bps: f64, rtt_s: f64) -> u64 {
+    (rate_bps / 8.0 * rtt_s).ceil() as u64
+}
+
+/// The most a window of `window_bytes` carries over `rtt_s`: window / RTT, bits/s.
+pub fn window_ceiling_bps(window_bytes: u64, rtt_s: f64) -> f64 {
+    window_bytes as f64 * 8.0 / rtt_s
+}
+
+/// Buffers a flow needs for a rate over an RTT.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BufferPlan {
+    /// The bandwidth-delay product, bytes.
+    pub bdp_bytes: u64,
+    /// Buffer that yields a window of the BDP: twice it, because the kernel advertises
+    /// only part of the buffer as window (the rest covers skb overhead; tcp_adv_win_scale
+    /// / the measured scaling ratio), rounded up to 64 KiB.
+    pub buffer_bytes: u64,
+}
+
+/// The buffer plan for `rate_bps` over `rtt_s`.
+pub fn buffer_plan(rate_bps: f64, rtt_s: f64) -> BufferPlan {
+    let bdp = bdp_bytes(rate_bps, rtt_s);
+    BufferPlan {
+        bdp_bytes: bdp,
+        buffer_bytes: (bdp * 2).div_ceil(65536) * 65536,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s4_64k_window_over_30ms_caps_at_17_mbit() {
+        let c = window_ceiling_bps(parse_size("64KiB").unwrap(), 0.030);
+        // 65536 B * 8 / 0.03 s = 17.476 Mbit/s: S4's "~17 Mbit/s".
+        assert!((c / 1e6 - 17.476).abs() < 0.001, "{c}");
+        // Below the vendor's 30 Mbit/s minimum on a 622 Mbit/s link.
+        assert!(c < parse_rate("30mbit").unwrap());
+    }
+
+    #[test]
+    fn s4_fix_for_80_mbit() {
+        let p = buffer_plan(parse_rate("80mbit").unwrap(), 0.030);
+        assert_eq!(p.bdp_bytes, 300_000);
+        assert_eq!(p.buffer_bytes, 655_360); // 600000 rounded up to 64 KiB
+                                             // That window carries the rate; the old 64 KiB would not.
+        assert!(window_ceiling_bps(p.bdp_bytes, 0.030) >= 80e6);
+    }
+
+    #[test]
+    fn units_and_errors() {
+        assert_eq!(parse_rate("1gbit").unwrap(), 1e9);
+        assert_eq!(parse_rate("10mbps").unwrap(), 80e6);
+        assert_eq!(parse_rate("622Mbit").unwrap(), 622e6);
+        assert_eq!(parse_rate("1500").unwrap(), 1500.0);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("0mbit").is_err());
+        assert!(parse_rate("80 furlongs").is_err());
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("64KB").unwrap(), 64_000);
+        assert_eq!(parse_size("65536").unwrap(), 65536);
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("99999999999GiB").is_err());
+    }
+}

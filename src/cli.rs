@@ -341,10 +341,22 @@ fn bdp_cmd(a: &BdpArgs) -> Result<ExitCode> {
             c / 1e6,
             c / 8.0 / 1024.0
         );
+        println!(
+            "As a socket buffer ({bytes} bytes of SO_RCVBUF/tcp_rmem), the advertised window is smaller (the kernel keeps part for overhead): about half, {:.1} Mbit/s.",
+            c / 2e6
+        );
     }
     if let Some(r) = &a.rate {
         let rate = bdp::parse_rate(r).map_err(|e| anyhow!("--rate {e}"))?;
         let p = bdp::buffer_plan(rate, rtt);
+        if p.bdp_bytes > bdp::MAX_TCP_WINDOW {
+            bail!(
+                "--rate {r} over --rtt {}: {} bytes in flight, more than the largest TCP window ({} bytes): use several flows",
+                humantime::format_duration(a.rtt),
+                p.bdp_bytes,
+                bdp::MAX_TCP_WINDOW
+            );
+        }
         println!(
             "{:.1} Mbit/s over a {ms:.1} ms RTT needs {} bytes in flight (the bandwidth-delay product); the kernel advertises only part of a buffer as window, so give it {} bytes.",
             rate / 1e6,

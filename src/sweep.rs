@@ -52,12 +52,10 @@ const FACTORS: &[&str] = &[
     "busy_poll",
 ];
 
-fn parse_factor(spec: &str) -> Result<Factor> {
-    let (name, levels) = spec.split_once('=').ok_or_else(|| {
-        anyhow!("--factor \"{spec}\": allowed NAME=L1,L2,... e.g. rcvbuf=212992,8388608")
-    })?;
-    let levels: Vec<String> = levels.split(',').map(|l| l.trim().to_string()).collect();
-    if levels.len() < 2 || levels.iter().any(|l| l.is_empty()) {
+/// A factor from its name and levels, each level checked; at least two distinct levels.
+fn factor_of(name: &str, levels: Vec<String>) -> Result<Factor> {
+    let spec = format!("{name}={}", levels.join(","));
+    if levels.len() < 2 || levels.iter().any(|l| l.trim().is_empty()) {
         bail!("--factor \"{spec}\": give at least two non-empty levels, the first is the baseline");
     }
     let mut uniq = levels.clone();
@@ -66,14 +64,23 @@ fn parse_factor(spec: &str) -> Result<Factor> {
     if uniq.len() != levels.len() {
         bail!("--factor \"{spec}\": each level once");
     }
-    let f = Factor {
+    for l in &levels {
+        check_level(name, l)?;
+    }
+    Ok(Factor {
         name: name.to_string(),
         levels,
-    };
-    for l in &f.levels {
-        check_level(&f.name, l)?;
-    }
-    Ok(f)
+    })
+}
+
+fn parse_factor(spec: &str) -> Result<Factor> {
+    let (name, levels) = spec.split_once('=').ok_or_else(|| {
+        anyhow!("--factor \"{spec}\": allowed NAME=L1,L2,... e.g. rcvbuf=212992,8388608")
+    })?;
+    factor_of(
+        name,
+        levels.split(',').map(|l| l.trim().to_string()).collect(),
+    )
 }
 
 fn check_level(name: &str, level: &str) -> Result<()> {
@@ -112,7 +119,12 @@ fn check_level(name: &str, level: &str) -> Result<()> {
             }
         }
         "work_ns" => {
-            level.parse::<u64>().map_err(|_| bad("allowed ns"))?;
+            let v: u64 = level
+                .parse()
+                .map_err(|_| bad("allowed 0..=1000000000 ns"))?;
+            if v > 1_000_000_000 {
+                return Err(bad("allowed 0..=1000000000 ns"));
+            }
         }
         "busy_poll" => {
             if level != "off" {
@@ -418,7 +430,7 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
                         v => v.to_string(),
                     })
                     .collect();
-                parse_factor(&format!("{}={}", x.name, levels.join(",")))
+                factor_of(&x.name, levels)
             })
             .collect::<Result<_>>()?;
     }
@@ -496,6 +508,7 @@ impl UserServer {
 
 impl Drop for UserServer {
     fn drop(&mut self) {
+        tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
         // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
         // SAFETY: kill on our own child's PID.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
@@ -511,16 +524,77 @@ impl Drop for UserServer {
     }
 }
 
+/// Checks a plan however it was made (flags, plan file, or plan.json on --resume): the
+/// same limits as the command line's.
+fn check_plan(plan: &Plan) -> Result<()> {
+    let (srv, load) = (&plan.server, &plan.load);
+    if !(1..=1024).contains(&srv.threads) || !(1..=1024).contains(&srv.batch) {
+        bail!(
+            "plan: server threads {} and batch {}: allowed 1..=1024",
+            srv.threads,
+            srv.batch
+        );
+    }
+    if srv
+        .rcvbuf
+        .is_some_and(|b| b == 0 || b > (i32::MAX / 2) as u64)
+        || srv.work_ns > 1_000_000_000
+    {
+        bail!("plan: server rcvbuf 1..=1073741823 bytes and work_ns 0..=1000000000 allowed");
+    }
+    if !(load.rate_pps > 0.0 && (load.rate_pps <= 100e6 || load.is_max())) {
+        bail!(
+            "plan: load rate {}: allowed above 0 up to 100000000 pps",
+            load.rate_pps
+        );
+    }
+    if load.payload.is_none() && !(40..=65507).contains(&load.size_bytes) {
+        bail!(
+            "plan: load size {}: allowed 40..=65507 bytes",
+            load.size_bytes
+        );
+    }
+    if load.burst == 0 || !(1..=256).contains(&load.threads) {
+        bail!("plan: load burst >= 1 and threads 1..=256 allowed");
+    }
+    if load.duration.is_zero() || load.duration > std::time::Duration::from_secs(24 * 3600) {
+        bail!("plan: load duration: allowed above 0 up to 24h");
+    }
+    if load.warmup > std::time::Duration::from_secs(3600) {
+        bail!("plan: load warmup: allowed up to 1h");
+    }
+    if !(plan.interval_ms >= 1.0 && plan.interval_ms <= 60_000.0) {
+        bail!("plan: interval_ms {}: allowed 1..=60000", plan.interval_ms);
+    }
+    if !(1..=100).contains(&plan.repeat) {
+        bail!("plan: repeat {}: allowed 1..=100", plan.repeat);
+    }
+    if plan.factors.is_empty() {
+        bail!("plan: no factor");
+    }
+    for f in &plan.factors {
+        factor_of(&f.name, f.levels.clone())?;
+    }
+    Ok(())
+}
+
 /// Runs `tpslab sweep`.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let plan_path = a.out.join("plan.json");
     let plan: Plan = if a.resume {
         let text = std::fs::read_to_string(&plan_path)
             .with_context(|| format!("--resume: no plan in {}", a.out.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("--resume: {}", plan_path.display()))?
+        let plan: Plan = serde_json::from_str(&text)
+            .with_context(|| format!("--resume: {}", plan_path.display()))?;
+        check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;
+        plan
     } else {
         let plan = make_plan(&a)?;
-        if plan_path.exists() {
+        check_plan(&plan)?;
+        let leftovers = std::fs::read_dir(&a.out).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("cell")))
+        });
+        if plan_path.exists() || leftovers {
             bail!(
                 "--out {}: holds a sweep already; --resume to continue it or choose another folder",
                 a.out.display()
@@ -693,7 +767,11 @@ fn print_result(plan: &Plan, r: &SweepResult, notes: &[String]) {
     let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| c.figures.get(k).copied();
     for c in &r.cells {
         let loss = e(c, "loss_pct").map_or("-".into(), |x| {
-            format!("{:.2} [{:.2}, {:.2}]", x.mean, x.ci_lo, x.ci_hi)
+            if x.ci_lo.is_nan() {
+                format!("{:.2} [-]", x.mean)
+            } else {
+                format!("{:.2} [{:.2}, {:.2}]", x.mean, x.ci_lo, x.ci_hi)
+            }
         });
         let pm =
             |k: &str| e(c, k).map_or("-".into(), |x| format!("{:.0} ± {:.0}", x.mean, x.stddev));

@@ -6,7 +6,9 @@ mod common;
 fn s4_buffer_ceiling_and_the_buffer_80_mbit_needs() {
     let o = common::run({
         let mut c = common::tpslab();
-        c.args(["bdp", "--buffer", "64KiB", "--rate", "80mbit", "--rtt", "30ms"]);
+        c.args([
+            "bdp", "--buffer", "64KiB", "--rate", "80mbit", "--rtt", "30ms",
+        ]);
         c
     });
     assert!(o.status.success());

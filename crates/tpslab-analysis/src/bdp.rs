@@ -3,11 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `10mbps` (megabytes per
-/// second), `125000000` (bit/s). Decimal units. Returns bits per second.
+/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `100Mbps` (megabits per
+/// second, as networks count), `10MB/s` (megabytes per second), `125000000` (bit/s).
+/// Decimal units. Returns bits per second.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let bad = || {
-        format!("rate \"{s}\": allowed a number with bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps for bytes/s), e.g. 80mbit")
+        format!("rate \"{s}\": allowed a number with bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps; kB/s, MB/s, GB/s for bytes), e.g. 80mbit")
     };
     let t = s.trim().to_ascii_lowercase();
     let split = t
@@ -16,14 +17,14 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| bad())?;
     let mult = match unit.trim() {
-        "" | "bit" | "bit/s" => 1.0,
-        "kbit" | "kbit/s" => 1e3,
-        "mbit" | "mbit/s" => 1e6,
-        "gbit" | "gbit/s" => 1e9,
-        "bps" | "b/s" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
+        "" | "bit" | "bit/s" | "bps" => 1.0,
+        "kbit" | "kbit/s" | "kbps" => 1e3,
+        "mbit" | "mbit/s" | "mbps" => 1e6,
+        "gbit" | "gbit/s" | "gbps" => 1e9,
+        "b/s" => 8.0,
+        "kb/s" => 8e3,
+        "mb/s" => 8e6,
+        "gb/s" => 8e9,
         _ => return Err(bad()),
     };
     let r = v * mult;
@@ -81,9 +82,12 @@ pub fn buffer_plan(rate_bps: f64, rtt_s: f64) -> BufferPlan {
     let bdp = bdp_bytes(rate_bps, rtt_s);
     BufferPlan {
         bdp_bytes: bdp,
-        buffer_bytes: (bdp * 2).div_ceil(65536) * 65536,
+        buffer_bytes: bdp.saturating_mul(2).div_ceil(65536).saturating_mul(65536),
     }
 }
+
+/// The largest window TCP can advertise: 65535 << 14 (window scale 14), bytes.
+pub const MAX_TCP_WINDOW: u64 = 65535 << 14;
 
 #[cfg(test)]
 mod tests {
@@ -110,7 +114,8 @@ mod tests {
     #[test]
     fn units_and_errors() {
         assert_eq!(parse_rate("1gbit").unwrap(), 1e9);
-        assert_eq!(parse_rate("10mbps").unwrap(), 80e6);
+        assert_eq!(parse_rate("100Mbps").unwrap(), 100e6);
+        assert_eq!(parse_rate("10MB/s").unwrap(), 80e6);
         assert_eq!(parse_rate("622Mbit").unwrap(), 622e6);
         assert_eq!(parse_rate("1500").unwrap(), 1500.0);
         assert!(parse_rate("fast").is_err());

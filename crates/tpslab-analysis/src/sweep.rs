@@ -174,7 +174,7 @@ impl RunMetrics {
             // One way: datagrams the server read per second of the window.
             m.tps = g.window_sent as f64 * (1.0 - m.loss_pct / 100.0) / g.duration_s;
         }
-        if g.match_mode != crate::record::MatchMode::None {
+        if g.match_mode != crate::record::MatchMode::None && g.latency_intended.count > 0 {
             m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
             m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
         }
@@ -286,9 +286,11 @@ pub struct SweepResult {
 
 /// Analyses the runs: `runs[i] = (cell id, metrics)`.
 pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objective) -> SweepResult {
+    // Runs whose generator did not keep its schedule describe the tool: they are counted
+    // and reported, not averaged (a starved generator offers less and "loses" less).
     let values = |cell: usize, fig: &str| -> Vec<f64> {
         runs.iter()
-            .filter(|(c, _)| *c == cell)
+            .filter(|(c, m)| *c == cell && m.valid)
             .map(|(_, m)| m.figures().get(fig).copied().unwrap_or(f64::NAN))
             .filter(|x| !x.is_nan())
             .collect()
@@ -399,14 +401,36 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             ));
         }
     }
+    // The best cell must beat the baseline by more than the noise (its effect on the
+    // objective is significant in the better direction); otherwise the baseline stays.
+    let better = |id: usize| {
+        id == 0
+            || effects.iter().any(|e| {
+                e.cell == id
+                    && e.effects.get(obj).is_some_and(|x| {
+                        x.significant
+                            && if lower_better {
+                                x.diff < 0.0
+                            } else {
+                                x.diff > 0.0
+                            }
+                    })
+            })
+    };
     let best = results
         .iter()
+        .filter(|r| r.invalid_runs == 0 && better(r.cell.id))
         .filter_map(|r| r.figures.get(obj).map(|e| (r.cell.id, e.mean)))
         .min_by(|a, b| {
             let (x, y) = if lower_better { (a.1, b.1) } else { (b.1, a.1) };
             x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
         })
         .map(|(id, _)| id);
+    if best == Some(0) && cells.len() > 1 {
+        findings.push(format!(
+            "no setting beat the baseline on {obj} by more than the noise"
+        ));
+    }
     SweepResult {
         cells: results,
         effects,

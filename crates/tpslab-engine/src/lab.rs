@@ -63,6 +63,9 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     };
     let load = UdpLoad::prepare(plan.load.clone())?;
     let own_pid = std::process::id();
+    let same_ns = plan
+        .target_pid
+        .is_none_or(|p| crate::env::netns(Some(p)) == crate::env::netns(None));
     let net_root = match (server.is_some(), plan.target_pid) {
         (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
         _ => PathBuf::from("/proc/self"),
@@ -86,7 +89,12 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         target_port: target.port,
         target_addr: target.addr,
         gen_inodes: load.socket_inodes(),
-        gen_root: PathBuf::from("/proc/self"),
+        // The same namespace under two paths would list the generator's sockets twice.
+        gen_root: if same_ns {
+            net_root.clone()
+        } else {
+            PathBuf::from("/proc/self")
+        },
         target_pid: if server.is_some() {
             Some(own_pid)
         } else {
@@ -111,9 +119,10 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     // The generator's sockets close only after the final sample has seen them.
     drop(load);
     let srv = server.map(|s| s.stop());
-    let same_ns = plan
-        .target_pid
-        .is_none_or(|p| crate::env::netns(Some(p)) == crate::env::netns(None));
+    // This thread read the target's /proc files while waiting for it to drain.
+    if let Some(pid) = plan.target_pid {
+        tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{pid}")));
+    }
     let mut notes = vec![];
     let (ledger, gen) = build_ledger(
         &plan,

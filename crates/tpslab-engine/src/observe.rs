@@ -140,6 +140,31 @@ fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
     a.mem_errors += b.mem_errors;
 }
 
+/// The local address of the kernel's delivery lookup for `s` (loopback for a wildcard
+/// bind).
+fn lookup_local(s: &UdpSocket) -> SocketAddr {
+    if s.local.ip().is_unspecified() {
+        let lo: std::net::IpAddr = if s.local.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        };
+        SocketAddr::new(lo, s.local.port())
+    } else {
+        s.local
+    }
+}
+
+/// The peer of the delivery lookup: the connected peer, or any (port 1) for an unconnected
+/// socket.
+fn lookup_remote(s: &UdpSocket) -> SocketAddr {
+    if s.remote.port() != 0 {
+        s.remote
+    } else {
+        SocketAddr::new(lookup_local(s).ip(), 1)
+    }
+}
+
 struct Sampler {
     cfg: ObserverConfig,
     /// Sockets read by sock_diag between scans: (socket as last scanned, is a target,
@@ -211,6 +236,32 @@ impl Sampler {
                 followed.push((s.clone(), false, false));
             }
         }
+        // A socket the scan missed (its listing shifted between two page reads) is kept
+        // while a lookup still finds it.
+        let previous = self.followed.take().unwrap_or_default();
+        for (s, is_target, other_ns) in previous {
+            if followed.iter().any(|(f, _, _)| f.inode == s.inode) {
+                continue;
+            }
+            let diag = if other_ns {
+                &mut self.gen_diag
+            } else {
+                &mut self.diag
+            };
+            let Some(d) = diag.as_mut() else { continue };
+            if let Ok(Some(m)) = d.lookup(lookup_local(&s), lookup_remote(&s)) {
+                if m.inode == s.inode {
+                    if is_target {
+                        r.srv_rxq += m.rx_queue;
+                        self.srv_track.see(s.inode, m.drops, false);
+                    } else {
+                        r.gen_rxq += m.rx_queue;
+                        self.gen_track.see(s.inode, m.drops, false);
+                    }
+                    followed.push((s, is_target, other_ns));
+                }
+            }
+        }
         // An unconnected socket is found by its local address: sockets sharing one
         // (SO_REUSEPORT) cannot be told apart by a lookup, so those stay on the scan.
         let mut locals: Vec<SocketAddr> = followed
@@ -239,24 +290,7 @@ impl Sampler {
             let Some(d) = diag.as_mut() else {
                 return false;
             };
-            // The lookup is the kernel's delivery lookup: from the peer (any, for an
-            // unconnected socket) to the local address (loopback for a wildcard bind).
-            let local = if s.local.ip().is_unspecified() {
-                let lo: std::net::IpAddr = if s.local.is_ipv4() {
-                    std::net::Ipv4Addr::LOCALHOST.into()
-                } else {
-                    std::net::Ipv6Addr::LOCALHOST.into()
-                };
-                SocketAddr::new(lo, s.local.port())
-            } else {
-                s.local
-            };
-            let remote = if s.remote.port() != 0 {
-                s.remote
-            } else {
-                SocketAddr::new(local.ip(), 1)
-            };
-            match d.lookup(local, remote) {
+            match d.lookup(lookup_local(&s), lookup_remote(&s)) {
                 Ok(Some(m)) if m.inode == s.inode => {
                     if is_target {
                         r.srv_rxq += m.rx_queue;
@@ -375,7 +409,8 @@ impl Observer {
             port: cfg.target_port,
             addr: cfg.target_addr,
         };
-        let v6 = cfg.target_addr.is_none_or(|a| a.is_ipv6());
+        // IPv4 traffic also reaches dual-stack [::] sockets, listed in udp6: read both.
+        let v6 = true;
         let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::UdpDiag> {
             let pid = root
                 .file_name()
@@ -410,18 +445,34 @@ impl Observer {
             errors: BTreeSet::new(),
             proc_root: PathBuf::from("/proc"),
         };
-        let first = sampler.sample(None, true);
-        // Host-wide counters (and the full socket scan) every 100 ms at most: they cost
-        // most of the observer's CPU time and change slowly; the followed sockets' queues
-        // and drops and the server threads' CPU time keep the full sampling rate.
+        // Host-wide counters, the full socket scan and the target threads' CPU time every
+        // 100 ms at most: they cost most of the observer's CPU time and change slowly; the
+        // followed sockets' queues and drops keep the full sampling rate.
         let slow_every = (SLOW_NS / interval.as_nanos().max(1) as u64).max(1) as usize;
         let s2 = stop.clone();
+        // The first sample is taken on the observer thread too (its /proc file handles live
+        // and die with that thread); start() returns once it is taken.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("tpslab-observer".into())
             .spawn(move || {
+                let first = sampler.sample(None, true);
+                let _ = ready_tx.send(());
                 let mut raws = vec![first];
                 let step = interval.as_nanos() as u64;
-                let mut next = raws[0].t_ns + step;
+                // Each tick is moved by up to +-1/4 interval at random: a load whose period
+                // is a multiple of the interval (bursts every 50 ms, samples every 10 ms)
+                // would otherwise always be sampled at the same phase and, for example,
+                // never see the queue full. Timestamps are kept, so rates stay exact.
+                let mut rng = raws[0].t_ns | 1;
+                let mut jitter = move || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (rng % (step / 2 + 1)) as i64 - (step / 4) as i64
+                };
+                let mut base = raws[0].t_ns + step;
+                let mut next = base.saturating_add_signed(jitter());
                 while !s2.load(Relaxed) {
                     let now = mono_ns();
                     if now < next {
@@ -431,11 +482,12 @@ impl Observer {
                     let slow = raws.len() % slow_every == 0;
                     let r = sampler.sample(raws.last(), slow);
                     raws.push(r);
-                    next += step;
-                    if next < mono_ns() {
+                    base += step;
+                    if base < mono_ns() {
                         // Fell behind (the machine is saturated): skip missed ticks.
-                        next = mono_ns() + step;
+                        base = mono_ns() + step;
                     }
+                    next = base.saturating_add_signed(jitter());
                 }
                 let last = sampler.sample(raws.last(), true);
                 raws.push(last);
@@ -443,6 +495,7 @@ impl Observer {
                 (raws, sampler.errors, sched)
             })
             .expect("spawn observer thread");
+        let _ = ready_rx.recv();
         Observer {
             stop,
             handle,
@@ -544,7 +597,13 @@ fn build_report(
     let bracket = |i: usize| -> (usize, usize) {
         let k = slow.partition_point(|&s| s < i);
         let b = slow.get(k).copied().unwrap_or(raws.len() - 1);
-        let a = if k == 0 { 0 } else { slow[k - 1] };
+        let mut a = if k == 0 { 0 } else { slow[k - 1] };
+        // The final sample is forced: a last interval much shorter than the slow period
+        // would turn tick-sized counters (CPU time) into absurd rates; merge it.
+        let short = raws[b].t_ns.saturating_sub(raws[a].t_ns) < SLOW_NS / 2;
+        if b == raws.len() - 1 && short && k >= 2 {
+            a = slow[k - 2];
+        }
         (a, b)
     };
     for (i, r) in raws.iter().enumerate() {

@@ -148,7 +148,10 @@ impl UdpDiag {
             }
             let len = (u32_at(msg, 0) as usize).min(msg.len());
             if u16_at(msg, 4) == NLMSG_ERROR {
-                let errno = -(u32_at(msg, 16) as i32);
+                if len < 20 {
+                    return Err(std::io::Error::other("short netlink error"));
+                }
+                let errno = (u32_at(msg, 16) as i32).wrapping_neg();
                 return if errno == libc::ENOENT {
                     Ok(None)
                 } else {

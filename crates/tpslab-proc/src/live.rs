@@ -39,56 +39,72 @@ impl ProcError {
     }
 }
 
-/// Reads a /proc file with one large read(2) where possible. Files such as
-/// /proc/net/udp are generated in chunks: between two read calls the kernel restarts its
-/// walk by position, so sockets created or closed in between shift the listing and an
-/// entry can be skipped. std's read_to_string starts with a 32-byte probe read, which
-/// makes that likely; a 256 KiB first read gets the whole table in one pass.
+thread_local! {
+    // Open /proc files of this thread: reading again from offset 0 regenerates them
+    // without walking the path and opening the file again (half the cost of a read).
+    static FILES: std::cell::RefCell<std::collections::HashMap<PathBuf, std::fs::File>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Reads a /proc file in as few read(2) calls as the kernel allows. Files such as
+/// /proc/net/udp are generated a page at a time: between two read calls the kernel
+/// restarts its walk by position, so sockets created or closed in between can shift the
+/// listing and an entry can be skipped. std's read_to_string starts with a 32-byte probe
+/// read, which makes that far more likely; large reads keep the restarts to one a page
+/// (the observer follows its sockets by sock_diag lookups between scans, and keeps a
+/// socket a scan missed until a lookup says it is gone).
 fn read_whole(path: &Path) -> io::Result<String> {
-    use std::os::unix::fs::FileExt;
     thread_local! {
         // Reused across calls: a sampler at 1 ms must not map and fault in 256 KiB each
-        // time, nor walk the path and open the file again (half the cost of a read).
+        // time.
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        static FILES: std::cell::RefCell<std::collections::HashMap<PathBuf, std::fs::File>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
     }
-    let file = FILES.with(|f| -> io::Result<std::fs::File> {
+    FILES.with(|f| -> io::Result<()> {
         let mut files = f.borrow_mut();
-        if let Some(file) = files.get(path) {
-            return file.try_clone();
+        if !files.contains_key(path) {
+            files.insert(path.to_path_buf(), std::fs::File::open(path)?);
         }
-        let file = std::fs::File::open(path)?;
-        files.insert(path.to_path_buf(), file.try_clone()?);
-        Ok(file)
+        Ok(())
     })?;
-    let result = BUF.with(|b| {
-        let mut buf = b.borrow_mut();
-        if buf.len() < 256 * 1024 {
-            buf.resize(256 * 1024, 0);
-        }
-        let mut len = 0;
-        loop {
-            if len == buf.len() {
-                let n = len * 2;
-                buf.resize(n, 0);
-            }
-            // pread from 0 makes the kernel generate the file anew.
-            match file.read_at(&mut buf[len..], len as u64) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        String::from_utf8(buf[..len].to_vec())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    let result = FILES.with(|f| {
+        let files = f.borrow();
+        let file = &files[path];
+        BUF.with(|b| read_into(file, &mut b.borrow_mut()))
     });
     if result.is_err() {
         // A task that exited, a namespace that went away: open afresh next time.
         FILES.with(|f| f.borrow_mut().remove(path));
     }
     result
+}
+
+fn read_into(file: &std::fs::File, buf: &mut Vec<u8>) -> io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    if buf.len() < 256 * 1024 {
+        buf.resize(256 * 1024, 0);
+    }
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            let n = len * 2;
+            buf.resize(n, 0);
+        }
+        // pread from 0 makes the kernel generate the file anew.
+        match file.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(buf[..len].to_vec())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Closes this thread's cached handles of files under `prefix` (e.g. `/proc/1234` once that
+/// process's run is over), so long sweeps do not keep descriptors of gone processes.
+pub fn forget_under(prefix: &Path) {
+    FILES.with(|f| f.borrow_mut().retain(|p, _| !p.starts_with(prefix)));
 }
 
 fn read(path: &Path) -> Result<String, ProcError> {

@@ -155,6 +155,10 @@ pub(crate) struct ServerFlags {
     /// receive (NAPI devices only; root to raise it).
     #[arg(long)]
     pub(crate) busy_poll: Option<u32>,
+    /// UDP_GRO: read datagrams coalesced by GSO senders as one buffer (each still counted
+    /// and answered one by one; replies leave as one GSO send).
+    #[arg(long)]
+    pub(crate) gro: bool,
     /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
     #[arg(long, default_value = "other")]
     pub(crate) sched: String,
@@ -521,6 +525,7 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         cpus,
         sched,
         busy_poll_us: f.busy_poll,
+        gro: f.gro,
     })
 }
 

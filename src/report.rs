@@ -172,6 +172,9 @@ pub fn print_server(s: &ServerReport, elapsed_s: f64) {
             format!("{:?}", s.cpus)
         }
     );
+    if s.gro {
+        println!("  UDP_GRO: on (coalesced datagrams counted and answered one by one)");
+    }
     if let Some(us) = s.busy_poll_us {
         println!("  SO_BUSY_POLL: {us} us");
     }

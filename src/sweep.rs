@@ -50,6 +50,7 @@ const FACTORS: &[&str] = &[
     "work_ns",
     "size",
     "busy_poll",
+    "gro",
 ];
 
 /// A factor from its name and levels, each level checked; at least two distinct levels.
@@ -126,6 +127,11 @@ fn check_level(name: &str, level: &str) -> Result<()> {
                 return Err(bad("allowed 0..=1000000000 ns"));
             }
         }
+        "gro" => {
+            if level != "on" && level != "off" {
+                return Err(bad("allowed on, off"));
+            }
+        }
         "busy_poll" => {
             if level != "off" {
                 level
@@ -175,6 +181,7 @@ fn cell_config(plan: &Plan, cell: &Cell) -> (ServerConfig, LoadConfig, Vec<(Stri
             "burst" => load.burst = v.parse().unwrap_or(1),
             "work_ns" => srv.work_ns = v.parse().unwrap_or(0),
             "busy_poll" => srv.busy_poll_us = v.parse().ok(),
+            "gro" => srv.gro = v == "on",
             "size" => load.size_bytes = v.parse().unwrap_or(load.size_bytes),
             _ => sysctls.push((k.clone(), v.clone())),
         }
@@ -288,7 +295,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
             bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
         }
         if let Some(f) = plan.factors.iter().find(|f| {
-            ["rcvbuf", "threads", "batch", "work_ns", "busy_poll"].contains(&f.name.as_str())
+            ["rcvbuf", "threads", "batch", "work_ns", "busy_poll", "gro"].contains(&f.name.as_str())
         }) {
             bail!(
                 "--factor {}: a setting of tpslab's own server; with --server-cmd use cpus, sched, load factors or a sysctl",

@@ -84,6 +84,9 @@ pub struct ServerReport {
     /// SO_BUSY_POLL of the sockets, us (None: not set).
     #[serde(default)]
     pub busy_poll_us: Option<u32>,
+    /// UDP_GRO on the sockets (coalesced datagrams counted one by one).
+    #[serde(default)]
+    pub gro: bool,
     /// Inodes of the server sockets (as in /proc/net/udp).
     pub socket_inodes: Vec<u64>,
     /// Kernel thread ids of the server threads.

@@ -59,6 +59,11 @@ pub struct ServerConfig {
     /// SO_BUSY_POLL of each socket, us (None: not set).
     #[serde(default)]
     pub busy_poll_us: Option<u32>,
+    /// UDP_GRO: read coalesced datagrams (from GSO senders) as one buffer of segments;
+    /// each segment is a datagram for the counts and the workload, and replies leave as
+    /// one GSO send. Uses recvmmsg whatever `batch` says.
+    #[serde(default)]
+    pub gro: bool,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +78,7 @@ impl Default for ServerConfig {
             cpus: vec![],
             sched: SchedPolicy::Other,
             busy_poll_us: None,
+            gro: false,
         }
     }
 }
@@ -150,6 +156,11 @@ impl UdpServer {
             socks.push(s);
         }
         let mut grant = socks[0].default_grant().map_err(EngineError::Net)?;
+        if config.gro {
+            for s in &socks {
+                s.set_gro(true).map_err(EngineError::Net)?;
+            }
+        }
         if let Some(us) = config.busy_poll_us {
             for s in &socks {
                 s.set_busy_poll(us).map_err(EngineError::Net)?;
@@ -278,6 +289,7 @@ impl UdpServer {
             cpus: self.config.cpus.clone(),
             sched: self.config.sched.to_string(),
             busy_poll_us: self.config.busy_poll_us,
+            gro: self.config.gro,
             socket_inodes: self.inodes.clone(),
             tids: self.tids.clone(),
             received: sum(|t| &t.received),
@@ -319,7 +331,7 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
         }
         busy_work(cfg.work_ns);
     };
-    if cfg.batch <= 1 {
+    if cfg.batch <= 1 && !cfg.gro {
         let mut buf = vec![0u8; SLOT_BYTES];
         let mut peer = tpslab_net::sock::PeerAddr::default();
         loop {
@@ -355,7 +367,13 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
             }
         }
     }
-    let mut rb = RecvBatch::new(cfg.batch, SLOT_BYTES);
+    let mut rb = if cfg.gro {
+        RecvBatch::with_gro(cfg.batch, SLOT_BYTES)
+    } else {
+        RecvBatch::new(cfg.batch, SLOT_BYTES)
+    };
+    // Datagrams in each received buffer (more than 1 when coalesced by GRO).
+    let mut segs = vec![1u64; rb.capacity()];
     loop {
         let n = rb.recv(fd).unwrap_or(0);
         if n == 0 {
@@ -364,28 +382,106 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
             }
             continue;
         }
-        bump(&c.received, n as u64);
+        // A coalesced (GRO) buffer holds several datagrams: count and process each.
+        let mut datagrams = 0u64;
         let mut bytes = 0u64;
         let mut trunc = 0u64;
         for i in 0..n {
             bytes += rb.len(i) as u64;
             trunc += rb.truncated(i) as u64;
-            process(rb.get_mut(i));
+            let seg = rb.gro_size(i);
+            let data = rb.get_mut(i);
+            match seg {
+                Some(g) => {
+                    for s in data.chunks_mut(g) {
+                        process(s);
+                        datagrams += 1;
+                    }
+                }
+                None => {
+                    process(data);
+                    datagrams += 1;
+                }
+            }
         }
+        bump(&c.received, datagrams);
         bump(&c.received_bytes, bytes);
         if trunc > 0 {
             bump(&c.truncated, trunc);
         }
         if cfg.mode != Mode::Sink {
-            let out = rb.reply(fd, n, |_, errno| c.reply_errors.add(errno, 1));
-            bump(&c.answered, out.sent as u64);
-            if out.failed > 0 {
-                bump(&c.reply_failed, out.failed as u64);
+            // One send per buffer: a refused GSO send refuses all its segments.
+            for (i, s) in segs.iter_mut().enumerate().take(n) {
+                *s = rb
+                    .gro_size(i)
+                    .map_or(1, |g| rb.len(i).min(SLOT_BYTES).div_ceil(g) as u64);
+            }
+            let mut failed = 0u64;
+            rb.reply(fd, n, |i, errno| {
+                failed += segs[i];
+                c.reply_errors.add(errno, segs[i]);
+            });
+            bump(&c.answered, datagrams - failed);
+            if failed > 0 {
+                bump(&c.reply_failed, failed);
             }
         }
-        bump(&c.done, n as u64);
+        bump(&c.done, datagrams);
         if should_exit(stop, false) {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_net::UdpSock;
+
+    #[test]
+    fn gro_server_counts_and_answers_each_coalesced_datagram() {
+        let srv = match UdpServer::start(ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            gro: true,
+            mode: Mode::Replace,
+            ..ServerConfig::default()
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                return;
+            }
+        };
+        let c = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        c.connect(srv.local_addr()).unwrap();
+        c.set_read_timeout(Duration::from_millis(500)).unwrap();
+        if c.set_gso(100).is_err() {
+            eprintln!("skipping: no UDP GSO");
+            return;
+        }
+        // One GSO send of 8 datagrams of 100 bytes, each with "ping" in it.
+        let mut buf = vec![b'.'; 800];
+        for seg in buf.chunks_mut(100) {
+            seg[10..14].copy_from_slice(b"ping");
+        }
+        c.send(&buf).unwrap();
+        c.set_gso(0).unwrap();
+        let mut rb = tpslab_net::RecvBatch::new(16, 2048);
+        let mut got = vec![];
+        while got.len() < 8 {
+            let n = rb.recv(c.fd()).unwrap();
+            assert!(n > 0, "{} of 8 replies", got.len());
+            for i in 0..n {
+                got.push(rb.get(i).to_vec());
+            }
+        }
+        let rep = srv.stop();
+        assert_eq!((rep.received, rep.answered, rep.reply_failed), (8, 8, 0));
+        assert!(rep.gro);
+        // Every segment was processed on its own: each reply says pong.
+        for g in &got {
+            assert_eq!(g.len(), 100);
+            assert_eq!(&g[10..14], b"pong");
         }
     }
 }

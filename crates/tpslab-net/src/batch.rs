@@ -88,7 +88,14 @@ pub struct RecvBatch {
     iov: Box<[libc::iovec]>,
     addrs: Box<[libc::sockaddr_storage]>,
     hdrs: Box<[libc::mmsghdr]>,
+    /// Control buffers (64 bytes, aligned) for UDP_GRO sizes, when asked for.
+    ctrl: Option<Box<[[u64; 8]]>>,
 }
+
+/// `UDP_SEGMENT` (linux/udp.h): GSO segment size of a send, cmsg or socket option.
+pub const UDP_SEGMENT: libc::c_int = 103;
+/// `UDP_GRO` (linux/udp.h): deliver coalesced datagrams with their segment size.
+pub const UDP_GRO: libc::c_int = 104;
 
 // SAFETY: the raw pointers inside `iov` and `hdrs` point into heap buffers owned by the
 // same RecvBatch; moving the batch to another thread moves their owner with them.
@@ -113,7 +120,41 @@ impl RecvBatch {
             iov,
             addrs,
             hdrs,
+            ctrl: None,
         }
+    }
+
+    /// Like [`RecvBatch::new`], with room for the segment size the kernel reports for
+    /// coalesced datagrams on a UDP_GRO socket (see [`RecvBatch::gro_size`]).
+    pub fn with_gro(batch: usize, slot: usize) -> Self {
+        let mut b = RecvBatch::new(batch, slot);
+        let mut ctrl: Box<[[u64; 8]]> = vec![[0u64; 8]; b.hdrs.len()].into_boxed_slice();
+        for (h, c) in b.hdrs.iter_mut().zip(ctrl.iter_mut()) {
+            h.msg_hdr.msg_control = c.as_mut_ptr() as *mut libc::c_void;
+            h.msg_hdr.msg_controllen = 64;
+        }
+        b.ctrl = Some(ctrl);
+        b
+    }
+
+    /// The segment size of datagram `i` when the kernel delivered several coalesced
+    /// (UDP_GRO): the datagram is then `len(i) / size` segments (the last may be shorter).
+    pub fn gro_size(&self, i: usize) -> Option<usize> {
+        self.ctrl.as_ref()?;
+        let h = &self.hdrs[i].msg_hdr;
+        // SAFETY: the kernel wrote msg_controllen bytes of cmsgs into our control buffer;
+        // the CMSG macros stay within msg_control .. msg_control + msg_controllen.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                    let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                    return (v > 0).then_some(v as usize);
+                }
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+        }
+        None
     }
 
     /// Number of slots.
@@ -128,6 +169,9 @@ impl RecvBatch {
             h.msg_hdr.msg_namelen = name_len;
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
+            if self.ctrl.is_some() {
+                h.msg_hdr.msg_controllen = 64;
+            }
         }
     }
 
@@ -190,6 +234,26 @@ impl RecvBatch {
         let n = n.min(self.hdrs.len());
         for i in 0..n {
             self.iov[i].iov_len = (self.hdrs[i].msg_len as usize).min(self.slot);
+        }
+        if self.ctrl.is_some() {
+            // A coalesced datagram goes back as one GSO send of the same segments
+            // (UDP_SEGMENT); the received UDP_GRO cmsg is not valid on a send.
+            for i in 0..n {
+                let seg = self.gro_size(i).filter(|&g| g < self.iov[i].iov_len);
+                let h = &mut self.hdrs[i].msg_hdr;
+                match seg {
+                    None => h.msg_controllen = 0,
+                    // SAFETY: the control buffer is 64 bytes, more than CMSG_SPACE(2).
+                    Some(g) => unsafe {
+                        h.msg_controllen = libc::CMSG_SPACE(2) as _;
+                        let c = libc::CMSG_FIRSTHDR(h);
+                        (*c).cmsg_level = libc::SOL_UDP;
+                        (*c).cmsg_type = UDP_SEGMENT;
+                        (*c).cmsg_len = libc::CMSG_LEN(2) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, g as u16);
+                    },
+                }
+            }
         }
         sendmmsg_all(fd, &mut self.hdrs, n, &mut on_err)
     }
@@ -361,6 +425,46 @@ mod tests {
             "expected ECONNREFUSED from the pending ICMP error"
         );
         assert!(errs.iter().all(|&e| e == libc::ECONNREFUSED));
+    }
+
+    #[test]
+    fn gso_send_arrives_coalesced_with_gro_and_goes_back_as_segments() {
+        let (a, b) = pair();
+        if a.set_gso(100).is_err() || b.set_gro(true).is_err() {
+            eprintln!("skipping: no UDP GSO/GRO in this kernel");
+            return;
+        }
+        // One send of 10 x 100 bytes (the last 50): 10 datagrams on the wire.
+        let mut buf = vec![0u8; 950];
+        for (i, c) in buf.chunks_mut(100).enumerate() {
+            c.fill(i as u8);
+        }
+        assert_eq!(a.send(&buf).unwrap(), 950);
+        let mut rb = RecvBatch::with_gro(8, 65536);
+        assert_eq!(rb.recv(b.fd()).unwrap(), 1, "one coalesced datagram");
+        assert_eq!(rb.len(0), 950);
+        assert_eq!(rb.gro_size(0), Some(100));
+        // Echoed back as one GSO send: the sender (GRO off) reads 10 datagrams.
+        a.set_gso(0).unwrap();
+        assert_eq!(rb.reply(b.fd(), 1, |_, e| panic!("errno {e}")).sent, 1);
+        let mut back = RecvBatch::new(16, 2048);
+        let mut lens = vec![];
+        while lens.len() < 10 {
+            let n = back.recv(a.fd()).unwrap();
+            assert!(n > 0, "got {} of 10 segments", lens.len());
+            for i in 0..n {
+                assert!(back.get(i).iter().all(|&x| x == lens.len() as u8));
+                lens.push(back.len(i));
+            }
+        }
+        assert_eq!(lens, [100, 100, 100, 100, 100, 100, 100, 100, 100, 50]);
+        // Without coalescing, a plain datagram reports no segment size and replies plainly.
+        a.send(&[7u8; 40]).unwrap();
+        assert_eq!(rb.recv(b.fd()).unwrap(), 1);
+        assert_eq!(rb.gro_size(0), None);
+        assert_eq!(rb.reply(b.fd(), 1, |_, e| panic!("errno {e}")).sent, 1);
+        assert_eq!(back.recv(a.fd()).unwrap(), 1);
+        assert_eq!(back.len(0), 40);
     }
 
     #[test]

@@ -167,6 +167,51 @@ impl UdpSock {
         Ok(())
     }
 
+    /// Sets UDP_GRO: the kernel may deliver several datagrams of one flow coalesced, with
+    /// their segment size in a cmsg (read with [`crate::RecvBatch::with_gro`]).
+    pub fn set_gro(&self, on: bool) -> Result<(), NetError> {
+        self.set_int(
+            libc::SOL_UDP,
+            crate::batch::UDP_GRO,
+            on as libc::c_int,
+            "UDP_GRO",
+        )
+    }
+
+    /// Sets UDP_SEGMENT: every send of more than `size` bytes leaves as segments of `size`
+    /// bytes (GSO). 0 turns it off.
+    pub fn set_gso(&self, size: u16) -> Result<(), NetError> {
+        self.set_int(
+            libc::SOL_UDP,
+            crate::batch::UDP_SEGMENT,
+            size as libc::c_int,
+            "UDP_SEGMENT",
+        )
+    }
+
+    fn set_int(
+        &self,
+        level: libc::c_int,
+        opt: libc::c_int,
+        v: libc::c_int,
+        name: &str,
+    ) -> Result<(), NetError> {
+        // SAFETY: setsockopt reads one c_int.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                level,
+                opt,
+                &v as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetError::last(format!("setsockopt {name} {v}")));
+        }
+        Ok(())
+    }
+
     /// Sets SO_RCVTIMEO: blocking receives return EAGAIN after `timeout`.
     pub fn set_read_timeout(&self, timeout: Duration) -> Result<(), NetError> {
         self.sock

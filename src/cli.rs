@@ -194,6 +194,10 @@ pub(crate) struct LoadFlags {
     /// One-way load: expect no replies.
     #[arg(long)]
     pub(crate) no_replies: bool,
+    /// Send with UDP GSO (UDP_SEGMENT): datagrams due together leave in one send (falls
+    /// back to plain sends where the kernel refuses).
+    #[arg(long)]
+    pub(crate) gso: bool,
     /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
@@ -657,6 +661,7 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         drain: f.drain,
         run_id,
         cpus,
+        gso: f.gso,
     })
 }
 

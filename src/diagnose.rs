@@ -59,6 +59,7 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
             drain: Duration::from_millis(500),
             run_id: tpslab_net::mono_ns(),
             cpus: vec![],
+            gso: false,
         },
         interval,
         target_pid: None,

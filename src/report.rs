@@ -70,9 +70,20 @@ fn print_generator(g: &GeneratorReport) {
         format!("{:.0} pps paced", g.rate_pps)
     };
     println!(
-        "Load: {} B datagrams to {}, {}, {} thread(s), {:.1} s window after {:.1} s warm-up",
-        g.size_bytes, g.target, shape, g.threads, g.duration_s, g.warmup_s
+        "Load: {} B datagrams to {}, {}, {} thread(s){}, {:.1} s window after {:.1} s warm-up",
+        g.size_bytes,
+        g.target,
+        shape,
+        g.threads,
+        if g.gso { ", UDP GSO" } else { "" },
+        g.duration_s,
+        g.warmup_s
     );
+    if g.gso_fallback {
+        println!(
+            "UDP GSO was refused by the path (EIO/EINVAL): the rest of the run went without it."
+        );
+    }
     if g.valid {
         println!("Generator kept its schedule: the run is valid evidence about the server.");
     } else {

@@ -231,6 +231,7 @@ fn s2_plan(seed: u64, interval: Duration) -> Plan {
             run_id: 0,
             // The generator on CPU 0: S2's sender was another machine.
             cpus: vec![0],
+            gso: false,
         },
         interval_ms: interval.as_secs_f64() * 1e3,
         scenario: Some("s2".into()),

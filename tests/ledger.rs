@@ -281,3 +281,48 @@ fn reuseport_threads_are_accounted_exactly() {
     let per_thread = rec["server"]["received_per_thread"].as_array().unwrap();
     assert_eq!(per_thread.len(), 2);
 }
+
+#[test]
+fn gso_into_a_gro_server_is_accounted_per_datagram() {
+    if !common::can_netns("gso_into_a_gro_server_is_accounted_per_datagram") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    // The generator sends up to 63 datagrams per GSO send; the server reads them coalesced
+    // (UDP_GRO) and counts each: the ledger balances per datagram, not per buffer.
+    let rec = run_json(
+        &ns,
+        "gso.json",
+        &[
+            "run",
+            "udp",
+            "--rate",
+            "max",
+            "--gso",
+            "--gro",
+            "--no-replies",
+            "--size",
+            "1024",
+            "--batch",
+            "64",
+            "--rcvbuf",
+            "64000000",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let g = &rec["generator"];
+    if g["gso"] != true {
+        eprintln!("skipping: no UDP GSO in this kernel");
+        return;
+    }
+    assert_eq!(rec["server"]["gro"], true);
+    let l = &rec["ledger"]["request"];
+    assert_eq!(l["unattributed"], 0, "{l}");
+    assert_eq!(row(l, "delivered") + row(l, "socket_drops"), u(&g["sent"]));
+    assert_eq!(u(&rec["server"]["received"]), row(l, "delivered"));
+    assert_eq!(u(&g["send_failed"]), 0);
+}

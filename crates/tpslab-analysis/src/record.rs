@@ -133,6 +133,12 @@ pub struct GeneratorReport {
     /// `--rate max`: as fast as the path allows; see `achieved_pps`.
     #[serde(default)]
     pub rate_max: bool,
+    /// Sends used UDP GSO (asked for with --gso and accepted by the kernel).
+    #[serde(default)]
+    pub gso: bool,
+    /// A GSO send was refused (EIO/EINVAL) during the run: GSO was turned off for the rest.
+    #[serde(default)]
+    pub gso_fallback: bool,
     /// Datagram size, bytes (UDP payload).
     pub size_bytes: usize,
     /// Datagrams sent back-to-back per burst (1: evenly paced).

@@ -49,6 +49,10 @@ pub struct LoadConfig {
     /// CPUs the generator's threads may run on (empty: not pinned).
     #[serde(default)]
     pub cpus: Vec<usize>,
+    /// Send with UDP GSO (UDP_SEGMENT): datagrams due together leave in one send of up
+    /// to 64 segments, split by the kernel. Falls back to plain sends when refused.
+    #[serde(default)]
+    pub gso: bool,
 }
 
 impl LoadConfig {
@@ -267,6 +271,10 @@ struct Stream {
     window_attempted: AtomicU64,
     /// Planned datagrams never attempted (run interrupted, or the generator fell behind).
     not_sent: AtomicU64,
+    /// GSO is on for this stream's socket.
+    gso: bool,
+    /// GSO was refused during the run and turned off.
+    gso_fallback: AtomicBool,
     errors: ErrnoCounts,
     sender_done: AtomicBool,
     /// Monotonic ns of the last send call.
@@ -317,6 +325,10 @@ impl UdpLoad {
                 .map_err(EngineError::Net)?;
             // Room for replies to a whole burst: the generator must not be the bottleneck.
             let _ = sock.set_rcvbuf(64 << 20);
+            // GSO where the kernel takes it (probed once per socket; refused: plain sends).
+            let gso = cfg.gso
+                && cfg.datagram_len() <= u16::MAX as usize
+                && sock.set_gso(cfg.datagram_len() as u16).is_ok();
             streams.push(Arc::new(Stream {
                 sock,
                 plan,
@@ -325,6 +337,8 @@ impl UdpLoad {
                 failed: AtomicU64::new(0),
                 window_attempted: AtomicU64::new(0),
                 not_sent: AtomicU64::new(0),
+                gso,
+                gso_fallback: AtomicBool::new(false),
                 errors: ErrnoCounts::default(),
                 sender_done: AtomicBool::new(false),
                 last_send_ns: AtomicU64::new(0),
@@ -466,6 +480,8 @@ impl UdpLoad {
             target: cfg.target.to_string(),
             rate_pps: if cfg.is_max() { 0.0 } else { cfg.rate_pps },
             rate_max: cfg.is_max(),
+            gso: !self.streams.is_empty() && self.streams.iter().all(|s| s.gso),
+            gso_fallback: self.streams.iter().any(|s| s.gso_fallback.load(Relaxed)),
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,
@@ -579,15 +595,24 @@ fn sender(
     stop: &AtomicBool,
 ) -> (Histogram<u64>, Histogram<u64>) {
     const BATCH: usize = 64;
-    let len = cfg.datagram_len();
-    let mut sb = SendBatch::new(BATCH, len.max(1));
+    let len = cfg.datagram_len().max(1);
+    // Segments per send: 1, or with GSO as many as fit in 64 KiB (at most 64).
+    let mut per_msg = if st.gso {
+        (65_000 / len).clamp(1, 64)
+    } else {
+        1
+    };
+    let mut sb = SendBatch::new(BATCH, len * per_msg);
     for i in 0..BATCH {
-        let slot = sb.slot_mut(i);
-        match &cfg.payload {
-            Some(p) => slot.copy_from_slice(p),
-            None => wire::fill_body(&mut slot[HEADER_LEN.min(len)..]),
+        for seg in sb.slot_mut(i).chunks_mut(len) {
+            match &cfg.payload {
+                Some(p) => seg.copy_from_slice(p),
+                None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
+            }
         }
     }
+    // Datagrams in each message of the last send.
+    let mut in_msg = [0usize; BATCH];
     // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
     // sleeps precise.
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
@@ -614,7 +639,7 @@ fn sender(
             break;
         }
         let mut n = 0usize;
-        while n < BATCH && seq + (n as u64) < plan.total {
+        while n < BATCH * per_msg && seq + (n as u64) < plan.total {
             let s = seq + n as u64;
             let intended = if max { now } else { plan.intended(start, s) };
             if intended > now {
@@ -628,7 +653,8 @@ fn sender(
                 lag.saturating_record(now - intended);
                 window_attempted += 1;
             }
-            let slot = sb.slot_mut(n);
+            let (m, j) = (n / per_msg, n % per_msg);
+            let slot = &mut sb.slot_mut(m)[j * len..(j + 1) * len];
             match (cfg.payload.is_some(), cfg.seq_field) {
                 (false, _) => Header {
                     stream,
@@ -648,9 +674,28 @@ fn sender(
             }
             n += 1;
         }
-        let out = sb.send(fd, n, |_, errno| st.errors.add(errno, 1));
-        st.sent.fetch_add(out.sent as u64, Relaxed);
-        st.failed.fetch_add(out.failed as u64, Relaxed);
+        let msgs = n.div_ceil(per_msg);
+        for (m, k) in in_msg.iter_mut().enumerate().take(msgs) {
+            *k = (n - m * per_msg).min(per_msg);
+            sb.set_len(m, *k * len);
+        }
+        // A refused message refuses all the datagrams it carried.
+        let mut failed = 0usize;
+        let mut gso_refused = false;
+        sb.send(fd, msgs, |m, errno| {
+            failed += in_msg[m];
+            st.errors.add(errno, in_msg[m] as u64);
+            gso_refused |= in_msg[m] > 1 && (errno == libc::EIO || errno == libc::EINVAL);
+        });
+        if gso_refused {
+            // The path cannot segment (e.g. no checksum offload on the device): the rest
+            // of the run goes without GSO; the refused datagrams stay counted as failed.
+            let _ = st.sock.set_gso(0);
+            per_msg = 1;
+            st.gso_fallback.store(true, Relaxed);
+        }
+        st.sent.fetch_add((n - failed) as u64, Relaxed);
+        st.failed.fetch_add(failed as u64, Relaxed);
         st.attempted.fetch_add(n as u64, Relaxed);
         st.last_send_ns.store(now, Relaxed);
         seq += n as u64;
@@ -781,6 +826,7 @@ mod tests {
             drain: Duration::from_millis(100),
             run_id: 1,
             cpus: vec![],
+            gso: false,
         }
     }
 
@@ -805,6 +851,45 @@ mod tests {
         // All datagrams of burst 2 of a stream share one intended time.
         assert_eq!(p[0].intended(0, 2 * p[0].burst), 100_000_000);
         assert_eq!(p[0].intended(0, 3 * p[0].burst - 1), 100_000_000);
+    }
+
+    #[test]
+    fn gso_refused_midway_falls_back_to_plain_sends() {
+        // A sink nobody reads, with room for everything.
+        let sink = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let _ = sink.set_rcvbuf(64 << 20);
+        let mut c = cfg(20_000.0, 100, 1);
+        c.target = sink.local_addr();
+        c.expect_replies = false;
+        c.gso = true;
+        c.duration = Duration::from_millis(200);
+        let load = UdpLoad::prepare(c).unwrap();
+        if !load.streams[0].gso {
+            eprintln!("skipping: no UDP GSO here");
+            return;
+        }
+        // SO_NO_CHECK makes the kernel refuse GSO sends (EINVAL), as a path without
+        // checksum offload refuses them (EIO).
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt reads one c_int.
+        let rc = unsafe {
+            libc::setsockopt(
+                load.streams[0].sock.fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let r = load.run(&AtomicBool::new(false), &|| true).report;
+        assert!(r.gso_fallback, "the refusal is reported");
+        assert!(r.send_errors.contains_key("EINVAL"), "{:?}", r.send_errors);
+        // Only the first burst's GSO send was refused; the rest went out one by one.
+        assert_eq!(r.send_failed, 100);
+        assert_eq!(r.sent, r.attempted - 100);
+        assert!(r.sent > 0);
+        assert!(!r.valid, "refused sends make the run the tool's problem");
     }
 
     #[test]

@@ -96,6 +96,20 @@ def tpslab_oneway(size, secs, port):
     return {"sent_pps": g["achieved_pps"], "recv_pps": recv_pps(r.stop())}
 
 
+def tpslab_gso_oneway(size, secs, port):
+    """tpslab --gso into tpslab serve --gro (sink): datagrams delivered per second."""
+    js = os.path.join(OUT, "gso-serve.json")
+    srv = Bg(on(1, TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--mode", "sink", "--gro", "--batch", "64",
+                "--rcvbuf", "64000000", "--duration", f"{secs + 2}s", "--json", js))
+    lj = os.path.join(OUT, "gso-load.json")
+    sh(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--rate", "max", "--gso", "--no-replies", "--size",
+              str(size), "--duration", f"{secs}s", "--warmup", "0s", "--json", lj)))
+    srv.stop(wait_s=secs + 10)
+    g = json.load(open(lj))["generator"]
+    got = json.load(open(js))["server"]["received"]
+    return {"sent_pps": g["achieved_pps"], "recv_pps": got / secs, "loss_pct": 100 * (1 - got / max(g["sent"], 1))}
+
+
 def udpsend_oneway(size, secs, port):
     r = udprecv(port, secs)
     out = sh(ns(*on(0, os.path.join(OUT, "udpsend"), "-a", "127.0.0.1", "-p", str(port), "-s", str(size),
@@ -213,7 +227,7 @@ def main():
         for rnd in range(a.rounds):
             for size in (64, 1024):
                 tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
-                         ("sockperf", sockperf_oneway)]
+                         ("sockperf", sockperf_oneway), ("tpslab-gso", tpslab_gso_oneway)]
                 # Interleave: rotate the order each round so drift does not favour one tool.
                 tools = tools[rnd % len(tools):] + tools[: rnd % len(tools)]
                 for name, fn in tools:
@@ -254,6 +268,12 @@ def report(rows):
             s = vals("one-way", tool, size, "sent_pps")
             ratio = "" if tool == "tpslab" else f"{t / median(s):.2f}x"
             print(f"{size:>5} {tool:<13} {summary(s):>28} {summary(vals('one-way', tool, size, 'recv_pps')):>28} {ratio:>11}")
+    print("\nGSO: tpslab load --gso into tpslab serve --gro (sink), datagrams delivered per second")
+    for size in (64, 1024):
+        d = vals("one-way", "tpslab-gso", size, "recv_pps")
+        loss = vals("one-way", "tpslab-gso", size, "loss_pct")
+        i3 = median(vals("one-way", "iperf3", size, "sent_pps"))
+        print(f"{size:>5} delivered {summary(d):>32}  loss {max(loss):.2f} % (worst)  = {median(d) / i3:.1f}x iperf3 sent")
     print("\nreference server receive (kernel-limit sender at full speed into each receiver, recvmmsg 64)")
     for size in (64, 1024):
         t = median(vals("server-recv", "tpslab", size, "recv_pps"))

@@ -19,6 +19,15 @@ fn table(header: &[&str]) -> Table {
     t
 }
 
+/// "label (ENOBUFS x3, EAGAIN x1)", or the label alone without errors.
+fn with_errnos(label: &str, errors: &std::collections::BTreeMap<String, u64>) -> String {
+    if errors.is_empty() {
+        return label.to_string();
+    }
+    let list: Vec<String> = errors.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    format!("{label} ({})", list.join(", "))
+}
+
 /// Formats nanoseconds with a readable unit.
 pub fn fmt_ns(ns: f64) -> String {
     if ns >= 1e9 {
@@ -105,21 +114,8 @@ fn print_generator(g: &GeneratorReport) {
     }
     t.add_row(vec!["attempted".to_string(), g.attempted.to_string()]);
     t.add_row(vec!["sent".to_string(), g.sent.to_string()]);
-    let errs = g
-        .send_errors
-        .iter()
-        .map(|(k, v)| format!("{k} x{v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     t.add_row(vec![
-        format!(
-            "failed to send{}",
-            if errs.is_empty() {
-                String::new()
-            } else {
-                format!(" ({errs})")
-            }
-        ),
+        with_errnos("failed to send", &g.send_errors),
         g.send_failed.to_string(),
     ]);
     t.add_row(vec![
@@ -198,21 +194,8 @@ pub fn print_server(s: &ServerReport, elapsed_s: f64) {
     let mut t = table(&["server", "count"]);
     t.add_row(vec!["read".to_string(), s.received.to_string()]);
     t.add_row(vec!["answered".to_string(), s.answered.to_string()]);
-    let errs = s
-        .reply_errors
-        .iter()
-        .map(|(k, v)| format!("{k} x{v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     t.add_row(vec![
-        format!(
-            "reply failed{}",
-            if errs.is_empty() {
-                String::new()
-            } else {
-                format!(" ({errs})")
-            }
-        ),
+        with_errnos("reply failed", &s.reply_errors),
         s.reply_failed.to_string(),
     ]);
     t.add_row(vec![

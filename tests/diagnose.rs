@@ -9,11 +9,11 @@
 
 mod common;
 
-use common::NetNs;
+use common::{NetNs, Server};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Output;
+use std::time::Instant;
 
 use common::DNSMASQ;
 const DNS_PORT: u16 = 5353;
@@ -25,79 +25,6 @@ const RMEM_DEFAULT: u64 = 212_992;
 
 // ---------------------------------------------------------------------------------------
 // Servers in the namespace, killed by PID on drop.
-
-/// A server process started in a namespace with `ip netns exec` (which execs, so the
-/// child's PID is the server's). Killed by its PID on drop, also when the test fails.
-/// Declare it after the namespace so it is dropped first.
-struct Server {
-    child: Child,
-    log: PathBuf,
-    what: String,
-}
-
-impl Server {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Spawns `cmd` (stdout and stderr to a log file), then waits until the process is
-    /// `comm` and has a UDP socket bound to 127.0.0.1:`port` in its namespace.
-    fn start(mut cmd: Command, what: &str, tag: &str, comm: &str, port: u16) -> Server {
-        let log = common::tmp(&format!("{tag}.log"));
-        let file = std::fs::File::create(&log).expect("server log file");
-        cmd.stdin(Stdio::null())
-            .stdout(file.try_clone().expect("clone log file"))
-            .stderr(file);
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
-        let mut s = Server {
-            child,
-            log,
-            what: what.to_string(),
-        };
-        s.wait_ready(comm, port);
-        s
-    }
-
-    fn wait_ready(&mut self, comm_want: &str, port: u16) {
-        let pid = self.pid();
-        let want = format!("0100007F:{port:04X}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("try_wait server") {
-                panic!(
-                    "{} exited early ({st}); its log:\n{}",
-                    self.what,
-                    self.log()
-                );
-            }
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
-            if comm.trim() == comm_want && udp.lines().any(|l| l.contains(&want)) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} (pid {pid}, comm {comm:?}) not listening on 127.0.0.1:{port} after 10 s; \
-                 /proc/{pid}/net/udp:\n{udp}\nits log:\n{}",
-                self.what,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // Child::kill signals this child's PID only.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `tpslab serve udp --bind 127.0.0.1:PORT EXTRA --duration 30s` in the namespace.
 fn serve(ns: &NetNs, tag: &str, port: u16, extra: &[&str]) -> Server {

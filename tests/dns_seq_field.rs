@@ -8,23 +8,13 @@
 
 mod common;
 
-use common::NetNs;
+use common::{NetNs, Server};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use common::DNSMASQ;
 const PORT: u16 = 5353;
 const NAME: &str = "tpslab.test";
-
-/// The two tests measure loss: run them one at a time so neither steals the other's CPU.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn can_run(test: &str) -> bool {
     if !common::can_netns(test) {
@@ -37,72 +27,17 @@ fn can_run(test: &str) -> bool {
     true
 }
 
-/// dnsmasq in the foreground inside a namespace; killed (by its PID) on drop, also when
-/// the test fails. Declare it after the namespace so it is dropped first.
-struct Dnsmasq {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Dnsmasq {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Starts dnsmasq answering `NAME` A 127.0.0.1 on 127.0.0.1:PORT, and waits until its
-    /// socket is bound.
-    fn start(ns: &NetNs, tag: &str) -> Dnsmasq {
-        let log = common::tmp(&format!("dnsmasq-{tag}.log"));
-        let mut cmd = ns.command(DNSMASQ);
-        cmd.args(common::dnsmasq_args(PORT, NAME))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("dnsmasq log file"));
-        let child = cmd.spawn().expect("spawn ip netns exec dnsmasq");
-        let mut d = Dnsmasq { child, log };
-        d.wait_ready();
-        d
-    }
-
-    /// `ip netns exec` execs dnsmasq, so the child's PID becomes dnsmasq's: wait for that,
-    /// then for its UDP socket on 127.0.0.1:PORT in its namespace's /proc/net/udp.
-    fn wait_ready(&mut self) {
-        let pid = self.pid();
-        let want = format!("0100007F:{PORT:04X}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("try_wait dnsmasq") {
-                panic!("dnsmasq exited early ({st}); its log:\n{}", self.log());
-            }
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
-            if comm.trim() == "dnsmasq" && udp.lines().any(|l| l.contains(&want)) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "dnsmasq (pid {pid}, comm {comm:?}) not listening on 127.0.0.1:{PORT} after 10 s; \
-                 /proc/{pid}/net/udp:\n{udp}\nits log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Dnsmasq {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// dnsmasq answering `NAME` A 127.0.0.1 on 127.0.0.1:PORT, started in the namespace and
+/// waited for until its socket is bound; killed by PID on drop (declare it after the
+/// namespace so it is dropped first).
+fn dnsmasq(ns: &NetNs, tag: &str) -> Server {
+    let mut cmd = ns.command(DNSMASQ);
+    cmd.args(common::dnsmasq_args(PORT, NAME));
+    Server::start(cmd, "dnsmasq", &format!("dnsmasq-{tag}"), "dnsmasq", PORT)
 }
 
 /// Runs `tpslab load udp` against dnsmasq inside the namespace and returns the record.
-fn load(ns: &NetNs, dns: &Dnsmasq, tag: &str, extra: &[&str]) -> Value {
+fn load(ns: &NetNs, dns: &Server, tag: &str, extra: &[&str]) -> Value {
     let query = common::tmp(&format!("query-{tag}.bin"));
     std::fs::write(&query, common::dns_query(NAME)).unwrap();
     let json = common::tmp(&format!("dns-{tag}.json"));
@@ -152,9 +87,9 @@ fn dns_ids_match_every_reply_and_ledger_balances() {
     if !can_run("dns_ids_match_every_reply_and_ledger_balances") {
         return;
     }
-    let _serial = serial();
+    let _serial = common::serial();
     let ns = NetNs::new();
-    let dns = Dnsmasq::start(&ns, "clean");
+    let dns = dnsmasq(&ns, "clean");
 
     let rec = load(
         &ns,
@@ -213,9 +148,9 @@ fn overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket() {
     if !can_run("overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket") {
         return;
     }
-    let _serial = serial();
+    let _serial = common::serial();
     let ns = NetNs::new();
-    let dns = Dnsmasq::start(&ns, "overload");
+    let dns = dnsmasq(&ns, "overload");
 
     // Bursts of 2000 queries every 20 ms (100 k pps mean) into dnsmasq's default receive
     // buffer (net.core.rmem_default: a few hundred small datagrams): each burst overflows

@@ -1,8 +1,10 @@
 //! Shared helpers for integration tests: private network namespaces and running tpslab.
 #![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Whether the tests can create network namespaces (root). Prints why when not.
 pub fn can_netns(test: &str) -> bool {
@@ -147,4 +149,77 @@ pub fn dns_query(name: &str) -> Vec<u8> {
     q.push(0);
     q.extend_from_slice(&[0, 1, 0, 1]);
     q
+}
+
+/// A server process started in a namespace with `ip netns exec` (which execs, so the
+/// child's PID is the server's). Killed by its PID on drop, also when the test fails.
+/// Declare it after the namespace so it is dropped first.
+pub struct Server {
+    pub child: Child,
+    log: PathBuf,
+    what: String,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Spawns `cmd` (stdout and stderr to a log file), then waits until the process is
+    /// `comm` and has a UDP socket bound to 127.0.0.1:`port` in its namespace.
+    pub fn start(mut cmd: Command, what: &str, tag: &str, comm: &str, port: u16) -> Server {
+        let log = tmp(&format!("{tag}.log"));
+        let file = std::fs::File::create(&log).expect("server log file");
+        cmd.stdin(Stdio::null())
+            .stdout(file.try_clone().expect("clone log file"))
+            .stderr(file);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+        let mut s = Server {
+            child,
+            log,
+            what: what.to_string(),
+        };
+        s.wait_ready(comm, port);
+        s
+    }
+
+    fn wait_ready(&mut self, comm_want: &str, port: u16) {
+        let pid = self.pid();
+        let want = format!("0100007F:{port:04X}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait server") {
+                panic!(
+                    "{} exited early ({st}); its log:\n{}",
+                    self.what,
+                    self.log()
+                );
+            }
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
+            if comm.trim() == comm_want && udp.lines().any(|l| l.contains(&want)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} (pid {pid}, comm {comm:?}) not listening on 127.0.0.1:{port} after 10 s; \
+                 /proc/{pid}/net/udp:\n{udp}\nits log:\n{}",
+                self.what,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Child::kill signals this child's PID only.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

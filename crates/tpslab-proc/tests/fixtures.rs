@@ -102,7 +102,7 @@ fn udp_3_10_and_2_6_18() {
     let v = parse_udp(fixture("linux-3.10/udp").as_bytes(), "/proc/net/udp").unwrap();
     assert_eq!(v.len(), 3);
     assert_eq!(v[0].local, addr("0.0.0.0:68"));
-    assert_eq!(v[1].local, addr("10.0.2.15:14999"));
+    assert_eq!(v[1].local, addr("127.0.0.2:14999"));
     assert_eq!(v[1].uid, 995);
     assert_eq!(v[1].rx_queue, 0x3E300);
     assert_eq!(v[1].inode, 2241834);

@@ -83,8 +83,13 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     let result = &r["result"];
     // OFAT: baseline + one cell per other level.
     assert_eq!(result["cells"].as_array().unwrap().len(), 5);
+    // Every run is accounted for: in the cell's estimates, or reported as a run whose
+    // generator missed its schedule (on 2 busy CPUs that happens) and left out of them.
     for cell in result["cells"].as_array().unwrap() {
-        assert_eq!(cell["figures"]["loss_pct"]["n"], 3, "{}", cell["cell"]);
+        let n = cell["figures"]["loss_pct"]["n"].as_u64().unwrap();
+        let invalid = cell["invalid_runs"].as_u64().unwrap();
+        assert_eq!(n + invalid, 3, "{}", cell["cell"]);
+        assert!(n >= 1, "{}", cell["cell"]);
     }
     let small = &effect(result, "rcvbuf=8192")["effects"]["loss_pct"];
     assert_eq!(small["significant"], true, "{small}");

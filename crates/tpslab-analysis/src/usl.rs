@@ -1,0 +1,635 @@
+//! Capacity arithmetic for a step-load test: Gunther's Universal Scalability Law (USL)
+//! fitted to (users, TPS) steps, the knee where TPS stops growing while response time
+//! rises, and a Little's-law check that the clients were really all busy.
+//!
+//! Units throughout: users N are concurrent clients (a count, may be fractional), TPS X is
+//! completed transactions per second, response and think times are seconds.
+
+use crate::experiment::t975;
+use serde::{Deserialize, Serialize};
+
+/// One step of a step-load test: a fixed number of clients held for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    /// Concurrent clients N during the step (count).
+    pub users: f64,
+    /// Completed transactions per second X during the step (1/s).
+    pub tps: f64,
+    /// Mean response time R during the step (seconds).
+    pub mean_response_s: f64,
+    /// Mean think time Z between a response and the next request (seconds, 0 if none).
+    pub think_s: f64,
+}
+
+/// Why a USL fit was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UslError {
+    /// Fewer than `need` distinct user counts: three parameters need at least one spare point.
+    #[error("USL fit needs at least {need} points with distinct user counts N, got {got}")]
+    TooFewPoints { got: usize, need: usize },
+    /// Point `index` has N not finite or below 1, or X not finite or not above 0.
+    #[error(
+        "USL point {index} is unusable: N = {n}, X = {x} (need finite N >= 1 and finite X > 0)"
+    )]
+    BadPoint { index: usize, n: f64, x: f64 },
+    /// Levenberg-Marquardt did not settle from any start value.
+    #[error("USL fit did not converge: the points do not pin down lambda, sigma and kappa")]
+    NoConvergence,
+}
+
+/// A fitted USL curve X(N) = lambda*N / (1 + sigma*(N-1) + kappa*N*(N-1)).
+///
+/// Confidence intervals are 95 %, from the linearised covariance s^2 (J^T J)^-1 with
+/// s^2 = RSS/(n-3) and half-width t975(n-3)*se, then clipped to the allowed region
+/// (lambda > 0, sigma in [0, 1], kappa >= 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UslFit {
+    /// TPS of one user without contention (transactions per second per user).
+    pub lambda: f64,
+    /// 95 % interval of `lambda` (lo, hi), TPS per user.
+    pub lambda_ci: (f64, f64),
+    /// Contention: the serialised fraction of the work (dimensionless, 0..=1).
+    pub sigma: f64,
+    /// 95 % interval of `sigma` (lo, hi).
+    pub sigma_ci: (f64, f64),
+    /// Coherency (crosstalk) penalty per pair of users (dimensionless, >= 0).
+    pub kappa: f64,
+    /// 95 % interval of `kappa` (lo, hi).
+    pub kappa_ci: (f64, f64),
+    /// Coefficient of determination of X (1 = perfect; 1 also when all X are equal and fitted).
+    pub r_squared: f64,
+    /// Points used.
+    pub n: usize,
+    /// Residual standard deviation s = sqrt(RSS/(n-3)), TPS.
+    pub residual_std: f64,
+    /// Largest measured N (users): predictions beyond it are extrapolations.
+    pub max_users: f64,
+}
+
+/// The USL denominator 1 + sigma*(N-1) + kappa*N*(N-1) for p = [lambda, sigma, kappa].
+fn denom(p: [f64; 3], n: f64) -> f64 {
+    1.0 + p[1] * (n - 1.0) + p[2] * n * (n - 1.0)
+}
+
+impl UslFit {
+    /// Predicted TPS at `n` users (transactions per second).
+    pub fn predict(&self, n: f64) -> f64 {
+        self.lambda * n / denom([self.lambda, self.sigma, self.kappa], n)
+    }
+
+    /// Whether kappa is distinguishable from 0 (interval excludes 0) and matters within
+    /// the measured range (kappa*N*(N-1) > 1e-6 at the largest N).
+    fn kappa_matters(&self) -> bool {
+        let m = self.max_users;
+        self.kappa_ci.0 > 0.0 && self.kappa * m * (m - 1.0).max(1.0) > 1e-6
+    }
+
+    /// Same test for sigma: interval excludes 0 and sigma*(N-1) > 1e-6 at the largest N.
+    fn sigma_matters(&self) -> bool {
+        self.sigma_ci.0 > 0.0 && self.sigma * (self.max_users - 1.0).max(1.0) > 1e-6
+    }
+
+    /// Users at which TPS peaks, N* = sqrt((1-sigma)/kappa) (count, at least 1). `None` when
+    /// kappa is indistinguishable from 0 (its 95 % interval reaches 0, or kappa*N*(N-1) <= 1e-6
+    /// at the largest measured N): no established retrograde region, TPS approaches lambda/sigma.
+    pub fn peak_users(&self) -> Option<f64> {
+        self.kappa_matters()
+            .then(|| ((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
+    }
+
+    /// Highest TPS of the fitted curve (transactions per second): X at
+    /// sqrt((1-sigma)/kappa) when kappa > 0 (this is the curve's own maximum, used even when
+    /// kappa is too uncertain for [`Self::peak_users`]), else the asymptote lambda/sigma.
+    /// `f64::INFINITY` when sigma and kappa are both indistinguishable from 0 (linear
+    /// scaling, no ceiling established by the data).
+    pub fn max_tps(&self) -> f64 {
+        if !self.sigma_matters() && !self.kappa_matters() {
+            f64::INFINITY
+        } else if self.kappa > 0.0 {
+            self.predict(((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
+        } else {
+            self.lambda / self.sigma
+        }
+    }
+
+    /// Near-linear: sigma and kappa both indistinguishable from 0, or each user still gets
+    /// at least 90 % of its solo TPS at the largest measured N.
+    fn is_linear(&self) -> bool {
+        let efficiency = self.predict(self.max_users) / (self.lambda * self.max_users);
+        (!self.sigma_matters() && !self.kappa_matters()) || efficiency >= 0.9
+    }
+
+    /// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
+    /// when each user still gets >= 90 % of its solo TPS at the largest measured N (or sigma
+    /// and kappa are both indistinguishable from 0); else the retrograde peak when
+    /// [`Self::peak_users`] is `Some`; else the serialised fraction and the TPS ceiling.
+    pub fn verdict(&self) -> String {
+        let kappa = if self.kappa == 0.0 || self.kappa >= 1e-3 {
+            format!("{:.4}", self.kappa)
+        } else {
+            format!("{:.2e}", self.kappa)
+        };
+        if self.is_linear() {
+            return format!(
+                "scales almost linearly (sigma = {:.2}, kappa = {kappa}) up to the measured N = {:.0}",
+                self.sigma, self.max_users
+            );
+        }
+        if let Some(peak) = self.peak_users() {
+            let beyond = if peak > self.max_users {
+                format!(" (beyond the largest measured N = {:.0})", self.max_users)
+            } else {
+                String::new()
+            };
+            return format!(
+                "sigma = {:.2}, kappa = {kappa}: throughput is retrograde; it peaks at about {:.0} TPS near N* = {peak:.0} users{beyond} and falls as more users are added",
+                self.sigma,
+                self.max_tps()
+            );
+        }
+        let pct = self.sigma * 100.0;
+        let pct = if pct >= 1.0 {
+            format!("{pct:.0}")
+        } else {
+            format!("{pct:.1}")
+        };
+        format!(
+            "sigma = {:.2}: {pct} % of the work is serialised; adding servers or users will not raise TPS beyond about {:.0}",
+            self.sigma,
+            self.max_tps()
+        )
+    }
+}
+
+/// Keeps parameters in the allowed region; a non-positive lambda becomes a tenth of `old`.
+fn project(p: [f64; 3], old_lambda: f64) -> [f64; 3] {
+    let lambda = if p[0] > 0.0 { p[0] } else { old_lambda * 0.1 };
+    [lambda, p[1].clamp(0.0, 1.0), p[2].max(0.0)]
+}
+
+/// J^T J, J^T r and RSS at `p` (r = X - model).
+fn normal(p: [f64; 3], pts: &[(f64, f64)]) -> ([[f64; 3]; 3], [f64; 3], f64) {
+    let (mut a, mut g, mut rss) = ([[0.0; 3]; 3], [0.0; 3], 0.0);
+    for &(n, x) in pts {
+        let d = denom(p, n);
+        let f = p[0] * n / d;
+        let row = [n / d, -f * (n - 1.0) / d, -f * n * (n - 1.0) / d];
+        let r = x - f;
+        rss += r * r;
+        for i in 0..3 {
+            g[i] += row[i] * r;
+            for j in 0..3 {
+                a[i][j] += row[i] * row[j];
+            }
+        }
+    }
+    (a, g, rss)
+}
+
+fn rss_at(p: [f64; 3], pts: &[(f64, f64)]) -> f64 {
+    pts.iter()
+        .map(|&(n, x)| (x - p[0] * n / denom(p, n)).powi(2))
+        .sum()
+}
+
+/// Solves a 3x3 system after scaling to unit diagonal, with partial pivoting.
+fn solve3(a: [[f64; 3]; 3], b: [f64; 3]) -> Option<[f64; 3]> {
+    let s = [0, 1, 2].map(|i| {
+        if a[i][i] > 0.0 {
+            1.0 / a[i][i].sqrt()
+        } else {
+            1.0
+        }
+    });
+    let mut m = [[0.0; 4]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = s[i] * a[i][j] * s[j];
+        }
+        m[i][3] = s[i] * b[i];
+    }
+    for c in 0..3 {
+        let piv = (c..3).max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))?;
+        m.swap(c, piv);
+        if m[c][c].is_nan() || m[c][c].abs() <= 1e-13 {
+            return None;
+        }
+        let pivot_row = m[c];
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != c {
+                let f = row[c] / pivot_row[c];
+                for (v, pv) in row.iter_mut().zip(pivot_row).skip(c) {
+                    *v -= f * pv;
+                }
+            }
+        }
+    }
+    let x = [0, 1, 2].map(|i| s[i] * m[i][3] / m[i][i]);
+    x.iter().all(|v| v.is_finite()).then_some(x)
+}
+
+/// Projected Levenberg-Marquardt from `start`; returns (parameters, RSS) once no step of
+/// meaningful size lowers the RSS, `None` if it runs out of iterations or numbers.
+fn levenberg_marquardt(start: [f64; 3], pts: &[(f64, f64)]) -> Option<([f64; 3], f64)> {
+    let mut p = project(start, 1.0);
+    let (mut a, mut g, mut rss) = normal(p, pts);
+    let (mut mu, mut nu) = (1e-3, 2.0);
+    for _ in 0..1000 {
+        if !rss.is_finite() {
+            return None;
+        }
+        if rss == 0.0 {
+            return Some((p, rss));
+        }
+        // Parameters on a bound whose descent direction points out of the region stay put.
+        let free = [
+            true,
+            !((p[1] <= 0.0 && g[1] < 0.0) || (p[1] >= 1.0 && g[1] > 0.0)),
+            !(p[2] <= 0.0 && g[2] < 0.0),
+        ];
+        let mut m = a;
+        let mut b = g;
+        for i in 0..3 {
+            for j in 0..3 {
+                if !free[i] || !free[j] {
+                    m[i][j] = if i == j { 1.0 } else { 0.0 };
+                }
+            }
+            if free[i] {
+                m[i][i] *= 1.0 + mu;
+            } else {
+                b[i] = 0.0;
+            }
+        }
+        let cand = solve3(m, b).map(|d| project([p[0] + d[0], p[1] + d[1], p[2] + d[2]], p[0]));
+        let rc = cand.map_or(f64::NAN, |c| rss_at(c, pts));
+        match cand {
+            Some(c) if rc < rss => {
+                // Nielsen's damping update: shrink mu when the quadratic model predicted
+                // the decrease well, grow it when it did not (stops Gauss-Newton zig-zag).
+                let d = [c[0] - p[0], c[1] - p[1], c[2] - p[2]];
+                let ad: Vec<f64> = (0..3)
+                    .map(|i| (0..3).map(|j| a[i][j] * d[j]).sum())
+                    .collect();
+                let predicted: f64 = (0..3).map(|i| d[i] * (2.0 * g[i] - ad[i])).sum();
+                let rho = (rss - rc) / predicted;
+                let gain = (rss - rc) / rss;
+                p = c;
+                (a, g, rss) = normal(p, pts);
+                let shrink = if rho.is_finite() {
+                    (1.0 - (2.0 * rho - 1.0).powi(3)).max(1.0 / 3.0)
+                } else {
+                    1.0
+                };
+                mu = (mu * shrink).max(1e-12);
+                nu = 2.0;
+                if gain < 1e-12 {
+                    return Some((p, rss));
+                }
+            }
+            _ => {
+                mu *= nu;
+                nu *= 2.0;
+                if mu > 1e12 {
+                    return Some((p, rss));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Fits the USL to `points` of (N users, X TPS) by least squares in X.
+///
+/// Start values: lambda = X/N at the smallest N, then Gunther's linearisation
+/// z = lambda*N/X - 1 = sigma*(N-1) + kappa*N*(N-1) regressed without intercept (and a few
+/// simpler starts); each is refined by Levenberg-Marquardt keeping lambda > 0,
+/// sigma in [0, 1], kappa >= 0, and the lowest RSS wins.
+///
+/// Errors: [`UslError::BadPoint`] for the first point with non-finite N or X, N < 1 or
+/// X <= 0; [`UslError::TooFewPoints`] with fewer than 4 distinct N; [`UslError::NoConvergence`].
+pub fn fit_usl(points: &[(f64, f64)]) -> Result<UslFit, UslError> {
+    for (index, &(n, x)) in points.iter().enumerate() {
+        if !(n.is_finite() && n >= 1.0 && x.is_finite() && x > 0.0) {
+            return Err(UslError::BadPoint { index, n, x });
+        }
+    }
+    let mut ns: Vec<f64> = points.iter().map(|p| p.0).collect();
+    ns.sort_by(f64::total_cmp);
+    ns.dedup();
+    if ns.len() < 4 {
+        return Err(UslError::TooFewPoints {
+            got: ns.len(),
+            need: 4,
+        });
+    }
+    let (n0, x0) = points
+        .iter()
+        .copied()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .ok_or(UslError::NoConvergence)?;
+    let lambda0 = x0 / n0;
+    // Linearisation: z = s*u + k*v with u = N-1, v = N*(N-1).
+    let (mut uu, mut uv, mut vv, mut uz, mut vz) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(n, x) in points {
+        let (u, v, z) = (n - 1.0, n * (n - 1.0), lambda0 * n / x - 1.0);
+        (uu, uv, vv, uz, vz) = (uu + u * u, uv + u * v, vv + v * v, uz + u * z, vz + v * z);
+    }
+    let det = uu * vv - uv * uv;
+    let lin = if det.abs() > 0.0 {
+        [
+            lambda0,
+            (uz * vv - vz * uv) / det,
+            (vz * uu - uz * uv) / det,
+        ]
+    } else {
+        [lambda0, 0.0, 0.0]
+    };
+    let sigma_only = if uu > 0.0 { uz / uu } else { 0.0 };
+    let starts = [
+        lin,
+        [lambda0, sigma_only, 0.0],
+        [lambda0, 0.1, 0.0],
+        [lambda0, 0.0, 0.0],
+    ];
+    let (p, rss) = starts
+        .iter()
+        .filter_map(|&s| levenberg_marquardt(s, points))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .ok_or(UslError::NoConvergence)?;
+
+    let n = points.len();
+    let df = (n - 3) as f64;
+    let s2 = rss / df;
+    let (a, _, _) = normal(p, points);
+    let unit = |k: usize| [0, 1, 2].map(|i| if i == k { 1.0 } else { 0.0 });
+    let half = |k: usize| {
+        let var = solve3(a, unit(k)).map_or(f64::NAN, |col| col[k] * s2);
+        let se = if var >= 0.0 {
+            var.sqrt()
+        } else {
+            f64::INFINITY
+        };
+        t975(df) * se
+    };
+    let ci = |k: usize, lo: f64, hi: f64| {
+        let h = half(k);
+        ((p[k] - h).max(lo), (p[k] + h).min(hi))
+    };
+    let mean = points.iter().map(|q| q.1).sum::<f64>() / n as f64;
+    let tss: f64 = points.iter().map(|q| (q.1 - mean).powi(2)).sum();
+    // All X equal: the curve sigma = 1, kappa = 0 fits them exactly.
+    let r_squared = if tss > 0.0 { 1.0 - rss / tss } else { 1.0 };
+    Ok(UslFit {
+        lambda: p[0],
+        lambda_ci: ci(0, 0.0, f64::INFINITY),
+        sigma: p[1],
+        sigma_ci: ci(1, 0.0, 1.0),
+        kappa: p[2],
+        kappa_ci: ci(2, 0.0, f64::INFINITY),
+        r_squared,
+        n,
+        residual_std: s2.sqrt(),
+        max_users: ns[ns.len() - 1],
+    })
+}
+
+/// Finds the knee of a step-load test: returns the index of the last step before TPS
+/// flattens, `None` if TPS keeps growing.
+///
+/// Rule: steps are taken in the given order (increasing users). For each consecutive pair
+/// (i-1, i) the marginal efficiency is e = ((X_i - X_{i-1}) / X_{i-1}) /
+/// ((N_i - N_{i-1}) / N_{i-1}), the relative TPS gain per relative user gain (1 = linear,
+/// 0 = flat, negative = TPS fell). The first pair with e < `min_gain` while the mean
+/// response time grows (R_i > R_{i-1}) is the flattening, and `i - 1` is returned. Pairs
+/// where users do not increase, or with non-finite or non-positive N or X, are skipped.
+pub fn find_knee(points: &[StepPoint], min_gain: f64) -> Option<usize> {
+    let good =
+        |p: &StepPoint| p.users.is_finite() && p.users > 0.0 && p.tps.is_finite() && p.tps > 0.0;
+    points.windows(2).enumerate().find_map(|(i, w)| {
+        let (a, b) = (w[0], w[1]);
+        if !(good(&a) && good(&b) && b.users > a.users) {
+            return None;
+        }
+        let e = ((b.tps - a.tps) / a.tps) / ((b.users - a.users) / a.users);
+        (e < min_gain && b.mean_response_s > a.mean_response_s).then_some(i)
+    })
+}
+
+/// Little's law for one step: N' = X * (R + Z) clients should have been in the system.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LittleCheck {
+    /// Configured concurrent clients N (count).
+    pub users: f64,
+    /// Clients implied by Little's law, N' = X * (R + Z) (count).
+    pub expected_users: f64,
+    /// N'/N (dimensionless; NaN if N is not positive and finite).
+    pub ratio: f64,
+}
+
+impl LittleCheck {
+    /// True when |ratio - 1| <= `tolerance` (a fraction, e.g. 0.1 = 10 %); false for NaN.
+    pub fn ok(&self, tolerance: f64) -> bool {
+        (self.ratio - 1.0).abs() <= tolerance
+    }
+}
+
+/// Checks a step against Little's law. A ratio well below 1 means the clients were not
+/// all busy: timeouts or errors not counted as transactions, think time misreported, or
+/// the load tool itself the limit. A ratio well above 1 means more work was in flight than
+/// clients configured (e.g. retries, or response time under-measured).
+pub fn littles_law(p: &StepPoint) -> LittleCheck {
+    let expected_users = p.tps * (p.mean_response_s + p.think_s);
+    let ratio = if p.users.is_finite() && p.users > 0.0 {
+        expected_users / p.users
+    } else {
+        f64::NAN
+    };
+    LittleCheck {
+        users: p.users,
+        expected_users,
+        ratio,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic noise in [-1, 1) from a 64-bit LCG.
+    fn noise(state: &mut u64) -> f64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+
+    fn synthetic(lambda: f64, sigma: f64, kappa: f64, noise_frac: f64) -> Vec<(f64, f64)> {
+        let mut st = 42;
+        [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0, 150.0, 200.0]
+            .iter()
+            .map(|&n| {
+                let x = lambda * n / denom([lambda, sigma, kappa], n);
+                (n, x * (1.0 + noise_frac * noise(&mut st)))
+            })
+            .collect()
+    }
+
+    fn step(users: f64, tps: f64, mean_response_s: f64) -> StepPoint {
+        StepPoint {
+            users,
+            tps,
+            mean_response_s,
+            think_s: 0.0,
+        }
+    }
+
+    fn within(v: f64, ci: (f64, f64)) -> bool {
+        ci.0 <= v && v <= ci.1
+    }
+
+    #[test]
+    fn usl_recovers_known_parameters_with_noise() {
+        let f = fit_usl(&synthetic(100.0, 0.05, 0.001, 0.01)).unwrap();
+        assert!(within(100.0, f.lambda_ci), "{f:?}");
+        assert!(within(0.05, f.sigma_ci), "{f:?}");
+        assert!(within(0.001, f.kappa_ci), "{f:?}");
+        // Intervals are informative, not just wide enough to contain anything.
+        assert!(f.sigma_ci.1 - f.sigma_ci.0 < 0.01 && f.kappa_ci.1 - f.kappa_ci.0 < 1e-4);
+        assert!((f.lambda - 100.0).abs() < 5.0, "{f:?}");
+        assert!((f.sigma - 0.05).abs() < 0.01, "{f:?}");
+        assert!((f.kappa - 0.001).abs() < 0.0002, "{f:?}");
+        assert!(f.r_squared > 0.99 && f.n == 10, "{f:?}");
+        let truth = (0.95f64 / 0.001).sqrt();
+        let peak = f.peak_users().unwrap();
+        assert!((peak / truth - 1.0).abs() < 0.1, "{peak} vs {truth}");
+        assert!((f.max_tps() - f.predict(peak)).abs() < 1e-9);
+        assert!(f.verdict().contains("retrograde"), "{}", f.verdict());
+    }
+
+    #[test]
+    fn usl_pure_contention_has_no_peak() {
+        let f = fit_usl(&synthetic(100.0, 0.9, 0.0, 0.01)).unwrap();
+        assert!((f.sigma - 0.9).abs() < 0.05, "{f:?}");
+        assert_eq!(f.peak_users(), None, "{f:?}");
+        assert!((f.max_tps() / (f.lambda / f.sigma) - 1.0).abs() < 0.01);
+        assert!(
+            (f.max_tps() / (100.0 / 0.9) - 1.0).abs() < 0.03,
+            "{}",
+            f.max_tps()
+        );
+        let v = f.verdict();
+        assert!(v.contains("90 % of the work is serialised"), "{v}");
+    }
+
+    #[test]
+    fn usl_linear_scaling() {
+        let f = fit_usl(&synthetic(100.0, 0.0, 0.0, 0.01)).unwrap();
+        assert!(f.sigma < 0.001 && f.kappa < 1e-6, "{f:?}");
+        assert!(
+            f.verdict().starts_with("scales almost linearly"),
+            "{}",
+            f.verdict()
+        );
+        // Exact data: zero residual, both terms exactly 0, no ceiling.
+        let exact = fit_usl(&synthetic(100.0, 0.0, 0.0, 0.0)).unwrap();
+        assert!(exact.sigma < 1e-9 && exact.kappa < 1e-12, "{exact:?}");
+        assert_eq!(exact.peak_users(), None);
+        assert_eq!(exact.max_tps(), f64::INFINITY);
+    }
+
+    fn s3_steps() -> Vec<StepPoint> {
+        [
+            (1.0, 10.0),
+            (5.0, 48.0),
+            (10.0, 85.0),
+            (20.0, 98.0),
+            (40.0, 100.0),
+            (80.0, 100.0),
+            (110.0, 100.0),
+        ]
+        .iter()
+        .map(|&(users, tps)| step(users, tps, users / tps))
+        .collect()
+    }
+
+    #[test]
+    fn usl_s3_field_case_saturates_near_100_tps() {
+        let steps = s3_steps();
+        let pts: Vec<(f64, f64)> = steps.iter().map(|p| (p.users, p.tps)).collect();
+        let f = fit_usl(&pts).unwrap();
+        assert!(f.sigma > 0.05, "{f:?}");
+        assert!(
+            (f.max_tps() / 100.0 - 1.0).abs() < 0.15,
+            "{} {f:?}",
+            f.max_tps()
+        );
+        // 10 -> 20 users: e = (13/85)/1 = 0.15 >= 0.1; 20 -> 40: e = (2/98)/1 = 0.02 < 0.1.
+        assert_eq!(find_knee(&steps, 0.1), Some(3));
+        assert_eq!(steps[3].users, 20.0);
+        // A stricter threshold moves the knee earlier: 10 -> 20 (e = 0.15) already flat.
+        assert_eq!(find_knee(&steps, 0.2), Some(2));
+        for p in &steps {
+            assert!(littles_law(p).ok(0.1), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn usl_knee_none_while_tps_grows_or_response_flat() {
+        let grow: Vec<StepPoint> = (1..=6)
+            .map(|i| step(i as f64, 10.0 * i as f64, 0.1))
+            .collect();
+        assert_eq!(find_knee(&grow, 0.5), None);
+        // Flat TPS but flat response time too (e.g. the load tool is the limit): no knee.
+        let flat: Vec<StepPoint> = (1..=4).map(|i| step(i as f64, 10.0, 0.1)).collect();
+        assert_eq!(find_knee(&flat, 0.5), None);
+        assert_eq!(find_knee(&[], 0.5), None);
+    }
+
+    #[test]
+    fn usl_errors_name_the_bad_value() {
+        let e = fit_usl(&[(1.0, 10.0), (2.0, 19.0), (4.0, 35.0)]).unwrap_err();
+        assert_eq!(e, UslError::TooFewPoints { got: 3, need: 4 });
+        assert!(
+            e.to_string().contains("at least 4") && e.to_string().contains("got 3"),
+            "{e}"
+        );
+        let dup = fit_usl(&[(1.0, 10.0), (2.0, 19.0), (2.0, 19.5), (4.0, 35.0)]).unwrap_err();
+        assert_eq!(dup, UslError::TooFewPoints { got: 3, need: 4 });
+        let e = fit_usl(&[(1.0, 10.0), (2.0, f64::NAN), (4.0, 35.0), (8.0, 60.0)]).unwrap_err();
+        assert!(matches!(e, UslError::BadPoint { index: 1, .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("point 1") && e.to_string().contains("X = NaN"),
+            "{e}"
+        );
+        let e = fit_usl(&[(1.0, 10.0), (2.0, 19.0), (0.0, 35.0), (8.0, 60.0)]).unwrap_err();
+        assert!(
+            e.to_string().contains("point 2 is unusable: N = 0, X = 35"),
+            "{e}"
+        );
+        let e = fit_usl(&[(1.0, 0.0), (2.0, 19.0), (4.0, 35.0), (8.0, 60.0)]).unwrap_err();
+        assert!(e.to_string().contains("X = 0"), "{e}");
+    }
+
+    #[test]
+    fn usl_littles_law_ratio() {
+        let p = step(110.0, 100.0, 1.1);
+        let c = littles_law(&p);
+        assert!((c.ratio - 1.0).abs() < 1e-12 && c.ok(0.01), "{c:?}");
+        let c = littles_law(&StepPoint {
+            mean_response_s: 0.5,
+            ..p
+        });
+        assert!(
+            (c.ratio - 50.0 / 110.0).abs() < 1e-12 && !c.ok(0.1),
+            "{c:?}"
+        );
+        let c = littles_law(&StepPoint {
+            mean_response_s: 0.5,
+            think_s: 0.6,
+            ..p
+        });
+        assert!(c.ok(0.01), "think time counts: {c:?}");
+        assert!(!littles_law(&StepPoint { users: 0.0, ..p }).ok(0.5));
+    }
+}

@@ -5,6 +5,7 @@ pub mod counters;
 pub mod env;
 pub mod guard;
 pub mod lab;
+pub mod link;
 pub mod load;
 pub mod observe;
 pub mod probe;

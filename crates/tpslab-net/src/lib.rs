@@ -6,13 +6,18 @@
 //! - [`RecvBatch`] / [`SendBatch`]: preallocated `recvmmsg(2)` / `sendmmsg(2)` batches that
 //!   allocate nothing per datagram;
 //! - [`mono_ns`]: the monotonic clock in nanoseconds used for every timestamp;
-//! - [`sched`]: CPU affinity and scheduling policy of the calling thread.
+//! - [`sched`]: CPU affinity and scheduling policy of the calling thread;
+//! - [`tcp`]: TCP_INFO snapshots, TCP buffer sizes and window clamp;
+//! - [`tun`]: TUN devices and interface setup for the user-space delay line;
+//! - [`ns::NetNs`]: handles on network namespaces that threads join.
 
 pub mod batch;
 pub mod diag;
 pub mod ns;
 pub mod sched;
 pub mod sock;
+pub mod tcp;
+pub mod tun;
 
 pub use batch::{RecvBatch, SendBatch};
 pub use sock::{RcvbufGrant, UdpSock};

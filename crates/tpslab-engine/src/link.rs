@@ -1,0 +1,397 @@
+//! A user-space delay line between two network namespaces: netem for kernels without it.
+//!
+//! Each namespace gets a point-to-point TUN device (`tpsl-a` with 10.77.0.1 in A,
+//! `tpsl-b` with 10.77.0.2 in B). One thread per direction reads the packets one side
+//! routes into its TUN, drops a share at random (`loss`), serialises them at `rate_bps`
+//! behind a FIFO of at most `queue_packets` (tail drop, like a router port), holds each
+//! for the one-way `delay_ns` and writes it into the other TUN. RTT = 2 x delay_ns plus
+//! the forwarding cost (tens of microseconds, measured by the tests).
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+use tpslab_net::mono_ns;
+use tpslab_net::ns::NetNs;
+use tpslab_net::tun::{self, Tun};
+
+use crate::EngineError;
+
+/// Address of side A (on `tpsl-a` in namespace A).
+pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+/// Address of side B (on `tpsl-b` in namespace B).
+pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// Packets on the line at once (queued + in propagation), per direction: a bound on
+/// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
+pub const MAX_LINE_PACKETS: usize = 32768;
+
+/// The emulated link, the same in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinkConfig {
+    /// One-way delay, ns (the RTT is twice this).
+    pub delay_ns: u64,
+    /// Serialisation rate per direction, bits/s; `None` = as fast as the forwarder goes.
+    pub rate_bps: Option<f64>,
+    /// Probability that a packet is dropped, 0..1, each direction independently.
+    pub loss: f64,
+    /// Packets that may wait for the rate limiter before tail drop (a router's buffer).
+    pub queue_packets: usize,
+    /// MTU of both TUN devices, bytes.
+    pub mtu: u32,
+    /// Seed of the loss generator (runs are repeatable).
+    pub seed: u64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            delay_ns: 0,
+            rate_bps: None,
+            loss: 0.0,
+            queue_packets: 1000,
+            mtu: 1500,
+            seed: 1,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// Checks ranges; the error names the bad value and what is allowed.
+    pub fn check(&self) -> Result<(), String> {
+        if self.delay_ns > 10_000_000_000 {
+            return Err(format!("delay {} ns: at most 10 s one way", self.delay_ns));
+        }
+        if let Some(r) = self.rate_bps {
+            if !(r.is_finite() && (8_000.0..=100e9).contains(&r)) {
+                return Err(format!("rate {r} bit/s: allowed 8 kbit/s to 100 Gbit/s"));
+            }
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(format!(
+                "loss {}: allowed 0 up to (not including) 1",
+                self.loss
+            ));
+        }
+        if !(1..=MAX_LINE_PACKETS).contains(&self.queue_packets) {
+            return Err(format!(
+                "queue {} packets: allowed 1 to {MAX_LINE_PACKETS}",
+                self.queue_packets
+            ));
+        }
+        if !(576..=65535).contains(&self.mtu) {
+            return Err(format!("mtu {}: allowed 576 to 65535", self.mtu));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one direction, packets and bytes since the link started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirStats {
+    /// Packets read from the sending side's TUN.
+    pub packets_in: u64,
+    /// Bytes of those packets.
+    pub bytes_in: u64,
+    /// Packets written into the receiving side's TUN.
+    pub delivered: u64,
+    /// Dropped by the random loss setting.
+    pub dropped_loss: u64,
+    /// Dropped because the rate limiter's queue was full (tail drop).
+    pub dropped_queue: u64,
+    /// Dropped because MAX_LINE_PACKETS were already on the line.
+    pub line_full: u64,
+    /// Writes into the receiving TUN that failed.
+    pub write_errors: u64,
+    /// Still on the line when the link stopped (never delivered).
+    pub on_line_at_stop: u64,
+}
+
+#[derive(Default)]
+struct DirCounters {
+    packets_in: AtomicU64,
+    bytes_in: AtomicU64,
+    delivered: AtomicU64,
+    dropped_loss: AtomicU64,
+    dropped_queue: AtomicU64,
+    line_full: AtomicU64,
+    write_errors: AtomicU64,
+    on_line_at_stop: AtomicU64,
+}
+
+impl DirCounters {
+    fn snapshot(&self) -> DirStats {
+        DirStats {
+            packets_in: self.packets_in.load(Relaxed),
+            bytes_in: self.bytes_in.load(Relaxed),
+            delivered: self.delivered.load(Relaxed),
+            dropped_loss: self.dropped_loss.load(Relaxed),
+            dropped_queue: self.dropped_queue.load(Relaxed),
+            line_full: self.line_full.load(Relaxed),
+            write_errors: self.write_errors.load(Relaxed),
+            on_line_at_stop: self.on_line_at_stop.load(Relaxed),
+        }
+    }
+}
+
+/// A running delay line. Stops (and removes both TUN devices) when dropped.
+pub struct Link {
+    stop: Arc<AtomicBool>,
+    counters: Arc<[DirCounters; 2]>,
+    threads: Vec<JoinHandle<()>>,
+    /// The configuration it runs with.
+    pub config: LinkConfig,
+}
+
+impl Link {
+    /// Creates `tpsl-a` in `a` and `tpsl-b` in `b`, addresses them (ADDR_A, ADDR_B) and
+    /// starts forwarding. Errors: bad config, no CAP_NET_ADMIN, a device name taken.
+    pub fn start(a: &NetNs, b: &NetNs, config: LinkConfig) -> Result<Link, EngineError> {
+        config.check().map_err(EngineError::Other)?;
+        let make = |ns: &NetNs, name: &str, local: Ipv4Addr, peer: Ipv4Addr| {
+            ns.run(|| -> Result<Tun, EngineError> {
+                let t = Tun::create(name)?;
+                tun::config_p2p(name, local, peer, config.mtu, 1000)?;
+                Ok(t)
+            })
+            .map_err(|e| EngineError::Other(format!("entering a namespace for {name}: {e}")))?
+        };
+        let ta = Arc::new(make(a, "tpsl-a", ADDR_A, ADDR_B)?);
+        let tb = Arc::new(make(b, "tpsl-b", ADDR_B, ADDR_A)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters: Arc<[DirCounters; 2]> = Arc::new(Default::default());
+        let mut threads = vec![];
+        for (dir, (from, to)) in [(ta.clone(), tb.clone()), (tb, ta)].into_iter().enumerate() {
+            let (stop, counters) = (stop.clone(), counters.clone());
+            let seed = config.seed.wrapping_add(dir as u64 * 0x9e37_79b9_7f4a_7c15);
+            let h = std::thread::Builder::new()
+                .name(format!("link-{}", ["a2b", "b2a"][dir]))
+                .spawn(move || forward(&from, &to, config, seed, &stop, &counters[dir]))
+                .map_err(|e| EngineError::Other(format!("spawning the link thread: {e}")))?;
+            threads.push(h);
+        }
+        Ok(Link {
+            stop,
+            counters,
+            threads,
+            config,
+        })
+    }
+
+    /// Counters so far: [A to B, B to A].
+    pub fn stats(&self) -> [DirStats; 2] {
+        [self.counters[0].snapshot(), self.counters[1].snapshot()]
+    }
+
+    /// Stops forwarding, removes the devices and returns the final counters.
+    pub fn stop(mut self) -> [DirStats; 2] {
+        self.halt();
+        self.stats()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Relaxed);
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// xorshift64*: the loss coin, cheap and repeatable.
+fn next_unit(s: &mut u64) -> f64 {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    (s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The line of one direction: what a packet arriving now meets.
+struct Line {
+    /// When the rate limiter finishes the last packet accepted, ns.
+    free_at: u64,
+    /// Finish times of packets accepted and not yet serialised (the queue).
+    tx_done: VecDeque<u64>,
+    /// Packets on the line: (due, buffer index, length).
+    due: VecDeque<(u64, usize, usize)>,
+}
+
+impl Line {
+    /// Accepts a packet of `len` bytes arriving at `now`: its due time, or `None` when
+    /// the queue is full (tail drop).
+    fn admit(&mut self, now: u64, len: usize, cfg: &LinkConfig) -> Option<u64> {
+        let Some(rate) = cfg.rate_bps else {
+            return Some(now + cfg.delay_ns);
+        };
+        while self.tx_done.front().is_some_and(|&t| t <= now) {
+            self.tx_done.pop_front();
+        }
+        // The packet being serialised is not waiting; the rest are.
+        if self.tx_done.len() > cfg.queue_packets {
+            return None;
+        }
+        let start = self.free_at.max(now);
+        let done = start + (len as f64 * 8.0 * 1e9 / rate) as u64;
+        self.free_at = done;
+        self.tx_done.push_back(done);
+        Some(done + cfg.delay_ns)
+    }
+}
+
+fn forward(from: &Tun, to: &Tun, cfg: LinkConfig, seed: u64, stop: &AtomicBool, c: &DirCounters) {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack: 1 ns
+    // keeps the wake-ups for due packets at their time instead of 50 us late.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut rng = seed | 1;
+    let mtu = cfg.mtu as usize;
+    let mut bufs: Vec<Vec<u8>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut scratch = vec![0u8; 65536];
+    let mut line = Line {
+        free_at: 0,
+        tx_done: VecDeque::new(),
+        due: VecDeque::new(),
+    };
+    const IDLE_NS: u64 = 20_000_000;
+    while !stop.load(Relaxed) {
+        let now = mono_ns();
+        while let Some(&(due, i, len)) = line.due.front() {
+            if due > now {
+                break;
+            }
+            line.due.pop_front();
+            match to.write(&bufs[i][..len]) {
+                Ok(_) => c.delivered.fetch_add(1, Relaxed),
+                Err(_) => c.write_errors.fetch_add(1, Relaxed),
+            };
+            free.push(i);
+        }
+        let wait = line
+            .due
+            .front()
+            .map_or(IDLE_NS, |&(d, _, _)| d.saturating_sub(now).min(IDLE_NS));
+        if wait > 0 && !tun::wait_readable(from.fd(), wait) {
+            continue;
+        }
+        // Read everything waiting now.
+        loop {
+            let slot = match free.pop() {
+                Some(i) => Some(i),
+                None if bufs.len() < MAX_LINE_PACKETS => {
+                    bufs.push(vec![0u8; mtu.max(1500)]);
+                    Some(bufs.len() - 1)
+                }
+                None => None,
+            };
+            let buf: &mut [u8] = match slot {
+                Some(i) => &mut bufs[i],
+                None => &mut scratch,
+            };
+            let len = match from.read(buf) {
+                Ok(n) => n,
+                Err(_) => {
+                    if let Some(i) = slot {
+                        free.push(i);
+                    }
+                    break;
+                }
+            };
+            let now = mono_ns();
+            c.packets_in.fetch_add(1, Relaxed);
+            c.bytes_in.fetch_add(len as u64, Relaxed);
+            let Some(i) = slot else {
+                c.line_full.fetch_add(1, Relaxed);
+                continue;
+            };
+            if cfg.loss > 0.0 && next_unit(&mut rng) < cfg.loss {
+                c.dropped_loss.fetch_add(1, Relaxed);
+                free.push(i);
+                continue;
+            }
+            match line.admit(now, len, &cfg) {
+                Some(due) => line.due.push_back((due, i, len)),
+                None => {
+                    c.dropped_queue.fetch_add(1, Relaxed);
+                    free.push(i);
+                }
+            }
+        }
+    }
+    c.on_line_at_stop.store(line.due.len() as u64, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limiter_serialises_and_tail_drops() {
+        let cfg = LinkConfig {
+            delay_ns: 1_000_000,
+            rate_bps: Some(8e6), // 1 byte per us
+            queue_packets: 2,
+            ..Default::default()
+        };
+        let mut l = Line {
+            free_at: 0,
+            tx_done: VecDeque::new(),
+            due: VecDeque::new(),
+        };
+        // 1000-byte packets take 1 ms each on the wire.
+        assert_eq!(l.admit(0, 1000, &cfg), Some(2_000_000));
+        assert_eq!(l.admit(0, 1000, &cfg), Some(3_000_000));
+        assert_eq!(l.admit(0, 1000, &cfg), Some(4_000_000));
+        // One on the wire, two waiting: the fourth is dropped.
+        assert_eq!(l.admit(0, 1000, &cfg), None);
+        // After the first left the wire there is room again.
+        assert_eq!(l.admit(1_000_000, 1000, &cfg), Some(5_000_000));
+        // An idle line serialises from the arrival time.
+        assert_eq!(l.admit(10_000_000, 500, &cfg), Some(11_500_000));
+    }
+
+    #[test]
+    fn no_rate_means_only_delay() {
+        let cfg = LinkConfig {
+            delay_ns: 15_000_000,
+            ..Default::default()
+        };
+        let mut l = Line {
+            free_at: 0,
+            tx_done: VecDeque::new(),
+            due: VecDeque::new(),
+        };
+        for t in [0, 1, 1, 5] {
+            assert_eq!(l.admit(t, 1500, &cfg), Some(t + 15_000_000));
+        }
+    }
+
+    #[test]
+    fn loss_coin_is_fair() {
+        let mut s = 7u64;
+        let n = 100_000;
+        let hits = (0..n).filter(|_| next_unit(&mut s) < 0.1).count();
+        assert!((9_500..10_500).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn config_ranges() {
+        let ok = LinkConfig::default();
+        assert!(ok.check().is_ok());
+        let bad = |f: fn(&mut LinkConfig)| {
+            let mut c = LinkConfig::default();
+            f(&mut c);
+            c.check().unwrap_err()
+        };
+        assert!(bad(|c| c.loss = 1.0).contains("loss 1"));
+        assert!(bad(|c| c.rate_bps = Some(0.0)).contains("rate 0"));
+        assert!(bad(|c| c.queue_packets = 0).contains("queue 0"));
+        assert!(bad(|c| c.mtu = 100).contains("mtu 100"));
+    }
+}

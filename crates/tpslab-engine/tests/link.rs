@@ -1,0 +1,116 @@
+//! The user-space delay line, for real: two fresh namespaces joined by TUN devices.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use tpslab_engine::link::{Link, LinkConfig, ADDR_A, ADDR_B};
+use tpslab_net::ns::NetNs;
+
+fn root() -> bool {
+    // SAFETY-free check: the effective uid from /proc.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned));
+    if euid.as_deref() != Some("0") {
+        eprintln!("skipped: needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for TUN)");
+        return false;
+    }
+    true
+}
+
+/// Median UDP round trip A -> B -> A over `n` pings, ns; and how many came back.
+fn ping(a: &NetNs, b: &NetNs, n: usize) -> (u64, usize) {
+    let server = b
+        .run(|| UdpSocket::bind(SocketAddr::from((ADDR_B, 7007))).unwrap())
+        .unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        while let Ok((len, peer)) = server.recv_from(&mut buf) {
+            if &buf[..len] == b"end" {
+                break;
+            }
+            server.send_to(&buf[..len], peer).unwrap();
+        }
+    });
+    let client = a
+        .run(|| UdpSocket::bind(SocketAddr::from((ADDR_A, 0))).unwrap())
+        .unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    client.connect(SocketAddr::from((ADDR_B, 7007))).unwrap();
+    let mut rtts = vec![];
+    let mut buf = [0u8; 64];
+    for i in 0..n as u32 {
+        let t = tpslab_net::mono_ns();
+        client.send(&i.to_be_bytes()).unwrap();
+        if let Ok(4) = client.recv(&mut buf) {
+            if buf[..4] == i.to_be_bytes() {
+                rtts.push(tpslab_net::mono_ns() - t);
+            }
+        }
+    }
+    client.send(b"end").unwrap();
+    echo.join().unwrap();
+    rtts.sort_unstable();
+    (rtts.get(rtts.len() / 2).copied().unwrap_or(0), rtts.len())
+}
+
+#[test]
+fn measured_rtt_matches_the_configured_delay() {
+    if !root() {
+        return;
+    }
+    let (a, b) = (NetNs::create().unwrap(), NetNs::create().unwrap());
+    let cfg = LinkConfig {
+        delay_ns: 15_000_000,
+        ..Default::default()
+    };
+    let link = Link::start(&a, &b, cfg).unwrap();
+    let (median, got) = ping(&a, &b, 40);
+    let st = link.stop();
+    assert_eq!(got, 40, "every ping answered: {st:?}");
+    let rtt_ms = median as f64 / 1e6;
+    eprintln!("configured RTT 30 ms, measured median {rtt_ms:.3} ms; {st:?}");
+    assert!(
+        (rtt_ms - 30.0).abs() <= 3.0,
+        "RTT {rtt_ms} ms not within 10 % of 30 ms"
+    );
+    assert_eq!(st[0].delivered + st[0].on_line_at_stop, st[0].packets_in);
+    assert_eq!(
+        st[0].dropped_loss + st[0].dropped_queue + st[0].line_full,
+        0
+    );
+}
+
+#[test]
+fn loss_setting_drops_that_share_and_counts_it() {
+    if !root() {
+        return;
+    }
+    let (a, b) = (NetNs::create().unwrap(), NetNs::create().unwrap());
+    let cfg = LinkConfig {
+        delay_ns: 100_000,
+        loss: 0.2,
+        ..Default::default()
+    };
+    let link = Link::start(&a, &b, cfg).unwrap();
+    let (_, got) = ping(&a, &b, 300);
+    let st = link.stop();
+    // Each ping crosses twice: P(answered) = 0.8^2 = 0.64.
+    let share = got as f64 / 300.0;
+    assert!((0.52..0.76).contains(&share), "answered {share}: {st:?}");
+    let a2b = st[0];
+    assert_eq!(
+        a2b.delivered + a2b.dropped_loss + a2b.on_line_at_stop,
+        a2b.packets_in,
+        "every packet accounted for: {a2b:?}"
+    );
+    let p = a2b.dropped_loss as f64 / a2b.packets_in as f64;
+    assert!((0.13..0.27).contains(&p), "drop share {p}");
+}

@@ -267,12 +267,13 @@ mod tests {
             while n < 1_000_000 {
                 n += s.read(&mut buf).unwrap();
             }
+            s // kept open, so the connection stays ESTABLISHED
         });
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         let granted = set_buffer(c.as_raw_fd(), Buf::Send, 100_000).unwrap();
         assert!(granted >= 100_000, "{granted}");
         c.write_all(&vec![7u8; 1_000_000]).unwrap();
-        t.join().unwrap();
+        let _peer = t.join().unwrap();
         let i = tcp_info(c.as_raw_fd()).unwrap();
         assert_eq!(i.state, 1, "ESTABLISHED");
         // All 1 MB acked once the reader had it (plus nothing else).

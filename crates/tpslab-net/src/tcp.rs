@@ -94,7 +94,8 @@ pub struct TcpInfo {
     pub ssthresh_segs: u32,
     /// Retransmitted segments over the connection's life (`tcpi_total_retrans`).
     pub total_retrans: u32,
-    /// Bytes acknowledged by the peer (`tcpi_bytes_acked`, Linux 4.1+).
+    /// Bytes acknowledged by the peer (`tcpi_bytes_acked`, Linux 4.1+); on the side that
+    /// connected it includes 1 for the SYN, so use differences.
     pub bytes_acked: Option<u64>,
     /// Bytes received (`tcpi_bytes_received`, Linux 4.1+).
     pub bytes_received: Option<u64>,
@@ -279,11 +280,12 @@ mod tests {
         // All 1 MB acked once the reader had it (plus nothing else).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         let mut acked = i.bytes_acked.unwrap();
-        while acked < 1_000_000 && std::time::Instant::now() < deadline {
+        while acked < 1_000_001 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
             acked = tcp_info(c.as_raw_fd()).unwrap().bytes_acked.unwrap();
         }
-        assert_eq!(acked, 1_000_000);
+        // tcpi_bytes_acked counts the SYN's sequence number too: 1 + the payload.
+        assert_eq!(acked, 1_000_001);
         assert!(i.snd_mss > 0 && i.cwnd_segs > 0 && i.rtt_us > 0, "{i:?}");
         assert!(i.busy_us.is_some() && i.snd_wnd_bytes.is_some(), "{i:?}");
         assert!(tcp_info(-1).is_err());

@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod record;
 pub mod stats;
 pub mod sweep;
+pub mod tcp;
 pub mod usl;
 pub mod verdict;
 

@@ -10,6 +10,7 @@ pub mod load;
 pub mod observe;
 pub mod probe;
 pub mod server;
+pub mod tcpflow;
 pub mod wire;
 
 /// Engine errors; each names what failed and with which value.

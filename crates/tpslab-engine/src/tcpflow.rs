@@ -1,0 +1,415 @@
+//! Bulk TCP: the sink server (`tpslab serve tcp --mode sink`) and the sender that
+//! samples TCP_INFO of its flow (`tpslab tcp`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use socket2::{Domain, Protocol, Socket, Type};
+use tpslab_analysis::tcp::TcpSample;
+use tpslab_net::tcp::{self as ntcp, Buf, TcpInfo};
+use tpslab_net::{mono_ns, NetError};
+
+use crate::EngineError;
+
+/// Settings of the sink server.
+#[derive(Debug, Clone, Copy)]
+pub struct SinkConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// SO_RCVBUF of every accepted connection, bytes (set on the listener before
+    /// listen(), so the window scale is negotiated for it); `None` = autotuning.
+    pub rcvbuf: Option<u64>,
+}
+
+/// The sink: accepts connections and reads and discards everything, one thread per
+/// connection. Stops when dropped or with [`SinkServer::stop`].
+pub struct SinkServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    bytes: Arc<AtomicU64>,
+    conns: Arc<AtomicU64>,
+    accept: Option<JoinHandle<()>>,
+    /// SO_RCVBUF granted on the listener, bytes (what accepted sockets inherit).
+    pub rcvbuf_granted: u64,
+}
+
+impl SinkServer {
+    /// Binds and starts accepting. Errors: the address is taken or not local, setsockopt.
+    pub fn start(cfg: SinkConfig) -> Result<SinkServer, EngineError> {
+        let sock = Socket::new(
+            Domain::for_address(cfg.listen),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )
+        .map_err(|e| NetError::io("socket TCP", e))?;
+        sock.set_reuse_address(true)
+            .map_err(|e| NetError::io("SO_REUSEADDR", e))?;
+        if let Some(b) = cfg.rcvbuf {
+            ntcp::set_buffer(sock.as_raw_fd(), Buf::Recv, b)?;
+        }
+        let rcvbuf_granted = ntcp::buffer(sock.as_raw_fd(), Buf::Recv)?;
+        sock.bind(&cfg.listen.into())
+            .map_err(|e| NetError::io(format!("bind {}", cfg.listen), e))?;
+        sock.listen(128)
+            .map_err(|e| NetError::io(format!("listen {}", cfg.listen), e))?;
+        let l: TcpListener = sock.into();
+        l.set_nonblocking(true)
+            .map_err(|e| NetError::io("O_NONBLOCK", e))?;
+        let addr = l.local_addr().map_err(|e| NetError::io("getsockname", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let bytes = Arc::new(AtomicU64::new(0));
+        let conns = Arc::new(AtomicU64::new(0));
+        let (st, by, co) = (stop.clone(), bytes.clone(), conns.clone());
+        let accept = std::thread::Builder::new()
+            .name("tcp-sink-accept".into())
+            .spawn(move || accept_loop(l, &st, &by, &co))
+            .map_err(|e| EngineError::Other(format!("spawning the accept thread: {e}")))?;
+        Ok(SinkServer {
+            addr,
+            stop,
+            bytes,
+            conns,
+            accept: Some(accept),
+            rcvbuf_granted,
+        })
+    }
+
+    /// The address it listens on (with the port the kernel chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Bytes read so far, all connections.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Relaxed)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.conns.load(Relaxed)
+    }
+
+    /// Stops accepting and reading (within 100 ms); returns bytes read.
+    pub fn stop(mut self) -> u64 {
+        self.halt();
+        self.bytes()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for SinkServer {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn accept_loop(l: TcpListener, stop: &Arc<AtomicBool>, bytes: &Arc<AtomicU64>, conns: &AtomicU64) {
+    let mut readers = vec![];
+    while !stop.load(Relaxed) {
+        match l.accept() {
+            Ok((s, _)) => {
+                conns.fetch_add(1, Relaxed);
+                let (stop, bytes) = (stop.clone(), bytes.clone());
+                readers.push(std::thread::spawn(move || sink(s, &stop, &bytes)));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    for r in readers {
+        let _ = r.join();
+    }
+}
+
+fn sink(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = vec![0u8; 256 * 1024];
+    while !stop.load(Relaxed) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                bytes.fetch_add(n as u64, Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// A bulk flow to run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlowPlan {
+    /// Where the sink listens.
+    pub target: SocketAddr,
+    /// How long to send, ns.
+    pub duration_ns: u64,
+    /// TCP_INFO sampling interval, ns.
+    pub interval_ns: u64,
+    /// SO_SNDBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_wmem).
+    pub sndbuf: Option<u64>,
+    /// Bytes per write() call.
+    pub write_bytes: usize,
+}
+
+/// What a flow did: samples of its TCP_INFO and the sender's own counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowRecord {
+    /// The plan it ran.
+    pub plan: FlowPlan,
+    /// SO_SNDBUF granted (getsockopt after connect), bytes.
+    pub sndbuf_granted: u64,
+    /// Time to connect, ns.
+    pub connect_ns: u64,
+    /// Bytes the application wrote.
+    pub bytes_written: u64,
+    /// Samples, the first right after connect.
+    pub samples: Vec<TcpSample>,
+    /// The write error that ended the flow early, if any.
+    pub error: Option<String>,
+    /// Whether it was stopped before its duration (Ctrl-C).
+    pub interrupted: bool,
+}
+
+fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
+    TcpSample {
+        t_ns,
+        bytes_acked: i.bytes_acked.unwrap_or(0).saturating_sub(1),
+        bytes_retrans: i.bytes_retrans.unwrap_or(0),
+        retrans_segs: i.total_retrans,
+        rtt_us: i.rtt_us,
+        rttvar_us: i.rttvar_us,
+        min_rtt_us: i.min_rtt_us.unwrap_or(0),
+        cwnd_segs: i.cwnd_segs,
+        mss: i.snd_mss,
+        in_flight_bytes: i.unacked_segs as u64 * i.snd_mss as u64,
+        peer_window_bytes: i.snd_wnd_bytes.unwrap_or(0),
+        notsent_bytes: i.notsent_bytes.unwrap_or(0),
+        delivery_rate_bps: i.delivery_rate_bps.unwrap_or(0),
+        busy_us: i.busy_us.unwrap_or(0),
+        rwnd_limited_us: i.rwnd_limited_us.unwrap_or(0),
+        sndbuf_limited_us: i.sndbuf_limited_us.unwrap_or(0),
+        chronos: i.busy_us.is_some(),
+    }
+}
+
+/// Connects a TCP socket to `target` with SO_SNDBUF set first (so the window scale
+/// suits it), in the calling thread's network namespace. Errors: refused, unreachable,
+/// no answer within `timeout`.
+pub fn connect(
+    target: SocketAddr,
+    sndbuf: Option<u64>,
+    timeout: Duration,
+) -> Result<TcpStream, EngineError> {
+    let sock = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| NetError::io("socket TCP", e))?;
+    if let Some(b) = sndbuf {
+        ntcp::set_buffer(sock.as_raw_fd(), Buf::Send, b)?;
+    }
+    sock.connect_timeout(&target.into(), timeout)
+        .map_err(|e| NetError::io(format!("connect {target}"), e))?;
+    Ok(sock.into())
+}
+
+/// Sends a bulk stream on `stream` (connected by [`connect`]) for the plan's duration
+/// while sampling its TCP_INFO every interval on the calling thread. Stops early when
+/// `stop` is set. Errors: TCP_INFO cannot be read.
+pub fn run_flow(
+    stream: TcpStream,
+    plan: FlowPlan,
+    connect_ns: u64,
+    stop: &AtomicBool,
+) -> Result<FlowRecord, EngineError> {
+    let fd = stream.as_raw_fd();
+    let sndbuf_granted = ntcp::buffer(fd, Buf::Send)?;
+    let t0 = mono_ns();
+    let end = t0 + plan.duration_ns;
+    let mut samples = vec![to_sample(0, &ntcp::tcp_info(fd)?)];
+    let done = AtomicBool::new(false);
+    let written = AtomicU64::new(0);
+    let stream = Arc::new(stream);
+    let error = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            let mut st: &TcpStream = &stream;
+            let _ = st.set_write_timeout(Some(Duration::from_millis(50)));
+            let buf = vec![0x5au8; plan.write_bytes.max(1)];
+            let mut err = None;
+            while !done.load(Relaxed) && !stop.load(Relaxed) && mono_ns() < end {
+                match st.write(&buf) {
+                    Ok(n) => {
+                        written.fetch_add(n as u64, Relaxed);
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock
+                                | std::io::ErrorKind::TimedOut
+                                | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => {
+                        err = Some(format!("write: {e}"));
+                        break;
+                    }
+                }
+            }
+            err
+        });
+        let mut next = t0 + plan.interval_ns;
+        loop {
+            let now = mono_ns();
+            if now >= end || stop.load(Relaxed) || w.is_finished() {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(next.min(end).saturating_sub(now)));
+            if let Ok(i) = ntcp::tcp_info(fd) {
+                samples.push(to_sample(mono_ns() - t0, &i));
+            }
+            next += plan.interval_ns;
+        }
+        done.store(true, Relaxed);
+        w.join()
+            .unwrap_or_else(|_| Some("writer thread panicked".into()))
+    });
+    if let Ok(i) = ntcp::tcp_info(fd) {
+        samples.push(to_sample(mono_ns() - t0, &i));
+    }
+    Ok(FlowRecord {
+        plan,
+        sndbuf_granted,
+        connect_ns,
+        bytes_written: written.load(Relaxed),
+        samples,
+        error,
+        interrupted: stop.load(Relaxed),
+    })
+}
+
+/// A flow across the user-space delay line: what the lab ran and saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabRecord {
+    /// The emulated link.
+    pub link: crate::link::LinkConfig,
+    /// The link's counters at the end: [sender to sink, sink to sender].
+    pub link_stats: [crate::link::DirStats; 2],
+    /// SO_RCVBUF asked for on the sink, bytes; `None` = autotuning.
+    pub sink_rcvbuf: Option<u64>,
+    /// SO_RCVBUF the sink's listener was granted, bytes.
+    pub sink_rcvbuf_granted: u64,
+    /// Bytes the sink read.
+    pub sink_bytes: u64,
+    /// The flow.
+    pub flow: FlowRecord,
+}
+
+/// Runs a flow between two fresh network namespaces joined by the delay line: the sink
+/// listens on link::ADDR_B in one, the sender connects from the other. Nothing on the
+/// host changes; both namespaces vanish at the end. `plan.target`'s port is used, its
+/// address replaced by ADDR_B. Errors: no CAP_SYS_ADMIN/CAP_NET_ADMIN, connect fails.
+pub fn run_lab_flow(
+    link: crate::link::LinkConfig,
+    sink_rcvbuf: Option<u64>,
+    mut plan: FlowPlan,
+    stop: &AtomicBool,
+) -> Result<LabRecord, EngineError> {
+    use tpslab_net::ns::NetNs;
+    let ns = |w: &str| {
+        NetNs::create()
+            .map_err(|e| EngineError::Other(format!("creating network namespace {w}: {e}")))
+    };
+    let (a, b) = (ns("A (sender)")?, ns("B (sink)")?);
+    let l = crate::link::Link::start(&a, &b, link)?;
+    plan.target = SocketAddr::from((crate::link::ADDR_B, plan.target.port()));
+    let listen = plan.target;
+    let sink = b
+        .run(|| {
+            SinkServer::start(SinkConfig {
+                listen,
+                rcvbuf: sink_rcvbuf,
+            })
+        })
+        .map_err(|e| EngineError::Other(format!("entering namespace B: {e}")))??;
+    let t = mono_ns();
+    let stream = a
+        .run(|| connect(plan.target, plan.sndbuf, Duration::from_secs(5)))
+        .map_err(|e| EngineError::Other(format!("entering namespace A: {e}")))??;
+    let connect_ns = mono_ns() - t;
+    let flow = run_flow(stream, plan, connect_ns, stop)?;
+    let sink_rcvbuf_granted = sink.rcvbuf_granted;
+    let sink_bytes = sink.stop();
+    let link_stats = l.stop();
+    Ok(LabRecord {
+        link,
+        link_stats,
+        sink_rcvbuf,
+        sink_rcvbuf_granted,
+        sink_bytes,
+        flow,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_into_sink_on_loopback_counts_every_byte() {
+        let sink = SinkServer::start(SinkConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            rcvbuf: None,
+        })
+        .unwrap();
+        let plan = FlowPlan {
+            target: sink.local_addr(),
+            duration_ns: 300_000_000,
+            interval_ns: 50_000_000,
+            sndbuf: Some(256 * 1024),
+            write_bytes: 64 * 1024,
+        };
+        let s = connect(plan.target, plan.sndbuf, Duration::from_secs(1)).unwrap();
+        let rec = run_flow(s, plan, 0, &AtomicBool::new(false)).unwrap();
+        assert!(rec.error.is_none(), "{:?}", rec.error);
+        assert!(rec.sndbuf_granted >= 256 * 1024);
+        assert!(rec.samples.len() >= 5, "{}", rec.samples.len());
+        let acked = rec.samples.last().unwrap().bytes_acked;
+        assert!(acked > 1_000_000, "{acked}");
+        // Acked bytes were read by the sink (it may have read a little more since).
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while sink.bytes() < acked && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(sink.bytes() >= acked && sink.bytes() <= rec.bytes_written);
+        assert_eq!(sink.connections(), 1);
+    }
+
+    #[test]
+    fn refused_connection_is_an_error_naming_the_target() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        drop(l);
+        let e = connect(a, None, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("connect {a}")), "{e}");
+    }
+}

@@ -55,6 +55,10 @@ enum Cmd {
     /// Experiments over tunables: each setting repeated, in random order, with the spread
     /// and whether each effect is distinguishable from noise.
     Sweep(Box<SweepArgs>),
+    /// A bulk TCP flow with its TCP_INFO sampled: throughput and which limit held it
+    /// (receiver window, send buffer, congestion window, application); --lab-rtt runs it
+    /// across an emulated WAN link between two namespaces.
+    Tcp(Box<crate::tcp::TcpArgs>),
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(DiagnoseArgs),
@@ -109,6 +113,8 @@ pub(crate) struct DiagUdpArgs {
 enum ServeProto {
     /// UDP reference server.
     Udp(ServeArgs),
+    /// TCP server (sink: reads and discards).
+    Tcp(crate::tcp::ServeTcpArgs),
 }
 #[derive(Subcommand, Debug)]
 enum LoadProto {
@@ -784,6 +790,10 @@ pub fn main() -> Result<ExitCode> {
             )?;
             finish_record(&rec, &a.out)
         }
+        Cmd::Serve {
+            proto: ServeProto::Tcp(a),
+        } => crate::tcp::serve(a),
+        Cmd::Tcp(a) => crate::tcp::run(*a),
         Cmd::Diagnose(a) => crate::diagnose::run(a),
         Cmd::Bdp(a) => bdp_cmd(&a),
         Cmd::Sweep(a) => crate::sweep::run(*a),

@@ -4,6 +4,7 @@ mod cli;
 mod diagnose;
 mod report;
 mod sweep;
+mod tcp;
 
 use std::process::ExitCode;
 

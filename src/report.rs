@@ -7,7 +7,7 @@ use tpslab_analysis::record::{
 };
 use tpslab_analysis::LatencySummary;
 
-fn table(header: &[&str]) -> Table {
+pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(header.iter().map(Cell::new).collect::<Vec<_>>());

@@ -340,3 +340,66 @@ fn sweep_resume_without_a_plan() {
     let out = tpslab(&["sweep", "--resume", "--out", "/nonexistent/never-created"]);
     assert_one_line_error(&out, "--resume");
 }
+
+#[test]
+fn tcp_bad_values_name_the_flag() {
+    for (args, names) in [
+        (&["tcp"][..], "TARGET"),
+        (&["tcp", "127.0.0.1:1", "--lab-rtt", "30ms"][..], "not both"),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--lab-loss", "2"][..],
+            "--lab-loss 2",
+        ),
+        (&["tcp", "--lab-rtt", "11s"][..], "--lab-rtt 11s"),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--lab-rate", "fast"][..],
+            "--lab-rate",
+        ),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--lab-queue", "0"][..],
+            "queue 0",
+        ),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--sndbuf", "2GiB"][..],
+            "--sndbuf 2GiB",
+        ),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--sink-rcvbuf=-5"][..],
+            "--sink-rcvbuf size \"-5\"",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--sink-rcvbuf", "64KiB"][..],
+            "--sink-rcvbuf applies only with --lab-rtt",
+        ),
+        (&["tcp", "127.0.0.1:1", "--duration", "1s"][..], "--skip 1s"),
+        (
+            &["tcp", "127.0.0.1:1", "--interval", "1ms"][..],
+            "--interval 1ms",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--target-rate", "0mbit"][..],
+            "--target-rate",
+        ),
+        (
+            &["serve", "tcp", "--bind", "nowhere"][..],
+            "--bind \"nowhere\"",
+        ),
+        (&["serve", "tcp", "--rcvbuf", "1"][..], "--rcvbuf 1"),
+    ] {
+        let out = tpslab(args);
+        let line = assert_one_line_error(&out, names);
+        assert_not_repeated(&line);
+    }
+}
+
+#[test]
+fn tcp_refused_target() {
+    if !is_root() {
+        eprintln!("skipped tcp_refused_target: needs root for a private namespace");
+        return;
+    }
+    // Nothing listens on port 1 in a fresh namespace.
+    let out = tpslab(&["tcp", "127.0.0.1:1", "--duration", "2s"]);
+    let line = assert_one_line_error(&out, "connect 127.0.0.1:1");
+    assert!(line.contains("refused"), "{line}");
+}

@@ -1,0 +1,584 @@
+//! `tpslab tcp` (a bulk flow with TCP_INFO sampled, and which limit held it) and
+//! `tpslab serve tcp` (the sink).
+
+use crate::cli::{install_signals, resolve, write_json};
+use crate::report::table;
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+use tpslab_analysis::bdp;
+use tpslab_analysis::tcp::{analyse, verdict, FlowAnalysis, Limit, TcpSample};
+use tpslab_engine::link::LinkConfig;
+use tpslab_engine::tcpflow::{self, FlowPlan, FlowRecord, LabRecord, SinkConfig, SinkServer};
+
+/// JSON schema of `tpslab tcp --json`.
+pub const TCP_SCHEMA: &str = "tpslab.tcp/1";
+
+#[derive(Args, Debug)]
+pub(crate) struct TcpArgs {
+    /// The sink, HOST:PORT (`tpslab serve tcp` or anything that reads and discards).
+    /// Leave out with --lab-rtt.
+    target: Option<String>,
+    /// How long to send.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// TCP_INFO sampling interval (10ms..10s).
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Leave the first part of the flow (slow start) out of the analysis.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    skip: Duration,
+    /// The sender's SO_SNDBUF, e.g. 64KiB (the kernel doubles it; default: autotuning by
+    /// net.ipv4.tcp_wmem).
+    #[arg(long)]
+    sndbuf: Option<String>,
+    /// Bytes per write() call.
+    #[arg(long, default_value = "128KiB")]
+    write_size: String,
+    /// The rate the flow should reach, e.g. 80mbit: the buffers it needs are computed
+    /// from the measured RTT (and, in the lab, tried in a second run).
+    #[arg(long)]
+    target_rate: Option<String>,
+    /// Lab: no TARGET; run sender and sink in two new network namespaces joined by
+    /// tpslab's user-space delay line with this RTT (e.g. 30ms). Needs root.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    lab_rtt: Option<Duration>,
+    /// Lab: the link's rate each way, e.g. 622mbit (default: as fast as the delay line
+    /// forwards).
+    #[arg(long)]
+    lab_rate: Option<String>,
+    /// Lab: share of packets lost each way, e.g. 0.1% or 0.001.
+    #[arg(long, default_value = "0")]
+    lab_loss: String,
+    /// Lab: packets the link queues before tail drop.
+    #[arg(long, default_value_t = 1000)]
+    lab_queue: usize,
+    /// Lab: the sink's SO_RCVBUF, e.g. 64KiB (default: autotuning by net.ipv4.tcp_rmem
+    /// of the lab namespace, which starts at the kernel's defaults).
+    #[arg(long)]
+    sink_rcvbuf: Option<String>,
+    /// Lab with --target-rate: do not re-run with the recommended buffers.
+    #[arg(long)]
+    no_verify: bool,
+    /// Write the samples, the analysis and the verdict (JSON, schema tpslab.tcp/1).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TcpMode {
+    /// Read and discard everything.
+    Sink,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ServeTcpArgs {
+    /// Address to listen on, ADDR:PORT.
+    #[arg(long, default_value = "127.0.0.1:5001")]
+    bind: String,
+    /// What to do with the bytes.
+    #[arg(long, value_enum, default_value_t = TcpMode::Sink)]
+    mode: TcpMode,
+    /// SO_RCVBUF of each connection, e.g. 64KiB (default: autotuning).
+    #[arg(long)]
+    rcvbuf: Option<String>,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+}
+
+fn size_flag(flag: &str, v: &Option<String>) -> Result<Option<u64>> {
+    let Some(s) = v else { return Ok(None) };
+    let b = bdp::parse_size(s).map_err(|e| anyhow!("{flag} {e}"))?;
+    if !(1024..=(i32::MAX as u64 / 2)).contains(&b) {
+        bail!("{flag} {s}: allowed 1KiB to 1GiB");
+    }
+    Ok(Some(b))
+}
+
+fn parse_loss(s: &str) -> Result<f64> {
+    let bad = || {
+        anyhow!("--lab-loss {s}: allowed a share from 0 up to (not including) 1, or a percentage such as 0.1%")
+    };
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
+        None => s.trim().parse::<f64>().map_err(|_| bad())?,
+    };
+    if !(0.0..1.0).contains(&v) {
+        return Err(bad());
+    }
+    Ok(v)
+}
+
+/// `tpslab serve tcp`.
+pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
+    let listen: SocketAddr = a.bind.parse().map_err(|_| {
+        anyhow!(
+            "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
+            a.bind
+        )
+    })?;
+    let rcvbuf = size_flag("--rcvbuf", &a.rcvbuf)?;
+    let TcpMode::Sink = a.mode;
+    let stop = install_signals()?;
+    let srv = SinkServer::start(SinkConfig { listen, rcvbuf })?;
+    println!(
+        "tpslab serve tcp: sink on {} (SO_RCVBUF {})",
+        srv.local_addr(),
+        match rcvbuf {
+            Some(r) => format!("{r} asked, {} granted", srv.rcvbuf_granted),
+            None => format!(
+                "{} at start, autotuned by net.ipv4.tcp_rmem",
+                srv.rcvbuf_granted
+            ),
+        }
+    );
+    let t0 = std::time::Instant::now();
+    while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let conns = srv.connections();
+    let bytes = srv.stop();
+    let s = t0.elapsed().as_secs_f64();
+    println!(
+        "tpslab serve tcp: {conns} connection(s), {bytes} bytes read in {s:.1} s ({:.1} Mbit/s on average)",
+        bytes as f64 * 8.0 / s / 1e6
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run's result, as written to JSON.
+#[derive(serde::Serialize)]
+struct RunOut<'a> {
+    flow: &'a FlowRecord,
+    lab: Option<LabSummary>,
+    analysis: Option<FlowAnalysis>,
+    verdict: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct LabSummary {
+    link: LinkConfig,
+    link_stats: [tpslab_engine::link::DirStats; 2],
+    sink_rcvbuf: Option<u64>,
+    sink_rcvbuf_granted: u64,
+    sink_bytes: u64,
+}
+
+fn lab_summary(r: &LabRecord) -> LabSummary {
+    LabSummary {
+        link: r.link,
+        link_stats: r.link_stats,
+        sink_rcvbuf: r.sink_rcvbuf,
+        sink_rcvbuf_granted: r.sink_rcvbuf_granted,
+        sink_bytes: r.sink_bytes,
+    }
+}
+
+fn mbit(bps: f64) -> String {
+    format!("{:.1}", bps / 1e6)
+}
+
+fn describe_buf(asked: Option<u64>, granted: u64) -> String {
+    match asked {
+        Some(a) => format!("{a} (granted {granted})"),
+        None => format!("autotuned ({granted} at start)"),
+    }
+}
+
+fn print_run(
+    title: &str,
+    flow: &FlowRecord,
+    a: Option<&FlowAnalysis>,
+    skip_ns: u64,
+    target_bps: Option<f64>,
+) {
+    if !title.is_empty() {
+        println!("{title}");
+    }
+    let Some(a) = a else {
+        println!(
+            "  too short to analyse: {} samples after --skip; lengthen --duration",
+            flow.samples.iter().filter(|s| s.t_ns >= skip_ns).count()
+        );
+        return;
+    };
+    match target_bps {
+        Some(t) if a.throughput_bps >= t => println!(
+            "VERDICT: {} Mbit/s meets the {} Mbit/s target. What holds it now: {}",
+            mbit(a.throughput_bps),
+            mbit(t),
+            verdict(a)
+        ),
+        Some(t) => println!(
+            "VERDICT: {} Mbit/s, short of the {} Mbit/s target: {}",
+            mbit(a.throughput_bps),
+            mbit(t),
+            verdict(a)
+        ),
+        None => println!("VERDICT: {}", verdict(a)),
+    }
+    // Timeline, about ten rows.
+    let s: Vec<&TcpSample> = flow.samples.iter().collect();
+    let step = (s.len() / 10).max(1);
+    let mut t = table(&[
+        "t (s)",
+        "Mbit/s",
+        "RTT ms",
+        "cwnd KiB",
+        "peer window KiB",
+        "in flight KiB",
+        "retrans",
+        "limit",
+    ]);
+    let mut i = 0;
+    while i + step < s.len() {
+        let (p, c) = (s[i], s[i + step]);
+        let dt = (c.t_ns - p.t_ns) as f64 / 1e9;
+        let lim = tpslab_analysis::tcp::classify(s[i + step - 1], c, Some(flow.sndbuf_granted));
+        t.add_row(vec![
+            format!("{:.1}", c.t_ns as f64 / 1e9),
+            mbit(c.bytes_acked.saturating_sub(p.bytes_acked) as f64 * 8.0 / dt),
+            format!("{:.1}", c.rtt_us as f64 / 1e3),
+            format!("{:.0}", c.cwnd_segs as f64 * c.mss as f64 / 1024.0),
+            format!("{:.0}", c.peer_window_bytes as f64 / 1024.0),
+            format!("{:.0}", c.in_flight_bytes as f64 / 1024.0),
+            c.retrans_segs.saturating_sub(p.retrans_segs).to_string(),
+            match lim {
+                Limit::ReceiveWindow => "rwnd",
+                Limit::SendBuffer => "sndbuf",
+                Limit::CongestionWindow => "cwnd",
+                Limit::Application => "app",
+            }
+            .into(),
+        ]);
+        i += step;
+    }
+    println!("{t}");
+    let mut t = table(&["limit", "share of time", "kernel chronograph"]);
+    let names = [
+        Limit::ReceiveWindow,
+        Limit::SendBuffer,
+        Limit::CongestionWindow,
+        Limit::Application,
+    ];
+    for (k, l) in names.iter().enumerate() {
+        t.add_row(vec![
+            l.name().to_string(),
+            format!("{:.1} %", a.shares[k] * 100.0),
+            a.kernel_chronos
+                .map_or("n/a".into(), |c| format!("{:.1} %", c[k] * 100.0)),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "  {} Mbit/s: {} bytes acknowledged in {:.2} s (after the first {:.1} s); RTT mean {:.2} ms, min {:.2} ms; peer window mean {:.0} B; in flight mean {:.0} B; cwnd mean {:.0} B; {} bytes retransmitted",
+        mbit(a.throughput_bps),
+        a.bytes,
+        a.seconds,
+        skip_ns as f64 / 1e9,
+        a.rtt_mean_us / 1e3,
+        a.min_rtt_us as f64 / 1e3,
+        a.peer_window_mean_bytes,
+        a.in_flight_mean_bytes,
+        a.cwnd_mean_bytes,
+        a.bytes_retrans
+    );
+    println!(
+        "  ceilings: peer window / RTT = {} Mbit/s; bytes in flight / RTT = {} Mbit/s",
+        mbit(a.window_ceiling_bps),
+        mbit(a.flight_rate_bps)
+    );
+    println!("  sources: TCP_INFO of the sending socket every {:.0} ms (tcpi_bytes_acked, tcpi_rtt, tcpi_snd_cwnd x tcpi_snd_mss, tcpi_snd_wnd, tcpi_unacked x tcpi_snd_mss, tcpi_busy_time / tcpi_rwnd_limited / tcpi_sndbuf_limited)",
+        flow.plan.interval_ns as f64 / 1e6);
+    if let Some(e) = &flow.error {
+        println!("  the flow ended early: {e}");
+    }
+    if flow.interrupted {
+        println!("  interrupted before its duration");
+    }
+}
+
+/// `tpslab tcp`.
+pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
+    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&a.duration) {
+        bail!(
+            "--duration {}: allowed 1s to 1h",
+            humantime::format_duration(a.duration)
+        );
+    }
+    if !(Duration::from_millis(10)..=Duration::from_secs(10)).contains(&a.interval) {
+        bail!(
+            "--interval {}: allowed 10ms to 10s",
+            humantime::format_duration(a.interval)
+        );
+    }
+    if a.skip + 2 * a.interval >= a.duration {
+        bail!(
+            "--skip {} leaves less than two samples of --duration {}: shorten --skip or lengthen --duration",
+            humantime::format_duration(a.skip),
+            humantime::format_duration(a.duration)
+        );
+    }
+    let sndbuf = size_flag("--sndbuf", &a.sndbuf)?;
+    let write_bytes = bdp::parse_size(&a.write_size).map_err(|e| anyhow!("--write-size {e}"))?;
+    if write_bytes > 16 << 20 {
+        bail!("--write-size {}: allowed 1 byte to 16MiB", a.write_size);
+    }
+    let target_rate = match &a.target_rate {
+        Some(r) => Some(bdp::parse_rate(r).map_err(|e| anyhow!("--target-rate {e}"))?),
+        None => None,
+    };
+    let plan = |target: SocketAddr, sndbuf: Option<u64>| FlowPlan {
+        target,
+        duration_ns: a.duration.as_nanos() as u64,
+        interval_ns: a.interval.as_nanos() as u64,
+        sndbuf,
+        write_bytes: write_bytes as usize,
+    };
+    let skip_ns = a.skip.as_nanos() as u64;
+    let lab_only = [
+        ("--lab-rate", a.lab_rate.is_some()),
+        ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
+        ("--lab-loss", a.lab_loss != "0"),
+    ];
+    let Some(rtt) = a.lab_rtt else {
+        let Some(t) = &a.target else {
+            bail!("tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)");
+        };
+        if let Some((f, _)) = lab_only.iter().find(|x| x.1) {
+            bail!("{f} applies only with --lab-rtt");
+        }
+        let target = resolve(t)?;
+        let stop = install_signals()?;
+        let t0 = tpslab_net::mono_ns();
+        let s = tcpflow::connect(target, sndbuf, Duration::from_secs(5))?;
+        let connect_ns = tpslab_net::mono_ns() - t0;
+        let flow = tcpflow::run_flow(s, plan(target, sndbuf), connect_ns, &stop)?;
+        let an = analyse(&flow.samples, skip_ns, Some(flow.sndbuf_granted));
+        if let Some(p) = &a.json {
+            write_json(
+                p,
+                &serde_json::json!({"schema": TCP_SCHEMA, "runs": [RunOut { flow: &flow, lab: None, verdict: an.as_ref().map(verdict), analysis: an.clone() }]}),
+            )?;
+        }
+        println!(
+            "tpslab tcp: {} s to {target}; SO_SNDBUF {}",
+            a.duration.as_secs_f64(),
+            describe_buf(sndbuf, flow.sndbuf_granted)
+        );
+        print_run("", &flow, an.as_ref(), skip_ns, target_rate);
+        if let (Some(r), Some(an)) = (target_rate, &an) {
+            if an.throughput_bps < r {
+                recommend(r, an);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    if a.target.is_some() {
+        bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
+    }
+    if rtt > Duration::from_secs(10) {
+        bail!(
+            "--lab-rtt {}: allowed 0 to 10s",
+            humantime::format_duration(rtt)
+        );
+    }
+    let link = LinkConfig {
+        delay_ns: rtt.as_nanos() as u64 / 2,
+        rate_bps: match &a.lab_rate {
+            Some(r) => Some(bdp::parse_rate(r).map_err(|e| anyhow!("--lab-rate {e}"))?),
+            None => None,
+        },
+        loss: parse_loss(&a.lab_loss)?,
+        queue_packets: a.lab_queue,
+        ..Default::default()
+    };
+    link.check()
+        .map_err(|e| anyhow!("lab link: {e} (--lab-rate, --lab-queue)"))?;
+    let sink_rcvbuf = size_flag("--sink-rcvbuf", &a.sink_rcvbuf)?;
+    let stop = install_signals()?;
+    let port: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 5001));
+    let lab = |snd: Option<u64>, rcv: Option<u64>| -> Result<LabRecord> {
+        tcpflow::run_lab_flow(link, rcv, plan(port, snd), &stop).map_err(|e| {
+            if e.to_string().contains("Operation not permitted") {
+                anyhow!("tcp --lab-rtt needs root (network namespaces and TUN devices): {e}")
+            } else {
+                anyhow!("{e}")
+            }
+        })
+    };
+    let link_text = format!(
+        "RTT {} ms, rate {}, loss {} %, queue {} packets",
+        rtt.as_secs_f64() * 1e3,
+        link.rate_bps
+            .map_or("unlimited".into(), |r| format!("{} Mbit/s", mbit(r))),
+        link.loss * 100.0,
+        link.queue_packets
+    );
+    let before = lab(sndbuf, sink_rcvbuf)?;
+    let an = analyse(
+        &before.flow.samples,
+        skip_ns,
+        Some(before.flow.sndbuf_granted),
+    );
+    let mut runs = vec![RunOut {
+        flow: &before.flow,
+        lab: Some(lab_summary(&before)),
+        verdict: an.as_ref().map(verdict),
+        analysis: an.clone(),
+    }];
+    println!(
+        "tpslab tcp: lab between two network namespaces over tpslab's delay line ({link_text}); {} s; sender SO_SNDBUF {}, sink SO_RCVBUF {}",
+        a.duration.as_secs_f64(),
+        describe_buf(sndbuf, before.flow.sndbuf_granted),
+        describe_buf(sink_rcvbuf, before.sink_rcvbuf_granted)
+    );
+    print_lab_line(&before);
+    if let Some(an) = &an {
+        print_window_arithmetic(sink_rcvbuf, &before, an, rtt);
+    }
+    print_run("", &before.flow, an.as_ref(), skip_ns, target_rate);
+    let mut after = None;
+    let short = target_rate
+        .zip(an.as_ref())
+        .filter(|(r, an)| an.throughput_bps < *r);
+    if let Some((r, an)) = short {
+        let buf = recommend(r, an);
+        let buffer_bound = matches!(an.held_by, Limit::ReceiveWindow | Limit::SendBuffer);
+        if !a.no_verify && !stop.load(Relaxed) && buffer_bound && an.throughput_bps < r {
+            println!();
+            let rec = lab(Some(buf), Some(buf))?;
+            after = Some(rec);
+        }
+    }
+    if let Some(rec) = &after {
+        let an2 = analyse(&rec.flow.samples, skip_ns, Some(rec.flow.sndbuf_granted));
+        print_run(
+            &format!(
+                "AFTER: the same lab with both buffers at the recommended size (sender SO_SNDBUF {}, sink SO_RCVBUF {})",
+                describe_buf(rec.flow.plan.sndbuf, rec.flow.sndbuf_granted),
+                describe_buf(rec.sink_rcvbuf, rec.sink_rcvbuf_granted)
+            ),
+            &rec.flow,
+            an2.as_ref(),
+            skip_ns,
+            target_rate,
+        );
+        print_lab_line(rec);
+        if let (Some(b), Some(x)) = (&an, &an2) {
+            let mut t = table(&[
+                "",
+                "Mbit/s",
+                "RTT ms",
+                "peer window KiB",
+                "in flight KiB",
+                "held by",
+            ]);
+            for (name, y) in [("before", b), ("after", x)] {
+                t.add_row(vec![
+                    name.to_string(),
+                    mbit(y.throughput_bps),
+                    format!("{:.1}", y.rtt_mean_us / 1e3),
+                    format!("{:.0}", y.peer_window_mean_bytes / 1024.0),
+                    format!("{:.0}", y.in_flight_mean_bytes / 1024.0),
+                    y.held_by.name().to_string(),
+                ]);
+            }
+            println!("{t}");
+            if let Some(r) = target_rate {
+                println!(
+                    "  target {} Mbit/s: {}",
+                    mbit(r),
+                    if x.throughput_bps >= r {
+                        "reached"
+                    } else {
+                        "NOT reached"
+                    }
+                );
+            }
+        }
+        runs.push(RunOut {
+            flow: &rec.flow,
+            lab: Some(lab_summary(rec)),
+            verdict: an2.as_ref().map(verdict),
+            analysis: an2,
+        });
+    }
+    if let Some(p) = &a.json {
+        write_json(p, &serde_json::json!({"schema": TCP_SCHEMA, "runs": runs}))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_lab_line(r: &LabRecord) {
+    let [ab, ba] = r.link_stats;
+    println!(
+        "  delay line: sender->sink {} packets ({} dropped by loss, {} by the full queue), sink->sender {} packets ({} / {}); the sink read {} bytes",
+        ab.packets_in, ab.dropped_loss, ab.dropped_queue, ba.packets_in, ba.dropped_loss, ba.dropped_queue, r.sink_bytes
+    );
+}
+
+/// S4's arithmetic: the buffer asked for, granted, and the window it turned into.
+fn print_window_arithmetic(asked: Option<u64>, r: &LabRecord, a: &FlowAnalysis, rtt: Duration) {
+    let Some(asked) = asked else { return };
+    let rtt_s = rtt.as_secs_f64();
+    println!(
+        "  window arithmetic: sink SO_RCVBUF {asked} asked -> {} granted (doubled for overhead) -> {:.0} bytes advertised ({:.0} % of granted); {asked} / {:.0} ms = {} Mbit/s, {:.0} / {:.0} ms = {} Mbit/s",
+        r.sink_rcvbuf_granted,
+        a.peer_window_mean_bytes,
+        a.peer_window_mean_bytes * 100.0 / r.sink_rcvbuf_granted.max(1) as f64,
+        rtt_s * 1e3,
+        mbit(bdp::window_ceiling_bps(asked, rtt_s)),
+        a.peer_window_mean_bytes,
+        rtt_s * 1e3,
+        mbit(a.peer_window_mean_bytes * 8.0 / rtt_s)
+    );
+}
+
+/// Prints the buffers `rate_bps` needs over the measured RTT; returns the buffer, bytes.
+fn recommend(rate_bps: f64, a: &FlowAnalysis) -> u64 {
+    let rtt_s = a.rtt_mean_us / 1e6;
+    let p = bdp::buffer_plan(rate_bps, rtt_s);
+    println!(
+        "Recommendation for {} Mbit/s over the measured {:.1} ms RTT: {} bytes in flight (bandwidth-delay product); buffers of {} bytes on both ends (the kernel advertises only part of a buffer as window):",
+        mbit(rate_bps),
+        rtt_s * 1e3,
+        p.bdp_bytes,
+        p.buffer_bytes
+    );
+    println!(
+        "  in code: setsockopt(fd, SOL_SOCKET, SO_SNDBUF, {0}) on the sender and SO_RCVBUF {0} on the receiver, before connect()/listen()",
+        p.buffer_bytes
+    );
+    println!(
+        "  or, for applications that set no buffer, let autotuning reach it: the last value of net.ipv4.tcp_rmem (receiver) and net.ipv4.tcp_wmem (sender) >= {0}; applications that set their own are capped by net.core.rmem_max / wmem_max",
+        p.buffer_bytes
+    );
+    println!(
+        "  (tpslab bdp --rate {}mbit --rtt {}us compares with this host's settings)",
+        rate_bps / 1e6,
+        (rtt_s * 1e6).round()
+    );
+    p.buffer_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_accepts_shares_and_percentages() {
+        assert_eq!(parse_loss("0").unwrap(), 0.0);
+        assert!((parse_loss("0.1%").unwrap() - 0.001).abs() < 1e-12);
+        assert_eq!(parse_loss("0.25").unwrap(), 0.25);
+        for bad in ["1", "100%", "-0.1", "lots"] {
+            let e = parse_loss(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("--lab-loss {bad}")), "{e}");
+        }
+    }
+}

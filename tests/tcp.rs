@@ -1,0 +1,177 @@
+//! `tpslab tcp` and `tpslab serve tcp` for real: S4 across the user-space delay line, and a
+//! flow into the sink on loopback.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+/// Host settings the lab must leave as they were (it changes none).
+fn host_state() -> Vec<String> {
+    let mut v: Vec<String> = [
+        "/proc/sys/net/ipv4/tcp_rmem",
+        "/proc/sys/net/ipv4/tcp_wmem",
+        "/proc/sys/net/core/rmem_max",
+        "/proc/sys/net/core/wmem_max",
+    ]
+    .iter()
+    .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+    .collect();
+    // Interfaces of this namespace (no tpsl-* may stay behind) and named namespaces.
+    v.push(
+        std::fs::read_to_string("/proc/net/dev")
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split(':').next().unwrap_or("").trim().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    let mut ns: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    ns.retain(|n| !n.starts_with("tpslab-t"));
+    ns.sort();
+    v.push(ns.join(","));
+    v
+}
+
+#[test]
+fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
+    if !common::can_netns("s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers") {
+        return;
+    }
+    let _g = common::serial();
+    let before = host_state();
+    let json = common::tmp("s4.json");
+    let mut c = common::tpslab();
+    c.args([
+        "tcp",
+        "--lab-rtt",
+        "30ms",
+        "--lab-rate",
+        "622mbit",
+        "--sndbuf",
+        "64KiB",
+        "--sink-rcvbuf",
+        "64KiB",
+        "--target-rate",
+        "80mbit",
+        "--duration",
+        "5s",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    assert_eq!(
+        host_state(),
+        before,
+        "host settings and interfaces unchanged"
+    );
+    let j = common::record(&json);
+    assert_eq!(j["schema"], "tpslab.tcp/1");
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "before and after");
+    let b = &runs[0]["analysis"];
+    let held = b["held_by"].as_str().unwrap();
+    assert!(held == "receive_window" || held == "send_buffer", "{held}");
+    let thr = b["throughput_bps"].as_f64().unwrap();
+    let rtt_s = b["rtt_mean_us"].as_f64().unwrap() / 1e6;
+    // The RTT is the configured one (the delay line adds well under 10 %).
+    assert!((rtt_s - 0.030).abs() < 0.003, "RTT {rtt_s}");
+    // window / RTT, with the 64 KiB of S4 and with the window actually advertised.
+    let nominal = 65536.0 * 8.0 / rtt_s;
+    let advertised = b["window_ceiling_bps"].as_f64().unwrap();
+    for (what, ceiling) in [
+        ("64 KiB / RTT", nominal),
+        ("advertised window / RTT", advertised),
+    ] {
+        let r = thr / ceiling;
+        assert!(
+            (0.8..=1.2).contains(&r),
+            "{thr} bit/s is {r:.2} x {what} ({ceiling})"
+        );
+    }
+    let a = &runs[1];
+    assert_eq!(
+        a["flow"]["plan"]["sndbuf"], 655360,
+        "the bdp buffer for 80 Mbit/s over 30 ms"
+    );
+    assert_eq!(a["lab"]["sink_rcvbuf"], 655360);
+    let thr2 = a["analysis"]["throughput_bps"].as_f64().unwrap();
+    assert!(thr2 >= 80e6, "after: {thr2} bit/s");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("target 80.0 Mbit/s: reached"), "{text}");
+}
+
+#[test]
+fn flow_into_the_sink_on_loopback() {
+    let _g = common::serial();
+    // Port chosen by the kernel for a moment, then given to the sink.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut sink = common::tpslab()
+        .args([
+            "serve",
+            "tcp",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--duration",
+            "20s",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(sink.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.contains(&format!("sink on 127.0.0.1:{port}")),
+        "{first}"
+    );
+    let json = common::tmp("loopback-tcp.json");
+    let mut cmd = common::tpslab();
+    cmd.args([
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--duration",
+        "2s",
+        "--skip",
+        "500ms",
+    ])
+    .args(["--sndbuf", "256KiB", "--target-rate", "1mbit", "--json"])
+    .arg(&json);
+    let out = common::run(cmd);
+    // The sink is ours: end it by its PID.
+    let _ = sink.kill();
+    let _ = sink.wait();
+    assert!(out.status.success());
+    let j = common::record(&json);
+    let r = &j["runs"][0];
+    assert_eq!(r["flow"]["sndbuf_granted"], 524288, "256 KiB doubled");
+    let samples = r["flow"]["samples"].as_array().unwrap();
+    assert!(
+        samples.len() >= 15,
+        "{} samples at 100 ms over 2 s",
+        samples.len()
+    );
+    let acked = samples.last().unwrap()["bytes_acked"].as_u64().unwrap();
+    let written = r["flow"]["bytes_written"].as_u64().unwrap();
+    assert!(
+        acked > 10_000_000 && acked <= written,
+        "{acked} acked of {written}"
+    );
+    let thr = r["analysis"]["throughput_bps"].as_f64().unwrap();
+    assert!(thr > 1e6, "{thr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("meets the 1.0 Mbit/s target"), "{text}");
+    assert!(
+        !text.contains("Recommendation"),
+        "no advice when the target is met"
+    );
+}

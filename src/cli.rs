@@ -59,6 +59,13 @@ enum Cmd {
     /// (receiver window, send buffer, congestion window, application); --lab-rtt runs it
     /// across an emulated WAN link between two namespaces.
     Tcp(Box<crate::tcp::TcpArgs>),
+    /// Closed-loop load stepping up the users: TPS and response time per step, the knee,
+    /// Little's law, a Universal Scalability Law fit, and the server threads' states
+    /// (busy, or waiting on a lock or a peer).
+    Ramp {
+        #[command(subcommand)]
+        proto: crate::ramp::RampCmd,
+    },
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(DiagnoseArgs),
@@ -794,6 +801,7 @@ pub fn main() -> Result<ExitCode> {
             proto: ServeProto::Tcp(a),
         } => crate::tcp::serve(a),
         Cmd::Tcp(a) => crate::tcp::run(*a),
+        Cmd::Ramp { proto } => crate::ramp::run(proto),
         Cmd::Diagnose(a) => crate::diagnose::run(a),
         Cmd::Bdp(a) => bdp_cmd(&a),
         Cmd::Sweep(a) => crate::sweep::run(*a),

@@ -2,6 +2,7 @@
 
 mod cli;
 mod diagnose;
+mod ramp;
 mod report;
 mod sweep;
 mod tcp;

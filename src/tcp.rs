@@ -73,6 +73,10 @@ pub(crate) struct TcpArgs {
 pub(crate) enum TcpMode {
     /// Read and discard everything.
     Sink,
+    /// tpslab's framed request/response: reply with each request unchanged.
+    Echo,
+    /// Framed request/response, S1's work: replace every "ping" with "pong".
+    Replace,
 }
 
 #[derive(Args, Debug)]
@@ -82,10 +86,21 @@ pub(crate) struct ServeTcpArgs {
     bind: String,
     /// What to do with the bytes.
     #[arg(long, value_enum, default_value_t = TcpMode::Sink)]
-    mode: TcpMode,
-    /// SO_RCVBUF of each connection, e.g. 64KiB (default: autotuning).
+    pub(crate) mode: TcpMode,
+    /// SO_RCVBUF of each connection, e.g. 64KiB (default: autotuning; sink only).
     #[arg(long)]
     rcvbuf: Option<String>,
+    /// Echo/replace: CPU work per request (busy loop, in parallel), e.g. 200us.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    work_ns: Duration,
+    /// Echo/replace: waiting per request (a sleep, like a round trip to a database),
+    /// e.g. 10ms; under one process-wide lock with --serialize.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    serial_ns: Duration,
+    /// Echo/replace: run the --serial-ns part of every request under one global lock
+    /// (S3's SELECT ... FOR UPDATE in miniature): TPS cannot pass 1 / serial-ns.
+    #[arg(long)]
+    serialize: bool,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
@@ -123,7 +138,18 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         )
     })?;
     let rcvbuf = size_flag("--rcvbuf", &a.rcvbuf)?;
-    let TcpMode::Sink = a.mode;
+    if a.mode != TcpMode::Sink {
+        return serve_rr(a, listen);
+    }
+    for (flag, set) in [
+        ("--work-ns", !a.work_ns.is_zero()),
+        ("--serial-ns", !a.serial_ns.is_zero()),
+        ("--serialize", a.serialize),
+    ] {
+        if set {
+            bail!("{flag} applies to --mode echo or replace, not sink");
+        }
+    }
     let stop = install_signals()?;
     let srv = SinkServer::start(SinkConfig { listen, rcvbuf })?;
     println!(
@@ -147,6 +173,58 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     println!(
         "tpslab serve tcp: {conns} connection(s), {bytes} bytes read in {s:.1} s ({:.1} Mbit/s on average)",
         bytes as f64 * 8.0 / s / 1e6
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
+    use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
+    if a.rcvbuf.is_some() {
+        bail!("--rcvbuf applies to --mode sink");
+    }
+    for (flag, d) in [("--work-ns", a.work_ns), ("--serial-ns", a.serial_ns)] {
+        if d > Duration::from_secs(10) {
+            bail!("{flag} {}: allowed 0 to 10s", humantime::format_duration(d));
+        }
+    }
+    if a.serialize && a.serial_ns.is_zero() {
+        bail!(
+            "--serialize needs --serial-ns DURATION (the part of each request run under the lock)"
+        );
+    }
+    let cfg = RrConfig {
+        listen,
+        mode: if a.mode == TcpMode::Echo {
+            RrMode::Echo
+        } else {
+            RrMode::Replace
+        },
+        work_ns: a.work_ns.as_nanos() as u64,
+        serial_ns: a.serial_ns.as_nanos() as u64,
+        serialize: a.serialize,
+    };
+    let stop = install_signals()?;
+    let srv = RrServer::start(cfg)?;
+    println!(
+        "tpslab serve tcp: {:?} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); thread per connection",
+        a.mode,
+        srv.local_addr(),
+        a.work_ns,
+        a.serial_ns,
+        if a.serialize { " under one global lock" } else { "" }
+    );
+    let t0 = std::time::Instant::now();
+    while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = srv.stop();
+    let s = t0.elapsed().as_secs_f64();
+    println!(
+        "tpslab serve tcp: {} connection(s), {} requests answered in {s:.1} s ({:.1} TPS on average), {} connection errors",
+        r.connections,
+        r.requests,
+        r.requests as f64 / s,
+        r.errors
     );
     Ok(ExitCode::SUCCESS)
 }

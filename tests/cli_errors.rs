@@ -403,3 +403,52 @@ fn tcp_refused_target() {
     let line = assert_one_line_error(&out, "connect 127.0.0.1:1");
     assert!(line.contains("refused"), "{line}");
 }
+
+#[test]
+fn ramp_bad_values_name_the_flag() {
+    for (args, names) in [
+        (
+            &["ramp", "tcp", "--users", "9..1"][..],
+            "--users 9..1: the range is empty",
+        ),
+        (&["ramp", "tcp", "--users", "0..5"][..], "--users 0..5"),
+        (&["ramp", "tcp", "--step", "x1"][..], "--step x1"),
+        (
+            &[
+                "ramp",
+                "tcp",
+                "127.0.0.1:9",
+                "--payload-file",
+                "/nonexistent/req.bin",
+            ][..],
+            "--payload-file /nonexistent/req.bin",
+        ),
+        (
+            &["ramp", "tcp", "--framing", "lines"][..],
+            "framing \"lines\"",
+        ),
+        (&["ramp", "tcp", "--timeout", "0s"][..], "--timeout 0s"),
+        (&["ramp", "tcp", "--knee-gain", "2"][..], "--knee-gain 2"),
+        (
+            &["ramp", "tcp", "127.0.0.1:9", "--serialize"][..],
+            "leave out TARGET",
+        ),
+        (&["ramp", "udp"][..], "ramp udp needs TARGET"),
+        (
+            &["ramp", "udp", "127.0.0.1:9", "--seq-field", "0:2"][..],
+            "--seq-field needs --payload-file",
+        ),
+        (
+            &["serve", "tcp", "--mode", "echo", "--serialize"][..],
+            "--serialize needs --serial-ns",
+        ),
+        (
+            &["serve", "tcp", "--serial-ns", "1ms"][..],
+            "--serial-ns applies to --mode echo or replace",
+        ),
+    ] {
+        let out = tpslab(args);
+        let line = assert_one_line_error(&out, names);
+        assert_not_repeated(&line);
+    }
+}

@@ -9,6 +9,8 @@ pub mod link;
 pub mod load;
 pub mod observe;
 pub mod probe;
+pub mod ramp;
+pub mod rr;
 pub mod server;
 pub mod tcpflow;
 pub mod wire;

@@ -1,0 +1,517 @@
+//! Closed-loop load that ramps up: N users, each sending a request and waiting for its
+//! reply (plus optional think time), N stepping up over the run; per step TPS, response
+//! times, errors, the server's CPU and its threads' states.
+//!
+//! Each step starts with `warmup_ns` (new users connect, queues settle; not measured),
+//! then `step_ns` measured: a request counts in the step when its reply arrives inside
+//! that window. Every request has a timeout, so a server that stops answering or closes
+//! connections costs errors, never a hang. A user that fails reconnects (TCP) and goes on.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use tpslab_analysis::stats::{new_ns_histogram, LatencySummary};
+use tpslab_net::mono_ns;
+
+use crate::rr::{FrameReader, Framing};
+use crate::EngineError;
+
+/// Transport of the ramp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RampProto {
+    /// One TCP connection per user; replies delimited by [`Framing`].
+    Tcp,
+    /// One UDP socket per user; a reply matches its request by the sequence field.
+    Udp,
+}
+
+/// A validated ramp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampPlan {
+    /// TCP or UDP.
+    pub proto: RampProto,
+    /// The server.
+    pub target: SocketAddr,
+    /// Users in each step, increasing.
+    pub steps: Vec<usize>,
+    /// Measured part of each step, ns.
+    pub step_ns: u64,
+    /// Unmeasured start of each step, ns.
+    pub warmup_ns: u64,
+    /// Pause of a user between a reply and its next request, ns.
+    pub think_ns: u64,
+    /// Longest wait for a reply (and for a TCP connect), ns.
+    pub timeout_ns: u64,
+    /// The bytes of one request as sent (TCP: framed already).
+    pub request: Vec<u8>,
+    /// How TCP replies end.
+    pub framing: Framing,
+    /// UDP: (offset, length) of the sequence field written into each request and
+    /// expected back in its reply; `None` = the first 8 bytes (user id, sequence).
+    pub seq_field: Option<(usize, usize)>,
+    /// PID of the server whose threads and CPU are sampled, if on this host.
+    pub server_pid: Option<u32>,
+    /// Thread-state sampling interval, ns.
+    pub sample_ns: u64,
+}
+
+/// Server thread states sampled from /proc/PID/task/*/stat and .../wchan over a step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadStates {
+    /// Thread samples taken (threads x sampling ticks).
+    pub samples: u64,
+    /// State R: running or runnable.
+    pub running: u64,
+    /// State S, by wait channel (the kernel function it sleeps in, from `wchan`):
+    /// `futex_wait_queue` = a lock or condition variable, `do_epoll_wait` /
+    /// `wait_woken` / `sk_wait_data` = waiting for the network, `hrtimer_nanosleep` = sleep.
+    pub sleeping: BTreeMap<String, u64>,
+    /// State D: uninterruptible (disk I/O, some locks).
+    pub disk: u64,
+    /// Any other state.
+    pub other: u64,
+}
+
+/// One step's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// Concurrent users.
+    pub users: usize,
+    /// Length of the measured window, seconds.
+    pub measured_s: f64,
+    /// Replies received in the window.
+    pub completed: u64,
+    /// completed / measured_s.
+    pub tps: f64,
+    /// Response time (request written to reply read), ns.
+    pub response: LatencySummary,
+    /// Failures in the window by kind ("timeout", "connect: ...", "closed by peer", ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Server CPU over the window, cores (utime+stime from /proc/PID/stat).
+    pub server_cpu_cores: Option<f64>,
+    /// Server thread states over the window.
+    pub threads: Option<ThreadStates>,
+}
+
+/// The ramp's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampRecord {
+    /// The plan.
+    pub plan: RampPlan,
+    /// One per step run (fewer than planned when interrupted).
+    pub steps: Vec<StepResult>,
+    /// Whether it was stopped early.
+    pub interrupted: bool,
+}
+
+struct StepAcc {
+    hist: Histogram<u64>,
+    errors: BTreeMap<String, u64>,
+}
+
+struct Shared<'a> {
+    plan: &'a RampPlan,
+    /// Users allowed to run now.
+    active: AtomicUsize,
+    /// Set at the end.
+    done: AtomicBool,
+    /// Measured windows: [start, end) ns per step.
+    windows: Vec<(u64, u64)>,
+    acc: Vec<Mutex<StepAcc>>,
+}
+
+impl Shared<'_> {
+    fn step_of(&self, t: u64) -> Option<usize> {
+        self.windows.iter().position(|&(a, b)| t >= a && t < b)
+    }
+    fn ok(&self, t: u64, rt_ns: u64) {
+        if let Some(i) = self.step_of(t) {
+            let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
+            let _ = a.hist.record(rt_ns.max(1));
+        }
+    }
+    fn err(&self, t: u64, kind: &str) {
+        if let Some(i) = self.step_of(t) {
+            let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
+            *a.errors.entry(kind.to_string()).or_default() += 1;
+        }
+    }
+}
+
+fn io_kind(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => "timeout".into(),
+        ErrorKind::UnexpectedEof => "closed by peer".into(),
+        ErrorKind::ConnectionReset => "connection reset".into(),
+        ErrorKind::ConnectionRefused => "connection refused".into(),
+        ErrorKind::BrokenPipe => "broken pipe".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs the plan; `stop` ends it early (the steps so far are returned).
+pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, EngineError> {
+    if plan.steps.is_empty() || plan.steps.windows(2).any(|w| w[1] < w[0]) {
+        return Err(EngineError::Other(
+            "ramp steps must be non-empty and increasing".into(),
+        ));
+    }
+    let max_users = *plan.steps.last().unwrap_or(&1);
+    let t0 = mono_ns() + 50_000_000;
+    let per = plan.warmup_ns + plan.step_ns;
+    let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
+        .map(|k| (t0 + k * per + plan.warmup_ns, t0 + (k + 1) * per))
+        .collect();
+    let shared = Shared {
+        plan,
+        active: AtomicUsize::new(0),
+        done: AtomicBool::new(false),
+        windows: windows.clone(),
+        acc: plan
+            .steps
+            .iter()
+            .map(|_| {
+                Mutex::new(StepAcc {
+                    hist: new_ns_histogram(),
+                    errors: BTreeMap::new(),
+                })
+            })
+            .collect(),
+    };
+    let mut results = vec![];
+    std::thread::scope(|s| -> Result<(), EngineError> {
+        for id in 0..max_users {
+            let sh = &shared;
+            std::thread::Builder::new()
+                .name(format!("ramp-user-{id}"))
+                .spawn_scoped(s, move || user(sh, id))
+                .map_err(|e| EngineError::Other(format!("spawning user {id}: {e}")))?;
+        }
+        for (k, &users) in plan.steps.iter().enumerate() {
+            let (w0, w1) = windows[k];
+            sleep_until(w0 - plan.warmup_ns, stop);
+            shared.active.store(users, Relaxed);
+            sleep_until(w0, stop);
+            if stop.load(Relaxed) {
+                break;
+            }
+            let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
+            let mut states = plan.server_pid.map(|_| ThreadStates::default());
+            let mut next = w0;
+            while next < w1 && !stop.load(Relaxed) {
+                if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
+                    sample_threads(pid, st);
+                }
+                next += plan.sample_ns;
+                sleep_until(next.min(w1), stop);
+            }
+            if stop.load(Relaxed) {
+                break;
+            }
+            let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
+            let measured_s = (w1 - w0) as f64 / 1e9;
+            // Replies still in flight at w1 land in no window; wait a moment for the
+            // accumulator to be complete for replies that arrived before w1.
+            let a = shared.acc[k].lock().unwrap_or_else(|e| e.into_inner());
+            let response = LatencySummary::from_histogram(&a.hist);
+            results.push(StepResult {
+                users,
+                measured_s,
+                completed: a.hist.len(),
+                tps: a.hist.len() as f64 / measured_s,
+                response,
+                errors: a.errors.clone(),
+                server_cpu_cores: cpu0
+                    .zip(cpu1)
+                    .map(|(c0, c1)| c1.saturating_sub(c0) as f64 / clock_ticks() / measured_s),
+                threads: states,
+            });
+        }
+        shared.done.store(true, Relaxed);
+        Ok(())
+    })?;
+    Ok(RampRecord {
+        plan: plan.clone(),
+        interrupted: stop.load(Relaxed) && results.len() < plan.steps.len(),
+        steps: results,
+    })
+}
+
+fn sleep_until(t: u64, stop: &AtomicBool) {
+    loop {
+        let now = mono_ns();
+        if now >= t || stop.load(Relaxed) {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
+    }
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+fn proc_cpu_ticks(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let st = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
+    Some(st.utime + st.stime)
+}
+
+fn sample_threads(pid: u32, st: &mut ThreadStates) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let p = e.path();
+        let Ok(s) = std::fs::read_to_string(p.join("stat")) else {
+            continue;
+        };
+        let Ok(t) = tpslab_proc::pid::parse_task_stat(&s, "stat") else {
+            continue;
+        };
+        st.samples += 1;
+        match t.state {
+            'R' => st.running += 1,
+            'S' => {
+                let w = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
+                let w = if w.is_empty() || w == "0" {
+                    "?".to_string()
+                } else {
+                    w
+                };
+                *st.sleeping.entry(w).or_default() += 1;
+            }
+            'D' => st.disk += 1,
+            _ => st.other += 1,
+        }
+    }
+}
+
+/// One user's loop until the ramp ends.
+fn user(sh: &Shared, id: usize) {
+    let plan = sh.plan;
+    let timeout = Duration::from_nanos(plan.timeout_ns.max(1_000_000));
+    let mut seq: u32 = 0;
+    let mut req = plan.request.clone();
+    let mut reader = FrameReader::default();
+    let mut conn: Option<TcpStream> = None;
+    let mut udp: Option<UdpSocket> = None;
+    let mut buf = vec![0u8; 65536];
+    while !sh.done.load(Relaxed) {
+        if id >= sh.active.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        let t = mono_ns();
+        let res: Result<(), String> = match plan.proto {
+            RampProto::Tcp => {
+                if conn.is_none() {
+                    match TcpStream::connect_timeout(&plan.target, timeout) {
+                        Ok(s) => {
+                            let _ = s.set_nodelay(true);
+                            let _ = s.set_read_timeout(Some(timeout));
+                            let _ = s.set_write_timeout(Some(timeout));
+                            reader = FrameReader::default();
+                            conn = Some(s);
+                        }
+                        Err(e) => {
+                            sh.err(mono_ns(), &format!("connect: {}", io_kind(&e)));
+                            // Do not spin on a dead server.
+                            std::thread::sleep(timeout.min(Duration::from_millis(100)));
+                            continue;
+                        }
+                    }
+                }
+                let Some(s) = conn.as_mut() else { continue };
+                let t = mono_ns();
+                let r = s.write_all(&req).and_then(|_| {
+                    reader.read(s, &plan.framing).map(|n| {
+                        reader.take(n);
+                    })
+                });
+                match r {
+                    Ok(()) => {
+                        let now = mono_ns();
+                        sh.ok(now, now - t);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        conn = None;
+                        Err(io_kind(&e))
+                    }
+                }
+            }
+            RampProto::Udp => {
+                if udp.is_none() {
+                    let bind: SocketAddr = if plan.target.is_ipv4() {
+                        "0.0.0.0:0".parse().unwrap_or(plan.target)
+                    } else {
+                        "[::]:0".parse().unwrap_or(plan.target)
+                    };
+                    match UdpSocket::bind(bind).and_then(|u| {
+                        u.connect(plan.target)?;
+                        u.set_read_timeout(Some(timeout))?;
+                        Ok(u)
+                    }) {
+                        Ok(u) => udp = Some(u),
+                        Err(e) => {
+                            sh.err(mono_ns(), &format!("socket: {e}"));
+                            std::thread::sleep(Duration::from_millis(100));
+                            continue;
+                        }
+                    }
+                }
+                let Some(u) = udp.as_ref() else { continue };
+                seq = seq.wrapping_add(1);
+                let (off, len) = plan.seq_field.unwrap_or((0, 8));
+                let mut tag = [0u8; 8];
+                if plan.seq_field.is_none() {
+                    tag[..4].copy_from_slice(&(id as u32).to_be_bytes());
+                    tag[4..].copy_from_slice(&seq.to_be_bytes());
+                } else {
+                    let v = (seq as u64).to_be_bytes();
+                    tag[8 - len..].copy_from_slice(&v[8 - len..]);
+                }
+                let tag = if plan.seq_field.is_none() {
+                    &tag[..]
+                } else {
+                    &tag[8 - len..]
+                };
+                req[off..off + len].copy_from_slice(tag);
+                let t = mono_ns();
+                let deadline = t + timeout.as_nanos() as u64;
+                match u.send(&req) {
+                    Err(e) => Err(format!("send: {}", io_kind(&e))),
+                    Ok(_) => loop {
+                        let now = mono_ns();
+                        if now >= deadline {
+                            break Err("timeout".into());
+                        }
+                        let _ = u.set_read_timeout(Some(Duration::from_nanos(deadline - now)));
+                        match u.recv(&mut buf) {
+                            Ok(n) if n >= off + len && &buf[off..off + len] == tag => {
+                                let now = mono_ns();
+                                sh.ok(now, now - t);
+                                break Ok(());
+                            }
+                            // A late reply to an earlier request: not this one.
+                            Ok(_) => continue,
+                            Err(e) => break Err(io_kind(&e)),
+                        }
+                    },
+                }
+            }
+        };
+        if let Err(kind) = res {
+            sh.err(mono_ns(), &kind);
+        }
+        let _ = t;
+        if plan.think_ns > 0 {
+            std::thread::sleep(Duration::from_nanos(plan.think_ns));
+        }
+    }
+    if let Some(mut c) = conn {
+        let _ = c.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rr::{frame, RrConfig, RrMode, RrServer};
+
+    #[test]
+    fn tcp_ramp_counts_every_step_and_littles_law_holds() {
+        let srv = RrServer::start(RrConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            mode: RrMode::Echo,
+            work_ns: 0,
+            serial_ns: 2_000_000,
+            serialize: false,
+        })
+        .unwrap();
+        let plan = RampPlan {
+            proto: RampProto::Tcp,
+            target: srv.local_addr(),
+            steps: vec![1, 4],
+            step_ns: 400_000_000,
+            warmup_ns: 100_000_000,
+            think_ns: 0,
+            timeout_ns: 1_000_000_000,
+            request: frame(b"hello"),
+            framing: Framing::Length,
+            seq_field: None,
+            server_pid: Some(std::process::id()),
+            sample_ns: 10_000_000,
+        };
+        let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
+        assert_eq!(r.steps.len(), 2);
+        for s in &r.steps {
+            assert!(s.errors.is_empty(), "{:?}", s.errors);
+            // Each request sleeps 2 ms on the server: X ~= N / 2 ms; Little: N = X R.
+            let n = s.tps * s.response.mean_ns / 1e9;
+            assert!(
+                (n / s.users as f64 - 1.0).abs() < 0.1,
+                "N {n} for {} users",
+                s.users
+            );
+            assert!(s.response.p50_ns >= 2_000_000);
+            assert!(s.threads.as_ref().unwrap().samples > 0);
+        }
+        // Four users in parallel (no lock): about four times the TPS of one.
+        let gain = r.steps[1].tps / r.steps[0].tps;
+        assert!(gain > 3.0, "{gain}");
+    }
+
+    #[test]
+    fn dead_server_gives_errors_not_a_hang() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = l.local_addr().unwrap();
+        // Accepts, reads nothing, closes each connection at once.
+        let h = std::thread::spawn(move || {
+            l.set_nonblocking(true).unwrap();
+            let end = std::time::Instant::now() + Duration::from_millis(900);
+            while std::time::Instant::now() < end {
+                if let Ok((s, _)) = l.accept() {
+                    drop(s);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let plan = RampPlan {
+            proto: RampProto::Tcp,
+            target,
+            steps: vec![2],
+            step_ns: 500_000_000,
+            warmup_ns: 0,
+            think_ns: 0,
+            timeout_ns: 200_000_000,
+            request: frame(b"x"),
+            framing: Framing::Length,
+            seq_field: None,
+            server_pid: None,
+            sample_ns: 10_000_000,
+        };
+        let t = std::time::Instant::now();
+        let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(3));
+        h.join().unwrap();
+        let s = &r.steps[0];
+        assert_eq!(s.completed, 0);
+        let errs: u64 = s.errors.values().sum();
+        assert!(errs > 0, "{:?}", s.errors);
+    }
+}

@@ -1,0 +1,458 @@
+//! Request/response over TCP: the framing rules, and the reference server
+//! (`tpslab serve tcp --mode echo|replace`) with an optional serialised section (S3's
+//! `SELECT ... FOR UPDATE` in miniature).
+//!
+//! tpslab's own protocol frames every request and reply with a 4-byte big-endian length.
+//! The server runs one thread per connection; each request costs `work_ns` of CPU (in
+//! parallel) and then `serial_ns` of waiting (a sleep, like a round trip to a database),
+//! which with `serialize` happens while holding one process-wide lock: requests then
+//! queue for the lock, and TPS cannot exceed 1 / serial_ns however many users come.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tpslab_net::{mono_ns, NetError};
+
+use crate::EngineError;
+
+/// Largest frame tpslab reads, bytes.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// How a reply (or request) ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Framing {
+    /// A 4-byte big-endian length, then that many bytes (tpslab's protocol).
+    Length,
+    /// Exactly this many bytes.
+    Fixed(usize),
+    /// Up to and including this delimiter (e.g. `\r\n`).
+    Delimiter(Vec<u8>),
+}
+
+impl Framing {
+    /// Parses `length`, `fixed:N` or `delim:TEXT` (TEXT with `\r`, `\n`, `\t`, `\\`
+    /// escapes). Errors name the value and the forms allowed.
+    pub fn parse(s: &str) -> Result<Framing, String> {
+        let bad = || {
+            format!("framing \"{s}\": allowed length, fixed:BYTES (1..={MAX_FRAME}) or delim:TEXT (e.g. delim:\\r\\n)")
+        };
+        if s == "length" {
+            return Ok(Framing::Length);
+        }
+        if let Some(n) = s.strip_prefix("fixed:") {
+            let n: usize = n.parse().map_err(|_| bad())?;
+            if !(1..=MAX_FRAME).contains(&n) {
+                return Err(bad());
+            }
+            return Ok(Framing::Fixed(n));
+        }
+        if let Some(t) = s.strip_prefix("delim:") {
+            let mut out = vec![];
+            let mut it = t.bytes();
+            while let Some(b) = it.next() {
+                if b == b'\\' {
+                    out.push(match it.next() {
+                        Some(b'r') => b'\r',
+                        Some(b'n') => b'\n',
+                        Some(b't') => b'\t',
+                        Some(b'\\') => b'\\',
+                        _ => return Err(bad()),
+                    });
+                } else {
+                    out.push(b);
+                }
+            }
+            if out.is_empty() {
+                return Err(bad());
+            }
+            return Ok(Framing::Delimiter(out));
+        }
+        Err(bad())
+    }
+}
+
+/// Reads frames from a stream, keeping bytes that arrived beyond a frame for the next.
+pub struct FrameReader {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for FrameReader {
+    fn default() -> Self {
+        FrameReader {
+            buf: vec![0; 64 * 1024],
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+impl FrameReader {
+    /// Reads one frame from `s` and returns its length in bytes; the frame itself is
+    /// [`FrameReader::frame`] until the next call. Errors: the peer closed (UnexpectedEof),
+    /// a read timeout (WouldBlock/TimedOut), a length above MAX_FRAME (InvalidData).
+    pub fn read(&mut self, s: &mut impl Read, f: &Framing) -> std::io::Result<usize> {
+        loop {
+            if let Some(n) = self.complete(f)? {
+                return Ok(n);
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                if self.buf.len() >= MAX_FRAME + 4 {
+                    return Err(std::io::Error::new(
+                        ErrorKind::InvalidData,
+                        "frame too long",
+                    ));
+                }
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = s.read(&mut self.buf[self.end..])?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    ErrorKind::UnexpectedEof,
+                    "peer closed the connection",
+                ));
+            }
+            self.end += n;
+        }
+    }
+
+    /// The frame returned by the last [`FrameReader::read`] (with its length prefix or
+    /// delimiter), and consumes it.
+    pub fn take(&mut self, n: usize) -> &[u8] {
+        let s = self.start;
+        self.start += n;
+        &self.buf[s..s + n]
+    }
+
+    fn complete(&self, f: &Framing) -> std::io::Result<Option<usize>> {
+        let have = &self.buf[self.start..self.end];
+        Ok(match f {
+            Framing::Length => {
+                if have.len() < 4 {
+                    return Ok(None);
+                }
+                let len = u32::from_be_bytes([have[0], have[1], have[2], have[3]]) as usize;
+                if len > MAX_FRAME {
+                    return Err(std::io::Error::new(
+                        ErrorKind::InvalidData,
+                        format!("frame length {len} above {MAX_FRAME}"),
+                    ));
+                }
+                (have.len() >= 4 + len).then_some(4 + len)
+            }
+            Framing::Fixed(n) => (have.len() >= *n).then_some(*n),
+            Framing::Delimiter(d) => memchr::memmem::find(have, d).map(|i| i + d.len()),
+        })
+    }
+}
+
+/// What the request/response server does with each request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RrMode {
+    /// Reply with the body unchanged.
+    Echo,
+    /// S1: replace every "ping" with "pong", then reply.
+    Replace,
+}
+
+/// Settings of the request/response server.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct RrConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Echo or replace.
+    pub mode: RrMode,
+    /// CPU work per request, ns (busy loop, in parallel across connections).
+    pub work_ns: u64,
+    /// Waiting per request, ns (a sleep: a round trip to a backend).
+    pub serial_ns: u64,
+    /// Hold one process-wide lock during the `serial_ns` part.
+    pub serialize: bool,
+}
+
+/// Counters of the request/response server.
+#[derive(Debug, Default)]
+struct RrCounters {
+    requests: AtomicU64,
+    connections: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// The running server; stops when dropped or with [`RrServer::stop`].
+pub struct RrServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    counters: Arc<RrCounters>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Final counts of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RrReport {
+    /// Requests answered.
+    pub requests: u64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Connections that ended with an error other than the peer closing.
+    pub errors: u64,
+}
+
+impl RrServer {
+    /// Binds and starts accepting. Errors: the address is taken or not local.
+    pub fn start(cfg: RrConfig) -> Result<RrServer, EngineError> {
+        let l = TcpListener::bind(cfg.listen)
+            .map_err(|e| NetError::io(format!("bind {}", cfg.listen), e))?;
+        l.set_nonblocking(true)
+            .map_err(|e| NetError::io("O_NONBLOCK", e))?;
+        let addr = l.local_addr().map_err(|e| NetError::io("getsockname", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(RrCounters::default());
+        let (st, co) = (stop.clone(), counters.clone());
+        let accept = std::thread::Builder::new()
+            .name("tps-rr-accept".into())
+            .spawn(move || {
+                let lock = Arc::new(Mutex::new(()));
+                let mut conns = vec![];
+                while !st.load(Relaxed) {
+                    match l.accept() {
+                        Ok((s, _)) => {
+                            co.connections.fetch_add(1, Relaxed);
+                            let (st, co, lock) = (st.clone(), co.clone(), lock.clone());
+                            let h = std::thread::Builder::new()
+                                .name("tps-rr-conn".into())
+                                .spawn(move || serve_conn(s, cfg, &st, &co, &lock));
+                            if let Ok(h) = h {
+                                conns.push(h);
+                            }
+                            conns.retain(|h: &JoinHandle<()>| !h.is_finished());
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+                for h in conns {
+                    let _ = h.join();
+                }
+            })
+            .map_err(|e| EngineError::Other(format!("spawning the accept thread: {e}")))?;
+        Ok(RrServer {
+            addr,
+            stop,
+            counters,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Counts so far.
+    pub fn report(&self) -> RrReport {
+        RrReport {
+            requests: self.counters.requests.load(Relaxed),
+            connections: self.counters.connections.load(Relaxed),
+            errors: self.counters.errors.load(Relaxed),
+        }
+    }
+
+    /// Stops (within about 100 ms) and returns the final counts.
+    pub fn stop(mut self) -> RrReport {
+        self.halt();
+        self.report()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for RrServer {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn serve_conn(
+    mut s: TcpStream,
+    cfg: RrConfig,
+    stop: &AtomicBool,
+    c: &RrCounters,
+    lock: &Mutex<()>,
+) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+    let finder = memchr::memmem::Finder::new(crate::wire::FIND);
+    let mut r = FrameReader::default();
+    let mut out = Vec::with_capacity(2048);
+    while !stop.load(Relaxed) {
+        let n = match r.read(&mut s, &Framing::Length) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => {
+                if !matches!(
+                    e.kind(),
+                    ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+                ) {
+                    c.errors.fetch_add(1, Relaxed);
+                }
+                return;
+            }
+        };
+        out.clear();
+        out.extend_from_slice(r.take(n));
+        if cfg.mode == RrMode::Replace {
+            crate::wire::find_and_replace(&finder, &mut out[4..]);
+        }
+        if cfg.work_ns > 0 {
+            let t = mono_ns();
+            while mono_ns().wrapping_sub(t) < cfg.work_ns {
+                std::hint::spin_loop();
+            }
+        }
+        if cfg.serial_ns > 0 {
+            let d = Duration::from_nanos(cfg.serial_ns);
+            if cfg.serialize {
+                let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+                std::thread::sleep(d);
+            } else {
+                std::thread::sleep(d);
+            }
+        }
+        if s.write_all(&out).is_err() {
+            c.errors.fetch_add(1, Relaxed);
+            return;
+        }
+        c.requests.fetch_add(1, Relaxed);
+    }
+}
+
+/// One framed request of tpslab's protocol: the 4-byte length, then `body`.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 + body.len());
+    v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing_forms_and_errors() {
+        assert_eq!(Framing::parse("length").unwrap(), Framing::Length);
+        assert_eq!(Framing::parse("fixed:12").unwrap(), Framing::Fixed(12));
+        assert_eq!(
+            Framing::parse("delim:\\r\\n").unwrap(),
+            Framing::Delimiter(b"\r\n".to_vec())
+        );
+        for bad in ["", "fixed:0", "fixed:x", "delim:", "delim:\\q", "lines"] {
+            let e = Framing::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("\"{bad}\"")), "{e}");
+        }
+    }
+
+    #[test]
+    fn reader_splits_frames_across_and_within_reads() {
+        // Two length frames and a partial third, delivered in 3-byte pieces.
+        let mut wire = frame(b"hello");
+        wire.extend(frame(b""));
+        wire.extend(frame(b"world!"));
+        struct Chunks(Vec<u8>, usize);
+        impl Read for Chunks {
+            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+                let n = 3.min(self.0.len() - self.1).min(b.len());
+                b[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+                self.1 += n;
+                Ok(n)
+            }
+        }
+        let mut src = Chunks(wire, 0);
+        let mut r = FrameReader::default();
+        let n = r.read(&mut src, &Framing::Length).unwrap();
+        assert_eq!(&r.take(n)[4..], b"hello");
+        let n = r.read(&mut src, &Framing::Length).unwrap();
+        assert_eq!(n, 4);
+        r.take(n);
+        let n = r.read(&mut src, &Framing::Length).unwrap();
+        assert_eq!(&r.take(n)[4..], b"world!");
+        // End of stream mid-way is an error, not a hang or a short frame.
+        let e = r.read(&mut src, &Framing::Length).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnexpectedEof);
+        // Delimiters: two replies in one read come out one at a time.
+        let mut src = std::io::Cursor::new(b"+OK\r\n+PONG\r\n".to_vec());
+        let d = Framing::Delimiter(b"\r\n".to_vec());
+        let mut r = FrameReader::default();
+        let n = r.read(&mut src, &d).unwrap();
+        assert_eq!(r.take(n), b"+OK\r\n");
+        let n = r.read(&mut src, &d).unwrap();
+        assert_eq!(r.take(n), b"+PONG\r\n");
+        // A length above the limit is refused before reading it.
+        let mut src = std::io::Cursor::new(u32::MAX.to_be_bytes().to_vec());
+        let e = FrameReader::default()
+            .read(&mut src, &Framing::Length)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn server_replaces_and_serialises() {
+        let srv = RrServer::start(RrConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            mode: RrMode::Replace,
+            work_ns: 0,
+            serial_ns: 20_000_000,
+            serialize: true,
+        })
+        .unwrap();
+        let addr = srv.local_addr();
+        // Four clients at once: with the lock, the last reply comes after ~4 x 20 ms.
+        let t = std::time::Instant::now();
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(addr).unwrap();
+                    s.write_all(&frame(b"ping ping")).unwrap();
+                    let mut r = FrameReader::default();
+                    let n = r.read(&mut s, &Framing::Length).unwrap();
+                    r.take(n)[4..].to_vec()
+                })
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), b"pong pong");
+        }
+        assert!(
+            t.elapsed() >= Duration::from_millis(78),
+            "{:?}",
+            t.elapsed()
+        );
+        let rep = srv.stop();
+        assert_eq!(rep.requests, 4);
+        assert_eq!(rep.connections, 4);
+    }
+}

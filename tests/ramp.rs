@@ -1,0 +1,230 @@
+//! `tpslab ramp` for real on loopback: S3's serialisation against the same server without
+//! its lock, a server that dies mid-ramp, and a UDP ramp against dnsmasq.
+
+mod common;
+
+use common::{NetNs, Server};
+use serde_json::Value;
+
+fn ramp(args: &[&str], tag: &str) -> (Value, String) {
+    let json = common::tmp(&format!("{tag}.json"));
+    let mut c = common::tpslab();
+    c.arg("ramp").args(args).arg("--json").arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success(), "exit {:?}", out.status);
+    (
+        common::record(&json),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn steps(j: &Value) -> &Vec<Value> {
+    j["record"]["steps"].as_array().unwrap()
+}
+
+fn little_ok(j: &Value) {
+    for l in j["little"].as_array().unwrap() {
+        let r = l["ratio"].as_f64().unwrap();
+        assert!((r - 1.0).abs() <= 0.1, "Little's law ratio {r}");
+    }
+}
+
+const SHORT: [&str; 8] = [
+    "--users",
+    "1..32",
+    "--step",
+    "x2",
+    "--step-duration",
+    "1s",
+    "--warmup",
+    "300ms",
+];
+
+#[test]
+fn serialised_server_is_flat_and_waits_on_a_lock() {
+    let _g = common::serial();
+    let mut args = vec!["tcp", "--serialize", "--server-serial", "5ms"];
+    args.extend(SHORT);
+    let (j, text) = ramp(&args, "ramp-serial");
+    let s = steps(&j);
+    assert_eq!(s.len(), 6);
+    // 1 / 5 ms = 200 TPS at most, whatever the users: flat from the first step.
+    for st in s {
+        let tps = st["tps"].as_f64().unwrap();
+        assert!((150.0..=205.0).contains(&tps), "TPS {tps}");
+    }
+    let (first, last) = (s[0]["tps"].as_f64().unwrap(), s[5]["tps"].as_f64().unwrap());
+    assert!(last < first * 1.15, "flat: {first} -> {last}");
+    // Response time grows with users (queueing for the lock): about N x 5 ms.
+    let r32 = s[5]["response"]["mean_ns"].as_f64().unwrap() / 1e6;
+    assert!(
+        (130.0..=200.0).contains(&r32),
+        "mean response at 32 users {r32} ms"
+    );
+    little_ok(&j);
+    assert!(j["knee_users"].as_u64().is_some(), "a knee");
+    let sigma = j["usl"]["sigma"].as_f64().unwrap();
+    assert!(sigma > 0.8, "sigma {sigma}");
+    // The thread states name the lock wait.
+    let threads = &s[5]["threads"];
+    let futex: u64 = threads["sleeping"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(w, _)| w.starts_with("futex"))
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    let samples = threads["samples"].as_u64().unwrap();
+    assert!(
+        futex * 2 > samples,
+        "{futex} of {samples} samples in futex waits"
+    );
+    assert!(text.contains("VERDICT: serialisation"), "{text}");
+    assert!(text.contains("waiting on a lock"), "{text}");
+}
+
+#[test]
+fn same_work_without_the_lock_scales() {
+    let _g = common::serial();
+    let mut args = vec!["tcp", "--server-serial", "5ms"];
+    args.extend(SHORT);
+    let (j, text) = ramp(&args, "ramp-parallel");
+    let s = steps(&j);
+    let (first, last) = (s[0]["tps"].as_f64().unwrap(), s[5]["tps"].as_f64().unwrap());
+    // 32 users in parallel: close to 32 x the TPS of one.
+    assert!(last > first * 25.0, "{first} -> {last}");
+    little_ok(&j);
+    assert!(j["knee_users"].is_null(), "no knee: {}", j["knee_users"]);
+    let sigma = j["usl"]["sigma"].as_f64().unwrap();
+    assert!(sigma < 0.05, "sigma {sigma}");
+    assert!(!text.contains("serialisation"), "{text}");
+}
+
+#[test]
+fn server_dying_mid_ramp_counts_errors_and_ends() {
+    if !common::can_netns("server_dying_mid_ramp_counts_errors_and_ends") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 7311;
+    let mut srv = ns.tpslab();
+    srv.args([
+        "serve",
+        "tcp",
+        "--mode",
+        "echo",
+        "--serial-ns",
+        "1ms",
+        "--bind",
+    ])
+    .arg(format!("127.0.0.1:{port}"));
+    let mut child = srv.stdout(std::process::Stdio::null()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = child.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        // Our child: end it by its PID.
+        let _ = child.kill();
+        let _ = child.wait();
+    });
+    let json = common::tmp("ramp-dies.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "ramp",
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--users",
+        "1..4",
+        "--step",
+        "+1",
+    ])
+    .args([
+        "--step-duration",
+        "700ms",
+        "--warmup",
+        "200ms",
+        "--timeout",
+        "300ms",
+    ])
+    .arg("--pid")
+    .arg(pid.to_string())
+    .arg("--json")
+    .arg(&json);
+    let t = std::time::Instant::now();
+    let out = common::run(c);
+    killer.join().unwrap();
+    assert!(out.status.success());
+    assert!(t.elapsed().as_secs() < 15, "bounded: {:?}", t.elapsed());
+    let j = common::record(&json);
+    let s = steps(&j);
+    assert_eq!(s.len(), 4);
+    assert!(
+        s[0]["tps"].as_f64().unwrap() > 100.0,
+        "served before it died"
+    );
+    let last = &s[3];
+    assert_eq!(last["completed"], 0, "nothing after the server died");
+    let errs: u64 = last["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(errs > 0, "errors counted: {}", last["errors"]);
+}
+
+#[test]
+fn udp_ramp_against_dnsmasq_matches_replies_by_dns_id() {
+    if !common::can_netns("udp_ramp_against_dnsmasq_matches_replies_by_dns_id") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 5354;
+    let mut cmd = ns.command(common::DNSMASQ);
+    cmd.args(common::dnsmasq_args(port, "ramp.test"));
+    let dns = Server::start(cmd, "dnsmasq", "dnsmasq-ramp", "dnsmasq", port);
+    let q = common::tmp("ramp-query.bin");
+    std::fs::write(&q, common::dns_query("ramp.test")).unwrap();
+    let json = common::tmp("ramp-dns.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "ramp",
+        "udp",
+        &format!("127.0.0.1:{port}"),
+        "--users",
+        "1..4",
+        "--step",
+        "x2",
+    ])
+    .args([
+        "--step-duration",
+        "700ms",
+        "--warmup",
+        "200ms",
+        "--seq-field",
+        "0:2",
+    ])
+    .arg("--payload-file")
+    .arg(&q)
+    .arg("--pid")
+    .arg(dns.pid().to_string())
+    .arg("--json")
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    let j = common::record(&json);
+    for st in steps(&j) {
+        assert!(st["tps"].as_f64().unwrap() > 500.0, "{st}");
+        assert!(
+            st["errors"].as_object().unwrap().is_empty(),
+            "{}",
+            st["errors"]
+        );
+        // dnsmasq is single-threaded: one thread sampled.
+        assert!(st["threads"]["samples"].as_u64().unwrap() > 0);
+    }
+    little_ok(&j);
+    drop(dns);
+}

@@ -7,7 +7,8 @@ Run as root from the repository:  python3 bench/run.py [--rounds 3] [--seconds 3
 Everything runs inside a private network namespace on loopback; senders are pinned to
 CPU 0 and receivers to CPU 1. Prints medians with min-max and ratios against each peer;
 appends the raw results to bench/results/results.csv with the machine's description.
-Not covered yet: request/response against unbound vs dnsperf (needs a closed-loop mode).
+Request/response: tpslab (open loop at a fixed rate and at max, and closed loop with
+`ramp udp`) against dnsperf, both querying the same local unbound (one thread, CPU 1).
 """
 
 import argparse
@@ -45,7 +46,8 @@ def on(cpu, *cmd):
 def setup():
     if os.geteuid() != 0:
         sys.exit("bench/run.py: needs root (network namespace, CPU pinning)")
-    need = [p for p in ("iperf3", "sockperf") if shutil.which(p) is None]
+    need = [p for p in ("iperf3", "sockperf", "dnsperf", "unbound") if shutil.which(p) is None
+            and not os.path.exists("/usr/sbin/" + p)]
     if need:
         sh(["apt-get", "update", "-qq"])
         sh(["apt-get", "install", "-y", "-qq", *need], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
@@ -154,6 +156,76 @@ def server_recv(size, secs, port, which):
     return {"sent_pps": sent / secs, "recv_pps": got / secs, "delivered_pct": 100 * got / max(sent, 1)}
 
 
+UNBOUND_CONF = """server:
+    interface: 127.0.0.1@{port}
+    do-daemonize: no
+    chroot: ""
+    username: ""
+    directory: "{dir}"
+    pidfile: ""
+    use-syslog: no
+    logfile: ""
+    num-threads: 1
+    access-control: 127.0.0.0/8 allow
+    do-ip6: no
+    so-rcvbuf: 4m
+    local-zone: "bench.test." static
+    local-data: "q.bench.test. A 127.0.0.1"
+remote-control:
+    control-enable: no
+"""
+
+
+def dns_files():
+    q = bytes([0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+    for label in ("q", "bench", "test"):
+        q += bytes([len(label)]) + label.encode()
+    q += bytes([0, 0, 1, 0, 1])
+    qf, df = os.path.join(OUT, "q.bin"), os.path.join(OUT, "dnsperf.txt")
+    open(qf, "wb").write(q)
+    open(df, "w").write("q.bench.test A\n")
+    return qf, df
+
+
+def unbound(port):
+    conf = os.path.join(OUT, f"unbound-{port}.conf")
+    open(conf, "w").write(UNBOUND_CONF.format(port=port, dir=OUT))
+    unb = shutil.which("unbound") or "/usr/sbin/unbound"
+    return Bg(on(1, unb, "-d", "-c", conf))
+
+
+def dns_rr(tool, rate, secs, port):
+    """QPS answered and loss % of one tool against a fresh unbound. rate: pps, or None for
+    as fast as the tool goes (dnsperf: its default 100 outstanding queries; tpslab-open:
+    --rate max; tpslab-closed: ramp udp with 100 users, one request out each)."""
+    qf, df = dns_files()
+    srv = unbound(port)
+    try:
+        if tool == "dnsperf":
+            cmd = ["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", df, "-l", str(secs), "-c", "1", "-T", "1"]
+            if rate:
+                cmd += ["-Q", str(rate)]
+            out = sh(ns(*on(0, *cmd))).stdout
+            sent = int(re.search(r"Queries sent:\s+(\d+)", out).group(1))
+            lost = int(re.search(r"Queries lost:\s+(\d+)", out).group(1))
+            qps = float(re.search(r"Queries per second:\s+([\d.]+)", out).group(1))
+            return {"qps": qps, "loss_pct": 100 * lost / max(sent, 1)}
+        js = os.path.join(OUT, "dns.json")
+        if tool == "tpslab-closed":
+            sh(ns(*on(0, TPSLAB, "ramp", "udp", f"127.0.0.1:{port}", "--payload-file", qf, "--seq-field", "0:2",
+                      "--users", "100..100", "--warmup", "500ms", "--step-duration", f"{secs}s", "--json", js)))
+            st = json.load(open(js))["record"]["steps"][0]
+            errs = sum(st["errors"].values())
+            return {"qps": st["tps"], "loss_pct": 100 * errs / max(st["completed"] + errs, 1)}
+        sh(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--payload-file", qf, "--seq-field", "0:2",
+                  "--rate", str(rate) if rate else "max", "--duration", f"{secs}s", "--json", js)))
+        g = json.load(open(js))["generator"]
+        return {"qps": g["tps"], "loss_pct": g["window_loss_pct"], "sent_pps": g["achieved_pps"]}
+    finally:
+        srv.p.terminate()
+        srv.stop()
+
+
 def tpslab_pingpong(secs):
     js = os.path.join(OUT, "pp.json")
     sh(ns(TPSLAB, "run", "udp", "--mode", "echo", "--cpus", "1", "--load-cpus", "0", "--rate", "10000", "--size",
@@ -243,6 +315,13 @@ def main():
                 res = tpslab_pingpong(a.seconds) if name == "tpslab" else sockperf_pingpong(a.seconds, port)
                 for k, v in res.items():
                     rows.append(("ping-pong", name, 64, k, v, rnd))
+            rr = [("tpslab", r) for r in (50000, 140000, None)] + [("dnsperf", r) for r in (50000, 140000, None)]
+            rr.append(("tpslab-closed", None))
+            rr = rr[rnd % len(rr):] + rr[: rnd % len(rr)]
+            for tool, rate in rr:
+                port += 1
+                for k, v in dns_rr(tool, rate, a.seconds, port).items():
+                    rows.append((f"dns-rr-{rate or 'max'}", tool, 0, k, v, rnd))
             for iv in ("10ms", "1ms"):
                 port += 1
                 for k, v in observer_cost(iv, a.seconds * 3, port).items():
@@ -289,6 +368,21 @@ def report(rows):
     t50 = median(vals("ping-pong", "tpslab", 64, "p50_us"))
     s50 = median(vals("ping-pong", "sockperf", 64, "p50_us"))
     print(f"  p50 tpslab / sockperf = {t50 / s50:.2f}")
+    print("\nrequest/response: DNS A queries to one local unbound (1 thread, CPU 1); QPS answered, loss %")
+    print("  (max: dnsperf keeps 100 queries outstanding; tpslab open loop --rate max; tpslab-closed = ramp udp, 100 users)")
+    for rate in (50000, 140000, None):
+        test = f"dns-rr-{rate or 'max'}"
+        tools = ("tpslab", "dnsperf") + (("tpslab-closed",) if rate is None else ())
+        for tool in tools:
+            q = vals(test, tool, 0, "qps")
+            if not q:
+                continue
+            l = vals(test, tool, 0, "loss_pct")
+            print(f"  {('%d qps' % rate) if rate else 'max':>10} {tool:<14} QPS {summary(q):>32}  loss {median(l):6.3f} % "
+                  f"({min(l):.3f}-{max(l):.3f})")
+        t, d = median(vals(test, "tpslab", 0, "qps")), median(vals(test, "dnsperf", 0, "qps"))
+        lt, ld = median(vals(test, "tpslab", 0, "loss_pct")), median(vals(test, "dnsperf", 0, "loss_pct"))
+        print(f"  {'':>10} tpslab / dnsperf QPS = {t / d:.2f}x; loss difference {lt - ld:+.3f} pp")
     for iv in ("10ms", "1ms"):
         c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
         print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")

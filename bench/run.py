@@ -226,6 +226,51 @@ def dns_rr(tool, rate, secs, port):
         srv.stop()
 
 
+SLEEP_FLOOR_C = r"""
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
+/* The machine's floor for pacing by sleeping: N absolute sleeps per second, nothing else. */
+int main(int argc, char **argv) {
+    long per = 1000000000L / atol(argv[1]);
+    long n = atol(argv[1]) * atol(argv[2]);
+    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    for (long i = 0; i < n; i++) {
+        t.tv_nsec += per;
+        if (t.tv_nsec >= 1000000000L) { t.tv_nsec -= 1000000000L; t.tv_sec++; }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, 0);
+    }
+    return 0;
+}
+"""
+
+
+def pacing(rate, secs, port):
+    """tpslab load at a fixed rate into a sink: achieved rate error, schedule lag p99, and
+    the CPU of the load process (its observer at 100 ms); beside it the CPU of a bare C
+    loop doing one absolute sleep per datagram (the machine's floor for sleep pacing)."""
+    srv = Bg(on(1, TPSLAB, "serve", "udp", "--mode", "sink", "--bind", f"127.0.0.1:{port}", "--duration",
+                f"{secs + 10}s"))
+    js = os.path.join(OUT, "pacing.json")
+    try:
+        cpu, wall = rusage_of(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--rate", str(rate),
+                                     "--no-replies", "--duration", f"{secs}s", "--warmup", "0s", "--interval", "100ms",
+                                     "--json", js)))
+    finally:
+        srv.p.terminate()
+        srv.stop()
+    g = json.load(open(js))["generator"]
+    floor = os.path.join(OUT, "sleepfloor")
+    if not os.path.exists(floor):
+        open(floor + ".c", "w").write(SLEEP_FLOOR_C)
+        sh(["gcc", "-O2", "-o", floor, floor + ".c"])
+    fcpu, fwall = rusage_of(on(0, floor, str(rate), str(secs)))
+    return {"rate_error_pct": 100 * (g["achieved_pps"] - rate) / rate, "lag_p99_us": g["schedule_lag"]["p99_ns"] / 1e3,
+            "cpu_pct_of_core": 100 * cpu / wall, "sleep_floor_cpu_pct": 100 * fcpu / fwall}
+
+
 def tpslab_pingpong(secs):
     js = os.path.join(OUT, "pp.json")
     sh(ns(TPSLAB, "run", "udp", "--mode", "echo", "--cpus", "1", "--load-cpus", "0", "--rate", "10000", "--size",
@@ -322,6 +367,10 @@ def main():
                 port += 1
                 for k, v in dns_rr(tool, rate, a.seconds, port).items():
                     rows.append((f"dns-rr-{rate or 'max'}", tool, 0, k, v, rnd))
+            for rate in (100000, 10000):
+                port += 1
+                for k, v in pacing(rate, a.seconds, port).items():
+                    rows.append(("pacing", "tpslab", rate, k, v, rnd))
             for iv in ("10ms", "1ms"):
                 port += 1
                 for k, v in observer_cost(iv, a.seconds * 3, port).items():
@@ -383,6 +432,15 @@ def report(rows):
         t, d = median(vals(test, "tpslab", 0, "qps")), median(vals(test, "dnsperf", 0, "qps"))
         lt, ld = median(vals(test, "tpslab", 0, "loss_pct")), median(vals(test, "dnsperf", 0, "loss_pct"))
         print(f"  {'':>10} tpslab / dnsperf QPS = {t / d:.2f}x; loss difference {lt - ld:+.3f} pp")
+    print("\npacing: tpslab load --rate R --no-replies into a sink (median (min-max))")
+    for rate in (100000, 10000):
+        e = vals("pacing", "tpslab", rate, "rate_error_pct")
+        lag = vals("pacing", "tpslab", rate, "lag_p99_us")
+        c = vals("pacing", "tpslab", rate, "cpu_pct_of_core")
+        f = vals("pacing", "tpslab", rate, "sleep_floor_cpu_pct")
+        if e:
+            print(f"  {rate:>7} pps: rate error {median(e):+.3f} %  lag p99 {median(lag):.1f} us ({min(lag):.1f}-{max(lag):.1f})  "
+                  f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")
     for iv in ("10ms", "1ms"):
         c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
         print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")

@@ -78,6 +78,9 @@ pub(crate) struct RampArgs {
     /// Built-in server: hold one global lock during --server-serial (S3).
     #[arg(long)]
     serialize: bool,
+    /// Built-in server: 0 = a thread per connection; N = N epoll workers sharing them.
+    #[arg(long, default_value_t = 0)]
+    server_threads: usize,
     /// Write the steps, the fit and the verdict (JSON, schema tpslab.ramp/1).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -183,6 +186,7 @@ fn start_builtin(a: &RampArgs) -> Result<(ChildServer, std::net::SocketAddr)> {
     if a.serialize {
         c.arg("--serialize");
     }
+    c.arg("--threads").arg(a.server_threads.to_string());
     let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -359,7 +363,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let (target, pid) = match (&a.target, proto) {
         (Some(t), _) => {
             if builtin_flags {
-                bail!("--server-work, --server-serial and --serialize configure the built-in server: leave out TARGET to use it");
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
             }
             if let Some(p) = a.pid {
                 crate::cli::check_pid(p)?;
@@ -565,23 +569,32 @@ fn print_analysis(
         }
     }
     let serial = fit.is_some_and(|f| f.sigma >= 0.5);
-    let lock = rec
-        .steps
-        .last()
-        .and_then(top_state)
-        .is_some_and(|(w, _)| w.starts_with("futex"));
+    let top = rec.steps.last().and_then(top_state);
+    let lock = top.as_ref().is_some_and(|(w, _)| w.starts_with("futex"));
     let busy = rec
         .steps
         .last()
         .and_then(|s| s.server_cpu_cores)
         .unwrap_or(0.0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let verdict = if serial && lock {
+    // Flat: TPS at the last step within 10 % of TPS at the knee.
+    let flat = knee.is_some_and(|k| {
+        rec.steps
+            .last()
+            .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
+    });
+    let knee_users = knee.map_or(0, |k| rec.steps[k].users);
+    let verdict = if (serial || flat) && lock {
         "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
-    } else if serial && busy >= 0.8 * cores {
+    } else if (serial || flat) && busy >= 0.8 * cores {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy * 100.0)
-    } else if serial {
-        "VERDICT: TPS stops growing (high sigma) without a lock wait or a busy CPU on this host: the limit is elsewhere (a downstream peer, the network, one connection carrying all requests)".to_string()
+    } else if (serial || flat) && top.is_some() {
+        format!(
+            "VERDICT: a concurrency cap: TPS stops at the knee ({knee_users} users) while the server's CPU idles and its threads wait ({}); it works on only about {knee_users} requests at once: too few threads, workers or connections for the users (S3's single connection). Add them, or shorten the wait",
+            top.as_ref().map_or("?", |(w, _)| w.as_str())
+        )
+    } else if serial || flat {
+        "VERDICT: TPS stops growing without a lock wait or a busy CPU visible on this host: the limit is elsewhere (a downstream peer, the network, one connection carrying all requests); give --pid to see the server's threads".to_string()
     } else if knee.is_some() {
         "VERDICT: throughput bends but keeps rising; see the USL fit for where it peaks".to_string()
     } else {

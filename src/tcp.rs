@@ -101,6 +101,11 @@ pub(crate) struct ServeTcpArgs {
     /// (S3's SELECT ... FOR UPDATE in miniature): TPS cannot pass 1 / serial-ns.
     #[arg(long)]
     serialize: bool,
+    /// Echo/replace: 0 = one thread per connection; N = N worker threads sharing all
+    /// connections through epoll (a request being worked on holds up its worker's
+    /// other connections).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
@@ -145,6 +150,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         ("--work-ns", !a.work_ns.is_zero()),
         ("--serial-ns", !a.serial_ns.is_zero()),
         ("--serialize", a.serialize),
+        ("--threads", a.threads != 0),
     ] {
         if set {
             bail!("{flag} applies to --mode echo or replace, not sink");
@@ -202,16 +208,28 @@ fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
         work_ns: a.work_ns.as_nanos() as u64,
         serial_ns: a.serial_ns.as_nanos() as u64,
         serialize: a.serialize,
+        threads: a.threads,
     };
+    if a.threads > 1024 {
+        bail!(
+            "--threads {}: allowed 0 (one per connection) to 1024",
+            a.threads
+        );
+    }
     let stop = install_signals()?;
     let srv = RrServer::start(cfg)?;
     println!(
-        "tpslab serve tcp: {:?} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); thread per connection",
+        "tpslab serve tcp: {:?} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); {}",
         a.mode,
         srv.local_addr(),
         a.work_ns,
         a.serial_ns,
-        if a.serialize { " under one global lock" } else { "" }
+        if a.serialize { " under one global lock" } else { "" },
+        if a.threads == 0 {
+            "thread per connection".to_string()
+        } else {
+            format!("{} epoll worker(s) sharing the connections", a.threads)
+        }
     );
     let t0 = std::time::Instant::now();
     while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {

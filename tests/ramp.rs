@@ -228,3 +228,35 @@ fn udp_ramp_against_dnsmasq_matches_replies_by_dns_id() {
     little_ok(&j);
     drop(dns);
 }
+
+#[test]
+fn shared_workers_cap_concurrency_without_a_lock() {
+    let _g = common::serial();
+    let args = [
+        "tcp",
+        "--server-serial",
+        "5ms",
+        "--server-threads",
+        "2",
+        "--users",
+        "1..8",
+        "--step",
+        "x2",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "300ms",
+    ];
+    let (j, text) = ramp(&args, "ramp-workers");
+    let s = steps(&j);
+    // Two workers, 5 ms each request: at most 400 TPS, reached at 2 users.
+    let tps: Vec<f64> = s.iter().map(|x| x["tps"].as_f64().unwrap()).collect();
+    assert!(tps[1] > tps[0] * 1.7, "{tps:?}");
+    for t in &tps[1..] {
+        assert!((300.0..=410.0).contains(t), "{tps:?}");
+    }
+    assert_eq!(j["knee_users"], 2);
+    little_ok(&j);
+    assert!(text.contains("VERDICT: a concurrency cap"), "{text}");
+    assert!(!text.contains("VERDICT: serialisation"), "{text}");
+}

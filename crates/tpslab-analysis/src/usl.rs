@@ -103,20 +103,24 @@ impl UslFit {
     /// `f64::INFINITY` when sigma and kappa are both indistinguishable from 0 (linear
     /// scaling, no ceiling established by the data).
     pub fn max_tps(&self) -> f64 {
-        if !self.sigma_matters() && !self.kappa_matters() {
+        if self.is_linear() {
             f64::INFINITY
         } else if self.kappa > 0.0 {
             self.predict(((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
-        } else {
+        } else if self.sigma > 0.0 {
             self.lambda / self.sigma
+        } else {
+            f64::INFINITY
         }
     }
 
-    /// Near-linear: sigma and kappa both indistinguishable from 0, or each user still gets
-    /// at least 90 % of its solo TPS at the largest measured N.
+    /// Near-linear: each user still gets at least 90 % of its solo TPS at the largest
+    /// measured N (by the fitted curve). Judged by the curve, not by whether sigma and
+    /// kappa are distinguishable from 0: a hard knee fits loosely, with intervals that
+    /// reach 0, yet the curve is far from linear.
     fn is_linear(&self) -> bool {
         let efficiency = self.predict(self.max_users) / (self.lambda * self.max_users);
-        (!self.sigma_matters() && !self.kappa_matters()) || efficiency >= 0.9
+        efficiency >= 0.9
     }
 
     /// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
@@ -153,8 +157,16 @@ impl UslFit {
         } else {
             format!("{pct:.1}")
         };
+        let loose = if self.sigma_matters() {
+            String::new()
+        } else {
+            format!(
+                " (a loose fit: sigma's 95 % interval is [{:.2}, {:.2}]; the knee is the better guide)",
+                self.sigma_ci.0, self.sigma_ci.1
+            )
+        };
         format!(
-            "sigma = {:.2}: {pct} % of the work is serialised; adding servers or users will not raise TPS beyond about {:.0}",
+            "sigma = {:.2}: {pct} % of the work is serialised; adding servers or users will not raise TPS beyond about {:.0}{loose}",
             self.sigma,
             self.max_tps()
         )
@@ -631,5 +643,22 @@ mod tests {
         });
         assert!(c.ok(0.01), "think time counts: {c:?}");
         assert!(!littles_law(&StepPoint { users: 0.0, ..p }).ok(0.5));
+    }
+
+    #[test]
+    fn usl_hard_knee_is_not_called_linear() {
+        // Measured here: 4 shared workers, 5 ms per request: linear to 4 users, then flat.
+        let pts = [
+            (1.0, 190.0),
+            (2.0, 382.0),
+            (4.0, 764.0),
+            (8.0, 772.0),
+            (16.0, 767.0),
+        ];
+        let f = fit_usl(&pts).unwrap();
+        let v = f.verdict();
+        assert!(!v.contains("linearly"), "{v} {f:?}");
+        let m = f.max_tps();
+        assert!(m.is_finite() && (700.0..=950.0).contains(&m), "max_tps {m}");
     }
 }

@@ -3,7 +3,8 @@
 //! `SELECT ... FOR UPDATE` in miniature).
 //!
 //! tpslab's own protocol frames every request and reply with a 4-byte big-endian length.
-//! The server runs one thread per connection; each request costs `work_ns` of CPU (in
+//! The server runs one thread per connection, or `threads` workers sharing the
+//! connections through epoll; each request costs `work_ns` of CPU (in
 //! parallel) and then `serial_ns` of waiting (a sleep, like a round trip to a database),
 //! which with `serialize` happens while holding one process-wide lock: requests then
 //! queue for the lock, and TPS cannot exceed 1 / serial_ns however many users come.
@@ -180,6 +181,10 @@ pub struct RrConfig {
     pub serial_ns: u64,
     /// Hold one process-wide lock during the `serial_ns` part.
     pub serialize: bool,
+    /// 0: one thread per connection. N >= 1: N worker threads share all connections,
+    /// each with its own epoll instance (connections dealt round-robin); a request being
+    /// worked on holds up the other connections of its worker.
+    pub threads: usize,
 }
 
 /// Counters of the request/response server.
@@ -225,10 +230,34 @@ impl RrServer {
             .spawn(move || {
                 let lock = Arc::new(Mutex::new(()));
                 let mut conns = vec![];
+                let inboxes: Vec<Arc<Mutex<Vec<TcpStream>>>> =
+                    (0..cfg.threads).map(|_| Arc::default()).collect();
+                for (i, inbox) in inboxes.iter().enumerate() {
+                    let (st, co2, lock, inbox) =
+                        (st.clone(), co.clone(), lock.clone(), inbox.clone());
+                    let h = std::thread::Builder::new()
+                        .name(format!("tps-rr-w{i}"))
+                        .spawn(move || worker(&inbox, cfg, &st, &co2, &lock));
+                    match h {
+                        Ok(h) => conns.push(h),
+                        Err(_) => {
+                            co.errors.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                let mut next = 0;
                 while !st.load(Relaxed) {
                     match l.accept() {
                         Ok((s, _)) => {
                             co.connections.fetch_add(1, Relaxed);
+                            if !inboxes.is_empty() {
+                                let mut q = inboxes[next % inboxes.len()]
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner());
+                                q.push(s);
+                                next += 1;
+                                continue;
+                            }
                             let (st, co, lock) = (st.clone(), co.clone(), lock.clone());
                             let h = std::thread::Builder::new()
                                 .name("tps-rr-conn".into())
@@ -323,30 +352,157 @@ fn serve_conn(
             }
         };
         out.clear();
-        out.extend_from_slice(r.take(n));
-        if cfg.mode == RrMode::Replace {
-            crate::wire::find_and_replace(&finder, &mut out[4..]);
-        }
-        if cfg.work_ns > 0 {
-            let t = mono_ns();
-            while mono_ns().wrapping_sub(t) < cfg.work_ns {
-                std::hint::spin_loop();
-            }
-        }
-        if cfg.serial_ns > 0 {
-            let d = Duration::from_nanos(cfg.serial_ns);
-            if cfg.serialize {
-                let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
-                std::thread::sleep(d);
-            } else {
-                std::thread::sleep(d);
-            }
-        }
+        process(r.take(n), &mut out, &cfg, &finder, lock);
         if s.write_all(&out).is_err() {
             c.errors.fetch_add(1, Relaxed);
             return;
         }
         c.requests.fetch_add(1, Relaxed);
+    }
+}
+
+/// Works on one request frame (length prefix included) and appends the reply frame.
+fn process(
+    req: &[u8],
+    out: &mut Vec<u8>,
+    cfg: &RrConfig,
+    finder: &memchr::memmem::Finder<'_>,
+    lock: &Mutex<()>,
+) {
+    let start = out.len();
+    out.extend_from_slice(req);
+    if cfg.mode == RrMode::Replace {
+        crate::wire::find_and_replace(finder, &mut out[start + 4..]);
+    }
+    if cfg.work_ns > 0 {
+        let t = mono_ns();
+        while mono_ns().wrapping_sub(t) < cfg.work_ns {
+            std::hint::spin_loop();
+        }
+    }
+    if cfg.serial_ns > 0 {
+        let d = Duration::from_nanos(cfg.serial_ns);
+        if cfg.serialize {
+            let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+            std::thread::sleep(d);
+        } else {
+            std::thread::sleep(d);
+        }
+    }
+}
+
+/// A connection of a shared worker.
+struct Conn {
+    s: TcpStream,
+    r: FrameReader,
+    out: Vec<u8>,
+    sent: usize,
+}
+
+/// A shared worker: its connections arrive in `inbox`; epoll says which to serve.
+fn worker(
+    inbox: &Mutex<Vec<TcpStream>>,
+    cfg: RrConfig,
+    stop: &AtomicBool,
+    c: &RrCounters,
+    lock: &Mutex<()>,
+) {
+    use std::collections::HashMap;
+    use std::os::fd::AsRawFd;
+    use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
+    let Ok(mut ep) = Epoll::new(256) else {
+        c.errors.fetch_add(1, Relaxed);
+        return;
+    };
+    let finder = memchr::memmem::Finder::new(crate::wire::FIND);
+    let mut conns: HashMap<u64, Conn> = HashMap::new();
+    let mut next_token = 0u64;
+    let mut ready = vec![];
+    while !stop.load(Relaxed) {
+        let new: Vec<TcpStream> =
+            std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        for s in new {
+            let _ = s.set_nodelay(true);
+            if s.set_nonblocking(true).is_err()
+                || ep.add(s.as_raw_fd(), next_token, READABLE).is_err()
+            {
+                c.errors.fetch_add(1, Relaxed);
+                continue;
+            }
+            conns.insert(
+                next_token,
+                Conn {
+                    s,
+                    r: FrameReader::default(),
+                    out: Vec::with_capacity(2048),
+                    sent: 0,
+                },
+            );
+            next_token += 1;
+        }
+        ready.clear();
+        if ep.wait(&mut ready, 10).is_err() {
+            c.errors.fetch_add(1, Relaxed);
+            return;
+        }
+        for &(tok, ev) in &ready {
+            let Some(k) = conns.get_mut(&tok) else {
+                continue;
+            };
+            let mut close = false;
+            if ev & (READABLE | HANGUP) != 0 {
+                loop {
+                    match k.r.read(&mut k.s, &Framing::Length) {
+                        Ok(n) => {
+                            let Conn { r, out, .. } = k;
+                            process(r.take(n), out, &cfg, &finder, lock);
+                            c.requests.fetch_add(1, Relaxed);
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            if !matches!(
+                                e.kind(),
+                                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+                            ) {
+                                c.errors.fetch_add(1, Relaxed);
+                            }
+                            close = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            // Send what is pending; keep the rest for when the socket is writable.
+            while !close && k.sent < k.out.len() {
+                match k.s.write(&k.out[k.sent..]) {
+                    Ok(n) => k.sent += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        c.errors.fetch_add(1, Relaxed);
+                        close = true;
+                    }
+                }
+            }
+            if !close {
+                let fd = k.s.as_raw_fd();
+                if k.sent == k.out.len() {
+                    k.out.clear();
+                    k.sent = 0;
+                    if ev & WRITABLE != 0 {
+                        let _ = ep.modify(fd, tok, READABLE);
+                    }
+                } else if ev & WRITABLE == 0 {
+                    let _ = ep.modify(fd, tok, READABLE | WRITABLE);
+                }
+            }
+            if close {
+                if let Some(k) = conns.remove(&tok) {
+                    let _ = ep.delete(k.s.as_raw_fd());
+                }
+            }
+        }
     }
 }
 
@@ -420,6 +576,44 @@ mod tests {
     }
 
     #[test]
+    fn shared_workers_hold_up_their_other_connections() {
+        // Four clients, 20 ms of (parallel, unlocked) waiting each.
+        let elapsed = |threads: usize| {
+            let srv = RrServer::start(RrConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                mode: RrMode::Echo,
+                work_ns: 0,
+                serial_ns: 20_000_000,
+                serialize: false,
+                threads,
+            })
+            .unwrap();
+            let addr = srv.local_addr();
+            let mut socks: Vec<TcpStream> =
+                (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+            // Let the workers pick up all four connections first.
+            std::thread::sleep(Duration::from_millis(100));
+            let t = std::time::Instant::now();
+            for s in &mut socks {
+                s.write_all(&frame(b"abc")).unwrap();
+            }
+            for s in &mut socks {
+                let mut r = FrameReader::default();
+                let n = r.read(s, &Framing::Length).unwrap();
+                assert_eq!(&r.take(n)[4..], b"abc");
+            }
+            let e = t.elapsed();
+            assert_eq!(srv.stop().requests, 4);
+            e
+        };
+        // One worker serves the four one after another; four workers at once.
+        let one = elapsed(1);
+        let four = elapsed(4);
+        assert!(one >= Duration::from_millis(78), "{one:?}");
+        assert!(four < Duration::from_millis(60), "{four:?}");
+    }
+
+    #[test]
     fn server_replaces_and_serialises() {
         let srv = RrServer::start(RrConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
@@ -427,6 +621,7 @@ mod tests {
             work_ns: 0,
             serial_ns: 20_000_000,
             serialize: true,
+            threads: 0,
         })
         .unwrap();
         let addr = srv.local_addr();

@@ -39,6 +39,13 @@ pub(crate) struct TcpArgs {
     /// Bytes per write() call.
     #[arg(long, default_value = "128KiB")]
     write_size: String,
+    /// Receive instead of send: TARGET is a source (e.g. `tpslab serve tcp --mode
+    /// source`); this side's receive window is judged from its own TCP_INFO.
+    #[arg(long)]
+    reverse: bool,
+    /// This side's SO_RCVBUF with --reverse, e.g. 64KiB (default: autotuning).
+    #[arg(long)]
+    rcvbuf: Option<String>,
     /// The rate the flow should reach, e.g. 80mbit: the buffers it needs are computed
     /// from the measured RTT (and, in the lab, tried in a second run).
     #[arg(long)]
@@ -73,6 +80,8 @@ pub(crate) struct TcpArgs {
 pub(crate) enum TcpMode {
     /// Read and discard everything.
     Sink,
+    /// Write a stream to every connection (for `tpslab tcp --reverse`).
+    Source,
     /// tpslab's framed request/response: reply with each request unchanged.
     Echo,
     /// Framed request/response, S1's work: replace every "ping" with "pong".
@@ -90,6 +99,9 @@ pub(crate) struct ServeTcpArgs {
     /// SO_RCVBUF of each connection, e.g. 64KiB (default: autotuning; sink only).
     #[arg(long)]
     rcvbuf: Option<String>,
+    /// SO_SNDBUF of each connection, e.g. 64KiB (default: autotuning; source only).
+    #[arg(long)]
+    sndbuf: Option<String>,
     /// Echo/replace: CPU work per request (busy loop, in parallel), e.g. 200us.
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     work_ns: Duration,
@@ -143,8 +155,19 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         )
     })?;
     let rcvbuf = size_flag("--rcvbuf", &a.rcvbuf)?;
-    if a.mode != TcpMode::Sink {
+    let sndbuf = size_flag("--sndbuf", &a.sndbuf)?;
+    if !matches!(a.mode, TcpMode::Sink | TcpMode::Source) {
+        if a.sndbuf.is_some() {
+            bail!("--sndbuf applies to --mode source");
+        }
         return serve_rr(a, listen);
+    }
+    let source = a.mode == TcpMode::Source;
+    if source && rcvbuf.is_some() {
+        bail!("--rcvbuf applies to --mode sink");
+    }
+    if !source && sndbuf.is_some() {
+        bail!("--sndbuf applies to --mode source");
     }
     for (flag, set) in [
         ("--work-ns", !a.work_ns.is_zero()),
@@ -153,22 +176,37 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         ("--threads", a.threads != 0),
     ] {
         if set {
-            bail!("{flag} applies to --mode echo or replace, not sink");
+            bail!("{flag} applies to --mode echo or replace, not sink or source");
         }
     }
     let stop = install_signals()?;
-    let srv = SinkServer::start(SinkConfig { listen, rcvbuf })?;
-    println!(
-        "tpslab serve tcp: sink on {} (SO_RCVBUF {})",
-        srv.local_addr(),
-        match rcvbuf {
-            Some(r) => format!("{r} asked, {} granted", srv.rcvbuf_granted),
-            None => format!(
-                "{} at start, autotuned by net.ipv4.tcp_rmem",
-                srv.rcvbuf_granted
-            ),
-        }
-    );
+    let srv = SinkServer::start(SinkConfig {
+        listen,
+        rcvbuf,
+        source,
+        sndbuf,
+    })?;
+    if source {
+        println!(
+            "tpslab serve tcp: source on {} (SO_SNDBUF {})",
+            srv.local_addr(),
+            sndbuf.map_or("autotuned by net.ipv4.tcp_wmem".into(), |b| format!(
+                "{b} asked"
+            ))
+        );
+    } else {
+        println!(
+            "tpslab serve tcp: sink on {} (SO_RCVBUF {})",
+            srv.local_addr(),
+            match rcvbuf {
+                Some(r) => format!("{r} asked, {} granted", srv.rcvbuf_granted),
+                None => format!(
+                    "{} at start, autotuned by net.ipv4.tcp_rmem",
+                    srv.rcvbuf_granted
+                ),
+            }
+        );
+    }
     let t0 = std::time::Instant::now();
     while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
@@ -177,7 +215,8 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     let bytes = srv.stop();
     let s = t0.elapsed().as_secs_f64();
     println!(
-        "tpslab serve tcp: {conns} connection(s), {bytes} bytes read in {s:.1} s ({:.1} Mbit/s on average)",
+        "tpslab serve tcp: {conns} connection(s), {bytes} bytes {} in {s:.1} s ({:.1} Mbit/s on average)",
+        if source { "written" } else { "read" },
         bytes as f64 * 8.0 / s / 1e6
     );
     Ok(ExitCode::SUCCESS)
@@ -429,12 +468,15 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         Some(r) => Some(bdp::parse_rate(r).map_err(|e| anyhow!("--target-rate {e}"))?),
         None => None,
     };
+    let rcvbuf = size_flag("--rcvbuf", &a.rcvbuf)?;
     let plan = |target: SocketAddr, sndbuf: Option<u64>| FlowPlan {
         target,
         duration_ns: a.duration.as_nanos() as u64,
         interval_ns: a.interval.as_nanos() as u64,
         sndbuf,
         write_bytes: write_bytes as usize,
+        reverse: a.reverse,
+        rcvbuf,
     };
     let skip_ns = a.skip.as_nanos() as u64;
     let lab_only = [
@@ -450,9 +492,15 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
             bail!("{f} applies only with --lab-rtt");
         }
         let target = resolve(t)?;
+        if a.reverse {
+            return reverse(&a, plan(target, None), skip_ns);
+        }
+        if a.rcvbuf.is_some() {
+            bail!("--rcvbuf applies with --reverse (this side receiving); the sink's buffer is set on the sink");
+        }
         let stop = install_signals()?;
         let t0 = tpslab_net::mono_ns();
-        let s = tcpflow::connect(target, sndbuf, Duration::from_secs(5))?;
+        let s = tcpflow::connect(target, sndbuf, None, Duration::from_secs(5))?;
         let connect_ns = tpslab_net::mono_ns() - t0;
         let flow = tcpflow::run_flow(s, plan(target, sndbuf), connect_ns, &stop)?;
         let an = analyse(&flow.samples, skip_ns, Some(flow.sndbuf_granted));
@@ -477,6 +525,9 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     };
     if a.target.is_some() {
         bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
+    }
+    if a.reverse || a.rcvbuf.is_some() {
+        bail!("--reverse and --rcvbuf apply with a TARGET, not in the lab yet");
     }
     if rtt > Duration::from_secs(10) {
         bail!(
@@ -607,6 +658,73 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     }
     if let Some(p) = &a.json {
         write_json(p, &serde_json::json!({"schema": TCP_SCHEMA, "runs": runs}))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tpslab tcp TARGET --reverse`: receive from a source, judge this side's window.
+fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
+    use tpslab_analysis::tcp::{analyse_receiver, verdict_receiver};
+    if a.sndbuf.is_some() {
+        bail!("--sndbuf is the sender's: with --reverse the sender is the source (tpslab serve tcp --mode source --sndbuf SIZE)");
+    }
+    let stop = install_signals()?;
+    let t0 = tpslab_net::mono_ns();
+    let s = tcpflow::connect(plan.target, None, plan.rcvbuf, Duration::from_secs(5))?;
+    let connect_ns = tpslab_net::mono_ns() - t0;
+    let flow = tcpflow::run_flow(s, plan, connect_ns, &stop)?;
+    let an = analyse_receiver(&flow.samples, skip_ns);
+    if let Some(p) = &a.json {
+        write_json(
+            p,
+            &serde_json::json!({"schema": TCP_SCHEMA, "runs": [{"flow": &flow, "receiver_analysis": &an, "verdict": an.as_ref().map(verdict_receiver)}]}),
+        )?;
+    }
+    println!(
+        "tpslab tcp --reverse: {} s from {}; this side's SO_RCVBUF {}",
+        a.duration.as_secs_f64(),
+        plan.target,
+        describe_buf(plan.rcvbuf, flow.rcvbuf_granted)
+    );
+    let Some(an) = an else {
+        println!("  too short to analyse, or this kernel does not report the advertised window (tcpi_rcv_wnd)");
+        return Ok(ExitCode::SUCCESS);
+    };
+    println!("VERDICT: {}", verdict_receiver(&an));
+    let s = &flow.samples;
+    let step = (s.len() / 10).max(1);
+    let mut t = table(&[
+        "t (s)",
+        "Mbit/s",
+        "receiver RTT ms",
+        "advertised window KiB",
+    ]);
+    let mut i = 0;
+    while i + step < s.len() {
+        let (p, c) = (&s[i], &s[i + step]);
+        let dt = (c.t_ns - p.t_ns) as f64 / 1e9;
+        t.add_row(vec![
+            format!("{:.1}", c.t_ns as f64 / 1e9),
+            mbit(c.bytes_received.saturating_sub(p.bytes_received) as f64 * 8.0 / dt),
+            format!("{:.1}", c.rcv_rtt_us as f64 / 1e3),
+            format!("{:.0}", c.rcv_wnd_bytes as f64 / 1024.0),
+        ]);
+        i += step;
+    }
+    println!("{t}");
+    println!(
+        "  {} Mbit/s: {} bytes received in {:.2} s (after the first {:.1} s); receiver RTT mean {:.2} ms; advertised window mean {:.0} B; window / RTT = {} Mbit/s",
+        mbit(an.throughput_bps),
+        an.bytes,
+        an.seconds,
+        skip_ns as f64 / 1e9,
+        an.rcv_rtt_mean_us / 1e3,
+        an.rcv_wnd_mean_bytes,
+        mbit(an.window_ceiling_bps)
+    );
+    println!("  sources: TCP_INFO of the receiving socket (tcpi_bytes_received, tcpi_rcv_rtt, tcpi_rcv_wnd); the sender's limits are not visible from here");
+    if let Some(e) = &flow.error {
+        println!("  the flow ended early: {e}");
     }
     Ok(ExitCode::SUCCESS)
 }

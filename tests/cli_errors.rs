@@ -452,3 +452,32 @@ fn ramp_bad_values_name_the_flag() {
         assert_not_repeated(&line);
     }
 }
+
+#[test]
+fn tcp_reverse_bad_combinations() {
+    for (args, names) in [
+        (
+            &["tcp", "127.0.0.1:1", "--reverse", "--sndbuf", "64KiB"][..],
+            "--sndbuf is the sender's",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--rcvbuf", "64KiB"][..],
+            "--rcvbuf applies with --reverse",
+        ),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--reverse"][..],
+            "--reverse and --rcvbuf apply with a TARGET",
+        ),
+        (
+            &["serve", "tcp", "--mode", "source", "--rcvbuf", "64KiB"][..],
+            "--rcvbuf applies to --mode sink",
+        ),
+        (
+            &["serve", "tcp", "--mode", "sink", "--sndbuf", "64KiB"][..],
+            "--sndbuf applies to --mode source",
+        ),
+    ] {
+        let out = tpslab(args);
+        assert_one_line_error(&out, names);
+    }
+}

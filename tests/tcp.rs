@@ -175,3 +175,53 @@ fn flow_into_the_sink_on_loopback() {
         "no advice when the target is met"
     );
 }
+
+#[test]
+fn reverse_flow_from_the_source_on_loopback() {
+    let _g = common::serial();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut src = common::tpslab()
+        .args([
+            "serve",
+            "tcp",
+            "--mode",
+            "source",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--duration", "20s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(src.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("source on"), "{first}");
+    let json = common::tmp("reverse-tcp.json");
+    let mut cmd = common::tpslab();
+    cmd.args([
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--reverse",
+        "--rcvbuf",
+        "64KiB",
+    ])
+    .args(["--duration", "2s", "--skip", "500ms", "--json"])
+    .arg(&json);
+    let out = common::run(cmd);
+    let _ = src.kill();
+    let _ = src.wait();
+    assert!(out.status.success());
+    let r = &common::record(&json)["runs"][0];
+    assert_eq!(r["flow"]["bytes_written"], 0);
+    assert!(r["flow"]["bytes_read"].as_u64().unwrap() > 10_000_000);
+    let an = &r["receiver_analysis"];
+    assert!(an["throughput_bps"].as_f64().unwrap() > 1e6, "{an}");
+    // 64 KiB asked, doubled; the advertised window is below the granted buffer.
+    let w = an["rcv_wnd_mean_bytes"].as_f64().unwrap();
+    assert!(w > 0.0 && w <= 131072.0, "{w}");
+    assert!(r["verdict"].as_str().unwrap().contains("receive window"));
+}

@@ -57,6 +57,15 @@ pub struct TcpSample {
     pub sndbuf_limited_us: u64,
     /// Whether the kernel reported the chronographs.
     pub chronos: bool,
+    /// Receiving side: bytes received so far (`tcpi_bytes_received`).
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Receiving side: its RTT estimate, us (`tcpi_rcv_rtt`).
+    #[serde(default)]
+    pub rcv_rtt_us: u32,
+    /// Receiving side: the window it advertises, bytes (`tcpi_rcv_wnd`, Linux 6.x).
+    #[serde(default)]
+    pub rcv_wnd_bytes: u32,
 }
 
 /// The four limits a sender can sit behind.
@@ -230,6 +239,89 @@ pub fn analyse(
         window_ceiling_bps: per_rtt(peer_window_mean_bytes),
         flight_rate_bps: per_rtt(in_flight_mean_bytes),
     })
+}
+
+/// A flow seen from the receiving side, where the sender's state is not visible.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverAnalysis {
+    /// Seconds between the first and last sample used.
+    pub seconds: f64,
+    /// Bytes received in that time.
+    pub bytes: u64,
+    /// Throughput, bits/s.
+    pub throughput_bps: f64,
+    /// Mean of the receiver's RTT estimate, us (samples where it was measured).
+    pub rcv_rtt_mean_us: f64,
+    /// Mean of the window this side advertised, bytes.
+    pub rcv_wnd_mean_bytes: f64,
+    /// Advertised window / RTT, bits/s: the most this side's window lets through.
+    pub window_ceiling_bps: f64,
+    /// Whether the flow ran at 80 % of that ceiling or more: this side's receive
+    /// window held it.
+    pub window_bound: bool,
+}
+
+/// Analyses samples taken on the receiving socket from `skip_ns` on; needs 2 samples,
+/// and `None` when the kernel reports no advertised window (before 6.x).
+pub fn analyse_receiver(samples: &[TcpSample], skip_ns: u64) -> Option<ReceiverAnalysis> {
+    let s: Vec<&TcpSample> = samples.iter().filter(|s| s.t_ns >= skip_ns).collect();
+    let (first, last) = (*s.first()?, *s.last()?);
+    if s.len() < 2 || last.t_ns <= first.t_ns {
+        return None;
+    }
+    let seconds = (last.t_ns - first.t_ns) as f64 / 1e9;
+    let bytes = last.bytes_received.saturating_sub(first.bytes_received);
+    let throughput_bps = bytes as f64 * 8.0 / seconds;
+    let rtts: Vec<f64> = s
+        .iter()
+        .filter(|x| x.rcv_rtt_us > 0)
+        .map(|x| x.rcv_rtt_us as f64)
+        .collect();
+    let rcv_rtt_mean_us = if rtts.is_empty() {
+        0.0
+    } else {
+        rtts.iter().sum::<f64>() / rtts.len() as f64
+    };
+    let rcv_wnd_mean_bytes = s.iter().map(|x| x.rcv_wnd_bytes as f64).sum::<f64>() / s.len() as f64;
+    if rcv_wnd_mean_bytes <= 0.0 {
+        return None;
+    }
+    let window_ceiling_bps = if rcv_rtt_mean_us > 0.0 {
+        rcv_wnd_mean_bytes * 8.0 / (rcv_rtt_mean_us / 1e6)
+    } else {
+        f64::INFINITY
+    };
+    Some(ReceiverAnalysis {
+        seconds,
+        bytes,
+        throughput_bps,
+        rcv_rtt_mean_us,
+        rcv_wnd_mean_bytes,
+        window_ceiling_bps,
+        window_bound: throughput_bps >= 0.8 * window_ceiling_bps,
+    })
+}
+
+/// The receiving side's verdict in one sentence.
+pub fn verdict_receiver(a: &ReceiverAnalysis) -> String {
+    let mbit = |b: f64| b / 1e6;
+    if a.window_bound {
+        format!(
+            "held by this side's receive window: {:.0} KiB advertised over a {:.1} ms RTT lets through at most {:.1} Mbit/s (window / RTT); the flow made {:.1} Mbit/s. Raise this side's buffer (SO_RCVBUF, or the last value of net.ipv4.tcp_rmem)",
+            a.rcv_wnd_mean_bytes / 1024.0,
+            a.rcv_rtt_mean_us / 1e3,
+            mbit(a.window_ceiling_bps),
+            mbit(a.throughput_bps)
+        )
+    } else {
+        format!(
+            "not held by this side's receive window ({:.1} Mbit/s made, {:.1} Mbit/s allowed by {:.0} KiB over {:.1} ms): the limit is on the sending side or the path (its send buffer, congestion window, the link or the application); run tpslab tcp from the sender to tell which",
+            mbit(a.throughput_bps),
+            mbit(a.window_ceiling_bps),
+            a.rcv_wnd_mean_bytes / 1024.0,
+            a.rcv_rtt_mean_us / 1e3
+        )
+    }
 }
 
 /// The verdict in one sentence, with the figures that back it.
@@ -410,6 +502,32 @@ mod tests {
             a.shares
         );
         assert_eq!(a.held_by, Limit::ReceiveWindow);
+    }
+
+    #[test]
+    fn receiver_side_window_bound_or_not() {
+        let rx = |t_ms: u64, got: u64, wnd: u32| TcpSample {
+            t_ns: t_ms * 1_000_000,
+            bytes_received: got,
+            rcv_rtt_us: 30_000,
+            rcv_wnd_bytes: wnd,
+            ..Default::default()
+        };
+        // 80 KiB window at 30 ms: 21.8 Mbit/s allowed; 20 Mbit/s made: window-bound.
+        let s = [rx(0, 0, 81920), rx(1000, 2_500_000, 81920)];
+        let a = analyse_receiver(&s, 0).unwrap();
+        assert!(
+            (a.throughput_bps - 20e6).abs() < 1.0 && a.window_bound,
+            "{a:?}"
+        );
+        assert!(verdict_receiver(&a).contains("held by this side's receive window"));
+        // A 1 MiB window at 30 ms allows 280 Mbit/s; 20 made: the sender side holds it.
+        let s = [rx(0, 0, 1 << 20), rx(1000, 2_500_000, 1 << 20)];
+        let a = analyse_receiver(&s, 0).unwrap();
+        assert!(!a.window_bound);
+        assert!(verdict_receiver(&a).contains("sending side"));
+        // No advertised window reported (older kernels): no verdict.
+        assert!(analyse_receiver(&[rx(0, 0, 0), rx(1000, 1, 0)], 0).is_none());
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub struct SinkConfig {
     /// SO_RCVBUF of every accepted connection, bytes (set on the listener before
     /// listen(), so the window scale is negotiated for it); `None` = autotuning.
     pub rcvbuf: Option<u64>,
+    /// Source instead of sink: write a stream to every connection instead of reading.
+    pub source: bool,
+    /// SO_SNDBUF of every accepted connection (source), bytes; `None` = autotuning.
+    pub sndbuf: Option<u64>,
 }
 
 /// The sink: accepts connections and reads and discards everything, one thread per
@@ -53,6 +57,9 @@ impl SinkServer {
         if let Some(b) = cfg.rcvbuf {
             ntcp::set_buffer(sock.as_raw_fd(), Buf::Recv, b)?;
         }
+        if let Some(b) = cfg.sndbuf {
+            ntcp::set_buffer(sock.as_raw_fd(), Buf::Send, b)?;
+        }
         let rcvbuf_granted = ntcp::buffer(sock.as_raw_fd(), Buf::Recv)?;
         sock.bind(&cfg.listen.into())
             .map_err(|e| NetError::io(format!("bind {}", cfg.listen), e))?;
@@ -68,7 +75,7 @@ impl SinkServer {
         let (st, by, co) = (stop.clone(), bytes.clone(), conns.clone());
         let accept = std::thread::Builder::new()
             .name("tcp-sink-accept".into())
-            .spawn(move || accept_loop(l, &st, &by, &co))
+            .spawn(move || accept_loop(l, cfg.source, &st, &by, &co))
             .map_err(|e| EngineError::Other(format!("spawning the accept thread: {e}")))?;
         Ok(SinkServer {
             addr,
@@ -115,14 +122,26 @@ impl Drop for SinkServer {
     }
 }
 
-fn accept_loop(l: TcpListener, stop: &Arc<AtomicBool>, bytes: &Arc<AtomicU64>, conns: &AtomicU64) {
+fn accept_loop(
+    l: TcpListener,
+    source: bool,
+    stop: &Arc<AtomicBool>,
+    bytes: &Arc<AtomicU64>,
+    conns: &AtomicU64,
+) {
     let mut readers = vec![];
     while !stop.load(Relaxed) {
         match l.accept() {
             Ok((s, _)) => {
                 conns.fetch_add(1, Relaxed);
                 let (stop, bytes) = (stop.clone(), bytes.clone());
-                readers.push(std::thread::spawn(move || sink(s, &stop, &bytes)));
+                readers.push(std::thread::spawn(move || {
+                    if source {
+                        pour(s, &stop, &bytes)
+                    } else {
+                        sink(s, &stop, &bytes)
+                    }
+                }));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
@@ -154,6 +173,28 @@ fn sink(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
     }
 }
 
+/// Writes to `s` until the peer leaves or `stop`; counts bytes written.
+fn pour(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+    let buf = vec![0x5au8; 128 * 1024];
+    while !stop.load(Relaxed) {
+        match s.write(&buf) {
+            Ok(n) => {
+                bytes.fetch_add(n as u64, Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => break,
+        }
+    }
+}
+
 /// A bulk flow to run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FlowPlan {
@@ -167,6 +208,13 @@ pub struct FlowPlan {
     pub sndbuf: Option<u64>,
     /// Bytes per write() call.
     pub write_bytes: usize,
+    /// Receive instead of send (from a source, e.g. `tpslab serve tcp --mode source`);
+    /// TCP_INFO is then sampled on the receiving socket.
+    #[serde(default)]
+    pub reverse: bool,
+    /// SO_RCVBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_rmem).
+    #[serde(default)]
+    pub rcvbuf: Option<u64>,
 }
 
 /// What a flow did: samples of its TCP_INFO and the sender's own counts.
@@ -180,6 +228,12 @@ pub struct FlowRecord {
     pub connect_ns: u64,
     /// Bytes the application wrote.
     pub bytes_written: u64,
+    /// Bytes the application read (reverse).
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// SO_RCVBUF at the end (getsockopt), bytes.
+    #[serde(default)]
+    pub rcvbuf_granted: u64,
     /// Samples, the first right after connect.
     pub samples: Vec<TcpSample>,
     /// The write error that ended the flow early, if any.
@@ -207,15 +261,19 @@ fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
         rwnd_limited_us: i.rwnd_limited_us.unwrap_or(0),
         sndbuf_limited_us: i.sndbuf_limited_us.unwrap_or(0),
         chronos: i.busy_us.is_some(),
+        bytes_received: i.bytes_received.unwrap_or(0),
+        rcv_rtt_us: i.rcv_rtt_us,
+        rcv_wnd_bytes: i.rcv_wnd_bytes.unwrap_or(0),
     }
 }
 
-/// Connects a TCP socket to `target` with SO_SNDBUF set first (so the window scale
-/// suits it), in the calling thread's network namespace. Errors: refused, unreachable,
-/// no answer within `timeout`.
+/// Connects a TCP socket to `target` with SO_SNDBUF / SO_RCVBUF set first (so the window
+/// scale suits them), in the calling thread's network namespace. Errors: refused,
+/// unreachable, no answer within `timeout`.
 pub fn connect(
     target: SocketAddr,
     sndbuf: Option<u64>,
+    rcvbuf: Option<u64>,
     timeout: Duration,
 ) -> Result<TcpStream, EngineError> {
     let sock = Socket::new(
@@ -226,6 +284,9 @@ pub fn connect(
     .map_err(|e| NetError::io("socket TCP", e))?;
     if let Some(b) = sndbuf {
         ntcp::set_buffer(sock.as_raw_fd(), Buf::Send, b)?;
+    }
+    if let Some(b) = rcvbuf {
+        ntcp::set_buffer(sock.as_raw_fd(), Buf::Recv, b)?;
     }
     sock.connect_timeout(&target.into(), timeout)
         .map_err(|e| NetError::io(format!("connect {target}"), e))?;
@@ -248,17 +309,28 @@ pub fn run_flow(
     let mut samples = vec![to_sample(0, &ntcp::tcp_info(fd)?)];
     let done = AtomicBool::new(false);
     let written = AtomicU64::new(0);
+    let read = AtomicU64::new(0);
     let stream = Arc::new(stream);
     let error = std::thread::scope(|s| {
         let w = s.spawn(|| {
             let mut st: &TcpStream = &stream;
             let _ = st.set_write_timeout(Some(Duration::from_millis(50)));
-            let buf = vec![0x5au8; plan.write_bytes.max(1)];
+            let _ = st.set_read_timeout(Some(Duration::from_millis(50)));
+            let mut buf = vec![0x5au8; plan.write_bytes.max(1)];
             let mut err = None;
             while !done.load(Relaxed) && !stop.load(Relaxed) && mono_ns() < end {
-                match st.write(&buf) {
+                let r = if plan.reverse {
+                    st.read(&mut buf)
+                } else {
+                    st.write(&buf)
+                };
+                match r {
+                    Ok(0) if plan.reverse => {
+                        err = Some("read: the source closed the connection".into());
+                        break;
+                    }
                     Ok(n) => {
-                        written.fetch_add(n as u64, Relaxed);
+                        if plan.reverse { &read } else { &written }.fetch_add(n as u64, Relaxed);
                     }
                     Err(e)
                         if matches!(
@@ -268,7 +340,10 @@ pub fn run_flow(
                                 | std::io::ErrorKind::Interrupted
                         ) => {}
                     Err(e) => {
-                        err = Some(format!("write: {e}"));
+                        err = Some(format!(
+                            "{}: {e}",
+                            if plan.reverse { "read" } else { "write" }
+                        ));
                         break;
                     }
                 }
@@ -297,8 +372,10 @@ pub fn run_flow(
     Ok(FlowRecord {
         plan,
         sndbuf_granted,
+        rcvbuf_granted: ntcp::buffer(fd, Buf::Recv).unwrap_or(0),
         connect_ns,
         bytes_written: written.load(Relaxed),
+        bytes_read: read.load(Relaxed),
         samples,
         error,
         interrupted: stop.load(Relaxed),
@@ -326,6 +403,8 @@ pub struct LabRecord {
 /// listens on link::ADDR_B in one, the sender connects from the other. Nothing on the
 /// host changes; both namespaces vanish at the end. `plan.target`'s port is used, its
 /// address replaced by ADDR_B. Errors: no CAP_SYS_ADMIN/CAP_NET_ADMIN, connect fails.
+/// With `plan.reverse` the far end is a source (its SO_SNDBUF `far_buf`) and this side
+/// receives; otherwise the far end is a sink (its SO_RCVBUF `far_buf`).
 pub fn run_lab_flow(
     link: crate::link::LinkConfig,
     sink_rcvbuf: Option<u64>,
@@ -345,13 +424,22 @@ pub fn run_lab_flow(
         .run(|| {
             SinkServer::start(SinkConfig {
                 listen,
-                rcvbuf: sink_rcvbuf,
+                rcvbuf: (!plan.reverse).then_some(sink_rcvbuf).flatten(),
+                source: plan.reverse,
+                sndbuf: plan.reverse.then_some(sink_rcvbuf).flatten(),
             })
         })
         .map_err(|e| EngineError::Other(format!("entering namespace B: {e}")))??;
     let t = mono_ns();
     let stream = a
-        .run(|| connect(plan.target, plan.sndbuf, Duration::from_secs(5)))
+        .run(|| {
+            connect(
+                plan.target,
+                plan.sndbuf,
+                plan.rcvbuf,
+                Duration::from_secs(5),
+            )
+        })
         .map_err(|e| EngineError::Other(format!("entering namespace A: {e}")))??;
     let connect_ns = mono_ns() - t;
     let flow = run_flow(stream, plan, connect_ns, stop)?;
@@ -377,6 +465,8 @@ mod tests {
         let sink = SinkServer::start(SinkConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             rcvbuf: None,
+            source: false,
+            sndbuf: None,
         })
         .unwrap();
         let plan = FlowPlan {
@@ -385,8 +475,10 @@ mod tests {
             interval_ns: 50_000_000,
             sndbuf: Some(256 * 1024),
             write_bytes: 64 * 1024,
+            reverse: false,
+            rcvbuf: None,
         };
-        let s = connect(plan.target, plan.sndbuf, Duration::from_secs(1)).unwrap();
+        let s = connect(plan.target, plan.sndbuf, None, Duration::from_secs(1)).unwrap();
         let rec = run_flow(s, plan, 0, &AtomicBool::new(false)).unwrap();
         assert!(rec.error.is_none(), "{:?}", rec.error);
         assert!(rec.sndbuf_granted >= 256 * 1024);
@@ -403,11 +495,44 @@ mod tests {
     }
 
     #[test]
+    fn reverse_flow_from_a_source_counts_what_it_reads() {
+        let src = SinkServer::start(SinkConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            rcvbuf: None,
+            source: true,
+            sndbuf: None,
+        })
+        .unwrap();
+        let plan = FlowPlan {
+            target: src.local_addr(),
+            duration_ns: 300_000_000,
+            interval_ns: 50_000_000,
+            sndbuf: None,
+            write_bytes: 64 * 1024,
+            reverse: true,
+            rcvbuf: Some(1 << 20),
+        };
+        let s = connect(plan.target, None, plan.rcvbuf, Duration::from_secs(1)).unwrap();
+        let rec = run_flow(s, plan, 0, &AtomicBool::new(false)).unwrap();
+        assert!(rec.error.is_none(), "{:?}", rec.error);
+        assert_eq!(rec.bytes_written, 0);
+        let got = rec.samples.last().unwrap().bytes_received;
+        // What TCP received is what was read, plus what still waits in the queue.
+        assert!(
+            rec.bytes_read > 1_000_000 && got >= rec.bytes_read,
+            "{got} {}",
+            rec.bytes_read
+        );
+        assert!(rec.samples.last().unwrap().rcv_wnd_bytes > 0);
+        assert!(src.stop() >= got);
+    }
+
+    #[test]
     fn refused_connection_is_an_error_naming_the_target() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
         drop(l);
-        let e = connect(a, None, Duration::from_secs(1))
+        let e = connect(a, None, None, Duration::from_secs(1))
             .unwrap_err()
             .to_string();
         assert!(e.contains(&format!("connect {a}")), "{e}");

@@ -94,6 +94,10 @@ pub struct TcpInfo {
     pub ssthresh_segs: u32,
     /// Retransmitted segments over the connection's life (`tcpi_total_retrans`).
     pub total_retrans: u32,
+    /// The receiver's RTT estimate, us (`tcpi_rcv_rtt`; 0 until measured).
+    pub rcv_rtt_us: u32,
+    /// The receive-buffer space autotuning aims for, bytes (`tcpi_rcv_space`).
+    pub rcv_space: u32,
     /// Bytes acknowledged by the peer (`tcpi_bytes_acked`, Linux 4.1+); on the side that
     /// connected it includes 1 for the SYN, so use differences.
     pub bytes_acked: Option<u64>,
@@ -157,6 +161,8 @@ pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
         cwnd_segs: raw.snd_cwnd,
         ssthresh_segs: raw.snd_ssthresh,
         total_retrans: raw.total_retrans,
+        rcv_rtt_us: raw.rcv_rtt,
+        rcv_space: raw.rcv_space,
         bytes_acked: opt!(bytes_acked),
         bytes_received: opt!(bytes_received),
         notsent_bytes: opt!(notsent_bytes),

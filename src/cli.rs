@@ -363,8 +363,11 @@ fn bdp_cmd(a: &BdpArgs) -> Result<ExitCode> {
             c / 8.0 / 1024.0
         );
         println!(
-            "As a socket buffer ({bytes} bytes of SO_RCVBUF/tcp_rmem), the advertised window is smaller (the kernel keeps part for overhead): about half, {:.1} Mbit/s.",
-            c / 2e6
+            "As a socket buffer the window differs: as the last value of tcp_rmem ({bytes} bytes used as is) about half to two thirds is advertised, {:.1}-{:.1} Mbit/s; as setsockopt SO_RCVBUF {bytes} the kernel doubles it and advertises about 1 to 1.3 x {bytes}, {:.1}-{:.1} Mbit/s (`tpslab tcp --lab-rtt` measures it).",
+            c / 2e6,
+            c / 1.5e6,
+            c / 1e6,
+            c * 1.3 / 1e6
         );
     }
     if let Some(r) = &a.rate {
@@ -379,10 +382,11 @@ fn bdp_cmd(a: &BdpArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "{:.1} Mbit/s over a {ms:.1} ms RTT needs {} bytes in flight (the bandwidth-delay product); the kernel advertises only part of a buffer as window, so give it {} bytes.",
+            "{:.1} Mbit/s over a {ms:.1} ms RTT needs {} bytes in flight (the bandwidth-delay product); the kernel advertises only part of a buffer as window, so give it a {} byte buffer: the last value of tcp_rmem/tcp_wmem, or setsockopt SO_RCVBUF/SO_SNDBUF {} (the kernel doubles what setsockopt asks).",
             rate / 1e6,
             p.bdp_bytes,
-            p.buffer_bytes
+            p.buffer_bytes,
+            p.buffer_bytes / 2
         );
         let read = |k: &str| tpslab_engine::env::read_sysctl(k);
         let third = |v: &Option<String>| {
@@ -418,14 +422,16 @@ fn bdp_cmd(a: &BdpArgs) -> Result<ExitCode> {
                 lines.push(("net.ipv4.tcp_wmem", v));
             }
         }
-        if rmax.is_some_and(|m| m < p.buffer_bytes) {
-            lines.push(("net.core.rmem_max", p.buffer_bytes.to_string()));
+        // rmem_max / wmem_max cap what setsockopt asks (before the kernel doubles it).
+        let ask = p.buffer_bytes / 2;
+        if rmax.is_some_and(|m| m < ask) {
+            lines.push(("net.core.rmem_max", ask.to_string()));
         }
-        if wmax.is_some_and(|m| m < p.buffer_bytes) {
-            lines.push(("net.core.wmem_max", p.buffer_bytes.to_string()));
+        if wmax.is_some_and(|m| m < ask) {
+            lines.push(("net.core.wmem_max", ask.to_string()));
         }
         if lines.is_empty() {
-            println!("Enough already: autotuning can reach {} bytes; an application that sets its own SO_RCVBUF/SO_SNDBUF must ask for at least that.", p.buffer_bytes);
+            println!("Enough already: autotuning can reach {} bytes; an application that sets its own SO_RCVBUF/SO_SNDBUF must ask for at least {} (doubled by the kernel).", p.buffer_bytes, p.buffer_bytes / 2);
         } else {
             println!("Raise:");
             for (k, v) in &lines {

@@ -175,7 +175,7 @@ impl Drop for ChildServer {
     }
 }
 
-fn start_builtin(a: &RampArgs) -> Result<(ChildServer, std::net::SocketAddr)> {
+fn start_builtin(a: &RampArgs, steps: usize) -> Result<(ChildServer, std::net::SocketAddr)> {
     let exe = std::env::current_exe().context("finding tpslab's own executable")?;
     let mut c = Command::new(exe);
     c.args(["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"])
@@ -187,6 +187,9 @@ fn start_builtin(a: &RampArgs) -> Result<(ChildServer, std::net::SocketAddr)> {
         c.arg("--serialize");
     }
     c.arg("--threads").arg(a.server_threads.to_string());
+    // Ends by itself even if tpslab is killed before it can stop it.
+    let life = (a.step_duration + a.warmup) * steps as u32 + Duration::from_secs(30);
+    c.arg("--duration").arg(format!("{}s", life.as_secs()));
     let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -357,8 +360,10 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             }
         }
     };
-    let builtin_flags =
-        !a.server_work.is_zero() || a.serialize || a.server_serial != Duration::from_millis(10);
+    let builtin_flags = !a.server_work.is_zero()
+        || a.serialize
+        || a.server_threads != 0
+        || a.server_serial != Duration::from_millis(10);
     let mut server = None;
     let (target, pid) = match (&a.target, proto) {
         (Some(t), _) => {
@@ -374,7 +379,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             if a.pid.is_some() {
                 bail!("--pid applies with a TARGET; the built-in server is watched anyway");
             }
-            let (c, addr) = start_builtin(&a)?;
+            let (c, addr) = start_builtin(&a, steps.len())?;
             let pid = c.0.id();
             server = Some(c);
             (addr, Some(pid))
@@ -476,6 +481,7 @@ fn print_steps(rec: &RampRecord, pts: &[StepPoint]) {
         "errors",
         "X*(R+Z)/N",
         "server CPU",
+        "run queue",
         "server threads mostly",
     ]);
     for (s, p) in rec.steps.iter().zip(pts) {
@@ -503,11 +509,14 @@ fn print_steps(rec: &RampRecord, pts: &[StepPoint]) {
             format!("{:.2}", l.ratio),
             s.server_cpu_cores
                 .map_or("-".into(), |c| format!("{:.0} %", c * 100.0)),
+            s.threads.as_ref().map_or("-".into(), |t| {
+                format!("{:.0} %", t.runqueue_ns as f64 / 1e7 / s.measured_s)
+            }),
             top_state(s).map_or("-".into(), |(w, f)| format!("{w} {:.0} %", f * 100.0)),
         ]);
     }
     println!("{t}");
-    println!("  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; threads from /proc/PID/task/*/stat state and wchan");
+    println!("  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan");
 }
 
 fn print_analysis(
@@ -535,7 +544,9 @@ fn print_analysis(
         .filter(|(l, _)| !l.ok(0.1))
         .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
         .collect();
-    if bad_little.is_empty() {
+    if pts.is_empty() {
+        lines.push("no step completed".into());
+    } else if bad_little.is_empty() {
         lines.push(
             "Little's law holds within 10 % at every step: the load was closed-loop as intended"
                 .into(),
@@ -570,13 +581,27 @@ fn print_analysis(
     }
     let serial = fit.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);
-    let lock = top.as_ref().is_some_and(|(w, _)| w.starts_with("futex"));
-    let busy = rec
-        .steps
-        .last()
-        .and_then(|s| s.server_cpu_cores)
-        .unwrap_or(0.0);
+    // A lock: most server thread samples wait in a futex at the top, and that share
+    // grew with the users (idle pool threads parked on condition variables wait in a
+    // futex at every step, even with one user).
+    let futex_share = |s: &StepResult| {
+        s.threads.as_ref().map_or(0.0, |t| {
+            let f: u64 = t
+                .sleeping
+                .iter()
+                .filter(|(w, _)| w.starts_with("futex"))
+                .map(|(_, n)| n)
+                .sum();
+            f as f64 / t.samples.max(1) as f64
+        })
+    };
+    let lock = match (rec.steps.first(), rec.steps.last()) {
+        (Some(f), Some(l)) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
+        _ => false,
+    };
+    let busy = rec.steps.last().and_then(|s| s.server_cpu_cores);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let idle_cpu = busy.is_some_and(|b| b < 0.5 * cores);
     // Flat: TPS at the last step within 10 % of TPS at the knee.
     let flat = knee.is_some_and(|k| {
         rec.steps
@@ -584,13 +609,21 @@ fn print_analysis(
             .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
     });
     let knee_users = knee.map_or(0, |k| rec.steps[k].users);
-    let verdict = if (serial || flat) && lock {
+    let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
+    let verdict = if served == 0 {
+        "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
+    } else if rec.steps.len() < 2 {
+        "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
+            .to_string()
+    } else if (serial || flat) && lock && idle_cpu {
         "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
-    } else if (serial || flat) && busy >= 0.8 * cores {
-        format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy * 100.0)
-    } else if (serial || flat) && top.is_some() {
+    } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
+        format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
+    } else if (serial || flat) && lock {
+        "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()
+    } else if (serial || flat) && idle_cpu && top.is_some() {
         format!(
-            "VERDICT: a concurrency cap: TPS stops at the knee ({knee_users} users) while the server's CPU idles and its threads wait ({}); it works on only about {knee_users} requests at once: too few threads, workers or connections for the users (S3's single connection). Add them, or shorten the wait",
+            "VERDICT: a concurrency cap: TPS stops at the knee ({knee_users} users) while the server's CPU idles and its threads wait ({}): it works on only about {knee_users} requests at once, each waiting on something (a backend, a peer, a timer). More threads, workers or connections (S3's single connection), or a faster backend, raise TPS",
             top.as_ref().map_or("?", |(w, _)| w.as_str())
         )
     } else if serial || flat {

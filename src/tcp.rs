@@ -127,7 +127,7 @@ fn size_flag(flag: &str, v: &Option<String>) -> Result<Option<u64>> {
     let Some(s) = v else { return Ok(None) };
     let b = bdp::parse_size(s).map_err(|e| anyhow!("{flag} {e}"))?;
     if !(1024..=(i32::MAX as u64 / 2)).contains(&b) {
-        bail!("{flag} {s}: allowed 1KiB to 1GiB");
+        bail!("{flag} {s}: allowed 1KiB to 1023MiB");
     }
     Ok(Some(b))
 }
@@ -483,6 +483,8 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         ("--lab-rate", a.lab_rate.is_some()),
         ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
         ("--lab-loss", a.lab_loss != "0"),
+        ("--lab-queue", a.lab_queue != 1000),
+        ("--no-verify", a.no_verify),
     ];
     let Some(rtt) = a.lab_rtt else {
         let Some(t) = &a.target else {
@@ -529,9 +531,9 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if a.reverse || a.rcvbuf.is_some() {
         bail!("--reverse and --rcvbuf apply with a TARGET, not in the lab yet");
     }
-    if rtt > Duration::from_secs(10) {
+    if !(Duration::from_millis(1)..=Duration::from_secs(10)).contains(&rtt) {
         bail!(
-            "--lab-rtt {}: allowed 0 to 10s",
+            "--lab-rtt {}: allowed 1ms to 10s",
             humantime::format_duration(rtt)
         );
     }
@@ -668,6 +670,9 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
     if a.sndbuf.is_some() {
         bail!("--sndbuf is the sender's: with --reverse the sender is the source (tpslab serve tcp --mode source --sndbuf SIZE)");
     }
+    if a.target_rate.is_some() {
+        bail!("--target-rate applies to sending; with --reverse only this side's receive window is judged");
+    }
     let stop = install_signals()?;
     let t0 = tpslab_net::mono_ns();
     let s = tcpflow::connect(plan.target, None, plan.rcvbuf, Duration::from_secs(5))?;
@@ -720,7 +725,7 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
         skip_ns as f64 / 1e9,
         an.rcv_rtt_mean_us / 1e3,
         an.rcv_wnd_mean_bytes,
-        mbit(an.window_ceiling_bps)
+        an.window_ceiling_bps.map_or("unknown".to_string(), mbit)
     );
     println!("  sources: TCP_INFO of the receiving socket (tcpi_bytes_received, tcpi_rcv_rtt, tcpi_rcv_wnd); the sender's limits are not visible from here");
     if let Some(e) = &flow.error {
@@ -754,19 +759,22 @@ fn print_window_arithmetic(asked: Option<u64>, r: &LabRecord, a: &FlowAnalysis, 
     );
 }
 
-/// Prints the buffers `rate_bps` needs over the measured RTT; returns the buffer, bytes.
+/// Prints the buffers `rate_bps` needs over the measured RTT; returns what to ask of
+/// setsockopt, bytes (half the buffer: the kernel doubles it).
 fn recommend(rate_bps: f64, a: &FlowAnalysis) -> u64 {
     let rtt_s = a.rtt_mean_us / 1e6;
     let p = bdp::buffer_plan(rate_bps, rtt_s);
+    // setsockopt asks for half: the kernel doubles what it is given.
+    let ask = p.buffer_bytes / 2;
     println!(
-        "Recommendation for {} Mbit/s over the measured {:.1} ms RTT: {} bytes in flight (bandwidth-delay product); buffers of {} bytes on both ends (the kernel advertises only part of a buffer as window):",
+        "Recommendation for {} Mbit/s over the measured {:.1} ms RTT: {} bytes in flight (bandwidth-delay product); socket buffers of {} bytes on both ends (the kernel advertises only part of a buffer as window):",
         mbit(rate_bps),
         rtt_s * 1e3,
         p.bdp_bytes,
         p.buffer_bytes
     );
     println!(
-        "  in code: setsockopt(fd, SOL_SOCKET, SO_SNDBUF, {0}) on the sender and SO_RCVBUF {0} on the receiver, before connect()/listen()",
+        "  in code: setsockopt(fd, SOL_SOCKET, SO_SNDBUF, {ask}) on the sender and SO_RCVBUF {ask} on the receiver, before connect()/listen(); the kernel doubles it to {}",
         p.buffer_bytes
     );
     println!(
@@ -778,7 +786,7 @@ fn recommend(rate_bps: f64, a: &FlowAnalysis) -> u64 {
         rate_bps / 1e6,
         (rtt_s * 1e6).round()
     );
-    p.buffer_bytes
+    ask
 }
 
 #[cfg(test)]

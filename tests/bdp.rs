@@ -17,7 +17,9 @@ fn s4_buffer_ceiling_and_the_buffer_80_mbit_needs() {
     assert!(out.contains("carries at most 17.5 Mbit/s"), "{out}");
     // 80 Mbit/s x 30 ms = 300000 bytes in flight; twice that, rounded to 64 KiB.
     assert!(out.contains("needs 300000 bytes in flight"), "{out}");
-    assert!(out.contains("give it 655360 bytes"), "{out}");
+    assert!(out.contains("give it a 655360 byte buffer"), "{out}");
+    // setsockopt asks for half: the kernel doubles it.
+    assert!(out.contains("SO_RCVBUF/SO_SNDBUF 327680"), "{out}");
     assert!(out.contains("net.ipv4.tcp_rmem = "), "{out}");
 }
 

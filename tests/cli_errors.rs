@@ -481,3 +481,33 @@ fn tcp_reverse_bad_combinations() {
         assert_one_line_error(&out, names);
     }
 }
+
+#[test]
+fn flags_that_would_be_ignored_are_refused() {
+    for (args, names) in [
+        (
+            &["ramp", "tcp", "127.0.0.1:9", "--server-threads", "4"][..],
+            "leave out TARGET",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--lab-queue", "10"][..],
+            "--lab-queue applies only with --lab-rtt",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--no-verify"][..],
+            "--no-verify applies only with --lab-rtt",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--reverse", "--target-rate", "80mbit"][..],
+            "--target-rate applies to sending",
+        ),
+        (&["tcp", "--lab-rtt", "0s"][..], "--lab-rtt 0s"),
+        (
+            &["tcp", "--lab-rtt", "30ms", "--sndbuf", "1GiB"][..],
+            "--sndbuf 1GiB: allowed 1KiB to 1023MiB",
+        ),
+    ] {
+        let out = tpslab(args);
+        assert_one_line_error(&out, names);
+    }
+}

@@ -96,11 +96,12 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
         );
     }
     let a = &runs[1];
-    assert_eq!(
-        a["flow"]["plan"]["sndbuf"], 655360,
-        "the bdp buffer for 80 Mbit/s over 30 ms"
-    );
-    assert_eq!(a["lab"]["sink_rcvbuf"], 655360);
+    // The bdp buffer for 80 Mbit/s over 30 ms is 655360 bytes: setsockopt asks for half,
+    // the kernel doubles it.
+    assert_eq!(a["flow"]["plan"]["sndbuf"], 327680);
+    assert_eq!(a["flow"]["sndbuf_granted"], 655360);
+    assert_eq!(a["lab"]["sink_rcvbuf"], 327680);
+    assert_eq!(a["lab"]["sink_rcvbuf_granted"], 655360);
     let thr2 = a["analysis"]["throughput_bps"].as_f64().unwrap();
     assert!(thr2 >= 80e6, "after: {thr2} bit/s");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -153,7 +154,13 @@ fn flow_into_the_sink_on_loopback() {
     assert!(out.status.success());
     let j = common::record(&json);
     let r = &j["runs"][0];
-    assert_eq!(r["flow"]["sndbuf_granted"], 524288, "256 KiB doubled");
+    // 256 KiB doubled (as root SO_SNDBUFFORCE passes net.core.wmem_max).
+    let granted = r["flow"]["sndbuf_granted"].as_u64().unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(granted, 524288);
+    } else {
+        assert!(granted >= 262144, "{granted}");
+    }
     let samples = r["flow"]["samples"].as_array().unwrap();
     assert!(
         samples.len() >= 15,
@@ -223,5 +230,14 @@ fn reverse_flow_from_the_source_on_loopback() {
     // 64 KiB asked, doubled; the advertised window is below the granted buffer.
     let w = an["rcv_wnd_mean_bytes"].as_f64().unwrap();
     assert!(w > 0.0 && w <= 131072.0, "{w}");
-    assert!(r["verdict"].as_str().unwrap().contains("receive window"));
+    // The verdict follows the analysis: window-bound or not, or withheld without an RTT.
+    let v = r["verdict"].as_str().unwrap();
+    match an["window_bound"].as_bool() {
+        Some(true) => assert!(v.starts_with("held by this side's receive window"), "{v}"),
+        Some(false) => assert!(
+            v.starts_with("not held by this side's receive window"),
+            "{v}"
+        ),
+        None => assert!(v.contains("cannot be told"), "{v}"),
+    }
 }

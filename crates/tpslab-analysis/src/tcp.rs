@@ -66,6 +66,11 @@ pub struct TcpSample {
     /// Receiving side: the window it advertises, bytes (`tcpi_rcv_wnd`, Linux 6.x).
     #[serde(default)]
     pub rcv_wnd_bytes: u32,
+    /// TCP timestamps negotiated (`tcpi_options` & 1): without them the receiver's RTT
+    /// is the time to receive one window, so window / RTT is the throughput by
+    /// construction and proves nothing.
+    #[serde(default)]
+    pub timestamps: bool,
 }
 
 /// The four limits a sender can sit behind.
@@ -254,11 +259,12 @@ pub struct ReceiverAnalysis {
     pub rcv_rtt_mean_us: f64,
     /// Mean of the window this side advertised, bytes.
     pub rcv_wnd_mean_bytes: f64,
-    /// Advertised window / RTT, bits/s: the most this side's window lets through.
-    pub window_ceiling_bps: f64,
+    /// Advertised window / RTT, bits/s: the most this side's window lets through;
+    /// `None` when the RTT was not measured or TCP timestamps are off.
+    pub window_ceiling_bps: Option<f64>,
     /// Whether the flow ran at 80 % of that ceiling or more: this side's receive
-    /// window held it.
-    pub window_bound: bool,
+    /// window held it; `None` when the ceiling is unknown.
+    pub window_bound: Option<bool>,
 }
 
 /// Analyses samples taken on the receiving socket from `skip_ns` on; needs 2 samples,
@@ -286,11 +292,9 @@ pub fn analyse_receiver(samples: &[TcpSample], skip_ns: u64) -> Option<ReceiverA
     if rcv_wnd_mean_bytes <= 0.0 {
         return None;
     }
-    let window_ceiling_bps = if rcv_rtt_mean_us > 0.0 {
-        rcv_wnd_mean_bytes * 8.0 / (rcv_rtt_mean_us / 1e6)
-    } else {
-        f64::INFINITY
-    };
+    let timestamps = s.iter().all(|x| x.timestamps);
+    let window_ceiling_bps = (rcv_rtt_mean_us > 0.0 && timestamps)
+        .then(|| rcv_wnd_mean_bytes * 8.0 / (rcv_rtt_mean_us / 1e6));
     Some(ReceiverAnalysis {
         seconds,
         bytes,
@@ -298,26 +302,32 @@ pub fn analyse_receiver(samples: &[TcpSample], skip_ns: u64) -> Option<ReceiverA
         rcv_rtt_mean_us,
         rcv_wnd_mean_bytes,
         window_ceiling_bps,
-        window_bound: throughput_bps >= 0.8 * window_ceiling_bps,
+        window_bound: window_ceiling_bps.map(|c| throughput_bps >= 0.8 * c),
     })
 }
 
 /// The receiving side's verdict in one sentence.
 pub fn verdict_receiver(a: &ReceiverAnalysis) -> String {
     let mbit = |b: f64| b / 1e6;
-    if a.window_bound {
+    let Some(ceiling) = a.window_ceiling_bps else {
+        return format!(
+            "{:.1} Mbit/s; whether this side's window held it cannot be told here: the receiver's RTT was not measured independently (TCP timestamps off, or no RTT sample)",
+            mbit(a.throughput_bps)
+        );
+    };
+    if a.window_bound == Some(true) {
         format!(
             "held by this side's receive window: {:.0} KiB advertised over a {:.1} ms RTT lets through at most {:.1} Mbit/s (window / RTT); the flow made {:.1} Mbit/s. Raise this side's buffer (SO_RCVBUF, or the last value of net.ipv4.tcp_rmem)",
             a.rcv_wnd_mean_bytes / 1024.0,
             a.rcv_rtt_mean_us / 1e3,
-            mbit(a.window_ceiling_bps),
+            mbit(ceiling),
             mbit(a.throughput_bps)
         )
     } else {
         format!(
             "not held by this side's receive window ({:.1} Mbit/s made, {:.1} Mbit/s allowed by {:.0} KiB over {:.1} ms): the limit is on the sending side or the path (its send buffer, congestion window, the link or the application); run tpslab tcp from the sender to tell which",
             mbit(a.throughput_bps),
-            mbit(a.window_ceiling_bps),
+            mbit(ceiling),
             a.rcv_wnd_mean_bytes / 1024.0,
             a.rcv_rtt_mean_us / 1e3
         )
@@ -339,10 +349,13 @@ pub fn verdict(a: &FlowAnalysis) -> String {
         .filter(|&(i, &s)| i != best && s >= 0.25)
         .max_by(|x, y| x.1.total_cmp(y.1))
     {
+        let both = matches!(LIMITS[i], Limit::ReceiveWindow | Limit::SendBuffer)
+            && matches!(limit, Limit::ReceiveWindow | Limit::SendBuffer);
         also = format!(
-            ". Also held by the {} {:.0} % of the time: raise both",
+            ". Also held by the {} {:.0} % of the time{}",
             LIMITS[i].name(),
-            s * 100.0
+            s * 100.0,
+            if both { ": raise both" } else { "" }
         );
     }
     let main = match limit {
@@ -511,21 +524,28 @@ mod tests {
             bytes_received: got,
             rcv_rtt_us: 30_000,
             rcv_wnd_bytes: wnd,
+            timestamps: true,
             ..Default::default()
         };
         // 80 KiB window at 30 ms: 21.8 Mbit/s allowed; 20 Mbit/s made: window-bound.
         let s = [rx(0, 0, 81920), rx(1000, 2_500_000, 81920)];
         let a = analyse_receiver(&s, 0).unwrap();
         assert!(
-            (a.throughput_bps - 20e6).abs() < 1.0 && a.window_bound,
+            (a.throughput_bps - 20e6).abs() < 1.0 && a.window_bound == Some(true),
             "{a:?}"
         );
         assert!(verdict_receiver(&a).contains("held by this side's receive window"));
         // A 1 MiB window at 30 ms allows 280 Mbit/s; 20 made: the sender side holds it.
         let s = [rx(0, 0, 1 << 20), rx(1000, 2_500_000, 1 << 20)];
         let a = analyse_receiver(&s, 0).unwrap();
-        assert!(!a.window_bound);
+        assert_eq!(a.window_bound, Some(false));
         assert!(verdict_receiver(&a).contains("sending side"));
+        // Without timestamps the receiver's RTT is one window's time: no verdict.
+        let mut s = s;
+        s[1].timestamps = false;
+        let a = analyse_receiver(&s, 0).unwrap();
+        assert_eq!(a.window_bound, None);
+        assert!(verdict_receiver(&a).contains("cannot be told"));
         // No advertised window reported (older kernels): no verdict.
         assert!(analyse_receiver(&[rx(0, 0, 0), rx(1000, 1, 0)], 0).is_none());
     }

@@ -164,13 +164,22 @@ impl Link {
         let counters: Arc<[DirCounters; 2]> = Arc::new(Default::default());
         let mut threads = vec![];
         for (dir, (from, to)) in [(ta.clone(), tb.clone()), (tb, ta)].into_iter().enumerate() {
-            let (stop, counters) = (stop.clone(), counters.clone());
+            let counters = counters.clone();
             let seed = config.seed.wrapping_add(dir as u64 * 0x9e37_79b9_7f4a_7c15);
+            let st = stop.clone();
             let h = std::thread::Builder::new()
                 .name(format!("link-{}", ["a2b", "b2a"][dir]))
-                .spawn(move || forward(&from, &to, config, seed, &stop, &counters[dir]))
-                .map_err(|e| EngineError::Other(format!("spawning the link thread: {e}")))?;
-            threads.push(h);
+                .spawn(move || forward(&from, &to, config, seed, &st, &counters[dir]));
+            match h {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    stop.store(true, Relaxed);
+                    for h in threads {
+                        let _ = h.join();
+                    }
+                    return Err(EngineError::Other(format!("spawning the link thread: {e}")));
+                }
+            }
         }
         Ok(Link {
             stop,
@@ -280,8 +289,9 @@ fn forward(from: &Tun, to: &Tun, cfg: LinkConfig, seed: u64, stop: &AtomicBool, 
         if wait > 0 && !tun::wait_readable(from.fd(), wait) {
             continue;
         }
-        // Read everything waiting now.
-        loop {
+        // Read what is waiting now, at most a batch, so due packets and `stop` are
+        // never starved by a sender faster than this thread.
+        for _ in 0..64 {
             let slot = match free.pop() {
                 Some(i) => Some(i),
                 None if bufs.len() < MAX_LINE_PACKETS => {

@@ -78,6 +78,14 @@ pub struct ThreadStates {
     pub disk: u64,
     /// Any other state.
     pub other: u64,
+    /// Time the server's threads ran on a CPU over the window, ns (sum over threads
+    /// alive at both ends; from /proc/PID/task/TID/schedstat column 1).
+    #[serde(default)]
+    pub on_cpu_ns: u64,
+    /// Time they were runnable but waiting for a CPU, ns (schedstat column 2): state R
+    /// splits into running (on_cpu_ns) and runnable (this).
+    #[serde(default)]
+    pub runqueue_ns: u64,
 }
 
 /// One step's results.
@@ -166,6 +174,14 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
         ));
     }
     let max_users = *plan.steps.last().unwrap_or(&1);
+    // One socket per user, plus room for the process's own files.
+    let limit = tpslab_net::raise_nofile();
+    if (max_users as u64) + 64 > limit {
+        return Err(EngineError::Other(format!(
+            "{max_users} users need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer users",
+            max_users + 64
+        )));
+    }
     let t0 = mono_ns() + 50_000_000;
     let per = plan.warmup_ns + plan.step_ns;
     let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
@@ -191,10 +207,16 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
     std::thread::scope(|s| -> Result<(), EngineError> {
         for id in 0..max_users {
             let sh = &shared;
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("ramp-user-{id}"))
-                .spawn_scoped(s, move || user(sh, id))
-                .map_err(|e| EngineError::Other(format!("spawning user {id}: {e}")))?;
+                .spawn_scoped(s, move || user(sh, id));
+            if let Err(e) = spawned {
+                // The users already started must end, or the scope would wait forever.
+                shared.done.store(true, Relaxed);
+                return Err(EngineError::Other(format!(
+                    "starting user {id} of {max_users}: {e}"
+                )));
+            }
         }
         for (k, &users) in plan.steps.iter().enumerate() {
             let (w0, w1) = windows[k];
@@ -205,6 +227,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 break;
             }
             let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
+            let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
             let mut states = plan.server_pid.map(|_| ThreadStates::default());
             let mut next = w0;
             while next < w1 && !stop.load(Relaxed) {
@@ -218,6 +241,14 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 break;
             }
             let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
+            if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
+                for (tid, b) in task_schedstats(pid) {
+                    if let Some(a) = sched0.get(&tid) {
+                        st.on_cpu_ns += b.run_ns.saturating_sub(a.run_ns);
+                        st.runqueue_ns += b.wait_ns.saturating_sub(a.wait_ns);
+                    }
+                }
+            }
             let measured_s = (w1 - w0) as f64 / 1e9;
             // Replies still in flight at w1 land in no window; wait a moment for the
             // accumulator to be complete for replies that arrived before w1.
@@ -272,6 +303,26 @@ fn proc_cpu_ticks(pid: u32) -> Option<u64> {
     Some(st.utime + st.stime)
 }
 
+/// schedstat of every thread of `pid`, by TID.
+fn task_schedstats(pid: u32) -> BTreeMap<u32, tpslab_proc::pid::SchedStat> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) else {
+            continue;
+        };
+        if let Ok(v) = tpslab_proc::pid::parse_schedstat(s.as_bytes(), "schedstat") {
+            out.insert(tid, v);
+        }
+    }
+    out
+}
+
 fn sample_threads(pid: u32, st: &mut ThreadStates) {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return;
@@ -299,6 +350,25 @@ fn sample_threads(pid: u32, st: &mut ThreadStates) {
             'D' => st.disk += 1,
             _ => st.other += 1,
         }
+    }
+}
+
+/// A stream whose reads share one deadline: a reply that trickles in still times out
+/// `timeout` after its request, not after each read.
+struct Deadline<'a> {
+    s: &'a mut TcpStream,
+    deadline: u64,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_sub(mono_ns());
+        if left == 0 {
+            return Err(std::io::Error::new(ErrorKind::TimedOut, "reply timeout"));
+        }
+        self.s
+            .set_read_timeout(Some(Duration::from_nanos(left.max(1_000))))?;
+        std::io::Read::read(self.s, buf)
     }
 }
 
@@ -338,8 +408,10 @@ fn user(sh: &Shared, id: usize) {
                 }
                 let Some(s) = conn.as_mut() else { continue };
                 let t = mono_ns();
+                let deadline = t + timeout.as_nanos() as u64;
                 let r = s.write_all(&req).and_then(|_| {
-                    reader.read(s, &plan.framing).map(|n| {
+                    let mut d = Deadline { s, deadline };
+                    reader.read(&mut d, &plan.framing).map(|n| {
                         reader.take(n);
                     })
                 });
@@ -467,7 +539,10 @@ mod tests {
                 s.users
             );
             assert!(s.response.p50_ns >= 2_000_000);
-            assert!(s.threads.as_ref().unwrap().samples > 0);
+            let th = s.threads.as_ref().unwrap();
+            assert!(th.samples > 0);
+            // The users and the server run here; on-CPU time was measured.
+            assert!(th.on_cpu_ns > 0, "{th:?}");
         }
         // Four users in parallel (no lock): about four times the TPS of one.
         let gain = r.steps[1].tps / r.steps[0].tps;

@@ -142,6 +142,7 @@ fn accept_loop(
                         sink(s, &stop, &bytes)
                     }
                 }));
+                readers.retain(|h| !h.is_finished());
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
@@ -264,6 +265,7 @@ fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
         bytes_received: i.bytes_received.unwrap_or(0),
         rcv_rtt_us: i.rcv_rtt_us,
         rcv_wnd_bytes: i.rcv_wnd_bytes.unwrap_or(0),
+        timestamps: i.options & 1 == 1,
     }
 }
 

@@ -80,6 +80,8 @@ pub struct TcpInfo {
     pub state: u8,
     /// Congestion-avoidance state (0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss).
     pub ca_state: u8,
+    /// Options negotiated (`tcpi_options`: 1 timestamps, 2 SACK, 4 window scale, ...).
+    pub options: u8,
     /// Sender MSS, bytes.
     pub snd_mss: u32,
     /// Segments sent and not yet acknowledged (`tcpi_unacked`): the flight, in segments.
@@ -154,6 +156,7 @@ pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
     Ok(TcpInfo {
         state: raw.state,
         ca_state: raw.ca_state,
+        options: raw.options,
         snd_mss: raw.snd_mss,
         unacked_segs: raw.unacked,
         rtt_us: raw.rtt,

@@ -31,8 +31,9 @@ OUT = tempfile.mkdtemp(prefix="tpslab-bench-")
 TPSLAB = os.path.join(ROOT, "target", "release", "tpslab")
 
 
-def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+def sh(cmd, timeout=900, **kw):
+    """Runs a command to completion (bounded: a stuck peer ends the benchmark with an error)."""
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, timeout=timeout, **kw)
 
 
 def ns(*cmd):
@@ -191,7 +192,17 @@ def unbound(port):
     conf = os.path.join(OUT, f"unbound-{port}.conf")
     open(conf, "w").write(UNBOUND_CONF.format(port=port, dir=OUT))
     unb = shutil.which("unbound") or "/usr/sbin/unbound"
-    return Bg(on(1, unb, "-d", "-c", conf))
+    srv = Bg(on(1, unb, "-d", "-c", conf))
+    # Ready when it answers a query (up to 10 s), not after a guessed sleep.
+    qf, _ = dns_files()
+    probe = ("import socket,sys;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.settimeout(0.2);"
+             "q=open(sys.argv[1],'rb').read();import time;end=time.time()+10\n"
+             "while time.time()<end:\n"
+             " try:\n  s.sendto(q,('127.0.0.1',int(sys.argv[2])));s.recv(512);sys.exit(0)\n"
+             " except OSError: time.sleep(0.1)\n"
+             "sys.exit(1)")
+    sh(ns(sys.executable, "-c", probe, qf, str(port)), timeout=20)
+    return srv
 
 
 def dns_rr(tool, rate, secs, port):

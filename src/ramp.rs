@@ -530,7 +530,7 @@ fn print_analysis(
     let mut lines = vec![];
     match knee {
         Some(k) => lines.push(format!(
-            "knee at {} users ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
+            "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
             rec.steps[k].users,
             rec.steps[k].tps,
             gain * 100.0

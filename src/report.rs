@@ -154,8 +154,17 @@ fn print_generator(g: &GeneratorReport) {
             &g.latency_intended,
         );
         lat_row(&mut t, "RTT from actual send", &g.latency_actual);
+        if g.rx_kernel_timestamps > 0 && g.latency_wakeup.count > 0 {
+            lat_row(&mut t, "  same, to our thread's wake-up", &g.latency_wakeup);
+        }
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
         println!("{t}");
+        if g.rx_kernel_timestamps > 0 {
+            println!(
+                "  RTTs end at the kernel's receive timestamp (SO_TIMESTAMPNS) for {} of {} replies: the generator's own wake-up is not counted",
+                g.rx_kernel_timestamps, g.window_answered
+            );
+        }
     } else {
         let mut t = table(&["schedule", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);

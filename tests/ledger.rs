@@ -80,6 +80,15 @@ fn ledger_balances_exactly_on_loopback() {
     assert_eq!(u(&g["latency_intended"]["count"]), 20000);
     assert!(u(&g["latency_intended"]["p50_ns"]) > 0);
     assert!(u(&g["latency_intended"]["p50_ns"]) >= u(&g["latency_actual"]["p50_ns"]));
+    // Every reply timed by the kernel's receive stamp, which comes before our thread wakes:
+    // no RTT ends later than the wake-up, and every one is positive.
+    assert_eq!(u(&g["rx_kernel_timestamps"]), 20000);
+    assert_eq!(u(&g["latency_wakeup"]["count"]), 20000);
+    assert!(u(&g["latency_wakeup"]["p50_ns"]) >= u(&g["latency_actual"]["p50_ns"]));
+    assert!(
+        u(&g["latency_actual"]["p50_ns"]) > 1000,
+        "a loopback RTT is over 1 us"
+    );
     // The S1 workload answered with the replacement done.
     assert_eq!(u(&rec["server"]["answered"]), 24000);
 }

@@ -190,6 +190,15 @@ pub struct GeneratorReport {
     pub latency_intended: LatencySummary,
     /// Latency from the actual send time (what a closed-loop tool would report).
     pub latency_actual: LatencySummary,
+    /// Replies timed by the kernel's receive timestamp (SO_TIMESTAMPNS) rather than by
+    /// the receiving thread's clock after it woke up; both latencies end there.
+    #[serde(default)]
+    pub rx_kernel_timestamps: u64,
+    /// Latency from the actual send time to the receiving thread's clock after it woke
+    /// up: what a tool without kernel timestamps (sockperf, iperf3) reports; the
+    /// difference from `latency_actual` is the generator's own wake-up delay.
+    #[serde(default)]
+    pub latency_wakeup: LatencySummary,
     /// Schedule lag: actual minus intended send time, datagrams of the window.
     pub schedule_lag: LatencySummary,
     /// Inodes of the generator sockets.

@@ -291,8 +291,13 @@ struct RecvResult {
     reordered: u64,
     unmatched: u64,
     window_answered: u64,
+    /// Replies whose receive time is the kernel's (SO_TIMESTAMPNS).
+    rx_timestamped: u64,
     lat_intended: Option<Histogram<u64>>,
     lat_actual: Option<Histogram<u64>>,
+    /// From the actual send to this thread's clock after waking (what a tool without
+    /// kernel timestamps reports).
+    lat_wakeup: Option<Histogram<u64>>,
 }
 
 /// The generator's result: the report and the sockets' inodes.
@@ -323,6 +328,8 @@ impl UdpLoad {
             sock.connect(cfg.target).map_err(EngineError::Net)?;
             sock.set_read_timeout(Duration::from_millis(20))
                 .map_err(EngineError::Net)?;
+            // Kernel receive timestamps for the replies (refused: our own clock).
+            let _ = sock.set_timestampns(true);
             // Room for replies to a whole burst: the generator must not be the bottleneck.
             let _ = sock.set_rcvbuf(64 << 20);
             // GSO where the kernel takes it (probed once per socket; refused: plain sends).
@@ -429,6 +436,7 @@ impl UdpLoad {
         }
         let mut lat_i = new_ns_histogram();
         let mut lat_a = new_ns_histogram();
+        let mut lat_w = new_ns_histogram();
         let mut r = RecvResult::default();
         for x in rr {
             r.read += x.read;
@@ -437,11 +445,15 @@ impl UdpLoad {
             r.reordered += x.reordered;
             r.unmatched += x.unmatched;
             r.window_answered += x.window_answered;
+            r.rx_timestamped += x.rx_timestamped;
             if let Some(h) = x.lat_intended {
                 lat_i.add(&h).ok();
             }
             if let Some(h) = x.lat_actual {
                 lat_a.add(&h).ok();
+            }
+            if let Some(h) = x.lat_wakeup {
+                lat_w.add(&h).ok();
             }
         }
         let last_send = self
@@ -517,6 +529,8 @@ impl UdpLoad {
             },
             latency_intended: LatencySummary::from_histogram(&lat_i),
             latency_actual: LatencySummary::from_histogram(&lat_a),
+            rx_kernel_timestamps: r.rx_timestamped,
+            latency_wakeup: LatencySummary::from_histogram(&lat_w),
             schedule_lag: LatencySummary::from_histogram(&lag),
             socket_inodes: self.socket_inodes(),
             valid: true,
@@ -720,10 +734,13 @@ fn receiver(
     if !cfg.cpus.is_empty() {
         let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
     }
-    let mut rb = RecvBatch::new(64, 2048.max(cfg.datagram_len()));
+    // With control buffers: the kernel's receive timestamp of each reply (SO_TIMESTAMPNS)
+    // makes the RTT end when the reply reached the socket, not when this thread woke.
+    let mut rb = RecvBatch::with_gro(64, 2048.max(cfg.datagram_len()));
     let mut res = RecvResult {
         lat_intended: Some(new_ns_histogram()),
         lat_actual: Some(new_ns_histogram()),
+        lat_wakeup: Some(new_ns_histogram()),
         ..Default::default()
     };
     let mut seen = SeenWindow::new(st.plan.total);
@@ -760,6 +777,7 @@ fn receiver(
             }
             continue;
         }
+        let real = tpslab_net::real_ns();
         last_reply = now;
         res.read += n as u64;
         for i in 0..n {
@@ -795,10 +813,22 @@ fn receiver(
             }
             if intended >= window_start {
                 res.window_answered += 1;
+                // Arrival on the monotonic clock: now, less the time it waited in the
+                // socket by the kernel's realtime stamp (both clocks read together).
+                let rx = match rb.rx_realtime_ns(i) {
+                    Some(t) => {
+                        res.rx_timestamped += 1;
+                        now.saturating_sub(real.saturating_sub(t))
+                    }
+                    None => now,
+                };
                 if let Some(h) = res.lat_intended.as_mut() {
-                    h.saturating_record(now.saturating_sub(intended));
+                    h.saturating_record(rx.saturating_sub(intended));
                 }
                 if let Some(h) = res.lat_actual.as_mut() {
+                    h.saturating_record(rx.saturating_sub(sent));
+                }
+                if let Some(h) = res.lat_wakeup.as_mut() {
                     h.saturating_record(now.saturating_sub(sent));
                 }
             }

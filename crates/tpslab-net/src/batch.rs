@@ -125,7 +125,8 @@ impl RecvBatch {
     }
 
     /// Like [`RecvBatch::new`], with room for the segment size the kernel reports for
-    /// coalesced datagrams on a UDP_GRO socket (see [`RecvBatch::gro_size`]).
+    /// coalesced datagrams on a UDP_GRO socket (see [`RecvBatch::gro_size`]) and for the
+    /// receive timestamp of an SO_TIMESTAMPNS socket (see [`RecvBatch::rx_realtime_ns`]).
     pub fn with_gro(batch: usize, slot: usize) -> Self {
         let mut b = RecvBatch::new(batch, slot);
         let mut ctrl: Box<[[u64; 8]]> = vec![[0u64; 8]; b.hdrs.len()].into_boxed_slice();
@@ -150,6 +151,26 @@ impl RecvBatch {
                 if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
                     let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
                     return (v > 0).then_some(v as usize);
+                }
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+        }
+        None
+    }
+
+    /// When datagram `i` reached the socket, CLOCK_REALTIME ns, on an SO_TIMESTAMPNS
+    /// socket received into a batch made by [`RecvBatch::with_gro`]; `None` otherwise.
+    pub fn rx_realtime_ns(&self, i: usize) -> Option<u64> {
+        self.ctrl.as_ref()?;
+        let h = &self.hdrs[i].msg_hdr;
+        // SAFETY: as in gro_size: the CMSG macros stay within the control buffer the
+        // kernel filled; SCM_TIMESTAMPNS carries a struct timespec.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
                 }
                 c = libc::CMSG_NXTHDR(h, c);
             }

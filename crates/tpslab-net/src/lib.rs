@@ -101,6 +101,19 @@ pub fn raise_nofile() -> u64 {
     r.rlim_cur
 }
 
+/// Wall clock (CLOCK_REALTIME) in nanoseconds: only to compare with kernel receive
+/// timestamps, which use it.
+#[inline]
+pub fn real_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the valid timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The symbolic name of an errno value ("EAGAIN", "ENOBUFS", ...), or "errno N".
 pub fn errno_name(errno: i32) -> String {
     let name = match errno {

@@ -178,6 +178,18 @@ impl UdpSock {
         )
     }
 
+    /// Asks for kernel receive timestamps (SO_TIMESTAMPNS): each datagram then carries
+    /// the CLOCK_REALTIME time it reached the socket (read with
+    /// [`crate::RecvBatch::rx_realtime_ns`]).
+    pub fn set_timestampns(&self, on: bool) -> Result<(), NetError> {
+        self.set_int(
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            on as libc::c_int,
+            "SO_TIMESTAMPNS",
+        )
+    }
+
     /// Sets UDP_SEGMENT: every send of more than `size` bytes leaves as segments of `size`
     /// bytes (GSO). 0 turns it off.
     pub fn set_gso(&self, size: u16) -> Result<(), NetError> {

@@ -629,8 +629,7 @@ fn sender(
     let mut in_msg = [0usize; BATCH];
     // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
     // sleeps precise.
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    tpslab_net::sched::set_timer_slack_ns(1);
     if !cfg.cpus.is_empty() {
         let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
     }

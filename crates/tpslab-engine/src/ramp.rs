@@ -261,9 +261,9 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 tps: a.hist.len() as f64 / measured_s,
                 response,
                 errors: a.errors.clone(),
-                server_cpu_cores: cpu0
-                    .zip(cpu1)
-                    .map(|(c0, c1)| c1.saturating_sub(c0) as f64 / clock_ticks() / measured_s),
+                server_cpu_cores: cpu0.zip(cpu1).map(|(c0, c1)| {
+                    c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / measured_s
+                }),
                 threads: states,
             });
         }
@@ -284,16 +284,6 @@ fn sleep_until(t: u64, stop: &AtomicBool) {
             return;
         }
         std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
-    }
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no memory effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
     }
 }
 

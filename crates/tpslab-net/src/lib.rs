@@ -101,6 +101,17 @@ pub fn raise_nofile() -> u64 {
     r.rlim_cur
 }
 
+/// Clock ticks per second of /proc CPU times (sysconf _SC_CLK_TCK; 100 when unknown).
+pub fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
 /// Wall clock (CLOCK_REALTIME) in nanoseconds: only to compare with kernel receive
 /// timestamps, which use it.
 #[inline]

@@ -47,6 +47,13 @@ impl std::str::FromStr for SchedPolicy {
     }
 }
 
+/// Sets the calling thread's timer slack, ns (PR_SET_TIMERSLACK). The default 50 us
+/// makes every sleep overshoot; 1 ns keeps hrtimer sleeps at their time.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong, 0, 0, 0) };
+}
+
 /// Pins the calling thread to `cpus` (sched_setaffinity on tid 0).
 pub fn set_affinity(cpus: &[usize]) -> Result<(), NetError> {
     set_affinity_of(0, cpus)

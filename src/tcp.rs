@@ -46,6 +46,14 @@ pub(crate) struct TcpArgs {
     /// This side's SO_RCVBUF with --reverse, e.g. 64KiB (default: autotuning).
     #[arg(long)]
     rcvbuf: Option<String>,
+    /// Watch the established TCP flows of this process instead (no TARGET): its
+    /// TCP_INFO through sock_diag, in its network namespace, as `ss -tmi` shows it.
+    #[arg(long)]
+    watch_pid: Option<u32>,
+    /// Watch the established TCP flows with this port at either end (with or without
+    /// --watch-pid).
+    #[arg(long)]
+    watch_port: Option<u16>,
     /// The rate the flow should reach, e.g. 80mbit: the buffers it needs are computed
     /// from the measured RTT (and, in the lab, tried in a second run).
     #[arg(long)]
@@ -486,6 +494,9 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         ("--lab-queue", a.lab_queue != 1000),
         ("--no-verify", a.no_verify),
     ];
+    if a.watch_pid.is_some() || a.watch_port.is_some() {
+        return watch(&a, skip_ns);
+    }
     let Some(rtt) = a.lab_rtt else {
         let Some(t) = &a.target else {
             bail!("tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)");
@@ -730,6 +741,124 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
     println!("  sources: TCP_INFO of the receiving socket (tcpi_bytes_received, tcpi_rcv_rtt, tcpi_rcv_wnd); the sender's limits are not visible from here");
     if let Some(e) = &flow.error {
         println!("  the flow ended early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tpslab tcp --watch-pid PID | --watch-port PORT`: another process's flows.
+fn watch(a: &TcpArgs, skip_ns: u64) -> Result<ExitCode> {
+    use tpslab_analysis::tcp::{analyse_receiver, verdict_receiver};
+    if a.target.is_some() || a.lab_rtt.is_some() {
+        bail!("--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt");
+    }
+    for (flag, set) in [
+        ("--sndbuf", a.sndbuf.is_some()),
+        ("--rcvbuf", a.rcvbuf.is_some()),
+        ("--reverse", a.reverse),
+        ("--target-rate", a.target_rate.is_some()),
+        ("--lab-rate", a.lab_rate.is_some()),
+        ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
+    ] {
+        if set {
+            bail!("{flag} does not apply when watching flows of another process");
+        }
+    }
+    if let Some(p) = a.watch_pid {
+        crate::cli::check_pid(p)?;
+    }
+    let stop = install_signals()?;
+    let flows = tcpflow::watch_flows(
+        a.watch_pid,
+        a.watch_port,
+        a.duration.as_nanos() as u64,
+        a.interval.as_nanos() as u64,
+        &stop,
+    )?;
+    let what = match (a.watch_pid, a.watch_port) {
+        (Some(p), Some(port)) => format!("PID {p}, port {port}"),
+        (Some(p), None) => format!("PID {p}"),
+        (None, Some(port)) => format!("port {port}"),
+        (None, None) => unreachable!(),
+    };
+    println!(
+        "tpslab tcp --watch: {} established flow(s) of {what} over {:.1} s, TCP_INFO every {:.0} ms through sock_diag (INET_DIAG_INFO, INET_DIAG_SKMEMINFO)",
+        flows.len(),
+        a.duration.as_secs_f64(),
+        a.interval.as_secs_f64() * 1e3
+    );
+    let mut t = table(&[
+        "flow",
+        "direction",
+        "Mbit/s",
+        "RTT ms",
+        "SO_SNDBUF",
+        "SO_RCVBUF",
+    ]);
+    let mut verdicts = vec![];
+    let mut out = vec![];
+    let mut idle = 0;
+    for f in &flows {
+        let (first, last) = match (f.samples.first(), f.samples.last()) {
+            (Some(x), Some(y)) => (x, y),
+            _ => continue,
+        };
+        let sent = last.bytes_acked.saturating_sub(first.bytes_acked);
+        let got = last.bytes_received.saturating_sub(first.bytes_received);
+        let flow = format!("{} -> {}", f.local, f.remote);
+        if sent == 0 && got == 0 {
+            idle += 1;
+            continue;
+        }
+        let (dir, mbps, rtt, verdict, analysis) = if sent >= got {
+            let an = analyse(&f.samples, skip_ns, Some(f.sndbuf));
+            let v = an
+                .as_ref()
+                .map_or("too few samples after --skip".into(), verdict);
+            (
+                "sending",
+                an.as_ref().map_or(0.0, |x| x.throughput_bps),
+                an.as_ref().map_or(0.0, |x| x.rtt_mean_us / 1e3),
+                v,
+                serde_json::to_value(&an).unwrap_or_default(),
+            )
+        } else {
+            let an = analyse_receiver(&f.samples, skip_ns);
+            let v = an.as_ref().map_or(
+                "too few samples, or no advertised window reported".into(),
+                verdict_receiver,
+            );
+            (
+                "receiving",
+                an.as_ref().map_or(0.0, |x| x.throughput_bps),
+                an.as_ref().map_or(0.0, |x| x.rcv_rtt_mean_us / 1e3),
+                v,
+                serde_json::to_value(&an).unwrap_or_default(),
+            )
+        };
+        t.add_row(vec![
+            flow,
+            dir.into(),
+            mbit(mbps),
+            format!("{rtt:.2}"),
+            f.sndbuf.to_string(),
+            f.rcvbuf.to_string(),
+        ]);
+        verdicts.push(format!("{} -> {}: {verdict}", f.local, f.remote));
+        out.push(serde_json::json!({"flow": f, "direction": dir, "analysis": analysis, "verdict": verdict}));
+    }
+    println!("{t}");
+    for v in &verdicts {
+        println!("VERDICT {v}");
+    }
+    if idle > 0 {
+        println!("  {idle} more flow(s) moved no data while watched");
+    }
+    println!("  SO_SNDBUF / SO_RCVBUF: the sockets' limits now (sk_sndbuf / sk_rcvbuf; doubled from what setsockopt asked, or autotuned)");
+    if let Some(p) = &a.json {
+        write_json(
+            p,
+            &serde_json::json!({"schema": TCP_SCHEMA, "watched": out}),
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

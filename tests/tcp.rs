@@ -241,3 +241,65 @@ fn reverse_flow_from_the_source_on_loopback() {
         None => assert!(v.contains("cannot be told"), "{v}"),
     }
 }
+
+#[test]
+fn watch_another_process_flow_by_pid() {
+    let _g = common::serial();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("127.0.0.1:{port}");
+    let mut sink = common::tpslab()
+        .args([
+            "serve",
+            "tcp",
+            "--bind",
+            &target,
+            "--rcvbuf",
+            "64KiB",
+            "--duration",
+            "20s",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(sink.stdout.take().unwrap()).lines();
+    let _ = lines.next();
+    let mut sender = common::tpslab()
+        .args(["tcp", &target, "--duration", "6s"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let json = common::tmp("watch-tcp.json");
+    let mut cmd = common::tpslab();
+    cmd.args([
+        "tcp",
+        "--watch-pid",
+        &sender.id().to_string(),
+        "--duration",
+        "2s",
+        "--skip",
+        "500ms",
+    ])
+    .arg("--json")
+    .arg(&json);
+    let out = common::run(cmd);
+    // Ours: end both by PID.
+    for c in [&mut sender, &mut sink] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert!(out.status.success());
+    let j = common::record(&json);
+    let w = j["watched"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "the sender has one flow: {j}");
+    assert_eq!(w[0]["direction"], "sending");
+    assert_eq!(w[0]["flow"]["remote"], target.as_str());
+    assert!(w[0]["analysis"]["throughput_bps"].as_f64().unwrap() > 1e6);
+    assert!(w[0]["flow"]["samples"].as_array().unwrap().len() >= 15);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("VERDICT 127.0.0.1:"), "{text}");
+}

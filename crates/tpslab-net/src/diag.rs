@@ -191,10 +191,201 @@ impl UdpDiag {
     }
 }
 
+/// One TCP socket from a sock_diag dump, with its TCP_INFO and buffer sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpSockInfo {
+    /// Local address.
+    pub local: SocketAddr,
+    /// Remote address.
+    pub remote: SocketAddr,
+    /// TCP state (1 = ESTABLISHED).
+    pub state: u8,
+    /// Socket inode (as in /proc/PID/fd links `socket:[N]`).
+    pub inode: u64,
+    /// TCP_INFO (INET_DIAG_INFO), when the kernel sent it.
+    pub info: Option<crate::tcp::TcpInfo>,
+    /// Send buffer limit, bytes (sk_sndbuf, from INET_DIAG_SKMEMINFO).
+    pub sndbuf: u64,
+    /// Receive buffer limit, bytes (sk_rcvbuf).
+    pub rcvbuf: u64,
+}
+
+const NLMSG_DONE: u16 = 3;
+const INET_DIAG_INFO: u16 = 2;
+
+fn sockaddr(family: u8, port_be: &[u8], addr: &[u8]) -> Option<SocketAddr> {
+    let port = u16::from_be_bytes([port_be[0], port_be[1]]);
+    let ip: IpAddr = if family == libc::AF_INET as u8 {
+        IpAddr::from(<[u8; 4]>::try_from(&addr[..4]).ok()?)
+    } else {
+        IpAddr::from(<[u8; 16]>::try_from(&addr[..16]).ok()?)
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+impl UdpDiag {
+    /// Every TCP socket of this namespace in `states` (a bit mask: 1 << state; 1 << 1 =
+    /// ESTABLISHED), IPv4 and IPv6, with TCP_INFO and buffer sizes: what `ss -tmi` shows.
+    pub fn tcp_dump(&mut self, states: u32) -> std::io::Result<Vec<TcpSockInfo>> {
+        let mut out = vec![];
+        for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
+            self.seq = self.seq.wrapping_add(1);
+            let mut req = [0u8; 72];
+            req[0..4].copy_from_slice(&72u32.to_ne_bytes());
+            req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+            let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
+            req[6..8].copy_from_slice(&flags.to_ne_bytes());
+            req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
+            req[16] = family;
+            req[17] = libc::IPPROTO_TCP as u8;
+            req[18] = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1));
+            req[20..24].copy_from_slice(&states.to_ne_bytes());
+            // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
+            let mut nl: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+            nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+            // SAFETY: req and nl are valid for the lengths given.
+            let n = unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    req.as_ptr() as *const libc::c_void,
+                    req.len(),
+                    0,
+                    &nl as *const libc::sockaddr_nl as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+                )
+            };
+            if n < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            'recv: loop {
+                if self.buf.len() < 65536 {
+                    self.buf.resize(65536, 0);
+                }
+                // SAFETY: buf is writable for its length.
+                let n = unsafe {
+                    libc::recv(
+                        self.fd.as_raw_fd(),
+                        self.buf.as_mut_ptr() as *mut libc::c_void,
+                        self.buf.len(),
+                        0,
+                    )
+                };
+                if n < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let all = &self.buf[..n as usize];
+                let u32_at =
+                    |b: &[u8], o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+                let u16_at =
+                    |b: &[u8], o: usize| u16::from_ne_bytes(b[o..o + 2].try_into().unwrap());
+                let mut m = 0;
+                while m + 16 <= all.len() {
+                    let len = u32_at(all, m) as usize;
+                    if len < 16 || m + len > all.len() {
+                        break;
+                    }
+                    let msg = &all[m..m + len];
+                    m += (len + 3) & !3;
+                    if u32_at(msg, 8) != self.seq {
+                        continue;
+                    }
+                    match u16_at(msg, 4) {
+                        NLMSG_DONE => break 'recv,
+                        NLMSG_ERROR => {
+                            let errno = if len >= 20 {
+                                (u32_at(msg, 16) as i32).wrapping_neg()
+                            } else {
+                                libc::EIO
+                            };
+                            return Err(std::io::Error::from_raw_os_error(errno));
+                        }
+                        _ => {}
+                    }
+                    if len < 16 + 72 {
+                        continue;
+                    }
+                    let d = &msg[16..];
+                    let (Some(local), Some(remote)) = (
+                        sockaddr(d[0], &d[4..6], &d[8..24]),
+                        sockaddr(d[0], &d[6..8], &d[24..40]),
+                    ) else {
+                        continue;
+                    };
+                    let mut s = TcpSockInfo {
+                        local,
+                        remote,
+                        state: d[1],
+                        inode: u32_at(d, 68) as u64,
+                        info: None,
+                        sndbuf: 0,
+                        rcvbuf: 0,
+                    };
+                    let mut off = 72;
+                    while off + 4 <= d.len() {
+                        let alen = u16_at(d, off) as usize;
+                        if alen < 4 || off + alen > d.len() {
+                            break;
+                        }
+                        let body = &d[off + 4..off + alen];
+                        match u16_at(d, off + 2) {
+                            INET_DIAG_INFO => s.info = Some(crate::tcp::tcp_info_from_bytes(body)),
+                            INET_DIAG_SKMEMINFO => {
+                                let val = |i: usize| {
+                                    body.get(i * 4..i * 4 + 4)
+                                        .map(|b| u32::from_ne_bytes(b.try_into().unwrap()) as u64)
+                                        .unwrap_or(0)
+                                };
+                                s.rcvbuf = val(1);
+                                s.sndbuf = val(3);
+                            }
+                            _ => {}
+                        }
+                        off += (alen + 3) & !3;
+                    }
+                    out.push(s);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::UdpSock;
+
+    #[test]
+    fn tcp_dump_finds_a_flow_with_its_tcp_info() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 1000]).unwrap();
+        let mine = c.local_addr().unwrap();
+        let mut d = UdpDiag::open().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            let all = d.tcp_dump(1 << 1).unwrap();
+            let f = all
+                .iter()
+                .find(|s| s.local == mine)
+                .expect("our flow in the dump");
+            assert_eq!(f.remote, l.local_addr().unwrap());
+            assert_eq!(f.state, 1);
+            assert!(f.sndbuf > 0 && f.rcvbuf > 0, "{f:?}");
+            let i = f.info.expect("tcp_info attribute");
+            // The same figure as getsockopt(TCP_INFO) on our own fd.
+            let own = crate::tcp::tcp_info(c.as_raw_fd()).unwrap();
+            assert_eq!(i.snd_mss, own.snd_mss);
+            if i.bytes_acked == Some(1001) || std::time::Instant::now() > deadline {
+                assert_eq!(i.bytes_acked, Some(1001), "1000 bytes + SYN acknowledged");
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 
     #[test]
     fn exact_lookup_matches_proc_figures() {

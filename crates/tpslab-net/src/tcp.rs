@@ -146,14 +146,18 @@ pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
     if rc != 0 {
         return Err(NetError::last("getsockopt TCP_INFO"));
     }
-    let len = len as usize;
+    Ok(convert(&raw, len as usize))
+}
+
+/// Converts the first `len` valid bytes of a raw `struct tcp_info`.
+fn convert(raw: &RawTcpInfo, len: usize) -> TcpInfo {
     let has = |off: usize, sz: usize| off + sz <= len;
     macro_rules! opt {
         ($f:ident) => {
             has(offset_of!(RawTcpInfo, $f), std::mem::size_of_val(&raw.$f)).then_some(raw.$f)
         };
     }
-    Ok(TcpInfo {
+    TcpInfo {
         state: raw.state,
         ca_state: raw.ca_state,
         options: raw.options,
@@ -179,7 +183,23 @@ pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
         bytes_retrans: opt!(bytes_retrans),
         snd_wnd_bytes: opt!(snd_wnd),
         rcv_wnd_bytes: opt!(rcv_wnd),
-    })
+    }
+}
+
+/// Parses a `struct tcp_info` as the kernel sends it in an INET_DIAG_INFO attribute
+/// (sock_diag): fields beyond `bytes` read as `None`, extra bytes are ignored.
+pub fn tcp_info_from_bytes(bytes: &[u8]) -> TcpInfo {
+    let mut raw = RawTcpInfo::default();
+    let n = bytes.len().min(size_of::<RawTcpInfo>());
+    // SAFETY: copies n <= size_of::<RawTcpInfo>() bytes into a plain-old-data struct.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            (&mut raw as *mut RawTcpInfo).cast::<u8>(),
+            n,
+        )
+    };
+    convert(&raw, n)
 }
 
 fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: i32, what: &str) -> Result<(), NetError> {

@@ -516,8 +516,14 @@ fn flags_that_would_be_ignored_are_refused() {
 fn tcp_watch_bad_values() {
     for (args, names) in [
         (&["tcp", "--watch-pid", "999999999"][..], "999999999"),
-        (&["tcp", "--watch-port", "80", "--sndbuf", "64KiB"][..], "--sndbuf does not apply"),
-        (&["tcp", "127.0.0.1:1", "--watch-port", "80"][..], "leave out TARGET"),
+        (
+            &["tcp", "--watch-port", "80", "--sndbuf", "64KiB"][..],
+            "--sndbuf does not apply",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--watch-port", "80"][..],
+            "leave out TARGET",
+        ),
     ] {
         let out = tpslab(args);
         assert_one_line_error(&out, names);

@@ -201,7 +201,12 @@ def unbound(port):
              " try:\n  s.sendto(q,('127.0.0.1',int(sys.argv[2])));s.recv(512);sys.exit(0)\n"
              " except OSError: time.sleep(0.1)\n"
              "sys.exit(1)")
-    sh(ns(sys.executable, "-c", probe, qf, str(port)), timeout=20)
+    try:
+        sh(ns(sys.executable, "-c", probe, qf, str(port)), timeout=20)
+    except Exception:
+        srv.p.terminate()
+        srv.stop()
+        raise
     return srv
 
 

@@ -156,6 +156,8 @@ fn parse_loss(s: &str) -> Result<f64> {
 
 /// `tpslab serve tcp`.
 pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
+    // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
+    tpslab_net::raise_nofile();
     let listen: SocketAddr = a.bind.parse().map_err(|_| {
         anyhow!(
             "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
@@ -758,13 +760,19 @@ fn watch(a: &TcpArgs, skip_ns: u64) -> Result<ExitCode> {
         ("--target-rate", a.target_rate.is_some()),
         ("--lab-rate", a.lab_rate.is_some()),
         ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
+        ("--lab-loss", a.lab_loss != "0"),
+        ("--lab-queue", a.lab_queue != 1000),
+        ("--no-verify", a.no_verify),
+        ("--write-size", a.write_size != "128KiB"),
     ] {
         if set {
             bail!("{flag} does not apply when watching flows of another process");
         }
     }
     if let Some(p) = a.watch_pid {
-        crate::cli::check_pid(p)?;
+        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+            bail!("--watch-pid {p}: no such process");
+        }
     }
     let stop = install_signals()?;
     let flows = tcpflow::watch_flows(

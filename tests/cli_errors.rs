@@ -515,7 +515,14 @@ fn flags_that_would_be_ignored_are_refused() {
 #[test]
 fn tcp_watch_bad_values() {
     for (args, names) in [
-        (&["tcp", "--watch-pid", "999999999"][..], "999999999"),
+        (
+            &["tcp", "--watch-pid", "999999999"][..],
+            "--watch-pid 999999999: no such process",
+        ),
+        (
+            &["tcp", "--watch-port", "80", "--lab-loss", "1%"][..],
+            "--lab-loss does not apply",
+        ),
         (
             &["tcp", "--watch-port", "80", "--sndbuf", "64KiB"][..],
             "--sndbuf does not apply",

@@ -238,7 +238,8 @@ fn reverse_flow_from_the_source_on_loopback() {
             v.starts_with("not held by this side's receive window"),
             "{v}"
         ),
-        None => assert!(v.contains("cannot be told"), "{v}"),
+        // Linux negotiates TCP timestamps on loopback: the RTT is measured.
+        None => panic!("no verdict with timestamps on: {v} {an}"),
     }
 }
 

@@ -814,12 +814,14 @@ fn receiver(
                 res.window_answered += 1;
                 // Arrival on the monotonic clock: now, less the time it waited in the
                 // socket by the kernel's realtime stamp (both clocks read together).
+                // A stamp from the future, or one older than the send, means the wall
+                // clock stepped: use our own clock for that reply.
                 let rx = match rb.rx_realtime_ns(i) {
-                    Some(t) => {
+                    Some(t) if t <= real && real - t <= now.saturating_sub(sent) => {
                         res.rx_timestamped += 1;
-                        now.saturating_sub(real.saturating_sub(t))
+                        now - (real - t)
                     }
-                    None => now,
+                    _ => now,
                 };
                 if let Some(h) = res.lat_intended.as_mut() {
                     h.saturating_record(rx.saturating_sub(intended));

@@ -476,7 +476,11 @@ fn worker(
             if ev & (READABLE | HANGUP) != 0 && k.sent == k.out.len() {
                 k.out.clear();
                 k.sent = 0;
-                loop {
+                // At most 64 requests or 64 KiB of replies per turn: a client that
+                // pipelines faster than the work goes cannot hold the worker or grow `out`.
+                let mut frames = 0;
+                while frames < 64 && k.out.len() < 64 * 1024 {
+                    frames += 1;
                     match k.r.read(&mut k.s, &Framing::Length) {
                         Ok(n) => {
                             let Conn { r, out, .. } = k;
@@ -498,15 +502,20 @@ fn worker(
                     }
                 }
             }
-            // Send what is pending; keep the rest for when the socket is writable.
-            while !close && k.sent < k.out.len() {
+            // Send what is pending (also the replies to requests that came with the
+            // peer's close); keep the rest for when the socket is writable.
+            let closing = close;
+            while k.sent < k.out.len() {
                 match k.s.write(&k.out[k.sent..]) {
                     Ok(n) => k.sent += n,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => {
-                        c.errors.fetch_add(1, Relaxed);
+                        if !closing {
+                            c.errors.fetch_add(1, Relaxed);
+                        }
                         close = true;
+                        break;
                     }
                 }
             }
@@ -635,6 +644,33 @@ mod tests {
         let four = elapsed(4);
         assert!(one >= Duration::from_millis(78), "{one:?}");
         assert!(four < Duration::from_millis(75), "{four:?}");
+    }
+
+    #[test]
+    fn replies_reach_a_client_that_half_closed_after_its_requests() {
+        for threads in [0, 1] {
+            let srv = RrServer::start(RrConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                mode: RrMode::Echo,
+                work_ns: 0,
+                serial_ns: 0,
+                serialize: false,
+                threads,
+            })
+            .unwrap();
+            let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+            let mut two = frame(b"one");
+            two.extend(frame(b"two"));
+            s.write_all(&two).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut r = FrameReader::default();
+            for want in [&b"one"[..], b"two"] {
+                let n = r.read(&mut s, &Framing::Length).unwrap();
+                assert_eq!(&r.take(n)[4..], want, "threads {threads}");
+            }
+            assert_eq!(srv.stop().requests, 2);
+        }
     }
 
     #[test]

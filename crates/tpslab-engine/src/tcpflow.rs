@@ -475,10 +475,12 @@ pub struct WatchedFlow {
     pub samples: Vec<TcpSample>,
 }
 
-/// Socket inodes of `pid` (its /proc/PID/fd links `socket:[N]`).
-fn socket_inodes(pid: u32) -> std::collections::HashSet<u64> {
+/// Socket inodes of `pid` (its /proc/PID/fd links `socket:[N]`). Errors: the fd
+/// directory cannot be read (another user's process without root).
+fn socket_inodes(pid: u32) -> std::io::Result<std::collections::HashSet<u64>> {
     let mut out = std::collections::HashSet::new();
-    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+    {
+        let dir = std::fs::read_dir(format!("/proc/{pid}/fd"))?;
         for e in dir.flatten() {
             if let Ok(l) = std::fs::read_link(e.path()) {
                 let l = l.to_string_lossy();
@@ -490,7 +492,20 @@ fn socket_inodes(pid: u32) -> std::collections::HashSet<u64> {
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// Whether `pid` lives in the caller's network namespace (then no setns, which needs
+/// CAP_SYS_ADMIN even for one's own namespace, is needed).
+fn same_netns(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata(format!("/proc/{pid}/ns/net")),
+        std::fs::metadata("/proc/self/ns/net"),
+    ) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Samples the established TCP flows of process `pid` (in its network namespace) and/or
@@ -505,19 +520,24 @@ pub fn watch_flows(
 ) -> Result<Vec<WatchedFlow>, EngineError> {
     use tpslab_net::diag::UdpDiag;
     let mut diag = match pid {
-        Some(p) => tpslab_net::ns::NetNs::open(&format!("/proc/{p}/ns/net"))
+        Some(p) if !same_netns(p) => tpslab_net::ns::NetNs::open(&format!("/proc/{p}/ns/net"))
             .and_then(|ns| ns.run(UdpDiag::open))
             .map_err(|e| EngineError::Other(format!("network namespace of PID {p}: {e}")))?
             .map_err(|e| {
                 EngineError::Other(format!("sock_diag in the namespace of PID {p}: {e}"))
             })?,
-        None => UdpDiag::open().map_err(|e| EngineError::Other(format!("sock_diag: {e}")))?,
+        _ => UdpDiag::open().map_err(|e| EngineError::Other(format!("sock_diag: {e}")))?,
     };
     let mut flows: Vec<WatchedFlow> = vec![];
     let t0 = mono_ns();
     let mut next = t0;
     loop {
-        let inodes = pid.map(socket_inodes);
+        let inodes = match pid {
+            Some(p) => Some(socket_inodes(p).map_err(|e| {
+                EngineError::Other(format!("the sockets of PID {p} (/proc/{p}/fd): {e}"))
+            })?),
+            None => None,
+        };
         let now = mono_ns();
         let dump = diag
             .tcp_dump(1 << 1)

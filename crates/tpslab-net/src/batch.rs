@@ -163,12 +163,19 @@ impl RecvBatch {
     pub fn rx_realtime_ns(&self, i: usize) -> Option<u64> {
         self.ctrl.as_ref()?;
         let h = &self.hdrs[i].msg_hdr;
+        if h.msg_flags & libc::MSG_CTRUNC != 0 {
+            return None;
+        }
+        let need = std::mem::size_of::<libc::timespec>() as u32;
         // SAFETY: as in gro_size: the CMSG macros stay within the control buffer the
-        // kernel filled; SCM_TIMESTAMPNS carries a struct timespec.
+        // kernel filled; SCM_TIMESTAMPNS carries a struct timespec (length checked).
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(h);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                if (*c).cmsg_level == libc::SOL_SOCKET
+                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                    && (*c).cmsg_len as usize >= libc::CMSG_LEN(need) as usize
+                {
                     let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                     return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
                 }

@@ -41,7 +41,13 @@ impl Epoll {
         what: &str,
     ) -> Result<(), NetError> {
         let mut ev = libc::epoll_event {
-            events: interest | libc::EPOLLRDHUP as u32,
+            // Half-close reports only matter while reading; watched while only writing,
+            // a peer that shut down its side would wake the wait forever (level-triggered).
+            events: if interest & READABLE != 0 {
+                interest | libc::EPOLLRDHUP as u32
+            } else {
+                interest
+            },
             u64: token,
         };
         // SAFETY: a valid epoll fd and event struct.

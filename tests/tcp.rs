@@ -38,6 +38,42 @@ fn host_state() -> Vec<String> {
     v
 }
 
+/// `tpslab serve tcp` on a free loopback port with `extra` flags, its first line read
+/// (it is listening then); ended by its PID on drop, also when a test fails.
+struct ServeTcp {
+    child: std::process::Child,
+    port: u16,
+    first: String,
+}
+
+impl ServeTcp {
+    fn start(extra: &[&str]) -> ServeTcp {
+        // Port chosen by the kernel for a moment, then given to the server.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = common::tpslab()
+            .args(["serve", "tcp", "--bind", &format!("127.0.0.1:{port}")])
+            .args(["--duration", "20s"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        ServeTcp { child, port, first }
+    }
+}
+
+impl Drop for ServeTcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
     if !common::can_netns("s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers") {
@@ -111,26 +147,8 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
 #[test]
 fn flow_into_the_sink_on_loopback() {
     let _g = common::serial();
-    // Port chosen by the kernel for a moment, then given to the sink.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut sink = common::tpslab()
-        .args([
-            "serve",
-            "tcp",
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-            "--duration",
-            "20s",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(sink.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let sink = ServeTcp::start(&[]);
+    let (port, first) = (sink.port, sink.first.clone());
     assert!(
         first.contains(&format!("sink on 127.0.0.1:{port}")),
         "{first}"
@@ -148,9 +166,7 @@ fn flow_into_the_sink_on_loopback() {
     .args(["--sndbuf", "256KiB", "--target-rate", "1mbit", "--json"])
     .arg(&json);
     let out = common::run(cmd);
-    // The sink is ours: end it by its PID.
-    let _ = sink.kill();
-    let _ = sink.wait();
+    drop(sink);
     assert!(out.status.success());
     let j = common::record(&json);
     let r = &j["runs"][0];
@@ -186,26 +202,8 @@ fn flow_into_the_sink_on_loopback() {
 #[test]
 fn reverse_flow_from_the_source_on_loopback() {
     let _g = common::serial();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut src = common::tpslab()
-        .args([
-            "serve",
-            "tcp",
-            "--mode",
-            "source",
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(["--duration", "20s"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(src.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let src = ServeTcp::start(&["--mode", "source"]);
+    let (port, first) = (src.port, src.first.clone());
     assert!(first.contains("source on"), "{first}");
     let json = common::tmp("reverse-tcp.json");
     let mut cmd = common::tpslab();
@@ -219,8 +217,7 @@ fn reverse_flow_from_the_source_on_loopback() {
     .args(["--duration", "2s", "--skip", "500ms", "--json"])
     .arg(&json);
     let out = common::run(cmd);
-    let _ = src.kill();
-    let _ = src.wait();
+    drop(src);
     assert!(out.status.success());
     let r = &common::record(&json)["runs"][0];
     assert_eq!(r["flow"]["bytes_written"], 0);
@@ -246,28 +243,8 @@ fn reverse_flow_from_the_source_on_loopback() {
 #[test]
 fn watch_another_process_flow_by_pid() {
     let _g = common::serial();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let target = format!("127.0.0.1:{port}");
-    let mut sink = common::tpslab()
-        .args([
-            "serve",
-            "tcp",
-            "--bind",
-            &target,
-            "--rcvbuf",
-            "64KiB",
-            "--duration",
-            "20s",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(sink.stdout.take().unwrap()).lines();
-    let _ = lines.next();
+    let sink = ServeTcp::start(&["--rcvbuf", "64KiB"]);
+    let target = format!("127.0.0.1:{}", sink.port);
     let mut sender = common::tpslab()
         .args(["tcp", &target, "--duration", "6s"])
         .stdout(Stdio::null())
@@ -289,10 +266,9 @@ fn watch_another_process_flow_by_pid() {
     .arg(&json);
     let out = common::run(cmd);
     // Ours: end both by PID.
-    for c in [&mut sender, &mut sink] {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    let _ = sender.kill();
+    let _ = sender.wait();
+    drop(sink);
     assert!(out.status.success());
     let j = common::record(&json);
     let w = j["watched"].as_array().unwrap();

@@ -15,6 +15,17 @@ pub mod server;
 pub mod tcpflow;
 pub mod wire;
 
+/// Whether a socket read/write error only means "try again": a timeout (SO_RCVTIMEO /
+/// SO_SNDTIMEO expired, reported as WouldBlock or TimedOut) or a signal.
+pub(crate) fn retryable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
 /// Engine errors; each names what failed and with which value.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

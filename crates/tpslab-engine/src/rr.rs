@@ -334,14 +334,7 @@ fn serve_conn(
     while !stop.load(Relaxed) {
         let n = match r.read(&mut s, &Framing::Length) {
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if crate::retryable(&e) => continue,
             Err(e) => {
                 if !matches!(
                     e.kind(),
@@ -359,12 +352,7 @@ fn serve_conn(
         while sent < out.len() {
             match s.write(&out[sent..]) {
                 Ok(n) => sent += n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) =>
-                {
+                Err(e) if crate::retryable(&e) => {
                     if stop.load(Relaxed) {
                         return;
                     }

@@ -136,11 +136,7 @@ fn accept_loop(
                 conns.fetch_add(1, Relaxed);
                 let (stop, bytes) = (stop.clone(), bytes.clone());
                 readers.push(std::thread::spawn(move || {
-                    if source {
-                        pour(s, &stop, &bytes)
-                    } else {
-                        sink(s, &stop, &bytes)
-                    }
+                    stream_conn(s, source, &stop, &bytes)
                 }));
                 readers.retain(|h| !h.is_finished());
             }
@@ -152,45 +148,26 @@ fn accept_loop(
     }
 }
 
-fn sink(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
+/// Reads and discards (sink) or writes a stream (`source`) on one connection until the
+/// peer leaves or `stop`; counts the bytes.
+fn stream_conn(mut s: TcpStream, source: bool, stop: &AtomicBool, bytes: &AtomicU64) {
     let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut buf = vec![0u8; 256 * 1024];
+    let tick = Some(Duration::from_millis(100));
+    let _ = s.set_read_timeout(tick);
+    let _ = s.set_write_timeout(tick);
+    let mut buf = vec![0x5au8; 128 * 1024];
     while !stop.load(Relaxed) {
-        match s.read(&mut buf) {
+        let r = if source {
+            s.write(&buf)
+        } else {
+            s.read(&mut buf)
+        };
+        match r {
             Ok(0) => break,
             Ok(n) => {
                 bytes.fetch_add(n as u64, Relaxed);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// Writes to `s` until the peer leaves or `stop`; counts bytes written.
-fn pour(mut s: TcpStream, stop: &AtomicBool, bytes: &AtomicU64) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-    let buf = vec![0x5au8; 128 * 1024];
-    while !stop.load(Relaxed) {
-        match s.write(&buf) {
-            Ok(n) => {
-                bytes.fetch_add(n as u64, Relaxed);
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if crate::retryable(&e) => {}
             Err(_) => break,
         }
     }
@@ -334,13 +311,7 @@ pub fn run_flow(
                     Ok(n) => {
                         if plan.reverse { &read } else { &written }.fetch_add(n as u64, Relaxed);
                     }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock
-                                | std::io::ErrorKind::TimedOut
-                                | std::io::ErrorKind::Interrupted
-                        ) => {}
+                    Err(e) if crate::retryable(&e) => {}
                     Err(e) => {
                         err = Some(format!(
                             "{}: {e}",

@@ -42,6 +42,28 @@ fn words(ip: IpAddr) -> [u8; 16] {
 }
 
 impl UdpDiag {
+    /// Sends one request to the kernel (sock_diag).
+    fn send_request(&self, req: &[u8]) -> std::io::Result<()> {
+        // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
+        let mut nl: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        // SAFETY: req and nl are valid for the lengths given.
+        let n = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                req.as_ptr() as *const libc::c_void,
+                req.len(),
+                0,
+                &nl as *const libc::sockaddr_nl as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Opens the netlink socket (in the calling thread's network namespace).
     pub fn open() -> std::io::Result<UdpDiag> {
         // SAFETY: socket(2) with constant arguments; the fd is owned right away.
@@ -107,23 +129,7 @@ impl UdpDiag {
         req[28..44].copy_from_slice(&words(remote.ip()));
         req[44..60].copy_from_slice(&words(local.ip()));
         req[64..72].copy_from_slice(&[0xff; 8]); // INET_DIAG_NOCOOKIE
-                                                 // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
-        let mut nl: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: req and nl are valid for the lengths given.
-        let n = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                req.as_ptr() as *const libc::c_void,
-                req.len(),
-                0,
-                &nl as *const libc::sockaddr_nl as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        self.send_request(&req)?;
         loop {
             // SAFETY: buf is writable for its length.
             let n = unsafe {
@@ -240,23 +246,7 @@ impl UdpDiag {
             req[17] = libc::IPPROTO_TCP as u8;
             req[18] = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1));
             req[20..24].copy_from_slice(&states.to_ne_bytes());
-            // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
-            let mut nl: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-            nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-            // SAFETY: req and nl are valid for the lengths given.
-            let n = unsafe {
-                libc::sendto(
-                    self.fd.as_raw_fd(),
-                    req.as_ptr() as *const libc::c_void,
-                    req.len(),
-                    0,
-                    &nl as *const libc::sockaddr_nl as *const libc::sockaddr,
-                    std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-                )
-            };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            self.send_request(&req)?;
             'recv: loop {
                 if self.buf.len() < 65536 {
                     self.buf.resize(65536, 0);

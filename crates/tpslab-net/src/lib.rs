@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod diag;
 pub mod ns;
+pub mod perf;
 pub mod poll;
 pub mod sched;
 pub mod sock;

@@ -713,6 +713,35 @@ fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The UDP and TCP socket inodes process `pid` holds open (from /proc/PID/fd, matched in
+/// its namespace's /proc/PID/net/{udp,udp6,tcp,tcp6}), only those on local `port` when
+/// given. Errors when its descriptors cannot be read (another user's process, not root).
+fn process_sockets(
+    pid: u32,
+    net_root: &std::path::Path,
+    port: Option<u16>,
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    if std::fs::read_dir(format!("/proc/{pid}/fd")).is_err() {
+        bail!("--pid {pid}: cannot read /proc/{pid}/fd to find its sockets (run as root or as its user)");
+    }
+    let fds = tpslab_proc::live::socket_inodes(pid);
+    let on_port = |s: &tpslab_proc::UdpSocket| port.is_none_or(|p| s.local.port() == p);
+    let mut udp = tpslab_proc::live::udp(net_root).unwrap_or_default();
+    udp.extend(tpslab_proc::live::udp6(net_root).unwrap_or_default());
+    let udp: Vec<u64> = udp
+        .iter()
+        .filter(|s| fds.binary_search(&s.inode).is_ok() && on_port(s))
+        .map(|s| s.inode)
+        .collect();
+    let tcp: Vec<u64> = tpslab_proc::live::tcp(net_root)
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| fds.binary_search(&s.inode).is_ok() && on_port(s))
+        .map(|s| s.inode)
+        .collect();
+    Ok((udp, tcp))
+}
+
 pub(crate) fn check_pid(pid: u32) -> Result<()> {
     if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
         bail!("--pid {pid}: no such process");
@@ -821,19 +850,38 @@ pub fn main() -> Result<ExitCode> {
             }
             let stop = install_signals()?;
             let t0 = tpslab_net::mono_ns();
+            // A process's sockets are found by the inodes of its open descriptors
+            // (narrowed to --port when both are given).
+            let net_root = a.pid.map_or(PathBuf::from("/proc/self"), |p| {
+                PathBuf::from(format!("/proc/{p}"))
+            });
+            let (udp_inodes, tcp_inodes) = match a.pid {
+                Some(pid) => process_sockets(pid, &net_root, a.port)?,
+                None => (vec![], vec![]),
+            };
             let obs = Observer::start(ObserverConfig {
                 interval: a.interval,
-                net_root: a.pid.map_or(PathBuf::from("/proc/self"), |p| {
-                    PathBuf::from(format!("/proc/{p}"))
-                }),
-                target_inodes: vec![],
+                net_root: net_root.clone(),
+                target_inodes: udp_inodes.clone(),
                 target_port: a.port,
                 target_addr: None,
                 gen_inodes: vec![],
                 gen_root: PathBuf::from("/proc/self"),
                 target_pid: a.pid,
                 target_tids: vec![],
+                count_io: a
+                    .pid
+                    .map(|pid| (tpslab_proc::live::task_ids(pid), true)),
+                tcp_inodes: tcp_inodes.clone(),
             });
+            if let Some(pid) = a.pid {
+                println!(
+                    "tpslab watch: process {pid}: following {} UDP socket(s) and {} TCP socket(s){}",
+                    udp_inodes.len(),
+                    tcp_inodes.len(),
+                    a.port.map_or(String::new(), |p| format!(" on port {p}"))
+                );
+            }
             let end = t0 + a.duration.as_nanos() as u64;
             while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
                 std::thread::sleep(Duration::from_millis(100).min(Duration::from_nanos(

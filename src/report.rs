@@ -292,13 +292,9 @@ fn print_path(title: &str, p: &LedgerPath, explain: bool) {
         hdr.push("source");
     }
     let mut t = table(&hdr);
-    let pct = |c: u64| {
-        if p.attempted == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.2}", 100.0 * c as f64 / p.attempted as f64)
-        }
-    };
+    // A share that cannot be true (above 100 %, or of a path that does not balance) is
+    // not printed.
+    let pct = |c: u64| p.share_pct(c).map_or("-".to_string(), |v| format!("{v:.2}"));
     let mut first = vec![
         "attempted".to_string(),
         p.attempted.to_string(),
@@ -317,14 +313,26 @@ fn print_path(title: &str, p: &LedgerPath, explain: bool) {
     }
     let mut last = vec![
         "  unattributed (no counter explains)".to_string(),
-        p.unattributed.map_or("unknown".into(), |u| u.to_string()),
-        p.unattributed.map_or("-".into(), |u| pct(u.max(0) as u64)),
+        match p.unattributed {
+            None => "unknown".into(),
+            Some(u) if u < 0 => "INCONSISTENT".into(),
+            Some(u) => u.to_string(),
+        },
+        p.unattributed
+            .filter(|u| *u >= 0)
+            .map_or("-".into(), |u| pct(u as u64)),
     ];
     if explain {
         last.push("attempted minus every row above".into());
     }
     t.add_row(last);
     println!("{t}");
+    if let Some(why) = &p.inconsistent {
+        println!("  WARNING: MEASUREMENT INCONSISTENT: {why}; no share and no verdict is drawn from this path");
+    }
+    for n in &p.notes {
+        println!("  {n}");
+    }
 }
 
 /// Prints a run record: validity, generator, server, kernel, ledger.

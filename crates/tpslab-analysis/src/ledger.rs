@@ -71,8 +71,17 @@ pub struct LedgerPath {
     /// Where they went; sums to `attempted` together with `unattributed`.
     pub rows: Vec<LedgerRow>,
     /// Datagrams no counter explains (negative: counters explain more than was sent, i.e.
-    /// other traffic shared a host-wide counter). None when a needed count is unknown.
+    /// a count included traffic that is not this run's; see `inconsistent`). None when a
+    /// needed count is unknown.
     pub unattributed: Option<i64>,
+    /// Why this path does not balance (the counters explain more datagrams than entered
+    /// it): then its shares mean nothing and no verdict may be drawn from it.
+    #[serde(default)]
+    pub inconsistent: Option<String>,
+    /// Shared counters (namespace- or host-wide) that were only partly charged to this
+    /// path, and other remarks on how it was balanced.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl LedgerPath {
@@ -93,6 +102,29 @@ impl LedgerPath {
             .sum::<u64>()
             + self.unattributed.unwrap_or(0).max(0) as u64
     }
+    /// Share of `attempted`, percent, for a count of this path; None when the path does
+    /// not balance or the share would exceed 100 % (a figure that cannot be true).
+    pub fn share_pct(&self, count: u64) -> Option<f64> {
+        (self.inconsistent.is_none() && self.attempted > 0 && count <= self.attempted)
+            .then(|| 100.0 * count as f64 / self.attempted as f64)
+    }
+}
+
+/// Why a path with `gap` (on the wire minus everything explained) does not balance.
+fn inconsistency(gap: i64, what: &str) -> Option<String> {
+    (gap < 0).then(|| {
+        format!(
+            "the counters explain {} datagrams more than {what}: a count includes traffic that is not this run's (another sender to the same socket, or a reader of other sockets), so this path cannot be balanced",
+            -gap
+        )
+    })
+}
+
+/// Remark for a shared counter only partly charged to a path.
+fn leftover(name: &str, left: u64) -> Option<String> {
+    (left > 0).then(|| {
+        format!("{left} {name} not charged to this run (the counter is shared with other traffic)")
+    })
 }
 
 /// The two-direction ledger of a run.
@@ -133,9 +165,14 @@ impl Ledger {
             i.gen_send_failed,
             "generator's sendmmsg errors",
         )];
-        // What the per-socket counters and the server's reads leave unexplained.
-        let explained = i.no_ports + sock + i.server_read.unwrap_or(0);
+        // What the per-socket counters and the server's reads leave unexplained; the
+        // shared counters (NoPorts per namespace, NIC and softnet per host) are charged
+        // up to that, NoPorts first.
+        let explained = sock + i.server_read.unwrap_or(0);
         let mut gap = on_wire as i64 - explained as i64;
+        let mut no_ports = i.no_ports;
+        let no_ports_req = charge(&mut no_ports, gap);
+        gap -= no_ports_req as i64;
         let nic_req = charge(&mut nic, gap);
         gap -= nic_req as i64;
         let softnet_req = charge(&mut softnet, gap);
@@ -155,7 +192,7 @@ impl Ledger {
         req_rows.push(row(
             "no_ports",
             "no listener on the port",
-            i.no_ports,
+            no_ports_req,
             "/proc/net/snmp `Udp: NoPorts` + snmp6 `Udp6NoPorts`, delta",
         ));
         req_rows.push(row(
@@ -172,11 +209,20 @@ impl Ledger {
                 &i.server_counts_source,
             ));
         }
+        let known = i.server_read.is_some() && i.server_socket_drops.is_some();
         let request = LedgerPath {
             attempted: i.gen_attempted,
             rows: req_rows,
-            unattributed: (i.server_read.is_some() && i.server_socket_drops.is_some())
-                .then_some(gap),
+            unattributed: known.then_some(gap),
+            inconsistent: if known {
+                inconsistency(gap, "the generator put on the wire")
+            } else {
+                None
+            },
+            notes: [leftover("datagrams of Udp: NoPorts", no_ports)]
+                .into_iter()
+                .flatten()
+                .collect(),
         };
         let reply = if i.replies_expected {
             let attempted = i.server_reply_attempted;
@@ -229,12 +275,30 @@ impl Ledger {
                 ),
             ]);
             // The path starts with what the server read (it owes each a reply): rows are
-            // not answered + failed + the fates of the replies sent.
-            let start = i.server_read.or(attempted);
+            // not answered + failed + the fates of the replies sent. A server that sends
+            // several datagrams per request (frames) starts it with what it sent.
+            let start = match (i.server_read, attempted) {
+                (Some(r), Some(a)) => Some(r.max(a)),
+                (r, a) => r.or(a),
+            };
+            let mut notes = vec![];
+            if let (Some(r), Some(a)) = (i.server_read, attempted) {
+                if a > r && r > 0 {
+                    notes.push(format!(
+                        "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent",
+                        a as f64 / r as f64
+                    ));
+                }
+            }
+            notes.extend(leftover("NIC drops", nic));
+            notes.extend(leftover("softnet backlog drops", softnet));
             Some(LedgerPath {
                 attempted: start.unwrap_or(0),
                 rows,
                 unattributed: attempted.map(|_| gap),
+                inconsistent: attempted
+                    .and_then(|_| inconsistency(gap, "the server sent")),
+                notes,
             })
         } else {
             None

@@ -12,6 +12,7 @@ pub mod probe;
 pub mod ramp;
 pub mod rr;
 pub mod server;
+pub mod sockio;
 pub mod tcpflow;
 pub mod wire;
 

@@ -41,6 +41,12 @@ pub struct ObserverConfig {
     pub target_pid: Option<u32>,
     /// Threads whose CPU time and context switches are summed (empty: all of target_pid's).
     pub target_tids: Vec<u32>,
+    /// Threads whose UDP reads and sends are counted exactly by tracepoints (with
+    /// inheritance when true: threads they create later count too); None: not counted.
+    pub count_io: Option<(Vec<u32>, bool)>,
+    /// Inodes of TCP sockets to follow (a watched process's): their queues are summed at
+    /// every slow sample (100 ms) from `<net_root>/net/tcp{,6}`.
+    pub tcp_inodes: Vec<u64>,
 }
 
 /// One sample of every counter.
@@ -67,6 +73,14 @@ struct Raw {
     task_vol: u64,
     task_invol: u64,
     task_run_ns: u64,
+    /// The counted threads' UDP reads and sends (tracepoints), when counted.
+    io: Option<crate::sockio::UdpIo>,
+    /// Followed TCP sockets seen, and their rx/tx queues summed (bytes; for listening
+    /// sockets rx_queue is the accept queue in connections).
+    tcp_sockets: usize,
+    tcp_listen_rxq: u64,
+    tcp_rxq: u64,
+    tcp_txq: u64,
 }
 
 /// Which sockets of /proc/net/udp{,6} are the target's.
@@ -184,6 +198,7 @@ struct Sampler {
     tids: Vec<u32>,
     errors: BTreeSet<String>,
     proc_root: PathBuf,
+    io: Option<crate::sockio::ProcessUdpIo>,
 }
 
 impl Sampler {
@@ -330,6 +345,9 @@ impl Sampler {
             (r.srv_rxq, r.gen_rxq) = (0, 0);
             self.scan(&mut r);
         }
+        if let Some(io) = self.io.as_mut() {
+            r.io = Some(io.read(slow));
+        }
         let root = self.cfg.net_root.clone();
         r.srv_drops = self.srv_track.total();
         r.gen_drops = self.gen_track.total();
@@ -337,6 +355,21 @@ impl Sampler {
         let proc_root = self.proc_root.clone();
         if !r.slow {
             return r;
+        }
+        if !self.cfg.tcp_inodes.is_empty() {
+            (r.tcp_sockets, r.tcp_listen_rxq, r.tcp_rxq, r.tcp_txq) = (0, 0, 0, 0);
+            for s in self.note(live::tcp(&root)).unwrap_or_default() {
+                if self.cfg.tcp_inodes.contains(&s.inode) {
+                    r.tcp_sockets += 1;
+                    // State 0x0A = TCP_LISTEN: rx_queue is the accept queue.
+                    if s.state == 0x0A {
+                        r.tcp_listen_rxq += s.rx_queue;
+                    } else {
+                        r.tcp_rxq += s.rx_queue;
+                        r.tcp_txq += s.tx_queue;
+                    }
+                }
+            }
         }
         if let Some(s) = self.note(live::snmp(&root)) {
             if let Some(u) = s.udp {
@@ -393,6 +426,7 @@ pub struct Observer {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<(Vec<Raw>, BTreeSet<String>, Vec<String>)>,
     interval: Duration,
+    io_source: Option<String>,
 }
 
 impl Observer {
@@ -426,6 +460,19 @@ impl Observer {
             }
         };
         let diag = open_in(&cfg.net_root);
+        let mut io_errors = BTreeSet::new();
+        let io = cfg.count_io.as_ref().and_then(|(tids, inherit)| {
+            match crate::sockio::ProcessUdpIo::attach(tids, *inherit) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    io_errors.insert(format!(
+                        "exact per-thread UDP read/send counts unavailable: {e}"
+                    ));
+                    None
+                }
+            }
+        });
+        let io_source = io.as_ref().map(|c| c.source.clone());
         let gen_diag = if cfg.gen_root == cfg.net_root {
             None
         } else {
@@ -442,8 +489,9 @@ impl Observer {
             gen_track: DropTrack::default(),
             first: true,
             tids,
-            errors: BTreeSet::new(),
+            errors: io_errors,
             proc_root: PathBuf::from("/proc"),
+            io,
         };
         // Host-wide counters, the full socket scan and the target threads' CPU time every
         // 100 ms at most: they cost most of the observer's CPU time and change slowly; the
@@ -500,6 +548,7 @@ impl Observer {
             stop,
             handle,
             interval,
+            io_source,
         }
     }
 
@@ -507,7 +556,15 @@ impl Observer {
     pub fn stop(self) -> ObserverReport {
         self.stop.store(true, Relaxed);
         let (raws, errors, sched) = self.handle.join().expect("observer thread");
-        build_report(&raws, self.interval, errors.into_iter().collect(), sched)
+        let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
+        if let Some(src) = self.io_source {
+            for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {
+                rep.sources.insert(k.to_string(), src.clone());
+            }
+            rep.sources
+                .insert("server_reads_per_s".to_string(), src.clone());
+        }
+        rep
     }
 }
 
@@ -566,6 +623,9 @@ pub fn sources() -> BTreeMap<String, String> {
         ("udp_mem_errors", "/proc/PID/net/snmp Udp: MemErrors + Udp6MemErrors"),
         ("udp_in_csum_errors", "/proc/PID/net/snmp Udp: InCsumErrors + Udp6InCsumErrors"),
         ("softnet_dropped", "/proc/net/softnet_stat column 2, all CPUs (host-wide)"),
+        ("tcp_rx_queue_bytes", "/proc/PID/net/tcp{,6} rx_queue of the process's connected TCP sockets, summed, every 100 ms"),
+        ("tcp_tx_queue_bytes", "/proc/PID/net/tcp{,6} tx_queue of the process's connected TCP sockets, summed, every 100 ms"),
+        ("tcp_accept_queue", "/proc/PID/net/tcp{,6} rx_queue of the process's listening TCP sockets (connections waiting for accept), every 100 ms"),
         ("softnet_processed", "/proc/net/softnet_stat column 1, all CPUs (host-wide)"),
         ("softnet_time_squeeze", "/proc/net/softnet_stat column 3, all CPUs (host-wide)"),
         ("dev_rx_drop", "/proc/PID/net/dev rx drop, all interfaces"),
@@ -606,9 +666,15 @@ fn build_report(
         }
         (a, b)
     };
+    let tcp = raws.iter().any(|r| r.tcp_sockets > 0);
     for (i, r) in raws.iter().enumerate() {
         push("server_rx_queue_bytes", r.srv_rxq as f64);
         push("gen_rx_queue_bytes", r.gen_rxq as f64);
+        if tcp {
+            push("tcp_rx_queue_bytes", r.tcp_rxq as f64);
+            push("tcp_tx_queue_bytes", r.tcp_txq as f64);
+            push("tcp_accept_queue", r.tcp_listen_rxq as f64);
+        }
         if i == 0 {
             continue;
         }
@@ -616,6 +682,9 @@ fn build_report(
         let dt = (r.t_ns.saturating_sub(p.t_ns) as f64 / 1e9).max(1e-9);
         let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
         push("server_drops_per_s", rate(r.srv_drops, p.srv_drops));
+        if let (Some(a), Some(b)) = (p.io, r.io) {
+            push("server_reads_per_s", rate(b.read, a.read));
+        }
         let (a, b) = bracket(i);
         let (ra, rb) = (&raws[a], &raws[b]);
         let sdt = (rb.t_ns.saturating_sub(ra.t_ns) as f64 / 1e9).max(1e-9);
@@ -696,8 +765,17 @@ fn build_report(
             ("target_invol_ctxt", d(a.task_invol, b.task_invol)),
             ("target_run_ns", d(a.task_run_ns, b.task_run_ns)),
             ("server_sockets_found", b.srv_sockets as u64),
+            ("tcp_sockets_found", b.tcp_sockets as u64),
         ] {
             deltas.insert(k.to_string(), v);
+        }
+        if let (Some(x), Some(y)) = (a.io, b.io) {
+            deltas.insert("server_io_read".into(), d(x.read, y.read));
+            deltas.insert("server_io_sent".into(), d(x.sent, y.sent));
+            deltas.insert(
+                "server_io_send_failed".into(),
+                d(x.send_failed, y.send_failed),
+            );
         }
         for (x, y) in a.softnet_per_cpu.iter().zip(&b.softnet_per_cpu) {
             let cpu = x.0;

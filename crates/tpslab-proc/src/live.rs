@@ -168,6 +168,23 @@ pub fn udp(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {
     Ok(parse_udp(read(&p)?.as_bytes(), &label(&p))?)
 }
 
+/// Read and parse `<root>/net/tcp` and `tcp6` (TCP sockets): their first eleven columns
+/// are those of the UDP tables (state, tx_queue:rx_queue, inode; for a listening socket
+/// rx_queue is its accept queue, in connections); `drops` is not a TCP column and is None.
+pub fn tcp(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {
+    let mut v = vec![];
+    for f in ["net/tcp", "net/tcp6"] {
+        let p = root.join(f);
+        if let Some(s) = read_opt(&p)? {
+            v.extend(parse_udp(s.as_bytes(), &label(&p))?.into_iter().map(|mut s| {
+                s.drops = None;
+                s
+            }));
+        }
+    }
+    Ok(v)
+}
+
 /// Read and parse `<root>/net/udp6` (IPv6 UDP sockets); an empty list if the
 /// file does not exist (IPv6 disabled).
 pub fn udp6(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {

@@ -1,0 +1,115 @@
+//! Exact counts of the UDP datagrams a process's threads read and sent, whatever else
+//! runs on the host: the `sock:sock_recv_length` and `sock:sock_send_length` tracepoints
+//! (kernel 6.4+) counted per thread with perf_event_open, filtered to UDP
+//! (see [`tpslab_net::perf`]).
+//!
+//! The counters are opened on every thread the process has when they are attached, with
+//! inheritance, so threads those create later are counted too. A recvmmsg/sendmmsg of N
+//! datagrams counts N (the tracepoints fire per message); a GRO read of coalesced
+//! datagrams or a GSO send counts 1.
+
+use tpslab_net::perf::{
+    tracepoint_id, TracepointCounter, UDP_READ_FILTER, UDP_SEND_FAILED_FILTER, UDP_SENT_FILTER,
+};
+
+/// Datagram counts of a set of threads at one instant (since the counters were opened).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpIo {
+    /// UDP datagrams read (recv*/read returning >= 0, not MSG_PEEK).
+    pub read: u64,
+    /// UDP datagrams sent (send* returning >= 0).
+    pub sent: u64,
+    /// UDP sends that failed (send* returning an error).
+    pub send_failed: u64,
+}
+
+/// One thread's three counters and their values at the last read.
+#[derive(Debug)]
+struct ThreadCounters {
+    read: TracepointCounter,
+    sent: TracepointCounter,
+    failed: TracepointCounter,
+    last: UdpIo,
+    /// Changed at the last full read: read at every sample.
+    hot: bool,
+}
+
+/// Counters on the threads of one process (or a given set of threads).
+#[derive(Debug)]
+pub struct ProcessUdpIo {
+    threads: Vec<ThreadCounters>,
+    /// Human description of where the counts come from, for the record.
+    pub source: String,
+}
+
+impl ProcessUdpIo {
+    /// Opens the counters on `tids` (`inherit`: and on the threads they create later).
+    /// Errors: the tracepoints do not exist (kernel < 6.4), perf_event_open is refused
+    /// (not root), or no thread could be attached.
+    pub fn attach(tids: &[u32], inherit: bool) -> Result<ProcessUdpIo, tpslab_net::NetError> {
+        let rid = tracepoint_id("sock", "sock_recv_length")?;
+        let sid = tracepoint_id("sock", "sock_send_length")?;
+        let mut threads = vec![];
+        let mut last_err = None;
+        for &tid in tids {
+            let open = || -> Result<ThreadCounters, tpslab_net::NetError> {
+                Ok(ThreadCounters {
+                    read: TracepointCounter::open(rid, tid, UDP_READ_FILTER, inherit)?,
+                    sent: TracepointCounter::open(sid, tid, UDP_SENT_FILTER, inherit)?,
+                    failed: TracepointCounter::open(sid, tid, UDP_SEND_FAILED_FILTER, inherit)?,
+                    last: UdpIo::default(),
+                    hot: true,
+                })
+            };
+            match open() {
+                Ok(t) => threads.push(t),
+                // A thread that ended meanwhile is not an error.
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => last_err = Some(e),
+            }
+        }
+        if let Some(e) = last_err {
+            return Err(e);
+        }
+        if threads.is_empty() {
+            return Err(tpslab_net::NetError::Invalid(
+                "no thread of the process could be counted (it ended?)".into(),
+            ));
+        }
+        let n = threads.len();
+        Ok(ProcessUdpIo {
+            threads,
+            source: format!(
+                "tracepoints sock:sock_recv_length / sock:sock_send_length (UDP) counted on the server's {n} thread(s) with perf_event_open"
+            ),
+        })
+    }
+
+    /// Attaches to every thread of process `pid`, with inheritance.
+    pub fn attach_pid(pid: u32) -> Result<ProcessUdpIo, tpslab_net::NetError> {
+        ProcessUdpIo::attach(&tpslab_proc::live::task_ids(pid), true)
+    }
+
+    /// Current totals. `full`: read every thread's counters and mark which moved; else
+    /// only those that moved at the last full read (the others keep their last value).
+    pub fn read(&mut self, full: bool) -> UdpIo {
+        let mut total = UdpIo::default();
+        for t in &mut self.threads {
+            if full || t.hot {
+                let now = UdpIo {
+                    read: t.read.read().unwrap_or(t.last.read),
+                    sent: t.sent.read().unwrap_or(t.last.sent),
+                    send_failed: t.failed.read().unwrap_or(t.last.send_failed),
+                };
+                if full {
+                    t.hot = now != t.last;
+                }
+                t.last = now;
+            }
+            total.read += t.last.read;
+            total.sent += t.last.sent;
+            total.send_failed += t.last.send_failed;
+        }
+        total
+    }
+}

@@ -101,8 +101,14 @@ pub(crate) enum DiagProto {
 
 #[derive(Args, Debug)]
 pub(crate) struct DiagUdpArgs {
-    /// Server address, HOST:PORT.
-    pub(crate) target: String,
+    /// Server address, HOST:PORT (not with --server-cmd).
+    pub(crate) target: Option<String>,
+    /// Start the user's server for each run: a shell command with {port} (e.g.
+    /// 'java UdpServer.java {port}'), stopped by PID after the run; with --verify the
+    /// recommended host sysctls are applied before it starts again, so the fix is proven
+    /// on the user's own server.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
     #[command(flatten)]
     pub(crate) load: LoadFlags,
     /// Sender threads (one socket each).
@@ -179,9 +185,10 @@ pub(crate) struct ServerFlags {
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct LoadFlags {
-    /// Mean rate, datagrams per second, or max (as fast as the path allows).
-    #[arg(long, default_value = "10000")]
-    pub(crate) rate: String,
+    /// Mean rate, datagrams per second, or max (as fast as the path allows); default
+    /// 10000, or burst / burst-interval when those are given.
+    #[arg(long)]
+    pub(crate) rate: Option<String>,
     /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
     #[arg(long, default_value_t = 1024)]
     pub(crate) size: usize,
@@ -572,25 +579,44 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
     if f.burst == 0 {
         bail!("--burst 0: allowed 1 or more datagrams per burst");
     }
-    let rate = match f.burst_interval {
-        Some(iv) => {
+    let given = match f.rate.as_deref() {
+        None => None,
+        Some("max") => Some(f64::INFINITY),
+        Some(r) => Some(
+            r.parse::<f64>()
+                .ok()
+                .filter(|r| r.is_finite() && *r > 0.0 && *r <= 100e6)
+                .ok_or_else(|| {
+                    anyhow!("--rate {r}: allowed a rate above 0 up to 100000000 pps, or max")
+                })?,
+        ),
+    };
+    let rate = match (f.burst_interval, given) {
+        (Some(iv), given) => {
             if iv.is_zero() {
                 bail!("--burst-interval 0: allowed a positive duration, e.g. 50ms");
             }
-            f.burst as f64 / iv.as_secs_f64()
+            let implied = f.burst as f64 / iv.as_secs_f64();
+            if !(implied <= 100e6) {
+                bail!(
+                    "--burst {} --burst-interval {}: {implied:.0} pps mean; allowed up to 100000000 pps",
+                    f.burst,
+                    humantime::format_duration(iv)
+                );
+            }
+            // A --rate that disagrees with what the bursts imply would be silently replaced.
+            if let Some(r) = given.filter(|r| (r - implied).abs() > 1e-6 * implied) {
+                bail!(
+                    "--rate {} disagrees with --burst {} --burst-interval {} ({implied:.0} pps mean); give --rate with --burst, or --burst with --burst-interval",
+                    if r.is_infinite() { "max".to_string() } else { format!("{r}") },
+                    f.burst,
+                    humantime::format_duration(iv)
+                );
+            }
+            implied
         }
-        None if f.rate == "max" => f64::INFINITY,
-        None => f
-            .rate
-            .parse::<f64>()
-            .ok()
-            .filter(|r| r.is_finite() && *r > 0.0 && *r <= 100e6)
-            .ok_or_else(|| {
-                anyhow!(
-                    "--rate {}: allowed a rate above 0 up to 100000000 pps, or max",
-                    f.rate
-                )
-            })?,
+        (None, Some(r)) => r,
+        (None, None) => 10_000.0,
     };
     if rate.is_infinite() && f.burst > 1 {
         bail!("--rate max sends back to back: --burst does not apply");

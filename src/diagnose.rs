@@ -2,7 +2,8 @@
 
 use crate::cli::{self, DiagProto, DiagnoseArgs};
 use crate::report;
-use anyhow::Result;
+use crate::userserver::UserServer;
+use anyhow::{bail, Result};
 use serde::Serialize;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -15,6 +16,7 @@ use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
+use tpslab_net::sched::SchedPolicy;
 
 /// Schema of the diagnose record.
 pub const SCHEMA: &str = "tpslab.diagnose/1";
@@ -108,6 +110,7 @@ fn run_secs(p: &UdpRunPlan) -> f64 {
 fn apply_fix(
     plan: &mut UdpRunPlan,
     fix: &Fix,
+    restartable: bool,
 ) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
     let mut applied = vec![];
     let mut sysctls = vec![];
@@ -134,11 +137,12 @@ fn apply_fix(
     }
     for (k, v) in &fix.sysctls {
         let socket_level = k == "net.core.rmem_max" || k == "net.core.rmem_default";
-        if socket_level && !ours {
+        if socket_level && !ours && !restartable {
             skipped.push(format!(
-                "{k}={v}: applies to sockets created after the change; the running server keeps its buffer until it re-creates its socket (restart it, or have it set SO_RCVBUF)"
+                "{k}={v} not applied: it reaches only sockets created after the change, and tpslab did not start this server; apply it, restart the server{} so it re-creates its socket, and run diagnose again (or pass --server-cmd so tpslab starts the server itself and proves the fix)",
+                plan.target_pid.map_or(String::new(), |p| format!(" (PID {p})"))
             ));
-        } else if socket_level && (tpslab_net::is_root() || k == "net.core.rmem_default") {
+        } else if ours && socket_level && (tpslab_net::is_root() || k == "net.core.rmem_default") {
             // Our server asks for its buffer itself (SO_RCVBUFFORCE as root): no host-wide
             // change needed; rmem_default would only enlarge every other socket.
         } else {
@@ -147,6 +151,9 @@ fn apply_fix(
     }
     for (k, v) in &sysctls {
         applied.push(format!("sysctl {k}={v} (restored afterwards)"));
+    }
+    if restartable && !ours && !sysctls.is_empty() {
+        applied.push("the server started again after the change (--server-cmd)".into());
     }
     (sysctls, applied, skipped)
 }
@@ -162,7 +169,25 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             !a.no_verify,
         ),
         Some(DiagProto::Udp(u)) => {
-            let target = cli::resolve(&u.target)?;
+            let target = match (&u.target, &u.server_cmd) {
+                (Some(t), None) => cli::resolve(t)?,
+                (None, Some(cmd)) => {
+                    if !cmd.contains("{port}") {
+                        bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
+                    }
+                    if u.pid.is_some() || u.port.is_some() {
+                        bail!("--server-cmd starts the server itself: --pid and --port do not apply");
+                    }
+                    // Replaced by the port the started server listens on.
+                    "127.0.0.1:0".parse().unwrap()
+                }
+                (Some(_), Some(_)) => bail!(
+                    "diagnose udp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
+                ),
+                (None, None) => bail!(
+                    "diagnose udp: give HOST:PORT of the server (with --pid PID), or --server-cmd 'COMMAND {{port}}'"
+                ),
+            };
             if let Some(pid) = u.pid {
                 cli::check_pid(pid)?;
             }
@@ -175,15 +200,39 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                     target_pid: u.pid,
                     watch_port: u.port,
                 },
-                format!("UDP server at {target}"),
+                match &u.server_cmd {
+                    Some(cmd) => format!("UDP server started by tpslab: {cmd}"),
+                    None => format!("UDP server at {target}"),
+                },
                 a.verify,
             )
+        }
+    };
+    let server_cmd = match &a.target {
+        Some(DiagProto::Udp(u)) => u.server_cmd.clone(),
+        None => None,
+    };
+    if a.verify && a.no_verify {
+        bail!("--verify and --no-verify contradict each other: give one");
+    }
+    // One run: with --server-cmd the user's server is started for it and stopped after.
+    let run_once = |mut p: UdpRunPlan, stop: &AtomicBool| -> Result<RunRecord> {
+        match &server_cmd {
+            None => Ok(run_udp(p, stop)?),
+            Some(cmd) => {
+                let user = UserServer::start(cmd, &[], SchedPolicy::Other)?;
+                p.load.target = std::net::SocketAddr::from(([127, 0, 0, 1], user.port));
+                p.target_pid = Some(user.child.id());
+                let r = run_udp(p, stop);
+                drop(user);
+                Ok(r?)
+            }
         }
     };
     let stop = cli::install_signals()?;
     let probe = probe_truesize(plan.load.datagram_len(), None)?;
     let before = with_progress("run 1/2: as is", run_secs(&plan), || {
-        run_udp(plan.clone(), &stop)
+        run_once(plan.clone(), &stop)
     })?;
     let facts = Facts::from_record(&before, Some(&probe));
     let diag = diagnose(&facts, Some(&probe));
@@ -197,7 +246,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             Some(fix) => {
                 let mut plan2 = plan.clone();
                 plan2.load.run_id = plan.load.run_id.wrapping_add(1);
-                let (sysctls, what, skipped) = apply_fix(&mut plan2, fix);
+                let (sysctls, what, skipped) = apply_fix(&mut plan2, fix, server_cmd.is_some());
                 applied = what;
                 notes.extend(skipped);
                 if applied.is_empty() {
@@ -214,7 +263,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                         Ok(mut guard) => {
                             let r =
                                 with_progress("run 2/2: with the fix", run_secs(&plan2), || {
-                                    run_udp(plan2, &stop)
+                                    run_once(plan2, &stop)
                                 });
                             if let Some(g) = guard.as_mut() {
                                 let done = g.restore();

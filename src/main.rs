@@ -6,6 +6,7 @@ mod ramp;
 mod report;
 mod sweep;
 mod tcp;
+mod userserver;
 
 use std::process::ExitCode;
 

@@ -402,6 +402,23 @@ pub fn print_diagnosis(
     println!();
     println!("VERDICT: {}", d.headline);
     println!("  where: {}", d.layer);
+    if let Some(t) = &before.target {
+        println!(
+            "  server: PID {} {} ({}, {} thread(s)); its reads and replies {}",
+            t.pid,
+            t.exe,
+            t.runtime.name(),
+            t.threads,
+            if t.exact_counts {
+                "counted exactly on its threads (perf tracepoints)"
+            } else {
+                "NOT counted on its threads: derived from namespace-wide counters (see the notes)"
+            }
+        );
+    }
+    if let Some(g) = &before.generator {
+        print_load_line(g);
+    }
     println!();
     println!("Evidence:");
     for e in &d.evidence {
@@ -430,6 +447,11 @@ pub fn print_diagnosis(
     if !d.buffer_notes.is_empty() {
         println!("Buffer arithmetic (measured on this kernel):");
         for n in &d.buffer_notes {
+            println!("  - {n}");
+        }
+    }
+    if explain {
+        for n in &d.explain_notes {
             println!("  - {n}");
         }
     }
@@ -482,7 +504,41 @@ pub fn print_diagnosis(
             println!("  restored {k} = {v}");
         }
     }
-    for n in notes {
+    for n in before.notes.iter().chain(notes) {
         println!("note: {n}");
+    }
+}
+
+/// One line on the load and what came back: shape, TPS and RTT percentiles.
+fn print_load_line(g: &GeneratorReport) {
+    let shape = if g.rate_max {
+        "as fast as the path allows".to_string()
+    } else if g.burst > 1 {
+        format!(
+            "bursts of {} every {} ({:.0} pps mean)",
+            g.burst,
+            fmt_ns(g.burst_interval_ns as f64),
+            g.rate_pps
+        )
+    } else {
+        format!("a steady {:.0} pps", g.rate_pps)
+    };
+    print!("  load: {} B datagrams, {shape}", g.size_bytes);
+    if g.match_mode != MatchMode::None {
+        print!("; TPS {:.0} (answered per s in the window)", g.tps);
+        let l = &g.latency_intended;
+        if l.count > 0 {
+            print!(
+                "; RTT from intended send p50 {} p99 {} p99.9 {} max {}",
+                fmt_ns(l.p50_ns as f64),
+                fmt_ns(l.p99_ns as f64),
+                fmt_ns(l.p999_ns as f64),
+                fmt_ns(l.max_ns as f64)
+            );
+        }
+    }
+    println!();
+    if !g.valid {
+        println!("  RUN INVALID: {}", g.invalid_reasons.join("; "));
     }
 }

@@ -464,74 +464,6 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A user's server started for one run and stopped (by PID) when dropped.
-struct UserServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl UserServer {
-    /// Starts `template` with a free port and waits (at most 5 s) until it listens;
-    /// applies the cell's cpus/sched to every thread of it, like taskset -p / chrt -p.
-    fn start(template: &str, cpus: &[usize], sched: SchedPolicy) -> Result<UserServer> {
-        let port = tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false)?
-            .local_addr()
-            .port();
-        let cmd = template.replace("{port}", &port.to_string());
-        let child = std::process::Command::new("sh")
-            .args(["-c", &format!("exec {cmd}")])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .with_context(|| format!("--server-cmd \"{cmd}\""))?;
-        let mut srv = UserServer { child, port };
-        let pid = srv.child.id();
-        let target = tpslab_engine::observe::SocketMatch {
-            port: Some(port),
-            ..Default::default()
-        };
-        let root = PathBuf::from(format!("/proc/{pid}"));
-        let t0 = std::time::Instant::now();
-        while tpslab_engine::observe::socket_queue(&root, &target).0 == 0 {
-            if let Some(st) = srv.child.try_wait()? {
-                bail!("--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}");
-            }
-            if t0.elapsed() > Duration::from_secs(5) {
-                bail!("--server-cmd \"{cmd}\": no UDP socket on port {port} after 5 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for tid in tpslab_proc::live::task_ids(pid) {
-            if !cpus.is_empty() {
-                tpslab_net::sched::set_affinity_of(tid, cpus)?;
-            }
-            if sched != SchedPolicy::Other {
-                tpslab_net::sched::set_policy_of(tid, sched)?;
-            }
-        }
-        Ok(srv)
-    }
-}
-
-impl Drop for UserServer {
-    fn drop(&mut self) {
-        tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
-        // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
-        // SAFETY: kill on our own child's PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < Duration::from_secs(1) {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Checks a plan however it was made (flags, plan file, or plan.json on --resume): the
 /// same limits as the command line's.
 fn check_plan(plan: &Plan) -> Result<()> {
@@ -667,7 +599,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                         &stop,
                     )?,
                     Some(cmd) => {
-                        let user = UserServer::start(cmd, &srv.cpus, srv.sched)?;
+                        let user = crate::userserver::UserServer::start(cmd, &srv.cpus, srv.sched)?;
                         load.target = std::net::SocketAddr::from(([127, 0, 0, 1], user.port));
                         let pid = user.child.id();
                         let rec = run_udp(

@@ -9,6 +9,7 @@ pub mod buffer;
 pub mod experiment;
 pub mod ledger;
 pub mod record;
+pub mod runtime;
 pub mod stats;
 pub mod sweep;
 pub mod tcp;

@@ -41,6 +41,24 @@ pub struct RunRecord {
     /// (/proc/self/status VmHWM).
     #[serde(default)]
     pub peak_rss_kib: Option<u64>,
+    /// The process behind a target that is not tpslab's (load/diagnose --pid).
+    #[serde(default)]
+    pub target: Option<TargetProcess>,
+}
+
+/// A foreign server process, as found at the start of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetProcess {
+    /// Its PID.
+    pub pid: u32,
+    /// Its executable (/proc/PID/exe).
+    pub exe: String,
+    /// Its runtime (from the executable's name, its mapped libraries, Go's build info).
+    pub runtime: crate::runtime::Runtime,
+    /// Threads when the run started (/proc/PID/task).
+    pub threads: usize,
+    /// Whether its reads and sends were counted exactly on its threads (tracepoints).
+    pub exact_counts: bool,
 }
 
 /// Facts about the host the run happened on.

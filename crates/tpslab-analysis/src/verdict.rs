@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 pub enum Case {
     /// The generator could not keep its schedule or lost replies itself.
     GeneratorInvalid,
+    /// The ledger does not balance: a count includes traffic that is not this run's.
+    Inconsistent,
     /// Nothing listened on the target port (Udp: NoPorts).
     NoListener,
     /// Nothing was lost.
@@ -117,6 +119,26 @@ pub struct Facts {
     pub netdev_max_backlog: Option<u64>,
     /// Target port.
     pub port: u16,
+    /// Why the ledger does not balance (None: it does, or its balance is unknown).
+    #[serde(default)]
+    pub inconsistent: Option<String>,
+    /// Datagrams the server read per second while datagrams waited in its queue (the
+    /// queue non-empty at both ends of a sampling interval); None when it never
+    /// waited long enough (50 ms) or the reads were not counted per interval.
+    #[serde(default)]
+    pub drain_pps: Option<f64>,
+    /// The server threads' CPU, % of one CPU, over those same intervals.
+    #[serde(default)]
+    pub backlog_cpu_pct: Option<f64>,
+    /// Seconds during which datagrams waited in the server's queue.
+    #[serde(default)]
+    pub backlog_s: f64,
+    /// A foreign server's runtime (for the line that sets its buffer).
+    #[serde(default)]
+    pub runtime: Option<crate::runtime::Runtime>,
+    /// The server socket's SO_RCVBUF limit (sk_rcvbuf) from sock_diag, bytes.
+    #[serde(default)]
+    pub sk_rcvbuf: Option<u64>,
 }
 
 /// One piece of evidence with its source.
@@ -171,6 +193,9 @@ pub struct Diagnosis {
     pub buffer_notes: Vec<String>,
     /// What to apply for `--verify` (None: nothing to apply).
     pub fix: Option<Fix>,
+    /// Background shown only with `--explain` (e.g. S2's queue riddle for a foreign server).
+    #[serde(default)]
+    pub explain_notes: Vec<String>,
 }
 
 fn ev(text: String, source: &str) -> Evidence {
@@ -234,6 +259,7 @@ impl Facts {
             f.send_failed = r.count("send_failed");
             f.unattributed = r.unattributed;
             f.lost_total = r.lost();
+            f.inconsistent = r.inconsistent.clone();
             if let Some(p) = &l.reply {
                 f.reply_failed = p.count("send_failed");
                 f.not_answered = p.count("not_answered");
@@ -241,6 +267,9 @@ impl Facts {
                 f.reply_softnet_drops = p.count("softnet_drops");
                 f.nic_drops += p.count("nic_drops");
                 f.lost_total += p.lost();
+                if f.inconsistent.is_none() {
+                    f.inconsistent = p.inconsistent.clone();
+                }
             }
         }
         if let Some(s) = &rec.server {
@@ -250,7 +279,16 @@ impl Facts {
             f.threads = s.threads;
             f.batch = s.batch;
         }
+        if let Some(t) = &rec.target {
+            f.runtime = Some(t.runtime);
+        }
         if let Some(o) = &rec.observer {
+            if let Some(&b) = o.deltas.get("server_sk_rcvbuf_bytes") {
+                f.sk_rcvbuf = Some(b);
+                if !f.ours {
+                    f.limit_bytes = Some(b);
+                }
+            }
             if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
                 let max = q.iter().cloned().fold(0.0, f64::max);
                 f.rxq_max_bytes = max;
@@ -279,7 +317,10 @@ impl Facts {
                 f.server_cpu_mean_pct = c.mean;
             }
             let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
-            if run_ns > 0 && f.delivered > 0 {
+            (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = drain(o);
+            if let Some(d) = f.drain_pps {
+                f.capacity_pps = Some(d);
+            } else if run_ns > 0 && f.delivered > 0 {
                 let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
                 let usable = if f.ours {
                     f.threads.clamp(1, f.cpus.max(1))
@@ -291,6 +332,38 @@ impl Facts {
         }
         f
     }
+}
+
+/// Reads per second while datagrams waited in the server's queue, the server's CPU over
+/// those intervals, and their length: from the per-interval `server_reads_per_s`,
+/// `server_rx_queue_bytes` (both ends of the interval > 0) and `target_cpu_pct` series.
+/// None when the queue held datagrams for less than 50 ms in all.
+pub fn drain(o: &crate::record::ObserverReport) -> (Option<f64>, Option<f64>, f64) {
+    let (Some(reads), Some(q)) = (
+        o.series.values.get("server_reads_per_s"),
+        o.series.values.get("server_rx_queue_bytes"),
+    ) else {
+        return (None, None, 0.0);
+    };
+    let cpu = o.series.values.get("target_cpu_pct");
+    let t = &o.series.t_ms;
+    let (mut n, mut secs, mut cpu_s) = (0.0, 0.0, 0.0);
+    for (k, r) in reads.iter().enumerate() {
+        let (Some(a), Some(b), Some(ta), Some(tb)) = (q.get(k), q.get(k + 1), t.get(k), t.get(k + 1))
+        else {
+            break;
+        };
+        if *a > 0.0 && *b > 0.0 {
+            let dt = (tb - ta) / 1e3;
+            n += r * dt;
+            secs += dt;
+            cpu_s += cpu.and_then(|c| c.get(k)).copied().unwrap_or(0.0) * dt;
+        }
+    }
+    if secs < 0.05 {
+        return (None, None, secs);
+    }
+    (Some(n / secs), cpu.map(|_| cpu_s / secs), secs)
 }
 
 fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
@@ -318,6 +391,12 @@ fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
             "counts the new datagram in the check, so a full queue stays at or below the limit"
         }
     ));
+    if let (Some(crate::runtime::Runtime::Java), Some(b)) = (f.runtime, f.sk_rcvbuf) {
+        notes.push(format!(
+            "this Java server's getReceiveBufferSize() reports {}: the JDK halves SO_RCVBUF when reading it back on Linux; the kernel's limit, which rx_queue is held to, is {b}",
+            b / 2
+        ));
+    }
     let fits = explain_overshoot(213312, 212992);
     if !fits.is_empty() {
         notes.push(format!(
@@ -327,6 +406,55 @@ fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// The server's drain while datagrams waited, and whether it was busy or waiting.
+fn drain_text(f: &Facts, d: f64) -> String {
+    let usable = if f.ours {
+        f.threads.clamp(1, f.cpus.max(1))
+    } else {
+        1
+    };
+    let cpu = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct);
+    let per_dgram_us = 1e6 / d.max(1e-9);
+    let state = if server_waits(f) {
+        format!(
+            "it was mostly NOT on a CPU: it sleeps or blocks about {:.0} us per datagram (only {:.0} us of CPU each), so that wait, not CPU or buffer, sets its rate",
+            per_dgram_us * (1.0 - cpu / 100.0 / usable as f64).max(0.0),
+            per_dgram_us * cpu / 100.0
+        )
+    } else {
+        "its threads were busy: that is what it can drain at full CPU".to_string()
+    };
+    format!(
+        "while datagrams waited in its queue ({:.1} s of the run) the server read {d:.0} datagrams/s using {cpu:.0} % of a CPU: {state}; offered {:.0} pps mean",
+        f.backlog_s, f.offered_pps
+    )
+}
+
+/// The server's threads were mostly off-CPU while datagrams waited: it sleeps or blocks
+/// per message.
+fn server_waits(f: &Facts) -> bool {
+    let usable = if f.ours {
+        f.threads.clamp(1, f.cpus.max(1))
+    } else {
+        1
+    };
+    f.drain_pps.is_some() && f.backlog_cpu_pct.is_some_and(|c| c < 50.0 * usable as f64)
+}
+
+/// `sysctl -w` and sysctl.d lines for the pairs whose current value (`cur`) is lower;
+/// a sysctl is never set to the value it already has.
+fn raise_lines(pairs: &[(&str, u64, Option<u64>)]) -> Vec<String> {
+    let need: Vec<(&str, u64)> = pairs
+        .iter()
+        .filter(|(_, v, cur)| cur.is_none_or(|c| c < *v))
+        .map(|(k, v, _)| (*k, *v))
+        .collect();
+    if need.is_empty() {
+        return vec![];
+    }
+    sysctl_lines(&need)
 }
 
 fn sysctl_lines(pairs: &[(&str, u64)]) -> Vec<String> {
@@ -378,6 +506,8 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         && f.window_loss_pct.is_none_or(|l| l == 0.0);
     let mut case = if !f.gen_valid {
         Case::GeneratorInvalid
+    } else if f.inconsistent.is_some() {
+        Case::Inconsistent
     } else if f.no_ports > 0 && f.replies_read == 0 && f.no_ports as f64 >= 0.9 * on_wire as f64 {
         Case::NoListener
     } else if f.lost_total == 0 && f.send_failed == 0 && all_accounted {
@@ -400,7 +530,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         } else {
             1
         };
-        let cpu_bound = f.server_cpu_mean_pct >= 85.0 * threads as f64;
+        let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64;
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
         if never_drains || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
             case = Case::AppTooSlow;
@@ -416,7 +546,11 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             f.nic_drops,
             f.no_ports,
             f.send_failed,
-            f.unattributed.map_or(", rest unknown".to_string(), |u| format!(", {u} unattributed"))
+            match f.unattributed {
+                None => ", rest unknown".to_string(),
+                Some(u) if u < 0 => format!(", INCONSISTENT: the counters exceed what was sent by {}", -u),
+                Some(u) => format!(", {u} unattributed"),
+            }
         ),
         "ledger (see --explain for each counter)",
     ));
@@ -434,6 +568,9 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         )
     };
     let cpu = |f: &Facts| {
+        if let Some(d) = f.drain_pps {
+            return ev(drain_text(f, d), "reads per sampling interval (tracepoints sock:sock_recv_length on the server's threads, or its own count) while rx_queue > 0; CPU from /proc/PID/task/TID/schedstat");
+        }
         match f.capacity_pps {
         Some(c) => ev(
             format!(
@@ -468,6 +605,22 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 "the generator (tpslab itself)".to_string(),
                 "The run is NOT valid evidence against the server: the generator was a bottleneck."
                     .to_string(),
+            )
+        }
+        Case::Inconsistent => {
+            let why = f.inconsistent.clone().unwrap_or_default();
+            evidence.push(ev(why.clone(), "ledger: attempted minus every counted layer < 0"));
+            recs.push(Recommendation {
+                what: "measure where only this run's datagrams are counted".into(),
+                why: "a counter that other traffic shares cannot place this run's datagrams".into(),
+                lines: vec![
+                    "run as root on kernel 6.4+ with --pid PID of the server: its own threads' reads are counted exactly".into(),
+                    "or run the server and tpslab in a network namespace of their own (ip netns add ...; ip netns exec ...)".into(),
+                ],
+            });
+            (
+                "unknown: the measurement is inconsistent".to_string(),
+                format!("NO VERDICT: the measurement is inconsistent ({why})."),
             )
         }
         Case::NoListener => {
@@ -530,43 +683,81 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     ),
                     "generator plan; truesize probe",
                 ));
-                let mut lines = vec![
-                    format!("in code you own: int n = {req}; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n); /* kernel grants 2n = {granted} */"),
-                    format!("tpslab serve udp --rcvbuf {req}"),
-                ];
+                // A socket that never set SO_RCVBUF has net.core.rmem_default as its limit.
+                let own_buffer = f.sk_rcvbuf.zip(f.rmem_default).map(|(b, d)| b != d);
+                let rt = f.runtime.unwrap_or(crate::runtime::Runtime::Native);
+                let mut code = if f.ours {
+                    vec![format!("tpslab serve udp --rcvbuf {req}")]
+                } else {
+                    crate::runtime::rcvbuf_lines(rt, req)
+                };
                 if !sys.is_empty() {
-                    lines.push(format!(
-                        "# setsockopt is capped at net.core.rmem_max ({}): raise it",
+                    code.push(format!(
+                        "# the request is capped at net.core.rmem_max ({}): raise it",
                         f.rmem_max.map_or("unknown".into(), |m| m.to_string())
                     ));
-                    lines.extend(sysctl_lines(&sys));
+                    code.extend(sysctl_lines(&sys));
                 }
-                recs.push(Recommendation {
-                    what: format!("raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {granted})"),
+                let code_rec = Recommendation {
+                    what: format!(
+                        "raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {granted}){}",
+                        if f.ours { String::new() } else { format!(", in the server's code ({})", rt.name()) }
+                    ),
                     why: format!(
-                        "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one burst interval, at most the burst of {}): {} x {t} B charged each, x{} margin{}",
+                        "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one {}, at most {}): {} x {t} B charged each, x{} margin{}",
                         need.peak_backlog,
                         f.peak_drops_window,
-                        f.burst,
+                        if f.burst > 1 { "burst interval" } else { "100 ms" },
+                        if f.burst > 1 { format!("the burst of {}", f.burst) } else { "what arrived".to_string() },
                         need.peak_backlog,
                         need.margin,
                         if req < need.setsockopt_bytes { "; capped at the largest value setsockopt accepts" } else { "" }
                     ),
-                    lines,
+                    lines: code,
+                };
+                let default_lines = raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
+                let default_rec = (!default_lines.is_empty() && own_buffer != Some(true)).then(|| {
+                    Recommendation {
+                        what: format!(
+                            "net.core.rmem_default = {granted}{}",
+                            if own_buffer == Some(false) { "" } else { " (for a server that never sets SO_RCVBUF)" }
+                        ),
+                        why: format!(
+                            "{}a socket that never sets SO_RCVBUF gets net.core.rmem_default ({}) as its limit, not doubled; the new value applies only to sockets created after the change, so the server must re-create its socket (restart it){}",
+                            if own_buffer == Some(false) {
+                                format!("the server's socket never set its own buffer (its limit {} B equals net.core.rmem_default): ", f.sk_rcvbuf.unwrap_or(0))
+                            } else {
+                                String::new()
+                            },
+                            f.rmem_default.map_or("unknown".into(), |v| v.to_string()),
+                            if f.ours { "; it enlarges every such socket on the host, so prefer the flag" } else { "; it enlarges every socket on the host that does not set its own, so the code change is the narrower fix" }
+                        ),
+                        lines: default_lines,
+                    }
                 });
-                if f.rmem_default.is_none_or(|d| d < granted) {
-                    recs.push(Recommendation {
-                        what: format!("or, for a server that never sets SO_RCVBUF: net.core.rmem_default = {granted}"),
-                        why: "such a socket's limit is net.core.rmem_default itself (not doubled); it applies to every socket created afterwards that does not set its own, so prefer the setsockopt".into(),
-                        lines: sysctl_lines(&[("net.core.rmem_default", granted), ("net.core.rmem_max", granted.max(f.rmem_max.unwrap_or(0)))]),
-                    });
+                let mut fix_sys: Vec<(String, String)> = sys
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                if !f.ours {
+                    // tpslab can only change the host for a foreign server: rmem_default,
+                    // which reaches its socket when it never sets its own buffer.
+                    fix_sys.clear();
+                    if own_buffer != Some(true) && f.rmem_default.is_none_or(|d| d < granted) {
+                        fix_sys.push(("net.core.rmem_default".into(), granted.to_string()));
+                    }
                 }
-                fix = Some(Fix {
-                    rcvbuf: Some(req),
-                    sysctls: sys
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
+                if own_buffer == Some(false) {
+                    // rmem_default first: it fixes this server without a code change.
+                    recs.extend(default_rec);
+                    recs.push(code_rec);
+                } else {
+                    recs.push(code_rec);
+                    recs.extend(default_rec);
+                }
+                fix = (f.ours || !fix_sys.is_empty()).then(|| Fix {
+                    rcvbuf: f.ours.then_some(req),
+                    sysctls: fix_sys,
                     ..Default::default()
                 });
                 buffer = Some(need);
@@ -585,21 +776,30 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 },
                 lines: vec![],
             });
-            (
-                "the server socket's receive buffer (bursts)".to_string(),
-                format!(
-                    "Datagrams die at the server socket's receive buffer during bursts ({:.1} % of those attempted), while the server keeps up on average.",
-                    pct(f.socket_drops, att)
-                ),
-            )
+            if f.burst > 1 {
+                (
+                    "the server socket's receive buffer (bursts)".to_string(),
+                    format!(
+                        "Datagrams die at the server socket's receive buffer during bursts ({:.1} % of those attempted), while the server keeps up on average.",
+                        pct(f.socket_drops, att)
+                    ),
+                )
+            } else {
+                (
+                    "the server socket's receive buffer (stalls under a steady load)".to_string(),
+                    format!(
+                        "Datagrams die at the server socket's receive buffer ({:.1} % of those attempted) under a steady {:.0} pps that the server keeps up with on average: it stalls now and then, and the buffer does not cover the stall.",
+                        pct(f.socket_drops, att),
+                        f.offered_pps
+                    ),
+                )
+            }
         }
         Case::AppTooSlow => {
             evidence.push(rxq(f));
             evidence.push(cpu(f));
             let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
-            let per_thread = cap / f.threads.clamp(1, f.cpus.max(1)) as f64;
-            let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
-            let threads = want.clamp(2, f.cpus.max(2));
+            let waits = server_waits(f);
             recs.push(Recommendation {
                 what: "more buffer will not help: make the server faster than the mean rate".into(),
                 why: format!(
@@ -608,27 +808,50 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 ),
                 lines: vec![],
             });
+            if waits {
+                recs.push(Recommendation {
+                    what: "remove or overlap the wait in the per-message path".into(),
+                    why: format!(
+                        "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on something (a sleep, a lock, a blocking call) for about {:.0} us; more threads only help if they overlap that wait",
+                        f.backlog_cpu_pct.unwrap_or(0.0),
+                        1e6 / cap * (1.0 - f.backlog_cpu_pct.unwrap_or(0.0) / 100.0).max(0.0)
+                    ),
+                    lines: vec![
+                        "hand each datagram to a pool of workers (or asynchronous calls) and keep one thread reading the socket".into(),
+                        "batch the blocking call (one round trip for many messages) where the protocol allows".into(),
+                    ],
+                });
+            }
+            let per_thread = cap / f.threads.clamp(1, f.cpus.max(1)) as f64;
+            let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
+            let threads = want.clamp(2, f.cpus.max(2));
             recs.push(Recommendation {
                 what: format!("{threads} threads, each with its own SO_REUSEPORT socket"),
                 why: "the kernel spreads datagrams over the sockets by flow hash: reads run in parallel with no shared lock (needs several source ports/flows)".into(),
-                lines: vec![format!("tpslab serve udp --threads {threads}"), "setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) before bind, one socket per thread".into()],
+                lines: if f.ours {
+                    vec![format!("tpslab serve udp --threads {threads}")]
+                } else {
+                    vec!["setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) before bind, one socket per thread".into()]
+                },
             });
-            recs.push(Recommendation {
-                what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
-                why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
-                lines: vec!["tpslab serve udp --batch 64".into()],
-            });
-            recs.push(Recommendation {
-                what: "pin each server thread to its own CPU, away from the CPU that runs the NIC's softirq".into(),
-                why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
-                lines: vec!["tpslab serve udp --cpus 1 (taskset -pc 1 PID for a running server)".into()],
-            });
-            recs.push(Recommendation {
-                what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
-                why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
-                lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
-            });
-            fix = Some(Fix {
+            if !waits {
+                recs.push(Recommendation {
+                    what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
+                    why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
+                    lines: if f.ours { vec!["tpslab serve udp --batch 64".into()] } else { vec![] },
+                });
+                recs.push(Recommendation {
+                    what: "pin each server thread to its own CPU, away from the CPU that runs the NIC's softirq".into(),
+                    why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
+                    lines: vec![if f.ours { "tpslab serve udp --cpus 1".into() } else { "taskset -pc 1 PID".into() }],
+                });
+                recs.push(Recommendation {
+                    what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
+                    why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
+                    lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
+                });
+            }
+            fix = f.ours.then(|| Fix {
                 threads: Some(threads),
                 batch: Some(64),
                 ..Default::default()
@@ -636,9 +859,10 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             (
                 "the application (too slow for the mean rate)".to_string(),
                 format!(
-                    "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                    "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
                     f.offered_pps,
                     cap,
+                    if waits { ", mostly asleep: it waits per message" } else { "" },
                     pct(f.socket_drops, att)
                 ),
             )
@@ -770,6 +994,20 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         ));
     }
     let involved = matches!(case, Case::SocketBufferBursts | Case::AppTooSlow);
+    let mut notes = if involved {
+        buffer_notes(f, probe)
+    } else {
+        vec![]
+    };
+    // S2's riddle is about the reference setup: background for a foreign server.
+    let explain_notes = if f.ours {
+        vec![]
+    } else {
+        let (riddle, rest): (Vec<String>, Vec<String>) =
+            notes.into_iter().partition(|n| n.starts_with("S2's riddle"));
+        notes = rest;
+        riddle
+    };
     Diagnosis {
         case,
         layer,
@@ -777,12 +1015,9 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         evidence,
         recommendations: recs,
         buffer,
-        buffer_notes: if involved {
-            buffer_notes(f, probe)
-        } else {
-            vec![]
-        },
+        buffer_notes: notes,
         fix,
+        explain_notes,
     }
 }
 

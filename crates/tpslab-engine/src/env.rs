@@ -52,6 +52,13 @@ fn outer_pid_showing(path: &str) -> Option<u32> {
     })
 }
 
+/// Whether `path` exists and is writable by its owner: host-wide sysctls appear read-only
+/// (0444) in a network namespace other than the initial one (net.core.rmem_default on 6.x).
+fn writable(path: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o200 != 0)
+}
+
 /// Reads a sysctl by its dotted name from /proc/sys; None when absent. Host-wide sysctls
 /// that a network namespace does not show (net.core.netdev_max_backlog) are read in the
 /// namespace of PID 1 or of the nearest ancestor that shows them.
@@ -71,10 +78,13 @@ pub fn read_sysctl(name: &str) -> Option<String> {
 /// one does not show it (see [`read_sysctl`]).
 pub fn write_sysctl(name: &str, value: &str) -> std::io::Result<()> {
     let path = sysctl_path(name);
-    if std::path::Path::new(&path).exists() {
+    if writable(&path) {
         return std::fs::write(&path, value);
     }
-    let pid = outer_pid_showing(&path).ok_or_else(|| {
+    let pid = outer_pids()
+        .into_iter()
+        .find(|&pid| tpslab_net::ns::in_netns_of(pid, || writable(&path)).unwrap_or(false))
+        .ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!(
@@ -125,4 +135,36 @@ pub fn peak_rss_kib() -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// What kind of process `pid` is: its executable, runtime and thread count. None when its
+/// /proc entry cannot be read.
+pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let name = exe
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    // Go binaries carry "\xff Go buildinf:" in their .go.buildinfo section; only native
+    // executables of reasonable size are searched.
+    let go = || {
+        let f = std::fs::File::open(format!("/proc/{pid}/exe")).ok()?;
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, 256 << 20), &mut buf).ok()?;
+        Some(memchr::memmem::find(&buf, b"\xff Go buildinf:").is_some())
+    };
+    let quick = tpslab_analysis::runtime::classify(&name, &maps, false);
+    let runtime = if quick == tpslab_analysis::runtime::Runtime::Native {
+        tpslab_analysis::runtime::classify(&name, &maps, go().unwrap_or(false))
+    } else {
+        quick
+    };
+    Some(tpslab_analysis::record::TargetProcess {
+        pid,
+        exe: exe.to_string_lossy().to_string(),
+        runtime,
+        threads: tpslab_proc::live::task_ids(pid).len(),
+        exact_counts: false,
+    })
 }

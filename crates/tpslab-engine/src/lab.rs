@@ -62,6 +62,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         None => None,
     };
     let load = UdpLoad::prepare(plan.load.clone())?;
+    let target_proc = plan.target_pid.and_then(crate::env::target_process);
     let own_pid = std::process::id();
     let same_ns = plan
         .target_pid
@@ -132,6 +133,14 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{pid}")));
     }
     let mut notes = vec![];
+    let target_proc = if srv.is_none() {
+        target_proc.map(|mut t| {
+            t.exact_counts = obs.deltas.contains_key("server_io_read");
+            t
+        })
+    } else {
+        None
+    };
     let (ledger, gen) = build_ledger(
         &plan,
         gen,
@@ -177,6 +186,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         ledger: Some(ledger),
         notes,
         peak_rss_kib: crate::env::peak_rss_kib(),
+        target: target_proc,
     })
 }
 

@@ -199,6 +199,8 @@ struct Sampler {
     errors: BTreeSet<String>,
     proc_root: PathBuf,
     io: Option<crate::sockio::ProcessUdpIo>,
+    /// SO_RCVBUF limit (sk_rcvbuf, bytes) of each target socket by inode, from sock_diag.
+    srv_rcvbuf: BTreeMap<u64, u64>,
 }
 
 impl Sampler {
@@ -242,6 +244,15 @@ impl Sampler {
         }
         for s in &socks {
             if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
+                if !self.srv_rcvbuf.contains_key(&s.inode) {
+                    if let Some(d) = self.diag.as_mut() {
+                        if let Ok(Some(m)) = d.lookup(lookup_local(s), lookup_remote(s)) {
+                            if m.inode == s.inode {
+                                self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                            }
+                        }
+                    }
+                }
                 r.srv_rxq += s.rx_queue;
                 self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
                 followed.push((s.clone(), true, false));
@@ -267,6 +278,7 @@ impl Sampler {
             if let Ok(Some(m)) = d.lookup(lookup_local(&s), lookup_remote(&s)) {
                 if m.inode == s.inode {
                     if is_target {
+                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
                         self.srv_track.see(s.inode, m.drops, false);
                     } else {
@@ -308,6 +320,7 @@ impl Sampler {
             match d.lookup(lookup_local(&s), lookup_remote(&s)) {
                 Ok(Some(m)) if m.inode == s.inode => {
                     if is_target {
+                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
                         self.srv_track.see(s.inode, m.drops, false);
                     } else {
@@ -424,7 +437,7 @@ const SLOW_NS: u64 = 100_000_000;
 /// A running observer.
 pub struct Observer {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Vec<Raw>, BTreeSet<String>, Vec<String>)>,
+    handle: JoinHandle<(Vec<Raw>, BTreeSet<String>, Vec<String>, u64)>,
     interval: Duration,
     io_source: Option<String>,
 }
@@ -492,6 +505,7 @@ impl Observer {
             errors: io_errors,
             proc_root: PathBuf::from("/proc"),
             io,
+            srv_rcvbuf: BTreeMap::new(),
         };
         // Host-wide counters, the full socket scan and the target threads' CPU time every
         // 100 ms at most: they cost most of the observer's CPU time and change slowly; the
@@ -540,7 +554,8 @@ impl Observer {
                 let last = sampler.sample(raws.last(), true);
                 raws.push(last);
                 let sched = target_sched(&sampler);
-                (raws, sampler.errors, sched)
+                let rcvbuf = sampler.srv_rcvbuf.values().sum::<u64>();
+                (raws, sampler.errors, sched, rcvbuf)
             })
             .expect("spawn observer thread");
         let _ = ready_rx.recv();
@@ -555,8 +570,15 @@ impl Observer {
     /// Takes a final sample, stops the thread and builds the report.
     pub fn stop(self) -> ObserverReport {
         self.stop.store(true, Relaxed);
-        let (raws, errors, sched) = self.handle.join().expect("observer thread");
+        let (raws, errors, sched, rcvbuf) = self.handle.join().expect("observer thread");
         let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
+        if rcvbuf > 0 {
+            rep.deltas.insert("server_sk_rcvbuf_bytes".into(), rcvbuf);
+            rep.sources.insert(
+                "server_sk_rcvbuf_bytes".into(),
+                "sock_diag SK_MEMINFO_RCVBUF of the target socket(s), summed: the limit rx_queue is held to (not a delta)".into(),
+            );
+        }
         if let Some(src) = self.io_source {
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {
                 rep.sources.insert(k.to_string(), src.clone());

@@ -895,9 +895,7 @@ pub fn main() -> Result<ExitCode> {
                 gen_root: PathBuf::from("/proc/self"),
                 target_pid: a.pid,
                 target_tids: vec![],
-                count_io: a
-                    .pid
-                    .map(|pid| (tpslab_proc::live::task_ids(pid), true)),
+                count_io: a.pid.map(|pid| (tpslab_proc::live::task_ids(pid), true)),
                 tcp_inodes: tcp_inodes.clone(),
             });
             if let Some(pid) = a.pid {

@@ -129,7 +129,16 @@ fn print_generator(g: &GeneratorReport) {
                 "replies matched".to_string(),
                 g.replies_matched.to_string(),
             ]);
-            t.add_row(vec!["duplicates".to_string(), g.duplicates.to_string()]);
+            t.add_row(vec![
+                "beyond the first per request (frames or duplicates)".to_string(),
+                g.duplicates.to_string(),
+            ]);
+            if let Some(k) = g.replies_per_request.filter(|k| *k > 1.0) {
+                t.add_row(vec![
+                    "reply datagrams per answered request".to_string(),
+                    format!("{k:.2}"),
+                ]);
+            }
             t.add_row(vec!["reordered".to_string(), g.reordered.to_string()]);
             t.add_row(vec!["unmatched".to_string(), g.unmatched.to_string()]);
         }
@@ -294,7 +303,10 @@ fn print_path(title: &str, p: &LedgerPath, explain: bool) {
     let mut t = table(&hdr);
     // A share that cannot be true (above 100 %, or of a path that does not balance) is
     // not printed.
-    let pct = |c: u64| p.share_pct(c).map_or("-".to_string(), |v| format!("{v:.2}"));
+    let pct = |c: u64| {
+        p.share_pct(c)
+            .map_or("-".to_string(), |v| format!("{v:.2}"))
+    };
     let mut first = vec![
         "attempted".to_string(),
         p.attempted.to_string(),

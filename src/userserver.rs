@@ -74,4 +74,3 @@ impl Drop for UserServer {
         let _ = self.child.wait();
     }
 }
-

@@ -296,8 +296,7 @@ impl Ledger {
                 attempted: start.unwrap_or(0),
                 rows,
                 unattributed: attempted.map(|_| gap),
-                inconsistent: attempted
-                    .and_then(|_| inconsistency(gap, "the server sent")),
+                inconsistent: attempted.and_then(|_| inconsistency(gap, "the server sent")),
                 notes,
             })
         } else {

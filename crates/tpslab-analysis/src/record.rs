@@ -188,6 +188,11 @@ pub struct GeneratorReport {
     pub replies_read: u64,
     /// Replies that matched a request of this run.
     pub replies_matched: u64,
+    /// Reply datagrams per answered request (replies read / requests answered); above 1
+    /// for a server that answers in several datagrams (frames), or when replies are
+    /// duplicated on the way.
+    #[serde(default)]
+    pub replies_per_request: Option<f64>,
     /// Replies to a request already answered.
     pub duplicates: u64,
     /// Replies that arrived after a reply to a later request.

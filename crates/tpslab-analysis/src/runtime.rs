@@ -81,17 +81,25 @@ mod tests {
 
     #[test]
     fn classifies_from_exe_maps_and_go_magic() {
-        let jvm = "7f00-7f10 r-xp 0 08:01 1 /usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so\n";
+        let jvm =
+            "7f00-7f10 r-xp 0 08:01 1 /usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so\n";
         assert_eq!(classify("java", "", false), Runtime::Java);
         assert_eq!(classify("myservice", jvm, false), Runtime::Java);
         assert_eq!(classify("python3.11", "", false), Runtime::Python);
         assert_eq!(
-            classify("uwsgi", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", false),
+            classify(
+                "uwsgi",
+                "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+                false
+            ),
             Runtime::Python
         );
         assert_eq!(classify("node", "", false), Runtime::Node);
         assert_eq!(classify("coredns", "", true), Runtime::Go);
-        assert_eq!(classify("memcached", "/usr/lib/libc.so.6", false), Runtime::Native);
+        assert_eq!(
+            classify("memcached", "/usr/lib/libc.so.6", false),
+            Runtime::Native
+        );
     }
 
     #[test]

@@ -349,7 +349,8 @@ pub fn drain(o: &crate::record::ObserverReport) -> (Option<f64>, Option<f64>, f6
     let t = &o.series.t_ms;
     let (mut n, mut secs, mut cpu_s) = (0.0, 0.0, 0.0);
     for (k, r) in reads.iter().enumerate() {
-        let (Some(a), Some(b), Some(ta), Some(tb)) = (q.get(k), q.get(k + 1), t.get(k), t.get(k + 1))
+        let (Some(a), Some(b), Some(ta), Some(tb)) =
+            (q.get(k), q.get(k + 1), t.get(k), t.get(k + 1))
         else {
             break;
         };
@@ -609,7 +610,10 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         }
         Case::Inconsistent => {
             let why = f.inconsistent.clone().unwrap_or_default();
-            evidence.push(ev(why.clone(), "ledger: attempted minus every counted layer < 0"));
+            evidence.push(ev(
+                why.clone(),
+                "ledger: attempted minus every counted layer < 0",
+            ));
             recs.push(Recommendation {
                 what: "measure where only this run's datagrams are counted".into(),
                 why: "a counter that other traffic shares cannot place this run's datagrams".into(),
@@ -715,7 +719,8 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     ),
                     lines: code,
                 };
-                let default_lines = raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
+                let default_lines =
+                    raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
                 let default_rec = (!default_lines.is_empty() && own_buffer != Some(true)).then(|| {
                     Recommendation {
                         what: format!(
@@ -1003,8 +1008,9 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let explain_notes = if f.ours {
         vec![]
     } else {
-        let (riddle, rest): (Vec<String>, Vec<String>) =
-            notes.into_iter().partition(|n| n.starts_with("S2's riddle"));
+        let (riddle, rest): (Vec<String>, Vec<String>) = notes
+            .into_iter()
+            .partition(|n| n.starts_with("S2's riddle"));
         notes = rest;
         riddle
     };

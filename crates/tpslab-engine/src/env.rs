@@ -85,13 +85,13 @@ pub fn write_sysctl(name: &str, value: &str) -> std::io::Result<()> {
         .into_iter()
         .find(|&pid| tpslab_net::ns::in_netns_of(pid, || writable(&path)).unwrap_or(false))
         .ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!(
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
                 "{path}: not in this network namespace nor in an outer one this process can join"
             ),
-        )
-    })?;
+            )
+        })?;
     tpslab_net::ns::in_netns_of(pid, || std::fs::write(&path, value))?
 }
 

@@ -328,5 +328,25 @@ fn build_ledger(
         ));
         gen.valid = false;
     }
-    (Ledger::build(&inputs), gen)
+    let ledger = Ledger::build(&inputs);
+    if gen.duplicates > 0 {
+        let balanced = ledger
+            .reply
+            .as_ref()
+            .is_some_and(|r| r.unattributed == Some(0));
+        notes.push(if balanced {
+            format!(
+                "{} reply datagrams beyond the first per request ({:.2} per answered request): the server sent them (the reply path balances against what it sent), so they are replies of several datagrams (frames), not duplicates made on the way",
+                gen.duplicates,
+                gen.replies_per_request.unwrap_or(0.0)
+            )
+        } else {
+            format!(
+                "{} reply datagrams beyond the first per request ({:.2} per answered request): the server's sends are not known exactly, so frames of multi-datagram replies and duplicates cannot be told apart",
+                gen.duplicates,
+                gen.replies_per_request.unwrap_or(0.0)
+            )
+        });
+    }
+    (ledger, gen)
 }

@@ -509,6 +509,8 @@ impl UdpLoad {
             send_errors,
             replies_read: r.read,
             replies_matched: r.matched,
+            replies_per_request: (mode != MatchMode::Aggregate && r.matched > 0)
+                .then(|| (r.matched + r.duplicates) as f64 / r.matched as f64),
             duplicates: r.duplicates,
             reordered: r.reordered,
             unmatched: r.unmatched,

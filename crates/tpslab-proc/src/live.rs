@@ -176,10 +176,14 @@ pub fn tcp(root: &Path) -> Result<Vec<UdpSocket>, ProcError> {
     for f in ["net/tcp", "net/tcp6"] {
         let p = root.join(f);
         if let Some(s) = read_opt(&p)? {
-            v.extend(parse_udp(s.as_bytes(), &label(&p))?.into_iter().map(|mut s| {
-                s.drops = None;
-                s
-            }));
+            v.extend(
+                parse_udp(s.as_bytes(), &label(&p))?
+                    .into_iter()
+                    .map(|mut s| {
+                        s.drops = None;
+                        s
+                    }),
+            );
         }
     }
     Ok(v)

@@ -597,7 +597,7 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
                 bail!("--burst-interval 0: allowed a positive duration, e.g. 50ms");
             }
             let implied = f.burst as f64 / iv.as_secs_f64();
-            if !(implied <= 100e6) {
+            if !implied.is_finite() || implied > 100e6 {
                 bail!(
                     "--burst {} --burst-interval {}: {implied:.0} pps mean; allowed up to 100000000 pps",
                     f.burst,

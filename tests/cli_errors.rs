@@ -536,3 +536,65 @@ fn tcp_watch_bad_values() {
         assert_one_line_error(&out, names);
     }
 }
+
+#[test]
+fn rate_that_disagrees_with_the_bursts_is_refused() {
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--rate",
+        "5000",
+        "--burst",
+        "100",
+        "--burst-interval",
+        "10ms",
+    ]);
+    let line = assert_one_line_error(&out, "--rate 5000");
+    assert!(line.contains("10000 pps"), "{line}");
+    // The same mean rate given both ways is fine: no error about --rate.
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--rate",
+        "10000",
+        "--burst",
+        "100",
+        "--burst-interval",
+        "10ms",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0s",
+        "--no-replies",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("--rate"), "{}", stderr(&out));
+}
+
+#[test]
+fn burst_rate_above_the_limit_is_refused() {
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--burst",
+        "100000000",
+        "--burst-interval",
+        "1ms",
+    ]);
+    assert_one_line_error(&out, "--burst 100000000");
+}
+
+#[test]
+fn diagnose_udp_needs_a_target_or_a_server_cmd() {
+    let out = tpslab(&["diagnose", "udp"]);
+    assert_one_line_error(&out, "--server-cmd");
+    let out = tpslab(&["diagnose", "udp", "--server-cmd", "python3 srv.py"]);
+    assert_one_line_error(&out, "{port}");
+    let out = tpslab(&["diagnose", "udp", "127.0.0.1:9", "--server-cmd", "x {port}"]);
+    assert_one_line_error(&out, "not both");
+    let out = tpslab(&["diagnose", "udp", "127.0.0.1:9", "--verify", "--no-verify"]);
+    assert_one_line_error(&out, "--no-verify");
+}

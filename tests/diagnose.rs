@@ -330,9 +330,9 @@ fn slow_application_is_not_a_buffer_problem() {
         "{}",
         d["headline"]
     );
+    // A server tpslab did not start: nothing it can apply (no buffer either).
     let fix = &d["fix"];
-    assert!(fix["threads"].as_u64().is_some(), "fix.threads: {fix}");
-    assert!(fix["rcvbuf"].is_null(), "fix.rcvbuf should be None: {fix}");
+    assert!(fix.is_null(), "no fix for a foreign server: {fix}");
 
     // The evidence: the server's capacity below the offered rate, and the drops at its
     // socket.
@@ -342,8 +342,9 @@ fn slow_application_is_not_a_buffer_problem() {
         offered >= 0.9 * cap,
         "offered {offered} pps vs capacity {cap}"
     );
+    // Its drain measured while its queue held datagrams, and its threads busy then.
     assert!(
-        evidence(&rec).contains("datagrams/s at full CPU"),
+        evidence(&rec).contains("its threads were busy"),
         "{}",
         evidence(&rec)
     );
@@ -421,7 +422,7 @@ fn generator_failure_invalidates_the_run() {
     assert!(
         text.contains("fell behind its schedule")
             || text.contains("pps of the 5000000 pps planned")
-            || text.contains("schedule lag"),
+            || text.contains("after their intended time"),
         "{text}"
     );
     assert_ledger_balances(&rec, false);

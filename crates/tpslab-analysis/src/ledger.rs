@@ -422,6 +422,57 @@ mod tests {
         assert_eq!(l.request.unattributed, Some(0));
     }
 
+    #[test]
+    fn reads_of_other_traffic_make_the_path_inconsistent_not_negative_shares() {
+        // The case: the namespace's InDatagrams taken for the server's reads.
+        let mut i = base();
+        i.gen_attempted = 110_000;
+        i.server_read = Some(528_561);
+        i.server_reply_attempted = Some(528_561);
+        i.gen_read = 110_000;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.unattributed, Some(-418_561));
+        assert!(l.request.inconsistent.as_ref().unwrap().contains("418561"));
+        assert_eq!(l.request.share_pct(528_561), None);
+        assert_eq!(l.request.share_pct(0), None);
+    }
+
+    #[test]
+    fn shares_above_100_percent_are_never_given() {
+        let l = Ledger::build(&base());
+        assert_eq!(l.request.share_pct(1000), Some(100.0));
+        assert_eq!(l.request.share_pct(1001), None);
+    }
+
+    #[test]
+    fn multi_datagram_replies_start_the_reply_path_from_what_was_sent() {
+        // memcached: 3 frames per get.
+        let mut i = base();
+        i.server_reply_attempted = Some(3000);
+        i.gen_read = 3000;
+        let l = Ledger::build(&i);
+        let r = l.reply.unwrap();
+        assert_eq!(r.attempted, 3000);
+        assert_eq!(r.unattributed, Some(0));
+        assert!(r.inconsistent.is_none());
+        assert!(r.notes.iter().any(|n| n.contains("3.00 per request")));
+    }
+
+    #[test]
+    fn foreign_no_ports_are_charged_only_up_to_the_gap() {
+        // 50 NoPorts from another flow in the namespace; this run lost nothing.
+        let mut i = base();
+        i.no_ports = 50;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.count("no_ports"), 0);
+        assert_eq!(l.request.unattributed, Some(0));
+        assert!(l
+            .request
+            .notes
+            .iter()
+            .any(|n| n.contains("50 datagrams of Udp: NoPorts")));
+    }
+
     proptest::proptest! {
         /// Whatever the split of a run's datagrams, the request path rows plus unattributed
         /// sum to the attempted count.

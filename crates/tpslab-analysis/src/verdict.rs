@@ -679,12 +679,20 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     sys.push(("net.core.rmem_max", req));
                 }
                 evidence.push(ev(
-                    format!(
-                        "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
-                        f.burst,
-                        f.burst_interval_s * 1e3,
-                        f.burst * t,
-                    ),
+                    if f.burst > 1 {
+                        format!(
+                            "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
+                            f.burst,
+                            f.burst_interval_s * 1e3,
+                            f.burst * t,
+                        )
+                    } else {
+                        format!(
+                            "a steady {:.0} pps, each datagram charged {t} B: the limit holds {held} datagrams, {:.1} ms of arrivals; a longer stall of the server overflows it",
+                            f.offered_pps,
+                            held as f64 / f.offered_pps.max(1.0) * 1e3
+                        )
+                    },
                     "generator plan; truesize probe",
                 ));
                 // A socket that never set SO_RCVBUF has net.core.rmem_default as its limit.
@@ -1135,6 +1143,152 @@ mod tests {
         assert_eq!(fix.threads, Some(2));
         assert_eq!(fix.batch, Some(64));
         assert_eq!(fix.rcvbuf, None);
+    }
+
+    /// S1 against a foreign Java server whose socket never set SO_RCVBUF.
+    fn s1_java() -> Facts {
+        Facts {
+            ours: false,
+            runtime: Some(crate::runtime::Runtime::Java),
+            sk_rcvbuf: Some(212_992),
+            ..s1()
+        }
+    }
+
+    #[test]
+    fn foreign_socket_without_its_own_buffer_gets_rmem_default_first() {
+        let d = diagnose(&s1_java(), None);
+        assert_eq!(d.case, Case::SocketBufferBursts);
+        assert!(d.recommendations[0]
+            .what
+            .starts_with("net.core.rmem_default"));
+        let all = format!("{:?}", d.recommendations);
+        assert!(all.contains("setReceiveBufferSize("), "{all}");
+        assert!(!all.contains("tpslab serve"), "{all}");
+        assert!(!all.contains("setsockopt(fd"), "{all}");
+        // What tpslab can apply for a restartable foreign server: rmem_default only.
+        let fix = d.fix.unwrap();
+        assert_eq!(fix.rcvbuf, None);
+        assert_eq!(fix.sysctls.len(), 1);
+        assert_eq!(fix.sysctls[0].0, "net.core.rmem_default");
+    }
+
+    #[test]
+    fn a_socket_that_set_its_buffer_gets_the_code_line_first() {
+        let mut f = s1_java();
+        f.sk_rcvbuf = Some(65_536);
+        f.limit_bytes = Some(65_536);
+        let d = diagnose(&f, None);
+        assert!(d.recommendations[0]
+            .what
+            .contains("in the server's code (java)"));
+        assert!(!format!("{:?}", d.recommendations).contains("rmem_default ="));
+        assert!(d.fix.is_none(), "nothing on the host reaches its buffer");
+    }
+
+    #[test]
+    fn no_sysctl_is_recommended_at_its_current_value() {
+        let mut f = s1_java();
+        f.rmem_max = Some(100_000_000);
+        f.rmem_default = Some(100_000_000);
+        f.sk_rcvbuf = Some(100_000_000);
+        f.limit_bytes = Some(100_000_000);
+        let d = diagnose(&f, None);
+        let lines: Vec<&String> = d.recommendations.iter().flat_map(|r| &r.lines).collect();
+        assert!(!lines.iter().any(|l| l.contains("sysctl -w")), "{lines:?}");
+    }
+
+    #[test]
+    fn runtime_lines_follow_the_runtime() {
+        for (rt, want) in [
+            (
+                crate::runtime::Runtime::Python,
+                "sock.setsockopt(socket.SOL_SOCKET",
+            ),
+            (crate::runtime::Runtime::Go, "SetReadBuffer("),
+            (
+                crate::runtime::Runtime::Native,
+                "setsockopt(fd, SOL_SOCKET, SO_RCVBUF",
+            ),
+        ] {
+            let mut f = s1_java();
+            f.runtime = Some(rt);
+            f.sk_rcvbuf = Some(65_536);
+            let d = diagnose(&f, None);
+            assert!(
+                format!("{:?}", d.recommendations[0].lines).contains(want),
+                "{rt:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn s2_riddle_is_background_for_a_foreign_server() {
+        let probe = TruesizeProbe {
+            size_bytes: 1024,
+            queued: 8,
+            rx_queue_bytes: 18432,
+            full_queued: 92,
+            full_rx_queue_bytes: 211_968,
+            granted_bytes: 212_992,
+        };
+        let d = diagnose(&s1_java(), Some(&probe));
+        assert!(!d.buffer_notes.iter().any(|n| n.starts_with("S2's riddle")));
+        assert!(d.explain_notes.iter().any(|n| n.starts_with("S2's riddle")));
+        assert!(d
+            .buffer_notes
+            .iter()
+            .any(|n| n.contains("getReceiveBufferSize() reports 106496")));
+        let ours = diagnose(&s1(), Some(&probe));
+        assert!(ours
+            .buffer_notes
+            .iter()
+            .any(|n| n.starts_with("S2's riddle")));
+    }
+
+    #[test]
+    fn a_sleeping_server_is_too_slow_and_said_to_wait() {
+        let mut f = s1_java();
+        f.burst = 1;
+        f.offered_pps = 10_000.0;
+        f.rxq_share_full = 0.74;
+        f.rxq_share_low = 0.18;
+        f.drain_pps = Some(3_161.0);
+        f.capacity_pps = Some(3_161.0);
+        f.backlog_cpu_pct = Some(15.0);
+        f.backlog_s = 2.5;
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::AppTooSlow);
+        assert!(d.headline.contains("mostly asleep"), "{}", d.headline);
+        assert!(d.recommendations[1].what.contains("overlap the wait"));
+        assert!(d.fix.is_none());
+        let ev = format!("{:?}", d.evidence);
+        assert!(ev.contains("read 3161 datagrams/s"), "{ev}");
+        assert!(ev.contains("sleeps or blocks"), "{ev}");
+    }
+
+    #[test]
+    fn a_steady_load_is_not_called_bursts() {
+        let mut f = s1();
+        f.burst = 1;
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::SocketBufferBursts);
+        assert!(!d.headline.contains("burst"), "{}", d.headline);
+        assert!(d.headline.contains("steady"), "{}", d.headline);
+        assert!(!format!("{:?}", d.evidence).contains("bursts of 1 "));
+    }
+
+    #[test]
+    fn an_inconsistent_ledger_gives_no_verdict() {
+        let mut f = s1();
+        f.unattributed = Some(-418_561);
+        f.inconsistent = Some("the counters explain 418561 datagrams more than sent".into());
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::Inconsistent);
+        assert!(d.headline.starts_with("NO VERDICT"));
+        assert!(d.fix.is_none());
+        let ev = format!("{:?}", d.evidence);
+        assert!(!ev.contains("-418561"), "{ev}");
     }
 
     #[test]

@@ -434,10 +434,14 @@ impl Sampler {
 /// Interval of the host-wide counters, ns.
 const SLOW_NS: u64 = 100_000_000;
 
+/// What the observer thread hands back: the samples, read errors, the target threads'
+/// scheduling, and the target sockets' summed SO_RCVBUF limit (bytes, 0: unknown).
+type Sampled = (Vec<Raw>, BTreeSet<String>, Vec<String>, u64);
+
 /// A running observer.
 pub struct Observer {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Vec<Raw>, BTreeSet<String>, Vec<String>, u64)>,
+    handle: JoinHandle<Sampled>,
     interval: Duration,
     io_source: Option<String>,
 }

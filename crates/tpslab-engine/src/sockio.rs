@@ -30,9 +30,13 @@ struct ThreadCounters {
     sent: TracepointCounter,
     failed: TracepointCounter,
     last: UdpIo,
-    /// Changed at the last full read: read at every sample.
-    hot: bool,
+    /// Full reads since its counts last moved: a thread that moved within the last
+    /// [`HOT_FULL_READS`] full reads is read at every sample.
+    idle_full_reads: u32,
 }
+
+/// A thread whose counts moved within this many full reads is read at every sample.
+const HOT_FULL_READS: u32 = 10;
 
 /// Counters on the threads of one process (or a given set of threads).
 #[derive(Debug)]
@@ -58,7 +62,7 @@ impl ProcessUdpIo {
                     sent: TracepointCounter::open(sid, tid, UDP_SENT_FILTER, inherit)?,
                     failed: TracepointCounter::open(sid, tid, UDP_SEND_FAILED_FILTER, inherit)?,
                     last: UdpIo::default(),
-                    hot: true,
+                    idle_full_reads: 0,
                 })
             };
             match open() {
@@ -90,19 +94,24 @@ impl ProcessUdpIo {
         ProcessUdpIo::attach(&tpslab_proc::live::task_ids(pid), true)
     }
 
-    /// Current totals. `full`: read every thread's counters and mark which moved; else
-    /// only those that moved at the last full read (the others keep their last value).
+    /// Current totals. `full`: read every thread's counters; else only those that moved
+    /// within the last ten full reads (the others keep their last value until the next
+    /// full read): a process with many idle threads (a JVM) costs a few reads a sample.
     pub fn read(&mut self, full: bool) -> UdpIo {
         let mut total = UdpIo::default();
         for t in &mut self.threads {
-            if full || t.hot {
+            if full || t.idle_full_reads < HOT_FULL_READS {
                 let now = UdpIo {
                     read: t.read.read().unwrap_or(t.last.read),
                     sent: t.sent.read().unwrap_or(t.last.sent),
                     send_failed: t.failed.read().unwrap_or(t.last.send_failed),
                 };
                 if full {
-                    t.hot = now != t.last;
+                    t.idle_full_reads = if now != t.last {
+                        0
+                    } else {
+                        t.idle_full_reads.saturating_add(1)
+                    };
                 }
                 t.last = now;
             }

@@ -897,6 +897,7 @@ pub fn main() -> Result<ExitCode> {
                 target_tids: vec![],
                 count_io: a.pid.map(|pid| (tpslab_proc::live::task_ids(pid), true)),
                 tcp_inodes: tcp_inodes.clone(),
+                read_probe: None,
             });
             if let Some(pid) = a.pid {
                 println!(

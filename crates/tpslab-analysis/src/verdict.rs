@@ -364,7 +364,11 @@ pub fn drain(o: &crate::record::ObserverReport) -> (Option<f64>, Option<f64>, f6
     if secs < 0.05 {
         return (None, None, secs);
     }
-    (Some(n / secs), cpu.map(|_| cpu_s / secs), secs)
+    // CPU time is read every 100 ms: its share during the backlog is resolved only when
+    // the backlog covers most of the run (a server that is behind all along).
+    let span = (t.last().unwrap_or(&0.0) - t.first().unwrap_or(&0.0)) / 1e3;
+    let cpu_known = cpu.is_some() && secs >= 0.5 * span;
+    (Some(n / secs), cpu_known.then(|| cpu_s / secs), secs)
 }
 
 fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
@@ -416,7 +420,12 @@ fn drain_text(f: &Facts, d: f64) -> String {
     } else {
         1
     };
-    let cpu = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct);
+    let Some(cpu) = f.backlog_cpu_pct else {
+        return format!(
+            "while datagrams waited in its queue ({:.1} s of the run) the server read {d:.0} datagrams/s (its CPU in those moments is not resolved: CPU time is read every 100 ms; {:.0} % of a CPU over the run); offered {:.0} pps mean",
+            f.backlog_s, f.server_cpu_mean_pct, f.offered_pps
+        );
+    };
     let per_dgram_us = 1e6 / d.max(1e-9);
     let state = if server_waits(f) {
         format!(
@@ -760,7 +769,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                         fix_sys.push(("net.core.rmem_default".into(), granted.to_string()));
                     }
                 }
-                if own_buffer == Some(false) {
+                if own_buffer == Some(false) && !f.ours {
                     // rmem_default first: it fixes this server without a code change.
                     recs.extend(default_rec);
                     recs.push(code_rec);
@@ -775,15 +784,24 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 });
                 buffer = Some(need);
             }
+            let when = if f.burst > 1 {
+                "during bursts"
+            } else {
+                "while the server stalls"
+            };
             recs.push(Recommendation {
                 what: "do not add threads or rewrite the server first".into(),
                 why: match f.capacity_pps {
+                    Some(c) if f.drain_pps.is_some() => format!(
+                        "it keeps up on average (it read {c:.0} datagrams/s while its queue held datagrams, against {:.0} pps offered; {:.0} % of a CPU over the run): the datagrams die in the queue {when}, not for lack of CPU (S1's lesson)",
+                        f.offered_pps, f.server_cpu_mean_pct
+                    ),
                     Some(c) => format!(
-                        "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered; about {c:.0} pps at full CPU): the datagrams die in the queue during bursts, not for lack of CPU (S1's lesson)",
+                        "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered; about {c:.0} pps at full CPU): the datagrams die in the queue {when}, not for lack of CPU (S1's lesson)",
                         f.server_cpu_mean_pct, f.offered_pps
                     ),
                     None => format!(
-                        "its queue drains between bursts (below 10 % of the limit in {:.0} % of samples): the datagrams die in the queue during bursts (S1's lesson)",
+                        "its queue drains between peaks (below 10 % of the limit in {:.0} % of samples): the datagrams die in the queue {when} (S1's lesson)",
                         100.0 * f.rxq_share_low
                     ),
                 },

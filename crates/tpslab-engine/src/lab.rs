@@ -106,12 +106,13 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
             .map(|s| s.tids().to_vec())
             .unwrap_or_default(),
         // Exact reads and sends per thread (root: perf tracepoints): a foreign server's
-        // are the only exact source of what it read; ours give its read rate per sample.
+        // are the only exact source of what it read.
         count_io: match (&server, plan.target_pid) {
-            (Some(s), _) if tpslab_net::is_root() => Some((s.tids().to_vec(), false)),
             (None, Some(pid)) => Some((tpslab_proc::live::task_ids(pid), true)),
             _ => None,
         },
+        // Ours counts its reads itself: sampled at no cost to its hot path.
+        read_probe: server.as_ref().map(|s| s.read_probe()),
         tcp_inodes: vec![],
     };
     let observer = Observer::start(obs_cfg);

@@ -44,6 +44,8 @@ pub struct ObserverConfig {
     /// Threads whose UDP reads and sends are counted exactly by tracepoints (with
     /// inheritance when true: threads they create later count too); None: not counted.
     pub count_io: Option<(Vec<u32>, bool)>,
+    /// The server's own live read count (tpslab's server), sampled instead of counting.
+    pub read_probe: Option<crate::server::ReadProbe>,
     /// Inodes of TCP sockets to follow (a watched process's): their queues are summed at
     /// every slow sample (100 ms) from `<net_root>/net/tcp{,6}`.
     pub tcp_inodes: Vec<u64>,
@@ -360,6 +362,11 @@ impl Sampler {
         }
         if let Some(io) = self.io.as_mut() {
             r.io = Some(io.read(slow));
+        } else if let Some(p) = &self.cfg.read_probe {
+            r.io = Some(crate::sockio::UdpIo {
+                read: p.get(),
+                ..Default::default()
+            });
         }
         let root = self.cfg.net_root.clone();
         r.srv_drops = self.srv_track.total();
@@ -582,6 +589,18 @@ impl Observer {
                 "server_sk_rcvbuf_bytes".into(),
                 "sock_diag SK_MEMINFO_RCVBUF of the target socket(s), summed: the limit rx_queue is held to (not a delta)".into(),
             );
+        }
+        if self.io_source.is_none() {
+            // A server's own count (read_probe) gives the per-sample read rate only.
+            for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {
+                rep.deltas.remove(k);
+            }
+            if rep.series.values.contains_key("server_reads_per_s") {
+                rep.sources.insert(
+                    "server_reads_per_s".into(),
+                    "tpslab server's own read count, per sample".into(),
+                );
+            }
         }
         if let Some(src) = self.io_source {
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {

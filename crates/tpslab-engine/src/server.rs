@@ -114,6 +114,23 @@ fn bump(c: &AtomicU64, n: u64) {
 /// How long threads keep draining their socket after a stop request, at most.
 const STOP_DRAIN_NS: u64 = 1_000_000_000;
 
+/// A live count of datagrams a server has read.
+#[derive(Clone)]
+pub struct ReadProbe(std::sync::Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl ReadProbe {
+    /// Datagrams read so far.
+    pub fn get(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for ReadProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReadProbe({})", self.get())
+    }
+}
+
 /// A running server. Dropping it without [`UdpServer::stop`] detaches the threads.
 pub struct UdpServer {
     config: ServerConfig,
@@ -257,6 +274,15 @@ impl UdpServer {
     }
 
     /// Datagrams read so far, all threads.
+    /// A live view of the datagrams read so far (all threads), for an observer thread:
+    /// reading it costs the server nothing.
+    pub fn read_probe(&self) -> ReadProbe {
+        let c = self.counters.clone();
+        ReadProbe(std::sync::Arc::new(move || {
+            c.iter().map(|t| t.received.load(Relaxed)).sum()
+        }))
+    }
+
     pub fn received(&self) -> u64 {
         self.counters.iter().map(|c| c.received.load(Relaxed)).sum()
     }

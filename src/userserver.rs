@@ -10,6 +10,20 @@ use tpslab_net::sched::SchedPolicy;
 pub(crate) struct UserServer {
     pub(crate) child: std::process::Child,
     pub(crate) port: u16,
+    /// Its stderr, kept to explain a server that exits early; removed on drop.
+    log: PathBuf,
+}
+
+/// The last lines of a server's stderr, on one line, for an error message.
+fn tail(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(2)..].join(" | ");
+    if last.is_empty() {
+        "it wrote nothing to stderr".into()
+    } else {
+        format!("its stderr ends: {last}")
+    }
 }
 
 impl UserServer {
@@ -21,14 +35,18 @@ impl UserServer {
             .local_addr()
             .port();
         let cmd = template.replace("{port}", &port.to_string());
+        let log =
+            std::env::temp_dir().join(format!("tpslab-server-{}-{port}.log", std::process::id()));
+        let err = std::fs::File::create(&log)
+            .with_context(|| format!("--server-cmd: {}", log.display()))?;
         let child = std::process::Command::new("sh")
             .args(["-c", &format!("exec {cmd}")])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(err)
             .spawn()
             .with_context(|| format!("--server-cmd \"{cmd}\""))?;
-        let mut srv = UserServer { child, port };
+        let mut srv = UserServer { child, port, log };
         let pid = srv.child.id();
         let target = tpslab_engine::observe::SocketMatch {
             port: Some(port),
@@ -38,7 +56,10 @@ impl UserServer {
         let t0 = std::time::Instant::now();
         while tpslab_engine::observe::socket_queue(&root, &target).0 == 0 {
             if let Some(st) = srv.child.try_wait()? {
-                bail!("--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}");
+                bail!(
+                    "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}; {}",
+                    tail(&srv.log)
+                );
             }
             if t0.elapsed() > Duration::from_secs(20) {
                 bail!("--server-cmd \"{cmd}\": no UDP socket on port {port} after 20 s");
@@ -59,6 +80,7 @@ impl UserServer {
 
 impl Drop for UserServer {
     fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
         tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
         // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
         // SAFETY: kill on our own child's PID.

@@ -65,8 +65,9 @@ fn lat_row(t: &mut Table, name: &str, l: &LatencySummary) {
     ]);
 }
 
-fn print_generator(g: &GeneratorReport) {
-    let shape = if g.rate_max {
+/// The load's shape in words: bursts only when there are bursts.
+fn load_shape(g: &GeneratorReport) -> String {
+    if g.rate_max {
         "as fast as the path allows (--rate max)".to_string()
     } else if g.burst > 1 {
         format!(
@@ -76,8 +77,21 @@ fn print_generator(g: &GeneratorReport) {
             g.rate_pps
         )
     } else {
-        format!("{:.0} pps paced", g.rate_pps)
-    };
+        format!("a steady {} pps", fmt_rate(g.rate_pps))
+    }
+}
+
+/// A rate in pps: whole numbers as such, fractions (e.g. --rate 1.5) kept.
+fn fmt_rate(r: f64) -> String {
+    if r.fract() == 0.0 || r >= 100.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+fn print_generator(g: &GeneratorReport) {
+    let shape = load_shape(g);
     println!(
         "Load: {} B datagrams to {}, {}, {} thread(s){}, {:.1} s window after {:.1} s warm-up",
         g.size_bytes,
@@ -523,19 +537,7 @@ pub fn print_diagnosis(
 
 /// One line on the load and what came back: shape, TPS and RTT percentiles.
 fn print_load_line(g: &GeneratorReport) {
-    let shape = if g.rate_max {
-        "as fast as the path allows".to_string()
-    } else if g.burst > 1 {
-        format!(
-            "bursts of {} every {} ({:.0} pps mean)",
-            g.burst,
-            fmt_ns(g.burst_interval_ns as f64),
-            g.rate_pps
-        )
-    } else {
-        format!("a steady {:.0} pps", g.rate_pps)
-    };
-    print!("  load: {} B datagrams, {shape}", g.size_bytes);
+    print!("  load: {} B datagrams, {}", g.size_bytes, load_shape(g));
     if g.match_mode != MatchMode::None {
         print!("; TPS {:.0} (answered per s in the window)", g.tps);
         let l = &g.latency_intended;

@@ -86,17 +86,6 @@ fn f(v: &Value, what: &str) -> f64 {
         .unwrap_or_else(|| panic!("{what} is not a number: {v}"))
 }
 
-/// Sum of a ledger path's rows plus its unattributed count.
-fn path_total(path: &Value) -> i64 {
-    let rows: i64 = path["rows"]
-        .as_array()
-        .expect("ledger rows")
-        .iter()
-        .map(|r| u(&r["count"], "row count") as i64)
-        .sum();
-    rows + path["unattributed"].as_i64().expect("unattributed known")
-}
-
 /// The ledger of the "before" run balances: every attempted datagram is charged to a
 /// counted layer, on the request path and, when replies were expected, the reply path.
 fn assert_ledger_balances(rec: &Value, reply_path: bool) {
@@ -108,7 +97,7 @@ fn assert_ledger_balances(rec: &Value, reply_path: bool) {
         "request path unattributed: {req}"
     );
     assert_eq!(
-        path_total(req),
+        common::path_total(req),
         u(&req["attempted"], "request.attempted") as i64,
         "request rows do not add up: {req}"
     );
@@ -121,7 +110,7 @@ fn assert_ledger_balances(rec: &Value, reply_path: bool) {
             "reply path unattributed: {rep}"
         );
         assert_eq!(
-            path_total(rep),
+            common::path_total(rep),
             u(&rep["attempted"], "reply.attempted") as i64,
             "reply rows do not add up: {rep}"
         );

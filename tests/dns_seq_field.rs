@@ -71,17 +71,6 @@ fn u(v: &Value, what: &str) -> u64 {
         .unwrap_or_else(|| panic!("{what} is not an unsigned integer: {v}"))
 }
 
-/// Sum of a ledger path's rows plus its unattributed count: must equal its attempted.
-fn path_total(path: &Value) -> i64 {
-    let rows: i64 = path["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| u(&r["count"], "row count") as i64)
-        .sum();
-    rows + path["unattributed"].as_i64().expect("unattributed known")
-}
-
 #[test]
 fn dns_ids_match_every_reply_and_ledger_balances() {
     if !can_run("dns_ids_match_every_reply_and_ledger_balances") {
@@ -133,14 +122,14 @@ fn dns_ids_match_every_reply_and_ledger_balances() {
     assert_eq!(common::row(req, "socket_drops"), 0);
     assert_eq!(common::row(req, "delivered"), attempted);
     assert_eq!(req["unattributed"].as_i64(), Some(0));
-    assert_eq!(path_total(req), attempted as i64);
+    assert_eq!(common::path_total(req), attempted as i64);
 
     // Reply path: dnsmasq answered everything it read, the generator read it all.
     let rep = &rec["ledger"]["reply"];
     assert_eq!(u(&rep["attempted"], "reply.attempted"), attempted);
     assert_eq!(common::row(rep, "delivered"), attempted);
     assert_eq!(rep["unattributed"].as_i64(), Some(0));
-    assert_eq!(path_total(rep), attempted as i64);
+    assert_eq!(common::path_total(rep), attempted as i64);
 }
 
 #[test]
@@ -206,7 +195,7 @@ fn overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket() {
     let sock = common::row(req, "socket_drops");
     assert_eq!(u(&req["attempted"], "request.attempted"), attempted);
     assert_eq!(req["unattributed"].as_i64(), Some(0));
-    assert_eq!(path_total(req), attempted as i64);
+    assert_eq!(common::path_total(req), attempted as i64);
     assert!(sock > 0, "no socket drops charged");
     assert_eq!(common::row(req, "no_ports"), 0);
     assert_eq!(
@@ -224,7 +213,7 @@ fn overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket() {
     assert_eq!(u(&rep["attempted"], "reply.attempted"), delivered);
     assert_eq!(common::row(rep, "delivered"), read);
     assert_eq!(rep["unattributed"].as_i64(), Some(0));
-    assert_eq!(path_total(rep), delivered as i64);
+    assert_eq!(common::path_total(rep), delivered as i64);
 
     // The generator's per-packet loss equals the ledger's loss over both paths.
     let rep_lost = delivered - common::row(rep, "delivered");

@@ -31,24 +31,17 @@ fn u(v: &Value) -> u64 {
         .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
 
-/// Sum of a ledger path's rows plus its unattributed count.
-fn path_total(path: &Value) -> i64 {
-    let rows: i64 = path["rows"]
-        .as_array()
-        .expect("ledger rows")
-        .iter()
-        .map(|r| u(&r["count"]) as i64)
-        .sum();
-    rows + path["unattributed"].as_i64().expect("unattributed known")
-}
-
 /// A ledger path balances to the datagram: nothing unattributed, rows add up, no share
 /// above 100 %, not flagged inconsistent.
 fn assert_balanced(path: &Value, what: &str) {
     assert_eq!(path["unattributed"].as_i64(), Some(0), "{what}: {path}");
     assert!(path["inconsistent"].is_null(), "{what}: {path}");
     let attempted = u(&path["attempted"]);
-    assert_eq!(path_total(path), attempted as i64, "{what} rows: {path}");
+    assert_eq!(
+        common::path_total(path),
+        attempted as i64,
+        "{what} rows: {path}"
+    );
     for r in path["rows"].as_array().unwrap() {
         assert!(
             u(&r["count"]) <= attempted,

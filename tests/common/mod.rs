@@ -109,6 +109,17 @@ pub fn row(path: &serde_json::Value, layer: &str) -> u64 {
         .sum()
 }
 
+/// Sum of a ledger path's rows plus its unattributed count (panics when unknown).
+pub fn path_total(path: &serde_json::Value) -> i64 {
+    let rows: i64 = path["rows"]
+        .as_array()
+        .expect("ledger rows")
+        .iter()
+        .map(|r| r["count"].as_u64().expect("row count") as i64)
+        .sum();
+    rows + path["unattributed"].as_i64().expect("unattributed known")
+}
+
 /// Debian's dnsmasq.
 pub const DNSMASQ: &str = "/usr/sbin/dnsmasq";
 

@@ -605,12 +605,18 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
                 );
             }
             // A --rate that disagrees with what the bursts imply would be silently replaced.
-            if let Some(r) = given.filter(|r| (r - implied).abs() > 1e-6 * implied) {
+            // Within half a datagram per second: --rate 3333 agrees with 100 per 30ms.
+            if let Some(r) = given.filter(|r| (r - implied).abs() > 0.5f64.max(1e-6 * implied)) {
                 bail!(
-                    "--rate {} disagrees with --burst {} --burst-interval {} ({implied:.0} pps mean); give --rate with --burst, or --burst with --burst-interval",
+                    "--rate {} disagrees with --burst {} --burst-interval {} ({} pps mean); give --rate with --burst, or --burst with --burst-interval",
                     if r.is_infinite() { "max".to_string() } else { format!("{r}") },
                     f.burst,
-                    humantime::format_duration(iv)
+                    humantime::format_duration(iv),
+                    if implied.fract() == 0.0 {
+                        format!("{implied:.0}")
+                    } else {
+                        format!("{implied:.3}")
+                    }
                 );
             }
             implied

@@ -150,7 +150,7 @@ fn apply_fix(
         }
     }
     for (k, v) in &sysctls {
-        applied.push(format!("sysctl {k}={v} (restored afterwards)"));
+        applied.push(format!("sysctl {k}={v} (host-wide; restored afterwards)"));
     }
     if restartable && !ours && !sysctls.is_empty() {
         applied.push("the server started again after the change (--server-cmd)".into());

@@ -35,9 +35,16 @@ impl UserServer {
             .local_addr()
             .port();
         let cmd = template.replace("{port}", &port.to_string());
-        let log =
-            std::env::temp_dir().join(format!("tpslab-server-{}-{port}.log", std::process::id()));
-        let err = std::fs::File::create(&log)
+        // A new file only (never through an existing name or symlink), removed on drop.
+        let log = std::env::temp_dir().join(format!(
+            "tpslab-server-{}-{port}-{}.log",
+            std::process::id(),
+            tpslab_net::mono_ns()
+        ));
+        let err = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&log)
             .with_context(|| format!("--server-cmd: {}", log.display()))?;
         let child = std::process::Command::new("sh")
             .args(["-c", &format!("exec {cmd}")])

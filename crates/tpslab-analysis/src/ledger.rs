@@ -47,6 +47,11 @@ pub struct LedgerInputs {
     pub gen_read: u64,
     /// Whether the server is expected to answer (false for a sink).
     pub replies_expected: bool,
+    /// The server's socket was found during the run: this run's datagrams met an open
+    /// port, so the namespace's NoPorts (late DNS replies, probes: other traffic's first)
+    /// are charged only after NIC and softnet drops.
+    #[serde(default)]
+    pub server_socket_seen: bool,
 }
 
 /// One line of the ledger: a count of datagrams, where they ended, and the counter it
@@ -171,12 +176,19 @@ impl Ledger {
         let explained = sock + i.server_read.unwrap_or(0);
         let mut gap = on_wire as i64 - explained as i64;
         let mut no_ports = i.no_ports;
-        let no_ports_req = charge(&mut no_ports, gap);
-        gap -= no_ports_req as i64;
+        let mut no_ports_req = 0;
+        if !i.server_socket_seen {
+            no_ports_req = charge(&mut no_ports, gap);
+            gap -= no_ports_req as i64;
+        }
         let nic_req = charge(&mut nic, gap);
         gap -= nic_req as i64;
         let softnet_req = charge(&mut softnet, gap);
         gap -= softnet_req as i64;
+        if i.server_socket_seen {
+            no_ports_req = charge(&mut no_ports, gap);
+            gap -= no_ports_req as i64;
+        }
         req_rows.push(row(
             "nic_drops",
             "dropped at the NIC",
@@ -285,7 +297,7 @@ impl Ledger {
             if let (Some(r), Some(a)) = (i.server_read, attempted) {
                 if a > r && r > 0 {
                     notes.push(format!(
-                        "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent",
+                        "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
                         a as f64 / r as f64
                     ));
                 }
@@ -325,6 +337,7 @@ mod tests {
             server_counts_source: "tpslab server counts".into(),
             gen_read: 1000,
             replies_expected: true,
+            server_socket_seen: true,
         }
     }
 
@@ -416,6 +429,7 @@ mod tests {
         i.replies_expected = false;
         i.server_read = Some(0);
         i.no_ports = 1000;
+        i.server_socket_seen = false;
         let l = Ledger::build(&i);
         assert!(l.reply.is_none());
         assert_eq!(l.request.count("no_ports"), 1000);
@@ -471,6 +485,27 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.contains("50 datagrams of Udp: NoPorts")));
+    }
+
+    #[test]
+    fn softnet_drops_are_not_called_no_listener_when_the_socket_was_there() {
+        let mut i = base();
+        i.server_read = Some(900);
+        i.server_reply_attempted = Some(900);
+        i.gen_read = 900;
+        i.softnet_drops = 100;
+        i.no_ports = 40; // background: late DNS replies elsewhere in the namespace
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.count("softnet_drops"), 100);
+        assert_eq!(l.request.count("no_ports"), 0);
+        assert_eq!(l.request.unattributed, Some(0));
+        // No socket: NoPorts first.
+        i.server_socket_seen = false;
+        i.server_read = Some(0);
+        i.server_socket_drops = Some(0);
+        i.no_ports = 1000;
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.count("no_ports"), 1000);
     }
 
     proptest::proptest! {

@@ -261,6 +261,12 @@ pub struct ObserverReport {
     pub cpu_pct: BTreeMap<String, BTreeMap<String, f64>>,
     /// Target process: scheduling policy per thread ("tid:policy") and affinity list.
     pub target_sched: Vec<String>,
+    /// SO_RCVBUF limit of each target socket (sk_rcvbuf from sock_diag), bytes.
+    #[serde(default)]
+    pub target_rcvbuf_bytes: Vec<u64>,
+    /// Threads of the target that read UDP datagrams during the run (exact counts only).
+    #[serde(default)]
+    pub target_reader_threads: Option<usize>,
     /// Sample errors (file that could not be read and why), deduplicated.
     pub errors: Vec<String>,
 }

@@ -136,9 +136,16 @@ pub struct Facts {
     /// A foreign server's runtime (for the line that sets its buffer).
     #[serde(default)]
     pub runtime: Option<crate::runtime::Runtime>,
-    /// The server socket's SO_RCVBUF limit (sk_rcvbuf) from sock_diag, bytes.
+    /// The server sockets' SO_RCVBUF limits (sk_rcvbuf) from sock_diag, bytes, one per
+    /// socket (SO_REUSEPORT servers have several).
     #[serde(default)]
-    pub sk_rcvbuf: Option<u64>,
+    pub sk_rcvbufs: Vec<u64>,
+    /// A foreign server's threads that read UDP datagrams (exact counts only).
+    #[serde(default)]
+    pub reader_threads: Option<usize>,
+    /// A foreign server's reads and replies were counted exactly on its threads.
+    #[serde(default)]
+    pub exact_server: bool,
 }
 
 /// One piece of evidence with its source.
@@ -281,12 +288,15 @@ impl Facts {
         }
         if let Some(t) = &rec.target {
             f.runtime = Some(t.runtime);
+            f.exact_server = t.exact_counts;
         }
         if let Some(o) = &rec.observer {
-            if let Some(&b) = o.deltas.get("server_sk_rcvbuf_bytes") {
-                f.sk_rcvbuf = Some(b);
+            f.reader_threads = o.target_reader_threads;
+            if !o.target_rcvbuf_bytes.is_empty() {
+                f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
+                // rx_queue is summed over the sockets: so is the limit.
                 if !f.ours {
-                    f.limit_bytes = Some(b);
+                    f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
                 }
             }
             if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
@@ -322,12 +332,7 @@ impl Facts {
                 f.capacity_pps = Some(d);
             } else if run_ns > 0 && f.delivered > 0 {
                 let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
-                let usable = if f.ours {
-                    f.threads.clamp(1, f.cpus.max(1))
-                } else {
-                    1
-                };
-                f.capacity_pps = Some(per_cpu * usable as f64);
+                f.capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
             }
         }
         f
@@ -396,7 +401,7 @@ fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
             "counts the new datagram in the check, so a full queue stays at or below the limit"
         }
     ));
-    if let (Some(crate::runtime::Runtime::Java), Some(b)) = (f.runtime, f.sk_rcvbuf) {
+    if let (Some(crate::runtime::Runtime::Java), Some(&b)) = (f.runtime, f.sk_rcvbufs.first()) {
         notes.push(format!(
             "this Java server's getReceiveBufferSize() reports {}: the JDK halves SO_RCVBUF when reading it back on Linux; the kernel's limit, which rx_queue is held to, is {b}",
             b / 2
@@ -413,13 +418,20 @@ fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
     notes
 }
 
+/// Threads that can read in parallel: ours as configured, a foreign server's threads that
+/// read UDP datagrams (1 when unknown), at most one per CPU.
+fn usable_threads(f: &Facts) -> usize {
+    let n = if f.ours {
+        f.threads
+    } else {
+        f.reader_threads.unwrap_or(1)
+    };
+    n.clamp(1, f.cpus.max(1))
+}
+
 /// The server's drain while datagrams waited, and whether it was busy or waiting.
 fn drain_text(f: &Facts, d: f64) -> String {
-    let usable = if f.ours {
-        f.threads.clamp(1, f.cpus.max(1))
-    } else {
-        1
-    };
+    let usable = usable_threads(f);
     let Some(cpu) = f.backlog_cpu_pct else {
         return format!(
             "while datagrams waited in its queue ({:.1} s of the run) the server read {d:.0} datagrams/s (its CPU in those moments is not resolved: CPU time is read every 100 ms; {:.0} % of a CPU over the run); offered {:.0} pps mean",
@@ -445,11 +457,7 @@ fn drain_text(f: &Facts, d: f64) -> String {
 /// The server's threads were mostly off-CPU while datagrams waited: it sleeps or blocks
 /// per message.
 fn server_waits(f: &Facts) -> bool {
-    let usable = if f.ours {
-        f.threads.clamp(1, f.cpus.max(1))
-    } else {
-        1
-    };
+    let usable = usable_threads(f);
     f.drain_pps.is_some() && f.backlog_cpu_pct.is_some_and(|c| c < 50.0 * usable as f64)
 }
 
@@ -535,11 +543,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         // is low.
         let pinned = f.rxq_share_full >= 0.5;
         let never_drains = pinned && f.rxq_share_low < 0.1;
-        let threads = if f.ours {
-            f.threads.clamp(1, f.cpus.max(1))
-        } else {
-            1
-        };
+        let threads = usable_threads(f);
         let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64;
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
         if never_drains || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
@@ -548,9 +552,13 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     }
     evidence.push(ev(
         format!(
-            "request path: {att} attempted, {} read by the server ({:.2} %), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}",
+            "request path: {att} attempted, {} read by the server ({}), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}",
             f.delivered,
-            pct(f.delivered, att),
+            if f.inconsistent.is_some() || f.delivered > att {
+                "share not shown: the ledger does not balance".to_string()
+            } else {
+                format!("{:.2} %", pct(f.delivered, att))
+            },
             f.socket_drops,
             f.softnet_drops,
             f.nic_drops,
@@ -626,10 +634,17 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             recs.push(Recommendation {
                 what: "measure where only this run's datagrams are counted".into(),
                 why: "a counter that other traffic shares cannot place this run's datagrams".into(),
-                lines: vec![
-                    "run as root on kernel 6.4+ with --pid PID of the server: its own threads' reads are counted exactly".into(),
-                    "or run the server and tpslab in a network namespace of their own (ip netns add ...; ip netns exec ...)".into(),
-                ],
+                lines: if f.exact_server {
+                    vec![
+                        "the server's own threads were counted: other clients of the server, or other UDP sockets of its process, share its counts; test it where this load is its only traffic".into(),
+                        "e.g. a network namespace of its own (ip netns add ...; ip netns exec ...)".into(),
+                    ]
+                } else {
+                    vec![
+                        "run as root on kernel 6.4+ with --pid PID of the server: its own threads' reads are counted exactly".into(),
+                        "or run the server and tpslab in a network namespace of their own (ip netns add ...; ip netns exec ...)".into(),
+                    ]
+                },
             });
             (
                 "unknown: the measurement is inconsistent".to_string(),
@@ -705,7 +720,11 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     "generator plan; truesize probe",
                 ));
                 // A socket that never set SO_RCVBUF has net.core.rmem_default as its limit.
-                let own_buffer = f.sk_rcvbuf.zip(f.rmem_default).map(|(b, d)| b != d);
+                // Per socket: every socket at rmem_default means none set its own.
+                let own_buffer = f
+                    .rmem_default
+                    .filter(|_| !f.sk_rcvbufs.is_empty())
+                    .map(|d| f.sk_rcvbufs.iter().any(|&b| b != d));
                 let rt = f.runtime.unwrap_or(crate::runtime::Runtime::Native);
                 let mut code = if f.ours {
                     vec![format!("tpslab serve udp --rcvbuf {req}")]
@@ -747,7 +766,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                         why: format!(
                             "{}a socket that never sets SO_RCVBUF gets net.core.rmem_default ({}) as its limit, not doubled; the new value applies only to sockets created after the change, so the server must re-create its socket (restart it){}",
                             if own_buffer == Some(false) {
-                                format!("the server's socket never set its own buffer (its limit {} B equals net.core.rmem_default): ", f.sk_rcvbuf.unwrap_or(0))
+                                format!("the server's socket{} never set its own buffer (its limit {} B equals net.core.rmem_default): ", if f.sk_rcvbufs.len() > 1 { "s" } else { "" }, f.sk_rcvbufs.first().copied().unwrap_or(0))
                             } else {
                                 String::new()
                             },
@@ -1168,7 +1187,7 @@ mod tests {
         Facts {
             ours: false,
             runtime: Some(crate::runtime::Runtime::Java),
-            sk_rcvbuf: Some(212_992),
+            sk_rcvbufs: vec![212_992],
             ..s1()
         }
     }
@@ -1192,9 +1211,70 @@ mod tests {
     }
 
     #[test]
+    fn reuseport_sockets_on_the_default_buffer_did_not_set_their_own() {
+        // Two SO_REUSEPORT sockets at rmem_default: their sum is not rmem_default, but
+        // neither set its own buffer.
+        let mut f = s1_java();
+        f.sk_rcvbufs = vec![212_992, 212_992];
+        f.limit_bytes = Some(425_984);
+        let d = diagnose(&f, None);
+        assert!(d.recommendations[0]
+            .what
+            .starts_with("net.core.rmem_default"));
+        assert!(d.fix.is_some());
+    }
+
+    #[test]
+    fn inconsistent_evidence_shows_no_share_above_100_percent() {
+        let mut f = s1();
+        f.attempted = 100_000;
+        f.delivered = 528_561;
+        f.unattributed = Some(-428_561);
+        f.inconsistent = Some("counts include other traffic".into());
+        let d = diagnose(&f, None);
+        let ev = format!("{:?}", d.evidence);
+        assert!(!ev.contains("528.56"), "{ev}");
+        assert!(ev.contains("share not shown"), "{ev}");
+    }
+
+    #[test]
+    fn drain_is_read_while_the_queue_held_datagrams() {
+        // Samples every 10 ms; rates index k covers samples k..k+1. The queue holds
+        // datagrams from sample 2 to 12 (10 intervals, 100 ms) at 3000 reads/s, empty
+        // elsewhere (where the reads, 9999/s, must not count).
+        let n = 20;
+        let mut o = crate::record::ObserverReport::default();
+        o.series.t_ms = (0..n).map(|i| i as f64 * 10.0).collect();
+        let q: Vec<f64> = (0..n)
+            .map(|i| if (2..=12).contains(&i) { 50_000.0 } else { 0.0 })
+            .collect();
+        let reads: Vec<f64> = (0..n - 1)
+            .map(|k| if (2..12).contains(&k) { 3000.0 } else { 9999.0 })
+            .collect();
+        o.series.values.insert("server_rx_queue_bytes".into(), q);
+        o.series.values.insert("server_reads_per_s".into(), reads);
+        o.series
+            .values
+            .insert("target_cpu_pct".into(), vec![10.0; n - 1]);
+        let (d, cpu, secs) = drain(&o);
+        assert!((d.unwrap() - 3000.0).abs() < 1e-6);
+        assert!((secs - 0.1).abs() < 1e-9);
+        // 100 ms of backlog in a 190 ms run: over half, so its CPU is judged.
+        assert!((cpu.unwrap() - 10.0).abs() < 1e-9);
+        // Under 50 ms of backlog: no drain figure.
+        let short: Vec<f64> = (0..n)
+            .map(|i| if i == 5 || i == 6 { 1.0 } else { 0.0 })
+            .collect();
+        o.series
+            .values
+            .insert("server_rx_queue_bytes".into(), short);
+        assert_eq!(drain(&o).0, None);
+    }
+
+    #[test]
     fn a_socket_that_set_its_buffer_gets_the_code_line_first() {
         let mut f = s1_java();
-        f.sk_rcvbuf = Some(65_536);
+        f.sk_rcvbufs = vec![65_536];
         f.limit_bytes = Some(65_536);
         let d = diagnose(&f, None);
         assert!(d.recommendations[0]
@@ -1209,7 +1289,7 @@ mod tests {
         let mut f = s1_java();
         f.rmem_max = Some(100_000_000);
         f.rmem_default = Some(100_000_000);
-        f.sk_rcvbuf = Some(100_000_000);
+        f.sk_rcvbufs = vec![100_000_000];
         f.limit_bytes = Some(100_000_000);
         let d = diagnose(&f, None);
         let lines: Vec<&String> = d.recommendations.iter().flat_map(|r| &r.lines).collect();
@@ -1231,7 +1311,7 @@ mod tests {
         ] {
             let mut f = s1_java();
             f.runtime = Some(rt);
-            f.sk_rcvbuf = Some(65_536);
+            f.sk_rcvbufs = vec![65_536];
             let d = diagnose(&f, None);
             assert!(
                 format!("{:?}", d.recommendations[0].lines).contains(want),
@@ -1307,6 +1387,23 @@ mod tests {
         assert!(d.fix.is_none());
         let ev = format!("{:?}", d.evidence);
         assert!(!ev.contains("-418561"), "{ev}");
+    }
+
+    #[test]
+    fn eight_blocking_threads_at_a_fifth_of_a_cpu_each_are_waiting_not_busy() {
+        let mut f = s1_java();
+        f.burst = 1;
+        f.cpus = 16;
+        f.offered_pps = 10_000.0;
+        f.rxq_share_full = 0.9;
+        f.rxq_share_low = 0.0;
+        f.drain_pps = Some(4_000.0);
+        f.capacity_pps = Some(4_000.0);
+        f.backlog_cpu_pct = Some(160.0);
+        f.reader_threads = Some(8);
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::AppTooSlow);
+        assert!(d.headline.contains("mostly asleep"), "{}", d.headline);
     }
 
     #[test]

@@ -150,9 +150,7 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
     // executables of reasonable size are searched.
     let go = || {
         let f = std::fs::File::open(format!("/proc/{pid}/exe")).ok()?;
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(f, 256 << 20), &mut buf).ok()?;
-        Some(memchr::memmem::find(&buf, b"\xff Go buildinf:").is_some())
+        has_go_buildinfo(f, 256 << 20).ok()
     };
     let quick = tpslab_analysis::runtime::classify(&name, &maps, false);
     let runtime = if quick == tpslab_analysis::runtime::Runtime::Native {
@@ -167,4 +165,52 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
         threads: tpslab_proc::live::task_ids(pid).len(),
         exact_counts: false,
     })
+}
+
+/// Whether `r` holds Go's build-info magic (`\xff Go buildinf:`) within its first `max`
+/// bytes. Reads 1 MiB at a time (keeping an overlap for a magic split between two reads),
+/// so memory stays small whatever the executable's size.
+fn has_go_buildinfo(mut r: impl std::io::Read, max: usize) -> std::io::Result<bool> {
+    const MAGIC: &[u8] = b"\xff Go buildinf:";
+    let mut buf = vec![0u8; (1 << 20) + MAGIC.len()];
+    let (mut keep, mut total) = (0usize, 0usize);
+    while total < max {
+        let n = r.read(&mut buf[keep..])?;
+        if n == 0 {
+            break;
+        }
+        total += n;
+        let end = keep + n;
+        if memchr::memmem::find(&buf[..end], MAGIC).is_some() {
+            return Ok(true);
+        }
+        keep = (MAGIC.len() - 1).min(end);
+        buf.copy_within(end - keep..end, 0);
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_magic_is_found_across_a_read_boundary() {
+        let magic = b"\xff Go buildinf:";
+        // The first read ends at 1 MiB + 16 bytes: (1 << 20) + 11 straddles it.
+        for at in [0usize, (1 << 20) - 5, (1 << 20) + 11, 3 << 20] {
+            let mut data = vec![0u8; 4 << 20];
+            data[at..at + magic.len()].copy_from_slice(magic);
+            assert!(
+                has_go_buildinfo(std::io::Cursor::new(&data), 256 << 20).unwrap(),
+                "{at}"
+            );
+        }
+        let data = vec![0u8; 3 << 20];
+        assert!(!has_go_buildinfo(std::io::Cursor::new(&data), 256 << 20).unwrap());
+        // Beyond the cap: not searched.
+        let mut data = vec![0u8; 3 << 20];
+        data[(2 << 20) + 7..(2 << 20) + 7 + magic.len()].copy_from_slice(magic);
+        assert!(!has_go_buildinfo(std::io::Cursor::new(&data), 1 << 20).unwrap());
+    }
 }

@@ -193,13 +193,14 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
 
 /// Checks the exact per-thread read count against the namespace-wide `Udp: InDatagrams`
 /// (which also counts every other reader there): the namespace cannot have read fewer.
+/// True when it did (one of the two counts is wrong).
 fn cross_check(
     gen: &GeneratorReport,
     obs: &ObserverReport,
     same_ns: bool,
     server_read: u64,
     notes: &mut Vec<String>,
-) {
+) -> bool {
     let ns_in = obs.deltas.get("udp_in_datagrams").copied().unwrap_or(0);
     let own_in = if same_ns { gen.replies_read } else { 0 };
     let others = ns_in as i64 - own_in as i64 - server_read as i64;
@@ -207,11 +208,13 @@ fn cross_check(
         notes.push(format!(
             "cross-check failed: the server's threads read {server_read} UDP datagrams but its namespace's Udp: InDatagrams rose by only {ns_in} (the generator read {own_in} of them): one count is wrong"
         ));
+        return true;
     } else if others > 0 {
         notes.push(format!(
             "cross-check: its namespace's Udp: InDatagrams rose by {ns_in}: {others} datagrams were read by other sockets there (not the server's, not the generator's); the ledger counts only the server's threads"
         ));
     }
+    false
 }
 
 fn build_ledger(
@@ -230,6 +233,7 @@ fn build_ledger(
     // Replies prove a server exists even when its socket was not seen (another namespace
     // without --pid): then its side is unknown, not absent.
     let absent = observable && !found && gen.replies_read == 0;
+    let mut cross_failed = false;
     let (server_read, reply_attempted, reply_failed, source) = match srv {
         Some(s) => (
             Some(s.received),
@@ -247,7 +251,7 @@ fn build_ledger(
                 .get("server_io_read")
                 .cloned()
                 .unwrap_or_default();
-            cross_check(&gen, obs, same_ns, d("server_io_read"), notes);
+            cross_failed = cross_check(&gen, obs, same_ns, d("server_io_read"), notes);
             (
                 Some(d("server_io_read")),
                 Some(sent + failed),
@@ -321,6 +325,7 @@ fn build_ledger(
         server_counts_source: source,
         gen_read: gen.replies_read,
         replies_expected,
+        server_socket_seen: found || srv.is_some(),
     };
     if inputs.gen_socket_drops > 0 {
         gen.invalid_reasons.push(format!(
@@ -329,17 +334,36 @@ fn build_ledger(
         ));
         gen.valid = false;
     }
-    let ledger = Ledger::build(&inputs);
+    let mut ledger = Ledger::build(&inputs);
+    if cross_failed && ledger.request.inconsistent.is_none() {
+        ledger.request.inconsistent = Some(
+            "the server's threads read more UDP datagrams than its network namespace counted (Udp: InDatagrams)".into(),
+        );
+    }
     if gen.duplicates > 0 {
         let balanced = ledger
             .reply
             .as_ref()
             .is_some_and(|r| r.unattributed == Some(0));
-        notes.push(if balanced {
+        // Frames when what the generator got per answered request is what the server sent
+        // per request read.
+        let per_read = match (inputs.server_read, inputs.server_reply_attempted) {
+            (Some(r), Some(a)) if r > 0 => Some(a as f64 / r as f64),
+            _ => None,
+        };
+        let per_answer = gen.replies_per_request.unwrap_or(0.0);
+        let frames = per_read.is_some_and(|k| (k - per_answer).abs() <= 0.05 * k);
+        notes.push(if balanced && frames {
             format!(
-                "{} reply datagrams beyond the first per request ({:.2} per answered request): the server sent them (the reply path balances against what it sent), so they are replies of several datagrams (frames), not duplicates made on the way",
+                "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request): sent by the server (the reply path balances against what it sent, {:.2} per request read), so replies of several datagrams (frames), not duplicated in the network",
                 gen.duplicates,
-                gen.replies_per_request.unwrap_or(0.0)
+                per_read.unwrap_or(0.0)
+            )
+        } else if balanced {
+            format!(
+                "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request) while the server sent {:.2} per request read: some of what it sent is not a reply to these requests (another socket or client of the process)",
+                gen.duplicates,
+                per_read.unwrap_or(0.0)
             )
         } else {
             format!(

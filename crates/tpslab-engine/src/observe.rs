@@ -361,7 +361,10 @@ impl Sampler {
             self.scan(&mut r);
         }
         if let Some(io) = self.io.as_mut() {
-            r.io = Some(io.read(slow));
+            // Every thread is read while datagrams wait: the drain rate must not miss a
+            // thread that had been idle.
+            let backlog = r.srv_rxq > 0 || prev.is_some_and(|p| p.srv_rxq > 0);
+            r.io = Some(io.read(slow || backlog));
         } else if let Some(p) = &self.cfg.read_probe {
             r.io = Some(crate::sockio::UdpIo {
                 read: p.get(),
@@ -442,8 +445,15 @@ impl Sampler {
 const SLOW_NS: u64 = 100_000_000;
 
 /// What the observer thread hands back: the samples, read errors, the target threads'
-/// scheduling, and the target sockets' summed SO_RCVBUF limit (bytes, 0: unknown).
-type Sampled = (Vec<Raw>, BTreeSet<String>, Vec<String>, u64);
+/// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
+/// that read UDP datagrams (when counted).
+type Sampled = (
+    Vec<Raw>,
+    BTreeSet<String>,
+    Vec<String>,
+    Vec<u64>,
+    Option<usize>,
+);
 
 /// A running observer.
 pub struct Observer {
@@ -565,8 +575,9 @@ impl Observer {
                 let last = sampler.sample(raws.last(), true);
                 raws.push(last);
                 let sched = target_sched(&sampler);
-                let rcvbuf = sampler.srv_rcvbuf.values().sum::<u64>();
-                (raws, sampler.errors, sched, rcvbuf)
+                let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
+                let readers = sampler.io.as_ref().map(|c| c.reader_threads());
+                (raws, sampler.errors, sched, rcvbuf, readers)
             })
             .expect("spawn observer thread");
         let _ = ready_rx.recv();
@@ -581,15 +592,16 @@ impl Observer {
     /// Takes a final sample, stops the thread and builds the report.
     pub fn stop(self) -> ObserverReport {
         self.stop.store(true, Relaxed);
-        let (raws, errors, sched, rcvbuf) = self.handle.join().expect("observer thread");
+        let (raws, errors, sched, rcvbuf, readers) = self.handle.join().expect("observer thread");
         let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
-        if rcvbuf > 0 {
-            rep.deltas.insert("server_sk_rcvbuf_bytes".into(), rcvbuf);
+        if !rcvbuf.is_empty() {
+            rep.target_rcvbuf_bytes = rcvbuf;
             rep.sources.insert(
-                "server_sk_rcvbuf_bytes".into(),
-                "sock_diag SK_MEMINFO_RCVBUF of the target socket(s), summed: the limit rx_queue is held to (not a delta)".into(),
+                "target_rcvbuf_bytes".into(),
+                "sock_diag SK_MEMINFO_RCVBUF of each target socket: the limit its rx_queue is held to".into(),
             );
         }
+        rep.target_reader_threads = readers;
         if self.io_source.is_none() {
             // A server's own count (read_probe) gives the per-sample read rate only.
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {
@@ -854,6 +866,8 @@ fn build_report(
         deltas,
         cpu_pct,
         target_sched: sched,
+        target_rcvbuf_bytes: vec![],
+        target_reader_threads: None,
         errors,
     }
 }

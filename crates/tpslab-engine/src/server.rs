@@ -273,7 +273,6 @@ impl UdpServer {
         &self.tids
     }
 
-    /// Datagrams read so far, all threads.
     /// A live view of the datagrams read so far (all threads), for an observer thread:
     /// reading it costs the server nothing.
     pub fn read_probe(&self) -> ReadProbe {
@@ -283,6 +282,7 @@ impl UdpServer {
         }))
     }
 
+    /// Datagrams read so far, all threads.
     pub fn received(&self) -> u64 {
         self.counters.iter().map(|c| c.received.load(Relaxed)).sum()
     }

@@ -30,12 +30,15 @@ struct ThreadCounters {
     sent: TracepointCounter,
     failed: TracepointCounter,
     last: UdpIo,
+    /// Its values at the last full read (idleness is judged between full reads).
+    last_full: UdpIo,
     /// Full reads since its counts last moved: a thread that moved within the last
     /// [`HOT_FULL_READS`] full reads is read at every sample.
     idle_full_reads: u32,
 }
 
-/// A thread whose counts moved within this many full reads is read at every sample.
+/// A thread whose counts moved within this many full reads (1 s at the observer's
+/// 100 ms full-read period) is read at every sample.
 const HOT_FULL_READS: u32 = 10;
 
 /// Counters on the threads of one process (or a given set of threads).
@@ -52,6 +55,9 @@ impl ProcessUdpIo {
     /// (not root), or no thread could be attached.
     pub fn attach(tids: &[u32], inherit: bool) -> Result<ProcessUdpIo, tpslab_net::NetError> {
         let rid = tracepoint_id("sock", "sock_recv_length")?;
+        // Three descriptors a thread: a JVM with hundreds of threads needs more than the
+        // default soft limit of 1024.
+        tpslab_net::raise_nofile();
         let sid = tracepoint_id("sock", "sock_send_length")?;
         let mut threads = vec![];
         let mut last_err = None;
@@ -62,6 +68,7 @@ impl ProcessUdpIo {
                     sent: TracepointCounter::open(sid, tid, UDP_SENT_FILTER, inherit)?,
                     failed: TracepointCounter::open(sid, tid, UDP_SEND_FAILED_FILTER, inherit)?,
                     last: UdpIo::default(),
+                    last_full: UdpIo::default(),
                     idle_full_reads: 0,
                 })
             };
@@ -89,6 +96,11 @@ impl ProcessUdpIo {
         })
     }
 
+    /// Threads whose read count is above zero: the server's reading threads.
+    pub fn reader_threads(&self) -> usize {
+        self.threads.iter().filter(|t| t.last.read > 0).count()
+    }
+
     /// Attaches to every thread of process `pid`, with inheritance.
     pub fn attach_pid(pid: u32) -> Result<ProcessUdpIo, tpslab_net::NetError> {
         ProcessUdpIo::attach(&tpslab_proc::live::task_ids(pid), true)
@@ -107,11 +119,12 @@ impl ProcessUdpIo {
                     send_failed: t.failed.read().unwrap_or(t.last.send_failed),
                 };
                 if full {
-                    t.idle_full_reads = if now != t.last {
+                    t.idle_full_reads = if now != t.last_full {
                         0
                     } else {
                         t.idle_full_reads.saturating_add(1)
                     };
+                    t.last_full = now;
                 }
                 t.last = now;
             }

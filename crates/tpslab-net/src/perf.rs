@@ -34,7 +34,9 @@ const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// attr.flags bit: children (threads and processes created later) are counted too.
 const FLAG_INHERIT: u64 = 1 << 1;
-/// _IOW('$', 6, char *)
+/// _IOW('$', 6, char *) with the asm-generic ioctl encoding of 64-bit x86 and arm (other
+/// architectures encode the direction bits differently).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -100,8 +102,9 @@ pub fn tracepoint_id(system: &str, name: &str) -> Result<u64, NetError> {
 }
 
 /// Filter of `sock:sock_recv_length` for datagrams read off UDP sockets: UDP, no error,
-/// not a MSG_PEEK (which leaves the datagram queued).
-pub const UDP_READ_FILTER: &str = "protocol == 17 && ret >= 0 && !(flags & 2)";
+/// neither MSG_PEEK (0x2: leaves the datagram queued) nor MSG_ERRQUEUE (0x2000: reads the
+/// error queue, not a datagram).
+pub const UDP_READ_FILTER: &str = "protocol == 17 && ret >= 0 && !(flags & 0x2002)";
 /// Filter of `sock:sock_send_length` for UDP datagrams sent.
 pub const UDP_SENT_FILTER: &str = "protocol == 17 && ret >= 0";
 /// Filter of `sock:sock_send_length` for UDP sends that failed (the errno is `-ret`).

@@ -301,6 +301,19 @@ fn print_observer(o: &ObserverReport, explain: bool) {
         ]);
     }
     println!("{t}");
+    if !o.target_rcvbuf_bytes.is_empty() {
+        println!(
+            "  target socket(s) SO_RCVBUF limit (sock_diag): {} bytes",
+            o.target_rcvbuf_bytes
+                .iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(n) = o.target_reader_threads {
+        println!("  target threads that read UDP datagrams: {n}");
+    }
     for s in &o.target_sched {
         println!("  target thread {s}");
     }

@@ -660,37 +660,15 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
             }
             None
         }
-        Some(p) => {
-            let bytes =
-                std::fs::read(p).with_context(|| format!("--payload-file {}", p.display()))?;
-            if bytes.is_empty() || bytes.len() > MAX_UDP_PAYLOAD {
-                bail!(
-                    "--payload-file {}: {} bytes; allowed 1..={MAX_UDP_PAYLOAD}",
-                    p.display(),
-                    bytes.len()
-                );
-            }
-            Some(bytes)
-        }
+        Some(p) => Some(read_payload_file(p)?),
     };
     let seq_field = match &f.seq_field {
         None => None,
         Some(s) => {
-            let bad =
-                || anyhow!("--seq-field \"{s}\": allowed OFFSET:LEN with LEN 1..=8, e.g. 0:2");
-            let (o, l) = s.split_once(':').ok_or_else(bad)?;
-            let (o, l): (usize, usize) =
-                (o.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?);
-            if !(1..=8).contains(&l) {
-                return Err(bad());
-            }
             let Some(p) = &payload else {
                 bail!("--seq-field needs --payload-file (with tpslab's header, replies match by header)");
             };
-            if o + l > p.len() {
-                bail!("--seq-field {o}:{l}: beyond the {}-byte payload", p.len());
-            }
-            Some((o, l))
+            Some(parse_seq_field(s, p.len())?)
         }
     };
     let run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
@@ -714,6 +692,53 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         cpus,
         gso: f.gso,
     })
+}
+
+/// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
+/// of 1..=65507 bytes (the largest UDP payload), read with that cap.
+pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "--payload-file {}: not a regular file; allowed a file of 1..={MAX_UDP_PAYLOAD} bytes",
+            p.display()
+        );
+    }
+    let f = std::fs::File::open(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(f, MAX_UDP_PAYLOAD as u64 + 1),
+        &mut bytes,
+    )
+    .map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    if bytes.is_empty() || bytes.len() > MAX_UDP_PAYLOAD {
+        bail!(
+            "--payload-file {}: {} bytes; allowed 1..={MAX_UDP_PAYLOAD}",
+            p.display(),
+            if bytes.len() > MAX_UDP_PAYLOAD {
+                format!("more than {MAX_UDP_PAYLOAD}")
+            } else {
+                "0".to_string()
+            }
+        );
+    }
+    Ok(bytes)
+}
+
+/// Parses `--seq-field OFFSET:LEN` (LEN 1..=8) inside a payload of `payload_len` bytes,
+/// with checked arithmetic: an offset near the integer limit is an error, not a wrap.
+pub(crate) fn parse_seq_field(s: &str, payload_len: usize) -> Result<(usize, usize)> {
+    let bad = || {
+        anyhow!(
+            "--seq-field \"{s}\": allowed OFFSET:LEN with LEN 1..=8 inside the {payload_len}-byte payload, e.g. 0:2"
+        )
+    };
+    let (o, l) = s.split_once(':').ok_or_else(bad)?;
+    let (o, l): (usize, usize) = (o.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?);
+    if !(1..=8).contains(&l) || o.checked_add(l).is_none_or(|end| end > payload_len) {
+        return Err(bad());
+    }
+    Ok((o, l))
 }
 
 pub(crate) fn check_interval(iv: Duration) -> Result<()> {

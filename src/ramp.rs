@@ -151,20 +151,6 @@ pub(crate) fn parse_steps(users: &str, step: &str) -> Result<Vec<usize>, String>
     Ok(v)
 }
 
-fn parse_seq(s: &str, payload_len: usize) -> Result<(usize, usize)> {
-    let bad = || {
-        anyhow!(
-            "--seq-field {s}: allowed OFF:LEN with LEN 1..=8 inside the {payload_len}-byte payload"
-        )
-    };
-    let (o, l) = s.split_once(':').ok_or_else(bad)?;
-    let (o, l): (usize, usize) = (o.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?);
-    if !(1..=8).contains(&l) || o + l > payload_len {
-        return Err(bad());
-    }
-    Ok((o, l))
-}
-
 /// The reference server as a child process; killed by its PID on drop.
 struct ChildServer(Child);
 
@@ -313,17 +299,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     }
     let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
     let payload = match &a.payload_file {
-        Some(p) => {
-            let b = std::fs::read(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
-            if b.is_empty() || b.len() > 65507 {
-                bail!(
-                    "--payload-file {}: {} bytes, allowed 1 to 65507",
-                    p.display(),
-                    b.len()
-                );
-            }
-            Some(b)
-        }
+        Some(p) => Some(crate::cli::read_payload_file(p)?),
         None => None,
     };
     if !(8..=65507).contains(&a.size) {
@@ -351,7 +327,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             }
             match (payload, &a.seq_field) {
                 (Some(p), Some(s)) => {
-                    let f = parse_seq(s, p.len())?;
+                    let f = crate::cli::parse_seq_field(s, p.len())?;
                     (p, Some(f))
                 }
                 (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),

@@ -598,3 +598,53 @@ fn diagnose_udp_needs_a_target_or_a_server_cmd() {
     let out = tpslab(&["diagnose", "udp", "127.0.0.1:9", "--verify", "--no-verify"]);
     assert_one_line_error(&out, "--no-verify");
 }
+
+#[test]
+fn seq_field_offset_near_the_integer_limit_is_an_error_not_a_hang() {
+    let p = payload_file();
+    for cmd in [
+        vec!["load", "udp", "127.0.0.1:9"],
+        vec!["ramp", "udp", "127.0.0.1:9"],
+    ] {
+        let mut args = cmd.clone();
+        args.extend([
+            "--payload-file",
+            p.to_str().unwrap(),
+            "--seq-field",
+            "18446744073709551615:2",
+        ]);
+        let t0 = Instant::now();
+        let out = tpslab(&args);
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{cmd:?} took too long"
+        );
+        assert_one_line_error(&out, "18446744073709551615:2");
+    }
+}
+
+#[test]
+fn payload_file_that_is_not_a_regular_file_is_refused() {
+    for dev in ["/dev/zero", "/dev/null"] {
+        let t0 = Instant::now();
+        let out = tpslab(&["load", "udp", "127.0.0.1:9", "--payload-file", dev]);
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{dev} took too long"
+        );
+        let line = assert_one_line_error(&out, dev);
+        assert!(line.contains("not a regular file"), "{line}");
+    }
+    // A regular file larger than a UDP datagram: refused without reading it all.
+    let big = common::tmp("big-payload.bin");
+    std::fs::write(&big, vec![7u8; 70_000]).unwrap();
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--payload-file",
+        big.to_str().unwrap(),
+    ]);
+    let line = assert_one_line_error(&out, "65507");
+    assert!(line.contains("more than 65507"), "{line}");
+}

@@ -316,6 +316,19 @@ pub struct UdpLoad {
 impl UdpLoad {
     /// Creates the sockets (one per thread, connected to the target).
     pub fn prepare(cfg: LoadConfig) -> Result<UdpLoad, EngineError> {
+        // Plans come from flags, plan files and saved records: the field must lie inside
+        // the payload (checked, so an offset near the integer limit cannot wrap).
+        if let Some((off, len)) = cfg.seq_field {
+            let inside = cfg.payload.as_ref().is_some_and(|p| {
+                (1..=8).contains(&len) && off.checked_add(len).is_some_and(|e| e <= p.len())
+            });
+            if !inside {
+                return Err(EngineError::Other(format!(
+                    "seq field {off}:{len}: allowed LEN 1..=8 inside the payload ({} bytes)",
+                    cfg.payload.as_ref().map_or(0, |p| p.len())
+                )));
+            }
+        }
         let local: SocketAddr = if cfg.target.is_ipv4() {
             "0.0.0.0:0".parse().unwrap()
         } else {
@@ -378,6 +391,7 @@ impl UdpLoad {
         let mut lag = new_ns_histogram();
         let mut burst_lag = new_ns_histogram();
         let mut recv_results = vec![];
+        let mut failures: Vec<String> = vec![];
         std::thread::scope(|scope| {
             let mut senders = vec![];
             let mut receivers = vec![];
@@ -396,22 +410,37 @@ impl UdpLoad {
                 }
             }
             for s in senders {
-                let (l, b) = s.join().expect("sender thread");
-                lag.add(&l).ok();
-                burst_lag.add(&b).ok();
+                match s.join() {
+                    Ok((l, b)) => {
+                        lag.add(&l).ok();
+                        burst_lag.add(&b).ok();
+                    }
+                    Err(e) => failures.push(format!("a sender thread failed: {}", panic_text(&e))),
+                }
             }
             for r in receivers {
-                recv_results.push(r.join().expect("receiver thread"));
+                match r.join() {
+                    Ok(x) => recv_results.push(x),
+                    Err(e) => failures.push(format!(
+                        "a reply receiver thread failed: {}",
+                        panic_text(&e)
+                    )),
+                }
             }
         });
-        self.finish(
+        let mut r = self.finish(
             start,
             window_start,
             lag,
             burst_lag,
             recv_results,
             stop.load(Relaxed),
-        )
+        );
+        if !failures.is_empty() {
+            r.report.invalid_reasons.extend(failures);
+            r.report.valid = false;
+        }
+        r
     }
 
     fn finish(
@@ -581,16 +610,18 @@ fn validate(
             ));
         }
     }
-    // Bursts that start late by more than half an interval, or paced datagrams late by
-    // more than 10 intervals (at least 5 ms either way: a scheduler preemption on a busy
-    // host is not a broken schedule), count as off schedule; the run is invalid when more
-    // than 1 % of them were: a few late datagrams in a run that otherwise kept its plan
-    // do not make it the tool's measurement.
+    // Bursts that start late by more than half an interval (their shape is what is being
+    // tested), or paced datagrams late by more than 10 intervals or 1 % of the run (a
+    // short stall relative to the plan), and at least 5 ms either way (a scheduler
+    // preemption on a busy host is not a broken schedule), count as off schedule; the run
+    // is invalid when more than 1 % of them were: a few late datagrams in a run that
+    // otherwise kept its plan do not make it the tool's measurement.
     let interval = cfg.burst_interval_ns() / cfg.threads as f64;
+    let run_ns = (cfg.warmup + cfg.duration).as_nanos() as f64;
     let limit_ns = if cfg.burst > 1 {
         cfg.burst_interval_ns() / 2.0
     } else {
-        10.0 * interval
+        (10.0 * interval).max(run_ns / 100.0)
     }
     .max(5e6) as u64;
     if let Some((late, total)) = late_share(burst_lag, limit_ns) {
@@ -606,6 +637,24 @@ fn validate(
         }
     }
     r.valid = r.invalid_reasons.is_empty();
+}
+
+/// The message of a thread's panic.
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panicked".into())
+}
+
+/// Marks a stream's sender done when dropped, also when the sender panics: its reply
+/// receiver then ends after the drain period instead of waiting for ever.
+struct SenderDone<'a>(&'a AtomicBool);
+
+impl Drop for SenderDone<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Release);
+    }
 }
 
 /// (late, total): entries of `h` above `limit_ns`, and all entries; None when empty.
@@ -627,6 +676,7 @@ fn sender(
     stop: &AtomicBool,
 ) -> (Histogram<u64>, Histogram<u64>) {
     const BATCH: usize = 64;
+    let _done = SenderDone(&st.sender_done);
     let len = cfg.datagram_len().max(1);
     // Segments per send: 1, or with GSO as many as fit in 64 KiB (at most 64).
     let mut per_msg = if st.gso {
@@ -956,6 +1006,27 @@ mod tests {
         validate(&mut r, &c, &h, false);
         assert_eq!(r.invalid_reasons.len(), 1, "{:?}", r.invalid_reasons);
         assert!(r.invalid_reasons[0].contains("2040 of 102000 datagrams"));
+        // A 5 s run: a stall of 30 ms is under 1 % of the plan, so not off schedule.
+        let mut c5 = cfg(200_000.0, 1, 1);
+        c5.duration = Duration::from_secs(5);
+        let mut h = new_ns_histogram();
+        h.record_n(20_000, 98_000).unwrap();
+        h.record_n(30_000_000, 2_000).unwrap();
+        let mut r = GeneratorReport::default();
+        validate(&mut r, &c5, &h, false);
+        assert!(r.invalid_reasons.is_empty(), "{:?}", r.invalid_reasons);
+        // Bursts: a burst start late by more than half its interval is off schedule.
+        let cb = cfg(100_000.0, 5000, 1); // a burst every 50 ms
+        let mut h = new_ns_histogram();
+        h.record_n(1_000, 90).unwrap();
+        h.record_n(30_000_000, 10).unwrap();
+        let mut r = GeneratorReport::default();
+        validate(&mut r, &cb, &h, false);
+        assert!(
+            r.invalid_reasons[0].contains("10 of 100 bursts"),
+            "{:?}",
+            r.invalid_reasons
+        );
     }
 
     #[test]

@@ -751,7 +751,54 @@ pub(crate) fn check_interval(iv: Duration) -> Result<()> {
     Ok(())
 }
 
+/// Whether an output path means standard output.
+pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Checks before a run that `flag`'s output file can be written, so no result is lost at
+/// the end: its folder exists and the file can be created (a file created by the check is
+/// removed again). `-` (standard output) only where `stdout_ok`.
+pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> Result<()> {
+    if is_stdout(p) {
+        if stdout_ok {
+            return Ok(());
+        }
+        bail!("{flag} -: standard output is taken by the report here; give a file");
+    }
+    if p.is_dir() {
+        bail!("{flag} {}: a folder; give a file name", p.display());
+    }
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!(
+                "{flag} {}: folder {} does not exist",
+                p.display(),
+                dir.display()
+            );
+        }
+    }
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p)
+        .map_err(|e| anyhow!("{flag} {}: {e}", p.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// Writes JSON to `path` (`-`: standard output).
 pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
+    if is_stdout(path) {
+        let out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(out, value).context("writing JSON to standard output")?;
+        println!();
+        return Ok(());
+    }
     let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
     serde_json::to_writer_pretty(std::io::BufWriter::new(f), value)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -762,6 +809,10 @@ fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
     // Write the record first: it is never lost, even if printing fails.
     if let Some(p) = &out.json {
         write_json(p, rec)?;
+        if is_stdout(p) {
+            // Standard output carries the record alone.
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     report::print_record(rec, out.explain);
     if let Some(p) = &out.json {
@@ -822,6 +873,9 @@ pub fn main() -> Result<ExitCode> {
             proto: ServeProto::Udp(a),
         } => {
             let cfg = server_config(&a.server)?;
+            if let Some(p) = &a.json {
+                check_output("--json", p, false)?;
+            }
             let stop = install_signals()?;
             let srv = UdpServer::start(cfg)?;
             println!(
@@ -851,6 +905,9 @@ pub fn main() -> Result<ExitCode> {
             let target = resolve(&a.target)?;
             let load = load_config(&a.load, a.threads, target)?;
             check_interval(a.out.interval)?;
+            if let Some(p) = &a.out.json {
+                check_output("--json", p, true)?;
+            }
             if let Some(pid) = a.pid {
                 check_pid(pid)?;
             }
@@ -876,6 +933,9 @@ pub fn main() -> Result<ExitCode> {
             }
             let load = load_config(&a.load, a.load_threads, srv.bind)?;
             check_interval(a.out.interval)?;
+            if let Some(p) = &a.out.json {
+                check_output("--json", p, true)?;
+            }
             let stop = install_signals()?;
             let rec = run_udp(
                 UdpRunPlan {
@@ -899,6 +959,9 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Sweep(a) => crate::sweep::run(*a),
         Cmd::Watch(a) => {
             check_interval(a.interval)?;
+            if let Some(p) = &a.json {
+                check_output("--json", p, true)?;
+            }
             if let Some(pid) = a.pid {
                 check_pid(pid)?;
             }
@@ -945,6 +1008,24 @@ pub fn main() -> Result<ExitCode> {
                 )));
             }
             let rep = obs.stop();
+            // An empty observation is said, not shown as zeros that look real.
+            let mut notes = vec![];
+            let udp_found = rep.deltas.get("server_sockets_found").copied().unwrap_or(0);
+            let tcp_found = rep.deltas.get("tcp_sockets_found").copied().unwrap_or(0);
+            if udp_found == 0 && tcp_found == 0 {
+                notes.push(match (a.pid, a.port) {
+                    (Some(pid), Some(port)) => format!(
+                        "NO SOCKET FOUND: process {pid} has no UDP or TCP socket on port {port}; the socket figures above are not observations"
+                    ),
+                    (Some(pid), None) => format!(
+                        "NO SOCKET FOUND: process {pid} has no UDP or TCP socket; the socket figures above are not observations"
+                    ),
+                    (None, Some(port)) => format!(
+                        "NO SOCKET FOUND: no UDP socket on port {port} in this network namespace (pass --pid PID for a server in another one); the socket figures above are not observations"
+                    ),
+                    (None, None) => unreachable!("checked above"),
+                });
+            }
             let rec = RunRecord {
                 schema: SCHEMA.into(),
                 tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -955,6 +1036,7 @@ pub fn main() -> Result<ExitCode> {
                     "interval_ms": a.interval.as_secs_f64() * 1e3, "duration_s": a.duration.as_secs_f64()}),
                 environment: tpslab_engine::env::environment(),
                 observer: Some(rep),
+                notes,
                 ..Default::default()
             };
             finish_record(

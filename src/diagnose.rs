@@ -161,6 +161,9 @@ fn apply_fix(
 /// Runs `tpslab diagnose`.
 pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     cli::check_interval(a.interval)?;
+    if let Some(p) = &a.json {
+        cli::check_output("--json", p, true)?;
+    }
     let (plan, scenario, verify) = match &a.target {
         None => (
             s1_plan(a.interval),
@@ -298,6 +301,10 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     };
     if let Some(p) = &a.json {
         cli::write_json(p, &rec)?;
+        if cli::is_stdout(p) {
+            // Standard output carries the record alone.
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     report::print_diagnosis(
         &rec.scenario,

@@ -258,6 +258,12 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         RampCmd::Udp(a) => (RampProto::Udp, a),
     };
     let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
+    if let Some(p) = &a.json {
+        crate::cli::check_output("--json", p, false)?;
+    }
+    if let Some(p) = &a.svg {
+        crate::cli::check_output("--svg", p, false)?;
+    }
     for (flag, d, lo, hi) in [
         (
             "--step-duration",

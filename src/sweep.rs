@@ -155,6 +155,16 @@ fn check_level(name: &str, level: &str) -> Result<()> {
             if level.split_whitespace().any(|v| v.parse::<u64>().is_err()) {
                 return Err(bad("allowed a number"));
             }
+            // The kernel reads a leading 0 as octal: "020000" would be 8192.
+            if level
+                .split_whitespace()
+                .any(|v| v.len() > 1 && v.starts_with('0'))
+            {
+                return Err(bad(&format!(
+                    "a leading 0 makes the kernel read it as octal ({}); write it without the 0",
+                    tpslab_engine::guard::canonical(level).unwrap_or_default()
+                )));
+            }
         }
         _ => bail!(
             "--factor {name}: unknown; allowed {} or a sysctl",
@@ -520,6 +530,12 @@ fn check_plan(plan: &Plan) -> Result<()> {
 
 /// Runs `tpslab sweep`.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.json {
+        cli::check_output("--json", p, false)?;
+    }
+    if let Some(p) = &a.csv {
+        cli::check_output("--csv", p, false)?;
+    }
     let plan_path = a.out.join("plan.json");
     let plan: Plan = if a.resume {
         let text = std::fs::read_to_string(&plan_path)
@@ -531,6 +547,15 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     } else {
         let plan = make_plan(&a)?;
         check_plan(&plan)?;
+        // Host sysctls need root: say so now, before any folder or file is made.
+        if let Some(f) = plan.factors.iter().find(|f| f.name.contains('.')) {
+            if !tpslab_net::is_root() {
+                bail!(
+                    "--factor {}: changing a sysctl needs root; run as root or drop the factor",
+                    f.name
+                );
+            }
+        }
         let leftovers = std::fs::read_dir(&a.out).is_ok_and(|mut d| {
             d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("cell")))
         });

@@ -450,6 +450,9 @@ fn print_run(
 
 /// `tpslab tcp`.
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.json {
+        crate::cli::check_output("--json", p, false)?;
+    }
     if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&a.duration) {
         bail!(
             "--duration {}: allowed 1s to 1h",

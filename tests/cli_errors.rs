@@ -648,3 +648,97 @@ fn payload_file_that_is_not_a_regular_file_is_refused() {
     let line = assert_one_line_error(&out, "65507");
     assert!(line.contains("more than 65507"), "{line}");
 }
+
+#[test]
+fn watch_of_a_port_with_no_socket_says_so() {
+    let out = tpslab(&[
+        "watch",
+        "--port",
+        "9",
+        "--duration",
+        "200ms",
+        "--interval",
+        "50ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("NO SOCKET FOUND: no UDP socket on port 9"),
+        "{text}"
+    );
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run() {
+    let missing = "/nonexistent-tpslab-dir/out.json";
+    for args in [
+        vec!["ramp", "tcp", "--users", "1..2", "--json", missing],
+        vec![
+            "ramp",
+            "tcp",
+            "--users",
+            "1..2",
+            "--svg",
+            "/nonexistent-tpslab-dir/r.svg",
+        ],
+        vec!["tcp", "--lab-rtt", "10ms", "--json", missing],
+        vec!["load", "udp", "127.0.0.1:9", "--json", missing],
+        vec!["run", "udp", "--json", missing],
+        vec!["watch", "--port", "9", "--json", missing],
+        vec!["diagnose", "--json", missing],
+        vec!["serve", "udp", "--json", missing],
+    ] {
+        let t0 = Instant::now();
+        let out = tpslab(&args);
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{args:?}: checked only after a run"
+        );
+        assert_one_line_error(&out, "does not exist");
+    }
+    // Standard output is not free for commands that print their report as they go.
+    let out = tpslab(&["ramp", "tcp", "--users", "1..2", "--json", "-"]);
+    assert_one_line_error(&out, "--json -");
+}
+
+#[test]
+fn json_dash_writes_the_record_alone_to_standard_output() {
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--rate",
+        "1000",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0s",
+        "--no-replies",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("standard output is one JSON record");
+    assert_eq!(v["schema"], "tpslab.run/1");
+    assert!(
+        !std::path::Path::new("-").exists(),
+        "a file named - was written"
+    );
+}
+
+#[test]
+fn sweep_sysctl_level_with_a_leading_zero_is_refused_before_any_folder() {
+    let out_dir = common::tmp("sweep-octal");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "net.ipv4.udp_rmem_min=4096,020000",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let line = assert_one_line_error(&out, "020000");
+    assert!(line.contains("octal (8192)"), "{line}");
+    assert!(!out_dir.exists(), "the output folder was created");
+}

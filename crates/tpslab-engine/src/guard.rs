@@ -46,11 +46,39 @@ pub struct Restored {
     pub skipped: Vec<String>,
 }
 
+/// One field of a numeric sysctl as the kernel parses it (`proc_dointvec` and friends:
+/// base 0, so `0x10` is 16 and a leading `0` means octal: `020000` is 8192).
+fn kernel_number(field: &str) -> Option<u64> {
+    let (digits, radix) = if let Some(h) = field
+        .strip_prefix("0x")
+        .or_else(|| field.strip_prefix("0X"))
+    {
+        (h, 16)
+    } else if field.len() > 1 && field.starts_with('0') {
+        (&field[1..], 8)
+    } else {
+        (field, 10)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// A numeric sysctl value in canonical form: each whitespace-separated field parsed as
+/// the kernel parses it and written in decimal, one space apart (`tcp_rmem` style values
+/// compare field by field). None when a field is not a number.
+pub fn canonical(value: &str) -> Option<String> {
+    let fields: Option<Vec<String>> = value
+        .split_whitespace()
+        .map(|f| kernel_number(f).map(|n| n.to_string()))
+        .collect();
+    fields.filter(|f| !f.is_empty()).map(|f| f.join(" "))
+}
+
 /// Only settings tpslab itself changes are ever written back from a journal.
 fn allowed(name: &str, value: &str) -> bool {
-    crate::env::SYSCTLS.contains(&name)
-        && !value.is_empty()
-        && value.split_whitespace().all(|v| v.parse::<u64>().is_ok())
+    crate::env::SYSCTLS.contains(&name) && canonical(value).is_some()
 }
 
 /// Directory of the journal and lock: $TPSLAB_STATE_DIR, else /var/lib/tpslab (root) or
@@ -118,7 +146,8 @@ fn undo(j: &Journal) -> Restored {
             continue;
         }
         let now = crate::env::read_sysctl(&c.name).unwrap_or_default();
-        if now != c.applied {
+        // Compared as numbers, field by field (a journal may hold "020000"-style text).
+        if canonical(&now).is_none() || canonical(&now) != canonical(&c.applied) {
             r.skipped.push(format!(
                 "{}: now {now}, not the {} tpslab applied (changed since); left alone",
                 c.name, c.applied
@@ -215,10 +244,11 @@ impl HostGuard {
             }
             let original = crate::env::read_sysctl(name)
                 .ok_or_else(|| EngineError::Other(format!("sysctl {name}: cannot read it")))?;
+            // Written in canonical decimal: the journal holds exactly what the kernel got.
             changes.push(Change {
                 name: name.clone(),
                 original,
-                applied: value.clone(),
+                applied: canonical(value).unwrap_or_default(),
             });
         }
         let j = Journal {
@@ -239,8 +269,13 @@ impl HostGuard {
             .map_err(|e| EngineError::Other(format!("write journal {}: {e}", path.display())))?;
         *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(j.clone());
         let guard = HostGuard { _lock: lock };
-        for c in &j.changes {
+        for (i, c) in j.changes.iter().enumerate() {
             if let Err(e) = crate::env::write_sysctl(&c.name, &c.applied) {
+                // Only what was written is restored: the failed one never changed, so it
+                // is not "changed since" either.
+                if let Some(live) = LIVE.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                    live.changes.truncate(i);
+                }
                 let mut g = guard;
                 g.restore();
                 return Err(EngineError::Other(format!(
@@ -272,6 +307,21 @@ impl Drop for HostGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_read_as_the_kernel_reads_them() {
+        assert_eq!(canonical("020000").as_deref(), Some("8192"));
+        assert_eq!(canonical("0x10").as_deref(), Some("16"));
+        assert_eq!(canonical("0").as_deref(), Some("0"));
+        assert_eq!(
+            canonical("4096\t131072  6291456").as_deref(),
+            Some("4096 131072 6291456")
+        );
+        assert_eq!(canonical(""), None);
+        assert_eq!(canonical("12abc"), None);
+        assert_eq!(canonical("09"), None); // not octal
+        assert_eq!(canonical("-1"), None);
+    }
 
     fn write_journal(j: &Journal) {
         std::fs::create_dir_all(state_dir()).unwrap();

@@ -10,7 +10,6 @@ mod common;
 
 use common::{NetNs, Server};
 use serde_json::Value;
-use std::path::Path;
 
 use common::DNSMASQ;
 const PORT: u16 = 5353;
@@ -20,8 +19,7 @@ fn can_run(test: &str) -> bool {
     if !common::can_netns(test) {
         return false;
     }
-    if !Path::new(DNSMASQ).exists() {
-        eprintln!("skipping {test}: {DNSMASQ} not installed");
+    if !common::need(test, DNSMASQ) {
         return false;
     }
     true

@@ -156,10 +156,10 @@ fn memcached_multi_frame_replies_balance() {
     if !common::can_netns("memcached_multi_frame_replies_balance") {
         return;
     }
-    if !Path::new("/usr/bin/memcached").exists() {
-        eprintln!(
-            "skipping memcached_multi_frame_replies_balance: /usr/bin/memcached not installed"
-        );
+    if !common::need(
+        "memcached_multi_frame_replies_balance",
+        "/usr/bin/memcached",
+    ) {
         return;
     }
     let _g = common::serial();
@@ -298,7 +298,10 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
         .output()
         .is_err()
     {
-        eprintln!("skipping java_server_gets_the_java_fix_and_a_verified_rmem_default: no java");
+        common::skip(
+            "java_server_gets_the_java_fix_and_a_verified_rmem_default",
+            "no java",
+        );
         return;
     }
     let _g = common::serial();

@@ -51,23 +51,35 @@ fn ledger_balances_exactly_on_loopback() {
     }
     let _serial = common::serial();
     let ns = NetNs::new();
-    let rec = run_json(
-        &ns,
-        "clean.json",
-        &[
-            "run",
-            "udp",
-            "--rate",
-            "20000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--rcvbuf",
-            "4000000",
-        ],
-    );
-    assert_exact(&rec);
+    // Exactness holds whatever the load (checked on every attempt); the counts below need
+    // a generator that kept its schedule, which a loaded host can spoil.
+    let rec = common::retry("ledger_balances_exactly_on_loopback", 3, || {
+        let rec = run_json(
+            &ns,
+            "clean.json",
+            &[
+                "run",
+                "udp",
+                "--rate",
+                "20000",
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+                "--rcvbuf",
+                "4000000",
+            ],
+        );
+        assert_exact(&rec);
+        let g = &rec["generator"];
+        if g["valid"] != true || u(&g["attempted"]) != 24000 {
+            return Err(format!(
+                "generator off schedule ({} attempted): {}",
+                g["attempted"], g["invalid_reasons"]
+            ));
+        }
+        Ok(rec)
+    });
     let g = &rec["generator"];
     assert_eq!(rec["interrupted"], false);
     assert_eq!(g["valid"], true, "{}", g["invalid_reasons"]);
@@ -325,7 +337,10 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
     );
     let g = &rec["generator"];
     if g["gso"] != true {
-        eprintln!("skipping: no UDP GSO in this kernel");
+        common::skip(
+            "gso_into_a_gro_server_is_accounted_per_datagram",
+            "no UDP GSO in this kernel",
+        );
         return;
     }
     assert_eq!(rec["server"]["gro"], true);

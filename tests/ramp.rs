@@ -179,6 +179,12 @@ fn udp_ramp_against_dnsmasq_matches_replies_by_dns_id() {
     if !common::can_netns("udp_ramp_against_dnsmasq_matches_replies_by_dns_id") {
         return;
     }
+    if !common::need(
+        "udp_ramp_against_dnsmasq_matches_replies_by_dns_id",
+        common::DNSMASQ,
+    ) {
+        return;
+    }
     let _g = common::serial();
     let ns = NetNs::new();
     let port = 5354;

@@ -2,6 +2,13 @@
 //! namespace's `lo` to CPU 1 with RPS and lowering net.core.netdev_max_backlog; and the
 //! host-settings guard: a verification run's sysctl is restored afterwards, and after a
 //! SIGKILL at the next start of tpslab.
+//!
+//! This is the one test that changes a host-wide setting other processes use, and it
+//! cannot be otherwise: net.core.netdev_max_backlog exists only in the initial network
+//! namespace (a namespace shows no copy of its own to lower), and the overflow it
+//! reproduces happens in that per-CPU backlog. It is lowered for the shortest time (about
+//! 3 s per attempt), under the test binary's serial lock, and restored on drop, also when
+//! the test fails.
 
 mod common;
 use common::{record, row, run, tmp, NetNs};
@@ -46,7 +53,7 @@ fn setup(test: &str) -> Option<(NetNs, Kill)> {
     if !std::path::Path::new(BACKLOG).exists()
         || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
     {
-        eprintln!("skipping {test}: needs 2 CPUs and {BACKLOG}");
+        common::skip(test, &format!("needs 2 CPUs and {BACKLOG}"));
         return None;
     }
     let ns = NetNs::new();
@@ -133,9 +140,33 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
     let _restore = BacklogGuard::set("16");
     let state = tmp("state-softnet");
     let out = tmp("softnet.json");
-    let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
-    assert!(o.status.success());
-    let rec = record(&out);
+    // Backlog drops need the sender to outrun the receiving CPU; a loaded host can make
+    // the verification run overflow too: retried, with the reason printed.
+    let rec = common::retry(
+        "softnet_backlog_overflow_is_named_fixed_and_restored",
+        3,
+        || {
+            let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
+            assert!(o.status.success());
+            let rec = record(&out);
+            if rec["diagnosis"]["case"] != "softnet_backlog" {
+                return Err(format!(
+                    "no backlog overflow: {}",
+                    rec["diagnosis"]["headline"]
+                ));
+            }
+            let (b, a) = (
+                row(&rec["before"]["ledger"]["request"], "softnet_drops"),
+                row(&rec["after"]["ledger"]["request"], "softnet_drops"),
+            );
+            if a >= b / 4 {
+                return Err(format!("{a} backlog drops after the fix vs {b} before"));
+            }
+            Ok(rec)
+        },
+    );
+    // Restored after every attempt.
+    assert_eq!(backlog(), "16");
     let d = &rec["diagnosis"];
     assert_eq!(d["case"], "softnet_backlog", "{}", d["headline"]);
     let before = &rec["before"]["ledger"]["request"];

@@ -217,8 +217,10 @@ fn plan_file_sweeps_a_users_server_and_sets_its_affinity_and_policy() {
     if !common::can_netns("plan_file_sweeps_a_users_server_and_sets_its_affinity_and_policy") {
         return;
     }
-    if !std::path::Path::new("/usr/sbin/dnsmasq").exists() {
-        eprintln!("skipping: /usr/sbin/dnsmasq not installed");
+    if !common::need(
+        "plan_file_sweeps_a_users_server_and_sets_its_affinity_and_policy",
+        "/usr/sbin/dnsmasq",
+    ) {
         return;
     }
     let _serial = common::serial();

@@ -6,12 +6,58 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Whether the tests can create network namespaces (root). Prints why when not.
+/// The list of skipped tests, one line each, that `.ci/run` prints after the suite (a
+/// skipped test shows as "ok" in cargo's output; this is where it is counted).
+pub fn skip_list() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt")
+}
+
+/// Skips a test: prints why and adds it to [`skip_list`].
+pub fn skip(test: &str, why: &str) {
+    eprintln!("skipping {test}: {why}");
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(skip_list())
+    {
+        let _ = writeln!(f, "{test}: {why}");
+    }
+}
+
+/// Runs a timing-dependent measurement up to `attempts` times: `f` returns Err(why) when
+/// the machine, not the code, spoiled it (the generator fell behind its schedule on a
+/// loaded 2-CPU host, say); the reason of each retry is printed, and the last error fails
+/// the test. Checks that must hold whatever the load stay outside `f`.
+pub fn retry<T>(test: &str, attempts: usize, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let mut last = String::new();
+    for i in 1..=attempts {
+        match f() {
+            Ok(v) => return v,
+            Err(why) => {
+                eprintln!("{test}: attempt {i} of {attempts} spoiled by the machine: {why}");
+                last = why;
+            }
+        }
+    }
+    panic!("{test}: every one of {attempts} attempts was spoiled; the last: {last}");
+}
+
+/// Whether `path` exists; otherwise the test is skipped with the reason.
+pub fn need(test: &str, path: &str) -> bool {
+    let ok = std::path::Path::new(path).exists();
+    if !ok {
+        skip(test, &format!("{path} not installed"));
+    }
+    ok
+}
+
+/// Whether the tests can create network namespaces (root). Skips (counted) when not.
 pub fn can_netns(test: &str) -> bool {
     // SAFETY: geteuid has no memory effects.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
-        eprintln!("skipping {test}: needs root to create a network namespace");
+        skip(test, "needs root to create a network namespace");
     }
     root
 }
@@ -85,9 +131,23 @@ pub fn run(mut c: Command) -> Output {
     out
 }
 
-/// A temporary file path unique to this test process.
+/// A temporary file path unique to this test process, under cargo's target/tmp (not
+/// /tmp). The folders of test processes that have ended are removed on first use, so a
+/// run leaves at most its own behind.
 pub fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tpslab-test-{}", std::process::id()));
+    static CLEAN: std::sync::Once = std::sync::Once::new();
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    CLEAN.call_once(|| {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(pid) = name.strip_prefix("tpslab-test-") {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    });
+    let dir = base.join(format!("tpslab-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

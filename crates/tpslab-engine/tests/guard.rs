@@ -30,7 +30,10 @@ fn refused_write_restores_the_rest_without_a_false_alarm() {
         ("net.core.rmem_max".into(), bumped),
         ("net.core.rmem_default".into(), "4294967296".into()),
     ]);
-    let err = r.err().expect("the kernel refuses 2^32 for an int sysctl").to_string();
+    let err = r
+        .err()
+        .expect("the kernel refuses 2^32 for an int sysctl")
+        .to_string();
     assert!(err.contains("net.core.rmem_default=4294967296"), "{err}");
     assert_eq!(read("net.core.rmem_max"), max0, "rmem_max not restored");
     assert_eq!(read("net.core.rmem_default"), def0);

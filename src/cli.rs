@@ -91,6 +91,12 @@ pub(crate) struct DiagnoseArgs {
     /// Show the source counter of every figure.
     #[arg(long, global = true)]
     pub(crate) explain: bool,
+    /// Exit 1 when the first run ("as is") meets one of these: loss>PCT%, invalid, errors.
+    #[arg(long, global = true, value_name = "CONDITIONS")]
+    pub(crate) fail_on: Option<String>,
+    /// Exit 3 when the first run is not valid evidence (RUN INVALID).
+    #[arg(long, global = true)]
+    pub(crate) strict: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -231,12 +237,49 @@ struct OutputFlags {
     /// Observer sampling interval (1ms..).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     interval: Duration,
-    /// Write the run record (JSON, schema tpslab.run/1) to FILE.
+    /// Write the run record (JSON, schema tpslab.run/1) to FILE (- for standard output).
     #[arg(long)]
     json: Option<PathBuf>,
     /// Show the source counter of every figure.
     #[arg(long)]
     explain: bool,
+    #[command(flatten)]
+    gate: GateFlags,
+}
+
+/// Exit codes for CI pipelines: 0 ok; 1 a --fail-on condition met; 2 usage or
+/// environment; 3 the run was not valid evidence (with --strict); 130 interrupted.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct GateFlags {
+    /// Exit 1 when the run meets one of these: loss>PCT% (window loss), invalid (the
+    /// generator was a bottleneck), errors (send or reply failures, ECONNREFUSED from a
+    /// closed port included); comma-separated.
+    #[arg(long, value_name = "CONDITIONS")]
+    pub(crate) fail_on: Option<String>,
+    /// Exit 3 when the run is not valid evidence (RUN INVALID).
+    #[arg(long)]
+    pub(crate) strict: bool,
+}
+
+impl GateFlags {
+    /// The parsed conditions (checked before the run).
+    pub(crate) fn conditions(&self) -> Result<Vec<tpslab_analysis::gate::FailOn>> {
+        match &self.fail_on {
+            None => Ok(vec![]),
+            Some(s) => tpslab_analysis::gate::parse(s).map_err(|e| anyhow!(e)),
+        }
+    }
+}
+
+/// The exit code of a run record under `gate`, with its reasons printed to stderr.
+pub(crate) fn gate_exit(rec: &RunRecord, gate: &GateFlags) -> Result<ExitCode> {
+    let (code, why) = tpslab_analysis::gate::exit_code(rec, &gate.conditions()?, gate.strict);
+    if code != 0 {
+        for w in why {
+            eprintln!("tpslab: exit {code}: {w}");
+        }
+    }
+    Ok(ExitCode::from(code))
 }
 
 #[derive(Args, Debug)]
@@ -507,9 +550,13 @@ pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
     let mut addrs = target
         .to_socket_addrs()
         .map_err(|e| anyhow!("target \"{target}\": {e}; allowed HOST:PORT, e.g. 127.0.0.1:9000"))?;
-    addrs
+    let addr = addrs
         .next()
-        .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))
+        .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))?;
+    if addr.port() == 0 {
+        bail!("target \"{target}\": port 0 is not a port a server listens on; allowed 1..=65535");
+    }
+    Ok(addr)
 }
 
 pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
@@ -811,14 +858,14 @@ fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
         write_json(p, rec)?;
         if is_stdout(p) {
             // Standard output carries the record alone.
-            return Ok(ExitCode::SUCCESS);
+            return gate_exit(rec, &out.gate);
         }
     }
     report::print_record(rec, out.explain);
     if let Some(p) = &out.json {
         println!("record written to {}", p.display());
     }
-    Ok(ExitCode::SUCCESS)
+    gate_exit(rec, &out.gate)
 }
 
 /// The UDP and TCP socket inodes process `pid` holds open (from /proc/PID/fd, matched in
@@ -905,6 +952,7 @@ pub fn main() -> Result<ExitCode> {
             let target = resolve(&a.target)?;
             let load = load_config(&a.load, a.threads, target)?;
             check_interval(a.out.interval)?;
+            a.out.gate.conditions()?;
             if let Some(p) = &a.out.json {
                 check_output("--json", p, true)?;
             }
@@ -933,6 +981,7 @@ pub fn main() -> Result<ExitCode> {
             }
             let load = load_config(&a.load, a.load_threads, srv.bind)?;
             check_interval(a.out.interval)?;
+            a.out.gate.conditions()?;
             if let Some(p) = &a.out.json {
                 check_output("--json", p, true)?;
             }
@@ -1045,6 +1094,7 @@ pub fn main() -> Result<ExitCode> {
                     interval: a.interval,
                     json: a.json,
                     explain: a.explain,
+                    gate: GateFlags::default(),
                 },
             )
         }

@@ -25,6 +25,8 @@ pub const SCHEMA: &str = "tpslab.diagnose/1";
 #[derive(Serialize)]
 struct DiagnoseRecord {
     schema: &'static str,
+    /// Ctrl-C/SIGTERM ended the diagnosis early (the figures cover what ran).
+    interrupted: bool,
     scenario: String,
     probe: TruesizeProbe,
     facts: Facts,
@@ -164,6 +166,11 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         cli::check_output("--json", p, true)?;
     }
+    let gate = cli::GateFlags {
+        fail_on: a.fail_on.clone(),
+        strict: a.strict,
+    };
+    gate.conditions()?;
     let (plan, scenario, verify) = match &a.target {
         None => (
             s1_plan(a.interval),
@@ -287,8 +294,16 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             }
         }
     }
+    let interrupted = stop.load(Relaxed);
+    if interrupted && verify && after.is_none() {
+        notes.push(
+            "interrupted: the verification run was skipped (or cut short); nothing was proven"
+                .into(),
+        );
+    }
     let rec = DiagnoseRecord {
         schema: SCHEMA,
+        interrupted,
         scenario,
         probe,
         facts,
@@ -303,7 +318,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         cli::write_json(p, &rec)?;
         if cli::is_stdout(p) {
             // Standard output carries the record alone.
-            return Ok(ExitCode::SUCCESS);
+            return diagnose_exit(&rec, &gate);
         }
     }
     report::print_diagnosis(
@@ -319,5 +334,14 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         println!("record written to {}", p.display());
     }
-    Ok(ExitCode::SUCCESS)
+    diagnose_exit(&rec, &gate)
+}
+
+/// The exit code: the first run's under the gate; 130 when any part was interrupted.
+fn diagnose_exit(rec: &DiagnoseRecord, gate: &cli::GateFlags) -> Result<ExitCode> {
+    if rec.interrupted {
+        eprintln!("tpslab: exit 130: interrupted by a signal");
+        return Ok(ExitCode::from(130));
+    }
+    cli::gate_exit(&rec.before, gate)
 }

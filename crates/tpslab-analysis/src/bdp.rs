@@ -3,30 +3,34 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `100Mbps` (megabits per
-/// second, as networks count), `10MB/s` (megabytes per second), `125000000` (bit/s).
-/// Decimal units. Returns bits per second.
+/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `100Mbps` or `100Mb/s`
+/// (megabits per second, as networks count), `10MB/s` (megabytes per second: a capital
+/// `B` is bytes), `1500bit`. A unit is required: a bare number is ambiguous (`80` read
+/// as 80 bit/s surprised users). Decimal units. Returns bits per second.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let bad = || {
-        format!("rate \"{s}\": allowed a number with bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps; kB/s, MB/s, GB/s for bytes), e.g. 80mbit")
+        format!("rate \"{s}\": allowed a number with a unit: bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s; kB/s, MB/s, GB/s for bytes), e.g. 80mbit")
     };
-    let t = s.trim().to_ascii_lowercase();
+    let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| bad())?;
-    let mult = match unit.trim() {
-        "" | "bit" | "bit/s" | "bps" => 1.0,
+    let unit = unit.trim();
+    // "B/s" with a capital B counts bytes; "b/s" bits.
+    let bytes = unit.ends_with("B/s");
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "bit" | "bit/s" | "bps" => 1.0,
         "kbit" | "kbit/s" | "kbps" => 1e3,
         "mbit" | "mbit/s" | "mbps" => 1e6,
         "gbit" | "gbit/s" | "gbps" => 1e9,
-        "b/s" => 8.0,
-        "kb/s" => 8e3,
-        "mb/s" => 8e6,
-        "gb/s" => 8e9,
+        "b/s" => 1.0,
+        "kb/s" => 1e3,
+        "mb/s" => 1e6,
+        "gb/s" => 1e9,
         _ => return Err(bad()),
-    };
+    } * if bytes { 8.0 } else { 1.0 };
     let r = v * mult;
     if !(r.is_finite() && r > 0.0) {
         return Err(bad());
@@ -117,7 +121,10 @@ mod tests {
         assert_eq!(parse_rate("100Mbps").unwrap(), 100e6);
         assert_eq!(parse_rate("10MB/s").unwrap(), 80e6);
         assert_eq!(parse_rate("622Mbit").unwrap(), 622e6);
-        assert_eq!(parse_rate("1500").unwrap(), 1500.0);
+        assert_eq!(parse_rate("1500bit").unwrap(), 1500.0);
+        assert_eq!(parse_rate("100Mb/s").unwrap(), 100e6);
+        // A bare number is ambiguous: refused with the units allowed.
+        assert!(parse_rate("80").unwrap_err().contains("with a unit"));
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("0mbit").is_err());
         assert!(parse_rate("80 furlongs").is_err());

@@ -7,6 +7,7 @@
 pub mod bdp;
 pub mod buffer;
 pub mod experiment;
+pub mod gate;
 pub mod ledger;
 pub mod record;
 pub mod runtime;

@@ -623,7 +623,9 @@ mod tests {
             "{got} {}",
             rec.bytes_read
         );
-        assert!(rec.samples.last().unwrap().rcv_wnd_bytes > 0);
+        // The window is advertised (tcpi_rcv_wnd read); it may be 0 at one sample when
+        // the reader fell behind on a loaded machine, so not "at the last sample".
+        assert!(rec.samples.iter().any(|s| s.rcv_wnd_bytes > 0));
         assert!(src.stop() >= got);
     }
 

@@ -825,17 +825,27 @@ pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> 
             );
         }
     }
-    let existed = p.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(p)
-        .map_err(|e| anyhow!("{flag} {}: {e}", p.display()))?;
-    if !existed {
-        let _ = std::fs::remove_file(p);
+    match std::fs::symlink_metadata(p) {
+        // A symlink, FIFO or device: opening it to test could create a link's target or
+        // hand a pipe's reader an early end of file; the write at the end will tell.
+        Ok(m) if !m.file_type().is_file() => Ok(()),
+        // An existing file: writable? (not truncated by the check)
+        Ok(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .map(|_| ())
+            .map_err(|e| anyhow!("{flag} {}: {e}", p.display())),
+        // A new file: created only by the check itself (never someone else's), removed.
+        Err(_) => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .map_err(|e| anyhow!("{flag} {}: {e}", p.display()))?;
+            let _ = std::fs::remove_file(p);
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Writes JSON to `path` (`-`: standard output).
@@ -852,20 +862,37 @@ pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Resul
     Ok(())
 }
 
+/// Writes and prints a run record; the exit code follows `out.gate` (for `watch`, ended
+/// by Ctrl-C as a matter of course, `interrupt_is_normal` keeps it 0).
 fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
+    finish_record_as(rec, out, false)
+}
+
+fn finish_record_as(
+    rec: &RunRecord,
+    out: &OutputFlags,
+    interrupt_is_normal: bool,
+) -> Result<ExitCode> {
+    let exit = |rec: &RunRecord| {
+        if interrupt_is_normal && rec.interrupted {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            gate_exit(rec, &out.gate)
+        }
+    };
     // Write the record first: it is never lost, even if printing fails.
     if let Some(p) = &out.json {
         write_json(p, rec)?;
         if is_stdout(p) {
             // Standard output carries the record alone.
-            return gate_exit(rec, &out.gate);
+            return exit(rec);
         }
     }
     report::print_record(rec, out.explain);
     if let Some(p) = &out.json {
         println!("record written to {}", p.display());
     }
-    gate_exit(rec, &out.gate)
+    exit(rec)
 }
 
 /// The UDP and TCP socket inodes process `pid` holds open (from /proc/PID/fd, matched in
@@ -1043,12 +1070,18 @@ pub fn main() -> Result<ExitCode> {
                 read_probe: None,
             });
             if let Some(pid) = a.pid {
-                println!(
+                let line = format!(
                     "tpslab watch: process {pid}: following {} UDP socket(s) and {} TCP socket(s){}",
                     udp_inodes.len(),
                     tcp_inodes.len(),
                     a.port.map_or(String::new(), |p| format!(" on port {p}"))
                 );
+                // Standard output may carry the JSON record alone.
+                if a.json.as_deref().is_some_and(is_stdout) {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
             }
             let end = t0 + a.duration.as_nanos() as u64;
             while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
@@ -1088,7 +1121,7 @@ pub fn main() -> Result<ExitCode> {
                 notes,
                 ..Default::default()
             };
-            finish_record(
+            finish_record_as(
                 &rec,
                 &OutputFlags {
                     interval: a.interval,
@@ -1096,6 +1129,7 @@ pub fn main() -> Result<ExitCode> {
                     explain: a.explain,
                     gate: GateFlags::default(),
                 },
+                true,
             )
         }
     }

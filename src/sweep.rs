@@ -530,10 +530,12 @@ fn check_plan(plan: &Plan) -> Result<()> {
 
 /// Runs `tpslab sweep`.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.json {
+    // Files inside --out are checked once that folder exists (it is made below).
+    let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
+    if let Some(p) = a.json.as_deref().filter(|p| !inside_out(p)) {
         cli::check_output("--json", p, false)?;
     }
-    if let Some(p) = &a.csv {
+    if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
         cli::check_output("--csv", p, false)?;
     }
     let plan_path = a.out.join("plan.json");

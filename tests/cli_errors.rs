@@ -787,8 +787,17 @@ fn exit_codes_gate_a_pipeline() {
         "{}",
         stderr(&out)
     );
-    // The generator kept its schedule: "invalid" is not met (ICMP port-unreachable makes
-    // some sends fail with ECONNREFUSED, so "errors" depends on ICMP rate limits: not
-    // asserted here).
-    assert_eq!(run(&["--fail-on", "invalid"]).status.code(), Some(0));
+    // "invalid" is not met while the generator keeps its schedule (a loaded host can
+    // spoil that: retried). ICMP port-unreachable makes some sends fail with
+    // ECONNREFUSED, so "errors" depends on ICMP rate limits: not asserted here.
+    common::retry("exit_codes_gate_a_pipeline", 3, || {
+        let out = run(&["--fail-on", "invalid"]);
+        match out.status.code() {
+            Some(0) => Ok(()),
+            Some(1) if stderr(&out).contains("not valid evidence") => {
+                Err(format!("generator off schedule: {}", stderr(&out)))
+            }
+            c => panic!("--fail-on invalid: exit {c:?}: {}", stderr(&out)),
+        }
+    });
 }

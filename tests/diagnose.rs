@@ -147,15 +147,27 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
     }
     let _serial = common::serial();
     let ns = NetNs::new();
-    // The fix must hold the bursts; on a loaded host the server (or the generator) can
-    // fall behind in the verification run: that spoils the measurement, not the fix.
+    // The fix must hold the bursts. Retried only on evidence that the machine spoiled a
+    // run: a generator off schedule, or a small residual loss (a stall of the server on a
+    // loaded host: under 10 %, where a fix that does not work loses ~60 %).
     let (rec, stdout) = common::retry("builtin_s1_buffer_overflow_then_verified_fix", 3, || {
         let (rec, stdout) = diagnose(&ns, "s1", &[], None);
+        assert!(
+            rec["after"].is_object(),
+            "no verification run: {}",
+            rec["notes"]
+        );
         let g = &rec["after"]["generator"];
-        let loss = g["window_loss_pct"].as_f64().unwrap_or(100.0);
         if g["valid"] != true || rec["before"]["generator"]["valid"] != true {
             return Err(format!("generator off schedule: {}", g["invalid_reasons"]));
         }
+        let loss = g["window_loss_pct"]
+            .as_f64()
+            .expect("after.window_loss_pct");
+        assert!(
+            loss < 10.0,
+            "the fix does not hold the bursts: {loss:.2} % lost after it"
+        );
         if loss >= 1.0 {
             return Err(format!("{loss:.2} % still lost after the fix"));
         }

@@ -140,8 +140,9 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
     let _restore = BacklogGuard::set("16");
     let state = tmp("state-softnet");
     let out = tmp("softnet.json");
-    // Backlog drops need the sender to outrun the receiving CPU; a loaded host can make
-    // the verification run overflow too: retried, with the reason printed.
+    // Backlog drops need the sender to outrun the receiving CPU: a run where a loaded
+    // host provoked none, or where the fix helped but not 4x, is retried (reason
+    // printed); drops that are not named, or a fix that does not help, fail at once.
     let rec = common::retry(
         "softnet_backlog_overflow_is_named_fixed_and_restored",
         3,
@@ -149,15 +150,24 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
             let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
             assert!(o.status.success());
             let rec = record(&out);
-            if rec["diagnosis"]["case"] != "softnet_backlog" {
+            let b = row(&rec["before"]["ledger"]["request"], "softnet_drops");
+            // No overflow provoked at all: the machine (not tpslab) spoiled the run.
+            if b == 0 {
                 return Err(format!(
-                    "no backlog overflow: {}",
+                    "no backlog drops provoked: {}",
                     rec["diagnosis"]["headline"]
                 ));
             }
-            let (b, a) = (
-                row(&rec["before"]["ledger"]["request"], "softnet_drops"),
-                row(&rec["after"]["ledger"]["request"], "softnet_drops"),
+            // Drops there and not named: a classifier bug, not the machine.
+            assert_eq!(
+                rec["diagnosis"]["case"], "softnet_backlog",
+                "{}",
+                rec["diagnosis"]["headline"]
+            );
+            let a = row(&rec["after"]["ledger"]["request"], "softnet_drops");
+            assert!(
+                a < b,
+                "the fix did not help at all: {a} drops after vs {b} before"
             );
             if a >= b / 4 {
                 return Err(format!("{a} backlog drops after the fix vs {b} before"));

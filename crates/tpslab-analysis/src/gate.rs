@@ -44,10 +44,16 @@ pub fn met(rec: &RunRecord, conds: &[FailOn]) -> Vec<String> {
     conds
         .iter()
         .filter_map(|c| match c {
-            FailOn::LossAbove(max) => g
-                .and_then(|g| g.window_loss_pct)
-                .filter(|l| l > max)
-                .map(|l| format!("loss {l:.3} % in the window is above {max} % (--fail-on loss>{max}%)")),
+            FailOn::LossAbove(max) => match g.and_then(|g| g.window_loss_pct) {
+                Some(l) if l > *max => Some(format!(
+                    "loss {l:.3} % in the window is above {max} % (--fail-on loss>{max}%)"
+                )),
+                Some(_) => None,
+                // A gate that cannot be checked is not passed silently.
+                None => Some(format!(
+                    "loss not measured in this run (no replies expected, or nothing sent in the window): it cannot be shown below {max} % (--fail-on loss>{max}%)"
+                )),
+            },
             FailOn::Invalid => g
                 .filter(|g| !g.valid)
                 .map(|g| format!("the run is not valid evidence: {} (--fail-on invalid)", g.invalid_reasons.join("; "))),
@@ -113,6 +119,12 @@ mod tests {
         assert_eq!(exit_code(&rec(0.0, true, 3), &conds, false).0, 1);
         assert_eq!(exit_code(&rec(0.0, false, 0), &conds, false).0, 0);
         assert_eq!(exit_code(&rec(0.0, false, 0), &conds, true).0, 3);
+        // Loss not measured (one-way load): the gate is not passed silently.
+        let mut oneway = rec(0.0, true, 0);
+        oneway.generator.as_mut().unwrap().window_loss_pct = None;
+        let (code, why) = exit_code(&oneway, &conds, false);
+        assert_eq!(code, 1);
+        assert!(why[0].contains("loss not measured"), "{why:?}");
         let mut r = rec(50.0, false, 9);
         r.interrupted = true;
         assert_eq!(exit_code(&r, &conds, true).0, 130);

@@ -59,7 +59,8 @@ fn kernel_number(field: &str) -> Option<u64> {
     } else {
         (field, 10)
     };
-    if digits.is_empty() {
+    // Digits only: from_str_radix would also take a leading '+', which the kernel refuses.
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
     u64::from_str_radix(digits, radix).ok()
@@ -277,10 +278,16 @@ impl HostGuard {
                     live.changes.truncate(i);
                 }
                 let mut g = guard;
-                g.restore();
+                let done = g.restore();
                 return Err(EngineError::Other(format!(
-                    "sysctl -w {}={}: {e}",
-                    c.name, c.applied
+                    "sysctl -w {}={}: {e}{}",
+                    c.name,
+                    c.applied,
+                    if done.skipped.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; not restored: {}", done.skipped.join("; "))
+                    }
                 )));
             }
         }
@@ -321,6 +328,9 @@ mod tests {
         assert_eq!(canonical("12abc"), None);
         assert_eq!(canonical("09"), None); // not octal
         assert_eq!(canonical("-1"), None);
+        assert_eq!(canonical("+5"), None);
+        assert_eq!(canonical("0x+5"), None);
+        assert_eq!(canonical("0x"), None);
     }
 
     fn write_journal(j: &Journal) {

@@ -612,7 +612,7 @@ fn validate(
     }
     // Bursts that start late by more than half an interval (their shape is what is being
     // tested), or paced datagrams late by more than 10 intervals or 1 % of the run (a
-    // short stall relative to the plan), and at least 5 ms either way (a scheduler
+    // short stall relative to the plan, at most 50 ms), and at least 5 ms either way (a scheduler
     // preemption on a busy host is not a broken schedule), count as off schedule; the run
     // is invalid when more than 1 % of them were: a few late datagrams in a run that
     // otherwise kept its plan do not make it the tool's measurement.
@@ -621,7 +621,9 @@ fn validate(
     let limit_ns = if cfg.burst > 1 {
         cfg.burst_interval_ns() / 2.0
     } else {
-        (10.0 * interval).max(run_ns / 100.0)
+        // 1 % of the run, but never above 50 ms: a longer stall sends its backlog as one
+        // burst, which is not the plan the server was meant to see.
+        (10.0 * interval).max((run_ns / 100.0).min(50e6))
     }
     .max(5e6) as u64;
     if let Some((late, total)) = late_share(burst_lag, limit_ns) {

@@ -120,7 +120,8 @@ pub(crate) struct DiagUdpArgs {
     /// Sender threads (one socket each).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
-    /// PID of the server: its network namespace, sockets and threads are watched.
+    /// PID of the server: its network namespace, sockets and threads are watched, and
+    /// (root, kernel 6.4+) the UDP datagrams its threads read and send are counted exactly.
     #[arg(long)]
     pub(crate) pid: Option<u32>,
     /// Local port of the server's socket, when it differs from TARGET's port.
@@ -303,7 +304,9 @@ struct LoadUdpArgs {
     /// Sender threads (one socket each).
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// PID of the server process: its network namespace, sockets and threads are watched.
+    /// PID of the server process: its network namespace, sockets and threads are watched,
+    /// and (root, kernel 6.4+) the UDP datagrams its threads read and send are counted
+    /// exactly, whatever else uses UDP on the host.
     #[arg(long)]
     pid: Option<u32>,
     #[command(flatten)]
@@ -501,7 +504,8 @@ fn bdp_cmd(a: &BdpArgs) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 struct WatchArgs {
-    /// Process whose namespace, sockets and threads to watch.
+    /// Process whose sockets (UDP and TCP, found through its descriptors), threads and
+    /// namespace to watch; its threads' UDP reads and sends are counted (root).
     #[arg(long)]
     pid: Option<u32>,
     /// Local UDP port of the socket(s) to watch.

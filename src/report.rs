@@ -317,6 +317,9 @@ fn print_observer(o: &ObserverReport, explain: bool) {
     for s in &o.target_sched {
         println!("  target thread {s}");
     }
+    for n in &o.notes {
+        println!("  note: {n}");
+    }
     for e in &o.errors {
         println!("  observer could not read: {e}");
     }

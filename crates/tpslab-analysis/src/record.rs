@@ -267,6 +267,9 @@ pub struct ObserverReport {
     /// Threads of the target that read UDP datagrams during the run (exact counts only).
     #[serde(default)]
     pub target_reader_threads: Option<usize>,
+    /// How the sampling was bounded or otherwise qualified (e.g. thinned on a long run).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Sample errors (file that could not be read and why), deduplicated.
     pub errors: Vec<String>,
 }

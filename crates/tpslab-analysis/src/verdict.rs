@@ -130,6 +130,10 @@ pub struct Facts {
     /// The server threads' CPU, % of one CPU, over those same intervals.
     #[serde(default)]
     pub backlog_cpu_pct: Option<f64>,
+    /// The server threads' time runnable but waiting for a CPU (schedstat run-queue
+    /// wait), % of one CPU, over those same intervals: other processes took its CPU.
+    #[serde(default)]
+    pub backlog_runq_pct: Option<f64>,
     /// Seconds during which datagrams waited in the server's queue.
     #[serde(default)]
     pub backlog_s: f64,
@@ -300,7 +304,12 @@ impl Facts {
                 }
             }
             if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
-                let max = q.iter().cloned().fold(0.0, f64::max);
+                // The summary's maximum covers every sample, also ones a long run thinned.
+                let max = q.iter().cloned().fold(0.0, f64::max).max(
+                    o.summaries
+                        .get("server_rx_queue_bytes")
+                        .map_or(0.0, |s| s.max),
+                );
                 f.rxq_max_bytes = max;
                 f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
                 let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
@@ -327,7 +336,9 @@ impl Facts {
                 f.server_cpu_mean_pct = c.mean;
             }
             let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
-            (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = drain(o);
+            let dr = drain(o);
+            (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
+            f.backlog_runq_pct = dr.runq_pct;
             if let Some(d) = f.drain_pps {
                 f.capacity_pps = Some(d);
             } else if run_ns > 0 && f.delivered > 0 {
@@ -339,20 +350,35 @@ impl Facts {
     }
 }
 
-/// Reads per second while datagrams waited in the server's queue, the server's CPU over
-/// those intervals, and their length: from the per-interval `server_reads_per_s`,
-/// `server_rx_queue_bytes` (both ends of the interval > 0) and `target_cpu_pct` series.
-/// None when the queue held datagrams for less than 50 ms in all.
-pub fn drain(o: &crate::record::ObserverReport) -> (Option<f64>, Option<f64>, f64) {
+/// What the server did while datagrams waited in its queue (see [`drain`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Drain {
+    /// Datagrams read per second; None when the queue held datagrams under 50 ms.
+    pub pps: Option<f64>,
+    /// Its threads' CPU, % of one CPU (None: not resolved, see [`drain`]).
+    pub cpu_pct: Option<f64>,
+    /// Its threads' run-queue wait (runnable, no CPU), % of one CPU (None: not resolved).
+    pub runq_pct: Option<f64>,
+    /// Seconds the queue held datagrams.
+    pub secs: f64,
+}
+
+/// Reads per second while datagrams waited in the server's queue, the server's CPU and
+/// run-queue wait over those intervals, and their length: from the per-interval
+/// `server_reads_per_s`, `server_rx_queue_bytes` (both ends of the interval > 0),
+/// `target_cpu_pct` and `target_runq_wait_pct` series. No rate when the queue held
+/// datagrams for less than 50 ms in all.
+pub fn drain(o: &crate::record::ObserverReport) -> Drain {
     let (Some(reads), Some(q)) = (
         o.series.values.get("server_reads_per_s"),
         o.series.values.get("server_rx_queue_bytes"),
     ) else {
-        return (None, None, 0.0);
+        return Drain::default();
     };
     let cpu = o.series.values.get("target_cpu_pct");
+    let runq = o.series.values.get("target_runq_wait_pct");
     let t = &o.series.t_ms;
-    let (mut n, mut secs, mut cpu_s) = (0.0, 0.0, 0.0);
+    let (mut n, mut secs, mut cpu_s, mut runq_s) = (0.0, 0.0, 0.0, 0.0);
     for (k, r) in reads.iter().enumerate() {
         let (Some(a), Some(b), Some(ta), Some(tb)) =
             (q.get(k), q.get(k + 1), t.get(k), t.get(k + 1))
@@ -364,16 +390,25 @@ pub fn drain(o: &crate::record::ObserverReport) -> (Option<f64>, Option<f64>, f6
             n += r * dt;
             secs += dt;
             cpu_s += cpu.and_then(|c| c.get(k)).copied().unwrap_or(0.0) * dt;
+            runq_s += runq.and_then(|c| c.get(k)).copied().unwrap_or(0.0) * dt;
         }
     }
     if secs < 0.05 {
-        return (None, None, secs);
+        return Drain {
+            secs,
+            ..Default::default()
+        };
     }
     // CPU time is read every 100 ms: its share during the backlog is resolved only when
     // the backlog covers most of the run (a server that is behind all along).
     let span = (t.last().unwrap_or(&0.0) - t.first().unwrap_or(&0.0)) / 1e3;
-    let cpu_known = cpu.is_some() && secs >= 0.5 * span;
-    (Some(n / secs), cpu_known.then(|| cpu_s / secs), secs)
+    let known = secs >= 0.5 * span;
+    Drain {
+        pps: Some(n / secs),
+        cpu_pct: (known && cpu.is_some()).then(|| cpu_s / secs),
+        runq_pct: (known && runq.is_some()).then(|| runq_s / secs),
+        secs,
+    }
 }
 
 fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<String> {
@@ -439,7 +474,12 @@ fn drain_text(f: &Facts, d: f64) -> String {
         );
     };
     let per_dgram_us = 1e6 / d.max(1e-9);
-    let state = if server_waits(f) {
+    let state = if server_starved(f) {
+        format!(
+            "it was runnable but waiting for a CPU {:.0} % of the time: other processes took its CPU (contention), so it is slower here than it would be on a CPU of its own",
+            f.backlog_runq_pct.unwrap_or(0.0)
+        )
+    } else if server_waits(f) {
         format!(
             "it was mostly NOT on a CPU: it sleeps or blocks about {:.0} us per datagram (only {:.0} us of CPU each), so that wait, not CPU or buffer, sets its rate",
             per_dgram_us * (1.0 - cpu / 100.0 / usable as f64).max(0.0),
@@ -454,11 +494,23 @@ fn drain_text(f: &Facts, d: f64) -> String {
     )
 }
 
-/// The server's threads were mostly off-CPU while datagrams waited: it sleeps or blocks
-/// per message.
+/// The server's threads were mostly off-CPU while datagrams waited, and not for want of
+/// a CPU: it sleeps or blocks per message.
 fn server_waits(f: &Facts) -> bool {
     let usable = usable_threads(f);
-    f.drain_pps.is_some() && f.backlog_cpu_pct.is_some_and(|c| c < 50.0 * usable as f64)
+    f.drain_pps.is_some()
+        && f.backlog_cpu_pct.is_some_and(|c| c < 50.0 * usable as f64)
+        && !server_starved(f)
+}
+
+/// The server's threads spent much of the backlog runnable but without a CPU (other
+/// processes had it): at least a quarter of a CPU per usable thread, and more than the
+/// time they ran.
+fn server_starved(f: &Facts) -> bool {
+    let usable = usable_threads(f) as f64;
+    f.drain_pps.is_some()
+        && f.backlog_runq_pct
+            .is_some_and(|w| w >= 25.0 * usable && w >= f.backlog_cpu_pct.unwrap_or(0.0) * 0.5)
 }
 
 /// `sysctl -w` and sysctl.d lines for the pairs whose current value (`cur`) is lower;
@@ -544,7 +596,8 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         let pinned = f.rxq_share_full >= 0.5;
         let never_drains = pinned && f.rxq_share_low < 0.1;
         let threads = usable_threads(f);
-        let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64;
+        let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
+            || server_starved(f);
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
         if never_drains || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
             case = Case::AppTooSlow;
@@ -858,6 +911,19 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                 ),
                 lines: vec![],
             });
+            if server_starved(f) {
+                recs.push(Recommendation {
+                    what: "give the server a CPU of its own".into(),
+                    why: format!(
+                        "while datagrams queued, its threads were runnable but waiting for a CPU {:.0} % of the time: other processes on this host took it; the same server on an idle CPU drains more",
+                        f.backlog_runq_pct.unwrap_or(0.0)
+                    ),
+                    lines: vec![
+                        "taskset -pc CPU PID (a CPU the other work does not use), or move that work away".into(),
+                        "chrt -f -p 50 TID only with a dedicated CPU (a FIFO thread can starve the rest)".into(),
+                    ],
+                });
+            }
             if waits {
                 recs.push(Recommendation {
                     what: "remove or overlap the wait in the per-message path".into(),
@@ -912,7 +978,13 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
                     f.offered_pps,
                     cap,
-                    if waits { ", mostly asleep: it waits per message" } else { "" },
+                    if waits {
+                        ", mostly asleep: it waits per message"
+                    } else if server_starved(f) {
+                        ", short of CPU: other processes took it"
+                    } else {
+                        ""
+                    },
                     pct(f.socket_drops, att)
                 ),
             )
@@ -1256,11 +1328,11 @@ mod tests {
         o.series
             .values
             .insert("target_cpu_pct".into(), vec![10.0; n - 1]);
-        let (d, cpu, secs) = drain(&o);
-        assert!((d.unwrap() - 3000.0).abs() < 1e-6);
-        assert!((secs - 0.1).abs() < 1e-9);
+        let dr = drain(&o);
+        assert!((dr.pps.unwrap() - 3000.0).abs() < 1e-6);
+        assert!((dr.secs - 0.1).abs() < 1e-9);
         // 100 ms of backlog in a 190 ms run: over half, so its CPU is judged.
-        assert!((cpu.unwrap() - 10.0).abs() < 1e-9);
+        assert!((dr.cpu_pct.unwrap() - 10.0).abs() < 1e-9);
         // Under 50 ms of backlog: no drain figure.
         let short: Vec<f64> = (0..n)
             .map(|i| if i == 5 || i == 6 { 1.0 } else { 0.0 })
@@ -1268,7 +1340,7 @@ mod tests {
         o.series
             .values
             .insert("server_rx_queue_bytes".into(), short);
-        assert_eq!(drain(&o).0, None);
+        assert_eq!(drain(&o).pps, None);
     }
 
     #[test]
@@ -1404,6 +1476,30 @@ mod tests {
         let d = diagnose(&f, None);
         assert_eq!(d.case, Case::AppTooSlow);
         assert!(d.headline.contains("mostly asleep"), "{}", d.headline);
+    }
+
+    #[test]
+    fn a_server_starved_of_cpu_is_not_said_to_sleep() {
+        // Under a CPU hog: 41 % of a CPU while behind, runnable without a CPU 55 %.
+        let mut f = s1();
+        f.burst = 1;
+        f.rxq_share_full = 0.4;
+        f.rxq_share_low = 0.4;
+        f.drain_pps = Some(15_661.0);
+        f.capacity_pps = Some(15_661.0);
+        f.backlog_cpu_pct = Some(41.0);
+        f.backlog_runq_pct = Some(55.0);
+        let d = diagnose(&f, None);
+        assert_eq!(d.case, Case::AppTooSlow);
+        assert!(!d.headline.contains("asleep"), "{}", d.headline);
+        assert!(d.headline.contains("short of CPU"), "{}", d.headline);
+        let ev = format!("{:?}", d.evidence);
+        assert!(ev.contains("waiting for a CPU 55 %"), "{ev}");
+        assert!(!ev.contains("sleeps or blocks"), "{ev}");
+        assert!(d
+            .recommendations
+            .iter()
+            .any(|r| r.what.contains("CPU of its own")));
     }
 
     #[test]

@@ -75,6 +75,8 @@ struct Raw {
     task_vol: u64,
     task_invol: u64,
     task_run_ns: u64,
+    /// Target threads' time runnable but waiting for a CPU (schedstat column 2), ns.
+    task_wait_ns: u64,
     /// The counted threads' UDP reads and sends (tracepoints), when counted.
     io: Option<crate::sockio::UdpIo>,
     /// Followed TCP sockets seen, and their rx/tx queues summed (bytes; for listening
@@ -343,7 +345,14 @@ impl Sampler {
     fn sample(&mut self, prev: Option<&Raw>, slow: bool) -> Raw {
         let mut r = match (prev, slow) {
             (Some(p), false) => Raw {
+                // Fast samples carry the scalars of the last slow one; the per-CPU tables
+                // are read from the first and last samples only, so they are not copied.
                 slow: false,
+                softnet_per_cpu: Vec::new(),
+                stat: KernelStat {
+                    per_cpu: Vec::new(),
+                    ..p.stat.clone()
+                },
                 ..p.clone()
             },
             _ => Raw {
@@ -434,6 +443,7 @@ impl Sampler {
                 }
                 if let Ok(s) = live::schedstat(&dir.join("schedstat")) {
                     r.task_run_ns += s.run_ns;
+                    r.task_wait_ns += s.wait_ns;
                 }
             }
         }
@@ -446,14 +456,52 @@ const SLOW_NS: u64 = 100_000_000;
 
 /// What the observer thread hands back: the samples, read errors, the target threads'
 /// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
-/// that read UDP datagrams (when counted).
+/// that read UDP datagrams (when counted), and how the samples were bounded.
 type Sampled = (
     Vec<Raw>,
     BTreeSet<String>,
     Vec<String>,
     Vec<u64>,
     Option<usize>,
+    Bounded,
 );
+
+/// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,
+/// coarser series and exact totals. 20000 samples are about 200 s at 10 ms.
+const MAX_SAMPLES: usize = 20_000;
+
+/// What the bounding of the samples changed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bounded {
+    /// Samples were thinned out.
+    decimated: bool,
+    /// The largest target rx_queue over every sample taken (thinned or not), bytes.
+    rxq_max: u64,
+}
+
+/// Thins the samples to at most half of [`MAX_SAMPLES`]: keeps the first and the last,
+/// and the slow ones (each holds fresh host-wide readings, so rates between them stay
+/// exact), then every other one while still too many. Counter deltas over the run use
+/// the first and last samples and stay exact; series lose resolution.
+fn decimate(raws: &mut Vec<Raw>) {
+    let last = raws.len().saturating_sub(1);
+    let mut kept: Vec<Raw> = std::mem::take(raws)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, r)| *i == 0 || *i == last || r.slow)
+        .map(|(_, r)| r)
+        .collect();
+    while kept.len() > MAX_SAMPLES / 2 {
+        let last = kept.len() - 1;
+        kept = kept
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0 || *i == last)
+            .map(|(_, r)| r)
+            .collect();
+    }
+    *raws = kept;
+}
 
 /// A running observer.
 pub struct Observer {
@@ -555,6 +603,9 @@ impl Observer {
                     (rng % (step / 2 + 1)) as i64 - (step / 4) as i64
                 };
                 let mut base = raws[0].t_ns + step;
+                let mut ticks = 0usize;
+                let mut rxq_max = raws[0].srv_rxq;
+                let mut decimated = false;
                 let mut next = base.saturating_add_signed(jitter());
                 while !s2.load(Relaxed) {
                     let now = mono_ns();
@@ -562,9 +613,15 @@ impl Observer {
                         std::thread::sleep(Duration::from_nanos((next - now).min(20_000_000)));
                         continue;
                     }
-                    let slow = raws.len() % slow_every == 0;
+                    ticks += 1;
+                    let slow = ticks.is_multiple_of(slow_every);
                     let r = sampler.sample(raws.last(), slow);
+                    rxq_max = rxq_max.max(r.srv_rxq);
                     raws.push(r);
+                    if raws.len() >= MAX_SAMPLES {
+                        decimate(&mut raws);
+                        decimated = true;
+                    }
                     base += step;
                     if base < mono_ns() {
                         // Fell behind (the machine is saturated): skip missed ticks.
@@ -573,11 +630,13 @@ impl Observer {
                     next = base.saturating_add_signed(jitter());
                 }
                 let last = sampler.sample(raws.last(), true);
+                rxq_max = rxq_max.max(last.srv_rxq);
                 raws.push(last);
                 let sched = target_sched(&sampler);
                 let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
                 let readers = sampler.io.as_ref().map(|c| c.reader_threads());
-                (raws, sampler.errors, sched, rcvbuf, readers)
+                let bounded = Bounded { decimated, rxq_max };
+                (raws, sampler.errors, sched, rcvbuf, readers, bounded)
             })
             .expect("spawn observer thread");
         let _ = ready_rx.recv();
@@ -592,8 +651,18 @@ impl Observer {
     /// Takes a final sample, stops the thread and builds the report.
     pub fn stop(self) -> ObserverReport {
         self.stop.store(true, Relaxed);
-        let (raws, errors, sched, rcvbuf, readers) = self.handle.join().expect("observer thread");
+        let (raws, errors, sched, rcvbuf, readers, bounded) =
+            self.handle.join().expect("observer thread");
         let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
+        if bounded.decimated {
+            rep.notes.push(format!(
+                "a long run: samples were thinned to at most {MAX_SAMPLES} in memory (one per 100 ms or coarser); counter totals are exact, series coarser; the rx_queue maximum is over every sample"
+            ));
+        }
+        // The maximum over every sample taken, thinned or not.
+        if let Some(sm) = rep.summaries.get_mut("server_rx_queue_bytes") {
+            sm.max = sm.max.max(bounded.rxq_max as f64);
+        }
         if !rcvbuf.is_empty() {
             rep.target_rcvbuf_bytes = rcvbuf;
             rep.sources.insert(
@@ -691,6 +760,7 @@ pub fn sources() -> BTreeMap<String, String> {
         ("target_vol_ctxt", "/proc/PID/task/TID/status voluntary_ctxt_switches, target threads"),
         ("target_invol_ctxt", "/proc/PID/task/TID/status nonvoluntary_ctxt_switches, target threads"),
         ("target_cpu_pct", "/proc/PID/task/TID/schedstat run time, target threads, % of one CPU"),
+        ("target_runq_wait_pct", "/proc/PID/task/TID/schedstat run-queue wait (runnable, no CPU), target threads, % of one CPU"),
         ("cpuN_busy_pct", "/proc/stat cpuN: (total - idle - iowait) / total"),
         ("softnet_cpuN_dropped", "/proc/net/softnet_stat row of CPU N (column 13, else row order): column 2"),
     ]
@@ -768,6 +838,10 @@ fn build_report(
             "target_cpu_pct",
             100.0 * rb.task_run_ns.saturating_sub(ra.task_run_ns) as f64 / 1e9 / sdt,
         );
+        push(
+            "target_runq_wait_pct",
+            100.0 * rb.task_wait_ns.saturating_sub(ra.task_wait_ns) as f64 / 1e9 / sdt,
+        );
     }
     // Rates start at the second sample; the queue series start at the first.
     series.t_ms = raws.iter().map(|r| (r.t_ns - t0) as f64 / 1e6).collect();
@@ -821,6 +895,7 @@ fn build_report(
             ("target_vol_ctxt", d(a.task_vol, b.task_vol)),
             ("target_invol_ctxt", d(a.task_invol, b.task_invol)),
             ("target_run_ns", d(a.task_run_ns, b.task_run_ns)),
+            ("target_runq_wait_ns", d(a.task_wait_ns, b.task_wait_ns)),
             ("server_sockets_found", b.srv_sockets as u64),
             ("tcp_sockets_found", b.tcp_sockets as u64),
         ] {
@@ -868,6 +943,61 @@ fn build_report(
         target_sched: sched,
         target_rcvbuf_bytes: vec![],
         target_reader_threads: None,
+        notes: vec![],
         errors,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of `n` samples 10 ms apart, every 10th slow, with counters that grow by one
+    /// drop and 100 datagrams read per sample.
+    fn run(n: usize) -> Vec<Raw> {
+        (0..n)
+            .map(|i| Raw {
+                t_ns: i as u64 * 10_000_000,
+                slow: i % 10 == 0 || i == n - 1,
+                srv_drops: i as u64,
+                srv_rxq: if i == 4321 { 999_999 } else { 1000 },
+                udp: UdpCounters {
+                    in_datagrams: 100 * (i as u64 / 10 * 10),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn thinning_keeps_totals_exact_and_memory_bounded() {
+        let full = run(MAX_SAMPLES);
+        let mut thin = full.clone();
+        decimate(&mut thin);
+        assert!(thin.len() <= MAX_SAMPLES / 2, "{}", thin.len());
+        assert_eq!(thin.first().unwrap().t_ns, 0);
+        assert_eq!(thin.last().unwrap().t_ns, full.last().unwrap().t_ns);
+        assert!(thin.iter().all(|r| r.slow), "only slow samples kept");
+        let iv = Duration::from_millis(10);
+        let a = build_report(&full, iv, vec![], vec![]);
+        let b = build_report(&thin, iv, vec![], vec![]);
+        // Totals over the run: exact either way.
+        assert_eq!(a.deltas["server_drops"], b.deltas["server_drops"]);
+        assert_eq!(a.deltas["udp_in_datagrams"], b.deltas["udp_in_datagrams"]);
+        // Rates stay rates: the mean drop rate is the same 100 per second.
+        let mean = |r: &ObserverReport| r.summaries["server_drops_per_s"].mean;
+        assert!((mean(&a) - 100.0).abs() < 1.0 && (mean(&b) - 100.0).abs() < 1.0);
+        // Thinned again and again (a 24 h run): still bounded.
+        let mut long = run(MAX_SAMPLES);
+        for _ in 0..5 {
+            let t_end = long.last().unwrap().t_ns;
+            long.extend(run(MAX_SAMPLES).into_iter().skip(1).map(|mut r| {
+                r.t_ns += t_end;
+                r
+            }));
+            decimate(&mut long);
+            assert!(long.len() <= MAX_SAMPLES / 2);
+        }
     }
 }

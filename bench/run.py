@@ -339,6 +339,16 @@ def peak_rss(secs):
     return {"peak_rss_mib": json.load(open(js))["peak_rss_kib"] / 1024}
 
 
+def series_rss(secs):
+    """Peak RSS of a light run observed every 1 ms for `secs` (1000 samples a second: 120 s
+    is as many samples as 20 minutes at 10 ms): flat when the sample series is bounded."""
+    js = os.path.join(OUT, f"rss-series-{secs}.json")
+    sh(ns(TPSLAB, "run", "udp", "--rate", "1000", "--size", "200", "--cpus", "1", "--load-cpus", "0",
+          "--duration", f"{secs}s", "--warmup", "0s", "--interval", "1ms", "--json", js), timeout=secs + 120)
+    rec = json.load(open(js))
+    return {"peak_rss_mib": rec["peak_rss_kib"] / 1024, "samples_kept": rec["observer"]["samples"]}
+
+
 def summary(xs):
     xs = [x for x in xs if x == x]
     if not xs:
@@ -356,12 +366,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--long", type=int, default=60, help="seconds of the peak-RSS run (0: skip)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the memory figures: peak RSS at --rate max, and with the observer at 1 ms for 20 s and 120 s")
     a = ap.parse_args()
     setup()
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        for rnd in range(a.rounds):
+        for secs in (20, 120):
+            for k, v in series_rss(secs).items():
+                rows.append(("memory-series", "tpslab", secs, k, v, 0))
+        for rnd in range(0 if a.memory_only else a.rounds):
             for size in (64, 1024):
                 tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
                          ("sockperf", sockperf_oneway), ("tpslab-gso", tpslab_gso_oneway)]
@@ -400,13 +415,28 @@ def main():
                 rows.append(("memory", "tpslab", 1024, k, v, 0))
     finally:
         teardown()
-    report(rows)
+    report(rows, a.memory_only)
     save(rows)
 
 
-def report(rows):
+def report(rows, memory_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
+
+    def memory():
+        m = vals("memory", "tpslab", 1024, "peak_rss_mib")
+        if m:
+            print(f"peak RSS of a run at --rate max: {m[0]:.1f} MiB")
+        for secs in (20, 120):
+            m = vals("memory-series", "tpslab", secs, "peak_rss_mib")
+            k = vals("memory-series", "tpslab", secs, "samples_kept")
+            if m:
+                print(f"peak RSS, observer at 1 ms for {secs} s ({secs * 1000} samples taken, {k[0]:.0f} kept): {m[0]:.1f} MiB")
+
+    if memory_only:
+        print()
+        memory()
+        return
 
     print("\none-way, 1 sender thread (pps; median (min-max)); ratio = tpslab / peer, sent")
     print(f"{'size':>5} {'tool':<13} {'sent pps':>28} {'received pps':>28} {'tpslab/peer':>11}")
@@ -468,10 +498,9 @@ def report(rows):
                   f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")
     for iv in ("10ms", "1ms"):
         c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
-        print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")
-    m = vals("memory", "tpslab", 1024, "peak_rss_mib")
-    if m:
-        print(f"peak RSS of a run at --rate max: {m[0]:.1f} MiB")
+        if c:
+            print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")
+    memory()
 
 
 def save(rows):

@@ -143,38 +143,56 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
     // Backlog drops need the sender to outrun the receiving CPU: a run where a loaded
     // host provoked none, or where the fix helped but not 4x, is retried (reason
     // printed); drops that are not named, or a fix that does not help, fail at once.
-    let rec = common::retry(
-        "softnet_backlog_overflow_is_named_fixed_and_restored",
-        3,
-        || {
-            let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
-            assert!(o.status.success());
-            let rec = record(&out);
-            let b = row(&rec["before"]["ledger"]["request"], "softnet_drops");
-            // No overflow provoked at all: the machine (not tpslab) spoiled the run.
-            if b == 0 {
-                return Err(format!(
-                    "no backlog drops provoked: {}",
-                    rec["diagnosis"]["headline"]
-                ));
-            }
-            // Drops there and not named: a classifier bug, not the machine.
-            assert_eq!(
-                rec["diagnosis"]["case"], "softnet_backlog",
-                "{}",
+    const TEST: &str = "softnet_backlog_overflow_is_named_fixed_and_restored";
+    let mut provoked_once = false;
+    let mut last = String::new();
+    let mut found = None;
+    for attempt in 1..=3 {
+        let o = run(diagnose_cmd(&ns, srv.0.id(), &state, "1s", &out));
+        assert!(o.status.success());
+        let rec = record(&out);
+        let b = row(&rec["before"]["ledger"]["request"], "softnet_drops");
+        // Fewer than 100 backlog drops: no real overflow was provoked (a loaded host's
+        // sender cannot outrun the receiving CPU): the machine, not tpslab.
+        if b < 100 {
+            last = format!(
+                "only {b} backlog drops provoked: {}",
                 rec["diagnosis"]["headline"]
             );
-            let a = row(&rec["after"]["ledger"]["request"], "softnet_drops");
-            assert!(
-                a < b,
-                "the fix did not help at all: {a} drops after vs {b} before"
-            );
-            if a >= b / 4 {
-                return Err(format!("{a} backlog drops after the fix vs {b} before"));
-            }
-            Ok(rec)
-        },
-    );
+            eprintln!("{TEST}: attempt {attempt} of 3 spoiled by the machine: {last}");
+            continue;
+        }
+        provoked_once = true;
+        // Drops there and not named: a classifier bug, not the machine.
+        assert_eq!(
+            rec["diagnosis"]["case"], "softnet_backlog",
+            "{}",
+            rec["diagnosis"]["headline"]
+        );
+        let a = row(&rec["after"]["ledger"]["request"], "softnet_drops");
+        assert!(
+            a < b,
+            "the fix did not help at all: {a} drops after vs {b} before"
+        );
+        if a >= b / 4 {
+            last = format!("{a} backlog drops after the fix vs {b} before");
+            eprintln!("{TEST}: attempt {attempt} of 3 spoiled by the machine: {last}");
+            continue;
+        }
+        found = Some(rec);
+        break;
+    }
+    let Some(rec) = found else {
+        // Never provoked on this machine as loaded as it is: counted as skipped, not
+        // passed; provoked but never fixed 4x: a failure.
+        assert!(
+            !provoked_once,
+            "{TEST}: the fix never cut the drops 4x: {last}"
+        );
+        assert_eq!(backlog(), "16");
+        common::skip(TEST, &format!("no backlog overflow could be provoked on this loaded machine in 3 attempts ({last})"));
+        return;
+    };
     // Restored after every attempt.
     assert_eq!(backlog(), "16");
     let d = &rec["diagnosis"];

@@ -1,0 +1,319 @@
+//! The facts the verdict rules look at, extracted from a run record: each from a named
+//! counter or series (see the field docs), and the server's drain while datagrams waited.
+
+use crate::buffer::TruesizeProbe;
+use crate::record::{MatchMode, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// Numbers the rules look at, each from a named source (see [`Facts::from_record`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Facts {
+    /// Generator valid (kept its schedule, lost nothing itself).
+    pub gen_valid: bool,
+    /// Why not.
+    pub gen_reasons: Vec<String>,
+    /// Request path: datagrams attempted.
+    pub attempted: u64,
+    /// Request path: read by the server.
+    pub delivered: u64,
+    /// Request path: socket buffer drops (per-socket `drops`).
+    pub socket_drops: u64,
+    /// Request path: softnet backlog drops.
+    pub softnet_drops: u64,
+    /// NIC drops (both paths).
+    pub nic_drops: u64,
+    /// Udp: NoPorts.
+    pub no_ports: u64,
+    /// Generator send failures.
+    pub send_failed: u64,
+    /// Request path unattributed (None: unknown).
+    pub unattributed: Option<i64>,
+    /// Reply path: replies the server failed to send.
+    pub reply_failed: u64,
+    /// Reply path: softnet drops.
+    pub reply_softnet_drops: u64,
+    /// Reply path: read by the server but not answered.
+    pub not_answered: u64,
+    /// Reply path unattributed (None: unknown or no reply path).
+    pub reply_unattributed: Option<i64>,
+    /// Replies the generator read (all).
+    pub replies_read: u64,
+    /// Loss in the measurement window, % (None without replies).
+    pub window_loss_pct: Option<f64>,
+    /// Whether replies were expected.
+    pub replies: bool,
+    /// Total datagrams lost on both paths (all layers + unattributed).
+    pub lost_total: u64,
+    /// Socket buffer limit (granted), bytes; None when unknown (a server not ours).
+    pub limit_bytes: Option<u64>,
+    /// rx_queue of the server socket(s): max, mean, bytes.
+    pub rxq_max_bytes: f64,
+    /// Mean rx_queue, bytes.
+    pub rxq_mean_bytes: f64,
+    /// Share of samples with the queue at 75 % of its limit or more (0..1).
+    pub rxq_share_full: f64,
+    /// Share of samples with the queue below 10 % of its limit (drained) (0..1).
+    pub rxq_share_low: f64,
+    /// Server threads' CPU, mean % of one CPU (schedstat).
+    pub server_cpu_mean_pct: f64,
+    /// Datagrams the server can read per second of CPU time, times its usable threads.
+    pub capacity_pps: Option<f64>,
+    /// Mean offered rate, pps.
+    pub offered_pps: f64,
+    /// Datagrams per burst.
+    pub burst: u64,
+    /// Seconds between bursts.
+    pub burst_interval_s: f64,
+    /// Most datagrams dropped at the server socket within one burst interval (or 100 ms
+    /// when paced), from the per-sample drops series.
+    pub peak_drops_window: u64,
+    /// Datagram size, bytes.
+    pub size_bytes: u64,
+    /// Measured truesize per datagram, bytes (probe).
+    pub truesize_bytes: Option<u64>,
+    /// The server is tpslab's reference server.
+    pub ours: bool,
+    /// Server threads.
+    pub threads: usize,
+    /// Server recvmmsg batch.
+    pub batch: usize,
+    /// CPUs of the host.
+    pub cpus: usize,
+    /// net.core.rmem_max, bytes.
+    pub rmem_max: Option<u64>,
+    /// net.core.rmem_default, bytes.
+    pub rmem_default: Option<u64>,
+    /// net.core.netdev_max_backlog, packets.
+    pub netdev_max_backlog: Option<u64>,
+    /// Target port.
+    pub port: u16,
+    /// Why the ledger does not balance (None: it does, or its balance is unknown).
+    #[serde(default)]
+    pub inconsistent: Option<String>,
+    /// Datagrams the server read per second while datagrams waited in its queue (the
+    /// queue non-empty at both ends of a sampling interval); None when it never
+    /// waited long enough (50 ms) or the reads were not counted per interval.
+    #[serde(default)]
+    pub drain_pps: Option<f64>,
+    /// The server threads' CPU, % of one CPU, over those same intervals.
+    #[serde(default)]
+    pub backlog_cpu_pct: Option<f64>,
+    /// The server threads' time runnable but waiting for a CPU (schedstat run-queue
+    /// wait), % of one CPU, over those same intervals: other processes took its CPU.
+    #[serde(default)]
+    pub backlog_runq_pct: Option<f64>,
+    /// Seconds during which datagrams waited in the server's queue.
+    #[serde(default)]
+    pub backlog_s: f64,
+    /// A foreign server's runtime (for the line that sets its buffer).
+    #[serde(default)]
+    pub runtime: Option<crate::runtime::Runtime>,
+    /// The server sockets' SO_RCVBUF limits (sk_rcvbuf) from sock_diag, bytes, one per
+    /// socket (SO_REUSEPORT servers have several).
+    #[serde(default)]
+    pub sk_rcvbufs: Vec<u64>,
+    /// A foreign server's threads that read UDP datagrams (exact counts only).
+    #[serde(default)]
+    pub reader_threads: Option<usize>,
+    /// A foreign server's reads and replies were counted exactly on its threads.
+    #[serde(default)]
+    pub exact_server: bool,
+}
+
+impl Facts {
+    /// Extracts the facts from a run record and an optional truesize probe.
+    pub fn from_record(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
+        let mut f = Facts {
+            gen_valid: true,
+            ..Default::default()
+        };
+        let sysctl = |k: &str| {
+            rec.environment
+                .sysctls
+                .get(k)
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        };
+        f.rmem_max = sysctl("net.core.rmem_max");
+        f.rmem_default = sysctl("net.core.rmem_default");
+        f.netdev_max_backlog = sysctl("net.core.netdev_max_backlog");
+        f.cpus = rec.environment.cpus.max(1);
+        f.truesize_bytes = probe.map(|p| p.truesize_bytes()).filter(|&t| t > 0);
+        if let Some(g) = &rec.generator {
+            f.gen_valid = g.valid;
+            f.gen_reasons = g.invalid_reasons.clone();
+            f.window_loss_pct = g.window_loss_pct;
+            f.replies = g.match_mode != MatchMode::None;
+            f.replies_read = g.replies_read;
+            f.offered_pps = g.rate_pps;
+            f.burst = g.burst;
+            f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
+            f.size_bytes = g.size_bytes as u64;
+            f.port = g
+                .target
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+        }
+        if let Some(l) = &rec.ledger {
+            let r = &l.request;
+            f.attempted = r.attempted;
+            f.delivered = r.count("delivered");
+            f.socket_drops = r.count("socket_drops");
+            f.softnet_drops = r.count("softnet_drops");
+            f.nic_drops = r.count("nic_drops");
+            f.no_ports = r.count("no_ports");
+            f.send_failed = r.count("send_failed");
+            f.unattributed = r.unattributed;
+            f.lost_total = r.lost();
+            f.inconsistent = r.inconsistent.clone();
+            if let Some(p) = &l.reply {
+                f.reply_failed = p.count("send_failed");
+                f.not_answered = p.count("not_answered");
+                f.reply_unattributed = p.unattributed;
+                f.reply_softnet_drops = p.count("softnet_drops");
+                f.nic_drops += p.count("nic_drops");
+                f.lost_total += p.lost();
+                if f.inconsistent.is_none() {
+                    f.inconsistent = p.inconsistent.clone();
+                }
+            }
+        }
+        if let Some(s) = &rec.server {
+            f.ours = true;
+            // rx_queue is summed over the server's sockets: compare with their summed limit.
+            f.limit_bytes = Some(s.rcvbuf_granted_bytes * s.threads.max(1) as u64);
+            f.threads = s.threads;
+            f.batch = s.batch;
+        }
+        if let Some(t) = &rec.target {
+            f.runtime = Some(t.runtime);
+            f.exact_server = t.exact_counts;
+        }
+        if let Some(o) = &rec.observer {
+            f.reader_threads = o.target_reader_threads;
+            if !o.target_rcvbuf_bytes.is_empty() {
+                f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
+                // rx_queue is summed over the sockets: so is the limit.
+                if !f.ours {
+                    f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
+                }
+            }
+            if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
+                // The summary's maximum covers every sample, also ones a long run thinned.
+                let max = q.iter().cloned().fold(0.0, f64::max).max(
+                    o.summaries
+                        .get("server_rx_queue_bytes")
+                        .map_or(0.0, |s| s.max),
+                );
+                f.rxq_max_bytes = max;
+                f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
+                let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
+                let full_at = 0.75 * limit;
+                if limit > 0.0 && !q.is_empty() {
+                    let n = q.len() as f64;
+                    f.rxq_share_full =
+                        q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
+                    f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
+                }
+            }
+            if let Some(d) = o.series.values.get("server_drops_per_s") {
+                // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
+                let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
+                let counts: Vec<f64> = d
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
+                    .collect();
+                let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
+                f.peak_drops_window = crate::buffer::peak_in_window(&t, &counts, window);
+            }
+            if let Some(c) = o.summaries.get("target_cpu_pct") {
+                f.server_cpu_mean_pct = c.mean;
+            }
+            let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
+            let dr = drain(o);
+            (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
+            f.backlog_runq_pct = dr.runq_pct;
+            if let Some(d) = f.drain_pps {
+                f.capacity_pps = Some(d);
+            } else if run_ns > 0 && f.delivered > 0 {
+                let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
+                f.capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
+            }
+        }
+        f
+    }
+}
+
+/// What the server did while datagrams waited in its queue (see [`drain`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Drain {
+    /// Datagrams read per second; None when the queue held datagrams under 50 ms.
+    pub pps: Option<f64>,
+    /// Its threads' CPU, % of one CPU (None: not resolved, see [`drain`]).
+    pub cpu_pct: Option<f64>,
+    /// Its threads' run-queue wait (runnable, no CPU), % of one CPU (None: not resolved).
+    pub runq_pct: Option<f64>,
+    /// Seconds the queue held datagrams.
+    pub secs: f64,
+}
+
+/// Reads per second while datagrams waited in the server's queue, the server's CPU and
+/// run-queue wait over those intervals, and their length: from the per-interval
+/// `server_reads_per_s`, `server_rx_queue_bytes` (both ends of the interval > 0),
+/// `target_cpu_pct` and `target_runq_wait_pct` series. No rate when the queue held
+/// datagrams for less than 50 ms in all.
+pub fn drain(o: &crate::record::ObserverReport) -> Drain {
+    let (Some(reads), Some(q)) = (
+        o.series.values.get("server_reads_per_s"),
+        o.series.values.get("server_rx_queue_bytes"),
+    ) else {
+        return Drain::default();
+    };
+    let cpu = o.series.values.get("target_cpu_pct");
+    let runq = o.series.values.get("target_runq_wait_pct");
+    let t = &o.series.t_ms;
+    let (mut n, mut secs, mut cpu_s, mut runq_s) = (0.0, 0.0, 0.0, 0.0);
+    for (k, r) in reads.iter().enumerate() {
+        let (Some(a), Some(b), Some(ta), Some(tb)) =
+            (q.get(k), q.get(k + 1), t.get(k), t.get(k + 1))
+        else {
+            break;
+        };
+        if *a > 0.0 && *b > 0.0 {
+            let dt = (tb - ta) / 1e3;
+            n += r * dt;
+            secs += dt;
+            cpu_s += cpu.and_then(|c| c.get(k)).copied().unwrap_or(0.0) * dt;
+            runq_s += runq.and_then(|c| c.get(k)).copied().unwrap_or(0.0) * dt;
+        }
+    }
+    if secs < 0.05 {
+        return Drain {
+            secs,
+            ..Default::default()
+        };
+    }
+    // CPU time is read every 100 ms: its share during the backlog is resolved only when
+    // the backlog covers most of the run (a server that is behind all along).
+    let span = (t.last().unwrap_or(&0.0) - t.first().unwrap_or(&0.0)) / 1e3;
+    let known = secs >= 0.5 * span;
+    Drain {
+        pps: Some(n / secs),
+        cpu_pct: (known && cpu.is_some()).then(|| cpu_s / secs),
+        runq_pct: (known && runq.is_some()).then(|| runq_s / secs),
+        secs,
+    }
+}
+
+/// Threads that can read in parallel: ours as configured, a foreign server's threads that
+/// read UDP datagrams (1 when unknown), at most one per CPU.
+pub(super) fn usable_threads(f: &Facts) -> usize {
+    let n = if f.ours {
+        f.threads
+    } else {
+        f.reader_threads.unwrap_or(1)
+    };
+    n.clamp(1, f.cpus.max(1))
+}

@@ -17,7 +17,8 @@ use tpslab_engine::server::{Mode, ServerConfig, UdpServer};
 use tpslab_net::sched::SchedPolicy;
 
 /// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP), bytes.
-pub const MAX_UDP_PAYLOAD: usize = 65507;
+use tpslab_plan::limits::{self, MAX_UDP_PAYLOAD};
+use tpslab_plan::units;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -82,7 +83,7 @@ pub(crate) struct DiagnoseArgs {
     /// Built-in scenario: diagnose only, no verification run.
     #[arg(long, global = true)]
     pub(crate) no_verify: bool,
-    /// Observer sampling interval (1ms..).
+    /// Observer sampling interval (1ms..=60s).
     #[arg(long, global = true, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
     /// Write the diagnosis with the full run records (JSON, schema tpslab.diagnose/1).
@@ -235,7 +236,7 @@ pub(crate) struct LoadFlags {
 
 #[derive(Args, Debug, Clone)]
 struct OutputFlags {
-    /// Observer sampling interval (1ms..).
+    /// Observer sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     interval: Duration,
     /// Write the run record (JSON, schema tpslab.run/1) to FILE (- for standard output).
@@ -369,7 +370,7 @@ pub(crate) struct SweepArgs {
     /// Write one CSV row per run to FILE.
     #[arg(long)]
     pub(crate) csv: Option<PathBuf>,
-    /// Observer sampling interval (1ms..).
+    /// Observer sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
     #[command(flatten)]
@@ -514,7 +515,7 @@ struct WatchArgs {
     /// How long to watch.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Sampling interval (1ms..).
+    /// Sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     interval: Duration,
     /// Write the observations (JSON run record) to FILE.
@@ -570,20 +571,6 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
             f.bind
         )
     })?;
-    if !(1..=1024).contains(&f.threads) {
-        bail!("--threads {}: allowed 1..=1024", f.threads);
-    }
-    if !(1..=1024).contains(&f.batch) {
-        bail!("--batch {}: allowed 1..=1024", f.batch);
-    }
-    if let Some(b) = f.rcvbuf {
-        if b == 0 || b > (i32::MAX / 2) as u64 {
-            bail!("--rcvbuf {b}: allowed 1..={} bytes", i32::MAX / 2);
-        }
-    }
-    if f.work_ns > 1_000_000_000 {
-        bail!("--work-ns {}: allowed 0..=1000000000 ns", f.work_ns);
-    }
     let cpus = match &f.cpus {
         None => vec![],
         Some(s) => parse_cpus("--cpus", s)?,
@@ -592,7 +579,7 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         .sched
         .parse()
         .map_err(|e: String| anyhow!("--sched: {e}"))?;
-    Ok(ServerConfig {
+    let cfg = ServerConfig {
         bind,
         threads: f.threads,
         batch: f.batch,
@@ -607,7 +594,9 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         sched,
         busy_poll_us: f.busy_poll,
         gro: f.gro,
-    })
+    };
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.
@@ -626,21 +615,17 @@ pub(crate) fn parse_cpus(flag: &str, s: &str) -> Result<Vec<usize>> {
     Ok(v)
 }
 
-pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> Result<LoadConfig> {
-    if f.burst == 0 {
-        bail!("--burst 0: allowed 1 or more datagrams per burst");
-    }
+/// The load plan from `load`'s flags; `threads_flag` names the generator-threads flag of
+/// the calling command (`--threads` for `load`, `--load-threads` for `run`).
+pub(crate) fn load_config(
+    f: &LoadFlags,
+    threads: usize,
+    threads_flag: &str,
+    target: SocketAddr,
+) -> Result<LoadConfig> {
     let given = match f.rate.as_deref() {
         None => None,
-        Some("max") => Some(f64::INFINITY),
-        Some(r) => Some(
-            r.parse::<f64>()
-                .ok()
-                .filter(|r| r.is_finite() && *r > 0.0 && *r <= 100e6)
-                .ok_or_else(|| {
-                    anyhow!("--rate {r}: allowed a rate above 0 up to 100000000 pps, or max")
-                })?,
-        ),
+        Some(r) => Some(units::parse_pps("--rate", r)?),
     };
     let rate = match (f.burst_interval, given) {
         (Some(iv), given) => {
@@ -648,11 +633,12 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
                 bail!("--burst-interval 0: allowed a positive duration, e.g. 50ms");
             }
             let implied = f.burst as f64 / iv.as_secs_f64();
-            if !implied.is_finite() || implied > 100e6 {
+            if !implied.is_finite() || implied > limits::MAX_RATE_PPS {
                 bail!(
-                    "--burst {} --burst-interval {}: {implied:.0} pps mean; allowed up to 100000000 pps",
+                    "--burst {} --burst-interval {}: {implied:.0} pps mean; allowed up to {:.0} pps",
                     f.burst,
-                    humantime::format_duration(iv)
+                    humantime::format_duration(iv),
+                    limits::MAX_RATE_PPS
                 );
             }
             // A --rate that disagrees with what the bursts imply would be silently replaced.
@@ -675,59 +661,22 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         (None, Some(r)) => r,
         (None, None) => 10_000.0,
     };
-    if rate.is_infinite() && f.burst > 1 {
-        bail!("--rate max sends back to back: --burst does not apply");
-    }
-    if f.duration.is_zero() || f.duration > Duration::from_secs(24 * 3600) {
-        bail!(
-            "--duration {}: allowed 1ns..=24h",
-            humantime::format_duration(f.duration)
-        );
-    }
-    if f.warmup > Duration::from_secs(3600) {
-        bail!(
-            "--warmup {}: allowed 0s..=1h",
-            humantime::format_duration(f.warmup)
-        );
-    }
-    if f.drain > Duration::from_secs(60) {
-        bail!(
-            "--drain {}: allowed 0s..=60s",
-            humantime::format_duration(f.drain)
-        );
-    }
-    if !(1..=256).contains(&threads) {
-        bail!("generator threads {threads}: allowed 1..=256");
-    }
     let payload = match &f.payload_file {
-        None => {
-            if !(tpslab_engine::wire::HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&f.size) {
-                bail!(
-                    "--size {}: allowed {}..={MAX_UDP_PAYLOAD} bytes ({} bytes hold tpslab's header)",
-                    f.size,
-                    tpslab_engine::wire::HEADER_LEN,
-                    tpslab_engine::wire::HEADER_LEN
-                );
-            }
-            None
-        }
+        None => None,
         Some(p) => Some(read_payload_file(p)?),
     };
-    let seq_field = match &f.seq_field {
-        None => None,
-        Some(s) => {
-            let Some(p) = &payload else {
-                bail!("--seq-field needs --payload-file (with tpslab's header, replies match by header)");
-            };
-            Some(parse_seq_field(s, p.len())?)
-        }
+    let seq_field = match (&f.seq_field, &payload) {
+        (None, _) => None,
+        (Some(s), Some(p)) => Some(units::parse_seq_field("--seq-field", s, p.len())?),
+        // Refused by the validation below, naming both flags.
+        (Some(_), None) => Some((0, 1)),
     };
     let run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
     let cpus = match &f.load_cpus {
         None => vec![],
         Some(s) => parse_cpus("--load-cpus", s)?,
     };
-    Ok(LoadConfig {
+    let cfg = LoadConfig {
         target,
         rate_pps: rate,
         size_bytes: f.size,
@@ -742,7 +691,14 @@ pub(crate) fn load_config(f: &LoadFlags, threads: usize, target: SocketAddr) -> 
         run_id,
         cpus,
         gso: f.gso,
-    })
+    };
+    cfg.validate().map_err(|e| {
+        e.relabel(|l| match l {
+            "--load-threads" => threads_flag.to_string(),
+            l => l.to_string(),
+        })
+    })?;
+    Ok(cfg)
 }
 
 /// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
@@ -776,29 +732,9 @@ pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Parses `--seq-field OFFSET:LEN` (LEN 1..=8) inside a payload of `payload_len` bytes,
-/// with checked arithmetic: an offset near the integer limit is an error, not a wrap.
-pub(crate) fn parse_seq_field(s: &str, payload_len: usize) -> Result<(usize, usize)> {
-    let bad = || {
-        anyhow!(
-            "--seq-field \"{s}\": allowed OFFSET:LEN with LEN 1..=8 inside the {payload_len}-byte payload, e.g. 0:2"
-        )
-    };
-    let (o, l) = s.split_once(':').ok_or_else(bad)?;
-    let (o, l): (usize, usize) = (o.parse().map_err(|_| bad())?, l.parse().map_err(|_| bad())?);
-    if !(1..=8).contains(&l) || o.checked_add(l).is_none_or(|end| end > payload_len) {
-        return Err(bad());
-    }
-    Ok((o, l))
-}
-
+/// Checks a sampling `--interval` against [`limits::SAMPLE_INTERVAL`].
 pub(crate) fn check_interval(iv: Duration) -> Result<()> {
-    if iv < Duration::from_millis(1) || iv > Duration::from_secs(60) {
-        bail!(
-            "--interval {}: allowed 1ms..=60s",
-            humantime::format_duration(iv)
-        );
-    }
+    limits::SAMPLE_INTERVAL.check("--interval", iv)?;
     Ok(())
 }
 
@@ -981,7 +917,7 @@ pub fn main() -> Result<ExitCode> {
             proto: LoadProto::Udp(a),
         } => {
             let target = resolve(&a.target)?;
-            let load = load_config(&a.load, a.threads, target)?;
+            let load = load_config(&a.load, a.threads, "--threads", target)?;
             check_interval(a.out.interval)?;
             a.out.gate.conditions()?;
             if let Some(p) = &a.out.json {
@@ -1010,7 +946,7 @@ pub fn main() -> Result<ExitCode> {
             if a.load.no_replies {
                 srv.mode = Mode::Sink;
             }
-            let load = load_config(&a.load, a.load_threads, srv.bind)?;
+            let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
             check_interval(a.out.interval)?;
             a.out.gate.conditions()?;
             if let Some(p) = &a.out.json {

@@ -201,7 +201,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             if let Some(pid) = u.pid {
                 cli::check_pid(pid)?;
             }
-            let load = cli::load_config(&u.load, u.threads, target)?;
+            let load = cli::load_config(&u.load, u.threads, "--threads", target)?;
             (
                 UdpRunPlan {
                     server: None,

@@ -12,6 +12,9 @@ use std::time::Duration;
 use tpslab_analysis::usl::{self, StepPoint, UslFit};
 use tpslab_engine::ramp::{run_ramp, RampPlan, RampProto, RampRecord, StepResult};
 use tpslab_engine::rr::{frame, Framing};
+use tpslab_plan::limits::{
+    MAX_UDP_PAYLOAD, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
+};
 
 /// JSON schema of `tpslab ramp --json`.
 pub const RAMP_SCHEMA: &str = "tpslab.ramp/1";
@@ -264,42 +267,11 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     if let Some(p) = &a.svg {
         crate::cli::check_output("--svg", p, false)?;
     }
-    for (flag, d, lo, hi) in [
-        (
-            "--step-duration",
-            a.step_duration,
-            Duration::from_millis(100),
-            Duration::from_secs(3600),
-        ),
-        (
-            "--warmup",
-            a.warmup,
-            Duration::ZERO,
-            Duration::from_secs(600),
-        ),
-        ("--think", a.think, Duration::ZERO, Duration::from_secs(600)),
-        (
-            "--timeout",
-            a.timeout,
-            Duration::from_millis(1),
-            Duration::from_secs(600),
-        ),
-        (
-            "--interval",
-            a.interval,
-            Duration::from_millis(1),
-            Duration::from_secs(10),
-        ),
-    ] {
-        if !(lo..=hi).contains(&d) {
-            bail!(
-                "{flag} {}: allowed {} to {}",
-                humantime::format_duration(d),
-                humantime::format_duration(lo),
-                humantime::format_duration(hi)
-            );
-        }
-    }
+    STEP_DURATION.check("--step-duration", a.step_duration)?;
+    STEP_WARMUP.check("--warmup", a.warmup)?;
+    THINK.check("--think", a.think)?;
+    REQUEST_TIMEOUT.check("--timeout", a.timeout)?;
+    SAMPLE_INTERVAL.check("--interval", a.interval)?;
     if !(a.knee_gain > 0.0 && a.knee_gain < 1.0) {
         bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
     }
@@ -308,8 +280,8 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         Some(p) => Some(crate::cli::read_payload_file(p)?),
         None => None,
     };
-    if !(8..=65507).contains(&a.size) {
-        bail!("--size {}: allowed 8 to 65507 bytes", a.size);
+    if !(8..=MAX_UDP_PAYLOAD).contains(&a.size) {
+        bail!("--size {}: allowed 8..={MAX_UDP_PAYLOAD} bytes", a.size);
     }
     let body = || {
         let mut b = vec![b'.'; a.size];
@@ -333,7 +305,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             }
             match (payload, &a.seq_field) {
                 (Some(p), Some(s)) => {
-                    let f = crate::cli::parse_seq_field(s, p.len())?;
+                    let f = tpslab_plan::units::parse_seq_field("--seq-field", s, p.len())?;
                     (p, Some(f))
                 }
                 (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),

@@ -17,6 +17,7 @@ use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::server::{Mode, ServerConfig};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::limits;
 
 /// Schema of the sweep plan and analysis.
 pub const SCHEMA: &str = "tpslab.sweep/1";
@@ -84,65 +85,40 @@ fn parse_factor(spec: &str) -> Result<Factor> {
     )
 }
 
-fn check_level(name: &str, level: &str) -> Result<()> {
+/// Applies one factor level to a server and load (or returns it as a sysctl to set). The
+/// value is parsed here; its limits are the configs' one validation, run on every cell by
+/// [`check_plan`] (and on each level alone by [`check_level`]).
+fn apply_level(
+    srv: &mut ServerConfig,
+    load: &mut LoadConfig,
+    name: &str,
+    level: &str,
+) -> Result<Option<(String, String)>> {
     let bad = |what: &str| anyhow!("--factor {name}: level \"{level}\": {what}");
+    let num = |what: &str| level.trim().parse::<u64>().map_err(|_| bad(what));
     match name {
-        "rcvbuf" => {
-            if level != "default" {
-                let v: u64 = level.parse().map_err(|_| bad("allowed bytes or default"))?;
-                if v == 0 || v > (i32::MAX / 2) as u64 {
-                    return Err(bad("allowed 1..=1073741823 bytes"));
-                }
-            }
-        }
-        "cpus" => {
-            cli::parse_cpus("--factor cpus", level)?;
-        }
-        "sched" => {
-            level.parse::<SchedPolicy>().map_err(|e| bad(&e))?;
-        }
-        "threads" | "batch" => {
-            let v: usize = level.parse().map_err(|_| bad("allowed 1..=1024"))?;
-            if !(1..=1024).contains(&v) {
-                return Err(bad("allowed 1..=1024"));
-            }
-        }
-        "rate" => {
-            let v: f64 = level.parse().map_err(|_| bad("allowed pps above 0"))?;
-            if !(v.is_finite() && v > 0.0 && v <= 100e6) {
-                return Err(bad("allowed pps above 0 up to 100000000"));
-            }
-        }
-        "burst" => {
-            let v: u64 = level.parse().map_err(|_| bad("allowed 1 or more"))?;
-            if v == 0 {
-                return Err(bad("allowed 1 or more"));
-            }
-        }
-        "work_ns" => {
-            let v: u64 = level
-                .parse()
-                .map_err(|_| bad("allowed 0..=1000000000 ns"))?;
-            if v > 1_000_000_000 {
-                return Err(bad("allowed 0..=1000000000 ns"));
-            }
+        "rcvbuf" if level == "default" => srv.rcvbuf = None,
+        "rcvbuf" => srv.rcvbuf = Some(num("allowed bytes or default")?),
+        "cpus" => srv.cpus = cli::parse_cpus("--factor cpus: level", level)?,
+        "sched" => srv.sched = level.parse::<SchedPolicy>().map_err(|e| bad(&e))?,
+        "threads" => srv.threads = num("allowed a whole number")? as usize,
+        "batch" => srv.batch = num("allowed a whole number")? as usize,
+        "rate" => load.rate_pps = tpslab_plan::units::parse_pps("--rate", level)?,
+        "burst" => load.burst = num("allowed a whole number")?,
+        "work_ns" => srv.work_ns = num("allowed a whole number of ns")?,
+        "size" => load.size_bytes = num("allowed bytes")? as usize,
+        "busy_poll" if level == "off" => srv.busy_poll_us = None,
+        "busy_poll" => {
+            srv.busy_poll_us = Some(
+                u32::try_from(num("allowed microseconds or off")?)
+                    .map_err(|_| bad("allowed microseconds or off"))?,
+            )
         }
         "gro" => {
-            if level != "on" && level != "off" {
-                return Err(bad("allowed on, off"));
-            }
-        }
-        "busy_poll" => {
-            if level != "off" {
-                level
-                    .parse::<u32>()
-                    .map_err(|_| bad("allowed microseconds or off"))?;
-            }
-        }
-        "size" => {
-            let v: usize = level.parse().map_err(|_| bad("allowed 40..=65507 bytes"))?;
-            if !(40..=65507).contains(&v) {
-                return Err(bad("allowed 40..=65507 bytes"));
+            srv.gro = match level {
+                "on" => true,
+                "off" => false,
+                _ => return Err(bad("allowed on, off")),
             }
         }
         n if n.contains('.') => {
@@ -165,38 +141,54 @@ fn check_level(name: &str, level: &str) -> Result<()> {
                     tpslab_engine::guard::canonical(level).unwrap_or_default()
                 )));
             }
+            return Ok(Some((n.to_string(), level.to_string())));
         }
         _ => bail!(
             "--factor {name}: unknown; allowed {} or a sysctl",
             FACTORS.join(", ")
         ),
     }
+    Ok(None)
+}
+
+/// Checks one level alone, applied to the default server and load.
+fn check_level(name: &str, level: &str) -> Result<()> {
+    let (mut srv, mut load) = (ServerConfig::default(), LoadConfig::default());
+    apply_level(&mut srv, &mut load, name, level)?;
+    let relabel = |e: tpslab_plan::PlanError| {
+        e.relabel(|l| match l {
+            "" => String::new(),
+            _ => format!("--factor {name}: level"),
+        })
+    };
+    srv.validate().map_err(relabel)?;
+    load.validate().map_err(relabel)?;
     Ok(())
 }
 
+/// Sysctls a cell sets: (name, value).
+type Sysctls = Vec<(String, String)>;
+
 /// The server and load of one cell, and the sysctls it sets.
-fn cell_config(plan: &Plan, cell: &Cell) -> (ServerConfig, LoadConfig, Vec<(String, String)>) {
+fn cell_config(plan: &Plan, cell: &Cell) -> Result<(ServerConfig, LoadConfig, Sysctls)> {
     let mut srv = plan.server.clone();
     let mut load = plan.load.clone();
     let mut sysctls = vec![];
     for (k, v) in &cell.settings {
-        // Levels were validated when the plan was made.
-        match k.as_str() {
-            "rcvbuf" => srv.rcvbuf = v.parse().ok(),
-            "cpus" => srv.cpus = cli::parse_cpus("cpus", v).unwrap_or_default(),
-            "sched" => srv.sched = v.parse().unwrap_or(SchedPolicy::Other),
-            "threads" => srv.threads = v.parse().unwrap_or(1),
-            "batch" => srv.batch = v.parse().unwrap_or(1),
-            "rate" => load.rate_pps = v.parse().unwrap_or(load.rate_pps),
-            "burst" => load.burst = v.parse().unwrap_or(1),
-            "work_ns" => srv.work_ns = v.parse().unwrap_or(0),
-            "busy_poll" => srv.busy_poll_us = v.parse().ok(),
-            "gro" => srv.gro = v == "on",
-            "size" => load.size_bytes = v.parse().unwrap_or(load.size_bytes),
-            _ => sysctls.push((k.clone(), v.clone())),
-        }
+        sysctls.extend(apply_level(&mut srv, &mut load, k, v)?);
     }
-    (srv, load, sysctls)
+    let at = |e: tpslab_plan::PlanError| {
+        let what = cell
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        anyhow!("plan: the cell {what}: {e}")
+    };
+    srv.validate().map_err(at)?;
+    load.validate().map_err(at)?;
+    Ok((srv, load, sysctls))
 }
 
 /// The S2 study: a consumer that reads one datagram per call and does a little work
@@ -272,7 +264,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
             if a.load.no_replies {
                 server.mode = Mode::Sink;
             }
-            let load = cli::load_config(&a.load, a.load_threads, server.bind)?;
+            let load = cli::load_config(&a.load, a.load_threads, "--load-threads", server.bind)?;
             Plan {
                 schema: SCHEMA.into(),
                 factors: vec![],
@@ -333,9 +325,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
     if let Some(r) = a.repeat {
         plan.repeat = r;
     }
-    if !(1..=100).contains(&plan.repeat) {
-        bail!("--repeat {}: allowed 1..=100", plan.repeat);
-    }
+    limits::REPEAT.check("--repeat", plan.repeat as u64)?;
     if let Some(o) = &a.objective {
         plan.objective = match o.as_str() {
             "loss" => Objective::Loss,
@@ -477,53 +467,34 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
 /// Checks a plan however it was made (flags, plan file, or plan.json on --resume): the
 /// same limits as the command line's.
 fn check_plan(plan: &Plan) -> Result<()> {
-    let (srv, load) = (&plan.server, &plan.load);
-    if !(1..=1024).contains(&srv.threads) || !(1..=1024).contains(&srv.batch) {
+    plan.server
+        .validate()
+        .map_err(|e| e.relabel(|l| format!("plan: server {}", l.trim_start_matches("--"))))?;
+    plan.load.validate().map_err(|e| {
+        e.relabel(|l| {
+            let l = l.trim_start_matches("--").trim_start_matches("load-");
+            format!("plan: load {l}")
+        })
+    })?;
+    let iv = Duration::from_secs_f64(plan.interval_ms.clamp(0.0, 1e12) / 1e3);
+    if !plan.interval_ms.is_finite() || limits::SAMPLE_INTERVAL.check("", iv).is_err() {
         bail!(
-            "plan: server threads {} and batch {}: allowed 1..=1024",
-            srv.threads,
-            srv.batch
+            "plan: interval_ms {}: allowed {}",
+            plan.interval_ms,
+            limits::SAMPLE_INTERVAL.allowed()
         );
     }
-    if srv
-        .rcvbuf
-        .is_some_and(|b| b == 0 || b > (i32::MAX / 2) as u64)
-        || srv.work_ns > 1_000_000_000
-    {
-        bail!("plan: server rcvbuf 1..=1073741823 bytes and work_ns 0..=1000000000 allowed");
-    }
-    if !(load.rate_pps > 0.0 && (load.rate_pps <= 100e6 || load.is_max())) {
-        bail!(
-            "plan: load rate {}: allowed above 0 up to 100000000 pps",
-            load.rate_pps
-        );
-    }
-    if load.payload.is_none() && !(40..=65507).contains(&load.size_bytes) {
-        bail!(
-            "plan: load size {}: allowed 40..=65507 bytes",
-            load.size_bytes
-        );
-    }
-    if load.burst == 0 || !(1..=256).contains(&load.threads) {
-        bail!("plan: load burst >= 1 and threads 1..=256 allowed");
-    }
-    if load.duration.is_zero() || load.duration > std::time::Duration::from_secs(24 * 3600) {
-        bail!("plan: load duration: allowed above 0 up to 24h");
-    }
-    if load.warmup > std::time::Duration::from_secs(3600) {
-        bail!("plan: load warmup: allowed up to 1h");
-    }
-    if !(plan.interval_ms >= 1.0 && plan.interval_ms <= 60_000.0) {
-        bail!("plan: interval_ms {}: allowed 1..=60000", plan.interval_ms);
-    }
-    if !(1..=100).contains(&plan.repeat) {
-        bail!("plan: repeat {}: allowed 1..=100", plan.repeat);
-    }
+    limits::REPEAT
+        .check("plan: repeat", plan.repeat as u64)
+        .map(drop)?;
     if plan.factors.is_empty() {
         bail!("plan: no factor");
     }
     for f in &plan.factors {
         factor_of(&f.name, f.levels.clone())?;
+    }
+    for cell in cells(&plan.factors, plan.design) {
+        cell_config(plan, &cell)?;
     }
     Ok(())
 }
@@ -606,7 +577,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         let rec = match finished(&path) {
             Some(r) => r,
             None => {
-                let (srv, mut load, sysctls) = cell_config(&plan, cell);
+                let (srv, mut load, sysctls) = cell_config(&plan, cell)?;
                 load.run_id = plan.seed ^ ((i as u64) << 40) ^ tpslab_net::mono_ns();
                 let guard = if sysctls.is_empty() {
                     None

@@ -26,7 +26,7 @@ pub(crate) struct TcpArgs {
     /// How long to send.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// TCP_INFO sampling interval (10ms..10s).
+    /// TCP_INFO sampling interval (1ms..=60s; at most 360000 samples over --duration).
     #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
     interval: Duration,
     /// Leave the first part of the flow (slow start) out of the analysis.
@@ -453,18 +453,10 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         crate::cli::check_output("--json", p, false)?;
     }
-    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&a.duration) {
-        bail!(
-            "--duration {}: allowed 1s to 1h",
-            humantime::format_duration(a.duration)
-        );
-    }
-    if !(Duration::from_millis(10)..=Duration::from_secs(10)).contains(&a.interval) {
-        bail!(
-            "--interval {}: allowed 10ms to 10s",
-            humantime::format_duration(a.interval)
-        );
-    }
+    tpslab_plan::limits::TCP_DURATION.check("--duration", a.duration)?;
+    tpslab_plan::limits::SAMPLE_INTERVAL.check("--interval", a.interval)?;
+    // Every TCP_INFO sample is kept for the analysis and the record.
+    tpslab_plan::limits::check_kept_samples(a.duration, a.interval)?;
     if a.skip + 2 * a.interval >= a.duration {
         bail!(
             "--skip {} leaves less than two samples of --duration {}: shorten --skip or lengthen --duration",

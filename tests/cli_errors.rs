@@ -373,8 +373,12 @@ fn tcp_bad_values_name_the_flag() {
         ),
         (&["tcp", "127.0.0.1:1", "--duration", "1s"][..], "--skip 1s"),
         (
-            &["tcp", "127.0.0.1:1", "--interval", "1ms"][..],
-            "--interval 1ms",
+            &["tcp", "127.0.0.1:1", "--interval", "500us"][..],
+            "--interval 500us: allowed 1ms..=1m",
+        ),
+        (
+            &["tcp", "127.0.0.1:1", "--duration", "1h", "--interval", "1ms"][..],
+            "3600000 samples",
         ),
         (
             &["tcp", "127.0.0.1:1", "--target-rate", "0mbit"][..],
@@ -800,4 +804,42 @@ fn exit_codes_gate_a_pipeline() {
             c => panic!("--fail-on invalid: exit {c:?}: {}", stderr(&out)),
         }
     });
+}
+
+#[test]
+fn one_validation_for_flags_plan_files_and_sweep_cells() {
+    // The same limit, stated once, named from each surface.
+    let out = tpslab(&["serve", "udp", "--busy-poll", "4294967295"]);
+    assert!(assert_one_line_error(&out, "--busy-poll 4294967295").contains("0..=1000000 us"));
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--threads", "0"]);
+    assert!(assert_one_line_error(&out, "--threads 0").contains("1..=256"));
+    let out = tpslab(&["run", "udp", "--load-threads", "300"]);
+    assert!(assert_one_line_error(&out, "--load-threads 300").contains("1..=256"));
+    let out_dir = common::tmp("sweep-cell");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let sweep = |factors: &[&str]| {
+        let mut a = vec![
+            "sweep",
+            "--design",
+            "factorial",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        for f in factors {
+            a.extend(["--factor", f]);
+        }
+        tpslab(&a)
+    };
+    let out = sweep(&["busy_poll=off,4294967295"]);
+    let line = assert_one_line_error(&out, "--factor busy_poll: level 4294967295");
+    assert!(line.contains("0..=1000000 us"), "{line}");
+    // Each level is fine alone; the cell that combines them is not, and it is refused
+    // before the output folder exists.
+    let out = sweep(&["rate=1000,max", "burst=1,10"]);
+    let line = assert_one_line_error(&out, "burst does not apply");
+    assert!(
+        line.contains("rate=max") && line.contains("burst=10"),
+        "{line}"
+    );
+    assert!(!out_dir.exists(), "the output folder was created");
 }

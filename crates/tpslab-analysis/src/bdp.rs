@@ -3,62 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `100Mbps` or `100Mb/s`
-/// (megabits per second, as networks count), `10MB/s` (megabytes per second: a capital
-/// `B` is bytes), `1500bit`. A unit is required: a bare number is ambiguous (`80` read
-/// as 80 bit/s surprised users). Decimal units. Returns bits per second.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let bad = || {
-        format!("rate \"{s}\": allowed a number with a unit: bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s; kB/s, MB/s, GB/s for bytes), e.g. 80mbit")
-    };
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let unit = unit.trim();
-    // "B/s" with a capital B counts bytes; "b/s" bits.
-    let bytes = unit.ends_with("B/s");
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "bit" | "bit/s" | "bps" => 1.0,
-        "kbit" | "kbit/s" | "kbps" => 1e3,
-        "mbit" | "mbit/s" | "mbps" => 1e6,
-        "gbit" | "gbit/s" | "gbps" => 1e9,
-        "b/s" => 1.0,
-        "kb/s" => 1e3,
-        "mb/s" => 1e6,
-        "gb/s" => 1e9,
-        _ => return Err(bad()),
-    } * if bytes { 8.0 } else { 1.0 };
-    let r = v * mult;
-    if !(r.is_finite() && r > 0.0) {
-        return Err(bad());
-    }
-    Ok(r)
-}
-
-/// Parses a size such as `64KiB`, `1MiB`, `65536`, `64KB` (decimal), returns bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || {
-        format!("size \"{s}\": allowed bytes with B, KiB, MiB, GiB (binary) or KB, MB, GB (decimal), e.g. 64KiB")
-    };
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: u64 = num.parse().map_err(|_| bad())?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" | "k" => 1 << 10,
-        "mib" | "m" => 1 << 20,
-        "gib" | "g" => 1 << 30,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        _ => return Err(bad()),
-    };
-    v.checked_mul(mult).filter(|&b| b > 0).ok_or_else(bad)
-}
+pub use tpslab_plan::units::{parse_rate, parse_size};
 
 /// The bandwidth-delay product: bytes in flight to fill `rate_bps` over `rtt_s`.
 pub fn bdp_bytes(rate_bps: f64, rtt_s: f64) -> u64 {

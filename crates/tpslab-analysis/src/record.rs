@@ -125,21 +125,7 @@ pub struct ServerReport {
     pub received_per_thread: Vec<u64>,
 }
 
-/// How replies are matched to requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MatchMode {
-    /// tpslab's header is echoed: exact per-packet matching with intended/actual send times.
-    #[default]
-    Header,
-    /// A sequence field echoed by the protocol (e.g. DNS id): per-packet matching modulo the
-    /// field's width.
-    SeqField,
-    /// No way to match: loss counted in aggregate only.
-    Aggregate,
-    /// No replies expected (sink).
-    None,
-}
+pub use tpslab_plan::udp::MatchMode;
 
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

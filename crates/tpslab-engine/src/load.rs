@@ -7,7 +7,6 @@ use crate::counters::ErrnoCounts;
 use crate::wire::{self, Header, HEADER_LEN};
 use crate::EngineError;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
@@ -19,66 +18,7 @@ use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_analysis::LatencySummary;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
 
-/// A validated load plan.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoadConfig {
-    /// Where to send.
-    pub target: SocketAddr,
-    /// Mean rate, datagrams per second (> 0).
-    pub rate_pps: f64,
-    /// UDP payload size, bytes (ignored with a payload file: its length is used).
-    pub size_bytes: usize,
-    /// Measurement window after warm-up.
-    pub duration: Duration,
-    /// Warm-up before the window, excluded from the figures.
-    pub warmup: Duration,
-    /// Datagrams per burst (1: evenly paced).
-    pub burst: u64,
-    /// Sender threads, one socket each.
-    pub threads: usize,
-    /// Bytes to send instead of tpslab's header (a real protocol's request).
-    pub payload: Option<Vec<u8>>,
-    /// (offset, len) of a field the server echoes, where the sequence number is written.
-    pub seq_field: Option<(usize, usize)>,
-    /// Whether replies are expected (false: one-way load into a sink).
-    pub expect_replies: bool,
-    /// How long to wait for late replies after the last send, when some are missing.
-    pub drain: Duration,
-    /// Run identifier written in every header.
-    pub run_id: u64,
-    /// CPUs the generator's threads may run on (empty: not pinned).
-    #[serde(default)]
-    pub cpus: Vec<usize>,
-    /// Send with UDP GSO (UDP_SEGMENT): datagrams due together leave in one send of up
-    /// to 64 segments, split by the kernel. Falls back to plain sends when refused.
-    #[serde(default)]
-    pub gso: bool,
-}
-
-impl LoadConfig {
-    /// Whether the generator sends as fast as the path allows (`--rate max`: rate_pps is
-    /// infinite): no schedule, intended = actual send time, bounded by the run's time.
-    pub fn is_max(&self) -> bool {
-        self.rate_pps.is_infinite()
-    }
-    /// Interval between burst starts, ns (burst / rate).
-    pub fn burst_interval_ns(&self) -> f64 {
-        self.burst as f64 * 1e9 / self.rate_pps
-    }
-    /// Bytes of each datagram.
-    pub fn datagram_len(&self) -> usize {
-        self.payload.as_ref().map_or(self.size_bytes, |p| p.len())
-    }
-    /// How replies will be matched.
-    pub fn match_mode(&self) -> MatchMode {
-        match (self.expect_replies, &self.payload, self.seq_field) {
-            (false, _, _) => MatchMode::None,
-            (true, None, _) => MatchMode::Header,
-            (true, Some(_), Some(_)) => MatchMode::SeqField,
-            (true, Some(_), None) => MatchMode::Aggregate,
-        }
-    }
-}
+pub use tpslab_plan::udp::LoadConfig;
 
 /// One sender thread's share of the plan.
 #[derive(Debug, Clone, Copy)]

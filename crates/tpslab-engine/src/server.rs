@@ -5,7 +5,6 @@
 use crate::counters::ErrnoCounts;
 use crate::wire;
 use crate::EngineError;
-use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -15,73 +14,7 @@ use tpslab_analysis::record::ServerReport;
 use tpslab_net::sched::{self, SchedPolicy};
 use tpslab_net::{mono_ns, RcvbufGrant, RecvBatch, UdpSock};
 
-/// What the server does with each datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// S1: replace every "ping" with "pong" in the payload, then reply.
-    Replace,
-    /// Reply with the datagram unchanged.
-    Echo,
-    /// Read and discard; no reply.
-    Sink,
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mode::Replace => "replace",
-            Mode::Echo => "echo",
-            Mode::Sink => "sink",
-        })
-    }
-}
-
-/// A validated server configuration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServerConfig {
-    /// Address to bind.
-    pub bind: SocketAddr,
-    /// Threads, one SO_REUSEPORT socket each (>= 1).
-    pub threads: usize,
-    /// recvmmsg batch (1: plain recvfrom/sendto).
-    pub batch: usize,
-    /// SO_RCVBUF request, bytes (None: net.core.rmem_default).
-    pub rcvbuf: Option<u64>,
-    /// Workload.
-    pub mode: Mode,
-    /// Extra busy work per datagram, ns.
-    pub work_ns: u64,
-    /// CPUs each thread may run on (empty: not pinned), like taskset.
-    pub cpus: Vec<usize>,
-    /// Scheduling policy of each thread, like chrt.
-    pub sched: SchedPolicy,
-    /// SO_BUSY_POLL of each socket, us (None: not set).
-    #[serde(default)]
-    pub busy_poll_us: Option<u32>,
-    /// UDP_GRO: read coalesced datagrams (from GSO senders) as one buffer of segments;
-    /// each segment is a datagram for the counts and the workload, and replies leave as
-    /// one GSO send. Uses recvmmsg whatever `batch` says.
-    #[serde(default)]
-    pub gro: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            bind: "127.0.0.1:9000".parse().unwrap(),
-            threads: 1,
-            batch: 1,
-            rcvbuf: None,
-            mode: Mode::Replace,
-            work_ns: 0,
-            cpus: vec![],
-            sched: SchedPolicy::Other,
-            busy_poll_us: None,
-            gro: false,
-        }
-    }
-}
+pub use tpslab_plan::udp::{Mode, ServerConfig};
 
 /// Per-thread counters, written by one thread with relaxed atomics (read by reporters).
 #[derive(Default)]

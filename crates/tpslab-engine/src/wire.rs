@@ -6,7 +6,7 @@
 //! intended_ns u64 | sent_ns u64`. Times are CLOCK_MONOTONIC ns of the generator's host.
 
 /// Bytes of the header.
-pub const HEADER_LEN: usize = 40;
+pub const HEADER_LEN: usize = tpslab_plan::limits::HEADER_LEN;
 /// The magic "TPSL".
 pub const MAGIC: u32 = u32::from_le_bytes(*b"TPSL");
 /// Header version.
@@ -106,7 +106,7 @@ pub fn write_seq_field(buf: &mut [u8], offset: usize, len: usize, seq: u64) {
 /// Reads a big-endian field of `len` bytes at `offset`; None when `buf` is too short.
 #[inline]
 pub fn read_seq_field(buf: &[u8], offset: usize, len: usize) -> Option<u64> {
-    let f = buf.get(offset..offset + len)?;
+    let f = buf.get(offset..offset.checked_add(len)?)?;
     Some(f.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64))
 }
 

@@ -265,12 +265,18 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let all_accounted = f.unattributed == Some(0)
         && (!f.replies || f.reply_unattributed == Some(0))
         && f.window_loss_pct.is_none_or(|l| l == 0.0);
-    let mut case = if !f.gen_valid {
+    // Nothing listening is judged first: a generator that fell behind its schedule sent
+    // fewer datagrams, but it cannot make the kernel find no socket for them.
+    let mut case = if f.no_ports > 0
+        && f.replies_read == 0
+        && f.no_ports as f64 >= 0.9 * on_wire as f64
+        && f.inconsistent.is_none()
+    {
+        Case::NoListener
+    } else if !f.gen_valid {
         Case::GeneratorInvalid
     } else if f.inconsistent.is_some() {
         Case::Inconsistent
-    } else if f.no_ports > 0 && f.replies_read == 0 && f.no_ports as f64 >= 0.9 * on_wire as f64 {
-        Case::NoListener
     } else if f.lost_total == 0 && f.send_failed == 0 && all_accounted {
         Case::NoLoss
     } else if top_count == 0 {
@@ -290,7 +296,15 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
             || server_starved(f);
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
-        if never_drains || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound) {
+        // Read while datagrams waited, the server drained under half the mean rate: no
+        // buffer can hold that (the loss is at least 1 - drain / offered), however often
+        // the queue empties between the moments it gets a CPU.
+        let under_half = f.drain_pps.is_some_and(|d| d < 0.5 * f.offered_pps);
+        if never_drains
+            || under_half
+            || (over_capacity && f.rxq_share_low < 0.5)
+            || (pinned && cpu_bound)
+        {
             case = Case::AppTooSlow;
         }
     }
@@ -396,6 +410,12 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             )
         }
         Case::NoListener => {
+            for r in f.gen_reasons.iter().filter(|_| !f.gen_valid) {
+                evidence.push(ev(
+                    format!("{r} (the generator fell behind too; that does not change where the datagrams went)"),
+                    "generator self-check",
+                ));
+            }
             evidence.push(ev(
                 format!(
                     "{} datagrams arrived for port {} where no socket listened",

@@ -1,0 +1,15 @@
+//! Plans: what a run will do, validated before anything runs.
+//!
+//! Every limit on a setting is stated once, in [`limits`], and checked by the one
+//! validation of each plan type ([`udp::ServerConfig::validate`],
+//! [`udp::LoadConfig::validate`]), whichever way the plan was made: command-line flags,
+//! a TOML plan file, a sweep factor's level, or a plan read back from a record. Values
+//! written by users (sizes, rates, durations, sequence fields) are parsed by [`units`]
+//! with checked arithmetic: every bad input is a [`PlanError`], never a panic or a wrap.
+
+pub mod limits;
+pub mod udp;
+pub mod units;
+
+mod error;
+pub use error::PlanError;

@@ -1,0 +1,290 @@
+//! Every limit on a setting, stated once. Flags, plan files, sweep factors and records
+//! read back are all checked against these.
+
+use crate::PlanError;
+use std::time::Duration;
+
+/// An inclusive range of whole numbers in a unit (`""` for a plain count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// Smallest allowed value.
+    pub min: u64,
+    /// Largest allowed value.
+    pub max: u64,
+    /// Unit shown after the range (`bytes`, `ns`, `us`), or empty.
+    pub unit: &'static str,
+}
+
+impl Limit {
+    /// What is allowed, e.g. `1..=1024` or `40..=65507 bytes`.
+    pub fn allowed(&self) -> String {
+        match self.unit {
+            "" => format!("{}..={}", self.min, self.max),
+            u => format!("{}..={} {u}", self.min, self.max),
+        }
+    }
+
+    /// `v` when within the limit, else an error labelled `label`.
+    pub fn check(&self, label: &str, v: u64) -> Result<u64, PlanError> {
+        if (self.min..=self.max).contains(&v) {
+            Ok(v)
+        } else {
+            Err(PlanError::value(label, v, self.allowed()))
+        }
+    }
+
+    /// Parses `s` as a whole number and checks it (`label s: allowed ...` on any error).
+    pub fn parse(&self, label: &str, s: &str) -> Result<u64, PlanError> {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| PlanError::value(label, format!("\"{s}\""), self.allowed()))
+            .and_then(|v| self.check(label, v))
+    }
+}
+
+/// An inclusive range of durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationLimit {
+    /// Shortest allowed.
+    pub min: Duration,
+    /// Longest allowed.
+    pub max: Duration,
+}
+
+impl DurationLimit {
+    /// What is allowed, e.g. `1ms..=60s`.
+    pub fn allowed(&self) -> String {
+        format!(
+            "{}..={}",
+            humantime::format_duration(self.min),
+            humantime::format_duration(self.max)
+        )
+    }
+
+    /// `d` when within the limit, else an error labelled `label`.
+    pub fn check(&self, label: &str, d: Duration) -> Result<Duration, PlanError> {
+        if (self.min..=self.max).contains(&d) {
+            Ok(d)
+        } else {
+            Err(PlanError::value(
+                label,
+                humantime::format_duration(d),
+                self.allowed(),
+            ))
+        }
+    }
+}
+
+/// The largest UDP payload over IPv4, bytes (65535 - 8 UDP - 20 IP header bytes).
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+
+/// Bytes of tpslab's datagram header (magic, run id, stream, sequence, intended and actual
+/// send time); the engine's wire format asserts it has this length.
+pub const HEADER_LEN: usize = 40;
+
+/// Reference server threads, one SO_REUSEPORT socket each.
+pub const SERVER_THREADS: Limit = Limit {
+    min: 1,
+    max: 1024,
+    unit: "",
+};
+
+/// Datagrams per recvmmsg/sendmmsg call (1: recvfrom/sendto).
+pub const BATCH: Limit = Limit {
+    min: 1,
+    max: 1024,
+    unit: "",
+};
+
+/// SO_RCVBUF request, bytes: the kernel doubles it into an int, so at most i32::MAX / 2.
+pub const RCVBUF_BYTES: Limit = Limit {
+    min: 1,
+    max: (i32::MAX / 2) as u64,
+    unit: "bytes",
+};
+
+/// Busy work per datagram, ns (up to one second).
+pub const WORK_NS: Limit = Limit {
+    min: 0,
+    max: 1_000_000_000,
+    unit: "ns",
+};
+
+/// SO_BUSY_POLL, microseconds (up to one second).
+pub const BUSY_POLL_US: Limit = Limit {
+    min: 0,
+    max: 1_000_000,
+    unit: "us",
+};
+
+/// Generator threads (sockets) of an open-loop load.
+pub const LOAD_THREADS: Limit = Limit {
+    min: 1,
+    max: 256,
+    unit: "",
+};
+
+/// Generated datagram size, bytes: tpslab's header up to the largest UDP payload.
+pub const SIZE_BYTES: Limit = Limit {
+    min: HEADER_LEN as u64,
+    max: MAX_UDP_PAYLOAD as u64,
+    unit: "bytes",
+};
+
+/// A payload file's length, bytes.
+pub const PAYLOAD_BYTES: Limit = Limit {
+    min: 1,
+    max: MAX_UDP_PAYLOAD as u64,
+    unit: "bytes",
+};
+
+/// Width of a sequence field echoed by the protocol, bytes.
+pub const SEQ_FIELD_BYTES: Limit = Limit {
+    min: 1,
+    max: 8,
+    unit: "bytes",
+};
+
+/// Datagrams per burst.
+pub const BURST: Limit = Limit {
+    min: 1,
+    max: 100_000_000,
+    unit: "datagrams",
+};
+
+/// The highest mean rate of an open-loop load, datagrams per second (with `max` for back
+/// to back).
+pub const MAX_RATE_PPS: f64 = 100e6;
+
+/// Runs per cell of a sweep.
+pub const REPEAT: Limit = Limit {
+    min: 1,
+    max: 100,
+    unit: "",
+};
+
+/// Measurement window of an open-loop load.
+pub const LOAD_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_nanos(1),
+    max: Duration::from_secs(24 * 3600),
+};
+
+/// Warm-up before the measurement window.
+pub const WARMUP: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(3600),
+};
+
+/// Wait for late replies after the last send.
+pub const DRAIN: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(60),
+};
+
+/// Sampling interval of every observer and sampler (kernel counters, TCP_INFO, thread
+/// states).
+pub const SAMPLE_INTERVAL: DurationLimit = DurationLimit {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(60),
+};
+
+/// Measured length of each step of a closed-loop ramp.
+pub const STEP_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(3600),
+};
+
+/// Warm-up of each ramp step.
+pub const STEP_WARMUP: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(600),
+};
+
+/// A closed-loop user's think time between a reply and its next request.
+pub const THINK: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(600),
+};
+
+/// How long a closed-loop request may wait for its reply.
+pub const REQUEST_TIMEOUT: DurationLimit = DurationLimit {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(600),
+};
+
+/// Length of a TCP flow (`tcp`).
+pub const TCP_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(3600),
+};
+
+/// Samples a command that keeps its whole series (TCP_INFO of `tcp`) may plan: duration /
+/// interval at most this (1 h at 10 ms).
+pub const MAX_KEPT_SAMPLES: u64 = 360_000;
+
+/// Checks that `duration / interval` samples fit in [`MAX_KEPT_SAMPLES`].
+pub fn check_kept_samples(duration: Duration, interval: Duration) -> Result<(), PlanError> {
+    let n = duration.as_nanos() / interval.as_nanos().max(1);
+    if n > MAX_KEPT_SAMPLES as u128 {
+        let min_iv = Duration::from_nanos(
+            (duration.as_nanos() / MAX_KEPT_SAMPLES as u128).min(u64::MAX as u128) as u64,
+        );
+        return Err(PlanError::Conflict(format!(
+            "--interval {} over --duration {}: {n} samples; allowed up to {MAX_KEPT_SAMPLES} (an --interval of at least {})",
+            humantime::format_duration(interval),
+            humantime::format_duration(duration),
+            humantime::format_duration(min_iv)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_check_inclusive_bounds_and_name_the_value() {
+        assert_eq!(SERVER_THREADS.check("--threads", 1), Ok(1));
+        assert_eq!(SERVER_THREADS.check("--threads", 1024), Ok(1024));
+        let e = SERVER_THREADS.check("--threads", 0).unwrap_err();
+        assert_eq!(e.to_string(), "--threads 0: allowed 1..=1024");
+        let e = RCVBUF_BYTES.check("--rcvbuf", 1 << 30).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--rcvbuf 1073741824: allowed 1..=1073741823 bytes"
+        );
+        assert_eq!(
+            BATCH.parse("--batch", "x").unwrap_err().to_string(),
+            "--batch \"x\": allowed 1..=1024"
+        );
+    }
+
+    #[test]
+    fn duration_limits_print_human_durations() {
+        let e = SAMPLE_INTERVAL
+            .check("--interval", Duration::from_micros(500))
+            .unwrap_err();
+        assert_eq!(e.to_string(), "--interval 500us: allowed 1ms..=1m");
+        assert!(SAMPLE_INTERVAL
+            .check("--interval", Duration::from_secs(60))
+            .is_ok());
+    }
+
+    #[test]
+    fn kept_samples_bound_a_long_fine_series() {
+        assert!(check_kept_samples(Duration::from_secs(3600), Duration::from_millis(10)).is_ok());
+        let e = check_kept_samples(Duration::from_secs(3600), Duration::from_millis(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("3600000 samples") && e.contains("at least 10ms"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_header_fits_in_the_smallest_datagram() {
+        assert_eq!(SIZE_BYTES.min as usize, HEADER_LEN);
+    }
+}

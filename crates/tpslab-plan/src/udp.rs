@@ -1,0 +1,409 @@
+//! The UDP plans: the reference server's settings and an open-loop load, each with the one
+//! validation every way of making them goes through.
+
+use crate::limits::*;
+use crate::units::seq_field_fits;
+use crate::PlanError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tpslab_net::sched::SchedPolicy;
+
+/// What the server does with each datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// S1: replace every "ping" with "pong" in the payload, then reply.
+    Replace,
+    /// Reply with the datagram unchanged.
+    Echo,
+    /// Read and discard; no reply.
+    Sink,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Replace => "replace",
+            Mode::Echo => "echo",
+            Mode::Sink => "sink",
+        })
+    }
+}
+
+/// A validated server configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Address to bind.
+    pub bind: SocketAddr,
+    /// Threads, one SO_REUSEPORT socket each (>= 1).
+    pub threads: usize,
+    /// recvmmsg batch (1: plain recvfrom/sendto).
+    pub batch: usize,
+    /// SO_RCVBUF request, bytes (None: net.core.rmem_default).
+    pub rcvbuf: Option<u64>,
+    /// Workload.
+    pub mode: Mode,
+    /// Extra busy work per datagram, ns.
+    pub work_ns: u64,
+    /// CPUs each thread may run on (empty: not pinned), like taskset.
+    pub cpus: Vec<usize>,
+    /// Scheduling policy of each thread, like chrt.
+    pub sched: SchedPolicy,
+    /// SO_BUSY_POLL of each socket, us (None: not set).
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
+    /// UDP_GRO: read coalesced datagrams (from GSO senders) as one buffer of segments;
+    /// each segment is a datagram for the counts and the workload, and replies leave as
+    /// one GSO send. Uses recvmmsg whatever `batch` says.
+    #[serde(default)]
+    pub gro: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 9000)),
+            threads: 1,
+            batch: 1,
+            rcvbuf: None,
+            mode: Mode::Replace,
+            work_ns: 0,
+            cpus: vec![],
+            sched: SchedPolicy::Other,
+            busy_poll_us: None,
+            gro: false,
+        }
+    }
+}
+
+/// How replies are matched to requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    /// tpslab's header is echoed: exact per-packet matching with intended/actual send times.
+    #[default]
+    Header,
+    /// A sequence field echoed by the protocol (e.g. DNS id): per-packet matching modulo the
+    /// field's width.
+    SeqField,
+    /// No way to match: loss counted in aggregate only.
+    Aggregate,
+    /// No replies expected (sink).
+    None,
+}
+
+/// A validated load plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadConfig {
+    /// Where to send.
+    pub target: SocketAddr,
+    /// Mean rate, datagrams per second (> 0).
+    pub rate_pps: f64,
+    /// UDP payload size, bytes (ignored with a payload file: its length is used).
+    pub size_bytes: usize,
+    /// Measurement window after warm-up.
+    pub duration: Duration,
+    /// Warm-up before the window, excluded from the figures.
+    pub warmup: Duration,
+    /// Datagrams per burst (1: evenly paced).
+    pub burst: u64,
+    /// Sender threads, one socket each.
+    pub threads: usize,
+    /// Bytes to send instead of tpslab's header (a real protocol's request).
+    pub payload: Option<Vec<u8>>,
+    /// (offset, len) of a field the server echoes, where the sequence number is written.
+    pub seq_field: Option<(usize, usize)>,
+    /// Whether replies are expected (false: one-way load into a sink).
+    pub expect_replies: bool,
+    /// How long to wait for late replies after the last send, when some are missing.
+    pub drain: Duration,
+    /// Run identifier written in every header.
+    pub run_id: u64,
+    /// CPUs the generator's threads may run on (empty: not pinned).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    /// Send with UDP GSO (UDP_SEGMENT): datagrams due together leave in one send of up
+    /// to 64 segments, split by the kernel. Falls back to plain sends when refused.
+    #[serde(default)]
+    pub gso: bool,
+}
+
+impl Default for LoadConfig {
+    /// The command line's defaults: 10000 pps of 1024-byte datagrams to 127.0.0.1:9000 for
+    /// 5 s after a 500 ms warm-up, one thread, replies expected, 500 ms drain.
+    fn default() -> Self {
+        LoadConfig {
+            target: SocketAddr::from(([127, 0, 0, 1], 9000)),
+            rate_pps: 10_000.0,
+            size_bytes: 1024,
+            duration: Duration::from_secs(5),
+            warmup: Duration::from_millis(500),
+            burst: 1,
+            threads: 1,
+            payload: None,
+            seq_field: None,
+            expect_replies: true,
+            drain: Duration::from_millis(500),
+            run_id: 0,
+            cpus: vec![],
+            gso: false,
+        }
+    }
+}
+
+impl LoadConfig {
+    /// Whether the generator sends as fast as the path allows (`--rate max`: rate_pps is
+    /// infinite): no schedule, intended = actual send time, bounded by the run's time.
+    pub fn is_max(&self) -> bool {
+        self.rate_pps.is_infinite()
+    }
+    /// Interval between burst starts, ns (burst / rate).
+    pub fn burst_interval_ns(&self) -> f64 {
+        self.burst as f64 * 1e9 / self.rate_pps
+    }
+    /// Bytes of each datagram.
+    pub fn datagram_len(&self) -> usize {
+        self.payload.as_ref().map_or(self.size_bytes, |p| p.len())
+    }
+    /// How replies will be matched.
+    pub fn match_mode(&self) -> MatchMode {
+        match (self.expect_replies, &self.payload, self.seq_field) {
+            (false, _, _) => MatchMode::None,
+            (true, None, _) => MatchMode::Header,
+            (true, Some(_), Some(_)) => MatchMode::SeqField,
+            (true, Some(_), None) => MatchMode::Aggregate,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Checks every setting against [`crate::limits`]; errors are labelled with the
+    /// command-line flag (`--threads`, `--batch`, `--rcvbuf`, `--work-ns`, `--busy-poll`).
+    pub fn validate(&self) -> Result<(), PlanError> {
+        SERVER_THREADS.check("--threads", self.threads as u64)?;
+        BATCH.check("--batch", self.batch as u64)?;
+        if let Some(b) = self.rcvbuf {
+            RCVBUF_BYTES.check("--rcvbuf", b)?;
+        }
+        WORK_NS.check("--work-ns", self.work_ns)?;
+        if let Some(us) = self.busy_poll_us {
+            BUSY_POLL_US.check("--busy-poll", us as u64)?;
+        }
+        Ok(())
+    }
+}
+
+impl LoadConfig {
+    /// Checks every setting against [`crate::limits`] and against each other; errors are
+    /// labelled with the command-line flag (`--rate`, `--burst`, `--size`, `--payload-file`,
+    /// `--seq-field`, `--duration`, `--warmup`, `--drain`, `--load-threads`).
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let r = self.rate_pps;
+        let ok = r > 0.0 && (r.is_infinite() || r <= MAX_RATE_PPS);
+        if !ok {
+            return Err(PlanError::value(
+                "--rate",
+                r,
+                format!("a rate above 0 up to {MAX_RATE_PPS:.0} pps, or max"),
+            ));
+        }
+        BURST.check("--burst", self.burst)?;
+        if self.is_max() && self.burst > 1 {
+            return Err(PlanError::Conflict(
+                "--rate max sends back to back: --burst does not apply".into(),
+            ));
+        }
+        match &self.payload {
+            None => {
+                SIZE_BYTES.check("--size", self.size_bytes as u64)?;
+            }
+            Some(p) => {
+                PAYLOAD_BYTES.check("--payload-file", p.len() as u64)?;
+            }
+        }
+        if let Some((o, l)) = self.seq_field {
+            let Some(p) = &self.payload else {
+                return Err(PlanError::Conflict(
+                    "--seq-field needs --payload-file (with tpslab's header, replies match by header)"
+                        .into(),
+                ));
+            };
+            if !seq_field_fits(o, l, p.len()) {
+                return Err(PlanError::value(
+                    "--seq-field",
+                    format!("{o}:{l}"),
+                    format!(
+                        "OFFSET:LEN with LEN {}..={} inside the {}-byte payload",
+                        SEQ_FIELD_BYTES.min,
+                        SEQ_FIELD_BYTES.max,
+                        p.len()
+                    ),
+                ));
+            }
+        }
+        LOAD_DURATION.check("--duration", self.duration)?;
+        WARMUP.check("--warmup", self.warmup)?;
+        DRAIN.check("--drain", self.drain)?;
+        LOAD_THREADS.check("--load-threads", self.threads as u64)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load() -> LoadConfig {
+        LoadConfig {
+            target: "127.0.0.1:9000".parse().unwrap(),
+            rate_pps: 1000.0,
+            size_bytes: 64,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            burst: 1,
+            threads: 1,
+            payload: None,
+            seq_field: None,
+            expect_replies: true,
+            drain: Duration::from_millis(100),
+            run_id: 1,
+            cpus: vec![],
+            gso: false,
+        }
+    }
+
+    #[test]
+    fn a_sound_plan_passes_and_every_limit_is_named() {
+        assert_eq!(load().validate(), Ok(()));
+        assert_eq!(ServerConfig::default().validate(), Ok(()));
+        let cases: Vec<(LoadConfig, &str)> = vec![
+            (
+                LoadConfig {
+                    rate_pps: 0.0,
+                    ..load()
+                },
+                "--rate 0: allowed",
+            ),
+            (
+                LoadConfig {
+                    rate_pps: 2e8,
+                    ..load()
+                },
+                "--rate 200000000: allowed",
+            ),
+            (
+                LoadConfig {
+                    rate_pps: f64::NAN,
+                    ..load()
+                },
+                "--rate NaN: allowed",
+            ),
+            (LoadConfig { burst: 0, ..load() }, "--burst 0: allowed 1..="),
+            (
+                LoadConfig {
+                    rate_pps: f64::INFINITY,
+                    burst: 2,
+                    ..load()
+                },
+                "--burst does not apply",
+            ),
+            (
+                LoadConfig {
+                    size_bytes: 39,
+                    ..load()
+                },
+                "--size 39: allowed 40..=65507 bytes",
+            ),
+            (
+                LoadConfig {
+                    payload: Some(vec![]),
+                    ..load()
+                },
+                "--payload-file 0: allowed 1..=65507 bytes",
+            ),
+            (
+                LoadConfig {
+                    seq_field: Some((0, 2)),
+                    ..load()
+                },
+                "--seq-field needs --payload-file",
+            ),
+            (
+                LoadConfig {
+                    payload: Some(vec![0; 10]),
+                    seq_field: Some((usize::MAX, 2)),
+                    ..load()
+                },
+                "inside the 10-byte payload",
+            ),
+            (
+                LoadConfig {
+                    duration: Duration::ZERO,
+                    ..load()
+                },
+                "--duration 0s: allowed 1ns..=1day",
+            ),
+            (
+                LoadConfig {
+                    warmup: Duration::from_secs(7200),
+                    ..load()
+                },
+                "--warmup 2h: allowed",
+            ),
+            (
+                LoadConfig {
+                    drain: Duration::from_secs(61),
+                    ..load()
+                },
+                "--drain 1m 1s: allowed",
+            ),
+            (
+                LoadConfig {
+                    threads: 0,
+                    ..load()
+                },
+                "--load-threads 0: allowed 1..=256",
+            ),
+        ];
+        for (cfg, want) in cases {
+            let e = cfg.validate().unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+        }
+        let s = ServerConfig::default;
+        for (cfg, want) in [
+            (
+                ServerConfig { threads: 0, ..s() },
+                "--threads 0: allowed 1..=1024",
+            ),
+            (
+                ServerConfig { batch: 1025, ..s() },
+                "--batch 1025: allowed 1..=1024",
+            ),
+            (
+                ServerConfig {
+                    rcvbuf: Some(0),
+                    ..s()
+                },
+                "--rcvbuf 0: allowed 1..=1073741823 bytes",
+            ),
+            (
+                ServerConfig {
+                    work_ns: 2_000_000_000,
+                    ..s()
+                },
+                "--work-ns 2000000000: allowed 0..=1000000000 ns",
+            ),
+            (
+                ServerConfig {
+                    busy_poll_us: Some(u32::MAX),
+                    ..s()
+                },
+                "--busy-poll 4294967295: allowed 0..=1000000 us",
+            ),
+        ] {
+            let e = cfg.validate().unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+        }
+    }
+}

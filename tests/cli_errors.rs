@@ -377,7 +377,14 @@ fn tcp_bad_values_name_the_flag() {
             "--interval 500us: allowed 1ms..=1m",
         ),
         (
-            &["tcp", "127.0.0.1:1", "--duration", "1h", "--interval", "1ms"][..],
+            &[
+                "tcp",
+                "127.0.0.1:1",
+                "--duration",
+                "1h",
+                "--interval",
+                "1ms",
+            ][..],
             "3600000 samples",
         ),
         (

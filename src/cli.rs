@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+use tpslab_analysis::gate;
 use tpslab_analysis::record::{RunRecord, SCHEMA};
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
@@ -253,9 +254,11 @@ struct OutputFlags {
 /// environment; 3 the run was not valid evidence (with --strict); 130 interrupted.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct GateFlags {
-    /// Exit 1 when the run meets one of these: loss>PCT% (window loss), invalid (the
-    /// generator was a bottleneck), errors (send or reply failures, ECONNREFUSED from a
-    /// closed port included); comma-separated.
+    /// Exit 1 when the run meets one of these, comma-separated: loss>PCT% (load, run,
+    /// diagnose: window loss; ramp: requests failed or timed out), invalid (not valid
+    /// evidence: the generator was a bottleneck, no reply at all, a run of a sweep),
+    /// errors (send or reply failures, ECONNREFUSED from a closed port included; failed
+    /// requests; sweep runs with either), target (tcp: --target-rate not reached).
     #[arg(long, value_name = "CONDITIONS")]
     pub(crate) fail_on: Option<String>,
     /// Exit 3 when the run is not valid evidence (RUN INVALID).
@@ -264,24 +267,29 @@ pub(crate) struct GateFlags {
 }
 
 impl GateFlags {
-    /// The parsed conditions (checked before the run).
-    pub(crate) fn conditions(&self) -> Result<Vec<tpslab_analysis::gate::FailOn>> {
+    /// The parsed conditions, of those this command can judge (checked before the run).
+    pub(crate) fn conditions(&self, allowed: &[&str]) -> Result<Vec<gate::FailOn>> {
         match &self.fail_on {
             None => Ok(vec![]),
-            Some(s) => tpslab_analysis::gate::parse(s).map_err(|e| anyhow!(e)),
+            Some(s) => gate::parse(s, allowed).map_err(|e| anyhow!(e)),
         }
+    }
+
+    /// The exit code of a run's outcome, with its reasons printed to stderr.
+    pub(crate) fn exit(&self, o: &gate::Outcome, allowed: &[&str]) -> Result<ExitCode> {
+        let (code, why) = gate::exit_code(o, &self.conditions(allowed)?, self.strict);
+        if code != 0 {
+            for w in why {
+                eprintln!("tpslab: exit {code}: {w}");
+            }
+        }
+        Ok(ExitCode::from(code))
     }
 }
 
-/// The exit code of a run record under `gate`, with its reasons printed to stderr.
+/// The exit code of a UDP run record under `gate`.
 pub(crate) fn gate_exit(rec: &RunRecord, gate: &GateFlags) -> Result<ExitCode> {
-    let (code, why) = tpslab_analysis::gate::exit_code(rec, &gate.conditions()?, gate.strict);
-    if code != 0 {
-        for w in why {
-            eprintln!("tpslab: exit {code}: {w}");
-        }
-    }
-    Ok(ExitCode::from(code))
+    gate.exit(&gate::udp_outcome(rec), gate::applies::UDP_RUN)
 }
 
 #[derive(Args, Debug)]
@@ -370,6 +378,8 @@ pub(crate) struct SweepArgs {
     /// Write one CSV row per run to FILE.
     #[arg(long)]
     pub(crate) csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) gate: GateFlags,
     /// Observer sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
@@ -919,7 +929,7 @@ pub fn main() -> Result<ExitCode> {
             let target = resolve(&a.target)?;
             let load = load_config(&a.load, a.threads, "--threads", target)?;
             check_interval(a.out.interval)?;
-            a.out.gate.conditions()?;
+            a.out.gate.conditions(gate::applies::UDP_RUN)?;
             if let Some(p) = &a.out.json {
                 check_output("--json", p, true)?;
             }
@@ -948,7 +958,7 @@ pub fn main() -> Result<ExitCode> {
             }
             let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
             check_interval(a.out.interval)?;
-            a.out.gate.conditions()?;
+            a.out.gate.conditions(gate::applies::UDP_RUN)?;
             if let Some(p) = &a.out.json {
                 check_output("--json", p, true)?;
             }

@@ -170,7 +170,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         fail_on: a.fail_on.clone(),
         strict: a.strict,
     };
-    gate.conditions()?;
+    gate.conditions(tpslab_analysis::gate::applies::UDP_RUN)?;
     let (plan, scenario, verify) = match &a.target {
         None => (
             s1_plan(a.interval),

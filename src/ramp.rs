@@ -9,6 +9,7 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Duration;
+use tpslab_analysis::gate::applies;
 use tpslab_analysis::usl::{self, StepPoint, UslFit};
 use tpslab_engine::ramp::{run_ramp, RampPlan, RampProto, RampRecord, StepResult};
 use tpslab_engine::rr::{frame, Framing};
@@ -90,6 +91,8 @@ pub(crate) struct RampArgs {
     /// Write TPS and response time against users with the fitted curve (SVG).
     #[arg(long)]
     svg: Option<PathBuf>,
+    #[command(flatten)]
+    gate: crate::cli::GateFlags,
 }
 
 /// Users per step from "A..B" and "+N" / "N" / "xF". Errors name the value.
@@ -267,6 +270,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     if let Some(p) = &a.svg {
         crate::cli::check_output("--svg", p, false)?;
     }
+    a.gate.conditions(applies::RAMP)?;
     STEP_DURATION.check("--step-duration", a.step_duration)?;
     STEP_WARMUP.check("--warmup", a.warmup)?;
     THINK.check("--think", a.think)?;
@@ -358,7 +362,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     };
     let total = plan.steps.len() as f64 * (a.step_duration + a.warmup).as_secs_f64();
     println!(
-        "tpslab ramp {}: {} steps of users {:?}, {:.0} s{}; target {}{}",
+        "tpslab ramp {}: {} steps of users {:?}, {} s{}; target {}{}",
         if proto == RampProto::Tcp {
             "tcp"
         } else {
@@ -366,7 +370,11 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         },
         plan.steps.len(),
         plan.steps,
-        total,
+        if total < 10.0 {
+            format!("{total:.1}")
+        } else {
+            format!("{total:.0}")
+        },
         if a.think.is_zero() {
             String::new()
         } else {
@@ -421,7 +429,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             }),
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    a.gate.exit(&rec.outcome(), applies::RAMP)
 }
 
 fn print_steps(rec: &RampRecord, pts: &[StepPoint]) {
@@ -482,42 +490,46 @@ fn print_analysis(
     gain: f64,
 ) -> String {
     let mut lines = vec![];
-    match knee {
-        Some(k) => lines.push(format!(
-            "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
-            rec.steps[k].users,
-            rec.steps[k].tps,
-            gain * 100.0
-        )),
-        None => lines.push("no knee: TPS kept growing with users over the whole ramp".into()),
-    }
-    let bad_little: Vec<String> = pts
-        .iter()
-        .map(usl::littles_law)
-        .zip(&rec.steps)
-        .filter(|(l, _)| !l.ok(0.1))
-        .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
-        .collect();
-    if pts.is_empty() {
-        lines.push("no step completed".into());
-    } else if bad_little.is_empty() {
-        lines.push(
-            "Little's law holds within 10 % at every step: the load was closed-loop as intended"
-                .into(),
-        );
-    } else {
-        lines.push(format!(
-            "Little's law off by more than 10 % at {}: users were not always waiting on a reply (errors, timeouts, or the load tool itself)",
-            bad_little.join(", ")
-        ));
-    }
-    match (fit, fit_err) {
-        (Some(f), _) => lines.push(format!(
-            "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
-            f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, f.verdict()
-        )),
-        (None, Some(e)) => lines.push(format!("USL fit: {e}")),
-        _ => {}
+    let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
+    // Without a single reply there is no curve: no knee, no Little's law, no fit to show.
+    if served > 0 {
+        match knee {
+            Some(k) => lines.push(format!(
+                "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
+                rec.steps[k].users,
+                rec.steps[k].tps,
+                gain * 100.0
+            )),
+            None => lines.push("no knee: TPS kept growing with users over the whole ramp".into()),
+        }
+        let bad_little: Vec<String> = pts
+            .iter()
+            .map(usl::littles_law)
+            .zip(&rec.steps)
+            .filter(|(l, _)| !l.ok(0.1))
+            .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
+            .collect();
+        if pts.is_empty() {
+            lines.push("no step completed".into());
+        } else if bad_little.is_empty() {
+            lines.push(
+                "Little's law holds within 10 % at every step: the load was closed-loop as intended"
+                    .into(),
+            );
+        } else {
+            lines.push(format!(
+                "Little's law off by more than 10 % at {}: users were not always waiting on a reply (errors, timeouts, or the load tool itself)",
+                bad_little.join(", ")
+            ));
+        }
+        match (fit, fit_err) {
+            (Some(f), _) => lines.push(format!(
+                "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
+                f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, f.verdict()
+            )),
+            (None, Some(e)) => lines.push(format!("USL fit: {e}")),
+            _ => {}
+        }
     }
     // Thread states at the last step: what the server did when most loaded.
     if let Some(last) = rec.steps.last() {
@@ -563,7 +575,6 @@ fn print_analysis(
             .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
     });
     let knee_users = knee.map_or(0, |k| rec.steps[k].users);
-    let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
     let verdict = if served == 0 {
         "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
     } else if rec.steps.len() < 2 {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+use tpslab_analysis::gate::applies;
 use tpslab_analysis::record::RunRecord;
 use tpslab_analysis::sweep::{
     analyse, cells, run_order, Cell, Design, Factor, Objective, RunMetrics, SweepResult,
@@ -509,6 +510,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
         cli::check_output("--csv", p, false)?;
     }
+    a.gate.conditions(applies::SWEEP)?;
     let plan_path = a.out.join("plan.json");
     let plan: Plan = if a.resume {
         let text = std::fs::read_to_string(&plan_path)
@@ -634,6 +636,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let metrics: Vec<(usize, RunMetrics)> =
         runs.iter().map(|(c, _, m, _)| (*c, m.clone())).collect();
     if metrics.iter().all(|(c, _)| *c != 0) {
+        if stop.load(Relaxed) {
+            eprintln!("tpslab: interrupted before a run of the baseline cell finished; the records so far are in {} (--resume continues)", a.out.display());
+            return Ok(ExitCode::from(130));
+        }
         bail!("no run of the baseline cell finished: nothing to compare");
     }
     let result = analyse(&cells, &metrics, plan.objective);
@@ -648,7 +654,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         )?;
     }
     print_result(&plan, &result, &notes);
-    Ok(ExitCode::SUCCESS)
+    a.gate.exit(
+        &tpslab_analysis::sweep::outcome(&metrics, stop.load(Relaxed)),
+        applies::SWEEP,
+    )
 }
 
 fn write_csv(

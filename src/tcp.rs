@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::bdp;
-use tpslab_analysis::tcp::{analyse, verdict, FlowAnalysis, Limit, TcpSample};
+use tpslab_analysis::gate::applies;
+use tpslab_analysis::tcp::{analyse, flow_outcome, verdict, FlowAnalysis, Limit, TcpSample};
 use tpslab_engine::link::LinkConfig;
 use tpslab_engine::tcpflow::{self, FlowPlan, FlowRecord, LabRecord, SinkConfig, SinkServer};
 
@@ -58,6 +59,8 @@ pub(crate) struct TcpArgs {
     /// from the measured RTT (and, in the lab, tried in a second run).
     #[arg(long)]
     target_rate: Option<String>,
+    #[command(flatten)]
+    gate: crate::cli::GateFlags,
     /// Lab: no TARGET; run sender and sink in two new network namespaces joined by
     /// tpslab's user-space delay line with this RTT (e.g. 30ms). Needs root.
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -453,6 +456,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         crate::cli::check_output("--json", p, false)?;
     }
+    a.gate.conditions(applies::TCP)?;
     tpslab_plan::limits::TCP_DURATION.check("--duration", a.duration)?;
     tpslab_plan::limits::SAMPLE_INTERVAL.check("--interval", a.interval)?;
     // Every TCP_INFO sample is kept for the analysis and the record.
@@ -531,7 +535,10 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
                 recommend(r, an);
             }
         }
-        return Ok(ExitCode::SUCCESS);
+        return a.gate.exit(
+            &flow_outcome(flow.interrupted, an.as_ref(), target_rate),
+            applies::TCP,
+        );
     };
     if a.target.is_some() {
         bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
@@ -669,7 +676,15 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         write_json(p, &serde_json::json!({"schema": TCP_SCHEMA, "runs": runs}))?;
     }
-    Ok(ExitCode::SUCCESS)
+    // The gate judges the first run: the buffers as given (the second run shows the fix).
+    a.gate.exit(
+        &flow_outcome(
+            before.flow.interrupted || stop.load(Relaxed),
+            an.as_ref(),
+            target_rate,
+        ),
+        applies::TCP,
+    )
 }
 
 /// `tpslab tcp TARGET --reverse`: receive from a source, judge this side's window.
@@ -699,9 +714,19 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
         plan.target,
         describe_buf(plan.rcvbuf, flow.rcvbuf_granted)
     );
+    let outcome = tpslab_analysis::gate::Outcome {
+        interrupted: flow.interrupted,
+        invalid: match &an {
+            None => {
+                vec!["too few samples after --skip, or no tcpi_rcv_wnd from this kernel".into()]
+            }
+            Some(_) => vec![],
+        },
+        ..Default::default()
+    };
     let Some(an) = an else {
         println!("  too short to analyse, or this kernel does not report the advertised window (tcpi_rcv_wnd)");
-        return Ok(ExitCode::SUCCESS);
+        return a.gate.exit(&outcome, applies::TCP);
     };
     println!("VERDICT: {}", verdict_receiver(&an));
     let s = &flow.samples;
@@ -758,6 +783,8 @@ fn watch(a: &TcpArgs, skip_ns: u64) -> Result<ExitCode> {
         ("--lab-loss", a.lab_loss != "0"),
         ("--lab-queue", a.lab_queue != 1000),
         ("--no-verify", a.no_verify),
+        ("--fail-on", a.gate.fail_on.is_some()),
+        ("--strict", a.gate.strict),
         ("--write-size", a.write_size != "128KiB"),
     ] {
         if set {

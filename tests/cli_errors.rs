@@ -850,3 +850,115 @@ fn one_validation_for_flags_plan_files_and_sweep_cells() {
     );
     assert!(!out_dir.exists(), "the output folder was created");
 }
+
+#[test]
+fn exit_codes_of_ramp_tcp_and_sweep() {
+    if !is_root() {
+        common::skip(
+            "exit_codes_of_ramp_tcp_and_sweep",
+            "needs root for a private namespace",
+        );
+        return;
+    }
+    // A condition a command cannot judge is a usage error, before anything runs.
+    let out = tpslab(&["tcp", "127.0.0.1:1", "--fail-on", "loss>1%"]);
+    assert!(assert_one_line_error(&out, "loss>1%").contains("cannot judge"));
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "rate=1000,2000",
+        "--out",
+        "/nonexistent/x",
+        "--fail-on",
+        "target",
+    ]);
+    assert_one_line_error(&out, "target");
+    // A ramp against a closed port: every request refused.
+    let ramp = |extra: &[&str]| {
+        let mut a = vec![
+            "ramp",
+            "tcp",
+            "127.0.0.1:1",
+            "--users",
+            "1..2",
+            "--step-duration",
+            "200ms",
+            "--warmup",
+            "0s",
+        ];
+        a.extend(extra);
+        tpslab(&a)
+    };
+    let out = ramp(&[]);
+    assert_eq!(out.status.code(), Some(0), "no gate: {}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("no replies at all"), "{stdout}");
+    assert!(
+        !stdout.contains("no knee"),
+        "a knee line without a reply: {stdout}"
+    );
+    let out = ramp(&["--strict"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no request was answered"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ramp(&["--fail-on", "errors"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("connection refused"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ramp(&["--fail-on", "loss>50%"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("loss 100.000 % of"),
+        "{}",
+        stderr(&out)
+    );
+    // A TCP flow into a sink: a target it cannot reach exits 1, one it reaches 0.
+    let ns = NetNs::new();
+    let mut c = ns.tpslab();
+    c.args([
+        "serve",
+        "tcp",
+        "--mode",
+        "sink",
+        "--bind",
+        "127.0.0.1:5001",
+        "--duration",
+        "20s",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let _sink = KillOnDrop(c.spawn().expect("spawn the sink"));
+    std::thread::sleep(Duration::from_millis(300));
+    let flow = |target: &str| {
+        let mut c = ns.tpslab();
+        c.args([
+            "tcp",
+            "127.0.0.1:5001",
+            "--duration",
+            "1s",
+            "--skip",
+            "100ms",
+            "--target-rate",
+            target,
+            "--fail-on",
+            "target",
+        ]);
+        common::run(c)
+    };
+    let out = flow("1000gbit");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("short of the 1000000.0 Mbit/s target"),
+        "{}",
+        stderr(&out)
+    );
+    let out = flow("1kbit");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -6,78 +6,186 @@ use crate::record::RunRecord;
 /// One `--fail-on` condition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FailOn {
-    /// Loss in the measurement window above this share, percent.
+    /// Loss above this share, percent: datagrams unanswered in the measurement window
+    /// (UDP runs), requests failed or timed out (ramp).
     LossAbove(f64),
-    /// The run was not valid evidence (the generator was a bottleneck).
+    /// The run was not valid evidence (the generator was a bottleneck; no reply at all).
     Invalid,
-    /// Any send error of the generator or reply failure of the server.
+    /// Any failure: send errors or reply failures (UDP), failed requests (ramp), runs
+    /// with either (sweep).
     Errors,
+    /// A `--target-rate` was not reached (tcp).
+    Target,
 }
 
-/// Parses a comma-separated list: `loss>PCT%`, `invalid`, `errors`. The error names the
-/// bad item and what is allowed.
-pub fn parse(s: &str) -> Result<Vec<FailOn>, String> {
-    let allowed = "allowed loss>PCT% (e.g. loss>0.1%), invalid, errors, comma-separated";
+impl FailOn {
+    /// The condition's name as written in `--fail-on` (`loss` for every `loss>PCT%`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FailOn::LossAbove(_) => "loss",
+            FailOn::Invalid => "invalid",
+            FailOn::Errors => "errors",
+            FailOn::Target => "target",
+        }
+    }
+}
+
+/// The `--fail-on` conditions each command can judge.
+pub mod applies {
+    /// load, run, diagnose.
+    pub const UDP_RUN: &[&str] = &["loss", "invalid", "errors"];
+    /// ramp tcp|udp.
+    pub const RAMP: &[&str] = &["loss", "invalid", "errors"];
+    /// tcp.
+    pub const TCP: &[&str] = &["target", "invalid"];
+    /// sweep.
+    pub const SWEEP: &[&str] = &["invalid", "errors"];
+}
+
+/// Parses a comma-separated list of the conditions in `allowed` (names from
+/// [`applies`]): `loss>PCT%`, `invalid`, `errors`, `target`. The error names the bad item
+/// and what is allowed.
+pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
+    let list = allowed
+        .iter()
+        .map(|a| {
+            if *a == "loss" {
+                "loss>PCT% (e.g. loss>0.1%)"
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let allowed_text = format!("allowed {list}, comma-separated");
     s.split(',')
         .map(|item| {
             let t = item.trim();
-            match t {
-                "invalid" => Ok(FailOn::Invalid),
-                "errors" => Ok(FailOn::Errors),
+            let c = match t {
+                "invalid" => FailOn::Invalid,
+                "errors" => FailOn::Errors,
+                "target" => FailOn::Target,
                 _ => {
                     let v = t
                         .strip_prefix("loss>")
                         .and_then(|v| v.strip_suffix('%'))
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .filter(|v| v.is_finite() && (0.0..100.0).contains(v))
-                        .ok_or_else(|| format!("--fail-on \"{t}\": {allowed}"))?;
-                    Ok(FailOn::LossAbove(v))
+                        .ok_or_else(|| format!("--fail-on \"{t}\": {allowed_text}"))?;
+                    FailOn::LossAbove(v)
                 }
+            };
+            if !allowed.contains(&c.name()) {
+                return Err(format!(
+                    "--fail-on \"{t}\": this command cannot judge it; {allowed_text}"
+                ));
             }
+            Ok(c)
         })
         .collect()
 }
 
-/// The conditions `rec` meets, each as a sentence with the figure behind it.
-pub fn met(rec: &RunRecord, conds: &[FailOn]) -> Vec<String> {
+/// A loss share, or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loss {
+    /// Percent, and what it counts ("in the window", "of requests failed or timed out").
+    Measured(f64, String),
+    /// Why the loss was not measured.
+    NotMeasured(String),
+}
+
+impl Default for Loss {
+    fn default() -> Self {
+        Loss::NotMeasured("no loss is measured by this command".into())
+    }
+}
+
+/// What a finished run says for the gates, whatever its kind: each field a judgement with
+/// the figure behind it, made by the kind's pure function ([`udp_outcome`], and the ramp,
+/// tcp and sweep ones beside their records).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Ended by SIGINT/SIGTERM before its planned end.
+    pub interrupted: bool,
+    /// Why the run is not valid evidence (empty: valid).
+    pub invalid: Vec<String>,
+    /// The loss.
+    pub loss: Loss,
+    /// Failures, as a sentence with their counts (None: none).
+    pub errors: Option<String>,
+    /// The target: None when none was set; Some(None) reached; Some(Some(why)) missed.
+    pub target: Option<Option<String>>,
+}
+
+/// The outcome of a UDP run record (`load`, `run`, `diagnose`): window loss, generator
+/// validity, send and reply failures.
+pub fn udp_outcome(rec: &RunRecord) -> Outcome {
     let g = rec.generator.as_ref();
+    let send = g.map_or(0, |g| g.send_failed);
+    let reply = rec.server.as_ref().map_or(0, |s| s.reply_failed);
+    Outcome {
+        interrupted: rec.interrupted,
+        invalid: g
+            .filter(|g| !g.valid)
+            .map(|g| g.invalid_reasons.clone())
+            .unwrap_or_default(),
+        loss: match g.and_then(|g| g.window_loss_pct) {
+            Some(l) => Loss::Measured(l, "in the window".into()),
+            None => Loss::NotMeasured("no replies expected, or nothing sent in the window".into()),
+        },
+        errors: (send + reply > 0)
+            .then(|| format!("{send} datagrams failed to send, {reply} replies failed")),
+        target: None,
+    }
+}
+
+/// The conditions `o` meets, each as a sentence with the figure behind it.
+pub fn met(o: &Outcome, conds: &[FailOn]) -> Vec<String> {
     conds
         .iter()
         .filter_map(|c| match c {
-            FailOn::LossAbove(max) => match g.and_then(|g| g.window_loss_pct) {
-                Some(l) if l > *max => Some(format!(
-                    "loss {l:.3} % in the window is above {max} % (--fail-on loss>{max}%)"
+            FailOn::LossAbove(max) => match &o.loss {
+                Loss::Measured(l, what) if l > max => Some(format!(
+                    "loss {l:.3} % {what} is above {max} % (--fail-on loss>{max}%)"
                 )),
-                Some(_) => None,
+                Loss::Measured(..) => None,
                 // A gate that cannot be checked is not passed silently.
-                None => Some(format!(
-                    "loss not measured in this run (no replies expected, or nothing sent in the window): it cannot be shown below {max} % (--fail-on loss>{max}%)"
+                Loss::NotMeasured(why) => Some(format!(
+                    "loss not measured in this run ({why}): it cannot be shown below {max} % (--fail-on loss>{max}%)"
                 )),
             },
-            FailOn::Invalid => g
-                .filter(|g| !g.valid)
-                .map(|g| format!("the run is not valid evidence: {} (--fail-on invalid)", g.invalid_reasons.join("; "))),
-            FailOn::Errors => {
-                let send = g.map_or(0, |g| g.send_failed);
-                let reply = rec.server.as_ref().map_or(0, |s| s.reply_failed);
-                (send + reply > 0).then(|| {
-                    format!("{send} datagrams failed to send, {reply} replies failed (--fail-on errors)")
-                })
-            }
+            FailOn::Invalid => (!o.invalid.is_empty()).then(|| {
+                format!(
+                    "the run is not valid evidence: {} (--fail-on invalid)",
+                    o.invalid.join("; ")
+                )
+            }),
+            FailOn::Errors => o.errors.as_ref().map(|e| format!("{e} (--fail-on errors)")),
+            FailOn::Target => match &o.target {
+                None => Some("no target was set (--target-rate): it cannot be shown reached (--fail-on target)".into()),
+                Some(None) => None,
+                Some(Some(why)) => Some(format!("{why} (--fail-on target)")),
+            },
         })
         .collect()
 }
 
 /// The exit code of a finished run: 130 interrupted; 3 not valid evidence under
 /// `--strict`; 1 a `--fail-on` condition met; else 0. With the reasons, to print.
-pub fn exit_code(rec: &RunRecord, conds: &[FailOn], strict: bool) -> (u8, Vec<String>) {
-    if rec.interrupted {
+pub fn exit_code(o: &Outcome, conds: &[FailOn], strict: bool) -> (u8, Vec<String>) {
+    if o.interrupted {
         return (130, vec!["interrupted by a signal".into()]);
     }
-    if strict && rec.generator.as_ref().is_some_and(|g| !g.valid) {
-        return (3, vec!["the run is not valid evidence (--strict)".into()]);
+    if strict && !o.invalid.is_empty() {
+        return (
+            3,
+            vec![format!(
+                "the run is not valid evidence: {} (--strict)",
+                o.invalid.join("; ")
+            )],
+        );
     }
-    let why = met(rec, conds);
+    let why = met(o, conds);
     (if why.is_empty() { 0 } else { 1 }, why)
 }
 
@@ -86,8 +194,8 @@ mod tests {
     use super::*;
     use crate::record::GeneratorReport;
 
-    fn rec(loss: f64, valid: bool, send_failed: u64) -> RunRecord {
-        RunRecord {
+    fn rec(loss: f64, valid: bool, send_failed: u64) -> Outcome {
+        udp_outcome(&RunRecord {
             generator: Some(GeneratorReport {
                 window_loss_pct: Some(loss),
                 valid,
@@ -96,24 +204,24 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }
+        })
     }
 
     #[test]
     fn parses_and_refuses() {
         assert_eq!(
-            parse("loss>0.1%, invalid,errors").unwrap(),
+            parse("loss>0.1%, invalid,errors", applies::UDP_RUN).unwrap(),
             vec![FailOn::LossAbove(0.1), FailOn::Invalid, FailOn::Errors]
         );
         for bad in ["loss>0.1", "loss>x%", "loss>100%", "lost>1%", ""] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad, applies::UDP_RUN).unwrap_err();
             assert!(e.contains("allowed loss>PCT%"), "{bad}: {e}");
         }
     }
 
     #[test]
     fn exit_codes_follow_the_table() {
-        let conds = parse("loss>1%,errors").unwrap();
+        let conds = parse("loss>1%,errors", applies::UDP_RUN).unwrap();
         assert_eq!(exit_code(&rec(0.5, true, 0), &conds, false).0, 0);
         assert_eq!(exit_code(&rec(1.5, true, 0), &conds, false).0, 1);
         assert_eq!(exit_code(&rec(0.0, true, 3), &conds, false).0, 1);
@@ -121,7 +229,7 @@ mod tests {
         assert_eq!(exit_code(&rec(0.0, false, 0), &conds, true).0, 3);
         // Loss not measured (one-way load): the gate is not passed silently.
         let mut oneway = rec(0.0, true, 0);
-        oneway.generator.as_mut().unwrap().window_loss_pct = None;
+        oneway.loss = Loss::NotMeasured("no replies expected".into());
         let (code, why) = exit_code(&oneway, &conds, false);
         assert_eq!(code, 1);
         assert!(why[0].contains("loss not measured"), "{why:?}");
@@ -130,6 +238,30 @@ mod tests {
         assert_eq!(exit_code(&r, &conds, true).0, 130);
         let (code, why) = exit_code(&rec(2.0, true, 0), &conds, false);
         assert_eq!(code, 1);
-        assert!(why[0].contains("loss 2.000 %"), "{why:?}");
+        assert!(why[0].contains("loss 2.000 % in the window"), "{why:?}");
+    }
+
+    #[test]
+    fn a_condition_a_command_cannot_judge_is_refused() {
+        let e = parse("loss>1%", applies::TCP).unwrap_err();
+        assert!(
+            e.contains("cannot judge") && e.contains("allowed target, invalid"),
+            "{e}"
+        );
+        assert_eq!(parse("target", applies::TCP).unwrap(), vec![FailOn::Target]);
+        assert!(parse("target", applies::UDP_RUN).is_err());
+    }
+
+    #[test]
+    fn a_target_gate_without_a_target_is_not_passed_silently() {
+        let conds = [FailOn::Target];
+        let mut o = Outcome::default();
+        assert_eq!(exit_code(&o, &conds, false).0, 1);
+        o.target = Some(None);
+        assert_eq!(exit_code(&o, &conds, false).0, 0);
+        o.target = Some(Some("19.9 Mbit/s, short of the 80.0 Mbit/s target".into()));
+        let (code, why) = exit_code(&o, &conds, false);
+        assert_eq!(code, 1);
+        assert!(why[0].contains("short of"), "{why:?}");
     }
 }

@@ -133,6 +133,41 @@ pub struct RunMetrics {
     pub p99_us: Option<f64>,
     /// The generator kept its schedule.
     pub valid: bool,
+    /// Datagrams the generator failed to send plus replies the server failed to send.
+    #[serde(default)]
+    pub errors: u64,
+}
+
+/// The gates' view of a sweep: its runs (cell, metrics); not valid evidence when any run's
+/// generator fell behind, errors when any run had send or reply failures.
+pub fn outcome(runs: &[(usize, RunMetrics)], interrupted: bool) -> crate::gate::Outcome {
+    let invalid: Vec<usize> = runs
+        .iter()
+        .filter(|(_, m)| !m.valid)
+        .map(|(c, _)| *c)
+        .collect();
+    let failed: Vec<&(usize, RunMetrics)> = runs.iter().filter(|(_, m)| m.errors > 0).collect();
+    crate::gate::Outcome {
+        interrupted,
+        invalid: if invalid.is_empty() {
+            vec![]
+        } else {
+            vec![format!(
+                "{} of {} runs had a generator that fell behind (cells {invalid:?})",
+                invalid.len(),
+                runs.len()
+            )]
+        },
+        errors: (!failed.is_empty()).then(|| {
+            format!(
+                "{} of {} runs had send or reply failures ({} in all)",
+                failed.len(),
+                runs.len(),
+                failed.iter().map(|(_, m)| m.errors).sum::<u64>()
+            )
+        }),
+        ..Default::default()
+    }
 }
 
 fn window_mean(t_ms: &[f64], xs: &[f64], from_ms: f64, to_ms: f64, offset: usize) -> (f64, f64) {
@@ -158,6 +193,7 @@ impl RunMetrics {
             return m;
         };
         m.valid = g.valid;
+        m.errors = g.send_failed + rec.server.as_ref().map_or(0, |s| s.reply_failed);
         m.tps = g.tps;
         m.loss_pct = match g.window_loss_pct {
             Some(l) => l,
@@ -444,6 +480,47 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_outcome_names_invalid_and_failing_runs() {
+        let ok = RunMetrics {
+            valid: true,
+            ..Default::default()
+        };
+        let runs = vec![
+            (0, ok.clone()),
+            (
+                1,
+                RunMetrics {
+                    valid: false,
+                    ..ok.clone()
+                },
+            ),
+            (
+                1,
+                RunMetrics {
+                    errors: 5,
+                    ..ok.clone()
+                },
+            ),
+        ];
+        let o = outcome(&runs, false);
+        assert_eq!(
+            o.invalid,
+            vec!["1 of 3 runs had a generator that fell behind (cells [1])".to_string()]
+        );
+        assert_eq!(
+            o.errors.as_deref(),
+            Some("1 of 3 runs had send or reply failures (5 in all)")
+        );
+        let clean = outcome(&runs[..1], false);
+        assert!(clean.invalid.is_empty() && clean.errors.is_none());
+        assert_eq!(
+            crate::gate::exit_code(&clean, &[crate::gate::FailOn::Errors], true).0,
+            0
+        );
+        assert_eq!(crate::gate::exit_code(&o, &[], true).0, 3);
+    }
 
     fn f(name: &str, levels: &[&str]) -> Factor {
         Factor {

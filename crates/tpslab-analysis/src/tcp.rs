@@ -334,6 +334,36 @@ pub fn verdict_receiver(a: &ReceiverAnalysis) -> String {
     }
 }
 
+/// The gates' view of a sending flow (`tcp TARGET`, the lab's first run): invalid when
+/// the samples were too few to judge (`analysis` None), the target missed when the flow's
+/// throughput (after `--skip`) is below `target_bps`.
+pub fn flow_outcome(
+    interrupted: bool,
+    analysis: Option<&FlowAnalysis>,
+    target_bps: Option<f64>,
+) -> crate::gate::Outcome {
+    crate::gate::Outcome {
+        interrupted,
+        invalid: match analysis {
+            None => vec!["too few TCP_INFO samples after --skip to judge the flow".into()],
+            Some(_) => vec![],
+        },
+        target: target_bps.map(|r| match analysis {
+            Some(a) if a.throughput_bps >= r => None,
+            Some(a) => Some(format!(
+                "{:.1} Mbit/s, short of the {:.1} Mbit/s target",
+                a.throughput_bps / 1e6,
+                r / 1e6
+            )),
+            None => Some(format!(
+                "the flow could not be judged against the {:.1} Mbit/s target",
+                r / 1e6
+            )),
+        }),
+        ..Default::default()
+    }
+}
+
 /// The verdict in one sentence, with the figures that back it.
 pub fn verdict(a: &FlowAnalysis) -> String {
     let mbit = |b: f64| b / 1e6;

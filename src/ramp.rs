@@ -736,6 +736,18 @@ fn svg(rec: &RampRecord, fit: Option<&UslFit>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_users_and_step_are_steps_or_an_error(users in "[0-9x+. ]{0,8}\\.\\.[0-9 ]{0,6}|\\PC{0,12}", step in "[+x]?[0-9.]{0,8}|\\PC{0,6}") {
+            if let Ok(v) = parse_steps(&users, &step) {
+                prop_assert!(!v.is_empty() && v.len() <= 200);
+                prop_assert!(v[0] >= 1 && *v.last().unwrap() <= 10_000);
+                prop_assert!(v.windows(2).all(|w| w[0] < w[1]), "{:?}", v);
+            }
+        }
+    }
 
     #[test]
     fn steps_from_ranges() {

@@ -408,6 +408,12 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
         }
     }
     if let Some(l) = f.load {
+        if let Some(r) = l.rate.filter(|r| !r.is_finite()) {
+            return Err(bad(format!(
+                "load.rate {r}: allowed a rate above 0 up to {:.0} pps",
+                limits::MAX_RATE_PPS
+            )));
+        }
         plan.load.rate_pps = l.rate.unwrap_or(plan.load.rate_pps);
         plan.load.size_bytes = l.size.unwrap_or(plan.load.size_bytes);
         plan.load.burst = l.burst.unwrap_or(plan.load.burst);
@@ -418,8 +424,13 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
             plan.load.warmup = dur("load.warmup", v)?;
         }
         if let Some(v) = &l.burst_interval {
-            plan.load.rate_pps =
-                plan.load.burst as f64 / dur("load.burst_interval", v)?.as_secs_f64();
+            let iv = dur("load.burst_interval", v)?;
+            if iv.is_zero() {
+                return Err(bad(format!(
+                    "load.burst_interval \"{v}\": allowed a positive duration, e.g. 50ms"
+                )));
+            }
+            plan.load.rate_pps = plan.load.burst as f64 / iv.as_secs_f64();
         }
         if l.no_replies == Some(true) {
             plan.load.expect_replies = false;
@@ -760,5 +771,71 @@ fn print_result(plan: &Plan, r: &SweepResult, notes: &[String]) {
     }
     for n in notes {
         println!("note: {n}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A plan file from `text`, applied to the S2 plan and checked as `sweep` checks it.
+    fn plan_from(text: &str) -> Result<Plan> {
+        let path = std::env::temp_dir().join(format!(
+            "tpslab-plan-prop-{}-{:x}.toml",
+            std::process::id(),
+            tpslab_net::mono_ns()
+        ));
+        std::fs::write(&path, text)?;
+        let mut plan = s2_plan(1, Duration::from_millis(10));
+        let r = apply_plan_file(&mut plan, &path).and_then(|_| check_plan(&plan));
+        let _ = std::fs::remove_file(&path);
+        r.map(|_| plan)
+    }
+
+    #[test]
+    fn plan_file_values_that_would_run_at_another_rate_are_refused() {
+        for (text, want) in [
+            ("[load]\nburst_interval = \"0s\"\n", "load.burst_interval"),
+            ("[load]\nrate = inf\n", "load.rate inf"),
+            ("[load]\nrate = nan\n", "load.rate NaN"),
+            ("[server]\nthreads = 0\n", "plan: server threads 0"),
+            ("[load]\nsize = 39\n", "plan: load size 39"),
+            ("repeat = 101\n", "plan: repeat 101"),
+        ] {
+            let e = plan_from(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        assert!(plan_from("[load]\nrate = 5000\n").is_ok());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn any_plan_file_is_a_plan_or_a_one_line_error(
+            lines in proptest::collection::vec(
+                "(design|repeat|objective|\\[server\\]|\\[load\\]|\\[\\[factor\\]\\]|threads|batch|rcvbuf|mode|work_ns|rate|size|burst|burst_interval|duration|warmup|no_replies|name|levels) ?= ?(-?[0-9]{1,12}(\\.[0-9]{1,3})?|\"[a-z0-9:. ]{0,12}\"|\\[\"[a-z0-9_.]{0,10}\", ?[0-9]{1,6}\\]|true|inf|nan)?",
+                0..12,
+            )
+        ) {
+            let text = lines.join("\n");
+            match plan_from(&text) {
+                Ok(p) => {
+                    // What passes can run: every cell's server and load validate.
+                    for c in cells(&p.factors, p.design) {
+                        prop_assert!(cell_config(&p, &c).is_ok());
+                    }
+                }
+                Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+            }
+        }
+
+        #[test]
+        fn any_factor_spec_is_a_factor_or_a_one_line_error(spec in "\\PC{0,40}") {
+            if let Err(e) = parse_factor(&spec) {
+                prop_assert!(!e.to_string().contains('\n') || spec.contains('\n'));
+            }
+        }
     }
 }

@@ -1064,8 +1064,14 @@ pub fn main() -> Result<ExitCode> {
                 argv: std::env::args().collect(),
                 elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
                 interrupted: stop.load(Relaxed),
-                plan: serde_json::json!({"kind": "watch", "pid": a.pid, "port": a.port,
-                    "interval_ms": a.interval.as_secs_f64() * 1e3, "duration_s": a.duration.as_secs_f64()}),
+                plan: Some(tpslab_plan::udp::RunPlan::Watch(
+                    tpslab_plan::udp::WatchPlan {
+                        pid: a.pid,
+                        port: a.port,
+                        interval: a.interval,
+                        duration: a.duration,
+                    },
+                )),
                 environment: tpslab_engine::env::environment(),
                 observer: Some(rep),
                 notes,

@@ -23,8 +23,11 @@ pub struct RunRecord {
     pub elapsed_s: f64,
     /// True when the run was ended by SIGINT/SIGTERM before its planned end.
     pub interrupted: bool,
-    /// The validated plan (command specific).
-    pub plan: serde_json::Value,
+    /// The validated plan as run (the load's target is our server's address when the
+    /// server is ours). None in records written before plans were typed (read back
+    /// leniently: their untyped plan is dropped).
+    #[serde(default, deserialize_with = "lenient_plan")]
+    pub plan: Option<tpslab_plan::udp::RunPlan>,
     /// Host facts.
     pub environment: Environment,
     /// Reference server counts (when the server is ours and in this process).
@@ -44,6 +47,15 @@ pub struct RunRecord {
     /// The process behind a target that is not tpslab's (load/diagnose --pid).
     #[serde(default)]
     pub target: Option<TargetProcess>,
+}
+
+/// A plan that does not parse as this release's plan (an older record's untyped one) is
+/// None rather than an error: the rest of the record still reads.
+fn lenient_plan<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<tpslab_plan::udp::RunPlan>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
 }
 
 /// A foreign server process, as found at the start of a run.

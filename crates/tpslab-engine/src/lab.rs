@@ -1,9 +1,9 @@
 //! One UDP run: optional in-process reference server, observer and generator, composed
 //! into a run record with a ledger.
 
-use crate::load::{LoadConfig, UdpLoad};
+use crate::load::UdpLoad;
 use crate::observe::{socket_queue, Observer, ObserverConfig, SocketMatch};
-use crate::server::{Mode, ServerConfig, UdpServer};
+use crate::server::{Mode, UdpServer};
 use crate::EngineError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -12,20 +12,7 @@ use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, Server
 use tpslab_analysis::{Ledger, LedgerInputs};
 use tpslab_net::mono_ns;
 
-/// A UDP run.
-#[derive(Debug, Clone)]
-pub struct UdpRunPlan {
-    /// Our server, started in this process (None: the target is someone else's).
-    pub server: Option<ServerConfig>,
-    /// The load (its target is replaced by the server's address when the server is ours).
-    pub load: LoadConfig,
-    /// Observer sampling interval.
-    pub interval: Duration,
-    /// A foreign target's process, for its network namespace, sockets and threads.
-    pub target_pid: Option<u32>,
-    /// Local port of the target's socket(s), when it differs from the target's port.
-    pub watch_port: Option<u16>,
-}
+pub use tpslab_plan::udp::UdpRunPlan;
 
 /// Whether `ip` is an address of this host (in this network namespace).
 fn is_local_ip(ip: std::net::IpAddr) -> bool {
@@ -151,27 +138,6 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         observable,
         &mut notes,
     );
-    let plan_json = serde_json::json!({
-        "kind": "udp",
-        "server": plan.server,
-        "load": {
-            "target": plan.load.target.to_string(),
-            "rate_pps": plan.load.rate_pps,
-            "size_bytes": plan.load.datagram_len(),
-            "duration_s": plan.load.duration.as_secs_f64(),
-            "warmup_s": plan.load.warmup.as_secs_f64(),
-            "burst": plan.load.burst,
-            "burst_interval_ns": plan.load.burst_interval_ns(),
-            "threads": plan.load.threads,
-            "payload_file_bytes": plan.load.payload.as_ref().map(|p| p.len()),
-            "seq_field": plan.load.seq_field,
-            "expect_replies": plan.load.expect_replies,
-            "drain_s": plan.load.drain.as_secs_f64(),
-            "run_id": plan.load.run_id,
-        },
-        "interval_ms": plan.interval.as_secs_f64() * 1e3,
-        "target_pid": plan.target_pid,
-    });
     Ok(RunRecord {
         schema: SCHEMA.into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -179,7 +145,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         started_unix_ms,
         elapsed_s: (mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),
-        plan: plan_json,
+        plan: Some(tpslab_plan::udp::RunPlan::Udp(Box::new(plan.clone()))),
         environment: crate::env::environment(),
         server: srv,
         generator: Some(gen),

@@ -32,7 +32,7 @@ impl std::fmt::Display for Mode {
 }
 
 /// A validated server configuration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerConfig {
     /// Address to bind.
     pub bind: SocketAddr,
@@ -94,7 +94,7 @@ pub enum MatchMode {
 }
 
 /// A validated load plan.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadConfig {
     /// Where to send.
     pub target: SocketAddr,
@@ -110,7 +110,8 @@ pub struct LoadConfig {
     pub burst: u64,
     /// Sender threads, one socket each.
     pub threads: usize,
-    /// Bytes to send instead of tpslab's header (a real protocol's request).
+    /// Bytes to send instead of tpslab's header (a real protocol's request); hex in JSON.
+    #[serde(default, with = "hex_bytes")]
     pub payload: Option<Vec<u8>>,
     /// (offset, len) of a field the server echoes, where the sequence number is written.
     pub seq_field: Option<(usize, usize)>,
@@ -175,6 +176,44 @@ impl LoadConfig {
             (true, Some(_), None) => MatchMode::Aggregate,
         }
     }
+}
+
+/// A UDP run: our server or someone else's, the load, and the observer's sampling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpRunPlan {
+    /// Our server, started in this process (None: the target is someone else's).
+    pub server: Option<ServerConfig>,
+    /// The load (its target is replaced by the server's address when the server is ours).
+    pub load: LoadConfig,
+    /// Observer sampling interval.
+    pub interval: Duration,
+    /// A foreign target's process, for its network namespace, sockets and threads.
+    pub target_pid: Option<u32>,
+    /// Local port of the target's socket(s), when it differs from the target's port.
+    pub watch_port: Option<u16>,
+}
+
+/// What a run record's run was: a UDP run (`load`, `run`, `diagnose`) or a watch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunPlan {
+    /// A UDP load, with or without our server.
+    Udp(Box<UdpRunPlan>),
+    /// `watch`: the observer alone.
+    Watch(WatchPlan),
+}
+
+/// `watch`: which process or port, how often, how long.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchPlan {
+    /// The process watched (its sockets, threads and namespace).
+    pub pid: Option<u32>,
+    /// The local port watched.
+    pub port: Option<u16>,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// How long to watch (Ctrl-C ends it earlier).
+    pub duration: Duration,
 }
 
 impl ServerConfig {
@@ -270,6 +309,41 @@ mod tests {
             run_id: 1,
             cpus: vec![],
             gso: false,
+        }
+    }
+
+    #[test]
+    fn a_run_plan_round_trips_through_json_with_its_payload_in_hex() {
+        let p = RunPlan::Udp(Box::new(UdpRunPlan {
+            server: Some(ServerConfig::default()),
+            load: LoadConfig {
+                payload: Some(vec![0x12, 0x34, 0xff]),
+                seq_field: Some((0, 2)),
+                ..load()
+            },
+            interval: Duration::from_millis(10),
+            target_pid: Some(42),
+            watch_port: None,
+        }));
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(
+            text.contains("\"kind\":\"udp\"") && text.contains("\"payload\":\"1234ff\""),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<RunPlan>(&text).unwrap(), p);
+        let w = RunPlan::Watch(WatchPlan {
+            pid: None,
+            port: Some(53),
+            interval: Duration::from_millis(10),
+            duration: Duration::from_secs(10),
+        });
+        assert_eq!(
+            serde_json::from_str::<RunPlan>(&serde_json::to_string(&w).unwrap()).unwrap(),
+            w
+        );
+        for bad in ["\"123\"", "\"zz\""] {
+            let t = text.replace("\"1234ff\"", bad);
+            assert!(serde_json::from_str::<RunPlan>(&t).is_err(), "{t}");
         }
     }
 
@@ -405,5 +479,40 @@ mod tests {
             let e = cfg.validate().unwrap_err().to_string();
             assert!(e.contains(want), "{e:?} lacks {want:?}");
         }
+    }
+}
+
+/// `Option<Vec<u8>>` as a lowercase hex string in JSON (a payload file's bytes).
+mod hex_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            None => s.serialize_none(),
+            Some(b) => {
+                let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                s.serialize_some(&hex)
+            }
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        let Some(h) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        if h.len() % 2 != 0 {
+            return Err(serde::de::Error::custom(
+                "payload: odd number of hex digits",
+            ));
+        }
+        (0..h.len())
+            .step_by(2)
+            .map(|i| {
+                h.get(i..i + 2)
+                    .and_then(|x| u8::from_str_radix(x, 16).ok())
+                    .ok_or_else(|| serde::de::Error::custom("payload: not hex"))
+            })
+            .collect::<Result<Vec<u8>, _>>()
+            .map(Some)
     }
 }

@@ -1,6 +1,5 @@
 //! Command line: clap definitions, validation into engine plans, and running them.
 
-use crate::report;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -10,7 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tpslab_analysis::gate;
-use tpslab_analysis::record::{RunRecord, SCHEMA};
+use tpslab_analysis::record::{Body, Record, RunRecord};
+
+/// Schema of `serve udp --json` (the server's counts; not yet a record kind).
+const SERVE_SCHEMA: &str = "tpslab.serve/1";
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::observe::{Observer, ObserverConfig};
@@ -51,6 +53,9 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
+    /// Render saved records again (any --json of load, run, watch, diagnose): the tables
+    /// the run printed, or the record as JSON.
+    Report(crate::report_cmd::ReportArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
     /// or the ceiling a buffer puts on a flow.
     Bdp(BdpArgs),
@@ -807,19 +812,23 @@ pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Resul
         return Ok(());
     }
     let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(f), value)
+    let mut w = std::io::BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut w, value)
+        .map_err(std::io::Error::from)
+        .and_then(|_| std::io::Write::write_all(&mut w, b"\n"))
+        .and_then(|_| std::io::Write::flush(&mut w))
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
 /// Writes and prints a run record; the exit code follows `out.gate` (for `watch`, ended
 /// by Ctrl-C as a matter of course, `interrupt_is_normal` keeps it 0).
-fn finish_record(rec: &RunRecord, out: &OutputFlags) -> Result<ExitCode> {
+fn finish_record(rec: RunRecord, out: &OutputFlags) -> Result<ExitCode> {
     finish_record_as(rec, out, false)
 }
 
 fn finish_record_as(
-    rec: &RunRecord,
+    rec: RunRecord,
     out: &OutputFlags,
     interrupt_is_normal: bool,
 ) -> Result<ExitCode> {
@@ -830,19 +839,38 @@ fn finish_record_as(
             gate_exit(rec, &out.gate)
         }
     };
+    let watch = rec
+        .plan
+        .as_ref()
+        .is_some_and(|p| matches!(p, tpslab_plan::udp::RunPlan::Watch(_)));
+    let record = Record::new(if watch {
+        Body::Watch(rec)
+    } else {
+        Body::UdpRun(rec)
+    });
+    let (Body::UdpRun(rec) | Body::Watch(rec)) = &record.body else {
+        unreachable!("made as a run above")
+    };
     // Write the record first: it is never lost, even if printing fails.
     if let Some(p) = &out.json {
-        write_json(p, rec)?;
+        write_json(p, &record)?;
         if is_stdout(p) {
             // Standard output carries the record alone.
             return exit(rec);
         }
     }
-    report::print_record(rec, out.explain);
+    print_report(&record, out.explain)?;
     if let Some(p) = &out.json {
         println!("record written to {}", p.display());
     }
     exit(rec)
+}
+
+/// Prints a record's terminal report on standard output.
+pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    tpslab_report::term::record(&mut out, rec, explain)
+        .context("writing the report to standard output")
 }
 
 /// The UDP and TCP socket inodes process `pid` holds open (from /proc/PID/fd, matched in
@@ -917,10 +945,14 @@ pub fn main() -> Result<ExitCode> {
             if let Some(p) = &a.json {
                 write_json(
                     p,
-                    &serde_json::json!({ "schema": SCHEMA, "server": rep, "elapsed_s": t0.elapsed().as_secs_f64(), "interrupted": stop.load(Relaxed) }),
+                    &serde_json::json!({ "schema": SERVE_SCHEMA, "server": rep, "elapsed_s": t0.elapsed().as_secs_f64(), "interrupted": stop.load(Relaxed) }),
                 )?;
             }
-            report::print_server(&rep, t0.elapsed().as_secs_f64());
+            tpslab_report::term::print_server(
+                &mut std::io::stdout().lock(),
+                &rep,
+                t0.elapsed().as_secs_f64(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Load {
@@ -947,7 +979,7 @@ pub fn main() -> Result<ExitCode> {
                 },
                 &stop,
             )?;
-            finish_record(&rec, &a.out)
+            finish_record(rec, &a.out)
         }
         Cmd::Run {
             proto: RunProto::Udp(a),
@@ -973,7 +1005,7 @@ pub fn main() -> Result<ExitCode> {
                 },
                 &stop,
             )?;
-            finish_record(&rec, &a.out)
+            finish_record(rec, &a.out)
         }
         Cmd::Serve {
             proto: ServeProto::Tcp(a),
@@ -982,6 +1014,7 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Ramp { proto } => crate::ramp::run(proto),
         Cmd::Diagnose(a) => crate::diagnose::run(a),
         Cmd::Bdp(a) => bdp_cmd(&a),
+        Cmd::Report(a) => crate::report_cmd::run(a),
         Cmd::Sweep(a) => crate::sweep::run(*a),
         Cmd::Watch(a) => {
             check_interval(a.interval)?;
@@ -1059,7 +1092,6 @@ pub fn main() -> Result<ExitCode> {
                 });
             }
             let rec = RunRecord {
-                schema: SCHEMA.into(),
                 tool_version: env!("CARGO_PKG_VERSION").into(),
                 argv: std::env::args().collect(),
                 elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
@@ -1078,7 +1110,7 @@ pub fn main() -> Result<ExitCode> {
                 ..Default::default()
             };
             finish_record_as(
-                &rec,
+                rec,
                 &OutputFlags {
                     interval: a.interval,
                     json: a.json,

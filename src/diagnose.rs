@@ -1,44 +1,19 @@
 //! `tpslab diagnose`: probe, run, verdict, recommendation, verification run.
 
 use crate::cli::{self, DiagProto, DiagnoseArgs};
-use crate::report;
 use crate::userserver::UserServer;
 use anyhow::{bail, Result};
-use serde::Serialize;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::buffer::TruesizeProbe;
-use tpslab_analysis::record::RunRecord;
-use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, Fix};
+use tpslab_analysis::record::{Body, DiagnoseRecord, Record, RunRecord};
+use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
 use tpslab_net::sched::SchedPolicy;
-
-/// Schema of the diagnose record.
-pub const SCHEMA: &str = "tpslab.diagnose/1";
-
-/// Everything `diagnose` found, as written by `--json`.
-#[derive(Serialize)]
-struct DiagnoseRecord {
-    schema: &'static str,
-    /// Ctrl-C/SIGTERM ended the diagnosis early (the figures cover what ran).
-    interrupted: bool,
-    scenario: String,
-    probe: TruesizeProbe,
-    facts: Facts,
-    diagnosis: Diagnosis,
-    before: RunRecord,
-    /// What the verification run changed (flags and sysctls).
-    applied: Vec<String>,
-    after: Option<RunRecord>,
-    /// Host sysctls restored after the verification run.
-    restored: Vec<(String, String)>,
-    notes: Vec<String>,
-}
 
 /// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
 /// find-and-replace on 1024-byte messages) under bursts of 5000 every 50 ms (100 k pps
@@ -301,8 +276,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                 .into(),
         );
     }
-    let rec = DiagnoseRecord {
-        schema: SCHEMA,
+    let rec = Record::new(Body::Diagnose(DiagnoseRecord {
         interrupted,
         scenario,
         probe,
@@ -313,28 +287,22 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         after,
         restored,
         notes,
+    }));
+    let Body::Diagnose(d) = &rec.body else {
+        unreachable!("made as a diagnosis above")
     };
     if let Some(p) = &a.json {
         cli::write_json(p, &rec)?;
         if cli::is_stdout(p) {
             // Standard output carries the record alone.
-            return diagnose_exit(&rec, &gate);
+            return diagnose_exit(d, &gate);
         }
     }
-    report::print_diagnosis(
-        &rec.scenario,
-        &rec.diagnosis,
-        &rec.before,
-        rec.after.as_ref(),
-        &rec.applied,
-        &rec.restored,
-        &rec.notes,
-        a.explain,
-    );
+    cli::print_report(&rec, a.explain)?;
     if let Some(p) = &a.json {
         println!("record written to {}", p.display());
     }
-    diagnose_exit(&rec, &gate)
+    diagnose_exit(d, &gate)
 }
 
 /// The exit code: the first run's under the gate; 130 when any part was interrupted.

@@ -3,7 +3,7 @@
 mod cli;
 mod diagnose;
 mod ramp;
-mod report;
+mod report_cmd;
 mod sweep;
 mod tcp;
 mod userserver;

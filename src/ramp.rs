@@ -2,7 +2,6 @@
 //! per step, the Universal Scalability Law fit, and the server threads' states.
 
 use crate::cli::{install_signals, resolve, write_json};
-use crate::report::table;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::io::BufRead;
@@ -16,6 +15,7 @@ use tpslab_engine::rr::{frame, Framing};
 use tpslab_plan::limits::{
     MAX_UDP_PAYLOAD, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
 };
+use tpslab_report::term::table;
 
 /// JSON schema of `tpslab ramp --json`.
 pub const RAMP_SCHEMA: &str = "tpslab.ramp/1";

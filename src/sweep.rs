@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::RunRecord;
+use tpslab_analysis::record::{Body, Record, RunRecord};
 use tpslab_analysis::sweep::{
     analyse, cells, run_order, Cell, Design, Factor, Objective, RunMetrics, SweepResult,
 };
@@ -247,9 +247,13 @@ fn record_path(out: &Path, cell: usize, rep: usize) -> PathBuf {
 }
 
 /// Reads a finished run's record (an interrupted one does not count).
+/// A finished (not interrupted) run's record in `path`, of this release or the previous.
 fn finished(path: &Path) -> Option<RunRecord> {
-    let r: RunRecord = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    (!r.interrupted).then_some(r)
+    let rec = Record::from_json(&std::fs::read_to_string(path).ok()?).ok()?;
+    match rec.body {
+        Body::UdpRun(r) if !r.interrupted => Some(r),
+        _ => None,
+    }
 }
 
 fn make_plan(a: &SweepArgs) -> Result<Plan> {
@@ -628,7 +632,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                     }
                 };
                 drop(guard);
+                let rec = Record::new(Body::UdpRun(rec));
                 cli::write_json(&path, &rec)?;
+                let Body::UdpRun(rec) = rec.body else {
+                    unreachable!("made as a UDP run above")
+                };
                 if rec.interrupted {
                     notes.push(format!(
                         "run {} of cell {} interrupted; not counted",

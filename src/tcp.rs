@@ -2,7 +2,6 @@
 //! `tpslab serve tcp` (the sink).
 
 use crate::cli::{install_signals, resolve, write_json};
-use crate::report::table;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
@@ -15,6 +14,7 @@ use tpslab_analysis::gate::applies;
 use tpslab_analysis::tcp::{analyse, flow_outcome, verdict, FlowAnalysis, Limit, TcpSample};
 use tpslab_engine::link::LinkConfig;
 use tpslab_engine::tcpflow::{self, FlowPlan, FlowRecord, LabRecord, SinkConfig, SinkServer};
+use tpslab_report::term::table;
 
 /// JSON schema of `tpslab tcp --json`.
 pub const TCP_SCHEMA: &str = "tpslab.tcp/1";

@@ -731,7 +731,8 @@ fn json_dash_writes_the_record_alone_to_standard_output() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("standard output is one JSON record");
-    assert_eq!(v["schema"], "tpslab.run/1");
+    assert_eq!(v["schema"], "tpslab.record/2");
+    assert_eq!(v["kind"], "udp_run");
     assert!(
         !std::path::Path::new("-").exists(),
         "a file named - was written"
@@ -961,4 +962,33 @@ fn exit_codes_of_ramp_tcp_and_sweep() {
     );
     let out = flow("1kbit");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn report_of_an_unreadable_record_names_the_file_and_what_is_read() {
+    let dir = common::tmp("report-bad");
+    let _ = std::fs::create_dir_all(&dir);
+    let ramp = dir.join("ramp.json");
+    std::fs::write(&ramp, r#"{"schema": "tpslab.ramp/1", "record": {}}"#).unwrap();
+    let out = tpslab(&["report", ramp.to_str().unwrap()]);
+    let line = assert_one_line_error(&out, "tpslab.ramp/1");
+    assert!(
+        line.contains("ramp.json") && line.contains("it reads tpslab.record/2"),
+        "{line}"
+    );
+    let junk = dir.join("junk.json");
+    std::fs::write(&junk, "not json\n").unwrap();
+    let out = tpslab(&["report", junk.to_str().unwrap()]);
+    assert!(assert_one_line_error(&out, "junk.json").contains("not a tpslab record"));
+    let out = tpslab(&["report", dir.join("missing.json").to_str().unwrap()]);
+    assert_one_line_error(&out, "missing.json");
+    // Nothing printed for the good file before the bad one.
+    let good = format!(
+        "{}/crates/tpslab-report/tests/fixtures/udp_run.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = tpslab(&["report", &good, junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "partial output before the error");
+    let _ = std::fs::remove_dir_all(&dir);
 }

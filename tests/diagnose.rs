@@ -64,7 +64,9 @@ fn diagnose(ns: &NetNs, tag: &str, args: &[&str], server: Option<&Server>) -> (V
         server.map(|s| s.log()).unwrap_or_default()
     );
     let rec = common::record(&json);
-    assert_eq!(rec["schema"], "tpslab.diagnose/1");
+    assert_eq!(rec["schema"], "tpslab.record/2");
+    assert_eq!(rec["kind"], "diagnose");
+    common::assert_report_reproduces(&json, &out.stdout);
     eprintln!(
         "--- facts\n{}\n--- diagnosis\n{}\n--- before.ledger\n{}\n--- notes\n{}",
         rec["facts"],

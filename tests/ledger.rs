@@ -16,6 +16,7 @@ fn run_json(ns: &NetNs, name: &str, args: &[&str]) -> Value {
     c.args(args).arg("--json").arg(&out);
     let o = run(c);
     assert!(o.status.success(), "tpslab {args:?} failed");
+    common::assert_report_reproduces(&out, &o.stdout);
     record(&out)
 }
 

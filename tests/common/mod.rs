@@ -48,6 +48,19 @@ pub fn retry<T>(test: &str, attempts: usize, mut f: impl FnMut() -> Result<T, St
     panic!("{test}: every one of {attempts} attempts was spoiled; the last: {last}");
 }
 
+/// The share of the last 10 s in which some runnable task waited for a CPU, percent
+/// (/proc/pressure/cpu `some avg10`; None without PSI): how loaded the host is, from the
+/// kernel, for tests whose figures a CPU hog beside them can spoil.
+#[allow(dead_code)]
+pub fn cpu_pressure_pct() -> Option<f64> {
+    let t = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    let some = t.lines().find(|l| l.starts_with("some "))?;
+    some.split_whitespace()
+        .find_map(|f| f.strip_prefix("avg10="))?
+        .parse()
+        .ok()
+}
+
 /// Whether `path` exists; otherwise the test is skipped with the reason.
 pub fn need(test: &str, path: &str) -> bool {
     let ok = std::path::Path::new(path).exists();
@@ -161,6 +174,65 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
 pub fn record(path: &std::path::Path) -> serde_json::Value {
     let s = std::fs::read_to_string(path).expect("record written");
     serde_json::from_str(&s).expect("valid JSON")
+}
+
+/// `tpslab report FILE` prints what the command printed (its stdout without the final
+/// "record written to" line), byte for byte, and `--format json` gives the file back byte
+/// for byte: the record holds everything the report shows.
+#[allow(dead_code)]
+pub fn assert_report_reproduces(path: &std::path::Path, stdout: &[u8]) {
+    assert_report_reproduces_after(path, stdout, 0)
+}
+
+/// The same after the first `live` lines of stdout, printed while the command ran (what
+/// `watch` follows) and not part of the report.
+#[allow(dead_code)]
+pub fn assert_report_reproduces_after(path: &std::path::Path, stdout: &[u8], live: usize) {
+    let printed = String::from_utf8_lossy(stdout);
+    let printed: String = printed.split_inclusive('\n').skip(live).collect();
+    let body = printed
+        .strip_suffix(&format!("record written to {}\n", path.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "stdout does not end with \"record written to {}\": {printed}",
+                path.display()
+            )
+        });
+    let mut c = tpslab();
+    c.arg("report").arg(path);
+    let out = c.output().expect("spawn tpslab report");
+    assert!(
+        out.status.success(),
+        "tpslab report: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = String::from_utf8_lossy(&out.stdout);
+    if again != body {
+        let first = again
+            .lines()
+            .zip(body.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(again.lines().count().min(body.lines().count()));
+        panic!(
+            "tpslab report differs from the run's output at line {}:\n  run:    {:?}\n  report: {:?}",
+            first + 1,
+            body.lines().nth(first),
+            again.lines().nth(first)
+        );
+    }
+    let mut c = tpslab();
+    c.args(["report", "--format", "json"]).arg(path);
+    let out = c.output().expect("spawn tpslab report --format json");
+    assert!(
+        out.status.success(),
+        "tpslab report --format json: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::read(path).expect("record written");
+    assert!(
+        out.stdout == file,
+        "tpslab report --format json does not give the record back byte for byte"
+    );
 }
 
 /// A ledger path's row count by layer key.

@@ -1,18 +1,185 @@
-//! The run record: one versioned JSON document per run with the plan, the environment,
-//! the time series, the generator and server counts and the ledger.
+//! The record: one versioned JSON document per command run ([`Record`], schema
+//! [`RECORD_SCHEMA`]): the metadata, and a body per kind: a UDP run ([`RunRecord`]: the
+//! plan, the environment, the time series, the generator and server counts, the ledger),
+//! a watch (the same type), a diagnosis ([`DiagnoseRecord`]: its runs, facts and verdict).
+//! Records of the previous release (`tpslab.run/1`, `tpslab.diagnose/1`) are still read.
 
 use crate::{LatencySummary, Ledger, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Schema identifier written in every record; bump on incompatible changes.
-pub const SCHEMA: &str = "tpslab.run/1";
+/// Schema of every record this release writes; bump on incompatible changes.
+pub const RECORD_SCHEMA: &str = "tpslab.record/2";
+
+/// The run record's schema in the previous release (read, never written).
+pub const RUN_SCHEMA_V1: &str = "tpslab.run/1";
+
+/// The diagnose record's schema in the previous release (read, never written).
+pub const DIAGNOSE_SCHEMA_V1: &str = "tpslab.diagnose/1";
+
+/// The schemas [`Record::from_json`] reads.
+pub const READABLE_SCHEMAS: &[&str] = &[RECORD_SCHEMA, RUN_SCHEMA_V1, DIAGNOSE_SCHEMA_V1];
+
+/// One command's record. In JSON: `schema`, `kind`, `meta`, then the body's fields at the
+/// top level (so `generator`, `ledger`, `diagnosis` ... are where they always were).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// Always [`RECORD_SCHEMA`] when written.
+    pub schema: String,
+    /// Who wrote it, where, when, for how long.
+    pub meta: Meta,
+    /// What the command found.
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// A record's body, by kind.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)]
+pub enum Body {
+    /// `load`, `run`: a UDP run.
+    UdpRun(RunRecord),
+    /// `watch`: the observer alone.
+    Watch(RunRecord),
+    /// `diagnose`: runs, facts, verdict.
+    Diagnose(DiagnoseRecord),
+}
+
+/// The metadata of every record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// tpslab version that wrote the record.
+    pub tool_version: String,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// Host name.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    /// Online CPUs of the host that ran it.
+    pub cpus: usize,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// Length of the whole command, seconds.
+    pub elapsed_s: f64,
+    /// Ended by SIGINT/SIGTERM before its planned end.
+    pub interrupted: bool,
+}
+
+/// A record that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Not JSON, or not a record's shape.
+    #[error("not a tpslab record: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// A schema this release does not read.
+    #[error("schema \"{found}\" is not read by this release; it reads {}", READABLE_SCHEMAS.join(", "))]
+    Schema {
+        /// The schema found (empty when none).
+        found: String,
+    },
+}
+
+impl Meta {
+    /// The metadata of a UDP run or watch, from its record.
+    pub fn of_run(r: &RunRecord) -> Meta {
+        Meta {
+            tool_version: r.tool_version.clone(),
+            argv: r.argv.clone(),
+            hostname: r.environment.hostname.clone(),
+            kernel: r.environment.kernel.clone(),
+            cpus: r.environment.cpus,
+            started_unix_ms: r.started_unix_ms,
+            elapsed_s: r.elapsed_s,
+            interrupted: r.interrupted,
+        }
+    }
+}
+
+impl Record {
+    /// A record of `body` with its metadata (a diagnosis: its first run's, with the
+    /// length of both runs and the diagnosis's interruption).
+    pub fn new(body: Body) -> Record {
+        let meta = match &body {
+            Body::UdpRun(r) | Body::Watch(r) => Meta::of_run(r),
+            Body::Diagnose(d) => Meta {
+                elapsed_s: d.before.elapsed_s + d.after.as_ref().map_or(0.0, |a| a.elapsed_s),
+                interrupted: d.interrupted,
+                ..Meta::of_run(&d.before)
+            },
+        };
+        Record {
+            schema: RECORD_SCHEMA.into(),
+            meta,
+            body,
+        }
+    }
+
+    /// Reads a record of any schema in [`READABLE_SCHEMAS`]; another schema is an error
+    /// naming it and the ones read.
+    pub fn from_json(text: &str) -> Result<Record, RecordError> {
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default)]
+            schema: String,
+        }
+        let head: Head = serde_json::from_str(text)?;
+        match head.schema.as_str() {
+            RECORD_SCHEMA => Ok(serde_json::from_str(text)?),
+            RUN_SCHEMA_V1 => {
+                let r: RunRecord = serde_json::from_str(text)?;
+                let watch = r.argv.get(1).is_some_and(|c| c == "watch");
+                Ok(Record::new(if watch {
+                    Body::Watch(r)
+                } else {
+                    Body::UdpRun(r)
+                }))
+            }
+            DIAGNOSE_SCHEMA_V1 => Ok(Record::new(Body::Diagnose(serde_json::from_str(text)?))),
+            _ => Err(RecordError::Schema { found: head.schema }),
+        }
+    }
+
+    /// The kind's name as written in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self.body {
+            Body::UdpRun(_) => "udp_run",
+            Body::Watch(_) => "watch",
+            Body::Diagnose(_) => "diagnose",
+        }
+    }
+}
+
+/// Everything `diagnose` found: the scenario, the runs before and (when verified) after
+/// the fix, the facts read from the first run and the diagnosis drawn from them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DiagnoseRecord {
+    /// Ctrl-C/SIGTERM ended the diagnosis early (the figures cover what ran).
+    pub interrupted: bool,
+    /// What was diagnosed, in words.
+    pub scenario: String,
+    /// The truesize probe of this kernel for the run's datagram size.
+    pub probe: crate::buffer::TruesizeProbe,
+    /// The facts of the first run.
+    pub facts: crate::verdict::Facts,
+    /// The verdict, evidence and recommendations.
+    pub diagnosis: crate::verdict::Diagnosis,
+    /// The first run, as is.
+    pub before: RunRecord,
+    /// What the verification run changed (flags and sysctls).
+    pub applied: Vec<String>,
+    /// The verification run, with the fix.
+    pub after: Option<RunRecord>,
+    /// Host sysctls restored after the verification run: (name, value).
+    pub restored: Vec<(String, String)>,
+    /// Notes for the reader.
+    pub notes: Vec<String>,
+}
 
 /// A complete run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// Always [`SCHEMA`].
-    pub schema: String,
     /// tpslab version that wrote the record.
     pub tool_version: String,
     /// The command line.
@@ -270,4 +437,82 @@ pub struct ObserverReport {
     pub notes: Vec<String>,
     /// Sample errors (file that could not be read and why), deduplicated.
     pub errors: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunRecord {
+        RunRecord {
+            tool_version: "0.1.0".into(),
+            argv: vec!["tpslab".into(), "run".into(), "udp".into()],
+            started_unix_ms: 1,
+            elapsed_s: 2.5,
+            environment: Environment {
+                kernel: "6.18.0".into(),
+                hostname: "h".into(),
+                cpus: 2,
+                ..Default::default()
+            },
+            generator: Some(GeneratorReport {
+                sent: 7,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_record_round_trips_with_its_body_fields_at_the_top_level() {
+        let rec = Record::new(Body::UdpRun(run()));
+        let text = serde_json::to_string_pretty(&rec).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], RECORD_SCHEMA);
+        assert_eq!(v["kind"], "udp_run");
+        assert_eq!(v["meta"]["cpus"], 2);
+        assert_eq!(v["generator"]["sent"], 7);
+        let back = Record::from_json(&text).unwrap();
+        assert_eq!(back.kind(), "udp_run");
+        assert_eq!(back.meta, rec.meta);
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+    }
+
+    #[test]
+    fn the_previous_releases_records_are_read() {
+        let mut v = serde_json::to_value(run()).unwrap();
+        v["schema"] = RUN_SCHEMA_V1.into();
+        let rec = Record::from_json(&v.to_string()).unwrap();
+        assert_eq!(rec.kind(), "udp_run");
+        assert_eq!(rec.meta.kernel, "6.18.0");
+        v["argv"] = serde_json::json!(["tpslab", "watch", "--port", "53"]);
+        assert_eq!(Record::from_json(&v.to_string()).unwrap().kind(), "watch");
+        // An untyped plan of the previous release does not stop the rest from reading.
+        v["plan"] = serde_json::json!({"kind": "udp", "load": {"rate_pps": 5}});
+        let rec = Record::from_json(&v.to_string()).unwrap();
+        let Body::Watch(r) = rec.body else {
+            panic!("watch")
+        };
+        assert!(r.plan.is_none());
+        assert_eq!(r.generator.unwrap().sent, 7);
+    }
+
+    #[test]
+    fn an_unread_schema_is_named_with_the_ones_read() {
+        let e = Record::from_json(r#"{"schema": "tpslab.ramp/1"}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "schema \"tpslab.ramp/1\" is not read by this release; it reads tpslab.record/2, tpslab.run/1, tpslab.diagnose/1"
+        );
+        assert!(Record::from_json("{}")
+            .unwrap_err()
+            .to_string()
+            .contains("schema \"\""));
+        assert!(Record::from_json("not json")
+            .unwrap_err()
+            .to_string()
+            .starts_with("not a tpslab record"));
+    }
 }

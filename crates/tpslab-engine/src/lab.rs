@@ -8,7 +8,7 @@ use crate::EngineError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, ServerReport, SCHEMA};
+use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 use tpslab_analysis::{Ledger, LedgerInputs};
 use tpslab_net::mono_ns;
 
@@ -139,7 +139,6 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         &mut notes,
     );
     Ok(RunRecord {
-        schema: SCHEMA.into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         argv: std::env::args().collect(),
         started_unix_ms,

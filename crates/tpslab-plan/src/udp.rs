@@ -98,7 +98,9 @@ pub enum MatchMode {
 pub struct LoadConfig {
     /// Where to send.
     pub target: SocketAddr,
-    /// Mean rate, datagrams per second (> 0).
+    /// Mean rate, datagrams per second (> 0); infinite for `max` (back to back), written
+    /// `"max"` in JSON.
+    #[serde(with = "rate_or_max")]
     pub rate_pps: f64,
     /// UDP payload size, bytes (ignored with a payload file: its length is used).
     pub size_bytes: usize,
@@ -331,6 +333,13 @@ mod tests {
             "{text}"
         );
         assert_eq!(serde_json::from_str::<RunPlan>(&text).unwrap(), p);
+        let mut max = p.clone();
+        if let RunPlan::Udp(u) = &mut max {
+            u.load.rate_pps = f64::INFINITY;
+        }
+        let text = serde_json::to_string(&max).unwrap();
+        assert!(text.contains("\"rate_pps\":\"max\""), "{text}");
+        assert_eq!(serde_json::from_str::<RunPlan>(&text).unwrap(), max);
         let w = RunPlan::Watch(WatchPlan {
             pid: None,
             port: Some(53),
@@ -514,5 +523,35 @@ mod hex_bytes {
             })
             .collect::<Result<Vec<u8>, _>>()
             .map(Some)
+    }
+}
+
+/// A rate in pps as a JSON number, or `"max"` for infinity (JSON has no infinity: serde
+/// would write null and never read it back).
+mod rate_or_max {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_infinite() {
+            s.serialize_str("max")
+        } else {
+            s.serialize_f64(*v)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Rate {
+            Pps(f64),
+            Word(String),
+        }
+        match Rate::deserialize(d)? {
+            Rate::Pps(r) => Ok(r),
+            Rate::Word(w) if w == "max" => Ok(f64::INFINITY),
+            Rate::Word(w) => Err(serde::de::Error::custom(format!(
+                "rate \"{w}\": allowed a number of pps or \"max\""
+            ))),
+        }
     }
 }

@@ -1,9 +1,12 @@
-//! Terminal rendering of run records (verdict and validity first, then tables).
+//! The terminal format: a record as people read it in a terminal (verdict and validity
+//! first, then tables), into any `io::Write`. What a command prints is this rendering of
+//! its record, so `tpslab report FILE` prints the same bytes again.
 
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
+use std::io::{self, Write};
 use tpslab_analysis::ledger::LedgerPath;
 use tpslab_analysis::record::{
-    GeneratorReport, MatchMode, ObserverReport, RunRecord, ServerReport,
+    Body, GeneratorReport, MatchMode, ObserverReport, Record, RunRecord, ServerReport,
 };
 use tpslab_analysis::LatencySummary;
 
@@ -90,9 +93,10 @@ fn fmt_rate(r: f64) -> String {
     }
 }
 
-fn print_generator(g: &GeneratorReport) {
+fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
     let shape = load_shape(g);
-    println!(
+    writeln!(
+        w,
         "Load: {} B datagrams to {}, {}, {} thread(s){}, {:.1} s window after {:.1} s warm-up",
         g.size_bytes,
         g.target,
@@ -101,18 +105,25 @@ fn print_generator(g: &GeneratorReport) {
         if g.gso { ", UDP GSO" } else { "" },
         g.duration_s,
         g.warmup_s
-    );
+    )?;
     if g.gso_fallback {
-        println!(
+        writeln!(
+            w,
             "UDP GSO was refused by the path (EIO/EINVAL): the rest of the run went without it."
-        );
+        )?;
     }
     if g.valid {
-        println!("Generator kept its schedule: the run is valid evidence about the server.");
+        writeln!(
+            w,
+            "Generator kept its schedule: the run is valid evidence about the server."
+        )?;
     } else {
-        println!("RUN INVALID as evidence against the server — the generator was a bottleneck:");
+        writeln!(
+            w,
+            "RUN INVALID as evidence against the server — the generator was a bottleneck:"
+        )?;
         for r in &g.invalid_reasons {
-            println!("  - {r}");
+            writeln!(w, "  - {r}")?;
         }
     }
     let mut t = table(&["generator", "count"]);
@@ -168,7 +179,7 @@ fn print_generator(g: &GeneratorReport) {
             format!("{:.0}", g.tps),
         ]);
     }
-    println!("{t}");
+    writeln!(w, "{t}")?;
     if g.match_mode == MatchMode::Header || g.match_mode == MatchMode::SeqField {
         let mut t = table(&["latency (window)", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(
@@ -181,23 +192,25 @@ fn print_generator(g: &GeneratorReport) {
             lat_row(&mut t, "  same, to our thread's wake-up", &g.latency_wakeup);
         }
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
-        println!("{t}");
+        writeln!(w, "{t}")?;
         if g.rx_kernel_timestamps > 0 {
-            println!(
+            writeln!(w,
                 "  RTTs end at the kernel's receive timestamp (SO_TIMESTAMPNS) for {} of {} replies: the generator's own wake-up is not counted",
                 g.rx_kernel_timestamps, g.window_answered
-            );
+            )?;
         }
     } else {
         let mut t = table(&["schedule", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
-        println!("{t}");
+        writeln!(w, "{t}")?;
     }
+    Ok(())
 }
 
 /// Prints the reference server's counts.
-pub fn print_server(s: &ServerReport, elapsed_s: f64) {
-    println!(
+pub fn print_server(w: &mut dyn Write, s: &ServerReport, elapsed_s: f64) -> io::Result<()> {
+    writeln!(
+        w,
         "Server: {} on {}, {} thread(s), batch {}, work {} ns/datagram, sched {}, cpus {}",
         s.mode,
         s.bind,
@@ -210,19 +223,22 @@ pub fn print_server(s: &ServerReport, elapsed_s: f64) {
         } else {
             format!("{:?}", s.cpus)
         }
-    );
+    )?;
     if s.gro {
-        println!("  UDP_GRO: on (coalesced datagrams counted and answered one by one)");
+        writeln!(
+            w,
+            "  UDP_GRO: on (coalesced datagrams counted and answered one by one)"
+        )?;
     }
     if let Some(us) = s.busy_poll_us {
-        println!("  SO_BUSY_POLL: {us} us");
+        writeln!(w, "  SO_BUSY_POLL: {us} us")?;
     }
-    println!(
+    writeln!(w,
         "  SO_RCVBUF: requested {}, granted {} bytes{} (getsockopt; the kernel doubles the request, capped by net.core.rmem_max unless forced)",
         s.rcvbuf_requested_bytes.map_or("default (net.core.rmem_default)".to_string(), |b| format!("{b} bytes")),
         s.rcvbuf_granted_bytes,
         if s.rcvbuf_forced { " via SO_RCVBUFFORCE" } else { "" }
-    );
+    )?;
     let mut t = table(&["server", "count"]);
     t.add_row(vec!["read".to_string(), s.received.to_string()]);
     t.add_row(vec!["answered".to_string(), s.answered.to_string()]);
@@ -246,14 +262,16 @@ pub fn print_server(s: &ServerReport, elapsed_s: f64) {
             format!("{:?}", s.received_per_thread),
         ]);
     }
-    println!("{t}");
+    writeln!(w, "{t}")?;
+    Ok(())
 }
 
-fn print_observer(o: &ObserverReport, explain: bool) {
-    println!(
+fn print_observer(w: &mut dyn Write, o: &ObserverReport, explain: bool) -> io::Result<()> {
+    writeln!(
+        w,
         "Kernel, sampled every {:.1} ms ({} samples):",
         o.interval_ms, o.samples
-    );
+    )?;
     let mut hdr = vec!["series", "mean", "stddev", "min", "max", "p50", "p99"];
     if explain {
         hdr.push("source");
@@ -281,14 +299,14 @@ fn print_observer(o: &ObserverReport, explain: bool) {
         }
         t.add_row(row);
     }
-    println!("{t}");
+    writeln!(w, "{t}")?;
     let mut t = table(&["counter delta over the run", "value"]);
     for (k, v) in &o.deltas {
         if *v > 0 || k.contains("drop") || k.contains("errors") || k == "udp_no_ports" {
             t.add_row(vec![k.clone(), v.to_string()]);
         }
     }
-    println!("{t}");
+    writeln!(w, "{t}")?;
     let mut t = table(&["CPU", "user %", "system %", "irq+softirq %", "busy %"]);
     for (cpu, m) in &o.cpu_pct {
         let g = |k: &str| format!("{:.1}", m.get(k).copied().unwrap_or(0.0));
@@ -300,32 +318,34 @@ fn print_observer(o: &ObserverReport, explain: bool) {
             g("busy"),
         ]);
     }
-    println!("{t}");
+    writeln!(w, "{t}")?;
     if !o.target_rcvbuf_bytes.is_empty() {
-        println!(
+        writeln!(
+            w,
             "  target socket(s) SO_RCVBUF limit (sock_diag): {} bytes",
             o.target_rcvbuf_bytes
                 .iter()
                 .map(|b| b.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        )?;
     }
     if let Some(n) = o.target_reader_threads {
-        println!("  target threads that read UDP datagrams: {n}");
+        writeln!(w, "  target threads that read UDP datagrams: {n}")?;
     }
     for s in &o.target_sched {
-        println!("  target thread {s}");
+        writeln!(w, "  target thread {s}")?;
     }
     for n in &o.notes {
-        println!("  note: {n}");
+        writeln!(w, "  note: {n}")?;
     }
     for e in &o.errors {
-        println!("  observer could not read: {e}");
+        writeln!(w, "  observer could not read: {e}")?;
     }
+    Ok(())
 }
 
-fn print_path(title: &str, p: &LedgerPath, explain: bool) {
+fn print_path(w: &mut dyn Write, title: &str, p: &LedgerPath, explain: bool) -> io::Result<()> {
     let mut hdr = vec![title, "datagrams", "% of attempted"];
     if explain {
         hdr.push("source");
@@ -368,39 +388,47 @@ fn print_path(title: &str, p: &LedgerPath, explain: bool) {
         last.push("attempted minus every row above".into());
     }
     t.add_row(last);
-    println!("{t}");
+    writeln!(w, "{t}")?;
     if let Some(why) = &p.inconsistent {
-        println!("  WARNING: MEASUREMENT INCONSISTENT: {why}; no share and no verdict is drawn from this path");
+        writeln!(w, "  WARNING: MEASUREMENT INCONSISTENT: {why}; no share and no verdict is drawn from this path")?;
     }
     for n in &p.notes {
-        println!("  {n}");
+        writeln!(w, "  {n}")?;
     }
+    Ok(())
 }
 
 /// Prints a run record: validity, generator, server, kernel, ledger.
-pub fn print_record(rec: &RunRecord, explain: bool) {
+pub fn print_record(w: &mut dyn Write, rec: &RunRecord, explain: bool) -> io::Result<()> {
     if rec.interrupted {
-        println!("(run interrupted by a signal: figures cover the part that ran)");
+        writeln!(
+            w,
+            "(run interrupted by a signal: figures cover the part that ran)"
+        )?;
     }
     if let Some(g) = &rec.generator {
-        print_generator(g);
+        print_generator(w, g)?;
     }
     if let Some(s) = &rec.server {
-        print_server(s, 0.0);
+        print_server(w, s, 0.0)?;
     }
     if let Some(o) = &rec.observer {
-        print_observer(o, explain);
+        print_observer(w, o, explain)?;
     }
     if let Some(l) = &rec.ledger {
-        println!("Ledger: where every datagram went (whole run, warm-up included)");
-        print_path("request path: generator -> server", &l.request, explain);
+        writeln!(
+            w,
+            "Ledger: where every datagram went (whole run, warm-up included)"
+        )?;
+        print_path(w, "request path: generator -> server", &l.request, explain)?;
         if let Some(r) = &l.reply {
-            print_path("reply path: server -> generator", r, explain);
+            print_path(w, "reply path: server -> generator", r, explain)?;
         }
     }
     for n in &rec.notes {
-        println!("note: {n}");
+        writeln!(w, "note: {n}")?;
     }
+    Ok(())
 }
 
 fn before_after_row(rec: &RunRecord) -> Vec<String> {
@@ -431,6 +459,7 @@ fn before_after_row(rec: &RunRecord) -> Vec<String> {
 /// arithmetic, and the before/after of the verification run.
 #[allow(clippy::too_many_arguments)]
 pub fn print_diagnosis(
+    w: &mut dyn Write,
     scenario: &str,
     d: &tpslab_analysis::verdict::Diagnosis,
     before: &RunRecord,
@@ -439,13 +468,14 @@ pub fn print_diagnosis(
     restored: &[(String, String)],
     notes: &[String],
     explain: bool,
-) {
-    println!("tpslab diagnose: {scenario}");
-    println!();
-    println!("VERDICT: {}", d.headline);
-    println!("  where: {}", d.layer);
+) -> io::Result<()> {
+    writeln!(w, "tpslab diagnose: {scenario}")?;
+    writeln!(w)?;
+    writeln!(w, "VERDICT: {}", d.headline)?;
+    writeln!(w, "  where: {}", d.layer)?;
     if let Some(t) = &before.target {
-        println!(
+        writeln!(
+            w,
             "  server: PID {} {} ({}, {} thread(s)); its reads and replies {}",
             t.pid,
             t.exe,
@@ -456,50 +486,51 @@ pub fn print_diagnosis(
             } else {
                 "NOT counted on its threads: derived from namespace-wide counters (see the notes)"
             }
-        );
+        )?;
     }
     if let Some(g) = &before.generator {
-        print_load_line(g);
+        print_load_line(w, g)?;
     }
-    println!();
-    println!("Evidence:");
+    writeln!(w)?;
+    writeln!(w, "Evidence:")?;
     for e in &d.evidence {
         if explain {
-            println!("  - {}\n      [source: {}]", e.text, e.source);
+            writeln!(w, "  - {}\n      [source: {}]", e.text, e.source)?;
         } else {
-            println!("  - {}", e.text);
+            writeln!(w, "  - {}", e.text)?;
         }
     }
     if let Some(l) = &before.ledger {
-        print_path("request path: generator -> server", &l.request, explain);
+        print_path(w, "request path: generator -> server", &l.request, explain)?;
         if let Some(r) = &l.reply {
-            print_path("reply path: server -> generator", r, explain);
+            print_path(w, "reply path: server -> generator", r, explain)?;
         }
     }
     if !d.recommendations.is_empty() {
-        println!("Recommendation:");
+        writeln!(w, "Recommendation:")?;
         for (i, r) in d.recommendations.iter().enumerate() {
-            println!("  {}. {}", i + 1, r.what);
-            println!("     why: {}", r.why);
+            writeln!(w, "  {}. {}", i + 1, r.what)?;
+            writeln!(w, "     why: {}", r.why)?;
             for l in &r.lines {
-                println!("       {l}");
+                writeln!(w, "       {l}")?;
             }
         }
     }
     if !d.buffer_notes.is_empty() {
-        println!("Buffer arithmetic (measured on this kernel):");
+        writeln!(w, "Buffer arithmetic (measured on this kernel):")?;
         for n in &d.buffer_notes {
-            println!("  - {n}");
+            writeln!(w, "  - {n}")?;
         }
     }
     if explain {
         for n in &d.explain_notes {
-            println!("  - {n}");
+            writeln!(w, "  - {n}")?;
         }
     }
     if let Some(a) = after {
-        println!();
-        println!(
+        writeln!(w)?;
+        writeln!(
+            w,
             "Verification: the load again with {}{}",
             applied.join(", "),
             if a.interrupted {
@@ -507,7 +538,7 @@ pub fn print_diagnosis(
             } else {
                 ""
             }
-        );
+        )?;
         let mut t = table(&[
             "",
             "sent",
@@ -524,51 +555,74 @@ pub fn print_diagnosis(
         let mut x = vec!["after".to_string()];
         x.extend(before_after_row(a));
         t.add_row(x);
-        println!("{t}");
+        writeln!(w, "{t}")?;
         if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
             let bigger_queue = applied.iter().any(|a| a.contains("--rcvbuf"));
             if bigger_queue
                 && ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
                 && ga.window_loss_pct < gb.window_loss_pct
             {
-                println!("  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them");
+                writeln!(w, "  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them")?;
             }
         }
         if let Some(g) = &a.generator {
             if !g.valid {
-                println!(
+                writeln!(
+                    w,
                     "  (the verification run's generator was a bottleneck: {})",
                     g.invalid_reasons.join("; ")
-                );
+                )?;
             }
         }
         for (k, v) in restored {
-            println!("  restored {k} = {v}");
+            writeln!(w, "  restored {k} = {v}")?;
         }
     }
     for n in before.notes.iter().chain(notes) {
-        println!("note: {n}");
+        writeln!(w, "note: {n}")?;
     }
+    Ok(())
 }
 
 /// One line on the load and what came back: shape, TPS and RTT percentiles.
-fn print_load_line(g: &GeneratorReport) {
-    print!("  load: {} B datagrams, {}", g.size_bytes, load_shape(g));
+fn print_load_line(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
+    write!(w, "  load: {} B datagrams, {}", g.size_bytes, load_shape(g))?;
     if g.match_mode != MatchMode::None {
-        print!("; TPS {:.0} (answered per s in the window)", g.tps);
+        write!(w, "; TPS {:.0} (answered per s in the window)", g.tps)?;
         let l = &g.latency_intended;
         if l.count > 0 {
-            print!(
+            write!(
+                w,
                 "; RTT from intended send p50 {} p99 {} p99.9 {} max {}",
                 fmt_ns(l.p50_ns as f64),
                 fmt_ns(l.p99_ns as f64),
                 fmt_ns(l.p999_ns as f64),
                 fmt_ns(l.max_ns as f64)
-            );
+            )?;
         }
     }
-    println!();
+    writeln!(w)?;
     if !g.valid {
-        println!("  RUN INVALID: {}", g.invalid_reasons.join("; "));
+        writeln!(w, "  RUN INVALID: {}", g.invalid_reasons.join("; "))?;
+    }
+    Ok(())
+}
+
+/// Renders any record: a UDP run or watch ([`print_record`]), a diagnosis
+/// ([`print_diagnosis`]).
+pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> {
+    match &rec.body {
+        Body::UdpRun(r) | Body::Watch(r) => print_record(w, r, explain),
+        Body::Diagnose(d) => print_diagnosis(
+            w,
+            &d.scenario,
+            &d.diagnosis,
+            &d.before,
+            d.after.as_ref(),
+            &d.applied,
+            &d.restored,
+            &d.notes,
+            explain,
+        ),
     }
 }

@@ -1,0 +1,26 @@
+//! tpslab's report layer: one module per output format, each rendering a [`Record`] into
+//! any `io::Write` (so every output is testable against a byte buffer). A new format is
+//! one module here and one arm in [`render`].
+
+use std::io::{self, Write};
+use tpslab_analysis::record::Record;
+
+pub mod json;
+pub mod term;
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Tables for a terminal ([`term`]).
+    Term,
+    /// The record itself, pretty-printed JSON ([`json`]).
+    Json,
+}
+
+/// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
+pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) -> io::Result<()> {
+    match format {
+        Format::Term => term::record(w, rec, explain),
+        Format::Json => json::record(w, rec),
+    }
+}

@@ -1,0 +1,62 @@
+//! Terminal and JSON renderings of real records (written by `tpslab run udp` and
+//! `tpslab diagnose` on this project's test machine) against their saved output: a change
+//! to a renderer shows here as a diff. To accept an intended change, render the fixture
+//! again with `tpslab report tests/fixtures/NAME.json > tests/fixtures/NAME.txt`.
+
+use tpslab_analysis::record::Record;
+use tpslab_report::{render, Format};
+
+fn fixture(name: &str) -> String {
+    let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn rendered(json: &str, format: Format, explain: bool) -> String {
+    let rec = Record::from_json(&fixture(json)).expect("fixture is a record");
+    let mut out = Vec::new();
+    render(&mut out, &rec, format, explain).expect("render into a buffer");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+fn assert_same(got: &str, want_file: &str) {
+    let want = fixture(want_file);
+    if got != want {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
+        panic!(
+            "{want_file}: differs at line {}:\n  want: {:?}\n  got:  {:?}",
+            line + 1,
+            want.lines().nth(line),
+            got.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn udp_run_terminal_report() {
+    let got = rendered("udp_run.json", Format::Term, false);
+    assert_same(&got, "udp_run.txt");
+    // What a reader looks for first is there.
+    assert!(got.contains("Ledger: where every datagram went"));
+    assert!(got.contains("dropped at the server socket receive buffer"));
+}
+
+#[test]
+fn diagnose_terminal_report_with_and_without_sources() {
+    let got = rendered("diagnose.json", Format::Term, false);
+    assert_same(&got, "diagnose.txt");
+    assert!(got.lines().nth(2).unwrap().starts_with("VERDICT: "));
+    let explained = rendered("diagnose.json", Format::Term, true);
+    assert_same(&explained, "diagnose_explain.txt");
+    assert!(explained.contains("[source: "));
+}
+
+#[test]
+fn json_report_gives_the_record_back() {
+    for f in ["udp_run.json", "diagnose.json"] {
+        assert_eq!(rendered(f, Format::Json, false), fixture(f), "{f}");
+    }
+}

@@ -1,0 +1,59 @@
+//! `tpslab report FILE...`: renders saved records again, through the same report layer
+//! the commands print with (the terminal output is the one the run printed).
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tpslab_analysis::record::Record;
+use tpslab_report::Format;
+
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// Records written by --json (`-` reads standard input): this release's
+    /// `tpslab.record/2`, or the previous release's `tpslab.run/1` and `tpslab.diagnose/1`.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// term: the tables the run printed; json: the record in the current schema.
+    #[arg(long, value_enum, default_value = "term")]
+    format: FormatArg,
+    /// Show the source counter of every figure (term).
+    #[arg(long)]
+    explain: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum FormatArg {
+    Term,
+    Json,
+}
+
+/// Reads one record file (`-`: standard input).
+fn read(p: &PathBuf) -> Result<Record> {
+    let text = if p.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+    } else {
+        std::fs::read_to_string(p).map_err(|e| anyhow!("{}: {e}", p.display()))?
+    };
+    Record::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+}
+
+/// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
+/// costs no partial output.
+pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
+    let recs = a.files.iter().map(read).collect::<Result<Vec<_>>>()?;
+    let format = match a.format {
+        FormatArg::Term => Format::Term,
+        FormatArg::Json => Format::Json,
+    };
+    let mut out = std::io::stdout().lock();
+    for (i, rec) in recs.iter().enumerate() {
+        if i > 0 && format == Format::Term {
+            writeln!(out)?;
+        }
+        tpslab_report::render(&mut out, rec, format, a.explain)
+            .context("writing the report to standard output")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

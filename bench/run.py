@@ -339,12 +339,17 @@ def peak_rss(secs):
     return {"peak_rss_mib": json.load(open(js))["peak_rss_kib"] / 1024}
 
 
-def series_rss(secs):
-    """Peak RSS of a light run observed every 1 ms for `secs` (1000 samples a second: 120 s
-    is as many samples as 20 minutes at 10 ms): flat when the sample series is bounded."""
+SERIES = [20, 120]
+SERIES_MS = 1
+
+
+def series_rss(secs, interval_ms=1):
+    """Peak RSS of a light run observed every `interval_ms` for `secs` (at 1 ms, 120 s is as
+    many samples as 20 minutes at 10 ms): flat when the sample series is bounded."""
     js = os.path.join(OUT, f"rss-series-{secs}.json")
     sh(ns(TPSLAB, "run", "udp", "--rate", "1000", "--size", "200", "--cpus", "1", "--load-cpus", "0",
-          "--duration", f"{secs}s", "--warmup", "0s", "--interval", "1ms", "--json", js), timeout=secs + 120)
+          "--duration", f"{secs}s", "--warmup", "0s", "--interval", f"{interval_ms}ms", "--json", js),
+       timeout=secs + 120)
     rec = json.load(open(js))
     return {"peak_rss_mib": rec["peak_rss_kib"] / 1024, "samples_kept": rec["observer"]["samples"]}
 
@@ -367,14 +372,20 @@ def main():
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--long", type=int, default=60, help="seconds of the peak-RSS run (0: skip)")
     ap.add_argument("--memory-only", action="store_true",
-                    help="only the memory figures: peak RSS at --rate max, and with the observer at 1 ms for 20 s and 120 s")
+                    help="only the memory figures: peak RSS at --rate max, and with the observer sampling for each --series length")
+    ap.add_argument("--series", default="20,120",
+                    help="lengths in seconds of the observed runs whose peak RSS is compared (e.g. 20,600)")
+    ap.add_argument("--series-interval", type=int, default=1, help="their sampling interval, ms")
     a = ap.parse_args()
+    global SERIES, SERIES_MS
+    SERIES = [int(x) for x in a.series.split(",")]
+    SERIES_MS = a.series_interval
     setup()
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        for secs in (20, 120):
-            for k, v in series_rss(secs).items():
+        for secs in SERIES:
+            for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
         for rnd in range(0 if a.memory_only else a.rounds):
             for size in (64, 1024):
@@ -427,11 +438,11 @@ def report(rows, memory_only=False):
         m = vals("memory", "tpslab", 1024, "peak_rss_mib")
         if m:
             print(f"peak RSS of a run at --rate max: {m[0]:.1f} MiB")
-        for secs in (20, 120):
+        for secs in SERIES:
             m = vals("memory-series", "tpslab", secs, "peak_rss_mib")
             k = vals("memory-series", "tpslab", secs, "samples_kept")
             if m:
-                print(f"peak RSS, observer at 1 ms for {secs} s ({secs * 1000} samples taken, {k[0]:.0f} kept): {m[0]:.1f} MiB")
+                print(f"peak RSS, observer at {SERIES_MS} ms for {secs} s ({secs * 1000 // SERIES_MS} samples taken, {k[0]:.0f} kept): {m[0]:.1f} MiB")
 
     if memory_only:
         print()

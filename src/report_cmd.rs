@@ -12,10 +12,12 @@ use tpslab_report::Format;
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
     /// Records written by --json (`-` reads standard input): this release's
-    /// `tpslab.record/2`, or the previous release's `tpslab.run/1` and `tpslab.diagnose/1`.
+    /// `tpslab.record/2` (load, run, watch, diagnose, ramp), or the previous release's
+    /// `tpslab.run/1` and `tpslab.diagnose/1`.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// term: the tables the run printed; json: the record in the current schema.
+    /// term: the tables the run printed; json: the record in the current schema; svg: a
+    /// ramp's plot.
     #[arg(long, value_enum, default_value = "term")]
     format: FormatArg,
     /// Show the source counter of every figure (term).
@@ -27,6 +29,7 @@ pub(crate) struct ReportArgs {
 enum FormatArg {
     Term,
     Json,
+    Svg,
 }
 
 /// Reads one record file (`-`: standard input).
@@ -46,7 +49,11 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
     let format = match a.format {
         FormatArg::Term => Format::Term,
         FormatArg::Json => Format::Json,
+        FormatArg::Svg => Format::Svg,
     };
+    if format == Format::Svg && recs.len() > 1 {
+        anyhow::bail!("--format svg draws one record; give one FILE");
+    }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {
         if i > 0 && format == Format::Term {

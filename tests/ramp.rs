@@ -8,18 +8,36 @@ use serde_json::Value;
 
 fn ramp(args: &[&str], tag: &str) -> (Value, String) {
     let json = common::tmp(&format!("{tag}.json"));
+    let svg = common::tmp(&format!("{tag}.svg"));
     let mut c = common::tpslab();
-    c.arg("ramp").args(args).arg("--json").arg(&json);
+    c.arg("ramp")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--svg")
+        .arg(&svg);
     let out = common::run(c);
     assert!(out.status.success(), "exit {:?}", out.status);
-    (
-        common::record(&json),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    // The whole output, header included, is the record's rendering; so is the plot.
+    common::assert_report_reproduces(&json, &out.stdout);
+    let mut r = common::tpslab();
+    r.args(["report", "--format", "svg"]).arg(&json);
+    let plot = r.output().expect("tpslab report --format svg");
+    assert!(plot.status.success());
+    let file = std::fs::read(&svg).expect("--svg written");
+    assert!(file.starts_with(b"<svg"), "not an SVG");
+    assert!(
+        plot.stdout == file,
+        "the plot drawn from the record differs from --svg"
+    );
+    let rec = common::record(&json);
+    assert_eq!(rec["kind"], "ramp");
+    assert!(rec["meta"]["cpus"].as_u64().unwrap() >= 1);
+    (rec, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn steps(j: &Value) -> &Vec<Value> {
-    j["record"]["steps"].as_array().unwrap()
+    j["steps"].as_array().unwrap()
 }
 
 fn little_ok(j: &Value) {
@@ -156,6 +174,7 @@ fn server_dying_mid_ramp_counts_errors_and_ends() {
     killer.join().unwrap();
     assert!(out.status.success());
     assert!(t.elapsed().as_secs() < 15, "bounded: {:?}", t.elapsed());
+    common::assert_report_reproduces(&json, &out.stdout);
     let j = common::record(&json);
     let s = steps(&j);
     assert_eq!(s.len(), 4);
@@ -220,6 +239,7 @@ fn udp_ramp_against_dnsmasq_matches_replies_by_dns_id() {
     .arg(&json);
     let out = common::run(c);
     assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
     let j = common::record(&json);
     for st in steps(&j) {
         assert!(st["tps"].as_f64().unwrap() > 500.0, "{st}");

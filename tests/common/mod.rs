@@ -198,6 +198,11 @@ pub fn assert_report_reproduces_after(path: &std::path::Path, stdout: &[u8], liv
                 path.display()
             )
         });
+    // A plot written beside the record is announced before it.
+    let body = match body.trim_end_matches('\n').rfind('\n') {
+        Some(i) if body[i + 1..].starts_with("plot: ") => &body[..i + 1],
+        _ => body,
+    };
     let mut c = tpslab();
     c.arg("report").arg(path);
     let out = c.output().expect("spawn tpslab report");

@@ -44,6 +44,20 @@ pub enum Body {
     Watch(RunRecord),
     /// `diagnose`: runs, facts, verdict.
     Diagnose(DiagnoseRecord),
+    /// `ramp`: closed-loop steps and their judgement.
+    Ramp(RampReport),
+}
+
+/// A ramp's record and its judgement (stored for readers of the JSON; a pure function
+/// of the record and the host's CPU count in `meta`: [`crate::ramp::analyse`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RampReport {
+    /// The plan, the steps, whether it was interrupted.
+    #[serde(flatten)]
+    pub run: crate::ramp::RampRecord,
+    /// Little's law, the knee, the USL fit, the verdict.
+    #[serde(flatten)]
+    pub analysis: crate::ramp::RampAnalysis,
 }
 
 /// The metadata of every record.
@@ -82,6 +96,21 @@ pub enum RecordError {
 }
 
 impl Meta {
+    /// The metadata of a command run on the host described by `env`, started at
+    /// `started_unix_ms`, with this process's version and command line.
+    pub fn new(env: &Environment, started_unix_ms: u64, elapsed_s: f64, interrupted: bool) -> Meta {
+        Meta {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            argv: std::env::args().collect(),
+            hostname: env.hostname.clone(),
+            kernel: env.kernel.clone(),
+            cpus: env.cpus,
+            started_unix_ms,
+            elapsed_s,
+            interrupted,
+        }
+    }
+
     /// The metadata of a UDP run or watch, from its record.
     pub fn of_run(r: &RunRecord) -> Meta {
         Meta {
@@ -107,6 +136,10 @@ impl Record {
                 elapsed_s: d.before.elapsed_s + d.after.as_ref().map_or(0.0, |a| a.elapsed_s),
                 interrupted: d.interrupted,
                 ..Meta::of_run(&d.before)
+            },
+            Body::Ramp(r) => Meta {
+                interrupted: r.run.interrupted,
+                ..Meta::default()
             },
         };
         Record {
@@ -141,12 +174,22 @@ impl Record {
         }
     }
 
+    /// A record of `body` with the metadata given (kinds whose body does not carry it).
+    pub fn with_meta(meta: Meta, body: Body) -> Record {
+        Record {
+            schema: RECORD_SCHEMA.into(),
+            meta,
+            body,
+        }
+    }
+
     /// The kind's name as written in `kind`.
     pub fn kind(&self) -> &'static str {
         match self.body {
             Body::UdpRun(_) => "udp_run",
             Body::Watch(_) => "watch",
             Body::Diagnose(_) => "diagnose",
+            Body::Ramp(_) => "ramp",
         }
     }
 }

@@ -16,147 +16,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary};
 use tpslab_net::mono_ns;
 
-use crate::rr::{FrameReader, Framing};
+use crate::rr::FrameReader;
 use crate::EngineError;
 
-/// Transport of the ramp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RampProto {
-    /// One TCP connection per user; replies delimited by [`Framing`].
-    Tcp,
-    /// One UDP socket per user; a reply matches its request by the sequence field.
-    Udp,
-}
-
-/// A validated ramp.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RampPlan {
-    /// TCP or UDP.
-    pub proto: RampProto,
-    /// The server.
-    pub target: SocketAddr,
-    /// Users in each step, increasing.
-    pub steps: Vec<usize>,
-    /// Measured part of each step, ns.
-    pub step_ns: u64,
-    /// Unmeasured start of each step, ns.
-    pub warmup_ns: u64,
-    /// Pause of a user between a reply and its next request, ns.
-    pub think_ns: u64,
-    /// Longest wait for a reply (and for a TCP connect), ns.
-    pub timeout_ns: u64,
-    /// The bytes of one request as sent (TCP: framed already).
-    pub request: Vec<u8>,
-    /// How TCP replies end.
-    pub framing: Framing,
-    /// UDP: (offset, length) of the sequence field written into each request and
-    /// expected back in its reply; `None` = the first 8 bytes (user id, sequence).
-    pub seq_field: Option<(usize, usize)>,
-    /// PID of the server whose threads and CPU are sampled, if on this host.
-    pub server_pid: Option<u32>,
-    /// Thread-state sampling interval, ns.
-    pub sample_ns: u64,
-}
-
-/// Server thread states sampled from /proc/PID/task/*/stat and .../wchan over a step.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadStates {
-    /// Thread samples taken (threads x sampling ticks).
-    pub samples: u64,
-    /// State R: running or runnable.
-    pub running: u64,
-    /// State S, by wait channel (the kernel function it sleeps in, from `wchan`):
-    /// `futex_wait_queue` = a lock or condition variable, `do_epoll_wait` /
-    /// `wait_woken` / `sk_wait_data` = waiting for the network, `hrtimer_nanosleep` = sleep.
-    pub sleeping: BTreeMap<String, u64>,
-    /// State D: uninterruptible (disk I/O, some locks).
-    pub disk: u64,
-    /// Any other state.
-    pub other: u64,
-    /// Time the server's threads ran on a CPU over the window, ns (sum over threads
-    /// alive at both ends; from /proc/PID/task/TID/schedstat column 1).
-    #[serde(default)]
-    pub on_cpu_ns: u64,
-    /// Time they were runnable but waiting for a CPU, ns (schedstat column 2): state R
-    /// splits into running (on_cpu_ns) and runnable (this).
-    #[serde(default)]
-    pub runqueue_ns: u64,
-}
-
-/// One step's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepResult {
-    /// Concurrent users.
-    pub users: usize,
-    /// Length of the measured window, seconds.
-    pub measured_s: f64,
-    /// Replies received in the window.
-    pub completed: u64,
-    /// completed / measured_s.
-    pub tps: f64,
-    /// Response time (request written to reply read), ns.
-    pub response: LatencySummary,
-    /// Failures in the window by kind ("timeout", "connect: ...", "closed by peer", ...).
-    pub errors: BTreeMap<String, u64>,
-    /// Server CPU over the window, cores (utime+stime from /proc/PID/stat).
-    pub server_cpu_cores: Option<f64>,
-    /// Server thread states over the window.
-    pub threads: Option<ThreadStates>,
-}
-
-/// The ramp's record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RampRecord {
-    /// The plan.
-    pub plan: RampPlan,
-    /// One per step run (fewer than planned when interrupted).
-    pub steps: Vec<StepResult>,
-    /// Whether it was stopped early.
-    pub interrupted: bool,
-}
-
-impl RampRecord {
-    /// The gates' view of the ramp: the share of requests that failed or timed out over
-    /// every measured window (loss), the failures by kind (errors), and no valid evidence
-    /// when no request was answered at all.
-    pub fn outcome(&self) -> tpslab_analysis::gate::Outcome {
-        use tpslab_analysis::gate::{Loss, Outcome};
-        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
-        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
-            *kinds.entry(k).or_default() += n;
-        }
-        let failed: u64 = kinds.values().sum();
-        Outcome {
-            interrupted: self.interrupted,
-            invalid: if completed == 0 {
-                vec![format!(
-                    "no request was answered in {} step(s) ({failed} failed)",
-                    self.steps.len()
-                )]
-            } else {
-                vec![]
-            },
-            loss: match completed + failed {
-                0 => Loss::NotMeasured("no request was measured".into()),
-                n => Loss::Measured(
-                    100.0 * failed as f64 / n as f64,
-                    format!("of {n} requests failed or timed out"),
-                ),
-            },
-            errors: (failed > 0).then(|| {
-                let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-                format!("{failed} requests failed ({})", by_kind.join(", "))
-            }),
-            target: None,
-        }
-    }
-}
+pub use tpslab_analysis::ramp::{RampPlan, RampProto, RampRecord, StepResult, ThreadStates};
 
 struct StepAcc {
     hist: Histogram<u64>,
@@ -528,71 +394,7 @@ fn user(sh: &Shared, id: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rr::{frame, RrConfig, RrMode, RrServer};
-
-    fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
-        StepResult {
-            users,
-            measured_s: 1.0,
-            completed,
-            tps: completed as f64,
-            response: Default::default(),
-            errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
-            server_cpu_cores: None,
-            threads: None,
-        }
-    }
-
-    #[test]
-    fn ramp_outcome_counts_failures_over_every_step() {
-        use tpslab_analysis::gate::{applies, exit_code, parse, Loss};
-        let plan = RampPlan {
-            proto: RampProto::Tcp,
-            target: "127.0.0.1:1".parse().unwrap(),
-            steps: vec![1, 2],
-            step_ns: 1,
-            warmup_ns: 0,
-            think_ns: 0,
-            timeout_ns: 1,
-            request: vec![],
-            framing: Framing::Length,
-            seq_field: None,
-            server_pid: None,
-            sample_ns: 1,
-        };
-        let mut r = RampRecord {
-            plan,
-            steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
-            interrupted: false,
-        };
-        let o = r.outcome();
-        assert_eq!(
-            o.loss,
-            Loss::Measured(5.0, "of 200 requests failed or timed out".into())
-        );
-        assert_eq!(
-            o.errors.as_deref(),
-            Some("10 requests failed (timeout x10)")
-        );
-        assert!(o.invalid.is_empty());
-        let conds = parse("loss>1%", applies::RAMP).unwrap();
-        assert_eq!(exit_code(&o, &conds, false).0, 1);
-        // A refused target: nothing answered, every request failed.
-        r.steps = vec![step(1, 0, &[("connect: Connection refused", 7)])];
-        let o = r.outcome();
-        assert!(
-            o.invalid[0].contains("no request was answered"),
-            "{:?}",
-            o.invalid
-        );
-        assert_eq!(exit_code(&o, &[], true).0, 3);
-        assert_eq!(
-            exit_code(&o, &parse("errors", applies::RAMP).unwrap(), false).0,
-            1
-        );
-        r.interrupted = true;
-        assert_eq!(exit_code(&r.outcome(), &[], true).0, 130);
-    }
+    use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
 
     #[test]
     fn tcp_ramp_counts_every_step_and_littles_law_holds() {
@@ -616,6 +418,8 @@ mod tests {
             request: frame(b"hello"),
             framing: Framing::Length,
             seq_field: None,
+            knee_gain: 0.2,
+            builtin_server: None,
             server_pid: Some(std::process::id()),
             sample_ns: 10_000_000,
         };
@@ -667,6 +471,8 @@ mod tests {
             request: frame(b"x"),
             framing: Framing::Length,
             seq_field: None,
+            knee_gain: 0.2,
+            builtin_server: None,
             server_pid: None,
             sample_ns: 10_000_000,
         };

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use tpslab_analysis::record::Record;
 
 pub mod json;
+pub mod svg;
 pub mod term;
 
 /// The output formats.
@@ -15,6 +16,8 @@ pub enum Format {
     Term,
     /// The record itself, pretty-printed JSON ([`json`]).
     Json,
+    /// A plot ([`svg`]; ramp records).
+    Svg,
 }
 
 /// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
@@ -22,5 +25,6 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
     match format {
         Format::Term => term::record(w, rec, explain),
         Format::Json => json::record(w, rec),
+        Format::Svg => svg::record(w, rec),
     }
 }

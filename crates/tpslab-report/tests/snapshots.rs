@@ -60,3 +60,26 @@ fn json_report_gives_the_record_back() {
         assert_eq!(rendered(f, Format::Json, false), fixture(f), "{f}");
     }
 }
+
+#[test]
+fn ramp_terminal_report_and_plot() {
+    let got = rendered("ramp.json", Format::Term, false);
+    assert_same(&got, "ramp.txt");
+    assert!(got.starts_with("tpslab ramp tcp: 4 steps"));
+    assert!(got.contains("VERDICT: serialisation"));
+    assert_same(&rendered("ramp.json", Format::Svg, false), "ramp.svg");
+    assert_eq!(
+        rendered("ramp.json", Format::Json, false),
+        fixture("ramp.json")
+    );
+}
+
+#[test]
+fn a_plot_of_a_kind_without_one_is_an_error_naming_it() {
+    let rec = Record::from_json(&fixture("udp_run.json")).unwrap();
+    let e = render(&mut Vec::new(), &rec, Format::Svg, false).unwrap_err();
+    assert!(
+        e.to_string().contains("a udp_run record has no plot"),
+        "{e}"
+    );
+}

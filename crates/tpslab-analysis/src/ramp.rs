@@ -1,0 +1,522 @@
+//! A closed-loop ramp's plan and record (`tpslab ramp`), and its judgement: a pure
+//! function of the record ([`analyse`]): Little's law per step, the knee, the Universal
+//! Scalability Law fit and the verdict, with the CPU count of the host that ran it.
+
+use crate::stats::LatencySummary;
+use crate::usl::{self, StepPoint, UslFit};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use tpslab_plan::framing::Framing;
+
+fn default_knee_gain() -> f64 {
+    0.2
+}
+
+/// Transport of the ramp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RampProto {
+    /// One TCP connection per user; replies delimited by [`Framing`].
+    Tcp,
+    /// One UDP socket per user; a reply matches its request by the sequence field.
+    Udp,
+}
+
+/// A validated ramp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampPlan {
+    /// TCP or UDP.
+    pub proto: RampProto,
+    /// The server.
+    pub target: SocketAddr,
+    /// Users in each step, increasing.
+    pub steps: Vec<usize>,
+    /// Measured part of each step, ns.
+    pub step_ns: u64,
+    /// Unmeasured start of each step, ns.
+    pub warmup_ns: u64,
+    /// Pause of a user between a reply and its next request, ns.
+    pub think_ns: u64,
+    /// Longest wait for a reply (and for a TCP connect), ns.
+    pub timeout_ns: u64,
+    /// The bytes of one request as sent (TCP: framed already).
+    pub request: Vec<u8>,
+    /// How TCP replies end.
+    pub framing: Framing,
+    /// UDP: (offset, length) of the sequence field written into each request and
+    /// expected back in its reply; `None` = the first 8 bytes (user id, sequence).
+    pub seq_field: Option<(usize, usize)>,
+    /// The knee is the first step whose TPS gain per user gain falls below this (an
+    /// analysis setting, kept with the plan so the record can be judged again).
+    #[serde(default = "default_knee_gain")]
+    pub knee_gain: f64,
+    /// The built-in server tpslab started for the ramp, in words (None: the target is
+    /// someone else's).
+    #[serde(default)]
+    pub builtin_server: Option<String>,
+    /// PID of the server whose threads and CPU are sampled, if on this host.
+    pub server_pid: Option<u32>,
+    /// Thread-state sampling interval, ns.
+    pub sample_ns: u64,
+}
+
+/// Server thread states sampled from /proc/PID/task/*/stat and .../wchan over a step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadStates {
+    /// Thread samples taken (threads x sampling ticks).
+    pub samples: u64,
+    /// State R: running or runnable.
+    pub running: u64,
+    /// State S, by wait channel (the kernel function it sleeps in, from `wchan`):
+    /// `futex_wait_queue` = a lock or condition variable, `do_epoll_wait` /
+    /// `wait_woken` / `sk_wait_data` = waiting for the network, `hrtimer_nanosleep` = sleep.
+    pub sleeping: BTreeMap<String, u64>,
+    /// State D: uninterruptible (disk I/O, some locks).
+    pub disk: u64,
+    /// Any other state.
+    pub other: u64,
+    /// Time the server's threads ran on a CPU over the window, ns (sum over threads
+    /// alive at both ends; from /proc/PID/task/TID/schedstat column 1).
+    #[serde(default)]
+    pub on_cpu_ns: u64,
+    /// Time they were runnable but waiting for a CPU, ns (schedstat column 2): state R
+    /// splits into running (on_cpu_ns) and runnable (this).
+    #[serde(default)]
+    pub runqueue_ns: u64,
+}
+
+/// One step's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// Concurrent users.
+    pub users: usize,
+    /// Length of the measured window, seconds.
+    pub measured_s: f64,
+    /// Replies received in the window.
+    pub completed: u64,
+    /// completed / measured_s.
+    pub tps: f64,
+    /// Response time (request written to reply read), ns.
+    pub response: LatencySummary,
+    /// Failures in the window by kind ("timeout", "connect: ...", "closed by peer", ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Server CPU over the window, cores (utime+stime from /proc/PID/stat).
+    pub server_cpu_cores: Option<f64>,
+    /// Server thread states over the window.
+    pub threads: Option<ThreadStates>,
+}
+
+/// The ramp's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampRecord {
+    /// The plan.
+    pub plan: RampPlan,
+    /// One per step run (fewer than planned when interrupted).
+    pub steps: Vec<StepResult>,
+    /// Whether it was stopped early.
+    pub interrupted: bool,
+}
+
+impl RampRecord {
+    /// The gates' view of the ramp: the share of requests that failed or timed out over
+    /// every measured window (loss), the failures by kind (errors), and no valid evidence
+    /// when no request was answered at all.
+    pub fn outcome(&self) -> crate::gate::Outcome {
+        use crate::gate::{Loss, Outcome};
+        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
+            *kinds.entry(k).or_default() += n;
+        }
+        let failed: u64 = kinds.values().sum();
+        Outcome {
+            interrupted: self.interrupted,
+            invalid: if completed == 0 {
+                vec![format!(
+                    "no request was answered in {} step(s) ({failed} failed)",
+                    self.steps.len()
+                )]
+            } else {
+                vec![]
+            },
+            loss: match completed + failed {
+                0 => Loss::NotMeasured("no request was measured".into()),
+                n => Loss::Measured(
+                    100.0 * failed as f64 / n as f64,
+                    format!("of {n} requests failed or timed out"),
+                ),
+            },
+            errors: (failed > 0).then(|| {
+                let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+                format!("{failed} requests failed ({})", by_kind.join(", "))
+            }),
+            target: None,
+        }
+    }
+}
+
+/// The judgement of a ramp, from its record alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampAnalysis {
+    /// Little's law per step: N = X (R + Z), as a ratio of users (1.00: every user always
+    /// had a request out).
+    pub little: Vec<usl::LittleCheck>,
+    /// Index of the knee step (None: no knee).
+    pub knee_index: Option<usize>,
+    /// Users at the knee.
+    pub knee_users: Option<usize>,
+    /// The Universal Scalability Law fit of TPS against users.
+    pub usl: Option<UslFit>,
+    /// Why there is no fit.
+    pub usl_error: Option<String>,
+    /// The findings under the verdict, in order (knee, Little's law, USL, thread states).
+    pub lines: Vec<String>,
+    /// One line: what limits TPS.
+    pub verdict: String,
+}
+
+/// Each step's point for the USL and Little's law (think time in seconds).
+pub fn points(rec: &RampRecord) -> Vec<StepPoint> {
+    let think_s = rec.plan.think_ns as f64 / 1e9;
+    rec.steps
+        .iter()
+        .map(|s| StepPoint {
+            users: s.users as f64,
+            tps: s.tps,
+            mean_response_s: s.response.mean_ns / 1e9,
+            think_s,
+        })
+        .collect()
+}
+
+/// Top wait channel of a step and its share of the thread samples.
+pub fn top_state(s: &StepResult) -> Option<(String, f64)> {
+    let t = s.threads.as_ref()?;
+    if t.samples == 0 {
+        return None;
+    }
+    let mut best = ("running".to_string(), t.running);
+    for (w, &n) in &t.sleeping {
+        if n > best.1 {
+            best = (w.clone(), n);
+        }
+    }
+    if t.disk > best.1 {
+        best = ("disk (D)".into(), t.disk);
+    }
+    Some((best.0, best.1 as f64 / t.samples as f64))
+}
+
+/// What a wait channel means.
+pub fn wchan_meaning(w: &str) -> &'static str {
+    if w.starts_with("futex") {
+        "waiting on a lock (futex)"
+    } else if w.contains("epoll")
+        || w.contains("sk_wait")
+        || w.contains("wait_woken")
+        || w.contains("poll")
+        || w.contains("inet_csk_accept")
+    {
+        "waiting for the network / peer"
+    } else if w.contains("nanosleep") {
+        "sleeping (timer)"
+    } else if w == "running" {
+        "busy on CPU (running or runnable)"
+    } else {
+        "waiting in the kernel"
+    }
+}
+
+/// Share of a step's thread samples asleep in a futex.
+fn futex_share(s: &StepResult) -> f64 {
+    s.threads.as_ref().map_or(0.0, |t| {
+        let f: u64 = t
+            .sleeping
+            .iter()
+            .filter(|(w, _)| w.starts_with("futex"))
+            .map(|(_, n)| n)
+            .sum();
+        f as f64 / t.samples.max(1) as f64
+    })
+}
+
+/// Judges a ramp from its record: `cpus` is the CPU count of the host that ran it (the
+/// record's metadata), never of the host reading it.
+pub fn analyse(rec: &RampRecord, cpus: usize) -> RampAnalysis {
+    let pts = points(rec);
+    let fit = usl::fit_usl(&pts.iter().map(|p| (p.users, p.tps)).collect::<Vec<_>>());
+    let gain = rec.plan.knee_gain;
+    let knee = usl::find_knee(&pts, gain);
+    let little: Vec<usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
+    let fit_ok = fit.as_ref().ok();
+    let mut lines = vec![];
+    let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
+    // Without a single reply there is no curve: no knee, no Little's law, no fit to show.
+    if served > 0 {
+        match knee {
+            Some(k) => lines.push(format!(
+                "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
+                rec.steps[k].users,
+                rec.steps[k].tps,
+                gain * 100.0
+            )),
+            None => lines.push("no knee: TPS kept growing with users over the whole ramp".into()),
+        }
+        let bad_little: Vec<String> = little
+            .iter()
+            .zip(&rec.steps)
+            .filter(|(l, _)| !l.ok(0.1))
+            .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
+            .collect();
+        if pts.is_empty() {
+            lines.push("no step completed".into());
+        } else if bad_little.is_empty() {
+            lines.push(
+                "Little's law holds within 10 % at every step: the load was closed-loop as intended"
+                    .into(),
+            );
+        } else {
+            lines.push(format!(
+                "Little's law off by more than 10 % at {}: users were not always waiting on a reply (errors, timeouts, or the load tool itself)",
+                bad_little.join(", ")
+            ));
+        }
+        match &fit {
+            Ok(f) => lines.push(format!(
+                "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
+                f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, f.verdict()
+            )),
+            Err(e) => lines.push(format!("USL fit: {e}")),
+        }
+    }
+    // Thread states at the last step: what the server did when most loaded.
+    if let Some(last) = rec.steps.last() {
+        if let Some((w, f)) = top_state(last) {
+            let cpu = last.server_cpu_cores.map_or(String::new(), |c| {
+                format!(", using {:.0} % of a CPU", c * 100.0)
+            });
+            lines.push(format!(
+                "server threads at {} users: {:.0} % of samples in {w}: {}{cpu}",
+                last.users,
+                f * 100.0,
+                wchan_meaning(&w)
+            ));
+        }
+    }
+    let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
+    let top = rec.steps.last().and_then(top_state);
+    // A lock: most server thread samples wait in a futex at the top, and that share
+    // grew with the users (idle pool threads parked on condition variables wait in a
+    // futex at every step, even with one user).
+    let lock = match (rec.steps.first(), rec.steps.last()) {
+        (Some(f), Some(l)) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
+        _ => false,
+    };
+    let busy = rec.steps.last().and_then(|s| s.server_cpu_cores);
+    let cores = cpus.max(1) as f64;
+    let idle_cpu = busy.is_some_and(|b| b < 0.5 * cores);
+    // Flat: TPS at the last step within 10 % of TPS at the knee.
+    let flat = knee.is_some_and(|k| {
+        rec.steps
+            .last()
+            .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
+    });
+    let knee_users = knee.map(|k| rec.steps[k].users);
+    let ku = knee_users.unwrap_or(0);
+    let verdict = if served == 0 {
+        "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
+    } else if rec.steps.len() < 2 {
+        "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
+            .to_string()
+    } else if (serial || flat) && lock && idle_cpu {
+        "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
+    } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
+        format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
+    } else if (serial || flat) && lock {
+        "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()
+    } else if (serial || flat) && idle_cpu && top.is_some() {
+        format!(
+            "VERDICT: a concurrency cap: TPS stops at the knee ({ku} users) while the server's CPU idles and its threads wait ({}): it works on only about {ku} requests at once, each waiting on something (a backend, a peer, a timer). More threads, workers or connections (S3's single connection), or a faster backend, raise TPS",
+            top.as_ref().map_or("?", |(w, _)| w.as_str())
+        )
+    } else if serial || flat {
+        "VERDICT: TPS stops growing without a lock wait or a busy CPU visible on this host: the limit is elsewhere (a downstream peer, the network, one connection carrying all requests); give --pid to see the server's threads".to_string()
+    } else if knee.is_some() {
+        "VERDICT: throughput bends but keeps rising; see the USL fit for where it peaks".to_string()
+    } else {
+        "VERDICT: scales with users over the measured range".to_string()
+    };
+    RampAnalysis {
+        little,
+        knee_index: knee,
+        knee_users,
+        usl: fit_ok.copied(),
+        usl_error: fit.as_ref().err().map(|e| e.to_string()),
+        lines,
+        verdict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
+        StepResult {
+            users,
+            measured_s: 1.0,
+            completed,
+            tps: completed as f64,
+            response: Default::default(),
+            errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            server_cpu_cores: None,
+            threads: None,
+        }
+    }
+
+    fn plan() -> RampPlan {
+        RampPlan {
+            proto: RampProto::Tcp,
+            target: "127.0.0.1:1".parse().unwrap(),
+            steps: vec![1, 2],
+            step_ns: 1,
+            warmup_ns: 0,
+            think_ns: 0,
+            timeout_ns: 1,
+            request: vec![],
+            framing: Framing::Length,
+            seq_field: None,
+            knee_gain: 0.2,
+            builtin_server: None,
+            server_pid: None,
+            sample_ns: 1,
+        }
+    }
+
+    #[test]
+    fn ramp_outcome_counts_failures_over_every_step() {
+        use crate::gate::{applies, exit_code, parse, Loss};
+        let mut r = RampRecord {
+            plan: plan(),
+            steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
+            interrupted: false,
+        };
+        let o = r.outcome();
+        assert_eq!(
+            o.loss,
+            Loss::Measured(5.0, "of 200 requests failed or timed out".into())
+        );
+        assert_eq!(
+            o.errors.as_deref(),
+            Some("10 requests failed (timeout x10)")
+        );
+        assert!(o.invalid.is_empty());
+        let conds = parse("loss>1%", applies::RAMP).unwrap();
+        assert_eq!(exit_code(&o, &conds, false).0, 1);
+        // A refused target: nothing answered, every request failed.
+        r.steps = vec![step(1, 0, &[("connect: Connection refused", 7)])];
+        let o = r.outcome();
+        assert!(
+            o.invalid[0].contains("no request was answered"),
+            "{:?}",
+            o.invalid
+        );
+        assert_eq!(exit_code(&o, &[], true).0, 3);
+        assert_eq!(
+            exit_code(&o, &parse("errors", applies::RAMP).unwrap(), false).0,
+            1
+        );
+        r.interrupted = true;
+        assert_eq!(exit_code(&r.outcome(), &[], true).0, 130);
+    }
+
+    fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
+        let users = [1, 2, 4, 8];
+        let mut steps: Vec<StepResult> = users
+            .iter()
+            .zip(tps)
+            .map(|(&u, &t)| {
+                let mut s = step(u, (t * 1.0) as u64, &[]);
+                s.tps = t;
+                // Closed loop: R = N / X.
+                s.response.mean_ns = u as f64 / t * 1e9;
+                s
+            })
+            .collect();
+        steps[0].threads = Some(ThreadStates {
+            samples: 100,
+            running: 100,
+            ..Default::default()
+        });
+        let last = steps.last_mut().unwrap();
+        last.server_cpu_cores = Some(last_cpu);
+        last.threads = Some(last_states);
+        RampRecord {
+            plan: plan(),
+            steps,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn the_cpu_count_of_the_record_decides_saturation_or_a_concurrency_cap() {
+        let running = ThreadStates {
+            samples: 100,
+            running: 90,
+            sleeping: [("do_epoll_wait".to_string(), 10)].into(),
+            ..Default::default()
+        };
+        let r = ramp(&[100.0, 190.0, 200.0, 205.0], 1.9, running);
+        // On the 2-CPU host that ran it: 1.9 of 2 CPUs busy at a flat top.
+        let a = analyse(&r, 2);
+        assert_eq!(a.knee_users, Some(2));
+        assert!(
+            a.verdict.starts_with("VERDICT: saturation of the CPU"),
+            "{}",
+            a.verdict
+        );
+        // The same record said to come from an 8-CPU host: the CPU idles; not saturation.
+        let b = analyse(&r, 8);
+        assert!(b.verdict.contains("concurrency cap"), "{}", b.verdict);
+        assert_eq!(a.little.len(), 4);
+        assert!(a.little.iter().all(|l| l.ok(0.1)), "{:?}", a.little);
+    }
+
+    #[test]
+    fn a_growing_futex_wait_at_a_flat_top_with_idle_cpu_is_serialisation() {
+        let locked = ThreadStates {
+            samples: 100,
+            running: 10,
+            sleeping: [("futex_wait_queue".to_string(), 80)].into(),
+            ..Default::default()
+        };
+        let a = analyse(&ramp(&[100.0, 105.0, 104.0, 106.0], 0.2, locked), 2);
+        assert!(
+            a.verdict.starts_with("VERDICT: serialisation"),
+            "{}",
+            a.verdict
+        );
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l.contains("waiting on a lock (futex)")),
+            "{:?}",
+            a.lines
+        );
+        // Nothing answered: no knee, Little's law or fit lines, whatever the states say.
+        let mut none = ramp(&[0.0, 0.0, 0.0, 0.0], 0.0, ThreadStates::default());
+        for s in &mut none.steps {
+            s.completed = 0;
+        }
+        let n = analyse(&none, 2);
+        assert!(n.verdict.contains("no replies at all"), "{}", n.verdict);
+        assert!(
+            n.lines
+                .iter()
+                .all(|l| !l.contains("knee") && !l.contains("USL")),
+            "{:?}",
+            n.lines
+        );
+    }
+}

@@ -1,8 +1,11 @@
 //! `tpslab diagnose`: probe, run, verdict, recommendation, verification run.
 
-use crate::cli::{self, DiagProto, DiagnoseArgs};
+use crate::flags::{self, LoadFlags};
+use crate::out;
 use crate::userserver::UserServer;
 use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
@@ -14,6 +17,64 @@ use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
 use tpslab_net::sched::SchedPolicy;
+
+#[derive(Args, Debug)]
+pub(crate) struct DiagnoseArgs {
+    #[command(subcommand)]
+    pub(crate) target: Option<DiagProto>,
+    /// Apply the recommendation for a second run and show before/after (default for the
+    /// built-in scenario; host sysctls are journaled and always restored).
+    #[arg(long, global = true)]
+    pub(crate) verify: bool,
+    /// Built-in scenario: diagnose only, no verification run.
+    #[arg(long, global = true)]
+    pub(crate) no_verify: bool,
+    /// Observer sampling interval (1ms..=60s).
+    #[arg(long, global = true, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    /// Write the diagnosis with the full run records (JSON, schema tpslab.record/2, kind diagnose).
+    #[arg(long, global = true)]
+    pub(crate) json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long, global = true)]
+    pub(crate) explain: bool,
+    /// Exit 1 when the first run ("as is") meets one of these: loss>PCT%, invalid, errors.
+    #[arg(long, global = true, value_name = "CONDITIONS")]
+    pub(crate) fail_on: Option<String>,
+    /// Exit 3 when the first run is not valid evidence (RUN INVALID).
+    #[arg(long, global = true)]
+    pub(crate) strict: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum DiagProto {
+    /// A UDP server on this host (yours, found by --pid or its port).
+    Udp(DiagUdpArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DiagUdpArgs {
+    /// Server address, HOST:PORT (not with --server-cmd).
+    pub(crate) target: Option<String>,
+    /// Start the user's server for each run: a shell command with {port} (e.g.
+    /// 'java UdpServer.java {port}'), stopped by PID after the run; with --verify the
+    /// recommended host sysctls are applied before it starts again, so the fix is proven
+    /// on the user's own server.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Sender threads (one socket each).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// PID of the server: its network namespace, sockets and threads are watched, and
+    /// (root, kernel 6.4+) the UDP datagrams its threads read and send are counted exactly.
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// Local port of the server's socket, when it differs from TARGET's port.
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
+}
 
 /// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
 /// find-and-replace on 1024-byte messages) under bursts of 5000 every 50 ms (100 k pps
@@ -137,11 +198,11 @@ fn apply_fix(
 
 /// Runs `tpslab diagnose`.
 pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
-    cli::check_interval(a.interval)?;
+    flags::check_interval(a.interval)?;
     if let Some(p) = &a.json {
-        cli::check_output("--json", p, true)?;
+        out::check_output("--json", p, true)?;
     }
-    let gate = cli::GateFlags {
+    let gate = flags::GateFlags {
         fail_on: a.fail_on.clone(),
         strict: a.strict,
     };
@@ -155,7 +216,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         ),
         Some(DiagProto::Udp(u)) => {
             let target = match (&u.target, &u.server_cmd) {
-                (Some(t), None) => cli::resolve(t)?,
+                (Some(t), None) => out::resolve(t)?,
                 (None, Some(cmd)) => {
                     if !cmd.contains("{port}") {
                         bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
@@ -174,9 +235,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                 ),
             };
             if let Some(pid) = u.pid {
-                cli::check_pid(pid)?;
+                out::check_pid(pid)?;
             }
-            let load = cli::load_config(&u.load, u.threads, "--threads", target)?;
+            let load = flags::load_config(&u.load, u.threads, "--threads", target)?;
             (
                 UdpRunPlan {
                     server: None,
@@ -214,7 +275,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
             }
         }
     };
-    let stop = cli::install_signals()?;
+    let stop = out::install_signals()?;
     let probe = probe_truesize(plan.load.datagram_len(), None)?;
     let before = with_progress("run 1/2: as is", run_secs(&plan), || {
         run_once(plan.clone(), &stop)
@@ -292,13 +353,13 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         unreachable!("made as a diagnosis above")
     };
     if let Some(p) = &a.json {
-        cli::write_json(p, &rec)?;
-        if cli::is_stdout(p) {
+        out::write_json(p, &rec)?;
+        if out::is_stdout(p) {
             // Standard output carries the record alone.
             return diagnose_exit(d, &gate);
         }
     }
-    cli::print_report(&rec, a.explain)?;
+    out::print_report(&rec, a.explain)?;
     if let Some(p) = &a.json {
         println!("record written to {}", p.display());
     }
@@ -306,10 +367,10 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
 }
 
 /// The exit code: the first run's under the gate; 130 when any part was interrupted.
-fn diagnose_exit(rec: &DiagnoseRecord, gate: &cli::GateFlags) -> Result<ExitCode> {
+fn diagnose_exit(rec: &DiagnoseRecord, gate: &flags::GateFlags) -> Result<ExitCode> {
     if rec.interrupted {
         eprintln!("tpslab: exit 130: interrupted by a signal");
         return Ok(ExitCode::from(130));
     }
-    cli::gate_exit(&rec.before, gate)
+    flags::gate_exit(&rec.before, gate)
 }

@@ -1,11 +1,15 @@
 //! tpslab: find where UDP datagrams die and why TPS stops growing.
 
+mod bdp;
 mod cli;
 mod diagnose;
+mod flags;
+mod out;
 mod ramp;
 mod report_cmd;
 mod sweep;
 mod tcp;
+mod udp;
 mod userserver;
 
 use std::process::ExitCode;
@@ -13,8 +17,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // Die quietly on a closed stdout (`tpslab ... | head`) like other CLI tools, instead of
     // panicking in println!. The JSON record is written before anything is printed.
-    // SAFETY: setting a signal disposition to SIG_DFL at start-up, before any thread exists.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    tpslab_net::process::default_sigpipe();
     match cli::main() {
         Ok(code) => code,
         Err(e) => {

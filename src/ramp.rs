@@ -1,7 +1,8 @@
 //! `tpslab ramp tcp|udp`: closed-loop load stepping up the users, the knee, Little's law
 //! per step, the Universal Scalability Law fit, and the server threads' states.
 
-use crate::cli::{install_signals, resolve, write_json};
+use crate::flags;
+use crate::out::{self, install_signals, resolve, write_json};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -90,7 +91,7 @@ pub(crate) struct RampArgs {
     #[arg(long)]
     svg: Option<PathBuf>,
     #[command(flatten)]
-    gate: crate::cli::GateFlags,
+    gate: flags::GateFlags,
 }
 
 /// Users per step from "A..B" and "+N" / "N" / "xF". Errors name the value.
@@ -209,10 +210,10 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     };
     let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
     if let Some(p) = &a.json {
-        crate::cli::check_output("--json", p, false)?;
+        out::check_output("--json", p, false)?;
     }
     if let Some(p) = &a.svg {
-        crate::cli::check_output("--svg", p, false)?;
+        out::check_output("--svg", p, false)?;
     }
     a.gate.conditions(applies::RAMP)?;
     STEP_DURATION.check("--step-duration", a.step_duration)?;
@@ -225,7 +226,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     }
     let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
     let payload = match &a.payload_file {
-        Some(p) => Some(crate::cli::read_payload_file(p)?),
+        Some(p) => Some(flags::read_payload_file(p)?),
         None => None,
     };
     if !(8..=MAX_UDP_PAYLOAD).contains(&a.size) {
@@ -273,7 +274,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
                 bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
             }
             if let Some(p) = a.pid {
-                crate::cli::check_pid(p)?;
+                out::check_pid(p)?;
             }
             (resolve(t)?, a.pid)
         }

@@ -1,7 +1,9 @@
 //! `tpslab sweep`: runs a designed experiment over tunables and says which helped.
 
-use crate::cli::{self, SweepArgs};
+use crate::flags::{self, GateFlags, LoadFlags, ServerFlags};
+use crate::out;
 use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,63 @@ use tpslab_engine::load::LoadConfig;
 use tpslab_engine::server::{Mode, ServerConfig};
 use tpslab_net::sched::SchedPolicy;
 use tpslab_plan::limits;
+
+#[derive(Args, Debug)]
+pub(crate) struct SweepArgs {
+    /// A factor and its levels, NAME=L1,L2,... (first level = baseline); repeatable.
+    /// Names: rcvbuf, cpus (list or all), sched, threads, batch, rate, burst, work_ns,
+    /// size, or a sysctl (net.core.rmem_max, net.core.rmem_default,
+    /// net.core.netdev_max_backlog, ...; journaled and restored after every run).
+    #[arg(long = "factor", value_name = "NAME=L1,L2,...")]
+    pub(crate) factors: Vec<String>,
+    /// ofat (default): one factor at a time from the baseline; factorial: every combination.
+    #[arg(long)]
+    pub(crate) design: Option<String>,
+    /// Runs per cell, in randomised order (default 3).
+    #[arg(long)]
+    pub(crate) repeat: Option<usize>,
+    /// What the best cell optimises: loss (default), tps or p99.
+    #[arg(long)]
+    pub(crate) objective: Option<String>,
+    /// A plan file (TOML): design, repeat, objective, server_cmd, [server], [load] and
+    /// [[factor]] tables (name, levels); flags given as well override it.
+    #[arg(long)]
+    pub(crate) plan: Option<PathBuf>,
+    /// Run the user's server instead of tpslab's: a shell command with {port}, started
+    /// for every run and stopped after it; cpus/sched factors apply to its threads.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
+    /// Built-in study: s2 (affinity x scheduler on an S2-like consumer).
+    #[arg(long)]
+    pub(crate) scenario: Option<String>,
+    /// Folder for the plan and every run's record.
+    #[arg(long, default_value = "tpslab-sweep")]
+    pub(crate) out: PathBuf,
+    /// Continue the sweep in --out: runs whose record is there are not run again.
+    #[arg(long)]
+    pub(crate) resume: bool,
+    /// Seed of the run order (default: from the clock; kept in the plan).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Write the analysis (JSON) to FILE.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Write one CSV row per run to FILE.
+    #[arg(long)]
+    pub(crate) csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) gate: GateFlags,
+    /// Observer sampling interval (1ms..=60s).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    #[command(flatten)]
+    pub(crate) server: ServerFlags,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Generator sender threads (one socket each); --threads is the server's.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) load_threads: usize,
+}
 
 /// Schema of the sweep plan and analysis.
 pub const SCHEMA: &str = "tpslab.sweep/1";
@@ -100,7 +159,7 @@ fn apply_level(
     match name {
         "rcvbuf" if level == "default" => srv.rcvbuf = None,
         "rcvbuf" => srv.rcvbuf = Some(num("allowed bytes or default")?),
-        "cpus" => srv.cpus = cli::parse_cpus("--factor cpus: level", level)?,
+        "cpus" => srv.cpus = flags::parse_cpus("--factor cpus: level", level)?,
         "sched" => srv.sched = level.parse::<SchedPolicy>().map_err(|e| bad(&e))?,
         "threads" => srv.threads = num("allowed a whole number")? as usize,
         "batch" => srv.batch = num("allowed a whole number")? as usize,
@@ -260,16 +319,16 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
     let seed = a
         .seed
         .unwrap_or_else(|| tpslab_net::mono_ns() ^ std::process::id() as u64);
-    cli::check_interval(a.interval)?;
+    flags::check_interval(a.interval)?;
     let mut plan = match a.scenario.as_deref() {
         Some("s2") => s2_plan(seed, a.interval),
         Some(s) => bail!("--scenario {s}: allowed s2"),
         None => {
-            let mut server = cli::server_config(&a.server)?;
+            let mut server = flags::server_config(&a.server)?;
             if a.load.no_replies {
                 server.mode = Mode::Sink;
             }
-            let load = cli::load_config(&a.load, a.load_threads, "--load-threads", server.bind)?;
+            let load = flags::load_config(&a.load, a.load_threads, "--load-threads", server.bind)?;
             Plan {
                 schema: SCHEMA.into(),
                 factors: vec![],
@@ -520,10 +579,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     // Files inside --out are checked once that folder exists (it is made below).
     let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
     if let Some(p) = a.json.as_deref().filter(|p| !inside_out(p)) {
-        cli::check_output("--json", p, false)?;
+        out::check_output("--json", p, false)?;
     }
     if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
-        cli::check_output("--csv", p, false)?;
+        out::check_output("--csv", p, false)?;
     }
     a.gate.conditions(applies::SWEEP)?;
     let plan_path = a.out.join("plan.json");
@@ -556,12 +615,12 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             );
         }
         std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
-        cli::write_json(&plan_path, &plan)?;
+        out::write_json(&plan_path, &plan)?;
         plan
     };
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
-    let stop = cli::install_signals()?;
+    let stop = out::install_signals()?;
     let est_run_s = (plan.load.warmup + plan.load.duration).as_secs_f64() + 1.0;
     println!(
         "tpslab sweep: {} cells x {} runs, {:?} design, random order (seed {}), about {:.0} s; records in {}",
@@ -633,7 +692,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 };
                 drop(guard);
                 let rec = Record::new(Body::UdpRun(rec));
-                cli::write_json(&path, &rec)?;
+                out::write_json(&path, &rec)?;
                 let Body::UdpRun(rec) = rec.body else {
                     unreachable!("made as a UDP run above")
                 };
@@ -666,7 +725,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         write_csv(p, &plan, &runs)?;
     }
     if let Some(p) = &a.json {
-        cli::write_json(
+        out::write_json(
             p,
             &serde_json::json!({"schema": SCHEMA, "plan": plan, "result": result, "notes": notes,
                 "runs": runs.iter().map(|(c, r, m, _)| serde_json::json!({"cell": c, "rep": r, "metrics": m})).collect::<Vec<_>>()}),

@@ -1,7 +1,8 @@
 //! `tpslab tcp` (a bulk flow with TCP_INFO sampled, and which limit held it) and
 //! `tpslab serve tcp` (the sink).
 
-use crate::cli::{install_signals, resolve, write_json};
+use crate::flags;
+use crate::out::{self, install_signals, resolve, write_json};
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
@@ -60,7 +61,7 @@ pub(crate) struct TcpArgs {
     #[arg(long)]
     target_rate: Option<String>,
     #[command(flatten)]
-    gate: crate::cli::GateFlags,
+    gate: flags::GateFlags,
     /// Lab: no TARGET; run sender and sink in two new network namespaces joined by
     /// tpslab's user-space delay line with this RTT (e.g. 30ms). Needs root.
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -454,7 +455,7 @@ fn print_run(
 /// `tpslab tcp`.
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
-        crate::cli::check_output("--json", p, false)?;
+        out::check_output("--json", p, false)?;
     }
     a.gate.conditions(applies::TCP)?;
     tpslab_plan::limits::TCP_DURATION.check("--duration", a.duration)?;

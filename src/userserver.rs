@@ -90,8 +90,7 @@ impl Drop for UserServer {
         let _ = std::fs::remove_file(&self.log);
         tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
         // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
-        // SAFETY: kill on our own child's PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = tpslab_net::process::terminate(&self.child);
         let t0 = std::time::Instant::now();
         while t0.elapsed() < Duration::from_secs(1) {
             if matches!(self.child.try_wait(), Ok(Some(_))) {

@@ -16,6 +16,7 @@ pub mod diag;
 pub mod ns;
 pub mod perf;
 pub mod poll;
+pub mod process;
 pub mod sched;
 pub mod sock;
 pub mod tcp;

@@ -1,0 +1,334 @@
+//! Flags shared by several commands (the reference server's, a load's, the outputs, the
+//! exit-code gates) and their conversion into validated plans.
+
+use crate::out::MAX_UDP_PAYLOAD;
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use tpslab_analysis::gate;
+use tpslab_analysis::record::RunRecord;
+use tpslab_engine::load::LoadConfig;
+use tpslab_engine::server::{Mode, ServerConfig};
+use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::limits;
+use tpslab_plan::units;
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum ModeArg {
+    Replace,
+    Echo,
+    Sink,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ServerFlags {
+    /// Address to bind (0.0.0.0 only when given explicitly).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub(crate) bind: String,
+    /// Server threads, one SO_REUSEPORT socket each.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// recvmmsg batch size; 1 means plain recvfrom/sendto.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) batch: usize,
+    /// SO_RCVBUF request in bytes (SO_RCVBUFFORCE when root and above net.core.rmem_max).
+    #[arg(long)]
+    pub(crate) rcvbuf: Option<u64>,
+    /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
+    #[arg(long, value_enum, default_value = "replace")]
+    pub(crate) mode: ModeArg,
+    /// Extra busy work per datagram, ns (a slower application).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) work_ns: u64,
+    /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
+    #[arg(long)]
+    pub(crate) cpus: Option<String>,
+    /// SO_BUSY_POLL in microseconds: busy-poll the device queue before sleeping in a
+    /// receive (NAPI devices only; root to raise it).
+    #[arg(long)]
+    pub(crate) busy_poll: Option<u32>,
+    /// UDP_GRO: read datagrams coalesced by GSO senders as one buffer (each still counted
+    /// and answered one by one; replies leave as one GSO send).
+    #[arg(long)]
+    pub(crate) gro: bool,
+    /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
+    #[arg(long, default_value = "other")]
+    pub(crate) sched: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct LoadFlags {
+    /// Mean rate, datagrams per second, or max (as fast as the path allows); default
+    /// 10000, or burst / burst-interval when those are given.
+    #[arg(long)]
+    pub(crate) rate: Option<String>,
+    /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) size: usize,
+    /// Measurement window (after warm-up), e.g. 10s, 500ms.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub(crate) duration: Duration,
+    /// Warm-up excluded from the figures.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub(crate) warmup: Duration,
+    /// Datagrams sent back-to-back per burst.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) burst: u64,
+    /// Interval between bursts, e.g. 50ms; the mean rate follows (burst / interval).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) burst_interval: Option<Duration>,
+    /// Send this file's bytes instead of tpslab's header (a real protocol's request).
+    #[arg(long)]
+    pub(crate) payload_file: Option<PathBuf>,
+    /// OFFSET:LEN of a field the server echoes (e.g. 0:2 for the DNS id): the sequence
+    /// number is written there to match replies per packet.
+    #[arg(long)]
+    pub(crate) seq_field: Option<String>,
+    /// One-way load: expect no replies.
+    #[arg(long)]
+    pub(crate) no_replies: bool,
+    /// Send with UDP GSO (UDP_SEGMENT): datagrams due together leave in one send (falls
+    /// back to plain sends where the kernel refuses).
+    #[arg(long)]
+    pub(crate) gso: bool,
+    /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
+    #[arg(long)]
+    pub(crate) load_cpus: Option<String>,
+    /// Wait this long for late replies after the last send.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub(crate) drain: Duration,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct OutputFlags {
+    /// Observer sampling interval (1ms..=60s).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    /// Write the run record (JSON, schema tpslab.run/1) to FILE (- for standard output).
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long)]
+    pub(crate) explain: bool,
+    #[command(flatten)]
+    pub(crate) gate: GateFlags,
+}
+
+/// Exit codes for CI pipelines: 0 ok; 1 a --fail-on condition met; 2 usage or
+/// environment; 3 the run was not valid evidence (with --strict); 130 interrupted.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct GateFlags {
+    /// Exit 1 when the run meets one of these, comma-separated: loss>PCT% (load, run,
+    /// diagnose: window loss; ramp: requests failed or timed out), invalid (not valid
+    /// evidence: the generator was a bottleneck, no reply at all, a run of a sweep),
+    /// errors (send or reply failures, ECONNREFUSED from a closed port included; failed
+    /// requests; sweep runs with either), target (tcp: --target-rate not reached).
+    #[arg(long, value_name = "CONDITIONS")]
+    pub(crate) fail_on: Option<String>,
+    /// Exit 3 when the run is not valid evidence (RUN INVALID).
+    #[arg(long)]
+    pub(crate) strict: bool,
+}
+
+impl GateFlags {
+    /// The parsed conditions, of those this command can judge (checked before the run).
+    pub(crate) fn conditions(&self, allowed: &[&str]) -> Result<Vec<gate::FailOn>> {
+        match &self.fail_on {
+            None => Ok(vec![]),
+            Some(s) => gate::parse(s, allowed).map_err(|e| anyhow!(e)),
+        }
+    }
+
+    /// The exit code of a run's outcome, with its reasons printed to stderr.
+    pub(crate) fn exit(&self, o: &gate::Outcome, allowed: &[&str]) -> Result<ExitCode> {
+        let (code, why) = gate::exit_code(o, &self.conditions(allowed)?, self.strict);
+        if code != 0 {
+            for w in why {
+                eprintln!("tpslab: exit {code}: {w}");
+            }
+        }
+        Ok(ExitCode::from(code))
+    }
+}
+
+/// The exit code of a UDP run record under `gate`.
+pub(crate) fn gate_exit(rec: &RunRecord, gate: &GateFlags) -> Result<ExitCode> {
+    gate.exit(&gate::udp_outcome(rec), gate::applies::UDP_RUN)
+}
+
+pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
+    let bind: SocketAddr = f.bind.parse().map_err(|_| {
+        anyhow!(
+            "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:9000",
+            f.bind
+        )
+    })?;
+    let cpus = match &f.cpus {
+        None => vec![],
+        Some(s) => parse_cpus("--cpus", s)?,
+    };
+    let sched: SchedPolicy = f
+        .sched
+        .parse()
+        .map_err(|e: String| anyhow!("--sched: {e}"))?;
+    let cfg = ServerConfig {
+        bind,
+        threads: f.threads,
+        batch: f.batch,
+        rcvbuf: f.rcvbuf,
+        mode: match f.mode {
+            ModeArg::Replace => Mode::Replace,
+            ModeArg::Echo => Mode::Echo,
+            ModeArg::Sink => Mode::Sink,
+        },
+        work_ns: f.work_ns,
+        cpus,
+        sched,
+        busy_poll_us: f.busy_poll,
+        gro: f.gro,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.
+pub(crate) fn parse_cpus(flag: &str, s: &str) -> Result<Vec<usize>> {
+    let ncpu = tpslab_net::online_cpus();
+    if s == "all" {
+        return Ok((0..ncpu).collect());
+    }
+    let v = tpslab_proc::pid::parse_cpu_list(s).map_err(|e| anyhow!("{flag} \"{s}\": {e}"))?;
+    if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
+        bail!(
+            "{flag} \"{s}\": CPU {c} does not exist; allowed 0..={} or all",
+            ncpu - 1
+        );
+    }
+    Ok(v)
+}
+
+/// The load plan from `load`'s flags; `threads_flag` names the generator-threads flag of
+/// the calling command (`--threads` for `load`, `--load-threads` for `run`).
+pub(crate) fn load_config(
+    f: &LoadFlags,
+    threads: usize,
+    threads_flag: &str,
+    target: SocketAddr,
+) -> Result<LoadConfig> {
+    let given = match f.rate.as_deref() {
+        None => None,
+        Some(r) => Some(units::parse_pps("--rate", r)?),
+    };
+    let rate = match (f.burst_interval, given) {
+        (Some(iv), given) => {
+            if iv.is_zero() {
+                bail!("--burst-interval 0: allowed a positive duration, e.g. 50ms");
+            }
+            let implied = f.burst as f64 / iv.as_secs_f64();
+            if !implied.is_finite() || implied > limits::MAX_RATE_PPS {
+                bail!(
+                    "--burst {} --burst-interval {}: {implied:.0} pps mean; allowed up to {:.0} pps",
+                    f.burst,
+                    humantime::format_duration(iv),
+                    limits::MAX_RATE_PPS
+                );
+            }
+            // A --rate that disagrees with what the bursts imply would be silently replaced.
+            // Within half a datagram per second: --rate 3333 agrees with 100 per 30ms.
+            if let Some(r) = given.filter(|r| (r - implied).abs() > 0.5f64.max(1e-6 * implied)) {
+                bail!(
+                    "--rate {} disagrees with --burst {} --burst-interval {} ({} pps mean); give --rate with --burst, or --burst with --burst-interval",
+                    if r.is_infinite() { "max".to_string() } else { format!("{r}") },
+                    f.burst,
+                    humantime::format_duration(iv),
+                    if implied.fract() == 0.0 {
+                        format!("{implied:.0}")
+                    } else {
+                        format!("{implied:.3}")
+                    }
+                );
+            }
+            implied
+        }
+        (None, Some(r)) => r,
+        (None, None) => 10_000.0,
+    };
+    let payload = match &f.payload_file {
+        None => None,
+        Some(p) => Some(read_payload_file(p)?),
+    };
+    let seq_field = match (&f.seq_field, &payload) {
+        (None, _) => None,
+        (Some(s), Some(p)) => Some(units::parse_seq_field("--seq-field", s, p.len())?),
+        // Refused by the validation below, naming both flags.
+        (Some(_), None) => Some((0, 1)),
+    };
+    let run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
+    let cpus = match &f.load_cpus {
+        None => vec![],
+        Some(s) => parse_cpus("--load-cpus", s)?,
+    };
+    let cfg = LoadConfig {
+        target,
+        rate_pps: rate,
+        size_bytes: f.size,
+        duration: f.duration,
+        warmup: f.warmup,
+        burst: f.burst,
+        threads,
+        payload,
+        seq_field,
+        expect_replies: !f.no_replies,
+        drain: f.drain,
+        run_id,
+        cpus,
+        gso: f.gso,
+    };
+    cfg.validate().map_err(|e| {
+        e.relabel(|l| match l {
+            "--load-threads" => threads_flag.to_string(),
+            l => l.to_string(),
+        })
+    })?;
+    Ok(cfg)
+}
+
+/// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
+/// of 1..=65507 bytes (the largest UDP payload), read with that cap.
+pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "--payload-file {}: not a regular file; allowed a file of 1..={MAX_UDP_PAYLOAD} bytes",
+            p.display()
+        );
+    }
+    let f = std::fs::File::open(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(f, MAX_UDP_PAYLOAD as u64 + 1),
+        &mut bytes,
+    )
+    .map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
+    if bytes.is_empty() || bytes.len() > MAX_UDP_PAYLOAD {
+        bail!(
+            "--payload-file {}: {} bytes; allowed 1..={MAX_UDP_PAYLOAD}",
+            p.display(),
+            if bytes.len() > MAX_UDP_PAYLOAD {
+                format!("more than {MAX_UDP_PAYLOAD}")
+            } else {
+                "0".to_string()
+            }
+        );
+    }
+    Ok(bytes)
+}
+
+/// Checks a sampling `--interval` against [`limits::SAMPLE_INTERVAL`].
+pub(crate) fn check_interval(iv: Duration) -> Result<()> {
+    limits::SAMPLE_INTERVAL.check("--interval", iv)?;
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Output and process helpers every command uses: output paths checked before a run,
+//! JSON written to a file or standard output, the terminal report, signals, targets.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use tpslab_analysis::record::Record;
+
+pub(crate) use tpslab_plan::limits::MAX_UDP_PAYLOAD;
+
+/// SIGINT, SIGTERM and SIGHUP set the returned flag (the run ends early, its record is
+/// written, host settings are restored); a second signal restores host settings at once
+/// and exits with 130.
+pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let f = flag.clone();
+    std::thread::Builder::new()
+        .name("tpslab-signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if f.swap(true, Relaxed) {
+                    let r = tpslab_engine::guard::restore_now();
+                    for (k, v) in r.restored {
+                        eprintln!("tpslab: restored {k}={v}");
+                    }
+                    std::process::exit(130);
+                }
+                eprintln!("tpslab: stopping (the record is still written; again to quit at once)");
+            }
+        })?;
+    Ok(flag)
+}
+
+pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
+    let mut addrs = target
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("target \"{target}\": {e}; allowed HOST:PORT, e.g. 127.0.0.1:9000"))?;
+    let addr = addrs
+        .next()
+        .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))?;
+    if addr.port() == 0 {
+        bail!("target \"{target}\": port 0 is not a port a server listens on; allowed 1..=65535");
+    }
+    Ok(addr)
+}
+
+pub(crate) fn check_pid(pid: u32) -> Result<()> {
+    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        bail!("--pid {pid}: no such process");
+    }
+    Ok(())
+}
+
+/// Whether an output path means standard output.
+pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Checks before a run that `flag`'s output file can be written, so no result is lost at
+/// the end: its folder exists and the file can be created (a file created by the check is
+/// removed again). `-` (standard output) only where `stdout_ok`.
+pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> Result<()> {
+    if is_stdout(p) {
+        if stdout_ok {
+            return Ok(());
+        }
+        bail!("{flag} -: standard output is taken by the report here; give a file");
+    }
+    if p.is_dir() {
+        bail!("{flag} {}: a folder; give a file name", p.display());
+    }
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!(
+                "{flag} {}: folder {} does not exist",
+                p.display(),
+                dir.display()
+            );
+        }
+    }
+    match std::fs::symlink_metadata(p) {
+        // A symlink, FIFO or device: opening it to test could create a link's target or
+        // hand a pipe's reader an early end of file; the write at the end will tell.
+        Ok(m) if !m.file_type().is_file() => Ok(()),
+        // An existing file: writable? (not truncated by the check)
+        Ok(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .map(|_| ())
+            .map_err(|e| anyhow!("{flag} {}: {e}", p.display())),
+        // A new file: created only by the check itself (never someone else's), removed.
+        Err(_) => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .map_err(|e| anyhow!("{flag} {}: {e}", p.display()))?;
+            let _ = std::fs::remove_file(p);
+            Ok(())
+        }
+    }
+}
+
+/// Writes JSON to `path` (`-`: standard output).
+pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
+    if is_stdout(path) {
+        let out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(out, value).context("writing JSON to standard output")?;
+        println!();
+        return Ok(());
+    }
+    let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut w, value)
+        .map_err(std::io::Error::from)
+        .and_then(|_| std::io::Write::write_all(&mut w, b"\n"))
+        .and_then(|_| std::io::Write::flush(&mut w))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Prints a record's terminal report on standard output.
+pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    tpslab_report::term::record(&mut out, rec, explain)
+        .context("writing the report to standard output")
+}

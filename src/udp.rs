@@ -1,0 +1,356 @@
+//! The UDP commands: `serve udp`, `load udp`, `run udp` and `watch`, each a validated
+//! plan, the engine, one record, its report.
+
+use crate::flags::{
+    check_interval, gate_exit, load_config, server_config, GateFlags, LoadFlags, OutputFlags,
+    ServerFlags,
+};
+use crate::out::{
+    check_output, check_pid, install_signals, is_stdout, print_report, resolve, write_json,
+};
+use anyhow::{bail, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+use tpslab_analysis::gate;
+use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_engine::lab::{run_udp, UdpRunPlan};
+use tpslab_engine::observe::{Observer, ObserverConfig};
+use tpslab_engine::server::{Mode, UdpServer};
+
+/// Schema of `serve udp --json` (the server's counts; not yet a record kind).
+const SERVE_SCHEMA: &str = "tpslab.serve/1";
+
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerFlags,
+    /// Stop after this long (default: until Ctrl-C/SIGTERM).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Write the server's counts (JSON) to FILE on exit.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LoadUdpArgs {
+    /// Server address, HOST:PORT.
+    pub(crate) target: String,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Sender threads (one socket each).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// PID of the server process: its network namespace, sockets and threads are watched,
+    /// and (root, kernel 6.4+) the UDP datagrams its threads read and send are counted
+    /// exactly, whatever else uses UDP on the host.
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    #[command(flatten)]
+    pub(crate) out: OutputFlags,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RunUdpArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerFlags,
+    #[command(flatten)]
+    pub(crate) load: LoadFlags,
+    /// Generator sender threads (one socket each); --threads is the server's.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) load_threads: usize,
+    #[command(flatten)]
+    pub(crate) out: OutputFlags,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WatchArgs {
+    /// Process whose sockets (UDP and TCP, found through its descriptors), threads and
+    /// namespace to watch; its threads' UDP reads and sends are counted (root).
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// Local UDP port of the socket(s) to watch.
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
+    /// How long to watch.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub(crate) duration: Duration,
+    /// Sampling interval (1ms..=60s).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
+    /// Write the observations (JSON run record) to FILE.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Show the source counter of every figure.
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+/// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
+pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let cfg = server_config(&a.server)?;
+    if let Some(p) = &a.json {
+        check_output("--json", p, false)?;
+    }
+    let stop = install_signals()?;
+    let srv = UdpServer::start(cfg)?;
+    println!(
+        "tpslab serve udp: listening on {} ({} thread(s), batch {}, SO_RCVBUF granted {} bytes)",
+        srv.local_addr(),
+        a.server.threads,
+        a.server.batch,
+        srv.report().rcvbuf_granted_bytes
+    );
+    let t0 = std::time::Instant::now();
+    while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rep = srv.stop();
+    if let Some(p) = &a.json {
+        write_json(
+            p,
+            &serde_json::json!({ "schema": SERVE_SCHEMA, "server": rep, "elapsed_s": t0.elapsed().as_secs_f64(), "interrupted": stop.load(Relaxed) }),
+        )?;
+    }
+    tpslab_report::term::print_server(
+        &mut std::io::stdout().lock(),
+        &rep,
+        t0.elapsed().as_secs_f64(),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tpslab load udp`: open-loop load against any UDP server, observed and accounted.
+pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
+    let target = resolve(&a.target)?;
+    let load = load_config(&a.load, a.threads, "--threads", target)?;
+    check_interval(a.out.interval)?;
+    a.out.gate.conditions(gate::applies::UDP_RUN)?;
+    if let Some(p) = &a.out.json {
+        check_output("--json", p, true)?;
+    }
+    if let Some(pid) = a.pid {
+        check_pid(pid)?;
+    }
+    let stop = install_signals()?;
+    let rec = run_udp(
+        UdpRunPlan {
+            server: None,
+            load,
+            interval: a.out.interval,
+            target_pid: a.pid,
+            watch_port: None,
+        },
+        &stop,
+    )?;
+    finish_record(rec, &a.out)
+}
+
+/// `tpslab run udp`: the reference server and the load in one process: the exact ledger.
+pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
+    let mut srv = server_config(&a.server)?;
+    if a.load.no_replies {
+        srv.mode = Mode::Sink;
+    }
+    let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
+    check_interval(a.out.interval)?;
+    a.out.gate.conditions(gate::applies::UDP_RUN)?;
+    if let Some(p) = &a.out.json {
+        check_output("--json", p, true)?;
+    }
+    let stop = install_signals()?;
+    let rec = run_udp(
+        UdpRunPlan {
+            server: Some(srv),
+            load,
+            interval: a.out.interval,
+            target_pid: None,
+            watch_port: None,
+        },
+        &stop,
+    )?;
+    finish_record(rec, &a.out)
+}
+
+/// `tpslab watch`: the observer alone, on a process or a port.
+pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
+    check_interval(a.interval)?;
+    if let Some(p) = &a.json {
+        check_output("--json", p, true)?;
+    }
+    if let Some(pid) = a.pid {
+        check_pid(pid)?;
+    }
+    if a.pid.is_none() && a.port.is_none() {
+        bail!("watch needs --pid PID or --port PORT");
+    }
+    let stop = install_signals()?;
+    let t0 = tpslab_net::mono_ns();
+    // A process's sockets are found by the inodes of its open descriptors
+    // (narrowed to --port when both are given).
+    let net_root = a.pid.map_or(PathBuf::from("/proc/self"), |p| {
+        PathBuf::from(format!("/proc/{p}"))
+    });
+    let (udp_inodes, tcp_inodes) = match a.pid {
+        Some(pid) => process_sockets(pid, &net_root, a.port)?,
+        None => (vec![], vec![]),
+    };
+    let obs = Observer::start(ObserverConfig {
+        interval: a.interval,
+        net_root: net_root.clone(),
+        target_inodes: udp_inodes.clone(),
+        target_port: a.port,
+        target_addr: None,
+        gen_inodes: vec![],
+        gen_root: PathBuf::from("/proc/self"),
+        target_pid: a.pid,
+        target_tids: vec![],
+        count_io: a.pid.map(|pid| (tpslab_proc::live::task_ids(pid), true)),
+        tcp_inodes: tcp_inodes.clone(),
+        read_probe: None,
+    });
+    if let Some(pid) = a.pid {
+        let line = format!(
+            "tpslab watch: process {pid}: following {} UDP socket(s) and {} TCP socket(s){}",
+            udp_inodes.len(),
+            tcp_inodes.len(),
+            a.port.map_or(String::new(), |p| format!(" on port {p}"))
+        );
+        // Standard output may carry the JSON record alone.
+        if a.json.as_deref().is_some_and(is_stdout) {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    let end = t0 + a.duration.as_nanos() as u64;
+    while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
+        std::thread::sleep(Duration::from_millis(100).min(Duration::from_nanos(
+            end.saturating_sub(tpslab_net::mono_ns()),
+        )));
+    }
+    let rep = obs.stop();
+    // An empty observation is said, not shown as zeros that look real.
+    let mut notes = vec![];
+    let udp_found = rep.deltas.get("server_sockets_found").copied().unwrap_or(0);
+    let tcp_found = rep.deltas.get("tcp_sockets_found").copied().unwrap_or(0);
+    if udp_found == 0 && tcp_found == 0 {
+        notes.push(match (a.pid, a.port) {
+            (Some(pid), Some(port)) => format!(
+                "NO SOCKET FOUND: process {pid} has no UDP or TCP socket on port {port}; the socket figures above are not observations"
+            ),
+            (Some(pid), None) => format!(
+                "NO SOCKET FOUND: process {pid} has no UDP or TCP socket; the socket figures above are not observations"
+            ),
+            (None, Some(port)) => format!(
+                "NO SOCKET FOUND: no UDP socket on port {port} in this network namespace (pass --pid PID for a server in another one); the socket figures above are not observations"
+            ),
+            (None, None) => unreachable!("checked above"),
+        });
+    }
+    let rec = RunRecord {
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        argv: std::env::args().collect(),
+        elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
+        interrupted: stop.load(Relaxed),
+        plan: Some(tpslab_plan::udp::RunPlan::Watch(
+            tpslab_plan::udp::WatchPlan {
+                pid: a.pid,
+                port: a.port,
+                interval: a.interval,
+                duration: a.duration,
+            },
+        )),
+        environment: tpslab_engine::env::environment(),
+        observer: Some(rep),
+        notes,
+        ..Default::default()
+    };
+    finish_record_as(
+        rec,
+        &OutputFlags {
+            interval: a.interval,
+            json: a.json,
+            explain: a.explain,
+            gate: GateFlags::default(),
+        },
+        true,
+    )
+}
+
+/// Writes and prints a run record; the exit code follows `out.gate` (for `watch`, ended
+/// by Ctrl-C as a matter of course, `interrupt_is_normal` keeps it 0).
+fn finish_record(rec: RunRecord, out: &OutputFlags) -> Result<ExitCode> {
+    finish_record_as(rec, out, false)
+}
+
+fn finish_record_as(
+    rec: RunRecord,
+    out: &OutputFlags,
+    interrupt_is_normal: bool,
+) -> Result<ExitCode> {
+    let exit = |rec: &RunRecord| {
+        if interrupt_is_normal && rec.interrupted {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            gate_exit(rec, &out.gate)
+        }
+    };
+    let watch = rec
+        .plan
+        .as_ref()
+        .is_some_and(|p| matches!(p, tpslab_plan::udp::RunPlan::Watch(_)));
+    let record = Record::new(if watch {
+        Body::Watch(rec)
+    } else {
+        Body::UdpRun(rec)
+    });
+    let (Body::UdpRun(rec) | Body::Watch(rec)) = &record.body else {
+        unreachable!("made as a run above")
+    };
+    // Write the record first: it is never lost, even if printing fails.
+    if let Some(p) = &out.json {
+        write_json(p, &record)?;
+        if is_stdout(p) {
+            // Standard output carries the record alone.
+            return exit(rec);
+        }
+    }
+    print_report(&record, out.explain)?;
+    if let Some(p) = &out.json {
+        println!("record written to {}", p.display());
+    }
+    exit(rec)
+}
+
+/// The UDP and TCP socket inodes process `pid` holds open (from /proc/PID/fd, matched in
+/// its namespace's /proc/PID/net/{udp,udp6,tcp,tcp6}), only those on local `port` when
+/// given. Errors when its descriptors cannot be read (another user's process, not root).
+fn process_sockets(
+    pid: u32,
+    net_root: &std::path::Path,
+    port: Option<u16>,
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    if std::fs::read_dir(format!("/proc/{pid}/fd")).is_err() {
+        bail!("--pid {pid}: cannot read /proc/{pid}/fd to find its sockets (run as root or as its user)");
+    }
+    let fds = tpslab_proc::live::socket_inodes(pid);
+    let on_port = |s: &tpslab_proc::UdpSocket| port.is_none_or(|p| s.local.port() == p);
+    let mut udp = tpslab_proc::live::udp(net_root).unwrap_or_default();
+    udp.extend(tpslab_proc::live::udp6(net_root).unwrap_or_default());
+    let udp: Vec<u64> = udp
+        .iter()
+        .filter(|s| fds.binary_search(&s.inode).is_ok() && on_port(s))
+        .map(|s| s.inode)
+        .collect();
+    let tcp: Vec<u64> = tpslab_proc::live::tcp(net_root)
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| fds.binary_search(&s.inode).is_ok() && on_port(s))
+        .map(|s| s.inode)
+        .collect();
+    Ok((udp, tcp))
+}

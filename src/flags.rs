@@ -40,9 +40,12 @@ pub(crate) struct ServerFlags {
     /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
     #[arg(long, value_enum, default_value = "replace")]
     pub(crate) mode: ModeArg,
-    /// Extra busy work per datagram, ns (a slower application).
-    #[arg(long, default_value_t = 0)]
-    pub(crate) work_ns: u64,
+    /// Extra busy work per datagram, e.g. 20us (a slower application).
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "work_ns")]
+    pub(crate) work: Option<Duration>,
+    /// The same in plain nanoseconds, or a duration (the previous name).
+    #[arg(long, hide = true, value_parser = duration_or_ns)]
+    pub(crate) work_ns: Option<Duration>,
     /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
     #[arg(long)]
     pub(crate) cpus: Option<String>,
@@ -184,7 +187,7 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
             ModeArg::Echo => Mode::Echo,
             ModeArg::Sink => Mode::Sink,
         },
-        work_ns: f.work_ns,
+        work_ns: work_ns(f.work, f.work_ns)?,
         cpus,
         sched,
         busy_poll_us: f.busy_poll,
@@ -192,6 +195,28 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// The value of a hidden `--X-ns` flag (the previous names of `--work` and `--serial`):
+/// plain nanoseconds (`20000`) or a duration (`20us`).
+pub(crate) fn duration_or_ns(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) => Ok(Duration::from_nanos(n)),
+        Err(_) => humantime::parse_duration(s)
+            .map_err(|e| format!("{e}; allowed nanoseconds (20000) or a duration (20us)")),
+    }
+}
+
+/// `--work` (or its previous name `--work-ns`; clap refuses both together), ns.
+pub(crate) fn work_ns(d: Option<Duration>, old: Option<Duration>) -> Result<u64> {
+    let d = d.or(old).unwrap_or_default();
+    u64::try_from(d.as_nanos()).map_err(|_| {
+        anyhow!(
+            "--work {}: allowed {}",
+            humantime::format_duration(d),
+            limits::WORK_NS.allowed()
+        )
+    })
 }
 
 /// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.

@@ -170,9 +170,9 @@ fn start_builtin(a: &RampArgs, steps: usize) -> Result<(ChildServer, std::net::S
     let exe = std::env::current_exe().context("finding tpslab's own executable")?;
     let mut c = Command::new(exe);
     c.args(["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"])
-        .arg("--work-ns")
+        .arg("--work")
         .arg(humantime::format_duration(a.server_work).to_string())
-        .arg("--serial-ns")
+        .arg("--serial")
         .arg(humantime::format_duration(a.server_serial).to_string());
     if a.serialize {
         c.arg("--serialize");

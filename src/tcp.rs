@@ -115,14 +115,20 @@ pub(crate) struct ServeTcpArgs {
     #[arg(long)]
     sndbuf: Option<String>,
     /// Echo/replace: CPU work per request (busy loop, in parallel), e.g. 200us.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
-    work_ns: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "work_ns")]
+    work: Option<Duration>,
+    /// The same in plain nanoseconds, or a duration (the previous name).
+    #[arg(long, hide = true, value_parser = crate::flags::duration_or_ns)]
+    work_ns: Option<Duration>,
     /// Echo/replace: waiting per request (a sleep, like a round trip to a database),
     /// e.g. 10ms; under one process-wide lock with --serialize.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
-    serial_ns: Duration,
-    /// Echo/replace: run the --serial-ns part of every request under one global lock
-    /// (S3's SELECT ... FOR UPDATE in miniature): TPS cannot pass 1 / serial-ns.
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "serial_ns")]
+    serial: Option<Duration>,
+    /// The same in plain nanoseconds, or a duration (the previous name).
+    #[arg(long, hide = true, value_parser = crate::flags::duration_or_ns)]
+    serial_ns: Option<Duration>,
+    /// Echo/replace: run the --serial part of every request under one global lock
+    /// (S3's SELECT ... FOR UPDATE in miniature): TPS cannot pass 1 / serial.
     #[arg(long)]
     serialize: bool,
     /// Echo/replace: 0 = one thread per connection; N = N worker threads sharing all
@@ -184,8 +190,14 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         bail!("--sndbuf applies to --mode source");
     }
     for (flag, set) in [
-        ("--work-ns", !a.work_ns.is_zero()),
-        ("--serial-ns", !a.serial_ns.is_zero()),
+        (
+            "--work",
+            !a.work.or(a.work_ns).unwrap_or_default().is_zero(),
+        ),
+        (
+            "--serial",
+            !a.serial.or(a.serial_ns).unwrap_or_default().is_zero(),
+        ),
         ("--serialize", a.serialize),
         ("--threads", a.threads != 0),
     ] {
@@ -241,15 +253,15 @@ fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
     if a.rcvbuf.is_some() {
         bail!("--rcvbuf applies to --mode sink");
     }
-    for (flag, d) in [("--work-ns", a.work_ns), ("--serial-ns", a.serial_ns)] {
+    let work = a.work.or(a.work_ns).unwrap_or_default();
+    let serial = a.serial.or(a.serial_ns).unwrap_or_default();
+    for (flag, d) in [("--work", work), ("--serial", serial)] {
         if d > Duration::from_secs(10) {
             bail!("{flag} {}: allowed 0 to 10s", humantime::format_duration(d));
         }
     }
-    if a.serialize && a.serial_ns.is_zero() {
-        bail!(
-            "--serialize needs --serial-ns DURATION (the part of each request run under the lock)"
-        );
+    if a.serialize && serial.is_zero() {
+        bail!("--serialize needs --serial DURATION (the part of each request run under the lock)");
     }
     let cfg = RrConfig {
         listen,
@@ -258,8 +270,8 @@ fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
         } else {
             RrMode::Replace
         },
-        work_ns: a.work_ns.as_nanos() as u64,
-        serial_ns: a.serial_ns.as_nanos() as u64,
+        work_ns: work.as_nanos() as u64,
+        serial_ns: serial.as_nanos() as u64,
         serialize: a.serialize,
         threads: a.threads,
     };
@@ -275,8 +287,8 @@ fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
         "tpslab serve tcp: {:?} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); {}",
         a.mode,
         srv.local_addr(),
-        a.work_ns,
-        a.serial_ns,
+        work,
+        serial,
         if a.serialize { " under one global lock" } else { "" },
         if a.threads == 0 {
             "thread per connection".to_string()

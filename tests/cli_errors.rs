@@ -451,11 +451,11 @@ fn ramp_bad_values_name_the_flag() {
         ),
         (
             &["serve", "tcp", "--mode", "echo", "--serialize"][..],
-            "--serialize needs --serial-ns",
+            "--serialize needs --serial DURATION",
         ),
         (
-            &["serve", "tcp", "--serial-ns", "1ms"][..],
-            "--serial-ns applies to --mode echo or replace",
+            &["serve", "tcp", "--serial", "1ms"][..],
+            "--serial applies to --mode echo or replace",
         ),
     ] {
         let out = tpslab(args);
@@ -991,4 +991,54 @@ fn report_of_an_unreadable_record_names_the_file_and_what_is_read() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "partial output before the error");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn duration_flags_are_named_without_a_unit_and_keep_their_old_names() {
+    // The value says its unit: a bare number under --work is refused...
+    let out = tpslab(&["serve", "udp", "--work", "200000"]);
+    assert_clap_error(&out, "--work");
+    // ...the previous name takes plain nanoseconds (or a duration), never both names.
+    let out = tpslab(&["serve", "udp", "--work", "20us", "--work-ns", "20000"]);
+    assert_clap_error(&out, "--work");
+    let out = tpslab(&[
+        "serve",
+        "tcp",
+        "--mode",
+        "echo",
+        "--serial",
+        "1ms",
+        "--serial-ns",
+        "1000000",
+    ]);
+    assert_clap_error(&out, "--serial");
+    if !is_root() {
+        common::skip(
+            "duration_flags_are_named_without_a_unit_and_keep_their_old_names",
+            "the runs need root for a private namespace",
+        );
+        return;
+    }
+    for work in [
+        ["--work", "20us"],
+        ["--work-ns", "20000"],
+        ["--work-ns", "20us"],
+    ] {
+        let mut args = vec![
+            "run",
+            "udp",
+            "--rate",
+            "1000",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0s",
+        ];
+        args.extend(work);
+        args.extend(["--json", "-"]);
+        let out = tpslab(&args);
+        assert_eq!(out.status.code(), Some(0), "{work:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a record");
+        assert_eq!(v["server"]["work_ns"], 20000, "{work:?}");
+    }
 }

@@ -214,7 +214,7 @@ pub(crate) fn work_ns(d: Option<Duration>, old: Option<Duration>) -> Result<u64>
         anyhow!(
             "--work {}: allowed {}",
             humantime::format_duration(d),
-            limits::WORK_NS.allowed()
+            limits::WORK.allowed()
         )
     })
 }

@@ -103,13 +103,6 @@ pub const RCVBUF_BYTES: Limit = Limit {
     unit: "bytes",
 };
 
-/// Busy work per datagram, ns (up to one second).
-pub const WORK_NS: Limit = Limit {
-    min: 0,
-    max: 1_000_000_000,
-    unit: "ns",
-};
-
 /// SO_BUSY_POLL, microseconds (up to one second).
 pub const BUSY_POLL_US: Limit = Limit {
     min: 0,
@@ -161,6 +154,12 @@ pub const REPEAT: Limit = Limit {
     min: 1,
     max: 100,
     unit: "",
+};
+
+/// Busy work per datagram of the reference server (`--work`).
+pub const WORK: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(1),
 };
 
 /// Measurement window of an open-loop load.

@@ -220,14 +220,14 @@ pub struct WatchPlan {
 
 impl ServerConfig {
     /// Checks every setting against [`crate::limits`]; errors are labelled with the
-    /// command-line flag (`--threads`, `--batch`, `--rcvbuf`, `--work-ns`, `--busy-poll`).
+    /// command-line flag (`--threads`, `--batch`, `--rcvbuf`, `--work`, `--busy-poll`).
     pub fn validate(&self) -> Result<(), PlanError> {
         SERVER_THREADS.check("--threads", self.threads as u64)?;
         BATCH.check("--batch", self.batch as u64)?;
         if let Some(b) = self.rcvbuf {
             RCVBUF_BYTES.check("--rcvbuf", b)?;
         }
-        WORK_NS.check("--work-ns", self.work_ns)?;
+        WORK.check("--work", Duration::from_nanos(self.work_ns))?;
         if let Some(us) = self.busy_poll_us {
             BUSY_POLL_US.check("--busy-poll", us as u64)?;
         }
@@ -475,7 +475,7 @@ mod tests {
                     work_ns: 2_000_000_000,
                     ..s()
                 },
-                "--work-ns 2000000000: allowed 0..=1000000000 ns",
+                "--work 2s: allowed 0s..=1s",
             ),
             (
                 ServerConfig {

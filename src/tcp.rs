@@ -582,7 +582,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     let port: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 5001));
     let lab = |snd: Option<u64>, rcv: Option<u64>| -> Result<LabRecord> {
         tcpflow::run_lab_flow(link, rcv, plan(port, snd), &stop).map_err(|e| {
-            if e.to_string().contains("Operation not permitted") {
+            if e.io_kind() == Some(std::io::ErrorKind::PermissionDenied) {
                 anyhow!("tcp --lab-rtt needs root (network namespaces and TUN devices): {e}")
             } else {
                 anyhow!("{e}")

@@ -112,19 +112,19 @@ fn boot_id() -> String {
 fn try_lock() -> Result<Option<File>, EngineError> {
     let dir = state_dir();
     std::fs::create_dir_all(&dir)
-        .map_err(|e| EngineError::Other(format!("create {}: {e}", dir.display())))?;
+        .map_err(|e| EngineError::os(format!("create {}", dir.display()), e))?;
     let path = dir.join("lock");
     let f = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|e| EngineError::Other(format!("open {}: {e}", path.display())))?;
+        .map_err(|e| EngineError::os(format!("open {}", path.display()), e))?;
     match f.try_lock() {
         Ok(()) => Ok(Some(f)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => {
-            Err(EngineError::Other(format!("lock {}: {e}", path.display())))
+            Err(EngineError::os(format!("lock {}", path.display()), e))
         }
     }
 }
@@ -266,8 +266,7 @@ impl HostGuard {
             f.sync_all()?;
             std::fs::rename(&tmp, &path)
         };
-        write()
-            .map_err(|e| EngineError::Other(format!("write journal {}: {e}", path.display())))?;
+        write().map_err(|e| EngineError::os(format!("write journal {}", path.display()), e))?;
         *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(j.clone());
         let guard = HostGuard { _lock: lock };
         for (i, c) in j.changes.iter().enumerate() {

@@ -156,7 +156,7 @@ impl Link {
                 tun::config_p2p(name, local, peer, config.mtu, 1000)?;
                 Ok(t)
             })
-            .map_err(|e| EngineError::Other(format!("entering a namespace for {name}: {e}")))?
+            .map_err(|e| EngineError::os(format!("entering a namespace for {name}"), e))?
         };
         let ta = Arc::new(make(a, "tpsl-a", ADDR_A, ADDR_B)?);
         let tb = Arc::new(make(b, "tpsl-b", ADDR_B, ADDR_A)?);
@@ -177,7 +177,7 @@ impl Link {
                     for h in threads {
                         let _ = h.join();
                     }
-                    return Err(EngineError::Other(format!("spawning the link thread: {e}")));
+                    return Err(EngineError::os("spawning the link thread", e));
                 }
             }
         }

@@ -37,7 +37,7 @@ pub fn probe_truesize(size: usize, rcvbuf: Option<u64>) -> Result<TruesizeProbe,
     let send = |n: usize| -> Result<(), EngineError> {
         for _ in 0..n {
             tx.send(&buf)
-                .map_err(|e| EngineError::Other(format!("probe send: {e}")))?;
+                .map_err(|e| EngineError::os("probe send", e))?;
         }
         Ok(())
     };

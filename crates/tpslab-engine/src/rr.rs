@@ -220,7 +220,7 @@ impl RrServer {
                     let _ = h.join();
                 }
             })
-            .map_err(|e| EngineError::Other(format!("spawning the accept thread: {e}")))?;
+            .map_err(|e| EngineError::os("spawning the accept thread", e))?;
         Ok(RrServer {
             addr,
             stop,

@@ -157,7 +157,7 @@ impl UdpServer {
                         serve_loop(&cfg, &sock, &counters[idx], &stop);
                     }
                 })
-                .map_err(|e| EngineError::Other(format!("spawn server thread: {e}")))?;
+                .map_err(|e| EngineError::os("spawn server thread", e))?;
             threads.push(h);
         }
         drop(ready_tx);

@@ -76,7 +76,7 @@ impl SinkServer {
         let accept = std::thread::Builder::new()
             .name("tcp-sink-accept".into())
             .spawn(move || accept_loop(l, cfg.source, &st, &by, &co))
-            .map_err(|e| EngineError::Other(format!("spawning the accept thread: {e}")))?;
+            .map_err(|e| EngineError::os("spawning the accept thread", e))?;
         Ok(SinkServer {
             addr,
             stop,
@@ -386,8 +386,7 @@ pub fn run_lab_flow(
 ) -> Result<LabRecord, EngineError> {
     use tpslab_net::ns::NetNs;
     let ns = |w: &str| {
-        NetNs::create()
-            .map_err(|e| EngineError::Other(format!("creating network namespace {w}: {e}")))
+        NetNs::create().map_err(|e| EngineError::os(format!("creating network namespace {w}"), e))
     };
     let (a, b) = (ns("A (sender)")?, ns("B (sink)")?);
     let l = crate::link::Link::start(&a, &b, link)?;
@@ -402,7 +401,7 @@ pub fn run_lab_flow(
                 sndbuf: plan.reverse.then_some(sink_rcvbuf).flatten(),
             })
         })
-        .map_err(|e| EngineError::Other(format!("entering namespace B: {e}")))??;
+        .map_err(|e| EngineError::os("entering namespace B", e))??;
     let t = mono_ns();
     let stream = a
         .run(|| {
@@ -413,7 +412,7 @@ pub fn run_lab_flow(
                 Duration::from_secs(5),
             )
         })
-        .map_err(|e| EngineError::Other(format!("entering namespace A: {e}")))??;
+        .map_err(|e| EngineError::os("entering namespace A", e))??;
     let connect_ns = mono_ns() - t;
     let flow = run_flow(stream, plan, connect_ns, stop)?;
     let sink_rcvbuf_granted = sink.rcvbuf_granted;
@@ -493,11 +492,11 @@ pub fn watch_flows(
     let mut diag = match pid {
         Some(p) if !same_netns(p) => tpslab_net::ns::NetNs::open(&format!("/proc/{p}/ns/net"))
             .and_then(|ns| ns.run(UdpDiag::open))
-            .map_err(|e| EngineError::Other(format!("network namespace of PID {p}: {e}")))?
+            .map_err(|e| EngineError::os(format!("network namespace of PID {p}"), e))?
             .map_err(|e| {
                 EngineError::Other(format!("sock_diag in the namespace of PID {p}: {e}"))
             })?,
-        _ => UdpDiag::open().map_err(|e| EngineError::Other(format!("sock_diag: {e}")))?,
+        _ => UdpDiag::open().map_err(|e| EngineError::os("sock_diag", e))?,
     };
     let mut flows: Vec<WatchedFlow> = vec![];
     let t0 = mono_ns();
@@ -512,7 +511,7 @@ pub fn watch_flows(
         let now = mono_ns();
         let dump = diag
             .tcp_dump(1 << 1)
-            .map_err(|e| EngineError::Other(format!("sock_diag TCP dump: {e}")))?;
+            .map_err(|e| EngineError::os("sock_diag TCP dump", e))?;
         for f in dump {
             if inodes.as_ref().is_some_and(|set| !set.contains(&f.inode)) {
                 continue;

@@ -4,17 +4,19 @@ use crate::flags::{self, GateFlags, LoadFlags, ServerFlags};
 use crate::out;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_analysis::record::{Body, Meta, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{
-    analyse, cells, run_order, Cell, Design, Factor, Objective, RunMetrics, SweepResult,
+    analyse, cells, run_order, Cell, Design, Factor, Objective, RunMetrics,
 };
+use tpslab_analysis::sweep::{SweepPlan as Plan, SweepRun};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
@@ -59,7 +61,8 @@ pub(crate) struct SweepArgs {
     /// Seed of the run order (default: from the clock; kept in the plan).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
-    /// Write the analysis (JSON) to FILE.
+    /// Write the record (JSON, schema tpslab.record/2, kind sweep: the plan, every run's
+    /// figures, the statistics) to FILE.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
     /// Write one CSV row per run to FILE.
@@ -81,24 +84,6 @@ pub(crate) struct SweepArgs {
 
 /// Schema of the sweep plan and analysis.
 pub const SCHEMA: &str = "tpslab.sweep/1";
-
-/// Everything needed to (re)run the sweep, saved as `plan.json` in the output folder.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Plan {
-    schema: String,
-    factors: Vec<Factor>,
-    design: Design,
-    repeat: usize,
-    seed: u64,
-    objective: Objective,
-    server: ServerConfig,
-    load: LoadConfig,
-    interval_ms: f64,
-    scenario: Option<String>,
-    /// The user's server: a shell command with {port} (None: tpslab's server).
-    #[serde(default)]
-    server_cmd: Option<String>,
-}
 
 const FACTORS: &[&str] = &[
     "rcvbuf",
@@ -621,16 +606,13 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
     let stop = out::install_signals()?;
-    let est_run_s = (plan.load.warmup + plan.load.duration).as_secs_f64() + 1.0;
-    println!(
-        "tpslab sweep: {} cells x {} runs, {:?} design, random order (seed {}), about {:.0} s; records in {}",
-        cells.len(),
-        plan.repeat,
-        plan.design,
-        plan.seed,
-        est_run_s * order.len() as f64,
-        a.out.display()
-    );
+    let env = tpslab_engine::env::environment();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let t0 = tpslab_net::mono_ns();
+    let out_dir = a.out.display().to_string();
+    tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;
     let pb = indicatif::ProgressBar::new(order.len() as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, ETA {eta} {msg}")
@@ -724,16 +706,43 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = &a.csv {
         write_csv(p, &plan, &runs)?;
     }
+    let interrupted = stop.load(Relaxed);
+    let meta = Meta::new(
+        &env,
+        started,
+        (tpslab_net::mono_ns() - t0) as f64 / 1e9,
+        interrupted,
+    );
+    let rec = Record::with_meta(
+        meta,
+        Body::Sweep(SweepReport {
+            plan,
+            out: out_dir,
+            runs: runs
+                .iter()
+                .map(|(cell, rep, m, _)| SweepRun {
+                    cell: *cell,
+                    rep: *rep,
+                    metrics: m.clone(),
+                })
+                .collect(),
+            result,
+            notes,
+        }),
+    );
+    let Body::Sweep(r) = &rec.body else {
+        unreachable!("made as a sweep above")
+    };
     if let Some(p) = &a.json {
-        out::write_json(
-            p,
-            &serde_json::json!({"schema": SCHEMA, "plan": plan, "result": result, "notes": notes,
-                "runs": runs.iter().map(|(c, r, m, _)| serde_json::json!({"cell": c, "rep": r, "metrics": m})).collect::<Vec<_>>()}),
-        )?;
+        out::write_json(p, &rec)?;
     }
-    print_result(&plan, &result, &notes);
+    let mut stdout = std::io::stdout().lock();
+    tpslab_report::term::sweep_results(&mut stdout, r)?;
+    if let Some(p) = &a.json {
+        writeln!(stdout, "record written to {}", p.display())?;
+    }
     a.gate.exit(
-        &tpslab_analysis::sweep::outcome(&metrics, stop.load(Relaxed)),
+        &tpslab_analysis::sweep::outcome(&metrics, interrupted),
         applies::SWEEP,
     )
 }
@@ -771,74 +780,6 @@ fn write_csv(
         );
     }
     std::fs::write(path, s).with_context(|| format!("--csv {}", path.display()))
-}
-
-fn print_result(plan: &Plan, r: &SweepResult, notes: &[String]) {
-    use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
-    let mut t = Table::new();
-    t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        "cell",
-        "n",
-        "loss % (95 % CI)",
-        "TPS",
-        "rx_queue mean B",
-        "rx_queue stddev B",
-        "server CPU %",
-        "ctxt/s (system)",
-        "ctxt/s (server)",
-        "p99 RTT us",
-    ]);
-    let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| c.figures.get(k).copied();
-    for c in &r.cells {
-        let loss = e(c, "loss_pct").map_or("-".into(), |x| {
-            if x.ci_lo.is_nan() {
-                format!("{:.2} [-]", x.mean)
-            } else {
-                format!("{:.2} [{:.2}, {:.2}]", x.mean, x.ci_lo, x.ci_hi)
-            }
-        });
-        let pm =
-            |k: &str| e(c, k).map_or("-".into(), |x| format!("{:.0} ± {:.0}", x.mean, x.stddev));
-        t.add_row(vec![
-            format!(
-                "{}{}",
-                if c.cell.id == 0 { "* " } else { "" },
-                c.cell.label()
-            ),
-            e(c, "tps").map_or(0, |x| x.n).to_string(),
-            loss,
-            pm("tps"),
-            pm("rxq_mean_bytes"),
-            pm("rxq_stddev_bytes"),
-            pm("server_cpu_pct"),
-            pm("ctxt_per_s"),
-            pm("server_ctxt_per_s"),
-            pm("p99_us"),
-        ]);
-    }
-    println!("{t}");
-    println!("(* baseline; mean ± stddev over the runs; figures over the measurement window)");
-    println!(
-        "Effects against the baseline ({}):",
-        plan.objective.figure().0
-    );
-    for f in &r.findings {
-        println!("  - {f}");
-    }
-    if let Some(b) = r.best {
-        println!(
-            "Best cell for {}: {}",
-            plan.objective.figure().0,
-            r.cells[b].cell.label()
-        );
-    }
-    for w in &r.warnings {
-        println!("warning: {w}");
-    }
-    for n in notes {
-        println!("note: {n}");
-    }
 }
 
 #[cfg(test)]

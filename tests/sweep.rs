@@ -79,7 +79,9 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     .arg(&json);
     let o = run(c);
     assert!(o.status.success());
+    common::assert_report_reproduces(&json, &o.stdout);
     let r = record(&json);
+    assert_eq!(r["kind"], "sweep");
     let result = &r["result"];
     // OFAT: baseline + one cell per other level.
     assert_eq!(result["cells"].as_array().unwrap().len(), 5);

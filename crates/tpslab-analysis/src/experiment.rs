@@ -33,16 +33,22 @@ pub struct Estimate {
     /// Runs.
     pub n: usize,
     /// Mean.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub mean: f64,
     /// Sample standard deviation.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub stddev: f64,
     /// Smallest run.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub min: f64,
     /// Largest run.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub max: f64,
     /// 95 % confidence interval of the mean, lower bound (NaN when n < 2).
+    #[serde(deserialize_with = "crate::nan::de")]
     pub ci_lo: f64,
     /// Upper bound.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub ci_hi: f64,
 }
 
@@ -72,14 +78,18 @@ impl Estimate {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
     /// mean(setting) - mean(baseline).
+    #[serde(deserialize_with = "crate::nan::de")]
     pub diff: f64,
     /// The difference relative to the baseline mean, % (None when the baseline is 0).
     pub rel_pct: Option<f64>,
     /// 95 % confidence interval of the difference (Welch).
+    #[serde(deserialize_with = "crate::nan::de")]
     pub ci_lo: f64,
     /// Upper bound.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub ci_hi: f64,
     /// Welch-Satterthwaite degrees of freedom.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub df: f64,
     /// Cohen's d: the difference in pooled standard deviations (None when both are 0).
     pub cohen_d: Option<f64>,

@@ -9,6 +9,7 @@ pub mod buffer;
 pub mod experiment;
 pub mod gate;
 pub mod ledger;
+pub mod nan;
 pub mod ramp;
 pub mod record;
 pub mod runtime;

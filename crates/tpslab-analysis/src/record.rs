@@ -46,6 +46,24 @@ pub enum Body {
     Diagnose(DiagnoseRecord),
     /// `ramp`: closed-loop steps and their judgement.
     Ramp(RampReport),
+    /// `sweep`: the plan, every run's figures, the statistics.
+    Sweep(SweepReport),
+}
+
+/// A sweep: its plan, every run's figures and the analysis of them (a pure function of the
+/// plan and the runs: [`crate::sweep::analyse`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// The plan.
+    pub plan: crate::sweep::SweepPlan,
+    /// Where each run's own record was written.
+    pub out: String,
+    /// The runs, in the order they ran.
+    pub runs: Vec<crate::sweep::SweepRun>,
+    /// Estimates per cell, effects against the baseline, findings.
+    pub result: crate::sweep::SweepResult,
+    /// Notes for the reader (runs interrupted, skipped).
+    pub notes: Vec<String>,
 }
 
 /// A ramp's record and its judgement (stored for readers of the JSON; a pure function
@@ -141,6 +159,7 @@ impl Record {
                 interrupted: r.run.interrupted,
                 ..Meta::default()
             },
+            Body::Sweep(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -190,6 +209,7 @@ impl Record {
             Body::Watch(_) => "watch",
             Body::Diagnose(_) => "diagnose",
             Body::Ramp(_) => "ramp",
+            Body::Sweep(_) => "sweep",
         }
     }
 }
@@ -557,5 +577,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("not a tpslab record"));
+    }
+
+    #[test]
+    fn figures_not_measured_round_trip_as_null() {
+        let e = crate::experiment::Estimate::of(&[5.0]);
+        assert!(e.ci_lo.is_nan());
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.contains("\"ci_lo\":null"), "{text}");
+        let back: crate::experiment::Estimate = serde_json::from_str(&text).unwrap();
+        assert!(back.ci_lo.is_nan() && back.ci_hi.is_nan());
+        assert_eq!(back.mean, 5.0);
     }
 }

@@ -107,25 +107,72 @@ pub fn run_order(cells: usize, repeat: usize, seed: u64) -> Vec<(usize, usize)> 
     v
 }
 
+/// Everything needed to (re)run a sweep (saved as `plan.json` in its output folder, and
+/// in its record).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepPlan {
+    /// The plan file's schema (`tpslab.sweep/1`).
+    pub schema: String,
+    /// The factors and their levels (the first level of each is the baseline).
+    pub factors: Vec<Factor>,
+    /// One factor at a time, or every combination.
+    pub design: Design,
+    /// Runs per cell.
+    pub repeat: usize,
+    /// Seed of the random run order.
+    pub seed: u64,
+    /// The figure the sweep optimises.
+    pub objective: Objective,
+    /// The reference server's settings (the baseline).
+    pub server: tpslab_plan::udp::ServerConfig,
+    /// The load's settings (the baseline).
+    pub load: tpslab_plan::udp::LoadConfig,
+    /// Observer sampling interval, ms.
+    pub interval_ms: f64,
+    /// A built-in study (`s2`), if it is one.
+    pub scenario: Option<String>,
+    /// The user's server: a shell command with {port} (None: tpslab's server).
+    #[serde(default)]
+    pub server_cmd: Option<String>,
+}
+
+/// One run of a sweep: its cell, its repetition, its figures, and the cell's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRun {
+    /// Cell index.
+    pub cell: usize,
+    /// Repetition of the cell.
+    pub rep: usize,
+    /// The run's figures.
+    pub metrics: RunMetrics,
+}
+
 /// The figures of one run that a sweep compares. Rates and queue figures cover the
 /// measurement window only (warm-up and the drain after the load are trimmed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// Answered per second in the window.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub tps: f64,
     /// % of the window's datagrams not answered (one-way: not read by the server).
+    #[serde(deserialize_with = "crate::nan::de")]
     pub loss_pct: f64,
     /// Server socket rx_queue mean over the window, bytes.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub rxq_mean_bytes: f64,
     /// Server socket rx_queue stddev over the window, bytes.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub rxq_stddev_bytes: f64,
     /// Server threads' CPU, % of one CPU (schedstat), window mean.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub server_cpu_pct: f64,
     /// Busy % of each CPU over the run (/proc/stat): cpuN -> %.
     pub cpu_busy_pct: BTreeMap<String, f64>,
     /// System context switches per second (/proc/stat ctxt), window mean.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub ctxt_per_s: f64,
     /// Server threads' context switches per second (voluntary + involuntary), window mean.
+    #[serde(deserialize_with = "crate::nan::de")]
     pub server_ctxt_per_s: f64,
     /// RTT p50 from the intended send time, us (None without replies).
     pub p50_us: Option<f64>,

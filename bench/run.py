@@ -345,13 +345,33 @@ SERIES_MS = 1
 
 def series_rss(secs, interval_ms=1):
     """Peak RSS of a light run observed every `interval_ms` for `secs` (at 1 ms, 120 s is as
-    many samples as 20 minutes at 10 ms): flat when the sample series is bounded."""
+    many samples as 20 minutes at 10 ms), and its resident memory read from
+    /proc/PID/status every 5 s: flat once the sample series reaches its bound."""
     js = os.path.join(OUT, f"rss-series-{secs}.json")
-    sh(ns(TPSLAB, "run", "udp", "--rate", "1000", "--size", "200", "--cpus", "1", "--load-cpus", "0",
-          "--duration", f"{secs}s", "--warmup", "0s", "--interval", f"{interval_ms}ms", "--json", js),
-       timeout=secs + 120)
+    p = subprocess.Popen(ns(TPSLAB, "run", "udp", "--rate", "1000", "--size", "200", "--cpus", "1",
+                            "--load-cpus", "0", "--duration", f"{secs}s", "--warmup", "0s",
+                            "--interval", f"{interval_ms}ms", "--json", js),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    track = []  # (seconds since start, VmRSS MiB); `ip netns exec` execs tpslab: same PID
+    t0 = time.time()
+    while p.poll() is None and time.time() - t0 < secs + 120:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmRSS:"):
+                    track.append((time.time() - t0, int(line.split()[1]) / 1024))
+        except OSError:
+            pass
+        time.sleep(5)
+    if p.poll() is None:
+        p.kill()
+        sys.exit(f"bench/run.py: the {secs} s run did not end")
     rec = json.load(open(js))
-    return {"peak_rss_mib": rec["peak_rss_kib"] / 1024, "samples_kept": rec["observer"]["samples"]}
+    out = {"peak_rss_mib": rec["peak_rss_kib"] / 1024, "samples_kept": rec["observer"]["samples"]}
+    for q in (25, 50, 75, 100):
+        at = [m for t, m in track if t <= secs * q / 100]
+        if at:
+            out[f"rss_at_{q}pct_mib"] = at[-1]
+    return out
 
 
 def summary(xs):
@@ -443,6 +463,10 @@ def report(rows, memory_only=False):
             k = vals("memory-series", "tpslab", secs, "samples_kept")
             if m:
                 print(f"peak RSS, observer at {SERIES_MS} ms for {secs} s ({secs * 1000 // SERIES_MS} samples taken, {k[0]:.0f} kept): {m[0]:.1f} MiB")
+                at = [(q, vals("memory-series", "tpslab", secs, f"rss_at_{q}pct_mib")) for q in (25, 50, 75, 100)]
+                line = ", ".join(f"{q} %: {v[0]:.1f}" for q, v in at if v)
+                if line:
+                    print(f"  resident memory over that run (MiB, at % of its length): {line}")
 
     if memory_only:
         print()

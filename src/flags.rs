@@ -110,7 +110,7 @@ pub(crate) struct OutputFlags {
     /// Observer sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
-    /// Write the run record (JSON, schema tpslab.run/1) to FILE (- for standard output).
+    /// Write the record (JSON, schema tpslab.record/2) to FILE (- for standard output).
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
     /// Show the source counter of every figure.
@@ -243,6 +243,7 @@ pub(crate) fn load_config(
     threads_flag: &str,
     target: SocketAddr,
 ) -> Result<LoadConfig> {
+    limits::BURST.check("--burst", f.burst)?;
     let given = match f.rate.as_deref() {
         None => None,
         Some(r) => Some(units::parse_pps("--rate", r)?),

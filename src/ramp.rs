@@ -343,13 +343,16 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_results(&mut out, r)?;
+    // The record first: a plot that cannot be written does not cost it.
+    if let Some(p) = &a.json {
+        write_json(p, &rec)?;
+    }
     if let Some(p) = &a.svg {
         let mut f = std::fs::File::create(p).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
         tpslab_report::svg::ramp(&mut f, r).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
         writeln!(out, "plot: {}", p.display())?;
     }
     if let Some(p) = &a.json {
-        write_json(p, &rec)?;
         writeln!(out, "record written to {}", p.display())?;
     }
     a.gate.exit(&r.run.outcome(), applies::RAMP)

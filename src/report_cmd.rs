@@ -59,8 +59,13 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         if i > 0 && format == Format::Term {
             writeln!(out)?;
         }
-        tpslab_report::render(&mut out, rec, format, a.explain)
-            .context("writing the report to standard output")?;
+        tpslab_report::render(&mut out, rec, format, a.explain).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Unsupported {
+                anyhow!("--format svg: {e}")
+            } else {
+                anyhow!("writing the report to standard output: {e}")
+            }
+        })?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -148,7 +148,10 @@ fn apply_level(
         "sched" => srv.sched = level.parse::<SchedPolicy>().map_err(|e| bad(&e))?,
         "threads" => srv.threads = num("allowed a whole number")? as usize,
         "batch" => srv.batch = num("allowed a whole number")? as usize,
-        "rate" => load.rate_pps = tpslab_plan::units::parse_pps("--rate", level)?,
+        "rate" => {
+            load.rate_pps =
+                tpslab_plan::units::parse_pps(&format!("--factor {name}: level"), level)?
+        }
         "burst" => load.burst = num("allowed a whole number")?,
         "work_ns" => srv.work_ns = num("allowed a whole number of ns")?,
         "size" => load.size_bytes = num("allowed bytes")? as usize,
@@ -527,13 +530,19 @@ fn apply_plan_file(plan: &mut Plan, path: &Path) -> Result<()> {
 /// Checks a plan however it was made (flags, plan file, or plan.json on --resume): the
 /// same limits as the command line's.
 fn check_plan(plan: &Plan) -> Result<()> {
-    plan.server
-        .validate()
-        .map_err(|e| e.relabel(|l| format!("plan: server {}", l.trim_start_matches("--"))))?;
+    plan.server.validate().map_err(|e| {
+        e.relabel(|l| match l {
+            "" => "plan: server".into(),
+            l => format!("plan: server {}", l.trim_start_matches("--")),
+        })
+    })?;
     plan.load.validate().map_err(|e| {
-        e.relabel(|l| {
-            let l = l.trim_start_matches("--").trim_start_matches("load-");
-            format!("plan: load {l}")
+        e.relabel(|l| match l {
+            "" => "plan: load".into(),
+            l => format!(
+                "plan: load {}",
+                l.trim_start_matches("--").trim_start_matches("load-")
+            ),
         })
     })?;
     let iv = Duration::from_secs_f64(plan.interval_ms.clamp(0.0, 1e12) / 1e3);
@@ -703,9 +712,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         bail!("no run of the baseline cell finished: nothing to compare");
     }
     let result = analyse(&cells, &metrics, plan.objective);
-    if let Some(p) = &a.csv {
-        write_csv(p, &plan, &runs)?;
-    }
+    let csv = a.csv.as_ref().map(|p| (p.clone(), csv_text(&plan, &runs)));
     let interrupted = stop.load(Relaxed);
     let meta = Meta::new(
         &env,
@@ -733,8 +740,12 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let Body::Sweep(r) = &rec.body else {
         unreachable!("made as a sweep above")
     };
+    // The record first: a CSV that cannot be written does not cost it.
     if let Some(p) = &a.json {
         out::write_json(p, &rec)?;
+    }
+    if let Some((p, text)) = csv {
+        std::fs::write(&p, text).with_context(|| format!("--csv {}", p.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     tpslab_report::term::sweep_results(&mut stdout, r)?;
@@ -747,11 +758,8 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     )
 }
 
-fn write_csv(
-    path: &Path,
-    plan: &Plan,
-    runs: &[(usize, usize, RunMetrics, BTreeMap<String, String>)],
-) -> Result<()> {
+/// One CSV row per run: cell, repetition, the cell's settings, the run's figures.
+fn csv_text(plan: &Plan, runs: &[(usize, usize, RunMetrics, BTreeMap<String, String>)]) -> String {
     use std::fmt::Write;
     let names: Vec<String> = plan.factors.iter().map(|f| f.name.clone()).collect();
     let figs: Vec<String> = runs
@@ -779,7 +787,7 @@ fn write_csv(
                 .join(",")
         );
     }
-    std::fs::write(path, s).with_context(|| format!("--csv {}", path.display()))
+    s
 }
 
 #[cfg(test)]

@@ -709,6 +709,12 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
     if a.target_rate.is_some() {
         bail!("--target-rate applies to sending; with --reverse only this side's receive window is judged");
     }
+    if a.gate
+        .conditions(applies::TCP)?
+        .contains(&tpslab_analysis::gate::FailOn::Target)
+    {
+        bail!("--fail-on target: with --reverse no target rate is judged; allowed invalid");
+    }
     let stop = install_signals()?;
     let t0 = tpslab_net::mono_ns();
     let s = tcpflow::connect(plan.target, None, plan.rcvbuf, Duration::from_secs(5))?;
@@ -777,7 +783,7 @@ fn reverse(a: &TcpArgs, plan: FlowPlan, skip_ns: u64) -> Result<ExitCode> {
     if let Some(e) = &flow.error {
         println!("  the flow ended early: {e}");
     }
-    Ok(ExitCode::SUCCESS)
+    a.gate.exit(&outcome, applies::TCP)
 }
 
 /// `tpslab tcp --watch-pid PID | --watch-port PORT`: another process's flows.

@@ -81,7 +81,8 @@ pub(crate) struct WatchArgs {
     /// Sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
-    /// Write the observations (JSON run record) to FILE.
+    /// Write the observations (JSON, schema tpslab.record/2, kind watch) to FILE (- for
+    /// standard output).
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
     /// Show the source counter of every figure.
@@ -253,7 +254,9 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     }
     let rec = RunRecord {
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        argv: std::env::args().collect(),
+        argv: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),
         plan: Some(tpslab_plan::udp::RunPlan::Watch(

@@ -60,6 +60,7 @@ fn run_tpslab(ns: &NetNs, args: &[&str], json: &Path) -> (Value, String) {
         "tpslab {args:?} failed: {}",
         out.status
     );
+    common::assert_report_reproduces(json, &out.stdout);
     (
         common::record(json),
         String::from_utf8_lossy(&out.stdout).into_owned(),

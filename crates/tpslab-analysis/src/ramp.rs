@@ -116,6 +116,11 @@ pub struct RampRecord {
     pub steps: Vec<StepResult>,
     /// Whether it was stopped early.
     pub interrupted: bool,
+    /// CPUs the server's threads may run on (its affinity, /proc/PID/status
+    /// `Cpus_allowed_list`; tpslab's own when it started the server), when known: what its
+    /// CPU use is judged against.
+    #[serde(default)]
+    pub server_cpus: Option<usize>,
 }
 
 impl RampRecord {
@@ -241,9 +246,11 @@ fn futex_share(s: &StepResult) -> f64 {
     })
 }
 
-/// Judges a ramp from its record: `cpus` is the CPU count of the host that ran it (the
-/// record's metadata), never of the host reading it.
-pub fn analyse(rec: &RampRecord, cpus: usize) -> RampAnalysis {
+/// Judges a ramp from its record: its server's CPU use is judged against the CPUs it may
+/// run on (`server_cpus` in the record), else `host_cpus`, the CPU count of the host that
+/// ran it (the record's metadata), never of the host reading it.
+pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
+    let cpus = rec.server_cpus.unwrap_or(host_cpus);
     let pts = points(rec);
     let fit = usl::fit_usl(&pts.iter().map(|p| (p.users, p.tps)).collect::<Vec<_>>());
     let gain = rec.plan.knee_gain;
@@ -398,6 +405,7 @@ mod tests {
     fn ramp_outcome_counts_failures_over_every_step() {
         use crate::gate::{applies, exit_code, parse, Loss};
         let mut r = RampRecord {
+            server_cpus: None,
             plan: plan(),
             steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
             interrupted: false,
@@ -456,6 +464,7 @@ mod tests {
             plan: plan(),
             steps,
             interrupted: false,
+            server_cpus: None,
         }
     }
 
@@ -479,6 +488,14 @@ mod tests {
         // The same record said to come from an 8-CPU host: the CPU idles; not saturation.
         let b = analyse(&r, 8);
         assert!(b.verdict.contains("concurrency cap"), "{}", b.verdict);
+        // On that 8-CPU host, a server whose affinity allows 2 CPUs is saturated again.
+        let pinned = RampRecord {
+            server_cpus: Some(2),
+            ..r.clone()
+        };
+        assert!(analyse(&pinned, 8)
+            .verdict
+            .starts_with("VERDICT: saturation of the CPU"));
         assert_eq!(a.little.len(), 4);
         assert!(a.little.iter().all(|l| l.ok(0.1)), "{:?}", a.little);
     }

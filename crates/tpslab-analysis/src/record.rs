@@ -105,6 +105,10 @@ pub enum RecordError {
     /// Not JSON, or not a record's shape.
     #[error("not a tpslab record: {0}")]
     Parse(#[from] serde_json::Error),
+    /// Read, but holding what no run writes (an index out of range, a sweep without
+    /// levels): refused rather than rendered.
+    #[error("not a record this release wrote: {0}")]
+    Invalid(String),
     /// A schema this release does not read.
     #[error("schema \"{found}\" is not read by this release; it reads {}", READABLE_SCHEMAS.join(", "))]
     Schema {
@@ -119,7 +123,9 @@ impl Meta {
     pub fn new(env: &Environment, started_unix_ms: u64, elapsed_s: f64, interrupted: bool) -> Meta {
         Meta {
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            argv: std::env::args().collect(),
+            argv: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
             hostname: env.hostname.clone(),
             kernel: env.kernel.clone(),
             cpus: env.cpus,
@@ -177,20 +183,73 @@ impl Record {
             schema: String,
         }
         let head: Head = serde_json::from_str(text)?;
-        match head.schema.as_str() {
-            RECORD_SCHEMA => Ok(serde_json::from_str(text)?),
+        let rec = match head.schema.as_str() {
+            RECORD_SCHEMA => serde_json::from_str::<Record>(text)?,
             RUN_SCHEMA_V1 => {
-                let r: RunRecord = serde_json::from_str(text)?;
+                let r = v1_run(serde_json::from_str(text)?)?;
                 let watch = r.argv.get(1).is_some_and(|c| c == "watch");
-                Ok(Record::new(if watch {
+                Record::new(if watch {
                     Body::Watch(r)
                 } else {
                     Body::UdpRun(r)
-                }))
+                })
             }
-            DIAGNOSE_SCHEMA_V1 => Ok(Record::new(Body::Diagnose(serde_json::from_str(text)?))),
-            _ => Err(RecordError::Schema { found: head.schema }),
+            DIAGNOSE_SCHEMA_V1 => {
+                let mut v: serde_json::Value = serde_json::from_str(text)?;
+                for k in ["before", "after"] {
+                    if let Some(o) = v.get_mut(k).and_then(|r| r.as_object_mut()) {
+                        o.remove("plan");
+                    }
+                }
+                Record::new(Body::Diagnose(serde_json::from_value(v)?))
+            }
+            _ => return Err(RecordError::Schema { found: head.schema }),
+        };
+        rec.check()?;
+        Ok(rec)
+    }
+
+    /// Checks what the renderers rely on, so a hand-edited or corrupt record is an error,
+    /// never a panic or an endless plot: indices within their lists, every sweep factor
+    /// with a level (and at most 10000 cells), ramp user counts within the ramp's limit.
+    pub fn check(&self) -> Result<(), RecordError> {
+        let bad = |m: String| Err(RecordError::Invalid(m));
+        match &self.body {
+            Body::Ramp(r) => {
+                if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
+                    return bad(format!("a ramp step of {} users (at most 10000)", s.users));
+                }
+                if r.analysis
+                    .knee_index
+                    .is_some_and(|k| k >= r.run.steps.len())
+                {
+                    return bad("the knee is not one of the steps".into());
+                }
+            }
+            Body::Sweep(w) => {
+                if w.plan.factors.iter().any(|f| f.levels.is_empty()) {
+                    return bad("a sweep factor without levels".into());
+                }
+                let n = w
+                    .plan
+                    .factors
+                    .iter()
+                    .map(|f| f.levels.len())
+                    .try_fold(1usize, |a, l| a.checked_mul(l))
+                    .filter(|&n| n <= 10_000);
+                if n.is_none() {
+                    return bad("a sweep of more than 10000 cells".into());
+                }
+                let cells = w.result.cells.len();
+                if w.result.best.is_some_and(|b| b >= cells)
+                    || w.result.effects.iter().any(|e| e.cell >= cells)
+                {
+                    return bad("a sweep result naming a cell it does not have".into());
+                }
+            }
+            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) => {}
         }
+        Ok(())
     }
 
     /// A record of `body` with the metadata given (kinds whose body does not carry it).
@@ -212,6 +271,15 @@ impl Record {
             Body::Sweep(_) => "sweep",
         }
     }
+}
+
+/// A run record of the previous release: its plan was untyped JSON, dropped here (the rest
+/// of the record reads as it was).
+fn v1_run(mut v: serde_json::Value) -> Result<RunRecord, RecordError> {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("plan");
+    }
+    Ok(serde_json::from_value(v)?)
 }
 
 /// Everything `diagnose` found: the scenario, the runs before and (when verified) after
@@ -256,7 +324,7 @@ pub struct RunRecord {
     /// The validated plan as run (the load's target is our server's address when the
     /// server is ours). None in records written before plans were typed (read back
     /// leniently: their untyped plan is dropped).
-    #[serde(default, deserialize_with = "lenient_plan")]
+    #[serde(default)]
     pub plan: Option<tpslab_plan::udp::RunPlan>,
     /// Host facts.
     pub environment: Environment,
@@ -277,15 +345,6 @@ pub struct RunRecord {
     /// The process behind a target that is not tpslab's (load/diagnose --pid).
     #[serde(default)]
     pub target: Option<TargetProcess>,
-}
-
-/// A plan that does not parse as this release's plan (an older record's untyped one) is
-/// None rather than an error: the rest of the record still reads.
-fn lenient_plan<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<tpslab_plan::udp::RunPlan>, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(serde_json::from_value(v).ok())
 }
 
 /// A foreign server process, as found at the start of a run.
@@ -558,6 +617,22 @@ mod tests {
         };
         assert!(r.plan.is_none());
         assert_eq!(r.generator.unwrap().sent, 7);
+    }
+
+    #[test]
+    fn a_record_holding_what_no_run_writes_is_refused() {
+        let mut v = serde_json::to_value(Record::new(Body::UdpRun(run()))).unwrap();
+        v["plan"] = serde_json::json!({"kind": "udp", "load": {"rate_pps": 5}});
+        let e = Record::from_json(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("not a tpslab record"),
+            "a bad plan in this release's record: {e}"
+        );
+        let sweep = include_str!("../../tpslab-report/tests/fixtures/ramp.json");
+        let mut v: serde_json::Value = serde_json::from_str(sweep).unwrap();
+        v["steps"][0]["users"] = 1_000_000_000.into();
+        let e = Record::from_json(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains("at most 10000"), "{e}");
     }
 
     #[test]

@@ -45,24 +45,33 @@ pub enum UslError {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct UslFit {
     /// TPS of one user without contention (transactions per second per user).
+    #[serde(with = "crate::nan::word")]
     pub lambda: f64,
     /// 95 % interval of `lambda` (lo, hi), TPS per user.
+    #[serde(with = "crate::nan::word_pair")]
     pub lambda_ci: (f64, f64),
     /// Contention: the serialised fraction of the work (dimensionless, 0..=1).
+    #[serde(with = "crate::nan::word")]
     pub sigma: f64,
     /// 95 % interval of `sigma` (lo, hi).
+    #[serde(with = "crate::nan::word_pair")]
     pub sigma_ci: (f64, f64),
     /// Coherency (crosstalk) penalty per pair of users (dimensionless, >= 0).
+    #[serde(with = "crate::nan::word")]
     pub kappa: f64,
     /// 95 % interval of `kappa` (lo, hi).
+    #[serde(with = "crate::nan::word_pair")]
     pub kappa_ci: (f64, f64),
     /// Coefficient of determination of X (1 = perfect; 1 also when all X are equal and fitted).
+    #[serde(with = "crate::nan::word")]
     pub r_squared: f64,
     /// Points used.
     pub n: usize,
     /// Residual standard deviation s = sqrt(RSS/(n-3)), TPS.
+    #[serde(with = "crate::nan::word")]
     pub residual_std: f64,
     /// Largest measured N (users): predictions beyond it are extrapolations.
+    #[serde(with = "crate::nan::word")]
     pub max_users: f64,
 }
 

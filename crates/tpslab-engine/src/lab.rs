@@ -140,7 +140,9 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     );
     Ok(RunRecord {
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        argv: std::env::args().collect(),
+        argv: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         started_unix_ms,
         elapsed_s: (mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),

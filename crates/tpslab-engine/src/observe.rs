@@ -87,6 +87,15 @@ struct Raw {
     tcp_txq: u64,
 }
 
+impl Raw {
+    /// Frees the per-CPU tables (softnet rows, /proc/stat `cpuN` lines) of a sample that is
+    /// neither the first nor the last: only those two are differenced per CPU.
+    fn drop_per_cpu(&mut self) {
+        self.softnet_per_cpu = Vec::new();
+        self.stat.per_cpu = Vec::new();
+    }
+}
+
 /// Which sockets of /proc/net/udp{,6} are the target's.
 #[derive(Debug, Clone, Default)]
 pub struct SocketMatch {
@@ -615,8 +624,12 @@ impl Observer {
                     }
                     ticks += 1;
                     let slow = ticks.is_multiple_of(slow_every);
-                    let r = sampler.sample(raws.last(), slow);
+                    let mut r = sampler.sample(raws.last(), slow);
                     rxq_max = rxq_max.max(r.srv_rxq);
+                    // Per-CPU tables serve only the deltas between the first and the last
+                    // sample (pushed after this loop): kept in every sample, their heap
+                    // would grow with the run (10 slow samples a second) past the bound.
+                    r.drop_per_cpu();
                     raws.push(r);
                     if raws.len() >= MAX_SAMPLES {
                         decimate(&mut raws);

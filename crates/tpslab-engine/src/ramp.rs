@@ -174,10 +174,23 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
         shared.done.store(true, Relaxed);
         Ok(())
     })?;
+    // The CPUs the server may run on: its affinity when it is on this host, else ours
+    // (a server tpslab started inherits it).
+    let server_cpus = match plan.server_pid {
+        Some(pid) => {
+            tpslab_proc::live::task_status(std::path::Path::new(&format!("/proc/{pid}/status")))
+                .ok()
+                .and_then(|st| tpslab_proc::pid::parse_cpu_list(&st.cpus_allowed_list).ok())
+                .map(|v| v.len())
+                .filter(|&n| n > 0)
+        }
+        None => std::thread::available_parallelism().ok().map(|n| n.get()),
+    };
     Ok(RampRecord {
         plan: plan.clone(),
         interrupted: stop.load(Relaxed) && results.len() < plan.steps.len(),
         steps: results,
+        server_cpus,
     })
 }
 

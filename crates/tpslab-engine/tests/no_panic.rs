@@ -50,13 +50,16 @@ proptest! {
 
     #[test]
     fn headers_and_seq_fields_from_any_reply(
-        b in proptest::collection::vec(any::<u8>(), 0..100), o in any::<usize>(), l in 0usize..10
+        b in proptest::collection::vec(any::<u8>(), 0..100), o in 0usize..120, far in any::<usize>(), l in 0usize..10
     ) {
         let _ = Header::read(&b);
-        if let Some(v) = read_seq_field(&b, o, l.min(8)) {
-            prop_assert!(o + l.min(8) <= b.len());
-            prop_assert!(l == 8 || v < 1u64 << (8 * l.min(8)));
+        let l = l.min(8);
+        if let Some(v) = read_seq_field(&b, o, l) {
+            prop_assert!(o + l <= b.len());
+            prop_assert!(l == 8 || v < 1u64 << (8 * l));
         }
+        // An offset near the integer limit is None, not a wrap.
+        prop_assert!(read_seq_field(&b, far | (usize::MAX >> 1), l.max(1)).is_none());
     }
 
     #[test]

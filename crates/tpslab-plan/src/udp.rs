@@ -350,7 +350,7 @@ mod tests {
             serde_json::from_str::<RunPlan>(&serde_json::to_string(&w).unwrap()).unwrap(),
             w
         );
-        for bad in ["\"123\"", "\"zz\""] {
+        for bad in ["\"123\"", "\"zz\"", "\"+f\""] {
             let t = text.replace("\"1234ff\"", bad);
             assert!(serde_json::from_str::<RunPlan>(&t).is_err(), "{t}");
         }
@@ -509,9 +509,9 @@ mod hex_bytes {
         let Some(h) = Option::<String>::deserialize(d)? else {
             return Ok(None);
         };
-        if h.len() % 2 != 0 {
+        if h.len() % 2 != 0 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
             return Err(serde::de::Error::custom(
-                "payload: odd number of hex digits",
+                "payload: allowed an even number of hex digits",
             ));
         }
         (0..h.len())

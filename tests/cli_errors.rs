@@ -1042,3 +1042,29 @@ fn duration_flags_are_named_without_a_unit_and_keep_their_old_names() {
         assert_eq!(v["server"]["work_ns"], 20000, "{work:?}");
     }
 }
+
+#[test]
+fn errors_name_the_flag_the_user_gave() {
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--burst",
+        "0",
+        "--burst-interval",
+        "50ms",
+    ]);
+    assert!(assert_one_line_error(&out, "--burst 0").contains("allowed 1..="));
+    let out = tpslab(&[
+        "sweep",
+        "--factor",
+        "rate=1000,abc",
+        "--out",
+        "/nonexistent/never-created",
+    ]);
+    assert!(assert_one_line_error(&out, "--factor rate: level abc").contains("pps"));
+    let out = tpslab(&["tcp", "127.0.0.1:1", "--reverse", "--fail-on", "target"]);
+    assert_one_line_error(&out, "--fail-on target");
+    let out = tpslab(&["serve", "udp", "--work", "2s"]);
+    assert!(assert_one_line_error(&out, "--work 2s").contains("0s..=1s"));
+}

@@ -255,11 +255,8 @@ fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
     }
     let work = a.work.or(a.work_ns).unwrap_or_default();
     let serial = a.serial.or(a.serial_ns).unwrap_or_default();
-    for (flag, d) in [("--work", work), ("--serial", serial)] {
-        if d > Duration::from_secs(10) {
-            bail!("{flag} {}: allowed 0 to 10s", humantime::format_duration(d));
-        }
-    }
+    tpslab_plan::limits::WORK.check("--work", work)?;
+    tpslab_plan::limits::SERIAL.check("--serial", serial)?;
     if a.serialize && serial.is_zero() {
         bail!("--serialize needs --serial DURATION (the part of each request run under the lock)");
     }

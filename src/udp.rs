@@ -178,15 +178,18 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
 
 /// `tpslab watch`: the observer alone, on a process or a port.
 pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
-    check_interval(a.interval)?;
+    let plan = tpslab_plan::udp::WatchPlan {
+        pid: a.pid,
+        port: a.port,
+        interval: a.interval,
+        duration: a.duration,
+    };
+    plan.validate()?;
     if let Some(p) = &a.json {
         check_output("--json", p, true)?;
     }
     if let Some(pid) = a.pid {
         check_pid(pid)?;
-    }
-    if a.pid.is_none() && a.port.is_none() {
-        bail!("watch needs --pid PID or --port PORT");
     }
     let stop = install_signals()?;
     let t0 = tpslab_net::mono_ns();
@@ -227,7 +230,8 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
             println!("{line}");
         }
     }
-    let end = t0 + a.duration.as_nanos() as u64;
+    // Bounded by WATCH_DURATION (a year): no overflow.
+    let end = t0.saturating_add(a.duration.as_nanos() as u64);
     while !stop.load(Relaxed) && tpslab_net::mono_ns() < end {
         std::thread::sleep(Duration::from_millis(100).min(Duration::from_nanos(
             end.saturating_sub(tpslab_net::mono_ns()),
@@ -259,14 +263,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
             .collect(),
         elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),
-        plan: Some(tpslab_plan::udp::RunPlan::Watch(
-            tpslab_plan::udp::WatchPlan {
-                pid: a.pid,
-                port: a.port,
-                interval: a.interval,
-                duration: a.duration,
-            },
-        )),
+        plan: Some(tpslab_plan::udp::RunPlan::Watch(plan)),
         environment: tpslab_engine::env::environment(),
         observer: Some(rep),
         notes,

@@ -1068,3 +1068,16 @@ fn errors_name_the_flag_the_user_gave() {
     let out = tpslab(&["serve", "udp", "--work", "2s"]);
     assert!(assert_one_line_error(&out, "--work 2s").contains("0s..=1s"));
 }
+
+#[test]
+fn watch_and_serve_tcp_share_the_plan_limits() {
+    let out = tpslab(&["watch", "--port", "53", "--duration", "400days"]);
+    assert!(assert_one_line_error(&out, "--duration").contains("allowed 1ms..="));
+    let out = tpslab(&["watch", "--duration", "1s"]);
+    assert_one_line_error(&out, "--pid PID or --port PORT");
+    // The same --work limit as serve udp's.
+    let out = tpslab(&["serve", "tcp", "--mode", "echo", "--work", "2s"]);
+    assert!(assert_one_line_error(&out, "--work 2s").contains("0s..=1s"));
+    let out = tpslab(&["serve", "tcp", "--mode", "echo", "--serial", "11s"]);
+    assert!(assert_one_line_error(&out, "--serial 11s").contains("0s..=10s"));
+}

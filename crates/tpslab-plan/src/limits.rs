@@ -162,6 +162,12 @@ pub const WORK: DurationLimit = DurationLimit {
     max: Duration::from_secs(1),
 };
 
+/// Waiting per request of the request/response server (`serve tcp --serial`).
+pub const SERIAL: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_secs(10),
+};
+
 /// Measurement window of an open-loop load.
 pub const LOAD_DURATION: DurationLimit = DurationLimit {
     min: Duration::from_nanos(1),
@@ -209,6 +215,12 @@ pub const THINK: DurationLimit = DurationLimit {
 pub const REQUEST_TIMEOUT: DurationLimit = DurationLimit {
     min: Duration::from_millis(1),
     max: Duration::from_secs(600),
+};
+
+/// How long `watch` observes (it runs as a small exporter for days; a year at most).
+pub const WATCH_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(366 * 24 * 3600),
 };
 
 /// Length of a TCP flow (`tcp`).

@@ -218,6 +218,21 @@ pub struct WatchPlan {
     pub duration: Duration,
 }
 
+impl WatchPlan {
+    /// Checks the sampling interval and the length against [`crate::limits`] (labelled
+    /// `--interval`, `--duration`), and that there is something to watch.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.pid.is_none() && self.port.is_none() {
+            return Err(PlanError::Conflict(
+                "watch needs --pid PID or --port PORT".into(),
+            ));
+        }
+        SAMPLE_INTERVAL.check("--interval", self.interval)?;
+        WATCH_DURATION.check("--duration", self.duration)?;
+        Ok(())
+    }
+}
+
 impl ServerConfig {
     /// Checks every setting against [`crate::limits`]; errors are labelled with the
     /// command-line flag (`--threads`, `--batch`, `--rcvbuf`, `--work`, `--busy-poll`).
@@ -312,6 +327,26 @@ mod tests {
             cpus: vec![],
             gso: false,
         }
+    }
+
+    #[test]
+    fn a_watch_is_bounded_and_watches_something() {
+        let w = WatchPlan {
+            pid: None,
+            port: Some(53),
+            interval: Duration::from_millis(10),
+            duration: Duration::from_secs(10),
+        };
+        assert_eq!(w.validate(), Ok(()));
+        let e = WatchPlan {
+            duration: Duration::from_secs(u64::MAX),
+            ..w.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().starts_with("--duration "), "{e}");
+        let e = WatchPlan { port: None, ..w }.validate().unwrap_err();
+        assert!(e.to_string().contains("--pid PID or --port PORT"), "{e}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub(crate) struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// term: the tables the run printed; json: the record in the current schema; svg: a
-    /// ramp's plot.
+    /// ramp's plot; csv: a sweep's runs, a ramp's steps, or a run's time series.
     #[arg(long, value_enum, default_value = "term")]
     format: FormatArg,
     /// Show the source counter of every figure (term).
@@ -30,6 +30,7 @@ enum FormatArg {
     Term,
     Json,
     Svg,
+    Csv,
 }
 
 /// Reads one record file (`-`: standard input).
@@ -50,9 +51,10 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         FormatArg::Term => Format::Term,
         FormatArg::Json => Format::Json,
         FormatArg::Svg => Format::Svg,
+        FormatArg::Csv => Format::Csv,
     };
-    if format == Format::Svg && recs.len() > 1 {
-        anyhow::bail!("--format svg draws one record; give one FILE");
+    if matches!(format, Format::Svg | Format::Csv) && recs.len() > 1 {
+        anyhow::bail!("--format svg and csv render one record; give one FILE");
     }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {

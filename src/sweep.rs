@@ -712,7 +712,6 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         bail!("no run of the baseline cell finished: nothing to compare");
     }
     let result = analyse(&cells, &metrics, plan.objective);
-    let csv = a.csv.as_ref().map(|p| (p.clone(), csv_text(&plan, &runs)));
     let interrupted = stop.load(Relaxed);
     let meta = Meta::new(
         &env,
@@ -744,8 +743,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         out::write_json(p, &rec)?;
     }
-    if let Some((p, text)) = csv {
-        std::fs::write(&p, text).with_context(|| format!("--csv {}", p.display()))?;
+    if let Some(p) = &a.csv {
+        let mut text = Vec::new();
+        tpslab_report::csv::sweep(&mut text, r)?;
+        std::fs::write(p, text).with_context(|| format!("--csv {}", p.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     tpslab_report::term::sweep_results(&mut stdout, r)?;
@@ -756,38 +757,6 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         &tpslab_analysis::sweep::outcome(&metrics, interrupted),
         applies::SWEEP,
     )
-}
-
-/// One CSV row per run: cell, repetition, the cell's settings, the run's figures.
-fn csv_text(plan: &Plan, runs: &[(usize, usize, RunMetrics, BTreeMap<String, String>)]) -> String {
-    use std::fmt::Write;
-    let names: Vec<String> = plan.factors.iter().map(|f| f.name.clone()).collect();
-    let figs: Vec<String> = runs
-        .first()
-        .map(|(_, _, m, _)| m.figures().into_keys().collect())
-        .unwrap_or_default();
-    let mut s = String::new();
-    let _ = writeln!(s, "cell,rep,{},{}", names.join(","), figs.join(","));
-    for (c, r, m, settings) in runs {
-        let f = m.figures();
-        let _ = writeln!(
-            s,
-            "{c},{r},{},{}",
-            names
-                .iter()
-                .map(|n| settings.get(n).cloned().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join(","),
-            figs.iter()
-                .map(|k| f
-                    .get(k)
-                    .filter(|v| !v.is_nan())
-                    .map_or(String::new(), |v| format!("{v:.3}")))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
-    s
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     let ns = NetNs::new();
     let out = tmp("sweep-effect");
     let json = tmp("sweep-effect.json");
+    let csv = tmp("sweep-effect.csv");
     let _ = std::fs::remove_dir_all(&out);
     let mut c = ns.tpslab();
     c.env("TPSLAB_STATE_DIR", tmp("state-sweep"));
@@ -76,10 +77,20 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     ])
     .arg(&out)
     .arg("--json")
-    .arg(&json);
+    .arg(&json)
+    .arg("--csv")
+    .arg(&csv);
     let o = run(c);
     assert!(o.status.success());
     common::assert_report_reproduces(&json, &o.stdout);
+    // The CSV is the report layer's table of the record: one row per run.
+    let table = std::fs::read_to_string(&csv).expect("--csv written");
+    assert_eq!(table.lines().count(), 1 + 5 * 3, "{table}");
+    assert!(table.starts_with("cell,rep,"));
+    let mut r = common::tpslab();
+    r.args(["report", "--format", "csv"]).arg(&json);
+    let again = r.output().expect("tpslab report --format csv");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), table);
     let r = record(&json);
     assert_eq!(r["kind"], "sweep");
     let result = &r["result"];

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 use tpslab_analysis::record::Record;
 
+pub mod csv;
 pub mod json;
 pub mod svg;
 pub mod term;
@@ -18,6 +19,8 @@ pub enum Format {
     Json,
     /// A plot ([`svg`]; ramp records).
     Svg,
+    /// A table for a spreadsheet ([`csv`]).
+    Csv,
 }
 
 /// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
@@ -26,5 +29,6 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
         Format::Term => term::record(w, rec, explain),
         Format::Json => json::record(w, rec),
         Format::Svg => svg::record(w, rec),
+        Format::Csv => csv::record(w, rec),
     }
 }

@@ -83,3 +83,36 @@ fn a_plot_of_a_kind_without_one_is_an_error_naming_it() {
         "{e}"
     );
 }
+
+#[test]
+fn csv_tables_of_a_run_and_a_ramp() {
+    let run = rendered("udp_run.json", Format::Csv, false);
+    let rec = Record::from_json(&fixture("udp_run.json")).unwrap();
+    let tpslab_analysis::record::Body::UdpRun(r) = &rec.body else {
+        panic!("a run")
+    };
+    let series = &r.observer.as_ref().unwrap().series;
+    let lines: Vec<&str> = run.lines().collect();
+    assert_eq!(lines.len(), series.t_ms.len() + 1, "one row per sample");
+    assert!(lines[0].starts_with("t_ms,") && lines[0].contains("server_rx_queue_bytes"));
+    let cols = lines[0].split(',').count();
+    assert!(
+        lines.iter().all(|l| l.split(',').count() == cols),
+        "ragged rows"
+    );
+    // A rate series lies between samples: its first cell is empty, its last is filled.
+    let k = lines[0]
+        .split(',')
+        .position(|c| c.ends_with("_per_s") || c.ends_with("_pps"))
+        .expect("a rate column");
+    assert_eq!(lines[1].split(',').nth(k), Some(""));
+    assert_ne!(lines.last().unwrap().split(',').nth(k), Some(""));
+    let ramp = rendered("ramp.json", Format::Csv, false);
+    let rows: Vec<&str> = ramp.lines().collect();
+    assert_eq!(rows.len(), 5, "{ramp}");
+    assert!(rows[0].starts_with("users,tps,"));
+    assert!(
+        rows[1].starts_with("1,") && rows[4].starts_with("8,"),
+        "{ramp}"
+    );
+}

@@ -1,0 +1,120 @@
+//! The CSV format: a record's table for a spreadsheet, one header line and one row each:
+//! a sweep's runs (cell, repetition, the cell's settings, the run's figures), a ramp's
+//! steps, a UDP run's or watch's time series (a diagnosis: its first run's), with the
+//! units in the column names. Figures not measured are empty cells.
+
+use std::io::{self, Write};
+use tpslab_analysis::record::{Body, Record, RunRecord};
+
+/// Writes `rec`'s table.
+pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
+    match &rec.body {
+        Body::Sweep(s) => sweep(w, s),
+        Body::Ramp(r) => ramp(w, r),
+        Body::UdpRun(r) | Body::Watch(r) => series(w, r),
+        Body::Diagnose(d) => series(w, &d.before),
+    }
+}
+
+fn num(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        String::new()
+    }
+}
+
+/// A sweep's runs: `cell,rep,<factor>...,<figure>...`.
+pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io::Result<()> {
+    let cells = tpslab_analysis::sweep::cells(&s.plan.factors, s.plan.design);
+    let names: Vec<&str> = s.plan.factors.iter().map(|f| f.name.as_str()).collect();
+    let figs: Vec<String> = s
+        .runs
+        .first()
+        .map(|r| r.metrics.figures().into_keys().collect())
+        .unwrap_or_default();
+    writeln!(w, "cell,rep,{},{}", names.join(","), figs.join(","))?;
+    for r in &s.runs {
+        let f = r.metrics.figures();
+        let settings = cells.get(r.cell).map(|c| &c.settings);
+        let levels: Vec<String> = names
+            .iter()
+            .map(|n| {
+                settings
+                    .and_then(|s| s.get(*n))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        let values: Vec<String> = figs
+            .iter()
+            .map(|k| f.get(k).map_or(String::new(), |v| num(*v, 3)))
+            .collect();
+        writeln!(
+            w,
+            "{},{},{},{}",
+            r.cell,
+            r.rep,
+            levels.join(","),
+            values.join(",")
+        )?;
+    }
+    Ok(())
+}
+
+/// A ramp's steps.
+pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct"
+    )?;
+    for (i, s) in r.run.steps.iter().enumerate() {
+        let ms = |ns: u64| num(ns as f64 / 1e6, 3);
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{}",
+            s.users,
+            num(s.tps, 1),
+            ms(s.response.p50_ns),
+            ms(s.response.p90_ns),
+            ms(s.response.p99_ns),
+            ms(s.response.max_ns),
+            num(s.response.mean_ns / 1e6, 3),
+            s.errors.values().sum::<u64>(),
+            r.analysis
+                .little
+                .get(i)
+                .map_or(String::new(), |l| num(l.ratio, 3)),
+            s.server_cpu_cores
+                .map_or(String::new(), |c| num(c * 100.0, 1)),
+        )?;
+    }
+    Ok(())
+}
+
+/// A run's observer series: `t_ms` and one column per series. A rate series has one value
+/// fewer than the samples (it lies between two): each series is aligned to the last
+/// samples, its first cells empty.
+pub fn series(w: &mut dyn Write, r: &RunRecord) -> io::Result<()> {
+    let Some(o) = &r.observer else {
+        return writeln!(w, "t_ms");
+    };
+    let s = &o.series;
+    let names: Vec<&str> = s.values.keys().map(String::as_str).collect();
+    writeln!(w, "t_ms,{}", names.join(","))?;
+    let n = s.t_ms.len();
+    for (i, t) in s.t_ms.iter().enumerate() {
+        let cells: Vec<String> = s
+            .values
+            .values()
+            .map(|v| {
+                (i + v.len())
+                    .checked_sub(n)
+                    .and_then(|k| v.get(k))
+                    .map_or(String::new(), |x| num(*x, 3))
+            })
+            .collect();
+        writeln!(w, "{},{}", num(*t, 3), cells.join(","))?;
+    }
+    Ok(())
+}

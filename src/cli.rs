@@ -37,7 +37,7 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
-    /// Render saved records again (any --json of load, run, watch, diagnose, ramp, sweep): the tables
+    /// Render saved records again (any --json but tcp's): the tables
     /// the run printed, or the record as JSON.
     Report(report_cmd::ReportArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),

@@ -10,18 +10,16 @@ use crate::out::{
 };
 use anyhow::{bail, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate;
-use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_analysis::record::{Body, Meta, Record, RunRecord, ServeRecord};
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::observe::{Observer, ObserverConfig};
 use tpslab_engine::server::{Mode, UdpServer};
-
-/// Schema of `serve udp --json` (the server's counts; not yet a record kind).
-const SERVE_SCHEMA: &str = "tpslab.serve/1";
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -30,7 +28,8 @@ pub(crate) struct ServeArgs {
     /// Stop after this long (default: until Ctrl-C/SIGTERM).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub(crate) duration: Option<Duration>,
-    /// Write the server's counts (JSON) to FILE on exit.
+    /// Write the server's record (JSON, schema tpslab.record/2, kind serve: its settings
+    /// and counts) to FILE on exit.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
 }
@@ -97,30 +96,38 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
         check_output("--json", p, false)?;
     }
     let stop = install_signals()?;
+    let env = tpslab_engine::env::environment();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let srv = UdpServer::start(cfg)?;
-    println!(
-        "tpslab serve udp: listening on {} ({} thread(s), batch {}, SO_RCVBUF granted {} bytes)",
-        srv.local_addr(),
-        a.server.threads,
-        a.server.batch,
-        srv.report().rcvbuf_granted_bytes
-    );
+    tpslab_report::term::serve_header(&mut std::io::stdout().lock(), &srv.report())?;
     let t0 = std::time::Instant::now();
     while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let rep = srv.stop();
+    let server = srv.stop();
+    let (elapsed_s, interrupted) = (t0.elapsed().as_secs_f64(), stop.load(Relaxed));
+    let rec = Record::with_meta(
+        Meta::new(&env, started, elapsed_s, interrupted),
+        Body::Serve(ServeRecord {
+            server,
+            elapsed_s,
+            interrupted,
+        }),
+    );
+    let Body::Serve(s) = &rec.body else {
+        unreachable!("made as a server's record above")
+    };
     if let Some(p) = &a.json {
-        write_json(
-            p,
-            &serde_json::json!({ "schema": SERVE_SCHEMA, "server": rep, "elapsed_s": t0.elapsed().as_secs_f64(), "interrupted": stop.load(Relaxed) }),
-        )?;
+        write_json(p, &rec)?;
     }
-    tpslab_report::term::print_server(
-        &mut std::io::stdout().lock(),
-        &rep,
-        t0.elapsed().as_secs_f64(),
-    )?;
+    let mut out = std::io::stdout().lock();
+    tpslab_report::term::print_server(&mut out, &s.server, s.elapsed_s)?;
+    if let Some(p) = &a.json {
+        writeln!(out, "record written to {}", p.display())?;
+    }
+    // Ctrl-C is how a server without --duration ends: not a failure.
     Ok(ExitCode::SUCCESS)
 }
 

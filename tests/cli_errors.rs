@@ -1081,3 +1081,32 @@ fn watch_and_serve_tcp_share_the_plan_limits() {
     let out = tpslab(&["serve", "tcp", "--mode", "echo", "--serial", "11s"]);
     assert!(assert_one_line_error(&out, "--serial 11s").contains("0s..=10s"));
 }
+
+#[test]
+fn serve_writes_a_record_that_reports_what_it_printed() {
+    if !is_root() {
+        common::skip(
+            "serve_writes_a_record_that_reports_what_it_printed",
+            "needs root for a private namespace",
+        );
+        return;
+    }
+    let json = common::tmp("serve-record.json");
+    let _ = std::fs::remove_file(&json);
+    let out = tpslab(&[
+        "serve",
+        "udp",
+        "--bind",
+        "127.0.0.1:0",
+        "--duration",
+        "300ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    common::assert_report_reproduces(&json, &out.stdout);
+    let rec = common::record(&json);
+    assert_eq!(rec["kind"], "serve");
+    assert_eq!(rec["server"]["received"], 0);
+    assert!(rec["elapsed_s"].as_f64().unwrap() >= 0.3);
+}

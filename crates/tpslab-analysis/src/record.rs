@@ -48,6 +48,19 @@ pub enum Body {
     Ramp(RampReport),
     /// `sweep`: the plan, every run's figures, the statistics.
     Sweep(SweepReport),
+    /// `serve udp`: the reference server's counts over its life.
+    Serve(ServeRecord),
+}
+
+/// `serve udp`: what the reference server read and answered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServeRecord {
+    /// The server's settings and counts.
+    pub server: ServerReport,
+    /// Its life, seconds.
+    pub elapsed_s: f64,
+    /// Ended by SIGINT/SIGTERM (the usual end without --duration).
+    pub interrupted: bool,
 }
 
 /// A sweep: its plan, every run's figures and the analysis of them (a pure function of the
@@ -165,7 +178,7 @@ impl Record {
                 interrupted: r.run.interrupted,
                 ..Meta::default()
             },
-            Body::Sweep(_) => Meta::default(),
+            Body::Sweep(_) | Body::Serve(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -247,7 +260,7 @@ impl Record {
                     return bad("a sweep result naming a cell it does not have".into());
                 }
             }
-            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) => {}
+            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Serve(_) => {}
         }
         Ok(())
     }
@@ -269,6 +282,7 @@ impl Record {
             Body::Diagnose(_) => "diagnose",
             Body::Ramp(_) => "ramp",
             Body::Sweep(_) => "sweep",
+            Body::Serve(_) => "serve",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The CSV format: a record's table for a spreadsheet, one header line and one row each:
 //! a sweep's runs (cell, repetition, the cell's settings, the run's figures), a ramp's
-//! steps, a UDP run's or watch's time series (a diagnosis: its first run's), with the
+//! steps, a UDP run's or watch's time series (a diagnosis: its first run's), a server's
+//! reads per thread, with the
 //! units in the column names. Figures not measured are empty cells.
 
 use std::io::{self, Write};
@@ -13,6 +14,13 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
         Body::Ramp(r) => ramp(w, r),
         Body::UdpRun(r) | Body::Watch(r) => series(w, r),
         Body::Diagnose(d) => series(w, &d.before),
+        Body::Serve(s) => {
+            writeln!(w, "thread,read")?;
+            for (i, n) in s.server.received_per_thread.iter().enumerate() {
+                writeln!(w, "{i},{n}")?;
+            }
+            Ok(())
+        }
     }
 }
 

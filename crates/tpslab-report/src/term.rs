@@ -620,6 +620,10 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             ramp_header(w, &r.run.plan)?;
             ramp_results(w, r)
         }
+        Body::Serve(s) => {
+            serve_header(w, &s.server)?;
+            print_server(w, &s.server, s.elapsed_s)
+        }
         Body::Sweep(r) => {
             sweep_header(w, &r.plan, &r.out)?;
             sweep_results(w, r)
@@ -826,4 +830,13 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
         writeln!(w, "note: {n}")?;
     }
     Ok(())
+}
+
+/// The first line of `serve udp`, printed when it listens.
+pub fn serve_header(w: &mut dyn Write, s: &ServerReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "tpslab serve udp: listening on {} ({} thread(s), batch {}, SO_RCVBUF granted {} bytes)",
+        s.bind, s.threads, s.batch, s.rcvbuf_granted_bytes
+    )
 }

@@ -1,8 +1,8 @@
 //! The CSV format: a record's table for a spreadsheet, one header line and one row each:
 //! a sweep's runs (cell, repetition, the cell's settings, the run's figures), a ramp's
 //! steps, a UDP run's or watch's time series (a diagnosis: its first run's), a server's
-//! reads per thread, with the
-//! units in the column names. Figures not measured are empty cells.
+//! reads per thread, with the units in the column names. Figures not measured are empty
+//! cells; a text cell with a comma or a quote is quoted (RFC 4180).
 
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record, RunRecord};
@@ -24,6 +24,15 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
     }
 }
 
+/// A text cell, quoted when it holds a comma, a quote or a line break.
+fn text(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 fn num(v: f64, decimals: usize) -> String {
     if v.is_finite() {
         format!("{v:.decimals$}")
@@ -36,12 +45,13 @@ fn num(v: f64, decimals: usize) -> String {
 pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io::Result<()> {
     let cells = tpslab_analysis::sweep::cells(&s.plan.factors, s.plan.design);
     let names: Vec<&str> = s.plan.factors.iter().map(|f| f.name.as_str()).collect();
+    let header: Vec<String> = names.iter().map(|n| text(n)).collect();
     let figs: Vec<String> = s
         .runs
         .first()
         .map(|r| r.metrics.figures().into_keys().collect())
         .unwrap_or_default();
-    writeln!(w, "cell,rep,{},{}", names.join(","), figs.join(","))?;
+    writeln!(w, "cell,rep,{},{}", header.join(","), figs.join(","))?;
     for r in &s.runs {
         let f = r.metrics.figures();
         let settings = cells.get(r.cell).map(|c| &c.settings);
@@ -50,8 +60,7 @@ pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io:
             .map(|n| {
                 settings
                     .and_then(|s| s.get(*n))
-                    .cloned()
-                    .unwrap_or_default()
+                    .map_or(String::new(), |l| text(l))
             })
             .collect();
         let values: Vec<String> = figs
@@ -125,4 +134,14 @@ pub fn series(w: &mut dyn Write, r: &RunRecord) -> io::Result<()> {
         writeln!(w, "{},{}", num(*t, 3), cells.join(","))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_cells_with_commas_or_quotes_are_quoted() {
+        assert_eq!(super::text("0-1,3"), "\"0-1,3\"");
+        assert_eq!(super::text("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(super::text("fifo:99"), "fifo:99");
+    }
 }

@@ -865,13 +865,9 @@ mod tests {
             warmup: Duration::ZERO,
             burst,
             threads,
-            payload: None,
-            seq_field: None,
-            expect_replies: true,
             drain: Duration::from_millis(100),
             run_id: 1,
-            cpus: vec![],
-            gso: false,
+            ..Default::default()
         }
     }
 

@@ -319,13 +319,9 @@ mod tests {
             warmup: Duration::ZERO,
             burst: 1,
             threads: 1,
-            payload: None,
-            seq_field: None,
-            expect_replies: true,
             drain: Duration::from_millis(100),
             run_id: 1,
-            cpus: vec![],
-            gso: false,
+            ..Default::default()
         }
     }
 

@@ -2,7 +2,7 @@
 //! in its own module; shared flags in `flags`, shared output and process helpers in `out`.
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
-use crate::{bdp, diagnose, ramp, report_cmd, sweep, tcp, udp};
+use crate::{bdp, diagnose, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,7 +37,7 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
-    /// Render saved records again (any --json but tcp's): the tables
+    /// Render saved records again (any --json): the tables
     /// the run printed, or the record as JSON.
     Report(report_cmd::ReportArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
@@ -67,7 +67,7 @@ enum ServeProto {
     /// UDP reference server.
     Udp(ServeArgs),
     /// TCP server (sink: reads and discards).
-    Tcp(tcp::ServeTcpArgs),
+    Tcp(serve_tcp::ServeTcpArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -105,7 +105,7 @@ pub fn main() -> Result<ExitCode> {
         } => udp::run(a),
         Cmd::Serve {
             proto: ServeProto::Tcp(a),
-        } => tcp::serve(a),
+        } => serve_tcp::serve(a),
         Cmd::Tcp(a) => tcp::run(*a),
         Cmd::Ramp { proto } => ramp::run(proto),
         Cmd::Diagnose(a) => diagnose::run(a),

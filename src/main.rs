@@ -7,6 +7,7 @@ mod flags;
 mod out;
 mod ramp;
 mod report_cmd;
+mod serve_tcp;
 mod sweep;
 mod tcp;
 mod udp;

@@ -107,8 +107,11 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
         before,
         "host settings and interfaces unchanged"
     );
+    common::assert_report_reproduces(&json, &out.stdout);
     let j = common::record(&json);
-    assert_eq!(j["schema"], "tpslab.tcp/1");
+    assert_eq!(j["schema"], "tpslab.record/2");
+    assert_eq!(j["kind"], "tcp");
+    assert_eq!(j["plan"]["mode"], "lab");
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "before and after");
     let b = &runs[0]["analysis"];
@@ -168,7 +171,9 @@ fn flow_into_the_sink_on_loopback() {
     let out = common::run(cmd);
     drop(sink);
     assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
     let j = common::record(&json);
+    assert_eq!(j["plan"]["mode"], "send");
     let r = &j["runs"][0];
     // 256 KiB doubled (as root SO_SNDBUFFORCE passes net.core.wmem_max).
     let granted = r["flow"]["sndbuf_granted"].as_u64().unwrap();
@@ -219,6 +224,7 @@ fn reverse_flow_from_the_source_on_loopback() {
     let out = common::run(cmd);
     drop(src);
     assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
     let r = &common::record(&json)["runs"][0];
     assert_eq!(r["flow"]["bytes_written"], 0);
     assert!(r["flow"]["bytes_read"].as_u64().unwrap() > 10_000_000);
@@ -270,6 +276,7 @@ fn watch_another_process_flow_by_pid() {
     let _ = sender.wait();
     drop(sink);
     assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
     let j = common::record(&json);
     let w = j["watched"].as_array().unwrap();
     assert_eq!(w.len(), 1, "the sender has one flow: {j}");

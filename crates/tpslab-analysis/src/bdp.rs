@@ -26,6 +26,14 @@ pub struct BufferPlan {
     pub buffer_bytes: u64,
 }
 
+impl BufferPlan {
+    /// What to ask of setsockopt(SO_SNDBUF/SO_RCVBUF) for this buffer, bytes: half of
+    /// it, because the kernel doubles what it is given.
+    pub fn setsockopt_bytes(&self) -> u64 {
+        self.buffer_bytes / 2
+    }
+}
+
 /// The buffer plan for `rate_bps` over `rtt_s`.
 pub fn buffer_plan(rate_bps: f64, rtt_s: f64) -> BufferPlan {
     let bdp = bdp_bytes(rate_bps, rtt_s);

@@ -167,7 +167,8 @@ pub fn classify(prev: &TcpSample, cur: &TcpSample, sndbuf_bytes: Option<u64>) ->
     }
 }
 
-const LIMITS: [Limit; 4] = [
+/// The four limits in the order of [`FlowAnalysis::shares`].
+pub const LIMITS: [Limit; 4] = [
     Limit::ReceiveWindow,
     Limit::SendBuffer,
     Limit::CongestionWindow,

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use serde::{Deserialize, Serialize};
 use tpslab_net::mono_ns;
 use tpslab_net::ns::NetNs;
 use tpslab_net::tun::{self, Tun};
@@ -24,90 +23,8 @@ use crate::EngineError;
 pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 /// Address of side B (on `tpsl-b` in namespace B).
 pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
-/// Packets on the line at once (queued + in propagation), per direction: a bound on
-/// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
-pub const MAX_LINE_PACKETS: usize = 32768;
-
-/// The emulated link, the same in both directions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LinkConfig {
-    /// One-way delay, ns (the RTT is twice this).
-    pub delay_ns: u64,
-    /// Serialisation rate per direction, bits/s; `None` = as fast as the forwarder goes.
-    pub rate_bps: Option<f64>,
-    /// Probability that a packet is dropped, 0..1, each direction independently.
-    pub loss: f64,
-    /// Packets that may wait for the rate limiter before tail drop (a router's buffer).
-    pub queue_packets: usize,
-    /// MTU of both TUN devices, bytes.
-    pub mtu: u32,
-    /// Seed of the loss generator (runs are repeatable).
-    pub seed: u64,
-}
-
-impl Default for LinkConfig {
-    fn default() -> Self {
-        LinkConfig {
-            delay_ns: 0,
-            rate_bps: None,
-            loss: 0.0,
-            queue_packets: 1000,
-            mtu: 1500,
-            seed: 1,
-        }
-    }
-}
-
-impl LinkConfig {
-    /// Checks ranges; the error names the bad value and what is allowed.
-    pub fn check(&self) -> Result<(), String> {
-        if self.delay_ns > 10_000_000_000 {
-            return Err(format!("delay {} ns: at most 10 s one way", self.delay_ns));
-        }
-        if let Some(r) = self.rate_bps {
-            if !(r.is_finite() && (8_000.0..=100e9).contains(&r)) {
-                return Err(format!("rate {r} bit/s: allowed 8 kbit/s to 100 Gbit/s"));
-            }
-        }
-        if !(0.0..1.0).contains(&self.loss) {
-            return Err(format!(
-                "loss {}: allowed 0 up to (not including) 1",
-                self.loss
-            ));
-        }
-        if !(1..=MAX_LINE_PACKETS).contains(&self.queue_packets) {
-            return Err(format!(
-                "queue {} packets: allowed 1 to {MAX_LINE_PACKETS}",
-                self.queue_packets
-            ));
-        }
-        if !(576..=65535).contains(&self.mtu) {
-            return Err(format!("mtu {}: allowed 576 to 65535", self.mtu));
-        }
-        Ok(())
-    }
-}
-
-/// Counters of one direction, packets and bytes since the link started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirStats {
-    /// Packets read from the sending side's TUN.
-    pub packets_in: u64,
-    /// Bytes of those packets.
-    pub bytes_in: u64,
-    /// Packets written into the receiving side's TUN.
-    pub delivered: u64,
-    /// Dropped by the random loss setting.
-    pub dropped_loss: u64,
-    /// Dropped because the rate limiter's queue was full (tail drop).
-    pub dropped_queue: u64,
-    /// Dropped because MAX_LINE_PACKETS were already on the line.
-    pub line_full: u64,
-    /// Writes into the receiving TUN that failed.
-    pub write_errors: u64,
-    /// Still on the line when the link stopped (never delivered).
-    pub on_line_at_stop: u64,
-}
+pub use tpslab_analysis::record::tcp::DirStats;
+pub use tpslab_plan::tcp::{LinkConfig, MAX_LINE_PACKETS};
 
 #[derive(Default)]
 struct DirCounters {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 use tpslab_analysis::tcp::TcpSample;
 use tpslab_net::tcp::{self as ntcp, Buf, TcpInfo};
@@ -173,52 +172,8 @@ fn stream_conn(mut s: TcpStream, source: bool, stop: &AtomicBool, bytes: &Atomic
     }
 }
 
-/// A bulk flow to run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct FlowPlan {
-    /// Where the sink listens.
-    pub target: SocketAddr,
-    /// How long to send, ns.
-    pub duration_ns: u64,
-    /// TCP_INFO sampling interval, ns.
-    pub interval_ns: u64,
-    /// SO_SNDBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_wmem).
-    pub sndbuf: Option<u64>,
-    /// Bytes per write() call.
-    pub write_bytes: usize,
-    /// Receive instead of send (from a source, e.g. `tpslab serve tcp --mode source`);
-    /// TCP_INFO is then sampled on the receiving socket.
-    #[serde(default)]
-    pub reverse: bool,
-    /// SO_RCVBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_rmem).
-    #[serde(default)]
-    pub rcvbuf: Option<u64>,
-}
-
-/// What a flow did: samples of its TCP_INFO and the sender's own counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlowRecord {
-    /// The plan it ran.
-    pub plan: FlowPlan,
-    /// SO_SNDBUF granted (getsockopt after connect), bytes.
-    pub sndbuf_granted: u64,
-    /// Time to connect, ns.
-    pub connect_ns: u64,
-    /// Bytes the application wrote.
-    pub bytes_written: u64,
-    /// Bytes the application read (reverse).
-    #[serde(default)]
-    pub bytes_read: u64,
-    /// SO_RCVBUF at the end (getsockopt), bytes.
-    #[serde(default)]
-    pub rcvbuf_granted: u64,
-    /// Samples, the first right after connect.
-    pub samples: Vec<TcpSample>,
-    /// The write error that ended the flow early, if any.
-    pub error: Option<String>,
-    /// Whether it was stopped before its duration (Ctrl-C).
-    pub interrupted: bool,
-}
+pub use tpslab_analysis::record::tcp::{FlowRecord, LabStats, WatchedFlow};
+pub use tpslab_plan::tcp::FlowPlan;
 
 fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
     TcpSample {
@@ -355,23 +310,6 @@ pub fn run_flow(
     })
 }
 
-/// A flow across the user-space delay line: what the lab ran and saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabRecord {
-    /// The emulated link.
-    pub link: crate::link::LinkConfig,
-    /// The link's counters at the end: [sender to sink, sink to sender].
-    pub link_stats: [crate::link::DirStats; 2],
-    /// SO_RCVBUF asked for on the sink, bytes; `None` = autotuning.
-    pub sink_rcvbuf: Option<u64>,
-    /// SO_RCVBUF the sink's listener was granted, bytes.
-    pub sink_rcvbuf_granted: u64,
-    /// Bytes the sink read.
-    pub sink_bytes: u64,
-    /// The flow.
-    pub flow: FlowRecord,
-}
-
 /// Runs a flow between two fresh network namespaces joined by the delay line: the sink
 /// listens on link::ADDR_B in one, the sender connects from the other. Nothing on the
 /// host changes; both namespaces vanish at the end. `plan.target`'s port is used, its
@@ -383,7 +321,7 @@ pub fn run_lab_flow(
     sink_rcvbuf: Option<u64>,
     mut plan: FlowPlan,
     stop: &AtomicBool,
-) -> Result<LabRecord, EngineError> {
+) -> Result<(FlowRecord, LabStats), EngineError> {
     use tpslab_net::ns::NetNs;
     let ns = |w: &str| {
         NetNs::create().map_err(|e| EngineError::os(format!("creating network namespace {w}"), e))
@@ -418,31 +356,16 @@ pub fn run_lab_flow(
     let sink_rcvbuf_granted = sink.rcvbuf_granted;
     let sink_bytes = sink.stop();
     let link_stats = l.stop();
-    Ok(LabRecord {
-        link,
-        link_stats,
-        sink_rcvbuf,
-        sink_rcvbuf_granted,
-        sink_bytes,
+    Ok((
         flow,
-    })
-}
-
-/// A TCP flow of another process, sampled through sock_diag (what `ss -tmi` shows).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WatchedFlow {
-    /// Local address.
-    pub local: SocketAddr,
-    /// Remote address.
-    pub remote: SocketAddr,
-    /// Socket inode.
-    pub inode: u64,
-    /// Send buffer limit at the last sample, bytes (sk_sndbuf).
-    pub sndbuf: u64,
-    /// Receive buffer limit at the last sample, bytes (sk_rcvbuf).
-    pub rcvbuf: u64,
-    /// TCP_INFO samples, `t_ns` from the start of the watch.
-    pub samples: Vec<TcpSample>,
+        LabStats {
+            link,
+            link_stats,
+            sink_rcvbuf,
+            sink_rcvbuf_granted,
+            sink_bytes,
+        },
+    ))
 }
 
 /// Socket inodes of `pid` (its /proc/PID/fd links `socket:[N]`). Errors: the fd

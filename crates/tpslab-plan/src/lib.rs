@@ -9,6 +9,7 @@
 
 pub mod framing;
 pub mod limits;
+pub mod tcp;
 pub mod udp;
 pub mod units;
 

@@ -21,7 +21,52 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::Tcp(t) => tcp(w, t),
     }
+}
+
+/// A TCP record's TCP_INFO samples, one row each: `flow` names the run (`first`,
+/// `after`) or the watched flow (`LOCAL->REMOTE`).
+pub fn tcp(w: &mut dyn Write, t: &tpslab_analysis::record::TcpRecord) -> io::Result<()> {
+    writeln!(w, "flow,t_ms,bytes_acked,bytes_received,rtt_us,min_rtt_us,cwnd_bytes,peer_window_bytes,in_flight_bytes,notsent_bytes,retrans_segs,rcv_rtt_us,rcv_wnd_bytes")?;
+    let runs = t.runs.iter().enumerate().map(|(i, r)| {
+        (
+            if i == 0 {
+                "first".to_string()
+            } else {
+                "after".into()
+            },
+            &r.flow.samples,
+        )
+    });
+    let watched = t.watched.iter().map(|x| {
+        (
+            format!("{}->{}", x.flow.local, x.flow.remote),
+            &x.flow.samples,
+        )
+    });
+    for (name, samples) in runs.chain(watched) {
+        for s in samples {
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                text(&name),
+                num(s.t_ns as f64 / 1e6, 3),
+                s.bytes_acked,
+                s.bytes_received,
+                s.rtt_us,
+                s.min_rtt_us,
+                s.cwnd_segs as u64 * s.mss as u64,
+                s.peer_window_bytes,
+                s.in_flight_bytes,
+                s.notsent_bytes,
+                s.retrans_segs,
+                s.rcv_rtt_us,
+                s.rcv_wnd_bytes
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// A text cell, quoted when it holds a comma, a quote or a line break.

@@ -116,3 +116,26 @@ fn csv_tables_of_a_run_and_a_ramp() {
         "{ramp}"
     );
 }
+
+#[test]
+fn tcp_lab_terminal_report_before_and_after() {
+    let got = rendered("tcp_lab.json", Format::Term, false);
+    assert_same(&got, "tcp_lab.txt");
+    assert!(got.starts_with("tpslab tcp: lab between two network namespaces"));
+    assert!(got.contains("\nAFTER: the same lab with both buffers at the recommended size"));
+    assert!(got.contains("target 80.0 Mbit/s: reached"));
+    assert_eq!(
+        rendered("tcp_lab.json", Format::Json, false),
+        fixture("tcp_lab.json")
+    );
+    // One CSV row per TCP_INFO sample of each run, after the header.
+    let rec = Record::from_json(&fixture("tcp_lab.json")).unwrap();
+    let tpslab_analysis::record::Body::Tcp(t) = &rec.body else {
+        panic!("a tcp record")
+    };
+    let samples: usize = t.runs.iter().map(|r| r.flow.samples.len()).sum();
+    let csv = rendered("tcp_lab.json", Format::Csv, false);
+    assert_eq!(csv.lines().count(), samples + 1);
+    assert!(csv.lines().nth(1).unwrap().starts_with("first,"));
+    assert!(csv.lines().last().unwrap().starts_with("after,"));
+}

@@ -47,6 +47,8 @@ pub enum Body {
     Sweep(SweepReport),
     /// `serve udp`: the reference server's counts over its life.
     Serve(ServeRecord),
+    /// `tcp`: bulk flows and which limit held them, or another process's flows watched.
+    Tcp(super::TcpRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -175,7 +177,7 @@ impl Record {
                 interrupted: r.run.interrupted,
                 ..Meta::default()
             },
-            Body::Sweep(_) | Body::Serve(_) => Meta::default(),
+            Body::Sweep(_) | Body::Serve(_) | Body::Tcp(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -257,6 +259,14 @@ impl Record {
                     return bad("a sweep result naming a cell it does not have".into());
                 }
             }
+            Body::Tcp(t) => {
+                if let Err(e) = t.plan.validate() {
+                    return bad(format!("a tcp plan that cannot run: {e}"));
+                }
+                if t.runs.len() > 2 {
+                    return bad(format!("{} tcp runs (at most 2)", t.runs.len()));
+                }
+            }
             Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Serve(_) => {}
         }
         Ok(())
@@ -280,6 +290,7 @@ impl Record {
             Body::Ramp(_) => "ramp",
             Body::Sweep(_) => "sweep",
             Body::Serve(_) => "serve",
+            Body::Tcp(_) => "tcp",
         }
     }
 }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod envelope;
+pub mod tcp;
 pub use envelope::*;
+pub use tcp::TcpRecord;
 
 /// A complete run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

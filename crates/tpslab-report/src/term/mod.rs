@@ -12,6 +12,8 @@ use tpslab_analysis::record::{
 };
 use tpslab_analysis::LatencySummary;
 
+pub mod tcp;
+
 /// A table with tpslab's borders, the first column left-aligned and the rest right.
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -628,6 +630,7 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             sweep_header(w, &r.plan, &r.out)?;
             sweep_results(w, r)
         }
+        Body::Tcp(t) => tcp::record(w, t),
         Body::Diagnose(d) => print_diagnosis(
             w,
             &d.scenario,

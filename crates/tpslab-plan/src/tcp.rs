@@ -1,0 +1,415 @@
+//! The plan of `tpslab tcp`: a bulk flow to a sink, from a source, across tpslab's delay
+//! line between two namespaces, or the flows of another process watched; the emulated
+//! link; and the one flow the engine runs ([`FlowPlan`]).
+
+use crate::limits::{check_kept_samples, Limit, SAMPLE_INTERVAL, TCP_DURATION};
+use crate::PlanError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// SO_SNDBUF / SO_RCVBUF asked of a TCP socket, bytes (the kernel doubles it, and an int
+/// holds the double).
+pub const TCP_BUFFER_BYTES: Limit = Limit {
+    min: 1024,
+    max: i32::MAX as u64 / 2,
+    unit: "bytes",
+};
+
+/// Parses a TCP buffer size such as `64KiB` for `flag` and checks it against
+/// [`TCP_BUFFER_BYTES`]; the error shows the value as written.
+pub fn parse_buffer(flag: &str, s: &str) -> Result<u64, PlanError> {
+    let b = crate::units::parse_size(s).map_err(|e| PlanError::Conflict(format!("{flag} {e}")))?;
+    if !(TCP_BUFFER_BYTES.min..=TCP_BUFFER_BYTES.max).contains(&b) {
+        return Err(PlanError::value(flag, s, "1KiB to 1023MiB"));
+    }
+    Ok(b)
+}
+
+/// Bytes per write() of a bulk flow.
+pub const WRITE_BYTES: Limit = Limit {
+    min: 1,
+    max: 16 << 20,
+    unit: "bytes",
+};
+
+/// The lab's round-trip time (twice the delay line's one-way delay).
+pub const LAB_RTT: crate::limits::DurationLimit = crate::limits::DurationLimit {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(10),
+};
+
+/// Packets on the delay line at once (queued + in propagation), per direction: a bound on
+/// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
+pub const MAX_LINE_PACKETS: usize = 32768;
+
+/// The emulated link, the same in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinkConfig {
+    /// One-way delay, ns (the RTT is twice this).
+    pub delay_ns: u64,
+    /// Serialisation rate per direction, bits/s; `None` = as fast as the forwarder goes.
+    pub rate_bps: Option<f64>,
+    /// Probability that a packet is dropped, 0..1, each direction independently.
+    pub loss: f64,
+    /// Packets that may wait for the rate limiter before tail drop (a router's buffer).
+    pub queue_packets: usize,
+    /// MTU of both TUN devices, bytes.
+    pub mtu: u32,
+    /// Seed of the loss generator (runs are repeatable).
+    pub seed: u64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            delay_ns: 0,
+            rate_bps: None,
+            loss: 0.0,
+            queue_packets: 1000,
+            mtu: 1500,
+            seed: 1,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// Checks ranges; the error names the bad value and what is allowed.
+    pub fn check(&self) -> Result<(), String> {
+        if self.delay_ns > 10_000_000_000 {
+            return Err(format!("delay {} ns: at most 10 s one way", self.delay_ns));
+        }
+        if let Some(r) = self.rate_bps {
+            if !(r.is_finite() && (8_000.0..=100e9).contains(&r)) {
+                return Err(format!("rate {r} bit/s: allowed 8 kbit/s to 100 Gbit/s"));
+            }
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(format!(
+                "loss {}: allowed 0 up to (not including) 1",
+                self.loss
+            ));
+        }
+        if !(1..=MAX_LINE_PACKETS).contains(&self.queue_packets) {
+            return Err(format!(
+                "queue {} packets: allowed 1 to {MAX_LINE_PACKETS}",
+                self.queue_packets
+            ));
+        }
+        if !(576..=65535).contains(&self.mtu) {
+            return Err(format!("mtu {}: allowed 576 to 65535", self.mtu));
+        }
+        Ok(())
+    }
+
+    /// The round-trip time the link adds, ns.
+    pub fn rtt_ns(&self) -> u64 {
+        self.delay_ns.saturating_mul(2)
+    }
+}
+
+/// A bulk flow to run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlowPlan {
+    /// Where the sink listens.
+    pub target: SocketAddr,
+    /// How long to send, ns.
+    pub duration_ns: u64,
+    /// TCP_INFO sampling interval, ns.
+    pub interval_ns: u64,
+    /// SO_SNDBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_wmem).
+    pub sndbuf: Option<u64>,
+    /// Bytes per write() call.
+    pub write_bytes: usize,
+    /// Receive instead of send (from a source, e.g. `tpslab serve tcp --mode source`);
+    /// TCP_INFO is then sampled on the receiving socket.
+    #[serde(default)]
+    pub reverse: bool,
+    /// SO_RCVBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_rmem).
+    #[serde(default)]
+    pub rcvbuf: Option<u64>,
+}
+
+/// What `tpslab tcp` does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum TcpMode {
+    /// Send to a sink at `target` and judge what held the flow.
+    Send {
+        /// The sink, HOST:PORT resolved.
+        target: SocketAddr,
+    },
+    /// Receive from a source at `target` and judge this side's receive window.
+    Reverse {
+        /// The source.
+        target: SocketAddr,
+    },
+    /// Send across tpslab's delay line between two new network namespaces; with a target
+    /// rate not reached because of a buffer, run again with the recommended buffers
+    /// unless `verify` is off.
+    Lab {
+        /// The emulated link.
+        link: LinkConfig,
+        /// The sink's SO_RCVBUF, bytes; `None` = autotuning.
+        sink_rcvbuf: Option<u64>,
+        /// Re-run with the recommended buffers when the target rate was missed.
+        verify: bool,
+    },
+    /// Watch the established flows of a process and/or with a port at either end.
+    Watch {
+        /// The process.
+        pid: Option<u32>,
+        /// The port.
+        port: Option<u16>,
+    },
+}
+
+/// The whole plan of `tpslab tcp`, validated by [`TcpPlan::validate`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TcpPlan {
+    /// What to do.
+    #[serde(flatten)]
+    pub mode: TcpMode,
+    /// How long, ns.
+    pub duration_ns: u64,
+    /// TCP_INFO sampling interval, ns.
+    pub interval_ns: u64,
+    /// The start of the flow (slow start) left out of the analysis, ns.
+    pub skip_ns: u64,
+    /// The sender's SO_SNDBUF, bytes; `None` = autotuning.
+    pub sndbuf: Option<u64>,
+    /// This side's SO_RCVBUF with `Reverse`, bytes; `None` = autotuning.
+    pub rcvbuf: Option<u64>,
+    /// Bytes per write().
+    pub write_bytes: u64,
+    /// The rate the flow should reach, bits/s.
+    pub target_rate_bps: Option<f64>,
+}
+
+impl TcpPlan {
+    /// The flow the engine runs for this plan toward `target` with SO_SNDBUF `sndbuf`.
+    pub fn flow(&self, target: SocketAddr, sndbuf: Option<u64>) -> FlowPlan {
+        FlowPlan {
+            target,
+            duration_ns: self.duration_ns,
+            interval_ns: self.interval_ns,
+            sndbuf,
+            write_bytes: self.write_bytes as usize,
+            reverse: matches!(self.mode, TcpMode::Reverse { .. }),
+            rcvbuf: self.rcvbuf,
+        }
+    }
+
+    /// Checks every limit and combination; the error names the flag and what is allowed.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let d = |ns: u64| Duration::from_nanos(ns);
+        let (duration, interval, skip) =
+            (d(self.duration_ns), d(self.interval_ns), d(self.skip_ns));
+        TCP_DURATION.check("--duration", duration)?;
+        SAMPLE_INTERVAL.check("--interval", interval)?;
+        // Every TCP_INFO sample is kept for the analysis and the record.
+        check_kept_samples(duration, interval)?;
+        let watching = matches!(self.mode, TcpMode::Watch { .. });
+        if !watching && skip.saturating_add(interval.saturating_mul(2)) >= duration {
+            return Err(PlanError::Conflict(format!(
+                "--skip {} leaves less than two samples of --duration {}: shorten --skip or lengthen --duration",
+                humantime::format_duration(skip),
+                humantime::format_duration(duration)
+            )));
+        }
+        for (flag, v) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
+            if let Some(v) = v {
+                TCP_BUFFER_BYTES.check(flag, v)?;
+            }
+        }
+        WRITE_BYTES.check("--write-size", self.write_bytes)?;
+        if let Some(r) = self.target_rate_bps {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(PlanError::value(
+                    "--target-rate",
+                    r,
+                    "a positive rate such as 80mbit",
+                ));
+            }
+        }
+        let conflict = |m: &str| Err(PlanError::Conflict(m.into()));
+        match self.mode {
+            TcpMode::Send { .. } => {
+                if self.rcvbuf.is_some() {
+                    return conflict("--rcvbuf applies with --reverse (this side receiving); the sink's buffer is set on the sink");
+                }
+            }
+            TcpMode::Reverse { .. } => {
+                if self.sndbuf.is_some() {
+                    return conflict("--sndbuf is the sender's: with --reverse the sender is the source (tpslab serve tcp --mode source --sndbuf SIZE)");
+                }
+                if self.target_rate_bps.is_some() {
+                    return conflict("--target-rate applies to sending; with --reverse only this side's receive window is judged");
+                }
+            }
+            TcpMode::Lab {
+                link, sink_rcvbuf, ..
+            } => {
+                if self.rcvbuf.is_some() {
+                    return conflict(
+                        "--reverse and --rcvbuf apply with a TARGET, not in the lab yet",
+                    );
+                }
+                LAB_RTT.check("--lab-rtt", d(link.rtt_ns()))?;
+                link.check().map_err(|e| {
+                    PlanError::Conflict(format!("lab link: {e} (--lab-rate, --lab-queue)"))
+                })?;
+                if let Some(v) = sink_rcvbuf {
+                    TCP_BUFFER_BYTES.check("--sink-rcvbuf", v)?;
+                }
+            }
+            TcpMode::Watch { pid, port } => {
+                if pid.is_none() && port.is_none() {
+                    return conflict("watching needs --watch-pid PID or --watch-port PORT");
+                }
+                if self.sndbuf.is_some() || self.rcvbuf.is_some() || self.target_rate_bps.is_some()
+                {
+                    return conflict("--sndbuf, --rcvbuf and --target-rate do not apply when watching flows of another process");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(mode: TcpMode) -> TcpPlan {
+        TcpPlan {
+            mode,
+            duration_ns: 10_000_000_000,
+            interval_ns: 100_000_000,
+            skip_ns: 1_000_000_000,
+            sndbuf: None,
+            rcvbuf: None,
+            write_bytes: 131072,
+            target_rate_bps: None,
+        }
+    }
+
+    fn lab(rtt_ms: u64) -> TcpMode {
+        TcpMode::Lab {
+            link: LinkConfig {
+                delay_ns: rtt_ms * 500_000,
+                ..Default::default()
+            },
+            sink_rcvbuf: None,
+            verify: true,
+        }
+    }
+
+    #[test]
+    fn every_limit_and_combination_is_checked_with_the_flag_named() {
+        let to = TcpMode::Send {
+            target: "127.0.0.1:5001".parse().unwrap(),
+        };
+        assert_eq!(plan(to).validate(), Ok(()));
+        assert_eq!(plan(lab(30)).validate(), Ok(()));
+        let cases: Vec<(TcpPlan, &str)> = vec![
+            (
+                TcpPlan {
+                    duration_ns: 1_000_000_000,
+                    ..plan(to)
+                },
+                "--skip 1s leaves",
+            ),
+            (
+                TcpPlan {
+                    interval_ns: 500_000,
+                    ..plan(to)
+                },
+                "--interval 500us",
+            ),
+            (
+                TcpPlan {
+                    sndbuf: Some(1 << 31),
+                    ..plan(to)
+                },
+                "--sndbuf 2147483648",
+            ),
+            (
+                TcpPlan {
+                    write_bytes: 0,
+                    ..plan(to)
+                },
+                "--write-size 0",
+            ),
+            (
+                TcpPlan {
+                    rcvbuf: Some(65536),
+                    ..plan(to)
+                },
+                "--rcvbuf applies with --reverse",
+            ),
+            (
+                TcpPlan {
+                    target_rate_bps: Some(f64::NAN),
+                    ..plan(to)
+                },
+                "--target-rate NaN",
+            ),
+            (plan(lab(11_000)), "--lab-rtt 11s"),
+            (plan(lab(0)), "--lab-rtt 0s"),
+            (
+                TcpPlan {
+                    mode: TcpMode::Reverse {
+                        target: "127.0.0.1:1".parse().unwrap(),
+                    },
+                    sndbuf: Some(65536),
+                    ..plan(to)
+                },
+                "--sndbuf is the sender's",
+            ),
+            (
+                plan(TcpMode::Watch {
+                    pid: None,
+                    port: None,
+                }),
+                "--watch-pid",
+            ),
+        ];
+        for (p, want) in cases {
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+
+    #[test]
+    fn buffers_are_parsed_and_limited_as_written() {
+        assert_eq!(parse_buffer("--sndbuf", "64KiB"), Ok(65536));
+        let e = parse_buffer("--sndbuf", "2GiB").unwrap_err().to_string();
+        assert_eq!(e, "--sndbuf 2GiB: allowed 1KiB to 1023MiB");
+        let e = parse_buffer("--sink-rcvbuf", "-5").unwrap_err().to_string();
+        assert!(e.starts_with("--sink-rcvbuf size \"-5\""), "{e}");
+    }
+
+    #[test]
+    fn the_flow_of_a_plan_carries_its_settings() {
+        let p = TcpPlan {
+            rcvbuf: Some(65536),
+            ..plan(TcpMode::Reverse {
+                target: "127.0.0.1:1".parse().unwrap(),
+            })
+        };
+        let f = p.flow("127.0.0.1:1".parse().unwrap(), None);
+        assert!(f.reverse);
+        assert_eq!(f.rcvbuf, Some(65536));
+        assert_eq!((f.duration_ns, f.write_bytes), (10_000_000_000, 131072));
+    }
+
+    #[test]
+    fn a_plan_round_trips_through_json_with_its_mode_named() {
+        let p = plan(lab(30));
+        let v = serde_json::to_value(p).unwrap();
+        assert_eq!(v["mode"], "lab");
+        assert_eq!(v["link"]["delay_ns"], 15_000_000);
+        assert_eq!(serde_json::from_value::<TcpPlan>(v).unwrap(), p);
+    }
+}

@@ -2,7 +2,7 @@
 
 use crate::flags::{self, LoadFlags};
 use crate::out;
-use crate::userserver::UserServer;
+use crate::server_proc::ServerProcess;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -266,9 +266,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         match &server_cmd {
             None => Ok(run_udp(p, stop)?),
             Some(cmd) => {
-                let user = UserServer::start(cmd, &[], SchedPolicy::Other)?;
-                p.load.target = std::net::SocketAddr::from(([127, 0, 0, 1], user.port));
-                p.target_pid = Some(user.child.id());
+                let user = ServerProcess::user_udp(cmd, &[], SchedPolicy::Other)?;
+                p.load.target = user.addr;
+                p.target_pid = Some(user.pid());
                 let r = run_udp(p, stop);
                 drop(user);
                 Ok(r?)

@@ -8,10 +8,10 @@ mod out;
 mod ramp;
 mod report_cmd;
 mod serve_tcp;
+mod server_proc;
 mod sweep;
 mod tcp;
 mod udp;
-mod userserver;
 
 use std::process::ExitCode;
 

@@ -3,11 +3,12 @@
 
 use crate::flags;
 use crate::out::{self, install_signals, resolve, write_json};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::server_proc::ServerProcess;
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::ramp;
@@ -156,53 +157,28 @@ pub(crate) fn parse_steps(users: &str, step: &str) -> Result<Vec<usize>, String>
     Ok(v)
 }
 
-/// The reference server as a child process; killed by its PID on drop.
-struct ChildServer(Child);
-
-impl Drop for ChildServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_builtin(a: &RampArgs, steps: usize) -> Result<(ChildServer, std::net::SocketAddr)> {
-    let exe = std::env::current_exe().context("finding tpslab's own executable")?;
-    let mut c = Command::new(exe);
-    c.args(["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"])
-        .arg("--work")
-        .arg(humantime::format_duration(a.server_work).to_string())
-        .arg("--serial")
-        .arg(humantime::format_duration(a.server_serial).to_string());
+/// Starts tpslab's reference server (`serve tcp --mode replace`) with the ramp's
+/// server settings, for as long as the ramp can last and 30 s more.
+fn start_builtin(a: &RampArgs, steps: usize) -> Result<ServerProcess> {
+    let mut args: Vec<String> = ["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"]
+        .map(String::from)
+        .into();
+    args.extend([
+        "--work".into(),
+        humantime::format_duration(a.server_work).to_string(),
+        "--serial".into(),
+        humantime::format_duration(a.server_serial).to_string(),
+        "--threads".into(),
+        a.server_threads.to_string(),
+    ]);
     if a.serialize {
-        c.arg("--serialize");
+        args.push("--serialize".into());
     }
-    c.arg("--threads").arg(a.server_threads.to_string());
-    // Ends by itself even if tpslab is killed before it can stop it.
     let life = (a.step_duration + a.warmup) * steps as u32 + Duration::from_secs(30);
-    c.arg("--duration").arg(format!("{}s", life.as_secs()));
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting the reference server")?;
-    let out = child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("no stdout of the server"))?;
-    let child = ChildServer(child);
-    let mut line = String::new();
-    std::io::BufReader::new(out)
-        .read_line(&mut line)
-        .context("reading the server's first line")?;
-    let addr = line
-        .split_whitespace()
-        .find_map(|w| w.parse::<std::net::SocketAddr>().ok())
-        .ok_or_else(|| anyhow!("the reference server did not start: {line:?}"))?;
-    Ok((child, addr))
+    args.extend(["--duration".into(), format!("{}s", life.as_secs())]);
+    ServerProcess::tpslab(&args)
 }
 
-/// `tpslab ramp`.
 pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let (proto, a) = match cmd {
         RampCmd::Tcp(a) => (RampProto::Tcp, a),
@@ -282,8 +258,8 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             if a.pid.is_some() {
                 bail!("--pid applies with a TARGET; the built-in server is watched anyway");
             }
-            let (c, addr) = start_builtin(&a, steps.len())?;
-            let pid = c.0.id();
+            let c = start_builtin(&a, steps.len())?;
+            let (addr, pid) = (c.addr, c.pid());
             server = Some(c);
             (addr, Some(pid))
         }

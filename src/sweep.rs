@@ -664,9 +664,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                         &stop,
                     )?,
                     Some(cmd) => {
-                        let user = crate::userserver::UserServer::start(cmd, &srv.cpus, srv.sched)?;
-                        load.target = std::net::SocketAddr::from(([127, 0, 0, 1], user.port));
-                        let pid = user.child.id();
+                        let user =
+                            crate::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
+                        load.target = user.addr;
+                        let pid = user.pid();
                         let rec = run_udp(
                             UdpRunPlan {
                                 server: None,

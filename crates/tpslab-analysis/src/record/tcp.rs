@@ -283,7 +283,11 @@ mod tests {
         assert_eq!(first.held_by, crate::tcp::Limit::ReceiveWindow);
         let o = rec.outcome();
         assert!(o.invalid.is_empty());
-        assert!(o.target.unwrap().unwrap().contains("short of the 80.0 Mbit/s target"));
+        assert!(o
+            .target
+            .unwrap()
+            .unwrap()
+            .contains("short of the 80.0 Mbit/s target"));
         // Too few samples after the skip: invalid, never judged.
         let mut short = rec.clone();
         short.plan.skip_ns = u64::MAX;

@@ -1,17 +1,25 @@
-//! The user's own server, started by tpslab from a shell command with `{port}` for one run
-//! (`sweep --server-cmd`, `diagnose udp --server-cmd`) and stopped by its PID afterwards.
+//! The one handle for a server tpslab starts for a run and stops afterwards, by its PID
+//! only: the user's own server from a shell command with `{port}` (`sweep --server-cmd`,
+//! `diagnose udp --server-cmd`), or tpslab's reference server in a child process (`ramp
+//! tcp` without a target). A server tpslab did not start is named by `--pid` instead and
+//! never stopped.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use std::io::BufRead;
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tpslab_net::sched::SchedPolicy;
 
-/// A user's server started for one run and stopped (by PID) when dropped.
-pub(crate) struct UserServer {
-    pub(crate) child: std::process::Child,
-    pub(crate) port: u16,
+/// A server started for one run and stopped (SIGTERM, then SIGKILL after a second, by
+/// PID) when dropped.
+pub(crate) struct ServerProcess {
+    child: Child,
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
     /// Its stderr, kept to explain a server that exits early; removed on drop.
-    log: PathBuf,
+    log: Option<PathBuf>,
 }
 
 /// The last lines of a server's stderr, on one line, for an error message.
@@ -26,11 +34,53 @@ fn tail(log: &std::path::Path) -> String {
     }
 }
 
-impl UserServer {
+impl ServerProcess {
+    /// Its process ID.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Starts tpslab's own executable with `args` (a `serve` command that binds port 0,
+    /// with a `--duration` so it ends by itself even if tpslab is killed) and reads the
+    /// address it listens on from the first line it prints. Its stderr is the terminal's.
+    pub(crate) fn tpslab(args: &[String]) -> Result<ServerProcess> {
+        let exe = std::env::current_exe().context("finding tpslab's own executable")?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the reference server")?;
+        let out = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("no stdout of the server"))?;
+        // Stopped by drop from here on, whatever happens next.
+        let mut srv = ServerProcess {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log: None,
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .context("reading the server's first line")?;
+        srv.addr = line
+            .split_whitespace()
+            .find_map(|w| w.parse::<SocketAddr>().ok())
+            .ok_or_else(|| anyhow!("the reference server did not start: {line:?}"))?;
+        Ok(srv)
+    }
+
     /// Starts `template` with a free port and waits (at most 20 s: a JVM compiling a
     /// single-file source takes seconds) until it listens;
     /// applies the cell's cpus/sched to every thread of it, like taskset -p / chrt -p.
-    pub(crate) fn start(template: &str, cpus: &[usize], sched: SchedPolicy) -> Result<UserServer> {
+    pub(crate) fn user_udp(
+        template: &str,
+        cpus: &[usize],
+        sched: SchedPolicy,
+    ) -> Result<ServerProcess> {
         let port = tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false)?
             .local_addr()
             .port();
@@ -53,7 +103,11 @@ impl UserServer {
             .stderr(err)
             .spawn()
             .with_context(|| format!("--server-cmd \"{cmd}\""))?;
-        let mut srv = UserServer { child, port, log };
+        let mut srv = ServerProcess {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            log: Some(log),
+        };
         let pid = srv.child.id();
         let target = tpslab_engine::observe::SocketMatch {
             port: Some(port),
@@ -65,7 +119,7 @@ impl UserServer {
             if let Some(st) = srv.child.try_wait()? {
                 bail!(
                     "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}; {}",
-                    tail(&srv.log)
+                    srv.log.as_deref().map_or(String::new(), tail)
                 );
             }
             if t0.elapsed() > Duration::from_secs(20) {
@@ -85,9 +139,11 @@ impl UserServer {
     }
 }
 
-impl Drop for UserServer {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.log);
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
         tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
         // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
         let _ = tpslab_net::process::terminate(&self.child);

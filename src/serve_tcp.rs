@@ -1,15 +1,20 @@
 //! `tpslab serve tcp`: the sink, the source, and the request/response server that
 //! `ramp tcp` loads (echo or S1's replace, with CPU work, waiting and a global lock).
 
-use crate::out::install_signals;
-use anyhow::{anyhow, bail, Result};
+use crate::out::{self, install_signals, write_json};
+use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+use tpslab_analysis::record::tcp::ServeTcpRecord;
+use tpslab_analysis::record::{Body, Meta, Record};
+use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
 use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
-use tpslab_plan::tcp::parse_buffer;
+use tpslab_plan::tcp::{parse_buffer, ServeTcpMode, ServeTcpPlan};
+use tpslab_report::term::tcp as render;
 
 fn size_flag(flag: &str, v: &Option<String>) -> Result<Option<u64>> {
     Ok(match v {
@@ -69,149 +74,123 @@ pub(crate) struct ServeTcpArgs {
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
+    /// Write the record at the end: the plan and what the server moved (JSON, schema
+    /// tpslab.record/2, kind serve_tcp).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
-/// `tpslab serve tcp`.
-pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
-    // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
-    tpslab_net::raise_nofile();
+/// The validated plan of the flags given.
+fn plan(a: &ServeTcpArgs) -> Result<ServeTcpPlan> {
     let listen: SocketAddr = a.bind.parse().map_err(|_| {
         anyhow!(
             "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
             a.bind
         )
     })?;
-    let rcvbuf = size_flag("--rcvbuf", &a.rcvbuf)?;
-    let sndbuf = size_flag("--sndbuf", &a.sndbuf)?;
-    if !matches!(a.mode, ServeMode::Sink | ServeMode::Source) {
-        if a.sndbuf.is_some() {
-            bail!("--sndbuf applies to --mode source");
-        }
-        return serve_rr(a, listen);
-    }
-    let source = a.mode == ServeMode::Source;
-    if source && rcvbuf.is_some() {
-        bail!("--rcvbuf applies to --mode sink");
-    }
-    if !source && sndbuf.is_some() {
-        bail!("--sndbuf applies to --mode source");
-    }
-    for (flag, set) in [
-        (
-            "--work",
-            !a.work.or(a.work_ns).unwrap_or_default().is_zero(),
-        ),
-        (
-            "--serial",
-            !a.serial.or(a.serial_ns).unwrap_or_default().is_zero(),
-        ),
-        ("--serialize", a.serialize),
-        ("--threads", a.threads != 0),
-    ] {
-        if set {
-            bail!("{flag} applies to --mode echo or replace, not sink or source");
-        }
-    }
-    let stop = install_signals()?;
-    let srv = SinkServer::start(SinkConfig {
+    let ns = |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
+    let p = ServeTcpPlan {
         listen,
-        rcvbuf,
-        source,
-        sndbuf,
-    })?;
-    if source {
-        println!(
-            "tpslab serve tcp: source on {} (SO_SNDBUF {})",
-            srv.local_addr(),
-            sndbuf.map_or("autotuned by net.ipv4.tcp_wmem".into(), |b| format!(
-                "{b} asked"
-            ))
-        );
-    } else {
-        println!(
-            "tpslab serve tcp: sink on {} (SO_RCVBUF {})",
-            srv.local_addr(),
-            match rcvbuf {
-                Some(r) => format!("{r} asked, {} granted", srv.rcvbuf_granted),
-                None => format!(
-                    "{} at start, autotuned by net.ipv4.tcp_rmem",
-                    srv.rcvbuf_granted
-                ),
-            }
-        );
-    }
-    let t0 = std::time::Instant::now();
-    while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let conns = srv.connections();
-    let bytes = srv.stop();
-    let s = t0.elapsed().as_secs_f64();
-    println!(
-        "tpslab serve tcp: {conns} connection(s), {bytes} bytes {} in {s:.1} s ({:.1} Mbit/s on average)",
-        if source { "written" } else { "read" },
-        bytes as f64 * 8.0 / s / 1e6
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-fn serve_rr(a: ServeTcpArgs, listen: SocketAddr) -> Result<ExitCode> {
-    use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
-    if a.rcvbuf.is_some() {
-        bail!("--rcvbuf applies to --mode sink");
-    }
-    let work = a.work.or(a.work_ns).unwrap_or_default();
-    let serial = a.serial.or(a.serial_ns).unwrap_or_default();
-    tpslab_plan::limits::WORK.check("--work", work)?;
-    tpslab_plan::limits::SERIAL.check("--serial", serial)?;
-    if a.serialize && serial.is_zero() {
-        bail!("--serialize needs --serial DURATION (the part of each request run under the lock)");
-    }
-    let cfg = RrConfig {
-        listen,
-        mode: if a.mode == ServeMode::Echo {
-            RrMode::Echo
-        } else {
-            RrMode::Replace
+        mode: match a.mode {
+            ServeMode::Sink => ServeTcpMode::Sink,
+            ServeMode::Source => ServeTcpMode::Source,
+            ServeMode::Echo => ServeTcpMode::Echo,
+            ServeMode::Replace => ServeTcpMode::Replace,
         },
-        work_ns: work.as_nanos() as u64,
-        serial_ns: serial.as_nanos() as u64,
+        rcvbuf: size_flag("--rcvbuf", &a.rcvbuf)?,
+        sndbuf: size_flag("--sndbuf", &a.sndbuf)?,
+        work_ns: ns(a.work.or(a.work_ns)),
+        serial_ns: ns(a.serial.or(a.serial_ns)),
         serialize: a.serialize,
         threads: a.threads,
+        duration_ns: a.duration.map(|d| ns(Some(d))),
     };
-    if a.threads > 1024 {
-        bail!(
-            "--threads {}: allowed 0 (one per connection) to 1024",
-            a.threads
-        );
+    p.validate()?;
+    Ok(p)
+}
+
+/// The server running: the stream kind or the request/response kind.
+enum Running {
+    Stream(SinkServer),
+    Rr(RrServer),
+}
+
+/// `tpslab serve tcp`.
+pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
+    // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
+    tpslab_net::raise_nofile();
+    if let Some(p) = &a.json {
+        out::check_output("--json", p, false)?;
     }
+    let plan = plan(&a)?;
     let stop = install_signals()?;
-    let srv = RrServer::start(cfg)?;
-    println!(
-        "tpslab serve tcp: {:?} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); {}",
-        a.mode,
-        srv.local_addr(),
-        work,
-        serial,
-        if a.serialize { " under one global lock" } else { "" },
-        if a.threads == 0 {
-            "thread per connection".to_string()
-        } else {
-            format!("{} epoll worker(s) sharing the connections", a.threads)
-        }
-    );
+    let env = tpslab_engine::env::environment();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let srv = if plan.request_response() {
+        Running::Rr(RrServer::start(RrConfig {
+            listen: plan.listen,
+            mode: if plan.mode == ServeTcpMode::Echo {
+                RrMode::Echo
+            } else {
+                RrMode::Replace
+            },
+            work_ns: plan.work_ns,
+            serial_ns: plan.serial_ns,
+            serialize: plan.serialize,
+            threads: plan.threads,
+        })?)
+    } else {
+        Running::Stream(SinkServer::start(SinkConfig {
+            listen: plan.listen,
+            rcvbuf: plan.rcvbuf,
+            source: plan.mode == ServeTcpMode::Source,
+            sndbuf: plan.sndbuf,
+        })?)
+    };
+    let mut rec = ServeTcpRecord {
+        plan,
+        addr: match &srv {
+            Running::Rr(s) => s.local_addr(),
+            Running::Stream(s) => s.local_addr(),
+        },
+        rcvbuf_granted: match &srv {
+            Running::Stream(s) => s.rcvbuf_granted,
+            Running::Rr(_) => 0,
+        },
+        connections: 0,
+        bytes: 0,
+        requests: 0,
+        errors: 0,
+        elapsed_s: 0.0,
+        interrupted: false,
+    };
+    let mut out = std::io::stdout().lock();
+    render::serve_header(&mut out, &rec)?;
+    out.flush()?;
     let t0 = std::time::Instant::now();
-    while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
+    let until = plan.duration_ns.map(Duration::from_nanos);
+    while !stop.load(Relaxed) && until.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let r = srv.stop();
-    let s = t0.elapsed().as_secs_f64();
-    println!(
-        "tpslab serve tcp: {} connection(s), {} requests answered in {s:.1} s ({:.1} TPS on average), {} connection errors",
-        r.connections,
-        r.requests,
-        r.requests as f64 / s,
-        r.errors
-    );
+    rec.interrupted = stop.load(Relaxed);
+    match srv {
+        Running::Stream(s) => {
+            rec.connections = s.connections();
+            rec.bytes = s.stop();
+        }
+        Running::Rr(s) => {
+            let r = s.stop();
+            (rec.connections, rec.requests, rec.errors) = (r.connections, r.requests, r.errors);
+        }
+    }
+    rec.elapsed_s = t0.elapsed().as_secs_f64();
+    render::serve_end(&mut out, &rec)?;
+    if let Some(p) = &a.json {
+        let meta = Meta::new(&env, started, rec.elapsed_s, rec.interrupted);
+        write_json(p, &Record::with_meta(meta, Body::ServeTcp(rec)))?;
+        writeln!(out, "record written to {}", p.display())?;
+    }
     Ok(ExitCode::SUCCESS)
 }

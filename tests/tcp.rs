@@ -44,6 +44,7 @@ struct ServeTcp {
     child: std::process::Child,
     port: u16,
     first: String,
+    rest: BufReader<std::process::ChildStdout>,
 }
 
 impl ServeTcp {
@@ -61,9 +62,28 @@ impl ServeTcp {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        ServeTcp { child, port, first }
+        let mut rest = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        rest.read_line(&mut first).unwrap();
+        ServeTcp {
+            child,
+            port,
+            first,
+            rest,
+        }
+    }
+
+    /// Ends it as Ctrl-C would (SIGTERM to its PID) and returns all it printed.
+    fn stop(mut self) -> String {
+        // SAFETY: a signal to the PID of our own child, not yet reaped.
+        assert_eq!(
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
+            0
+        );
+        let mut all = self.first.clone();
+        std::io::Read::read_to_string(&mut self.rest, &mut all).unwrap();
+        assert!(self.child.wait().unwrap().success());
+        all
     }
 }
 
@@ -150,7 +170,8 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
 #[test]
 fn flow_into_the_sink_on_loopback() {
     let _g = common::serial();
-    let sink = ServeTcp::start(&[]);
+    let sink_json = common::tmp("loopback-sink.json");
+    let sink = ServeTcp::start(&["--json", sink_json.to_str().unwrap()]);
     let (port, first) = (sink.port, sink.first.clone());
     assert!(
         first.contains(&format!("sink on 127.0.0.1:{port}")),
@@ -169,9 +190,20 @@ fn flow_into_the_sink_on_loopback() {
     .args(["--sndbuf", "256KiB", "--target-rate", "1mbit", "--json"])
     .arg(&json);
     let out = common::run(cmd);
-    drop(sink);
+    // The sender has closed; the sink reads what is still queued (at most its receive
+    // buffer, a few MB: milliseconds on loopback) before it is stopped.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sink_out = sink.stop();
     assert!(out.status.success());
     common::assert_report_reproduces(&json, &out.stdout);
+    // The sink's record: what it read, rendered again as it printed it.
+    common::assert_report_reproduces(&sink_json, sink_out.as_bytes());
+    let sj = common::record(&sink_json);
+    assert_eq!(
+        (sj["kind"].as_str(), sj["connections"].as_u64()),
+        (Some("serve_tcp"), Some(1))
+    );
+    assert!(sj["interrupted"].as_bool().unwrap());
     let j = common::record(&json);
     assert_eq!(j["plan"]["mode"], "send");
     let r = &j["runs"][0];
@@ -193,6 +225,12 @@ fn flow_into_the_sink_on_loopback() {
     assert!(
         acked > 10_000_000 && acked <= written,
         "{acked} acked of {written}"
+    );
+    // Every byte acknowledged reached the sink's reads (it reads until the peer closes).
+    let read = sj["bytes"].as_u64().unwrap();
+    assert!(
+        read >= acked && read <= written,
+        "{read} read, {acked} acked, {written} written"
     );
     let thr = r["analysis"]["throughput_bps"].as_f64().unwrap();
     assert!(thr > 1e6, "{thr}");

@@ -277,6 +277,96 @@ impl TcpPlan {
     }
 }
 
+/// What `tpslab serve tcp` does with its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServeTcpMode {
+    /// Read and discard everything.
+    Sink,
+    /// Write a stream to every connection.
+    Source,
+    /// Framed request/response: reply with each request unchanged.
+    Echo,
+    /// Framed request/response, S1's work: replace every "ping" with "pong".
+    Replace,
+}
+
+/// The plan of `tpslab serve tcp`, validated by [`ServeTcpPlan::validate`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ServeTcpPlan {
+    /// Address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// What to do with the bytes.
+    pub mode: ServeTcpMode,
+    /// SO_RCVBUF of each connection (sink), bytes; `None` = autotuning.
+    pub rcvbuf: Option<u64>,
+    /// SO_SNDBUF of each connection (source), bytes; `None` = autotuning.
+    pub sndbuf: Option<u64>,
+    /// Echo/replace: CPU work per request (busy loop), ns.
+    pub work_ns: u64,
+    /// Echo/replace: waiting per request (a sleep), ns.
+    pub serial_ns: u64,
+    /// Echo/replace: the waiting under one process-wide lock.
+    pub serialize: bool,
+    /// Echo/replace: 0 = a thread per connection; N = N epoll workers.
+    pub threads: usize,
+    /// Stop after this long, ns; `None` = until SIGINT/SIGTERM.
+    pub duration_ns: Option<u64>,
+}
+
+impl ServeTcpPlan {
+    /// Whether requests are answered (echo, replace) rather than a stream moved.
+    pub fn request_response(&self) -> bool {
+        matches!(self.mode, ServeTcpMode::Echo | ServeTcpMode::Replace)
+    }
+
+    /// Checks every limit and combination; the error names the flag and what is allowed.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let conflict = |m: String| Err(PlanError::Conflict(m));
+        for (flag, v) in [("--rcvbuf", self.rcvbuf), ("--sndbuf", self.sndbuf)] {
+            if let Some(v) = v {
+                TCP_BUFFER_BYTES.check(flag, v)?;
+            }
+        }
+        if self.rcvbuf.is_some() && self.mode != ServeTcpMode::Sink {
+            return conflict("--rcvbuf applies to --mode sink".into());
+        }
+        if self.sndbuf.is_some() && self.mode != ServeTcpMode::Source {
+            return conflict("--sndbuf applies to --mode source".into());
+        }
+        if !self.request_response() {
+            for (flag, set) in [
+                ("--work", self.work_ns != 0),
+                ("--serial", self.serial_ns != 0),
+                ("--serialize", self.serialize),
+                ("--threads", self.threads != 0),
+            ] {
+                if set {
+                    return conflict(format!(
+                        "{flag} applies to --mode echo or replace, not sink or source"
+                    ));
+                }
+            }
+        }
+        crate::limits::WORK.check("--work", Duration::from_nanos(self.work_ns))?;
+        crate::limits::SERIAL.check("--serial", Duration::from_nanos(self.serial_ns))?;
+        if self.serialize && self.serial_ns == 0 {
+            return conflict(
+                "--serialize needs --serial DURATION (the part of each request run under the lock)"
+                    .into(),
+            );
+        }
+        if self.threads > 1024 {
+            return Err(PlanError::value(
+                "--threads",
+                self.threads,
+                "0 (one per connection) to 1024",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,18 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             Ok(())
         }
         Body::Tcp(t) => tcp(w, t),
+        Body::ServeTcp(s) => {
+            writeln!(w, "connections,bytes,requests,errors,elapsed_s")?;
+            writeln!(
+                w,
+                "{},{},{},{},{}",
+                s.connections,
+                s.bytes,
+                s.requests,
+                s.errors,
+                num(s.elapsed_s, 3)
+            )
+        }
     }
 }
 

@@ -49,6 +49,8 @@ pub enum Body {
     Serve(ServeRecord),
     /// `tcp`: bulk flows and which limit held them, or another process's flows watched.
     Tcp(super::TcpRecord),
+    /// `serve tcp`: the sink, source or request/response server over its life.
+    ServeTcp(super::tcp::ServeTcpRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -177,7 +179,7 @@ impl Record {
                 interrupted: r.run.interrupted,
                 ..Meta::default()
             },
-            Body::Sweep(_) | Body::Serve(_) | Body::Tcp(_) => Meta::default(),
+            Body::Sweep(_) | Body::Serve(_) | Body::Tcp(_) | Body::ServeTcp(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -267,6 +269,11 @@ impl Record {
                     return bad(format!("{} tcp runs (at most 2)", t.runs.len()));
                 }
             }
+            Body::ServeTcp(s) => {
+                if let Err(e) = s.plan.validate() {
+                    return bad(format!("a serve tcp plan that cannot run: {e}"));
+                }
+            }
             Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Serve(_) => {}
         }
         Ok(())
@@ -291,6 +298,7 @@ impl Record {
             Body::Sweep(_) => "sweep",
             Body::Serve(_) => "serve",
             Body::Tcp(_) => "tcp",
+            Body::ServeTcp(_) => "serve_tcp",
         }
     }
 }

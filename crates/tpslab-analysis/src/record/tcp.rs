@@ -258,6 +258,29 @@ impl TcpRecord {
     }
 }
 
+/// `serve tcp`: the server's plan and what it moved over its life.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeTcpRecord {
+    /// The validated plan.
+    pub plan: tpslab_plan::tcp::ServeTcpPlan,
+    /// The address it listened on.
+    pub addr: SocketAddr,
+    /// SO_RCVBUF of the listener at start (sink), bytes (getsockopt).
+    pub rcvbuf_granted: u64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Bytes read (sink) or written (source).
+    pub bytes: u64,
+    /// Requests answered (echo, replace).
+    pub requests: u64,
+    /// Connections that ended with an error other than the peer closing (echo, replace).
+    pub errors: u64,
+    /// Its life, seconds.
+    pub elapsed_s: f64,
+    /// Ended by SIGINT/SIGTERM (the usual end without --duration).
+    pub interrupted: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

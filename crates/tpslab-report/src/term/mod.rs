@@ -631,6 +631,10 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             sweep_results(w, r)
         }
         Body::Tcp(t) => tcp::record(w, t),
+        Body::ServeTcp(s) => {
+            tcp::serve_header(w, s)?;
+            tcp::serve_end(w, s)
+        }
         Body::Diagnose(d) => print_diagnosis(
             w,
             &d.scenario,

@@ -5,9 +5,11 @@
 use super::table;
 use std::io::{self, Write};
 use tpslab_analysis::bdp;
-use tpslab_analysis::record::tcp::{Direction, FlowRecord, LabStats, TcpRecord, TcpRun};
+use tpslab_analysis::record::tcp::{
+    Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun,
+};
 use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, LIMITS};
-use tpslab_plan::tcp::TcpMode;
+use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 
 fn mbit(bps: f64) -> String {
     format!("{:.1}", bps / 1e6)
@@ -444,4 +446,69 @@ fn watched(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
         writeln!(w, "  {idle} more flow(s) moved no data while watched")?;
     }
     writeln!(w, "  SO_SNDBUF / SO_RCVBUF: the sockets' limits now (sk_sndbuf / sk_rcvbuf; doubled from what setsockopt asked, or autotuned)")
+}
+
+/// `serve tcp`'s first line, printed once it listens (whoever starts it reads its address
+/// there).
+pub fn serve_header(w: &mut dyn Write, s: &ServeTcpRecord) -> io::Result<()> {
+    let p = &s.plan;
+    match p.mode {
+        ServeTcpMode::Source => writeln!(
+            w,
+            "tpslab serve tcp: source on {} (SO_SNDBUF {})",
+            s.addr,
+            p.sndbuf
+                .map_or("autotuned by net.ipv4.tcp_wmem".into(), |b| format!("{b} asked"))
+        ),
+        ServeTcpMode::Sink => writeln!(
+            w,
+            "tpslab serve tcp: sink on {} (SO_RCVBUF {})",
+            s.addr,
+            match p.rcvbuf {
+                Some(r) => format!("{r} asked, {} granted", s.rcvbuf_granted),
+                None => format!(
+                    "{} at start, autotuned by net.ipv4.tcp_rmem",
+                    s.rcvbuf_granted
+                ),
+            }
+        ),
+        ServeTcpMode::Echo | ServeTcpMode::Replace => writeln!(
+            w,
+            "tpslab serve tcp: {} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); {}",
+            if p.mode == ServeTcpMode::Echo { "Echo" } else { "Replace" },
+            s.addr,
+            std::time::Duration::from_nanos(p.work_ns),
+            std::time::Duration::from_nanos(p.serial_ns),
+            if p.serialize { " under one global lock" } else { "" },
+            if p.threads == 0 {
+                "thread per connection".to_string()
+            } else {
+                format!("{} epoll worker(s) sharing the connections", p.threads)
+            }
+        ),
+    }
+}
+
+/// `serve tcp`'s last line: what it moved over its life.
+pub fn serve_end(w: &mut dyn Write, s: &ServeTcpRecord) -> io::Result<()> {
+    let secs = s.elapsed_s;
+    if s.plan.request_response() {
+        writeln!(
+            w,
+            "tpslab serve tcp: {} connection(s), {} requests answered in {secs:.1} s ({:.1} TPS on average), {} connection errors",
+            s.connections,
+            s.requests,
+            s.requests as f64 / secs,
+            s.errors
+        )
+    } else {
+        writeln!(
+            w,
+            "tpslab serve tcp: {} connection(s), {} bytes {} in {secs:.1} s ({:.1} Mbit/s on average)",
+            s.connections,
+            s.bytes,
+            if s.plan.mode == ServeTcpMode::Source { "written" } else { "read" },
+            s.bytes as f64 * 8.0 / secs / 1e6
+        )
+    }
 }

@@ -1,0 +1,100 @@
+//! A ramp in a terminal: its plan, the steps with Little's law, the knee, the USL fit and
+//! the verdict.
+
+use super::table;
+use std::io::{self, Write};
+use tpslab_analysis::ramp::{self, RampPlan, RampProto};
+use tpslab_analysis::record::RampReport;
+
+fn ms(ns: f64) -> String {
+    format!("{:.2}", ns / 1e6)
+}
+
+/// The first line of a ramp, printed when it starts: what will run against what.
+pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
+    let total = p.steps.len() as f64 * (p.step_ns + p.warmup_ns) as f64 / 1e9;
+    writeln!(
+        w,
+        "tpslab ramp {}: {} steps of users {:?}, {} s{}; target {}{}",
+        match p.proto {
+            RampProto::Tcp => "tcp",
+            RampProto::Udp => "udp",
+        },
+        p.steps.len(),
+        p.steps,
+        if total < 10.0 {
+            format!("{total:.1}")
+        } else {
+            format!("{total:.0}")
+        },
+        if p.think_ns == 0 {
+            String::new()
+        } else {
+            format!(", think {:?}", std::time::Duration::from_nanos(p.think_ns))
+        },
+        p.target,
+        p.builtin_server
+            .as_ref()
+            .map_or(String::new(), |s| format!(" (built-in server: {s})"))
+    )
+}
+
+/// The steps table of a ramp and the sources of its columns.
+fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
+    let rec = &r.run;
+    let mut t = table(&[
+        "users",
+        "TPS",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "X*(R+Z)/N",
+        "server CPU",
+        "run queue",
+        "server threads mostly",
+    ]);
+    for (s, l) in rec.steps.iter().zip(&r.analysis.little) {
+        let errs: u64 = s.errors.values().sum();
+        t.add_row(vec![
+            s.users.to_string(),
+            format!("{:.1}", s.tps),
+            ms(s.response.p50_ns as f64),
+            ms(s.response.p90_ns as f64),
+            ms(s.response.p99_ns as f64),
+            ms(s.response.max_ns as f64),
+            if errs == 0 {
+                "0".into()
+            } else {
+                format!(
+                    "{errs} ({})",
+                    s.errors
+                        .iter()
+                        .map(|(k, v)| format!("{k} x{v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            format!("{:.2}", l.ratio),
+            s.server_cpu_cores
+                .map_or("-".into(), |c| format!("{:.0} %", c * 100.0)),
+            s.threads.as_ref().map_or("-".into(), |t| {
+                format!("{:.0} %", t.runqueue_ns as f64 / 1e7 / s.measured_s)
+            }),
+            ramp::top_state(s).map_or("-".into(), |(w, f)| format!("{w} {:.0} %", f * 100.0)),
+        ]);
+    }
+    writeln!(w, "{t}")?;
+    writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
+}
+
+/// A ramp's results: the steps, the verdict and the findings under it.
+pub fn ramp_results(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
+    ramp_steps(w, r)?;
+    writeln!(w, "{}", r.analysis.verdict)?;
+    for l in &r.analysis.lines {
+        writeln!(w, "  {l}")?;
+    }
+    Ok(())
+}

@@ -221,18 +221,11 @@ pub(crate) fn work_ns(d: Option<Duration>, old: Option<Duration>) -> Result<u64>
 
 /// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.
 pub(crate) fn parse_cpus(flag: &str, s: &str) -> Result<Vec<usize>> {
-    let ncpu = tpslab_net::online_cpus();
-    if s == "all" {
-        return Ok((0..ncpu).collect());
-    }
-    let v = tpslab_proc::pid::parse_cpu_list(s).map_err(|e| anyhow!("{flag} \"{s}\": {e}"))?;
-    if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
-        bail!(
-            "{flag} \"{s}\": CPU {c} does not exist; allowed 0..={} or all",
-            ncpu - 1
-        );
-    }
-    Ok(v)
+    Ok(tpslab_plan::units::parse_cpus(
+        flag,
+        s,
+        tpslab_net::online_cpus(),
+    )?)
 }
 
 /// The load plan from `load`'s flags; `threads_flag` names the generator-threads flag of

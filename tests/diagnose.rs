@@ -601,7 +601,18 @@ fn dnsmasq_keeps_up_and_overloaded() {
     // Keeps up: every query answered, matched by its DNS id.
     let mut args = base.to_vec();
     args.extend(["--rate", "2000", "--duration", "1s", "--warmup", "200ms"]);
-    let (rec, _) = diagnose(&ns, "dns-clean", &args, Some(&dns));
+    // A generator that fell off its schedule (a busy 2-CPU host) makes the run invalid
+    // evidence, never judged: that run is repeated; any other case fails at once.
+    let rec = common::retry("dnsmasq_keeps_up_and_overloaded", 3, || {
+        let (rec, _) = diagnose(&ns, "dns-clean", &args, Some(&dns));
+        if rec["before"]["generator"]["valid"] == false {
+            return Err(format!(
+                "generator off schedule: {}",
+                rec["before"]["generator"]["invalid_reasons"]
+            ));
+        }
+        Ok(rec)
+    });
     assert_eq!(case(&rec), "no_loss", "{}", evidence(&rec));
     assert_eq!(rec["before"]["generator"]["match_mode"], "seq_field");
     let req = &rec["before"]["ledger"]["request"];

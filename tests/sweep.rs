@@ -114,8 +114,26 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
         .to_string()
         .contains("not distinguishable from noise"));
     // The best cell for loss is never the tiny buffer.
-    let best = result["best"].as_u64().unwrap() as usize;
-    assert_ne!(result["cells"][best]["cell"]["settings"]["rcvbuf"], "8192");
+    // No best is named only when the baseline's evidence was spoiled by the machine (a
+    // run off schedule), and then the findings say so.
+    match result["best"].as_u64() {
+        Some(best) => assert_ne!(
+            result["cells"][best as usize]["cell"]["settings"]["rcvbuf"],
+            "8192"
+        ),
+        None => {
+            assert!(
+                result["cells"][0]["invalid_runs"].as_u64().unwrap() > 0,
+                "{result}"
+            );
+            assert!(
+                result["findings"]
+                    .to_string()
+                    .contains("no best cell named"),
+                "{result}"
+            );
+        }
+    }
     // Every run's record is kept; the host setting is back.
     let records = std::fs::read_dir(&out)
         .unwrap()

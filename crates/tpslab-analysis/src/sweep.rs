@@ -7,134 +7,7 @@ use crate::record::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A factor and its levels; the first level is the baseline's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Factor {
-    /// Name (`rcvbuf`, `cpus`, `sched`, ..., or a sysctl such as `net.core.rmem_default`).
-    pub name: String,
-    /// Levels as written by the user.
-    pub levels: Vec<String>,
-}
-
-/// How cells are chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Design {
-    /// The baseline, then each other level of each factor with the rest at baseline.
-    Ofat,
-    /// Every combination of levels.
-    Factorial,
-}
-
-/// One combination of levels.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cell {
-    /// Index in the plan.
-    pub id: usize,
-    /// factor -> level, for every factor.
-    pub settings: BTreeMap<String, String>,
-}
-
-impl Cell {
-    /// "rcvbuf=212992 sched=other".
-    pub fn label(&self) -> String {
-        self.settings
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// Expands factors into cells; cell 0 is always the baseline (every first level).
-pub fn cells(factors: &[Factor], design: Design) -> Vec<Cell> {
-    let base: BTreeMap<String, String> = factors
-        .iter()
-        .map(|f| (f.name.clone(), f.levels[0].clone()))
-        .collect();
-    let mut out: Vec<BTreeMap<String, String>> = vec![base.clone()];
-    match design {
-        Design::Ofat => {
-            for f in factors {
-                for l in &f.levels[1..] {
-                    let mut s = base.clone();
-                    s.insert(f.name.clone(), l.clone());
-                    out.push(s);
-                }
-            }
-        }
-        Design::Factorial => {
-            let mut all: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
-            for f in factors {
-                all = all
-                    .into_iter()
-                    .flat_map(|s| {
-                        f.levels.iter().map(move |l| {
-                            let mut s = s.clone();
-                            s.insert(f.name.clone(), l.clone());
-                            s
-                        })
-                    })
-                    .collect();
-            }
-            out.extend(all.into_iter().filter(|s| *s != base));
-        }
-    }
-    out.into_iter()
-        .enumerate()
-        .map(|(id, settings)| Cell { id, settings })
-        .collect()
-}
-
-/// (cell, repetition) pairs in a random order from `seed` (Fisher-Yates with splitmix64):
-/// drift of the machine over time spreads over all cells instead of biasing one.
-pub fn run_order(cells: usize, repeat: usize, seed: u64) -> Vec<(usize, usize)> {
-    let mut v: Vec<(usize, usize)> = (0..cells)
-        .flat_map(|c| (0..repeat).map(move |r| (c, r)))
-        .collect();
-    let mut x = seed;
-    let mut next = || {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    for i in (1..v.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
-        v.swap(i, j);
-    }
-    v
-}
-
-/// Everything needed to (re)run a sweep (saved as `plan.json` in its output folder, and
-/// in its record).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SweepPlan {
-    /// The plan file's schema (`tpslab.sweep/1`).
-    pub schema: String,
-    /// The factors and their levels (the first level of each is the baseline).
-    pub factors: Vec<Factor>,
-    /// One factor at a time, or every combination.
-    pub design: Design,
-    /// Runs per cell.
-    pub repeat: usize,
-    /// Seed of the random run order.
-    pub seed: u64,
-    /// The figure the sweep optimises.
-    pub objective: Objective,
-    /// The reference server's settings (the baseline).
-    pub server: tpslab_plan::udp::ServerConfig,
-    /// The load's settings (the baseline).
-    pub load: tpslab_plan::udp::LoadConfig,
-    /// Observer sampling interval, ms.
-    pub interval_ms: f64,
-    /// A built-in study (`s2`), if it is one.
-    pub scenario: Option<String>,
-    /// The user's server: a shell command with {port} (None: tpslab's server).
-    #[serde(default)]
-    pub server_cmd: Option<String>,
-}
+pub use tpslab_plan::sweep::{cells, run_order, Cell, Design, Factor, Objective, SweepPlan};
 
 /// One run of a sweep: its cell, its repetition, its figures, and the cell's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -302,29 +175,6 @@ impl RunMetrics {
             f.insert(format!("{cpu}_busy_pct"), *v);
         }
         f
-    }
-}
-
-/// What the user wants to optimise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Objective {
-    /// Lowest loss.
-    Loss,
-    /// Highest TPS.
-    Tps,
-    /// Lowest p99 RTT.
-    P99,
-}
-
-impl Objective {
-    /// The figure and whether lower is better.
-    pub fn figure(self) -> (&'static str, bool) {
-        match self {
-            Objective::Loss => ("loss_pct", true),
-            Objective::Tps => ("tps", false),
-            Objective::P99 => ("p99_us", true),
-        }
     }
 }
 
@@ -513,6 +363,14 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
         findings.push(format!(
             "no setting beat the baseline on {obj} by more than the noise"
         ));
+    }
+    if best.is_none() {
+        if let Some(b) = results.first().filter(|b| b.invalid_runs > 0) {
+            findings.push(format!(
+                "no best cell named: the baseline had {} run(s) where the generator did not keep its schedule, and no other setting beat it by more than the noise; repeat the sweep on a quieter host",
+                b.invalid_runs
+            ));
+        }
     }
     SweepResult {
         cells: results,

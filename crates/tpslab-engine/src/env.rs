@@ -3,19 +3,7 @@
 use std::collections::BTreeMap;
 use tpslab_analysis::record::Environment;
 
-/// Sysctls that bear on UDP loss, recorded with every run.
-pub const SYSCTLS: &[&str] = &[
-    "net.core.rmem_default",
-    "net.core.rmem_max",
-    "net.core.wmem_default",
-    "net.core.wmem_max",
-    "net.core.netdev_max_backlog",
-    "net.core.netdev_budget",
-    "net.core.busy_poll",
-    "net.core.busy_read",
-    "net.ipv4.udp_mem",
-    "net.ipv4.udp_rmem_min",
-];
+pub use tpslab_plan::sysctl::SYSCTLS;
 
 fn sysctl_path(name: &str) -> String {
     format!("/proc/sys/{}", name.replace('.', "/"))

@@ -9,6 +9,8 @@
 
 pub mod framing;
 pub mod limits;
+pub mod sweep;
+pub mod sysctl;
 pub mod tcp;
 pub mod udp;
 pub mod units;

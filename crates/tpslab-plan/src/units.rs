@@ -120,6 +120,23 @@ pub fn seq_field_fits(offset: usize, len: usize, payload_len: usize) -> bool {
         .is_some_and(|end| len_ok && end <= payload_len)
 }
 
+/// Parses a CPU list such as `0-1,3` (or `all`) for `label` on a host with `ncpu` online
+/// CPUs; every CPU must exist.
+pub fn parse_cpus(label: &str, s: &str, ncpu: usize) -> Result<Vec<usize>, PlanError> {
+    if s == "all" {
+        return Ok((0..ncpu).collect());
+    }
+    let v = tpslab_proc::pid::parse_cpu_list(s)
+        .map_err(|e| PlanError::Conflict(format!("{label} \"{s}\": {e}")))?;
+    if let Some(c) = v.iter().find(|&&c| c >= ncpu) {
+        return Err(PlanError::Conflict(format!(
+            "{label} \"{s}\": CPU {c} does not exist; allowed 0..={} or all",
+            ncpu.saturating_sub(1)
+        )));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

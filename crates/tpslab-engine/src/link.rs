@@ -24,7 +24,8 @@ pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 /// Address of side B (on `tpsl-b` in namespace B).
 pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 pub use tpslab_analysis::record::tcp::DirStats;
-pub use tpslab_plan::tcp::{LinkConfig, MAX_LINE_PACKETS};
+pub use tpslab_plan::limits::MAX_LINE_PACKETS;
+pub use tpslab_plan::tcp::LinkConfig;
 
 #[derive(Default)]
 struct DirCounters {

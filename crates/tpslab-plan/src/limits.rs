@@ -75,6 +75,31 @@ impl DurationLimit {
     }
 }
 
+/// SO_SNDBUF / SO_RCVBUF asked of a TCP socket, bytes (the kernel doubles it, and an int
+/// holds the double).
+pub const TCP_BUFFER_BYTES: Limit = Limit {
+    min: 1024,
+    max: i32::MAX as u64 / 2,
+    unit: "bytes",
+};
+
+/// Bytes per write() of a bulk flow.
+pub const WRITE_BYTES: Limit = Limit {
+    min: 1,
+    max: 16 << 20,
+    unit: "bytes",
+};
+
+/// The lab's round-trip time (twice the delay line's one-way delay).
+pub const LAB_RTT: DurationLimit = DurationLimit {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(10),
+};
+
+/// Packets on the delay line at once (queued + in propagation), per direction: a bound on
+/// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
+pub const MAX_LINE_PACKETS: usize = 32768;
+
 /// The largest UDP payload over IPv4, bytes (65535 - 8 UDP - 20 IP header bytes).
 pub const MAX_UDP_PAYLOAD: usize = 65_507;
 

@@ -2,19 +2,14 @@
 //! line between two namespaces, or the flows of another process watched; the emulated
 //! link; and the one flow the engine runs ([`FlowPlan`]).
 
-use crate::limits::{check_kept_samples, Limit, SAMPLE_INTERVAL, TCP_DURATION};
+use crate::limits::{
+    check_kept_samples, LAB_RTT, MAX_LINE_PACKETS, SAMPLE_INTERVAL, TCP_BUFFER_BYTES, TCP_DURATION,
+    WRITE_BYTES,
+};
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// SO_SNDBUF / SO_RCVBUF asked of a TCP socket, bytes (the kernel doubles it, and an int
-/// holds the double).
-pub const TCP_BUFFER_BYTES: Limit = Limit {
-    min: 1024,
-    max: i32::MAX as u64 / 2,
-    unit: "bytes",
-};
 
 /// Parses a TCP buffer size such as `64KiB` for `flag` and checks it against
 /// [`TCP_BUFFER_BYTES`]; the error shows the value as written.
@@ -25,23 +20,6 @@ pub fn parse_buffer(flag: &str, s: &str) -> Result<u64, PlanError> {
     }
     Ok(b)
 }
-
-/// Bytes per write() of a bulk flow.
-pub const WRITE_BYTES: Limit = Limit {
-    min: 1,
-    max: 16 << 20,
-    unit: "bytes",
-};
-
-/// The lab's round-trip time (twice the delay line's one-way delay).
-pub const LAB_RTT: crate::limits::DurationLimit = crate::limits::DurationLimit {
-    min: Duration::from_millis(1),
-    max: Duration::from_secs(10),
-};
-
-/// Packets on the delay line at once (queued + in propagation), per direction: a bound on
-/// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
-pub const MAX_LINE_PACKETS: usize = 32768;
 
 /// The emulated link, the same in both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -595,3 +595,120 @@ fn buffer_notes_explain_granted_and_charged_sizes() {
     assert!(notes.contains("213312 = 303 x 704"), "{notes}");
     assert!(notes.contains("stays at or below the limit"), "{notes}");
 }
+
+/// The rule order is the policy: every case has one rule, in this order, and the last
+/// always holds.
+#[test]
+fn the_rules_are_one_table_in_priority_order() {
+    let order: Vec<Case> = RULES.iter().map(|r| r.case).collect();
+    assert_eq!(
+        order,
+        vec![
+            Case::NoListener,
+            Case::GeneratorInvalid,
+            Case::Inconsistent,
+            Case::NoLoss,
+            Case::AppTooSlow,
+            Case::SocketBufferBursts,
+            Case::SoftnetBacklog,
+            Case::NicDrops,
+            Case::NotAnswered,
+            Case::ReplySendFailed,
+            Case::Unexplained,
+        ]
+    );
+    assert!((RULES.last().unwrap().when)(&Facts::default()));
+    assert!(RULES.iter().all(|r| !r.why_here.is_empty()));
+}
+
+/// Facts where several rules hold: the earlier one names the case.
+#[test]
+fn where_rules_overlap_the_earlier_one_wins() {
+    let no_port = |f: Facts| Facts {
+        no_ports: f.attempted,
+        delivered: 0,
+        replies_read: 0,
+        socket_drops: 0,
+        ..f
+    };
+    let off_schedule = |f: Facts| Facts {
+        gen_valid: false,
+        gen_reasons: vec!["late".into()],
+        ..f
+    };
+    let inconsistent = |f: Facts| Facts {
+        inconsistent: Some("InDatagrams rose by more than sent".into()),
+        ..f
+    };
+    let softnet_heavier = |f: Facts| Facts {
+        softnet_drops: f.socket_drops + 1,
+        ..f
+    };
+    let cases: Vec<(&str, Facts, Case)> = vec![
+        ("S1 as measured", s1(), Case::SocketBufferBursts),
+        (
+            "nothing listens, generator late too",
+            off_schedule(no_port(s1())),
+            Case::NoListener,
+        ),
+        (
+            "generator late and drops",
+            off_schedule(s1()),
+            Case::GeneratorInvalid,
+        ),
+        (
+            "generator late and inconsistent",
+            off_schedule(inconsistent(s1())),
+            Case::GeneratorInvalid,
+        ),
+        (
+            "inconsistent with drops",
+            inconsistent(s1()),
+            Case::Inconsistent,
+        ),
+        (
+            "nothing listens but inconsistent",
+            inconsistent(no_port(s1())),
+            Case::Inconsistent,
+        ),
+        (
+            "queue pinned and never drains",
+            Facts {
+                rxq_share_full: 0.9,
+                rxq_share_low: 0.0,
+                ..s1()
+            },
+            Case::AppTooSlow,
+        ),
+        (
+            "softnet lost more",
+            softnet_heavier(s1()),
+            Case::SoftnetBacklog,
+        ),
+        (
+            "no drops anywhere, all read",
+            Facts {
+                socket_drops: 0,
+                lost_total: 0,
+                delivered: 350_000,
+                window_loss_pct: Some(0.0),
+                reply_unattributed: Some(0),
+                ..s1()
+            },
+            Case::NoLoss,
+        ),
+        (
+            "loss no counter saw",
+            Facts {
+                socket_drops: 0,
+                unattributed: Some(500),
+                ..s1()
+            },
+            Case::Unexplained,
+        ),
+    ];
+    for (what, f, want) in cases {
+        assert_eq!(first_rule(&f).case, want, "{what}");
+        assert_eq!(diagnose(&f, None).case, want, "{what}");
+    }
+}

@@ -1,0 +1,495 @@
+//! What each case says: its evidence, its recommendations and the fix a verification run
+//! applies. One function per case, called through the rule table in [`super::rules`].
+
+use super::facts::usable_threads;
+use super::words::{
+    cpu, ev, loss_text, on_wire, pct, raise_lines, rxq, server_starved, server_waits, sysctl_lines,
+};
+use super::{Evidence, Facts, Fix, Recommendation};
+use crate::buffer::{buffer_need, BufferNeed};
+
+/// What the explanations fill in.
+#[derive(Default)]
+pub(super) struct Draft {
+    pub(super) evidence: Vec<Evidence>,
+    pub(super) recs: Vec<Recommendation>,
+    pub(super) buffer: Option<BufferNeed>,
+    pub(super) fix: Option<Fix>,
+}
+
+/// [`Case::GeneratorInvalid`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn generator_invalid(f: &Facts, d: &mut Draft) -> (String, String) {
+    for r in &f.gen_reasons {
+        d.evidence.push(ev(r.clone(), "generator self-check"));
+    }
+    d.recs.push(Recommendation {
+            what: "make the generator keep up before judging the server".into(),
+            why: "the loss or latency measured here may be the tool's, not the server's".into(),
+            lines: vec![
+                "lower --rate, or spread the load: --threads N (load) / --load-threads N (run)".into(),
+                "keep the generator off the server's CPU (taskset the generator, --cpus for our server)".into(),
+            ],
+        });
+    (
+        "the generator (tpslab itself)".to_string(),
+        "The run is NOT valid evidence against the server: the generator was a bottleneck."
+            .to_string(),
+    )
+}
+
+/// [`Case::Inconsistent`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn inconsistent(f: &Facts, d: &mut Draft) -> (String, String) {
+    let why = f.inconsistent.clone().unwrap_or_default();
+    d.evidence.push(ev(
+        why.clone(),
+        "ledger: attempted minus every counted layer < 0",
+    ));
+    d.recs.push(Recommendation {
+            what: "measure where only this run's datagrams are counted".into(),
+            why: "a counter that other traffic shares cannot place this run's datagrams".into(),
+            lines: if f.exact_server {
+                vec![
+                    "the server's own threads were counted: other clients of the server, or other UDP sockets of its process, share its counts; test it where this load is its only traffic".into(),
+                    "e.g. a network namespace of its own (ip netns add ...; ip netns exec ...)".into(),
+                ]
+            } else {
+                vec![
+                    "run as root on kernel 6.4+ with --pid PID of the server: its own threads' reads are counted exactly".into(),
+                    "or run the server and tpslab in a network namespace of their own (ip netns add ...; ip netns exec ...)".into(),
+                ]
+            },
+        });
+    (
+        "unknown: the measurement is inconsistent".to_string(),
+        format!("NO VERDICT: the measurement is inconsistent ({why})."),
+    )
+}
+
+/// [`Case::NoListener`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn no_listener(f: &Facts, d: &mut Draft) -> (String, String) {
+    for r in f.gen_reasons.iter().filter(|_| !f.gen_valid) {
+        d.evidence.push(ev(
+                format!("{r} (the generator fell behind too; that does not change where the datagrams went)"),
+                "generator self-check",
+            ));
+    }
+    d.evidence.push(ev(
+        format!(
+            "{} datagrams arrived for port {} where no socket listened",
+            f.no_ports, f.port
+        ),
+        "/proc/net/snmp Udp: NoPorts, delta",
+    ));
+    d.recs.push(Recommendation {
+            what: format!("start the server on port {}, or point the load at the right address", f.port),
+            why: "the kernel discarded every datagram: nothing was bound to the port (in this network namespace; pass --pid for a server in another one)".into(),
+            lines: vec![format!("ss -uapn 'sport = :{}'", f.port)],
+        });
+    (
+        "no listener (Udp: NoPorts)".to_string(),
+        format!(
+            "Nothing listens on port {}: {:.1} % of the datagrams were discarded on arrival.",
+            f.port,
+            pct(f.no_ports, on_wire(f))
+        ),
+    )
+}
+
+/// [`Case::NoLoss`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn no_loss(f: &Facts, d: &mut Draft) -> (String, String) {
+    let att = f.attempted;
+    let what = if f.replies {
+        "were read by the server and answered"
+    } else {
+        "were read by the server"
+    };
+    d.evidence.push(ev(
+        format!("all {att} datagrams {what}{}", loss_text(f)),
+        "ledger",
+    ));
+    (
+        "none".to_string(),
+        format!("No loss: all {att} datagrams {what}. Nothing to fix at this load."),
+    )
+}
+
+/// [`Case::SocketBufferBursts`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (String, String) {
+    let att = f.attempted;
+    d.evidence.push(rxq(f));
+    d.evidence.push(cpu(f));
+    if let Some(t) = f.truesize_bytes.filter(|&t| t > 0) {
+        buffer_fix(f, t, d);
+    }
+    let when = if f.burst > 1 {
+        "during bursts"
+    } else {
+        "while the server stalls"
+    };
+    d.recs.push(Recommendation {
+            what: "do not add threads or rewrite the server first".into(),
+            why: match f.capacity_pps {
+                Some(c) if f.drain_pps.is_some() => format!(
+                    "it keeps up on average (it read {c:.0} datagrams/s while its queue held datagrams, against {:.0} pps offered; {:.0} % of a CPU over the run): the datagrams die in the queue {when}, not for lack of CPU (S1's lesson)",
+                    f.offered_pps, f.server_cpu_mean_pct
+                ),
+                Some(c) => format!(
+                    "it keeps up on average ({:.0} % of a CPU for {:.0} pps offered; about {c:.0} pps at full CPU): the datagrams die in the queue {when}, not for lack of CPU (S1's lesson)",
+                    f.server_cpu_mean_pct, f.offered_pps
+                ),
+                None => format!(
+                    "its queue drains between peaks (below 10 % of the limit in {:.0} % of samples): the datagrams die in the queue {when} (S1's lesson)",
+                    100.0 * f.rxq_share_low
+                ),
+            },
+            lines: vec![],
+        });
+    if f.burst > 1 {
+        (
+                "the server socket's receive buffer (bursts)".to_string(),
+                format!(
+                    "Datagrams die at the server socket's receive buffer during bursts ({:.1} % of those attempted), while the server keeps up on average.",
+                    pct(f.socket_drops, att)
+                ),
+            )
+    } else {
+        (
+                "the server socket's receive buffer (stalls under a steady load)".to_string(),
+                format!(
+                    "Datagrams die at the server socket's receive buffer ({:.1} % of those attempted) under a steady {:.0} pps that the server keeps up with on average: it stalls now and then, and the buffer does not cover the stall.",
+                    pct(f.socket_drops, att),
+                    f.offered_pps
+                ),
+            )
+    }
+}
+
+/// [`Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
+    let att = f.attempted;
+    d.evidence.push(rxq(f));
+    d.evidence.push(cpu(f));
+    let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
+    let waits = server_waits(f);
+    d.recs.push(Recommendation {
+            what: "more buffer will not help: make the server faster than the mean rate".into(),
+            why: format!(
+                "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
+                f.offered_pps
+            ),
+            lines: vec![],
+        });
+    if server_starved(f) {
+        d.recs.push(Recommendation {
+                what: "give the server a CPU of its own".into(),
+                why: format!(
+                    "while datagrams queued, its threads were runnable but waiting for a CPU {:.0} % of the time: other processes on this host took it; the same server on an idle CPU drains more",
+                    f.backlog_runq_pct.unwrap_or(0.0)
+                ),
+                lines: vec![
+                    "taskset -pc CPU PID (a CPU the other work does not use), or move that work away".into(),
+                    "chrt -f -p 50 TID only with a dedicated CPU (a FIFO thread can starve the rest)".into(),
+                ],
+            });
+    }
+    if waits {
+        d.recs.push(Recommendation {
+                what: "remove or overlap the wait in the per-message path".into(),
+                why: format!(
+                    "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on something (a sleep, a lock, a blocking call) for about {:.0} us; more threads only help if they overlap that wait",
+                    f.backlog_cpu_pct.unwrap_or(0.0),
+                    1e6 / cap * (1.0 - (f.backlog_cpu_pct.unwrap_or(0.0) + f.backlog_runq_pct.unwrap_or(0.0)) / 100.0 / usable_threads(f) as f64).max(0.0)
+                ),
+                lines: vec![
+                    "hand each datagram to a pool of workers (or asynchronous calls) and keep one thread reading the socket".into(),
+                    "batch the blocking call (one round trip for many messages) where the protocol allows".into(),
+                ],
+            });
+    }
+    let per_thread = cap / f.threads.clamp(1, f.cpus.max(1)) as f64;
+    let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
+    let threads = want.clamp(2, f.cpus.max(2));
+    d.recs.push(Recommendation {
+            what: format!("{threads} threads, each with its own SO_REUSEPORT socket"),
+            why: "the kernel spreads datagrams over the sockets by flow hash: reads run in parallel with no shared lock (needs several source ports/flows)".into(),
+            lines: if f.ours {
+                vec![format!("tpslab serve udp --threads {threads}")]
+            } else {
+                vec!["setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) before bind, one socket per thread".into()]
+            },
+        });
+    if !waits {
+        d.recs.push(Recommendation {
+                what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
+                why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
+                lines: if f.ours { vec!["tpslab serve udp --batch 64".into()] } else { vec![] },
+            });
+        d.recs.push(Recommendation {
+                what: "pin each server thread to its own CPU, away from the CPU that runs the NIC's softirq".into(),
+                why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
+                lines: vec![if f.ours { "tpslab serve udp --cpus 1".into() } else { "taskset -pc 1 PID".into() }],
+            });
+        d.recs.push(Recommendation {
+                what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
+                why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
+                lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
+            });
+    }
+    d.fix = f.ours.then(|| Fix {
+        threads: Some(threads),
+        batch: Some(64),
+        ..Default::default()
+    });
+    (
+            "the application (too slow for the mean rate)".to_string(),
+            format!(
+                "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                f.offered_pps,
+                cap,
+                match (waits, server_starved(f)) {
+                    (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
+                    (true, false) => ", mostly asleep: it waits per message",
+                    (false, true) => ", short of CPU: other processes took it",
+                    (false, false) => "",
+                },
+                pct(f.socket_drops, att)
+            ),
+        )
+}
+
+/// [`Case::SoftnetBacklog`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn softnet_backlog(f: &Facts, d: &mut Draft) -> (String, String) {
+    let cur = f.netdev_max_backlog.unwrap_or(1000);
+    let want = (f.burst.max(1) * 2)
+        .max(cur * 2)
+        .max(1000)
+        .next_power_of_two();
+    d.evidence.push(ev(
+            format!(
+                "{} packets dropped in the per-CPU softnet backlog (net.core.netdev_max_backlog = {cur})",
+                f.softnet_drops + f.reply_softnet_drops
+            ),
+            "/proc/net/softnet_stat column 2, delta, per CPU",
+        ));
+    d.recs.push(Recommendation {
+            what: format!("raise net.core.netdev_max_backlog to {want}"),
+            why: "packets wait in the receiving CPU's backlog before the stack processes them; bursts larger than the backlog are dropped there, before any socket".into(),
+            lines: sysctl_lines(&[("net.core.netdev_max_backlog", want)]),
+        });
+    d.fix = Some(Fix {
+        sysctls: vec![("net.core.netdev_max_backlog".into(), want.to_string())],
+        ..Default::default()
+    });
+    (
+        "the softnet backlog (net.core.netdev_max_backlog)".to_string(),
+        format!(
+            "Packets die in the per-CPU softnet backlog before reaching any socket ({} dropped).",
+            f.softnet_drops + f.reply_softnet_drops
+        ),
+    )
+}
+
+/// [`Case::NicDrops`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn nic_drops(f: &Facts, d: &mut Draft) -> (String, String) {
+    d.evidence.push(ev(
+        format!("{} drops counted by the network interfaces", f.nic_drops),
+        "/proc/net/dev rx/tx drop, delta",
+    ));
+    d.recs.push(Recommendation {
+        what: "check the NIC's ring buffers and interrupt distribution".into(),
+        why: "the interface dropped before the kernel's stack saw the packets".into(),
+        lines: vec![
+            "ethtool -g IFACE; ethtool -G IFACE rx 4096".into(),
+            "ethtool -S IFACE | grep -i drop".into(),
+        ],
+    });
+    (
+        "the NIC".to_string(),
+        format!(
+            "Packets die at the network interface ({} drops).",
+            f.nic_drops
+        ),
+    )
+}
+
+/// [`Case::ReplySendFailed`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn reply_send_failed(f: &Facts, d: &mut Draft) -> (String, String) {
+    d.evidence.push(ev(
+        format!("the server failed to send {} replies", f.reply_failed),
+        "server's sendto/sendmmsg errors",
+    ));
+    (
+        "the server's reply sends".to_string(),
+        format!("The server could not send {} replies.", f.reply_failed),
+    )
+}
+
+/// [`Case::NotAnswered`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn not_answered(f: &Facts, d: &mut Draft) -> (String, String) {
+    d.evidence.push(ev(
+        format!(
+            "the server read {} datagrams it never answered ({:.1} % of those it read)",
+            f.not_answered,
+            pct(f.not_answered, f.delivered)
+        ),
+        "ledger reply path: read minus replies attempted",
+    ));
+    d.recs.push(Recommendation {
+            what: "check what the application does with requests it does not answer".into(),
+            why: "the kernel delivered them: malformed or unexpected requests, rate limiting or an application-level queue limit drop them inside the server".into(),
+            lines: vec![],
+        });
+    (
+        "the application (read, never answered)".to_string(),
+        format!(
+            "The server read {} datagrams and did not answer them.",
+            f.not_answered
+        ),
+    )
+}
+
+/// [`Case::Unexplained`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn unexplained(f: &Facts, d: &mut Draft) -> (String, String) {
+    let unknown = f.unattributed.is_none() || (f.replies && f.reply_unattributed.is_none());
+    d.evidence.push(ev(
+            if unknown {
+                format!(
+                    "the server's side was not observable (its socket was not found): {} of the window unanswered with no counter to say where",
+                    f.window_loss_pct.map_or("loss".to_string(), |l| format!("{l:.2} %"))
+                )
+            } else {
+                format!(
+                    "{} datagrams on the request path and {} on the reply path lost where no counter saw them",
+                    f.unattributed.unwrap_or(0),
+                    f.reply_unattributed.unwrap_or(0)
+                )
+            },
+            "ledger: attempted minus every counted layer",
+        ));
+    if unknown {
+        d.recs.push(Recommendation {
+            what: "run diagnose where the server's socket can be seen".into(),
+            why: "without the server's socket counters the loss cannot be placed".into(),
+            lines: vec!["tpslab diagnose udp HOST:PORT --pid PID_OF_THE_SERVER".into()],
+        });
+    }
+    (
+        "unknown (no counter explains the loss)".to_string(),
+        "Datagrams were lost where no kernel counter saw them.".to_string(),
+    )
+}
+
+/// The buffer that holds the peak backlog of datagrams charged `t` bytes each: the code
+/// line (or our server's flag), net.core.rmem_default for a server that never sets its
+/// own, rmem_max when the request would be capped, and the fix a verification applies.
+fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
+    let held = f.limit_bytes.unwrap_or(f.rxq_max_bytes as u64) / t;
+    let need = buffer_need(f.burst, held, f.peak_drops_window, t, 2.0);
+    // setsockopt takes an int and the kernel doubles it: at most INT_MAX / 2.
+    let max_req = (i32::MAX / 2) as u64;
+    let req = need.setsockopt_bytes.min(max_req);
+    let granted = req * 2;
+    let mut sys = vec![];
+    if f.rmem_max.is_none_or(|m| m < req) {
+        sys.push(("net.core.rmem_max", req));
+    }
+    d.evidence.push(ev(
+            if f.burst > 1 {
+                format!(
+                    "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
+                    f.burst,
+                    f.burst_interval_s * 1e3,
+                    f.burst * t,
+                )
+            } else {
+                format!(
+                    "a steady {:.0} pps, each datagram charged {t} B: the limit holds {held} datagrams, {:.1} ms of arrivals; a longer stall of the server overflows it",
+                    f.offered_pps,
+                    held as f64 / f.offered_pps.max(1.0) * 1e3
+                )
+            },
+            "generator plan; truesize probe",
+        ));
+    // A socket that never set SO_RCVBUF has net.core.rmem_default as its limit.
+    // Per socket: every socket at rmem_default means none set its own.
+    let own_buffer = f
+        .rmem_default
+        .filter(|_| !f.sk_rcvbufs.is_empty())
+        .map(|d| f.sk_rcvbufs.iter().any(|&b| b != d));
+    let rt = f.runtime.unwrap_or(crate::runtime::Runtime::Native);
+    let mut code = if f.ours {
+        vec![format!("tpslab serve udp --rcvbuf {req}")]
+    } else {
+        crate::runtime::rcvbuf_lines(rt, req)
+    };
+    if !sys.is_empty() {
+        code.push(format!(
+            "# the request is capped at net.core.rmem_max ({}): raise it",
+            f.rmem_max.map_or("unknown".into(), |m| m.to_string())
+        ));
+        code.extend(sysctl_lines(&sys));
+    }
+    let code_rec = Recommendation {
+            what: format!(
+                "raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {granted}){}",
+                if f.ours { String::new() } else { format!(", in the server's code ({})", rt.name()) }
+            ),
+            why: format!(
+                "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one {}, at most {}): {} x {t} B charged each, x{} margin{}",
+                need.peak_backlog,
+                f.peak_drops_window,
+                if f.burst > 1 { "burst interval" } else { "100 ms" },
+                if f.burst > 1 { format!("the burst of {}", f.burst) } else { "what arrived".to_string() },
+                need.peak_backlog,
+                need.margin,
+                if req < need.setsockopt_bytes { "; capped at the largest value setsockopt accepts" } else { "" }
+            ),
+            lines: code,
+        };
+    let default_lines = raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
+    let default_rec = (!default_lines.is_empty() && own_buffer != Some(true)).then(|| {
+            Recommendation {
+                what: format!(
+                    "net.core.rmem_default = {granted}{}",
+                    if own_buffer == Some(false) { "" } else { " (for a server that never sets SO_RCVBUF)" }
+                ),
+                why: format!(
+                    "{}a socket that never sets SO_RCVBUF gets net.core.rmem_default ({}) as its limit, not doubled; the new value applies only to sockets created after the change, so the server must re-create its socket (restart it){}",
+                    if own_buffer == Some(false) {
+                        format!("the server's socket{} never set its own buffer (its limit {} B equals net.core.rmem_default): ", if f.sk_rcvbufs.len() > 1 { "s" } else { "" }, f.sk_rcvbufs.first().copied().unwrap_or(0))
+                    } else {
+                        String::new()
+                    },
+                    f.rmem_default.map_or("unknown".into(), |v| v.to_string()),
+                    if f.ours { "; it enlarges every such socket on the host, so prefer the flag" } else { "; it enlarges every socket on the host that does not set its own, so the code change is the narrower fix" }
+                ),
+                lines: default_lines,
+            }
+        });
+    let mut fix_sys: Vec<(String, String)> = sys
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if !f.ours {
+        // tpslab can only change the host for a foreign server: rmem_default,
+        // which reaches its socket when it never sets its own buffer.
+        fix_sys.clear();
+        if own_buffer != Some(true) && f.rmem_default.is_none_or(|d| d < granted) {
+            fix_sys.push(("net.core.rmem_default".into(), granted.to_string()));
+        }
+    }
+    if own_buffer == Some(false) && !f.ours {
+        // rmem_default first: it fixes this server without a code change.
+        d.recs.extend(default_rec);
+        d.recs.push(code_rec);
+    } else {
+        d.recs.push(code_rec);
+        d.recs.extend(default_rec);
+    }
+    d.fix = (f.ours || !fix_sys.is_empty()).then(|| Fix {
+        rcvbuf: f.ours.then_some(req),
+        sysctls: fix_sys,
+        ..Default::default()
+    });
+    d.buffer = Some(need);
+}

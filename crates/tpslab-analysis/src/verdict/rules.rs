@@ -1,0 +1,159 @@
+//! The UDP verdict's rules, in priority order: the first whose condition holds names the
+//! case; [`super::explain`] says what it means and what to change. The order is the
+//! policy, visible here in one table and tested as a table of cases.
+
+use super::explain::{self as x, Draft};
+use super::facts::usable_threads;
+use super::words::{on_wire, server_starved};
+use super::{Case, Facts};
+
+/// One rule: a condition on the facts, the case it names, and its explanation.
+pub struct Rule {
+    /// The case named when the condition holds.
+    pub case: Case,
+    /// The condition.
+    pub when: fn(&Facts) -> bool,
+    /// Why the rule has its place in the order.
+    pub why_here: &'static str,
+    /// Evidence, recommendations and fix; returns (layer, headline).
+    pub(super) explain: fn(&Facts, &mut Draft) -> (String, String),
+}
+
+/// The rules, first match wins.
+pub const RULES: &[Rule] = &[
+    Rule {
+        case: Case::NoListener,
+        when: no_listener,
+        why_here: "first: a generator that fell behind sent fewer datagrams, but it cannot make the kernel find no socket for them",
+        explain: x::no_listener,
+    },
+    Rule {
+        case: Case::GeneratorInvalid,
+        when: |f| !f.gen_valid,
+        why_here: "a run whose generator missed its schedule is not evidence against the server: nothing after it is judged",
+        explain: x::generator_invalid,
+    },
+    Rule {
+        case: Case::Inconsistent,
+        when: |f| f.inconsistent.is_some(),
+        why_here: "counters that exceed what was sent include other traffic: no layer can be blamed",
+        explain: x::inconsistent,
+    },
+    Rule {
+        case: Case::NoLoss,
+        when: no_loss,
+        why_here: "everything accounted for on both paths and nothing missing in the window",
+        explain: x::no_loss,
+    },
+    Rule {
+        case: Case::AppTooSlow,
+        when: |f| top_layer(f) == Some(Case::SocketBufferBursts) && too_slow(f),
+        why_here: "socket-buffer drops from a server that cannot drain the mean rate: a bigger buffer only fills later",
+        explain: x::app_too_slow,
+    },
+    Rule {
+        case: Case::SocketBufferBursts,
+        when: |f| top_layer(f) == Some(Case::SocketBufferBursts),
+        why_here: "the most drops at the socket buffer, from a server that keeps up on average (S1)",
+        explain: x::socket_buffer_bursts,
+    },
+    Rule {
+        case: Case::SoftnetBacklog,
+        when: |f| top_layer(f) == Some(Case::SoftnetBacklog),
+        why_here: "the most drops in the per-CPU backlog, before any socket",
+        explain: x::softnet_backlog,
+    },
+    Rule {
+        case: Case::NicDrops,
+        when: |f| top_layer(f) == Some(Case::NicDrops),
+        why_here: "the most drops at the interface",
+        explain: x::nic_drops,
+    },
+    Rule {
+        case: Case::NotAnswered,
+        when: |f| top_layer(f) == Some(Case::NotAnswered),
+        why_here: "the most datagrams read and never answered by the application",
+        explain: x::not_answered,
+    },
+    Rule {
+        case: Case::ReplySendFailed,
+        when: |f| top_layer(f) == Some(Case::ReplySendFailed),
+        why_here: "the most replies the server failed to send",
+        explain: x::reply_send_failed,
+    },
+    Rule {
+        case: Case::Unexplained,
+        when: |_| true,
+        why_here: "last: loss that no counter places (or nothing counted at all)",
+        explain: x::unexplained,
+    },
+];
+
+/// The first rule whose condition holds (the last always does).
+pub fn first_rule(f: &Facts) -> &'static Rule {
+    RULES
+        .iter()
+        .find(|r| (r.when)(f))
+        .unwrap_or(&RULES[RULES.len() - 1])
+}
+
+/// Nothing listened: NoPorts took (nearly) every datagram on the wire and no reply came.
+fn no_listener(f: &Facts) -> bool {
+    f.no_ports > 0
+        && f.replies_read == 0
+        && f.no_ports as f64 >= 0.9 * on_wire(f) as f64
+        && f.inconsistent.is_none()
+}
+
+/// Nothing lost, nothing failed to send, and every datagram placed on both paths.
+fn no_loss(f: &Facts) -> bool {
+    let all_accounted = f.unattributed == Some(0)
+        && (!f.replies || f.reply_unattributed == Some(0))
+        && f.window_loss_pct.is_none_or(|l| l == 0.0);
+    f.lost_total == 0 && f.send_failed == 0 && all_accounted
+}
+
+/// The layer that lost the most datagrams (ties go to the first, most specific layer);
+/// None when no layer lost any. Unattributed loss counts as [`Case::Unexplained`].
+pub fn top_layer(f: &Facts) -> Option<Case> {
+    let layers = [
+        (f.socket_drops, Case::SocketBufferBursts),
+        (
+            f.softnet_drops + f.reply_softnet_drops,
+            Case::SoftnetBacklog,
+        ),
+        (f.nic_drops, Case::NicDrops),
+        (f.not_answered, Case::NotAnswered),
+        (f.reply_failed, Case::ReplySendFailed),
+        (
+            (f.unattributed.unwrap_or(0).max(0) + f.reply_unattributed.unwrap_or(0).max(0)) as u64,
+            Case::Unexplained,
+        ),
+    ];
+    let (count, case) =
+        layers.iter().copied().fold(
+            (0, Case::Unexplained),
+            |best, l| if l.0 > best.0 { l } else { best },
+        );
+    (count > 0).then_some(case)
+}
+
+/// Socket-buffer drops from a server too slow for the mean rate: the queue never
+/// drains; or more is offered than the server drains and its queue does not empty
+/// between bursts; or the queue is pinned while the server's threads are busy; or at
+/// full CPU it could not read 80 % of the mean rate. A queue that drains most of the
+/// time is a burst problem even when the capacity estimate (noisy on a busy host) is low.
+fn too_slow(f: &Facts) -> bool {
+    let pinned = f.rxq_share_full >= 0.5;
+    let never_drains = pinned && f.rxq_share_low < 0.1;
+    let threads = usable_threads(f);
+    let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
+        || server_starved(f);
+    let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
+    // Reads per CPU-second it used: no buffer can hold a mean rate it cannot read, however
+    // often its queue empties. Not when the queue sat nearly empty in 80 % of samples or
+    // more: a server that waits for datagrams that often kept up with the mean.
+    let below_mean =
+        f.cpu_capacity_pps.is_some_and(|c| c < 0.8 * f.offered_pps) && f.rxq_share_low < 0.8;
+    never_drains || below_mean || (over_capacity && f.rxq_share_low < 0.5) || (pinned && cpu_bound)
+}

@@ -362,7 +362,6 @@ fn worker(
     lock: &Mutex<()>,
 ) {
     use std::collections::HashMap;
-    use std::os::fd::AsRawFd;
     use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
     let Ok(mut ep) = Epoll::new(256) else {
         c.errors.fetch_add(1, Relaxed);
@@ -377,9 +376,7 @@ fn worker(
             std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
         for s in new {
             let _ = s.set_nodelay(true);
-            if s.set_nonblocking(true).is_err()
-                || ep.add(s.as_raw_fd(), next_token, READABLE).is_err()
-            {
+            if s.set_nonblocking(true).is_err() || ep.add(&s, next_token, READABLE).is_err() {
                 c.errors.fetch_add(1, Relaxed);
                 continue;
             }
@@ -460,13 +457,13 @@ fn worker(
                 } else {
                     WRITABLE
                 };
-                if want != k.interest && ep.modify(k.s.as_raw_fd(), tok, want).is_ok() {
+                if want != k.interest && ep.modify(&k.s, tok, want).is_ok() {
                     k.interest = want;
                 }
             }
             if close {
                 if let Some(k) = conns.remove(&tok) {
-                    let _ = ep.delete(k.s.as_raw_fd());
+                    let _ = ep.delete(&k.s);
                 }
             }
         }

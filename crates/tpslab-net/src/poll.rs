@@ -1,100 +1,98 @@
-//! epoll(7), level-triggered, for the request/response server's shared worker threads.
+//! epoll(7), level-triggered, for the request/response server's shared worker threads:
+//! rustix's epoll (no `unsafe` here) behind a small API of tokens and interest bits.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
+use rustix::event::Timespec;
+use rustix::io::Errno;
+use std::os::fd::{AsFd, OwnedFd};
 
 use crate::NetError;
 
 /// Readable (or the peer closed: a read returns 0).
-pub const READABLE: u32 = libc::EPOLLIN as u32;
+pub const READABLE: u32 = EventFlags::IN.bits();
 /// Writable.
-pub const WRITABLE: u32 = libc::EPOLLOUT as u32;
+pub const WRITABLE: u32 = EventFlags::OUT.bits();
 /// Hang-up or error on the descriptor.
-pub const HANGUP: u32 = (libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32;
+pub const HANGUP: u32 = EventFlags::HUP.bits() | EventFlags::ERR.bits() | EventFlags::RDHUP.bits();
 
 /// An epoll instance; descriptors are registered with a caller-chosen token.
 pub struct Epoll {
     fd: OwnedFd,
-    buf: Vec<libc::epoll_event>,
+    buf: Vec<Event>,
+}
+
+fn io(what: impl Into<String>, e: Errno) -> NetError {
+    NetError::io(what, std::io::Error::from(e))
 }
 
 impl Epoll {
     /// A new instance that reports at most `max_events` per wait. Errors: EMFILE.
     pub fn new(max_events: usize) -> Result<Epoll, NetError> {
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(NetError::last("epoll_create1"));
-        }
+        let fd = epoll::create(CreateFlags::CLOEXEC).map_err(|e| io("epoll_create1", e))?;
+        let empty = Event {
+            flags: EventFlags::empty(),
+            data: EventData::new_u64(0),
+        };
         Ok(Epoll {
-            // SAFETY: fd was just created.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            buf: vec![libc::epoll_event { events: 0, u64: 0 }; max_events.max(1)],
+            fd,
+            buf: vec![empty; max_events.max(1)],
         })
     }
 
-    fn ctl(
-        &self,
-        op: i32,
-        fd: RawFd,
-        token: u64,
-        interest: u32,
-        what: &str,
-    ) -> Result<(), NetError> {
-        let mut ev = libc::epoll_event {
-            // Half-close reports only matter while reading; watched while only writing,
-            // a peer that shut down its side would wake the wait forever (level-triggered).
-            events: if interest & READABLE != 0 {
-                interest | libc::EPOLLRDHUP as u32
-            } else {
-                interest
-            },
-            u64: token,
+    fn flags(interest: u32) -> EventFlags {
+        // Half-close reports only matter while reading; watched while only writing,
+        // a peer that shut down its side would wake the wait forever (level-triggered).
+        let i = if interest & READABLE != 0 {
+            interest | EventFlags::RDHUP.bits()
+        } else {
+            interest
         };
-        // SAFETY: a valid epoll fd and event struct.
-        if unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) } != 0 {
-            return Err(NetError::last(format!("epoll_ctl {what} fd {fd}")));
-        }
-        Ok(())
+        EventFlags::from_bits_retain(i)
     }
 
     /// Watches `fd` for `interest` (READABLE, WRITABLE or both) under `token`.
-    pub fn add(&self, fd: RawFd, token: u64, interest: u32) -> Result<(), NetError> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, token, interest, "ADD")
+    pub fn add(&self, fd: impl AsFd, token: u64, interest: u32) -> Result<(), NetError> {
+        epoll::add(
+            &self.fd,
+            fd,
+            EventData::new_u64(token),
+            Self::flags(interest),
+        )
+        .map_err(|e| io("epoll_ctl ADD", e))
     }
 
     /// Changes the interest of a watched `fd`.
-    pub fn modify(&self, fd: RawFd, token: u64, interest: u32) -> Result<(), NetError> {
-        self.ctl(libc::EPOLL_CTL_MOD, fd, token, interest, "MOD")
+    pub fn modify(&self, fd: impl AsFd, token: u64, interest: u32) -> Result<(), NetError> {
+        epoll::modify(
+            &self.fd,
+            fd,
+            EventData::new_u64(token),
+            Self::flags(interest),
+        )
+        .map_err(|e| io("epoll_ctl MOD", e))
     }
 
     /// Stops watching `fd` (closing it does too).
-    pub fn delete(&self, fd: RawFd) -> Result<(), NetError> {
-        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0, "DEL")
+    pub fn delete(&self, fd: impl AsFd) -> Result<(), NetError> {
+        epoll::delete(&self.fd, fd).map_err(|e| io("epoll_ctl DEL", e))
     }
 
-    /// Waits up to `timeout_ms` and appends (token, events) of ready descriptors to
-    /// `out`. An interrupted wait (EINTR) returns with nothing.
+    /// Waits up to `timeout_ms` (negative: without limit) and appends (token, events) of
+    /// ready descriptors to `out`. An interrupted wait (EINTR) returns with nothing.
     pub fn wait(&mut self, out: &mut Vec<(u64, u32)>, timeout_ms: i32) -> Result<(), NetError> {
-        // SAFETY: the kernel writes at most buf.len() events into buf.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.fd.as_raw_fd(),
-                self.buf.as_mut_ptr(),
-                self.buf.len() as i32,
-                timeout_ms,
-            )
+        let t = (timeout_ms >= 0).then(|| Timespec {
+            tv_sec: (timeout_ms / 1000).into(),
+            tv_nsec: ((timeout_ms % 1000) * 1_000_000).into(),
+        });
+        let n = match epoll::wait(&self.fd, &mut self.buf[..], t.as_ref()) {
+            Ok(n) => n,
+            Err(Errno::INTR) => return Ok(()),
+            Err(e) => return Err(io("epoll_wait", e)),
         };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(());
-            }
-            return Err(NetError::io("epoll_wait", e));
-        }
-        for ev in &self.buf[..n as usize] {
-            let (events, token) = (ev.events, ev.u64);
-            out.push((token, events));
-        }
+        out.extend(self.buf[..n].iter().map(|ev| {
+            let (flags, data) = (ev.flags, ev.data);
+            (data.u64(), flags.bits())
+        }));
         Ok(())
     }
 }
@@ -110,7 +108,7 @@ mod tests {
         let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
         let mut ep = Epoll::new(8).unwrap();
-        ep.add(s.as_raw_fd(), 42, READABLE).unwrap();
+        ep.add(&s, 42, READABLE).unwrap();
         let mut out = vec![];
         ep.wait(&mut out, 0).unwrap();
         assert!(out.is_empty(), "nothing to read yet");
@@ -123,7 +121,9 @@ mod tests {
         out.clear();
         ep.wait(&mut out, 1000).unwrap();
         assert!(out[0].1 & HANGUP != 0, "{:x}", out[0].1);
-        ep.delete(s.as_raw_fd()).unwrap();
-        assert!(ep.add(-1, 1, READABLE).is_err());
+        ep.delete(&s).unwrap();
+        // A file that cannot be polled: EPERM, an error, not a panic.
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        assert!(ep.add(&f, 1, READABLE).is_err());
     }
 }

@@ -1,6 +1,8 @@
-//! The SVG format: a ramp's TPS and mean response time against users with the fitted
-//! USL curve, as one self-contained file (no fonts or scripts fetched).
+//! The SVG format, drawn with plotters: a ramp's TPS and mean response time against users
+//! with the fitted USL curve and the knee, as one self-contained file (no fonts or scripts
+//! fetched or embedded).
 
+use plotters::prelude::*;
 use std::io::{self, Write};
 use tpslab_analysis::ramp::RampRecord;
 use tpslab_analysis::record::{Body, RampReport, Record};
@@ -21,134 +23,114 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
     }
 }
 
-/// TPS and mean response time against users, with the USL curve: a self-contained SVG.
+/// TPS and mean response time against users, with the USL curve and the knee: a
+/// self-contained SVG (plotters' SVG backend; text is left to the viewer's sans-serif,
+/// no font is read or embedded).
 pub fn ramp(w: &mut dyn Write, report: &RampReport) -> io::Result<()> {
-    w.write_all(ramp_svg(&report.run, report.analysis.usl.as_ref()).as_bytes())
+    let svg = ramp_svg(
+        &report.run,
+        report.analysis.usl.as_ref(),
+        report.analysis.knee_index,
+    )
+    .map_err(|e| io::Error::other(format!("drawing the ramp plot: {e}")))?;
+    w.write_all(svg.as_bytes())
 }
 
-fn ramp_svg(rec: &RampRecord, fit: Option<&UslFit>) -> String {
-    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 70.0, 30.0, 50.0);
-    let nmax = rec.steps.iter().map(|s| s.users).max().unwrap_or(1) as f64;
-    let xmax = rec
-        .steps
-        .iter()
-        .map(|s| s.tps)
-        .fold(1.0, f64::max)
-        .max(fit.map_or(0.0, |f| {
-            (1..=nmax as usize)
-                .map(|n| f.predict(n as f64))
-                .fold(0.0, f64::max)
-        }))
-        * 1.1;
-    let rmax = rec
-        .steps
-        .iter()
-        .map(|s| s.response.mean_ns / 1e6)
-        .fold(0.001, f64::max)
-        * 1.1;
-    let px = |n: f64| l + (w - l - r) * n / nmax;
-    let py = |v: f64, max: f64| h - b - (h - t - b) * v / max;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    s += &format!(
-        "<line x1=\"{l}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
-        h - b,
-        w - r,
-        h - b
-    );
-    s += &format!(
-        "<line x1=\"{l}\" y1=\"{t}\" x2=\"{l}\" y2=\"{}\" stroke=\"black\"/>\n",
-        h - b
-    );
-    s += &format!(
-        "<line x1=\"{}\" y1=\"{t}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
-        w - r,
-        w - r,
-        h - b
-    );
-    for i in 0..=4 {
-        let f = i as f64 / 4.0;
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#1f77b4\">{:.0}</text>\n",
-            l - 5.0,
-            py(xmax * f, xmax) + 4.0,
-            xmax * f
-        );
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\" fill=\"#d62728\">{:.1}</text>\n",
-            w - r + 5.0,
-            py(rmax * f, rmax) + 4.0,
-            rmax * f
-        );
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.0}</text>\n",
-            px(nmax * f),
-            h - b + 16.0,
-            nmax * f
-        );
-    }
-    s += &format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">users (N)</text>\n",
-        (l + w - r) / 2.0,
-        h - 10.0
-    );
-    s += &format!(
-        "<text x=\"10\" y=\"{}\" fill=\"#1f77b4\">TPS</text>\n",
-        t - 10.0
-    );
-    s += &format!(
-        "<text x=\"{}\" y=\"{}\" fill=\"#d62728\">mean response ms</text>\n",
-        w - r - 40.0,
-        t - 10.0
-    );
-    if let Some(f) = fit {
-        let pts: Vec<String> = (0..=100)
+const TPS_COLOUR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const RESPONSE_COLOUR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+
+fn ramp_svg(
+    rec: &RampRecord,
+    fit: Option<&UslFit>,
+    knee: Option<usize>,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let nmax = rec.steps.iter().map(|s| s.users).max().unwrap_or(1).max(2) as f64;
+    let curve: Vec<(f64, f64)> = fit.map_or(vec![], |f| {
+        (0..=100)
             .map(|i| {
                 let n = 1.0 + (nmax - 1.0) * i as f64 / 100.0;
-                format!("{:.1},{:.1}", px(n), py(f.predict(n), xmax))
+                (n, f.predict(n))
             })
-            .collect();
-        s += &format!(
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-dasharray=\"5,4\"/>\n",
-            pts.join(" ")
-        );
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\" fill=\"#1f77b4\">USL fit: sigma {:.3}, kappa {:.5}</text>\n",
-            l + 10.0,
-            t + 14.0,
-            f.sigma,
-            f.kappa
-        );
-    }
-    let tps: Vec<String> = rec
+            .filter(|p| p.1.is_finite())
+            .collect()
+    });
+    let tps: Vec<(f64, f64)> = rec.steps.iter().map(|s| (s.users as f64, s.tps)).collect();
+    let rt: Vec<(f64, f64)> = rec
         .steps
         .iter()
-        .map(|x| format!("{:.1},{:.1}", px(x.users as f64), py(x.tps, xmax)))
+        .map(|s| (s.users as f64, s.response.mean_ns / 1e6))
         .collect();
-    let rt: Vec<String> = rec
-        .steps
-        .iter()
-        .map(|x| {
-            format!(
-                "{:.1},{:.1}",
-                px(x.users as f64),
-                py(x.response.mean_ns / 1e6, rmax)
+    let finite_max = |v: &mut dyn Iterator<Item = f64>, floor: f64| {
+        v.filter(|x| x.is_finite()).fold(floor, f64::max) * 1.1
+    };
+    let ymax = finite_max(&mut tps.iter().chain(&curve).map(|p| p.1), 1.0);
+    let rmax = finite_max(&mut rt.iter().map(|p| p.1), 0.001);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (720, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "TPS and mean response time against users",
+                ("sans-serif", 18),
             )
-        })
-        .collect();
-    s += &format!(
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n",
-        tps.join(" ")
-    );
-    s += &format!(
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\"/>\n",
-        rt.join(" ")
-    );
-    for p in &tps {
-        let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-        s += &format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"3\" fill=\"#1f77b4\"/>\n");
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .right_y_label_area_size(60)
+            .build_cartesian_2d(0f64..nmax, 0f64..ymax)?
+            .set_secondary_coord(0f64..nmax, 0f64..rmax);
+        chart
+            .configure_mesh()
+            .x_desc("users (N)")
+            .y_desc("TPS")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .max_light_lines(0)
+            .bold_line_style(RGBColor(0xe0, 0xe0, 0xe0))
+            .draw()?;
+        chart
+            .configure_secondary_axes()
+            .y_desc("mean response, ms")
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        if let Some(f) = fit {
+            chart
+                .draw_series(DashedLineSeries::new(curve, 5, 4, TPS_COLOUR.into()))?
+                .label(format!(
+                    "USL fit: sigma {:.3}, kappa {:.5}",
+                    f.sigma, f.kappa
+                ))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], TPS_COLOUR));
+        }
+        chart
+            .draw_series(LineSeries::new(tps.clone(), TPS_COLOUR.stroke_width(2)))?
+            .label("TPS (measured)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], TPS_COLOUR));
+        chart.draw_series(tps.iter().map(|&p| Circle::new(p, 3, TPS_COLOUR.filled())))?;
+        chart
+            .draw_secondary_series(LineSeries::new(rt, RESPONSE_COLOUR.stroke_width(2)))?
+            .label("mean response (measured)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RESPONSE_COLOUR));
+        if let Some(&(n, t)) = knee.and_then(|k| tps.get(k)) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(n, 0.0), (n, ymax)],
+                    3,
+                    3,
+                    BLACK.into(),
+                ))?
+                .label(format!("knee: {n:.0} user(s), {t:.0} TPS"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
     }
-    s += "</svg>\n";
-    s
+    out.push('\n');
+    Ok(out)
 }

@@ -211,10 +211,9 @@ struct Stream {
     window_attempted: AtomicU64,
     /// Planned datagrams never attempted (run interrupted, or the generator fell behind).
     not_sent: AtomicU64,
-    /// GSO is on for this stream's socket.
+    /// GSO was on for this stream's socket at the start (whether the path then refused
+    /// it is the socket's: `sock.gso_refused()`).
     gso: bool,
-    /// GSO was refused during the run and turned off.
-    gso_fallback: AtomicBool,
     errors: ErrnoCounts,
     sender_done: AtomicBool,
     /// Monotonic ns of the last send call.
@@ -288,7 +287,7 @@ impl UdpLoad {
             // GSO where the kernel takes it (probed once per socket; refused: plain sends).
             let gso = cfg.gso
                 && cfg.datagram_len() <= u16::MAX as usize
-                && sock.set_gso(cfg.datagram_len() as u16).is_ok();
+                && sock.enable_gso(cfg.datagram_len() as u16);
             streams.push(Arc::new(Stream {
                 sock,
                 plan,
@@ -298,7 +297,6 @@ impl UdpLoad {
                 window_attempted: AtomicU64::new(0),
                 not_sent: AtomicU64::new(0),
                 gso,
-                gso_fallback: AtomicBool::new(false),
                 errors: ErrnoCounts::default(),
                 sender_done: AtomicBool::new(false),
                 last_send_ns: AtomicU64::new(0),
@@ -462,7 +460,7 @@ impl UdpLoad {
             rate_pps: if cfg.is_max() { 0.0 } else { cfg.rate_pps },
             rate_max: cfg.is_max(),
             gso: !self.streams.is_empty() && self.streams.iter().all(|s| s.gso),
-            gso_fallback: self.streams.iter().any(|s| s.gso_fallback.load(Relaxed)),
+            gso_fallback: self.streams.iter().any(|s| s.sock.gso_refused()),
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,
@@ -646,7 +644,6 @@ fn sender(
     let mut lag = new_ns_histogram();
     let mut burst_lag = new_ns_histogram();
     let plan = st.plan;
-    let fd = st.sock.fd();
     let mut seq = 0u64;
     let mut window_attempted = 0u64;
     // Open loop is bounded in time as well as in count: a generator that falls behind
@@ -704,18 +701,14 @@ fn sender(
         }
         // A refused message refuses all the datagrams it carried.
         let mut failed = 0usize;
-        let mut gso_refused = false;
-        sb.send(fd, msgs, |m, errno| {
+        let out = sb.send(&st.sock, msgs, |m, errno| {
             failed += in_msg[m];
             st.errors.add(errno, in_msg[m] as u64);
-            gso_refused |= in_msg[m] > 1 && (errno == libc::EIO || errno == libc::EINVAL);
         });
-        if gso_refused {
-            // The path cannot segment (e.g. no checksum offload on the device): the rest
-            // of the run goes without GSO; the refused datagrams stay counted as failed.
-            let _ = st.sock.set_gso(0);
+        if out.gso_turned_off {
+            // The path cannot segment (the socket switched GSO off): the rest of the run
+            // goes one datagram per message; the refused datagrams stay counted as failed.
             per_msg = 1;
-            st.gso_fallback.store(true, Relaxed);
         }
         st.sent.fetch_add((n - failed) as u64, Relaxed);
         st.failed.fetch_add(failed as u64, Relaxed);
@@ -830,7 +823,7 @@ fn receiver(
                 // socket by the kernel's realtime stamp (both clocks read together).
                 // A stamp from the future, or one older than the send, means the wall
                 // clock stepped: use our own clock for that reply.
-                let rx = match rb.rx_realtime_ns(i) {
+                let rx = match rb.meta(i).rx_realtime_ns {
                     Some(t) if t <= real && real - t <= now.saturating_sub(sent) => {
                         res.rx_timestamped += 1;
                         now - (real - t)
@@ -911,18 +904,7 @@ mod tests {
         }
         // SO_NO_CHECK makes the kernel refuse GSO sends (EINVAL), as a path without
         // checksum offload refuses them (EIO).
-        let one: libc::c_int = 1;
-        // SAFETY: setsockopt reads one c_int.
-        let rc = unsafe {
-            libc::setsockopt(
-                load.streams[0].sock.fd(),
-                libc::SOL_SOCKET,
-                libc::SO_NO_CHECK,
-                &one as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0);
+        load.streams[0].sock.set_no_check(true).unwrap();
         let r = load.run(&AtomicBool::new(false), &|| true).report;
         assert!(r.gso_fallback, "the refusal is reported");
         assert!(r.send_errors.contains_key("EINVAL"), "{:?}", r.send_errors);

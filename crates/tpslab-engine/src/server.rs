@@ -345,12 +345,16 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
         let mut datagrams = 0u64;
         let mut bytes = 0u64;
         let mut trunc = 0u64;
-        for i in 0..n {
-            bytes += rb.len(i) as u64;
-            trunc += rb.truncated(i) as u64;
-            let seg = rb.gro_size(i);
+        for (i, s) in segs.iter_mut().enumerate().take(n) {
+            let m = rb.meta(i);
+            bytes += m.len as u64;
+            trunc += m.truncated as u64;
+            // One send per buffer: a refused GSO reply refuses all its segments.
+            *s = m
+                .gro_segment
+                .map_or(1, |g| m.len.min(SLOT_BYTES).div_ceil(g) as u64);
             let data = rb.get_mut(i);
-            match seg {
+            match m.gro_segment {
                 Some(g) => {
                     for s in data.chunks_mut(g) {
                         process(s);
@@ -369,12 +373,6 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
             bump(&c.truncated, trunc);
         }
         if cfg.mode != Mode::Sink {
-            // One send per buffer: a refused GSO send refuses all its segments.
-            for (i, s) in segs.iter_mut().enumerate().take(n) {
-                *s = rb
-                    .gro_size(i)
-                    .map_or(1, |g| rb.len(i).min(SLOT_BYTES).div_ceil(g) as u64);
-            }
             let mut failed = 0u64;
             rb.reply(fd, n, |i, errno| {
                 failed += segs[i];

@@ -7,13 +7,34 @@ fn zeroed_hdrs(n: usize) -> Box<[libc::mmsghdr]> {
     (0..n).map(|_| unsafe { std::mem::zeroed() }).collect()
 }
 
-/// Outcome of a batched send: datagrams the kernel accepted and those it refused.
+/// Outcome of a batched send: messages the kernel accepted and those it refused.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct SendOutcome {
-    /// Datagrams accepted by the kernel.
+    /// Messages accepted by the kernel.
     pub sent: usize,
-    /// Datagrams refused (each refusal is also reported to the error callback).
+    /// Messages refused (each refusal is also reported to the error callback).
     pub failed: usize,
+    /// The path refused a GSO message (EIO/EINVAL) and the socket's GSO was switched
+    /// off: later sends must carry one datagram per message.
+    pub gso_turned_off: bool,
+}
+
+/// What the kernel said about one received datagram (or GRO-coalesced buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvMeta {
+    /// Full length, bytes (recvmmsg with MSG_TRUNC reports the real size, which may exceed
+    /// the slot).
+    pub len: usize,
+    /// Longer than the slot: only the slot's bytes were kept (MSG_TRUNC in msg_flags).
+    pub truncated: bool,
+    /// Segment size, bytes, when the kernel coalesced several datagrams (UDP_GRO): the
+    /// buffer is then `len / segment` datagrams (the last may be shorter).
+    pub gro_segment: Option<usize>,
+    /// When it reached the socket, CLOCK_REALTIME ns (SO_TIMESTAMPNS on the socket and a
+    /// batch made by [`RecvBatch::with_gro`]).
+    pub rx_realtime_ns: Option<u64>,
+    /// The sender (None for a non-IP family).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// Sends `hdrs[0..n]` with sendmmsg, resuming after partial sends; a message whose send
@@ -125,8 +146,8 @@ impl RecvBatch {
     }
 
     /// Like [`RecvBatch::new`], with room for the segment size the kernel reports for
-    /// coalesced datagrams on a UDP_GRO socket (see [`RecvBatch::gro_size`]) and for the
-    /// receive timestamp of an SO_TIMESTAMPNS socket (see [`RecvBatch::rx_realtime_ns`]).
+    /// coalesced datagrams on a UDP_GRO socket and for the
+    /// receive timestamp of an SO_TIMESTAMPNS socket (both in [`RecvBatch::meta`]).
     pub fn with_gro(batch: usize, slot: usize) -> Self {
         let mut b = RecvBatch::new(batch, slot);
         let mut ctrl: Box<[[u64; 8]]> = vec![[0u64; 8]; b.hdrs.len()].into_boxed_slice();
@@ -138,51 +159,65 @@ impl RecvBatch {
         b
     }
 
-    /// The segment size of datagram `i` when the kernel delivered several coalesced
-    /// (UDP_GRO): the datagram is then `len(i) / size` segments (the last may be shorter).
-    pub fn gro_size(&self, i: usize) -> Option<usize> {
-        self.ctrl.as_ref()?;
-        let h = &self.hdrs[i].msg_hdr;
-        // SAFETY: the kernel wrote msg_controllen bytes of cmsgs into our control buffer;
-        // the CMSG macros stay within msg_control .. msg_control + msg_controllen.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(h);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
-                    let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
-                    return (v > 0).then_some(v as usize);
-                }
-                c = libc::CMSG_NXTHDR(h, c);
-            }
+    /// What the kernel said about datagram `i` of the last receive: length, truncation,
+    /// GRO segment size, kernel timestamp, sender.
+    pub fn meta(&self, i: usize) -> RecvMeta {
+        let (gro_segment, rx_realtime_ns) = self.cmsgs(i);
+        RecvMeta {
+            len: self.len(i),
+            truncated: self.truncated(i),
+            gro_segment,
+            rx_realtime_ns,
+            peer: self.peer(i),
         }
-        None
     }
 
-    /// When datagram `i` reached the socket, CLOCK_REALTIME ns, on an SO_TIMESTAMPNS
-    /// socket received into a batch made by [`RecvBatch::with_gro`]; `None` otherwise.
-    pub fn rx_realtime_ns(&self, i: usize) -> Option<u64> {
-        self.ctrl.as_ref()?;
-        let h = &self.hdrs[i].msg_hdr;
-        if h.msg_flags & libc::MSG_CTRUNC != 0 {
-            return None;
+    /// One walk over datagram `i`'s control messages: (UDP_GRO segment size, SCM_TIMESTAMPNS
+    /// as CLOCK_REALTIME ns). Both None without a control buffer; the timestamp None when
+    /// the control data was truncated.
+    fn cmsgs(&self, i: usize) -> (Option<usize>, Option<u64>) {
+        if self.ctrl.is_none() {
+            return (None, None);
         }
+        let h = &self.hdrs[i].msg_hdr;
+        let ts_ok = h.msg_flags & libc::MSG_CTRUNC == 0;
         let need = std::mem::size_of::<libc::timespec>() as u32;
-        // SAFETY: as in gro_size: the CMSG macros stay within the control buffer the
-        // kernel filled; SCM_TIMESTAMPNS carries a struct timespec (length checked).
+        let (mut gro, mut ts) = (None, None);
+        // SAFETY: the kernel wrote msg_controllen bytes of cmsgs into our control buffer;
+        // the CMSG macros stay within msg_control .. msg_control + msg_controllen; each
+        // payload is read unaligned with its length checked against what is read.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(h);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET
-                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                    && (*c).cmsg_len as usize >= libc::CMSG_LEN(need) as usize
-                {
-                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                let len = (*c).cmsg_len as usize;
+                match ((*c).cmsg_level, (*c).cmsg_type) {
+                    (libc::SOL_UDP, UDP_GRO)
+                        if len
+                            >= libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32)
+                                as usize =>
+                    {
+                        let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                        gro = (v > 0).then_some(v as usize);
+                    }
+                    (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS)
+                        if ts_ok && len >= libc::CMSG_LEN(need) as usize =>
+                    {
+                        let t =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                        ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                    }
+                    _ => {}
                 }
                 c = libc::CMSG_NXTHDR(h, c);
             }
         }
-        None
+        (gro, ts)
+    }
+
+    /// The segment size of datagram `i` when the kernel delivered several coalesced
+    /// (UDP_GRO): the datagram is then `len(i) / size` segments (the last may be shorter).
+    fn gro_size(&self, i: usize) -> Option<usize> {
+        self.cmsgs(i).0
     }
 
     /// Number of slots.
@@ -230,12 +265,12 @@ impl RecvBatch {
 
     /// Full length of datagram `i` (recvmmsg with MSG_TRUNC reports the real size, which may
     /// exceed the slot).
-    pub fn len(&self, i: usize) -> usize {
+    fn len(&self, i: usize) -> usize {
         self.hdrs[i].msg_len as usize
     }
 
     /// Whether datagram `i` was longer than the slot (MSG_TRUNC in msg_flags).
-    pub fn truncated(&self, i: usize) -> bool {
+    fn truncated(&self, i: usize) -> bool {
         self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0
     }
 
@@ -287,7 +322,7 @@ impl RecvBatch {
     }
 
     /// The sender address of datagram `i` as a std SocketAddr (None for non-IP families).
-    pub fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
+    fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
         let s = &self.addrs[i];
         // SAFETY: the kernel filled an AF_INET or AF_INET6 address of the sizes checked.
         unsafe {
@@ -351,11 +386,32 @@ impl SendBatch {
         self.iov[i].iov_len = len.min(self.slot);
     }
 
-    /// Sends datagrams `0..n` on the connected socket `fd` with sendmmsg; a datagram the
-    /// kernel refuses is reported to `on_err(index, errno)` and skipped.
-    pub fn send(&mut self, fd: RawFd, n: usize, mut on_err: impl FnMut(usize, i32)) -> SendOutcome {
+    /// Sends messages `0..n` on the connected socket `sock` with sendmmsg; a message the
+    /// kernel refuses is reported to `on_err(index, errno)` and skipped. A message longer
+    /// than the socket's GSO segment refused with EIO or EINVAL means the path cannot
+    /// segment (no checksum offload on the device, say): the socket's GSO is switched off
+    /// ([`crate::UdpSock::gso_refused`]) and the outcome says so; the refused datagrams
+    /// stay refused.
+    pub fn send(
+        &mut self,
+        sock: &crate::UdpSock,
+        n: usize,
+        mut on_err: impl FnMut(usize, i32),
+    ) -> SendOutcome {
         let n = n.min(self.hdrs.len());
-        sendmmsg_all(fd, &mut self.hdrs, n, &mut on_err)
+        let seg = sock.gso_segment() as usize;
+        let iov = &self.iov;
+        let mut gso_refused = false;
+        let mut out = sendmmsg_all(sock.fd(), &mut self.hdrs, n, &mut |i, errno| {
+            gso_refused |=
+                seg > 0 && iov[i].iov_len > seg && (errno == libc::EIO || errno == libc::EINVAL);
+            on_err(i, errno)
+        });
+        if gso_refused {
+            sock.refuse_gso();
+            out.gso_turned_off = true;
+        }
+        out
     }
 }
 
@@ -382,8 +438,15 @@ mod tests {
             sb.slot_mut(i)[0] = i as u8;
             sb.set_len(i, 10 + i);
         }
-        let out = sb.send(a.fd(), 5, |_, _| panic!("no error expected"));
-        assert_eq!(out, SendOutcome { sent: 5, failed: 0 });
+        let out = sb.send(&a, 5, |_, _| panic!("no error expected"));
+        assert_eq!(
+            out,
+            SendOutcome {
+                sent: 5,
+                failed: 0,
+                gso_turned_off: false
+            }
+        );
         let mut rb = RecvBatch::new(4, 64);
         let mut got = vec![];
         while got.len() < 5 {
@@ -391,8 +454,10 @@ mod tests {
             assert!(n > 0, "timed out with {} of 5", got.len());
             assert!(n <= 4, "recvmmsg must not exceed the batch");
             for i in 0..n {
-                got.push((rb.get(i)[0], rb.len(i)));
-                assert_eq!(rb.peer(i), Some(a.local_addr()));
+                let m = rb.meta(i);
+                got.push((rb.get(i)[0], m.len));
+                assert_eq!(m.peer, Some(a.local_addr()));
+                assert!(!m.truncated && m.gro_segment.is_none() && m.rx_realtime_ns.is_none());
                 rb.get_mut(i)[1] = 0xAB;
             }
             assert_eq!(rb.reply(b.fd(), n, |_, _| panic!()).sent, n);
@@ -411,7 +476,7 @@ mod tests {
             assert!(n > 0);
             for i in 0..n {
                 assert_eq!(rb2.get(i)[1], 0xAB);
-                assert_eq!(rb2.len(i), 10 + rb2.get(i)[0] as usize);
+                assert_eq!(rb2.meta(i).len, 10 + rb2.get(i)[0] as usize);
             }
             n_back += n;
         }
@@ -441,7 +506,7 @@ mod tests {
         let mut errs = vec![];
         let mut total = SendOutcome::default();
         for _ in 0..20 {
-            let o = sb.send(a.fd(), 16, |_, e| errs.push(e));
+            let o = sb.send(&a, 16, |_, e| errs.push(e));
             total.sent += o.sent;
             total.failed += o.failed;
             std::thread::sleep(Duration::from_millis(1));
@@ -493,6 +558,39 @@ mod tests {
         assert_eq!(rb.reply(b.fd(), 1, |_, e| panic!("errno {e}")).sent, 1);
         assert_eq!(back.recv(a.fd()).unwrap(), 1);
         assert_eq!(back.len(0), 40);
+    }
+
+    #[test]
+    fn a_refused_gso_send_switches_the_sockets_gso_off() {
+        let (a, b) = pair();
+        if !a.enable_gso(100) {
+            eprintln!("skipping: no UDP GSO in this kernel");
+            return;
+        }
+        let mut sb = SendBatch::new(4, 1000);
+        for i in 0..3 {
+            sb.set_len(i, 1000);
+        }
+        // One good GSO send first: 10 datagrams on the wire.
+        let ok = sb.send(&a, 1, |_, e| panic!("errno {e}"));
+        assert_eq!((ok.sent, ok.gso_turned_off), (1, false));
+        a.set_no_check(true).unwrap();
+        let mut errs = vec![];
+        let out = sb.send(&a, 3, |i, e| errs.push((i, e)));
+        assert_eq!((out.sent, out.failed), (0, 3), "{errs:?}");
+        assert!(errs.iter().all(|&(_, e)| e == libc::EINVAL), "{errs:?}");
+        assert!(out.gso_turned_off && a.gso_refused() && a.gso_segment() == 0);
+        // Without GSO, a datagram per message goes out (checksum or not).
+        sb.set_len(0, 100);
+        let after = sb.send(&a, 1, |_, e| panic!("errno {e}"));
+        assert_eq!((after.sent, after.gso_turned_off), (1, false));
+        let mut rb = RecvBatch::new(16, 2048);
+        let mut got = 0;
+        while got < 11 {
+            let n = rb.recv(b.fd()).unwrap();
+            assert!(n > 0, "got {got} of 11");
+            got += n;
+        }
     }
 
     #[test]

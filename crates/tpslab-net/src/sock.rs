@@ -4,6 +4,7 @@ use crate::NetError;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 use std::time::Duration;
 
 /// What the kernel granted for a receive buffer request.
@@ -24,11 +25,17 @@ pub struct RcvbufGrant {
     pub rmem_max_bytes: Option<u64>,
 }
 
-/// A UDP socket (IPv4 or IPv6) owning its file descriptor.
+/// A UDP socket (IPv4 or IPv6) owning its file descriptor, and what it knows of its
+/// path: the GSO segment size it sends with, and whether the path refused GSO (then it was
+/// switched off for the rest of the socket's life; see [`crate::SendBatch::send`]).
 #[derive(Debug)]
 pub struct UdpSock {
     sock: Socket,
     local: SocketAddr,
+    /// UDP_SEGMENT in force, bytes; 0 = off.
+    gso_segment: AtomicU16,
+    /// A GSO send was refused (EIO/EINVAL) and GSO switched off.
+    gso_refused: AtomicBool,
 }
 
 fn read_sysctl_u64(path: &str) -> Option<u64> {
@@ -55,7 +62,12 @@ impl UdpSock {
             .ok()
             .and_then(|a| a.as_socket())
             .unwrap_or(addr);
-        Ok(UdpSock { sock, local })
+        Ok(UdpSock {
+            sock,
+            local,
+            gso_segment: AtomicU16::new(0),
+            gso_refused: AtomicBool::new(false),
+        })
     }
 
     /// Connects the socket to `peer`, so that `send` and batched sends need no address and
@@ -180,7 +192,7 @@ impl UdpSock {
 
     /// Asks for kernel receive timestamps (SO_TIMESTAMPNS): each datagram then carries
     /// the CLOCK_REALTIME time it reached the socket (read with
-    /// [`crate::RecvBatch::rx_realtime_ns`]).
+    /// [`crate::RecvBatch::meta`]).
     pub fn set_timestampns(&self, on: bool) -> Result<(), NetError> {
         self.set_int(
             libc::SOL_SOCKET,
@@ -191,14 +203,51 @@ impl UdpSock {
     }
 
     /// Sets UDP_SEGMENT: every send of more than `size` bytes leaves as segments of `size`
-    /// bytes (GSO). 0 turns it off.
+    /// bytes (GSO). 0 turns it off. Errors: the kernel has no UDP GSO.
     pub fn set_gso(&self, size: u16) -> Result<(), NetError> {
         self.set_int(
             libc::SOL_UDP,
             crate::batch::UDP_SEGMENT,
             size as libc::c_int,
             "UDP_SEGMENT",
+        )?;
+        self.gso_segment.store(size, Relaxed);
+        Ok(())
+    }
+
+    /// Turns GSO on with segments of `size` bytes where the kernel takes it (probed once,
+    /// by setting the option); whether it is on.
+    pub fn enable_gso(&self, size: u16) -> bool {
+        size > 0 && self.set_gso(size).is_ok()
+    }
+
+    /// The GSO segment size in force, bytes (0: off).
+    pub fn gso_segment(&self) -> u16 {
+        self.gso_segment.load(Relaxed)
+    }
+
+    /// Whether the path refused a GSO send (EIO: no checksum offload on the device;
+    /// EINVAL) and GSO was switched off for the rest of the socket's life.
+    pub fn gso_refused(&self) -> bool {
+        self.gso_refused.load(Relaxed)
+    }
+
+    /// SO_NO_CHECK: IPv4 datagrams leave without a UDP checksum. The kernel then refuses
+    /// GSO sends (EINVAL), as a path without checksum offload refuses them (EIO): how
+    /// the fallback is tested.
+    pub fn set_no_check(&self, on: bool) -> Result<(), NetError> {
+        self.set_int(
+            libc::SOL_SOCKET,
+            libc::SO_NO_CHECK,
+            on as libc::c_int,
+            "SO_NO_CHECK",
         )
+    }
+
+    /// Switches GSO off after the path refused it.
+    pub(crate) fn refuse_gso(&self) {
+        let _ = self.set_gso(0);
+        self.gso_refused.store(true, Relaxed);
     }
 
     fn set_int(

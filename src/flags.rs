@@ -105,14 +105,23 @@ pub(crate) struct LoadFlags {
     pub(crate) drain: Duration,
 }
 
+/// `--json FILE`, the same on every command that writes a record.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct RecordFlag {
+    /// Write the command's record to FILE: JSON, schema tpslab.record/2, one kind per
+    /// command (`-`: standard output, where the report does not use it); `tpslab report
+    /// FILE` renders it again.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub(crate) struct OutputFlags {
     /// Observer sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
-    /// Write the record (JSON, schema tpslab.record/2) to FILE (- for standard output).
-    #[arg(long)]
-    pub(crate) json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) record: RecordFlag,
     /// Show the source counter of every figure.
     #[arg(long)]
     pub(crate) explain: bool,

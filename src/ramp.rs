@@ -84,10 +84,8 @@ pub(crate) struct RampArgs {
     /// Built-in server: 0 = a thread per connection; N = N epoll workers sharing them.
     #[arg(long, default_value_t = 0)]
     server_threads: usize,
-    /// Write the record (JSON, schema tpslab.record/2, kind ramp): the plan, the steps, and
-    /// their judgement (Little's law, the knee, the USL fit, the verdict).
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    record: flags::RecordFlag,
     /// Write TPS and response time against users with the fitted curve (SVG).
     #[arg(long)]
     svg: Option<PathBuf>,
@@ -185,7 +183,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         RampCmd::Udp(a) => (RampProto::Udp, a),
     };
     let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
     }
     if let Some(p) = &a.svg {
@@ -320,7 +318,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_results(&mut out, r)?;
     // The record first: a plot that cannot be written does not cost it.
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
     if let Some(p) = &a.svg {
@@ -328,7 +326,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         tpslab_report::svg::ramp(&mut f, r).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
         writeln!(out, "plot: {}", p.display())?;
     }
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         writeln!(out, "record written to {}", p.display())?;
     }
     a.gate.exit(&r.run.outcome(), applies::RAMP)

@@ -74,10 +74,8 @@ pub(crate) struct ServeTcpArgs {
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
-    /// Write the record at the end: the plan and what the server moved (JSON, schema
-    /// tpslab.record/2, kind serve_tcp).
-    #[arg(long)]
-    json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    record: crate::flags::RecordFlag,
 }
 
 /// The validated plan of the flags given.
@@ -119,7 +117,7 @@ enum Running {
 pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
     tpslab_net::raise_nofile();
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
     }
     let plan = plan(&a)?;
@@ -187,7 +185,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     }
     rec.elapsed_s = t0.elapsed().as_secs_f64();
     render::serve_end(&mut out, &rec)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         let meta = Meta::new(&env, started, rec.elapsed_s, rec.interrupted);
         write_json(p, &Record::with_meta(meta, Body::ServeTcp(rec)))?;
         writeln!(out, "record written to {}", p.display())?;

@@ -59,10 +59,8 @@ pub(crate) struct SweepArgs {
     /// Seed of the run order (default: from the clock; kept in the plan).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
-    /// Write the record (JSON, schema tpslab.record/2, kind sweep: the plan, every run's
-    /// figures, the statistics) to FILE.
-    #[arg(long)]
-    pub(crate) json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) record: flags::RecordFlag,
     /// Write one CSV row per run to FILE.
     #[arg(long)]
     pub(crate) csv: Option<PathBuf>,
@@ -155,7 +153,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
     // Files inside --out are checked once that folder exists (it is made below).
     let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
-    if let Some(p) = a.json.as_deref().filter(|p| !inside_out(p)) {
+    if let Some(p) = a.record.json.as_deref().filter(|p| !inside_out(p)) {
         out::check_output("--json", p, false)?;
     }
     if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
@@ -324,7 +322,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         unreachable!("made as a sweep above")
     };
     // The record first: a CSV that cannot be written does not cost it.
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         out::write_json(p, &rec)?;
     }
     if let Some(p) = &a.csv {
@@ -334,7 +332,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     }
     let mut stdout = std::io::stdout().lock();
     tpslab_report::term::sweep_results(&mut stdout, r)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         writeln!(stdout, "record written to {}", p.display())?;
     }
     a.gate.exit(

@@ -8,7 +8,6 @@ use crate::out::{self, install_signals, resolve, write_json};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
@@ -84,10 +83,8 @@ pub(crate) struct TcpArgs {
     /// Lab with --target-rate: do not re-run with the recommended buffers.
     #[arg(long)]
     no_verify: bool,
-    /// Write the record: plan, TCP_INFO samples, analysis and verdict (JSON, schema
-    /// tpslab.record/2, kind tcp; `tpslab report` renders it again).
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    record: flags::RecordFlag,
 }
 
 fn parse_loss(s: &str) -> Result<f64> {
@@ -200,7 +197,7 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
 
 /// `tpslab tcp`.
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
     }
     a.gate.conditions(applies::TCP)?;
@@ -247,7 +244,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         render::record(&mut out, &rec)?;
     }
     let outcome = rec.outcome();
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         write_json(p, &Record::with_meta(meta, Body::Tcp(rec)))?;
         writeln!(out, "record written to {}", p.display())?;
     }

@@ -28,10 +28,8 @@ pub(crate) struct ServeArgs {
     /// Stop after this long (default: until Ctrl-C/SIGTERM).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub(crate) duration: Option<Duration>,
-    /// Write the server's record (JSON, schema tpslab.record/2, kind serve: its settings
-    /// and counts) to FILE on exit.
-    #[arg(long)]
-    pub(crate) json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
 }
 
 #[derive(Args, Debug)]
@@ -80,10 +78,8 @@ pub(crate) struct WatchArgs {
     /// Sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
-    /// Write the observations (JSON, schema tpslab.record/2, kind watch) to FILE (- for
-    /// standard output).
-    #[arg(long)]
-    pub(crate) json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
     /// Show the source counter of every figure.
     #[arg(long)]
     pub(crate) explain: bool,
@@ -92,7 +88,7 @@ pub(crate) struct WatchArgs {
 /// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let cfg = server_config(&a.server)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         check_output("--json", p, false)?;
     }
     let stop = install_signals()?;
@@ -119,12 +115,12 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let Body::Serve(s) = &rec.body else {
         unreachable!("made as a server's record above")
     };
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
     let mut out = std::io::stdout().lock();
     tpslab_report::term::print_server(&mut out, &s.server, s.elapsed_s)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         writeln!(out, "record written to {}", p.display())?;
     }
     // Ctrl-C is how a server without --duration ends: not a failure.
@@ -137,7 +133,7 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
     let load = load_config(&a.load, a.threads, "--threads", target)?;
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
-    if let Some(p) = &a.out.json {
+    if let Some(p) = &a.out.record.json {
         check_output("--json", p, true)?;
     }
     if let Some(pid) = a.pid {
@@ -166,7 +162,7 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
     let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
-    if let Some(p) = &a.out.json {
+    if let Some(p) = &a.out.record.json {
         check_output("--json", p, true)?;
     }
     let stop = install_signals()?;
@@ -192,7 +188,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         duration: a.duration,
     };
     plan.validate()?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.record.json {
         check_output("--json", p, true)?;
     }
     if let Some(pid) = a.pid {
@@ -231,7 +227,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
             a.port.map_or(String::new(), |p| format!(" on port {p}"))
         );
         // Standard output may carry the JSON record alone.
-        if a.json.as_deref().is_some_and(is_stdout) {
+        if a.record.json.as_deref().is_some_and(is_stdout) {
             eprintln!("{line}");
         } else {
             println!("{line}");
@@ -280,7 +276,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         rec,
         &OutputFlags {
             interval: a.interval,
-            json: a.json,
+            record: a.record,
             explain: a.explain,
             gate: GateFlags::default(),
         },
@@ -319,7 +315,7 @@ fn finish_record_as(
         unreachable!("made as a run above")
     };
     // Write the record first: it is never lost, even if printing fails.
-    if let Some(p) = &out.json {
+    if let Some(p) = &out.record.json {
         write_json(p, &record)?;
         if is_stdout(p) {
             // Standard output carries the record alone.
@@ -327,7 +323,7 @@ fn finish_record_as(
         }
     }
     print_report(&record, out.explain)?;
-    if let Some(p) = &out.json {
+    if let Some(p) = &out.record.json {
         println!("record written to {}", p.display());
     }
     exit(rec)

@@ -20,6 +20,12 @@ use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
 
 pub use tpslab_plan::udp::LoadConfig;
 
+mod receive;
+mod send;
+
+use receive::receiver;
+use send::sender;
+
 /// One sender thread's share of the plan.
 #[derive(Debug, Clone, Copy)]
 struct StreamPlan {
@@ -80,26 +86,6 @@ fn stream_plans(cfg: &LoadConfig) -> Vec<StreamPlan> {
         .collect()
 }
 
-/// Sleeps most of the way to `deadline` (monotonic ns), then spins the rest. The sender
-/// thread sets its timer slack to 1 ns (see [`sender`]) so that sleeps end within a few
-/// microseconds and only the last stretch needs to spin: pacing without burning a core.
-#[inline]
-fn wait_until(deadline: u64) {
-    const SPIN_NS: u64 = 15_000;
-    loop {
-        let now = mono_ns();
-        if now >= deadline {
-            return;
-        }
-        let left = deadline - now;
-        if left > SPIN_NS {
-            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 /// Send times of recent sequence numbers, for matching replies by an echoed field.
 /// One writer (the sender), one reader (the receiver); each slot is a small seqlock:
 /// `seq_begin` and `seq_end` bracket the times, and a reader that sees them differ saw a
@@ -153,51 +139,6 @@ impl SendLog {
         let begin = self.seq_begin[i].load(Relaxed);
         (seq != u64::MAX && begin == seq && seq & field_mask == field)
             .then_some((seq, intended, sent))
-    }
-}
-
-/// Which sequence numbers of a stream were answered, over a sliding window of the most
-/// recent W sequence numbers (W a power of two, at most 2^24 = 2 MiB of bits): exact for
-/// runs of up to W datagrams per stream; a reply older than the window cannot be checked
-/// for duplication and counts as new.
-struct SeenWindow {
-    bits: Vec<u64>,
-    mask: u64,
-    /// One past the highest sequence number seen.
-    hi: u64,
-}
-
-impl SeenWindow {
-    fn new(total: u64) -> SeenWindow {
-        let w = total.clamp(64, 1 << 24).next_power_of_two();
-        SeenWindow {
-            bits: vec![0; (w / 64) as usize],
-            mask: w - 1,
-            hi: 0,
-        }
-    }
-    /// Marks `seq`; false when it was already marked (a duplicate).
-    #[inline]
-    fn insert(&mut self, seq: u64) -> bool {
-        let w = self.mask + 1;
-        if seq >= self.hi {
-            if seq - self.hi >= w {
-                self.bits.fill(0);
-            } else {
-                for s in self.hi..=seq {
-                    let i = s & self.mask;
-                    self.bits[(i / 64) as usize] &= !(1u64 << (i % 64));
-                }
-            }
-            self.hi = seq + 1;
-        } else if self.hi - seq > w {
-            return true;
-        }
-        let i = seq & self.mask;
-        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
-        let new = self.bits[word] & bit == 0;
-        self.bits[word] |= bit;
-        new
     }
 }
 
@@ -587,16 +528,6 @@ fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panicked".into())
 }
 
-/// Marks a stream's sender done when dropped, also when the sender panics: its reply
-/// receiver then ends after the drain period instead of waiting for ever.
-struct SenderDone<'a>(&'a AtomicBool);
-
-impl Drop for SenderDone<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Release);
-    }
-}
-
 /// (late, total): entries of `h` above `limit_ns`, and all entries; None when empty.
 fn late_share(h: &Histogram<u64>, limit_ns: u64) -> Option<(u64, u64)> {
     let total = h.len();
@@ -604,245 +535,6 @@ fn late_share(h: &Histogram<u64>, limit_ns: u64) -> Option<(u64, u64)> {
         let on_time = h.count_between(0, limit_ns);
         (total.saturating_sub(on_time), total)
     })
-}
-
-/// Sends one stream's plan. Returns (lag of every datagram, lag of each burst start).
-fn sender(
-    cfg: &LoadConfig,
-    st: &Stream,
-    stream: u16,
-    start: u64,
-    window_start: u64,
-    stop: &AtomicBool,
-) -> (Histogram<u64>, Histogram<u64>) {
-    const BATCH: usize = 64;
-    let _done = SenderDone(&st.sender_done);
-    let len = cfg.datagram_len().max(1);
-    // Segments per send: 1, or with GSO as many as fit in 64 KiB (at most 64).
-    let mut per_msg = if st.gso {
-        (65_000 / len).clamp(1, 64)
-    } else {
-        1
-    };
-    let mut sb = SendBatch::new(BATCH, len * per_msg);
-    for i in 0..BATCH {
-        for seg in sb.slot_mut(i).chunks_mut(len) {
-            match &cfg.payload {
-                Some(p) => seg.copy_from_slice(p),
-                None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
-            }
-        }
-    }
-    // Datagrams in each message of the last send.
-    let mut in_msg = [0usize; BATCH];
-    // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
-    // sleeps precise.
-    tpslab_net::sched::set_timer_slack_ns(1);
-    if !cfg.cpus.is_empty() {
-        let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
-    }
-    let mut lag = new_ns_histogram();
-    let mut burst_lag = new_ns_histogram();
-    let plan = st.plan;
-    let mut seq = 0u64;
-    let mut window_attempted = 0u64;
-    // Open loop is bounded in time as well as in count: a generator that falls behind
-    // stops at the planned end (plus a grace of 100 ms) and reports what it did not send.
-    let max = cfg.is_max();
-    let run_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64;
-    let hard_end = if max { run_end } else { run_end + 100_000_000 };
-    while seq < plan.total && !stop.load(Relaxed) {
-        let due = plan.intended(start, seq);
-        wait_until(due);
-        let now = mono_ns();
-        if now > hard_end {
-            break;
-        }
-        let mut n = 0usize;
-        while n < BATCH * per_msg && seq + (n as u64) < plan.total {
-            let s = seq + n as u64;
-            let intended = if max { now } else { plan.intended(start, s) };
-            if intended > now {
-                break;
-            }
-            if intended >= window_start {
-                // Schedule figures cover the window only: warm-up absorbs start-up effects.
-                if s.is_multiple_of(plan.burst) {
-                    burst_lag.saturating_record(now - intended);
-                }
-                lag.saturating_record(now - intended);
-                window_attempted += 1;
-            }
-            let (m, j) = (n / per_msg, n % per_msg);
-            let slot = &mut sb.slot_mut(m)[j * len..(j + 1) * len];
-            match (cfg.payload.is_some(), cfg.seq_field) {
-                (false, _) => Header {
-                    stream,
-                    run_id: cfg.run_id,
-                    seq: s,
-                    intended_ns: intended,
-                    sent_ns: now,
-                }
-                .write(slot),
-                (true, Some((off, flen))) => {
-                    wire::write_seq_field(slot, off, flen, s);
-                    if let Some(log) = &st.log {
-                        log.record(s, intended, now);
-                    }
-                }
-                (true, None) => {}
-            }
-            n += 1;
-        }
-        let msgs = n.div_ceil(per_msg);
-        for (m, k) in in_msg.iter_mut().enumerate().take(msgs) {
-            *k = (n - m * per_msg).min(per_msg);
-            sb.set_len(m, *k * len);
-        }
-        // A refused message refuses all the datagrams it carried.
-        let mut failed = 0usize;
-        let out = sb.send(&st.sock, msgs, |m, errno| {
-            failed += in_msg[m];
-            st.errors.add(errno, in_msg[m] as u64);
-        });
-        if out.gso_turned_off {
-            // The path cannot segment (the socket switched GSO off): the rest of the run
-            // goes one datagram per message; the refused datagrams stay counted as failed.
-            per_msg = 1;
-        }
-        st.sent.fetch_add((n - failed) as u64, Relaxed);
-        st.failed.fetch_add(failed as u64, Relaxed);
-        st.attempted.fetch_add(n as u64, Relaxed);
-        st.last_send_ns.store(now, Relaxed);
-        seq += n as u64;
-    }
-    st.window_attempted.store(window_attempted, Relaxed);
-    st.not_sent
-        .store(if max { 0 } else { plan.total - seq }, Relaxed);
-    st.sender_done.store(true, Release);
-    (lag, burst_lag)
-}
-
-/// Reads replies for one stream until the sender is done and either every sent datagram
-/// was answered or no reply came for the drain period.
-fn receiver(
-    cfg: &LoadConfig,
-    st: &Stream,
-    stream: u16,
-    window_start: u64,
-    stop: &AtomicBool,
-    target_idle: &(dyn Fn() -> bool + Sync),
-) -> RecvResult {
-    if !cfg.cpus.is_empty() {
-        let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
-    }
-    // With control buffers: the kernel's receive timestamp of each reply (SO_TIMESTAMPNS)
-    // makes the RTT end when the reply reached the socket, not when this thread woke.
-    let mut rb = RecvBatch::with_gro(64, 2048.max(cfg.datagram_len()));
-    let mut res = RecvResult {
-        lat_intended: Some(new_ns_histogram()),
-        lat_actual: Some(new_ns_histogram()),
-        lat_wakeup: Some(new_ns_histogram()),
-        ..Default::default()
-    };
-    let mut seen = SeenWindow::new(st.plan.total);
-    let mut max_seq: Option<u64> = None;
-    let field_mask = cfg.seq_field.map_or(u64::MAX, |(_, l)| {
-        if l >= 8 {
-            u64::MAX
-        } else {
-            (1u64 << (l * 8)) - 1
-        }
-    });
-    let fd = st.sock.fd();
-    let mut last_reply = mono_ns();
-    let mode = cfg.match_mode();
-    loop {
-        let n = rb.recv(fd).unwrap_or(0);
-        // The realtime clock first, then the monotonic one: a kernel stamp t (realtime)
-        // came after the send, so real - t <= now - sent holds for every true stamp and
-        // the plausibility check below never rejects one for the few ns between the two
-        // reads (it did, 1 in 20000, under load).
-        let real = tpslab_net::real_ns();
-        let now = mono_ns();
-        if n == 0 {
-            if st.sender_done.load(Acquire) {
-                let sent = st.sent.load(Relaxed);
-                let idle = now.saturating_sub(last_reply.max(st.last_send_ns.load(Relaxed)));
-                let all_in = match mode {
-                    MatchMode::Header | MatchMode::SeqField => res.matched >= sent,
-                    MatchMode::Aggregate | MatchMode::None => res.read >= sent,
-                };
-                let drain = cfg.drain.as_nanos() as u64;
-                if all_in
-                    || (idle > drain && target_idle())
-                    || idle > drain + 10_000_000_000
-                    || (stop.load(Relaxed) && idle > 100_000_000)
-                {
-                    break;
-                }
-            }
-            continue;
-        }
-        last_reply = now;
-        res.read += n as u64;
-        for i in 0..n {
-            let data = rb.get(i);
-            let found = match mode {
-                MatchMode::Header => Header::read(data)
-                    .filter(|h| {
-                        h.run_id == cfg.run_id && h.stream == stream && h.seq < st.plan.total
-                    })
-                    .map(|h| (h.seq, h.intended_ns, h.sent_ns)),
-                MatchMode::SeqField => {
-                    let (off, len) = cfg.seq_field.unwrap();
-                    wire::read_seq_field(data, off, len)
-                        .and_then(|v| st.log.as_ref().unwrap().lookup(v, field_mask))
-                        .filter(|(s, _, _)| *s < st.plan.total)
-                }
-                MatchMode::Aggregate | MatchMode::None => None,
-            };
-            let Some((seq, intended, sent)) = found else {
-                if mode != MatchMode::Aggregate {
-                    res.unmatched += 1;
-                }
-                continue;
-            };
-            if !seen.insert(seq) {
-                res.duplicates += 1;
-                continue;
-            }
-            res.matched += 1;
-            match max_seq {
-                Some(m) if seq < m => res.reordered += 1,
-                _ => max_seq = Some(seq),
-            }
-            if intended >= window_start {
-                res.window_answered += 1;
-                // Arrival on the monotonic clock: now, less the time it waited in the
-                // socket by the kernel's realtime stamp (both clocks read together).
-                // A stamp from the future, or one older than the send, means the wall
-                // clock stepped: use our own clock for that reply.
-                let rx = match rb.meta(i).rx_realtime_ns {
-                    Some(t) if t <= real && real - t <= now.saturating_sub(sent) => {
-                        res.rx_timestamped += 1;
-                        now - (real - t)
-                    }
-                    _ => now,
-                };
-                if let Some(h) = res.lat_intended.as_mut() {
-                    h.saturating_record(rx.saturating_sub(intended));
-                }
-                if let Some(h) = res.lat_actual.as_mut() {
-                    h.saturating_record(rx.saturating_sub(sent));
-                }
-                if let Some(h) = res.lat_wakeup.as_mut() {
-                    h.saturating_record(now.saturating_sub(sent));
-                }
-            }
-        }
-    }
-    res
 }
 
 #[cfg(test)]

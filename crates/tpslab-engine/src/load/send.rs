@@ -1,0 +1,151 @@
+//! The sending side of an open-loop load: each stream's datagrams at their intended
+//! times, batched with sendmmsg (and GSO where the path takes it).
+
+use super::*;
+
+/// Sleeps most of the way to `deadline` (monotonic ns), then spins the rest. The sender
+/// thread sets its timer slack to 1 ns (see [`sender`]) so that sleeps end within a few
+/// microseconds and only the last stretch needs to spin: pacing without burning a core.
+#[inline]
+fn wait_until(deadline: u64) {
+    const SPIN_NS: u64 = 15_000;
+    loop {
+        let now = mono_ns();
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Marks a stream's sender done when dropped, also when the sender panics: its reply
+/// receiver then ends after the drain period instead of waiting for ever.
+struct SenderDone<'a>(&'a AtomicBool);
+
+impl Drop for SenderDone<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Release);
+    }
+}
+
+/// Sends one stream's plan. Returns (lag of every datagram, lag of each burst start).
+pub(super) fn sender(
+    cfg: &LoadConfig,
+    st: &Stream,
+    stream: u16,
+    start: u64,
+    window_start: u64,
+    stop: &AtomicBool,
+) -> (Histogram<u64>, Histogram<u64>) {
+    const BATCH: usize = 64;
+    let _done = SenderDone(&st.sender_done);
+    let len = cfg.datagram_len().max(1);
+    // Segments per send: 1, or with GSO as many as fit in 64 KiB (at most 64).
+    let mut per_msg = if st.gso {
+        (65_000 / len).clamp(1, 64)
+    } else {
+        1
+    };
+    let mut sb = SendBatch::new(BATCH, len * per_msg);
+    for i in 0..BATCH {
+        for seg in sb.slot_mut(i).chunks_mut(len) {
+            match &cfg.payload {
+                Some(p) => seg.copy_from_slice(p),
+                None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
+            }
+        }
+    }
+    // Datagrams in each message of the last send.
+    let mut in_msg = [0usize; BATCH];
+    // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
+    // sleeps precise.
+    tpslab_net::sched::set_timer_slack_ns(1);
+    if !cfg.cpus.is_empty() {
+        let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
+    }
+    let mut lag = new_ns_histogram();
+    let mut burst_lag = new_ns_histogram();
+    let plan = st.plan;
+    let mut seq = 0u64;
+    let mut window_attempted = 0u64;
+    // Open loop is bounded in time as well as in count: a generator that falls behind
+    // stops at the planned end (plus a grace of 100 ms) and reports what it did not send.
+    let max = cfg.is_max();
+    let run_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64;
+    let hard_end = if max { run_end } else { run_end + 100_000_000 };
+    while seq < plan.total && !stop.load(Relaxed) {
+        let due = plan.intended(start, seq);
+        wait_until(due);
+        let now = mono_ns();
+        if now > hard_end {
+            break;
+        }
+        let mut n = 0usize;
+        while n < BATCH * per_msg && seq + (n as u64) < plan.total {
+            let s = seq + n as u64;
+            let intended = if max { now } else { plan.intended(start, s) };
+            if intended > now {
+                break;
+            }
+            if intended >= window_start {
+                // Schedule figures cover the window only: warm-up absorbs start-up effects.
+                if s.is_multiple_of(plan.burst) {
+                    burst_lag.saturating_record(now - intended);
+                }
+                lag.saturating_record(now - intended);
+                window_attempted += 1;
+            }
+            let (m, j) = (n / per_msg, n % per_msg);
+            let slot = &mut sb.slot_mut(m)[j * len..(j + 1) * len];
+            match (cfg.payload.is_some(), cfg.seq_field) {
+                (false, _) => Header {
+                    stream,
+                    run_id: cfg.run_id,
+                    seq: s,
+                    intended_ns: intended,
+                    sent_ns: now,
+                }
+                .write(slot),
+                (true, Some((off, flen))) => {
+                    wire::write_seq_field(slot, off, flen, s);
+                    if let Some(log) = &st.log {
+                        log.record(s, intended, now);
+                    }
+                }
+                (true, None) => {}
+            }
+            n += 1;
+        }
+        let msgs = n.div_ceil(per_msg);
+        for (m, k) in in_msg.iter_mut().enumerate().take(msgs) {
+            *k = (n - m * per_msg).min(per_msg);
+            sb.set_len(m, *k * len);
+        }
+        // A refused message refuses all the datagrams it carried.
+        let mut failed = 0usize;
+        let out = sb.send(&st.sock, msgs, |m, errno| {
+            failed += in_msg[m];
+            st.errors.add(errno, in_msg[m] as u64);
+        });
+        if out.gso_turned_off {
+            // The path cannot segment (the socket switched GSO off): the rest of the run
+            // goes one datagram per message; the refused datagrams stay counted as failed.
+            per_msg = 1;
+        }
+        st.sent.fetch_add((n - failed) as u64, Relaxed);
+        st.failed.fetch_add(failed as u64, Relaxed);
+        st.attempted.fetch_add(n as u64, Relaxed);
+        st.last_send_ns.store(now, Relaxed);
+        seq += n as u64;
+    }
+    st.window_attempted.store(window_attempted, Relaxed);
+    st.not_sent
+        .store(if max { 0 } else { plan.total - seq }, Relaxed);
+    st.sender_done.store(true, Release);
+    (lag, burst_lag)
+}

@@ -1,0 +1,311 @@
+//! The sampling thread's state: what it reads each interval and how.
+
+use super::*;
+
+/// The observer thread's state and readers.
+pub(super) struct Sampler {
+    pub(super) cfg: ObserverConfig,
+    /// Sockets read by sock_diag between scans: (socket as last scanned, is a target,
+    /// lives in the generator's namespace rather than the target's).
+    /// None: the followed sockets cannot be told apart by a lookup (scan every sample).
+    pub(super) followed: Option<Vec<(UdpSocket, bool, bool)>>,
+    /// sock_diag in the target's network namespace.
+    pub(super) diag: Option<tpslab_net::diag::UdpDiag>,
+    /// sock_diag in the generator's network namespace (when it differs).
+    pub(super) gen_diag: Option<tpslab_net::diag::UdpDiag>,
+    /// Whether IPv6 sockets are watched (udp6 is read only then).
+    pub(super) v6: bool,
+    pub(super) target: SocketMatch,
+    pub(super) srv_track: DropTrack,
+    pub(super) gen_track: DropTrack,
+    pub(super) first: bool,
+    pub(super) tids: Vec<u32>,
+    pub(super) errors: BTreeSet<String>,
+    pub(super) proc_root: PathBuf,
+    pub(super) io: Option<crate::sockio::ProcessUdpIo>,
+    /// SO_RCVBUF limit (sk_rcvbuf, bytes) of each target socket by inode, from sock_diag.
+    pub(super) srv_rcvbuf: BTreeMap<u64, u64>,
+}
+
+impl Sampler {
+    fn note<T>(&mut self, r: Result<T, tpslab_proc::ProcError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.insert(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Reads the UDP socket tables of `root`, udp6 only when IPv6 sockets are watched.
+    fn sockets(&mut self, root: &std::path::Path) -> Vec<UdpSocket> {
+        let mut socks: Vec<UdpSocket> = self.note(live::udp(root)).unwrap_or_default();
+        if self.v6 {
+            socks.extend(self.note(live::udp6(root)).unwrap_or_default());
+        }
+        socks
+    }
+
+    /// Reads the socket tables and rebuilds the list of sockets followed by sock_diag.
+    fn scan(&mut self, r: &mut Raw) {
+        let root = self.cfg.net_root.clone();
+        let socks = self.sockets(&root);
+        let gen_root = self.cfg.gen_root.clone();
+        let gen_socks: Vec<UdpSocket> = if gen_root == root {
+            vec![]
+        } else {
+            self.sockets(&gen_root)
+        };
+        let first = std::mem::replace(&mut self.first, false);
+        let mut followed = vec![];
+        for s in &gen_socks {
+            if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), false, true));
+            }
+        }
+        for s in &socks {
+            if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
+                if !self.srv_rcvbuf.contains_key(&s.inode) {
+                    if let Some(d) = self.diag.as_mut() {
+                        if let Ok(Some(m)) = d.lookup(lookup_local(s), lookup_remote(s)) {
+                            if m.inode == s.inode {
+                                self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                            }
+                        }
+                    }
+                }
+                r.srv_rxq += s.rx_queue;
+                self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), true, false));
+            } else if self.cfg.gen_inodes.contains(&s.inode) {
+                r.gen_rxq += s.rx_queue;
+                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                followed.push((s.clone(), false, false));
+            }
+        }
+        // A socket the scan missed (its listing shifted between two page reads) is kept
+        // while a lookup still finds it.
+        let previous = self.followed.take().unwrap_or_default();
+        for (s, is_target, other_ns) in previous {
+            if followed.iter().any(|(f, _, _)| f.inode == s.inode) {
+                continue;
+            }
+            let diag = if other_ns {
+                &mut self.gen_diag
+            } else {
+                &mut self.diag
+            };
+            let Some(d) = diag.as_mut() else { continue };
+            if let Ok(Some(m)) = d.lookup(lookup_local(&s), lookup_remote(&s)) {
+                if m.inode == s.inode {
+                    if is_target {
+                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                        r.srv_rxq += m.rx_queue;
+                        self.srv_track.see(s.inode, m.drops, false);
+                    } else {
+                        r.gen_rxq += m.rx_queue;
+                        self.gen_track.see(s.inode, m.drops, false);
+                    }
+                    followed.push((s, is_target, other_ns));
+                }
+            }
+        }
+        // An unconnected socket is found by its local address: sockets sharing one
+        // (SO_REUSEPORT) cannot be told apart by a lookup, so those stay on the scan.
+        let mut locals: Vec<SocketAddr> = followed
+            .iter()
+            .filter(|(s, _, _)| s.remote.port() == 0)
+            .map(|(s, _, _)| s.local)
+            .collect();
+        locals.sort();
+        let unique = locals.windows(2).all(|w| w[0] != w[1]);
+        self.followed = unique.then_some(followed);
+    }
+
+    /// Reads the followed sockets by sock_diag; false when that is not possible or a
+    /// socket was not found as it was (then the caller scans /proc).
+    fn diag_fast(&mut self, r: &mut Raw) -> bool {
+        let Some(followed) = self.followed.clone() else {
+            return false;
+        };
+        // Nothing followed (yet): new sockets are found by the next scan.
+        for (s, is_target, other_ns) in followed {
+            let diag = if other_ns {
+                &mut self.gen_diag
+            } else {
+                &mut self.diag
+            };
+            let Some(d) = diag.as_mut() else {
+                return false;
+            };
+            match d.lookup(lookup_local(&s), lookup_remote(&s)) {
+                Ok(Some(m)) if m.inode == s.inode => {
+                    if is_target {
+                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                        r.srv_rxq += m.rx_queue;
+                        self.srv_track.see(s.inode, m.drops, false);
+                    } else {
+                        r.gen_rxq += m.rx_queue;
+                        self.gen_track.see(s.inode, m.drops, false);
+                    }
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// One sample. The followed sockets' queues and drops are read every time; the
+    /// host-wide counters (snmp, softnet, dev, stat) and the target threads' CPU time and
+    /// context switches only when `slow` (the first and last samples always are): they
+    /// change slowly and cost most.
+    pub(super) fn sample(&mut self, prev: Option<&Raw>, slow: bool) -> Raw {
+        let mut r = match (prev, slow) {
+            (Some(p), false) => Raw {
+                // Fast samples carry the scalars of the last slow one; the per-CPU tables
+                // are read from the first and last samples only, so they are not copied.
+                slow: false,
+                softnet_per_cpu: Vec::new(),
+                stat: KernelStat {
+                    per_cpu: Vec::new(),
+                    ..p.stat.clone()
+                },
+                ..p.clone()
+            },
+            _ => Raw {
+                slow: true,
+                ..Default::default()
+            },
+        };
+        r.t_ns = mono_ns();
+        (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
+        // Between slow samples the followed sockets are read by exact sock_diag lookups;
+        // the full /proc scan (which also finds new sockets) runs at slow samples, and
+        // whenever a lookup does not find what it followed.
+        if slow || !self.diag_fast(&mut r) {
+            (r.srv_rxq, r.gen_rxq) = (0, 0);
+            self.scan(&mut r);
+        }
+        if let Some(io) = self.io.as_mut() {
+            // Every thread is read while datagrams wait: the drain rate must not miss a
+            // thread that had been idle.
+            let backlog = r.srv_rxq > 0 || prev.is_some_and(|p| p.srv_rxq > 0);
+            r.io = Some(io.read(slow || backlog));
+        } else if let Some(p) = &self.cfg.read_probe {
+            r.io = Some(crate::sockio::UdpIo {
+                read: p.get(),
+                ..Default::default()
+            });
+        }
+        let root = self.cfg.net_root.clone();
+        r.srv_drops = self.srv_track.total();
+        r.gen_drops = self.gen_track.total();
+        r.srv_sockets = self.srv_track.0.len();
+        let proc_root = self.proc_root.clone();
+        if !r.slow {
+            return r;
+        }
+        if !self.cfg.tcp_inodes.is_empty() {
+            (r.tcp_sockets, r.tcp_listen_rxq, r.tcp_rxq, r.tcp_txq) = (0, 0, 0, 0);
+            for s in self.note(live::tcp(&root)).unwrap_or_default() {
+                if self.cfg.tcp_inodes.contains(&s.inode) {
+                    r.tcp_sockets += 1;
+                    // State 0x0A = TCP_LISTEN: rx_queue is the accept queue.
+                    if s.state == 0x0A {
+                        r.tcp_listen_rxq += s.rx_queue;
+                    } else {
+                        r.tcp_rxq += s.rx_queue;
+                        r.tcp_txq += s.tx_queue;
+                    }
+                }
+            }
+        }
+        if let Some(s) = self.note(live::snmp(&root)) {
+            if let Some(u) = s.udp {
+                add_udp(&mut r.udp, &u);
+            }
+        }
+        if let Some(Some(s6)) = self.note(live::snmp6(&root)) {
+            if let Some(u) = s6.udp6 {
+                add_udp(&mut r.udp, &u);
+            }
+        }
+        for c in self.note(live::softnet(&proc_root)).unwrap_or_default() {
+            r.softnet_processed += c.processed;
+            r.softnet_dropped += c.dropped;
+            r.softnet_squeeze += c.time_squeeze;
+            r.softnet_per_cpu.push((
+                c.cpu.unwrap_or(c.row as u64),
+                c.processed,
+                c.dropped,
+                c.time_squeeze,
+            ));
+        }
+        for d in self.note(live::dev(&root)).unwrap_or_default() {
+            r.dev_rx_drop += d.rx_drop;
+            r.dev_tx_drop += d.tx_drop;
+        }
+        if let Some(st) = self.note(live::stat(&proc_root)) {
+            r.stat = st;
+        }
+        if let Some(pid) = self.cfg.target_pid {
+            for tid in self.tids.clone() {
+                let dir = proc_root
+                    .join(pid.to_string())
+                    .join("task")
+                    .join(tid.to_string());
+                if let Ok(s) = live::task_status(&dir.join("status")) {
+                    r.task_vol += s.voluntary_ctxt_switches;
+                    r.task_invol += s.nonvoluntary_ctxt_switches;
+                }
+                if let Ok(s) = live::schedstat(&dir.join("schedstat")) {
+                    r.task_run_ns += s.run_ns;
+                    r.task_wait_ns += s.wait_ns;
+                }
+            }
+        }
+        r
+    }
+}
+
+pub(super) fn target_sched(s: &Sampler) -> Vec<String> {
+    let Some(pid) = s.cfg.target_pid else {
+        return vec![];
+    };
+    let policy_name = |p: u64| match p {
+        0 => "other".to_string(),
+        1 => "fifo".into(),
+        2 => "rr".into(),
+        3 => "batch".into(),
+        5 => "idle".into(),
+        6 => "deadline".into(),
+        p => format!("policy{p}"),
+    };
+    s.tids
+        .iter()
+        .filter_map(|tid| {
+            let dir = s
+                .proc_root
+                .join(pid.to_string())
+                .join("task")
+                .join(tid.to_string());
+            let st = live::task_stat(&dir).ok()?;
+            let status = live::task_status(&dir).ok()?;
+            let prio = if st.rt_priority > 0 {
+                format!(":{}", st.rt_priority)
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "{tid} {} {}{} cpus {}",
+                st.comm,
+                policy_name(st.policy),
+                prio,
+                status.cpus_allowed_list
+            ))
+        })
+        .collect()
+}

@@ -136,6 +136,9 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
             .map(|f| parse_factor(f))
             .collect::<Result<_, _>>()?;
     }
+    if plan.factors.is_empty() {
+        bail!("no factor: give --factor NAME=L1,L2,... (or --scenario s2)");
+    }
     if let Some(d) = &a.design {
         plan.design = Design::parse("--design", d)?;
     }

@@ -17,7 +17,8 @@ use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
 use tpslab_analysis::record::{Body, Meta, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
-use tpslab_plan::tcp::{parse_buffer, LinkConfig, TcpMode, TcpPlan};
+use tpslab_plan::limits::LAB_RTT;
+use tpslab_plan::tcp::{check_times, parse_buffer, parse_write_size, LinkConfig, TcpMode, TcpPlan};
 use tpslab_report::term::tcp as render;
 
 #[derive(Args, Debug)]
@@ -107,6 +108,8 @@ fn opt<T>(v: &Option<String>, f: impl Fn(&str) -> Result<T>) -> Result<Option<T>
 
 /// The validated plan of the flags given.
 fn plan(a: &TcpArgs) -> Result<TcpPlan> {
+    // The times first: nothing is resolved for a plan that cannot run.
+    check_times(a.duration, a.interval, a.skip)?;
     let lab_only = [
         ("--lab-rate", a.lab_rate.is_some()),
         ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
@@ -143,6 +146,8 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
         if a.target.is_some() {
             bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
         }
+        // As given: the plan keeps the one-way delay (half of it).
+        LAB_RTT.check("--lab-rtt", rtt)?;
         if a.reverse || a.rcvbuf.is_some() {
             bail!("--reverse and --rcvbuf apply with a TARGET, not in the lab yet");
         }
@@ -181,7 +186,7 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
         skip_ns: a.skip.as_nanos().min(u64::MAX as u128) as u64,
         sndbuf: opt(&a.sndbuf, |s| Ok(parse_buffer("--sndbuf", s)?))?,
         rcvbuf: opt(&a.rcvbuf, |s| Ok(parse_buffer("--rcvbuf", s)?))?,
-        write_bytes: bdp::parse_size(&a.write_size).map_err(|e| anyhow!("--write-size {e}"))?,
+        write_bytes: parse_write_size(&a.write_size)?,
         target_rate_bps: opt(&a.target_rate, |r| {
             bdp::parse_rate(r).map_err(|e| anyhow!("--target-rate {e}"))
         })?,

@@ -367,7 +367,7 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
     if best.is_none() {
         if let Some(b) = results.first().filter(|b| b.invalid_runs > 0) {
             findings.push(format!(
-                "no best cell named: the baseline had {} run(s) where the generator did not keep its schedule, and no other setting beat it by more than the noise; repeat the sweep on a quieter host",
+                "no best cell named: a cell is named only when none of its runs missed the generator's schedule, and the baseline had {} such run(s) (as may the cells that beat it); repeat the sweep on a quieter host",
                 b.invalid_runs
             ));
         }
@@ -526,6 +526,25 @@ mod tests {
         assert!((r.cells[0].figures["loss_pct"].mean - 59.666_666).abs() < 1e-3);
         let t = analyse(&c, &runs, Objective::Tps);
         assert_eq!(t.best, Some(1));
+        // A run off schedule in the baseline and in the cell that beat it: no best cell
+        // is named, and the findings say why (a clean cell that beats it would be).
+        let mut spoiled = runs.clone();
+        let late = |loss, tps| RunMetrics {
+            valid: false,
+            ..m(loss, tps)
+        };
+        spoiled.push((0, late(59.0, 40_000.0)));
+        assert_eq!(analyse(&c, &spoiled, Objective::Loss).best, Some(1));
+        spoiled.push((1, late(0.0, 100_000.0)));
+        let r = analyse(&c, &spoiled, Objective::Loss);
+        assert_eq!(r.best, None);
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.starts_with("no best cell named")),
+            "{:?}",
+            r.findings
+        );
     }
 
     #[test]

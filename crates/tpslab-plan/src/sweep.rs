@@ -568,7 +568,7 @@ pub fn check_plan(plan: &Plan) -> Result<(), PlanError> {
         .check("plan: repeat", plan.repeat as u64)
         .map(drop)?;
     if plan.factors.is_empty() {
-        fail!("no factor: give --factor NAME=L1,L2,... (or --scenario s2)");
+        fail!("plan: no factor");
     }
     let mut names: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
     names.sort();

@@ -108,6 +108,40 @@ pub struct FlowPlan {
     pub rcvbuf: Option<u64>,
 }
 
+/// The times of a `tcp` plan, checked before anything else (a target is resolved only
+/// for a plan whose times can run): `--duration`, `--interval`, at most
+/// [`crate::limits::MAX_KEPT_SAMPLES`] samples kept, and a `--skip` that leaves two
+/// samples to judge.
+pub fn check_times(
+    duration: Duration,
+    interval: Duration,
+    skip: Duration,
+) -> Result<(), PlanError> {
+    TCP_DURATION.check("--duration", duration)?;
+    SAMPLE_INTERVAL.check("--interval", interval)?;
+    // Every TCP_INFO sample is kept for the analysis and the record.
+    check_kept_samples(duration, interval)?;
+    if skip.saturating_add(interval.saturating_mul(2)) >= duration {
+        return Err(PlanError::Conflict(format!(
+            "--skip {} leaves less than two samples of --duration {}: shorten --skip or lengthen --duration",
+            humantime::format_duration(skip),
+            humantime::format_duration(duration)
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `--write-size` such as `128KiB` and checks it against [`WRITE_BYTES`]; the
+/// error shows the value as written.
+pub fn parse_write_size(s: &str) -> Result<u64, PlanError> {
+    let b = crate::units::parse_size(s)
+        .map_err(|e| PlanError::Conflict(format!("--write-size {e}")))?;
+    if !(WRITE_BYTES.min..=WRITE_BYTES.max).contains(&b) {
+        return Err(PlanError::value("--write-size", s, "1 byte to 16MiB"));
+    }
+    Ok(b)
+}
+
 /// What `tpslab tcp` does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
@@ -181,20 +215,7 @@ impl TcpPlan {
     /// Checks every limit and combination; the error names the flag and what is allowed.
     pub fn validate(&self) -> Result<(), PlanError> {
         let d = |ns: u64| Duration::from_nanos(ns);
-        let (duration, interval, skip) =
-            (d(self.duration_ns), d(self.interval_ns), d(self.skip_ns));
-        TCP_DURATION.check("--duration", duration)?;
-        SAMPLE_INTERVAL.check("--interval", interval)?;
-        // Every TCP_INFO sample is kept for the analysis and the record.
-        check_kept_samples(duration, interval)?;
-        let watching = matches!(self.mode, TcpMode::Watch { .. });
-        if !watching && skip.saturating_add(interval.saturating_mul(2)) >= duration {
-            return Err(PlanError::Conflict(format!(
-                "--skip {} leaves less than two samples of --duration {}: shorten --skip or lengthen --duration",
-                humantime::format_duration(skip),
-                humantime::format_duration(duration)
-            )));
-        }
+        check_times(d(self.duration_ns), d(self.interval_ns), d(self.skip_ns))?;
         for (flag, v) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
             if let Some(v) = v {
                 TCP_BUFFER_BYTES.check(flag, v)?;
@@ -454,6 +475,8 @@ mod tests {
         assert_eq!(parse_buffer("--sndbuf", "64KiB"), Ok(65536));
         let e = parse_buffer("--sndbuf", "2GiB").unwrap_err().to_string();
         assert_eq!(e, "--sndbuf 2GiB: allowed 1KiB to 1023MiB");
+        let e = parse_write_size("32MiB").unwrap_err().to_string();
+        assert_eq!(e, "--write-size 32MiB: allowed 1 byte to 16MiB");
         let e = parse_buffer("--sink-rcvbuf", "-5").unwrap_err().to_string();
         assert!(e.starts_with("--sink-rcvbuf size \"-5\""), "{e}");
     }

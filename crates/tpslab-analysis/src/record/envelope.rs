@@ -265,13 +265,26 @@ impl Record {
                 if let Err(e) = t.plan.validate() {
                     return bad(format!("a tcp plan that cannot run: {e}"));
                 }
-                if t.runs.len() > 2 {
-                    return bad(format!("{} tcp runs (at most 2)", t.runs.len()));
+                use tpslab_plan::tcp::TcpMode;
+                let (runs, watched) = (t.runs.len(), t.watched.len());
+                let fits = match t.plan.mode {
+                    TcpMode::Send { .. } | TcpMode::Reverse { .. } => runs <= 1 && watched == 0,
+                    TcpMode::Lab { .. } => runs <= 2 && watched == 0,
+                    TcpMode::Watch { .. } => runs == 0,
+                };
+                if !fits {
+                    return bad(format!(
+                        "a tcp record of mode {:?} with {runs} run(s) and {watched} watched flow(s)",
+                        t.plan.mode
+                    ));
                 }
             }
             Body::ServeTcp(s) => {
                 if let Err(e) = s.plan.validate() {
                     return bad(format!("a serve tcp plan that cannot run: {e}"));
+                }
+                if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
+                    return bad(format!("a server that ran for {} s", s.elapsed_s));
                 }
             }
             Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Serve(_) => {}
@@ -406,6 +419,15 @@ mod tests {
             e.starts_with("not a tpslab record"),
             "a bad plan in this release's record: {e}"
         );
+        // A tcp record whose runs do not fit its mode would render what never ran.
+        let tcp = include_str!("../../../tpslab-report/tests/fixtures/tcp_lab.json");
+        assert!(Record::from_json(tcp).is_ok());
+        let mut v: serde_json::Value = serde_json::from_str(tcp).unwrap();
+        v["plan"] = serde_json::json!({"mode": "send", "target": "127.0.0.1:5001",
+            "duration_ns": 3_000_000_000u64, "interval_ns": 250_000_000u64, "skip_ns": 500_000_000u64,
+            "sndbuf": null, "rcvbuf": null, "write_bytes": 131072, "target_rate_bps": null});
+        let e = Record::from_json(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains("with 2 run(s)"), "{e}");
         let sweep = include_str!("../../../tpslab-report/tests/fixtures/ramp.json");
         let mut v: serde_json::Value = serde_json::from_str(sweep).unwrap();
         v["steps"][0]["users"] = 1_000_000_000.into();

@@ -17,7 +17,7 @@ pub(super) struct Draft {
     pub(super) fix: Option<Fix>,
 }
 
-/// [`Case::GeneratorInvalid`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::GeneratorInvalid`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn generator_invalid(f: &Facts, d: &mut Draft) -> (String, String) {
     for r in &f.gen_reasons {
         d.evidence.push(ev(r.clone(), "generator self-check"));
@@ -37,7 +37,7 @@ pub(super) fn generator_invalid(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::Inconsistent`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::Inconsistent`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn inconsistent(f: &Facts, d: &mut Draft) -> (String, String) {
     let why = f.inconsistent.clone().unwrap_or_default();
     d.evidence.push(ev(
@@ -65,7 +65,7 @@ pub(super) fn inconsistent(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::NoListener`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::NoListener`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn no_listener(f: &Facts, d: &mut Draft) -> (String, String) {
     for r in f.gen_reasons.iter().filter(|_| !f.gen_valid) {
         d.evidence.push(ev(
@@ -95,7 +95,7 @@ pub(super) fn no_listener(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::NoLoss`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::NoLoss`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn no_loss(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     let what = if f.replies {
@@ -113,7 +113,7 @@ pub(super) fn no_loss(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::SocketBufferBursts`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::SocketBufferBursts`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
@@ -164,7 +164,7 @@ pub(super) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (String, String)
     }
 }
 
-/// [`Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
@@ -257,7 +257,7 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
         )
 }
 
-/// [`Case::SoftnetBacklog`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::SoftnetBacklog`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn softnet_backlog(f: &Facts, d: &mut Draft) -> (String, String) {
     let cur = f.netdev_max_backlog.unwrap_or(1000);
     let want = (f.burst.max(1) * 2)
@@ -289,7 +289,7 @@ pub(super) fn softnet_backlog(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::NicDrops`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::NicDrops`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn nic_drops(f: &Facts, d: &mut Draft) -> (String, String) {
     d.evidence.push(ev(
         format!("{} drops counted by the network interfaces", f.nic_drops),
@@ -312,7 +312,7 @@ pub(super) fn nic_drops(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::ReplySendFailed`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::ReplySendFailed`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn reply_send_failed(f: &Facts, d: &mut Draft) -> (String, String) {
     d.evidence.push(ev(
         format!("the server failed to send {} replies", f.reply_failed),
@@ -324,7 +324,7 @@ pub(super) fn reply_send_failed(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::NotAnswered`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::NotAnswered`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn not_answered(f: &Facts, d: &mut Draft) -> (String, String) {
     d.evidence.push(ev(
         format!(
@@ -348,7 +348,7 @@ pub(super) fn not_answered(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
-/// [`Case::Unexplained`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`super::Case::Unexplained`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn unexplained(f: &Facts, d: &mut Draft) -> (String, String) {
     let unknown = f.unattributed.is_none() || (f.replies && f.reply_unattributed.is_none());
     d.evidence.push(ev(

@@ -206,26 +206,35 @@ fn timeline(w: &mut dyn Write, f: &FlowRecord) -> io::Result<()> {
     while i + step < s.len() {
         let (p, c) = (&s[i], &s[i + step]);
         let dt = (c.t_ns.saturating_sub(p.t_ns)) as f64 / 1e9;
-        let lim = classify(&s[i + step - 1], c, Some(f.sndbuf_granted));
-        t.add_row(vec![
-            format!("{:.1}", c.t_ns as f64 / 1e9),
-            mbit(c.bytes_acked.saturating_sub(p.bytes_acked) as f64 * 8.0 / dt),
-            format!("{:.1}", c.rtt_us as f64 / 1e3),
-            format!("{:.0}", c.cwnd_segs as f64 * c.mss as f64 / 1024.0),
-            format!("{:.0}", c.peer_window_bytes as f64 / 1024.0),
-            format!("{:.0}", c.in_flight_bytes as f64 / 1024.0),
-            c.retrans_segs.saturating_sub(p.retrans_segs).to_string(),
-            match lim {
-                Limit::ReceiveWindow => "rwnd",
-                Limit::SendBuffer => "sndbuf",
-                Limit::CongestionWindow => "cwnd",
-                Limit::Application => "app",
-            }
-            .into(),
-        ]);
+        // A rate over a sliver (the last sample, taken when the flow ended) is noise.
+        if !too_short(dt, step, f.plan.interval_ns) {
+            let lim = classify(&s[i + step - 1], c, Some(f.sndbuf_granted));
+            t.add_row(vec![
+                format!("{:.1}", c.t_ns as f64 / 1e9),
+                mbit(c.bytes_acked.saturating_sub(p.bytes_acked) as f64 * 8.0 / dt),
+                format!("{:.1}", c.rtt_us as f64 / 1e3),
+                format!("{:.0}", c.cwnd_segs as f64 * c.mss as f64 / 1024.0),
+                format!("{:.0}", c.peer_window_bytes as f64 / 1024.0),
+                format!("{:.0}", c.in_flight_bytes as f64 / 1024.0),
+                c.retrans_segs.saturating_sub(p.retrans_segs).to_string(),
+                match lim {
+                    Limit::ReceiveWindow => "rwnd",
+                    Limit::SendBuffer => "sndbuf",
+                    Limit::CongestionWindow => "cwnd",
+                    Limit::Application => "app",
+                }
+                .into(),
+            ]);
+        }
         i += step;
     }
     writeln!(w, "{t}")
+}
+
+/// Whether a timeline row spans less than half of the `step` sampling intervals it
+/// stands for (or no time at all): its rate would be noise, or a division by zero.
+fn too_short(dt_s: f64, step: usize, interval_ns: u64) -> bool {
+    dt_s <= 0.0 || dt_s * 1e9 < 0.5 * step as f64 * interval_ns as f64
 }
 
 fn before_after(
@@ -361,6 +370,10 @@ fn reverse(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
     while i + step < s.len() {
         let (p, c) = (&s[i], &s[i + step]);
         let dt = (c.t_ns.saturating_sub(p.t_ns)) as f64 / 1e9;
+        if too_short(dt, step, r.plan.interval_ns) {
+            i += step;
+            continue;
+        }
         t.add_row(vec![
             format!("{:.1}", c.t_ns as f64 / 1e9),
             mbit(c.bytes_received.saturating_sub(p.bytes_received) as f64 * 8.0 / dt),

@@ -196,18 +196,10 @@ fn apply_fix(
     (sysctls, applied, skipped)
 }
 
-/// Runs `tpslab diagnose`.
-pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
-    flags::check_interval(a.interval)?;
-    if let Some(p) = &a.json {
-        out::check_output("--json", p, true)?;
-    }
-    let gate = flags::GateFlags {
-        fail_on: a.fail_on.clone(),
-        strict: a.strict,
-    };
-    gate.conditions(tpslab_analysis::gate::applies::UDP_RUN)?;
-    let (plan, scenario, verify) = match &a.target {
+/// The first run's plan, the scenario in words, and whether to verify a fix: the built-in
+/// S1, or the user's server (at HOST:PORT, or started from `--server-cmd`).
+fn plan(a: &DiagnoseArgs) -> Result<(UdpRunPlan, String, bool)> {
+    Ok(match &a.target {
         None => (
             s1_plan(a.interval),
             "built-in S1: reference server, default buffer, bursts of 5000 x 1024 B every 50 ms"
@@ -253,7 +245,21 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                 a.verify,
             )
         }
+    })
+}
+
+/// Runs `tpslab diagnose`.
+pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
+    flags::check_interval(a.interval)?;
+    if let Some(p) = &a.json {
+        out::check_output("--json", p, true)?;
+    }
+    let gate = flags::GateFlags {
+        fail_on: a.fail_on.clone(),
+        strict: a.strict,
     };
+    gate.conditions(tpslab_analysis::gate::applies::UDP_RUN)?;
+    let (plan, scenario, verify) = plan(&a)?;
     let server_cmd = match &a.target {
         Some(DiagProto::Udp(u)) => u.server_cmd.clone(),
         None => None,

@@ -3,7 +3,6 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use tpslab_analysis::record::Record;
@@ -106,7 +105,7 @@ pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> 
 }
 
 /// Writes JSON to `path` (`-`: standard output).
-pub(crate) fn write_json(path: &PathBuf, value: &impl serde::Serialize) -> Result<()> {
+pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
     if is_stdout(path) {
         let out = std::io::stdout().lock();
         serde_json::to_writer_pretty(out, value).context("writing JSON to standard output")?;

@@ -177,6 +177,89 @@ fn start_builtin(a: &RampArgs, steps: usize) -> Result<ServerProcess> {
     ServerProcess::tpslab(&args)
 }
 
+/// A sequence field in a request: (offset, length), bytes.
+type SeqField = (usize, usize);
+
+/// The request every user sends (the payload file's bytes, or `--size` bytes with "ping"
+/// every 64; framed for tcp) and, for udp with a payload file, the sequence field that
+/// matches replies.
+fn request(a: &RampArgs, proto: RampProto) -> Result<(Vec<u8>, Option<SeqField>)> {
+    let payload = match &a.payload_file {
+        Some(p) => Some(flags::read_payload_file(p)?),
+        None => None,
+    };
+    if !(8..=MAX_UDP_PAYLOAD).contains(&a.size) {
+        bail!("--size {}: allowed 8..={MAX_UDP_PAYLOAD} bytes", a.size);
+    }
+    let body = || {
+        let mut b = vec![b'.'; a.size];
+        for c in b.chunks_mut(64) {
+            if c.len() >= 4 {
+                c[..4].copy_from_slice(b"ping");
+            }
+        }
+        b
+    };
+    Ok(match proto {
+        RampProto::Tcp => {
+            if a.seq_field.is_some() {
+                bail!("--seq-field applies to ramp udp");
+            }
+            (payload.unwrap_or_else(|| frame(&body())), None)
+        }
+        RampProto::Udp => {
+            if a.framing != "length" {
+                bail!("--framing applies to ramp tcp");
+            }
+            match (payload, &a.seq_field) {
+                (Some(p), Some(s)) => {
+                    let f = tpslab_plan::units::parse_seq_field("--seq-field", s, p.len())?;
+                    (p, Some(f))
+                }
+                (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),
+                (None, Some(_)) => bail!("--seq-field needs --payload-file"),
+                (None, None) => (body(), None),
+            }
+        }
+    })
+}
+
+/// Where the load goes and which process is watched: TARGET (with `--pid`), or tpslab's
+/// own server started for `steps` steps (stopped when the returned handle drops).
+fn target(
+    a: &RampArgs,
+    proto: RampProto,
+    steps: usize,
+) -> Result<(std::net::SocketAddr, Option<u32>, Option<ServerProcess>)> {
+    let builtin_flags = !a.server_work.is_zero()
+        || a.serialize
+        || a.server_threads != 0
+        || a.server_serial != Duration::from_millis(10);
+    Ok(match (&a.target, proto) {
+        (Some(t), _) => {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
+            }
+            if let Some(p) = a.pid {
+                out::check_pid(p)?;
+            }
+            (resolve(t)?, a.pid, None)
+        }
+        (None, RampProto::Tcp) => {
+            if a.pid.is_some() {
+                bail!("--pid applies with a TARGET; the built-in server is watched anyway");
+            }
+            let c = start_builtin(a, steps)?;
+            (c.addr, Some(c.pid()), Some(c))
+        }
+        (None, RampProto::Udp) => {
+            bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
+        }
+    })
+}
+
+/// Runs `tpslab ramp tcp|udp`: flags -> plan (request, target) -> the closed loop -> the
+/// record -> its report, SVG and exit code.
 pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let (proto, a) = match cmd {
         RampCmd::Tcp(a) => (RampProto::Tcp, a),
@@ -199,72 +282,8 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
     }
     let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
-    let payload = match &a.payload_file {
-        Some(p) => Some(flags::read_payload_file(p)?),
-        None => None,
-    };
-    if !(8..=MAX_UDP_PAYLOAD).contains(&a.size) {
-        bail!("--size {}: allowed 8..={MAX_UDP_PAYLOAD} bytes", a.size);
-    }
-    let body = || {
-        let mut b = vec![b'.'; a.size];
-        for c in b.chunks_mut(64) {
-            if c.len() >= 4 {
-                c[..4].copy_from_slice(b"ping");
-            }
-        }
-        b
-    };
-    let (request, seq_field) = match proto {
-        RampProto::Tcp => {
-            if a.seq_field.is_some() {
-                bail!("--seq-field applies to ramp udp");
-            }
-            (payload.unwrap_or_else(|| frame(&body())), None)
-        }
-        RampProto::Udp => {
-            if a.framing != "length" {
-                bail!("--framing applies to ramp tcp");
-            }
-            match (payload, &a.seq_field) {
-                (Some(p), Some(s)) => {
-                    let f = tpslab_plan::units::parse_seq_field("--seq-field", s, p.len())?;
-                    (p, Some(f))
-                }
-                (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),
-                (None, Some(_)) => bail!("--seq-field needs --payload-file"),
-                (None, None) => (body(), None),
-            }
-        }
-    };
-    let builtin_flags = !a.server_work.is_zero()
-        || a.serialize
-        || a.server_threads != 0
-        || a.server_serial != Duration::from_millis(10);
-    let mut server = None;
-    let (target, pid) = match (&a.target, proto) {
-        (Some(t), _) => {
-            if builtin_flags {
-                bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
-            }
-            if let Some(p) = a.pid {
-                out::check_pid(p)?;
-            }
-            (resolve(t)?, a.pid)
-        }
-        (None, RampProto::Tcp) => {
-            if a.pid.is_some() {
-                bail!("--pid applies with a TARGET; the built-in server is watched anyway");
-            }
-            let c = start_builtin(&a, steps.len())?;
-            let (addr, pid) = (c.addr, c.pid());
-            server = Some(c);
-            (addr, Some(pid))
-        }
-        (None, RampProto::Udp) => {
-            bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
-        }
-    };
+    let (request, seq_field) = request(&a, proto)?;
+    let (target, pid, server) = target(&a, proto, steps.len())?;
     let plan = RampPlan {
         proto,
         target,

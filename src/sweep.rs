@@ -152,27 +152,18 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
     Ok(plan)
 }
 
-/// Runs `tpslab sweep`.
-pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    // Files inside --out are checked once that folder exists (it is made below).
-    let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
-    if let Some(p) = a.record.json.as_deref().filter(|p| !inside_out(p)) {
-        out::check_output("--json", p, false)?;
-    }
-    if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
-        out::check_output("--csv", p, false)?;
-    }
-    a.gate.conditions(applies::SWEEP)?;
-    let plan_path = a.out.join("plan.json");
-    let plan: Plan = if a.resume {
-        let text = std::fs::read_to_string(&plan_path)
+/// The plan: read back from `--out` with `--resume` (checked as a new one is), or made
+/// from the flags and a plan file, checked, and saved as `plan_path` in a new `--out`.
+fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
+    Ok(if a.resume {
+        let text = std::fs::read_to_string(plan_path)
             .with_context(|| format!("--resume: no plan in {}", a.out.display()))?;
         let plan: Plan = serde_json::from_str(&text)
             .with_context(|| format!("--resume: {}", plan_path.display()))?;
         check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;
         plan
     } else {
-        let plan = make_plan(&a)?;
+        let plan = make_plan(a)?;
         check_plan(&plan)?;
         // Host sysctls need root: say so now, before any folder or file is made.
         if let Some(f) = plan.factors.iter().find(|f| f.name.contains('.')) {
@@ -193,9 +184,80 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             );
         }
         std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
-        out::write_json(&plan_path, &plan)?;
+        out::write_json(plan_path, &plan)?;
         plan
+    })
+}
+
+/// Runs one cell's repetition (the `i`-th run of the sweep), the user's server started
+/// for it with `--server-cmd`, its sysctls applied and restored; its record is written to
+/// `path` before anything else happens to it.
+fn run_cell(
+    plan: &Plan,
+    cell: &tpslab_plan::sweep::Cell,
+    i: usize,
+    path: &Path,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<RunRecord> {
+    let (srv, mut load, sysctls) = cell_config(plan, cell)?;
+    load.run_id = plan.seed ^ ((i as u64) << 40) ^ tpslab_net::mono_ns();
+    let guard = if sysctls.is_empty() {
+        None
+    } else {
+        Some(HostGuard::apply(&sysctls)?)
     };
+    let interval = Duration::from_secs_f64(plan.interval_ms / 1e3);
+    let rec = match &plan.server_cmd {
+        None => run_udp(
+            UdpRunPlan {
+                server: Some(srv),
+                load,
+                interval,
+                target_pid: None,
+                watch_port: None,
+            },
+            stop,
+        )?,
+        Some(cmd) => {
+            let user = crate::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
+            load.target = user.addr;
+            let pid = user.pid();
+            let rec = run_udp(
+                UdpRunPlan {
+                    server: None,
+                    load,
+                    interval,
+                    target_pid: Some(pid),
+                    watch_port: None,
+                },
+                stop,
+            )?;
+            drop(user);
+            rec
+        }
+    };
+    drop(guard);
+    let rec = Record::new(Body::UdpRun(rec));
+    out::write_json(path, &rec)?;
+    let Body::UdpRun(rec) = rec.body else {
+        unreachable!("made as a UDP run above")
+    };
+    Ok(rec)
+}
+
+/// Runs `tpslab sweep`.
+pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    // Files inside --out are checked once that folder exists (it is made below).
+    let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
+    if let Some(p) = a.record.json.as_deref().filter(|p| !inside_out(p)) {
+        out::check_output("--json", p, false)?;
+    }
+    if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
+        out::check_output("--csv", p, false)?;
+    }
+    a.gate.conditions(applies::SWEEP)?;
+    let plan_path = a.out.join("plan.json");
+    let plan = load_or_make_plan(&a, &plan_path)?;
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
     let stop = out::install_signals()?;
@@ -228,50 +290,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         let rec = match finished(&path) {
             Some(r) => r,
             None => {
-                let (srv, mut load, sysctls) = cell_config(&plan, cell)?;
-                load.run_id = plan.seed ^ ((i as u64) << 40) ^ tpslab_net::mono_ns();
-                let guard = if sysctls.is_empty() {
-                    None
-                } else {
-                    Some(HostGuard::apply(&sysctls)?)
-                };
-                let interval = Duration::from_secs_f64(plan.interval_ms / 1e3);
-                let rec = match &plan.server_cmd {
-                    None => run_udp(
-                        UdpRunPlan {
-                            server: Some(srv),
-                            load,
-                            interval,
-                            target_pid: None,
-                            watch_port: None,
-                        },
-                        &stop,
-                    )?,
-                    Some(cmd) => {
-                        let user =
-                            crate::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
-                        load.target = user.addr;
-                        let pid = user.pid();
-                        let rec = run_udp(
-                            UdpRunPlan {
-                                server: None,
-                                load,
-                                interval,
-                                target_pid: Some(pid),
-                                watch_port: None,
-                            },
-                            &stop,
-                        )?;
-                        drop(user);
-                        rec
-                    }
-                };
-                drop(guard);
-                let rec = Record::new(Body::UdpRun(rec));
-                out::write_json(&path, &rec)?;
-                let Body::UdpRun(rec) = rec.body else {
-                    unreachable!("made as a UDP run above")
-                };
+                let rec = run_cell(&plan, cell, i, &path, &stop)?;
                 if rec.interrupted {
                     notes.push(format!(
                         "run {} of cell {} interrupted; not counted",

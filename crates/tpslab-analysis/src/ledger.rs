@@ -160,8 +160,17 @@ fn charge(pool: &mut u64, gap: i64) -> u64 {
 impl Ledger {
     /// Builds the ledger from counter deltas. Pure arithmetic, see the module docs.
     pub fn build(i: &LedgerInputs) -> Ledger {
-        let mut softnet = i.softnet_drops;
-        let mut nic = i.nic_rx_drops;
+        // Host-wide NIC and softnet drops are charged to the request path first, up to
+        // what it leaves unexplained; the reply path gets what is left.
+        let (mut nic, mut softnet) = (i.nic_rx_drops, i.softnet_drops);
+        let request = Self::request_path(i, &mut nic, &mut softnet);
+        let reply = Self::reply_path(i, &mut nic, &mut softnet);
+        Ledger { request, reply }
+    }
+
+    /// The request path: generator -> server; charges `nic` and `softnet` (host-wide
+    /// counts) down by what it takes.
+    fn request_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> LedgerPath {
         let on_wire = i.gen_attempted.saturating_sub(i.gen_send_failed);
         let sock = i.server_socket_drops.unwrap_or(0);
         let mut req_rows = vec![row(
@@ -181,9 +190,9 @@ impl Ledger {
             no_ports_req = charge(&mut no_ports, gap);
             gap -= no_ports_req as i64;
         }
-        let nic_req = charge(&mut nic, gap);
+        let nic_req = charge(nic, gap);
         gap -= nic_req as i64;
-        let softnet_req = charge(&mut softnet, gap);
+        let softnet_req = charge(softnet, gap);
         gap -= softnet_req as i64;
         if i.server_socket_seen {
             no_ports_req = charge(&mut no_ports, gap);
@@ -222,7 +231,7 @@ impl Ledger {
             ));
         }
         let known = i.server_read.is_some() && i.server_socket_drops.is_some();
-        let request = LedgerPath {
+        LedgerPath {
             attempted: i.gen_attempted,
             rows: req_rows,
             unattributed: known.then_some(gap),
@@ -235,86 +244,89 @@ impl Ledger {
                 .into_iter()
                 .flatten()
                 .collect(),
+        }
+    }
+
+    /// The reply path: server -> generator, when replies are expected; charges what is
+    /// left of `nic` and `softnet`, and notes what no path took.
+    fn reply_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> Option<LedgerPath> {
+        if !i.replies_expected {
+            return None;
+        }
+        let attempted = i.server_reply_attempted;
+        let failed = i.server_reply_failed.unwrap_or(0);
+        let on_wire = attempted.map(|a| a.saturating_sub(failed));
+        let mut gap = on_wire.unwrap_or(0) as i64 - (i.gen_socket_drops + i.gen_read) as i64;
+        let nic_rep = charge(nic, gap);
+        gap -= nic_rep as i64;
+        let softnet_rep = charge(softnet, gap);
+        gap -= softnet_rep as i64;
+        let mut rows = vec![];
+        if let Some(read) = i.server_read {
+            rows.push(row(
+                "not_answered",
+                "read but not answered by the application",
+                read.saturating_sub(attempted.unwrap_or(read)),
+                &i.server_counts_source,
+            ));
+        }
+        rows.extend([
+            row(
+                "send_failed",
+                "reply failed to send (server)",
+                failed,
+                &i.server_counts_source,
+            ),
+            row(
+                "nic_drops",
+                "dropped at the NIC",
+                nic_rep,
+                "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
+            ),
+            row(
+                "softnet_drops",
+                "dropped in the softnet backlog",
+                softnet_rep,
+                "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
+            ),
+            row(
+                "socket_drops",
+                "dropped at the generator socket receive buffer",
+                i.gen_socket_drops,
+                "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
+            ),
+            row(
+                "delivered",
+                "read by the generator",
+                i.gen_read,
+                "generator's recvmmsg count",
+            ),
+        ]);
+        // The path starts with what the server read (it owes each a reply): rows are
+        // not answered + failed + the fates of the replies sent. A server that sends
+        // several datagrams per request (frames) starts it with what it sent.
+        let start = match (i.server_read, attempted) {
+            (Some(r), Some(a)) => Some(r.max(a)),
+            (r, a) => r.or(a),
         };
-        let reply = if i.replies_expected {
-            let attempted = i.server_reply_attempted;
-            let failed = i.server_reply_failed.unwrap_or(0);
-            let on_wire = attempted.map(|a| a.saturating_sub(failed));
-            let mut gap = on_wire.unwrap_or(0) as i64 - (i.gen_socket_drops + i.gen_read) as i64;
-            let nic_rep = charge(&mut nic, gap);
-            gap -= nic_rep as i64;
-            let softnet_rep = charge(&mut softnet, gap);
-            gap -= softnet_rep as i64;
-            let mut rows = vec![];
-            if let Some(read) = i.server_read {
-                rows.push(row(
-                    "not_answered",
-                    "read but not answered by the application",
-                    read.saturating_sub(attempted.unwrap_or(read)),
-                    &i.server_counts_source,
+        let mut notes = vec![];
+        if let (Some(r), Some(a)) = (i.server_read, attempted) {
+            if a > r && r > 0 {
+                notes.push(format!(
+                    "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
+                    a as f64 / r as f64
                 ));
             }
-            rows.extend([
-                row(
-                    "send_failed",
-                    "reply failed to send (server)",
-                    failed,
-                    &i.server_counts_source,
-                ),
-                row(
-                    "nic_drops",
-                    "dropped at the NIC",
-                    nic_rep,
-                    "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
-                ),
-                row(
-                    "softnet_drops",
-                    "dropped in the softnet backlog",
-                    softnet_rep,
-                    "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
-                ),
-                row(
-                    "socket_drops",
-                    "dropped at the generator socket receive buffer",
-                    i.gen_socket_drops,
-                    "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
-                ),
-                row(
-                    "delivered",
-                    "read by the generator",
-                    i.gen_read,
-                    "generator's recvmmsg count",
-                ),
-            ]);
-            // The path starts with what the server read (it owes each a reply): rows are
-            // not answered + failed + the fates of the replies sent. A server that sends
-            // several datagrams per request (frames) starts it with what it sent.
-            let start = match (i.server_read, attempted) {
-                (Some(r), Some(a)) => Some(r.max(a)),
-                (r, a) => r.or(a),
-            };
-            let mut notes = vec![];
-            if let (Some(r), Some(a)) = (i.server_read, attempted) {
-                if a > r && r > 0 {
-                    notes.push(format!(
-                        "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
-                        a as f64 / r as f64
-                    ));
-                }
-            }
-            notes.extend(leftover("NIC drops", nic));
-            notes.extend(leftover("softnet backlog drops", softnet));
-            Some(LedgerPath {
-                attempted: start.unwrap_or(0),
-                rows,
-                unattributed: attempted.map(|_| gap),
-                inconsistent: attempted.and_then(|_| inconsistency(gap, "the server sent")),
-                notes,
-            })
-        } else {
-            None
-        };
-        Ledger { request, reply }
+        }
+        notes.extend(leftover("NIC drops", *nic));
+        notes.extend(leftover("softnet backlog drops", *softnet));
+        Some(LedgerPath {
+            attempted: start.unwrap_or(0),
+            rows,
+            unattributed: attempted.map(|_| gap),
+            inconsistent: attempted.and_then(|_| inconsistency(gap, "the server sent")),
+            notes,
+        })
     }
 }
 

@@ -184,24 +184,26 @@ fn cross_check(
     false
 }
 
-fn build_ledger(
-    plan: &UdpRunPlan,
-    mut gen: GeneratorReport,
+/// (read, replies attempted, replies failed, the source of these counts).
+type ServerCounts = (Option<u64>, Option<u64>, Option<u64>, String);
+
+/// What the server read, replied and failed to reply (and the source of those counts),
+/// by the best source there is: our own server's counts; its threads' reads and sends
+/// counted exactly (tracepoints; cross-checked against its namespace's counters, the
+/// second value true when that check failed); its namespace's counters minus the
+/// generator's own (not exact, noted); nothing on the port; or unknown.
+fn server_counts(
+    gen: &GeneratorReport,
     srv: Option<&ServerReport>,
     obs: &ObserverReport,
     same_ns: bool,
-    observable: bool,
+    found: bool,
+    absent: bool,
     notes: &mut Vec<String>,
-) -> (Ledger, GeneratorReport) {
+) -> (ServerCounts, bool) {
     let d = |k: &str| obs.deltas.get(k).copied().unwrap_or(0);
-    let found = d("server_sockets_found") > 0;
-    let replies_expected =
-        plan.load.expect_replies && srv.is_none_or(|s| s.mode != Mode::Sink.to_string());
-    // Replies prove a server exists even when its socket was not seen (another namespace
-    // without --pid): then its side is unknown, not absent.
-    let absent = observable && !found && gen.replies_read == 0;
     let mut cross_failed = false;
-    let (server_read, reply_attempted, reply_failed, source) = match srv {
+    let counts = match srv {
         Some(s) => (
             Some(s.received),
             Some(s.answered + s.reply_failed),
@@ -218,7 +220,7 @@ fn build_ledger(
                 .get("server_io_read")
                 .cloned()
                 .unwrap_or_default();
-            cross_failed = cross_check(&gen, obs, same_ns, d("server_io_read"), notes);
+            cross_failed = cross_check(gen, obs, same_ns, d("server_io_read"), notes);
             (
                 Some(d("server_io_read")),
                 Some(sent + failed),
@@ -260,6 +262,65 @@ fn build_ledger(
         ),
         None => (None, None, None, "not observable from here".to_string()),
     };
+    (counts, cross_failed)
+}
+
+/// What reply datagrams beyond the first per request were: frames of multi-datagram
+/// replies (what the generator got per answered request is what the server sent per
+/// request read, and the reply path balances), something else the server sent, or
+/// unknown.
+fn duplicates_note(gen: &GeneratorReport, inputs: &LedgerInputs, ledger: &Ledger) -> String {
+    let balanced = ledger
+        .reply
+        .as_ref()
+        .is_some_and(|r| r.unattributed == Some(0));
+    // Frames when what the generator got per answered request is what the server sent
+    // per request read.
+    let per_read = match (inputs.server_read, inputs.server_reply_attempted) {
+        (Some(r), Some(a)) if r > 0 => Some(a as f64 / r as f64),
+        _ => None,
+    };
+    let per_answer = gen.replies_per_request.unwrap_or(0.0);
+    let frames = per_read.is_some_and(|k| (k - per_answer).abs() <= 0.05 * k);
+    if balanced && frames {
+        format!(
+            "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request): sent by the server (the reply path balances against what it sent, {:.2} per request read), so replies of several datagrams (frames), not duplicated in the network",
+            gen.duplicates,
+            per_read.unwrap_or(0.0)
+        )
+    } else if balanced {
+        format!(
+            "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request) while the server sent {:.2} per request read: some of what it sent is not a reply to these requests (another socket or client of the process)",
+            gen.duplicates,
+            per_read.unwrap_or(0.0)
+        )
+    } else {
+        format!(
+            "{} reply datagrams beyond the first per request ({:.2} per answered request): the server's sends are not known exactly, so frames of multi-datagram replies and duplicates cannot be told apart",
+            gen.duplicates,
+            gen.replies_per_request.unwrap_or(0.0)
+        )
+    }
+}
+
+fn build_ledger(
+    plan: &UdpRunPlan,
+    mut gen: GeneratorReport,
+    srv: Option<&ServerReport>,
+    obs: &ObserverReport,
+    same_ns: bool,
+    observable: bool,
+    notes: &mut Vec<String>,
+) -> (Ledger, GeneratorReport) {
+    let d = |k: &str| obs.deltas.get(k).copied().unwrap_or(0);
+    let found = d("server_sockets_found") > 0;
+    let replies_expected =
+        plan.load.expect_replies && srv.is_none_or(|s| s.mode != Mode::Sink.to_string());
+    // Replies prove a server exists even when its socket was not seen (another namespace
+    // without --pid): then its side is unknown, not absent.
+    let absent = observable && !found && gen.replies_read == 0;
+    let ((server_read, reply_attempted, reply_failed, source), cross_failed) =
+        server_counts(&gen, srv, obs, same_ns, found, absent, notes);
     if absent {
         notes.push(format!(
             "no socket of the target found on port {} in {}: counted as no listener (pass --pid if the server runs in another network namespace)",
@@ -308,37 +369,7 @@ fn build_ledger(
         );
     }
     if gen.duplicates > 0 {
-        let balanced = ledger
-            .reply
-            .as_ref()
-            .is_some_and(|r| r.unattributed == Some(0));
-        // Frames when what the generator got per answered request is what the server sent
-        // per request read.
-        let per_read = match (inputs.server_read, inputs.server_reply_attempted) {
-            (Some(r), Some(a)) if r > 0 => Some(a as f64 / r as f64),
-            _ => None,
-        };
-        let per_answer = gen.replies_per_request.unwrap_or(0.0);
-        let frames = per_read.is_some_and(|k| (k - per_answer).abs() <= 0.05 * k);
-        notes.push(if balanced && frames {
-            format!(
-                "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request): sent by the server (the reply path balances against what it sent, {:.2} per request read), so replies of several datagrams (frames), not duplicated in the network",
-                gen.duplicates,
-                per_read.unwrap_or(0.0)
-            )
-        } else if balanced {
-            format!(
-                "{} reply datagrams beyond the first per request ({per_answer:.2} per answered request) while the server sent {:.2} per request read: some of what it sent is not a reply to these requests (another socket or client of the process)",
-                gen.duplicates,
-                per_read.unwrap_or(0.0)
-            )
-        } else {
-            format!(
-                "{} reply datagrams beyond the first per request ({:.2} per answered request): the server's sends are not known exactly, so frames of multi-datagram replies and duplicates cannot be told apart",
-                gen.duplicates,
-                gen.replies_per_request.unwrap_or(0.0)
-            )
-        });
+        notes.push(duplicates_note(&gen, &inputs, &ledger));
     }
     (ledger, gen)
 }

@@ -38,12 +38,43 @@ pub fn sources() -> BTreeMap<String, String> {
     .collect()
 }
 
+/// The observer's report from its samples: series, their summaries, counter deltas over
+/// the run and CPU shares per core, with the source of every figure.
 pub(super) fn build_report(
     raws: &[Raw],
     interval: Duration,
     errors: Vec<String>,
     sched: Vec<String>,
 ) -> ObserverReport {
+    let series = series(raws);
+    let summaries = series
+        .values
+        .iter()
+        .map(|(k, v)| (k.clone(), Summary::of(v)))
+        .collect();
+    let (deltas, cpu_pct) = match (raws.first(), raws.last()) {
+        (Some(a), Some(b)) => deltas(a, b),
+        _ => Default::default(),
+    };
+    ObserverReport {
+        interval_ms: interval.as_secs_f64() * 1e3,
+        samples: raws.len(),
+        sources: sources(),
+        series,
+        summaries,
+        deltas,
+        cpu_pct,
+        target_sched: sched,
+        target_rcvbuf_bytes: vec![],
+        target_reader_threads: None,
+        notes: vec![],
+        errors,
+    }
+}
+
+/// The time series: queues at every sample; per-socket rates between samples; host-wide
+/// rates over the slow interval containing each sample.
+fn series(raws: &[Raw]) -> Series {
     let mut series = Series::default();
     let t0 = raws.first().map_or(0, |r| r.t_ns);
     let mut push = |name: &str, v: f64| series.values.entry(name.to_string()).or_default().push(v);
@@ -114,105 +145,93 @@ pub(super) fn build_report(
     }
     // Rates start at the second sample; the queue series start at the first.
     series.t_ms = raws.iter().map(|r| (r.t_ns - t0) as f64 / 1e6).collect();
-    let summaries = series
-        .values
-        .iter()
-        .map(|(k, v)| (k.clone(), Summary::of(v)))
-        .collect();
+    series
+}
+
+/// Per-CPU shares of time (user, system, softirq, busy), percent.
+type CpuShares = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// Counter deltas from the first sample `a` to the last `b`, and each CPU's shares.
+fn deltas(a: &Raw, b: &Raw) -> (BTreeMap<String, u64>, CpuShares) {
     let mut deltas = BTreeMap::new();
     let mut cpu_pct = BTreeMap::new();
-    if let (Some(a), Some(b)) = (raws.first(), raws.last()) {
-        let d = |x: u64, y: u64| y.saturating_sub(x);
-        for (k, v) in [
-            ("server_drops", d(a.srv_drops, b.srv_drops)),
-            ("gen_drops", d(a.gen_drops, b.gen_drops)),
-            (
-                "udp_in_datagrams",
-                d(a.udp.in_datagrams, b.udp.in_datagrams),
-            ),
-            (
-                "udp_out_datagrams",
-                d(a.udp.out_datagrams, b.udp.out_datagrams),
-            ),
-            (
-                "udp_rcvbuf_errors",
-                d(a.udp.rcvbuf_errors, b.udp.rcvbuf_errors),
-            ),
-            (
-                "udp_sndbuf_errors",
-                d(a.udp.sndbuf_errors, b.udp.sndbuf_errors),
-            ),
-            ("udp_in_errors", d(a.udp.in_errors, b.udp.in_errors)),
-            ("udp_no_ports", d(a.udp.no_ports, b.udp.no_ports)),
-            ("udp_mem_errors", d(a.udp.mem_errors, b.udp.mem_errors)),
-            (
-                "udp_in_csum_errors",
-                d(a.udp.in_csum_errors, b.udp.in_csum_errors),
-            ),
-            ("softnet_dropped", d(a.softnet_dropped, b.softnet_dropped)),
-            (
-                "softnet_processed",
-                d(a.softnet_processed, b.softnet_processed),
-            ),
-            (
-                "softnet_time_squeeze",
-                d(a.softnet_squeeze, b.softnet_squeeze),
-            ),
-            ("dev_rx_drop", d(a.dev_rx_drop, b.dev_rx_drop)),
-            ("dev_tx_drop", d(a.dev_tx_drop, b.dev_tx_drop)),
-            ("ctxt", d(a.stat.ctxt, b.stat.ctxt)),
-            ("target_vol_ctxt", d(a.task_vol, b.task_vol)),
-            ("target_invol_ctxt", d(a.task_invol, b.task_invol)),
-            ("target_run_ns", d(a.task_run_ns, b.task_run_ns)),
-            ("target_runq_wait_ns", d(a.task_wait_ns, b.task_wait_ns)),
-            ("server_sockets_found", b.srv_sockets as u64),
-            ("tcp_sockets_found", b.tcp_sockets as u64),
-        ] {
-            deltas.insert(k.to_string(), v);
-        }
-        if let (Some(x), Some(y)) = (a.io, b.io) {
-            deltas.insert("server_io_read".into(), d(x.read, y.read));
-            deltas.insert("server_io_sent".into(), d(x.sent, y.sent));
-            deltas.insert(
-                "server_io_send_failed".into(),
-                d(x.send_failed, y.send_failed),
-            );
-        }
-        for (x, y) in a.softnet_per_cpu.iter().zip(&b.softnet_per_cpu) {
-            let cpu = x.0;
-            deltas.insert(format!("softnet_cpu{cpu}_processed"), d(x.1, y.1));
-            deltas.insert(format!("softnet_cpu{cpu}_dropped"), d(x.2, y.2));
-            deltas.insert(format!("softnet_cpu{cpu}_time_squeeze"), d(x.3, y.3));
-        }
-        for ((cpu, ta), (_, tb)) in a.stat.per_cpu.iter().zip(b.stat.per_cpu.iter()) {
-            let total = tb.total().saturating_sub(ta.total()).max(1) as f64;
-            let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
-            let mut m = BTreeMap::new();
-            m.insert(
-                "user".to_string(),
-                pct(ta.user + ta.nice, tb.user + tb.nice),
-            );
-            m.insert("system".to_string(), pct(ta.system, tb.system));
-            m.insert(
-                "softirq".to_string(),
-                pct(ta.softirq + ta.irq, tb.softirq + tb.irq),
-            );
-            m.insert("busy".to_string(), pct(ta.busy(), tb.busy()));
-            cpu_pct.insert(format!("cpu{cpu}"), m);
-        }
+    let d = |x: u64, y: u64| y.saturating_sub(x);
+    for (k, v) in [
+        ("server_drops", d(a.srv_drops, b.srv_drops)),
+        ("gen_drops", d(a.gen_drops, b.gen_drops)),
+        (
+            "udp_in_datagrams",
+            d(a.udp.in_datagrams, b.udp.in_datagrams),
+        ),
+        (
+            "udp_out_datagrams",
+            d(a.udp.out_datagrams, b.udp.out_datagrams),
+        ),
+        (
+            "udp_rcvbuf_errors",
+            d(a.udp.rcvbuf_errors, b.udp.rcvbuf_errors),
+        ),
+        (
+            "udp_sndbuf_errors",
+            d(a.udp.sndbuf_errors, b.udp.sndbuf_errors),
+        ),
+        ("udp_in_errors", d(a.udp.in_errors, b.udp.in_errors)),
+        ("udp_no_ports", d(a.udp.no_ports, b.udp.no_ports)),
+        ("udp_mem_errors", d(a.udp.mem_errors, b.udp.mem_errors)),
+        (
+            "udp_in_csum_errors",
+            d(a.udp.in_csum_errors, b.udp.in_csum_errors),
+        ),
+        ("softnet_dropped", d(a.softnet_dropped, b.softnet_dropped)),
+        (
+            "softnet_processed",
+            d(a.softnet_processed, b.softnet_processed),
+        ),
+        (
+            "softnet_time_squeeze",
+            d(a.softnet_squeeze, b.softnet_squeeze),
+        ),
+        ("dev_rx_drop", d(a.dev_rx_drop, b.dev_rx_drop)),
+        ("dev_tx_drop", d(a.dev_tx_drop, b.dev_tx_drop)),
+        ("ctxt", d(a.stat.ctxt, b.stat.ctxt)),
+        ("target_vol_ctxt", d(a.task_vol, b.task_vol)),
+        ("target_invol_ctxt", d(a.task_invol, b.task_invol)),
+        ("target_run_ns", d(a.task_run_ns, b.task_run_ns)),
+        ("target_runq_wait_ns", d(a.task_wait_ns, b.task_wait_ns)),
+        ("server_sockets_found", b.srv_sockets as u64),
+        ("tcp_sockets_found", b.tcp_sockets as u64),
+    ] {
+        deltas.insert(k.to_string(), v);
     }
-    ObserverReport {
-        interval_ms: interval.as_secs_f64() * 1e3,
-        samples: raws.len(),
-        sources: sources(),
-        series,
-        summaries,
-        deltas,
-        cpu_pct,
-        target_sched: sched,
-        target_rcvbuf_bytes: vec![],
-        target_reader_threads: None,
-        notes: vec![],
-        errors,
+    if let (Some(x), Some(y)) = (a.io, b.io) {
+        deltas.insert("server_io_read".into(), d(x.read, y.read));
+        deltas.insert("server_io_sent".into(), d(x.sent, y.sent));
+        deltas.insert(
+            "server_io_send_failed".into(),
+            d(x.send_failed, y.send_failed),
+        );
     }
+    for (x, y) in a.softnet_per_cpu.iter().zip(&b.softnet_per_cpu) {
+        let cpu = x.0;
+        deltas.insert(format!("softnet_cpu{cpu}_processed"), d(x.1, y.1));
+        deltas.insert(format!("softnet_cpu{cpu}_dropped"), d(x.2, y.2));
+        deltas.insert(format!("softnet_cpu{cpu}_time_squeeze"), d(x.3, y.3));
+    }
+    for ((cpu, ta), (_, tb)) in a.stat.per_cpu.iter().zip(b.stat.per_cpu.iter()) {
+        let total = tb.total().saturating_sub(ta.total()).max(1) as f64;
+        let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
+        let mut m = BTreeMap::new();
+        m.insert(
+            "user".to_string(),
+            pct(ta.user + ta.nice, tb.user + tb.nice),
+        );
+        m.insert("system".to_string(), pct(ta.system, tb.system));
+        m.insert(
+            "softirq".to_string(),
+            pct(ta.softirq + ta.irq, tb.softirq + tb.irq),
+        );
+        m.insert("busy".to_string(), pct(ta.busy(), tb.busy()));
+        cpu_pct.insert(format!("cpu{cpu}"), m);
+    }
+    (deltas, cpu_pct)
 }

@@ -217,6 +217,65 @@ pub struct SweepResult {
     pub warnings: Vec<String>,
 }
 
+/// One sentence on `change`'s effect `e` on the objective `obj`: improved or worsened
+/// (a real effect), or not distinguishable from noise.
+fn finding(change: &str, obj: &str, lower_better: bool, e: &Effect) -> String {
+    let better = if lower_better {
+        e.diff < 0.0
+    } else {
+        e.diff > 0.0
+    };
+    let rel = e.rel_pct.map_or(String::new(), |r| format!(" ({r:+.1} %)"));
+    if e.significant {
+        format!(
+            "{change}: {obj} {} by {:.3}{rel}, 95 % CI [{:.3}, {:.3}]: a real effect",
+            if better { "improved" } else { "worsened" },
+            e.diff.abs(),
+            e.ci_lo,
+            e.ci_hi
+        )
+    } else {
+        format!(
+            "{change}: {obj} changed by {:+.3}{rel}, 95 % CI [{:.3}, {:.3}] includes 0: not distinguishable from noise",
+            e.diff, e.ci_lo, e.ci_hi
+        )
+    }
+}
+
+/// A warning for a cell whose real-time policy "helps" while the server's CPU is
+/// saturated: it starves the rest of that CPU (its softirq, other services).
+fn fifo_warning(c: &Cell, results: &[CellResult]) -> Option<String> {
+    // A real-time policy that "helps" while the server's CPU is saturated is starving
+    // the rest of that CPU (its softirq, other services).
+    let pol = c
+        .settings
+        .get("sched")
+        .filter(|s| s.starts_with("fifo") || s.starts_with("rr"))?;
+    let fig = |k: &str| results[c.id].figures.get(k).map_or(0.0, |e| e.mean);
+    let pinned: Vec<usize> = c
+        .settings
+        .get("cpus")
+        .filter(|v| *v != "all")
+        .map(|v| {
+            v.split(',')
+                .filter_map(|x| x.split('-').next()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let busiest = pinned
+        .iter()
+        .map(|n| (format!("cpu{n}"), fig(&format!("cpu{n}_busy_pct"))))
+        .fold((String::new(), 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let srv = fig("server_cpu_pct");
+    (busiest.1 >= 95.0 || srv >= 90.0).then(|| {
+        format!(
+            "{}: sched={pol} with the server at {srv:.0} % of a CPU{}: a real-time thread that takes a whole CPU starves whatever else must run there (softirq, other services)",
+            c.label(),
+            if busiest.1 > 0.0 { format!(" and {} {:.0} % busy", busiest.0, busiest.1) } else { String::new() }
+        )
+    })
+}
+
 /// Analyses the runs: `runs[i] = (cell id, metrics)`.
 pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objective) -> SweepResult {
     // Runs whose generator did not keep its schedule describe the tool: they are counted
@@ -267,58 +326,9 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             .map(|n| (n.clone(), effect(&values(0, n), &values(c.id, n))))
             .collect();
         if let Some(e) = eff.get(obj) {
-            let better = if lower_better {
-                e.diff < 0.0
-            } else {
-                e.diff > 0.0
-            };
-            let rel = e.rel_pct.map_or(String::new(), |r| format!(" ({r:+.1} %)"));
-            findings.push(if e.significant {
-                format!(
-                    "{change}: {obj} {} by {:.3}{rel}, 95 % CI [{:.3}, {:.3}]: a real effect",
-                    if better { "improved" } else { "worsened" },
-                    e.diff.abs(),
-                    e.ci_lo,
-                    e.ci_hi
-                )
-            } else {
-                format!(
-                    "{change}: {obj} changed by {:+.3}{rel}, 95 % CI [{:.3}, {:.3}] includes 0: not distinguishable from noise",
-                    e.diff, e.ci_lo, e.ci_hi
-                )
-            });
+            findings.push(finding(&change, obj, lower_better, e));
         }
-        // A real-time policy that "helps" while the server's CPU is saturated is starving
-        // the rest of that CPU (its softirq, other services).
-        if let Some(pol) = c
-            .settings
-            .get("sched")
-            .filter(|s| s.starts_with("fifo") || s.starts_with("rr"))
-        {
-            let fig = |k: &str| results[c.id].figures.get(k).map_or(0.0, |e| e.mean);
-            let pinned: Vec<usize> = c
-                .settings
-                .get("cpus")
-                .filter(|v| *v != "all")
-                .map(|v| {
-                    v.split(',')
-                        .filter_map(|x| x.split('-').next()?.parse().ok())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let busiest = pinned
-                .iter()
-                .map(|n| (format!("cpu{n}"), fig(&format!("cpu{n}_busy_pct"))))
-                .fold((String::new(), 0.0), |a, b| if b.1 > a.1 { b } else { a });
-            let srv = fig("server_cpu_pct");
-            if busiest.1 >= 95.0 || srv >= 90.0 {
-                warnings.push(format!(
-                    "{}: sched={pol} with the server at {srv:.0} % of a CPU{}: a real-time thread that takes a whole CPU starves whatever else must run there (softirq, other services)",
-                    c.label(),
-                    if busiest.1 > 0.0 { format!(" and {} {:.0} % busy", busiest.0, busiest.1) } else { String::new() }
-                ));
-            }
-        }
+        warnings.extend(fifo_warning(c, &results));
         effects.push(CellEffect {
             cell: c.id,
             change,

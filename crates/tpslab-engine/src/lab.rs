@@ -32,6 +32,51 @@ fn wait_idle(idle: &dyn Fn() -> bool, max: Duration) {
     }
 }
 
+/// What the observer watches during a UDP run: the target's sockets (by inode when the
+/// server is ours, else by port and address) in its network namespace, the generator's,
+/// the target's threads (and their exact reads and sends for a foreign server).
+fn observer_config(
+    plan: &UdpRunPlan,
+    server: Option<&UdpServer>,
+    load: &UdpLoad,
+    net_root: &std::path::Path,
+    same_ns: bool,
+    target: &SocketMatch,
+) -> ObserverConfig {
+    ObserverConfig {
+        interval: plan.interval,
+        net_root: net_root.to_path_buf(),
+        target_inodes: target.inodes.clone(),
+        target_port: target.port,
+        target_addr: target.addr,
+        gen_inodes: load.socket_inodes(),
+        // The same namespace under two paths would list the generator's sockets twice.
+        gen_root: if same_ns {
+            net_root.to_path_buf()
+        } else {
+            PathBuf::from("/proc/self")
+        },
+        target_pid: if server.is_some() {
+            Some(std::process::id())
+        } else {
+            plan.target_pid
+        },
+        target_tids: server
+            .as_ref()
+            .map(|s| s.tids().to_vec())
+            .unwrap_or_default(),
+        // Exact reads and sends per thread (root: perf tracepoints): a foreign server's
+        // are the only exact source of what it read.
+        count_io: match (server, plan.target_pid) {
+            (None, Some(pid)) => Some((tpslab_proc::live::task_ids(pid), true)),
+            _ => None,
+        },
+        // Ours counts its reads itself: sampled at no cost to its hot path.
+        read_probe: server.as_ref().map(|s| s.read_probe()),
+        tcp_inodes: vec![],
+    }
+}
+
 /// Runs the plan. `stop` (set by SIGINT/SIGTERM) ends the load early; the record is still
 /// complete and marked interrupted.
 pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, EngineError> {
@@ -50,7 +95,6 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     };
     let load = UdpLoad::prepare(plan.load.clone())?;
     let target_proc = plan.target_pid.and_then(crate::env::target_process);
-    let own_pid = std::process::id();
     let same_ns = plan
         .target_pid
         .is_none_or(|p| crate::env::netns(Some(p)) == crate::env::netns(None));
@@ -70,38 +114,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
         addr: Some(target_ip),
     };
-    let obs_cfg = ObserverConfig {
-        interval: plan.interval,
-        net_root: net_root.clone(),
-        target_inodes: target.inodes.clone(),
-        target_port: target.port,
-        target_addr: target.addr,
-        gen_inodes: load.socket_inodes(),
-        // The same namespace under two paths would list the generator's sockets twice.
-        gen_root: if same_ns {
-            net_root.clone()
-        } else {
-            PathBuf::from("/proc/self")
-        },
-        target_pid: if server.is_some() {
-            Some(own_pid)
-        } else {
-            plan.target_pid
-        },
-        target_tids: server
-            .as_ref()
-            .map(|s| s.tids().to_vec())
-            .unwrap_or_default(),
-        // Exact reads and sends per thread (root: perf tracepoints): a foreign server's
-        // are the only exact source of what it read.
-        count_io: match (&server, plan.target_pid) {
-            (None, Some(pid)) => Some((tpslab_proc::live::task_ids(pid), true)),
-            _ => None,
-        },
-        // Ours counts its reads itself: sampled at no cost to its hot path.
-        read_probe: server.as_ref().map(|s| s.read_probe()),
-        tcp_inodes: vec![],
-    };
+    let obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
     let observer = Observer::start(obs_cfg);
     // The target holds nothing more: its sockets are empty and (ours) no datagram is
     // being handled.

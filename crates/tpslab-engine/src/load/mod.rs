@@ -342,28 +342,7 @@ impl UdpLoad {
         for s in &self.streams {
             s.errors.merge_into(&mut send_errors);
         }
-        let mut lat_i = new_ns_histogram();
-        let mut lat_a = new_ns_histogram();
-        let mut lat_w = new_ns_histogram();
-        let mut r = RecvResult::default();
-        for x in rr {
-            r.read += x.read;
-            r.matched += x.matched;
-            r.duplicates += x.duplicates;
-            r.reordered += x.reordered;
-            r.unmatched += x.unmatched;
-            r.window_answered += x.window_answered;
-            r.rx_timestamped += x.rx_timestamped;
-            if let Some(h) = x.lat_intended {
-                lat_i.add(&h).ok();
-            }
-            if let Some(h) = x.lat_actual {
-                lat_a.add(&h).ok();
-            }
-            if let Some(h) = x.lat_wakeup {
-                lat_w.add(&h).ok();
-            }
-        }
+        let (r, [lat_i, lat_a, lat_w]) = merge_receivers(rr);
         let last_send = self
             .streams
             .iter()
@@ -449,6 +428,31 @@ impl UdpLoad {
         validate(&mut report, cfg, &burst_lag, interrupted);
         LoadResult { report }
     }
+}
+
+/// The receivers' counts summed, and their latencies merged: (intended-time,
+/// actual-send, wake-up) histograms, ns.
+fn merge_receivers(rr: Vec<RecvResult>) -> (RecvResult, [Histogram<u64>; 3]) {
+    let mut lat = [new_ns_histogram(), new_ns_histogram(), new_ns_histogram()];
+    let mut r = RecvResult::default();
+    for x in rr {
+        r.read += x.read;
+        r.matched += x.matched;
+        r.duplicates += x.duplicates;
+        r.reordered += x.reordered;
+        r.unmatched += x.unmatched;
+        r.window_answered += x.window_answered;
+        r.rx_timestamped += x.rx_timestamped;
+        for (h, x) in lat
+            .iter_mut()
+            .zip([x.lat_intended, x.lat_actual, x.lat_wakeup])
+        {
+            if let Some(x) = x {
+                h.add(&x).ok();
+            }
+        }
+    }
+    (r, lat)
 }
 
 /// Marks the run invalid when the generator, not the server, limited it.

@@ -251,6 +251,147 @@ fn decimate(raws: &mut Vec<Raw>) {
     *raws = kept;
 }
 
+/// The sampler for `cfg`: the target's threads and sockets, sock_diag in the target's
+/// (and the generator's) network namespace, the exact per-thread UDP counts where they can
+/// be attached (their source returned; an error noted when not).
+fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
+    let tids = match (cfg.target_tids.is_empty(), cfg.target_pid) {
+        (true, Some(pid)) => live::task_ids(pid),
+        _ => cfg.target_tids.clone(),
+    };
+    let target = SocketMatch {
+        inodes: cfg.target_inodes.clone(),
+        port: cfg.target_port,
+        addr: cfg.target_addr,
+    };
+    // IPv4 traffic also reaches dual-stack [::] sockets, listed in udp6: read both.
+    let v6 = true;
+    let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::UdpDiag> {
+        let pid = root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse::<u32>().ok());
+        match pid {
+            Some(pid) if crate::env::netns(Some(pid)) != crate::env::netns(None) => {
+                tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::UdpDiag::open)
+                    .ok()?
+                    .ok()
+            }
+            _ => tpslab_net::diag::UdpDiag::open().ok(),
+        }
+    };
+    let diag = open_in(&cfg.net_root);
+    let mut io_errors = BTreeSet::new();
+    let io =
+        cfg.count_io.as_ref().and_then(
+            |(tids, inherit)| match crate::sockio::ProcessUdpIo::attach(tids, *inherit) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    io_errors.insert(format!(
+                        "exact per-thread UDP read/send counts unavailable: {e}"
+                    ));
+                    None
+                }
+            },
+        );
+    let io_source = io.as_ref().map(|c| c.source.clone());
+    let gen_diag = if cfg.gen_root == cfg.net_root {
+        None
+    } else {
+        open_in(&cfg.gen_root)
+    };
+    let sampler = Sampler {
+        followed: None,
+        diag,
+        gen_diag,
+        v6,
+        cfg,
+        target,
+        srv_track: DropTrack::default(),
+        gen_track: DropTrack::default(),
+        first: true,
+        tids,
+        errors: io_errors,
+        proc_root: PathBuf::from("/proc"),
+        io,
+        srv_rcvbuf: BTreeMap::new(),
+    };
+    (sampler, io_source)
+}
+
+/// The observer thread: the first sample (then `ready` is signalled), one every
+/// `interval` with random jitter (host-wide readings every `slow_every`-th), a last one
+/// when `stop` is set; samples bounded by decimation.
+fn sample_loop(
+    sampler: &mut Sampler,
+    interval: Duration,
+    slow_every: usize,
+    stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
+) -> Sampled {
+    let first = sampler.sample(None, true);
+    let _ = ready.send(());
+    let mut raws = vec![first];
+    let step = interval.as_nanos() as u64;
+    // Each tick is moved by up to +-1/4 interval at random: a load whose period
+    // is a multiple of the interval (bursts every 50 ms, samples every 10 ms)
+    // would otherwise always be sampled at the same phase and, for example,
+    // never see the queue full. Timestamps are kept, so rates stay exact.
+    let mut rng = raws[0].t_ns | 1;
+    let mut jitter = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % (step / 2 + 1)) as i64 - (step / 4) as i64
+    };
+    let mut base = raws[0].t_ns + step;
+    let mut ticks = 0usize;
+    let mut rxq_max = raws[0].srv_rxq;
+    let mut decimated = false;
+    let mut next = base.saturating_add_signed(jitter());
+    while !stop.load(Relaxed) {
+        let now = mono_ns();
+        if now < next {
+            std::thread::sleep(Duration::from_nanos((next - now).min(20_000_000)));
+            continue;
+        }
+        ticks += 1;
+        let slow = ticks.is_multiple_of(slow_every);
+        let mut r = sampler.sample(raws.last(), slow);
+        rxq_max = rxq_max.max(r.srv_rxq);
+        // Per-CPU tables serve only the deltas between the first and the last
+        // sample (pushed after this loop): kept in every sample, their heap
+        // would grow with the run (10 slow samples a second) past the bound.
+        r.drop_per_cpu();
+        raws.push(r);
+        if raws.len() >= MAX_SAMPLES {
+            decimate(&mut raws);
+            decimated = true;
+        }
+        base += step;
+        if base < mono_ns() {
+            // Fell behind (the machine is saturated): skip missed ticks.
+            base = mono_ns() + step;
+        }
+        next = base.saturating_add_signed(jitter());
+    }
+    let last = sampler.sample(raws.last(), true);
+    rxq_max = rxq_max.max(last.srv_rxq);
+    raws.push(last);
+    let sched = target_sched(sampler);
+    let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
+    let readers = sampler.io.as_ref().map(|c| c.reader_threads());
+    let bounded = Bounded { decimated, rxq_max };
+    (
+        raws,
+        std::mem::take(&mut sampler.errors),
+        sched,
+        rcvbuf,
+        readers,
+        bounded,
+    )
+}
+
 /// A running observer.
 pub struct Observer {
     stop: Arc<AtomicBool>,
@@ -264,66 +405,7 @@ impl Observer {
     pub fn start(cfg: ObserverConfig) -> Observer {
         let stop = Arc::new(AtomicBool::new(false));
         let interval = cfg.interval.max(Duration::from_millis(1));
-        let tids = match (cfg.target_tids.is_empty(), cfg.target_pid) {
-            (true, Some(pid)) => live::task_ids(pid),
-            _ => cfg.target_tids.clone(),
-        };
-        let target = SocketMatch {
-            inodes: cfg.target_inodes.clone(),
-            port: cfg.target_port,
-            addr: cfg.target_addr,
-        };
-        // IPv4 traffic also reaches dual-stack [::] sockets, listed in udp6: read both.
-        let v6 = true;
-        let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::UdpDiag> {
-            let pid = root
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.parse::<u32>().ok());
-            match pid {
-                Some(pid) if crate::env::netns(Some(pid)) != crate::env::netns(None) => {
-                    tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::UdpDiag::open)
-                        .ok()?
-                        .ok()
-                }
-                _ => tpslab_net::diag::UdpDiag::open().ok(),
-            }
-        };
-        let diag = open_in(&cfg.net_root);
-        let mut io_errors = BTreeSet::new();
-        let io = cfg.count_io.as_ref().and_then(|(tids, inherit)| {
-            match crate::sockio::ProcessUdpIo::attach(tids, *inherit) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    io_errors.insert(format!(
-                        "exact per-thread UDP read/send counts unavailable: {e}"
-                    ));
-                    None
-                }
-            }
-        });
-        let io_source = io.as_ref().map(|c| c.source.clone());
-        let gen_diag = if cfg.gen_root == cfg.net_root {
-            None
-        } else {
-            open_in(&cfg.gen_root)
-        };
-        let mut sampler = Sampler {
-            followed: None,
-            diag,
-            gen_diag,
-            v6,
-            cfg,
-            target,
-            srv_track: DropTrack::default(),
-            gen_track: DropTrack::default(),
-            first: true,
-            tids,
-            errors: io_errors,
-            proc_root: PathBuf::from("/proc"),
-            io,
-            srv_rcvbuf: BTreeMap::new(),
-        };
+        let (mut sampler, io_source) = new_sampler(cfg);
         // Host-wide counters, the full socket scan and the target threads' CPU time every
         // 100 ms at most: they cost most of the observer's CPU time and change slowly; the
         // followed sockets' queues and drops keep the full sampling rate.
@@ -334,62 +416,7 @@ impl Observer {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("tpslab-observer".into())
-            .spawn(move || {
-                let first = sampler.sample(None, true);
-                let _ = ready_tx.send(());
-                let mut raws = vec![first];
-                let step = interval.as_nanos() as u64;
-                // Each tick is moved by up to +-1/4 interval at random: a load whose period
-                // is a multiple of the interval (bursts every 50 ms, samples every 10 ms)
-                // would otherwise always be sampled at the same phase and, for example,
-                // never see the queue full. Timestamps are kept, so rates stay exact.
-                let mut rng = raws[0].t_ns | 1;
-                let mut jitter = move || {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    (rng % (step / 2 + 1)) as i64 - (step / 4) as i64
-                };
-                let mut base = raws[0].t_ns + step;
-                let mut ticks = 0usize;
-                let mut rxq_max = raws[0].srv_rxq;
-                let mut decimated = false;
-                let mut next = base.saturating_add_signed(jitter());
-                while !s2.load(Relaxed) {
-                    let now = mono_ns();
-                    if now < next {
-                        std::thread::sleep(Duration::from_nanos((next - now).min(20_000_000)));
-                        continue;
-                    }
-                    ticks += 1;
-                    let slow = ticks.is_multiple_of(slow_every);
-                    let mut r = sampler.sample(raws.last(), slow);
-                    rxq_max = rxq_max.max(r.srv_rxq);
-                    // Per-CPU tables serve only the deltas between the first and the last
-                    // sample (pushed after this loop): kept in every sample, their heap
-                    // would grow with the run (10 slow samples a second) past the bound.
-                    r.drop_per_cpu();
-                    raws.push(r);
-                    if raws.len() >= MAX_SAMPLES {
-                        decimate(&mut raws);
-                        decimated = true;
-                    }
-                    base += step;
-                    if base < mono_ns() {
-                        // Fell behind (the machine is saturated): skip missed ticks.
-                        base = mono_ns() + step;
-                    }
-                    next = base.saturating_add_signed(jitter());
-                }
-                let last = sampler.sample(raws.last(), true);
-                rxq_max = rxq_max.max(last.srv_rxq);
-                raws.push(last);
-                let sched = target_sched(&sampler);
-                let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
-                let readers = sampler.io.as_ref().map(|c| c.reader_threads());
-                let bounded = Bounded { decimated, rxq_max };
-                (raws, sampler.errors, sched, rcvbuf, readers, bounded)
-            })
+            .spawn(move || sample_loop(&mut sampler, interval, slow_every, &s2, ready_tx))
             .expect("spawn observer thread");
         let _ = ready_rx.recv();
         Observer {

@@ -4,7 +4,7 @@
 use super::run::{print_load_line, print_path};
 use super::{fmt_ns, table};
 use std::io::{self, Write};
-use tpslab_analysis::record::RunRecord;
+use tpslab_analysis::record::{DiagnoseRecord, RunRecord};
 
 fn before_after_row(rec: &RunRecord) -> Vec<String> {
     let g = rec.generator.as_ref();
@@ -32,18 +32,9 @@ fn before_after_row(rec: &RunRecord) -> Vec<String> {
 
 /// Prints a diagnosis: verdict first, evidence, ledger, recommendations, buffer
 /// arithmetic, and the before/after of the verification run.
-#[allow(clippy::too_many_arguments)]
-pub fn print_diagnosis(
-    w: &mut dyn Write,
-    scenario: &str,
-    d: &tpslab_analysis::verdict::Diagnosis,
-    before: &RunRecord,
-    after: Option<&RunRecord>,
-    applied: &[String],
-    restored: &[(String, String)],
-    notes: &[String],
-    explain: bool,
-) -> io::Result<()> {
+pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -> io::Result<()> {
+    let (d, before) = (&rec.diagnosis, &rec.before);
+    let scenario = &rec.scenario;
     writeln!(w, "tpslab diagnose: {scenario}")?;
     writeln!(w)?;
     writeln!(w, "VERDICT: {}", d.headline)?;
@@ -102,59 +93,72 @@ pub fn print_diagnosis(
             writeln!(w, "  - {n}")?;
         }
     }
-    if let Some(a) = after {
-        writeln!(w)?;
-        writeln!(
-            w,
-            "Verification: the load again with {}{}",
-            applied.join(", "),
-            if a.interrupted {
-                " (INTERRUPTED: partial run)"
-            } else {
-                ""
-            }
-        )?;
-        let mut t = table(&[
-            "",
-            "sent",
-            "delivered",
-            "lost (window)",
-            "TPS",
-            "p99 RTT",
-            "rx_queue mean B",
-            "rx_queue max B",
-        ]);
-        let mut b = vec!["before".to_string()];
-        b.extend(before_after_row(before));
-        t.add_row(b);
-        let mut x = vec!["after".to_string()];
-        x.extend(before_after_row(a));
-        t.add_row(x);
-        writeln!(w, "{t}")?;
-        if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
-            let bigger_queue = applied.iter().any(|a| a.contains("--rcvbuf"));
-            if bigger_queue
-                && ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
-                && ga.window_loss_pct < gb.window_loss_pct
-            {
-                writeln!(w, "  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them")?;
-            }
+    if let Some(a) = &rec.after {
+        verification(w, before, a, &rec.applied, &rec.restored)?;
+    }
+    for n in before.notes.iter().chain(&rec.notes) {
+        writeln!(w, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// The verification run against the first: what was applied, before/after, what it cost,
+/// what was restored.
+fn verification(
+    w: &mut dyn Write,
+    before: &RunRecord,
+    a: &RunRecord,
+    applied: &[String],
+    restored: &[(String, String)],
+) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Verification: the load again with {}{}",
+        applied.join(", "),
+        if a.interrupted {
+            " (INTERRUPTED: partial run)"
+        } else {
+            ""
         }
-        if let Some(g) = &a.generator {
-            if !g.valid {
-                writeln!(
-                    w,
-                    "  (the verification run's generator was a bottleneck: {})",
-                    g.invalid_reasons.join("; ")
-                )?;
-            }
-        }
-        for (k, v) in restored {
-            writeln!(w, "  restored {k} = {v}")?;
+    )?;
+    let mut t = table(&[
+        "",
+        "sent",
+        "delivered",
+        "lost (window)",
+        "TPS",
+        "p99 RTT",
+        "rx_queue mean B",
+        "rx_queue max B",
+    ]);
+    let mut b = vec!["before".to_string()];
+    b.extend(before_after_row(before));
+    t.add_row(b);
+    let mut x = vec!["after".to_string()];
+    x.extend(before_after_row(a));
+    t.add_row(x);
+    writeln!(w, "{t}")?;
+    if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
+        let bigger_queue = applied.iter().any(|a| a.contains("--rcvbuf"));
+        if bigger_queue
+            && ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
+            && ga.window_loss_pct < gb.window_loss_pct
+        {
+            writeln!(w, "  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them")?;
         }
     }
-    for n in before.notes.iter().chain(notes) {
-        writeln!(w, "note: {n}")?;
+    if let Some(g) = &a.generator {
+        if !g.valid {
+            writeln!(
+                w,
+                "  (the verification run's generator was a bottleneck: {})",
+                g.invalid_reasons.join("; ")
+            )?;
+        }
+    }
+    for (k, v) in restored {
+        writeln!(w, "  restored {k} = {v}")?;
     }
     Ok(())
 }

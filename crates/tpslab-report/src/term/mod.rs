@@ -74,16 +74,6 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             tcp::serve_header(w, s)?;
             tcp::serve_end(w, s)
         }
-        Body::Diagnose(d) => print_diagnosis(
-            w,
-            &d.scenario,
-            &d.diagnosis,
-            &d.before,
-            d.after.as_ref(),
-            &d.applied,
-            &d.restored,
-            &d.notes,
-            explain,
-        ),
+        Body::Diagnose(d) => print_diagnosis(w, d, explain),
     }
 }

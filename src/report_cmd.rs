@@ -17,7 +17,8 @@ pub(crate) struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// term: the tables the run printed; json: the record in the current schema; svg: a
-    /// ramp's plot; csv: a sweep's runs, a ramp's steps, or a run's time series.
+    /// ramp's plot; csv: a sweep's runs, a ramp's steps, a run's time series, or a TCP
+    /// flow's TCP_INFO samples.
     #[arg(long, value_enum, default_value = "term")]
     format: FormatArg,
     /// Show the source counter of every figure (term).

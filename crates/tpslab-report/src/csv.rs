@@ -1,7 +1,8 @@
 //! The CSV format: a record's table for a spreadsheet, one header line and one row each:
 //! a sweep's runs (cell, repetition, the cell's settings, the run's figures), a ramp's
 //! steps, a UDP run's or watch's time series (a diagnosis: its first run's), a server's
-//! reads per thread, with the units in the column names. Figures not measured are empty
+//! reads per thread, a TCP flow's TCP_INFO samples, a TCP server's totals, with the units
+//! in the column names. Figures not measured are empty
 //! cells; a text cell with a comma or a quote is quoted (RFC 4180).
 
 use std::io::{self, Write};

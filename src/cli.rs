@@ -2,7 +2,7 @@
 //! in its own module; shared flags in `flags`, shared output and process helpers in `out`.
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
-use crate::{bdp, diagnose, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
+use crate::{bdp, diagnose, doctor, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,6 +37,9 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
+    /// Audit the sysctl files this host (or --root) applies at boot: keys this kernel does
+    /// not have, malformed lines, overrides, values not running, inconsistent pairs.
+    Doctor(doctor::DoctorArgs),
     /// Render saved records again (any --json): the tables
     /// the run printed, or the record as JSON.
     Report(report_cmd::ReportArgs),
@@ -107,6 +110,7 @@ pub fn main() -> Result<ExitCode> {
             proto: ServeProto::Tcp(a),
         } => serve_tcp::serve(a),
         Cmd::Tcp(a) => tcp::run(*a),
+        Cmd::Doctor(a) => doctor::run(a),
         Cmd::Ramp { proto } => ramp::run(proto),
         Cmd::Diagnose(a) => diagnose::run(a),
         Cmd::Bdp(a) => bdp::run(&a),

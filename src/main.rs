@@ -3,6 +3,7 @@
 mod bdp;
 mod cli;
 mod diagnose;
+mod doctor;
 mod flags;
 mod out;
 mod ramp;

@@ -6,6 +6,7 @@
 
 pub mod bdp;
 pub mod buffer;
+pub mod doctor;
 pub mod experiment;
 pub mod gate;
 pub mod ledger;

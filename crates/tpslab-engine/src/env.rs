@@ -51,11 +51,17 @@ fn writable(path: &str) -> bool {
 /// that a network namespace does not show (net.core.netdev_max_backlog) are read in the
 /// namespace of PID 1 or of the nearest ancestor that shows them.
 pub fn read_sysctl(name: &str) -> Option<String> {
-    let path = sysctl_path(name);
-    let read = || std::fs::read_to_string(&path).ok();
+    read_proc_sys(&sysctl_path(name))
+}
+
+/// Reads a file under /proc/sys by its path (`/proc/sys/net/core/rmem_max`), blanks
+/// collapsed; None when absent here and in every outer network namespace this process can
+/// join (see [`read_sysctl`]).
+pub fn read_proc_sys(path: &str) -> Option<String> {
+    let read = || std::fs::read_to_string(path).ok();
     let text = match read() {
         Some(t) => t,
-        None => tpslab_net::ns::in_netns_of(outer_pid_showing(&path)?, read)
+        None => tpslab_net::ns::in_netns_of(outer_pid_showing(path)?, read)
             .ok()
             .flatten()?,
     };

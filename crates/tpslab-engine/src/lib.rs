@@ -4,6 +4,7 @@
 pub mod counters;
 pub mod env;
 pub mod guard;
+pub mod hostconf;
 pub mod lab;
 pub mod link;
 pub mod load;

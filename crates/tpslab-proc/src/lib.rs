@@ -16,6 +16,7 @@ pub mod pid;
 pub mod snmp;
 pub mod softnet;
 pub mod stat;
+pub mod sysctl_conf;
 pub mod udp;
 
 pub use common::ParseError;

@@ -23,6 +23,20 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             Ok(())
         }
         Body::Tcp(t) => tcp(w, t),
+        Body::Doctor(d) => {
+            writeln!(w, "severity,finding,evidence,fix")?;
+            for f in &d.findings {
+                writeln!(
+                    w,
+                    "{},{},{},{}",
+                    text(&format!("{:?}", f.severity).to_lowercase()),
+                    text(&f.what),
+                    text(&f.evidence.join("; ")),
+                    text(f.fix.as_deref().unwrap_or(""))
+                )?;
+            }
+            Ok(())
+        }
         Body::ServeTcp(s) => {
             writeln!(w, "connections,bytes,requests,errors,elapsed_s")?;
             writeln!(

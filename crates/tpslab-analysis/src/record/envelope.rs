@@ -51,6 +51,8 @@ pub enum Body {
     Tcp(super::TcpRecord),
     /// `serve tcp`: the sink, source or request/response server over its life.
     ServeTcp(super::tcp::ServeTcpRecord),
+    /// `doctor`: the host's sysctl files and what is wrong with them.
+    Doctor(crate::doctor::DoctorRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -179,7 +181,11 @@ impl Record {
                 interrupted: r.run.interrupted,
                 ..Meta::default()
             },
-            Body::Sweep(_) | Body::Serve(_) | Body::Tcp(_) | Body::ServeTcp(_) => Meta::default(),
+            Body::Sweep(_)
+            | Body::Serve(_)
+            | Body::Tcp(_)
+            | Body::ServeTcp(_)
+            | Body::Doctor(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -287,7 +293,11 @@ impl Record {
                     return bad(format!("a server that ran for {} s", s.elapsed_s));
                 }
             }
-            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Serve(_) => {}
+            Body::UdpRun(_)
+            | Body::Watch(_)
+            | Body::Diagnose(_)
+            | Body::Serve(_)
+            | Body::Doctor(_) => {}
         }
         Ok(())
     }
@@ -312,6 +322,7 @@ impl Record {
             Body::Serve(_) => "serve",
             Body::Tcp(_) => "tcp",
             Body::ServeTcp(_) => "serve_tcp",
+            Body::Doctor(_) => "doctor",
         }
     }
 }

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record};
 
 mod diagnose;
+pub mod doctor;
 mod ramp;
 mod run;
 mod sweep;
@@ -75,5 +76,6 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             tcp::serve_end(w, s)
         }
         Body::Diagnose(d) => print_diagnosis(w, d, explain),
+        Body::Doctor(d) => doctor::record(w, d),
     }
 }

@@ -12,7 +12,7 @@ use tpslab_report::Format;
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
     /// Records written by --json (`-` reads standard input): this release's
-    /// `tpslab.record/2` (load, run, watch, diagnose, ramp, sweep, serve udp/tcp, tcp), or the previous release's
+    /// `tpslab.record/2` (load, run, watch, diagnose, ramp, sweep, serve udp/tcp, tcp, doctor), or the previous release's
     /// `tpslab.run/1` and `tpslab.diagnose/1`.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,

@@ -95,8 +95,36 @@ pub fn audit(
                     evidence: vec![format!("{at}: {}", text.trim())],
                     fix: None,
                 }),
-                ConfEntry::Set { written, value, .. } => {
+                ConfEntry::Set {
+                    written,
+                    value,
+                    ignore_failure,
+                    ..
+                } => {
                     let path = l.entry.path().unwrap_or_default();
+                    if path.contains('*') {
+                        // systemd-sysctl expands globs over existing keys: nothing to check.
+                        out.push(Finding {
+                            severity: Severity::Info,
+                            what: format!(
+                                "`{written}` is a glob: the keys it matches are not checked"
+                            ),
+                            evidence: vec![format!("{at}: {written} = {value}")],
+                            fix: None,
+                        });
+                        continue;
+                    }
+                    if running.get(&path) == Some(&None) && *ignore_failure {
+                        out.push(Finding {
+                            severity: Severity::Info,
+                            what: format!(
+                                "`{written}` is not a key of this kernel (no /proc/sys/{path}); written with `-`, so its failure is ignored at boot"
+                            ),
+                            evidence: vec![format!("{at}: -{written} = {value}")],
+                            fix: None,
+                        });
+                        continue;
+                    }
                     if running.get(&path) == Some(&None) {
                         let hint = suggested.get(&path);
                         out.push(Finding {
@@ -309,6 +337,20 @@ mod tests {
         let p = find("net.core.rmem_default (16777216) is above net.core.rmem_max (8388608)");
         assert_eq!(p.fix.as_deref(), Some("net.core.rmem_max = 16777216"));
         find("net.ipv4.tcp_rmem is not min <= default <= max");
+    }
+
+    #[test]
+    fn optional_and_glob_keys_are_notes_not_errors() {
+        let files = [file(
+            "/etc/sysctl.d/70-if.conf",
+            "-net.ipv4.conf.eth9.rp_filter = 1\nnet.ipv4.conf.*.rp_filter = 2\n",
+        )];
+        let run = running(&[("net/ipv4/conf/eth9/rp_filter", None)]);
+        let f = audit(&files, &run, &BTreeMap::new());
+        assert_eq!(f.len(), 2, "{f:#?}");
+        assert!(f.iter().all(|x| x.severity == Severity::Info));
+        assert!(f[0].what.contains("written with `-`"), "{}", f[0].what);
+        assert!(f[1].what.contains("is a glob"), "{}", f[1].what);
     }
 
     #[test]

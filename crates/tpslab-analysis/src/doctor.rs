@@ -82,9 +82,26 @@ pub fn audit(
     running: &Running,
     suggested: &BTreeMap<String, String>,
 ) -> Vec<Finding> {
+    let (mut out, set) = per_line(files, running, suggested);
+    out.extend(per_key(&set, running));
+    out.extend(order(&set, running));
+    out.sort_by_key(|f| f.severity);
+    out
+}
+
+/// Every (file:line, value, key as written) that sets a /proc/sys path, in the order
+/// applied.
+type Settings = BTreeMap<String, Vec<(String, String, String)>>;
+
+/// The findings of single lines (malformed, a key this kernel lacks, a glob), and the
+/// settings of the others.
+fn per_line(
+    files: &[ConfFile],
+    running: &Running,
+    suggested: &BTreeMap<String, String>,
+) -> (Vec<Finding>, Settings) {
     let mut out = vec![];
-    // path -> every (file:line, value, written key) that sets it, in the order applied.
-    let mut set: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
+    let mut set = Settings::new();
     for f in files {
         for l in &f.lines {
             let at = format!("{}:{}", f.path, l.line);
@@ -145,7 +162,14 @@ pub fn audit(
             }
         }
     }
-    for (path, sets) in &set {
+    (out, set)
+}
+
+/// For each key set: the files that set it more than once, and a value that differs from
+/// what runs.
+fn per_key(set: &Settings, running: &Running) -> Vec<Finding> {
+    let mut out = vec![];
+    for (path, sets) in set {
         let key = dotted(path);
         let (last_at, last, _) = sets.last().expect("at least one setting");
         if sets.len() > 1 {
@@ -179,6 +203,12 @@ pub fn audit(
             }
         }
     }
+    out
+}
+
+/// Pairs and triples out of order in the values each key will have after the next boot.
+fn order(set: &Settings, running: &Running) -> Vec<Finding> {
+    let mut out = vec![];
     // The value each key will have after the next boot: the files', else what runs now.
     let at_boot = |p: &str| -> Option<(String, String)> {
         match set.get(p).and_then(|s| s.last()) {
@@ -224,7 +254,6 @@ pub fn audit(
             });
         }
     }
-    out.sort_by_key(|f| f.severity);
     out
 }
 

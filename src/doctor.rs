@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tpslab_analysis::doctor::{audit, judged_paths, DoctorRecord};
-use tpslab_analysis::record::{Body, Meta, Record};
+use tpslab_analysis::record::{Body, Record};
 use tpslab_engine::hostconf;
 
 #[derive(Args, Debug)]
@@ -29,11 +29,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     if !a.root.is_dir() {
         bail!("--root {}: not a folder", a.root.display());
     }
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let t0 = tpslab_net::mono_ns();
+    let started = crate::out::Started::now();
     let (files, masked) = hostconf::sysctl_files(&a.root)?;
     let paths = files
         .iter()
@@ -57,12 +53,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     tpslab_report::term::doctor::record(&mut stdout, &rec)?;
     if let Some(p) = &a.record.json {
-        let meta = Meta::new(
-            &env,
-            started,
-            (tpslab_net::mono_ns() - t0) as f64 / 1e9,
-            false,
-        );
+        let meta = started.meta(false);
         write_json(p, &Record::with_meta(meta, Body::Doctor(rec)))?;
         writeln!(stdout, "record written to {}", p.display())?;
     }

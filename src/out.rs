@@ -128,3 +128,38 @@ pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
     tpslab_report::term::record(&mut out, rec, explain)
         .context("writing the report to standard output")
 }
+
+/// When a command started, for its record's metadata: this host's facts, the wall clock
+/// (ms since the Unix epoch) and the monotonic clock.
+pub(crate) struct Started {
+    env: tpslab_analysis::record::Environment,
+    unix_ms: u64,
+    t0: u64,
+}
+
+impl Started {
+    /// Now.
+    pub(crate) fn now() -> Started {
+        Started {
+            env: tpslab_engine::env::environment(),
+            unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            t0: tpslab_net::mono_ns(),
+        }
+    }
+
+    /// The metadata of a command that ran from then until now.
+    pub(crate) fn meta(&self, interrupted: bool) -> tpslab_analysis::record::Meta {
+        self.meta_for((tpslab_net::mono_ns() - self.t0) as f64 / 1e9, interrupted)
+    }
+
+    /// The metadata of a command that ran for `elapsed_s` seconds (measured by it).
+    pub(crate) fn meta_for(
+        &self,
+        elapsed_s: f64,
+        interrupted: bool,
+    ) -> tpslab_analysis::record::Meta {
+        tpslab_analysis::record::Meta::new(&self.env, self.unix_ms, elapsed_s, interrupted)
+    }
+}

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::ramp;
-use tpslab_analysis::record::{Body, Meta, RampReport, Record};
+use tpslab_analysis::record::{Body, RampReport, Record};
 use tpslab_engine::ramp::{run_ramp, RampPlan, RampProto};
 use tpslab_engine::rr::{frame, Framing};
 use tpslab_plan::limits::{
@@ -316,19 +316,10 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     tpslab_report::term::ramp_header(&mut out, &plan)?;
     drop(out);
     let stop = install_signals()?;
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let t0 = tpslab_net::mono_ns();
+    let started = crate::out::Started::now();
     let run = run_ramp(&plan, &stop)?;
     drop(server);
-    let meta = Meta::new(
-        &env,
-        started,
-        (tpslab_net::mono_ns() - t0) as f64 / 1e9,
-        run.interrupted,
-    );
+    let meta = started.meta(run.interrupted);
     let analysis = ramp::analyse(&run, meta.cpus);
     let rec = Record::with_meta(meta, Body::Ramp(RampReport { run, analysis }));
     let Body::Ramp(r) = &rec.body else {

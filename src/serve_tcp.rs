@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::record::tcp::ServeTcpRecord;
-use tpslab_analysis::record::{Body, Meta, Record};
+use tpslab_analysis::record::{Body, Record};
 use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
 use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
 use tpslab_plan::tcp::{parse_buffer, ServeTcpMode, ServeTcpPlan};
@@ -122,10 +122,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     }
     let plan = plan(&a)?;
     let stop = install_signals()?;
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let started = crate::out::Started::now();
     let srv = if plan.request_response() {
         Running::Rr(RrServer::start(RrConfig {
             listen: plan.listen,
@@ -186,7 +183,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     rec.elapsed_s = t0.elapsed().as_secs_f64();
     render::serve_end(&mut out, &rec)?;
     if let Some(p) = &a.record.json {
-        let meta = Meta::new(&env, started, rec.elapsed_s, rec.interrupted);
+        let meta = started.meta_for(rec.elapsed_s, rec.interrupted);
         write_json(p, &Record::with_meta(meta, Body::ServeTcp(rec)))?;
         writeln!(out, "record written to {}", p.display())?;
     }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::{Body, Meta, Record, RunRecord, SweepReport};
+use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
@@ -261,11 +261,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
     let stop = out::install_signals()?;
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let t0 = tpslab_net::mono_ns();
+    let started = crate::out::Started::now();
     let out_dir = a.out.display().to_string();
     tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;
     let pb = indicatif::ProgressBar::new(order.len() as u64);
@@ -317,12 +313,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     }
     let result = analyse(&cells, &metrics, plan.objective);
     let interrupted = stop.load(Relaxed);
-    let meta = Meta::new(
-        &env,
-        started,
-        (tpslab_net::mono_ns() - t0) as f64 / 1e9,
-        interrupted,
-    );
+    let meta = started.meta(interrupted);
     let rec = Record::with_meta(
         meta,
         Body::Sweep(SweepReport {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tpslab_analysis::bdp;
 use tpslab_analysis::gate::{applies, FailOn};
 use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
-use tpslab_analysis::record::{Body, Meta, Record, TcpRecord};
+use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::limits::LAB_RTT;
@@ -208,11 +208,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     a.gate.conditions(applies::TCP)?;
     let plan = plan(&a)?;
     let stop = install_signals()?;
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let t0 = tpslab_net::mono_ns();
+    let started = crate::out::Started::now();
     let mut rec = TcpRecord {
         plan,
         runs: vec![],
@@ -239,12 +235,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         }
     }
     rec.interrupted = stop.load(Relaxed) || rec.runs.first().is_some_and(|r| r.flow.interrupted);
-    let meta = Meta::new(
-        &env,
-        started,
-        (tpslab_net::mono_ns() - t0) as f64 / 1e9,
-        rec.interrupted,
-    );
+    let meta = started.meta(rec.interrupted);
     if !matches!(plan.mode, TcpMode::Lab { .. }) {
         render::record(&mut out, &rec)?;
     }

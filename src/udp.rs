@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate;
-use tpslab_analysis::record::{Body, Meta, Record, RunRecord, ServeRecord};
+use tpslab_analysis::record::{Body, Record, RunRecord, ServeRecord};
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::observe::{Observer, ObserverConfig};
 use tpslab_engine::server::{Mode, UdpServer};
@@ -92,10 +92,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
         check_output("--json", p, false)?;
     }
     let stop = install_signals()?;
-    let env = tpslab_engine::env::environment();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let started = crate::out::Started::now();
     let srv = UdpServer::start(cfg)?;
     tpslab_report::term::serve_header(&mut std::io::stdout().lock(), &srv.report())?;
     let t0 = std::time::Instant::now();
@@ -105,7 +102,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let server = srv.stop();
     let (elapsed_s, interrupted) = (t0.elapsed().as_secs_f64(), stop.load(Relaxed));
     let rec = Record::with_meta(
-        Meta::new(&env, started, elapsed_s, interrupted),
+        started.meta_for(elapsed_s, interrupted),
         Body::Serve(ServeRecord {
             server,
             elapsed_s,

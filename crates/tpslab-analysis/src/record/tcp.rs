@@ -324,8 +324,8 @@ mod tests {
         let rec = fixture();
         let samples = rec.runs[0].flow.samples.clone();
         let flow = |samples: Vec<TcpSample>| WatchedFlow {
-            local: "10.77.0.1:40000".parse().unwrap(),
-            remote: "10.77.0.2:5001".parse().unwrap(),
+            local: "127.0.0.1:40000".parse().unwrap(),
+            remote: "127.0.0.1:5001".parse().unwrap(),
             inode: 1,
             sndbuf: 131072,
             rcvbuf: 131072,

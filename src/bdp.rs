@@ -22,13 +22,9 @@ pub(crate) struct BdpArgs {
 /// Runs `tpslab bdp`.
 pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
     use tpslab_analysis::bdp;
-    let rtt = a.rtt.as_secs_f64();
-    if !(rtt > 0.0 && rtt <= 60.0) {
-        bail!(
-            "--rtt {}: allowed above 0 up to 60s",
-            humantime::format_duration(a.rtt)
-        );
-    }
+    let rtt = tpslab_plan::limits::PATH_RTT
+        .check("--rtt", a.rtt)?
+        .as_secs_f64();
     if a.rate.is_none() && a.buffer.is_none() {
         bail!("bdp needs --rate RATE (the buffers it needs) or --buffer SIZE (the rate it allows)");
     }
@@ -68,10 +64,6 @@ pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
             p.buffer_bytes / 2
         );
         let read = |k: &str| tpslab_engine::env::read_sysctl(k);
-        let third = |v: &Option<String>| {
-            v.as_ref()
-                .and_then(|v| v.split_whitespace().nth(2)?.parse::<u64>().ok())
-        };
         let (rmem, wmem) = (read("net.ipv4.tcp_rmem"), read("net.ipv4.tcp_wmem"));
         let core = |k: &str| read(k).and_then(|v| v.parse::<u64>().ok());
         let (rmax, wmax) = (core("net.core.rmem_max"), core("net.core.wmem_max"));
@@ -86,29 +78,7 @@ pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
         );
         println!("  net.core.rmem_max = {}, net.core.wmem_max = {} (caps for applications that set SO_RCVBUF/SO_SNDBUF, which turns autotuning off)",
             rmax.map_or("?".into(), |v| v.to_string()), wmax.map_or("?".into(), |v| v.to_string()));
-        let mut lines = vec![];
-        let fix3 = |v: &Option<String>| -> Option<String> {
-            let parts: Vec<&str> = v.as_ref()?.split_whitespace().collect();
-            (parts.len() == 3).then(|| format!("{} {} {}", parts[0], parts[1], p.buffer_bytes))
-        };
-        if third(&rmem).is_some_and(|m| m < p.buffer_bytes) {
-            if let Some(v) = fix3(&rmem) {
-                lines.push(("net.ipv4.tcp_rmem", v));
-            }
-        }
-        if third(&wmem).is_some_and(|m| m < p.buffer_bytes) {
-            if let Some(v) = fix3(&wmem) {
-                lines.push(("net.ipv4.tcp_wmem", v));
-            }
-        }
-        // rmem_max / wmem_max cap what setsockopt asks (before the kernel doubles it).
-        let ask = p.buffer_bytes / 2;
-        if rmax.is_some_and(|m| m < ask) {
-            lines.push(("net.core.rmem_max", ask.to_string()));
-        }
-        if wmax.is_some_and(|m| m < ask) {
-            lines.push(("net.core.wmem_max", ask.to_string()));
-        }
+        let lines = bdp::host_fixes(&p, rmem.as_deref(), wmem.as_deref(), rmax, wmax);
         if lines.is_empty() {
             println!("Enough already: autotuning can reach {} bytes; an application that sets its own SO_RCVBUF/SO_SNDBUF must ask for at least {} (doubled by the kernel).", p.buffer_bytes, p.buffer_bytes / 2);
         } else {

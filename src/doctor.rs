@@ -1,15 +1,18 @@
-//! `tpslab doctor`: audits the sysctl files a host applies at boot against each other and
-//! against what runs now. Reads only; changes nothing.
+//! `tpslab doctor`: audits the sysctl files a host applies at boot, the network settings
+//! it runs with and its NICs, for the workload stated with `--for`. Reads only; changes
+//! nothing (`--write-snippet` writes a sysctl.d file for a person to review).
 
 use crate::out::{self, write_json};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tpslab_analysis::doctor::{audit, judged_paths, DoctorRecord};
+use std::time::Duration;
+use tpslab_analysis::doctor::{self, judged_paths, DoctorRecord, Severity};
 use tpslab_analysis::record::{Body, Record};
 use tpslab_engine::hostconf;
+use tpslab_plan::doctor::{Workload, WorkloadFlags};
 
 #[derive(Args, Debug)]
 pub(crate) struct DoctorArgs {
@@ -17,14 +20,108 @@ pub(crate) struct DoctorArgs {
     /// running values always come from this host's /proc/sys.
     #[arg(long, default_value = "/")]
     root: PathBuf,
+    /// The workload the host is for: udp (--rate PPS --burst N --size BYTES [--sockets
+    /// N]), tcp (--rtt DUR --rate RATE), pool (--idle-timeout DUR [--pool-validate DUR]
+    /// [--pool-max-idle DUR]).
+    #[arg(long = "for", value_name = "udp|tcp|pool")]
+    workload: Option<String>,
+    /// Rate: datagrams per second for udp (200000), bits per second for tcp (80mbit).
+    #[arg(long)]
+    rate: Option<String>,
+    /// Datagrams that arrive back to back in one burst (udp; 1 for a steady load).
+    #[arg(long)]
+    burst: Option<u64>,
+    /// UDP payload, bytes (udp).
+    #[arg(long)]
+    size: Option<u64>,
+    /// Sockets receiving at once, each with its own buffer (udp; default 1).
+    #[arg(long)]
+    sockets: Option<u64>,
+    /// Round-trip time of the path (tcp), e.g. 30ms.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    rtt: Option<Duration>,
+    /// Idle time after which a middlebox on the path forgets a connection (pool), e.g. 350s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    idle_timeout: Option<Duration>,
+    /// How often the pool tests idle connections (pool), e.g. 50m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pool_validate: Option<Duration>,
+    /// How long the pool keeps an idle connection (pool), e.g. 83m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pool_max_idle: Option<Duration>,
+    /// Exit 1 when a finding is this severe or more: warn or error.
+    #[arg(long, value_name = "warn|error")]
+    fail_on: Option<String>,
+    /// Write the sysctl.d file that applies every sysctl fix found, for review (refuses
+    /// to overwrite a file).
+    #[arg(long, value_name = "FILE")]
+    write_snippet: Option<PathBuf>,
     #[command(flatten)]
     record: crate::flags::RecordFlag,
 }
 
+impl DoctorArgs {
+    /// The `--for` workload, validated (None without `--for`).
+    fn workload(&self) -> Result<Option<Workload>> {
+        let f = WorkloadFlags {
+            rate: self.rate.clone(),
+            burst: self.burst,
+            size: self.size,
+            sockets: self.sockets,
+            rtt: self.rtt,
+            idle_timeout: self.idle_timeout,
+            pool_validate: self.pool_validate,
+            pool_max_idle: self.pool_max_idle,
+        };
+        match &self.workload {
+            Some(kind) => Ok(Some(Workload::from_flags(kind, &f)?)),
+            None => {
+                let given = [
+                    ("--rate", f.rate.is_some()),
+                    ("--burst", f.burst.is_some()),
+                    ("--size", f.size.is_some()),
+                    ("--sockets", f.sockets.is_some()),
+                    ("--rtt", f.rtt.is_some()),
+                    ("--idle-timeout", f.idle_timeout.is_some()),
+                    ("--pool-validate", f.pool_validate.is_some()),
+                    ("--pool-max-idle", f.pool_max_idle.is_some()),
+                ];
+                match given.iter().find(|(_, g)| *g) {
+                    Some((flag, _)) => {
+                        bail!("{flag} describes a workload: give --for udp, tcp or pool")
+                    }
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+}
+
+/// The least severe finding that fails the run.
+fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
+    Ok(match s {
+        None => None,
+        Some("warn") => Some(Severity::Warn),
+        Some("error") => Some(Severity::Error),
+        Some(other) => bail!("--fail-on {other}: allowed warn or error"),
+    })
+}
+
 /// Runs `tpslab doctor`.
 pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
+    let gate = fail_on(a.fail_on.as_deref())?;
+    let workload = a.workload()?;
     if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
+    }
+    if let Some(p) = &a.write_snippet {
+        if std::fs::symlink_metadata(p).is_ok() {
+            bail!(
+                "--write-snippet {}: exists; doctor does not overwrite (give a new file name)",
+                p.display()
+            );
+        }
+        out::check_output("--write-snippet", p, false)?;
     }
     if !a.root.is_dir() {
         bail!("--root {}: not a folder", a.root.display());
@@ -41,21 +138,62 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
         .filter(|(_, v)| v.is_none())
         .filter_map(|(p, _)| hostconf::suggest(p).map(|k| (p.clone(), k)))
         .collect();
-    let findings = audit(&files, &running, &suggested);
-    let rec = DoctorRecord {
+    let truesize = match workload {
+        Some(Workload::Udp { size_bytes, .. }) => Some(
+            tpslab_engine::probe::probe_truesize(size_bytes as usize, None)
+                .map_err(|e| e.to_string()),
+        ),
+        _ => None,
+    };
+    let mut rec = DoctorRecord {
         root: a.root.display().to_string(),
         files,
         masked,
+        known: hostconf::known(&running),
         running,
         suggested,
-        findings,
+        memory_bytes: hostconf::memory_bytes(),
+        page_bytes: tpslab_net::page_size(),
+        workload,
+        truesize,
+        host: hostconf::host_facts(),
+        findings: vec![],
     };
+    rec.findings = doctor::judge(&rec);
     let mut stdout = std::io::stdout().lock();
     tpslab_report::term::doctor::record(&mut stdout, &rec)?;
+    if let Some(p) = &a.write_snippet {
+        let header = format!(
+            "sysctl settings proposed by tpslab doctor{} on {} ({}): review before installing in /etc/sysctl.d/",
+            rec.workload.map_or(String::new(), |w| format!(" --for {}", w.describe())),
+            started.meta(false).hostname,
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        );
+        match doctor::snippet(&rec.findings, &header) {
+            Some(text) => {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(p)
+                    .and_then(|mut f| f.write_all(text.as_bytes()))
+                    .map_err(|e| anyhow!("--write-snippet {}: {e}", p.display()))?;
+                writeln!(stdout, "sysctl.d snippet written to {}", p.display())?;
+            }
+            None => writeln!(stdout, "no sysctl to change: no snippet written")?,
+        }
+    }
+    let failing = gate.map_or(0, |g| {
+        rec.findings.iter().filter(|f| f.severity <= g).count()
+    });
     if let Some(p) = &a.record.json {
         let meta = started.meta(false);
         write_json(p, &Record::with_meta(meta, Body::Doctor(rec)))?;
         writeln!(stdout, "record written to {}", p.display())?;
+    }
+    if failing > 0 {
+        let name = a.fail_on.as_deref().unwrap_or_default();
+        eprintln!("tpslab: doctor: {failing} finding(s) at --fail-on {name} or above");
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -43,6 +43,43 @@ pub fn buffer_plan(rate_bps: f64, rtt_s: f64) -> BufferPlan {
     }
 }
 
+/// The sysctls to raise so a flow can have `p`'s buffer, from the host's values
+/// (`tcp_rmem`/`tcp_wmem` as read, three fields; `rmem_max`/`wmem_max` in bytes; None when
+/// unknown): the last field of tcp_rmem/tcp_wmem (what autotuning may reach) below the
+/// buffer, with the first two kept; rmem_max/wmem_max below what setsockopt must ask (half
+/// the buffer, which the kernel doubles). (dotted key, value) in that order; empty when
+/// the host already allows the buffer. `tpslab bdp` and `tpslab doctor --for tcp` both
+/// use it.
+pub fn host_fixes(
+    p: &BufferPlan,
+    tcp_rmem: Option<&str>,
+    tcp_wmem: Option<&str>,
+    rmem_max: Option<u64>,
+    wmem_max: Option<u64>,
+) -> Vec<(&'static str, String)> {
+    let mut lines = vec![];
+    let raise3 = |v: Option<&str>| -> Option<String> {
+        let parts: Vec<&str> = v?.split_whitespace().collect();
+        let max: u64 = parts.get(2)?.parse().ok()?;
+        (parts.len() == 3 && max < p.buffer_bytes)
+            .then(|| format!("{} {} {}", parts[0], parts[1], p.buffer_bytes))
+    };
+    if let Some(v) = raise3(tcp_rmem) {
+        lines.push(("net.ipv4.tcp_rmem", v));
+    }
+    if let Some(v) = raise3(tcp_wmem) {
+        lines.push(("net.ipv4.tcp_wmem", v));
+    }
+    let ask = p.setsockopt_bytes();
+    if rmem_max.is_some_and(|m| m < ask) {
+        lines.push(("net.core.rmem_max", ask.to_string()));
+    }
+    if wmem_max.is_some_and(|m| m < ask) {
+        lines.push(("net.core.wmem_max", ask.to_string()));
+    }
+    lines
+}
+
 /// The largest window TCP can advertise: 65535 << 14 (window scale 14), bytes.
 pub const MAX_TCP_WINDOW: u64 = 65535 << 14;
 
@@ -66,6 +103,27 @@ mod tests {
         assert_eq!(p.buffer_bytes, 655_360); // 600000 rounded up to 64 KiB
                                              // That window carries the rate; the old 64 KiB would not.
         assert!(window_ceiling_bps(p.bdp_bytes, 0.030) >= 80e6);
+    }
+
+    #[test]
+    fn host_fixes_raise_only_what_is_short() {
+        let p = buffer_plan(1e9, 0.1); // 12.5 MB in flight, a 25034752-byte buffer
+        assert_eq!(p.buffer_bytes, 25_034_752);
+        let fixes = host_fixes(
+            &p,
+            Some("4096 131072 6291456"),
+            Some("4096 16384 33554432"),
+            Some(212_992),
+            Some(16_777_216),
+        );
+        assert_eq!(
+            fixes,
+            [
+                ("net.ipv4.tcp_rmem", "4096 131072 25034752".to_string()),
+                ("net.core.rmem_max", "12517376".to_string())
+            ]
+        );
+        assert_eq!(host_fixes(&p, None, Some("bad"), None, None), vec![]);
     }
 
     #[test]

@@ -98,6 +98,29 @@ pub fn buffer_need(
     }
 }
 
+/// The margin diagnose and doctor put on a backlog: twice the datagrams that waited at
+/// once (larger bursts, scheduling delays).
+pub const BACKLOG_MARGIN: f64 = 2.0;
+
+/// The largest setsockopt(SO_RCVBUF) request: the kernel doubles it into an int.
+pub const MAX_RCVBUF_REQUEST: u64 = (i32::MAX / 2) as u64;
+
+impl BufferNeed {
+    /// What to ask of setsockopt(SO_RCVBUF) (capped at [`MAX_RCVBUF_REQUEST`]) and the
+    /// limit that grants (twice it), bytes.
+    pub fn request(&self) -> (u64, u64) {
+        let req = self.setsockopt_bytes.min(MAX_RCVBUF_REQUEST);
+        (req, req * 2)
+    }
+}
+
+/// The buffer a burst of `burst` datagrams charged `truesize` bytes each needs when the
+/// server reads nothing while it arrives (the worst case, and what a run that drops the
+/// rest of a burst measures): [`buffer_need`] with the whole burst waiting.
+pub fn burst_need(burst: u64, truesize: u64) -> BufferNeed {
+    buffer_need(burst, 0, burst, truesize, BACKLOG_MARGIN)
+}
+
 /// Most events in any window of `window_s` seconds, from per-interval counts:
 /// `counts[i]` happened between `t_s[i]` and `t_s[i + 1]` (seconds, increasing). A window
 /// always holds at least one interval.

@@ -159,6 +159,11 @@ pub fn online_cpus() -> usize {
     }
 }
 
+/// The page size, bytes (udp_mem and tcp_mem count in pages).
+pub fn page_size() -> u64 {
+    rustix::param::page_size() as u64
+}
+
 /// The kernel thread id of the calling thread (gettid), as seen in /proc/PID/task.
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no arguments and no memory effects.

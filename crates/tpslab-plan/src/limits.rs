@@ -96,6 +96,25 @@ pub const LAB_RTT: DurationLimit = DurationLimit {
     max: Duration::from_secs(10),
 };
 
+/// A path's round-trip time as `bdp` and `doctor --for tcp` take it.
+pub const PATH_RTT: DurationLimit = DurationLimit {
+    min: Duration::from_micros(1),
+    max: Duration::from_secs(60),
+};
+
+/// A middlebox's idle timeout as `doctor --for pool` takes it (up to a week).
+pub const IDLE_TIMEOUT: DurationLimit = DurationLimit {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(7 * 24 * 3600),
+};
+
+/// Sockets receiving at once (an SO_REUSEPORT group) in `doctor --for udp`.
+pub const SOCKETS: Limit = Limit {
+    min: 1,
+    max: 65_536,
+    unit: "",
+};
+
 /// Packets on the delay line at once (queued + in propagation), per direction: a bound on
 /// memory (x MTU bytes). Beyond it packets are dropped and counted as `line_full`.
 pub const MAX_LINE_PACKETS: usize = 32768;

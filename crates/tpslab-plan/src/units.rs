@@ -40,6 +40,21 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(r)
 }
 
+/// A rate in bits/s as [`parse_rate`] reads it back: the largest decimal unit that
+/// writes it whole (`80Mbit`, `1Gbit`, `1500bit`), else Mbit with decimals.
+pub fn format_rate(bps: f64) -> String {
+    for (unit, m) in [("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)] {
+        let v = bps / m;
+        if v >= 1.0 && v.fract() == 0.0 {
+            return format!("{v}{unit}");
+        }
+    }
+    if bps.fract() == 0.0 && bps < 1e3 {
+        return format!("{bps}bit");
+    }
+    format!("{}Mbit", bps / 1e6)
+}
+
 /// Parses a size such as `64KiB`, `1MiB`, `65536`, `64KB` (decimal), returns bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let bad = || {

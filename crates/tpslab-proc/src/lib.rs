@@ -11,7 +11,9 @@
 
 mod common;
 pub mod dev;
+pub mod ethtool;
 pub mod live;
+pub mod meminfo;
 pub mod pid;
 pub mod snmp;
 pub mod softnet;

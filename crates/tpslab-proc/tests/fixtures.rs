@@ -384,3 +384,57 @@ fn live_proc_smoke() {
     assert!(live::task_ids(u32::MAX).is_empty());
     assert!(live::socket_inodes(u32::MAX).is_empty());
 }
+
+#[test]
+fn ethtool_rings_and_statistics() {
+    use tpslab_proc::ethtool::*;
+    // This machine's virtio_net NIC (ethtool 6.1).
+    let r = parse_rings(&fixture("ethtool/virtio_net-g.txt"));
+    assert_eq!(
+        r,
+        Rings {
+            rx: Some((256, 256)),
+            tx: Some((256, 256))
+        }
+    );
+    // An ixgbe port left at its default (hand-written in ethtool's format).
+    let r = parse_rings(&fixture("ethtool/ixgbe-g.txt"));
+    assert_eq!(r.rx, Some((512, 4096)));
+    assert_eq!(
+        parse_rings("netlink error: Operation not supported"),
+        Rings::default()
+    );
+    let s = parse_stats(&fixture("ethtool/virtio_net-S.txt"));
+    assert_eq!(s[0], ("rx_drops".to_string(), 0));
+    assert!(s.iter().any(|(k, _)| k == "rx0_kicks"));
+    let drops: Vec<&str> = s
+        .iter()
+        .filter(|(k, _)| is_drop_counter(k))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert!(
+        drops.contains(&"rx0_drops") && drops.contains(&"rx_xdp_drops"),
+        "{drops:?}"
+    );
+    assert!(!drops.contains(&"rx0_kicks"));
+    // mlx5 names its drops differently (hand-written excerpt of a real counter set).
+    let s = parse_stats(&fixture("ethtool/mlx5-S-excerpt.txt"));
+    let drops: Vec<(&str, u64)> = s
+        .iter()
+        .filter(|(k, v)| is_drop_counter(k) && *v > 0)
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(
+        drops,
+        [("rx_out_of_buffer", 48211), ("rx_discards_phy", 1290)]
+    );
+}
+
+#[test]
+fn meminfo_total() {
+    use tpslab_proc::meminfo::parse_mem_total;
+    let m = fixture("linux-6.18/meminfo");
+    assert_eq!(parse_mem_total(&m), Some(24_684_084 * 1024));
+    assert_eq!(parse_mem_total("MemTotal: 12"), None);
+    assert_eq!(parse_mem_total(""), None);
+}

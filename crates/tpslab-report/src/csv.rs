@@ -32,7 +32,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
                     text(&format!("{:?}", f.severity).to_lowercase()),
                     text(&f.what),
                     text(&f.evidence.join("; ")),
-                    text(f.fix.as_deref().unwrap_or(""))
+                    text(&f.fix.as_ref().map_or(String::new(), |x| x.to_string()))
                 )?;
             }
             Ok(())

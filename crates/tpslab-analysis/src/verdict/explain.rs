@@ -6,7 +6,7 @@ use super::words::{
     cpu, ev, loss_text, on_wire, pct, raise_lines, rxq, server_starved, server_waits, sysctl_lines,
 };
 use super::{Evidence, Facts, Fix, Recommendation};
-use crate::buffer::{buffer_need, BufferNeed};
+use crate::buffer::{buffer_need, BufferNeed, BACKLOG_MARGIN};
 
 /// What the explanations fill in.
 #[derive(Default)]
@@ -384,11 +384,9 @@ pub(super) fn unexplained(f: &Facts, d: &mut Draft) -> (String, String) {
 /// own, rmem_max when the request would be capped, and the fix a verification applies.
 fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
     let held = f.limit_bytes.unwrap_or(f.rxq_max_bytes as u64) / t;
-    let need = buffer_need(f.burst, held, f.peak_drops_window, t, 2.0);
+    let need = buffer_need(f.burst, held, f.peak_drops_window, t, BACKLOG_MARGIN);
     // setsockopt takes an int and the kernel doubles it: at most INT_MAX / 2.
-    let max_req = (i32::MAX / 2) as u64;
-    let req = need.setsockopt_bytes.min(max_req);
-    let granted = req * 2;
+    let (req, granted) = need.request();
     let mut sys = vec![];
     if f.rmem_max.is_none_or(|m| m < req) {
         sys.push(("net.core.rmem_max", req));

@@ -1,7 +1,7 @@
-//! `tpslab doctor`: the sysctl files a host applies at boot, judged against each other and
-//! against what runs now. Pure: the files (parsed, in the order they are applied), the
-//! running values and the suggested keys are read by the caller; [`audit`] only judges.
+//! The sysctl files a host applies at boot, judged against each other and against what
+//! runs now ([`audit`]), and the memory limits that count pages ([`memory`]).
 
+use super::{dotted, numbers, Finding, Fix, Running, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tpslab_proc::sysctl_conf::{ConfEntry, ConfLine};
@@ -14,37 +14,6 @@ pub struct ConfFile {
     /// Its settings and malformed lines.
     pub lines: Vec<ConfLine>,
 }
-
-/// How much a finding matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// The file does not do what it says (a key this kernel does not have, a malformed
-    /// line).
-    Error,
-    /// Something will differ from what someone expects (a value not running, an
-    /// inconsistent pair).
-    Warn,
-    /// Worth knowing (a value set in several files).
-    Info,
-}
-
-/// One finding with its evidence and the line that fixes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// How much it matters.
-    pub severity: Severity,
-    /// What is wrong, in one sentence.
-    pub what: String,
-    /// Where it was seen: `file:line` with the line's setting, or the running value.
-    pub evidence: Vec<String>,
-    /// The line to write instead (sysctl.d syntax), when there is one.
-    pub fix: Option<String>,
-}
-
-/// What the running kernel has for a /proc/sys path: its value, or None when this kernel
-/// has no such key.
-pub type Running = BTreeMap<String, Option<String>>;
 
 /// Pairs whose order matters: (smaller, larger, why).
 const PAIRS: &[(&str, &str, &str)] = &[
@@ -60,18 +29,20 @@ const PAIRS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Triples that must be non-decreasing: min, default, max (bytes).
-const TRIPLES: &[&str] = &["net/ipv4/tcp_rmem", "net/ipv4/tcp_wmem"];
+/// Triples that must be non-decreasing: min, default, max (bytes) or min, pressure, max
+/// (pages).
+const TRIPLES: &[&str] = &[
+    "net/ipv4/tcp_rmem",
+    "net/ipv4/tcp_wmem",
+    "net/ipv4/udp_mem",
+    "net/ipv4/tcp_mem",
+];
 
 /// A value as the kernel reads it, for comparison: numbers field by field in decimal
 /// (`020000` is octal 8192), anything else with its blanks collapsed.
 fn normal(v: &str) -> String {
     tpslab_plan::sysctl::canonical(v)
         .unwrap_or_else(|| v.split_whitespace().collect::<Vec<_>>().join(" "))
-}
-
-fn dotted(path: &str) -> String {
-    path.replace('/', ".")
 }
 
 /// Judges `files` (in the order the system applies them; later wins) against the
@@ -151,7 +122,7 @@ fn per_line(
                                 hint.map_or(String::new(), |k| format!("; the key is probably `{k}`"))
                             ),
                             evidence: vec![format!("{at}: {written} = {value}")],
-                            fix: hint.map(|k| format!("{k} = {value}")),
+                            fix: hint.map(|k| Fix::sysctl(k, value)),
                         });
                         continue;
                     }
@@ -234,7 +205,7 @@ fn order(set: &Settings, running: &Running) -> Vec<Finding> {
                         dotted(large)
                     ),
                     evidence: vec![format!("{a_at}: {x}"), format!("{b_at}: {y}")],
-                    fix: Some(format!("{} = {x}", dotted(large))),
+                    fix: Some(Fix::sysctl(dotted(large), x)),
                 });
             }
         }
@@ -246,7 +217,7 @@ fn order(set: &Settings, running: &Running) -> Vec<Finding> {
             out.push(Finding {
                 severity: Severity::Warn,
                 what: format!(
-                    "{} is not min <= default <= max after boot ({v}): the kernel uses them as given, so a default above the max caps autotuning below its own start",
+                    "{} is not in increasing order after boot ({v}): the kernel uses the fields as given (a default above the max, a pressure above the limit)",
                     dotted(p)
                 ),
                 evidence: vec![format!("{at}: {v}")],
@@ -257,32 +228,37 @@ fn order(set: &Settings, running: &Running) -> Vec<Finding> {
     out
 }
 
-/// Everything `tpslab doctor` read and found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DoctorRecord {
-    /// The tree audited (`/` for this host).
-    pub root: String,
-    /// The sysctl files, in the order the system applies them (later wins).
-    pub files: Vec<ConfFile>,
-    /// Files not applied because a file of the same name in a directory that comes
-    /// first masks them: (masked, by).
-    pub masked: Vec<(String, String)>,
-    /// This kernel's values of every key the files set, and of the keys judged in pairs
-    /// (None: no such key).
-    pub running: Running,
-    /// For keys this kernel does not have: the key probably meant.
-    pub suggested: BTreeMap<String, String>,
-    /// The findings ([`audit`] of the above).
-    pub findings: Vec<Finding>,
-}
-
-/// The /proc/sys paths whose running values [`audit`] compares in pairs and triples.
-pub fn judged_paths() -> Vec<&'static str> {
-    PAIRS
-        .iter()
-        .flat_map(|(a, b, _)| [*a, *b])
-        .chain(TRIPLES.iter().copied())
-        .collect()
+/// Memory limits counted in pages (udp_mem, tcp_mem): a limit above the host's memory
+/// was probably written in bytes. `memory_bytes` 0: unknown, nothing judged.
+pub fn memory(running: &Running, memory_bytes: u64, page_bytes: u64) -> Vec<Finding> {
+    let mut out = vec![];
+    if memory_bytes == 0 || page_bytes == 0 {
+        return out;
+    }
+    for p in ["net/ipv4/udp_mem", "net/ipv4/tcp_mem"] {
+        let Some(v) = numbers(running, p).filter(|v| v.len() == 3) else {
+            continue;
+        };
+        let max_bytes = v[2].saturating_mul(page_bytes);
+        if max_bytes > memory_bytes {
+            out.push(Finding {
+                severity: Severity::Warn,
+                what: format!(
+                    "{} counts pages of {page_bytes} bytes: its limit of {} pages is {:.1} GiB, more than this host's {:.1} GiB of memory (written in bytes?); the limit never binds, so one flood of queued data can take the host's memory",
+                    dotted(p),
+                    v[2],
+                    max_bytes as f64 / (1u64 << 30) as f64,
+                    memory_bytes as f64 / (1u64 << 30) as f64
+                ),
+                evidence: vec![
+                    format!("/proc/sys/{p}: {} {} {}", v[0], v[1], v[2]),
+                    format!("/proc/meminfo MemTotal: {} kB", memory_bytes / 1024),
+                ],
+                fix: None,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -324,7 +300,10 @@ mod tests {
             f[0].evidence,
             ["/etc/sysctl.conf:1: core.rmem_default = 4608000"]
         );
-        assert_eq!(f[0].fix.as_deref(), Some("net.core.rmem_default = 4608000"));
+        assert_eq!(
+            f[0].fix,
+            Some(Fix::sysctl("net.core.rmem_default", 4608000))
+        );
     }
 
     #[test]
@@ -364,8 +343,8 @@ mod tests {
             .any(|x| x.what.starts_with("net.core.rmem_max runs with")));
         find("net.core.rmem_default runs with 212992 but the files set 16777216");
         let p = find("net.core.rmem_default (16777216) is above net.core.rmem_max (8388608)");
-        assert_eq!(p.fix.as_deref(), Some("net.core.rmem_max = 16777216"));
-        find("net.ipv4.tcp_rmem is not min <= default <= max");
+        assert_eq!(p.fix, Some(Fix::sysctl("net.core.rmem_max", 16777216)));
+        find("net.ipv4.tcp_rmem is not in increasing order");
     }
 
     #[test]
@@ -380,6 +359,20 @@ mod tests {
         assert!(f.iter().all(|x| x.severity == Severity::Info));
         assert!(f[0].what.contains("written with `-`"), "{}", f[0].what);
         assert!(f[1].what.contains("is a glob"), "{}", f[1].what);
+    }
+
+    #[test]
+    fn memory_limits_above_the_hosts_memory_were_written_in_bytes() {
+        let run = running(&[
+            // This machine's kernel default (24 GiB): 4.4 GiB of pages.
+            ("net/ipv4/tcp_mem", Some("287898 383867 575796")),
+            // 8 GiB in bytes, read as pages: 32 TiB.
+            ("net/ipv4/udp_mem", Some("4194304 6291456 8589934592")),
+        ]);
+        let f = memory(&run, 24_684_084 * 1024, 4096);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].what.starts_with("net.ipv4.udp_mem counts pages of 4096 bytes: its limit of 8589934592 pages is 32768.0 GiB, more than this host's 23.5 GiB"), "{}", f[0].what);
+        assert_eq!(memory(&run, 0, 4096), vec![]);
     }
 
     #[test]

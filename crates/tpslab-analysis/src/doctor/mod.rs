@@ -1,0 +1,396 @@
+//! `tpslab doctor`: a host's network settings judged against each other, against what
+//! runs now, and against the workload the host is for. Pure: the caller reads the files
+//! (parsed, in the order they are applied), the running values, the host's NICs and CPUs
+//! and probes truesize; [`judge`] only judges.
+//!
+//! - [`files`]: the sysctl files (unknown keys, malformed lines, overrides, values not
+//!   running, pairs and triples out of order, memory limits in pages);
+//! - [`workload`]: `--for udp|tcp|pool` (buffers for a burst, for a BDP, keepalive and
+//!   retries against an idle timeout);
+//! - [`host`]: NIC rings and drops, RPS, irqbalance, the CPU frequency governor.
+
+pub mod files;
+pub mod host;
+pub mod workload;
+
+use crate::buffer::TruesizeProbe;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use tpslab_plan::doctor::Workload;
+
+pub use files::{audit, ConfFile};
+pub use host::HostFacts;
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The file does not do what it says (a key this kernel does not have, a malformed
+    /// line).
+    Error,
+    /// Something will differ from what someone expects (a value not running, an
+    /// inconsistent pair, a setting short for the stated workload).
+    Warn,
+    /// Worth knowing (a value set in several files, a host setting that may matter).
+    Info,
+}
+
+/// What fixes a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fix {
+    /// A sysctl.d line, full key name (`--write-snippet` collects these).
+    Sysctl {
+        /// Dotted key (`net.core.rmem_default`).
+        key: String,
+        /// Value as the kernel reads it (`4096 131072 6291456`).
+        value: String,
+    },
+    /// Anything else: a command or a change in an application's settings.
+    Action {
+        /// What to run or change.
+        line: String,
+    },
+}
+
+impl Fix {
+    /// A sysctl.d line.
+    pub fn sysctl(key: impl Into<String>, value: impl ToString) -> Fix {
+        Fix::Sysctl {
+            key: key.into(),
+            value: value.to_string(),
+        }
+    }
+    /// Another action.
+    pub fn action(line: impl Into<String>) -> Fix {
+        Fix::Action { line: line.into() }
+    }
+}
+
+impl fmt::Display for Fix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fix::Sysctl { key, value } => write!(f, "{key} = {value}"),
+            Fix::Action { line } => f.write_str(line),
+        }
+    }
+}
+
+/// One finding with its evidence and what fixes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// How much it matters.
+    pub severity: Severity,
+    /// What is wrong, in one sentence.
+    pub what: String,
+    /// Where it was seen: `file:line` with the line's setting, a running value, a counter.
+    pub evidence: Vec<String>,
+    /// What fixes it, when there is one thing that does.
+    pub fix: Option<Fix>,
+}
+
+/// What the running kernel has for a /proc/sys path (`net/core/rmem_max`): its value
+/// (blanks collapsed), or None when this kernel has no such key.
+pub type Running = BTreeMap<String, Option<String>>;
+
+/// Whether a sysctl belongs to each network namespace or to the whole host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Each network namespace has its own value (a container can set it).
+    Netns,
+    /// One value for the host: a namespace other than the first cannot set it (it is
+    /// absent there, or read-only).
+    Host,
+}
+
+/// The network sysctls doctor always reads, with what each one governs.
+pub const KNOWN: &[(&str, &str)] = &[
+    (
+        "net/core/rmem_default",
+        "receive buffer limit of a socket that never sets SO_RCVBUF, bytes",
+    ),
+    (
+        "net/core/rmem_max",
+        "largest SO_RCVBUF a socket may ask (the kernel doubles it), bytes",
+    ),
+    (
+        "net/core/wmem_default",
+        "send buffer limit of a socket that never sets SO_SNDBUF, bytes",
+    ),
+    (
+        "net/core/wmem_max",
+        "largest SO_SNDBUF a socket may ask, bytes",
+    ),
+    (
+        "net/core/netdev_max_backlog",
+        "packets each CPU's input backlog holds (loopback, veth, RPS)",
+    ),
+    (
+        "net/core/netdev_budget",
+        "packets one NET_RX softirq run handles",
+    ),
+    (
+        "net/core/netdev_budget_usecs",
+        "longest NET_RX softirq run, us",
+    ),
+    (
+        "net/core/somaxconn",
+        "largest listen() backlog (accept queue)",
+    ),
+    (
+        "net/core/busy_read",
+        "busy-poll time of a blocking read, us (0: off)",
+    ),
+    (
+        "net/core/busy_poll",
+        "busy-poll time of poll/select, us (0: off)",
+    ),
+    ("net/core/optmem_max", "ancillary buffer per socket, bytes"),
+    (
+        "net/core/rps_sock_flow_entries",
+        "RFS flow table size (0: RFS off)",
+    ),
+    (
+        "net/ipv4/udp_mem",
+        "UDP memory of all sockets: min pressure max, pages",
+    ),
+    (
+        "net/ipv4/udp_rmem_min",
+        "receive memory a UDP socket keeps under pressure, bytes",
+    ),
+    (
+        "net/ipv4/tcp_rmem",
+        "TCP receive buffer: min default max (autotuning ceiling), bytes",
+    ),
+    (
+        "net/ipv4/tcp_wmem",
+        "TCP send buffer: min default max, bytes",
+    ),
+    (
+        "net/ipv4/tcp_mem",
+        "TCP memory of all sockets: min pressure max, pages",
+    ),
+    (
+        "net/ipv4/tcp_window_scaling",
+        "window scaling (RFC 7323; 0 caps windows at 64 KiB)",
+    ),
+    (
+        "net/ipv4/tcp_moderate_rcvbuf",
+        "receive buffer autotuning (0: off)",
+    ),
+    (
+        "net/ipv4/tcp_congestion_control",
+        "congestion control of new connections",
+    ),
+    (
+        "net/ipv4/tcp_keepalive_time",
+        "idle time before the first keepalive probe, s",
+    ),
+    (
+        "net/ipv4/tcp_keepalive_intvl",
+        "time between keepalive probes, s",
+    ),
+    (
+        "net/ipv4/tcp_keepalive_probes",
+        "unanswered keepalive probes before the connection is dropped",
+    ),
+    (
+        "net/ipv4/tcp_retries2",
+        "retransmissions of unacknowledged data before ETIMEDOUT",
+    ),
+    (
+        "net/ipv4/tcp_rto_min_us",
+        "smallest retransmission timeout, us",
+    ),
+    (
+        "net/ipv4/tcp_rto_max_ms",
+        "largest retransmission timeout, ms",
+    ),
+    (
+        "net/ipv4/tcp_max_syn_backlog",
+        "half-open connections a listener holds",
+    ),
+    (
+        "net/ipv4/ip_local_port_range",
+        "ephemeral ports for outgoing connections: first last",
+    ),
+];
+
+/// One of [`KNOWN`] as this host runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownSysctl {
+    /// Dotted key (`net.core.rmem_max`).
+    pub key: String,
+    /// Running value (None: not on this kernel).
+    pub value: Option<String>,
+    /// Per namespace or host-wide, as checked in a fresh network namespace (None: not
+    /// checked, which needs root).
+    pub scope: Option<Scope>,
+    /// What it governs.
+    pub what: String,
+}
+
+/// Everything `tpslab doctor` read and found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorRecord {
+    /// The tree audited (`/` for this host).
+    pub root: String,
+    /// The sysctl files, in the order the system applies them (later wins).
+    pub files: Vec<ConfFile>,
+    /// Files not applied because a file of the same name in a directory that comes
+    /// first masks them: (masked, by).
+    pub masked: Vec<(String, String)>,
+    /// This kernel's values of every key the files set and of [`KNOWN`] (None: no such
+    /// key), from /proc/sys (host-wide keys read in an outer namespace when this one
+    /// lacks them).
+    pub running: Running,
+    /// For keys this kernel does not have: the key probably meant.
+    pub suggested: BTreeMap<String, String>,
+    /// [`KNOWN`] as this host runs them, with their scope.
+    #[serde(default)]
+    pub known: Vec<KnownSysctl>,
+    /// Physical memory (/proc/meminfo `MemTotal`), bytes; 0 when unknown.
+    #[serde(default)]
+    pub memory_bytes: u64,
+    /// The page size udp_mem and tcp_mem count in, bytes.
+    #[serde(default = "page_default")]
+    pub page_bytes: u64,
+    /// The workload stated with `--for`.
+    #[serde(default)]
+    pub workload: Option<Workload>,
+    /// For `--for udp`: what this kernel charges per datagram of the workload's size
+    /// (a probe on loopback), or why it could not be measured.
+    #[serde(default)]
+    pub truesize: Option<Result<TruesizeProbe, String>>,
+    /// NICs, RPS, irqbalance and CPU frequency as this host shows them.
+    #[serde(default)]
+    pub host: HostFacts,
+    /// The findings ([`judge`] of the above), errors first.
+    pub findings: Vec<Finding>,
+}
+
+fn page_default() -> u64 {
+    4096
+}
+
+/// The /proc/sys paths [`judge`] reads: [`KNOWN`] (which holds every key judged in pairs,
+/// triples and workloads).
+pub fn judged_paths() -> Vec<&'static str> {
+    KNOWN.iter().map(|(p, _)| *p).collect()
+}
+
+/// Every finding on `r` (its `findings` field is ignored): files, memory limits, the
+/// workload, the host; errors first, then warnings, then notes, each group in that order.
+pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
+    let mut out = audit(&r.files, &r.running, &r.suggested);
+    out.extend(files::memory(&r.running, r.memory_bytes, r.page_bytes));
+    if let Some(w) = &r.workload {
+        out.extend(workload::judge(w, r));
+    }
+    out.extend(host::judge(&r.host));
+    out.sort_by_key(|f| f.severity);
+    out
+}
+
+/// The sysctl.d file that applies every [`Fix::Sysctl`] of `findings` (a key fixed twice
+/// takes the larger number, else the later value), each line under the finding it fixes;
+/// None when no finding has one.
+pub fn snippet(findings: &[Finding], header: &str) -> Option<String> {
+    let mut chosen: Vec<(String, String, String)> = vec![];
+    for f in findings {
+        let Some(Fix::Sysctl { key, value }) = &f.fix else {
+            continue;
+        };
+        match chosen.iter_mut().find(|(k, _, _)| k == key) {
+            Some(c) => {
+                let larger = match (c.1.parse::<u64>(), value.parse::<u64>()) {
+                    (Ok(a), Ok(b)) => b > a,
+                    _ => true,
+                };
+                if larger {
+                    *c = (key.clone(), value.clone(), f.what.clone());
+                }
+            }
+            None => chosen.push((key.clone(), value.clone(), f.what.clone())),
+        }
+    }
+    if chosen.is_empty() {
+        return None;
+    }
+    let mut s = String::new();
+    for l in header.lines() {
+        s.push_str(&format!("# {l}\n"));
+    }
+    for (k, v, why) in chosen {
+        s.push_str(&format!("\n# {}\n{k} = {v}\n", why.replace('\n', " ")));
+    }
+    Some(s)
+}
+
+/// The dotted key of a /proc/sys path.
+pub(crate) fn dotted(path: &str) -> String {
+    path.replace('/', ".")
+}
+
+/// A running value's whole-number fields (`4096 131072 6291456` -> three numbers).
+pub(crate) fn numbers(running: &Running, path: &str) -> Option<Vec<u64>> {
+    let v = running.get(path)?.as_ref()?;
+    v.split_whitespace().map(|x| x.parse().ok()).collect()
+}
+
+/// A running value that is one whole number.
+pub(crate) fn number(running: &Running, path: &str) -> Option<u64> {
+    numbers(running, path)
+        .filter(|v| v.len() == 1)
+        .map(|v| v[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(what: &str, fix: Option<Fix>) -> Finding {
+        Finding {
+            severity: Severity::Warn,
+            what: what.into(),
+            evidence: vec![],
+            fix,
+        }
+    }
+
+    #[test]
+    fn snippet_keeps_one_line_per_key_the_larger_number() {
+        let f = [
+            finding("a", Some(Fix::sysctl("net.core.rmem_max", 8388608))),
+            finding("b", Some(Fix::action("ethtool -G eth0 rx 4096"))),
+            finding("c", Some(Fix::sysctl("net.core.rmem_max", 4194304))),
+            finding(
+                "d",
+                Some(Fix::sysctl("net.ipv4.tcp_rmem", "4096 131072 25165824")),
+            ),
+            finding("e", None),
+        ];
+        let s = snippet(&f, "written by tpslab doctor\nreview it").unwrap();
+        assert_eq!(
+            s,
+            "# written by tpslab doctor\n# review it\n\n# a\nnet.core.rmem_max = 8388608\n\n# d\nnet.ipv4.tcp_rmem = 4096 131072 25165824\n"
+        );
+        // What it writes reads back as sysctl.d settings with full keys.
+        let parsed = tpslab_proc::sysctl_conf::parse_sysctl_conf(&s);
+        assert_eq!(parsed.iter().filter_map(|l| l.entry.path()).count(), 2);
+        assert_eq!(snippet(&f[1..2], "x"), None);
+    }
+
+    #[test]
+    fn known_keys_are_distinct_proc_sys_paths() {
+        let mut keys: Vec<&str> = judged_paths();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), KNOWN.len());
+        assert!(keys
+            .iter()
+            .all(|k| k.starts_with("net/") && !k.contains('.')));
+    }
+}

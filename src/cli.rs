@@ -2,7 +2,7 @@
 //! in its own module; shared flags in `flags`, shared output and process helpers in `out`.
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
-use crate::{bdp, diagnose, doctor, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
+use crate::{bdp, diagnose, doctor, probe, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,8 +37,9 @@ enum Cmd {
     },
     /// Sample the kernel's counters for a socket/process over time.
     Watch(WatchArgs),
-    /// Audit the sysctl files this host (or --root) applies at boot: keys this kernel does
-    /// not have, malformed lines, overrides, values not running, inconsistent pairs.
+    /// Audit a host's network settings and the sysctl files it (or --root) applies at
+    /// boot: unknown keys, malformed lines, overrides, values not running, inconsistent
+    /// pairs, NICs; and against a workload (--for udp|tcp|pool).
     Doctor(doctor::DoctorArgs),
     /// Render saved records again (any --json): the tables
     /// the run printed, or the record as JSON.
@@ -63,6 +64,12 @@ enum Cmd {
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Measure a path: `probe idle` finds after how long of idleness it kills a TCP
+    /// connection, and how (dropped, reset, closed).
+    Probe {
+        #[command(subcommand)]
+        what: probe::ProbeCmd,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -111,6 +118,7 @@ pub fn main() -> Result<ExitCode> {
         } => serve_tcp::serve(a),
         Cmd::Tcp(a) => tcp::run(*a),
         Cmd::Doctor(a) => doctor::run(a),
+        Cmd::Probe { what } => probe::run(what),
         Cmd::Ramp { proto } => ramp::run(proto),
         Cmd::Diagnose(a) => diagnose::run(a),
         Cmd::Bdp(a) => bdp::run(&a),

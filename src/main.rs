@@ -6,6 +6,7 @@ mod diagnose;
 mod doctor;
 mod flags;
 mod out;
+mod probe;
 mod ramp;
 mod report_cmd;
 mod serve_tcp;

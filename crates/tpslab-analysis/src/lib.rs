@@ -9,6 +9,7 @@ pub mod buffer;
 pub mod doctor;
 pub mod experiment;
 pub mod gate;
+pub mod idle;
 pub mod ledger;
 pub mod nan;
 pub mod ramp;

@@ -5,18 +5,21 @@
 //! routes into its TUN, drops a share at random (`loss`), serialises them at `rate_bps`
 //! behind a FIFO of at most `queue_packets` (tail drop, like a router port), holds each
 //! for the one-way `delay_ns` and writes it into the other TUN. RTT = 2 x delay_ns plus
-//! the forwarding cost (tens of microseconds, measured by the tests).
+//! the forwarding cost (tens of microseconds, measured by the tests). With
+//! `idle_timeout_ns` a middlebox ([`crate::middlebox`]) sits in front of the line and
+//! forgets flows idle for longer (S5).
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tpslab_net::mono_ns;
 use tpslab_net::ns::NetNs;
 use tpslab_net::tun::{self, Tun};
 
+use crate::middlebox::{FlowTable, Verdict};
 use crate::EngineError;
 
 /// Address of side A (on `tpsl-a` in namespace A).
@@ -37,6 +40,8 @@ struct DirCounters {
     line_full: AtomicU64,
     write_errors: AtomicU64,
     on_line_at_stop: AtomicU64,
+    forgotten: AtomicU64,
+    resets_sent: AtomicU64,
 }
 
 impl DirCounters {
@@ -50,6 +55,8 @@ impl DirCounters {
             line_full: self.line_full.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
             on_line_at_stop: self.on_line_at_stop.load(Relaxed),
+            forgotten: self.forgotten.load(Relaxed),
+            resets_sent: self.resets_sent.load(Relaxed),
         }
     }
 }
@@ -80,14 +87,21 @@ impl Link {
         let tb = Arc::new(make(b, "tpsl-b", ADDR_B, ADDR_A)?);
         let stop = Arc::new(AtomicBool::new(false));
         let counters: Arc<[DirCounters; 2]> = Arc::new(Default::default());
+        let table = config
+            .idle_timeout_ns
+            .map(|t| Arc::new(Mutex::new(FlowTable::new(t, config.on_idle))));
         let mut threads = vec![];
         for (dir, (from, to)) in [(ta.clone(), tb.clone()), (tb, ta)].into_iter().enumerate() {
             let counters = counters.clone();
+            let table = table.clone();
             let seed = config.seed.wrapping_add(dir as u64 * 0x9e37_79b9_7f4a_7c15);
             let st = stop.clone();
             let h = std::thread::Builder::new()
                 .name(format!("link-{}", ["a2b", "b2a"][dir]))
-                .spawn(move || forward(&from, &to, config, seed, &st, &counters[dir]));
+                .spawn(move || {
+                    let mb = table.as_ref().map(|t| (&**t, dir == 0));
+                    forward(&from, &to, config, seed, &st, &counters[dir], mb)
+                });
             match h {
                 Ok(h) => threads.push(h),
                 Err(e) => {
@@ -172,7 +186,53 @@ impl Line {
     }
 }
 
-fn forward(from: &Tun, to: &Tun, cfg: LinkConfig, seed: u64, stop: &AtomicBool, c: &DirCounters) {
+/// The middlebox in front of one direction: the shared table, and whether packets of this
+/// direction come from the near side (A).
+type Middlebox<'a> = Option<(&'a Mutex<FlowTable>, bool)>;
+
+/// What the middlebox does to a packet just read (`Pass`: on to the line).
+fn middlebox(mb: Middlebox, pkt: &[u8], now: u64, from: &Tun, to: &Tun, c: &DirCounters) -> bool {
+    let Some((table, from_a)) = mb else {
+        return true;
+    };
+    let verdict = table
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .judge(pkt, from_a, now);
+    match verdict {
+        Verdict::Pass => true,
+        Verdict::Drop => {
+            c.forgotten.fetch_add(1, Relaxed);
+            false
+        }
+        Verdict::Reset {
+            to_sender,
+            to_receiver,
+        } => {
+            c.forgotten.fetch_add(1, Relaxed);
+            // Written back into the sender's TUN (its namespace receives it) and on to
+            // the receiver, at once: a middlebox's RST does not cross the delay line.
+            for (tun, rst) in [(from, &to_sender), (to, &to_receiver)] {
+                if tun.write(rst).is_ok() {
+                    c.resets_sent.fetch_add(1, Relaxed);
+                } else {
+                    c.write_errors.fetch_add(1, Relaxed);
+                }
+            }
+            false
+        }
+    }
+}
+
+fn forward(
+    from: &Tun,
+    to: &Tun,
+    cfg: LinkConfig,
+    seed: u64,
+    stop: &AtomicBool,
+    c: &DirCounters,
+    mb: Middlebox,
+) {
     // 1 ns timer slack keeps the wake-ups for due packets at their time, not 50 us late.
     tpslab_net::sched::set_timer_slack_ns(1);
     let mut rng = seed | 1;
@@ -237,6 +297,10 @@ fn forward(from: &Tun, to: &Tun, cfg: LinkConfig, seed: u64, stop: &AtomicBool, 
                 c.line_full.fetch_add(1, Relaxed);
                 continue;
             };
+            if !middlebox(mb, &bufs[i][..len], now, from, to, c) {
+                free.push(i);
+                continue;
+            }
             if cfg.loss > 0.0 && next_unit(&mut rng) < cfg.loss {
                 c.dropped_loss.fetch_add(1, Relaxed);
                 free.push(i);

@@ -10,6 +10,7 @@
 pub mod doctor;
 pub mod framing;
 pub mod limits;
+pub mod probe;
 pub mod sweep;
 pub mod sysctl;
 pub mod tcp;

@@ -108,6 +108,19 @@ pub const IDLE_TIMEOUT: DurationLimit = DurationLimit {
     max: Duration::from_secs(7 * 24 * 3600),
 };
 
+/// The longest idle interval `probe idle` waits for (a study can last about this long).
+pub const IDLE_PROBE_MAX: DurationLimit = DurationLimit {
+    min: Duration::from_secs(2),
+    max: Duration::from_secs(2 * 3600),
+};
+
+/// Connections `probe idle` holds open at once, the control connection included.
+pub const IDLE_PROBE_CONNECTIONS: Limit = Limit {
+    min: 2,
+    max: 256,
+    unit: "",
+};
+
 /// Sockets receiving at once (an SO_REUSEPORT group) in `doctor --for udp`.
 pub const SOCKETS: Limit = Limit {
     min: 1,

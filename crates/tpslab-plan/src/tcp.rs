@@ -36,6 +36,24 @@ pub struct LinkConfig {
     pub mtu: u32,
     /// Seed of the loss generator (runs are repeatable).
     pub seed: u64,
+    /// The middlebox's idle timeout, ns: a flow idle for longer is forgotten (None: no
+    /// middlebox).
+    #[serde(default)]
+    pub idle_timeout_ns: Option<u64>,
+    /// What the middlebox does to a later segment of a forgotten TCP flow.
+    #[serde(default)]
+    pub on_idle: OnIdle,
+}
+
+/// What the lab's middlebox does to a TCP segment (not a SYN) of a flow it forgot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIdle {
+    /// Drop it silently (most firewalls and load balancers).
+    #[default]
+    Drop,
+    /// Answer with a RST to both ends ("reset on idle").
+    Reset,
 }
 
 impl Default for LinkConfig {
@@ -47,6 +65,8 @@ impl Default for LinkConfig {
             queue_packets: 1000,
             mtu: 1500,
             seed: 1,
+            idle_timeout_ns: None,
+            on_idle: OnIdle::Drop,
         }
     }
 }

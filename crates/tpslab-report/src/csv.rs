@@ -37,6 +37,22 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::ProbeIdle(r) => {
+            writeln!(w, "round,idle_s,fate,decided_ms")?;
+            for c in &r.conns {
+                let fate = serde_json::to_value(&c.fate).unwrap_or_default();
+                let fate = fate.as_str().map_or_else(|| fate.to_string(), String::from);
+                writeln!(
+                    w,
+                    "{},{},{},{}",
+                    c.round,
+                    c.idle_s,
+                    text(&fate),
+                    c.decided_ms
+                )?;
+            }
+            Ok(())
+        }
         Body::ServeTcp(s) => {
             writeln!(w, "connections,bytes,requests,errors,elapsed_s")?;
             writeln!(

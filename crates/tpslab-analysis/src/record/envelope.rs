@@ -53,6 +53,8 @@ pub enum Body {
     ServeTcp(super::tcp::ServeTcpRecord),
     /// `doctor`: the host's sysctl files and what is wrong with them.
     Doctor(crate::doctor::DoctorRecord),
+    /// `probe idle`: a path's idle timeout, bracketed.
+    ProbeIdle(crate::idle::IdleRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -185,7 +187,8 @@ impl Record {
             | Body::Serve(_)
             | Body::Tcp(_)
             | Body::ServeTcp(_)
-            | Body::Doctor(_) => Meta::default(),
+            | Body::Doctor(_)
+            | Body::ProbeIdle(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -298,6 +301,11 @@ impl Record {
             | Body::Diagnose(_)
             | Body::Serve(_)
             | Body::Doctor(_) => {}
+            Body::ProbeIdle(r) => {
+                if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
+                    return bad("a probe round without its connections".into());
+                }
+            }
         }
         Ok(())
     }
@@ -323,6 +331,7 @@ impl Record {
             Body::Tcp(_) => "tcp",
             Body::ServeTcp(_) => "serve_tcp",
             Body::Doctor(_) => "doctor",
+            Body::ProbeIdle(_) => "probe_idle",
         }
     }
 }

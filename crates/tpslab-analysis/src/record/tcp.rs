@@ -54,6 +54,13 @@ pub struct DirStats {
     pub write_errors: u64,
     /// Still on the line when the link stopped (never delivered).
     pub on_line_at_stop: u64,
+    /// Packets of flows the middlebox had forgotten (idle past its timeout), dropped or
+    /// answered with RSTs.
+    #[serde(default)]
+    pub forgotten: u64,
+    /// RSTs the middlebox wrote (two per segment of a forgotten flow in reset mode).
+    #[serde(default)]
+    pub resets_sent: u64,
 }
 
 /// What the lab's delay line and sink saw during one flow.

@@ -3,7 +3,7 @@
 //! findings, errors first, each with its evidence and what fixes it.
 
 use std::io::{self, Write};
-use tpslab_analysis::doctor::{DoctorRecord, Scope, Severity};
+use tpslab_analysis::doctor::{DoctorRecord, Finding, Scope, Severity};
 use tpslab_proc::sysctl_conf::ConfEntry;
 
 /// The whole record, as `tpslab doctor` printed it.
@@ -12,7 +12,20 @@ pub fn record(w: &mut dyn Write, r: &DoctorRecord) -> io::Result<()> {
     running(w, r)?;
     host(w, r)?;
     writeln!(w)?;
-    for f in &r.findings {
+    findings(w, &r.findings)?;
+    let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
+    writeln!(
+        w,
+        "{} error(s), {} warning(s), {} note(s); running values from /proc/sys of this host",
+        count(Severity::Error),
+        count(Severity::Warn),
+        count(Severity::Info)
+    )
+}
+
+/// Findings, one per paragraph: severity, what, evidence, fix.
+pub(crate) fn findings(w: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
+    for f in findings {
         let tag = match f.severity {
             Severity::Error => "ERROR",
             Severity::Warn => "WARN ",
@@ -26,14 +39,7 @@ pub fn record(w: &mut dyn Write, r: &DoctorRecord) -> io::Result<()> {
             writeln!(w, "      fix: {x}")?;
         }
     }
-    let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
-    writeln!(
-        w,
-        "{} error(s), {} warning(s), {} note(s); running values from /proc/sys of this host",
-        count(Severity::Error),
-        count(Severity::Warn),
-        count(Severity::Info)
-    )
+    Ok(())
 }
 
 fn files(w: &mut dyn Write, r: &DoctorRecord) -> io::Result<()> {

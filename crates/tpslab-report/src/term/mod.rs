@@ -8,6 +8,7 @@ use tpslab_analysis::record::{Body, Record};
 
 mod diagnose;
 pub mod doctor;
+pub mod idle;
 mod ramp;
 mod run;
 mod sweep;
@@ -77,5 +78,6 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
         }
         Body::Diagnose(d) => print_diagnosis(w, d, explain),
         Body::Doctor(d) => doctor::record(w, d),
+        Body::ProbeIdle(r) => idle::record(w, r),
     }
 }

@@ -1,0 +1,161 @@
+//! The plan of `tpslab probe idle`: after how long of idleness a path kills a TCP
+//! connection (S5), found with idle connections on a ladder of intervals, narrowed by
+//! bisection.
+
+use crate::limits::{IDLE_PROBE_CONNECTIONS, IDLE_PROBE_MAX};
+use crate::PlanError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use crate::tcp::OnIdle;
+
+/// Where the probe goes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum IdleTarget {
+    /// A TCP server anywhere (no application bytes are sent to it).
+    Server {
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// tpslab's lab: a listener behind the delay line's middlebox, between two
+    /// throwaway namespaces.
+    Lab {
+        /// The middlebox's idle timeout, ns.
+        idle_timeout_ns: u64,
+        /// What it does to a segment of a forgotten flow.
+        on_idle: OnIdle,
+    },
+}
+
+/// A validated `probe idle` plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IdlePlan {
+    /// Where.
+    pub target: IdleTarget,
+    /// Shortest idle interval tried, whole seconds (TCP_KEEPIDLE counts seconds).
+    pub min_s: u64,
+    /// Longest idle interval tried, whole seconds.
+    pub max_s: u64,
+    /// The study stops when the timeout is known within this, seconds.
+    pub resolution_s: u64,
+    /// Connections open at once, the control connection included.
+    pub connections: usize,
+    /// Seconds between keepalive probes once the first went unanswered.
+    pub keepalive_intvl_s: u64,
+    /// Unanswered keepalive probes before the kernel gives up (ETIMEDOUT).
+    pub keepalive_cnt: u64,
+}
+
+fn whole_seconds(flag: &str, d: Duration) -> Result<u64, PlanError> {
+    if d.subsec_nanos() != 0 || d.as_secs() == 0 {
+        return Err(PlanError::value(
+            flag,
+            humantime::format_duration(d),
+            "whole seconds, at least 1s (TCP keepalive counts seconds)",
+        ));
+    }
+    Ok(d.as_secs())
+}
+
+impl IdlePlan {
+    /// The plan from its flags: every interval in whole seconds, `min < max <=`
+    /// [`IDLE_PROBE_MAX`], a resolution below the range, [`IDLE_PROBE_CONNECTIONS`].
+    /// Errors name the flag and what is allowed.
+    pub fn new(
+        target: IdleTarget,
+        min: Duration,
+        max: Duration,
+        resolution: Duration,
+        connections: usize,
+    ) -> Result<IdlePlan, PlanError> {
+        let min_s = whole_seconds("--min", min)?;
+        let max_s = whole_seconds("--max", max)?;
+        let resolution_s = whole_seconds("--resolution", resolution)?;
+        IDLE_PROBE_MAX.check("--max", max)?;
+        if max_s <= min_s {
+            return Err(PlanError::Conflict(format!(
+                "--max {} is not above --min {}",
+                humantime::format_duration(max),
+                humantime::format_duration(min)
+            )));
+        }
+        if resolution_s >= max_s - min_s {
+            return Err(PlanError::Conflict(format!(
+                "--resolution {} is not below the range --min {} to --max {}",
+                humantime::format_duration(resolution),
+                humantime::format_duration(min),
+                humantime::format_duration(max)
+            )));
+        }
+        IDLE_PROBE_CONNECTIONS.check("--connections", connections as u64)?;
+        if let IdleTarget::Lab {
+            idle_timeout_ns, ..
+        } = target
+        {
+            let t = Duration::from_nanos(idle_timeout_ns);
+            crate::limits::IDLE_TIMEOUT.check("--lab-idle-timeout", t)?;
+        }
+        Ok(IdlePlan {
+            target,
+            min_s,
+            max_s,
+            resolution_s,
+            connections,
+            keepalive_intvl_s: 1,
+            keepalive_cnt: 2,
+        })
+    }
+
+    /// The longest a connection idle for `idle_s` takes to be judged: its first keepalive
+    /// probe at `idle_s`, the last unanswered one `cnt x intvl` later, and a second of
+    /// grace for the path's round trip, seconds.
+    pub fn verdict_after_s(&self, idle_s: u64) -> u64 {
+        idle_s + self.keepalive_cnt * self.keepalive_intvl_s + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> IdleTarget {
+        IdleTarget::Server {
+            addr: "127.0.0.1:5432".parse().unwrap(),
+        }
+    }
+
+    fn s(x: u64) -> Duration {
+        Duration::from_secs(x)
+    }
+
+    #[test]
+    fn limits_and_errors() {
+        let p = IdlePlan::new(server(), s(10), s(3600), s(5), 16).unwrap();
+        assert_eq!((p.min_s, p.max_s, p.resolution_s), (10, 3600, 5));
+        assert_eq!(p.verdict_after_s(100), 103);
+        let e = |min, max, res, c| {
+            IdlePlan::new(server(), min, max, res, c)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(e(s(60), s(30), s(1), 16), "--max 30s is not above --min 1m");
+        assert_eq!(
+            e(s(10), s(20), s(10), 16),
+            "--resolution 10s is not below the range --min 10s to --max 20s"
+        );
+        assert!(e(Duration::from_millis(500), s(20), s(1), 16)
+            .starts_with("--min 500ms: allowed whole seconds"));
+        assert!(e(s(1), s(3 * 3600), s(1), 16).starts_with("--max 3h: allowed"));
+        assert!(e(s(1), s(30), s(1), 1).starts_with("--connections 1: allowed 2..=256"));
+        let lab = IdleTarget::Lab {
+            idle_timeout_ns: 0,
+            on_idle: OnIdle::Drop,
+        };
+        assert!(IdlePlan::new(lab, s(1), s(10), s(1), 8)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--lab-idle-timeout 0s: allowed"));
+    }
+}

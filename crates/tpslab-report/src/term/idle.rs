@@ -1,0 +1,108 @@
+//! `tpslab probe idle` in a terminal: the plan, each connection's fate by round, the
+//! bracket and how the path ended the flow, the control connection, and what an
+//! application on this host suffers with that timeout.
+
+use std::io::{self, Write};
+use tpslab_analysis::idle::{Fate, IdleRecord};
+use tpslab_plan::probe::{IdleTarget, OnIdle};
+
+/// The header, printed before the study starts.
+pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
+    let p = &r.plan;
+    let target = match p.target {
+        IdleTarget::Server { addr } => format!("{addr}"),
+        IdleTarget::Lab {
+            idle_timeout_ns,
+            on_idle,
+        } => format!(
+            "the lab (a middlebox that forgets flows idle for more than {:.1} s, then {})",
+            idle_timeout_ns as f64 / 1e9,
+            match on_idle {
+                OnIdle::Drop => "drops their segments",
+                OnIdle::Reset => "answers them with RSTs",
+            }
+        ),
+    };
+    writeln!(
+        w,
+        "tpslab probe idle {target}: idle intervals {} s to {} s, resolution {} s, {} connections at once (one a control, probed every second); no application bytes are sent",
+        p.min_s, p.max_s, p.resolution_s, p.connections
+    )
+}
+
+/// The whole record, as `tpslab probe idle` printed it.
+pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
+    header(w, r)?;
+    let rounds = r.conns.iter().map(|c| c.round).max().unwrap_or(0);
+    for n in 1..=rounds {
+        let line: Vec<String> = r
+            .conns
+            .iter()
+            .filter(|c| c.round == n)
+            .map(|c| match c.fate {
+                Fate::Abandoned => format!("{} s -", c.idle_s),
+                _ => format!(
+                    "{} s {} ({:.1} s)",
+                    c.idle_s,
+                    short(&c.fate),
+                    c.decided_ms as f64 / 1e3
+                ),
+            })
+            .collect();
+        writeln!(w, "  round {n}: {}", line.join(", "))?;
+    }
+    let b = r.bracket;
+    let found = match (b.alive_s, b.dead_s) {
+        _ if b.inconsistent() => format!(
+            "INCONSISTENT: a connection died after {} s idle while one survived {} s: this path has no fixed idle timeout (several middleboxes behind a balancer?); no single figure is measured",
+            b.dead_s.unwrap_or(0),
+            b.alive_s.unwrap_or(0)
+        ),
+        (Some(a), Some(d)) => format!("idle timeout in ({a} s, {d} s]"),
+        (None, Some(d)) => format!("idle timeout at most {d} s (the shortest interval tried already died)"),
+        (_, None) => format!(
+            "no idle timeout up to {} s: every connection judged survived",
+            b.alive_s.unwrap_or(0)
+        ),
+    };
+    let how = r.how.as_ref().map_or(String::new(), |h| {
+        format!("; the path ended it: {}", h.words())
+    });
+    writeln!(
+        w,
+        "Result: {found}{how}{}",
+        if r.interrupted {
+            " (interrupted: what was found so far)"
+        } else {
+            ""
+        }
+    )?;
+    match &r.control {
+        Fate::Alive => writeln!(w, "Control connection: alive through the study (the path and the server worked)")?,
+        f => writeln!(
+            w,
+            "NOT EVIDENCE: the control connection, busy every second, ended: {}; the server or the path failed during the study",
+            f.words()
+        )?,
+    }
+    if !r.findings.is_empty() {
+        writeln!(
+            w,
+            "\nThis host's TCP settings against the upper end of the bracket ({} s):",
+            b.dead_s.unwrap_or(0)
+        )?;
+        super::doctor::findings(w, &r.findings)?;
+    }
+    Ok(())
+}
+
+fn short(f: &Fate) -> String {
+    match f {
+        Fate::Alive => "alive".into(),
+        Fate::Dropped => "dropped".into(),
+        Fate::Reset => "reset".into(),
+        Fate::Closed => "closed".into(),
+        Fate::Error(e) => e.clone(),
+        Fate::Abandoned => "-".into(),
+    }
+}

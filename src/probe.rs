@@ -1,0 +1,151 @@
+//! `tpslab probe idle`: after how long of idleness a path kills a TCP connection (S5),
+//! against a server or in tpslab's lab behind a middlebox with a known timeout.
+
+use crate::out::{self, write_json};
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+use tpslab_analysis::doctor::workload;
+use tpslab_analysis::idle::{bracket, Fate, IdleRecord};
+use tpslab_analysis::record::{Body, Record};
+use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle};
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ProbeCmd {
+    /// The idle timeout of the path to a TCP server: idle connections on a ladder of
+    /// intervals, tested with TCP keepalive (no application bytes), narrowed by bisection.
+    Idle(IdleArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum OnIdleArg {
+    /// Drop the forgotten flow's segments silently.
+    Drop,
+    /// Answer them with a RST to both ends.
+    Reset,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct IdleArgs {
+    /// The TCP server, HOST:PORT (or --lab-idle-timeout for the lab).
+    target: Option<String>,
+    /// Shortest idle interval tried (whole seconds).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    min: Duration,
+    /// Longest idle interval tried (whole seconds, at most 2h): the study can last this long.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    max: Duration,
+    /// Stop when the timeout is known within this (whole seconds).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    resolution: Duration,
+    /// Connections open at once, the control connection included.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Probe tpslab's lab instead of a server: two throwaway namespaces, a middlebox that
+    /// forgets flows idle for longer than this.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    lab_idle_timeout: Option<Duration>,
+    /// What the lab's middlebox does to a forgotten flow's segments.
+    #[arg(long, value_enum, default_value = "drop")]
+    lab_on_idle: OnIdleArg,
+    #[command(flatten)]
+    record: crate::flags::RecordFlag,
+}
+
+/// Runs `tpslab probe ...`.
+pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
+    match cmd {
+        ProbeCmd::Idle(a) => idle(a),
+    }
+}
+
+fn idle(a: IdleArgs) -> Result<ExitCode> {
+    let target = match (&a.target, a.lab_idle_timeout) {
+        (Some(t), None) => IdleTarget::Server {
+            addr: out::resolve(t)?,
+        },
+        (None, Some(t)) => IdleTarget::Lab {
+            idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
+            on_idle: match a.lab_on_idle {
+                OnIdleArg::Drop => OnIdle::Drop,
+                OnIdleArg::Reset => OnIdle::Reset,
+            },
+        },
+        (Some(_), Some(_)) => bail!("give a target HOST:PORT or --lab-idle-timeout, not both"),
+        (None, None) => {
+            bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
+        }
+    };
+    let plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
+    if let Some(p) = &a.record.json {
+        out::check_output("--json", p, false)?;
+    }
+    if matches!(target, IdleTarget::Lab { .. }) && !tpslab_net::is_root() {
+        bail!("--lab-idle-timeout creates network namespaces: run as root");
+    }
+    tpslab_net::raise_nofile();
+    let stop = out::install_signals()?;
+    let started = out::Started::now();
+    let running = tpslab_engine::hostconf::running(
+        [
+            "net/ipv4/tcp_keepalive_time",
+            "net/ipv4/tcp_keepalive_intvl",
+            "net/ipv4/tcp_keepalive_probes",
+            "net/ipv4/tcp_retries2",
+            "net/ipv4/tcp_rto_max_ms",
+        ]
+        .map(String::from),
+    );
+    let mut rec = IdleRecord {
+        plan,
+        conns: vec![],
+        control: Fate::Alive,
+        bracket: bracket(&[]),
+        how: None,
+        running,
+        findings: vec![],
+        interrupted: false,
+    };
+    let mut stdout = std::io::stdout().lock();
+    tpslab_report::term::idle::header(&mut stdout, &rec)?;
+    stdout.flush()?;
+    let progress = |line: String| eprintln!("tpslab: {line}");
+    let study = match target {
+        IdleTarget::Server { addr } => tpslab_engine::idle::study(&plan, addr, &stop, &progress)?,
+        IdleTarget::Lab {
+            idle_timeout_ns,
+            on_idle,
+        } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &stop, &progress)?,
+    };
+    rec.bracket = bracket(&study.conns);
+    rec.how = rec.bracket.dead_s.and_then(|d| {
+        study
+            .conns
+            .iter()
+            .find(|c| c.idle_s == d && c.fate.dead())
+            .map(|c| c.fate.clone())
+    });
+    rec.conns = study.conns;
+    rec.control = study.control;
+    rec.interrupted = study.interrupted;
+    if let (Some(d), false) = (rec.bracket.dead_s, rec.bracket.inconsistent()) {
+        rec.findings = workload::pool(&rec.running, d, None, None);
+    }
+    // The header again is the report's first line: print the rest.
+    let mut full = vec![];
+    tpslab_report::term::idle::record(&mut full, &rec)?;
+    let text = String::from_utf8_lossy(&full);
+    write!(
+        stdout,
+        "{}",
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    )?;
+    if let Some(p) = &a.record.json {
+        let meta = started.meta(rec.interrupted);
+        write_json(p, &Record::with_meta(meta, Body::ProbeIdle(rec)))?;
+        writeln!(stdout, "record written to {}", p.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,197 @@
+//! `tpslab probe idle`: the lab's middlebox timeout found within the resolution, dropped
+//! and reset, with the control connection alive; a server on loopback with no middlebox
+//! keeps every connection; bad input is a one-line error. Each study runs in throwaway
+//! namespaces of its own (the lab) or on loopback; nothing on the host changes.
+
+mod common;
+
+/// Runs a lab study with a 2.5 s timeout over idle intervals of 1..8 s and returns the
+/// record.
+fn lab(test: &str, on_idle: &str) -> Option<serde_json::Value> {
+    if !common::can_netns(test) {
+        return None;
+    }
+    let json = common::tmp(&format!("{test}.json"));
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "idle",
+        "--lab-idle-timeout",
+        "2500ms",
+        "--lab-on-idle",
+        on_idle,
+        "--min",
+        "1s",
+        "--max",
+        "8s",
+        "--resolution",
+        "1s",
+        "--connections",
+        "16",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Result: idle timeout in (2 s, 3 s]"),
+        "{text}"
+    );
+    assert!(text.contains("Control connection: alive"), "{text}");
+    let j = common::record(&json);
+    assert_eq!(j["kind"], "probe_idle");
+    assert_eq!(j["bracket"]["alive_s"], 2);
+    assert_eq!(j["bracket"]["dead_s"], 3);
+    assert_eq!(j["control"], "alive");
+    // The round ended once 1 s and 2 s were judged alive (at 4 s and 5 s): longer
+    // intervals were not waited for, and those that ended before died too.
+    let conns = j["conns"].as_array().unwrap();
+    for c in conns {
+        let (idle, fate) = (c["idle_s"].as_u64().unwrap(), c["fate"].as_str().unwrap());
+        let ms = c["decided_ms"].as_u64().unwrap();
+        match idle {
+            1 | 2 => assert_eq!(fate, "alive", "{c}"),
+            _ => assert!(
+                fate == "abandoned" || fate == on_idle.replace("drop", "dropped"),
+                "{c}"
+            ),
+        }
+        assert!(ms < 6_500, "{c}");
+    }
+    Some(j)
+}
+
+#[test]
+fn lab_timeout_found_when_the_middlebox_drops() {
+    let Some(j) = lab("lab_timeout_found_when_the_middlebox_drops", "drop") else {
+        return;
+    };
+    assert_eq!(j["how"], "dropped");
+    // Dropped: the kernel gave up after the keepalive probes (3 s idle + 2 x 1 s).
+    let dead = j["conns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["idle_s"] == 3)
+        .unwrap();
+    let ms = dead["decided_ms"].as_u64().unwrap();
+    assert!((4_900..6_500).contains(&ms), "ETIMEDOUT after {ms} ms");
+    // The host's settings judged against the timeout found: keepalive is far too late.
+    let f = j["findings"].as_array().unwrap();
+    assert!(
+        f.iter().any(|x| x["what"]
+            .as_str()
+            .unwrap()
+            .contains("the middlebox forgets it after 3 s")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn lab_timeout_found_when_the_middlebox_resets() {
+    let Some(j) = lab("lab_timeout_found_when_the_middlebox_resets", "reset") else {
+        return;
+    };
+    assert_eq!(j["how"], "reset");
+    // Reset: at the first keepalive probe.
+    let dead = j["conns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["idle_s"] == 3)
+        .unwrap();
+    let ms = dead["decided_ms"].as_u64().unwrap();
+    assert!((2_900..4_000).contains(&ms), "ECONNRESET after {ms} ms");
+}
+
+/// On loopback nothing forgets a flow: keepalive keeps every connection, so the probe
+/// itself kills none.
+#[test]
+fn a_path_without_a_middlebox_keeps_every_connection() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let mut held = vec![];
+        l.set_nonblocking(true).unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < end && held.len() < 16 {
+            match l.accept() {
+                Ok((s, _)) => held.push(s),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_secs(8));
+    });
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "idle",
+        &addr,
+        "--min",
+        "1s",
+        "--max",
+        "3s",
+        "--resolution",
+        "1s",
+        "--connections",
+        "4",
+    ]);
+    let out = common::run(c);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Result: no idle timeout up to 3 s"), "{text}");
+    assert!(text.contains("round 1: 1 s alive"), "{text}");
+    drop(t);
+}
+
+#[test]
+fn bad_input_is_a_one_line_error() {
+    // A port nobody listens on (bound, then closed).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let c = closed.to_string();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["127.0.0.1:5432", "--min", "1m", "--max", "30s"],
+            "--max 30s is not above --min 1m".into(),
+        ),
+        (
+            vec![
+                "127.0.0.1:5432",
+                "--min",
+                "10s",
+                "--max",
+                "20s",
+                "--resolution",
+                "10s",
+            ],
+            "--resolution 10s is not below the range --min 10s to --max 20s".into(),
+        ),
+        (
+            vec!["127.0.0.1:5432", "--max", "3h"],
+            "--max 3h: allowed 2s..=2h".into(),
+        ),
+        (
+            vec![],
+            "probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab".into(),
+        ),
+        (
+            vec![&c, "--min", "1s", "--max", "3s", "--resolution", "1s"],
+            format!("connecting to {c}: Connection refused (os error 111)"),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = common::tpslab()
+            .args(["probe", "idle"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim(), format!("tpslab: error: {want}"), "{args:?}");
+    }
+}

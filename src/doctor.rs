@@ -49,6 +49,11 @@ pub(crate) struct DoctorArgs {
     /// How long the pool keeps an idle connection (pool), e.g. 83m.
     #[arg(long, value_parser = humantime::parse_duration)]
     pool_max_idle: Option<Duration>,
+    /// A connection pool's configuration to judge against --idle-timeout (pool;
+    /// repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
+    /// pgbouncer.ini.
+    #[arg(long, value_name = "FILE")]
+    pool_config: Vec<PathBuf>,
     /// Exit 1 when a finding is this severe or more: warn or error.
     #[arg(long, value_name = "warn|error")]
     fail_on: Option<String>,
@@ -111,6 +116,14 @@ fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
 pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     let gate = fail_on(a.fail_on.as_deref())?;
     let workload = a.workload()?;
+    if !a.pool_config.is_empty() && !matches!(workload, Some(Workload::Pool { .. })) {
+        bail!("--pool-config is judged against a timeout: give --for pool --idle-timeout DUR");
+    }
+    let pools = a
+        .pool_config
+        .iter()
+        .map(|p| crate::probe::read_pool_config(p))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
     }
@@ -157,6 +170,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
         workload,
         truesize,
         host: hostconf::host_facts(),
+        pools,
         findings: vec![],
     };
     rec.findings = doctor::judge(&rec);

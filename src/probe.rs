@@ -2,15 +2,16 @@
 //! against a server or in tpslab's lab behind a middlebox with a known timeout.
 
 use crate::out::{self, write_json};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_analysis::doctor::workload;
+use tpslab_analysis::doctor::{pool, workload};
 use tpslab_analysis::idle::{bracket, Fate, IdleRecord};
 use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle};
+use tpslab_proc::pool_conf::{parse_pool_conf, PoolConf};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ProbeCmd {
@@ -50,8 +51,24 @@ pub(crate) struct IdleArgs {
     /// What the lab's middlebox does to a forgotten flow's segments.
     #[arg(long, value_enum, default_value = "drop")]
     lab_on_idle: OnIdleArg,
+    /// A connection pool's configuration to judge against the timeout found
+    /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
+    /// pgbouncer.ini.
+    #[arg(long, value_name = "FILE")]
+    pool_config: Vec<std::path::PathBuf>,
     #[command(flatten)]
     record: crate::flags::RecordFlag,
+}
+
+/// Reads and parses a connection pool's configuration, and checks that every setting
+/// judged is a number. Errors (one line): unreadable, not a pool file, malformed (with its
+/// line).
+pub(crate) fn read_pool_config(p: &std::path::Path) -> Result<PoolConf> {
+    let text =
+        std::fs::read_to_string(p).map_err(|e| anyhow!("--pool-config {}: {e}", p.display()))?;
+    let conf = parse_pool_conf(&p.display().to_string(), &text)?;
+    pool::judge(&conf, 1, None).map_err(|e| anyhow!(e))?;
+    Ok(conf)
 }
 
 /// Runs `tpslab probe ...`.
@@ -79,6 +96,11 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
         }
     };
     let plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
+    let pools = a
+        .pool_config
+        .iter()
+        .map(|p| read_pool_config(p))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(p) = &a.record.json {
         out::check_output("--json", p, false)?;
     }
@@ -105,6 +127,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
         bracket: bracket(&[]),
         how: None,
         running,
+        pools,
         findings: vec![],
         interrupted: false,
     };
@@ -132,6 +155,11 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     rec.interrupted = study.interrupted;
     if let (Some(d), false) = (rec.bracket.dead_s, rec.bracket.inconsistent()) {
         rec.findings = workload::pool(&rec.running, d, None, None);
+        let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
+        for p in &rec.pools {
+            rec.findings
+                .extend(pool::judge(p, d, os).map_err(|e| anyhow!(e))?);
+        }
     }
     // The header again is the report's first line: print the rest.
     let mut full = vec![];

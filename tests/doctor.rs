@@ -301,6 +301,71 @@ fn for_pool_flags_s5s_settings_and_fails_on_warn() {
     assert_eq!(out.status.code(), Some(0), "no error-level finding");
 }
 
+const POOL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/crates/tpslab-proc/tests/fixtures/pool"
+);
+
+/// S5's c3p0 settings against its 30-minute proxy: the original is flagged with the
+/// values that fix it, the fixed one passes; a broken file is a one-line error with its
+/// line.
+#[test]
+fn pool_configs_against_s5s_proxy() {
+    let root = empty_root("doctor-empty-pools");
+    let json = common::tmp("doctor-pools.json");
+    let run = |file: &str| {
+        let _ = std::fs::remove_file(&json);
+        let mut c = common::tpslab();
+        c.args(["doctor", "--for", "pool", "--idle-timeout", "30m", "--root"])
+            .arg(&root)
+            .arg("--pool-config")
+            .arg(format!("{POOL}/{file}"))
+            .arg("--json")
+            .arg(&json);
+        common::run(c)
+    };
+    let findings = |_: &std::process::Output| -> Vec<serde_json::Value> {
+        common::record(&json)["findings"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let before = run("s5-before.hibernate.cfg.xml");
+    assert!(before.status.success());
+    let f = findings(&before);
+    let pool = f
+        .iter()
+        .find(|x| {
+            x["what"].as_str().unwrap().contains(
+                "s5-before.hibernate.cfg.xml: a connection can sit idle past the path's 1800 s",
+            )
+        })
+        .expect("S5's pool flagged");
+    assert_eq!(pool["severity"], "warn");
+    assert!(pool["fix"]["line"]
+        .as_str()
+        .unwrap()
+        .starts_with("hibernate.c3p0.idle_test_period = 900"));
+    let after = run("s5-after.hibernate.cfg.xml");
+    let f = findings(&after);
+    let pool: Vec<&serde_json::Value> = f
+        .iter()
+        .filter(|x| x["what"].as_str().unwrap().contains("s5-after"))
+        .collect();
+    assert_eq!(pool.len(), 1);
+    assert_eq!(pool[0]["severity"], "info", "{pool:?}");
+    let broken = run("broken.hibernate.cfg.xml");
+    assert_eq!(broken.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&broken.stderr);
+    assert!(
+        err.trim().starts_with(&format!(
+            "tpslab: error: {POOL}/broken.hibernate.cfg.xml:5: not well-formed XML"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1);
+}
+
 /// Bad input: one line on stderr, exit 2, before anything is read.
 #[test]
 fn bad_input_is_a_one_line_error() {

@@ -106,6 +106,58 @@ fn lab_timeout_found_when_the_middlebox_resets() {
     assert!((2_900..4_000).contains(&ms), "ECONNRESET after {ms} ms");
 }
 
+/// A timeout the first ladder only brackets: a second round bisects it (reset mode, 6.5 s,
+/// five idle connections per round: 1 2 5 13 30 s, then 6 7 9 10 11 s).
+#[test]
+fn bisection_narrows_the_ladders_bracket() {
+    if !common::can_netns("bisection_narrows_the_ladders_bracket") {
+        return;
+    }
+    let json = common::tmp("probe-bisect.json");
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "idle",
+        "--lab-idle-timeout",
+        "6500ms",
+        "--lab-on-idle",
+        "reset",
+        "--min",
+        "1s",
+        "--max",
+        "30s",
+        "--resolution",
+        "1s",
+        "--connections",
+        "6",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    let j = common::record(&json);
+    let round = |n: u64| -> Vec<u64> {
+        j["conns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["round"] == n)
+            .map(|c| c["idle_s"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(round(1), [1, 2, 5, 13, 30]);
+    assert_eq!(round(2), [6, 7, 9, 10, 11]);
+    assert_eq!(
+        (
+            j["bracket"]["alive_s"].as_u64(),
+            j["bracket"]["dead_s"].as_u64()
+        ),
+        (Some(6), Some(7))
+    );
+    assert_eq!(j["how"], "reset");
+    assert_eq!(j["control"], "alive");
+}
+
 /// On loopback nothing forgets a flow: keepalive keeps every connection, so the probe
 /// itself kills none.
 #[test]

@@ -131,8 +131,12 @@ pub struct IdleRecord {
     /// This host's keepalive and retransmission settings (/proc/sys/net/ipv4), as
     /// doctor reads them.
     pub running: Running,
+    /// Connection-pool files given with `--pool-config`.
+    #[serde(default)]
+    pub pools: Vec<tpslab_proc::pool_conf::PoolConf>,
     /// What an application on this host suffers with the measured timeout
-    /// (doctor's `--for pool` judgement with the upper end of the bracket).
+    /// (doctor's `--for pool` judgement with the upper end of the bracket, and each
+    /// pool file's).
     pub findings: Vec<Finding>,
     /// The study ended early (Ctrl-C): the bracket is what was found so far.
     pub interrupted: bool,

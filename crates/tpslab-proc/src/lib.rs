@@ -15,6 +15,7 @@ pub mod ethtool;
 pub mod live;
 pub mod meminfo;
 pub mod pid;
+pub mod pool_conf;
 pub mod snmp;
 pub mod softnet;
 pub mod stat;

@@ -438,3 +438,61 @@ fn meminfo_total() {
     assert_eq!(parse_mem_total("MemTotal: 12"), None);
     assert_eq!(parse_mem_total(""), None);
 }
+
+#[test]
+fn pool_configurations() {
+    use tpslab_proc::pool_conf::*;
+    let parse = |name: &str| parse_pool_conf(name, &fixture(&format!("pool/{name}")));
+    let c = parse("s5-before.hibernate.cfg.xml").unwrap();
+    assert_eq!(c.kind, PoolKind::C3p0);
+    let keys: Vec<&str> = c.settings.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "hibernate.c3p0.min_size",
+            "hibernate.c3p0.max_size",
+            "hibernate.c3p0.timeout",
+            "hibernate.c3p0.idle_test_period",
+            "hibernate.c3p0.preferredTestQuery"
+        ]
+    );
+    let t = c.get("idle_test_period").unwrap();
+    assert_eq!((t.line, t.value.as_str()), (14, "3000"));
+    assert_eq!(
+        c.get("preferred_test_query").unwrap().value,
+        "SELECT 1 FROM DUAL"
+    );
+    let h = parse("application.properties").unwrap();
+    assert_eq!(h.kind, PoolKind::Hikari);
+    assert_eq!(
+        h.get("maximumPoolSize").unwrap().value,
+        "10",
+        "kebab-case key"
+    );
+    assert_eq!(h.get("keepaliveTime"), None);
+    let p = parse("pgbouncer.ini").unwrap();
+    assert_eq!(p.kind, PoolKind::Pgbouncer);
+    assert_eq!(p.get("server_check_delay").unwrap().line, 11);
+    // Errors name the file and the line.
+    let e = parse("broken.hibernate.cfg.xml").unwrap_err();
+    assert_eq!((e.line, e.path.as_str()), (5, "broken.hibernate.cfg.xml"));
+    assert!(
+        e.to_string()
+            .starts_with("broken.hibernate.cfg.xml:5: not well-formed XML"),
+        "{e}"
+    );
+    let e = parse_pool_conf("pool.yaml", "a: 1").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("pool.yaml:0: not a pool configuration"),
+        "{e}"
+    );
+    // An unclosed section: rust-ini reads to the end of the file looking for `]`.
+    let e = parse_pool_conf("pgbouncer.ini", "[pgbouncer\nx=1\n").unwrap_err();
+    assert!(
+        e.to_string().starts_with("pgbouncer.ini:3: expecting"),
+        "{e}"
+    );
+    let e = parse_pool_conf("app.properties", "server.port=8080\n").unwrap_err();
+    assert!(e.to_string().contains("no c3p0.* or HikariCP key"), "{e}");
+}

@@ -11,6 +11,7 @@
 
 pub mod files;
 pub mod host;
+pub mod pool;
 pub mod workload;
 
 use crate::buffer::TruesizeProbe;
@@ -267,6 +268,9 @@ pub struct DoctorRecord {
     /// NICs, RPS, irqbalance and CPU frequency as this host shows them.
     #[serde(default)]
     pub host: HostFacts,
+    /// Connection-pool files given with `--pool-config` (judged with `--for pool`).
+    #[serde(default)]
+    pub pools: Vec<tpslab_proc::pool_conf::PoolConf>,
     /// The findings ([`judge`] of the above), errors first.
     pub findings: Vec<Finding>,
 }
@@ -288,6 +292,24 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
     out.extend(files::memory(&r.running, r.memory_bytes, r.page_bytes));
     if let Some(w) = &r.workload {
         out.extend(workload::judge(w, r));
+        if let Workload::Pool {
+            idle_timeout_ns, ..
+        } = w
+        {
+            let os = number(&r.running, "net/ipv4/tcp_keepalive_time");
+            for p in &r.pools {
+                out.extend(
+                    pool::judge(p, idle_timeout_ns / 1_000_000_000, os).unwrap_or_else(|e| {
+                        vec![Finding {
+                            severity: Severity::Error,
+                            what: e,
+                            evidence: vec![],
+                            fix: None,
+                        }]
+                    }),
+                );
+            }
+        }
     }
     out.extend(host::judge(&r.host));
     out.sort_by_key(|f| f.severity);
@@ -341,7 +363,7 @@ pub(crate) fn numbers(running: &Running, path: &str) -> Option<Vec<u64>> {
 }
 
 /// A running value that is one whole number.
-pub(crate) fn number(running: &Running, path: &str) -> Option<u64> {
+pub fn number(running: &Running, path: &str) -> Option<u64> {
     numbers(running, path)
         .filter(|v| v.len() == 1)
         .map(|v| v[0])

@@ -16,8 +16,21 @@ use tpslab_proc::pool_conf::{parse_pool_conf, PoolConf};
 #[derive(Subcommand, Debug)]
 pub(crate) enum ProbeCmd {
     /// The idle timeout of the path to a TCP server: idle connections on a ladder of
-    /// intervals, tested with TCP keepalive (no application bytes), narrowed by bisection.
+    /// intervals, tested with TCP keepalive (no application bytes), narrowed by bisection;
+    /// --udp: UDP mappings to `probe idle-responder`.
     Idle(IdleArgs),
+    /// The far side of `probe idle --udp`: answers each request after the idle time it
+    /// asks for, until Ctrl-C or --duration.
+    IdleResponder(ResponderArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ResponderArgs {
+    /// Address to answer on, ADDR:PORT.
+    bind: String,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -30,8 +43,13 @@ pub(crate) enum OnIdleArg {
 
 #[derive(Args, Debug)]
 pub(crate) struct IdleArgs {
-    /// The TCP server, HOST:PORT (or --lab-idle-timeout for the lab).
+    /// The TCP server, HOST:PORT (or, with --udp, tpslab's idle-responder; or
+    /// --lab-idle-timeout for the lab).
     target: Option<String>,
+    /// UDP mappings (NAT, conntrack) instead of TCP connections: the far side must run
+    /// `tpslab probe idle-responder` (the lab does).
+    #[arg(long)]
+    udp: bool,
     /// Shortest idle interval tried (whole seconds).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     min: Duration,
@@ -75,7 +93,34 @@ pub(crate) fn read_pool_config(p: &std::path::Path) -> Result<PoolConf> {
 pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
     match cmd {
         ProbeCmd::Idle(a) => idle(a),
+        ProbeCmd::IdleResponder(a) => responder(a),
     }
+}
+
+fn responder(a: ResponderArgs) -> Result<ExitCode> {
+    let addr: std::net::SocketAddr = a
+        .bind
+        .parse()
+        .map_err(|_| anyhow!("bind \"{}\": allowed ADDR:PORT, e.g. 0.0.0.0:9100", a.bind))?;
+    if let Some(d) = a.duration {
+        tpslab_plan::limits::WATCH_DURATION.check("--duration", d)?;
+    }
+    let s = std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr}: {e}"))?;
+    let stop = out::install_signals()?;
+    if let Some(d) = a.duration {
+        let st = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            st.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+    println!(
+        "tpslab probe idle-responder on {}: answering `tpslab probe idle --udp` requests after the idle time each asks for",
+        s.local_addr()?
+    );
+    let n = tpslab_engine::idle::udp_responder(&s, &stop)?;
+    println!("answered {n} request(s)");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn idle(a: IdleArgs) -> Result<ExitCode> {
@@ -95,7 +140,11 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
             bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
         }
     };
-    let plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
+    let mut plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
+    plan.udp = a.udp;
+    if a.udp && !a.pool_config.is_empty() {
+        bail!("--pool-config judges TCP connection pools: not with --udp");
+    }
     let pools = a
         .pool_config
         .iter()
@@ -153,7 +202,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     rec.conns = study.conns;
     rec.control = study.control;
     rec.interrupted = study.interrupted;
-    if let (Some(d), false) = (rec.bracket.dead_s, rec.bracket.inconsistent()) {
+    if let (Some(d), false, false) = (rec.bracket.dead_s, rec.bracket.inconsistent(), plan.udp) {
         rec.findings = workload::pool(&rec.running, d, None, None);
         let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
         for p in &rec.pools {

@@ -158,6 +158,126 @@ fn bisection_narrows_the_ladders_bracket() {
     assert_eq!(j["control"], "alive");
 }
 
+/// UDP mappings: the lab's middlebox drops the responder's late replies once it forgot
+/// the mapping (2.5 s), found in (2 s, 3 s].
+#[test]
+fn lab_udp_mapping_timeout() {
+    if !common::can_netns("lab_udp_mapping_timeout") {
+        return;
+    }
+    let json = common::tmp("probe-udp.json");
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "idle",
+        "--udp",
+        "--lab-idle-timeout",
+        "2500ms",
+        "--min",
+        "1s",
+        "--max",
+        "8s",
+        "--resolution",
+        "1s",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Result: idle timeout in (2 s, 3 s]; the path ended it: dropped silently (the reply due after the idle time never came)"), "{text}");
+    let j = common::record(&json);
+    assert_eq!(j["plan"]["udp"], true);
+    assert_eq!(j["control"], "alive");
+    // A mapping is judged when its reply is due (+1 s grace), not later.
+    let dead = j["conns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["idle_s"] == 3)
+        .unwrap();
+    let ms = dead["decided_ms"].as_u64().unwrap();
+    assert!((3_900..5_000).contains(&ms), "{dead}");
+}
+
+/// tpslab's responder on loopback answers every mapping after the time asked; with no
+/// responder the probe refuses to start.
+#[test]
+fn udp_responder_on_loopback() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut responder = common::tpslab()
+        .args(["probe", "idle-responder", &addr, "--duration", "30s"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "idle",
+        "--udp",
+        &addr,
+        "--min",
+        "1s",
+        "--max",
+        "3s",
+        "--resolution",
+        "1s",
+        "--connections",
+        "4",
+    ]);
+    let out = common::run(c);
+    // Ended by PID, ours.
+    let _ = end_child(responder.id());
+    let _ = responder.wait();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Result: no idle timeout up to 3 s"), "{text}");
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let out = common::tpslab()
+        .args([
+            "probe",
+            "idle",
+            "--udp",
+            &closed,
+            "--min",
+            "1s",
+            "--max",
+            "3s",
+            "--resolution",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("tpslab: error: connecting to {closed}: Connection refused (os error 111)")
+    );
+}
+
+/// SIGTERM to a child this test started.
+fn end_child(pid: u32) -> std::io::Result<()> {
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("kill failed"))
+    }
+}
+
 /// On loopback nothing forgets a flow: keepalive keeps every connection, so the probe
 /// itself kills none.
 #[test]

@@ -31,10 +31,13 @@ impl Fate {
         matches!(self, Fate::Dropped | Fate::Reset | Fate::Closed)
     }
 
-    /// In words, for the report.
-    pub fn words(&self) -> String {
+    /// In words, for the report (`udp`: a mapping's fate).
+    pub fn words(&self, udp: bool) -> String {
         match self {
             Fate::Alive => "alive".into(),
+            Fate::Dropped if udp => {
+                "dropped silently (the reply due after the idle time never came)".into()
+            }
             Fate::Dropped => "dropped silently (keepalive unanswered, ETIMEDOUT)".into(),
             Fate::Reset => "reset (RST, ECONNRESET)".into(),
             Fate::Closed => "closed by the server (FIN)".into(),

@@ -8,12 +8,17 @@
 //! with a RST (ECONNRESET); a server that closed it sends a FIN. A control connection
 //! probed every second stays busy for the whole study: if it dies, the result is not
 //! evidence. Rounds narrow the bracket until it is within the resolution.
+//!
+//! With `udp`, each interval is a UDP mapping: one request to tpslab's responder
+//! ([`udp_responder`], `tpslab probe idle-responder`) asks for its reply after the idle
+//! interval; a path that forgot the mapping drops the reply. The control asks for an
+//! immediate reply every second.
 
 use crate::link::{Link, ADDR_B};
 use crate::EngineError;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,33 +80,220 @@ fn check(s: &TcpStream) -> Option<Fate> {
     }
 }
 
-/// One round: a connection per interval of `idles`, each judged at its verdict time or
-/// when the path ends it; ends early once every shorter interval is judged after one died.
-fn round(
-    plan: &IdlePlan,
+/// One idle connection (TCP) or mapping (UDP) being tested.
+trait Idle {
+    /// Its fate if known `elapsed_ms` after it was opened.
+    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate>;
+}
+
+/// A TCP connection whose keepalive tests the path.
+struct TcpIdle {
+    s: TcpStream,
+    verdict_ms: u64,
+}
+
+impl Idle for TcpIdle {
+    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate> {
+        check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
+    }
+}
+
+/// The request a UDP probe sends: magic, nonce, the delay of the reply (ms).
+const UDP_REQ: &[u8; 8] = b"TPSLIDLQ";
+/// The responder's reply: magic, the request's nonce.
+const UDP_REP: &[u8; 8] = b"TPSLIDLR";
+
+fn udp_request(nonce: u64, delay_ms: u32) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    b[..8].copy_from_slice(UDP_REQ);
+    b[8..16].copy_from_slice(&nonce.to_be_bytes());
+    b[16..].copy_from_slice(&delay_ms.to_be_bytes());
+    b
+}
+
+/// Whether `buf` is the reply to `nonce`.
+fn udp_reply_to(buf: &[u8], nonce: u64) -> bool {
+    buf.len() >= 16 && &buf[..8] == UDP_REP && buf[8..16] == nonce.to_be_bytes()
+}
+
+/// A UDP mapping whose reply comes back after the idle interval.
+struct UdpIdle {
+    s: UdpSocket,
+    nonce: u64,
+    verdict_ms: u64,
+}
+
+impl Idle for UdpIdle {
+    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate> {
+        let mut buf = [0u8; 64];
+        loop {
+            match self.s.recv(&mut buf) {
+                Ok(n) if udp_reply_to(&buf[..n], self.nonce) => return Some(Fate::Alive),
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return (elapsed_ms >= self.verdict_ms).then_some(Fate::Dropped)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Some(fate_of(&e)),
+            }
+        }
+    }
+}
+
+/// How a study reaches its target: TCP connections or UDP mappings.
+struct Transport<'a> {
+    plan: &'a IdlePlan,
     addr: SocketAddr,
+    nonce: std::cell::Cell<u64>,
+}
+
+impl Transport<'_> {
+    fn nonce(&self) -> u64 {
+        let n = self.nonce.get().wrapping_add(1);
+        self.nonce.set(n);
+        n
+    }
+
+    /// Opens a probe idle for `idle_s`.
+    fn open(&self, idle_s: u64) -> std::io::Result<Box<dyn Idle>> {
+        let verdict_ms = self.plan.verdict_after_s(idle_s) * 1000;
+        if !self.plan.udp {
+            let s = open(
+                self.addr,
+                idle_s,
+                self.plan.keepalive_intvl_s,
+                self.plan.keepalive_cnt,
+            )?;
+            return Ok(Box::new(TcpIdle { s, verdict_ms }));
+        }
+        let s = self.udp_socket()?;
+        let nonce = self.nonce();
+        s.send(&udp_request(nonce, (idle_s * 1000) as u32))?;
+        Ok(Box::new(UdpIdle {
+            s,
+            nonce,
+            verdict_ms,
+        }))
+    }
+
+    fn udp_socket(&self) -> std::io::Result<UdpSocket> {
+        let local: SocketAddr = if self.addr.is_ipv4() {
+            "0.0.0.0:0".parse().expect("literal")
+        } else {
+            "[::]:0".parse().expect("literal")
+        };
+        let s = UdpSocket::bind(local)?;
+        s.connect(self.addr)?;
+        s.set_nonblocking(true)?;
+        Ok(s)
+    }
+}
+
+/// The control: busy every second for the whole study. TCP: a connection with keepalive
+/// every second. UDP: a mapping asked for an immediate reply every second, each due
+/// within 2 s.
+enum Control {
+    Tcp(TcpStream),
+    Udp {
+        s: UdpSocket,
+        next_ms: u64,
+        waiting: Option<(u64, u64)>,
+    },
+}
+
+impl Control {
+    fn open(t: &Transport) -> std::io::Result<Control> {
+        if !t.plan.udp {
+            return open(t.addr, 1, 1, 3).map(Control::Tcp);
+        }
+        let s = t.udp_socket()?;
+        // The responder must answer at once, or the study cannot tell anything.
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        let nonce = t.nonce();
+        s.send(&udp_request(nonce, 0))?;
+        let mut buf = [0u8; 64];
+        loop {
+            let n = s.recv(&mut buf).map_err(|e| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    std::io::Error::new(
+                        e.kind(),
+                        "no answer in 2 s: is `tpslab probe idle-responder` running there?",
+                    )
+                }
+                _ => e,
+            })?;
+            if udp_reply_to(&buf[..n], nonce) {
+                break;
+            }
+        }
+        s.set_nonblocking(true)?;
+        Ok(Control::Udp {
+            s,
+            next_ms: 1000,
+            waiting: None,
+        })
+    }
+
+    /// Its fate if it ended; `now_ms` since the study started; `t` sends the requests.
+    fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
+        match self {
+            Control::Tcp(s) => check(s),
+            Control::Udp {
+                s,
+                next_ms,
+                waiting,
+            } => {
+                let mut buf = [0u8; 64];
+                while let Ok(n) = s.recv(&mut buf) {
+                    if waiting.is_some_and(|(nonce, _)| udp_reply_to(&buf[..n], nonce)) {
+                        *waiting = None;
+                    }
+                }
+                if waiting.is_some_and(|(_, sent)| now_ms > sent + 2000) {
+                    return Some(Fate::Dropped);
+                }
+                if waiting.is_none() && now_ms >= *next_ms {
+                    let nonce = t.nonce();
+                    if let Err(e) = s.send(&udp_request(nonce, 0)) {
+                        return Some(fate_of(&e));
+                    }
+                    *waiting = Some((nonce, now_ms));
+                    *next_ms = now_ms + 1000;
+                }
+                None
+            }
+        }
+    }
+}
+
+/// One round: a probe per interval of `idles`, each judged at its verdict time or when
+/// the path ends it; ends early once every shorter interval is judged after one died.
+#[allow(clippy::too_many_arguments)]
+fn round(
+    t: &Transport,
     n: u32,
     idles: &[u64],
-    control: &TcpStream,
+    control: &mut Control,
+    study_t0: u64,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> (Vec<Conn>, Option<Fate>) {
     let t0 = mono_ns();
     let ms = |now: u64| (now - t0) / 1_000_000;
-    let mut open_conns: Vec<(u64, Option<TcpStream>)> = vec![];
+    let mut probes: Vec<Option<Box<dyn Idle>>> = vec![];
     let mut conns: Vec<Conn> = vec![];
     for &idle in idles {
-        let c = open(addr, idle, plan.keepalive_intvl_s, plan.keepalive_cnt);
-        let fate = c.as_ref().err().map(fate_of);
+        let c = t.open(idle);
         conns.push(Conn {
             round: n,
             idle_s: idle,
-            fate: fate.unwrap_or(Fate::Abandoned),
+            fate: c.as_ref().err().map_or(Fate::Abandoned, fate_of),
             decided_ms: 0,
         });
-        open_conns.push((idle, c.ok()));
+        probes.push(c.ok());
     }
-    let mut decided: Vec<bool> = open_conns.iter().map(|(_, s)| s.is_none()).collect();
+    let mut decided: Vec<bool> = probes.iter().map(|p| p.is_none()).collect();
     let mut control_fate = None;
     let mut last_note = t0;
     while !decided.iter().all(|d| *d) {
@@ -110,20 +302,18 @@ fn round(
         }
         std::thread::sleep(Duration::from_millis(50));
         let now = mono_ns();
-        for (i, (idle, s)) in open_conns.iter().enumerate() {
-            let Some(s) = s.as_ref().filter(|_| !decided[i]) else {
+        for (i, p) in probes.iter_mut().enumerate() {
+            let Some(p) = p.as_mut().filter(|_| !decided[i]) else {
                 continue;
             };
-            let fate = check(s)
-                .or_else(|| (ms(now) >= plan.verdict_after_s(*idle) * 1000).then_some(Fate::Alive));
-            if let Some(f) = fate {
+            if let Some(f) = p.poll(ms(now)) {
                 conns[i].fate = f;
                 conns[i].decided_ms = ms(now);
                 decided[i] = true;
             }
         }
         if control_fate.is_none() {
-            control_fate = check(control);
+            control_fate = control.poll((now - study_t0) / 1_000_000, t);
         }
         // Once one died, longer intervals would die too: stop when every shorter one
         // is judged.
@@ -142,11 +332,11 @@ fn round(
                 .iter()
                 .zip(&decided)
                 .filter(|(_, d)| !**d)
-                .map(|(c, _)| plan.verdict_after_s(c.idle_s))
+                .map(|(c, _)| t.plan.verdict_after_s(c.idle_s))
                 .max()
                 .unwrap_or(0);
             progress(format!(
-                "round {n}: {} of {} connections judged; at most {} s left in this round",
+                "round {n}: {} of {} judged; at most {} s left in this round",
                 decided.iter().filter(|d| **d).count(),
                 decided.len(),
                 waiting.saturating_sub(ms(now) / 1000)
@@ -166,8 +356,14 @@ pub fn study(
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<Study, EngineError> {
-    let control =
-        open(addr, 1, 1, 3).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
+    let t = Transport {
+        plan,
+        addr,
+        nonce: std::cell::Cell::new(u64::from(std::process::id()) << 32),
+    };
+    let study_t0 = mono_ns();
+    let mut control =
+        Control::open(&t).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
     let mut conns: Vec<Conn> = vec![];
     let (mut lo, mut hi, mut first) = (plan.min_s, plan.max_s, true);
     let mut control_fate = None;
@@ -177,15 +373,20 @@ pub fn study(
             break;
         }
         progress(format!(
-            "round {n}: {} connection(s) idle for {} s",
+            "round {n}: {} {} idle for {} s",
             idles.len(),
+            if plan.udp {
+                "mapping(s)"
+            } else {
+                "connection(s)"
+            },
             idles
                 .iter()
                 .map(|i| i.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        let (c, cf) = round(plan, addr, n, &idles, &control, stop, progress);
+        let (c, cf) = round(&t, n, &idles, &mut control, study_t0, stop, progress);
         conns.extend(c);
         control_fate = control_fate.or(cf);
         let b = bracket(&conns);
@@ -197,8 +398,9 @@ pub fn study(
             _ => break,
         }
     }
+    let end_ms = (mono_ns() - study_t0) / 1_000_000;
     let control = control_fate
-        .or_else(|| check(&control))
+        .or_else(|| control.poll(end_ms, &t))
         .unwrap_or(Fate::Alive);
     Ok(Study {
         conns,
@@ -207,9 +409,55 @@ pub fn study(
     })
 }
 
+/// tpslab's UDP responder, the far side of `probe idle --udp`: answers each request
+/// (20 bytes: magic, nonce, delay in ms) with a reply of the same size, from the same
+/// socket, after the delay asked (at most 2 h); at most 65536 replies pending (more are
+/// not answered). Runs until `stop`. Returns the requests answered.
+pub fn udp_responder(s: &UdpSocket, stop: &AtomicBool) -> std::io::Result<u64> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    s.set_read_timeout(Some(Duration::from_millis(10)))?;
+    let mut pending: BinaryHeap<Reverse<(u64, u64, SocketAddr)>> = BinaryHeap::new();
+    let mut answered = 0u64;
+    let mut buf = [0u8; 64];
+    while !stop.load(Relaxed) {
+        let wait = pending
+            .peek()
+            .map_or(10, |Reverse((due, _, _))| {
+                due.saturating_sub(mono_ns()) / 1_000_000
+            })
+            .clamp(1, 10);
+        s.set_read_timeout(Some(Duration::from_millis(wait)))?;
+        if let Ok((n, peer)) = s.recv_from(&mut buf) {
+            if n == 20 && &buf[..8] == UDP_REQ && pending.len() < 65_536 {
+                let nonce = u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes"));
+                let delay_ms =
+                    u64::from(u32::from_be_bytes(buf[16..20].try_into().expect("4 bytes")))
+                        .min(2 * 3600 * 1000);
+                pending.push(Reverse((mono_ns() + delay_ms * 1_000_000, nonce, peer)));
+            }
+        }
+        let now = mono_ns();
+        while pending
+            .peek()
+            .is_some_and(|Reverse((due, _, _))| *due <= now)
+        {
+            let Reverse((_, nonce, peer)) = pending.pop().expect("peeked");
+            let mut rep = [0u8; 20];
+            rep[..8].copy_from_slice(UDP_REP);
+            rep[8..16].copy_from_slice(&nonce.to_be_bytes());
+            if s.send_to(&rep, peer).is_ok() {
+                answered += 1;
+            }
+        }
+    }
+    Ok(answered)
+}
+
 /// The study in tpslab's lab: two throwaway namespaces joined by the delay line, whose
-/// middlebox forgets flows idle for `idle_timeout_ns` and then drops or resets; a
-/// listener on the far side accepts and holds the connections (reads nothing).
+/// middlebox forgets flows idle for `idle_timeout_ns` and then drops or resets; on the
+/// far side a listener accepts and holds the connections (reads nothing), or (UDP) the
+/// responder answers.
 pub fn lab_study(
     plan: &IdlePlan,
     idle_timeout_ns: u64,
@@ -228,32 +476,49 @@ pub fn lab_study(
             ..Default::default()
         },
     )?;
-    let listener = b
-        .run(|| TcpListener::bind((ADDR_B, 0)))
-        .and_then(|r| r)
-        .map_err(|e| EngineError::os("listening in the far namespace", e))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| EngineError::os("listener", e))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| EngineError::os("listener", e))?;
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
-    let max_held = plan.connections * 64;
-    let holder = std::thread::Builder::new()
-        .name("idle-listener".into())
-        .spawn(move || {
-            let mut held = vec![];
-            while !d.load(Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) if held.len() < max_held => held.push(s),
-                    Ok(_) => {}
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+    let (addr, far) = if plan.udp {
+        let s = b
+            .run(|| UdpSocket::bind((ADDR_B, 0)))
+            .and_then(|r| r)
+            .map_err(|e| EngineError::os("binding the responder in the far namespace", e))?;
+        let addr = s
+            .local_addr()
+            .map_err(|e| EngineError::os("responder", e))?;
+        let h = std::thread::Builder::new()
+            .name("idle-responder".into())
+            .spawn(move || {
+                let _ = udp_responder(&s, &d);
+            });
+        (addr, h)
+    } else {
+        let listener = b
+            .run(|| TcpListener::bind((ADDR_B, 0)))
+            .and_then(|r| r)
+            .map_err(|e| EngineError::os("listening in the far namespace", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| EngineError::os("listener", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| EngineError::os("listener", e))?;
+        let max_held = plan.connections * 64;
+        let h = std::thread::Builder::new()
+            .name("idle-listener".into())
+            .spawn(move || {
+                let mut held = vec![];
+                while !d.load(Relaxed) {
+                    match listener.accept() {
+                        Ok((s, _)) if held.len() < max_held => held.push(s),
+                        Ok(_) => {}
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
                 }
-            }
-        })
-        .map_err(|e| EngineError::os("spawning the listener thread", e))?;
+            });
+        (addr, h)
+    };
+    let holder = far.map_err(|e| EngineError::os("spawning the far side's thread", e))?;
     let result = a
         .run(|| study(plan, addr, stop, progress))
         .map_err(|e| EngineError::os("entering the near namespace", e))

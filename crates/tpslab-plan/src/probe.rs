@@ -46,6 +46,9 @@ pub struct IdlePlan {
     pub keepalive_intvl_s: u64,
     /// Unanswered keepalive probes before the kernel gives up (ETIMEDOUT).
     pub keepalive_cnt: u64,
+    /// UDP mappings (tpslab's responder on the far side) instead of TCP connections.
+    #[serde(default)]
+    pub udp: bool,
 }
 
 fn whole_seconds(flag: &str, d: Duration) -> Result<u64, PlanError> {
@@ -105,13 +108,18 @@ impl IdlePlan {
             connections,
             keepalive_intvl_s: 1,
             keepalive_cnt: 2,
+            udp: false,
         })
     }
 
-    /// The longest a connection idle for `idle_s` takes to be judged: its first keepalive
-    /// probe at `idle_s`, the last unanswered one `cnt x intvl` later, and a second of
-    /// grace for the path's round trip, seconds.
+    /// The longest a probe idle for `idle_s` takes to be judged, seconds. TCP: its first
+    /// keepalive probe at `idle_s`, the last unanswered one `cnt x intvl` later, and a
+    /// second of grace for the path's round trip. UDP: the reply due at `idle_s`, and a
+    /// second of grace.
     pub fn verdict_after_s(&self, idle_s: u64) -> u64 {
+        if self.udp {
+            return idle_s + 1;
+        }
         idle_s + self.keepalive_cnt * self.keepalive_intvl_s + 1
     }
 }

@@ -37,11 +37,12 @@ pub struct LinkConfig {
     /// Seed of the loss generator (runs are repeatable).
     pub seed: u64,
     /// The middlebox's idle timeout, ns: a flow idle for longer is forgotten (None: no
-    /// middlebox).
-    #[serde(default)]
+    /// middlebox). Left out of records when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ns: Option<u64>,
-    /// What the middlebox does to a later segment of a forgotten TCP flow.
-    #[serde(default)]
+    /// What the middlebox does to a later segment of a forgotten TCP flow (left out of
+    /// records without a middlebox).
+    #[serde(default, skip_serializing_if = "OnIdle::is_drop")]
     pub on_idle: OnIdle,
 }
 
@@ -54,6 +55,13 @@ pub enum OnIdle {
     Drop,
     /// Answer with a RST to both ends ("reset on idle").
     Reset,
+}
+
+impl OnIdle {
+    /// Whether it is the default, [`OnIdle::Drop`].
+    pub fn is_drop(&self) -> bool {
+        *self == OnIdle::Drop
+    }
 }
 
 impl Default for LinkConfig {

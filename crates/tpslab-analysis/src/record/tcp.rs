@@ -35,6 +35,10 @@ pub struct FlowRecord {
     pub interrupted: bool,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Counters of one direction of the delay line, packets and bytes since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirStats {
@@ -55,11 +59,11 @@ pub struct DirStats {
     /// Still on the line when the link stopped (never delivered).
     pub on_line_at_stop: u64,
     /// Packets of flows the middlebox had forgotten (idle past its timeout), dropped or
-    /// answered with RSTs.
-    #[serde(default)]
+    /// answered with RSTs (left out of records when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten: u64,
     /// RSTs the middlebox wrote (two per segment of a forgotten flow in reset mode).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub resets_sent: u64,
 }
 

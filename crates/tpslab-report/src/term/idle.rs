@@ -25,8 +25,15 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     };
     writeln!(
         w,
-        "tpslab probe idle {target}: idle intervals {} s to {} s, resolution {} s, {} connections at once (one a control, probed every second); no application bytes are sent",
-        p.min_s, p.max_s, p.resolution_s, p.connections
+        "tpslab probe idle {target}: idle intervals {} s to {} s, resolution {} s, {}",
+        p.min_s,
+        p.max_s,
+        p.resolution_s,
+        if p.udp {
+            format!("{} UDP mappings at once (one a control, answered every second), each asking tpslab's responder for a reply after its interval", p.connections)
+        } else {
+            format!("{} connections at once (one a control, probed every second); no application bytes are sent", p.connections)
+        }
     )
 }
 
@@ -66,7 +73,7 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         ),
     };
     let how = r.how.as_ref().map_or(String::new(), |h| {
-        format!("; the path ended it: {}", h.words())
+        format!("; the path ended it: {}", h.words(r.plan.udp))
     });
     writeln!(
         w,
@@ -82,7 +89,7 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         f => writeln!(
             w,
             "NOT EVIDENCE: the control connection, busy every second, ended: {}; the server or the path failed during the study",
-            f.words()
+            f.words(r.plan.udp)
         )?,
     }
     if !r.findings.is_empty() {

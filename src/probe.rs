@@ -8,9 +8,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::doctor::{pool, workload};
-use tpslab_analysis::idle::{bracket, Fate, IdleRecord};
+use tpslab_analysis::idle::{bracket, Fate, IdleRecord, PoolRecord};
 use tpslab_analysis::record::{Body, Record};
-use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle};
+use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle, PoolPlan};
 use tpslab_proc::pool_conf::{parse_pool_conf, PoolConf};
 
 #[derive(Subcommand, Debug)]
@@ -22,6 +22,37 @@ pub(crate) enum ProbeCmd {
     /// The far side of `probe idle --udp`: answers each request after the idle time it
     /// asks for, until Ctrl-C or --duration.
     IdleResponder(ResponderArgs),
+    /// S5 in miniature: a connection pool through the lab's middlebox, validated and
+    /// expired on the intervals given; shows requests failing on connections the path
+    /// forgot, or none when the pool's intervals sit below the timeout.
+    Pool(PoolArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PoolArgs {
+    /// The lab middlebox's idle timeout (it then drops the flow's segments).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    lab_idle_timeout: Duration,
+    /// How often the pool tests its idle connections (default: never).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    validate_every: Option<Duration>,
+    /// Close connections idle this long (default: never).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    max_idle: Option<Duration>,
+    /// Connections kept open however idle.
+    #[arg(long, default_value_t = 2)]
+    min_idle: usize,
+    /// Requests to send.
+    #[arg(long, default_value_t = 6)]
+    requests: usize,
+    /// Time between requests.
+    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    request_every: Duration,
+    /// A request without its answer in this long fails.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    query_timeout: Duration,
+    #[command(flatten)]
+    record: crate::flags::RecordFlag,
 }
 
 #[derive(Args, Debug)]
@@ -94,7 +125,58 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
     match cmd {
         ProbeCmd::Idle(a) => idle(a),
         ProbeCmd::IdleResponder(a) => responder(a),
+        ProbeCmd::Pool(a) => pool_run(a),
     }
+}
+
+fn pool_run(a: PoolArgs) -> Result<ExitCode> {
+    let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
+    let plan = PoolPlan {
+        idle_timeout_ns: ns(a.lab_idle_timeout),
+        validate_every_ns: a.validate_every.map(ns),
+        max_idle_ns: a.max_idle.map(ns),
+        min_idle: a.min_idle,
+        requests: a.requests,
+        request_every_ns: ns(a.request_every),
+        query_timeout_ns: ns(a.query_timeout),
+    };
+    plan.validate()?;
+    if let Some(p) = &a.record.json {
+        out::check_output("--json", p, false)?;
+    }
+    if !tpslab_net::is_root() {
+        bail!("probe pool creates network namespaces: run as root");
+    }
+    let stop = out::install_signals()?;
+    let started = out::Started::now();
+    let mut stdout = std::io::stdout().lock();
+    let empty = PoolRecord {
+        plan,
+        requests: vec![],
+        opened: 0,
+        validations: 0,
+        validations_failed: 0,
+        expired: 0,
+        interrupted: false,
+    };
+    tpslab_report::term::idle::pool_header(&mut stdout, &empty)?;
+    stdout.flush()?;
+    let progress = |line: String| eprintln!("tpslab: {line}");
+    let rec = tpslab_engine::pool_lab::pool_lab(&plan, &stop, &progress)?;
+    let mut full = vec![];
+    tpslab_report::term::idle::pool_record(&mut full, &rec)?;
+    let text = String::from_utf8_lossy(&full);
+    write!(
+        stdout,
+        "{}",
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    )?;
+    if let Some(p) = &a.record.json {
+        let meta = started.meta(rec.interrupted);
+        write_json(p, &Record::with_meta(meta, Body::ProbePool(rec)))?;
+        writeln!(stdout, "record written to {}", p.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn responder(a: ResponderArgs) -> Result<ExitCode> {

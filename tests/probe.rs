@@ -278,6 +278,77 @@ fn end_child(pid: u32) -> std::io::Result<()> {
     }
 }
 
+/// Runs `probe pool` through a middlebox that forgets flows idle for 2 s, 4 requests 3 s
+/// apart on a pool of 2, with the pool's validation and expiry given.
+fn pool(test: &str, validate: &str, max_idle: &str) -> Option<serde_json::Value> {
+    if !common::can_netns(test) {
+        return None;
+    }
+    let json = common::tmp(&format!("{test}.json"));
+    let mut c = common::tpslab();
+    c.args([
+        "probe",
+        "pool",
+        "--lab-idle-timeout",
+        "2s",
+        "--validate-every",
+        validate,
+        "--max-idle",
+        max_idle,
+        "--min-idle",
+        "2",
+        "--requests",
+        "4",
+        "--request-every",
+        "3s",
+        "--query-timeout",
+        "1s",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
+    Some(common::record(&json))
+}
+
+/// S5 before the fix, scaled to seconds: the pool tests its idle connections (20 s) and
+/// retires them (30 s) far later than the path forgets them (2 s): every request lands
+/// on a forgotten connection and times out.
+#[test]
+fn s5_miniature_before_the_fix_fails() {
+    let Some(j) = pool("s5_miniature_before_the_fix_fails", "20s", "30s") else {
+        return;
+    };
+    let reqs = j["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert_eq!(r["outcome"], "timed_out", "{r}");
+        assert!(r["idle_ms"].as_u64().unwrap() > 2_000, "{r}");
+    }
+}
+
+/// S5 after the fix: validation every second and expiry after 1.5 s, both below the
+/// path's 2 s: every request is answered.
+#[test]
+fn s5_miniature_after_the_fix_answers_every_request() {
+    let Some(j) = pool(
+        "s5_miniature_after_the_fix_answers_every_request",
+        "1s",
+        "1500ms",
+    ) else {
+        return;
+    };
+    let reqs = j["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert!(r["outcome"]["answered"].is_object(), "{r}");
+        assert!(r["idle_ms"].as_u64().unwrap() < 2_000, "{r}");
+    }
+    assert!(j["validations"].as_u64().unwrap() >= 8);
+    assert_eq!(j["validations_failed"], 0);
+}
+
 /// On loopback nothing forgets a flow: keepalive keeps every connection, so the probe
 /// itself kills none.
 #[test]
@@ -365,5 +436,42 @@ fn bad_input_is_a_one_line_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim(), format!("tpslab: error: {want}"), "{args:?}");
+    }
+}
+
+#[test]
+fn pool_bad_input_is_a_one_line_error() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--lab-idle-timeout", "50ms"],
+            "--lab-idle-timeout 50ms: allowed 100ms..=10m",
+        ),
+        (
+            &["--lab-idle-timeout", "2s", "--requests", "0"],
+            "--requests 0: allowed 1..=1000",
+        ),
+        (
+            &[
+                "--lab-idle-timeout",
+                "2s",
+                "--requests",
+                "1000",
+                "--request-every",
+                "10m",
+            ],
+            "--requests x --request-every is more than 1 h",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = common::tpslab()
+            .args(["probe", "pool"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim(),
+            format!("tpslab: error: {want}")
+        );
     }
 }

@@ -145,6 +145,63 @@ pub struct IdleRecord {
     pub interrupted: bool,
 }
 
+/// What became of one request of `probe pool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Answered, after this many microseconds.
+    Answered {
+        /// Request to answer, us.
+        latency_us: u64,
+    },
+    /// No answer within the query timeout (S5's "Operation timed out").
+    TimedOut,
+    /// The connection failed (errno name); no connection could be had.
+    Failed(String),
+}
+
+/// One request of `probe pool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolRequest {
+    /// Sent this long after the run started, ms.
+    pub at_ms: u64,
+    /// The pooled connection it used (numbered in the order opened).
+    pub conn: u64,
+    /// How long that connection had been idle (no request, no validation), ms.
+    pub idle_ms: u64,
+    /// What became of it.
+    pub outcome: Outcome,
+}
+
+/// Everything `tpslab probe pool` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolRecord {
+    /// The plan.
+    pub plan: tpslab_plan::probe::PoolPlan,
+    /// Every request, in order.
+    pub requests: Vec<PoolRequest>,
+    /// Connections opened (the first `min_idle` and every replacement).
+    pub opened: u64,
+    /// Validations run, and how many found a dead connection (it was closed).
+    pub validations: u64,
+    /// Validations that found a dead connection.
+    pub validations_failed: u64,
+    /// Connections closed for being idle longer than max_idle.
+    pub expired: u64,
+    /// Ended early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+impl PoolRecord {
+    /// Requests that did not get their answer.
+    pub fn failed(&self) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| !matches!(r.outcome, Outcome::Answered { .. }))
+            .count()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub mod link;
 pub mod load;
 pub mod middlebox;
 pub mod observe;
+pub mod pool_lab;
 pub mod probe;
 pub mod ramp;
 pub mod rr;

@@ -121,6 +121,26 @@ pub const IDLE_PROBE_CONNECTIONS: Limit = Limit {
     unit: "",
 };
 
+/// Each interval of `probe pool` (timeouts, request spacing, validation, idle life).
+pub const POOL_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(600),
+};
+
+/// Connections `probe pool` keeps open.
+pub const POOL_CONNECTIONS: Limit = Limit {
+    min: 1,
+    max: 64,
+    unit: "",
+};
+
+/// Requests `probe pool` sends.
+pub const POOL_REQUESTS: Limit = Limit {
+    min: 1,
+    max: 1000,
+    unit: "",
+};
+
 /// Sockets receiving at once (an SO_REUSEPORT group) in `doctor --for udp`.
 pub const SOCKETS: Limit = Limit {
     min: 1,

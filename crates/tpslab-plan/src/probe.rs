@@ -2,7 +2,7 @@
 //! connection (S5), found with idle connections on a ladder of intervals, narrowed by
 //! bisection.
 
-use crate::limits::{IDLE_PROBE_CONNECTIONS, IDLE_PROBE_MAX};
+use crate::limits::{IDLE_PROBE_CONNECTIONS, IDLE_PROBE_MAX, POOL_DURATION};
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -121,6 +121,60 @@ impl IdlePlan {
             return idle_s + 1;
         }
         idle_s + self.keepalive_cnt * self.keepalive_intvl_s + 1
+    }
+}
+
+/// `probe pool`: S5 in miniature. A pool of TCP connections through the lab's middlebox
+/// (which forgets flows idle for `idle_timeout_ns` and drops their segments) to an echo
+/// server; the pool validates idle connections every `validate_every_ns`, retires those
+/// idle for `max_idle_ns` and keeps `min_idle` open; requests come every
+/// `request_every_ns` on the connection idle longest, each failing after
+/// `query_timeout_ns` without its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PoolPlan {
+    /// The middlebox's idle timeout, ns.
+    pub idle_timeout_ns: u64,
+    /// How often idle connections are tested, ns (None: never).
+    pub validate_every_ns: Option<u64>,
+    /// Idle connections older than this are closed, ns (None: never).
+    pub max_idle_ns: Option<u64>,
+    /// Connections kept open however idle.
+    pub min_idle: usize,
+    /// Requests sent.
+    pub requests: usize,
+    /// Time between requests, ns.
+    pub request_every_ns: u64,
+    /// A request (or a validation) without its answer in this long fails, ns.
+    pub query_timeout_ns: u64,
+}
+
+impl PoolPlan {
+    /// Checks every figure: timeouts 100ms..=10m, at most 64 connections and 1000
+    /// requests, a run of at most 1 h. Errors name the flag.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let d = |flag: &str, ns: u64| {
+            POOL_DURATION
+                .check(flag, Duration::from_nanos(ns))
+                .map(|_| ())
+        };
+        d("--lab-idle-timeout", self.idle_timeout_ns)?;
+        d("--request-every", self.request_every_ns)?;
+        d("--query-timeout", self.query_timeout_ns)?;
+        if let Some(v) = self.validate_every_ns {
+            d("--validate-every", v)?;
+        }
+        if let Some(v) = self.max_idle_ns {
+            d("--max-idle", v)?;
+        }
+        crate::limits::POOL_CONNECTIONS.check("--min-idle", self.min_idle as u64)?;
+        crate::limits::POOL_REQUESTS.check("--requests", self.requests as u64)?;
+        let total = self.request_every_ns as u128 * self.requests as u128;
+        if total > 3600 * 1_000_000_000 {
+            return Err(PlanError::Conflict(
+                "--requests x --request-every is more than 1 h".into(),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -53,6 +53,24 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::ProbePool(r) => {
+            writeln!(w, "at_ms,conn,idle_ms,outcome,latency_us")?;
+            for q in &r.requests {
+                let (o, l) = match &q.outcome {
+                    tpslab_analysis::idle::Outcome::Answered { latency_us } => {
+                        ("answered".to_string(), latency_us.to_string())
+                    }
+                    tpslab_analysis::idle::Outcome::TimedOut => {
+                        ("timed_out".to_string(), String::new())
+                    }
+                    tpslab_analysis::idle::Outcome::Failed(e) => {
+                        (format!("failed {e}"), String::new())
+                    }
+                };
+                writeln!(w, "{},{},{},{},{l}", q.at_ms, q.conn, q.idle_ms, text(&o))?;
+            }
+            Ok(())
+        }
         Body::ServeTcp(s) => {
             writeln!(w, "connections,bytes,requests,errors,elapsed_s")?;
             writeln!(

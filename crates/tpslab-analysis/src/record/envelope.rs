@@ -55,6 +55,8 @@ pub enum Body {
     Doctor(crate::doctor::DoctorRecord),
     /// `probe idle`: a path's idle timeout, bracketed.
     ProbeIdle(crate::idle::IdleRecord),
+    /// `probe pool`: S5 in miniature, a pool's requests through the lab's middlebox.
+    ProbePool(crate::idle::PoolRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -188,7 +190,8 @@ impl Record {
             | Body::Tcp(_)
             | Body::ServeTcp(_)
             | Body::Doctor(_)
-            | Body::ProbeIdle(_) => Meta::default(),
+            | Body::ProbeIdle(_)
+            | Body::ProbePool(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -300,7 +303,8 @@ impl Record {
             | Body::Watch(_)
             | Body::Diagnose(_)
             | Body::Serve(_)
-            | Body::Doctor(_) => {}
+            | Body::Doctor(_)
+            | Body::ProbePool(_) => {}
             Body::ProbeIdle(r) => {
                 if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
                     return bad("a probe round without its connections".into());
@@ -332,6 +336,7 @@ impl Record {
             Body::ServeTcp(_) => "serve_tcp",
             Body::Doctor(_) => "doctor",
             Body::ProbeIdle(_) => "probe_idle",
+            Body::ProbePool(_) => "probe_pool",
         }
     }
 }

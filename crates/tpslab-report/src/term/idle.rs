@@ -3,7 +3,7 @@
 //! application on this host suffers with that timeout.
 
 use std::io::{self, Write};
-use tpslab_analysis::idle::{Fate, IdleRecord};
+use tpslab_analysis::idle::{Fate, IdleRecord, Outcome, PoolRecord};
 use tpslab_plan::probe::{IdleTarget, OnIdle};
 
 /// The header, printed before the study starts.
@@ -112,4 +112,76 @@ fn short(f: &Fate) -> String {
         Fate::Error(e) => e.clone(),
         Fate::Abandoned => "-".into(),
     }
+}
+
+/// The header of `tpslab probe pool`, printed before it runs.
+pub fn pool_header(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
+    let p = &r.plan;
+    let s = |ns: u64| format!("{:.1} s", ns as f64 / 1e9);
+    writeln!(
+        w,
+        "tpslab probe pool (S5 in miniature): a middlebox that forgets flows idle for more than {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
+        s(p.idle_timeout_ns),
+        p.validate_every_ns.map_or("never".into(), |v| format!("every {}", s(v))),
+        p.max_idle_ns.map_or("never".into(), |v| format!("for {}", s(v))),
+        p.min_idle,
+        s(p.request_every_ns),
+        s(p.query_timeout_ns)
+    )
+}
+
+/// The whole `probe pool` record.
+pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
+    pool_header(w, r)?;
+    let timeout_s = r.plan.idle_timeout_ns as f64 / 1e9;
+    for (i, q) in r.requests.iter().enumerate() {
+        let what = match &q.outcome {
+            Outcome::Answered { latency_us } => {
+                format!("answered in {:.1} ms", *latency_us as f64 / 1e3)
+            }
+            Outcome::TimedOut => format!(
+                "NO ANSWER, timed out after {:.1} s",
+                r.plan.query_timeout_ns as f64 / 1e9
+            ),
+            Outcome::Failed(e) => format!("failed: {e}"),
+        };
+        writeln!(
+            w,
+            "  request {} at {:.1} s: connection {}, idle {:.1} s{}: {what}",
+            i + 1,
+            q.at_ms as f64 / 1e3,
+            q.conn,
+            q.idle_ms as f64 / 1e3,
+            if q.idle_ms as f64 / 1e3 > timeout_s {
+                " (past the timeout)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    let failed = r.failed();
+    let n = r.requests.len();
+    let stale = r
+        .requests
+        .iter()
+        .filter(|q| !matches!(q.outcome, Outcome::Answered { .. }))
+        .all(|q| q.idle_ms as f64 / 1e3 > timeout_s);
+    if failed == 0 {
+        writeln!(w, "Result: all {n} requests answered: no connection was handed out idle past the middlebox's {timeout_s:.1} s")?;
+    } else {
+        writeln!(
+            w,
+            "Result: {failed} of {n} requests failed{} (S5's failure: the pool handed out connections the path had forgotten)",
+            if stale { format!(", each on a connection idle longer than the middlebox's {timeout_s:.1} s") } else { String::new() }
+        )?;
+    }
+    writeln!(
+        w,
+        "Pool: {} connection(s) opened, {} validation(s) ({} found a dead connection), {} closed for idling{}",
+        r.opened,
+        r.validations,
+        r.validations_failed,
+        r.expired,
+        if r.interrupted { "; interrupted" } else { "" }
+    )
 }

@@ -1,0 +1,295 @@
+//! `tpslab probe pool`: S5 in miniature. A connection pool in one throwaway namespace
+//! talks to an echo server in another, across the delay line's middlebox, which forgets
+//! flows idle for longer than its timeout and drops their segments. The pool behaves as
+//! c3p0 does: it tests its idle connections every `validate_every` (a test that gets no
+//! answer closes the connection), closes those idle longer than `max_idle`, keeps
+//! `min_idle` open, and hands out the connection idle longest. A request on a connection
+//! the middlebox forgot gets no answer and fails after the query timeout, as S5's
+//! queries did.
+
+use crate::link::{Link, ADDR_B};
+use crate::EngineError;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+use tpslab_analysis::idle::{Outcome, PoolRecord, PoolRequest};
+use tpslab_net::mono_ns;
+use tpslab_net::ns::NetNs;
+use tpslab_plan::probe::PoolPlan;
+use tpslab_plan::tcp::{LinkConfig, OnIdle};
+
+/// A pooled connection.
+struct Pooled {
+    id: u64,
+    s: TcpStream,
+    /// Last traffic on it (request or validation), ns.
+    last_ns: u64,
+}
+
+/// Sends one line and waits for its echo: answered, timed out, or failed.
+fn ask(s: &mut TcpStream, line: &[u8]) -> Outcome {
+    let t0 = mono_ns();
+    if let Err(e) = s.write_all(line) {
+        return Outcome::Failed(errno(&e));
+    }
+    let mut got = 0;
+    let mut buf = [0u8; 64];
+    while got < line.len() {
+        match s.read(&mut buf) {
+            Ok(0) => return Outcome::Failed("EOF".into()),
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Outcome::TimedOut
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Outcome::Failed(errno(&e)),
+        }
+    }
+    Outcome::Answered {
+        latency_us: (mono_ns() - t0) / 1000,
+    }
+}
+
+fn errno(e: &std::io::Error) -> String {
+    e.raw_os_error()
+        .map_or_else(|| e.to_string(), tpslab_net::errno_name)
+}
+
+/// The pool's client side, run in the near namespace.
+struct Client<'a> {
+    plan: &'a PoolPlan,
+    addr: SocketAddr,
+    idle: VecDeque<Pooled>,
+    next_id: u64,
+    rec: PoolRecord,
+}
+
+impl Client<'_> {
+    fn connect(&mut self) -> Result<Pooled, Outcome> {
+        let s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))
+            .map_err(|e| Outcome::Failed(errno(&e)))?;
+        let _ = s.set_nodelay(true);
+        s.set_read_timeout(Some(Duration::from_nanos(self.plan.query_timeout_ns)))
+            .map_err(|e| Outcome::Failed(errno(&e)))?;
+        self.next_id += 1;
+        self.rec.opened += 1;
+        Ok(Pooled {
+            id: self.next_id,
+            s,
+            last_ns: mono_ns(),
+        })
+    }
+
+    /// Expiry of connections idle too long, and the minimum kept open.
+    fn maintain(&mut self) {
+        if let Some(max) = self.plan.max_idle_ns {
+            let now = mono_ns();
+            let before = self.idle.len();
+            self.idle.retain(|c| now - c.last_ns < max);
+            self.rec.expired += (before - self.idle.len()) as u64;
+        }
+        while self.idle.len() < self.plan.min_idle {
+            match self.connect() {
+                Ok(c) => self.idle.push_back(c),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Tests every idle connection; the dead are closed.
+    fn validate(&mut self) {
+        let mut kept = VecDeque::new();
+        while let Some(mut c) = self.idle.pop_front() {
+            self.rec.validations += 1;
+            if matches!(ask(&mut c.s, b"ping\n"), Outcome::Answered { .. }) {
+                c.last_ns = mono_ns();
+                kept.push_back(c);
+            } else {
+                self.rec.validations_failed += 1;
+            }
+        }
+        self.idle = kept;
+    }
+
+    fn request(&mut self, t0: u64) {
+        let at_ms = (mono_ns() - t0) / 1_000_000;
+        let c = match self.idle.pop_front() {
+            Some(c) => Ok(c),
+            None => self.connect(),
+        };
+        let mut c = match c {
+            Ok(c) => c,
+            Err(outcome) => {
+                self.rec.requests.push(PoolRequest {
+                    at_ms,
+                    conn: 0,
+                    idle_ms: 0,
+                    outcome,
+                });
+                return;
+            }
+        };
+        let idle_ms = (mono_ns() - c.last_ns) / 1_000_000;
+        let outcome = ask(&mut c.s, b"query\n");
+        let ok = matches!(outcome, Outcome::Answered { .. });
+        self.rec.requests.push(PoolRequest {
+            at_ms,
+            conn: c.id,
+            idle_ms,
+            outcome,
+        });
+        if ok {
+            c.last_ns = mono_ns();
+            self.idle.push_back(c);
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool, progress: &(dyn Fn(String) + Sync)) -> PoolRecord {
+        let t0 = mono_ns();
+        self.maintain();
+        let mut next_validation = self.plan.validate_every_ns.map(|v| t0 + v);
+        for k in 0..self.plan.requests {
+            let due = t0 + (k as u64 + 1) * self.plan.request_every_ns;
+            loop {
+                if stop.load(Relaxed) {
+                    self.rec.interrupted = true;
+                    return self.rec;
+                }
+                let now = mono_ns();
+                if next_validation.is_some_and(|v| v <= now) {
+                    self.validate();
+                    next_validation = next_validation
+                        .zip(self.plan.validate_every_ns)
+                        .map(|(v, e)| v + e);
+                }
+                self.maintain();
+                if now >= due {
+                    break;
+                }
+                let wake = next_validation.map_or(due, |v| v.min(due));
+                let nap = wake.saturating_sub(now).min(20_000_000);
+                std::thread::sleep(Duration::from_nanos(nap.max(1_000_000)));
+            }
+            self.request(t0);
+            if let Some(r) = self.rec.requests.last() {
+                progress(format!(
+                    "request {} of {}: connection {} idle {:.1} s: {}",
+                    k + 1,
+                    self.plan.requests,
+                    r.conn,
+                    r.idle_ms as f64 / 1e3,
+                    match &r.outcome {
+                        Outcome::Answered { latency_us } =>
+                            format!("answered in {:.1} ms", *latency_us as f64 / 1e3),
+                        Outcome::TimedOut => "no answer: timed out".into(),
+                        Outcome::Failed(e) => format!("failed: {e}"),
+                    }
+                ));
+            }
+        }
+        self.rec
+    }
+}
+
+/// An echo server on the far side: each connection's bytes are sent back, until `done`.
+fn echo_server(listener: TcpListener, done: Arc<AtomicBool>) {
+    let mut threads = vec![];
+    while !done.load(Relaxed) && threads.len() < 256 {
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                let d = done.clone();
+                let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+                threads.push(std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while !d.load(Relaxed) {
+                        match s.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(n) => {
+                                if s.write_all(&buf[..n]).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock
+                                        | std::io::ErrorKind::TimedOut
+                                        | std::io::ErrorKind::Interrupted
+                                ) => {}
+                            Err(_) => break,
+                        }
+                    }
+                }));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// Runs the pool of `plan` through the lab and returns what its requests met.
+pub fn pool_lab(
+    plan: &PoolPlan,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<PoolRecord, EngineError> {
+    let ns = |what| NetNs::create().map_err(|e| EngineError::os(format!("creating {what}"), e));
+    let (a, b) = (ns("the near namespace")?, ns("the far namespace")?);
+    let link = Link::start(
+        &a,
+        &b,
+        LinkConfig {
+            idle_timeout_ns: Some(plan.idle_timeout_ns),
+            on_idle: OnIdle::Drop,
+            ..Default::default()
+        },
+    )?;
+    let listener = b
+        .run(|| TcpListener::bind((ADDR_B, 0)))
+        .and_then(|r| r)
+        .map_err(|e| EngineError::os("listening in the far namespace", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| EngineError::os("listener", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| EngineError::os("listener", e))?;
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let server = std::thread::Builder::new()
+        .name("pool-echo".into())
+        .spawn(move || echo_server(listener, d))
+        .map_err(|e| EngineError::os("spawning the echo server", e))?;
+    let client = Client {
+        plan,
+        addr,
+        idle: VecDeque::new(),
+        next_id: 0,
+        rec: PoolRecord {
+            plan: *plan,
+            requests: vec![],
+            opened: 0,
+            validations: 0,
+            validations_failed: 0,
+            expired: 0,
+            interrupted: false,
+        },
+    };
+    let rec = a
+        .run(|| client.run(stop, progress))
+        .map_err(|e| EngineError::os("entering the near namespace", e));
+    done.store(true, Relaxed);
+    let _ = server.join();
+    drop(link);
+    rec
+}

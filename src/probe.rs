@@ -19,8 +19,9 @@ pub(crate) enum ProbeCmd {
     /// intervals, tested with TCP keepalive (no application bytes), narrowed by bisection;
     /// --udp: UDP mappings to `probe idle-responder`.
     Idle(IdleArgs),
-    /// The far side of `probe idle --udp`: answers each request after the idle time it
-    /// asks for, until Ctrl-C or --duration.
+    /// The far side of `probe idle --udp` (answers each request after the idle time it
+    /// asks for) and `--server-first` (probes each connection first, same port over
+    /// TCP), until Ctrl-C or --duration.
     IdleResponder(ResponderArgs),
     /// S5 in miniature: a connection pool through the lab's middlebox, validated and
     /// expired on the intervals given; shows requests failing on connections the path
@@ -70,6 +71,9 @@ pub(crate) enum OnIdleArg {
     Drop,
     /// Answer them with a RST to both ends.
     Reset,
+    /// Let the near side's segments open the flow again (conntrack's loose pickup, many
+    /// NATs); drop the far side's. Only `--server-first` sees such a timeout.
+    Reopen,
 }
 
 #[derive(Args, Debug)]
@@ -81,6 +85,11 @@ pub(crate) struct IdleArgs {
     /// `tpslab probe idle-responder` (the lab does).
     #[arg(long)]
     udp: bool,
+    /// TCP, the far side probing first: `tpslab probe idle-responder` there sets its own
+    /// keepalive on each connection and reports the fates (finds middleboxes that let
+    /// the near side re-open a forgotten flow).
+    #[arg(long, conflicts_with = "udp")]
+    server_first: bool,
     /// Shortest idle interval tried (whole seconds).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     min: Duration,
@@ -187,7 +196,9 @@ fn responder(a: ResponderArgs) -> Result<ExitCode> {
     if let Some(d) = a.duration {
         tpslab_plan::limits::WATCH_DURATION.check("--duration", d)?;
     }
-    let s = std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr}: {e}"))?;
+    let s = std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr} (UDP): {e}"))?;
+    let l = std::net::TcpListener::bind(s.local_addr()?)
+        .map_err(|e| anyhow!("bind {addr} (TCP): {e}"))?;
     let stop = out::install_signals()?;
     if let Some(d) = a.duration {
         let st = stop.clone();
@@ -197,10 +208,10 @@ fn responder(a: ResponderArgs) -> Result<ExitCode> {
         });
     }
     println!(
-        "tpslab probe idle-responder on {}: answering `tpslab probe idle --udp` requests after the idle time each asks for",
+        "tpslab probe idle-responder on {} (UDP and TCP): answering `tpslab probe idle --udp` requests after the idle time each asks for, and probing `--server-first` connections first",
         s.local_addr()?
     );
-    let n = tpslab_engine::idle::udp_responder(&s, &stop)?;
+    let n = tpslab_engine::idle::responder(&s, Some(&l), &stop)?;
     println!("answered {n} request(s)");
     Ok(ExitCode::SUCCESS)
 }
@@ -215,6 +226,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
             on_idle: match a.lab_on_idle {
                 OnIdleArg::Drop => OnIdle::Drop,
                 OnIdleArg::Reset => OnIdle::Reset,
+                OnIdleArg::Reopen => OnIdle::Reopen,
             },
         },
         (Some(_), Some(_)) => bail!("give a target HOST:PORT or --lab-idle-timeout, not both"),
@@ -224,6 +236,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     };
     let mut plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
     plan.udp = a.udp;
+    plan.server_first = a.server_first;
     if a.udp && !a.pool_config.is_empty() {
         bail!("--pool-config judges TCP connection pools: not with --udp");
     }
@@ -284,7 +297,11 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     rec.conns = study.conns;
     rec.control = study.control;
     rec.interrupted = study.interrupted;
-    if let (Some(d), false, false) = (rec.bracket.dead_s, rec.bracket.inconsistent(), plan.udp) {
+    // Judged only on evidence (the control alive, a fixed timeout), against the lower end
+    // of the bracket: a setting below it is surely in time.
+    let evidence = rec.control == Fate::Alive && !rec.bracket.inconsistent() && !plan.udp;
+    if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
+        let d = rec.bracket.alive_s.unwrap_or(d).max(1);
         rec.findings = workload::pool(&rec.running, d, None, None);
         let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
         for p in &rec.pools {

@@ -58,7 +58,7 @@ fn lab(test: &str, on_idle: &str) -> Option<serde_json::Value> {
                 "{c}"
             ),
         }
-        assert!(ms < 6_500, "{c}");
+        assert!(ms < 9_000, "{c}");
     }
     Some(j)
 }
@@ -77,14 +77,14 @@ fn lab_timeout_found_when_the_middlebox_drops() {
         .find(|c| c["idle_s"] == 3)
         .unwrap();
     let ms = dead["decided_ms"].as_u64().unwrap();
-    assert!((4_900..6_500).contains(&ms), "ETIMEDOUT after {ms} ms");
+    assert!((4_800..8_000).contains(&ms), "ETIMEDOUT after {ms} ms");
     // The host's settings judged against the timeout found: keepalive is far too late.
     let f = j["findings"].as_array().unwrap();
     assert!(
         f.iter().any(|x| x["what"]
             .as_str()
             .unwrap()
-            .contains("the middlebox forgets it after 3 s")),
+            .contains("the middlebox forgets it after 2 s")),
         "{f:?}"
     );
 }
@@ -103,7 +103,7 @@ fn lab_timeout_found_when_the_middlebox_resets() {
         .find(|c| c["idle_s"] == 3)
         .unwrap();
     let ms = dead["decided_ms"].as_u64().unwrap();
-    assert!((2_900..4_000).contains(&ms), "ECONNRESET after {ms} ms");
+    assert!((2_800..5_500).contains(&ms), "ECONNRESET after {ms} ms");
 }
 
 /// A timeout the first ladder only brackets: a second round bisects it (reset mode, 6.5 s,
@@ -198,7 +198,7 @@ fn lab_udp_mapping_timeout() {
         .find(|c| c["idle_s"] == 3)
         .unwrap();
     let ms = dead["decided_ms"].as_u64().unwrap();
-    assert!((3_900..5_000).contains(&ms), "{dead}");
+    assert!((3_800..6_500).contains(&ms), "{dead}");
 }
 
 /// tpslab's responder on loopback answers every mapping after the time asked; with no
@@ -213,10 +213,20 @@ fn udp_responder_on_loopback() {
     let addr = format!("127.0.0.1:{port}");
     let mut responder = common::tpslab()
         .args(["probe", "idle-responder", &addr, "--duration", "30s"])
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Its first line is printed once it is bound.
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(responder.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(
+        first.starts_with("tpslab probe idle-responder on"),
+        "{first}"
+    );
     let mut c = common::tpslab();
     c.args([
         "probe",
@@ -347,6 +357,46 @@ fn s5_miniature_after_the_fix_answers_every_request() {
     }
     assert!(j["validations"].as_u64().unwrap() >= 8);
     assert_eq!(j["validations_failed"], 0);
+}
+
+/// A middlebox that lets the near side re-open a forgotten flow (conntrack's loose
+/// pickup): probing from the near side finds no timeout, since each keepalive re-opens
+/// the flow; the far side probing first (tpslab's responder) finds it.
+#[test]
+fn server_first_finds_what_the_near_side_cannot() {
+    if !common::can_netns("server_first_finds_what_the_near_side_cannot") {
+        return;
+    }
+    let run = |extra: &[&str]| {
+        let mut c = common::tpslab();
+        c.args([
+            "probe",
+            "idle",
+            "--lab-idle-timeout",
+            "2500ms",
+            "--lab-on-idle",
+            "reopen",
+            "--min",
+            "1s",
+            "--max",
+            "5s",
+            "--resolution",
+            "1s",
+        ])
+        .args(extra);
+        let out = common::run(c);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let near = std::thread::spawn(move || run(&[]));
+    let far = run(&["--server-first"]);
+    let near = near.join().unwrap();
+    assert!(near.contains("Result: no idle timeout up to 5 s"), "{near}");
+    assert!(
+        far.contains("Result: idle timeout in (2 s, 3 s]; the path ended it: dropped silently"),
+        "{far}"
+    );
+    assert!(far.contains("Control connection: alive"), "{far}");
 }
 
 /// On loopback nothing forgets a flow: keepalive keeps every connection, so the probe

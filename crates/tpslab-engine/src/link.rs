@@ -212,7 +212,9 @@ fn middlebox(mb: Middlebox, pkt: &[u8], now: u64, from: &Tun, to: &Tun, c: &DirC
             c.forgotten.fetch_add(1, Relaxed);
             // Written back into the sender's TUN (its namespace receives it) and on to
             // the receiver, at once: a middlebox's RST does not cross the delay line.
-            for (tun, rst) in [(from, &to_sender), (to, &to_receiver)] {
+            let out =
+                std::iter::once((from, &to_sender)).chain(to_receiver.iter().map(|r| (to, r)));
+            for (tun, rst) in out {
                 if tun.write(rst).is_ok() {
                     c.resets_sent.fetch_add(1, Relaxed);
                 } else {

@@ -28,8 +28,9 @@ pub enum Verdict {
     Reset {
         /// RST for the packet's sender.
         to_sender: Vec<u8>,
-        /// RST for the packet's receiver.
-        to_receiver: Vec<u8>,
+        /// RSTs for the packet's receiver, in order (one of them carries exactly the
+        /// sequence number it expects).
+        to_receiver: Vec<Vec<u8>>,
     },
 }
 
@@ -57,6 +58,10 @@ const UDP: u8 = 17;
 
 fn parse(p: &[u8]) -> Option<Packet> {
     if p.len() < 20 || p[0] >> 4 != 4 {
+        return None;
+    }
+    // A fragment after the first has no ports: it passes.
+    if u16::from_be_bytes([p[6], p[7]]) & 0x1fff != 0 {
         return None;
     }
     let ihl = usize::from(p[0] & 0x0f) * 4;
@@ -151,10 +156,12 @@ fn segment(
 
 /// The RSTs that end the flow of `pk` on both ends. The sender's: sequence = the
 /// packet's ACK (what the sender expects us to use), else an ACK of what it sent. The
-/// receiver's: sequence = the packet's, + 1 for a segment without payload (a keepalive
-/// probe carries snd_una - 1), so that it is exactly what the receiver expects (RFC 5961:
-/// an inexact RST only draws a challenge ACK).
-fn resets(pk: &Packet) -> (Vec<u8>, Vec<u8>) {
+/// receiver's must carry exactly the sequence number it expects (RFC 5961: an inexact RST
+/// only draws a challenge ACK): the packet's own for data and FIN; for a segment with
+/// neither it is the packet's + 1 for a keepalive probe (which carries snd_una - 1) or the
+/// packet's for a pure ACK: both are sent, + 1 first (the receiver ignores the other once
+/// reset).
+fn resets(pk: &Packet) -> (Vec<u8>, Vec<Vec<u8>>) {
     let to_sender = if pk.flags & ACK != 0 {
         segment(pk.dst, pk.src, pk.dport, pk.sport, pk.ack, 0, RST)
     } else {
@@ -169,8 +176,12 @@ fn resets(pk: &Packet) -> (Vec<u8>, Vec<u8>) {
             RST | ACK,
         )
     };
-    let seq = pk.seq.wrapping_add(u32::from(pk.payload == 0));
-    let to_receiver = segment(pk.src, pk.dst, pk.sport, pk.dport, seq, 0, RST);
+    let rst = |seq: u32| segment(pk.src, pk.dst, pk.sport, pk.dport, seq, 0, RST);
+    let to_receiver = if pk.payload == 0 && pk.flags & FIN == 0 {
+        vec![rst(pk.seq.wrapping_add(1)), rst(pk.seq)]
+    } else {
+        vec![rst(pk.seq)]
+    };
     (to_sender, to_receiver)
 }
 
@@ -221,7 +232,10 @@ impl FlowTable {
             self.last_seen.remove(&key);
         }
         let opens = match pk.proto {
-            TCP => pk.flags & SYN != 0 && pk.flags & ACK == 0,
+            TCP => {
+                (pk.flags & SYN != 0 && pk.flags & ACK == 0)
+                    || (from_a && self.on_idle == OnIdle::Reopen && pk.flags & RST == 0)
+            }
             _ => from_a,
         };
         if opens {
@@ -324,12 +338,30 @@ mod tests {
         let s = parse(&to_sender).unwrap();
         assert_eq!((s.src, s.dst, s.sport, s.dport), (B, A, 9000, 40000));
         assert_eq!((s.seq, s.flags), (501, RST), "A expects 501 from B");
-        let r = parse(&to_receiver).unwrap();
+        let r = parse(&to_receiver[0]).unwrap();
         assert_eq!((r.src, r.dst, r.sport, r.dport), (A, B, 40000, 9000));
-        assert_eq!((r.seq, r.flags), (101, RST), "B expects 101 from A");
+        assert_eq!(
+            (r.seq, r.flags),
+            (101, RST),
+            "B expects 101 from A after a probe"
+        );
+        assert_eq!(
+            parse(&to_receiver[1]).unwrap().seq,
+            100,
+            "or 100 after a pure ACK"
+        );
+        // A FIN carries exactly what the receiver expects.
+        let Verdict::Reset {
+            to_receiver: fin, ..
+        } = t.judge(&tcp(true, 101, 501, FIN | ACK), true, 10 * S)
+        else {
+            panic!("a reset");
+        };
+        assert_eq!(fin.len(), 1);
+        assert_eq!(parse(&fin[0]).unwrap().seq, 101);
         // Both are valid IPv4 and TCP checksums (the sum over each, with the pseudo
         // header for TCP, folds to zero).
-        for p in [&to_sender, &to_receiver] {
+        for p in [&to_sender, &to_receiver[0], &to_receiver[1]] {
             assert_eq!(checksum(0, &p[..20]), 0);
             let mut pseudo = p[12..20].to_vec();
             pseudo.extend_from_slice(&[0, TCP, 0, 20]);
@@ -341,6 +373,25 @@ mod tests {
         }
         // A RST of a forgotten flow is not answered.
         assert_eq!(t.judge(&tcp(true, 101, 0, RST), true, 6 * S), Verdict::Drop);
+    }
+
+    #[test]
+    fn reopen_mode_lets_the_near_side_pick_a_flow_up_again() {
+        let mut t = FlowTable::new(S, OnIdle::Reopen);
+        assert_eq!(t.judge(&tcp(true, 100, 0, SYN), true, 0), Verdict::Pass);
+        // Forgotten: the far side's probe is dropped; the near side's opens it again.
+        assert_eq!(
+            t.judge(&tcp(false, 500, 101, ACK), false, 5 * S),
+            Verdict::Drop
+        );
+        assert_eq!(
+            t.judge(&tcp(true, 100, 501, ACK), true, 6 * S),
+            Verdict::Pass
+        );
+        assert_eq!(
+            t.judge(&tcp(false, 501, 101, ACK), false, 6 * S),
+            Verdict::Pass
+        );
     }
 
     #[test]

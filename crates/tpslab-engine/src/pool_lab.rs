@@ -201,8 +201,14 @@ impl Client<'_> {
 
 /// An echo server on the far side: each connection's bytes are sent back, until `done`.
 fn echo_server(listener: TcpListener, done: Arc<AtomicBool>) {
-    let mut threads = vec![];
-    while !done.load(Relaxed) && threads.len() < 256 {
+    let mut threads: Vec<std::thread::JoinHandle<()>> = vec![];
+    while !done.load(Relaxed) {
+        // Connections that ended free their threads; at most 256 live at once.
+        threads.retain(|t| !t.is_finished());
+        if threads.len() >= 256 {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
         match listener.accept() {
             Ok((mut s, _)) => {
                 let d = done.clone();

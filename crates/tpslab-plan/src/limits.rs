@@ -114,9 +114,10 @@ pub const IDLE_PROBE_MAX: DurationLimit = DurationLimit {
     max: Duration::from_secs(2 * 3600),
 };
 
-/// Connections `probe idle` holds open at once, the control connection included.
+/// Connections `probe idle` holds open at once, the control connection included (at
+/// least two idle ones).
 pub const IDLE_PROBE_CONNECTIONS: Limit = Limit {
-    min: 2,
+    min: 3,
     max: 256,
     unit: "",
 };
@@ -125,6 +126,13 @@ pub const IDLE_PROBE_CONNECTIONS: Limit = Limit {
 pub const POOL_DURATION: DurationLimit = DurationLimit {
     min: Duration::from_millis(100),
     max: Duration::from_secs(600),
+};
+
+/// The lab middlebox's idle timeout for `probe idle`: above the control connection's
+/// one-second probes, with room for their timers' lateness.
+pub const LAB_IDLE_TIMEOUT: DurationLimit = DurationLimit {
+    min: Duration::from_secs(2),
+    max: Duration::from_secs(7 * 24 * 3600),
 };
 
 /// Connections `probe pool` keeps open.

@@ -49,6 +49,11 @@ pub struct IdlePlan {
     /// UDP mappings (tpslab's responder on the far side) instead of TCP connections.
     #[serde(default)]
     pub udp: bool,
+    /// TCP, with tpslab's responder on the far side: the responder's keepalive probes
+    /// first (far to near), which finds middleboxes that let the near side's packets
+    /// re-open a forgotten flow.
+    #[serde(default)]
+    pub server_first: bool,
 }
 
 fn whole_seconds(flag: &str, d: Duration) -> Result<u64, PlanError> {
@@ -98,7 +103,7 @@ impl IdlePlan {
         } = target
         {
             let t = Duration::from_nanos(idle_timeout_ns);
-            crate::limits::IDLE_TIMEOUT.check("--lab-idle-timeout", t)?;
+            crate::limits::LAB_IDLE_TIMEOUT.check("--lab-idle-timeout", t)?;
         }
         Ok(IdlePlan {
             target,
@@ -109,6 +114,7 @@ impl IdlePlan {
             keepalive_intvl_s: 1,
             keepalive_cnt: 2,
             udp: false,
+            server_first: false,
         })
     }
 
@@ -210,7 +216,7 @@ mod tests {
         assert!(e(Duration::from_millis(500), s(20), s(1), 16)
             .starts_with("--min 500ms: allowed whole seconds"));
         assert!(e(s(1), s(3 * 3600), s(1), 16).starts_with("--max 3h: allowed"));
-        assert!(e(s(1), s(30), s(1), 1).starts_with("--connections 1: allowed 2..=256"));
+        assert!(e(s(1), s(30), s(1), 2).starts_with("--connections 2: allowed 3..=256"));
         let lab = IdleTarget::Lab {
             idle_timeout_ns: 0,
             on_idle: OnIdle::Drop,

@@ -55,6 +55,9 @@ pub enum OnIdle {
     Drop,
     /// Answer with a RST to both ends ("reset on idle").
     Reset,
+    /// Let a segment from the near side open the flow again (loose pickup, as conntrack
+    /// and many NATs do); drop one from the far side.
+    Reopen,
 }
 
 impl OnIdle {

@@ -67,11 +67,16 @@ pub fn parse_stats(text: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Whether a driver statistic counts packets the NIC or driver dropped: its name says
+/// Whether a driver statistic counts received packets the NIC or driver dropped (not a
+/// `tx` counter): its name says
 /// drop, miss, discard, fifo, no buffer or out of buffer (virtio_net `rx0_drops`, mlx5
 /// `rx_out_of_buffer`, ixgbe `rx_no_buffer_count`, i40e `rx_dropped`).
 pub fn is_drop_counter(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
+    // Transmit side counters (tx_*, txN_*) are not receive drops.
+    if n.starts_with("tx") {
+        return false;
+    }
     ["drop", "miss", "discard", "fifo", "no_buf", "out_of_buffer"]
         .iter()
         .any(|w| n.contains(w))

@@ -65,12 +65,12 @@ fn c3p0(conf: &PoolConf, t: u64) -> Result<Vec<Finding>, String> {
             what: format!(
                 "{}: idle connections are {} before the path's {t} s",
                 conf.path,
-                if on_checkout {
-                    "tested on every checkout"
-                } else if within(&test) {
+                if within(&test) {
                     "tested (kept alive)"
-                } else {
+                } else if within(&idle) {
                     "retired"
+                } else {
+                    "tested on every checkout (on a path that drops silently that test itself waits for the driver's timeout, then the connection is replaced)"
                 }
             ),
             evidence: [&test, &idle]

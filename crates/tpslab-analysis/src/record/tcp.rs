@@ -62,7 +62,8 @@ pub struct DirStats {
     /// answered with RSTs (left out of records when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten: u64,
-    /// RSTs the middlebox wrote (two per segment of a forgotten flow in reset mode).
+    /// RSTs the middlebox wrote (two or three per segment of a forgotten flow in reset
+    /// mode: one to its sender, one or two to its receiver).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resets_sent: u64,
 }

@@ -20,6 +20,8 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             match on_idle {
                 OnIdle::Drop => "drops their segments",
                 OnIdle::Reset => "answers them with RSTs",
+                OnIdle::Reopen =>
+                    "lets the near side re-open them and drops the far side's segments",
             }
         ),
     };
@@ -31,6 +33,8 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         p.resolution_s,
         if p.udp {
             format!("{} UDP mappings at once (one a control, answered every second), each asking tpslab's responder for a reply after its interval", p.connections)
+        } else if p.server_first {
+            format!("{} connections at once (one a control); tpslab's responder on the far side probes each first and reports its fate", p.connections)
         } else {
             format!("{} connections at once (one a control, probed every second); no application bytes are sent", p.connections)
         }
@@ -95,8 +99,8 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     if !r.findings.is_empty() {
         writeln!(
             w,
-            "\nThis host's TCP settings against the upper end of the bracket ({} s):",
-            b.dead_s.unwrap_or(0)
+            "\nThis host's TCP settings against the lower end of the bracket ({} s: a setting below it is surely in time):",
+            b.alive_s.or(b.dead_s).unwrap_or(0)
         )?;
         super::doctor::findings(w, &r.findings)?;
     }

@@ -10,9 +10,16 @@
 //! evidence. Rounds narrow the bracket until it is within the resolution.
 //!
 //! With `udp`, each interval is a UDP mapping: one request to tpslab's responder
-//! ([`udp_responder`], `tpslab probe idle-responder`) asks for its reply after the idle
+//! ([`responder`], `tpslab probe idle-responder`) asks for its reply after the idle
 //! interval; a path that forgot the mapping drops the reply. The control asks for an
-//! immediate reply every second.
+//! immediate reply every second. With `server_first`, the responder sets its own
+//! keepalive on each connection (the far side probes first) and reports each fate on the
+//! control connection.
+
+mod responder;
+
+pub use responder::responder;
+use responder::{udp_reply_to, udp_request, FATE_CODES, SF_CONTROL, SF_FATE, SF_HELLO};
 
 use crate::link::{Link, ADDR_B};
 use crate::EngineError;
@@ -82,8 +89,26 @@ fn check(s: &TcpStream) -> Option<Fate> {
 
 /// One idle connection (TCP) or mapping (UDP) being tested.
 trait Idle {
-    /// Its fate if known `elapsed_ms` after it was opened.
-    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate>;
+    /// Its fate if known `elapsed_ms` after it was opened (`t` holds what the
+    /// responder reported).
+    fn poll(&mut self, elapsed_ms: u64, t: &Transport) -> Option<Fate>;
+}
+
+/// A connection the responder probes first: its fate comes on the control connection.
+struct ServerFirstIdle {
+    _s: TcpStream,
+    conn: u32,
+    /// No report by then: the responder failed.
+    deadline_ms: u64,
+}
+
+impl Idle for ServerFirstIdle {
+    fn poll(&mut self, elapsed_ms: u64, t: &Transport) -> Option<Fate> {
+        if let Some(f) = t.fates.borrow_mut().remove(&self.conn) {
+            return Some(f);
+        }
+        (elapsed_ms >= self.deadline_ms).then(|| Fate::Error("no report from the responder".into()))
+    }
 }
 
 /// A TCP connection whose keepalive tests the path.
@@ -93,27 +118,9 @@ struct TcpIdle {
 }
 
 impl Idle for TcpIdle {
-    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate> {
+    fn poll(&mut self, elapsed_ms: u64, _: &Transport) -> Option<Fate> {
         check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
     }
-}
-
-/// The request a UDP probe sends: magic, nonce, the delay of the reply (ms).
-const UDP_REQ: &[u8; 8] = b"TPSLIDLQ";
-/// The responder's reply: magic, the request's nonce.
-const UDP_REP: &[u8; 8] = b"TPSLIDLR";
-
-fn udp_request(nonce: u64, delay_ms: u32) -> [u8; 20] {
-    let mut b = [0u8; 20];
-    b[..8].copy_from_slice(UDP_REQ);
-    b[8..16].copy_from_slice(&nonce.to_be_bytes());
-    b[16..].copy_from_slice(&delay_ms.to_be_bytes());
-    b
-}
-
-/// Whether `buf` is the reply to `nonce`.
-fn udp_reply_to(buf: &[u8], nonce: u64) -> bool {
-    buf.len() >= 16 && &buf[..8] == UDP_REP && buf[8..16] == nonce.to_be_bytes()
 }
 
 /// A UDP mapping whose reply comes back after the idle interval.
@@ -124,7 +131,7 @@ struct UdpIdle {
 }
 
 impl Idle for UdpIdle {
-    fn poll(&mut self, elapsed_ms: u64) -> Option<Fate> {
+    fn poll(&mut self, elapsed_ms: u64, _: &Transport) -> Option<Fate> {
         let mut buf = [0u8; 64];
         loop {
             match self.s.recv(&mut buf) {
@@ -145,6 +152,10 @@ struct Transport<'a> {
     plan: &'a IdlePlan,
     addr: SocketAddr,
     nonce: std::cell::Cell<u64>,
+    /// Server first: this study's number, and the fates the responder reported by
+    /// connection number.
+    study: u64,
+    fates: std::cell::RefCell<std::collections::HashMap<u32, Fate>>,
 }
 
 impl Transport<'_> {
@@ -157,6 +168,22 @@ impl Transport<'_> {
     /// Opens a probe idle for `idle_s`.
     fn open(&self, idle_s: u64) -> std::io::Result<Box<dyn Idle>> {
         let verdict_ms = self.plan.verdict_after_s(idle_s) * 1000;
+        if self.plan.server_first {
+            let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5))?;
+            let conn = self.nonce() as u32;
+            let mut hello = [0u8; 24];
+            hello[..8].copy_from_slice(SF_HELLO);
+            hello[8..16].copy_from_slice(&self.study.to_be_bytes());
+            hello[16..20].copy_from_slice(&conn.to_be_bytes());
+            hello[20..].copy_from_slice(&(idle_s as u32).to_be_bytes());
+            std::io::Write::write_all(&mut s, &hello)?;
+            s.set_nonblocking(true)?;
+            return Ok(Box::new(ServerFirstIdle {
+                _s: s,
+                conn,
+                deadline_ms: verdict_ms + 3000,
+            }));
+        }
         if !self.plan.udp {
             let s = open(
                 self.addr,
@@ -194,6 +221,11 @@ impl Transport<'_> {
 /// within 2 s.
 enum Control {
     Tcp(TcpStream),
+    /// Server first: the responder reports each connection's fate here.
+    Reports {
+        s: TcpStream,
+        buf: Vec<u8>,
+    },
     Udp {
         s: UdpSocket,
         next_ms: u64,
@@ -203,6 +235,16 @@ enum Control {
 
 impl Control {
     fn open(t: &Transport) -> std::io::Result<Control> {
+        if t.plan.server_first {
+            let mut s = open(t.addr, 1, 1, 3)?;
+            let mut hello = [0u8; 16];
+            hello[..8].copy_from_slice(SF_CONTROL);
+            hello[8..].copy_from_slice(&t.study.to_be_bytes());
+            s.set_nonblocking(false)?;
+            std::io::Write::write_all(&mut s, &hello)?;
+            s.set_nonblocking(true)?;
+            return Ok(Control::Reports { s, buf: vec![] });
+        }
         if !t.plan.udp {
             return open(t.addr, 1, 1, 3).map(Control::Tcp);
         }
@@ -239,6 +281,38 @@ impl Control {
     fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
         match self {
             Control::Tcp(s) => check(s),
+            Control::Reports { s, buf } => {
+                if let Ok(Some(e)) = SockRef::from(&*s).take_error() {
+                    return Some(fate_of(&e));
+                }
+                let mut b = [0u8; 1024];
+                loop {
+                    match (&*s).read(&mut b) {
+                        Ok(0) => return Some(Fate::Closed),
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Some(fate_of(&e)),
+                    }
+                }
+                while buf.len() >= 16 {
+                    let m: Vec<u8> = buf.drain(..16).collect();
+                    if &m[..8] != SF_FATE {
+                        return Some(Fate::Error("a report that is not the responder's".into()));
+                    }
+                    let conn = u32::from_be_bytes(m[8..12].try_into().expect("4 bytes"));
+                    let code = u32::from_be_bytes(m[12..16].try_into().expect("4 bytes"));
+                    let fate = match FATE_CODES.get(code as usize).copied() {
+                        Some("alive") => Fate::Alive,
+                        Some("dropped") => Fate::Dropped,
+                        Some("reset") => Fate::Reset,
+                        Some("closed") => Fate::Closed,
+                        _ => Fate::Error("reported by the responder".into()),
+                    };
+                    t.fates.borrow_mut().insert(conn, fate);
+                }
+                None
+            }
             Control::Udp {
                 s,
                 next_ms,
@@ -282,9 +356,12 @@ fn round(
     let t0 = mono_ns();
     let ms = |now: u64| (now - t0) / 1_000_000;
     let mut probes: Vec<Option<Box<dyn Idle>>> = vec![];
+    let mut opened: Vec<u64> = vec![];
     let mut conns: Vec<Conn> = vec![];
     for &idle in idles {
         let c = t.open(idle);
+        // Each probe's clock starts when it is open (its keepalive timer's does).
+        opened.push(mono_ns());
         conns.push(Conn {
             round: n,
             idle_s: idle,
@@ -306,9 +383,10 @@ fn round(
             let Some(p) = p.as_mut().filter(|_| !decided[i]) else {
                 continue;
             };
-            if let Some(f) = p.poll(ms(now)) {
+            let since_open = (now - opened[i]) / 1_000_000;
+            if let Some(f) = p.poll(since_open, t) {
                 conns[i].fate = f;
-                conns[i].decided_ms = ms(now);
+                conns[i].decided_ms = since_open;
                 decided[i] = true;
             }
         }
@@ -360,6 +438,8 @@ pub fn study(
         plan,
         addr,
         nonce: std::cell::Cell::new(u64::from(std::process::id()) << 32),
+        study: mono_ns() ^ (u64::from(std::process::id()) << 40),
+        fates: Default::default(),
     };
     let study_t0 = mono_ns();
     let mut control =
@@ -367,6 +447,7 @@ pub fn study(
     let mut conns: Vec<Conn> = vec![];
     let (mut lo, mut hi, mut first) = (plan.min_s, plan.max_s, true);
     let mut control_fate = None;
+    let mut prev = None;
     for n in 1u32.. {
         let idles = ladder(lo, hi, plan.connections - 1, first);
         if idles.is_empty() {
@@ -394,7 +475,12 @@ pub fn study(
             break;
         }
         match (b.alive_s, b.dead_s) {
-            (Some(a), Some(d)) if d - a > plan.resolution_s => (lo, hi, first) = (a, d, false),
+            // A round that moved neither end (every probe failed to open, say) would
+            // repeat itself: stop.
+            (Some(a), Some(d)) if d - a > plan.resolution_s && prev != Some((a, d)) => {
+                prev = Some((a, d));
+                (lo, hi, first) = (a, d, false)
+            }
             _ => break,
         }
     }
@@ -407,51 +493,6 @@ pub fn study(
         control,
         interrupted: stop.load(Relaxed),
     })
-}
-
-/// tpslab's UDP responder, the far side of `probe idle --udp`: answers each request
-/// (20 bytes: magic, nonce, delay in ms) with a reply of the same size, from the same
-/// socket, after the delay asked (at most 2 h); at most 65536 replies pending (more are
-/// not answered). Runs until `stop`. Returns the requests answered.
-pub fn udp_responder(s: &UdpSocket, stop: &AtomicBool) -> std::io::Result<u64> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    s.set_read_timeout(Some(Duration::from_millis(10)))?;
-    let mut pending: BinaryHeap<Reverse<(u64, u64, SocketAddr)>> = BinaryHeap::new();
-    let mut answered = 0u64;
-    let mut buf = [0u8; 64];
-    while !stop.load(Relaxed) {
-        let wait = pending
-            .peek()
-            .map_or(10, |Reverse((due, _, _))| {
-                due.saturating_sub(mono_ns()) / 1_000_000
-            })
-            .clamp(1, 10);
-        s.set_read_timeout(Some(Duration::from_millis(wait)))?;
-        if let Ok((n, peer)) = s.recv_from(&mut buf) {
-            if n == 20 && &buf[..8] == UDP_REQ && pending.len() < 65_536 {
-                let nonce = u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes"));
-                let delay_ms =
-                    u64::from(u32::from_be_bytes(buf[16..20].try_into().expect("4 bytes")))
-                        .min(2 * 3600 * 1000);
-                pending.push(Reverse((mono_ns() + delay_ms * 1_000_000, nonce, peer)));
-            }
-        }
-        let now = mono_ns();
-        while pending
-            .peek()
-            .is_some_and(|Reverse((due, _, _))| *due <= now)
-        {
-            let Reverse((_, nonce, peer)) = pending.pop().expect("peeked");
-            let mut rep = [0u8; 20];
-            rep[..8].copy_from_slice(UDP_REP);
-            rep[8..16].copy_from_slice(&nonce.to_be_bytes());
-            if s.send_to(&rep, peer).is_ok() {
-                answered += 1;
-            }
-        }
-    }
-    Ok(answered)
 }
 
 /// The study in tpslab's lab: two throwaway namespaces joined by the delay line, whose
@@ -478,9 +519,13 @@ pub fn lab_study(
     )?;
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
-    let (addr, far) = if plan.udp {
-        let s = b
-            .run(|| UdpSocket::bind((ADDR_B, 0)))
+    let (addr, far) = if plan.udp || plan.server_first {
+        let (s, l) = b
+            .run(|| -> std::io::Result<(UdpSocket, TcpListener)> {
+                let l = TcpListener::bind((ADDR_B, 0))?;
+                let s = UdpSocket::bind(l.local_addr()?)?;
+                Ok((s, l))
+            })
             .and_then(|r| r)
             .map_err(|e| EngineError::os("binding the responder in the far namespace", e))?;
         let addr = s
@@ -489,7 +534,7 @@ pub fn lab_study(
         let h = std::thread::Builder::new()
             .name("idle-responder".into())
             .spawn(move || {
-                let _ = udp_responder(&s, &d);
+                let _ = responder(&s, Some(&l), &d);
             });
         (addr, h)
     } else {

@@ -525,3 +525,58 @@ fn pool_bad_input_is_a_one_line_error() {
         );
     }
 }
+
+/// Ctrl-C (SIGINT) ends a study with what it found so far, written to its record.
+#[test]
+fn ctrl_c_keeps_what_was_found() {
+    if !common::can_netns("ctrl_c_keeps_what_was_found") {
+        return;
+    }
+    let json = common::tmp("probe-interrupted.json");
+    let _ = std::fs::remove_file(&json);
+    let child = common::tpslab()
+        .args([
+            "probe",
+            "idle",
+            "--lab-idle-timeout",
+            "100s",
+            "--min",
+            "1s",
+            "--max",
+            "60s",
+            "--resolution",
+            "1s",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // 1 s and 2 s are judged alive 4 s and 5 s after they opened.
+    std::thread::sleep(std::time::Duration::from_millis(6500));
+    let st = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(interrupted: what was found so far)"),
+        "{text}"
+    );
+    let j = common::record(&json);
+    assert_eq!(j["interrupted"], true);
+    assert_eq!(j["meta"]["interrupted"], true);
+    let alive: Vec<u64> = j["conns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fate"] == "alive")
+        .map(|c| c["idle_s"].as_u64().unwrap())
+        .collect();
+    assert!(alive.starts_with(&[1, 2]), "{alive:?}");
+    assert!(j["bracket"]["dead_s"].is_null());
+}

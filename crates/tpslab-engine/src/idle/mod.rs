@@ -1,8 +1,9 @@
 //! `tpslab probe idle`: after how long of idleness a path kills a TCP connection, and how.
 //!
 //! Each round opens one connection per idle interval of the ladder, sends nothing on it
-//! and lets TCP keepalive test it: its first probe is due after the interval
-//! (TCP_KEEPIDLE), then `cnt` more one `intvl` apart. A path that still knows the flow
+//! and lets TCP keepalive test it: its first probe goes when the interval ends (triggered
+//! from user space, [`trigger_keepalive`], not left to a long kernel timer that fires
+//! late), then `cnt` more one `intvl` apart. A path that still knows the flow
 //! carries the probe and the server's kernel answers it (no application byte is sent);
 //! a path that forgot it drops the probe (the kernel gives up with ETIMEDOUT) or answers
 //! with a RST (ECONNRESET); a server that closed it sends a FIN. A control connection
@@ -111,14 +112,41 @@ impl Idle for ServerFirstIdle {
     }
 }
 
-/// A TCP connection whose keepalive tests the path.
+/// The keepalive idle time a probe connection starts with, s (TCP_KEEPIDLE's largest):
+/// its probe is triggered from user space instead ([`trigger_keepalive`]).
+pub(crate) const KEEPIDLE_PARKED_S: u64 = 32_767;
+
+/// Sends the first keepalive probe now: TCP_KEEPIDLE set to 1 s on a connection idle for
+/// longer re-arms its keepalive timer to fire at once (net/ipv4/tcp.c
+/// `tcp_sock_set_keepidle_locked`). A timer left to fire after a long idle time is late by
+/// up to the timer wheel's granularity at that range (4096 or 32768 jiffies: seconds to
+/// tens of seconds for minutes of idleness); this one fires within a jiffy.
+pub(crate) fn trigger_keepalive(s: &TcpStream, intvl_s: u64, cnt: u64) -> std::io::Result<()> {
+    let ka = TcpKeepalive::new()
+        .with_time(Duration::from_secs(1))
+        .with_interval(Duration::from_secs(intvl_s))
+        .with_retries(cnt as u32);
+    SockRef::from(s).set_tcp_keepalive(&ka)
+}
+
+/// A TCP connection whose keepalive tests the path when its interval ends.
 struct TcpIdle {
     s: TcpStream,
+    idle_ms: u64,
+    intvl_s: u64,
+    cnt: u64,
+    triggered: bool,
     verdict_ms: u64,
 }
 
 impl Idle for TcpIdle {
     fn poll(&mut self, elapsed_ms: u64, _: &Transport) -> Option<Fate> {
+        if !self.triggered && elapsed_ms >= self.idle_ms {
+            self.triggered = true;
+            if let Err(e) = trigger_keepalive(&self.s, self.intvl_s, self.cnt) {
+                return Some(fate_of(&e));
+            }
+        }
         check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
     }
 }
@@ -185,13 +213,16 @@ impl Transport<'_> {
             }));
         }
         if !self.plan.udp {
-            let s = open(
-                self.addr,
-                idle_s,
-                self.plan.keepalive_intvl_s,
-                self.plan.keepalive_cnt,
-            )?;
-            return Ok(Box::new(TcpIdle { s, verdict_ms }));
+            let (intvl_s, cnt) = (self.plan.keepalive_intvl_s, self.plan.keepalive_cnt);
+            let s = open(self.addr, KEEPIDLE_PARKED_S, intvl_s, cnt)?;
+            return Ok(Box::new(TcpIdle {
+                s,
+                idle_ms: idle_s * 1000,
+                intvl_s,
+                cnt,
+                triggered: false,
+                verdict_ms,
+            }));
         }
         let s = self.udp_socket()?;
         let nonce = self.nonce();

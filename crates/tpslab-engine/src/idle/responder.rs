@@ -46,8 +46,10 @@ struct Held {
     s: TcpStream,
     /// Bytes of its hello read so far.
     hello: Vec<u8>,
-    /// Set once its hello was read: (study, connection number, verdict due at, ns).
-    probe: Option<(u64, u32, u64)>,
+    /// Set once its hello was read: (study, connection number, probe due at, verdict
+    /// due at, ns), and whether its probe went.
+    probe: Option<(u64, u32, u64, u64)>,
+    triggered: bool,
     /// A control connection's study.
     control: Option<u64>,
 }
@@ -74,6 +76,7 @@ impl TcpSide {
                     s,
                     hello: vec![],
                     probe: None,
+                    triggered: false,
                     control: None,
                 });
             }
@@ -86,7 +89,15 @@ impl TcpSide {
         let mut reports: Vec<(u64, u32, u32)> = vec![];
         let mut gone = vec![false; self.held.len()];
         for (i, h) in self.held.iter_mut().enumerate() {
-            if let Some((study, conn, due)) = h.probe {
+            if let Some((study, conn, probe_at, due)) = h.probe {
+                if !h.triggered && now >= probe_at {
+                    h.triggered = true;
+                    if super::trigger_keepalive(&h.s, 1, 2).is_err() {
+                        reports.push((study, conn, 4));
+                        gone[i] = true;
+                        continue;
+                    }
+                }
                 let code = match SockRef::from(&h.s).take_error() {
                     Ok(Some(e)) => Some(fate_code(&e)),
                     _ => match (&h.s).read(&mut [0u8; 64]) {
@@ -127,12 +138,14 @@ impl TcpSide {
                 let conn = u32::from_be_bytes(b[16..20].try_into().expect("4 bytes"));
                 let idle = u64::from(u32::from_be_bytes(b[20..24].try_into().expect("4 bytes")))
                     .clamp(1, 2 * 3600);
+                // Parked until the interval ends, then triggered (see the client's).
                 let ka = TcpKeepalive::new()
-                    .with_time(Duration::from_secs(idle))
+                    .with_time(Duration::from_secs(super::KEEPIDLE_PARKED_S))
                     .with_interval(Duration::from_secs(1))
                     .with_retries(2);
                 if SockRef::from(&h.s).set_tcp_keepalive(&ka).is_ok() {
-                    h.probe = Some((study, conn, now + (idle + 3) * 1_000_000_000));
+                    let s = 1_000_000_000;
+                    h.probe = Some((study, conn, now + idle * s, now + (idle + 3) * s));
                 } else {
                     gone[i] = true;
                 }

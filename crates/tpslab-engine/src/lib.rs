@@ -2,6 +2,7 @@
 //! thread, and the composition of the three into one run with a ledger.
 
 pub mod counters;
+pub mod dropwatch;
 pub mod env;
 pub mod guard;
 pub mod hostconf;

@@ -41,25 +41,18 @@ const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-fn read_id(base: &str, system: &str, name: &str) -> Option<u64> {
-    std::fs::read_to_string(format!("{base}/events/{system}/{name}/id"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// The id of tracepoint SYSTEM:NAME from tracefs, mounting tracefs privately when it is
-/// not mounted. Errors: the tracepoint does not exist on this kernel, or tracefs cannot be
-/// mounted (not root).
-pub fn tracepoint_id(system: &str, name: &str) -> Result<u64, NetError> {
+/// A file under tracefs (`events/skb/kfree_skb/format`), mounting tracefs privately when
+/// it is not mounted (in a private mount namespace of a short-lived thread: nothing stays
+/// mounted on the host). Errors: no such file on this kernel, or tracefs cannot be mounted
+/// (not root).
+pub fn tracefs_read(rel: &str) -> Result<String, NetError> {
     for base in TRACEFS {
-        if let Some(id) = read_id(base, system, name) {
-            return Ok(id);
+        if let Ok(t) = std::fs::read_to_string(format!("{base}/{rel}")) {
+            return Ok(t);
         }
     }
-    let (system, name) = (system.to_string(), name.to_string());
-    std::thread::spawn(move || -> Result<u64, NetError> {
+    let rel = rel.to_string();
+    std::thread::spawn(move || -> Result<String, NetError> {
         // SAFETY: unshare/mount take no pointers we own beyond the NUL-terminated strings
         // below; this thread's mount namespace becomes private to it (CLONE_NEWNS implies
         // CLONE_FS, which a thread may unshare) and disappears when the thread exits.
@@ -91,14 +84,25 @@ pub fn tracepoint_id(system: &str, name: &str) -> Result<u64, NetError> {
                 return Err(NetError::last("mount tracefs on /sys/kernel/tracing"));
             }
         }
-        read_id(TRACEFS[0], &system, &name).ok_or_else(|| {
-            NetError::Invalid(format!(
-                "tracepoint {system}:{name} does not exist on this kernel"
-            ))
-        })
+        std::fs::read_to_string(format!("{}/{rel}", TRACEFS[0]))
+            .map_err(|_| NetError::Invalid(format!("tracefs {rel}: not on this kernel")))
     })
     .join()
     .map_err(|_| NetError::Invalid("tracefs thread panicked".into()))?
+}
+
+/// The id of tracepoint SYSTEM:NAME from tracefs (see [`tracefs_read`]). Errors: the
+/// tracepoint does not exist on this kernel, or tracefs cannot be mounted (not root).
+pub fn tracepoint_id(system: &str, name: &str) -> Result<u64, NetError> {
+    tracefs_read(&format!("events/{system}/{name}/id"))
+        .map_err(|_| {
+            NetError::Invalid(format!(
+                "tracepoint {system}:{name} does not exist on this kernel (or tracefs cannot be read)"
+            ))
+        })?
+        .trim()
+        .parse()
+        .map_err(|_| NetError::Invalid(format!("tracepoint {system}:{name}: unreadable id")))
 }
 
 /// Filter of `sock:sock_recv_length` for datagrams read off UDP sockets: UDP, no error,
@@ -122,6 +126,23 @@ impl TracepointCounter {
     /// (ftrace filter syntax over the event's fields; empty: every event).
     /// Errors: ESRCH (thread gone), EACCES/EPERM (not root), EINVAL (bad filter).
     pub fn open(id: u64, tid: u32, filter: &str, inherit: bool) -> Result<Self, NetError> {
+        Self::open_event(id, tid as libc::pid_t, -1, filter, inherit)
+    }
+
+    /// Counts tracepoint `id` on CPU `cpu` for every process (host-wide), only events that
+    /// pass `filter`. Errors: EACCES/EPERM (not root), EINVAL (bad filter), ENODEV (CPU
+    /// offline).
+    pub fn open_cpu(id: u64, cpu: u32, filter: &str) -> Result<Self, NetError> {
+        Self::open_event(id, -1, cpu as libc::c_int, filter, false)
+    }
+
+    fn open_event(
+        id: u64,
+        pid: libc::pid_t,
+        cpu: libc::c_int,
+        filter: &str,
+        inherit: bool,
+    ) -> Result<Self, NetError> {
         let attr = PerfEventAttr {
             type_: PERF_TYPE_TRACEPOINT,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -135,15 +156,15 @@ impl TracepointCounter {
             libc::syscall(
                 libc::SYS_perf_event_open,
                 &attr as *const PerfEventAttr,
-                tid as libc::pid_t,
-                -1 as libc::c_int,
+                pid,
+                cpu,
                 -1 as libc::c_int,
                 PERF_FLAG_FD_CLOEXEC,
             )
         };
         if fd < 0 {
             return Err(NetError::last(format!(
-                "perf_event_open(tracepoint {id}, tid {tid})"
+                "perf_event_open(tracepoint {id}, pid {pid}, cpu {cpu})"
             )));
         }
         // SAFETY: the kernel returned a new descriptor that nothing else owns.

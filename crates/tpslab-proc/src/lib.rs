@@ -20,6 +20,7 @@ pub mod snmp;
 pub mod softnet;
 pub mod stat;
 pub mod sysctl_conf;
+pub mod tracefs;
 pub mod udp;
 
 pub use common::ParseError;

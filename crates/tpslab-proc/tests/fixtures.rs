@@ -496,3 +496,24 @@ fn pool_configurations() {
     let e = parse_pool_conf("app.properties", "server.port=8080\n").unwrap_err();
     assert!(e.to_string().contains("no c3p0.* or HikariCP key"), "{e}");
 }
+
+#[test]
+fn kfree_skb_format_6_18() {
+    use tpslab_proc::tracefs::parse_format;
+    let f = parse_format(&fixture("linux-6.18/kfree_skb_format")).unwrap();
+    assert_eq!((f.name.as_str(), f.id), ("kfree_skb", 2310));
+    let r = f.field("reason").unwrap();
+    assert_eq!(
+        (r.offset, r.size, r.ty.as_str()),
+        (36, 4, "enum skb_drop_reason")
+    );
+    assert_eq!(f.field("protocol").unwrap().offset, 32);
+    let s = f.symbols("reason");
+    assert_eq!(s.len(), 127);
+    assert_eq!(s[0], (2, "NOT_SPECIFIED".to_string()));
+    assert!(s.contains(&(6, "SOCKET_RCVBUFF".to_string())));
+    assert!(s.contains(&(71, "CPU_BACKLOG".to_string())));
+    assert_eq!(s.last().unwrap(), &(128, "MAX".to_string()));
+    assert!(f.symbols("protocol").is_empty());
+    assert_eq!(parse_format("garbage"), None);
+}

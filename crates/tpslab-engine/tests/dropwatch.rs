@@ -1,0 +1,87 @@
+//! Drop reasons from `skb:kfree_skb` against the kernel (root): datagrams sent to a port
+//! nobody listens on die as NO_SOCKET, datagrams a full socket cannot take as
+//! SOCKET_RCVBUFF, in a network namespace of the test's own. The tracepoint is host-wide,
+//! so the counts are at least the test's own drops (another process may drop too).
+
+use std::net::UdpSocket;
+use std::time::Duration;
+use tpslab_engine::dropwatch::{grown, DropReasons};
+use tpslab_net::ns::NetNs;
+
+fn skip(why: &str) {
+    eprintln!("skipping {why}");
+    let list = std::env::var_os("TPSLAB_SKIP_LIST").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt"),
+        std::path::PathBuf::from,
+    );
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(list)
+    {
+        let _ = std::io::Write::write_all(&mut f, format!("{why}\n").as_bytes());
+    }
+}
+
+/// `Udp: RcvbufErrors` and `NoPorts` of the calling thread's network namespace.
+fn udp_counters() -> (u64, u64) {
+    // /proc/net is the main thread's namespace; this thread's is under thread-self.
+    let s = std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap();
+    let snmp = tpslab_proc::parse_snmp(s.as_bytes(), "/proc/net/snmp").unwrap();
+    let u = snmp.udp.unwrap();
+    (u.rcvbuf_errors, u.no_ports)
+}
+
+#[test]
+fn no_socket_and_rcvbuf_drops_by_reason() {
+    if !tpslab_net::is_root() {
+        return skip("no_socket_and_rcvbuf_drops_by_reason: needs root");
+    }
+    let d = match DropReasons::start() {
+        Ok(d) => d,
+        Err(e) => return skip(&format!("no_socket_and_rcvbuf_drops_by_reason: {e}")),
+    };
+    assert!(d.reasons() > 50, "{} reasons", d.reasons());
+    let before = d.read().unwrap();
+    let ns = NetNs::create().unwrap();
+    let (rcvbuf, noports) = ns
+        .run(|| {
+            let (r0, n0) = udp_counters();
+            let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            // A port nobody listens on: bound, then closed.
+            let closed = UdpSocket::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap();
+            for _ in 0..300 {
+                let _ = tx.send_to(b"nobody", closed);
+            }
+            // A socket that never reads, with the smallest buffer: most of 2000 die.
+            let rx =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+            rx.set_recv_buffer_size(1).unwrap();
+            rx.bind(
+                &"127.0.0.1:0"
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap()
+                    .into(),
+            )
+            .unwrap();
+            let to = rx.local_addr().unwrap().as_socket().unwrap();
+            for _ in 0..2000 {
+                let _ = tx.send_to(&[0u8; 512], to);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let (r1, n1) = udp_counters();
+            (r1 - r0, n1 - n0)
+        })
+        .unwrap();
+    let after = d.read().unwrap();
+    let g = grown(&before, &after);
+    let of = |r: &str| g.iter().find(|(n, _)| n == r).map_or(0, |(_, c)| *c);
+    eprintln!("namespace: RcvbufErrors {rcvbuf}, NoPorts {noports}; reasons: {g:?}");
+    assert_eq!(noports, 300);
+    assert!(rcvbuf > 1500, "{rcvbuf}");
+    assert!(of("NO_SOCKET") >= noports, "{g:?}");
+    assert!(of("SOCKET_RCVBUFF") >= rcvbuf, "{g:?}");
+}

@@ -5,7 +5,7 @@
 
 use std::net::UdpSocket;
 use std::time::Duration;
-use tpslab_engine::dropwatch::{grown, DropReasons};
+use tpslab_engine::dropwatch::{grown, DropReasons, DropSampler};
 use tpslab_net::ns::NetNs;
 
 fn skip(why: &str) {
@@ -41,6 +41,7 @@ fn no_socket_and_rcvbuf_drops_by_reason() {
         Ok(d) => d,
         Err(e) => return skip(&format!("no_socket_and_rcvbuf_drops_by_reason: {e}")),
     };
+    let sampler = DropSampler::start().unwrap();
     assert!(d.reasons() > 50, "{} reasons", d.reasons());
     let before = d.read().unwrap();
     let ns = NetNs::create().unwrap();
@@ -84,4 +85,16 @@ fn no_socket_and_rcvbuf_drops_by_reason() {
     assert!(rcvbuf > 1500, "{rcvbuf}");
     assert!(of("NO_SOCKET") >= noports, "{g:?}");
     assert!(of("SOCKET_RCVBUFF") >= rcvbuf, "{g:?}");
+    // Sampled, one event per drop: the same drops, none lost.
+    let s = sampler.stop();
+    eprintln!("sampled: {s:?}");
+    let sof = |r: &str| {
+        s.by_reason
+            .iter()
+            .find(|(n, _)| n == r)
+            .map_or(0, |(_, c)| *c)
+    };
+    assert_eq!(s.lost, 0);
+    assert!(sof("NO_SOCKET") >= noports, "{s:?}");
+    assert!(sof("SOCKET_RCVBUFF") >= rcvbuf, "{s:?}");
 }

@@ -15,6 +15,7 @@ pub mod batch;
 pub mod diag;
 pub mod ns;
 pub mod perf;
+pub mod perf_ring;
 pub mod poll;
 pub mod process;
 pub mod sched;

@@ -204,6 +204,25 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
         "socket drops {sock} of {attempted} attempted: expected > 20 %"
     );
     assert_eq!(u(&facts["socket_drops"], "facts.socket_drops"), sock);
+    // The kernel's own reason for those drops, sampled host-wide over the same run: at
+    // least the ledger's count (other namespaces may drop for that reason too).
+    let dr = &before["drop_reasons"];
+    assert!(
+        dr["unavailable"].is_null(),
+        "drop reasons not read as root: {dr}"
+    );
+    let rcvbuff = dr["by_reason"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "SOCKET_RCVBUFF")
+        .map_or(0, |r| r[1].as_u64().unwrap());
+    let lost = u(&dr["lost"], "drop_reasons.lost");
+    assert!(
+        rcvbuff + lost >= sock,
+        "SOCKET_RCVBUFF {rcvbuff} (+{lost} lost) below the ledger's {sock} socket drops"
+    );
+    assert!(stdout.contains("SOCKET_RCVBUFF"), "{stdout}");
     let cpu = f(&facts["server_cpu_mean_pct"], "server_cpu_mean_pct");
     assert!(
         cpu < 70.0,

@@ -116,6 +116,8 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     };
     let obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
     let observer = Observer::start(obs_cfg);
+    // Kernel drop reasons over the same window (host-wide), or why not.
+    let drops = crate::dropwatch::DropSampler::start();
     // The target holds nothing more: its sockets are empty and (ours) no datagram is
     // being handled.
     let target_idle = || {
@@ -126,6 +128,20 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     // Without replies nothing waited for the target: let it drain before the last sample.
     wait_idle(&target_idle, Duration::from_secs(10));
     let obs = observer.stop();
+    let drop_reasons = Some(match drops {
+        Ok(d) => {
+            let s = d.stop();
+            tpslab_analysis::record::DropReasons {
+                by_reason: s.by_reason,
+                lost: s.lost,
+                unavailable: None,
+            }
+        }
+        Err(e) => tpslab_analysis::record::DropReasons {
+            unavailable: Some(e),
+            ..Default::default()
+        },
+    });
     // The generator's sockets close only after the final sample has seen them.
     drop(load);
     let srv = server.map(|s| s.stop());
@@ -168,6 +184,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         notes,
         peak_rss_kib: crate::env::peak_rss_kib(),
         target: target_proc,
+        drop_reasons,
     })
 }
 

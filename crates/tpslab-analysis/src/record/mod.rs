@@ -50,6 +50,24 @@ pub struct RunRecord {
     /// The process behind a target that is not tpslab's (load/diagnose --pid).
     #[serde(default)]
     pub target: Option<TargetProcess>,
+    /// The kernel's drops by reason during the run (`skb:kfree_skb`), or why they were
+    /// not read. Left out of records that do not have them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_reasons: Option<DropReasons>,
+}
+
+/// Packets the kernel dropped during a run, by reason: every `skb:kfree_skb` event,
+/// sampled on every CPU. Host-wide (the tracepoint sees every network namespace), while
+/// the ledger's counters belong to the run's namespaces: a reason's count is at least the
+/// ledger row it matches, more when something else on the host dropped for that reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DropReasons {
+    /// Drops by reason (the kernel's names, `SOCKET_RCVBUFF`), largest first.
+    pub by_reason: Vec<(String, u64)>,
+    /// Samples the kernel could not write (a ring was full): drops not in `by_reason`.
+    pub lost: u64,
+    /// Why no reasons were read (not root, no tracefs, a kernel before 5.17), if so.
+    pub unavailable: Option<String>,
 }
 
 /// A foreign server process, as found at the start of a run.

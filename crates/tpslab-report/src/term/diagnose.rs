@@ -1,7 +1,7 @@
 //! A diagnosis in a terminal: the verdict first, its evidence, the ledger, the
 //! recommendations, the buffer arithmetic, and before/after of the verification run.
 
-use super::run::{print_load_line, print_path};
+use super::run::{print_drop_reasons, print_load_line, print_path};
 use super::{fmt_ns, table};
 use std::io::{self, Write};
 use tpslab_analysis::record::{DiagnoseRecord, RunRecord};
@@ -71,6 +71,9 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
         if let Some(r) = &l.reply {
             print_path(w, "reply path: server -> generator", r, explain)?;
         }
+    }
+    if let Some(dr) = &before.drop_reasons {
+        print_drop_reasons(w, dr, before.ledger.as_ref())?;
     }
     if !d.recommendations.is_empty() {
         writeln!(w, "Recommendation:")?;

@@ -396,8 +396,55 @@ pub fn print_record(w: &mut dyn Write, rec: &RunRecord, explain: bool) -> io::Re
             print_path(w, "reply path: server -> generator", r, explain)?;
         }
     }
+    if let Some(d) = &rec.drop_reasons {
+        print_drop_reasons(w, d, rec.ledger.as_ref())?;
+    }
     for n in &rec.notes {
         writeln!(w, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// The kernel's drop reasons beside the ledger: a reason that matches a ledger row shows
+/// that row's count (the reason is host-wide, the row this run's namespace).
+pub(super) fn print_drop_reasons(
+    w: &mut dyn Write,
+    d: &tpslab_analysis::record::DropReasons,
+    ledger: Option<&tpslab_analysis::Ledger>,
+) -> io::Result<()> {
+    if let Some(why) = &d.unavailable {
+        return writeln!(w, "Kernel drop reasons: not read ({why})");
+    }
+    let lost = if d.lost > 0 {
+        format!(
+            "; {} samples LOST (rings full): the counts below are short by that much",
+            d.lost
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        w,
+        "Kernel drop reasons (skb:kfree_skb during the run, host-wide: every namespace's drops, while the ledger counts this run's){lost}:"
+    )?;
+    if d.by_reason.is_empty() {
+        return writeln!(w, "  none");
+    }
+    let row = |layer: &str| -> Option<u64> {
+        let l = ledger?;
+        Some(l.request.count(layer) + l.reply.as_ref().map_or(0, |r| r.count(layer)))
+    };
+    for (reason, n) in &d.by_reason {
+        let check = match reason.as_str() {
+            "SOCKET_RCVBUFF" => row("socket_drops").map(|c| ("socket receive buffer", c)),
+            "NO_SOCKET" => row("no_ports").map(|c| ("no listener", c)),
+            "CPU_BACKLOG" => row("softnet_drops").map(|c| ("softnet backlog", c)),
+            _ => None,
+        };
+        match check {
+            Some((what, c)) => writeln!(w, "  {reason:<24} {n:>12}   ledger, {what}: {c}")?,
+            None => writeln!(w, "  {reason:<24} {n:>12}")?,
+        }
     }
     Ok(())
 }

@@ -80,24 +80,12 @@ impl DoctorArgs {
         };
         match &self.workload {
             Some(kind) => Ok(Some(Workload::from_flags(kind, &f)?)),
-            None => {
-                let given = [
-                    ("--rate", f.rate.is_some()),
-                    ("--burst", f.burst.is_some()),
-                    ("--size", f.size.is_some()),
-                    ("--sockets", f.sockets.is_some()),
-                    ("--rtt", f.rtt.is_some()),
-                    ("--idle-timeout", f.idle_timeout.is_some()),
-                    ("--pool-validate", f.pool_validate.is_some()),
-                    ("--pool-max-idle", f.pool_max_idle.is_some()),
-                ];
-                match given.iter().find(|(_, g)| *g) {
-                    Some((flag, _)) => {
-                        bail!("{flag} describes a workload: give --for udp, tcp or pool")
-                    }
-                    None => Ok(None),
+            None => match f.given().first() {
+                Some(flag) => {
+                    bail!("{flag} describes a workload: give --for udp, tcp or pool")
                 }
-            }
+                None => Ok(None),
+            },
         }
     }
 }

@@ -174,12 +174,7 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let rec = tpslab_engine::pool_lab::pool_lab(&plan, &stop, &progress)?;
     let mut full = vec![];
     tpslab_report::term::idle::pool_record(&mut full, &rec)?;
-    let text = String::from_utf8_lossy(&full);
-    write!(
-        stdout,
-        "{}",
-        text.split_once('\n').map_or("", |(_, rest)| rest)
-    )?;
+    print_after_header(&mut stdout, &full)?;
     if let Some(p) = &a.record.json {
         let meta = started.meta(rec.interrupted);
         write_json(p, &Record::with_meta(meta, Body::ProbePool(rec)))?;
@@ -312,16 +307,17 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     // The header again is the report's first line: print the rest.
     let mut full = vec![];
     tpslab_report::term::idle::record(&mut full, &rec)?;
-    let text = String::from_utf8_lossy(&full);
-    write!(
-        stdout,
-        "{}",
-        text.split_once('\n').map_or("", |(_, rest)| rest)
-    )?;
+    print_after_header(&mut stdout, &full)?;
     if let Some(p) = &a.record.json {
         let meta = started.meta(rec.interrupted);
         write_json(p, &Record::with_meta(meta, Body::ProbeIdle(rec)))?;
         writeln!(stdout, "record written to {}", p.display())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a whole rendering but its first line (the header, printed before the run).
+fn print_after_header(w: &mut dyn Write, full: &[u8]) -> std::io::Result<()> {
+    let text = String::from_utf8_lossy(full);
+    write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
 }

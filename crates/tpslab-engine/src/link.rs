@@ -146,6 +146,35 @@ impl Drop for Link {
     }
 }
 
+/// A lab for idle studies: two throwaway namespaces (near, far) joined by a delay line
+/// whose middlebox forgets flows idle for `idle_timeout_ns`, then does `on_idle`, and a
+/// non-blocking TCP listener on the far side (ADDR_B, a free port). Dropping the returned
+/// values removes it all.
+pub fn middlebox_lab(
+    idle_timeout_ns: u64,
+    on_idle: tpslab_plan::tcp::OnIdle,
+) -> Result<(NetNs, NetNs, Link, std::net::TcpListener), EngineError> {
+    let ns = |what| NetNs::create().map_err(|e| EngineError::os(format!("creating {what}"), e));
+    let (a, b) = (ns("the near namespace")?, ns("the far namespace")?);
+    let link = Link::start(
+        &a,
+        &b,
+        LinkConfig {
+            idle_timeout_ns: Some(idle_timeout_ns),
+            on_idle,
+            ..Default::default()
+        },
+    )?;
+    let listener = b
+        .run(|| std::net::TcpListener::bind((ADDR_B, 0)))
+        .and_then(|r| r)
+        .map_err(|e| EngineError::os("listening in the far namespace", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| EngineError::os("listener", e))?;
+    Ok((a, b, link, listener))
+}
+
 /// xorshift64*: the loss coin, cheap and repeatable.
 fn next_unit(s: &mut u64) -> f64 {
     *s ^= *s >> 12;

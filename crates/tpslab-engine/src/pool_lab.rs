@@ -7,7 +7,6 @@
 //! the middlebox forgot gets no answer and fails after the query timeout, as S5's
 //! queries did.
 
-use crate::link::{Link, ADDR_B};
 use crate::EngineError;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -17,9 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tpslab_analysis::idle::{Outcome, PoolRecord, PoolRequest};
 use tpslab_net::mono_ns;
-use tpslab_net::ns::NetNs;
 use tpslab_plan::probe::PoolPlan;
-use tpslab_plan::tcp::{LinkConfig, OnIdle};
+use tpslab_plan::tcp::OnIdle;
 
 /// A pooled connection.
 struct Pooled {
@@ -249,26 +247,9 @@ pub fn pool_lab(
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<PoolRecord, EngineError> {
-    let ns = |what| NetNs::create().map_err(|e| EngineError::os(format!("creating {what}"), e));
-    let (a, b) = (ns("the near namespace")?, ns("the far namespace")?);
-    let link = Link::start(
-        &a,
-        &b,
-        LinkConfig {
-            idle_timeout_ns: Some(plan.idle_timeout_ns),
-            on_idle: OnIdle::Drop,
-            ..Default::default()
-        },
-    )?;
-    let listener = b
-        .run(|| TcpListener::bind((ADDR_B, 0)))
-        .and_then(|r| r)
-        .map_err(|e| EngineError::os("listening in the far namespace", e))?;
+    let (a, _b, link, listener) = crate::link::middlebox_lab(plan.idle_timeout_ns, OnIdle::Drop)?;
     let addr = listener
         .local_addr()
-        .map_err(|e| EngineError::os("listener", e))?;
-    listener
-        .set_nonblocking(true)
         .map_err(|e| EngineError::os("listener", e))?;
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();

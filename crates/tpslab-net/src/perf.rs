@@ -17,21 +17,22 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// tracepoint event needs.
 #[repr(C)]
 #[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+pub(crate) struct PerfEventAttr {
+    pub(crate) type_: u32,
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    /// Also `wakeup_watermark` (bytes) when flags has the watermark bit.
+    pub(crate) wakeup_events: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
 }
 
-const PERF_TYPE_TRACEPOINT: u32 = 2;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// attr.flags bit: children (threads and processes created later) are counted too.
 const FLAG_INHERIT: u64 = 1 << 1;
 /// _IOW('$', 6, char *) with the asm-generic ioctl encoding of 64-bit x86 and arm (other

@@ -8,25 +8,9 @@ use crate::NetError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `struct perf_event_attr`'s first 64 bytes (PERF_ATTR_SIZE_VER0).
-#[repr(C)]
-#[derive(Default)]
-struct Attr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
+use crate::perf::{PerfEventAttr as Attr, PERF_FLAG_FD_CLOEXEC, PERF_TYPE_TRACEPOINT};
 
-const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_SAMPLE_RAW: u64 = 1 << 10;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// attr.flags bit: wake readers by bytes written (`wakeup_watermark`), not per event.
 const FLAG_WATERMARK: u64 = 1 << 14;
 const PERF_RECORD_LOST: u32 = 2;

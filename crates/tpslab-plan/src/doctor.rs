@@ -60,6 +60,26 @@ pub struct WorkloadFlags {
     pub pool_max_idle: Option<Duration>,
 }
 
+impl WorkloadFlags {
+    /// The flags given, by name, in a fixed order.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--rate", self.rate.is_some()),
+            ("--burst", self.burst.is_some()),
+            ("--size", self.size.is_some()),
+            ("--sockets", self.sockets.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--idle-timeout", self.idle_timeout.is_some()),
+            ("--pool-validate", self.pool_validate.is_some()),
+            ("--pool-max-idle", self.pool_max_idle.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, g)| *g)
+        .map(|(n, _)| n)
+        .collect()
+    }
+}
+
 impl Workload {
     /// The workload `--for kind` with `f`'s figures: each one it needs given and within its
     /// limit, none it does not use. Errors name the flag, the value and what is allowed.
@@ -70,17 +90,7 @@ impl Workload {
             "pool" => &["--idle-timeout", "--pool-validate", "--pool-max-idle"],
             other => return Err(PlanError::value("--for", other, "udp, tcp or pool")),
         };
-        let given = [
-            ("--rate", f.rate.is_some()),
-            ("--burst", f.burst.is_some()),
-            ("--size", f.size.is_some()),
-            ("--sockets", f.sockets.is_some()),
-            ("--rtt", f.rtt.is_some()),
-            ("--idle-timeout", f.idle_timeout.is_some()),
-            ("--pool-validate", f.pool_validate.is_some()),
-            ("--pool-max-idle", f.pool_max_idle.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(n, g)| *g && !used.contains(n)) {
+        if let Some(flag) = f.given().into_iter().find(|n| !used.contains(n)) {
             return Err(PlanError::Conflict(format!(
                 "{flag} does not apply to --for {kind} (it takes {})",
                 used.join(", ")

@@ -349,34 +349,13 @@ mod tests {
     /// `--for udp` on the same figures gives the same rmem_default and rmem_max.
     #[test]
     fn udp_agrees_with_diagnose_on_s1() {
+        // The S1 facts diagnose's own tests use, as a foreign server that never set its
+        // buffer, whose drops within one burst interval reached the whole burst.
         let mut f = Facts {
-            gen_valid: true,
-            attempted: 350_000,
-            delivered: 141_583,
-            socket_drops: 208_417,
-            unattributed: Some(0),
-            lost_total: 208_417,
-            replies: true,
-            limit_bytes: Some(212_992),
-            rxq_max_bytes: 211_968.0,
-            rxq_mean_bytes: 40_693.0,
-            rxq_share_full: 0.12,
-            rxq_share_low: 0.8,
-            server_cpu_mean_pct: 18.0,
-            capacity_pps: Some(214_000.0),
-            offered_pps: 100_000.0,
-            burst: 5000,
-            burst_interval_s: 0.05,
             peak_drops_window: 4950,
-            size_bytes: 1024,
-            truesize_bytes: Some(2304),
             ours: false,
-            cpus: 2,
             rmem_max: Some(212_992),
-            rmem_default: Some(212_992),
-            netdev_max_backlog: Some(1000),
-            port: 9000,
-            ..Default::default()
+            ..crate::verdict::tests::s1()
         };
         f.sk_rcvbufs = vec![212_992];
         let d = diagnose(&f, None);

@@ -184,4 +184,4 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

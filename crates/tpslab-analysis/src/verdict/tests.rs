@@ -5,7 +5,7 @@ use super::*;
 /// Facts of the S1 miniature as measured on this machine (README example run): bursts
 /// of 5000 x 1024 B every 50 ms, 59.55 % dropped at the socket buffer, server at 18 %
 /// of a CPU, queue peaking at 211968 of 212992.
-fn s1() -> Facts {
+pub(crate) fn s1() -> Facts {
     Facts {
         gen_valid: true,
         attempted: 350_000,

@@ -216,6 +216,8 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         tcp_inodes: tcp_inodes.clone(),
         read_probe: None,
     });
+    // Kernel drop reasons over the same window (host-wide), or why not.
+    let drops = tpslab_engine::dropwatch::DropSampler::start();
     if let Some(pid) = a.pid {
         let line = format!(
             "tpslab watch: process {pid}: following {} UDP socket(s) and {} TCP socket(s){}",
@@ -238,6 +240,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         )));
     }
     let rep = obs.stop();
+    let drop_reasons = Some(tpslab_engine::dropwatch::finish(drops));
     // An empty observation is said, not shown as zeros that look real.
     let mut notes = vec![];
     let udp_found = rep.deltas.get("server_sockets_found").copied().unwrap_or(0);
@@ -267,6 +270,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         environment: tpslab_engine::env::environment(),
         observer: Some(rep),
         notes,
+        drop_reasons,
         ..Default::default()
     };
     finish_record_as(

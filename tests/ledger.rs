@@ -352,3 +352,81 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
     assert_eq!(u(&rec["server"]["received"]), row(l, "delivered"));
     assert_eq!(u(&g["send_failed"]), 0);
 }
+
+/// An nftables rule in the test's own namespace drops one UDP datagram in ten on input
+/// (both directions): the kernel's drop reason (NETFILTER_DROP, sampled from
+/// `skb:kfree_skb`) becomes a ledger row of its own on each path, where it used to be
+/// `unattributed`, and the two rows add up to the rule's own counter.
+#[test]
+fn a_firewall_rule_gets_its_own_ledger_row() {
+    let test = "a_firewall_rule_gets_its_own_ledger_row";
+    if !common::can_netns(test) || !common::need(test, "/usr/sbin/nft") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let mut nft = ns.command("nft");
+    nft.args([
+        "add table inet tpslab_test { chain input { type filter hook input priority 0; policy accept; meta l4proto udp numgen inc mod 10 0 counter drop; }; }",
+    ]);
+    assert!(run(nft).status.success(), "nft add table");
+    let out = tmp("nft.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "run",
+        "udp",
+        "--rate",
+        "20000",
+        "--duration",
+        "500ms",
+        "--size",
+        "64",
+        "--rcvbuf",
+        "4000000",
+        "--json",
+    ])
+    .arg(&out);
+    let o = run(c);
+    assert!(o.status.success(), "tpslab run udp failed");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    common::assert_report_reproduces(&out, &o.stdout);
+    let rec = record(&out);
+    assert!(
+        rec["drop_reasons"]["unavailable"].is_null(),
+        "drop reasons not read as root: {}",
+        rec["drop_reasons"]
+    );
+    let mut list = ns.command("nft");
+    list.args(["list", "table", "inet", "tpslab_test"]);
+    let listed = String::from_utf8_lossy(&run(list).stdout).into_owned();
+    let dropped: u64 = listed
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no rule counter in {listed}"));
+    let l = &rec["ledger"];
+    let (req, rep) = (&l["request"], &l["reply"]);
+    assert_eq!(req["unattributed"], 0, "request path: {req}");
+    assert_eq!(rep["unattributed"], 0, "reply path: {rep}");
+    let nf = |p: &Value| row(p, "kernel:NETFILTER_DROP");
+    assert!(nf(req) > 0 && nf(rep) > 0, "{l}");
+    let lost = u(&rec["drop_reasons"]["lost"]);
+    assert!(
+        nf(req) + nf(rep) <= dropped && nf(req) + nf(rep) + lost >= dropped,
+        "ledger rows {} + {} against the rule's counter {dropped} ({lost} samples lost)",
+        nf(req),
+        nf(rep)
+    );
+    // One in ten of everything that entered: about a tenth of each path.
+    let att = u(&req["attempted"]);
+    assert!(
+        nf(req) * 12 > att && nf(req) * 8 < att,
+        "{} of {att}",
+        nf(req)
+    );
+    assert!(
+        stdout.contains("dropped by a firewall rule (NETFILTER_DROP)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ledger row of its own"), "{stdout}");
+}

@@ -70,6 +70,18 @@ pub fn need(test: &str, path: &str) -> bool {
     ok
 }
 
+/// Whether the tests run as root (to read another process's /proc/PID/task/TID/syscall,
+/// which needs ptrace access). Skips (counted) when not.
+#[allow(dead_code)]
+pub fn root(test: &str, why: &str) -> bool {
+    // SAFETY: geteuid has no memory effects.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        skip(test, &format!("needs root {why}"));
+    }
+    root
+}
+
 /// Whether the tests can create network namespaces (root). Skips (counted) when not.
 pub fn can_netns(test: &str) -> bool {
     // SAFETY: geteuid has no memory effects.

@@ -52,6 +52,12 @@ pub struct LedgerInputs {
     /// are charged only after NIC and softnet drops.
     #[serde(default)]
     pub server_socket_seen: bool,
+    /// Kernel drops by reason that no counter above covers (from `skb:kfree_skb`,
+    /// host-wide; see [`crate::drop_reason::uncovered`]), largest first: each is charged
+    /// as a row of its own after every counter, up to what a path leaves unexplained
+    /// (request path first), the rest noted as not this run's.
+    #[serde(default)]
+    pub kernel_drops: Vec<(String, u64)>,
 }
 
 /// One line of the ledger: a count of datagrams, where they ended, and the counter it
@@ -157,14 +163,61 @@ fn charge(pool: &mut u64, gap: i64) -> u64 {
     take
 }
 
+/// Charges kernel drop reasons (host-wide counts, taken down by what is charged) to a
+/// path, each up to what it still leaves unexplained, as rows whose source is the reason;
+/// nothing when the path's balance is unknown.
+fn charge_reasons(p: &mut LedgerPath, kernel: &mut [(String, u64)]) {
+    let Some(mut gap) = p.unattributed else {
+        return;
+    };
+    for (reason, pool) in kernel.iter_mut() {
+        let take = charge(pool, gap);
+        if take == 0 {
+            continue;
+        }
+        gap -= take as i64;
+        let at = p
+            .rows
+            .iter()
+            .position(|r| r.layer == "delivered")
+            .unwrap_or(p.rows.len());
+        p.rows.insert(
+            at,
+            LedgerRow {
+                layer: crate::drop_reason::layer(reason),
+                label: crate::drop_reason::label(reason),
+                count: take,
+                source: format!(
+                    "skb:kfree_skb reason {reason} (host-wide), delta, charged up to what the counters leave unexplained"
+                ),
+            },
+        );
+    }
+    p.unattributed = Some(gap);
+}
+
 impl Ledger {
     /// Builds the ledger from counter deltas. Pure arithmetic, see the module docs.
     pub fn build(i: &LedgerInputs) -> Ledger {
         // Host-wide NIC and softnet drops are charged to the request path first, up to
         // what it leaves unexplained; the reply path gets what is left.
         let (mut nic, mut softnet) = (i.nic_rx_drops, i.softnet_drops);
-        let request = Self::request_path(i, &mut nic, &mut softnet);
-        let reply = Self::reply_path(i, &mut nic, &mut softnet);
+        let mut kernel = i.kernel_drops.clone();
+        let mut request = Self::request_path(i, &mut nic, &mut softnet);
+        charge_reasons(&mut request, &mut kernel);
+        let mut reply = Self::reply_path(i, &mut nic, &mut softnet);
+        if let Some(r) = reply.as_mut() {
+            charge_reasons(r, &mut kernel);
+        }
+        // What neither path took was another flow's (the tracepoint is host-wide).
+        let last = match reply.as_mut() {
+            Some(r) => r,
+            None => &mut request,
+        };
+        for (reason, left) in kernel {
+            last.notes
+                .extend(leftover(&format!("{reason} drops"), left));
+        }
         Ledger { request, reply }
     }
 
@@ -350,6 +403,7 @@ mod tests {
             gen_read: 1000,
             replies_expected: true,
             server_socket_seen: true,
+            kernel_drops: vec![],
         }
     }
 
@@ -518,6 +572,62 @@ mod tests {
         i.no_ports = 1000;
         let l = Ledger::build(&i);
         assert_eq!(l.request.count("no_ports"), 1000);
+    }
+
+    #[test]
+    fn a_reason_no_counter_covers_becomes_a_row_instead_of_unattributed() {
+        // An nftables rule drops 120 requests and 30 replies; 25 more were another
+        // namespace's (the tracepoint is host-wide).
+        let mut i = base();
+        i.server_read = Some(880);
+        i.server_reply_attempted = Some(880);
+        i.gen_read = 850;
+        i.kernel_drops = vec![("NETFILTER_DROP".into(), 175)];
+        let l = Ledger::build(&i);
+        let nf = crate::drop_reason::layer("NETFILTER_DROP");
+        assert_eq!(l.request.count(&nf), 120);
+        assert_eq!(l.request.unattributed, Some(0));
+        let r = l.reply.unwrap();
+        assert_eq!(r.count(&nf), 30);
+        assert_eq!(r.unattributed, Some(0));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("25 NETFILTER_DROP drops")));
+        // The row sits before `delivered`, and its source names the reason.
+        let at = l.request.rows.iter().position(|x| x.layer == nf).unwrap();
+        assert_eq!(l.request.rows[at + 1].layer, "delivered");
+        assert!(l.request.rows[at]
+            .source
+            .contains("skb:kfree_skb reason NETFILTER_DROP"));
+    }
+
+    #[test]
+    fn reasons_come_after_every_counter_and_never_past_the_gap() {
+        // Socket drops explain everything: a host-wide NETFILTER_DROP is not this run's.
+        let mut i = base();
+        i.server_socket_drops = Some(100);
+        i.server_read = Some(900);
+        i.server_reply_attempted = Some(900);
+        i.gen_read = 900;
+        i.softnet_drops = 0;
+        i.kernel_drops = vec![("NETFILTER_DROP".into(), 50)];
+        let l = Ledger::build(&i);
+        assert_eq!(l.request.count("kernel:NETFILTER_DROP"), 0);
+        assert!(!l
+            .request
+            .rows
+            .iter()
+            .any(|r| r.layer.starts_with("kernel:")));
+        assert_eq!(l.request.unattributed, Some(0));
+        // Unknown balance: nothing charged.
+        i.server_read = None;
+        let l = Ledger::build(&i);
+        assert!(!l
+            .request
+            .rows
+            .iter()
+            .any(|r| r.layer.starts_with("kernel:")));
     }
 
     proptest::proptest! {

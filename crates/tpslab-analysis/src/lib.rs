@@ -7,6 +7,7 @@
 pub mod bdp;
 pub mod buffer;
 pub mod doctor;
+pub mod drop_reason;
 pub mod experiment;
 pub mod gate;
 pub mod idle;
@@ -21,6 +22,7 @@ pub mod tcp;
 pub mod tcp_timers;
 pub mod usl;
 pub mod verdict;
+pub mod waits;
 
 pub use ledger::{Ledger, LedgerInputs, LedgerRow};
 pub use record::RunRecord;

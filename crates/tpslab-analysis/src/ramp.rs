@@ -61,30 +61,7 @@ pub struct RampPlan {
     pub sample_ns: u64,
 }
 
-/// Server thread states sampled from /proc/PID/task/*/stat and .../wchan over a step.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadStates {
-    /// Thread samples taken (threads x sampling ticks).
-    pub samples: u64,
-    /// State R: running or runnable.
-    pub running: u64,
-    /// State S, by wait channel (the kernel function it sleeps in, from `wchan`):
-    /// `futex_wait_queue` = a lock or condition variable, `do_epoll_wait` /
-    /// `wait_woken` / `sk_wait_data` = waiting for the network, `hrtimer_nanosleep` = sleep.
-    pub sleeping: BTreeMap<String, u64>,
-    /// State D: uninterruptible (disk I/O, some locks).
-    pub disk: u64,
-    /// Any other state.
-    pub other: u64,
-    /// Time the server's threads ran on a CPU over the window, ns (sum over threads
-    /// alive at both ends; from /proc/PID/task/TID/schedstat column 1).
-    #[serde(default)]
-    pub on_cpu_ns: u64,
-    /// Time they were runnable but waiting for a CPU, ns (schedstat column 2): state R
-    /// splits into running (on_cpu_ns) and runnable (this).
-    #[serde(default)]
-    pub runqueue_ns: u64,
-}
+pub use crate::waits::ThreadStates;
 
 /// One step's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

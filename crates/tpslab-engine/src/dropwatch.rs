@@ -11,8 +11,8 @@
 //! 1.80-1.88x (every drop passes through all 126 filters); one unfiltered counter per CPU
 //! 1.01-1.05x; [`DropSampler`], one raw sample per drop into a 1 MiB ring per CPU, 1.11x
 //! with 0 samples lost (the reader thread's own CPU, on the other core, not counted). So
-//! the sampler is the one for an observer; the counters for tests and low rates. Neither
-//! is wired into the observer yet (issue 16).
+//! the sampler is the one `run`, `load`, `diagnose` and `watch` use; the counters serve
+//! tests.
 
 use tpslab_net::perf::{tracefs_read, TracepointCounter};
 use tpslab_proc::tracefs::parse_format;
@@ -181,6 +181,25 @@ impl DropSampler {
             counts.into_iter().map(|(v, c)| (name(v), c)).collect();
         by_reason.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
         SampledDrops { by_reason, lost }
+    }
+}
+
+/// What a sampler started with [`DropSampler::start`] saw, as the record holds it: the
+/// drops by reason and samples lost, or why none were read.
+pub fn finish(started: Result<DropSampler, String>) -> tpslab_analysis::record::DropReasons {
+    match started {
+        Ok(d) => {
+            let s = d.stop();
+            tpslab_analysis::record::DropReasons {
+                by_reason: s.by_reason,
+                lost: s.lost,
+                unavailable: None,
+            }
+        }
+        Err(e) => tpslab_analysis::record::DropReasons {
+            unavailable: Some(e),
+            ..Default::default()
+        },
     }
 }
 

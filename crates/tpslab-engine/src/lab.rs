@@ -128,20 +128,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     // Without replies nothing waited for the target: let it drain before the last sample.
     wait_idle(&target_idle, Duration::from_secs(10));
     let obs = observer.stop();
-    let drop_reasons = Some(match drops {
-        Ok(d) => {
-            let s = d.stop();
-            tpslab_analysis::record::DropReasons {
-                by_reason: s.by_reason,
-                lost: s.lost,
-                unavailable: None,
-            }
-        }
-        Err(e) => tpslab_analysis::record::DropReasons {
-            unavailable: Some(e),
-            ..Default::default()
-        },
-    });
+    let drop_reasons = Some(crate::dropwatch::finish(drops));
     // The generator's sockets close only after the final sample has seen them.
     drop(load);
     let srv = server.map(|s| s.stop());
@@ -158,13 +145,17 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     } else {
         None
     };
+    let kernel_drops = drop_reasons
+        .as_ref()
+        .map(|d| tpslab_analysis::drop_reason::uncovered(&d.by_reason))
+        .unwrap_or_default();
     let (ledger, gen) = build_ledger(
         &plan,
         gen,
         srv.as_ref(),
         &obs,
-        same_ns,
-        observable,
+        (same_ns, observable),
+        kernel_drops,
         &mut notes,
     );
     Ok(RunRecord {
@@ -338,8 +329,8 @@ fn build_ledger(
     mut gen: GeneratorReport,
     srv: Option<&ServerReport>,
     obs: &ObserverReport,
-    same_ns: bool,
-    observable: bool,
+    (same_ns, observable): (bool, bool),
+    kernel_drops: Vec<(String, u64)>,
     notes: &mut Vec<String>,
 ) -> (Ledger, GeneratorReport) {
     let d = |k: &str| obs.deltas.get(k).copied().unwrap_or(0);
@@ -384,6 +375,7 @@ fn build_ledger(
         gen_read: gen.replies_read,
         replies_expected,
         server_socket_seen: found || srv.is_some(),
+        kernel_drops,
     };
     if inputs.gen_socket_drops > 0 {
         gen.invalid_reasons.push(format!(

@@ -19,6 +19,7 @@ pub mod rr;
 pub mod server;
 pub mod sockio;
 pub mod tcpflow;
+pub mod waits;
 pub mod wire;
 
 /// Whether a socket read/write error only means "try again": a timeout (SO_RCVTIMEO /

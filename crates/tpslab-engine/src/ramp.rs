@@ -136,7 +136,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
             let mut next = w0;
             while next < w1 && !stop.load(Relaxed) {
                 if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
-                    sample_threads(pid, st);
+                    crate::waits::sample_process(pid, st);
                 }
                 next += plan.sample_ns;
                 sleep_until(next.min(w1), stop);
@@ -228,36 +228,6 @@ fn task_schedstats(pid: u32) -> BTreeMap<u32, tpslab_proc::pid::SchedStat> {
         }
     }
     out
-}
-
-fn sample_threads(pid: u32, st: &mut ThreadStates) {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let p = e.path();
-        let Ok(s) = std::fs::read_to_string(p.join("stat")) else {
-            continue;
-        };
-        let Ok(t) = tpslab_proc::pid::parse_task_stat(&s, "stat") else {
-            continue;
-        };
-        st.samples += 1;
-        match t.state {
-            'R' => st.running += 1,
-            'S' => {
-                let w = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
-                let w = if w.is_empty() || w == "0" {
-                    "?".to_string()
-                } else {
-                    w
-                };
-                *st.sleeping.entry(w).or_default() += 1;
-            }
-            'D' => st.disk += 1,
-            _ => st.other += 1,
-        }
-    }
 }
 
 /// A stream whose reads share one deadline: a reply that trickles in still times out

@@ -214,6 +214,12 @@ pub struct TcpSockInfo {
     pub sndbuf: u64,
     /// Receive buffer limit, bytes (sk_rcvbuf).
     pub rcvbuf: u64,
+    /// idiag_rqueue: for a listener the accept queue (connections waiting for accept),
+    /// else bytes not yet read.
+    pub rqueue: u32,
+    /// idiag_wqueue: for a listener its backlog limit (min(listen() backlog,
+    /// net.core.somaxconn)), else bytes not yet acknowledged.
+    pub wqueue: u32,
 }
 
 const NLMSG_DONE: u16 = 3;
@@ -309,6 +315,8 @@ impl UdpDiag {
                         info: None,
                         sndbuf: 0,
                         rcvbuf: 0,
+                        rqueue: u32_at(d, 56),
+                        wqueue: u32_at(d, 60),
                     };
                     let mut off = 72;
                     while off + 4 <= d.len() {

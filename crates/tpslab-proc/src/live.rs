@@ -152,6 +152,15 @@ pub fn snmp(root: &Path) -> Result<Snmp, ProcError> {
     Ok(parse_snmp(read(&p)?.as_bytes(), &label(&p))?)
 }
 
+/// The TCP counters of `<root>/net/snmp` and `<root>/net/netstat`.
+pub fn tcp_counters(root: &Path) -> Result<crate::netstat::TcpCounters, ProcError> {
+    use crate::netstat::{parse_pairs, TcpCounters};
+    let (ps, pn) = (root.join("net/snmp"), root.join("net/netstat"));
+    let s = parse_pairs(read(&ps)?.as_bytes(), &label(&ps))?;
+    let n = parse_pairs(read(&pn)?.as_bytes(), &label(&pn))?;
+    Ok(TcpCounters::from_pairs(&s, &n))
+}
+
 /// Read and parse `<root>/net/snmp6`; `Ok(None)` if the file does not exist
 /// (IPv6 disabled).
 pub fn snmp6(root: &Path) -> Result<Option<Snmp6>, ProcError> {

@@ -517,3 +517,31 @@ fn kfree_skb_format_6_18() {
     assert!(f.symbols("protocol").is_empty());
     assert_eq!(parse_format("garbage"), None);
 }
+
+/// /proc/net/netstat and the `Tcp:` line of /proc/net/snmp of this kernel: the TCP
+/// counters by name.
+#[test]
+fn tcp_counters_6_18() {
+    use tpslab_proc::netstat::{parse_pairs, TcpCounters};
+    let n = parse_pairs(
+        fixture("linux-6.18/netstat").as_bytes(),
+        "/proc/net/netstat",
+    )
+    .unwrap();
+    let s = parse_pairs(fixture("linux-6.18/snmp").as_bytes(), "/proc/net/snmp").unwrap();
+    assert_eq!(n["IpExt.InOctets"], 939152098302);
+    assert_eq!(s["Tcp.MaxConn"], -1);
+    assert_eq!(s["Tcp.OutRsts"], 6);
+    let c = TcpCounters::from_pairs(&s, &n);
+    assert_eq!(
+        c,
+        TcpCounters {
+            listen_overflows: 0,
+            listen_drops: 0,
+            backlog_drop: 0,
+            rcvq_drop: 0,
+            retrans_segs: 0,
+            timeouts: 5,
+        }
+    );
+}

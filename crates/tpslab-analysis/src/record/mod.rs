@@ -277,6 +277,11 @@ pub struct ObserverReport {
     /// Threads of the target that read UDP datagrams during the run (exact counts only).
     #[serde(default)]
     pub target_reader_threads: Option<usize>,
+    /// Where the target process's threads spent the run (each thread's state, system call
+    /// and wait channel, sampled with the host-wide counters: every 100 ms or the
+    /// interval when longer); None without a target process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_waits: Option<crate::waits::ThreadWaits>,
     /// How the sampling was bounded or otherwise qualified (e.g. thinned on a long run).
     #[serde(default)]
     pub notes: Vec<String>,

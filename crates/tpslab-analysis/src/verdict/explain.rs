@@ -312,6 +312,94 @@ pub(super) fn nic_drops(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
+/// [`super::Case::KernelDrop`]: its evidence, recommendations and fix; returns (layer, headline).
+pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
+    use crate::drop_reason::{classify, ReasonClass as C};
+    let (reason, req, rep) = f.kernel_drops.first().cloned().unwrap_or_default();
+    let n = req + rep;
+    // Each path's share of what entered it (the reply path starts from what the server read).
+    let shares = |req: u64, rep: u64| {
+        let mut v = vec![];
+        if req > 0 && req <= f.attempted {
+            v.push(format!("{:.1} % of requests", pct(req, f.attempted)));
+        }
+        if rep > 0 && rep <= f.delivered {
+            v.push(format!("{:.1} % of replies", pct(rep, f.delivered)));
+        }
+        v.join(", ")
+    };
+    for (r, q, p) in &f.kernel_drops {
+        d.evidence.push(ev(
+            format!(
+                "{} datagrams {}: {q} on the request path, {p} on the reply path ({})",
+                q + p,
+                crate::drop_reason::label(r),
+                shares(*q, *p)
+            ),
+            &format!("skb:kfree_skb reason {r}, charged to this run up to what the counters left unexplained (the tracepoint is host-wide)"),
+        ));
+    }
+    let share = match shares(req, rep) {
+        s if s.is_empty() => String::new(),
+        s => format!(", {s}"),
+    };
+    let (layer, headline, what, lines): (&str, String, &str, Vec<String>) = match classify(&reason)
+    {
+        C::Firewall => (
+            "a firewall rule",
+            format!("Datagrams were dropped by a firewall rule ({reason}{share})."),
+            "find the rule that drops the flow and allow it",
+            vec![
+                "nft list ruleset | grep -n -B3 drop".into(),
+                "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+                "sysctl net.ipv4.conf.all.rp_filter".into(),
+            ],
+        ),
+        C::Route => (
+            "routing",
+            format!("Datagrams were dropped for lack of a route or neighbour ({reason}{share})."),
+            "check the route and the neighbour entry for the destination",
+            vec!["ip route get DEST".into(), "ip neigh show".into()],
+        ),
+        C::Checksum => (
+            "checksum verification",
+            format!("Datagrams were dropped for bad checksums ({reason}{share})."),
+            "find what corrupts or mis-offloads the datagrams",
+            vec![
+                "nstat -az Udp:InCsumErrors".into(),
+                "ethtool -k IFACE | grep checksum".into(),
+            ],
+        ),
+        C::Qdisc => (
+            "a queueing discipline",
+            format!(
+                "Datagrams were dropped by a queueing discipline or tc filter ({reason}{share})."
+            ),
+            "check the qdisc's limit and the tc filters on the path",
+            vec![
+                "tc -s qdisc show".into(),
+                "tc -s filter show dev IFACE ingress".into(),
+            ],
+        ),
+        _ => (
+            "the kernel",
+            format!(
+                "The kernel dropped datagrams for a reason no counter covers ({reason}{share})."
+            ),
+            "look the reason up in the kernel's include/net/dropreason-core.h",
+            vec![],
+        ),
+    };
+    d.recs.push(Recommendation {
+        what: what.into(),
+        why: format!(
+            "{n} datagrams were dropped with reason {reason} on their way; no buffer or thread setting changes that"
+        ),
+        lines,
+    });
+    (layer.to_string(), headline)
+}
+
 /// [`super::Case::ReplySendFailed`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn reply_send_failed(f: &Facts, d: &mut Draft) -> (String, String) {
     d.evidence.push(ev(

@@ -123,6 +123,10 @@ pub struct Facts {
     /// A foreign server's reads and replies were counted exactly on its threads.
     #[serde(default)]
     pub exact_server: bool,
+    /// Datagrams the ledger charged to kernel drop reasons no counter covers (rows
+    /// `kernel:REASON`): (reason, on the request path, on the reply path), largest first.
+    #[serde(default)]
+    pub kernel_drops: Vec<(String, u64, u64)>,
 }
 
 impl Facts {
@@ -172,6 +176,29 @@ impl Facts {
             f.unattributed = r.unattributed;
             f.lost_total = r.lost();
             f.inconsistent = r.inconsistent.clone();
+            let mut kernel: Vec<(String, u64, u64)> = vec![];
+            let paths = [Some(r), l.reply.as_ref()];
+            for (i, p) in paths.iter().enumerate() {
+                for row in p.iter().flat_map(|p| &p.rows) {
+                    let Some(reason) = row.layer.strip_prefix("kernel:") else {
+                        continue;
+                    };
+                    let at = match kernel.iter().position(|k| k.0 == reason) {
+                        Some(at) => at,
+                        None => {
+                            kernel.push((reason.to_string(), 0, 0));
+                            kernel.len() - 1
+                        }
+                    };
+                    if i == 0 {
+                        kernel[at].1 += row.count;
+                    } else {
+                        kernel[at].2 += row.count;
+                    }
+                }
+            }
+            kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+            f.kernel_drops = kernel;
             if let Some(p) = &l.reply {
                 f.reply_failed = p.count("send_failed");
                 f.not_answered = p.count("not_answered");

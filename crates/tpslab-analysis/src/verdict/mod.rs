@@ -38,6 +38,9 @@ pub enum Case {
     SoftnetBacklog,
     /// The NIC dropped (/proc/net/dev).
     NicDrops,
+    /// The kernel dropped for a reason no counter covers (a firewall rule, no route, a
+    /// bad checksum, a qdisc: `skb:kfree_skb`'s reason).
+    KernelDrop,
     /// The server failed to send replies.
     ReplySendFailed,
     /// The server read datagrams and did not answer them.
@@ -111,7 +114,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let mut d = Draft::default();
     d.evidence.push(ev(
         format!(
-            "request path: {att} attempted, {} read by the server ({}), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}",
+            "request path: {att} attempted, {} read by the server ({}), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}{}",
             f.delivered,
             if f.inconsistent.is_some() || f.delivered > att {
                 "share not shown: the ledger does not balance".to_string()
@@ -123,6 +126,18 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             f.nic_drops,
             f.no_ports,
             f.send_failed,
+            match f.kernel_drops.iter().map(|k| k.1).sum::<u64>() {
+                0 => String::new(),
+                n => format!(
+                    ", {n} by kernel drop reason ({})",
+                    f.kernel_drops
+                        .iter()
+                        .filter(|k| k.1 > 0)
+                        .map(|(r, n, _)| format!("{r} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
             match f.unattributed {
                 None => ", rest unknown".to_string(),
                 Some(u) if u < 0 => format!(", INCONSISTENT: the counters exceed what was sent by {}", -u),

@@ -70,6 +70,12 @@ pub const RULES: &[Rule] = &[
         explain: x::nic_drops,
     },
     Rule {
+        case: Case::KernelDrop,
+        when: |f| top_layer(f) == Some(Case::KernelDrop),
+        why_here: "the most drops for a reason the kernel named and no counter covers (firewall, route, checksum, qdisc)",
+        explain: x::kernel_drop,
+    },
+    Rule {
         case: Case::NotAnswered,
         when: |f| top_layer(f) == Some(Case::NotAnswered),
         why_here: "the most datagrams read and never answered by the application",
@@ -123,6 +129,7 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
             Case::SoftnetBacklog,
         ),
         (f.nic_drops, Case::NicDrops),
+        (f.kernel_drops.iter().map(|k| k.1).sum(), Case::KernelDrop),
         (f.not_answered, Case::NotAnswered),
         (f.reply_failed, Case::ReplySendFailed),
         (

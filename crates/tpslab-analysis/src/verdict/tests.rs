@@ -612,6 +612,7 @@ fn the_rules_are_one_table_in_priority_order() {
             Case::SocketBufferBursts,
             Case::SoftnetBacklog,
             Case::NicDrops,
+            Case::KernelDrop,
             Case::NotAnswered,
             Case::ReplySendFailed,
             Case::Unexplained,

@@ -205,14 +205,16 @@ const SLOW_NS: u64 = 100_000_000;
 /// What the observer thread hands back: the samples, read errors, the target threads'
 /// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
 /// that read UDP datagrams (when counted), and how the samples were bounded.
-type Sampled = (
-    Vec<Raw>,
-    BTreeSet<String>,
-    Vec<String>,
-    Vec<u64>,
-    Option<usize>,
-    Bounded,
-);
+/// What the observer thread returns.
+struct Sampled {
+    raws: Vec<Raw>,
+    errors: BTreeSet<String>,
+    sched: Vec<String>,
+    rcvbuf: Vec<u64>,
+    readers: Option<usize>,
+    bounded: Bounded,
+    waits: Option<tpslab_analysis::waits::ThreadWaits>,
+}
 
 /// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,
 /// coarser series and exact totals. 20000 samples are about 200 s at 10 ms.
@@ -300,6 +302,13 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
     } else {
         open_in(&cfg.gen_root)
     };
+    // Where the watched process's threads wait (tpslab's own server: its threads only),
+    // sampled with the host-wide counters.
+    let waits = cfg.target_pid.map(|pid| {
+        let only = (!cfg.target_tids.is_empty()).then(|| cfg.target_tids.clone());
+        let every = (cfg.interval.as_millis() as u64).max(SLOW_NS / 1_000_000);
+        crate::waits::WaitSampler::new(pid, only, every)
+    });
     let sampler = Sampler {
         followed: None,
         diag,
@@ -315,6 +324,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         proc_root: PathBuf::from("/proc"),
         io,
         srv_rcvbuf: BTreeMap::new(),
+        waits,
     };
     (sampler, io_source)
 }
@@ -382,14 +392,15 @@ fn sample_loop(
     let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
     let readers = sampler.io.as_ref().map(|c| c.reader_threads());
     let bounded = Bounded { decimated, rxq_max };
-    (
+    Sampled {
         raws,
-        std::mem::take(&mut sampler.errors),
+        errors: std::mem::take(&mut sampler.errors),
         sched,
         rcvbuf,
         readers,
         bounded,
-    )
+        waits: sampler.waits.take().map(|w| w.finish()),
+    }
 }
 
 /// A running observer.
@@ -430,8 +441,15 @@ impl Observer {
     /// Takes a final sample, stops the thread and builds the report.
     pub fn stop(self) -> ObserverReport {
         self.stop.store(true, Relaxed);
-        let (raws, errors, sched, rcvbuf, readers, bounded) =
-            self.handle.join().expect("observer thread");
+        let Sampled {
+            raws,
+            errors,
+            sched,
+            rcvbuf,
+            readers,
+            bounded,
+            waits,
+        } = self.handle.join().expect("observer thread");
         let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
         if bounded.decimated {
             rep.notes.push(format!(
@@ -450,6 +468,7 @@ impl Observer {
             );
         }
         rep.target_reader_threads = readers;
+        rep.thread_waits = waits;
         if self.io_source.is_none() {
             // A server's own count (read_probe) gives the per-sample read rate only.
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {

@@ -67,6 +67,7 @@ pub(super) fn build_report(
         target_sched: sched,
         target_rcvbuf_bytes: vec![],
         target_reader_threads: None,
+        thread_waits: None,
         notes: vec![],
         errors,
     }

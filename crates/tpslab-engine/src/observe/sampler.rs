@@ -25,6 +25,8 @@ pub(super) struct Sampler {
     pub(super) io: Option<crate::sockio::ProcessUdpIo>,
     /// SO_RCVBUF limit (sk_rcvbuf, bytes) of each target socket by inode, from sock_diag.
     pub(super) srv_rcvbuf: BTreeMap<u64, u64>,
+    /// Where the target process's threads wait, sampled with every slow sample.
+    pub(super) waits: Option<crate::waits::WaitSampler>,
 }
 
 impl Sampler {
@@ -207,6 +209,9 @@ impl Sampler {
         let proc_root = self.proc_root.clone();
         if !r.slow {
             return r;
+        }
+        if let Some(w) = self.waits.as_mut() {
+            w.sample();
         }
         if !self.cfg.tcp_inodes.is_empty() {
             (r.tcp_sockets, r.tcp_listen_rxq, r.tcp_rxq, r.tcp_txq) = (0, 0, 0, 0);

@@ -13,6 +13,7 @@ mod ramp;
 mod run;
 mod sweep;
 pub mod tcp;
+pub mod waits;
 
 pub use diagnose::print_diagnosis;
 pub use ramp::{ramp_header, ramp_results};

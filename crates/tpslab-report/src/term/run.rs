@@ -302,6 +302,9 @@ fn print_observer(w: &mut dyn Write, o: &ObserverReport, explain: bool) -> io::R
     for s in &o.target_sched {
         writeln!(w, "  target thread {s}")?;
     }
+    if let Some(tw) = &o.thread_waits {
+        super::waits::print_thread_waits(w, tw)?;
+    }
     for n in &o.notes {
         writeln!(w, "  note: {n}")?;
     }
@@ -423,9 +426,14 @@ pub(super) fn print_drop_reasons(
     } else {
         String::new()
     };
+    let scope = if ledger.is_some() {
+        "host-wide: every namespace's drops, while the ledger counts this run's"
+    } else {
+        "host-wide: every namespace's drops"
+    };
     writeln!(
         w,
-        "Kernel drop reasons (skb:kfree_skb during the run, host-wide: every namespace's drops, while the ledger counts this run's){lost}:"
+        "Kernel drop reasons (skb:kfree_skb during the run, {scope}){lost}:"
     )?;
     if d.by_reason.is_empty() {
         return writeln!(w, "  none");
@@ -435,14 +443,23 @@ pub(super) fn print_drop_reasons(
         Some(l.request.count(layer) + l.reply.as_ref().map_or(0, |r| r.count(layer)))
     };
     for (reason, n) in &d.by_reason {
-        let check = match reason.as_str() {
-            "SOCKET_RCVBUFF" => row("socket_drops").map(|c| ("socket receive buffer", c)),
-            "NO_SOCKET" => row("no_ports").map(|c| ("no listener", c)),
-            "CPU_BACKLOG" => row("softnet_drops").map(|c| ("softnet backlog", c)),
-            _ => None,
+        use tpslab_analysis::drop_reason::{classify, layer, ReasonClass};
+        let check = match classify(reason) {
+            ReasonClass::Covered("socket_drops") => {
+                row("socket_drops").map(|c| format!("ledger, socket receive buffer: {c}"))
+            }
+            ReasonClass::Covered("no_ports") => {
+                row("no_ports").map(|c| format!("ledger, no listener: {c}"))
+            }
+            ReasonClass::Covered("softnet_drops") => {
+                row("softnet_drops").map(|c| format!("ledger, softnet backlog: {c}"))
+            }
+            _ => row(&layer(reason))
+                .filter(|&c| c > 0)
+                .map(|c| format!("ledger row of its own: {c} of this run's")),
         };
         match check {
-            Some((what, c)) => writeln!(w, "  {reason:<24} {n:>12}   ledger, {what}: {c}")?,
+            Some(c) => writeln!(w, "  {reason:<24} {n:>12}   {c}")?,
             None => writeln!(w, "  {reason:<24} {n:>12}")?,
         }
     }

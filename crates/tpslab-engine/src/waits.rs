@@ -1,0 +1,171 @@
+//! Samples where a process's threads wait: per tick, each thread's state
+//! (/proc/PID/task/TID/stat), the system call it is blocked in (.../syscall, and for a
+//! read or write the fd's link, to tell a socket from a file) and its wait channel
+//! (.../wchan). Pure classification and shares are in `tpslab_analysis::waits`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadWait, ThreadWaits};
+use tpslab_proc::syscall::{parse_syscall, syscall_name, SyscallState};
+
+/// One thread in one sample.
+struct TaskSample {
+    state: char,
+    wchan: Option<String>,
+    syscall: Option<String>,
+    /// The kind of fd of a read/write.
+    fd: FdKind,
+    comm: String,
+}
+
+/// One thread's state now; None when the thread is gone.
+fn sample_task(dir: &Path) -> Option<TaskSample> {
+    let s = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
+    if t.state == 'R' {
+        return Some(TaskSample {
+            state: t.state,
+            wchan: None,
+            syscall: None,
+            fd: FdKind::Unknown,
+            comm: t.comm,
+        });
+    }
+    let wchan = std::fs::read_to_string(dir.join("wchan")).ok();
+    let sc = std::fs::read_to_string(dir.join("syscall"))
+        .ok()
+        .and_then(|s| parse_syscall(&s));
+    let (syscall, fd) = match sc {
+        Some(SyscallState::In { nr, arg1 }) => {
+            let name = syscall_name(nr);
+            let fd = if matches!(
+                name.as_str(),
+                "read" | "write" | "readv" | "writev" | "pread64" | "pwrite64"
+            ) {
+                match std::fs::read_link(dir.join("fd").join(arg1.to_string())) {
+                    Ok(l) if l.to_string_lossy().starts_with("socket:") => FdKind::Socket,
+                    Ok(_) => FdKind::NotSocket,
+                    Err(_) => FdKind::Unknown,
+                }
+            } else {
+                FdKind::Unknown
+            };
+            (Some(name), fd)
+        }
+        // Woken between the two reads: counted by its state alone.
+        _ => (None, FdKind::Unknown),
+    };
+    Some(TaskSample {
+        state: t.state,
+        wchan,
+        syscall,
+        fd,
+        comm: t.comm,
+    })
+}
+
+/// A task's schedstat, read afresh (no cached handle of another process's files).
+fn schedstat(dir: &Path) -> Option<tpslab_proc::pid::SchedStat> {
+    let s = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+    tpslab_proc::pid::parse_schedstat(s.as_bytes(), "schedstat").ok()
+}
+
+/// The thread ids of `pid` (/proc/PID/task).
+fn tids(pid: u32) -> Vec<u32> {
+    tpslab_proc::live::task_ids(pid)
+}
+
+/// Adds one sample of every thread of `pid` to `st` (a ramp step's process-wide states).
+pub fn sample_process(pid: u32, st: &mut ThreadStates) {
+    let root = PathBuf::from(format!("/proc/{pid}/task"));
+    for tid in tids(pid) {
+        if let Some(t) = sample_task(&root.join(tid.to_string())) {
+            st.add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+        }
+    }
+}
+
+/// Samples a watched process's threads over a run, thread by thread.
+#[derive(Debug)]
+pub struct WaitSampler {
+    pid: u32,
+    /// Only these threads (tpslab's own server inside tpslab's process); None: all.
+    only: Option<Vec<u32>>,
+    interval_ms: u64,
+    ticks: u64,
+    threads: BTreeMap<u32, ThreadWait>,
+    /// schedstat of each thread at its first sample, and when that was (monotonic ns).
+    sched0: BTreeMap<u32, (tpslab_proc::pid::SchedStat, u64)>,
+}
+
+impl WaitSampler {
+    /// A sampler of `pid`'s threads (or only `only`), sampled every `interval_ms`.
+    pub fn new(pid: u32, only: Option<Vec<u32>>, interval_ms: u64) -> WaitSampler {
+        WaitSampler {
+            pid,
+            only,
+            interval_ms,
+            ticks: 0,
+            threads: BTreeMap::new(),
+            sched0: BTreeMap::new(),
+        }
+    }
+
+    fn task_dir(&self, tid: u32) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/task/{tid}", self.pid))
+    }
+
+    /// One tick: every thread's state now.
+    pub fn sample(&mut self) {
+        self.ticks += 1;
+        let tids = self.only.clone().unwrap_or_else(|| tids(self.pid));
+        for tid in tids {
+            let dir = self.task_dir(tid);
+            let Some(s) = sample_task(&dir) else {
+                continue;
+            };
+            if let std::collections::btree_map::Entry::Vacant(e) = self.sched0.entry(tid) {
+                if let Some(st) = schedstat(&dir) {
+                    e.insert((st, tpslab_net::mono_ns()));
+                }
+            }
+            let t = self.threads.entry(tid).or_insert_with(|| ThreadWait {
+                tid,
+                comm: s.comm.clone(),
+                states: ThreadStates::default(),
+            });
+            t.states
+                .add(s.state, s.wchan.as_deref(), s.syscall.as_deref(), s.fd);
+        }
+    }
+
+    /// The threads' states over the run (a last schedstat read gives each thread's time
+    /// on a CPU and in the run queue since its first sample).
+    pub fn finish(mut self) -> ThreadWaits {
+        let mut process = ThreadStates::default();
+        for (tid, t) in &mut self.threads {
+            let dir = PathBuf::from(format!("/proc/{}/task/{tid}", self.pid));
+            if let (Some((a, t0)), Some(b)) = (self.sched0.get(tid), schedstat(&dir)) {
+                t.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
+                t.states.runqueue_ns = b.wait_ns.saturating_sub(a.wait_ns);
+                t.states.window_ns = tpslab_net::mono_ns().saturating_sub(*t0);
+            }
+            process.merge(&t.states);
+        }
+        let mut threads: Vec<ThreadWait> = self.threads.into_values().collect();
+        threads.sort_by(|a, b| {
+            b.states
+                .samples
+                .cmp(&a.states.samples)
+                .then(a.tid.cmp(&b.tid))
+        });
+        ThreadWaits {
+            subset: self.only.is_some(),
+            pid: self.pid,
+            interval_ms: self.interval_ms,
+            ticks: self.ticks,
+            process,
+            threads,
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Where a watched process's threads spent the run: the headline, then one row per
+//! thread with its share of samples by class and the system call it blocked in most.
+
+use std::io::{self, Write};
+use tpslab_analysis::waits::{ThreadStates, ThreadWaits, WaitClass};
+
+/// Threads listed at most (the process row always sums them all).
+const MAX_ROWS: usize = 16;
+
+/// Prints the thread waits of an observed run.
+pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()> {
+    let Some(head) = tw.headline() else {
+        return writeln!(
+            w,
+            "Where the threads waited: no sample of process {} (gone, or /proc not readable)",
+            tw.pid
+        );
+    };
+    writeln!(
+        w,
+        "Where the threads waited (% of time: on a CPU and waiting for one from schedstat, the rest split by {} samples, one per thread every {} ms, of .../stat and .../syscall): {head}",
+        tw.process.samples, tw.interval_ms
+    )?;
+    // Only the classes some sample fell in.
+    let classes: Vec<WaitClass> = WaitClass::ALL
+        .into_iter()
+        .filter(|c| tw.process.by_class.get(c).is_some_and(|&n| n > 0))
+        .collect();
+    let mut header = vec!["thread", "samples"];
+    header.extend(classes.iter().map(|c| c.label()));
+    header.push("blocked most in");
+    let mut t = super::table(&header);
+    let row = |name: String, s: &ThreadStates| {
+        let mut r = vec![name, s.samples.to_string()];
+        r.extend(
+            classes
+                .iter()
+                .map(|&c| s.share_pct(c).map_or("-".into(), |p| format!("{p:.0} %"))),
+        );
+        r.push(
+            s.by_syscall
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map_or("-".into(), |(sc, _)| sc.clone()),
+        );
+        r
+    };
+    t.add_row(row(format!("process {}", tw.pid), &tw.process));
+    for th in tw.threads.iter().take(MAX_ROWS) {
+        t.add_row(row(format!("  {} {}", th.tid, th.comm), &th.states));
+    }
+    writeln!(w, "{t}")?;
+    if tw.threads.len() > MAX_ROWS {
+        writeln!(
+            w,
+            "  ({} more threads in the record)",
+            tw.threads.len() - MAX_ROWS
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::waits::{FdKind, ThreadWait};
+
+    #[test]
+    fn the_headline_and_a_row_per_thread() {
+        let mut a = ThreadStates::default();
+        for _ in 0..9 {
+            a.add('S', Some("do_sys_poll"), Some("poll"), FdKind::Unknown);
+        }
+        a.add('R', None, None, FdKind::Unknown);
+        let mut tw = ThreadWaits {
+            pid: 7,
+            interval_ms: 100,
+            ticks: 10,
+            threads: vec![ThreadWait {
+                tid: 7,
+                comm: "python3".into(),
+                states: a.clone(),
+            }],
+            ..Default::default()
+        };
+        tw.process = a;
+        let mut out = vec![];
+        print_thread_waits(&mut out, &tw).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains(
+                "process 7's threads spent 90 % of the run waiting for the network (in poll)"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("7 python3"), "{s}");
+        assert!(s.contains("on CPU"), "{s}");
+        assert!(!s.contains("waiting on a lock"), "{s}");
+        let mut out = vec![];
+        print_thread_waits(&mut out, &ThreadWaits::default()).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("no sample"));
+    }
+}

@@ -286,3 +286,80 @@ fn shared_workers_cap_concurrency_without_a_lock() {
     assert!(text.contains("VERDICT: a concurrency cap"), "{text}");
     assert!(!text.contains("VERDICT: serialisation"), "{text}");
 }
+
+/// A TCP echo server with a listen backlog of 1 that accepts one connection every 300 ms:
+/// as the users grow, their connection requests are dropped at its full accept queue
+/// (TcpExt ListenOverflows in its namespace), and the ramp says so.
+#[test]
+fn a_full_accept_queue_is_named() {
+    if !common::can_netns("a_full_accept_queue_is_named") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 7312;
+    let mut py = ns.command("python3");
+    py.args([
+        "-c",
+        &format!(
+            "import socket, threading, time\n\
+             l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             l.bind(('127.0.0.1', {port})); l.listen(1)\n\
+             print('ready', flush=True)\n\
+             def echo(c):\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        c.sendall(d)\n\
+             while True:\n    c, _ = l.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start(); time.sleep(0.3)\n"
+        ),
+    ])
+    .stdout(std::process::Stdio::piped());
+    let mut child = py.spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let json = common::tmp("ramp-accept.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "ramp",
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--users",
+        "1..16",
+        "--step",
+        "x2",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--pid",
+        &child.id().to_string(),
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    // Our child: end it by its PID.
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    common::assert_report_reproduces(&json, &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let j = common::record(&json);
+    assert_eq!(j["listener"]["backlog"], 1, "{}", j["listener"]);
+    let dropped: Vec<u64> = steps(&j)
+        .iter()
+        .map(|s| {
+            s["tcp"]["listen_overflows"]
+                .as_u64()
+                .expect("tcp counters per step")
+        })
+        .collect();
+    assert_eq!(dropped[0], 0, "one user connects at once: {dropped:?}");
+    assert!(*dropped.last().unwrap() > 0, "{dropped:?}");
+    assert!(
+        text.contains("VERDICT: connections dropped at a full accept queue"),
+        "{text}"
+    );
+    assert!(text.contains("the listen socket's backlog is 1"), "{text}");
+}

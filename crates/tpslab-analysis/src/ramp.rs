@@ -82,6 +82,25 @@ pub struct StepResult {
     pub server_cpu_cores: Option<f64>,
     /// Server thread states over the window.
     pub threads: Option<ThreadStates>,
+    /// TCP counters of the server's network namespace over the window (/proc/PID/net/snmp
+    /// `Tcp:` and .../netstat `TcpExt:` deltas): connection requests dropped at a full
+    /// accept queue and the like. None for UDP, or a remote server without --pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<tpslab_proc::netstat::TcpCounters>,
+    /// Most connections seen waiting in the target port's listen socket(s) for accept
+    /// (/proc/PID/net/tcp{,6} rx_queue of the listener, sampled with the threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue_max: Option<u64>,
+}
+
+/// The server's listening socket on the target port, as found when the ramp started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listener {
+    /// Its accept queue limit (sock_diag idiag_wqueue of the listener: min(the backlog
+    /// given to listen(), net.core.somaxconn)), connections.
+    pub backlog: u32,
+    /// net.core.somaxconn of its network namespace, when readable.
+    pub somaxconn: Option<u64>,
 }
 
 /// The ramp's record.
@@ -98,6 +117,10 @@ pub struct RampRecord {
     /// CPU use is judged against.
     #[serde(default)]
     pub server_cpus: Option<usize>,
+    /// The server's listening socket on the target port (TCP, when its namespace is
+    /// readable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener: Option<Listener>,
 }
 
 impl RampRecord {
@@ -223,6 +246,57 @@ fn futex_share(s: &StepResult) -> f64 {
     })
 }
 
+/// Connection requests the server's namespace dropped at a listener in a step
+/// (`TcpExt` ListenDrops counts every such drop, ListenOverflows those of a full accept
+/// queue: the larger of the two); None when not counted.
+fn listen_dropped(s: &StepResult) -> Option<u64> {
+    s.tcp.map(|t| t.listen_overflows.max(t.listen_drops))
+}
+
+/// Connection requests dropped at a full accept queue as users grew: (dropped over the
+/// ramp, the users of the first step that dropped), when the last step dropped some and
+/// at least as many as the first step.
+fn accept_queue_overflow(rec: &RampRecord) -> Option<(u64, usize)> {
+    let first = rec.steps.first().and_then(listen_dropped)?;
+    let last = rec.steps.last().and_then(listen_dropped)?;
+    if last == 0 || last < first {
+        return None;
+    }
+    let total = rec.steps.iter().filter_map(listen_dropped).sum();
+    let from = rec
+        .steps
+        .iter()
+        .find(|s| listen_dropped(s).unwrap_or(0) > 0)?
+        .users;
+    Some((total, from))
+}
+
+/// The listener's figures per step, when any request was dropped there.
+fn accept_queue_line(rec: &RampRecord) -> Option<String> {
+    if !rec.steps.iter().any(|s| listen_dropped(s).unwrap_or(0) > 0) {
+        return None;
+    }
+    let per: Vec<String> = rec
+        .steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{} users {}{}",
+                s.users,
+                listen_dropped(s).map_or("?".into(), |n| n.to_string()),
+                s.accept_queue_max
+                    .map_or(String::new(), |q| format!(" (queue up to {q})"))
+            )
+        })
+        .collect();
+    Some(format!(
+        "listen socket{}: connection requests dropped per step (TcpExt ListenOverflows/ListenDrops of the server's namespace, delta): {}",
+        rec.listener
+            .map_or(String::new(), |l| format!(" with backlog {}", l.backlog)),
+        per.join(", ")
+    ))
+}
+
 /// Judges a ramp from its record: its server's CPU use is judged against the CPUs it may
 /// run on (`server_cpus` in the record), else `host_cpus`, the CPU count of the host that
 /// ran it (the record's metadata), never of the host reading it.
@@ -288,6 +362,10 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             ));
         }
     }
+    let accept = accept_queue_overflow(rec);
+    if let Some(l) = accept_queue_line(rec) {
+        lines.push(l);
+    }
     let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);
     // A lock: most server thread samples wait in a futex at the top, and that share
@@ -308,7 +386,19 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     });
     let knee_users = knee.map(|k| rec.steps[k].users);
     let ku = knee_users.unwrap_or(0);
-    let verdict = if served == 0 {
+    let verdict = if let Some((dropped, from_users)) = accept {
+        let (backlog, somaxconn) = rec
+            .listener
+            .map_or(("?".to_string(), "?".to_string()), |l| {
+                (
+                    l.backlog.to_string(),
+                    l.somaxconn.map_or("?".into(), |s| s.to_string()),
+                )
+            });
+        format!(
+            "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped (TcpExt ListenOverflows/ListenDrops) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
+        )
+    } else if served == 0 {
         "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
     } else if rec.steps.len() < 2 {
         "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
@@ -356,6 +446,8 @@ mod tests {
             errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             server_cpu_cores: None,
             threads: None,
+            tcp: None,
+            accept_queue_max: None,
         }
     }
 
@@ -383,6 +475,7 @@ mod tests {
         use crate::gate::{applies, exit_code, parse, Loss};
         let mut r = RampRecord {
             server_cpus: None,
+            listener: None,
             plan: plan(),
             steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
             interrupted: false,
@@ -442,6 +535,7 @@ mod tests {
             steps,
             interrupted: false,
             server_cpus: None,
+            listener: None,
         }
     }
 
@@ -512,5 +606,53 @@ mod tests {
             "{:?}",
             n.lines
         );
+    }
+
+    #[test]
+    fn connections_dropped_at_a_full_accept_queue_name_it() {
+        use tpslab_proc::netstat::TcpCounters;
+        let mut r = ramp(
+            &[100.0, 190.0, 200.0, 205.0],
+            0.1,
+            ThreadStates {
+                samples: 100,
+                running: 5,
+                ..Default::default()
+            },
+        );
+        for (s, n) in r.steps.iter_mut().zip([0u64, 0, 6, 19]) {
+            s.tcp = Some(TcpCounters {
+                listen_overflows: n,
+                listen_drops: n,
+                ..Default::default()
+            });
+            s.accept_queue_max = Some(2);
+        }
+        r.listener = Some(Listener {
+            backlog: 1,
+            somaxconn: Some(4096),
+        });
+        let a = analyse(&r, 2);
+        assert!(
+            a.verdict.starts_with("VERDICT: connections dropped at a full accept queue: 25 connection requests were dropped (TcpExt ListenOverflows/ListenDrops) from 4 users on; the listen socket's backlog is 1 (net.core.somaxconn 4096)"),
+            "{}",
+            a.verdict
+        );
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l.contains("4 users 6 (queue up to 2)")),
+            "{:?}",
+            a.lines
+        );
+        // Drops that stopped as users grew (a burst at the start) are not the limit.
+        r.steps[0].tcp.as_mut().unwrap().listen_overflows = 30;
+        r.steps[0].tcp.as_mut().unwrap().listen_drops = 30;
+        assert!(!analyse(&r, 2).verdict.contains("accept queue"));
+        // Not counted (UDP, a remote server): no such verdict.
+        for s in &mut r.steps {
+            s.tcp = None;
+        }
+        assert!(!analyse(&r, 2).verdict.contains("accept queue"));
     }
 }

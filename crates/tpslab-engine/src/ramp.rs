@@ -108,6 +108,19 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
             .collect(),
     };
     let mut results = vec![];
+    // The server's network namespace (its TCP counters and listen socket): its PID's,
+    // or this host's for a local target.
+    let tcp_root = match (plan.proto, plan.server_pid) {
+        (RampProto::Tcp, Some(pid)) => Some(std::path::PathBuf::from(format!("/proc/{pid}"))),
+        (RampProto::Tcp, None) if plan.target.ip().is_loopback() => {
+            Some(std::path::PathBuf::from("/proc/self"))
+        }
+        _ => None,
+    };
+    let listener = tcp_root
+        .as_ref()
+        .and_then(|_| listener(plan.server_pid, plan.target.port()));
+    let port = plan.target.port();
     std::thread::scope(|s| -> Result<(), EngineError> {
         for id in 0..max_users {
             let sh = &shared;
@@ -133,10 +146,15 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
             let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
             let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
             let mut states = plan.server_pid.map(|_| ThreadStates::default());
+            let tcp0 = tcp_root.as_deref().and_then(|r| tcp_counters(r).ok());
+            let mut accept_max = tcp0.map(|_| 0u64);
             let mut next = w0;
             while next < w1 && !stop.load(Relaxed) {
                 if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
                     crate::waits::sample_process(pid, st);
+                }
+                if let (Some(r), Some(m)) = (tcp_root.as_deref(), accept_max.as_mut()) {
+                    *m = (*m).max(accept_queue(r, port));
                 }
                 next += plan.sample_ns;
                 sleep_until(next.min(w1), stop);
@@ -145,6 +163,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 break;
             }
             let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
+            let tcp1 = tcp_root.as_deref().and_then(|r| tcp_counters(r).ok());
             if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
                 for (tid, b) in task_schedstats(pid) {
                     if let Some(a) = sched0.get(&tid) {
@@ -169,6 +188,8 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                     c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / measured_s
                 }),
                 threads: states,
+                tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
+                accept_queue_max: accept_max,
             });
         }
         shared.done.store(true, Relaxed);
@@ -191,7 +212,60 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
         interrupted: stop.load(Relaxed) && results.len() < plan.steps.len(),
         steps: results,
         server_cpus,
+        listener,
     })
+}
+
+/// The TCP counters of the namespace under `root` (/proc/PID), read afresh.
+fn tcp_counters(root: &std::path::Path) -> Result<tpslab_proc::netstat::TcpCounters, String> {
+    use tpslab_proc::netstat::{parse_pairs, TcpCounters};
+    let read = |f: &str| {
+        let p = root.join("net").join(f);
+        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        parse_pairs(t.as_bytes(), &p.display().to_string()).map_err(|e| e.to_string())
+    };
+    Ok(TcpCounters::from_pairs(&read("snmp")?, &read("netstat")?))
+}
+
+/// Connections waiting in the accept queue of the listen socket(s) on `port` now (rx_queue
+/// of listeners in <root>/net/tcp{,6}).
+fn accept_queue(root: &std::path::Path, port: u16) -> u64 {
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root.join("net").join(f)).ok())
+        .filter_map(|t| tpslab_proc::parse_udp(t.as_bytes(), "tcp").ok())
+        .flatten()
+        // State 0x0A = TCP_LISTEN: rx_queue is the accept queue.
+        .filter(|s| s.state == 0x0A && s.local.port() == port)
+        .map(|s| s.rx_queue)
+        .sum()
+}
+
+/// The listen socket on `port` in the server's namespace (`pid`'s, else this one), by
+/// sock_diag: its backlog limit, and net.core.somaxconn there.
+fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listener> {
+    let look = move || -> Option<tpslab_analysis::ramp::Listener> {
+        let mut d = tpslab_net::diag::UdpDiag::open().ok()?;
+        // 1 << 10: TCP_LISTEN.
+        let l = d
+            .tcp_dump(1 << 10)
+            .ok()?
+            .into_iter()
+            .find(|s| s.local.port() == port)?;
+        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        Some(tpslab_analysis::ramp::Listener {
+            backlog: l.wqueue,
+            somaxconn,
+        })
+    };
+    match pid {
+        Some(p) if crate::env::netns(Some(p)) != crate::env::netns(None) => {
+            tpslab_net::ns::in_netns_of(p, look).ok().flatten()
+        }
+        _ => look(),
+    }
 }
 
 fn sleep_until(t: u64, stop: &AtomicBool) {

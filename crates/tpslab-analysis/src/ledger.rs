@@ -56,7 +56,7 @@ pub struct LedgerInputs {
     /// host-wide; see [`crate::drop_reason::uncovered`]), largest first: each is charged
     /// as a row of its own after every counter, up to what a path leaves unexplained
     /// (request path first), the rest noted as not this run's.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_drops: Vec<(String, u64)>,
 }
 

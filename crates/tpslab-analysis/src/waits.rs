@@ -101,6 +101,10 @@ pub fn classify(state: char, syscall: Option<&str>, fd: FdKind) -> WaitClass {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Server thread states sampled from /proc/PID/task/*/stat, .../syscall and .../wchan
 /// over a window (a ramp step, or a whole observed run).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,20 +130,20 @@ pub struct ThreadStates {
     #[serde(default)]
     pub runqueue_ns: u64,
     /// Samples by class ([`classify`]); empty in records written before classes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_class: BTreeMap<WaitClass, u64>,
     /// Samples blocked (states S and D) by the system call the thread was in
     /// (/proc/PID/task/TID/syscall; "none" outside one, "unknown" when not readable).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_syscall: BTreeMap<String, u64>,
     /// The state-D samples among those, by system call (any call can wait on the disk).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub disk_by_syscall: BTreeMap<String, u64>,
     /// The time the samples span, ns (summed over threads, from each one's first sample
     /// to the last): with it, shares are of time: on a CPU and waiting for one exactly
     /// from schedstat, the rest (blocked) split by the blocked samples. 0: shares of
     /// samples (a ramp step's states).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub window_ns: u64,
 }
 

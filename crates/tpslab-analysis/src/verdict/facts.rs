@@ -125,7 +125,7 @@ pub struct Facts {
     pub exact_server: bool,
     /// Datagrams the ledger charged to kernel drop reasons no counter covers (rows
     /// `kernel:REASON`): (reason, on the request path, on the reply path), largest first.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_drops: Vec<(String, u64, u64)>,
 }
 

@@ -204,8 +204,8 @@ const SLOW_NS: u64 = 100_000_000;
 
 /// What the observer thread hands back: the samples, read errors, the target threads'
 /// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
-/// that read UDP datagrams (when counted), and how the samples were bounded.
-/// What the observer thread returns.
+/// that read UDP datagrams (when counted), how the samples were bounded, and where the
+/// target process's threads waited.
 struct Sampled {
     raws: Vec<Raw>,
     errors: BTreeSet<String>,

@@ -146,7 +146,9 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
             let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
             let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
             let mut states = plan.server_pid.map(|_| ThreadStates::default());
-            let tcp0 = tcp_root.as_deref().and_then(|r| tcp_counters(r).ok());
+            let tcp0 = tcp_root
+                .as_deref()
+                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
             let mut accept_max = tcp0.map(|_| 0u64);
             let mut next = w0;
             while next < w1 && !stop.load(Relaxed) {
@@ -163,7 +165,9 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 break;
             }
             let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
-            let tcp1 = tcp_root.as_deref().and_then(|r| tcp_counters(r).ok());
+            let tcp1 = tcp_root
+                .as_deref()
+                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
             if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
                 for (tid, b) in task_schedstats(pid) {
                     if let Some(a) = sched0.get(&tid) {
@@ -214,17 +218,6 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
         server_cpus,
         listener,
     })
-}
-
-/// The TCP counters of the namespace under `root` (/proc/PID), read afresh.
-fn tcp_counters(root: &std::path::Path) -> Result<tpslab_proc::netstat::TcpCounters, String> {
-    use tpslab_proc::netstat::{parse_pairs, TcpCounters};
-    let read = |f: &str| {
-        let p = root.join("net").join(f);
-        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        parse_pairs(t.as_bytes(), &p.display().to_string()).map_err(|e| e.to_string())
-    };
-    Ok(TcpCounters::from_pairs(&read("snmp")?, &read("netstat")?))
 }
 
 /// Connections waiting in the accept queue of the listen socket(s) on `port` now (rx_queue

@@ -1,0 +1,222 @@
+//! Tests of the parent module.
+use super::*;
+
+fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
+    StepResult {
+        users,
+        measured_s: 1.0,
+        completed,
+        tps: completed as f64,
+        response: Default::default(),
+        errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+        server_cpu_cores: None,
+        threads: None,
+        tcp: None,
+        accept_queue_max: None,
+    }
+}
+
+fn plan() -> RampPlan {
+    RampPlan {
+        proto: RampProto::Tcp,
+        target: "127.0.0.1:1".parse().unwrap(),
+        steps: vec![1, 2],
+        step_ns: 1,
+        warmup_ns: 0,
+        think_ns: 0,
+        timeout_ns: 1,
+        request: vec![],
+        framing: Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_ns: 1,
+    }
+}
+
+#[test]
+fn ramp_outcome_counts_failures_over_every_step() {
+    use crate::gate::{applies, exit_code, parse, Loss};
+    let mut r = RampRecord {
+        server_cpus: None,
+        listener: None,
+        plan: plan(),
+        steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
+        interrupted: false,
+    };
+    let o = r.outcome();
+    assert_eq!(
+        o.loss,
+        Loss::Measured(5.0, "of 200 requests failed or timed out".into())
+    );
+    assert_eq!(
+        o.errors.as_deref(),
+        Some("10 requests failed (timeout x10)")
+    );
+    assert!(o.invalid.is_empty());
+    let conds = parse("loss>1%", applies::RAMP).unwrap();
+    assert_eq!(exit_code(&o, &conds, false).0, 1);
+    // A refused target: nothing answered, every request failed.
+    r.steps = vec![step(1, 0, &[("connect: Connection refused", 7)])];
+    let o = r.outcome();
+    assert!(
+        o.invalid[0].contains("no request was answered"),
+        "{:?}",
+        o.invalid
+    );
+    assert_eq!(exit_code(&o, &[], true).0, 3);
+    assert_eq!(
+        exit_code(&o, &parse("errors", applies::RAMP).unwrap(), false).0,
+        1
+    );
+    r.interrupted = true;
+    assert_eq!(exit_code(&r.outcome(), &[], true).0, 130);
+}
+
+fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
+    let users = [1, 2, 4, 8];
+    let mut steps: Vec<StepResult> = users
+        .iter()
+        .zip(tps)
+        .map(|(&u, &t)| {
+            let mut s = step(u, (t * 1.0) as u64, &[]);
+            s.tps = t;
+            // Closed loop: R = N / X.
+            s.response.mean_ns = u as f64 / t * 1e9;
+            s
+        })
+        .collect();
+    steps[0].threads = Some(ThreadStates {
+        samples: 100,
+        running: 100,
+        ..Default::default()
+    });
+    let last = steps.last_mut().unwrap();
+    last.server_cpu_cores = Some(last_cpu);
+    last.threads = Some(last_states);
+    RampRecord {
+        plan: plan(),
+        steps,
+        interrupted: false,
+        server_cpus: None,
+        listener: None,
+    }
+}
+
+#[test]
+fn the_cpu_count_of_the_record_decides_saturation_or_a_concurrency_cap() {
+    let running = ThreadStates {
+        samples: 100,
+        running: 90,
+        sleeping: [("do_epoll_wait".to_string(), 10)].into(),
+        ..Default::default()
+    };
+    let r = ramp(&[100.0, 190.0, 200.0, 205.0], 1.9, running);
+    // On the 2-CPU host that ran it: 1.9 of 2 CPUs busy at a flat top.
+    let a = analyse(&r, 2);
+    assert_eq!(a.knee_users, Some(2));
+    assert!(
+        a.verdict.starts_with("VERDICT: saturation of the CPU"),
+        "{}",
+        a.verdict
+    );
+    // The same record said to come from an 8-CPU host: the CPU idles; not saturation.
+    let b = analyse(&r, 8);
+    assert!(b.verdict.contains("concurrency cap"), "{}", b.verdict);
+    // On that 8-CPU host, a server whose affinity allows 2 CPUs is saturated again.
+    let pinned = RampRecord {
+        server_cpus: Some(2),
+        ..r.clone()
+    };
+    assert!(analyse(&pinned, 8)
+        .verdict
+        .starts_with("VERDICT: saturation of the CPU"));
+    assert_eq!(a.little.len(), 4);
+    assert!(a.little.iter().all(|l| l.ok(0.1)), "{:?}", a.little);
+}
+
+#[test]
+fn a_growing_futex_wait_at_a_flat_top_with_idle_cpu_is_serialisation() {
+    let locked = ThreadStates {
+        samples: 100,
+        running: 10,
+        sleeping: [("futex_wait_queue".to_string(), 80)].into(),
+        ..Default::default()
+    };
+    let a = analyse(&ramp(&[100.0, 105.0, 104.0, 106.0], 0.2, locked), 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: serialisation"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines
+            .iter()
+            .any(|l| l.contains("waiting on a lock (futex)")),
+        "{:?}",
+        a.lines
+    );
+    // Nothing answered: no knee, Little's law or fit lines, whatever the states say.
+    let mut none = ramp(&[0.0, 0.0, 0.0, 0.0], 0.0, ThreadStates::default());
+    for s in &mut none.steps {
+        s.completed = 0;
+    }
+    let n = analyse(&none, 2);
+    assert!(n.verdict.contains("no replies at all"), "{}", n.verdict);
+    assert!(
+        n.lines
+            .iter()
+            .all(|l| !l.contains("knee") && !l.contains("USL")),
+        "{:?}",
+        n.lines
+    );
+}
+
+#[test]
+fn connections_dropped_at_a_full_accept_queue_name_it() {
+    use tpslab_proc::netstat::TcpCounters;
+    let mut r = ramp(
+        &[100.0, 190.0, 200.0, 205.0],
+        0.1,
+        ThreadStates {
+            samples: 100,
+            running: 5,
+            ..Default::default()
+        },
+    );
+    for (s, n) in r.steps.iter_mut().zip([0u64, 0, 6, 19]) {
+        s.tcp = Some(TcpCounters {
+            listen_overflows: n,
+            listen_drops: n,
+            ..Default::default()
+        });
+        s.accept_queue_max = Some(2);
+    }
+    r.listener = Some(Listener {
+        backlog: 1,
+        somaxconn: Some(4096),
+    });
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: connections dropped at a full accept queue: 25 connection requests were dropped (TcpExt ListenOverflows/ListenDrops) from 4 users on; the listen socket's backlog is 1 (net.core.somaxconn 4096)"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines
+            .iter()
+            .any(|l| l.contains("4 users 6 (queue up to 2)")),
+        "{:?}",
+        a.lines
+    );
+    // Drops that stopped as users grew (a burst at the start) are not the limit.
+    r.steps[0].tcp.as_mut().unwrap().listen_overflows = 30;
+    r.steps[0].tcp.as_mut().unwrap().listen_drops = 30;
+    assert!(!analyse(&r, 2).verdict.contains("accept queue"));
+    // Not counted (UDP, a remote server): no such verdict.
+    for s in &mut r.steps {
+        s.tcp = None;
+    }
+    assert!(!analyse(&r, 2).verdict.contains("accept queue"));
+}

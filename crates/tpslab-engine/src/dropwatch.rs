@@ -3,7 +3,9 @@
 //! 5.17+). One counting perf event per (reason, CPU), filtered `reason == N`, with the
 //! reasons and their numbers read from the tracepoint's `format` file (they differ between
 //! kernels). Host-wide: the tracepoint sees every network namespace, unlike the `Udp:`
-//! counters. Needs root (perf tracepoints, tracefs).
+//! counters. Needs root (perf tracepoints, tracefs). The sampler also keeps each drop's
+//! `location` (the code address that freed the packet) and names it through
+//! /proc/kallsyms at the end: `udp_queue_rcv_one_skb+0x437` for SOCKET_RCVBUFF.
 //!
 //! Cost (`cargo run --release -p tpslab-engine --example drop_reasons_cost`, this machine,
 //! 300000 datagrams dropped at a closed port, 5 alternations, medians): without anything
@@ -92,7 +94,7 @@ impl DropReasons {
 #[derive(Debug)]
 pub struct DropSampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<(std::collections::BTreeMap<u64, u64>, u64)>>,
+    thread: Option<std::thread::JoinHandle<(std::collections::HashMap<(u32, u64), u64>, u64)>>,
     names: Vec<(u64, String)>,
 }
 
@@ -103,6 +105,10 @@ pub struct SampledDrops {
     pub by_reason: Vec<(String, u64)>,
     /// Samples the kernel could not write (a ring was full): drops not in `by_reason`.
     pub lost: u64,
+    /// (reason, `function+0xoffset` that dropped, drops), largest first, at most
+    /// [`DropReasons::MAX_SITES`](tpslab_analysis::record::DropReasons::MAX_SITES); empty
+    /// when /proc/kallsyms hides its addresses.
+    pub by_site: Vec<(String, String, u64)>,
 }
 
 impl DropSampler {
@@ -122,6 +128,11 @@ impl DropSampler {
             ));
         }
         let off = r.offset;
+        // The code address that freed the packet; 0 when the format has none.
+        let loc = f
+            .field("location")
+            .filter(|l| l.size == 8)
+            .map(|l| l.offset);
         let mut rings = online_cpus()
             .into_iter()
             .map(|c| tpslab_net::perf_ring::RawSampler::open(f.id, c, 256))
@@ -132,7 +143,7 @@ impl DropSampler {
         let thread = std::thread::Builder::new()
             .name("drop-reasons".into())
             .spawn(move || {
-                let mut counts = std::collections::BTreeMap::new();
+                let mut counts = std::collections::HashMap::new();
                 let mut lost = 0;
                 loop {
                     let last = st.load(Relaxed);
@@ -141,7 +152,10 @@ impl DropSampler {
                         lost += ring.drain(&mut |raw| {
                             if let Some(b) = raw.get(off..off + 4) {
                                 let v = u32::from_ne_bytes(b.try_into().expect("4 bytes"));
-                                *counts.entry(u64::from(v)).or_insert(0u64) += 1;
+                                let at = loc.and_then(|o| raw.get(o..o + 8)).map_or(0, |b| {
+                                    u64::from_ne_bytes(b.try_into().expect("8 bytes"))
+                                });
+                                *counts.entry((v, at)).or_insert(0u64) += 1;
                                 seen += 1;
                             }
                         });
@@ -177,10 +191,34 @@ impl DropSampler {
                 .find(|(n, _)| *n == v)
                 .map_or_else(|| format!("reason {v}"), |(_, s)| s.clone())
         };
-        let mut by_reason: Vec<(String, u64)> =
-            counts.into_iter().map(|(v, c)| (name(v), c)).collect();
+        let mut reasons = std::collections::BTreeMap::<String, u64>::new();
+        let mut sites = std::collections::BTreeMap::<(String, String), u64>::new();
+        // Read only when something was dropped: the table is some 120000 lines.
+        let syms = if counts.keys().any(|k| k.1 != 0) {
+            std::fs::read_to_string("/proc/kallsyms")
+                .map(|t| tpslab_proc::kallsyms::Kallsyms::parse(&t))
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        for ((v, at), c) in counts {
+            let reason = name(u64::from(v));
+            if let Some(site) = syms.name(at) {
+                *sites.entry((reason.clone(), site)).or_default() += c;
+            }
+            *reasons.entry(reason).or_default() += c;
+        }
+        let mut by_reason: Vec<(String, u64)> = reasons.into_iter().collect();
         by_reason.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-        SampledDrops { by_reason, lost }
+        let mut by_site: Vec<(String, String, u64)> =
+            sites.into_iter().map(|((r, f), c)| (r, f, c)).collect();
+        by_site.sort_by(|x, y| y.2.cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1)));
+        by_site.truncate(tpslab_analysis::record::DropReasons::MAX_SITES);
+        SampledDrops {
+            by_reason,
+            lost,
+            by_site,
+        }
     }
 }
 
@@ -194,6 +232,7 @@ pub fn finish(started: Result<DropSampler, String>) -> tpslab_analysis::record::
                 by_reason: s.by_reason,
                 lost: s.lost,
                 unavailable: None,
+                by_site: s.by_site,
             }
         }
         Err(e) => tpslab_analysis::record::DropReasons {

@@ -97,4 +97,18 @@ fn no_socket_and_rcvbuf_drops_by_reason() {
     assert_eq!(s.lost, 0);
     assert!(sof("NO_SOCKET") >= noports, "{s:?}");
     assert!(sof("SOCKET_RCVBUFF") >= rcvbuf, "{s:?}");
+    // Where: named through /proc/kallsyms, in UDP's receive path (udp_queue_rcv_one_skb,
+    // __udp4_lib_rcv, ...), and never more than the reason's count.
+    let site = |r: &str| {
+        s.by_site
+            .iter()
+            .filter(|(n, _, _)| n == r)
+            .max_by_key(|x| x.2)
+            .cloned()
+    };
+    for (reason, least) in [("NO_SOCKET", noports), ("SOCKET_RCVBUFF", rcvbuf)] {
+        let (_, f, c) = site(reason).unwrap_or_else(|| panic!("no site for {reason}: {s:?}"));
+        assert!(f.contains("udp"), "{reason} dropped in {f}");
+        assert!(c >= least && c <= sof(reason), "{reason} at {f}: {c}");
+    }
 }

@@ -12,6 +12,7 @@
 mod common;
 pub mod dev;
 pub mod ethtool;
+pub mod kallsyms;
 pub mod live;
 pub mod meminfo;
 pub mod netstat;

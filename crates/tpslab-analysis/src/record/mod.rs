@@ -68,6 +68,16 @@ pub struct DropReasons {
     pub lost: u64,
     /// Why no reasons were read (not root, no tracefs, a kernel before 5.17), if so.
     pub unavailable: Option<String>,
+    /// Where in the kernel the drops happened: (reason, `function+0xoffset` from the
+    /// event's `location` named through /proc/kallsyms, drops), largest first, at most
+    /// [`DropReasons::MAX_SITES`]. Empty when the addresses are hidden (no CAP_SYSLOG).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_site: Vec<(String, String, u64)>,
+}
+
+impl DropReasons {
+    /// Drop sites kept in a record.
+    pub const MAX_SITES: usize = 12;
 }
 
 /// A foreign server process, as found at the start of a run.

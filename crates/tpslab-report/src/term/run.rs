@@ -463,6 +463,15 @@ pub(super) fn print_drop_reasons(
             None => writeln!(w, "  {reason:<24} {n:>12}")?,
         }
     }
+    if !d.by_site.is_empty() {
+        writeln!(
+            w,
+            "  where (the dropping kernel function, from the event's location and /proc/kallsyms):"
+        )?;
+        for (reason, site, n) in &d.by_site {
+            writeln!(w, "    {reason:<22} {n:>12}   {site}")?;
+        }
+    }
     Ok(())
 }
 
@@ -497,4 +506,55 @@ pub fn serve_header(w: &mut dyn Write, s: &ServerReport) -> io::Result<()> {
         "tpslab serve udp: listening on {} ({} thread(s), batch {}, SO_RCVBUF granted {} bytes)",
         s.bind, s.threads, s.batch, s.rcvbuf_granted_bytes
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::record::DropReasons;
+
+    fn text(d: &DropReasons) -> String {
+        let mut out = vec![];
+        print_drop_reasons(&mut out, d, None).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn drop_reasons_with_their_sites_lost_samples_and_absence() {
+        let d = DropReasons {
+            by_reason: vec![("SOCKET_RCVBUFF".into(), 1999), ("NO_SOCKET".into(), 300)],
+            lost: 7,
+            unavailable: None,
+            by_site: vec![
+                (
+                    "SOCKET_RCVBUFF".into(),
+                    "udp_queue_rcv_one_skb+0x437".into(),
+                    1999,
+                ),
+                ("NO_SOCKET".into(), "__udp4_lib_rcv+0x4bc".into(), 300),
+            ],
+        };
+        let s = text(&d);
+        assert!(s.contains("host-wide"), "{s}");
+        assert!(s.contains("7 samples LOST"), "{s}");
+        assert!(s.contains("SOCKET_RCVBUFF") && s.contains("1999"), "{s}");
+        let site = s
+            .lines()
+            .find(|l| l.contains("udp_queue_rcv_one_skb+0x437"))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!(
+            site.contains("SOCKET_RCVBUFF") && site.contains("1999"),
+            "{site}"
+        );
+        let s = text(&DropReasons {
+            by_reason: vec![("NO_SOCKET".into(), 3)],
+            ..Default::default()
+        });
+        assert!(!s.contains("where"), "no sites, no heading: {s}");
+        let s = text(&DropReasons {
+            unavailable: Some("needs root".into()),
+            ..Default::default()
+        });
+        assert_eq!(s, "Kernel drop reasons: not read (needs root)\n");
+    }
 }

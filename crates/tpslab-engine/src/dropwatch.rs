@@ -86,6 +86,9 @@ impl DropReasons {
     }
 }
 
+/// Drops by (reason's number, location), as the reader thread counts them.
+type Counts = std::collections::HashMap<(u32, u64), u64>;
+
 /// Drops by reason, sampled: one `skb:kfree_skb` sample per drop per CPU into a perf ring
 /// (the reason read from each raw record at the offset the format file gives, 1 MiB per
 /// CPU), drained by a thread every 10 ms, or at once while drops pour in. One event per
@@ -94,7 +97,7 @@ impl DropReasons {
 #[derive(Debug)]
 pub struct DropSampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<(std::collections::HashMap<(u32, u64), u64>, u64)>>,
+    thread: Option<std::thread::JoinHandle<(Counts, u64)>>,
     names: Vec<(u64, String)>,
 }
 

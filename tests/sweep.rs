@@ -107,6 +107,22 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     let small = &effect(result, "rcvbuf=8192")["effects"]["loss_pct"];
     assert_eq!(small["significant"], true, "{small}");
     assert!(small["diff"].as_f64().unwrap() > 10.0);
+    // The kernel's own reason for the tiny buffer's losses, per cell (root reads them).
+    let drops = |rcvbuf: &str| {
+        result["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"]["settings"]["rcvbuf"] == rcvbuf && c["cell"]["id"] != 0)
+            .and_then(|c| c["figures"]["drops:SOCKET_RCVBUFF"]["mean"].as_f64())
+    };
+    if tpslab_net::is_root() {
+        let d = drops("8192").unwrap_or_else(|| panic!("{result}"));
+        assert!(
+            d > 1000.0,
+            "SOCKET_RCVBUFF drops per run at rcvbuf=8192: {d}"
+        );
+    }
     let noop = &effect(result, "net.core.busy_read=50")["effects"]["loss_pct"];
     assert_eq!(noop["significant"], false, "{noop}");
     assert_eq!(noop["diff"].as_f64(), Some(0.0));

@@ -56,7 +56,15 @@ pub struct RunMetrics {
     /// Datagrams the generator failed to send plus replies the server failed to send.
     #[serde(default)]
     pub errors: u64,
+    /// Kernel drops by reason during the run (`skb:kfree_skb`, host-wide), reasons that
+    /// can be a UDP datagram's fate only; `None` when the reasons were not read (a reason
+    /// missing from a read map is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_drops: Option<BTreeMap<String, u64>>,
 }
+
+/// The prefix of a figure that counts kernel drops of one reason per run (`drops:NAME`).
+pub const DROPS: &str = "drops:";
 
 /// The gates' view of a sweep: its runs (cell, metrics); not valid evidence when any run's
 /// generator fell behind, errors when any run had send or reply failures.
@@ -113,6 +121,19 @@ impl RunMetrics {
             return m;
         };
         m.valid = g.valid;
+        m.kernel_drops = rec
+            .drop_reasons
+            .as_ref()
+            .filter(|d| d.unavailable.is_none())
+            .map(|d| {
+                d.by_reason
+                    .iter()
+                    .filter(|(r, _)| {
+                        crate::drop_reason::classify(r) != crate::drop_reason::ReasonClass::NotUdp
+                    })
+                    .map(|(r, n)| (r.clone(), *n))
+                    .collect()
+            });
         m.errors = g.send_failed + rec.server.as_ref().map_or(0, |s| s.reply_failed);
         m.tps = g.tps;
         m.loss_pct = match g.window_loss_pct {
@@ -174,7 +195,20 @@ impl RunMetrics {
         for (cpu, v) in &self.cpu_busy_pct {
             f.insert(format!("{cpu}_busy_pct"), *v);
         }
+        for (r, n) in self.kernel_drops.iter().flatten() {
+            f.insert(format!("{DROPS}{r}"), *n as f64);
+        }
         f
+    }
+
+    /// Figure `name` of this run: NaN when absent, except a drop reason this run read
+    /// and did not see, which is 0.
+    pub fn figure(&self, name: &str) -> f64 {
+        match self.figures().get(name) {
+            Some(v) => *v,
+            None if name.starts_with(DROPS) && self.kernel_drops.is_some() => 0.0,
+            None => f64::NAN,
+        }
     }
 }
 
@@ -242,6 +276,27 @@ fn finding(change: &str, obj: &str, lower_better: bool, e: &Effect) -> String {
     }
 }
 
+/// One sentence per kernel drop reason whose count per run `change` moved by more than
+/// the noise: "rcvbuf=4194304: kernel drops SOCKET_RCVBUFF fell from 1999 to 0 per run".
+/// `means(name)` gives (baseline mean, cell mean).
+fn drop_findings(
+    change: &str,
+    eff: &BTreeMap<String, Effect>,
+    means: impl Fn(&str) -> (f64, f64),
+) -> Vec<String> {
+    eff.iter()
+        .filter(|(n, e)| n.starts_with(DROPS) && e.significant)
+        .map(|(n, e)| {
+            let (b, c) = means(n);
+            format!(
+                "{change}: kernel drops {} {} from {b:.0} to {c:.0} per run",
+                &n[DROPS.len()..],
+                if e.diff < 0.0 { "fell" } else { "rose" }
+            )
+        })
+        .collect()
+}
+
 /// A warning for a cell whose real-time policy "helps" while the server's CPU is
 /// saturated: it starves the rest of that CPU (its softirq, other services).
 fn fifo_warning(c: &Cell, results: &[CellResult]) -> Option<String> {
@@ -283,7 +338,7 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
     let values = |cell: usize, fig: &str| -> Vec<f64> {
         runs.iter()
             .filter(|(c, m)| *c == cell && m.valid)
-            .map(|(_, m)| m.figures().get(fig).copied().unwrap_or(f64::NAN))
+            .map(|(_, m)| m.figure(fig))
             .filter(|x| !x.is_nan())
             .collect()
     };
@@ -328,6 +383,12 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
         if let Some(e) = eff.get(obj) {
             findings.push(finding(&change, obj, lower_better, e));
         }
+        findings.extend(drop_findings(&change, &eff, |n| {
+            (
+                Estimate::of(&values(0, n)).mean,
+                Estimate::of(&values(c.id, n)).mean,
+            )
+        }));
         warnings.extend(fifo_warning(c, &results));
         effects.push(CellEffect {
             cell: c.id,
@@ -393,197 +454,5 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sweep_outcome_names_invalid_and_failing_runs() {
-        let ok = RunMetrics {
-            valid: true,
-            ..Default::default()
-        };
-        let runs = vec![
-            (0, ok.clone()),
-            (
-                1,
-                RunMetrics {
-                    valid: false,
-                    ..ok.clone()
-                },
-            ),
-            (
-                1,
-                RunMetrics {
-                    errors: 5,
-                    ..ok.clone()
-                },
-            ),
-        ];
-        let o = outcome(&runs, false);
-        assert_eq!(
-            o.invalid,
-            vec!["1 of 3 runs had a generator that fell behind (cells [1])".to_string()]
-        );
-        assert_eq!(
-            o.errors.as_deref(),
-            Some("1 of 3 runs had send or reply failures (5 in all)")
-        );
-        let clean = outcome(&runs[..1], false);
-        assert!(clean.invalid.is_empty() && clean.errors.is_none());
-        assert_eq!(
-            crate::gate::exit_code(&clean, &[crate::gate::FailOn::Errors], true).0,
-            0
-        );
-        assert_eq!(crate::gate::exit_code(&o, &[], true).0, 3);
-    }
-
-    fn f(name: &str, levels: &[&str]) -> Factor {
-        Factor {
-            name: name.into(),
-            levels: levels.iter().map(|s| s.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn ofat_varies_one_factor_from_the_baseline() {
-        let c = cells(
-            &[
-                f("rcvbuf", &["212992", "8388608"]),
-                f("sched", &["other", "fifo:99", "rr:10"]),
-            ],
-            Design::Ofat,
-        );
-        assert_eq!(c.len(), 1 + 1 + 2);
-        assert_eq!(c[0].label(), "rcvbuf=212992 sched=other");
-        for cell in &c[1..] {
-            let changed = cell
-                .settings
-                .iter()
-                .filter(|(k, v)| c[0].settings[*k] != **v)
-                .count();
-            assert_eq!(changed, 1, "{}", cell.label());
-        }
-    }
-
-    #[test]
-    fn factorial_has_every_combination_once_with_the_baseline_first() {
-        let c = cells(
-            &[f("cpus", &["all", "1"]), f("sched", &["other", "fifo:99"])],
-            Design::Factorial,
-        );
-        assert_eq!(c.len(), 4);
-        assert_eq!(c[0].label(), "cpus=all sched=other");
-        let labels: std::collections::BTreeSet<_> = c.iter().map(|x| x.label()).collect();
-        assert_eq!(labels.len(), 4);
-    }
-
-    #[test]
-    fn run_order_is_a_seeded_permutation() {
-        let a = run_order(4, 3, 7);
-        let b = run_order(4, 3, 7);
-        assert_eq!(a, b);
-        assert_ne!(a, run_order(4, 3, 8));
-        let mut s = a.clone();
-        s.sort();
-        assert_eq!(
-            s,
-            (0..4)
-                .flat_map(|c| (0..3).map(move |r| (c, r)))
-                .collect::<Vec<_>>()
-        );
-        assert_ne!(a, s, "shuffled");
-    }
-
-    fn m(loss: f64, tps: f64) -> RunMetrics {
-        RunMetrics {
-            loss_pct: loss,
-            tps,
-            valid: true,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn real_effect_is_significant_and_noop_is_not() {
-        let c = cells(
-            &[
-                f("rcvbuf", &["212992", "16000000"]),
-                f("batch", &["1", "2"]),
-            ],
-            Design::Ofat,
-        );
-        let runs = vec![
-            (0, m(60.0, 40_000.0)),
-            (0, m(58.0, 42_000.0)),
-            (0, m(61.0, 39_000.0)),
-            (1, m(0.0, 100_000.0)),
-            (1, m(0.1, 99_900.0)),
-            (1, m(0.0, 100_000.0)),
-            (2, m(59.0, 41_000.0)),
-            (2, m(62.0, 38_000.0)),
-            (2, m(60.5, 40_500.0)),
-        ];
-        let r = analyse(&c, &runs, Objective::Loss);
-        assert!(r.effects[0].effects["loss_pct"].significant);
-        assert!(!r.effects[1].effects["loss_pct"].significant);
-        assert_eq!(r.best, Some(1));
-        assert!(r.findings[0].contains("improved"), "{}", r.findings[0]);
-        assert!(
-            r.findings[1].contains("not distinguishable"),
-            "{}",
-            r.findings[1]
-        );
-        assert!((r.cells[0].figures["loss_pct"].mean - 59.666_666).abs() < 1e-3);
-        let t = analyse(&c, &runs, Objective::Tps);
-        assert_eq!(t.best, Some(1));
-        // A run off schedule in the baseline and in the cell that beat it: no best cell
-        // is named, and the findings say why (a clean cell that beats it would be).
-        let mut spoiled = runs.clone();
-        let late = |loss, tps| RunMetrics {
-            valid: false,
-            ..m(loss, tps)
-        };
-        spoiled.push((0, late(59.0, 40_000.0)));
-        assert_eq!(analyse(&c, &spoiled, Objective::Loss).best, Some(1));
-        spoiled.push((1, late(0.0, 100_000.0)));
-        let r = analyse(&c, &spoiled, Objective::Loss);
-        assert_eq!(r.best, None);
-        assert!(
-            r.findings
-                .iter()
-                .any(|f| f.starts_with("no best cell named")),
-            "{:?}",
-            r.findings
-        );
-    }
-
-    #[test]
-    fn fifo_that_saturates_a_cpu_is_flagged() {
-        let c = cells(&[f("sched", &["other", "fifo:99"])], Design::Ofat);
-        let busy = |b: f64| RunMetrics {
-            cpu_busy_pct: [("cpu1".to_string(), b), ("cpu0".to_string(), 100.0)]
-                .into_iter()
-                .collect(),
-            server_cpu_pct: b,
-            valid: true,
-            ..Default::default()
-        };
-        let runs = vec![
-            (0, busy(40.0)),
-            (0, busy(42.0)),
-            (1, busy(99.0)),
-            (1, busy(98.0)),
-        ];
-        let r = analyse(&c, &runs, Objective::Loss);
-        assert_eq!(r.warnings.len(), 1);
-        assert!(r.warnings[0].contains("starves"), "{}", r.warnings[0]);
-        // A busy CPU the server does not use (the generator's) is no reason to warn.
-        let runs = vec![
-            (0, busy(40.0)),
-            (0, busy(42.0)),
-            (1, busy(50.0)),
-            (1, busy(52.0)),
-        ];
-        assert!(analyse(&c, &runs, Objective::Loss).warnings.is_empty());
-    }
-}
+#[path = "sweep_tests.rs"]
+mod tests;

@@ -76,6 +76,7 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
         w,
         "(* baseline; mean ± stddev over the runs; figures over the measurement window)"
     )?;
+    print_kernel_drops(w, r)?;
     writeln!(
         w,
         "Effects against the baseline ({}):",
@@ -97,6 +98,46 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
     }
     for n in notes {
         writeln!(w, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// Each cell's kernel drops by reason, mean per run, when any cell read them.
+fn print_kernel_drops(
+    w: &mut dyn Write,
+    r: &tpslab_analysis::sweep::SweepResult,
+) -> io::Result<()> {
+    use tpslab_analysis::sweep::DROPS;
+    let drops = |c: &tpslab_analysis::sweep::CellResult| -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = c
+            .figures
+            .iter()
+            .filter_map(|(k, e)| Some((k.strip_prefix(DROPS)?.to_string(), e.mean)))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v
+    };
+    if r.cells.iter().all(|c| drops(c).is_empty()) {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "Kernel drop reasons (skb:kfree_skb during each run, host-wide; mean per run):"
+    )?;
+    for c in &r.cells {
+        let d = drops(c);
+        let seen: Vec<String> = d
+            .iter()
+            .filter(|(_, n)| *n > 0.0)
+            .map(|(k, n)| format!("{k} {n:.0}"))
+            .collect();
+        let text = match (d.is_empty(), seen.is_empty()) {
+            (true, _) => "not read".to_string(),
+            (false, true) => "none".to_string(),
+            (false, false) => seen.join(", "),
+        };
+        let mark = if c.cell.id == 0 { "* " } else { "  " };
+        writeln!(w, "  {mark}{}: {text}", c.cell.label())?;
     }
     Ok(())
 }

@@ -225,5 +225,5 @@ fn kernel_drop_reasons_are_figures_and_findings() {
         "{:?}",
         r.findings
     );
-    assert_eq!(m(1.0, 1.0).figure("drops:SOCKET_RCVBUFF").is_nan(), true);
+    assert!(m(1.0, 1.0).figure("drops:SOCKET_RCVBUFF").is_nan());
 }

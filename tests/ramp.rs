@@ -298,9 +298,8 @@ fn a_full_accept_queue_is_named() {
     let _g = common::serial();
     let ns = NetNs::new();
     let port = 7312;
-    let mut py = ns.command("python3");
-    py.args([
-        "-c",
+    let mut child = python_server(
+        &ns,
         &format!(
             "import socket, threading, time\n\
              l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
@@ -309,16 +308,7 @@ fn a_full_accept_queue_is_named() {
              def echo(c):\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        c.sendall(d)\n\
              while True:\n    c, _ = l.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start(); time.sleep(0.3)\n"
         ),
-    ])
-    .stdout(std::process::Stdio::piped());
-    let mut child = py.spawn().expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "ready");
+    );
     let json = common::tmp("ramp-accept.json");
     let mut c = ns.tpslab();
     c.args([
@@ -362,4 +352,87 @@ fn a_full_accept_queue_is_named() {
         "{text}"
     );
     assert!(text.contains("the listen socket's backlog is 1"), "{text}");
+}
+
+/// A python3 server in `ns` running `code`, once it printed "ready".
+fn python_server(ns: &NetNs, code: &str) -> std::process::Child {
+    let mut py = ns.command("python3");
+    py.args(["-c", code]).stdout(std::process::Stdio::piped());
+    let mut child = py.spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
+#[test]
+fn waits_on_disk_io_that_grow_with_users_are_named() {
+    if !common::can_netns("waits_on_disk_io_that_grow_with_users_are_named") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 7313;
+    // S3's redo log, crudely: every request writes 1 MiB to one file and fsyncs it before
+    // the reply, a thread per connection; on a real disk (cargo's target directory).
+    let log = common::tmp("ramp-redo.bin");
+    let mut child = python_server(
+        &ns,
+        &format!(
+            "import socket, threading, os\n\
+             fd = os.open({log:?}, os.O_RDWR | os.O_CREAT, 0o600)\n\
+             l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             l.bind(('127.0.0.1', {port})); l.listen(128)\n\
+             print('ready', flush=True)\n\
+             def serve(c):\n    i = 0\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        os.pwrite(fd, b'x' * 1048576, (i % 8) * 1048576); os.fsync(fd); i += 1\n        c.sendall(d)\n\
+             while True:\n    c, _ = l.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()\n"
+        ),
+    );
+    let json = common::tmp("ramp-disk.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "ramp",
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--users",
+        "1..16",
+        "--step",
+        "x2",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--pid",
+        &child.id().to_string(),
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    // Our child: end it by its PID.
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&log);
+    assert!(out.status.success(), "exit {:?}", out.status);
+    common::assert_report_reproduces(&json, &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let j = common::record(&json);
+    let disk: Vec<f64> = steps(&j)
+        .iter()
+        .map(|s| {
+            let t = &s["threads"];
+            t["by_class"]["disk"].as_f64().unwrap_or(0.0) / t["samples"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(
+        disk[disk.len() - 1] > disk[0] + 0.15,
+        "disk waits grow with users: {disk:?}"
+    );
+    assert!(
+        text.contains("VERDICT: waits on disk I/O grow with users") && text.contains("in fsync"),
+        "{text}"
+    );
 }

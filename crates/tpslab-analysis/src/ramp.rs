@@ -91,6 +91,10 @@ pub struct StepResult {
     /// (/proc/PID/net/tcp{,6} rx_queue of the listener, sampled with the threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue_max: Option<u64>,
+    /// Kernel drops by reason over the window (`skb:kfree_skb`, host-wide), with why they
+    /// were not read when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_reasons: Option<crate::record::DropReasons>,
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.
@@ -226,6 +230,8 @@ pub fn wchan_meaning(w: &str) -> &'static str {
         "waiting for the network / peer"
     } else if w.contains("nanosleep") {
         "sleeping (timer)"
+    } else if w.starts_with("disk") {
+        "waiting on disk I/O"
     } else if w == "running" {
         "busy on CPU (running or runnable)"
     } else {
@@ -243,6 +249,34 @@ fn futex_share(s: &StepResult) -> f64 {
             .map(|(_, n)| n)
             .sum();
         f as f64 / t.samples.max(1) as f64
+    })
+}
+
+/// Share of a step's thread samples waiting on disk I/O (state D, or blocked in an
+/// fsync-family call), 0..1; from state D alone in records made before wait classes.
+fn disk_share(s: &StepResult) -> f64 {
+    s.threads.as_ref().map_or(0.0, |t| {
+        if t.by_class.is_empty() {
+            t.disk as f64 / t.samples.max(1) as f64
+        } else {
+            t.share_pct(crate::waits::WaitClass::Disk).unwrap_or(0.0) / 100.0
+        }
+    })
+}
+
+/// Waits on disk I/O that grew with users: (first step's share, last step's share, the
+/// call most disk waits were in) when the last step's threads spent at least 30 % of
+/// their samples on disk I/O and 15 points more than at the first step.
+fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, String)> {
+    let (f, l) = (rec.steps.first()?, rec.steps.last()?);
+    let (a, b) = (disk_share(f), disk_share(l));
+    (rec.steps.len() >= 2 && b >= 0.3 && b - a >= 0.15).then(|| {
+        let call = l
+            .threads
+            .as_ref()
+            .and_then(|t| t.top_syscall(crate::waits::WaitClass::Disk))
+            .map_or(String::new(), |c| format!(", in {c}"));
+        (a, b, call)
     })
 }
 
@@ -295,6 +329,59 @@ fn accept_queue_line(rec: &RampRecord) -> Option<String> {
             .map_or(String::new(), |l| format!(" with backlog {}", l.backlog)),
         per.join(", ")
     ))
+}
+
+/// The kernel's drop reasons per step that had any (host-wide), or why they were not
+/// read; None for records without them.
+fn drop_reasons_line(rec: &RampRecord) -> Option<String> {
+    let read: Vec<(usize, &crate::record::DropReasons)> = rec
+        .steps
+        .iter()
+        .filter_map(|s| Some((s.users, s.drop_reasons.as_ref()?)))
+        .collect();
+    if let Some((_, d)) = read
+        .first()
+        .filter(|_| read.iter().all(|(_, d)| d.unavailable.is_some()))
+    {
+        return Some(format!(
+            "kernel drop reasons not read ({})",
+            d.unavailable.as_deref().unwrap_or("?")
+        ));
+    }
+    let per: Vec<String> = read
+        .iter()
+        .filter(|(_, d)| !d.by_reason.is_empty() || d.lost > 0)
+        .map(|(users, d)| {
+            let mut v: Vec<String> = d
+                .by_reason
+                .iter()
+                .map(|(r, n)| {
+                    let at = d
+                        .by_site
+                        .iter()
+                        .filter(|(sr, _, _)| sr == r)
+                        .max_by_key(|x| x.2)
+                        .map_or(String::new(), |(_, f, _)| format!(" in {f}"));
+                    format!("{r} {n}{at}")
+                })
+                .collect();
+            if d.lost > 0 {
+                v.push(format!("{} LOST (rings full)", d.lost));
+            }
+            format!("{users} users: {}", v.join(", "))
+        })
+        .collect();
+    if read.is_empty() {
+        return None;
+    }
+    Some(if per.is_empty() {
+        "kernel drop reasons (skb:kfree_skb, host-wide): none in any step".to_string()
+    } else {
+        format!(
+            "kernel drop reasons (skb:kfree_skb, host-wide) per step: {}",
+            per.join("; ")
+        )
+    })
 }
 
 /// Judges a ramp from its record: its server's CPU use is judged against the CPUs it may
@@ -366,6 +453,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     if let Some(l) = accept_queue_line(rec) {
         lines.push(l);
     }
+    lines.extend(drop_reasons_line(rec));
     let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);
     // A lock: most server thread samples wait in a futex at the top, and that share
@@ -385,6 +473,18 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
     });
     let knee_users = knee.map(|k| rec.steps[k].users);
+    let disk_waits = disk_waits_grow(rec);
+    if rec.steps.iter().any(|s| disk_share(s) >= 0.1) {
+        let per: Vec<String> = rec
+            .steps
+            .iter()
+            .map(|s| format!("{} users {:.0} %", s.users, disk_share(s) * 100.0))
+            .collect();
+        lines.push(format!(
+            "server threads waiting on disk I/O (state D or an fsync-family call), share of thread samples: {}",
+            per.join(", ")
+        ));
+    }
     let ku = knee_users.unwrap_or(0);
     let verdict = if let Some((dropped, from_users)) = accept {
         let (backlog, somaxconn) = rec
@@ -405,6 +505,25 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             .to_string()
     } else if (serial || flat) && lock && idle_cpu {
         "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
+    } else if let Some((a, b, call)) = disk_waits
+        .as_ref()
+        .filter(|_| serial || flat || knee.is_some())
+    {
+        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
+        let (f, l) = (
+            users(rec.steps[0].users),
+            users(rec.steps[rec.steps.len() - 1].users),
+        );
+        let tps = if serial || flat {
+            format!("TPS stops at the knee ({ku} users)")
+        } else {
+            format!("TPS bends beyond the knee ({ku} users)")
+        };
+        format!(
+            "VERDICT: waits on disk I/O grow with users: {tps} while the server's threads wait on disk I/O more as users grow ({:.0} % of their samples at {f}, {:.0} % at {l}{call}): requests queue behind synchronous writes (S3's redo log). Group the writes (group commit), make them asynchronous, or use faster storage; more users or threads will not raise TPS much",
+            a * 100.0,
+            b * 100.0
+        )
     } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
     } else if (serial || flat) && lock {

@@ -13,6 +13,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         threads: None,
         tcp: None,
         accept_queue_max: None,
+        drop_reasons: None,
     }
 }
 
@@ -219,4 +220,94 @@ fn connections_dropped_at_a_full_accept_queue_name_it() {
         s.tcp = None;
     }
     assert!(!analyse(&r, 2).verdict.contains("accept queue"));
+}
+
+/// Thread states with `disk` of 100 samples on disk I/O (state D, in fsync) and the
+/// rest in poll.
+fn disk_states(disk: u64) -> ThreadStates {
+    use crate::waits::FdKind;
+    let mut t = ThreadStates::default();
+    for i in 0..100 {
+        if i < disk {
+            t.add('D', Some("folio_wait_bit"), Some("fsync"), FdKind::Unknown);
+        } else {
+            t.add('S', Some("do_sys_poll"), Some("poll"), FdKind::Unknown);
+        }
+    }
+    t
+}
+
+#[test]
+fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
+    // TPS bends from 4 users on; the disk's share grows from 20 % to 55 %.
+    let mut r = ramp(&[1000.0, 1900.0, 2100.0, 2300.0], 0.5, disk_states(55));
+    r.steps[0].threads = Some(disk_states(20));
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: waits on disk I/O grow with users: TPS bends beyond the knee (2 users) while the server's threads wait on disk I/O more as users grow (20 % of their samples at 1 user, 55 % at 8 users, in fsync)"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines
+            .iter()
+            .any(|l| l.contains("1 users 20 %") && l.contains("8 users 55 %")),
+        "{:?}",
+        a.lines
+    );
+    // As many disk waits at 1 user as at 8: the disk is not what more users wait on.
+    r.steps[0].threads = Some(disk_states(50));
+    assert!(!analyse(&r, 2).verdict.contains("disk"));
+    // Growing, but a small share at the top: not the limit either.
+    r.steps[0].threads = Some(disk_states(0));
+    r.steps[3].threads = Some(disk_states(25));
+    assert!(!analyse(&r, 2).verdict.contains("disk"));
+    // Records from before wait classes: state D alone.
+    let mut old = disk_states(60);
+    old.by_class.clear();
+    r.steps[3].threads = Some(old);
+    assert!(analyse(&r, 2).verdict.contains("disk I/O grow"));
+}
+
+#[test]
+fn kernel_drop_reasons_per_step_are_evidence() {
+    use crate::record::DropReasons;
+    let mut r = ramp(&[100.0, 200.0, 400.0, 800.0], 0.1, ThreadStates::default());
+    for s in &mut r.steps {
+        s.drop_reasons = Some(DropReasons::default());
+    }
+    r.steps[3].drop_reasons = Some(DropReasons {
+        by_reason: vec![("TCP_LISTEN_OVERFLOW".into(), 3), ("NO_SOCKET".into(), 2)],
+        by_site: vec![("TCP_LISTEN_OVERFLOW".into(), "tcp_v4_rcv+0x91".into(), 3)],
+        ..Default::default()
+    });
+    let line = |r: &RampRecord| {
+        analyse(r, 2)
+            .lines
+            .into_iter()
+            .find(|l| l.starts_with("kernel drop reasons"))
+    };
+    assert_eq!(
+        line(&r).as_deref(),
+        Some("kernel drop reasons (skb:kfree_skb, host-wide) per step: 8 users: TCP_LISTEN_OVERFLOW 3 in tcp_v4_rcv+0x91, NO_SOCKET 2")
+    );
+    r.steps[3].drop_reasons = Some(DropReasons::default());
+    assert_eq!(
+        line(&r).as_deref(),
+        Some("kernel drop reasons (skb:kfree_skb, host-wide): none in any step")
+    );
+    for s in &mut r.steps {
+        s.drop_reasons = Some(DropReasons {
+            unavailable: Some("needs root".into()),
+            ..Default::default()
+        });
+    }
+    assert_eq!(
+        line(&r).as_deref(),
+        Some("kernel drop reasons not read (needs root)")
+    );
+    for s in &mut r.steps {
+        s.drop_reasons = None;
+    }
+    assert_eq!(line(&r), None, "older records: no line");
 }

@@ -143,6 +143,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
             if stop.load(Relaxed) {
                 break;
             }
+            let drops = crate::dropwatch::DropSampler::start();
             let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
             let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
             let mut states = plan.server_pid.map(|_| ThreadStates::default());
@@ -165,6 +166,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 break;
             }
             let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
+            let drop_reasons = Some(crate::dropwatch::finish(drops));
             let tcp1 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
@@ -194,6 +196,7 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 threads: states,
                 tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
                 accept_queue_max: accept_max,
+                drop_reasons,
             });
         }
         shared.done.store(true, Relaxed);

@@ -298,17 +298,7 @@ fn a_full_accept_queue_is_named() {
     let _g = common::serial();
     let ns = NetNs::new();
     let port = 7312;
-    let mut child = python_server(
-        &ns,
-        &format!(
-            "import socket, threading, time\n\
-             l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
-             l.bind(('127.0.0.1', {port})); l.listen(1)\n\
-             print('ready', flush=True)\n\
-             def echo(c):\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        c.sendall(d)\n\
-             while True:\n    c, _ = l.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start(); time.sleep(0.3)\n"
-        ),
-    );
+    let mut child = python_server(&ns, &slow_accept_server(port));
     let json = common::tmp("ramp-accept.json");
     let mut c = ns.tpslab();
     c.args([
@@ -352,6 +342,84 @@ fn a_full_accept_queue_is_named() {
         "{text}"
     );
     assert!(text.contains("the listen socket's backlog is 1"), "{text}");
+}
+
+/// A python3 echo server on 127.0.0.1:`port` with a listen backlog of 1 that accepts a
+/// connection every 300 ms.
+fn slow_accept_server(port: u16) -> String {
+    format!(
+        "import socket, threading, time\n\
+         l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         l.bind(('127.0.0.1', {port})); l.listen(1)\n\
+         print('ready', flush=True)\n\
+         def echo(c):\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        c.sendall(d)\n\
+         while True:\n    c, _ = l.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start(); time.sleep(0.3)\n"
+    )
+}
+
+#[test]
+fn watching_a_tcp_server_names_its_full_accept_queue() {
+    if !common::can_netns("watching_a_tcp_server_names_its_full_accept_queue") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 7314;
+    let mut child = python_server(&ns, &slow_accept_server(port));
+    // 16 users connect at once against a backlog of 1, for 2 s, while `watch` follows
+    // the server by its PID.
+    let mut load = ns.tpslab();
+    load.args([
+        "ramp",
+        "tcp",
+        &format!("127.0.0.1:{port}"),
+        "--users",
+        "16..16",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "100ms",
+    ])
+    .stdout(std::process::Stdio::null());
+    let mut load = load.spawn().expect("tpslab ramp");
+    let json = common::tmp("watch-accept.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "watch",
+        "--pid",
+        &child.id().to_string(),
+        "--duration",
+        "2500ms",
+        "--json",
+    ])
+    .arg(&json);
+    let out = common::run(c);
+    let _ = load.wait();
+    // Our child: end it by its PID.
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    // The first line ("following ... sockets") is printed live, before the record.
+    common::assert_report_reproduces_after(&json, &out.stdout, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let o = &common::record(&json)["observer"];
+    let l = &o["tcp_listen"];
+    assert_eq!(l["sockets"][0]["local"], format!("127.0.0.1:{port}"), "{l}");
+    assert_eq!(l["sockets"][0]["backlog"], 1, "{l}");
+    assert!(l["somaxconn"].as_u64().unwrap() >= 1, "{l}");
+    let d = |k: &str| o["deltas"][k].as_u64().unwrap();
+    let dropped = d("tcp_listen_overflows").max(d("tcp_listen_drops"));
+    assert!(d("tcp_listen_overflows") > 0, "{}", o["deltas"]);
+    assert!(
+        text.contains(&format!(
+            "ACCEPT QUEUE FULL: {dropped} connection requests were dropped at a full accept queue"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("127.0.0.1:{port} has a backlog of 1")),
+        "{text}"
+    );
 }
 
 /// A python3 server in `ns` running `code`, once it printed "ready".

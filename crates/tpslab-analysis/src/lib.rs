@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod stats;
 pub mod sweep;
 pub mod tcp;
+pub mod tcp_listen;
 pub mod tcp_timers;
 pub mod usl;
 pub mod verdict;

@@ -99,6 +99,26 @@ pub fn netns(pid: Option<u32>) -> String {
         .unwrap_or_default()
 }
 
+/// Runs `f` in the network namespace of `pid` (this one when None or the same; what
+/// /proc/sys/net and sock_diag show depends on it). None when it cannot be entered.
+pub fn in_netns_of<T: Send>(pid: Option<u32>, f: impl FnOnce() -> T + Send) -> Option<T> {
+    match pid {
+        Some(p) if netns(Some(p)) != netns(None) => tpslab_net::ns::in_netns_of(p, f).ok(),
+        _ => Some(f()),
+    }
+}
+
+/// net.core.somaxconn (the cap on any listen backlog) in the network namespace of `pid`
+/// (this one when None).
+pub fn somaxconn(pid: Option<u32>) -> Option<u64> {
+    in_netns_of(pid, || {
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    })
+    .flatten()
+}
+
 /// Collects the environment of this process.
 pub fn environment() -> Environment {
     let read = |p: &str| {

@@ -240,7 +240,7 @@ fn accept_queue(root: &std::path::Path, port: u16) -> u64 {
 /// The listen socket on `port` in the server's namespace (`pid`'s, else this one), by
 /// sock_diag: its backlog limit, and net.core.somaxconn there.
 fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listener> {
-    let look = move || -> Option<tpslab_analysis::ramp::Listener> {
+    let backlog = crate::env::in_netns_of(pid, move || -> Option<u32> {
         let mut d = tpslab_net::diag::UdpDiag::open().ok()?;
         // 1 << 10: TCP_LISTEN.
         let l = d
@@ -248,20 +248,13 @@ fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listen
             .ok()?
             .into_iter()
             .find(|s| s.local.port() == port)?;
-        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
-            .ok()
-            .and_then(|t| t.trim().parse().ok());
-        Some(tpslab_analysis::ramp::Listener {
-            backlog: l.wqueue,
-            somaxconn,
-        })
-    };
-    match pid {
-        Some(p) if crate::env::netns(Some(p)) != crate::env::netns(None) => {
-            tpslab_net::ns::in_netns_of(p, look).ok().flatten()
-        }
-        _ => look(),
-    }
+        Some(l.wqueue)
+    })
+    .flatten()?;
+    Some(tpslab_analysis::ramp::Listener {
+        backlog,
+        somaxconn: crate::env::somaxconn(pid),
+    })
 }
 
 fn sleep_until(t: u64, stop: &AtomicBool) {

@@ -262,6 +262,28 @@ pub struct Series {
     pub values: BTreeMap<String, Vec<f64>>,
 }
 
+/// A watched TCP server's listen sockets, as the observer saw them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpListen {
+    /// Each listen socket of the process.
+    pub sockets: Vec<ListenSocket>,
+    /// net.core.somaxconn in the server's network namespace (the cap on any backlog).
+    pub somaxconn: Option<u64>,
+}
+
+/// One listen socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListenSocket {
+    /// Its local address.
+    pub local: String,
+    /// Its backlog limit, connections (sock_diag `idiag_wqueue` of a listener:
+    /// min(listen()'s backlog, somaxconn)); None when sock_diag did not say.
+    pub backlog: Option<u32>,
+    /// Most connections seen waiting in its accept queue (`<net_root>/net/tcp{,6}`
+    /// rx_queue of the listener, every 100 ms).
+    pub accept_queue_max: u64,
+}
+
 /// Observations of the kernel over the run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ObserverReport {
@@ -292,6 +314,10 @@ pub struct ObserverReport {
     /// interval when longer); None without a target process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_waits: Option<crate::waits::ThreadWaits>,
+    /// The watched process's TCP listen sockets and their limits; None without TCP
+    /// sockets to follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_listen: Option<TcpListen>,
     /// How the sampling was bounded or otherwise qualified (e.g. thinned on a long run).
     #[serde(default)]
     pub notes: Vec<String>,

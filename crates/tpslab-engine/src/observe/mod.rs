@@ -92,6 +92,9 @@ struct Raw {
     tcp_listen_rxq: u64,
     tcp_rxq: u64,
     tcp_txq: u64,
+    /// TCP counters of the target's namespace (`Tcp:`/`TcpExt:`), read at slow samples
+    /// when TCP sockets are followed.
+    tcp_ext: Option<tpslab_proc::netstat::TcpCounters>,
 }
 
 impl Raw {
@@ -214,6 +217,7 @@ struct Sampled {
     readers: Option<usize>,
     bounded: Bounded,
     waits: Option<tpslab_analysis::waits::ThreadWaits>,
+    tcp_listen: Option<tpslab_analysis::record::TcpListen>,
 }
 
 /// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,
@@ -283,6 +287,16 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         }
     };
     let diag = open_in(&cfg.net_root);
+    let somaxconn = (!cfg.tcp_inodes.is_empty())
+        .then(|| {
+            let pid = cfg
+                .net_root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse::<u32>().ok());
+            crate::env::somaxconn(pid)
+        })
+        .flatten();
     let mut io_errors = BTreeSet::new();
     let io =
         cfg.count_io.as_ref().and_then(
@@ -325,6 +339,8 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         io,
         srv_rcvbuf: BTreeMap::new(),
         waits,
+        listeners: BTreeMap::new(),
+        somaxconn,
     };
     (sampler, io_source)
 }
@@ -400,6 +416,7 @@ fn sample_loop(
         readers,
         bounded,
         waits: sampler.waits.take().map(|w| w.finish()),
+        tcp_listen: sampler.tcp_listen(),
     }
 }
 
@@ -449,6 +466,7 @@ impl Observer {
             readers,
             bounded,
             waits,
+            tcp_listen,
         } = self.handle.join().expect("observer thread");
         let mut rep = build_report(&raws, self.interval, errors.into_iter().collect(), sched);
         if bounded.decimated {
@@ -469,6 +487,7 @@ impl Observer {
         }
         rep.target_reader_threads = readers;
         rep.thread_waits = waits;
+        rep.tcp_listen = tcp_listen;
         if self.io_source.is_none() {
             // A server's own count (read_probe) gives the per-sample read rate only.
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {

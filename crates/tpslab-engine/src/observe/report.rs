@@ -20,6 +20,12 @@ pub fn sources() -> BTreeMap<String, String> {
         ("softnet_dropped", "/proc/net/softnet_stat column 2, all CPUs (host-wide)"),
         ("tcp_rx_queue_bytes", "/proc/PID/net/tcp{,6} rx_queue of the process's connected TCP sockets, summed, every 100 ms"),
         ("tcp_tx_queue_bytes", "/proc/PID/net/tcp{,6} tx_queue of the process's connected TCP sockets, summed, every 100 ms"),
+        ("tcp_listen_overflows", "/proc/PID/net/netstat TcpExt: ListenOverflows of the process's network namespace (every socket in it), every 100 ms: connection requests dropped at a full accept queue"),
+        ("tcp_listen_drops", "/proc/PID/net/netstat TcpExt: ListenDrops of the process's network namespace: connection requests a listener dropped for any reason"),
+        ("tcp_backlog_drop", "/proc/PID/net/netstat TcpExt: TCPBacklogDrop of the process's network namespace: segments dropped at a full socket backlog"),
+        ("tcp_rcvq_drop", "/proc/PID/net/netstat TcpExt: TCPRcvQDrop of the process's network namespace: segments dropped at a receive queue over its memory limit"),
+        ("tcp_retrans_segs", "/proc/PID/net/snmp Tcp: RetransSegs of the process's network namespace, every 100 ms"),
+        ("tcp_timeouts", "/proc/PID/net/netstat TcpExt: TCPTimeouts of the process's network namespace: retransmission timer expiries"),
         ("tcp_accept_queue", "/proc/PID/net/tcp{,6} rx_queue of the process's listening TCP sockets (connections waiting for accept), every 100 ms"),
         ("softnet_processed", "/proc/net/softnet_stat column 1, all CPUs (host-wide)"),
         ("softnet_time_squeeze", "/proc/net/softnet_stat column 3, all CPUs (host-wide)"),
@@ -68,6 +74,7 @@ pub(super) fn build_report(
         target_rcvbuf_bytes: vec![],
         target_reader_threads: None,
         thread_waits: None,
+        tcp_listen: None,
         notes: vec![],
         errors,
     }
@@ -135,6 +142,16 @@ fn series(raws: &[Raw]) -> Series {
             "target_invol_ctxt_per_s",
             srate(ra.task_invol, rb.task_invol),
         );
+        if let (Some(x), Some(y)) = (ra.tcp_ext, rb.tcp_ext) {
+            push(
+                "tcp_listen_overflows_per_s",
+                srate(x.listen_overflows, y.listen_overflows),
+            );
+            push(
+                "tcp_retrans_segs_per_s",
+                srate(x.retrans_segs, y.retrans_segs),
+            );
+        }
         push(
             "target_cpu_pct",
             100.0 * rb.task_run_ns.saturating_sub(ra.task_run_ns) as f64 / 1e9 / sdt,
@@ -203,6 +220,19 @@ fn deltas(a: &Raw, b: &Raw) -> (BTreeMap<String, u64>, CpuShares) {
         ("tcp_sockets_found", b.tcp_sockets as u64),
     ] {
         deltas.insert(k.to_string(), v);
+    }
+    if let (Some(x), Some(y)) = (a.tcp_ext, b.tcp_ext) {
+        let t = y.since(&x);
+        for (k, v) in [
+            ("tcp_listen_overflows", t.listen_overflows),
+            ("tcp_listen_drops", t.listen_drops),
+            ("tcp_backlog_drop", t.backlog_drop),
+            ("tcp_rcvq_drop", t.rcvq_drop),
+            ("tcp_retrans_segs", t.retrans_segs),
+            ("tcp_timeouts", t.timeouts),
+        ] {
+            deltas.insert(k.to_string(), v);
+        }
     }
     if let (Some(x), Some(y)) = (a.io, b.io) {
         deltas.insert("server_io_read".into(), d(x.read, y.read));

@@ -27,9 +27,44 @@ pub(super) struct Sampler {
     pub(super) srv_rcvbuf: BTreeMap<u64, u64>,
     /// Where the target process's threads wait, sampled with every slow sample.
     pub(super) waits: Option<crate::waits::WaitSampler>,
+    /// The followed TCP listen sockets by inode: (local address, backlog limit from
+    /// sock_diag, most connections seen in the accept queue).
+    pub(super) listeners: BTreeMap<u64, (SocketAddr, Option<u32>, u64)>,
+    /// net.core.somaxconn in the target's namespace (read once, when TCP is followed).
+    pub(super) somaxconn: Option<u64>,
 }
 
 impl Sampler {
+    /// The backlog limit of the listen socket `inode` (sock_diag `idiag_wqueue`, in the
+    /// target's namespace); None when not found.
+    fn backlog(&mut self, inode: u64) -> Option<u32> {
+        // 1 << 10: TCP_LISTEN.
+        let dump = self.diag.as_mut()?.tcp_dump(1 << 10).ok()?;
+        dump.into_iter()
+            .find(|l| l.inode == inode)
+            .map(|l| l.wqueue)
+    }
+
+    /// The followed listen sockets as the record holds them; None when no TCP socket is
+    /// followed.
+    pub(super) fn tcp_listen(&self) -> Option<tpslab_analysis::record::TcpListen> {
+        if self.cfg.tcp_inodes.is_empty() {
+            return None;
+        }
+        Some(tpslab_analysis::record::TcpListen {
+            sockets: self
+                .listeners
+                .values()
+                .map(|(a, b, q)| tpslab_analysis::record::ListenSocket {
+                    local: a.to_string(),
+                    backlog: *b,
+                    accept_queue_max: *q,
+                })
+                .collect(),
+            somaxconn: self.somaxconn,
+        })
+    }
+
     fn note<T>(&mut self, r: Result<T, tpslab_proc::ProcError>) -> Option<T> {
         match r {
             Ok(v) => Some(v),
@@ -221,12 +256,22 @@ impl Sampler {
                     // State 0x0A = TCP_LISTEN: rx_queue is the accept queue.
                     if s.state == 0x0A {
                         r.tcp_listen_rxq += s.rx_queue;
+                        if !self.listeners.contains_key(&s.inode) {
+                            let backlog = self.backlog(s.inode);
+                            self.listeners.insert(s.inode, (s.local, backlog, 0));
+                        }
+                        if let Some(l) = self.listeners.get_mut(&s.inode) {
+                            l.2 = l.2.max(s.rx_queue);
+                        }
                     } else {
                         r.tcp_rxq += s.rx_queue;
                         r.tcp_txq += s.tx_queue;
                     }
                 }
             }
+        }
+        if !self.cfg.tcp_inodes.is_empty() {
+            r.tcp_ext = self.note(live::tcp_counters(&root));
         }
         if let Some(s) = self.note(live::snmp(&root)) {
             if let Some(u) = s.udp {

@@ -302,6 +302,16 @@ fn print_observer(w: &mut dyn Write, o: &ObserverReport, explain: bool) -> io::R
     for s in &o.target_sched {
         writeln!(w, "  target thread {s}")?;
     }
+    if let Some(l) = &o.tcp_listen {
+        writeln!(
+            w,
+            "  TCP listen socket(s) (sock_diag; accept queue from /proc/PID/net/tcp): {}",
+            tpslab_analysis::tcp_listen::describe(l)
+        )?;
+        for f in tpslab_analysis::tcp_listen::findings(o) {
+            writeln!(w, "  {f}")?;
+        }
+    }
     if let Some(tw) = &o.thread_waits {
         super::waits::print_thread_waits(w, tw)?;
     }

@@ -442,4 +442,19 @@ fn slow_python_server_is_not_a_buffer_problem() {
         "drain {drain:.0} pps vs {tps:.0} read per second"
     );
     assert_balanced(&rec["before"]["ledger"]["request"], "request path");
+    // Where its thread waited: asleep, named in the evidence and in the advice.
+    let on = rec["facts"]["blocked_on"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(on.starts_with("a sleep (in "), "{on}");
+    assert!(
+        out.contains("where the server's threads waited: process"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "remove or overlap the wait on {on} in the per-message path"
+        )),
+        "{out}"
+    );
 }

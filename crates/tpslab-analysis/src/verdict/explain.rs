@@ -193,10 +193,20 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
             });
     }
     if waits {
+        let (what, on) = match &f.blocked_on {
+            Some((on, share)) => (
+                format!("remove or overlap the wait on {on} in the per-message path ({share:.0} % of the threads' time)"),
+                on.clone(),
+            ),
+            None => (
+                "remove or overlap the wait in the per-message path".to_string(),
+                "something (a sleep, a lock, a blocking call)".to_string(),
+            ),
+        };
         d.recs.push(Recommendation {
-                what: "remove or overlap the wait in the per-message path".into(),
+                what,
                 why: format!(
-                    "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on something (a sleep, a lock, a blocking call) for about {:.0} us; more threads only help if they overlap that wait",
+                    "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on {on} for about {:.0} us; more threads only help if they overlap that wait",
                     f.backlog_cpu_pct.unwrap_or(0.0),
                     1e6 / cap * (1.0 - (f.backlog_cpu_pct.unwrap_or(0.0) + f.backlog_runq_pct.unwrap_or(0.0)) / 100.0 / usable_threads(f) as f64).max(0.0)
                 ),

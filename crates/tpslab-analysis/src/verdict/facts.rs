@@ -127,6 +127,40 @@ pub struct Facts {
     /// `kernel:REASON`): (reason, on the request path, on the reply path), largest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_drops: Vec<(String, u64, u64)>,
+    /// Where the server's threads spent the run, in one sentence (the observer's thread
+    /// samples: [`crate::waits::ThreadWaits::headline`]); None when not sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_headline: Option<String>,
+    /// The blocking wait, other than for the network (where an idle server waits for
+    /// datagrams), that took the largest share of the threads' time, when 15 % or more:
+    /// (what it waited on, "disk I/O (in fsync)", share %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_on: Option<(String, f64)>,
+}
+
+/// The largest blocking wait of `w` other than for the network, when 15 % of the time or
+/// more: what it waited on (with the system call) and its share, percent.
+fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
+    use crate::waits::WaitClass::*;
+    let p = &w.process;
+    [Lock, Sleep, Disk, File, Child]
+        .into_iter()
+        .filter_map(|c| Some((c, p.share_pct(c)?)))
+        .filter(|&(_, share)| share >= 15.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, share)| {
+            let call = p
+                .top_syscall(c)
+                .map_or(String::new(), |s| format!(" (in {s})"));
+            let on = match c {
+                Lock => "a lock",
+                Sleep => "a sleep",
+                Disk => "disk I/O",
+                File => "a file or pipe",
+                _ => "a child process",
+            };
+            (format!("{on}{call}"), share)
+        })
 }
 
 impl Facts {
@@ -224,6 +258,10 @@ impl Facts {
         }
         if let Some(o) = &rec.observer {
             f.reader_threads = o.target_reader_threads;
+            if let Some(w) = &o.thread_waits {
+                f.waits_headline = w.headline();
+                f.blocked_on = blocked_on(w);
+            }
             if !o.target_rcvbuf_bytes.is_empty() {
                 f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
                 // rx_queue is summed over the sockets: so is the limit.
@@ -347,4 +385,61 @@ pub(super) fn usable_threads(f: &Facts) -> usize {
         f.reader_threads.unwrap_or(1)
     };
     n.clamp(1, f.cpus.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waits::{FdKind, ThreadStates, ThreadWaits};
+
+    fn waits(samples: &[(char, &str, u64)]) -> ThreadWaits {
+        let mut p = ThreadStates::default();
+        for &(state, call, n) in samples {
+            for _ in 0..n {
+                p.add(state, Some("x"), Some(call), FdKind::Socket);
+            }
+        }
+        ThreadWaits {
+            pid: 7,
+            process: p,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_largest_wait_that_is_not_the_network_is_named() {
+        let w = waits(&[
+            ('S', "recvmmsg", 30),
+            ('D', "fsync", 55),
+            ('S', "futex", 15),
+        ]);
+        assert_eq!(blocked_on(&w), Some(("disk I/O (in fsync)".into(), 55.0)));
+        // Waiting for datagrams is what an idle server does: never named here.
+        let w = waits(&[('S', "recvmmsg", 90), ('R', "none", 10)]);
+        assert_eq!(blocked_on(&w), None);
+        // Below 15 % of the time: not the story.
+        let w = waits(&[('S', "recvmmsg", 90), ('S', "futex", 10)]);
+        assert_eq!(blocked_on(&w), None);
+        assert_eq!(
+            blocked_on(&waits(&[('S', "futex", 60), ('R', "none", 40)])),
+            Some(("a lock (in futex)".into(), 60.0))
+        );
+    }
+
+    #[test]
+    fn a_record_with_thread_waits_gives_the_facts_their_words() {
+        let rec = RunRecord {
+            observer: Some(crate::record::ObserverReport {
+                thread_waits: Some(waits(&[('D', "fsync", 62), ('S', "recvfrom", 38)])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let f = Facts::from_record(&rec, None);
+        assert_eq!(f.blocked_on, Some(("disk I/O (in fsync)".into(), 62.0)));
+        assert_eq!(
+            f.waits_headline.as_deref(),
+            Some("process 7's threads spent 62 % of the run waiting on disk I/O (in fsync), 38 % waiting for the network (in recvfrom)")
+        );
+    }
 }

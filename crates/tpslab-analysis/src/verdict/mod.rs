@@ -169,6 +169,12 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             "/proc/net/softnet_stat",
         ));
     }
+    if let Some(h) = &f.waits_headline {
+        evidence.push(ev(
+            format!("where the server's threads waited: {h}"),
+            "/proc/PID/task/TID/stat, syscall and wchan every 100 ms; time on a CPU and runnable from schedstat",
+        ));
+    }
     let involved = matches!(case, Case::SocketBufferBursts | Case::AppTooSlow);
     let mut notes = if involved {
         buffer_notes(f, probe)

@@ -289,6 +289,28 @@ fn a_sleeping_server_is_too_slow_and_said_to_wait() {
     let ev = format!("{:?}", d.evidence);
     assert!(ev.contains("read 3161 datagrams/s"), "{ev}");
     assert!(ev.contains("sleeps or blocks"), "{ev}");
+    assert!(!ev.contains("where the server's threads waited"), "{ev}");
+    // With the threads sampled: what they waited on, in the evidence and the advice.
+    f.waits_headline =
+        Some("process 7's threads spent 62 % of the run waiting on disk I/O (in fsync)".into());
+    f.blocked_on = Some(("disk I/O (in fsync)".into(), 62.0));
+    let d = diagnose(&f, None);
+    let ev = format!("{:?}", d.evidence);
+    assert!(
+        ev.contains("where the server's threads waited: process 7's threads spent 62 % of the run waiting on disk I/O (in fsync)"),
+        "{ev}"
+    );
+    let r = &d.recommendations[1];
+    assert_eq!(
+        r.what,
+        "remove or overlap the wait on disk I/O (in fsync) in the per-message path (62 % of the threads' time)"
+    );
+    assert!(
+        r.why
+            .contains("each message waits on disk I/O (in fsync) for about"),
+        "{}",
+        r.why
+    );
 }
 
 #[test]

@@ -213,6 +213,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         plan,
         runs: vec![],
         watched: vec![],
+        thread_waits: None,
         interrupted: false,
     };
     let mut out = std::io::stdout().lock();
@@ -227,7 +228,18 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         }
         TcpMode::Lab { .. } => lab(&mut rec, &stop, &mut out)?,
         TcpMode::Watch { pid, port } => {
-            let flows = tcpflow::watch_flows(pid, port, plan.duration_ns, plan.interval_ns, &stop)?;
+            // Where the process's threads wait, beside its flows (S4: in poll, on a peer).
+            let every = (plan.interval_ns / 1_000_000).max(100);
+            let mut waits = pid.map(|p| tpslab_engine::waits::WaitSampler::new(p, None, every));
+            let flows = tcpflow::watch_flows(
+                pid,
+                port,
+                plan.duration_ns,
+                plan.interval_ns,
+                &stop,
+                waits.as_mut(),
+            )?;
+            rec.thread_waits = waits.map(|w| w.finish());
             rec.watched = flows
                 .into_iter()
                 .map(|f| WatchedReport::judge(f, plan.skip_ns))

@@ -324,4 +324,82 @@ fn watch_another_process_flow_by_pid() {
     assert!(w[0]["flow"]["samples"].as_array().unwrap().len() >= 15);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("VERDICT 127.0.0.1:"), "{text}");
+    // Its threads were sampled; a flow its application did not hold gets no such verdict.
+    assert!(j["thread_waits"]["ticks"].as_u64().unwrap() >= 15);
+    assert_eq!(
+        text.contains("held by their own application"),
+        w[0]["analysis"]["held_by"] == "application",
+        "{text}"
+    );
+}
+
+#[test]
+fn a_relay_waiting_on_its_upstream_is_named_s4() {
+    let _g = common::serial();
+    let sink = ServeTcp::start(&[]);
+    // S4's pipeline in small: an upstream that writes 64 KiB every 50 ms, and a relay that
+    // polls it and writes what it reads to the sink: its flow to the sink is held by
+    // the relay, which waits in poll for its upstream.
+    let spawn = |code: String| {
+        let mut c = std::process::Command::new("python3")
+            .args(["-c", &code])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        BufReader::new(c.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (c, line.trim().to_string())
+    };
+    let (mut up, up_port) = spawn(
+        "import socket, time\n\
+         l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(1)\n\
+         print(l.getsockname()[1], flush=True)\n\
+         c, _ = l.accept(); end = time.time() + 8\n\
+         while time.time() < end:\n    c.sendall(b'x' * 65536); time.sleep(0.05)\n"
+            .into(),
+    );
+    let (mut relay, ready) = spawn(format!(
+        "import socket, select\n\
+         up = socket.create_connection(('127.0.0.1', {up_port}))\n\
+         down = socket.create_connection(('127.0.0.1', {}))\n\
+         print('ready', flush=True)\n\
+         p = select.poll(); p.register(up, select.POLLIN)\n\
+         while True:\n    p.poll(); d = up.recv(65536)\n    if not d: break\n    down.sendall(d)\n",
+        sink.port
+    ));
+    assert_eq!(ready, "ready");
+    let json = common::tmp("watch-relay.json");
+    let mut cmd = common::tpslab();
+    cmd.args(["tcp", "--watch-pid", &relay.id().to_string()])
+        .args(["--duration", "2s", "--skip", "300ms", "--json"])
+        .arg(&json);
+    let out = common::run(cmd);
+    // Ours: end them by PID.
+    for c in [&mut relay, &mut up] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    drop(sink);
+    assert!(out.status.success());
+    common::assert_report_reproduces(&json, &out.stdout);
+    let j = common::record(&json);
+    let tw = &j["thread_waits"];
+    assert!(tw["ticks"].as_u64().unwrap() >= 15, "{tw}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sending = j["watched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["direction"] == "sending")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(sending["analysis"]["held_by"], "application", "{text}");
+    assert!(
+        text.contains("held by their own application, whose threads spent")
+            && text.contains(
+                "waiting for the network (in poll): it waits on another peer or its input"
+            ),
+        "{text}"
+    );
 }

@@ -402,14 +402,17 @@ fn same_netns(pid: u32) -> bool {
 }
 
 /// Samples the established TCP flows of process `pid` (in its network namespace) and/or
-/// with `port` at either end, every `interval_ns` for `duration_ns` (or until `stop`).
-/// Errors: the namespace cannot be entered (no such PID, not permitted), netlink fails.
+/// with `port` at either end, every `interval_ns` for `duration_ns` (or until `stop`);
+/// `waits`, when given, samples the process's threads at the same ticks (at most every
+/// 100 ms). Errors: the namespace cannot be entered (no such PID, not permitted),
+/// netlink fails.
 pub fn watch_flows(
     pid: Option<u32>,
     port: Option<u16>,
     duration_ns: u64,
     interval_ns: u64,
     stop: &AtomicBool,
+    mut waits: Option<&mut crate::waits::WaitSampler>,
 ) -> Result<Vec<WatchedFlow>, EngineError> {
     use tpslab_net::diag::UdpDiag;
     let mut diag = match pid {
@@ -424,7 +427,16 @@ pub fn watch_flows(
     let mut flows: Vec<WatchedFlow> = vec![];
     let t0 = mono_ns();
     let mut next = t0;
+    let mut waited = None::<u64>;
     loop {
+        if let Some(w) = waits.as_deref_mut() {
+            let now = mono_ns();
+            // Ticks of 100 ms land a little early or late: 95 ms apart is the next one.
+            if waited.is_none_or(|t| now >= t + 95_000_000) {
+                w.sample();
+                waited = Some(now);
+            }
+        }
         let inodes = match pid {
             Some(p) => Some(socket_inodes(p).map_err(|e| {
                 EngineError::Other(format!("the sockets of PID {p} (/proc/{p}/fd): {e}"))
@@ -581,6 +593,7 @@ mod tests {
                 300_000_000,
                 50_000_000,
                 &stop,
+                None,
             )
             .unwrap();
             h.join().unwrap();

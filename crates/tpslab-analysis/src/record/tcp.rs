@@ -239,11 +239,52 @@ pub struct TcpRecord {
     /// The flows of another process, when watching.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watched: Vec<WatchedReport>,
+    /// Where the watched process's threads spent the watch (`--watch-pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_waits: Option<crate::waits::ThreadWaits>,
     /// Ctrl-C/SIGTERM ended it early (the figures cover what ran).
     pub interrupted: bool,
 }
 
 impl TcpRecord {
+    /// What held a watched process's flows that its own application held: the largest
+    /// class of its threads' time, in words; S4's case when they waited for the network
+    /// (a peer or input upstream, not this flow). None without application-limited flows
+    /// or thread samples.
+    pub fn app_wait_finding(&self) -> Option<String> {
+        use crate::tcp::Limit;
+        use crate::waits::WaitClass;
+        let w = self.thread_waits.as_ref()?;
+        let held = self
+            .watched
+            .iter()
+            .filter(|x| {
+                x.analysis
+                    .as_ref()
+                    .is_some_and(|a| a.held_by == Limit::Application)
+            })
+            .count();
+        if held == 0 {
+            return None;
+        }
+        let (class, share) = w.process.dominant()?;
+        let call = w
+            .process
+            .top_syscall(class)
+            .map_or(String::new(), |c| format!(" (in {c})"));
+        let what = match class {
+            WaitClass::Network => "it waits on another peer or its input, not on these flows' windows or buffers: look upstream, at what it reads from (S4)",
+            WaitClass::OnCpu | WaitClass::Runnable => "it is busy computing (or waiting for a CPU): its own work, not the network, sets the pace",
+            WaitClass::Disk => "it waits on its disk between writes to the network",
+            WaitClass::Lock => "it waits on a lock between writes to the network",
+            _ => "that wait, not the network, sets the pace",
+        };
+        Some(format!(
+            "{held} flow(s) held by their own application, whose threads spent {share:.0} % of the watch {}{call}: {what}",
+            class.label()
+        ))
+    }
+
     /// The gates' view: sending flows are judged by their first run (the buffers as
     /// given; a second run shows the fix) against the target rate; a receiving flow is
     /// invalid when it could not be judged; watching has nothing to gate.

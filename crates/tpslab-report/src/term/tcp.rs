@@ -455,10 +455,17 @@ fn watched(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
     for v in &verdicts {
         writeln!(w, "VERDICT {v}")?;
     }
+    if let Some(f) = r.app_wait_finding() {
+        writeln!(w, "VERDICT {f}")?;
+    }
     if idle > 0 {
         writeln!(w, "  {idle} more flow(s) moved no data while watched")?;
     }
-    writeln!(w, "  SO_SNDBUF / SO_RCVBUF: the sockets' limits now (sk_sndbuf / sk_rcvbuf; doubled from what setsockopt asked, or autotuned)")
+    writeln!(w, "  SO_SNDBUF / SO_RCVBUF: the sockets' limits now (sk_sndbuf / sk_rcvbuf; doubled from what setsockopt asked, or autotuned)")?;
+    if let Some(tw) = &r.thread_waits {
+        super::waits::print_thread_waits(w, tw)?;
+    }
+    Ok(())
 }
 
 /// `serve tcp`'s first line, printed once it listens (whoever starts it reads its address

@@ -319,17 +319,51 @@ def rusage_of(cmd):
     return float(out[0]), float(out[1])
 
 
-def observer_cost(interval, secs, port):
-    """Steady CPU of `tpslab watch` following a server socket and its threads: the
-    difference of a short and a long run, so start-up and the final report cancel out."""
+def observer_cost(interval, secs, port, reasons=True):
+    """Steady CPU of `tpslab watch` following a server socket and its threads (with or
+    without sampling the kernel's drop reasons): the difference of a short and a long run,
+    so start-up and the final report cancel out."""
     srv = Bg([TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--duration", f"{2 * secs + 10}s"])
+    off = [] if reasons else ["--no-drop-reasons"]
     cmd = lambda d: ns(TPSLAB, "watch", "--pid", str(srv.p.pid), "--port", str(port), "--interval", interval,
-                       "--duration", f"{d}s")
+                       "--duration", f"{d}s", *off)
     c1, w1 = rusage_of(cmd(1))
     c2, w2 = rusage_of(cmd(1 + secs))
     srv.p.terminate()
     srv.stop()
     return {"cpu_pct_of_core": 100 * (c2 - c1) / (w2 - w1)}
+
+
+def drop_storm(secs, port, reasons):
+    """The kernel-limit sender (CPU 0) at full speed to a port nobody listens on, in the
+    namespace: every datagram is a NO_SOCKET drop, each one an `skb:kfree_skb` event.
+    Beside it `tpslab watch` (CPU 1) follows a server, sampling drop reasons or not
+    (--no-drop-reasons). Returns the sender's rate (the dropping path's cost), the watch's
+    CPU (its reader thread drains one perf record per drop) and, with reasons, the share of
+    sent datagrams the watch counted as NO_SOCKET and the samples it lost."""
+    srv = Bg(on(1, TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--duration", f"{secs + 10}s"))
+    js = os.path.join(OUT, "storm-watch.json")
+    off = [] if reasons else ["--no-drop-reasons"]
+    probe = ("import resource,subprocess,sys,time;t=time.monotonic();"
+             "subprocess.run(sys.argv[1:],check=True,capture_output=True);w=time.monotonic()-t;"
+             "r=resource.getrusage(resource.RUSAGE_CHILDREN);print(r.ru_utime+r.ru_stime,w)")
+    watch = subprocess.Popen([sys.executable, "-c", probe, *ns(*on(1, TPSLAB, "watch", "--pid", str(srv.p.pid),
+                              "--port", str(port), "--duration", f"{secs + 1}s", "--json", js, *off))],
+                             stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    out = sh(ns(*on(0, os.path.join(OUT, "udpsend"), "-a", "127.0.0.1", "-p", str(port + 1), "-s", "64",
+                    "-t", str(secs), "-m", "sendmmsg", "-b", "64"))).stdout
+    cpu, wall = (float(x) for x in watch.communicate(timeout=secs + 30)[0].split())
+    srv.p.terminate()
+    srv.stop()
+    pps = float(re.search(r" pps=(\d+)", out).group(1))
+    res = {"sender_pps": pps, "watch_cpu_pct_of_core": 100 * cpu / wall}
+    if reasons:
+        dr = json.load(open(js))["drop_reasons"]
+        seen = dict((k, v) for k, v in dr.get("by_reason", [])).get("NO_SOCKET", 0)
+        res["no_socket_seen_pct_of_sent"] = 100 * seen / max(pps * secs, 1)
+        res["samples_lost"] = dr.get("lost", 0)
+    return res
 
 
 def peak_rss(secs):
@@ -386,6 +420,23 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def observer_rows(rows, rnd, seconds, port):
+    """The observer's cost in round `rnd`, with and without drop reasons (alternating which
+    goes first): idle at 10 ms and 1 ms, and beside a drop storm. Returns the next port."""
+    for iv in ("10ms", "1ms"):
+        for reasons in ((True, False) if rnd % 2 == 0 else (False, True)):
+            port += 1
+            tool = "tpslab" if reasons else "tpslab-no-reasons"
+            for k, v in observer_cost(iv, seconds * 3, port, reasons).items():
+                rows.append((f"observer-{iv}", tool, 0, k, v, rnd))
+    for reasons in ((True, False) if rnd % 2 == 0 else (False, True)):
+        port += 2
+        tool = "tpslab" if reasons else "tpslab-no-reasons"
+        for k, v in drop_storm(seconds, port, reasons).items():
+            rows.append(("drop-storm", tool, 64, k, v, rnd))
+    return port
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -396,6 +447,8 @@ def main():
     ap.add_argument("--series", default="20,120",
                     help="lengths in seconds of the observed runs whose peak RSS is compared (e.g. 20,600)")
     ap.add_argument("--series-interval", type=int, default=1, help="their sampling interval, ms")
+    ap.add_argument("--observer-only", action="store_true",
+                    help="only the observer's cost: idle at 10 ms and 1 ms, and beside a drop storm, with and without drop reasons")
     a = ap.parse_args()
     global SERIES, SERIES_MS
     SERIES = [int(x) for x in a.series.split(",")]
@@ -404,11 +457,11 @@ def main():
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        for secs in SERIES:
+        for secs in [] if a.observer_only else SERIES:
             for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
         for rnd in range(0 if a.memory_only else a.rounds):
-            for size in (64, 1024):
+            for size in () if a.observer_only else (64, 1024):
                 tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
                          ("sockperf", sockperf_oneway), ("tpslab-gso", tpslab_gso_oneway)]
                 # Interleave: rotate the order each round so drift does not favour one tool.
@@ -421,6 +474,9 @@ def main():
                     port += 1
                     for k, v in server_recv(size, a.seconds, port, which).items():
                         rows.append(("server-recv", which, size, k, v, rnd))
+            if a.observer_only:
+                port = observer_rows(rows, rnd, a.seconds, port)
+                continue
             for name in (("tpslab", "sockperf") if rnd % 2 == 0 else ("sockperf", "tpslab")):
                 port += 1
                 res = tpslab_pingpong(a.seconds) if name == "tpslab" else sockperf_pingpong(a.seconds, port)
@@ -437,22 +493,45 @@ def main():
                 port += 1
                 for k, v in pacing(rate, a.seconds, port).items():
                     rows.append(("pacing", "tpslab", rate, k, v, rnd))
-            for iv in ("10ms", "1ms"):
-                port += 1
-                for k, v in observer_cost(iv, a.seconds * 3, port).items():
-                    rows.append((f"observer-{iv}", "tpslab", 0, k, v, rnd))
-        if a.long:
+            port = observer_rows(rows, rnd, a.seconds, port)
+        if a.long and not a.observer_only:
             for k, v in peak_rss(a.long).items():
                 rows.append(("memory", "tpslab", 1024, k, v, 0))
     finally:
         teardown()
-    report(rows, a.memory_only)
+    # The raw results first: a report that fails to print loses nothing.
     save(rows)
+    report(rows, a.memory_only, a.observer_only)
 
 
-def report(rows, memory_only=False):
+def report(rows, memory_only=False, observer_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
+
+    def observer():
+        for iv in ("10ms", "1ms"):
+            c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
+            n = vals(f"observer-{iv}", "tpslab-no-reasons", 0, "cpu_pct_of_core")
+            if c:
+                print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})"
+                      + (f"; without drop reasons {statistics.median(n):.2f} % ({min(n):.2f}-{max(n):.2f})" if n else ""))
+        on_ = lambda m: vals("drop-storm", "tpslab", 64, m)
+        off = lambda m: vals("drop-storm", "tpslab-no-reasons", 64, m)
+        if on_("sender_pps") and off("sender_pps"):
+            a, b = median(on_("sender_pps")), median(off("sender_pps"))
+            print("drop storm: kernel-limit sender to a closed port (every datagram a NO_SOCKET drop), tpslab watch beside it")
+            print(f"  sender with drop reasons sampled {a:,.0f} pps ({min(on_('sender_pps')):,.0f}-{max(on_('sender_pps')):,.0f}), "
+                  f"without {b:,.0f} pps ({min(off('sender_pps')):,.0f}-{max(off('sender_pps')):,.0f}): ratio {a / b:.2f}x")
+            c, d = on_("watch_cpu_pct_of_core"), off("watch_cpu_pct_of_core")
+            print(f"  watch CPU with reasons {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}), without {median(d):.1f} % ({min(d):.1f}-{max(d):.1f})")
+            seen, lost = on_("no_socket_seen_pct_of_sent"), on_("samples_lost")
+            print(f"  NO_SOCKET drops counted: {median(seen):.1f} % of what the sender reported sending ({min(seen):.1f}-{max(seen):.1f}); "
+                  f"samples lost (rings full): {median(lost):,.0f} ({min(lost):,.0f}-{max(lost):,.0f})")
+
+    if observer_only:
+        print()
+        observer()
+        return
 
     def memory():
         m = vals("memory", "tpslab", 1024, "peak_rss_mib")
@@ -531,10 +610,7 @@ def report(rows, memory_only=False):
         if e:
             print(f"  {rate:>7} pps: rate error {median(e):+.3f} %  lag p99 {median(lag):.1f} us ({min(lag):.1f}-{max(lag):.1f})  "
                   f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")
-    for iv in ("10ms", "1ms"):
-        c = vals(f"observer-{iv}", "tpslab", 0, "cpu_pct_of_core")
-        if c:
-            print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})")
+    observer()
     memory()
 
 

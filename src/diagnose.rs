@@ -104,6 +104,7 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
         interval,
         target_pid: None,
         watch_port: None,
+        no_drop_reasons: false,
     }
 }
 
@@ -237,6 +238,7 @@ fn plan(a: &DiagnoseArgs) -> Result<(UdpRunPlan, String, bool)> {
                     interval: a.interval,
                     target_pid: u.pid,
                     watch_port: u.port,
+                    no_drop_reasons: false,
                 },
                 match &u.server_cmd {
                     Some(cmd) => format!("UDP server started by tpslab: {cmd}"),

@@ -125,6 +125,10 @@ pub(crate) struct OutputFlags {
     /// Show the source counter of every figure.
     #[arg(long)]
     pub(crate) explain: bool,
+    /// Do not sample the kernel's drop reasons (skb:kfree_skb, root): spares the cost of
+    /// one perf sample per dropped packet on the host while the run lasts.
+    #[arg(long)]
+    pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) gate: GateFlags,
 }

@@ -215,6 +215,7 @@ fn run_cell(
                 interval,
                 target_pid: None,
                 watch_port: None,
+                no_drop_reasons: false,
             },
             stop,
         )?,
@@ -229,6 +230,7 @@ fn run_cell(
                     interval,
                     target_pid: Some(pid),
                     watch_port: None,
+                    no_drop_reasons: false,
                 },
                 stop,
             )?;

@@ -83,6 +83,10 @@ pub(crate) struct WatchArgs {
     /// Show the source counter of every figure.
     #[arg(long)]
     pub(crate) explain: bool,
+    /// Do not sample the kernel's drop reasons (skb:kfree_skb, root): spares the cost of
+    /// one perf sample per dropped packet on the host while watching.
+    #[arg(long)]
+    pub(crate) no_drop_reasons: bool,
 }
 
 /// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
@@ -144,6 +148,7 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
             interval: a.out.interval,
             target_pid: a.pid,
             watch_port: None,
+            no_drop_reasons: a.out.no_drop_reasons,
         },
         &stop,
     )?;
@@ -170,6 +175,7 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
             interval: a.out.interval,
             target_pid: None,
             watch_port: None,
+            no_drop_reasons: a.out.no_drop_reasons,
         },
         &stop,
     )?;
@@ -183,6 +189,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         port: a.port,
         interval: a.interval,
         duration: a.duration,
+        no_drop_reasons: a.no_drop_reasons,
     };
     plan.validate()?;
     if let Some(p) = &a.record.json {
@@ -217,7 +224,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         read_probe: None,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
-    let drops = tpslab_engine::dropwatch::DropSampler::start();
+    let drops = tpslab_engine::dropwatch::DropSampler::start_unless(a.no_drop_reasons);
     if let Some(pid) = a.pid {
         let line = format!(
             "tpslab watch: process {pid}: following {} UDP socket(s) and {} TCP socket(s){}",
@@ -279,6 +286,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
             interval: a.interval,
             record: a.record,
             explain: a.explain,
+            no_drop_reasons: a.no_drop_reasons,
             gate: GateFlags::default(),
         },
         true,

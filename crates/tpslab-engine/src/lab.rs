@@ -117,7 +117,7 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
     let obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
     let observer = Observer::start(obs_cfg);
     // Kernel drop reasons over the same window (host-wide), or why not.
-    let drops = crate::dropwatch::DropSampler::start();
+    let drops = crate::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);
     // The target holds nothing more: its sockets are empty and (ours) no datagram is
     // being handled.
     let target_idle = || {

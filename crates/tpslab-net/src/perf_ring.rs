@@ -116,6 +116,31 @@ impl RawSampler {
         })
     }
 
+    /// Waits until the kernel wakes a reader of any of `rings` (half of one written: the
+    /// watermark set at open), `wake` is readable (the owner wants the reader back), or
+    /// `timeout` passes, whichever is first; a signal ends the wait early. Errors: poll(2)
+    /// failed otherwise.
+    pub fn wait_any(
+        rings: &[RawSampler],
+        wake: std::os::fd::BorrowedFd<'_>,
+        timeout: std::time::Duration,
+    ) -> Result<(), NetError> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut fds: Vec<PollFd<'_>> = rings
+            .iter()
+            .map(|r| PollFd::new(&r._fd, PollFlags::IN))
+            .collect();
+        fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
+        let t = Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        match poll(&mut fds, Some(&t)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(NetError::io("poll of perf rings", std::io::Error::from(e))),
+        }
+    }
+
     fn word(&self, at: usize) -> &AtomicU64 {
         // SAFETY: `at` is DATA_HEAD or DATA_TAIL, 8-aligned fields of the mapped first
         // page, which lives as long as self.

@@ -193,6 +193,9 @@ pub struct UdpRunPlan {
     pub target_pid: Option<u32>,
     /// Local port of the target's socket(s), when it differs from the target's port.
     pub watch_port: Option<u16>,
+    /// Do not sample the kernel's drop reasons (`skb:kfree_skb`) during the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_drop_reasons: bool,
 }
 
 /// What a run record's run was: a UDP run (`load`, `run`, `diagnose`) or a watch.
@@ -216,6 +219,9 @@ pub struct WatchPlan {
     pub interval: Duration,
     /// How long to watch (Ctrl-C ends it earlier).
     pub duration: Duration,
+    /// Do not sample the kernel's drop reasons (`skb:kfree_skb`) while watching.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_drop_reasons: bool,
 }
 
 impl WatchPlan {
@@ -357,6 +363,7 @@ mod tests {
             interval: Duration::from_millis(10),
             target_pid: Some(42),
             watch_port: None,
+            no_drop_reasons: false,
         }));
         let text = serde_json::to_string(&p).unwrap();
         assert!(

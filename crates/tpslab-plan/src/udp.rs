@@ -338,6 +338,7 @@ mod tests {
             port: Some(53),
             interval: Duration::from_millis(10),
             duration: Duration::from_secs(10),
+            no_drop_reasons: false,
         };
         assert_eq!(w.validate(), Ok(()));
         let e = WatchPlan {
@@ -383,10 +384,19 @@ mod tests {
             port: Some(53),
             interval: Duration::from_millis(10),
             duration: Duration::from_secs(10),
+            no_drop_reasons: false,
         });
+        let wtext = serde_json::to_string(&w).unwrap();
+        assert!(!wtext.contains("no_drop_reasons"), "left out when false: {wtext}");
+        assert_eq!(serde_json::from_str::<RunPlan>(&wtext).unwrap(), w);
+        let RunPlan::Watch(mut off) = w else {
+            unreachable!("a watch")
+        };
+        off.no_drop_reasons = true;
+        let off = RunPlan::Watch(off);
         assert_eq!(
-            serde_json::from_str::<RunPlan>(&serde_json::to_string(&w).unwrap()).unwrap(),
-            w
+            serde_json::from_str::<RunPlan>(&serde_json::to_string(&off).unwrap()).unwrap(),
+            off
         );
         for bad in ["\"123\"", "\"zz\"", "\"+f\""] {
             let t = text.replace("\"1234ff\"", bad);

@@ -252,31 +252,45 @@ fn futex_share(s: &StepResult) -> f64 {
     })
 }
 
-/// Share of a step's thread samples waiting on disk I/O (state D, or blocked in an
-/// fsync-family call), 0..1; from state D alone in records made before wait classes.
-fn disk_share(s: &StepResult) -> f64 {
-    s.threads.as_ref().map_or(0.0, |t| {
-        if t.by_class.is_empty() {
-            t.disk as f64 / t.samples.max(1) as f64
-        } else {
-            t.share_pct(crate::waits::WaitClass::Disk).unwrap_or(0.0) / 100.0
-        }
-    })
+/// How long each request waited on disk I/O in a step, ns, by Little's law: the server's
+/// threads waiting on disk I/O (state D, or blocked in an fsync-family call) per sampling
+/// tick, divided by the step's TPS; from state D alone in records made before wait
+/// classes. None without thread samples or replies.
+fn disk_ns_per_request(s: &StepResult, sample_ns: u64) -> Option<f64> {
+    let t = s.threads.as_ref().filter(|t| t.samples > 0)?;
+    if s.tps <= 0.0 {
+        return None;
+    }
+    let disk = if t.by_class.is_empty() {
+        t.disk
+    } else {
+        t.by_class
+            .get(&crate::waits::WaitClass::Disk)
+            .copied()
+            .unwrap_or(0)
+    };
+    let ticks = (s.measured_s * 1e9 / sample_ns.max(1) as f64)
+        .ceil()
+        .max(1.0);
+    Some(disk as f64 / ticks / s.tps * 1e9)
 }
 
-/// Waits on disk I/O that grew with users: (first step's share, last step's share, the
-/// call most disk waits were in) when the last step's threads spent at least 30 % of
-/// their samples on disk I/O and 15 points more than at the first step.
-fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, String)> {
+/// Waits on disk I/O that grew with users: (first step's disk wait per request, last
+/// step's, its share of the last step's mean response time, the call most disk waits were
+/// in) when the last step's is at least twice the first's and a quarter of its response
+/// time: requests queue at the disk.
+fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, f64, String)> {
     let (f, l) = (rec.steps.first()?, rec.steps.last()?);
-    let (a, b) = (disk_share(f), disk_share(l));
-    (rec.steps.len() >= 2 && b >= 0.3 && b - a >= 0.15).then(|| {
+    let sn = rec.plan.sample_ns;
+    let (a, b) = (disk_ns_per_request(f, sn)?, disk_ns_per_request(l, sn)?);
+    let share = b / l.response.mean_ns.max(1.0);
+    (rec.steps.len() >= 2 && b >= 2.0 * a && b > 0.0 && share >= 0.25).then(|| {
         let call = l
             .threads
             .as_ref()
             .and_then(|t| t.top_syscall(crate::waits::WaitClass::Disk))
             .map_or(String::new(), |c| format!(", in {c}"));
-        (a, b, call)
+        (a, b, share, call)
     })
 }
 
@@ -474,14 +488,28 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     });
     let knee_users = knee.map(|k| rec.steps[k].users);
     let disk_waits = disk_waits_grow(rec);
-    if rec.steps.iter().any(|s| disk_share(s) >= 0.1) {
-        let per: Vec<String> = rec
-            .steps
+    let sn = rec.plan.sample_ns;
+    let disk: Vec<(usize, f64, f64)> = rec
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let d = disk_ns_per_request(s, sn)?;
+            Some((s.users, d, d / s.response.mean_ns.max(1.0)))
+        })
+        .collect();
+    if disk.iter().any(|&(_, _, share)| share >= 0.1) {
+        let per: Vec<String> = disk
             .iter()
-            .map(|s| format!("{} users {:.0} %", s.users, disk_share(s) * 100.0))
+            .map(|(u, d, share)| {
+                format!(
+                    "{u} users {:.2} ms ({:.0} % of response)",
+                    d / 1e6,
+                    share * 100.0
+                )
+            })
             .collect();
         lines.push(format!(
-            "server threads waiting on disk I/O (state D or an fsync-family call), share of thread samples: {}",
+            "disk I/O wait per request (server threads in state D or an fsync-family call per sample, / TPS: Little's law): {}",
             per.join(", ")
         ));
     }
@@ -505,7 +533,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             .to_string()
     } else if (serial || flat) && lock && idle_cpu {
         "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
-    } else if let Some((a, b, call)) = disk_waits
+    } else if let Some((a, b, share, call)) = disk_waits
         .as_ref()
         .filter(|_| serial || flat || knee.is_some())
     {
@@ -515,14 +543,15 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             users(rec.steps[rec.steps.len() - 1].users),
         );
         let tps = if serial || flat {
-            format!("TPS stops at the knee ({ku} users)")
+            format!("TPS stops at the knee ({})", users(ku))
         } else {
-            format!("TPS bends beyond the knee ({ku} users)")
+            format!("TPS bends beyond the knee ({})", users(ku))
         };
         format!(
-            "VERDICT: waits on disk I/O grow with users: {tps} while the server's threads wait on disk I/O more as users grow ({:.0} % of their samples at {f}, {:.0} % at {l}{call}): requests queue behind synchronous writes (S3's redo log). Group the writes (group commit), make them asynchronous, or use faster storage; more users or threads will not raise TPS much",
-            a * 100.0,
-            b * 100.0
+            "VERDICT: waits on disk I/O grow with users: {tps} while each request waits longer on disk I/O ({:.2} ms at {f}, {:.2} ms at {l}{call}, {:.0} % of its response time): requests queue behind synchronous writes (S3's redo log). Group the writes (group commit), make them asynchronous, or use faster storage; more users or threads will not raise TPS much",
+            a / 1e6,
+            b / 1e6,
+            share * 100.0
         )
     } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)

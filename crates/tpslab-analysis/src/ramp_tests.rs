@@ -222,12 +222,12 @@ fn connections_dropped_at_a_full_accept_queue_name_it() {
     assert!(!analyse(&r, 2).verdict.contains("accept queue"));
 }
 
-/// Thread states with `disk` of 100 samples on disk I/O (state D, in fsync) and the
-/// rest in poll.
-fn disk_states(disk: u64) -> ThreadStates {
+/// Thread states of `samples` thread samples, `disk` of them on disk I/O (state D, in
+/// fsync) and the rest in poll.
+fn disk_states(disk: u64, samples: u64) -> ThreadStates {
     use crate::waits::FdKind;
     let mut t = ThreadStates::default();
-    for i in 0..100 {
+    for i in 0..samples {
         if i < disk {
             t.add('D', Some("folio_wait_bit"), Some("fsync"), FdKind::Unknown);
         } else {
@@ -239,31 +239,40 @@ fn disk_states(disk: u64) -> ThreadStates {
 
 #[test]
 fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
-    // TPS bends from 4 users on; the disk's share grows from 20 % to 55 %.
-    let mut r = ramp(&[1000.0, 1900.0, 2100.0, 2300.0], 0.5, disk_states(55));
-    r.steps[0].threads = Some(disk_states(20));
+    // 100 sampling ticks per 1 s step. At 1 user one thread, a fifth of the time on disk
+    // (0.2 ms per request at 1000 TPS); at 8 users eight threads, half of it (4 threads on
+    // disk / 2300 TPS = 1.74 ms per request, half of the 3.48 ms response).
+    let mut r = ramp(
+        &[1000.0, 1900.0, 2100.0, 2300.0],
+        0.5,
+        disk_states(400, 800),
+    );
+    r.plan.sample_ns = 10_000_000;
+    r.steps[0].threads = Some(disk_states(20, 100));
     let a = analyse(&r, 2);
     assert!(
-        a.verdict.starts_with("VERDICT: waits on disk I/O grow with users: TPS bends beyond the knee (2 users) while the server's threads wait on disk I/O more as users grow (20 % of their samples at 1 user, 55 % at 8 users, in fsync)"),
+        a.verdict.starts_with("VERDICT: waits on disk I/O grow with users: TPS bends beyond the knee (2 users) while each request waits longer on disk I/O (0.20 ms at 1 user, 1.74 ms at 8 users, in fsync, 50 % of its response time)"),
         "{}",
         a.verdict
     );
     assert!(
         a.lines
             .iter()
-            .any(|l| l.contains("1 users 20 %") && l.contains("8 users 55 %")),
+            .any(|l| l.contains("1 users 0.20 ms (20 % of response)")
+                && l.contains("8 users 1.74 ms (50 % of response)")),
         "{:?}",
         a.lines
     );
-    // As many disk waits at 1 user as at 8: the disk is not what more users wait on.
-    r.steps[0].threads = Some(disk_states(50));
+    // As long per request at 1 user (1 ms) as at 8 (1.74 ms): the disk is not where more
+    // users queue.
+    r.steps[0].threads = Some(disk_states(100, 100));
     assert!(!analyse(&r, 2).verdict.contains("disk"));
-    // Growing, but a small share at the top: not the limit either.
-    r.steps[0].threads = Some(disk_states(0));
-    r.steps[3].threads = Some(disk_states(25));
+    // Growing eightfold, but a small part of the response time (0.43 of 3.48 ms).
+    r.steps[0].threads = Some(disk_states(5, 100));
+    r.steps[3].threads = Some(disk_states(100, 800));
     assert!(!analyse(&r, 2).verdict.contains("disk"));
     // Records from before wait classes: state D alone.
-    let mut old = disk_states(60);
+    let mut old = disk_states(400, 800);
     old.by_class.clear();
     r.steps[3].threads = Some(old);
     assert!(analyse(&r, 2).verdict.contains("disk I/O grow"));

@@ -387,7 +387,10 @@ mod tests {
             no_drop_reasons: false,
         });
         let wtext = serde_json::to_string(&w).unwrap();
-        assert!(!wtext.contains("no_drop_reasons"), "left out when false: {wtext}");
+        assert!(
+            !wtext.contains("no_drop_reasons"),
+            "left out when false: {wtext}"
+        );
         assert_eq!(serde_json::from_str::<RunPlan>(&wtext).unwrap(), w);
         let RunPlan::Watch(mut off) = w else {
             unreachable!("a watch")

@@ -69,7 +69,8 @@ pub(crate) struct WatchArgs {
     /// namespace to watch; its threads' UDP reads and sends are counted (root).
     #[arg(long)]
     pub(crate) pid: Option<u32>,
-    /// Local UDP port of the socket(s) to watch.
+    /// Local port of the socket(s) to watch: UDP sockets bound to it, and TCP sockets
+    /// (a listener and its connections) open on it when the watch starts.
     #[arg(long)]
     pub(crate) port: Option<u16>,
     /// How long to watch.
@@ -205,9 +206,19 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     let net_root = a.pid.map_or(PathBuf::from("/proc/self"), |p| {
         PathBuf::from(format!("/proc/{p}"))
     });
-    let (udp_inodes, tcp_inodes) = match a.pid {
-        Some(pid) => process_sockets(pid, &net_root, a.port)?,
-        None => (vec![], vec![]),
+    let (udp_inodes, tcp_inodes) = match (a.pid, a.port) {
+        (Some(pid), _) => process_sockets(pid, &net_root, a.port)?,
+        // A port alone: UDP sockets are found by it at every scan; TCP ones once, here.
+        (None, Some(port)) => (
+            vec![],
+            tpslab_proc::live::tcp(&net_root)
+                .unwrap_or_default()
+                .iter()
+                .filter(|s| s.local.port() == port && s.inode != 0)
+                .map(|s| s.inode)
+                .collect(),
+        ),
+        (None, None) => (vec![], vec![]),
     };
     let obs = Observer::start(ObserverConfig {
         interval: a.interval,
@@ -261,7 +272,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
                 "NO SOCKET FOUND: process {pid} has no UDP or TCP socket; the socket figures above are not observations"
             ),
             (None, Some(port)) => format!(
-                "NO SOCKET FOUND: no UDP socket on port {port} in this network namespace (pass --pid PID for a server in another one); the socket figures above are not observations"
+                "NO SOCKET FOUND: no UDP or TCP socket on port {port} in this network namespace (pass --pid PID for a server in another one); the socket figures above are not observations"
             ),
             (None, None) => unreachable!("checked above"),
         });

@@ -674,7 +674,7 @@ fn watch_of_a_port_with_no_socket_says_so() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("NO SOCKET FOUND: no UDP socket on port 9"),
+        text.contains("NO SOCKET FOUND: no UDP or TCP socket on port 9"),
         "{text}"
     );
 }

@@ -382,6 +382,20 @@ fn watching_a_tcp_server_names_its_full_accept_queue() {
     ])
     .stdout(std::process::Stdio::null());
     let mut load = load.spawn().expect("tpslab ramp");
+    // The same server watched by its port alone, at the same time.
+    let by_port = common::tmp("watch-accept-port.json");
+    let mut p = ns.tpslab();
+    p.args([
+        "watch",
+        "--port",
+        &port.to_string(),
+        "--duration",
+        "2500ms",
+        "--json",
+    ])
+    .arg(&by_port)
+    .stdout(std::process::Stdio::null());
+    let mut p = p.spawn().expect("tpslab watch --port");
     let json = common::tmp("watch-accept.json");
     let mut c = ns.tpslab();
     c.args([
@@ -394,6 +408,7 @@ fn watching_a_tcp_server_names_its_full_accept_queue() {
     ])
     .arg(&json);
     let out = common::run(c);
+    assert!(p.wait().unwrap().success(), "watch --port failed");
     let _ = load.wait();
     // Our child: end it by its PID.
     let _ = child.kill();
@@ -420,6 +435,14 @@ fn watching_a_tcp_server_names_its_full_accept_queue() {
         text.contains(&format!("127.0.0.1:{port} has a backlog of 1")),
         "{text}"
     );
+    // By port: the listener found in the namespace's TCP table, the same limits.
+    let o = &common::record(&by_port)["observer"];
+    assert_eq!(
+        o["tcp_listen"]["sockets"][0]["backlog"], 1,
+        "{}",
+        o["tcp_listen"]
+    );
+    assert!(o["deltas"]["tcp_listen_overflows"].as_u64().unwrap() > 0);
 }
 
 /// A python3 server in `ns` running `code`, once it printed "ready".

@@ -263,17 +263,18 @@ int main(int argc, char **argv) {
 """
 
 
-def pacing(rate, secs, port):
-    """tpslab load at a fixed rate into a sink: achieved rate error, schedule lag p99, and
-    the CPU of the load process (its observer at 100 ms); beside it the CPU of a bare C
-    loop doing one absolute sleep per datagram (the machine's floor for sleep pacing)."""
+def pacing(rate, secs, port, slack="0s"):
+    """tpslab load at a fixed rate into a sink (with a --pacing-slack): achieved rate error,
+    schedule lag p99, and the CPU of the load process (its observer at 100 ms); beside it
+    the CPU of a bare C loop doing one absolute sleep per datagram (the machine's floor for
+    sleep pacing)."""
     srv = Bg(on(1, TPSLAB, "serve", "udp", "--mode", "sink", "--bind", f"127.0.0.1:{port}", "--duration",
                 f"{secs + 10}s"))
     js = os.path.join(OUT, "pacing.json")
     try:
         cpu, wall = rusage_of(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--rate", str(rate),
                                      "--no-replies", "--duration", f"{secs}s", "--warmup", "0s", "--interval", "100ms",
-                                     "--json", js)))
+                                     "--pacing-slack", slack, "--json", js)))
     finally:
         srv.p.terminate()
         srv.stop()
@@ -420,6 +421,18 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def pacing_rows(rows, rnd, seconds, port):
+    """Pacing at 100 k and 10 k pps, exact and with a 1 ms slack (alternating which goes
+    first). Returns the next port."""
+    for rate in (100000, 10000):
+        for slack in (("0s", "1ms") if rnd % 2 == 0 else ("1ms", "0s")):
+            port += 1
+            tool = "tpslab" if slack == "0s" else f"tpslab-slack-{slack}"
+            for k, v in pacing(rate, seconds, port, slack).items():
+                rows.append(("pacing", tool, rate, k, v, rnd))
+    return port
+
+
 def observer_rows(rows, rnd, seconds, port):
     """The observer's cost in round `rnd`, with and without drop reasons (alternating which
     goes first): idle at 10 ms and 1 ms, and beside a drop storm. Returns the next port."""
@@ -447,6 +460,8 @@ def main():
     ap.add_argument("--series", default="20,120",
                     help="lengths in seconds of the observed runs whose peak RSS is compared (e.g. 20,600)")
     ap.add_argument("--series-interval", type=int, default=1, help="their sampling interval, ms")
+    ap.add_argument("--pacing-only", action="store_true",
+                    help="only pacing: 100 k and 10 k pps, exact and with --pacing-slack 1ms")
     ap.add_argument("--observer-only", action="store_true",
                     help="only the observer's cost: idle at 10 ms and 1 ms, and beside a drop storm, with and without drop reasons")
     a = ap.parse_args()
@@ -457,11 +472,12 @@ def main():
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        for secs in [] if a.observer_only else SERIES:
+        only = a.observer_only or a.pacing_only
+        for secs in [] if only else SERIES:
             for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
         for rnd in range(0 if a.memory_only else a.rounds):
-            for size in () if a.observer_only else (64, 1024):
+            for size in () if only else (64, 1024):
                 tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
                          ("sockperf", sockperf_oneway), ("tpslab-gso", tpslab_gso_oneway)]
                 # Interleave: rotate the order each round so drift does not favour one tool.
@@ -474,8 +490,11 @@ def main():
                     port += 1
                     for k, v in server_recv(size, a.seconds, port, which).items():
                         rows.append(("server-recv", which, size, k, v, rnd))
-            if a.observer_only:
-                port = observer_rows(rows, rnd, a.seconds, port)
+            if only:
+                if a.observer_only:
+                    port = observer_rows(rows, rnd, a.seconds, port)
+                if a.pacing_only:
+                    port = pacing_rows(rows, rnd, a.seconds, port)
                 continue
             for name in (("tpslab", "sockperf") if rnd % 2 == 0 else ("sockperf", "tpslab")):
                 port += 1
@@ -489,22 +508,19 @@ def main():
                 port += 1
                 for k, v in dns_rr(tool, rate, a.seconds, port).items():
                     rows.append((f"dns-rr-{rate or 'max'}", tool, 0, k, v, rnd))
-            for rate in (100000, 10000):
-                port += 1
-                for k, v in pacing(rate, a.seconds, port).items():
-                    rows.append(("pacing", "tpslab", rate, k, v, rnd))
+            port = pacing_rows(rows, rnd, a.seconds, port)
             port = observer_rows(rows, rnd, a.seconds, port)
-        if a.long and not a.observer_only:
+        if a.long and not only:
             for k, v in peak_rss(a.long).items():
                 rows.append(("memory", "tpslab", 1024, k, v, 0))
     finally:
         teardown()
     # The raw results first: a report that fails to print loses nothing.
     save(rows)
-    report(rows, a.memory_only, a.observer_only)
+    report(rows, a.memory_only, a.observer_only, a.pacing_only)
 
 
-def report(rows, memory_only=False, observer_only=False):
+def report(rows, memory_only=False, observer_only=False, pacing_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
 
@@ -528,9 +544,12 @@ def report(rows, memory_only=False, observer_only=False):
             print(f"  NO_SOCKET drops counted: {median(seen):.1f} % of what the sender reported sending ({min(seen):.1f}-{max(seen):.1f}); "
                   f"samples lost (rings full): {median(lost):,.0f} ({min(lost):,.0f}-{max(lost):,.0f})")
 
-    if observer_only:
-        print()
-        observer()
+    if observer_only or pacing_only:
+        if pacing_only:
+            pacing_report(vals)
+        if observer_only:
+            print()
+            observer()
         return
 
     def memory():
@@ -601,17 +620,22 @@ def report(rows, memory_only=False, observer_only=False):
         t, d = median(vals(test, "tpslab", 0, "qps")), median(vals(test, "dnsperf", 0, "qps"))
         lt, ld = median(vals(test, "tpslab", 0, "loss_pct")), median(vals(test, "dnsperf", 0, "loss_pct"))
         print(f"  {'':>10} tpslab / dnsperf QPS = {t / d:.2f}x; loss difference {lt - ld:+.3f} pp")
-    print("\npacing: tpslab load --rate R --no-replies into a sink (median (min-max))")
-    for rate in (100000, 10000):
-        e = vals("pacing", "tpslab", rate, "rate_error_pct")
-        lag = vals("pacing", "tpslab", rate, "lag_p99_us")
-        c = vals("pacing", "tpslab", rate, "cpu_pct_of_core")
-        f = vals("pacing", "tpslab", rate, "sleep_floor_cpu_pct")
-        if e:
-            print(f"  {rate:>7} pps: rate error {median(e):+.3f} %  lag p99 {median(lag):.1f} us ({min(lag):.1f}-{max(lag):.1f})  "
-                  f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")
+    pacing_report(vals)
     observer()
     memory()
+
+
+def pacing_report(vals):
+    print("\npacing: tpslab load --rate R --no-replies into a sink (median (min-max)); slack = --pacing-slack")
+    for rate in (100000, 10000):
+        for tool, slack in (("tpslab", "0 (exact)"), ("tpslab-slack-1ms", "1ms")):
+            e = vals("pacing", tool, rate, "rate_error_pct")
+            lag = vals("pacing", tool, rate, "lag_p99_us")
+            c = vals("pacing", tool, rate, "cpu_pct_of_core")
+            f = vals("pacing", tool, rate, "sleep_floor_cpu_pct")
+            if e:
+                print(f"  {rate:>7} pps, slack {slack:<9}: rate error {median(e):+.3f} %  lag p99 {median(lag):.1f} us ({min(lag):.1f}-{max(lag):.1f})  "
+                      f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")
 
 
 def save(rows):

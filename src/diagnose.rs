@@ -100,6 +100,7 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
             run_id: tpslab_net::mono_ns(),
             cpus: vec![],
             gso: false,
+            pacing_slack: Duration::ZERO,
         },
         interval,
         target_pid: None,

@@ -97,6 +97,11 @@ pub(crate) struct LoadFlags {
     /// back to plain sends where the kernel refuses).
     #[arg(long)]
     pub(crate) gso: bool,
+    /// Pacing slack, 0..=2ms: wake once per group of datagrams due within it instead of
+    /// once per datagram (each leaves up to this late, never early; its lag is still
+    /// measured). 0 (the default): every datagram at its time, one wake-up each.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub(crate) pacing_slack: Duration,
     /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
@@ -318,6 +323,7 @@ pub(crate) fn load_config(
         run_id,
         cpus,
         gso: f.gso,
+        pacing_slack: f.pacing_slack,
     };
     cfg.validate().map_err(|e| {
         e.relabel(|l| match l {

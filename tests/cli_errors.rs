@@ -184,6 +184,22 @@ fn burst_zero() {
 }
 
 #[test]
+fn pacing_slack_out_of_range_or_with_rate_max() {
+    let out = tpslab(&["load", "udp", "127.0.0.1:9", "--pacing-slack", "5ms"]);
+    assert_one_line_error(&out, "--pacing-slack 5ms: allowed 0s..=2ms");
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--rate",
+        "max",
+        "--pacing-slack",
+        "1ms",
+    ]);
+    assert_one_line_error(&out, "--pacing-slack does not apply");
+}
+
+#[test]
 fn interval_zero() {
     let out = tpslab(&["load", "udp", "127.0.0.1:9", "--interval", "0ms"]);
     assert_one_line_error(&out, "--interval");

@@ -90,6 +90,13 @@ pub const WRITE_BYTES: Limit = Limit {
     unit: "bytes",
 };
 
+/// The pacing slack of a load: up to 2 ms, well inside the 5 ms of lag that a run's
+/// schedule check forgives.
+pub const PACING_SLACK: DurationLimit = DurationLimit {
+    min: Duration::ZERO,
+    max: Duration::from_millis(2),
+};
+
 /// The lab's round-trip time (twice the delay line's one-way delay).
 pub const LAB_RTT: DurationLimit = DurationLimit {
     min: Duration::from_millis(1),

@@ -404,6 +404,7 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             // The generator on CPU 0: S2's sender was another machine.
             cpus: vec![0],
             gso: false,
+            pacing_slack: Duration::ZERO,
         },
         interval_ms: interval.as_secs_f64() * 1e3,
         scenario: Some("s2".into()),

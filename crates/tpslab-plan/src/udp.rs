@@ -130,6 +130,13 @@ pub struct LoadConfig {
     /// to 64 segments, split by the kernel. Falls back to plain sends when refused.
     #[serde(default)]
     pub gso: bool,
+    /// Pacing slack: how late past its intended time a datagram may leave so that the
+    /// sender wakes once per group of datagrams due within it, not once per datagram
+    /// (0: each datagram leaves at its time, within microseconds, at the cost of one
+    /// wake-up each). Never early: every datagram leaves at or after its intended time,
+    /// and its lag is measured either way.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub pacing_slack: Duration,
 }
 
 impl Default for LoadConfig {
@@ -151,6 +158,7 @@ impl Default for LoadConfig {
             run_id: 0,
             cpus: vec![],
             gso: false,
+            pacing_slack: Duration::ZERO,
         }
     }
 }
@@ -274,6 +282,12 @@ impl LoadConfig {
         if self.is_max() && self.burst > 1 {
             return Err(PlanError::Conflict(
                 "--rate max sends back to back: --burst does not apply".into(),
+            ));
+        }
+        PACING_SLACK.check("--pacing-slack", self.pacing_slack)?;
+        if self.is_max() && !self.pacing_slack.is_zero() {
+            return Err(PlanError::Conflict(
+                "--rate max sends back to back: --pacing-slack does not apply".into(),
             ));
         }
         match &self.payload {
@@ -434,6 +448,21 @@ mod tests {
                 "--rate NaN: allowed",
             ),
             (LoadConfig { burst: 0, ..load() }, "--burst 0: allowed 1..="),
+            (
+                LoadConfig {
+                    pacing_slack: Duration::from_millis(3),
+                    ..load()
+                },
+                "--pacing-slack 3ms: allowed 0s..=2ms",
+            ),
+            (
+                LoadConfig {
+                    rate_pps: f64::INFINITY,
+                    pacing_slack: Duration::from_millis(1),
+                    ..load()
+                },
+                "--pacing-slack does not apply",
+            ),
             (
                 LoadConfig {
                     rate_pps: f64::INFINITY,

@@ -161,6 +161,10 @@ pub struct ServerReport {
 
 pub use tpslab_plan::udp::MatchMode;
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GeneratorReport {
@@ -183,6 +187,10 @@ pub struct GeneratorReport {
     pub burst: u64,
     /// Interval between burst starts, ns.
     pub burst_interval_ns: u64,
+    /// Pacing slack, ns (`--pacing-slack`): the sender woke once per group of datagrams
+    /// due within it, each leaving up to this late; 0: once per datagram.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub pacing_slack_ns: u64,
     /// Sender threads (one socket each).
     pub threads: usize,
     /// Planned measurement window after warm-up, s.

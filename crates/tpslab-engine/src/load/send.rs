@@ -23,6 +23,19 @@ fn wait_until(deadline: u64) {
     }
 }
 
+/// Sleeps until `deadline` (monotonic ns), without spinning: for pacing with a slack,
+/// where a few microseconds late do not matter.
+#[inline]
+fn sleep_until(deadline: u64) {
+    loop {
+        let now = mono_ns();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos(deadline - now));
+    }
+}
+
 /// Marks a stream's sender done when dropped, also when the sender panics: its reply
 /// receiver then ends after the drain period instead of waiting for ever.
 struct SenderDone<'a>(&'a AtomicBool);
@@ -78,9 +91,16 @@ pub(super) fn sender(
     let max = cfg.is_max();
     let run_end = start + (cfg.warmup + cfg.duration).as_nanos() as u64;
     let hard_end = if max { run_end } else { run_end + 100_000_000 };
+    // With a pacing slack the sender wakes once per group: at the first unsent
+    // datagram's time plus the slack, when it sends every datagram due by then.
+    let slack = cfg.pacing_slack.as_nanos() as u64;
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
-        wait_until(due);
+        if slack == 0 {
+            wait_until(due);
+        } else {
+            sleep_until(due + slack);
+        }
         let now = mono_ns();
         if now > hard_end {
             break;

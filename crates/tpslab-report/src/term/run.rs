@@ -45,6 +45,12 @@ fn load_shape(g: &GeneratorReport) -> String {
             fmt_ns(g.burst_interval_ns as f64),
             g.rate_pps
         )
+    } else if g.pacing_slack_ns > 0 {
+        format!(
+            "a steady {} pps, paced in groups due within {} (--pacing-slack)",
+            fmt_rate(g.rate_pps),
+            fmt_ns(g.pacing_slack_ns as f64)
+        )
     } else {
         format!("a steady {} pps", fmt_rate(g.rate_pps))
     }

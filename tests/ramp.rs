@@ -299,33 +299,7 @@ fn a_full_accept_queue_is_named() {
     let ns = NetNs::new();
     let port = 7312;
     let mut child = python_server(&ns, &slow_accept_server(port));
-    let json = common::tmp("ramp-accept.json");
-    let mut c = ns.tpslab();
-    c.args([
-        "ramp",
-        "tcp",
-        &format!("127.0.0.1:{port}"),
-        "--users",
-        "1..16",
-        "--step",
-        "x2",
-        "--step-duration",
-        "1s",
-        "--warmup",
-        "200ms",
-        "--pid",
-        &child.id().to_string(),
-        "--json",
-    ])
-    .arg(&json);
-    let out = common::run(c);
-    // Our child: end it by its PID.
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(out.status.success(), "exit {:?}", out.status);
-    common::assert_report_reproduces(&json, &out.stdout);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let j = common::record(&json);
+    let (j, text) = ramp_python(&ns, &mut child, port, "ramp-accept");
     assert_eq!(j["listener"]["backlog"], 1, "{}", j["listener"]);
     let dropped: Vec<u64> = steps(&j)
         .iter()
@@ -445,6 +419,39 @@ fn watching_a_tcp_server_names_its_full_accept_queue() {
     assert!(o["deltas"]["tcp_listen_overflows"].as_u64().unwrap() > 0);
 }
 
+/// `tpslab ramp tcp` in `ns` from 1 to 16 users (x2, 1 s steps) against the python server
+/// `child` on `port`, watching it by its PID, which it then ends; the record (checked to
+/// render the run's output again) and the output.
+fn ramp_python(
+    ns: &NetNs,
+    child: &mut std::process::Child,
+    port: u16,
+    tag: &str,
+) -> (Value, String) {
+    let json = common::tmp(&format!("{tag}.json"));
+    let mut c = ns.tpslab();
+    c.args(["ramp", "tcp", &format!("127.0.0.1:{port}")])
+        .args(["--users", "1..16", "--step", "x2", "--step-duration", "1s"])
+        .args([
+            "--warmup",
+            "200ms",
+            "--pid",
+            &child.id().to_string(),
+            "--json",
+        ])
+        .arg(&json);
+    let out = common::run(c);
+    // Our child: end it by its PID.
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    common::assert_report_reproduces(&json, &out.stdout);
+    (
+        common::record(&json),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// A python3 server in `ns` running `code`, once it printed "ready".
 fn python_server(ns: &NetNs, code: &str) -> std::process::Child {
     let mut py = ns.command("python3");
@@ -483,34 +490,8 @@ fn waits_on_disk_io_that_grow_with_users_are_named() {
              while True:\n    c, _ = l.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()\n"
         ),
     );
-    let json = common::tmp("ramp-disk.json");
-    let mut c = ns.tpslab();
-    c.args([
-        "ramp",
-        "tcp",
-        &format!("127.0.0.1:{port}"),
-        "--users",
-        "1..16",
-        "--step",
-        "x2",
-        "--step-duration",
-        "1s",
-        "--warmup",
-        "200ms",
-        "--pid",
-        &child.id().to_string(),
-        "--json",
-    ])
-    .arg(&json);
-    let out = common::run(c);
-    // Our child: end it by its PID.
-    let _ = child.kill();
-    let _ = child.wait();
+    let (j, text) = ramp_python(&ns, &mut child, port, "ramp-disk");
     let _ = std::fs::remove_file(&log);
-    assert!(out.status.success(), "exit {:?}", out.status);
-    common::assert_report_reproduces(&json, &out.stdout);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let j = common::record(&json);
     // Disk wait per request (threads on disk per sampling tick / TPS) grows: requests
     // queue at the disk.
     let sample_ns = j["plan"]["sample_ns"].as_f64().unwrap();

@@ -181,13 +181,18 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
     })
 }
 
-/// Whether `r` holds Go's build-info magic (`\xff Go buildinf:`) within its first `max`
-/// bytes. Reads 1 MiB at a time (keeping an overlap for a magic split between two reads),
-/// so memory stays small whatever the executable's size.
+/// Whether `r` holds Go's build-info header within its first `max` bytes: the magic
+/// `\xff Go buildinf:` at a 16-byte aligned offset, followed by the pointer size (4 or 8)
+/// and a flags byte (bits 0-1 only), as Go's debug/buildinfo reads it. The magic alone
+/// is not enough: a program that looks for Go binaries (tpslab) holds it as a constant.
+/// Reads 1 MiB at a time (keeping an overlap for a header split between two reads), so
+/// memory stays small whatever the executable's size.
 fn has_go_buildinfo(mut r: impl std::io::Read, max: usize) -> std::io::Result<bool> {
     const MAGIC: &[u8] = b"\xff Go buildinf:";
-    let mut buf = vec![0u8; (1 << 20) + MAGIC.len()];
-    let (mut keep, mut total) = (0usize, 0usize);
+    const HEADER: usize = 16;
+    let mut buf = vec![0u8; (1 << 20) + HEADER];
+    // `base`: the offset in `r` of buf[0].
+    let (mut keep, mut total, mut base) = (0usize, 0usize, 0usize);
     while total < max {
         let n = r.read(&mut buf[keep..])?;
         if n == 0 {
@@ -195,10 +200,17 @@ fn has_go_buildinfo(mut r: impl std::io::Read, max: usize) -> std::io::Result<bo
         }
         total += n;
         let end = keep + n;
-        if memchr::memmem::find(&buf[..end], MAGIC).is_some() {
+        let header = |i: usize| {
+            (base + i).is_multiple_of(HEADER)
+                && i + HEADER <= end
+                && matches!(buf[i + 14], 4 | 8)
+                && buf[i + 15] & !3 == 0
+        };
+        if memchr::memmem::find_iter(&buf[..end], MAGIC).any(header) {
             return Ok(true);
         }
-        keep = (MAGIC.len() - 1).min(end);
+        keep = (HEADER - 1).min(end);
+        base += end - keep;
         buf.copy_within(end - keep..end, 0);
     }
     Ok(false)
@@ -209,12 +221,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn go_magic_is_found_across_a_read_boundary() {
+    fn go_header_is_found_across_a_read_boundary() {
         let magic = b"\xff Go buildinf:";
-        // The first read ends at 1 MiB + 16 bytes: (1 << 20) + 11 straddles it.
-        for at in [0usize, (1 << 20) - 5, (1 << 20) + 11, 3 << 20] {
-            let mut data = vec![0u8; 4 << 20];
+        let put = |data: &mut Vec<u8>, at: usize, ptr: u8, flags: u8| {
             data[at..at + magic.len()].copy_from_slice(magic);
+            data[at + 14] = ptr;
+            data[at + 15] = flags;
+        };
+        // Reads end at 1 MiB + 16 bytes, then every 1 MiB + 1 byte later (15 kept): the
+        // headers near those ends straddle some of them.
+        let ends: Vec<usize> = (0..4)
+            .map(|k| (1 << 20) + 16 + k * ((1 << 20) + 1))
+            .collect();
+        let mut ats = vec![0usize, (1 << 20) - 16];
+        ats.extend(ends.iter().map(|e| (e - 1) & !15));
+        for at in ats {
+            let mut data = vec![0u8; 5 << 20];
+            put(&mut data, at, 8, 2);
             assert!(
                 has_go_buildinfo(std::io::Cursor::new(&data), 256 << 20).unwrap(),
                 "{at}"
@@ -224,7 +247,27 @@ mod tests {
         assert!(!has_go_buildinfo(std::io::Cursor::new(&data), 256 << 20).unwrap());
         // Beyond the cap: not searched.
         let mut data = vec![0u8; 3 << 20];
-        data[(2 << 20) + 7..(2 << 20) + 7 + magic.len()].copy_from_slice(magic);
+        put(&mut data, 2 << 20, 8, 0);
         assert!(!has_go_buildinfo(std::io::Cursor::new(&data), 1 << 20).unwrap());
+    }
+
+    #[test]
+    fn the_magic_alone_is_not_a_go_binary() {
+        let magic = b"\xff Go buildinf:";
+        // Unaligned, or not followed by a pointer size and flags: a constant in a
+        // program's data, not Go's header.
+        for (at, ptr, flags) in [(7usize, 8u8, 0u8), (32, b'x', 0), (48, 8, 0x41)] {
+            let mut data = vec![0u8; 4096];
+            data[at..at + magic.len()].copy_from_slice(magic);
+            data[at + 14] = ptr;
+            data[at + 15] = flags;
+            assert!(
+                !has_go_buildinfo(std::io::Cursor::new(&data), 1 << 20).unwrap(),
+                "{at} {ptr} {flags}"
+            );
+        }
+        // This test's own executable holds the magic as a constant: not Go.
+        let me = target_process(std::process::id()).expect("this process");
+        assert_ne!(me.runtime, tpslab_analysis::runtime::Runtime::Go, "{me:?}");
     }
 }

@@ -276,6 +276,21 @@ fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
     old.by_class.clear();
     r.steps[3].threads = Some(old);
     assert!(analyse(&r, 2).verdict.contains("disk I/O grow"));
+    // More disk wait than response time (a background writer always in D): not a
+    // per-request figure, no share above 100 % printed, no verdict.
+    r.steps[3].threads = Some(disk_states(800, 800));
+    r.steps[3].tps = 200.0;
+    let a = analyse(&r, 2);
+    assert!(!a.verdict.contains("waits on disk I/O grow"), "{}", a.verdict);
+    let line = a
+        .lines
+        .iter()
+        .find(|l| l.starts_with("disk I/O wait per request"))
+        .unwrap();
+    assert!(
+        line.contains("8 users 40.00 ms (more than the response time"),
+        "{line}"
+    );
 }
 
 #[test]

@@ -281,7 +281,11 @@ fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
     r.steps[3].threads = Some(disk_states(800, 800));
     r.steps[3].tps = 200.0;
     let a = analyse(&r, 2);
-    assert!(!a.verdict.contains("waits on disk I/O grow"), "{}", a.verdict);
+    assert!(
+        !a.verdict.contains("waits on disk I/O grow"),
+        "{}",
+        a.verdict
+    );
     let line = a
         .lines
         .iter()

@@ -96,6 +96,10 @@ pub struct WaitSampler {
     threads: BTreeMap<u32, ThreadWait>,
     /// schedstat of each thread at its first sample, and when that was (monotonic ns).
     sched0: BTreeMap<u32, (tpslab_proc::pid::SchedStat, u64)>,
+    /// The samples of threads that have exited, folded together (their schedstat is gone
+    /// with them), and how many there were: memory follows the live threads, not every
+    /// thread a long watch ever saw.
+    exited: (ThreadStates, usize),
 }
 
 impl WaitSampler {
@@ -108,6 +112,7 @@ impl WaitSampler {
             ticks: 0,
             threads: BTreeMap::new(),
             sched0: BTreeMap::new(),
+            exited: (ThreadStates::default(), 0),
         }
     }
 
@@ -119,6 +124,20 @@ impl WaitSampler {
     pub fn sample(&mut self) {
         self.ticks += 1;
         let tids = self.only.clone().unwrap_or_else(|| tids(self.pid));
+        // Threads no longer listed have exited: their samples join the exited ones.
+        let gone: Vec<u32> = self
+            .threads
+            .keys()
+            .filter(|t| !tids.contains(t))
+            .copied()
+            .collect();
+        for tid in gone {
+            if let Some(t) = self.threads.remove(&tid) {
+                self.exited.0.merge(&t.states);
+                self.exited.1 += 1;
+            }
+            self.sched0.remove(&tid);
+        }
         for tid in tids {
             let dir = self.task_dir(tid);
             let Some(s) = sample_task(&dir) else {
@@ -153,6 +172,14 @@ impl WaitSampler {
             process.merge(&t.states);
         }
         let mut threads: Vec<ThreadWait> = self.threads.into_values().collect();
+        if self.exited.1 > 0 {
+            process.merge(&self.exited.0);
+            threads.push(ThreadWait {
+                tid: 0,
+                comm: format!("({} exited threads)", self.exited.1),
+                states: self.exited.0,
+            });
+        }
         threads.sort_by(|a, b| {
             b.states
                 .samples
@@ -167,5 +194,48 @@ impl WaitSampler {
             process,
             threads,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exited_threads_are_folded_not_kept() {
+        let mut w = WaitSampler::new(std::process::id(), None, 100);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                })
+            })
+            .collect();
+        w.sample();
+        let with_them = w.threads.len();
+        assert!(with_them >= 9, "{with_them} threads seen");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in hs {
+            h.join().unwrap();
+        }
+        w.sample();
+        // Other tests of this binary may start threads meanwhile: at least the eight left.
+        assert!(w.exited.1 >= 8, "{} folded", w.exited.1);
+        assert!(w.threads.len() + w.exited.1 >= with_them);
+        let tw = w.finish();
+        let exited = tw
+            .threads
+            .iter()
+            .find(|t| t.tid == 0)
+            .expect("the exited threads' row");
+        assert!(exited.comm.ends_with("exited threads)"), "{}", exited.comm);
+        assert!(exited.states.samples >= 8);
+        // Nothing is lost: the process's samples are every row's.
+        let sum: u64 = tw.threads.iter().map(|t| t.states.samples).sum();
+        assert_eq!(tw.process.samples, sum);
     }
 }

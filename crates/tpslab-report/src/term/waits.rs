@@ -47,7 +47,13 @@ pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()>
     };
     t.add_row(row(format!("process {}", tw.pid), &tw.process));
     for th in tw.threads.iter().take(MAX_ROWS) {
-        t.add_row(row(format!("  {} {}", th.tid, th.comm), &th.states));
+        // tid 0: the threads that exited during the run, folded into one row.
+        let name = if th.tid == 0 {
+            format!("  {}", th.comm)
+        } else {
+            format!("  {} {}", th.tid, th.comm)
+        };
+        t.add_row(row(name, &th.states));
     }
     writeln!(w, "{t}")?;
     if tw.threads.len() > MAX_ROWS {

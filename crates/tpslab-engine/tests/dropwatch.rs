@@ -3,25 +3,13 @@
 //! SOCKET_RCVBUFF, in a network namespace of the test's own. The tracepoint is host-wide,
 //! so the counts are at least the test's own drops (another process may drop too).
 
+mod common;
+
+use common::skip;
 use std::net::UdpSocket;
 use std::time::Duration;
 use tpslab_engine::dropwatch::{grown, DropReasons, DropSampler};
 use tpslab_net::ns::NetNs;
-
-fn skip(why: &str) {
-    eprintln!("skipping {why}");
-    let list = std::env::var_os("TPSLAB_SKIP_LIST").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt"),
-        std::path::PathBuf::from,
-    );
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(list)
-    {
-        let _ = std::io::Write::write_all(&mut f, format!("{why}\n").as_bytes());
-    }
-}
 
 /// `Udp: RcvbufErrors` and `NoPorts` of the calling thread's network namespace.
 fn udp_counters() -> (u64, u64) {

@@ -2,6 +2,8 @@
 //! restores what was already written and raises no false "changed since" alarm; a value
 //! written with a leading zero is journaled as the number the kernel read.
 
+mod common;
+
 use tpslab_engine::guard::HostGuard;
 
 fn read(name: &str) -> String {
@@ -17,20 +19,7 @@ fn root() -> bool {
 #[test]
 fn refused_write_restores_the_rest_without_a_false_alarm() {
     if !root() {
-        let why = "refused_write_restores_the_rest_without_a_false_alarm: needs root";
-        eprintln!("skipping {why}");
-        // Counted in the suite's skip list, like the workspace's integration tests.
-        let list = std::env::var_os("TPSLAB_SKIP_LIST").map_or_else(
-            || std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt"),
-            std::path::PathBuf::from,
-        );
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(list)
-        {
-            let _ = std::io::Write::write_all(&mut f, format!("{why}\n").as_bytes());
-        }
+        common::skip("refused_write_restores_the_rest_without_a_false_alarm: needs root");
         return;
     }
     let dir = std::env::temp_dir().join(format!("tpslab-guard-it-{}", std::process::id()));

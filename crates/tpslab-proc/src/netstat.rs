@@ -2,7 +2,7 @@
 //! /proc/net/netstat (both files are pairs of `Proto: Name...` / `Proto: value...`
 //! lines), the ones that say where connections and segments were dropped.
 
-use crate::common::{for_each_line, ParseError};
+use crate::common::ParseError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -13,53 +13,15 @@ use std::io::BufRead;
 /// without its value line.
 pub fn parse_pairs<R: BufRead>(r: R, file: &str) -> Result<BTreeMap<String, i64>, ParseError> {
     let mut out = BTreeMap::new();
-    let mut header: Option<(usize, String, Vec<String>)> = None;
-    for_each_line(r, file, |n, line| {
-        if line.trim().is_empty() {
-            return Ok(());
-        }
-        let Some((prefix, rest)) = line.split_once(':') else {
-            return Err(ParseError::new(file, n, "expected \"Proto: ...\""));
-        };
-        let prefix = prefix.trim().to_string();
-        match header.take() {
-            None => {
-                header = Some((
-                    n,
-                    prefix,
-                    rest.split_whitespace().map(String::from).collect(),
-                ));
-            }
-            Some((hn, hprefix, names)) => {
-                let values: Vec<&str> = rest.split_whitespace().collect();
-                if hprefix != prefix || values.len() != names.len() {
-                    return Err(ParseError::new(
-                        file,
-                        n,
-                        format!(
-                            "{prefix} value line ({} fields) does not match the {hprefix} header on line {hn} ({} fields)",
-                            values.len(),
-                            names.len()
-                        ),
-                    ));
-                }
-                for (name, v) in names.iter().zip(values) {
-                    let x: i64 = v.parse().map_err(|_| {
-                        ParseError::new(file, n, format!("{prefix} {name} {v:?} is not an integer"))
-                    })?;
-                    out.insert(format!("{prefix}.{name}"), x);
-                }
-            }
+    crate::snmp::for_each_pair(r, file, |n, prefix, names, values| {
+        for (name, v) in names.iter().zip(values) {
+            let x: i64 = v.parse().map_err(|_| {
+                ParseError::new(file, n, format!("{prefix} {name} {v:?} is not an integer"))
+            })?;
+            out.insert(format!("{prefix}.{name}"), x);
         }
         Ok(())
     })?;
-    if let Some((hn, prefix, _)) = header {
-        return Err(ParseError::new(
-            file,
-            hn,
-            format!("{prefix} header line has no value line (truncated file?)"),
-        ));
-    }
     Ok(out)
 }
 

@@ -89,6 +89,50 @@ pub struct Snmp6 {
 /// integer (signed values such as `Tcp MaxConn -1` are accepted).
 pub fn parse_snmp<R: BufRead>(r: R, file: &str) -> Result<Snmp, ParseError> {
     let mut out = Snmp::default();
+    for_each_pair(r, file, |n, prefix, names, values| {
+        let target = match prefix {
+            "Udp" => Some(out.udp.get_or_insert_with(UdpCounters::default)),
+            "UdpLite" => Some(out.udplite.get_or_insert_with(UdpCounters::default)),
+            _ => None,
+        };
+        for (i, (name, v)) in names.iter().zip(values).enumerate() {
+            match target.as_deref() {
+                Some(_) if dec_u64(v).is_some() => {}
+                None if is_integer(v) => {}
+                t => {
+                    let kind = if t.is_some() {
+                        "an unsigned integer"
+                    } else {
+                        "an integer"
+                    };
+                    return Err(ParseError::new(
+                        file,
+                        n,
+                        format!("{prefix} field {} ({name}) {v:?} is not {kind}", i + 1),
+                    ));
+                }
+            }
+        }
+        if let Some(c) = target {
+            for (name, v) in names.iter().zip(values) {
+                c.set(name, dec_u64(v).unwrap_or(0));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Walks a file of line pairs `Proto: Name1 Name2 ...` / `Proto: v1 v2 ...`
+/// (/proc/net/snmp, /proc/net/netstat), handing `f` each pair as (value line number,
+/// prefix, names, values) once the two lines agree. Errors: a line without `Proto:`, a
+/// value line whose prefix or field count differs from its header, a header without its
+/// value line, or what `f` returns.
+pub(crate) fn for_each_pair<R: BufRead>(
+    r: R,
+    file: &str,
+    mut f: impl FnMut(usize, &str, &[String], &[&str]) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
     // Pending header: (line number, prefix, names).
     let mut header: Option<(usize, String, Vec<String>)> = None;
     for_each_line(r, file, |n, line| {
@@ -107,6 +151,7 @@ pub fn parse_snmp<R: BufRead>(r: R, file: &str) -> Result<Snmp, ParseError> {
             None => {
                 let names: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
                 header = Some((n, prefix.to_string(), names));
+                Ok(())
             }
             Some((hn, hprefix, names)) => {
                 if hprefix != prefix {
@@ -130,45 +175,9 @@ pub fn parse_snmp<R: BufRead>(r: R, file: &str) -> Result<Snmp, ParseError> {
                         ),
                     ));
                 }
-                let target = match prefix {
-                    "Udp" => Some(out.udp.get_or_insert_with(UdpCounters::default)),
-                    "UdpLite" => Some(out.udplite.get_or_insert_with(UdpCounters::default)),
-                    _ => None,
-                };
-                match target {
-                    Some(c) => {
-                        for (i, (name, v)) in names.iter().zip(&values).enumerate() {
-                            let Some(x) = dec_u64(v) else {
-                                return Err(ParseError::new(
-                                    file,
-                                    n,
-                                    format!(
-                                        "{prefix} field {} ({name}) {v:?} is not an unsigned integer",
-                                        i + 1
-                                    ),
-                                ));
-                            };
-                            c.set(name, x);
-                        }
-                    }
-                    None => {
-                        for (i, (name, v)) in names.iter().zip(&values).enumerate() {
-                            if !is_integer(v) {
-                                return Err(ParseError::new(
-                                    file,
-                                    n,
-                                    format!(
-                                        "{prefix} field {} ({name}) {v:?} is not an integer",
-                                        i + 1
-                                    ),
-                                ));
-                            }
-                        }
-                    }
-                }
+                f(n, prefix, &names, &values)
             }
         }
-        Ok(())
     })?;
     if let Some((hn, prefix, _)) = header {
         return Err(ParseError::new(
@@ -177,7 +186,7 @@ pub fn parse_snmp<R: BufRead>(r: R, file: &str) -> Result<Snmp, ParseError> {
             format!("{prefix} header line has no value line (truncated file?)"),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Parse `/proc/net/snmp6`: lines of `Name value`.

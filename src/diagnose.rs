@@ -35,6 +35,10 @@ pub(crate) struct DiagnoseArgs {
     /// Write the diagnosis with the full run records (JSON, schema tpslab.record/2, kind diagnose).
     #[arg(long, global = true)]
     pub(crate) json: Option<PathBuf>,
+    /// Also write the diagnosis as one self-contained HTML page to FILE: the verdict,
+    /// then before and after side by side on the same axes.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
     /// Show the source counter of every figure.
     #[arg(long, global = true)]
     pub(crate) explain: bool,
@@ -257,6 +261,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         out::check_output("--json", p, true)?;
     }
+    if let Some(p) = &a.html {
+        out::check_output("--html", p, false)?;
+    }
     let gate = flags::GateFlags {
         fail_on: a.fail_on.clone(),
         strict: a.strict,
@@ -363,6 +370,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     };
     if let Some(p) = &a.json {
         out::write_json(p, &rec)?;
+    }
+    out::write_html(a.html.as_deref(), &rec)?;
+    if let Some(p) = &a.json {
         if out::is_stdout(p) {
             // Standard output carries the record alone.
             return diagnose_exit(d, &gate);

@@ -112,9 +112,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| crate::probe::read_pool_config(p))
         .collect::<Result<Vec<_>>>()?;
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     if let Some(p) = &a.write_snippet {
         if std::fs::symlink_metadata(p).is_ok() {
             bail!(
@@ -187,10 +185,13 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     let failing = gate.map_or(0, |g| {
         rec.findings.iter().filter(|f| f.severity <= g).count()
     });
-    if let Some(p) = &a.record.json {
-        let meta = started.meta(false);
-        write_json(p, &Record::with_meta(meta, Body::Doctor(rec)))?;
-        writeln!(stdout, "record written to {}", p.display())?;
+    if a.record.wanted() {
+        let rec = Record::with_meta(started.meta(false), Body::Doctor(rec));
+        if let Some(p) = &a.record.json {
+            write_json(p, &rec)?;
+            writeln!(stdout, "record written to {}", p.display())?;
+        }
+        a.record.write_html(&rec)?;
     }
     if failing > 0 {
         let name = a.fail_on.as_deref().unwrap_or_default();

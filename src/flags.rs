@@ -118,6 +118,34 @@ pub(crate) struct RecordFlag {
     /// FILE` renders it again.
     #[arg(long, value_name = "FILE")]
     pub(crate) json: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page to FILE (plots of what was
+    /// measured, every series named with its source; opens offline).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
+}
+
+impl RecordFlag {
+    /// Checks before the run that the record and report files can be written; `--json -`
+    /// only where `json_stdout_ok`.
+    pub(crate) fn check(&self, json_stdout_ok: bool) -> Result<()> {
+        if let Some(p) = &self.json {
+            crate::out::check_output("--json", p, json_stdout_ok)?;
+        }
+        if let Some(p) = &self.html {
+            crate::out::check_output("--html", p, false)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a record is written anywhere.
+    pub(crate) fn wanted(&self) -> bool {
+        self.json.is_some() || self.html.is_some()
+    }
+
+    /// Writes the HTML report, when asked for (said on standard error).
+    pub(crate) fn write_html(&self, rec: &tpslab_analysis::record::Record) -> Result<()> {
+        crate::out::write_html(self.html.as_deref(), rec)
+    }
 }
 
 #[derive(Args, Debug, Clone)]

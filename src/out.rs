@@ -122,6 +122,21 @@ pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) 
     Ok(())
 }
 
+/// Writes a record's HTML report to `path` (`-`: standard output), when given; a file
+/// written is said on standard error.
+pub(crate) fn write_html(path: Option<&std::path::Path>, rec: &Record) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let mut page = Vec::new();
+    tpslab_report::html::record(&mut page, rec).context("rendering the HTML report")?;
+    if is_stdout(path) {
+        return std::io::Write::write_all(&mut std::io::stdout().lock(), &page)
+            .context("writing the HTML report to standard output");
+    }
+    std::fs::write(path, page).with_context(|| format!("--html {}", path.display()))?;
+    eprintln!("tpslab: HTML report written to {}", path.display());
+    Ok(())
+}
+
 /// Prints a record's terminal report on standard output.
 pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();

@@ -150,9 +150,7 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
         query_timeout_ns: ns(a.query_timeout),
     };
     plan.validate()?;
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     if !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
@@ -175,10 +173,13 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let mut full = vec![];
     tpslab_report::term::idle::pool_record(&mut full, &rec)?;
     print_after_header(&mut stdout, &full)?;
-    if let Some(p) = &a.record.json {
-        let meta = started.meta(rec.interrupted);
-        write_json(p, &Record::with_meta(meta, Body::ProbePool(rec)))?;
-        writeln!(stdout, "record written to {}", p.display())?;
+    if a.record.wanted() {
+        let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbePool(rec));
+        if let Some(p) = &a.record.json {
+            write_json(p, &rec)?;
+            writeln!(stdout, "record written to {}", p.display())?;
+        }
+        a.record.write_html(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -240,9 +241,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| read_pool_config(p))
         .collect::<Result<Vec<_>>>()?;
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     if matches!(target, IdleTarget::Lab { .. }) && !tpslab_net::is_root() {
         bail!("--lab-idle-timeout creates network namespaces: run as root");
     }
@@ -308,10 +307,13 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     let mut full = vec![];
     tpslab_report::term::idle::record(&mut full, &rec)?;
     print_after_header(&mut stdout, &full)?;
-    if let Some(p) = &a.record.json {
-        let meta = started.meta(rec.interrupted);
-        write_json(p, &Record::with_meta(meta, Body::ProbeIdle(rec)))?;
-        writeln!(stdout, "record written to {}", p.display())?;
+    if a.record.wanted() {
+        let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbeIdle(rec));
+        if let Some(p) = &a.record.json {
+            write_json(p, &rec)?;
+            writeln!(stdout, "record written to {}", p.display())?;
+        }
+        a.record.write_html(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -266,9 +266,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         RampCmd::Udp(a) => (RampProto::Udp, a),
     };
     let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     if let Some(p) = &a.svg {
         out::check_output("--svg", p, false)?;
     }
@@ -331,6 +329,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
+    a.record.write_html(&rec)?;
     if let Some(p) = &a.svg {
         let mut f = std::fs::File::create(p).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
         tpslab_report::svg::ramp(&mut f, r).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;

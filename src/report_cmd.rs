@@ -18,12 +18,16 @@ pub(crate) struct ReportArgs {
     files: Vec<PathBuf>,
     /// term: the tables the run printed; json: the record in the current schema; svg: a
     /// ramp's plot; csv: a sweep's runs, a ramp's steps, a run's time series, or a TCP
-    /// flow's TCP_INFO samples.
+    /// flow's TCP_INFO samples; html: one self-contained page with plots.
     #[arg(long, value_enum, default_value = "term")]
     format: FormatArg,
     /// Show the source counter of every figure (term).
     #[arg(long)]
     explain: bool,
+    /// Write one record's report as a self-contained HTML page to FILE (`-`: standard
+    /// output) instead of printing it; the same as `--format html` into a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "format")]
+    html: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -32,6 +36,7 @@ enum FormatArg {
     Json,
     Svg,
     Csv,
+    Html,
 }
 
 /// Reads one record file (`-`: standard input).
@@ -47,15 +52,25 @@ fn read(p: &PathBuf) -> Result<Record> {
 /// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
 /// costs no partial output.
 pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.html {
+        crate::out::check_output("--html", p, true)?;
+    }
     let recs = a.files.iter().map(read).collect::<Result<Vec<_>>>()?;
+    if a.html.is_some() && recs.len() > 1 {
+        anyhow::bail!("--html renders one record; give one FILE");
+    }
+    if let Some(p) = &a.html {
+        return crate::out::write_html(Some(p), &recs[0]).map(|_| ExitCode::SUCCESS);
+    }
     let format = match a.format {
         FormatArg::Term => Format::Term,
         FormatArg::Json => Format::Json,
         FormatArg::Svg => Format::Svg,
         FormatArg::Csv => Format::Csv,
+        FormatArg::Html => Format::Html,
     };
-    if matches!(format, Format::Svg | Format::Csv) && recs.len() > 1 {
-        anyhow::bail!("--format svg and csv render one record; give one FILE");
+    if matches!(format, Format::Svg | Format::Csv | Format::Html) && recs.len() > 1 {
+        anyhow::bail!("--format svg, csv and html render one record; give one FILE");
     }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {

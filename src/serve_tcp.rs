@@ -1,7 +1,7 @@
 //! `tpslab serve tcp`: the sink, the source, and the request/response server that
 //! `ramp tcp` loads (echo or S1's replace, with CPU work, waiting and a global lock).
 
-use crate::out::{self, install_signals, write_json};
+use crate::out::{install_signals, write_json};
 use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -117,9 +117,7 @@ enum Running {
 pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
     tpslab_net::raise_nofile();
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     let plan = plan(&a)?;
     let stop = install_signals()?;
     let started = crate::out::Started::now();
@@ -182,10 +180,14 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     }
     rec.elapsed_s = t0.elapsed().as_secs_f64();
     render::serve_end(&mut out, &rec)?;
-    if let Some(p) = &a.record.json {
+    if a.record.wanted() {
         let meta = started.meta_for(rec.elapsed_s, rec.interrupted);
-        write_json(p, &Record::with_meta(meta, Body::ServeTcp(rec)))?;
-        writeln!(out, "record written to {}", p.display())?;
+        let rec = Record::with_meta(meta, Body::ServeTcp(rec));
+        if let Some(p) = &a.record.json {
+            write_json(p, &rec)?;
+            writeln!(out, "record written to {}", p.display())?;
+        }
+        a.record.write_html(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -254,6 +254,9 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = a.record.json.as_deref().filter(|p| !inside_out(p)) {
         out::check_output("--json", p, false)?;
     }
+    if let Some(p) = a.record.html.as_deref().filter(|p| !inside_out(p)) {
+        out::check_output("--html", p, false)?;
+    }
     if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
         out::check_output("--csv", p, false)?;
     }
@@ -340,6 +343,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         out::write_json(p, &rec)?;
     }
+    a.record.write_html(&rec)?;
     if let Some(p) = &a.csv {
         let mut text = Vec::new();
         tpslab_report::csv::sweep(&mut text, r)?;

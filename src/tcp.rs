@@ -4,7 +4,7 @@
 //! Flags -> [`TcpPlan`] -> engine -> [`TcpRecord`] -> the report layer.
 
 use crate::flags;
-use crate::out::{self, install_signals, resolve, write_json};
+use crate::out::{install_signals, resolve, write_json};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -202,9 +202,7 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
 
 /// `tpslab tcp`.
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.record.json {
-        out::check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     a.gate.conditions(applies::TCP)?;
     let plan = plan(&a)?;
     let stop = install_signals()?;
@@ -252,9 +250,13 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
         render::record(&mut out, &rec)?;
     }
     let outcome = rec.outcome();
-    if let Some(p) = &a.record.json {
-        write_json(p, &Record::with_meta(meta, Body::Tcp(rec)))?;
-        writeln!(out, "record written to {}", p.display())?;
+    if a.record.wanted() {
+        let rec = Record::with_meta(meta, Body::Tcp(rec));
+        if let Some(p) = &a.record.json {
+            write_json(p, &rec)?;
+            writeln!(out, "record written to {}", p.display())?;
+        }
+        a.record.write_html(&rec)?;
     }
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);

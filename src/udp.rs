@@ -5,9 +5,7 @@ use crate::flags::{
     check_interval, gate_exit, load_config, server_config, GateFlags, LoadFlags, OutputFlags,
     ServerFlags,
 };
-use crate::out::{
-    check_output, check_pid, install_signals, is_stdout, print_report, resolve, write_json,
-};
+use crate::out::{check_pid, install_signals, is_stdout, print_report, resolve, write_json};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -93,9 +91,7 @@ pub(crate) struct WatchArgs {
 /// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let cfg = server_config(&a.server)?;
-    if let Some(p) = &a.record.json {
-        check_output("--json", p, false)?;
-    }
+    a.record.check(false)?;
     let stop = install_signals()?;
     let started = crate::out::Started::now();
     let srv = UdpServer::start(cfg)?;
@@ -120,6 +116,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
+    a.record.write_html(&rec)?;
     let mut out = std::io::stdout().lock();
     tpslab_report::term::print_server(&mut out, &s.server, s.elapsed_s)?;
     if let Some(p) = &a.record.json {
@@ -135,9 +132,7 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
     let load = load_config(&a.load, a.threads, "--threads", target)?;
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
-    if let Some(p) = &a.out.record.json {
-        check_output("--json", p, true)?;
-    }
+    a.out.record.check(true)?;
     if let Some(pid) = a.pid {
         check_pid(pid)?;
     }
@@ -165,9 +160,7 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
     let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
-    if let Some(p) = &a.out.record.json {
-        check_output("--json", p, true)?;
-    }
+    a.out.record.check(true)?;
     let stop = install_signals()?;
     let rec = run_udp(
         UdpRunPlan {
@@ -193,9 +186,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         no_drop_reasons: a.no_drop_reasons,
     };
     plan.validate()?;
-    if let Some(p) = &a.record.json {
-        check_output("--json", p, true)?;
-    }
+    a.record.check(true)?;
     if let Some(pid) = a.pid {
         check_pid(pid)?;
     }
@@ -233,6 +224,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         count_io: a.pid.map(|pid| (tpslab_proc::live::task_ids(pid), true)),
         tcp_inodes: tcp_inodes.clone(),
         read_probe: None,
+        send_probe: None,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = tpslab_engine::dropwatch::DropSampler::start_unless(a.no_drop_reasons);
@@ -337,6 +329,9 @@ fn finish_record_as(
     // Write the record first: it is never lost, even if printing fails.
     if let Some(p) = &out.record.json {
         write_json(p, &record)?;
+    }
+    out.record.write_html(&record)?;
+    if let Some(p) = &out.record.json {
         if is_stdout(p) {
             // Standard output carries the record alone.
             return exit(rec);

@@ -77,9 +77,34 @@ pub struct LatencySummary {
     pub p999_ns: u64,
     /// Largest value, ns.
     pub max_ns: u64,
+    /// The distribution for a percentile plot: the value at each quantile of
+    /// [`LatencySummary::LADDER`], ns (all 0 in records written before it was kept).
+    #[serde(default, skip_serializing_if = "all_zero")]
+    pub ladder_ns: [u64; LADDER_LEN],
+}
+
+const LADDER_LEN: usize = 15;
+
+fn all_zero(v: &[u64; LADDER_LEN]) -> bool {
+    v.iter().all(|&x| x == 0)
 }
 
 impl LatencySummary {
+    /// The quantiles of `ladder_ns`: the minimum, then ever closer to the maximum (as
+    /// HdrHistogram's percentile plots step), ending with the maximum itself.
+    pub const LADDER: [f64; LADDER_LEN] = [
+        0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99995, 0.99999,
+        0.999995, 1.0,
+    ];
+
+    /// (quantile, ns) pairs of the ladder, or none when it was not kept.
+    pub fn ladder(&self) -> Vec<(f64, u64)> {
+        if all_zero(&self.ladder_ns) {
+            return vec![];
+        }
+        Self::LADDER.iter().copied().zip(self.ladder_ns).collect()
+    }
+
     /// Summarises an HDR histogram of nanosecond values.
     pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
         if h.is_empty() {
@@ -93,6 +118,15 @@ impl LatencySummary {
             p99_ns: h.value_at_quantile(0.99),
             p999_ns: h.value_at_quantile(0.999),
             max_ns: h.max(),
+            ladder_ns: Self::LADDER.map(|q| {
+                if q == 0.0 {
+                    h.min()
+                } else if q == 1.0 {
+                    h.max()
+                } else {
+                    h.value_at_quantile(q)
+                }
+            }),
         }
     }
 }
@@ -114,6 +148,28 @@ mod tests {
         // Sample stddev of this classic set: sqrt(32/7).
         assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!((s.min, s.max, s.p50, s.p99), (2.0, 9.0, 4.0, 9.0));
+    }
+
+    #[test]
+    fn latency_ladder_runs_from_min_to_max_and_never_falls() {
+        let mut h = new_ns_histogram();
+        for v in 1..=100_000u64 {
+            h.record(v * 10).unwrap();
+        }
+        let s = LatencySummary::from_histogram(&h);
+        let l = s.ladder();
+        assert_eq!(l.len(), LatencySummary::LADDER.len());
+        assert_eq!(l[0], (0.0, h.min()));
+        assert_eq!(*l.last().unwrap(), (1.0, s.max_ns));
+        assert!(l.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        // The ladder's p99 is the summary's.
+        assert!(l.contains(&(0.99, s.p99_ns)));
+        // A summary without a ladder (an older record) reads back and says so.
+        let old: LatencySummary = serde_json::from_str(
+            r#"{"count":1,"mean_ns":5.0,"p50_ns":5,"p90_ns":5,"p99_ns":5,"p999_ns":5,"max_ns":5}"#,
+        )
+        .unwrap();
+        assert!(old.ladder().is_empty());
     }
 
     #[test]

@@ -73,6 +73,7 @@ fn observer_config(
         },
         // Ours counts its reads itself: sampled at no cost to its hot path.
         read_probe: server.as_ref().map(|s| s.read_probe()),
+        send_probe: Some(load.send_probe()),
         tcp_inodes: vec![],
     }
 }

@@ -47,12 +47,17 @@ fn bump(c: &AtomicU64, n: u64) {
 /// How long threads keep draining their socket after a stop request, at most.
 const STOP_DRAIN_NS: u64 = 1_000_000_000;
 
-/// A live count of datagrams a server has read.
+/// A live count of datagrams: read by a server, or sent by the generator.
 #[derive(Clone)]
 pub struct ReadProbe(std::sync::Arc<dyn Fn() -> u64 + Send + Sync>);
 
 impl ReadProbe {
-    /// Datagrams read so far.
+    /// A probe reading `count` (a live counter of another part of tpslab).
+    pub fn new(count: impl Fn() -> u64 + Send + Sync + 'static) -> ReadProbe {
+        ReadProbe(std::sync::Arc::new(count))
+    }
+
+    /// The count now.
     pub fn get(&self) -> u64 {
         (self.0)()
     }

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use tpslab_analysis::record::Record;
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod svg;
 pub mod term;
@@ -21,6 +22,8 @@ pub enum Format {
     Svg,
     /// A table for a spreadsheet ([`csv`]).
     Csv,
+    /// One self-contained page with plots, for people ([`html`]).
+    Html,
 }
 
 /// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
@@ -30,5 +33,6 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
         Format::Json => json::record(w, rec),
         Format::Svg => svg::record(w, rec),
         Format::Csv => csv::record(w, rec),
+        Format::Html => html::record(w, rec),
     }
 }

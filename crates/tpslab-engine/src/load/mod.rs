@@ -256,6 +256,13 @@ impl UdpLoad {
             .collect()
     }
 
+    /// A live count of the datagrams the kernel accepted so far, all streams (for the
+    /// observer's `gen_sent_per_s`); the senders add to it once per batch.
+    pub fn send_probe(&self) -> crate::server::ReadProbe {
+        let streams = self.streams.clone();
+        crate::server::ReadProbe::new(move || streams.iter().map(|s| s.sent.load(Relaxed)).sum())
+    }
+
     /// Runs the plan to its end (or until `stop` is set) and waits for late replies: until
     /// every datagram sent is answered, or no reply came for the drain period and
     /// `target_idle()` says the target holds nothing more (at most 10 s beyond the drain).

@@ -53,6 +53,9 @@ pub struct ObserverConfig {
     pub count_io: Option<(Vec<u32>, bool)>,
     /// The server's own live read count (tpslab's server), sampled instead of counting.
     pub read_probe: Option<crate::server::ReadProbe>,
+    /// The generator's own live count of datagrams the kernel accepted (tpslab's load),
+    /// sampled into `gen_sent_per_s`: the offered rate as it happened.
+    pub send_probe: Option<crate::server::ReadProbe>,
     /// Inodes of TCP sockets to follow (a watched process's): their queues are summed at
     /// every slow sample (100 ms) from `<net_root>/net/tcp{,6}`.
     pub tcp_inodes: Vec<u64>,
@@ -86,6 +89,8 @@ struct Raw {
     task_wait_ns: u64,
     /// The counted threads' UDP reads and sends (tracepoints), when counted.
     io: Option<crate::sockio::UdpIo>,
+    /// The generator's datagrams sent so far (its own count), when it is ours.
+    gen_sent: Option<u64>,
     /// Followed TCP sockets seen, and their rx/tx queues summed (bytes; for listening
     /// sockets rx_queue is the accept queue in connections).
     tcp_sockets: usize,
@@ -492,6 +497,13 @@ impl Observer {
             // A server's own count (read_probe) gives the per-sample read rate only.
             for k in ["server_io_read", "server_io_sent", "server_io_send_failed"] {
                 rep.deltas.remove(k);
+            }
+            if rep.series.values.contains_key("gen_sent_per_s") {
+                rep.sources.insert(
+                    "gen_sent_per_s".into(),
+                    "tpslab generator's own count of datagrams the kernel accepted, per sample"
+                        .into(),
+                );
             }
             if rep.series.values.contains_key("server_reads_per_s") {
                 rep.sources.insert(

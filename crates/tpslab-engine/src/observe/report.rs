@@ -120,6 +120,9 @@ fn series(raws: &[Raw]) -> Series {
         if let (Some(a), Some(b)) = (p.io, r.io) {
             push("server_reads_per_s", rate(b.read, a.read));
         }
+        if let (Some(a), Some(b)) = (p.gen_sent, r.gen_sent) {
+            push("gen_sent_per_s", rate(b, a));
+        }
         let (a, b) = bracket(i);
         let (ra, rb) = (&raws[a], &raws[b]);
         let sdt = (rb.t_ns.saturating_sub(ra.t_ns) as f64 / 1e9).max(1e-9);

@@ -237,6 +237,7 @@ impl Sampler {
                 ..Default::default()
             });
         }
+        r.gen_sent = self.cfg.send_probe.as_ref().map(|p| p.get());
         let root = self.cfg.net_root.clone();
         r.srv_drops = self.srv_track.total();
         r.gen_drops = self.gen_track.total();

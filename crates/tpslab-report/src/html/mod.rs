@@ -1,0 +1,201 @@
+//! The HTML format: one self-contained page per record for people to look at, the
+//! verdict and its evidence first, then plots of what was measured, each series named
+//! with its source counter. It opens offline: the plots are SVG drawn by plotters
+//! (inline, no font read or embedded), the style and a small self-check script are
+//! inline, and a Content-Security-Policy forbids loading anything else. The page ends
+//! with the terminal report, so nothing the terminal says is missing.
+//!
+//! The page is a minijinja template (`page.html`, HTML-escaped) over a [`Page`] built per
+//! kind in [`kinds`].
+
+use serde::Serialize;
+use std::io::{self, Write};
+use tpslab_analysis::record::{Meta, Record};
+
+mod kinds;
+mod others;
+pub(crate) mod plot;
+
+use plot::Figure;
+
+const TEMPLATE: &str = include_str!("page.html");
+
+/// The verdict box.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Verdict {
+    /// "VERDICT", "RUN INVALID", ...
+    pub label: String,
+    pub headline: String,
+    pub detail: Option<String>,
+    /// (text, source).
+    pub evidence: Vec<Evidence>,
+    pub recommendations: Vec<Advice>,
+    /// Nothing is wrong (a green box).
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Evidence {
+    pub text: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Advice {
+    pub what: String,
+    pub why: String,
+    pub lines: Vec<String>,
+}
+
+/// One segment of a bar.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Segment {
+    pub label: String,
+    pub value_text: String,
+    pub source: String,
+    /// Share of the bar, % (0..=100).
+    pub width: f64,
+    pub colour: String,
+}
+
+/// A bar split into segments (a ledger path, a CPU's time).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Bar {
+    pub label: String,
+    pub total_text: String,
+    pub segments: Vec<Segment>,
+}
+
+/// One item of a section.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Item {
+    Figure(Figure),
+    Bars {
+        id: String,
+        title: String,
+        bars: Vec<Bar>,
+    },
+    Table {
+        title: String,
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    List {
+        title: String,
+        items: Vec<String>,
+    },
+}
+
+/// A titled part of the page; its items in one or two columns (before | after).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Section {
+    pub title: String,
+    pub note: Option<String>,
+    pub columns: usize,
+    pub items: Vec<Item>,
+}
+
+impl Section {
+    pub(crate) fn new(title: &str) -> Section {
+        Section {
+            title: title.into(),
+            note: None,
+            columns: 1,
+            items: vec![],
+        }
+    }
+}
+
+/// Everything the template shows.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Page {
+    pub title: String,
+    pub kind: String,
+    pub meta: Meta,
+    pub started: String,
+    pub elapsed: String,
+    pub command: String,
+    pub alerts: Vec<String>,
+    pub verdict: Option<Verdict>,
+    pub sections: Vec<Section>,
+    /// The terminal report.
+    pub text: String,
+}
+
+/// Renders `rec` as one HTML page into `w`. Errors: a plot that cannot be drawn or a
+/// failed write (io::Error).
+pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
+    let page = page(rec)?;
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_template("page.html", TEMPLATE)
+        .map_err(|e| io::Error::other(format!("the HTML template: {e}")))?;
+    let html = env
+        .get_template("page.html")
+        .and_then(|t| t.render(minijinja::value::Serde(&page)))
+        .map_err(|e| io::Error::other(format!("rendering the HTML report: {e}")))?;
+    w.write_all(html.as_bytes())
+}
+
+/// The page of a record.
+pub(crate) fn page(rec: &Record) -> io::Result<Page> {
+    let mut text = Vec::new();
+    crate::term::record(&mut text, rec, true)?;
+    let m = &rec.meta;
+    let mut p = Page {
+        title: format!("tpslab {}", rec.kind().replace('_', " ")),
+        kind: rec.kind().into(),
+        meta: m.clone(),
+        started: utc(m.started_unix_ms),
+        elapsed: format!("{:.1} s", m.elapsed_s),
+        command: m
+            .argv
+            .iter()
+            .enumerate()
+            .map(|(i, a)| if i == 0 { "tpslab".into() } else { a.clone() })
+            .collect::<Vec<_>>()
+            .join(" "),
+        alerts: vec![],
+        verdict: None,
+        sections: vec![],
+        text: String::from_utf8_lossy(&text).into_owned(),
+    };
+    kinds::fill(&mut p, rec).map_err(io::Error::other)?;
+    Ok(p)
+}
+
+/// `2026-11-23 21:42:38 UTC` from ms since the Unix epoch (civil-from-days, Howard
+/// Hinnant's algorithm).
+pub(crate) fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        // 2026-11-23 21:42:38 UTC
+        assert_eq!(utc(1_795_470_158_000), "2026-11-23 21:42:38 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+}

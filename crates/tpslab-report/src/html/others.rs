@@ -1,0 +1,460 @@
+//! What ramp, tcp and sweep records show in HTML.
+
+use super::plot::{self, draw, Band, Chart, Line, PALETTE};
+use super::{Bar, Item, Page, Section, Segment, Verdict};
+use tpslab_analysis::record::{RampReport, SweepReport, TcpRecord};
+use tpslab_analysis::tcp::{classify, Limit, TcpSample};
+
+/// Whole numbers (users, cells): no label between them.
+fn whole(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0}")
+    } else {
+        String::new()
+    }
+}
+
+fn figure(c: &Chart) -> Item {
+    match draw(c) {
+        Ok(f) => Item::Figure(f),
+        Err(e) => Item::List {
+            title: c.title.clone(),
+            items: vec![format!("not drawn: {e}")],
+        },
+    }
+}
+
+/// Ramp: TPS against users with the USL curve and the knee, p50/p99 against users,
+/// thread states per step.
+pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
+    let (run, a) = (&r.run, &r.analysis);
+    p.verdict = Some(Verdict {
+        label: "VERDICT".into(),
+        headline: a.verdict.trim_start_matches("VERDICT: ").to_string(),
+        detail: None,
+        evidence: a
+            .lines
+            .iter()
+            .map(|l| super::Evidence {
+                text: l.clone(),
+                source: String::new(),
+            })
+            .collect(),
+        recommendations: vec![],
+        ok: false,
+    });
+    if run.interrupted {
+        p.alerts
+            .push("the ramp was interrupted: its last step is partial".into());
+    }
+    let users = |f: &dyn Fn(&tpslab_analysis::ramp::StepResult) -> f64| -> Vec<(f64, f64)> {
+        run.steps.iter().map(|s| (s.users as f64, f(s))).collect()
+    };
+    let mut s = Section::new("Throughput and response time against users");
+    s.columns = 2;
+    let mut c = Chart::new("tps", "TPS against users", "users (N)", "TPS");
+    c.x_fmt = whole;
+    c.lines.push(
+        Line::new(
+            "TPS (measured)",
+            "completed requests / measured time of each step",
+            users(&|s| s.tps),
+            PALETTE[0],
+        )
+        .markers(),
+    );
+    if let Some(f) = &a.usl {
+        let nmax = run.steps.iter().map(|s| s.users).max().unwrap_or(1).max(2) as f64;
+        let curve = (0..=100)
+            .map(|i| {
+                let n = 1.0 + (nmax - 1.0) * i as f64 / 100.0;
+                (n, f.predict(n))
+            })
+            .collect();
+        c.lines.push(
+            Line::new(
+                &format!("USL fit: sigma {:.3}, kappa {:.5}", f.sigma, f.kappa),
+                "Universal Scalability Law fitted to the steps (least squares)",
+                curve,
+                PALETTE[0],
+            )
+            .dashed(),
+        );
+    }
+    if let Some(k) = a.knee_index.and_then(|k| run.steps.get(k)) {
+        c.marks.push((
+            k.users as f64,
+            format!("knee: {} user(s), {:.0} TPS", k.users, k.tps),
+        ));
+    }
+    s.items.push(figure(&c));
+    let mut c = Chart::new("response", "Response time against users", "users (N)", "ms");
+    c.x_fmt = whole;
+    c.y_fmt = |v| format!("{v:.2}");
+    for (name, colour, f) in [
+        (
+            "p50",
+            2,
+            (|s: &tpslab_analysis::ramp::StepResult| s.response.p50_ns) as fn(&_) -> u64,
+        ),
+        ("p99", 1, |s| s.response.p99_ns),
+    ] {
+        c.lines.push(
+            Line::new(
+                &format!("{name} response"),
+                "HDR histogram of each step's request-to-reply times",
+                users(&|s| f(s) as f64 / 1e6),
+                PALETTE[colour],
+            )
+            .markers(),
+        );
+    }
+    s.items.push(figure(&c));
+    p.sections.push(s);
+    let bars: Vec<Bar> = run
+        .steps
+        .iter()
+        .filter_map(|st| {
+            let t = st.threads.as_ref().filter(|t| t.samples > 0)?;
+            let total: u64 = t.by_class.values().sum();
+            (total > 0).then(|| Bar {
+                label: format!("{} user(s)", st.users),
+                total_text: format!("{} thread samples", t.samples),
+                segments: t
+                    .by_class
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (class, n))| Segment {
+                        label: class.label().into(),
+                        value_text: format!("{:.1} %", 100.0 * *n as f64 / total as f64),
+                        source: "/proc/PID/task/TID/stat state, syscall and wchan, sampled".into(),
+                        width: 100.0 * *n as f64 / total as f64,
+                        colour: plot::hex(PALETTE[i % PALETTE.len()]),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    if !bars.is_empty() {
+        let mut s = Section::new("Where the server's threads were, per step");
+        s.items.push(Item::Bars {
+            id: "threads".into(),
+            title: "thread states".into(),
+            bars,
+        });
+        p.sections.push(s);
+    }
+    Ok(())
+}
+
+const LIMIT_COLOURS: [(Limit, usize); 4] = [
+    (Limit::ReceiveWindow, 1),
+    (Limit::SendBuffer, 4),
+    (Limit::CongestionWindow, 0),
+    (Limit::Application, 3),
+];
+
+fn bands(samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Band> {
+    let t0 = samples.first().map_or(0, |s| s.t_ns);
+    samples
+        .windows(2)
+        .map(|w| {
+            let l = classify(&w[0], &w[1], sndbuf);
+            let c = LIMIT_COLOURS.iter().find(|x| x.0 == l).map_or(6, |x| x.1);
+            Band {
+                x0: (w[0].t_ns - t0) as f64 / 1e9,
+                x1: (w[1].t_ns - t0) as f64 / 1e9,
+                name: format!("held by the {}", l.name()),
+                colour: PALETTE[c],
+            }
+        })
+        .collect()
+}
+
+/// The charts of one flow's TCP_INFO samples, each interval shaded by the limit that
+/// held it.
+fn flow_charts(tag: &str, samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Chart> {
+    let t0 = samples.first().map_or(0, |s| s.t_ns);
+    let t = |s: &TcpSample| (s.t_ns - t0) as f64 / 1e9;
+    let shade = bands(samples, sndbuf);
+    let mut thr = Chart::new(
+        &format!("{tag}throughput"),
+        "Throughput",
+        "time, s",
+        "Mbit/s",
+    );
+    thr.lines.push(Line::new(
+        "goodput (acknowledged bytes)",
+        "TCP_INFO tcpi_bytes_acked, delta per interval",
+        samples
+            .windows(2)
+            .map(|w| {
+                let dt = (w[1].t_ns.saturating_sub(w[0].t_ns) as f64 / 1e9).max(1e-9);
+                (
+                    t(&w[1]),
+                    w[1].bytes_acked.saturating_sub(w[0].bytes_acked) as f64 * 8.0 / dt / 1e6,
+                )
+            })
+            .collect(),
+        PALETTE[0],
+    ));
+    let mut rtt = Chart::new(&format!("{tag}rtt"), "Round-trip time", "time, s", "ms");
+    rtt.y_fmt = |v| format!("{v:.2}");
+    rtt.lines.push(Line::new(
+        "smoothed RTT",
+        "TCP_INFO tcpi_rtt",
+        samples
+            .iter()
+            .map(|s| (t(s), s.rtt_us as f64 / 1e3))
+            .collect(),
+        PALETTE[0],
+    ));
+    rtt.lines.push(
+        Line::new(
+            "minimum RTT",
+            "TCP_INFO tcpi_min_rtt",
+            samples
+                .iter()
+                .map(|s| (t(s), s.min_rtt_us as f64 / 1e3))
+                .collect(),
+            PALETTE[2],
+        )
+        .dashed(),
+    );
+    let mut win = Chart::new(
+        &format!("{tag}windows"),
+        "Windows and bytes in flight",
+        "time, s",
+        "bytes",
+    );
+    win.lines.push(Line::new(
+        "congestion window",
+        "TCP_INFO tcpi_snd_cwnd x tcpi_snd_mss",
+        samples
+            .iter()
+            .map(|s| (t(s), s.cwnd_segs as f64 * s.mss as f64))
+            .collect(),
+        PALETTE[0],
+    ));
+    win.lines.push(Line::new(
+        "peer's receive window",
+        "TCP_INFO tcpi_snd_wnd",
+        samples
+            .iter()
+            .map(|s| (t(s), s.peer_window_bytes as f64))
+            .collect(),
+        PALETTE[1],
+    ));
+    win.lines.push(Line::new(
+        "bytes in flight",
+        "TCP_INFO (tcpi_unacked - sacked - lost + retrans) x mss",
+        samples
+            .iter()
+            .map(|s| (t(s), s.in_flight_bytes as f64))
+            .collect(),
+        PALETTE[2],
+    ));
+    let mut out = vec![thr, rtt, win];
+    for c in &mut out {
+        c.bands = shade.clone();
+    }
+    out.retain(Chart::has_data);
+    out
+}
+
+/// tcp: per run (or watched flow) throughput, RTT, windows and in flight over time,
+/// shaded by the limit that held each interval; two runs side by side.
+pub(super) fn tcp(p: &mut Page, t: &TcpRecord) -> Result<(), String> {
+    let verdicts: Vec<String> = t
+        .runs
+        .iter()
+        .filter_map(|r| r.verdict.clone())
+        .chain(t.watched.iter().filter_map(|w| w.verdict.clone()))
+        .chain(t.app_wait_finding())
+        .collect();
+    if let Some((first, rest)) = verdicts.split_first() {
+        p.verdict = Some(Verdict {
+            label: "VERDICT".into(),
+            headline: first.clone(),
+            evidence: rest
+                .iter()
+                .map(|v| super::Evidence {
+                    text: v.clone(),
+                    source: String::new(),
+                })
+                .collect(),
+            ..Default::default()
+        });
+    }
+    let mut flows: Vec<(String, &[TcpSample], Option<u64>)> = t
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                format!("run {}", i + 1),
+                r.flow.samples.as_slice(),
+                Some(r.flow.sndbuf_granted),
+            )
+        })
+        .collect();
+    flows.extend(t.watched.iter().map(|w| {
+        (
+            format!("{} -> {}", w.flow.local, w.flow.remote),
+            w.flow.samples.as_slice(),
+            Some(w.flow.sndbuf),
+        )
+    }));
+    let cols = if flows.len() == 2 { 2 } else { 1 };
+    let mut s = Section::new("The flows over time (TCP_INFO)");
+    s.columns = cols;
+    let charts: Vec<Vec<Chart>> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, (name, samples, sndbuf))| {
+            let mut cs = flow_charts(&format!("f{i}-"), samples, *sndbuf);
+            for c in &mut cs {
+                c.title = format!("{name}: {}", c.title);
+            }
+            cs
+        })
+        .collect();
+    if cols == 2 {
+        // Interleaved, so each row compares the same chart, on shared y axes.
+        for k in 0..charts[0].len().min(charts[1].len()) {
+            let y1 = charts[0][k].extents().1 .1.max(charts[1][k].extents().1 .1);
+            for c in [&charts[0][k], &charts[1][k]] {
+                let mut c = c.clone();
+                c.y_range = Some((0.0, y1));
+                s.items.push(figure(&c));
+            }
+        }
+    } else {
+        s.items.extend(charts.iter().flatten().map(figure));
+    }
+    if !s.items.is_empty() {
+        p.sections.push(s);
+    }
+    Ok(())
+}
+
+/// sweep: each cell's mean with its 95 % interval, the baseline marked; findings.
+pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
+    let r = &rep.result;
+    let (obj, _) = rep.plan.objective.figure();
+    let best = r.best.and_then(|b| r.cells.get(b));
+    p.verdict = Some(Verdict {
+        label: "BEST".into(),
+        headline: match best {
+            Some(c) if c.cell.id != 0 => format!(
+                "{} (against the baseline {})",
+                c.cell.label(),
+                r.cells[0].cell.label()
+            ),
+            _ => "the baseline: no setting beat it by more than the noise".into(),
+        },
+        evidence: r
+            .findings
+            .iter()
+            .chain(&r.warnings)
+            .map(|f| super::Evidence {
+                text: f.clone(),
+                source: String::new(),
+            })
+            .collect(),
+        ..Default::default()
+    });
+    let mut s = Section::new("Each cell's mean with its 95 % interval");
+    s.note = Some("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t).".into());
+    s.columns = 2;
+    let mut figs = vec![obj];
+    if obj != "loss_pct" {
+        figs.push("loss_pct");
+    }
+    for fig in figs {
+        let y = match fig {
+            "loss_pct" => "loss, %",
+            "tps" => "TPS",
+            "p99_us" => "p99, us",
+            f => f,
+        };
+        let mut c = Chart::new(
+            &format!("cells-{fig}"),
+            &format!("{fig} by cell"),
+            "cell",
+            y,
+        );
+        c.x_fmt = whole;
+        let mut mean = vec![];
+        for (i, cell) in r.cells.iter().enumerate() {
+            let Some(e) = cell.figures.get(fig) else {
+                continue;
+            };
+            mean.push((i as f64, e.mean));
+            if e.ci_lo.is_finite() && e.ci_hi.is_finite() {
+                let mut w = Line::new(
+                    "95 % interval",
+                    "Student t over the repeats",
+                    vec![(i as f64, e.ci_lo), (i as f64, e.ci_hi)],
+                    PALETTE[6],
+                );
+                w.in_legend = i == 0;
+                c.lines.push(w);
+            }
+        }
+        c.lines.insert(
+            0,
+            Line::new(
+                &format!("mean {fig}"),
+                "mean of the cell's runs (their records)",
+                mean,
+                PALETTE[0],
+            )
+            .markers(),
+        );
+        c.marks.push((0.0, "baseline (cell 0)".into()));
+        c.x_range = Some((-0.5, r.cells.len() as f64 - 0.5));
+        if c.has_data() {
+            s.items.push(figure(&c));
+        }
+    }
+    let rows = r
+        .cells
+        .iter()
+        .map(|c| {
+            let f = |k: &str| {
+                c.figures.get(k).map_or("-".into(), |e| {
+                    if e.ci_lo.is_finite() {
+                        format!("{:.2} [{:.2}, {:.2}]", e.mean, e.ci_lo, e.ci_hi)
+                    } else {
+                        format!("{:.2}", e.mean)
+                    }
+                })
+            };
+            vec![
+                format!(
+                    "{}{}",
+                    c.cell.id,
+                    if c.cell.id == 0 { " (baseline)" } else { "" }
+                ),
+                c.cell.label(),
+                f(obj),
+                f("tps"),
+                c.invalid_runs.to_string(),
+            ]
+        })
+        .collect();
+    s.items.push(Item::Table {
+        title: String::new(),
+        header: vec![
+            "cell".into(),
+            "settings".into(),
+            format!("{obj} (95 % CI)"),
+            "TPS (95 % CI)".into(),
+            "invalid runs".into(),
+        ],
+        rows,
+    });
+    p.sections.push(s);
+    Ok(())
+}

@@ -714,6 +714,15 @@ fn output_paths_are_checked_before_the_run() {
         vec!["watch", "--port", "9", "--json", missing],
         vec!["diagnose", "--json", missing],
         vec!["serve", "udp", "--json", missing],
+        vec!["run", "udp", "--html", "/nonexistent-tpslab-dir/r.html"],
+        vec!["diagnose", "--html", "/nonexistent-tpslab-dir/r.html"],
+        vec![
+            "tcp",
+            "--lab-rtt",
+            "10ms",
+            "--html",
+            "/nonexistent-tpslab-dir/r.html",
+        ],
     ] {
         let t0 = Instant::now();
         let out = tpslab(&args);
@@ -1006,6 +1015,27 @@ fn report_of_an_unreadable_record_names_the_file_and_what_is_read() {
     let out = tpslab(&["report", &good, junk.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "partial output before the error");
+    // --html: a file that is not a record writes nothing; an unwritable path is named;
+    // an existing page is not touched by a failed render.
+    let page = dir.join("page.html");
+    std::fs::write(&page, "keep me").unwrap();
+    let out = tpslab(&[
+        "report",
+        junk.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(assert_one_line_error(&out, "junk.json").contains("not a tpslab record"));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "keep me");
+    let out = tpslab(&["report", &good, "--html", "/nonexistent-tpslab-dir/p.html"]);
+    assert_one_line_error(&out, "--html /nonexistent-tpslab-dir/p.html");
+    let out = tpslab(&["report", &good, &good, "--html", page.to_str().unwrap()]);
+    assert_one_line_error(&out, "--html renders one record");
+    let out = tpslab(&["report", &good, "--html", page.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

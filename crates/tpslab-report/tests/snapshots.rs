@@ -139,3 +139,122 @@ fn tcp_lab_terminal_report_before_and_after() {
     assert!(csv.lines().nth(1).unwrap().starts_with("first,"));
     assert!(csv.lines().last().unwrap().starts_with("after,"));
 }
+
+/// Every fixture's HTML page: self-contained (a CSP that forbids loading, no reference to
+/// anything outside the page), the verdict first, the plots its kind has, each series
+/// named with its source.
+#[test]
+fn html_pages_are_self_contained_and_show_each_kind() {
+    // (fixture, plots at least, texts the page must hold)
+    let cases: [(&str, usize, &[&str]); 5] = [
+        (
+            "udp_run.json",
+            3,
+            &[
+                "Offered and delivered",
+                "Udp: RcvbufErrors",
+                "Ledger: where every datagram went",
+                "CPU per core",
+            ],
+        ),
+        (
+            "diagnose.json",
+            6,
+            &[
+                "VERDICT: Datagrams die at the server socket&#x27;s receive buffer",
+                "before: Drops per interval",
+                "after: Drops per interval",
+                "sock_diag SK_MEMINFO_RCVBUF",
+            ],
+        ),
+        (
+            "ramp.json",
+            2,
+            &[
+                "TPS against users",
+                "USL fit: sigma 0.965",
+                "knee: 1 user(s)",
+            ],
+        ),
+        (
+            "tcp_lab.json",
+            6,
+            &[
+                "Windows and bytes in flight",
+                "held by the receiver window",
+                "TCP_INFO tcpi_snd_wnd",
+            ],
+        ),
+        (
+            "sweep.json",
+            2,
+            &[
+                "loss_pct by cell",
+                "0 (baseline)",
+                "Student t over the repeats",
+            ],
+        ),
+    ];
+    for (f, plots, texts) in cases {
+        let html = rendered(f, Format::Html, false);
+        assert!(html.starts_with("<!DOCTYPE html>"), "{f}");
+        assert!(
+            html.contains("Content-Security-Policy\" content=\"default-src 'none'"),
+            "{f}"
+        );
+        for outside in ["src=", "href=", "url(", "@import", "https:"] {
+            assert!(
+                !html.contains(outside),
+                "{f}: refers outside the page ({outside})"
+            );
+        }
+        let n = html.matches("<figure class=\"plot\"").count();
+        assert!(n >= plots, "{f}: {n} plots, want at least {plots}");
+        // Each figure's declared series are drawn (the browser test checks the same).
+        assert!(
+            !html.contains("data-series=\"0\""),
+            "{f}: a plot without a series"
+        );
+        for t in texts {
+            assert!(html.contains(t), "{f}: missing {t:?}");
+        }
+        // The terminal report closes the page.
+        assert!(
+            html.contains("<summary>The terminal report</summary>"),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn html_escapes_what_the_record_says() {
+    let mut rec = Record::from_json(&fixture("udp_run.json")).unwrap();
+    rec.meta.argv.push("<script>alert(1)</script>".into());
+    let mut out = Vec::new();
+    render(&mut out, &rec, Format::Html, false).unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(!html.contains("<script>alert(1)"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"));
+}
+
+#[test]
+fn html_never_shows_a_share_of_an_inconsistent_ledger() {
+    let mut rec = Record::from_json(&fixture("udp_run.json")).unwrap();
+    let tpslab_analysis::record::Body::UdpRun(r) = &mut rec.body else {
+        panic!("a run")
+    };
+    r.ledger.as_mut().unwrap().request.inconsistent =
+        Some("a count includes another sender".into());
+    let mut out = Vec::new();
+    render(&mut out, &rec, Format::Html, false).unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(html.contains("the request path&#x27;s ledger is inconsistent, so no share is shown"));
+    assert!(
+        !html.contains("request path <span"),
+        "a bar of the inconsistent path"
+    );
+    assert!(
+        html.contains("reply path"),
+        "the consistent path keeps its bar"
+    );
+}

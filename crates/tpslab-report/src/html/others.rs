@@ -321,9 +321,17 @@ pub(super) fn tcp(p: &mut Page, t: &TcpRecord) -> Result<(), String> {
         .collect();
     if cols == 2 {
         // Interleaved, so each row compares the same chart, on shared y axes.
-        for k in 0..charts[0].len().min(charts[1].len()) {
-            let y1 = charts[0][k].extents().1 .1.max(charts[1][k].extents().1 .1);
-            for c in [&charts[0][k], &charts[1][k]] {
+        let kind = |c: &Chart| {
+            c.id.split_once('-')
+                .map_or(String::new(), |x| x.1.to_string())
+        };
+        for a in &charts[0] {
+            let Some(b) = charts[1].iter().find(|b| kind(b) == kind(a)) else {
+                s.items.push(figure(a));
+                continue;
+            };
+            let y1 = a.extents().1 .1.max(b.extents().1 .1);
+            for c in [a, b] {
                 let mut c = c.clone();
                 c.y_range = Some((0.0, y1));
                 s.items.push(figure(&c));
@@ -368,9 +376,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
     s.note = Some("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t).".into());
     s.columns = 2;
     let mut figs = vec![obj];
-    if obj != "loss_pct" {
-        figs.push("loss_pct");
-    }
+    figs.extend(["loss_pct", "tps"].into_iter().filter(|&f| f != obj));
     for fig in figs {
         let y = match fig {
             "loss_pct" => "loss, %",
@@ -410,7 +416,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
                 mean,
                 PALETTE[0],
             )
-            .markers(),
+            .dots(),
         );
         c.marks.push((0.0, "baseline (cell 0)".into()));
         c.x_range = Some((-0.5, r.cells.len() as f64 - 0.5));

@@ -37,6 +37,8 @@ pub(crate) struct Line {
     pub markers: bool,
     /// Named in the legend (false for the second and later whiskers of one kind).
     pub in_legend: bool,
+    /// Points joined by a line (false: dots only, for categories such as sweep cells).
+    pub joined: bool,
 }
 
 impl Line {
@@ -52,6 +54,7 @@ impl Line {
             dashed: false,
             markers: false,
             in_legend: true,
+            joined: true,
         }
     }
 
@@ -62,6 +65,12 @@ impl Line {
 
     pub(crate) fn markers(mut self) -> Line {
         self.markers = true;
+        self
+    }
+
+    /// Dots only, not joined.
+    pub(crate) fn dots(mut self) -> Line {
+        (self.markers, self.joined) = (true, false);
         self
     }
 }
@@ -265,7 +274,7 @@ pub(crate) fn draw(c: &Chart) -> Result<Figure, String> {
                 .iter()
                 .map(|&(x, y)| (x, y.clamp(y0, y1)))
                 .collect();
-            if pts.len() >= 2 {
+            if pts.len() >= 2 && l.joined {
                 series += 1;
                 if l.dashed {
                     chart
@@ -283,9 +292,6 @@ pub(crate) fn draw(c: &Chart) -> Result<Figure, String> {
                 }
             }
             if l.markers {
-                if pts.len() < 2 {
-                    series += 1;
-                }
                 chart
                     .draw_series(pts.iter().map(|&p| Circle::new(p, 3, l.colour.filled())))
                     .map_err(|e| e.to_string())?;
@@ -385,9 +391,14 @@ mod tests {
         );
         let f = draw(&c).unwrap();
         assert_eq!(f.series, 2);
-        assert!(f.svg.starts_with("<svg "), "{}", &f.svg[..40]);
-        assert!(!f.svg.contains("width=\"640\""));
-        assert_eq!(f.svg.matches("<polyline").count(), 2, "{}", f.svg);
+        // Inline and scalable: a viewBox, no fixed size.
+        assert!(
+            f.svg.starts_with("<svg viewBox=\"0 0 640 300\""),
+            "{}",
+            &f.svg[..60]
+        );
+        // The solid line is one polyline; the dashed one at least one more.
+        assert!(f.svg.matches("<polyline").count() >= 2, "{}", f.svg);
         assert_eq!(f.legend[0].source, "generator count");
         assert!(f.legend[1].dashed);
         // A NaN point is left out, not drawn at the origin.

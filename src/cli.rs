@@ -7,10 +7,13 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `tpslab --version`: the release and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TPSLAB_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tpslab",
-    version,
+    version = VERSION,
     about = "Load, serve, observe and explain UDP loss and TPS limits"
 )]
 struct Cli {
@@ -70,6 +73,20 @@ enum Cmd {
         #[command(subcommand)]
         what: probe::ProbeCmd,
     },
+    /// Print the shell completion script for SHELL on standard output, e.g.
+    /// `tpslab completions bash > /etc/bash_completion.d/tpslab`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page tpslab(1) on standard output, or with --dir write it and one page
+    /// per command (tpslab-run-udp.1, ...) into DIR.
+    Man {
+        /// Write every page into this existing folder.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -95,6 +112,17 @@ enum RunProto {
 /// Parses the command line and runs it.
 pub fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
+    // Shell integration touches nothing on the host.
+    match &cli.cmd {
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(*shell, &mut cmd, "tpslab", &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Cmd::Man { dir } => return man(dir.as_deref()),
+        _ => {}
+    }
     // Settings a killed tpslab left changed are restored before anything else runs.
     let rec = tpslab_engine::guard::recover();
     for (k, v) in &rec.restored {
@@ -125,5 +153,26 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Sweep(a) => sweep::run(*a),
         Cmd::Watch(a) => udp::watch(a),
+        Cmd::Completions { .. } | Cmd::Man { .. } => unreachable!("handled above"),
     }
+}
+
+/// `tpslab man`: the man page from the command-line definitions (clap_mangen).
+fn man(dir: Option<&std::path::Path>) -> Result<ExitCode> {
+    use anyhow::{bail, Context};
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    match dir {
+        None => clap_mangen::Man::new(cmd)
+            .render(&mut std::io::stdout())
+            .context("writing the man page to standard output")?,
+        Some(d) => {
+            if !d.is_dir() {
+                bail!("--dir {}: not an existing folder", d.display());
+            }
+            clap_mangen::generate_to(cmd, d).with_context(|| format!("--dir {}", d.display()))?;
+            eprintln!("tpslab: man pages written to {}", d.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,9 @@
 //! in its own module; shared flags in `flags`, shared output and process helpers in `out`.
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
-use crate::{bdp, diagnose, doctor, probe, ramp, report_cmd, serve_tcp, sweep, tcp, udp};
+use crate::{
+    bdp, compare_cmd, diagnose, doctor, probe, ramp, report_cmd, serve_tcp, sweep, tcp, udp,
+};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -47,6 +49,10 @@ enum Cmd {
     /// Render saved records again (any --json): the tables
     /// the run printed, or the record as JSON.
     Report(report_cmd::ReportArgs),
+    /// Records of the same kind side by side: what differs in plan and host first, then
+    /// each figure's change against the first with its spread, and whether it is more
+    /// than noise (Welch, 95 %).
+    Compare(compare_cmd::CompareArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
     /// or the ceiling a buffer puts on a flow.
     Bdp(bdp::BdpArgs),
@@ -151,6 +157,7 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Diagnose(a) => diagnose::run(a),
         Cmd::Bdp(a) => bdp::run(&a),
         Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Compare(a) => compare_cmd::run(a),
         Cmd::Sweep(a) => sweep::run(*a),
         Cmd::Watch(a) => udp::watch(a),
         Cmd::Completions { .. } | Cmd::Man { .. } => unreachable!("handled above"),

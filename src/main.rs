@@ -2,6 +2,7 @@
 
 mod bdp;
 mod cli;
+mod compare_cmd;
 mod diagnose;
 mod doctor;
 mod flags;

@@ -40,7 +40,7 @@ enum FormatArg {
 }
 
 /// Reads one record file (`-`: standard input).
-fn read(p: &PathBuf) -> Result<Record> {
+pub(crate) fn read(p: &PathBuf) -> Result<Record> {
     let text = if p.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading standard input")?
     } else {

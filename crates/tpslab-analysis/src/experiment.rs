@@ -96,8 +96,28 @@ pub struct Effect {
 /// Welch's comparison of `setting` against `baseline` (each the values of repeated runs).
 /// With fewer than 2 runs on either side nothing is significant.
 pub fn effect(baseline: &[f64], setting: &[f64]) -> Effect {
-    let a = Summary::of(baseline);
-    let b = Summary::of(setting);
+    let (a, b) = (Summary::of(baseline), Summary::of(setting));
+    welch((a.n, a.mean, a.stddev), (b.n, b.mean, b.stddev))
+}
+
+/// Welch's comparison from each side's (n, mean, sample standard deviation): what
+/// [`effect`] computes from the values themselves.
+pub fn welch(baseline: (usize, f64, f64), setting: (usize, f64, f64)) -> Effect {
+    struct S {
+        n: usize,
+        mean: f64,
+        stddev: f64,
+    }
+    let a = S {
+        n: baseline.0,
+        mean: baseline.1,
+        stddev: baseline.2,
+    };
+    let b = S {
+        n: setting.0,
+        mean: setting.1,
+        stddev: setting.2,
+    };
     let diff = b.mean - a.mean;
     let rel_pct = (a.mean != 0.0).then(|| 100.0 * diff / a.mean.abs());
     if a.n < 2 || b.n < 2 {

@@ -6,6 +6,7 @@
 
 pub mod bdp;
 pub mod buffer;
+pub mod compare;
 pub mod doctor;
 pub mod drop_reason;
 pub mod experiment;

@@ -37,6 +37,35 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::Compare(c) => {
+            writeln!(w, "figure,record,n,mean,stddev,ci_lo,ci_hi,diff_from_first,diff_ci_lo,diff_ci_hi,significant")?;
+            for f in &c.figures {
+                for (i, v) in f.values.iter().enumerate() {
+                    let Some(v) = v else { continue };
+                    let e = i.checked_sub(1).and_then(|j| f.effects[j].as_ref());
+                    let opt = |x: Option<f64>| {
+                        x.filter(|x| x.is_finite())
+                            .map_or(String::new(), |x| x.to_string())
+                    };
+                    writeln!(
+                        w,
+                        "{},{},{},{},{},{},{},{},{},{},{}",
+                        text(&f.name),
+                        text(&c.labels[i]),
+                        v.n,
+                        v.mean,
+                        opt(Some(v.stddev)),
+                        opt(Some(v.ci_lo)),
+                        opt(Some(v.ci_hi)),
+                        opt(e.map(|e| e.diff)),
+                        opt(e.map(|e| e.ci_lo)),
+                        opt(e.map(|e| e.ci_hi)),
+                        e.map_or(String::new(), |e| e.significant.to_string())
+                    )?;
+                }
+            }
+            Ok(())
+        }
         Body::ProbeIdle(r) => {
             writeln!(w, "round,idle_s,fate,decided_ms")?;
             for c in &r.conns {

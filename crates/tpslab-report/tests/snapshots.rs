@@ -258,3 +258,54 @@ fn html_never_shows_a_share_of_an_inconsistent_ledger() {
         "the consistent path keeps its bar"
     );
 }
+
+#[test]
+fn compare_of_a_record_with_itself_finds_no_difference_and_renders_everywhere() {
+    use tpslab_analysis::compare::{compare, CompareError};
+    let a = Record::from_json(&fixture("diagnose.json")).unwrap();
+    let c = compare(&[("a".into(), a.clone()), ("b".into(), a.clone())]).unwrap();
+    assert!(c.differences.is_empty(), "{:?}", c.differences);
+    let loss = c
+        .figures
+        .iter()
+        .find(|f| f.name == "socket loss %")
+        .unwrap();
+    // Ten batches of the window, each a real share.
+    let v = loss.values[0].unwrap();
+    assert_eq!(v.n, tpslab_analysis::compare::BATCHES);
+    assert!(v.mean > 50.0 && v.mean < 100.0, "{v:?}");
+    let e = loss.effects[0].unwrap();
+    assert!(e.diff == 0.0 && !e.significant);
+    // Every format renders it.
+    let rec = Record::new(tpslab_analysis::record::Body::Compare(c));
+    for f in [Format::Term, Format::Json, Format::Csv, Format::Html] {
+        let mut out = Vec::new();
+        render(&mut out, &rec, f, false).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("socket loss %"), "{f:?}");
+    }
+    let mut out = Vec::new();
+    render(&mut out, &rec, Format::Term, false).unwrap();
+    let s = String::from_utf8(out).unwrap();
+    assert!(s.contains("What differs: nothing"), "{s}");
+    assert!(s.contains("within noise"), "{s}");
+    // The JSON reads back as a record.
+    let mut out = Vec::new();
+    render(&mut out, &rec, Format::Json, false).unwrap();
+    assert_eq!(
+        Record::from_json(&String::from_utf8(out).unwrap())
+            .unwrap()
+            .kind(),
+        "compare"
+    );
+    // Kinds must match; a kind without runs is named.
+    let r = Record::from_json(&fixture("ramp.json")).unwrap();
+    let e = compare(&[("a".into(), a), ("r".into(), r.clone())]).unwrap_err();
+    assert!(matches!(e, CompareError::Kinds(..)), "{e}");
+    let e = compare(&[("r1".into(), r.clone()), ("r2".into(), r)]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("compare reads udp_run, watch, diagnose and sweep"),
+        "{e}"
+    );
+}

@@ -57,6 +57,8 @@ pub enum Body {
     ProbeIdle(crate::idle::IdleRecord),
     /// `probe pool`: S5 in miniature, a pool's requests through the lab's middlebox.
     ProbePool(crate::idle::PoolRecord),
+    /// `compare`: records of one kind side by side, what differs and what changed.
+    Compare(crate::compare::CompareReport),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -191,7 +193,8 @@ impl Record {
             | Body::ServeTcp(_)
             | Body::Doctor(_)
             | Body::ProbeIdle(_)
-            | Body::ProbePool(_) => Meta::default(),
+            | Body::ProbePool(_)
+            | Body::Compare(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -305,6 +308,19 @@ impl Record {
             | Body::Serve(_)
             | Body::Doctor(_)
             | Body::ProbePool(_) => {}
+            Body::Compare(c) => {
+                let n = c.labels.len();
+                if n < 2
+                    || c.differences.iter().any(|d| d.values.len() != n)
+                    || c.figures
+                        .iter()
+                        .any(|f| f.values.len() != n || f.effects.len() + 1 != n)
+                {
+                    return bad(format!(
+                        "a comparison whose rows do not have one value per record ({n} records)"
+                    ));
+                }
+            }
             Body::ProbeIdle(r) => {
                 if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
                     return bad("a probe round without its connections".into());
@@ -337,6 +353,7 @@ impl Record {
             Body::Doctor(_) => "doctor",
             Body::ProbeIdle(_) => "probe_idle",
             Body::ProbePool(_) => "probe_pool",
+            Body::Compare(_) => "compare",
         }
     }
 }

@@ -15,6 +15,7 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         Body::Ramp(r) => super::others::ramp(p, r),
         Body::Tcp(t) => super::others::tcp(p, t),
         Body::Sweep(s) => super::others::sweep(p, s),
+        Body::Compare(c) => super::compare::page(p, c),
         // The rest are tables and findings: their terminal report says it all.
         _ => Ok(()),
     }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::io::{self, Write};
 use tpslab_analysis::record::{Meta, Record};
 
+mod compare;
 mod kinds;
 mod others;
 pub(crate) mod plot;

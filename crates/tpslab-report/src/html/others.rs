@@ -6,7 +6,7 @@ use tpslab_analysis::record::{RampReport, SweepReport, TcpRecord};
 use tpslab_analysis::tcp::{classify, Limit, TcpSample};
 
 /// Whole numbers (users, cells): no label between them.
-fn whole(x: f64) -> String {
+pub(super) fn whole(x: f64) -> String {
     if (x - x.round()).abs() < 1e-6 {
         format!("{x:.0}")
     } else {
@@ -14,7 +14,7 @@ fn whole(x: f64) -> String {
     }
 }
 
-fn figure(c: &Chart) -> Item {
+pub(super) fn figure(c: &Chart) -> Item {
     match draw(c) {
         Ok(f) => Item::Figure(f),
         Err(e) => Item::List {

@@ -6,6 +6,7 @@ use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record};
 
+pub mod compare;
 mod diagnose;
 pub mod doctor;
 pub mod idle;
@@ -81,5 +82,6 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
         Body::Doctor(d) => doctor::record(w, d),
         Body::ProbeIdle(r) => idle::record(w, r),
         Body::ProbePool(r) => idle::pool_record(w, r),
+        Body::Compare(c) => compare::record(w, c),
     }
 }

@@ -1,0 +1,126 @@
+//! A comparison in HTML: what differs between the records, each figure with its change
+//! against the first, and each figure's interval per record.
+
+use super::others::{figure, whole};
+use super::plot::{Chart, Line, PALETTE};
+use super::{Item, Page, Section};
+use tpslab_analysis::compare::CompareReport;
+
+/// compare: what differs first, then each figure per record with its 95 % interval and
+/// the change against the first.
+pub(super) fn page(p: &mut Page, c: &CompareReport) -> Result<(), String> {
+    use crate::term::compare::{changes, letter};
+    p.title = format!("tpslab compare: {} {} records", c.labels.len(), c.of_kind);
+    let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
+    let mut s = Section::new("What differs (settings, not results)");
+    s.items.push(Item::Table {
+        title: String::new(),
+        header: vec!["record".into(), "file".into()],
+        rows: c
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| vec![letters[i].clone(), l.clone()])
+            .collect(),
+    });
+    let mut header = vec!["setting".to_string()];
+    header.extend(letters.iter().cloned());
+    s.items.push(if c.differences.is_empty() {
+        Item::List {
+            title: String::new(),
+            items: vec![
+                "nothing in the plan, the server's settings, the sysctls or the host".into(),
+            ],
+        }
+    } else {
+        Item::Table {
+            title: String::new(),
+            header,
+            rows: c
+                .differences
+                .iter()
+                .map(|d| {
+                    std::iter::once(d.what.clone())
+                        .chain(d.values.iter().cloned())
+                        .collect()
+                })
+                .collect(),
+        }
+    });
+    p.sections.push(s);
+    let mut s = Section::new("Figures, and their change against A");
+    s.note = Some(c.method.clone());
+    let mut header = vec!["figure".to_string()];
+    header.extend(letters.iter().cloned());
+    for l in &letters[1..] {
+        header.push(format!("{l} - A [95 % CI]"));
+        header.push(format!("{l}: the change is"));
+    }
+    let rows = c
+        .figures
+        .iter()
+        .map(|f| {
+            let mut row = vec![f.name.clone()];
+            row.extend(f.values.iter().map(|v| {
+                v.map_or("-".into(), |e| {
+                    if e.n < 2 {
+                        format!("{:.3}", e.mean)
+                    } else {
+                        format!("{:.3} ± {:.3}", e.mean, e.stddev)
+                    }
+                })
+            }));
+            for (d, m) in changes(f) {
+                row.push(d);
+                row.push(m);
+            }
+            row
+        })
+        .collect();
+    s.items.push(Item::Table {
+        title: String::new(),
+        header,
+        rows,
+    });
+    p.sections.push(s);
+    let mut s = Section::new("Each figure with its 95 % interval, per record");
+    s.columns = 2;
+    for (k, f) in c.figures.iter().enumerate() {
+        if !f.values.iter().flatten().any(|e| e.n >= 2) {
+            continue;
+        }
+        let mut ch = Chart::new(&format!("figure-{k}"), &f.name, "record (A = 0)", &f.name);
+        ch.x_fmt = whole;
+        let mut means = vec![];
+        for (i, e) in f.values.iter().enumerate() {
+            let Some(e) = e else { continue };
+            means.push((i as f64, e.mean));
+            if e.ci_lo.is_finite() && e.ci_hi.is_finite() {
+                let mut w = Line::new(
+                    "95 % interval of the mean",
+                    "Student t over the batches",
+                    vec![(i as f64, e.ci_lo), (i as f64, e.ci_hi)],
+                    PALETTE[6],
+                );
+                w.in_legend = i == 0;
+                ch.lines.push(w);
+            }
+        }
+        ch.lines
+            .insert(0, Line::new("mean", &f.source, means, PALETTE[0]).dots());
+        ch.x_range = Some((-0.5, c.labels.len() as f64 - 0.5));
+        s.items.push(figure(&ch));
+    }
+    if !s.items.is_empty() {
+        p.sections.push(s);
+    }
+    if !c.notes.is_empty() {
+        let mut s = Section::new("Notes");
+        s.items.push(Item::List {
+            title: String::new(),
+            items: c.notes.clone(),
+        });
+        p.sections.push(s);
+    }
+    Ok(())
+}

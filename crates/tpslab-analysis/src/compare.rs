@@ -87,11 +87,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
     }
     let labels: Vec<String> = recs.iter().map(|r| r.0.clone()).collect();
     let mut notes = vec![];
-    let (settings, rows): (Vec<BTreeMap<String, String>>, Vec<Vec<(Key, Estimate)>>) = match &recs
-        [0]
-    .1
-    .body
-    {
+    let (settings, rows): (Vec<Settings>, Vec<Figures>) = match &recs[0].1.body {
         Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) => {
             if kind == "diagnose" {
                 notes.push("each diagnosis is compared by its first run (the server as found), not its verification run".into());
@@ -147,6 +143,11 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
         notes,
     })
 }
+
+/// A record's settings, flattened (name -> value).
+type Settings = BTreeMap<String, String>;
+/// A record's figures.
+type Figures = Vec<(Key, Estimate)>;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {

@@ -1040,6 +1040,38 @@ fn report_of_an_unreadable_record_names_the_file_and_what_is_read() {
 }
 
 #[test]
+fn compare_refuses_mixed_kinds_non_records_and_a_single_record() {
+    let fx = |n: &str| {
+        format!(
+            "{}/crates/tpslab-report/tests/fixtures/{n}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let (run, ramp) = (fx("udp_run.json"), fx("ramp.json"));
+    let out = tpslab(&["compare", &run, &ramp]);
+    let line = assert_one_line_error(&out, "records of different kinds cannot be compared");
+    assert!(line.contains("udp_run") && line.contains("ramp"), "{line}");
+    let out = tpslab(&["compare", &ramp, &ramp]);
+    assert_one_line_error(&out, "compare reads udp_run, watch, diagnose and sweep");
+    let junk = common::tmp("compare-junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    let out = tpslab(&["compare", &run, junk.to_str().unwrap()]);
+    assert_one_line_error(&out, "compare-junk.json");
+    assert!(out.stdout.is_empty());
+    let out = tpslab(&["compare", &run]);
+    assert_clap_error(&out, "RECORD");
+    // An unwritable --html is found before anything is read or printed.
+    let out = tpslab(&[
+        "compare",
+        &run,
+        &run,
+        "--html",
+        "/nonexistent-tpslab-dir/c.html",
+    ]);
+    assert_one_line_error(&out, "does not exist");
+}
+
+#[test]
 fn duration_flags_are_named_without_a_unit_and_keep_their_old_names() {
     // The value says its unit: a bare number under --work is refused...
     let out = tpslab(&["serve", "udp", "--work", "200000"]);

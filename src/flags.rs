@@ -155,6 +155,10 @@ pub(crate) struct OutputFlags {
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) record: RecordFlag,
+    /// Write one JSON object per sampling interval to FILE while the run goes (NDJSON,
+    /// flushed per line): time, offered and delivered pps, drops so far, rx_queue.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json_stream: Option<PathBuf>,
     /// Show the source counter of every figure.
     #[arg(long)]
     pub(crate) explain: bool,

@@ -137,6 +137,32 @@ pub(crate) fn write_html(path: Option<&std::path::Path>, rec: &Record) -> Result
     Ok(())
 }
 
+/// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
+/// is created now; a line that cannot be written is said once on stderr, the run goes on).
+pub(crate) fn live_sink(
+    path: Option<&std::path::Path>,
+) -> Result<Option<tpslab_engine::observe::LiveSink>> {
+    let Some(path) = path else { return Ok(None) };
+    let f =
+        std::fs::File::create(path).with_context(|| format!("--json-stream {}", path.display()))?;
+    let state = std::sync::Mutex::new((f, false));
+    let name = path.display().to_string();
+    Ok(Some(tpslab_engine::observe::LiveSink(Arc::new(
+        move |s: &tpslab_engine::observe::LiveSample| {
+            let mut line = serde_json::to_vec(s).unwrap_or_default();
+            line.push(b'\n');
+            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            // One write per line: a reader following the file sees whole lines.
+            if let Err(e) = std::io::Write::write_all(&mut st.0, &line) {
+                if !st.1 {
+                    eprintln!("tpslab: --json-stream {name}: {e}; the run goes on");
+                    st.1 = true;
+                }
+            }
+        },
+    ))))
+}
+
 /// Prints a record's terminal report on standard output.
 pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();

@@ -5,7 +5,9 @@ use crate::flags::{
     check_interval, gate_exit, load_config, server_config, GateFlags, LoadFlags, OutputFlags,
     ServerFlags,
 };
-use crate::out::{check_pid, install_signals, is_stdout, print_report, resolve, write_json};
+use crate::out::{
+    check_pid, install_signals, is_stdout, live_sink, print_report, resolve, write_json,
+};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -15,7 +17,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate;
 use tpslab_analysis::record::{Body, Record, RunRecord, ServeRecord};
-use tpslab_engine::lab::{run_udp, UdpRunPlan};
+use tpslab_engine::lab::{run_udp_streamed, UdpRunPlan};
 use tpslab_engine::observe::{Observer, ObserverConfig};
 use tpslab_engine::server::{Mode, UdpServer};
 
@@ -74,6 +76,10 @@ pub(crate) struct WatchArgs {
     /// How long to watch.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub(crate) duration: Duration,
+    /// Write one JSON object per sampling interval to FILE while watching (NDJSON,
+    /// flushed per line): time, delivered pps, drops so far, rx_queue.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json_stream: Option<PathBuf>,
     /// Sampling interval (1ms..=60s).
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(crate) interval: Duration,
@@ -136,8 +142,9 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
     if let Some(pid) = a.pid {
         check_pid(pid)?;
     }
+    let live = live_sink(a.out.json_stream.as_deref())?;
     let stop = install_signals()?;
-    let rec = run_udp(
+    let rec = run_udp_streamed(
         UdpRunPlan {
             server: None,
             load,
@@ -147,6 +154,7 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
             no_drop_reasons: a.out.no_drop_reasons,
         },
         &stop,
+        live,
     )?;
     finish_record(rec, &a.out)
 }
@@ -161,8 +169,9 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
     a.out.record.check(true)?;
+    let live = live_sink(a.out.json_stream.as_deref())?;
     let stop = install_signals()?;
-    let rec = run_udp(
+    let rec = run_udp_streamed(
         UdpRunPlan {
             server: Some(srv),
             load,
@@ -172,6 +181,7 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
             no_drop_reasons: a.out.no_drop_reasons,
         },
         &stop,
+        live,
     )?;
     finish_record(rec, &a.out)
 }
@@ -225,6 +235,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         tcp_inodes: tcp_inodes.clone(),
         read_probe: None,
         send_probe: None,
+        live: live_sink(a.json_stream.as_deref())?,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = tpslab_engine::dropwatch::DropSampler::start_unless(a.no_drop_reasons);
@@ -288,6 +299,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         &OutputFlags {
             interval: a.interval,
             record: a.record,
+            json_stream: a.json_stream,
             explain: a.explain,
             no_drop_reasons: a.no_drop_reasons,
             gate: GateFlags::default(),

@@ -74,13 +74,23 @@ fn observer_config(
         // Ours counts its reads itself: sampled at no cost to its hot path.
         read_probe: server.as_ref().map(|s| s.read_probe()),
         send_probe: Some(load.send_probe()),
+        live: None,
         tcp_inodes: vec![],
     }
 }
 
 /// Runs the plan. `stop` (set by SIGINT/SIGTERM) ends the load early; the record is still
 /// complete and marked interrupted.
-pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, EngineError> {
+pub fn run_udp(plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, EngineError> {
+    run_udp_streamed(plan, stop, None)
+}
+
+/// [`run_udp`], with every observer sample also given to `live` as it is taken.
+pub fn run_udp_streamed(
+    mut plan: UdpRunPlan,
+    stop: &AtomicBool,
+    live: Option<crate::observe::LiveSink>,
+) -> Result<RunRecord, EngineError> {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -115,7 +125,8 @@ pub fn run_udp(mut plan: UdpRunPlan, stop: &AtomicBool) -> Result<RunRecord, Eng
         port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
         addr: Some(target_ip),
     };
-    let obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
+    let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
+    obs_cfg.live = live;
     let observer = Observer::start(obs_cfg);
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = crate::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);

@@ -59,6 +59,68 @@ pub struct ObserverConfig {
     /// Inodes of TCP sockets to follow (a watched process's): their queues are summed at
     /// every slow sample (100 ms) from `<net_root>/net/tcp{,6}`.
     pub tcp_inodes: Vec<u64>,
+    /// Called with every sample as it is taken (`--json-stream`); None: nothing live.
+    pub live: Option<LiveSink>,
+}
+
+/// One sampling interval as it happened, for a live stream (`--json-stream`): what the
+/// record's time series will hold, given while the run goes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LiveSample {
+    /// End of the interval, ms since the observer started.
+    pub t_ms: f64,
+    /// Length of the interval, ms.
+    pub interval_ms: f64,
+    /// Datagrams the generator sent per second over the interval (its own count; tpslab's
+    /// load only).
+    pub offered_pps: Option<f64>,
+    /// Datagrams the server read per second over the interval: its threads' count (ours,
+    /// or a foreign server's counted exactly); else `Udp: InDatagrams` of its namespace at
+    /// the samples that read it (every 100 ms), null between.
+    pub delivered_pps: Option<f64>,
+    /// Drops at the server socket(s) since the start (/proc/net/udp `drops`).
+    pub socket_drops: u64,
+    /// `Udp: RcvbufErrors` (+ Udp6) since the start, read every 100 ms.
+    pub rcvbuf_errors: u64,
+    /// softnet backlog drops since the start, all CPUs (host-wide), read every 100 ms.
+    pub softnet_drops: u64,
+    /// Server socket(s) rx_queue now, bytes (truesize charged).
+    pub rx_queue_bytes: u64,
+}
+
+/// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
+#[derive(Clone)]
+pub struct LiveSink(pub Arc<dyn Fn(&LiveSample) + Send + Sync>);
+
+impl std::fmt::Debug for LiveSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveSink")
+    }
+}
+
+fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
+    let dt = (cur.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9).max(1e-9);
+    let rate = |a: u64, b: u64| b.saturating_sub(a) as f64 / dt;
+    let delivered = match (prev.io, cur.io) {
+        (Some(a), Some(b)) => Some(rate(a.read, b.read)),
+        _ => cur.slow.then(|| {
+            // Udp: counters are read at slow samples: the rate since the last one.
+            rate(prev.udp.in_datagrams, cur.udp.in_datagrams)
+        }),
+    };
+    LiveSample {
+        t_ms: cur.t_ns.saturating_sub(first.t_ns) as f64 / 1e6,
+        interval_ms: dt * 1e3,
+        offered_pps: prev.gen_sent.zip(cur.gen_sent).map(|(a, b)| rate(a, b)),
+        delivered_pps: delivered,
+        socket_drops: cur.srv_drops.saturating_sub(first.srv_drops),
+        rcvbuf_errors: cur
+            .udp
+            .rcvbuf_errors
+            .saturating_sub(first.udp.rcvbuf_errors),
+        softnet_drops: cur.softnet_dropped.saturating_sub(first.softnet_dropped),
+        rx_queue_bytes: cur.srv_rxq,
+    }
 }
 
 /// One sample of every counter.
@@ -394,6 +456,9 @@ fn sample_loop(
         // sample (pushed after this loop): kept in every sample, their heap
         // would grow with the run (10 slow samples a second) past the bound.
         r.drop_per_cpu();
+        if let (Some(live), Some(prev)) = (&sampler.cfg.live, raws.last()) {
+            (live.0)(&live_sample(&raws[0], prev, &r));
+        }
         raws.push(r);
         if raws.len() >= MAX_SAMPLES {
             decimate(&mut raws);
@@ -407,6 +472,9 @@ fn sample_loop(
         next = base.saturating_add_signed(jitter());
     }
     let last = sampler.sample(raws.last(), true);
+    if let (Some(live), Some(prev)) = (&sampler.cfg.live, raws.last()) {
+        (live.0)(&live_sample(&raws[0], prev, &last));
+    }
     rxq_max = rxq_max.max(last.srv_rxq);
     raws.push(last);
     let sched = target_sched(sampler);

@@ -152,6 +152,20 @@ fn every_kind_of_record_renders_in_a_browser() {
         let dom = assert_renders(&page, plots);
         assert!(dom.contains("class=\"verdict"), "{f}: no verdict box");
     }
+    // compare: a record of its own kind, written by the command itself.
+    let page = tmp("compare.html");
+    let out = common::run({
+        let mut c = common::tpslab();
+        c.arg("compare")
+            .arg(fixture("diagnose.json"))
+            .arg(fixture("diagnose.json"))
+            .arg("--html")
+            .arg(&page);
+        c
+    });
+    assert!(out.status.success());
+    let dom = assert_renders(&page, 4);
+    assert!(dom.contains("What differs (settings, not results)"));
 }
 
 #[test]

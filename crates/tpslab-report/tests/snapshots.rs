@@ -309,3 +309,19 @@ fn compare_of_a_record_with_itself_finds_no_difference_and_renders_everywhere() 
         "{e}"
     );
 }
+
+#[test]
+fn compare_of_sweeps_uses_each_cells_repeats() {
+    let s = Record::from_json(&fixture("sweep.json")).unwrap();
+    let c = tpslab_analysis::compare::compare(&[("a".into(), s.clone()), ("b".into(), s)]).unwrap();
+    assert!(c.differences.is_empty(), "{:?}", c.differences);
+    let row = c
+        .figures
+        .iter()
+        .find(|f| f.name == "loss_pct [cpus=all rcvbuf=8192]")
+        .expect("the cell's loss");
+    let v = row.values[0].unwrap();
+    assert_eq!(v.n, 3, "the sweep's three repeats");
+    assert!(v.mean > 50.0);
+    assert!(!row.effects[0].unwrap().significant);
+}

@@ -1,8 +1,8 @@
 //! A comparison in HTML: what differs between the records, each figure with its change
 //! against the first, and each figure's interval per record.
 
-use super::others::{figure, whole};
-use super::plot::{Chart, Line, PALETTE};
+use super::others::{figure, intervals};
+use super::plot::Chart;
 use super::{Item, Page, Section};
 use tpslab_analysis::compare::CompareReport;
 
@@ -90,25 +90,12 @@ pub(super) fn page(p: &mut Page, c: &CompareReport) -> Result<(), String> {
             continue;
         }
         let mut ch = Chart::new(&format!("figure-{k}"), &f.name, "record (A = 0)", &f.name);
-        ch.x_fmt = whole;
-        let mut means = vec![];
-        for (i, e) in f.values.iter().enumerate() {
-            let Some(e) = e else { continue };
-            means.push((i as f64, e.mean));
-            if e.ci_lo.is_finite() && e.ci_hi.is_finite() {
-                let mut w = Line::new(
-                    "95 % interval of the mean",
-                    "Student t over the batches",
-                    vec![(i as f64, e.ci_lo), (i as f64, e.ci_hi)],
-                    PALETTE[6],
-                );
-                w.in_legend = i == 0;
-                ch.lines.push(w);
-            }
-        }
-        ch.lines
-            .insert(0, Line::new("mean", &f.source, means, PALETTE[0]).dots());
-        ch.x_range = Some((-0.5, c.labels.len() as f64 - 0.5));
+        intervals(
+            &mut ch,
+            &f.values,
+            ("mean", &f.source),
+            "Student t over the batches (or a sweep cell's repeats)",
+        );
         s.items.push(figure(&ch));
     }
     if !s.items.is_empty() {

@@ -14,6 +14,37 @@ pub(super) fn whole(x: f64) -> String {
     }
 }
 
+/// Categories (sweep cells, compared records) at x = 0, 1, ...: each estimate's mean as
+/// a dot (`mean`: name, source) and its 95 % interval as a whisker.
+pub(super) fn intervals(
+    c: &mut Chart,
+    est: &[Option<tpslab_analysis::experiment::Estimate>],
+    mean: (&str, &str),
+    whisker_source: &str,
+) {
+    c.x_fmt = whole;
+    let (mut means, mut named) = (vec![], false);
+    for (i, e) in est.iter().enumerate() {
+        let Some(e) = e else { continue };
+        means.push((i as f64, e.mean));
+        if e.ci_lo.is_finite() && e.ci_hi.is_finite() {
+            let mut w = Line::new(
+                "95 % interval of the mean",
+                whisker_source,
+                vec![(i as f64, e.ci_lo), (i as f64, e.ci_hi)],
+                PALETTE[6],
+            );
+            // One legend entry for all the whiskers.
+            w.in_legend = !named;
+            named = true;
+            c.lines.push(w);
+        }
+    }
+    c.lines
+        .insert(0, Line::new(mean.0, mean.1, means, PALETTE[0]).dots());
+    c.x_range = Some((-0.5, est.len() as f64 - 0.5));
+}
+
 pub(super) fn figure(c: &Chart) -> Item {
     match draw(c) {
         Ok(f) => Item::Figure(f),
@@ -390,36 +421,21 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
             "cell",
             y,
         );
-        c.x_fmt = whole;
-        let mut mean = vec![];
-        for (i, cell) in r.cells.iter().enumerate() {
-            let Some(e) = cell.figures.get(fig) else {
-                continue;
-            };
-            mean.push((i as f64, e.mean));
-            if e.ci_lo.is_finite() && e.ci_hi.is_finite() {
-                let mut w = Line::new(
-                    "95 % interval",
-                    "Student t over the repeats",
-                    vec![(i as f64, e.ci_lo), (i as f64, e.ci_hi)],
-                    PALETTE[6],
-                );
-                w.in_legend = i == 0;
-                c.lines.push(w);
-            }
-        }
-        c.lines.insert(
-            0,
-            Line::new(
+        let est: Vec<_> = r
+            .cells
+            .iter()
+            .map(|c| c.figures.get(fig).copied())
+            .collect();
+        intervals(
+            &mut c,
+            &est,
+            (
                 &format!("mean {fig}"),
                 "mean of the cell's runs (their records)",
-                mean,
-                PALETTE[0],
-            )
-            .dots(),
+            ),
+            "Student t over the repeats",
         );
         c.marks.push((0.0, "baseline (cell 0)".into()));
-        c.x_range = Some((-0.5, r.cells.len() as f64 - 0.5));
         if c.has_data() {
             s.items.push(figure(&c));
         }

@@ -3,7 +3,8 @@
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
 use crate::{
-    bdp, compare_cmd, diagnose, doctor, probe, ramp, report_cmd, serve_tcp, sweep, tcp, udp,
+    bdp, compare_cmd, diagnose, doctor, history, probe, ramp, report_cmd, serve_tcp, sweep, tcp,
+    udp,
 };
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -53,6 +54,10 @@ enum Cmd {
     /// each figure's change against the first with its spread, and whether it is more
     /// than noise (Welch, 95 %).
     Compare(compare_cmd::CompareArgs),
+    /// The runs recorded so far (every command that writes a record appends it, unless
+    /// --no-history): list with filters, `history show ID` renders one again, `compare
+    /// history:ID ...` compares them.
+    History(history::HistoryArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
     /// or the ceiling a buffer puts on a flow.
     Bdp(bdp::BdpArgs),
@@ -158,6 +163,7 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Bdp(a) => bdp::run(&a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::run(a),
+        Cmd::History(a) => history::run(a),
         Cmd::Sweep(a) => sweep::run(*a),
         Cmd::Watch(a) => udp::watch(a),
         Cmd::Completions { .. } | Cmd::Man { .. } => unreachable!("handled above"),

@@ -10,33 +10,54 @@ use tpslab_analysis::record::{Body, Record};
 #[derive(Args, Debug)]
 pub(crate) struct CompareArgs {
     /// Two or more records of the same kind written by --json (udp_run, watch, diagnose,
-    /// sweep); each later one is compared with the first.
+    /// sweep), or `history:ID` for a run of `tpslab history`; each later one is compared
+    /// with the first.
     #[arg(required = true, num_args = 2.., value_name = "RECORD")]
     files: Vec<PathBuf>,
-    #[command(flatten)]
-    record: crate::flags::RecordFlag,
+    /// Write the comparison's record to FILE (JSON, kind compare; `-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write it as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// Runs `tpslab compare`: every record is read and checked before anything is printed.
 pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
-    a.record.check(true)?;
+    if let Some(p) = &a.json {
+        crate::out::check_output("--json", p, true)?;
+    }
+    if let Some(p) = &a.html {
+        crate::out::check_output("--html", p, false)?;
+    }
     let started = crate::out::Started::now();
     let recs = a
         .files
         .iter()
-        .map(|p| Ok((p.display().to_string(), crate::report_cmd::read(p)?)))
+        .map(|p| {
+            // `history:ID` is a run from the history.
+            match p.to_str().and_then(|s| s.strip_prefix("history:")) {
+                Some(id) => {
+                    let n: i64 = id.parse().map_err(|_| {
+                        anyhow!("{}: allowed history:ID with a number ID", p.display())
+                    })?;
+                    Ok((p.display().to_string(), crate::history::get(n)?))
+                }
+                None => Ok((p.display().to_string(), crate::report_cmd::read(p)?)),
+            }
+        })
         .collect::<Result<Vec<_>>>()?;
     let report = tpslab_analysis::compare::compare(&recs).map_err(|e| anyhow!(e))?;
     let rec = Record::with_meta(started.meta(false), Body::Compare(report));
-    if let Some(p) = &a.record.json {
+    if let Some(p) = &a.json {
         crate::out::write_json(p, &rec)?;
     }
-    a.record.write_html(&rec)?;
-    if a.record.json.as_deref().is_some_and(crate::out::is_stdout) {
+    crate::out::write_html(a.html.as_deref(), &rec)?;
+    if a.json.as_deref().is_some_and(crate::out::is_stdout) {
         return Ok(ExitCode::SUCCESS);
     }
     crate::out::print_report(&rec, false)?;
-    if let Some(p) = &a.record.json {
+    if let Some(p) = &a.json {
         println!("record written to {}", p.display());
     }
     Ok(ExitCode::SUCCESS)

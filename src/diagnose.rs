@@ -39,6 +39,9 @@ pub(crate) struct DiagnoseArgs {
     /// then before and after side by side on the same axes.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+    /// Do not append this diagnosis to the history (`tpslab history`).
+    #[arg(long, global = true)]
+    pub(crate) no_history: bool,
     /// Show the source counter of every figure.
     #[arg(long, global = true)]
     pub(crate) explain: bool,
@@ -371,7 +374,12 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         out::write_json(p, &rec)?;
     }
-    out::write_html(a.html.as_deref(), &rec)?;
+    crate::flags::RecordFlag {
+        json: None,
+        html: a.html.clone(),
+        no_history: a.no_history,
+    }
+    .finish(&rec)?;
     if let Some(p) = &a.json {
         if out::is_stdout(p) {
             // Standard output carries the record alone.

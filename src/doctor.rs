@@ -191,7 +191,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
             write_json(p, &rec)?;
             writeln!(stdout, "record written to {}", p.display())?;
         }
-        a.record.write_html(&rec)?;
+        a.record.finish(&rec)?;
     }
     if failing > 0 {
         let name = a.fail_on.as_deref().unwrap_or_default();

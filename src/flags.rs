@@ -122,6 +122,9 @@ pub(crate) struct RecordFlag {
     /// measured, every series named with its source; opens offline).
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+    /// Do not append this run to the history (`tpslab history`).
+    #[arg(long)]
+    pub(crate) no_history: bool,
 }
 
 impl RecordFlag {
@@ -137,14 +140,22 @@ impl RecordFlag {
         Ok(())
     }
 
-    /// Whether a record is written anywhere.
+    /// Whether a record is kept anywhere (a file, or the history).
     pub(crate) fn wanted(&self) -> bool {
-        self.json.is_some() || self.html.is_some()
+        self.json.is_some() || self.html.is_some() || !self.no_history
     }
 
-    /// Writes the HTML report, when asked for (said on standard error).
-    pub(crate) fn write_html(&self, rec: &tpslab_analysis::record::Record) -> Result<()> {
-        crate::out::write_html(self.html.as_deref(), rec)
+    /// After the JSON record: writes the HTML report when asked for (said on standard
+    /// error) and appends the record to the history (a history that cannot be written is
+    /// said on standard error; the run's result stands).
+    pub(crate) fn finish(&self, rec: &tpslab_analysis::record::Record) -> Result<()> {
+        crate::out::write_html(self.html.as_deref(), rec)?;
+        if !self.no_history {
+            if let Err(e) = crate::history::append(rec) {
+                eprintln!("tpslab: not recorded in the history: {e:#}");
+            }
+        }
+        Ok(())
     }
 }
 

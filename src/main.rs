@@ -6,6 +6,7 @@ mod compare_cmd;
 mod diagnose;
 mod doctor;
 mod flags;
+mod history;
 mod out;
 mod probe;
 mod ramp;

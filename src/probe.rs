@@ -179,7 +179,7 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
             write_json(p, &rec)?;
             writeln!(stdout, "record written to {}", p.display())?;
         }
-        a.record.write_html(&rec)?;
+        a.record.finish(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -313,7 +313,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
             write_json(p, &rec)?;
             writeln!(stdout, "record written to {}", p.display())?;
         }
-        a.record.write_html(&rec)?;
+        a.record.finish(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -329,7 +329,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
-    a.record.write_html(&rec)?;
+    a.record.finish(&rec)?;
     if let Some(p) = &a.svg {
         let mut f = std::fs::File::create(p).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
         tpslab_report::svg::ramp(&mut f, r).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;

@@ -187,7 +187,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
             write_json(p, &rec)?;
             writeln!(out, "record written to {}", p.display())?;
         }
-        a.record.write_html(&rec)?;
+        a.record.finish(&rec)?;
     }
     Ok(ExitCode::SUCCESS)
 }

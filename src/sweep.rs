@@ -343,7 +343,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         out::write_json(p, &rec)?;
     }
-    a.record.write_html(&rec)?;
+    a.record.finish(&rec)?;
     if let Some(p) = &a.csv {
         let mut text = Vec::new();
         tpslab_report::csv::sweep(&mut text, r)?;

@@ -256,7 +256,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
             write_json(p, &rec)?;
             writeln!(out, "record written to {}", p.display())?;
         }
-        a.record.write_html(&rec)?;
+        a.record.finish(&rec)?;
     }
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);

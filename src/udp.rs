@@ -122,7 +122,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         write_json(p, &rec)?;
     }
-    a.record.write_html(&rec)?;
+    a.record.finish(&rec)?;
     let mut out = std::io::stdout().lock();
     tpslab_report::term::print_server(&mut out, &s.server, s.elapsed_s)?;
     if let Some(p) = &a.record.json {
@@ -342,7 +342,7 @@ fn finish_record_as(
     if let Some(p) = &out.record.json {
         write_json(p, &record)?;
     }
-    out.record.write_html(&record)?;
+    out.record.finish(&record)?;
     if let Some(p) = &out.record.json {
         if is_stdout(p) {
             // Standard output carries the record alone.

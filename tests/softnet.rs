@@ -106,6 +106,7 @@ fn diagnose_cmd(
     // The generator on CPU 0, the server and lo's softirq on CPU 1.
     let mut c = ns.command("taskset");
     c.env("TPSLAB_STATE_DIR", state)
+        .env("XDG_DATA_HOME", common::history_home())
         .args(["-c", "0", env!("CARGO_BIN_EXE_tpslab")]);
     c.args([
         "diagnose",

@@ -127,9 +127,11 @@ impl NetNs {
         c
     }
 
-    /// A command that runs tpslab inside the namespace.
+    /// A command that runs tpslab inside the namespace (its history in [`history_home`]).
     pub fn tpslab(&self) -> Command {
-        self.command(env!("CARGO_BIN_EXE_tpslab"))
+        let mut c = self.command(env!("CARGO_BIN_EXE_tpslab"));
+        c.env("XDG_DATA_HOME", history_home());
+        c
     }
 }
 
@@ -148,9 +150,17 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// tpslab outside any namespace.
+/// tpslab outside any namespace (its history in [`history_home`]).
 pub fn tpslab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tpslab"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tpslab"));
+    c.env("XDG_DATA_HOME", history_home());
+    c
+}
+
+/// Where the tests' tpslab keeps its history (XDG_DATA_HOME): under this test process's
+/// temporary folder, never the user's own.
+pub fn history_home() -> PathBuf {
+    tmp("xdg-data")
 }
 
 /// Runs and returns the output, printing it for the test log.

@@ -168,7 +168,7 @@ pub(crate) fn page(rec: &Record) -> io::Result<Page> {
 
 /// `2026-11-23 21:42:38 UTC` from ms since the Unix epoch (civil-from-days, Howard
 /// Hinnant's algorithm).
-pub(crate) fn utc(ms: u64) -> String {
+pub fn utc(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;

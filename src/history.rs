@@ -1,0 +1,359 @@
+//! The run history: every record a command writes is also appended (unless
+//! `--no-history`) to a SQLite database, `$XDG_DATA_HOME/tpslab/history.sqlite`
+//! (`~/.local/share/tpslab/` without XDG_DATA_HOME): when, kind, target, host, the command
+//! line, a one-line headline and the full record. `tpslab history` lists runs,
+//! `history show ID` renders one again, `compare` takes `history:ID`.
+//!
+//! Appends are single transactions in WAL mode with a busy timeout, so runs finishing at
+//! once all land and a killed tpslab leaves the database as it was. A database that is
+//! not a tpslab history, or one of a newer schema, gives a clear error and is never
+//! changed or replaced.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use tpslab_analysis::record::{Body, Record};
+
+/// The schema this release writes and reads.
+const SCHEMA_VERSION: i64 = 1;
+
+/// The database path: `$XDG_DATA_HOME/tpslab/history.sqlite`, else
+/// `$HOME/.local/share/tpslab/history.sqlite`.
+pub(crate) fn path() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    anyhow!("history: neither XDG_DATA_HOME nor HOME is set; use --no-history")
+                })?,
+        )
+        .join(".local/share"),
+    };
+    Ok(base.join("tpslab").join("history.sqlite"))
+}
+
+fn not_ours(p: &std::path::Path, why: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!(
+        "history database {}: {why}; it is left as it is (move it away, or use --no-history)",
+        p.display()
+    )
+}
+
+/// Opens (creating when absent) the history and checks it is ours and not newer.
+fn open(create: bool) -> Result<(Connection, PathBuf)> {
+    let p = path()?;
+    if !create && !p.exists() {
+        bail!(
+            "no history yet at {}: runs are recorded as they finish",
+            p.display()
+        );
+    }
+    if create {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("history folder {}", dir.display()))?;
+        }
+    }
+    let flags = if create {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    };
+    let c = Connection::open_with_flags(&p, flags).map_err(|e| not_ours(&p, e))?;
+    c.busy_timeout(Duration::from_secs(20))
+        .map_err(|e| not_ours(&p, e))?;
+    // What is in the file decides: a tpslab history of this schema or older, or empty.
+    let tables: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| not_ours(&p, e))?;
+    if tables.is_empty() {
+        if !create {
+            bail!("no history yet at {}", p.display());
+        }
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS tpslab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT OR IGNORE INTO tpslab_meta VALUES ('schema_version', '1');
+             CREATE TABLE IF NOT EXISTS runs (
+                 id INTEGER PRIMARY KEY,
+                 started_unix_ms INTEGER NOT NULL,
+                 kind TEXT NOT NULL,
+                 target TEXT NOT NULL,
+                 host TEXT NOT NULL,
+                 command TEXT NOT NULL,
+                 headline TEXT NOT NULL,
+                 interrupted INTEGER NOT NULL,
+                 record TEXT NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS runs_started ON runs (started_unix_ms);
+             COMMIT;",
+        )
+        .map_err(|e| not_ours(&p, e))?;
+        return Ok((c, p));
+    }
+    if !tables.iter().any(|t| t == "tpslab_meta") || !tables.iter().any(|t| t == "runs") {
+        return Err(not_ours(
+            &p,
+            format!(
+                "a SQLite database without tpslab's tables (it has {})",
+                tables.join(", ")
+            ),
+        ));
+    }
+    let v: Option<String> = c
+        .query_row(
+            "SELECT value FROM tpslab_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| not_ours(&p, e))?;
+    match v.as_deref().and_then(|v| v.parse::<i64>().ok()) {
+        Some(v) if v <= SCHEMA_VERSION => Ok((c, p)),
+        Some(v) => Err(not_ours(
+            &p,
+            format!("schema version {v}, newer than this tpslab's {SCHEMA_VERSION} (written by a later release)"),
+        )),
+        None => Err(not_ours(&p, "no schema version")),
+    }
+}
+
+/// Where a record's load went, for listing and filtering.
+fn target(rec: &Record) -> String {
+    match &rec.body {
+        Body::UdpRun(r) | Body::Watch(r) => r.generator.as_ref().map_or_else(
+            || {
+                r.target
+                    .as_ref()
+                    .map_or(String::new(), |t| format!("pid {}", t.pid))
+            },
+            |g| g.target.clone(),
+        ),
+        Body::Diagnose(d) => d
+            .before
+            .generator
+            .as_ref()
+            .map_or(String::new(), |g| g.target.clone()),
+        Body::Serve(s) => s.server.bind.clone(),
+        _ => String::new(),
+    }
+}
+
+/// One line that says what the run found.
+fn headline(rec: &Record) -> String {
+    match &rec.body {
+        Body::UdpRun(r) | Body::Watch(r) => r.generator.as_ref().map_or(String::new(), |g| {
+            format!(
+                "{}{:.0} TPS, loss {}",
+                if g.valid { "" } else { "INVALID, " },
+                g.tps,
+                g.window_loss_pct
+                    .map_or("-".into(), |l| format!("{l:.2} %"))
+            )
+        }),
+        Body::Diagnose(d) => d.diagnosis.headline.clone(),
+        Body::Ramp(r) => r
+            .analysis
+            .verdict
+            .trim_start_matches("VERDICT: ")
+            .to_string(),
+        Body::Tcp(t) => t
+            .runs
+            .iter()
+            .find_map(|r| r.verdict.clone())
+            .unwrap_or_default(),
+        Body::Sweep(s) => s.result.findings.last().cloned().unwrap_or_default(),
+        Body::Compare(c) => format!("{} {} records", c.labels.len(), c.of_kind),
+        _ => String::new(),
+    }
+}
+
+/// Appends a record (one transaction). Errors name the database and leave it unchanged.
+pub(crate) fn append(rec: &Record) -> Result<i64> {
+    let (c, p) = open(true)?;
+    let json = serde_json::to_string(rec).context("the record as JSON")?;
+    let first = |s: String| {
+        s.lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(300)
+            .collect::<String>()
+    };
+    c.execute(
+        "INSERT INTO runs (started_unix_ms, kind, target, host, command, headline, interrupted, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            rec.meta.started_unix_ms as i64,
+            rec.kind(),
+            target(rec),
+            rec.meta.hostname,
+            rec.meta.argv.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
+            first(headline(rec)),
+            rec.meta.interrupted,
+            json
+        ],
+    )
+    .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
+    Ok(c.last_insert_rowid())
+}
+
+/// A stored record by id.
+pub(crate) fn get(id: i64) -> Result<Record> {
+    let (c, p) = open(false)?;
+    let json: Option<String> = c
+        .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
+        .optional()
+        .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
+    let json =
+        json.ok_or_else(|| anyhow!("history: no run with id {id} (tpslab history lists them)"))?;
+    Record::from_json(&json).map_err(|e| anyhow!("history run {id}: {e}"))
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct HistoryArgs {
+    #[command(subcommand)]
+    cmd: Option<HistoryCmd>,
+    /// Only runs of this kind (udp_run, diagnose, ramp, sweep, tcp, ...).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Only runs whose target contains this text.
+    #[arg(long)]
+    target: Option<String>,
+    /// Only runs started on or after this day (YYYY-MM-DD, UTC).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// At most this many runs, the latest.
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+}
+
+#[derive(Subcommand, Debug)]
+enum HistoryCmd {
+    /// Render one stored run again, as `tpslab report` does.
+    Show {
+        /// Its id (the first column of `tpslab history`).
+        id: i64,
+        /// Write it as an HTML page to FILE instead.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Write the stored record to FILE (`-`: standard output).
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+    /// Print where the history is kept.
+    Path,
+}
+
+/// Days since 1970-01-01 of YYYY-MM-DD (proleptic Gregorian).
+fn day(s: &str) -> Option<i64> {
+    let mut it = s.split('-').map(|x| x.parse::<i64>().ok());
+    let (y, m, d) = (it.next()??, it.next()??, it.next()??);
+    if it.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
+/// `tpslab history`.
+pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
+    match a.cmd {
+        Some(HistoryCmd::Path) => {
+            println!("{}", path()?.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(HistoryCmd::Show { id, html, json }) => {
+            if let Some(p) = &html {
+                crate::out::check_output("--html", p, false)?;
+            }
+            if let Some(p) = &json {
+                crate::out::check_output("--json", p, true)?;
+            }
+            let rec = get(id)?;
+            if let Some(p) = &json {
+                crate::out::write_json(p, &rec)?;
+            }
+            crate::out::write_html(html.as_deref(), &rec)?;
+            if html.is_none() && json.is_none() {
+                crate::out::print_report(&rec, false)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        None => {}
+    }
+    let since_ms = match &a.since {
+        None => 0,
+        Some(s) => {
+            day(s)
+                .ok_or_else(|| anyhow!("--since {s}: allowed a day as YYYY-MM-DD"))?
+                .max(0)
+                * 86_400_000
+        }
+    };
+    let (c, p) = open(false)?;
+    let mut q = c
+        .prepare(
+            "SELECT id, started_unix_ms, kind, target, headline, interrupted FROM runs
+             WHERE started_unix_ms >= ?1 AND (?2 IS NULL OR kind = ?2)
+               AND (?3 IS NULL OR instr(target, ?3) > 0)
+             ORDER BY id DESC LIMIT ?4",
+        )
+        .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
+    let rows: Vec<(i64, i64, String, String, String, bool)> = q
+        .query_map(params![since_ms, a.kind, a.target, a.limit], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .and_then(|rows| rows.collect())
+        .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
+    let mut t = tpslab_report::term::table(&["id", "started (UTC)", "kind", "target", "found"]);
+    for i in 1..5 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Left);
+        }
+    }
+    for (id, ms, kind, target, head, interrupted) in rows.iter().rev() {
+        t.add_row(vec![
+            id.to_string(),
+            tpslab_report::html::utc(*ms as u64)
+                .trim_end_matches(" UTC")
+                .to_string(),
+            kind.clone(),
+            target.clone(),
+            format!("{}{head}", if *interrupted { "(interrupted) " } else { "" }),
+        ]);
+    }
+    println!("{t}");
+    println!("{} run(s) from {}", rows.len(), p.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn days_from_dates() {
+        assert_eq!(super::day("1970-01-01"), Some(0));
+        assert_eq!(super::day("2026-11-23"), Some(20_780));
+        assert_eq!(super::day("2000-03-01"), Some(11_017));
+        assert_eq!(super::day("2026-13-01"), None);
+        assert_eq!(super::day("yesterday"), None);
+    }
+}

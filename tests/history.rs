@@ -1,0 +1,185 @@
+//! The run history: runs finishing at once all land, a killed run leaves it intact, an
+//! interrupted one is recorded as such, `history show` renders a run again, `compare`
+//! takes history ids, and a database that is not ours (or is newer) is named and never
+//! touched.
+
+mod common;
+
+use common::NetNs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// tpslab with its history in `home` (XDG_DATA_HOME).
+fn tpslab(ns: &NetNs, home: &Path, args: &[&str]) -> Command {
+    let mut c = ns.tpslab();
+    c.env("XDG_DATA_HOME", home).args(args);
+    c
+}
+
+fn run(c: Command) -> Output {
+    common::run(c)
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const SHORT_RUN: &[&str] = &[
+    "run",
+    "udp",
+    "--rate",
+    "5000",
+    "--duration",
+    "300ms",
+    "--warmup",
+    "100ms",
+];
+
+fn db(home: &Path) -> PathBuf {
+    home.join("tpslab/history.sqlite")
+}
+
+#[test]
+fn runs_finishing_at_once_all_land_and_show_again() {
+    if !common::can_netns("runs_finishing_at_once_all_land_and_show_again") {
+        return;
+    }
+    let ns = NetNs::new();
+    let home = common::tmp("history-concurrent");
+    // Four runs at once, finishing within milliseconds of each other.
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            let bind = format!("127.0.0.1:{}", 9100 + i);
+            let mut c = tpslab(&ns, &home, SHORT_RUN);
+            c.args(["--bind", &bind]);
+            c.stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(!err.contains("not recorded"), "{err}");
+    }
+    let o = run(tpslab(&ns, &home, &["history", "--kind", "udp_run"]));
+    assert!(o.status.success());
+    assert!(text(&o).contains("4 run(s) from"), "{}", text(&o));
+    // history show renders the stored record as report renders its file.
+    let json = common::tmp("history-show.json");
+    let o = run(tpslab(
+        &ns,
+        &home,
+        &["history", "show", "2", "--json", json.to_str().unwrap()],
+    ));
+    assert!(o.status.success());
+    let shown = run(tpslab(&ns, &home, &["history", "show", "2"]));
+    let reported = run(tpslab(&ns, &home, &["report", json.to_str().unwrap()]));
+    assert_eq!(text(&shown), text(&reported));
+    assert!(text(&shown).contains("Ledger: where every datagram went"));
+    // compare takes history ids.
+    let o = run(tpslab(&ns, &home, &["compare", "history:1", "history:3"]));
+    assert!(o.status.success());
+    assert!(text(&o).contains("A = history:1"), "{}", text(&o));
+    // Filters, and --no-history.
+    let o = run(tpslab(&ns, &home, &["history", "--kind", "ramp"]));
+    assert!(text(&o).contains("0 run(s)"));
+    let o = run(tpslab(&ns, &home, &["history", "--since", "2999-01-01"]));
+    assert!(text(&o).contains("0 run(s)"));
+    let mut args = SHORT_RUN.to_vec();
+    args.push("--no-history");
+    assert!(run(tpslab(&ns, &home, &args)).status.success());
+    let o = run(tpslab(&ns, &home, &["history"]));
+    assert!(text(&o).contains("4 run(s) from"), "{}", text(&o));
+    // An unknown id: one line, exit 2.
+    let o = run(tpslab(&ns, &home, &["history", "show", "99"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no run with id 99"));
+}
+
+#[test]
+fn a_killed_run_leaves_the_history_intact_and_an_interrupted_one_is_recorded() {
+    if !common::can_netns(
+        "a_killed_run_leaves_the_history_intact_and_an_interrupted_one_is_recorded",
+    ) {
+        return;
+    }
+    let ns = NetNs::new();
+    let home = common::tmp("history-killed");
+    assert!(run(tpslab(&ns, &home, SHORT_RUN)).status.success());
+    // SIGKILL in the middle of a watch: nothing is appended, nothing is damaged.
+    let mut w = tpslab(&ns, &home, &["watch", "--port", "9", "--duration", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    w.kill().unwrap();
+    let _ = w.wait();
+    // SIGINT: the run ends early, its record is written and kept, marked interrupted.
+    let w = tpslab(&ns, &home, &["watch", "--port", "9", "--duration", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: kill(2) on our own child's PID.
+    assert_eq!(unsafe { libc::kill(w.id() as i32, libc::SIGINT) }, 0);
+    let o = w.wait_with_output().unwrap();
+    assert!(
+        o.status.success() || o.status.code() == Some(130),
+        "{:?}",
+        o.status
+    );
+    let o = run(tpslab(&ns, &home, &["history"]));
+    assert!(o.status.success());
+    let t = text(&o);
+    assert!(t.contains("2 run(s) from"), "{t}");
+    assert!(t.contains("(interrupted)"), "{t}");
+    assert!(t.contains("watch"), "{t}");
+}
+
+#[test]
+fn a_database_that_is_not_ours_or_is_newer_is_named_and_never_touched() {
+    if !common::can_netns("a_database_that_is_not_ours_or_is_newer_is_named_and_never_touched") {
+        return;
+    }
+    let ns = NetNs::new();
+    for (name, make) in [
+        ("junk", "open(p, 'wb').write(b'not a database, ' * 64)"),
+        (
+            "newer",
+            "import sqlite3; c = sqlite3.connect(p); c.executescript(\"CREATE TABLE tpslab_meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO tpslab_meta VALUES ('schema_version', '2'); CREATE TABLE runs (id INTEGER PRIMARY KEY, x TEXT);\"); c.commit(); c.close()",
+        ),
+        (
+            "foreign",
+            "import sqlite3; c = sqlite3.connect(p); c.executescript('CREATE TABLE photos (id INTEGER);'); c.commit(); c.close()",
+        ),
+    ] {
+        let home = common::tmp(&format!("history-{name}"));
+        std::fs::create_dir_all(home.join("tpslab")).unwrap();
+        let p = db(&home);
+        let ok = Command::new("python3")
+            .args(["-c", &format!("p = {:?}; {make}", p.to_str().unwrap())])
+            .status()
+            .expect("python3");
+        assert!(ok.success());
+        let before = std::fs::read(&p).unwrap();
+        let o = run(tpslab(&ns, &home, &["history"]));
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(p.to_str().unwrap()) && err.contains("left as it is"), "{name}: {err}");
+        if name == "newer" {
+            assert!(err.contains("schema version 2, newer"), "{err}");
+        }
+        // A run still succeeds, says the history was not written, and leaves it alone.
+        let o = run(tpslab(&ns, &home, SHORT_RUN));
+        assert!(o.status.success(), "{name}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("not recorded in the history"));
+        assert_eq!(std::fs::read(&p).unwrap(), before, "{name}: the database was changed");
+    }
+}

@@ -116,37 +116,6 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
     }
 }
 
-/// Shows a progress bar on stderr for a run of `secs` (hidden when stderr is no terminal).
-fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        if secs > 1.0 {
-            s.spawn(|| {
-                let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
-                pb.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{msg} [{bar:30}] {elapsed}/{duration}",
-                    )
-                    .unwrap()
-                    .progress_chars("=> "),
-                );
-                pb.set_message(label.to_string());
-                let t0 = std::time::Instant::now();
-                while !done.load(Relaxed) {
-                    pb.set_position(
-                        ((t0.elapsed().as_secs_f64() * 10.0) as u64).min((secs * 10.0) as u64),
-                    );
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                pb.finish_and_clear();
-            });
-        }
-        let r = f();
-        done.store(true, Relaxed);
-        r
-    })
-}
-
 fn run_secs(p: &UdpRunPlan) -> f64 {
     (p.load.warmup + p.load.duration).as_secs_f64()
 }
@@ -296,7 +265,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     };
     let stop = out::install_signals()?;
     let probe = probe_truesize(plan.load.datagram_len(), None)?;
-    let before = with_progress("run 1/2: as is", run_secs(&plan), || {
+    let before = out::with_progress("run 1/2: as is", run_secs(&plan), || {
         run_once(plan.clone(), &stop)
     })?;
     let facts = Facts::from_record(&before, Some(&probe));
@@ -326,10 +295,11 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                     match guard {
                         Err(e) => notes.push(format!("verification not run: {e}")),
                         Ok(mut guard) => {
-                            let r =
-                                with_progress("run 2/2: with the fix", run_secs(&plan2), || {
-                                    run_once(plan2, &stop)
-                                });
+                            let r = out::with_progress(
+                                "run 2/2: with the fix",
+                                run_secs(&plan2),
+                                || run_once(plan2, &stop),
+                            );
                             if let Some(g) = guard.as_mut() {
                                 let done = g.restore();
                                 restored = done.restored;

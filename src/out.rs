@@ -5,6 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Duration;
 use tpslab_analysis::record::Record;
 
 pub(crate) use tpslab_plan::limits::MAX_UDP_PAYLOAD;
@@ -161,6 +162,39 @@ pub(crate) fn live_sink(
             }
         },
     ))))
+}
+
+/// Shows a progress bar on stderr while `f` runs, for a run planned to last `secs`
+/// (phase `label`, elapsed and planned time); nothing when stderr is not a terminal or the
+/// run is short.
+pub(crate) fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if secs > 1.0 && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            s.spawn(|| {
+                let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
+                pb.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{msg} [{bar:30}] {elapsed}/{duration}",
+                    )
+                    .unwrap()
+                    .progress_chars("=> "),
+                );
+                pb.set_message(label.to_string());
+                let t0 = std::time::Instant::now();
+                while !done.load(Relaxed) {
+                    pb.set_position(
+                        ((t0.elapsed().as_secs_f64() * 10.0) as u64).min((secs * 10.0) as u64),
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                pb.finish_and_clear();
+            });
+        }
+        let r = f();
+        done.store(true, Relaxed);
+        r
+    })
 }
 
 /// Prints a record's terminal report on standard output.

@@ -315,7 +315,9 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     drop(out);
     let stop = install_signals()?;
     let started = crate::out::Started::now();
-    let run = run_ramp(&plan, &stop)?;
+    let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
+    let label = format!("ramp: {} steps", plan.steps.len());
+    let run = out::with_progress(&label, secs, || run_ramp(&plan, &stop))?;
     drop(server);
     let meta = started.meta(run.interrupted);
     let analysis = ramp::analyse(&run, meta.cpus);

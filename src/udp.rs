@@ -144,18 +144,16 @@ pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
     }
     let live = live_sink(a.out.json_stream.as_deref())?;
     let stop = install_signals()?;
-    let rec = run_udp_streamed(
-        UdpRunPlan {
-            server: None,
-            load,
-            interval: a.out.interval,
-            target_pid: a.pid,
-            watch_port: None,
-            no_drop_reasons: a.out.no_drop_reasons,
-        },
-        &stop,
-        live,
-    )?;
+    let plan = UdpRunPlan {
+        server: None,
+        load,
+        interval: a.out.interval,
+        target_pid: a.pid,
+        watch_port: None,
+        no_drop_reasons: a.out.no_drop_reasons,
+    };
+    let secs = (plan.load.warmup + plan.load.duration).as_secs_f64();
+    let rec = crate::out::with_progress("load", secs, || run_udp_streamed(plan, &stop, live))?;
     finish_record(rec, &a.out)
 }
 
@@ -171,18 +169,16 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
     a.out.record.check(true)?;
     let live = live_sink(a.out.json_stream.as_deref())?;
     let stop = install_signals()?;
-    let rec = run_udp_streamed(
-        UdpRunPlan {
-            server: Some(srv),
-            load,
-            interval: a.out.interval,
-            target_pid: None,
-            watch_port: None,
-            no_drop_reasons: a.out.no_drop_reasons,
-        },
-        &stop,
-        live,
-    )?;
+    let plan = UdpRunPlan {
+        server: Some(srv),
+        load,
+        interval: a.out.interval,
+        target_pid: None,
+        watch_port: None,
+        no_drop_reasons: a.out.no_drop_reasons,
+    };
+    let secs = (plan.load.warmup + plan.load.duration).as_secs_f64();
+    let rec = crate::out::with_progress("load", secs, || run_udp_streamed(plan, &stop, live))?;
     finish_record(rec, &a.out)
 }
 

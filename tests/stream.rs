@@ -97,3 +97,41 @@ fn a_run_streams_each_interval_while_it_goes_and_agrees_with_its_record() {
         "the small buffer overflows"
     );
 }
+
+/// Progress on stderr: shown when stderr is a terminal (a pseudo-terminal from util-linux
+/// `script`), nothing when it is not.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let test = "progress_shows_on_a_terminal_only";
+    if !common::can_netns(test) || !common::need(test, "/usr/bin/script") {
+        return;
+    }
+    let ns = NetNs::new();
+    let args = "run udp --rate 2000 --duration 2s --warmup 100ms --no-history";
+    let cmd = format!(
+        "ip netns exec {} {} {args}",
+        ns.name,
+        env!("CARGO_BIN_EXE_tpslab")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &cmd, "/dev/null"])
+        .output()
+        .expect("script");
+    assert!(out.status.success());
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tty.contains("load [") && tty.contains("=>"),
+        "no bar on a terminal: {tty}"
+    );
+    // Not a terminal: the report alone, nothing on stderr.
+    let mut c = ns.tpslab();
+    c.args(args.split(' '));
+    let out = common::run(c);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("=>"));
+}

@@ -232,6 +232,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         read_probe: None,
         send_probe: None,
         live: live_sink(a.json_stream.as_deref())?,
+        live_latency: None,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = tpslab_engine::dropwatch::DropSampler::start_unless(a.no_drop_reasons);

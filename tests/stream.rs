@@ -96,6 +96,30 @@ fn a_run_streams_each_interval_while_it_goes_and_agrees_with_its_record() {
         last["socket_drops"].as_u64().unwrap() > 0,
         "the small buffer overflows"
     );
+    // Each interval's latency covers the replies read in it: together, every reply.
+    let replies: u64 = lines
+        .iter()
+        .filter_map(|l| l["latency"]["replies"].as_u64())
+        .sum();
+    assert_eq!(
+        replies,
+        rec["generator"]["replies_matched"].as_u64().unwrap()
+    );
+    let with = lines.iter().filter(|l| !l["latency"].is_null()).count();
+    assert!(
+        with * 2 > lines.len(),
+        "{with} of {} intervals with replies",
+        lines.len()
+    );
+    for l in lines.iter().filter(|l| !l["latency"].is_null()) {
+        let lat = &l["latency"];
+        let (p50, p99, max) = (
+            lat["p50_us"].as_f64().unwrap(),
+            lat["p99_us"].as_f64().unwrap(),
+            lat["max_us"].as_f64().unwrap(),
+        );
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{l}");
+    }
 }
 
 /// Progress on stderr: shown when stderr is a terminal (a pseudo-terminal from util-linux

@@ -75,6 +75,7 @@ fn observer_config(
         read_probe: server.as_ref().map(|s| s.read_probe()),
         send_probe: Some(load.send_probe()),
         live: None,
+        live_latency: None,
         tcp_inodes: vec![],
     }
 }
@@ -126,6 +127,10 @@ pub fn run_udp_streamed(
         addr: Some(target_ip),
     };
     let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
+    // The interval's latency only when streamed (its lock costs the receivers a little).
+    if live.is_some() && plan.load.expect_replies {
+        obs_cfg.live_latency = Some(load.live_latency());
+    }
     obs_cfg.live = live;
     let observer = Observer::start(obs_cfg);
     // Kernel drop reasons over the same window (host-wide), or why not.

@@ -160,6 +160,9 @@ struct Stream {
     /// Monotonic ns of the last send call.
     last_send_ns: AtomicU64,
     log: Option<SendLog>,
+    /// Latencies from the intended send time of the replies read since the live stream
+    /// last took them (`--json-stream`); None: no stream, nothing recorded.
+    live_lat: std::sync::Mutex<Option<Histogram<u64>>>,
 }
 
 /// What a reply receiver found.
@@ -243,6 +246,7 @@ impl UdpLoad {
                 last_send_ns: AtomicU64::new(0),
                 log: (cfg.match_mode() == MatchMode::SeqField)
                     .then(|| SendLog::new(field_bits.unwrap())),
+                live_lat: std::sync::Mutex::new(None),
             }));
         }
         Ok(UdpLoad { cfg, streams })
@@ -261,6 +265,27 @@ impl UdpLoad {
     pub fn send_probe(&self) -> crate::server::ReadProbe {
         let streams = self.streams.clone();
         crate::server::ReadProbe::new(move || streams.iter().map(|s| s.sent.load(Relaxed)).sum())
+    }
+
+    /// Turns on per-interval latency for a live stream and returns what takes it: each call
+    /// gives the latency (from the intended send time) of the replies read since the
+    /// previous call, all streams, and starts a new interval; None when none was read.
+    pub fn live_latency(&self) -> crate::observe::LatencyProbe {
+        for s in &self.streams {
+            *s.live_lat.lock().unwrap_or_else(|e| e.into_inner()) = Some(new_ns_histogram());
+        }
+        let streams = self.streams.clone();
+        crate::observe::LatencyProbe(Arc::new(move || {
+            let mut all = new_ns_histogram();
+            for s in &streams {
+                let mut g = s.live_lat.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(h) = g.as_mut() {
+                    all.add(&*h).ok();
+                    h.reset();
+                }
+            }
+            (!all.is_empty()).then(|| LatencySummary::from_histogram(&all))
+        }))
     }
 
     /// Runs the plan to its end (or until `stop` is set) and waits for late replies: until

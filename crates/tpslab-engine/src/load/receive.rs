@@ -81,6 +81,9 @@ pub(super) fn receiver(
     });
     let fd = st.sock.fd();
     let mut last_reply = mono_ns();
+    // A live stream's latencies: gathered per batch, handed over under one lock.
+    let live = st.live_lat.lock().map(|g| g.is_some()).unwrap_or(false);
+    let mut live_batch: Vec<u64> = Vec::with_capacity(if live { 64 } else { 0 });
     let mode = cfg.match_mode();
     loop {
         let n = rb.recv(fd).unwrap_or(0);
@@ -111,6 +114,7 @@ pub(super) fn receiver(
         }
         last_reply = now;
         res.read += n as u64;
+        live_batch.clear();
         for i in 0..n {
             let data = rb.get(i);
             let found = match mode {
@@ -138,23 +142,26 @@ pub(super) fn receiver(
                 continue;
             }
             res.matched += 1;
+            // Arrival on the monotonic clock: now, less the time it waited in the socket
+            // by the kernel's realtime stamp (both clocks read together). A stamp from
+            // the future, or one older than the send, means the wall clock stepped: use
+            // our own clock for that reply.
+            let (rx, stamped) = match rb.meta(i).rx_realtime_ns {
+                Some(t) if t <= real && real - t <= now.saturating_sub(sent) => {
+                    (now - (real - t), true)
+                }
+                _ => (now, false),
+            };
+            if live {
+                live_batch.push(rx.saturating_sub(intended));
+            }
             match max_seq {
                 Some(m) if seq < m => res.reordered += 1,
                 _ => max_seq = Some(seq),
             }
             if intended >= window_start {
                 res.window_answered += 1;
-                // Arrival on the monotonic clock: now, less the time it waited in the
-                // socket by the kernel's realtime stamp (both clocks read together).
-                // A stamp from the future, or one older than the send, means the wall
-                // clock stepped: use our own clock for that reply.
-                let rx = match rb.meta(i).rx_realtime_ns {
-                    Some(t) if t <= real && real - t <= now.saturating_sub(sent) => {
-                        res.rx_timestamped += 1;
-                        now - (real - t)
-                    }
-                    _ => now,
-                };
+                res.rx_timestamped += u64::from(stamped);
                 if let Some(h) = res.lat_intended.as_mut() {
                     h.saturating_record(rx.saturating_sub(intended));
                 }
@@ -163,6 +170,18 @@ pub(super) fn receiver(
                 }
                 if let Some(h) = res.lat_wakeup.as_mut() {
                     h.saturating_record(now.saturating_sub(sent));
+                }
+            }
+        }
+        if !live_batch.is_empty() {
+            if let Some(h) = st
+                .live_lat
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                for &v in &live_batch {
+                    h.saturating_record(v);
                 }
             }
         }

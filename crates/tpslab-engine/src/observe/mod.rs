@@ -61,6 +61,30 @@ pub struct ObserverConfig {
     pub tcp_inodes: Vec<u64>,
     /// Called with every sample as it is taken (`--json-stream`); None: nothing live.
     pub live: Option<LiveSink>,
+    /// The generator's latency of each interval, for the live samples (tpslab's load with
+    /// replies).
+    pub live_latency: Option<LatencyProbe>,
+}
+
+/// Takes the latency of the replies read since its last call (None: none read).
+#[derive(Clone)]
+pub struct LatencyProbe(pub Arc<dyn Fn() -> Option<tpslab_analysis::LatencySummary> + Send + Sync>);
+
+impl std::fmt::Debug for LatencyProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LatencyProbe")
+    }
+}
+
+/// Latency of the replies read in one interval, from their intended send time, us.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IntervalLatency {
+    /// Replies read in the interval.
+    pub replies: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
 }
 
 /// One sampling interval as it happened, for a live stream (`--json-stream`): what the
@@ -86,6 +110,9 @@ pub struct LiveSample {
     pub softnet_drops: u64,
     /// Server socket(s) rx_queue now, bytes (truesize charged).
     pub rx_queue_bytes: u64,
+    /// Latency (from the intended send time) of the replies the generator read in the
+    /// interval; null without replies in it, or without tpslab's load.
+    pub latency: Option<IntervalLatency>,
 }
 
 /// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
@@ -120,7 +147,26 @@ fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
             .saturating_sub(first.udp.rcvbuf_errors),
         softnet_drops: cur.softnet_dropped.saturating_sub(first.softnet_dropped),
         rx_queue_bytes: cur.srv_rxq,
+        latency: None,
     }
+}
+
+/// Gives a live sample to the sink, with the interval's latency when there is a probe.
+fn give_live(cfg: &ObserverConfig, first: &Raw, prev: &Raw, cur: &Raw) {
+    let Some(live) = &cfg.live else { return };
+    let mut s = live_sample(first, prev, cur);
+    s.latency = cfg
+        .live_latency
+        .as_ref()
+        .and_then(|p| (p.0)())
+        .map(|l| IntervalLatency {
+            replies: l.count,
+            p50_us: l.p50_ns as f64 / 1e3,
+            p99_us: l.p99_ns as f64 / 1e3,
+            p999_us: l.p999_ns as f64 / 1e3,
+            max_us: l.max_ns as f64 / 1e3,
+        });
+    (live.0)(&s);
 }
 
 /// One sample of every counter.
@@ -456,8 +502,8 @@ fn sample_loop(
         // sample (pushed after this loop): kept in every sample, their heap
         // would grow with the run (10 slow samples a second) past the bound.
         r.drop_per_cpu();
-        if let (Some(live), Some(prev)) = (&sampler.cfg.live, raws.last()) {
-            (live.0)(&live_sample(&raws[0], prev, &r));
+        if let Some(prev) = raws.last() {
+            give_live(&sampler.cfg, &raws[0], prev, &r);
         }
         raws.push(r);
         if raws.len() >= MAX_SAMPLES {
@@ -472,8 +518,8 @@ fn sample_loop(
         next = base.saturating_add_signed(jitter());
     }
     let last = sampler.sample(raws.last(), true);
-    if let (Some(live), Some(prev)) = (&sampler.cfg.live, raws.last()) {
-        (live.0)(&live_sample(&raws[0], prev, &last));
+    if let Some(prev) = raws.last() {
+        give_live(&sampler.cfg, &raws[0], prev, &last);
     }
     rxq_max = rxq_max.max(last.srv_rxq);
     raws.push(last);

@@ -20,6 +20,9 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TPSLAB_COMM
     about = "Load, serve, observe and explain UDP loss and TPS limits"
 )]
 struct Cli {
+    /// No progress bars on stderr (they show only when stderr is a terminal anyway).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -123,6 +126,7 @@ enum RunProto {
 /// Parses the command line and runs it.
 pub fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
+    crate::out::set_quiet(cli.quiet);
     // Shell integration touches nothing on the host.
     match &cli.cmd {
         Cmd::Completions { shell } => {

@@ -164,13 +164,25 @@ pub(crate) fn live_sink(
     ))))
 }
 
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: no progress bars.
+pub(crate) fn set_quiet(q: bool) {
+    QUIET.store(q, Relaxed);
+}
+
+/// Whether progress may be shown: stderr is a terminal and not `--quiet`.
+pub(crate) fn progress_shown() -> bool {
+    !QUIET.load(Relaxed) && std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
 /// Shows a progress bar on stderr while `f` runs, for a run planned to last `secs`
 /// (phase `label`, elapsed and planned time); nothing when stderr is not a terminal or the
 /// run is short.
 pub(crate) fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        if secs > 1.0 && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        if secs > 1.0 && progress_shown() {
             s.spawn(|| {
                 let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
                 pb.set_style(

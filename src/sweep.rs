@@ -269,7 +269,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let started = crate::out::Started::now();
     let out_dir = a.out.display().to_string();
     tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;
-    let pb = indicatif::ProgressBar::new(order.len() as u64);
+    let pb = if out::progress_shown() {
+        indicatif::ProgressBar::new(order.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     pb.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, ETA {eta} {msg}")
             .unwrap()

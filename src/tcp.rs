@@ -221,7 +221,10 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
             let t = tpslab_net::mono_ns();
             let s = tcpflow::connect(target, flow.sndbuf, flow.rcvbuf, Duration::from_secs(5))?;
             let connect_ns = tpslab_net::mono_ns() - t;
-            let f = tcpflow::run_flow(s, flow, connect_ns, &stop)?;
+            let secs = plan.duration_ns as f64 / 1e9;
+            let f = crate::out::with_progress("tcp flow", secs, || {
+                tcpflow::run_flow(s, flow, connect_ns, &stop)
+            })?;
             rec.runs.push(TcpRun::judge(f, None, plan.skip_ns));
         }
         TcpMode::Lab { .. } => lab(&mut rec, &stop, &mut out)?,
@@ -278,14 +281,17 @@ fn lab(rec: &mut TcpRecord, stop: &AtomicBool, out: &mut dyn Write) -> Result<()
     };
     let port = std::net::SocketAddr::from(([0, 0, 0, 0], 5001));
     let run = |snd: Option<u64>, rcv: Option<u64>| -> Result<TcpRun> {
-        let (flow, stats) =
-            tcpflow::run_lab_flow(link, rcv, plan.flow(port, snd), stop).map_err(|e| {
-                if e.io_kind() == Some(std::io::ErrorKind::PermissionDenied) {
-                    anyhow!("tcp --lab-rtt needs root (network namespaces and TUN devices): {e}")
-                } else {
-                    anyhow!("{e}")
-                }
-            })?;
+        let secs = plan.duration_ns as f64 / 1e9;
+        let (flow, stats) = crate::out::with_progress("tcp lab flow", secs, || {
+            tcpflow::run_lab_flow(link, rcv, plan.flow(port, snd), stop)
+        })
+        .map_err(|e| {
+            if e.io_kind() == Some(std::io::ErrorKind::PermissionDenied) {
+                anyhow!("tcp --lab-rtt needs root (network namespaces and TUN devices): {e}")
+            } else {
+                anyhow!("{e}")
+            }
+        })?;
         Ok(TcpRun::judge(flow, Some(stats), plan.skip_ns))
     };
     rec.runs.push(run(plan.sndbuf, sink_rcvbuf)?);

@@ -1051,8 +1051,16 @@ fn compare_refuses_mixed_kinds_non_records_and_a_single_record() {
     let out = tpslab(&["compare", &run, &ramp]);
     let line = assert_one_line_error(&out, "records of different kinds cannot be compared");
     assert!(line.contains("udp_run") && line.contains("ramp"), "{line}");
-    let out = tpslab(&["compare", &ramp, &ramp]);
-    assert_one_line_error(&out, "compare reads udp_run, watch, diagnose and sweep");
+    // A kind without runs (doctor's audit) is named, with the kinds compare reads.
+    let doctor = common::tmp("compare-doctor.json");
+    let out = tpslab(&["doctor", "--no-history", "--json", doctor.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let d = doctor.to_str().unwrap();
+    let out = tpslab(&["compare", d, d]);
+    assert_one_line_error(
+        &out,
+        "compare reads udp_run, watch, diagnose, sweep, ramp and tcp",
+    );
     let junk = common::tmp("compare-junk.json");
     std::fs::write(&junk, "{}").unwrap();
     let out = tpslab(&["compare", &run, junk.to_str().unwrap()]);

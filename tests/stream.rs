@@ -123,7 +123,7 @@ fn a_run_streams_each_interval_while_it_goes_and_agrees_with_its_record() {
 }
 
 /// Progress on stderr: shown when stderr is a terminal (a pseudo-terminal from util-linux
-/// `script`), nothing when it is not.
+/// `script`), nothing with --quiet or when it is not.
 #[test]
 fn progress_shows_on_a_terminal_only() {
     let test = "progress_shows_on_a_terminal_only";
@@ -147,6 +147,14 @@ fn progress_shows_on_a_terminal_only() {
         tty.contains("load [") && tty.contains("=>"),
         "no bar on a terminal: {tty}"
     );
+    // --quiet: none, even on a terminal.
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &format!("{cmd} --quiet"), "/dev/null"])
+        .output()
+        .expect("script");
+    assert!(out.status.success());
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(!tty.contains("load ["), "a bar despite --quiet: {tty}");
     // Not a terminal: the report alone, nothing on stderr.
     let mut c = ns.tpslab();
     c.args(args.split(' '));

@@ -4,10 +4,10 @@
 //!
 //! A single run has no repeats, so its spread comes from within: the run's measurement
 //! window is cut into [`BATCHES`] equal batches and each figure is taken per batch (the
-//! batch-means method of simulation output analysis); Welch's t-test on the batch values
-//! (95 %) says whether two runs differ by more than their own variation. Figures a run
-//! has only once (its TPS, its p99) are shown without a test. A sweep's cells keep their
-//! repeats as they are.
+//! batch-means method of simulation output analysis; a TCP flow's TCP_INFO samples the
+//! same); Welch's t-test on the batch values (95 %) says whether two runs differ by more
+//! than their own variation. Figures a run has only once (its TPS, its p99, a ramp's
+//! steps) are shown without a test. A sweep's cells keep their repeats as they are.
 
 use crate::experiment::{welch, Effect, Estimate};
 use crate::record::{Body, Record, RunRecord};
@@ -65,7 +65,7 @@ pub enum CompareError {
     TooFew(usize),
     #[error("records of different kinds cannot be compared: {0} is {1}, {2} is {3}")]
     Kinds(String, String, String, String),
-    #[error("{0}: a {1} record has no run to compare; compare reads udp_run, watch, diagnose and sweep records")]
+    #[error("{0}: a {1} record has no run to compare; compare reads udp_run, watch, diagnose, sweep, ramp and tcp records")]
     Unsupported(String, String),
 }
 
@@ -130,6 +130,37 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                 (set, figs)
             })
             .unzip(),
+        Body::Ramp(_) | Body::Tcp(_) => recs
+            .iter()
+            .map(|(_, r)| {
+                let mut set = BTreeMap::new();
+                set.insert("host kernel".to_string(), r.meta.kernel.clone());
+                set.insert("host CPUs".to_string(), r.meta.cpus.to_string());
+                set.insert("host name".to_string(), r.meta.hostname.clone());
+                match &r.body {
+                    Body::Ramp(x) => {
+                        let mut v = serde_json::to_value(&x.run.plan).unwrap_or_default();
+                        if let Some(o) = v.as_object_mut() {
+                            // A lab server's port and PID change every run.
+                            if x.run.plan.builtin_server.is_some() {
+                                o.remove("target");
+                            }
+                            o.remove("server_pid");
+                        }
+                        set.extend(flatten("plan", &v));
+                        (set, ramp_figures(x))
+                    }
+                    Body::Tcp(t) => {
+                        set.extend(flatten(
+                            "plan",
+                            &serde_json::to_value(t.plan).unwrap_or_default(),
+                        ));
+                        (set, tcp_figures(t))
+                    }
+                    _ => unreachable!("same kind as the first"),
+                }
+            })
+            .unzip(),
         _ => return Err(CompareError::Unsupported(labels[0].clone(), kind.into())),
     };
     Ok(CompareReport {
@@ -137,9 +168,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
         labels,
         differences: differences(&settings),
         figures: figure_rows(&rows),
-        method: format!(
-            "spread: each run's measurement window cut into {BATCHES} equal batches, a figure taken per batch (batch means); difference from the first record with its 95 % interval by Welch's t-test on those values; 'noise' when the interval includes 0. Whole-run figures (n = 1) have no test"
-        ),
+        method: "spread: a UDP run's measurement window, or a TCP flow's TCP_INFO samples after its skipped start, cut into 10 equal batches and each figure taken per batch (batch means); a sweep cell's repeats as they are; difference from the first record with its 95 % interval by Welch's t-test on those values, 'noise' when the interval includes 0. Figures measured once (whole-run, a ramp's steps) have no test".into(),
         notes,
     })
 }
@@ -368,6 +397,95 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                 Estimate::of(&[g.latency_intended.p99_ns as f64 / 1e3]),
             ));
         }
+    }
+    out
+}
+
+/// A ramp's figures per step (each measured once: no test).
+fn ramp_figures(r: &crate::record::RampReport) -> Figures {
+    let key = |name: String, source: &str| Key {
+        name,
+        source: source.into(),
+    };
+    let mut out = vec![];
+    for s in &r.run.steps {
+        out.push((
+            key(
+                format!("TPS at {} user(s)", s.users),
+                "completed requests / measured time of the step",
+            ),
+            Estimate::of(&[s.tps]),
+        ));
+        out.push((
+            key(
+                format!("p99 ms at {} user(s)", s.users),
+                "HDR histogram of the step's response times",
+            ),
+            Estimate::of(&[s.response.p99_ns as f64 / 1e6]),
+        ));
+    }
+    if let Some(u) = &r.analysis.usl {
+        out.push((
+            key("USL sigma (contention)".into(), "USL fit to the steps"),
+            Estimate::of(&[u.sigma]),
+        ));
+        out.push((
+            key("USL kappa (coherency)".into(), "USL fit to the steps"),
+            Estimate::of(&[u.kappa]),
+        ));
+    }
+    out
+}
+
+/// A TCP record's figures per flow: throughput and smoothed RTT per batch of its
+/// TCP_INFO samples after the skipped start.
+fn tcp_figures(t: &crate::record::TcpRecord) -> Figures {
+    let mut out = vec![];
+    let flows = t
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("run {}", i + 1), &r.flow.samples))
+        .chain(t.watched.iter().map(|w| {
+            (
+                format!("{} -> {}", w.flow.local, w.flow.remote),
+                &w.flow.samples,
+            )
+        }));
+    for (name, samples) in flows {
+        // As the flow's analysis: samples from --skip after the connection.
+        let s: Vec<_> = samples
+            .iter()
+            .filter(|x| x.t_ns >= t.plan.skip_ns)
+            .collect();
+        if s.len() < BATCHES + 1 {
+            continue;
+        }
+        let per = (s.len() - 1) / BATCHES;
+        let (mut thr, mut rtt) = (vec![], vec![]);
+        for b in 0..BATCHES {
+            let (a, z) = (s[b * per], s[(b + 1) * per]);
+            let dt = z.t_ns.saturating_sub(a.t_ns) as f64 / 1e9;
+            if dt > 0.0 {
+                thr.push(z.bytes_acked.saturating_sub(a.bytes_acked) as f64 * 8.0 / dt / 1e6);
+            }
+            let w = &s[b * per..(b + 1) * per];
+            rtt.push(w.iter().map(|x| x.rtt_us as f64).sum::<f64>() / w.len() as f64 / 1e3);
+        }
+        out.push((
+            Key {
+                name: format!("{name}: throughput Mbit/s"),
+                source: "TCP_INFO tcpi_bytes_acked, per batch".into(),
+            },
+            Estimate::of(&thr),
+        ));
+        out.push((
+            Key {
+                name: format!("{name}: RTT ms"),
+                source: "TCP_INFO tcpi_rtt, mean per batch".into(),
+            },
+            Estimate::of(&rtt),
+        ));
     }
     out
 }

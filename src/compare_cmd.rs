@@ -10,8 +10,8 @@ use tpslab_analysis::record::{Body, Record};
 #[derive(Args, Debug)]
 pub(crate) struct CompareArgs {
     /// Two or more records of the same kind written by --json (udp_run, watch, diagnose,
-    /// sweep), or `history:ID` for a run of `tpslab history`; each later one is compared
-    /// with the first.
+    /// sweep, ramp, tcp), or `history:ID` for a run of `tpslab history`; each later one is
+    /// compared with the first.
     #[arg(required = true, num_args = 2.., value_name = "RECORD")]
     files: Vec<PathBuf>,
     /// Write the comparison's record to FILE (JSON, kind compare; `-`: standard output).

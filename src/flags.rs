@@ -167,7 +167,8 @@ pub(crate) struct OutputFlags {
     #[command(flatten)]
     pub(crate) record: RecordFlag,
     /// Write one JSON object per sampling interval to FILE while the run goes (NDJSON,
-    /// flushed per line): time, offered and delivered pps, drops so far, rx_queue.
+    /// one write per line): time, offered and delivered pps, drops so far, rx_queue, and
+    /// the latency of the replies read in the interval.
     #[arg(long, value_name = "FILE")]
     pub(crate) json_stream: Option<PathBuf>,
     /// Show the source counter of every figure.

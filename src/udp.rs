@@ -76,8 +76,8 @@ pub(crate) struct WatchArgs {
     /// How long to watch.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub(crate) duration: Duration,
-    /// Write one JSON object per sampling interval to FILE while watching (NDJSON,
-    /// flushed per line): time, delivered pps, drops so far, rx_queue.
+    /// Write one JSON object per sampling interval to FILE while watching (NDJSON, one
+    /// write per line): time, delivered pps, drops so far, rx_queue.
     #[arg(long, value_name = "FILE")]
     pub(crate) json_stream: Option<PathBuf>,
     /// Sampling interval (1ms..=60s).

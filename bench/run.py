@@ -29,6 +29,12 @@ LIMITS = os.path.join(ROOT, "..", "shared", "limits")
 NS = f"tpsbench{os.getpid()}"
 OUT = tempfile.mkdtemp(prefix="tpslab-bench-")
 TPSLAB = os.path.join(ROOT, "target", "release", "tpslab")
+# The benchmark's own runs stay out of the user's run history (tpslab history): every
+# tpslab started here keeps it in a folder of its own, removed at the end.
+import atexit  # noqa: E402
+_HISTORY = tempfile.mkdtemp(prefix="tpslab-bench-history-")
+os.environ["XDG_DATA_HOME"] = _HISTORY
+atexit.register(shutil.rmtree, _HISTORY, True)
 
 
 def sh(cmd, timeout=900, **kw):

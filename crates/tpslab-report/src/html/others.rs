@@ -207,6 +207,10 @@ fn bands(samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Band> {
 fn flow_charts(tag: &str, samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Chart> {
     let t0 = samples.first().map_or(0, |s| s.t_ns);
     let t = |s: &TcpSample| (s.t_ns - t0) as f64 / 1e9;
+    // One TCP_INFO field over time.
+    let over_time = |f: fn(&TcpSample) -> f64| -> Vec<(f64, f64)> {
+        samples.iter().map(|s| (t(s), f(s))).collect()
+    };
     let shade = bands(samples, sndbuf);
     let mut thr = Chart::new(
         &format!("{tag}throughput"),
@@ -234,20 +238,14 @@ fn flow_charts(tag: &str, samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Cha
     rtt.lines.push(Line::new(
         "smoothed RTT",
         "TCP_INFO tcpi_rtt",
-        samples
-            .iter()
-            .map(|s| (t(s), s.rtt_us as f64 / 1e3))
-            .collect(),
+        over_time(|s| s.rtt_us as f64 / 1e3),
         PALETTE[0],
     ));
     rtt.lines.push(
         Line::new(
             "minimum RTT",
             "TCP_INFO tcpi_min_rtt",
-            samples
-                .iter()
-                .map(|s| (t(s), s.min_rtt_us as f64 / 1e3))
-                .collect(),
+            over_time(|s| s.min_rtt_us as f64 / 1e3),
             PALETTE[2],
         )
         .dashed(),
@@ -261,28 +259,19 @@ fn flow_charts(tag: &str, samples: &[TcpSample], sndbuf: Option<u64>) -> Vec<Cha
     win.lines.push(Line::new(
         "congestion window",
         "TCP_INFO tcpi_snd_cwnd x tcpi_snd_mss",
-        samples
-            .iter()
-            .map(|s| (t(s), s.cwnd_segs as f64 * s.mss as f64))
-            .collect(),
+        over_time(|s| s.cwnd_segs as f64 * s.mss as f64),
         PALETTE[0],
     ));
     win.lines.push(Line::new(
         "peer's receive window",
         "TCP_INFO tcpi_snd_wnd",
-        samples
-            .iter()
-            .map(|s| (t(s), s.peer_window_bytes as f64))
-            .collect(),
+        over_time(|s| s.peer_window_bytes as f64),
         PALETTE[1],
     ));
     win.lines.push(Line::new(
         "bytes in flight",
         "TCP_INFO (tcpi_unacked - sacked - lost + retrans) x mss",
-        samples
-            .iter()
-            .map(|s| (t(s), s.in_flight_bytes as f64))
-            .collect(),
+        over_time(|s| s.in_flight_bytes as f64),
         PALETTE[2],
     ));
     let mut out = vec![thr, rtt, win];

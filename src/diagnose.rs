@@ -39,6 +39,10 @@ pub(crate) struct DiagnoseArgs {
     /// then before and after side by side on the same axes.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+    /// Also write the figures of the last run (after the fix, when there was one) to FILE
+    /// in Prometheus' text format, for node_exporter's textfile collector.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) metrics_file: Option<PathBuf>,
     /// Do not append this diagnosis to the history (`tpslab history`).
     #[arg(long, global = true)]
     pub(crate) no_history: bool,
@@ -108,6 +112,10 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
             cpus: vec![],
             gso: false,
             pacing_slack: Duration::ZERO,
+
+            phase: Duration::ZERO,
+
+            keep_histograms: false,
         },
         interval,
         target_pid: None,
@@ -233,6 +241,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     if let Some(p) = &a.json {
         out::check_output("--json", p, true)?;
     }
+    if let Some(p) = &a.metrics_file {
+        out::check_output("--metrics-file", p, false)?;
+    }
     if let Some(p) = &a.html {
         out::check_output("--html", p, false)?;
     }
@@ -348,6 +359,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         json: None,
         html: a.html.clone(),
         no_history: a.no_history,
+        metrics_file: a.metrics_file.clone(),
     }
     .finish(&rec)?;
     if let Some(p) = &a.json {

@@ -125,6 +125,10 @@ pub(crate) struct RecordFlag {
     /// Do not append this run to the history (`tpslab history`).
     #[arg(long)]
     pub(crate) no_history: bool,
+    /// Also write the record's figures to FILE in Prometheus' text format, for
+    /// node_exporter's textfile collector (written whole, then renamed into place).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) metrics_file: Option<PathBuf>,
 }
 
 impl RecordFlag {
@@ -137,12 +141,18 @@ impl RecordFlag {
         if let Some(p) = &self.html {
             crate::out::check_output("--html", p, false)?;
         }
+        if let Some(p) = &self.metrics_file {
+            crate::out::check_output("--metrics-file", p, false)?;
+        }
         Ok(())
     }
 
     /// Whether a record is kept anywhere (a file, or the history).
     pub(crate) fn wanted(&self) -> bool {
-        self.json.is_some() || self.html.is_some() || !self.no_history
+        self.json.is_some()
+            || self.html.is_some()
+            || self.metrics_file.is_some()
+            || !self.no_history
     }
 
     /// After the JSON record: writes the HTML report when asked for (said on standard
@@ -150,6 +160,7 @@ impl RecordFlag {
     /// said on standard error; the run's result stands).
     pub(crate) fn finish(&self, rec: &tpslab_analysis::record::Record) -> Result<()> {
         crate::out::write_html(self.html.as_deref(), rec)?;
+        crate::out::write_metrics(self.metrics_file.as_deref(), rec)?;
         if !self.no_history {
             if let Err(e) = crate::history::append(rec) {
                 eprintln!("tpslab: not recorded in the history: {e:#}");
@@ -166,6 +177,8 @@ pub(crate) struct OutputFlags {
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) record: RecordFlag,
+    #[command(flatten)]
+    pub(crate) metrics: crate::metrics::ListenFlag,
     /// Write one JSON object per sampling interval to FILE while the run goes (NDJSON,
     /// one write per line): time, offered and delivered pps, drops so far, rx_queue, and
     /// the latency of the replies read in the interval.
@@ -368,6 +381,10 @@ pub(crate) fn load_config(
         cpus,
         gso: f.gso,
         pacing_slack: f.pacing_slack,
+
+        phase: Duration::ZERO,
+
+        keep_histograms: false,
     };
     cfg.validate().map_err(|e| {
         e.relabel(|l| match l {

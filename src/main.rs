@@ -7,6 +7,7 @@ mod diagnose;
 mod doctor;
 mod flags;
 mod history;
+mod metrics;
 mod out;
 mod probe;
 mod ramp;

@@ -138,6 +138,27 @@ pub(crate) fn write_html(path: Option<&std::path::Path>, rec: &Record) -> Result
     Ok(())
 }
 
+/// `--metrics-file FILE`: the record's figures in Prometheus' text format, written to a
+/// temporary file beside it and renamed into place (a textfile collector never reads
+/// half a file).
+pub(crate) fn write_metrics(path: Option<&std::path::Path>, rec: &Record) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let mut text = Vec::new();
+    tpslab_report::render(&mut text, rec, tpslab_report::Format::Metrics, false)
+        .context("rendering the metrics")?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow!("--metrics-file {}: {e}", path.display())
+        })?;
+    eprintln!("tpslab: metrics written to {}", path.display());
+    Ok(())
+}
+
 /// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
 /// is created now; a line that cannot be written is said once on stderr, the run goes on).
 pub(crate) fn live_sink(

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::ramp;
 use tpslab_analysis::record::{Body, RampReport, Record};
-use tpslab_engine::ramp::{run_ramp, RampPlan, RampProto};
+use tpslab_engine::ramp::{run_ramp_with, RampPlan, RampProto};
 use tpslab_engine::rr::{frame, Framing};
 use tpslab_plan::limits::{
     MAX_UDP_PAYLOAD, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
@@ -86,6 +86,8 @@ pub(crate) struct RampArgs {
     server_threads: usize,
     #[command(flatten)]
     record: flags::RecordFlag,
+    #[command(flatten)]
+    metrics: crate::metrics::ListenFlag,
     /// Write TPS and response time against users with the fitted curve (SVG).
     #[arg(long)]
     svg: Option<PathBuf>,
@@ -313,11 +315,21 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_header(&mut out, &plan)?;
     drop(out);
+    let exporter = a.metrics.start("ramp")?;
     let stop = install_signals()?;
     let started = crate::out::Started::now();
     let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
     let label = format!("ramp: {} steps", plan.steps.len());
-    let run = out::with_progress(&label, secs, || run_ramp(&plan, &stop))?;
+    // Scraped: every step's TPS and p99 as soon as it is measured.
+    let steps = std::sync::Mutex::new(vec![]);
+    let on_step = |s: &tpslab_analysis::ramp::StepResult| {
+        if let Some(e) = &exporter {
+            let mut st = steps.lock().unwrap_or_else(|e| e.into_inner());
+            st.push(s.clone());
+            e.set(tpslab_report::metrics::ramp_steps(&st, None));
+        }
+    };
+    let run = out::with_progress(&label, secs, || run_ramp_with(&plan, &stop, &on_step))?;
     drop(server);
     let meta = started.meta(run.interrupted);
     let analysis = ramp::analyse(&run, meta.cpus);

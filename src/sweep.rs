@@ -61,6 +61,8 @@ pub(crate) struct SweepArgs {
     pub(crate) seed: Option<u64>,
     #[command(flatten)]
     pub(crate) record: flags::RecordFlag,
+    #[command(flatten)]
+    pub(crate) metrics: crate::metrics::ListenFlag,
     /// Write one CSV row per run to FILE.
     #[arg(long)]
     pub(crate) csv: Option<PathBuf>,
@@ -265,6 +267,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let plan = load_or_make_plan(&a, &plan_path)?;
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
+    let exporter = a.metrics.start("sweep")?;
     let stop = out::install_signals()?;
     let started = crate::out::Started::now();
     let out_dir = a.out.display().to_string();
@@ -309,6 +312,34 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         };
         runs.push((c, rep, RunMetrics::of(&rec), cell.settings.clone()));
         pb.inc(1);
+        // Scraped: the runs done, and the last run's figures labelled by its cell.
+        if let Some(e) = &exporter {
+            use tpslab_report::metrics::{labels, of_run, Family, Kind, Value};
+            let mut fams = vec![
+                Family::one(
+                    "tpslab_sweep_runs_done",
+                    "Runs of the sweep finished so far.",
+                    Kind::Gauge,
+                    vec![],
+                    Value::Int(runs.len() as u64),
+                ),
+                Family::one(
+                    "tpslab_sweep_runs_planned",
+                    "Runs the sweep's plan holds.",
+                    Kind::Gauge,
+                    vec![],
+                    Value::Int(order.len() as u64),
+                ),
+            ];
+            let cell_label = cell.label();
+            for mut f in of_run(&rec) {
+                for (l, _) in &mut f.series {
+                    l.extend(labels(&[("cell", &cell_label)]));
+                }
+                fams.push(f);
+            }
+            e.set(fams);
+        }
     }
     pb.finish_and_clear();
     let metrics: Vec<(usize, RunMetrics)> =

@@ -5,6 +5,7 @@ use crate::flags::{
     check_interval, gate_exit, load_config, server_config, GateFlags, LoadFlags, OutputFlags,
     ServerFlags,
 };
+use crate::metrics::{both, ListenFlag};
 use crate::out::{
     check_pid, install_signals, is_stdout, live_sink, print_report, resolve, write_json,
 };
@@ -30,6 +31,8 @@ pub(crate) struct ServeArgs {
     pub(crate) duration: Option<Duration>,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
+    #[command(flatten)]
+    pub(crate) metrics: ListenFlag,
 }
 
 #[derive(Args, Debug)]
@@ -92,20 +95,44 @@ pub(crate) struct WatchArgs {
     /// one perf sample per dropped packet on the host while watching.
     #[arg(long)]
     pub(crate) no_drop_reasons: bool,
+    #[command(flatten)]
+    pub(crate) metrics: ListenFlag,
 }
 
 /// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let cfg = server_config(&a.server)?;
     a.record.check(false)?;
+    let exporter = a.metrics.start("serve udp")?;
     let stop = install_signals()?;
     let started = crate::out::Started::now();
     let srv = UdpServer::start(cfg)?;
     tpslab_report::term::serve_header(&mut std::io::stdout().lock(), &srv.report())?;
+    // Scraped: the observer follows the server's sockets and its own read count.
+    let observer = exporter.as_ref().map(|e| {
+        Observer::start(ObserverConfig {
+            interval: Duration::from_millis(100),
+            net_root: PathBuf::from("/proc/self"),
+            target_inodes: srv.socket_inodes().to_vec(),
+            target_port: Some(srv.local_addr().port()),
+            target_addr: None,
+            gen_inodes: vec![],
+            gen_root: PathBuf::from("/proc/self"),
+            target_pid: Some(std::process::id()),
+            target_tids: srv.tids().to_vec(),
+            count_io: None,
+            tcp_inodes: vec![],
+            read_probe: Some(srv.read_probe()),
+            send_probe: None,
+            live: Some(e.sink()),
+            live_latency: None,
+        })
+    });
     let t0 = std::time::Instant::now();
     while !stop.load(Relaxed) && a.duration.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
     }
+    drop(observer.map(Observer::stop));
     let server = srv.stop();
     let (elapsed_s, interrupted) = (t0.elapsed().as_secs_f64(), stop.load(Relaxed));
     let rec = Record::with_meta(
@@ -135,14 +162,19 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
 /// `tpslab load udp`: open-loop load against any UDP server, observed and accounted.
 pub(crate) fn load(a: LoadUdpArgs) -> Result<ExitCode> {
     let target = resolve(&a.target)?;
-    let load = load_config(&a.load, a.threads, "--threads", target)?;
+    let mut load = load_config(&a.load, a.threads, "--threads", target)?;
+    load.keep_histograms = a.out.record.metrics_file.is_some();
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
     a.out.record.check(true)?;
     if let Some(pid) = a.pid {
         check_pid(pid)?;
     }
-    let live = live_sink(a.out.json_stream.as_deref())?;
+    let exporter = a.out.metrics.start("load udp")?;
+    let live = both(
+        live_sink(a.out.json_stream.as_deref())?,
+        exporter.as_ref().map(|e| e.sink()),
+    );
     let stop = install_signals()?;
     let plan = UdpRunPlan {
         server: None,
@@ -163,11 +195,16 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
     if a.load.no_replies {
         srv.mode = Mode::Sink;
     }
-    let load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
+    let mut load = load_config(&a.load, a.load_threads, "--load-threads", srv.bind)?;
+    load.keep_histograms = a.out.record.metrics_file.is_some();
     check_interval(a.out.interval)?;
     a.out.gate.conditions(gate::applies::UDP_RUN)?;
     a.out.record.check(true)?;
-    let live = live_sink(a.out.json_stream.as_deref())?;
+    let exporter = a.out.metrics.start("run udp")?;
+    let live = both(
+        live_sink(a.out.json_stream.as_deref())?,
+        exporter.as_ref().map(|e| e.sink()),
+    );
     let stop = install_signals()?;
     let plan = UdpRunPlan {
         server: Some(srv),
@@ -196,6 +233,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     if let Some(pid) = a.pid {
         check_pid(pid)?;
     }
+    let exporter = a.metrics.start("watch")?;
     let stop = install_signals()?;
     let t0 = tpslab_net::mono_ns();
     // A process's sockets are found by the inodes of its open descriptors
@@ -231,7 +269,10 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         tcp_inodes: tcp_inodes.clone(),
         read_probe: None,
         send_probe: None,
-        live: live_sink(a.json_stream.as_deref())?,
+        live: both(
+            live_sink(a.json_stream.as_deref())?,
+            exporter.as_ref().map(|e| e.sink()),
+        ),
         live_latency: None,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
@@ -300,6 +341,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
             explain: a.explain,
             no_drop_reasons: a.no_drop_reasons,
             gate: GateFlags::default(),
+            metrics: a.metrics.clone(),
         },
         true,
     )

@@ -717,6 +717,17 @@ fn output_paths_are_checked_before_the_run() {
         vec!["run", "udp", "--html", "/nonexistent-tpslab-dir/r.html"],
         vec!["diagnose", "--html", "/nonexistent-tpslab-dir/r.html"],
         vec![
+            "run",
+            "udp",
+            "--metrics-file",
+            "/nonexistent-tpslab-dir/m.prom",
+        ],
+        vec![
+            "diagnose",
+            "--metrics-file",
+            "/nonexistent-tpslab-dir/m.prom",
+        ],
+        vec![
             "tcp",
             "--lab-rtt",
             "10ms",
@@ -735,6 +746,37 @@ fn output_paths_are_checked_before_the_run() {
     // Standard output is not free for commands that print their report as they go.
     let out = tpslab(&["ramp", "tcp", "--users", "1..2", "--json", "-"]);
     assert_one_line_error(&out, "--json -");
+}
+
+#[test]
+fn a_metrics_address_is_checked_before_the_run() {
+    let t0 = Instant::now();
+    let out = tpslab(&["watch", "--port", "9", "--metrics-listen", "localhost"]);
+    assert_one_line_error(&out, "--metrics-listen \"localhost\": allowed ADDR:PORT");
+    // A port already taken (in this namespace: tpslab runs beside the test here) is said
+    // up front, not after the watch.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let mut c = common::tpslab();
+    c.args([
+        "watch",
+        "--port",
+        "9",
+        "--duration",
+        "5s",
+        "--no-history",
+        "--metrics-listen",
+        &addr,
+    ]);
+    let out = common::run(c);
+    assert_one_line_error(
+        &out,
+        &format!("--metrics-listen {addr}: cannot listen there"),
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "checked only after a run"
+    );
 }
 
 #[test]

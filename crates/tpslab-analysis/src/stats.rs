@@ -136,9 +136,71 @@ pub fn new_ns_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
 }
 
+/// `h` in HdrHistogram's portable encoding (V2, deflate-compressed), as base64 (standard
+/// alphabet): lossless, and what HdrHistogram's own tools read (a histogram log's
+/// payload).
+pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
+    use base64::Engine;
+    use hdrhistogram::serialization::Serializer;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("a histogram serialises into memory");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram of [`encode_histogram`]'s text (V2 compressed or not). Errors: not base64,
+/// or not a histogram in that encoding (what the decoder says).
+pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+}
+
+/// Counts of `h`'s values (ns) per bucket: `counts[i]` are those in (bounds_ns[i-1],
+/// bounds_ns[i]], the last entry those above every bound (a Prometheus histogram's +Inf
+/// bucket, not cumulative). Values are HdrHistogram's (3 significant digits): each is
+/// taken at the highest value equivalent to it.
+pub fn bucket_counts(h: &hdrhistogram::Histogram<u64>, bounds_ns: &[u64]) -> Vec<u64> {
+    let mut counts = vec![0u64; bounds_ns.len() + 1];
+    for v in h.iter_recorded() {
+        let x = v.value_iterated_to();
+        let i = bounds_ns.partition_point(|&b| b < x);
+        counts[i] += v.count_at_value();
+    }
+    counts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histograms_survive_their_encoding_and_fill_buckets() {
+        let mut h = new_ns_histogram();
+        for v in [1_000u64, 2_000, 2_000, 50_000, 3_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let text = encode_histogram(&h);
+        let back = decode_histogram(&text).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
+        assert!(decode_histogram("not base64!")
+            .unwrap_err()
+            .contains("base64"));
+        assert!(decode_histogram("aGVsbG8=")
+            .unwrap_err()
+            .contains("HdrHistogram"));
+        // (.., 1 us], (1, 10 us], (10 us, 1 s], above.
+        assert_eq!(
+            bucket_counts(&h, &[1_000, 10_000, 1_000_000_000]),
+            vec![1, 2, 1, 1]
+        );
+    }
 
     #[test]
     fn summary_known_values() {

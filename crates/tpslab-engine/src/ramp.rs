@@ -72,6 +72,16 @@ fn io_kind(e: &std::io::Error) -> String {
 
 /// Runs the plan; `stop` ends it early (the steps so far are returned).
 pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, EngineError> {
+    run_ramp_with(plan, stop, &|_| {})
+}
+
+/// [`run_ramp`], with each step's result also given to `on_step` as soon as it is measured
+/// (a live exporter's feed).
+pub fn run_ramp_with(
+    plan: &RampPlan,
+    stop: &AtomicBool,
+    on_step: &(dyn Fn(&StepResult) + Sync),
+) -> Result<RampRecord, EngineError> {
     if plan.steps.is_empty() || plan.steps.windows(2).any(|w| w[1] < w[0]) {
         return Err(EngineError::Other(
             "ramp steps must be non-empty and increasing".into(),
@@ -198,6 +208,9 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
                 accept_queue_max: accept_max,
                 drop_reasons,
             });
+            if let Some(r) = results.last() {
+                on_step(r);
+            }
         }
         shared.done.store(true, Relaxed);
         Ok(())

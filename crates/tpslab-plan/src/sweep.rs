@@ -405,6 +405,10 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             cpus: vec![0],
             gso: false,
             pacing_slack: Duration::ZERO,
+
+            phase: Duration::ZERO,
+
+            keep_histograms: false,
         },
         interval_ms: interval.as_secs_f64() * 1e3,
         scenario: Some("s2".into()),

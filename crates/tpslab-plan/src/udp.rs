@@ -137,6 +137,14 @@ pub struct LoadConfig {
     /// and its lag is measured either way.
     #[serde(default, skip_serializing_if = "Duration::is_zero")]
     pub pacing_slack: Duration,
+    /// Offset of the first send from the start (an agent's place among the fleet's, so
+    /// paced agents interleave instead of sending at the same instants); zero by default.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub phase: Duration,
+    /// Keep the latency histograms in the record (HdrHistogram V2, for `merge` and
+    /// Prometheus buckets).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_histograms: bool,
 }
 
 impl Default for LoadConfig {
@@ -159,6 +167,10 @@ impl Default for LoadConfig {
             cpus: vec![],
             gso: false,
             pacing_slack: Duration::ZERO,
+
+            phase: Duration::ZERO,
+
+            keep_histograms: false,
         }
     }
 }
@@ -451,6 +463,10 @@ mod tests {
             (
                 LoadConfig {
                     pacing_slack: Duration::from_millis(3),
+
+                    phase: Duration::ZERO,
+
+                    keep_histograms: false,
                     ..load()
                 },
                 "--pacing-slack 3ms: allowed 0s..=2ms",
@@ -459,6 +475,10 @@ mod tests {
                 LoadConfig {
                     rate_pps: f64::INFINITY,
                     pacing_slack: Duration::from_millis(1),
+
+                    phase: Duration::ZERO,
+
+                    keep_histograms: false,
                     ..load()
                 },
                 "--pacing-slack does not apply",

@@ -8,6 +8,7 @@ use tpslab_analysis::record::Record;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod metrics;
 pub mod svg;
 pub mod term;
 
@@ -24,6 +25,8 @@ pub enum Format {
     Csv,
     /// One self-contained page with plots, for people ([`html`]).
     Html,
+    /// Prometheus' text format, for node_exporter's textfile collector ([`metrics`]).
+    Metrics,
 }
 
 /// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
@@ -34,5 +37,8 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
         Format::Svg => svg::record(w, rec),
         Format::Csv => csv::record(w, rec),
         Format::Html => html::record(w, rec),
+        Format::Metrics => w.write_all(
+            metrics::prometheus_text(&metrics::openmetrics(&metrics::of_record(rec))).as_bytes(),
+        ),
     }
 }

@@ -258,6 +258,21 @@ pub struct GeneratorReport {
     pub valid: bool,
     /// Why the run is not valid evidence against the server.
     pub invalid_reasons: Vec<String>,
+    /// The latency histograms themselves (kept when asked: an agent's record, or
+    /// `--metrics-file`), so they can be merged or bucketed without loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<LatencyHistograms>,
+}
+
+/// Latency histograms of a run (ns, 1 ns to 100 s, 3 significant digits), each in
+/// HdrHistogram's portable encoding (V2, deflate-compressed, base64: see
+/// [`crate::stats::encode_histogram`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistograms {
+    /// From the intended send time.
+    pub intended: String,
+    /// From the actual send time.
+    pub actual: String,
 }
 
 /// A time series sampled by the observer: `t_ms[i]` is the time of sample i since the

@@ -13,8 +13,8 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 use std::time::Duration;
-use tpslab_analysis::record::{GeneratorReport, MatchMode};
-use tpslab_analysis::stats::new_ns_histogram;
+use tpslab_analysis::record::{GeneratorReport, LatencyHistograms, MatchMode};
+use tpslab_analysis::stats::{encode_histogram, new_ns_histogram};
 use tpslab_analysis::LatencySummary;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
 
@@ -68,12 +68,12 @@ fn stream_plans(cfg: &LoadConfig) -> Vec<StreamPlan> {
                 StreamPlan {
                     burst: share.max(1),
                     interval_ns: interval,
-                    phase_ns: 0.0,
+                    phase_ns: cfg.phase.as_nanos() as f64,
                     total: if share == 0 { 0 } else { bursts * share },
                 }
             } else {
                 let interval = t as f64 * 1e9 / cfg.rate_pps;
-                let phase = i as f64 * 1e9 / cfg.rate_pps;
+                let phase = i as f64 * 1e9 / cfg.rate_pps + cfg.phase.as_nanos() as f64;
                 let total = ((run_ns - phase) / interval).ceil().max(0.0) as u64;
                 StreamPlan {
                     burst: 1,
@@ -268,8 +268,9 @@ impl UdpLoad {
     }
 
     /// Turns on per-interval latency for a live stream and returns what takes it: each call
-    /// gives the latency (from the intended send time) of the replies read since the
-    /// previous call, all streams, and starts a new interval; None when none was read.
+    /// gives the latency histogram (from the intended send time, ns) of the replies read
+    /// since the previous call, all streams, and starts a new interval; None when none was
+    /// read.
     pub fn live_latency(&self) -> crate::observe::LatencyProbe {
         for s in &self.streams {
             *s.live_lat.lock().unwrap_or_else(|e| e.into_inner()) = Some(new_ns_histogram());
@@ -284,7 +285,7 @@ impl UdpLoad {
                     h.reset();
                 }
             }
-            (!all.is_empty()).then(|| LatencySummary::from_histogram(&all))
+            (!all.is_empty()).then_some(all)
         }))
     }
 
@@ -457,6 +458,10 @@ impl UdpLoad {
             socket_inodes: self.socket_inodes(),
             valid: true,
             invalid_reasons: vec![],
+            histograms: cfg.keep_histograms.then(|| LatencyHistograms {
+                intended: encode_histogram(&lat_i),
+                actual: encode_histogram(&lat_a),
+            }),
         };
         validate(&mut report, cfg, &burst_lag, interrupted);
         LoadResult { report }

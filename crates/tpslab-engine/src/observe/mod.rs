@@ -399,13 +399,13 @@ fn sample_loop(
         let slow = ticks.is_multiple_of(slow_every);
         let mut r = sampler.sample(raws.last(), slow);
         rxq_max = rxq_max.max(r.srv_rxq);
+        if let Some(prev) = raws.last() {
+            give_live(&sampler.cfg, &raws[0], prev, &r);
+        }
         // Per-CPU tables serve only the deltas between the first and the last
         // sample (pushed after this loop): kept in every sample, their heap
         // would grow with the run (10 slow samples a second) past the bound.
         r.drop_per_cpu();
-        if let Some(prev) = raws.last() {
-            give_live(&sampler.cfg, &raws[0], prev, &r);
-        }
         raws.push(r);
         if raws.len() >= MAX_SAMPLES {
             decimate(&mut raws);

@@ -2,11 +2,13 @@
 //! generator's latency of the interval, handed to a sink on the observer's thread.
 
 use super::{ObserverConfig, Raw};
+use hdrhistogram::Histogram;
 use std::sync::Arc;
 
-/// Takes the latency of the replies read since its last call (None: none read).
+/// Takes the latency histogram (ns) of the replies read since its last call (None: none
+/// read).
 #[derive(Clone)]
-pub struct LatencyProbe(pub Arc<dyn Fn() -> Option<tpslab_analysis::LatencySummary> + Send + Sync>);
+pub struct LatencyProbe(pub Arc<dyn Fn() -> Option<Histogram<u64>> + Send + Sync>);
 
 impl std::fmt::Debug for LatencyProbe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,6 +53,25 @@ pub struct LiveSample {
     /// Latency (from the intended send time) of the replies the generator read in the
     /// interval; null without replies in it, or without tpslab's load.
     pub latency: Option<IntervalLatency>,
+    /// Datagrams the generator sent since the start (its own count; tpslab's load only).
+    #[serde(skip)]
+    pub sent: Option<u64>,
+    /// Datagrams the server read since the start: its threads' count (ours, or a foreign
+    /// server's counted exactly by tracepoints); None when not counted.
+    #[serde(skip)]
+    pub server_read: Option<u64>,
+    /// `Udp: InDatagrams` (+ Udp6) of the target's namespace since the start, read every
+    /// 100 ms.
+    #[serde(skip)]
+    pub udp_in_datagrams: u64,
+    /// softnet backlog drops per CPU since the start, (cpu, drops), from
+    /// /proc/net/softnet_stat column 2; only in the samples that read it (every 100 ms),
+    /// else empty.
+    #[serde(skip)]
+    pub softnet_dropped_per_cpu: Vec<(u64, u64)>,
+    /// The interval's latency histogram (ns from the intended send time), as [`Self::latency`].
+    #[serde(skip)]
+    pub latency_histogram: Option<Histogram<u64>>,
 }
 
 /// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
@@ -86,6 +107,28 @@ pub(super) fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
         softnet_drops: cur.softnet_dropped.saturating_sub(first.softnet_dropped),
         rx_queue_bytes: cur.srv_rxq,
         latency: None,
+        sent: first
+            .gen_sent
+            .zip(cur.gen_sent)
+            .map(|(a, b)| b.saturating_sub(a)),
+        server_read: first
+            .io
+            .zip(cur.io)
+            .map(|(a, b)| b.read.saturating_sub(a.read)),
+        udp_in_datagrams: cur.udp.in_datagrams.saturating_sub(first.udp.in_datagrams),
+        softnet_dropped_per_cpu: cur
+            .softnet_per_cpu
+            .iter()
+            .map(|&(cpu, _, dropped, _)| {
+                let was = first
+                    .softnet_per_cpu
+                    .iter()
+                    .find(|r| r.0 == cpu)
+                    .map_or(0, |r| r.2);
+                (cpu, dropped.saturating_sub(was))
+            })
+            .collect(),
+        latency_histogram: None,
     }
 }
 
@@ -93,10 +136,11 @@ pub(super) fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
 pub(super) fn give_live(cfg: &ObserverConfig, first: &Raw, prev: &Raw, cur: &Raw) {
     let Some(live) = &cfg.live else { return };
     let mut s = live_sample(first, prev, cur);
-    s.latency = cfg
-        .live_latency
+    s.latency_histogram = cfg.live_latency.as_ref().and_then(|p| (p.0)());
+    s.latency = s
+        .latency_histogram
         .as_ref()
-        .and_then(|p| (p.0)())
+        .map(tpslab_analysis::LatencySummary::from_histogram)
         .map(|l| IntervalLatency {
             replies: l.count,
             p50_us: l.p50_ns as f64 / 1e3,

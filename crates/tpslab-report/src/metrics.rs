@@ -1,0 +1,542 @@
+//! Prometheus metrics: a record's figures (and a run's live ones) as metric families,
+//! encoded by `prometheus-client` in the OpenMetrics text format (what `--metrics-listen`
+//! serves), or in Prometheus' text format 0.0.4 for node_exporter's textfile collector
+//! (what `--metrics-file` writes).
+//!
+//! Names: `tpslab_` prefix, base units (seconds, bytes), counters end in `_total` on the
+//! wire; labels name the layer, path, port and CPU. Series that are the same counter as
+//! node_exporter's say so in their help (e.g. `tpslab_udp_rcvbuf_errors_total` is
+//! `node_netstat_Udp_RcvbufErrors` + `Udp6`, counted from the start of the run).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::{Arc, Mutex};
+use tpslab_analysis::record::{Body, Record, RunRecord};
+
+/// Label pairs of one series, e.g. `[("path", "request"), ("layer", "socket_drops")]`.
+pub type Labels = Vec<(String, String)>;
+
+/// What kind of metric a family is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only grows (from the start of the run or the process): `_total` on the wire.
+    Counter,
+    /// A value now (or the run's result).
+    Gauge,
+    /// Cumulative buckets, sum and count.
+    Histogram,
+}
+
+/// One series' value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A count.
+    Int(u64),
+    /// A measurement (NaN is encoded as such; callers leave out what was not measured).
+    Float(f64),
+    /// Buckets as (upper bound, count in that bucket, not cumulative), the last bound
+    /// +Inf; the sum of the observations and their count.
+    Histogram {
+        buckets: Vec<(f64, u64)>,
+        sum: f64,
+        count: u64,
+    },
+}
+
+/// A metric family: its name (without `_total`), help, kind and series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub name: String,
+    pub help: String,
+    pub kind: Kind,
+    pub series: Vec<(Labels, Value)>,
+}
+
+impl Family {
+    /// A family with one series.
+    pub fn one(name: &str, help: &str, kind: Kind, labels: Labels, v: Value) -> Family {
+        Family {
+            name: name.into(),
+            help: help.into(),
+            kind,
+            series: vec![(labels, v)],
+        }
+    }
+}
+
+/// Label pairs from string slices.
+pub fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Families shared with a scrape: replaced as a run goes, encoded at each scrape.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(pub Arc<Mutex<Vec<Family>>>);
+
+impl Shared {
+    /// Replaces what the next scrape sees.
+    pub fn set(&self, f: Vec<Family>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = f;
+    }
+}
+
+impl Collector for Shared {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let fams = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        encode_families(&fams, &mut enc)
+    }
+}
+
+fn encode_families(fams: &[Family], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    for f in fams {
+        let ty = match f.kind {
+            Kind::Counter => MetricType::Counter,
+            Kind::Gauge => MetricType::Gauge,
+            Kind::Histogram => MetricType::Histogram,
+        };
+        let mut m = enc.encode_descriptor(&f.name, &f.help, None, ty)?;
+        match f.series.as_slice() {
+            // One series without labels: `name value`, not `name{} value`.
+            [(l, v)] if l.is_empty() => put(m, f.kind, v)?,
+            series => {
+                for (labels, v) in series {
+                    put(m.encode_family(labels)?, f.kind, v)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn put(
+    s: prometheus_client::encoding::MetricEncoder,
+    kind: Kind,
+    v: &Value,
+) -> Result<(), std::fmt::Error> {
+    match (kind, v) {
+        (Kind::Counter, Value::Int(n)) => ConstCounter::new(*n).encode(s),
+        (Kind::Counter, Value::Float(x)) => ConstCounter::new(x.max(0.0)).encode(s),
+        (_, Value::Int(n)) => ConstGauge::new(*n as i64).encode(s),
+        (_, Value::Float(x)) => ConstGauge::new(*x).encode(s),
+        (
+            _,
+            Value::Histogram {
+                buckets,
+                sum,
+                count,
+            },
+        ) => {
+            let mut s = s;
+            s.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                *sum, *count, buckets, None,
+            )
+        }
+    }
+}
+
+/// A registry holding `shared`, every family under the `tpslab_` names it carries.
+pub fn registry(shared: Shared) -> Registry {
+    let mut r = Registry::default();
+    r.register_collector(Box::new(shared));
+    r
+}
+
+/// The families in the OpenMetrics text format (ends with `# EOF`).
+pub fn openmetrics(fams: &[Family]) -> String {
+    let shared = Shared::default();
+    shared.set(fams.to_vec());
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry(shared))
+        .expect("encoding into a String cannot fail");
+    out
+}
+
+/// OpenMetrics text turned into Prometheus' text format 0.0.4, which node_exporter's
+/// textfile collector parses: no `# EOF` or `# UNIT` lines, and a counter family's
+/// `# HELP`/`# TYPE` name its samples' `_total` name.
+pub fn prometheus_text(openmetrics: &str) -> String {
+    let lines: Vec<&str> = openmetrics.lines().collect();
+    let mut out = String::new();
+    let counter = |name: &str| {
+        lines
+            .iter()
+            .any(|l| *l == format!("# TYPE {name} counter").as_str())
+    };
+    for l in &lines {
+        if *l == "# EOF" || l.starts_with("# UNIT ") {
+            continue;
+        }
+        let rest = l
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| l.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        match rest {
+            Some((tag, r)) => {
+                let (name, tail) = r.split_once(' ').unwrap_or((r, ""));
+                if counter(name) && !name.ends_with("_total") {
+                    out.push_str(&format!("{tag}{name}_total {tail}"));
+                } else {
+                    out.push_str(l);
+                }
+            }
+            None => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Upper bounds of the latency histograms' buckets, ns (10 us to 10 s, 1-2.5-5 steps).
+pub const LATENCY_BOUNDS_NS: [u64; 19] = [
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+/// `h` (ns values) as a Prometheus histogram in seconds over [`LATENCY_BOUNDS_NS`].
+pub fn latency_value(h: &hdrhistogram::Histogram<u64>) -> Value {
+    let counts = tpslab_analysis::stats::bucket_counts(h, &LATENCY_BOUNDS_NS);
+    let buckets = LATENCY_BOUNDS_NS
+        .iter()
+        .map(|&b| b as f64 / 1e9)
+        .chain([f64::INFINITY])
+        .zip(counts)
+        .collect();
+    Value::Histogram {
+        buckets,
+        sum: h.mean() * h.len() as f64 / 1e9,
+        count: h.len(),
+    }
+}
+
+/// The families of a finished record: what `--metrics-file` writes. Every record has
+/// `tpslab_run_info` and the run's timing; runs add their counts, ledger rows and latency.
+pub fn of_record(rec: &Record) -> Vec<Family> {
+    let kind = rec.kind();
+    let mut f = vec![
+        Family::one(
+            "tpslab_run_info",
+            "The record this file was written from (its kind and tpslab's version).",
+            Kind::Gauge,
+            labels(&[("kind", kind), ("version", &rec.meta.tool_version)]),
+            Value::Int(1),
+        ),
+        Family::one(
+            "tpslab_run_start_timestamp_seconds",
+            "When the run started, seconds since the Unix epoch.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(rec.meta.started_unix_ms as f64 / 1e3),
+        ),
+        Family::one(
+            "tpslab_run_duration_seconds",
+            "How long the command ran, seconds.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(rec.meta.elapsed_s),
+        ),
+        Family::one(
+            "tpslab_run_interrupted",
+            "1 when the run was ended by a signal before its plan's end.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(u64::from(rec.meta.interrupted)),
+        ),
+    ];
+    match &rec.body {
+        Body::UdpRun(r) | Body::Watch(r) => f.extend(of_run(r)),
+        // The last run: after the fix when there was one.
+        Body::Diagnose(d) => f.extend(of_run(d.after.as_ref().unwrap_or(&d.before))),
+        Body::Ramp(r) => f.extend(of_ramp(r)),
+        Body::Sweep(s) => f.extend(of_sweep(s)),
+        _ => {}
+    }
+    f
+}
+
+/// A UDP run's (or watch's) families.
+pub fn of_run(r: &RunRecord) -> Vec<Family> {
+    let mut f = vec![];
+    let counter = |name: &str, help: &str, n: u64| {
+        Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
+    };
+    if let Some(g) = &r.generator {
+        f.push(counter(
+            "tpslab_generator_sent_datagrams",
+            "Datagrams the generator's kernel accepted, whole run (its own count).",
+            g.sent,
+        ));
+        f.push(counter(
+            "tpslab_generator_replies_datagrams",
+            "Reply datagrams the generator read, whole run.",
+            g.replies_read,
+        ));
+        f.push(Family::one(
+            "tpslab_generator_tps",
+            "Answered requests per second over the measurement window.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(g.tps),
+        ));
+        if let Some(l) = g.window_loss_pct {
+            f.push(Family::one(
+                "tpslab_window_loss_ratio",
+                "Requests of the measurement window without a reply, as a fraction of those sent.",
+                Kind::Gauge,
+                vec![],
+                Value::Float(l / 100.0),
+            ));
+        }
+        let mut q = Family {
+            name: "tpslab_latency_quantile_seconds".into(),
+            help: "Latency at a quantile, seconds, from the intended send time (no coordinated omission) or the actual one.".into(),
+            kind: Kind::Gauge,
+            series: vec![],
+        };
+        for (from, l) in [
+            ("intended", &g.latency_intended),
+            ("actual", &g.latency_actual),
+        ] {
+            if l.count == 0 {
+                continue;
+            }
+            for (qs, ns) in [
+                ("0.5", l.p50_ns),
+                ("0.99", l.p99_ns),
+                ("0.999", l.p999_ns),
+                ("1", l.max_ns),
+            ] {
+                q.series.push((
+                    labels(&[("from", from), ("quantile", qs)]),
+                    Value::Float(ns as f64 / 1e9),
+                ));
+            }
+        }
+        if !q.series.is_empty() {
+            f.push(q);
+        }
+        if let Some(h) = &g.histograms {
+            let mut fam = Family {
+                name: "tpslab_latency_seconds".into(),
+                help: "Latency of the matched replies of the measurement window, seconds (from the record's HdrHistograms).".into(),
+                kind: Kind::Histogram,
+                series: vec![],
+            };
+            for (from, text) in [("intended", &h.intended), ("actual", &h.actual)] {
+                if let Ok(h) = tpslab_analysis::stats::decode_histogram(text) {
+                    fam.series
+                        .push((labels(&[("from", from)]), latency_value(&h)));
+                }
+            }
+            f.push(fam);
+        }
+    }
+    if let Some(o) = &r.observer {
+        let d = |k: &str| o.deltas.get(k).copied();
+        for (key, name, help) in [
+            ("udp_rcvbuf_errors", "tpslab_udp_rcvbuf_errors", "Udp: RcvbufErrors + Udp6RcvbufErrors of the target's namespace, delta over the run (node_netstat_Udp_RcvbufErrors)."),
+            ("udp_in_datagrams", "tpslab_udp_in_datagrams", "Udp: InDatagrams + Udp6InDatagrams of the target's namespace, delta over the run (node_netstat_Udp_InDatagrams)."),
+            ("udp_no_ports", "tpslab_udp_no_ports", "Udp: NoPorts + Udp6NoPorts, delta over the run (node_netstat_Udp_NoPorts)."),
+            ("softnet_dropped", "tpslab_softnet_dropped", "softnet backlog drops, all CPUs, delta over the run (sum of node_softnet_dropped_total)."),
+            ("server_drops", "tpslab_socket_drops", "Drops at the target socket(s), /proc/net/udp `drops`, delta over the run (no node_exporter series)."),
+        ] {
+            if let Some(n) = d(key) {
+                f.push(counter(name, help, n));
+            }
+        }
+        if let Some(s) = o.summaries.get("server_rx_queue_bytes") {
+            f.push(Family::one(
+                "tpslab_socket_rx_queue_max_bytes",
+                "Largest rx_queue of the target socket(s) seen over the run, bytes (truesize).",
+                Kind::Gauge,
+                vec![],
+                Value::Float(s.max),
+            ));
+        }
+    }
+    if let Some(l) = &r.ledger {
+        let mut fam = Family {
+            name: "tpslab_ledger_datagrams".into(),
+            help: "The loss ledger: datagrams of each path by the layer that delivered or dropped them, whole run.".into(),
+            kind: Kind::Gauge,
+            series: vec![],
+        };
+        for (path, p) in [("request", Some(&l.request)), ("reply", l.reply.as_ref())] {
+            let Some(p) = p else { continue };
+            fam.series.push((
+                labels(&[("path", path), ("layer", "attempted")]),
+                Value::Int(p.attempted),
+            ));
+            for row in &p.rows {
+                fam.series.push((
+                    labels(&[("path", path), ("layer", &row.layer)]),
+                    Value::Int(row.count),
+                ));
+            }
+            // Only a figure that can be true: a negative gap is an inconsistency, said in
+            // the record, not a count.
+            if let Some(u) = p.unattributed.filter(|u| *u >= 0) {
+                fam.series.push((
+                    labels(&[("path", path), ("layer", "unattributed")]),
+                    Value::Int(u as u64),
+                ));
+            }
+        }
+        f.push(fam);
+    }
+    f
+}
+
+fn of_ramp(r: &tpslab_analysis::record::RampReport) -> Vec<Family> {
+    ramp_steps(&r.run.steps, r.analysis.knee_users)
+}
+
+/// A ramp's steps so far (each step's TPS and p99 labelled by its users) and its knee.
+pub fn ramp_steps(
+    steps: &[tpslab_analysis::ramp::StepResult],
+    knee_users: Option<usize>,
+) -> Vec<Family> {
+    let mut tps = Family {
+        name: "tpslab_ramp_tps".into(),
+        help: "Transactions per second at each step's number of users.".into(),
+        kind: Kind::Gauge,
+        series: vec![],
+    };
+    let mut p99 = Family {
+        name: "tpslab_ramp_latency_p99_seconds".into(),
+        help: "99th percentile latency at each step, seconds.".into(),
+        kind: Kind::Gauge,
+        series: vec![],
+    };
+    for s in steps {
+        let l = labels(&[("users", &s.users.to_string())]);
+        tps.series.push((l.clone(), Value::Float(s.tps)));
+        p99.series
+            .push((l, Value::Float(s.response.p99_ns as f64 / 1e9)));
+    }
+    let mut f = vec![tps, p99];
+    if let Some(k) = knee_users {
+        f.push(Family::one(
+            "tpslab_ramp_knee_users",
+            "Users at the knee: the first step whose TPS gain per user gain fell below the threshold.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(k as u64),
+        ));
+    }
+    f
+}
+
+fn of_sweep(s: &tpslab_analysis::record::SweepReport) -> Vec<Family> {
+    let mut fam = Family {
+        name: "tpslab_sweep_figure_mean".into(),
+        help: "Mean over its repeats of each figure of each cell of the sweep (in the figure's own unit: loss_pct in percent, rates per second).".into(),
+        kind: Kind::Gauge,
+        series: vec![],
+    };
+    for c in &s.result.cells {
+        let cell = c.cell.label();
+        for (name, e) in &c.figures {
+            if e.mean.is_finite() {
+                fam.series.push((
+                    labels(&[("cell", &cell), ("figure", name)]),
+                    Value::Float(e.mean),
+                ));
+            }
+        }
+    }
+    vec![fam]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_get_total_in_both_formats_and_histograms_cumulate() {
+        let fams = vec![
+            Family::one(
+                "tpslab_x",
+                "X.",
+                Kind::Counter,
+                labels(&[("cpu", "1")]),
+                Value::Int(5),
+            ),
+            Family::one(
+                "tpslab_y_bytes",
+                "Y.",
+                Kind::Gauge,
+                vec![],
+                Value::Float(2.5),
+            ),
+            Family::one(
+                "tpslab_latency_seconds",
+                "L.",
+                Kind::Histogram,
+                vec![],
+                Value::Histogram {
+                    buckets: vec![(0.001, 2), (0.01, 3), (f64::INFINITY, 1)],
+                    sum: 0.05,
+                    count: 6,
+                },
+            ),
+        ];
+        let om = openmetrics(&fams);
+        assert!(om.contains("# TYPE tpslab_x counter\n"), "{om}");
+        assert!(om.contains("tpslab_x_total{cpu=\"1\"} 5\n"), "{om}");
+        assert!(om.contains("tpslab_y_bytes 2.5\n"), "{om}");
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"0.01\"} 5\n"),
+            "{om}"
+        );
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"+Inf\"} 6\n"),
+            "{om}"
+        );
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        let text = prometheus_text(&om);
+        assert!(text.contains("# TYPE tpslab_x_total counter\n"), "{text}");
+        assert!(text.contains("# HELP tpslab_x_total X.\n"), "{text}");
+        assert!(text.contains("# TYPE tpslab_y_bytes gauge\n"), "{text}");
+        assert!(!text.contains("# EOF"), "{text}");
+    }
+
+    #[test]
+    fn a_histogram_keeps_every_value() {
+        let mut h = tpslab_analysis::stats::new_ns_histogram();
+        for v in [5_000u64, 20_000, 20_000, 3_000_000, 20_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let Value::Histogram { buckets, count, .. } = latency_value(&h) else {
+            panic!("a histogram")
+        };
+        assert_eq!(count, 5);
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 5);
+        assert_eq!(buckets[0], (10e-6, 1));
+        assert_eq!(buckets[1], (25e-6, 2));
+        assert_eq!(buckets.last().unwrap().1, 1);
+    }
+}

@@ -291,14 +291,16 @@ mod tests {
         );
         assert!(om.contains("tpslab_observer_samples_total 2\n"), "{om}");
         assert!(
-            om.contains("tpslab_latency_seconds_bucket{from=\"intended\",le=\"+Inf\"} 3\n"),
+            om.contains("tpslab_latency_seconds_bucket{le=\"+Inf\",from=\"intended\"} 3\n"),
+            "{om}"
+        );
+        // 20 us in (10, 25 us]; 30 and 40 us above.
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"0.000025\",from=\"intended\"} 1\n"),
             "{om}"
         );
         assert!(
-            om.contains("tpslab_latency_seconds_bucket{from=\"intended\",le=\"2.5e-5\"} 1\n")
-                || om.contains(
-                    "tpslab_latency_seconds_bucket{from=\"intended\",le=\"0.000025\"} 1\n"
-                ),
+            om.contains("tpslab_latency_seconds_bucket{le=\"0.00005\",from=\"intended\"} 3\n"),
             "{om}"
         );
     }

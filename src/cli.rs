@@ -3,8 +3,8 @@
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
 use crate::{
-    bdp, compare_cmd, diagnose, doctor, history, probe, ramp, report_cmd, serve_tcp, sweep, tcp,
-    udp,
+    agent, bdp, compare_cmd, diagnose, doctor, fleet, history, probe, ramp, report_cmd, serve_tcp,
+    sweep, tcp, udp,
 };
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -86,6 +86,19 @@ enum Cmd {
     Probe {
         #[command(subcommand)]
         what: probe::ProbeCmd,
+    },
+    /// One agent of a fleet: its share of a load plan (rate, sockets, sequence space),
+    /// from a common start time, its record with the latency histograms (HdrHistogram
+    /// V2) for `merge`.
+    Agent(Box<agent::AgentArgs>),
+    /// Add up a fleet's agent records exactly: counts and ledgers summed, histograms
+    /// merged (percentiles of the merged histogram), each agent beside the total.
+    Merge(agent::MergeArgs),
+    /// Print how to start a fleet of agents: Kubernetes manifests (an Indexed Job) or an
+    /// ssh fan-out, for one plan and a start time a little ahead.
+    Fleet {
+        #[command(subcommand)]
+        how: fleet::FleetCmd,
     },
     /// Print the shell completion script for SHELL on standard output, e.g.
     /// `tpslab completions bash > /etc/bash_completion.d/tpslab`.
@@ -170,6 +183,9 @@ pub fn main() -> Result<ExitCode> {
         Cmd::History(a) => history::run(a),
         Cmd::Sweep(a) => sweep::run(*a),
         Cmd::Watch(a) => udp::watch(a),
+        Cmd::Agent(a) => agent::agent(*a),
+        Cmd::Merge(a) => agent::merge(a),
+        Cmd::Fleet { how } => fleet::run(how),
         Cmd::Completions { .. } | Cmd::Man { .. } => unreachable!("handled above"),
     }
 }

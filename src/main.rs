@@ -1,11 +1,13 @@
 //! tpslab: find where UDP datagrams die and why TPS stops growing.
 
+mod agent;
 mod bdp;
 mod cli;
 mod compare_cmd;
 mod diagnose;
 mod doctor;
 mod flags;
+mod fleet;
 mod history;
 mod metrics;
 mod out;

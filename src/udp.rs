@@ -349,7 +349,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
 
 /// Writes and prints a run record; the exit code follows `out.gate` (for `watch`, ended
 /// by Ctrl-C as a matter of course, `interrupt_is_normal` keeps it 0).
-fn finish_record(rec: RunRecord, out: &OutputFlags) -> Result<ExitCode> {
+pub(crate) fn finish_record(rec: RunRecord, out: &OutputFlags) -> Result<ExitCode> {
     finish_record_as(rec, out, false)
 }
 

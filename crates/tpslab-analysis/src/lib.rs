@@ -13,6 +13,7 @@ pub mod experiment;
 pub mod gate;
 pub mod idle;
 pub mod ledger;
+pub mod merge;
 pub mod nan;
 pub mod ramp;
 pub mod record;

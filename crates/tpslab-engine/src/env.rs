@@ -136,6 +136,7 @@ pub fn environment() -> Environment {
             .filter_map(|n| Some((n.to_string(), read_sysctl(n)?)))
             .collect::<BTreeMap<_, _>>(),
         netns: netns(None),
+        boot_id: read("/proc/sys/kernel/random/boot_id"),
     }
 }
 

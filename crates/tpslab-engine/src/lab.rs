@@ -166,7 +166,7 @@ pub fn run_udp_streamed(
         .as_ref()
         .map(|d| tpslab_analysis::drop_reason::uncovered(&d.by_reason))
         .unwrap_or_default();
-    let (ledger, gen) = build_ledger(
+    let (ledger, gen, inputs) = build_ledger(
         &plan,
         gen,
         srv.as_ref(),
@@ -193,6 +193,10 @@ pub fn run_udp_streamed(
         peak_rss_kib: crate::env::peak_rss_kib(),
         target: target_proc,
         drop_reasons,
+        agent: None,
+        // What merge needs, kept with the histograms (an agent's run).
+        ledger_inputs: plan.load.keep_histograms.then_some(inputs),
+        merged: None,
     })
 }
 
@@ -349,7 +353,7 @@ fn build_ledger(
     (same_ns, observable): (bool, bool),
     kernel_drops: Vec<(String, u64)>,
     notes: &mut Vec<String>,
-) -> (Ledger, GeneratorReport) {
+) -> (Ledger, GeneratorReport, LedgerInputs) {
     let d = |k: &str| obs.deltas.get(k).copied().unwrap_or(0);
     let found = d("server_sockets_found") > 0;
     let replies_expected =
@@ -410,5 +414,5 @@ fn build_ledger(
     if gen.duplicates > 0 {
         notes.push(duplicates_note(&gen, &inputs, &ledger));
     }
-    (ledger, gen)
+    (ledger, gen, inputs)
 }

@@ -79,6 +79,32 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// What the kernel says of its wall clock (`adjtimex`, read only): whether it is
+/// synchronized (an NTP or PTP daemon disciplines it: STA_UNSYNC clear) and its maximum
+/// and estimated error, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClockStatus {
+    pub synchronized: bool,
+    pub maxerror_us: i64,
+    pub esterror_us: i64,
+}
+
+/// The wall clock's status (see [`ClockStatus`]); None when adjtimex fails.
+pub fn clock_status() -> Option<ClockStatus> {
+    // SAFETY: an all-zero timex (modes 0: read only) is valid input; adjtimex writes into it.
+    let mut t: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: t is a valid, writable timex.
+    let state = unsafe { libc::adjtimex(&mut t) };
+    if state < 0 {
+        return None;
+    }
+    Some(ClockStatus {
+        synchronized: state != libc::TIME_ERROR && t.status & libc::STA_UNSYNC == 0,
+        maxerror_us: t.maxerror as i64,
+        esterror_us: t.esterror as i64,
+    })
+}
+
 /// Raises the soft limit of open files (RLIMIT_NOFILE) to the hard limit and returns the
 /// soft limit now in force (unchanged when raising fails).
 pub fn raise_nofile() -> u64 {
@@ -115,8 +141,8 @@ pub fn clock_ticks_per_s() -> f64 {
     }
 }
 
-/// Wall clock (CLOCK_REALTIME) in nanoseconds: only to compare with kernel receive
-/// timestamps, which use it.
+/// Wall clock (CLOCK_REALTIME) in nanoseconds since the Unix epoch: to compare with kernel
+/// receive timestamps, which use it, and with a fleet's common start time.
 #[inline]
 pub fn real_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -8,6 +8,7 @@
 //! with checked arithmetic: every bad input is a [`PlanError`], never a panic or a wrap.
 
 pub mod doctor;
+pub mod fleet;
 pub mod framing;
 pub mod limits;
 pub mod probe;

@@ -54,6 +54,37 @@ pub struct RunRecord {
     /// not read. Left out of records that do not have them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_reasons: Option<DropReasons>,
+    /// This run's place in a fleet (`tpslab agent`); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentInfo>,
+    /// The ledger's inputs (counter deltas over the run), kept in records meant to be
+    /// merged (agents'), so `merge` can add them up; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_inputs: Option<crate::ledger::LedgerInputs>,
+    /// A record made by `tpslab merge` from agents' records: each agent's figures beside
+    /// the total; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::merge::MergeInfo>,
+}
+
+/// An agent's place in a fleet and how its start went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// This agent, 0..of.
+    pub index: usize,
+    /// Agents in the fleet.
+    pub of: usize,
+    /// SHA-256 of the fleet plan's settings ([`tpslab_plan::fleet::FleetPlan::hash`]).
+    pub plan_hash: String,
+    /// The fleet plan.
+    pub plan: tpslab_plan::fleet::FleetPlan,
+    /// The common start, milliseconds since the Unix epoch (`--start-at`).
+    pub start_at_unix_ms: u64,
+    /// When this agent's load began, by its wall clock, relative to the common start,
+    /// microseconds (the engine starts its first send 5 ms after this).
+    pub start_error_us: i64,
+    /// What its kernel said of its wall clock at the start (adjtimex); None when unknown.
+    pub clock: Option<tpslab_net::ClockStatus>,
 }
 
 /// Packets the kernel dropped during a run, by reason: every `skb:kfree_skb` event,
@@ -108,6 +139,10 @@ pub struct Environment {
     pub sysctls: BTreeMap<String, String>,
     /// Network namespace of the run (`readlink /proc/self/ns/net`).
     pub netns: String,
+    /// The running kernel's identity (/proc/sys/kernel/random/boot_id): records with the
+    /// same one share host-wide counters (softnet), whatever their host names.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
 }
 
 /// Counts of the reference server over the run.

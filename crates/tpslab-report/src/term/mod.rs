@@ -9,6 +9,7 @@ use tpslab_analysis::record::{Body, Record};
 pub mod compare;
 mod diagnose;
 pub mod doctor;
+mod fleet;
 pub mod idle;
 mod ramp;
 mod run;

@@ -396,6 +396,12 @@ pub fn print_record(w: &mut dyn Write, rec: &RunRecord, explain: bool) -> io::Re
             "(run interrupted by a signal: figures cover the part that ran)"
         )?;
     }
+    if let Some(m) = &rec.merged {
+        super::fleet::print_merged(w, m)?;
+    }
+    if let Some(a) = &rec.agent {
+        super::fleet::print_agent(w, a)?;
+    }
     if let Some(g) = &rec.generator {
         print_generator(w, g)?;
     }

@@ -1,0 +1,267 @@
+//! A fleet's load plan (`tpslab agent --plan FILE`): one plan for M agents on M hosts, each
+//! running its share ([`FleetPlan::share`]) from a common start time; `tpslab merge` adds
+//! their records up. The plan file is TOML:
+//!
+//! ```toml
+//! target = "10.0.0.1:9000"   # the server, IP:PORT
+//! rate = "20000"             # datagrams per second, all agents together (or "max")
+//! size = 64                  # UDP payload, bytes
+//! duration = "10s"           # measurement window
+//! warmup = "1s"
+//! drain = "500ms"
+//! threads = 1                # sender threads per agent
+//! no_replies = false
+//! max_clock_error = "10ms"   # the kernel's clock error bound an agent accepts, or "unchecked"
+//! max_wait = "10m"           # how far ahead of its start an agent may be started
+//! ```
+
+use crate::error::PlanError;
+use crate::udp::LoadConfig;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Agents in one fleet, at most.
+pub const MAX_AGENTS: usize = 1024;
+
+/// A fleet's load plan, as written in its file (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetPlan {
+    /// The server, IP:PORT.
+    pub target: String,
+    /// Datagrams per second of all agents together, or "max" (each as fast as it can).
+    #[serde(default = "default_rate")]
+    pub rate: String,
+    /// UDP payload, bytes.
+    #[serde(default = "default_size")]
+    pub size: usize,
+    /// Measurement window.
+    #[serde(default = "default_duration")]
+    pub duration: String,
+    /// Warm-up before the window, excluded from the figures.
+    #[serde(default = "default_warmup")]
+    pub warmup: String,
+    /// Wait for late replies after the last send.
+    #[serde(default = "default_drain")]
+    pub drain: String,
+    /// Sender threads per agent.
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+    /// One-way load: no replies expected.
+    #[serde(default)]
+    pub no_replies: bool,
+    /// The largest error of its wall clock an agent accepts, as its kernel states it
+    /// (adjtimex maxerror, kept by NTP/PTP daemons); "unchecked" accepts any clock, also
+    /// one the kernel calls unsynchronized (agents sharing one host's clock).
+    #[serde(default = "default_clock_error")]
+    pub max_clock_error: String,
+    /// The longest an agent may wait for the start: a start further ahead means its clock
+    /// or the start time is wrong.
+    #[serde(default = "default_max_wait")]
+    pub max_wait: String,
+}
+
+fn default_rate() -> String {
+    "10000".into()
+}
+fn default_size() -> usize {
+    1024
+}
+fn default_duration() -> String {
+    "5s".into()
+}
+fn default_warmup() -> String {
+    "500ms".into()
+}
+fn default_drain() -> String {
+    "500ms".into()
+}
+fn default_threads() -> usize {
+    1
+}
+fn default_clock_error() -> String {
+    "10ms".into()
+}
+fn default_max_wait() -> String {
+    "10m".into()
+}
+
+fn duration(label: &str, s: &str) -> Result<Duration, PlanError> {
+    humantime::parse_duration(s)
+        .map_err(|_| PlanError::value(label, s, "a duration such as 500ms or 10s"))
+}
+
+impl FleetPlan {
+    /// Parses and checks a plan file's text. Errors: not TOML, an unknown key, or a value
+    /// out of its limit (labelled `plan: KEY`).
+    pub fn parse(text: &str) -> Result<FleetPlan, PlanError> {
+        let p: FleetPlan = toml::from_str(text).map_err(|e| {
+            PlanError::value(
+                "--plan",
+                e.message().replace('\n', " "),
+                "a TOML fleet plan (target, rate, size, duration, warmup, drain, threads, no_replies, max_clock_error, max_wait)",
+            )
+        })?;
+        // A share of one agent is the whole plan: every setting is checked there.
+        p.share(0, 1, 0)?;
+        p.max_wait()?;
+        p.clock_limit()?;
+        Ok(p)
+    }
+
+    /// The plan's identity: SHA-256 (hex) of its settings written back as TOML, so
+    /// comments and layout do not change it; agents' records carry it for `merge`.
+    pub fn hash(&self) -> String {
+        use sha2::Digest;
+        let text = toml::to_string(self).expect("a plan serialises");
+        sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// `max_wait` as a duration.
+    pub fn max_wait(&self) -> Result<Duration, PlanError> {
+        duration("plan: max_wait", &self.max_wait)
+    }
+
+    /// `max_clock_error` as a duration; None for "unchecked".
+    pub fn clock_limit(&self) -> Result<Option<Duration>, PlanError> {
+        if self.max_clock_error == "unchecked" {
+            return Ok(None);
+        }
+        duration("plan: max_clock_error", &self.max_clock_error).map(Some)
+    }
+
+    /// Agent `index`'s share of `of`: the rate divided evenly, its own sockets and sequence
+    /// space (`run_id`), and a phase of index / rate so paced agents interleave instead of
+    /// sending at the same instants. Errors name the plan key (or `--index`/`--of`).
+    pub fn share(&self, index: usize, of: usize, run_id: u64) -> Result<LoadConfig, PlanError> {
+        if of == 0 || of > MAX_AGENTS {
+            return Err(PlanError::value("--of", of, format!("1..={MAX_AGENTS}")));
+        }
+        if index >= of {
+            return Err(PlanError::value(
+                "--index",
+                index,
+                format!("0..={} (agents are numbered from 0)", of - 1),
+            ));
+        }
+        let target: SocketAddr = self
+            .target
+            .parse()
+            .map_err(|_| PlanError::value("plan: target", &self.target, "IP:PORT"))?;
+        let total = crate::units::parse_pps("plan: rate", &self.rate)?;
+        let rate = if total.is_infinite() {
+            total
+        } else {
+            total / of as f64
+        };
+        let phase = if total.is_infinite() {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(index as f64 / total)
+        };
+        let cfg = LoadConfig {
+            target,
+            rate_pps: rate,
+            size_bytes: self.size,
+            duration: duration("plan: duration", &self.duration)?,
+            warmup: duration("plan: warmup", &self.warmup)?,
+            burst: 1,
+            threads: self.threads,
+            payload: None,
+            seq_field: None,
+            expect_replies: !self.no_replies,
+            drain: duration("plan: drain", &self.drain)?,
+            run_id,
+            cpus: vec![],
+            gso: false,
+            pacing_slack: Duration::ZERO,
+            phase,
+            keep_histograms: true,
+        };
+        cfg.validate().map_err(|e| {
+            e.relabel(|l| match l {
+                "--rate" => "plan: rate (per agent)".into(),
+                "--size" => "plan: size".into(),
+                "--duration" => "plan: duration".into(),
+                "--warmup" => "plan: warmup".into(),
+                "--drain" => "plan: drain".into(),
+                "--load-threads" => "plan: threads".into(),
+                l => format!("plan: {}", l.trim_start_matches("--")),
+            })
+        })?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = "target = \"10.0.0.1:9000\"\nrate = \"30000\"\nsize = 64\n";
+
+    #[test]
+    fn shares_add_up_and_interleave() {
+        let p = FleetPlan::parse(PLAN).unwrap();
+        let shares: Vec<LoadConfig> = (0..3).map(|i| p.share(i, 3, 7).unwrap()).collect();
+        let total: f64 = shares.iter().map(|s| s.rate_pps).sum();
+        assert!((total - 30000.0).abs() < 1e-6);
+        // One datagram apart: agent i sends i/30000 s after agent 0.
+        assert_eq!(shares[0].phase, Duration::ZERO);
+        assert_eq!(shares[2].phase, Duration::from_secs_f64(2.0 / 30000.0));
+        assert!(shares
+            .iter()
+            .all(|s| s.keep_histograms && s.size_bytes == 64));
+    }
+
+    #[test]
+    fn the_hash_is_of_the_settings_not_the_layout() {
+        let a = FleetPlan::parse(PLAN).unwrap();
+        let b = FleetPlan::parse(&format!("# a comment\n\n{PLAN}")).unwrap();
+        assert_eq!(a.hash(), b.hash());
+        assert_eq!(a.hash().len(), 64);
+        let c = FleetPlan::parse(&PLAN.replace("30000", "30001")).unwrap();
+        assert_ne!(a.hash(), c.hash());
+    }
+
+    #[test]
+    fn bad_plans_name_the_key() {
+        for (text, want) in [
+            ("target = \"x\"", "plan: target x: allowed IP:PORT"),
+            (
+                "target = \"10.0.0.1:1\"\nduration = \"soon\"",
+                "plan: duration soon",
+            ),
+            ("target = \"10.0.0.1:1\"\nsize = 3", "plan: size 3"),
+            (
+                "target = \"10.0.0.1:1\"\nspeed = 3",
+                "unknown field `speed`",
+            ),
+            (
+                "target = \"10.0.0.1:1\"\nmax_clock_error = \"often\"",
+                "plan: max_clock_error often",
+            ),
+        ] {
+            let e = FleetPlan::parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let p = FleetPlan::parse(PLAN).unwrap();
+        assert!(p
+            .share(3, 3, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("--index 3"));
+        assert!(p.share(0, 0, 0).unwrap_err().to_string().contains("--of 0"));
+        assert_eq!(
+            FleetPlan::parse(&format!("{PLAN}max_clock_error = \"unchecked\""))
+                .unwrap()
+                .clock_limit()
+                .unwrap(),
+            None
+        );
+    }
+}

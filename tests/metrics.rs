@@ -300,3 +300,83 @@ fn node_exporter_reads_a_metrics_file() {
         "{body}"
     );
 }
+
+/// Scrapes `port` until a line starting with `prefix` appears (or 15 s pass); that line.
+fn scrape_for(port: u16, prefix: &str, child: &mut Child) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some((_, body)) = get(port, "/metrics") {
+            if let Some(l) = body.lines().find(|l| l.starts_with(prefix)) {
+                return l.to_string();
+            }
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "tpslab exited before {prefix}"
+        );
+        assert!(Instant::now() < deadline, "no {prefix} in the scrapes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_and_ramp_serve_their_figures_while_they_run() {
+    // serve udp: what its threads read, counted as it goes.
+    let log = common::tmp("serve-metrics.log");
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = rx.local_addr().unwrap().port();
+    drop(rx);
+    let mut c = common::tpslab();
+    c.args([
+        "serve",
+        "udp",
+        "--bind",
+        &format!("127.0.0.1:{port}"),
+        "--duration",
+        "20s",
+    ])
+    .args(["--no-history", "--metrics-listen", "127.0.0.1:0"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
+    let mut serve = Kill(c.spawn().unwrap());
+    let mport = metrics_port(&log, &mut serve.0);
+    udp_traffic(port, 300);
+    let line = scrape_for(
+        mport,
+        "tpslab_server_read_datagrams_total 300",
+        &mut serve.0,
+    );
+    assert_eq!(line, "tpslab_server_read_datagrams_total 300");
+    drop(serve);
+    // ramp: each step's TPS as soon as it is measured, before the ramp ends.
+    let log = common::tmp("ramp-metrics.log");
+    let mut c = common::tpslab();
+    c.args([
+        "ramp",
+        "tcp",
+        "--users",
+        "1..2",
+        "--step",
+        "+1",
+        "--step-duration",
+        "1s",
+    ])
+    .args([
+        "--warmup",
+        "200ms",
+        "--server-serial",
+        "1ms",
+        "--no-history",
+    ])
+    .args(["--metrics-listen", "127.0.0.1:0"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
+    let mut ramp = Kill(c.spawn().unwrap());
+    let mport = metrics_port(&log, &mut ramp.0);
+    let line = scrape_for(mport, "tpslab_ramp_tps{users=\"1\"}", &mut ramp.0);
+    let tps: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    // One user, 1 ms of waiting per request: at most 1000 per second.
+    assert!(tps > 100.0 && tps <= 1000.0, "{line}");
+}

@@ -9,7 +9,7 @@
 mod common;
 
 use common::NetNs;
-use std::process::{Child, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn is_root() -> bool {
@@ -225,18 +225,8 @@ fn unreachable_target() {
     assert_one_line_error(&out, "192.0.2.1");
 }
 
-/// A child process killed (by its PID) on drop, also when the test fails.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `tpslab serve udp --bind 127.0.0.1:9100` in `ns` and waits until it is bound.
-fn serve_9100(ns: &NetNs) -> KillOnDrop {
+fn serve_9100(ns: &NetNs) -> common::Kill {
     let mut c = ns.tpslab();
     c.args([
         "serve",
@@ -249,7 +239,7 @@ fn serve_9100(ns: &NetNs) -> KillOnDrop {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    let mut first = KillOnDrop(c.spawn().expect("spawn tpslab serve"));
+    let mut first = common::Kill(c.spawn().expect("spawn tpslab serve"));
     // `ip netns exec` execs tpslab, so the child's PID is the server's.
     let pid = first.0.id();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -1002,7 +992,7 @@ fn exit_codes_of_ramp_tcp_and_sweep() {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    let _sink = KillOnDrop(c.spawn().expect("spawn the sink"));
+    let _sink = common::Kill(c.spawn().expect("spawn the sink"));
     std::thread::sleep(Duration::from_millis(300));
     let flow = |target: &str| {
         let mut c = ns.tpslab();

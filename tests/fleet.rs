@@ -11,16 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tpslab_analysis::stats::{decode_histogram, new_ns_histogram};
 
-/// A child killed by its PID when dropped (also when the test fails).
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn ip(args: &[&str]) {
     let st = Command::new("ip").args(args).status().expect("run ip");
     assert!(st.success(), "ip {args:?} failed");
@@ -131,7 +121,7 @@ fn agents_in_three_namespaces_merge_into_one_balanced_ledger() {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    let mut server = Kill(c.spawn().unwrap());
+    let mut server = common::Kill(c.spawn().unwrap());
     let spid = server.0.id();
     wait_udp(spid, PORT, &mut server.0);
     // The server's side: its threads' reads and sends counted, over the whole fleet run.
@@ -150,7 +140,7 @@ fn agents_in_three_namespaces_merge_into_one_balanced_ledger() {
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
-    let mut watch = Kill(c.spawn().unwrap());
+    let mut watch = common::Kill(c.spawn().unwrap());
     // It says what it follows once its observer runs.
     {
         use std::io::BufRead;
@@ -293,64 +283,35 @@ fn an_agent_refuses_a_start_that_passed_or_is_too_far() {
         "target = \"127.0.0.1:9\"\nmax_clock_error = \"unchecked\"\n",
     )
     .unwrap();
-    let agent = |start: &str| {
+    // `agent --plan P --index I --of M --start-at START`: exit 2 and its one line.
+    let agent = |plan: &std::path::Path, index: &str, of: &str, start: &str| {
         let mut c = common::tpslab();
-        c.args([
-            "agent",
-            "--plan",
-            plan.to_str().unwrap(),
-            "--index",
-            "0",
-            "--of",
-            "2",
-        ])
-        .args(["--start-at", start, "--no-history"]);
+        c.args(["agent", "--plan", plan.to_str().unwrap(), "--index", index])
+            .args(["--of", of, "--start-at", start, "--no-history"]);
         let out = common::run(c);
         assert_eq!(out.status.code(), Some(2));
         stderr_line(&out)
     };
-    let e = agent("2020-01-01T00:00:00Z");
+    let e = agent(&plan, "0", "2", "2020-01-01T00:00:00Z");
     assert!(
         e.contains("passed") && e.contains("ago by this host's clock"),
         "{e}"
     );
-    let e = agent("@99999999999");
+    let e = agent(&plan, "0", "2", "@99999999999");
     assert!(e.contains("more than the plan's max_wait 10m"), "{e}");
-    let e = agent("tomorrow");
+    let e = agent(&plan, "0", "2", "tomorrow");
     assert!(
         e.contains("--start-at \"tomorrow\": allowed an RFC 3339 time"),
         "{e}"
     );
     // An index outside the fleet.
-    let mut c = common::tpslab();
-    c.args([
-        "agent",
-        "--plan",
-        plan.to_str().unwrap(),
-        "--index",
-        "2",
-        "--of",
-        "2",
-    ])
-    .args(["--start-at", "@99999999999"]);
-    let e = stderr_line(&common::run(c));
+    let e = agent(&plan, "2", "2", "@99999999999");
     assert!(e.contains("--index 2: allowed 0..=1"), "{e}");
     // A clock the kernel calls unsynchronized is refused unless the plan says unchecked.
     let checked = dir.join("checked.toml");
     std::fs::write(&checked, "target = \"127.0.0.1:9\"\n").unwrap();
     let synced = tpslab_net::clock_status().is_some_and(|c| c.synchronized);
-    let mut c = common::tpslab();
-    c.args([
-        "agent",
-        "--plan",
-        checked.to_str().unwrap(),
-        "--index",
-        "0",
-        "--of",
-        "1",
-    ])
-    .args(["--start-at", "@99999999999"]);
-    let e = stderr_line(&common::run(c));
+    let e = agent(&checked, "0", "1", "@99999999999");
     if synced {
         // Past the clock check: refused for the far start instead.
         assert!(e.contains("max_wait"), "{e}");

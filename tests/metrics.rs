@@ -9,16 +9,6 @@ use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A child killed by its PID when dropped (also when the test fails).
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A free TCP port on loopback (bound, then released).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -61,7 +51,7 @@ fn metrics_port(log: &std::path::Path, child: &mut Child) -> u16 {
 }
 
 /// `tpslab watch --port PORT --metrics-listen 127.0.0.1:0` for `secs`, stderr in a log.
-fn watch(tag: &str, port: u16, secs: u32) -> (Kill, u16) {
+fn watch(tag: &str, port: u16, secs: u32) -> (common::Kill, u16) {
     let log = common::tmp(&format!("{tag}.log"));
     let mut c = common::tpslab();
     c.args([
@@ -82,7 +72,7 @@ fn watch(tag: &str, port: u16, secs: u32) -> (Kill, u16) {
     .stderr(std::fs::File::create(&log).unwrap());
     let mut child = c.spawn().unwrap();
     let p = metrics_port(&log, &mut child);
-    (Kill(child), p)
+    (common::Kill(child), p)
 }
 
 /// Sends `n` datagrams to a UDP socket of ours on `port` (nobody reads it: they queue).
@@ -116,7 +106,7 @@ fn prometheus_scrapes_a_watch_and_answers_for_its_series() {
     .unwrap();
     let web = free_port();
     let plog = dir.join("prometheus.log");
-    let prom = Kill(
+    let prom = common::Kill(
         Command::new("/usr/bin/prometheus")
             .arg(format!("--config.file={}", cfg.display()))
             .arg(format!(
@@ -250,7 +240,7 @@ fn node_exporter_reads_a_metrics_file() {
     assert!(!text.contains("# EOF"), "{text}");
     let web = free_port();
     let nlog = common::tmp("node-exporter.log");
-    let _ne = Kill(
+    let _ne = common::Kill(
         Command::new("/usr/bin/prometheus-node-exporter")
             .arg("--collector.disable-defaults")
             .arg("--collector.textfile")
@@ -339,7 +329,7 @@ fn serve_and_ramp_serve_their_figures_while_they_run() {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = Kill(c.spawn().unwrap());
+    let mut serve = common::Kill(c.spawn().unwrap());
     let mport = metrics_port(&log, &mut serve.0);
     udp_traffic(port, 300);
     let line = scrape_for(
@@ -373,7 +363,7 @@ fn serve_and_ramp_serve_their_figures_while_they_run() {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(std::fs::File::create(&log).unwrap());
-    let mut ramp = Kill(c.spawn().unwrap());
+    let mut ramp = common::Kill(c.spawn().unwrap());
     let mport = metrics_port(&log, &mut ramp.0);
     let line = scrape_for(mport, "tpslab_ramp_tps{users=\"1\"}", &mut ramp.0);
     let tps: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();

@@ -12,7 +12,7 @@
 
 mod common;
 use common::{record, row, run, tmp, NetNs};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
@@ -37,16 +37,8 @@ impl Drop for BacklogGuard {
     }
 }
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A namespace whose `lo` is processed on CPU 1 (RPS), with a sink server pinned to CPU 1.
-fn setup(test: &str) -> Option<(NetNs, Kill)> {
+fn setup(test: &str) -> Option<(NetNs, common::Kill)> {
     if !common::can_netns(test) {
         return None;
     }
@@ -81,7 +73,7 @@ fn setup(test: &str) -> Option<(NetNs, Kill)> {
         "60s",
     ])
     .stdout(Stdio::null());
-    let srv = Kill(c.spawn().unwrap());
+    let srv = common::Kill(c.spawn().unwrap());
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(5) {
         let udp = Command::new("ip")

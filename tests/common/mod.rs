@@ -398,3 +398,14 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// A child process killed (by its PID) and reaped when dropped, also when a test fails.
+#[allow(dead_code)]
+pub struct Kill(pub Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

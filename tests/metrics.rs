@@ -175,10 +175,16 @@ fn a_watch_exporter_keeps_its_descriptors_and_memory_under_many_scrapes() {
             last = body;
         }
     };
+    // Counted once the last scrape's connection is closed on tpslab's side too (tiny_http
+    // answers on a thread of its own) and the observer has opened what it reads.
+    let settled = || {
+        std::thread::sleep(Duration::from_millis(500));
+        fds_and_rss_kib(pid)
+    };
     scrape(100);
-    let (fds0, rss0) = fds_and_rss_kib(pid);
+    let (fds0, rss0) = settled();
     scrape(600);
-    let (fds1, rss1) = fds_and_rss_kib(pid);
+    let (fds1, rss1) = settled();
     // Also what an unknown path gets, and that the body is a whole OpenMetrics text.
     let (status, _) = get(mport, "/").unwrap();
     assert!(status.contains("404"), "{status}");

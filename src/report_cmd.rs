@@ -37,6 +37,8 @@ enum FormatArg {
     Svg,
     Csv,
     Html,
+    /// Prometheus' text format (node_exporter's textfile collector), as --metrics-file.
+    Metrics,
 }
 
 /// Reads one record file (`-`: standard input).
@@ -68,9 +70,14 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         FormatArg::Svg => Format::Svg,
         FormatArg::Csv => Format::Csv,
         FormatArg::Html => Format::Html,
+        FormatArg::Metrics => Format::Metrics,
     };
-    if matches!(format, Format::Svg | Format::Csv | Format::Html) && recs.len() > 1 {
-        anyhow::bail!("--format svg, csv and html render one record; give one FILE");
+    if matches!(
+        format,
+        Format::Svg | Format::Csv | Format::Html | Format::Metrics
+    ) && recs.len() > 1
+    {
+        anyhow::bail!("--format svg, csv, html and metrics render one record; give one FILE");
     }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {

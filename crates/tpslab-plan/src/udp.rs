@@ -141,8 +141,8 @@ pub struct LoadConfig {
     /// paced agents interleave instead of sending at the same instants); zero by default.
     #[serde(default, skip_serializing_if = "Duration::is_zero")]
     pub phase: Duration,
-    /// Keep the latency histograms in the record (HdrHistogram V2, for `merge` and
-    /// Prometheus buckets).
+    /// Keep the latency histograms (HdrHistogram V2) and the ledger's inputs in the
+    /// record: what `merge` adds up and `--metrics-file` buckets exactly.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_histograms: bool,
 }

@@ -69,6 +69,10 @@ pub(crate) struct RampArgs {
     /// Thread-state sampling interval.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     interval: Duration,
+    /// Threads the users are multiplexed on (each an epoll loop holding its share of
+    /// the users' connections, timeouts and think times); 0: one per CPU.
+    #[arg(long, default_value_t = 0)]
+    load_threads: usize,
     /// Knee: the first step whose TPS gain per user gain falls below this.
     #[arg(long, default_value_t = 0.2)]
     knee_gain: f64,
@@ -311,6 +315,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         }),
         server_pid: pid,
         sample_ns: a.interval.as_nanos() as u64,
+        load_threads: a.load_threads,
     };
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_header(&mut out, &plan)?;

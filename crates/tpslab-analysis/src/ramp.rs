@@ -59,6 +59,9 @@ pub struct RampPlan {
     pub server_pid: Option<u32>,
     /// Thread-state sampling interval, ns.
     pub sample_ns: u64,
+    /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU.
+    #[serde(default)]
+    pub load_threads: usize,
 }
 
 pub use crate::waits::ThreadStates;
@@ -125,6 +128,10 @@ pub struct RampRecord {
     /// readable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listener: Option<Listener>,
+    /// Peak resident memory of the generator (the tpslab process running the users; a
+    /// built-in server is a process of its own) at the end, KiB (/proc/self/status VmHWM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_peak_rss_kib: Option<u64>,
 }
 
 impl RampRecord {

@@ -33,6 +33,7 @@ fn plan() -> RampPlan {
         builtin_server: None,
         server_pid: None,
         sample_ns: 1,
+        load_threads: 0,
     }
 }
 
@@ -42,6 +43,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
     let mut r = RampRecord {
         server_cpus: None,
         listener: None,
+        generator_peak_rss_kib: None,
         plan: plan(),
         steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
         interrupted: false,
@@ -102,6 +104,7 @@ fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
         interrupted: false,
         server_cpus: None,
         listener: None,
+        generator_peak_rss_kib: None,
     }
 }
 

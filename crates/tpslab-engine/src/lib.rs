@@ -19,6 +19,7 @@ pub mod rr;
 pub mod server;
 pub mod sockio;
 pub mod tcpflow;
+mod users;
 pub mod waits;
 pub mod wire;
 

@@ -6,12 +6,14 @@
 //! then `step_ns` measured: a request counts in the step when its reply arrives inside
 //! that window. Every request has a timeout, so a server that stops answering or closes
 //! connections costs errors, never a hang. A user that fails reconnects (TCP) and goes on.
+//! The users are state machines multiplexed on a few epoll loop threads (`users.rs`; one
+//! per CPU unless the plan says), so a step of 10,000 users is 10,000 sockets, not
+//! 10,000 threads.
 
 use std::collections::BTreeMap;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -19,7 +21,6 @@ use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary};
 use tpslab_net::mono_ns;
 
-use crate::rr::FrameReader;
 use crate::EngineError;
 
 pub use tpslab_analysis::ramp::{RampPlan, RampProto, RampRecord, StepResult, ThreadStates};
@@ -29,29 +30,40 @@ struct StepAcc {
     errors: BTreeMap<String, u64>,
 }
 
-struct Shared<'a> {
-    plan: &'a RampPlan,
-    /// Users allowed to run now.
-    active: AtomicUsize,
+pub(crate) struct Shared<'a> {
+    pub(crate) plan: &'a RampPlan,
     /// Set at the end.
-    done: AtomicBool,
+    pub(crate) done: AtomicBool,
     /// Measured windows: [start, end) ns per step.
     windows: Vec<(u64, u64)>,
     acc: Vec<Mutex<StepAcc>>,
 }
 
 impl Shared<'_> {
+    /// Users that run at `t`: those of the step whose warm-up or window holds it (by the
+    /// plan's clock, not by when this thread gets to its bookkeeping), the last step's
+    /// after its end, none before the first.
+    pub(crate) fn users_at(&self, t: u64) -> usize {
+        let warmup = self.plan.warmup_ns;
+        self.windows
+            .iter()
+            .zip(&self.plan.steps)
+            .take_while(|((w0, _), _)| t >= w0.saturating_sub(warmup))
+            .last()
+            .map_or(0, |(_, &n)| n)
+    }
+
     fn step_of(&self, t: u64) -> Option<usize> {
         self.windows.iter().position(|&(a, b)| t >= a && t < b)
     }
-    fn ok(&self, t: u64, rt_ns: u64) {
+    pub(crate) fn ok(&self, t: u64, rt_ns: u64) {
         if let Some(i) = self.step_of(t) {
             let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
             // Above the histogram's 100 s bound counts as 100 s, never as nothing.
             a.hist.saturating_record(rt_ns.max(1));
         }
     }
-    fn err(&self, t: u64, kind: &str) {
+    pub(crate) fn err(&self, t: u64, kind: &str) {
         if let Some(i) = self.step_of(t) {
             let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
             *a.errors.entry(kind.to_string()).or_default() += 1;
@@ -59,7 +71,7 @@ impl Shared<'_> {
     }
 }
 
-fn io_kind(e: &std::io::Error) -> String {
+pub(crate) fn io_kind(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::WouldBlock | ErrorKind::TimedOut => "timeout".into(),
         ErrorKind::UnexpectedEof => "closed by peer".into(),
@@ -96,6 +108,14 @@ pub fn run_ramp_with(
             max_users + 64
         )));
     }
+    if plan.proto == RampProto::Tcp {
+        check_ports(max_users)?;
+    }
+    let loops = match plan.load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, max_users.max(1));
     let t0 = mono_ns() + 50_000_000;
     let per = plan.warmup_ns + plan.step_ns;
     let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
@@ -103,7 +123,6 @@ pub fn run_ramp_with(
         .collect();
     let shared = Shared {
         plan,
-        active: AtomicUsize::new(0),
         done: AtomicBool::new(false),
         windows: windows.clone(),
         acc: plan
@@ -132,23 +151,24 @@ pub fn run_ramp_with(
         .and_then(|_| listener(plan.server_pid, plan.target.port()));
     let port = plan.target.port();
     std::thread::scope(|s| -> Result<(), EngineError> {
-        for id in 0..max_users {
+        // The users, multiplexed on a few loop threads (user i on loop i % loops).
+        for t in 0..loops {
             let sh = &shared;
+            let ids: Vec<usize> = (t..max_users).step_by(loops).collect();
             let spawned = std::thread::Builder::new()
-                .name(format!("ramp-user-{id}"))
-                .spawn_scoped(s, move || user(sh, id));
+                .name(format!("ramp-users-{t}"))
+                .spawn_scoped(s, move || crate::users::run_loop(sh, ids));
             if let Err(e) = spawned {
-                // The users already started must end, or the scope would wait forever.
+                // The loops already started must end, or the scope would wait forever.
                 shared.done.store(true, Relaxed);
                 return Err(EngineError::Other(format!(
-                    "starting user {id} of {max_users}: {e}"
+                    "starting user loop {t} of {loops}: {e}"
                 )));
             }
         }
         for (k, &users) in plan.steps.iter().enumerate() {
             let (w0, w1) = windows[k];
             sleep_until(w0 - plan.warmup_ns, stop);
-            shared.active.store(users, Relaxed);
             sleep_until(w0, stop);
             if stop.load(Relaxed) {
                 break;
@@ -233,6 +253,7 @@ pub fn run_ramp_with(
         steps: results,
         server_cpus,
         listener,
+        generator_peak_rss_kib: crate::env::peak_rss_kib(),
     })
 }
 
@@ -306,148 +327,25 @@ fn task_schedstats(pid: u32) -> BTreeMap<u32, tpslab_proc::pid::SchedStat> {
     out
 }
 
-/// A stream whose reads share one deadline: a reply that trickles in still times out
-/// `timeout` after its request, not after each read.
-struct Deadline<'a> {
-    s: &'a mut TcpStream,
-    deadline: u64,
-}
-
-impl std::io::Read for Deadline<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.deadline.saturating_sub(mono_ns());
-        if left == 0 {
-            return Err(std::io::Error::new(ErrorKind::TimedOut, "reply timeout"));
-        }
-        self.s
-            .set_read_timeout(Some(Duration::from_nanos(left.max(1_000))))?;
-        std::io::Read::read(self.s, buf)
-    }
-}
-
-/// One user's loop until the ramp ends.
-fn user(sh: &Shared, id: usize) {
-    let plan = sh.plan;
-    let timeout = Duration::from_nanos(plan.timeout_ns.max(1_000_000));
-    let mut seq: u32 = 0;
-    let mut req = plan.request.clone();
-    let mut reader = FrameReader::default();
-    let mut conn: Option<TcpStream> = None;
-    let mut udp: Option<UdpSocket> = None;
-    let mut buf = vec![0u8; 65536];
-    while !sh.done.load(Relaxed) {
-        if id >= sh.active.load(Relaxed) {
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
-        }
-        let res: Result<(), String> = match plan.proto {
-            RampProto::Tcp => {
-                if conn.is_none() {
-                    match TcpStream::connect_timeout(&plan.target, timeout) {
-                        Ok(s) => {
-                            let _ = s.set_nodelay(true);
-                            let _ = s.set_read_timeout(Some(timeout));
-                            let _ = s.set_write_timeout(Some(timeout));
-                            reader = FrameReader::default();
-                            conn = Some(s);
-                        }
-                        Err(e) => {
-                            sh.err(mono_ns(), &format!("connect: {}", io_kind(&e)));
-                            // Do not spin on a dead server.
-                            std::thread::sleep(timeout.min(Duration::from_millis(100)));
-                            continue;
-                        }
-                    }
-                }
-                let Some(s) = conn.as_mut() else { continue };
-                let t = mono_ns();
-                let deadline = t + timeout.as_nanos() as u64;
-                let r = s.write_all(&req).and_then(|_| {
-                    let mut d = Deadline { s, deadline };
-                    reader.read(&mut d, &plan.framing).map(|n| {
-                        reader.take(n);
-                    })
-                });
-                match r {
-                    Ok(()) => {
-                        let now = mono_ns();
-                        sh.ok(now, now - t);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        conn = None;
-                        Err(io_kind(&e))
-                    }
-                }
-            }
-            RampProto::Udp => {
-                if udp.is_none() {
-                    let bind: SocketAddr = if plan.target.is_ipv4() {
-                        "0.0.0.0:0".parse().unwrap_or(plan.target)
-                    } else {
-                        "[::]:0".parse().unwrap_or(plan.target)
-                    };
-                    match UdpSocket::bind(bind).and_then(|u| {
-                        u.connect(plan.target)?;
-                        u.set_read_timeout(Some(timeout))?;
-                        Ok(u)
-                    }) {
-                        Ok(u) => udp = Some(u),
-                        Err(e) => {
-                            sh.err(mono_ns(), &format!("socket: {e}"));
-                            std::thread::sleep(Duration::from_millis(100));
-                            continue;
-                        }
-                    }
-                }
-                let Some(u) = udp.as_ref() else { continue };
-                seq = seq.wrapping_add(1);
-                let (off, len) = plan.seq_field.unwrap_or((0, 8));
-                let mut tag = [0u8; 8];
-                if plan.seq_field.is_none() {
-                    tag[..4].copy_from_slice(&(id as u32).to_be_bytes());
-                    tag[4..].copy_from_slice(&seq.to_be_bytes());
-                } else {
-                    let v = (seq as u64).to_be_bytes();
-                    tag[8 - len..].copy_from_slice(&v[8 - len..]);
-                }
-                let tag = if plan.seq_field.is_none() {
-                    &tag[..]
-                } else {
-                    &tag[8 - len..]
-                };
-                req[off..off + len].copy_from_slice(tag);
-                let t = mono_ns();
-                let deadline = t + timeout.as_nanos() as u64;
-                match u.send(&req) {
-                    Err(e) => Err(format!("send: {}", io_kind(&e))),
-                    Ok(_) => loop {
-                        let now = mono_ns();
-                        if now >= deadline {
-                            break Err("timeout".into());
-                        }
-                        let _ = u.set_read_timeout(Some(Duration::from_nanos(deadline - now)));
-                        match u.recv(&mut buf) {
-                            Ok(n) if n >= off + len && &buf[off..off + len] == tag => {
-                                let now = mono_ns();
-                                sh.ok(now, now - t);
-                                break Ok(());
-                            }
-                            // A late reply to an earlier request: not this one.
-                            Ok(_) => continue,
-                            Err(e) => break Err(io_kind(&e)),
-                        }
-                    },
-                }
-            }
-        };
-        if let Err(kind) = res {
-            sh.err(mono_ns(), &kind);
-        }
-        if plan.think_ns > 0 {
-            std::thread::sleep(Duration::from_nanos(plan.think_ns));
+/// Refuses more TCP users than this namespace has ephemeral ports for (one connection
+/// each to one target: net.ipv4.ip_local_port_range).
+fn check_ports(users: usize) -> Result<(), EngineError> {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") else {
+        return Ok(());
+    };
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if let [lo, hi] = v[..] {
+        let ports = hi.saturating_sub(lo) + 1;
+        if users as u64 > ports {
+            return Err(EngineError::Other(format!(
+                "{users} users need {users} local ports to one target; net.ipv4.ip_local_port_range ({lo} {hi}) gives {ports}: widen it (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or ramp to fewer users"
+            )));
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -455,8 +353,15 @@ mod tests {
     use super::*;
     use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
 
+    /// One ramp at a time: thousands of users on two CPUs would measure each other.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: Mutex<()> = Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn tcp_ramp_counts_every_step_and_littles_law_holds() {
+        let _serial = serial();
         let srv = RrServer::start(RrConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             mode: RrMode::Echo,
@@ -481,6 +386,7 @@ mod tests {
             builtin_server: None,
             server_pid: Some(std::process::id()),
             sample_ns: 10_000_000,
+            load_threads: 0,
         };
         let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
         assert_eq!(r.steps.len(), 2);
@@ -506,6 +412,7 @@ mod tests {
 
     #[test]
     fn dead_server_gives_errors_not_a_hang() {
+        let _serial = serial();
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let target = l.local_addr().unwrap();
         // Accepts, reads nothing, closes each connection at once.
@@ -534,6 +441,7 @@ mod tests {
             builtin_server: None,
             server_pid: None,
             sample_ns: 10_000_000,
+            load_threads: 0,
         };
         let t = std::time::Instant::now();
         let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
@@ -543,5 +451,187 @@ mod tests {
         assert_eq!(s.completed, 0);
         let errs: u64 = s.errors.values().sum();
         assert!(errs > 0, "{:?}", s.errors);
+    }
+
+    fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
+        RampPlan {
+            proto: RampProto::Tcp,
+            target,
+            steps,
+            step_ns: 600_000_000,
+            warmup_ns: 400_000_000,
+            think_ns: 0,
+            timeout_ns: 1_000_000_000,
+            request: frame(b"hello"),
+            framing: Framing::Length,
+            seq_field: None,
+            knee_gain: 0.2,
+            builtin_server: None,
+            server_pid: None,
+            sample_ns: 10_000_000,
+            load_threads: 2,
+        }
+    }
+
+    #[test]
+    fn users_follow_the_plans_clock() {
+        let _serial = serial();
+        let p = plan("127.0.0.1:9".parse().unwrap(), vec![1, 4, 9]);
+        // Windows of 600 ms after 400 ms of warm-up, from 1000 ns on.
+        let windows = (0..3u64)
+            .map(|k| {
+                (
+                    1000 + k * 1_000_000_000 + 400_000_000,
+                    1000 + (k + 1) * 1_000_000_000,
+                )
+            })
+            .collect();
+        let sh = Shared {
+            plan: &p,
+            done: AtomicBool::new(false),
+            windows,
+            acc: vec![],
+        };
+        assert_eq!(sh.users_at(0), 0);
+        assert_eq!(sh.users_at(1000), 1);
+        assert_eq!(sh.users_at(1000 + 999_999_999), 1);
+        // Step 2's warm-up starts where step 1's window ends.
+        assert_eq!(sh.users_at(1000 + 1_000_000_000), 4);
+        assert_eq!(sh.users_at(1000 + 2_500_000_000), 9);
+        assert_eq!(sh.users_at(u64::MAX), 9);
+    }
+
+    fn threads_now() -> usize {
+        std::fs::read_dir("/proc/self/task").unwrap().count()
+    }
+
+    #[test]
+    fn a_thousand_tcp_users_on_two_threads_all_answered() {
+        let _serial = serial();
+        let srv = RrServer::start(RrConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            mode: RrMode::Echo,
+            work_ns: 0,
+            serial_ns: 0,
+            serialize: false,
+            threads: 2,
+        })
+        .unwrap();
+        let p = plan(srv.local_addr(), vec![1000]);
+        let before = threads_now();
+        let most = std::sync::atomic::AtomicUsize::new(0);
+        let r = run_ramp_with(&p, &AtomicBool::new(false), &|_| {
+            most.fetch_max(threads_now(), Relaxed);
+        })
+        .unwrap();
+        let s = &r.steps[0];
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert!(s.completed > 1000, "{} replies", s.completed);
+        // Little's law with 1000 users in the loop: N = X R.
+        let n = s.tps * s.response.mean_ns / 1e9;
+        assert!((n / 1000.0 - 1.0).abs() < 0.15, "N {n}");
+        // Two loop threads, not a thread per user (the server's and the test harness's
+        // threads come and go beside them).
+        let grew = most.load(Relaxed).saturating_sub(before);
+        assert!(grew < 20, "{grew} threads more during the ramp");
+    }
+
+    #[test]
+    fn think_time_is_kept_and_counted_in_littles_law() {
+        let _serial = serial();
+        let srv = RrServer::start(RrConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            mode: RrMode::Echo,
+            work_ns: 0,
+            serial_ns: 0,
+            serialize: false,
+            threads: 1,
+        })
+        .unwrap();
+        let mut p = plan(srv.local_addr(), vec![20]);
+        p.think_ns = 20_000_000;
+        let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+        let s = &r.steps[0];
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        // 20 users, 20 ms think, sub-ms replies: X = N / (R + Z), about 1000 per second.
+        let x = 20.0 / (s.response.mean_ns / 1e9 + 0.020);
+        assert!((s.tps / x - 1.0).abs() < 0.1, "TPS {} vs {x}", s.tps);
+        assert!(s.tps < 1000.0 * 1.05, "think time not kept: {}", s.tps);
+    }
+
+    #[test]
+    fn a_thousand_users_of_a_server_that_never_answers_time_out() {
+        let _serial = serial();
+        // Accepts every connection and reads what comes, never answering; a connection
+        // its user gives up on (closes) is closed here too, as a server would.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = l.local_addr().unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let h = std::thread::spawn(move || {
+            use std::io::Read;
+            l.set_nonblocking(true).unwrap();
+            let mut held: Vec<std::net::TcpStream> = vec![];
+            let mut buf = [0u8; 256];
+            while !st.load(Relaxed) {
+                while let Ok((c, _)) = l.accept() {
+                    c.set_nonblocking(true).unwrap();
+                    held.push(c);
+                }
+                held.retain_mut(|c| match c.read(&mut buf) {
+                    Ok(0) => false,
+                    Ok(_) => true,
+                    Err(e) => e.kind() == ErrorKind::WouldBlock,
+                });
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let mut p = plan(target, vec![1000]);
+        p.timeout_ns = 200_000_000;
+        p.step_ns = 1_000_000_000;
+        let t = std::time::Instant::now();
+        let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+        stop.store(true, Relaxed);
+        h.join().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        let s = &r.steps[0];
+        assert_eq!(s.completed, 0);
+        // Each user times out every 200 ms (then reconnects): about 5 per user per second.
+        let timeouts = s.errors.get("timeout").copied().unwrap_or(0);
+        assert!(
+            (3000..=6000).contains(&timeouts),
+            "{timeouts} timeouts: {:?}",
+            s.errors
+        );
+    }
+
+    #[test]
+    fn udp_users_match_their_replies_and_refused_ones_are_errors() {
+        let _serial = serial();
+        let srv = crate::server::UdpServer::start(crate::server::ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            mode: crate::server::Mode::Echo,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut p = plan(srv.local_addr(), vec![1, 200]);
+        p.proto = RampProto::Udp;
+        p.request = vec![7u8; 64];
+        let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+        for s in &r.steps {
+            assert!(s.errors.is_empty(), "{:?}", s.errors);
+            assert!(s.completed > 100, "{}", s.completed);
+        }
+        drop(srv.stop());
+        // Nobody on the port any more: each request is refused (ICMP), an error, no hang.
+        let mut p = plan(p.target, vec![10]);
+        p.proto = RampProto::Udp;
+        p.request = vec![7u8; 64];
+        p.step_ns = 300_000_000;
+        p.warmup_ns = 100_000_000;
+        let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+        let errs: u64 = r.steps[0].errors.values().sum();
+        assert_eq!(r.steps[0].completed, 0);
+        assert!(errs > 0, "{:?}", r.steps[0].errors);
     }
 }

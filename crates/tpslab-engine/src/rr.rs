@@ -41,6 +41,15 @@ impl Default for FrameReader {
 }
 
 impl FrameReader {
+    /// A reader whose buffer starts at `bytes` (it grows to the largest frame read).
+    pub fn with_capacity(bytes: usize) -> FrameReader {
+        FrameReader {
+            buf: vec![0; bytes.max(16)],
+            start: 0,
+            end: 0,
+        }
+    }
+
     /// Reads one frame from `s` and returns its length in bytes; the frame itself is
     /// [`FrameReader::frame`] until the next call. Errors: the peer closed (UnexpectedEof),
     /// a read timeout (WouldBlock/TimedOut), a length above MAX_FRAME (InvalidData).
@@ -160,11 +169,27 @@ pub struct RrReport {
     pub errors: u64,
 }
 
+/// Listen backlog asked for (the kernel holds it to net.core.somaxconn): a step of
+/// thousands of users connecting at once must not lose SYNs to a short accept queue.
+pub const LISTEN_BACKLOG: i32 = 4096;
+
+/// A listening socket on `addr` with [`LISTEN_BACKLOG`] (std's is 128).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(LISTEN_BACKLOG)?;
+    Ok(s.into())
+}
+
 impl RrServer {
     /// Binds and starts accepting. Errors: the address is taken or not local.
     pub fn start(cfg: RrConfig) -> Result<RrServer, EngineError> {
-        let l = TcpListener::bind(cfg.listen)
-            .map_err(|e| NetError::io(format!("bind {}", cfg.listen), e))?;
+        let l = listen(cfg.listen).map_err(|e| NetError::io(format!("bind {}", cfg.listen), e))?;
         l.set_nonblocking(true)
             .map_err(|e| NetError::io("O_NONBLOCK", e))?;
         let addr = l.local_addr().map_err(|e| NetError::io("getsockname", e))?;

@@ -77,6 +77,29 @@ impl Epoll {
         epoll::delete(&self.fd, fd).map_err(|e| io("epoll_ctl DEL", e))
     }
 
+    /// Waits up to `timeout` (nanosecond precision where the kernel has epoll_pwait2) and
+    /// appends (token, events) of ready descriptors to `out`; EINTR returns nothing.
+    pub fn wait_ns(
+        &mut self,
+        out: &mut Vec<(u64, u32)>,
+        timeout: std::time::Duration,
+    ) -> Result<(), NetError> {
+        let t = Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let n = match epoll::wait(&self.fd, &mut self.buf[..], Some(&t)) {
+            Ok(n) => n,
+            Err(Errno::INTR) => return Ok(()),
+            Err(e) => return Err(io("epoll_wait", e)),
+        };
+        out.extend(self.buf[..n].iter().map(|ev| {
+            let (flags, data) = (ev.flags, ev.data);
+            (data.u64(), flags.bits())
+        }));
+        Ok(())
+    }
+
     /// Waits up to `timeout_ms` (negative: without limit) and appends (token, events) of
     /// ready descriptors to `out`. An interrupted wait (EINTR) returns with nothing.
     pub fn wait(&mut self, out: &mut Vec<(u64, u32)>, timeout_ms: i32) -> Result<(), NetError> {

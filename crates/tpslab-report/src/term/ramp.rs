@@ -86,6 +86,18 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
         ]);
     }
     writeln!(w, "{t}")?;
+    if let Some(kib) = rec.generator_peak_rss_kib {
+        writeln!(
+            w,
+            "  generator: {} user loop thread(s), peak RSS {:.1} MiB (VmHWM)",
+            if rec.plan.load_threads == 0 {
+                "one per CPU".to_string()
+            } else {
+                rec.plan.load_threads.to_string()
+            },
+            kib as f64 / 1024.0
+        )?;
+    }
     writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
 }
 

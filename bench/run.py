@@ -236,7 +236,7 @@ def dns_rr(tool, rate, secs, port):
         if tool == "tpslab-closed":
             sh(ns(*on(0, TPSLAB, "ramp", "udp", f"127.0.0.1:{port}", "--payload-file", qf, "--seq-field", "0:2",
                       "--users", "100..100", "--warmup", "500ms", "--step-duration", f"{secs}s", "--json", js)))
-            st = json.load(open(js))["record"]["steps"][0]
+            st = json.load(open(js))["steps"][0]
             errs = sum(st["errors"].values())
             return {"qps": st["tps"], "loss_pct": 100 * errs / max(st["completed"] + errs, 1)}
         sh(ns(*on(0, TPSLAB, "load", "udp", f"127.0.0.1:{port}", "--payload-file", qf, "--seq-field", "0:2",

@@ -149,6 +149,13 @@ pub fn run_ramp_with(
     let listener = tcp_root
         .as_ref()
         .and_then(|_| listener(plan.server_pid, plan.target.port()));
+    // A sock_diag socket opened once in the server's namespace: each sample asks it for
+    // the listening sockets only (the kernel filters by state), where reading
+    // /proc/PID/net/tcp would list every one of thousands of connections.
+    let mut diag = tcp_root.as_ref().and_then(|_| {
+        crate::env::in_netns_of(plan.server_pid, || tpslab_net::diag::UdpDiag::open().ok())
+            .flatten()
+    });
     let port = plan.target.port();
     std::thread::scope(|s| -> Result<(), EngineError> {
         // The users, multiplexed on a few loop threads (user i on loop i % loops).
@@ -173,21 +180,24 @@ pub fn run_ramp_with(
             if stop.load(Relaxed) {
                 break;
             }
-            let drops = crate::dropwatch::DropSampler::start();
-            let cpu0 = plan.server_pid.and_then(proc_cpu_ticks);
+            // The server's CPU time and thread states are read first and last, right at
+            // the window's edges (the drop sampler takes a while to start and finish);
+            // its CPU share is over the time between the two reads.
+            let (t_cpu0, cpu0) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
             let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
             let mut states = plan.server_pid.map(|_| ThreadStates::default());
             let tcp0 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+            let drops = crate::dropwatch::DropSampler::start();
             let mut accept_max = tcp0.map(|_| 0u64);
             let mut next = w0;
-            while next < w1 && !stop.load(Relaxed) {
+            while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
                 if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
                     crate::waits::sample_process(pid, st);
                 }
-                if let (Some(r), Some(m)) = (tcp_root.as_deref(), accept_max.as_mut()) {
-                    *m = (*m).max(accept_queue(r, port));
+                if let (Some(d), Some(m)) = (diag.as_mut(), accept_max.as_mut()) {
+                    *m = (*m).max(accept_queue(d, port));
                 }
                 next += plan.sample_ns;
                 sleep_until(next.min(w1), stop);
@@ -195,11 +205,7 @@ pub fn run_ramp_with(
             if stop.load(Relaxed) {
                 break;
             }
-            let cpu1 = plan.server_pid.and_then(proc_cpu_ticks);
-            let drop_reasons = Some(crate::dropwatch::finish(drops));
-            let tcp1 = tcp_root
-                .as_deref()
-                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+            let (t_cpu1, cpu1) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
             if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
                 for (tid, b) in task_schedstats(pid) {
                     if let Some(a) = sched0.get(&tid) {
@@ -208,6 +214,10 @@ pub fn run_ramp_with(
                     }
                 }
             }
+            let tcp1 = tcp_root
+                .as_deref()
+                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+            let drop_reasons = Some(crate::dropwatch::finish(drops));
             let measured_s = (w1 - w0) as f64 / 1e9;
             // Replies still in flight at w1 land in no window; wait a moment for the
             // accumulator to be complete for replies that arrived before w1.
@@ -221,7 +231,8 @@ pub fn run_ramp_with(
                 response,
                 errors: a.errors.clone(),
                 server_cpu_cores: cpu0.zip(cpu1).map(|(c0, c1)| {
-                    c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / measured_s
+                    let span_s = (t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9).max(1e-3);
+                    c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / span_s
                 }),
                 threads: states,
                 tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
@@ -257,18 +268,18 @@ pub fn run_ramp_with(
     })
 }
 
-/// Connections waiting in the accept queue of the listen socket(s) on `port` now (rx_queue
-/// of listeners in <root>/net/tcp{,6}).
-fn accept_queue(root: &std::path::Path, port: u16) -> u64 {
-    ["tcp", "tcp6"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(root.join("net").join(f)).ok())
-        .filter_map(|t| tpslab_proc::parse_udp(t.as_bytes(), "tcp").ok())
-        .flatten()
-        // State 0x0A = TCP_LISTEN: rx_queue is the accept queue.
-        .filter(|s| s.state == 0x0A && s.local.port() == port)
-        .map(|s| s.rx_queue)
-        .sum()
+/// Connections waiting in the accept queue of the listen socket(s) on `port` now (sock_diag
+/// `idiag_rqueue` of listeners).
+fn accept_queue(d: &mut tpslab_net::diag::UdpDiag, port: u16) -> u64 {
+    // 1 << 10: TCP_LISTEN.
+    d.tcp_dump(1 << 10)
+        .map(|v| {
+            v.iter()
+                .filter(|s| s.local.port() == port)
+                .map(|s| s.rqueue as u64)
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// The listen socket on `port` in the server's namespace (`pid`'s, else this one), by

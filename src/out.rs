@@ -29,7 +29,12 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
                     }
                     std::process::exit(130);
                 }
-                eprintln!("tpslab: stopping (the record is still written; again to quit at once)");
+                // A server tpslab started itself (-q) is stopped by it as a matter of course.
+                if !QUIET.load(Relaxed) {
+                    eprintln!(
+                        "tpslab: stopping (the record is still written; again to quit at once)"
+                    );
+                }
             }
         })?;
     Ok(flag)

@@ -42,10 +42,13 @@ impl ServerProcess {
 
     /// Starts tpslab's own executable with `args` (a `serve` command that binds port 0,
     /// with a `--duration` so it ends by itself even if tpslab is killed) and reads the
-    /// address it listens on from the first line it prints. Its stderr is the terminal's.
+    /// address it listens on from the first line it prints. Its stderr is the terminal's
+    /// (quiet: only its errors).
     pub(crate) fn tpslab(args: &[String]) -> Result<ServerProcess> {
         let exe = std::env::current_exe().context("finding tpslab's own executable")?;
+        // -q: its progress and its "stopping" at the SIGTERM that ends it are not the user's.
         let mut child = Command::new(exe)
+            .arg("-q")
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -59,9 +59,14 @@ pub struct RampPlan {
     pub server_pid: Option<u32>,
     /// Thread-state sampling interval, ns.
     pub sample_ns: u64,
-    /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU.
-    #[serde(default)]
+    /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU (left
+    /// out of the record then).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub load_threads: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 pub use crate::waits::ThreadStates;

@@ -1,0 +1,284 @@
+use super::*;
+use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
+
+/// One ramp at a time: thousands of users on two CPUs would measure each other.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn tcp_ramp_counts_every_step_and_littles_law_holds() {
+    let _serial = serial();
+    let srv = RrServer::start(RrConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        mode: RrMode::Echo,
+        work_ns: 0,
+        serial_ns: 2_000_000,
+        serialize: false,
+        threads: 0,
+    })
+    .unwrap();
+    let plan = RampPlan {
+        proto: RampProto::Tcp,
+        target: srv.local_addr(),
+        steps: vec![1, 4],
+        step_ns: 400_000_000,
+        warmup_ns: 100_000_000,
+        think_ns: 0,
+        timeout_ns: 1_000_000_000,
+        request: frame(b"hello"),
+        framing: Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: Some(std::process::id()),
+        sample_ns: 10_000_000,
+        load_threads: 0,
+    };
+    let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.steps.len(), 2);
+    for s in &r.steps {
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        // Each request sleeps 2 ms on the server: X ~= N / 2 ms; Little: N = X R.
+        let n = s.tps * s.response.mean_ns / 1e9;
+        assert!(
+            (n / s.users as f64 - 1.0).abs() < 0.1,
+            "N {n} for {} users",
+            s.users
+        );
+        assert!(s.response.p50_ns >= 2_000_000);
+        let th = s.threads.as_ref().unwrap();
+        assert!(th.samples > 0);
+        // The users and the server run here; on-CPU time was measured.
+        assert!(th.on_cpu_ns > 0, "{th:?}");
+    }
+    // Four users in parallel (no lock): about four times the TPS of one.
+    let gain = r.steps[1].tps / r.steps[0].tps;
+    assert!(gain > 3.0, "{gain}");
+}
+
+#[test]
+fn dead_server_gives_errors_not_a_hang() {
+    let _serial = serial();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = l.local_addr().unwrap();
+    // Accepts, reads nothing, closes each connection at once.
+    let h = std::thread::spawn(move || {
+        l.set_nonblocking(true).unwrap();
+        let end = std::time::Instant::now() + Duration::from_millis(900);
+        while std::time::Instant::now() < end {
+            if let Ok((s, _)) = l.accept() {
+                drop(s);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let plan = RampPlan {
+        proto: RampProto::Tcp,
+        target,
+        steps: vec![2],
+        step_ns: 500_000_000,
+        warmup_ns: 0,
+        think_ns: 0,
+        timeout_ns: 200_000_000,
+        request: frame(b"x"),
+        framing: Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_ns: 10_000_000,
+        load_threads: 0,
+    };
+    let t = std::time::Instant::now();
+    let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3));
+    h.join().unwrap();
+    let s = &r.steps[0];
+    assert_eq!(s.completed, 0);
+    let errs: u64 = s.errors.values().sum();
+    assert!(errs > 0, "{:?}", s.errors);
+}
+
+fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
+    RampPlan {
+        proto: RampProto::Tcp,
+        target,
+        steps,
+        step_ns: 600_000_000,
+        warmup_ns: 400_000_000,
+        think_ns: 0,
+        timeout_ns: 1_000_000_000,
+        request: frame(b"hello"),
+        framing: Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_ns: 10_000_000,
+        load_threads: 2,
+    }
+}
+
+#[test]
+fn users_follow_the_plans_clock() {
+    let _serial = serial();
+    let p = plan("127.0.0.1:9".parse().unwrap(), vec![1, 4, 9]);
+    // Windows of 600 ms after 400 ms of warm-up, from 1000 ns on.
+    let windows = (0..3u64)
+        .map(|k| {
+            (
+                1000 + k * 1_000_000_000 + 400_000_000,
+                1000 + (k + 1) * 1_000_000_000,
+            )
+        })
+        .collect();
+    let sh = Shared {
+        plan: &p,
+        done: AtomicBool::new(false),
+        windows,
+        acc: vec![],
+    };
+    assert_eq!(sh.users_at(0), 0);
+    assert_eq!(sh.users_at(1000), 1);
+    assert_eq!(sh.users_at(1000 + 999_999_999), 1);
+    // Step 2's warm-up starts where step 1's window ends.
+    assert_eq!(sh.users_at(1000 + 1_000_000_000), 4);
+    assert_eq!(sh.users_at(1000 + 2_500_000_000), 9);
+    assert_eq!(sh.users_at(u64::MAX), 9);
+}
+
+fn threads_now() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+#[test]
+fn a_thousand_tcp_users_on_two_threads_all_answered() {
+    let _serial = serial();
+    let srv = RrServer::start(RrConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        mode: RrMode::Echo,
+        work_ns: 0,
+        serial_ns: 0,
+        serialize: false,
+        threads: 2,
+    })
+    .unwrap();
+    let p = plan(srv.local_addr(), vec![1000]);
+    let before = threads_now();
+    let most = std::sync::atomic::AtomicUsize::new(0);
+    let r = run_ramp_with(&p, &AtomicBool::new(false), &|_| {
+        most.fetch_max(threads_now(), Relaxed);
+    })
+    .unwrap();
+    let s = &r.steps[0];
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.completed > 1000, "{} replies", s.completed);
+    // Little's law with 1000 users in the loop: N = X R.
+    let n = s.tps * s.response.mean_ns / 1e9;
+    assert!((n / 1000.0 - 1.0).abs() < 0.15, "N {n}");
+    // Two loop threads, not a thread per user (the server's and the test harness's
+    // threads come and go beside them).
+    let grew = most.load(Relaxed).saturating_sub(before);
+    assert!(grew < 20, "{grew} threads more during the ramp");
+}
+
+#[test]
+fn think_time_is_kept_and_counted_in_littles_law() {
+    let _serial = serial();
+    let srv = RrServer::start(RrConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        mode: RrMode::Echo,
+        work_ns: 0,
+        serial_ns: 0,
+        serialize: false,
+        threads: 1,
+    })
+    .unwrap();
+    let mut p = plan(srv.local_addr(), vec![20]);
+    p.think_ns = 20_000_000;
+    let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+    let s = &r.steps[0];
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    // 20 users, 20 ms think, sub-ms replies: X = N / (R + Z), about 1000 per second.
+    let x = 20.0 / (s.response.mean_ns / 1e9 + 0.020);
+    assert!((s.tps / x - 1.0).abs() < 0.1, "TPS {} vs {x}", s.tps);
+    assert!(s.tps < 1000.0 * 1.05, "think time not kept: {}", s.tps);
+}
+
+#[test]
+fn a_thousand_users_of_a_server_that_never_answers_time_out() {
+    let _serial = serial();
+    // Accepts every connection and reads what comes, never answering; a connection
+    // its user gives up on (closes) is closed here too, as a server would.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = l.local_addr().unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let st = stop.clone();
+    let h = std::thread::spawn(move || {
+        use std::io::Read;
+        l.set_nonblocking(true).unwrap();
+        let mut held: Vec<std::net::TcpStream> = vec![];
+        let mut buf = [0u8; 256];
+        while !st.load(Relaxed) {
+            while let Ok((c, _)) = l.accept() {
+                c.set_nonblocking(true).unwrap();
+                held.push(c);
+            }
+            held.retain_mut(|c| match c.read(&mut buf) {
+                Ok(0) => false,
+                Ok(_) => true,
+                Err(e) => e.kind() == ErrorKind::WouldBlock,
+            });
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let mut p = plan(target, vec![1000]);
+    p.timeout_ns = 200_000_000;
+    p.step_ns = 1_000_000_000;
+    let t = std::time::Instant::now();
+    let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+    stop.store(true, Relaxed);
+    h.join().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    let s = &r.steps[0];
+    assert_eq!(s.completed, 0);
+    // Each user times out every 200 ms (then reconnects): about 5 per user per second.
+    let timeouts = s.errors.get("timeout").copied().unwrap_or(0);
+    assert!(
+        (3000..=6000).contains(&timeouts),
+        "{timeouts} timeouts: {:?}",
+        s.errors
+    );
+}
+
+#[test]
+fn udp_users_match_their_replies_and_refused_ones_are_errors() {
+    let _serial = serial();
+    let srv = crate::server::UdpServer::start(crate::server::ServerConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        mode: crate::server::Mode::Echo,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut p = plan(srv.local_addr(), vec![1, 200]);
+    p.proto = RampProto::Udp;
+    p.request = vec![7u8; 64];
+    let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+    for s in &r.steps {
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert!(s.completed > 100, "{}", s.completed);
+    }
+    drop(srv.stop());
+    // Nobody on the port any more: each request is refused (ICMP), an error, no hang.
+    let mut p = plan(p.target, vec![10]);
+    p.proto = RampProto::Udp;
+    p.request = vec![7u8; 64];
+    p.step_ns = 300_000_000;
+    p.warmup_ns = 100_000_000;
+    let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
+    let errs: u64 = r.steps[0].errors.values().sum();
+    assert_eq!(r.steps[0].completed, 0);
+    assert!(errs > 0, "{:?}", r.steps[0].errors);
+}

@@ -2,13 +2,16 @@
 """tpslab benchmark: tpslab's hot path side by side with iperf3, sockperf and the
 kernel-limit programs of ../shared/limits, interleaved A/B/A/B in one run.
 
-Run as root from the repository:  python3 bench/run.py [--rounds 3] [--seconds 3] [--long 60]
+Run as root from the repository:  python3 bench/run.py [--rounds 5] [--seconds 3] [--long 60]
 
 Everything runs inside a private network namespace on loopback; senders are pinned to
 CPU 0 and receivers to CPU 1. Prints medians with min-max and ratios against each peer;
 appends the raw results to bench/results/results.csv with the machine's description.
 Request/response: tpslab (open loop at a fixed rate and at max, and closed loop with
-`ramp udp`) against dnsperf, both querying the same local unbound (one thread, CPU 1).
+`ramp udp`) against dnsperf, both querying the same local unbound (one thread, CPU 1);
+`ramp tcp` against redis-benchmark, both sending inline PINGs to one redis-server, at 1, 50
+and 1000 clients; one ramp step of 10,000 TCP users. Every ratio is the mean of the
+per-round ratios with its 95 % interval.
 """
 
 import argparse
@@ -53,8 +56,9 @@ def on(cpu, *cmd):
 def setup():
     if os.geteuid() != 0:
         sys.exit("bench/run.py: needs root (network namespace, CPU pinning)")
-    need = [p for p in ("iperf3", "sockperf", "dnsperf", "unbound") if shutil.which(p) is None
-            and not os.path.exists("/usr/sbin/" + p)]
+    pkgs = {"iperf3": "iperf3", "sockperf": "sockperf", "dnsperf": "dnsperf", "unbound": "unbound",
+            "redis-server": "redis-server", "redis-benchmark": "redis-tools"}
+    need = [pkg for p, pkg in pkgs.items() if shutil.which(p) is None and not os.path.exists("/usr/sbin/" + p)]
     if need:
         sh(["apt-get", "update", "-qq"])
         sh(["apt-get", "install", "-y", "-qq", *need], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
@@ -235,7 +239,8 @@ def dns_rr(tool, rate, secs, port):
         js = os.path.join(OUT, "dns.json")
         if tool == "tpslab-closed":
             sh(ns(*on(0, TPSLAB, "ramp", "udp", f"127.0.0.1:{port}", "--payload-file", qf, "--seq-field", "0:2",
-                      "--users", "100..100", "--warmup", "500ms", "--step-duration", f"{secs}s", "--json", js)))
+                      "--users", "100..100", "--warmup", "500ms", "--step-duration", f"{secs}s", "--load-threads", "1",
+                      "--no-history", "--json", js)))
             st = json.load(open(js))["steps"][0]
             errs = sum(st["errors"].values())
             return {"qps": st["tps"], "loss_pct": 100 * errs / max(st["completed"] + errs, 1)}
@@ -246,6 +251,65 @@ def dns_rr(tool, rate, secs, port):
     finally:
         srv.p.terminate()
         srv.stop()
+
+
+def redis_server(port):
+    """Debian's redis-server on CPU 1 (no persistence, room for 20,000 clients), ready when
+    it answers PING."""
+    srv = Bg(on(1, "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--maxclients", "20000", "--daemonize", "no", "--protected-mode", "no"))
+    end = time.time() + 10
+    while time.time() < end:
+        r = subprocess.run(ns("redis-cli", "-p", str(port), "ping"), capture_output=True, text=True)
+        if r.stdout.strip() == "PONG":
+            return srv
+        time.sleep(0.1)
+    srv.p.terminate()
+    srv.stop()
+    raise RuntimeError("redis-server did not answer PING within 10 s")
+
+
+def redis_rr(tool, clients, secs, port):
+    """Inline PING against a fresh redis-server at `clients` concurrent connections, one
+    request out each: redis-benchmark -t ping_inline (1 thread, as many requests as it
+    does in about `secs` here; its clock includes its connects) against tpslab ramp tcp
+    with `PING\\r\\n` as the payload, --framing delim:\\r\\n and --load-threads 1 (one
+    step, after a 1 s warm-up). QPS, p50 and p99 in ms."""
+    srv = redis_server(port)
+    try:
+        if tool == "redis-benchmark":
+            n = int(secs * (12000 if clients == 1 else 120000))
+            out = sh(ns(*on(0, "redis-benchmark", "-p", str(port), "-t", "ping_inline", "-c", str(clients), "-n",
+                            str(n), "-q", "--csv"))).stdout
+            row = list(csv.reader(out.strip().splitlines()))[-1]
+            return {"qps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6])}
+        ping = os.path.join(OUT, "ping.bin")
+        open(ping, "wb").write(b"PING\r\n")
+        js = os.path.join(OUT, "redis.json")
+        sh(ns(*on(0, TPSLAB, "ramp", "tcp", f"127.0.0.1:{port}", "--payload-file", ping, "--framing", "delim:\\r\\n",
+                  "--users", f"{clients}..{clients}", "--warmup", "1s", "--step-duration", f"{secs}s",
+                  "--load-threads", "1", "--no-history", "--json", js, "-q")))
+        st = json.load(open(js))["steps"][0]
+        errs = sum(st["errors"].values())
+        return {"qps": st["tps"], "p50_ms": st["response"]["p50_ns"] / 1e6, "p99_ms": st["response"]["p99_ns"] / 1e6,
+                "errors": errs}
+    finally:
+        srv.p.terminate()
+        srv.stop()
+
+
+def ten_thousand_users(secs):
+    """One ramp step of 10,000 TCP users against tpslab's own echo server (2 threads, no
+    serial section): TPS, p50/p99, errors and the generator's peak RSS."""
+    js = os.path.join(OUT, "tenk.json")
+    t = time.monotonic()
+    sh(ns(TPSLAB, "ramp", "tcp", "--users", "10000..10000", "--step", "+1", "--step-duration", f"{secs}s",
+          "--warmup", "4s", "--server-threads", "2", "--server-serial", "0s", "--no-history", "--json", js, "-q"))
+    wall = time.monotonic() - t
+    r = json.load(open(js))
+    st = r["steps"][0]
+    return {"tps": st["tps"], "p50_ms": st["response"]["p50_ns"] / 1e6, "p99_ms": st["response"]["p99_ns"] / 1e6,
+            "errors": sum(st["errors"].values()), "peak_rss_mib": r["generator_peak_rss_kib"] / 1024, "wall_s": wall}
 
 
 SLEEP_FLOOR_C = r"""
@@ -427,6 +491,47 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+# Two-sided 95 % Student t quantiles by degrees of freedom (1..30; above: the normal's).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def ratio_ci(a_by_round, b_by_round):
+    """The ratio a/b paired by round (both measured in the same round): (mean, low, high,
+    n) with a 95 % t interval of the per-round ratios; None with fewer than 2 rounds."""
+    rs = [a_by_round[k] / b_by_round[k] for k in sorted(a_by_round) if k in b_by_round and b_by_round[k]]
+    rs = [r for r in rs if r == r]
+    if len(rs) < 2:
+        return None
+    m, sd = statistics.mean(rs), statistics.stdev(rs)
+    t = T975[len(rs) - 2] if len(rs) - 1 <= len(T975) else 1.96
+    h = t * sd / len(rs) ** 0.5
+    return m, m - h, m + h, len(rs)
+
+
+def fmt_ci(ci):
+    return "-" if ci is None else f"{ci[0]:.2f}x [{ci[1]:.2f}, {ci[2]:.2f}]"
+
+
+def closed_loop_rows(rows, rnd, seconds, port, dns=True):
+    """The closed loop against its peers in round `rnd` (order rotated each round): ramp
+    udp (100 users) against dnsperf (100 outstanding) on one unbound, and ramp tcp against
+    redis-benchmark on one redis-server at 1, 50 and 1000 clients. Returns the next port."""
+    runs = [("redis", t, c) for c in (1, 50, 1000) for t in ("tpslab-closed", "redis-benchmark")]
+    if dns:
+        runs += [("dns", "tpslab-closed", None), ("dns", "dnsperf", None)]
+    runs = runs[rnd % len(runs):] + runs[: rnd % len(runs)]
+    for kind, tool, clients in runs:
+        port += 1
+        if kind == "dns":
+            for k, v in dns_rr(tool, None, seconds, port).items():
+                rows.append(("dns-rr-max", tool, 0, k, v, rnd))
+        else:
+            for k, v in redis_rr(tool, clients, seconds, port).items():
+                rows.append(("redis-ping", tool, clients, k, v, rnd))
+    return port
+
+
 def pacing_rows(rows, rnd, seconds, port):
     """Pacing at 100 k and 10 k pps, exact and with a 1 ms slack (alternating which goes
     first). Returns the next port."""
@@ -458,7 +563,7 @@ def observer_rows(rows, rnd, seconds, port):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="alternations (ratios get a 95 %% interval from 2 on)")
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--long", type=int, default=60, help="seconds of the peak-RSS run (0: skip)")
     ap.add_argument("--memory-only", action="store_true",
@@ -470,6 +575,9 @@ def main():
                     help="only pacing: 100 k and 10 k pps, exact and with --pacing-slack 1ms")
     ap.add_argument("--observer-only", action="store_true",
                     help="only the observer's cost: idle at 10 ms and 1 ms, and beside a drop storm, with and without drop reasons")
+    ap.add_argument("--closed-loop-only", action="store_true",
+                    help="only the closed loop: ramp udp vs dnsperf, ramp tcp vs redis-benchmark at 1/50/1000 clients, a 10,000-user step")
+    ap.add_argument("--tenk", type=int, default=3, help="seconds of the 10,000-user ramp step (0: skip)")
     a = ap.parse_args()
     global SERIES, SERIES_MS
     SERIES = [int(x) for x in a.series.split(",")]
@@ -478,7 +586,7 @@ def main():
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        only = a.observer_only or a.pacing_only
+        only = a.observer_only or a.pacing_only or a.closed_loop_only
         for secs in [] if only else SERIES:
             for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
@@ -501,6 +609,8 @@ def main():
                     port = observer_rows(rows, rnd, a.seconds, port)
                 if a.pacing_only:
                     port = pacing_rows(rows, rnd, a.seconds, port)
+                if a.closed_loop_only:
+                    port = closed_loop_rows(rows, rnd, a.seconds, port)
                 continue
             for name in (("tpslab", "sockperf") if rnd % 2 == 0 else ("sockperf", "tpslab")):
                 port += 1
@@ -514,8 +624,12 @@ def main():
                 port += 1
                 for k, v in dns_rr(tool, rate, a.seconds, port).items():
                     rows.append((f"dns-rr-{rate or 'max'}", tool, 0, k, v, rnd))
+            port = closed_loop_rows(rows, rnd, a.seconds, port, dns=False)
             port = pacing_rows(rows, rnd, a.seconds, port)
             port = observer_rows(rows, rnd, a.seconds, port)
+        if a.tenk and (a.closed_loop_only or not only):
+            for k, v in ten_thousand_users(a.tenk).items():
+                rows.append(("ramp-10k", "tpslab-closed", 10000, k, v, 0))
         if a.long and not only:
             for k, v in peak_rss(a.long).items():
                 rows.append(("memory", "tpslab", 1024, k, v, 0))
@@ -523,12 +637,19 @@ def main():
         teardown()
     # The raw results first: a report that fails to print loses nothing.
     save(rows)
-    report(rows, a.memory_only, a.observer_only, a.pacing_only)
+    report(rows, a.memory_only, a.observer_only, a.pacing_only, a.closed_loop_only)
 
 
-def report(rows, memory_only=False, observer_only=False, pacing_only=False):
+def report(rows, memory_only=False, observer_only=False, pacing_only=False, closed_loop_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
+
+    def byr(test, tool, size, metric):
+        return {r[5]: r[4] for r in rows if r[:4] == (test, tool, size, metric)}
+
+    if closed_loop_only:
+        closed_loop_report(vals, byr)
+        return
 
     def observer():
         for iv in ("10ms", "1ms"):
@@ -577,14 +698,15 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False):
         memory()
         return
 
-    print("\none-way, 1 sender thread (pps; median (min-max)); ratio = tpslab / peer, sent")
-    print(f"{'size':>5} {'tool':<13} {'sent pps':>28} {'received pps':>28} {'tpslab/peer':>11}")
+    print("\none-way, 1 sender thread (pps; median (min-max)); ratio = tpslab / peer, sent: mean of the")
+    print("  per-round ratios [95 % interval]")
+    print(f"{'size':>5} {'tool':<13} {'sent pps':>28} {'received pps':>28} {'tpslab/peer':>22}")
     for size in (64, 1024):
-        t = median(vals("one-way", "tpslab", size, "sent_pps"))
+        t = byr("one-way", "tpslab", size, "sent_pps")
         for tool in ("tpslab", "kernel-limit", "iperf3", "sockperf"):
             s = vals("one-way", tool, size, "sent_pps")
-            ratio = "" if tool == "tpslab" else f"{t / median(s):.2f}x"
-            print(f"{size:>5} {tool:<13} {summary(s):>28} {summary(vals('one-way', tool, size, 'recv_pps')):>28} {ratio:>11}")
+            ratio = "" if tool == "tpslab" else fmt_ci(ratio_ci(t, byr("one-way", tool, size, "sent_pps")))
+            print(f"{size:>5} {tool:<13} {summary(s):>28} {summary(vals('one-way', tool, size, 'recv_pps')):>28} {ratio:>22}")
     print("\nGSO: tpslab load --gso into tpslab serve --gro (sink), datagrams delivered per second")
     for size in (64, 1024):
         d = vals("one-way", "tpslab-gso", size, "recv_pps")
@@ -593,10 +715,9 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False):
         print(f"{size:>5} delivered {summary(d):>32}  loss {max(loss):.2f} % (worst)  = {median(d) / i3:.1f}x iperf3 sent")
     print("\nreference server receive (kernel-limit sender at full speed into each receiver, recvmmsg 64)")
     for size in (64, 1024):
-        t = median(vals("server-recv", "tpslab", size, "recv_pps"))
-        k = median(vals("server-recv", "kernel-limit", size, "recv_pps"))
+        ci = ratio_ci(byr("server-recv", "tpslab", size, "recv_pps"), byr("server-recv", "kernel-limit", size, "recv_pps"))
         print(f"{size:>5} tpslab serve {summary(vals('server-recv', 'tpslab', size, 'recv_pps')):>28}  kernel-limit "
-              f"{summary(vals('server-recv', 'kernel-limit', size, 'recv_pps')):>28}  ratio {t / k:.2f}x")
+              f"{summary(vals('server-recv', 'kernel-limit', size, 'recv_pps')):>28}  ratio {fmt_ci(ci)}")
     print("\nping-pong at 10 k msg/s, 64 B, RTT us (from the actual send to the receiving thread; tpslab-kernel: to the")
     print("  kernel's receive timestamp, without the generator's own wake-up)")
     for tool in ("tpslab", "sockperf"):
@@ -623,12 +744,38 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False):
             l = vals(test, tool, 0, "loss_pct")
             print(f"  {('%d qps' % rate) if rate else 'max':>10} {tool:<14} QPS {summary(q):>32}  loss {median(l):6.3f} % "
                   f"({min(l):.3f}-{max(l):.3f})")
-        t, d = median(vals(test, "tpslab", 0, "qps")), median(vals(test, "dnsperf", 0, "qps"))
+        ci = ratio_ci(byr(test, "tpslab", 0, "qps"), byr(test, "dnsperf", 0, "qps"))
         lt, ld = median(vals(test, "tpslab", 0, "loss_pct")), median(vals(test, "dnsperf", 0, "loss_pct"))
-        print(f"  {'':>10} tpslab / dnsperf QPS = {t / d:.2f}x; loss difference {lt - ld:+.3f} pp")
+        print(f"  {'':>10} tpslab / dnsperf QPS = {fmt_ci(ci)}; loss difference {lt - ld:+.3f} pp")
+    closed_loop_report(vals, byr)
     pacing_report(vals)
     observer()
     memory()
+
+
+def closed_loop_report(vals, byr):
+    print("\nclosed loop (QPS median (min-max); ratio = tpslab / peer: mean of the per-round ratios [95 % interval])")
+    d = byr("dns-rr-max", "dnsperf", 0, "qps")
+    if d:
+        c = byr("dns-rr-max", "tpslab-closed", 0, "qps")
+        print(f"  DNS on one unbound: ramp udp 100 users {summary(list(c.values()))}, dnsperf 100 outstanding "
+              f"{summary(list(d.values()))}: {fmt_ci(ratio_ci(c, d))}")
+    if vals("redis-ping", "redis-benchmark", 1, "qps"):
+        print("  inline PING on one redis-server: ramp tcp --load-threads 1 vs redis-benchmark -t ping_inline (1 thread)")
+        print(f"  {'clients':>7} {'tpslab QPS':>28} {'redis-benchmark QPS':>28} {'QPS ratio':>22}   p50 ms tpslab / peer   p99 ms tpslab / peer")
+        for c in (1, 50, 1000):
+            t, r = byr("redis-ping", "tpslab-closed", c, "qps"), byr("redis-ping", "redis-benchmark", c, "qps")
+            p50 = lambda tool: median(vals("redis-ping", tool, c, "p50_ms"))
+            p99 = lambda tool: median(vals("redis-ping", tool, c, "p99_ms"))
+            e = vals("redis-ping", "tpslab-closed", c, "errors")
+            print(f"  {c:>7} {summary(list(t.values())):>28} {summary(list(r.values())):>28} {fmt_ci(ratio_ci(t, r)):>22}   "
+                  f"{p50('tpslab-closed'):.3f} / {p50('redis-benchmark'):.3f}          {p99('tpslab-closed'):.3f} / {p99('redis-benchmark'):.3f}"
+                  + (f"   tpslab errors {max(e):.0f}" if e and max(e) else ""))
+    k = lambda m: vals("ramp-10k", "tpslab-closed", 10000, m)
+    if k("tps"):
+        print(f"  one step of 10,000 TCP users, tpslab's echo server: {k('tps')[0]:,.0f} TPS, p50 {k('p50_ms')[0]:.1f} ms, "
+              f"p99 {k('p99_ms')[0]:.1f} ms, errors {k('errors')[0]:.0f}, generator peak RSS {k('peak_rss_mib')[0]:.1f} MiB, "
+              f"{k('wall_s')[0]:.1f} s wall")
 
 
 def pacing_report(vals):

@@ -89,11 +89,11 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     if let Some(kib) = rec.generator_peak_rss_kib {
         writeln!(
             w,
-            "  generator: {} user loop thread(s), peak RSS {:.1} MiB (VmHWM)",
-            if rec.plan.load_threads == 0 {
-                "one per CPU".to_string()
-            } else {
-                rec.plan.load_threads.to_string()
+            "  generator: {}, peak RSS {:.1} MiB (VmHWM)",
+            match rec.plan.load_threads {
+                0 => "one user loop thread per CPU".to_string(),
+                1 => "1 user loop thread".to_string(),
+                n => format!("{n} user loop threads"),
             },
             kib as f64 / 1024.0
         )?;

@@ -219,6 +219,14 @@ fn lookup_remote(s: &UdpSocket) -> SocketAddr {
 /// Interval of the host-wide counters, ns.
 const SLOW_NS: u64 = 100_000_000;
 
+/// Slow samples from one full scan of the socket tables to the next (1 s at the 100 ms
+/// slow period; the first and last samples always scan). Between scans the followed
+/// sockets are read by sock_diag lookups; a scan walks every bucket of the kernel's UDP
+/// hash table (16384 here) once per file read, and at every slow sample it was a fifth
+/// of the observer's CPU time. A socket opened during the run is found by the next scan,
+/// its drops since it was created included.
+pub(super) const SCAN_EVERY_SLOW: u32 = 10;
+
 /// What the observer thread hands back: the samples, read errors, the target threads'
 /// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
 /// that read UDP datagrams (when counted), how the samples were bounded, and where the
@@ -347,6 +355,8 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         srv_track: DropTrack::default(),
         gen_track: DropTrack::default(),
         first: true,
+        slow_since_scan: 0,
+        scan_now: false,
         tids,
         errors: io_errors,
         proc_root: PathBuf::from("/proc"),
@@ -418,6 +428,7 @@ fn sample_loop(
         }
         next = base.saturating_add_signed(jitter());
     }
+    sampler.scan_now = true;
     let last = sampler.sample(raws.last(), true);
     if let Some(prev) = raws.last() {
         give_live(&sampler.cfg, &raws[0], prev, &last);

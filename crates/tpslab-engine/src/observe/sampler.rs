@@ -19,6 +19,10 @@ pub(super) struct Sampler {
     pub(super) srv_track: DropTrack,
     pub(super) gen_track: DropTrack,
     pub(super) first: bool,
+    /// Slow samples since the last full scan of the socket tables.
+    pub(super) slow_since_scan: u32,
+    /// The next sample scans the socket tables (the last sample of a run).
+    pub(super) scan_now: bool,
     pub(super) tids: Vec<u32>,
     pub(super) errors: BTreeSet<String>,
     pub(super) proc_root: PathBuf,
@@ -219,10 +223,20 @@ impl Sampler {
         };
         r.t_ns = mono_ns();
         (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
-        // Between slow samples the followed sockets are read by exact sock_diag lookups;
-        // the full /proc scan (which also finds new sockets) runs at slow samples, and
-        // whenever a lookup does not find what it followed.
-        if slow || !self.diag_fast(&mut r) {
+        // Between scans the followed sockets are read by exact sock_diag lookups; the
+        // full /proc scan (which also finds new sockets) runs at the first and last
+        // samples, every SCAN_EVERY_SLOW-th slow one, and whenever a lookup does not
+        // find what it followed.
+        let scan = slow
+            && (prev.is_none()
+                || std::mem::take(&mut self.scan_now)
+                || self.slow_since_scan + 1 >= SCAN_EVERY_SLOW
+                // Nothing found yet (a server not yet bound): looked for at every one.
+                || self.followed.as_ref().is_some_and(|f| f.is_empty()));
+        if slow {
+            self.slow_since_scan = if scan { 0 } else { self.slow_since_scan + 1 };
+        }
+        if scan || !self.diag_fast(&mut r) {
             (r.srv_rxq, r.gen_rxq) = (0, 0);
             self.scan(&mut r);
         }

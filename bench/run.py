@@ -151,20 +151,46 @@ def sockperf_oneway(size, secs, port):
     return {"sent_pps": rate, "recv_pps": float("nan")}
 
 
+def cpu_ns(pid):
+    """CPU time of every thread of `pid` so far (schedstat, ns)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def rmem_max():
+    return int(open("/proc/sys/net/core/rmem_max").read())
+
+
 def server_recv(size, secs, port, which):
-    """udpsend at full speed into tpslab serve (sink, recvmmsg 64) or into udprecv."""
+    """udpsend at full speed into tpslab serve (sink, recvmmsg 64) or into udprecv, both
+    with the same receive buffer (16 MB asked, capped at net.core.rmem_max: udprecv cannot
+    force more, tpslab is told no more). On loopback the sender's CPU does the protocol
+    work and the receiver only copies, so one sender rarely outruns a receiver and the
+    received rate is mostly the sender's: the receiver's own cost is its CPU time (every
+    thread, schedstat) per datagram read, capacity = datagrams per CPU second."""
+    buf = str(min(16000000, rmem_max()))
     if which == "tpslab":
         js = os.path.join(OUT, "serve.json")
         srv = Bg(on(1, TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--mode", "sink", "--batch", "64",
-                    "--rcvbuf", "16000000", "--duration", f"{secs + 1}s", "--json", js))
+                    "--rcvbuf", buf, "--duration", f"{secs + 1}s", "--json", js))
     else:
-        srv = udprecv(port, secs)
+        srv = Bg(on(1, os.path.join(OUT, "udprecv"), "-p", str(port), "-m", "recvmmsg", "-b", "64",
+                    "-R", buf, "-t", str(secs + 3), "-i", "1"))
+    c0 = cpu_ns(srv.p.pid)
     out = sh(ns(*on(0, os.path.join(OUT, "udpsend"), "-a", "127.0.0.1", "-p", str(port), "-s", str(size),
                     "-t", str(secs), "-m", "sendmmsg", "-b", "64"))).stdout
+    time.sleep(0.05)
+    c1 = cpu_ns(srv.p.pid)
     sent = int(re.search(r"sent=(\d+)", out).group(1))
     rout = srv.stop(wait_s=secs + 10)
     got = json.load(open(js))["server"]["received"] if which == "tpslab" else int(re.search(r"received=(\d+)", rout).group(1))
-    return {"sent_pps": sent / secs, "recv_pps": got / secs, "delivered_pct": 100 * got / max(sent, 1)}
+    return {"sent_pps": sent / secs, "recv_pps": got / secs, "delivered_pct": 100 * got / max(sent, 1),
+            "cpu_ns_per_datagram": (c1 - c0) / max(got, 1), "per_cpu_second": got / max((c1 - c0) / 1e9, 1e-9)}
 
 
 UNBOUND_CONF = """server:
@@ -577,6 +603,8 @@ def main():
                     help="only the observer's cost: idle at 10 ms and 1 ms, and beside a drop storm, with and without drop reasons")
     ap.add_argument("--closed-loop-only", action="store_true",
                     help="only the closed loop: ramp udp vs dnsperf, ramp tcp vs redis-benchmark at 1/50/1000 clients, a 10,000-user step")
+    ap.add_argument("--server-only", action="store_true",
+                    help="only the reference server's receive against the kernel-limit receiver")
     ap.add_argument("--tenk", type=int, default=3, help="seconds of the 10,000-user ramp step (0: skip)")
     a = ap.parse_args()
     global SERIES, SERIES_MS
@@ -586,7 +614,7 @@ def main():
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        only = a.observer_only or a.pacing_only or a.closed_loop_only
+        only = a.observer_only or a.pacing_only or a.closed_loop_only or a.server_only
         for secs in [] if only else SERIES:
             for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
@@ -611,6 +639,12 @@ def main():
                     port = pacing_rows(rows, rnd, a.seconds, port)
                 if a.closed_loop_only:
                     port = closed_loop_rows(rows, rnd, a.seconds, port)
+                if a.server_only:
+                    for size in (64, 1024):
+                        for which in (("tpslab", "kernel-limit") if rnd % 2 == 0 else ("kernel-limit", "tpslab")):
+                            port += 1
+                            for k, v in server_recv(size, a.seconds, port, which).items():
+                                rows.append(("server-recv", which, size, k, v, rnd))
                 continue
             for name in (("tpslab", "sockperf") if rnd % 2 == 0 else ("sockperf", "tpslab")):
                 port += 1
@@ -637,10 +671,10 @@ def main():
         teardown()
     # The raw results first: a report that fails to print loses nothing.
     save(rows)
-    report(rows, a.memory_only, a.observer_only, a.pacing_only, a.closed_loop_only)
+    report(rows, a.memory_only, a.observer_only, a.pacing_only, a.closed_loop_only, a.server_only)
 
 
-def report(rows, memory_only=False, observer_only=False, pacing_only=False, closed_loop_only=False):
+def report(rows, memory_only=False, observer_only=False, pacing_only=False, closed_loop_only=False, server_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
 
@@ -649,6 +683,9 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False, clos
 
     if closed_loop_only:
         closed_loop_report(vals, byr)
+        return
+    if server_only:
+        server_report(vals, byr)
         return
 
     def observer():
@@ -713,11 +750,7 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False, clos
         loss = vals("one-way", "tpslab-gso", size, "loss_pct")
         i3 = median(vals("one-way", "iperf3", size, "sent_pps"))
         print(f"{size:>5} delivered {summary(d):>32}  loss {max(loss):.2f} % (worst)  = {median(d) / i3:.1f}x iperf3 sent")
-    print("\nreference server receive (kernel-limit sender at full speed into each receiver, recvmmsg 64)")
-    for size in (64, 1024):
-        ci = ratio_ci(byr("server-recv", "tpslab", size, "recv_pps"), byr("server-recv", "kernel-limit", size, "recv_pps"))
-        print(f"{size:>5} tpslab serve {summary(vals('server-recv', 'tpslab', size, 'recv_pps')):>28}  kernel-limit "
-              f"{summary(vals('server-recv', 'kernel-limit', size, 'recv_pps')):>28}  ratio {fmt_ci(ci)}")
+    server_report(vals, byr)
     print("\nping-pong at 10 k msg/s, 64 B, RTT us (from the actual send to the receiving thread; tpslab-kernel: to the")
     print("  kernel's receive timestamp, without the generator's own wake-up)")
     for tool in ("tpslab", "sockperf"):
@@ -751,6 +784,21 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False, clos
     pacing_report(vals)
     observer()
     memory()
+
+
+def server_report(vals, byr):
+    print("\nreference server receive (kernel-limit sender at full speed into each receiver, recvmmsg 64, same buffer):")
+    print("  received pps and delivered %; capacity = datagrams read per CPU second of the receiver (all its threads)")
+    for size in (64, 1024):
+        for tool, label in (("tpslab", "tpslab serve"), ("kernel-limit", "kernel-limit")):
+            d = vals("server-recv", tool, size, "delivered_pct")
+            c = vals("server-recv", tool, size, "per_cpu_second")
+            ns_ = vals("server-recv", tool, size, "cpu_ns_per_datagram")
+            print(f"{size:>5} {label:<13} {summary(vals('server-recv', tool, size, 'recv_pps')):>28}  delivered {median(d):6.2f} %"
+                  + (f"  capacity {summary(c):>30}  ({median(ns_):.0f} ns CPU per datagram)" if c else ""))
+        r = ratio_ci(byr("server-recv", "tpslab", size, "recv_pps"), byr("server-recv", "kernel-limit", size, "recv_pps"))
+        k = ratio_ci(byr("server-recv", "tpslab", size, "per_cpu_second"), byr("server-recv", "kernel-limit", size, "per_cpu_second"))
+        print(f"{'':>5} tpslab / kernel-limit: received {fmt_ci(r)}, capacity {fmt_ci(k)}")
 
 
 def closed_loop_report(vals, byr):

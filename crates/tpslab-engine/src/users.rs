@@ -49,8 +49,12 @@ struct User {
     tag: [u8; 8],
     /// When the current request started, ns.
     t0: u64,
-    /// Bumped when the user's timer changes: a popped timer of another generation is stale.
-    timer_gen: u64,
+    /// When its timer is due (a request's timeout, the end of a think time or a back-off),
+    /// monotonic ns; 0: none.
+    due: u64,
+    /// The time of its entry in the timer heap that counts (0: none). An entry whose time
+    /// is not this one was superseded by an earlier one and is skipped when popped.
+    queued: u64,
     /// Bumped when its socket changes: events of a closed socket are ignored.
     sock_gen: u32,
     /// Interest registered now (0: not registered).
@@ -61,7 +65,8 @@ struct User {
 struct Loop<'a, 'p> {
     sh: &'a Shared<'p>,
     ep: Epoll,
-    timers: BinaryHeap<Reverse<(u64, usize, u64)>>,
+    /// (time, user): at most about one live entry per user (see [`Loop::timer`]).
+    timers: BinaryHeap<Reverse<(u64, usize)>>,
     scratch: Vec<u8>,
     timeout_ns: u64,
 }
@@ -89,7 +94,8 @@ pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
             seq: 0,
             tag: [0; 8],
             t0: 0,
-            timer_gen: 0,
+            due: 0,
+            queued: 0,
             sock_gen: 0,
             interest: 0,
         })
@@ -110,13 +116,24 @@ pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
             started += 1;
         }
         let now = mono_ns();
-        while let Some(&Reverse((t, i, g))) = lp.timers.peek() {
+        while let Some(&Reverse((t, i))) = lp.timers.peek() {
             if t > now {
                 break;
             }
             lp.timers.pop();
-            if users[i].timer_gen == g {
-                lp.on_timer(&mut users[i], i);
+            let u = &mut users[i];
+            if u.queued != t {
+                continue;
+            }
+            u.queued = 0;
+            if u.due > now {
+                // Its timer moved later since this entry was queued (the request it
+                // timed out on was answered, a new one started): queued again at its time.
+                u.queued = u.due;
+                lp.timers.push(Reverse((u.due, i)));
+            } else if u.due != 0 {
+                u.due = 0;
+                lp.on_timer(u, i);
             }
         }
         // Wake for the next timer, and at least every 5 ms to see new users and the end.
@@ -142,9 +159,18 @@ impl Loop<'_, '_> {
         ((i as u64) << 32) | u.sock_gen as u64
     }
 
+    /// Sets the user's timer to `at` (replacing the one it had). Pushed on the heap only
+    /// when earlier than its queued entry: a request's timeout, set at every request,
+    /// usually moves later, and the queued entry re-queues itself at the new time when it
+    /// comes. The heap holds about one entry per user instead of one per request (at
+    /// 200,000 requests a second and a 2 s timeout that was 400,000 entries, a cache miss
+    /// per level of every pop).
     fn timer(&mut self, u: &mut User, i: usize, at: u64) {
-        u.timer_gen += 1;
-        self.timers.push(Reverse((at, i, u.timer_gen)));
+        u.due = at;
+        if u.queued == 0 || at < u.queued {
+            u.queued = at;
+            self.timers.push(Reverse((at, i)));
+        }
     }
 
     /// Watches the user's socket for `interest` (0: nothing; hang-ups still wake it).

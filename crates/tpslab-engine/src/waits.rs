@@ -105,7 +105,7 @@ impl TaskFiles {
                 .insert(name, std::fs::File::open(dir.join(name)).ok()?);
         }
         let f = &self.open[name];
-        let mut buf = vec![0u8; 1024];
+        let mut buf = vec![0u8; 4096];
         let mut len = 0;
         loop {
             match f.read_at(&mut buf[len..], len as u64) {
@@ -142,13 +142,21 @@ pub struct WaitSampler {
     /// with them), and how many there were: memory follows the live threads, not every
     /// thread a long watch ever saw.
     exited: (ThreadStates, usize),
-    /// Open files of the live threads (closed with the thread's last listing).
+    /// Open files of the live threads (closed with the thread's last listing), for at
+    /// most KEEP_OPEN_THREADS of them: the others are opened and closed at each read.
     files: BTreeMap<u32, TaskFiles>,
 }
+
+/// Threads whose stat/wchan/syscall files stay open between samples (3 descriptors
+/// each): a watch of a process with thousands of threads must not run out of
+/// descriptors (EMFILE would look like an exited thread).
+const KEEP_OPEN_THREADS: usize = 256;
 
 impl WaitSampler {
     /// A sampler of `pid`'s threads (or only `only`), sampled every `interval_ms`.
     pub fn new(pid: u32, only: Option<Vec<u32>>, interval_ms: u64) -> WaitSampler {
+        // Room for the kept-open files beside the run's own sockets.
+        tpslab_net::raise_nofile();
         WaitSampler {
             pid,
             only,
@@ -186,8 +194,17 @@ impl WaitSampler {
         self.files.retain(|t, _| tids.contains(t));
         for tid in tids {
             let dir = self.task_dir(tid);
-            let files = self.files.entry(tid).or_default();
-            let Some(s) = sample_task(&dir, &mut |n| files.read(&dir, n)) else {
+            let keep = self.files.len() < KEEP_OPEN_THREADS || self.files.contains_key(&tid);
+            let s = if keep {
+                let files = self.files.entry(tid).or_default();
+                sample_task(&dir, &mut |n| files.read(&dir, n))
+            } else {
+                sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok())
+            };
+            let Some(s) = s else {
+                // Gone (or unreadable): its kept files are closed; opened afresh if it
+                // is listed again.
+                self.files.remove(&tid);
                 continue;
             };
             if let std::collections::btree_map::Entry::Vacant(e) = self.sched0.entry(tid) {
@@ -306,8 +323,13 @@ mod tests {
         assert!(g.open.is_empty());
     }
 
+    /// The tests that count this process's threads run one at a time (the many-thread
+    /// test would push the other past the kept-open cap).
+    static THREAD_COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn exited_threads_are_folded_not_kept() {
+        let _one = THREAD_COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let mut w = WaitSampler::new(std::process::id(), None, 100);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let hs: Vec<_> = (0..8)
@@ -348,5 +370,42 @@ mod tests {
         // Nothing is lost: the process's samples are every row's.
         let sum: u64 = tw.threads.iter().map(|t| t.states.samples).sum();
         assert_eq!(tw.process.samples, sum);
+    }
+
+    #[test]
+    fn threads_past_the_kept_open_ones_are_sampled_by_fresh_reads() {
+        let _one = THREAD_COUNTING.lock().unwrap_or_else(|e| e.into_inner());
+        let n = KEEP_OPEN_THREADS + 40;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                let (stop, ready) = (stop.clone(), ready_tx.clone());
+                std::thread::Builder::new()
+                    .stack_size(64 << 10)
+                    .spawn(move || {
+                        ready.send(()).unwrap();
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        for _ in 0..n {
+            ready_rx.recv().unwrap();
+        }
+        let mut w = WaitSampler::new(std::process::id(), None, 100);
+        w.sample();
+        w.sample();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in hs {
+            h.join().unwrap();
+        }
+        // Every thread sampled at both ticks, descriptors kept for the first 256 only.
+        assert!(w.threads.len() > n, "{} threads seen", w.threads.len());
+        assert_eq!(w.files.len(), KEEP_OPEN_THREADS);
+        let twice = w.threads.values().filter(|t| t.states.samples == 2).count();
+        assert!(twice >= n, "{twice} threads sampled at both ticks");
     }
 }

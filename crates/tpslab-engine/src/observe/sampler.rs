@@ -19,8 +19,8 @@ pub(super) struct Sampler {
     pub(super) srv_track: DropTrack,
     pub(super) gen_track: DropTrack,
     pub(super) first: bool,
-    /// Slow samples since the last full scan of the socket tables.
-    pub(super) slow_since_scan: u32,
+    /// When the socket tables were last scanned in full, monotonic ns (0: never).
+    pub(super) last_scan_ns: u64,
     /// The next sample scans the socket tables (the last sample of a run).
     pub(super) scan_now: bool,
     pub(super) tids: Vec<u32>,
@@ -225,16 +225,20 @@ impl Sampler {
         (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
         // Between scans the followed sockets are read by exact sock_diag lookups; the
         // full /proc scan (which also finds new sockets) runs at the first and last
-        // samples, every SCAN_EVERY_SLOW-th slow one, and whenever a lookup does not
-        // find what it followed.
+        // samples, at the first slow sample SCAN_PERIOD_NS after the last scan, and
+        // whenever a lookup does not find what it followed.
         let scan = slow
             && (prev.is_none()
                 || std::mem::take(&mut self.scan_now)
-                || self.slow_since_scan + 1 >= SCAN_EVERY_SLOW
-                // Nothing found yet (a server not yet bound): looked for at every one.
-                || self.followed.as_ref().is_some_and(|f| f.is_empty()));
-        if slow {
-            self.slow_since_scan = if scan { 0 } else { self.slow_since_scan + 1 };
+                || r.t_ns.saturating_sub(self.last_scan_ns) >= SCAN_PERIOD_NS
+                // No target socket found yet (a server not yet bound): looked for at
+                // every slow sample.
+                || self
+                    .followed
+                    .as_ref()
+                    .is_some_and(|f| !f.iter().any(|(_, is_target, _)| *is_target)));
+        if scan {
+            self.last_scan_ns = r.t_ns;
         }
         if scan || !self.diag_fast(&mut r) {
             (r.srv_rxq, r.gen_rxq) = (0, 0);

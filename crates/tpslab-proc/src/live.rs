@@ -69,7 +69,7 @@ fn read_whole(path: &Path) -> io::Result<String> {
     let result = FILES.with(|f| {
         let files = f.borrow();
         let file = &files[path];
-        BUF.with(|b| read_into(file, &mut b.borrow_mut()))
+        BUF.with(|b| read_into(file, &mut b.borrow_mut(), shown_whole(path)))
     });
     if result.is_err() {
         // A task that exited, a namespace that went away: open afresh next time.
@@ -78,7 +78,20 @@ fn read_whole(path: &Path) -> io::Result<String> {
     result
 }
 
-fn read_into(file: &std::fs::File, buf: &mut Vec<u8>) -> io::Result<String> {
+/// Whether the kernel generates this /proc file in one piece (`single_open`: snmp, snmp6,
+/// netstat, /proc/stat, a task's stat/status/schedstat/io), so that a read shorter than
+/// the buffer returned all of it. A table such as /proc/net/udp or softnet_stat comes a
+/// page of records at a time and is read until a read returns 0. A second read of a
+/// one-piece file at a non-zero offset generates it all again only to say "end": for
+/// /proc/net/snmp6 that doubled the cost of the observer's host-wide sample.
+fn shown_whole(path: &Path) -> bool {
+    matches!(
+        path.file_name().and_then(|n| n.to_str()),
+        Some("snmp" | "snmp6" | "netstat" | "stat" | "status" | "schedstat" | "io")
+    )
+}
+
+fn read_into(file: &std::fs::File, buf: &mut Vec<u8>, whole: bool) -> io::Result<String> {
     use std::os::unix::fs::FileExt;
     if buf.len() < 256 * 1024 {
         buf.resize(256 * 1024, 0);
@@ -92,7 +105,12 @@ fn read_into(file: &std::fs::File, buf: &mut Vec<u8>) -> io::Result<String> {
         // pread from 0 makes the kernel generate the file anew.
         match file.read_at(&mut buf[len..], len as u64) {
             Ok(0) => break,
-            Ok(n) => len += n,
+            Ok(n) => {
+                len += n;
+                if whole && len < buf.len() {
+                    break;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -290,5 +308,42 @@ mod tests {
         assert!(e.to_string().contains("/nonexistent-proc/net/snmp"), "{e}");
         assert_eq!(snmp6(Path::new("/nonexistent-proc")).unwrap(), None);
         assert!(udp6(Path::new("/nonexistent-proc")).unwrap().is_empty());
+    }
+
+    /// read(2) calls this thread has made (from /proc/thread-self/io `syscr`).
+    fn reads_so_far() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("syscr: "))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    #[test]
+    fn one_piece_files_take_one_read_tables_read_to_the_end() {
+        let Some(r0) = reads_so_far() else {
+            eprintln!("skipped: no /proc/thread-self/io (task I/O accounting)");
+            return;
+        };
+        // What reading the counter itself costs between two readings.
+        let own = reads_so_far().unwrap() - r0;
+        let root = Path::new("/proc/self");
+        // First reads open the files (kept open after).
+        snmp(root).unwrap();
+        stat(Path::new("/proc")).unwrap();
+        udp(root).unwrap();
+        let a = reads_so_far().unwrap();
+        for _ in 0..10 {
+            snmp(root).unwrap();
+            stat(Path::new("/proc")).unwrap();
+        }
+        let whole = reads_so_far().unwrap() - a - own;
+        assert_eq!(whole, 20, "one read(2) each for snmp and stat");
+        let b = reads_so_far().unwrap();
+        for _ in 0..10 {
+            udp(root).unwrap();
+        }
+        // A table is read until a read returns 0: at least two each.
+        let table = reads_so_far().unwrap() - b - own;
+        assert!(table >= 20, "{table} reads for 10 readings of net/udp");
     }
 }

@@ -336,6 +336,10 @@ fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &Ato
     } else {
         RecvBatch::new(cfg.batch, SLOT_BYTES)
     };
+    if cfg.mode == Mode::Sink {
+        // Nothing is sent back: the kernel need not copy out each sender's address.
+        rb = rb.without_peers();
+    }
     // Datagrams in each received buffer (more than 1 when coalesced by GRO).
     let mut segs = vec![1u64; rb.capacity()];
     loop {

@@ -111,6 +111,8 @@ pub struct RecvBatch {
     hdrs: Box<[libc::mmsghdr]>,
     /// Control buffers (64 bytes, aligned) for UDP_GRO sizes, when asked for.
     ctrl: Option<Box<[[u64; 8]]>>,
+    /// Whether the kernel writes each sender's address (see [`RecvBatch::without_peers`]).
+    peers: bool,
 }
 
 /// `UDP_SEGMENT` (linux/udp.h): GSO segment size of a send, cmsg or socket option.
@@ -142,7 +144,22 @@ impl RecvBatch {
             addrs,
             hdrs,
             ctrl: None,
+            peers: true,
         }
+    }
+
+    /// The same slots without the senders' addresses: the kernel copies no address out
+    /// per datagram (a receiver that only counts, like a sink, needs none; udprecv of
+    /// ../shared/limits asks for none). [`RecvBatch::meta`] then has no `peer`, and
+    /// [`RecvBatch::reply`] cannot be used: on an unconnected socket every reply would
+    /// fail (EDESTADDRREQ).
+    pub fn without_peers(mut self) -> Self {
+        for h in self.hdrs.iter_mut() {
+            h.msg_hdr.msg_name = std::ptr::null_mut();
+            h.msg_hdr.msg_namelen = 0;
+        }
+        self.peers = false;
+        self
     }
 
     /// Like [`RecvBatch::new`], with room for the segment size the kernel reports for
@@ -229,7 +246,9 @@ impl RecvBatch {
         let name_len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         for (h, v) in self.hdrs.iter_mut().zip(self.iov.iter_mut()) {
             v.iov_len = self.slot;
-            h.msg_hdr.msg_namelen = name_len;
+            if self.peers {
+                h.msg_hdr.msg_namelen = name_len;
+            }
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
             if self.ctrl.is_some() {
@@ -323,6 +342,9 @@ impl RecvBatch {
 
     /// The sender address of datagram `i` as a std SocketAddr (None for non-IP families).
     fn peer(&self, i: usize) -> Option<std::net::SocketAddr> {
+        if !self.peers {
+            return None;
+        }
         let s = &self.addrs[i];
         // SAFETY: the kernel filled an AF_INET or AF_INET6 address of the sizes checked.
         unsafe {

@@ -181,3 +181,25 @@ fn recv_times_out_with_zero() {
     let mut rb = RecvBatch::new(4, 64);
     assert_eq!(rb.recv(b.fd()).unwrap(), 0);
 }
+
+#[test]
+fn without_peers_receives_the_same_datagrams_and_no_address() {
+    let (a, b) = pair();
+    for i in 0..3u8 {
+        a.send(&[i; 20]).unwrap();
+    }
+    let mut rb = RecvBatch::new(4, 64).without_peers();
+    let mut got = vec![];
+    while got.len() < 3 {
+        let n = rb.recv(b.fd()).unwrap();
+        assert!(n > 0, "timed out with {} of 3", got.len());
+        for i in 0..n {
+            let m = rb.meta(i);
+            assert_eq!(m.peer, None);
+            got.push((rb.get(i)[0], m.len));
+        }
+    }
+    assert_eq!(got, vec![(0, 20), (1, 20), (2, 20)]);
+    // The kernel was given no address buffer: the slots' address storage is untouched.
+    assert!(rb.addrs.iter().all(|s| s.ss_family == 0));
+}

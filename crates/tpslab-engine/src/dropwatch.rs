@@ -223,13 +223,22 @@ impl DropSampler {
         };
         let mut reasons = std::collections::BTreeMap::<String, u64>::new();
         let mut sites = std::collections::BTreeMap::<(String, String), u64>::new();
-        // Read only when something was dropped: the table is some 120000 lines.
-        let syms = if counts.keys().any(|k| k.1 != 0) {
-            std::fs::read_to_string("/proc/kallsyms")
-                .map(|t| tpslab_proc::kallsyms::Kallsyms::parse(&t))
-                .unwrap_or_default()
-        } else {
+        // Read only when something was dropped (the table is some 120000 lines), keeping
+        // only the symbols that name the sampled drop sites.
+        let mut addrs: Vec<u64> = counts.keys().map(|k| k.1).filter(|a| *a != 0).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        let syms = if addrs.is_empty() {
             Default::default()
+        } else {
+            std::fs::File::open("/proc/kallsyms")
+                .and_then(|f| {
+                    tpslab_proc::kallsyms::Kallsyms::for_addresses(
+                        std::io::BufReader::with_capacity(64 << 10, f),
+                        &addrs,
+                    )
+                })
+                .unwrap_or_default()
         };
         for ((v, at), c) in counts {
             let reason = name(u64::from(v));

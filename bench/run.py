@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMITS = os.path.join(ROOT, "..", "shared", "limits")
 NS = f"tpsbench{os.getpid()}"
 OUT = tempfile.mkdtemp(prefix="tpslab-bench-")
-TPSLAB = os.path.join(ROOT, "target", "release", "tpslab")
+TPSLAB = os.environ.get("TPSLAB_BIN") or os.path.join(ROOT, "target", "release", "tpslab")
 # The benchmark's own runs stay out of the user's run history (tpslab history): every
 # tpslab started here keeps it in a folder of its own, removed at the end.
 import atexit  # noqa: E402
@@ -487,12 +487,14 @@ def series_rss(secs, interval_ms=1):
     t0 = time.time()
     while p.poll() is None and time.time() - t0 < secs + 120:
         try:
-            for line in open(f"/proc/{p.pid}/status"):
-                if line.startswith("VmRSS:"):
-                    track.append((time.time() - t0, int(line.split()[1]) / 1024))
+            # Until `ip netns exec` has exec'd tpslab the PID is a 4 KiB child of python's.
+            if open(f"/proc/{p.pid}/comm").read().strip() == "tpslab":
+                for line in open(f"/proc/{p.pid}/status"):
+                    if line.startswith("VmRSS:"):
+                        track.append((time.time() - t0, int(line.split()[1]) / 1024))
         except OSError:
             pass
-        time.sleep(5)
+        time.sleep(5 if track else 0.05)
     if p.poll() is None:
         p.kill()
         sys.exit(f"bench/run.py: the {secs} s run did not end")

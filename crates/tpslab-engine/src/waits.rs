@@ -176,12 +176,15 @@ impl WaitSampler {
     /// One tick: every thread's state now.
     pub fn sample(&mut self) {
         self.ticks += 1;
-        let tids = self.only.clone().unwrap_or_else(|| tids(self.pid));
+        let mut tids = self.only.clone().unwrap_or_else(|| tids(self.pid));
+        // Sorted for the lookups below (a process may have thousands of threads).
+        tids.sort_unstable();
+        let listed = |t: &u32| tids.binary_search(t).is_ok();
         // Threads no longer listed have exited: their samples join the exited ones.
         let gone: Vec<u32> = self
             .threads
             .keys()
-            .filter(|t| !tids.contains(t))
+            .filter(|t| !listed(t))
             .copied()
             .collect();
         for tid in gone {
@@ -191,7 +194,7 @@ impl WaitSampler {
             }
             self.sched0.remove(&tid);
         }
-        self.files.retain(|t, _| tids.contains(t));
+        self.files.retain(|t, _| listed(t));
         for tid in tids {
             let dir = self.task_dir(tid);
             let keep = self.files.len() < KEEP_OPEN_THREADS || self.files.contains_key(&tid);
@@ -376,18 +379,19 @@ mod tests {
     fn threads_past_the_kept_open_ones_are_sampled_by_fresh_reads() {
         let _one = THREAD_COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let n = KEEP_OPEN_THREADS + 40;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The threads block on a lock held here (no CPU taken from the tests beside
+        // this one, some of which keep a schedule) until it is released.
+        let gate = std::sync::Arc::new(std::sync::RwLock::new(()));
+        let held = gate.write().unwrap();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let hs: Vec<_> = (0..n)
             .map(|_| {
-                let (stop, ready) = (stop.clone(), ready_tx.clone());
+                let (gate, ready) = (gate.clone(), ready_tx.clone());
                 std::thread::Builder::new()
                     .stack_size(64 << 10)
                     .spawn(move || {
                         ready.send(()).unwrap();
-                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                            std::thread::sleep(std::time::Duration::from_millis(2));
-                        }
+                        drop(gate.read());
                     })
                     .unwrap()
             })
@@ -398,7 +402,7 @@ mod tests {
         let mut w = WaitSampler::new(std::process::id(), None, 100);
         w.sample();
         w.sample();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(held);
         for h in hs {
             h.join().unwrap();
         }

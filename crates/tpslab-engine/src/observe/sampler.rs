@@ -232,11 +232,13 @@ impl Sampler {
                 || std::mem::take(&mut self.scan_now)
                 || r.t_ns.saturating_sub(self.last_scan_ns) >= SCAN_PERIOD_NS
                 // No target socket found yet (a server not yet bound): looked for at
-                // every slow sample.
-                || self
-                    .followed
-                    .as_ref()
-                    .is_some_and(|f| !f.iter().any(|(_, is_target, _)| *is_target)));
+                // every slow sample, when one can match at all (a remote target has
+                // neither inodes nor a port here: nothing to look for).
+                || ((!self.target.inodes.is_empty() || self.target.port.is_some())
+                    && self
+                        .followed
+                        .as_ref()
+                        .is_some_and(|f| !f.iter().any(|(_, is_target, _)| *is_target))));
         if scan {
             self.last_scan_ns = r.t_ns;
         }

@@ -653,7 +653,17 @@ fn dnsmasq_keeps_up_and_overloaded() {
         "--warmup",
         "100ms",
     ]);
-    let (rec, _) = diagnose(&ns, "dns-burst", &args, Some(&dns));
+    // Off schedule here too (one burst in 25 over 10 ms late on a busy guest): repeated.
+    let rec = common::retry("dnsmasq_keeps_up_and_overloaded bursts", 3, || {
+        let (rec, _) = diagnose(&ns, "dns-burst", &args, Some(&dns));
+        if rec["before"]["generator"]["valid"] == false {
+            return Err(format!(
+                "generator off schedule: {}",
+                rec["before"]["generator"]["invalid_reasons"]
+            ));
+        }
+        Ok(rec)
+    });
     let c = case(&rec);
     assert!(
         c == "socket_buffer_bursts" || c == "app_too_slow",

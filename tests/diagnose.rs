@@ -46,6 +46,19 @@ fn dnsmasq(ns: &NetNs, tag: &str) -> Server {
 // Running diagnose and reading its record.
 
 /// Runs `tpslab diagnose ARGS --json F` in the namespace; returns the record and stdout.
+/// A diagnose run whose generator kept its schedule, or why it did not (a busy 2-CPU host
+/// makes the run invalid evidence, never judged: for `common::retry` to repeat).
+fn judged_diagnose(ns: &NetNs, tag: &str, args: &[&str], dns: &Server) -> Result<Value, String> {
+    let (rec, _) = diagnose(ns, tag, args, Some(dns));
+    if rec["before"]["generator"]["valid"] == false {
+        return Err(format!(
+            "generator off schedule: {}",
+            rec["before"]["generator"]["invalid_reasons"]
+        ));
+    }
+    Ok(rec)
+}
+
 fn diagnose(ns: &NetNs, tag: &str, args: &[&str], server: Option<&Server>) -> (Value, String) {
     let json = common::tmp(&format!("diagnose-{tag}.json"));
     let _ = std::fs::remove_file(&json);
@@ -623,14 +636,7 @@ fn dnsmasq_keeps_up_and_overloaded() {
     // A generator that fell off its schedule (a busy 2-CPU host) makes the run invalid
     // evidence, never judged: that run is repeated; any other case fails at once.
     let rec = common::retry("dnsmasq_keeps_up_and_overloaded", 3, || {
-        let (rec, _) = diagnose(&ns, "dns-clean", &args, Some(&dns));
-        if rec["before"]["generator"]["valid"] == false {
-            return Err(format!(
-                "generator off schedule: {}",
-                rec["before"]["generator"]["invalid_reasons"]
-            ));
-        }
-        Ok(rec)
+        judged_diagnose(&ns, "dns-clean", &args, &dns)
     });
     assert_eq!(case(&rec), "no_loss", "{}", evidence(&rec));
     assert_eq!(rec["before"]["generator"]["match_mode"], "seq_field");
@@ -655,14 +661,7 @@ fn dnsmasq_keeps_up_and_overloaded() {
     ]);
     // Off schedule here too (one burst in 25 over 10 ms late on a busy guest): repeated.
     let rec = common::retry("dnsmasq_keeps_up_and_overloaded bursts", 3, || {
-        let (rec, _) = diagnose(&ns, "dns-burst", &args, Some(&dns));
-        if rec["before"]["generator"]["valid"] == false {
-            return Err(format!(
-                "generator off schedule: {}",
-                rec["before"]["generator"]["invalid_reasons"]
-            ));
-        }
-        Ok(rec)
+        judged_diagnose(&ns, "dns-burst", &args, &dns)
     });
     let c = case(&rec);
     assert!(

@@ -219,15 +219,6 @@ fn lookup_remote(s: &UdpSocket) -> SocketAddr {
 /// Interval of the host-wide counters, ns.
 const SLOW_NS: u64 = 100_000_000;
 
-/// Time from one full scan of the socket tables to the next, ns: the first slow sample
-/// this long after the last scan scans (at `--interval` 100 ms or longer every sample is
-/// slow; the first and last samples always scan). Between scans the followed
-/// sockets are read by sock_diag lookups; a scan walks every bucket of the kernel's UDP
-/// hash table (16384 here) once per file read, and at every slow sample it was a fifth
-/// of the observer's CPU time. A socket opened during the run is found by the next scan,
-/// its drops since it was created included.
-pub(super) const SCAN_PERIOD_NS: u64 = 1_000_000_000;
-
 /// What the observer thread hands back: the samples, read errors, the target threads'
 /// scheduling, each target socket's SO_RCVBUF limit (bytes), and the number of threads
 /// that read UDP datagrams (when counted), how the samples were bounded, and where the

@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// Time from one full scan of the socket tables to the next, ns: the first slow sample
+/// this long after the last scan scans (at `--interval` 100 ms or longer every sample is
+/// slow; the first and last samples always scan). Between scans the followed
+/// sockets are read by sock_diag lookups; a scan walks every bucket of the kernel's UDP
+/// hash table (16384 here) once per file read, and at every slow sample it was a fifth
+/// of the observer's CPU time. A socket opened during the run is found by the next scan,
+/// its drops since it was created included.
+const SCAN_PERIOD_NS: u64 = 1_000_000_000;
+
 /// The observer thread's state and readers.
 pub(super) struct Sampler {
     pub(super) cfg: ObserverConfig,

@@ -332,7 +332,7 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
             "--rcvbuf",
             "64000000",
             "--duration",
-            "300ms",
+            "100ms",
             "--warmup",
             "0s",
         ],

@@ -305,6 +305,10 @@ fn reuseport_threads_are_accounted_exactly() {
     assert_eq!(per_thread.len(), 2);
 }
 
+/// The generator sends 63 datagrams per GSO message; the server reads them coalesced
+/// (UDP_GRO) and counts each. Its receive buffer (1 MB) is too small for the rate, so
+/// the socket drops whole GRO buffers, each counted once in `drops` and
+/// `Udp: RcvbufErrors`: the ledger still balances per datagram, 63 per drop.
 #[test]
 fn gso_into_a_gro_server_is_accounted_per_datagram() {
     if !common::can_netns("gso_into_a_gro_server_is_accounted_per_datagram") {
@@ -312,8 +316,6 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
     }
     let _serial = common::serial();
     let ns = NetNs::new();
-    // The generator sends up to 63 datagrams per GSO send; the server reads them coalesced
-    // (UDP_GRO) and counts each: the ledger balances per datagram, not per buffer.
     let rec = run_json(
         &ns,
         "gso.json",
@@ -330,7 +332,7 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
             "--batch",
             "64",
             "--rcvbuf",
-            "64000000",
+            "1000000",
             "--duration",
             "100ms",
             "--warmup",
@@ -346,11 +348,18 @@ fn gso_into_a_gro_server_is_accounted_per_datagram() {
         return;
     }
     assert_eq!(rec["server"]["gro"], true);
+    // 1024-byte datagrams: 63 fit in a 64 KiB message, and at --rate max every one is full.
+    assert_eq!(u(&g["max_segments_per_send"]), 63);
     let l = &rec["ledger"]["request"];
     assert_eq!(l["unattributed"], 0, "{l}");
     assert_eq!(row(l, "delivered") + row(l, "socket_drops"), u(&g["sent"]));
     assert_eq!(u(&rec["server"]["received"]), row(l, "delivered"));
     assert_eq!(u(&g["send_failed"]), 0);
+    let buffers = u(&rec["observer"]["deltas"]["udp_rcvbuf_errors"]);
+    assert!(buffers > 0, "a 1 MB buffer must overflow at max rate: {l}");
+    assert_eq!(row(l, "socket_drops"), 63 * buffers, "{l}");
+    let notes = l["notes"].to_string();
+    assert!(notes.contains("UDP_GRO reader"), "{notes}");
 }
 
 /// An nftables rule in the test's own namespace drops one UDP datagram in ten on input

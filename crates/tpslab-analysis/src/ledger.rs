@@ -58,6 +58,13 @@ pub struct LedgerInputs {
     /// (request path first), the rest noted as not this run's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_drops: Vec<(String, u64)>,
+    /// Most datagrams one of the generator's send messages carried (its
+    /// `max_segments_per_send`; 0 or 1: one each). Above 1 (UDP GSO), a server reading
+    /// with UDP_GRO queues such a message as one buffer and counts its drop as one in
+    /// `drops`: each drop is charged up to this many datagrams, up to what the path
+    /// leaves unexplained, before any shared counter.
+    #[serde(default)]
+    pub max_segments_per_send: u64,
 }
 
 /// One line of the ledger: a count of datagrams, where they ended, and the counter it
@@ -237,6 +244,12 @@ impl Ledger {
         // up to that, NoPorts first.
         let explained = sock + i.server_read.unwrap_or(0);
         let mut gap = on_wire as i64 - explained as i64;
+        // A GRO reader's drop is one buffer of up to `per` datagrams (GSO sends).
+        let per = i.max_segments_per_send.max(1);
+        let mut in_buffers = sock.saturating_mul(per - 1);
+        let more = charge(&mut in_buffers, gap);
+        gap -= more as i64;
+        let sock_datagrams = sock + more;
         let mut no_ports = i.no_ports;
         let mut no_ports_req = 0;
         if !i.server_socket_seen {
@@ -272,8 +285,12 @@ impl Ledger {
         req_rows.push(row(
             "socket_drops",
             "dropped at the server socket receive buffer",
-            sock,
-            "/proc/net/udp{,6} `drops` of the server socket(s), delta",
+            sock_datagrams,
+            if more > 0 {
+                "/proc/net/udp{,6} `drops` of the server socket(s), delta, in datagrams per GRO buffer (see notes)"
+            } else {
+                "/proc/net/udp{,6} `drops` of the server socket(s), delta"
+            },
         ));
         if let Some(read) = i.server_read {
             req_rows.push(row(
@@ -293,10 +310,17 @@ impl Ledger {
             } else {
                 None
             },
-            notes: [leftover("datagrams of Udp: NoPorts", no_ports)]
-                .into_iter()
-                .flatten()
-                .collect(),
+            notes: [
+                (more > 0).then(|| {
+                    format!(
+                        "the server socket's {sock} receive-buffer drops held {sock_datagrams} datagrams: the generator sent GSO messages of up to {per} datagrams, which a UDP_GRO reader queues, and drops, as one buffer each (charged up to {per} per drop, up to what the path left unexplained)"
+                    )
+                }),
+                leftover("datagrams of Udp: NoPorts", no_ports),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         }
     }
 

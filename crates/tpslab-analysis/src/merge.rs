@@ -376,6 +376,11 @@ fn merge_inputs(
         gen_socket_drops: ins.iter().map(|i| i.gen_socket_drops).sum(),
         gen_read: ins.iter().map(|i| i.gen_read).sum(),
         replies_expected: ins.iter().any(|i| i.replies_expected),
+        max_segments_per_send: ins
+            .iter()
+            .map(|i| i.max_segments_per_send)
+            .max()
+            .unwrap_or(0),
         ..Default::default()
     };
     // (kernel) -> softnet, (kernel) -> reason -> drops, (kernel, netns) -> (nic, no ports).

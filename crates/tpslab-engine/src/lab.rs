@@ -397,6 +397,7 @@ fn build_ledger(
         replies_expected,
         server_socket_seen: found || srv.is_some(),
         kernel_drops,
+        max_segments_per_send: gen.max_segments_per_send,
     };
     if inputs.gen_socket_drops > 0 {
         gen.invalid_reasons.push(format!(

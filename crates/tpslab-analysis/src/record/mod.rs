@@ -216,6 +216,12 @@ pub struct GeneratorReport {
     /// A GSO send was refused (EIO/EINVAL) during the run: GSO was turned off for the rest.
     #[serde(default)]
     pub gso_fallback: bool,
+    /// Most datagrams one send message carried that the kernel took (GSO: up to 64; 1
+    /// without; 0: nothing sent or an older record). A receiver reading with UDP_GRO
+    /// gets such a message as one buffer, and its socket counts a drop of it as one in
+    /// /proc/net/udp `drops` and `Udp: RcvbufErrors`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub max_segments_per_send: u64,
     /// Datagram size, bytes (UDP payload).
     pub size_bytes: usize,
     /// Datagrams sent back-to-back per burst (1: evenly paced).

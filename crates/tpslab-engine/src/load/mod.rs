@@ -155,6 +155,9 @@ struct Stream {
     /// GSO was on for this stream's socket at the start (whether the path then refused
     /// it is the socket's: `sock.gso_refused()`).
     gso: bool,
+    /// Most datagrams one message carried that the kernel took (1 without GSO): a GRO
+    /// receiver may queue, and drop, such a message as one buffer.
+    max_segments: AtomicU64,
     errors: ErrnoCounts,
     sender_done: AtomicBool,
     /// Monotonic ns of the last send call.
@@ -241,6 +244,7 @@ impl UdpLoad {
                 window_attempted: AtomicU64::new(0),
                 not_sent: AtomicU64::new(0),
                 gso,
+                max_segments: AtomicU64::new(0),
                 errors: ErrnoCounts::default(),
                 sender_done: AtomicBool::new(false),
                 last_send_ns: AtomicU64::new(0),
@@ -414,6 +418,12 @@ impl UdpLoad {
             rate_max: cfg.is_max(),
             gso: !self.streams.is_empty() && self.streams.iter().all(|s| s.gso),
             gso_fallback: self.streams.iter().any(|s| s.sock.gso_refused()),
+            max_segments_per_send: self
+                .streams
+                .iter()
+                .map(|s| s.max_segments.load(Relaxed))
+                .max()
+                .unwrap_or(0),
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,

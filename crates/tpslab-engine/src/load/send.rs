@@ -75,6 +75,8 @@ pub(super) fn sender(
     }
     // Datagrams in each message of the last send.
     let mut in_msg = [0usize; BATCH];
+    // Most datagrams one message carried that the kernel took.
+    let mut max_segments = 0usize;
     // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
     // sleeps precise.
     tpslab_net::sched::set_timer_slack_ns(1);
@@ -148,10 +150,18 @@ pub(super) fn sender(
         }
         // A refused message refuses all the datagrams it carried.
         let mut failed = 0usize;
+        let mut refused = [false; BATCH];
         let out = sb.send(&st.sock, msgs, |m, errno| {
             failed += in_msg[m];
+            refused[m] = true;
             st.errors.add(errno, in_msg[m] as u64);
         });
+        if per_msg > 1 {
+            let most = (0..msgs).filter(|&m| !refused[m]).map(|m| in_msg[m]).max();
+            max_segments = max_segments.max(most.unwrap_or(0));
+        } else if n > failed {
+            max_segments = max_segments.max(1);
+        }
         if out.gso_turned_off {
             // The path cannot segment (the socket switched GSO off): the rest of the run
             // goes one datagram per message; the refused datagrams stay counted as failed.
@@ -164,6 +174,7 @@ pub(super) fn sender(
         seq += n as u64;
     }
     st.window_attempted.store(window_attempted, Relaxed);
+    st.max_segments.store(max_segments as u64, Relaxed);
     st.not_sent
         .store(if max { 0 } else { plan.total - seq }, Relaxed);
     st.sender_done.store(true, Release);

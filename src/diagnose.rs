@@ -87,10 +87,16 @@ pub(crate) struct DiagUdpArgs {
     pub(crate) port: Option<u16>,
 }
 
+/// S1's mean rate where the host can drain it (datagrams per second).
+const S1_RATE_PPS: f64 = 100_000.0;
+/// S1's bursts are this far apart.
+const S1_BURST_INTERVAL: Duration = Duration::from_millis(50);
+
 /// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
-/// find-and-replace on 1024-byte messages) under bursts of 5000 every 50 ms (100 k pps
-/// mean): a mean rate it drains, bursts the default buffer cannot hold.
-fn s1_plan(interval: Duration) -> UdpRunPlan {
+/// find-and-replace on 1024-byte messages) under bursts every 50 ms at `rate_pps` mean
+/// (S1's 100 k pps where the host drains it, see [`calibrate_s1`]): a mean rate it
+/// drains, bursts the default buffer cannot hold.
+fn s1_plan(interval: Duration, rate_pps: f64) -> UdpRunPlan {
     UdpRunPlan {
         server: Some(ServerConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
@@ -98,11 +104,11 @@ fn s1_plan(interval: Duration) -> UdpRunPlan {
         }),
         load: LoadConfig {
             target: "127.0.0.1:0".parse().unwrap(),
-            rate_pps: 100_000.0,
+            rate_pps,
             size_bytes: 1024,
             duration: Duration::from_secs(3),
             warmup: Duration::from_millis(500),
-            burst: 5000,
+            burst: (rate_pps * S1_BURST_INTERVAL.as_secs_f64()).round() as u64,
             threads: 1,
             payload: None,
             seq_field: None,
@@ -186,10 +192,10 @@ fn apply_fix(
 /// S1, or the user's server (at HOST:PORT, or started from `--server-cmd`).
 fn plan(a: &DiagnoseArgs) -> Result<(UdpRunPlan, String, bool)> {
     Ok(match &a.target {
+        // Scenario words and the rate come from `calibrate_s1`.
         None => (
-            s1_plan(a.interval),
-            "built-in S1: reference server, default buffer, bursts of 5000 x 1024 B every 50 ms"
-                .to_string(),
+            s1_plan(a.interval, S1_RATE_PPS),
+            String::new(),
             !a.no_verify,
         ),
         Some(DiagProto::Udp(u)) => {
@@ -235,6 +241,41 @@ fn plan(a: &DiagnoseArgs) -> Result<(UdpRunPlan, String, bool)> {
     })
 }
 
+/// S1's premise is a mean rate the server drains, bursts its buffer cannot hold. On a
+/// host where the generator and the reference server together answer fewer than twice
+/// S1's 100 k pps, the built-in scenario's mean is half of what they answer at full
+/// speed (TPS of a 0.4 s run at `--rate max`, the same server and datagrams), rounded
+/// down to 1000 pps, at least 10 k pps; bursts stay 50 ms apart. Returns the plan, the
+/// scenario in words, and a note on the calibration when it lowered the rate.
+fn calibrate_s1(
+    plan: UdpRunPlan,
+    stop: &AtomicBool,
+) -> Result<(UdpRunPlan, String, Option<String>)> {
+    let mut cal = plan.clone();
+    cal.load.rate_pps = f64::INFINITY;
+    cal.load.burst = 1;
+    cal.load.warmup = Duration::from_millis(100);
+    cal.load.duration = Duration::from_millis(300);
+    cal.load.drain = Duration::from_millis(100);
+    cal.load.run_id = plan.load.run_id.wrapping_sub(1);
+    let rec = out::with_progress("calibrating: S1's server at full speed", 0.4, || {
+        run_udp(cal, stop)
+    })?;
+    let tps = rec.generator.as_ref().map_or(0.0, |g| g.tps);
+    let rate = ((tps / 2.0 / 1000.0).floor() * 1000.0).clamp(10_000.0, S1_RATE_PPS);
+    let plan = s1_plan(plan.interval, rate);
+    let scenario = format!(
+        "built-in S1: reference server, default buffer, bursts of {} x 1024 B every 50 ms ({rate:.0} pps mean)",
+        plan.load.burst
+    );
+    let note = (rate < S1_RATE_PPS).then(|| {
+        format!(
+            "S1's mean rate lowered from {S1_RATE_PPS:.0} to {rate:.0} pps: at full speed this host's generator and reference server answered {tps:.0} per s together (0.4 s calibration run), and S1's server must drain the mean rate with room to spare"
+        )
+    });
+    Ok((plan, scenario, note))
+}
+
 /// Runs `tpslab diagnose`.
 pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     flags::check_interval(a.interval)?;
@@ -275,13 +316,20 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         }
     };
     let stop = out::install_signals()?;
+    let mut notes = vec![];
+    let (plan, scenario) = if a.target.is_none() {
+        let (p, words, note) = calibrate_s1(plan, &stop)?;
+        notes.extend(note);
+        (p, words)
+    } else {
+        (plan, scenario)
+    };
     let probe = probe_truesize(plan.load.datagram_len(), None)?;
     let before = out::with_progress("run 1/2: as is", run_secs(&plan), || {
         run_once(plan.clone(), &stop)
     })?;
     let facts = Facts::from_record(&before, Some(&probe));
     let diag = diagnose(&facts, Some(&probe));
-    let mut notes = vec![];
     let mut applied = vec![];
     let mut restored = vec![];
     let mut after = None;

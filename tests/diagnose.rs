@@ -216,6 +216,23 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
     let facts = &rec["facts"];
     let d = &rec["diagnosis"];
     assert_eq!(case(&rec), "socket_buffer_bursts", "{}", evidence(&rec));
+    // S1's mean where this host drains it: 100 k pps, or half of what a calibration run
+    // answered at full speed, in bursts 50 ms apart, and said so.
+    let g = &rec["before"]["generator"];
+    let rate = f(&g["rate_pps"], "before.generator.rate_pps");
+    assert!((10_000.0..=100_000.0).contains(&rate), "S1 at {rate} pps");
+    assert_eq!(u(&g["burst"], "burst"), (rate * 0.05).round() as u64);
+    let scenario = rec["scenario"].as_str().unwrap();
+    assert!(
+        scenario.contains(&format!("({rate:.0} pps mean)")),
+        "{scenario}"
+    );
+    assert_eq!(
+        rate < 100_000.0,
+        rec["notes"].to_string().contains("S1's mean rate lowered"),
+        "{}",
+        rec["notes"]
+    );
 
     // Before: a large share dies at the server socket while the server idles.
     let before = &rec["before"];

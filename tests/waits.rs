@@ -99,9 +99,14 @@ fn a_tight_loop_is_on_cpu() {
     }
     let py = Py::start("print('ready', flush=True)\nwhile True: pass\n");
     let (tw, stdout) = watch(py.0.id(), "waits-cpu.json");
-    // On a busy 2-CPU host a spinning thread may wait for a CPU part of the time.
+    // On a busy 2-CPU host a spinning thread may wait for a CPU part of the time, and on
+    // a virtual machine its vCPU may be held by the hypervisor (steal: on this KVM guest
+    // 8-19 % of the window was neither on a CPU by schedstat nor queued).
     assert!(
-        share(&tw, WaitClass::OnCpu) + share(&tw, WaitClass::Runnable) >= 95.0,
+        share(&tw, WaitClass::OnCpu)
+            + share(&tw, WaitClass::Runnable)
+            + share(&tw, WaitClass::Stolen)
+            >= 95.0,
         "{tw}"
     );
     assert!(stdout.contains("of the run on CPU"), "{stdout}");

@@ -16,6 +16,9 @@ pub enum WaitClass {
     OnCpu,
     /// Runnable, waiting for a CPU (schedstat's run-queue time; only in time shares).
     Runnable,
+    /// On a virtual CPU the hypervisor did not run (steal; only in time shares): an
+    /// estimate, see [`ThreadStates::stolen_ns`].
+    Stolen,
     /// Blocked in poll/select/epoll, or in a receive, send, accept or connect on a socket.
     Network,
     /// Blocked in futex: a lock or a condition variable.
@@ -38,6 +41,7 @@ impl WaitClass {
         match self {
             WaitClass::OnCpu => "on CPU",
             WaitClass::Runnable => "waiting for a CPU",
+            WaitClass::Stolen => "on a vCPU the hypervisor held (steal)",
             WaitClass::Network => "waiting for the network",
             WaitClass::Lock => "waiting on a lock",
             WaitClass::Sleep => "sleeping",
@@ -49,9 +53,10 @@ impl WaitClass {
     }
 
     /// Every class, in report order.
-    pub const ALL: [WaitClass; 9] = [
+    pub const ALL: [WaitClass; 10] = [
         WaitClass::OnCpu,
         WaitClass::Runnable,
+        WaitClass::Stolen,
         WaitClass::Network,
         WaitClass::Lock,
         WaitClass::Sleep,
@@ -129,6 +134,12 @@ pub struct ThreadStates {
     /// splits into running (on_cpu_ns) and runnable (this).
     #[serde(default)]
     pub runqueue_ns: u64,
+    /// Time on a virtual CPU the hypervisor was running something else, ns: neither on
+    /// a CPU nor in the run queue by schedstat, nor blocked. An estimate: `on_cpu_ns` x
+    /// the host's steal per busy CPU-ns over the window (/proc/stat `steal` over user +
+    /// nice + system + irq + softirq, all CPUs); 0 on bare metal.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stolen_ns: u64,
     /// Samples by class ([`classify`]); empty in records written before classes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_class: BTreeMap<WaitClass, u64>,
@@ -181,6 +192,7 @@ impl ThreadStates {
         self.other += o.other;
         self.on_cpu_ns += o.on_cpu_ns;
         self.runqueue_ns += o.runqueue_ns;
+        self.stolen_ns += o.stolen_ns;
         for (k, v) in &o.sleeping {
             *self.sleeping.entry(k.clone()).or_default() += v;
         }
@@ -208,18 +220,20 @@ impl ThreadStates {
         let n = |c: WaitClass| self.by_class.get(&c).copied().unwrap_or(0);
         if self.window_ns == 0 {
             return Some(match class {
-                WaitClass::Runnable => 0.0,
+                WaitClass::Runnable | WaitClass::Stolen => 0.0,
                 c => 100.0 * n(c) as f64 / self.samples as f64,
             });
         }
         let w = self.window_ns as f64;
         let cpu = (self.on_cpu_ns as f64).min(w);
         let runq = (self.runqueue_ns as f64).min(w - cpu);
-        let blocked_time = w - cpu - runq;
+        let stolen = (self.stolen_ns as f64).min(w - cpu - runq);
+        let blocked_time = w - cpu - runq - stolen;
         let blocked_samples = self.samples - n(WaitClass::OnCpu);
         Some(match class {
             WaitClass::OnCpu => 100.0 * cpu / w,
             WaitClass::Runnable => 100.0 * runq / w,
+            WaitClass::Stolen => 100.0 * stolen / w,
             // Blocked time no blocked sample saw: "other".
             WaitClass::Other if blocked_samples == 0 => 100.0 * blocked_time / w,
             _ if blocked_samples == 0 => 0.0,
@@ -311,7 +325,10 @@ impl ThreadWaits {
             .enumerate()
             .map(|(i, &(c, share))| {
                 let syscall = match c {
-                    WaitClass::OnCpu | WaitClass::Runnable | WaitClass::Other => None,
+                    WaitClass::OnCpu
+                    | WaitClass::Runnable
+                    | WaitClass::Stolen
+                    | WaitClass::Other => None,
                     c => self.process.top_syscall(c),
                 };
                 format!(
@@ -452,6 +469,20 @@ mod tests {
         r.on_cpu_ns = 500;
         r.window_ns = 1000;
         assert_eq!(r.share_pct(WaitClass::Other), Some(50.0));
+        // On a guest, time the hypervisor held the vCPU comes out of that unseen time
+        // first (never more than is left after the CPU and run-queue time).
+        r.stolen_ns = 300;
+        assert_eq!(r.share_pct(WaitClass::Stolen), Some(30.0));
+        assert_eq!(r.share_pct(WaitClass::Other), Some(20.0));
+        r.stolen_ns = 900;
+        assert_eq!(r.share_pct(WaitClass::Stolen), Some(50.0));
+        assert_eq!(r.share_pct(WaitClass::Other), Some(0.0));
+        // A blocked thread's stolen time is taken from its blocked time, the rest split
+        // by its blocked samples.
+        s.stolen_ns = 60_000_000;
+        let pct = |c| (s.share_pct(c).unwrap() * 10.0).round() / 10.0;
+        assert_eq!(pct(WaitClass::Stolen), 2.0);
+        assert_eq!(pct(WaitClass::Disk), 70.0);
     }
 
     #[test]

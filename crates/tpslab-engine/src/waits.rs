@@ -145,6 +145,29 @@ pub struct WaitSampler {
     /// Open files of the live threads (closed with the thread's last listing), for at
     /// most KEEP_OPEN_THREADS of them: the others are opened and closed at each read.
     files: BTreeMap<u32, TaskFiles>,
+    /// The host's CPU times at the first sample (/proc/stat, all CPUs), for the steal
+    /// estimate; None when unreadable.
+    cpu0: Option<tpslab_proc::CpuTimes>,
+}
+
+/// The host's CPU times now (/proc/stat `cpu` line).
+fn host_cpu() -> Option<tpslab_proc::CpuTimes> {
+    tpslab_proc::live::stat(std::path::Path::new("/proc"))
+        .ok()
+        .map(|s| s.total)
+}
+
+/// Stolen CPU time per busy CPU time between two readings (steal over user + nice +
+/// system + irq + softirq, all CPUs); 0 when nothing ran or the host has no steal.
+fn steal_per_busy(a: &tpslab_proc::CpuTimes, b: &tpslab_proc::CpuTimes) -> f64 {
+    let busy = |c: &tpslab_proc::CpuTimes| c.user + c.nice + c.system + c.irq + c.softirq;
+    let steal = b.steal.saturating_sub(a.steal) as f64;
+    let ran = busy(b).saturating_sub(busy(a)) as f64;
+    if ran > 0.0 {
+        steal / ran
+    } else {
+        0.0
+    }
 }
 
 /// Threads whose stat/wchan/syscall files stay open between samples (3 descriptors
@@ -166,6 +189,7 @@ impl WaitSampler {
             sched0: BTreeMap::new(),
             exited: (ThreadStates::default(), 0),
             files: BTreeMap::new(),
+            cpu0: None,
         }
     }
 
@@ -176,6 +200,9 @@ impl WaitSampler {
     /// One tick: every thread's state now.
     pub fn sample(&mut self) {
         self.ticks += 1;
+        if self.cpu0.is_none() {
+            self.cpu0 = host_cpu();
+        }
         let mut tids = self.only.clone().unwrap_or_else(|| tids(self.pid));
         // Sorted for the lookups below (a process may have thousands of threads).
         tids.sort_unstable();
@@ -229,10 +256,17 @@ impl WaitSampler {
     /// on a CPU and in the run queue since its first sample).
     pub fn finish(mut self) -> ThreadWaits {
         let mut process = ThreadStates::default();
+        // schedstat's time on a CPU leaves out the time the hypervisor held that vCPU
+        // (paravirt steal accounting): that is estimated from the host's steal.
+        let steal = match (&self.cpu0, host_cpu()) {
+            (Some(a), Some(b)) => steal_per_busy(a, &b),
+            _ => 0.0,
+        };
         for (tid, t) in &mut self.threads {
             let dir = PathBuf::from(format!("/proc/{}/task/{tid}", self.pid));
             if let (Some((a, t0)), Some(b)) = (self.sched0.get(tid), schedstat(&dir)) {
                 t.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
+                t.states.stolen_ns = (t.states.on_cpu_ns as f64 * steal) as u64;
                 t.states.runqueue_ns = b.wait_ns.saturating_sub(a.wait_ns);
                 t.states.window_ns = tpslab_net::mono_ns().saturating_sub(*t0);
             }

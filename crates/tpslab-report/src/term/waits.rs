@@ -16,15 +16,25 @@ pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()>
             tw.pid
         );
     };
+    let steal = if tw.process.stolen_ns > 0 {
+        ", time on a vCPU the hypervisor held estimated from /proc/stat steal"
+    } else {
+        ""
+    };
     writeln!(
         w,
-        "Where the threads waited (% of time: on a CPU and waiting for one from schedstat, the rest split by {} samples, one per thread every {} ms, of .../stat and .../syscall): {head}",
+        "Where the threads waited (% of time: on a CPU and waiting for one from schedstat{steal}, the rest split by {} samples, one per thread every {} ms, of .../stat and .../syscall): {head}",
         tw.process.samples, tw.interval_ms
     )?;
-    // Only the classes some sample fell in.
+    // The classes some sample fell in, and the time-only ones (from schedstat and
+    // steal) that took half a percent of the process's time or more.
     let classes: Vec<WaitClass> = WaitClass::ALL
         .into_iter()
-        .filter(|c| tw.process.by_class.get(c).is_some_and(|&n| n > 0))
+        .filter(|&c| {
+            let timed = matches!(c, WaitClass::Runnable | WaitClass::Stolen);
+            tw.process.by_class.get(&c).is_some_and(|&n| n > 0)
+                || (timed && tw.process.share_pct(c).is_some_and(|p| p >= 0.5))
+        })
         .collect();
     let mut header = vec!["thread", "samples"];
     header.extend(classes.iter().map(|c| c.label()));

@@ -356,6 +356,11 @@ mod tests {
         assert_eq!(g.open.len(), 1);
         go_tx.send(()).unwrap();
         h.join().unwrap();
+        // The kernel wakes the joiner before it releases the task: wait until it is gone.
+        let t0 = std::time::Instant::now();
+        while dir.exists() && t0.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(g.read(&dir, "stat"), None);
         assert!(g.open.is_empty());
     }
@@ -369,16 +374,22 @@ mod tests {
         let _one = THREAD_COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let mut w = WaitSampler::new(std::process::id(), None, 100);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let hs: Vec<_> = (0..8)
             .map(|_| {
                 let stop = stop.clone();
+                let tid_tx = tid_tx.clone();
                 std::thread::spawn(move || {
+                    let me = std::fs::read_link("/proc/thread-self").unwrap();
+                    let tid: u32 = me.file_name().unwrap().to_str().unwrap().parse().unwrap();
+                    tid_tx.send(tid).unwrap();
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         std::thread::sleep(std::time::Duration::from_millis(1));
                     }
                 })
             })
             .collect();
+        let ours: Vec<u32> = (0..8).map(|_| tid_rx.recv().unwrap()).collect();
         w.sample();
         let with_them = w.threads.len();
         assert!(with_them >= 9, "{with_them} threads seen");
@@ -388,13 +399,26 @@ mod tests {
         for h in hs {
             h.join().unwrap();
         }
+        // A joined thread may stay listed in /proc/PID/task a moment longer (the kernel
+        // wakes the joiner before it releases the task): wait until all eight are gone.
+        let t0 = std::time::Instant::now();
+        while ours.iter().any(|t| tids(std::process::id()).contains(t))
+            && t0.elapsed() < std::time::Duration::from_secs(2)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         w.sample();
         // Other tests of this binary may start threads meanwhile: at least the eight left.
         assert!(w.exited.1 >= 8, "{} folded", w.exited.1);
         // ...and closed with the thread: a long watch of a process whose threads come
         // and go holds descriptors of the live ones only.
         assert_eq!(w.files.len(), w.threads.len());
-        assert!(w.files.len() <= with_them - 8);
+        for t in &ours {
+            assert!(
+                !w.files.contains_key(t) && !w.threads.contains_key(t),
+                "{t} kept"
+            );
+        }
         assert!(w.threads.len() + w.exited.1 >= with_them);
         let tw = w.finish();
         let exited = tw

@@ -607,6 +607,9 @@ def main():
                     help="only the closed loop: ramp udp vs dnsperf, ramp tcp vs redis-benchmark at 1/50/1000 clients, a 10,000-user step")
     ap.add_argument("--server-only", action="store_true",
                     help="only the reference server's receive against the kernel-limit receiver")
+    ap.add_argument("--oneway-only", action="store_true",
+                    help="only the one-way comparison (tpslab, kernel-limit, iperf3, sockperf, GSO at 64 and 1024 B): "
+                         "cheap enough for the many rounds a noisy host needs for its intervals")
     ap.add_argument("--tenk", type=int, default=3, help="seconds of the 10,000-user ramp step (0: skip)")
     a = ap.parse_args()
     global SERIES, SERIES_MS
@@ -616,12 +619,12 @@ def main():
     rows = []  # (test, tool, size, metric, value, round)
     try:
         port = 20000
-        only = a.observer_only or a.pacing_only or a.closed_loop_only or a.server_only
+        only = a.observer_only or a.pacing_only or a.closed_loop_only or a.server_only or a.oneway_only
         for secs in [] if only else SERIES:
             for k, v in series_rss(secs, a.series_interval).items():
                 rows.append(("memory-series", "tpslab", secs, k, v, 0))
         for rnd in range(0 if a.memory_only else a.rounds):
-            for size in () if only else (64, 1024):
+            for size in (64, 1024) if a.oneway_only or not only else ():
                 tools = [("tpslab", tpslab_oneway), ("kernel-limit", udpsend_oneway), ("iperf3", iperf3_oneway),
                          ("sockperf", sockperf_oneway), ("tpslab-gso", tpslab_gso_oneway)]
                 # Interleave: rotate the order each round so drift does not favour one tool.
@@ -630,7 +633,7 @@ def main():
                     port += 1
                     for k, v in fn(size, a.seconds, port).items():
                         rows.append(("one-way", name, size, k, v, rnd))
-                for which in (("tpslab", "kernel-limit") if rnd % 2 == 0 else ("kernel-limit", "tpslab")):
+                for which in () if a.oneway_only else (("tpslab", "kernel-limit") if rnd % 2 == 0 else ("kernel-limit", "tpslab")):
                     port += 1
                     for k, v in server_recv(size, a.seconds, port, which).items():
                         rows.append(("server-recv", which, size, k, v, rnd))
@@ -673,10 +676,11 @@ def main():
         teardown()
     # The raw results first: a report that fails to print loses nothing.
     save(rows)
-    report(rows, a.memory_only, a.observer_only, a.pacing_only, a.closed_loop_only, a.server_only)
+    report(rows, a.memory_only, a.observer_only, a.pacing_only, a.closed_loop_only, a.server_only, a.oneway_only)
 
 
-def report(rows, memory_only=False, observer_only=False, pacing_only=False, closed_loop_only=False, server_only=False):
+def report(rows, memory_only=False, observer_only=False, pacing_only=False, closed_loop_only=False, server_only=False,
+           oneway_only=False):
     def vals(test, tool, size, metric):
         return [r[4] for r in rows if r[:4] == (test, tool, size, metric)]
 
@@ -752,6 +756,8 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False, clos
         loss = vals("one-way", "tpslab-gso", size, "loss_pct")
         i3 = median(vals("one-way", "iperf3", size, "sent_pps"))
         print(f"{size:>5} delivered {summary(d):>32}  loss {max(loss):.2f} % (worst)  = {median(d) / i3:.1f}x iperf3 sent")
+    if oneway_only:
+        return
     server_report(vals, byr)
     print("\nping-pong at 10 k msg/s, 64 B, RTT us (from the actual send to the receiving thread; tpslab-kernel: to the")
     print("  kernel's receive timestamp, without the generator's own wake-up)")

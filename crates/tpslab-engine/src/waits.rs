@@ -160,9 +160,10 @@ fn host_cpu() -> Option<tpslab_proc::CpuTimes> {
 /// Stolen CPU time per busy CPU time between two readings (steal over user + nice +
 /// system + irq + softirq, all CPUs); 0 when nothing ran or the host has no steal.
 fn steal_per_busy(a: &tpslab_proc::CpuTimes, b: &tpslab_proc::CpuTimes) -> f64 {
-    let busy = |c: &tpslab_proc::CpuTimes| c.user + c.nice + c.system + c.irq + c.softirq;
+    // `busy()` includes steal: what ran is the rest.
+    let ran_ticks = |c: &tpslab_proc::CpuTimes| c.busy().saturating_sub(c.steal);
     let steal = b.steal.saturating_sub(a.steal) as f64;
-    let ran = busy(b).saturating_sub(busy(a)) as f64;
+    let ran = ran_ticks(b).saturating_sub(ran_ticks(a)) as f64;
     if ran > 0.0 {
         steal / ran
     } else {

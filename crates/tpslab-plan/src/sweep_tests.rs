@@ -1,0 +1,56 @@
+//! Tests of the parent module.
+use super::*;
+use proptest::prelude::*;
+
+/// A plan file from `text`, applied to the S2 plan and checked as `sweep` checks it.
+fn plan_from(text: &str) -> Result<Plan, PlanError> {
+    let mut plan = s2_plan(1, Duration::from_millis(10));
+    apply_plan_file(&mut plan, "--plan p.toml", text).and_then(|_| check_plan(&plan))?;
+    Ok(plan)
+}
+
+#[test]
+fn plan_file_values_that_would_run_at_another_rate_are_refused() {
+    for (text, want) in [
+        ("[load]\nburst_interval = \"0s\"\n", "load.burst_interval"),
+        ("[load]\nrate = inf\n", "load.rate inf"),
+        ("[load]\nrate = nan\n", "load.rate NaN"),
+        ("[server]\nthreads = 0\n", "plan: server threads 0"),
+        ("[load]\nsize = 39\n", "plan: load size 39"),
+        ("repeat = 101\n", "plan: repeat 101"),
+    ] {
+        let e = plan_from(text).unwrap_err().to_string();
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+    assert!(plan_from("[load]\nrate = 5000\n").is_ok());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_plan_file_is_a_plan_or_a_one_line_error(
+        lines in proptest::collection::vec(
+            "(design|repeat|objective|\\[server\\]|\\[load\\]|\\[\\[factor\\]\\]|threads|batch|rcvbuf|mode|work_ns|rate|size|burst|burst_interval|duration|warmup|no_replies|name|levels) ?= ?(-?[0-9]{1,12}(\\.[0-9]{1,3})?|\"[a-z0-9:. ]{0,12}\"|\\[\"[a-z0-9_.]{0,10}\", ?[0-9]{1,6}\\]|true|inf|nan)?",
+            0..12,
+        )
+    ) {
+        let text = lines.join("\n");
+        match plan_from(&text) {
+            Ok(p) => {
+                // What passes can run: every cell's server and load validate.
+                for c in cells(&p.factors, p.design) {
+                    prop_assert!(cell_config(&p, &c).is_ok());
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+        }
+    }
+
+    #[test]
+    fn any_factor_spec_is_a_factor_or_a_one_line_error(spec in "\\PC{0,40}") {
+        if let Err(e) = parse_factor(&spec) {
+            prop_assert!(!e.to_string().contains('\n') || spec.contains('\n'));
+        }
+    }
+}

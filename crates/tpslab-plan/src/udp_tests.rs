@@ -1,0 +1,250 @@
+//! Tests of the parent module.
+use super::*;
+
+fn load() -> LoadConfig {
+    LoadConfig {
+        target: "127.0.0.1:9000".parse().unwrap(),
+        rate_pps: 1000.0,
+        size_bytes: 64,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        burst: 1,
+        threads: 1,
+        drain: Duration::from_millis(100),
+        run_id: 1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_watch_is_bounded_and_watches_something() {
+    let w = WatchPlan {
+        pid: None,
+        port: Some(53),
+        interval: Duration::from_millis(10),
+        duration: Duration::from_secs(10),
+        no_drop_reasons: false,
+    };
+    assert_eq!(w.validate(), Ok(()));
+    let e = WatchPlan {
+        duration: Duration::from_secs(u64::MAX),
+        ..w.clone()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.to_string().starts_with("--duration "), "{e}");
+    let e = WatchPlan { port: None, ..w }.validate().unwrap_err();
+    assert!(e.to_string().contains("--pid PID or --port PORT"), "{e}");
+}
+
+#[test]
+fn a_run_plan_round_trips_through_json_with_its_payload_in_hex() {
+    let p = RunPlan::Udp(Box::new(UdpRunPlan {
+        server: Some(ServerConfig::default()),
+        load: LoadConfig {
+            payload: Some(vec![0x12, 0x34, 0xff]),
+            seq_field: Some((0, 2)),
+            ..load()
+        },
+        interval: Duration::from_millis(10),
+        target_pid: Some(42),
+        watch_port: None,
+        no_drop_reasons: false,
+    }));
+    let text = serde_json::to_string(&p).unwrap();
+    assert!(
+        text.contains("\"kind\":\"udp\"") && text.contains("\"payload\":\"1234ff\""),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<RunPlan>(&text).unwrap(), p);
+    let mut max = p.clone();
+    if let RunPlan::Udp(u) = &mut max {
+        u.load.rate_pps = f64::INFINITY;
+    }
+    let text = serde_json::to_string(&max).unwrap();
+    assert!(text.contains("\"rate_pps\":\"max\""), "{text}");
+    assert_eq!(serde_json::from_str::<RunPlan>(&text).unwrap(), max);
+    let w = RunPlan::Watch(WatchPlan {
+        pid: None,
+        port: Some(53),
+        interval: Duration::from_millis(10),
+        duration: Duration::from_secs(10),
+        no_drop_reasons: false,
+    });
+    let wtext = serde_json::to_string(&w).unwrap();
+    assert!(
+        !wtext.contains("no_drop_reasons"),
+        "left out when false: {wtext}"
+    );
+    assert_eq!(serde_json::from_str::<RunPlan>(&wtext).unwrap(), w);
+    let RunPlan::Watch(mut off) = w else {
+        unreachable!("a watch")
+    };
+    off.no_drop_reasons = true;
+    let off = RunPlan::Watch(off);
+    assert_eq!(
+        serde_json::from_str::<RunPlan>(&serde_json::to_string(&off).unwrap()).unwrap(),
+        off
+    );
+    for bad in ["\"123\"", "\"zz\"", "\"+f\""] {
+        let t = text.replace("\"1234ff\"", bad);
+        assert!(serde_json::from_str::<RunPlan>(&t).is_err(), "{t}");
+    }
+}
+
+#[test]
+fn a_sound_plan_passes_and_every_limit_is_named() {
+    assert_eq!(load().validate(), Ok(()));
+    assert_eq!(ServerConfig::default().validate(), Ok(()));
+    let cases: Vec<(LoadConfig, &str)> = vec![
+        (
+            LoadConfig {
+                rate_pps: 0.0,
+                ..load()
+            },
+            "--rate 0: allowed",
+        ),
+        (
+            LoadConfig {
+                rate_pps: 2e8,
+                ..load()
+            },
+            "--rate 200000000: allowed",
+        ),
+        (
+            LoadConfig {
+                rate_pps: f64::NAN,
+                ..load()
+            },
+            "--rate NaN: allowed",
+        ),
+        (LoadConfig { burst: 0, ..load() }, "--burst 0: allowed 1..="),
+        (
+            LoadConfig {
+                pacing_slack: Duration::from_millis(3),
+
+                phase: Duration::ZERO,
+
+                keep_histograms: false,
+                ..load()
+            },
+            "--pacing-slack 3ms: allowed 0s..=2ms",
+        ),
+        (
+            LoadConfig {
+                rate_pps: f64::INFINITY,
+                pacing_slack: Duration::from_millis(1),
+
+                phase: Duration::ZERO,
+
+                keep_histograms: false,
+                ..load()
+            },
+            "--pacing-slack does not apply",
+        ),
+        (
+            LoadConfig {
+                rate_pps: f64::INFINITY,
+                burst: 2,
+                ..load()
+            },
+            "--burst does not apply",
+        ),
+        (
+            LoadConfig {
+                size_bytes: 39,
+                ..load()
+            },
+            "--size 39: allowed 40..=65507 bytes",
+        ),
+        (
+            LoadConfig {
+                payload: Some(vec![]),
+                ..load()
+            },
+            "--payload-file 0: allowed 1..=65507 bytes",
+        ),
+        (
+            LoadConfig {
+                seq_field: Some((0, 2)),
+                ..load()
+            },
+            "--seq-field needs --payload-file",
+        ),
+        (
+            LoadConfig {
+                payload: Some(vec![0; 10]),
+                seq_field: Some((usize::MAX, 2)),
+                ..load()
+            },
+            "inside the 10-byte payload",
+        ),
+        (
+            LoadConfig {
+                duration: Duration::ZERO,
+                ..load()
+            },
+            "--duration 0s: allowed 1ns..=1day",
+        ),
+        (
+            LoadConfig {
+                warmup: Duration::from_secs(7200),
+                ..load()
+            },
+            "--warmup 2h: allowed",
+        ),
+        (
+            LoadConfig {
+                drain: Duration::from_secs(61),
+                ..load()
+            },
+            "--drain 1m 1s: allowed",
+        ),
+        (
+            LoadConfig {
+                threads: 0,
+                ..load()
+            },
+            "--load-threads 0: allowed 1..=256",
+        ),
+    ];
+    for (cfg, want) in cases {
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
+    let s = ServerConfig::default;
+    for (cfg, want) in [
+        (
+            ServerConfig { threads: 0, ..s() },
+            "--threads 0: allowed 1..=1024",
+        ),
+        (
+            ServerConfig { batch: 1025, ..s() },
+            "--batch 1025: allowed 1..=1024",
+        ),
+        (
+            ServerConfig {
+                rcvbuf: Some(0),
+                ..s()
+            },
+            "--rcvbuf 0: allowed 1..=1073741823 bytes",
+        ),
+        (
+            ServerConfig {
+                work_ns: 2_000_000_000,
+                ..s()
+            },
+            "--work 2s: allowed 0s..=1s",
+        ),
+        (
+            ServerConfig {
+                busy_poll_us: Some(u32::MAX),
+                ..s()
+            },
+            "--busy-poll 4294967295: allowed 0..=1000000 us",
+        ),
+    ] {
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
+}

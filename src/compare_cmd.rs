@@ -49,16 +49,15 @@ pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     let report = tpslab_analysis::compare::compare(&recs).map_err(|e| anyhow!(e))?;
     let rec = Record::with_meta(started.meta(false), Body::Compare(report));
-    if let Some(p) = &a.json {
-        crate::out::write_json(p, &rec)?;
-    }
-    crate::out::write_html(a.html.as_deref(), &rec)?;
-    if a.json.as_deref().is_some_and(crate::out::is_stdout) {
-        return Ok(ExitCode::SUCCESS);
-    }
-    crate::out::print_report(&rec, false)?;
-    if let Some(p) = &a.json {
-        println!("record written to {}", p.display());
-    }
+    let outputs = crate::out::Outputs {
+        json: a.json.as_deref(),
+        html: a.html.as_deref(),
+        ..Default::default()
+    };
+    crate::out::emit(
+        &rec,
+        outputs,
+        crate::out::Terminal::Report { explain: false },
+    )?;
     Ok(ExitCode::SUCCESS)
 }

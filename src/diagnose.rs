@@ -400,26 +400,14 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     let Body::Diagnose(d) = &rec.body else {
         unreachable!("made as a diagnosis above")
     };
-    if let Some(p) = &a.json {
-        out::write_json(p, &rec)?;
-    }
-    crate::flags::RecordFlag {
-        json: None,
-        html: a.html.clone(),
-        no_history: a.no_history,
-        metrics_file: a.metrics_file.clone(),
-    }
-    .finish(&rec)?;
-    if let Some(p) = &a.json {
-        if out::is_stdout(p) {
-            // Standard output carries the record alone.
-            return diagnose_exit(d, &gate);
-        }
-    }
-    out::print_report(&rec, a.explain)?;
-    if let Some(p) = &a.json {
-        println!("record written to {}", p.display());
-    }
+    let outputs = out::Outputs {
+        json: a.json.as_deref(),
+        html: a.html.as_deref(),
+        metrics: a.metrics_file.as_deref(),
+        history: !a.no_history,
+        extra: vec![],
+    };
+    out::emit(&rec, outputs, out::Terminal::Report { explain: a.explain })?;
     diagnose_exit(d, &gate)
 }
 

@@ -2,7 +2,7 @@
 //! it runs with and its NICs, for the workload stated with `--for`. Reads only; changes
 //! nothing (`--write-snippet` writes a sysctl.d file for a person to review).
 
-use crate::out::{self, write_json};
+use crate::out;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -187,11 +187,8 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     });
     if a.record.wanted() {
         let rec = Record::with_meta(started.meta(false), Body::Doctor(rec));
-        if let Some(p) = &a.record.json {
-            write_json(p, &rec)?;
-            writeln!(stdout, "record written to {}", p.display())?;
-        }
-        a.record.finish(&rec)?;
+        drop(stdout);
+        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }
     if failing > 0 {
         let name = a.fail_on.as_deref().unwrap_or_default();

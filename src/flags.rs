@@ -155,18 +155,15 @@ impl RecordFlag {
             || !self.no_history
     }
 
-    /// After the JSON record: writes the HTML report when asked for (said on standard
-    /// error) and appends the record to the history (a history that cannot be written is
-    /// said on standard error; the run's result stands).
-    pub(crate) fn finish(&self, rec: &tpslab_analysis::record::Record) -> Result<()> {
-        crate::out::write_html(self.html.as_deref(), rec)?;
-        crate::out::write_metrics(self.metrics_file.as_deref(), rec)?;
-        if !self.no_history {
-            if let Err(e) = crate::history::append(rec) {
-                eprintln!("tpslab: not recorded in the history: {e:#}");
-            }
+    /// The files the record goes to, for [`crate::out::emit`].
+    pub(crate) fn outputs(&self) -> crate::out::Outputs<'_> {
+        crate::out::Outputs {
+            json: self.json.as_deref(),
+            html: self.html.as_deref(),
+            metrics: self.metrics_file.as_deref(),
+            history: !self.no_history,
+            extra: vec![],
         }
-        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -55,15 +56,32 @@ fn open(create: bool) -> Result<(Connection, PathBuf)> {
     }
     if create {
         if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir)
+            // The folder and the database are the user's alone (records name hosts and
+            // command lines): 0700 and 0600, created so, never through a link.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
                 .with_context(|| format!("history folder {}", dir.display()))?;
         }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(not_ours(&p, e)),
+        }
     }
-    let flags = if create {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    };
+    // A symbolic link at the database's name is refused (SQLITE_OPEN_NOFOLLOW).
+    let flags = OpenFlags::SQLITE_OPEN_NOFOLLOW
+        | if create {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        };
     let c = Connection::open_with_flags(&p, flags).map_err(|e| not_ours(&p, e))?;
     c.busy_timeout(Duration::from_secs(20))
         .map_err(|e| not_ours(&p, e))?;
@@ -282,13 +300,17 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
                 crate::out::check_output("--json", p, true)?;
             }
             let rec = get(id)?;
-            if let Some(p) = &json {
-                crate::out::write_json(p, &rec)?;
-            }
-            crate::out::write_html(html.as_deref(), &rec)?;
-            if html.is_none() && json.is_none() {
-                crate::out::print_report(&rec, false)?;
-            }
+            let terminal = if html.is_none() && json.is_none() {
+                crate::out::Terminal::Report { explain: false }
+            } else {
+                crate::out::Terminal::Nothing
+            };
+            let outputs = crate::out::Outputs {
+                json: json.as_deref(),
+                html: html.as_deref(),
+                ..Default::default()
+            };
+            crate::out::emit(&rec, outputs, terminal)?;
             return Ok(ExitCode::SUCCESS);
         }
         None => {}

@@ -11,6 +11,7 @@ mod fleet;
 mod history;
 mod metrics;
 mod out;
+mod outfile;
 mod probe;
 mod ramp;
 mod report_cmd;

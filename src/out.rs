@@ -2,7 +2,9 @@
 //! JSON written to a file or standard output, the terminal report, signals, targets.
 
 use anyhow::{anyhow, bail, Context, Result};
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,13 +12,13 @@ use tpslab_analysis::record::Record;
 
 pub(crate) use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 
-/// SIGINT, SIGTERM and SIGHUP set the returned flag (the run ends early, its record is
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT set the returned flag (the run ends early, its record is
 /// written, host settings are restored); a second signal restores host settings at once
 /// and exits with 130.
 pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
     let f = flag.clone();
     std::thread::Builder::new()
         .name("tpslab-signals".into())
@@ -66,112 +68,134 @@ pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
 }
 
 /// Checks before a run that `flag`'s output file can be written, so no result is lost at
-/// the end: its folder exists and the file can be created (a file created by the check is
-/// removed again). `-` (standard output) only where `stdout_ok`.
-pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> Result<()> {
+/// the end (see [`crate::outfile::check`]). `-` (standard output) only where `stdout_ok`.
+pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> {
     if is_stdout(p) {
         if stdout_ok {
             return Ok(());
         }
         bail!("{flag} -: standard output is taken by the report here; give a file");
     }
-    if p.is_dir() {
-        bail!("{flag} {}: a folder; give a file name", p.display());
+    Ok(crate::outfile::check(flag, p)?)
+}
+
+/// A record as the bytes of its file: pretty JSON and a final newline.
+pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec_pretty(value).context("encoding JSON")?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// Writes JSON to `path` for `flag` (`-`: standard output), safely (see `outfile`).
+pub(crate) fn write_json_as(flag: &str, path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let bytes = json_bytes(value)?;
+    if is_stdout(path) {
+        return std::io::stdout()
+            .lock()
+            .write_all(&bytes)
+            .context("writing JSON to standard output");
     }
-    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            bail!(
-                "{flag} {}: folder {} does not exist",
-                p.display(),
-                dir.display()
-            );
+    Ok(crate::outfile::write(flag, path, &bytes)?)
+}
+
+/// The files a command writes besides what it prints: the record (`--json`), its HTML page,
+/// its metrics, the history entry, and any of its own (a plot, a CSV).
+#[derive(Default)]
+pub(crate) struct Outputs<'a> {
+    /// `--json` (`-`: standard output, which then carries the record alone).
+    pub(crate) json: Option<&'a Path>,
+    /// `--html` (`-`: standard output, where the command allows it).
+    pub(crate) html: Option<&'a Path>,
+    /// `--metrics-file`.
+    pub(crate) metrics: Option<&'a Path>,
+    /// Append the record to the history.
+    pub(crate) history: bool,
+    /// A command's own files: flag, path, a name for the status line, the rendered bytes
+    /// (or why they could not be rendered).
+    pub(crate) extra: Vec<(&'static str, &'a Path, &'static str, Result<Vec<u8>>)>,
+}
+
+/// What a command prints on standard output at its end.
+pub(crate) enum Terminal<'a> {
+    /// The record's report (`tpslab report`'s term format).
+    Report { explain: bool },
+    /// The command's own rendering.
+    With(&'a dyn Fn(&mut dyn Write) -> std::io::Result<()>),
+    /// Nothing more (printed while it ran, or only files were asked for).
+    Nothing,
+}
+
+/// The one epilogue of every command that makes a record: nothing is lost when one output
+/// fails. Every file is attempted (each safely, see `outfile`), the history appended, then
+/// the terminal output printed (or the record alone on standard output with `--json -`),
+/// then one status line per file written on standard error. Files come before standard
+/// output so a closed pipe (`| head`, which ends tpslab by SIGPIPE) costs none of them; none
+/// of them can block (a FIFO nobody reads is an error at once).
+///
+/// Errors: one line naming every output that failed (`--json /dev/full: No space left on
+/// device; ...`), after the others were written: the caller exits 2.
+pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> Result<()> {
+    let mut failed: Vec<String> = vec![];
+    let mut written: Vec<String> = vec![];
+    let mut stdout_bytes: Option<Vec<u8>> = None;
+    let mut file = |flag: &str, path: &Path, what: &str, bytes: Result<Vec<u8>>| match bytes {
+        Err(e) => failed.push(format!("{flag} {}: {e:#}", path.display())),
+        Ok(b) if is_stdout(path) => stdout_bytes = Some(b),
+        Ok(b) => match crate::outfile::write(flag, path, &b) {
+            Ok(()) => written.push(format!("{what} written to {}", path.display())),
+            Err(e) => failed.push(e.0),
+        },
+    };
+    if let Some(p) = outs.json {
+        file("--json", p, "record", json_bytes(rec));
+    }
+    if let Some(p) = outs.html {
+        let mut page = Vec::new();
+        let r = tpslab_report::html::record(&mut page, rec)
+            .map(|_| page)
+            .context("rendering the HTML report");
+        file("--html", p, "HTML report", r);
+    }
+    if let Some(p) = outs.metrics {
+        let mut text = Vec::new();
+        let r = tpslab_report::render(&mut text, rec, tpslab_report::Format::Metrics, false)
+            .map(|_| text)
+            .context("rendering the metrics");
+        file("--metrics-file", p, "metrics", r);
+    }
+    for (flag, p, what, bytes) in outs.extra {
+        file(flag, p, what, bytes);
+    }
+    if outs.history {
+        if let Err(e) = crate::history::append(rec) {
+            eprintln!("tpslab: not recorded in the history: {e:#}");
         }
     }
-    match std::fs::symlink_metadata(p) {
-        // A symlink, FIFO or device: opening it to test could create a link's target or
-        // hand a pipe's reader an early end of file; the write at the end will tell.
-        Ok(m) if !m.file_type().is_file() => Ok(()),
-        // An existing file: writable? (not truncated by the check)
-        Ok(_) => std::fs::OpenOptions::new()
-            .write(true)
-            .open(p)
-            .map(|_| ())
-            .map_err(|e| anyhow!("{flag} {}: {e}", p.display())),
-        // A new file: created only by the check itself (never someone else's), removed.
-        Err(_) => {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(p)
-                .map_err(|e| anyhow!("{flag} {}: {e}", p.display()))?;
-            let _ = std::fs::remove_file(p);
-            Ok(())
-        }
+    let mut out = std::io::stdout().lock();
+    let printed = match (stdout_bytes, terminal) {
+        (Some(b), _) => out.write_all(&b),
+        (None, Terminal::Report { explain }) => tpslab_report::term::record(&mut out, rec, explain),
+        (None, Terminal::With(f)) => f(&mut out),
+        (None, Terminal::Nothing) => Ok(()),
+    };
+    if let Err(e) = printed.and_then(|_| out.flush()) {
+        failed.push(format!("standard output: {e}"));
     }
-}
-
-/// Writes JSON to `path` (`-`: standard output).
-pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
-    if is_stdout(path) {
-        let out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(out, value).context("writing JSON to standard output")?;
-        println!();
-        return Ok(());
+    drop(out);
+    for w in written {
+        eprintln!("tpslab: {w}");
     }
-    let f = std::fs::File::create(path).with_context(|| format!("--json {}", path.display()))?;
-    let mut w = std::io::BufWriter::new(f);
-    serde_json::to_writer_pretty(&mut w, value)
-        .map_err(std::io::Error::from)
-        .and_then(|_| std::io::Write::write_all(&mut w, b"\n"))
-        .and_then(|_| std::io::Write::flush(&mut w))
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-/// Writes a record's HTML report to `path` (`-`: standard output), when given; a file
-/// written is said on standard error.
-pub(crate) fn write_html(path: Option<&std::path::Path>, rec: &Record) -> Result<()> {
-    let Some(path) = path else { return Ok(()) };
-    let mut page = Vec::new();
-    tpslab_report::html::record(&mut page, rec).context("rendering the HTML report")?;
-    if is_stdout(path) {
-        return std::io::Write::write_all(&mut std::io::stdout().lock(), &page)
-            .context("writing the HTML report to standard output");
+    if !failed.is_empty() {
+        bail!("{}", failed.join("; "));
     }
-    std::fs::write(path, page).with_context(|| format!("--html {}", path.display()))?;
-    eprintln!("tpslab: HTML report written to {}", path.display());
-    Ok(())
-}
-
-/// `--metrics-file FILE`: the record's figures in Prometheus' text format, written to a
-/// temporary file beside it and renamed into place (a textfile collector never reads
-/// half a file).
-pub(crate) fn write_metrics(path: Option<&std::path::Path>, rec: &Record) -> Result<()> {
-    let Some(path) = path else { return Ok(()) };
-    let mut text = Vec::new();
-    tpslab_report::render(&mut text, rec, tpslab_report::Format::Metrics, false)
-        .context("rendering the metrics")?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp.{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow!("--metrics-file {}: {e}", path.display())
-        })?;
-    eprintln!("tpslab: metrics written to {}", path.display());
     Ok(())
 }
 
 /// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
 /// is created now; a line that cannot be written is said once on stderr, the run goes on).
-pub(crate) fn live_sink(
-    path: Option<&std::path::Path>,
-) -> Result<Option<tpslab_engine::observe::LiveSink>> {
+pub(crate) fn live_sink(path: Option<&Path>) -> Result<Option<tpslab_engine::observe::LiveSink>> {
     let Some(path) = path else { return Ok(None) };
-    let f =
-        std::fs::File::create(path).with_context(|| format!("--json-stream {}", path.display()))?;
+    let f = crate::outfile::create_stream("--json-stream", path)?;
     let state = std::sync::Mutex::new((f, false));
     let name = path.display().to_string();
     Ok(Some(tpslab_engine::observe::LiveSink(Arc::new(
@@ -180,7 +204,7 @@ pub(crate) fn live_sink(
             line.push(b'\n');
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
             // One write per line: a reader following the file sees whole lines.
-            if let Err(e) = std::io::Write::write_all(&mut st.0, &line) {
+            if let Err(e) = st.0.write_all(&line) {
                 if !st.1 {
                     eprintln!("tpslab: --json-stream {name}: {e}; the run goes on");
                     st.1 = true;
@@ -233,13 +257,6 @@ pub(crate) fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) ->
         done.store(true, Relaxed);
         r
     })
-}
-
-/// Prints a record's terminal report on standard output.
-pub(crate) fn print_report(rec: &Record, explain: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    tpslab_report::term::record(&mut out, rec, explain)
-        .context("writing the report to standard output")
 }
 
 /// When a command started, for its record's metadata: this host's facts, the wall clock

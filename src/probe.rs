@@ -1,7 +1,7 @@
 //! `tpslab probe idle`: after how long of idleness a path kills a TCP connection (S5),
 //! against a server or in tpslab's lab behind a middlebox with a known timeout.
 
-use crate::out::{self, write_json};
+use crate::out;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
@@ -175,11 +175,8 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
         let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbePool(rec));
-        if let Some(p) = &a.record.json {
-            write_json(p, &rec)?;
-            writeln!(stdout, "record written to {}", p.display())?;
-        }
-        a.record.finish(&rec)?;
+        drop(stdout);
+        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -309,11 +306,8 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
         let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbeIdle(rec));
-        if let Some(p) = &a.record.json {
-            write_json(p, &rec)?;
-            writeln!(stdout, "record written to {}", p.display())?;
-        }
-        a.record.finish(&rec)?;
+        drop(stdout);
+        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! per step, the Universal Scalability Law fit, and the server threads' states.
 
 use crate::flags;
-use crate::out::{self, install_signals, resolve, write_json};
+use crate::out::{self, install_signals, resolve};
 use crate::server_proc::ServerProcess;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
@@ -342,21 +342,16 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let Body::Ramp(r) = &rec.body else {
         unreachable!("made as a ramp above")
     };
-    let mut out = std::io::stdout().lock();
-    tpslab_report::term::ramp_results(&mut out, r)?;
-    // The record first: a plot that cannot be written does not cost it.
-    if let Some(p) = &a.record.json {
-        write_json(p, &rec)?;
-    }
-    a.record.finish(&rec)?;
+    let mut outputs = a.record.outputs();
     if let Some(p) = &a.svg {
-        let mut f = std::fs::File::create(p).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
-        tpslab_report::svg::ramp(&mut f, r).map_err(|e| anyhow!("--svg {}: {e}", p.display()))?;
-        writeln!(out, "plot: {}", p.display())?;
+        let mut plot = Vec::new();
+        let r = tpslab_report::svg::ramp(&mut plot, r)
+            .map(|_| plot)
+            .map_err(anyhow::Error::from);
+        outputs.extra.push(("--svg", p, "plot", r));
     }
-    if let Some(p) = &a.record.json {
-        writeln!(out, "record written to {}", p.display())?;
-    }
+    let print = |out: &mut dyn Write| tpslab_report::term::ramp_results(out, r);
+    out::emit(&rec, outputs, out::Terminal::With(&print))?;
     a.gate.exit(&r.run.outcome(), applies::RAMP)
 }
 

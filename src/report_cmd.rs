@@ -62,7 +62,12 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         anyhow::bail!("--html renders one record; give one FILE");
     }
     if let Some(p) = &a.html {
-        return crate::out::write_html(Some(p), &recs[0]).map(|_| ExitCode::SUCCESS);
+        let outputs = crate::out::Outputs {
+            html: Some(p),
+            ..Default::default()
+        };
+        crate::out::emit(&recs[0], outputs, crate::out::Terminal::Nothing)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let format = match a.format {
         FormatArg::Term => Format::Term,

@@ -1,7 +1,7 @@
 //! `tpslab serve tcp`: the sink, the source, and the request/response server that
 //! `ramp tcp` loads (echo or S1's replace, with CPU work, waiting and a global lock).
 
-use crate::out::{install_signals, write_json};
+use crate::out::install_signals;
 use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -183,11 +183,8 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     if a.record.wanted() {
         let meta = started.meta_for(rec.elapsed_s, rec.interrupted);
         let rec = Record::with_meta(meta, Body::ServeTcp(rec));
-        if let Some(p) = &a.record.json {
-            write_json(p, &rec)?;
-            writeln!(out, "record written to {}", p.display())?;
-        }
-        a.record.finish(&rec)?;
+        drop(out);
+        crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -186,7 +186,7 @@ fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
             );
         }
         std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
-        out::write_json(plan_path, &plan)?;
+        out::write_json_as("--out", plan_path, &plan)?;
         plan
     })
 }
@@ -242,7 +242,7 @@ fn run_cell(
     };
     drop(guard);
     let rec = Record::new(Body::UdpRun(rec));
-    out::write_json(path, &rec)?;
+    out::write_json_as("--out", path, &rec)?;
     let Body::UdpRun(rec) = rec.body else {
         unreachable!("made as a UDP run above")
     };
@@ -374,21 +374,16 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let Body::Sweep(r) = &rec.body else {
         unreachable!("made as a sweep above")
     };
-    // The record first: a CSV that cannot be written does not cost it.
-    if let Some(p) = &a.record.json {
-        out::write_json(p, &rec)?;
-    }
-    a.record.finish(&rec)?;
+    let mut outputs = a.record.outputs();
     if let Some(p) = &a.csv {
         let mut text = Vec::new();
-        tpslab_report::csv::sweep(&mut text, r)?;
-        std::fs::write(p, text).with_context(|| format!("--csv {}", p.display()))?;
+        let r = tpslab_report::csv::sweep(&mut text, r)
+            .map(|_| text)
+            .map_err(anyhow::Error::from);
+        outputs.extra.push(("--csv", p, "CSV", r));
     }
-    let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::sweep_results(&mut stdout, r)?;
-    if let Some(p) = &a.record.json {
-        writeln!(stdout, "record written to {}", p.display())?;
-    }
+    let print = |out: &mut dyn Write| tpslab_report::term::sweep_results(out, r);
+    out::emit(&rec, outputs, out::Terminal::With(&print))?;
     a.gate.exit(
         &tpslab_analysis::sweep::outcome(&metrics, interrupted),
         applies::SWEEP,

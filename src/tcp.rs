@@ -4,7 +4,7 @@
 //! Flags -> [`TcpPlan`] -> engine -> [`TcpRecord`] -> the report layer.
 
 use crate::flags;
-use crate::out::{install_signals, resolve, write_json};
+use crate::out::{install_signals, resolve};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -255,11 +255,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     let outcome = rec.outcome();
     if a.record.wanted() {
         let rec = Record::with_meta(meta, Body::Tcp(rec));
-        if let Some(p) = &a.record.json {
-            write_json(p, &rec)?;
-            writeln!(out, "record written to {}", p.display())?;
-        }
-        a.record.finish(&rec)?;
+        crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
     }
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);

@@ -6,9 +6,7 @@ use crate::flags::{
     ServerFlags,
 };
 use crate::metrics::{both, ListenFlag};
-use crate::out::{
-    check_pid, install_signals, is_stdout, live_sink, print_report, resolve, write_json,
-};
+use crate::out::{check_pid, install_signals, is_stdout, live_sink, resolve, Terminal};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::io::Write;
@@ -146,15 +144,9 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let Body::Serve(s) = &rec.body else {
         unreachable!("made as a server's record above")
     };
-    if let Some(p) = &a.record.json {
-        write_json(p, &rec)?;
-    }
-    a.record.finish(&rec)?;
-    let mut out = std::io::stdout().lock();
-    tpslab_report::term::print_server(&mut out, &s.server, s.elapsed_s)?;
-    if let Some(p) = &a.record.json {
-        writeln!(out, "record written to {}", p.display())?;
-    }
+    let print =
+        |out: &mut dyn Write| tpslab_report::term::print_server(out, &s.server, s.elapsed_s);
+    crate::out::emit(&rec, a.record.outputs(), Terminal::With(&print))?;
     // Ctrl-C is how a server without --duration ends: not a failure.
     Ok(ExitCode::SUCCESS)
 }
@@ -377,21 +369,13 @@ fn finish_record_as(
     let (Body::UdpRun(rec) | Body::Watch(rec)) = &record.body else {
         unreachable!("made as a run above")
     };
-    // Write the record first: it is never lost, even if printing fails.
-    if let Some(p) = &out.record.json {
-        write_json(p, &record)?;
-    }
-    out.record.finish(&record)?;
-    if let Some(p) = &out.record.json {
-        if is_stdout(p) {
-            // Standard output carries the record alone.
-            return exit(rec);
-        }
-    }
-    print_report(&record, out.explain)?;
-    if let Some(p) = &out.record.json {
-        println!("record written to {}", p.display());
-    }
+    crate::out::emit(
+        &record,
+        out.record.outputs(),
+        Terminal::Report {
+            explain: out.explain,
+        },
+    )?;
     exit(rec)
 }
 

@@ -183,3 +183,32 @@ fn a_database_that_is_not_ours_or_is_newer_is_named_and_never_touched() {
         assert_eq!(std::fs::read(&p).unwrap(), before, "{name}: the database was changed");
     }
 }
+
+#[test]
+fn the_history_is_the_users_alone_and_never_written_through_a_link() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::can_netns("the_history_is_the_users_alone_and_never_written_through_a_link") {
+        return;
+    }
+    let ns = NetNs::new();
+    let home = common::tmp("history-modes");
+    let _ = std::fs::remove_dir_all(&home);
+    let o = run(tpslab(&ns, &home, SHORT_RUN));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&home.join("tpslab")), 0o700);
+    assert_eq!(mode(&db(&home)), 0o600);
+    // A link planted at the database's name: the run succeeds, the history is not written,
+    // the link's target is untouched.
+    let home = common::tmp("history-link");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(home.join("tpslab")).unwrap();
+    let victim = home.join("victim");
+    // Empty: SQLite would make it a database through the link.
+    std::fs::write(&victim, "").unwrap();
+    std::os::unix::fs::symlink(&victim, db(&home)).unwrap();
+    let o = run(tpslab(&ns, &home, SHORT_RUN));
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not recorded in the history"));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"");
+}

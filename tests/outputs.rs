@@ -1,0 +1,158 @@
+//! Output files as root on a shared host: nothing is written through a symbolic link
+//! another user planted, and nothing is lost when one output fails (the report is printed,
+//! every other file written, the failed one named on one line, exit 2). Status lines go to
+//! standard error, so `tpslab run udp > out.txt` holds the report alone.
+
+mod common;
+
+use common::NetNs;
+use std::process::Output;
+
+const SHORT_RUN: &[&str] = &[
+    "run",
+    "udp",
+    "--rate",
+    "2000",
+    "--duration",
+    "300ms",
+    "--warmup",
+    "100ms",
+    "--no-history",
+];
+
+fn run(ns: &NetNs, extra: &[&str]) -> Output {
+    let mut c = ns.tpslab();
+    c.args(SHORT_RUN).args(extra);
+    common::run(c)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_failing_output_costs_none_of_the_others() {
+    if !common::can_netns("a_failing_output_costs_none_of_the_others") {
+        return;
+    }
+    let ns = NetNs::new();
+    let html = common::tmp("outputs-full.html");
+    let metrics = common::tmp("outputs-full.prom");
+    let _ = std::fs::remove_file(&html);
+    let _ = std::fs::remove_file(&metrics);
+    let out = run(
+        &ns,
+        &[
+            "--json",
+            "/dev/full",
+            "--html",
+            html.to_str().unwrap(),
+            "--metrics-file",
+            metrics.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    // The terminal report is there.
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("Ledger: where every datagram went"),
+        "no report on stdout: {report}"
+    );
+    // The other files are written and said.
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+    assert!(std::fs::read_to_string(&metrics)
+        .unwrap()
+        .contains("tpslab_"));
+    assert!(
+        err.contains(&format!("HTML report written to {}", html.display())),
+        "{err}"
+    );
+    // One error line, naming the output and why.
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].starts_with("tpslab: error: --json /dev/full: No space left on device"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_planted_symlink_is_refused_before_the_run_and_its_target_kept() {
+    if !common::can_netns("a_planted_symlink_is_refused_before_the_run_and_its_target_kept") {
+        return;
+    }
+    let ns = NetNs::new();
+    let victim = common::tmp("outputs-victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    for flag in ["--json", "--html", "--metrics-file", "--json-stream"] {
+        let link = common::tmp(&format!("outputs-link{flag}"));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let out = run(&ns, &[flag, link.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "tpslab: error: {flag} {}: a symbolic link",
+                link.display()
+            )),
+            "{flag}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{flag}: ran anyway");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+}
+
+#[test]
+fn standard_output_holds_the_report_alone() {
+    if !common::can_netns("standard_output_holds_the_report_alone") {
+        return;
+    }
+    let ns = NetNs::new();
+    let rec = common::tmp("outputs-alone.json");
+    let out = run(&ns, &["--json", rec.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("tpslab: record written to {}", rec.display())),
+        "{err}"
+    );
+    common::assert_report_reproduces(&rec, &out.stdout);
+}
+
+#[test]
+fn sigquit_ends_a_run_like_sigterm_with_its_record() {
+    if !common::can_netns("sigquit_ends_a_run_like_sigterm_with_its_record") {
+        return;
+    }
+    let ns = NetNs::new();
+    let rec = common::tmp("outputs-sigquit.json");
+    let _ = std::fs::remove_file(&rec);
+    let mut c = ns.tpslab();
+    c.args([
+        "run",
+        "udp",
+        "--rate",
+        "2000",
+        "--duration",
+        "20s",
+        "--no-history",
+        "--json",
+    ])
+    .arg(&rec)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // `ip netns exec` execs tpslab, so the child's PID is tpslab's.
+    // SAFETY: kill on a PID we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+    let t = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t.elapsed().as_secs() < 10, "must stop promptly");
+    // Not killed by the signal (SIGQUIT's default action dumps core, restoring nothing).
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(common::record(&rec)["interrupted"], true);
+}

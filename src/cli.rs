@@ -138,7 +138,16 @@ enum RunProto {
 
 /// Parses the command line and runs it.
 pub fn main() -> Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // --help and --version, on standard output.
+        Err(e) if !e.use_stderr() => e.exit(),
+        // clap's usage errors echo the bad value: escaped, never raw ESC or NUL bytes.
+        Err(e) => {
+            eprint!("{}", crate::printable(&e.to_string()));
+            return Ok(ExitCode::from(2));
+        }
+    };
     crate::out::set_quiet(cli.quiet);
     // Shell integration touches nothing on the host.
     match &cli.cmd {

@@ -274,7 +274,14 @@ enum HistoryCmd {
 fn day(s: &str) -> Option<i64> {
     let mut it = s.split('-').map(|x| x.parse::<i64>().ok());
     let (y, m, d) = (it.next()??, it.next()??, it.next()??);
-    if it.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days_in_month = match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if it.next().is_some() || !(1..=12).contains(&m) || !(1..=days_in_month).contains(&d) {
         return None;
     }
     let y = if m <= 2 { y - 1 } else { y };
@@ -377,5 +384,14 @@ mod tests {
         assert_eq!(super::day("2000-03-01"), Some(11_017));
         assert_eq!(super::day("2026-13-01"), None);
         assert_eq!(super::day("yesterday"), None);
+        // Days a month does not have (2026-02-30 was accepted as 2026-03-02).
+        assert_eq!(super::day("2026-02-30"), None);
+        assert_eq!(super::day("2026-04-31"), None);
+        assert_eq!(super::day("2100-02-29"), None);
+        assert_eq!(super::day("2000-02-29"), Some(11_016));
+        assert_eq!(
+            super::day("2024-02-29").map(|d| d + 1),
+            super::day("2024-03-01")
+        );
     }
 }

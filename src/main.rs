@@ -31,8 +31,38 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // One line, no backtrace: name the bad value and what is allowed.
-            eprintln!("tpslab: error: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!(
+                "tpslab: error: {}",
+                printable(&format!("{e:#}").replace('\n', " "))
+            );
             ExitCode::from(2)
         }
+    }
+}
+
+/// `s` safe to print on a terminal: control characters (ESC, NUL, CR, C1) and the Unicode
+/// line and paragraph separators of a value the user (or a file) gave are shown escaped
+/// (`\u{1b}`), never sent raw; line feeds stay (clap's messages have several lines).
+pub(crate) fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c != '\n' && (c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(
+            super::printable("--rate \u{1b}[31mx\0y\rz\u{85}\u{2028}: allowed"),
+            "--rate \\u{1b}[31mx\\u{0}y\\u{d}z\\u{85}\\u{2028}: allowed"
+        );
+        assert_eq!(super::printable("two\nlines, ümlaut"), "two\nlines, ümlaut");
     }
 }

@@ -1228,3 +1228,33 @@ fn serve_writes_a_record_that_reports_what_it_printed() {
     assert_eq!(rec["server"]["received"], 0);
     assert!(rec["elapsed_s"].as_f64().unwrap() >= 0.3);
 }
+
+#[test]
+fn a_bad_value_is_echoed_escaped_never_as_raw_control_bytes() {
+    // tpslab's own errors (one line): ESC shown as \u{1b}; clap's (several): no raw bytes.
+    let out = tpslab(&[
+        "load",
+        "udp",
+        "127.0.0.1:9",
+        "--rate",
+        "\u{1b}[2J\u{1b}[31mx",
+    ]);
+    let line = assert_one_line_error(&out, "--rate");
+    assert!(line.contains("\\u{1b}[2J"), "{line}");
+    let out = tpslab(&["run", "udp", "--mode", "\u{1b}[2Jx\u{7}"]);
+    assert_clap_error(&out, "--mode");
+    assert!(
+        !out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07),
+        "{:?}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_day_that_does_not_exist_is_refused() {
+    let mut c = common::tpslab();
+    c.env("XDG_DATA_HOME", common::tmp("history-since"))
+        .args(["history", "--since", "2026-02-30"]);
+    let out = common::run(c);
+    assert_one_line_error(&out, "--since 2026-02-30: allowed a day as YYYY-MM-DD");
+}

@@ -151,7 +151,15 @@ impl FleetPlan {
         let target: SocketAddr = self
             .target
             .parse()
-            .map_err(|_| PlanError::value("plan: target", &self.target, "IP:PORT"))?;
+            .ok()
+            .filter(|a: &SocketAddr| a.port() != 0 && !a.ip().is_unspecified())
+            .ok_or_else(|| {
+                PlanError::value(
+                    "plan: target",
+                    &self.target,
+                    "IP:PORT of a server (port 1..=65535, not 0.0.0.0 or [::])",
+                )
+            })?;
         let total = crate::units::parse_pps("plan: rate", &self.rate)?;
         let rate = if total.is_infinite() {
             total
@@ -231,6 +239,12 @@ mod tests {
     fn bad_plans_name_the_key() {
         for (text, want) in [
             ("target = \"x\"", "plan: target x: allowed IP:PORT"),
+            (
+                "target = \"10.0.0.1:0\"",
+                "plan: target 10.0.0.1:0: allowed IP:PORT of a server (port 1..=65535",
+            ),
+            ("target = \"0.0.0.0:9\"", "plan: target 0.0.0.0:9: allowed"),
+            ("target = \"[::]:9\"", "plan: target [::]:9: allowed"),
             (
                 "target = \"10.0.0.1:1\"\nduration = \"soon\"",
                 "plan: duration soon",

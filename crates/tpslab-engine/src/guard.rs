@@ -12,6 +12,7 @@
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -82,13 +83,19 @@ fn boot_id() -> String {
 /// Takes the exclusive lock of the state directory; None when another process holds it.
 fn try_lock() -> Result<Option<File>, EngineError> {
     let dir = state_dir();
-    std::fs::create_dir_all(&dir)
+    // The user's alone (0700); the lock is never opened through a link.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
         .map_err(|e| EngineError::os(format!("create {}", dir.display()), e))?;
     let path = dir.join("lock");
     let f = File::options()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| EngineError::os(format!("open {}", path.display()), e))?;
     match f.try_lock() {
@@ -232,7 +239,13 @@ impl HostGuard {
         let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = File::create(&tmp)?;
+            // A new file of ours (O_EXCL: never through a name planted in the folder).
+            let _ = std::fs::remove_file(&tmp);
+            let mut f = File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
             f.write_all(serde_json::to_string_pretty(&j).unwrap().as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &path)
@@ -381,6 +394,12 @@ mod tests {
         assert!(journal_path().exists(), "a live owner's journal is kept");
         drop(held);
         std::fs::remove_file(journal_path()).unwrap();
+        // A link planted at the lock's name is not opened (nor its target created).
+        std::fs::remove_file(dir.join("lock")).unwrap();
+        let victim = dir.join("victim");
+        std::os::unix::fs::symlink(&victim, dir.join("lock")).unwrap();
+        assert!(try_lock().is_err());
+        assert!(!victim.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -335,7 +335,8 @@ fn sh_word(word: &str) -> Result<String> {
 }
 
 /// The ssh fan-out script for `hosts` (checked), the plan at `plan_path`, each agent's
-/// record into `out`.
+/// record into `out`, never over an existing file nor through a symbolic link to one
+/// (`set -C`: the shell opens a new record with O_EXCL).
 fn ssh_script(
     a: &SshArgs,
     hosts: &[&str],
@@ -347,7 +348,7 @@ fn ssh_script(
 ) -> Result<String> {
     let m = hosts.len().to_string();
     let mut script = format!(
-        "#!/bin/sh\n# tpslab fleet: {m} agents of plan {h}, starting together at {start}.\n# Run it within {ahead} (the start is fixed here). The plan is sent on each agent's standard input.\nset -u\n{mkdir}\npids=''\n",
+        "#!/bin/sh\n# tpslab fleet: {m} agents of plan {h}, starting together at {start}.\n# Run it within {ahead} (the start is fixed here). The plan is sent on each agent's standard input.\n# Records are never overwritten (set -C): an agent-N.json or .log already there, or a link in its place, fails that agent.\nset -Cu\n{mkdir}\npids=''\n",
         h = &hash[..16],
         ahead = humantime::format_duration(a.common.start_in),
         mkdir = sh_words(["mkdir", "-p", "--", out])?,

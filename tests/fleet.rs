@@ -716,6 +716,46 @@ fn the_ssh_script_quotes_every_value_or_refuses_it() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(listing, [out]);
+    // A record already there, or a link in its place, is not written over: that agent
+    // fails, the others write theirs.
+    let cwd = t.dir.join("links");
+    std::fs::create_dir_all(cwd.join("out")).unwrap();
+    let victim = t.dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, cwd.join("out/agent-0.json")).unwrap();
+    std::os::unix::fs::symlink(t.dir.join("absent"), cwd.join("out/agent-1.json")).unwrap();
+    let path = format!(
+        "{}:{}",
+        t.bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = common::tpslab()
+        .args([
+            "fleet",
+            "ssh",
+            "--ssh=stub-ssh",
+            "--start-in=5m",
+            "--run",
+            "--out=out",
+        ])
+        .arg(format!("--plan={}", t.plan.display()))
+        .args(["--", "h1,h2,h3"])
+        .current_dir(&cwd)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("tpslab fleet: 2 agent(s) failed"),
+        "{stderr}"
+    );
+    assert_eq!(run.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(!t.dir.join("absent").exists());
+    assert!(std::fs::read(cwd.join("out/agent-2.json"))
+        .unwrap()
+        .starts_with(b"h3\0"));
     let host = prop_oneof![
         3 => "[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?(\\.[a-zA-Z0-9]{1,5}){0,2}",
         1 => "[a-z_][a-z0-9_.-]{0,5}@[a-z]{1,6}",

@@ -1,11 +1,20 @@
 //! `tpslab fleet k8s|ssh`: how to start a fleet of agents for one plan and a start time a
 //! little ahead. Kubernetes places them (an Indexed Job: the completion index is the agent
 //! index), or ssh fans out; no controller of tpslab's own.
+//!
+//! Nothing the user gives reaches the output unquoted: the ssh script is made of words
+//! quoted by `shlex` (POSIX shell quoting), the manifests are serialised by `serde-saphyr`
+//! (which double-quotes, with escapes, any string holding a line break other than `\n`,
+//! U+0085, U+2028, U+2029 or another non-printable character, and any string a YAML 1.1
+//! reader would take for a boolean or number), and the values that also go into comments
+//! or are parsed again by a remote shell (names, hosts, the remote tpslab) are checked
+//! first.
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use serde_json::{json, Value};
-use std::path::PathBuf;
+use serde_json::json;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -22,7 +31,8 @@ pub(crate) enum FleetCmd {
 
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// The fleet's load plan (TOML, as `tpslab agent --plan`).
+    /// The fleet's load plan (TOML, as `tpslab agent --plan`; a regular file of at most
+    /// 1 MiB, the most a ConfigMap holds).
     #[arg(long, value_name = "FILE")]
     plan: PathBuf,
     /// How far ahead to set the common start (scheduling, image pulls, ssh logins must
@@ -38,13 +48,15 @@ pub(crate) struct K8sArgs {
     /// Agents (M), 1..=1024.
     #[arg(long)]
     agents: usize,
-    /// The container image with tpslab in it (built from the repository's Dockerfile).
+    /// The container image with tpslab in it (built from the repository's Dockerfile); no
+    /// white space or control characters.
     #[arg(long, default_value = "tpslab:latest")]
     image: String,
-    /// Kubernetes namespace.
+    /// Kubernetes namespace: an RFC 1123 label (a-z, 0-9, '-'; at most 63 characters).
     #[arg(long, default_value = "default")]
     namespace: String,
-    /// Name of the Job and ConfigMap.
+    /// Name of the Job (the ConfigMap is NAME-plan): an RFC 1123 label short enough that
+    /// NAME-INDEX, each pod's host name, fits in 63 characters (59 with up to 1000 agents).
     #[arg(long, default_value = "tpslab-fleet")]
     name: String,
 }
@@ -53,15 +65,19 @@ pub(crate) struct K8sArgs {
 pub(crate) struct SshArgs {
     #[command(flatten)]
     common: Common,
-    /// The hosts, comma-separated (one agent each, in order: agent 0 on the first).
+    /// The hosts, comma-separated (one agent each, in order: agent 0 on the first), each
+    /// [USER@]HOST with HOST an RFC 1123 host name, an IPv4 address or an IPv6 address
+    /// without brackets.
     hosts: String,
     /// Folder for the agents' records (agent-N.json), made if missing.
     #[arg(long, default_value = "fleet-records")]
     out: PathBuf,
-    /// The command that reaches a host (the host is appended, then the agent's command).
+    /// The command that reaches a host, split into words like a shell would (the host is
+    /// appended, then the agent's command).
     #[arg(long, default_value = "ssh")]
     ssh: String,
-    /// tpslab on the hosts.
+    /// tpslab on the hosts: letters, digits and `/._+:@-` (ssh has it parsed again by the
+    /// remote shell).
     #[arg(long, default_value = "tpslab")]
     remote_tpslab: String,
     /// Run the script now (with sh) instead of printing it; exit 0 when every agent wrote
@@ -75,19 +91,41 @@ pub(crate) fn run(cmd: FleetCmd) -> Result<ExitCode> {
     match cmd {
         FleetCmd::K8s(a) => {
             let (text, plan, start) = prepare(&a.common)?;
-            tpslab_plan::fleet::FleetPlan::share(&plan, 0, a.agents, 0)
+            plan.share(0, a.agents, 0)
                 .map_err(|e| anyhow!("{}", e.to_string().replace("--of", "--agents")))?;
-            print!("{}", k8s(&a, &text, &plan.hash(), &start));
+            check_k8s(&a)?;
+            print!("{}", k8s(&a, &text, &plan, &start)?);
             Ok(ExitCode::SUCCESS)
         }
         FleetCmd::Ssh(a) => ssh(&a),
     }
 }
 
+/// The largest plan file read, bytes: a ConfigMap holds at most 1 MiB.
+const MAX_PLAN_BYTES: u64 = 1 << 20;
+
+/// The plan's text, read once (a regular file of at most [`MAX_PLAN_BYTES`]), and its
+/// settings parsed from that same text.
+fn read_plan(path: &Path) -> Result<(String, tpslab_plan::fleet::FleetPlan)> {
+    let err = |e: &dyn std::fmt::Display| anyhow!("--plan {:?}: {e}", path.display().to_string());
+    let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
+    if !meta.is_file() {
+        return Err(err(&"allowed a regular file"));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PLAN_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| err(&e))?;
+    if text.len() as u64 > MAX_PLAN_BYTES {
+        return Err(err(&"allowed at most 1 MiB (what a ConfigMap holds)"));
+    }
+    let plan = tpslab_plan::fleet::FleetPlan::parse(&text).map_err(|e| err(&e))?;
+    Ok((text, plan))
+}
+
 /// The plan's text (checked) and the start time in RFC 3339.
 fn prepare(c: &Common) -> Result<(String, tpslab_plan::fleet::FleetPlan, String)> {
-    let plan = crate::agent::read_plan(&c.plan)?;
-    let text = std::fs::read_to_string(&c.plan)?;
+    let (text, plan) = read_plan(&c.plan)?;
     let max_wait = plan.max_wait()?;
     if c.start_in.is_zero() || c.start_in >= max_wait {
         bail!(
@@ -107,9 +145,64 @@ fn prepare(c: &Common) -> Result<(String, tpslab_plan::fleet::FleetPlan, String)
     Ok((text, plan, start.to_string()))
 }
 
-/// The ConfigMap and the Indexed Job, as YAML.
-fn k8s(a: &K8sArgs, plan_text: &str, hash: &str, start: &str) -> String {
-    let plan = crate::agent::read_plan(&a.common.plan).expect("checked");
+/// Whether `s` is an RFC 1123 label of at most `max` characters, lowercase as Kubernetes
+/// wants its names: a-z, 0-9 and '-', starting and ending with a letter or digit.
+fn is_k8s_label(s: &str, max: usize) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= max
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// The longest Job name for `agents` agents: each pod's host name is NAME-INDEX, an
+/// RFC 1123 label of at most 63 characters (the label `job-name` also holds NAME, at
+/// most 63).
+fn max_job_name(agents: usize) -> usize {
+    63 - 1 - agents.saturating_sub(1).to_string().len()
+}
+
+/// Refuses a --name, --namespace or --image Kubernetes would refuse (or that would need
+/// quoting in the header's commands).
+fn check_k8s(a: &K8sArgs) -> Result<()> {
+    let label =
+        "a lowercase RFC 1123 label (a-z, 0-9 and '-', starting and ending with a letter or digit)";
+    let max = max_job_name(a.agents);
+    if !is_k8s_label(&a.name, max) {
+        bail!(
+            "--name {:?}: allowed {label} of at most {max} characters (NAME-INDEX is each pod's host name, at most 63)",
+            a.name
+        );
+    }
+    if !is_k8s_label(&a.namespace, 63) {
+        bail!(
+            "--namespace {:?}: allowed {label} of at most 63 characters",
+            a.namespace
+        );
+    }
+    if a.image.is_empty()
+        || a.image.len() > 4096
+        || a.image.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        bail!(
+            "--image {:?}: allowed an image reference of 1..=4096 bytes without white space or control characters",
+            a.image
+        );
+    }
+    Ok(())
+}
+
+/// The header, then the ConfigMap and the Indexed Job as YAML documents. The header takes
+/// only checked names (no line breaks), counts and times.
+fn k8s(
+    a: &K8sArgs,
+    plan_text: &str,
+    plan: &tpslab_plan::fleet::FleetPlan,
+    start: &str,
+) -> Result<String> {
+    let hash = plan.hash();
     let cpus = plan.threads + 1;
     let labels = json!({"app.kubernetes.io/name": "tpslab", "tpslab/plan": &hash[..16]});
     let config = json!({
@@ -171,145 +264,189 @@ fn k8s(a: &K8sArgs, plan_text: &str, hash: &str, start: &str) -> String {
         ns = a.namespace,
         name = a.name,
     );
+    // Every string a plain or quoted scalar, never a block scalar: libyaml, and so the
+    // YAML readers ported from it (kubectl's), refuses a literal block whose first line
+    // starts with a tab, and a folded one changes with its reader's folding rules.
+    let mut yaml = serde_saphyr::SerializerOptions::default();
+    yaml.prefer_block_scalars = false;
     for doc in [config, job] {
         out.push_str("---\n");
-        yaml(&mut out, &doc, 0);
+        out.push_str(
+            &serde_saphyr::to_string_with_options(&doc, yaml.clone())
+                .context("writing the manifests as YAML")?,
+        );
     }
-    out
+    Ok(out)
 }
 
-/// `v` as block-style YAML at `indent` spaces: plain keys where safe, scalars as JSON
-/// (valid YAML), multi-line strings as literal blocks.
-fn yaml(out: &mut String, v: &Value, indent: usize) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(m) => {
-            for (k, v) in m {
-                out.push_str(&format!("{pad}{}:", key(k)));
-                child(out, v, indent);
-            }
-        }
-        Value::Array(items) => {
-            for v in items {
-                match v {
-                    // "- first: ..." with the other keys under it.
-                    Value::Object(m) if !m.is_empty() => {
-                        let mut item = String::new();
-                        yaml(&mut item, v, indent + 2);
-                        out.push_str(&format!("{pad}- {}", &item[indent + 2..]));
-                    }
-                    _ => {
-                        out.push_str(&format!("{pad}-"));
-                        child(out, v, indent);
-                    }
-                }
-            }
-        }
-        _ => out.push_str(&format!("{pad}{}\n", scalar(v))),
-    }
+/// Whether `s` is an RFC 1123 host name: dot-separated labels of ASCII letters, digits
+/// and '-' (1..=63 each, not starting or ending with '-'), at most 253 in all.
+fn is_host_name(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.len() <= 63
+                && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
 }
 
-/// A mapping key: plain when it is made of letters, digits and `._/-` (not starting with
-/// `-`), else quoted.
-fn key(k: &str) -> String {
-    let plain = !k.is_empty()
-        && !k.starts_with('-')
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
-    if plain {
-        k.to_string()
-    } else {
-        scalar(&Value::String(k.to_string()))
-    }
+/// Whether `h` is a host `fleet ssh` accepts: `[USER@]HOST`, HOST an RFC 1123 host name,
+/// an IPv4 address or an IPv6 address without brackets (and no zone), USER 1..=32 ASCII
+/// letters, digits, '_', '.' or '-' not starting with '-'. None of these characters is
+/// special to a shell, and none starts with '-' (an option to ssh).
+fn is_host(h: &str) -> bool {
+    let (user, host) = match h.split_once('@') {
+        Some((u, host)) => (Some(u), host),
+        None => (None, h),
+    };
+    let user_ok = user.is_none_or(|u| {
+        !u.is_empty()
+            && u.len() <= 32
+            && !u.starts_with('-')
+            && u.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+    });
+    user_ok
+        && (is_host_name(host)
+            || host.parse::<std::net::Ipv4Addr>().is_ok()
+            || host.parse::<std::net::Ipv6Addr>().is_ok())
 }
 
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    }
+/// Whether `s` is a path the remote shell reads back as itself: letters, digits and
+/// `/._+:@-`, not starting with '-'.
+fn is_plain_path(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"/._+:@-".contains(&c))
 }
 
-/// The value after `key:` or `-`: inline when scalar, else on the next lines.
-fn child(out: &mut String, v: &Value, indent: usize) {
-    match v {
-        Value::Object(_) | Value::Array(_) if !is_empty(v) => {
-            out.push('\n');
-            yaml(out, v, indent + 2);
-        }
-        // A literal block, when its text allows one (no leading blank on the first line,
-        // no carriage returns, at most one final newline).
-        Value::String(s)
-            if s.contains('\n')
-                && !s.contains('\r')
-                && !s.starts_with([' ', '\t'])
-                && !s.ends_with("\n\n") =>
-        {
-            out.push_str(if s.ends_with('\n') { " |\n" } else { " |-\n" });
-            let pad = " ".repeat(indent + 2);
-            for line in s.trim_end_matches('\n').split('\n') {
-                if line.is_empty() {
-                    out.push('\n');
-                } else {
-                    out.push_str(&format!("{pad}{line}\n"));
-                }
-            }
-        }
-        _ => out.push_str(&format!(" {}\n", scalar(v))),
-    }
+/// `words` as one shell command line, each word quoted (POSIX shell quoting, by shlex).
+fn sh_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<String> {
+    shlex::try_join(words).map_err(|e| anyhow!("quoting for sh: {e}"))
 }
 
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::Object(_) => "{}".into(),
-        Value::Array(_) => "[]".into(),
-        // JSON strings are YAML double-quoted scalars: "on", "1" and "$(X)" stay strings.
-        v => v.to_string(),
+/// One word quoted for sh.
+fn sh_word(word: &str) -> Result<String> {
+    sh_words([word])
+}
+
+/// The ssh fan-out script for `hosts` (checked), the plan at `plan_path`, each agent's
+/// record into `out`, never over an existing file nor through a symbolic link to one
+/// (`set -C`: the shell opens a new record with O_EXCL).
+fn ssh_script(
+    a: &SshArgs,
+    hosts: &[&str],
+    ssh: &[String],
+    out: &str,
+    plan_path: &str,
+    hash: &str,
+    start: &str,
+) -> Result<String> {
+    let m = hosts.len().to_string();
+    let mut script = format!(
+        "#!/bin/sh\n# tpslab fleet: {m} agents of plan {h}, starting together at {start}.\n# Run it within {ahead} (the start is fixed here). The plan is sent on each agent's standard input.\n# Records are never overwritten (set -C): an agent-N.json or .log already there, or a link in its place, fails that agent.\nset -Cu\n{mkdir}\npids=''\n",
+        h = &hash[..16],
+        ahead = humantime::format_duration(a.common.start_in),
+        mkdir = sh_words(["mkdir", "-p", "--", out])?,
+    );
+    let file = |name: String| {
+        Path::new(out)
+            .join(name)
+            .to_str()
+            .expect("UTF-8 joined to UTF-8")
+            .to_string()
+    };
+    for (i, h) in hosts.iter().enumerate() {
+        let index = i.to_string();
+        let agent = [
+            *h,
+            &a.remote_tpslab,
+            "agent",
+            "--plan",
+            "-",
+            "--index",
+            &index,
+            "--of",
+            &m,
+            "--start-at",
+            start,
+            "--json",
+            "-",
+            "--no-history",
+        ];
+        let cmd = sh_words(ssh.iter().map(String::as_str).chain(agent))?;
+        script.push_str(&format!(
+            "{cmd} < {plan} > {rec} 2> {log} &\npids=\"$pids $!\"\n",
+            plan = sh_word(plan_path)?,
+            rec = sh_word(&file(format!("agent-{i}.json")))?,
+            log = sh_word(&file(format!("agent-{i}.log")))?,
+        ));
     }
+    // The folder shown quoted, as a shell would take it back, then quoted again as
+    // printf's argument; "$failed" (a count) is the one expansion. The exit status is 0 or
+    // 1 (`exit $failed` would be 0 after 256 failures).
+    let shown = sh_word(out)?;
+    script.push_str("failed=0\nfor p in $pids; do wait \"$p\" || failed=$((failed+1)); done\n");
+    script.push_str(&format!(
+        "[ \"$failed\" -eq 0 ] || {} \"$failed\" {} >&2\n",
+        sh_words(["printf", "tpslab fleet: %s agent(s) failed: see %s\\n"])?,
+        sh_word(&format!("{shown}/agent-N.log"))?,
+    ));
+    script.push_str(&format!(
+        "{} >&2\n[ \"$failed\" -eq 0 ]\n",
+        sh_words([
+            "printf",
+            "records in %s; merge: tpslab merge %s\\n",
+            &shown,
+            &format!("{shown}/agent-*.json"),
+        ])?
+    ));
+    Ok(script)
 }
 
 /// The ssh fan-out.
 fn ssh(a: &SshArgs) -> Result<ExitCode> {
-    let (_, plan, start) = prepare(&a.common)?;
-    let hosts: Vec<&str> = a.hosts.split(',').map(str::trim).collect();
-    if hosts
-        .iter()
-        .any(|h| h.is_empty() || h.contains(['\'', '"', ' ']))
-    {
+    let hosts: Vec<&str> = a.hosts.split(',').map(|h| h.trim_matches(' ')).collect();
+    if let Some(bad) = hosts.iter().find(|h| !is_host(h)) {
         bail!(
-            "hosts {:?}: allowed a comma-separated list of host names (no spaces or quotes)",
-            a.hosts
+            "host {bad:?}: allowed a comma-separated list of [USER@]HOST, HOST an RFC 1123 host name (letters, digits, '-' and '.'), an IPv4 address or an IPv6 address without brackets"
         );
     }
+    let ssh = match shlex::split(&a.ssh) {
+        Some(w) if !w.is_empty() => w,
+        _ => bail!(
+            "--ssh {:?}: allowed a command that splits into shell words (quotes closed), e.g. \"ssh -o BatchMode=yes\" or \"ip netns exec\"",
+            a.ssh
+        ),
+    };
+    if !is_plain_path(&a.remote_tpslab) {
+        bail!(
+            "--remote-tpslab {:?}: allowed a path of letters, digits and /._+:@- not starting with '-' (ssh has it parsed again by the remote shell)",
+            a.remote_tpslab
+        );
+    }
+    let out = match a.out.to_str() {
+        Some(o) if !o.is_empty() => o,
+        _ => bail!(
+            "--out {:?}: allowed a non-empty UTF-8 path",
+            a.out.display().to_string()
+        ),
+    };
+    let (_, plan, start) = prepare(&a.common)?;
     plan.share(0, hosts.len(), 0)
         .map_err(|e| anyhow!("{} hosts: {e}", hosts.len()))?;
     let plan_path = std::fs::canonicalize(&a.common.plan)?;
-    let q = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let mut script = format!(
-        "#!/bin/sh\n# tpslab fleet: {} agents of plan {}, starting together at {start}.\n# Run it within {} (the start is fixed here). The plan is sent on each agent's standard input.\nset -u\nmkdir -p {}\npids=\"\"\n",
-        hosts.len(),
-        &plan.hash()[..16],
-        humantime::format_duration(a.common.start_in),
-        q(&a.out.display().to_string()),
-    );
-    for (i, h) in hosts.iter().enumerate() {
-        let rec = a.out.join(format!("agent-{i}.json"));
-        let log = a.out.join(format!("agent-{i}.log"));
-        script.push_str(&format!(
-            "{ssh} {h} {tpslab} agent --plan - --index {i} --of {m} --start-at {start} --json - --no-history < {plan} > {rec} 2> {log} &\npids=\"$pids $!\"\n",
-            ssh = a.ssh,
-            tpslab = a.remote_tpslab,
-            m = hosts.len(),
-            plan = q(&plan_path.display().to_string()),
-            rec = q(&rec.display().to_string()),
-            log = q(&log.display().to_string()),
-        ));
-    }
-    script.push_str(&format!(
-        "failed=0\nfor p in $pids; do wait $p || failed=$((failed+1)); done\n[ $failed -eq 0 ] || echo \"tpslab fleet: $failed agent(s) failed: see {dir}/agent-N.log\" >&2\necho \"records in {dir}; merge: tpslab merge {dir}/agent-*.json\" >&2\nexit $failed\n",
-        dir = a.out.display()
-    ));
+    let plan_path = plan_path.to_str().ok_or_else(|| {
+        anyhow!(
+            "--plan {:?}: allowed a UTF-8 path",
+            plan_path.display().to_string()
+        )
+    })?;
+    let script = ssh_script(a, &hosts, &ssh, out, plan_path, &plan.hash(), &start)?;
     if !a.run {
         print!("{script}");
         return Ok(ExitCode::SUCCESS);
@@ -324,4 +461,121 @@ fn ssh(a: &SshArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn hosts_are_host_names_or_addresses_with_an_optional_user() {
+        for ok in [
+            "h1",
+            "A1",
+            "agent-0.example.com",
+            "tpslab-t123-0",
+            "10.203.0.10",
+            "root@10.0.0.1",
+            "user.name_x@h",
+            "::1",
+            "fe80::1",
+            "2001:db8::5",
+            "ops@2001:db8::5",
+            &format!("{}.b", "a".repeat(63)),
+        ] {
+            assert!(is_host(ok), "{ok:?} refused");
+        }
+        for bad in [
+            "",
+            "a;b",
+            "a b",
+            "$(x)",
+            "`x`",
+            "a|b",
+            "a&b",
+            "a>b",
+            "a\tb",
+            "a\nb",
+            "h\u{2028}",
+            "h\u{85}",
+            "-oProxyCommand=x",
+            "-a",
+            "a-",
+            "a..b",
+            ".a",
+            "a.",
+            "[::1]",
+            "fe80::1%eth0",
+            "@h",
+            "u@",
+            "-u@h",
+            "a@b@c",
+            "u$x@h",
+            "a_b",
+            "é",
+            &"a".repeat(64),
+            &format!("{}@h", "u".repeat(33)),
+        ] {
+            assert!(!is_host(bad), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn kubernetes_names_are_lowercase_labels_that_leave_room_for_the_index() {
+        for ok in ["a", "0", "on", "a-b", "tpslab-fleet", &"a".repeat(63)] {
+            assert!(is_k8s_label(ok, 63), "{ok:?} refused");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "A",
+            "a_b",
+            "a.b",
+            "a b",
+            "a\n",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_k8s_label(bad, 63), "{bad:?} accepted");
+        }
+        // NAME-INDEX, the pod's host name, at most 63: the last index is agents - 1.
+        for (agents, max) in [
+            (1, 61),
+            (10, 61),
+            (11, 60),
+            (100, 60),
+            (101, 59),
+            (1000, 59),
+            (1001, 58),
+            (1024, 58),
+        ] {
+            assert_eq!(max_job_name(agents), max, "{agents} agents");
+            let last = format!("{}-{}", "a".repeat(max), agents - 1);
+            assert_eq!(last.len(), 63, "{agents} agents");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// A host or remote tpslab accepted is one shell word as it stands, the same to
+        /// the local shell and to the remote shell ssh hands it to, and never an option.
+        #[test]
+        fn accepted_hosts_and_paths_need_no_quoting(
+            s in prop_oneof![
+                "[a-zA-Z0-9_.@:/+-]{1,12}",
+                "[a-z0-9]{1,4}(\\.[a-z0-9-]{1,4}){0,3}",
+                "([a-z]{1,3}@)?[0-9a-f:]{2,12}",
+                any::<String>(),
+            ]
+        ) {
+            for accepted in [is_host(&s), is_plain_path(&s)] {
+                if accepted {
+                    prop_assert_eq!(shlex::try_quote(&s).unwrap(), s.as_str());
+                    prop_assert!(!s.starts_with('-'));
+                }
+            }
+        }
+    }
 }

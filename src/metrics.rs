@@ -1,7 +1,8 @@
 //! Prometheus: `--metrics-listen ADDR:PORT` serves a command's figures in the OpenMetrics
 //! text format while it runs (`GET /metrics`); `--metrics-file FILE` writes the record's
 //! at the end in node_exporter's textfile-collector format (see `flags::RecordFlag`).
-//! The families and their encoding are the report layer's (`tpslab_report::metrics`).
+//! The families and their encoding are the report layer's (`tpslab_report::metrics`);
+//! the endpoint's HTTP side, bounded in connections, bytes and time, is [`http`].
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
@@ -10,15 +11,18 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 use tpslab_engine::observe::{LiveSample, LiveSink};
 use tpslab_report::metrics::{labels, Family, Kind, Shared, Value};
+
+mod http;
 
 /// `--metrics-listen`, on the commands that run long enough to be scraped.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct ListenFlag {
     /// Serve the figures in the OpenMetrics text format at http://ADDR:PORT/metrics while
-    /// the command runs (for Prometheus to scrape), e.g. 127.0.0.1:9464.
+    /// the command runs (for Prometheus to scrape), e.g. 127.0.0.1:9464. Plain HTTP without
+    /// authentication: whoever reaches ADDR:PORT reads the figures; an address other than
+    /// loopback (0.0.0.0, [::], a host's) is warned about on stderr.
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) metrics_listen: Option<String>,
 }
@@ -40,21 +44,47 @@ impl ListenFlag {
         let addr: SocketAddr = a.parse().map_err(|_| {
             anyhow!("--metrics-listen {a:?}: allowed ADDR:PORT, e.g. 127.0.0.1:9464")
         })?;
-        let server = tiny_http::Server::http(addr)
+        let listener = http::listen(addr)
             .map_err(|e| anyhow!("--metrics-listen {a}: cannot listen there: {e}"))?;
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .context("--metrics-listen: not an IP listener")?;
-        eprintln!("tpslab: metrics at http://{addr}/metrics");
+        if let Some(w) = exposure(&addr) {
+            eprintln!("{w}");
+        }
+        let addr = listener
+            .local_addr()
+            .context("--metrics-listen: the listener's address")?;
         let shared = Shared::default();
         shared.set(vec![info(command)]);
         let stop = Arc::new(AtomicBool::new(false));
         let (sh, st) = (shared.clone(), stop.clone());
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let handle = std::thread::Builder::new()
             .name("tpslab-metrics".into())
-            .spawn(move || serve(&server, &sh, &st))
+            .spawn(move || {
+                // Built on its thread (an epoll instance's buffer is not Send); whether it
+                // could be is said back before start returns.
+                let server = match http::Server::new(listener) {
+                    Ok(s) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let registry = tpslab_report::metrics::registry(sh);
+                server.run(&st, || {
+                    let mut body = String::new();
+                    let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
+                    body
+                })
+            })
             .context("starting the metrics thread")?;
+        ready_rx
+            .recv()
+            .context("the metrics thread ended before serving")?
+            .context("--metrics-listen")?;
+        eprintln!("tpslab: metrics at http://{addr}/metrics");
         Ok(Some(Exporter {
             shared,
             stop,
@@ -74,37 +104,21 @@ fn info(command: &str) -> Family {
     )
 }
 
-/// Answers scrapes until `stop`: GET /metrics gets the families, anything else 404. One
-/// request at a time on this thread: memory and descriptors stay bounded however long it
-/// runs (each connection is closed after its answer).
-fn serve(server: &tiny_http::Server, shared: &Shared, stop: &AtomicBool) {
-    let registry = tpslab_report::metrics::registry(shared.clone());
-    while !stop.load(Relaxed) {
-        let req = match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(_) => break,
-        };
-        let close = tiny_http::Header::from_bytes("Connection", "close").expect("valid header");
-        let resp = if req.url() == "/metrics" || req.url().starts_with("/metrics?") {
-            let mut body = String::new();
-            let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
-            tiny_http::Response::from_string(body)
-                .with_header(
-                    tiny_http::Header::from_bytes(
-                        "Content-Type",
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )
-                    .expect("valid header"),
-                )
-                .with_header(close)
-        } else {
-            tiny_http::Response::from_string("tpslab: metrics are at /metrics\n")
-                .with_status_code(404)
-                .with_header(close)
-        };
-        let _ = req.respond(resp);
+/// The warning line for a listening address other than loopback (a wildcard or a
+/// host's), None for 127.0.0.0/8, ::1 and ::ffff:127.x.
+fn exposure(addr: &SocketAddr) -> Option<String> {
+    let ip = addr.ip().to_canonical();
+    if ip.is_loopback() {
+        return None;
     }
+    let reach = if ip.is_unspecified() {
+        "every interface"
+    } else {
+        "a non-loopback address"
+    };
+    Some(format!(
+        "tpslab: warning: --metrics-listen {addr} is {reach}: the endpoint is plain HTTP without authentication, reachable from the network (127.0.0.1 or [::1] keeps it on this host)"
+    ))
 }
 
 impl Exporter {
@@ -271,6 +285,30 @@ mod tests {
             udp_in_datagrams: sent,
             softnet_dropped_per_cpu: if cpu1 > 0 { vec![(1, cpu1)] } else { vec![] },
             latency_histogram: (!lat_ns.is_empty()).then_some(h),
+        }
+    }
+
+    #[test]
+    fn only_loopback_listens_without_a_warning() {
+        let w = |a: &str| exposure(&a.parse().unwrap());
+        for quiet in [
+            "127.0.0.1:9464",
+            "127.8.9.1:1",
+            "[::1]:9464",
+            "[::ffff:127.0.0.1]:1",
+        ] {
+            assert_eq!(w(quiet), None, "{quiet}");
+        }
+        let all = w("0.0.0.0:9464").unwrap();
+        assert!(all.contains("0.0.0.0:9464 is every interface"), "{all}");
+        assert!(all.contains("without authentication"), "{all}");
+        assert!(!all.contains('\n'), "{all}");
+        assert!(w("[::]:9464").unwrap().contains("every interface"));
+        for host in ["10.1.2.3:9464", "[2001:db8::1]:9464", "[::ffff:10.0.0.1]:1"] {
+            assert!(
+                w(host).unwrap().contains("a non-loopback address"),
+                "{host}"
+            );
         }
     }
 

@@ -87,7 +87,7 @@ pub(crate) fn run(cmd: FleetCmd) -> Result<ExitCode> {
 /// The plan's text (checked) and the start time in RFC 3339.
 fn prepare(c: &Common) -> Result<(String, tpslab_plan::fleet::FleetPlan, String)> {
     let plan = crate::agent::read_plan(&c.plan)?;
-    let text = std::fs::read_to_string(&c.plan)?;
+    let text = crate::input::read_text("--plan", &c.plan, crate::input::PLAN_MAX_BYTES, false)?;
     let max_wait = plan.max_wait()?;
     if c.start_in.is_zero() || c.start_in >= max_wait {
         bail!(

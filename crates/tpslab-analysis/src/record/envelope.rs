@@ -244,7 +244,8 @@ impl Record {
     /// figure: indices within their lists, every sweep factor with a level (and at most
     /// 10000 cells), ramp user counts within the ramp's limit; every count and figure
     /// within [`tpslab_plan::limits::MAX_FIGURE`] (so sums of them fit in a u64), shares
-    /// (loss, CPU) within 0..=100 %, the host's CPUs within [`tpslab_plan::limits::CPUS`],
+    /// (loss, CPU) within 0..=100 %, the host's CPUs within [`tpslab_plan::limits::CPUS`]
+    /// (0 in the metadata of kinds other than runs and ramps: unknown),
     /// an agent's index below its fleet's size of at most
     /// [`tpslab_plan::fleet::MAX_AGENTS`], latency histograms within their encoded and
     /// decoded bounds, estimates with the figures their runs give, series no longer than
@@ -253,7 +254,15 @@ impl Record {
         let bad = |m: String| Err(RecordError::Invalid(m));
         let invalid = RecordError::Invalid;
         super::valid::figures(self).map_err(invalid)?;
-        super::valid::cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
+        // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
+        // other kinds' metadata may leave them 0 (unknown, [`Meta::default`]).
+        let carried = matches!(
+            self.body,
+            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Ramp(_)
+        );
+        if carried || self.meta.cpus != 0 {
+            super::valid::cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
+        }
         super::valid::elapsed("meta.elapsed_s", self.meta.elapsed_s).map_err(invalid)?;
         match &self.body {
             Body::UdpRun(r) | Body::Watch(r) => super::valid::run(r).map_err(invalid)?,
@@ -589,7 +598,7 @@ mod tests {
         v["generator"]["histograms"] = serde_json::json!({"intended": text, "actual": text});
         refused(
             &v,
-            "generator.histograms.intended: a histogram of 1..=4611686018427387904 at 5 digits",
+            "its intended latency histogram does not decode: a histogram of 1..=4611686018427387904 at 5 digits",
         );
         // An estimate of several runs without its spread (null is NaN); ramp steps of no time.
         let mut v = fixture("sweep.json");

@@ -135,7 +135,7 @@ pub(super) fn run(r: &RunRecord) -> Result<(), String> {
         if let Some(h) = &g.histograms {
             for (which, text) in [("intended", &h.intended), ("actual", &h.actual)] {
                 crate::stats::decode_histogram(text)
-                    .map_err(|e| format!("generator.histograms.{which}: {e}"))?;
+                    .map_err(|e| format!("its {which} latency histogram does not decode: {e}"))?;
             }
         }
     }

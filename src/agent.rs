@@ -37,14 +37,10 @@ pub(crate) struct AgentArgs {
     pub(crate) record: RecordFlag,
 }
 
-/// Reads and checks a fleet plan file (`-`: standard input).
+/// Reads and checks a fleet plan file (`-`: standard input), at most
+/// [`crate::input::PLAN_MAX_BYTES`].
 pub(crate) fn read_plan(path: &std::path::Path) -> Result<FleetPlan> {
-    let text = if crate::out::is_stdout(path) {
-        std::io::read_to_string(std::io::stdin())
-    } else {
-        std::fs::read_to_string(path)
-    }
-    .map_err(|e| anyhow!("--plan {}: {e}", path.display()))?;
+    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, true)?;
     FleetPlan::parse(&text).map_err(|e| anyhow!("--plan {}: {e}", path.display()))
 }
 
@@ -199,8 +195,9 @@ pub(crate) struct MergeArgs {
     record: RecordFlag,
 }
 
-fn read_run(p: &std::path::Path) -> Result<RunRecord> {
-    let rec = crate::report_cmd::read(&p.to_path_buf())?;
+/// The UDP run or watch record named by `flag` (`""`: an agent's record).
+fn read_run(flag: &str, p: &std::path::Path) -> Result<RunRecord> {
+    let rec = crate::report_cmd::read_flag(flag, p)?;
     match rec.body {
         Body::UdpRun(r) | Body::Watch(r) => Ok(r),
         _ => bail!(
@@ -217,10 +214,10 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     let agents = a
         .files
         .iter()
-        .map(|p| Ok((p.display().to_string(), read_run(p)?)))
+        .map(|p| Ok((p.display().to_string(), read_run("", p)?)))
         .collect::<Result<Vec<_>>>()?;
     let server = match &a.server {
-        Some(p) => Some((p.display().to_string(), read_run(p)?)),
+        Some(p) => Some((p.display().to_string(), read_run("--server", p)?)),
         None => None,
     };
     let mut merged = tpslab_analysis::merge::merge(

@@ -101,25 +101,13 @@ pub(crate) fn run(cmd: FleetCmd) -> Result<ExitCode> {
     }
 }
 
-/// The largest plan file read, bytes: a ConfigMap holds at most 1 MiB.
-const MAX_PLAN_BYTES: u64 = 1 << 20;
-
-/// The plan's text, read once (a regular file of at most [`MAX_PLAN_BYTES`]), and its
-/// settings parsed from that same text.
+/// The plan's text, read once (a regular file of at most
+/// [`crate::input::PLAN_MAX_BYTES`], 1 MiB: what a ConfigMap holds), and its settings
+/// parsed from that same text.
 fn read_plan(path: &Path) -> Result<(String, tpslab_plan::fleet::FleetPlan)> {
-    let err = |e: &dyn std::fmt::Display| anyhow!("--plan {:?}: {e}", path.display().to_string());
-    let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
-    if !meta.is_file() {
-        return Err(err(&"allowed a regular file"));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_PLAN_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| err(&e))?;
-    if text.len() as u64 > MAX_PLAN_BYTES {
-        return Err(err(&"allowed at most 1 MiB (what a ConfigMap holds)"));
-    }
-    let plan = tpslab_plan::fleet::FleetPlan::parse(&text).map_err(|e| err(&e))?;
+    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, false)?;
+    let plan = tpslab_plan::fleet::FleetPlan::parse(&text)
+        .map_err(|e| anyhow!("--plan {:?}: {e}", path.display().to_string()))?;
     Ok((text, plan))
 }
 

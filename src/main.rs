@@ -9,6 +9,7 @@ mod doctor;
 mod flags;
 mod fleet;
 mod history;
+mod input;
 mod metrics;
 mod out;
 mod outfile;

@@ -122,8 +122,7 @@ pub(crate) struct IdleArgs {
 /// judged is a number. Errors (one line): unreadable, not a pool file, malformed (with its
 /// line).
 pub(crate) fn read_pool_config(p: &std::path::Path) -> Result<PoolConf> {
-    let text =
-        std::fs::read_to_string(p).map_err(|e| anyhow!("--pool-config {}: {e}", p.display()))?;
+    let text = crate::input::read_text("--pool-config", p, crate::input::PLAN_MAX_BYTES, false)?;
     let conf = parse_pool_conf(&p.display().to_string(), &text)?;
     pool::judge(&conf, 1, None).map_err(|e| anyhow!(e))?;
     Ok(conf)

@@ -1,7 +1,7 @@
 //! `tpslab report FILE...`: renders saved records again, through the same report layer
 //! the commands print with (the terminal output is the one the run printed).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,14 +41,22 @@ enum FormatArg {
     Metrics,
 }
 
-/// Reads one record file (`-`: standard input).
-pub(crate) fn read(p: &PathBuf) -> Result<Record> {
-    let text = if p.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("reading standard input")?
-    } else {
-        std::fs::read_to_string(p).map_err(|e| anyhow!("{}: {e}", p.display()))?
+/// Reads one record file (`-`: standard input), at most
+/// [`crate::input::RECORD_MAX_BYTES`], and checks it ([`Record::from_json`]). Errors (one
+/// line naming the file): see [`crate::input::read_text`], not a record, a record holding
+/// what no run writes.
+pub(crate) fn read(p: &std::path::Path) -> Result<Record> {
+    read_flag("", p)
+}
+
+/// [`read`] of the record named by `flag` (`--server`), the flag named in its errors.
+pub(crate) fn read_flag(flag: &str, p: &std::path::Path) -> Result<Record> {
+    let text = crate::input::read_text(flag, p, crate::input::RECORD_MAX_BYTES, true)?;
+    let name = match flag {
+        "" => p.display().to_string(),
+        f => format!("{f} {}", p.display()),
     };
-    Record::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+    Record::from_json(&text).map_err(|e| anyhow!("{name}: {e}"))
 }
 
 /// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
@@ -57,7 +65,11 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.html {
         crate::out::check_output("--html", p, true)?;
     }
-    let recs = a.files.iter().map(read).collect::<Result<Vec<_>>>()?;
+    let recs = a
+        .files
+        .iter()
+        .map(|p| read(p))
+        .collect::<Result<Vec<_>>>()?;
     if a.html.is_some() && recs.len() > 1 {
         anyhow::bail!("--html renders one record; give one FILE");
     }

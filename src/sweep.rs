@@ -87,7 +87,8 @@ fn record_path(out: &Path, cell: usize, rep: usize) -> PathBuf {
 /// Reads a finished run's record (an interrupted one does not count).
 /// A finished (not interrupted) run's record in `path`, of this release or the previous.
 fn finished(path: &Path) -> Option<RunRecord> {
-    let rec = Record::from_json(&std::fs::read_to_string(path).ok()?).ok()?;
+    let text = crate::input::read_text("", path, crate::input::RECORD_MAX_BYTES, false).ok()?;
+    let rec = Record::from_json(&text).ok()?;
     match rec.body {
         Body::UdpRun(r) if !r.interrupted => Some(r),
         _ => None,
@@ -124,8 +125,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
         }
     };
     if let Some(path) = &a.plan {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("--plan {}", path.display()))?;
+        let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, false)?;
         apply_plan_file(&mut plan, &format!("--plan {}", path.display()), &text)?;
     }
     if a.server_cmd.is_some() {
@@ -158,8 +158,8 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
 /// from the flags and a plan file, checked, and saved as `plan_path` in a new `--out`.
 fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
     Ok(if a.resume {
-        let text = std::fs::read_to_string(plan_path)
-            .with_context(|| format!("--resume: no plan in {}", a.out.display()))?;
+        let text =
+            crate::input::read_text("--resume", plan_path, crate::input::PLAN_MAX_BYTES, false)?;
         let plan: Plan = serde_json::from_str(&text)
             .with_context(|| format!("--resume: {}", plan_path.display()))?;
         check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;

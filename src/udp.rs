@@ -227,6 +227,10 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     }
     let exporter = a.metrics.start("watch")?;
     let stop = install_signals()?;
+    // The watch's wall-clock start: `merge --server` checks it against the agents' run.
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let t0 = tpslab_net::mono_ns();
     // A process's sockets are found by the inodes of its open descriptors
     // (narrowed to --port when both are given).
@@ -315,6 +319,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         argv: std::env::args_os()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
+        started_unix_ms,
         elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),
         plan: Some(tpslab_plan::udp::RunPlan::Watch(plan)),

@@ -1257,4 +1257,250 @@ fn a_day_that_does_not_exist_is_refused() {
         .args(["history", "--since", "2026-02-30"]);
     let out = common::run(c);
     assert_one_line_error(&out, "--since 2026-02-30: allowed a day as YYYY-MM-DD");
+/// Runs tpslab with `args` (as [`tpslab`]) and kills it if it has not exited within 20 s:
+/// a read that never ends fails the test instead of hanging it.
+fn tpslab_bounded(args: &[&str]) -> Output {
+    let ns = is_root().then(NetNs::new);
+    let mut c = match &ns {
+        Some(ns) => ns.tpslab(),
+        None => common::tpslab(),
+    };
+    c.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn");
+    let t0 = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tpslab {args:?} still running after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    eprintln!("--- stderr\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn fixture(rel: &str) -> String {
+    format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file a command reads (records, plans, pool configurations) is a regular file:
+/// a device that never ends and a FIFO without a writer are refused at once, with one
+/// line naming the flag and what is allowed.
+#[test]
+fn input_files_that_are_not_regular_files_are_refused_at_once() {
+    let dir = common::tmp("input-fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success(), "mkfifo");
+    let run = fixture("crates/tpslab-report/tests/fixtures/udp_run.json");
+    let agent = fixture("tests/fixtures/fleet/agent0.json");
+    for (bad, what) in [
+        ("/dev/zero", "a character device"),
+        (fifo.to_str().unwrap(), "a FIFO"),
+    ] {
+        for (args, names) in [
+            (vec!["report", bad], bad.to_string()),
+            (vec!["report", bad, "--format", "html"], bad.to_string()),
+            (vec!["compare", &run, bad], bad.to_string()),
+            (vec!["merge", bad, "--no-history"], bad.to_string()),
+            (
+                vec!["merge", &agent, "--server", bad, "--no-history"],
+                format!("--server {bad}"),
+            ),
+            (
+                vec!["sweep", "--plan", bad, "--out", "/nonexistent-tpslab/s"],
+                format!("--plan {bad}"),
+            ),
+            (
+                vec![
+                    "agent",
+                    "--plan",
+                    bad,
+                    "--index",
+                    "0",
+                    "--of",
+                    "1",
+                    "--start-at",
+                    "@2000000000",
+                ],
+                format!("--plan {bad}"),
+            ),
+            (
+                vec![
+                    "fleet",
+                    "k8s",
+                    "--plan",
+                    bad,
+                    "--agents",
+                    "2",
+                    "--start-in",
+                    "10s",
+                ],
+                format!("--plan {bad}"),
+            ),
+            (
+                vec![
+                    "doctor",
+                    "--for",
+                    "pool",
+                    "--idle-timeout",
+                    "350s",
+                    "--pool-config",
+                    bad,
+                ],
+                format!("--pool-config {bad}"),
+            ),
+        ] {
+            let t0 = Instant::now();
+            let out = tpslab_bounded(&args);
+            let line = assert_one_line_error(&out, &names);
+            assert!(
+                line.contains(what) && line.contains("allowed a regular file"),
+                "{args:?}: {line}"
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{args:?} took {:?}",
+                t0.elapsed()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A record over 512 MiB and a plan over 1 MiB are refused without being read (a sparse
+/// file: nothing is written to disk); standard input is read up to the same cap.
+#[test]
+fn input_files_over_their_cap_are_refused() {
+    let dir = common::tmp("input-big");
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((512 << 20) + 1)
+        .unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::File::create(&plan)
+        .unwrap()
+        .set_len((1 << 20) + 1)
+        .unwrap();
+    let out = tpslab_bounded(&["report", big.to_str().unwrap()]);
+    let line = assert_one_line_error(&out, big.to_str().unwrap());
+    assert!(
+        line.contains("536870913 bytes; allowed up to 536870912 bytes"),
+        "{line}"
+    );
+    let out = tpslab_bounded(&[
+        "agent",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--index",
+        "0",
+        "--of",
+        "1",
+        "--start-at",
+        "@2000000000",
+    ]);
+    assert!(assert_one_line_error(&out, "--plan").contains("allowed up to 1048576 bytes"));
+    // Standard input that never ends.
+    let mut c = common::tpslab();
+    c.args(["report", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap());
+    let out = common::run(c);
+    assert!(assert_one_line_error(&out, "-: more than 536870912 bytes").contains("allowed up to"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `merge` refuses agents' records that no fleet run writes (a fleet of no agents, of a
+/// billion, counts that overflow when added) and a server watched at another time; each
+/// with one line, at once.
+#[test]
+fn merge_refuses_what_no_fleet_run_writes() {
+    let dir = common::tmp("merge-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("tests/fixtures/fleet/agent0.json")).unwrap(),
+    )
+    .unwrap();
+    let watch = fixture("tests/fixtures/fleet/watch.json");
+    let write = |name: &str, v: &serde_json::Value| {
+        let p = dir.join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = write("good.json", &agent);
+    // The fixtures merge: the watch covers the agent's run.
+    let out = tpslab_bounded(&["merge", &good, "--server", &watch, "--no-history"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for (set, value, names) in [
+        (
+            "/agent/of",
+            serde_json::json!(0),
+            "agent of 0: allowed 1..=1024 agents",
+        ),
+        (
+            "/agent/of",
+            serde_json::json!(1_000_000_000u64),
+            "agent of 1000000000: allowed 1..=1024",
+        ),
+        (
+            "/agent/index",
+            serde_json::json!(1),
+            "agent 1 of 1: allowed 0..=0",
+        ),
+        (
+            "/generator/attempted",
+            serde_json::json!(u64::MAX),
+            "18446744073709551615 at generator.attempted",
+        ),
+        (
+            "/ledger_inputs/gen_attempted",
+            serde_json::json!(u64::MAX),
+            "at ledger_inputs.gen_attempted",
+        ),
+    ] {
+        let mut v = agent.clone();
+        *v.pointer_mut(set).unwrap() = value;
+        let p = write("bad.json", &v);
+        let t0 = Instant::now();
+        let out = tpslab_bounded(&["merge", &p, "--no-history"]);
+        assert!(assert_one_line_error(&out, names).contains("bad.json"));
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+    // A watch of the server an hour before the agents' run.
+    let mut w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&watch).unwrap()).unwrap();
+    let t = w["started_unix_ms"].as_u64().unwrap() - 3_600_000;
+    w["started_unix_ms"] = t.into();
+    w["meta"]["started_unix_ms"] = t.into();
+    let early = write("early-watch.json", &w);
+    let out = tpslab_bounded(&["merge", &good, "--server", &early, "--no-history"]);
+    let line = assert_one_line_error(&out, "early-watch.json: watched ");
+    assert!(line.contains("outside the agents' run"), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A record with an empty series renders as a page (no line for it), never a panic.
+#[test]
+fn html_of_a_record_with_an_empty_series_renders() {
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("crates/tpslab-report/tests/fixtures/udp_run.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    for s in ["server_drops_per_s", "server_rx_queue_bytes"] {
+        v["observer"]["series"]["values"][s] = serde_json::json!([]);
+    }
+    let p = common::tmp("empty-series.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let out = tpslab_bounded(&["report", p.to_str().unwrap(), "--format", "html"]);
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("<!DOCTYPE html>"));
 }

@@ -259,7 +259,7 @@ fn agents_in_three_namespaces_merge_into_one_balanced_ledger() {
     std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
     refuse(
         &[&recs[0], &bad_path, &recs[2]],
-        "bad-agent-1.json: its actual latency histogram does not decode",
+        "bad-agent-1.json: not a record this release wrote: its actual latency histogram does not decode",
     );
     // Another plan's agent.
     let mut other = common::record(&recs[1]);

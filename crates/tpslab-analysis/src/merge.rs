@@ -11,6 +11,8 @@ use crate::stats::{decode_histogram, encode_histogram, new_ns_histogram};
 use crate::LatencySummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tpslab_plan::fleet::MAX_AGENTS;
+use tpslab_plan::limits::MAX_FIGURE;
 
 /// What a merged record holds beside the totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +89,21 @@ pub enum MergeError {
     },
     #[error("{0}: not a server's record for --server: give a `tpslab watch --pid PID --json` record of the server over the fleet's run")]
     NotAServer(String),
+    #[error("{name}: agent {index} of {of}: allowed {allowed}")]
+    Place {
+        name: String,
+        index: usize,
+        of: usize,
+        allowed: String,
+    },
+    #[error("{name}: watched {server}, outside the agents' run {agents}: give a watch of the server over the fleet's run")]
+    ServerTime {
+        name: String,
+        server: String,
+        agents: String,
+    },
+    #[error("the agents' {what} add up to more than {max}: no fleet run counts that many")]
+    Overflow { what: String, max: u64 },
     #[error("no record to merge")]
     Empty,
 }
@@ -123,6 +140,18 @@ pub fn merge(
         if a.of != a0.of {
             return Err(differs("number of agents"));
         }
+        let place = |allowed: String| MergeError::Place {
+            name: name.clone(),
+            index: a.index,
+            of: a.of,
+            allowed,
+        };
+        if a.of == 0 || a.of > MAX_AGENTS {
+            return Err(place(format!("1..={MAX_AGENTS} agents in a fleet")));
+        }
+        if a.index >= a.of {
+            return Err(place(format!("an index of 0..={}", a.of - 1)));
+        }
         if let Some(other) = by_index.insert(a.index, name) {
             return Err(MergeError::Duplicate {
                 name: name.clone(),
@@ -150,10 +179,11 @@ pub fn merge(
         if s.observer.is_none() || s.agent.is_some() {
             return Err(MergeError::NotAServer(name.to_string()));
         }
+        server_overlaps(name, s, agents)?;
     }
     let gen = merge_generators(agents)?;
     let mut notes = vec![];
-    let inputs = merge_inputs(agents, server, &mut notes);
+    let inputs = merge_inputs(agents, server, &mut notes)?;
     let mut ledger = Ledger::build(&inputs);
     if server.is_none() {
         notes.push("the server's side is unknown (no --server record): pass a `tpslab watch --pid PID --json` record of the server over the fleet's run to account for every datagram".into());
@@ -236,6 +266,63 @@ pub fn merge(
     })
 }
 
+/// Wall-clock span of a run, ms since the Unix epoch: its start and its end.
+fn span(r: &RunRecord) -> (u64, u64) {
+    let len = (r.elapsed_s.max(0.0) * 1e3).min(MAX_FIGURE as f64) as u64;
+    (r.started_unix_ms, r.started_unix_ms.saturating_add(len))
+}
+
+/// `(a, b)` as UTC times to the millisecond.
+fn times((a, b): (u64, u64)) -> String {
+    let t = |ms: u64| {
+        humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+        )
+    };
+    format!("{} to {}", t(a), t(b))
+}
+
+/// The server's watch must overlap the agents' run (first start to last end), or its
+/// counts are of another time: refused, naming both times.
+fn server_overlaps(
+    name: &str,
+    s: &RunRecord,
+    agents: &[(String, RunRecord)],
+) -> Result<(), MergeError> {
+    let spans: Vec<(u64, u64)> = agents.iter().map(|(_, r)| span(r)).collect();
+    let run = (
+        spans.iter().map(|s| s.0).min().unwrap_or(0),
+        spans.iter().map(|s| s.1).max().unwrap_or(0),
+    );
+    let watched = span(s);
+    if watched.0 == 0 {
+        return Err(MergeError::ServerTime {
+            name: name.into(),
+            server: "at a time its record does not say (a watch record of an older tpslab)".into(),
+            agents: times(run),
+        });
+    }
+    if watched.1 < run.0 || watched.0 > run.1 {
+        return Err(MergeError::ServerTime {
+            name: name.into(),
+            server: times(watched),
+            agents: times(run),
+        });
+    }
+    Ok(())
+}
+
+/// The sum of `what` over the agents, refused above [`MAX_FIGURE`] (never wrapped).
+fn total(what: &str, xs: impl IntoIterator<Item = u64>) -> Result<u64, MergeError> {
+    xs.into_iter()
+        .try_fold(0u64, |a, x| a.checked_add(x))
+        .filter(|&t| t <= MAX_FIGURE)
+        .ok_or_else(|| MergeError::Overflow {
+            what: what.into(),
+            max: MAX_FIGURE,
+        })
+}
+
 fn list(v: &[usize]) -> String {
     v.iter()
         .map(|i| i.to_string())
@@ -275,37 +362,40 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
         .filter_map(|(n, r)| r.generator.as_ref().map(|g| (n.as_str(), g)))
         .collect();
     let mut m = gens[0].1.clone();
-    let sum = |f: &dyn Fn(&GeneratorReport) -> u64| gens.iter().map(|(_, g)| f(g)).sum::<u64>();
+    let sum = |what: &str, f: &dyn Fn(&GeneratorReport) -> u64| {
+        total(what, gens.iter().map(|(_, g)| f(g)))
+    };
     let fsum = |f: &dyn Fn(&GeneratorReport) -> f64| gens.iter().map(|(_, g)| f(g)).sum::<f64>();
     m.rate_pps = fsum(&|g| g.rate_pps);
     m.threads = gens.iter().map(|(_, g)| g.threads).sum();
-    m.planned = sum(&|g| g.planned);
-    m.not_sent = sum(&|g| g.not_sent);
-    m.attempted = sum(&|g| g.attempted);
-    m.sent = sum(&|g| g.sent);
-    m.send_failed = sum(&|g| g.send_failed);
+    m.planned = sum("planned datagrams", &|g| g.planned)?;
+    m.not_sent = sum("datagrams not sent", &|g| g.not_sent)?;
+    m.attempted = sum("attempted datagrams", &|g| g.attempted)?;
+    m.sent = sum("sent datagrams", &|g| g.sent)?;
+    m.send_failed = sum("failed sends", &|g| g.send_failed)?;
     m.send_errors = BTreeMap::new();
     for (_, g) in &gens {
         for (k, v) in &g.send_errors {
-            *m.send_errors.entry(k.clone()).or_default() += v;
+            let e = m.send_errors.entry(k.clone()).or_default();
+            *e = total("send errors", [*e, *v])?;
         }
     }
-    m.replies_read = sum(&|g| g.replies_read);
-    m.replies_matched = sum(&|g| g.replies_matched);
-    m.duplicates = sum(&|g| g.duplicates);
-    m.reordered = sum(&|g| g.reordered);
-    m.unmatched = sum(&|g| g.unmatched);
+    m.replies_read = sum("replies read", &|g| g.replies_read)?;
+    m.replies_matched = sum("replies matched", &|g| g.replies_matched)?;
+    m.duplicates = sum("duplicate replies", &|g| g.duplicates)?;
+    m.reordered = sum("reordered replies", &|g| g.reordered)?;
+    m.unmatched = sum("unmatched replies", &|g| g.unmatched)?;
     m.replies_per_request = (m.replies_matched > 0)
         .then(|| (m.replies_matched + m.duplicates) as f64 / m.replies_matched as f64);
-    m.window_sent = sum(&|g| g.window_sent);
-    m.window_answered = sum(&|g| g.window_answered);
+    m.window_sent = sum("window datagrams", &|g| g.window_sent)?;
+    m.window_answered = sum("window answers", &|g| g.window_answered)?;
     m.window_loss_pct =
         (gens.iter().all(|(_, g)| g.window_loss_pct.is_some()) && m.window_sent > 0).then(|| {
             100.0 * m.window_sent.saturating_sub(m.window_answered) as f64 / m.window_sent as f64
         });
     m.achieved_pps = fsum(&|g| g.achieved_pps);
     m.tps = fsum(&|g| g.tps);
-    m.rx_kernel_timestamps = sum(&|g| g.rx_kernel_timestamps);
+    m.rx_kernel_timestamps = sum("kernel-timestamped replies", &|g| g.rx_kernel_timestamps)?;
     let worst = gens
         .iter()
         .max_by_key(|(_, g)| g.schedule_lag.p99_ns)
@@ -365,16 +455,16 @@ fn merge_inputs(
     agents: &[(String, RunRecord)],
     server: Option<(&str, &RunRecord)>,
     notes: &mut Vec<String>,
-) -> LedgerInputs {
+) -> Result<LedgerInputs, MergeError> {
     let ins: Vec<&LedgerInputs> = agents
         .iter()
         .filter_map(|(_, r)| r.ledger_inputs.as_ref())
         .collect();
     let mut m = LedgerInputs {
-        gen_attempted: ins.iter().map(|i| i.gen_attempted).sum(),
-        gen_send_failed: ins.iter().map(|i| i.gen_send_failed).sum(),
-        gen_socket_drops: ins.iter().map(|i| i.gen_socket_drops).sum(),
-        gen_read: ins.iter().map(|i| i.gen_read).sum(),
+        gen_attempted: total("attempted datagrams", ins.iter().map(|i| i.gen_attempted))?,
+        gen_send_failed: total("failed sends", ins.iter().map(|i| i.gen_send_failed))?,
+        gen_socket_drops: total("socket drops", ins.iter().map(|i| i.gen_socket_drops))?,
+        gen_read: total("replies read", ins.iter().map(|i| i.gen_read))?,
         replies_expected: ins.iter().any(|i| i.replies_expected),
         max_segments_per_send: ins
             .iter()
@@ -441,7 +531,8 @@ fn merge_inputs(
             if o.deltas.contains_key("server_io_read") {
                 let failed = d("server_io_send_failed");
                 m.server_read = Some(d("server_io_read"));
-                m.server_reply_attempted = Some(d("server_io_sent") + failed);
+                m.server_reply_attempted =
+                    Some(total("server's replies", [d("server_io_sent"), failed])?);
                 m.server_reply_failed = Some(failed);
                 m.server_counts_source =
                     format!("the server's threads' reads and sends, counted exactly by {name}");
@@ -454,19 +545,20 @@ fn merge_inputs(
         }
         None => m.server_counts_source = "not observable from the agents".into(),
     }
-    m.softnet_drops = host_softnet.values().sum();
+    m.softnet_drops = total("softnet drops", host_softnet.values().copied())?;
     let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
     for r in host_reasons.values() {
         for (k, v) in r {
-            *reasons.entry(k.clone()).or_default() += v;
+            let e = reasons.entry(k.clone()).or_default();
+            *e = total("kernel drops", [*e, *v])?;
         }
     }
     let mut reasons: Vec<(String, u64)> = reasons.into_iter().filter(|(_, v)| *v > 0).collect();
     reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     m.kernel_drops = reasons;
-    m.nic_rx_drops = ns.values().map(|v| v.0).sum();
-    m.no_ports = ns.values().map(|v| v.1).sum();
-    m
+    m.nic_rx_drops = total("NIC drops", ns.values().map(|v| v.0))?;
+    m.no_ports = total("datagrams to no listener", ns.values().map(|v| v.1))?;
+    Ok(m)
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ fn agent(index: usize, of: usize, lat_ns: &[u64], boot: &str, softnet: u64) -> R
     let n = lat_ns.len() as u64;
     let p = plan();
     RunRecord {
+        started_unix_ms: 1_000,
+        elapsed_s: 2.0,
         environment: Environment {
             hostname: format!("host{index}"),
             boot_id: boot.into(),
@@ -77,6 +79,8 @@ fn server(read: u64, boot: &str, softnet: u64) -> RunRecord {
         deltas.insert(k.to_string(), v);
     }
     RunRecord {
+        started_unix_ms: 500,
+        elapsed_s: 10.0,
         environment: Environment {
             hostname: "server".into(),
             boot_id: boot.into(),
@@ -216,4 +220,67 @@ fn records_that_do_not_belong_together_are_refused() {
         merge(&[good(0)], Some(("a0", &g0.1)), true),
         Err(MergeError::NotAServer(_))
     ));
+}
+
+#[test]
+fn what_no_fleet_run_writes_is_refused() {
+    // A fleet of no agents, of more than the plan's limit, an index outside the fleet.
+    for (index, of, allowed) in [
+        (0, 0, "allowed 1..=1024 agents in a fleet"),
+        (0, 1_000_000_000, "allowed 1..=1024 agents in a fleet"),
+        (3, 3, "allowed an index of 0..=2"),
+    ] {
+        let e = merge(
+            &[("a".into(), agent(index, of, &[1_000], "k", 0))],
+            None,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, format!("a: agent {index} of {of}: {allowed}"));
+    }
+    // Counts that add up past any run's: refused, never wrapped.
+    let big = |i| {
+        let mut r = agent(i, 2, &[1_000], "k", 0);
+        r.generator.as_mut().unwrap().attempted = u64::MAX / 2 + 1;
+        (format!("a{i}"), r)
+    };
+    let e = merge(&[big(0), big(1)], None, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("the agents' attempted datagrams add up to more than 9007199254740992"),
+        "{e}"
+    );
+    let mut r = agent(1, 2, &[1_000], "k", 0);
+    r.ledger_inputs.as_mut().unwrap().gen_read = u64::MAX;
+    let e = merge(
+        &[
+            ("a0".into(), agent(0, 2, &[1_000], "k", 0)),
+            ("a1".into(), r),
+        ],
+        None,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("replies read add up"), "{e}");
+    // A server watched at another time than the agents' run (1 s to 3 s after the epoch).
+    let recs = [
+        ("a0".into(), agent(0, 2, &[1_000], "k1", 0)),
+        ("a1".into(), agent(1, 2, &[1_000], "k2", 0)),
+    ];
+    let mut late = server(2, "k3", 0);
+    late.started_unix_ms = 3_001;
+    assert_eq!(
+        merge(&recs, Some(("srv", &late)), false).unwrap_err().to_string(),
+        "srv: watched 1970-01-01T00:00:03.001Z to 1970-01-01T00:00:13.001Z, outside the agents' run 1970-01-01T00:00:01.000Z to 1970-01-01T00:00:03.000Z: give a watch of the server over the fleet's run"
+    );
+    late.started_unix_ms = 0;
+    assert!(merge(&recs, Some(("srv", &late)), false)
+        .unwrap_err()
+        .to_string()
+        .contains("at a time its record does not say"));
+    late.started_unix_ms = 2_999;
+    assert!(merge(&recs, Some(("srv", &late)), false).is_ok());
 }

@@ -149,15 +149,88 @@ pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// The histogram of [`encode_histogram`]'s text (V2 compressed or not). Errors: not base64,
-/// or not a histogram in that encoding (what the decoder says).
+/// The histogram of [`encode_histogram`]'s text (V2 compressed or not), decoded within
+/// bounds: at most [`limits::HISTOGRAM_ENCODED_BYTES`] of text, inflated to at most
+/// [`limits::HISTOGRAM_DECODED_BYTES`], its header within tpslab's range (lowest 1 ns,
+/// highest at most [`limits::HISTOGRAM_MAX_NS`], at most
+/// [`limits::HISTOGRAM_MAX_DIGITS`] significant digits) and its payload within what was
+/// inflated, all checked before the decoder allocates. Errors (a phrase): not base64,
+/// too long, out of range, or not a histogram in that encoding (what the decoder says).
+///
+/// [`limits::HISTOGRAM_ENCODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_ENCODED_BYTES
+/// [`limits::HISTOGRAM_DECODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_DECODED_BYTES
+/// [`limits::HISTOGRAM_MAX_NS`]: tpslab_plan::limits::HISTOGRAM_MAX_NS
+/// [`limits::HISTOGRAM_MAX_DIGITS`]: tpslab_plan::limits::HISTOGRAM_MAX_DIGITS
 pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
     use base64::Engine;
+    use std::io::Read;
+    use tpslab_plan::limits::{
+        HISTOGRAM_DECODED_BYTES, HISTOGRAM_ENCODED_BYTES, HISTOGRAM_MAX_DIGITS, HISTOGRAM_MAX_NS,
+    };
+    const V2: u32 = 0x1c84_9313;
+    const V2_DEFLATE: u32 = 0x1c84_9314;
+    let s = s.trim();
+    if s.len() > HISTOGRAM_ENCODED_BYTES {
+        return Err(format!(
+            "{} bytes of text; allowed up to {HISTOGRAM_ENCODED_BYTES}",
+            s.len()
+        ));
+    }
     let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s.trim())
+        .decode(s)
         .map_err(|e| format!("not base64: {e}"))?;
+    let be32 = |b: &[u8], at: usize| {
+        b.get(at..at + 4)
+            .map(|x| u32::from_be_bytes(x.try_into().expect("4 bytes")))
+    };
+    let be64 = |b: &[u8], at: usize| {
+        b.get(at..at + 8)
+            .map(|x| u64::from_be_bytes(x.try_into().expect("8 bytes")))
+    };
+    // The plain V2 encoding, inflated here (never more than the bound) when compressed.
+    let plain = match be32(&bytes, 0) {
+        Some(V2) => bytes,
+        Some(V2_DEFLATE) => {
+            let len = be32(&bytes, 4).ok_or("a compressed histogram without its length")?;
+            let rest = bytes.get(8..).unwrap_or_default();
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(rest.take(len as u64))
+                .take(HISTOGRAM_DECODED_BYTES as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("does not inflate: {e}"))?;
+            if out.len() > HISTOGRAM_DECODED_BYTES {
+                return Err(format!(
+                    "inflates to more than {HISTOGRAM_DECODED_BYTES} bytes"
+                ));
+            }
+            out
+        }
+        _ => return Err("not an HdrHistogram V2 encoding: InvalidCookie".into()),
+    };
+    // The V2 header: cookie, payload length, normalizing offset, significant digits,
+    // lowest, highest, integer-to-double ratio (40 bytes), then the payload.
+    let (Some(V2), Some(payload), Some(digits), Some(low), Some(high)) = (
+        be32(&plain, 0),
+        be32(&plain, 4),
+        be32(&plain, 12),
+        be64(&plain, 16),
+        be64(&plain, 24),
+    ) else {
+        return Err("not an HdrHistogram V2 encoding: a short or foreign header".into());
+    };
+    if payload as usize > plain.len().saturating_sub(40) {
+        return Err(format!(
+            "a payload of {payload} bytes in {} bytes",
+            plain.len()
+        ));
+    }
+    if low != 1 || high > HISTOGRAM_MAX_NS || digits > HISTOGRAM_MAX_DIGITS {
+        return Err(format!(
+            "a histogram of {low}..={high} at {digits} digits; allowed 1..={HISTOGRAM_MAX_NS} ns at up to {HISTOGRAM_MAX_DIGITS} digits"
+        ));
+    }
     hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
+        .deserialize(&mut plain.as_slice())
         .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
 }
 
@@ -178,6 +251,57 @@ pub fn bucket_counts(h: &hdrhistogram::Histogram<u64>, bounds_ns: &[u64]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_is_decoded_within_its_bounds_or_refused_before_allocating() {
+        use base64::Engine;
+        use std::io::Write;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        // A plain V2 header that announces a 512 MiB payload it does not have.
+        let mut plain = vec![];
+        plain.extend_from_slice(&0x1c84_9313u32.to_be_bytes());
+        plain.extend_from_slice(&(512u32 << 20).to_be_bytes());
+        plain.extend_from_slice(&0u32.to_be_bytes());
+        plain.extend_from_slice(&3u32.to_be_bytes());
+        plain.extend_from_slice(&1u64.to_be_bytes());
+        plain.extend_from_slice(&100_000_000_000u64.to_be_bytes());
+        plain.extend_from_slice(&1f64.to_be_bytes());
+        assert_eq!(
+            decode_histogram(&b64(&plain)).unwrap_err(),
+            "a payload of 536870912 bytes in 40 bytes"
+        );
+        // A deflate bomb: 2 MiB of zeros in a few KB.
+        let mut z = flate2::write::ZlibEncoder::new(vec![], flate2::Compression::best());
+        z.write_all(&plain).unwrap();
+        z.write_all(&vec![0u8; 2 << 20]).unwrap();
+        let z = z.finish().unwrap();
+        assert!(z.len() < 10_000);
+        let mut bomb = 0x1c84_9314u32.to_be_bytes().to_vec();
+        bomb.extend_from_slice(&(z.len() as u32).to_be_bytes());
+        bomb.extend_from_slice(&z);
+        assert_eq!(
+            decode_histogram(&b64(&bomb)).unwrap_err(),
+            "inflates to more than 1048576 bytes"
+        );
+        // A range beyond tpslab's, and text beyond its bound.
+        let wide = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, 5).unwrap();
+        assert!(decode_histogram(&encode_histogram(&wide))
+            .unwrap_err()
+            .ends_with("allowed 1..=100000000000 ns at up to 3 digits"));
+        assert!(decode_histogram(&"A".repeat(2 << 20))
+            .unwrap_err()
+            .starts_with("2097152 bytes of text"));
+        // Every count set: still within the bounds.
+        let mut full = new_ns_histogram();
+        let mut v = 1;
+        while v <= 100_000_000_000 {
+            full.record_n(v, v | (1 << 40)).unwrap();
+            v = full.next_non_equivalent(v);
+        }
+        let text = encode_histogram(&full);
+        assert!(text.len() < 400_000, "{}", text.len());
+        assert_eq!(decode_histogram(&text).unwrap(), full);
+    }
 
     #[test]
     fn histograms_survive_their_encoding_and_fill_buckets() {

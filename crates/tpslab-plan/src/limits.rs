@@ -325,6 +325,35 @@ pub const TCP_DURATION: DurationLimit = DurationLimit {
 /// interval at most this (1 h at 10 ms).
 pub const MAX_KEPT_SAMPLES: u64 = 360_000;
 
+/// The largest magnitude of any count or figure in a record read back (2^53, about
+/// 9.0e15: every whole number up to it is exact in an f64). No run reaches it (100 Mpps
+/// for a year is 3.2e15 datagrams; a year in ns is 3.2e16 but no record keeps one), and a
+/// sum of up to 2048 such counts (1024 agents' totals, a ledger's rows) fits in a u64.
+/// Identifiers (a run id, a sweep's seed) are not figures and are not held to it.
+pub const MAX_FIGURE: u64 = 1 << 53;
+
+/// Online CPUs of the host a record was written on (Linux's NR_CPUS is at most 8192).
+pub const CPUS: Limit = Limit {
+    min: 1,
+    max: 8192,
+    unit: "",
+};
+
+/// A latency histogram kept in a record (base64 of HdrHistogram's V2 deflate encoding),
+/// bytes of text. tpslab's histograms (1 ns to 100 s, 3 significant digits: 27 648
+/// counts) encode to a few KB, at most some 330 KB with every count set.
+pub const HISTOGRAM_ENCODED_BYTES: usize = 1 << 20;
+
+/// The same histogram inflated (the V2 header and its counts, at most 9 bytes each), bytes:
+/// at most some 250 KB for tpslab's histograms. Inflating stops here.
+pub const HISTOGRAM_DECODED_BYTES: usize = 1 << 20;
+
+/// The highest value a latency histogram in a record tracks, ns (100 s: tpslab's bound).
+pub const HISTOGRAM_MAX_NS: u64 = 100_000_000_000;
+
+/// Significant digits of a latency histogram in a record, at most (tpslab's keep 3).
+pub const HISTOGRAM_MAX_DIGITS: u32 = 3;
+
 /// Checks that `duration / interval` samples fit in [`MAX_KEPT_SAMPLES`].
 pub fn check_kept_samples(duration: Duration, interval: Duration) -> Result<(), PlanError> {
     let n = duration.as_nanos() / interval.as_nanos().max(1);

@@ -238,15 +238,56 @@ impl Record {
         Ok(rec)
     }
 
-    /// Checks what the renderers rely on, so a hand-edited or corrupt record is an error,
-    /// never a panic or an endless plot: indices within their lists, every sweep factor
-    /// with a level (and at most 10000 cells), ramp user counts within the ramp's limit.
+    /// Checks what the renderers rely on and refuses what no run could write, so a
+    /// hand-edited or corrupt record is an error ([`RecordError::Invalid`], naming the
+    /// field and what is allowed), never a panic, an endless plot or an impossible
+    /// figure: indices within their lists, every sweep factor with a level (and at most
+    /// 10000 cells), ramp user counts within the ramp's limit; every count and figure
+    /// within [`tpslab_plan::limits::MAX_FIGURE`] (so sums of them fit in a u64), shares
+    /// (loss, CPU) within 0..=100 %, the host's CPUs within [`tpslab_plan::limits::CPUS`]
+    /// (0 in the metadata of kinds other than runs and ramps: unknown),
+    /// an agent's index below its fleet's size of at most
+    /// [`tpslab_plan::fleet::MAX_AGENTS`], latency histograms within their encoded and
+    /// decoded bounds, estimates with the figures their runs give, series no longer than
+    /// their sample times.
     pub fn check(&self) -> Result<(), RecordError> {
         let bad = |m: String| Err(RecordError::Invalid(m));
+        let invalid = RecordError::Invalid;
+        super::valid::figures(self).map_err(invalid)?;
+        // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
+        // other kinds' metadata may leave them 0 (unknown, [`Meta::default`]).
+        let carried = matches!(
+            self.body,
+            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Ramp(_)
+        );
+        if carried || self.meta.cpus != 0 {
+            super::valid::cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
+        }
+        super::valid::elapsed("meta.elapsed_s", self.meta.elapsed_s).map_err(invalid)?;
+        match &self.body {
+            Body::UdpRun(r) | Body::Watch(r) => super::valid::run(r).map_err(invalid)?,
+            Body::Diagnose(d) => {
+                for r in std::iter::once(&d.before).chain(&d.after) {
+                    super::valid::run(r).map_err(invalid)?;
+                }
+            }
+            _ => {}
+        }
         match &self.body {
             Body::Ramp(r) => {
                 if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
                     return bad(format!("a ramp step of {} users (at most 10000)", s.users));
+                }
+                if let Some(s) = r
+                    .run
+                    .steps
+                    .iter()
+                    .find(|s| s.measured_s.is_nan() || s.measured_s <= 0.0)
+                {
+                    return bad(format!(
+                        "a ramp step measured for {} s (allowed above 0 s)",
+                        s.measured_s
+                    ));
                 }
                 if r.analysis
                     .knee_index
@@ -268,6 +309,20 @@ impl Record {
                     .filter(|&n| n <= 10_000);
                 if n.is_none() {
                     return bad("a sweep of more than 10000 cells".into());
+                }
+                // Shares (NaN: not measured).
+                let share = |x: &f64| x.is_nan() || (0.0..=100.0).contains(x);
+                if let Some(x) = w
+                    .runs
+                    .iter()
+                    .flat_map(|r| {
+                        std::iter::once(&r.metrics.loss_pct).chain(r.metrics.cpu_busy_pct.values())
+                    })
+                    .find(|x| !share(x))
+                {
+                    return bad(format!(
+                        "a sweep run's loss or CPU share of {x} %: allowed 0..=100 %"
+                    ));
                 }
                 let cells = w.result.cells.len();
                 if w.result.best.is_some_and(|b| b >= cells)
@@ -475,6 +530,90 @@ mod tests {
         v["steps"][0]["users"] = 1_000_000_000.into();
         let e = Record::from_json(&v.to_string()).unwrap_err().to_string();
         assert!(e.contains("at most 10000"), "{e}");
+    }
+
+    #[test]
+    fn figures_no_run_could_write_are_refused_naming_the_field() {
+        let fixture = |n: &str| {
+            let p = format!(
+                "{}/../tpslab-report/tests/fixtures/{n}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        let refused = |v: &serde_json::Value, want: &str| {
+            let e = Record::from_json(&v.to_string()).unwrap_err();
+            assert!(matches!(e, RecordError::Invalid(_)), "{e}");
+            let e = e.to_string();
+            assert!(e.contains(want), "{e} (want {want})");
+        };
+        let run = fixture("udp_run.json");
+        assert!(Record::from_json(&run.to_string()).is_ok());
+        let mut v = run.clone();
+        v["generator"]["window_loss_pct"] = 1e308.into();
+        refused(
+            &v,
+            "at generator.window_loss_pct: allowed figures up to 9007199254740992",
+        );
+        v["generator"]["window_loss_pct"] = 100.5.into();
+        refused(&v, "generator.window_loss_pct 100.5 %: allowed 0..=100 %");
+        let mut v = run.clone();
+        v["generator"]["attempted"] = u64::MAX.into();
+        refused(&v, "18446744073709551615 at generator.attempted");
+        let mut v = run.clone();
+        v["ledger"]["request"]["attempted"] = (1u64 << 54).into();
+        refused(&v, "at ledger.request.attempted");
+        let mut v = run.clone();
+        v["meta"]["cpus"] = 0.into();
+        refused(&v, "meta.cpus 0: allowed 1..=8192");
+        let mut v = run.clone();
+        v["environment"]["cpus"] = 0.into();
+        refused(&v, "environment.cpus 0: allowed 1..=8192");
+        let mut v = run.clone();
+        v["observer"]["series"]["t_ms"] = serde_json::json!([]);
+        refused(&v, "values beside 0 sample times");
+        let mut v = run.clone();
+        v["observer"]["cpu_pct"]["cpu0"]["busy"] = 250.0.into();
+        refused(&v, "observer.cpu_pct.cpu0.busy 250 %");
+        let mut v = run.clone();
+        v["elapsed_s"] = (-1.0).into();
+        refused(&v, "elapsed_s -1 s");
+        // An agent outside its fleet.
+        let mut v = run.clone();
+        let plan = tpslab_plan::fleet::FleetPlan::parse("target = \"10.0.0.1:9000\"\n").unwrap();
+        v["agent"] = serde_json::json!({"index": 0, "of": 0, "plan_hash": plan.hash(),
+            "plan": plan, "start_at_unix_ms": 1, "start_error_us": 0, "clock": null});
+        refused(&v, "agent of 0: allowed 1..=1024 agents");
+        v["agent"]["of"] = 2000.into();
+        refused(&v, "agent of 2000: allowed 1..=1024 agents");
+        v["agent"]["of"] = 2.into();
+        v["agent"]["index"] = 2.into();
+        refused(&v, "agent 2 of 2: allowed 0..=1");
+        v["agent"]["index"] = 1.into();
+        assert!(Record::from_json(&v.to_string()).is_ok());
+        // A histogram whose header asks for more than tpslab's bounds.
+        let mut v = run.clone();
+        let h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 62, 5).unwrap();
+        let text = crate::stats::encode_histogram(&h);
+        v["generator"]["histograms"] = serde_json::json!({"intended": text, "actual": text});
+        refused(
+            &v,
+            "its intended latency histogram does not decode: a histogram of 1..=4611686018427387904 at 5 digits",
+        );
+        // An estimate of several runs without its spread (null is NaN); ramp steps of no time.
+        let mut v = fixture("sweep.json");
+        v["result"]["cells"][0]["figures"]["tps"]["stddev"] = serde_json::Value::Null;
+        refused(&v, "without its stddev at result.cells.figures.tps");
+        let mut v = fixture("sweep.json");
+        v["runs"][0]["metrics"]["loss_pct"] = 101.into();
+        refused(&v, "loss or CPU share of 101 %");
+        let mut v = fixture("ramp.json");
+        v["steps"][0]["measured_s"] = 0.into();
+        refused(&v, "a ramp step measured for 0 s");
+        // Identifiers are not figures: any u64 is one.
+        let mut v = fixture("sweep.json");
+        v["plan"]["seed"] = u64::MAX.into();
+        assert!(Record::from_json(&v.to_string()).is_ok());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 mod envelope;
 pub mod tcp;
+mod valid;
 pub use envelope::*;
 pub use tcp::TcpRecord;
 

@@ -126,9 +126,10 @@ fn alerts(r: &RunRecord, prefix: &str) -> Vec<String> {
 fn series<'a>(r: &'a RunRecord, name: &str) -> Option<(&'a [f64], &'a [f64])> {
     let o = r.observer.as_ref()?;
     let v = o.series.values.get(name)?;
-    // Rates start at the second sample: align on the last times.
+    // Rates start at the second sample: align on the last times. An empty series is no
+    // line (callers take its first and last times).
     let t = &o.series.t_ms;
-    (v.len() <= t.len()).then(|| (&t[t.len() - v.len()..], v.as_slice()))
+    (!v.is_empty() && v.len() <= t.len()).then(|| (&t[t.len() - v.len()..], v.as_slice()))
 }
 
 fn source(r: &RunRecord, name: &str) -> String {

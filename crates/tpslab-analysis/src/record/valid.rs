@@ -1,0 +1,210 @@
+//! What no run could write, refused when a record is read back ([`super::Record::check`]):
+//! figures beyond [`MAX_FIGURE`], shares outside 0..=100 %, a host without CPUs, an
+//! agent outside its fleet, histograms beyond their bounds, estimates without a value,
+//! series of different lengths. Each check gives one phrase naming the field and what
+//! is allowed.
+
+use super::{Record, RunRecord};
+use serde_json::Value;
+use tpslab_plan::fleet::MAX_AGENTS;
+use tpslab_plan::limits::{CPUS, MAX_FIGURE};
+
+/// Keys whose numbers are identifiers, not figures: any u64 is one.
+const IDENTIFIERS: &[&str] = &["run_id", "seed"];
+
+/// Every number of `rec` (as it is written) within [`MAX_FIGURE`] in magnitude, and every
+/// estimate (an object with `n`, `mean`, `stddev`, `ci_lo`, `ci_hi`) with the figures its
+/// `n` runs give: a mean of one run or more, a spread and interval of two or more.
+pub(super) fn figures(rec: &Record) -> Result<(), String> {
+    let v = serde_json::to_value(rec).map_err(|e| format!("does not serialise: {e}"))?;
+    walk(&v, &mut vec![])
+}
+
+fn walk<'a>(v: &'a Value, at: &mut Vec<&'a str>) -> Result<(), String> {
+    match v {
+        Value::Object(m) => {
+            estimate(m, at)?;
+            for (k, x) in m {
+                at.push(k);
+                walk(x, at)?;
+                at.pop();
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                walk(x, at)?;
+            }
+        }
+        Value::Number(n) => {
+            if at.last().is_some_and(|k| IDENTIFIERS.contains(k)) {
+                return Ok(());
+            }
+            let big = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => u > MAX_FIGURE,
+                (_, Some(i), _) => i.unsigned_abs() > MAX_FIGURE,
+                (_, _, Some(f)) => f.is_nan() || f.abs() > MAX_FIGURE as f64,
+                _ => true,
+            };
+            if big {
+                return Err(format!(
+                    "{n} at {}: allowed figures up to {MAX_FIGURE} in magnitude",
+                    at.join(".")
+                ));
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
+    Ok(())
+}
+
+/// An estimate's figures as its run count `n` gives them (null stands for NaN).
+fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), String> {
+    let Some(n) = m.get("n").and_then(Value::as_u64) else {
+        return Ok(());
+    };
+    if !["mean", "stddev", "ci_lo", "ci_hi"]
+        .iter()
+        .all(|k| m.contains_key(*k))
+    {
+        return Ok(());
+    }
+    let needed: &[&str] = match n {
+        0 => &[],
+        1 => &["mean"],
+        _ => &["mean", "stddev", "ci_lo", "ci_hi"],
+    };
+    for k in needed {
+        if !m.get(*k).is_some_and(Value::is_number) {
+            return Err(format!(
+                "an estimate of {n} run(s) without its {k} at {}",
+                at.join(".")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The host's CPUs of a record's metadata or environment.
+pub(super) fn cpus(what: &str, n: usize) -> Result<(), String> {
+    CPUS.check(what, n as u64)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A share of something, percent: 0..=100.
+fn share(what: &str, pct: f64) -> Result<(), String> {
+    if (0.0..=100.0).contains(&pct) {
+        Ok(())
+    } else {
+        Err(format!("{what} {pct} %: allowed 0..=100 %"))
+    }
+}
+
+/// A length of time that passed, seconds: finite and not negative.
+pub(super) fn elapsed(what: &str, s: f64) -> Result<(), String> {
+    if s.is_finite() && s >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{what} {s} s: allowed 0 s or more"))
+    }
+}
+
+/// A UDP run or watch: its host, shares, fleet place, histograms and series.
+pub(super) fn run(r: &RunRecord) -> Result<(), String> {
+    cpus("environment.cpus", r.environment.cpus)?;
+    elapsed("elapsed_s", r.elapsed_s)?;
+    if let Some(g) = &r.generator {
+        if let Some(l) = g.window_loss_pct {
+            share("generator.window_loss_pct", l)?;
+        }
+        for (what, x) in [
+            ("generator.rate_pps", g.rate_pps),
+            ("generator.achieved_pps", g.achieved_pps),
+            ("generator.tps", g.tps),
+        ] {
+            if x.is_nan() || x < 0.0 {
+                return Err(format!("{what} {x}: allowed 0 or more"));
+            }
+        }
+        if g.window_answered > g.window_sent {
+            return Err(format!(
+                "generator.window_answered {} above window_sent {}",
+                g.window_answered, g.window_sent
+            ));
+        }
+        if let Some(h) = &g.histograms {
+            for (which, text) in [("intended", &h.intended), ("actual", &h.actual)] {
+                crate::stats::decode_histogram(text)
+                    .map_err(|e| format!("its {which} latency histogram does not decode: {e}"))?;
+            }
+        }
+    }
+    if let Some(a) = &r.agent {
+        fleet_place("agent", a.index, a.of)?;
+    }
+    if let Some(m) = &r.merged {
+        if m.of == 0 || m.of > MAX_AGENTS {
+            return Err(format!(
+                "merged.of {}: allowed 1..={MAX_AGENTS} agents",
+                m.of
+            ));
+        }
+        for i in m
+            .agents
+            .iter()
+            .map(|a| a.index)
+            .chain(m.missing.iter().copied())
+        {
+            fleet_place("merged agent", i, m.of)?;
+        }
+        if m.agents.len() + m.missing.len() != m.of {
+            return Err(format!(
+                "merged: {} agent(s) and {} missing of {}",
+                m.agents.len(),
+                m.missing.len(),
+                m.of
+            ));
+        }
+        for a in &m.agents {
+            if let Some(l) = a.window_loss_pct {
+                share("merged agent window_loss_pct", l)?;
+            }
+        }
+    }
+    if let Some(o) = &r.observer {
+        let t = o.series.t_ms.len();
+        if let Some((name, v)) = o.series.values.iter().find(|(_, v)| v.len() > t) {
+            return Err(format!(
+                "observer series {name} of {} values beside {t} sample times",
+                v.len()
+            ));
+        }
+        if o.series
+            .t_ms
+            .windows(2)
+            .any(|w| w[0].is_nan() || w[0] > w[1])
+        {
+            return Err("observer sample times that go back".into());
+        }
+        for (cpu, m) in &o.cpu_pct {
+            for (k, &x) in m {
+                share(&format!("observer.cpu_pct.{cpu}.{k}"), x)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Agent `index` of a fleet of `of`: 0..of, of 1..=[`MAX_AGENTS`].
+pub(super) fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
+    if of == 0 || of > MAX_AGENTS {
+        return Err(format!("{what} of {of}: allowed 1..={MAX_AGENTS} agents"));
+    }
+    if index >= of {
+        return Err(format!(
+            "{what} {index} of {of}: allowed 0..={} (agents are numbered from 0)",
+            of - 1
+        ));
+    }
+    Ok(())
+}

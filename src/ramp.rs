@@ -357,6 +357,11 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     if let Some(p) = &a.record.json {
         writeln!(out, "record written to {}", p.display())?;
     }
+    // A target that refused every request: nothing was measured, an environment error
+    // (exit 2, one line), after the record is kept like any run's.
+    if let Some(why) = r.run.unreachable() {
+        bail!(why);
+    }
     a.gate.exit(&r.run.outcome(), applies::RAMP)
 }
 

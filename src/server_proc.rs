@@ -148,8 +148,14 @@ impl ServerProcess {
             }
             if members.is_empty() {
                 if let Some(st) = group.ended() {
+                    // A server that forks into the background and exits leaves no one.
+                    let hint = if st.success() {
+                        "; a server that daemonizes must be kept in the foreground"
+                    } else {
+                        ""
+                    };
                     bail!(
-                        "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}; {}",
+                        "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}{hint}; {}",
                         srv.log.as_deref().map_or(String::new(), tail)
                     );
                 }

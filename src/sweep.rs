@@ -43,8 +43,10 @@ pub(crate) struct SweepArgs {
     /// [[factor]] tables (name, levels); flags given as well override it.
     #[arg(long)]
     pub(crate) plan: Option<PathBuf>,
-    /// Run the user's server instead of tpslab's: a shell command with {port}, started
-    /// for every run and stopped after it; cpus/sched factors apply to its threads.
+    /// Run the user's server instead of tpslab's: a shell command with {port}, run by
+    /// `sh -c` as its own process group, started for every run and stopped after it (and
+    /// with tpslab); cpus/sched factors apply to the threads of the group's process that
+    /// owns the UDP socket on the port.
     #[arg(long)]
     pub(crate) server_cmd: Option<String>,
     /// Built-in study: s2 (affinity x scheduler on an S2-like consumer).

@@ -718,35 +718,6 @@ fn dnsmasq_keeps_up_and_overloaded() {
 // ---------------------------------------------------------------------------------------
 // 6. --server-cmd: a shell command, its server found by its socket, bound to tpslab.
 
-/// `cd DIR && python3 udp_server.py {port} 0 DIR 2>&1 | tee DIR/log`: a command that needs
-/// a shell (cd, &&, a pipeline), whose every process (sh, python3, tee) names the folder
-/// DIR, unique to this test, on its command line.
-fn pipeline_cmd(dir: &std::path::Path) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/udp_server.py");
-    let d = dir.display();
-    format!("cd {d} && python3 {script} {{port}} 0 {d} 2>&1 | tee {d}/log")
-}
-
-/// PIDs of the live (not zombie) processes whose command line contains `mark`.
-fn live_with(mark: &str) -> Vec<u32> {
-    let mut v = vec![];
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(mark) {
-            v.push(pid);
-        }
-    }
-    v
-}
-
 #[test]
 fn server_cmd_pipeline_watches_the_server_and_stops_every_process() {
     let test = "server_cmd_pipeline_watches_the_server_and_stops_every_process";
@@ -756,7 +727,7 @@ fn server_cmd_pipeline_watches_the_server_and_stops_every_process() {
     let _serial = common::serial();
     let ns = NetNs::new();
     let dir = common::tmp("server-cmd-pipeline");
-    let cmd = pipeline_cmd(&dir);
+    let cmd = common::pipeline_cmd(&dir);
     let (rec, _) = diagnose(
         &ns,
         "server-cmd-pipeline",
@@ -785,7 +756,7 @@ fn server_cmd_pipeline_watches_the_server_and_stops_every_process() {
         u(&req["attempted"], "request.attempted")
     );
     // Nothing of the command outlives the run.
-    let left = live_with(dir.to_str().unwrap());
+    let left = common::live_with(dir.to_str().unwrap());
     assert!(
         left.is_empty(),
         "still running after tpslab ended: {left:?}"
@@ -803,30 +774,35 @@ fn server_cmd_dies_with_a_sigkilled_tpslab() {
     let dir = common::tmp("server-cmd-sigkill");
     let mark = dir.to_str().unwrap().to_string();
     let mut c = ns.tpslab();
-    c.args(["diagnose", "udp", "--server-cmd", &pipeline_cmd(&dir)])
-        .args(["--rate", "500", "--duration", "20s", "--warmup", "100ms"])
-        .arg("--no-verify")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    c.args([
+        "diagnose",
+        "udp",
+        "--server-cmd",
+        &common::pipeline_cmd(&dir),
+    ])
+    .args(["--rate", "500", "--duration", "20s", "--warmup", "100ms"])
+    .arg("--no-verify")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
     // `ip netns exec` execs tpslab: this child's PID is tpslab's.
     let mut tpslab = common::Kill(c.spawn().expect("spawn tpslab"));
     let t0 = Instant::now();
-    while live_with(&mark).len() < 3 {
+    while common::live_with(&mark).len() < 3 {
         assert!(
             t0.elapsed().as_secs() < 15,
             "sh, python3 and tee not all started after 15 s: {:?}",
-            live_with(&mark)
+            common::live_with(&mark)
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     tpslab.0.kill().unwrap();
     tpslab.0.wait().unwrap();
     let t1 = Instant::now();
-    while !live_with(&mark).is_empty() {
+    while !common::live_with(&mark).is_empty() {
         assert!(
             t1.elapsed().as_secs_f64() < 2.0,
             "still running 2 s after tpslab was SIGKILLed: {:?}",
-            live_with(&mark)
+            common::live_with(&mark)
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -407,3 +407,47 @@ fn a_sysctl_level_the_kernel_refuses_stops_the_sweep_before_any_run() {
         "host restored"
     );
 }
+
+/// `--server-cmd` as a shell command (cd, &&, a pipeline): each cell's cpus are those of
+/// the process owning the socket (python3), not of the shell, and no process of the
+/// command outlives the sweep.
+#[test]
+fn server_cmd_pipeline_cells_pin_the_server_not_the_shell() {
+    let test = "server_cmd_pipeline_cells_pin_the_server_not_the_shell";
+    if !common::can_netns(test) || !common::need(test, "/usr/bin/tee") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let dir = tmp("sweep-server-cmd");
+    let out = tmp("sweep-server-cmd-out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut c = ns.tpslab();
+    c.args(["sweep", "--server-cmd", &common::pipeline_cmd(&dir)])
+        .args(["--factor", "cpus=all,1", "--repeat", "1", "--rate", "1000"])
+        .args([
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--seed",
+            "3",
+            "--out",
+        ])
+        .arg(&out);
+    let o = run(c);
+    assert!(o.status.success());
+    for (cell, cpus) in [
+        ("cell00-rep0.json", "cpus 0-"),
+        ("cell01-rep0.json", "cpus 1"),
+    ] {
+        let rec = record(&out.join(cell));
+        let sched = rec["observer"]["target_sched"].to_string();
+        assert!(
+            sched.contains("python3") && sched.contains(cpus),
+            "{cell}: {sched}"
+        );
+    }
+    let left = common::live_with(dir.to_str().unwrap());
+    assert!(left.is_empty(), "still running after the sweep: {left:?}");
+}

@@ -147,9 +147,13 @@ impl ServerProcess {
                 break pid;
             }
             if members.is_empty() {
-                if let Some(st) = group.ended() {
+                if let Some(end) = group.ended() {
+                    let (st, ok) = match end {
+                        Ok(st) => (st.to_string(), st.success()),
+                        Err(e) => (format!("status unknown: {e}"), false),
+                    };
                     // A server that forks into the background and exits leaves no one.
-                    let hint = if st.success() {
+                    let hint = if ok {
                         "; a server that daemonizes must be kept in the foreground"
                     } else {
                         ""

@@ -64,11 +64,14 @@ pub struct Group {
     in_pid_ns: bool,
     /// The leader's end, once it ended (it stays unreaped, a zombie holding its PID and so
     /// the group's ID, until the keeper is released).
-    ended: Arc<(Mutex<Option<ExitStatus>>, Condvar)>,
+    ended: Arc<(Mutex<Option<Ended>>, Condvar)>,
     /// Dropped to let the keeper reap the leader and end.
     release: Option<mpsc::Sender<()>>,
     keeper: Option<std::thread::JoinHandle<()>>,
 }
+
+/// How the first process ended: its wait status, or the errno of a waitid that failed.
+type Ended = Result<ExitStatus, i32>;
 
 /// The leader's wait status once it has ended, without reaping it (waitid WNOWAIT);
 /// blocks until then.
@@ -155,7 +158,7 @@ impl Group {
     /// Errors: the spawn's (the program cannot be run), or ESRCH if this process was
     /// being killed at that moment.
     pub fn spawn(mut cmd: Command) -> std::io::Result<Group> {
-        let ended: Arc<(Mutex<Option<ExitStatus>>, Condvar)> = Arc::default();
+        let ended: Arc<(Mutex<Option<Ended>>, Condvar)> = Arc::default();
         let (started_tx, started_rx) = mpsc::sync_channel::<std::io::Result<(u32, bool)>>(1);
         let (release, released) = mpsc::channel::<()>();
         let ended2 = Arc::clone(&ended);
@@ -202,7 +205,7 @@ impl Group {
                 let st = wait_nowait(pid);
                 let (lock, cv) = &*ended2;
                 *lock.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(st.unwrap_or_else(|_| ExitStatus::from_raw(0)));
+                    Some(st.map_err(|e| e.raw_os_error().unwrap_or(0)));
                 cv.notify_all();
                 // Reaped only when released: until then the PID, the group's ID, cannot
                 // be reused, so signals to the group reach no one else.
@@ -241,9 +244,11 @@ impl Group {
     }
 
     /// How the first process ended, or None while it runs. Other processes of the group
-    /// may remain (see [`Group::members`]).
-    pub fn ended(&self) -> Option<ExitStatus> {
-        *self.ended.0.lock().unwrap_or_else(|e| e.into_inner())
+    /// may remain (see [`Group::members`]). Errors: its status could not be read
+    /// (waitid's error, e.g. ECHILD where SIGCHLD is ignored).
+    pub fn ended(&self) -> Option<std::io::Result<ExitStatus>> {
+        let e = *self.ended.0.lock().unwrap_or_else(|e| e.into_inner());
+        e.map(|r| r.map_err(std::io::Error::from_raw_os_error))
     }
 
     /// Waits at most `timeout` for the first process to end; true if it has.

@@ -68,7 +68,9 @@ pub(crate) struct DiagUdpArgs {
     /// Server address, HOST:PORT (not with --server-cmd).
     pub(crate) target: Option<String>,
     /// Start the user's server for each run: a shell command with {port} (e.g.
-    /// 'java UdpServer.java {port}'), stopped by PID after the run; with --verify the
+    /// 'cd srv && java UdpServer.java {port}'), run by `sh -c` as its own process group
+    /// that is stopped after the run and dies with tpslab; the group's process owning the
+    /// UDP socket on the port is the server watched; with --verify the
     /// recommended host sysctls are applied before it starts again, so the fix is proven
     /// on the user's own server.
     #[arg(long)]

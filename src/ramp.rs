@@ -352,6 +352,11 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     }
     let print = |out: &mut dyn Write| tpslab_report::term::ramp_results(out, r);
     out::emit(&rec, outputs, out::Terminal::With(&print))?;
+    // A target that refused every request: nothing was measured, an environment error
+    // (exit 2, one line), after the record is kept like any run's.
+    if let Some(why) = r.run.unreachable() {
+        bail!(why);
+    }
     a.gate.exit(&r.run.outcome(), applies::RAMP)
 }
 

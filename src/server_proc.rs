@@ -1,8 +1,9 @@
-//! The one handle for a server tpslab starts for a run and stops afterwards, by its PID
-//! only: the user's own server from a shell command with `{port}` (`sweep --server-cmd`,
-//! `diagnose udp --server-cmd`), or tpslab's reference server in a child process (`ramp
-//! tcp` without a target). A server tpslab did not start is named by `--pid` instead and
-//! never stopped.
+//! The one handle for a server tpslab starts for a run and stops afterwards: the user's
+//! own server from a shell command with `{port}` (`sweep --server-cmd`, `diagnose udp
+//! --server-cmd`), run by `sh -c` as a process group bound to tpslab's life and stopped as
+//! a whole ([`tpslab_net::process::Group`]), or tpslab's reference server in a child
+//! process (`ramp tcp` without a target), stopped by its PID. A server tpslab did not start
+//! is named by `--pid` instead and never stopped.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::io::BufRead;
@@ -10,12 +11,22 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use tpslab_net::process::Group;
 use tpslab_net::sched::SchedPolicy;
 
-/// A server started for one run and stopped (SIGTERM, then SIGKILL after a second, by
-/// PID) when dropped.
+/// What was started: tpslab's own server (one child) or the user's command (a group).
+enum Started {
+    Child(Child),
+    Group(Group),
+}
+
+/// A server started for one run and stopped (SIGTERM, then SIGKILL after a second: the
+/// child by its PID, the user's command as a whole group) when dropped.
 pub(crate) struct ServerProcess {
-    child: Child,
+    started: Started,
+    /// The server's PID: the child's, or for a user's command the process of its group
+    /// that owns the UDP socket on the port (not the shell running it).
+    pid: u32,
     /// Where it listens.
     pub(crate) addr: SocketAddr,
     /// Its stderr, kept to explain a server that exits early; removed on drop.
@@ -35,9 +46,9 @@ fn tail(log: &std::path::Path) -> String {
 }
 
 impl ServerProcess {
-    /// Its process ID.
+    /// The server's process ID (see [`ServerProcess`]'s `pid`).
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Starts tpslab's own executable with `args` (a `serve` command that binds port 0,
@@ -61,7 +72,8 @@ impl ServerProcess {
             .ok_or_else(|| anyhow!("no stdout of the server"))?;
         // Stopped by drop from here on, whatever happens next.
         let mut srv = ServerProcess {
-            child,
+            pid: child.id(),
+            started: Started::Child(child),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             log: None,
         };
@@ -76,9 +88,16 @@ impl ServerProcess {
         Ok(srv)
     }
 
-    /// Starts `template` with a free port and waits (at most 20 s: a JVM compiling a
-    /// single-file source takes seconds) until it listens;
-    /// applies the cell's cpus/sched to every thread of it, like taskset -p / chrt -p.
+    /// Starts `template` with a free port for `{port}`, as `sh -c` (so `cd DIR && srv`,
+    /// `VAR=1 srv`, `a; b` and pipelines work as in a shell) in a process group bound to
+    /// tpslab ([`Group`]: stopped with tpslab even when it is SIGKILLed), and waits (at
+    /// most 20 s: a JVM compiling a single-file source takes seconds) until a process of
+    /// that group owns a UDP socket on the port: that process is the server (its PID is
+    /// watched and reported). Applies the cell's cpus/sched to every thread of it, like
+    /// taskset -p / chrt -p.
+    /// Errors: the command cannot start, its group ends before listening, or no process
+    /// of it listens within 20 s (naming a process outside the group that holds the port,
+    /// e.g. a server that daemonized).
     pub(crate) fn user_udp(
         template: &str,
         cpus: &[usize],
@@ -99,37 +118,67 @@ impl ServerProcess {
             .create_new(true)
             .open(&log)
             .with_context(|| format!("--server-cmd: {}", log.display()))?;
-        let child = std::process::Command::new("sh")
-            .args(["-c", &format!("exec {cmd}")])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(err)
-            .spawn()
-            .with_context(|| format!("--server-cmd \"{cmd}\""))?;
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &cmd])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err);
+        let group = match Group::spawn(sh) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = std::fs::remove_file(&log);
+                return Err(e).with_context(|| format!("--server-cmd \"{cmd}\""));
+            }
+        };
         let mut srv = ServerProcess {
-            child,
+            pid: group.pid(),
+            started: Started::Group(group),
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             log: Some(log),
         };
-        let pid = srv.child.id();
-        let target = tpslab_engine::observe::SocketMatch {
-            port: Some(port),
-            ..Default::default()
+        let Started::Group(group) = &srv.started else {
+            unreachable!("started as a group above")
         };
-        let root = PathBuf::from(format!("/proc/{pid}"));
         let t0 = std::time::Instant::now();
-        while tpslab_engine::observe::socket_queue(&root, &target).0 == 0 {
-            if let Some(st) = srv.child.try_wait()? {
-                bail!(
-                    "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}; {}",
-                    srv.log.as_deref().map_or(String::new(), tail)
-                );
+        let pid = loop {
+            let members = group.members();
+            let (owner, outside) = socket_owner(&members, port);
+            if let Some(pid) = owner {
+                break pid;
+            }
+            if members.is_empty() {
+                if let Some(end) = group.ended() {
+                    let (st, ok) = match end {
+                        Ok(st) => (st.to_string(), st.success()),
+                        Err(e) => (format!("status unknown: {e}"), false),
+                    };
+                    // A server that forks into the background and exits leaves no one.
+                    let hint = if ok {
+                        "; a server that daemonizes must be kept in the foreground"
+                    } else {
+                        ""
+                    };
+                    bail!(
+                        "--server-cmd \"{cmd}\" exited ({st}) before listening on port {port}{hint}; {}",
+                        srv.log.as_deref().map_or(String::new(), tail)
+                    );
+                }
             }
             if t0.elapsed() > Duration::from_secs(20) {
-                bail!("--server-cmd \"{cmd}\": no UDP socket on port {port} after 20 s");
+                let held = outside.map_or(String::new(), |p| {
+                    format!(
+                        " (process {p}, outside the command's process group, holds it: did the \
+                         server daemonize? keep it in the foreground)"
+                    )
+                });
+                bail!(
+                    "--server-cmd \"{cmd}\": no process of it has a UDP socket on port {port} \
+                     after 20 s{held}"
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
+        srv.pid = pid;
         for tid in tpslab_proc::live::task_ids(pid) {
             if !cpus.is_empty() {
                 tpslab_net::sched::set_affinity_of(tid, cpus)?;
@@ -142,22 +191,64 @@ impl ServerProcess {
     }
 }
 
+/// Which process owns a UDP socket bound to `port`: the first (lowest PID) of `members`
+/// holding one (from the socket inodes in `/proc/PID/fd` matched against the UDP tables
+/// of that process's network namespace, `/proc/PID/net/udp{,6}`); else, if a socket on
+/// the port exists there but none of `members` holds it, some process outside them that
+/// does (for the error message), if one can be seen.
+fn socket_owner(members: &[u32], port: u16) -> (Option<u32>, Option<u32>) {
+    let Some(first) = members.first() else {
+        return (None, None);
+    };
+    let root = PathBuf::from(format!("/proc/{first}"));
+    let mut socks = tpslab_proc::live::udp(&root).unwrap_or_default();
+    socks.extend(tpslab_proc::live::udp6(&root).unwrap_or_default());
+    let mut on_port: Vec<u64> = socks
+        .iter()
+        .filter(|s| s.inode != 0 && s.local.port() == port)
+        .map(|s| s.inode)
+        .collect();
+    if on_port.is_empty() {
+        return (None, None);
+    }
+    on_port.sort_unstable();
+    let holds = |pid: u32| {
+        tpslab_proc::live::socket_inodes(pid)
+            .iter()
+            .any(|i| on_port.binary_search(i).is_ok())
+    };
+    if let Some(&pid) = members.iter().find(|&&p| holds(p)) {
+        return (Some(pid), None);
+    }
+    let outside = std::fs::read_dir("/proc").ok().and_then(|rd| {
+        rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&p| !members.contains(&p) && holds(p))
+    });
+    (None, outside)
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         if let Some(log) = &self.log {
             let _ = std::fs::remove_file(log);
         }
-        tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.child.id())));
-        // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
-        let _ = tpslab_net::process::terminate(&self.child);
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < Duration::from_secs(1) {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
+        tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{}", self.pid)));
+        match &mut self.started {
+            // Every process of the group: SIGTERM, then SIGKILL after a second.
+            Started::Group(g) => g.stop(Duration::from_secs(1)),
+            Started::Child(child) => {
+                // SIGTERM, then SIGKILL after a second: only the process we started, by PID.
+                let _ = tpslab_net::process::terminate(child);
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < Duration::from_secs(1) {
+                    if matches!(child.try_wait(), Ok(Some(_))) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

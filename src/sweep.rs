@@ -43,8 +43,10 @@ pub(crate) struct SweepArgs {
     /// [[factor]] tables (name, levels); flags given as well override it.
     #[arg(long)]
     pub(crate) plan: Option<PathBuf>,
-    /// Run the user's server instead of tpslab's: a shell command with {port}, started
-    /// for every run and stopped after it; cpus/sched factors apply to its threads.
+    /// Run the user's server instead of tpslab's: a shell command with {port}, run by
+    /// `sh -c` as its own process group, started for every run and stopped after it (and
+    /// with tpslab); cpus/sched factors apply to the threads of the group's process that
+    /// owns the UDP socket on the port.
     #[arg(long)]
     pub(crate) server_cmd: Option<String>,
     /// Built-in study: s2 (affinity x scheduler on an S2-like consumer).
@@ -163,6 +165,7 @@ fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
         let plan: Plan = serde_json::from_str(&text)
             .with_context(|| format!("--resume: {}", plan_path.display()))?;
         check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;
+        check_sysctl_levels(&plan)?;
         plan
     } else {
         let plan = make_plan(a)?;
@@ -176,6 +179,7 @@ fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
                 );
             }
         }
+        check_sysctl_levels(&plan)?;
         let leftovers = std::fs::read_dir(&a.out).is_ok_and(|mut d| {
             d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("cell")))
         });
@@ -189,6 +193,23 @@ fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
         out::write_json_as("--out", plan_path, &plan)?;
         plan
     })
+}
+
+/// Every level of every sysctl factor, written once and restored at once (the host
+/// guard), so a level the kernel refuses stops the sweep before its first run, not at its
+/// cell. Errors: one line naming the factor, the level and the kernel's answer.
+fn check_sysctl_levels(plan: &Plan) -> Result<()> {
+    for f in plan.factors.iter().filter(|f| f.name.contains('.')) {
+        for level in &f.levels {
+            HostGuard::check_accepted(&f.name, level).map_err(|e| {
+                anyhow::anyhow!(
+                    "--factor {}: level \"{level}\": the kernel does not take it ({e})",
+                    f.name
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs one cell's repetition (the `i`-th run of the sweep), the user's server started

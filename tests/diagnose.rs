@@ -714,3 +714,96 @@ fn dnsmasq_keeps_up_and_overloaded() {
     );
     assert_ledger_balances(&rec, true);
 }
+
+// ---------------------------------------------------------------------------------------
+// 6. --server-cmd: a shell command, its server found by its socket, bound to tpslab.
+
+#[test]
+fn server_cmd_pipeline_watches_the_server_and_stops_every_process() {
+    let test = "server_cmd_pipeline_watches_the_server_and_stops_every_process";
+    if !can_run(test) || !common::need(test, "/usr/bin/tee") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let dir = common::tmp("server-cmd-pipeline");
+    let cmd = common::pipeline_cmd(&dir);
+    let (rec, _) = diagnose(
+        &ns,
+        "server-cmd-pipeline",
+        &[
+            "udp",
+            "--server-cmd",
+            &cmd,
+            "--rate",
+            "1000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--no-verify",
+        ],
+        None,
+    );
+    // The process watched is the one owning the socket (python3), not the shell: its
+    // reads are counted, so the ledger is consistent and every datagram is read.
+    let sched = rec["before"]["observer"]["target_sched"].to_string();
+    assert!(sched.contains("python3"), "watched {sched}");
+    assert_ne!(case(&rec), "inconsistent", "{}", evidence(&rec));
+    let req = &rec["before"]["ledger"]["request"];
+    assert_eq!(
+        common::row(req, "delivered"),
+        u(&req["attempted"], "request.attempted")
+    );
+    // Nothing of the command outlives the run.
+    let left = common::live_with(dir.to_str().unwrap());
+    assert!(
+        left.is_empty(),
+        "still running after tpslab ended: {left:?}"
+    );
+}
+
+#[test]
+fn server_cmd_dies_with_a_sigkilled_tpslab() {
+    let test = "server_cmd_dies_with_a_sigkilled_tpslab";
+    if !can_run(test) || !common::need(test, "/usr/bin/tee") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let dir = common::tmp("server-cmd-sigkill");
+    let mark = dir.to_str().unwrap().to_string();
+    let mut c = ns.tpslab();
+    c.args([
+        "diagnose",
+        "udp",
+        "--server-cmd",
+        &common::pipeline_cmd(&dir),
+    ])
+    .args(["--rate", "500", "--duration", "20s", "--warmup", "100ms"])
+    .arg("--no-verify")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    // `ip netns exec` execs tpslab: this child's PID is tpslab's.
+    let mut tpslab = common::Kill(c.spawn().expect("spawn tpslab"));
+    let t0 = Instant::now();
+    while common::live_with(&mark).len() < 3 {
+        assert!(
+            t0.elapsed().as_secs() < 15,
+            "sh, python3 and tee not all started after 15 s: {:?}",
+            common::live_with(&mark)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    tpslab.0.kill().unwrap();
+    tpslab.0.wait().unwrap();
+    let t1 = Instant::now();
+    while !common::live_with(&mark).is_empty() {
+        assert!(
+            t1.elapsed().as_secs_f64() < 2.0,
+            "still running 2 s after tpslab was SIGKILLed: {:?}",
+            common::live_with(&mark)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

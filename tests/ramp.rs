@@ -512,3 +512,33 @@ fn waits_on_disk_io_that_grow_with_users_are_named() {
         "{text}"
     );
 }
+
+/// A port nothing listens on: every connection refused, nothing measured. That is an
+/// environment error like iperf3's "unable to connect" (exit 2, one line), not a ramp
+/// that ends 0 with "no replies at all"; the record is still written.
+#[test]
+fn a_target_that_refuses_every_connection_is_an_error() {
+    if !common::can_netns("a_target_that_refuses_every_connection_is_an_error") {
+        return;
+    }
+    let ns = NetNs::new();
+    for proto in ["tcp", "udp"] {
+        let json = common::tmp(&format!("ramp-refused-{proto}.json"));
+        let _ = std::fs::remove_file(&json);
+        let mut c = ns.tpslab();
+        c.args(["ramp", proto, "127.0.0.1:7399", "--users", "1..2"])
+            .args(["--step-duration", "300ms", "--warmup", "100ms"])
+            .arg("--json")
+            .arg(&json);
+        let out = common::run(c);
+        assert_eq!(out.status.code(), Some(2), "{proto}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{proto}: one line: {err}");
+        assert!(
+            err.contains("127.0.0.1:7399") && err.contains("connection refused"),
+            "{proto}: {err}"
+        );
+        let rec = common::record(&json);
+        assert_eq!(rec["kind"], "ramp", "{proto}: the record is kept");
+    }
+}

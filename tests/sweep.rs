@@ -345,3 +345,109 @@ levels = ["other", "fifo:10"]
     }
     assert_eq!(seen, 6);
 }
+
+/// A sysctl level the kernel refuses (rmem_max below its minimum) stops the sweep before
+/// its first run with one line naming the factor and the level: no run, no plan to
+/// --resume into the same failure, the host as it was.
+#[test]
+fn a_sysctl_level_the_kernel_refuses_stops_the_sweep_before_any_run() {
+    if !common::can_netns("a_sysctl_level_the_kernel_refuses_stops_the_sweep_before_any_run") {
+        return;
+    }
+    let _serial = common::serial();
+    const RMEM_MAX: &str = "/proc/sys/net/core/rmem_max";
+    let before = std::fs::read_to_string(RMEM_MAX)
+        .unwrap()
+        .trim()
+        .to_string();
+    let ns = NetNs::new();
+    let out = tmp("sweep-refused");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut c = ns.tpslab();
+    c.env("TPSLAB_STATE_DIR", tmp("state-sweep-refused"));
+    // The baseline is the current value (writing it changes nothing); 1 is below the
+    // kernel's minimum receive buffer: EINVAL, nothing written.
+    c.args([
+        "sweep",
+        "--factor",
+        &format!("net.core.rmem_max={before},1"),
+        "--repeat",
+        "1",
+        "--rate",
+        "1000",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "100ms",
+        "--seed",
+        "1",
+        "--out",
+    ])
+    .arg(&out);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("net.core.rmem_max") && err.contains("level \"1\""),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "a run started: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        !out.join("plan.json").exists(),
+        "a plan to resume was saved"
+    );
+    assert_eq!(
+        std::fs::read_to_string(RMEM_MAX).unwrap().trim(),
+        before,
+        "host restored"
+    );
+}
+
+/// `--server-cmd` as a shell command (cd, &&, a pipeline): each cell's cpus are those of
+/// the process owning the socket (python3), not of the shell, and no process of the
+/// command outlives the sweep.
+#[test]
+fn server_cmd_pipeline_cells_pin_the_server_not_the_shell() {
+    let test = "server_cmd_pipeline_cells_pin_the_server_not_the_shell";
+    if !common::can_netns(test) || !common::need(test, "/usr/bin/tee") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let dir = tmp("sweep-server-cmd");
+    let out = tmp("sweep-server-cmd-out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut c = ns.tpslab();
+    c.args(["sweep", "--server-cmd", &common::pipeline_cmd(&dir)])
+        .args(["--factor", "cpus=all,1", "--repeat", "1", "--rate", "1000"])
+        .args([
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--seed",
+            "3",
+            "--out",
+        ])
+        .arg(&out);
+    let o = run(c);
+    assert!(o.status.success());
+    for (cell, cpus) in [
+        ("cell00-rep0.json", "cpus 0-"),
+        ("cell01-rep0.json", "cpus 1"),
+    ] {
+        let rec = record(&out.join(cell));
+        let sched = rec["observer"]["target_sched"].to_string();
+        assert!(
+            sched.contains("python3") && sched.contains(cpus),
+            "{cell}: {sched}"
+        );
+    }
+    let left = common::live_with(dir.to_str().unwrap());
+    assert!(left.is_empty(), "still running after the sweep: {left:?}");
+}

@@ -403,3 +403,32 @@ impl Drop for Kill {
         let _ = self.0.wait();
     }
 }
+
+/// `cd DIR && python3 udp_server.py {port} 0 DIR 2>&1 | tee DIR/log`: a command that needs
+/// a shell (cd, &&, a pipeline), whose every process (sh, python3, tee) names the folder
+/// DIR, unique to this test, on its command line.
+pub fn pipeline_cmd(dir: &std::path::Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/udp_server.py");
+    let d = dir.display();
+    format!("cd {d} && python3 {script} {{port}} 0 {d} 2>&1 | tee {d}/log")
+}
+
+/// PIDs of the live (not zombie) processes whose command line contains `mark`.
+pub fn live_with(mark: &str) -> Vec<u32> {
+    let mut v = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(mark) {
+            v.push(pid);
+        }
+    }
+    v
+}

@@ -140,6 +140,38 @@ pub struct RampRecord {
 }
 
 impl RampRecord {
+    /// Why the ramp measured nothing because the target could not be reached, as one line
+    /// for an environment error (like iperf3's "unable to connect"): Some when no request
+    /// was answered in any step and every failure was a connection that could not be
+    /// made (a TCP connect that failed: refused, timed out, unreachable; a UDP request
+    /// refused by an ICMP port unreachable). None when some request was answered, when
+    /// none failed, when some failed otherwise (a server that accepts and never answers
+    /// is measured: its timeouts are the result), or when the ramp was interrupted.
+    pub fn unreachable(&self) -> Option<String> {
+        if self.interrupted {
+            return None;
+        }
+        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
+            *kinds.entry(k).or_default() += n;
+        }
+        let cannot_connect = |k: &str| k.starts_with("connect: ") || k == "connection refused";
+        if completed > 0 || kinds.is_empty() || !kinds.keys().all(|k| cannot_connect(k)) {
+            return None;
+        }
+        let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+        let proto = match self.plan.proto {
+            RampProto::Tcp => "tcp",
+            RampProto::Udp => "udp",
+        };
+        Some(format!(
+            "ramp {proto} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
+            self.plan.target,
+            by_kind.join(", ")
+        ))
+    }
+
     /// The gates' view of the ramp: the share of requests that failed or timed out over
     /// every measured window (loss), the failures by kind (errors), and no valid evidence
     /// when no request was answered at all.

@@ -342,3 +342,40 @@ fn kernel_drop_reasons_per_step_are_evidence() {
     }
     assert_eq!(line(&r), None, "older records: no line");
 }
+
+#[test]
+fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
+    let mut r = RampRecord {
+        server_cpus: None,
+        listener: None,
+        generator_peak_rss_kib: None,
+        plan: plan(),
+        steps: vec![
+            step(1, 0, &[("connect: connection refused", 10)]),
+            step(2, 0, &[("connect: connection refused", 20)]),
+        ],
+        interrupted: false,
+    };
+    let why = r.unreachable().expect("refused everywhere");
+    assert!(
+        why.contains("127.0.0.1:1") && why.contains("connect: connection refused x30"),
+        "{why}"
+    );
+    assert!(!why.contains('\n'));
+    // UDP: the port unreachable comes back on the socket.
+    r.steps = vec![step(1, 0, &[("connection refused", 5)])];
+    assert!(r.unreachable().is_some());
+    // One reply: the server was there.
+    r.steps = vec![step(1, 1, &[("connect: connection refused", 5)])];
+    assert_eq!(r.unreachable(), None);
+    // Connected but never answered: timeouts are what was measured.
+    r.steps = vec![step(
+        1,
+        0,
+        &[("connect: connection refused", 5), ("timeout", 3)],
+    )];
+    assert_eq!(r.unreachable(), None);
+    // Nothing failed and nothing answered (e.g. interrupted at once): not this.
+    r.steps = vec![step(1, 0, &[])];
+    assert_eq!(r.unreachable(), None);
+}

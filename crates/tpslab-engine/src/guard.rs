@@ -277,6 +277,30 @@ impl HostGuard {
         Ok(guard)
     }
 
+    /// Checks that the kernel takes `name` = `value` as given, before a run depends on it:
+    /// applies it alone as [`HostGuard::apply`] does (journaled, so a crash in between is
+    /// recovered), reads it back, and restores the original at once.
+    /// Errors: the kernel refuses the write (EINVAL for a value out of its range, say) or
+    /// keeps another value (message "the kernel keeps X"); the setting cannot be read;
+    /// another tpslab holds the lock. The host is restored in every case.
+    pub fn check_accepted(name: &str, value: &str) -> Result<(), EngineError> {
+        let mut g = HostGuard::apply(&[(name.to_string(), value.to_string())])?;
+        let now = crate::env::read_sysctl(name).unwrap_or_default();
+        let r = g.restore();
+        if canonical(&now) != canonical(value) {
+            return Err(EngineError::Other(format!(
+                "the kernel keeps {now} when {value} is written"
+            )));
+        }
+        if !r.skipped.is_empty() {
+            return Err(EngineError::Other(format!(
+                "not restored: {}",
+                r.skipped.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
     /// Restores the originals and removes the journal; returns what was done (empty when
     /// already restored).
     pub fn restore(&mut self) -> Restored {

@@ -295,8 +295,16 @@ pub fn apply_level(
                     crate::sysctl::SYSCTLS.join(", ")
                 );
             }
-            if level.split_whitespace().any(|v| v.parse::<u64>().is_err()) {
-                return Err(bad("allowed a number"));
+            let want = crate::sysctl::fields(n);
+            let allowed = if want == 1 {
+                "allowed a number".to_string()
+            } else {
+                format!("allowed {want} numbers separated by spaces")
+            };
+            if level.split_whitespace().any(|v| v.parse::<u64>().is_err())
+                || level.split_whitespace().count() != want
+            {
+                return Err(bad(&allowed));
             }
             // The kernel reads a leading 0 as octal: "020000" would be 8192.
             if level

@@ -54,3 +54,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_sysctl_level_holds_as_many_numbers_as_the_sysctl() {
+    let e = parse_factor("net.core.rmem_max=1 2,3")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("net.core.rmem_max") && e.contains("\"1 2\"") && e.contains("a number"),
+        "{e}"
+    );
+    assert!(parse_factor("net.core.rmem_max=").is_err());
+    assert!(parse_factor("net.ipv4.udp_mem=1 2 3,4 5 6").is_ok());
+    let e = parse_factor("net.ipv4.udp_mem=1 2 3,1 2")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("3 numbers"), "{e}");
+}
+
+proptest! {
+    #[test]
+    fn a_sysctl_level_is_taken_iff_its_count_of_numbers_is_right(
+        nums in proptest::collection::vec(1u64..1_000_000, 0..5),
+        udp_mem in any::<bool>(),
+    ) {
+        let (name, want) = if udp_mem {
+            ("net.ipv4.udp_mem", 3)
+        } else {
+            ("net.core.netdev_max_backlog", 1)
+        };
+        let level = nums.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        let r = check_level(name, &level);
+        prop_assert_eq!(r.is_ok(), nums.len() == want, "{:?}", r);
+    }
+}

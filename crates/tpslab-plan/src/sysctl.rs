@@ -14,6 +14,15 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.udp_rmem_min",
 ];
 
+/// How many numbers a value of `name` (one of [`SYSCTLS`]) holds: 3 for
+/// `net.ipv4.udp_mem` (min, pressure, max, in pages), 1 for every other.
+pub fn fields(name: &str) -> usize {
+    match name {
+        "net.ipv4.udp_mem" => 3,
+        _ => 1,
+    }
+}
+
 /// One field of a numeric sysctl as the kernel parses it (`proc_dointvec` and friends:
 /// base 0, so `0x10` is 16 and a leading `0` means octal: `020000` is 8192).
 pub fn kernel_number(field: &str) -> Option<u64> {

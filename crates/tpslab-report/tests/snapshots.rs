@@ -339,3 +339,25 @@ fn compare_of_sweeps_uses_each_cells_repeats() {
     assert!(v.mean > 50.0);
     assert!(!row.effects[0].unwrap().significant);
 }
+
+/// The diagnose fixture's facts and diagnosis are what the analysis makes of its own
+/// "before" run and probe (regenerated, never edited by hand), and its evidence holds no
+/// figure above what it names: no more dropped within one burst interval than a burst.
+#[test]
+fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
+    use tpslab_analysis::record::Body;
+    use tpslab_analysis::verdict::{diagnose, Facts};
+    let rec = Record::from_json(&fixture("diagnose.json")).unwrap();
+    let Body::Diagnose(d) = &rec.body else {
+        panic!("diagnose.json is a diagnose record")
+    };
+    let facts = Facts::from_record(&d.before, Some(&d.probe));
+    assert!(
+        facts.peak_drops_window <= facts.burst,
+        "{} dropped within one burst interval, bursts of {}",
+        facts.peak_drops_window,
+        facts.burst
+    );
+    assert_eq!(facts, d.facts);
+    assert_eq!(diagnose(&facts, Some(&d.probe)), d.diagnosis);
+}

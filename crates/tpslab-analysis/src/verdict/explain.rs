@@ -531,10 +531,20 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
                 if f.ours { String::new() } else { format!(", in the server's code ({})", rt.name()) }
             ),
             why: format!(
-                "up to {} datagrams waited at once ({held} queued at the limit + {} dropped within one {}, at most {}): {} x {t} B charged each, x{} margin{}",
+                "up to {} datagrams waited at once ({held} queued at the limit + {}, at most {}): {} x {t} B charged each, x{} margin{}",
                 need.peak_backlog,
-                f.peak_drops_window,
-                if f.burst > 1 { "burst interval" } else { "100 ms" },
+                match f.peak_drops_window_uncapped {
+                    // More than a burst in one burst interval of samples: parts of two.
+                    Some(raw) => format!(
+                        "up to {} dropped from one burst (the samples counted {raw} within one burst interval: parts of two bursts)",
+                        f.peak_drops_window
+                    ),
+                    None => format!(
+                        "{} dropped within one {}",
+                        f.peak_drops_window,
+                        if f.burst > 1 { "burst interval" } else { "100 ms" }
+                    ),
+                },
                 if f.burst > 1 { format!("the burst of {}", f.burst) } else { "what arrived".to_string() },
                 need.peak_backlog,
                 need.margin,

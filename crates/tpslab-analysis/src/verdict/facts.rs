@@ -70,8 +70,13 @@ pub struct Facts {
     /// Seconds between bursts.
     pub burst_interval_s: f64,
     /// Most datagrams dropped at the server socket within one burst interval (or 100 ms
-    /// when paced), from the per-sample drops series.
+    /// when paced), from the per-sample drops series; at most the burst
+    /// ([`crate::buffer::peak_burst_drops`]).
     pub peak_drops_window: u64,
+    /// What the window of samples counted when it was more than the burst (drops of two
+    /// bursts), before the cap; None when not capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_drops_window_uncapped: Option<u64>,
     /// Datagram size, bytes.
     pub size_bytes: u64,
     /// Measured truesize per datagram, bytes (probe).
@@ -296,7 +301,8 @@ impl Facts {
                     .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
                     .collect();
                 let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
-                f.peak_drops_window = crate::buffer::peak_in_window(&t, &counts, window);
+                (f.peak_drops_window, f.peak_drops_window_uncapped) =
+                    crate::buffer::peak_burst_drops(&t, &counts, window, f.burst);
             }
             if let Some(c) = o.summaries.get("target_cpu_pct") {
                 f.server_cpu_mean_pct = c.mean;

@@ -1257,6 +1257,8 @@ fn a_day_that_does_not_exist_is_refused() {
         .args(["history", "--since", "2026-02-30"]);
     let out = common::run(c);
     assert_one_line_error(&out, "--since 2026-02-30: allowed a day as YYYY-MM-DD");
+}
+
 /// Runs tpslab with `args` (as [`tpslab`]) and kills it if it has not exited within 20 s:
 /// a read that never ends fails the test instead of hanging it.
 fn tpslab_bounded(args: &[&str]) -> Output {

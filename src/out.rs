@@ -204,7 +204,9 @@ pub(crate) fn live_sink(path: Option<&Path>) -> Result<Option<tpslab_engine::obs
             line.push(b'\n');
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
             // One write per line: a reader following the file sees whole lines.
-            if let Err(e) = st.0.write_all(&line) {
+            // A FIFO whose reader went away fails the line (EPIPE), not the run.
+            let file = &mut st.0;
+            if let Err(e) = tpslab_net::process::without_sigpipe(|| file.write_all(&line)) {
                 if !st.1 {
                     eprintln!("tpslab: --json-stream {name}: {e}; the run goes on");
                     st.1 = true;

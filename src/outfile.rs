@@ -1,17 +1,24 @@
 //! Output files, created the way a root process on a shared host must: never through a
-//! symbolic link (one planted by another user in a 1777 folder would redirect the write to
-//! any file), a regular file always replaced whole by a new one (written to a temporary
-//! file of an unpredictable name created with `O_EXCL` beside it, then renamed into
-//! place: a hard link or a reader never sees half a file, and nothing is written through
-//! another user's inode), mode 0644 (less the umask). A FIFO or a character device
-//! (`/dev/null`, a pipe another program reads) is written in place, opened without
-//! following links and without blocking on a FIFO nobody reads. A block device, socket or
-//! folder is refused.
+//! symbolic link another user could have planted (one in a 1777 or 0777 folder would
+//! redirect the write to any file: refused before the run), a regular file always replaced
+//! whole by a new one (written to a temporary file of an unpredictable name created with
+//! `O_EXCL` beside it, then renamed into place: a hard link or a reader never sees half a
+//! file, and nothing is written through another user's inode), mode 0644 (less the umask).
+//! A FIFO or a character device (`/dev/null`, a pipe another program reads) is written in
+//! place, opened without blocking on a FIFO nobody reads, with SIGPIPE held off so a reader
+//! that leaves fails the write, not tpslab. A block device, socket or folder is refused.
+//!
+//! A link is followed only when it is the user's own or the system's, in a folder nobody
+//! else can write to (`/dev/stdout`, a shell's `/dev/fd/63`, `latest.json -> run-7.json`
+//! in one's own folder). Only the last component is checked: a folder on the path that is
+//! itself a planted link is not detected (the kernel's fs.protected_symlinks covers the
+//! sticky folders such as /tmp).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 /// Why an output file was not written: one line, naming the flag and the path.
 #[derive(Debug)]
@@ -31,40 +38,93 @@ fn err(flag: &str, path: &Path, why: impl std::fmt::Display) -> OutError {
 
 /// What is at an output path now.
 enum Dest {
-    /// Nothing, or a regular file: a new file is renamed over it.
-    Replace,
-    /// A FIFO or character device: written in place.
-    InPlace,
+    /// Nothing, or a regular file: a new file is renamed over it (at this path, or at the
+    /// target of a link of the user's own).
+    Replace(PathBuf),
+    /// A FIFO or character device: written in place (at this path, or through a link of
+    /// the user's own such as `/dev/stdout` or a shell's `/dev/fd/63`).
+    InPlace { follow: bool },
 }
 
-/// What is at `path`, refusing a symbolic link, a folder, a block device or a socket.
+/// Whether the link at `path` is one the user made or the system owns, in a folder no
+/// one else can write to: owned by this user or by the folder's owner, the folder owned by
+/// this user or root and writable by neither group nor others (`/dev/stdout`, `/dev/fd/N`
+/// and a link in the user's own folder are; any link in /tmp or another 1777 or 0777
+/// folder is not, whoever planted it).
+fn trusted_link(path: &Path, link: &std::fs::Metadata) -> bool {
+    let euid = rustix::process::geteuid().as_raw();
+    let Ok(dir) = std::fs::metadata(folder(path)) else {
+        return false;
+    };
+    (link.uid() == euid || link.uid() == dir.uid())
+        && (dir.uid() == euid || dir.uid() == 0)
+        && dir.mode() & 0o022 == 0
+}
+
+/// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
+fn through_descriptor(path: &Path) -> bool {
+    path.starts_with("/dev")
+        || path.starts_with("/proc")
+        || std::fs::read_link(path).is_ok_and(|t| t.starts_with("/proc") || t.starts_with("/dev"))
+}
+
+/// What is at `path`, refusing a link someone else could have planted, a folder, a block
+/// device or a socket.
 fn dest(flag: &str, path: &Path) -> Result<Dest, OutError> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Dest::Replace),
-        Err(e) => Err(err(flag, path, e)),
-        Ok(m) => {
-            let t = m.file_type();
-            if t.is_symlink() {
-                Err(err(
+    if path.file_name().is_none() || path.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(err(flag, path, "a folder name; give a file name"));
+    }
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Dest::Replace(path.to_path_buf()))
+        }
+        Err(e) => return Err(err(flag, path, e)),
+        Ok(m) => m,
+    };
+    let (t, follow) = if meta.file_type().is_symlink() {
+        if !trusted_link(path, &meta) {
+            return Err(err(
+                flag,
+                path,
+                "a symbolic link in a folder others can write to, or not the user's own; \
+                 tpslab never writes through one (another user may have planted it); give \
+                 the real path, or - for standard output",
+            ));
+        }
+        match std::fs::metadata(path) {
+            // /dev/stdout or /dev/fd/N of a redirection to a file: replacing the file would
+            // leave the shell's descriptor on the old one.
+            Ok(m) if m.is_file() && through_descriptor(path) => {
+                return Err(err(
                     flag,
                     path,
-                    "a symbolic link; tpslab never writes through one (another user may have \
-                     planted it); give the real path, or - for standard output",
-                ))
-            } else if t.is_file() {
-                Ok(Dest::Replace)
-            } else if t.is_fifo() || t.is_char_device() {
-                Ok(Dest::InPlace)
-            } else if t.is_dir() {
-                Err(err(flag, path, "a folder; give a file name"))
-            } else {
-                Err(err(
-                    flag,
-                    path,
-                    "a block device or socket; allowed a regular file, a FIFO or a character device",
+                    "a descriptor open on a regular file; give - or the file's own path",
                 ))
             }
+            // A link of the user's own to a file (or to nothing yet): the file it names.
+            Ok(m) if m.is_file() => {
+                return std::fs::canonicalize(path)
+                    .map(Dest::Replace)
+                    .map_err(|e| err(flag, path, e))
+            }
+            Ok(m) => (m.file_type(), true),
+            Err(e) => return Err(err(flag, path, e)),
         }
+    } else {
+        (meta.file_type(), false)
+    };
+    if t.is_file() {
+        Ok(Dest::Replace(path.to_path_buf()))
+    } else if t.is_fifo() || t.is_char_device() {
+        Ok(Dest::InPlace { follow })
+    } else if t.is_dir() {
+        Err(err(flag, path, "a folder; give a file name"))
+    } else {
+        Err(err(
+            flag,
+            path,
+            "a block device or socket; allowed a regular file, a FIFO or a character device",
+        ))
     }
 }
 
@@ -96,10 +156,15 @@ fn temporary(flag: &str, path: &Path) -> Result<tempfile::NamedTempFile, OutErro
 
 /// Opens a FIFO or character device for writing in place: not through a link, not
 /// blocking on a FIFO without a reader (ENXIO: said as such), then blocking again.
-fn open_in_place(flag: &str, path: &Path) -> Result<File, OutError> {
+fn open_in_place(flag: &str, path: &Path, follow: bool) -> Result<File, OutError> {
+    let flags = if follow {
+        rustix::fs::OFlags::NONBLOCK
+    } else {
+        rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK
+    };
     let f = OpenOptions::new()
         .write(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .custom_flags(flags.bits() as i32)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
@@ -120,19 +185,19 @@ fn open_in_place(flag: &str, path: &Path) -> Result<File, OutError> {
 /// (what [`check`] saw before the run may have changed).
 pub(crate) fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
     match dest(flag, path)? {
-        Dest::InPlace => {
-            let mut f = open_in_place(flag, path)?;
-            f.write_all(bytes)
-                .and_then(|_| f.flush())
+        Dest::InPlace { follow } => {
+            let mut f = open_in_place(flag, path, follow)?;
+            // A reader that goes away fails this write (EPIPE), not the whole process.
+            tpslab_net::process::without_sigpipe(|| f.write_all(bytes).and_then(|_| f.flush()))
                 .map_err(|e| err(flag, path, e))
         }
-        Dest::Replace => {
-            let mut tmp = temporary(flag, path)?;
+        Dest::Replace(at) => {
+            let mut tmp = temporary(flag, &at)?;
             tmp.write_all(bytes)
                 .and_then(|_| tmp.as_file().sync_data())
                 .map_err(|e| err(flag, path, e))?;
-            // rename(2) replaces a link or file at `path` itself, never what it points to.
-            tmp.persist(path).map_err(|e| err(flag, path, e.error))?;
+            // rename(2) replaces a link or file at `at` itself, never what it points to.
+            tmp.persist(&at).map_err(|e| err(flag, path, e.error))?;
             Ok(())
         }
     }
@@ -143,9 +208,9 @@ pub(crate) fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutErro
 /// device in place.
 pub(crate) fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
     match dest(flag, path)? {
-        Dest::InPlace => open_in_place(flag, path),
-        Dest::Replace => temporary(flag, path)?
-            .persist(path)
+        Dest::InPlace { follow } => open_in_place(flag, path, follow),
+        Dest::Replace(at) => temporary(flag, &at)?
+            .persist(&at)
             .map_err(|e| err(flag, path, e.error)),
     }
 }
@@ -156,8 +221,8 @@ pub(crate) fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
 /// a FIFO would hand its reader an early end of file).
 pub(crate) fn check(flag: &str, path: &Path) -> Result<(), OutError> {
     match dest(flag, path)? {
-        Dest::InPlace => Ok(()),
-        Dest::Replace => temporary(flag, path).map(drop),
+        Dest::InPlace { .. } => Ok(()),
+        Dest::Replace(at) => temporary(flag, &at).map(drop),
     }
 }
 
@@ -170,13 +235,23 @@ mod tests {
         tempfile::tempdir().unwrap()
     }
 
+    /// A folder like /tmp (1777) with a link in it owned by another user (nobody).
+    fn planted(d: &Path, name: &str, to: &Path) -> PathBuf {
+        let shared = d.join("shared");
+        let _ = std::fs::create_dir(&shared);
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let link = shared.join(name);
+        std::os::unix::fs::symlink(to, &link).unwrap();
+        let _ = std::os::unix::fs::lchown(&link, Some(65534), Some(65534));
+        link
+    }
+
     #[test]
     fn a_planted_symlink_is_refused_and_its_target_untouched() {
         let d = dir();
         let victim = d.path().join("victim");
         std::fs::write(&victim, "precious").unwrap();
-        let link = d.path().join("out.json");
-        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let link = planted(d.path(), "out.json", &victim);
         let e = write("--json", &link, b"{}").unwrap_err().to_string();
         assert!(
             e.starts_with(&format!("--json {}: a symbolic link", link.display())),
@@ -186,10 +261,40 @@ mod tests {
         assert!(create_stream("--json-stream", &link).is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         // A dangling link (the target to be created) is refused too.
-        let dangling = d.path().join("dangling");
-        std::os::unix::fs::symlink(d.path().join("new"), &dangling).unwrap();
+        let dangling = planted(d.path(), "dangling", &d.path().join("new"));
         assert!(write("--html", &dangling, b"x").is_err());
         assert!(!d.path().join("new").exists());
+        // Even one of the user's own, in a folder others can write to.
+        let shared = d.path().join("shared");
+        let own = shared.join("own");
+        std::os::unix::fs::symlink(&victim, &own).unwrap();
+        assert!(write("--json", &own, b"{}").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn the_users_own_links_are_followed() {
+        let d = dir();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let real = d.path().join("run-7.json");
+        std::fs::write(&real, "old").unwrap();
+        let latest = d.path().join("latest.json");
+        std::os::unix::fs::symlink(&real, &latest).unwrap();
+        write("--json", &latest, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        assert!(std::fs::symlink_metadata(&latest).unwrap().is_symlink());
+        // /dev/stdout-like: a link to a character device, written in place.
+        let null = d.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        write("--json", &null, b"x").unwrap();
+    }
+
+    #[test]
+    fn a_folder_name_is_refused_before_the_run() {
+        let d = dir();
+        let p = d.path().join("newdir/");
+        let e = check("--json", &p).unwrap_err();
+        assert!(e.0.contains("a folder name"), "{e}");
     }
 
     #[test]

@@ -83,12 +83,18 @@ fn a_planted_symlink_is_refused_before_the_run_and_its_target_kept() {
         return;
     }
     let ns = NetNs::new();
+    use std::os::unix::fs::PermissionsExt;
     let victim = common::tmp("outputs-victim");
     std::fs::write(&victim, "precious\n").unwrap();
+    // A shared folder like /tmp (1777), links in it planted by another user (nobody).
+    let shared = common::tmp("outputs-shared");
+    let _ = std::fs::create_dir(&shared);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     for flag in ["--json", "--html", "--metrics-file", "--json-stream"] {
-        let link = common::tmp(&format!("outputs-link{flag}"));
+        let link = shared.join(format!("link{flag}"));
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&victim, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
         let out = run(&ns, &[flag, link.to_str().unwrap()]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
@@ -155,4 +161,42 @@ fn sigquit_ends_a_run_like_sigterm_with_its_record() {
     // Not killed by the signal (SIGQUIT's default action dumps core, restoring nothing).
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_eq!(common::record(&rec)["interrupted"], true);
+}
+
+#[test]
+fn a_fifo_reader_that_leaves_costs_neither_the_run_nor_its_record() {
+    if !common::can_netns("a_fifo_reader_that_leaves_costs_neither_the_run_nor_its_record") {
+        return;
+    }
+    let ns = NetNs::new();
+    let dir = common::tmp("outputs-fifo");
+    let _ = std::fs::create_dir(&dir);
+    let fifo = dir.join("stream");
+    let _ = std::fs::remove_file(&fifo);
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // Reads one line and leaves: the next line written gets EPIPE (SIGPIPE before).
+    let mut reader = std::process::Command::new("head")
+        .args(["-n", "1"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let rec = dir.join("rec.json");
+    let _ = std::fs::remove_file(&rec);
+    let mut c = ns.tpslab();
+    c.args(SHORT_RUN)
+        .arg("--json-stream")
+        .arg(&fifo)
+        .arg("--json")
+        .arg(&rec);
+    let out = common::run(c);
+    let _ = reader.wait();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("--json-stream"), "the failed line is said: {err}");
+    assert!(common::record(&rec)["generator"]["attempted"].as_u64().unwrap() > 0);
 }

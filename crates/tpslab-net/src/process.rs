@@ -17,6 +17,50 @@ pub fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
+/// Runs `f` with SIGPIPE blocked on this thread, so a write to a pipe or FIFO whose
+/// reader has gone fails with EPIPE instead of ending the process (SIGPIPE's default action,
+/// which [`default_sigpipe`] keeps for standard output: `tpslab ... | head`). A SIGPIPE
+/// raised meanwhile (it is sent to the writing thread) is consumed before the thread's mask
+/// is restored, also when `f` panics.
+pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore {
+        old: libc::sigset_t,
+        set: libc::sigset_t,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: sigsets initialised by sigemptyset/pthread_sigmask below; the calls
+            // write only into locals.
+            unsafe {
+                let already = libc::sigismember(&self.old, libc::SIGPIPE) == 1;
+                let mut pending: libc::sigset_t = std::mem::zeroed();
+                if !already
+                    && libc::sigpending(&mut pending) == 0
+                    && libc::sigismember(&pending, libc::SIGPIPE) == 1
+                {
+                    let zero = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    libc::sigtimedwait(&self.set, std::ptr::null_mut(), &zero);
+                }
+                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+            }
+        }
+    }
+    // SAFETY: zeroed sigset_t values are filled by sigemptyset/pthread_sigmask before use;
+    // pthread_sigmask changes this thread's mask only.
+    let _restore = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        Restore { old, set }
+    };
+    f()
+}
+
 /// Sends SIGTERM to `child`, a process this program started and has not reaped yet (by
 /// its PID, never by name; after `wait` the PID may belong to another process).
 /// Errors: the process is gone (ESRCH) or not ours to signal (EPERM).

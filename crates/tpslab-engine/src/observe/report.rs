@@ -253,7 +253,9 @@ fn deltas(a: &Raw, b: &Raw) -> (BTreeMap<String, u64>, CpuShares) {
     }
     for ((cpu, ta), (_, tb)) in a.stat.per_cpu.iter().zip(b.stat.per_cpu.iter()) {
         let total = tb.total().saturating_sub(ta.total()).max(1) as f64;
-        let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
+        // At most 100: each column is clamped at 0 on its own, and a CPU's idle and
+        // iowait may go backwards (proc(5)), so a part could exceed the whole.
+        let pct = |x: u64, y: u64| (100.0 * y.saturating_sub(x) as f64 / total).min(100.0);
         let mut m = BTreeMap::new();
         m.insert(
             "user".to_string(),

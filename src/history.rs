@@ -74,6 +74,19 @@ fn open(create: bool) -> Result<(Connection, PathBuf)> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(not_ours(&p, e)),
         }
+        // One made before tpslab set these modes (0755/0644): narrowed when it is ours.
+        for (at, mode) in [(p.parent(), 0o700), (Some(p.as_path()), 0o600)] {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let Some(at) = at else { continue };
+            if let Ok(m) = std::fs::symlink_metadata(at) {
+                if !m.file_type().is_symlink()
+                    && m.uid() == rustix::process::geteuid().as_raw()
+                    && m.mode() & 0o077 != 0
+                {
+                    let _ = std::fs::set_permissions(at, std::fs::Permissions::from_mode(mode));
+                }
+            }
+        }
     }
     // A symbolic link at the database's name is refused (SQLITE_OPEN_NOFOLLOW).
     let flags = OpenFlags::SQLITE_OPEN_NOFOLLOW

@@ -24,8 +24,9 @@ pub(crate) const PLAN_MAX_BYTES: u64 = 1 << 20;
 /// Reads the file `path` named by `flag` (`""` for a positional argument) as UTF-8 text
 /// of at most `cap` bytes. `-` is standard input when `stdin` is true (also read with the
 /// cap). Errors (one line naming the flag, the path and what is allowed): not openable,
-/// not a regular file (a FIFO never blocks: it is opened with O_NONBLOCK and refused by
-/// the descriptor's fstat), over `cap`, not UTF-8.
+/// not a regular file (refused before it is opened; a FIFO swapped in meanwhile never
+/// blocks: it is opened with O_NONBLOCK and refused by the descriptor's fstat), over
+/// `cap`, not UTF-8.
 pub(crate) fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<String> {
     let name = if flag.is_empty() {
         path.display().to_string()
@@ -35,6 +36,16 @@ pub(crate) fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Resul
     let bytes = if stdin && path.as_os_str() == "-" {
         read_capped(&name, std::io::stdin().lock(), cap)?
     } else {
+        // Looked at before it is opened: opening a device has effects of its own as root
+        // (a watchdog arms, a tape rewinds). The descriptor is checked again below.
+        let before = std::fs::metadata(path).map_err(|e| anyhow!("{name}: {e}"))?;
+        if !before.file_type().is_file() {
+            bail!(
+                "{name}: {}; allowed a regular file{}",
+                kind(&before.file_type()),
+                if stdin { " or - (standard input)" } else { "" }
+            );
+        }
         let f = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)

@@ -8,6 +8,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use std::io::BufRead;
 use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -113,9 +114,11 @@ impl ServerProcess {
             std::process::id(),
             tpslab_net::mono_ns()
         ));
+        // The user's alone: a server's stderr may name hosts, paths, credentials.
         let err = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&log)
             .with_context(|| format!("--server-cmd: {}", log.display()))?;
         let mut sh = Command::new("sh");

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
@@ -160,6 +161,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
 /// from the flags and a plan file, checked, and saved as `plan_path` in a new `--out`.
 fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
     Ok(if a.resume {
+        own_folder(&a.out)?;
         let text =
             crate::input::read_text("--resume", plan_path, crate::input::PLAN_MAX_BYTES, false)?;
         let plan: Plan = serde_json::from_str(&text)
@@ -189,10 +191,39 @@ fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
                 a.out.display()
             );
         }
-        std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&a.out)
+            .with_context(|| format!("--out {}", a.out.display()))?;
+        own_folder(&a.out)?;
         out::write_json_as("--out", plan_path, &plan)?;
         plan
     })
+}
+
+/// `--out` is the user's own folder (not a link, owned by this user, writable by neither
+/// group nor others): its plan.json names the command `--resume` runs (`server_cmd`) and
+/// its records count as runs done, so a folder another user can write to is refused.
+fn own_folder(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir)
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let euid = rustix::process::geteuid().as_raw();
+    if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
+        bail!(
+            "--out {}: {}; allowed a folder of this user's that group and others cannot write (its plan names the command a resume runs)",
+            dir.display(),
+            if !m.is_dir() {
+                "not a folder (a link is not followed)".to_string()
+            } else if m.uid() != euid {
+                format!("owned by uid {}", m.uid())
+            } else {
+                format!("mode {:o}", m.mode() & 0o7777)
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Every level of every sysctl factor, written once and restored at once (the host
@@ -285,11 +316,12 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     }
     a.gate.conditions(applies::SWEEP)?;
     let plan_path = a.out.join("plan.json");
+    // Before the sysctl levels are tried: a Ctrl-C then still restores them.
+    let stop = out::install_signals()?;
     let plan = load_or_make_plan(&a, &plan_path)?;
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
     let exporter = a.metrics.start("sweep")?;
-    let stop = out::install_signals()?;
     let started = crate::out::Started::now();
     let out_dir = a.out.display().to_string();
     tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;

@@ -198,6 +198,13 @@ fn the_history_is_the_users_alone_and_never_written_through_a_link() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&home.join("tpslab")), 0o700);
     assert_eq!(mode(&db(&home)), 0o600);
+    // One an older tpslab made 0755/0644 is narrowed at the next run.
+    std::fs::set_permissions(home.join("tpslab"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(db(&home), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = run(tpslab(&ns, &home, SHORT_RUN));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(mode(&home.join("tpslab")), 0o700);
+    assert_eq!(mode(&db(&home)), 0o600);
     // A link planted at the database's name: the run succeeds, the history is not written,
     // the link's target is untouched.
     let home = common::tmp("history-link");

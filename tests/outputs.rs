@@ -197,6 +197,14 @@ fn a_fifo_reader_that_leaves_costs_neither_the_run_nor_its_record() {
     let _ = reader.wait();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("--json-stream"), "the failed line is said: {err}");
-    assert!(common::record(&rec)["generator"]["attempted"].as_u64().unwrap() > 0);
+    assert!(
+        err.contains("--json-stream"),
+        "the failed line is said: {err}"
+    );
+    assert!(
+        common::record(&rec)["generator"]["attempted"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }

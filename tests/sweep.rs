@@ -451,3 +451,68 @@ fn server_cmd_pipeline_cells_pin_the_server_not_the_shell() {
     let left = common::live_with(dir.to_str().unwrap());
     assert!(left.is_empty(), "still running after the sweep: {left:?}");
 }
+
+/// A sweep folder another user owns or can write to is refused before its plan is read:
+/// its plan.json names the command `--resume` runs as root.
+#[test]
+fn a_sweep_folder_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::root(
+        "a_sweep_folder_others_can_write_is_refused",
+        "chown of a folder to another user",
+    ) {
+        return;
+    }
+    let marker = tmp("sweep-foreign-ran");
+    let _ = std::fs::remove_file(&marker);
+    for (name, uid, mode) in [("owned", 65534, 0o755), ("writable", 0, 0o777)] {
+        let out = tmp(&format!("sweep-foreign-{name}"));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(
+            out.join("plan.json"),
+            format!("{{\"server_cmd\": \"touch {}\"}}", marker.display()),
+        )
+        .unwrap();
+        std::os::unix::fs::chown(&out, Some(uid), Some(uid)).unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut c = common::tpslab();
+        c.args(["sweep", "--resume", "--no-history", "--out"])
+            .arg(&out);
+        let o = run(c);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("tpslab: error: --out {}: ", out.display()))
+                && err.contains("allowed a folder of this user's"),
+            "{name}: {err}"
+        );
+        // A new sweep into such an (empty) folder is refused as well, before anything runs.
+        let fresh = tmp(&format!("sweep-foreign-{name}-new"));
+        let _ = std::fs::remove_dir_all(&fresh);
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::os::unix::fs::chown(&fresh, Some(uid), Some(uid)).unwrap();
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut c = common::tpslab();
+        c.args([
+            "sweep",
+            "--factor",
+            "rate=1000,2000",
+            "--no-history",
+            "--out",
+        ])
+        .arg(&fresh);
+        let o = run(c);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("allowed a folder of this user's"),
+            "{name}: {err}"
+        );
+        assert!(
+            std::fs::read_dir(&fresh).unwrap().next().is_none(),
+            "{name}: wrote into it"
+        );
+        assert!(!marker.exists());
+    }
+}

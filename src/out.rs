@@ -174,8 +174,15 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
     let mut out = std::io::stdout().lock();
     let printed = match (stdout_bytes, terminal) {
         (Some(b), _) => out.write_all(&b),
-        (None, Terminal::Report { explain }) => tpslab_report::term::record(&mut out, rec, explain),
-        (None, Terminal::With(f)) => f(&mut out),
+        (None, Terminal::Report { explain }) => {
+            let mut text = Vec::new();
+            tpslab_report::term::record(&mut text, rec, explain)
+                .and_then(|_| out.write_all(&terminal_safe(&text)))
+        }
+        (None, Terminal::With(f)) => {
+            let mut text = Vec::new();
+            f(&mut text).and_then(|_| out.write_all(&terminal_safe(&text)))
+        }
         (None, Terminal::Nothing) => Ok(()),
     };
     if let Err(e) = printed.and_then(|_| out.flush()) {
@@ -189,6 +196,23 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+/// A terminal report safe to print: the strings in it come from records, which may come
+/// from another host (a fleet agent's) or another user; their control characters (ESC of
+/// an escape sequence, BEL, CR, C1, U+2028) are shown escaped (`\u{1b}`), never sent raw.
+/// Line feeds and tabs stay. The renderers themselves use no escape sequences.
+pub(crate) fn terminal_safe(text: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c != '\n' && c != '\t' && (c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into_bytes()
 }
 
 /// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
@@ -293,5 +317,17 @@ impl Started {
         interrupted: bool,
     ) -> tpslab_analysis::record::Meta {
         tpslab_analysis::record::Meta::new(&self.env, self.unix_ms, elapsed_s, interrupted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_records_control_characters_reach_the_terminal_escaped() {
+        let text = "note: \u{1b}]52;c;aGk=\u{7}\u{1b}[31mred\r\u{9b}x\n\tok │\n";
+        assert_eq!(
+            String::from_utf8(super::terminal_safe(text.as_bytes())).unwrap(),
+            "note: \\u{1b}]52;c;aGk=\\u{7}\\u{1b}[31mred\\u{d}\\u{9b}x\n\tok │\n"
+        );
     }
 }

@@ -101,13 +101,24 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         if i > 0 && format == Format::Term {
             writeln!(out)?;
         }
-        tpslab_report::render(&mut out, rec, format, a.explain).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::Unsupported {
-                anyhow!("--format svg: {e}")
-            } else {
-                anyhow!("writing the report to standard output: {e}")
-            }
-        })?;
+        let mut text = Vec::new();
+        tpslab_report::render(&mut text, rec, format, a.explain)
+            .and_then(|_| {
+                // The terminal's report with its control characters escaped (a record may
+                // come from another host); the other formats are data, written as made.
+                if format == Format::Term {
+                    out.write_all(&crate::out::terminal_safe(&text))
+                } else {
+                    out.write_all(&text)
+                }
+            })
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::Unsupported {
+                    anyhow!("--format svg: {e}")
+                } else {
+                    anyhow!("writing the report to standard output: {e}")
+                }
+            })?;
     }
     Ok(ExitCode::SUCCESS)
 }

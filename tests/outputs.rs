@@ -208,3 +208,28 @@ fn a_fifo_reader_that_leaves_costs_neither_the_run_nor_its_record() {
             > 0
     );
 }
+
+#[test]
+fn a_records_escape_sequences_are_shown_not_sent_to_the_terminal() {
+    // A record from another host (a fleet agent's) whose note carries an OSC 52 (set the
+    // clipboard) and a colour sequence.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/tpslab-report/tests/fixtures/udp_run.json"
+    );
+    let mut rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    rec["notes"] = serde_json::json!(["\u{1b}]52;c;aGk=\u{7}\u{1b}[31mred note"]);
+    let p = common::tmp("outputs-escape.json");
+    std::fs::write(&p, rec.to_string()).unwrap();
+    let mut c = common::tpslab();
+    c.arg("report").arg(&p);
+    let out = common::run(c);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\\u{1b}]52;c;aGk=\\u{7}\\u{1b}[31mred note"),
+        "{text}"
+    );
+}

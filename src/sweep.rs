@@ -161,7 +161,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
 /// from the flags and a plan file, checked, and saved as `plan_path` in a new `--out`.
 fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
     Ok(if a.resume {
-        own_folder(&a.out)?;
+        own_folder(&a.out).context("--resume")?;
         let text =
             crate::input::read_text("--resume", plan_path, crate::input::PLAN_MAX_BYTES, false)?;
         let plan: Plan = serde_json::from_str(&text)

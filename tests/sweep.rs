@@ -483,7 +483,8 @@ fn a_sweep_folder_others_can_write_is_refused() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert!(
-            err.starts_with(&format!("tpslab: error: --out {}: ", out.display()))
+            err.starts_with("tpslab: error: --resume: ")
+                && err.contains(&format!("--out {}: ", out.display()))
                 && err.contains("allowed a folder of this user's"),
             "{name}: {err}"
         );

@@ -34,8 +34,9 @@ pub(crate) struct ServerFlags {
     /// recvmmsg batch size; 1 means plain recvfrom/sendto.
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: usize,
-    /// SO_RCVBUF request in bytes (SO_RCVBUFFORCE when root and above net.core.rmem_max).
-    #[arg(long)]
+    /// SO_RCVBUF request: bytes, or a size such as 2MiB or 64KiB (SO_RCVBUFFORCE when root
+    /// and above net.core.rmem_max).
+    #[arg(long, value_parser = size_arg)]
     pub(crate) rcvbuf: Option<u64>,
     /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
     #[arg(long, value_enum, default_value = "replace")]
@@ -267,6 +268,12 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A size flag's value: bytes (`1000000`) or with a unit (`2MiB`, `64KiB`, `1MB`), the
+/// forms every size flag takes (`tpslab_plan::units::parse_size`).
+pub(crate) fn size_arg(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
 }
 
 /// The value of a hidden `--X-ns` flag (the previous names of `--work` and `--serial`):

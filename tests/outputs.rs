@@ -233,3 +233,44 @@ fn a_records_escape_sequences_are_shown_not_sent_to_the_terminal() {
         "{text}"
     );
 }
+
+#[test]
+fn sizes_and_rates_take_their_units() {
+    // `serve udp --rcvbuf 2MiB` said "invalid digit found in string" while `serve tcp
+    // --rcvbuf 64KiB` worked; `--rate 10k` was refused.
+    if !common::can_netns("sizes_and_rates_take_their_units") {
+        return;
+    }
+    let ns = NetNs::new();
+    let rec = common::tmp("outputs-units.json");
+    let mut c = ns.tpslab();
+    c.args([
+        "run",
+        "udp",
+        "--rcvbuf",
+        "2MiB",
+        "--rate",
+        "10k",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0s",
+        "--no-history",
+        "--json",
+    ])
+    .arg(&rec);
+    let out = common::run(c);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = common::record(&rec);
+    assert_eq!(r["server"]["rcvbuf_requested_bytes"], 2 * 1024 * 1024);
+    assert_eq!(r["generator"]["rate_pps"], 10_000.0);
+    let mut c = ns.tpslab();
+    c.args(["run", "udp", "--rcvbuf", "2XB"]);
+    let out = common::run(c);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--rcvbuf") && stderr(&out).contains("KiB, MiB"),
+        "{}",
+        stderr(&out)
+    );
+}

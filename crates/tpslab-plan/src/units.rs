@@ -84,15 +84,30 @@ pub fn parse_pps(label: &str, s: &str) -> Result<f64, PlanError> {
     if s.trim() == "max" {
         return Ok(f64::INFINITY);
     }
-    s.trim()
-        .parse::<f64>()
+    // `10k`, `1.5M`, `100kpps`: SI multipliers (k = 1000, M = 10^6, G = 10^9), `pps` optional.
+    let t = s.trim();
+    let t = t
+        .strip_suffix("pps")
+        .or_else(|| t.strip_suffix("PPS"))
+        .unwrap_or(t);
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'M')) => (&t[..i], 1e6),
+        Some((i, 'G')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    num.parse::<f64>()
         .ok()
+        .filter(|r| r.is_finite())
+        .map(|r| r * mult)
         .filter(|r| r.is_finite() && *r > 0.0 && *r <= MAX_RATE_PPS)
         .ok_or_else(|| {
             PlanError::value(
                 label,
                 s,
-                format!("a rate above 0 up to {MAX_RATE_PPS:.0} pps, or max"),
+                format!(
+                    "a rate above 0 up to {MAX_RATE_PPS:.0} pps (10000, 10k, 1.5M, 100kpps), or max"
+                ),
             )
         })
 }
@@ -162,6 +177,22 @@ mod tests {
         assert_eq!(parse_rate("10MB/s").unwrap(), 80e6);
         assert!(parse_rate("80").unwrap_err().contains("with a unit"));
         assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_pps("--rate", "10k").unwrap(), 10_000.0);
+        assert_eq!(parse_pps("--rate", "1.5M").unwrap(), 1_500_000.0);
+        assert_eq!(parse_pps("--rate", "100kpps").unwrap(), 100_000.0);
+        assert_eq!(parse_pps("--rate", "2500").unwrap(), 2_500.0);
+        assert_eq!(parse_pps("--rate", "0.5").unwrap(), 0.5);
+        for bad in [
+            "10m", "k", "1e3k", "-1k", "0k", "200M", "10 kbit", "nan", "infk",
+        ] {
+            if bad == "1e3k" {
+                // 1e3 x 1000 = 10^6: a number with an exponent is still a number.
+                assert_eq!(parse_pps("--rate", bad).unwrap(), 1e6);
+                continue;
+            }
+            let e = parse_pps("--rate", bad).unwrap_err().to_string();
+            assert!(e.contains("10k, 1.5M"), "{bad}: {e}");
+        }
         assert!(parse_size("99999999999GiB").is_err());
     }
 
@@ -169,7 +200,7 @@ mod tests {
     fn pps_accepts_fractions_and_max_and_refuses_the_rest() {
         assert_eq!(parse_pps("--rate", "1.5").unwrap(), 1.5);
         assert!(parse_pps("--rate", "max").unwrap().is_infinite());
-        for bad in ["0", "-1", "NaN", "inf", "1e9", "", "10k"] {
+        for bad in ["0", "-1", "NaN", "inf", "1e9", "", "10kbit", "10m"] {
             let e = parse_pps("--rate", bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("--rate {bad}: allowed")), "{e}");
         }

@@ -400,31 +400,13 @@ pub(crate) fn load_config(
 }
 
 /// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
-/// of 1..=65507 bytes (the largest UDP payload), read with that cap.
+/// of 1..=65507 bytes (the largest UDP payload), read with that cap ([`crate::input`]).
 pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
-    if !meta.is_file() {
+    let bytes = crate::input::read_bytes("--payload-file", p, MAX_UDP_PAYLOAD as u64, false)?;
+    if bytes.is_empty() {
         bail!(
-            "--payload-file {}: not a regular file; allowed a file of 1..={MAX_UDP_PAYLOAD} bytes",
+            "--payload-file {}: 0 bytes; allowed 1..={MAX_UDP_PAYLOAD}",
             p.display()
-        );
-    }
-    let f = std::fs::File::open(p).map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(f, MAX_UDP_PAYLOAD as u64 + 1),
-        &mut bytes,
-    )
-    .map_err(|e| anyhow!("--payload-file {}: {e}", p.display()))?;
-    if bytes.is_empty() || bytes.len() > MAX_UDP_PAYLOAD {
-        bail!(
-            "--payload-file {}: {} bytes; allowed 1..={MAX_UDP_PAYLOAD}",
-            p.display(),
-            if bytes.len() > MAX_UDP_PAYLOAD {
-                format!("more than {MAX_UDP_PAYLOAD}")
-            } else {
-                "0".to_string()
-            }
         );
     }
     Ok(bytes)

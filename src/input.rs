@@ -22,54 +22,62 @@ pub(crate) const RECORD_MAX_BYTES: u64 = 512 << 20;
 pub(crate) const PLAN_MAX_BYTES: u64 = 1 << 20;
 
 /// Reads the file `path` named by `flag` (`""` for a positional argument) as UTF-8 text
-/// of at most `cap` bytes. `-` is standard input when `stdin` is true (also read with the
-/// cap). Errors (one line naming the flag, the path and what is allowed): not openable,
-/// not a regular file (refused before it is opened; a FIFO swapped in meanwhile never
-/// blocks: it is opened with O_NONBLOCK and refused by the descriptor's fstat), over
-/// `cap`, not UTF-8.
+/// of at most `cap` bytes: [`read_bytes`], then checked to be UTF-8 (an error names the
+/// first byte that is not).
 pub(crate) fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<String> {
-    let name = if flag.is_empty() {
-        path.display().to_string()
-    } else {
-        format!("{flag} {}", path.display())
-    };
-    let bytes = if stdin && path.as_os_str() == "-" {
-        read_capped(&name, std::io::stdin().lock(), cap)?
-    } else {
-        // Looked at before it is opened: opening a device has effects of its own as root
-        // (a watchdog arms, a tape rewinds). The descriptor is checked again below.
-        let before = std::fs::metadata(path).map_err(|e| anyhow!("{name}: {e}"))?;
-        if !before.file_type().is_file() {
-            bail!(
-                "{name}: {}; allowed a regular file{}",
-                kind(&before.file_type()),
-                if stdin { " or - (standard input)" } else { "" }
-            );
-        }
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(path)
-            .map_err(|e| anyhow!("{name}: {e}"))?;
-        let meta = f.metadata().map_err(|e| anyhow!("{name}: {e}"))?;
-        if !meta.file_type().is_file() {
-            bail!(
-                "{name}: {}; allowed a regular file{}",
-                kind(&meta.file_type()),
-                if stdin { " or - (standard input)" } else { "" }
-            );
-        }
-        if meta.len() > cap {
-            bail!("{name}: {} bytes; allowed up to {cap} bytes", meta.len());
-        }
-        read_capped(&name, f, cap)?
-    };
+    let bytes = read_bytes(flag, path, cap, stdin)?;
     String::from_utf8(bytes).map_err(|e| {
         anyhow!(
-            "{name}: not UTF-8 text (at byte {})",
+            "{}: not UTF-8 text (at byte {})",
+            name(flag, path),
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// `--flag PATH`, or the path alone for a positional argument (`flag` empty).
+fn name(flag: &str, path: &Path) -> String {
+    if flag.is_empty() {
+        path.display().to_string()
+    } else {
+        format!("{flag} {}", path.display())
+    }
+}
+
+/// Reads the file `path` named by `flag` (`""` for a positional argument): at most `cap`
+/// bytes. `-` is standard input when `stdin` is true (also read with the cap). Errors (one
+/// line naming the flag, the path and what is allowed): not openable, not a regular file
+/// (refused before it is opened; a FIFO swapped in meanwhile never blocks: it is opened
+/// with O_NONBLOCK and refused by the descriptor's fstat), over `cap`.
+pub(crate) fn read_bytes(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<Vec<u8>> {
+    let name = name(flag, path);
+    if stdin && path.as_os_str() == "-" {
+        return read_capped(&name, std::io::stdin().lock(), cap);
+    }
+    let regular = |m: &std::fs::Metadata| -> Result<()> {
+        if !m.file_type().is_file() {
+            bail!(
+                "{name}: {}; allowed a regular file{}",
+                kind(&m.file_type()),
+                if stdin { " or - (standard input)" } else { "" }
+            );
+        }
+        Ok(())
+    };
+    // Looked at before it is opened: opening a device has effects of its own as root (a
+    // watchdog arms, a tape rewinds). The descriptor is checked again below.
+    regular(&std::fs::metadata(path).map_err(|e| anyhow!("{name}: {e}"))?)?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow!("{name}: {e}"))?;
+    let meta = f.metadata().map_err(|e| anyhow!("{name}: {e}"))?;
+    regular(&meta)?;
+    if meta.len() > cap {
+        bail!("{name}: {} bytes; allowed up to {cap} bytes", meta.len());
+    }
+    read_capped(&name, f, cap)
 }
 
 /// Reads up to `cap` bytes; more is an error (the file grew, or standard input is long).

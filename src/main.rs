@@ -41,19 +41,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// `s` safe to print on a terminal: control characters (ESC, NUL, CR, C1) and the Unicode
-/// line and paragraph separators of a value the user (or a file) gave are shown escaped
-/// (`\u{1b}`), never sent raw; line feeds stay (clap's messages have several lines).
+/// `s` safe to print on a terminal: a value the user (or a file) gave, with its control
+/// characters escaped ([`out::escaped`]); line feeds stay (clap's messages have several lines).
 pub(crate) fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c != '\n' && (c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    out::escaped(s, &['\n'])
 }
 
 #[cfg(test)]

@@ -198,21 +198,26 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
     Ok(())
 }
 
-/// A terminal report safe to print: the strings in it come from records, which may come
-/// from another host (a fleet agent's) or another user; their control characters (ESC of
-/// an escape sequence, BEL, CR, C1, U+2028) are shown escaped (`\u{1b}`), never sent raw.
-/// Line feeds and tabs stay. The renderers themselves use no escape sequences.
-pub(crate) fn terminal_safe(text: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(text);
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c != '\n' && c != '\t' && (c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
+/// `s` with its control characters (ESC of an escape sequence, NUL, BEL, CR, C1) and the
+/// Unicode line and paragraph separators shown escaped (`\u{1b}`), never sent raw to a
+/// terminal; the characters in `keep` (a line feed, a tab) stay.
+pub(crate) fn escaped(s: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !keep.contains(&c) && (c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }
     }
-    out.into_bytes()
+    out
+}
+
+/// A terminal report safe to print: the strings in it come from records, which may come
+/// from another host (a fleet agent's) or another user, so they are [`escaped`]; line feeds
+/// and tabs stay. The renderers themselves use no escape sequences.
+pub(crate) fn terminal_safe(text: &[u8]) -> Vec<u8> {
+    escaped(&String::from_utf8_lossy(text), &['\n', '\t']).into_bytes()
 }
 
 /// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file

@@ -388,7 +388,13 @@ impl Ledger {
         };
         let mut notes = vec![];
         if let (Some(r), Some(a)) = (i.server_read, attempted) {
-            if a > r && r > 0 {
+            if a > r && r > 0 && i.server_counts_source.starts_with("derived") {
+                // Namespace-wide counters: other sockets' traffic looks the same.
+                notes.push(format!(
+                    "the namespace's UDP counters show {a} datagrams sent for {r} read ({:.2} per request): they count every UDP socket there, so this is replies of several datagrams or other traffic, which cannot be told apart without the server's own counts (root, kernel 6.4+); the path starts from what was sent",
+                    a as f64 / r as f64
+                ));
+            } else if a > r && r > 0 {
                 notes.push(format!(
                     "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
                     a as f64 / r as f64

@@ -182,6 +182,28 @@ fn multi_datagram_replies_start_the_reply_path_from_what_was_sent() {
     assert_eq!(r.unattributed, Some(0));
     assert!(r.inconsistent.is_none());
     assert!(r.notes.iter().any(|n| n.contains("3.00 per request")));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("replies of several datagrams;")));
+}
+
+/// The non-root run: namespace counters (another program's UDP traffic included)
+/// showed 3.21 sends per read of a one-reply echo server; that is not called frames.
+#[test]
+fn derived_counts_do_not_claim_multi_datagram_replies() {
+    let mut i = base();
+    i.server_counts_source =
+        "derived: Udp InDatagrams / OutDatagrams / SndbufErrors deltas minus the generator's"
+            .into();
+    i.server_read = Some(1842);
+    i.server_reply_attempted = Some(5921);
+    i.gen_read = 1842;
+    let l = Ledger::build(&i);
+    let notes = l.reply.unwrap().notes.join("\n");
+    assert!(notes.contains("3.21 per request"), "{notes}");
+    assert!(notes.contains("or other traffic"), "{notes}");
+    assert!(!notes.contains("the server sent"), "{notes}");
 }
 
 #[test]

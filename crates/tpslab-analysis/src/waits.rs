@@ -33,7 +33,14 @@ pub enum WaitClass {
     Child,
     /// Anything else (another system call, or asleep outside one).
     Other,
+    /// Asleep in a system call this user could not read (`/proc/PID/task/TID/syscall`
+    /// needs ptrace access: root, or the same user where kernel.yama.ptrace_scope allows).
+    Unknown,
 }
+
+/// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
+/// what the sampler passes when a sleeping thread's `syscall` file was refused.
+pub const UNREADABLE_SYSCALL: &str = "(unreadable)";
 
 impl WaitClass {
     /// Words for a report.
@@ -49,11 +56,12 @@ impl WaitClass {
             WaitClass::File => "waiting on a file or pipe",
             WaitClass::Child => "waiting for a child",
             WaitClass::Other => "other",
+            WaitClass::Unknown => "in a wait this user cannot read (run as root)",
         }
     }
 
     /// Every class, in report order.
-    pub const ALL: [WaitClass; 10] = [
+    pub const ALL: [WaitClass; 11] = [
         WaitClass::OnCpu,
         WaitClass::Runnable,
         WaitClass::Stolen,
@@ -64,6 +72,7 @@ impl WaitClass {
         WaitClass::File,
         WaitClass::Child,
         WaitClass::Other,
+        WaitClass::Unknown,
     ];
 }
 
@@ -90,6 +99,7 @@ pub fn classify(state: char, syscall: Option<&str>, fd: FdKind) -> WaitClass {
         return WaitClass::Other;
     };
     match sc {
+        UNREADABLE_SYSCALL => WaitClass::Unknown,
         "poll" | "ppoll" | "select" | "pselect6" | "epoll_wait" | "epoll_pwait"
         | "epoll_pwait2" | "recvfrom" | "recvmsg" | "recvmmsg" | "accept" | "accept4"
         | "connect" | "sendto" | "sendmsg" | "sendmmsg" => WaitClass::Network,
@@ -328,7 +338,8 @@ impl ThreadWaits {
                     WaitClass::OnCpu
                     | WaitClass::Runnable
                     | WaitClass::Stolen
-                    | WaitClass::Other => None,
+                    | WaitClass::Other
+                    | WaitClass::Unknown => None,
                     c => self.process.top_syscall(c),
                 };
                 format!(
@@ -382,6 +393,11 @@ mod tests {
         assert_eq!(classify('S', Some("fdatasync"), Unknown), WaitClass::Disk);
         assert_eq!(classify('S', None, Unknown), WaitClass::Other);
         assert_eq!(classify('S', Some("ioctl"), Unknown), WaitClass::Other);
+        // A refused syscall file is not "other": the reader says it could not see.
+        assert_eq!(
+            classify('S', Some(UNREADABLE_SYSCALL), Unknown),
+            WaitClass::Unknown
+        );
     }
 
     #[test]

@@ -179,6 +179,8 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
         runtime,
         threads: tpslab_proc::live::task_ids(pid).len(),
         exact_counts: false,
+        found_by: None,
+        others: vec![],
     })
 }
 

@@ -97,6 +97,27 @@ pub fn run_udp_streamed(
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     let t0 = mono_ns();
+    // A foreign server on this host is found by its socket (or the given --pid checked
+    // against it) before anything is sent: its threads' reads are the verdict's evidence.
+    let asked_pid = plan.target_pid;
+    let resolved = match (&plan.server, plan.target_pid) {
+        (None, Some(_)) => Some(
+            crate::owner::resolve(plan.load.target, plan.target_pid, plan.watch_port)
+                .map_err(EngineError::Other)?,
+        ),
+        (None, None) if is_local_ip(plan.load.target.ip()) => Some(
+            crate::owner::resolve(plan.load.target, None, plan.watch_port)
+                .map_err(EngineError::Other)?,
+        ),
+        _ => None,
+    };
+    let others: Vec<u32> = resolved
+        .as_ref()
+        .map(|r| r.pids.iter().skip(1).copied().collect())
+        .unwrap_or_default();
+    if let Some(r) = &resolved {
+        plan.target_pid = r.pid;
+    }
     let server = match &plan.server {
         Some(cfg) => {
             let s = UdpServer::start(cfg.clone())?;
@@ -127,6 +148,16 @@ pub fn run_udp_streamed(
         addr: Some(target_ip),
     };
     let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
+    if let (Some(pid), false) = (plan.target_pid, others.is_empty()) {
+        // Several processes hold the socket: every one's threads are followed (a fixed
+        // list, where one process's threads are listed afresh at every sample).
+        let mut tids = tpslab_proc::live::task_ids(pid);
+        for p in &others {
+            tids.extend(tpslab_proc::live::task_ids(*p));
+        }
+        obs_cfg.target_tids = tids.clone();
+        obs_cfg.count_io = Some((tids, true));
+    }
     // The interval's latency only when streamed (its lock costs the receivers a little).
     if live.is_some() && plan.load.expect_replies {
         obs_cfg.live_latency = Some(load.live_latency());
@@ -154,9 +185,14 @@ pub fn run_udp_streamed(
         tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{pid}")));
     }
     let mut notes = vec![];
+    if let Some(m) = resolved.as_ref().and_then(|r| r.missing.clone()) {
+        notes.push(m);
+    }
     let target_proc = if srv.is_none() {
         target_proc.map(|mut t| {
             t.exact_counts = obs.deltas.contains_key("server_io_read");
+            t.found_by = resolved.as_ref().and_then(|r| r.found_by.clone());
+            t.others = others.clone();
             t
         })
     } else {
@@ -183,7 +219,11 @@ pub fn run_udp_streamed(
         started_unix_ms,
         elapsed_s: (mono_ns() - t0) as f64 / 1e9,
         interrupted: stop.load(Relaxed),
-        plan: Some(tpslab_plan::udp::RunPlan::Udp(Box::new(plan.clone()))),
+        // The plan as asked: a PID found by the target's socket is in `target`.
+        plan: Some(tpslab_plan::udp::RunPlan::Udp(Box::new(UdpRunPlan {
+            target_pid: asked_pid,
+            ..plan.clone()
+        }))),
         environment: crate::env::environment(),
         server: srv,
         generator: Some(gen),

@@ -12,6 +12,7 @@ pub mod link;
 pub mod load;
 pub mod middlebox;
 pub mod observe;
+pub mod owner;
 pub mod pool_lab;
 pub mod probe;
 pub mod ramp;

@@ -36,7 +36,18 @@ fn sample_task(
         });
     }
     let wchan = read("wchan");
-    let sc = read("syscall").and_then(|s| parse_syscall(&s));
+    let raw = read("syscall");
+    if raw.is_none() && read("stat").is_some() {
+        // Alive but its syscall file refused (ptrace access): a wait that cannot be seen.
+        return Some(TaskSample {
+            state: t.state,
+            wchan,
+            syscall: Some(tpslab_analysis::waits::UNREADABLE_SYSCALL.to_string()),
+            fd: FdKind::Unknown,
+            comm: t.comm,
+        });
+    }
+    let sc = raw.and_then(|s| parse_syscall(&s));
     let (syscall, fd) = match sc {
         Some(SyscallState::In { nr, arg1 }) => {
             let name = syscall_name(nr);
@@ -194,8 +205,10 @@ impl WaitSampler {
         }
     }
 
+    /// `/proc/TID/task/TID`: reaches a listed thread of another process too (the
+    /// processes of one pre-forked server).
     fn task_dir(&self, tid: u32) -> PathBuf {
-        PathBuf::from(format!("/proc/{}/task/{tid}", self.pid))
+        PathBuf::from(format!("/proc/{tid}/task/{tid}"))
     }
 
     /// One tick: every thread's state now.

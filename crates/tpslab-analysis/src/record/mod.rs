@@ -125,6 +125,16 @@ pub struct TargetProcess {
     pub threads: usize,
     /// Whether its reads and sends were counted exactly on its threads (tracepoints).
     pub exact_counts: bool,
+    /// How tpslab found it when the user gave no `--pid` ("found by its UDP socket on
+    /// 127.0.0.1:9500"), or the other processes that hold its socket; None: the `--pid`
+    /// given, alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<String>,
+    /// Other processes holding the target's socket(s) (pre-forked workers, one
+    /// SO_REUSEPORT group across processes): their threads are followed too, their reads
+    /// counted with this one's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<u32>,
 }
 
 /// Facts about the host the run happened on.

@@ -164,6 +164,41 @@ pub(super) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (String, String)
     }
 }
 
+/// [`super::Case::SocketBufferUnjudged`]: the drops at the socket buffer, what is known
+/// of the server, and how to get its read count; no fix (the two possible causes need
+/// opposite ones). Returns (layer, headline).
+pub(super) fn socket_buffer_unjudged(f: &Facts, d: &mut Draft) -> (String, String) {
+    let att = f.attempted;
+    let why = f.reads_unknown.clone().unwrap_or_default();
+    d.evidence.push(rxq(f));
+    d.evidence.push(cpu(f));
+    d.evidence.push(ev(
+        format!(
+            "the server's reads were not counted: {why}; the ledger's read count ({}) comes from counters that include every other UDP socket of the namespace, so it cannot say whether the server keeps up with {:.0} pps",
+            f.delivered, f.offered_pps
+        ),
+        "observer: the target's process and its threads' tracepoints",
+    ));
+    d.recs.push(Recommendation {
+        what: "count the server's reads, then diagnose again: the fix depends on them".into(),
+        why: format!(
+            "if the server keeps up on average, the datagrams die in its queue during bursts or stalls and a bigger receive buffer is the fix (S1); if it is too slow for the mean rate, a bigger buffer only fills later and the server must get faster; only its read count while datagrams wait tells them apart ({why})"
+        ),
+        lines: vec![
+            "on the server's host, as root (kernel 6.4+): tpslab diagnose udp HOST:PORT (tpslab finds the process by its socket), or add --pid PID".into(),
+        ],
+    });
+    (
+        "the server socket's receive buffer (cause unknown: the server's reads were not counted)"
+            .to_string(),
+        format!(
+            "Datagrams die at the server socket's receive buffer ({:.1} % of those attempted); whether the server keeps up with the mean {:.0} pps (a bigger buffer helps) or is too slow for it (it does not) is unknown without its read count: {why}.",
+            pct(f.socket_drops, att),
+            f.offered_pps
+        ),
+    )
+}
+
 /// [`super::Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;

@@ -128,6 +128,12 @@ pub struct Facts {
     /// A foreign server's reads and replies were counted exactly on its threads.
     #[serde(default)]
     pub exact_server: bool,
+    /// Why the server's reads were not counted exactly (a foreign server not found on
+    /// this host, its threads not countable as this user or on this kernel); None when
+    /// they were (tpslab's own server, or a foreign one counted on its threads). Without
+    /// them no verdict says whether the server keeps up with the mean rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_unknown: Option<String>,
     /// Datagrams the ledger charged to kernel drop reasons no counter covers (rows
     /// `kernel:REASON`): (reason, on the request path, on the reply path), largest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -261,6 +267,7 @@ impl Facts {
             f.runtime = Some(t.runtime);
             f.exact_server = t.exact_counts;
         }
+        f.reads_unknown = reads_unknown(rec);
         if let Some(o) = &rec.observer {
             f.reader_threads = o.target_reader_threads;
             if let Some(w) = &o.thread_waits {
@@ -391,6 +398,34 @@ pub(super) fn usable_threads(f: &Facts) -> usize {
         f.reader_threads.unwrap_or(1)
     };
     n.clamp(1, f.cpus.max(1))
+}
+
+/// Why a foreign server's reads were not counted exactly, from the record: no process
+/// found for the target, or its threads not countable (the observer's error names why:
+/// not root, a kernel without the tracepoints' fields). None for tpslab's own server and
+/// for a foreign server counted on its threads.
+fn reads_unknown(rec: &RunRecord) -> Option<String> {
+    if rec.server.is_some() || rec.target.as_ref().is_some_and(|t| t.exact_counts) {
+        return None;
+    }
+    let io_error = rec.observer.as_ref().and_then(|o| {
+        o.errors
+            .iter()
+            .find_map(|e| e.strip_prefix("exact per-thread UDP read/send counts unavailable: "))
+    });
+    let socket_seen = rec
+        .observer
+        .as_ref()
+        .is_some_and(|o| o.deltas.get("server_sockets_found").is_some_and(|&n| n > 0));
+    Some(match (&rec.target, io_error) {
+        (None, _) if socket_seen => "its socket was seen on this host but not the process holding it (another user's process: run tpslab as root, or pass --pid PID)".into(),
+        (None, _) => "no process of the server was found on this host (a remote target, or one in another network namespace: run tpslab as root on the server's host, or pass --pid PID)".into(),
+        (Some(t), Some(e)) => format!("PID {}'s threads could not be counted: {e}", t.pid),
+        (Some(t), None) => format!(
+            "PID {}'s threads were not counted (that needs root and kernel 6.4+)",
+            t.pid
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,10 @@ pub enum Case {
     SocketBufferBursts,
     /// The application is too slow for the mean rate: the queue is pinned at its limit.
     AppTooSlow,
+    /// The socket receive buffer overflowed, and the server's reads were not counted:
+    /// whether it keeps up on average (bursts or stalls: more buffer helps) or not (too
+    /// slow: it does not) cannot be told.
+    SocketBufferUnjudged,
     /// The per-CPU softnet backlog overflowed (net.core.netdev_max_backlog).
     SoftnetBacklog,
     /// The NIC dropped (/proc/net/dev).
@@ -175,7 +179,10 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             "/proc/PID/task/TID/stat, syscall and wchan every 100 ms; time on a CPU and runnable from schedstat",
         ));
     }
-    let involved = matches!(case, Case::SocketBufferBursts | Case::AppTooSlow);
+    let involved = matches!(
+        case,
+        Case::SocketBufferBursts | Case::AppTooSlow | Case::SocketBufferUnjudged
+    );
     let mut notes = if involved {
         buffer_notes(f, probe)
     } else {

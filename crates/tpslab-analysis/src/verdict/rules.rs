@@ -52,6 +52,12 @@ pub const RULES: &[Rule] = &[
         explain: x::app_too_slow,
     },
     Rule {
+        case: Case::SocketBufferUnjudged,
+        when: |f| top_layer(f) == Some(Case::SocketBufferBursts) && f.reads_unknown.is_some(),
+        why_here: "socket-buffer drops from a server whose reads were not counted and whose queue and CPU do not show it too slow: bursts and too slow need opposite fixes, and only the read count tells them apart",
+        explain: x::socket_buffer_unjudged,
+    },
+    Rule {
         case: Case::SocketBufferBursts,
         when: |f| top_layer(f) == Some(Case::SocketBufferBursts),
         why_here: "the most drops at the socket buffer, from a server that keeps up on average (S1)",
@@ -150,12 +156,18 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
 /// between bursts; or the queue is pinned while the server's threads are busy; or at
 /// full CPU it could not read 80 % of the mean rate. A queue that drains most of the
 /// time is a burst problem even when the capacity estimate (noisy on a busy host) is low.
+/// Without the server's read count only the first and the queue-and-CPU terms apply.
 fn too_slow(f: &Facts) -> bool {
     let pinned = f.rxq_share_full >= 0.5;
     let never_drains = pinned && f.rxq_share_low < 0.1;
     let threads = usable_threads(f);
     let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
         || server_starved(f);
+    if f.reads_unknown.is_some() {
+        // Without the server's reads only the queue and the CPU speak: a queue that never
+        // drains, or one pinned while its threads are busy.
+        return never_drains || (pinned && cpu_bound);
+    }
     let over_capacity = f.capacity_pps.is_some_and(|c| f.offered_pps >= c);
     // Reads per CPU-second it used: no buffer can hold a mean rate it cannot read, however
     // often its queue empties. Not when the queue sat nearly empty in 80 % of samples or

@@ -224,6 +224,7 @@ fn the_rules_are_one_table_in_priority_order() {
             Case::Inconsistent,
             Case::NoLoss,
             Case::AppTooSlow,
+            Case::SocketBufferUnjudged,
             Case::SocketBufferBursts,
             Case::SoftnetBacklog,
             Case::NicDrops,
@@ -254,6 +255,11 @@ fn where_rules_overlap_the_earlier_one_wins() {
     };
     let inconsistent = |f: Facts| Facts {
         inconsistent: Some("InDatagrams rose by more than sent".into()),
+        ..f
+    };
+    let blind = |f: Facts| Facts {
+        ours: false,
+        reads_unknown: Some("no process of the server was found on this host".into()),
         ..f
     };
     let softnet_heavier = |f: Facts| Facts {
@@ -297,6 +303,43 @@ fn where_rules_overlap_the_earlier_one_wins() {
             Case::AppTooSlow,
         ),
         (
+            "S1's drops, the server's reads not counted",
+            blind(s1()),
+            Case::SocketBufferUnjudged,
+        ),
+        (
+            "the issue's Python server without its reads: queue at the limit 77 % of samples, drained in 17 %",
+            blind(Facts {
+                rxq_share_full: 0.77,
+                rxq_share_low: 0.17,
+                offered_pps: 10_000.0,
+                capacity_pps: None,
+                cpu_capacity_pps: None,
+                server_cpu_mean_pct: 0.0,
+                backlog_cpu_pct: None,
+                ..s1()
+            }),
+            Case::SocketBufferUnjudged,
+        ),
+        (
+            "blind, but the queue never drains: too slow from the queue alone",
+            blind(Facts {
+                rxq_share_full: 0.9,
+                rxq_share_low: 0.0,
+                ..s1()
+            }),
+            Case::AppTooSlow,
+        ),
+        (
+            "blind, a capacity estimate below the mean is not used",
+            blind(Facts {
+                capacity_pps: Some(1000.0),
+                cpu_capacity_pps: Some(1000.0),
+                ..s1()
+            }),
+            Case::SocketBufferUnjudged,
+        ),
+        (
             "softnet lost more",
             softnet_heavier(s1()),
             Case::SoftnetBacklog,
@@ -327,4 +370,40 @@ fn where_rules_overlap_the_earlier_one_wins() {
         assert_eq!(first_rule(&f).case, want, "{what}");
         assert_eq!(diagnose(&f, None).case, want, "{what}");
     }
+}
+
+/// Without the server's reads the verdict names the layer, says the cause is unknown and
+/// why, recommends how to count the reads, and proposes no fix to verify.
+#[test]
+fn a_blind_verdict_says_what_it_cannot_tell() {
+    let f = Facts {
+        ours: false,
+        reads_unknown: Some("no process of the server was found on this host".into()),
+        ..s1()
+    };
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::SocketBufferUnjudged);
+    assert!(
+        d.headline.contains("unknown without its read count"),
+        "{}",
+        d.headline
+    );
+    assert!(
+        d.headline.contains("no process of the server was found"),
+        "{}",
+        d.headline
+    );
+    assert!(
+        !d.headline.contains("keeps up on average"),
+        "{}",
+        d.headline
+    );
+    assert!(d.fix.is_none());
+    let recs: Vec<&str> = d.recommendations.iter().map(|r| r.what.as_str()).collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert!(recs[0].contains("count the server's reads"), "{recs:?}");
+    assert!(
+        !recs.iter().any(|r| r.contains("do not add threads")),
+        "{recs:?}"
+    );
 }

@@ -331,10 +331,11 @@ impl Sampler {
         if let Some(st) = self.note(live::stat(&proc_root)) {
             r.stat = st;
         }
-        if let Some(pid) = self.cfg.target_pid {
+        if self.cfg.target_pid.is_some() {
+            // /proc/TID/task/TID: a thread of any process the target spans.
             for tid in self.tids.clone() {
                 let dir = proc_root
-                    .join(pid.to_string())
+                    .join(tid.to_string())
                     .join("task")
                     .join(tid.to_string());
                 if let Ok(s) = live::task_status(&dir.join("status")) {
@@ -352,9 +353,9 @@ impl Sampler {
 }
 
 pub(super) fn target_sched(s: &Sampler) -> Vec<String> {
-    let Some(pid) = s.cfg.target_pid else {
+    if s.cfg.target_pid.is_none() {
         return vec![];
-    };
+    }
     let policy_name = |p: u64| match p {
         0 => "other".to_string(),
         1 => "fifo".into(),
@@ -367,9 +368,10 @@ pub(super) fn target_sched(s: &Sampler) -> Vec<String> {
     s.tids
         .iter()
         .filter_map(|tid| {
+            // /proc/TID/task/TID: a thread of any process the target spans.
             let dir = s
                 .proc_root
-                .join(pid.to_string())
+                .join(tid.to_string())
                 .join("task")
                 .join(tid.to_string());
             let st = live::task_stat(&dir).ok()?;

@@ -40,19 +40,7 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
     writeln!(w, "VERDICT: {}", d.headline)?;
     writeln!(w, "  where: {}", d.layer)?;
     if let Some(t) = &before.target {
-        writeln!(
-            w,
-            "  server: PID {} {} ({}, {} thread(s)); its reads and replies {}",
-            t.pid,
-            t.exe,
-            t.runtime.name(),
-            t.threads,
-            if t.exact_counts {
-                "counted exactly on its threads (perf tracepoints)"
-            } else {
-                "NOT counted on its threads: derived from namespace-wide counters (see the notes)"
-            }
-        )?;
+        writeln!(w, "  {}", super::run::target_line(t))?;
     }
     if let Some(g) = &before.generator {
         print_load_line(w, g)?;

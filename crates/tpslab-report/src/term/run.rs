@@ -56,6 +56,43 @@ fn load_shape(g: &GeneratorReport) -> String {
     }
 }
 
+/// The foreign server's process in one line: PID, executable, runtime, threads, how it
+/// was found (its socket, when no `--pid` was given), the other processes holding its
+/// socket, and whether its reads were counted on its threads.
+pub fn target_line(t: &tpslab_analysis::record::TargetProcess) -> String {
+    let mut s = format!(
+        "server: PID {} {} ({}, {} thread(s))",
+        t.pid,
+        t.exe,
+        t.runtime.name(),
+        t.threads
+    );
+    if let Some(f) = &t.found_by {
+        s.push_str(&format!(", {f}"));
+    }
+    if !t.others.is_empty()
+        && !t
+            .found_by
+            .as_deref()
+            .is_some_and(|f| f.contains("also hold"))
+    {
+        let others: Vec<String> = t.others.iter().map(|p| p.to_string()).collect();
+        s.push_str(&format!(
+            "; with PID(s) {} holding the same socket",
+            others.join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "; its reads and replies {}",
+        if t.exact_counts {
+            "counted exactly on its threads (perf tracepoints)"
+        } else {
+            "NOT counted on its threads: derived from namespace-wide counters (see the notes)"
+        }
+    ));
+    s
+}
+
 /// A rate in pps: whole numbers as such, fractions (e.g. --rate 1.5) kept.
 fn fmt_rate(r: f64) -> String {
     if r.fract() == 0.0 || r >= 100.0 {
@@ -404,6 +441,9 @@ pub fn print_record(w: &mut dyn Write, rec: &RunRecord, explain: bool) -> io::Re
     }
     if let Some(g) = &rec.generator {
         print_generator(w, g)?;
+    }
+    if let Some(t) = &rec.target {
+        writeln!(w, "{}", target_line(t))?;
     }
     if let Some(s) = &rec.server {
         print_server(w, s, 0.0)?;

@@ -156,27 +156,6 @@ fn open(create: bool) -> Result<(Connection, PathBuf)> {
     }
 }
 
-/// Where a record's load went, for listing and filtering.
-fn target(rec: &Record) -> String {
-    match &rec.body {
-        Body::UdpRun(r) | Body::Watch(r) => r.generator.as_ref().map_or_else(
-            || {
-                r.target
-                    .as_ref()
-                    .map_or(String::new(), |t| format!("pid {}", t.pid))
-            },
-            |g| g.target.clone(),
-        ),
-        Body::Diagnose(d) => d
-            .before
-            .generator
-            .as_ref()
-            .map_or(String::new(), |g| g.target.clone()),
-        Body::Serve(s) => s.server.bind.clone(),
-        _ => String::new(),
-    }
-}
-
 /// One line that says what the run found.
 fn headline(rec: &Record) -> String {
     match &rec.body {
@@ -224,7 +203,7 @@ pub(crate) fn append(rec: &Record) -> Result<i64> {
         params![
             rec.meta.started_unix_ms as i64,
             rec.kind(),
-            target(rec),
+            rec.target(),
             rec.meta.hostname,
             rec.meta.argv.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
             first(headline(rec)),
@@ -305,6 +284,18 @@ fn day(s: &str) -> Option<i64> {
     Some(era * 146_097 + doe - 719_468)
 }
 
+/// A run's start as listed (UTC, to the second), or "not recorded" for a record that
+/// did not carry it (0: a watch of an older release), never 1970-01-01.
+fn started(ms: i64) -> String {
+    if ms <= 0 {
+        "not recorded".into()
+    } else {
+        tpslab_report::html::utc(ms as u64)
+            .trim_end_matches(" UTC")
+            .to_string()
+    }
+}
+
 /// `tpslab history`.
 pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
     match a.cmd {
@@ -375,11 +366,13 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
     for (id, ms, kind, target, head, interrupted) in rows.iter().rev() {
         t.add_row(vec![
             id.to_string(),
-            tpslab_report::html::utc(*ms as u64)
-                .trim_end_matches(" UTC")
-                .to_string(),
+            started(*ms),
             kind.clone(),
-            target.clone(),
+            if target.is_empty() {
+                "-".into()
+            } else {
+                target.clone()
+            },
             format!("{}{head}", if *interrupted { "(interrupted) " } else { "" }),
         ]);
     }
@@ -390,6 +383,12 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_start_not_recorded_is_said_not_dated_1970() {
+        assert_eq!(super::started(0), "not recorded");
+        assert_eq!(super::started(1_795_470_158_000), "2026-11-23 21:42:38");
+    }
+
     #[test]
     fn days_from_dates() {
         assert_eq!(super::day("1970-01-01"), Some(0));

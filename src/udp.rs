@@ -232,6 +232,8 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let t0 = tpslab_net::mono_ns();
+    // The process watched, as it was when the watch started (it may end during it).
+    let target = a.pid.and_then(tpslab_engine::env::target_process);
     // A process's sockets are found by the inodes of its open descriptors
     // (narrowed to --port when both are given).
     let net_root = a.pid.map_or(PathBuf::from("/proc/self"), |p| {
@@ -324,6 +326,11 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
         interrupted: stop.load(Relaxed),
         plan: Some(tpslab_plan::udp::RunPlan::Watch(plan)),
         environment: tpslab_engine::env::environment(),
+        target: target.map(|t| tpslab_analysis::record::TargetProcess {
+            // Its reads and sends counted on its threads (root, tracepoints).
+            exact_counts: rep.deltas.contains_key("server_io_read"),
+            ..t
+        }),
         observer: Some(rep),
         notes,
         drop_reasons,

@@ -219,3 +219,93 @@ fn the_history_is_the_users_alone_and_never_written_through_a_link() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not recorded in the history"));
     assert_eq!(std::fs::read(&victim).unwrap(), b"");
 }
+
+#[test]
+fn a_watch_records_when_it_started_and_what_it_watched_and_history_lists_both() {
+    // A socket of this test process: the watch follows it by our PID and its port.
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sock.local_addr().unwrap().port();
+    let pid = std::process::id();
+    let home = common::tmp("history-watch");
+    let json = common::tmp("watch.json");
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let before = now_ms();
+    let mut c = common::tpslab();
+    c.env("XDG_DATA_HOME", &home).args([
+        "watch",
+        "--pid",
+        &pid.to_string(),
+        "--port",
+        &port.to_string(),
+        "--duration",
+        "300ms",
+        "--no-drop-reasons",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let o = run(c);
+    let after = now_ms();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = common::record(&json);
+    assert_eq!(r["kind"], "watch");
+    let started = r["meta"]["started_unix_ms"].as_u64().unwrap();
+    assert!(
+        (before..=after).contains(&started),
+        "started {started} outside this test's window {before}..={after}"
+    );
+    assert_eq!(r["started_unix_ms"].as_u64(), Some(started));
+    assert_eq!(
+        r["target"]["pid"].as_u64(),
+        Some(pid as u64),
+        "{}",
+        r["target"]
+    );
+    assert!(!r["target"]["exe"].as_str().unwrap().is_empty());
+    let target = format!("pid {pid} ");
+    let on_port = format!("port {port}");
+    // The report says what was watched and when.
+    let date = tpslab_report::html::utc(started);
+    let out = text(&o);
+    assert!(out.contains(&format!("Watched {target}")), "{out}");
+    assert!(out.contains(&on_port) && out.contains(&date), "{out}");
+    // History lists it with that date (to the second) and that target.
+    let mut c = common::tpslab();
+    c.env("XDG_DATA_HOME", &home)
+        .args(["history", "--kind", "watch"]);
+    let o = run(c);
+    assert!(o.status.success());
+    let list = text(&o);
+    let row = list
+        .lines()
+        .find(|l| l.contains(" watch "))
+        .unwrap_or_else(|| panic!("no watch row: {list}"));
+    assert!(row.contains(date.trim_end_matches(" UTC")), "{row}");
+    assert!(!row.contains("1970-01-01"), "{row}");
+    assert!(row.contains(&target) && row.contains(&on_port), "{row}");
+    // And `--target` finds it by its port.
+    let mut c = common::tpslab();
+    c.env("XDG_DATA_HOME", &home)
+        .args(["history", "--target", &on_port]);
+    assert!(text(&run(c)).contains("1 run(s) from"));
+    // Its HTML page says when and what.
+    let html = common::tmp("watch.html");
+    let mut c = common::tpslab();
+    c.arg("report").arg("--html").arg(&html).arg(&json);
+    let o = run(c);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("started {date}")),
+        "no start in the page"
+    );
+    assert!(
+        page.contains(&format!("target: {target}")),
+        "no target in the page"
+    );
+    drop(sock);
+}

@@ -9,7 +9,7 @@
 //! than their own variation. Figures a run has only once (its TPS, its p99, a ramp's
 //! steps) are shown without a test. A sweep's cells keep their repeats as they are.
 
-use crate::experiment::{welch, Effect, Estimate};
+use crate::experiment::{welch, Domain, Effect, Estimate};
 use crate::record::{Body, Record, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -121,8 +121,11 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                                 Key {
                                     name: format!("{} [{}]", k, c.cell.label()),
                                     source: "the sweep's runs of this cell (repeats)".into(),
+                                    domain: crate::sweep::domain(k),
                                 },
-                                *e,
+                                // As this release bounds it (older sweeps' intervals
+                                // could leave the domain).
+                                e.within(crate::sweep::domain(k)),
                             )
                         })
                     })
@@ -168,7 +171,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
         labels,
         differences: differences(&settings),
         figures: figure_rows(&rows),
-        method: "spread: a UDP run's measurement window, or a TCP flow's TCP_INFO samples after its skipped start, cut into 10 equal batches and each figure taken per batch (batch means); a sweep cell's repeats as they are; difference from the first record with its 95 % interval by Welch's t-test on those values, 'noise' when the interval includes 0. Figures measured once (whole-run, a ramp's steps) have no test".into(),
+        method: "spread: a UDP run's measurement window, or a TCP flow's TCP_INFO samples after its skipped start, cut into 10 equal batches and each figure taken per batch (batch means); a sweep cell's repeats as they are; each value's 95 % interval by Student's t (3 values or more), the difference from the first record with its 95 % interval by Welch's t-test on those values, 'noise' when the interval includes 0; intervals kept within what the figure can take (a loss within 0-100 %, a difference of two within -100..100 points, a rate or queue 0 or more). Figures measured once (whole-run, a ramp's steps) have no test".into(),
         notes,
     })
 }
@@ -182,6 +185,8 @@ type Figures = Vec<(Key, Estimate)>;
 struct Key {
     name: String,
     source: String,
+    /// The values the figure takes, which its intervals and its differences keep to.
+    domain: Domain,
 }
 
 /// The settings of a run, flattened: plan (without what changes every run: its id, the
@@ -291,9 +296,10 @@ fn differences(settings: &[BTreeMap<String, String>]) -> Vec<Difference> {
 /// whole-run otherwise.
 fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
     let mut out = vec![];
-    let key = |name: &str, source: &str| Key {
+    let key = |name: &str, source: &str, domain: Domain| Key {
         name: name.into(),
         source: source.into(),
+        domain,
     };
     if let (Some(o), Some(g)) = (&r.observer, &r.generator) {
         let from = g.warmup_s * 1e3 + 5.0;
@@ -338,16 +344,21 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     key(
                         "socket loss %",
                         "server socket drops / (drops + reads), per batch (/proc/net/udp drops; reads)",
+                        Domain::Percent,
                     ),
-                    Estimate::of(&loss),
+                    Estimate::of(&loss, Domain::Percent),
                 ));
             }
         }
         if let Some(rd) = &reads {
             let v: Vec<f64> = rd.iter().map(|b| mean(b)).collect();
             out.push((
-                key("delivered pps", &format!("{reads_key}, mean per batch")),
-                Estimate::of(&v),
+                key(
+                    "delivered pps",
+                    &format!("{reads_key}, mean per batch"),
+                    Domain::NonNegative,
+                ),
+                Estimate::of(&v, Domain::NonNegative),
             ));
         }
         if let Some(dr) = &drops {
@@ -356,8 +367,9 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                 key(
                     "socket drops per s",
                     "server_drops_per_s (/proc/net/udp drops), mean per batch",
+                    Domain::NonNegative,
                 ),
-                Estimate::of(&v),
+                Estimate::of(&v, Domain::NonNegative),
             ));
         }
         if let Some(q) = batches("server_rx_queue_bytes") {
@@ -366,8 +378,9 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                 key(
                     "rx_queue mean bytes",
                     "server socket rx_queue (/proc/net/udp), mean per batch",
+                    Domain::NonNegative,
                 ),
-                Estimate::of(&v),
+                Estimate::of(&v, Domain::NonNegative),
             ));
         }
     }
@@ -377,24 +390,30 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                 key(
                     "window loss % (whole run)",
                     "generator: window datagrams not answered",
+                    Domain::Percent,
                 ),
-                Estimate::of(&[l]),
+                Estimate::of(&[l], Domain::Percent),
             ));
         }
         out.push((
             key(
                 "TPS (whole run)",
                 "generator: answered per second of the window",
+                Domain::NonNegative,
             ),
-            Estimate::of(&[g.tps]),
+            Estimate::of(&[g.tps], Domain::NonNegative),
         ));
         if g.latency_intended.count > 0 {
             out.push((
                 key(
                     "p99 latency us (whole run)",
                     "generator HDR histogram, from the intended send time",
+                    Domain::NonNegative,
                 ),
-                Estimate::of(&[g.latency_intended.p99_ns as f64 / 1e3]),
+                Estimate::of(
+                    &[g.latency_intended.p99_ns as f64 / 1e3],
+                    Domain::NonNegative,
+                ),
             ));
         }
     }
@@ -403,9 +422,10 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
 
 /// A ramp's figures per step (each measured once: no test).
 fn ramp_figures(r: &crate::record::RampReport) -> Figures {
-    let key = |name: String, source: &str| Key {
+    let key = |name: String, source: &str, domain: Domain| Key {
         name,
         source: source.into(),
+        domain,
     };
     let mut out = vec![];
     for s in &r.run.steps {
@@ -413,25 +433,35 @@ fn ramp_figures(r: &crate::record::RampReport) -> Figures {
             key(
                 format!("TPS at {} user(s)", s.users),
                 "completed requests / measured time of the step",
+                Domain::NonNegative,
             ),
-            Estimate::of(&[s.tps]),
+            Estimate::of(&[s.tps], Domain::NonNegative),
         ));
         out.push((
             key(
                 format!("p99 ms at {} user(s)", s.users),
                 "HDR histogram of the step's response times",
+                Domain::NonNegative,
             ),
-            Estimate::of(&[s.response.p99_ns as f64 / 1e6]),
+            Estimate::of(&[s.response.p99_ns as f64 / 1e6], Domain::NonNegative),
         ));
     }
     if let Some(u) = &r.analysis.usl {
         out.push((
-            key("USL sigma (contention)".into(), "USL fit to the steps"),
-            Estimate::of(&[u.sigma]),
+            key(
+                "USL sigma (contention)".into(),
+                "USL fit to the steps",
+                Domain::Real,
+            ),
+            Estimate::of(&[u.sigma], Domain::Real),
         ));
         out.push((
-            key("USL kappa (coherency)".into(), "USL fit to the steps"),
-            Estimate::of(&[u.kappa]),
+            key(
+                "USL kappa (coherency)".into(),
+                "USL fit to the steps",
+                Domain::Real,
+            ),
+            Estimate::of(&[u.kappa], Domain::Real),
         ));
     }
     out
@@ -476,15 +506,17 @@ fn tcp_figures(t: &crate::record::TcpRecord) -> Figures {
             Key {
                 name: format!("{name}: throughput Mbit/s"),
                 source: "TCP_INFO tcpi_bytes_acked, per batch".into(),
+                domain: Domain::NonNegative,
             },
-            Estimate::of(&thr),
+            Estimate::of(&thr, Domain::NonNegative),
         ));
         out.push((
             Key {
                 name: format!("{name}: RTT ms"),
                 source: "TCP_INFO tcpi_rtt, mean per batch".into(),
+                domain: Domain::NonNegative,
             },
-            Estimate::of(&rtt),
+            Estimate::of(&rtt, Domain::NonNegative),
         ));
     }
     out
@@ -512,7 +544,7 @@ fn figure_rows(per_rec: &[Vec<(Key, Estimate)>]) -> Vec<FigureRow> {
             let effects = values[1..]
                 .iter()
                 .map(|v| match (&values[0], v) {
-                    (Some(a), Some(b)) => Some(welch(nms(a), nms(b))),
+                    (Some(a), Some(b)) => Some(welch(nms(a), nms(b), k.domain)),
                     _ => None,
                 })
                 .collect();

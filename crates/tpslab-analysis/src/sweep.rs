@@ -2,7 +2,7 @@
 //! from a baseline, or full factorial), a randomised run order, per-run metrics taken from
 //! run records, and per-cell estimates with each setting's effect against the baseline.
 
-use crate::experiment::{effect, Effect, Estimate};
+use crate::experiment::{effect, Domain, Effect, Estimate};
 use crate::record::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -65,6 +65,21 @@ pub struct RunMetrics {
 
 /// The prefix of a figure that counts kernel drops of one reason per run (`drops:NAME`).
 pub const DROPS: &str = "drops:";
+
+/// The values figure `name` of [`RunMetrics::figures`] can take, which its intervals keep
+/// to: loss and a CPU's busy % are shares (0..=100 %); rates, queues in bytes, the
+/// server's CPU (% of one CPU, past 100 with several threads), latencies and drop counts
+/// are 0 or more; a figure tpslab does not know is any real number.
+pub fn domain(name: &str) -> Domain {
+    match name {
+        "loss_pct" => Domain::Percent,
+        n if n.starts_with("cpu") && n.ends_with("_busy_pct") => Domain::Percent,
+        "tps" | "rxq_mean_bytes" | "rxq_stddev_bytes" | "server_cpu_pct" | "ctxt_per_s"
+        | "server_ctxt_per_s" | "p50_us" | "p99_us" => Domain::NonNegative,
+        n if n.starts_with(DROPS) => Domain::NonNegative,
+        _ => Domain::Real,
+    }
+}
 
 /// The gates' view of a sweep: its runs (cell, metrics); not valid evidence when any run's
 /// generator fell behind, errors when any run had send or reply failures.
@@ -260,7 +275,12 @@ fn finding(change: &str, obj: &str, lower_better: bool, e: &Effect) -> String {
         e.diff > 0.0
     };
     let rel = e.rel_pct.map_or(String::new(), |r| format!(" ({r:+.1} %)"));
-    if e.significant {
+    if !e.ci_lo.is_finite() || !e.ci_hi.is_finite() {
+        format!(
+            "{change}: {obj} changed by {:+.3}{rel}: one run on a side, no test (--repeat 2 or more)",
+            e.diff
+        )
+    } else if e.significant {
         format!(
             "{change}: {obj} {} by {:.3}{rel}, 95 % CI [{:.3}, {:.3}]: a real effect",
             if better { "improved" } else { "worsened" },
@@ -354,7 +374,7 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             cell: c.clone(),
             figures: names
                 .iter()
-                .map(|n| (n.clone(), Estimate::of(&values(c.id, n))))
+                .map(|n| (n.clone(), Estimate::of(&values(c.id, n), domain(n))))
                 .filter(|(_, e)| e.n > 0)
                 .collect(),
             invalid_runs: runs
@@ -378,15 +398,20 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             .join(" ");
         let eff: BTreeMap<String, Effect> = names
             .iter()
-            .map(|n| (n.clone(), effect(&values(0, n), &values(c.id, n))))
+            .map(|n| {
+                (
+                    n.clone(),
+                    effect(&values(0, n), &values(c.id, n), domain(n)),
+                )
+            })
             .collect();
         if let Some(e) = eff.get(obj) {
             findings.push(finding(&change, obj, lower_better, e));
         }
         findings.extend(drop_findings(&change, &eff, |n| {
             (
-                Estimate::of(&values(0, n)).mean,
-                Estimate::of(&values(c.id, n)).mean,
+                Estimate::of(&values(0, n), domain(n)).mean,
+                Estimate::of(&values(c.id, n), domain(n)).mean,
             )
         }));
         warnings.extend(fifo_warning(c, &results));

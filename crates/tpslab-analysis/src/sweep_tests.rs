@@ -227,3 +227,56 @@ fn kernel_drop_reasons_are_figures_and_findings() {
     );
     assert!(m(1.0, 1.0).figure("drops:SOCKET_RCVBUFF").is_nan());
 }
+
+#[test]
+fn every_figure_has_its_domain_and_intervals_keep_to_it() {
+    use crate::experiment::Domain;
+    let mut r = m(0.0, 1.0);
+    r.cpu_busy_pct.insert("cpu3".into(), 50.0);
+    r.kernel_drops = Some([("SOCKET_RCVBUFF".to_string(), 1u64)].into());
+    r.p50_us = Some(1.0);
+    r.p99_us = Some(1.0);
+    for name in r.figures().keys() {
+        let want = match name.as_str() {
+            "loss_pct" | "cpu3_busy_pct" => Domain::Percent,
+            _ => Domain::NonNegative,
+        };
+        assert_eq!(domain(name), want, "{name}");
+    }
+    assert_eq!(domain("something_new"), Domain::Real);
+    // Loss near 0 in three runs a cell, nearly all lost in the other cell: the cells'
+    // intervals within 0..=100, the effect's within -100..=100.
+    let c = cells(&[f("rcvbuf", &["212992", "16000000"])], Design::Ofat);
+    let runs = vec![
+        (0, m(100.0, 0.0)),
+        (0, m(92.0, 8.0)),
+        (0, m(99.0, 1.0)),
+        (1, m(0.0, 100.0)),
+        (1, m(8.0, 92.0)),
+        (1, m(1.0, 99.0)),
+    ];
+    let r = analyse(&c, &runs, Objective::Loss);
+    for cell in &r.cells {
+        let (lo, hi) = cell.figures["loss_pct"].interval().unwrap();
+        assert!((0.0..=100.0).contains(&lo) && (0.0..=100.0).contains(&hi));
+        let (lo, _) = cell.figures["tps"].interval().unwrap();
+        assert!(lo >= 0.0);
+    }
+    assert_eq!(r.cells[1].figures["loss_pct"].ci_lo, 0.0);
+    assert_eq!(r.cells[0].figures["loss_pct"].ci_hi, 100.0);
+    let e = &r.effects[0].effects["loss_pct"];
+    assert_eq!(e.ci_lo, -100.0);
+    assert!(e.significant && e.ci_hi < 0.0);
+    assert!(
+        r.findings[0].contains("95 % CI [-100.000, "),
+        "{}",
+        r.findings[0]
+    );
+    // One run a cell: no test, said so (not a [-inf, inf] interval).
+    let r = analyse(&c, &[(0, m(1.0, 1.0)), (1, m(2.0, 1.0))], Objective::Loss);
+    assert!(
+        r.findings[0].contains("one run on a side, no test"),
+        "{}",
+        r.findings[0]
+    );
+}

@@ -152,6 +152,15 @@ fn figures_no_run_could_write_are_refused_naming_the_field() {
     let mut v = fixture("sweep.json");
     v["result"]["cells"][0]["figures"]["tps"]["stddev"] = serde_json::Value::Null;
     refused(&v, "without its stddev at result.cells.figures.tps");
+    // Two runs have a spread and no interval (too few); three have both.
+    let mut v = fixture("sweep.json");
+    let tps = &mut v["result"]["cells"][0]["figures"]["tps"];
+    tps["n"] = 2.into();
+    tps["ci_lo"] = serde_json::Value::Null;
+    tps["ci_hi"] = serde_json::Value::Null;
+    assert!(Record::from_json(&v.to_string()).is_ok());
+    v["result"]["cells"][0]["figures"]["tps"]["n"] = 3.into();
+    refused(&v, "an estimate of 3 run(s) without its ci_lo");
     let mut v = fixture("sweep.json");
     v["runs"][0]["metrics"]["loss_pct"] = 101.into();
     refused(&v, "loss or CPU share of 101 %");
@@ -185,7 +194,7 @@ fn an_unread_schema_is_named_with_the_ones_read() {
 
 #[test]
 fn figures_not_measured_round_trip_as_null() {
-    let e = crate::experiment::Estimate::of(&[5.0]);
+    let e = crate::experiment::Estimate::of(&[5.0], crate::experiment::Domain::Real);
     assert!(e.ci_lo.is_nan());
     let text = serde_json::to_string(&e).unwrap();
     assert!(text.contains("\"ci_lo\":null"), "{text}");

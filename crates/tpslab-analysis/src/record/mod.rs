@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod envelope;
+mod target;
 pub mod tcp;
 mod valid;
 pub use envelope::*;

@@ -14,7 +14,10 @@ const IDENTIFIERS: &[&str] = &["run_id", "seed"];
 
 /// Every number of `rec` (as it is written) within [`MAX_FIGURE`] in magnitude, and every
 /// estimate (an object with `n`, `mean`, `stddev`, `ci_lo`, `ci_hi`) with the figures its
-/// `n` runs give: a mean of one run or more, a spread and interval of two or more.
+/// `n` runs give: a mean of one run or more, a spread of two or more, an interval of
+/// [`MIN_RUNS_FOR_INTERVAL`] or more.
+///
+/// [`MIN_RUNS_FOR_INTERVAL`]: crate::experiment::MIN_RUNS_FOR_INTERVAL
 pub(super) fn figures(rec: &Record) -> Result<(), String> {
     let v = serde_json::to_value(rec).map_err(|e| format!("does not serialise: {e}"))?;
     walk(&v, &mut vec![])
@@ -68,9 +71,10 @@ fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), Strin
     {
         return Ok(());
     }
-    let needed: &[&str] = match n {
+    let needed: &[&str] = match n as usize {
         0 => &[],
         1 => &["mean"],
+        n if n < crate::experiment::MIN_RUNS_FOR_INTERVAL => &["mean", "stddev"],
         _ => &["mean", "stddev", "ci_lo", "ci_hi"],
     };
     for k in needed {

@@ -86,7 +86,7 @@ pub(super) fn page(p: &mut Page, c: &CompareReport) -> Result<(), String> {
     let mut s = Section::new("Each figure with its 95 % interval, per record");
     s.columns = 2;
     for (k, f) in c.figures.iter().enumerate() {
-        if !f.values.iter().flatten().any(|e| e.n >= 2) {
+        if !f.values.iter().flatten().any(|e| e.interval().is_some()) {
             continue;
         }
         let mut ch = Chart::new(&format!("figure-{k}"), &f.name, "record (A = 0)", &f.name);
@@ -94,7 +94,7 @@ pub(super) fn page(p: &mut Page, c: &CompareReport) -> Result<(), String> {
             &mut ch,
             &f.values,
             ("mean", &f.source),
-            "Student t over the batches (or a sweep cell's repeats)",
+            "Student t over the batches (or a sweep cell's repeats), within the figure's bounds",
         );
         s.items.push(figure(&ch));
     }

@@ -115,6 +115,8 @@ pub(crate) struct Page {
     pub kind: String,
     pub meta: Meta,
     pub started: String,
+    /// What the command was aimed at ([`Record::target`]).
+    pub target: String,
     pub elapsed: String,
     pub command: String,
     pub alerts: Vec<String>,
@@ -148,7 +150,8 @@ pub(crate) fn page(rec: &Record) -> io::Result<Page> {
         title: format!("tpslab {}", rec.kind().replace('_', " ")),
         kind: rec.kind().into(),
         meta: m.clone(),
-        started: utc(m.started_unix_ms),
+        started: started(m.started_unix_ms),
+        target: rec.target(),
         elapsed: format!("{:.1} s", m.elapsed_s),
         command: m
             .argv
@@ -164,6 +167,16 @@ pub(crate) fn page(rec: &Record) -> io::Result<Page> {
     };
     kinds::fill(&mut p, rec).map_err(io::Error::other)?;
     Ok(p)
+}
+
+/// When a record's command started, in UTC, or "(not recorded)" for a record that does
+/// not carry it (0: a watch written by an older release), never 1970-01-01.
+pub fn started(ms: u64) -> String {
+    if ms == 0 {
+        "(not recorded)".into()
+    } else {
+        utc(ms)
+    }
 }
 
 /// `2026-11-23 21:42:38 UTC` from ms since the Unix epoch (civil-from-days, Howard

@@ -393,7 +393,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         ..Default::default()
     });
     let mut s = Section::new("Each cell's mean with its 95 % interval");
-    s.note = Some("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t).".into());
+    s.note = Some(format!("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t, kept within what the figure can take: a loss within 0-100 %, TPS 0 or more); a cell of fewer than {} runs has none.", tpslab_analysis::experiment::MIN_RUNS_FOR_INTERVAL));
     s.columns = 2;
     let mut figs = vec![obj];
     figs.extend(["loss_pct", "tps"].into_iter().filter(|&f| f != obj));
@@ -410,10 +410,15 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
             "cell",
             y,
         );
+        // As this release bounds them (older records could hold a loss below 0).
         let est: Vec<_> = r
             .cells
             .iter()
-            .map(|c| c.figures.get(fig).copied())
+            .map(|c| {
+                c.figures
+                    .get(fig)
+                    .map(|e| e.within(tpslab_analysis::sweep::domain(fig)))
+            })
             .collect();
         intervals(
             &mut c,
@@ -422,7 +427,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
                 &format!("mean {fig}"),
                 "mean of the cell's runs (their records)",
             ),
-            "Student t over the repeats",
+            "Student t over the repeats, within the figure's bounds",
         );
         c.marks.push((0.0, "baseline (cell 0)".into()));
         if c.has_data() {
@@ -435,10 +440,10 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         .map(|c| {
             let f = |k: &str| {
                 c.figures.get(k).map_or("-".into(), |e| {
-                    if e.ci_lo.is_finite() {
-                        format!("{:.2} [{:.2}, {:.2}]", e.mean, e.ci_lo, e.ci_hi)
-                    } else {
-                        format!("{:.2}", e.mean)
+                    let e = e.within(tpslab_analysis::sweep::domain(k));
+                    match e.interval() {
+                        Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", e.mean),
+                        None => format!("{:.2} ({} runs: too few for an interval)", e.mean, e.n),
                     }
                 })
             };

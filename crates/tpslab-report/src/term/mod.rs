@@ -61,7 +61,21 @@ pub fn fmt_ns(ns: f64) -> String {
 /// ([`print_diagnosis`]).
 pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> {
     match &rec.body {
-        Body::UdpRun(r) | Body::Watch(r) => print_record(w, r, explain),
+        Body::UdpRun(r) => print_record(w, r, explain),
+        Body::Watch(r) => {
+            // A watch has no load line to say what it looked at: this says it, and when.
+            writeln!(
+                w,
+                "Watched {}, from {} for {:.1} s",
+                match rec.target() {
+                    t if t.is_empty() => "(target not recorded)".to_string(),
+                    t => t,
+                },
+                crate::html::started(rec.meta.started_unix_ms),
+                rec.meta.elapsed_s
+            )?;
+            print_record(w, r, explain)
+        }
         Body::Ramp(r) => {
             ramp_header(w, &r.run.plan)?;
             ramp_results(w, r)

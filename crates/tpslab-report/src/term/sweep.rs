@@ -2,6 +2,7 @@
 //! against the baseline, the best cell.
 
 use std::io::{self, Write};
+use tpslab_analysis::experiment::{Estimate, MIN_RUNS_FOR_INTERVAL as MIN};
 use tpslab_analysis::record::SweepReport;
 
 /// The first line of a sweep, printed when it starts: cells, runs, design, order, how long.
@@ -43,14 +44,18 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
         "ctxt/s (server)",
         "p99 RTT us",
     ]);
-    let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| c.figures.get(k).copied();
+    // Each figure's interval as this release bounds it (a record written before could
+    // hold a loss interval below 0, or one of 2 runs).
+    let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| {
+        c.figures
+            .get(k)
+            .map(|x| x.within(tpslab_analysis::sweep::domain(k)))
+    };
+    let mut too_few = false;
     for c in &r.cells {
         let loss = e(c, "loss_pct").map_or("-".into(), |x| {
-            if x.ci_lo.is_nan() {
-                format!("{:.2} [-]", x.mean)
-            } else {
-                format!("{:.2} [{:.2}, {:.2}]", x.mean, x.ci_lo, x.ci_hi)
-            }
+            too_few |= x.interval().is_none();
+            with_interval(&x)
         });
         let pm =
             |k: &str| e(c, k).map_or("-".into(), |x| format!("{:.0} ± {:.0}", x.mean, x.stddev));
@@ -76,6 +81,12 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
         w,
         "(* baseline; mean ± stddev over the runs; figures over the measurement window)"
     )?;
+    if too_few {
+        writeln!(
+            w,
+            "(loss with fewer than {MIN} runs a cell has no interval: with 2, Student's t of one degree of freedom makes it about 7 times the runs' spread; --repeat {MIN} or more)"
+        )?;
+    }
     print_kernel_drops(w, r)?;
     writeln!(
         w,
@@ -100,6 +111,20 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
         writeln!(w, "note: {n}")?;
     }
     Ok(())
+}
+
+/// "mean [lo, hi]" of an estimate, or why it has no interval: "0.29 (2 runs: too few
+/// for an interval)".
+fn with_interval(x: &Estimate) -> String {
+    match x.interval() {
+        Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", x.mean),
+        None => format!(
+            "{:.2} ({} run{}: too few for an interval)",
+            x.mean,
+            x.n,
+            if x.n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// Each cell's kernel drops by reason, mean per run, when any cell read them.
@@ -140,4 +165,96 @@ fn print_kernel_drops(
         writeln!(w, "  {mark}{}: {text}", c.cell.label())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::sweep::{analyse, cells, RunMetrics};
+
+    fn run(loss: f64) -> RunMetrics {
+        RunMetrics {
+            loss_pct: loss,
+            tps: 10_000.0,
+            valid: true,
+            ..Default::default()
+        }
+    }
+
+    fn text(rep: &SweepReport) -> String {
+        let mut out = vec![];
+        sweep_results(&mut out, rep).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The table of cells: what precedes the effects (a difference may be negative).
+    fn table(s: &str) -> &str {
+        &s[..s.find("Effects against").unwrap()]
+    }
+
+    #[test]
+    fn loss_intervals_stay_at_or_above_0_and_too_few_runs_are_named() {
+        let plan = tpslab_plan::sweep::s2_plan(1, std::time::Duration::from_millis(100));
+        let c = cells(&plan.factors, plan.design);
+        // Issue 33: the baseline's two runs (mean 0.29, once printed [-0.68, 1.26]);
+        // a cell of three runs whose t interval reaches -0.71; one of a single run; one
+        // with no loss at all.
+        let runs = vec![
+            (0, run(0.2137)),
+            (0, run(0.3663)),
+            (1, run(0.0)),
+            (1, run(0.12)),
+            (1, run(0.75)),
+            (2, run(0.5)),
+            (3, run(0.0)),
+            (3, run(0.0)),
+            (3, run(0.0)),
+        ];
+        let mut rep = SweepReport {
+            result: analyse(&c, &runs, plan.objective),
+            plan,
+            out: "sweep-out".into(),
+            runs: vec![],
+            notes: vec![],
+        };
+        let s = text(&rep);
+        assert!(s.contains("0.29 (2 runs: too few for an interval)"), "{s}");
+        assert!(s.contains("0.29 [0.00, 1.29]"), "{s}");
+        assert!(s.contains("0.50 (1 run: too few for an interval)"), "{s}");
+        assert!(s.contains("0.00 [0.00, 0.00]"), "{s}");
+        assert!(s.contains("--repeat 3 or more"), "{s}");
+        assert!(!table(&s).contains("[-"), "an interval below 0: {s}");
+        // A record written before the bounds: an interval of 3 runs below 0 is shown
+        // from 0, one of 2 runs not at all.
+        let old = |n, lo, hi| tpslab_analysis::experiment::Estimate {
+            n,
+            mean: 0.29,
+            stddev: 0.4,
+            min: 0.0,
+            max: 0.75,
+            ci_lo: lo,
+            ci_hi: hi,
+        };
+        let f = &mut rep.result.cells[0].figures;
+        f.insert("loss_pct".into(), old(2, -0.68, 1.26));
+        rep.result.cells[1]
+            .figures
+            .insert("loss_pct".into(), old(3, -0.71, 1.29));
+        let s = text(&rep);
+        assert!(!table(&s).contains("[-"), "an interval below 0: {s}");
+        assert!(s.contains("0.29 (2 runs: too few for an interval)"), "{s}");
+        assert!(s.contains("0.29 [0.00, 1.29]"), "{s}");
+        // Enough runs everywhere: no note.
+        let runs: Vec<_> = (0..4)
+            .flat_map(|c| [(c, run(1.0)), (c, run(2.0)), (c, run(3.0))])
+            .collect();
+        rep.result = analyse(
+            &cells(&rep.plan.factors, rep.plan.design),
+            &runs,
+            rep.plan.objective,
+        );
+        let s = text(&rep);
+        assert!(s.contains("2.00 [0.00, 4.48]"), "{s}");
+        assert!(!s.contains("too few"), "{s}");
+    }
 }

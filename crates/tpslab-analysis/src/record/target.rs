@@ -162,6 +162,8 @@ mod tests {
                 runtime: crate::runtime::Runtime::Python,
                 threads: 1,
                 exact_counts: true,
+                found_by: None,
+                others: vec![],
             });
         }
         assert_eq!(watch.target(), "pid 4242 python3.12 port 19999");
@@ -174,6 +176,8 @@ mod tests {
                 runtime: crate::runtime::Runtime::Native,
                 threads: 4,
                 exact_counts: false,
+                found_by: Some("found by its UDP socket on 127.0.0.1:9000".into()),
+                others: vec![],
             });
         }
         assert_eq!(run.target(), "127.0.0.1:9000 (pid 7 named)");

@@ -249,14 +249,22 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
     d.evidence.push(cpu(f));
-    let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
+    // What the server drains; None when not measured (its reads and CPU not counted).
+    let measured = f.capacity_pps.filter(|&c| c > 0.0);
+    let cap = measured.unwrap_or(0.0).max(1.0);
     let waits = server_waits(f);
     d.recs.push(Recommendation {
             what: "more buffer will not help: make the server faster than the mean rate".into(),
-            why: format!(
-                "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
-                f.offered_pps
-            ),
+            why: match measured {
+                Some(_) => format!(
+                    "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
+                    f.offered_pps
+                ),
+                None => format!(
+                    "its queue stayed at its limit: it drains less than the mean rate ({:.0} pps; how much less was not measured), so a bigger queue only fills later and adds latency",
+                    f.offered_pps
+                ),
+            },
             lines: vec![],
         });
     if server_starved(f) {
@@ -302,7 +310,13 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     // Sockets on the port now: our server's threads, or what the observer followed.
     let sockets = if f.ours { f.threads } else { f.server_sockets };
     let mut threads = None;
-    if tc.needed > now && !tc.fits() {
+    if measured.is_none() {
+        d.recs.push(Recommendation {
+            what: "measure what one thread drains before sizing the server's threads".into(),
+            why: "its reads were not counted on its threads (no PID, not root, or a kernel before 6.4): a thread count needs the rate one of them drains".into(),
+            lines: vec!["as root on kernel 6.4+: tpslab diagnose udp HOST:PORT --pid PID_OF_THE_SERVER".into()],
+        });
+    } else if tc.needed > now && !tc.fits() {
         d.recs.push(Recommendation {
             what: format!("more {readers} alone cannot reach {:.0} pps on this host", f.offered_pps),
             why: format!(
@@ -408,9 +422,9 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     (
             "the application (too slow for the mean rate)".to_string(),
             format!(
-                "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                "The server is too slow for the mean rate ({:.0} pps offered, it drains {}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
                 f.offered_pps,
-                cap,
+                measured.map_or("less: its queue stayed at its limit".to_string(), |c| format!("about {c:.0}")),
                 match (waits, server_starved(f)) {
                     (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
                     (true, false) => ", mostly asleep: it waits per message",

@@ -333,3 +333,32 @@ fn the_sockets_on_the_port_come_from_the_observer() {
     };
     assert_eq!(Facts::from_record(&rec, None).server_sockets, 2);
 }
+
+#[test]
+fn no_thread_count_without_a_measured_drain() {
+    // A queue pinned at its limit, the server's reads and CPU not counted: too slow, but
+    // no figure for what it drains, so no count.
+    let mut f = too_slow(Some(Runtime::Python), 16);
+    f.drain_pps = None;
+    f.capacity_pps = None;
+    f.cpu_capacity_pps = None;
+    f.backlog_cpu_pct = None;
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::AppTooSlow);
+    assert!(!d.headline.contains("about 1)"), "{}", d.headline);
+    assert!(d.headline.contains("it drains less"), "{}", d.headline);
+    let whats: Vec<&str> = d.recommendations.iter().map(|r| r.what.as_str()).collect();
+    assert!(
+        !whats
+            .iter()
+            .any(|w| w.contains("SO_REUSEPORT") || w.contains("cannot reach")),
+        "{whats:?}"
+    );
+    assert!(
+        whats
+            .iter()
+            .any(|w| w.starts_with("measure what one thread drains")),
+        "{whats:?}"
+    );
+    assert!(!format!("{:?}", d.recommendations).contains("(1 pps)"));
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::record::{Body, DiagnoseRecord, Record, RunRecord};
+use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::lab::{run_udp, UdpRunPlan};
@@ -138,7 +138,8 @@ fn run_secs(p: &UdpRunPlan) -> f64 {
 
 /// Applies a fix to a plan: our server through its flags; host sysctls only where they
 /// take effect and a flag cannot do it. Returns the sysctls to set, a description of each
-/// change, and what could not be applied.
+/// change, and the sysctls (`KEY=VALUE`) that could not be applied: socket-level ones for
+/// a server tpslab did not start and cannot restart.
 fn apply_fix(
     plan: &mut UdpRunPlan,
     fix: &Fix,
@@ -170,10 +171,8 @@ fn apply_fix(
     for (k, v) in &fix.sysctls {
         let socket_level = k == "net.core.rmem_max" || k == "net.core.rmem_default";
         if socket_level && !ours && !restartable {
-            skipped.push(format!(
-                "{k}={v} not applied: it reaches only sockets created after the change, and tpslab did not start this server; apply it, restart the server{} so it re-creates its socket, and run diagnose again (or pass --server-cmd so tpslab starts the server itself and proves the fix)",
-                plan.target_pid.map_or(String::new(), |p| format!(" (PID {p})"))
-            ));
+            // Reaches only sockets created after the change: the server must restart.
+            skipped.push(format!("{k}={v}"));
         } else if ours && socket_level && (tpslab_net::is_root() || k == "net.core.rmem_default") {
             // Our server asks for its buffer itself (SO_RCVBUFFORCE as root): no host-wide
             // change needed; rmem_default would only enlarge every other socket.
@@ -335,18 +334,41 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     let mut applied = vec![];
     let mut restored = vec![];
     let mut after = None;
+    let mut not_verified = None;
     if verify && !stop.load(Relaxed) {
         match &diag.fix {
-            None => notes.push("nothing to verify: no change was recommended".into()),
+            None if diag.recommendations.is_empty() => {
+                notes.push("nothing to verify: no change was recommended".into())
+            }
+            None => {
+                not_verified = Some(NotVerified {
+                    why: "the recommended changes are the server's own (its code, its threads, its CPUs): tpslab cannot apply them for a second run, so nothing was verified; make them and run the same diagnosis again".into(),
+                    run: Some(sh_line(
+                        &rerun_argv()
+                            .into_iter()
+                            .filter(|w| w != "--verify")
+                            .collect::<Vec<_>>(),
+                    )),
+                    run_note: None,
+                })
+            }
             Some(fix) => {
                 let mut plan2 = plan.clone();
                 plan2.load.run_id = plan.load.run_id.wrapping_add(1);
                 let (sysctls, what, skipped) = apply_fix(&mut plan2, fix, server_cmd.is_some());
                 applied = what;
-                notes.extend(skipped);
-                if applied.is_empty() {
-                    notes.push("nothing tpslab can apply to this server for a verification run; apply the recommendation and run diagnose again".into());
+                if applied.is_empty() && server_cmd.is_none() && plan.server.is_none() {
+                    not_verified = Some(cannot_restart(&skipped, &before, &a));
+                } else if applied.is_empty() {
+                    not_verified = Some(NotVerified {
+                        why: "nothing recommended is a change tpslab can apply for a second run: nothing was verified".into(),
+                        run: None,
+                        run_note: None,
+                    });
                 } else {
+                    if !skipped.is_empty() {
+                        notes.push(format!("not applied for the verification run: {} (reaches only sockets created after the change, and tpslab cannot restart this server)", skipped.join(", ")));
+                    }
                     // A failure here must not lose the first run's diagnosis: it becomes a note.
                     let guard = if sysctls.is_empty() {
                         Ok(None)
@@ -354,7 +376,13 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                         HostGuard::apply(&sysctls).map(Some)
                     };
                     match guard {
-                        Err(e) => notes.push(format!("verification not run: {e}")),
+                        Err(e) => {
+                            not_verified = Some(NotVerified {
+                                why: format!("the fix could not be applied ({e}): nothing was verified"),
+                                run: None,
+                                run_note: None,
+                            })
+                        }
                         Ok(mut guard) => {
                             let r = out::with_progress(
                                 "run 2/2: with the fix",
@@ -398,6 +426,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         after,
         restored,
         notes,
+        not_verified,
     }));
     let Body::Diagnose(d) = &rec.body else {
         unreachable!("made as a diagnosis above")
@@ -413,6 +442,139 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     diagnose_exit(d, &gate)
 }
 
+/// Why a verification asked for against a server tpslab did not start was not run, and
+/// the same diagnosis with `--server-cmd` that would run it: the server's command line
+/// from /proc/PID/cmdline and its working directory (when its PID is known and one of its
+/// arguments names the port), else a COMMAND placeholder to fill in.
+fn cannot_restart(skipped: &[String], before: &RunRecord, a: &DiagnoseArgs) -> NotVerified {
+    let why = format!(
+        "tpslab did not start this server and cannot restart it, and {} reaches only sockets created after the change: nothing was applied, nothing was verified",
+        if skipped.is_empty() {
+            "the recommended change".to_string()
+        } else {
+            skipped.join(" and ")
+        }
+    );
+    let port = before
+        .generator
+        .as_ref()
+        .and_then(|g| g.target.rsplit(':').next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    let target = match &a.target {
+        Some(DiagProto::Udp(u)) => u.target.clone().unwrap_or_default(),
+        None => String::new(),
+    };
+    let pid = before.target.as_ref().map(|t| t.pid);
+    let found = pid.and_then(|pid| {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let argv: Vec<String> = raw
+            .split(|&b| b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        server_cmd_template(&argv, cwd.as_ref().and_then(|c| c.to_str()), port)
+    });
+    let (cmd, run_note) = match (&found, pid) {
+        (Some(t), Some(pid)) => (
+            t.clone(),
+            Some(format!("the command is PID {pid}'s, from /proc/{pid}/cmdline and its working directory, with {{port}} where it named port {port}; tpslab starts it on a free port of its own for each run")),
+        ),
+        (None, Some(pid)) => (
+            "COMMAND {port}".to_string(),
+            Some(format!("COMMAND: the command that starts your server, with {{port}} where it takes its port (PID {pid}'s command line does not name port {port})")),
+        ),
+        (None, None) | (Some(_), None) => (
+            "COMMAND {port}".to_string(),
+            Some("COMMAND: the command that starts your server, with {port} where it takes its port".to_string()),
+        ),
+    };
+    NotVerified {
+        why,
+        run: Some(sh_line(&with_server_cmd(&rerun_argv(), &target, &cmd))),
+        run_note,
+    }
+}
+
+/// This invocation's arguments, `tpslab` first.
+fn rerun_argv() -> Vec<String> {
+    std::iter::once("tpslab".to_string())
+        .chain(std::env::args().skip(1))
+        .collect()
+}
+
+/// Words as one sh line, quoted by shlex (a word with a NUL byte cannot be: named).
+fn sh_line(words: &[String]) -> String {
+    shlex::try_join(words.iter().map(String::as_str))
+        .unwrap_or_else(|e| format!("(not quotable for sh: {e})"))
+}
+
+/// `argv` of `diagnose udp TARGET [--pid P] [--port P] ...` turned into the same
+/// diagnosis with `--server-cmd CMD`: TARGET (the first argument after `udp` equal to
+/// it), `--pid` and `--port` with their values removed, `--server-cmd CMD` after `udp`.
+fn with_server_cmd(argv: &[String], target: &str, cmd: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut skip_value = false;
+    let mut after_udp = false;
+    let mut target_seen = false;
+    for w in argv {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if w == "--pid" || w == "--port" {
+            skip_value = true;
+            continue;
+        }
+        if w.starts_with("--pid=") || w.starts_with("--port=") {
+            continue;
+        }
+        if after_udp && !target_seen && w == target {
+            target_seen = true;
+            continue;
+        }
+        out.push(w.clone());
+        if w == "udp" && !after_udp {
+            after_udp = true;
+            out.push("--server-cmd".into());
+            out.push(cmd.into());
+        }
+    }
+    out
+}
+
+/// A `--server-cmd` template from a server's command line: `cd CWD && ARGV...` quoted by
+/// shlex, each argument that names `port` (the whole argument, or after its last `:` or
+/// `=`) with `{port}` in its place; None when no argument names it.
+fn server_cmd_template(argv: &[String], cwd: Option<&str>, port: u16) -> Option<String> {
+    // A word shlex leaves unquoted, replaced by {port} after quoting ({ and } would be).
+    const MARK: &str = "TPSLABPORTMARK";
+    if port == 0 || argv.is_empty() || argv.iter().any(|w| w.contains(MARK)) {
+        return None;
+    }
+    let p = port.to_string();
+    let mut named = false;
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| {
+            let cut = w.rfind([':', '=']).map_or(0, |i| i + 1);
+            if w[cut..] == p {
+                named = true;
+                format!("{}{MARK}", &w[..cut])
+            } else {
+                w.clone()
+            }
+        })
+        .collect();
+    if !named {
+        return None;
+    }
+    let mut line = sh_line(&words);
+    if let Some(d) = cwd.filter(|d| *d != "/") {
+        line = format!("cd {} && {line}", sh_line(&[d.to_string()]));
+    }
+    Some(line.replace(MARK, "{port}"))
+}
+
 /// The exit code: the first run's under the gate; 130 when any part was interrupted.
 fn diagnose_exit(rec: &DiagnoseRecord, gate: &flags::GateFlags) -> Result<ExitCode> {
     if rec.interrupted {
@@ -420,4 +582,80 @@ fn diagnose_exit(rec: &DiagnoseRecord, gate: &flags::GateFlags) -> Result<ExitCo
         return Ok(ExitCode::from(130));
     }
     flags::gate_exit(&rec.before, gate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &[&str]) -> Vec<String> {
+        s.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn the_servers_command_line_becomes_a_server_cmd_template() {
+        let argv = words(&["python3", "/tmp/s33/echo.py", "127.0.0.1", "9533"]);
+        let t = server_cmd_template(&argv, Some("/srv/my app"), 9533).unwrap();
+        assert_eq!(
+            t,
+            "cd '/srv/my app' && python3 /tmp/s33/echo.py 127.0.0.1 {port}"
+        );
+        // sh reads it back as the same words, {port} where the port was.
+        let back = shlex::split(&t).unwrap();
+        assert_eq!(
+            back[3..],
+            words(&["python3", "/tmp/s33/echo.py", "127.0.0.1", "{port}"])
+        );
+        let argv = words(&["named", "-f", "--listen=[::1]:53", "-c", "a b.conf"]);
+        assert_eq!(
+            server_cmd_template(&argv, None, 53).unwrap(),
+            "named -f '--listen=[::1]:{port}' -c 'a b.conf'"
+        );
+        // A command line that does not name the port: no template.
+        assert_eq!(
+            server_cmd_template(&words(&["named", "-f"]), None, 53),
+            None
+        );
+        assert_eq!(
+            server_cmd_template(&words(&["srv", "95330"]), None, 9533),
+            None
+        );
+    }
+
+    #[test]
+    fn a_diagnosis_of_an_address_becomes_one_with_server_cmd() {
+        let argv = words(&[
+            "tpslab",
+            "diagnose",
+            "udp",
+            "127.0.0.1:9533",
+            "--pid",
+            "12843",
+            "--duration",
+            "2s",
+            "--port=9533",
+            "--verify",
+        ]);
+        let cmd = "cd /srv && python3 echo.py 127.0.0.1 {port}";
+        let out = with_server_cmd(&argv, "127.0.0.1:9533", cmd);
+        assert_eq!(
+            out,
+            words(&[
+                "tpslab",
+                "diagnose",
+                "udp",
+                "--server-cmd",
+                cmd,
+                "--duration",
+                "2s",
+                "--verify"
+            ])
+        );
+        let line = sh_line(&out);
+        assert_eq!(
+            line,
+            "tpslab diagnose udp --server-cmd 'cd /srv && python3 echo.py 127.0.0.1 {port}' --duration 2s --verify"
+        );
+        assert_eq!(shlex::split(&line).unwrap(), out);
+    }
 }

@@ -458,3 +458,75 @@ fn slow_python_server_is_not_a_buffer_problem() {
         "{out}"
     );
 }
+
+/// `--verify` against a running server's address (with --pid): its buffer fix reaches only
+/// sockets created after it, and tpslab cannot restart a server it did not start, so
+/// nothing is applied, nothing is claimed, and the command that does verify is given: the
+/// same diagnosis with --server-cmd built from the server's own command line.
+#[test]
+fn verify_against_an_address_verifies_nothing_and_gives_the_command_that_does() {
+    const NAME: &str = "verify_against_an_address_verifies_nothing_and_gives_the_command_that_does";
+    if !common::can_netns(NAME) {
+        return;
+    }
+    let _g = common::serial();
+    let rmem_default = read_sysctl("net.core.rmem_default");
+    let ns = NetNs::new();
+    let srv = python_server(&ns, "py-verify", 9705, 0);
+    let json = common::tmp("py-verify.json");
+    let pid = srv.pid().to_string();
+    let (rec, out) = run_tpslab(
+        &ns,
+        &[
+            "diagnose",
+            "udp",
+            "127.0.0.1:9705",
+            "--pid",
+            &pid,
+            "--burst",
+            "2000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--verify",
+        ],
+        &json,
+    );
+    assert_eq!(read_sysctl("net.core.rmem_default"), rmem_default);
+    assert!(rec["after"].is_null(), "a verification ran: {out}");
+    assert_eq!(rec["applied"], serde_json::json!([]), "{out}");
+    let nv = &rec["not_verified"];
+    assert!(nv.is_object(), "nothing verified, said nowhere: {out}");
+    assert!(out.contains("Verification: NOTHING VERIFIED: "), "{out}");
+    let run = nv["run"].as_str().unwrap_or_else(|| panic!("{nv}"));
+    let words = shlex::split(run).unwrap_or_else(|| panic!("not one sh line: {run}"));
+    assert!(out.contains(run), "{out}");
+    // Which fix the verdict gives depends on how the host treats the server; a buffer
+    // fix (the usual verdict of these bursts) needs the restart --server-cmd gives.
+    if rec["diagnosis"]["fix"]["sysctls"]
+        .to_string()
+        .contains("net.core.rmem_default")
+    {
+        let at = words
+            .iter()
+            .position(|w| w == "--server-cmd")
+            .unwrap_or_else(|| panic!("{run}"));
+        let cmd = shlex::split(&words[at + 1]).unwrap();
+        assert!(
+            cmd.iter().any(|w| w.ends_with("udp_server.py")) && cmd.contains(&"{port}".into()),
+            "the server's own command with {{port}}: {cmd:?}"
+        );
+        assert!(!cmd.contains(&"9705".into()), "{cmd:?}");
+        assert!(
+            !words.iter().any(|w| w == "--pid" || w == "127.0.0.1:9705"),
+            "{run}"
+        );
+        assert!(words.contains(&"--verify".into()), "{run}");
+    } else {
+        eprintln!(
+            "{NAME}: verdict {} (no buffer fix): {run}",
+            rec["diagnosis"]["case"]
+        );
+    }
+}

@@ -20,6 +20,16 @@ pub enum Runtime {
     Native,
 }
 
+/// Every runtime the advice has lines for, in the order they are listed for a server whose
+/// runtime is unknown ([`every_runtime`]).
+pub const ALL: [Runtime; 5] = [
+    Runtime::Java,
+    Runtime::Python,
+    Runtime::Go,
+    Runtime::Node,
+    Runtime::Native,
+];
+
 impl Runtime {
     /// Lower-case name, as in the record.
     pub fn name(self) -> &'static str {
@@ -29,6 +39,24 @@ impl Runtime {
             Runtime::Go => "go",
             Runtime::Node => "node",
             Runtime::Native => "c/native",
+        }
+    }
+
+    /// What reads datagrams in parallel in this runtime: "threads" (Java, Go's
+    /// goroutines on OS threads, native code), or "processes" where a process runs one
+    /// thread of the language at a time (CPython's GIL, Node's event loop).
+    pub fn readers(self) -> &'static str {
+        match self {
+            Runtime::Python | Runtime::Node => "processes",
+            Runtime::Java | Runtime::Go | Runtime::Native => "threads",
+        }
+    }
+
+    /// One of [`Runtime::readers`]: "thread" or "process".
+    pub fn reader(self) -> &'static str {
+        match self {
+            Runtime::Python | Runtime::Node => "process",
+            Runtime::Java | Runtime::Go | Runtime::Native => "thread",
         }
     }
 }
@@ -73,6 +101,61 @@ pub fn rcvbuf_lines(rt: Runtime, req: u64) -> Vec<String> {
             "int n = {req}; setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n); /* kernel grants 2n = {granted} */"
         )],
     }
+}
+
+/// The lines that give each of `n` readers (threads, or processes: [`Runtime::readers`])
+/// a socket of its own on the server's port, joined in one SO_REUSEPORT group (the kernel
+/// spreads datagrams over the group by flow hash), in `rt`'s own API. Each socket sets
+/// the option before its bind; sockets of one group must belong to the same user.
+pub fn reuseport_lines(rt: Runtime, n: usize) -> Vec<String> {
+    match rt {
+        Runtime::Java => vec![format!(
+            "DatagramChannel ch = DatagramChannel.open(StandardProtocolFamily.INET).setOption(StandardSocketOptions.SO_REUSEPORT, true).bind(new InetSocketAddress(port)); // Java 9+; one channel per thread, {n} threads (INET6 for an IPv6 address)"
+        )],
+        Runtime::Python => vec![
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind((host, port))  # AF_INET6 for an IPv6 address".into(),
+            format!("# in each of {n} processes (multiprocessing.Process or os.fork), each creating its own socket after the fork: CPython's GIL runs one thread's Python code at a time, so threads do not read in parallel"),
+        ],
+        Runtime::Go => vec![
+            "lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error { var err error; if e := c.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }); e != nil { return e }; return err }} // golang.org/x/sys/unix".into(),
+            format!("conn, err := lc.ListenPacket(context.Background(), \"udp\", addr) // one conn per reading goroutine, {n} of them (goroutines reading one conn take turns on its lock)"),
+        ],
+        Runtime::Node => vec![
+            "const s = dgram.createSocket({ type: 'udp4', reusePort: true }); s.bind(port, host); // Node 22.12+ ('udp6' for an IPv6 address)".into(),
+            format!("// in each of {n} processes, one JavaScript thread each (node:cluster workers bind with {{ port, exclusive: true }}: without it they share one socket)"),
+        ],
+        Runtime::Native => vec![format!(
+            "int one = 1; setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one); /* before bind(); one socket per thread, {n} threads */"
+        )],
+    }
+}
+
+/// The lines that read (and answer) up to 64 datagrams per system call in `rt`
+/// (recvmmsg/sendmmsg); None where the runtime's standard library has no batch receive
+/// (Java, Python, Node).
+pub fn batch_lines(rt: Runtime) -> Option<Vec<String>> {
+    match rt {
+        Runtime::Go => Some(vec![
+            "pc := ipv4.NewPacketConn(conn); msgs := make([]ipv4.Message, 64); n, err := pc.ReadBatch(msgs, 0) // golang.org/x/net/ipv4 (recvmmsg); answer with pc.WriteBatch".into(),
+        ]),
+        Runtime::Native => Some(vec![
+            "struct mmsghdr msgs[64]; int n = recvmmsg(fd, msgs, 64, MSG_WAITFORONE, NULL); /* answer the n with one sendmmsg(fd, replies, n, 0) */".into(),
+        ]),
+        Runtime::Java | Runtime::Python | Runtime::Node => None,
+    }
+}
+
+/// For a server whose runtime is unknown: the lines of each runtime of [`ALL`] that has
+/// some, each prefixed with the runtime's name (`python: ...`), after one line saying the
+/// runtime is unknown and why (`why`, e.g. "the server's process was not found").
+pub fn every_runtime(why: &str, lines: impl Fn(Runtime) -> Vec<String>) -> Vec<String> {
+    let mut out = vec![format!(
+        "# the server's runtime is unknown ({why}): the lines for each common runtime"
+    )];
+    for rt in ALL {
+        out.extend(lines(rt).into_iter().map(|l| format!("{}: {l}", rt.name())));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -446,6 +446,23 @@ pub struct DiagnoseRecord {
     pub restored: Vec<(String, String)>,
     /// Notes for the reader.
     pub notes: Vec<String>,
+    /// `--verify` was asked and nothing was verified (None: verified, not asked, or
+    /// nothing was recommended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_verified: Option<NotVerified>,
+}
+
+/// Why a verification asked for did not run, and what would run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotVerified {
+    /// Why nothing was applied or verified, in one sentence.
+    pub why: String,
+    /// The command to run instead: one sh line quoted by shlex (e.g. the same diagnosis
+    /// with `--server-cmd`, so tpslab starts the server and can restart it with the fix).
+    pub run: Option<String>,
+    /// What to know about `run` (a placeholder in it to fill in), when anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_note: Option<String>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::words::{
 };
 use super::{Evidence, Facts, Fix, Recommendation};
 use crate::buffer::{buffer_need, BufferNeed, BACKLOG_MARGIN};
+use crate::runtime::{self, Runtime};
 
 /// What the explanations fill in.
 #[derive(Default)]
@@ -15,6 +16,85 @@ pub(super) struct Draft {
     pub(super) recs: Vec<Recommendation>,
     pub(super) buffer: Option<BufferNeed>,
     pub(super) fix: Option<Fix>,
+    /// Sysctls the recommendations set with `sysctl -w`, to persist in one file
+    /// ([`super::words::persist_lines`]): (key, value).
+    pub(super) persist: Vec<(String, u64)>,
+}
+
+/// Why a foreign server's runtime is unknown: the record has no process for it.
+const RUNTIME_UNKNOWN: &str =
+    "no PID: its process was not found on this host, or it runs on another";
+
+/// The lines of `what` in the runtime of the server in front of us; for a server whose
+/// runtime is unknown, those of every common runtime, each named.
+fn in_its_runtime(f: &Facts, what: impl Fn(Runtime) -> Vec<String>) -> Vec<String> {
+    match f.runtime {
+        Some(rt) => what(rt),
+        None => runtime::every_runtime(RUNTIME_UNKNOWN, what),
+    }
+}
+
+/// What reads in parallel in the server: (plural, singular).
+fn readers(f: &Facts) -> (&'static str, &'static str) {
+    match (f.ours, f.runtime) {
+        (true, _) => ("threads", "thread"),
+        (false, Some(rt)) => (rt.readers(), rt.reader()),
+        (false, None) => ("readers (threads; processes for Python or Node)", "reader"),
+    }
+}
+
+/// The mean rate a server must drain with more readers, times this: 30 % to spare, so
+/// the queue empties after a stall.
+pub(super) const HEADROOM: f64 = 1.3;
+
+/// How many readers (threads or processes) drain the mean rate at the rate one of them
+/// drained, and whether the host's CPUs can run them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct ThreadCount {
+    /// Datagrams per second one reader drained: the server's drain while datagrams
+    /// waited (else its reads per CPU-second) over the readers it had.
+    pub(super) per_reader: f64,
+    /// The rate to reach: the mean offered rate x [`HEADROOM`], datagrams per second.
+    pub(super) goal: f64,
+    /// Readers that reach it at `per_reader` each.
+    pub(super) needed: usize,
+    /// CPUs one reader kept busy (running or runnable) while it drained; 1 when not
+    /// resolved.
+    pub(super) cpu_each: f64,
+    /// CPUs of the host.
+    pub(super) cpus: usize,
+}
+
+impl ThreadCount {
+    /// From the facts and the server's drain `cap` (datagrams per second, all readers).
+    pub(super) fn new(f: &Facts, cap: f64) -> ThreadCount {
+        let now = usable_threads(f);
+        let per_reader = (cap / now as f64).max(1e-9);
+        let goal = f.offered_pps * HEADROOM;
+        let cpu_each = match f.backlog_cpu_pct {
+            Some(c) => {
+                ((c + f.backlog_runq_pct.unwrap_or(0.0)) / 100.0 / now as f64).clamp(0.01, 1.0)
+            }
+            None => 1.0,
+        };
+        ThreadCount {
+            per_reader,
+            goal,
+            needed: (goal / per_reader).ceil().max(1.0) as usize,
+            cpu_each,
+            cpus: f.cpus.max(1),
+        }
+    }
+
+    /// CPUs the needed readers keep busy.
+    pub(super) fn cpus_needed(&self) -> f64 {
+        self.needed as f64 * self.cpu_each
+    }
+
+    /// The host's CPUs can run the needed readers.
+    pub(super) fn fits(&self) -> bool {
+        self.cpus_needed() <= self.cpus as f64 + 1e-9
+    }
 }
 
 /// [`super::Case::GeneratorInvalid`]: its evidence, recommendations and fix; returns (layer, headline).
@@ -204,14 +284,22 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
     d.evidence.push(cpu(f));
-    let cap = f.capacity_pps.unwrap_or(0.0).max(1.0);
+    // What the server drains; None when not measured (its reads and CPU not counted).
+    let measured = f.capacity_pps.filter(|&c| c > 0.0);
+    let cap = measured.unwrap_or(0.0).max(1.0);
     let waits = server_waits(f);
     d.recs.push(Recommendation {
             what: "more buffer will not help: make the server faster than the mean rate".into(),
-            why: format!(
-                "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
-                f.offered_pps
-            ),
+            why: match measured {
+                Some(_) => format!(
+                    "the mean rate ({:.0} pps) exceeds what the server drains ({cap:.0} pps): a bigger queue only fills later and adds latency",
+                    f.offered_pps
+                ),
+                None => format!(
+                    "its queue stayed at its limit: it drains less than the mean rate ({:.0} pps; how much less was not measured), so a bigger queue only fills later and adds latency",
+                    f.offered_pps
+                ),
+            },
             lines: vec![],
         });
     if server_starved(f) {
@@ -251,26 +339,106 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
                 ],
             });
     }
-    let per_thread = cap / f.threads.clamp(1, f.cpus.max(1)) as f64;
-    let want = ((f.offered_pps * 1.3) / per_thread).ceil() as usize;
-    let threads = want.clamp(2, f.cpus.max(2));
-    d.recs.push(Recommendation {
-            what: format!("{threads} threads, each with its own SO_REUSEPORT socket"),
-            why: "the kernel spreads datagrams over the sockets by flow hash: reads run in parallel with no shared lock (needs several source ports/flows)".into(),
-            lines: if f.ours {
-                vec![format!("tpslab serve udp --threads {threads}")]
+    let (readers, reader) = readers(f);
+    let tc = ThreadCount::new(f, cap);
+    let now = usable_threads(f);
+    // Sockets on the port now: our server's threads, or what the observer followed.
+    let sockets = if f.ours { f.threads } else { f.server_sockets };
+    let mut threads = None;
+    if measured.is_none() {
+        d.recs.push(Recommendation {
+            what: "measure what one thread drains before sizing the server's threads".into(),
+            why: "its reads were not counted on its threads (no PID, not root, or a kernel before 6.4): a thread count needs the rate one of them drains".into(),
+            lines: vec!["as root on kernel 6.4+: tpslab diagnose udp HOST:PORT --pid PID_OF_THE_SERVER".into()],
+        });
+    } else if tc.needed > now && !tc.fits() {
+        d.recs.push(Recommendation {
+            what: format!("more {readers} alone cannot reach {:.0} pps on this host", f.offered_pps),
+            why: format!(
+                "one {reader} drained {:.0} datagrams/s{}; {:.0}/s (the mean rate with {:.0} % to spare) takes {} of them, {:.1} CPUs of work, and this host has {}: cut the work per datagram first (about {:.0} us of CPU each now), or spread the load over more hosts",
+                tc.per_reader,
+                match f.backlog_cpu_pct {
+                    None => ", counted as a whole CPU each (its CPU while behind is not resolved)",
+                    Some(_) if tc.cpu_each >= 1.0 => ", a whole CPU each (running or waiting to run)",
+                    Some(_) => "",
+                },
+                tc.goal,
+                (HEADROOM - 1.0) * 100.0,
+                tc.needed,
+                tc.cpus_needed(),
+                tc.cpus,
+                1e6 / tc.per_reader * tc.cpu_each,
+            ),
+            lines: vec![],
+        });
+    } else if tc.needed > now {
+        let n = tc.needed;
+        threads = Some(n);
+        // The kernel picks a socket of a group by flow hash.
+        let flows = "a load from one source port reaches one socket of the group; tpslab's --threads N sends from N";
+        let group = match if f.ours { 0 } else { sockets } {
+            0 | 1 => String::new(),
+            s if s >= n => format!(
+                "; it has {s} sockets on port {} already (a SO_REUSEPORT group) and {now} of its {readers} read during this run ({flows}): keep at least {n} {readers} reading them",
+                f.port
+            ),
+            s => format!(
+                "; it has {s} sockets on port {} already (a SO_REUSEPORT group): raise their number, and the {readers} that read them, to {n} with the server's own setting ({flows})",
+                f.port
+            ),
+        };
+        d.recs.push(Recommendation {
+            what: if sockets > 1 && !f.ours {
+                format!("{n} {readers}, one per socket of its SO_REUSEPORT group")
             } else {
-                vec!["setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) before bind, one socket per thread".into()]
+                format!("{n} {readers}, each with its own SO_REUSEPORT socket")
+            },
+            why: format!(
+                "one {reader} drained {:.0} datagrams/s: {n} drain {:.0}/s, the mean rate ({:.0} pps) with {:.0} % to spare ({:.1} of this host's {} CPUs); the kernel spreads datagrams over the sockets by flow hash, so reads run in parallel with no shared lock (needs several source ports/flows){group}",
+                tc.per_reader,
+                tc.per_reader * n as f64,
+                f.offered_pps,
+                (HEADROOM - 1.0) * 100.0,
+                tc.cpus_needed(),
+                tc.cpus,
+            ),
+            lines: if f.ours {
+                vec![format!("tpslab serve udp --threads {n}")]
+            } else if sockets > 1 {
+                // The group exists: its size is the server's own setting, not a new option.
+                vec![]
+            } else {
+                in_its_runtime(f, |rt| runtime::reuseport_lines(rt, n))
             },
         });
+    }
     if !waits {
-        d.recs.push(Recommendation {
+        let batch = if f.ours {
+            Some(vec!["tpslab serve udp --batch 64".to_string()])
+        } else {
+            match f.runtime {
+                Some(rt) => runtime::batch_lines(rt),
+                None => {
+                    let mut l = runtime::every_runtime(RUNTIME_UNKNOWN, |rt| {
+                        runtime::batch_lines(rt).unwrap_or_default()
+                    });
+                    l.push(
+                        "# java, python, node: their standard libraries have no batch receive"
+                            .into(),
+                    );
+                    Some(l)
+                }
+            }
+        };
+        if let Some(lines) = batch {
+            d.recs.push(Recommendation {
                 what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
                 why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
-                lines: if f.ours { vec!["tpslab serve udp --batch 64".into()] } else { vec![] },
+                lines,
             });
+        }
         d.recs.push(Recommendation {
-                what: "pin each server thread to its own CPU, away from the CPU that runs the NIC's softirq".into(),
+                what: format!("pin each server {reader} to its own CPU, away from the CPU that runs the NIC's softirq"),
                 why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
                 lines: vec![if f.ours { "tpslab serve udp --cpus 1".into() } else { "taskset -pc 1 PID".into() }],
             });
@@ -280,17 +448,18 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
                 lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
             });
     }
+    // A thread count only where it reaches the mean rate at the measured per-thread rate.
     d.fix = f.ours.then(|| Fix {
-        threads: Some(threads),
+        threads,
         batch: Some(64),
         ..Default::default()
     });
     (
             "the application (too slow for the mean rate)".to_string(),
             format!(
-                "The server is too slow for the mean rate ({:.0} pps offered, it drains about {:.0}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                "The server is too slow for the mean rate ({:.0} pps offered, it drains {}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
                 f.offered_pps,
-                cap,
+                measured.map_or("less: its queue stayed at its limit".to_string(), |c| format!("about {c:.0}")),
                 match (waits, server_starved(f)) {
                     (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
                     (true, false) => ", mostly asleep: it waits per message",
@@ -321,6 +490,7 @@ pub(super) fn softnet_backlog(f: &Facts, d: &mut Draft) -> (String, String) {
             why: "packets wait in the receiving CPU's backlog before the stack processes them; bursts larger than the backlog are dropped there, before any socket".into(),
             lines: sysctl_lines(&[("net.core.netdev_max_backlog", want)]),
         });
+    d.persist.push(("net.core.netdev_max_backlog".into(), want));
     d.fix = Some(Fix {
         sysctls: vec![("net.core.netdev_max_backlog".into(), want.to_string())],
         ..Default::default()
@@ -547,11 +717,10 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
         .rmem_default
         .filter(|_| !f.sk_rcvbufs.is_empty())
         .map(|d| f.sk_rcvbufs.iter().any(|&b| b != d));
-    let rt = f.runtime.unwrap_or(crate::runtime::Runtime::Native);
     let mut code = if f.ours {
         vec![format!("tpslab serve udp --rcvbuf {req}")]
     } else {
-        crate::runtime::rcvbuf_lines(rt, req)
+        in_its_runtime(f, |rt| runtime::rcvbuf_lines(rt, req))
     };
     if !sys.is_empty() {
         code.push(format!(
@@ -563,7 +732,11 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
     let code_rec = Recommendation {
             what: format!(
                 "raise the receive buffer to hold a burst: SO_RCVBUF {req} (granted {granted}){}",
-                if f.ours { String::new() } else { format!(", in the server's code ({})", rt.name()) }
+                match (f.ours, f.runtime) {
+                    (true, _) => String::new(),
+                    (false, Some(rt)) => format!(", in the server's code ({})", rt.name()),
+                    (false, None) => ", in the server's code (its runtime unknown)".to_string(),
+                }
             ),
             why: format!(
                 "up to {} datagrams waited at once ({held} queued at the limit + {}, at most {}): {} x {t} B charged each, x{} margin{}",
@@ -587,7 +760,8 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
             ),
             lines: code,
         };
-    let default_lines = raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
+    let (default_lines, default_keys) =
+        raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
     let default_rec = (!default_lines.is_empty() && own_buffer != Some(true)).then(|| {
             Recommendation {
                 what: format!(
@@ -619,13 +793,23 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
             fix_sys.push(("net.core.rmem_default".into(), granted.to_string()));
         }
     }
+    let default_keys = if default_rec.is_some() {
+        default_keys
+    } else {
+        vec![]
+    };
+    let code_keys = sys.iter().map(|(k, v)| (k.to_string(), *v));
     if own_buffer == Some(false) && !f.ours {
         // rmem_default first: it fixes this server without a code change.
         d.recs.extend(default_rec);
         d.recs.push(code_rec);
+        d.persist.extend(default_keys);
+        d.persist.extend(code_keys);
     } else {
         d.recs.push(code_rec);
         d.recs.extend(default_rec);
+        d.persist.extend(code_keys);
+        d.persist.extend(default_keys);
     }
     d.fix = (f.ours || !fix_sys.is_empty()).then(|| Fix {
         rcvbuf: f.ours.then_some(req),

@@ -147,6 +147,12 @@ pub struct Facts {
     /// (what it waited on, "disk I/O (in fsync)", share %).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_on: Option<(String, f64)>,
+    /// Sockets on the target's address and port the observer followed during the run
+    /// (observer delta `server_sockets_found`): more than one is a SO_REUSEPORT group (our
+    /// server's threads, or a server such as named that opens one per worker); 0 when
+    /// none was found.
+    #[serde(default)]
+    pub server_sockets: usize,
 }
 
 /// The largest blocking wait of `w` other than for the network, when 15 % of the time or
@@ -270,6 +276,10 @@ impl Facts {
         f.reads_unknown = reads_unknown(rec);
         if let Some(o) = &rec.observer {
             f.reader_threads = o.target_reader_threads;
+            f.server_sockets = o
+                .deltas
+                .get("server_sockets_found")
+                .map_or(0, |&n| n as usize);
             if let Some(w) = &o.thread_waits {
                 f.waits_headline = w.headline();
                 f.blocked_on = blocked_on(w);

@@ -15,6 +15,7 @@ pub use rules::{first_rule, top_layer, Rule, RULES};
 use crate::buffer::{BufferNeed, TruesizeProbe};
 use explain::Draft;
 use serde::{Deserialize, Serialize};
+pub use words::PERSIST_FILE;
 use words::{buffer_notes, ev, pct};
 
 /// The diagnosed case.
@@ -153,10 +154,23 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let (layer, headline) = (rule.explain)(f, &mut d);
     let Draft {
         mut evidence,
-        recs,
+        mut recs,
         buffer,
         fix,
+        persist,
     } = d;
+    // Every sysctl recommended above, persisted by one write of one file.
+    let persist = words::persist_lines(&persist);
+    if !persist.is_empty() {
+        recs.push(Recommendation {
+            what: format!(
+                "keep the sysctls above across reboots: one file, {}, written once with every line",
+                words::PERSIST_FILE
+            ),
+            why: "sysctl -w lasts until the next boot; one `cat >` per recommendation would each replace the file, and only the last one's keys would survive a reboot".into(),
+            lines: persist,
+        });
+    }
     // Seen drops in other layers are always reported.
     if case != Case::NicDrops && f.nic_drops > 0 {
         evidence.push(ev(

@@ -57,9 +57,10 @@ fn s1_is_a_burst_overflow_with_a_buffer_fix() {
     let lines = d.recommendations[0].lines.join("\n");
     // 8 MB request > rmem_max 4 MiB: the sysctl is needed, persisted with `net.`.
     assert!(lines.contains("sysctl -w net.core.rmem_max="), "{lines}");
+    let all = format!("{:?}", d.recommendations);
     assert!(
-        !lines.contains("\ncore.rmem"),
-        "persisted keys carry the net. prefix"
+        !all.contains("\"core.rmem"),
+        "persisted keys carry the net. prefix: {all}"
     );
     // rmem_default is the alternative for servers that never set SO_RCVBUF: not doubled.
     let alt = &d.recommendations[1];
@@ -68,7 +69,12 @@ fn s1_is_a_burst_overflow_with_a_buffer_fix() {
     assert!(alt
         .lines
         .iter()
-        .any(|l| *l == format!("net.core.rmem_default = {granted}")));
+        .any(|l| *l == format!("sysctl -w net.core.rmem_default={granted}")));
+    let persist = &d.recommendations.last().unwrap().lines;
+    assert!(
+        persist.contains(&format!("net.core.rmem_default = {granted}")),
+        "{persist:?}"
+    );
     assert_eq!(
         fix.sysctls,
         vec![(
@@ -102,10 +108,28 @@ fn pinned_queue_and_busy_cpu_is_app_too_slow() {
     assert!(d.recommendations[0]
         .what
         .contains("more buffer will not help"));
+    // 130 000/s (the mean with 30 % to spare) at 50 000/s per busy thread takes 3
+    // threads, 3 CPUs: this host has 2, so no thread count; batching is still tried.
     let fix = d.fix.unwrap();
-    assert_eq!(fix.threads, Some(2));
+    assert_eq!(fix.threads, None);
     assert_eq!(fix.batch, Some(64));
     assert_eq!(fix.rcvbuf, None);
+    let r = d
+        .recommendations
+        .iter()
+        .find(|r| r.what.contains("cannot reach 100000 pps"))
+        .unwrap_or_else(|| panic!("{:?}", d.recommendations));
+    assert!(
+        r.why.contains("takes 3 of them") && r.why.contains("this host has 2"),
+        "{}",
+        r.why
+    );
+    // With 4 CPUs the 3 threads fit: that count, in our server's flag and the fix.
+    f.cpus = 4;
+    let d = diagnose(&f, None);
+    assert_eq!(d.fix.unwrap().threads, Some(3));
+    let all = format!("{:?}", d.recommendations);
+    assert!(all.contains("tpslab serve udp --threads 3"), "{all}");
 }
 
 /// S1 against a foreign Java server whose socket never set SO_RCVBUF.
@@ -410,3 +434,6 @@ fn a_server_asleep_per_message_on_a_loaded_host_is_said_to_be_both() {
 
 #[path = "tests_rules.rs"]
 mod rules;
+
+#[path = "tests_advice.rs"]
+mod advice;

@@ -130,28 +130,60 @@ pub(super) fn server_starved(f: &Facts) -> bool {
             .is_some_and(|w| w >= 25.0 * usable && w >= f.backlog_cpu_pct.unwrap_or(0.0) * 0.5)
 }
 
-/// `sysctl -w` and sysctl.d lines for the pairs whose current value (`cur`) is lower;
-/// a sysctl is never set to the value it already has.
-pub(super) fn raise_lines(pairs: &[(&str, u64, Option<u64>)]) -> Vec<String> {
+/// `sysctl -w` lines for the pairs whose current value (`cur`) is lower, and the pairs
+/// themselves (for [`persist_lines`]); a sysctl is never set to the value it already has.
+pub(super) fn raise_lines(pairs: &[(&str, u64, Option<u64>)]) -> (Vec<String>, Vec<(String, u64)>) {
     let need: Vec<(&str, u64)> = pairs
         .iter()
         .filter(|(_, v, cur)| cur.is_none_or(|c| c < *v))
         .map(|(k, v, _)| (*k, *v))
         .collect();
-    if need.is_empty() {
-        return vec![];
-    }
-    sysctl_lines(&need)
+    (
+        sysctl_lines(&need),
+        need.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    )
 }
 
+/// `sysctl -w KEY=VALUE` for each pair, quoted for sh by shlex. They last until the next
+/// boot: the diagnosis persists them all in one file ([`persist_lines`]).
 pub(super) fn sysctl_lines(pairs: &[(&str, u64)]) -> Vec<String> {
-    let mut lines: Vec<String> = pairs
+    pairs
         .iter()
-        .map(|(k, v)| format!("sysctl -w {k}={v}"))
-        .collect();
-    lines.push("# persist, with the full key names (S1's `core.rmem_default` without `net.` is ignored at boot):".into());
-    lines.push("cat > /etc/sysctl.d/60-udp-buffers.conf <<'EOF'".into());
-    lines.extend(pairs.iter().map(|(k, v)| format!("{k} = {v}")));
+        // Key and value quoted each: `=` inside an argument is not special to sh.
+        .map(|(k, v)| format!("sysctl -w {}={}", sh(&[k]), sh(&[&v.to_string()])))
+        .collect()
+}
+
+/// Words joined into one sh command line, each quoted by shlex where it needs it.
+pub(super) fn sh(words: &[&str]) -> String {
+    // Only a NUL byte makes try_join fail; the words here are sysctl keys, numbers and
+    // paths built in this crate.
+    shlex::try_join(words.iter().copied()).unwrap_or_else(|e| format!("# not quotable: {e}"))
+}
+
+/// Where the diagnosis persists its sysctls (sysctl.d(5), read at boot).
+pub const PERSIST_FILE: &str = "/etc/sysctl.d/60-udp-buffers.conf";
+
+/// One file for every sysctl a diagnosis recommends, written by one `cat >` (a second
+/// `cat >` to the same path would replace the first, losing its keys at the next boot):
+/// a comment, the here-document with one `KEY = VALUE` line per key (the last value of a
+/// key given twice), `EOF`. Empty when there is nothing to persist.
+pub(super) fn persist_lines(pairs: &[(String, u64)]) -> Vec<String> {
+    let mut keys: Vec<(&str, u64)> = vec![];
+    for (k, v) in pairs {
+        match keys.iter_mut().find(|(key, _)| key == k) {
+            Some(e) => e.1 = *v,
+            None => keys.push((k, *v)),
+        }
+    }
+    if keys.is_empty() {
+        return vec![];
+    }
+    let mut lines = vec![
+        "# one file with every key, full names (S1's `core.rmem_default` without `net.` is ignored at boot); leave out a line whose change you did not make:".to_string(),
+        format!("cat > {} <<'EOF'", sh(&[PERSIST_FILE])),
+    ];
+    lines.extend(keys.iter().map(|(k, v)| format!("{k} = {v}")));
     lines.push("EOF".into());
     lines
 }

@@ -98,6 +98,17 @@ fn diagnose(p: &mut Page, d: &DiagnoseRecord) -> Result<(), String> {
         });
         p.sections.push(s);
     }
+    if let Some(n) = &d.not_verified {
+        let mut s = Section::new("Verification: nothing verified");
+        let mut items = vec![n.why.clone()];
+        items.extend(n.run.iter().map(|r| format!("to verify, run: {r}")));
+        items.extend(n.run_note.iter().cloned());
+        s.items.push(Item::List {
+            title: String::new(),
+            items,
+        });
+        p.sections.push(s);
+    }
     Ok(())
 }
 

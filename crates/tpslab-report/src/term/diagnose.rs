@@ -87,6 +87,17 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
     if let Some(a) = &rec.after {
         verification(w, before, a, &rec.applied, &rec.restored)?;
     }
+    if let Some(n) = &rec.not_verified {
+        writeln!(w)?;
+        writeln!(w, "Verification: NOTHING VERIFIED: {}", n.why)?;
+        if let Some(run) = &n.run {
+            writeln!(w, "  to verify, run:")?;
+            writeln!(w, "    {run}")?;
+        }
+        if let Some(note) = &n.run_note {
+            writeln!(w, "  ({note})")?;
+        }
+    }
     for n in before.notes.iter().chain(&rec.notes) {
         writeln!(w, "note: {n}")?;
     }
@@ -131,13 +142,7 @@ fn verification(
     t.add_row(x);
     writeln!(w, "{t}")?;
     if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
-        let bigger_queue = applied.iter().any(|a| a.contains("--rcvbuf"));
-        if bigger_queue
-            && ga.latency_intended.p99_ns > gb.latency_intended.p99_ns
-            && ga.window_loss_pct < gb.window_loss_pct
-        {
-            writeln!(w, "  p99 RTT rose: datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them")?;
-        }
+        writeln!(w, "  {}", latency_change(gb, ga, applied))?;
     }
     if let Some(g) = &a.generator {
         if !g.valid {
@@ -152,4 +157,155 @@ fn verification(
         writeln!(w, "  restored {k} = {v}")?;
     }
     Ok(())
+}
+
+/// The verification's p99 RTT against the first run's, always said: rose, fell or
+/// unchanged, with the ratio; when it rose while loss fell under a fix that enlarged a
+/// queue (`--rcvbuf`, an rmem or backlog sysctl), why.
+fn latency_change(
+    b: &tpslab_analysis::record::GeneratorReport,
+    a: &tpslab_analysis::record::GeneratorReport,
+    applied: &[String],
+) -> String {
+    let (lb, la) = (&b.latency_intended, &a.latency_intended);
+    if lb.count == 0 || la.count == 0 {
+        return "p99 RTT: not compared (no replies were matched in one of the runs)".into();
+    }
+    let (pb, pa) = (lb.p99_ns as f64, la.p99_ns as f64);
+    let change = if pa > pb {
+        "rose"
+    } else if pa < pb {
+        "fell"
+    } else {
+        "unchanged"
+    };
+    let ratio = if pb > 0.0 && pa != pb {
+        format!(" (x{:.2})", pa / pb)
+    } else {
+        String::new()
+    };
+    let bigger_queue = applied.iter().any(|x| {
+        ["--rcvbuf", "rmem_default", "rmem_max", "netdev_max_backlog"]
+            .iter()
+            .any(|k| x.contains(k))
+    });
+    let why = if pa > pb && bigger_queue && a.window_loss_pct < b.window_loss_pct {
+        ": datagrams that were dropped before now wait in the larger queue; latency is the price of not losing them"
+    } else {
+        ""
+    };
+    format!(
+        "p99 RTT {change}: {} before, {} after{ratio}{why}",
+        fmt_ns(pb),
+        fmt_ns(pa)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::buffer::TruesizeProbe;
+    use tpslab_analysis::record::{GeneratorReport, NotVerified};
+    use tpslab_analysis::verdict::{Case, Diagnosis, Facts};
+
+    fn run(loss: f64, p99_ms: u64) -> RunRecord {
+        let mut g = GeneratorReport {
+            window_loss_pct: Some(loss),
+            ..Default::default()
+        };
+        g.latency_intended.count = 1000;
+        g.latency_intended.p99_ns = p99_ms * 1_000_000;
+        RunRecord {
+            generator: Some(g),
+            ..Default::default()
+        }
+    }
+
+    fn record(after: Option<RunRecord>, applied: &[&str]) -> DiagnoseRecord {
+        DiagnoseRecord {
+            interrupted: false,
+            scenario: "UDP server at 127.0.0.1:9533".into(),
+            probe: TruesizeProbe::default(),
+            facts: Facts::default(),
+            diagnosis: Diagnosis {
+                case: Case::SocketBufferBursts,
+                layer: "the server socket's receive buffer (bursts)".into(),
+                headline: "Datagrams die at the server socket's receive buffer during bursts."
+                    .into(),
+                evidence: vec![],
+                recommendations: vec![],
+                buffer: None,
+                buffer_notes: vec![],
+                fix: None,
+                explain_notes: vec![],
+            },
+            before: run(70.8, 38),
+            applied: applied.iter().map(|a| a.to_string()).collect(),
+            after,
+            restored: vec![],
+            notes: vec![],
+            not_verified: None,
+        }
+    }
+
+    fn text(r: &DiagnoseRecord) -> String {
+        let mut out = vec![];
+        print_diagnosis(&mut out, r, false).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_verifications_latency_change_is_always_shown() {
+        // The issue's --server-cmd verification: rmem_default applied, p99 38 -> 176 ms.
+        let r = record(
+            Some(run(0.0, 176)),
+            &[
+                "sysctl net.core.rmem_default=8290304 (host-wide; restored afterwards)",
+                "the server started again after the change (--server-cmd)",
+            ],
+        );
+        let t = text(&r);
+        assert!(
+            t.contains("p99 RTT rose: 38.00 ms before, 176.00 ms after (x4.63): datagrams that were dropped before now wait in the larger queue"),
+            "{t}"
+        );
+        // Fell, with no queue story; and unchanged.
+        let t = text(&record(Some(run(0.0, 20)), &["server --threads 4"]));
+        assert!(
+            t.contains("p99 RTT fell: 38.00 ms before, 20.00 ms after (x0.53)\n"),
+            "{t}"
+        );
+        let t = text(&record(Some(run(0.0, 38)), &["server --batch 64"]));
+        assert!(
+            t.contains("p99 RTT unchanged: 38.00 ms before, 38.00 ms after\n"),
+            "{t}"
+        );
+        // Rose without a bigger queue: the figures, no borrowed explanation.
+        let t = text(&record(Some(run(0.0, 50)), &["server --threads 4"]));
+        assert!(
+            t.contains("p99 RTT rose: 38.00 ms before, 50.00 ms after (x1.32)\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn nothing_verified_is_said_with_what_to_run() {
+        let mut r = record(None, &[]);
+        r.not_verified = Some(NotVerified {
+            why: "tpslab did not start this server and cannot restart it, and net.core.rmem_default=4608000 reaches only sockets created after the change: nothing was applied, nothing was verified".into(),
+            run: Some("tpslab diagnose udp --server-cmd 'python3 /tmp/echo.py 127.0.0.1 {port}' --verify".into()),
+            run_note: Some("the command is PID 7's".into()),
+        });
+        let t = text(&r);
+        let at = t
+            .find("Verification: NOTHING VERIFIED: tpslab did not start this server")
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            t[at..].contains("\n  to verify, run:\n    tpslab diagnose udp --server-cmd 'python3 /tmp/echo.py 127.0.0.1 {port}' --verify\n  (the command is PID 7's)\n"),
+            "{t}"
+        );
+        assert!(!t.contains("Verification: the load again"), "{t}");
+        // Verified, or not asked: no such line.
+        assert!(!text(&record(None, &[])).contains("NOTHING VERIFIED"));
+    }
 }

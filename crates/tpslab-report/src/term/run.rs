@@ -508,20 +508,27 @@ pub(super) fn print_drop_reasons(
         use tpslab_analysis::drop_reason::{classify, layer, ReasonClass};
         let check = match classify(reason) {
             ReasonClass::Covered("socket_drops") => {
-                row("socket_drops").map(|c| format!("ledger, socket receive buffer: {c}"))
+                row("socket_drops").map(|c| (format!("ledger, socket receive buffer: {c}"), c))
             }
             ReasonClass::Covered("no_ports") => {
-                row("no_ports").map(|c| format!("ledger, no listener: {c}"))
+                row("no_ports").map(|c| (format!("ledger, no listener: {c}"), c))
             }
             ReasonClass::Covered("softnet_drops") => {
-                row("softnet_drops").map(|c| format!("ledger, softnet backlog: {c}"))
+                row("softnet_drops").map(|c| (format!("ledger, softnet backlog: {c}"), c))
             }
             _ => row(&layer(reason))
                 .filter(|&c| c > 0)
-                .map(|c| format!("ledger row of its own: {c} of this run's")),
+                .map(|c| (format!("ledger row of its own: {c} of this run's"), c)),
         };
         match check {
-            Some(c) => writeln!(w, "  {reason:<24} {n:>12}   {c}")?,
+            // The tracepoint counts every namespace's drops, the ledger this run's: the
+            // rest is other traffic, said where the two figures meet.
+            Some((c, mine)) if *n > mine => writeln!(
+                w,
+                "  {reason:<24} {n:>12}   {c}; the other {} host-wide are not this run's: other traffic on this host (the tracepoint sees every namespace)",
+                n - mine
+            )?,
+            Some((c, _)) => writeln!(w, "  {reason:<24} {n:>12}   {c}")?,
             None => writeln!(w, "  {reason:<24} {n:>12}")?,
         }
     }
@@ -618,5 +625,46 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(s, "Kernel drop reasons: not read (needs root)\n");
+    }
+
+    #[test]
+    fn host_wide_drops_beyond_the_ledger_are_said_to_be_other_traffic() {
+        use tpslab_analysis::ledger::LedgerPath;
+        use tpslab_analysis::{Ledger, LedgerRow};
+        // The figures: 205 551 SOCKET_RCVBUFF host-wide, 142 233 in the ledger.
+        let d = DropReasons {
+            by_reason: vec![("SOCKET_RCVBUFF".into(), 205_551), ("NO_SOCKET".into(), 12)],
+            ..Default::default()
+        };
+        let row = |layer: &str, count| LedgerRow {
+            layer: layer.into(),
+            label: String::new(),
+            count,
+            source: String::new(),
+        };
+        let l = Ledger {
+            request: LedgerPath {
+                attempted: 200_000,
+                rows: vec![row("socket_drops", 142_233), row("no_ports", 12)],
+                unattributed: Some(0),
+                inconsistent: None,
+                notes: vec![],
+            },
+            reply: None,
+        };
+        let mut out = vec![];
+        print_drop_reasons(&mut out, &d, Some(&l)).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let line = s
+            .lines()
+            .find(|l| l.contains("SOCKET_RCVBUFF"))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!(
+            line.contains("ledger, socket receive buffer: 142233; the other 63318 host-wide are not this run's: other traffic on this host"),
+            "{line}"
+        );
+        // Equal counts: nothing to explain.
+        let line = s.lines().find(|l| l.contains("NO_SOCKET")).unwrap();
+        assert!(line.ends_with("ledger, no listener: 12"), "{line}");
     }
 }

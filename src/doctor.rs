@@ -96,7 +96,10 @@ fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
         None => None,
         Some("warn") => Some(Severity::Warn),
         Some("error") => Some(Severity::Error),
-        Some(other) => bail!("--fail-on {other}: allowed warn or error"),
+        Some(other) => bail!(
+            "{}: allowed warn or error",
+            tpslab_analysis::gate::shown(other)
+        ),
     })
 }
 

@@ -865,7 +865,8 @@ fn exit_codes_gate_a_pipeline() {
     // "invalid" is not met while the generator keeps its schedule (a loaded host can
     // spoil that: retried). ICMP port-unreachable makes some sends fail with
     // ECONNREFUSED, so "errors" depends on ICMP rate limits: not asserted here.
-    common::retry("exit_codes_gate_a_pipeline", 3, || {
+    // The last check: None (all attempts spoiled) is a recorded skip.
+    let _ = common::retry("exit_codes_gate_a_pipeline", 3, || {
         let out = run(&["--fail-on", "invalid"]);
         match out.status.code() {
             Some(0) => Ok(()),

@@ -37,6 +37,7 @@ pub fn skip(test: &str, why: &str) {
 /// the last reason, and None is returned for the test to end: a busy host gives a pass or
 /// a counted skip, never a failure of the product nor a silent pass. Checks that must hold
 /// whatever the load stay outside `f`, or panic inside it.
+#[must_use = "None: the test was skipped (recorded); end it there"]
 pub fn retry<T>(test: &str, attempts: usize, f: impl FnMut() -> Result<T, String>) -> Option<T> {
     match attempt(test, attempts, f) {
         Ok(v) => Some(v),

@@ -31,7 +31,7 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "TIME")]
     pub(crate) start_at: String,
     /// Observer sampling interval (1ms..=60s).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) record: RecordFlag,

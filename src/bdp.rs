@@ -1,7 +1,7 @@
 //! `tpslab bdp`: the bandwidth-delay product of a path, the buffers a rate needs and the
 //! ceiling a buffer puts on a flow, against this host's settings.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,14 +9,14 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub(crate) struct BdpArgs {
     /// Round-trip time, e.g. 30ms.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) rtt: Duration,
-    /// Target rate, e.g. 80mbit, 1gbit, 10mbps (bytes/s).
-    #[arg(long)]
-    pub(crate) rate: Option<String>,
+    /// Target rate, bits per second, e.g. 80mbit, 1gbit, 10MB/s (bytes per second).
+    #[arg(long, value_name = crate::flags::BITRATE, value_parser = crate::flags::bitrate())]
+    pub(crate) rate: Option<f64>,
     /// A buffer (window) size, e.g. 64KiB: the most a flow limited by it can carry.
-    #[arg(long)]
-    pub(crate) buffer: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    pub(crate) buffer: Option<u64>,
 }
 
 /// Runs `tpslab bdp`.
@@ -29,8 +29,7 @@ pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
         bail!("bdp needs --rate RATE (the buffers it needs) or --buffer SIZE (the rate it allows)");
     }
     let ms = rtt * 1e3;
-    if let Some(b) = &a.buffer {
-        let bytes = bdp::parse_size(b).map_err(|e| anyhow!("--buffer {e}"))?;
+    if let Some(bytes) = a.buffer {
         let c = bdp::window_ceiling_bps(bytes, rtt);
         println!(
             "A window of {bytes} bytes over a {ms:.1} ms RTT carries at most {:.1} Mbit/s ({:.0} KiB/s): window / RTT, whatever the link.",
@@ -45,12 +44,12 @@ pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
             c * 1.3 / 1e6
         );
     }
-    if let Some(r) = &a.rate {
-        let rate = bdp::parse_rate(r).map_err(|e| anyhow!("--rate {e}"))?;
+    if let Some(rate) = a.rate {
         let p = bdp::buffer_plan(rate, rtt);
         if p.bdp_bytes > bdp::MAX_TCP_WINDOW {
             bail!(
-                "--rate {r} over --rtt {}: {} bytes in flight, more than the largest TCP window ({} bytes): use several flows",
+                "--rate {} over --rtt {}: {} bytes in flight, more than the largest TCP window ({} bytes): use several flows",
+                tpslab_plan::units::format_rate(rate),
                 humantime::format_duration(a.rtt),
                 p.bdp_bytes,
                 bdp::MAX_TCP_WINDOW

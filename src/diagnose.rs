@@ -30,7 +30,7 @@ pub(crate) struct DiagnoseArgs {
     #[arg(long, global = true)]
     pub(crate) no_verify: bool,
     /// Observer sampling interval (1ms..=60s).
-    #[arg(long, global = true, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) interval: Duration,
     /// Write the diagnosis with the full run records (JSON, schema tpslab.record/2, kind diagnose).
     #[arg(long, global = true)]
@@ -49,7 +49,9 @@ pub(crate) struct DiagnoseArgs {
     /// Show the source counter of every figure.
     #[arg(long, global = true)]
     pub(crate) explain: bool,
-    /// Exit 1 when the first run ("as is") meets one of these: loss>PCT%, invalid, errors.
+    /// Exit 1 when the first run ("as is") meets one of these, comma-separated:
+    /// 'loss>PCT%', invalid, errors. Quote it, e.g. --fail-on 'loss>1%': unquoted, the shell
+    /// reads > as a redirection.
     #[arg(long, global = true, value_name = "CONDITIONS")]
     pub(crate) fail_on: Option<String>,
     /// Exit 3 when the first run is not valid evidence (RUN INVALID).

@@ -25,29 +25,29 @@ pub(crate) struct DoctorArgs {
     /// [--pool-max-idle DUR]).
     #[arg(long = "for", value_name = "udp|tcp|pool")]
     workload: Option<String>,
-    /// Rate: datagrams per second for udp (200000), bits per second for tcp (80mbit).
-    #[arg(long)]
+    /// Rate: datagrams per second for udp (200000, 200k), bits per second for tcp (80mbit).
+    #[arg(long, value_name = crate::flags::RATE_OR_BITRATE, value_parser = crate::flags::rate_or_bitrate())]
     rate: Option<String>,
     /// Datagrams that arrive back to back in one burst (udp; 1 for a steady load).
     #[arg(long)]
     burst: Option<u64>,
-    /// UDP payload, bytes (udp).
-    #[arg(long)]
+    /// UDP payload, bytes or a size such as 1KiB (udp).
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
     size: Option<u64>,
     /// Sockets receiving at once, each with its own buffer (udp; default 1).
     #[arg(long)]
     sockets: Option<u64>,
     /// Round-trip time of the path (tcp), e.g. 30ms.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     rtt: Option<Duration>,
     /// Idle time after which a middlebox on the path forgets a connection (pool), e.g. 350s.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     idle_timeout: Option<Duration>,
     /// How often the pool tests idle connections (pool), e.g. 50m.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pool_validate: Option<Duration>,
     /// How long the pool keeps an idle connection (pool), e.g. 83m.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pool_max_idle: Option<Duration>,
     /// A connection pool's configuration to judge against --idle-timeout (pool;
     /// repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
@@ -96,7 +96,10 @@ fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
         None => None,
         Some("warn") => Some(Severity::Warn),
         Some("error") => Some(Severity::Error),
-        Some(other) => bail!("--fail-on {other}: allowed warn or error"),
+        Some(other) => bail!(
+            "{}: allowed warn or error",
+            tpslab_analysis::gate::shown(other)
+        ),
     })
 }
 

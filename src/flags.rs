@@ -36,13 +36,13 @@ pub(crate) struct ServerFlags {
     pub(crate) batch: usize,
     /// SO_RCVBUF request: bytes, or a size such as 2MiB or 64KiB (SO_RCVBUFFORCE when root
     /// and above net.core.rmem_max).
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_name = SIZE, value_parser = size())]
     pub(crate) rcvbuf: Option<u64>,
     /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
     #[arg(long, value_enum, default_value = "replace")]
     pub(crate) mode: ModeArg,
     /// Extra busy work per datagram, e.g. 20us (a slower application).
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "work_ns")]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration(), conflicts_with = "work_ns")]
     pub(crate) work: Option<Duration>,
     /// The same in plain nanoseconds, or a duration (the previous name).
     #[arg(long, hide = true, value_parser = duration_or_ns)]
@@ -65,24 +65,25 @@ pub(crate) struct ServerFlags {
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct LoadFlags {
-    /// Mean rate, datagrams per second, or max (as fast as the path allows); default
-    /// 10000, or burst / burst-interval when those are given.
-    #[arg(long)]
-    pub(crate) rate: Option<String>,
-    /// Datagram size (UDP payload), bytes; at least 40 to carry tpslab's header.
-    #[arg(long, default_value_t = 1024)]
-    pub(crate) size: usize,
+    /// Mean rate, datagrams per second (10000, 10k, 1.5M, 100kpps), or max (as fast as the
+    /// path allows); default 10000, or burst / burst-interval when those are given.
+    #[arg(long, value_name = RATE, value_parser = rate())]
+    pub(crate) rate: Option<f64>,
+    /// Datagram size (UDP payload), bytes or a size (1KiB); at least 40 to carry tpslab's
+    /// header.
+    #[arg(long, value_name = SIZE, value_parser = size(), default_value = "1024")]
+    pub(crate) size: u64,
     /// Measurement window (after warm-up), e.g. 10s, 500ms.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) duration: Duration,
     /// Warm-up excluded from the figures.
-    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) warmup: Duration,
     /// Datagrams sent back-to-back per burst.
     #[arg(long, default_value_t = 1)]
     pub(crate) burst: u64,
     /// Interval between bursts, e.g. 50ms; the mean rate follows (burst / interval).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) burst_interval: Option<Duration>,
     /// Send this file's bytes instead of tpslab's header (a real protocol's request).
     #[arg(long)]
@@ -101,13 +102,13 @@ pub(crate) struct LoadFlags {
     /// Pacing slack, 0..=2ms: wake once per group of datagrams due within it instead of
     /// once per datagram (each leaves up to this late, never early; its lag is still
     /// measured). 0 (the default): every datagram at its time, one wake-up each.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) pacing_slack: Duration,
     /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
     /// Wait this long for late replies after the last send.
-    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) drain: Duration,
 }
 
@@ -171,7 +172,7 @@ impl RecordFlag {
 #[derive(Args, Debug, Clone)]
 pub(crate) struct OutputFlags {
     /// Observer sampling interval (1ms..=60s).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) record: RecordFlag,
@@ -197,11 +198,12 @@ pub(crate) struct OutputFlags {
 /// environment; 3 the run was not valid evidence (with --strict); 130 interrupted.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct GateFlags {
-    /// Exit 1 when the run meets one of these, comma-separated: loss>PCT% (load, run,
+    /// Exit 1 when the run meets one of these, comma-separated: 'loss>PCT%' (load, run,
     /// diagnose: window loss; ramp: requests failed or timed out), invalid (not valid
     /// evidence: the generator was a bottleneck, no reply at all, a run of a sweep),
     /// errors (send or reply failures, ECONNREFUSED from a closed port included; failed
-    /// requests; sweep runs with either), target (tcp: --target-rate not reached).
+    /// requests; sweep runs with either), target (tcp: --target-rate not reached). Quote
+    /// it, e.g. --fail-on 'loss>1%,invalid': unquoted, the shell reads > as a redirection.
     #[arg(long, value_name = "CONDITIONS")]
     pub(crate) fail_on: Option<String>,
     /// Exit 3 when the run is not valid evidence (RUN INVALID).
@@ -270,10 +272,88 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
     Ok(cfg)
 }
 
-/// A size flag's value: bytes (`1000000`) or with a unit (`2MiB`, `64KiB`, `1MB`), the
-/// forms every size flag takes (`tpslab_plan::units::parse_size`).
-pub(crate) fn size_arg(s: &str) -> Result<u64, String> {
-    units::parse_size(s)
+/// The clap value parser of one kind of value: the kind's one parser in
+/// [`tpslab_plan::units`], labelled with the flag it reads (`--rcvbuf`), so every flag of
+/// the kind takes the same forms and refuses with the same line, `--FLAG VALUE: allowed
+/// FORMS` (printed by `cli` as tpslab's one-line error). Each flag of a kind carries the
+/// kind's value name ([`SIZE`], [`RATE`], [`BITRATE`], [`DURATION`]), which `--help` shows
+/// and the command-line table test checks.
+#[derive(Clone, Copy)]
+pub(crate) struct Unit<T: Clone + Send + Sync + 'static>(
+    fn(&str, &str) -> Result<T, tpslab_plan::PlanError>,
+);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Unit<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let label = arg.map_or_else(String::new, |a| match a.get_long() {
+            Some(l) => format!("--{l}"),
+            None => a.get_id().to_string().to_uppercase(),
+        });
+        let text = value.to_string_lossy();
+        (self.0)(&label, &text).map_err(|e| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n"))
+        })
+    }
+}
+
+/// The value name of a size flag (bytes: `2MiB`, `64KiB`, `1000000`).
+pub(crate) const SIZE: &str = "SIZE";
+/// The value name of a packet-rate flag (`10000`, `10k`, `1.5M`, `100kpps`, `max`).
+pub(crate) const RATE: &str = "RATE";
+/// The value name of a bit-rate flag (`80mbit`, `1gbit`, `10MB/s`).
+pub(crate) const BITRATE: &str = "BITRATE";
+/// The value name of a duration flag (`200us`, `10ms`, `1.5s`, `1m`).
+pub(crate) const DURATION: &str = "DURATION";
+
+/// The value name of a rate flag whose kind another flag chooses (doctor's `--rate`: pps
+/// with `--for udp`, bits/s with `--for tcp`).
+pub(crate) const RATE_OR_BITRATE: &str = "RATE|BITRATE";
+
+/// The parser of a [`RATE_OR_BITRATE`] flag: a value one of the two kinds reads, kept as
+/// written for the command to read with the kind it chooses; refused naming both kinds.
+pub(crate) fn rate_or_bitrate() -> Unit<String> {
+    Unit(|label, s| {
+        if units::parse_pps(label, s).is_ok() || units::parse_rate(label, s).is_ok() {
+            return Ok(s.to_string());
+        }
+        Err(tpslab_plan::PlanError::value(
+            label,
+            s,
+            format!(
+                "{} (--for udp), or {} (--for tcp)",
+                units::pps_forms(),
+                units::BITRATE_FORMS
+            ),
+        ))
+    })
+}
+
+/// A size flag's parser: bytes ([`units::parse_size`]).
+pub(crate) fn size() -> Unit<u64> {
+    Unit(units::parse_size)
+}
+
+/// A packet-rate flag's parser: datagrams per second, infinity for `max`
+/// ([`units::parse_pps`]).
+pub(crate) fn rate() -> Unit<f64> {
+    Unit(units::parse_pps)
+}
+
+/// A bit-rate flag's parser: bits per second ([`units::parse_rate`]).
+pub(crate) fn bitrate() -> Unit<f64> {
+    Unit(units::parse_rate)
+}
+
+/// A duration flag's parser ([`units::parse_duration`]).
+pub(crate) fn duration() -> Unit<Duration> {
+    Unit(units::parse_duration)
 }
 
 /// The value of a hidden `--X-ns` flag (the previous names of `--work` and `--serial`):
@@ -316,10 +396,7 @@ pub(crate) fn load_config(
     target: SocketAddr,
 ) -> Result<LoadConfig> {
     limits::BURST.check("--burst", f.burst)?;
-    let given = match f.rate.as_deref() {
-        None => None,
-        Some(r) => Some(units::parse_pps("--rate", r)?),
-    };
+    let given = f.rate;
     let rate = match (f.burst_interval, given) {
         (Some(iv), given) => {
             if iv.is_zero() {
@@ -372,7 +449,7 @@ pub(crate) fn load_config(
     let cfg = LoadConfig {
         target,
         rate_pps: rate,
-        size_bytes: f.size,
+        size_bytes: usize::try_from(f.size).unwrap_or(usize::MAX),
         duration: f.duration,
         warmup: f.warmup,
         burst: f.burst,

@@ -36,7 +36,7 @@ pub(crate) struct Common {
     plan: PathBuf,
     /// How far ahead to set the common start (scheduling, image pulls, ssh logins must
     /// fit in it; at most the plan's max_wait).
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "60s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     start_in: Duration,
 }
 

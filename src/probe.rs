@@ -32,13 +32,13 @@ pub(crate) enum ProbeCmd {
 #[derive(Args, Debug)]
 pub(crate) struct PoolArgs {
     /// The lab middlebox's idle timeout (it then drops the flow's segments).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     lab_idle_timeout: Duration,
     /// How often the pool tests its idle connections (default: never).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     validate_every: Option<Duration>,
     /// Close connections idle this long (default: never).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     max_idle: Option<Duration>,
     /// Connections kept open however idle.
     #[arg(long, default_value_t = 2)]
@@ -47,10 +47,10 @@ pub(crate) struct PoolArgs {
     #[arg(long, default_value_t = 6)]
     requests: usize,
     /// Time between requests.
-    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "4s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     request_every: Duration,
     /// A request without its answer in this long fails.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     query_timeout: Duration,
     #[command(flatten)]
     record: crate::flags::RecordFlag,
@@ -61,7 +61,7 @@ pub(crate) struct ResponderArgs {
     /// Address to answer on, ADDR:PORT.
     bind: String,
     /// Stop after this long (default: until Ctrl-C).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     duration: Option<Duration>,
 }
 
@@ -91,20 +91,21 @@ pub(crate) struct IdleArgs {
     #[arg(long, conflicts_with = "udp")]
     server_first: bool,
     /// Shortest idle interval tried (whole seconds).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     min: Duration,
     /// Longest idle interval tried (whole seconds, at most 2h): the study can last this long.
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1h", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     max: Duration,
-    /// Stop when the timeout is known within this (whole seconds).
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    resolution: Duration,
+    /// Stop when the timeout is known within this (whole seconds). Default: 5s, or half
+    /// the range --max - --min when that is less (at least 1s).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    resolution: Option<Duration>,
     /// Connections open at once, the control connection included.
     #[arg(long, default_value_t = 16)]
     connections: usize,
     /// Probe tpslab's lab instead of a server: two throwaway namespaces, a middlebox that
     /// forgets flows idle for longer than this.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     lab_idle_timeout: Option<Duration>,
     /// What the lab's middlebox does to a forgotten flow's segments.
     #[arg(long, value_enum, default_value = "drop")]
@@ -226,7 +227,15 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
             bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
         }
     };
-    let mut plan = IdlePlan::new(target, a.min, a.max, a.resolution, a.connections)?;
+    let resolution = a.resolution.unwrap_or_else(|| {
+        let d = derived_resolution(a.min, a.max);
+        crate::cli::note_default(
+            format!("--resolution {}", humantime::format_duration(d)),
+            "derived default: 5s, or half the range --max - --min when less, at least 1s; not given".into(),
+        );
+        d
+    });
+    let mut plan = IdlePlan::new(target, a.min, a.max, resolution, a.connections)?;
     plan.udp = a.udp;
     plan.server_first = a.server_first;
     if a.udp && !a.pool_config.is_empty() {
@@ -311,8 +320,31 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `probe idle`'s resolution when not given: 5 s, or half the range `max - min` (whole
+/// seconds) when that is less, at least 1 s (TCP keepalive counts whole seconds).
+fn derived_resolution(min: Duration, max: Duration) -> Duration {
+    let range_s = max.as_secs().saturating_sub(min.as_secs());
+    Duration::from_secs((range_s / 2).clamp(1, 5))
+}
+
 /// Prints a whole rendering but its first line (the header, printed before the run).
 fn print_after_header(w: &mut dyn Write, full: &[u8]) -> std::io::Result<()> {
     let text = String::from_utf8_lossy(full);
     write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_derived_resolution_fits_below_the_range_it_can() {
+        let s = Duration::from_secs;
+        // `--min 1s --max 5s`: 2s, where the plain 5s would exceed the range.
+        assert_eq!(derived_resolution(s(1), s(5)), s(2));
+        assert_eq!(derived_resolution(s(10), s(3600)), s(5));
+        // A range of 1s leaves no whole second below it: 1s, refused naming itself.
+        assert_eq!(derived_resolution(s(1), s(2)), s(1));
+        assert_eq!(derived_resolution(s(5), s(2)), s(1));
+    }
 }

@@ -39,20 +39,20 @@ pub(crate) struct RampArgs {
     #[arg(long, default_value = "x2")]
     step: String,
     /// Measured time of each step.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "3s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     step_duration: Duration,
     /// Unmeasured start of each step (new users connect, queues settle).
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     warmup: Duration,
     /// Think time of a user between a reply and its next request.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     think: Duration,
     /// Longest wait for a reply or a connect; a request that takes longer is an error.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     timeout: Duration,
     /// Request body size with tpslab's own protocol, bytes.
-    #[arg(long, default_value_t = 1024)]
-    size: usize,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size(), default_value = "1024")]
+    size: u64,
     /// Send this file's bytes as each request instead (TCP: verbatim, with its framing).
     #[arg(long)]
     payload_file: Option<PathBuf>,
@@ -67,7 +67,7 @@ pub(crate) struct RampArgs {
     #[arg(long)]
     pid: Option<u32>,
     /// Thread-state sampling interval.
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     interval: Duration,
     /// Threads the users are multiplexed on (each an epoll loop holding its share of
     /// the users' connections, timeouts and think times); 0: one per CPU.
@@ -77,10 +77,10 @@ pub(crate) struct RampArgs {
     #[arg(long, default_value_t = 0.2)]
     knee_gain: f64,
     /// Built-in server: CPU work per request.
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     server_work: Duration,
     /// Built-in server: waiting per request (a sleep, like a database round trip).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     server_serial: Duration,
     /// Built-in server: hold one global lock during --server-serial (S3).
     #[arg(long)]
@@ -194,11 +194,12 @@ fn request(a: &RampArgs, proto: RampProto) -> Result<(Vec<u8>, Option<SeqField>)
         Some(p) => Some(flags::read_payload_file(p)?),
         None => None,
     };
-    if !(8..=MAX_UDP_PAYLOAD).contains(&a.size) {
+    let size = usize::try_from(a.size).unwrap_or(usize::MAX);
+    if !(8..=MAX_UDP_PAYLOAD).contains(&size) {
         bail!("--size {}: allowed 8..={MAX_UDP_PAYLOAD} bytes", a.size);
     }
     let body = || {
-        let mut b = vec![b'.'; a.size];
+        let mut b = vec![b'.'; size];
         for c in b.chunks_mut(64) {
             if c.len() >= 4 {
                 c[..4].copy_from_slice(b"ping");

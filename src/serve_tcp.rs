@@ -13,14 +13,11 @@ use tpslab_analysis::record::tcp::ServeTcpRecord;
 use tpslab_analysis::record::{Body, Record};
 use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
 use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
-use tpslab_plan::tcp::{parse_buffer, ServeTcpMode, ServeTcpPlan};
+use tpslab_plan::tcp::{check_buffer, ServeTcpMode, ServeTcpPlan};
 use tpslab_report::term::tcp as render;
 
-fn size_flag(flag: &str, v: &Option<String>) -> Result<Option<u64>> {
-    Ok(match v {
-        Some(s) => Some(parse_buffer(flag, s)?),
-        None => None,
-    })
+fn size_flag(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
+    Ok(v.map(|b| check_buffer(flag, b)).transpose()?)
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,20 +41,20 @@ pub(crate) struct ServeTcpArgs {
     #[arg(long, value_enum, default_value_t = ServeMode::Sink)]
     pub(crate) mode: ServeMode,
     /// SO_RCVBUF of each connection, e.g. 64KiB (default: autotuning; sink only).
-    #[arg(long)]
-    rcvbuf: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    rcvbuf: Option<u64>,
     /// SO_SNDBUF of each connection, e.g. 64KiB (default: autotuning; source only).
-    #[arg(long)]
-    sndbuf: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    sndbuf: Option<u64>,
     /// Echo/replace: CPU work per request (busy loop, in parallel), e.g. 200us.
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "work_ns")]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration(), conflicts_with = "work_ns")]
     work: Option<Duration>,
     /// The same in plain nanoseconds, or a duration (the previous name).
     #[arg(long, hide = true, value_parser = crate::flags::duration_or_ns)]
     work_ns: Option<Duration>,
     /// Echo/replace: waiting per request (a sleep, like a round trip to a database),
     /// e.g. 10ms; under one process-wide lock with --serialize.
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "serial_ns")]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration(), conflicts_with = "serial_ns")]
     serial: Option<Duration>,
     /// The same in plain nanoseconds, or a duration (the previous name).
     #[arg(long, hide = true, value_parser = crate::flags::duration_or_ns)]
@@ -72,7 +69,7 @@ pub(crate) struct ServeTcpArgs {
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Stop after this long (default: until Ctrl-C).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     duration: Option<Duration>,
     #[command(flatten)]
     record: crate::flags::RecordFlag,
@@ -95,8 +92,8 @@ fn plan(a: &ServeTcpArgs) -> Result<ServeTcpPlan> {
             ServeMode::Echo => ServeTcpMode::Echo,
             ServeMode::Replace => ServeTcpMode::Replace,
         },
-        rcvbuf: size_flag("--rcvbuf", &a.rcvbuf)?,
-        sndbuf: size_flag("--sndbuf", &a.sndbuf)?,
+        rcvbuf: size_flag("--rcvbuf", a.rcvbuf)?,
+        sndbuf: size_flag("--sndbuf", a.sndbuf)?,
         work_ns: ns(a.work.or(a.work_ns)),
         serial_ns: ns(a.serial.or(a.serial_ns)),
         serialize: a.serialize,

@@ -72,7 +72,7 @@ pub(crate) struct SweepArgs {
     #[command(flatten)]
     pub(crate) gate: GateFlags,
     /// Observer sampling interval (1ms..=60s).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) server: ServerFlags,

@@ -18,7 +18,7 @@ use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::limits::LAB_RTT;
-use tpslab_plan::tcp::{check_times, parse_buffer, parse_write_size, LinkConfig, TcpMode, TcpPlan};
+use tpslab_plan::tcp::{check_buffer, check_times, check_write_size, LinkConfig, TcpMode, TcpPlan};
 use tpslab_report::term::tcp as render;
 
 #[derive(Args, Debug)]
@@ -27,28 +27,28 @@ pub(crate) struct TcpArgs {
     /// Leave out with --lab-rtt.
     target: Option<String>,
     /// How long to send.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     duration: Duration,
     /// TCP_INFO sampling interval (1ms..=60s; at most 360000 samples over --duration).
-    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "100ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     interval: Duration,
     /// Leave the first part of the flow (slow start) out of the analysis.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     skip: Duration,
     /// The sender's SO_SNDBUF, e.g. 64KiB (the kernel doubles it; default: autotuning by
     /// net.ipv4.tcp_wmem).
-    #[arg(long)]
-    sndbuf: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    sndbuf: Option<u64>,
     /// Bytes per write() call.
-    #[arg(long, default_value = "128KiB")]
-    write_size: String,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size(), default_value = "128KiB")]
+    write_size: u64,
     /// Receive instead of send: TARGET is a source (e.g. `tpslab serve tcp --mode
     /// source`); this side's receive window is judged from its own TCP_INFO.
     #[arg(long)]
     reverse: bool,
     /// This side's SO_RCVBUF with --reverse, e.g. 64KiB (default: autotuning).
-    #[arg(long)]
-    rcvbuf: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    rcvbuf: Option<u64>,
     /// Watch the established TCP flows of this process instead (no TARGET): its
     /// TCP_INFO through sock_diag, in its network namespace, as `ss -tmi` shows it.
     #[arg(long)]
@@ -59,18 +59,18 @@ pub(crate) struct TcpArgs {
     watch_port: Option<u16>,
     /// The rate the flow should reach, e.g. 80mbit: the buffers it needs are computed
     /// from the measured RTT (and, in the lab, tried in a second run).
-    #[arg(long)]
-    target_rate: Option<String>,
+    #[arg(long, value_name = crate::flags::BITRATE, value_parser = crate::flags::bitrate())]
+    target_rate: Option<f64>,
     #[command(flatten)]
     gate: flags::GateFlags,
     /// Lab: no TARGET; run sender and sink in two new network namespaces joined by
     /// tpslab's user-space delay line with this RTT (e.g. 30ms). Needs root.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     lab_rtt: Option<Duration>,
     /// Lab: the link's rate each way, e.g. 622mbit (default: as fast as the delay line
     /// forwards).
-    #[arg(long)]
-    lab_rate: Option<String>,
+    #[arg(long, value_name = crate::flags::BITRATE, value_parser = crate::flags::bitrate())]
+    lab_rate: Option<f64>,
     /// Lab: share of packets lost each way, e.g. 0.1% or 0.001.
     #[arg(long, default_value = "0")]
     lab_loss: String,
@@ -79,8 +79,8 @@ pub(crate) struct TcpArgs {
     lab_queue: usize,
     /// Lab: the sink's SO_RCVBUF, e.g. 64KiB (default: autotuning by net.ipv4.tcp_rmem
     /// of the lab namespace, which starts at the kernel's defaults).
-    #[arg(long)]
-    sink_rcvbuf: Option<String>,
+    #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
+    sink_rcvbuf: Option<u64>,
     /// Lab with --target-rate: do not re-run with the recommended buffers.
     #[arg(long)]
     no_verify: bool,
@@ -102,8 +102,9 @@ fn parse_loss(s: &str) -> Result<f64> {
     Ok(v)
 }
 
-fn opt<T>(v: &Option<String>, f: impl Fn(&str) -> Result<T>) -> Result<Option<T>> {
-    v.as_deref().map(f).transpose()
+/// A TCP buffer flag's bytes checked against its limit (None: not given).
+fn buffer(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
+    Ok(v.map(|b| check_buffer(flag, b)).transpose()?)
 }
 
 /// The validated plan of the flags given.
@@ -128,7 +129,7 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
             ("--target-rate", a.target_rate.is_some()),
             ("--fail-on", a.gate.fail_on.is_some()),
             ("--strict", a.gate.strict),
-            ("--write-size", a.write_size != "128KiB"),
+            ("--write-size", a.write_size != 128 << 10),
         ];
         if let Some((f, _)) = lab_only.iter().chain(&watch_not).find(|x| x.1) {
             bail!("{f} does not apply when watching flows of another process");
@@ -153,16 +154,14 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
         }
         let link = LinkConfig {
             delay_ns: (rtt.as_nanos() / 2).min(u64::MAX as u128) as u64,
-            rate_bps: opt(&a.lab_rate, |r| {
-                bdp::parse_rate(r).map_err(|e| anyhow!("--lab-rate {e}"))
-            })?,
+            rate_bps: a.lab_rate,
             loss: parse_loss(&a.lab_loss)?,
             queue_packets: a.lab_queue,
             ..Default::default()
         };
         TcpMode::Lab {
             link,
-            sink_rcvbuf: opt(&a.sink_rcvbuf, |s| Ok(parse_buffer("--sink-rcvbuf", s)?))?,
+            sink_rcvbuf: buffer("--sink-rcvbuf", a.sink_rcvbuf)?,
             verify: !a.no_verify,
         }
     } else {
@@ -184,12 +183,10 @@ fn plan(a: &TcpArgs) -> Result<TcpPlan> {
         duration_ns: a.duration.as_nanos().min(u64::MAX as u128) as u64,
         interval_ns: a.interval.as_nanos().min(u64::MAX as u128) as u64,
         skip_ns: a.skip.as_nanos().min(u64::MAX as u128) as u64,
-        sndbuf: opt(&a.sndbuf, |s| Ok(parse_buffer("--sndbuf", s)?))?,
-        rcvbuf: opt(&a.rcvbuf, |s| Ok(parse_buffer("--rcvbuf", s)?))?,
-        write_bytes: parse_write_size(&a.write_size)?,
-        target_rate_bps: opt(&a.target_rate, |r| {
-            bdp::parse_rate(r).map_err(|e| anyhow!("--target-rate {e}"))
-        })?,
+        sndbuf: buffer("--sndbuf", a.sndbuf)?,
+        rcvbuf: buffer("--rcvbuf", a.rcvbuf)?,
+        write_bytes: check_write_size(a.write_size)?,
+        target_rate_bps: a.target_rate,
     };
     p.validate()?;
     if matches!(p.mode, TcpMode::Reverse { .. })

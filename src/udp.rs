@@ -25,7 +25,7 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) server: ServerFlags,
     /// Stop after this long (default: until Ctrl-C/SIGTERM).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) duration: Option<Duration>,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
@@ -75,14 +75,14 @@ pub(crate) struct WatchArgs {
     #[arg(long)]
     pub(crate) port: Option<u16>,
     /// How long to watch.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) duration: Duration,
     /// Write one JSON object per sampling interval to FILE while watching (NDJSON, one
     /// write per line): time, delivered pps, drops so far, rx_queue.
     #[arg(long, value_name = "FILE")]
     pub(crate) json_stream: Option<PathBuf>,
     /// Sampling interval (1ms..=60s).
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) interval: Duration,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,

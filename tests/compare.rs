@@ -111,7 +111,7 @@ fn two_runs_of_one_plan_differ_within_noise() {
     let _g = common::serial();
     let ns = NetNs::new();
     // A 95 % test calls one pair in twenty different by chance: three tries.
-    common::retry("two_runs_of_one_plan_differ_within_noise", 3, || {
+    common::retry_chance("two_runs_of_one_plan_differ_within_noise", 3, || {
         let a = diagnose(&ns, "same-a.json", "");
         let b = diagnose(&ns, "same-b.json", "");
         let (c, out) = compare(&ns, &[&a, &b], "same");

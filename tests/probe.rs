@@ -205,28 +205,43 @@ fn lab_udp_mapping_timeout() {
 /// responder the probe refuses to start.
 #[test]
 fn udp_responder_on_loopback() {
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut responder = common::tpslab()
-        .args(["probe", "idle-responder", &addr, "--duration", "30s"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
+    // The responder binds one port for UDP and TCP: a port free for UDP a moment ago may be
+    // taken for TCP by another process of this busy host (an ephemeral port): then it
+    // exits at once with EADDRINUSE, and another port is tried, up to 5 times.
+    let Some((addr, mut responder)) = common::retry("udp_responder_on_loopback", 5, || {
+        let port = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut responder = common::tpslab()
+            .args(["probe", "idle-responder", &addr, "--duration", "30s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its first line is printed once it is bound.
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(responder.stdout.take().unwrap()),
+            &mut first,
+        )
         .unwrap();
-    // Its first line is printed once it is bound.
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(responder.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    assert!(
-        first.starts_with("tpslab probe idle-responder on"),
-        "{first}"
-    );
+        if first.is_empty() {
+            let out = responder.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(err.contains("Address already in use"), "{err}");
+            return Err(err);
+        }
+        assert!(
+            first.starts_with("tpslab probe idle-responder on"),
+            "{first}"
+        );
+        Ok((addr, responder))
+    }) else {
+        return;
+    };
     let mut c = common::tpslab();
     c.args([
         "probe",

@@ -122,20 +122,41 @@ fn synchronous_file_writes_wait_on_disk_io() {
     }
     // A real disk (cargo's target directory, not a tmpfs): each 4 KiB block is fsync'ed.
     let file = tmp("waits-fsync.bin");
-    let py = Py::start(&format!(
+    let code = format!(
         "import os\n\
          fd = os.open({:?}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n\
          print('ready', flush=True)\n\
          i = 0\n\
          while True:\n    os.pwrite(fd, b'x' * 4096, (i % 256) * 4096); os.fsync(fd); i += 1\n",
         file.display().to_string()
-    ));
-    let (tw, stdout) = watch(py.0.id(), "waits-disk.json");
-    drop(py);
-    let _ = std::fs::remove_file(&file);
+    );
     // On this VM's disk about 60 % of the time waits in fsync (the rest copies and
-    // journals on a CPU); a fifth is the floor where the report names it.
-    assert!(share(&tw, WaitClass::Disk) >= 20.0, "{tw}");
+    // journals on a CPU); a fifth is the floor where the report names it. On a loaded host
+    // the writer also waits for a CPU after each fsync (runnable, or its vCPU stolen),
+    // which leaves less of the window in fsync: such a run is repeated, up to 3 times. A
+    // low share with the CPU free is the product's failure.
+    let measured = common::retry("synchronous_file_writes_wait_on_disk_io", 3, || {
+        let py = Py::start(&code);
+        let (tw, stdout) = watch(py.0.id(), "waits-disk.json");
+        drop(py);
+        let disk = share(&tw, WaitClass::Disk);
+        if disk >= 20.0 {
+            return Ok(stdout);
+        }
+        let queued = share(&tw, WaitClass::Runnable) + share(&tw, WaitClass::Stolen);
+        assert!(
+            queued >= 10.0,
+            "{disk:.1} % of the window in fsync, with the CPU free ({queued:.1} % waiting for one): {tw}"
+        );
+        Err(format!(
+            "{disk:.1} % of the window in fsync, {queued:.1} % waiting for a CPU (cpu pressure {:?} %)",
+            common::cpu_pressure_pct()
+        ))
+    });
+    let _ = std::fs::remove_file(&file);
+    let Some(stdout) = measured else {
+        return;
+    };
     assert!(
         stdout.contains("waiting on disk I/O (in fsync)"),
         "{stdout}"

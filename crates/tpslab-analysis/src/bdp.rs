@@ -89,16 +89,16 @@ mod tests {
 
     #[test]
     fn s4_64k_window_over_30ms_caps_at_17_mbit() {
-        let c = window_ceiling_bps(parse_size("64KiB").unwrap(), 0.030);
+        let c = window_ceiling_bps(parse_size("--buffer", "64KiB").unwrap(), 0.030);
         // 65536 B * 8 / 0.03 s = 17.476 Mbit/s: S4's "~17 Mbit/s".
         assert!((c / 1e6 - 17.476).abs() < 0.001, "{c}");
         // Below the vendor's 30 Mbit/s minimum on a 622 Mbit/s link.
-        assert!(c < parse_rate("30mbit").unwrap());
+        assert!(c < parse_rate("--rate", "30mbit").unwrap());
     }
 
     #[test]
     fn s4_fix_for_80_mbit() {
-        let p = buffer_plan(parse_rate("80mbit").unwrap(), 0.030);
+        let p = buffer_plan(parse_rate("--rate", "80mbit").unwrap(), 0.030);
         assert_eq!(p.bdp_bytes, 300_000);
         assert_eq!(p.buffer_bytes, 655_360); // 600000 rounded up to 64 KiB
                                              // That window carries the rate; the old 64 KiB would not.
@@ -128,22 +128,25 @@ mod tests {
 
     #[test]
     fn units_and_errors() {
-        assert_eq!(parse_rate("1gbit").unwrap(), 1e9);
-        assert_eq!(parse_rate("100Mbps").unwrap(), 100e6);
-        assert_eq!(parse_rate("10MB/s").unwrap(), 80e6);
-        assert_eq!(parse_rate("622Mbit").unwrap(), 622e6);
-        assert_eq!(parse_rate("1500bit").unwrap(), 1500.0);
-        assert_eq!(parse_rate("100Mb/s").unwrap(), 100e6);
+        assert_eq!(parse_rate("--rate", "1gbit").unwrap(), 1e9);
+        assert_eq!(parse_rate("--rate", "100Mbps").unwrap(), 100e6);
+        assert_eq!(parse_rate("--rate", "10MB/s").unwrap(), 80e6);
+        assert_eq!(parse_rate("--rate", "622Mbit").unwrap(), 622e6);
+        assert_eq!(parse_rate("--rate", "1500bit").unwrap(), 1500.0);
+        assert_eq!(parse_rate("--rate", "100Mb/s").unwrap(), 100e6);
         // A bare number is ambiguous: refused with the units allowed.
-        assert!(parse_rate("80").unwrap_err().contains("with a unit"));
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("0mbit").is_err());
-        assert!(parse_rate("80 furlongs").is_err());
-        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
-        assert_eq!(parse_size("64KB").unwrap(), 64_000);
-        assert_eq!(parse_size("65536").unwrap(), 65536);
-        assert!(parse_size("-1").is_err());
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("99999999999GiB").is_err());
+        assert!(parse_rate("--rate", "80")
+            .unwrap_err()
+            .to_string()
+            .contains("with a unit"));
+        assert!(parse_rate("--rate", "fast").is_err());
+        assert!(parse_rate("--rate", "0mbit").is_err());
+        assert!(parse_rate("--rate", "80 furlongs").is_err());
+        assert_eq!(parse_size("--buffer", "1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("--buffer", "64KB").unwrap(), 64_000);
+        assert_eq!(parse_size("--buffer", "65536").unwrap(), 65536);
+        assert!(parse_size("--buffer", "-1").is_err());
+        assert!(parse_size("--buffer", "0").is_err());
+        assert!(parse_size("--buffer", "99999999999GiB").is_err());
     }
 }

@@ -42,15 +42,27 @@ pub mod applies {
     pub const SWEEP: &[&str] = &["invalid", "errors"];
 }
 
+/// `--fail-on VALUE` as a shell reads it back: the value quoted (`--fail-on
+/// 'loss>1%'`), since `>` unquoted is a redirection and `%`, `*` or spaces may be special.
+pub fn shown(value: &str) -> String {
+    match shlex::try_quote(value) {
+        Ok(q) => format!("--fail-on {q}"),
+        // A NUL byte cannot be quoted for a shell: shown escaped.
+        Err(_) => format!("--fail-on {value:?}"),
+    }
+}
+
 /// Parses a comma-separated list of the conditions in `allowed` (names from
 /// [`applies`]): `loss>PCT%`, `invalid`, `errors`, `target`. The error names the bad item
-/// and what is allowed.
+/// as a shell would need it written ([`shown`]: `--fail-on 'loss>0.1'`) and what is
+/// allowed; `loss` alone (what the shell passes of an unquoted `--fail-on loss>1%`,
+/// writing a file named `1%`) says to quote it and why.
 pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
     let list = allowed
         .iter()
         .map(|a| {
             if *a == "loss" {
-                "loss>PCT% (e.g. loss>0.1%)"
+                "'loss>PCT%' (e.g. --fail-on 'loss>0.1%')"
             } else {
                 a
             }
@@ -65,19 +77,26 @@ pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
                 "invalid" => FailOn::Invalid,
                 "errors" => FailOn::Errors,
                 "target" => FailOn::Target,
+                "loss" if allowed.contains(&"loss") => {
+                    return Err(format!(
+                        "{}: no threshold; write it in quotes, --fail-on 'loss>1%': unquoted, the shell reads > as a redirection, passes only 'loss' and writes a file named after the threshold (1%)",
+                        shown(s)
+                    ))
+                }
                 _ => {
                     let v = t
                         .strip_prefix("loss>")
                         .and_then(|v| v.strip_suffix('%'))
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .filter(|v| v.is_finite() && (0.0..100.0).contains(v))
-                        .ok_or_else(|| format!("--fail-on \"{t}\": {allowed_text}"))?;
+                        .ok_or_else(|| format!("{}: {allowed_text}", shown(t)))?;
                     FailOn::LossAbove(v)
                 }
             };
             if !allowed.contains(&c.name()) {
                 return Err(format!(
-                    "--fail-on \"{t}\": this command cannot judge it; {allowed_text}"
+                    "{}: this command cannot judge it; {allowed_text}",
+                    shown(t)
                 ));
             }
             Ok(c)
@@ -146,12 +165,14 @@ pub fn met(o: &Outcome, conds: &[FailOn]) -> Vec<String> {
         .filter_map(|c| match c {
             FailOn::LossAbove(max) => match &o.loss {
                 Loss::Measured(l, what) if l > max => Some(format!(
-                    "loss {l:.3} % {what} is above {max} % (--fail-on loss>{max}%)"
+                    "loss {l:.3} % {what} is above {max} % ({})",
+                    shown(&format!("loss>{max}%"))
                 )),
                 Loss::Measured(..) => None,
                 // A gate that cannot be checked is not passed silently.
                 Loss::NotMeasured(why) => Some(format!(
-                    "loss not measured in this run ({why}): it cannot be shown below {max} % (--fail-on loss>{max}%)"
+                    "loss not measured in this run ({why}): it cannot be shown below {max} % ({})",
+                    shown(&format!("loss>{max}%"))
                 )),
             },
             FailOn::Invalid => (!o.invalid.is_empty()).then(|| {
@@ -215,8 +236,29 @@ mod tests {
         );
         for bad in ["loss>0.1", "loss>x%", "loss>100%", "lost>1%", ""] {
             let e = parse(bad, applies::UDP_RUN).unwrap_err();
-            assert!(e.contains("allowed loss>PCT%"), "{bad}: {e}");
+            assert!(
+                e.starts_with(&format!(
+                    "--fail-on {}: allowed 'loss>PCT%'",
+                    shlex::try_quote(bad).unwrap()
+                )),
+                "{bad}: {e}"
+            );
         }
+        // What the shell passes of an unquoted `--fail-on loss>1%`: told to quote it.
+        for unquoted in ["loss", "invalid,loss"] {
+            let e = parse(unquoted, applies::UDP_RUN).unwrap_err();
+            assert!(
+                e.contains("no threshold; write it in quotes, --fail-on 'loss>1%'")
+                    && e.contains("the shell reads > as a redirection"),
+                "{e}"
+            );
+        }
+        // A command that cannot judge loss refuses `loss` as it refuses any loss gate.
+        let e = parse("loss", applies::TCP).unwrap_err();
+        assert!(
+            e.starts_with("--fail-on loss: allowed target, invalid"),
+            "{e}"
+        );
     }
 
     #[test]

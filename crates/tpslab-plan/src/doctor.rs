@@ -119,8 +119,7 @@ impl Workload {
             }
             "tcp" => {
                 let rate = f.rate.as_deref().ok_or_else(|| need("--rate"))?;
-                let rate_bps = crate::units::parse_rate(rate)
-                    .map_err(|e| PlanError::Conflict(format!("--rate {e}")))?;
+                let rate_bps = crate::units::parse_rate("--rate", rate)?;
                 let rtt = PATH_RTT.check("--rtt", f.rtt.ok_or_else(|| need("--rtt"))?)?;
                 Workload::Tcp {
                     rtt_ns: rtt.as_nanos() as u64,

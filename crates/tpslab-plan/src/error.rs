@@ -25,12 +25,12 @@ pub enum PlanError {
 impl PlanError {
     /// A value error.
     /// A value with control characters (a newline pasted into a flag) is shown escaped, so
-    /// the error stays one line.
+    /// the error stays one line; an empty one is shown as `""`, so it is seen.
     pub fn value(label: &str, value: impl std::fmt::Display, allowed: impl Into<String>) -> Self {
         let v = value.to_string();
         PlanError::Value {
             label: label.to_string(),
-            value: if v.chars().any(char::is_control) {
+            value: if v.is_empty() || v.chars().any(char::is_control) {
                 format!("{v:?}")
             } else {
                 v

@@ -4,8 +4,8 @@
 //!
 //! ```toml
 //! target = "10.0.0.1:9000"   # the server, IP:PORT
-//! rate = "20000"             # datagrams per second, all agents together (or "max")
-//! size = 64                  # UDP payload, bytes
+//! rate = "20k"               # datagrams per second, all agents together (or "max")
+//! size = 64                  # UDP payload, bytes (or "1KiB")
 //! duration = "10s"           # measurement window
 //! warmup = "1s"
 //! drain = "500ms"
@@ -17,6 +17,7 @@
 
 use crate::error::PlanError;
 use crate::udp::LoadConfig;
+use crate::units::Written;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,12 +31,13 @@ pub const MAX_AGENTS: usize = 1024;
 pub struct FleetPlan {
     /// The server, IP:PORT.
     pub target: String,
-    /// Datagrams per second of all agents together, or "max" (each as fast as it can).
+    /// Datagrams per second of all agents together (a number, or a string as `--rate` takes
+    /// it: "20k"), or "max" (each as fast as it can).
     #[serde(default = "default_rate")]
-    pub rate: String,
-    /// UDP payload, bytes.
+    pub rate: Written,
+    /// UDP payload, bytes (a number, or a string as `--size` takes it: "1KiB").
     #[serde(default = "default_size")]
-    pub size: usize,
+    pub size: Written,
     /// Measurement window.
     #[serde(default = "default_duration")]
     pub duration: String,
@@ -62,11 +64,11 @@ pub struct FleetPlan {
     pub max_wait: String,
 }
 
-fn default_rate() -> String {
-    "10000".into()
+fn default_rate() -> Written {
+    Written::Text("10000".into())
 }
-fn default_size() -> usize {
-    1024
+fn default_size() -> Written {
+    Written::Int(1024)
 }
 fn default_duration() -> String {
     "5s".into()
@@ -88,8 +90,7 @@ fn default_max_wait() -> String {
 }
 
 fn duration(label: &str, s: &str) -> Result<Duration, PlanError> {
-    humantime::parse_duration(s)
-        .map_err(|_| PlanError::value(label, s, "a duration such as 500ms or 10s"))
+    crate::units::parse_duration(label, s)
 }
 
 impl FleetPlan {
@@ -160,7 +161,8 @@ impl FleetPlan {
                     "IP:PORT of a server (port 1..=65535, not 0.0.0.0 or [::])",
                 )
             })?;
-        let total = crate::units::parse_pps("plan: rate", &self.rate)?;
+        let total = crate::units::parse_pps("plan: rate", &self.rate.to_string())?;
+        let size = crate::units::parse_size("plan: size", &self.size.to_string())?;
         let rate = if total.is_infinite() {
             total
         } else {
@@ -174,7 +176,7 @@ impl FleetPlan {
         let cfg = LoadConfig {
             target,
             rate_pps: rate,
-            size_bytes: self.size,
+            size_bytes: usize::try_from(size).unwrap_or(usize::MAX),
             duration: duration("plan: duration", &self.duration)?,
             warmup: duration("plan: warmup", &self.warmup)?,
             burst: 1,
@@ -233,6 +235,27 @@ mod tests {
         assert_eq!(a.hash().len(), 64);
         let c = FleetPlan::parse(&PLAN.replace("30000", "30001")).unwrap();
         assert_ne!(a.hash(), c.hash());
+    }
+
+    #[test]
+    fn rates_sizes_and_durations_take_the_flags_forms() {
+        let p = FleetPlan::parse(
+            "target = \"10.0.0.1:9\"\nrate = \"20k\"\nsize = \"1KiB\"\nduration = \"1.5s\"\n",
+        )
+        .unwrap();
+        let s = p.share(0, 2, 0).unwrap();
+        assert_eq!(
+            (s.rate_pps, s.size_bytes, s.duration),
+            (10_000.0, 1024, Duration::from_millis(1500))
+        );
+        // A number where a string was needed before.
+        let p = FleetPlan::parse("target = \"10.0.0.1:9\"\nrate = 30000\n").unwrap();
+        assert_eq!(p.share(0, 3, 0).unwrap().rate_pps, 10_000.0);
+        let e = FleetPlan::parse("target = \"10.0.0.1:9\"\nwarmup = \"5\"\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("plan: warmup 5: allowed {}", crate::units::DURATION_FORMS)
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `plan.json` read back on `--resume`.
 
 use crate::udp::{LoadConfig, Mode, ServerConfig};
+use crate::units::Written;
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -260,7 +261,12 @@ pub fn apply_level(
     let num = |what: &str| level.trim().parse::<u64>().map_err(|_| bad(what));
     match name {
         "rcvbuf" if level == "default" => srv.rcvbuf = None,
-        "rcvbuf" => srv.rcvbuf = Some(num("allowed bytes or default")?),
+        "rcvbuf" => {
+            srv.rcvbuf = Some(crate::units::parse_size(
+                &format!("--factor {name}: level"),
+                level,
+            )?)
+        }
         "cpus" => {
             srv.cpus =
                 crate::units::parse_cpus("--factor cpus: level", level, tpslab_net::online_cpus())?
@@ -273,7 +279,10 @@ pub fn apply_level(
         }
         "burst" => load.burst = num("allowed a whole number")?,
         "work_ns" => srv.work_ns = num("allowed a whole number of ns")?,
-        "size" => load.size_bytes = num("allowed bytes")? as usize,
+        "size" => {
+            let b = crate::units::parse_size(&format!("--factor {name}: level"), level)?;
+            load.size_bytes = usize::try_from(b).unwrap_or(usize::MAX)
+        }
         "busy_poll" if level == "off" => srv.busy_poll_us = None,
         "busy_poll" => {
             srv.busy_poll_us = Some(
@@ -443,7 +452,7 @@ struct PlanFile {
 struct PlanServer {
     threads: Option<usize>,
     batch: Option<usize>,
-    rcvbuf: Option<u64>,
+    rcvbuf: Option<Written>,
     mode: Option<String>,
     work_ns: Option<u64>,
 }
@@ -451,8 +460,8 @@ struct PlanServer {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanLoad {
-    rate: Option<f64>,
-    size: Option<usize>,
+    rate: Option<Written>,
+    size: Option<Written>,
     burst: Option<u64>,
     burst_interval: Option<String>,
     duration: Option<String>,
@@ -470,13 +479,16 @@ struct PlanFactor {
 pub fn apply_plan_file(plan: &mut Plan, label: &str, text: &str) -> Result<(), PlanError> {
     let bad = |what: String| msg!("{label}: {what}");
     let f: PlanFile = toml::from_str(text).map_err(|e| bad(e.to_string().replace('\n', " ")))?;
-    let dur = |k: &str, v: &str| {
-        humantime::parse_duration(v).map_err(|e| bad(format!("{k} \"{v}\": {e}")))
-    };
+    let dur = |k: &str, v: &str| crate::units::parse_duration(k, v).map_err(|e| bad(e.to_string()));
     if let Some(s) = f.server {
         plan.server.threads = s.threads.unwrap_or(plan.server.threads);
         plan.server.batch = s.batch.unwrap_or(plan.server.batch);
-        plan.server.rcvbuf = s.rcvbuf.or(plan.server.rcvbuf);
+        if let Some(b) = &s.rcvbuf {
+            plan.server.rcvbuf = Some(
+                crate::units::parse_size("server.rcvbuf", &b.to_string())
+                    .map_err(|e| bad(e.to_string()))?,
+            );
+        }
         plan.server.work_ns = s.work_ns.unwrap_or(plan.server.work_ns);
         if let Some(m) = s.mode {
             plan.server.mode = match m.as_str() {
@@ -492,14 +504,15 @@ pub fn apply_plan_file(plan: &mut Plan, label: &str, text: &str) -> Result<(), P
         }
     }
     if let Some(l) = f.load {
-        if let Some(r) = l.rate.filter(|r| !r.is_finite()) {
-            return Err(bad(format!(
-                "load.rate {r}: allowed a rate above 0 up to {:.0} pps",
-                crate::limits::MAX_RATE_PPS
-            )));
+        if let Some(r) = &l.rate {
+            plan.load.rate_pps = crate::units::parse_pps("load.rate", &r.to_string())
+                .map_err(|e| bad(e.to_string()))?;
         }
-        plan.load.rate_pps = l.rate.unwrap_or(plan.load.rate_pps);
-        plan.load.size_bytes = l.size.unwrap_or(plan.load.size_bytes);
+        if let Some(b) = &l.size {
+            let b = crate::units::parse_size("load.size", &b.to_string())
+                .map_err(|e| bad(e.to_string()))?;
+            plan.load.size_bytes = usize::try_from(b).unwrap_or(usize::MAX);
+        }
         plan.load.burst = l.burst.unwrap_or(plan.load.burst);
         if let Some(v) = &l.duration {
             plan.load.duration = dur("load.duration", v)?;

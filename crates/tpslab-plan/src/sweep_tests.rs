@@ -25,6 +25,62 @@ fn plan_file_values_that_would_run_at_another_rate_are_refused() {
     assert!(plan_from("[load]\nrate = 5000\n").is_ok());
 }
 
+#[test]
+fn plan_files_and_levels_take_the_forms_the_flags_take() {
+    let p = plan_from(
+        "[server]\nrcvbuf = \"2MiB\"\n[load]\nrate = \"10k\"\nsize = \"1KiB\"\nduration = \"1.5s\"\n",
+    )
+    .unwrap();
+    assert_eq!(p.server.rcvbuf, Some(2 << 20));
+    assert_eq!(p.load.rate_pps, 10_000.0);
+    assert_eq!(p.load.size_bytes, 1024);
+    assert_eq!(p.load.duration, Duration::from_millis(1500));
+    // Numbers as before.
+    let p = plan_from("[server]\nrcvbuf = 4096\n[load]\nsize = 64\n").unwrap();
+    assert_eq!((p.server.rcvbuf, p.load.size_bytes), (Some(4096), 64));
+    // Refused in the flags' words, under the plan's key.
+    for (text, want) in [
+        (
+            "[load]\nduration = \"5\"\n",
+            format!(
+                "--plan p.toml: load.duration 5: allowed {}",
+                crate::units::DURATION_FORMS
+            ),
+        ),
+        (
+            "[server]\nrcvbuf = \"2x\"\n",
+            format!(
+                "--plan p.toml: server.rcvbuf 2x: allowed {}",
+                crate::units::SIZE_FORMS
+            ),
+        ),
+        (
+            "[load]\nrate = \"10m\"\n",
+            format!(
+                "--plan p.toml: load.rate 10m: allowed {}",
+                crate::units::pps_forms()
+            ),
+        ),
+    ] {
+        assert_eq!(plan_from(text).unwrap_err().to_string(), want, "{text}");
+    }
+    let f = parse_factor("rcvbuf=default,2MiB,65536").unwrap();
+    let mut srv = ServerConfig::default();
+    let mut load = LoadConfig::default();
+    apply_level(&mut srv, &mut load, "rcvbuf", &f.levels[1]).unwrap();
+    assert_eq!(srv.rcvbuf, Some(2 << 20));
+    apply_level(&mut srv, &mut load, "size", "1KiB").unwrap();
+    assert_eq!(load.size_bytes, 1024);
+    let e = apply_level(&mut srv, &mut load, "rcvbuf", "2x").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "--factor rcvbuf: level 2x: allowed {}",
+            crate::units::SIZE_FORMS
+        )
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

@@ -1,18 +1,59 @@
-//! Values as users write them: bit rates, byte sizes, packet rates, sequence fields.
+//! Values as users write them: bit rates, byte sizes, packet rates, durations, sequence
+//! fields. One parser per kind of value, used by every flag and plan key of that kind (the
+//! command line's wrappers are in the binary's `flags`), each refusing with one line,
+//! `LABEL VALUE: allowed FORMS`.
 //! Every parser returns an error for any input it cannot read exactly (no wrap, no
 //! rounding a user did not ask for, no panic); property tests in `tests/` hold them to it.
 
 use crate::limits::{MAX_RATE_PPS, SEQ_FIELD_BYTES};
 use crate::PlanError;
 
-/// Parses a rate such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`, `100Mbps` or `100Mb/s`
-/// (megabits per second, as networks count), `10MB/s` (megabytes per second: a capital
-/// `B` is bytes), `1500bit`. A unit is required: a bare number is ambiguous (`80` read
-/// as 80 bit/s surprised users). Decimal units. Returns bits per second.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let bad = || {
-        format!("rate \"{s}\": allowed a number with a unit: bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s; kB/s, MB/s, GB/s for bytes), e.g. 80mbit")
-    };
+/// A plan file's value of a size, rate or duration key as written: a TOML number
+/// (`size = 1024`) or a string (`size = "1KiB"`); its text ([`std::fmt::Display`]) is read by
+/// the parser of the key's kind, so a plan takes the forms the flag takes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Written {
+    /// A whole number.
+    Int(u64),
+    /// A number with a fraction (or a negative one, which every parser refuses).
+    Float(f64),
+    /// A string.
+    Text(String),
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Written::Int(n) => write!(f, "{n}"),
+            Written::Float(x) => write!(f, "{x}"),
+            Written::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What a size flag or plan key takes, as its refusal says it ([`parse_size`]).
+pub const SIZE_FORMS: &str = "bytes (65536) or a size with a unit: KiB, MiB, GiB (binary; K, M, G the same) or KB, MB, GB (decimal), e.g. 64KiB, 2MiB";
+
+/// What a duration flag or plan key takes, as its refusal says it ([`parse_duration`]).
+pub const DURATION_FORMS: &str =
+    "a duration with a unit: ns, us, ms, s, m (minutes), h, d, e.g. 200us, 10ms, 1.5s, 1m, 1h30m";
+
+/// What a bit-rate flag takes, as its refusal says it ([`parse_rate`]).
+pub const BITRATE_FORMS: &str = "a number with a unit: bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s; kB/s, MB/s, GB/s for bytes), e.g. 80mbit";
+
+/// What a packet-rate flag or plan key takes, as its refusal says it ([`parse_pps`]).
+pub fn pps_forms() -> String {
+    format!("a rate above 0 up to {MAX_RATE_PPS:.0} pps (10000, 10k, 1.5M, 100kpps), or max")
+}
+
+/// Parses a bit rate for `label` such as `80mbit`, `622Mbit`, `1gbit`, `500kbit`,
+/// `100Mbps` or `100Mb/s` (megabits per second, as networks count), `10MB/s` (megabytes
+/// per second: a capital `B` is bytes), `1500bit`. A unit is required: a bare number is
+/// ambiguous (`80` read as 80 bit/s surprised users). Decimal units. Returns bits per
+/// second, finite and above 0; the error is `LABEL VALUE: allowed` [`BITRATE_FORMS`].
+pub fn parse_rate(label: &str, s: &str) -> Result<f64, PlanError> {
+    let bad = || PlanError::value(label, s, BITRATE_FORMS);
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -55,11 +96,11 @@ pub fn format_rate(bps: f64) -> String {
     format!("{}Mbit", bps / 1e6)
 }
 
-/// Parses a size such as `64KiB`, `1MiB`, `65536`, `64KB` (decimal), returns bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || {
-        format!("size \"{s}\": allowed bytes with B, KiB, MiB, GiB (binary) or KB, MB, GB (decimal), e.g. 64KiB")
-    };
+/// Parses a size for `label` such as `64KiB`, `2MiB`, `65536` (bytes), `64KB` (decimal);
+/// returns bytes, above 0, exactly (a product past `u64` is refused, never wrapped). The
+/// error is `LABEL VALUE: allowed` [`SIZE_FORMS`].
+pub fn parse_size(label: &str, s: &str) -> Result<u64, PlanError> {
+    let bad = || PlanError::value(label, s, SIZE_FORMS);
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -77,9 +118,27 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     v.checked_mul(mult).filter(|&b| b > 0).ok_or_else(bad)
 }
 
+/// A size in bytes as [`parse_size`] reads it back: the largest binary unit that writes
+/// it whole (`64KiB`, `2MiB`, `1GiB`), else bytes (`1000000`).
+pub fn format_size(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Parses a duration for `label` such as `200us`, `10ms`, `1.5s`, `1m` (a minute),
+/// `1h30m`, or `0`, as humantime reads them; a bare number other than 0 has no unit and is
+/// refused. The error is `LABEL VALUE: allowed` [`DURATION_FORMS`].
+pub fn parse_duration(label: &str, s: &str) -> Result<std::time::Duration, PlanError> {
+    humantime::parse_duration(s.trim()).map_err(|_| PlanError::value(label, s, DURATION_FORMS))
+}
+
 /// Parses an open-loop rate in datagrams per second: a positive number up to
 /// [`MAX_RATE_PPS`] (fractions allowed: `0.5` is one datagram every 2 s), or `max` (back to
-/// back, returned as infinity).
+/// back, returned as infinity). The error is `LABEL VALUE: allowed` [`pps_forms`].
 pub fn parse_pps(label: &str, s: &str) -> Result<f64, PlanError> {
     if s.trim() == "max" {
         return Ok(f64::INFINITY);
@@ -101,15 +160,7 @@ pub fn parse_pps(label: &str, s: &str) -> Result<f64, PlanError> {
         .filter(|r| r.is_finite())
         .map(|r| r * mult)
         .filter(|r| r.is_finite() && *r > 0.0 && *r <= MAX_RATE_PPS)
-        .ok_or_else(|| {
-            PlanError::value(
-                label,
-                s,
-                format!(
-                    "a rate above 0 up to {MAX_RATE_PPS:.0} pps (10000, 10k, 1.5M, 100kpps), or max"
-                ),
-            )
-        })
+        .ok_or_else(|| PlanError::value(label, s, pps_forms()))
 }
 
 /// Parses a sequence field `OFFSET:LEN` (LEN 1..=8 bytes) that must lie inside a payload of
@@ -173,10 +224,13 @@ mod tests {
 
     #[test]
     fn rates_need_a_unit_and_sizes_are_exact() {
-        assert_eq!(parse_rate("80mbit").unwrap(), 80e6);
-        assert_eq!(parse_rate("10MB/s").unwrap(), 80e6);
-        assert!(parse_rate("80").unwrap_err().contains("with a unit"));
-        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_rate("--x", "80mbit").unwrap(), 80e6);
+        assert_eq!(parse_rate("--x", "10MB/s").unwrap(), 80e6);
+        assert_eq!(
+            parse_rate("--lab-rate", "80").unwrap_err().to_string(),
+            format!("--lab-rate 80: allowed {BITRATE_FORMS}")
+        );
+        assert_eq!(parse_size("--x", "64KiB").unwrap(), 65536);
         assert_eq!(parse_pps("--rate", "10k").unwrap(), 10_000.0);
         assert_eq!(parse_pps("--rate", "1.5M").unwrap(), 1_500_000.0);
         assert_eq!(parse_pps("--rate", "100kpps").unwrap(), 100_000.0);
@@ -193,7 +247,85 @@ mod tests {
             let e = parse_pps("--rate", bad).unwrap_err().to_string();
             assert!(e.contains("10k, 1.5M"), "{bad}: {e}");
         }
-        assert!(parse_size("99999999999GiB").is_err());
+        assert!(parse_size("--x", "99999999999GiB").is_err());
+    }
+
+    /// A value as an error shows it: quoted when empty.
+    fn shown(v: &str) -> String {
+        if v.is_empty() {
+            "\"\"".into()
+        } else {
+            v.into()
+        }
+    }
+
+    #[test]
+    fn sizes_and_durations_take_their_forms_and_refuse_in_one_shape() {
+        for (s, b) in [
+            ("2MiB", 2 << 20),
+            ("64KiB", 65536),
+            ("1000000", 1_000_000),
+            ("1MB", 1_000_000),
+            ("2m", 2 << 20),
+            (" 4096 ", 4096),
+            ("1GiB", 1 << 30),
+        ] {
+            assert_eq!(parse_size("--rcvbuf", s), Ok(b), "{s}");
+        }
+        for bad in [
+            "2x",
+            "",
+            "0",
+            "-1",
+            "1.5MiB",
+            "2 MiBs",
+            "18446744073709551616",
+        ] {
+            assert_eq!(
+                parse_size("--rcvbuf", bad).unwrap_err().to_string(),
+                format!("--rcvbuf {}: allowed {SIZE_FORMS}", shown(bad)),
+                "{bad:?}"
+            );
+        }
+        use std::time::Duration;
+        for (s, d) in [
+            ("200us", Duration::from_micros(200)),
+            ("10ms", Duration::from_millis(10)),
+            ("2s", Duration::from_secs(2)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1m", Duration::from_secs(60)),
+            ("1h30m", Duration::from_secs(5400)),
+            ("0", Duration::ZERO),
+            ("0s", Duration::ZERO),
+        ] {
+            assert_eq!(parse_duration("--duration", s), Ok(d), "{s}");
+        }
+        for bad in ["5", "", "2x", "-1s", "ms", "1.5"] {
+            assert_eq!(
+                parse_duration("--duration", bad).unwrap_err().to_string(),
+                format!("--duration {}: allowed {DURATION_FORMS}", shown(bad)),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_format_back_to_what_parses_to_them() {
+        for b in [
+            1,
+            1000,
+            1024,
+            65536,
+            1_000_000,
+            2 << 20,
+            3 << 30,
+            (1 << 30) + 1,
+        ] {
+            assert_eq!(parse_size("--x", &format_size(b)), Ok(b));
+        }
+        assert_eq!(format_size(2 << 30), "2GiB");
+        assert_eq!(format_size(1 << 20), "1MiB");
+        assert_eq!(format_size(1_000_000), "1000000");
     }
 
     #[test]
@@ -202,7 +334,10 @@ mod tests {
         assert!(parse_pps("--rate", "max").unwrap().is_infinite());
         for bad in ["0", "-1", "NaN", "inf", "1e9", "", "10kbit", "10m"] {
             let e = parse_pps("--rate", bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--rate {bad}: allowed")), "{e}");
+            assert!(
+                e.starts_with(&format!("--rate {}: allowed", shown(bad))),
+                "{e}"
+            );
         }
     }
 

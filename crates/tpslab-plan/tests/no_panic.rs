@@ -16,9 +16,15 @@ fn one_line(e: &PlanError) -> bool {
 proptest! {
     #[test]
     fn sizes_rates_and_pps_never_panic(s in "(\\PC|[\n\r\t]){0,40}") {
-        let _ = parse_size(&s);
-        let _ = parse_rate(&s);
-        if let Err(e) = parse_pps("--rate", &s) {
+        for e in [
+            parse_size("--x", &s).err(),
+            parse_rate("--x", &s).err(),
+            parse_pps("--x", &s).err(),
+            parse_duration("--x", &s).err(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             prop_assert!(one_line(&e));
         }
     }
@@ -27,10 +33,10 @@ proptest! {
     fn unit_like_strings_parse_to_positive_finite_values(
         s in "[0-9]{0,25}(\\.[0-9]{0,5})? ?(b|B|k|K|m|M|g|G|KiB|MiB|GiB|kbit|mbit|gbit|Mbps|MB/s|bit|x)?"
     ) {
-        if let Ok(b) = parse_size(&s) {
+        if let Ok(b) = parse_size("--x", &s) {
             prop_assert!(b > 0);
         }
-        if let Ok(r) = parse_rate(&s) {
+        if let Ok(r) = parse_rate("--x", &s) {
             prop_assert!(r.is_finite() && r > 0.0);
         }
         if let Ok(r) = parse_pps("--rate", &s) {
@@ -40,9 +46,9 @@ proptest! {
 
     #[test]
     fn a_size_in_bytes_round_trips(v in 1u64..u64::MAX) {
-        prop_assert_eq!(parse_size(&v.to_string()), Ok(v));
+        prop_assert_eq!(parse_size("--x", &v.to_string()), Ok(v));
         // KiB multiplies exactly or refuses (no wrap).
-        let kib = parse_size(&format!("{}KiB", v));
+        let kib = parse_size("--x", &format!("{}KiB", v));
         match v.checked_mul(1024) {
             Some(b) => prop_assert_eq!(kib, Ok(b)),
             None => prop_assert!(kib.is_err()),

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (README.md; .ci/run calls it): every test binary, also after a failure
+# (--no-fail-fast), then the tests that skipped, each with its reason, since cargo prints a
+# skipped test as "ok" (a missing tool, no root, or a timing test that a busy machine
+# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test ledger).
+# Exits with cargo's status.
+set -uo pipefail
+cd "$(dirname "$0")"
+
+# tests/common/mod.rs appends one line per skipped test here.
+export TPSLAB_SKIP_LIST="${TPSLAB_SKIP_LIST:-$PWD/target/tpslab-skipped.txt}"
+mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
+: > "$TPSLAB_SKIP_LIST"
+
+status=0
+cargo test --workspace --release --no-fail-fast "$@" || status=$?
+
+if [ -s "$TPSLAB_SKIP_LIST" ]; then
+  echo "skipped tests: $(wc -l < "$TPSLAB_SKIP_LIST")"
+  sed 's/^/  /' "$TPSLAB_SKIP_LIST"
+else
+  echo "skipped tests: none"
+fi
+exit "$status"

@@ -10,7 +10,7 @@
 
 use crate::observe::SocketMatch;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 /// The target's sockets and who holds them.
@@ -48,14 +48,52 @@ pub fn comm(pid: u32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that `m` matches.
-fn target_sockets(net_root: &Path, m: &SocketMatch) -> Vec<(SocketAddr, u64)> {
+/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that `m` matches and
+/// that datagrams to `target` reach ([`receiving`]).
+fn target_sockets(net_root: &Path, m: &SocketMatch, target: IpAddr) -> Vec<(SocketAddr, u64)> {
     let mut socks = tpslab_proc::live::udp(net_root).unwrap_or_default();
     socks.extend(tpslab_proc::live::udp6(net_root).unwrap_or_default());
+    receiving(
+        target,
+        socks
+            .iter()
+            .filter(|s| m.matches(s))
+            .map(|s| (s.local, s.inode))
+            .collect(),
+    )
+}
+
+/// How well a socket bound to `local` matches a datagram to `target`, as the kernel's
+/// UDP lookup scores it (`compute_score` in net/ipv4/udp.c and net/ipv6/udp.c): for
+/// IPv4, an AF_INET socket 2, an AF_INET6 one 1, plus 4 when bound to the address itself
+/// rather than the wildcard; for IPv6, an AF_INET6 socket bound to the address 5, to the
+/// wildcard 1, and an AF_INET socket never (None). A v4-mapped target is IPv4.
+fn score(target: IpAddr, local: SocketAddr) -> Option<u8> {
+    let t4 = match target {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(a) => a.to_ipv4_mapped(),
+    };
+    let exact = |bound: bool| if bound { 4 } else { 0 };
+    match (t4, local) {
+        (Some(_), SocketAddr::V4(l)) => Some(2 + exact(!l.ip().is_unspecified())),
+        (Some(_), SocketAddr::V6(l)) => Some(1 + exact(!l.ip().is_unspecified())),
+        (None, SocketAddr::V4(_)) => None,
+        (None, SocketAddr::V6(l)) => Some(1 + exact(!l.ip().is_unspecified())),
+    }
+}
+
+/// Of the sockets on the target's port and address (or a wildcard), those its datagrams
+/// reach: the kernel delivers to the best-scoring ones ([`score`]; several only when they
+/// score alike, e.g. one SO_REUSEPORT group). A socket bound to 127.0.0.1 takes the
+/// datagrams before a wildcard one on the same port; an AF_INET 0.0.0.0 socket never
+/// sees IPv6, and an AF_INET6 `[::]` socket (perhaps IPV6_V6ONLY) loses IPv4 to an
+/// AF_INET one. Without this, another process holding such a socket would be followed
+/// (and named) as the server.
+fn receiving(target: IpAddr, socks: Vec<(SocketAddr, u64)>) -> Vec<(SocketAddr, u64)> {
+    let best = socks.iter().filter_map(|s| score(target, s.0)).max();
     socks
-        .iter()
-        .filter(|s| m.matches(s))
-        .map(|s| (s.local, s.inode))
+        .into_iter()
+        .filter(|s| best.is_some() && score(target, s.0) == best)
         .collect()
 }
 
@@ -112,7 +150,7 @@ pub fn holders(net_root: &Path, target: SocketAddr, port: Option<u16>) -> Holder
         port: Some(port.unwrap_or(target.port())),
         addr: Some(target.ip()),
     };
-    let sockets = target_sockets(net_root, &m);
+    let sockets = target_sockets(net_root, &m, target.ip());
     let inodes: BTreeSet<u64> = sockets.iter().map(|s| s.1).collect();
     let (by_pid, unreadable) = scan_holders(Path::new("/proc"), &inodes);
     Holders {
@@ -122,8 +160,10 @@ pub fn holders(net_root: &Path, target: SocketAddr, port: Option<u16>) -> Holder
     }
 }
 
-/// The UDP sockets `pid` holds in its own namespace (local addresses), for a refusal.
-pub fn udp_sockets_of(pid: u32) -> Vec<SocketAddr> {
+/// The UDP sockets `pid` holds in its own namespace (local addresses), for a refusal;
+/// None when its descriptors cannot be read (another user's process, without root).
+pub fn udp_sockets_of(pid: u32) -> Option<Vec<SocketAddr>> {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     let fds = tpslab_proc::live::socket_inodes(pid);
     let root = PathBuf::from(format!("/proc/{pid}"));
     let mut socks = tpslab_proc::live::udp(&root).unwrap_or_default();
@@ -135,7 +175,7 @@ pub fn udp_sockets_of(pid: u32) -> Vec<SocketAddr> {
         .collect();
     v.sort();
     v.dedup();
-    v
+    Some(v)
 }
 
 /// Names `pids` for a message: "PID 4242 (python3)", "PIDs 10 (nginx), 11 (nginx)".
@@ -148,14 +188,15 @@ fn named(pids: &[u32], comm: &dyn Fn(u32) -> String) -> String {
 }
 
 /// The decision, pure: which processes to follow for `target`, given the sockets found
-/// there and their holders, the `--pid` the user gave, and what that PID holds.
+/// there and their holders, the `--pid` the user gave, and what that PID holds (None:
+/// its descriptors cannot be read, so whether it holds the socket cannot be checked).
 /// `Err` is the one-line refusal of a `--pid` that holds none of the target's sockets.
 pub fn choose(
     target: SocketAddr,
     given: Option<u32>,
     h: &Holders,
     comm: &dyn Fn(u32) -> String,
-    given_holds: &dyn Fn(u32) -> Vec<SocketAddr>,
+    given_holds: &dyn Fn(u32) -> Option<Vec<SocketAddr>>,
 ) -> Result<Resolved, String> {
     let all: Vec<u32> = h.by_pid.keys().copied().collect();
     let on = format!("UDP socket on {target}");
@@ -183,10 +224,23 @@ pub fn choose(
                     missing: None,
                 });
             }
+            let Some(holds) = given_holds(pid) else {
+                // Another user's process, without root: what it holds cannot be read, so
+                // it is followed as given (its CPU and queue still count), never refused
+                // for a socket tpslab could not see.
+                return Ok(Resolved {
+                    pid: Some(pid),
+                    pids: vec![pid],
+                    found_by: None,
+                    missing: Some(format!(
+                        "--pid {pid} ({}) could not be checked against the {on}: its /proc/{pid}/fd needs root (another user's process); followed as given",
+                        comm(pid)
+                    )),
+                });
+            };
             if h.sockets.is_empty() {
                 // Nothing on the target in the PID's namespace: the ledger reports it as
                 // no listener, which is the finding; the PID's own sockets say what it is.
-                let holds = given_holds(pid);
                 return Err(format!(
                     "--pid {pid} ({}): no UDP socket is bound to {target} in its network namespace{}",
                     comm(pid),
@@ -204,7 +258,6 @@ pub fn choose(
                     }
                 ));
             }
-            let holds = given_holds(pid);
             let owner = if all.is_empty() {
                 if h.unreadable > 0 {
                     format!("its holder was not found: {}", hidden(h.unreadable))
@@ -319,12 +372,17 @@ mod tests {
         }
     }
 
-    fn holds_none(_: u32) -> Vec<SocketAddr> {
-        vec![]
+    fn holds_none(_: u32) -> Option<Vec<SocketAddr>> {
+        Some(vec![])
     }
 
-    fn holds_dns(_: u32) -> Vec<SocketAddr> {
-        vec![sa("0.0.0.0:53")]
+    fn holds_dns(_: u32) -> Option<Vec<SocketAddr>> {
+        Some(vec![sa("0.0.0.0:53")])
+    }
+
+    /// Another user's process, seen by a user without root.
+    fn unreadable(_: u32) -> Option<Vec<SocketAddr>> {
+        None
     }
 
     #[test]
@@ -387,6 +445,25 @@ mod tests {
     }
 
     #[test]
+    fn a_given_pid_whose_descriptors_cannot_be_read_is_followed_not_refused() {
+        // Not root, the server another user's: its socket is seen, its holder is not
+        // (the given PID among the processes that cannot be searched). Before, this was
+        // refused as "holds no UDP socket ... (it holds no UDP socket)".
+        let t = sa("127.0.0.1:9500");
+        let hidden = h(&[("127.0.0.1:9500", 7)], &[], 87);
+        let r = choose(t, Some(4242), &hidden, &comm, &unreadable).unwrap();
+        assert_eq!(
+            (r.pid, r.pids.clone(), r.found_by),
+            (Some(4242), vec![4242], None)
+        );
+        let m = r.missing.unwrap();
+        assert!(
+            m.contains("--pid 4242 (python3) could not be checked") && m.contains("needs root"),
+            "{m}"
+        );
+    }
+
+    #[test]
     fn no_process_found_is_said_with_its_reason() {
         let t = sa("127.0.0.1:9500");
         let hidden = h(&[("127.0.0.1:9500", 7)], &[], 2);
@@ -400,6 +477,40 @@ mod tests {
         // No socket at all: nothing missing here (the ledger reports no listener).
         let r = choose(t, None, &Holders::default(), &comm, &holds_none).unwrap();
         assert_eq!((r.pid, r.missing), (None, None));
+    }
+
+    #[test]
+    fn only_the_sockets_the_targets_datagrams_reach_are_the_servers() {
+        let v4 = "127.0.0.1".parse().unwrap();
+        let v6 = "::1".parse().unwrap();
+        let pick = |t: IpAddr, socks: &[(&str, u64)]| -> Vec<u64> {
+            receiving(t, socks.iter().map(|(a, i)| (sa(a), *i)).collect())
+                .into_iter()
+                .map(|s| s.1)
+                .collect()
+        };
+        // A v6-only [::] socket of another process beside the server's 127.0.0.1 one: the
+        // IPv4 datagrams go to 127.0.0.1 only.
+        assert_eq!(
+            pick(v4, &[("[::]:9500", 1), ("127.0.0.1:9500", 2)]),
+            vec![2]
+        );
+        // An AF_INET wildcard never sees IPv6: [::1]'s server is the [::1] socket.
+        assert_eq!(pick(v6, &[("0.0.0.0:9500", 1), ("[::1]:9500", 2)]), vec![2]);
+        assert_eq!(pick(v6, &[("0.0.0.0:9500", 1)]), Vec::<u64>::new());
+        // AF_INET before AF_INET6 for IPv4, both wildcards.
+        assert_eq!(pick(v4, &[("[::]:9500", 1), ("0.0.0.0:9500", 2)]), vec![2]);
+        // A dual-stack [::] alone serves IPv4; a v4-mapped bind beats the wildcard.
+        assert_eq!(pick(v4, &[("[::]:9500", 1)]), vec![1]);
+        assert_eq!(
+            pick(v4, &[("[::]:9500", 1), ("[::ffff:127.0.0.1]:9500", 2)]),
+            vec![2]
+        );
+        // One SO_REUSEPORT group: every socket of it.
+        assert_eq!(
+            pick(v4, &[("0.0.0.0:9500", 1), ("0.0.0.0:9500", 2)]),
+            vec![1, 2]
+        );
     }
 
     #[test]

@@ -403,4 +403,11 @@ fn a_socket_the_datagrams_never_reach_is_not_the_server() {
         "the v6-only process {} followed too: {out}",
         v6only.0.id()
     );
+    // Its queue, limit and drops are not the server's either: one socket's limit, not
+    // two summed (which halved every "at 75 % of the limit" share).
+    let limits = rec["before"]["observer"]["target_rcvbuf_bytes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(limits.len(), 1, "{limits:?}: {out}");
 }

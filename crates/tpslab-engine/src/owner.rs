@@ -10,7 +10,7 @@
 
 use crate::observe::SocketMatch;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// The target's sockets and who holds them.
@@ -48,52 +48,14 @@ pub fn comm(pid: u32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that `m` matches and
-/// that datagrams to `target` reach ([`receiving`]).
-fn target_sockets(net_root: &Path, m: &SocketMatch, target: IpAddr) -> Vec<(SocketAddr, u64)> {
+/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that are the target's
+/// ([`SocketMatch::select`]: those its datagrams reach).
+fn target_sockets(net_root: &Path, m: &SocketMatch) -> Vec<(SocketAddr, u64)> {
     let mut socks = tpslab_proc::live::udp(net_root).unwrap_or_default();
     socks.extend(tpslab_proc::live::udp6(net_root).unwrap_or_default());
-    receiving(
-        target,
-        socks
-            .iter()
-            .filter(|s| m.matches(s))
-            .map(|s| (s.local, s.inode))
-            .collect(),
-    )
-}
-
-/// How well a socket bound to `local` matches a datagram to `target`, as the kernel's
-/// UDP lookup scores it (`compute_score` in net/ipv4/udp.c and net/ipv6/udp.c): for
-/// IPv4, an AF_INET socket 2, an AF_INET6 one 1, plus 4 when bound to the address itself
-/// rather than the wildcard; for IPv6, an AF_INET6 socket bound to the address 5, to the
-/// wildcard 1, and an AF_INET socket never (None). A v4-mapped target is IPv4.
-fn score(target: IpAddr, local: SocketAddr) -> Option<u8> {
-    let t4 = match target {
-        IpAddr::V4(a) => Some(a),
-        IpAddr::V6(a) => a.to_ipv4_mapped(),
-    };
-    let exact = |bound: bool| if bound { 4 } else { 0 };
-    match (t4, local) {
-        (Some(_), SocketAddr::V4(l)) => Some(2 + exact(!l.ip().is_unspecified())),
-        (Some(_), SocketAddr::V6(l)) => Some(1 + exact(!l.ip().is_unspecified())),
-        (None, SocketAddr::V4(_)) => None,
-        (None, SocketAddr::V6(l)) => Some(1 + exact(!l.ip().is_unspecified())),
-    }
-}
-
-/// Of the sockets on the target's port and address (or a wildcard), those its datagrams
-/// reach: the kernel delivers to the best-scoring ones ([`score`]; several only when they
-/// score alike, e.g. one SO_REUSEPORT group). A socket bound to 127.0.0.1 takes the
-/// datagrams before a wildcard one on the same port; an AF_INET 0.0.0.0 socket never
-/// sees IPv6, and an AF_INET6 `[::]` socket (perhaps IPV6_V6ONLY) loses IPv4 to an
-/// AF_INET one. Without this, another process holding such a socket would be followed
-/// (and named) as the server.
-fn receiving(target: IpAddr, socks: Vec<(SocketAddr, u64)>) -> Vec<(SocketAddr, u64)> {
-    let best = socks.iter().filter_map(|s| score(target, s.0)).max();
-    socks
-        .into_iter()
-        .filter(|s| best.is_some() && score(target, s.0) == best)
+    m.select(&socks)
+        .iter()
+        .map(|s| (s.local, s.inode))
         .collect()
 }
 
@@ -150,7 +112,7 @@ pub fn holders(net_root: &Path, target: SocketAddr, port: Option<u16>) -> Holder
         port: Some(port.unwrap_or(target.port())),
         addr: Some(target.ip()),
     };
-    let sockets = target_sockets(net_root, &m, target.ip());
+    let sockets = target_sockets(net_root, &m);
     let inodes: BTreeSet<u64> = sockets.iter().map(|s| s.1).collect();
     let (by_pid, unreadable) = scan_holders(Path::new("/proc"), &inodes);
     Holders {
@@ -481,35 +443,63 @@ mod tests {
 
     #[test]
     fn only_the_sockets_the_targets_datagrams_reach_are_the_servers() {
-        let v4 = "127.0.0.1".parse().unwrap();
-        let v6 = "::1".parse().unwrap();
-        let pick = |t: IpAddr, socks: &[(&str, u64)]| -> Vec<u64> {
-            receiving(t, socks.iter().map(|(a, i)| (sa(a), *i)).collect())
-                .into_iter()
-                .map(|s| s.1)
-                .collect()
+        let pick = |t: &str, socks: &[(&str, u64)]| -> Vec<u64> {
+            let m = SocketMatch {
+                inodes: vec![],
+                port: Some(9500),
+                addr: Some(t.parse().unwrap()),
+            };
+            let socks: Vec<tpslab_proc::udp::UdpSocket> = socks
+                .iter()
+                .map(|(a, i)| tpslab_proc::udp::UdpSocket {
+                    local: sa(a),
+                    inode: *i,
+                    ..Default::default()
+                })
+                .collect();
+            m.select(&socks).iter().map(|s| s.inode).collect()
         };
         // A v6-only [::] socket of another process beside the server's 127.0.0.1 one: the
         // IPv4 datagrams go to 127.0.0.1 only.
         assert_eq!(
-            pick(v4, &[("[::]:9500", 1), ("127.0.0.1:9500", 2)]),
+            pick("127.0.0.1", &[("[::]:9500", 1), ("127.0.0.1:9500", 2)]),
             vec![2]
         );
         // An AF_INET wildcard never sees IPv6: [::1]'s server is the [::1] socket.
-        assert_eq!(pick(v6, &[("0.0.0.0:9500", 1), ("[::1]:9500", 2)]), vec![2]);
-        assert_eq!(pick(v6, &[("0.0.0.0:9500", 1)]), Vec::<u64>::new());
-        // AF_INET before AF_INET6 for IPv4, both wildcards.
-        assert_eq!(pick(v4, &[("[::]:9500", 1), ("0.0.0.0:9500", 2)]), vec![2]);
-        // A dual-stack [::] alone serves IPv4; a v4-mapped bind beats the wildcard.
-        assert_eq!(pick(v4, &[("[::]:9500", 1)]), vec![1]);
         assert_eq!(
-            pick(v4, &[("[::]:9500", 1), ("[::ffff:127.0.0.1]:9500", 2)]),
+            pick("::1", &[("0.0.0.0:9500", 1), ("[::1]:9500", 2)]),
             vec![2]
         );
-        // One SO_REUSEPORT group: every socket of it.
+        assert_eq!(pick("::1", &[("0.0.0.0:9500", 1)]), Vec::<u64>::new());
+        // AF_INET before AF_INET6 for IPv4, both wildcards.
         assert_eq!(
-            pick(v4, &[("0.0.0.0:9500", 1), ("0.0.0.0:9500", 2)]),
+            pick("127.0.0.1", &[("[::]:9500", 1), ("0.0.0.0:9500", 2)]),
+            vec![2]
+        );
+        // A dual-stack [::] alone serves IPv4; a v4-mapped bind beats the wildcard.
+        assert_eq!(pick("127.0.0.1", &[("[::]:9500", 1)]), vec![1]);
+        assert_eq!(
+            pick(
+                "127.0.0.1",
+                &[("[::]:9500", 1), ("[::ffff:127.0.0.1]:9500", 2)]
+            ),
+            vec![2]
+        );
+        // One SO_REUSEPORT group: every socket of it; another port or address: none.
+        assert_eq!(
+            pick(
+                "127.0.0.1",
+                &[
+                    ("0.0.0.0:9500", 1),
+                    ("0.0.0.0:9500", 2),
+                    ("0.0.0.0:9501", 3)
+                ]
+            ),
             vec![1, 2]
+        );
+        assert_eq!(
+            pick("127.0.0.1", &[("127.0.0.2:9500", 1)]),
+            Vec::<u64>::new()
         );
     }
 

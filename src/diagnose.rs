@@ -343,15 +343,19 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                 notes.push("nothing to verify: no change was recommended".into())
             }
             None => {
+                let argv = rerun_argv(std::env::args_os());
                 not_verified = Some(NotVerified {
                     why: "the recommended changes are the server's own (its code, its threads, its CPUs): tpslab cannot apply them for a second run, so nothing was verified; make them and run the same diagnosis again".into(),
-                    run: Some(sh_line(
-                        &rerun_argv()
-                            .into_iter()
-                            .filter(|w| w != "--verify")
-                            .collect::<Vec<_>>(),
-                    )),
-                    run_note: None,
+                    run: argv.as_ref().ok().map(|argv| {
+                        sh_line(
+                            &argv
+                                .iter()
+                                .filter(|w| *w != "--verify")
+                                .cloned()
+                                .collect::<Vec<_>>(),
+                        )
+                    }),
+                    run_note: argv.err(),
                 })
             }
             Some(fix) => {
@@ -380,7 +384,9 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
                     match guard {
                         Err(e) => {
                             not_verified = Some(NotVerified {
-                                why: format!("the fix could not be applied ({e}): nothing was verified"),
+                                why: format!(
+                                    "the fix could not be applied ({e}): nothing was verified"
+                                ),
                                 run: None,
                                 run_note: None,
                             })
@@ -491,17 +497,33 @@ fn cannot_restart(skipped: &[String], before: &RunRecord, a: &DiagnoseArgs) -> N
             Some("COMMAND: the command that starts your server, with {port} where it takes its port".to_string()),
         ),
     };
-    NotVerified {
-        why,
-        run: Some(sh_line(&with_server_cmd(&rerun_argv(), &target, &cmd))),
-        run_note,
+    match rerun_argv(std::env::args_os()) {
+        Ok(argv) => NotVerified {
+            why,
+            run: Some(sh_line(&with_server_cmd(&argv, &target, &cmd))),
+            run_note,
+        },
+        Err(e) => NotVerified {
+            why,
+            run: None,
+            run_note: Some(e),
+        },
     }
 }
 
-/// This invocation's arguments, `tpslab` first.
-fn rerun_argv() -> Vec<String> {
-    std::iter::once("tpslab".to_string())
-        .chain(std::env::args().skip(1))
+/// This invocation's arguments (`args`: the process's, program name first), `tpslab`
+/// first; Err naming the argument that is not UTF-8 text (a path given as raw bytes),
+/// which a command line printed as text could not repeat.
+fn rerun_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Result<Vec<String>, String> {
+    std::iter::once(Ok("tpslab".to_string()))
+        .chain(args.skip(1).map(|a| {
+            a.into_string().map_err(|a| {
+                format!(
+                    "the command to run is not shown: its argument {:?} is not UTF-8 text; run this diagnosis again as asked, with the change made",
+                    a.to_string_lossy()
+                )
+            })
+        }))
         .collect()
 }
 
@@ -622,6 +644,31 @@ mod tests {
             server_cmd_template(&words(&["srv", "95330"]), None, 9533),
             None
         );
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_named_not_a_panic() {
+        use std::os::unix::ffi::OsStringExt;
+        // `--json $'/tmp/\xff.json'`: std::env::args() panicked here, after the whole
+        // diagnosis had run, losing it.
+        let args = vec![
+            std::ffi::OsString::from("/usr/bin/tpslab"),
+            "diagnose".into(),
+            "--json".into(),
+            std::ffi::OsString::from_vec(b"/tmp/\xff.json".to_vec()),
+        ];
+        let e = rerun_argv(args.into_iter()).unwrap_err();
+        assert!(
+            e.contains("is not UTF-8 text") && e.contains("/tmp/"),
+            "{e}"
+        );
+        let ok = rerun_argv(
+            ["/usr/bin/tpslab", "diagnose", "--verify"]
+                .map(std::ffi::OsString::from)
+                .into_iter(),
+        )
+        .unwrap();
+        assert_eq!(ok, words(&["tpslab", "diagnose", "--verify"]));
     }
 
     #[test]

@@ -297,25 +297,29 @@ fn without_the_read_count_no_verdict_needs_it() {
     }
     let _g = common::serial();
     let ns = NetNs::new();
-    let _srv = python(&ns, "py-blind", "127.0.0.1", 9813, 0, 1);
-    let mut cmd = ns.command("/usr/sbin/runuser");
-    cmd.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_tpslab")])
-        .args([
-            "diagnose",
-            "udp",
-            "127.0.0.1:9813",
-            "--rate",
-            "5k",
-            "--burst",
-            "500",
-            "--burst-interval",
-            "100ms",
-            "--duration",
-            "2s",
-            "--no-history",
-        ])
-        .current_dir("/");
-    let out = common::run(cmd);
+    let srv = python(&ns, "py-blind", "127.0.0.1", 9813, 0, 1);
+    let blind = |extra: &[&str]| {
+        let mut cmd = ns.command("/usr/sbin/runuser");
+        cmd.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_tpslab")])
+            .args([
+                "diagnose",
+                "udp",
+                "127.0.0.1:9813",
+                "--rate",
+                "5k",
+                "--burst",
+                "500",
+                "--burst-interval",
+                "100ms",
+                "--duration",
+                "2s",
+                "--no-history",
+            ])
+            .args(extra)
+            .current_dir("/");
+        common::run(cmd)
+    };
+    let out = blind(&[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Permission denied") {
         common::skip(
@@ -340,4 +344,71 @@ fn without_the_read_count_no_verdict_needs_it() {
     );
     assert!(!stdout.contains("too slow for the mean rate ("), "{stdout}");
     assert!(stdout.contains("count the server's reads"), "{stdout}");
+    // The advice says "or pass --pid PID": root's server, whose descriptors user nobody
+    // cannot read, is followed as given, not refused as holding no socket.
+    let pid = srv.pid().to_string();
+    let out = blind(&["--pid", &pid]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}{stdout}");
+    assert!(
+        stdout.contains(&format!("note: --pid {pid} (python3) could not be checked")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("keeps up on average"), "{stdout}");
+}
+
+/// Another process on the port whose socket the target's datagrams never reach (an
+/// IPV6_V6ONLY `[::]` socket, started first so its PID is the lower) beside the server's
+/// 127.0.0.1 socket: the server found is the one the kernel delivers to, alone. Before,
+/// both were followed and the v6-only process, the lower PID, was named the server.
+#[test]
+fn a_socket_the_datagrams_never_reach_is_not_the_server() {
+    if !have_python("a_socket_the_datagrams_never_reach_is_not_the_server") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let log = common::tmp("py-v6only.log");
+    let mut cmd = ns.command("python3");
+    cmd.args([
+        "-c",
+        "import socket,time\n\
+         s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n\
+         s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,1)\n\
+         s.bind(('::',9814))\n\
+         print('ready',flush=True)\n\
+         time.sleep(60)",
+    ])
+    .stdin(Stdio::null())
+    .stdout(std::fs::File::create(&log).unwrap());
+    let v6only = common::Kill(cmd.spawn().expect("spawn python3"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("ready")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the v6-only socket was not bound"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let srv = python(&ns, "py-v4", "127.0.0.1", 9814, 0, 1);
+    let (rec, out) = diagnose(&ns, "127.0.0.1:9814", &["--rate", "2k"], "v6only")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = &rec["before"]["target"];
+    assert_eq!(t["pid"].as_u64(), Some(srv.pid() as u64), "{out}");
+    assert!(
+        t["others"].as_array().is_none_or(|o| o.is_empty()),
+        "the v6-only process {} followed too: {out}",
+        v6only.0.id()
+    );
+    // Its queue, limit and drops are not the server's either: one socket's limit, not
+    // two summed (which halved every "at 75 % of the limit" share).
+    let limits = rec["before"]["observer"]["target_rcvbuf_bytes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(limits.len(), 1, "{limits:?}: {out}");
 }

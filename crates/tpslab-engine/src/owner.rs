@@ -48,13 +48,13 @@ pub fn comm(pid: u32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that `m` matches.
+/// The UDP sockets under `net_root` (`/proc/self` or `/proc/PID`) that are the target's
+/// ([`SocketMatch::select`]: those its datagrams reach).
 fn target_sockets(net_root: &Path, m: &SocketMatch) -> Vec<(SocketAddr, u64)> {
     let mut socks = tpslab_proc::live::udp(net_root).unwrap_or_default();
     socks.extend(tpslab_proc::live::udp6(net_root).unwrap_or_default());
-    socks
+    m.select(&socks)
         .iter()
-        .filter(|s| m.matches(s))
         .map(|s| (s.local, s.inode))
         .collect()
 }
@@ -122,8 +122,10 @@ pub fn holders(net_root: &Path, target: SocketAddr, port: Option<u16>) -> Holder
     }
 }
 
-/// The UDP sockets `pid` holds in its own namespace (local addresses), for a refusal.
-pub fn udp_sockets_of(pid: u32) -> Vec<SocketAddr> {
+/// The UDP sockets `pid` holds in its own namespace (local addresses), for a refusal;
+/// None when its descriptors cannot be read (another user's process, without root).
+pub fn udp_sockets_of(pid: u32) -> Option<Vec<SocketAddr>> {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     let fds = tpslab_proc::live::socket_inodes(pid);
     let root = PathBuf::from(format!("/proc/{pid}"));
     let mut socks = tpslab_proc::live::udp(&root).unwrap_or_default();
@@ -135,7 +137,7 @@ pub fn udp_sockets_of(pid: u32) -> Vec<SocketAddr> {
         .collect();
     v.sort();
     v.dedup();
-    v
+    Some(v)
 }
 
 /// Names `pids` for a message: "PID 4242 (python3)", "PIDs 10 (nginx), 11 (nginx)".
@@ -148,14 +150,15 @@ fn named(pids: &[u32], comm: &dyn Fn(u32) -> String) -> String {
 }
 
 /// The decision, pure: which processes to follow for `target`, given the sockets found
-/// there and their holders, the `--pid` the user gave, and what that PID holds.
+/// there and their holders, the `--pid` the user gave, and what that PID holds (None:
+/// its descriptors cannot be read, so whether it holds the socket cannot be checked).
 /// `Err` is the one-line refusal of a `--pid` that holds none of the target's sockets.
 pub fn choose(
     target: SocketAddr,
     given: Option<u32>,
     h: &Holders,
     comm: &dyn Fn(u32) -> String,
-    given_holds: &dyn Fn(u32) -> Vec<SocketAddr>,
+    given_holds: &dyn Fn(u32) -> Option<Vec<SocketAddr>>,
 ) -> Result<Resolved, String> {
     let all: Vec<u32> = h.by_pid.keys().copied().collect();
     let on = format!("UDP socket on {target}");
@@ -183,10 +186,23 @@ pub fn choose(
                     missing: None,
                 });
             }
+            let Some(holds) = given_holds(pid) else {
+                // Another user's process, without root: what it holds cannot be read, so
+                // it is followed as given (its CPU and queue still count), never refused
+                // for a socket tpslab could not see.
+                return Ok(Resolved {
+                    pid: Some(pid),
+                    pids: vec![pid],
+                    found_by: None,
+                    missing: Some(format!(
+                        "--pid {pid} ({}) could not be checked against the {on}: its /proc/{pid}/fd needs root (another user's process); followed as given",
+                        comm(pid)
+                    )),
+                });
+            };
             if h.sockets.is_empty() {
                 // Nothing on the target in the PID's namespace: the ledger reports it as
                 // no listener, which is the finding; the PID's own sockets say what it is.
-                let holds = given_holds(pid);
                 return Err(format!(
                     "--pid {pid} ({}): no UDP socket is bound to {target} in its network namespace{}",
                     comm(pid),
@@ -204,7 +220,6 @@ pub fn choose(
                     }
                 ));
             }
-            let holds = given_holds(pid);
             let owner = if all.is_empty() {
                 if h.unreadable > 0 {
                     format!("its holder was not found: {}", hidden(h.unreadable))
@@ -319,12 +334,17 @@ mod tests {
         }
     }
 
-    fn holds_none(_: u32) -> Vec<SocketAddr> {
-        vec![]
+    fn holds_none(_: u32) -> Option<Vec<SocketAddr>> {
+        Some(vec![])
     }
 
-    fn holds_dns(_: u32) -> Vec<SocketAddr> {
-        vec![sa("0.0.0.0:53")]
+    fn holds_dns(_: u32) -> Option<Vec<SocketAddr>> {
+        Some(vec![sa("0.0.0.0:53")])
+    }
+
+    /// Another user's process, seen by a user without root.
+    fn unreadable(_: u32) -> Option<Vec<SocketAddr>> {
+        None
     }
 
     #[test]
@@ -387,6 +407,25 @@ mod tests {
     }
 
     #[test]
+    fn a_given_pid_whose_descriptors_cannot_be_read_is_followed_not_refused() {
+        // Not root, the server another user's: its socket is seen, its holder is not
+        // (the given PID among the processes that cannot be searched). Before, this was
+        // refused as "holds no UDP socket ... (it holds no UDP socket)".
+        let t = sa("127.0.0.1:9500");
+        let hidden = h(&[("127.0.0.1:9500", 7)], &[], 87);
+        let r = choose(t, Some(4242), &hidden, &comm, &unreadable).unwrap();
+        assert_eq!(
+            (r.pid, r.pids.clone(), r.found_by),
+            (Some(4242), vec![4242], None)
+        );
+        let m = r.missing.unwrap();
+        assert!(
+            m.contains("--pid 4242 (python3) could not be checked") && m.contains("needs root"),
+            "{m}"
+        );
+    }
+
+    #[test]
     fn no_process_found_is_said_with_its_reason() {
         let t = sa("127.0.0.1:9500");
         let hidden = h(&[("127.0.0.1:9500", 7)], &[], 2);
@@ -400,6 +439,68 @@ mod tests {
         // No socket at all: nothing missing here (the ledger reports no listener).
         let r = choose(t, None, &Holders::default(), &comm, &holds_none).unwrap();
         assert_eq!((r.pid, r.missing), (None, None));
+    }
+
+    #[test]
+    fn only_the_sockets_the_targets_datagrams_reach_are_the_servers() {
+        let pick = |t: &str, socks: &[(&str, u64)]| -> Vec<u64> {
+            let m = SocketMatch {
+                inodes: vec![],
+                port: Some(9500),
+                addr: Some(t.parse().unwrap()),
+            };
+            let socks: Vec<tpslab_proc::udp::UdpSocket> = socks
+                .iter()
+                .map(|(a, i)| tpslab_proc::udp::UdpSocket {
+                    local: sa(a),
+                    inode: *i,
+                    ..Default::default()
+                })
+                .collect();
+            m.select(&socks).iter().map(|s| s.inode).collect()
+        };
+        // A v6-only [::] socket of another process beside the server's 127.0.0.1 one: the
+        // IPv4 datagrams go to 127.0.0.1 only.
+        assert_eq!(
+            pick("127.0.0.1", &[("[::]:9500", 1), ("127.0.0.1:9500", 2)]),
+            vec![2]
+        );
+        // An AF_INET wildcard never sees IPv6: [::1]'s server is the [::1] socket.
+        assert_eq!(
+            pick("::1", &[("0.0.0.0:9500", 1), ("[::1]:9500", 2)]),
+            vec![2]
+        );
+        assert_eq!(pick("::1", &[("0.0.0.0:9500", 1)]), Vec::<u64>::new());
+        // AF_INET before AF_INET6 for IPv4, both wildcards.
+        assert_eq!(
+            pick("127.0.0.1", &[("[::]:9500", 1), ("0.0.0.0:9500", 2)]),
+            vec![2]
+        );
+        // A dual-stack [::] alone serves IPv4; a v4-mapped bind beats the wildcard.
+        assert_eq!(pick("127.0.0.1", &[("[::]:9500", 1)]), vec![1]);
+        assert_eq!(
+            pick(
+                "127.0.0.1",
+                &[("[::]:9500", 1), ("[::ffff:127.0.0.1]:9500", 2)]
+            ),
+            vec![2]
+        );
+        // One SO_REUSEPORT group: every socket of it; another port or address: none.
+        assert_eq!(
+            pick(
+                "127.0.0.1",
+                &[
+                    ("0.0.0.0:9500", 1),
+                    ("0.0.0.0:9500", 2),
+                    ("0.0.0.0:9501", 3)
+                ]
+            ),
+            vec![1, 2]
+        );
+        assert_eq!(
+            pick("127.0.0.1", &[("127.0.0.2:9500", 1)]),
+            Vec::<u64>::new()
+        );
     }
 
     #[test]

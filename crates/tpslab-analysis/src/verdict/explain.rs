@@ -284,8 +284,12 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
     d.evidence.push(cpu(f));
-    // What the server drains; None when not measured (its reads and CPU not counted).
-    let measured = f.capacity_pps.filter(|&c| c > 0.0);
+    // What the server drains; None when not measured: its reads not counted on its
+    // threads (a drain from namespace-wide counters includes every other UDP socket
+    // there, so it sizes nothing), or no reads and CPU at all.
+    let measured = f
+        .capacity_pps
+        .filter(|&c| c > 0.0 && f.reads_unknown.is_none());
     let cap = measured.unwrap_or(0.0).max(1.0);
     let waits = server_waits(f);
     d.recs.push(Recommendation {

@@ -407,3 +407,66 @@ fn a_blind_verdict_says_what_it_cannot_tell() {
         "{recs:?}"
     );
 }
+
+/// A queue that never drains is too slow whatever the reads, but without them counted on
+/// the server's threads the drain is the namespace's counters (every other UDP socket
+/// there included): no "drains about N" and no thread count sized on it. Before, a
+/// non-root run against its own user's server said "it drains about 3000" and "5
+/// processes" from those counters.
+#[test]
+fn too_slow_without_the_read_count_sizes_nothing_on_derived_reads() {
+    let f = Facts {
+        ours: false,
+        runtime: Some(crate::runtime::Runtime::Python),
+        reads_unknown: Some("PID 7's threads could not be counted: not root".into()),
+        rxq_share_full: 0.95,
+        rxq_share_low: 0.0,
+        // From Udp: InDatagrams minus the generator's: not the server's own count.
+        capacity_pps: Some(3000.0),
+        drain_pps: Some(3000.0),
+        offered_pps: 10_000.0,
+        cpus: 8,
+        ..s1()
+    };
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::AppTooSlow);
+    assert!(!d.headline.contains("drains about"), "{}", d.headline);
+    assert!(
+        d.headline.contains("its queue stayed at its limit"),
+        "{}",
+        d.headline
+    );
+    let recs: Vec<&str> = d.recommendations.iter().map(|r| r.what.as_str()).collect();
+    assert!(
+        !recs
+            .iter()
+            .any(|r| r.contains("SO_REUSEPORT") || r.contains("processes,")),
+        "{recs:?}"
+    );
+    assert!(
+        recs.iter()
+            .any(|r| r.contains("measure what one thread drains")),
+        "{recs:?}"
+    );
+    // Counted on its threads: the drain sizes the processes.
+    let counted = diagnose(
+        &Facts {
+            reads_unknown: None,
+            ..f
+        },
+        None,
+    );
+    assert!(
+        counted.headline.contains("drains about 3000"),
+        "{}",
+        counted.headline
+    );
+    assert!(
+        counted
+            .recommendations
+            .iter()
+            .any(|r| r.what == "5 processes, each with its own SO_REUSEPORT socket"),
+        "{:?}",
+        counted.recommendations
+    );
+}

@@ -150,14 +150,58 @@ impl SocketMatch {
     }
 }
 
-/// Reads the sockets matching `m` under `root` (`<root>/net/udp` and `udp6`): (sockets
-/// found, rx_queue bytes summed).
+impl SocketMatch {
+    /// The target's sockets among `socks`: by inode when given; else those [`matches`]
+    /// accepts that datagrams to `addr` reach, the best-scoring ones as the kernel's
+    /// lookup scores them ([`delivery_score`]). An IPV6_V6ONLY `[::]` socket beside a
+    /// 127.0.0.1 one on the port, or an AF_INET `0.0.0.0` one beside a `[::1]` target,
+    /// is not the target's: its queue, limit and drops are not the server's.
+    ///
+    /// [`matches`]: SocketMatch::matches
+    pub fn select<'a>(&self, socks: impl IntoIterator<Item = &'a UdpSocket>) -> Vec<&'a UdpSocket> {
+        let found: Vec<&UdpSocket> = socks.into_iter().filter(|s| self.matches(s)).collect();
+        let Some(addr) = self.addr.filter(|_| self.inodes.is_empty()) else {
+            return found;
+        };
+        let best = found
+            .iter()
+            .filter_map(|s| delivery_score(addr, s.local))
+            .max();
+        found
+            .into_iter()
+            .filter(|s| best.is_some() && delivery_score(addr, s.local) == best)
+            .collect()
+    }
+}
+
+/// How well a socket bound to `local` matches a datagram to `target`, as the kernel's
+/// UDP lookup scores it (`compute_score` in net/ipv4/udp.c and net/ipv6/udp.c): for
+/// IPv4, an AF_INET socket 2, an AF_INET6 one 1, plus 4 when bound to the address itself
+/// rather than the wildcard; for IPv6, an AF_INET6 socket 1, plus 4 when bound to the
+/// address, and an AF_INET socket never (None). A v4-mapped target is IPv4. The kernel
+/// delivers to the best-scoring sockets only (several when they score alike: one
+/// SO_REUSEPORT group).
+pub fn delivery_score(target: std::net::IpAddr, local: SocketAddr) -> Option<u8> {
+    let v4 = match target {
+        std::net::IpAddr::V4(_) => true,
+        std::net::IpAddr::V6(a) => a.to_ipv4_mapped().is_some(),
+    };
+    let bound = if local.ip().is_unspecified() { 0 } else { 4 };
+    match (v4, local) {
+        (true, SocketAddr::V4(_)) => Some(2 + bound),
+        (true, SocketAddr::V6(_)) => Some(1 + bound),
+        (false, SocketAddr::V4(_)) => None,
+        (false, SocketAddr::V6(_)) => Some(1 + bound),
+    }
+}
+
+/// Reads the target's sockets ([`SocketMatch::select`]) under `root` (`<root>/net/udp`
+/// and `udp6`): (sockets found, rx_queue bytes summed).
 pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
     let mut socks = live::udp(root).unwrap_or_default();
     socks.extend(live::udp6(root).unwrap_or_default());
-    socks
+    m.select(&socks)
         .iter()
-        .filter(|s| m.matches(s))
         .fold((0, 0), |(n, q), s| (n + 1, q + s.rx_queue))
 }
 

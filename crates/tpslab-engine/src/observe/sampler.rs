@@ -116,8 +116,19 @@ impl Sampler {
                 followed.push((s.clone(), false, true));
             }
         }
+        // The target's sockets: those its datagrams reach, never the generator's.
+        let target: std::collections::BTreeSet<u64> = self
+            .target
+            .select(
+                socks
+                    .iter()
+                    .filter(|s| !self.cfg.gen_inodes.contains(&s.inode)),
+            )
+            .iter()
+            .map(|s| s.inode)
+            .collect();
         for s in &socks {
-            if self.target.matches(s) && !self.cfg.gen_inodes.contains(&s.inode) {
+            if target.contains(&s.inode) {
                 if !self.srv_rcvbuf.contains_key(&s.inode) {
                     if let Some(d) = self.diag.as_mut() {
                         if let Ok(Some(m)) = d.lookup(lookup_local(s), lookup_remote(s)) {

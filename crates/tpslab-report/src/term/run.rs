@@ -77,8 +77,9 @@ pub fn target_line(t: &tpslab_analysis::record::TargetProcess) -> String {
             .is_some_and(|f| f.contains("also hold"))
     {
         let others: Vec<String> = t.others.iter().map(|p| p.to_string()).collect();
+        // Their own sockets of one SO_REUSEPORT group, or one socket shared by a fork.
         s.push_str(&format!(
-            "; with PID(s) {} holding the same socket",
+            "; with PID(s) {} holding its socket(s) on the same address and port (followed too)",
             others.join(", ")
         ));
     }
@@ -504,6 +505,16 @@ pub(super) fn print_drop_reasons(
         let l = ledger?;
         Some(l.request.count(layer) + l.reply.as_ref().map_or(0, |r| r.count(layer)))
     };
+    // Host-wide drops beyond a ledger row are other traffic only when the ledger saw
+    // every datagram of this run: not when a path could not be balanced (the server's
+    // socket not observed: its row reads 0, the run's own drops among the rest) or left
+    // some unattributed (this run's drops that no counter placed may be among them).
+    let unplaced: Option<i64> = ledger.and_then(|l| {
+        let paths = std::iter::once(&l.request).chain(l.reply.as_ref());
+        paths
+            .map(|p| p.unattributed.map(|u| u.max(0)))
+            .sum::<Option<i64>>()
+    });
     for (reason, n) in &d.by_reason {
         use tpslab_analysis::drop_reason::{classify, layer, ReasonClass};
         let check = match classify(reason) {
@@ -523,11 +534,23 @@ pub(super) fn print_drop_reasons(
         match check {
             // The tracepoint counts every namespace's drops, the ledger this run's: the
             // rest is other traffic, said where the two figures meet.
-            Some((c, mine)) if *n > mine => writeln!(
-                w,
-                "  {reason:<24} {n:>12}   {c}; the other {} host-wide are not this run's: other traffic on this host (the tracepoint sees every namespace)",
-                n - mine
-            )?,
+            Some((c, mine)) if *n > mine => match unplaced {
+                Some(0) => writeln!(
+                    w,
+                    "  {reason:<24} {n:>12}   {c}; the other {} host-wide are not this run's: other traffic on this host (the tracepoint sees every namespace)",
+                    n - mine
+                )?,
+                Some(u) => writeln!(
+                    w,
+                    "  {reason:<24} {n:>12}   {c}; the other {} host-wide: other traffic on this host, or some of this run's {u} unattributed",
+                    n - mine
+                )?,
+                None => writeln!(
+                    w,
+                    "  {reason:<24} {n:>12}   {c}; the other {} host-wide may be this run's: the ledger could not count this layer (the server's side not observed), or other traffic on this host",
+                    n - mine
+                )?,
+            },
             Some((c, _)) => writeln!(w, "  {reason:<24} {n:>12}   {c}")?,
             None => writeln!(w, "  {reason:<24} {n:>12}")?,
         }
@@ -666,5 +689,48 @@ mod tests {
         // Equal counts: nothing to explain.
         let line = s.lines().find(|l| l.contains("NO_SOCKET")).unwrap();
         assert!(line.ends_with("ledger, no listener: 12"), "{line}");
+    }
+
+    #[test]
+    fn host_wide_drops_are_not_called_other_traffic_when_the_ledger_could_not_see_them() {
+        use tpslab_analysis::ledger::LedgerPath;
+        use tpslab_analysis::Ledger;
+        // A target not on this host (or its socket not seen): the ledger's socket row is
+        // 0 because it could not count it, and the 17084 drops were this run's (seen on a
+        // veth namespace server). Before: "the other 17084 host-wide are not this run's".
+        let d = DropReasons {
+            by_reason: vec![("SOCKET_RCVBUFF".into(), 17_084)],
+            ..Default::default()
+        };
+        let path = |unattributed| LedgerPath {
+            attempted: 25_000,
+            rows: vec![],
+            unattributed,
+            inconsistent: None,
+            notes: vec![],
+        };
+        let text = |l: &Ledger| {
+            let mut out = vec![];
+            print_drop_reasons(&mut out, &d, Some(l)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let blind = Ledger {
+            request: path(None),
+            reply: None,
+        };
+        let s = text(&blind);
+        assert!(!s.contains("are not this run's"), "{s}");
+        assert!(
+            s.contains("the other 17084 host-wide may be this run's"),
+            "{s}"
+        );
+        // Some of the run's datagrams unplaced: they may be among the drops.
+        let partly = Ledger {
+            request: path(Some(101)),
+            reply: None,
+        };
+        let s = text(&partly);
+        assert!(!s.contains("are not this run's"), "{s}");
+        assert!(s.contains("or some of this run's 101 unattributed"), "{s}");
     }
 }

@@ -155,11 +155,23 @@ pub fn peak_rss_kib() -> Option<u64> {
 /// What kind of process `pid` is: its executable, runtime and thread count. None when its
 /// /proc entry cannot be read.
 pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess> {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    // Another user's process, without root: its exe link and maps cannot be read; it is
+    // still the target, named by its comm (the runtime from that name alone).
+    let exe = match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(e) => e,
+        Err(_) => {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            std::path::PathBuf::from(format!(
+                "{} (executable not readable as this user)",
+                comm.trim()
+            ))
+        }
+    };
     let name = exe
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
+    let name = name.split(' ').next().unwrap_or_default().to_string();
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     // Go binaries carry "\xff Go buildinf:" in their .go.buildinfo section; only native
     // executables of reasonable size are searched.

@@ -19,6 +19,27 @@ fn is_local_ip(ip: std::net::IpAddr) -> bool {
     tpslab_net::UdpSock::bind(std::net::SocketAddr::new(ip, 0), false).is_ok()
 }
 
+/// Whether process `pid` shares this process's network namespace. Its `ns/net` link
+/// needs ptrace access (another user's process, without root, reads as nothing): then its
+/// UDP table (`/proc/PID/net/udp{,6}`, readable by anyone) is compared with this one's:
+/// socket inodes are unique on the host, so one inode in both means one namespace (this
+/// process's generator sockets are open when it is called).
+fn same_netns(pid: u32) -> bool {
+    let theirs = crate::env::netns(Some(pid));
+    if !theirs.is_empty() {
+        return theirs == crate::env::netns(None);
+    }
+    let inodes = |root: &std::path::Path| -> std::collections::BTreeSet<u64> {
+        let mut v = tpslab_proc::live::udp(root).unwrap_or_default();
+        v.extend(tpslab_proc::live::udp6(root).unwrap_or_default());
+        v.into_iter().map(|s| s.inode).filter(|&i| i != 0).collect()
+    };
+    let ours = inodes(std::path::Path::new("/proc/self"));
+    let theirs = inodes(&PathBuf::from(format!("/proc/{pid}")));
+    tpslab_proc::live::forget_under(&PathBuf::from(format!("/proc/{pid}")));
+    !ours.is_disjoint(&theirs)
+}
+
 /// Polls `idle` every 10 ms until it holds twice in a row, at most `max`.
 fn wait_idle(idle: &dyn Fn() -> bool, max: Duration) {
     let deadline = mono_ns() + max.as_nanos() as u64;
@@ -128,9 +149,7 @@ pub fn run_udp_streamed(
     };
     let load = UdpLoad::prepare(plan.load.clone())?;
     let target_proc = plan.target_pid.and_then(crate::env::target_process);
-    let same_ns = plan
-        .target_pid
-        .is_none_or(|p| crate::env::netns(Some(p)) == crate::env::netns(None));
+    let same_ns = plan.target_pid.is_none_or(same_netns);
     let net_root = match (server.is_some(), plan.target_pid) {
         (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
         _ => PathBuf::from("/proc/self"),

@@ -361,8 +361,15 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
             |(tids, inherit)| match crate::sockio::ProcessUdpIo::attach(tids, *inherit) {
                 Ok(c) => Some(c),
                 Err(e) => {
+                    // Not root: that is the reason, whatever the attach call reported
+                    // (tracefs unreadable reads as "no such tracepoint").
+                    let why = if tpslab_net::is_root() {
+                        e.to_string()
+                    } else {
+                        format!("not root (perf tracepoints on a server's threads need root; {e})")
+                    };
                     io_errors.insert(format!(
-                        "exact per-thread UDP read/send counts unavailable: {e}"
+                        "exact per-thread UDP read/send counts unavailable: {why}"
                     ));
                     None
                 }

@@ -175,6 +175,35 @@ pub(super) fn no_listener(f: &Facts, d: &mut Draft) -> (String, String) {
     )
 }
 
+/// [`super::Case::ListenerGone`]: its evidence and recommendation; no fix. Returns
+/// (layer, headline).
+pub(super) fn listener_gone(f: &Facts, d: &mut Draft) -> (String, String) {
+    d.evidence.push(ev(
+        format!(
+            "{} datagrams arrived for port {} when no socket listened there, while {} replies came back: the socket was there for part of the run",
+            f.no_ports, f.port, f.replies_read
+        ),
+        "ledger: /proc/net/snmp Udp: NoPorts delta (charged up to the path's gap); the generator's replies",
+    ));
+    d.recs.push(Recommendation {
+        what: format!("find why the server on port {} stopped listening during the run", f.port),
+        why: "it closed its socket or exited (a crash, a restart, an OOM kill, a worker recycled): the datagrams after that were discarded on arrival, which no buffer or thread count changes".into(),
+        lines: vec![
+            format!("ss -uapn 'sport = :{}'", f.port),
+            "journalctl -k --since '-10 min' | grep -i -e oom -e killed".into(),
+        ],
+    });
+    (
+        "no listener for part of the run (Udp: NoPorts)".to_string(),
+        format!(
+            "The server stopped listening on port {} during the run: {:.1} % of the datagrams found no socket, after it had answered {}.",
+            f.port,
+            pct(f.no_ports, on_wire(f)),
+            f.replies_read
+        ),
+    )
+}
+
 /// [`super::Case::NoLoss`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn no_loss(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;

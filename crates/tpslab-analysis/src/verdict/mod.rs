@@ -30,6 +30,9 @@ pub enum Case {
     NoListener,
     /// Nothing was lost.
     NoLoss,
+    /// Most datagrams found no socket on the port, while the server answered others: it
+    /// closed its socket or exited during the run.
+    ListenerGone,
     /// The socket receive buffer overflowed on bursts while the application keeps up on
     /// average.
     SocketBufferBursts,

@@ -76,6 +76,12 @@ pub const RULES: &[Rule] = &[
         explain: x::nic_drops,
     },
     Rule {
+        case: Case::ListenerGone,
+        when: |f| top_layer(f) == Some(Case::ListenerGone),
+        why_here: "the most datagrams found no socket on the port of a server that answered others: it left during the run (not all of it: that is no listener, first)",
+        explain: x::listener_gone,
+    },
+    Rule {
         case: Case::KernelDrop,
         when: |f| top_layer(f) == Some(Case::KernelDrop),
         why_here: "the most drops for a reason the kernel named and no counter covers (firewall, route, checksum, qdisc)",
@@ -135,6 +141,7 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
             Case::SoftnetBacklog,
         ),
         (f.nic_drops, Case::NicDrops),
+        (f.no_ports, Case::ListenerGone),
         (f.kernel_drops.iter().map(|k| k.1).sum(), Case::KernelDrop),
         (f.not_answered, Case::NotAnswered),
         (f.reply_failed, Case::ReplySendFailed),

@@ -124,6 +124,7 @@ fn replies_or_partial_noports_are_not_no_listener() {
         ..Default::default()
     };
     assert_ne!(diagnose(&f, None).case, Case::NoListener);
+    assert_eq!(diagnose(&f, None).case, Case::ListenerGone);
 }
 
 #[test]
@@ -228,6 +229,7 @@ fn the_rules_are_one_table_in_priority_order() {
             Case::SocketBufferBursts,
             Case::SoftnetBacklog,
             Case::NicDrops,
+            Case::ListenerGone,
             Case::KernelDrop,
             Case::NotAnswered,
             Case::ReplySendFailed,
@@ -338,6 +340,19 @@ fn where_rules_overlap_the_earlier_one_wins() {
                 ..s1()
             }),
             Case::SocketBufferUnjudged,
+        ),
+        (
+            "the server exited 1.2 s into a 3 s run (the review's figures)",
+            Facts {
+                attempted: 35_000,
+                no_ports: 23_331,
+                socket_drops: 400,
+                delivered: 11_269,
+                replies_read: 11_269,
+                lost_total: 23_731,
+                ..s1()
+            },
+            Case::ListenerGone,
         ),
         (
             "softnet lost more",

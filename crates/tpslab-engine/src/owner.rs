@@ -174,7 +174,7 @@ pub fn choose(
                 pids.extend(all.iter().copied().filter(|p| *p != pid));
                 let found_by = (pids.len() > 1).then(|| {
                     format!(
-                        "{} also hold{} its {on}: followed with it",
+                        "{} also hold{} a {on} (one shared by a fork, or their own of one SO_REUSEPORT group): followed with it",
                         named(&pids[1..], comm),
                         if pids.len() == 2 { "s" } else { "" }
                     )

@@ -45,8 +45,46 @@ fn not_ours(p: &std::path::Path, why: impl std::fmt::Display) -> anyhow::Error {
     )
 }
 
-/// Opens (creating when absent) the history and checks it is ours and not newer.
+/// The database was busy past the busy timeout's reach (SQLITE_BUSY returned at once,
+/// as when several runs create the file and turn on WAL together): worth another try.
+#[derive(Debug)]
+struct Busy(String);
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Busy {}
+
+/// `not_ours`, or [`Busy`] when SQLite said the database is busy or locked.
+fn busy_or_not_ours(p: &std::path::Path, e: rusqlite::Error) -> anyhow::Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            anyhow::Error::new(Busy(not_ours(p, e).to_string()))
+        }
+        _ => not_ours(p, e),
+    }
+}
+
+/// Opens (creating when absent) the history and checks it is ours and not newer. Runs
+/// that finish together and find SQLite busy where its busy timeout does not wait (the
+/// file being created and switched to WAL by another) try again, up to 50 times 100 ms.
 fn open(create: bool) -> Result<(Connection, PathBuf)> {
+    let mut tries = 0;
+    loop {
+        match open_once(create) {
+            Err(e) if e.downcast_ref::<Busy>().is_some() && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn open_once(create: bool) -> Result<(Connection, PathBuf)> {
     let p = path()?;
     if !create && !p.exists() {
         bail!(
@@ -102,7 +140,7 @@ fn open(create: bool) -> Result<(Connection, PathBuf)> {
     let tables: Vec<String> = c
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| not_ours(&p, e))?;
+        .map_err(|e| busy_or_not_ours(&p, e))?;
     if tables.is_empty() {
         if !create {
             bail!("no history yet at {}", p.display());
@@ -126,7 +164,7 @@ fn open(create: bool) -> Result<(Connection, PathBuf)> {
              CREATE INDEX IF NOT EXISTS runs_started ON runs (started_unix_ms);
              COMMIT;",
         )
-        .map_err(|e| not_ours(&p, e))?;
+        .map_err(|e| busy_or_not_ours(&p, e))?;
         return Ok((c, p));
     }
     if !tables.iter().any(|t| t == "tpslab_meta") || !tables.iter().any(|t| t == "runs") {

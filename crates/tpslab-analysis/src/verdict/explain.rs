@@ -293,9 +293,20 @@ pub(super) fn socket_buffer_unjudged(f: &Facts, d: &mut Draft) -> (String, Strin
         why: format!(
             "if the server keeps up on average, the datagrams die in its queue during bursts or stalls and a bigger receive buffer is the fix (S1); if it is too slow for the mean rate, a bigger buffer only fills later and the server must get faster; only its read count while datagrams wait tells them apart ({why})"
         ),
-        lines: vec![
-            "on the server's host, as root (kernel 6.4+): tpslab diagnose udp HOST:PORT (tpslab finds the process by its socket), or add --pid PID".into(),
-        ],
+        lines: {
+            // The same target, as root on the server's host (kernel 6.4+): tpslab finds the
+            // process by its socket; the PID when it was given or found.
+            let target = if f.target.is_empty() { "HOST:PORT" } else { f.target.as_str() };
+            let mut words = vec!["sudo", "tpslab", "diagnose", "udp", target];
+            let pid = f.pid.map(|p| p.to_string());
+            if let Some(p) = &pid {
+                words.extend(["--pid", p.as_str()]);
+            }
+            vec![format!(
+                "{}  # on the server's host, as root (kernel 6.4+)",
+                super::words::sh(&words)
+            )]
+        },
     });
     (
         "the server socket's receive buffer (cause unknown: the server's reads were not counted)"
@@ -473,12 +484,22 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
         d.recs.push(Recommendation {
                 what: format!("pin each server {reader} to its own CPU, away from the CPU that runs the NIC's softirq"),
                 why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
-                lines: vec![if f.ours { "tpslab serve udp --cpus 1".into() } else { "taskset -pc 1 PID".into() }],
+                lines: vec![match (f.ours, f.pid) {
+                    (true, _) => "tpslab serve udp --cpus 1".into(),
+                    // One process, one thread: its PID is the thread to pin.
+                    (false, Some(pid)) if f.pid_single_thread => format!("taskset -pc 1 {pid}"),
+                    (false, _) => "taskset -pc CPU TID (each reading thread, or each process's PID, on a CPU of its own)".into(),
+                }],
             });
         d.recs.push(Recommendation {
                 what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
                 why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
-                lines: vec!["chrt -f -p 50 TID (only with a dedicated CPU)".into()],
+                lines: vec![match f.pid {
+                    Some(pid) if !f.ours && f.pid_single_thread => {
+                        format!("chrt -f -p 50 {pid}  # only with a dedicated CPU")
+                    }
+                    _ => "chrt -f -p 50 TID (only with a dedicated CPU)".into(),
+                }],
             });
     }
     // A thread count only where it reaches the mean rate at the measured per-thread rate.

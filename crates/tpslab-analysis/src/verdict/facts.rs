@@ -97,6 +97,17 @@ pub struct Facts {
     pub netdev_max_backlog: Option<u64>,
     /// Target port.
     pub port: u16,
+    /// The load's target as the generator wrote it (`127.0.0.1:9500`, `[::1]:9500`), for
+    /// command lines; empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub target: String,
+    /// A foreign server's PID (the record's target process), for command lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// That process had one thread when the run started (its PID is the thread that
+    /// reads: `taskset`/`chrt` lines can name it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pid_single_thread: bool,
     /// Why the ledger does not balance (None: it does, or its balance is unknown).
     #[serde(default)]
     pub inconsistent: Option<String>,
@@ -208,6 +219,7 @@ impl Facts {
             f.burst = g.burst;
             f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
             f.size_bytes = g.size_bytes as u64;
+            f.target = g.target.clone();
             f.port = g
                 .target
                 .rsplit(':')
@@ -272,6 +284,8 @@ impl Facts {
         if let Some(t) = &rec.target {
             f.runtime = Some(t.runtime);
             f.exact_server = t.exact_counts;
+            f.pid = Some(t.pid);
+            f.pid_single_thread = t.threads == 1 && t.others.is_empty();
         }
         f.reads_unknown = reads_unknown(rec);
         if let Some(o) = &rec.observer {

@@ -485,3 +485,63 @@ fn too_slow_without_the_read_count_sizes_nothing_on_derived_reads() {
         counted.recommendations
     );
 }
+
+/// Lines the user pastes name what is known: the PID of a one-thread server in taskset
+/// and chrt, the target and PID in the command that counts the reads.
+#[test]
+fn pasteable_lines_name_the_known_pid_and_target() {
+    let slow = |single: bool| Facts {
+        ours: false,
+        rxq_share_full: 0.9,
+        rxq_share_low: 0.0,
+        pid: Some(4242),
+        pid_single_thread: single,
+        target: "127.0.0.1:9500".into(),
+        ..s1()
+    };
+    let lines = |f: &Facts, what: &str| -> Vec<String> {
+        let d = diagnose(f, None);
+        d.recommendations
+            .iter()
+            .find(|r| r.what.contains(what))
+            .unwrap_or_else(|| panic!("no '{what}' in {:?}", d.recommendations))
+            .lines
+            .clone()
+    };
+    let f = slow(true);
+    assert_eq!(diagnose(&f, None).case, Case::AppTooSlow);
+    assert_eq!(
+        lines(&f, "pin each"),
+        vec!["taskset -pc 1 4242".to_string()]
+    );
+    assert!(lines(&f, "SCHED_OTHER")[0].starts_with("chrt -f -p 50 4242"));
+    // Several threads: the reading thread is not the PID; the placeholder says which.
+    let f = slow(false);
+    assert!(lines(&f, "pin each")[0].contains("TID"));
+    assert!(lines(&f, "SCHED_OTHER")[0].contains("TID"));
+    // Blind: the command that counts the reads, with the target and the PID.
+    let f = Facts {
+        reads_unknown: Some("PID 4242's threads could not be counted: not root".into()),
+        ..slow(true)
+    };
+    let f = Facts {
+        rxq_share_full: 0.3,
+        rxq_share_low: 0.5,
+        ..f
+    };
+    assert_eq!(diagnose(&f, None).case, Case::SocketBufferUnjudged);
+    let l = lines(&f, "count the server's reads");
+    assert!(
+        l[0].starts_with("sudo tpslab diagnose udp 127.0.0.1:9500 --pid 4242  #"),
+        "{l:?}"
+    );
+    // An IPv6 target is one word for sh (brackets quoted where needed).
+    let f = Facts {
+        target: "[::1]:9500".into(),
+        pid: None,
+        ..f
+    };
+    let l = lines(&f, "count the server's reads");
+    let words = shlex::split(l[0].split("  #").next().unwrap()).unwrap();
+    assert_eq!(words, ["sudo", "tpslab", "diagnose", "udp", "[::1]:9500"]);
+}

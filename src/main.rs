@@ -16,6 +16,7 @@ mod outfile;
 mod probe;
 mod ramp;
 mod report_cmd;
+mod rerun;
 mod serve_tcp;
 mod server_proc;
 mod sweep;

@@ -14,6 +14,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The bursts case: a 5000 pps mean the Python server drains, bursts of 500 every 100 ms
+/// that its default buffer (92 datagrams of 1024 B) cannot hold.
+const BURSTS: &[&str] = &[
+    "--rate",
+    "5k",
+    "--burst",
+    "500",
+    "--burst-interval",
+    "100ms",
+];
+
 fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
 }
@@ -115,19 +126,7 @@ fn by_address_alone_the_verdict_is_the_one_with_the_pid() {
     let ns = NetNs::new();
     let cases: [(&str, u32, &[&str], &str); 2] = [
         ("slow", 200, &["--rate", "10k"], "app_too_slow"),
-        (
-            "bursts",
-            0,
-            &[
-                "--rate",
-                "5k",
-                "--burst",
-                "500",
-                "--burst-interval",
-                "100ms",
-            ],
-            "socket_buffer_bursts",
-        ),
+        ("bursts", 0, BURSTS, "socket_buffer_bursts"),
     ];
     for (host, target) in [("127.0.0.1", "127.0.0.1:9810"), ("::1", "[::1]:9810")] {
         for (what, sleep_us, load, want) in cases {
@@ -308,16 +307,11 @@ fn without_the_read_count_no_verdict_needs_it() {
                 "diagnose",
                 "udp",
                 "127.0.0.1:9813",
-                "--rate",
-                "5k",
-                "--burst",
-                "500",
-                "--burst-interval",
-                "100ms",
                 "--duration",
                 "2s",
                 "--no-history",
             ])
+            .args(BURSTS)
             .args(extra)
             .current_dir("/");
         common::run(cmd)

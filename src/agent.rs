@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::record::{AgentInfo, Body, RunRecord};
-use tpslab_engine::lab::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
 use tpslab_plan::fleet::FleetPlan;
 
 #[derive(Args, Debug)]

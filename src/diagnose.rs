@@ -13,10 +13,10 @@ use std::time::Duration;
 use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
+use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
 use tpslab_net::sched::SchedPolicy;
 
 #[derive(Args, Debug)]

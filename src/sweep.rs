@@ -15,8 +15,8 @@ use tpslab_analysis::gate::applies;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::lab::{run_udp, UdpRunPlan};
 use tpslab_engine::server::Mode;
+use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
 use tpslab_plan::limits;
 use tpslab_plan::sweep::{
     apply_plan_file, cell_config, cells, check_plan, parse_factor, run_order, s2_plan, Design,

@@ -16,9 +16,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate;
 use tpslab_analysis::record::{Body, Record, RunRecord, ServeRecord};
-use tpslab_engine::lab::{run_udp_streamed, UdpRunPlan};
 use tpslab_engine::observe::{Observer, ObserverConfig};
 use tpslab_engine::server::{Mode, UdpServer};
+use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {

@@ -153,7 +153,7 @@ pub fn run_ramp_with(
     // the listening sockets only (the kernel filters by state), where reading
     // /proc/PID/net/tcp would list every one of thousands of connections.
     let mut diag = tcp_root.as_ref().and_then(|_| {
-        crate::env::in_netns_of(plan.server_pid, || tpslab_net::diag::UdpDiag::open().ok())
+        crate::env::in_netns_of(plan.server_pid, || tpslab_net::diag::SockDiag::open().ok())
             .flatten()
     });
     let port = plan.target.port();
@@ -270,7 +270,7 @@ pub fn run_ramp_with(
 
 /// Connections waiting in the accept queue of the listen socket(s) on `port` now (sock_diag
 /// `idiag_rqueue` of listeners).
-fn accept_queue(d: &mut tpslab_net::diag::UdpDiag, port: u16) -> u64 {
+fn accept_queue(d: &mut tpslab_net::diag::SockDiag, port: u16) -> u64 {
     // 1 << 10: TCP_LISTEN.
     d.tcp_dump(1 << 10)
         .map(|v| {
@@ -286,7 +286,7 @@ fn accept_queue(d: &mut tpslab_net::diag::UdpDiag, port: u16) -> u64 {
 /// sock_diag: its backlog limit, and net.core.somaxconn there.
 fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listener> {
     let backlog = crate::env::in_netns_of(pid, move || -> Option<u32> {
-        let mut d = tpslab_net::diag::UdpDiag::open().ok()?;
+        let mut d = tpslab_net::diag::SockDiag::open().ok()?;
         // 1 << 10: TCP_LISTEN.
         let l = d
             .tcp_dump(1 << 10)

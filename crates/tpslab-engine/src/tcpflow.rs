@@ -414,15 +414,15 @@ pub fn watch_flows(
     stop: &AtomicBool,
     mut waits: Option<&mut crate::waits::WaitSampler>,
 ) -> Result<Vec<WatchedFlow>, EngineError> {
-    use tpslab_net::diag::UdpDiag;
+    use tpslab_net::diag::SockDiag;
     let mut diag = match pid {
         Some(p) if !same_netns(p) => tpslab_net::ns::NetNs::open(&format!("/proc/{p}/ns/net"))
-            .and_then(|ns| ns.run(UdpDiag::open))
+            .and_then(|ns| ns.run(SockDiag::open))
             .map_err(|e| EngineError::os(format!("network namespace of PID {p}"), e))?
             .map_err(|e| {
                 EngineError::Other(format!("sock_diag in the namespace of PID {p}: {e}"))
             })?,
-        _ => UdpDiag::open().map_err(|e| EngineError::os("sock_diag", e))?,
+        _ => SockDiag::open().map_err(|e| EngineError::os("sock_diag", e))?,
     };
     let mut flows: Vec<WatchedFlow> = vec![];
     let t0 = mono_ns();

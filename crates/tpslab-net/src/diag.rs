@@ -1,6 +1,7 @@
-//! One UDP socket's queue and drops by an exact sock_diag lookup (NETLINK_SOCK_DIAG,
-//! `udp_dump_one`): a hash lookup in the kernel, where reading /proc/net/udp walks every
-//! slot of the UDP hash table (16384 here) on each read. The observer uses it for the
+//! Sockets as the kernel reports them over NETLINK_SOCK_DIAG: one UDP socket's queue and
+//! drops by an exact lookup (`lookup`, the kernel's `udp_dump_one`: a hash lookup, where
+//! reading /proc/net/udp walks every slot of the UDP hash table, 16384 here, on each read),
+//! and TCP sockets by a dump filtered on state (`tcp_dump`). The observer uses it for the
 //! sockets it follows at its sampling rate.
 
 use std::net::{IpAddr, SocketAddr};
@@ -26,7 +27,7 @@ pub struct SockMem {
 }
 
 /// A NETLINK_SOCK_DIAG socket of the network namespace it was created in.
-pub struct UdpDiag {
+pub struct SockDiag {
     fd: OwnedFd,
     seq: u32,
     buf: Vec<u8>,
@@ -41,7 +42,7 @@ fn words(ip: IpAddr) -> [u8; 16] {
     w
 }
 
-impl UdpDiag {
+impl SockDiag {
     /// Sends one request to the kernel (sock_diag).
     fn send_request(&self, req: &[u8]) -> std::io::Result<()> {
         // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
@@ -65,7 +66,7 @@ impl UdpDiag {
     }
 
     /// Opens the netlink socket (in the calling thread's network namespace).
-    pub fn open() -> std::io::Result<UdpDiag> {
+    pub fn open() -> std::io::Result<SockDiag> {
         // SAFETY: socket(2) with constant arguments; the fd is owned right away.
         let fd = unsafe {
             libc::socket(
@@ -93,7 +94,7 @@ impl UdpDiag {
                 std::mem::size_of::<libc::timeval>() as libc::socklen_t,
             )
         };
-        Ok(UdpDiag {
+        Ok(SockDiag {
             fd,
             seq: 0,
             buf: vec![0u8; 8192],
@@ -235,7 +236,7 @@ fn sockaddr(family: u8, port_be: &[u8], addr: &[u8]) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-impl UdpDiag {
+impl SockDiag {
     /// Every TCP socket of this namespace in `states` (a bit mask: 1 << state; 1 << 1 =
     /// ESTABLISHED), IPv4 and IPv6, with TCP_INFO and buffer sizes: what `ss -tmi` shows.
     pub fn tcp_dump(&mut self, states: u32) -> std::io::Result<Vec<TcpSockInfo>> {
@@ -362,7 +363,7 @@ mod tests {
         let (_s, _) = l.accept().unwrap();
         c.write_all(&[1u8; 1000]).unwrap();
         let mine = c.local_addr().unwrap();
-        let mut d = UdpDiag::open().unwrap();
+        let mut d = SockDiag::open().unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         loop {
             let all = d.tcp_dump(1 << 1).unwrap();
@@ -387,7 +388,7 @@ mod tests {
 
     #[test]
     fn exact_lookup_matches_proc_figures() {
-        let Ok(mut diag) = UdpDiag::open() else {
+        let Ok(mut diag) = SockDiag::open() else {
             eprintln!("skipping: NETLINK_SOCK_DIAG not available");
             return;
         };

@@ -330,18 +330,18 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
     };
     // IPv4 traffic also reaches dual-stack [::] sockets, listed in udp6: read both.
     let v6 = true;
-    let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::UdpDiag> {
+    let open_in = |root: &std::path::Path| -> Option<tpslab_net::diag::SockDiag> {
         let pid = root
             .file_name()
             .and_then(|n| n.to_str())
             .and_then(|n| n.parse::<u32>().ok());
         match pid {
             Some(pid) if crate::env::netns(Some(pid)) != crate::env::netns(None) => {
-                tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::UdpDiag::open)
+                tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::SockDiag::open)
                     .ok()?
                     .ok()
             }
-            _ => tpslab_net::diag::UdpDiag::open().ok(),
+            _ => tpslab_net::diag::SockDiag::open().ok(),
         }
     };
     let diag = open_in(&cfg.net_root);

@@ -19,9 +19,9 @@ pub(super) struct Sampler {
     /// None: the followed sockets cannot be told apart by a lookup (scan every sample).
     pub(super) followed: Option<Vec<(UdpSocket, bool, bool)>>,
     /// sock_diag in the target's network namespace.
-    pub(super) diag: Option<tpslab_net::diag::UdpDiag>,
+    pub(super) diag: Option<tpslab_net::diag::SockDiag>,
     /// sock_diag in the generator's network namespace (when it differs).
-    pub(super) gen_diag: Option<tpslab_net::diag::UdpDiag>,
+    pub(super) gen_diag: Option<tpslab_net::diag::SockDiag>,
     /// Whether IPv6 sockets are watched (udp6 is read only then).
     pub(super) v6: bool,
     pub(super) target: SocketMatch,

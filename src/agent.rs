@@ -38,9 +38,10 @@ pub(crate) struct AgentArgs {
 }
 
 /// Reads and checks a fleet plan file (`-`: standard input), at most
-/// [`crate::input::PLAN_MAX_BYTES`].
+/// [`tpslab_run::input::PLAN_MAX_BYTES`].
 pub(crate) fn read_plan(path: &std::path::Path) -> Result<FleetPlan> {
-    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, true)?;
+    let text =
+        tpslab_run::input::read_text("--plan", path, tpslab_run::input::PLAN_MAX_BYTES, true)?;
     FleetPlan::parse(&text).map_err(|e| anyhow!("--plan {}: {e}", path.display()))
 }
 

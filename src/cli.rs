@@ -3,8 +3,8 @@
 
 use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
 use crate::{
-    agent, bdp, compare_cmd, diagnose, doctor, fleet, history, probe, ramp, report_cmd, serve_tcp,
-    sweep, tcp, udp,
+    agent, bdp, compare_cmd, diagnose, doctor, fleet, history_cmd, probe, ramp, report_cmd,
+    serve_tcp, sweep, tcp, udp,
 };
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -60,7 +60,7 @@ enum Cmd {
     /// The runs recorded so far (every command that writes a record appends it, unless
     /// --no-history): list with filters, `history show ID` renders one again, `compare
     /// history:ID ...` compares them.
-    History(history::HistoryArgs),
+    History(history_cmd::HistoryArgs),
     /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
     /// or the ceiling a buffer puts on a flow.
     Bdp(bdp::BdpArgs),
@@ -373,7 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Bdp(a) => bdp::run(&a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::run(a),
-        Cmd::History(a) => history::run(a),
+        Cmd::History(a) => history_cmd::run(a),
         Cmd::Sweep(a) => sweep::run(*a),
         Cmd::Watch(a) => udp::watch(a),
         Cmd::Agent(a) => agent::agent(*a),

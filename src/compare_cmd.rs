@@ -30,7 +30,7 @@ pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
     if let Some(p) = &a.html {
         crate::out::check_output("--html", p, false)?;
     }
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let recs = a
         .files
         .iter()
@@ -41,7 +41,7 @@ pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
                     let n: i64 = id.parse().map_err(|_| {
                         anyhow!("{}: allowed history:ID with a number ID", p.display())
                     })?;
-                    Ok((p.display().to_string(), crate::history::get(n)?))
+                    Ok((p.display().to_string(), tpslab_run::history::get(n)?))
                 }
                 None => Ok((p.display().to_string(), crate::report_cmd::read(p)?)),
             }

@@ -3,7 +3,6 @@
 use crate::flags::{self, LoadFlags};
 use crate::out;
 use crate::rerun::{cannot_restart, rerun_argv, sh_line};
-use crate::server_proc::ServerProcess;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -18,6 +17,7 @@ use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
 use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_run::server_proc::ServerProcess;
 
 #[derive(Args, Debug)]
 pub(crate) struct DiagnoseArgs {

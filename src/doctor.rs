@@ -128,7 +128,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     if !a.root.is_dir() {
         bail!("--root {}: not a folder", a.root.display());
     }
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let (files, masked) = hostconf::sysctl_files(&a.root)?;
     let paths = files
         .iter()

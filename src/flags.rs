@@ -479,7 +479,7 @@ pub(crate) fn load_config(
 /// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
 /// of 1..=65507 bytes (the largest UDP payload), read with that cap ([`crate::input`]).
 pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
-    let bytes = crate::input::read_bytes("--payload-file", p, MAX_UDP_PAYLOAD as u64, false)?;
+    let bytes = tpslab_run::input::read_bytes("--payload-file", p, MAX_UDP_PAYLOAD as u64, false)?;
     if bytes.is_empty() {
         bail!(
             "--payload-file {}: 0 bytes; allowed 1..={MAX_UDP_PAYLOAD}",

@@ -101,10 +101,11 @@ pub(crate) fn run(cmd: FleetCmd) -> Result<ExitCode> {
 }
 
 /// The plan's text, read once (a regular file of at most
-/// [`crate::input::PLAN_MAX_BYTES`], 1 MiB: what a ConfigMap holds), and its settings
+/// [`tpslab_run::input::PLAN_MAX_BYTES`], 1 MiB: what a ConfigMap holds), and its settings
 /// parsed from that same text.
 fn read_plan(path: &Path) -> Result<(String, tpslab_plan::fleet::FleetPlan)> {
-    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, false)?;
+    let text =
+        tpslab_run::input::read_text("--plan", path, tpslab_run::input::PLAN_MAX_BYTES, false)?;
     let plan = tpslab_plan::fleet::FleetPlan::parse(&text)
         .map_err(|e| anyhow!("--plan {:?}: {e}", path.display().to_string()))?;
     Ok((text, plan))

@@ -68,7 +68,7 @@ pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
 }
 
 /// Checks before a run that `flag`'s output file can be written, so no result is lost at
-/// the end (see [`crate::outfile::check`]). `-` (standard output) only where `stdout_ok`.
+/// the end (see [`tpslab_run::outfile::check`]). `-` (standard output) only where `stdout_ok`.
 pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> {
     if is_stdout(p) {
         if stdout_ok {
@@ -76,7 +76,7 @@ pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> 
         }
         bail!("{flag} -: standard output is taken by the report here; give a file");
     }
-    Ok(crate::outfile::check(flag, p)?)
+    Ok(tpslab_run::outfile::check(flag, p)?)
 }
 
 /// A record as the bytes of its file: pretty JSON and a final newline.
@@ -95,7 +95,7 @@ pub(crate) fn write_json_as(flag: &str, path: &Path, value: &impl serde::Seriali
             .write_all(&bytes)
             .context("writing JSON to standard output");
     }
-    Ok(crate::outfile::write(flag, path, &bytes)?)
+    Ok(tpslab_run::outfile::write(flag, path, &bytes)?)
 }
 
 /// The files a command writes besides what it prints: the record (`--json`), its HTML page,
@@ -141,7 +141,7 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
     let mut file = |flag: &str, path: &Path, what: &str, bytes: Result<Vec<u8>>| match bytes {
         Err(e) => failed.push(format!("{flag} {}: {e:#}", path.display())),
         Ok(b) if is_stdout(path) => stdout_bytes = Some(b),
-        Ok(b) => match crate::outfile::write(flag, path, &b) {
+        Ok(b) => match tpslab_run::outfile::write(flag, path, &b) {
             Ok(()) => written.push(format!("{what} written to {}", path.display())),
             Err(e) => failed.push(e.0),
         },
@@ -167,7 +167,7 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         file(flag, p, what, bytes);
     }
     if outs.history {
-        if let Err(e) = crate::history::append(rec) {
+        if let Err(e) = tpslab_run::history::append(rec) {
             eprintln!("tpslab: not recorded in the history: {e:#}");
         }
     }
@@ -224,7 +224,7 @@ pub(crate) fn terminal_safe(text: &[u8]) -> Vec<u8> {
 /// is created now; a line that cannot be written is said once on stderr, the run goes on).
 pub(crate) fn live_sink(path: Option<&Path>) -> Result<Option<tpslab_engine::observe::LiveSink>> {
     let Some(path) = path else { return Ok(None) };
-    let f = crate::outfile::create_stream("--json-stream", path)?;
+    let f = tpslab_run::outfile::create_stream("--json-stream", path)?;
     let state = std::sync::Mutex::new((f, false));
     let name = path.display().to_string();
     Ok(Some(tpslab_engine::observe::LiveSink(Arc::new(
@@ -261,67 +261,61 @@ pub(crate) fn progress_shown() -> bool {
 /// (phase `label`, elapsed and planned time); nothing when stderr is not a terminal or the
 /// run is short.
 pub(crate) fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        if secs > 1.0 && progress_shown() {
-            s.spawn(|| {
-                let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
-                pb.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{msg} [{bar:30}] {elapsed}/{duration}",
-                    )
+    let _shown = tpslab_run::Progress::phase(&TermProgress, label, secs);
+    f()
+}
+
+/// The terminal's progress: a bar on stderr per phase (when stderr is a terminal, not
+/// `--quiet`, and the phase lasts over a second), lines on stderr.
+pub(crate) struct TermProgress;
+
+/// A bar drawn by its own thread until dropped.
+struct Bar {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.done.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl tpslab_run::Progress for TermProgress {
+    fn phase(&self, label: &str, secs: f64) -> Box<dyn Send + '_> {
+        if !(secs > 1.0 && progress_shown()) {
+            return Box::new(());
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, label) = (done.clone(), label.to_string());
+        let thread = std::thread::spawn(move || {
+            let pb = indicatif::ProgressBar::new((secs * 10.0) as u64);
+            pb.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {elapsed}/{duration}")
                     .unwrap()
                     .progress_chars("=> "),
+            );
+            pb.set_message(label);
+            let t0 = std::time::Instant::now();
+            while !d.load(Relaxed) {
+                pb.set_position(
+                    ((t0.elapsed().as_secs_f64() * 10.0) as u64).min((secs * 10.0) as u64),
                 );
-                pb.set_message(label.to_string());
-                let t0 = std::time::Instant::now();
-                while !done.load(Relaxed) {
-                    pb.set_position(
-                        ((t0.elapsed().as_secs_f64() * 10.0) as u64).min((secs * 10.0) as u64),
-                    );
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                pb.finish_and_clear();
-            });
-        }
-        let r = f();
-        done.store(true, Relaxed);
-        r
-    })
-}
-
-/// When a command started, for its record's metadata: this host's facts, the wall clock
-/// (ms since the Unix epoch) and the monotonic clock.
-pub(crate) struct Started {
-    env: tpslab_analysis::record::Environment,
-    unix_ms: u64,
-    t0: u64,
-}
-
-impl Started {
-    /// Now.
-    pub(crate) fn now() -> Started {
-        Started {
-            env: tpslab_engine::env::environment(),
-            unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            t0: tpslab_net::mono_ns(),
-        }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            pb.finish_and_clear();
+        });
+        Box::new(Bar {
+            done,
+            thread: Some(thread),
+        })
     }
 
-    /// The metadata of a command that ran from then until now.
-    pub(crate) fn meta(&self, interrupted: bool) -> tpslab_analysis::record::Meta {
-        self.meta_for((tpslab_net::mono_ns() - self.t0) as f64 / 1e9, interrupted)
-    }
-
-    /// The metadata of a command that ran for `elapsed_s` seconds (measured by it).
-    pub(crate) fn meta_for(
-        &self,
-        elapsed_s: f64,
-        interrupted: bool,
-    ) -> tpslab_analysis::record::Meta {
-        tpslab_analysis::record::Meta::new(&self.env, self.unix_ms, elapsed_s, interrupted)
+    fn line(&self, line: &str) {
+        eprintln!("tpslab: {line}");
     }
 }
 

@@ -123,7 +123,8 @@ pub(crate) struct IdleArgs {
 /// judged is a number. Errors (one line): unreadable, not a pool file, malformed (with its
 /// line).
 pub(crate) fn read_pool_config(p: &std::path::Path) -> Result<PoolConf> {
-    let text = crate::input::read_text("--pool-config", p, crate::input::PLAN_MAX_BYTES, false)?;
+    let text =
+        tpslab_run::input::read_text("--pool-config", p, tpslab_run::input::PLAN_MAX_BYTES, false)?;
     let conf = parse_pool_conf(&p.display().to_string(), &text)?;
     pool::judge(&conf, 1, None).map_err(|e| anyhow!(e))?;
     Ok(conf)
@@ -155,7 +156,7 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
         bail!("probe pool creates network namespaces: run as root");
     }
     let stop = out::install_signals()?;
-    let started = out::Started::now();
+    let started = tpslab_run::Started::now();
     let mut stdout = std::io::stdout().lock();
     let empty = PoolRecord {
         plan,
@@ -252,7 +253,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     }
     tpslab_net::raise_nofile();
     let stop = out::install_signals()?;
-    let started = out::Started::now();
+    let started = tpslab_run::Started::now();
     let running = tpslab_engine::hostconf::running(
         [
             "net/ipv4/tcp_keepalive_time",

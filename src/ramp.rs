@@ -3,7 +3,6 @@
 
 use crate::flags;
 use crate::out::{self, install_signals, resolve};
-use crate::server_proc::ServerProcess;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -18,6 +17,7 @@ use tpslab_engine::rr::{frame, Framing};
 use tpslab_plan::limits::{
     MAX_UDP_PAYLOAD, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
 };
+use tpslab_run::server_proc::ServerProcess;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum RampCmd {
@@ -323,7 +323,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     drop(out);
     let exporter = a.metrics.start("ramp")?;
     let stop = install_signals()?;
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
     let label = format!("ramp: {} steps", plan.steps.len());
     // Scraped: every step's TPS and p99 as soon as it is measured.

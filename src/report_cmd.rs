@@ -42,8 +42,8 @@ enum FormatArg {
 }
 
 /// Reads one record file (`-`: standard input), at most
-/// [`crate::input::RECORD_MAX_BYTES`], and checks it ([`Record::from_json`]). Errors (one
-/// line naming the file): see [`crate::input::read_text`], not a record, a record holding
+/// [`tpslab_run::input::RECORD_MAX_BYTES`], and checks it ([`Record::from_json`]). Errors (one
+/// line naming the file): see [`tpslab_run::input::read_text`], not a record, a record holding
 /// what no run writes.
 pub(crate) fn read(p: &std::path::Path) -> Result<Record> {
     read_flag("", p)
@@ -51,7 +51,7 @@ pub(crate) fn read(p: &std::path::Path) -> Result<Record> {
 
 /// [`read`] of the record named by `flag` (`--server`), the flag named in its errors.
 pub(crate) fn read_flag(flag: &str, p: &std::path::Path) -> Result<Record> {
-    let text = crate::input::read_text(flag, p, crate::input::RECORD_MAX_BYTES, true)?;
+    let text = tpslab_run::input::read_text(flag, p, tpslab_run::input::RECORD_MAX_BYTES, true)?;
     let name = match flag {
         "" => p.display().to_string(),
         f => format!("{f} {}", p.display()),

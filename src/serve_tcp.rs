@@ -117,7 +117,7 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     a.record.check(false)?;
     let plan = plan(&a)?;
     let stop = install_signals()?;
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let srv = if plan.request_response() {
         Running::Rr(RrServer::start(RrConfig {
             listen: plan.listen,

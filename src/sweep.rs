@@ -90,7 +90,8 @@ fn record_path(out: &Path, cell: usize, rep: usize) -> PathBuf {
 /// Reads a finished run's record (an interrupted one does not count).
 /// A finished (not interrupted) run's record in `path`, of this release or the previous.
 fn finished(path: &Path) -> Option<RunRecord> {
-    let text = crate::input::read_text("", path, crate::input::RECORD_MAX_BYTES, false).ok()?;
+    let text =
+        tpslab_run::input::read_text("", path, tpslab_run::input::RECORD_MAX_BYTES, false).ok()?;
     let rec = Record::from_json(&text).ok()?;
     match rec.body {
         Body::UdpRun(r) if !r.interrupted => Some(r),
@@ -128,7 +129,8 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
         }
     };
     if let Some(path) = &a.plan {
-        let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, false)?;
+        let text =
+            tpslab_run::input::read_text("--plan", path, tpslab_run::input::PLAN_MAX_BYTES, false)?;
         apply_plan_file(&mut plan, &format!("--plan {}", path.display()), &text)?;
     }
     if a.server_cmd.is_some() {
@@ -162,8 +164,12 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
 fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
     Ok(if a.resume {
         own_folder(&a.out).context("--resume")?;
-        let text =
-            crate::input::read_text("--resume", plan_path, crate::input::PLAN_MAX_BYTES, false)?;
+        let text = tpslab_run::input::read_text(
+            "--resume",
+            plan_path,
+            tpslab_run::input::PLAN_MAX_BYTES,
+            false,
+        )?;
         let plan: Plan = serde_json::from_str(&text)
             .with_context(|| format!("--resume: {}", plan_path.display()))?;
         check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;
@@ -274,7 +280,7 @@ fn run_cell(
             stop,
         )?,
         Some(cmd) => {
-            let user = crate::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
+            let user = tpslab_run::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
             load.target = user.addr;
             let pid = user.pid();
             let rec = run_udp(
@@ -322,7 +328,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let cells = cells(&plan.factors, plan.design);
     let order = run_order(cells.len(), plan.repeat, plan.seed);
     let exporter = a.metrics.start("sweep")?;
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let out_dir = a.out.display().to_string();
     tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;
     let pb = if out::progress_shown() {

@@ -203,7 +203,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     a.gate.conditions(applies::TCP)?;
     let plan = plan(&a)?;
     let stop = install_signals()?;
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let mut rec = TcpRecord {
         plan,
         runs: vec![],

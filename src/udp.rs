@@ -103,7 +103,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     a.record.check(false)?;
     let exporter = a.metrics.start("serve udp")?;
     let stop = install_signals()?;
-    let started = crate::out::Started::now();
+    let started = tpslab_run::Started::now();
     let srv = UdpServer::start(cfg)?;
     tpslab_report::term::serve_header(&mut std::io::stdout().lock(), &srv.report())?;
     // Scraped: the observer follows the server's sockets and its own read count.

@@ -10,11 +10,9 @@
 //! changed or replaced.
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Args, Subcommand};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::record::{Body, Record};
 
@@ -23,7 +21,7 @@ const SCHEMA_VERSION: i64 = 1;
 
 /// The database path: `$XDG_DATA_HOME/tpslab/history.sqlite`, else
 /// `$HOME/.local/share/tpslab/history.sqlite`.
-pub(crate) fn path() -> Result<PathBuf> {
+pub fn path() -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(
@@ -219,12 +217,28 @@ fn headline(rec: &Record) -> String {
             .unwrap_or_default(),
         Body::Sweep(s) => s.result.findings.last().cloned().unwrap_or_default(),
         Body::Compare(c) => format!("{} {} records", c.labels.len(), c.of_kind),
-        _ => String::new(),
+        Body::Serve(s) => format!(
+            "read {} datagrams, answered {}",
+            s.server.received, s.server.answered
+        ),
+        Body::ServeTcp(s) => format!(
+            "{} connections, {} requests, {} bytes",
+            s.connections, s.requests, s.bytes
+        ),
+        Body::Doctor(d) => {
+            let n = tpslab_analysis::doctor::judge(d).len();
+            format!("{n} finding(s) in {} file(s)", d.files.len())
+        }
+        Body::ProbeIdle(i) => match (i.bracket.alive_s, i.bracket.dead_s) {
+            (_, None) => "no idle timeout found".into(),
+            (a, Some(d)) => format!("idle timeout in ({} s, {d} s]", a.unwrap_or(0)),
+        },
+        Body::ProbePool(p) => format!("{} requests, {} failed", p.requests.len(), p.failed()),
     }
 }
 
 /// Appends a record (one transaction). Errors name the database and leave it unchanged.
-pub(crate) fn append(rec: &Record) -> Result<i64> {
+pub fn append(rec: &Record) -> Result<i64> {
     let (c, p) = open(true)?;
     let json = serde_json::to_string(rec).context("the record as JSON")?;
     let first = |s: String| {
@@ -254,7 +268,7 @@ pub(crate) fn append(rec: &Record) -> Result<i64> {
 }
 
 /// A stored record by id.
-pub(crate) fn get(id: i64) -> Result<Record> {
+pub fn get(id: i64) -> Result<Record> {
     let (c, p) = open(false)?;
     let json: Option<String> = c
         .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
@@ -265,43 +279,9 @@ pub(crate) fn get(id: i64) -> Result<Record> {
     Record::from_json(&json).map_err(|e| anyhow!("history run {id}: {e}"))
 }
 
-#[derive(Args, Debug)]
-pub(crate) struct HistoryArgs {
-    #[command(subcommand)]
-    cmd: Option<HistoryCmd>,
-    /// Only runs of this kind (udp_run, diagnose, ramp, sweep, tcp, ...).
-    #[arg(long)]
-    kind: Option<String>,
-    /// Only runs whose target contains this text.
-    #[arg(long)]
-    target: Option<String>,
-    /// Only runs started on or after this day (YYYY-MM-DD, UTC).
-    #[arg(long, value_name = "DATE")]
-    since: Option<String>,
-    /// At most this many runs, the latest.
-    #[arg(long, default_value_t = 50)]
-    limit: u32,
-}
-
-#[derive(Subcommand, Debug)]
-enum HistoryCmd {
-    /// Render one stored run again, as `tpslab report` does.
-    Show {
-        /// Its id (the first column of `tpslab history`).
-        id: i64,
-        /// Write it as an HTML page to FILE instead.
-        #[arg(long, value_name = "FILE")]
-        html: Option<PathBuf>,
-        /// Write the stored record to FILE (`-`: standard output).
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-    },
-    /// Print where the history is kept.
-    Path,
-}
-
-/// Days since 1970-01-01 of YYYY-MM-DD (proleptic Gregorian).
-fn day(s: &str) -> Option<i64> {
+/// Days since 1970-01-01 of YYYY-MM-DD (proleptic Gregorian); `None` for anything else,
+/// a day the month does not have included.
+pub fn day(s: &str) -> Option<i64> {
     let mut it = s.split('-').map(|x| x.parse::<i64>().ok());
     let (y, m, d) = (it.next()??, it.next()??, it.next()??);
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
@@ -322,59 +302,41 @@ fn day(s: &str) -> Option<i64> {
     Some(era * 146_097 + doe - 719_468)
 }
 
-/// A run's start as listed (UTC, to the second), or "not recorded" for a record that
-/// did not carry it (0: a watch of an older release), never 1970-01-01.
-fn started(ms: i64) -> String {
-    if ms <= 0 {
-        "not recorded".into()
-    } else {
-        tpslab_report::html::utc(ms as u64)
-            .trim_end_matches(" UTC")
-            .to_string()
-    }
+/// Which stored runs [`list`] gives: every field narrows the list.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Only runs of this kind (`Record::kind()`: udp_run, diagnose, ...).
+    pub kind: Option<String>,
+    /// Only runs whose target contains this text.
+    pub target: Option<String>,
+    /// Only runs started at or after this time, ms since the Unix epoch.
+    pub since_unix_ms: i64,
+    /// At most this many runs, the latest.
+    pub limit: u32,
 }
 
-/// `tpslab history`.
-pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
-    match a.cmd {
-        Some(HistoryCmd::Path) => {
-            println!("{}", path()?.display());
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(HistoryCmd::Show { id, html, json }) => {
-            if let Some(p) = &html {
-                crate::out::check_output("--html", p, false)?;
-            }
-            if let Some(p) = &json {
-                crate::out::check_output("--json", p, true)?;
-            }
-            let rec = get(id)?;
-            let terminal = if html.is_none() && json.is_none() {
-                crate::out::Terminal::Report { explain: false }
-            } else {
-                crate::out::Terminal::Nothing
-            };
-            let outputs = crate::out::Outputs {
-                json: json.as_deref(),
-                html: html.as_deref(),
-                ..Default::default()
-            };
-            crate::out::emit(&rec, outputs, terminal)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        None => {}
-    }
-    let since_ms = match &a.since {
-        None => 0,
-        Some(s) => {
-            day(s)
-                .ok_or_else(|| anyhow!("--since {s}: allowed a day as YYYY-MM-DD"))?
-                .max(0)
-                * 86_400_000
-        }
-    };
+/// One stored run as listed: the columns, not the record (`get` reads that).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// Its id (`history show ID`, `compare history:ID`).
+    pub id: i64,
+    /// When it started, ms since the Unix epoch (0: not recorded).
+    pub started_unix_ms: i64,
+    /// `Record::kind()`.
+    pub kind: String,
+    /// `Record::target()` (empty when it has none).
+    pub target: String,
+    /// The first line of what it found, at most 300 characters.
+    pub headline: String,
+    /// Whether it was interrupted.
+    pub interrupted: bool,
+}
+
+/// The runs `q` selects, oldest first, and the database they came from. Errors name the
+/// database (none yet, not a tpslab history, a newer schema).
+pub fn list(q: &Query) -> Result<(Vec<Run>, PathBuf)> {
     let (c, p) = open(false)?;
-    let mut q = c
+    let mut s = c
         .prepare(
             "SELECT id, started_unix_ms, kind, target, headline, interrupted FROM runs
              WHERE started_unix_ms >= ?1 AND (?2 IS NULL OR kind = ?2)
@@ -382,51 +344,25 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
              ORDER BY id DESC LIMIT ?4",
         )
         .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
-    let rows: Vec<(i64, i64, String, String, String, bool)> = q
-        .query_map(params![since_ms, a.kind, a.target, a.limit], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
+    let mut rows: Vec<Run> = s
+        .query_map(params![q.since_unix_ms, q.kind, q.target, q.limit], |r| {
+            Ok(Run {
+                id: r.get(0)?,
+                started_unix_ms: r.get(1)?,
+                kind: r.get(2)?,
+                target: r.get(3)?,
+                headline: r.get(4)?,
+                interrupted: r.get(5)?,
+            })
         })
         .and_then(|rows| rows.collect())
         .map_err(|e| anyhow!("history database {}: {e}", p.display()))?;
-    let mut t = tpslab_report::term::table(&["id", "started (UTC)", "kind", "target", "found"]);
-    for i in 1..5 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(comfy_table::CellAlignment::Left);
-        }
-    }
-    for (id, ms, kind, target, head, interrupted) in rows.iter().rev() {
-        t.add_row(vec![
-            id.to_string(),
-            started(*ms),
-            kind.clone(),
-            if target.is_empty() {
-                "-".into()
-            } else {
-                target.clone()
-            },
-            format!("{}{head}", if *interrupted { "(interrupted) " } else { "" }),
-        ]);
-    }
-    println!("{t}");
-    println!("{} run(s) from {}", rows.len(), p.display());
-    Ok(ExitCode::SUCCESS)
+    rows.reverse();
+    Ok((rows, p))
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_start_not_recorded_is_said_not_dated_1970() {
-        assert_eq!(super::started(0), "not recorded");
-        assert_eq!(super::started(1_795_470_158_000), "2026-11-23 21:42:38");
-    }
-
     #[test]
     fn days_from_dates() {
         assert_eq!(super::day("1970-01-01"), Some(0));

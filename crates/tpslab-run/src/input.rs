@@ -13,18 +13,18 @@ use std::path::Path;
 /// at 10 ms (2 flows x 360 000 TCP_INFO samples of some 450 bytes: about 330 MB); an
 /// observer keeps at most 20 000 samples (a run's record stays below 30 MB; the fixtures
 /// are 16 KB to 280 KB).
-pub(crate) const RECORD_MAX_BYTES: u64 = 512 << 20;
+pub const RECORD_MAX_BYTES: u64 = 512 << 20;
 
 /// The largest plan or configuration read (`agent`/`fleet --plan`, `sweep --plan`, a
 /// sweep's saved plan, `--pool-config`), bytes: 1 MiB, far above any real one (a fleet
 /// plan is 10 lines, a pool's configuration a few KB, a sweep's plan of 10 000 cells some
 /// 100 KB).
-pub(crate) const PLAN_MAX_BYTES: u64 = 1 << 20;
+pub const PLAN_MAX_BYTES: u64 = 1 << 20;
 
 /// Reads the file `path` named by `flag` (`""` for a positional argument) as UTF-8 text
 /// of at most `cap` bytes: [`read_bytes`], then checked to be UTF-8 (an error names the
 /// first byte that is not).
-pub(crate) fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<String> {
+pub fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<String> {
     let bytes = read_bytes(flag, path, cap, stdin)?;
     String::from_utf8(bytes).map_err(|e| {
         anyhow!(
@@ -49,7 +49,7 @@ fn name(flag: &str, path: &Path) -> String {
 /// line naming the flag, the path and what is allowed): not openable, not a regular file
 /// (refused before it is opened; a FIFO swapped in meanwhile never blocks: it is opened
 /// with O_NONBLOCK and refused by the descriptor's fstat), over `cap`.
-pub(crate) fn read_bytes(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<Vec<u8>> {
+pub fn read_bytes(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<Vec<u8>> {
     let name = name(flag, path);
     if stdin && path.as_os_str() == "-" {
         return read_capped(&name, std::io::stdin().lock(), cap);

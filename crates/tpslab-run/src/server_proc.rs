@@ -23,13 +23,13 @@ enum Started {
 
 /// A server started for one run and stopped (SIGTERM, then SIGKILL after a second: the
 /// child by its PID, the user's command as a whole group) when dropped.
-pub(crate) struct ServerProcess {
+pub struct ServerProcess {
     started: Started,
     /// The server's PID: the child's, or for a user's command the process of its group
     /// that owns the UDP socket on the port (not the shell running it).
     pid: u32,
     /// Where it listens.
-    pub(crate) addr: SocketAddr,
+    pub addr: SocketAddr,
     /// Its stderr, kept to explain a server that exits early; removed on drop.
     log: Option<PathBuf>,
 }
@@ -48,7 +48,7 @@ fn tail(log: &std::path::Path) -> String {
 
 impl ServerProcess {
     /// The server's process ID (see [`ServerProcess`]'s `pid`).
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.pid
     }
 
@@ -56,7 +56,7 @@ impl ServerProcess {
     /// with a `--duration` so it ends by itself even if tpslab is killed) and reads the
     /// address it listens on from the first line it prints. Its stderr is the terminal's
     /// (quiet: only its errors).
-    pub(crate) fn tpslab(args: &[String]) -> Result<ServerProcess> {
+    pub fn tpslab(args: &[String]) -> Result<ServerProcess> {
         let exe = std::env::current_exe().context("finding tpslab's own executable")?;
         // -q: its progress and its "stopping" at the SIGTERM that ends it are not the user's.
         let mut child = Command::new(exe)
@@ -99,11 +99,7 @@ impl ServerProcess {
     /// Errors: the command cannot start, its group ends before listening, or no process
     /// of it listens within 20 s (naming a process outside the group that holds the port,
     /// e.g. a server that daemonized).
-    pub(crate) fn user_udp(
-        template: &str,
-        cpus: &[usize],
-        sched: SchedPolicy,
-    ) -> Result<ServerProcess> {
+    pub fn user_udp(template: &str, cpus: &[usize], sched: SchedPolicy) -> Result<ServerProcess> {
         let port = tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false)?
             .local_addr()
             .port();

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 /// Why an output file was not written: one line, naming the flag and the path.
 #[derive(Debug)]
-pub(crate) struct OutError(pub(crate) String);
+pub struct OutError(pub String);
 
 impl std::fmt::Display for OutError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -183,7 +183,7 @@ fn open_in_place(flag: &str, path: &Path, follow: bool) -> Result<File, OutError
 
 /// Writes `bytes` to `path` for `flag` as the module says. The path is checked again here
 /// (what [`check`] saw before the run may have changed).
-pub(crate) fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
+pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
     match dest(flag, path)? {
         Dest::InPlace { follow } => {
             let mut f = open_in_place(flag, path, follow)?;
@@ -206,7 +206,7 @@ pub(crate) fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutErro
 /// Opens `path` for `flag` to be written while a run goes (`--json-stream`): a new file
 /// renamed into place now (followers open it by name from then on), or a FIFO/character
 /// device in place.
-pub(crate) fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
+pub fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
     match dest(flag, path)? {
         Dest::InPlace { follow } => open_in_place(flag, path, follow),
         Dest::Replace(at) => temporary(flag, &at)?
@@ -219,7 +219,7 @@ pub(crate) fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
 /// for a typo: not a link, folder or block device; its folder exists and takes a new file
 /// (a temporary one, removed at once). A FIFO or character device is not opened (opening
 /// a FIFO would hand its reader an early end of file).
-pub(crate) fn check(flag: &str, path: &Path) -> Result<(), OutError> {
+pub fn check(flag: &str, path: &Path) -> Result<(), OutError> {
     match dest(flag, path)? {
         Dest::InPlace { .. } => Ok(()),
         Dest::Replace(at) => temporary(flag, &at).map(drop),

@@ -9,13 +9,8 @@ use serde_json::Value;
 use tpslab_analysis::record::Record;
 use tpslab_report::{render, Format};
 
-const FIXTURES: &[&str] = &[
-    "udp_run.json",
-    "diagnose.json",
-    "ramp.json",
-    "sweep.json",
-    "tcp_lab.json",
-];
+mod common;
+use common::FIXTURES;
 
 fn fixture(name: &str) -> Value {
     let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));

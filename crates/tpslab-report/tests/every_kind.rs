@@ -209,15 +209,13 @@ fn every_fixture_renders_as_its_expected_files_in_every_format() {
                     "{stem}.{ext} differs at {}",
                     first_difference(b, &want)
                 )),
-                (Ok(_), Err(_), Err(e)) => {
-                    bad.push(format!("{stem}.{ext}: now refused ({e})"))
-                }
-                (Err(_), Ok(want), Err(e)) if format!("{e}\n").as_bytes() != want => bad.push(
-                    format!(
+                (Ok(_), Err(_), Err(e)) => bad.push(format!("{stem}.{ext}: now refused ({e})")),
+                (Err(_), Ok(want), Err(e)) if format!("{e}\n").as_bytes() != want => {
+                    bad.push(format!(
                         "{stem}.{ext}.error differs at {}",
                         first_difference(format!("{e}\n").as_bytes(), &want)
-                    ),
-                ),
+                    ))
+                }
                 (Err(_), Ok(_), Ok(_)) => {
                     bad.push(format!("{stem}.{ext}: was refused, now renders"))
                 }
@@ -302,7 +300,10 @@ fn every_record_kind_has_a_fixture() {
     let all = kinds_serde_reads();
     assert!(all.len() >= 12, "{all:?}");
     let missing: Vec<_> = all.difference(&kinds).collect();
-    assert!(missing.is_empty(), "record kinds without a fixture: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "record kinds without a fixture: {missing:?}"
+    );
     // The list is the directory: no record there escapes the snapshot and fuzz tests.
     let on_disk: BTreeSet<String> = std::fs::read_dir(fixtures_dir())
         .unwrap()
@@ -310,5 +311,8 @@ fn every_record_kind_has_a_fixture() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     let listed: BTreeSet<String> = FIXTURES.iter().map(|s| s.to_string()).collect();
-    assert_eq!(on_disk, listed, "tests/fixtures/*.json against common::FIXTURES");
+    assert_eq!(
+        on_disk, listed,
+        "tests/fixtures/*.json against common::FIXTURES"
+    );
 }

@@ -1,0 +1,318 @@
+//! Every record kind's output, byte for byte (issue 34: code moves between crates while the
+//! output stays byte-identical). Each fixture in `tests/fixtures/` is rendered through
+//! `tpslab_report::render` in every `Format` and compared with its expected file in
+//! `tests/fixtures/expected/`, with no normalisation (a changed trailing newline or space is
+//! a change):
+//!
+//! | format              | expected file                                               |
+//! |---------------------|-------------------------------------------------------------|
+//! | term                | `NAME.txt`                                                  |
+//! | term with --explain | `NAME.explain.txt`; without that file, the same as `NAME.txt` |
+//! | json                | the fixture itself (`NAME.json`: the record gives itself back) |
+//! | csv                 | `NAME.csv`                                                  |
+//! | metrics             | `NAME.prom`                                                 |
+//! | html                | `NAME.html`                                                 |
+//! | svg                 | `NAME.svg`                                                  |
+//!
+//! A format a kind refuses (a plot of a kind without one) has `NAME.EXT.error` instead: the
+//! error's message. Every output is rendered twice and must be the same both times: nothing
+//! in it may come from the clock, a hash map's order or the host that renders it.
+//!
+//! To accept an intended change: `TPSLAB_BLESS=1 cargo test --release -p tpslab-report
+//! --test every_kind` writes the expected files from the renderers and still FAILS, naming
+//! what it wrote; review `git diff`, then run again without it. Nothing accepts a change
+//! silently.
+//!
+//! The fixtures are records the tool wrote (`--json`), untouched, on the project's test
+//! machine (2 CPUs, root), from the workspace root with `T=./target/release/tpslab`,
+//! `F=crates/tpslab-report/tests/fixtures`:
+//!
+//! - `udp_run.json`: `tpslab run udp --rate 20000 --burst 200 --burst-interval 10ms
+//!   --rcvbuf 20000 --duration 500ms --warmup 100ms --interval 20ms --json $F/udp_run.json`
+//! - `diagnose.json`: `tpslab diagnose --interval 10ms --json $F/diagnose.json` (its facts
+//!   and diagnosis recomputed from its own run; see `snapshots.rs`)
+//! - `ramp.json`: `tpslab ramp tcp --users 1..8 --step x2 --step-duration 300ms --warmup
+//!   100ms --serialize --server-serial 2ms --json ramp.json`
+//! - `sweep.json`: `tpslab sweep --factor rcvbuf=16000000,8192 --factor cpus=all,1 --repeat 3
+//!   --burst 1000 --burst-interval 20ms --duration 600ms --warmup 200ms --seed 42 --out
+//!   /tmp/sw --json /tmp/sweep.json`
+//! - `tcp_lab.json`: `$T tcp --lab-rtt 30ms --lab-rate 622mbit --sndbuf 64KiB --sink-rcvbuf
+//!   64KiB --target-rate 80mbit --duration 3s --interval 250ms --skip 500ms --json
+//!   $F/tcp_lab.json`
+//! - `serve_udp.json` (kind `serve`) and `watch.json` (a UDP server watched), one session:
+//!   `$T serve udp --bind 127.0.0.1:39701 --rcvbuf 65536 --duration 3s --json
+//!   $F/serve_udp.json &`, 0.3 s later `$T load udp 127.0.0.1:39701 --rate 20000 --burst 200
+//!   --burst-interval 10ms --duration 2500ms &` and `$T watch --pid $SERVER --duration 2s
+//!   --interval 100ms --json $F/watch.json`
+//! - `serve_tcp.json` (a sink) and `tcp_bulk.json` (kind `tcp`, a bulk flow into it):
+//!   `$T serve tcp --mode sink --bind 127.0.0.1:39702 --duration 3s --json $F/serve_tcp.json
+//!   &`, 0.3 s later `$T tcp 127.0.0.1:39702 --duration 2s --interval 100ms --skip 500ms
+//!   --sndbuf 64KiB --target-rate 10gbit --json $F/tcp_bulk.json`
+//! - `tcp_watched.json` (kind `tcp`, another process's flows watched, with its threads'
+//!   waits) and `watch_tcp.json` (a TCP server watched), one session: `$T serve tcp --mode
+//!   source --bind 127.0.0.1:39703 --sndbuf 64KiB --duration 4s &`, `$T tcp
+//!   127.0.0.1:39703 --reverse --rcvbuf 128KiB --duration 3500ms --interval 100ms --skip
+//!   500ms &`, then together `$T tcp --watch-pid $SERVER --duration 2s --interval 100ms
+//!   --skip 500ms --json $F/tcp_watched.json &` and `$T watch --pid $SERVER --duration 2s
+//!   --interval 100ms --json $F/watch_tcp.json`
+//! - `doctor.json`: `$T doctor --root tests/fixtures/doctor/s1 --for udp --rate 100000
+//!   --burst 5000 --size 1024 --json $F/doctor.json`
+//! - `probe_idle.json` (TCP): `$T probe idle --lab-idle-timeout 2500ms --min 1s --max 4s
+//!   --resolution 1s --json $F/probe_idle.json`
+//! - `probe_idle_udp.json` (UDP mappings): `$T probe idle --udp --lab-idle-timeout 2500ms
+//!   --min 1s --max 4s --resolution 1s --json $F/probe_idle_udp.json`
+//! - `probe_pool.json`: `$T probe pool --lab-idle-timeout 1s --validate-every 2s --max-idle 3s
+//!   --min-idle 1 --requests 4 --request-every 1500ms --query-timeout 500ms --json
+//!   $F/probe_pool.json`
+//! - `compare.json`: two runs `$T run udp --rate 20000 --burst 200 --burst-interval 10ms
+//!   --rcvbuf R --duration 1s --warmup 100ms --interval 50ms --json /tmp/snapcmp/X.json`
+//!   (R = 20000 for a.json, 2000000 for b.json), then in /tmp/snapcmp `tpslab compare
+//!   a.json b.json --json $F/compare.json`
+//!
+//! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use tpslab_analysis::record::{Body, Record};
+use tpslab_report::{render, Format};
+
+mod common;
+use common::FIXTURES;
+
+/// The fixtures of each record kind. No `_` arm: a new kind does not compile until it is
+/// named here, and `every_record_kind_has_a_fixture` fails until its fixture exists.
+fn fixtures_of(body: &Body) -> &'static [&'static str] {
+    match body {
+        Body::UdpRun(_) => &["udp_run.json"],
+        Body::Watch(_) => &["watch.json", "watch_tcp.json"],
+        Body::Diagnose(_) => &["diagnose.json"],
+        Body::Ramp(_) => &["ramp.json"],
+        Body::Sweep(_) => &["sweep.json"],
+        Body::Serve(_) => &["serve_udp.json"],
+        Body::Tcp(_) => &["tcp_lab.json", "tcp_bulk.json", "tcp_watched.json"],
+        Body::ServeTcp(_) => &["serve_tcp.json"],
+        Body::Doctor(_) => &["doctor.json"],
+        Body::ProbeIdle(_) => &["probe_idle.json", "probe_idle_udp.json"],
+        Body::ProbePool(_) => &["probe_pool.json"],
+        Body::Compare(_) => &["compare.json"],
+    }
+}
+
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn record(name: &str) -> Record {
+    let p = fixtures_dir().join(name);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    Record::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// `rec` in `format`: its bytes, or the error's message when the kind refuses the format.
+fn rendered(rec: &Record, format: Format, explain: bool) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    render(&mut out, rec, format, explain)
+        .map(|()| out)
+        .map_err(|e| e.to_string())
+}
+
+/// Where two outputs first differ: line (1-based) and both lines, or the lengths when one
+/// is the other's beginning.
+fn first_difference(got: &[u8], want: &[u8]) -> String {
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    let line = |b: &[u8]| {
+        let start = b[..at.min(b.len())]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |i| start + i);
+        String::from_utf8_lossy(&b[start..end]).into_owned()
+    };
+    let n = want[..at.min(want.len())]
+        .iter()
+        .filter(|&&c| c == b'\n')
+        .count();
+    format!(
+        "byte {at} (line {}; got {} bytes, want {}):\n    want: {:?}\n    got:  {:?}",
+        n + 1,
+        got.len(),
+        want.len(),
+        line(want),
+        line(got)
+    )
+}
+
+/// The formats with an expected file each: (format, explain, the file's extension).
+const FORMATS: &[(Format, bool, &str)] = &[
+    (Format::Term, false, "txt"),
+    (Format::Term, true, "explain.txt"),
+    (Format::Csv, false, "csv"),
+    (Format::Metrics, false, "prom"),
+    (Format::Html, false, "html"),
+    (Format::Svg, false, "svg"),
+];
+
+#[test]
+fn every_fixture_renders_as_its_expected_files_in_every_format() {
+    let bless = std::env::var_os("TPSLAB_BLESS").is_some_and(|v| !v.is_empty() && v != "0");
+    let expected = fixtures_dir().join("expected");
+    let mut bad = Vec::new();
+    let mut written = Vec::new();
+    for name in FIXTURES {
+        let stem = name.strip_suffix(".json").expect("a .json fixture");
+        let rec = record(name);
+        // JSON: the record gives itself back, byte for byte.
+        let json = rendered(&rec, Format::Json, false).expect("every kind renders as JSON");
+        let file = std::fs::read(fixtures_dir().join(name)).unwrap();
+        if json != file {
+            bad.push(format!(
+                "{name} as json is not the fixture: {}",
+                first_difference(&json, &file)
+            ));
+        }
+        let term = rendered(&rec, Format::Term, false);
+        for &(format, explain, ext) in FORMATS {
+            let got = rendered(&rec, format, explain);
+            // The same input renders the same bytes every time.
+            let again = rendered(&rec, format, explain);
+            if got != again {
+                bad.push(format!("{stem}.{ext}: two renders differ"));
+            }
+            let ok = expected.join(format!("{stem}.{ext}"));
+            let err = expected.join(format!("{stem}.{ext}.error"));
+            // Explained terminal output has its own file only where it differs.
+            let same_as_term = explain && got == term;
+            if bless {
+                let _ = std::fs::remove_file(&ok);
+                let _ = std::fs::remove_file(&err);
+                if !same_as_term {
+                    let (path, bytes) = match &got {
+                        Ok(b) => (&ok, b.clone()),
+                        Err(e) => (&err, format!("{e}\n").into_bytes()),
+                    };
+                    std::fs::create_dir_all(&expected).unwrap();
+                    std::fs::write(path, bytes).unwrap();
+                    written.push(path.file_name().unwrap().to_string_lossy().into_owned());
+                }
+                continue;
+            }
+            match (std::fs::read(&ok), std::fs::read(&err), &got) {
+                (Ok(_), Ok(_), _) => bad.push(format!("{stem}.{ext}: both it and .error exist")),
+                (Ok(want), Err(_), Ok(b)) if *b != want => bad.push(format!(
+                    "{stem}.{ext} differs at {}",
+                    first_difference(b, &want)
+                )),
+                (Ok(_), Err(_), Err(e)) => bad.push(format!("{stem}.{ext}: now refused ({e})")),
+                (Err(_), Ok(want), Err(e)) if format!("{e}\n").as_bytes() != want => {
+                    bad.push(format!(
+                        "{stem}.{ext}.error differs at {}",
+                        first_difference(format!("{e}\n").as_bytes(), &want)
+                    ))
+                }
+                (Err(_), Ok(_), Ok(_)) => {
+                    bad.push(format!("{stem}.{ext}: was refused, now renders"))
+                }
+                (Err(_), Err(_), _) if same_as_term => {}
+                (Err(_), Err(_), _) => bad.push(if explain {
+                    format!("{stem}.{ext}: no expected file, and --explain changes the report")
+                } else {
+                    format!("{stem}.{ext}: no expected file")
+                }),
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        !bless,
+        "TPSLAB_BLESS: wrote {} expected file(s) ({}); review `git diff`, then run again without it",
+        written.len(),
+        written.join(", ")
+    );
+    assert!(
+        bad.is_empty(),
+        "{} output(s) changed (an intended change: see this file's header):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// No expected file is left that no fixture renders (a renamed fixture's old files).
+#[test]
+fn every_expected_file_belongs_to_a_fixture_and_format() {
+    let mut known = BTreeSet::new();
+    for name in FIXTURES {
+        let stem = name.strip_suffix(".json").unwrap();
+        for (_, _, ext) in FORMATS {
+            known.insert(format!("{stem}.{ext}"));
+            known.insert(format!("{stem}.{ext}.error"));
+        }
+    }
+    for e in std::fs::read_dir(fixtures_dir().join("expected")).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(known.contains(&n), "expected/{n}: no fixture renders it");
+    }
+}
+
+/// The record kinds as serde reads them: the list its error for an unknown `kind` names.
+fn kinds_serde_reads() -> BTreeSet<String> {
+    let e = serde_json::from_str::<Body>(r#"{"kind":"(none)"}"#).unwrap_err();
+    let msg = e.to_string();
+    let list = msg
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("serde's message names no variants: {msg}"));
+    list.split(", ")
+        .map(|k| k.split('`').nth(1).expect("a quoted variant").to_string())
+        .collect()
+}
+
+/// Every variant of `Body` has a fixture of its kind: `fixtures_of` names each kind's
+/// fixtures (a new variant does not compile without an arm), every kind serde reads is the
+/// kind of a fixture, each fixture is listed under its own kind, and the fixture list is
+/// every record in `tests/fixtures/`.
+#[test]
+fn every_record_kind_has_a_fixture() {
+    let mut kinds = BTreeSet::new();
+    for name in FIXTURES {
+        let rec = record(name);
+        assert!(
+            fixtures_of(&rec.body).contains(name),
+            "{name} (kind {}) is not listed under its kind in fixtures_of",
+            rec.kind()
+        );
+        kinds.insert(rec.kind().to_string());
+        for other in fixtures_of(&rec.body) {
+            assert!(
+                FIXTURES.contains(other),
+                "{other}, listed for kind {}, is not in common::FIXTURES",
+                rec.kind()
+            );
+            assert_eq!(record(other).kind(), rec.kind(), "{other}");
+        }
+    }
+    let all = kinds_serde_reads();
+    assert!(all.len() >= 12, "{all:?}");
+    let missing: Vec<_> = all.difference(&kinds).collect();
+    assert!(
+        missing.is_empty(),
+        "record kinds without a fixture: {missing:?}"
+    );
+    // The list is the directory: no record there escapes the snapshot and fuzz tests.
+    let on_disk: BTreeSet<String> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    let listed: BTreeSet<String> = FIXTURES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        on_disk, listed,
+        "tests/fixtures/*.json against common::FIXTURES"
+    );
+}

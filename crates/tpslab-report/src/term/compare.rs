@@ -16,9 +16,12 @@ pub fn letter(i: usize) -> String {
     }
 }
 
+/// A figure as shown; "-" for one that is not a number (a `null` read back as NaN).
 fn num(x: f64) -> String {
     let a = x.abs();
-    if a >= 1000.0 {
+    if !x.is_finite() {
+        "-".into()
+    } else if a >= 1000.0 {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
@@ -41,6 +44,7 @@ pub fn changes(f: &FigureRow) -> Vec<(String, String)> {
         .iter()
         .map(|e| match e {
             None => ("-".into(), "missing on one side".into()),
+            Some(e) if !e.diff.is_finite() => ("-".into(), "no difference recorded".into()),
             Some(e) if !e.ci_lo.is_finite() => (
                 format!("{:+}", num(e.diff)),
                 "one value each: no test".into(),

@@ -14,9 +14,7 @@ use tpslab_analysis::ramp;
 use tpslab_analysis::record::{Body, RampReport, Record};
 use tpslab_engine::ramp::{run_ramp_with, RampPlan, RampProto};
 use tpslab_engine::rr::{frame, Framing};
-use tpslab_plan::limits::{
-    MAX_UDP_PAYLOAD, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
-};
+use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 use tpslab_run::server_proc::ServerProcess;
 
 #[derive(Subcommand, Debug)]
@@ -278,25 +276,19 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         out::check_output("--svg", p, false)?;
     }
     a.gate.conditions(applies::RAMP)?;
-    STEP_DURATION.check("--step-duration", a.step_duration)?;
-    STEP_WARMUP.check("--warmup", a.warmup)?;
-    THINK.check("--think", a.think)?;
-    REQUEST_TIMEOUT.check("--timeout", a.timeout)?;
-    SAMPLE_INTERVAL.check("--interval", a.interval)?;
-    if !(a.knee_gain > 0.0 && a.knee_gain < 1.0) {
-        bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
-    }
     let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
     let (request, seq_field) = request(&a, proto)?;
     let (target, pid, server) = target(&a, proto, steps.len())?;
+    // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     let plan = RampPlan {
         proto,
         target,
         steps,
-        step_ns: a.step_duration.as_nanos() as u64,
-        warmup_ns: a.warmup.as_nanos() as u64,
-        think_ns: a.think.as_nanos() as u64,
-        timeout_ns: a.timeout.as_nanos() as u64,
+        step_ns: ns(a.step_duration),
+        warmup_ns: ns(a.warmup),
+        think_ns: ns(a.think),
+        timeout_ns: ns(a.timeout),
         request,
         framing,
         seq_field,
@@ -315,9 +307,10 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
             }
         }),
         server_pid: pid,
-        sample_ns: a.interval.as_nanos() as u64,
+        sample_ns: ns(a.interval),
         load_threads: a.load_threads,
     };
+    plan.validate()?;
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_header(&mut out, &plan)?;
     drop(out);

@@ -6,68 +6,10 @@ use crate::stats::LatencySummary;
 use crate::usl::{self, StepPoint, UslFit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use tpslab_plan::framing::Framing;
 
-fn default_knee_gain() -> f64 {
-    0.2
-}
-
-/// Transport of the ramp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RampProto {
-    /// One TCP connection per user; replies delimited by [`Framing`].
-    Tcp,
-    /// One UDP socket per user; a reply matches its request by the sequence field.
-    Udp,
-}
-
-/// A validated ramp.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RampPlan {
-    /// TCP or UDP.
-    pub proto: RampProto,
-    /// The server.
-    pub target: SocketAddr,
-    /// Users in each step, increasing.
-    pub steps: Vec<usize>,
-    /// Measured part of each step, ns.
-    pub step_ns: u64,
-    /// Unmeasured start of each step, ns.
-    pub warmup_ns: u64,
-    /// Pause of a user between a reply and its next request, ns.
-    pub think_ns: u64,
-    /// Longest wait for a reply (and for a TCP connect), ns.
-    pub timeout_ns: u64,
-    /// The bytes of one request as sent (TCP: framed already).
-    pub request: Vec<u8>,
-    /// How TCP replies end.
-    pub framing: Framing,
-    /// UDP: (offset, length) of the sequence field written into each request and
-    /// expected back in its reply; `None` = the first 8 bytes (user id, sequence).
-    pub seq_field: Option<(usize, usize)>,
-    /// The knee is the first step whose TPS gain per user gain falls below this (an
-    /// analysis setting, kept with the plan so the record can be judged again).
-    #[serde(default = "default_knee_gain")]
-    pub knee_gain: f64,
-    /// The built-in server tpslab started for the ramp, in words (None: the target is
-    /// someone else's).
-    #[serde(default)]
-    pub builtin_server: Option<String>,
-    /// PID of the server whose threads and CPU are sampled, if on this host.
-    pub server_pid: Option<u32>,
-    /// Thread-state sampling interval, ns.
-    pub sample_ns: u64,
-    /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU (left
-    /// out of the record then).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub load_threads: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
+/// The plan of a ramp, and its protocol: defined with every other plan in `tpslab_plan`
+/// (where [`RampPlan::validate`] checks it), named here too as the record's part.
+pub use tpslab_plan::ramp::{RampPlan, RampProto};
 
 pub use crate::waits::ThreadStates;
 
@@ -161,12 +103,9 @@ impl RampRecord {
             return None;
         }
         let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-        let proto = match self.plan.proto {
-            RampProto::Tcp => "tcp",
-            RampProto::Udp => "udp",
-        };
         Some(format!(
-            "ramp {proto} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
+            "ramp {} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
+            self.plan.proto.name(),
             self.plan.target,
             by_kind.join(", ")
         ))

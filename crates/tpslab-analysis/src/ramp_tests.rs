@@ -1,5 +1,6 @@
 //! Tests of the parent module.
 use super::*;
+use tpslab_plan::framing::Framing;
 
 fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
     StepResult {

@@ -11,76 +11,19 @@
 //! 10,000 threads.
 
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary};
 use tpslab_net::mono_ns;
 
+use crate::proto::{Protocol, Transport};
+use crate::tally::{StepAcc, Tally};
 use crate::EngineError;
 
 pub use tpslab_analysis::ramp::{RampPlan, RampProto, RampRecord, StepResult, ThreadStates};
-
-struct StepAcc {
-    hist: Histogram<u64>,
-    errors: BTreeMap<String, u64>,
-}
-
-pub(crate) struct Shared<'a> {
-    pub(crate) plan: &'a RampPlan,
-    /// Set at the end.
-    pub(crate) done: AtomicBool,
-    /// Measured windows: [start, end) ns per step.
-    windows: Vec<(u64, u64)>,
-    acc: Vec<Mutex<StepAcc>>,
-}
-
-impl Shared<'_> {
-    /// Users that run at `t`: those of the step whose warm-up or window holds it (by the
-    /// plan's clock, not by when this thread gets to its bookkeeping), the last step's
-    /// after its end, none before the first.
-    pub(crate) fn users_at(&self, t: u64) -> usize {
-        let warmup = self.plan.warmup_ns;
-        self.windows
-            .iter()
-            .zip(&self.plan.steps)
-            .take_while(|((w0, _), _)| t >= w0.saturating_sub(warmup))
-            .last()
-            .map_or(0, |(_, &n)| n)
-    }
-
-    fn step_of(&self, t: u64) -> Option<usize> {
-        self.windows.iter().position(|&(a, b)| t >= a && t < b)
-    }
-    pub(crate) fn ok(&self, t: u64, rt_ns: u64) {
-        if let Some(i) = self.step_of(t) {
-            let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
-            // Above the histogram's 100 s bound counts as 100 s, never as nothing.
-            a.hist.saturating_record(rt_ns.max(1));
-        }
-    }
-    pub(crate) fn err(&self, t: u64, kind: &str) {
-        if let Some(i) = self.step_of(t) {
-            let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
-            *a.errors.entry(kind.to_string()).or_default() += 1;
-        }
-    }
-}
-
-pub(crate) fn io_kind(e: &std::io::Error) -> String {
-    match e.kind() {
-        ErrorKind::WouldBlock | ErrorKind::TimedOut => "timeout".into(),
-        ErrorKind::UnexpectedEof => "closed by peer".into(),
-        ErrorKind::ConnectionReset => "connection reset".into(),
-        ErrorKind::ConnectionRefused => "connection refused".into(),
-        ErrorKind::BrokenPipe => "broken pipe".into(),
-        _ => e.to_string(),
-    }
-}
 
 /// Runs the plan; `stop` ends it early (the steps so far are returned).
 pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, EngineError> {
@@ -94,11 +37,9 @@ pub fn run_ramp_with(
     stop: &AtomicBool,
     on_step: &(dyn Fn(&StepResult) + Sync),
 ) -> Result<RampRecord, EngineError> {
-    if plan.steps.is_empty() || plan.steps.windows(2).any(|w| w[1] < w[0]) {
-        return Err(EngineError::Other(
-            "ramp steps must be non-empty and increasing".into(),
-        ));
-    }
+    plan.validate()
+        .map_err(|e| EngineError::Other(e.to_string()))?;
+    let proto = Protocol::for_plan(plan);
     let max_users = *plan.steps.last().unwrap_or(&1);
     // One socket per user, plus room for the process's own files.
     let limit = tpslab_net::raise_nofile();
@@ -108,7 +49,7 @@ pub fn run_ramp_with(
             max_users + 64
         )));
     }
-    if plan.proto == RampProto::Tcp {
+    if proto.transport() == Transport::Stream {
         check_ports(max_users)?;
     }
     let loops = match plan.load_threads {
@@ -121,7 +62,7 @@ pub fn run_ramp_with(
     let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
         .map(|k| (t0 + k * per + plan.warmup_ns, t0 + (k + 1) * per))
         .collect();
-    let shared = Shared {
+    let shared = Tally {
         plan,
         done: AtomicBool::new(false),
         windows: windows.clone(),
@@ -139,9 +80,9 @@ pub fn run_ramp_with(
     let mut results = vec![];
     // The server's network namespace (its TCP counters and listen socket): its PID's,
     // or this host's for a local target.
-    let tcp_root = match (plan.proto, plan.server_pid) {
-        (RampProto::Tcp, Some(pid)) => Some(std::path::PathBuf::from(format!("/proc/{pid}"))),
-        (RampProto::Tcp, None) if plan.target.ip().is_loopback() => {
+    let tcp_root = match (proto.transport(), plan.server_pid) {
+        (Transport::Stream, Some(pid)) => Some(std::path::PathBuf::from(format!("/proc/{pid}"))),
+        (Transport::Stream, None) if plan.target.ip().is_loopback() => {
             Some(std::path::PathBuf::from("/proc/self"))
         }
         _ => None,
@@ -160,11 +101,11 @@ pub fn run_ramp_with(
     std::thread::scope(|s| -> Result<(), EngineError> {
         // The users, multiplexed on a few loop threads (user i on loop i % loops).
         for t in 0..loops {
-            let sh = &shared;
+            let (sh, proto) = (&shared, &proto);
             let ids: Vec<usize> = (t..max_users).step_by(loops).collect();
             let spawned = std::thread::Builder::new()
                 .name(format!("ramp-users-{t}"))
-                .spawn_scoped(s, move || crate::users::run_loop(sh, ids));
+                .spawn_scoped(s, move || proto.with(crate::users::Users { sh, ids }));
             if let Err(e) = spawned {
                 // The loops already started must end, or the scope would wait forever.
                 shared.done.store(true, Relaxed);

@@ -1,4 +1,6 @@
 use super::*;
+use std::io::ErrorKind;
+
 use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
 
 /// One ramp at a time: thousands of users on two CPUs would measure each other.
@@ -134,7 +136,7 @@ fn users_follow_the_plans_clock() {
             )
         })
         .collect();
-    let sh = Shared {
+    let sh = Tally {
         plan: &p,
         done: AtomicBool::new(false),
         windows,

@@ -92,24 +92,8 @@ impl FrameReader {
     }
 
     fn complete(&self, f: &Framing) -> std::io::Result<Option<usize>> {
-        let have = &self.buf[self.start..self.end];
-        Ok(match f {
-            Framing::Length => {
-                if have.len() < 4 {
-                    return Ok(None);
-                }
-                let len = u32::from_be_bytes([have[0], have[1], have[2], have[3]]) as usize;
-                if len > MAX_FRAME {
-                    return Err(std::io::Error::new(
-                        ErrorKind::InvalidData,
-                        format!("frame length {len} above {MAX_FRAME}"),
-                    ));
-                }
-                (have.len() >= 4 + len).then_some(4 + len)
-            }
-            Framing::Fixed(n) => (have.len() >= *n).then_some(*n),
-            Framing::Delimiter(d) => memchr::memmem::find(have, d).map(|i| i + d.len()),
-        })
+        crate::proto::tcp_framed::frame_len(f, &self.buf[self.start..self.end])
+            .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
     }
 }
 

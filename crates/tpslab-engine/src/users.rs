@@ -3,24 +3,29 @@
 //! times, back-offs and per-request timeouts on a timer heap. Thousands of users cost a
 //! socket and a few KiB each, not a thread each.
 //!
-//! A user: connects (TCP, non-blocking, within the timeout), writes its request, reads
-//! the reply (TCP: one frame by the plan's framing; UDP: the datagram whose sequence field
-//! matches, late replies to earlier requests skipped), counts it, thinks, and goes again.
-//! A failed request is counted by kind; TCP then reconnects (after a failed connect, it
-//! backs off for the timeout, at most 100 ms, so a dead server is not spun on).
+//! A user: opens its socket (non-blocking; a connection is made within the timeout),
+//! writes its request, reads the reply (cut out of the bytes read and matched to the
+//! request by its protocol, [`crate::proto`]; late replies to earlier requests skipped),
+//! counts it, thinks, and goes again. A failed request is counted by kind; a connection is
+//! then closed and made again (after a failed connect, it backs off for the timeout, at
+//! most 100 ms, so a dead server is not spun on).
+//!
+//! The loop is generic over the protocol ([`Exchange`], monomorphised) and knows of it only
+//! its [`Transport`]: a stream's bytes are kept per user until a reply is whole, a
+//! datagram socket's are read into one buffer of the loop's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::io::{ErrorKind, Read};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
+use tpslab_plan::framing::MAX_FRAME;
 
-use crate::ramp::{io_kind, RampProto, Shared};
-use crate::rr::FrameReader;
+use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
+use crate::tally::Tally;
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +34,7 @@ enum State {
     Off,
     /// Until its timer: thinking, or backing off before a reconnect.
     Waiting,
-    /// TCP connect in flight.
+    /// Connect in flight.
     Connecting,
     /// Writing its request: bytes written so far.
     Sending(usize),
@@ -37,16 +42,15 @@ enum State {
     Reading,
 }
 
-struct User {
+struct User<U> {
     id: usize,
     state: State,
-    tcp: Option<TcpStream>,
-    udp: Option<UdpSocket>,
-    reader: FrameReader,
-    /// UDP: its own copy of the request (the sequence field is written into it).
-    req: Vec<u8>,
-    seq: u32,
-    tag: [u8; 8],
+    /// Its socket; None: opened at its next request.
+    sock: Option<socket2::Socket>,
+    /// A stream's bytes read and not yet taken by a whole reply (unused on datagrams).
+    rx: RecvBuf,
+    /// Its protocol's state: sequence number, request, ...
+    p: U,
     /// When the current request started, ns.
     t0: u64,
     /// When its timer is due (a request's timeout, the end of a think time or a back-off),
@@ -61,18 +65,98 @@ struct User {
     interest: u32,
 }
 
-/// A loop's context: the shared ramp state, its epoll and its timers.
-struct Loop<'a, 'p> {
-    sh: &'a Shared<'p>,
+/// The most a stream's reply may hold before it is whole, bytes: a frame of
+/// [`MAX_FRAME`] and its length prefix. Beyond it the request fails (`frame too long`).
+const MAX_REPLY: usize = MAX_FRAME + 4;
+
+/// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
+const RX_START: usize = 4096;
+
+/// A stream's bytes read and not yet consumed by a whole reply.
+#[derive(Default)]
+struct RecvBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl RecvBuf {
+    fn with_capacity(bytes: usize) -> RecvBuf {
+        RecvBuf {
+            buf: vec![0; bytes],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The bytes read and not consumed.
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Takes the first `n` pending bytes (all of them at most).
+    fn consume(&mut self, n: usize) {
+        self.start += n.min(self.end - self.start);
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+    }
+
+    /// One read of `s` after the pending bytes (moved to the front first; the buffer
+    /// doubled when full, up to [`MAX_REPLY`]). Ok(0): the peer closed. Errors: the
+    /// read's, or InvalidData `frame too long` when the buffer is full at its limit.
+    fn read_from(&mut self, s: &socket2::Socket) -> std::io::Result<usize> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            if self.buf.len() >= MAX_REPLY {
+                return Err(std::io::Error::new(
+                    ErrorKind::InvalidData,
+                    "frame too long",
+                ));
+            }
+            self.buf.resize((self.buf.len() * 2).max(16), 0);
+        }
+        let mut r = s;
+        let n = r.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        Ok(n)
+    }
+}
+
+/// A loop's context: the shared ramp state, its protocol, its epoll and its timers.
+struct Loop<'a, 'p, P> {
+    sh: &'a Tally<'p>,
+    proto: &'a P,
     ep: Epoll,
     /// (time, user): at most about one live entry per user (see [`Loop::timer`]).
     timers: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Datagrams: every user's are read here (a stream's into the user's own buffer).
     scratch: Vec<u8>,
     timeout_ns: u64,
 }
 
+/// The users `ids` (increasing) of one loop thread, run with the plan's protocol until
+/// the ramp is done: `Protocol::with(Users { .. })` calls [`run_loop`] for its type.
+pub(crate) struct Users<'a, 'p> {
+    /// The ramp's clock and counts.
+    pub(crate) sh: &'a Tally<'p>,
+    /// This loop's users.
+    pub(crate) ids: Vec<usize>,
+}
+
+impl WithExchange for Users<'_, '_> {
+    type Out = ();
+    fn with<P: Exchange>(self, p: &P) {
+        run_loop(self.sh, p, self.ids)
+    }
+}
+
 /// Runs the users `ids` (increasing) on this thread until the ramp is done.
-pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
+fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
     let ep = match Epoll::new(1024) {
         Ok(ep) => ep,
         Err(e) => {
@@ -80,19 +164,20 @@ pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
             return;
         }
     };
-    let udp = sh.plan.proto == RampProto::Udp;
-    let mut users: Vec<User> = ids
+    let stream = P::TRANSPORT == Transport::Stream;
+    let mut users: Vec<User<P::User>> = ids
         .into_iter()
         .map(|id| User {
             id,
             state: State::Off,
-            tcp: None,
-            udp: None,
+            sock: None,
             // Small at first: it grows to a reply's size.
-            reader: FrameReader::with_capacity(4096),
-            req: if udp { sh.plan.request.clone() } else { vec![] },
-            seq: 0,
-            tag: [0; 8],
+            rx: if stream {
+                RecvBuf::with_capacity(RX_START)
+            } else {
+                RecvBuf::default()
+            },
+            p: proto.user(id),
             t0: 0,
             due: 0,
             queued: 0,
@@ -102,9 +187,11 @@ pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
         .collect();
     let mut lp = Loop {
         sh,
+        proto,
         ep,
         timers: BinaryHeap::new(),
-        scratch: if udp { vec![0; 65536] } else { vec![] },
+        // The largest datagram.
+        scratch: if stream { vec![] } else { vec![0; 65536] },
         timeout_ns: sh.plan.timeout_ns.max(1_000_000),
     };
     let mut started = 0;
@@ -154,8 +241,8 @@ pub(crate) fn run_loop(sh: &Shared, ids: Vec<usize>) {
     }
 }
 
-impl Loop<'_, '_> {
-    fn token(i: usize, u: &User) -> u64 {
+impl<P: Exchange> Loop<'_, '_, P> {
+    fn token(i: usize, u: &User<P::User>) -> u64 {
         ((i as u64) << 32) | u.sock_gen as u64
     }
 
@@ -165,7 +252,7 @@ impl Loop<'_, '_> {
     /// comes. The heap holds about one entry per user instead of one per request (at
     /// 200,000 requests a second and a 2 s timeout that was 400,000 entries, a cache miss
     /// per level of every pop).
-    fn timer(&mut self, u: &mut User, i: usize, at: u64) {
+    fn timer(&mut self, u: &mut User<P::User>, i: usize, at: u64) {
         u.due = at;
         if u.queued == 0 || at < u.queued {
             u.queued = at;
@@ -176,17 +263,16 @@ impl Loop<'_, '_> {
     /// Watches the user's socket for `interest` (0: nothing; hang-ups still wake it).
     /// Registered already for the same events: no system call (a request's write asks
     /// for READABLE each time; an epoll_ctl per request cost ~1 us of a 90 us round trip).
-    fn watch(&mut self, u: &mut User, i: usize, interest: u32) {
+    fn watch(&mut self, u: &mut User<P::User>, i: usize, interest: u32) {
         if u.interest == interest | (1 << 31) {
             return;
         }
         let tok = Self::token(i, u);
-        let r = match (&u.tcp, &u.udp) {
-            (Some(s), _) if u.interest == 0 => self.ep.add(s, tok, interest),
-            (Some(s), _) => self.ep.modify(s, tok, interest),
-            (None, Some(s)) if u.interest == 0 => self.ep.add(s, tok, interest),
-            (None, Some(s)) => self.ep.modify(s, tok, interest),
-            (None, None) => return,
+        let Some(s) = &u.sock else { return };
+        let r = if u.interest == 0 {
+            self.ep.add(s, tok, interest)
+        } else {
+            self.ep.modify(s, tok, interest)
         };
         match r {
             Ok(()) => u.interest = interest | (1 << 31),
@@ -194,42 +280,28 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn close(&mut self, u: &mut User) {
+    fn close(&mut self, u: &mut User<P::User>) {
         // Closing the descriptor removes it from the epoll set.
-        u.tcp = None;
+        u.sock = None;
         u.interest = 0;
         u.sock_gen = u.sock_gen.wrapping_add(1);
-        u.reader = FrameReader::with_capacity(4096);
-    }
-
-    /// Begins the user's next request: connecting first when it has no connection.
-    fn start(&mut self, u: &mut User, i: usize) {
-        match self.sh.plan.proto {
-            RampProto::Tcp if u.tcp.is_none() => self.connect(u, i),
-            RampProto::Udp if u.udp.is_none() => match udp_socket(self.sh.plan.target) {
-                Ok(s) => {
-                    u.udp = Some(s);
-                    u.interest = 0;
-                    u.sock_gen = u.sock_gen.wrapping_add(1);
-                    self.watch(u, i, READABLE);
-                    self.send(u, i);
-                }
-                Err(e) => {
-                    self.sh.err(mono_ns(), &format!("socket: {e}"));
-                    self.back_off(u, i);
-                }
-            },
-            _ => self.send(u, i),
+        if P::TRANSPORT == Transport::Stream {
+            u.rx = RecvBuf::with_capacity(RX_START);
         }
+        self.proto.closed(&mut u.p);
     }
 
-    fn connect(&mut self, u: &mut User, i: usize) {
-        match tcp_connect(self.sh.plan.target) {
-            Ok((s, done)) => {
-                u.tcp = Some(s);
+    /// Begins the user's next request: opening its socket first when it has none.
+    fn start(&mut self, u: &mut User<P::User>, i: usize) {
+        if u.sock.is_some() {
+            return self.send(u, i);
+        }
+        match self.proto.open() {
+            Ok(Opened { socket, ready }) => {
+                u.sock = Some(socket);
                 u.interest = 0;
                 u.sock_gen = u.sock_gen.wrapping_add(1);
-                if done {
+                if ready {
                     self.send(u, i);
                 } else {
                     u.state = State::Connecting;
@@ -238,78 +310,52 @@ impl Loop<'_, '_> {
                     self.timer(u, i, at);
                 }
             }
-            Err(e) => self.connect_failed(u, i, &io_kind(&e)),
+            Err(kind) => {
+                self.sh.err(mono_ns(), &kind);
+                self.close(u);
+                self.back_off(u, i);
+            }
         }
     }
 
-    fn connect_failed(&mut self, u: &mut User, i: usize, kind: &str) {
+    fn connect_failed(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
         self.sh.err(mono_ns(), &format!("connect: {kind}"));
         self.close(u);
         self.back_off(u, i);
     }
 
     /// Waits before trying again: the timeout, at most 100 ms.
-    fn back_off(&mut self, u: &mut User, i: usize) {
+    fn back_off(&mut self, u: &mut User<P::User>, i: usize) {
         u.state = State::Waiting;
         let at = mono_ns() + self.timeout_ns.min(100_000_000);
         self.timer(u, i, at);
     }
 
     /// Starts a request: its clock, its timeout, its bytes.
-    fn send(&mut self, u: &mut User, i: usize) {
+    fn send(&mut self, u: &mut User<P::User>, i: usize) {
         u.t0 = mono_ns();
         let at = u.t0 + self.timeout_ns;
         self.timer(u, i, at);
-        match self.sh.plan.proto {
-            RampProto::Tcp => {
-                u.state = State::Sending(0);
-                self.write(u, i);
-            }
-            RampProto::Udp => {
-                self.tag(u);
-                let r = match &u.udp {
-                    Some(s) => s.send(&u.req),
-                    None => return,
-                };
-                match r {
-                    Ok(_) => u.state = State::Reading,
-                    Err(e) => self.fail(u, i, &format!("send: {}", io_kind(&e))),
-                }
-            }
-        }
-    }
-
-    /// Writes the next sequence number into the user's UDP request.
-    fn tag(&self, u: &mut User) {
-        u.seq = u.seq.wrapping_add(1);
-        let plan = self.sh.plan;
-        match plan.seq_field {
-            None => {
-                u.tag[..4].copy_from_slice(&(u.id as u32).to_be_bytes());
-                u.tag[4..].copy_from_slice(&u.seq.to_be_bytes());
-                u.req[..8].copy_from_slice(&u.tag);
-            }
-            Some((off, len)) => {
-                let v = (u.seq as u64).to_be_bytes();
-                u.tag = [0; 8];
-                u.tag[..len].copy_from_slice(&v[8 - len..]);
-                u.req[off..off + len].copy_from_slice(&u.tag[..len]);
-            }
-        }
+        self.proto.encode(&mut u.p);
+        u.state = State::Sending(0);
+        self.write(u, i);
     }
 
     /// Writes what is left of the request; then waits for the reply.
-    fn write(&mut self, u: &mut User, i: usize) {
+    fn write(&mut self, u: &mut User<P::User>, i: usize) {
         let State::Sending(mut off) = u.state else {
             return;
         };
-        let req = &self.sh.plan.request;
+        let proto = self.proto;
         loop {
-            let Some(s) = u.tcp.as_mut() else { return };
-            match s.write(&req[off..]) {
+            let Some(s) = u.sock.as_ref() else { return };
+            let req = proto.request(&u.p);
+            // MSG_NOSIGNAL: a write to a connection the peer reset fails with EPIPE
+            // instead of raising SIGPIPE (whose default action tpslab keeps).
+            match s.send_with_flags(&req[off..], libc::MSG_NOSIGNAL) {
                 Ok(n) => {
                     off += n;
-                    if off == req.len() {
+                    if off >= req.len() {
                         u.state = State::Reading;
                         self.watch(u, i, READABLE);
                         return;
@@ -321,23 +367,38 @@ impl Loop<'_, '_> {
                     return;
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(u, i, &io_kind(&e)),
+                Err(e) => {
+                    let kind = match P::TRANSPORT {
+                        Transport::Stream => io_kind(&e),
+                        Transport::Datagram => format!("send: {}", io_kind(&e)),
+                    };
+                    return self.fail(u, i, &kind);
+                }
             }
         }
     }
 
-    /// The reply arrived: counted; think, or go again.
-    fn done(&mut self, u: &mut User, i: usize) {
+    /// The reply arrived: counted (as a reply, or as the failure it reports); the
+    /// connection closed if it says so; think, or go again.
+    fn answered(&mut self, u: &mut User<P::User>, i: usize, r: Reply) {
         let now = mono_ns();
-        self.sh.ok(now, now - u.t0);
+        match r.failed {
+            None => self.sh.ok(now, now - u.t0),
+            Some(kind) => self.sh.err(now, kind),
+        }
+        if r.close {
+            self.close(u);
+        }
         self.next(u, i, now);
     }
 
-    fn next(&mut self, u: &mut User, i: usize, now: u64) {
+    fn next(&mut self, u: &mut User<P::User>, i: usize, now: u64) {
         let think = self.sh.plan.think_ns;
         if think > 0 {
             u.state = State::Waiting;
-            if u.tcp.is_some() {
+            // A connection is not watched while its user thinks (but for hang-ups); a
+            // datagram socket is, for late replies to be read and dropped.
+            if P::TRANSPORT == Transport::Stream && u.sock.is_some() {
                 self.watch(u, i, 0);
             }
             self.timer(u, i, now + think);
@@ -346,20 +407,21 @@ impl Loop<'_, '_> {
         }
     }
 
-    /// A request failed: counted by kind; TCP drops its connection. The next request
-    /// starts from the timer (after the think time, or at the loop's next pass): never
-    /// from here, so failures that repeat at once cannot recurse.
-    fn fail(&mut self, u: &mut User, i: usize, kind: &str) {
+    /// A request failed: counted by kind; a connection is dropped (a datagram socket is
+    /// kept: late replies are told apart by the protocol). The next request starts from
+    /// the timer (after the think time, or at the loop's next pass): never from here, so
+    /// failures that repeat at once cannot recurse.
+    fn fail(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
         let now = mono_ns();
         self.sh.err(now, kind);
-        if self.sh.plan.proto == RampProto::Tcp {
+        if P::TRANSPORT == Transport::Stream {
             self.close(u);
         }
         u.state = State::Waiting;
         self.timer(u, i, now + self.sh.plan.think_ns);
     }
 
-    fn on_timer(&mut self, u: &mut User, i: usize) {
+    fn on_timer(&mut self, u: &mut User<P::User>, i: usize) {
         match u.state {
             State::Off => {}
             State::Waiting => self.start(u, i),
@@ -368,10 +430,10 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn on_event(&mut self, u: &mut User, i: usize, ev: u32) {
-        match (u.state, self.sh.plan.proto) {
+    fn on_event(&mut self, u: &mut User<P::User>, i: usize, ev: u32) {
+        match (u.state, P::TRANSPORT) {
             (State::Connecting, _) => {
-                let err = u.tcp.as_ref().map(|s| s.take_error());
+                let err = u.sock.as_ref().map(|s| s.take_error());
                 match err {
                     Some(Ok(None)) if ev & HANGUP == 0 => self.send(u, i),
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
@@ -379,40 +441,63 @@ impl Loop<'_, '_> {
                 }
             }
             (State::Sending(_), _) => self.write(u, i),
-            (State::Reading, RampProto::Tcp) => self.read_tcp(u, i),
-            (_, RampProto::Udp) => self.read_udp(u, i),
+            (State::Reading, Transport::Stream) => self.read_stream(u, i),
+            // Waiting or not, a datagram socket is read: late replies and errors (an
+            // ICMP port unreachable) would wake the level-triggered wait until they are.
+            (_, Transport::Datagram) => self.read_datagrams(u, i),
             // Thinking with a connection the server closed: reconnect when the think ends.
-            (State::Waiting, RampProto::Tcp) if ev & HANGUP != 0 => self.close(u),
+            (State::Waiting, Transport::Stream) if ev & HANGUP != 0 => self.close(u),
             _ => {}
         }
     }
 
-    fn read_tcp(&mut self, u: &mut User, i: usize) {
-        let Some(s) = u.tcp.as_mut() else { return };
-        match u.reader.read(&mut NoRetry(s), &self.sh.plan.framing) {
-            Ok(n) => {
-                u.reader.take(n);
-                self.done(u, i);
+    /// Reads the connection until the protocol finds the reply in the bytes kept, or no
+    /// more bytes are waiting.
+    fn read_stream(&mut self, u: &mut User<P::User>, i: usize) {
+        let proto = self.proto;
+        loop {
+            match proto.decode(&mut u.p, u.rx.pending()) {
+                Decoded::Reply(r) => {
+                    u.rx.consume(r.len);
+                    return self.answered(u, i, r);
+                }
+                Decoded::Stale(n) if n > 0 => {
+                    u.rx.consume(n);
+                    continue;
+                }
+                Decoded::Stale(_) | Decoded::NeedMore => {}
+                Decoded::Invalid(kind) => return self.fail(u, i, &kind),
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => self.fail(u, i, &io_kind(&e)),
+            let Some(s) = u.sock.as_ref() else { return };
+            match u.rx.read_from(s) {
+                Ok(0) => return self.fail(u, i, "closed by peer"),
+                Ok(_) => {}
+                // EINTR: tried again at the next wake-up (the wait is level-triggered).
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    return
+                }
+                Err(e) => return self.fail(u, i, &io_kind(&e)),
+            }
         }
     }
 
-    /// Reads every datagram waiting: the one carrying the current request's sequence
-    /// field completes it; others (late replies to earlier requests) are skipped.
-    fn read_udp(&mut self, u: &mut User, i: usize) {
-        let (off, len) = self.sh.plan.seq_field.unwrap_or((0, 8));
+    /// Reads every datagram waiting: the one the protocol takes for the current request's
+    /// reply completes it; others (late replies to earlier requests, anything read while
+    /// no request waits) are skipped.
+    fn read_datagrams(&mut self, u: &mut User<P::User>, i: usize) {
+        let proto = self.proto;
         loop {
-            let Some(s) = u.udp.as_ref() else { return };
-            match s.recv(&mut self.scratch) {
+            let Some(s) = u.sock.as_ref() else { return };
+            let mut r = s;
+            match r.read(&mut self.scratch) {
                 Ok(n) => {
-                    let mine = u.state == State::Reading
-                        && n >= off + len
-                        && self.scratch[off..off + len] == u.tag[..len];
-                    if mine {
-                        self.done(u, i);
-                        return;
+                    if u.state != State::Reading {
+                        continue;
+                    }
+                    match proto.decode(&mut u.p, &self.scratch[..n]) {
+                        Decoded::Reply(r) => return self.answered(u, i, r),
+                        Decoded::Invalid(kind) => return self.fail(u, i, &kind),
+                        Decoded::Stale(_) | Decoded::NeedMore => {}
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -428,48 +513,6 @@ impl Loop<'_, '_> {
     }
 }
 
-/// A stream read that gives up at the first EINTR like a timeout would not: the loop
-/// retries on its next event.
-struct NoRetry<'a>(&'a mut TcpStream);
-
-impl Read for NoRetry<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self.0.read(buf) {
-            Err(e) if e.kind() == ErrorKind::Interrupted => {
-                Err(std::io::Error::new(ErrorKind::WouldBlock, e))
-            }
-            r => r,
-        }
-    }
-}
-
-/// A non-blocking TCP connect to `target`: the stream and whether it is connected
-/// already (else in progress: writable when done).
-fn tcp_connect(target: SocketAddr) -> std::io::Result<(TcpStream, bool)> {
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(target),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
-    s.set_nonblocking(true)?;
-    s.set_nodelay(true)?;
-    let done = match s.connect(&target.into()) {
-        Ok(()) => true,
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
-        Err(e) => return Err(e),
-    };
-    Ok((TcpStream::from(s), done))
-}
-
-/// A non-blocking UDP socket connected to `target`.
-fn udp_socket(target: SocketAddr) -> std::io::Result<UdpSocket> {
-    let bind: SocketAddr = if target.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let u = UdpSocket::bind(bind)?;
-    u.connect(target)?;
-    u.set_nonblocking(true)?;
-    Ok(u)
-}
+#[cfg(test)]
+#[path = "users_tests.rs"]
+mod tests;

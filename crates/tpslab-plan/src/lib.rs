@@ -2,8 +2,9 @@
 //!
 //! Every limit on a setting is stated once, in [`limits`], and checked by the one
 //! validation of each plan type ([`udp::ServerConfig::validate`],
-//! [`udp::LoadConfig::validate`]), whichever way the plan was made: command-line flags,
-//! a TOML plan file, a sweep factor's level, or a plan read back from a record. Values
+//! [`udp::LoadConfig::validate`], [`ramp::RampPlan::validate`], ...), whichever way the
+//! plan was made: command-line flags, a TOML plan file, a sweep factor's level, or a plan
+//! read back from a record. Values
 //! written by users (sizes, rates, durations, sequence fields) are parsed by [`units`]
 //! with checked arithmetic: every bad input is a [`PlanError`], never a panic or a wrap.
 
@@ -12,6 +13,7 @@ pub mod fleet;
 pub mod framing;
 pub mod limits;
 pub mod probe;
+pub mod ramp;
 pub mod sweep;
 pub mod sysctl;
 pub mod tcp;

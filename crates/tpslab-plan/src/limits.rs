@@ -297,6 +297,16 @@ pub const STEP_WARMUP: DurationLimit = DurationLimit {
     max: Duration::from_secs(600),
 };
 
+/// Users of a closed-loop ramp's step (each holds a socket).
+pub const RAMP_USERS: Limit = Limit {
+    min: 1,
+    max: 10_000,
+    unit: "",
+};
+
+/// Steps of a closed-loop ramp.
+pub const RAMP_STEPS: usize = 200;
+
 /// A closed-loop user's think time between a reply and its next request.
 pub const THINK: DurationLimit = DurationLimit {
     min: Duration::ZERO,

@@ -171,16 +171,7 @@ pub fn parse_seq_field(
     s: &str,
     payload_len: usize,
 ) -> Result<(usize, usize), PlanError> {
-    let bad = || {
-        PlanError::value(
-            label,
-            format!("\"{s}\""),
-            format!(
-                "OFFSET:LEN with LEN {}..={} inside the {payload_len}-byte payload, e.g. 0:2",
-                SEQ_FIELD_BYTES.min, SEQ_FIELD_BYTES.max
-            ),
-        )
-    };
+    let bad = || PlanError::value(label, format!("\"{s}\""), seq_field_allowed(payload_len));
     let (o, l) = s.split_once(':').ok_or_else(bad)?;
     let (o, l): (usize, usize) = (
         o.trim().parse().map_err(|_| bad())?,
@@ -190,6 +181,14 @@ pub fn parse_seq_field(
         return Err(bad());
     }
     Ok((o, l))
+}
+
+/// What a sequence field in a payload of `payload_len` bytes may be, for errors.
+pub fn seq_field_allowed(payload_len: usize) -> String {
+    format!(
+        "OFFSET:LEN with LEN {}..={} inside the {payload_len}-byte payload, e.g. 0:2",
+        SEQ_FIELD_BYTES.min, SEQ_FIELD_BYTES.max
+    )
 }
 
 /// Whether a sequence field (offset, len) fits: len within [`SEQ_FIELD_BYTES`], and

@@ -3,7 +3,7 @@
 
 use super::table;
 use std::io::{self, Write};
-use tpslab_analysis::ramp::{self, RampPlan, RampProto};
+use tpslab_analysis::ramp::{self, RampPlan};
 use tpslab_analysis::record::RampReport;
 
 fn ms(ns: f64) -> String {
@@ -16,10 +16,7 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
     writeln!(
         w,
         "tpslab ramp {}: {} steps of users {:?}, {} s{}; target {}{}",
-        match p.proto {
-            RampProto::Tcp => "tcp",
-            RampProto::Udp => "udp",
-        },
+        p.proto.name(),
         p.steps.len(),
         p.steps,
         if total < 10.0 {

@@ -1,0 +1,246 @@
+//! The loop with a protocol of the tests' own, over a stream: replies that report a
+//! failure, replies after which the server closes, interim (stale) messages, several
+//! messages in one read, and bytes that are not the protocol, as an HTTP/1.1 keep-alive
+//! protocol would give them.
+
+use super::*;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use tpslab_analysis::stats::new_ns_histogram;
+use tpslab_plan::framing::Framing;
+use tpslab_plan::ramp::{RampPlan, RampProto};
+
+use crate::proto::connect;
+use crate::tally::StepAcc;
+
+/// Lines: each request is `ping\n`; a reply `ok` answers it, `err` reports a failure,
+/// `bye` answers it and closes the connection, `note` is an interim line (stale); any
+/// other line is not the protocol.
+struct Lines {
+    target: SocketAddr,
+    /// Closings seen by [`Exchange::closed`].
+    closed: AtomicU64,
+}
+
+impl Exchange for Lines {
+    type User = u64;
+    const TRANSPORT: Transport = Transport::Stream;
+
+    fn for_plan(plan: &RampPlan) -> Self {
+        Lines {
+            target: plan.target,
+            closed: AtomicU64::new(0),
+        }
+    }
+    fn user(&self, _id: usize) -> u64 {
+        0
+    }
+    fn open(&self) -> Result<Opened, String> {
+        connect(self.target)
+    }
+    fn encode(&self, sent: &mut u64) {
+        *sent += 1;
+    }
+    fn request<'a>(&'a self, _u: &'a u64) -> &'a [u8] {
+        b"ping\n"
+    }
+    fn decode(&self, _u: &mut u64, bytes: &[u8]) -> Decoded {
+        let Some(end) = bytes.iter().position(|&b| b == b'\n') else {
+            return Decoded::NeedMore;
+        };
+        let len = end + 1;
+        match &bytes[..end] {
+            b"ok" => Decoded::Reply(Reply::ok(len)),
+            b"err" => Decoded::Reply(Reply {
+                len,
+                failed: Some("server error"),
+                close: false,
+            }),
+            b"bye" => Decoded::Reply(Reply {
+                len,
+                failed: None,
+                close: true,
+            }),
+            b"note" => Decoded::Stale(len),
+            _ => Decoded::Invalid("bad line".into()),
+        }
+    }
+    fn closed(&self, _u: &mut u64) {
+        self.closed.fetch_add(1, Relaxed);
+    }
+}
+
+/// A line server on loopback: the n-th request of each connection (from 0) is answered
+/// with `script(n)`; the connection is closed after a reply ending in `bye\n`. Counts the
+/// connections accepted.
+struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    connections: Arc<AtomicU64>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(script: fn(u64) -> &'static [u8]) -> Server {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(AtomicU64::new(0));
+        let (st, co) = (stop.clone(), connections.clone());
+        let accept = std::thread::spawn(move || {
+            while !st.load(Relaxed) {
+                let Ok((c, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                co.fetch_add(1, Relaxed);
+                c.set_nonblocking(false).unwrap();
+                std::thread::spawn(move || {
+                    let mut w = c.try_clone().unwrap();
+                    let mut r = BufReader::new(c);
+                    let mut line = String::new();
+                    for n in 0.. {
+                        line.clear();
+                        if !matches!(r.read_line(&mut line), Ok(k) if k > 0) {
+                            return;
+                        }
+                        let reply = script(n);
+                        if w.write_all(reply).is_err() || reply.ends_with(b"bye\n") {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Server {
+            addr,
+            stop,
+            connections,
+            accept: Some(accept),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Runs `users` users of `Lines` against `target` for `ms`, every reply and failure
+/// counted (the window outlasts the run): (replies, failures by kind, closings).
+fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>, u64) {
+    let plan = RampPlan {
+        proto: RampProto::Tcp,
+        target,
+        steps: vec![users],
+        step_ns: ms * 1_000_000,
+        warmup_ns: 0,
+        think_ns: 0,
+        timeout_ns: 1_000_000_000,
+        request: b"ping\n".to_vec(),
+        framing: Framing::Delimiter(b"\n".to_vec()),
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_ns: 10_000_000,
+        load_threads: 1,
+    };
+    let proto = Lines::for_plan(&plan);
+    let t0 = mono_ns();
+    let tally = Tally {
+        plan: &plan,
+        done: AtomicBool::new(false),
+        windows: vec![(t0, t0 + 60_000_000_000)],
+        acc: vec![Mutex::new(StepAcc {
+            hist: new_ns_histogram(),
+            errors: BTreeMap::new(),
+        })],
+    };
+    std::thread::scope(|s| {
+        let (sh, p) = (&tally, &proto);
+        s.spawn(move || {
+            Users {
+                sh,
+                ids: (0..users).collect(),
+            }
+            .with(p)
+        });
+        std::thread::sleep(Duration::from_millis(ms));
+        tally.done.store(true, Relaxed);
+    });
+    // The server's accept thread counts the last connections made.
+    std::thread::sleep(Duration::from_millis(50));
+    let a = tally.acc[0].lock().unwrap();
+    (a.hist.len(), a.errors.clone(), proto.closed.load(Relaxed))
+}
+
+#[test]
+fn failed_replies_closing_replies_and_interim_lines_are_counted_as_such() {
+    // Per connection: an interim line with its answer in one write, a failure, an
+    // answer, then an answer after which the server closes.
+    let srv = Server::start(|n| match n % 4 {
+        0 => b"note\nok\n",
+        1 => b"err\n",
+        2 => b"ok\n",
+        _ => b"bye\n",
+    });
+    let users = 4;
+    let (replies, errors, closed) = run(srv.addr, users, 400);
+    let failed = errors.get("server error").copied().unwrap_or(0);
+    // Only the failures the server reported: no "closed by peer" (the loop reconnected
+    // after "bye" itself), no "bad line" (the interim line was skipped).
+    assert_eq!(
+        errors.keys().collect::<Vec<_>>(),
+        ["server error"],
+        "{errors:?}"
+    );
+    assert!(failed > 50, "{failed} failures");
+    // Three answers per failure; a user stopped inside its connection's four requests
+    // is off by at most 2.
+    let off = replies as i64 - 3 * failed as i64;
+    assert!(
+        off.abs() <= 2 * users as i64,
+        "{replies} replies, {failed} failures"
+    );
+    // A connection per four requests (each user's last one open at the end): the loop
+    // closed each after its "bye", and told the protocol.
+    let conns = srv.connections.load(Relaxed) as i64;
+    let requests = (replies + failed) as i64;
+    assert!(
+        (conns - requests / 4 - users as i64).abs() <= users as i64,
+        "{conns} connections for {requests} requests"
+    );
+    assert!(
+        closed as i64 >= conns - users as i64,
+        "{closed} closings, {conns} connections"
+    );
+}
+
+#[test]
+fn bytes_that_are_not_the_protocol_fail_the_request_and_drop_the_connection() {
+    let srv = Server::start(|_| b"HTTP/1.1 200 OK\r\n");
+    let users = 2;
+    let (replies, errors, closed) = run(srv.addr, users, 300);
+    assert_eq!(replies, 0);
+    let bad = errors.get("bad line").copied().unwrap_or(0);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(bad > 20, "{bad}");
+    // Each failure closed its connection: one connection per failed request, and each
+    // user's last one (waiting for a reply) open at the end.
+    let conns = srv.connections.load(Relaxed);
+    assert!(
+        (bad..=bad + users as u64).contains(&conns),
+        "{conns} connections, {bad} failures"
+    );
+    assert_eq!(closed, bad, "a closing per failure");
+}

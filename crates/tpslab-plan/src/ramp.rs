@@ -1,0 +1,201 @@
+//! A closed-loop ramp's plan (`tpslab ramp tcp|udp`): its protocol, users per step, the
+//! step's timing, the request, and [`RampPlan::validate`], the one check of all of it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::framing::Framing;
+use crate::limits::{
+    MAX_UDP_PAYLOAD, PAYLOAD_BYTES, RAMP_STEPS, RAMP_USERS, REQUEST_TIMEOUT, SAMPLE_INTERVAL,
+    STEP_DURATION, STEP_WARMUP, THINK,
+};
+use crate::units::{seq_field_allowed, seq_field_fits};
+use crate::PlanError;
+
+/// Bytes at the start of a UDP request that carry the user and its sequence number when the
+/// plan has no sequence field: the user's index, then the request's sequence number (each a
+/// 4-byte big-endian integer), echoed back by the server.
+pub const UDP_TAG_BYTES: usize = 8;
+
+fn default_knee_gain() -> f64 {
+    0.2
+}
+
+/// Protocol of the ramp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RampProto {
+    /// One TCP connection per user; replies delimited by [`Framing`].
+    Tcp,
+    /// One UDP socket per user; a reply matches its request by the sequence field.
+    Udp,
+}
+
+impl RampProto {
+    /// Its name as the command and the record write it: `tcp`, `udp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RampProto::Tcp => "tcp",
+            RampProto::Udp => "udp",
+        }
+    }
+}
+
+/// A ramp: what [`RampPlan::validate`] accepts runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampPlan {
+    /// TCP or UDP.
+    pub proto: RampProto,
+    /// The server.
+    pub target: SocketAddr,
+    /// Users in each step, increasing.
+    pub steps: Vec<usize>,
+    /// Measured part of each step, ns.
+    pub step_ns: u64,
+    /// Unmeasured start of each step, ns.
+    pub warmup_ns: u64,
+    /// Pause of a user between a reply and its next request, ns.
+    pub think_ns: u64,
+    /// Longest wait for a reply (and for a TCP connect), ns.
+    pub timeout_ns: u64,
+    /// The bytes of one request as sent (TCP: framed already).
+    pub request: Vec<u8>,
+    /// How TCP replies end.
+    pub framing: Framing,
+    /// UDP: (offset, length) of the sequence field written into each request and
+    /// expected back in its reply; `None` = the first [`UDP_TAG_BYTES`] bytes (user id,
+    /// sequence).
+    pub seq_field: Option<(usize, usize)>,
+    /// The knee is the first step whose TPS gain per user gain falls below this (an
+    /// analysis setting, kept with the plan so the record can be judged again).
+    #[serde(default = "default_knee_gain")]
+    pub knee_gain: f64,
+    /// The built-in server tpslab started for the ramp, in words (None: the target is
+    /// someone else's).
+    #[serde(default)]
+    pub builtin_server: Option<String>,
+    /// PID of the server whose threads and CPU are sampled, if on this host.
+    pub server_pid: Option<u32>,
+    /// Thread-state sampling interval, ns.
+    pub sample_ns: u64,
+    /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU (left
+    /// out of the record then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub load_threads: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl RampPlan {
+    /// Checks everything `tpslab ramp` checks of its settings, whichever way the plan was
+    /// made (flags, code, a record read back), with the flags' error texts:
+    /// - steps: at least one, none below the one before, users 1..=10000 per step
+    ///   ([`RAMP_USERS`]), at most [`RAMP_STEPS`] steps;
+    /// - `--step-duration`, `--warmup`, `--think`, `--timeout`, `--interval` within
+    ///   their limits ([`STEP_DURATION`], ...), `--knee-gain` above 0 and below 1;
+    /// - TCP: a framing `--framing` accepts, no sequence field, a request of at least
+    ///   one byte; UDP: length framing (the flag does not apply), a request of
+    ///   8..=65507 bytes without a sequence field, with one a request of 1..=65507 bytes
+    ///   holding the field;
+    /// - the target's port is not 0.
+    ///
+    /// Errors: the first setting out of bounds, as one line.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let (Some(&first), Some(&last)) = (self.steps.first(), self.steps.last()) else {
+            return Err(PlanError::Conflict(
+                "ramp steps must be non-empty and increasing".into(),
+            ));
+        };
+        if self.steps.windows(2).any(|w| w[1] < w[0]) {
+            return Err(PlanError::Conflict(
+                "ramp steps must be non-empty and increasing".into(),
+            ));
+        }
+        // Not decreasing: the first step has the fewest users, the last the most.
+        if (first as u64) < RAMP_USERS.min || last as u64 > RAMP_USERS.max {
+            return Err(PlanError::value(
+                "--users",
+                format!("{first}..{last}"),
+                format!(
+                    "FIRST..LAST with {} <= FIRST <= LAST <= {}, e.g. 1..200",
+                    RAMP_USERS.min, RAMP_USERS.max
+                ),
+            ));
+        }
+        if self.steps.len() > RAMP_STEPS {
+            return Err(PlanError::Conflict(format!(
+                "--users {first}..{last}: {} steps, allowed at most {RAMP_STEPS}",
+                self.steps.len()
+            )));
+        }
+        let d = Duration::from_nanos;
+        STEP_DURATION.check("--step-duration", d(self.step_ns))?;
+        STEP_WARMUP.check("--warmup", d(self.warmup_ns))?;
+        THINK.check("--think", d(self.think_ns))?;
+        REQUEST_TIMEOUT.check("--timeout", d(self.timeout_ns))?;
+        SAMPLE_INTERVAL.check("--interval", d(self.sample_ns))?;
+        if !(self.knee_gain > 0.0 && self.knee_gain < 1.0) {
+            return Err(PlanError::value(
+                "--knee-gain",
+                self.knee_gain,
+                "above 0 and below 1",
+            ));
+        }
+        let conflict = |m: &str| Err(PlanError::Conflict(m.into()));
+        let len = self.request.len();
+        match self.proto {
+            RampProto::Tcp => {
+                self.framing.check()?;
+                if self.seq_field.is_some() {
+                    return conflict("--seq-field applies to ramp udp");
+                }
+                if len == 0 {
+                    return conflict(
+                        "the request is empty: each user sends at least one byte (--size, --payload-file)",
+                    );
+                }
+            }
+            RampProto::Udp => {
+                if self.framing != Framing::Length {
+                    return conflict("--framing applies to ramp tcp");
+                }
+                match self.seq_field {
+                    None => {
+                        if !(UDP_TAG_BYTES..=MAX_UDP_PAYLOAD).contains(&len) {
+                            return Err(PlanError::value(
+                                "--size",
+                                len,
+                                format!("{UDP_TAG_BYTES}..={MAX_UDP_PAYLOAD} bytes"),
+                            ));
+                        }
+                    }
+                    Some((o, l)) => {
+                        PAYLOAD_BYTES.check("--payload-file", len as u64)?;
+                        if !seq_field_fits(o, l, len) {
+                            return Err(PlanError::value(
+                                "--seq-field",
+                                format!("\"{o}:{l}\""),
+                                seq_field_allowed(len),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if self.target.port() == 0 {
+            return Err(PlanError::Conflict(format!(
+                "target \"{}\": port 0 is not a port a server listens on; allowed 1..=65535",
+                self.target
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "ramp_tests.rs"]
+mod tests;

@@ -1,0 +1,190 @@
+//! Tests of the parent module.
+use super::*;
+
+/// A plan that passes: TCP, length framing, 1..4 users.
+fn tcp() -> RampPlan {
+    RampPlan {
+        proto: RampProto::Tcp,
+        target: "127.0.0.1:5001".parse().unwrap(),
+        steps: vec![1, 2, 4],
+        step_ns: 3_000_000_000,
+        warmup_ns: 1_000_000_000,
+        think_ns: 0,
+        timeout_ns: 2_000_000_000,
+        request: vec![0, 0, 0, 1, b'x'],
+        framing: Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_ns: 10_000_000,
+        load_threads: 0,
+    }
+}
+
+fn udp() -> RampPlan {
+    RampPlan {
+        proto: RampProto::Udp,
+        request: vec![b'.'; 64],
+        ..tcp()
+    }
+}
+
+#[test]
+fn the_defaults_of_both_protocols_pass() {
+    assert_eq!(tcp().validate(), Ok(()));
+    assert_eq!(udp().validate(), Ok(()));
+    let dns = RampPlan {
+        request: vec![0; 29],
+        seq_field: Some((0, 2)),
+        ..udp()
+    };
+    assert_eq!(dns.validate(), Ok(()));
+    // The bounds themselves pass.
+    let edges = RampPlan {
+        steps: (1..=200).map(|i| i * 50).collect(),
+        step_ns: 100_000_000,
+        warmup_ns: 0,
+        think_ns: 600_000_000_000,
+        timeout_ns: 1_000_000,
+        sample_ns: 60_000_000_000,
+        framing: Framing::Fixed(crate::framing::MAX_FRAME),
+        knee_gain: 0.999,
+        ..tcp()
+    };
+    assert_eq!(edges.validate(), Ok(()));
+    // Equal steps (no growth) are run as planned.
+    assert_eq!(
+        RampPlan {
+            steps: vec![3, 3],
+            ..tcp()
+        }
+        .validate(),
+        Ok(())
+    );
+}
+
+/// Each row breaks one setting; the error is the command's text for it.
+#[test]
+fn each_bad_setting_is_named_with_the_flags_text() {
+    type Edit = fn(&mut RampPlan);
+    let rows: Vec<(RampPlan, Edit, &str)> = vec![
+        (tcp(), |p| p.steps = vec![], "ramp steps must be non-empty and increasing"),
+        (tcp(), |p| p.steps = vec![4, 2], "ramp steps must be non-empty and increasing"),
+        (
+            tcp(),
+            |p| p.steps = vec![0, 5],
+            "--users 0..5: allowed FIRST..LAST with 1 <= FIRST <= LAST <= 10000, e.g. 1..200",
+        ),
+        (
+            tcp(),
+            |p| p.steps = vec![1, 10_001],
+            "--users 1..10001: allowed FIRST..LAST with 1 <= FIRST <= LAST <= 10000, e.g. 1..200",
+        ),
+        (
+            tcp(),
+            |p| p.steps = (1..=201).collect(),
+            "--users 1..201: 201 steps, allowed at most 200",
+        ),
+        (
+            tcp(),
+            |p| p.step_ns = 50_000_000,
+            "--step-duration 50ms: allowed 100ms..=1h",
+        ),
+        (tcp(), |p| p.warmup_ns = 601_000_000_000, "--warmup 10m 1s: allowed 0s..=10m"),
+        (tcp(), |p| p.think_ns = 700_000_000_000, "--think 11m 40s: allowed 0s..=10m"),
+        (tcp(), |p| p.timeout_ns = 0, "--timeout 0s: allowed 1ms..=10m"),
+        (tcp(), |p| p.sample_ns = 500_000, "--interval 500us: allowed 1ms..=1m"),
+        (tcp(), |p| p.knee_gain = 2.0, "--knee-gain 2: allowed above 0 and below 1"),
+        (tcp(), |p| p.knee_gain = 0.0, "--knee-gain 0: allowed above 0 and below 1"),
+        (tcp(), |p| p.knee_gain = f64::NAN, "--knee-gain NaN: allowed above 0 and below 1"),
+        (
+            tcp(),
+            |p| p.framing = Framing::Fixed(0),
+            "--framing \"fixed:0\": allowed length, fixed:BYTES (1..=16777216) or delim:TEXT (e.g. delim:\\r\\n)",
+        ),
+        (
+            tcp(),
+            |p| p.framing = Framing::Delimiter(vec![]),
+            "--framing \"delim:\": allowed length, fixed:BYTES (1..=16777216) or delim:TEXT (e.g. delim:\\r\\n)",
+        ),
+        (tcp(), |p| p.seq_field = Some((0, 2)), "--seq-field applies to ramp udp"),
+        (
+            tcp(),
+            |p| p.request = vec![],
+            "the request is empty: each user sends at least one byte (--size, --payload-file)",
+        ),
+        (
+            udp(),
+            |p| p.framing = Framing::Delimiter(b"\n".to_vec()),
+            "--framing applies to ramp tcp",
+        ),
+        (udp(), |p| p.request = vec![1; 7], "--size 7: allowed 8..=65507 bytes"),
+        (udp(), |p| p.request = vec![1; 65_508], "--size 65508: allowed 8..=65507 bytes"),
+        (
+            udp(),
+            |p| p.seq_field = Some((63, 2)),
+            "--seq-field \"63:2\": allowed OFFSET:LEN with LEN 1..=8 inside the 64-byte payload, e.g. 0:2",
+        ),
+        (
+            udp(),
+            |p| p.seq_field = Some((0, 9)),
+            "--seq-field \"0:9\": allowed OFFSET:LEN with LEN 1..=8 inside the 64-byte payload, e.g. 0:2",
+        ),
+        (
+            udp(),
+            |p| p.seq_field = Some((usize::MAX, 2)),
+            "--seq-field \"18446744073709551615:2\": allowed OFFSET:LEN with LEN 1..=8 inside the 64-byte payload, e.g. 0:2",
+        ),
+        (
+            udp(),
+            |p| {
+                p.seq_field = Some((0, 2));
+                p.request = vec![];
+            },
+            "--payload-file 0: allowed 1..=65507 bytes",
+        ),
+        (
+            tcp(),
+            |p| p.target = "127.0.0.1:0".parse().unwrap(),
+            "target \"127.0.0.1:0\": port 0 is not a port a server listens on; allowed 1..=65535",
+        ),
+    ];
+    for (mut p, edit, want) in rows {
+        edit(&mut p);
+        let got = p.validate().map_err(|e| e.to_string());
+        assert_eq!(got, Err(want.to_string()), "{p:?}");
+    }
+}
+
+#[test]
+fn the_flags_own_checks_give_the_same_text_as_the_plans() {
+    // What `tpslab ramp` said before the plan checked itself, for the same values.
+    let e = crate::units::parse_seq_field("--seq-field", "63:2", 64).unwrap_err();
+    let mut p = udp();
+    p.seq_field = Some((63, 2));
+    assert_eq!(p.validate().unwrap_err(), e);
+    let e = STEP_DURATION
+        .check("--step-duration", Duration::from_millis(50))
+        .unwrap_err();
+    p = tcp();
+    p.step_ns = 50_000_000;
+    assert_eq!(p.validate().unwrap_err(), e);
+}
+
+#[test]
+fn the_plan_serialises_as_before() {
+    // Records embed the plan: its JSON (field names, order, defaults) must not change.
+    let mut p = udp();
+    p.request = vec![1; 8];
+    let j = serde_json::to_string(&p).unwrap();
+    assert_eq!(
+        j,
+        r#"{"proto":"udp","target":"127.0.0.1:5001","steps":[1,2,4],"step_ns":3000000000,"warmup_ns":1000000000,"think_ns":0,"timeout_ns":2000000000,"request":[1,1,1,1,1,1,1,1],"framing":"Length","seq_field":null,"knee_gain":0.2,"builtin_server":null,"server_pid":null,"sample_ns":10000000}"#
+    );
+    p.load_threads = 2;
+    let back: RampPlan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(RampProto::Tcp.name(), "tcp");
+    assert_eq!(RampProto::Udp.name(), "udp");
+}

@@ -8,7 +8,8 @@
 //! connections costs errors, never a hang. A user that fails reconnects (TCP) and goes on.
 //! The users are state machines multiplexed on a few epoll loop threads (`users.rs`; one
 //! per CPU unless the plan says), so a step of 10,000 users is 10,000 sockets, not
-//! 10,000 threads.
+//! 10,000 threads. What they send and how a reply is recognised is the plan's protocol
+//! ([`crate::proto`]); the step accounting they share is `tally.rs`.
 
 use std::collections::BTreeMap;
 
@@ -31,7 +32,8 @@ pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, Engine
 }
 
 /// [`run_ramp`], with each step's result also given to `on_step` as soon as it is measured
-/// (a live exporter's feed).
+/// (a live exporter's feed). Errors: a plan [`RampPlan::validate`] refuses (its line), more
+/// users than file descriptors or (TCP) local ports, a loop thread that cannot start.
 pub fn run_ramp_with(
     plan: &RampPlan,
     stop: &AtomicBool,

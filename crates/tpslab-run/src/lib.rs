@@ -14,6 +14,7 @@
 pub mod history;
 pub mod input;
 pub mod outfile;
+pub mod ramp;
 pub mod server_proc;
 
 use std::sync::atomic::AtomicBool;

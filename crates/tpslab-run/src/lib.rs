@@ -15,7 +15,9 @@ pub mod history;
 pub mod input;
 pub mod outfile;
 pub mod ramp;
+pub mod serve_tcp;
 pub mod server_proc;
+pub mod tcp;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

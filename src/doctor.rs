@@ -3,16 +3,16 @@
 //! nothing (`--write-snippet` writes a sysctl.d file for a person to review).
 
 use crate::out;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_analysis::doctor::{self, judged_paths, DoctorRecord, Severity};
-use tpslab_analysis::record::{Body, Record};
-use tpslab_engine::hostconf;
+use tpslab_analysis::doctor::Severity;
+use tpslab_analysis::record::Body;
 use tpslab_plan::doctor::{Workload, WorkloadFlags};
+use tpslab_run::doctor::DoctorSetup;
 
 #[derive(Args, Debug)]
 pub(crate) struct DoctorArgs {
@@ -65,6 +65,15 @@ pub(crate) struct DoctorArgs {
     record: crate::flags::RecordFlag,
 }
 
+/// A validated `doctor`: the audit and the gate.
+#[derive(Debug)]
+pub(crate) struct DoctorPlan {
+    /// What to audit.
+    pub(crate) setup: DoctorSetup,
+    /// The least severe finding that fails the run (`--fail-on`).
+    pub(crate) fail_on: Option<Severity>,
+}
+
 impl DoctorArgs {
     /// The `--for` workload, validated (None without `--for`).
     fn workload(&self) -> Result<Option<Workload>> {
@@ -88,6 +97,41 @@ impl DoctorArgs {
             },
         }
     }
+
+    /// The validated plan: the gate, the workload, the pool files (read and checked), the
+    /// output files, a `--write-snippet` that does not exist yet, a `--root` folder.
+    pub(crate) fn plan(&self) -> Result<DoctorPlan> {
+        let a = self;
+        let fail_on = fail_on(a.fail_on.as_deref())?;
+        let workload = a.workload()?;
+        if !a.pool_config.is_empty() && !matches!(workload, Some(Workload::Pool { .. })) {
+            bail!("--pool-config is judged against a timeout: give --for pool --idle-timeout DUR");
+        }
+        let pools = a
+            .pool_config
+            .iter()
+            .map(|p| tpslab_run::pool_config::read(p))
+            .collect::<Result<Vec<_>>>()?;
+        a.record.check(false)?;
+        if let Some(p) = &a.write_snippet {
+            if std::fs::symlink_metadata(p).is_ok() {
+                bail!(
+                    "--write-snippet {}: exists; doctor does not overwrite (give a new file name)",
+                    p.display()
+                );
+            }
+            out::check_output("--write-snippet", p, false)?;
+        }
+        if !a.root.is_dir() {
+            bail!("--root {}: not a folder", a.root.display());
+        }
+        let setup = DoctorSetup {
+            root: a.root.clone(),
+            workload,
+            pools,
+        };
+        Ok(DoctorPlan { setup, fail_on })
+    }
 }
 
 /// The least severe finding that fails the run.
@@ -103,93 +147,26 @@ fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
     })
 }
 
-/// Runs `tpslab doctor`.
+/// Runs `tpslab doctor`: the audit, its report, the snippet, the record, the gate.
 pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
-    let gate = fail_on(a.fail_on.as_deref())?;
-    let workload = a.workload()?;
-    if !a.pool_config.is_empty() && !matches!(workload, Some(Workload::Pool { .. })) {
-        bail!("--pool-config is judged against a timeout: give --for pool --idle-timeout DUR");
-    }
-    let pools = a
-        .pool_config
-        .iter()
-        .map(|p| crate::probe::read_pool_config(p))
-        .collect::<Result<Vec<_>>>()?;
-    a.record.check(false)?;
-    if let Some(p) = &a.write_snippet {
-        if std::fs::symlink_metadata(p).is_ok() {
-            bail!(
-                "--write-snippet {}: exists; doctor does not overwrite (give a new file name)",
-                p.display()
-            );
-        }
-        out::check_output("--write-snippet", p, false)?;
-    }
-    if !a.root.is_dir() {
-        bail!("--root {}: not a folder", a.root.display());
-    }
-    let started = tpslab_run::Started::now();
-    let (files, masked) = hostconf::sysctl_files(&a.root)?;
-    let paths = files
-        .iter()
-        .flat_map(|f| f.lines.iter().filter_map(|l| l.entry.path()))
-        .chain(judged_paths().into_iter().map(String::from));
-    let running = hostconf::running(paths);
-    let suggested = running
-        .iter()
-        .filter(|(_, v)| v.is_none())
-        .filter_map(|(p, _)| hostconf::suggest(p).map(|k| (p.clone(), k)))
-        .collect();
-    let truesize = match workload {
-        Some(Workload::Udp { size_bytes, .. }) => Some(
-            tpslab_engine::probe::probe_truesize(size_bytes as usize, None)
-                .map_err(|e| e.to_string()),
-        ),
-        _ => None,
+    let plan = a.plan()?;
+    let rec = tpslab_run::doctor::run(&plan.setup)?;
+    let Body::Doctor(d) = &rec.body else {
+        unreachable!("a doctor record")
     };
-    let mut rec = DoctorRecord {
-        root: a.root.display().to_string(),
-        files,
-        masked,
-        known: hostconf::known(&running),
-        running,
-        suggested,
-        memory_bytes: hostconf::memory_bytes(),
-        page_bytes: tpslab_net::page_size(),
-        workload,
-        truesize,
-        host: hostconf::host_facts(),
-        pools,
-        findings: vec![],
-    };
-    rec.findings = doctor::judge(&rec);
     let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::doctor::record(&mut stdout, &rec)?;
+    tpslab_report::term::doctor::record(&mut stdout, d)?;
     if let Some(p) = &a.write_snippet {
-        let header = format!(
-            "sysctl settings proposed by tpslab doctor{} on {} ({}): review before installing in /etc/sysctl.d/",
-            rec.workload.map_or(String::new(), |w| format!(" --for {}", w.describe())),
-            started.meta(false).hostname,
-            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        );
-        match doctor::snippet(&rec.findings, &header) {
-            Some(text) => {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(p)
-                    .and_then(|mut f| f.write_all(text.as_bytes()))
-                    .map_err(|e| anyhow!("--write-snippet {}: {e}", p.display()))?;
-                writeln!(stdout, "sysctl.d snippet written to {}", p.display())?;
-            }
-            None => writeln!(stdout, "no sysctl to change: no snippet written")?,
+        if tpslab_run::doctor::write_snippet(&rec, p)? {
+            writeln!(stdout, "sysctl.d snippet written to {}", p.display())?;
+        } else {
+            writeln!(stdout, "no sysctl to change: no snippet written")?;
         }
     }
-    let failing = gate.map_or(0, |g| {
-        rec.findings.iter().filter(|f| f.severity <= g).count()
+    let failing = plan.fail_on.map_or(0, |g| {
+        d.findings.iter().filter(|f| f.severity <= g).count()
     });
     if a.record.wanted() {
-        let rec = Record::with_meta(started.meta(false), Body::Doctor(rec));
         drop(stdout);
         out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }

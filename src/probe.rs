@@ -2,16 +2,14 @@
 //! against a server or in tpslab's lab behind a middlebox with a known timeout.
 
 use crate::out;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_analysis::doctor::{pool, workload};
-use tpslab_analysis::idle::{bracket, Fate, IdleRecord, PoolRecord};
-use tpslab_analysis::record::{Body, Record};
-use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle, PoolPlan};
-use tpslab_proc::pool_conf::{parse_pool_conf, PoolConf};
+use tpslab_analysis::record::Body;
+use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle, PoolPlan, ResponderPlan};
+use tpslab_run::probe::{self, IdleSetup};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ProbeCmd {
@@ -119,15 +117,77 @@ pub(crate) struct IdleArgs {
     record: crate::flags::RecordFlag,
 }
 
-/// Reads and parses a connection pool's configuration, and checks that every setting
-/// judged is a number. Errors (one line): unreadable, not a pool file, malformed (with its
-/// line).
-pub(crate) fn read_pool_config(p: &std::path::Path) -> Result<PoolConf> {
-    let text =
-        tpslab_run::input::read_text("--pool-config", p, tpslab_run::input::PLAN_MAX_BYTES, false)?;
-    let conf = parse_pool_conf(&p.display().to_string(), &text)?;
-    pool::judge(&conf, 1, None).map_err(|e| anyhow!(e))?;
-    Ok(conf)
+impl PoolArgs {
+    /// The validated plan (the output files checked after it, as before).
+    pub(crate) fn plan(&self) -> Result<PoolPlan> {
+        let a = self;
+        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
+        let plan = PoolPlan {
+            idle_timeout_ns: ns(a.lab_idle_timeout),
+            validate_every_ns: a.validate_every.map(ns),
+            max_idle_ns: a.max_idle.map(ns),
+            min_idle: a.min_idle,
+            requests: a.requests,
+            request_every_ns: ns(a.request_every),
+            query_timeout_ns: ns(a.query_timeout),
+        };
+        plan.validate()?;
+        a.record.check(false)?;
+        Ok(plan)
+    }
+}
+
+impl ResponderArgs {
+    /// The validated plan.
+    pub(crate) fn plan(&self) -> Result<ResponderPlan> {
+        Ok(ResponderPlan::new(&self.bind, self.duration)?)
+    }
+}
+
+impl IdleArgs {
+    /// The validated study and its pool files (read and checked), then the output files.
+    /// A `--resolution` not given is derived and noted as such for the errors.
+    pub(crate) fn plan(&self) -> Result<IdleSetup> {
+        let a = self;
+        let target = match (&a.target, a.lab_idle_timeout) {
+            (Some(t), None) => IdleTarget::Server {
+                addr: out::resolve(t)?,
+            },
+            (None, Some(t)) => IdleTarget::Lab {
+                idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
+                on_idle: match a.lab_on_idle {
+                    OnIdleArg::Drop => OnIdle::Drop,
+                    OnIdleArg::Reset => OnIdle::Reset,
+                    OnIdleArg::Reopen => OnIdle::Reopen,
+                },
+            },
+            (Some(_), Some(_)) => bail!("give a target HOST:PORT or --lab-idle-timeout, not both"),
+            (None, None) => {
+                bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
+            }
+        };
+        let resolution = a.resolution.unwrap_or_else(|| {
+            let d = derived_resolution(a.min, a.max);
+            crate::cli::note_default(
+                format!("--resolution {}", humantime::format_duration(d)),
+                "derived default: 5s, or half the range --max - --min when less, at least 1s; not given".into(),
+            );
+            d
+        });
+        let mut plan = IdlePlan::new(target, a.min, a.max, resolution, a.connections)?;
+        plan.udp = a.udp;
+        plan.server_first = a.server_first;
+        if a.udp && !a.pool_config.is_empty() {
+            bail!("--pool-config judges TCP connection pools: not with --udp");
+        }
+        let pools = a
+            .pool_config
+            .iter()
+            .map(|p| tpslab_run::pool_config::read(p))
+            .collect::<Result<Vec<_>>>()?;
+        a.record.check(false)?;
+        Ok(IdleSetup { plan, pools })
+    }
 }
 
 /// Runs `tpslab probe ...`.
@@ -139,43 +199,32 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
     }
 }
 
+/// The context of a probe: the signals' stop flag, progress lines on stderr.
+fn ctx() -> Result<tpslab_run::Ctx> {
+    Ok(tpslab_run::Ctx {
+        stop: out::install_signals()?,
+        live: None,
+        progress: std::sync::Arc::new(out::TermProgress),
+    })
+}
+
 fn pool_run(a: PoolArgs) -> Result<ExitCode> {
-    let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
-    let plan = PoolPlan {
-        idle_timeout_ns: ns(a.lab_idle_timeout),
-        validate_every_ns: a.validate_every.map(ns),
-        max_idle_ns: a.max_idle.map(ns),
-        min_idle: a.min_idle,
-        requests: a.requests,
-        request_every_ns: ns(a.request_every),
-        query_timeout_ns: ns(a.query_timeout),
-    };
-    plan.validate()?;
-    a.record.check(false)?;
+    let plan = a.plan()?;
     if !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
-    let stop = out::install_signals()?;
-    let started = tpslab_run::Started::now();
+    let ctx = ctx()?;
     let mut stdout = std::io::stdout().lock();
-    let empty = PoolRecord {
-        plan,
-        requests: vec![],
-        opened: 0,
-        validations: 0,
-        validations_failed: 0,
-        expired: 0,
-        interrupted: false,
-    };
-    tpslab_report::term::idle::pool_header(&mut stdout, &empty)?;
+    tpslab_report::term::idle::pool_header(&mut stdout, &probe::pool_begin(&plan))?;
     stdout.flush()?;
-    let progress = |line: String| eprintln!("tpslab: {line}");
-    let rec = tpslab_engine::pool_lab::pool_lab(&plan, &stop, &progress)?;
+    let rec = probe::pool(&plan, &ctx)?;
+    let Body::ProbePool(r) = &rec.body else {
+        unreachable!("a probe_pool record")
+    };
     let mut full = vec![];
-    tpslab_report::term::idle::pool_record(&mut full, &rec)?;
+    tpslab_report::term::idle::pool_record(&mut full, r)?;
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
-        let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbePool(rec));
         drop(stdout);
         out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }
@@ -183,138 +232,38 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
 }
 
 fn responder(a: ResponderArgs) -> Result<ExitCode> {
-    let addr: std::net::SocketAddr = a
-        .bind
-        .parse()
-        .map_err(|_| anyhow!("bind \"{}\": allowed ADDR:PORT, e.g. 0.0.0.0:9100", a.bind))?;
-    if let Some(d) = a.duration {
-        tpslab_plan::limits::WATCH_DURATION.check("--duration", d)?;
-    }
-    let s = std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr} (UDP): {e}"))?;
-    let l = std::net::TcpListener::bind(s.local_addr()?)
-        .map_err(|e| anyhow!("bind {addr} (TCP): {e}"))?;
-    let stop = out::install_signals()?;
-    if let Some(d) = a.duration {
-        let st = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            st.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-    }
+    let plan = a.plan()?;
+    let r = probe::Responder::bind(&plan)?;
+    let ctx = ctx()?;
     println!(
         "tpslab probe idle-responder on {} (UDP and TCP): answering `tpslab probe idle --udp` requests after the idle time each asks for, and probing `--server-first` connections first",
-        s.local_addr()?
+        r.local_addr()?
     );
-    let n = tpslab_engine::idle::responder(&s, Some(&l), &stop)?;
+    let n = r.serve(&ctx)?;
     println!("answered {n} request(s)");
     Ok(ExitCode::SUCCESS)
 }
 
 fn idle(a: IdleArgs) -> Result<ExitCode> {
-    let target = match (&a.target, a.lab_idle_timeout) {
-        (Some(t), None) => IdleTarget::Server {
-            addr: out::resolve(t)?,
-        },
-        (None, Some(t)) => IdleTarget::Lab {
-            idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
-            on_idle: match a.lab_on_idle {
-                OnIdleArg::Drop => OnIdle::Drop,
-                OnIdleArg::Reset => OnIdle::Reset,
-                OnIdleArg::Reopen => OnIdle::Reopen,
-            },
-        },
-        (Some(_), Some(_)) => bail!("give a target HOST:PORT or --lab-idle-timeout, not both"),
-        (None, None) => {
-            bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
-        }
-    };
-    let resolution = a.resolution.unwrap_or_else(|| {
-        let d = derived_resolution(a.min, a.max);
-        crate::cli::note_default(
-            format!("--resolution {}", humantime::format_duration(d)),
-            "derived default: 5s, or half the range --max - --min when less, at least 1s; not given".into(),
-        );
-        d
-    });
-    let mut plan = IdlePlan::new(target, a.min, a.max, resolution, a.connections)?;
-    plan.udp = a.udp;
-    plan.server_first = a.server_first;
-    if a.udp && !a.pool_config.is_empty() {
-        bail!("--pool-config judges TCP connection pools: not with --udp");
-    }
-    let pools = a
-        .pool_config
-        .iter()
-        .map(|p| read_pool_config(p))
-        .collect::<Result<Vec<_>>>()?;
-    a.record.check(false)?;
-    if matches!(target, IdleTarget::Lab { .. }) && !tpslab_net::is_root() {
+    let setup = a.plan()?;
+    if matches!(setup.plan.target, IdleTarget::Lab { .. }) && !tpslab_net::is_root() {
         bail!("--lab-idle-timeout creates network namespaces: run as root");
     }
     tpslab_net::raise_nofile();
-    let stop = out::install_signals()?;
-    let started = tpslab_run::Started::now();
-    let running = tpslab_engine::hostconf::running(
-        [
-            "net/ipv4/tcp_keepalive_time",
-            "net/ipv4/tcp_keepalive_intvl",
-            "net/ipv4/tcp_keepalive_probes",
-            "net/ipv4/tcp_retries2",
-            "net/ipv4/tcp_rto_max_ms",
-        ]
-        .map(String::from),
-    );
-    let mut rec = IdleRecord {
-        plan,
-        conns: vec![],
-        control: Fate::Alive,
-        bracket: bracket(&[]),
-        how: None,
-        running,
-        pools,
-        findings: vec![],
-        interrupted: false,
-    };
+    let ctx = ctx()?;
+    let begun = probe::idle_begin(&setup);
     let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::idle::header(&mut stdout, &rec)?;
+    tpslab_report::term::idle::header(&mut stdout, &begun)?;
     stdout.flush()?;
-    let progress = |line: String| eprintln!("tpslab: {line}");
-    let study = match target {
-        IdleTarget::Server { addr } => tpslab_engine::idle::study(&plan, addr, &stop, &progress)?,
-        IdleTarget::Lab {
-            idle_timeout_ns,
-            on_idle,
-        } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &stop, &progress)?,
+    let rec = probe::idle(begun, &ctx)?;
+    let Body::ProbeIdle(r) = &rec.body else {
+        unreachable!("a probe_idle record")
     };
-    rec.bracket = bracket(&study.conns);
-    rec.how = rec.bracket.dead_s.and_then(|d| {
-        study
-            .conns
-            .iter()
-            .find(|c| c.idle_s == d && c.fate.dead())
-            .map(|c| c.fate.clone())
-    });
-    rec.conns = study.conns;
-    rec.control = study.control;
-    rec.interrupted = study.interrupted;
-    // Judged only on evidence (the control alive, a fixed timeout), against the lower end
-    // of the bracket: a setting below it is surely in time.
-    let evidence = rec.control == Fate::Alive && !rec.bracket.inconsistent() && !plan.udp;
-    if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
-        let d = rec.bracket.alive_s.unwrap_or(d).max(1);
-        rec.findings = workload::pool(&rec.running, d, None, None);
-        let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
-        for p in &rec.pools {
-            rec.findings
-                .extend(pool::judge(p, d, os).map_err(|e| anyhow!(e))?);
-        }
-    }
     // The header again is the report's first line: print the rest.
     let mut full = vec![];
-    tpslab_report::term::idle::record(&mut full, &rec)?;
+    tpslab_report::term::idle::record(&mut full, r)?;
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
-        let rec = Record::with_meta(started.meta(rec.interrupted), Body::ProbeIdle(rec));
         drop(stdout);
         out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
     }

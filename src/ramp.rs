@@ -10,12 +10,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::ramp;
-use tpslab_analysis::record::{Body, RampReport, Record};
-use tpslab_engine::ramp::{run_ramp_with, RampPlan, RampProto};
-use tpslab_engine::rr::{frame, Framing};
-use tpslab_plan::limits::MAX_UDP_PAYLOAD;
-use tpslab_run::server_proc::ServerProcess;
+use tpslab_analysis::record::Body;
+use tpslab_engine::rr::Framing;
+use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
+use tpslab_run::ramp::{
+    parse_steps, request, BuiltinServer, RampPlan, RampProto, RampSetup, StepResult,
+    BUILTIN_UNSTARTED,
+};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum RampCmd {
@@ -97,244 +98,125 @@ pub(crate) struct RampArgs {
     gate: flags::GateFlags,
 }
 
-/// Users per step from "A..B" and "+N" / "N" / "xF". Errors name the value.
-pub(crate) fn parse_steps(users: &str, step: &str) -> Result<Vec<usize>, String> {
-    let bad_users = || {
-        format!(
-            "--users {users}: allowed FIRST..LAST with 1 <= FIRST <= LAST <= 10000, e.g. 1..200"
-        )
-    };
-    let (a, b) = users.split_once("..").ok_or_else(bad_users)?;
-    let a: usize = a.trim().parse().map_err(|_| bad_users())?;
-    let b: usize = b.trim().parse().map_err(|_| bad_users())?;
-    if a < 1 || b > 10_000 {
-        return Err(bad_users());
-    }
-    if a > b {
-        return Err(format!(
-            "--users {users}: the range is empty (FIRST above LAST)"
-        ));
-    }
-    let bad_step = || {
-        format!("--step {step}: allowed +N or N (add N users, N >= 1) or xF (multiply by F > 1), e.g. +10 or x2")
-    };
-    let mut v = vec![a];
-    if let Some(f) = step.strip_prefix('x') {
-        let f: f64 = f.parse().map_err(|_| bad_step())?;
-        if !(f > 1.0 && f.is_finite()) {
-            return Err(bad_step());
-        }
-        let mut x = a as f64;
-        loop {
-            x *= f;
-            let n = (x.round() as usize).max(v[v.len() - 1] + 1);
-            if n >= b {
-                break;
-            }
-            v.push(n);
-        }
-    } else {
-        let n: usize = step
-            .trim_start_matches('+')
-            .parse()
-            .map_err(|_| bad_step())?;
-        if n == 0 {
-            return Err(bad_step());
-        }
-        let mut x = a + n;
-        while x < b {
-            v.push(x);
-            x += n;
+impl RampCmd {
+    /// The validated setup of the flags given (checks in the order the errors are told):
+    /// steps, output files, gates, times, the request, the target. Reads `--payload-file`
+    /// and resolves TARGET; starts nothing.
+    pub(crate) fn plan(&self) -> Result<RampSetup> {
+        match self {
+            RampCmd::Tcp(a) => a.plan(RampProto::Tcp),
+            RampCmd::Udp(a) => a.plan(RampProto::Udp),
         }
     }
-    if *v.last().unwrap_or(&0) != b {
-        v.push(b);
-    }
-    if v.len() > 200 {
-        return Err(format!(
-            "--users {users} --step {step}: {} steps, allowed at most 200",
-            v.len()
-        ));
-    }
-    Ok(v)
 }
 
-/// Starts tpslab's reference server (`serve tcp --mode replace`) with the ramp's
-/// server settings, for as long as the ramp can last and 30 s more.
-fn start_builtin(a: &RampArgs, steps: usize) -> Result<ServerProcess> {
-    let mut args: Vec<String> = ["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"]
-        .map(String::from)
-        .into();
-    args.extend([
-        "--work".into(),
-        humantime::format_duration(a.server_work).to_string(),
-        "--serial".into(),
-        humantime::format_duration(a.server_serial).to_string(),
-        "--threads".into(),
-        a.server_threads.to_string(),
-    ]);
-    if a.serialize {
-        args.push("--serialize".into());
-    }
-    let life = (a.step_duration + a.warmup) * steps as u32 + Duration::from_secs(30);
-    args.extend(["--duration".into(), format!("{}s", life.as_secs())]);
-    ServerProcess::tpslab(&args)
-}
-
-/// A sequence field in a request: (offset, length), bytes.
-type SeqField = (usize, usize);
-
-/// The request every user sends (the payload file's bytes, or `--size` bytes with "ping"
-/// every 64; framed for tcp) and, for udp with a payload file, the sequence field that
-/// matches replies.
-fn request(a: &RampArgs, proto: RampProto) -> Result<(Vec<u8>, Option<SeqField>)> {
-    let payload = match &a.payload_file {
-        Some(p) => Some(flags::read_payload_file(p)?),
-        None => None,
-    };
-    let size = usize::try_from(a.size).unwrap_or(usize::MAX);
-    if !(8..=MAX_UDP_PAYLOAD).contains(&size) {
-        bail!("--size {}: allowed 8..={MAX_UDP_PAYLOAD} bytes", a.size);
-    }
-    let body = || {
-        let mut b = vec![b'.'; size];
-        for c in b.chunks_mut(64) {
-            if c.len() >= 4 {
-                c[..4].copy_from_slice(b"ping");
-            }
+impl RampArgs {
+    fn plan(&self, proto: RampProto) -> Result<RampSetup> {
+        let a = self;
+        let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
+        a.record.check(false)?;
+        if let Some(p) = &a.svg {
+            out::check_output("--svg", p, false)?;
         }
-        b
-    };
-    Ok(match proto {
-        RampProto::Tcp => {
-            if a.seq_field.is_some() {
-                bail!("--seq-field applies to ramp udp");
-            }
-            (payload.unwrap_or_else(|| frame(&body())), None)
+        a.gate.conditions(applies::RAMP)?;
+        STEP_DURATION.check("--step-duration", a.step_duration)?;
+        STEP_WARMUP.check("--warmup", a.warmup)?;
+        THINK.check("--think", a.think)?;
+        REQUEST_TIMEOUT.check("--timeout", a.timeout)?;
+        SAMPLE_INTERVAL.check("--interval", a.interval)?;
+        if !(a.knee_gain > 0.0 && a.knee_gain < 1.0) {
+            bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
         }
-        RampProto::Udp => {
-            if a.framing != "length" {
-                bail!("--framing applies to ramp tcp");
-            }
-            match (payload, &a.seq_field) {
-                (Some(p), Some(s)) => {
-                    let f = tpslab_plan::units::parse_seq_field("--seq-field", s, p.len())?;
-                    (p, Some(f))
+        let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
+        let payload = match &a.payload_file {
+            Some(p) => Some(flags::read_payload_file(p)?),
+            None => None,
+        };
+        let (request, seq_field) = request(
+            proto,
+            payload,
+            a.size,
+            a.framing != "length",
+            a.seq_field.as_deref(),
+        )?;
+        let builtin = BuiltinServer {
+            work: a.server_work,
+            serial: a.server_serial,
+            serialize: a.serialize,
+            threads: a.server_threads,
+        };
+        let builtin_flags = !a.server_work.is_zero()
+            || a.serialize
+            || a.server_threads != 0
+            || a.server_serial != Duration::from_millis(10);
+        let (target, pid, builtin) = match (&a.target, proto) {
+            (Some(t), _) => {
+                if builtin_flags {
+                    bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
                 }
-                (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),
-                (None, Some(_)) => bail!("--seq-field needs --payload-file"),
-                (None, None) => (body(), None),
+                if let Some(p) = a.pid {
+                    out::check_pid(p)?;
+                }
+                (resolve(t)?, a.pid, None)
             }
-        }
-    })
-}
-
-/// Where the load goes and which process is watched: TARGET (with `--pid`), or tpslab's
-/// own server started for `steps` steps (stopped when the returned handle drops).
-fn target(
-    a: &RampArgs,
-    proto: RampProto,
-    steps: usize,
-) -> Result<(std::net::SocketAddr, Option<u32>, Option<ServerProcess>)> {
-    let builtin_flags = !a.server_work.is_zero()
-        || a.serialize
-        || a.server_threads != 0
-        || a.server_serial != Duration::from_millis(10);
-    Ok(match (&a.target, proto) {
-        (Some(t), _) => {
-            if builtin_flags {
-                bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
+            (None, RampProto::Tcp) => {
+                if a.pid.is_some() {
+                    bail!("--pid applies with a TARGET; the built-in server is watched anyway");
+                }
+                (BUILTIN_UNSTARTED, None, Some(builtin))
             }
-            if let Some(p) = a.pid {
-                out::check_pid(p)?;
+            (None, RampProto::Udp) => {
+                bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
             }
-            (resolve(t)?, a.pid, None)
-        }
-        (None, RampProto::Tcp) => {
-            if a.pid.is_some() {
-                bail!("--pid applies with a TARGET; the built-in server is watched anyway");
-            }
-            let c = start_builtin(a, steps)?;
-            (c.addr, Some(c.pid()), Some(c))
-        }
-        (None, RampProto::Udp) => {
-            bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
-        }
-    })
-}
-
-/// Runs `tpslab ramp tcp|udp`: flags -> plan (request, target) -> the closed loop -> the
-/// record -> its report, SVG and exit code.
-pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
-    let (proto, a) = match cmd {
-        RampCmd::Tcp(a) => (RampProto::Tcp, a),
-        RampCmd::Udp(a) => (RampProto::Udp, a),
-    };
-    let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
-    a.record.check(false)?;
-    if let Some(p) = &a.svg {
-        out::check_output("--svg", p, false)?;
+        };
+        // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let plan = RampPlan {
+            proto,
+            target,
+            steps,
+            step_ns: ns(a.step_duration),
+            warmup_ns: ns(a.warmup),
+            think_ns: ns(a.think),
+            timeout_ns: ns(a.timeout),
+            request,
+            framing,
+            seq_field,
+            knee_gain: a.knee_gain,
+            builtin_server: builtin.map(|b| b.describe()),
+            server_pid: pid,
+            sample_ns: ns(a.interval),
+            load_threads: a.load_threads,
+        };
+        Ok(RampSetup { plan, builtin })
     }
-    a.gate.conditions(applies::RAMP)?;
-    let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
-    let (request, seq_field) = request(&a, proto)?;
-    let (target, pid, server) = target(&a, proto, steps.len())?;
-    // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
-    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    let plan = RampPlan {
-        proto,
-        target,
-        steps,
-        step_ns: ns(a.step_duration),
-        warmup_ns: ns(a.warmup),
-        think_ns: ns(a.think),
-        timeout_ns: ns(a.timeout),
-        request,
-        framing,
-        seq_field,
-        knee_gain: a.knee_gain,
-        builtin_server: server.as_ref().map(|_| {
-            if a.serialize {
-                format!(
-                    "{:?} CPU + {:?} under one global lock per request",
-                    a.server_work, a.server_serial
-                )
-            } else {
-                format!(
-                    "{:?} CPU + {:?} waiting per request, no lock",
-                    a.server_work, a.server_serial
-                )
-            }
-        }),
-        server_pid: pid,
-        sample_ns: ns(a.interval),
-        load_threads: a.load_threads,
-    };
-    plan.validate()?;
+}
+
+/// Runs `tpslab ramp tcp|udp`: flags -> setup -> the server started (without a target)
+/// -> the header -> the closed loop ([`tpslab_run::ramp`]) -> the record, its report, SVG
+/// and exit code.
+pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
+    let setup = cmd.plan()?;
+    let (RampCmd::Tcp(a) | RampCmd::Udp(a)) = &cmd;
+    let ready = tpslab_run::ramp::prepare(&setup)?;
     let mut out = std::io::stdout().lock();
-    tpslab_report::term::ramp_header(&mut out, &plan)?;
+    tpslab_report::term::ramp_header(&mut out, &ready.plan)?;
     drop(out);
     let exporter = a.metrics.start("ramp")?;
-    let stop = install_signals()?;
-    let started = tpslab_run::Started::now();
-    let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
-    let label = format!("ramp: {} steps", plan.steps.len());
+    let ctx = tpslab_run::Ctx {
+        stop: install_signals()?,
+        live: None,
+        progress: std::sync::Arc::new(out::TermProgress),
+    };
     // Scraped: every step's TPS and p99 as soon as it is measured.
-    let steps = std::sync::Mutex::new(vec![]);
-    let on_step = |s: &tpslab_analysis::ramp::StepResult| {
+    let on_steps = |st: &[StepResult]| {
         if let Some(e) = &exporter {
-            let mut st = steps.lock().unwrap_or_else(|e| e.into_inner());
-            st.push(s.clone());
-            e.set(tpslab_report::metrics::ramp_steps(&st, None));
+            e.set(tpslab_report::metrics::ramp_steps(st, None));
         }
     };
-    let run = out::with_progress(&label, secs, || run_ramp_with(&plan, &stop, &on_step))?;
-    drop(server);
-    let meta = started.meta(run.interrupted);
-    let analysis = ramp::analyse(&run, meta.cpus);
-    let rec = Record::with_meta(meta, Body::Ramp(RampReport { run, analysis }));
+    let rec = tpslab_run::ramp::run(ready, &ctx, &on_steps)?;
     let Body::Ramp(r) = &rec.body else {
-        unreachable!("made as a ramp above")
+        unreachable!("a ramp's record")
     };
     let mut outputs = a.record.outputs();
     if let Some(p) = &a.svg {
@@ -352,49 +234,4 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         bail!(why);
     }
     a.gate.exit(&r.run.outcome(), applies::RAMP)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn any_users_and_step_are_steps_or_an_error(users in "[0-9x+. ]{0,8}\\.\\.[0-9 ]{0,6}|\\PC{0,12}", step in "[+x]?[0-9.]{0,8}|\\PC{0,6}") {
-            if let Ok(v) = parse_steps(&users, &step) {
-                prop_assert!(!v.is_empty() && v.len() <= 200);
-                prop_assert!(v[0] >= 1 && *v.last().unwrap() <= 10_000);
-                prop_assert!(v.windows(2).all(|w| w[0] < w[1]), "{:?}", v);
-            }
-        }
-    }
-
-    #[test]
-    fn steps_from_ranges() {
-        assert_eq!(
-            parse_steps("1..32", "x2").unwrap(),
-            vec![1, 2, 4, 8, 16, 32]
-        );
-        assert_eq!(
-            parse_steps("1..110", "+10").unwrap(),
-            vec![1, 11, 21, 31, 41, 51, 61, 71, 81, 91, 101, 110]
-        );
-        assert_eq!(parse_steps("10..30", "10").unwrap(), vec![10, 20, 30]);
-        assert_eq!(parse_steps("5..5", "x2").unwrap(), vec![5]);
-        assert_eq!(parse_steps("1..3", "x1.1").unwrap(), vec![1, 2, 3]);
-        assert!(parse_steps("9..1", "x2").unwrap_err().contains("empty"));
-        for (u, s) in [
-            ("0..5", "x2"),
-            ("1-5", "x2"),
-            ("1..5", "x1"),
-            ("1..5", "+0"),
-            ("1..5", "fast"),
-            ("1..10001", "x2"),
-            ("1..10000", "+1"),
-        ] {
-            let e = parse_steps(u, s).unwrap_err();
-            assert!(e.contains(u) || e.contains(s), "{e}");
-        }
-    }
 }

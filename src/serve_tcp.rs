@@ -7,12 +7,8 @@ use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
-use tpslab_analysis::record::tcp::ServeTcpRecord;
-use tpslab_analysis::record::{Body, Record};
-use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
-use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
+use tpslab_analysis::record::Body;
 use tpslab_plan::tcp::{check_buffer, ServeTcpMode, ServeTcpPlan};
 use tpslab_report::term::tcp as render;
 
@@ -75,111 +71,58 @@ pub(crate) struct ServeTcpArgs {
     record: crate::flags::RecordFlag,
 }
 
-/// The validated plan of the flags given.
-fn plan(a: &ServeTcpArgs) -> Result<ServeTcpPlan> {
-    let listen: SocketAddr = a.bind.parse().map_err(|_| {
-        anyhow!(
-            "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
-            a.bind
-        )
-    })?;
-    let ns = |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
-    let p = ServeTcpPlan {
-        listen,
-        mode: match a.mode {
-            ServeMode::Sink => ServeTcpMode::Sink,
-            ServeMode::Source => ServeTcpMode::Source,
-            ServeMode::Echo => ServeTcpMode::Echo,
-            ServeMode::Replace => ServeTcpMode::Replace,
-        },
-        rcvbuf: size_flag("--rcvbuf", a.rcvbuf)?,
-        sndbuf: size_flag("--sndbuf", a.sndbuf)?,
-        work_ns: ns(a.work.or(a.work_ns)),
-        serial_ns: ns(a.serial.or(a.serial_ns)),
-        serialize: a.serialize,
-        threads: a.threads,
-        duration_ns: a.duration.map(|d| ns(Some(d))),
-    };
-    p.validate()?;
-    Ok(p)
-}
-
-/// The server running: the stream kind or the request/response kind.
-enum Running {
-    Stream(SinkServer),
-    Rr(RrServer),
-}
-
-/// `tpslab serve tcp`.
-pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
-    // One descriptor per connection: a ramp to thousands of users must not hit EMFILE.
-    tpslab_net::raise_nofile();
-    a.record.check(false)?;
-    let plan = plan(&a)?;
-    let stop = install_signals()?;
-    let started = tpslab_run::Started::now();
-    let srv = if plan.request_response() {
-        Running::Rr(RrServer::start(RrConfig {
-            listen: plan.listen,
-            mode: if plan.mode == ServeTcpMode::Echo {
-                RrMode::Echo
-            } else {
-                RrMode::Replace
+impl ServeTcpArgs {
+    /// The validated plan of the flags given (the output files checked first).
+    pub(crate) fn plan(&self) -> Result<ServeTcpPlan> {
+        let a = self;
+        a.record.check(false)?;
+        let listen: SocketAddr = a.bind.parse().map_err(|_| {
+            anyhow!(
+                "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
+                a.bind
+            )
+        })?;
+        let ns =
+            |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
+        let p = ServeTcpPlan {
+            listen,
+            mode: match a.mode {
+                ServeMode::Sink => ServeTcpMode::Sink,
+                ServeMode::Source => ServeTcpMode::Source,
+                ServeMode::Echo => ServeTcpMode::Echo,
+                ServeMode::Replace => ServeTcpMode::Replace,
             },
-            work_ns: plan.work_ns,
-            serial_ns: plan.serial_ns,
-            serialize: plan.serialize,
-            threads: plan.threads,
-        })?)
-    } else {
-        Running::Stream(SinkServer::start(SinkConfig {
-            listen: plan.listen,
-            rcvbuf: plan.rcvbuf,
-            source: plan.mode == ServeTcpMode::Source,
-            sndbuf: plan.sndbuf,
-        })?)
+            rcvbuf: size_flag("--rcvbuf", a.rcvbuf)?,
+            sndbuf: size_flag("--sndbuf", a.sndbuf)?,
+            work_ns: ns(a.work.or(a.work_ns)),
+            serial_ns: ns(a.serial.or(a.serial_ns)),
+            serialize: a.serialize,
+            threads: a.threads,
+            duration_ns: a.duration.map(|d| ns(Some(d))),
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+/// `tpslab serve tcp`: the header once listening, the counts at the end.
+pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
+    let plan = a.plan()?;
+    let ctx = tpslab_run::Ctx {
+        stop: install_signals()?,
+        live: None,
+        progress: std::sync::Arc::new(tpslab_run::Silent),
     };
-    let mut rec = ServeTcpRecord {
-        plan,
-        addr: match &srv {
-            Running::Rr(s) => s.local_addr(),
-            Running::Stream(s) => s.local_addr(),
-        },
-        rcvbuf_granted: match &srv {
-            Running::Stream(s) => s.rcvbuf_granted,
-            Running::Rr(_) => 0,
-        },
-        connections: 0,
-        bytes: 0,
-        requests: 0,
-        errors: 0,
-        elapsed_s: 0.0,
-        interrupted: false,
-    };
+    let serving = tpslab_run::serve_tcp::start(&plan)?;
     let mut out = std::io::stdout().lock();
-    render::serve_header(&mut out, &rec)?;
+    render::serve_header(&mut out, &serving.record)?;
     out.flush()?;
-    let t0 = std::time::Instant::now();
-    let until = plan.duration_ns.map(Duration::from_nanos);
-    while !stop.load(Relaxed) && until.is_none_or(|d| t0.elapsed() < d) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    rec.interrupted = stop.load(Relaxed);
-    match srv {
-        Running::Stream(s) => {
-            rec.connections = s.connections();
-            rec.bytes = s.stop();
-        }
-        Running::Rr(s) => {
-            let r = s.stop();
-            (rec.connections, rec.requests, rec.errors) = (r.connections, r.requests, r.errors);
-        }
-    }
-    rec.elapsed_s = t0.elapsed().as_secs_f64();
-    render::serve_end(&mut out, &rec)?;
+    let rec = tpslab_run::serve_tcp::serve(serving, &ctx);
+    let Body::ServeTcp(r) = &rec.body else {
+        unreachable!("a serve_tcp record")
+    };
+    render::serve_end(&mut out, r)?;
     if a.record.wanted() {
-        let meta = started.meta_for(rec.elapsed_s, rec.interrupted);
-        let rec = Record::with_meta(meta, Body::ServeTcp(rec));
         drop(out);
         crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
     }

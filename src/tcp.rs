@@ -1,7 +1,7 @@
 //! `tpslab tcp`: a bulk flow with TCP_INFO sampled and which limit held it, to a sink,
 //! from a source (`--reverse`), across tpslab's delay line between two namespaces
 //! (`--lab-rtt`, with the recommended buffers tried), or another process's flows watched.
-//! Flags -> [`TcpPlan`] -> engine -> [`TcpRecord`] -> the report layer.
+//! Flags -> [`TcpPlan`] -> [`tpslab_run::tcp`] -> the record -> the report layer.
 
 use crate::flags;
 use crate::out::{install_signals, resolve};
@@ -9,14 +9,9 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::bdp;
 use tpslab_analysis::gate::{applies, FailOn};
-use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
-use tpslab_analysis::record::{Body, Record, TcpRecord};
-use tpslab_analysis::tcp::Limit;
-use tpslab_engine::tcpflow;
+use tpslab_analysis::record::Body;
 use tpslab_plan::limits::LAB_RTT;
 use tpslab_plan::tcp::{check_buffer, check_times, check_write_size, LinkConfig, TcpMode, TcpPlan};
 use tpslab_report::term::tcp as render;
@@ -107,202 +102,129 @@ fn buffer(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
     Ok(v.map(|b| check_buffer(flag, b)).transpose()?)
 }
 
-/// The validated plan of the flags given.
-fn plan(a: &TcpArgs) -> Result<TcpPlan> {
-    // The times first: nothing is resolved for a plan that cannot run.
-    check_times(a.duration, a.interval, a.skip)?;
-    let lab_only = [
-        ("--lab-rate", a.lab_rate.is_some()),
-        ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
-        ("--lab-loss", a.lab_loss != "0"),
-        ("--lab-queue", a.lab_queue != 1000),
-        ("--no-verify", a.no_verify),
-    ];
-    let mode = if a.watch_pid.is_some() || a.watch_port.is_some() {
-        if a.target.is_some() || a.lab_rtt.is_some() {
-            bail!("--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt");
-        }
-        let watch_not = [
-            ("--sndbuf", a.sndbuf.is_some()),
-            ("--rcvbuf", a.rcvbuf.is_some()),
-            ("--reverse", a.reverse),
-            ("--target-rate", a.target_rate.is_some()),
-            ("--fail-on", a.gate.fail_on.is_some()),
-            ("--strict", a.gate.strict),
-            ("--write-size", a.write_size != 128 << 10),
+impl TcpArgs {
+    /// The validated plan of the flags given (the output files and gates checked first;
+    /// TARGET resolved, a `--watch-pid` looked up).
+    pub(crate) fn plan(&self) -> Result<TcpPlan> {
+        let a = self;
+        a.record.check(false)?;
+        a.gate.conditions(applies::TCP)?;
+        // The times first: nothing is resolved for a plan that cannot run.
+        check_times(a.duration, a.interval, a.skip)?;
+        let lab_only = [
+            ("--lab-rate", a.lab_rate.is_some()),
+            ("--sink-rcvbuf", a.sink_rcvbuf.is_some()),
+            ("--lab-loss", a.lab_loss != "0"),
+            ("--lab-queue", a.lab_queue != 1000),
+            ("--no-verify", a.no_verify),
         ];
-        if let Some((f, _)) = lab_only.iter().chain(&watch_not).find(|x| x.1) {
-            bail!("{f} does not apply when watching flows of another process");
-        }
-        if let Some(p) = a.watch_pid {
-            if !std::path::Path::new(&format!("/proc/{p}")).exists() {
-                bail!("--watch-pid {p}: no such process");
+        let mode = if a.watch_pid.is_some() || a.watch_port.is_some() {
+            if a.target.is_some() || a.lab_rtt.is_some() {
+                bail!("--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt");
             }
-        }
-        TcpMode::Watch {
-            pid: a.watch_pid,
-            port: a.watch_port,
-        }
-    } else if let Some(rtt) = a.lab_rtt {
-        if a.target.is_some() {
-            bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
-        }
-        // As given: the plan keeps the one-way delay (half of it).
-        LAB_RTT.check("--lab-rtt", rtt)?;
-        if a.reverse || a.rcvbuf.is_some() {
-            bail!("--reverse and --rcvbuf apply with a TARGET, not in the lab yet");
-        }
-        let link = LinkConfig {
-            delay_ns: (rtt.as_nanos() / 2).min(u64::MAX as u128) as u64,
-            rate_bps: a.lab_rate,
-            loss: parse_loss(&a.lab_loss)?,
-            queue_packets: a.lab_queue,
-            ..Default::default()
-        };
-        TcpMode::Lab {
-            link,
-            sink_rcvbuf: buffer("--sink-rcvbuf", a.sink_rcvbuf)?,
-            verify: !a.no_verify,
-        }
-    } else {
-        let Some(t) = &a.target else {
-            bail!("tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)");
-        };
-        if let Some((f, _)) = lab_only.iter().find(|x| x.1) {
-            bail!("{f} applies only with --lab-rtt");
-        }
-        let target = resolve(t)?;
-        if a.reverse {
-            TcpMode::Reverse { target }
+            let watch_not = [
+                ("--sndbuf", a.sndbuf.is_some()),
+                ("--rcvbuf", a.rcvbuf.is_some()),
+                ("--reverse", a.reverse),
+                ("--target-rate", a.target_rate.is_some()),
+                ("--fail-on", a.gate.fail_on.is_some()),
+                ("--strict", a.gate.strict),
+                ("--write-size", a.write_size != 128 << 10),
+            ];
+            if let Some((f, _)) = lab_only.iter().chain(&watch_not).find(|x| x.1) {
+                bail!("{f} does not apply when watching flows of another process");
+            }
+            if let Some(p) = a.watch_pid {
+                if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+                    bail!("--watch-pid {p}: no such process");
+                }
+            }
+            TcpMode::Watch {
+                pid: a.watch_pid,
+                port: a.watch_port,
+            }
+        } else if let Some(rtt) = a.lab_rtt {
+            if a.target.is_some() {
+                bail!("give TARGET or --lab-rtt, not both: the lab runs its own sink");
+            }
+            // As given: the plan keeps the one-way delay (half of it).
+            LAB_RTT.check("--lab-rtt", rtt)?;
+            if a.reverse || a.rcvbuf.is_some() {
+                bail!("--reverse and --rcvbuf apply with a TARGET, not in the lab yet");
+            }
+            let link = LinkConfig {
+                delay_ns: (rtt.as_nanos() / 2).min(u64::MAX as u128) as u64,
+                rate_bps: a.lab_rate,
+                loss: parse_loss(&a.lab_loss)?,
+                queue_packets: a.lab_queue,
+                ..Default::default()
+            };
+            TcpMode::Lab {
+                link,
+                sink_rcvbuf: buffer("--sink-rcvbuf", a.sink_rcvbuf)?,
+                verify: !a.no_verify,
+            }
         } else {
-            TcpMode::Send { target }
+            let Some(t) = &a.target else {
+                bail!("tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)");
+            };
+            if let Some((f, _)) = lab_only.iter().find(|x| x.1) {
+                bail!("{f} applies only with --lab-rtt");
+            }
+            let target = resolve(t)?;
+            if a.reverse {
+                TcpMode::Reverse { target }
+            } else {
+                TcpMode::Send { target }
+            }
+        };
+        let p = TcpPlan {
+            mode,
+            duration_ns: a.duration.as_nanos().min(u64::MAX as u128) as u64,
+            interval_ns: a.interval.as_nanos().min(u64::MAX as u128) as u64,
+            skip_ns: a.skip.as_nanos().min(u64::MAX as u128) as u64,
+            sndbuf: buffer("--sndbuf", a.sndbuf)?,
+            rcvbuf: buffer("--rcvbuf", a.rcvbuf)?,
+            write_bytes: check_write_size(a.write_size)?,
+            target_rate_bps: a.target_rate,
+        };
+        p.validate()?;
+        if matches!(p.mode, TcpMode::Reverse { .. })
+            && a.gate.conditions(applies::TCP)?.contains(&FailOn::Target)
+        {
+            bail!("--fail-on target: with --reverse no target rate is judged; allowed invalid");
         }
-    };
-    let p = TcpPlan {
-        mode,
-        duration_ns: a.duration.as_nanos().min(u64::MAX as u128) as u64,
-        interval_ns: a.interval.as_nanos().min(u64::MAX as u128) as u64,
-        skip_ns: a.skip.as_nanos().min(u64::MAX as u128) as u64,
-        sndbuf: buffer("--sndbuf", a.sndbuf)?,
-        rcvbuf: buffer("--rcvbuf", a.rcvbuf)?,
-        write_bytes: check_write_size(a.write_size)?,
-        target_rate_bps: a.target_rate,
-    };
-    p.validate()?;
-    if matches!(p.mode, TcpMode::Reverse { .. })
-        && a.gate.conditions(applies::TCP)?.contains(&FailOn::Target)
-    {
-        bail!("--fail-on target: with --reverse no target rate is judged; allowed invalid");
+        Ok(p)
     }
-    Ok(p)
 }
 
-/// `tpslab tcp`.
+/// `tpslab tcp`: the lab's runs printed as each ends, other flows' report at the end.
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
-    a.record.check(false)?;
-    a.gate.conditions(applies::TCP)?;
-    let plan = plan(&a)?;
-    let stop = install_signals()?;
-    let started = tpslab_run::Started::now();
-    let mut rec = TcpRecord {
-        plan,
-        runs: vec![],
-        watched: vec![],
-        thread_waits: None,
-        interrupted: false,
+    let plan = a.plan()?;
+    let ctx = tpslab_run::Ctx {
+        stop: install_signals()?,
+        live: None,
+        progress: std::sync::Arc::new(crate::out::TermProgress),
     };
     let mut out = std::io::stdout().lock();
-    match plan.mode {
-        TcpMode::Send { target } | TcpMode::Reverse { target } => {
-            let flow = plan.flow(target, plan.sndbuf);
-            let t = tpslab_net::mono_ns();
-            let s = tcpflow::connect(target, flow.sndbuf, flow.rcvbuf, Duration::from_secs(5))?;
-            let connect_ns = tpslab_net::mono_ns() - t;
-            let secs = plan.duration_ns as f64 / 1e9;
-            let f = crate::out::with_progress("tcp flow", secs, || {
-                tcpflow::run_flow(s, flow, connect_ns, &stop)
-            })?;
-            rec.runs.push(TcpRun::judge(f, None, plan.skip_ns));
-        }
-        TcpMode::Lab { .. } => lab(&mut rec, &stop, &mut out)?,
-        TcpMode::Watch { pid, port } => {
-            // Where the process's threads wait, beside its flows (S4: in poll, on a peer).
-            let every = (plan.interval_ns / 1_000_000).max(100);
-            let mut waits = pid.map(|p| tpslab_engine::waits::WaitSampler::new(p, None, every));
-            let flows = tcpflow::watch_flows(
-                pid,
-                port,
-                plan.duration_ns,
-                plan.interval_ns,
-                &stop,
-                waits.as_mut(),
-            )?;
-            rec.thread_waits = waits.map(|w| w.finish());
-            rec.watched = flows
-                .into_iter()
-                .map(|f| WatchedReport::judge(f, plan.skip_ns))
-                .collect();
-        }
-    }
-    rec.interrupted = stop.load(Relaxed) || rec.runs.first().is_some_and(|r| r.flow.interrupted);
-    let meta = started.meta(rec.interrupted);
+    let rec = tpslab_run::tcp::run(&plan, &ctx, &mut |r, i| {
+        render::run_part(&mut out, r, i)?;
+        Ok(out.flush()?)
+    })?;
+    let Body::Tcp(r) = &rec.body else {
+        unreachable!("a tcp record")
+    };
     if !matches!(plan.mode, TcpMode::Lab { .. }) {
-        render::record(&mut out, &rec)?;
+        render::record(&mut out, r)?;
     }
-    let outcome = rec.outcome();
+    let outcome = r.outcome();
     if a.record.wanted() {
-        let rec = Record::with_meta(meta, Body::Tcp(rec));
         crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
     }
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);
     }
     a.gate.exit(&outcome, applies::TCP)
-}
-
-/// The lab: the flow as planned, printed as soon as it ends; when it misses the target
-/// rate because of a buffer, the same lab again with the recommended buffers.
-fn lab(rec: &mut TcpRecord, stop: &AtomicBool, out: &mut dyn Write) -> Result<()> {
-    let plan = rec.plan;
-    let TcpMode::Lab {
-        link,
-        sink_rcvbuf,
-        verify,
-    } = plan.mode
-    else {
-        unreachable!("called for the lab")
-    };
-    let port = std::net::SocketAddr::from(([0, 0, 0, 0], 5001));
-    let run = |snd: Option<u64>, rcv: Option<u64>| -> Result<TcpRun> {
-        let secs = plan.duration_ns as f64 / 1e9;
-        let (flow, stats) = crate::out::with_progress("tcp lab flow", secs, || {
-            tcpflow::run_lab_flow(link, rcv, plan.flow(port, snd), stop)
-        })
-        .map_err(|e| {
-            if e.io_kind() == Some(std::io::ErrorKind::PermissionDenied) {
-                anyhow!("tcp --lab-rtt needs root (network namespaces and TUN devices): {e}")
-            } else {
-                anyhow!("{e}")
-            }
-        })?;
-        Ok(TcpRun::judge(flow, Some(stats), plan.skip_ns))
-    };
-    rec.runs.push(run(plan.sndbuf, sink_rcvbuf)?);
-    render::run_part(out, rec, 0)?;
-    out.flush()?;
-    let short = plan
-        .target_rate_bps
-        .zip(rec.runs[0].analysis.as_ref())
-        .filter(|(r, an)| an.throughput_bps < *r);
-    if let Some((r, an)) = short {
-        let buffer_bound = matches!(an.held_by, Limit::ReceiveWindow | Limit::SendBuffer);
-        if verify && !stop.load(Relaxed) && buffer_bound {
-            let buf = bdp::buffer_plan(r, an.rtt_mean_us / 1e6).setsockopt_bytes();
-            rec.runs.push(run(Some(buf), Some(buf))?);
-            render::run_part(out, rec, 1)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -83,6 +83,55 @@ pub fn host_fixes(
 /// The largest window TCP can advertise: 65535 << 14 (window scale 14), bytes.
 pub const MAX_TCP_WINDOW: u64 = 65535 << 14;
 
+/// A host's TCP buffer settings as read (None: could not be read).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostBuffers {
+    /// net.ipv4.tcp_rmem as read (three fields).
+    pub tcp_rmem: Option<String>,
+    /// net.ipv4.tcp_wmem as read.
+    pub tcp_wmem: Option<String>,
+    /// net.core.rmem_max, bytes.
+    pub rmem_max: Option<u64>,
+    /// net.core.wmem_max, bytes.
+    pub wmem_max: Option<u64>,
+}
+
+/// What a rate over an RTT needs, against a host: `tpslab bdp --rate`'s answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Need {
+    /// The rate, bits/s.
+    pub rate_bps: f64,
+    /// The round-trip time, seconds.
+    pub rtt_s: f64,
+    /// The bytes in flight and the buffer that gives them.
+    pub plan: BufferPlan,
+    /// The host's settings.
+    pub host: HostBuffers,
+    /// The sysctls to raise ([`host_fixes`]; empty: the host allows the buffer already).
+    pub fixes: Vec<(&'static str, String)>,
+}
+
+impl Need {
+    /// The buffers `rate_bps` over `rtt_s` needs, and what `host` must raise for them.
+    pub fn new(rate_bps: f64, rtt_s: f64, host: HostBuffers) -> Need {
+        let plan = buffer_plan(rate_bps, rtt_s);
+        let fixes = host_fixes(
+            &plan,
+            host.tcp_rmem.as_deref(),
+            host.tcp_wmem.as_deref(),
+            host.rmem_max,
+            host.wmem_max,
+        );
+        Need {
+            rate_bps,
+            rtt_s,
+            plan,
+            host,
+            fixes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! written by users (sizes, rates, durations, sequence fields) are parsed by [`units`]
 //! with checked arithmetic: every bad input is a [`PlanError`], never a panic or a wrap.
 
+pub mod bdp;
 pub mod doctor;
 pub mod fleet;
 pub mod framing;

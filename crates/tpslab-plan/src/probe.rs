@@ -184,6 +184,31 @@ impl PoolPlan {
     }
 }
 
+/// `probe idle-responder`: where it answers and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponderPlan {
+    /// The address it answers on, UDP and TCP (port 0: one the kernel picks).
+    pub bind: SocketAddr,
+    /// How long it answers (None: until stopped).
+    pub duration: Option<Duration>,
+}
+
+impl ResponderPlan {
+    /// The plan of `bind` (ADDR:PORT as written) and `--duration`. Errors: an address that
+    /// is not ADDR:PORT, a duration outside [`crate::limits::WATCH_DURATION`].
+    pub fn new(bind: &str, duration: Option<Duration>) -> Result<ResponderPlan, PlanError> {
+        let bind = bind.parse().map_err(|_| {
+            PlanError::Conflict(format!(
+                "bind \"{bind}\": allowed ADDR:PORT, e.g. 0.0.0.0:9100"
+            ))
+        })?;
+        if let Some(d) = duration {
+            crate::limits::WATCH_DURATION.check("--duration", d)?;
+        }
+        Ok(ResponderPlan { bind, duration })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +250,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--lab-idle-timeout 0s: allowed"));
+    }
+
+    #[test]
+    fn a_responder_answers_on_an_address_for_a_while() {
+        let p = ResponderPlan::new("0.0.0.0:9100", Some(s(5))).unwrap();
+        assert_eq!((p.bind.port(), p.duration), (9100, Some(s(5))));
+        assert_eq!(
+            ResponderPlan::new("nowhere", None).unwrap_err().to_string(),
+            "bind \"nowhere\": allowed ADDR:PORT, e.g. 0.0.0.0:9100"
+        );
+        assert!(ResponderPlan::new("127.0.0.1:0", Some(Duration::ZERO))
+            .unwrap_err()
+            .to_string()
+            .starts_with("--duration 0s: allowed"));
     }
 }

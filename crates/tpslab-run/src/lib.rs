@@ -11,10 +11,17 @@
 //! servers a run starts and stops), [`input`] / [`outfile`] (how files are read and
 //! written as root: regular files only, size caps, never through a planted link).
 
+pub mod bdp;
+pub mod doctor;
 pub mod history;
 pub mod input;
 pub mod outfile;
+pub mod pool_config;
+pub mod probe;
+pub mod ramp;
+pub mod serve_tcp;
 pub mod server_proc;
+pub mod tcp;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

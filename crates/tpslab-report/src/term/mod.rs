@@ -6,6 +6,7 @@ use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record};
 
+pub mod bdp;
 pub mod compare;
 mod diagnose;
 pub mod doctor;

@@ -1,0 +1,224 @@
+//! `probe idle`, `probe idle-responder` and `probe pool`: after how long of idleness a path
+//! kills a TCP connection (S5), against a server or in tpslab's lab behind a middlebox with
+//! a known timeout, judged against this host's keepalive settings and the pool files
+//! given; the far side of the UDP and server-first probes; a connection pool through the
+//! lab's middlebox.
+
+use crate::{Ctx, Started};
+use anyhow::{anyhow, Result};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use tpslab_analysis::doctor::{pool, workload};
+use tpslab_analysis::idle::{bracket, Fate, IdleRecord, PoolRecord};
+use tpslab_analysis::record::{Body, Record};
+use tpslab_plan::probe::{IdlePlan, IdleTarget, PoolPlan, ResponderPlan};
+use tpslab_proc::pool_conf::PoolConf;
+
+/// The host settings an idle study is judged against (/proc/sys paths).
+const KEEPALIVE_SETTINGS: [&str; 5] = [
+    "net/ipv4/tcp_keepalive_time",
+    "net/ipv4/tcp_keepalive_intvl",
+    "net/ipv4/tcp_keepalive_probes",
+    "net/ipv4/tcp_retries2",
+    "net/ipv4/tcp_rto_max_ms",
+];
+
+/// A validated `probe idle`: the plan and the pool files (read and checked) to judge
+/// against the timeout found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleSetup {
+    /// The study.
+    pub plan: IdlePlan,
+    /// `--pool-config` files, parsed ([`crate::pool_config::read`]).
+    pub pools: Vec<PoolConf>,
+}
+
+/// The record of a study about to start: the plan, this host's keepalive settings, the
+/// pools, nothing measured yet (a terminal prints its header from it).
+pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
+    IdleRecord {
+        plan: setup.plan,
+        conns: vec![],
+        control: Fate::Alive,
+        bracket: bracket(&[]),
+        how: None,
+        running: tpslab_engine::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
+        pools: setup.pools.clone(),
+        findings: vec![],
+        interrupted: false,
+    }
+}
+
+/// Runs the study `rec` was begun for ([`idle_begin`]): the server or the lab, each round
+/// said on `ctx.progress`; then the bracket, how the path ended a connection, and the
+/// judgement ([`judge_idle`]). Returns the record (kind probe_idle). Errors: the
+/// connections or the lab (namespaces), a pool file's setting that is not a number.
+pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
+    let started = Started::now();
+    let plan = rec.plan;
+    let progress = |line: String| ctx.progress.line(&line);
+    let study = match plan.target {
+        IdleTarget::Server { addr } => {
+            tpslab_engine::idle::study(&plan, addr, &ctx.stop, &progress)?
+        }
+        IdleTarget::Lab {
+            idle_timeout_ns,
+            on_idle,
+        } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &ctx.stop, &progress)?,
+    };
+    rec.bracket = bracket(&study.conns);
+    rec.how = rec.bracket.dead_s.and_then(|d| {
+        study
+            .conns
+            .iter()
+            .find(|c| c.idle_s == d && c.fate.dead())
+            .map(|c| c.fate.clone())
+    });
+    rec.conns = study.conns;
+    rec.control = study.control;
+    rec.interrupted = study.interrupted;
+    judge_idle(&mut rec)?;
+    Ok(Record::with_meta(
+        started.meta(rec.interrupted),
+        Body::ProbeIdle(rec),
+    ))
+}
+
+/// The findings of a study: judged only on evidence (the control connection alive, a
+/// consistent bracket, TCP), against the lower end of the bracket (a setting below it is
+/// surely in time): this host's keepalive settings (doctor's `--for pool`), then each pool
+/// file's. None otherwise. Errors: a pool setting that is not a number.
+pub fn judge_idle(rec: &mut IdleRecord) -> Result<()> {
+    let evidence = rec.control == Fate::Alive && !rec.bracket.inconsistent() && !rec.plan.udp;
+    if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
+        let d = rec.bracket.alive_s.unwrap_or(d).max(1);
+        rec.findings = workload::pool(&rec.running, d, None, None);
+        let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
+        for p in &rec.pools {
+            rec.findings
+                .extend(pool::judge(p, d, os).map_err(|e| anyhow!(e))?);
+        }
+    }
+    Ok(())
+}
+
+/// The record of `probe pool` before its first request (for a terminal's header).
+pub fn pool_begin(plan: &PoolPlan) -> PoolRecord {
+    PoolRecord {
+        plan: *plan,
+        requests: vec![],
+        opened: 0,
+        validations: 0,
+        validations_failed: 0,
+        expired: 0,
+        interrupted: false,
+    }
+}
+
+/// Runs `probe pool` in the lab (each request said on `ctx.progress`) and returns the
+/// record (kind probe_pool). Errors: the lab (namespaces, TUN; root).
+pub fn pool(plan: &PoolPlan, ctx: &Ctx) -> Result<Record> {
+    let started = Started::now();
+    let progress = |line: String| ctx.progress.line(&line);
+    let rec = tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?;
+    Ok(Record::with_meta(
+        started.meta(rec.interrupted),
+        Body::ProbePool(rec),
+    ))
+}
+
+/// The idle responder bound: one port, UDP and TCP.
+pub struct Responder {
+    udp: UdpSocket,
+    tcp: TcpListener,
+    plan: ResponderPlan,
+}
+
+impl Responder {
+    /// Binds the plan's address over UDP, then the same port over TCP. Errors name the
+    /// address and the protocol (`bind 0.0.0.0:9100 (UDP): Address in use`).
+    pub fn bind(plan: &ResponderPlan) -> Result<Responder> {
+        let addr = plan.bind;
+        let udp = UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr} (UDP): {e}"))?;
+        let tcp = TcpListener::bind(udp.local_addr()?)
+            .map_err(|e| anyhow!("bind {addr} (TCP): {e}"))?;
+        Ok(Responder {
+            udp,
+            tcp,
+            plan: *plan,
+        })
+    }
+
+    /// Where it answers (the port chosen when the plan's was 0).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        Ok(self.udp.local_addr()?)
+    }
+
+    /// Answers until `ctx.stop` or the plan's duration; returns the requests answered.
+    pub fn serve(self, ctx: &Ctx) -> Result<u64> {
+        let stop = ctx.stop.clone();
+        if let Some(d) = self.plan.duration {
+            let st = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(d);
+                st.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        Ok(tpslab_engine::idle::responder(
+            &self.udp,
+            Some(&self.tcp),
+            &stop,
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::idle::Conn;
+
+    fn record(control: Fate, udp: bool) -> IdleRecord {
+        let target = IdleTarget::Server {
+            addr: "127.0.0.1:5432".parse().unwrap(),
+        };
+        let s = std::time::Duration::from_secs;
+        let mut plan = IdlePlan::new(target, s(10), s(3600), s(5), 16).unwrap();
+        plan.udp = udp;
+        let conn = |idle_s, fate| Conn {
+            round: 1,
+            idle_s,
+            fate,
+            decided_ms: 0,
+        };
+        let conns = vec![conn(300, Fate::Alive), conn(400, Fate::Dropped)];
+        let mut rec = idle_begin(&IdleSetup { plan, pools: vec![] });
+        rec.running = [
+            ("net/ipv4/tcp_keepalive_time", "7200"),
+            ("net/ipv4/tcp_keepalive_intvl", "75"),
+            ("net/ipv4/tcp_keepalive_probes", "9"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect();
+        rec.bracket = bracket(&conns);
+        rec.conns = conns;
+        rec.control = control;
+        rec
+    }
+
+    #[test]
+    fn a_timeout_is_judged_only_on_the_evidence_of_a_live_control_over_tcp() {
+        let mut rec = record(Fate::Alive, false);
+        judge_idle(&mut rec).unwrap();
+        // Keepalive after 7200 s, the path forgets within (300, 400]: told.
+        assert!(
+            rec.findings.iter().any(|f| f.what.contains("7200")),
+            "{:?}",
+            rec.findings
+        );
+        for (control, udp) in [(Fate::Dropped, false), (Fate::Alive, true)] {
+            let mut rec = record(control, udp);
+            judge_idle(&mut rec).unwrap();
+            assert!(rec.findings.is_empty(), "{:?}", rec.findings);
+        }
+    }
+}

@@ -42,6 +42,16 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
+/// The context a command's workflow runs in: the signals installed ([`install_signals`]),
+/// `live` receiving every observer sample, progress on the terminal ([`TermProgress`]).
+pub(crate) fn ctx(live: Option<tpslab_engine::observe::LiveSink>) -> Result<tpslab_run::Ctx> {
+    Ok(tpslab_run::Ctx {
+        stop: install_signals()?,
+        live,
+        progress: Arc::new(TermProgress),
+    })
+}
+
 pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
     let mut addrs = target
         .to_socket_addrs()
@@ -196,6 +206,26 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+/// The epilogue of a UDP run's or a watch's record: [`emit`] with its report, then the
+/// exit code under `gate` (0 for an interrupted run where `interrupt_is_normal`: a watch
+/// ends by Ctrl-C as a matter of course). Errors: a record of another kind, or as [`emit`].
+pub(crate) fn emit_run(
+    rec: &Record,
+    outs: Outputs<'_>,
+    explain: bool,
+    gate: &crate::flags::GateFlags,
+    interrupt_is_normal: bool,
+) -> Result<std::process::ExitCode> {
+    let Some(run) = tpslab_run::udp::run_of(rec) else {
+        bail!("a {} record is not a UDP run's", rec.kind());
+    };
+    emit(rec, outs, Terminal::Report { explain })?;
+    if interrupt_is_normal && run.interrupted {
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    crate::flags::gate_exit(run, gate)
 }
 
 /// `s` with its control characters (ESC of an escape sequence, NUL, BEL, CR, C1) and the

@@ -15,6 +15,7 @@ pub mod history;
 pub mod input;
 pub mod outfile;
 pub mod server_proc;
+pub mod udp;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -89,25 +89,6 @@ pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> 
     Ok(tpslab_run::outfile::check(flag, p)?)
 }
 
-/// A record as the bytes of its file: pretty JSON and a final newline.
-pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Result<Vec<u8>> {
-    let mut v = serde_json::to_vec_pretty(value).context("encoding JSON")?;
-    v.push(b'\n');
-    Ok(v)
-}
-
-/// Writes JSON to `path` for `flag` (`-`: standard output), safely (see `outfile`).
-pub(crate) fn write_json_as(flag: &str, path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let bytes = json_bytes(value)?;
-    if is_stdout(path) {
-        return std::io::stdout()
-            .lock()
-            .write_all(&bytes)
-            .context("writing JSON to standard output");
-    }
-    Ok(tpslab_run::outfile::write(flag, path, &bytes)?)
-}
-
 /// The files a command writes besides what it prints: the record (`--json`), its HTML page,
 /// its metrics, the history entry, and any of its own (a plot, a CSV).
 #[derive(Default)]
@@ -157,7 +138,7 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         },
     };
     if let Some(p) = outs.json {
-        file("--json", p, "record", json_bytes(rec));
+        file("--json", p, "record", tpslab_run::outfile::json_bytes(rec));
     }
     if let Some(p) = outs.html {
         let mut page = Vec::new();

@@ -16,6 +16,7 @@ pub mod history;
 pub mod input;
 pub mod outfile;
 pub mod server_proc;
+pub mod sweep;
 pub mod udp;
 
 use std::sync::atomic::AtomicBool;

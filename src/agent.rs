@@ -2,7 +2,7 @@
 //! `tpslab merge`: the agents' records added up exactly. No controller: a scheduler
 //! (Kubernetes, ssh) starts the agents, the plan and the start time coordinate them.
 
-use crate::flags::{GateFlags, OutputFlags, RecordFlag};
+use crate::flags::{GateFlags, RecordFlag};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -163,17 +163,12 @@ pub(crate) fn agent(a: AgentArgs) -> Result<ExitCode> {
         start_error_us,
         clock,
     });
-    crate::udp::finish_record(
-        rec,
-        &OutputFlags {
-            interval: a.interval,
-            record: a.record,
-            metrics: Default::default(),
-            json_stream: None,
-            explain: false,
-            no_drop_reasons: false,
-            gate: GateFlags::default(),
-        },
+    crate::out::emit_run(
+        &tpslab_run::udp::record(rec),
+        a.record.outputs(),
+        false,
+        &GateFlags::default(),
+        false,
     )
 }
 
@@ -231,16 +226,11 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     merged.argv = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    crate::udp::finish_record(
-        merged,
-        &OutputFlags {
-            interval: Duration::from_millis(10),
-            record: a.record,
-            metrics: Default::default(),
-            json_stream: None,
-            explain: a.explain,
-            no_drop_reasons: false,
-            gate: GateFlags::default(),
-        },
+    crate::out::emit_run(
+        &tpslab_run::udp::record(merged),
+        a.record.outputs(),
+        a.explain,
+        &GateFlags::default(),
+        false,
     )
 }

@@ -42,6 +42,16 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
+/// The context a command's workflow runs in: the signals installed ([`install_signals`]),
+/// `live` receiving every observer sample, progress on the terminal ([`TermProgress`]).
+pub(crate) fn ctx(live: Option<tpslab_engine::observe::LiveSink>) -> Result<tpslab_run::Ctx> {
+    Ok(tpslab_run::Ctx {
+        stop: install_signals()?,
+        live,
+        progress: Arc::new(TermProgress),
+    })
+}
+
 pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
     let mut addrs = target
         .to_socket_addrs()
@@ -77,25 +87,6 @@ pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> 
         bail!("{flag} -: standard output is taken by the report here; give a file");
     }
     Ok(tpslab_run::outfile::check(flag, p)?)
-}
-
-/// A record as the bytes of its file: pretty JSON and a final newline.
-pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Result<Vec<u8>> {
-    let mut v = serde_json::to_vec_pretty(value).context("encoding JSON")?;
-    v.push(b'\n');
-    Ok(v)
-}
-
-/// Writes JSON to `path` for `flag` (`-`: standard output), safely (see `outfile`).
-pub(crate) fn write_json_as(flag: &str, path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let bytes = json_bytes(value)?;
-    if is_stdout(path) {
-        return std::io::stdout()
-            .lock()
-            .write_all(&bytes)
-            .context("writing JSON to standard output");
-    }
-    Ok(tpslab_run::outfile::write(flag, path, &bytes)?)
 }
 
 /// The files a command writes besides what it prints: the record (`--json`), its HTML page,
@@ -147,7 +138,7 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         },
     };
     if let Some(p) = outs.json {
-        file("--json", p, "record", json_bytes(rec));
+        file("--json", p, "record", tpslab_run::outfile::json_bytes(rec));
     }
     if let Some(p) = outs.html {
         let mut page = Vec::new();
@@ -196,6 +187,26 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+/// The epilogue of a UDP run's or a watch's record: [`emit`] with its report, then the
+/// exit code under `gate` (0 for an interrupted run where `interrupt_is_normal`: a watch
+/// ends by Ctrl-C as a matter of course). Errors: a record of another kind, or as [`emit`].
+pub(crate) fn emit_run(
+    rec: &Record,
+    outs: Outputs<'_>,
+    explain: bool,
+    gate: &crate::flags::GateFlags,
+    interrupt_is_normal: bool,
+) -> Result<std::process::ExitCode> {
+    let Some(run) = tpslab_run::udp::run_of(rec) else {
+        bail!("a {} record is not a UDP run's", rec.kind());
+    };
+    emit(rec, outs, Terminal::Report { explain })?;
+    if interrupt_is_normal && run.interrupted {
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    crate::flags::gate_exit(run, gate)
 }
 
 /// `s` with its control characters (ESC of an escape sequence, NUL, BEL, CR, C1) and the
@@ -255,14 +266,6 @@ pub(crate) fn set_quiet(q: bool) {
 /// Whether progress may be shown: stderr is a terminal and not `--quiet`.
 pub(crate) fn progress_shown() -> bool {
     !QUIET.load(Relaxed) && std::io::IsTerminal::is_terminal(&std::io::stderr())
-}
-
-/// Shows a progress bar on stderr while `f` runs, for a run planned to last `secs`
-/// (phase `label`, elapsed and planned time); nothing when stderr is not a terminal or the
-/// run is short.
-pub(crate) fn with_progress<T>(label: &str, secs: f64, f: impl FnOnce() -> T) -> T {
-    let _shown = tpslab_run::Progress::phase(&TermProgress, label, secs);
-    f()
 }
 
 /// The terminal's progress: a bar on stderr per phase (when stderr is a terminal, not

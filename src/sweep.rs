@@ -1,27 +1,22 @@
-//! `tpslab sweep`: runs a designed experiment over tunables and says which helped.
+//! `tpslab sweep`: its flags and the plan they make (or `--resume`'s); the folder, the
+//! runs and the analysis are [`tpslab_run::sweep`]'s.
 
 use crate::flags::{self, GateFlags, LoadFlags, ServerFlags};
 use crate::out;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
-use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
-use tpslab_engine::guard::HostGuard;
+use tpslab_analysis::record::Body;
 use tpslab_engine::server::Mode;
-use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
 use tpslab_plan::limits;
 use tpslab_plan::sweep::{
-    apply_plan_file, cell_config, cells, check_plan, parse_factor, run_order, s2_plan, Design,
-    Objective, SweepPlan as Plan, SCHEMA,
+    apply_plan_file, parse_factor, s2_plan, Design, Objective, SweepPlan as Plan, SCHEMA,
 };
+use tpslab_run::sweep::Event;
 
 #[derive(Args, Debug)]
 pub(crate) struct SweepArgs {
@@ -83,22 +78,7 @@ pub(crate) struct SweepArgs {
     pub(crate) load_threads: usize,
 }
 
-fn record_path(out: &Path, cell: usize, rep: usize) -> PathBuf {
-    out.join(format!("cell{cell:02}-rep{rep}.json"))
-}
-
-/// Reads a finished run's record (an interrupted one does not count).
-/// A finished (not interrupted) run's record in `path`, of this release or the previous.
-fn finished(path: &Path) -> Option<RunRecord> {
-    let text =
-        tpslab_run::input::read_text("", path, tpslab_run::input::RECORD_MAX_BYTES, false).ok()?;
-    let rec = Record::from_json(&text).ok()?;
-    match rec.body {
-        Body::UdpRun(r) if !r.interrupted => Some(r),
-        _ => None,
-    }
-}
-
+/// A new sweep's plan from the flags and a plan file (flags given override it).
 fn make_plan(a: &SweepArgs) -> Result<Plan> {
     let seed = a
         .seed
@@ -159,180 +139,48 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
     Ok(plan)
 }
 
-/// The plan: read back from `--out` with `--resume` (checked as a new one is), or made
-/// from the flags and a plan file, checked, and saved as `plan_path` in a new `--out`.
-fn load_or_make_plan(a: &SweepArgs, plan_path: &Path) -> Result<Plan> {
-    Ok(if a.resume {
-        own_folder(&a.out).context("--resume")?;
-        let text = tpslab_run::input::read_text(
-            "--resume",
-            plan_path,
-            tpslab_run::input::PLAN_MAX_BYTES,
-            false,
-        )?;
-        let plan: Plan = serde_json::from_str(&text)
-            .with_context(|| format!("--resume: {}", plan_path.display()))?;
-        check_plan(&plan).with_context(|| format!("--resume: {}", plan_path.display()))?;
-        check_sysctl_levels(&plan)?;
-        plan
-    } else {
-        let plan = make_plan(a)?;
-        check_plan(&plan)?;
-        // Host sysctls need root: say so now, before any folder or file is made.
-        if let Some(f) = plan.factors.iter().find(|f| f.name.contains('.')) {
-            if !tpslab_net::is_root() {
-                bail!(
-                    "--factor {}: changing a sysctl needs root; run as root or drop the factor",
-                    f.name
-                );
-            }
+impl SweepArgs {
+    /// A new sweep's plan, checked ([`tpslab_run::sweep::check_new`]); None with
+    /// `--resume` (the plan is the folder's). The output files outside `--out` and the
+    /// gate are checked too. Errors: one line naming the flag, factor or level.
+    pub(crate) fn plan(&self) -> Result<Option<Plan>> {
+        // Files inside --out are checked once that folder exists (it is made later).
+        let inside_out = |p: &std::path::Path| p.parent() == Some(self.out.as_path());
+        if let Some(p) = self.record.json.as_deref().filter(|p| !inside_out(p)) {
+            out::check_output("--json", p, false)?;
         }
-        check_sysctl_levels(&plan)?;
-        let leftovers = std::fs::read_dir(&a.out).is_ok_and(|mut d| {
-            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("cell")))
-        });
-        if plan_path.exists() || leftovers {
-            bail!(
-                "--out {}: holds a sweep already; --resume to continue it or choose another folder",
-                a.out.display()
-            );
+        if let Some(p) = self.record.html.as_deref().filter(|p| !inside_out(p)) {
+            out::check_output("--html", p, false)?;
         }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&a.out)
-            .with_context(|| format!("--out {}", a.out.display()))?;
-        own_folder(&a.out)?;
-        out::write_json_as("--out", plan_path, &plan)?;
-        plan
-    })
-}
-
-/// `--out` is the user's own folder (not a link, owned by this user, writable by neither
-/// group nor others): its plan.json names the command `--resume` runs (`server_cmd`) and
-/// its records count as runs done, so a folder another user can write to is refused.
-fn own_folder(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::symlink_metadata(dir)
-        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
-    let euid = rustix::process::geteuid().as_raw();
-    if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
-        bail!(
-            "--out {}: {}; allowed a folder of this user's that group and others cannot write (its plan names the command a resume runs)",
-            dir.display(),
-            if !m.is_dir() {
-                "not a folder (a link is not followed)".to_string()
-            } else if m.uid() != euid {
-                format!("owned by uid {}", m.uid())
-            } else {
-                format!("mode {:o}", m.mode() & 0o7777)
-            }
-        );
+        if let Some(p) = self.csv.as_deref().filter(|p| !inside_out(p)) {
+            out::check_output("--csv", p, false)?;
+        }
+        self.gate.conditions(applies::SWEEP)?;
+        if self.resume {
+            return Ok(None);
+        }
+        let plan = make_plan(self)?;
+        tpslab_run::sweep::check_new(&plan)?;
+        Ok(Some(plan))
     }
-    Ok(())
-}
-
-/// Every level of every sysctl factor, written once and restored at once (the host
-/// guard), so a level the kernel refuses stops the sweep before its first run, not at its
-/// cell. Errors: one line naming the factor, the level and the kernel's answer.
-fn check_sysctl_levels(plan: &Plan) -> Result<()> {
-    for f in plan.factors.iter().filter(|f| f.name.contains('.')) {
-        for level in &f.levels {
-            HostGuard::check_accepted(&f.name, level).map_err(|e| {
-                anyhow::anyhow!(
-                    "--factor {}: level \"{level}\": the kernel does not take it ({e})",
-                    f.name
-                )
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Runs one cell's repetition (the `i`-th run of the sweep), the user's server started
-/// for it with `--server-cmd`, its sysctls applied and restored; its record is written to
-/// `path` before anything else happens to it.
-fn run_cell(
-    plan: &Plan,
-    cell: &tpslab_plan::sweep::Cell,
-    i: usize,
-    path: &Path,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<RunRecord> {
-    let (srv, mut load, sysctls) = cell_config(plan, cell)?;
-    load.run_id = plan.seed ^ ((i as u64) << 40) ^ tpslab_net::mono_ns();
-    let guard = if sysctls.is_empty() {
-        None
-    } else {
-        Some(HostGuard::apply(&sysctls)?)
-    };
-    let interval = Duration::from_secs_f64(plan.interval_ms / 1e3);
-    let rec = match &plan.server_cmd {
-        None => run_udp(
-            UdpRunPlan {
-                server: Some(srv),
-                load,
-                interval,
-                target_pid: None,
-                watch_port: None,
-                no_drop_reasons: false,
-            },
-            stop,
-        )?,
-        Some(cmd) => {
-            let user = tpslab_run::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
-            load.target = user.addr;
-            let pid = user.pid();
-            let rec = run_udp(
-                UdpRunPlan {
-                    server: None,
-                    load,
-                    interval,
-                    target_pid: Some(pid),
-                    watch_port: None,
-                    no_drop_reasons: false,
-                },
-                stop,
-            )?;
-            drop(user);
-            rec
-        }
-    };
-    drop(guard);
-    let rec = Record::new(Body::UdpRun(rec));
-    out::write_json_as("--out", path, &rec)?;
-    let Body::UdpRun(rec) = rec.body else {
-        unreachable!("made as a UDP run above")
-    };
-    Ok(rec)
 }
 
 /// Runs `tpslab sweep`.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    // Files inside --out are checked once that folder exists (it is made below).
-    let inside_out = |p: &std::path::Path| p.parent() == Some(a.out.as_path());
-    if let Some(p) = a.record.json.as_deref().filter(|p| !inside_out(p)) {
-        out::check_output("--json", p, false)?;
-    }
-    if let Some(p) = a.record.html.as_deref().filter(|p| !inside_out(p)) {
-        out::check_output("--html", p, false)?;
-    }
-    if let Some(p) = a.csv.as_deref().filter(|p| !inside_out(p)) {
-        out::check_output("--csv", p, false)?;
-    }
-    a.gate.conditions(applies::SWEEP)?;
-    let plan_path = a.out.join("plan.json");
+    let new = a.plan()?;
     // Before the sysctl levels are tried: a Ctrl-C then still restores them.
-    let stop = out::install_signals()?;
-    let plan = load_or_make_plan(&a, &plan_path)?;
-    let cells = cells(&plan.factors, plan.design);
-    let order = run_order(cells.len(), plan.repeat, plan.seed);
+    let ctx = out::ctx(None)?;
+    let plan = tpslab_run::sweep::prepare(new, &a.out)?;
     let exporter = a.metrics.start("sweep")?;
-    let started = tpslab_run::Started::now();
-    let out_dir = a.out.display().to_string();
-    tpslab_report::term::sweep_header(&mut std::io::stdout().lock(), &plan, &out_dir)?;
+    tpslab_report::term::sweep_header(
+        &mut std::io::stdout().lock(),
+        &plan,
+        &a.out.display().to_string(),
+    )?;
+    let cells = tpslab_plan::sweep::cells(&plan.factors, plan.design).len();
+    let planned = tpslab_plan::sweep::run_order(cells, plan.repeat, plan.seed).len();
     let pb = if out::progress_shown() {
-        indicatif::ProgressBar::new(order.len() as u64)
+        indicatif::ProgressBar::new(planned as u64)
     } else {
         indicatif::ProgressBar::hidden()
     };
@@ -341,97 +189,28 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             .unwrap()
             .progress_chars("=> "),
     );
-    let mut runs: Vec<(usize, usize, RunMetrics, BTreeMap<String, String>)> = vec![];
-    let mut notes = vec![];
-    for (i, &(c, rep)) in order.iter().enumerate() {
-        if stop.load(Relaxed) {
-            notes.push(format!(
-                "interrupted after {i} of {} runs: --resume continues",
-                order.len()
-            ));
-            break;
-        }
-        let path = record_path(&a.out, c, rep);
-        let cell = &cells[c];
-        pb.set_message(cell.label());
-        let rec = match finished(&path) {
-            Some(r) => r,
-            None => {
-                let rec = run_cell(&plan, cell, i, &path, &stop)?;
-                if rec.interrupted {
-                    notes.push(format!(
-                        "run {} of cell {} interrupted; not counted",
-                        rep,
-                        cell.label()
-                    ));
-                    break;
-                }
-                rec
+    let rec = tpslab_run::sweep::run(&plan, &a.out, &ctx, &mut |e| match e {
+        Event::Next(cell) => pb.set_message(cell.label()),
+        Event::Done {
+            done,
+            planned,
+            cell,
+            record,
+        } => {
+            pb.inc(1);
+            // Scraped: the runs done, and the last run's figures labelled by its cell.
+            if let Some(e) = &exporter {
+                e.set(families(done, planned, &cell.label(), record));
             }
-        };
-        runs.push((c, rep, RunMetrics::of(&rec), cell.settings.clone()));
-        pb.inc(1);
-        // Scraped: the runs done, and the last run's figures labelled by its cell.
-        if let Some(e) = &exporter {
-            use tpslab_report::metrics::{labels, of_run, Family, Kind, Value};
-            let mut fams = vec![
-                Family::one(
-                    "tpslab_sweep_runs_done",
-                    "Runs of the sweep finished so far.",
-                    Kind::Gauge,
-                    vec![],
-                    Value::Int(runs.len() as u64),
-                ),
-                Family::one(
-                    "tpslab_sweep_runs_planned",
-                    "Runs the sweep's plan holds.",
-                    Kind::Gauge,
-                    vec![],
-                    Value::Int(order.len() as u64),
-                ),
-            ];
-            let cell_label = cell.label();
-            for mut f in of_run(&rec) {
-                for (l, _) in &mut f.series {
-                    l.extend(labels(&[("cell", &cell_label)]));
-                }
-                fams.push(f);
-            }
-            e.set(fams);
         }
-    }
+    });
     pb.finish_and_clear();
-    let metrics: Vec<(usize, RunMetrics)> =
-        runs.iter().map(|(c, _, m, _)| (*c, m.clone())).collect();
-    if metrics.iter().all(|(c, _)| *c != 0) {
-        if stop.load(Relaxed) {
-            eprintln!("tpslab: interrupted before a run of the baseline cell finished; the records so far are in {} (--resume continues)", a.out.display());
-            return Ok(ExitCode::from(130));
-        }
-        bail!("no run of the baseline cell finished: nothing to compare");
-    }
-    let result = analyse(&cells, &metrics, plan.objective);
-    let interrupted = stop.load(Relaxed);
-    let meta = started.meta(interrupted);
-    let rec = Record::with_meta(
-        meta,
-        Body::Sweep(SweepReport {
-            plan,
-            out: out_dir,
-            runs: runs
-                .iter()
-                .map(|(cell, rep, m, _)| SweepRun {
-                    cell: *cell,
-                    rep: *rep,
-                    metrics: m.clone(),
-                })
-                .collect(),
-            result,
-            notes,
-        }),
-    );
+    let Some(rec) = rec? else {
+        eprintln!("tpslab: interrupted before a run of the baseline cell finished; the records so far are in {} (--resume continues)", a.out.display());
+        return Ok(ExitCode::from(130));
+    };
     let Body::Sweep(r) = &rec.body else {
-        unreachable!("made as a sweep above")
+        unreachable!("a sweep makes a sweep record")
     };
     let mut outputs = a.record.outputs();
     if let Some(p) = &a.csv {
@@ -444,7 +223,44 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let print = |out: &mut dyn Write| tpslab_report::term::sweep_results(out, r);
     out::emit(&rec, outputs, out::Terminal::With(&print))?;
     a.gate.exit(
-        &tpslab_analysis::sweep::outcome(&metrics, interrupted),
+        &tpslab_analysis::sweep::outcome(
+            &tpslab_run::sweep::metrics(&r.runs),
+            rec.meta.interrupted,
+        ),
         applies::SWEEP,
     )
+}
+
+/// What `--metrics-listen` serves after a run of the sweep: the runs done and planned,
+/// and the run's figures labelled by its cell.
+fn families(
+    done: usize,
+    planned: usize,
+    cell: &str,
+    rec: &tpslab_analysis::record::RunRecord,
+) -> Vec<tpslab_report::metrics::Family> {
+    use tpslab_report::metrics::{labels, of_run, Family, Kind, Value};
+    let mut fams = vec![
+        Family::one(
+            "tpslab_sweep_runs_done",
+            "Runs of the sweep finished so far.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(done as u64),
+        ),
+        Family::one(
+            "tpslab_sweep_runs_planned",
+            "Runs the sweep's plan holds.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(planned as u64),
+        ),
+    ];
+    for mut f in of_run(rec) {
+        for (l, _) in &mut f.series {
+            l.extend(labels(&[("cell", cell)]));
+        }
+        fams.push(f);
+    }
+    fams
 }

@@ -12,6 +12,7 @@
 //! written as root: regular files only, size caps, never through a planted link).
 
 pub mod bdp;
+pub mod diagnose;
 pub mod doctor;
 pub mod history;
 pub mod input;
@@ -21,7 +22,9 @@ pub mod probe;
 pub mod ramp;
 pub mod serve_tcp;
 pub mod server_proc;
+pub mod sweep;
 pub mod tcp;
+pub mod udp;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -203,6 +203,20 @@ pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
     }
 }
 
+/// A value (a record, a plan) as the bytes of its file: pretty JSON and a final newline.
+/// Errors: the value cannot be encoded ("encoding JSON").
+pub fn json_bytes(value: &impl serde::Serialize) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    let mut v = serde_json::to_vec_pretty(value).context("encoding JSON")?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// Writes `value` as JSON ([`json_bytes`]) to `path` for `flag`, as [`write`] does.
+pub fn write_json(flag: &str, path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    Ok(write(flag, path, &json_bytes(value)?)?)
+}
+
 /// Opens `path` for `flag` to be written while a run goes (`--json-stream`): a new file
 /// renamed into place now (followers open it by name from then on), or a FIFO/character
 /// device in place.

@@ -3,17 +3,18 @@
 //! known, from its own command line (`/proc/PID/cmdline`, its working directory), every word
 //! quoted by shlex.
 
-use crate::diagnose::{DiagProto, DiagnoseArgs};
 use tpslab_analysis::record::{NotVerified, RunRecord};
 
 /// Why a verification asked for against a server tpslab did not start was not run, and
 /// the same diagnosis with `--server-cmd` that would run it: the server's command line
 /// from /proc/PID/cmdline and its working directory (when its PID is known and one of its
-/// arguments names the port), else a COMMAND placeholder to fill in.
-pub(crate) fn cannot_restart(
+/// arguments names the port), else a COMMAND placeholder to fill in. `target` is TARGET as
+/// the user wrote it, `argv` this invocation's arguments (program name first).
+pub fn cannot_restart(
     skipped: &[String],
     before: &RunRecord,
-    a: &DiagnoseArgs,
+    target: &str,
+    argv: &[std::ffi::OsString],
 ) -> NotVerified {
     let why = format!(
         "tpslab did not start this server and cannot restart it, and {} reaches only sockets created after the change: nothing was applied, nothing was verified",
@@ -28,10 +29,6 @@ pub(crate) fn cannot_restart(
         .as_ref()
         .and_then(|g| g.target.rsplit(':').next()?.parse::<u16>().ok())
         .unwrap_or(0);
-    let target = match &a.target {
-        Some(DiagProto::Udp(u)) => u.target.clone().unwrap_or_default(),
-        None => String::new(),
-    };
     let pid = before.target.as_ref().map(|t| t.pid);
     let found = pid.and_then(|pid| {
         let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
@@ -57,10 +54,10 @@ pub(crate) fn cannot_restart(
             Some("COMMAND: the command that starts your server, with {port} where it takes its port".to_string()),
         ),
     };
-    match rerun_argv(std::env::args_os()) {
+    match rerun_argv(argv.iter().cloned()) {
         Ok(argv) => NotVerified {
             why,
-            run: Some(sh_line(&with_server_cmd(&argv, &target, &cmd))),
+            run: Some(sh_line(&with_server_cmd(&argv, target, &cmd))),
             run_note,
         },
         Err(e) => NotVerified {
@@ -74,9 +71,7 @@ pub(crate) fn cannot_restart(
 /// This invocation's arguments (`args`: the process's, program name first), `tpslab`
 /// first; Err naming the argument that is not UTF-8 text (a path given as raw bytes),
 /// which a command line printed as text could not repeat.
-pub(crate) fn rerun_argv(
-    args: impl Iterator<Item = std::ffi::OsString>,
-) -> Result<Vec<String>, String> {
+pub fn rerun_argv(args: impl Iterator<Item = std::ffi::OsString>) -> Result<Vec<String>, String> {
     std::iter::once(Ok("tpslab".to_string()))
         .chain(args.skip(1).map(|a| {
             a.into_string().map_err(|a| {
@@ -90,7 +85,7 @@ pub(crate) fn rerun_argv(
 }
 
 /// Words as one sh line, quoted by shlex (a word with a NUL byte cannot be: named).
-pub(crate) fn sh_line(words: &[String]) -> String {
+pub fn sh_line(words: &[String]) -> String {
     shlex::try_join(words.iter().map(String::as_str))
         .unwrap_or_else(|e| format!("(not quotable for sh: {e})"))
 }

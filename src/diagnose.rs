@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::ramp;
 use tpslab_analysis::record::{Body, RampReport, Record};
 use tpslab_engine::ramp::{run_ramp_with, RampPlan, RampProto};

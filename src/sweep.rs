@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
 use tpslab_engine::guard::HostGuard;

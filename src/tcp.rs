@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 use tpslab_analysis::bdp;
 use tpslab_analysis::gate::{applies, FailOn};
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
 use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary};
+use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
 use tpslab_net::mono_ns;
 
 use crate::EngineError;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::Body;
 use tpslab_engine::rr::Framing;
 use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};

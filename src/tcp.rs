@@ -11,6 +11,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate::{applies, FailOn};
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::Body;
 use tpslab_plan::limits::LAB_RTT;
 use tpslab_plan::tcp::{check_buffer, check_times, check_write_size, LinkConfig, TcpMode, TcpPlan};
@@ -120,7 +121,9 @@ impl TcpArgs {
         ];
         let mode = if a.watch_pid.is_some() || a.watch_port.is_some() {
             if a.target.is_some() || a.lab_rtt.is_some() {
-                bail!("--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt");
+                bail!(
+                    "--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt"
+                );
             }
             let watch_not = [
                 ("--sndbuf", a.sndbuf.is_some()),

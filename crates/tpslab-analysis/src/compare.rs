@@ -9,54 +9,15 @@
 //! than their own variation. Figures a run has only once (its TPS, its p99, a ramp's
 //! steps) are shown without a test. A sweep's cells keep their repeats as they are.
 
-use crate::experiment::{welch, Domain, Effect, Estimate};
-use crate::record::{Body, Record, RunRecord};
-use serde::{Deserialize, Serialize};
+use crate::experiment::{welch, Domain, EstimateExt};
 use std::collections::BTreeMap;
+use tpslab_record::estimate::Estimate;
+use tpslab_record::{Body, Record, RunRecord};
 
 /// Batches a run's measurement window is cut into.
 pub const BATCHES: usize = 10;
 
-/// Something that differs between the records (a setting, not a result).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Difference {
-    /// What: `plan server.rcvbuf`, `sysctl net.core.rmem_default`, `kernel`.
-    pub what: String,
-    /// Its value in each record, in order ("-" when absent).
-    pub values: Vec<String>,
-}
-
-/// One figure across the records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureRow {
-    /// Name with its unit ("socket loss %").
-    pub name: String,
-    /// Where it comes from.
-    pub source: String,
-    /// Per record: the estimate (n = batches, or 1 for a whole-run figure).
-    pub values: Vec<Option<Estimate>>,
-    /// Per record after the first: its difference from the first (Welch; None when either
-    /// lacks the figure).
-    pub effects: Vec<Option<Effect>>,
-}
-
-/// The comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompareReport {
-    /// The compared records' kind (`udp_run`, `diagnose` ...).
-    pub of_kind: String,
-    /// How each record is named (its file, or its history id).
-    pub labels: Vec<String>,
-    /// Settings that differ, most telling first: the server's sockets as they were, the
-    /// plan, then sysctls, then the host.
-    pub differences: Vec<Difference>,
-    /// The figures.
-    pub figures: Vec<FigureRow>,
-    /// How spread and significance were found.
-    pub method: String,
-    /// Caveats.
-    pub notes: Vec<String>,
-}
+pub use tpslab_record::compare::{CompareReport, Difference, FigureRow};
 
 /// Why records cannot be compared.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -421,7 +382,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
 }
 
 /// A ramp's figures per step (each measured once: no test).
-fn ramp_figures(r: &crate::record::RampReport) -> Figures {
+fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
     let key = |name: String, source: &str, domain: Domain| Key {
         name,
         source: source.into(),
@@ -469,7 +430,7 @@ fn ramp_figures(r: &crate::record::RampReport) -> Figures {
 
 /// A TCP record's figures per flow: throughput and smoothed RTT per batch of its
 /// TCP_INFO samples after the skipped start.
-fn tcp_figures(t: &crate::record::TcpRecord) -> Figures {
+fn tcp_figures(t: &tpslab_record::TcpRecord) -> Figures {
     let mut out = vec![];
     let flows = t
         .runs

@@ -3,18 +3,10 @@
 //! of a setting against a baseline (Welch's unequal-variance comparison), so a sweep can
 //! say whether a factor helped or is indistinguishable from noise.
 
-use crate::Summary;
+use crate::stats::SummaryExt;
 use serde::{Deserialize, Serialize};
-
-/// Fewest runs (or batches) whose mean gets a confidence interval: 3.
-///
-/// With 2 runs the interval has one degree of freedom: its half-width is t(1) = 12.71
-/// times s/sqrt(2), on average 7.2 times the runs' true standard deviation sigma
-/// (12.71 x c4(2) = 0.798 / sqrt(2)), against 2.2 sigma with 3 runs (4.30 x 0.886 /
-/// sqrt(3)) and 1.5 sigma with 4: an interval seven times wider than the spread of a
-/// single run says nothing a reader can use (issue 33's `0.29 [-0.68, 1.26]` was two
-/// runs 0.21 and 0.37 apart by 0.15). Tables say "too few runs" instead.
-pub const MIN_RUNS_FOR_INTERVAL: usize = 3;
+pub use tpslab_record::estimate::{Effect, Estimate, MIN_RUNS_FOR_INTERVAL};
+use tpslab_record::stats::Summary;
 
 /// The values a figure can take; its interval never leaves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -74,33 +66,22 @@ pub fn t975(df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(0.975))
 }
 
-/// Mean and spread of repeated measurements of one figure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// Runs.
-    pub n: usize,
-    /// Mean.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub mean: f64,
-    /// Sample standard deviation.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub stddev: f64,
-    /// Smallest run.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub min: f64,
-    /// Largest run.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub max: f64,
-    /// 95 % confidence interval of the mean, lower bound, within the figure's [`Domain`]
-    /// (NaN with fewer than [`MIN_RUNS_FOR_INTERVAL`] runs).
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub ci_lo: f64,
-    /// Upper bound.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub ci_hi: f64,
+/// Estimating a figure over runs into an [`Estimate`] (a record type), and an older
+/// record's estimate brought within its domain: with this trait in scope
+/// (`use tpslab_analysis::prelude::*`).
+pub trait EstimateExt: Sized {
+    /// From the values of the runs (NaN ignored) of a figure that takes values in
+    /// `domain`; see the implementation on [`Estimate`] for the interval and why.
+    fn of(xs: &[f64], domain: Domain) -> Self;
+
+    /// This estimate with its interval as [`EstimateExt::of`] gives it for `domain`:
+    /// within the domain's bounds, none below [`MIN_RUNS_FOR_INTERVAL`] runs. For
+    /// estimates read from records written before the interval knew its domain (a loss
+    /// interval of `[-0.68, 1.26]`, an interval of 2 runs).
+    fn within(self, domain: Domain) -> Self;
 }
 
-impl Estimate {
+impl EstimateExt for Estimate {
     /// From the values of the runs (NaN ignored) of a figure that takes values in
     /// `domain`.
     ///
@@ -128,7 +109,7 @@ impl Estimate {
     /// - A t interval on the logit scale is an interval for the mean logit, not for the
     ///   mean loss shown beside it (which may fall outside it), and is undefined at 0 %,
     ///   the commonest loss, without an arbitrary continuity correction.
-    pub fn of(xs: &[f64], domain: Domain) -> Estimate {
+    fn of(xs: &[f64], domain: Domain) -> Estimate {
         let s = Summary::of(xs);
         let half = t975((s.n.max(1) - 1) as f64) * s.stddev / (s.n as f64).sqrt();
         Estimate {
@@ -143,11 +124,7 @@ impl Estimate {
         .within(domain)
     }
 
-    /// This estimate with its interval as [`Estimate::of`] gives it for `domain`: within
-    /// the domain's bounds, none below [`MIN_RUNS_FOR_INTERVAL`] runs. For estimates
-    /// read from records written before the interval knew its domain (a loss interval
-    /// of `[-0.68, 1.26]`, an interval of 2 runs).
-    pub fn within(self, domain: Domain) -> Estimate {
+    fn within(self, domain: Domain) -> Estimate {
         if self.n < MIN_RUNS_FOR_INTERVAL {
             return Estimate {
                 ci_lo: f64::NAN,
@@ -161,36 +138,6 @@ impl Estimate {
             ..self
         }
     }
-
-    /// The 95 % interval, when the runs give one.
-    pub fn interval(&self) -> Option<(f64, f64)> {
-        (self.ci_lo.is_finite() && self.ci_hi.is_finite()).then_some((self.ci_lo, self.ci_hi))
-    }
-}
-
-/// The difference of a setting's mean from the baseline's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Effect {
-    /// mean(setting) - mean(baseline).
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub diff: f64,
-    /// The difference relative to the baseline mean, % (None when the baseline is 0).
-    pub rel_pct: Option<f64>,
-    /// 95 % confidence interval of the difference (Welch), within
-    /// [`Domain::difference_bounds`] (-100..=100 points for percentages); -inf..inf when
-    /// either side has fewer than 2 runs (no test).
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub ci_lo: f64,
-    /// Upper bound.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub ci_hi: f64,
-    /// Welch-Satterthwaite degrees of freedom.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub df: f64,
-    /// Cohen's d: the difference in pooled standard deviations (None when both are 0).
-    pub cohen_d: Option<f64>,
-    /// The interval excludes 0: distinguishable from noise at 95 %.
-    pub significant: bool,
 }
 
 /// Welch's comparison of `setting` against `baseline` (each the values of repeated runs

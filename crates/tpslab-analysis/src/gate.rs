@@ -1,7 +1,7 @@
 //! Exit-code gates for CI pipelines: `--fail-on loss>0.1%,invalid,errors` and `--strict`.
 //! Pure: a condition list is parsed from text and judged against a run record.
 
-use crate::record::RunRecord;
+use tpslab_record::RunRecord;
 
 /// One `--fail-on` condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,7 +213,7 @@ pub fn exit_code(o: &Outcome, conds: &[FailOn], strict: bool) -> (u8, Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::GeneratorReport;
+    use tpslab_record::GeneratorReport;
 
     fn rec(loss: f64, valid: bool, send_failed: u64) -> Outcome {
         udp_outcome(&RunRecord {

@@ -13,120 +13,7 @@
 //! the reply path. `unattributed` is what no counter explains; on an idle loopback run it
 //! must be 0.
 
-use serde::{Deserialize, Serialize};
-
-/// Counter deltas over a whole run (warm-up included: kernel counters cannot exclude it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LedgerInputs {
-    /// Datagrams the generator tried to send (its own count).
-    pub gen_attempted: u64,
-    /// Datagrams the kernel refused to send (sendmmsg errors, generator's count).
-    pub gen_send_failed: u64,
-    /// Delta of the `drops` column of /proc/net/udp{,6} summed over the server's sockets;
-    /// None when the server sockets were not found.
-    pub server_socket_drops: Option<u64>,
-    /// Delta of the `drops` column summed over the generator's own sockets.
-    pub gen_socket_drops: u64,
-    /// Delta of column 2 (dropped) of /proc/net/softnet_stat summed over CPUs (host-wide).
-    pub softnet_drops: u64,
-    /// Delta of rx `drop` of /proc/net/dev on the interfaces the traffic crossed, minus
-    /// the softnet backlog drops (which the kernel counts in rx_dropped too).
-    pub nic_rx_drops: u64,
-    /// Delta of `Udp: NoPorts` + `Udp6NoPorts` (per network namespace).
-    pub no_ports: u64,
-    /// Datagrams read by the server application: the server's own count when it is ours;
-    /// otherwise derived from `Udp: InDatagrams` (see `server_counts_source`).
-    pub server_read: Option<u64>,
-    /// Replies the server attempted (sent + failed to send); None when unknown.
-    pub server_reply_attempted: Option<u64>,
-    /// Replies the server failed to send (its own count); None when unknown.
-    pub server_reply_failed: Option<u64>,
-    /// Where `server_read` and the reply counts come from.
-    pub server_counts_source: String,
-    /// Datagrams read by the generator's reply receivers (all, matched or not).
-    pub gen_read: u64,
-    /// Whether the server is expected to answer (false for a sink).
-    pub replies_expected: bool,
-    /// The server's socket was found during the run: this run's datagrams met an open
-    /// port, so the namespace's NoPorts (late DNS replies, probes: other traffic's first)
-    /// are charged only after NIC and softnet drops.
-    #[serde(default)]
-    pub server_socket_seen: bool,
-    /// Kernel drops by reason that no counter above covers (from `skb:kfree_skb`,
-    /// host-wide; see [`crate::drop_reason::uncovered`]), largest first: each is charged
-    /// as a row of its own after every counter, up to what a path leaves unexplained
-    /// (request path first), the rest noted as not this run's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernel_drops: Vec<(String, u64)>,
-    /// Most datagrams one of the generator's send messages carried (its
-    /// `max_segments_per_send`; 0 or 1: one each). Above 1 (UDP GSO), a server reading
-    /// with UDP_GRO queues such a message as one buffer and counts its drop as one in
-    /// `drops`: each drop is charged up to this many datagrams, up to what the path
-    /// leaves unexplained, before any shared counter.
-    #[serde(default)]
-    pub max_segments_per_send: u64,
-}
-
-/// One line of the ledger: a count of datagrams, where they ended, and the counter it
-/// comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LedgerRow {
-    /// Stable key of the layer, e.g. "server_socket_drops".
-    pub layer: String,
-    /// Human label.
-    pub label: String,
-    /// Datagrams.
-    pub count: u64,
-    /// Source counter, e.g. "/proc/net/udp `drops` of the server socket(s), delta".
-    pub source: String,
-}
-
-/// One direction of the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LedgerPath {
-    /// Datagrams that entered this path.
-    pub attempted: u64,
-    /// Where they went; sums to `attempted` together with `unattributed`.
-    pub rows: Vec<LedgerRow>,
-    /// Datagrams no counter explains (negative: counters explain more than was sent, i.e.
-    /// a count included traffic that is not this run's; see `inconsistent`). None when a
-    /// needed count is unknown.
-    pub unattributed: Option<i64>,
-    /// Why this path does not balance (the counters explain more datagrams than entered
-    /// it): then its shares mean nothing and no verdict may be drawn from it.
-    #[serde(default)]
-    pub inconsistent: Option<String>,
-    /// Shared counters (namespace- or host-wide) that were only partly charged to this
-    /// path, and other remarks on how it was balanced.
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-impl LedgerPath {
-    /// The count of a row by its layer key (0 when absent).
-    pub fn count(&self, layer: &str) -> u64 {
-        self.rows
-            .iter()
-            .filter(|r| r.layer == layer)
-            .map(|r| r.count)
-            .sum()
-    }
-    /// Dropped datagrams: all rows but the delivered one.
-    pub fn lost(&self) -> u64 {
-        self.rows
-            .iter()
-            .filter(|r| r.layer != "delivered")
-            .map(|r| r.count)
-            .sum::<u64>()
-            + self.unattributed.unwrap_or(0).max(0) as u64
-    }
-    /// Share of `attempted`, percent, for a count of this path; None when the path does
-    /// not balance or the share would exceed 100 % (a figure that cannot be true).
-    pub fn share_pct(&self, count: u64) -> Option<f64> {
-        (self.inconsistent.is_none() && self.attempted > 0 && count <= self.attempted)
-            .then(|| 100.0 * count as f64 / self.attempted as f64)
-    }
-}
+pub use tpslab_record::ledger::{Ledger, LedgerInputs, LedgerPath, LedgerRow};
 
 /// Why a path with `gap` (on the wire minus everything explained) does not balance.
 fn inconsistency(gap: i64, what: &str) -> Option<String> {
@@ -143,15 +30,6 @@ fn leftover(name: &str, left: u64) -> Option<String> {
     (left > 0).then(|| {
         format!("{left} {name} not charged to this run (the counter is shared with other traffic)")
     })
-}
-
-/// The two-direction ledger of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ledger {
-    /// Generator -> server.
-    pub request: LedgerPath,
-    /// Server -> generator, starting from the datagrams the server read (None for a sink).
-    pub reply: Option<LedgerPath>,
 }
 
 fn row(layer: &str, label: &str, count: u64, source: &str) -> LedgerRow {
@@ -203,16 +81,22 @@ fn charge_reasons(p: &mut LedgerPath, kernel: &mut [(String, u64)]) {
     p.unattributed = Some(gap);
 }
 
-impl Ledger {
+/// Building a [`Ledger`] (a record type) from counter deltas: `Ledger::build(&inputs)`
+/// with this trait in scope (`use tpslab_analysis::prelude::*`).
+pub trait LedgerExt {
     /// Builds the ledger from counter deltas. Pure arithmetic, see the module docs.
-    pub fn build(i: &LedgerInputs) -> Ledger {
+    fn build(i: &LedgerInputs) -> Ledger;
+}
+
+impl LedgerExt for Ledger {
+    fn build(i: &LedgerInputs) -> Ledger {
         // Host-wide NIC and softnet drops are charged to the request path first, up to
         // what it leaves unexplained; the reply path gets what is left.
         let (mut nic, mut softnet) = (i.nic_rx_drops, i.softnet_drops);
         let mut kernel = i.kernel_drops.clone();
-        let mut request = Self::request_path(i, &mut nic, &mut softnet);
+        let mut request = request_path(i, &mut nic, &mut softnet);
         charge_reasons(&mut request, &mut kernel);
-        let mut reply = Self::reply_path(i, &mut nic, &mut softnet);
+        let mut reply = reply_path(i, &mut nic, &mut softnet);
         if let Some(r) = reply.as_mut() {
             charge_reasons(r, &mut kernel);
         }
@@ -227,190 +111,190 @@ impl Ledger {
         }
         Ledger { request, reply }
     }
+}
 
-    /// The request path: generator -> server; charges `nic` and `softnet` (host-wide
-    /// counts) down by what it takes.
-    fn request_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> LedgerPath {
-        let on_wire = i.gen_attempted.saturating_sub(i.gen_send_failed);
-        let sock = i.server_socket_drops.unwrap_or(0);
-        let mut req_rows = vec![row(
-            "send_failed",
-            "failed to send (generator)",
-            i.gen_send_failed,
-            "generator's sendmmsg errors",
-        )];
-        // What the per-socket counters and the server's reads leave unexplained; the
-        // shared counters (NoPorts per namespace, NIC and softnet per host) are charged
-        // up to that, NoPorts first.
-        let explained = sock + i.server_read.unwrap_or(0);
-        let mut gap = on_wire as i64 - explained as i64;
-        // A GRO reader's drop is one buffer of up to `per` datagrams (GSO sends).
-        let per = i.max_segments_per_send.max(1);
-        let mut in_buffers = sock.saturating_mul(per - 1);
-        let more = charge(&mut in_buffers, gap);
-        gap -= more as i64;
-        let sock_datagrams = sock + more;
-        let mut no_ports = i.no_ports;
-        let mut no_ports_req = 0;
-        if !i.server_socket_seen {
-            no_ports_req = charge(&mut no_ports, gap);
-            gap -= no_ports_req as i64;
-        }
-        let nic_req = charge(nic, gap);
-        gap -= nic_req as i64;
-        let softnet_req = charge(softnet, gap);
-        gap -= softnet_req as i64;
-        if i.server_socket_seen {
-            no_ports_req = charge(&mut no_ports, gap);
-            gap -= no_ports_req as i64;
-        }
+/// The request path: generator -> server; charges `nic` and `softnet` (host-wide
+/// counts) down by what it takes.
+fn request_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> LedgerPath {
+    let on_wire = i.gen_attempted.saturating_sub(i.gen_send_failed);
+    let sock = i.server_socket_drops.unwrap_or(0);
+    let mut req_rows = vec![row(
+        "send_failed",
+        "failed to send (generator)",
+        i.gen_send_failed,
+        "generator's sendmmsg errors",
+    )];
+    // What the per-socket counters and the server's reads leave unexplained; the
+    // shared counters (NoPorts per namespace, NIC and softnet per host) are charged
+    // up to that, NoPorts first.
+    let explained = sock + i.server_read.unwrap_or(0);
+    let mut gap = on_wire as i64 - explained as i64;
+    // A GRO reader's drop is one buffer of up to `per` datagrams (GSO sends).
+    let per = i.max_segments_per_send.max(1);
+    let mut in_buffers = sock.saturating_mul(per - 1);
+    let more = charge(&mut in_buffers, gap);
+    gap -= more as i64;
+    let sock_datagrams = sock + more;
+    let mut no_ports = i.no_ports;
+    let mut no_ports_req = 0;
+    if !i.server_socket_seen {
+        no_ports_req = charge(&mut no_ports, gap);
+        gap -= no_ports_req as i64;
+    }
+    let nic_req = charge(nic, gap);
+    gap -= nic_req as i64;
+    let softnet_req = charge(softnet, gap);
+    gap -= softnet_req as i64;
+    if i.server_socket_seen {
+        no_ports_req = charge(&mut no_ports, gap);
+        gap -= no_ports_req as i64;
+    }
+    req_rows.push(row(
+        "nic_drops",
+        "dropped at the NIC",
+        nic_req,
+        "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
+    ));
+    req_rows.push(row(
+        "softnet_drops",
+        "dropped in the softnet backlog",
+        softnet_req,
+        "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
+    ));
+    req_rows.push(row(
+        "no_ports",
+        "no listener on the port",
+        no_ports_req,
+        "/proc/net/snmp `Udp: NoPorts` + snmp6 `Udp6NoPorts`, delta",
+    ));
+    req_rows.push(row(
+        "socket_drops",
+        "dropped at the server socket receive buffer",
+        sock_datagrams,
+        if more > 0 {
+            "/proc/net/udp{,6} `drops` of the server socket(s), delta, in datagrams per GRO buffer (see notes)"
+        } else {
+            "/proc/net/udp{,6} `drops` of the server socket(s), delta"
+        },
+    ));
+    if let Some(read) = i.server_read {
         req_rows.push(row(
+            "delivered",
+            "read by the server application",
+            read,
+            &i.server_counts_source,
+        ));
+    }
+    let known = i.server_read.is_some() && i.server_socket_drops.is_some();
+    LedgerPath {
+        attempted: i.gen_attempted,
+        rows: req_rows,
+        unattributed: known.then_some(gap),
+        inconsistent: if known {
+            inconsistency(gap, "the generator put on the wire")
+        } else {
+            None
+        },
+        notes: [
+            (more > 0).then(|| {
+                format!(
+                    "the server socket's {sock} receive-buffer drops held {sock_datagrams} datagrams: the generator sent GSO messages of up to {per} datagrams, which a UDP_GRO reader queues, and drops, as one buffer each (charged up to {per} per drop, up to what the path left unexplained)"
+                )
+            }),
+            leftover("datagrams of Udp: NoPorts", no_ports),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    }
+}
+
+/// The reply path: server -> generator, when replies are expected; charges what is
+/// left of `nic` and `softnet`, and notes what no path took.
+fn reply_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> Option<LedgerPath> {
+    if !i.replies_expected {
+        return None;
+    }
+    let attempted = i.server_reply_attempted;
+    let failed = i.server_reply_failed.unwrap_or(0);
+    let on_wire = attempted.map(|a| a.saturating_sub(failed));
+    let mut gap = on_wire.unwrap_or(0) as i64 - (i.gen_socket_drops + i.gen_read) as i64;
+    let nic_rep = charge(nic, gap);
+    gap -= nic_rep as i64;
+    let softnet_rep = charge(softnet, gap);
+    gap -= softnet_rep as i64;
+    let mut rows = vec![];
+    if let Some(read) = i.server_read {
+        rows.push(row(
+            "not_answered",
+            "read but not answered by the application",
+            read.saturating_sub(attempted.unwrap_or(read)),
+            &i.server_counts_source,
+        ));
+    }
+    rows.extend([
+        row(
+            "send_failed",
+            "reply failed to send (server)",
+            failed,
+            &i.server_counts_source,
+        ),
+        row(
             "nic_drops",
             "dropped at the NIC",
-            nic_req,
+            nic_rep,
             "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
-        ));
-        req_rows.push(row(
+        ),
+        row(
             "softnet_drops",
             "dropped in the softnet backlog",
-            softnet_req,
+            softnet_rep,
             "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
-        ));
-        req_rows.push(row(
-            "no_ports",
-            "no listener on the port",
-            no_ports_req,
-            "/proc/net/snmp `Udp: NoPorts` + snmp6 `Udp6NoPorts`, delta",
-        ));
-        req_rows.push(row(
+        ),
+        row(
             "socket_drops",
-            "dropped at the server socket receive buffer",
-            sock_datagrams,
-            if more > 0 {
-                "/proc/net/udp{,6} `drops` of the server socket(s), delta, in datagrams per GRO buffer (see notes)"
-            } else {
-                "/proc/net/udp{,6} `drops` of the server socket(s), delta"
-            },
-        ));
-        if let Some(read) = i.server_read {
-            req_rows.push(row(
-                "delivered",
-                "read by the server application",
-                read,
-                &i.server_counts_source,
+            "dropped at the generator socket receive buffer",
+            i.gen_socket_drops,
+            "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
+        ),
+        row(
+            "delivered",
+            "read by the generator",
+            i.gen_read,
+            "generator's recvmmsg count",
+        ),
+    ]);
+    // The path starts with what the server read (it owes each a reply): rows are
+    // not answered + failed + the fates of the replies sent. A server that sends
+    // several datagrams per request (frames) starts it with what it sent.
+    let start = match (i.server_read, attempted) {
+        (Some(r), Some(a)) => Some(r.max(a)),
+        (r, a) => r.or(a),
+    };
+    let mut notes = vec![];
+    if let (Some(r), Some(a)) = (i.server_read, attempted) {
+        if a > r && r > 0 && i.server_counts_source.starts_with("derived") {
+            // Namespace-wide counters: other sockets' traffic looks the same.
+            notes.push(format!(
+                "the namespace's UDP counters show {a} datagrams sent for {r} read ({:.2} per request): they count every UDP socket there, so this is replies of several datagrams or other traffic, which cannot be told apart without the server's own counts (root, kernel 6.4+); the path starts from what was sent",
+                a as f64 / r as f64
+            ));
+        } else if a > r && r > 0 {
+            notes.push(format!(
+                "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
+                a as f64 / r as f64
             ));
         }
-        let known = i.server_read.is_some() && i.server_socket_drops.is_some();
-        LedgerPath {
-            attempted: i.gen_attempted,
-            rows: req_rows,
-            unattributed: known.then_some(gap),
-            inconsistent: if known {
-                inconsistency(gap, "the generator put on the wire")
-            } else {
-                None
-            },
-            notes: [
-                (more > 0).then(|| {
-                    format!(
-                        "the server socket's {sock} receive-buffer drops held {sock_datagrams} datagrams: the generator sent GSO messages of up to {per} datagrams, which a UDP_GRO reader queues, and drops, as one buffer each (charged up to {per} per drop, up to what the path left unexplained)"
-                    )
-                }),
-                leftover("datagrams of Udp: NoPorts", no_ports),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        }
     }
-
-    /// The reply path: server -> generator, when replies are expected; charges what is
-    /// left of `nic` and `softnet`, and notes what no path took.
-    fn reply_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> Option<LedgerPath> {
-        if !i.replies_expected {
-            return None;
-        }
-        let attempted = i.server_reply_attempted;
-        let failed = i.server_reply_failed.unwrap_or(0);
-        let on_wire = attempted.map(|a| a.saturating_sub(failed));
-        let mut gap = on_wire.unwrap_or(0) as i64 - (i.gen_socket_drops + i.gen_read) as i64;
-        let nic_rep = charge(nic, gap);
-        gap -= nic_rep as i64;
-        let softnet_rep = charge(softnet, gap);
-        gap -= softnet_rep as i64;
-        let mut rows = vec![];
-        if let Some(read) = i.server_read {
-            rows.push(row(
-                "not_answered",
-                "read but not answered by the application",
-                read.saturating_sub(attempted.unwrap_or(read)),
-                &i.server_counts_source,
-            ));
-        }
-        rows.extend([
-            row(
-                "send_failed",
-                "reply failed to send (server)",
-                failed,
-                &i.server_counts_source,
-            ),
-            row(
-                "nic_drops",
-                "dropped at the NIC",
-                nic_rep,
-                "/proc/net/dev rx `drop` minus softnet backlog drops, delta",
-            ),
-            row(
-                "softnet_drops",
-                "dropped in the softnet backlog",
-                softnet_rep,
-                "/proc/net/softnet_stat column 2 (dropped), delta, all CPUs",
-            ),
-            row(
-                "socket_drops",
-                "dropped at the generator socket receive buffer",
-                i.gen_socket_drops,
-                "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
-            ),
-            row(
-                "delivered",
-                "read by the generator",
-                i.gen_read,
-                "generator's recvmmsg count",
-            ),
-        ]);
-        // The path starts with what the server read (it owes each a reply): rows are
-        // not answered + failed + the fates of the replies sent. A server that sends
-        // several datagrams per request (frames) starts it with what it sent.
-        let start = match (i.server_read, attempted) {
-            (Some(r), Some(a)) => Some(r.max(a)),
-            (r, a) => r.or(a),
-        };
-        let mut notes = vec![];
-        if let (Some(r), Some(a)) = (i.server_read, attempted) {
-            if a > r && r > 0 && i.server_counts_source.starts_with("derived") {
-                // Namespace-wide counters: other sockets' traffic looks the same.
-                notes.push(format!(
-                    "the namespace's UDP counters show {a} datagrams sent for {r} read ({:.2} per request): they count every UDP socket there, so this is replies of several datagrams or other traffic, which cannot be told apart without the server's own counts (root, kernel 6.4+); the path starts from what was sent",
-                    a as f64 / r as f64
-                ));
-            } else if a > r && r > 0 {
-                notes.push(format!(
-                    "the server sent {a} datagrams for {r} read ({:.2} per request): replies of several datagrams; the path starts from what it sent, and requests read but never answered cannot be counted here",
-                    a as f64 / r as f64
-                ));
-            }
-        }
-        notes.extend(leftover("NIC drops", *nic));
-        notes.extend(leftover("softnet backlog drops", *softnet));
-        Some(LedgerPath {
-            attempted: start.unwrap_or(0),
-            rows,
-            unattributed: attempted.map(|_| gap),
-            inconsistent: attempted.and_then(|_| inconsistency(gap, "the server sent")),
-            notes,
-        })
-    }
+    notes.extend(leftover("NIC drops", *nic));
+    notes.extend(leftover("softnet backlog drops", *softnet));
+    Some(LedgerPath {
+        attempted: start.unwrap_or(0),
+        rows,
+        unattributed: attempted.map(|_| gap),
+        inconsistent: attempted.and_then(|_| inconsistency(gap, "the server sent")),
+        notes,
+    })
 }
 
 #[cfg(test)]

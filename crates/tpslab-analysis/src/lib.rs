@@ -1,5 +1,6 @@
 //! Pure analysis for tpslab: summaries with spread, latency summaries from HDR histograms,
-//! the loss ledger, and the versioned run record that every command can write as JSON.
+//! the loss ledger, the verdict, the judgements of every kind of run, all computed on the
+//! record's types ([`tpslab_record`], re-exported under the paths they had here).
 //!
 //! Nothing here touches the network or /proc: a record read back from disk can be
 //! re-analysed.
@@ -15,6 +16,7 @@ pub mod idle;
 pub mod ledger;
 pub mod merge;
 pub mod nan;
+pub mod prelude;
 pub mod ramp;
 pub mod record;
 pub mod runtime;
@@ -28,5 +30,5 @@ pub mod verdict;
 pub mod waits;
 
 pub use ledger::{Ledger, LedgerInputs, LedgerRow};
-pub use record::RunRecord;
 pub use stats::{LatencySummary, Summary};
+pub use tpslab_record::RunRecord;

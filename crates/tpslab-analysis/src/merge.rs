@@ -5,58 +5,15 @@
 //! counters (softnet, drop reasons) are taken once per kernel (boot id), per-namespace ones
 //! (NoPorts, device drops) once per namespace.
 
-use crate::ledger::{Ledger, LedgerInputs};
-use crate::record::{Environment, GeneratorReport, LatencyHistograms, RunRecord};
-use crate::stats::{decode_histogram, encode_histogram, new_ns_histogram};
-use crate::LatencySummary;
-use serde::{Deserialize, Serialize};
+use crate::ledger::{Ledger, LedgerExt, LedgerInputs};
+use crate::stats::{decode_histogram, encode_histogram, new_ns_histogram, LatencySummaryExt};
 use std::collections::BTreeMap;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::MAX_FIGURE;
+use tpslab_record::stats::LatencySummary;
+use tpslab_record::{Environment, GeneratorReport, LatencyHistograms, RunRecord};
 
-/// What a merged record holds beside the totals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MergeInfo {
-    /// The fleet plan every agent ran.
-    pub plan: tpslab_plan::fleet::FleetPlan,
-    /// Its hash.
-    pub plan_hash: String,
-    /// The common start, ms since the Unix epoch.
-    pub start_at_unix_ms: u64,
-    /// Agents in the plan.
-    pub of: usize,
-    /// Each agent's figures, by index.
-    pub agents: Vec<AgentFigures>,
-    /// Agents of the plan without a record (only with `--allow-missing`).
-    pub missing: Vec<usize>,
-    /// The server's record the ledger's server side came from (its name), if any.
-    pub server: Option<String>,
-}
-
-/// One agent's figures, as in its own record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentFigures {
-    pub index: usize,
-    /// Its record's name (the file given to merge).
-    pub record: String,
-    pub hostname: String,
-    /// Datagrams its kernel accepted.
-    pub sent: u64,
-    /// Replies it read.
-    pub replies_read: u64,
-    /// Answered per second over its window.
-    pub tps: f64,
-    /// Its window loss, percent.
-    pub window_loss_pct: Option<f64>,
-    /// Its latency from the intended send time, ns.
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    /// Its start against the common start, us (its wall clock).
-    pub start_error_us: i64,
-    /// Why its generator was the bottleneck or otherwise not valid evidence (empty: it
-    /// kept its schedule).
-    pub bottleneck: Vec<String>,
-}
+pub use tpslab_record::merge::{AgentFigures, MergeInfo};
 
 /// Why records cannot be merged: one line naming the record.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

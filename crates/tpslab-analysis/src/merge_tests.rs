@@ -1,5 +1,5 @@
 use super::*;
-use crate::record::{AgentInfo, ObserverReport};
+use tpslab_record::{AgentInfo, ObserverReport};
 
 fn plan() -> tpslab_plan::fleet::FleetPlan {
     tpslab_plan::fleet::FleetPlan::parse("target = \"10.0.0.1:9000\"\nrate = \"2000\"\n").unwrap()

@@ -303,7 +303,7 @@ fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
 
 #[test]
 fn kernel_drop_reasons_per_step_are_evidence() {
-    use crate::record::DropReasons;
+    use tpslab_record::DropReasons;
     let mut r = ramp(&[100.0, 200.0, 400.0, 800.0], 0.1, ThreadStates::default());
     for s in &mut r.steps {
         s.drop_reasons = Some(DropReasons::default());

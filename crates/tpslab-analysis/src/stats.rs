@@ -1,28 +1,8 @@
-//! Summaries of a series (mean, stddev, min, max, p50, p99) and of latency histograms.
+//! Summaries of a series (mean, stddev, min, max, p50, p99) and of latency histograms
+//! (the types are the record's, [`tpslab_record::stats`]), and the histograms themselves.
 
-use serde::{Deserialize, Serialize};
-
-/// Summary of a series of samples, in the unit of the series.
-///
-/// `stddev` is the sample standard deviation (n-1 in the denominator; 0 for n < 2);
-/// percentiles use the nearest-rank method on the sorted samples.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Number of samples.
-    pub n: usize,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Sample standard deviation.
-    pub stddev: f64,
-    /// Smallest sample.
-    pub min: f64,
-    /// Largest sample.
-    pub max: f64,
-    /// Median (nearest rank).
-    pub p50: f64,
-    /// 99th percentile (nearest rank).
-    pub p99: f64,
-}
+pub use tpslab_record::histogram::{decode_histogram, encode_histogram};
+pub use tpslab_record::stats::{LatencySummary, Summary};
 
 /// Nearest-rank percentile `q` (0..=100) of sorted samples; 0 for an empty slice.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -33,9 +13,15 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-impl Summary {
+/// Summarising a series into a [`Summary`] (a record type): `Summary::of(&xs)` with this
+/// trait in scope (`use tpslab_analysis::prelude::*`).
+pub trait SummaryExt {
     /// Summarises `xs` (NaNs are ignored). An empty input gives the all-zero summary.
-    pub fn of(xs: &[f64]) -> Summary {
+    fn of(xs: &[f64]) -> Summary;
+}
+
+impl SummaryExt for Summary {
+    fn of(xs: &[f64]) -> Summary {
         let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
         if v.is_empty() {
             return Summary::default();
@@ -60,53 +46,15 @@ impl Summary {
     }
 }
 
-/// Latency percentiles in nanoseconds, from an HDR histogram (3 significant digits).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    /// Number of recorded values.
-    pub count: u64,
-    /// Mean, ns.
-    pub mean_ns: f64,
-    /// Median, ns.
-    pub p50_ns: u64,
-    /// 90th percentile, ns.
-    pub p90_ns: u64,
-    /// 99th percentile, ns.
-    pub p99_ns: u64,
-    /// 99.9th percentile, ns.
-    pub p999_ns: u64,
-    /// Largest value, ns.
-    pub max_ns: u64,
-    /// The distribution for a percentile plot: the value at each quantile of
-    /// [`LatencySummary::LADDER`], ns (all 0 in records written before it was kept).
-    #[serde(default, skip_serializing_if = "all_zero")]
-    pub ladder_ns: [u64; LADDER_LEN],
-}
-
-const LADDER_LEN: usize = 15;
-
-fn all_zero(v: &[u64; LADDER_LEN]) -> bool {
-    v.iter().all(|&x| x == 0)
-}
-
-impl LatencySummary {
-    /// The quantiles of `ladder_ns`: the minimum, then ever closer to the maximum (as
-    /// HdrHistogram's percentile plots step), ending with the maximum itself.
-    pub const LADDER: [f64; LADDER_LEN] = [
-        0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99995, 0.99999,
-        0.999995, 1.0,
-    ];
-
-    /// (quantile, ns) pairs of the ladder, or none when it was not kept.
-    pub fn ladder(&self) -> Vec<(f64, u64)> {
-        if all_zero(&self.ladder_ns) {
-            return vec![];
-        }
-        Self::LADDER.iter().copied().zip(self.ladder_ns).collect()
-    }
-
+/// Summarising an HDR histogram into a [`LatencySummary`] (a record type):
+/// `LatencySummary::from_histogram(&h)` with this trait in scope.
+pub trait LatencySummaryExt {
     /// Summarises an HDR histogram of nanosecond values.
-    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+    fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary;
+}
+
+impl LatencySummaryExt for LatencySummary {
+    fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
         if h.is_empty() {
             return LatencySummary::default();
         }
@@ -118,7 +66,7 @@ impl LatencySummary {
             p99_ns: h.value_at_quantile(0.99),
             p999_ns: h.value_at_quantile(0.999),
             max_ns: h.max(),
-            ladder_ns: Self::LADDER.map(|q| {
+            ladder_ns: LatencySummary::LADDER.map(|q| {
                 if q == 0.0 {
                     h.min()
                 } else if q == 1.0 {
@@ -134,104 +82,6 @@ impl LatencySummary {
 /// A new HDR histogram for nanosecond values from 1 ns to 100 s, 3 significant digits.
 pub fn new_ns_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
-}
-
-/// `h` in HdrHistogram's portable encoding (V2, deflate-compressed), as base64 (standard
-/// alphabet): lossless, and what HdrHistogram's own tools read (a histogram log's
-/// payload).
-pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
-    use base64::Engine;
-    use hdrhistogram::serialization::Serializer;
-    let mut bytes = Vec::new();
-    hdrhistogram::serialization::V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .expect("a histogram serialises into memory");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The histogram of [`encode_histogram`]'s text (V2 compressed or not), decoded within
-/// bounds: at most [`limits::HISTOGRAM_ENCODED_BYTES`] of text, inflated to at most
-/// [`limits::HISTOGRAM_DECODED_BYTES`], its header within tpslab's range (lowest 1 ns,
-/// highest at most [`limits::HISTOGRAM_MAX_NS`], at most
-/// [`limits::HISTOGRAM_MAX_DIGITS`] significant digits) and its payload within what was
-/// inflated, all checked before the decoder allocates. Errors (a phrase): not base64,
-/// too long, out of range, or not a histogram in that encoding (what the decoder says).
-///
-/// [`limits::HISTOGRAM_ENCODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_ENCODED_BYTES
-/// [`limits::HISTOGRAM_DECODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_DECODED_BYTES
-/// [`limits::HISTOGRAM_MAX_NS`]: tpslab_plan::limits::HISTOGRAM_MAX_NS
-/// [`limits::HISTOGRAM_MAX_DIGITS`]: tpslab_plan::limits::HISTOGRAM_MAX_DIGITS
-pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
-    use base64::Engine;
-    use std::io::Read;
-    use tpslab_plan::limits::{
-        HISTOGRAM_DECODED_BYTES, HISTOGRAM_ENCODED_BYTES, HISTOGRAM_MAX_DIGITS, HISTOGRAM_MAX_NS,
-    };
-    const V2: u32 = 0x1c84_9313;
-    const V2_DEFLATE: u32 = 0x1c84_9314;
-    let s = s.trim();
-    if s.len() > HISTOGRAM_ENCODED_BYTES {
-        return Err(format!(
-            "{} bytes of text; allowed up to {HISTOGRAM_ENCODED_BYTES}",
-            s.len()
-        ));
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .map_err(|e| format!("not base64: {e}"))?;
-    let be32 = |b: &[u8], at: usize| {
-        b.get(at..at + 4)
-            .map(|x| u32::from_be_bytes(x.try_into().expect("4 bytes")))
-    };
-    let be64 = |b: &[u8], at: usize| {
-        b.get(at..at + 8)
-            .map(|x| u64::from_be_bytes(x.try_into().expect("8 bytes")))
-    };
-    // The plain V2 encoding, inflated here (never more than the bound) when compressed.
-    let plain = match be32(&bytes, 0) {
-        Some(V2) => bytes,
-        Some(V2_DEFLATE) => {
-            let len = be32(&bytes, 4).ok_or("a compressed histogram without its length")?;
-            let rest = bytes.get(8..).unwrap_or_default();
-            let mut out = Vec::new();
-            flate2::read::ZlibDecoder::new(rest.take(len as u64))
-                .take(HISTOGRAM_DECODED_BYTES as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("does not inflate: {e}"))?;
-            if out.len() > HISTOGRAM_DECODED_BYTES {
-                return Err(format!(
-                    "inflates to more than {HISTOGRAM_DECODED_BYTES} bytes"
-                ));
-            }
-            out
-        }
-        _ => return Err("not an HdrHistogram V2 encoding: InvalidCookie".into()),
-    };
-    // The V2 header: cookie, payload length, normalizing offset, significant digits,
-    // lowest, highest, integer-to-double ratio (40 bytes), then the payload.
-    let (Some(V2), Some(payload), Some(digits), Some(low), Some(high)) = (
-        be32(&plain, 0),
-        be32(&plain, 4),
-        be32(&plain, 12),
-        be64(&plain, 16),
-        be64(&plain, 24),
-    ) else {
-        return Err("not an HdrHistogram V2 encoding: a short or foreign header".into());
-    };
-    if payload as usize > plain.len().saturating_sub(40) {
-        return Err(format!(
-            "a payload of {payload} bytes in {} bytes",
-            plain.len()
-        ));
-    }
-    if low != 1 || high > HISTOGRAM_MAX_NS || digits > HISTOGRAM_MAX_DIGITS {
-        return Err(format!(
-            "a histogram of {low}..={high} at {digits} digits; allowed 1..={HISTOGRAM_MAX_NS} ns at up to {HISTOGRAM_MAX_DIGITS} digits"
-        ));
-    }
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut plain.as_slice())
-        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
 }
 
 /// Counts of `h`'s values (ns) per bucket: `counts[i]` are those in (bounds_ns[i-1],

@@ -2,69 +2,15 @@
 //! from a baseline, or full factorial), a randomised run order, per-run metrics taken from
 //! run records, and per-cell estimates with each setting's effect against the baseline.
 
-use crate::experiment::{effect, Domain, Effect, Estimate};
-use crate::record::RunRecord;
-use serde::{Deserialize, Serialize};
+use crate::experiment::{effect, Domain, EstimateExt};
+use crate::stats::SummaryExt;
 use std::collections::BTreeMap;
+use tpslab_record::estimate::{Effect, Estimate};
+use tpslab_record::stats::Summary;
+pub use tpslab_record::sweep::{CellEffect, CellResult, RunMetrics, SweepResult, SweepRun, DROPS};
+use tpslab_record::RunRecord;
 
 pub use tpslab_plan::sweep::{cells, run_order, Cell, Design, Factor, Objective, SweepPlan};
-
-/// One run of a sweep: its cell, its repetition, its figures, and the cell's settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepRun {
-    /// Cell index.
-    pub cell: usize,
-    /// Repetition of the cell.
-    pub rep: usize,
-    /// The run's figures.
-    pub metrics: RunMetrics,
-}
-
-/// The figures of one run that a sweep compares. Rates and queue figures cover the
-/// measurement window only (warm-up and the drain after the load are trimmed).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunMetrics {
-    /// Answered per second in the window.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub tps: f64,
-    /// % of the window's datagrams not answered (one-way: not read by the server).
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub loss_pct: f64,
-    /// Server socket rx_queue mean over the window, bytes.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub rxq_mean_bytes: f64,
-    /// Server socket rx_queue stddev over the window, bytes.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub rxq_stddev_bytes: f64,
-    /// Server threads' CPU, % of one CPU (schedstat), window mean.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub server_cpu_pct: f64,
-    /// Busy % of each CPU over the run (/proc/stat): cpuN -> %.
-    pub cpu_busy_pct: BTreeMap<String, f64>,
-    /// System context switches per second (/proc/stat ctxt), window mean.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub ctxt_per_s: f64,
-    /// Server threads' context switches per second (voluntary + involuntary), window mean.
-    #[serde(deserialize_with = "crate::nan::de")]
-    pub server_ctxt_per_s: f64,
-    /// RTT p50 from the intended send time, us (None without replies).
-    pub p50_us: Option<f64>,
-    /// RTT p99, us.
-    pub p99_us: Option<f64>,
-    /// The generator kept its schedule.
-    pub valid: bool,
-    /// Datagrams the generator failed to send plus replies the server failed to send.
-    #[serde(default)]
-    pub errors: u64,
-    /// Kernel drops by reason during the run (`skb:kfree_skb`, host-wide), reasons that
-    /// can be a UDP datagram's fate only; `None` when the reasons were not read (a reason
-    /// missing from a read map is 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_drops: Option<BTreeMap<String, u64>>,
-}
-
-/// The prefix of a figure that counts kernel drops of one reason per run (`drops:NAME`).
-pub const DROPS: &str = "drops:";
 
 /// The values figure `name` of [`RunMetrics::figures`] can take, which its intervals keep
 /// to: loss and a CPU's busy % are shares (0..=100 %); rates, queues in bytes, the
@@ -124,13 +70,19 @@ fn window_mean(t_ms: &[f64], xs: &[f64], from_ms: f64, to_ms: f64, offset: usize
         })
         .map(|(_, &x)| x)
         .collect();
-    let s = crate::Summary::of(&v);
+    let s = Summary::of(&v);
     (s.mean, s.stddev)
 }
 
-impl RunMetrics {
+/// Taking a sweep run's figures ([`RunMetrics`], a record type) from its run record:
+/// `RunMetrics::of(&rec)` with this trait in scope (`use tpslab_analysis::prelude::*`).
+pub trait RunMetricsExt {
     /// Takes the metrics from a run record.
-    pub fn of(rec: &RunRecord) -> RunMetrics {
+    fn of(rec: &RunRecord) -> RunMetrics;
+}
+
+impl RunMetricsExt for RunMetrics {
+    fn of(rec: &RunRecord) -> RunMetrics {
         let mut m = RunMetrics::default();
         let Some(g) = &rec.generator else {
             return m;
@@ -162,11 +114,11 @@ impl RunMetrics {
                     / a
             }),
         };
-        if g.match_mode == crate::record::MatchMode::None && g.duration_s > 0.0 {
+        if g.match_mode == tpslab_record::MatchMode::None && g.duration_s > 0.0 {
             // One way: datagrams the server read per second of the window.
             m.tps = g.window_sent as f64 * (1.0 - m.loss_pct / 100.0) / g.duration_s;
         }
-        if g.match_mode != crate::record::MatchMode::None && g.latency_intended.count > 0 {
+        if g.match_mode != tpslab_record::MatchMode::None && g.latency_intended.count > 0 {
             m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
             m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
         }
@@ -190,80 +142,6 @@ impl RunMetrics {
         }
         m
     }
-
-    /// The named figures compared across cells (name -> value), NaN when absent.
-    pub fn figures(&self) -> BTreeMap<String, f64> {
-        let mut f: BTreeMap<String, f64> = [
-            ("tps", self.tps),
-            ("loss_pct", self.loss_pct),
-            ("rxq_mean_bytes", self.rxq_mean_bytes),
-            ("rxq_stddev_bytes", self.rxq_stddev_bytes),
-            ("server_cpu_pct", self.server_cpu_pct),
-            ("ctxt_per_s", self.ctxt_per_s),
-            ("server_ctxt_per_s", self.server_ctxt_per_s),
-            ("p50_us", self.p50_us.unwrap_or(f64::NAN)),
-            ("p99_us", self.p99_us.unwrap_or(f64::NAN)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (cpu, v) in &self.cpu_busy_pct {
-            f.insert(format!("{cpu}_busy_pct"), *v);
-        }
-        for (r, n) in self.kernel_drops.iter().flatten() {
-            f.insert(format!("{DROPS}{r}"), *n as f64);
-        }
-        f
-    }
-
-    /// Figure `name` of this run: NaN when absent, except a drop reason this run read
-    /// and did not see, which is 0.
-    pub fn figure(&self, name: &str) -> f64 {
-        match self.figures().get(name) {
-            Some(v) => *v,
-            None if name.starts_with(DROPS) && self.kernel_drops.is_some() => 0.0,
-            None => f64::NAN,
-        }
-    }
-}
-
-/// Estimates of one cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CellResult {
-    /// The cell.
-    pub cell: Cell,
-    /// Figure -> estimate over the cell's runs.
-    pub figures: BTreeMap<String, Estimate>,
-    /// Runs whose generator did not keep its schedule.
-    pub invalid_runs: usize,
-}
-
-/// A cell's effect on the objective and loss against the baseline.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CellEffect {
-    /// The cell.
-    pub cell: usize,
-    /// What differs from the baseline ("sched=fifo:99").
-    pub change: String,
-    /// Figure -> effect against the baseline.
-    pub effects: BTreeMap<String, Effect>,
-}
-
-/// The analysed sweep.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SweepResult {
-    /// Per cell.
-    pub cells: Vec<CellResult>,
-    /// Each non-baseline cell against the baseline.
-    pub effects: Vec<CellEffect>,
-    /// Best cell for the objective (by mean).
-    pub best: Option<usize>,
-    /// The objective.
-    pub objective: Objective,
-    /// Plain statements: which settings helped, by how much, and caveats.
-    pub findings: Vec<String>,
-    /// Warnings (a setting that helped by starving something else, invalid runs).
-    pub warnings: Vec<String>,
 }
 
 /// One sentence on `change`'s effect `e` on the objective `obj`: improved or worsened

@@ -17,124 +17,14 @@
 //! rwnd_limited for 22-45 % of the time here), because the window-limited state is
 //! cleared whenever a transmit attempt stops for another reason (TSO deferral, TSQ).
 
-use serde::{Deserialize, Serialize};
-
-/// One TCP_INFO reading of the sending socket. Fields the kernel did not report are 0
-/// and `chronos` false.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct TcpSample {
-    /// Monotonic time of the reading, ns since the flow connected.
-    pub t_ns: u64,
-    /// Bytes acknowledged by the receiver so far (`tcpi_bytes_acked` minus the SYN).
-    pub bytes_acked: u64,
-    /// Bytes retransmitted so far (`tcpi_bytes_retrans`).
-    pub bytes_retrans: u64,
-    /// Segments retransmitted so far (`tcpi_total_retrans`).
-    pub retrans_segs: u32,
-    /// Smoothed RTT, us (`tcpi_rtt`).
-    pub rtt_us: u32,
-    /// RTT variance, us (`tcpi_rttvar`).
-    pub rttvar_us: u32,
-    /// Lowest RTT seen, us (`tcpi_min_rtt`).
-    pub min_rtt_us: u32,
-    /// Congestion window, segments (`tcpi_snd_cwnd`).
-    pub cwnd_segs: u32,
-    /// Sender MSS, bytes (`tcpi_snd_mss`).
-    pub mss: u32,
-    /// Bytes in flight: `tcpi_unacked` x MSS.
-    pub in_flight_bytes: u64,
-    /// The receiver's advertised window, bytes (`tcpi_snd_wnd`).
-    pub peer_window_bytes: u32,
-    /// Written by the application and not yet sent, bytes (`tcpi_notsent_bytes`).
-    pub notsent_bytes: u32,
-    /// Latest delivery-rate sample, bytes/s (`tcpi_delivery_rate`).
-    pub delivery_rate_bps: u64,
-    /// Chronographs, us since the connection started (see the module text).
-    pub busy_us: u64,
-    /// `tcpi_rwnd_limited`, us.
-    pub rwnd_limited_us: u64,
-    /// `tcpi_sndbuf_limited`, us.
-    pub sndbuf_limited_us: u64,
-    /// Whether the kernel reported the chronographs.
-    pub chronos: bool,
-    /// Receiving side: bytes received so far (`tcpi_bytes_received`).
-    #[serde(default)]
-    pub bytes_received: u64,
-    /// Receiving side: its RTT estimate, us (`tcpi_rcv_rtt`).
-    #[serde(default)]
-    pub rcv_rtt_us: u32,
-    /// Receiving side: the window it advertises, bytes (`tcpi_rcv_wnd`, Linux 6.x).
-    #[serde(default)]
-    pub rcv_wnd_bytes: u32,
-    /// TCP timestamps negotiated (`tcpi_options` & 1): without them the receiver's RTT
-    /// is the time to receive one window, so window / RTT is the throughput by
-    /// construction and proves nothing.
-    #[serde(default)]
-    pub timestamps: bool,
-}
-
-/// The four limits a sender can sit behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Limit {
-    /// The receiver's advertised window (its receive buffer).
-    ReceiveWindow,
-    /// The sender's send buffer.
-    SendBuffer,
-    /// The congestion window or the path (loss, queueing, link rate).
-    CongestionWindow,
-    /// The application did not write fast enough.
-    Application,
-}
-
-impl Limit {
-    /// Plain name for reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Limit::ReceiveWindow => "receiver window (its receive buffer)",
-            Limit::SendBuffer => "sender's send buffer",
-            Limit::CongestionWindow => "congestion window / the path",
-            Limit::Application => "application (not writing fast enough)",
-        }
-    }
-}
-
-/// Analysis of one flow over its samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlowAnalysis {
-    /// Seconds between the first and last sample.
-    pub seconds: f64,
-    /// Bytes acknowledged in that time.
-    pub bytes: u64,
-    /// Throughput, bits/s: bytes acknowledged x 8 / seconds (goodput, retransmissions
-    /// not counted twice).
-    pub throughput_bps: f64,
-    /// Share of the time behind each limit by the rules of the module text, 0..1, in
-    /// the order receive window, send buffer, congestion window, application.
-    pub shares: [f64; 4],
-    /// The limit with the largest share.
-    pub held_by: Limit,
-    /// The kernel's chronographs alone over the same time, same order (`None` before
-    /// Linux 4.10): rwnd_limited, sndbuf_limited, busy minus both, not busy.
-    pub kernel_chronos: Option<[f64; 4]>,
-    /// Mean smoothed RTT over the samples, us.
-    pub rtt_mean_us: f64,
-    /// Lowest RTT seen, us.
-    pub min_rtt_us: u32,
-    /// Mean of the receiver's advertised window, bytes.
-    pub peer_window_mean_bytes: f64,
-    /// Mean bytes in flight.
-    pub in_flight_mean_bytes: f64,
-    /// Mean congestion window x MSS, bytes.
-    pub cwnd_mean_bytes: f64,
-    /// Bytes retransmitted in the window.
-    pub bytes_retrans: u64,
-    /// window / RTT for the mean peer window and mean RTT, bits/s: the ceiling that
-    /// window sets.
-    pub window_ceiling_bps: f64,
-    /// Mean bytes in flight / mean RTT, bits/s: what the flight carried.
-    pub flight_rate_bps: f64,
-}
+use crate::gate::Outcome;
+use crate::waits::ThreadStatesExt;
+use tpslab_plan::tcp::TcpMode;
+use tpslab_record::tcp::{
+    Direction, FlowRecord, LabStats, TcpRecord, TcpRun, WatchedFlow, WatchedReport,
+};
+pub use tpslab_record::tcp::{FlowAnalysis, Limit, ReceiverAnalysis, TcpSample, LIMITS};
+use tpslab_record::waits::WaitClass;
 
 fn near(x: f64, limit: f64, mss: f64) -> bool {
     limit > 0.0 && x + (2.0 * mss).max(0.1 * limit) >= limit
@@ -166,14 +56,6 @@ pub fn classify(prev: &TcpSample, cur: &TcpSample, sndbuf_bytes: Option<u64>) ->
         Limit::Application
     }
 }
-
-/// The four limits in the order of [`FlowAnalysis::shares`].
-pub const LIMITS: [Limit; 4] = [
-    Limit::ReceiveWindow,
-    Limit::SendBuffer,
-    Limit::CongestionWindow,
-    Limit::Application,
-];
 
 /// Analyses samples in time order (the first one after connect). Samples from
 /// `skip_ns` on are used (skip slow start with it); needs 2 samples.
@@ -245,27 +127,6 @@ pub fn analyse(
         window_ceiling_bps: per_rtt(peer_window_mean_bytes),
         flight_rate_bps: per_rtt(in_flight_mean_bytes),
     })
-}
-
-/// A flow seen from the receiving side, where the sender's state is not visible.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReceiverAnalysis {
-    /// Seconds between the first and last sample used.
-    pub seconds: f64,
-    /// Bytes received in that time.
-    pub bytes: u64,
-    /// Throughput, bits/s.
-    pub throughput_bps: f64,
-    /// Mean of the receiver's RTT estimate, us (samples where it was measured).
-    pub rcv_rtt_mean_us: f64,
-    /// Mean of the window this side advertised, bytes.
-    pub rcv_wnd_mean_bytes: f64,
-    /// Advertised window / RTT, bits/s: the most this side's window lets through;
-    /// `None` when the RTT was not measured or TCP timestamps are off.
-    pub window_ceiling_bps: Option<f64>,
-    /// Whether the flow ran at 80 % of that ceiling or more: this side's receive
-    /// window held it; `None` when the ceiling is unknown.
-    pub window_bound: Option<bool>,
 }
 
 /// Analyses samples taken on the receiving socket from `skip_ns` on; needs 2 samples,
@@ -342,8 +203,8 @@ pub fn flow_outcome(
     interrupted: bool,
     analysis: Option<&FlowAnalysis>,
     target_bps: Option<f64>,
-) -> crate::gate::Outcome {
-    crate::gate::Outcome {
+) -> Outcome {
+    Outcome {
         interrupted,
         invalid: match analysis {
             None => vec!["too few TCP_INFO samples after --skip to judge the flow".into()],
@@ -414,6 +275,151 @@ pub fn verdict(a: &FlowAnalysis) -> String {
         ),
     };
     main + &also
+}
+
+/// Judging a flow of `tpslab tcp` ([`TcpRun`], a record type): `TcpRun::judge(...)` with
+/// this trait in scope (`use tpslab_analysis::prelude::*`).
+pub trait TcpRunExt {
+    /// A flow judged from its samples after `skip_ns`: a sending flow by which limit held
+    /// it (its granted SO_SNDBUF known), a receiving one by its advertised window.
+    fn judge(flow: FlowRecord, lab: Option<LabStats>, skip_ns: u64) -> TcpRun;
+}
+
+impl TcpRunExt for TcpRun {
+    fn judge(flow: FlowRecord, lab: Option<LabStats>, skip_ns: u64) -> TcpRun {
+        let (analysis, receiver_analysis, verdict) = if flow.plan.reverse {
+            let a = analyse_receiver(&flow.samples, skip_ns);
+            let v = a.as_ref().map(verdict_receiver);
+            (None, a, v)
+        } else {
+            let a = analyse(&flow.samples, skip_ns, Some(flow.sndbuf_granted));
+            let v = a.as_ref().map(verdict);
+            (a, None, v)
+        };
+        TcpRun {
+            flow,
+            lab,
+            analysis,
+            receiver_analysis,
+            verdict,
+        }
+    }
+}
+
+/// Judging a watched flow ([`WatchedReport`], a record type): `WatchedReport::judge(...)`.
+pub trait WatchedReportExt {
+    /// A watched flow judged from its samples after `skip_ns`, as a sender when it
+    /// had more bytes acknowledged than received (from the first to the last sample).
+    fn judge(flow: WatchedFlow, skip_ns: u64) -> WatchedReport;
+}
+
+impl WatchedReportExt for WatchedReport {
+    fn judge(flow: WatchedFlow, skip_ns: u64) -> WatchedReport {
+        let (sent, got) = match (flow.samples.first(), flow.samples.last()) {
+            (Some(x), Some(y)) => (
+                y.bytes_acked.saturating_sub(x.bytes_acked),
+                y.bytes_received.saturating_sub(x.bytes_received),
+            ),
+            _ => (0, 0),
+        };
+        let mut r = WatchedReport {
+            direction: Direction::Idle,
+            analysis: None,
+            receiver_analysis: None,
+            verdict: None,
+            flow,
+        };
+        if sent == 0 && got == 0 {
+            return r;
+        }
+        if sent >= got {
+            r.direction = Direction::Sending;
+            r.analysis = analyse(&r.flow.samples, skip_ns, Some(r.flow.sndbuf));
+            r.verdict = Some(
+                r.analysis
+                    .as_ref()
+                    .map_or("too few samples after --skip".into(), verdict),
+            );
+        } else {
+            r.direction = Direction::Receiving;
+            r.receiver_analysis = analyse_receiver(&r.flow.samples, skip_ns);
+            r.verdict = Some(r.receiver_analysis.as_ref().map_or(
+                "too few samples, or no advertised window reported".into(),
+                verdict_receiver,
+            ));
+        }
+        r
+    }
+}
+
+/// What a `tpslab tcp` record ([`TcpRecord`]) says beyond its flows' own verdicts.
+pub trait TcpRecordExt {
+    /// What held a watched process's flows that its own application held: the largest
+    /// class of its threads' time, in words; S4's case when they waited for the network
+    /// (a peer or input upstream, not this flow). None without application-limited flows
+    /// or thread samples.
+    fn app_wait_finding(&self) -> Option<String>;
+
+    /// The gates' view: sending flows are judged by their first run (the buffers as
+    /// given; a second run shows the fix) against the target rate; a receiving flow is
+    /// invalid when it could not be judged; watching has nothing to gate.
+    fn outcome(&self) -> Outcome;
+}
+
+impl TcpRecordExt for TcpRecord {
+    fn app_wait_finding(&self) -> Option<String> {
+        let w = self.thread_waits.as_ref()?;
+        let held = self
+            .watched
+            .iter()
+            .filter(|x| {
+                x.analysis
+                    .as_ref()
+                    .is_some_and(|a| a.held_by == Limit::Application)
+            })
+            .count();
+        if held == 0 {
+            return None;
+        }
+        let (class, share) = w.process.dominant()?;
+        let call = w
+            .process
+            .top_syscall(class)
+            .map_or(String::new(), |c| format!(" (in {c})"));
+        let what = match class {
+            WaitClass::Network => "it waits on another peer or its input, not on these flows' windows or buffers: look upstream, at what it reads from (S4)",
+            WaitClass::OnCpu | WaitClass::Runnable => "it is busy computing (or waiting for a CPU): its own work, not the network, sets the pace",
+            WaitClass::Disk => "it waits on its disk between writes to the network",
+            WaitClass::Lock => "it waits on a lock between writes to the network",
+            _ => "that wait, not the network, sets the pace",
+        };
+        Some(format!(
+            "{held} flow(s) held by their own application, whose threads spent {share:.0} % of the watch {}{call}: {what}",
+            class.label()
+        ))
+    }
+
+    fn outcome(&self) -> Outcome {
+        let first = self.runs.first();
+        match self.plan.mode {
+            TcpMode::Send { .. } | TcpMode::Lab { .. } => flow_outcome(
+                self.interrupted,
+                first.and_then(|r| r.analysis.as_ref()),
+                self.plan.target_rate_bps,
+            ),
+            TcpMode::Reverse { .. } => Outcome {
+                interrupted: self.interrupted,
+                invalid: match first.and_then(|r| r.receiver_analysis.as_ref()) {
+                    None => vec![
+                        "too few samples after --skip, or no tcpi_rcv_wnd from this kernel".into(),
+                    ],
+                    Some(_) => vec![],
+                },
+                ..Default::default()
+            },
+            TcpMode::Watch { .. } => Outcome::default(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! accept queue that overflowed (a classic TPS plateau: clients wait for SYN
 //! retransmissions), one at its limit, segments dropped at full socket queues.
 
-use crate::record::{ObserverReport, TcpListen};
+use tpslab_record::{ObserverReport, TcpListen};
 
 /// One line on the listen sockets: address, backlog limit, most connections seen waiting,
 /// and somaxconn.
@@ -96,7 +96,7 @@ pub fn findings(o: &ObserverReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::ListenSocket;
+    use tpslab_record::ListenSocket;
 
     fn watched(backlog: Option<u32>, max: u64, deltas: &[(&str, u64)]) -> ObserverReport {
         ObserverReport {

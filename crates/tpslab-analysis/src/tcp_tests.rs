@@ -1,4 +1,5 @@
 use super::*;
+use tpslab_record::{Body, Record};
 
 /// A sample at `t_ms` with `acked` bytes and chronographs in us; 30 ms RTT, MSS
 /// 1448, the state given by `flight`, `window`, `cwnd_segs`.
@@ -183,4 +184,66 @@ fn skip_and_degenerate_inputs() {
     let a = analyse(&no_chrono, 0, None).unwrap();
     assert_eq!(a.held_by, Limit::ReceiveWindow);
     assert!(a.kernel_chronos.is_none());
+}
+
+// The judgement a `tpslab tcp` record keeps is a function of its samples and plan.
+
+fn fixture() -> TcpRecord {
+    let text = include_str!("../../tpslab-report/tests/fixtures/tcp_lab.json");
+    match Record::from_json(text).expect("a record").body {
+        Body::Tcp(t) => t,
+        _ => panic!("a tcp record"),
+    }
+}
+
+#[test]
+fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
+    let rec = fixture();
+    for run in &rec.runs {
+        let again = TcpRun::judge(run.flow.clone(), run.lab.clone(), rec.plan.skip_ns);
+        assert_eq!(&again, run);
+    }
+    // S4 in the lab: the first run, window-bound, misses 80 Mbit/s; the gate says so.
+    let first = rec.runs[0].analysis.as_ref().unwrap();
+    assert_eq!(first.held_by, crate::tcp::Limit::ReceiveWindow);
+    let o = rec.outcome();
+    assert!(o.invalid.is_empty());
+    assert!(o
+        .target
+        .unwrap()
+        .unwrap()
+        .contains("short of the 80.0 Mbit/s target"));
+    // Too few samples after the skip: invalid, never judged.
+    let mut short = rec.clone();
+    short.plan.skip_ns = u64::MAX;
+    short.runs = vec![TcpRun::judge(rec.runs[0].flow.clone(), None, u64::MAX)];
+    assert!(short.runs[0].analysis.is_none() && short.runs[0].verdict.is_none());
+    assert_eq!(short.outcome().invalid.len(), 1);
+}
+
+#[test]
+fn a_watched_flow_is_judged_by_the_way_its_data_moved() {
+    let rec = fixture();
+    let samples = rec.runs[0].flow.samples.clone();
+    let flow = |samples: Vec<TcpSample>| WatchedFlow {
+        local: "127.0.0.1:40000".parse().unwrap(),
+        remote: "127.0.0.1:5001".parse().unwrap(),
+        inode: 1,
+        sndbuf: 131072,
+        rcvbuf: 131072,
+        samples,
+    };
+    let w = WatchedReport::judge(flow(samples.clone()), rec.plan.skip_ns);
+    assert_eq!(w.direction, Direction::Sending);
+    assert!(w.throughput_bps() > 1e6 && w.rtt_ms() > 29.0);
+    let still: Vec<TcpSample> = samples
+        .iter()
+        .map(|s| TcpSample {
+            bytes_acked: 7,
+            ..*s
+        })
+        .collect();
+    let idle = WatchedReport::judge(flow(still), 0);
+    assert_eq!(idle.direction, Direction::Idle);
+    assert!(idle.verdict.is_none() && idle.throughput_bps() == 0.0);
 }

@@ -7,6 +7,7 @@
 
 use crate::experiment::t975;
 use serde::{Deserialize, Serialize};
+pub use tpslab_record::usl::{LittleCheck, UslFit};
 
 /// One step of a step-load test: a fixed number of clients held for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -37,82 +38,48 @@ pub enum UslError {
     NoConvergence,
 }
 
-/// A fitted USL curve X(N) = lambda*N / (1 + sigma*(N-1) + kappa*N*(N-1)).
-///
-/// Confidence intervals are 95 %, from the linearised covariance s^2 (J^T J)^-1 with
-/// s^2 = RSS/(n-3) and half-width t975(n-3)*se, then clipped to the allowed region
-/// (lambda > 0, sigma in [0, 1], kappa >= 0).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct UslFit {
-    /// TPS of one user without contention (transactions per second per user).
-    #[serde(with = "crate::nan::word")]
-    pub lambda: f64,
-    /// 95 % interval of `lambda` (lo, hi), TPS per user.
-    #[serde(with = "crate::nan::word_pair")]
-    pub lambda_ci: (f64, f64),
-    /// Contention: the serialised fraction of the work (dimensionless, 0..=1).
-    #[serde(with = "crate::nan::word")]
-    pub sigma: f64,
-    /// 95 % interval of `sigma` (lo, hi).
-    #[serde(with = "crate::nan::word_pair")]
-    pub sigma_ci: (f64, f64),
-    /// Coherency (crosstalk) penalty per pair of users (dimensionless, >= 0).
-    #[serde(with = "crate::nan::word")]
-    pub kappa: f64,
-    /// 95 % interval of `kappa` (lo, hi).
-    #[serde(with = "crate::nan::word_pair")]
-    pub kappa_ci: (f64, f64),
-    /// Coefficient of determination of X (1 = perfect; 1 also when all X are equal and fitted).
-    #[serde(with = "crate::nan::word")]
-    pub r_squared: f64,
-    /// Points used.
-    pub n: usize,
-    /// Residual standard deviation s = sqrt(RSS/(n-3)), TPS.
-    #[serde(with = "crate::nan::word")]
-    pub residual_std: f64,
-    /// Largest measured N (users): predictions beyond it are extrapolations.
-    #[serde(with = "crate::nan::word")]
-    pub max_users: f64,
-}
-
 /// The USL denominator 1 + sigma*(N-1) + kappa*N*(N-1) for p = [lambda, sigma, kappa].
 fn denom(p: [f64; 3], n: f64) -> f64 {
     1.0 + p[1] * (n - 1.0) + p[2] * n * (n - 1.0)
 }
 
-impl UslFit {
+/// Reading a fitted USL curve ([`UslFit`], a record type): predictions, its peak and
+/// ceiling, and the sentence on what it means, with this trait in scope
+/// (`use tpslab_analysis::prelude::*`).
+pub trait UslFitExt {
     /// Predicted TPS at `n` users (transactions per second).
-    pub fn predict(&self, n: f64) -> f64 {
-        self.lambda * n / denom([self.lambda, self.sigma, self.kappa], n)
-    }
-
-    /// Whether kappa is distinguishable from 0 (interval excludes 0) and matters within
-    /// the measured range (kappa*N*(N-1) > 1e-6 at the largest N).
-    fn kappa_matters(&self) -> bool {
-        let m = self.max_users;
-        self.kappa_ci.0 > 0.0 && self.kappa * m * (m - 1.0).max(1.0) > 1e-6
-    }
-
-    /// Same test for sigma: interval excludes 0 and sigma*(N-1) > 1e-6 at the largest N.
-    fn sigma_matters(&self) -> bool {
-        self.sigma_ci.0 > 0.0 && self.sigma * (self.max_users - 1.0).max(1.0) > 1e-6
-    }
+    fn predict(&self, n: f64) -> f64;
 
     /// Users at which TPS peaks, N* = sqrt((1-sigma)/kappa) (count, at least 1). `None` when
     /// kappa is indistinguishable from 0 (its 95 % interval reaches 0, or kappa*N*(N-1) <= 1e-6
     /// at the largest measured N): no established retrograde region, TPS approaches lambda/sigma.
-    pub fn peak_users(&self) -> Option<f64> {
-        self.kappa_matters()
-            .then(|| ((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
-    }
+    fn peak_users(&self) -> Option<f64>;
 
     /// Highest TPS of the fitted curve (transactions per second): X at
     /// sqrt((1-sigma)/kappa) when kappa > 0 (this is the curve's own maximum, used even when
-    /// kappa is too uncertain for [`Self::peak_users`]), else the asymptote lambda/sigma.
+    /// kappa is too uncertain for [`UslFitExt::peak_users`]), else the asymptote lambda/sigma.
     /// `f64::INFINITY` when sigma and kappa are both indistinguishable from 0 (linear
     /// scaling, no ceiling established by the data).
-    pub fn max_tps(&self) -> f64 {
-        if self.is_linear() {
+    fn max_tps(&self) -> f64;
+
+    /// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
+    /// when each user still gets >= 90 % of its solo TPS at the largest measured N (or sigma
+    /// and kappa are both indistinguishable from 0); else the retrograde peak when
+    /// [`UslFitExt::peak_users`] is `Some`; else the serialised fraction and the TPS ceiling.
+    fn verdict(&self) -> String;
+}
+
+impl UslFitExt for UslFit {
+    fn predict(&self, n: f64) -> f64 {
+        self.lambda * n / denom([self.lambda, self.sigma, self.kappa], n)
+    }
+
+    fn peak_users(&self) -> Option<f64> {
+        kappa_matters(self).then(|| ((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
+    }
+
+    fn max_tps(&self) -> f64 {
+        if is_linear(self) {
             f64::INFINITY
         } else if self.kappa > 0.0 {
             self.predict(((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
@@ -123,26 +90,13 @@ impl UslFit {
         }
     }
 
-    /// Near-linear: each user still gets at least 90 % of its solo TPS at the largest
-    /// measured N (by the fitted curve). Judged by the curve, not by whether sigma and
-    /// kappa are distinguishable from 0: a hard knee fits loosely, with intervals that
-    /// reach 0, yet the curve is far from linear.
-    fn is_linear(&self) -> bool {
-        let efficiency = self.predict(self.max_users) / (self.lambda * self.max_users);
-        efficiency >= 0.9
-    }
-
-    /// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
-    /// when each user still gets >= 90 % of its solo TPS at the largest measured N (or sigma
-    /// and kappa are both indistinguishable from 0); else the retrograde peak when
-    /// [`Self::peak_users`] is `Some`; else the serialised fraction and the TPS ceiling.
-    pub fn verdict(&self) -> String {
+    fn verdict(&self) -> String {
         let kappa = if self.kappa == 0.0 || self.kappa >= 1e-3 {
             format!("{:.4}", self.kappa)
         } else {
             format!("{:.2e}", self.kappa)
         };
-        if self.is_linear() {
+        if is_linear(self) {
             return format!(
                 "scales almost linearly (sigma = {:.2}, kappa = {kappa}) up to the measured N = {:.0}",
                 self.sigma, self.max_users
@@ -166,7 +120,7 @@ impl UslFit {
         } else {
             format!("{pct:.1}")
         };
-        let loose = if self.sigma_matters() {
+        let loose = if sigma_matters(self) {
             String::new()
         } else {
             format!(
@@ -180,6 +134,27 @@ impl UslFit {
             self.max_tps()
         )
     }
+}
+
+/// Whether kappa is distinguishable from 0 (interval excludes 0) and matters within
+/// the measured range (kappa*N*(N-1) > 1e-6 at the largest N).
+fn kappa_matters(f: &UslFit) -> bool {
+    let m = f.max_users;
+    f.kappa_ci.0 > 0.0 && f.kappa * m * (m - 1.0).max(1.0) > 1e-6
+}
+
+/// Same test for sigma: interval excludes 0 and sigma*(N-1) > 1e-6 at the largest N.
+fn sigma_matters(f: &UslFit) -> bool {
+    f.sigma_ci.0 > 0.0 && f.sigma * (f.max_users - 1.0).max(1.0) > 1e-6
+}
+
+/// Near-linear: each user still gets at least 90 % of its solo TPS at the largest
+/// measured N (by the fitted curve). Judged by the curve, not by whether sigma and
+/// kappa are distinguishable from 0: a hard knee fits loosely, with intervals that
+/// reach 0, yet the curve is far from linear.
+fn is_linear(f: &UslFit) -> bool {
+    let efficiency = f.predict(f.max_users) / (f.lambda * f.max_users);
+    efficiency >= 0.9
 }
 
 /// Keeps parameters in the allowed region; a non-positive lambda becomes a tenth of `old`.
@@ -435,24 +410,6 @@ pub fn find_knee(points: &[StepPoint], min_gain: f64) -> Option<usize> {
         let e = ((b.tps - a.tps) / a.tps) / ((b.users - a.users) / a.users);
         (e < min_gain && b.mean_response_s > a.mean_response_s).then_some(i)
     })
-}
-
-/// Little's law for one step: N' = X * (R + Z) clients should have been in the system.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LittleCheck {
-    /// Configured concurrent clients N (count).
-    pub users: f64,
-    /// Clients implied by Little's law, N' = X * (R + Z) (count).
-    pub expected_users: f64,
-    /// N'/N (dimensionless; NaN if N is not positive and finite).
-    pub ratio: f64,
-}
-
-impl LittleCheck {
-    /// True when |ratio - 1| <= `tolerance` (a fraction, e.g. 0.1 = 10 %); false for NaN.
-    pub fn ok(&self, tolerance: f64) -> bool {
-        (self.ratio - 1.0).abs() <= tolerance
-    }
 }
 
 /// Checks a step against Little's law. A ratio well below 1 means the clients were not

@@ -2,79 +2,16 @@
 //! interval (/proc/PID/task/TID/stat), and for a sleeping thread the system call it sleeps
 //! in (/proc/PID/task/TID/syscall, the file behind a `read`/`write` from its fd link) and
 //! the kernel function it waits in (`wchan`); turned into shares by class (on CPU, the
-//! network, a lock, a sleep, disk I/O, ...) per thread and for the process.
+//! network, a lock, a sleep, disk I/O, ...) per thread and for the process. The counts
+//! and shares are the record's types ([`tpslab_record::waits`]); sampling into them and
+//! reading them is here.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// What a thread was doing in one sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitClass {
-    /// State R: running, or runnable and waiting for a CPU (schedstat splits the two:
-    /// with a window, this is the time on a CPU alone).
-    OnCpu,
-    /// Runnable, waiting for a CPU (schedstat's run-queue time; only in time shares).
-    Runnable,
-    /// On a virtual CPU the hypervisor did not run (steal; only in time shares): an
-    /// estimate, see [`ThreadStates::stolen_ns`].
-    Stolen,
-    /// Blocked in poll/select/epoll, or in a receive, send, accept or connect on a socket.
-    Network,
-    /// Blocked in futex: a lock or a condition variable.
-    Lock,
-    /// Sleeping by request (nanosleep, clock_nanosleep, pause).
-    Sleep,
-    /// State D (uninterruptible: disk I/O, mostly), or blocked in fsync/fdatasync.
-    Disk,
-    /// Blocked reading or writing a file, pipe or terminal that is not a socket.
-    File,
-    /// Waiting for a child process (wait4, waitid).
-    Child,
-    /// Anything else (another system call, or asleep outside one).
-    Other,
-    /// Asleep in a system call this user could not read (`/proc/PID/task/TID/syscall`
-    /// needs ptrace access: root, or the same user where kernel.yama.ptrace_scope allows).
-    Unknown,
-}
+pub use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits, WaitClass};
 
 /// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
 /// what the sampler passes when a sleeping thread's `syscall` file was refused.
 pub const UNREADABLE_SYSCALL: &str = "(unreadable)";
-
-impl WaitClass {
-    /// Words for a report.
-    pub fn label(self) -> &'static str {
-        match self {
-            WaitClass::OnCpu => "on CPU",
-            WaitClass::Runnable => "waiting for a CPU",
-            WaitClass::Stolen => "on a vCPU the hypervisor held (steal)",
-            WaitClass::Network => "waiting for the network",
-            WaitClass::Lock => "waiting on a lock",
-            WaitClass::Sleep => "sleeping",
-            WaitClass::Disk => "waiting on disk I/O",
-            WaitClass::File => "waiting on a file or pipe",
-            WaitClass::Child => "waiting for a child",
-            WaitClass::Other => "other",
-            WaitClass::Unknown => "in a wait this user cannot read (run as root)",
-        }
-    }
-
-    /// Every class, in report order.
-    pub const ALL: [WaitClass; 11] = [
-        WaitClass::OnCpu,
-        WaitClass::Runnable,
-        WaitClass::Stolen,
-        WaitClass::Network,
-        WaitClass::Lock,
-        WaitClass::Sleep,
-        WaitClass::Disk,
-        WaitClass::File,
-        WaitClass::Child,
-        WaitClass::Other,
-        WaitClass::Unknown,
-    ];
-}
 
 /// What the fd of a `read`/`write` is (from /proc/PID/task/TID/fd/N).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,61 +53,19 @@ pub fn classify(state: char, syscall: Option<&str>, fd: FdKind) -> WaitClass {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Server thread states sampled from /proc/PID/task/*/stat, .../syscall and .../wchan
-/// over a window (a ramp step, or a whole observed run).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadStates {
-    /// Thread samples taken (threads x sampling ticks).
-    pub samples: u64,
-    /// State R: running or runnable.
-    pub running: u64,
-    /// State S, by wait channel (the kernel function it sleeps in, from `wchan`):
-    /// `futex_wait_queue` = a lock or condition variable, `do_epoll_wait` /
-    /// `wait_woken` / `sk_wait_data` = waiting for the network, `hrtimer_nanosleep` = sleep.
-    pub sleeping: BTreeMap<String, u64>,
-    /// State D: uninterruptible (disk I/O, some locks).
-    pub disk: u64,
-    /// Any other state.
-    pub other: u64,
-    /// Time the server's threads ran on a CPU over the window, ns (sum over threads
-    /// alive at both ends; from /proc/PID/task/TID/schedstat column 1).
-    #[serde(default)]
-    pub on_cpu_ns: u64,
-    /// Time they were runnable but waiting for a CPU, ns (schedstat column 2): state R
-    /// splits into running (on_cpu_ns) and runnable (this).
-    #[serde(default)]
-    pub runqueue_ns: u64,
-    /// Time on a virtual CPU the hypervisor was running something else, ns: neither on
-    /// a CPU nor in the run queue by schedstat, nor blocked. An estimate: `on_cpu_ns` x
-    /// the host's steal per busy CPU-ns over the window (/proc/stat `steal` over user +
-    /// nice + system + irq + softirq, all CPUs); 0 on bare metal.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub stolen_ns: u64,
-    /// Samples by class ([`classify`]); empty in records written before classes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub by_class: BTreeMap<WaitClass, u64>,
-    /// Samples blocked (states S and D) by the system call the thread was in
-    /// (/proc/PID/task/TID/syscall; "none" outside one, "unknown" when not readable).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub by_syscall: BTreeMap<String, u64>,
-    /// The state-D samples among those, by system call (any call can wait on the disk).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub disk_by_syscall: BTreeMap<String, u64>,
-    /// The time the samples span, ns (summed over threads, from each one's first sample
-    /// to the last): with it, shares are of time: on a CPU and waiting for one exactly
-    /// from schedstat, the rest (blocked) split by the blocked samples. 0: shares of
-    /// samples (a ramp step's states).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub window_ns: u64,
-}
-
-impl ThreadStates {
+/// Adding samples to a [`ThreadStates`] (a record type) and reading which system call
+/// held a class: with this trait in scope (`use tpslab_analysis::prelude::*`).
+pub trait ThreadStatesExt {
     /// Adds one sample.
-    pub fn add(&mut self, state: char, wchan: Option<&str>, syscall: Option<&str>, fd: FdKind) {
+    fn add(&mut self, state: char, wchan: Option<&str>, syscall: Option<&str>, fd: FdKind);
+
+    /// The system call most blocked samples were in, among those of `class` (for disk
+    /// I/O: the state-D samples' calls and the sync calls).
+    fn top_syscall(&self, class: WaitClass) -> Option<&str>;
+}
+
+impl ThreadStatesExt for ThreadStates {
+    fn add(&mut self, state: char, wchan: Option<&str>, syscall: Option<&str>, fd: FdKind) {
         self.samples += 1;
         match state {
             'R' => self.running += 1,
@@ -194,77 +89,7 @@ impl ThreadStates {
             .or_default() += 1;
     }
 
-    /// Adds another window's (or thread's) samples.
-    pub fn merge(&mut self, o: &ThreadStates) {
-        self.samples += o.samples;
-        self.running += o.running;
-        self.disk += o.disk;
-        self.other += o.other;
-        self.on_cpu_ns += o.on_cpu_ns;
-        self.runqueue_ns += o.runqueue_ns;
-        self.stolen_ns += o.stolen_ns;
-        for (k, v) in &o.sleeping {
-            *self.sleeping.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &o.by_class {
-            *self.by_class.entry(*k).or_default() += v;
-        }
-        for (k, v) in &o.by_syscall {
-            *self.by_syscall.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &o.disk_by_syscall {
-            *self.disk_by_syscall.entry(k.clone()).or_default() += v;
-        }
-        self.window_ns += o.window_ns;
-    }
-
-    /// Share of `class`, percent (None without samples). With a window: of time (on a
-    /// CPU and runnable from schedstat, exact; each wait class its share of the blocked
-    /// samples times the time blocked), since a sampler on a busy host tends to run just
-    /// after its target woke and sees it runnable more often than it is. Without: of
-    /// samples (state R counted as on a CPU).
-    pub fn share_pct(&self, class: WaitClass) -> Option<f64> {
-        if self.samples == 0 {
-            return None;
-        }
-        let n = |c: WaitClass| self.by_class.get(&c).copied().unwrap_or(0);
-        if self.window_ns == 0 {
-            return Some(match class {
-                WaitClass::Runnable | WaitClass::Stolen => 0.0,
-                c => 100.0 * n(c) as f64 / self.samples as f64,
-            });
-        }
-        let w = self.window_ns as f64;
-        let cpu = (self.on_cpu_ns as f64).min(w);
-        let runq = (self.runqueue_ns as f64).min(w - cpu);
-        let stolen = (self.stolen_ns as f64).min(w - cpu - runq);
-        let blocked_time = w - cpu - runq - stolen;
-        let blocked_samples = self.samples - n(WaitClass::OnCpu);
-        Some(match class {
-            WaitClass::OnCpu => 100.0 * cpu / w,
-            WaitClass::Runnable => 100.0 * runq / w,
-            WaitClass::Stolen => 100.0 * stolen / w,
-            // Blocked time no blocked sample saw: "other".
-            WaitClass::Other if blocked_samples == 0 => 100.0 * blocked_time / w,
-            _ if blocked_samples == 0 => 0.0,
-            c => 100.0 * blocked_time / w * n(c) as f64 / blocked_samples as f64,
-        })
-    }
-
-    /// The class with the largest share, and that share (percent); None without samples.
-    pub fn dominant(&self) -> Option<(WaitClass, f64)> {
-        WaitClass::ALL
-            .into_iter()
-            .filter_map(|c| Some((c, self.share_pct(c)?)))
-            .fold(None, |best: Option<(WaitClass, f64)>, x| match best {
-                Some(b) if b.1 >= x.1 => Some(b),
-                _ => Some(x),
-            })
-    }
-
-    /// The system call most blocked samples were in, among those of `class` (for disk
-    /// I/O: the state-D samples' calls and the sync calls).
-    pub fn top_syscall(&self, class: WaitClass) -> Option<&str> {
+    fn top_syscall(&self, class: WaitClass) -> Option<&str> {
         let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
         for (sc, n) in &self.by_syscall {
             if classify('S', Some(sc), FdKind::Unknown) == class {
@@ -287,42 +112,17 @@ impl ThreadStates {
     }
 }
 
-/// One thread's states over an observed run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadWait {
-    /// Thread id.
-    pub tid: u32,
-    /// Its name (/proc/PID/task/TID/comm).
-    pub comm: String,
-    /// Its samples.
-    pub states: ThreadStates,
-}
-
-/// Where a watched process's threads spent an observed run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadWaits {
-    /// PID of the process.
-    pub pid: u32,
-    /// Sampling interval, ms.
-    pub interval_ms: u64,
-    /// Sampling ticks.
-    pub ticks: u64,
-    /// All its threads' samples together.
-    pub process: ThreadStates,
-    /// Each thread's, most samples first.
-    pub threads: Vec<ThreadWait>,
-    /// Only some of the process's threads were sampled (tpslab's own server threads
-    /// inside tpslab's process).
-    #[serde(default)]
-    pub subset: bool,
-}
-
-impl ThreadWaits {
+/// The evidence sentence of a [`ThreadWaits`] (a record type), with this trait in scope.
+pub trait ThreadWaitsExt {
     /// One sentence of evidence: the classes that took a fifth of the threads' samples
     /// or more (at least the largest), most first, each with the system call behind it:
     /// "process 42's threads spent 92 % of the run waiting for the network (in poll)";
     /// None without samples.
-    pub fn headline(&self) -> Option<String> {
+    fn headline(&self) -> Option<String>;
+}
+
+impl ThreadWaitsExt for ThreadWaits {
+    fn headline(&self) -> Option<String> {
         let (top, _) = self.process.dominant()?;
         let mut classes: Vec<(WaitClass, f64)> = WaitClass::ALL
             .into_iter()

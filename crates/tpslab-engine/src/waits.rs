@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadWait, ThreadWaits};
+use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits};
 use tpslab_proc::syscall::{parse_syscall, syscall_name, SyscallState};
 
 /// One thread in one sample.

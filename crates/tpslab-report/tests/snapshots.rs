@@ -346,7 +346,7 @@ fn compare_of_sweeps_uses_each_cells_repeats() {
 #[test]
 fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
     use tpslab_analysis::record::Body;
-    use tpslab_analysis::verdict::{diagnose, Facts};
+    use tpslab_analysis::verdict::{diagnose, Facts, FactsExt};
     let rec = Record::from_json(&fixture("diagnose.json")).unwrap();
     let Body::Diagnose(d) = &rec.body else {
         panic!("diagnose.json is a diagnose record")

@@ -10,6 +10,7 @@ use anyhow::Result;
 use rerun::{cannot_restart, rerun_argv, sh_line};
 use std::ffi::OsString;
 use std::time::Duration;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
 use tpslab_engine::guard::HostGuard;

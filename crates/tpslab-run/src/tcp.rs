@@ -7,6 +7,7 @@ use crate::{Ctx, Started};
 use anyhow::{anyhow, Result};
 use std::time::Duration;
 use tpslab_analysis::bdp;
+use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
 use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
@@ -126,5 +127,6 @@ fn verify_buffer(rec: &TcpRecord, verify: bool) -> Option<u64> {
         .zip(rec.runs.first()?.analysis.as_ref())
         .filter(|(r, an)| an.throughput_bps < *r)?;
     let buffer_bound = matches!(an.held_by, Limit::ReceiveWindow | Limit::SendBuffer);
-    (verify && buffer_bound).then(|| bdp::buffer_plan(rate, an.rtt_mean_us / 1e6).setsockopt_bytes())
+    (verify && buffer_bound)
+        .then(|| bdp::buffer_plan(rate, an.rtt_mean_us / 1e6).setsockopt_bytes())
 }

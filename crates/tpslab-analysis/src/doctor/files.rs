@@ -2,18 +2,10 @@
 //! runs now ([`audit`]), and the memory limits that count pages ([`memory`]).
 
 use super::{dotted, numbers, Finding, Fix, Running, Severity};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tpslab_proc::sysctl_conf::{ConfEntry, ConfLine};
+use tpslab_proc::sysctl_conf::ConfEntry;
 
-/// One configuration file, as applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfFile {
-    /// Its path on the audited tree (`/etc/sysctl.d/60-udp.conf`).
-    pub path: String,
-    /// Its settings and malformed lines.
-    pub lines: Vec<ConfLine>,
-}
+pub use tpslab_record::doctor::ConfFile;
 
 /// Pairs whose order matters: (smaller, larger, why).
 const PAIRS: &[(&str, &str, &str)] = &[

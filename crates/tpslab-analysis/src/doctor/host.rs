@@ -3,49 +3,8 @@
 //! driver reports no rings) is listed as skipped with the reason, not judged.
 
 use super::{Finding, Fix, Severity};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-/// A NIC (a network device backed by hardware or a paravirtual device: one with a
-/// `device` link in /sys/class/net; lo, veth, bridges and ifb are not NICs).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Nic {
-    /// Interface name.
-    pub name: String,
-    /// Driver (/sys/class/net/IF/device/driver), when known.
-    pub driver: Option<String>,
-    /// RX ring: (current, pre-set maximum) descriptors, from `ethtool -g`; None when not
-    /// reported.
-    pub rx_ring: Option<(u64, u64)>,
-    /// TX ring: (current, maximum).
-    pub tx_ring: Option<(u64, u64)>,
-    /// Why the rings are unknown (`ethtool` missing, the driver does not report them).
-    pub rings_skipped: Option<String>,
-    /// Receive queues (/sys/class/net/IF/queues/rx-N).
-    pub rx_queues: u64,
-    /// rps_cpus of each receive queue, as written there (hex CPU mask; 0: RPS off).
-    pub rps_cpus: Vec<String>,
-    /// Non-zero drop counters since boot: /sys/class/net/IF/statistics rx_dropped,
-    /// rx_missed_errors, rx_fifo_errors, rx_over_errors, and `ethtool -S` counters whose
-    /// name says drop, miss, fifo or no buffer (per queue where the driver has them).
-    pub drops: BTreeMap<String, u64>,
-}
-
-/// What the host shows below the sysctls.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostFacts {
-    /// Online CPUs.
-    pub cpus: u64,
-    /// The NICs of the network namespace doctor ran in.
-    pub nics: Vec<Nic>,
-    /// PID of a running irqbalance (None: not running, or not checked).
-    pub irqbalance_pid: Option<u32>,
-    /// CPU frequency governor -> number of CPUs using it (empty: no cpufreq).
-    pub governors: BTreeMap<String, u64>,
-    /// What could not be read and why (`CPU frequency: no /sys/.../cpufreq (a VM, or
-    /// the firmware sets it)`).
-    pub skipped: Vec<String>,
-}
+pub use tpslab_record::doctor::{HostFacts, Nic};
 
 /// A CPU mask with every one of `cpus` CPUs, as rps_cpus takes it (comma every 32 bits).
 fn all_cpus_mask(cpus: u64) -> String {
@@ -142,6 +101,7 @@ pub fn judge(h: &HostFacts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// This machine: one virtio NIC, 256 of 256 descriptors, one queue, 2 CPUs.
     fn this_machine() -> HostFacts {

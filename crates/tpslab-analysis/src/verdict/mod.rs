@@ -9,110 +9,14 @@ mod facts;
 mod rules;
 mod words;
 
-pub use facts::{drain, Drain, Facts};
+pub use facts::{drain, Drain, Facts, FactsExt};
 pub use rules::{first_rule, top_layer, Rule, RULES};
 
-use crate::buffer::{BufferNeed, TruesizeProbe};
+use crate::buffer::TruesizeProbe;
 use explain::Draft;
-use serde::{Deserialize, Serialize};
+pub use tpslab_record::verdict::{Case, Diagnosis, Evidence, Fix, Recommendation};
 pub use words::PERSIST_FILE;
 use words::{buffer_notes, ev, pct};
-
-/// The diagnosed case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Case {
-    /// The generator could not keep its schedule or lost replies itself.
-    GeneratorInvalid,
-    /// The ledger does not balance: a count includes traffic that is not this run's.
-    Inconsistent,
-    /// Nothing listened on the target port (Udp: NoPorts).
-    NoListener,
-    /// Nothing was lost.
-    NoLoss,
-    /// Most datagrams found no socket on the port, while the server answered others: it
-    /// closed its socket or exited during the run.
-    ListenerGone,
-    /// The socket receive buffer overflowed on bursts while the application keeps up on
-    /// average.
-    SocketBufferBursts,
-    /// The application is too slow for the mean rate: the queue is pinned at its limit.
-    AppTooSlow,
-    /// The socket receive buffer overflowed, and the server's reads were not counted:
-    /// whether it keeps up on average (bursts or stalls: more buffer helps) or not (too
-    /// slow: it does not) cannot be told.
-    SocketBufferUnjudged,
-    /// The per-CPU softnet backlog overflowed (net.core.netdev_max_backlog).
-    SoftnetBacklog,
-    /// The NIC dropped (/proc/net/dev).
-    NicDrops,
-    /// The kernel dropped for a reason no counter covers (a firewall rule, no route, a
-    /// bad checksum, a qdisc: `skb:kfree_skb`'s reason).
-    KernelDrop,
-    /// The server failed to send replies.
-    ReplySendFailed,
-    /// The server read datagrams and did not answer them.
-    NotAnswered,
-    /// Loss that no counter explains.
-    Unexplained,
-}
-
-/// One piece of evidence with its source.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// What was seen.
-    pub text: String,
-    /// Where it comes from.
-    pub source: String,
-}
-
-/// A concrete change with its reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recommendation {
-    /// What to change.
-    pub what: String,
-    /// Why it helps (or why something else will not).
-    pub why: String,
-    /// Exact lines to run or write (sysctl -w, setsockopt, sysctl.d snippet, tpslab flags).
-    pub lines: Vec<String>,
-}
-
-/// Settings to apply in a verification run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Fix {
-    /// SO_RCVBUF request for the server socket(s), bytes.
-    pub rcvbuf: Option<u64>,
-    /// Server threads.
-    pub threads: Option<usize>,
-    /// recvmmsg batch.
-    pub batch: Option<usize>,
-    /// Host sysctls (name, value).
-    pub sysctls: Vec<(String, String)>,
-}
-
-/// The verdict of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    /// The case.
-    pub case: Case,
-    /// The layer in plain words.
-    pub layer: String,
-    /// One sentence.
-    pub headline: String,
-    /// Figures behind it.
-    pub evidence: Vec<Evidence>,
-    /// What to change.
-    pub recommendations: Vec<Recommendation>,
-    /// The buffer arithmetic, when the socket buffer is involved.
-    pub buffer: Option<BufferNeed>,
-    /// Explanation of requested / granted / charged sizes from the probe.
-    pub buffer_notes: Vec<String>,
-    /// What to apply for `--verify` (None: nothing to apply).
-    pub fix: Option<Fix>,
-    /// Background shown only with `--explain` (e.g. S2's queue riddle for a foreign server).
-    #[serde(default)]
-    pub explain_notes: Vec<String>,
-}
 
 /// Applies the rules to the facts.
 pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {

@@ -193,7 +193,7 @@ fn drain_is_read_while_the_queue_held_datagrams() {
     // datagrams from sample 2 to 12 (10 intervals, 100 ms) at 3000 reads/s, empty
     // elsewhere (where the reads, 9999/s, must not count).
     let n = 20;
-    let mut o = crate::record::ObserverReport::default();
+    let mut o = tpslab_record::ObserverReport::default();
     o.series.t_ms = (0..n).map(|i| i as f64 * 10.0).collect();
     let q: Vec<f64> = (0..n)
         .map(|i| if (2..=12).contains(&i) { 50_000.0 } else { 0.0 })

@@ -325,9 +325,9 @@ fn a_server_with_a_reuseport_group_is_not_told_to_add_one() {
 
 #[test]
 fn the_sockets_on_the_port_come_from_the_observer() {
-    let mut o = crate::record::ObserverReport::default();
+    let mut o = tpslab_record::ObserverReport::default();
     o.deltas.insert("server_sockets_found".into(), 2);
-    let rec = crate::record::RunRecord {
+    let rec = tpslab_record::RunRecord {
         observer: Some(o),
         ..Default::default()
     };

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tpslab_analysis::record::{ObserverReport, Series};
+use tpslab_analysis::stats::SummaryExt;
 use tpslab_analysis::Summary;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};

@@ -4,6 +4,7 @@
 use super::{ObserverConfig, Raw};
 use hdrhistogram::Histogram;
 use std::sync::Arc;
+use tpslab_analysis::stats::LatencySummaryExt;
 
 /// Takes the latency histogram (ns) of the replies read since its last call (None: none
 /// read).

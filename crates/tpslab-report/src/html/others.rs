@@ -2,8 +2,10 @@
 
 use super::plot::{self, draw, Band, Chart, Line, PALETTE};
 use super::{Bar, Item, Page, Section, Segment, Verdict};
+use tpslab_analysis::experiment::EstimateExt;
 use tpslab_analysis::record::{RampReport, SweepReport, TcpRecord};
-use tpslab_analysis::tcp::{classify, Limit, TcpSample};
+use tpslab_analysis::tcp::{classify, Limit, TcpRecordExt, TcpSample};
+use tpslab_analysis::usl::UslFitExt;
 
 /// Whole numbers (users, cells): no label between them.
 pub(super) fn whole(x: f64) -> String {

@@ -2,7 +2,7 @@
 //! against the baseline, the best cell.
 
 use std::io::{self, Write};
-use tpslab_analysis::experiment::{Estimate, MIN_RUNS_FOR_INTERVAL as MIN};
+use tpslab_analysis::experiment::{Estimate, EstimateExt, MIN_RUNS_FOR_INTERVAL as MIN};
 use tpslab_analysis::record::SweepReport;
 
 /// The first line of a sweep, printed when it starts: cells, runs, design, order, how long.

@@ -8,7 +8,7 @@ use tpslab_analysis::bdp;
 use tpslab_analysis::record::tcp::{
     Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun,
 };
-use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, LIMITS};
+use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, TcpRecordExt, LIMITS};
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 
 fn mbit(bps: f64) -> String {

@@ -2,7 +2,7 @@
 //! the bodies that are not a UDP run, and reading records of this release and the
 //! previous one.
 
-use super::{Environment, RunRecord, ServerReport};
+use crate::run::{Environment, RunRecord, ServerReport};
 use serde::{Deserialize, Serialize};
 
 /// Schema of every record this release writes; bump on incompatible changes.
@@ -48,9 +48,9 @@ pub enum Body {
     /// `serve udp`: the reference server's counts over its life.
     Serve(ServeRecord),
     /// `tcp`: bulk flows and which limit held them, or another process's flows watched.
-    Tcp(super::TcpRecord),
+    Tcp(crate::tcp::TcpRecord),
     /// `serve tcp`: the sink, source or request/response server over its life.
-    ServeTcp(super::tcp::ServeTcpRecord),
+    ServeTcp(crate::tcp::ServeTcpRecord),
     /// `doctor`: the host's sysctl files and what is wrong with them.
     Doctor(crate::doctor::DoctorRecord),
     /// `probe idle`: a path's idle timeout, bracketed.
@@ -73,11 +73,11 @@ pub struct ServeRecord {
 }
 
 /// A sweep: its plan, every run's figures and the analysis of them (a pure function of the
-/// plan and the runs: [`crate::sweep::analyse`]).
+/// plan and the runs: `tpslab_analysis::sweep::analyse`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepReport {
     /// The plan.
-    pub plan: crate::sweep::SweepPlan,
+    pub plan: tpslab_plan::sweep::SweepPlan,
     /// Where each run's own record was written.
     pub out: String,
     /// The runs, in the order they ran.
@@ -89,7 +89,7 @@ pub struct SweepReport {
 }
 
 /// A ramp's record and its judgement (stored for readers of the JSON; a pure function
-/// of the record and the host's CPU count in `meta`: [`crate::ramp::analyse`]).
+/// of the record and the host's CPU count in `meta`: `tpslab_analysis::ramp::analyse`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RampReport {
     /// The plan, the steps, whether it was interrupted.
@@ -253,7 +253,7 @@ impl Record {
     pub fn check(&self) -> Result<(), RecordError> {
         let bad = |m: String| Err(RecordError::Invalid(m));
         let invalid = RecordError::Invalid;
-        super::valid::figures(self).map_err(invalid)?;
+        crate::valid::figures(self).map_err(invalid)?;
         // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
         // other kinds' metadata may leave them 0 (unknown, [`Meta::default`]).
         let carried = matches!(
@@ -261,17 +261,26 @@ impl Record {
             Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Ramp(_)
         );
         if carried || self.meta.cpus != 0 {
-            super::valid::cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
+            crate::valid::cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
         }
-        super::valid::elapsed("meta.elapsed_s", self.meta.elapsed_s).map_err(invalid)?;
+        crate::valid::elapsed("meta.elapsed_s", self.meta.elapsed_s).map_err(invalid)?;
         match &self.body {
-            Body::UdpRun(r) | Body::Watch(r) => super::valid::run(r).map_err(invalid)?,
+            Body::UdpRun(r) | Body::Watch(r) => crate::valid::run(r).map_err(invalid)?,
             Body::Diagnose(d) => {
                 for r in std::iter::once(&d.before).chain(&d.after) {
-                    super::valid::run(r).map_err(invalid)?;
+                    crate::valid::run(r).map_err(invalid)?;
                 }
             }
-            _ => {}
+            // No run inside: checked below, kind by kind.
+            Body::Ramp(_)
+            | Body::Sweep(_)
+            | Body::Serve(_)
+            | Body::Tcp(_)
+            | Body::ServeTcp(_)
+            | Body::Doctor(_)
+            | Body::ProbeIdle(_)
+            | Body::ProbePool(_)
+            | Body::Compare(_) => {}
         }
         match &self.body {
             Body::Ramp(r) => {

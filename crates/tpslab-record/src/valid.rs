@@ -1,10 +1,12 @@
-//! What no run could write, refused when a record is read back ([`super::Record::check`]):
+//! What no run could write, refused when a record is read back ([`Record::check`]):
 //! figures beyond [`MAX_FIGURE`], shares outside 0..=100 %, a host without CPUs, an
 //! agent outside its fleet, histograms beyond their bounds, estimates without a value,
 //! series of different lengths. Each check gives one phrase naming the field and what
 //! is allowed.
 
-use super::{Record, RunRecord};
+use crate::envelope::Record;
+use crate::estimate::MIN_RUNS_FOR_INTERVAL;
+use crate::run::RunRecord;
 use serde_json::Value;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::{CPUS, MAX_FIGURE};
@@ -16,9 +18,7 @@ const IDENTIFIERS: &[&str] = &["run_id", "seed"];
 /// estimate (an object with `n`, `mean`, `stddev`, `ci_lo`, `ci_hi`) with the figures its
 /// `n` runs give: a mean of one run or more, a spread of two or more, an interval of
 /// [`MIN_RUNS_FOR_INTERVAL`] or more.
-///
-/// [`MIN_RUNS_FOR_INTERVAL`]: crate::experiment::MIN_RUNS_FOR_INTERVAL
-pub(super) fn figures(rec: &Record) -> Result<(), String> {
+pub(crate) fn figures(rec: &Record) -> Result<(), String> {
     let v = serde_json::to_value(rec).map_err(|e| format!("does not serialise: {e}"))?;
     walk(&v, &mut vec![])
 }
@@ -74,7 +74,7 @@ fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), Strin
     let needed: &[&str] = match n as usize {
         0 => &[],
         1 => &["mean"],
-        n if n < crate::experiment::MIN_RUNS_FOR_INTERVAL => &["mean", "stddev"],
+        n if n < MIN_RUNS_FOR_INTERVAL => &["mean", "stddev"],
         _ => &["mean", "stddev", "ci_lo", "ci_hi"],
     };
     for k in needed {
@@ -89,7 +89,7 @@ fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), Strin
 }
 
 /// The host's CPUs of a record's metadata or environment.
-pub(super) fn cpus(what: &str, n: usize) -> Result<(), String> {
+pub(crate) fn cpus(what: &str, n: usize) -> Result<(), String> {
     CPUS.check(what, n as u64)
         .map(|_| ())
         .map_err(|e| e.to_string())
@@ -105,7 +105,7 @@ fn share(what: &str, pct: f64) -> Result<(), String> {
 }
 
 /// A length of time that passed, seconds: finite and not negative.
-pub(super) fn elapsed(what: &str, s: f64) -> Result<(), String> {
+pub(crate) fn elapsed(what: &str, s: f64) -> Result<(), String> {
     if s.is_finite() && s >= 0.0 {
         Ok(())
     } else {
@@ -114,7 +114,7 @@ pub(super) fn elapsed(what: &str, s: f64) -> Result<(), String> {
 }
 
 /// A UDP run or watch: its host, shares, fleet place, histograms and series.
-pub(super) fn run(r: &RunRecord) -> Result<(), String> {
+pub(crate) fn run(r: &RunRecord) -> Result<(), String> {
     cpus("environment.cpus", r.environment.cpus)?;
     elapsed("elapsed_s", r.elapsed_s)?;
     if let Some(g) = &r.generator {
@@ -135,7 +135,7 @@ pub(super) fn run(r: &RunRecord) -> Result<(), String> {
         // sender may add some.
         if let Some(h) = &g.histograms {
             for (which, text) in [("intended", &h.intended), ("actual", &h.actual)] {
-                crate::stats::decode_histogram(text)
+                crate::histogram::decode_histogram(text)
                     .map_err(|e| format!("its {which} latency histogram does not decode: {e}"))?;
             }
         }
@@ -204,7 +204,7 @@ pub(super) fn run(r: &RunRecord) -> Result<(), String> {
 }
 
 /// Agent `index` of a fleet of `of`: 0..of, of 1..=[`MAX_AGENTS`].
-pub(super) fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
+pub(crate) fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
     if of == 0 || of > MAX_AGENTS {
         return Err(format!("{what} of {of}: allowed 1..={MAX_AGENTS} agents"));
     }

@@ -1,7 +1,8 @@
 //! What each record's command was aimed at, in words ([`Record::target`]), read from
 //! what the record itself carries, for lists (`tpslab history`) and page headers.
 
-use super::{Body, Record, RunRecord};
+use crate::envelope::{Body, Record};
+use crate::run::RunRecord;
 use tpslab_plan::probe::IdleTarget;
 use tpslab_plan::tcp::TcpMode;
 
@@ -99,7 +100,7 @@ fn process_and_port(pid: Option<u32>, exe: Option<&str>, port: Option<u16>) -> S
 fn run_target(r: &RunRecord) -> String {
     let (plan_pid, plan_port) = match &r.plan {
         Some(tpslab_plan::udp::RunPlan::Watch(w)) => (w.pid, w.port),
-        _ => (None, None),
+        Some(tpslab_plan::udp::RunPlan::Udp(_)) | None => (None, None),
     };
     let process = process_and_port(
         r.target.as_ref().map(|t| t.pid).or(plan_pid),
@@ -124,16 +125,14 @@ mod tests {
     #[test]
     fn every_kind_names_its_target_from_its_own_fields() {
         let run = read(include_str!(
-            "../../../tpslab-report/tests/fixtures/udp_run.json"
+            "../../tpslab-report/tests/fixtures/udp_run.json"
         ));
         assert_eq!(run.target(), "127.0.0.1:9000");
         let diag = read(include_str!(
-            "../../../tpslab-report/tests/fixtures/diagnose.json"
+            "../../tpslab-report/tests/fixtures/diagnose.json"
         ));
         assert_eq!(diag.target(), "127.0.0.1:35247");
-        let ramp = read(include_str!(
-            "../../../tpslab-report/tests/fixtures/ramp.json"
-        ));
+        let ramp = read(include_str!("../../tpslab-report/tests/fixtures/ramp.json"));
         assert!(
             ramp.target()
                 .starts_with("127.0.0.1:33505 (tpslab's server: "),
@@ -141,7 +140,7 @@ mod tests {
             ramp.target()
         );
         let mut sweep = read(include_str!(
-            "../../../tpslab-report/tests/fixtures/sweep.json"
+            "../../tpslab-report/tests/fixtures/sweep.json"
         ));
         assert_eq!(sweep.target(), "tpslab's server");
         if let Body::Sweep(s) = &mut sweep.body {
@@ -149,14 +148,14 @@ mod tests {
         }
         assert_eq!(sweep.target(), "server command: python3 consumer.py {port}");
         let tcp = read(include_str!(
-            "../../../tpslab-report/tests/fixtures/tcp_lab.json"
+            "../../tpslab-report/tests/fixtures/tcp_lab.json"
         ));
         assert_eq!(tcp.target(), "the lab (a delay line of 30.0 ms RTT)");
         // A watch of a port (a fleet's server side), then of a process found at start.
-        let mut watch = read(include_str!("../../../../tests/fixtures/fleet/watch.json"));
+        let mut watch = read(include_str!("../../../tests/fixtures/fleet/watch.json"));
         assert_eq!(watch.target(), "port 19999");
         if let Body::Watch(r) = &mut watch.body {
-            r.target = Some(crate::record::TargetProcess {
+            r.target = Some(crate::run::TargetProcess {
                 pid: 4242,
                 exe: "/usr/bin/python3.12".into(),
                 runtime: crate::runtime::Runtime::Python,
@@ -170,7 +169,7 @@ mod tests {
         // A load at a server followed by its PID.
         let mut run = run;
         if let Body::UdpRun(r) = &mut run.body {
-            r.target = Some(crate::record::TargetProcess {
+            r.target = Some(crate::run::TargetProcess {
                 pid: 7,
                 exe: "/usr/sbin/named".into(),
                 runtime: crate::runtime::Runtime::Native,

@@ -1,0 +1,163 @@
+//! `tpslab probe idle` and `probe pool` records: each idle connection and its fate, the
+//! bracket the path's idle timeout lies in, and a pool's requests. Choosing the intervals
+//! and narrowing the bracket is `tpslab_analysis::idle`.
+
+use crate::doctor::{Finding, Running};
+use serde::{Deserialize, Serialize};
+use tpslab_plan::probe::IdlePlan;
+
+/// What became of a connection left idle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// Its keepalive probe was answered: the path still knew it.
+    Alive,
+    /// Its keepalive probes went unanswered until the kernel gave up (ETIMEDOUT): the
+    /// path dropped it silently.
+    Dropped,
+    /// A RST ended it (ECONNRESET): the path (or the server) reset it.
+    Reset,
+    /// The server closed it (FIN) while idle.
+    Closed,
+    /// Another error (errno name).
+    Error(String),
+    /// Not judged: the study stopped before (a shorter interval already died, or Ctrl-C).
+    Abandoned,
+}
+
+impl Fate {
+    /// Whether the path killed it (dropped, reset or closed).
+    pub fn dead(&self) -> bool {
+        matches!(self, Fate::Dropped | Fate::Reset | Fate::Closed)
+    }
+
+    /// In words, for the report (`udp`: a mapping's fate).
+    pub fn words(&self, udp: bool) -> String {
+        match self {
+            Fate::Alive => "alive".into(),
+            Fate::Dropped if udp => {
+                "dropped silently (the reply due after the idle time never came)".into()
+            }
+            Fate::Dropped => "dropped silently (keepalive unanswered, ETIMEDOUT)".into(),
+            Fate::Reset => "reset (RST, ECONNRESET)".into(),
+            Fate::Closed => "closed by the server (FIN)".into(),
+            Fate::Error(e) => format!("error {e}"),
+            Fate::Abandoned => "not judged".into(),
+        }
+    }
+}
+
+/// One idle connection of the study.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conn {
+    /// Round of the study (1: the ladder, then the bisection rounds).
+    pub round: u32,
+    /// Idle interval: its first keepalive probe was due this long after it went quiet, s.
+    pub idle_s: u64,
+    /// What became of it.
+    pub fate: Fate,
+    /// When its fate was known, ms after it was opened.
+    pub decided_ms: u64,
+}
+
+/// What the study found so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bracket {
+    /// Longest idle interval a connection survived, s (None: none survived).
+    pub alive_s: Option<u64>,
+    /// Shortest idle interval that killed one, s (None: none died).
+    pub dead_s: Option<u64>,
+}
+
+impl Bracket {
+    /// Whether the fates contradict a fixed timeout: a connection died at an interval
+    /// no longer than one that survived.
+    pub fn inconsistent(&self) -> bool {
+        matches!((self.alive_s, self.dead_s), (Some(a), Some(d)) if d <= a)
+    }
+}
+
+/// Everything `tpslab probe idle` did and found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleRecord {
+    /// The plan.
+    pub plan: IdlePlan,
+    /// Every idle connection, in the order opened.
+    pub conns: Vec<Conn>,
+    /// The control connection, kept busy by keepalive every second: alive at the end, or
+    /// the path (or server) failed during the study and the result is not evidence.
+    pub control: Fate,
+    /// The bracket at the end.
+    pub bracket: Bracket,
+    /// How the path ended the shortest-lived dead connection.
+    pub how: Option<Fate>,
+    /// This host's keepalive and retransmission settings (/proc/sys/net/ipv4), as
+    /// doctor reads them.
+    pub running: Running,
+    /// Connection-pool files given with `--pool-config`.
+    #[serde(default)]
+    pub pools: Vec<tpslab_proc::pool_conf::PoolConf>,
+    /// What an application on this host suffers with the measured timeout
+    /// (doctor's `--for pool` judgement with the upper end of the bracket, and each
+    /// pool file's).
+    pub findings: Vec<Finding>,
+    /// The study ended early (Ctrl-C): the bracket is what was found so far.
+    pub interrupted: bool,
+}
+
+/// What became of one request of `probe pool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Answered, after this many microseconds.
+    Answered {
+        /// Request to answer, us.
+        latency_us: u64,
+    },
+    /// No answer within the query timeout (S5's "Operation timed out").
+    TimedOut,
+    /// The connection failed (errno name); no connection could be had.
+    Failed(String),
+}
+
+/// One request of `probe pool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolRequest {
+    /// Sent this long after the run started, ms.
+    pub at_ms: u64,
+    /// The pooled connection it used (numbered in the order opened).
+    pub conn: u64,
+    /// How long that connection had been idle (no request, no validation), ms.
+    pub idle_ms: u64,
+    /// What became of it.
+    pub outcome: Outcome,
+}
+
+/// Everything `tpslab probe pool` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolRecord {
+    /// The plan.
+    pub plan: tpslab_plan::probe::PoolPlan,
+    /// Every request, in order.
+    pub requests: Vec<PoolRequest>,
+    /// Connections opened (the first `min_idle` and every replacement).
+    pub opened: u64,
+    /// Validations run, and how many found a dead connection (it was closed).
+    pub validations: u64,
+    /// Validations that found a dead connection.
+    pub validations_failed: u64,
+    /// Connections closed for being idle longer than max_idle.
+    pub expired: u64,
+    /// Ended early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+impl PoolRecord {
+    /// Requests that did not get their answer.
+    pub fn failed(&self) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| !matches!(r.outcome, Outcome::Answered { .. }))
+            .count()
+    }
+}

@@ -1,0 +1,51 @@
+//! tpslab's record: one versioned JSON document per command run ([`Record`], schema
+//! [`RECORD_SCHEMA`]): the metadata ([`Meta`]), and a body per kind ([`Body`]): a UDP run
+//! or a watch ([`RunRecord`]), a diagnosis ([`DiagnoseRecord`]), a ramp, a sweep, the
+//! servers, a TCP flow, doctor, the probes, a comparison. Records of the previous release
+//! (`tpslab.run/1`, `tpslab.diagnose/1`) are still read ([`Record::from_json`]), and every
+//! record read is checked ([`Record::check`]).
+//!
+//! This crate holds the types a record is made of, their serialisation, their checks and
+//! the figures read straight off them; it is a leaf: nothing here computes a ledger, a
+//! verdict or a statistic (`tpslab_analysis` does, on these types), and it depends on no
+//! tpslab crate but the plans ([`tpslab_plan`]) and the /proc parsers ([`tpslab_proc`])
+//! whose types a record embeds.
+//!
+//! Modules follow the analysis that fills them: [`run`] (a UDP run), [`ledger`],
+//! [`stats`], [`histogram`], [`waits`], [`runtime`], [`buffer`], [`verdict`], [`tcp`],
+//! [`ramp`] and [`usl`], [`sweep`] and [`estimate`], [`doctor`], [`idle`], [`compare`],
+//! [`merge`]; [`nan`] holds the serde helpers for figures that may be NaN.
+
+#![warn(missing_docs)]
+
+pub mod buffer;
+pub mod compare;
+pub mod doctor;
+mod envelope;
+pub mod estimate;
+pub mod histogram;
+pub mod idle;
+pub mod ledger;
+pub mod merge;
+pub mod nan;
+pub mod ramp;
+pub mod run;
+pub mod runtime;
+pub mod stats;
+pub mod sweep;
+mod target;
+pub mod tcp;
+pub mod usl;
+mod valid;
+pub mod verdict;
+pub mod waits;
+
+pub use envelope::{
+    Body, DiagnoseRecord, Meta, NotVerified, RampReport, Record, RecordError, ServeRecord,
+    SweepReport, DIAGNOSE_SCHEMA_V1, READABLE_SCHEMAS, RECORD_SCHEMA, RUN_SCHEMA_V1,
+};
+pub use run::{
+    AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
+    MatchMode, ObserverReport, RunRecord, Series, ServerReport, TargetProcess, TcpListen,
+};
+pub use tcp::{ServeTcpRecord, TcpRecord};

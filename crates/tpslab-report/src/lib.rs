@@ -11,6 +11,7 @@ pub mod json;
 pub mod metrics;
 pub mod svg;
 pub mod term;
+pub mod units;
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

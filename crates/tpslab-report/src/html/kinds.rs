@@ -3,7 +3,7 @@
 
 use super::plot::{self, draw, percentile_x, Chart, Line, PALETTE};
 use super::{Advice, Bar, Evidence, Item, Page, Section, Segment, Verdict};
-use crate::term::fmt_ns;
+use crate::units::fmt_ns;
 use tpslab_analysis::ledger::LedgerPath;
 use tpslab_analysis::record::{Body, DiagnoseRecord, Record, RunRecord};
 

@@ -2,13 +2,10 @@
 //! the total.
 
 use super::{fmt_ns, table};
+use crate::units::utc;
 use std::io::{self, Write};
 use tpslab_analysis::merge::MergeInfo;
 use tpslab_analysis::record::AgentInfo;
-
-fn utc(ms: u64) -> String {
-    crate::html::utc(ms)
-}
 
 /// "Agent 1 of 3 of plan 0123abcd...: started 412 us after the common start ...".
 pub fn print_agent(w: &mut dyn Write, a: &AgentInfo) -> io::Result<()> {

@@ -45,18 +45,7 @@ pub(super) fn with_errnos(label: &str, errors: &std::collections::BTreeMap<Strin
     format!("{label} ({})", list.join(", "))
 }
 
-/// Formats nanoseconds with a readable unit.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
+pub use crate::units::fmt_ns;
 
 /// Renders any record: a UDP run or watch ([`print_record`]), a diagnosis
 /// ([`print_diagnosis`]).
@@ -72,7 +61,7 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
                     t if t.is_empty() => "(target not recorded)".to_string(),
                     t => t,
                 },
-                crate::html::started(rec.meta.started_unix_ms),
+                crate::units::started(rec.meta.started_unix_ms),
                 rec.meta.elapsed_s
             )?;
             print_record(w, r, explain)

@@ -1,17 +1,14 @@
-//! `tpslab agent`: one agent's share of a fleet's load plan, from a common start time; and
-//! `tpslab merge`: the agents' records added up exactly. No controller: a scheduler
-//! (Kubernetes, ssh) starts the agents, the plan and the start time coordinate them.
+//! `tpslab agent` and `tpslab merge`: their flags and the plans they make; the wait, the
+//! run and the merge are [`tpslab_run::agent`]'s.
 
 use crate::flags::{GateFlags, RecordFlag};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::out;
+use anyhow::{anyhow, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
-use tpslab_analysis::record::{AgentInfo, Body, RunRecord};
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
-use tpslab_plan::fleet::FleetPlan;
+use tpslab_run::agent::{AgentPlan, MergePlan};
 
 #[derive(Args, Debug)]
 pub(crate) struct AgentArgs {
@@ -37,14 +34,6 @@ pub(crate) struct AgentArgs {
     pub(crate) record: RecordFlag,
 }
 
-/// Reads and checks a fleet plan file (`-`: standard input), at most
-/// [`tpslab_run::input::PLAN_MAX_BYTES`].
-pub(crate) fn read_plan(path: &std::path::Path) -> Result<FleetPlan> {
-    let text =
-        tpslab_run::input::read_text("--plan", path, tpslab_run::input::PLAN_MAX_BYTES, true)?;
-    FleetPlan::parse(&text).map_err(|e| anyhow!("--plan {}: {e}", path.display()))
-}
-
 /// `--start-at` in ns since the Unix epoch.
 pub(crate) fn parse_start(s: &str) -> Result<u64> {
     let bad = || {
@@ -63,108 +52,37 @@ pub(crate) fn parse_start(s: &str) -> Result<u64> {
         .map_err(|_| bad())
 }
 
-/// Refuses a clock the plan does not trust: one its kernel calls unsynchronized, or
-/// whose stated maximum error is above the plan's max_clock_error.
-fn check_clock(plan: &FleetPlan, clock: Option<tpslab_net::ClockStatus>) -> Result<()> {
-    let Some(limit) = plan.clock_limit()? else {
-        return Ok(());
-    };
-    let Some(c) = clock else {
-        bail!("this host's clock error cannot be read (adjtimex failed); set max_clock_error = \"unchecked\" in the plan to run anyway");
-    };
-    if !c.synchronized {
-        bail!(
-            "this host's kernel says its wall clock is not synchronized (adjtimex: STA_UNSYNC, maximum error {} ms): agents could start that far apart; run an NTP/PTP daemon (chrony), or set max_clock_error = \"unchecked\" in the plan when the agents share one clock",
-            c.maxerror_us / 1000
-        );
+impl AgentArgs {
+    /// The agent's plan: the fleet's plan read and checked, the start time parsed, the
+    /// interval and the output files checked.
+    pub(crate) fn plan(&self) -> Result<AgentPlan> {
+        let fleet = tpslab_run::agent::read_plan(&self.plan)?;
+        let start_ns = parse_start(&self.start_at)?;
+        crate::flags::check_interval(self.interval)?;
+        self.record.check(true)?;
+        Ok(AgentPlan {
+            fleet,
+            index: self.index,
+            of: self.of,
+            start_ns,
+            start_at: self.start_at.clone(),
+            interval: self.interval,
+        })
     }
-    if c.maxerror_us as u128 > limit.as_micros() {
-        bail!(
-            "this host's clock may be off by up to {} us (adjtimex maxerror), more than the plan's max_clock_error {}",
-            c.maxerror_us,
-            humantime::format_duration(limit)
-        );
-    }
-    Ok(())
 }
 
 /// Runs `tpslab agent`.
 pub(crate) fn agent(a: AgentArgs) -> Result<ExitCode> {
-    let plan = read_plan(&a.plan)?;
-    let start_ns = parse_start(&a.start_at)?;
-    crate::flags::check_interval(a.interval)?;
-    a.record.check(true)?;
-    let hash = plan.hash();
-    // Its own sequence space: the plan's hash and its index in every datagram's run id.
-    let run_id = u64::from_str_radix(&hash[..16], 16).unwrap_or(0) ^ ((a.index as u64) << 48);
-    let load = plan.share(a.index, a.of, run_id)?;
-    let clock = tpslab_net::clock_status();
-    check_clock(&plan, clock)?;
-    let now = tpslab_net::real_ns();
-    if now >= start_ns {
-        bail!(
-            "--start-at {}: passed {:.3} s ago by this host's clock; agents start together only when started before it",
-            a.start_at,
-            (now - start_ns) as f64 / 1e9
-        );
-    }
-    let max_wait = plan.max_wait()?;
-    if start_ns - now > max_wait.as_nanos() as u64 {
-        bail!(
-            "--start-at {}: {:.0} s ahead by this host's clock, more than the plan's max_wait {}: the time or this clock is wrong",
-            a.start_at,
-            (start_ns - now) as f64 / 1e9,
-            humantime::format_duration(max_wait)
-        );
-    }
-    let stop = crate::out::install_signals()?;
-    eprintln!(
-        "tpslab agent {} of {}: {:.0} pps to {} from {} (in {:.1} s)",
-        a.index,
-        a.of,
-        load.rate_pps,
-        load.target,
-        a.start_at,
-        (start_ns - now) as f64 / 1e9
-    );
-    // Sleep to just before the start, then in small steps to it.
-    while !stop.load(Relaxed) {
-        let now = tpslab_net::real_ns();
-        if now >= start_ns {
-            break;
-        }
-        let left = start_ns - now;
-        std::thread::sleep(Duration::from_nanos(if left > 3_000_000 {
-            (left - 2_000_000).min(100_000_000)
-        } else {
-            left.min(50_000)
-        }));
-    }
-    if stop.load(Relaxed) {
+    let plan = a.plan()?;
+    let ready = tpslab_run::agent::ready(&plan)?;
+    let ctx = out::ctx(None)?;
+    eprintln!("{}", ready.line(&plan));
+    let Some(rec) = tpslab_run::agent::run(&plan, ready, &ctx)? else {
         eprintln!("tpslab: exit 130: interrupted before the start; nothing was sent");
         return Ok(ExitCode::from(130));
-    }
-    let start_error_us = (tpslab_net::real_ns() as i64 - start_ns as i64) / 1000;
-    let run = UdpRunPlan {
-        server: None,
-        load,
-        interval: a.interval,
-        target_pid: None,
-        watch_port: None,
-        no_drop_reasons: false,
     };
-    let mut rec = run_udp_streamed(run, &stop, None)?;
-    rec.agent = Some(AgentInfo {
-        index: a.index,
-        of: a.of,
-        plan_hash: hash,
-        plan,
-        start_at_unix_ms: start_ns / 1_000_000,
-        start_error_us,
-        clock,
-    });
-    crate::out::emit_run(
-        &tpslab_run::udp::record(rec),
+    out::emit_run(
+        &rec,
         a.record.outputs(),
         false,
         &GateFlags::default(),
@@ -191,43 +109,26 @@ pub(crate) struct MergeArgs {
     record: RecordFlag,
 }
 
-/// The UDP run or watch record named by `flag` (`""`: an agent's record).
-fn read_run(flag: &str, p: &std::path::Path) -> Result<RunRecord> {
-    let rec = crate::report_cmd::read_flag(flag, p)?;
-    match rec.body {
-        Body::UdpRun(r) | Body::Watch(r) => Ok(r),
-        _ => bail!(
-            "{}: a {} record; merge reads agents' records (udp_run) and a server's watch",
-            p.display(),
-            rec.kind()
-        ),
+impl MergeArgs {
+    /// The records to merge; the output files checked.
+    pub(crate) fn plan(&self) -> Result<MergePlan> {
+        self.record.check(true)?;
+        Ok(MergePlan {
+            agents: self.files.clone(),
+            server: self.server.clone(),
+            allow_missing: self.allow_missing,
+            argv: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        })
     }
 }
 
 /// Runs `tpslab merge`: every record is read and checked before anything is written.
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
-    a.record.check(true)?;
-    let agents = a
-        .files
-        .iter()
-        .map(|p| Ok((p.display().to_string(), read_run("", p)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let server = match &a.server {
-        Some(p) => Some((p.display().to_string(), read_run("--server", p)?)),
-        None => None,
-    };
-    let mut merged = tpslab_analysis::merge::merge(
-        &agents,
-        server.as_ref().map(|(n, r)| (n.as_str(), r)),
-        a.allow_missing,
-    )
-    .map_err(|e| anyhow!(e))
-    .context("merge")?;
-    merged.argv = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    crate::out::emit_run(
-        &tpslab_run::udp::record(merged),
+    let rec = tpslab_run::agent::merge(&a.plan()?)?;
+    out::emit_run(
+        &rec,
         a.record.outputs(),
         a.explain,
         &GateFlags::default(),

@@ -35,6 +35,16 @@ pub fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<Strin
     })
 }
 
+/// Reads one record file named by `flag` (`""` for a positional argument; `-`: standard
+/// input), at most [`RECORD_MAX_BYTES`], and checks it
+/// ([`tpslab_analysis::record::Record::from_json`]). Errors (one line naming the flag and
+/// the file): see [`read_text`], not a record, a record holding what no run writes.
+pub fn read_record(flag: &str, path: &Path) -> Result<tpslab_analysis::record::Record> {
+    let text = read_text(flag, path, RECORD_MAX_BYTES, true)?;
+    tpslab_analysis::record::Record::from_json(&text)
+        .map_err(|e| anyhow!("{}: {e}", name(flag, path)))
+}
+
 /// `--flag PATH`, or the path alone for a positional argument (`flag` empty).
 fn name(flag: &str, path: &Path) -> String {
     if flag.is_empty() {

@@ -11,6 +11,7 @@
 //! servers a run starts and stops), [`input`] / [`outfile`] (how files are read and
 //! written as root: regular files only, size caps, never through a planted link).
 
+pub mod agent;
 pub mod bdp;
 pub mod diagnose;
 pub mod doctor;

@@ -15,6 +15,7 @@ pub mod agent;
 pub mod bdp;
 pub mod diagnose;
 pub mod doctor;
+pub mod fleet;
 pub mod history;
 pub mod input;
 pub mod outfile;

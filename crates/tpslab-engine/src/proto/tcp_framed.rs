@@ -173,6 +173,9 @@ mod tests {
     }
 
     #[test]
+    // A user of this protocol keeps nothing (its state is `()`); the test reads as any
+    // protocol's would.
+    #[allow(clippy::let_unit_value)]
     fn every_user_sends_the_plans_bytes() {
         let p = proto(Framing::Length);
         let mut u = p.user(7);

@@ -125,7 +125,14 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                 }
             })
             .unzip(),
-        _ => return Err(CompareError::Unsupported(labels[0].clone(), kind.into())),
+        Body::Serve(_)
+        | Body::ServeTcp(_)
+        | Body::Doctor(_)
+        | Body::ProbeIdle(_)
+        | Body::ProbePool(_)
+        | Body::Compare(_) => {
+            return Err(CompareError::Unsupported(labels[0].clone(), kind.into()))
+        }
     };
     Ok(CompareReport {
         of_kind: kind.into(),

@@ -115,10 +115,9 @@ pub struct RecvBatch {
     peers: bool,
 }
 
-/// `UDP_SEGMENT` (linux/udp.h): GSO segment size of a send, cmsg or socket option.
-pub const UDP_SEGMENT: libc::c_int = 103;
-/// `UDP_GRO` (linux/udp.h): deliver coalesced datagrams with their segment size.
-pub const UDP_GRO: libc::c_int = 104;
+// UDP_SEGMENT and UDP_GRO are socket options first (sock.rs sets them); batches use them
+// as cmsg types.
+pub use crate::sock::{UDP_GRO, UDP_SEGMENT};
 
 // SAFETY: the raw pointers inside `iov` and `hdrs` point into heap buffers owned by the
 // same RecvBatch; moving the batch to another thread moves their owner with them.

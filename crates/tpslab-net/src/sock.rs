@@ -7,6 +7,11 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 use std::time::Duration;
 
+/// `UDP_SEGMENT` (linux/udp.h): GSO segment size of a send, cmsg or socket option.
+pub const UDP_SEGMENT: libc::c_int = 103;
+/// `UDP_GRO` (linux/udp.h): deliver coalesced datagrams with their segment size.
+pub const UDP_GRO: libc::c_int = 104;
+
 /// What the kernel granted for a receive buffer request.
 ///
 /// The kernel doubles the value passed to SO_RCVBUF (to leave room for its bookkeeping,
@@ -182,12 +187,7 @@ impl UdpSock {
     /// Sets UDP_GRO: the kernel may deliver several datagrams of one flow coalesced, with
     /// their segment size in a cmsg (read with [`crate::RecvBatch::with_gro`]).
     pub fn set_gro(&self, on: bool) -> Result<(), NetError> {
-        self.set_int(
-            libc::SOL_UDP,
-            crate::batch::UDP_GRO,
-            on as libc::c_int,
-            "UDP_GRO",
-        )
+        self.set_int(libc::SOL_UDP, UDP_GRO, on as libc::c_int, "UDP_GRO")
     }
 
     /// Asks for kernel receive timestamps (SO_TIMESTAMPNS): each datagram then carries
@@ -207,7 +207,7 @@ impl UdpSock {
     pub fn set_gso(&self, size: u16) -> Result<(), NetError> {
         self.set_int(
             libc::SOL_UDP,
-            crate::batch::UDP_SEGMENT,
+            UDP_SEGMENT,
             size as libc::c_int,
             "UDP_SEGMENT",
         )?;

@@ -311,7 +311,7 @@ pub struct GeneratorReport {
 
 /// Latency histograms of a run (ns, 1 ns to 100 s, 3 significant digits), each in
 /// HdrHistogram's portable encoding (V2, deflate-compressed, base64: see
-/// [`crate::histogram::encode`]).
+/// [`crate::histogram::encode_histogram`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyHistograms {
     /// From the intended send time.

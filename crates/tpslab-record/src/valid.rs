@@ -4,12 +4,170 @@
 //! series of different lengths. Each check gives one phrase naming the field and what
 //! is allowed.
 
-use crate::envelope::Record;
+use crate::envelope::{Body, Record, RecordError};
 use crate::estimate::MIN_RUNS_FOR_INTERVAL;
 use crate::run::RunRecord;
 use serde_json::Value;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::{CPUS, MAX_FIGURE};
+
+impl Record {
+    /// Checks what the renderers rely on and refuses what no run could write, so a
+    /// hand-edited or corrupt record is an error ([`RecordError::Invalid`], naming the
+    /// field and what is allowed), never a panic, an endless plot or an impossible
+    /// figure: indices within their lists, every sweep factor with a level (and at most
+    /// 10000 cells), ramp user counts within the ramp's limit; every count and figure
+    /// within [`tpslab_plan::limits::MAX_FIGURE`] (so sums of them fit in a u64), shares
+    /// (loss, CPU) within 0..=100 %, the host's CPUs within [`tpslab_plan::limits::CPUS`]
+    /// (0 in the metadata of kinds other than runs and ramps: unknown),
+    /// an agent's index below its fleet's size of at most
+    /// [`tpslab_plan::fleet::MAX_AGENTS`], latency histograms within their encoded and
+    /// decoded bounds, estimates with the figures their runs give, series no longer than
+    /// their sample times.
+    pub fn check(&self) -> Result<(), RecordError> {
+        let bad = |m: String| Err(RecordError::Invalid(m));
+        let invalid = RecordError::Invalid;
+        figures(self).map_err(invalid)?;
+        // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
+        // other kinds' metadata may leave them 0 (unknown, [`Meta::default`]).
+        let carried = matches!(
+            self.body,
+            Body::UdpRun(_) | Body::Watch(_) | Body::Diagnose(_) | Body::Ramp(_)
+        );
+        if carried || self.meta.cpus != 0 {
+            cpus("meta.cpus", self.meta.cpus).map_err(invalid)?;
+        }
+        elapsed("meta.elapsed_s", self.meta.elapsed_s).map_err(invalid)?;
+        match &self.body {
+            Body::UdpRun(r) | Body::Watch(r) => run(r).map_err(invalid)?,
+            Body::Diagnose(d) => {
+                for r in std::iter::once(&d.before).chain(&d.after) {
+                    run(r).map_err(invalid)?;
+                }
+            }
+            // No run inside: checked below, kind by kind.
+            Body::Ramp(_)
+            | Body::Sweep(_)
+            | Body::Serve(_)
+            | Body::Tcp(_)
+            | Body::ServeTcp(_)
+            | Body::Doctor(_)
+            | Body::ProbeIdle(_)
+            | Body::ProbePool(_)
+            | Body::Compare(_) => {}
+        }
+        match &self.body {
+            Body::Ramp(r) => {
+                if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
+                    return bad(format!("a ramp step of {} users (at most 10000)", s.users));
+                }
+                if let Some(s) = r
+                    .run
+                    .steps
+                    .iter()
+                    .find(|s| s.measured_s.is_nan() || s.measured_s <= 0.0)
+                {
+                    return bad(format!(
+                        "a ramp step measured for {} s (allowed above 0 s)",
+                        s.measured_s
+                    ));
+                }
+                if r.analysis
+                    .knee_index
+                    .is_some_and(|k| k >= r.run.steps.len())
+                {
+                    return bad("the knee is not one of the steps".into());
+                }
+            }
+            Body::Sweep(w) => {
+                if w.plan.factors.iter().any(|f| f.levels.is_empty()) {
+                    return bad("a sweep factor without levels".into());
+                }
+                let n = w
+                    .plan
+                    .factors
+                    .iter()
+                    .map(|f| f.levels.len())
+                    .try_fold(1usize, |a, l| a.checked_mul(l))
+                    .filter(|&n| n <= 10_000);
+                if n.is_none() {
+                    return bad("a sweep of more than 10000 cells".into());
+                }
+                // Shares (NaN: not measured).
+                let share = |x: &f64| x.is_nan() || (0.0..=100.0).contains(x);
+                if let Some(x) = w
+                    .runs
+                    .iter()
+                    .flat_map(|r| {
+                        std::iter::once(&r.metrics.loss_pct).chain(r.metrics.cpu_busy_pct.values())
+                    })
+                    .find(|x| !share(x))
+                {
+                    return bad(format!(
+                        "a sweep run's loss or CPU share of {x} %: allowed 0..=100 %"
+                    ));
+                }
+                let cells = w.result.cells.len();
+                if w.result.best.is_some_and(|b| b >= cells)
+                    || w.result.effects.iter().any(|e| e.cell >= cells)
+                {
+                    return bad("a sweep result naming a cell it does not have".into());
+                }
+            }
+            Body::Tcp(t) => {
+                if let Err(e) = t.plan.validate() {
+                    return bad(format!("a tcp plan that cannot run: {e}"));
+                }
+                use tpslab_plan::tcp::TcpMode;
+                let (runs, watched) = (t.runs.len(), t.watched.len());
+                let fits = match t.plan.mode {
+                    TcpMode::Send { .. } | TcpMode::Reverse { .. } => runs <= 1 && watched == 0,
+                    TcpMode::Lab { .. } => runs <= 2 && watched == 0,
+                    TcpMode::Watch { .. } => runs == 0,
+                };
+                if !fits {
+                    return bad(format!(
+                        "a tcp record of mode {:?} with {runs} run(s) and {watched} watched flow(s)",
+                        t.plan.mode
+                    ));
+                }
+            }
+            Body::ServeTcp(s) => {
+                if let Err(e) = s.plan.validate() {
+                    return bad(format!("a serve tcp plan that cannot run: {e}"));
+                }
+                if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
+                    return bad(format!("a server that ran for {} s", s.elapsed_s));
+                }
+            }
+            Body::UdpRun(_)
+            | Body::Watch(_)
+            | Body::Diagnose(_)
+            | Body::Serve(_)
+            | Body::Doctor(_)
+            | Body::ProbePool(_) => {}
+            Body::Compare(c) => {
+                let n = c.labels.len();
+                if n < 2
+                    || c.differences.iter().any(|d| d.values.len() != n)
+                    || c.figures
+                        .iter()
+                        .any(|f| f.values.len() != n || f.effects.len() + 1 != n)
+                {
+                    return bad(format!(
+                        "a comparison whose rows do not have one value per record ({n} records)"
+                    ));
+                }
+            }
+            Body::ProbeIdle(r) => {
+                if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
+                    return bad("a probe round without its connections".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Keys whose numbers are identifiers, not figures: any u64 is one.
 const IDENTIFIERS: &[&str] = &["run_id", "seed"];
@@ -18,7 +176,7 @@ const IDENTIFIERS: &[&str] = &["run_id", "seed"];
 /// estimate (an object with `n`, `mean`, `stddev`, `ci_lo`, `ci_hi`) with the figures its
 /// `n` runs give: a mean of one run or more, a spread of two or more, an interval of
 /// [`MIN_RUNS_FOR_INTERVAL`] or more.
-pub(crate) fn figures(rec: &Record) -> Result<(), String> {
+fn figures(rec: &Record) -> Result<(), String> {
     let v = serde_json::to_value(rec).map_err(|e| format!("does not serialise: {e}"))?;
     walk(&v, &mut vec![])
 }
@@ -89,7 +247,7 @@ fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), Strin
 }
 
 /// The host's CPUs of a record's metadata or environment.
-pub(crate) fn cpus(what: &str, n: usize) -> Result<(), String> {
+fn cpus(what: &str, n: usize) -> Result<(), String> {
     CPUS.check(what, n as u64)
         .map(|_| ())
         .map_err(|e| e.to_string())
@@ -105,7 +263,7 @@ fn share(what: &str, pct: f64) -> Result<(), String> {
 }
 
 /// A length of time that passed, seconds: finite and not negative.
-pub(crate) fn elapsed(what: &str, s: f64) -> Result<(), String> {
+fn elapsed(what: &str, s: f64) -> Result<(), String> {
     if s.is_finite() && s >= 0.0 {
         Ok(())
     } else {
@@ -114,7 +272,7 @@ pub(crate) fn elapsed(what: &str, s: f64) -> Result<(), String> {
 }
 
 /// A UDP run or watch: its host, shares, fleet place, histograms and series.
-pub(crate) fn run(r: &RunRecord) -> Result<(), String> {
+fn run(r: &RunRecord) -> Result<(), String> {
     cpus("environment.cpus", r.environment.cpus)?;
     elapsed("elapsed_s", r.elapsed_s)?;
     if let Some(g) = &r.generator {
@@ -204,7 +362,7 @@ pub(crate) fn run(r: &RunRecord) -> Result<(), String> {
 }
 
 /// Agent `index` of a fleet of `of`: 0..of, of 1..=[`MAX_AGENTS`].
-pub(crate) fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
+fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
     if of == 0 || of > MAX_AGENTS {
         return Err(format!("{what} of {of}: allowed 1..={MAX_AGENTS} agents"));
     }

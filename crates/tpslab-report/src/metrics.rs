@@ -272,7 +272,14 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
         Body::Diagnose(d) => f.extend(of_run(d.after.as_ref().unwrap_or(&d.before))),
         Body::Ramp(r) => f.extend(of_ramp(r)),
         Body::Sweep(s) => f.extend(of_sweep(s)),
-        _ => {}
+        // No figures of their own beyond the metadata's yet.
+        Body::Serve(_)
+        | Body::Tcp(_)
+        | Body::ServeTcp(_)
+        | Body::Doctor(_)
+        | Body::ProbeIdle(_)
+        | Body::ProbePool(_)
+        | Body::Compare(_) => {}
     }
     f
 }

@@ -13,7 +13,17 @@ use tpslab_analysis::usl::{UslFit, UslFitExt};
 pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
     match &rec.body {
         Body::Ramp(r) => ramp(w, r),
-        _ => Err(io::Error::new(
+        Body::UdpRun(_)
+        | Body::Watch(_)
+        | Body::Diagnose(_)
+        | Body::Sweep(_)
+        | Body::Serve(_)
+        | Body::Tcp(_)
+        | Body::ServeTcp(_)
+        | Body::Doctor(_)
+        | Body::ProbeIdle(_)
+        | Body::ProbePool(_)
+        | Body::Compare(_) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(
                 "a {} record has no plot yet; svg is drawn for ramp records",

@@ -16,8 +16,12 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         Body::Tcp(t) => super::others::tcp(p, t),
         Body::Sweep(s) => super::others::sweep(p, s),
         Body::Compare(c) => super::compare::page(p, c),
-        // The rest are tables and findings: their terminal report says it all.
-        _ => Ok(()),
+        // Tables and findings: their terminal report, on the page, says it all.
+        Body::Serve(_)
+        | Body::ServeTcp(_)
+        | Body::Doctor(_)
+        | Body::ProbeIdle(_)
+        | Body::ProbePool(_) => Ok(()),
     }
 }
 

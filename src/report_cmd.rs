@@ -2,11 +2,10 @@
 //! the commands print with (the terminal output is the one the run printed).
 
 use anyhow::{anyhow, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tpslab_analysis::record::Record;
 use tpslab_report::Format;
 
 #[derive(Args, Debug)]
@@ -19,8 +18,8 @@ pub(crate) struct ReportArgs {
     /// term: the tables the run printed; json: the record in the current schema; svg: a
     /// ramp's plot; csv: a sweep's runs, a ramp's steps, a run's time series, or a TCP
     /// flow's TCP_INFO samples; html: one self-contained page with plots.
-    #[arg(long, value_enum, default_value = "term")]
-    format: FormatArg,
+    #[arg(long, default_value = "term", value_parser = format_parser())]
+    format: Format,
     /// Show the source counter of every figure (term).
     #[arg(long)]
     explain: bool,
@@ -30,33 +29,20 @@ pub(crate) struct ReportArgs {
     html: Option<PathBuf>,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum FormatArg {
-    Term,
-    Json,
-    Svg,
-    Csv,
-    Html,
-    /// Prometheus' text format (node_exporter's textfile collector), as --metrics-file.
-    Metrics,
-}
-
-/// Reads one record file (`-`: standard input), at most
-/// [`tpslab_run::input::RECORD_MAX_BYTES`], and checks it ([`Record::from_json`]). Errors (one
-/// line naming the file): see [`tpslab_run::input::read_text`], not a record, a record holding
-/// what no run writes.
-pub(crate) fn read(p: &std::path::Path) -> Result<Record> {
-    read_flag("", p)
-}
-
-/// [`read`] of the record named by `flag` (`--server`), the flag named in its errors.
-pub(crate) fn read_flag(flag: &str, p: &std::path::Path) -> Result<Record> {
-    let text = tpslab_run::input::read_text(flag, p, tpslab_run::input::RECORD_MAX_BYTES, true)?;
-    let name = match flag {
-        "" => p.display().to_string(),
-        f => format!("{f} {}", p.display()),
-    };
-    Record::from_json(&text).map_err(|e| anyhow!("{name}: {e}"))
+/// `--format`'s parser: the report layer's formats ([`Format::ALL`], by
+/// [`Format::name`]), `metrics` with a note on what it is for.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Format::ALL.map(|f| {
+        let v = PossibleValue::new(f.name());
+        match f {
+            Format::Metrics => v.help(
+                "Prometheus' text format (node_exporter's textfile collector), as --metrics-file",
+            ),
+            _ => v,
+        }
+    }))
+    .try_map(|s| s.parse::<Format>())
 }
 
 /// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
@@ -68,7 +54,7 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
     let recs = a
         .files
         .iter()
-        .map(|p| read(p))
+        .map(|p| tpslab_run::input::read_record("", p))
         .collect::<Result<Vec<_>>>()?;
     if a.html.is_some() && recs.len() > 1 {
         anyhow::bail!("--html renders one record; give one FILE");
@@ -81,20 +67,18 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         crate::out::emit(&recs[0], outputs, crate::out::Terminal::Nothing)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let format = match a.format {
-        FormatArg::Term => Format::Term,
-        FormatArg::Json => Format::Json,
-        FormatArg::Svg => Format::Svg,
-        FormatArg::Csv => Format::Csv,
-        FormatArg::Html => Format::Html,
-        FormatArg::Metrics => Format::Metrics,
-    };
-    if matches!(
-        format,
-        Format::Svg | Format::Csv | Format::Html | Format::Metrics
-    ) && recs.len() > 1
-    {
-        anyhow::bail!("--format svg, csv, html and metrics render one record; give one FILE");
+    let format = a.format;
+    if format.one_record() && recs.len() > 1 {
+        let one: Vec<&str> = Format::ALL
+            .into_iter()
+            .filter(|f| f.one_record())
+            .map(Format::name)
+            .collect();
+        let (last, rest) = one.split_last().expect("formats of one record");
+        anyhow::bail!(
+            "--format {} and {last} render one record; give one FILE",
+            rest.join(", ")
+        );
     }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {

@@ -12,6 +12,7 @@
 //! written as root: regular files only, size caps, never through a planted link).
 
 pub mod agent;
+pub mod compare;
 pub mod diagnose;
 pub mod history;
 pub mod input;

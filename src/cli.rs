@@ -239,3 +239,7 @@ fn man(dir: Option<&std::path::Path>) -> Result<ExitCode> {
 #[cfg(test)]
 #[path = "cli_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod plan_tests;

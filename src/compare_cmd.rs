@@ -22,15 +22,22 @@ pub(crate) struct CompareArgs {
     html: Option<PathBuf>,
 }
 
+impl CompareArgs {
+    /// The records to compare (files, or `history:ID`), the output files checked.
+    pub(crate) fn plan(&self) -> Result<&[PathBuf]> {
+        if let Some(p) = &self.json {
+            crate::out::check_output("--json", p, true)?;
+        }
+        if let Some(p) = &self.html {
+            crate::out::check_output("--html", p, false)?;
+        }
+        Ok(&self.files)
+    }
+}
+
 /// Runs `tpslab compare`: every record is read and checked before anything is printed.
 pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.json {
-        crate::out::check_output("--json", p, true)?;
-    }
-    if let Some(p) = &a.html {
-        crate::out::check_output("--html", p, false)?;
-    }
-    let rec = tpslab_run::compare::compare(&a.files)?;
+    let rec = tpslab_run::compare::compare(a.plan()?)?;
     let outputs = crate::out::Outputs {
         json: a.json.as_deref(),
         html: a.html.as_deref(),

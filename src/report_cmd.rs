@@ -45,21 +45,64 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
     .try_map(|s| s.parse::<Format>())
 }
 
-/// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
-/// costs no partial output.
+/// What `report` renders: every record read and checked, how, and where (`--html`).
+#[derive(Debug)]
+pub(crate) struct ReportPlan {
+    /// The records, in the order given.
+    pub(crate) records: Vec<tpslab_analysis::record::Record>,
+    /// Their format on standard output.
+    pub(crate) format: Format,
+    /// Each figure's source (term).
+    pub(crate) explain: bool,
+    /// The one record's page goes to this file instead (`-`: standard output).
+    pub(crate) html: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// Every record read and checked (so a bad one costs no partial output), and as many
+    /// as the format renders. Errors: one line naming the file or the flag.
+    pub(crate) fn plan(&self) -> Result<ReportPlan> {
+        if let Some(p) = &self.html {
+            crate::out::check_output("--html", p, true)?;
+        }
+        let records = self
+            .files
+            .iter()
+            .map(|p| tpslab_run::input::read_record("", p))
+            .collect::<Result<Vec<_>>>()?;
+        if self.html.is_some() && records.len() > 1 {
+            anyhow::bail!("--html renders one record; give one FILE");
+        }
+        if self.format.one_record() && records.len() > 1 {
+            let one: Vec<&str> = Format::ALL
+                .into_iter()
+                .filter(|f| f.one_record())
+                .map(Format::name)
+                .collect();
+            let (last, rest) = one.split_last().unwrap_or((&"", &[]));
+            anyhow::bail!(
+                "--format {} and {last} render one record; give one FILE",
+                rest.join(", ")
+            );
+        }
+        Ok(ReportPlan {
+            records,
+            format: self.format,
+            explain: self.explain,
+            html: self.html.clone(),
+        })
+    }
+}
+
+/// Runs `tpslab report`.
 pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.html {
-        crate::out::check_output("--html", p, true)?;
-    }
-    let recs = a
-        .files
-        .iter()
-        .map(|p| tpslab_run::input::read_record("", p))
-        .collect::<Result<Vec<_>>>()?;
-    if a.html.is_some() && recs.len() > 1 {
-        anyhow::bail!("--html renders one record; give one FILE");
-    }
-    if let Some(p) = &a.html {
+    let ReportPlan {
+        records: recs,
+        format,
+        explain,
+        html,
+    } = a.plan()?;
+    if let Some(p) = &html {
         let outputs = crate::out::Outputs {
             html: Some(p),
             ..Default::default()
@@ -67,26 +110,13 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         crate::out::emit(&recs[0], outputs, crate::out::Terminal::Nothing)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let format = a.format;
-    if format.one_record() && recs.len() > 1 {
-        let one: Vec<&str> = Format::ALL
-            .into_iter()
-            .filter(|f| f.one_record())
-            .map(Format::name)
-            .collect();
-        let (last, rest) = one.split_last().expect("formats of one record");
-        anyhow::bail!(
-            "--format {} and {last} render one record; give one FILE",
-            rest.join(", ")
-        );
-    }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {
         if i > 0 && format == Format::Term {
             writeln!(out)?;
         }
         let mut text = Vec::new();
-        tpslab_report::render(&mut text, rec, format, a.explain)
+        tpslab_report::render(&mut text, rec, format, explain)
             .and_then(|_| {
                 // The terminal's report with its control characters escaped (a record may
                 // come from another host); the other formats are data, written as made.

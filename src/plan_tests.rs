@@ -12,8 +12,9 @@ use std::path::Path;
 use tpslab_analysis::record::Record;
 use tpslab_engine::udp_run::UdpRunPlan;
 
-/// What a command line makes.
+/// What a command line makes (one per row, so the variants' sizes do not matter).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Made {
     Serve(tpslab_run::udp::ServePlan),
     Udp(UdpRunPlan),

@@ -408,23 +408,23 @@ fn tcp_watch_bad_values() {
 
 #[test]
 fn seq_field_offset_near_the_integer_limit_is_an_error_not_a_hang() {
+    // load udp's: a table row in src/plan_tests.rs.
     let p = payload_file();
-    for cmd in [vec!["ramp", "udp", "127.0.0.1:9"]] {
-        let mut args = cmd.clone();
-        args.extend([
-            "--payload-file",
-            p.to_str().unwrap(),
-            "--seq-field",
-            "18446744073709551615:2",
-        ]);
-        let t0 = Instant::now();
-        let out = tpslab(&args);
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "{cmd:?} took too long"
-        );
-        assert_one_line_error(&out, "18446744073709551615:2");
-    }
+    let t0 = Instant::now();
+    let out = tpslab(&[
+        "ramp",
+        "udp",
+        "127.0.0.1:9",
+        "--payload-file",
+        p.to_str().unwrap(),
+        "--seq-field",
+        "18446744073709551615:2",
+    ]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "ramp udp took too long"
+    );
+    assert_one_line_error(&out, "18446744073709551615:2");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! place or left at a default say so.
 
 use super::*;
-use crate::flags::{BITRATE, DURATION, RATE, RATE_OR_BITRATE, SIZE};
+use crate::flags::units::RATE;
+use crate::flags::{BITRATE, DURATION, RATE_OR_BITRATE, SIZE};
 use clap::CommandFactory;
 use std::any::TypeId;
 use std::ffi::OsString;
@@ -276,31 +277,4 @@ fn a_flag_of_a_subcommand_given_above_it_names_where_it_belongs() {
     // The value of a flag that happens to be a command's name does not move the search.
     let e = usage(&["serve", "udp", "--bind", "127.0.0.1:1", "--pid", "3"]);
     assert!(!e.contains("is a flag of"), "{e}");
-}
-
-#[test]
-fn a_value_never_typed_is_named_as_a_default_in_errors() {
-    assert_eq!(
-        find_whole("--interval 10ms over", "--interval 10ms"),
-        Some(0)
-    );
-    // Not inside a longer flag or value, a full stop ends a sentence.
-    assert_eq!(find_whole("--burst-interval 10ms", "--interval 10ms"), None);
-    assert_eq!(find_whole("--interval 10msx", "--interval 10ms"), None);
-    assert_eq!(find_whole("--max 1h.5", "--max 1h"), None);
-    assert_eq!(find_whole("x --max 1h.", "--max 1h"), Some(2));
-    // The defaults of the commands a command line reached, as errors write them.
-    let mut cmd = Cli::command();
-    let m = cmd
-        .try_get_matches_from_mut(["tpslab", "probe", "idle", "--min", "2h"])
-        .unwrap();
-    note_defaults(&cmd, &m);
-    let e = name_defaults("--max 1h is not above --min 2h");
-    assert_eq!(e, "--max 1h (its default, not given) is not above --min 2h");
-    // A value given is not marked.
-    let e = name_defaults("--min 2h is not below --connections 16.");
-    assert_eq!(
-        e,
-        "--min 2h is not below --connections 16 (its default, not given)."
-    );
 }

@@ -1,11 +1,11 @@
 //! `tpslab compare A B [C...]`: records of one kind side by side (what differs, what
-//! changed, whether it is more than noise), through the report layer like any record.
+//! changed, whether it is more than noise; [`tpslab_run::compare`]), through the report
+//! layer like any record.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tpslab_analysis::record::{Body, Record};
 
 #[derive(Args, Debug)]
 pub(crate) struct CompareArgs {
@@ -22,33 +22,22 @@ pub(crate) struct CompareArgs {
     html: Option<PathBuf>,
 }
 
+impl CompareArgs {
+    /// The records to compare (files, or `history:ID`), the output files checked.
+    pub(crate) fn plan(&self) -> Result<&[PathBuf]> {
+        if let Some(p) = &self.json {
+            crate::out::check_output("--json", p, true)?;
+        }
+        if let Some(p) = &self.html {
+            crate::out::check_output("--html", p, false)?;
+        }
+        Ok(&self.files)
+    }
+}
+
 /// Runs `tpslab compare`: every record is read and checked before anything is printed.
 pub(crate) fn run(a: CompareArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.json {
-        crate::out::check_output("--json", p, true)?;
-    }
-    if let Some(p) = &a.html {
-        crate::out::check_output("--html", p, false)?;
-    }
-    let started = tpslab_run::Started::now();
-    let recs = a
-        .files
-        .iter()
-        .map(|p| {
-            // `history:ID` is a run from the history.
-            match p.to_str().and_then(|s| s.strip_prefix("history:")) {
-                Some(id) => {
-                    let n: i64 = id.parse().map_err(|_| {
-                        anyhow!("{}: allowed history:ID with a number ID", p.display())
-                    })?;
-                    Ok((p.display().to_string(), tpslab_run::history::get(n)?))
-                }
-                None => Ok((p.display().to_string(), crate::report_cmd::read(p)?)),
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let report = tpslab_analysis::compare::compare(&recs).map_err(|e| anyhow!(e))?;
-    let rec = Record::with_meta(started.meta(false), Body::Compare(report));
+    let rec = tpslab_run::compare::compare(a.plan()?)?;
     let outputs = crate::out::Outputs {
         json: a.json.as_deref(),
         html: a.html.as_deref(),

@@ -2,11 +2,10 @@
 //! the commands print with (the terminal output is the one the run printed).
 
 use anyhow::{anyhow, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tpslab_analysis::record::Record;
 use tpslab_report::Format;
 
 #[derive(Args, Debug)]
@@ -19,8 +18,8 @@ pub(crate) struct ReportArgs {
     /// term: the tables the run printed; json: the record in the current schema; svg: a
     /// ramp's plot; csv: a sweep's runs, a ramp's steps, a run's time series, or a TCP
     /// flow's TCP_INFO samples; html: one self-contained page with plots.
-    #[arg(long, value_enum, default_value = "term")]
-    format: FormatArg,
+    #[arg(long, default_value = "term", value_parser = format_parser())]
+    format: Format,
     /// Show the source counter of every figure (term).
     #[arg(long)]
     explain: bool,
@@ -30,50 +29,80 @@ pub(crate) struct ReportArgs {
     html: Option<PathBuf>,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum FormatArg {
-    Term,
-    Json,
-    Svg,
-    Csv,
-    Html,
-    /// Prometheus' text format (node_exporter's textfile collector), as --metrics-file.
-    Metrics,
+/// `--format`'s parser: the report layer's formats ([`Format::ALL`], by
+/// [`Format::name`]), `metrics` with a note on what it is for.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Format::ALL.map(|f| {
+        let v = PossibleValue::new(f.name());
+        match f {
+            Format::Metrics => v.help(
+                "Prometheus' text format (node_exporter's textfile collector), as --metrics-file",
+            ),
+            _ => v,
+        }
+    }))
+    .try_map(|s| s.parse::<Format>())
 }
 
-/// Reads one record file (`-`: standard input), at most
-/// [`tpslab_run::input::RECORD_MAX_BYTES`], and checks it ([`Record::from_json`]). Errors (one
-/// line naming the file): see [`tpslab_run::input::read_text`], not a record, a record holding
-/// what no run writes.
-pub(crate) fn read(p: &std::path::Path) -> Result<Record> {
-    read_flag("", p)
+/// What `report` renders: every record read and checked, how, and where (`--html`).
+#[derive(Debug)]
+pub(crate) struct ReportPlan {
+    /// The records, in the order given.
+    pub(crate) records: Vec<tpslab_analysis::record::Record>,
+    /// Their format on standard output.
+    pub(crate) format: Format,
+    /// Each figure's source (term).
+    pub(crate) explain: bool,
+    /// The one record's page goes to this file instead (`-`: standard output).
+    pub(crate) html: Option<PathBuf>,
 }
 
-/// [`read`] of the record named by `flag` (`--server`), the flag named in its errors.
-pub(crate) fn read_flag(flag: &str, p: &std::path::Path) -> Result<Record> {
-    let text = tpslab_run::input::read_text(flag, p, tpslab_run::input::RECORD_MAX_BYTES, true)?;
-    let name = match flag {
-        "" => p.display().to_string(),
-        f => format!("{f} {}", p.display()),
-    };
-    Record::from_json(&text).map_err(|e| anyhow!("{name}: {e}"))
+impl ReportArgs {
+    /// Every record read and checked (so a bad one costs no partial output), and as many
+    /// as the format renders. Errors: one line naming the file or the flag.
+    pub(crate) fn plan(&self) -> Result<ReportPlan> {
+        if let Some(p) = &self.html {
+            crate::out::check_output("--html", p, true)?;
+        }
+        let records = self
+            .files
+            .iter()
+            .map(|p| tpslab_run::input::read_record("", p))
+            .collect::<Result<Vec<_>>>()?;
+        if self.html.is_some() && records.len() > 1 {
+            anyhow::bail!("--html renders one record; give one FILE");
+        }
+        if self.format.one_record() && records.len() > 1 {
+            let one: Vec<&str> = Format::ALL
+                .into_iter()
+                .filter(|f| f.one_record())
+                .map(Format::name)
+                .collect();
+            let (last, rest) = one.split_last().unwrap_or((&"", &[]));
+            anyhow::bail!(
+                "--format {} and {last} render one record; give one FILE",
+                rest.join(", ")
+            );
+        }
+        Ok(ReportPlan {
+            records,
+            format: self.format,
+            explain: self.explain,
+            html: self.html.clone(),
+        })
+    }
 }
 
-/// Runs `tpslab report`. Every file is read before anything is printed, so a bad one
-/// costs no partial output.
+/// Runs `tpslab report`.
 pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.html {
-        crate::out::check_output("--html", p, true)?;
-    }
-    let recs = a
-        .files
-        .iter()
-        .map(|p| read(p))
-        .collect::<Result<Vec<_>>>()?;
-    if a.html.is_some() && recs.len() > 1 {
-        anyhow::bail!("--html renders one record; give one FILE");
-    }
-    if let Some(p) = &a.html {
+    let ReportPlan {
+        records: recs,
+        format,
+        explain,
+        html,
+    } = a.plan()?;
+    if let Some(p) = &html {
         let outputs = crate::out::Outputs {
             html: Some(p),
             ..Default::default()
@@ -81,28 +110,13 @@ pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
         crate::out::emit(&recs[0], outputs, crate::out::Terminal::Nothing)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let format = match a.format {
-        FormatArg::Term => Format::Term,
-        FormatArg::Json => Format::Json,
-        FormatArg::Svg => Format::Svg,
-        FormatArg::Csv => Format::Csv,
-        FormatArg::Html => Format::Html,
-        FormatArg::Metrics => Format::Metrics,
-    };
-    if matches!(
-        format,
-        Format::Svg | Format::Csv | Format::Html | Format::Metrics
-    ) && recs.len() > 1
-    {
-        anyhow::bail!("--format svg, csv, html and metrics render one record; give one FILE");
-    }
     let mut out = std::io::stdout().lock();
     for (i, rec) in recs.iter().enumerate() {
         if i > 0 && format == Format::Term {
             writeln!(out)?;
         }
         let mut text = Vec::new();
-        tpslab_report::render(&mut text, rec, format, a.explain)
+        tpslab_report::render(&mut text, rec, format, explain)
             .and_then(|_| {
                 // The terminal's report with its control characters escaped (a record may
                 // come from another host); the other formats are data, written as made.

@@ -259,6 +259,47 @@ impl WatchPlan {
     }
 }
 
+/// The mean rate of a load, datagrams per second, from `--rate` (None: not given, infinite
+/// for `max`), `--burst` and `--burst-interval`: with an interval, `burst / interval`
+/// (a `--rate` given as well must agree within half a datagram per second, else it would
+/// be silently replaced); without, the rate given, or 10000. Errors: `--burst` out of
+/// its limit, a zero interval, a mean above the rate limit, a rate that disagrees.
+pub fn mean_rate(
+    rate: Option<f64>,
+    burst: u64,
+    burst_interval: Option<Duration>,
+) -> Result<f64, PlanError> {
+    BURST.check("--burst", burst)?;
+    let Some(iv) = burst_interval else {
+        return Ok(rate.unwrap_or(10_000.0));
+    };
+    if iv.is_zero() {
+        return Err(PlanError::Conflict(
+            "--burst-interval 0: allowed a positive duration, e.g. 50ms".into(),
+        ));
+    }
+    let implied = burst as f64 / iv.as_secs_f64();
+    let iv_shown = humantime::format_duration(iv);
+    if !implied.is_finite() || implied > MAX_RATE_PPS {
+        return Err(PlanError::Conflict(format!(
+            "--burst {burst} --burst-interval {iv_shown}: {implied:.0} pps mean; allowed up to {MAX_RATE_PPS:.0} pps"
+        )));
+    }
+    // Within half a datagram per second: --rate 3333 agrees with 100 per 30ms.
+    if let Some(r) = rate.filter(|r| (r - implied).abs() > 0.5f64.max(1e-6 * implied)) {
+        return Err(PlanError::Conflict(format!(
+            "--rate {} disagrees with --burst {burst} --burst-interval {iv_shown} ({} pps mean); give --rate with --burst, or --burst with --burst-interval",
+            if r.is_infinite() { "max".to_string() } else { format!("{r}") },
+            if implied.fract() == 0.0 {
+                format!("{implied:.0}")
+            } else {
+                format!("{implied:.3}")
+            }
+        )));
+    }
+    Ok(implied)
+}
+
 impl ServerConfig {
     /// Checks every setting against [`crate::limits`]; errors are labelled with the
     /// command-line flag (`--threads`, `--batch`, `--rcvbuf`, `--work`, `--busy-poll`).

@@ -248,3 +248,30 @@ fn a_sound_plan_passes_and_every_limit_is_named() {
         assert!(e.contains(want), "{e:?} lacks {want:?}");
     }
 }
+
+#[test]
+fn the_mean_rate_follows_the_bursts_and_a_rate_that_disagrees_is_refused() {
+    let ms = Duration::from_millis;
+    assert_eq!(mean_rate(None, 1, None), Ok(10_000.0));
+    assert_eq!(mean_rate(Some(f64::INFINITY), 1, None), Ok(f64::INFINITY));
+    assert_eq!(mean_rate(None, 100, Some(ms(10))), Ok(10_000.0));
+    // Within half a datagram per second: agrees.
+    assert!((mean_rate(Some(3333.0), 100, Some(ms(30))).unwrap() - 3333.333).abs() < 0.001);
+    let e = mean_rate(Some(5000.0), 100, Some(ms(10)))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "--rate 5000 disagrees with --burst 100 --burst-interval 10ms (10000 pps mean); give --rate with --burst, or --burst with --burst-interval");
+    let e = mean_rate(None, 100, Some(ms(0))).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "--burst-interval 0: allowed a positive duration, e.g. 50ms"
+    );
+    let e = mean_rate(None, 100_000_000, Some(ms(1)))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("--burst 100000000"), "{e}");
+    assert!(mean_rate(None, 0, None)
+        .unwrap_err()
+        .to_string()
+        .starts_with("--burst 0: allowed 1..="));
+}

@@ -30,6 +30,51 @@ pub enum Format {
     Metrics,
 }
 
+impl Format {
+    /// Every format, in the order a command line lists them.
+    pub const ALL: [Format; 6] = [
+        Format::Term,
+        Format::Json,
+        Format::Svg,
+        Format::Csv,
+        Format::Html,
+        Format::Metrics,
+    ];
+
+    /// Its name (`term`, `json`, `svg`, `csv`, `html`, `metrics`), as `--format` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Term => "term",
+            Format::Json => "json",
+            Format::Svg => "svg",
+            Format::Csv => "csv",
+            Format::Html => "html",
+            Format::Metrics => "metrics",
+        }
+    }
+
+    /// Whether it renders one record only (a plot, a table, a page, a scrape), not a
+    /// sequence of them one after the other as `term` and `json` do.
+    pub fn one_record(self) -> bool {
+        !matches!(self, Format::Term | Format::Json)
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    /// The format of a [`Format::name`]; errors naming the names allowed.
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!("format \"{s}\": allowed {}", names.join(", "))
+            })
+    }
+}
+
 /// Renders `rec` in `format` into `w`; `explain` adds each figure's source (terminal).
 pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) -> io::Result<()> {
     match format {
@@ -41,5 +86,27 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
         Format::Metrics => w.write_all(
             metrics::prometheus_text(&metrics::openmetrics(&metrics::of_record(rec))).as_bytes(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Format;
+
+    #[test]
+    fn every_format_is_read_back_from_its_name() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+        }
+        assert_eq!(
+            "pdf".parse::<Format>().unwrap_err(),
+            "format \"pdf\": allowed term, json, svg, csv, html, metrics"
+        );
+        let one: Vec<&str> = Format::ALL
+            .into_iter()
+            .filter(|f| f.one_record())
+            .map(Format::name)
+            .collect();
+        assert_eq!(one, ["svg", "csv", "html", "metrics"]);
     }
 }

@@ -1,0 +1,93 @@
+//! The reference server's flags (`serve udp`, `run udp`, `sweep`) and the validated
+//! server configuration they make.
+
+use super::units::{duration_or_ns, parse_cpus, size, work_ns, SIZE};
+use anyhow::{anyhow, Result};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tpslab_engine::server::{Mode, ServerConfig};
+use tpslab_net::sched::SchedPolicy;
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum ModeArg {
+    Replace,
+    Echo,
+    Sink,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ServerFlags {
+    /// Address to bind (0.0.0.0 only when given explicitly).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub(crate) bind: String,
+    /// Server threads, one SO_REUSEPORT socket each.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// recvmmsg batch size; 1 means plain recvfrom/sendto.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) batch: usize,
+    /// SO_RCVBUF request: bytes, or a size such as 2MiB or 64KiB (SO_RCVBUFFORCE when root
+    /// and above net.core.rmem_max).
+    #[arg(long, value_name = SIZE, value_parser = size())]
+    pub(crate) rcvbuf: Option<u64>,
+    /// replace: S1 find-and-replace then reply; echo: reply unchanged; sink: no reply.
+    #[arg(long, value_enum, default_value = "replace")]
+    pub(crate) mode: ModeArg,
+    /// Extra busy work per datagram, e.g. 20us (a slower application).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration(), conflicts_with = "work_ns")]
+    pub(crate) work: Option<Duration>,
+    /// The same in plain nanoseconds, or a duration (the previous name).
+    #[arg(long, hide = true, value_parser = duration_or_ns)]
+    pub(crate) work_ns: Option<Duration>,
+    /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
+    #[arg(long)]
+    pub(crate) cpus: Option<String>,
+    /// SO_BUSY_POLL in microseconds: busy-poll the device queue before sleeping in a
+    /// receive (NAPI devices only; root to raise it).
+    #[arg(long)]
+    pub(crate) busy_poll: Option<u32>,
+    /// UDP_GRO: read datagrams coalesced by GSO senders as one buffer (each still counted
+    /// and answered one by one; replies leave as one GSO send).
+    #[arg(long)]
+    pub(crate) gro: bool,
+    /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
+    #[arg(long, default_value = "other")]
+    pub(crate) sched: String,
+}
+
+/// The validated server configuration from its flags. Errors: one line naming the flag.
+pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
+    let bind: SocketAddr = f.bind.parse().map_err(|_| {
+        anyhow!(
+            "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:9000",
+            f.bind
+        )
+    })?;
+    let cpus = match &f.cpus {
+        None => vec![],
+        Some(s) => parse_cpus("--cpus", s)?,
+    };
+    let sched: SchedPolicy = f
+        .sched
+        .parse()
+        .map_err(|e: String| anyhow!("--sched: {e}"))?;
+    let cfg = ServerConfig {
+        bind,
+        threads: f.threads,
+        batch: f.batch,
+        rcvbuf: f.rcvbuf,
+        mode: match f.mode {
+            ModeArg::Replace => Mode::Replace,
+            ModeArg::Echo => Mode::Echo,
+            ModeArg::Sink => Mode::Sink,
+        },
+        work_ns: work_ns(f.work, f.work_ns)?,
+        cpus,
+        sched,
+        busy_poll_us: f.busy_poll,
+        gro: f.gro,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}

@@ -13,6 +13,7 @@
 
 pub mod bdp;
 pub mod doctor;
+pub mod exporter;
 pub mod fleet;
 pub mod history;
 pub mod input;

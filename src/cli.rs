@@ -406,3 +406,7 @@ fn man(dir: Option<&std::path::Path>) -> Result<ExitCode> {
 #[cfg(test)]
 #[path = "cli_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_tests_w2.rs"]
+mod plan_tests_w2;

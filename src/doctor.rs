@@ -163,9 +163,9 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
             writeln!(stdout, "no sysctl to change: no snippet written")?;
         }
     }
-    let failing = plan.fail_on.map_or(0, |g| {
-        d.findings.iter().filter(|f| f.severity <= g).count()
-    });
+    let failing = plan
+        .fail_on
+        .map_or(0, |g| d.findings.iter().filter(|f| f.severity <= g).count());
     if a.record.wanted() {
         drop(stdout);
         out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;

@@ -120,7 +120,9 @@ impl TcpArgs {
         ];
         let mode = if a.watch_pid.is_some() || a.watch_port.is_some() {
             if a.target.is_some() || a.lab_rtt.is_some() {
-                bail!("--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt");
+                bail!(
+                    "--watch-pid/--watch-port watch existing flows: leave out TARGET and --lab-rtt"
+                );
             }
             let watch_not = [
                 ("--sndbuf", a.sndbuf.is_some()),

@@ -46,7 +46,10 @@ impl K8sPlan {
         }
         if self.image.is_empty()
             || self.image.len() > 4096
-            || self.image.chars().any(|c| c.is_whitespace() || c.is_control())
+            || self
+                .image
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
         {
             return Err(PlanError::Conflict(format!(
                 "--image {:?}: allowed an image reference of 1..=4096 bytes without white space or control characters",
@@ -95,7 +98,10 @@ impl SshPlan {
         run: bool,
     ) -> SshPlan {
         SshPlan {
-            hosts: hosts.split(',').map(|h| h.trim_matches(' ').to_string()).collect(),
+            hosts: hosts
+                .split(',')
+                .map(|h| h.trim_matches(' ').to_string())
+                .collect(),
             ssh: ssh.to_string(),
             remote_tpslab: remote_tpslab.to_string(),
             out,
@@ -363,10 +369,7 @@ mod tests {
         );
         assert_eq!(ssh.hosts, ["h1", "h2"]);
         assert_eq!((ssh.validate(), ssh.check_fleet(&fleet)), (Ok(()), Ok(())));
-        assert_eq!(
-            ssh.ssh_words().unwrap(),
-            ["ssh", "-o", "BatchMode=yes"]
-        );
+        assert_eq!(ssh.ssh_words().unwrap(), ["ssh", "-o", "BatchMode=yes"]);
         let bad = |f: fn(&mut SshPlan)| {
             let mut p = ssh.clone();
             f(&mut p);

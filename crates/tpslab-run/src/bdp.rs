@@ -50,11 +50,15 @@ mod tests {
             buffer_bytes: None,
         };
         assert_eq!(need(&plan(None), HostBuffers::default).unwrap(), None);
-        let n = need(&plan(Some(80e6)), HostBuffers::default).unwrap().unwrap();
+        let n = need(&plan(Some(80e6)), HostBuffers::default)
+            .unwrap()
+            .unwrap();
         assert_eq!((n.plan.bdp_bytes, n.plan.buffer_bytes), (300_000, 655_360));
         // Unknown host settings: nothing known to raise.
         assert!(n.fixes.is_empty());
-        let e = need(&plan(Some(1e12)), HostBuffers::default).unwrap_err().to_string();
+        let e = need(&plan(Some(1e12)), HostBuffers::default)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--rate "), "{e}");
         assert!(e.contains(" over --rtt 30ms: 3750000000 bytes in flight, more than the largest TCP window (1073725440 bytes)"), "{e}");
     }

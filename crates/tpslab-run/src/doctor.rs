@@ -131,9 +131,15 @@ mod tests {
         assert!(write_snippet(&rec, &p).unwrap());
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.contains("proposed by tpslab doctor on "), "{text}");
-        assert!(text.contains("\nnet.core.rmem_default = 4608000\n"), "{text}");
+        assert!(
+            text.contains("\nnet.core.rmem_default = 4608000\n"),
+            "{text}"
+        );
         let e = write_snippet(&rec, &p).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("--write-snippet {}: ", p.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("--write-snippet {}: ", p.display())),
+            "{e}"
+        );
         // A record without a sysctl to change writes nothing.
         let mut clean = rec.clone();
         if let Body::Doctor(d) = &mut clean.body {

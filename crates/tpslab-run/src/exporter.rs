@@ -180,14 +180,18 @@ mod tests {
         let e = Exporter::serve(l, info, "--metrics-listen").unwrap();
         let scrape = || {
             let mut c = std::net::TcpStream::connect(addr).unwrap();
-            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
             let mut s = String::new();
             c.read_to_string(&mut s).unwrap();
             s
         };
         let first = scrape();
         assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
-        assert!(first.contains("tpslab_exporter_info{command=\"test\",version=\"0\"} 1\n"), "{first}");
+        assert!(
+            first.contains("tpslab_exporter_info{command=\"test\",version=\"0\"} 1\n"),
+            "{first}"
+        );
         let sink = e.sink();
         let mut h = tpslab_analysis::stats::new_ns_histogram();
         h.record(20_000).unwrap();
@@ -209,8 +213,14 @@ mod tests {
         });
         let live = scrape();
         assert!(live.contains("tpslab_exporter_info{"), "{live}");
-        assert!(live.contains("tpslab_generator_sent_datagrams_total 100\n"), "{live}");
-        assert!(live.contains("tpslab_softnet_dropped_total{cpu=\"1\"} 3\n"), "{live}");
+        assert!(
+            live.contains("tpslab_generator_sent_datagrams_total 100\n"),
+            "{live}"
+        );
+        assert!(
+            live.contains("tpslab_softnet_dropped_total{cpu=\"1\"} 3\n"),
+            "{live}"
+        );
         e.set(vec![]);
         let set = scrape();
         assert!(set.contains("tpslab_exporter_info{"), "{set}");

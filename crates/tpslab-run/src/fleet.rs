@@ -238,10 +238,21 @@ mod tests {
         assert!(y.starts_with(&format!(
             "# tpslab fleet: 3 agents of plan {hash}, starting together at 2030-01-01T00:00:00Z.\n# Apply within 1m "
         )), "{y}");
-        assert!(y.contains("for i in $(seq 0 2); do kubectl -n load logs -l job-name=f1,"), "{y}");
-        assert_eq!(y.matches("\n---\n").count() + usize::from(y.starts_with("---\n")), 2, "{y}");
+        assert!(
+            y.contains("for i in $(seq 0 2); do kubectl -n load logs -l job-name=f1,"),
+            "{y}"
+        );
+        assert_eq!(
+            y.matches("\n---\n").count() + usize::from(y.starts_with("---\n")),
+            2,
+            "{y}"
+        );
         // Guaranteed QoS: threads + 1 whole CPUs requested and limited.
-        assert_eq!(y.matches("cpu: '3'").count() + y.matches("cpu: \"3\"").count(), 2, "{y}");
+        assert_eq!(
+            y.matches("cpu: '3'").count() + y.matches("cpu: \"3\"").count(),
+            2,
+            "{y}"
+        );
         assert!(y.contains("name: f1-plan"), "{y}");
     }
 
@@ -263,7 +274,10 @@ mod tests {
         assert!(sh.contains("\nssh -o 'BatchMode=yes' u@h1 /opt/tpslab agent --plan - --index 0 --of 2 --start-at 2030-01-01T00:00:00Z --json - --no-history < '/p/plan file.toml' > 'recs dir/agent-0.json' 2> 'recs dir/agent-0.log' &\n"), "{sh}");
         assert!(sh.contains(" --index 1 --of 2 "), "{sh}");
         assert!(sh.ends_with("[ \"$failed\" -eq 0 ]\n"), "{sh}");
-        let st = std::process::Command::new("sh").args(["-n", "-c", &sh]).status().unwrap();
+        let st = std::process::Command::new("sh")
+            .args(["-n", "-c", &sh])
+            .status()
+            .unwrap();
         assert!(st.success(), "{sh}");
         assert!(run_script("exit 0").unwrap());
         assert!(!run_script("exit 1").unwrap());

@@ -32,7 +32,9 @@ mod tests {
         std::fs::write(&bad, "keepaliveTime=ten minutes\n").unwrap();
         let e = super::read(&bad).unwrap_err().to_string();
         assert!(e.contains("keepaliveTime"), "{e}");
-        let e = super::read(&dir.path().join("missing.ini")).unwrap_err().to_string();
+        let e = super::read(&dir.path().join("missing.ini"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--pool-config "), "{e}");
     }
 }

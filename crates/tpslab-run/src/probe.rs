@@ -139,8 +139,8 @@ impl Responder {
     pub fn bind(plan: &ResponderPlan) -> Result<Responder> {
         let addr = plan.bind;
         let udp = UdpSocket::bind(addr).map_err(|e| anyhow!("bind {addr} (UDP): {e}"))?;
-        let tcp = TcpListener::bind(udp.local_addr()?)
-            .map_err(|e| anyhow!("bind {addr} (TCP): {e}"))?;
+        let tcp =
+            TcpListener::bind(udp.local_addr()?).map_err(|e| anyhow!("bind {addr} (TCP): {e}"))?;
         Ok(Responder {
             udp,
             tcp,
@@ -190,7 +190,10 @@ mod tests {
             decided_ms: 0,
         };
         let conns = vec![conn(300, Fate::Alive), conn(400, Fate::Dropped)];
-        let mut rec = idle_begin(&IdleSetup { plan, pools: vec![] });
+        let mut rec = idle_begin(&IdleSetup {
+            plan,
+            pools: vec![],
+        });
         rec.running = [
             ("net/ipv4/tcp_keepalive_time", "7200"),
             ("net/ipv4/tcp_keepalive_intvl", "75"),

@@ -230,11 +230,7 @@ pub fn prepare(setup: &RampSetup) -> Result<Ready> {
 /// calling `on_steps` with every step measured so far as each one is (a live exporter's
 /// feed); stops the built-in server, analyses the run against this host's CPUs and
 /// returns the record (kind ramp). Errors: the engine's (descriptors, sockets).
-pub fn run(
-    ready: Ready,
-    ctx: &Ctx,
-    on_steps: &(dyn Fn(&[StepResult]) + Sync),
-) -> Result<Record> {
+pub fn run(ready: Ready, ctx: &Ctx, on_steps: &(dyn Fn(&[StepResult]) + Sync)) -> Result<Record> {
     let Ready { plan, server } = ready;
     let started = Started::now();
     let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
@@ -304,16 +300,32 @@ mod tests {
         let (tcp, none) = request(RampProto::Tcp, None, 8, false, None).unwrap();
         assert_eq!((tcp, none), (frame(b"ping...."), None));
         let (udp, none) = request(RampProto::Udp, None, 70, false, None).unwrap();
-        assert_eq!((&udp[..4], &udp[64..68], udp.len(), none), (&b"ping"[..], &b"ping"[..], 70, None));
+        assert_eq!(
+            (&udp[..4], &udp[64..68], udp.len(), none),
+            (&b"ping"[..], &b"ping"[..], 70, None)
+        );
         let dns = vec![0u8; 29];
         let (p, f) = request(RampProto::Udp, Some(dns.clone()), 1024, false, Some("0:2")).unwrap();
         assert_eq!((p, f), (dns.clone(), Some((0, 2))));
         let e = |r: Result<(Vec<u8>, Option<SeqField>)>| r.unwrap_err().to_string();
-        assert_eq!(e(request(RampProto::Tcp, None, 7, false, None)), "--size 7: allowed 8..=65507 bytes");
-        assert_eq!(e(request(RampProto::Tcp, None, 64, false, Some("0:2"))), "--seq-field applies to ramp udp");
-        assert_eq!(e(request(RampProto::Udp, None, 64, true, None)), "--framing applies to ramp tcp");
-        assert_eq!(e(request(RampProto::Udp, None, 64, false, Some("0:2"))), "--seq-field needs --payload-file");
-        assert!(e(request(RampProto::Udp, Some(dns), 64, false, None)).contains("needs --seq-field OFF:LEN"));
+        assert_eq!(
+            e(request(RampProto::Tcp, None, 7, false, None)),
+            "--size 7: allowed 8..=65507 bytes"
+        );
+        assert_eq!(
+            e(request(RampProto::Tcp, None, 64, false, Some("0:2"))),
+            "--seq-field applies to ramp udp"
+        );
+        assert_eq!(
+            e(request(RampProto::Udp, None, 64, true, None)),
+            "--framing applies to ramp tcp"
+        );
+        assert_eq!(
+            e(request(RampProto::Udp, None, 64, false, Some("0:2"))),
+            "--seq-field needs --payload-file"
+        );
+        assert!(e(request(RampProto::Udp, Some(dns), 64, false, None))
+            .contains("needs --seq-field OFF:LEN"));
     }
 
     #[test]
@@ -324,12 +336,18 @@ mod tests {
             serialize: true,
             threads: 4,
         };
-        assert_eq!(b.describe(), "0ns CPU + 10ms under one global lock per request");
+        assert_eq!(
+            b.describe(),
+            "0ns CPU + 10ms under one global lock per request"
+        );
         assert_eq!(
             b.args(Duration::from_secs(42)).join(" "),
             "serve tcp --mode replace --bind 127.0.0.1:0 --work 0s --serial 10ms --threads 4 --serialize --duration 42s"
         );
-        let b = BuiltinServer { serialize: false, ..b };
+        let b = BuiltinServer {
+            serialize: false,
+            ..b
+        };
         assert_eq!(b.describe(), "0ns CPU + 10ms waiting per request, no lock");
     }
 }

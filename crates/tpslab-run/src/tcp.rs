@@ -126,5 +126,6 @@ fn verify_buffer(rec: &TcpRecord, verify: bool) -> Option<u64> {
         .zip(rec.runs.first()?.analysis.as_ref())
         .filter(|(r, an)| an.throughput_bps < *r)?;
     let buffer_bound = matches!(an.held_by, Limit::ReceiveWindow | Limit::SendBuffer);
-    (verify && buffer_bound).then(|| bdp::buffer_plan(rate, an.rtt_mean_us / 1e6).setsockopt_bytes())
+    (verify && buffer_bound)
+        .then(|| bdp::buffer_plan(rate, an.rtt_mean_us / 1e6).setsockopt_bytes())
 }

@@ -89,11 +89,25 @@ mod tests {
             wmem_max: None,
         };
         let n = text(|w| need(w, &Need::new(80e6, 0.030, host)));
-        assert!(n.contains("80.0 Mbit/s over a 30.0 ms RTT needs 300000 bytes in flight"), "{n}");
-        assert!(n.contains("  net.core.rmem_max = 212992, net.core.wmem_max = ? (caps"), "{n}");
+        assert!(
+            n.contains("80.0 Mbit/s over a 30.0 ms RTT needs 300000 bytes in flight"),
+            "{n}"
+        );
+        assert!(
+            n.contains("  net.core.rmem_max = 212992, net.core.wmem_max = ? (caps"),
+            "{n}"
+        );
         // Only rmem_max is below the 327680 setsockopt asks for.
-        assert!(n.contains("Raise:\n  sysctl -w net.core.rmem_max=\"327680\"\n  # persist"), "{n}");
-        assert!(n.ends_with("SO_RCVBUF and SO_SNDBUF, 327680) before connect/listen (the kernel doubles it).\n"), "{n}");
+        assert!(
+            n.contains("Raise:\n  sysctl -w net.core.rmem_max=\"327680\"\n  # persist"),
+            "{n}"
+        );
+        assert!(
+            n.ends_with(
+                "SO_RCVBUF and SO_SNDBUF, 327680) before connect/listen (the kernel doubles it).\n"
+            ),
+            "{n}"
+        );
         let enough = HostBuffers {
             tcp_rmem: Some("4096 131072 6291456".into()),
             tcp_wmem: Some("4096 16384 6291456".into()),
@@ -101,6 +115,9 @@ mod tests {
             wmem_max: Some(1 << 24),
         };
         let n = text(|w| need(w, &Need::new(80e6, 0.030, enough)));
-        assert!(n.contains("Enough already: autotuning can reach 655360 bytes"), "{n}");
+        assert!(
+            n.contains("Enough already: autotuning can reach 655360 bytes"),
+            "{n}"
+        );
     }
 }

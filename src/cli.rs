@@ -243,3 +243,7 @@ mod tests;
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod plan_tests;
+
+#[cfg(test)]
+#[path = "plan_tests_w2.rs"]
+mod plan_tests_w2;

@@ -17,6 +17,9 @@ use prometheus_client::registry::Registry;
 use std::sync::{Arc, Mutex};
 use tpslab_analysis::record::{Body, Record, RunRecord};
 
+pub mod live;
+pub use live::{exporter_info, LiveReading, LiveState};
+
 /// Label pairs of one series, e.g. `[("path", "request"), ("layer", "socket_drops")]`.
 pub type Labels = Vec<(String, String)>;
 

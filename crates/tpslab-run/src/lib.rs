@@ -16,6 +16,7 @@ pub mod bdp;
 pub mod compare;
 pub mod diagnose;
 pub mod doctor;
+pub mod exporter;
 pub mod fleet;
 pub mod history;
 pub mod input;

@@ -13,13 +13,13 @@ use tpslab_net::NetError;
 
 /// Connections open at once, at most (the listener's own descriptor and the epoll
 /// instance's come on top).
-pub(crate) const MAX_CONNS: usize = 64;
+pub const MAX_CONNS: usize = 64;
 /// Bytes of a request head (request line and headers, up to the empty line), at most;
 /// a longer one is answered 431.
-pub(crate) const MAX_HEAD: usize = 8 * 1024;
+pub const MAX_HEAD: usize = 8 * 1024;
 /// Time from the accept to the last byte of the answer, at most; then the connection is
 /// closed whatever its state.
-pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
+pub const DEADLINE: Duration = Duration::from_secs(5);
 /// After an answer, how long the rest of what the client sends is read and discarded
 /// (so that closing does not reset the connection before the client has read the answer).
 const LINGER: Duration = Duration::from_secs(1);
@@ -43,7 +43,7 @@ const TEXT: &str = "text/plain; charset=utf-8";
 
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
+pub enum Route {
     /// GET or HEAD of `/metrics` (or `/metrics?...`): 200 with the OpenMetrics text.
     Metrics,
     /// Any other path: 404.
@@ -58,16 +58,16 @@ pub(crate) enum Route {
 
 /// A whole request head, classified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Request {
-    pub(crate) route: Route,
+pub struct Request {
+    pub route: Route,
     /// HEAD: the answer's headers without its body.
-    pub(crate) head_only: bool,
+    pub head_only: bool,
 }
 
 /// What the bytes read so far on a connection (`buf`, from its first byte) ask for; None
 /// while the head is incomplete and under [`MAX_HEAD`] bytes. Bytes after the head (a
 /// body, a pipelined request) are ignored.
-pub(crate) fn classify(buf: &[u8]) -> Option<Request> {
+pub fn classify(buf: &[u8]) -> Option<Request> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let bad = |route| {
@@ -101,7 +101,7 @@ pub(crate) fn classify(buf: &[u8]) -> Option<Request> {
 
 /// The whole answer to `req` (status line, headers, body unless HEAD), HTTP/1.1 with
 /// `Connection: close`; `metrics` is called only for [`Route::Metrics`].
-pub(crate) fn answer(req: Request, metrics: impl FnOnce() -> String) -> Vec<u8> {
+pub fn answer(req: Request, metrics: impl FnOnce() -> String) -> Vec<u8> {
     let (status, ctype, body, extra) = match req.route {
         Route::Metrics => ("200 OK", OPENMETRICS, metrics(), ""),
         Route::NotFound => (
@@ -180,7 +180,7 @@ impl Conn {
 /// A listener on `addr` with SO_REUSEADDR (as std's) and a backlog of [`BACKLOG`].
 /// Errors: the address is not this host's (EADDRNOTAVAIL), in use (EADDRINUSE), a
 /// privileged port without the right (EACCES).
-pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     s.set_reuse_address(true)?;
@@ -190,7 +190,7 @@ pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 /// The listening endpoint and its connections.
-pub(crate) struct Server {
+pub struct Server {
     listener: TcpListener,
     ep: Epoll,
     conns: Vec<Option<Conn>>,
@@ -200,7 +200,7 @@ pub(crate) struct Server {
 
 impl Server {
     /// Serves on `listener` (made non-blocking here). Errors: the epoll instance (EMFILE).
-    pub(crate) fn new(listener: TcpListener) -> Result<Server, NetError> {
+    pub fn new(listener: TcpListener) -> Result<Server, NetError> {
         listener
             .set_nonblocking(true)
             .map_err(|e| NetError::io("metrics listener O_NONBLOCK", e))?;
@@ -216,7 +216,7 @@ impl Server {
 
     /// Answers requests until `stop` (seen within [`TICK`]); `metrics` renders the body
     /// of each scrape.
-    pub(crate) fn run(mut self, stop: &AtomicBool, metrics: impl Fn() -> String) {
+    pub fn run(mut self, stop: &AtomicBool, metrics: impl Fn() -> String) {
         let mut events = Vec::with_capacity(MAX_CONNS + 1);
         while !stop.load(Relaxed) {
             let now = Instant::now();

@@ -1,0 +1,197 @@
+//! The families a live exporter (`--metrics-listen`) serves while a command runs: which
+//! command serves them, and the observer's figures accumulated from the start, fixed in
+//! size however long the run lasts.
+
+use super::{labels, latency_value, Family, Kind, Value};
+use std::collections::BTreeMap;
+
+/// `tpslab_up`-like: which command serves these figures, and its version.
+pub fn exporter_info(command: &str, version: &str) -> Family {
+    Family::one(
+        "tpslab_exporter_info",
+        "The tpslab command serving these figures, and its version.",
+        Kind::Gauge,
+        labels(&[("command", command), ("version", version)]),
+        Value::Int(1),
+    )
+}
+
+/// One observer sample's figures as the exporter reads them (the engine's live sample):
+/// counts from the start of the command, the receive queue now, softnet drops per CPU
+/// (when read at this sample), the interval's reply latencies.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveReading<'a> {
+    /// Datagrams the generator's kernel accepted (None: no generator).
+    pub sent: Option<u64>,
+    /// Datagrams the server's threads read (None: not counted).
+    pub server_read: Option<u64>,
+    /// Udp InDatagrams (+ Udp6) of the target's namespace.
+    pub udp_in_datagrams: u64,
+    /// Udp RcvbufErrors (+ Udp6) of the target's namespace.
+    pub rcvbuf_errors: u64,
+    /// Drops at the watched socket(s).
+    pub socket_drops: u64,
+    /// rx_queue of the watched socket(s), bytes.
+    pub rx_queue_bytes: u64,
+    /// (CPU, softnet drops since the start), when read at this sample.
+    pub softnet_dropped_per_cpu: &'a [(u64, u64)],
+    /// The latencies of the replies read in the interval, ns from the intended send time.
+    pub latency_histogram: Option<&'a hdrhistogram::Histogram<u64>>,
+}
+
+/// What a live exporter accumulates between samples: fixed size however long it runs.
+#[derive(Default)]
+pub struct LiveState {
+    samples: u64,
+    /// softnet drops per CPU since the start (updated at the samples that read them).
+    softnet: BTreeMap<u64, u64>,
+    /// Every interval's latency histogram added up (ns from the intended send time).
+    latency: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl LiveState {
+    /// Takes in one sample; returns the families scrapes see now.
+    pub fn update(&mut self, s: &LiveReading<'_>) -> Vec<Family> {
+        self.samples += 1;
+        for &(cpu, d) in s.softnet_dropped_per_cpu {
+            self.softnet.insert(cpu, d);
+        }
+        if let Some(h) = s.latency_histogram {
+            let acc = self
+                .latency
+                .get_or_insert_with(tpslab_analysis::stats::new_ns_histogram);
+            let _ = acc.add(h);
+        }
+        live_families(s, self)
+    }
+}
+
+fn counter(name: &str, help: &str, n: u64) -> Family {
+    Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
+}
+
+/// The families of the latest sample (counters from the start of the command).
+fn live_families(s: &LiveReading<'_>, st: &LiveState) -> Vec<Family> {
+    let mut f = vec![counter(
+        "tpslab_observer_samples",
+        "Observer samples taken since the command started.",
+        st.samples,
+    )];
+    if let Some(n) = s.sent {
+        f.push(counter(
+            "tpslab_generator_sent_datagrams",
+            "Datagrams the generator's kernel accepted since the start (its own count).",
+            n,
+        ));
+    }
+    if let Some(n) = s.server_read {
+        f.push(counter(
+            "tpslab_server_read_datagrams",
+            "Datagrams the server's threads read since the start (tpslab's server's own count, or a foreign server's counted by tracepoints).",
+            n,
+        ));
+    }
+    f.push(counter(
+        "tpslab_udp_in_datagrams",
+        "Udp: InDatagrams + Udp6InDatagrams of the target's namespace since the start, read every 100 ms (node_netstat_Udp_InDatagrams).",
+        s.udp_in_datagrams,
+    ));
+    f.push(counter(
+        "tpslab_udp_rcvbuf_errors",
+        "Udp: RcvbufErrors + Udp6RcvbufErrors of the target's namespace since the start, read every 100 ms (node_netstat_Udp_RcvbufErrors).",
+        s.rcvbuf_errors,
+    ));
+    f.push(counter(
+        "tpslab_socket_drops",
+        "Drops at the watched socket(s) since the start, /proc/net/udp `drops` (per socket; node_exporter has no such series).",
+        s.socket_drops,
+    ));
+    f.push(Family::one(
+        "tpslab_socket_rx_queue_bytes",
+        "rx_queue of the watched socket(s) now, bytes (truesize charged against SO_RCVBUF).",
+        Kind::Gauge,
+        vec![],
+        Value::Int(s.rx_queue_bytes),
+    ));
+    if !st.softnet.is_empty() {
+        f.push(Family {
+            name: "tpslab_softnet_dropped".into(),
+            help: "softnet backlog drops per CPU since the start, /proc/net/softnet_stat column 2, read every 100 ms (node_softnet_dropped_total).".into(),
+            kind: Kind::Counter,
+            series: st
+                .softnet
+                .iter()
+                .map(|(cpu, d)| (labels(&[("cpu", &cpu.to_string())]), Value::Int(*d)))
+                .collect(),
+        });
+    }
+    if let Some(h) = &st.latency {
+        f.push(Family::one(
+            "tpslab_latency_seconds",
+            "Latency of the replies read since the start, seconds from the intended send time (no coordinated omission).",
+            Kind::Histogram,
+            labels(&[("from", "intended")]),
+            latency_value(h),
+        ));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_counters_accumulate_across_samples() {
+        let hist = |lat_ns: &[u64]| {
+            let mut h = tpslab_analysis::stats::new_ns_histogram();
+            for &v in lat_ns {
+                h.record(v).unwrap();
+            }
+            h
+        };
+        let reading = |sent, cpus: &'static [(u64, u64)], h| LiveReading {
+            sent: Some(sent),
+            server_read: None,
+            udp_in_datagrams: sent,
+            rcvbuf_errors: 7,
+            socket_drops: 7,
+            rx_queue_bytes: 4096,
+            softnet_dropped_per_cpu: cpus,
+            latency_histogram: h,
+        };
+        let mut st = LiveState::default();
+        let (h1, h2) = (hist(&[20_000, 30_000]), hist(&[40_000]));
+        st.update(&reading(100, &[(1, 3)], Some(&h1)));
+        // A sample without the per-CPU reading keeps the last one; latency adds up.
+        let f = st.update(&reading(250, &[], Some(&h2)));
+        let om = super::super::openmetrics(&f);
+        assert!(
+            om.contains("tpslab_generator_sent_datagrams_total 250\n"),
+            "{om}"
+        );
+        assert!(
+            om.contains("tpslab_softnet_dropped_total{cpu=\"1\"} 3\n"),
+            "{om}"
+        );
+        assert!(om.contains("tpslab_observer_samples_total 2\n"), "{om}");
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"+Inf\",from=\"intended\"} 3\n"),
+            "{om}"
+        );
+        // 20 us in (10, 25 us]; 30 and 40 us above.
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"0.000025\",from=\"intended\"} 1\n"),
+            "{om}"
+        );
+        assert!(
+            om.contains("tpslab_latency_seconds_bucket{le=\"0.00005\",from=\"intended\"} 3\n"),
+            "{om}"
+        );
+        let info = super::super::openmetrics(&[exporter_info("watch", "0.1.0")]);
+        assert!(
+            info.contains("tpslab_exporter_info{command=\"watch\",version=\"0.1.0\"} 1\n"),
+            "{info}"
+        );
+    }
+}

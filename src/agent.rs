@@ -56,7 +56,7 @@ impl AgentArgs {
     /// The agent's plan: the fleet's plan read and checked, the start time parsed, the
     /// interval and the output files checked.
     pub(crate) fn plan(&self) -> Result<AgentPlan> {
-        let fleet = tpslab_run::agent::read_plan(&self.plan)?;
+        let fleet = tpslab_run::input::read_fleet_plan(&self.plan, true)?.1;
         let start_ns = parse_start(&self.start_at)?;
         crate::flags::check_interval(self.interval)?;
         self.record.check(true)?;

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_plan::fleet::FleetPlan;
 use tpslab_plan::launch::{K8sPlan, SshPlan};
-use tpslab_run::fleet::{self, read_plan};
+use tpslab_run::fleet;
+use tpslab_run::input::read_fleet_plan;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum FleetCmd {
@@ -103,7 +104,7 @@ impl K8sArgs {
     /// The plan file read, then the start and the agents checked against it, then the
     /// names.
     pub(crate) fn plan(&self) -> Result<K8sLaunch> {
-        let (text, fleet) = read_plan(&self.common.plan)?;
+        let (text, fleet) = read_fleet_plan(&self.common.plan, false)?;
         let how = K8sPlan {
             agents: self.agents,
             image: self.image.clone(),
@@ -130,7 +131,7 @@ impl SshArgs {
             self.run,
         );
         how.validate()?;
-        let (_, fleet) = read_plan(&self.common.plan)?;
+        let (_, fleet) = read_fleet_plan(&self.common.plan, false)?;
         how.check_fleet(&fleet)?;
         let plan_path = std::fs::canonicalize(&self.common.plan)?;
         let plan_path = plan_path.to_str().ok_or_else(|| {

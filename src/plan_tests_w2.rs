@@ -560,7 +560,7 @@ fn fleet_rows() {
                 && plan_path.starts_with('/')))),
         (&["fleet", "k8s", "--plan", "p.toml", "--agents", "2", "--start-in", "1x"], Error(joined("--start-in 1x: ", DURATION_FORMS))),
         (&["fleet", "k8s", "--plan", "/dev/zero", "--agents", "2", "--start-in", "10s"], Error("--plan /dev/zero: a character device; allowed a regular file")),
-        (&["fleet", "k8s", "--plan", not_toml, "--agents", "2"], Error(joined(&format!("--plan {not_toml:?}: "), "--plan expected `.`, `=`: allowed a TOML fleet plan"))),
+        (&["fleet", "k8s", "--plan", not_toml, "--agents", "2"], Error(joined(&format!("--plan {not_toml}: "), "--plan expected `.`, `=`: allowed a TOML fleet plan"))),
         (&["fleet", "k8s", "--plan", plan, "--agents", "2", "--start-in", "5m"], Error("--start-in 5m: allowed above 0 and below the plan's max_wait 5m")),
         (&["fleet", "k8s", "--plan", plan, "--agents", "0"], Error("--agents 0: allowed 1..=1024")),
         (&["fleet", "k8s", "--plan", plan, "--agents", "2", "--name", "Fleet"], Error("--name \"Fleet\": allowed a lowercase RFC 1123 label (a-z, 0-9 and '-', starting and ending with a letter or digit) of at most 61 characters (NAME-INDEX is each pod's host name, at most 63)")),

@@ -10,17 +10,10 @@ use tpslab_analysis::record::{AgentInfo, Record, RunRecord};
 use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
 use tpslab_plan::fleet::FleetPlan;
 
-/// Reads and checks a fleet plan file named by `--plan` (`-`: standard input), at most
-/// [`crate::input::PLAN_MAX_BYTES`]. Errors: one line naming `--plan` and the file.
-pub fn read_plan(path: &Path) -> Result<FleetPlan> {
-    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, true)?;
-    FleetPlan::parse(&text).map_err(|e| anyhow!("--plan {}: {e}", path.display()))
-}
-
 /// One agent of a fleet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentPlan {
-    /// The fleet's plan (read by [`read_plan`]).
+    /// The fleet's plan (read by [`crate::input::read_fleet_plan`]).
     pub fleet: FleetPlan,
     /// This agent, 0..of-1.
     pub index: usize,

@@ -17,17 +17,6 @@ use std::time::Duration;
 use tpslab_plan::fleet::FleetPlan;
 use tpslab_plan::launch::{K8sPlan, SshPlan};
 
-/// The plan's text, read once (a regular file of at most
-/// [`crate::input::PLAN_MAX_BYTES`], 1 MiB: what a ConfigMap holds), and its settings
-/// parsed from that same text. Errors: `--plan PATH: ...` (unreadable, too large, not a
-/// plan).
-pub fn read_plan(path: &Path) -> Result<(String, FleetPlan)> {
-    let text = crate::input::read_text("--plan", path, crate::input::PLAN_MAX_BYTES, false)?;
-    let plan = FleetPlan::parse(&text)
-        .map_err(|e| anyhow!("--plan {:?}: {e}", path.display().to_string()))?;
-    Ok((text, plan))
-}
-
 /// The common start `start_in` from now, in RFC 3339 to the whole second (easy to read,
 /// the same on every agent's command line).
 pub fn start_time(start_in: Duration) -> Result<String> {

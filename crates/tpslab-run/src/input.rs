@@ -45,6 +45,20 @@ pub fn read_record(flag: &str, path: &Path) -> Result<tpslab_analysis::record::R
         .map_err(|e| anyhow!("{}: {e}", name(flag, path)))
 }
 
+/// Reads and checks a fleet plan named by `--plan` (`-`: standard input, when `stdin`),
+/// at most [`PLAN_MAX_BYTES`]: its text (what a ConfigMap carries) and its settings parsed
+/// from that same text. Errors: one line, `--plan PATH: ...` (see [`read_text`]; not a
+/// fleet plan).
+pub fn read_fleet_plan(
+    path: &Path,
+    stdin: bool,
+) -> Result<(String, tpslab_plan::fleet::FleetPlan)> {
+    let text = read_text("--plan", path, PLAN_MAX_BYTES, stdin)?;
+    let plan = tpslab_plan::fleet::FleetPlan::parse(&text)
+        .map_err(|e| anyhow!("{}: {e}", name("--plan", path)))?;
+    Ok((text, plan))
+}
+
 /// `--flag PATH`, or the path alone for a positional argument (`flag` empty).
 fn name(flag: &str, path: &Path) -> String {
     if flag.is_empty() {

@@ -241,9 +241,5 @@ fn man(dir: Option<&std::path::Path>) -> Result<ExitCode> {
 mod tests;
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "plan_tests/mod.rs"]
 mod plan_tests;
-
-#[cfg(test)]
-#[path = "plan_tests_w2.rs"]
-mod plan_tests_w2;

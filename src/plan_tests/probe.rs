@@ -1,0 +1,153 @@
+//! The table rows of probe idle, probe pool and probe idle-responder.
+
+use super::{
+    check, file, joined, Made,
+    Want::{Error, Plan},
+    DURATION_FORMS,
+};
+use std::time::Duration;
+use tpslab_plan::probe::{IdleTarget, OnIdle};
+use tpslab_plan::probe::{PoolPlan, ResponderPlan};
+use tpslab_run::probe::IdleSetup;
+
+#[test]
+fn probe_rows() {
+    let bad_pool = file("bad.properties", b"keepaliveTime=soon\n");
+    check(&[
+        (
+            &["probe", "idle", "127.0.0.1:9"],
+            Plan(|p| {
+                matches!(p, Made::Idle(IdleSetup { plan, pools })
+            if matches!(plan.target, IdleTarget::Server { addr } if addr.port() == 9)
+                && (plan.min_s, plan.max_s, plan.resolution_s, plan.connections) == (10, 3600, 5, 16)
+                && !plan.udp && pools.is_empty())
+            }),
+        ),
+        // The derived resolution: half the range when that is below 5 s.
+        (
+            &[
+                "probe",
+                "idle",
+                "--lab-idle-timeout",
+                "3s",
+                "--lab-on-idle",
+                "reset",
+                "--min",
+                "1s",
+                "--max",
+                "5s",
+                "--udp",
+            ],
+            Plan(|p| {
+                matches!(p, Made::Idle(IdleSetup { plan, .. })
+                if plan.target == IdleTarget::Lab { idle_timeout_ns: 3_000_000_000, on_idle: OnIdle::Reset }
+                    && plan.resolution_s == 2 && plan.udp)
+            }),
+        ),
+        (
+            &[
+                "probe",
+                "idle",
+                "127.0.0.1:9",
+                "--pool-config",
+                file("hikari.properties", b"keepaliveTime=60000\n"),
+            ],
+            Plan(
+                |p| matches!(p, Made::Idle(IdleSetup { pools, .. }) if pools.len() == 1 && pools[0].settings[0].value == "60000"),
+            ),
+        ),
+        (
+            &["probe", "idle"],
+            Error("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:9", "--lab-idle-timeout", "10s"],
+            Error("give a target HOST:PORT or --lab-idle-timeout, not both"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:9", "--min", "10"],
+            Error(joined("--min 10: ", DURATION_FORMS)),
+        ),
+        // `cli` then marks the values not given as defaults.
+        (
+            &[
+                "probe",
+                "idle",
+                "--lab-idle-timeout",
+                "3s",
+                "--min",
+                "1s",
+                "--max",
+                "2s",
+            ],
+            Error("--resolution 1s is not below the range --min 1s to --max 2s"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:9", "--min", "2h"],
+            Error("--max 1h is not above --min 2h"),
+        ),
+        (
+            &[
+                "probe",
+                "idle",
+                "127.0.0.1:9",
+                "--udp",
+                "--pool-config",
+                "x.ini",
+            ],
+            Error("--pool-config judges TCP connection pools: not with --udp"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:9", "--pool-config", "/dev/zero"],
+            Error("--pool-config /dev/zero: a character device; allowed a regular file"),
+        ),
+        (
+            &["probe", "pool", "--lab-idle-timeout", "5s"],
+            Plan(|p| {
+                matches!(p, Made::Pool(pp) if *pp == PoolPlan {
+            idle_timeout_ns: 5_000_000_000, validate_every_ns: None, max_idle_ns: None, min_idle: 2, requests: 6,
+            request_every_ns: 4_000_000_000, query_timeout_ns: 2_000_000_000 })
+            }),
+        ),
+        (
+            &[
+                "probe",
+                "pool",
+                "--lab-idle-timeout",
+                "1s",
+                "--requests",
+                "0",
+            ],
+            Error("--requests 0: allowed 1..=1000"),
+        ),
+        (
+            &[
+                "probe",
+                "idle-responder",
+                "0.0.0.0:9100",
+                "--duration",
+                "10s",
+            ],
+            Plan(|p| {
+                matches!(p, Made::Responder(r) if *r == ResponderPlan {
+            bind: "0.0.0.0:9100".parse().unwrap(), duration: Some(Duration::from_secs(10)) })
+            }),
+        ),
+        (
+            &["probe", "idle-responder", "nowhere"],
+            Error("bind \"nowhere\": allowed ADDR:PORT, e.g. 0.0.0.0:9100"),
+        ),
+        (
+            &["probe", "idle-responder", "127.0.0.1:0", "--duration", "0s"],
+            Error("--duration 0s: allowed 1ms..="),
+        ),
+    ]);
+    // A pool setting that is not a number names itself.
+    let e = super::made_args(
+        ["probe", "idle", "127.0.0.1:9", "--pool-config", bad_pool]
+            .into_iter()
+            .map(Into::into),
+    )
+    .unwrap_err();
+    assert!(e.contains("keepaliveTime"), "{e}");
+}

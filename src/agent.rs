@@ -83,7 +83,7 @@ pub(crate) fn agent(a: AgentArgs) -> Result<ExitCode> {
     };
     out::emit_run(
         &rec,
-        a.record.outputs(),
+        crate::out::Outputs::of(&a.record),
         false,
         &GateFlags::default(),
         false,
@@ -129,7 +129,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     let rec = tpslab_run::agent::merge(&a.plan()?)?;
     out::emit_run(
         &rec,
-        a.record.outputs(),
+        crate::out::Outputs::of(&a.record),
         a.explain,
         &GateFlags::default(),
         false,

@@ -161,7 +161,6 @@ pub fn main() -> Result<ExitCode> {
 
 mod errors;
 
-pub(crate) use errors::note_default;
 use errors::{name_defaults, note_defaults, usage_error};
 
 fn run(cli: Cli) -> Result<ExitCode> {

@@ -26,10 +26,10 @@ impl CompareArgs {
     /// The records to compare (files, or `history:ID`), the output files checked.
     pub(crate) fn plan(&self) -> Result<&[PathBuf]> {
         if let Some(p) = &self.json {
-            crate::out::check_output("--json", p, true)?;
+            crate::flags::check_output("--json", p, true)?;
         }
         if let Some(p) = &self.html {
-            crate::out::check_output("--html", p, false)?;
+            crate::flags::check_output("--html", p, false)?;
         }
         Ok(&self.files)
     }

@@ -92,13 +92,13 @@ impl DiagnoseArgs {
         flags::check_interval(self.interval)?;
         let r = &self.record;
         if let Some(p) = &r.json {
-            out::check_output("--json", p, true)?;
+            crate::flags::check_output("--json", p, true)?;
         }
         if let Some(p) = &r.metrics_file {
-            out::check_output("--metrics-file", p, false)?;
+            crate::flags::check_output("--metrics-file", p, false)?;
         }
         if let Some(p) = &r.html {
-            out::check_output("--html", p, false)?;
+            crate::flags::check_output("--html", p, false)?;
         }
         self.gate
             .conditions(tpslab_analysis::gate::applies::UDP_RUN)?;
@@ -183,7 +183,7 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     };
     out::emit(
         &rec,
-        a.record.outputs(),
+        crate::out::Outputs::of(&a.record),
         out::Terminal::Report { explain: a.explain },
     )?;
     diagnose_exit(d, &a.gate)

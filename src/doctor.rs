@@ -120,7 +120,7 @@ impl DoctorArgs {
                     p.display()
                 );
             }
-            out::check_output("--write-snippet", p, false)?;
+            crate::flags::check_output("--write-snippet", p, false)?;
         }
         if !a.root.is_dir() {
             bail!("--root {}: not a folder", a.root.display());
@@ -168,7 +168,11 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
         .map_or(0, |g| d.findings.iter().filter(|f| f.severity <= g).count());
     if a.record.wanted() {
         drop(stdout);
-        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
+        out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            out::Terminal::Nothing,
+        )?;
     }
     if failing > 0 {
         let name = a.fail_on.as_deref().unwrap_or_default();

@@ -63,10 +63,10 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
         }
         Some(HistoryCmd::Show { id, html, json }) => {
             if let Some(p) = &html {
-                crate::out::check_output("--html", p, false)?;
+                crate::flags::check_output("--html", p, false)?;
             }
             if let Some(p) = &json {
-                crate::out::check_output("--json", p, true)?;
+                crate::flags::check_output("--json", p, true)?;
             }
             let rec = history::get(id)?;
             let terminal = if html.is_none() && json.is_none() {

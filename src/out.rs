@@ -10,7 +10,6 @@ pub(crate) use progress::TermProgress;
 
 use anyhow::{anyhow, bail, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -72,23 +71,6 @@ pub(crate) fn check_pid(pid: u32) -> Result<()> {
         bail!("--pid {pid}: no such process");
     }
     Ok(())
-}
-
-/// Whether an output path means standard output.
-pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
-    p.as_os_str() == "-"
-}
-
-/// Checks before a run that `flag`'s output file can be written, so no result is lost at
-/// the end (see [`tpslab_run::outfile::check`]). `-` (standard output) only where `stdout_ok`.
-pub(crate) fn check_output(flag: &str, p: &Path, stdout_ok: bool) -> Result<()> {
-    if is_stdout(p) {
-        if stdout_ok {
-            return Ok(());
-        }
-        bail!("{flag} -: standard output is taken by the report here; give a file");
-    }
-    Ok(tpslab_run::outfile::check(flag, p)?)
 }
 
 static QUIET: AtomicBool = AtomicBool::new(false);

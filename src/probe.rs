@@ -168,7 +168,7 @@ impl IdleArgs {
         };
         let resolution = a.resolution.unwrap_or_else(|| {
             let d = derived_resolution(a.min, a.max);
-            crate::cli::note_default(
+            crate::flags::note_default(
                 format!("--resolution {}", humantime::format_duration(d)),
                 "derived default: 5s, or half the range --max - --min when less, at least 1s; not given".into(),
             );
@@ -226,7 +226,11 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
         drop(stdout);
-        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
+        out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            out::Terminal::Nothing,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -265,7 +269,11 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     print_after_header(&mut stdout, &full)?;
     if a.record.wanted() {
         drop(stdout);
-        out::emit(&rec, a.record.outputs(), out::Terminal::Nothing)?;
+        out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            out::Terminal::Nothing,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

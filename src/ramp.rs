@@ -117,7 +117,7 @@ impl RampArgs {
         let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
         a.record.check(false)?;
         if let Some(p) = &a.svg {
-            out::check_output("--svg", p, false)?;
+            crate::flags::check_output("--svg", p, false)?;
         }
         a.gate.conditions(applies::RAMP)?;
         STEP_DURATION.check("--step-duration", a.step_duration)?;
@@ -219,7 +219,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let Body::Ramp(r) = &rec.body else {
         unreachable!("a ramp's record")
     };
-    let mut outputs = a.record.outputs();
+    let mut outputs = crate::out::Outputs::of(&a.record);
     if let Some(p) = &a.svg {
         let mut plot = Vec::new();
         let r = tpslab_report::svg::ramp(&mut plot, r)

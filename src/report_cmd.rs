@@ -63,7 +63,7 @@ impl ReportArgs {
     /// as the format renders. Errors: one line naming the file or the flag.
     pub(crate) fn plan(&self) -> Result<ReportPlan> {
         if let Some(p) = &self.html {
-            crate::out::check_output("--html", p, true)?;
+            crate::flags::check_output("--html", p, true)?;
         }
         let records = self
             .files

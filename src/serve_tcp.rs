@@ -124,7 +124,11 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
     render::serve_end(&mut out, r)?;
     if a.record.wanted() {
         drop(out);
-        crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
+        crate::out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            crate::out::Terminal::Nothing,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

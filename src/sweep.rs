@@ -147,13 +147,13 @@ impl SweepArgs {
         // Files inside --out are checked once that folder exists (it is made later).
         let inside_out = |p: &std::path::Path| p.parent() == Some(self.out.as_path());
         if let Some(p) = self.record.json.as_deref().filter(|p| !inside_out(p)) {
-            out::check_output("--json", p, false)?;
+            crate::flags::check_output("--json", p, false)?;
         }
         if let Some(p) = self.record.html.as_deref().filter(|p| !inside_out(p)) {
-            out::check_output("--html", p, false)?;
+            crate::flags::check_output("--html", p, false)?;
         }
         if let Some(p) = self.csv.as_deref().filter(|p| !inside_out(p)) {
-            out::check_output("--csv", p, false)?;
+            crate::flags::check_output("--csv", p, false)?;
         }
         self.gate.conditions(applies::SWEEP)?;
         if self.resume {
@@ -212,7 +212,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let Body::Sweep(r) = &rec.body else {
         unreachable!("a sweep makes a sweep record")
     };
-    let mut outputs = a.record.outputs();
+    let mut outputs = crate::out::Outputs::of(&a.record);
     if let Some(p) = &a.csv {
         let mut text = Vec::new();
         let r = tpslab_report::csv::sweep(&mut text, r)

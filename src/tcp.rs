@@ -222,7 +222,11 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     }
     let outcome = r.outcome();
     if a.record.wanted() {
-        crate::out::emit(&rec, a.record.outputs(), crate::out::Terminal::Nothing)?;
+        crate::out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            crate::out::Terminal::Nothing,
+        )?;
     }
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);

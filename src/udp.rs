@@ -1,11 +1,12 @@
 //! The UDP commands: `serve udp`, `load udp`, `run udp` and `watch`: their flags, the
 //! validated plan they make ([`tpslab_run::udp`] runs it), the record's epilogue.
 
+use crate::flags::is_stdout;
 use crate::flags::{
     check_interval, load_config, server_config, GateFlags, LoadFlags, OutputFlags, ServerFlags,
 };
 use crate::metrics::{both, ListenFlag};
-use crate::out::{self, check_pid, is_stdout, live_sink, resolve, Terminal};
+use crate::out::{self, check_pid, live_sink, resolve, Terminal};
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
@@ -121,7 +122,11 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     let print =
         |out: &mut dyn Write| tpslab_report::term::print_server(out, &s.server, s.elapsed_s);
-    out::emit(&rec, a.record.outputs(), Terminal::With(&print))?;
+    out::emit(
+        &rec,
+        crate::out::Outputs::of(&a.record),
+        Terminal::With(&print),
+    )?;
     // Ctrl-C is how a server without --duration ends: not a failure.
     Ok(ExitCode::SUCCESS)
 }
@@ -194,7 +199,13 @@ fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCod
         exporter.as_ref().map(|e| e.sink()),
     ))?;
     let rec = tpslab_run::udp::run(plan, &ctx)?;
-    out::emit_run(&rec, o.record.outputs(), o.explain, &o.gate, false)
+    out::emit_run(
+        &rec,
+        crate::out::Outputs::of(&o.record),
+        o.explain,
+        &o.gate,
+        false,
+    )
 }
 
 impl WatchArgs {
@@ -237,7 +248,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     // Ended by Ctrl-C as a matter of course: exit 0.
     out::emit_run(
         &rec,
-        a.record.outputs(),
+        crate::out::Outputs::of(&a.record),
         a.explain,
         &GateFlags::default(),
         true,

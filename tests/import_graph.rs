@@ -16,17 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// Cycles that exist and are being removed elsewhere: (crate, its modules, sorted). A
 /// listed cycle that is gone fails too, so the list cannot outlive it.
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // removed by the protocol work (engine's ramp and users are restructured there).
-    ("tpslab-engine", &["ramp", "users"]),
-    // The binary's src/ is being moved into place by other work, which owns these files:
-    // cli dispatches to doctor and probe, doctor reads pool files through probe, probe
-    // prints through cli::note_default; diagnose and rerun share the --server-cmd rerun
-    // line; history emits through out, out records into history.
-    ("tpslab", &["cli", "doctor", "probe"]),
-    ("tpslab", &["diagnose", "rerun"]),
-    ("tpslab", &["history", "out"]),
-];
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[];
 
 /// The record crate may depend on these tpslab crates only (types a record embeds).
 const RECORD_MAY_DEPEND_ON: &[&str] = &["tpslab-plan", "tpslab-proc"];

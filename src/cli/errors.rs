@@ -100,20 +100,6 @@ fn belongs_to(cmd: &clap::Command, args: &[std::ffi::OsString], flag: &str) -> O
     }
 }
 
-/// The values the run uses without the user having given them: flags left at their
-/// default (`--resolution 5s`) and defaults a command derives from other flags, each with
-/// what to say of it, shown when an error names it ([`name_defaults`]).
-static DEFAULTS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
-
-/// Notes a value the run uses that the user did not give: `shown` as errors write it
-/// (`--resolution 2s`), `why` what it is (`derived default: ...`).
-pub(crate) fn note_default(shown: String, why: String) {
-    DEFAULTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((shown, why));
-}
-
 /// Notes every flag of the command line's commands left at its clap default, as errors
 /// write it (a duration as humantime formats it: `--resolution 5s`).
 pub(crate) fn note_defaults(cmd: &clap::Command, m: &clap::ArgMatches) {
@@ -133,7 +119,7 @@ pub(crate) fn note_defaults(cmd: &clap::Command, m: &clap::ArgMatches) {
             Ok(v) if is_duration => humantime::format_duration(v).to_string(),
             _ => d.to_string(),
         };
-        note_default(format!("--{long} {shown}"), "its default, not given".into());
+        crate::flags::note_default(format!("--{long} {shown}"), "its default, not given".into());
     }
     if let Some((name, sub_m)) = m.subcommand() {
         if let Some(sub) = cmd.find_subcommand(name) {
@@ -146,7 +132,7 @@ pub(crate) fn note_defaults(cmd: &clap::Command, m: &clap::ArgMatches) {
 /// 5s (its default, not given) is not below the range ...`): an error about a value never
 /// typed says where it came from.
 pub(crate) fn name_defaults(msg: &str) -> String {
-    let noted = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let noted = crate::flags::noted_defaults();
     let mut out = msg.to_string();
     for (shown, why) in noted {
         let Some(at) = find_whole(&out, &shown) else {

@@ -35,13 +35,13 @@ impl RecordFlag {
     /// only where `json_stdout_ok`.
     pub(crate) fn check(&self, json_stdout_ok: bool) -> Result<()> {
         if let Some(p) = &self.json {
-            crate::out::check_output("--json", p, json_stdout_ok)?;
+            check_output("--json", p, json_stdout_ok)?;
         }
         if let Some(p) = &self.html {
-            crate::out::check_output("--html", p, false)?;
+            check_output("--html", p, false)?;
         }
         if let Some(p) = &self.metrics_file {
-            crate::out::check_output("--metrics-file", p, false)?;
+            check_output("--metrics-file", p, false)?;
         }
         Ok(())
     }
@@ -52,17 +52,6 @@ impl RecordFlag {
             || self.html.is_some()
             || self.metrics_file.is_some()
             || !self.no_history
-    }
-
-    /// The files the record goes to, for [`crate::out::emit`].
-    pub(crate) fn outputs(&self) -> crate::out::Outputs<'_> {
-        crate::out::Outputs {
-            json: self.json.as_deref(),
-            html: self.html.as_deref(),
-            metrics: self.metrics_file.as_deref(),
-            history: !self.no_history,
-            extra: vec![],
-        }
     }
 }
 
@@ -132,4 +121,21 @@ impl GateFlags {
 /// The exit code of a UDP run record under `gate`.
 pub(crate) fn gate_exit(rec: &RunRecord, gate: &GateFlags) -> Result<ExitCode> {
     gate.exit(&gate::udp_outcome(rec), gate::applies::UDP_RUN)
+}
+
+/// Whether an output path means standard output.
+pub(crate) fn is_stdout(p: &std::path::Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Checks before a run that `flag`'s output file can be written, so no result is lost at
+/// the end (see [`tpslab_run::outfile::check`]). `-` (standard output) only where `stdout_ok`.
+pub(crate) fn check_output(flag: &str, p: &std::path::Path, stdout_ok: bool) -> Result<()> {
+    if is_stdout(p) {
+        if stdout_ok {
+            return Ok(());
+        }
+        anyhow::bail!("{flag} -: standard output is taken by the report here; give a file");
+    }
+    Ok(tpslab_run::outfile::check(flag, p)?)
 }

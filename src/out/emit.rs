@@ -1,7 +1,7 @@
 //! The one epilogue of every command that makes a record ([`emit`]), the live sink of
 //! `--json-stream`, and what makes text from records safe to print on a terminal.
 
-use super::is_stdout;
+use crate::flags::is_stdout;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -23,6 +23,19 @@ pub(crate) struct Outputs<'a> {
     /// A command's own files: flag, path, a name for the status line, the rendered bytes
     /// (or why they could not be rendered).
     pub(crate) extra: Vec<(&'static str, &'a Path, &'static str, Result<Vec<u8>>)>,
+}
+
+impl<'a> Outputs<'a> {
+    /// The files the record flags name (no command's own files yet).
+    pub(crate) fn of(r: &'a crate::flags::RecordFlag) -> Outputs<'a> {
+        Outputs {
+            json: r.json.as_deref(),
+            html: r.html.as_deref(),
+            metrics: r.metrics_file.as_deref(),
+            history: !r.no_history,
+            extra: vec![],
+        }
+    }
 }
 
 /// What a command prints on standard output at its end.

@@ -18,6 +18,8 @@ pub(crate) struct BdpArgs {
     /// A buffer (window) size, e.g. 64KiB: the most a flow limited by it can carry.
     #[arg(long, value_name = crate::flags::SIZE, value_parser = crate::flags::size())]
     pub(crate) buffer: Option<u64>,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
 }
 
 impl BdpArgs {
@@ -29,21 +31,20 @@ impl BdpArgs {
             buffer_bytes: self.buffer,
         };
         p.validate()?;
+        self.record.check(true)?;
         Ok(p)
     }
 }
 
 /// Runs `tpslab bdp`: the ceiling of `--buffer`, then what `--rate` needs (a rate beyond
-/// the largest TCP window is an error after the ceiling is printed).
+/// the largest TCP window is an error, before anything is printed), then the record.
 pub(crate) fn run(a: &BdpArgs) -> Result<ExitCode> {
-    use tpslab_report::term::bdp as render;
     let plan = a.plan()?;
-    let mut out = std::io::stdout().lock();
-    if let Some(bytes) = plan.buffer_bytes {
-        render::ceiling(&mut out, bytes, plan.rtt.as_secs_f64())?;
-    }
-    if let Some(n) = tpslab_run::bdp::need(&plan, tpslab_run::bdp::host_buffers)? {
-        render::need(&mut out, &n)?;
-    }
+    let rec = tpslab_run::bdp::run(&plan, tpslab_run::bdp::host_buffers)?;
+    crate::out::emit(
+        &rec,
+        crate::out::Outputs::of(&a.record),
+        crate::out::Terminal::Report { explain: false },
+    )?;
     Ok(ExitCode::SUCCESS)
 }

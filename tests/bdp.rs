@@ -24,6 +24,25 @@ fn s4_buffer_ceiling_and_the_buffer_80_mbit_needs() {
 }
 
 #[test]
+fn a_bdp_record_renders_as_the_command_printed_it() {
+    let json = common::tmp("bdp-record.json");
+    let o = common::run({
+        let mut c = common::tpslab();
+        c.args([
+            "bdp", "--buffer", "64KiB", "--rate", "1gbit", "--rtt", "100ms", "--json",
+        ])
+        .arg(&json);
+        c
+    });
+    assert!(o.status.success());
+    let rec = common::record(&json);
+    assert_eq!(rec["kind"], "bdp");
+    assert_eq!(rec["need"]["plan"]["bdp_bytes"], 12_500_000);
+    assert_eq!(rec["ceiling"]["window_bytes"], 65536);
+    common::assert_report_reproduces(&json, &o.stdout);
+}
+
+#[test]
 fn bdp_without_rate_or_buffer_is_a_usage_error() {
     let mut c = common::tpslab();
     c.args(["bdp", "--rtt", "30ms"]);

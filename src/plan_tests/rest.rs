@@ -113,6 +113,7 @@ fn bdp_rows() {
         (&["bdp", "--rtt", "0s", "--rate", "80mbit"], Error("--rtt 0s: allowed 1us..=1m")),
         (&["bdp", "--rtt", "30ms", "--rate", "80"], Error(joined("--rate 80: ", BITRATE_FORMS))),
         (&["bdp", "--rtt", "30ms", "--buffer", "2x"], Error(joined("--buffer 2x: ", SIZE_FORMS))),
+        (&["bdp", "--rtt", "30ms", "--rate", "80mbit", "--json", "/nonexistent-tpslab-dir/b.json"], Error("--json /nonexistent-tpslab-dir/b.json: ")),
     ]);
 }
 

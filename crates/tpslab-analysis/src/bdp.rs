@@ -1,7 +1,7 @@
 //! Bandwidth-delay product arithmetic (S4): the window a TCP flow needs for a rate over an
 //! RTT, the buffers that give that window, and the ceiling a given buffer imposes.
 
-use serde::{Deserialize, Serialize};
+pub use tpslab_record::bdp::{BdpRecord, BufferPlan, Ceiling, HostBuffers, Need};
 
 pub use tpslab_plan::units::{parse_rate, parse_size};
 
@@ -13,25 +13,6 @@ pub fn bdp_bytes(rate_bps: f64, rtt_s: f64) -> u64 {
 /// The most a window of `window_bytes` carries over `rtt_s`: window / RTT, bits/s.
 pub fn window_ceiling_bps(window_bytes: u64, rtt_s: f64) -> f64 {
     window_bytes as f64 * 8.0 / rtt_s
-}
-
-/// Buffers a flow needs for a rate over an RTT.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BufferPlan {
-    /// The bandwidth-delay product, bytes.
-    pub bdp_bytes: u64,
-    /// Buffer that yields a window of the BDP: twice it, because the kernel advertises
-    /// only part of the buffer as window (the rest covers skb overhead; tcp_adv_win_scale
-    /// / the measured scaling ratio), rounded up to 64 KiB.
-    pub buffer_bytes: u64,
-}
-
-impl BufferPlan {
-    /// What to ask of setsockopt(SO_SNDBUF/SO_RCVBUF) for this buffer, bytes: half of
-    /// it, because the kernel doubles what it is given.
-    pub fn setsockopt_bytes(&self) -> u64 {
-        self.buffer_bytes / 2
-    }
 }
 
 /// The buffer plan for `rate_bps` over `rtt_s`.
@@ -83,52 +64,35 @@ pub fn host_fixes(
 /// The largest window TCP can advertise: 65535 << 14 (window scale 14), bytes.
 pub const MAX_TCP_WINDOW: u64 = 65535 << 14;
 
-/// A host's TCP buffer settings as read (None: could not be read).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HostBuffers {
-    /// net.ipv4.tcp_rmem as read (three fields).
-    pub tcp_rmem: Option<String>,
-    /// net.ipv4.tcp_wmem as read.
-    pub tcp_wmem: Option<String>,
-    /// net.core.rmem_max, bytes.
-    pub rmem_max: Option<u64>,
-    /// net.core.wmem_max, bytes.
-    pub wmem_max: Option<u64>,
+/// The buffers `rate_bps` over `rtt_s` needs, and what `host` must raise for them
+/// ([`buffer_plan`], [`host_fixes`]).
+pub fn need(rate_bps: f64, rtt_s: f64, host: HostBuffers) -> Need {
+    let plan = buffer_plan(rate_bps, rtt_s);
+    let fixes = host_fixes(
+        &plan,
+        host.tcp_rmem.as_deref(),
+        host.tcp_wmem.as_deref(),
+        host.rmem_max,
+        host.wmem_max,
+    )
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    Need {
+        rate_bps,
+        rtt_s,
+        plan,
+        host,
+        fixes,
+    }
 }
 
-/// What a rate over an RTT needs, against a host: `tpslab bdp --rate`'s answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Need {
-    /// The rate, bits/s.
-    pub rate_bps: f64,
-    /// The round-trip time, seconds.
-    pub rtt_s: f64,
-    /// The bytes in flight and the buffer that gives them.
-    pub plan: BufferPlan,
-    /// The host's settings.
-    pub host: HostBuffers,
-    /// The sysctls to raise ([`host_fixes`]; empty: the host allows the buffer already).
-    pub fixes: Vec<(&'static str, String)>,
-}
-
-impl Need {
-    /// The buffers `rate_bps` over `rtt_s` needs, and what `host` must raise for them.
-    pub fn new(rate_bps: f64, rtt_s: f64, host: HostBuffers) -> Need {
-        let plan = buffer_plan(rate_bps, rtt_s);
-        let fixes = host_fixes(
-            &plan,
-            host.tcp_rmem.as_deref(),
-            host.tcp_wmem.as_deref(),
-            host.rmem_max,
-            host.wmem_max,
-        );
-        Need {
-            rate_bps,
-            rtt_s,
-            plan,
-            host,
-            fixes,
-        }
+/// The ceiling a window of `window_bytes` puts on a flow over `rtt_s`.
+pub fn ceiling(window_bytes: u64, rtt_s: f64) -> Ceiling {
+    Ceiling {
+        window_bytes,
+        rtt_s,
+        ceiling_bps: window_ceiling_bps(window_bytes, rtt_s),
     }
 }
 

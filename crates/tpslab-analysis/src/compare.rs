@@ -128,6 +128,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
         Body::Serve(_)
         | Body::ServeTcp(_)
         | Body::Doctor(_)
+        | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
         | Body::Compare(_) => {

@@ -53,6 +53,8 @@ pub enum Body {
     ServeTcp(crate::tcp::ServeTcpRecord),
     /// `doctor`: the host's sysctl files and what is wrong with them.
     Doctor(crate::doctor::DoctorRecord),
+    /// `bdp`: a path's bandwidth-delay product, the buffers a rate needs, a window's ceiling.
+    Bdp(crate::bdp::BdpRecord),
     /// `probe idle`: a path's idle timeout, bracketed.
     ProbeIdle(crate::idle::IdleRecord),
     /// `probe pool`: S5 in miniature, a pool's requests through the lab's middlebox.
@@ -192,6 +194,7 @@ impl Record {
             | Body::Tcp(_)
             | Body::ServeTcp(_)
             | Body::Doctor(_)
+            | Body::Bdp(_)
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
             | Body::Compare(_) => Meta::default(),
@@ -259,6 +262,7 @@ impl Record {
             Body::Tcp(_) => "tcp",
             Body::ServeTcp(_) => "serve_tcp",
             Body::Doctor(_) => "doctor",
+            Body::Bdp(_) => "bdp",
             Body::ProbeIdle(_) => "probe_idle",
             Body::ProbePool(_) => "probe_pool",
             Body::Compare(_) => "compare",

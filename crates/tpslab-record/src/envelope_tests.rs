@@ -210,3 +210,25 @@ fn figures_not_measured_round_trip_as_null() {
     assert!(back.ci_lo.is_nan() && back.ci_hi.is_nan());
     assert_eq!(back.mean, 5.0);
 }
+
+#[test]
+fn a_bdp_record_with_a_fix_no_run_writes_is_refused() {
+    // Its fixes are printed as `sysctl -w` lines: a hand-edited one is an error on read.
+    let bdp = include_str!("../../tpslab-report/tests/fixtures/bdp.json");
+    assert!(Record::from_json(bdp).is_ok());
+    let v: serde_json::Value = serde_json::from_str(bdp).unwrap();
+    for (path, value, want) in [
+        ("/need/fixes/0/1", "4096 $(reboot) 1", "a bdp fix"),
+        ("/need/fixes/0/0", "kernel.core_pattern", "a bdp fix"),
+        ("/need/fixes/0/1", " ", "a bdp fix"),
+        ("/rtt_s", "0", "a bdp record with an RTT"),
+    ] {
+        let mut v = v.clone();
+        *v.pointer_mut(path).unwrap() = match value.parse::<f64>() {
+            Ok(x) => x.into(),
+            Err(_) => value.into(),
+        };
+        let e = Record::from_json(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains(want), "{path} = {value:?}: {e}");
+    }
+}

@@ -1,7 +1,7 @@
 //! tpslab's record: one versioned JSON document per command run ([`Record`], schema
 //! [`RECORD_SCHEMA`]): the metadata ([`Meta`]), and a body per kind ([`Body`]): a UDP run
 //! or a watch ([`RunRecord`]), a diagnosis ([`DiagnoseRecord`]), a ramp, a sweep, the
-//! servers, a TCP flow, doctor, the probes, a comparison. Records of the previous release
+//! servers, a TCP flow, doctor, bdp, the probes, a comparison. Records of the previous release
 //! (`tpslab.run/1`, `tpslab.diagnose/1`) are still read ([`Record::from_json`]), and every
 //! record read is checked ([`Record::check`]).
 //!
@@ -13,11 +13,12 @@
 //!
 //! Modules follow the analysis that fills them: [`run`] (a UDP run), [`ledger`],
 //! [`stats`], [`histogram`], [`waits`], [`runtime`], [`buffer`], [`verdict`], [`tcp`],
-//! [`ramp`] and [`usl`], [`sweep`] and [`estimate`], [`doctor`], [`idle`], [`compare`],
+//! [`ramp`] and [`usl`], [`sweep`] and [`estimate`], [`doctor`], [`bdp`], [`idle`], [`compare`],
 //! [`merge`]; [`nan`] holds the serde helpers for figures that may be NaN.
 
 #![warn(missing_docs)]
 
+pub mod bdp;
 pub mod buffer;
 pub mod compare;
 pub mod doctor;

@@ -58,6 +58,7 @@ impl Record {
                     d.root.clone()
                 }
             }
+            Body::Bdp(b) => format!("a path of {} ms RTT", b.rtt_s * 1e3),
             Body::ProbeIdle(r) => match r.plan.target {
                 IdleTarget::Server { addr } => addr.to_string(),
                 IdleTarget::Lab {

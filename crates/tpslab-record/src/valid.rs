@@ -52,6 +52,7 @@ impl Record {
             | Body::Tcp(_)
             | Body::ServeTcp(_)
             | Body::Doctor(_)
+            | Body::Bdp(_)
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
             | Body::Compare(_) => {}
@@ -138,6 +139,41 @@ impl Record {
                 }
                 if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
                     return bad(format!("a server that ran for {} s", s.elapsed_s));
+                }
+            }
+            Body::Bdp(b) => {
+                // What `bdp`'s plan allows: a path RTT of 1 us..=60 s, rates above 0.
+                let rtt = |x: f64| (1e-6..=60.0).contains(&x);
+                let rate = |x: f64| x.is_finite() && x > 0.0;
+                let ceiling_ok = b
+                    .ceiling
+                    .is_none_or(|c| rtt(c.rtt_s) && c.window_bytes > 0 && rate(c.ceiling_bps));
+                let need_ok = b.need.as_ref().is_none_or(|n| {
+                    rtt(n.rtt_s) && rate(n.rate_bps) && n.plan.buffer_bytes >= n.plan.bdp_bytes
+                });
+                // The sysctls `bdp` raises, with numbers: nothing else is ever printed for a shell.
+                const KEYS: [&str; 4] = [
+                    "net.ipv4.tcp_rmem",
+                    "net.ipv4.tcp_wmem",
+                    "net.core.rmem_max",
+                    "net.core.wmem_max",
+                ];
+                let fix_ok = |(k, v): &(String, String)| {
+                    KEYS.contains(&k.as_str())
+                        && !v.trim().is_empty()
+                        && v.chars().all(|c| c.is_ascii_digit() || c == ' ')
+                };
+                if let Some((k, v)) = b.need.iter().flat_map(|n| &n.fixes).find(|f| !fix_ok(f)) {
+                    return bad(format!(
+                        "a bdp fix {k:?} = {v:?}: allowed {} with numbers",
+                        KEYS.join(", ")
+                    ));
+                }
+                if !(rtt(b.rtt_s) && ceiling_ok && need_ok) {
+                    return bad(
+                        "a bdp record with an RTT outside 1us..=60s, a rate or ceiling not above 0, or a buffer below its BDP"
+                            .into(),
+                    );
                 }
             }
             Body::UdpRun(_)

@@ -37,6 +37,24 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::Bdp(b) => {
+            writeln!(w, "figure,value,unit")?;
+            writeln!(w, "rtt,{},s", b.rtt_s)?;
+            if let Some(c) = &b.ceiling {
+                writeln!(w, "window,{},bytes", c.window_bytes)?;
+                writeln!(w, "ceiling,{},bit/s", c.ceiling_bps)?;
+            }
+            if let Some(n) = &b.need {
+                writeln!(w, "rate,{},bit/s", n.rate_bps)?;
+                writeln!(w, "bdp,{},bytes", n.plan.bdp_bytes)?;
+                writeln!(w, "buffer,{},bytes", n.plan.buffer_bytes)?;
+                writeln!(w, "setsockopt,{},bytes", n.plan.setsockopt_bytes())?;
+                for (k, v) in &n.fixes {
+                    writeln!(w, "{},{},sysctl", text(k), text(v))?;
+                }
+            }
+            Ok(())
+        }
         Body::Compare(c) => {
             writeln!(w, "figure,record,n,mean,stddev,ci_lo,ci_hi,diff_from_first,diff_ci_lo,diff_ci_hi,significant")?;
             for f in &c.figures {

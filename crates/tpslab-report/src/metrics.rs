@@ -280,6 +280,7 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
         | Body::Tcp(_)
         | Body::ServeTcp(_)
         | Body::Doctor(_)
+        | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
         | Body::Compare(_) => {}

@@ -21,6 +21,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
         | Body::Tcp(_)
         | Body::ServeTcp(_)
         | Body::Doctor(_)
+        | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
         | Body::Compare(_) => Err(io::Error::new(

@@ -68,6 +68,8 @@
 //!   --rcvbuf R --duration 1s --warmup 100ms --interval 50ms --json /tmp/snapcmp/X.json`
 //!   (R = 20000 for a.json, 2000000 for b.json), then in /tmp/snapcmp `tpslab compare
 //!   a.json b.json --json $F/compare.json`
+//! - `bdp.json` (a host whose buffers fall short of 1 Gbit/s over 100 ms): `$T bdp --rtt
+//!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 
@@ -92,6 +94,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::Tcp(_) => &["tcp_lab.json", "tcp_bulk.json", "tcp_watched.json"],
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
+        Body::Bdp(_) => &["bdp.json"],
         Body::ProbeIdle(_) => &["probe_idle.json", "probe_idle_udp.json"],
         Body::ProbePool(_) => &["probe_pool.json"],
         Body::Compare(_) => &["compare.json"],

@@ -1,7 +1,8 @@
 //! `bdp`: the buffers a rate needs over a path, against this host's TCP buffer settings.
 
 use anyhow::{bail, Result};
-use tpslab_analysis::bdp::{HostBuffers, Need, MAX_TCP_WINDOW};
+use tpslab_analysis::bdp::{BdpRecord, HostBuffers, Need, MAX_TCP_WINDOW};
+use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::bdp::BdpPlan;
 
 /// This host's TCP buffer settings from /proc/sys (None where unreadable).
@@ -34,7 +35,22 @@ pub fn need(plan: &BdpPlan, host: impl FnOnce() -> HostBuffers) -> Result<Option
             MAX_TCP_WINDOW
         );
     }
-    Ok(Some(Need::new(rate, rtt_s, host())))
+    Ok(Some(tpslab_analysis::bdp::need(rate, rtt_s, host())))
+}
+
+/// Runs `bdp`: the ceiling of the plan's buffer and what its rate needs against `host`,
+/// as one record (kind `bdp`). Errors: as [`need`].
+pub fn run(plan: &BdpPlan, host: impl FnOnce() -> HostBuffers) -> Result<Record> {
+    let started = crate::Started::now();
+    let rtt_s = plan.rtt.as_secs_f64();
+    let rec = BdpRecord {
+        rtt_s,
+        ceiling: plan
+            .buffer_bytes
+            .map(|b| tpslab_analysis::bdp::ceiling(b, rtt_s)),
+        need: need(plan, host)?,
+    };
+    Ok(Record::with_meta(started.meta(false), Body::Bdp(rec)))
 }
 
 #[cfg(test)]

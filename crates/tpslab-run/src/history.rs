@@ -229,6 +229,20 @@ fn headline(rec: &Record) -> String {
             let n = tpslab_analysis::doctor::judge(d).len();
             format!("{n} finding(s) in {} file(s)", d.files.len())
         }
+        Body::Bdp(b) => match (&b.ceiling, &b.need) {
+            (_, Some(n)) => format!(
+                "{:.1} Mbit/s needs a {} byte buffer ({} to raise)",
+                n.rate_bps / 1e6,
+                n.plan.buffer_bytes,
+                n.fixes.len()
+            ),
+            (Some(c), None) => format!(
+                "a {} byte window carries at most {:.1} Mbit/s",
+                c.window_bytes,
+                c.ceiling_bps / 1e6
+            ),
+            (None, None) => "nothing asked".into(),
+        },
         Body::ProbeIdle(i) => match (i.bracket.alive_s, i.bracket.dead_s) {
             (_, None) => "no idle timeout found".into(),
             (a, Some(d)) => format!("idle timeout in ({} s, {d} s]", a.unwrap_or(0)),

@@ -20,6 +20,7 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         Body::Serve(_)
         | Body::ServeTcp(_)
         | Body::Doctor(_)
+        | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_) => Ok(()),
     }

@@ -2,7 +2,18 @@
 //! rate needs with what this host must raise for them.
 
 use std::io::{self, Write};
-use tpslab_analysis::bdp::{window_ceiling_bps, Need};
+use tpslab_analysis::bdp::{window_ceiling_bps, BdpRecord, Need};
+
+/// A `bdp` record: the ceiling of its buffer, then the needs of its rate.
+pub fn record(w: &mut dyn Write, r: &BdpRecord) -> io::Result<()> {
+    if let Some(c) = &r.ceiling {
+        ceiling(w, c.window_bytes, c.rtt_s)?;
+    }
+    if let Some(n) = &r.need {
+        need(w, n)?;
+    }
+    Ok(())
+}
 
 /// The most a window of `bytes` carries over `rtt_s` seconds, as a window and as a socket
 /// buffer (tcp_rmem's last value, or setsockopt's doubled request).
@@ -54,7 +65,13 @@ pub fn need(w: &mut dyn Write, n: &Need) -> io::Result<()> {
     } else {
         writeln!(w, "Raise:")?;
         for (k, v) in &n.fixes {
-            writeln!(w, "  sysctl -w {k}=\"{v}\"")?;
+            // Key and value quoted each for sh by shlex (`=` inside a word is not special
+            // to sh): a record read back is checked, and quoted anyway.
+            let q = |x: &str| {
+                shlex::try_quote(x)
+                    .map_or_else(|e| format!("# not quotable: {e}"), |q| q.into_owned())
+            };
+            writeln!(w, "  sysctl -w {}={}", q(k), q(v))?;
         }
         writeln!(w, "  # persist, with the full key names:")?;
         writeln!(w, "  cat > /etc/sysctl.d/60-tcp-buffers.conf <<'EOF'")?;
@@ -88,7 +105,7 @@ mod tests {
             rmem_max: Some(212992),
             wmem_max: None,
         };
-        let n = text(|w| need(w, &Need::new(80e6, 0.030, host)));
+        let n = text(|w| need(w, &tpslab_analysis::bdp::need(80e6, 0.030, host)));
         assert!(
             n.contains("80.0 Mbit/s over a 30.0 ms RTT needs 300000 bytes in flight"),
             "{n}"
@@ -99,7 +116,7 @@ mod tests {
         );
         // Only rmem_max is below the 327680 setsockopt asks for.
         assert!(
-            n.contains("Raise:\n  sysctl -w net.core.rmem_max=\"327680\"\n  # persist"),
+            n.contains("Raise:\n  sysctl -w net.core.rmem_max=327680\n  # persist"),
             "{n}"
         );
         assert!(
@@ -114,7 +131,7 @@ mod tests {
             rmem_max: Some(1 << 24),
             wmem_max: Some(1 << 24),
         };
-        let n = text(|w| need(w, &Need::new(80e6, 0.030, enough)));
+        let n = text(|w| need(w, &tpslab_analysis::bdp::need(80e6, 0.030, enough)));
         assert!(
             n.contains("Enough already: autotuning can reach 655360 bytes"),
             "{n}"

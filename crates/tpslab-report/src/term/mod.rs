@@ -85,6 +85,7 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
         }
         Body::Diagnose(d) => print_diagnosis(w, d, explain),
         Body::Doctor(d) => doctor::record(w, d),
+        Body::Bdp(b) => bdp::record(w, b),
         Body::ProbeIdle(r) => idle::record(w, r),
         Body::ProbePool(r) => idle::pool_record(w, r),
         Body::Compare(c) => compare::record(w, c),

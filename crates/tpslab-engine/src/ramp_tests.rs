@@ -139,6 +139,8 @@ fn users_follow_the_plans_clock() {
     let sh = Tally {
         plan: &p,
         done: AtomicBool::new(false),
+        stop: &AtomicBool::new(false),
+        sent: crate::tally::no_sends(3),
         windows,
         acc: vec![],
     };

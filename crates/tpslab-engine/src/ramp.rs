@@ -10,6 +10,15 @@
 //! per CPU unless the plan says), so a step of 10,000 users is 10,000 sockets, not
 //! 10,000 threads. What they send and how a reply is recognised is the plan's protocol
 //! ([`crate::proto`]); the step accounting they share is `tally.rs`.
+//!
+//! A plan is a promise of how long a server is loaded: the users follow the plan's clock,
+//! not this thread's. Each user checks the plan's end (and the run's stop) itself before
+//! it connects or writes, so the last request is written by the plan's end however late
+//! the thread that keeps the books is (a busy host, a slow `--pid` sample, a live feed);
+//! the last step's books are kept once no request is being sent. The record says when
+//! each step's requests were really written (`load_sent_s`, `load_end_s`) and, when load
+//! ran past the plan by more than [`tpslab_analysis::ramp::Overrun::TOLERANCE_S`], that
+//! it overran (`overrun`, with the host's load average).
 
 use std::collections::BTreeMap;
 

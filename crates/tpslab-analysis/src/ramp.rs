@@ -7,7 +7,7 @@ pub use crate::waits::ThreadStates;
 use crate::waits::ThreadStatesExt;
 use std::collections::BTreeMap;
 pub use tpslab_record::ramp::{
-    Listener, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult,
+    Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult,
 };
 
 /// What a ramp's record ([`RampRecord`], a record type) says for the exit status: with

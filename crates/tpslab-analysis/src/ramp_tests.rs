@@ -15,6 +15,8 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         tcp: None,
         accept_queue_max: None,
         drop_reasons: None,
+        load_sent_s: None,
+        load_end_s: None,
     }
 }
 
@@ -45,6 +47,8 @@ fn ramp_outcome_counts_failures_over_every_step() {
         server_cpus: None,
         listener: None,
         generator_peak_rss_kib: None,
+        load_sent_s: None,
+        overrun: None,
         plan: plan(),
         steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
         interrupted: false,
@@ -106,6 +110,8 @@ fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
         server_cpus: None,
         listener: None,
         generator_peak_rss_kib: None,
+        load_sent_s: None,
+        overrun: None,
     }
 }
 
@@ -350,6 +356,8 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
         server_cpus: None,
         listener: None,
         generator_peak_rss_kib: None,
+        load_sent_s: None,
+        overrun: None,
         plan: plan(),
         steps: vec![
             step(1, 0, &[("connect: connection refused", 10)]),

@@ -10,6 +10,15 @@
 //! per CPU unless the plan says), so a step of 10,000 users is 10,000 sockets, not
 //! 10,000 threads. What they send and how a reply is recognised is the plan's protocol
 //! ([`crate::proto`]); the step accounting they share is `tally.rs`.
+//!
+//! A plan is a promise of how long a server is loaded: the users follow the plan's clock,
+//! not this thread's. Each user checks the plan's end (and the run's stop) itself before
+//! it connects or writes, so the last request is written by the plan's end however late
+//! the thread that keeps the books is (a busy host, a slow `--pid` sample, a live feed);
+//! the last step's books are kept once no request is being sent. The record says when
+//! each step's requests were really written (`load_sent_s`, `load_end_s`) and, when load
+//! ran past the plan by more than [`tpslab_analysis::ramp::Overrun::TOLERANCE_S`], that
+//! it overran (`overrun`, with the host's load average).
 
 use std::collections::BTreeMap;
 
@@ -67,6 +76,8 @@ pub fn run_ramp_with(
     let shared = Tally {
         plan,
         done: AtomicBool::new(false),
+        stop,
+        sent: crate::tally::no_sends(plan.steps.len()),
         windows: windows.clone(),
         acc: plan
             .steps
@@ -162,6 +173,8 @@ pub fn run_ramp_with(
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
             let drop_reasons = Some(crate::dropwatch::finish(drops));
             let measured_s = (w1 - w0) as f64 / 1e9;
+            // As the loops have published it so far (final values after they end).
+            let (load_sent_s, load_end_s) = load_span(shared.sent_span(k), t0);
             // Replies still in flight at w1 land in no window; wait a moment for the
             // accumulator to be complete for replies that arrived before w1.
             let a = shared.acc[k].lock().unwrap_or_else(|e| e.into_inner());
@@ -181,6 +194,8 @@ pub fn run_ramp_with(
                 tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
                 accept_queue_max: accept_max,
                 drop_reasons,
+                load_sent_s,
+                load_end_s,
             });
             if let Some(r) = results.last() {
                 on_step(r);
@@ -189,6 +204,26 @@ pub fn run_ramp_with(
         shared.done.store(true, Relaxed);
         Ok(())
     })?;
+    // The loops have ended and published every send: each step's span, and the ramp's.
+    for (k, r) in results.iter_mut().enumerate() {
+        (r.load_sent_s, r.load_end_s) = load_span(shared.sent_span(k), t0);
+    }
+    let spans: Vec<(u64, u64)> = (0..plan.steps.len())
+        .filter_map(|k| shared.sent_span(k))
+        .collect();
+    let whole = spans
+        .iter()
+        .map(|s| s.0)
+        .min()
+        .zip(spans.iter().map(|s| s.1).max());
+    let (load_sent_s, load_end_s) = load_span(whole, t0);
+    let planned_s = plan.steps.len() as f64 * per as f64 / 1e9;
+    let overrun = tpslab_analysis::ramp::Overrun::judge(
+        planned_s,
+        load_end_s,
+        load_average(),
+        Some(tpslab_net::online_cpus()),
+    );
     // The CPUs the server may run on: its affinity when it is on this host, else ours
     // (a server tpslab started inherits it).
     let server_cpus = match plan.server_pid {
@@ -208,7 +243,31 @@ pub fn run_ramp_with(
         server_cpus,
         listener,
         generator_peak_rss_kib: crate::env::peak_rss_kib(),
+        load_sent_s,
+        overrun,
     })
+}
+
+/// A span of requests written (first, last, ns) as (seconds from first to last, seconds
+/// from the plan's start `t0` to the last).
+fn load_span(span: Option<(u64, u64)>, t0: u64) -> (Option<f64>, Option<f64>) {
+    match span {
+        Some((first, last)) => (
+            Some(last.saturating_sub(first) as f64 / 1e9),
+            Some(last.saturating_sub(t0) as f64 / 1e9),
+        ),
+        None => (None, None),
+    }
+}
+
+/// The host's 1-minute load average (/proc/loadavg), when readable.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Connections waiting in the accept queue of the listen socket(s) on `port` now (sock_diag

@@ -1,5 +1,6 @@
 use super::*;
 use std::io::ErrorKind;
+use std::sync::Arc;
 
 use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
 
@@ -139,6 +140,8 @@ fn users_follow_the_plans_clock() {
     let sh = Tally {
         plan: &p,
         done: AtomicBool::new(false),
+        stop: &AtomicBool::new(false),
+        sent: crate::tally::no_sends(3),
         windows,
         acc: vec![],
     };
@@ -283,4 +286,118 @@ fn udp_users_match_their_replies_and_refused_ones_are_errors() {
     let errs: u64 = r.steps[0].errors.values().sum();
     assert_eq!(r.steps[0].completed, 0);
     assert!(errs > 0, "{:?}", r.steps[0].errors);
+}
+
+/// A UDP echo server on a thread of its own that notes when it last read a request
+/// (monotonic ns): when load really stopped, seen from the server's side.
+struct LastRead {
+    addr: std::net::SocketAddr,
+    last: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LastRead {
+    fn start() -> LastRead {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = sock.local_addr().unwrap();
+        let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, s) = (last.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !s.load(Relaxed) {
+                if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    l.store(mono_ns(), Relaxed);
+                    let _ = sock.send_to(&buf[..n], from);
+                }
+            }
+        });
+        LastRead {
+            addr,
+            last,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for LastRead {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_slow_bookkeeper_does_not_stretch_the_load() {
+    let _serial = serial();
+    let srv = LastRead::start();
+    let mut p = plan(srv.addr, vec![2, 4]);
+    p.proto = RampProto::Udp;
+    p.request = vec![7u8; 64];
+    p.step_ns = 400_000_000;
+    p.warmup_ns = 100_000_000;
+    let t = mono_ns();
+    // Each step's results take 1.5 s to hand over (a stuck live feed, a busy host): the
+    // thread that keeps the books is late for every step and for the end.
+    let r = run_ramp_with(&p, &AtomicBool::new(false), &|_| {
+        std::thread::sleep(Duration::from_millis(1500))
+    })
+    .unwrap();
+    // The plan starts 50 ms after the call and lasts 2 x 500 ms.
+    let plan_end = t + 50_000_000 + 1_000_000_000;
+    let last = srv.last.load(Relaxed);
+    assert!(last > 0, "no request read");
+    assert!(
+        last <= plan_end + 100_000_000,
+        "the server read requests {} ms after the plan's end",
+        (last as i64 - plan_end as i64) / 1_000_000
+    );
+    assert_eq!(r.steps.len(), 2);
+    for (k, s) in r.steps.iter().enumerate() {
+        let end = s.load_end_s.expect("load_end_s");
+        let sent = s.load_sent_s.expect("load_sent_s");
+        let planned = (k + 1) as f64 * 0.5;
+        assert!(
+            end <= planned + 0.1 && end > planned - 0.25,
+            "step {k}: {end}"
+        );
+        assert!(sent > 0.25 && sent <= 0.5 + 0.1, "step {k}: {sent}");
+    }
+    let total = r.load_sent_s.expect("load_sent_s");
+    assert!(total > 0.75 && total <= 1.1, "{total}");
+    assert_eq!(r.overrun, None);
+}
+
+#[test]
+fn a_stop_reaches_the_users_while_the_books_are_kept() {
+    let _serial = serial();
+    let srv = LastRead::start();
+    let mut p = plan(srv.addr, vec![2, 4]);
+    p.proto = RampProto::Udp;
+    p.request = vec![7u8; 64];
+    p.step_ns = 400_000_000;
+    p.warmup_ns = 100_000_000;
+    let stop = AtomicBool::new(false);
+    let stopped_at = std::sync::atomic::AtomicU64::new(0);
+    let r = run_ramp_with(&p, &stop, &|_| {
+        // Stopped (SIGINT) as the first step is handed over; the books take a while.
+        stop.store(true, Relaxed);
+        stopped_at.store(mono_ns(), Relaxed);
+        std::thread::sleep(Duration::from_millis(1000));
+    })
+    .unwrap();
+    assert!(r.interrupted);
+    assert_eq!(r.steps.len(), 1);
+    let (last, at) = (srv.last.load(Relaxed), stopped_at.load(Relaxed));
+    assert!(
+        last <= at + 50_000_000,
+        "requests read {} ms after the stop",
+        (last as i64 - at as i64) / 1_000_000
+    );
 }

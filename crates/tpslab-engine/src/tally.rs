@@ -3,7 +3,7 @@
 //! (`ramp.rs`) makes it and reads the steps; the users' loops (`users.rs`) count into it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
@@ -21,14 +21,103 @@ pub(crate) struct StepAcc {
 /// The plan's clock and the steps' counts.
 pub(crate) struct Tally<'a> {
     pub(crate) plan: &'a RampPlan,
-    /// Set at the end.
+    /// Set at the end: the loops return (their sockets open until then, so late replies
+    /// are read, not dropped by the kernel while the last step's drops are counted).
     pub(crate) done: AtomicBool,
+    /// The run's stop (SIGINT/SIGTERM): no request is started once it is set.
+    pub(crate) stop: &'a AtomicBool,
     /// Measured windows: [start, end) ns per step.
     pub(crate) windows: Vec<(u64, u64)>,
     pub(crate) acc: Vec<Mutex<StepAcc>>,
+    /// Each step's requests written (first, last), ns, as the loops publish them
+    /// ([`LoopSends`]); (u64::MAX, 0) while none.
+    pub(crate) sent: Vec<(AtomicU64, AtomicU64)>,
+}
+
+/// A tally's per-step send spans, before any send.
+pub(crate) fn no_sends(steps: usize) -> Vec<(AtomicU64, AtomicU64)> {
+    (0..steps)
+        .map(|_| (AtomicU64::new(u64::MAX), AtomicU64::new(0)))
+        .collect()
+}
+
+/// What one loop thread sent in the step it is in: kept locally (a request costs no
+/// shared write) and published into [`Tally::sent`] when its sends move to a later step
+/// and when the loop ends.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LoopSends {
+    /// The step of the sends below.
+    step: usize,
+    /// First and last request written in it, ns (first 0: none yet).
+    first: u64,
+    last: u64,
+}
+
+impl LoopSends {
+    /// A request written at `t`, the steps starting (warm-up included) at `starts`
+    /// (increasing; the last step open-ended, so a send past the plan's end counts in it
+    /// and shows as an overrun). Returns the span of the step it left, (step, first,
+    /// last), when `t` is in a later step than the sends before.
+    pub(crate) fn note(&mut self, t: u64, starts: &[u64]) -> Option<(usize, u64, u64)> {
+        let mut left = None;
+        while starts.get(self.step + 1).is_some_and(|&s| t >= s) {
+            left = left.or(self.current());
+            *self = LoopSends {
+                step: self.step + 1,
+                first: 0,
+                last: 0,
+            };
+        }
+        if self.first == 0 {
+            self.first = t;
+        }
+        self.last = self.last.max(t);
+        left
+    }
+
+    /// The span of the step it is in, (step, first, last), if anything was sent in it.
+    pub(crate) fn current(&self) -> Option<(usize, u64, u64)> {
+        (self.first != 0).then_some((self.step, self.first, self.last))
+    }
 }
 
 impl Tally<'_> {
+    /// The steps' starts, warm-up included, ns.
+    pub(crate) fn step_starts(&self) -> Vec<u64> {
+        let warmup = self.plan.warmup_ns;
+        self.windows
+            .iter()
+            .map(|(w0, _)| w0.saturating_sub(warmup))
+            .collect()
+    }
+
+    /// The plan's end (the last window's), ns.
+    pub(crate) fn end_ns(&self) -> u64 {
+        self.windows.last().map_or(0, |w| w.1)
+    }
+
+    /// Whether a request may start at `now`: before the plan's end and the run's stop.
+    /// Every user checks it itself before it connects or writes, so the load ends on the
+    /// plan's clock, whenever the thread that keeps the books gets to run.
+    pub(crate) fn may_send(&self, now: u64) -> bool {
+        now < self.end_ns() && !self.stop.load(Relaxed)
+    }
+
+    /// Adds a loop's sends in step `k` (first, last, ns) to the step's span.
+    pub(crate) fn publish(&self, (k, first, last): (usize, u64, u64)) {
+        if let Some((f, l)) = self.sent.get(k) {
+            f.fetch_min(first, Relaxed);
+            l.fetch_max(last, Relaxed);
+        }
+    }
+
+    /// Step `k`'s requests written (first, last), ns, as published so far.
+    pub(crate) fn sent_span(&self, k: usize) -> Option<(u64, u64)> {
+        let (f, l) = self.sent.get(k)?;
+        let (f, l) = (f.load(Relaxed), l.load(Relaxed));
+        (f != u64::MAX && l >= f).then_some((f, l))
+    }
+
     /// Users that run at `t`: those of the step whose warm-up or window holds it (by the
     /// plan's clock, not by when this thread gets to its bookkeeping), the last step's
     /// after its end, none before the first.
@@ -61,5 +150,38 @@ impl Tally<'_> {
             let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
             *a.errors.entry(kind.to_string()).or_default() += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LoopSends;
+
+    /// Steps starting at 100, 200 and 300 ns (the last open-ended).
+    const STARTS: [u64; 3] = [100, 200, 300];
+
+    #[test]
+    fn sends_are_kept_per_step_and_handed_over_when_a_later_step_begins() {
+        let mut s = LoopSends::default();
+        assert_eq!(s.current(), None);
+        assert_eq!(s.note(110, &STARTS), None);
+        assert_eq!(s.note(150, &STARTS), None);
+        assert_eq!(s.current(), Some((0, 110, 150)));
+        // Into step 1: step 0's span is handed over.
+        assert_eq!(s.note(200, &STARTS), Some((0, 110, 150)));
+        assert_eq!(s.current(), Some((1, 200, 200)));
+        // Over step 2 to past the plan's end: step 1's span, then the last step takes all.
+        assert_eq!(s.note(299, &STARTS), None);
+        assert_eq!(s.note(5000, &STARTS), Some((1, 200, 299)));
+        assert_eq!(s.note(9000, &STARTS), None);
+        assert_eq!(s.current(), Some((2, 5000, 9000)));
+    }
+
+    #[test]
+    fn a_step_without_sends_hands_nothing_over() {
+        let mut s = LoopSends::default();
+        // The first send is in step 2: steps 0 and 1 sent nothing here.
+        assert_eq!(s.note(310, &STARTS), None);
+        assert_eq!(s.current(), Some((2, 310, 310)));
     }
 }

@@ -25,7 +25,7 @@ use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
 use tpslab_plan::framing::MAX_FRAME;
 
 use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
-use crate::tally::Tally;
+use crate::tally::{LoopSends, Tally};
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +137,10 @@ struct Loop<'a, 'p, P> {
     /// Datagrams: every user's are read here (a stream's into the user's own buffer).
     scratch: Vec<u8>,
     timeout_ns: u64,
+    /// The steps' starts (warm-up included), ns: which step a request written counts in.
+    starts: Vec<u64>,
+    /// This loop's requests written in the step it is in.
+    sends: LoopSends,
 }
 
 /// The users `ids` (increasing) of one loop thread, run with the plan's protocol until
@@ -193,6 +197,8 @@ fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
         // The largest datagram.
         scratch: if stream { vec![] } else { vec![0; 65536] },
         timeout_ns: sh.plan.timeout_ns.max(1_000_000),
+        starts: sh.step_starts(),
+        sends: LoopSends::default(),
     };
     let mut started = 0;
     let mut events = Vec::with_capacity(1024);
@@ -238,6 +244,9 @@ fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
                 lp.on_event(u, i, ev);
             }
         }
+    }
+    if let Some(span) = lp.sends.current() {
+        sh.publish(span);
     }
 }
 
@@ -291,8 +300,14 @@ impl<P: Exchange> Loop<'_, '_, P> {
         self.proto.closed(&mut u.p);
     }
 
-    /// Begins the user's next request: opening its socket first when it has none.
+    /// Begins the user's next request: opening its socket first when it has none. Past
+    /// the plan's end (or once stopped) the user stops instead: off, its connection
+    /// closed (a datagram socket stays open, its late replies read and dropped until the
+    /// loop ends).
     fn start(&mut self, u: &mut User<P::User>, i: usize) {
+        if !self.sh.may_send(mono_ns()) {
+            return self.off(u);
+        }
         if u.sock.is_some() {
             return self.send(u, i);
         }
@@ -318,6 +333,15 @@ impl<P: Exchange> Loop<'_, '_, P> {
         }
     }
 
+    /// Stops the user for the rest of the run (see [`Loop::start`]).
+    fn off(&mut self, u: &mut User<P::User>) {
+        u.state = State::Off;
+        u.due = 0;
+        if P::TRANSPORT == Transport::Stream && u.sock.is_some() {
+            self.close(u);
+        }
+    }
+
     fn connect_failed(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
         self.sh.err(mono_ns(), &format!("connect: {kind}"));
         self.close(u);
@@ -331,9 +355,13 @@ impl<P: Exchange> Loop<'_, '_, P> {
         self.timer(u, i, at);
     }
 
-    /// Starts a request: its clock, its timeout, its bytes.
+    /// Starts a request: its clock, its timeout, its bytes (none past the plan's end: a
+    /// connect can finish after it).
     fn send(&mut self, u: &mut User<P::User>, i: usize) {
         u.t0 = mono_ns();
+        if !self.sh.may_send(u.t0) {
+            return self.off(u);
+        }
         let at = u.t0 + self.timeout_ns;
         self.timer(u, i, at);
         self.proto.encode(&mut u.p);
@@ -356,6 +384,10 @@ impl<P: Exchange> Loop<'_, '_, P> {
                 Ok(n) => {
                     off += n;
                     if off >= req.len() {
+                        // When the load really was sent (checked against the plan).
+                        if let Some(left) = self.sends.note(mono_ns(), &self.starts) {
+                            self.sh.publish(left);
+                        }
                         u.state = State::Reading;
                         self.watch(u, i, READABLE);
                         return;

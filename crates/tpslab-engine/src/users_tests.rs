@@ -160,6 +160,8 @@ fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>
     let tally = Tally {
         plan: &plan,
         done: AtomicBool::new(false),
+        stop: &AtomicBool::new(false),
+        sent: crate::tally::no_sends(1),
         windows: vec![(t0, t0 + 60_000_000_000)],
         acc: vec![Mutex::new(StepAcc {
             hist: new_ns_histogram(),

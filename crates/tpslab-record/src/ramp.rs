@@ -43,6 +43,15 @@ pub struct StepResult {
     /// were not read when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_reasons: Option<crate::run::DropReasons>,
+    /// How long this step's users really sent: from its first request written to its last,
+    /// seconds (its warm-up included; planned: warm-up + measured window). None: a record
+    /// from before this was measured, or no request was sent in the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_sent_s: Option<f64>,
+    /// When this step's last request was written, seconds after the ramp's planned start
+    /// (step k is planned to end at (k + 1) x (warm-up + window)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_end_s: Option<f64>,
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.
@@ -77,6 +86,70 @@ pub struct RampRecord {
     /// built-in server is a process of its own) at the end, KiB (/proc/self/status VmHWM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_peak_rss_kib: Option<u64>,
+    /// How long the users really sent over the whole ramp: from the first request written
+    /// to the last, seconds. None: a record from before this was measured, or nothing sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_sent_s: Option<f64>,
+    /// Set when load was still being sent past the plan's end (by more than
+    /// [`Overrun::TOLERANCE_S`]): the plan is a promise of how long a server is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrun: Option<Overrun>,
+}
+
+/// A ramp whose users sent load past the plan's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overrun {
+    /// The plan's length: steps x (warm-up + window), seconds.
+    pub planned_s: f64,
+    /// When the last request was written, seconds after the plan's start.
+    pub load_end_s: f64,
+    /// The host's 1-minute load average when the ramp ended (/proc/loadavg), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average: Option<f64>,
+    /// Online CPUs of the host, to judge the load average against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<usize>,
+}
+
+impl Overrun {
+    /// How far past the plan's end the last request may be written before the run says it
+    /// overran, seconds: a loop thread descheduled between its deadline check and its
+    /// write (a busy host's time slices are milliseconds) stays well inside it.
+    pub const TOLERANCE_S: f64 = 0.5;
+
+    /// The overrun of a ramp planned for `planned_s` whose last request was written
+    /// `load_end_s` after its start, with the host's load average and CPUs at the end;
+    /// None when it ended within [`Overrun::TOLERANCE_S`] of the plan.
+    pub fn judge(
+        planned_s: f64,
+        load_end_s: Option<f64>,
+        load_average: Option<f64>,
+        cpus: Option<usize>,
+    ) -> Option<Overrun> {
+        let end = load_end_s?;
+        (end > planned_s + Self::TOLERANCE_S).then_some(Overrun {
+            planned_s,
+            load_end_s: end,
+            load_average,
+            cpus,
+        })
+    }
+
+    /// The report's line: how long load ran against the plan, and why when the host was
+    /// busy (a load average above its CPUs).
+    pub fn line(&self) -> String {
+        let why = match (self.load_average, self.cpus) {
+            (Some(l), Some(c)) if l > c as f64 => {
+                format!("the host was busy (load average {l:.1} on {c} CPUs)")
+            }
+            (Some(l), _) => format!("the generator fell behind its plan (load average {l:.1})"),
+            (None, _) => "the generator fell behind its plan".to_string(),
+        };
+        format!(
+            "OVERRUN: load ran {:.1} s, planned {:.1} s: {why}",
+            self.load_end_s, self.planned_s
+        )
+    }
 }
 
 /// The judgement of a ramp, from its record alone.
@@ -97,4 +170,35 @@ pub struct RampAnalysis {
     pub lines: Vec<String>,
     /// One line: what limits TPS.
     pub verdict: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Overrun;
+
+    #[test]
+    fn an_end_within_the_tolerance_is_no_overrun() {
+        assert_eq!(Overrun::judge(11.0, Some(11.0), Some(20.0), Some(2)), None);
+        assert_eq!(Overrun::judge(11.0, Some(11.49), None, None), None);
+        assert_eq!(Overrun::judge(11.0, None, Some(20.0), Some(2)), None);
+        let o = Overrun::judge(11.0, Some(11.51), Some(3.0), Some(2)).expect("overrun");
+        assert_eq!((o.planned_s, o.load_end_s), (11.0, 11.51));
+    }
+
+    #[test]
+    fn the_line_names_a_busy_host_only_when_its_load_exceeds_its_cpus() {
+        let o = |la, cpus| Overrun::judge(11.0, Some(12.4), la, cpus).expect("overrun");
+        assert_eq!(
+            o(Some(17.25), Some(2)).line(),
+            "OVERRUN: load ran 12.4 s, planned 11.0 s: the host was busy (load average 17.2 on 2 CPUs)"
+        );
+        assert_eq!(
+            o(Some(1.5), Some(2)).line(),
+            "OVERRUN: load ran 12.4 s, planned 11.0 s: the generator fell behind its plan (load average 1.5)"
+        );
+        assert_eq!(
+            o(None, Some(2)).line(),
+            "OVERRUN: load ran 12.4 s, planned 11.0 s: the generator fell behind its plan"
+        );
+    }
 }

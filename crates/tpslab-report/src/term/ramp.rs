@@ -83,6 +83,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
         ]);
     }
     writeln!(w, "{t}")?;
+    if let Some(o) = &rec.overrun {
+        writeln!(w, "{}", o.line())?;
+    }
     if let Some(kib) = rec.generator_peak_rss_kib {
         writeln!(
             w,

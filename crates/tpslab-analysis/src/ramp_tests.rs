@@ -15,6 +15,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         tcp: None,
         accept_queue_max: None,
         drop_reasons: None,
+        per_thread: vec![],
     }
 }
 

@@ -43,6 +43,10 @@ pub struct StepResult {
     /// were not read when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_reasons: Option<crate::run::DropReasons>,
+    /// The server's threads one by one over the window (with --pid), most CPU first;
+    /// empty in records written before per-thread sampling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<crate::waits::StepThread>,
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.

@@ -462,12 +462,18 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
             .to_string()
     } else if let (true, Some(ThreadCase::Saturated), Some((comm, tid, busy, cpu, runq))) = (
-        serial || flat,
+        serial || flat || knee.is_some(),
         case,
         threads.as_ref().and_then(|t| t.busiest.as_ref()),
     ) {
+        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
+        let tps = if serial || flat {
+            format!("TPS stops at the knee ({})", users(ku))
+        } else {
+            format!("TPS bends beyond the knee ({})", users(ku))
+        };
         format!(
-            "VERDICT: saturated: one thread at ~100 % of a CPU: TPS stops at the knee ({ku} users) while the server's busiest thread, {comm} (tid {tid}), was on a CPU or waiting for one {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} %){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
+            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was on a CPU or waiting for one {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} %){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
             busy * 100.0,
             cpu * 100.0,
             runq * 100.0

@@ -391,9 +391,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     let case = threads.as_ref().and_then(crate::ramp_threads::judge);
     let lock = match (rec.steps.first(), rec.steps.last(), &threads) {
         (_, _, Some(_)) => case == Some(ThreadCase::Serialised),
-        (Some(f), Some(l), None) => {
-            futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2
-        }
+        (Some(f), Some(l), None) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
         _ => false,
     };
     let idle_words = threads
@@ -478,9 +476,16 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             cpu * 100.0,
             runq * 100.0
         )
-    } else if let (true, true, true, Some(t)) = (serial || flat, lock, idle_cpu, &threads) {
+    } else if let (true, true, true, Some(t)) =
+        (serial || flat || knee.is_some(), lock, idle_cpu, &threads)
+    {
+        let tps = if serial || flat {
+            "is flat beyond"
+        } else {
+            "bends at"
+        };
         format!(
-            "VERDICT: serialised: {} threads waiting on a futex: TPS is flat beyond the knee ({ku} users) while {} of the server's {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
+            "VERDICT: serialised: {} threads waiting on a futex: TPS {tps} the knee ({ku} users) while {} of the server's {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
             t.futex_threads,
             t.futex_threads,
             t.working.len(),

@@ -49,22 +49,36 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
 }
 
 fn helpers() -> Vec<StepThread> {
-    ["bio_close_file", "bio_aof_fsync", "bio_lazy_free", "jemalloc_bg_thd"]
-        .iter()
-        .enumerate()
-        .map(|(i, c)| thread(10 + i as u32, c, 0, &[('S', Some("futex"), 100)]))
-        .collect()
+    [
+        "bio_close_file",
+        "bio_aof_fsync",
+        "bio_lazy_free",
+        "jemalloc_bg_thd",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, c)| thread(10 + i as u32, c, 0, &[('S', Some("futex"), 100)]))
+    .collect()
 }
 
 #[test]
 fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
     let w = SECOND;
     // Parked in a futex, no CPU: idle.
-    assert!(is_idle(&thread(1, "bio", 0, &[('S', Some("futex"), 100)]), w));
+    assert!(is_idle(
+        &thread(1, "bio", 0, &[('S', Some("futex"), 100)]),
+        w
+    ));
     // A timer thread waking briefly (1 ms of CPU in 1 s), always seen in its wait: idle.
-    assert!(is_idle(&thread(1, "timer", 1_000_000, &[('S', Some("futex"), 100)]), w));
+    assert!(is_idle(
+        &thread(1, "timer", 1_000_000, &[('S', Some("futex"), 100)]),
+        w
+    ));
     // CPU time that grew materially: working, whatever the samples saw.
-    assert!(!is_idle(&thread(1, "w", 20_000_000, &[('S', Some("futex"), 100)]), w));
+    assert!(!is_idle(
+        &thread(1, "w", 20_000_000, &[('S', Some("futex"), 100)]),
+        w
+    ));
     // Seen running once: working.
     assert!(!is_idle(
         &thread(1, "w", 0, &[('S', Some("futex"), 99), ('R', None, 1)]),
@@ -72,7 +86,12 @@ fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
     ));
     // In two waits (a lock, then the work's sleep): not parked, working.
     assert!(!is_idle(
-        &thread(1, "w", 0, &[('S', Some("futex"), 90), ('S', Some("nanosleep"), 10)]),
+        &thread(
+            1,
+            "w",
+            0,
+            &[('S', Some("futex"), 90), ('S', Some("nanosleep"), 10)]
+        ),
         w
     ));
     // Without schedstat, utime+stime decides: one tick of 10 ms is 1 % of a second.
@@ -124,11 +143,20 @@ fn pool_threads_waiting_on_one_futex_are_serialised_and_sockets_a_peer() {
                 i,
                 "pool",
                 3_000_000,
-                &[('S', Some("futex"), 85), ('S', Some("nanosleep"), 12), ('R', None, 3)],
+                &[
+                    ('S', Some("futex"), 85),
+                    ('S', Some("nanosleep"), 12),
+                    ('R', None, 3),
+                ],
             )
         })
         .collect();
-    threads.push(thread(99, "C2 CompilerThre", 0, &[('S', Some("futex"), 100)]));
+    threads.push(thread(
+        99,
+        "C2 CompilerThre",
+        0,
+        &[('S', Some("futex"), 100)],
+    ));
     let f = facts(&step(8, threads)).unwrap();
     assert_eq!((f.working.len(), f.idle.len(), f.futex_threads), (8, 1, 8));
     assert_eq!(judge(&f), Some(ThreadCase::Serialised));
@@ -139,7 +167,11 @@ fn pool_threads_waiting_on_one_futex_are_serialised_and_sockets_a_peer() {
                 i,
                 "pool",
                 3_000_000,
-                &[('S', Some("read"), 90), ('S', Some("futex"), 7), ('R', None, 3)],
+                &[
+                    ('S', Some("read"), 90),
+                    ('S', Some("futex"), 7),
+                    ('R', None, 3),
+                ],
             )
         })
         .collect();
@@ -147,7 +179,12 @@ fn pool_threads_waiting_on_one_futex_are_serialised_and_sockets_a_peer() {
     assert_eq!(judge(&f), Some(ThreadCase::PeerWait));
     assert_eq!(f.peer_call.as_deref(), Some("read"));
     // An event loop waiting for its clients in epoll is not waiting for a peer.
-    let lp = vec![thread(1, "loop", 300_000_000, &[('S', Some("epoll_wait"), 70), ('R', None, 30)])];
+    let lp = vec![thread(
+        1,
+        "loop",
+        300_000_000,
+        &[('S', Some("epoll_wait"), 70), ('R', None, 30)],
+    )];
     assert_eq!(judge(&facts(&step(8, lp)).unwrap()), None);
     // No per-thread samples (an old record): no facts, the old judgement stands.
     assert_eq!(facts(&step(8, vec![])), None);
@@ -170,7 +207,10 @@ fn real_task_stat_fixtures_split_redis_main_thread_from_its_helpers() {
     let grown = |a: &str, b: &str| {
         let (a, b) = (fx(a), fx(b));
         assert_eq!(a.comm, b.comm);
-        (a.comm.clone(), (b.utime + b.stime - a.utime - a.stime) * SECOND / hz)
+        (
+            a.comm.clone(),
+            (b.utime + b.stime - a.utime - a.stime) * SECOND / hz,
+        )
     };
     let (main_comm, main_ns) = grown("task_stat_redis_main_t0", "task_stat_redis_main_t1");
     let (bio_comm, bio_ns) = grown("task_stat_redis_bio_t0", "task_stat_redis_bio_t1");

@@ -236,7 +236,12 @@ fn pid_files_6_18() {
     let main0 = parse_task_stat(&fixture("linux-6.18/task_stat_redis_main_t0"), "stat").unwrap();
     let main1 = parse_task_stat(&fixture("linux-6.18/task_stat_redis_main_t1"), "stat").unwrap();
     assert_eq!(
-        (main0.comm.as_str(), main0.utime, main0.stime, main0.num_threads),
+        (
+            main0.comm.as_str(),
+            main0.utime,
+            main0.stime,
+            main0.num_threads
+        ),
         ("redis-server", 207, 1347, 5)
     );
     assert_eq!((main1.utime, main1.stime), (211, 1379));

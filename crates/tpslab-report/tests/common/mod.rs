@@ -21,4 +21,5 @@ pub const FIXTURES: &[&str] = &[
     "probe_idle_udp.json",
     "probe_pool.json",
     "compare.json",
+    "ramp_redis.json",
 ];

@@ -142,8 +142,11 @@ fn a_java_service_under_one_lock_is_serialised_and_without_it_is_not() {
     let (rec, out) = ramp("java-locked", port, server.0.id(), b"x\n", "1..8", "x2");
     drop(server);
     let verdict = rec["verdict"].as_str().unwrap();
-    assert!(verdict.starts_with("VERDICT: serialised: "), "{verdict}");
-    assert!(verdict.contains("threads waiting on a futex"), "{verdict}");
+    assert!(verdict.starts_with("VERDICT: serialisation: "), "{verdict}");
+    assert!(
+        verdict.contains("threads waiting on a futex, serialised by a lock in the server process"),
+        "{verdict}"
+    );
     // The JVM's own threads (GC, compilers, ...) are idle, shown apart.
     assert!(out.contains("other threads idle"), "{out}");
     // Without the lock the 8 threads sleep side by side: TPS grows to 8 users, no lock.

@@ -471,7 +471,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             format!("TPS bends beyond the knee ({})", users(ku))
         };
         format!(
-            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was on a CPU or waiting for one {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} %){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
+            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
             busy * 100.0,
             cpu * 100.0,
             runq * 100.0
@@ -485,7 +485,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             "bends at"
         };
         format!(
-            "VERDICT: serialised: {} threads waiting on a futex: TPS {tps} the knee ({ku} users) while {} of the server's {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
+            "VERDICT: serialisation: {} threads waiting on a futex, serialised by a lock in the server process: TPS {tps} the knee ({ku} users) while {} of its {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
             t.futex_threads,
             t.futex_threads,
             t.working.len(),

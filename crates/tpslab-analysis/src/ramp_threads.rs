@@ -34,18 +34,17 @@ pub fn is_idle(t: &StepThread, window_ns: u64) -> bool {
     little_cpu && s.running == 0 && classes <= 1
 }
 
-/// Share of a thread's step it was busy, 0..=1: on a CPU or waiting for one (schedstat),
-/// or without schedstat its CPU time plus its runnable samples' share.
+/// Share of a thread's step it was busy (running or runnable), 0..=1: the largest of its
+/// time on a CPU or waiting for one (schedstat), its CPU time (utime+stime) and the share
+/// of its samples in state R. On a virtual machine whose vCPUs the hypervisor holds
+/// (steal), a thread in state R is neither on a CPU nor in the run queue by schedstat for
+/// that time: the samples see it.
 pub fn busy_share(t: &StepThread, window_ns: u64) -> f64 {
     let w = window_ns.max(1) as f64;
     let s = &t.states;
-    let share = if s.on_cpu_ns > 0 {
-        (s.on_cpu_ns + s.runqueue_ns) as f64 / w
-    } else {
-        let ran = s.running as f64 / s.samples.max(1) as f64;
-        (t.cpu_ns as f64 / w).max(ran)
-    };
-    share.min(1.0)
+    let sched = (s.on_cpu_ns + s.runqueue_ns) as f64 / w;
+    let ran = s.running as f64 / s.samples.max(1) as f64;
+    sched.max(t.cpu_ns as f64 / w).max(ran).min(1.0)
 }
 
 /// A step's thread facts, from its per-thread samples: what [`THREAD_RULES`] read.
@@ -182,7 +181,7 @@ pub struct ThreadRule {
 }
 
 /// A thread busy this share of the step or more is "at ~100 % of a CPU".
-pub const SATURATED_SHARE: f64 = 0.85;
+pub const SATURATED_SHARE: f64 = 0.8;
 
 /// The rules, first match wins.
 pub const THREAD_RULES: &[ThreadRule] = &[
@@ -228,16 +227,16 @@ pub fn idle_words(f: &ThreadFacts) -> Option<String> {
     ))
 }
 
-/// The evidence line of the working threads: "working threads at 64 users: 1 of 5
-/// (redis-server 12 on a CPU or waiting for one 91 %: on a CPU 36 %, waiting for a CPU
-/// 55 %); 4 other threads idle (...)".
+/// The evidence line of the working threads: "working server threads at 64 users: 1 of
+/// 5; the busiest, redis-server (tid 12), running or runnable 91 % of the step (on a CPU
+/// 36 %, waiting for a CPU 55 % by schedstat); 4 other threads idle (...)".
 pub fn evidence_line(f: &ThreadFacts) -> String {
     let busiest = f
         .busiest
         .as_ref()
         .map_or(String::new(), |(comm, tid, busy, cpu, runq)| {
             format!(
-                "; the busiest, {comm} (tid {tid}), on a CPU or waiting for one {:.0} % of the step (on a CPU {:.0} %, waiting for a CPU {:.0} %)",
+                "; the busiest, {comm} (tid {tid}), running or runnable {:.0} % of the step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat)",
                 busy * 100.0,
                 cpu * 100.0,
                 runq * 100.0

@@ -2,6 +2,7 @@
 //! function of the record ([`analyse`]): Little's law per step, the knee, the Universal
 //! Scalability Law fit and the verdict, with the CPU count of the host that ran it.
 
+use crate::ramp_threads::ThreadCase;
 use crate::usl::{self, StepPoint, UslFitExt};
 pub use crate::waits::ThreadStates;
 use crate::waits::ThreadStatesExt;
@@ -103,8 +104,11 @@ pub fn points(rec: &RampRecord) -> Vec<StepPoint> {
 }
 
 /// Top wait channel of a step and its share of the thread samples.
+/// With per-thread samples, of the working threads only (idle helpers left out, see
+/// [`crate::ramp_threads`]).
 pub fn top_state(s: &StepResult) -> Option<(String, f64)> {
-    let t = s.threads.as_ref()?;
+    let working = crate::ramp_threads::facts(s).map(|f| f.states);
+    let t = working.as_ref().or(s.threads.as_ref())?;
     if t.samples == 0 {
         return None;
     }
@@ -367,6 +371,9 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
                 wchan_meaning(&w)
             ));
         }
+        if let Some(f) = crate::ramp_threads::facts(last) {
+            lines.push(crate::ramp_threads::evidence_line(&f));
+        }
     }
     let accept = accept_queue_overflow(rec);
     if let Some(l) = accept_queue_line(rec) {
@@ -378,10 +385,19 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     // A lock: most server thread samples wait in a futex at the top, and that share
     // grew with the users (idle pool threads parked on condition variables wait in a
     // futex at every step, even with one user).
-    let lock = match (rec.steps.first(), rec.steps.last()) {
-        (Some(f), Some(l)) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
+    // With per-thread samples, the working threads' rules judge instead (idle threads
+    // are left out, so a futex wait at every step is a lock's).
+    let threads = rec.steps.last().and_then(crate::ramp_threads::facts);
+    let case = threads.as_ref().and_then(crate::ramp_threads::judge);
+    let lock = match (rec.steps.first(), rec.steps.last(), &threads) {
+        (_, _, Some(_)) => case == Some(ThreadCase::Serialised),
+        (Some(f), Some(l), None) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
         _ => false,
     };
+    let idle_words = threads
+        .as_ref()
+        .and_then(crate::ramp_threads::idle_words)
+        .map_or(String::new(), |w| format!("; {w}"));
     let busy = rec.steps.last().and_then(|s| s.server_cpu_cores);
     let cores = cpus.max(1) as f64;
     let idle_cpu = busy.is_some_and(|b| b < 0.5 * cores);
@@ -443,6 +459,38 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     } else if rec.steps.len() < 2 {
         "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
             .to_string()
+    } else if let (true, Some(ThreadCase::Saturated), Some((comm, tid, busy, cpu, runq))) = (
+        serial || flat || knee.is_some(),
+        case,
+        threads.as_ref().and_then(|t| t.busiest.as_ref()),
+    ) {
+        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
+        let tps = if serial || flat {
+            format!("TPS stops at the knee ({})", users(ku))
+        } else {
+            format!("TPS bends beyond the knee ({})", users(ku))
+        };
+        format!(
+            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
+            busy * 100.0,
+            cpu * 100.0,
+            runq * 100.0
+        )
+    } else if let (true, true, true, Some(t)) =
+        (serial || flat || knee.is_some(), lock, idle_cpu, &threads)
+    {
+        let tps = if serial || flat {
+            "is flat beyond"
+        } else {
+            "bends at"
+        };
+        format!(
+            "VERDICT: serialisation: {} threads waiting on a futex, serialised by a lock in the server process: TPS {tps} the knee ({ku} users) while {} of its {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
+            t.futex_threads,
+            t.futex_threads,
+            t.working.len(),
+            t.lock_share * 100.0
+        )
     } else if (serial || flat) && lock && idle_cpu {
         "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
     } else if let Some((a, b, share, call)) = disk_waits
@@ -469,6 +517,15 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
     } else if (serial || flat) && lock {
         "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()
+    } else if let (true, true, Some(ThreadCase::PeerWait), Some(t)) =
+        (serial || flat, idle_cpu, case, &threads)
+    {
+        format!(
+            "VERDICT: waiting for a peer: TPS stops at the knee ({ku} users) while the server's CPU idles and its {} working threads are blocked on sockets {:.0} % of the step{}{idle_words}: each request waits on someone else (a database, a backend, a downstream service). A faster peer, or more connections to it, raise TPS",
+            t.working.len(),
+            t.peer_share * 100.0,
+            t.peer_call.as_ref().map_or(String::new(), |c| format!(" (in {c})"))
+        )
     } else if (serial || flat) && idle_cpu && top.is_some() {
         format!(
             "VERDICT: a concurrency cap: TPS stops at the knee ({ku} users) while the server's CPU idles and its threads wait ({}): it works on only about {ku} requests at once, each waiting on something (a backend, a peer, a timer). More threads, workers or connections (S3's single connection), or a faster backend, raise TPS",

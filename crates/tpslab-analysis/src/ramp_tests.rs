@@ -17,6 +17,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         drop_reasons: None,
         load_sent_s: None,
         load_end_s: None,
+        per_thread: vec![],
     }
 }
 

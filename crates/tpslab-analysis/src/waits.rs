@@ -7,7 +7,7 @@
 //! reading them is here.
 
 use std::collections::BTreeMap;
-pub use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits, WaitClass};
+pub use tpslab_record::waits::{StepThread, ThreadStates, ThreadWait, ThreadWaits, WaitClass};
 
 /// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
 /// what the sampler passes when a sleeping thread's `syscall` file was refused.

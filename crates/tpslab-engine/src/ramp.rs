@@ -138,8 +138,7 @@ pub fn run_ramp_with(
             // the window's edges (the drop sampler takes a while to start and finish);
             // its CPU share is over the time between the two reads.
             let (t_cpu0, cpu0) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
-            let sched0 = plan.server_pid.map(task_schedstats).unwrap_or_default();
-            let mut states = plan.server_pid.map(|_| ThreadStates::default());
+            let mut sampler = plan.server_pid.map(crate::waits::StepSampler::start);
             let tcp0 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
@@ -147,8 +146,8 @@ pub fn run_ramp_with(
             let mut accept_max = tcp0.map(|_| 0u64);
             let mut next = w0;
             while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
-                if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
-                    crate::waits::sample_process(pid, st);
+                if let Some(sm) = sampler.as_mut() {
+                    sm.sample();
                 }
                 if let (Some(d), Some(m)) = (diag.as_mut(), accept_max.as_mut()) {
                     *m = (*m).max(accept_queue(d, port));
@@ -160,14 +159,10 @@ pub fn run_ramp_with(
                 break;
             }
             let (t_cpu1, cpu1) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
-            if let (Some(pid), Some(st)) = (plan.server_pid, states.as_mut()) {
-                for (tid, b) in task_schedstats(pid) {
-                    if let Some(a) = sched0.get(&tid) {
-                        st.on_cpu_ns += b.run_ns.saturating_sub(a.run_ns);
-                        st.runqueue_ns += b.wait_ns.saturating_sub(a.wait_ns);
-                    }
-                }
-            }
+            let (states, per_thread) = match sampler.take().map(|sm| sm.finish()) {
+                Some((st, per)) => (Some(st), per),
+                None => (None, vec![]),
+            };
             let tcp1 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
@@ -196,6 +191,7 @@ pub fn run_ramp_with(
                 drop_reasons,
                 load_sent_s,
                 load_end_s,
+                per_thread,
             });
             if let Some(r) = results.last() {
                 on_step(r);
@@ -318,26 +314,6 @@ fn proc_cpu_ticks(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let st = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
     Some(st.utime + st.stime)
-}
-
-/// schedstat of every thread of `pid`, by TID.
-fn task_schedstats(pid: u32) -> BTreeMap<u32, tpslab_proc::pid::SchedStat> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) else {
-            continue;
-        };
-        if let Ok(v) = tpslab_proc::pid::parse_schedstat(s.as_bytes(), "schedstat") {
-            out.insert(tid, v);
-        }
-    }
-    out
 }
 
 /// Refuses more TCP users than this namespace has ephemeral ports for (one connection

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits};
+use tpslab_analysis::waits::{
+    FdKind, StepThread, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits,
+};
 use tpslab_proc::syscall::{parse_syscall, syscall_name, SyscallState};
 
 /// One thread in one sample.
@@ -16,6 +18,8 @@ struct TaskSample {
     /// The kind of fd of a read/write.
     fd: FdKind,
     comm: String,
+    /// utime+stime, USER_HZ ticks.
+    cpu_ticks: u64,
 }
 
 /// One thread's state now; None when the thread is gone. `read` gives the text of one
@@ -33,6 +37,7 @@ fn sample_task(
             syscall: None,
             fd: FdKind::Unknown,
             comm: t.comm,
+            cpu_ticks: t.utime + t.stime,
         });
     }
     let wchan = read("wchan");
@@ -45,6 +50,7 @@ fn sample_task(
             syscall: Some(tpslab_analysis::waits::UNREADABLE_SYSCALL.to_string()),
             fd: FdKind::Unknown,
             comm: t.comm,
+            cpu_ticks: t.utime + t.stime,
         });
     }
     let sc = raw.and_then(|s| parse_syscall(&s));
@@ -74,6 +80,7 @@ fn sample_task(
         syscall,
         fd,
         comm: t.comm,
+        cpu_ticks: t.utime + t.stime,
     })
 }
 
@@ -88,14 +95,106 @@ fn tids(pid: u32) -> Vec<u32> {
     tpslab_proc::live::task_ids(pid)
 }
 
-/// Adds one sample of every thread of `pid` to `st` (a ramp step's process-wide states).
-pub fn sample_process(pid: u32, st: &mut ThreadStates) {
-    let root = PathBuf::from(format!("/proc/{pid}/task"));
-    for tid in tids(pid) {
-        let dir = root.join(tid.to_string());
-        if let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok()) {
-            st.add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+/// One thread over a ramp step, as sampled so far.
+#[derive(Debug)]
+struct StepAcc {
+    comm: String,
+    states: ThreadStates,
+    /// utime+stime at the step's start (or when first seen), and at the last read.
+    ticks: (u64, u64),
+    /// schedstat at the step's start; None for a thread born during the step.
+    sched0: Option<tpslab_proc::pid::SchedStat>,
+}
+
+/// Samples a server's threads over one ramp step, each thread apart: its states at
+/// every tick, and its CPU time (utime+stime) and schedstat at the step's edges.
+#[derive(Debug)]
+pub struct StepSampler {
+    pid: u32,
+    threads: BTreeMap<u32, StepAcc>,
+}
+
+/// utime+stime of a task now, USER_HZ ticks.
+fn task_ticks(dir: &Path) -> Option<(String, u64)> {
+    let s = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
+    Some((t.comm, t.utime + t.stime))
+}
+
+impl StepSampler {
+    /// Reads every thread's CPU time and schedstat at the step's start.
+    pub fn start(pid: u32) -> StepSampler {
+        let mut threads = BTreeMap::new();
+        let root = PathBuf::from(format!("/proc/{pid}/task"));
+        for tid in tids(pid) {
+            let dir = root.join(tid.to_string());
+            if let Some((comm, t)) = task_ticks(&dir) {
+                threads.insert(
+                    tid,
+                    StepAcc {
+                        comm,
+                        states: ThreadStates::default(),
+                        ticks: (t, t),
+                        sched0: schedstat(&dir),
+                    },
+                );
+            }
         }
+        StepSampler { pid, threads }
+    }
+
+    /// One tick: every thread's state now.
+    pub fn sample(&mut self) {
+        let root = PathBuf::from(format!("/proc/{}/task", self.pid));
+        for tid in tids(self.pid) {
+            let dir = root.join(tid.to_string());
+            let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok())
+            else {
+                continue;
+            };
+            let acc = self.threads.entry(tid).or_insert_with(|| StepAcc {
+                comm: t.comm.clone(),
+                states: ThreadStates::default(),
+                ticks: (t.cpu_ticks, t.cpu_ticks),
+                sched0: None,
+            });
+            acc.ticks.1 = t.cpu_ticks;
+            acc.states
+                .add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+        }
+    }
+
+    /// The step's end: a last read of each thread's CPU time and schedstat. Returns the
+    /// process-wide states (every thread's samples, schedstat sums over the threads
+    /// alive at both edges) and each thread's, most CPU time first.
+    pub fn finish(mut self) -> (ThreadStates, Vec<StepThread>) {
+        let root = PathBuf::from(format!("/proc/{}/task", self.pid));
+        let hz = tpslab_net::clock_ticks_per_s().max(1.0);
+        let mut process = ThreadStates::default();
+        let mut out = vec![];
+        for (tid, mut acc) in std::mem::take(&mut self.threads) {
+            let dir = root.join(tid.to_string());
+            if let Some((_, t)) = task_ticks(&dir) {
+                acc.ticks.1 = t;
+            }
+            if let (Some(a), Some(b)) = (acc.sched0, schedstat(&dir)) {
+                acc.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
+                acc.states.runqueue_ns = b.wait_ns.saturating_sub(a.wait_ns);
+            }
+            process.merge(&acc.states);
+            out.push(StepThread {
+                tid,
+                comm: acc.comm,
+                cpu_ns: (acc.ticks.1.saturating_sub(acc.ticks.0) as f64 / hz * 1e9) as u64,
+                states: acc.states,
+            });
+        }
+        out.sort_by(|a, b| {
+            (b.cpu_ns, b.states.on_cpu_ns)
+                .cmp(&(a.cpu_ns, a.states.on_cpu_ns))
+                .then(a.tid.cmp(&b.tid))
+        });
+        (process, out)
     }
 }
 

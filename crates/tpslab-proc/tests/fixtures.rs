@@ -231,6 +231,26 @@ fn pid_files_6_18() {
         }
     );
 
+    // A thread of redis-server 7 before and after a second of 16 users sending PING:
+    // the main thread's utime+stime grew by 36 ticks, a helper's stayed at 0.
+    let main0 = parse_task_stat(&fixture("linux-6.18/task_stat_redis_main_t0"), "stat").unwrap();
+    let main1 = parse_task_stat(&fixture("linux-6.18/task_stat_redis_main_t1"), "stat").unwrap();
+    assert_eq!(
+        (
+            main0.comm.as_str(),
+            main0.utime,
+            main0.stime,
+            main0.num_threads
+        ),
+        ("redis-server", 207, 1347, 5)
+    );
+    assert_eq!((main1.utime, main1.stime), (211, 1379));
+    let bio = parse_task_stat(&fixture("linux-6.18/task_stat_redis_bio_t1"), "stat").unwrap();
+    assert_eq!(
+        (bio.comm.as_str(), bio.state, bio.utime, bio.stime),
+        ("bio_close_file", 'S', 0, 0)
+    );
+
     let s = parse_schedstat(fixture("linux-6.18/schedstat").as_bytes(), "schedstat").unwrap();
     assert_eq!(
         s,

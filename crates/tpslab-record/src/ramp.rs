@@ -52,6 +52,10 @@ pub struct StepResult {
     /// (step k is planned to end at (k + 1) x (warm-up + window)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_end_s: Option<f64>,
+    /// The server's threads one by one over the window (with --pid), most CPU first;
+    /// empty in records written before per-thread sampling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<crate::waits::StepThread>,
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.

@@ -222,3 +222,20 @@ pub struct ThreadWaits {
     #[serde(default)]
     pub subset: bool,
 }
+
+/// One thread of a watched server over one ramp step: the CPU time it used and its
+/// sampled states, to tell the threads that served the load from idle helpers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepThread {
+    /// Thread id.
+    pub tid: u32,
+    /// Its name (/proc/PID/task/TID/stat field 2).
+    pub comm: String,
+    /// CPU time it used in the step, ns: the growth of utime+stime
+    /// (/proc/PID/task/TID/stat fields 14 and 15, USER_HZ ticks, so 10 ms steps at
+    /// USER_HZ 100) from the step's first read to its last.
+    pub cpu_ns: u64,
+    /// Its samples in the step; `on_cpu_ns` and `runqueue_ns` are its schedstat deltas
+    /// (exact time on a CPU and waiting for one, ns), `window_ns` is 0 (shares of samples).
+    pub states: ThreadStates,
+}

@@ -33,6 +33,11 @@
 //!   and diagnosis recomputed from its own run; see `snapshots.rs`)
 //! - `ramp.json`: `tpslab ramp tcp --users 1..8 --step x2 --step-duration 300ms --warmup
 //!   100ms --serialize --server-serial 2ms --json ramp.json`
+//! - `ramp_redis.json`: Debian's redis-server 7 (`redis-server --port P --save ''
+//!   --appendonly no --daemonize no`), then `$T ramp tcp 127.0.0.1:P --framing 'delim:\r\n'
+//!   --payload-file ping.req --pid PID --users 1..64 --step x4 --step-duration 1s --warmup
+//!   300ms -q --json ramp_redis.json` with `ping.req` holding `PING\r\n` (the run of
+//!   tests/threads.rs: per-thread samples, 1 working thread and 4 idle)
 //! - `sweep.json`: `tpslab sweep --factor rcvbuf=16000000,8192 --factor cpus=all,1 --repeat 3
 //!   --burst 1000 --burst-interval 20ms --duration 600ms --warmup 200ms --seed 42 --out
 //!   /tmp/sw --json /tmp/sweep.json`
@@ -88,7 +93,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::UdpRun(_) => &["udp_run.json"],
         Body::Watch(_) => &["watch.json", "watch_tcp.json"],
         Body::Diagnose(_) => &["diagnose.json"],
-        Body::Ramp(_) => &["ramp.json"],
+        Body::Ramp(_) => &["ramp.json", "ramp_redis.json"],
         Body::Sweep(_) => &["sweep.json"],
         Body::Serve(_) => &["serve_udp.json"],
         Body::Tcp(_) => &["tcp_lab.json", "tcp_bulk.json", "tcp_watched.json"],

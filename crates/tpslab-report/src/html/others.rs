@@ -148,11 +148,25 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         .steps
         .iter()
         .filter_map(|st| {
-            let t = st.threads.as_ref().filter(|t| t.samples > 0)?;
+            // With per-thread samples, the working threads' (idle ones left out).
+            let working = tpslab_analysis::ramp_threads::facts(st);
+            let t = working
+                .as_ref()
+                .map(|f| &f.states)
+                .or(st.threads.as_ref())
+                .filter(|t| t.samples > 0)?;
             let total: u64 = t.by_class.values().sum();
             (total > 0).then(|| Bar {
                 label: format!("{} user(s)", st.users),
-                total_text: format!("{} thread samples", t.samples),
+                total_text: match &working {
+                    Some(f) => format!(
+                        "{} thread samples of {} working threads ({} idle left out)",
+                        t.samples,
+                        f.working.len(),
+                        f.idle.len()
+                    ),
+                    None => format!("{} thread samples", t.samples),
+                },
                 segments: t
                     .by_class
                     .iter()

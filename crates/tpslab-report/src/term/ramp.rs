@@ -98,6 +98,26 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
             kib as f64 / 1024.0
         )?;
     }
+    let per: Vec<String> = rec
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let f = tpslab_analysis::ramp_threads::facts(s)?;
+            Some(format!(
+                "{} users {} of {}",
+                s.users,
+                f.working.len(),
+                f.working.len() + f.idle.len()
+            ))
+        })
+        .collect();
+    if !per.is_empty() {
+        writeln!(
+            w,
+            "  working server threads: {}: those whose CPU time grew in the step (/proc/PID/task/TID/stat utime+stime, schedstat) or that changed state; the others, idle (parked in one wait with no CPU time), are left out of \"server threads mostly\" and the verdict",
+            per.join(", ")
+        )?;
+    }
     writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
 }
 

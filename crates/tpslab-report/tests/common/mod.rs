@@ -22,4 +22,5 @@ pub const FIXTURES: &[&str] = &[
     "probe_pool.json",
     "compare.json",
     "bdp.json",
+    "ramp_redis.json",
 ];

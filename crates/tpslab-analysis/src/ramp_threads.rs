@@ -1,0 +1,265 @@
+//! Which of a server's threads served a ramp step's load, and what they say: each
+//! thread's CPU time over the step and its sampled states ([`StepThread`], a record type)
+//! split the threads into working ones (they used CPU time, or were seen in more than one
+//! state) and idle ones (no CPU time to speak of and parked in one wait the whole step:
+//! redis's bio_* helpers, a JVM's GC and compiler threads, a runtime's timers). The
+//! verdict and the evidence lines judge the working threads only, by the rules of
+//! [`THREAD_RULES`], in priority order: one thread at ~100 % of a CPU (saturated), several
+//! threads waiting on a futex (serialised), threads blocked on sockets (waiting for a peer).
+
+use crate::waits::{StepThread, ThreadStates, WaitClass};
+use tpslab_record::ramp::StepResult;
+
+/// CPU time below this share of the step is none to speak of (0.5 %: 10 ms of a 2 s
+/// step; a parked thread woken by a timer a hundred times a second uses less).
+pub const IDLE_CPU_SHARE: f64 = 0.005;
+
+/// A thread's CPU time in a step, ns: schedstat's time on a CPU when it was read at both
+/// edges (exact), else the growth of utime+stime (USER_HZ ticks).
+pub fn cpu_ns(t: &StepThread) -> u64 {
+    if t.states.on_cpu_ns > 0 {
+        t.states.on_cpu_ns
+    } else {
+        t.cpu_ns
+    }
+}
+
+/// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the step, never
+/// seen running or runnable, and every sample in one wait class (parked the whole step).
+/// A thread that was never sampled is idle when its CPU time is none to speak of.
+pub fn is_idle(t: &StepThread, window_ns: u64) -> bool {
+    let s = &t.states;
+    let little_cpu = (cpu_ns(t) as f64) < IDLE_CPU_SHARE * window_ns as f64;
+    let classes = s.by_class.values().filter(|&&n| n > 0).count();
+    little_cpu && s.running == 0 && classes <= 1
+}
+
+/// Share of a thread's step it was busy (running or runnable), 0..=1: the largest of its
+/// time on a CPU or waiting for one (schedstat), its CPU time (utime+stime) and the share
+/// of its samples in state R. On a virtual machine whose vCPUs the hypervisor holds
+/// (steal), a thread in state R is neither on a CPU nor in the run queue by schedstat for
+/// that time: the samples see it.
+pub fn busy_share(t: &StepThread, window_ns: u64) -> f64 {
+    let w = window_ns.max(1) as f64;
+    let s = &t.states;
+    let sched = (s.on_cpu_ns + s.runqueue_ns) as f64 / w;
+    let ran = s.running as f64 / s.samples.max(1) as f64;
+    sched.max(t.cpu_ns as f64 / w).max(ran).min(1.0)
+}
+
+/// A step's thread facts, from its per-thread samples: what [`THREAD_RULES`] read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadFacts {
+    /// Users of the step.
+    pub users: usize,
+    /// The working threads' names and ids, most CPU first.
+    pub working: Vec<(String, u32)>,
+    /// The idle threads' names, by tid.
+    pub idle: Vec<String>,
+    /// The busiest working thread: (name, tid, busy share 0..=1, on a CPU 0..=1, waiting
+    /// for a CPU 0..=1).
+    pub busiest: Option<(String, u32, f64, f64, f64)>,
+    /// The busy share of the next busiest working thread, 0..=1 (0 with one).
+    pub next_busy: f64,
+    /// Working threads with half their samples or more waiting on a lock (futex).
+    pub futex_threads: usize,
+    /// Share of the working threads' samples waiting on a lock, 0..=1.
+    pub lock_share: f64,
+    /// Share of the working threads' samples blocked on a socket other than in a poll,
+    /// an epoll or an accept (a receive, a read, a send, a connect), 0..=1.
+    pub peer_share: f64,
+    /// The system call most of those samples were in.
+    pub peer_call: Option<String>,
+    /// The working threads' samples together.
+    pub states: ThreadStates,
+}
+
+/// System calls a thread blocked on a socket waits for its peer in (not a poll, an
+/// epoll or an accept, where an event loop or a listener waits for work).
+fn peer_call(sc: &str) -> bool {
+    matches!(
+        sc,
+        "read"
+            | "readv"
+            | "write"
+            | "writev"
+            | "pread64"
+            | "pwrite64"
+            | "recvfrom"
+            | "recvmsg"
+            | "recvmmsg"
+            | "sendto"
+            | "sendmsg"
+            | "sendmmsg"
+            | "connect"
+    )
+}
+
+/// The thread facts of a step; None for a step without per-thread samples (no --pid, or
+/// a record written before them).
+pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
+    if s.per_thread.is_empty() {
+        return None;
+    }
+    let window = (s.measured_s * 1e9) as u64;
+    let (idle, working): (Vec<&StepThread>, Vec<&StepThread>) =
+        s.per_thread.iter().partition(|t| is_idle(t, window));
+    let mut states = ThreadStates::default();
+    for t in &working {
+        states.merge(&t.states);
+    }
+    let n = |st: &ThreadStates, c: WaitClass| st.by_class.get(&c).copied().unwrap_or(0);
+    let samples = states.samples.max(1) as f64;
+    let futex_threads = working
+        .iter()
+        .filter(|t| t.states.samples > 0 && 2 * n(&t.states, WaitClass::Lock) >= t.states.samples)
+        .count();
+    // Network samples in a peer call: read from the blocked samples' calls (a read on a
+    // file is not Network, so the class bounds them).
+    let mut peer_calls: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (sc, k) in &states.by_syscall {
+        if peer_call(sc) {
+            *peer_calls.entry(sc).or_default() += k;
+        }
+    }
+    let peer = peer_calls
+        .values()
+        .sum::<u64>()
+        .min(n(&states, WaitClass::Network));
+    let busiest = working
+        .iter()
+        .max_by(|a, b| busy_share(a, window).total_cmp(&busy_share(b, window)))
+        .map(|t| {
+            let w = window.max(1) as f64;
+            (
+                t.comm.clone(),
+                t.tid,
+                busy_share(t, window),
+                (cpu_ns(t) as f64 / w).min(1.0),
+                (t.states.runqueue_ns as f64 / w).min(1.0),
+            )
+        });
+    let mut shares: Vec<f64> = working.iter().map(|t| busy_share(t, window)).collect();
+    shares.sort_by(|a, b| b.total_cmp(a));
+    Some(ThreadFacts {
+        users: s.users,
+        next_busy: shares.get(1).copied().unwrap_or(0.0),
+        working: working.iter().map(|t| (t.comm.clone(), t.tid)).collect(),
+        idle: idle.iter().map(|t| t.comm.clone()).collect(),
+        busiest,
+        futex_threads,
+        lock_share: n(&states, WaitClass::Lock) as f64 / samples,
+        peer_share: peer as f64 / samples,
+        peer_call: peer_calls
+            .into_iter()
+            .max_by_key(|(_, k)| *k)
+            .map(|(c, _)| c.to_string()),
+        states,
+    })
+}
+
+/// What the working threads say about a flat top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadCase {
+    /// One thread busy (on a CPU or waiting for one) nearly all the step: a CPU-bound
+    /// event loop (redis).
+    Saturated,
+    /// Several working threads wait on a futex most of the step: a global lock.
+    Serialised,
+    /// The working threads are blocked on sockets most of the step: a downstream peer.
+    PeerWait,
+}
+
+/// One rule: a condition on a step's thread facts, and the case it names.
+pub struct ThreadRule {
+    /// The case named when the condition holds.
+    pub case: ThreadCase,
+    /// The condition.
+    pub when: fn(&ThreadFacts) -> bool,
+    /// Why the rule has its place in the order.
+    pub why_here: &'static str,
+}
+
+/// A thread busy this share of the step or more is "at ~100 % of a CPU".
+pub const SATURATED_SHARE: f64 = 0.8;
+
+/// The rules, first match wins.
+pub const THREAD_RULES: &[ThreadRule] = &[
+    ThreadRule {
+        case: ThreadCase::Saturated,
+        when: |f| {
+            f.busiest.as_ref().is_some_and(|b| b.2 >= SATURATED_SHARE) && f.next_busy < 0.5
+        },
+        why_here: "first: one thread that is never idle, beside others that mostly are, is the bottleneck; threads that wait for its results (on a futex or a socket) wait because of it (many busy threads are the CPU's saturation, judged by the process's CPU)",
+    },
+    ThreadRule {
+        case: ThreadCase::Serialised,
+        when: |f| f.futex_threads >= 2 && f.lock_share >= 0.5,
+        why_here: "several working threads, each waiting on a futex most of the step, and no thread busy: they wait for one another (idle helpers parked in a futex are not counted)",
+    },
+    ThreadRule {
+        case: ThreadCase::PeerWait,
+        when: |f| f.peer_share >= 0.5,
+        why_here: "the working threads blocked on sockets in a receive, read, send or connect (not an event loop's poll): each request waits on someone else",
+    },
+];
+
+/// The first rule that holds for `f`.
+pub fn judge(f: &ThreadFacts) -> Option<ThreadCase> {
+    THREAD_RULES.iter().find(|r| (r.when)(f)).map(|r| r.case)
+}
+
+/// "4 other threads idle (bio_close_file, ...)": the idle threads, up to 4 named; None
+/// when there are none.
+pub fn idle_words(f: &ThreadFacts) -> Option<String> {
+    if f.idle.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = f.idle.iter().map(String::as_str).take(4).collect();
+    if f.idle.len() > 4 {
+        names.push("...");
+    }
+    Some(format!(
+        "{} other thread{} idle ({})",
+        f.idle.len(),
+        if f.idle.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    ))
+}
+
+/// The evidence line of the working threads: "working server threads at 64 users: 1 of
+/// 5; the busiest, redis-server (tid 12), running or runnable 91 % of the step (on a CPU
+/// 36 %, waiting for a CPU 55 % by schedstat); 4 other threads idle (...)".
+pub fn evidence_line(f: &ThreadFacts) -> String {
+    let busiest = f
+        .busiest
+        .as_ref()
+        .map_or(String::new(), |(comm, tid, busy, cpu, runq)| {
+            format!(
+                "; the busiest, {comm} (tid {tid}), running or runnable {:.0} % of the step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat)",
+                busy * 100.0,
+                cpu * 100.0,
+                runq * 100.0
+            )
+        });
+    let locked = if f.futex_threads > 0 {
+        format!(
+            "; {} waiting on a futex most of the step ({:.0} % of the working threads' samples)",
+            f.futex_threads,
+            f.lock_share * 100.0
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "working server threads at {} users: {} of {}{busiest}{locked}{}",
+        f.users,
+        f.working.len(),
+        f.working.len() + f.idle.len(),
+        idle_words(f).map_or(String::new(), |w| format!("; {w}"))
+    )
+}
+
+#[cfg(test)]
+#[path = "ramp_threads_tests.rs"]
+mod tests;

@@ -1,0 +1,299 @@
+//! Tests of the parent module: the working/idle split and the thread rules on synthetic
+//! threads, on real /proc/PID/task/TID/stat fixtures of redis-server, and on real ramp
+//! records of redis-server and of a Java service with a global lock.
+
+use super::*;
+use crate::record::{Body, Record};
+use crate::waits::{FdKind, ThreadStatesExt};
+use tpslab_record::ramp::RampRecord;
+
+const SECOND: u64 = 1_000_000_000;
+
+/// A thread with `samples` samples of one kind and `cpu_ns` of CPU time (schedstat too).
+fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)]) -> StepThread {
+    let mut states = ThreadStates::default();
+    for &(state, call, n) in sample {
+        for _ in 0..n {
+            let fd = if call == Some("read") {
+                FdKind::Socket
+            } else {
+                FdKind::Unknown
+            };
+            states.add(state, None, call, fd);
+        }
+    }
+    states.on_cpu_ns = cpu_ns;
+    StepThread {
+        tid,
+        comm: comm.into(),
+        cpu_ns: cpu_ns / 10_000_000 * 10_000_000,
+        states,
+    }
+}
+
+fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
+    StepResult {
+        users,
+        measured_s: 1.0,
+        completed: 100,
+        tps: 100.0,
+        response: Default::default(),
+        errors: Default::default(),
+        server_cpu_cores: None,
+        threads: None,
+        tcp: None,
+        accept_queue_max: None,
+        drop_reasons: None,
+        per_thread,
+    }
+}
+
+fn helpers() -> Vec<StepThread> {
+    [
+        "bio_close_file",
+        "bio_aof_fsync",
+        "bio_lazy_free",
+        "jemalloc_bg_thd",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, c)| thread(10 + i as u32, c, 0, &[('S', Some("futex"), 100)]))
+    .collect()
+}
+
+#[test]
+fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
+    let w = SECOND;
+    // Parked in a futex, no CPU: idle.
+    assert!(is_idle(
+        &thread(1, "bio", 0, &[('S', Some("futex"), 100)]),
+        w
+    ));
+    // A timer thread waking briefly (1 ms of CPU in 1 s), always seen in its wait: idle.
+    assert!(is_idle(
+        &thread(1, "timer", 1_000_000, &[('S', Some("futex"), 100)]),
+        w
+    ));
+    // CPU time that grew materially: working, whatever the samples saw.
+    assert!(!is_idle(
+        &thread(1, "w", 20_000_000, &[('S', Some("futex"), 100)]),
+        w
+    ));
+    // Seen running once: working.
+    assert!(!is_idle(
+        &thread(1, "w", 0, &[('S', Some("futex"), 99), ('R', None, 1)]),
+        w
+    ));
+    // In two waits (a lock, then the work's sleep): not parked, working.
+    assert!(!is_idle(
+        &thread(
+            1,
+            "w",
+            0,
+            &[('S', Some("futex"), 90), ('S', Some("nanosleep"), 10)]
+        ),
+        w
+    ));
+    // Without schedstat, utime+stime decides: one tick of 10 ms is 1 % of a second.
+    let mut t = thread(1, "w", 0, &[('S', Some("futex"), 100)]);
+    t.cpu_ns = 10_000_000;
+    assert!(!is_idle(&t, w));
+}
+
+#[test]
+fn an_event_loop_at_100_percent_beside_idle_helpers_is_saturated_not_a_lock() {
+    // redis at 64 users: the main thread running or runnable at every sample, on a CPU
+    // 49 % and waiting for one 50 %; its 4 helpers parked in a futex.
+    let mut main = thread(1, "redis-server", 490_000_000, &[('R', None, 100)]);
+    main.states.runqueue_ns = 500_000_000;
+    let mut threads = vec![main];
+    threads.extend(helpers());
+    let f = facts(&step(64, threads)).unwrap();
+    assert_eq!(f.working, vec![("redis-server".to_string(), 1)]);
+    assert_eq!(f.idle.len(), 4);
+    assert_eq!(f.futex_threads, 0);
+    assert_eq!(judge(&f), Some(ThreadCase::Saturated));
+    let b = f.busiest.as_ref().unwrap();
+    // Every sample saw it running or runnable: busy all the step, whatever schedstat
+    // missed (a vCPU the hypervisor held).
+    assert!((b.2 - 1.0).abs() < 1e-9, "{b:?}");
+    assert_eq!(
+        evidence_line(&f),
+        "working server threads at 64 users: 1 of 5; the busiest, redis-server (tid 1), running or runnable 100 % of the step (on a CPU 49 %, waiting for a CPU 50 % by schedstat); 4 other threads idle (bio_close_file, bio_aof_fsync, bio_lazy_free, jemalloc_bg_thd)"
+    );
+    // All five counted as before, the helpers' futex samples were 80 % of the process's:
+    // what the old verdict read as "waiting on a lock".
+    let mut all = ThreadStates::default();
+    for t in &step(64, helpers()).per_thread {
+        all.merge(&t.states);
+    }
+    all.merge(&f.states);
+    assert_eq!(all.by_class[&WaitClass::Lock] * 100 / all.samples, 80);
+    // A real step on a contended VM: schedstat saw 14 % on a CPU and 26 % in the run
+    // queue, yet 86 of 100 samples saw the thread running or runnable (its vCPU held by
+    // the hypervisor the rest): saturated by its samples.
+    let mut stolen = thread(
+        1,
+        "redis-server",
+        137_512_809,
+        &[('R', None, 86), ('S', Some("epoll_wait"), 14)],
+    );
+    stolen.states.runqueue_ns = 258_128_431;
+    let mut threads = vec![stolen];
+    threads.extend(helpers());
+    assert_eq!(
+        judge(&facts(&step(64, threads)).unwrap()),
+        Some(ThreadCase::Saturated)
+    );
+    // Many threads each busy: the CPU's saturation (judged on the process), not one thread.
+    let busy: Vec<StepThread> = (0..4)
+        .map(|i| thread(i, "worker", 950_000_000, &[('R', None, 100)]))
+        .collect();
+    assert_eq!(judge(&facts(&step(64, busy)).unwrap()), None);
+}
+
+#[test]
+fn pool_threads_waiting_on_one_futex_are_serialised_and_sockets_a_peer() {
+    // 8 pool threads: one sleeps in the lock, seven wait for it; a JIT thread parked.
+    let mut threads: Vec<StepThread> = (0..8)
+        .map(|i| {
+            thread(
+                i,
+                "pool",
+                3_000_000,
+                &[
+                    ('S', Some("futex"), 85),
+                    ('S', Some("nanosleep"), 12),
+                    ('R', None, 3),
+                ],
+            )
+        })
+        .collect();
+    threads.push(thread(
+        99,
+        "C2 CompilerThre",
+        0,
+        &[('S', Some("futex"), 100)],
+    ));
+    let f = facts(&step(8, threads)).unwrap();
+    assert_eq!((f.working.len(), f.idle.len(), f.futex_threads), (8, 1, 8));
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised));
+    // The same pool blocked reading from a backend's socket: waiting for a peer.
+    let peer: Vec<StepThread> = (0..8)
+        .map(|i| {
+            thread(
+                i,
+                "pool",
+                3_000_000,
+                &[
+                    ('S', Some("read"), 90),
+                    ('S', Some("futex"), 7),
+                    ('R', None, 3),
+                ],
+            )
+        })
+        .collect();
+    let f = facts(&step(8, peer)).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::PeerWait));
+    assert_eq!(f.peer_call.as_deref(), Some("read"));
+    // An event loop waiting for its clients in epoll is not waiting for a peer.
+    let lp = vec![thread(
+        1,
+        "loop",
+        300_000_000,
+        &[('S', Some("epoll_wait"), 70), ('R', None, 30)],
+    )];
+    assert_eq!(judge(&facts(&step(8, lp)).unwrap()), None);
+    // No per-thread samples (an old record): no facts, the old judgement stands.
+    assert_eq!(facts(&step(8, vec![])), None);
+}
+
+/// Real /proc/PID/task/TID/stat files of redis-server 7 on Linux 6.18, read before and
+/// after one second of 16 users sending PING: the main thread's utime+stime grew by 36
+/// ticks, bio_close_file's not at all.
+#[test]
+fn real_task_stat_fixtures_split_redis_main_thread_from_its_helpers() {
+    let fx = |n: &str| {
+        let p = format!(
+            "{}/../tpslab-proc/tests/fixtures/linux-6.18/{n}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        tpslab_proc::pid::parse_task_stat(&s, n).unwrap()
+    };
+    let hz = 100;
+    let grown = |a: &str, b: &str| {
+        let (a, b) = (fx(a), fx(b));
+        assert_eq!(a.comm, b.comm);
+        (
+            a.comm.clone(),
+            (b.utime + b.stime - a.utime - a.stime) * SECOND / hz,
+        )
+    };
+    let (main_comm, main_ns) = grown("task_stat_redis_main_t0", "task_stat_redis_main_t1");
+    let (bio_comm, bio_ns) = grown("task_stat_redis_bio_t0", "task_stat_redis_bio_t1");
+    assert_eq!((main_comm.as_str(), main_ns), ("redis-server", 360_000_000));
+    assert_eq!((bio_comm.as_str(), bio_ns), ("bio_close_file", 0));
+    let with = |comm: String, cpu_ns: u64, sample: &[(char, Option<&str>, u64)]| {
+        let mut t = thread(0, &comm, 0, sample);
+        t.states.on_cpu_ns = 0;
+        t.cpu_ns = cpu_ns;
+        t
+    };
+    let main = with(main_comm, main_ns, &[('S', Some("epoll_wait"), 100)]);
+    let bio = with(bio_comm, bio_ns, &[('S', Some("futex"), 100)]);
+    assert!(!is_idle(&main, SECOND));
+    assert!(is_idle(&bio, SECOND));
+}
+
+fn real(text: &str) -> RampRecord {
+    match Record::from_json(text).expect("a record").body {
+        Body::Ramp(r) => r.run,
+        _ => panic!("a ramp record"),
+    }
+}
+
+/// A real `ramp tcp` record of Debian's redis-server (PING inline, 1..64 users, --pid):
+/// the main thread on a CPU or waiting for one all the last step, its 4 helpers idle.
+#[test]
+fn a_real_redis_ramp_is_saturated_on_one_thread() {
+    let rec = real(include_str!("../tests/fixtures/ramp_redis.json"));
+    let last = rec.steps.last().unwrap();
+    let f = facts(last).unwrap();
+    assert_eq!(f.working.len(), 1);
+    assert_eq!(f.working[0].0, "redis-server");
+    assert_eq!(f.idle.len(), 4);
+    assert_eq!(judge(&f), Some(ThreadCase::Saturated));
+    let a = crate::ramp::analyse(&rec, 2);
+    assert!(
+        a.verdict
+            .starts_with("VERDICT: saturated: one thread at ~100 % of a CPU"),
+        "{}",
+        a.verdict
+    );
+    assert!(a.verdict.contains("4 other threads idle"), "{}", a.verdict);
+    assert!(!a.verdict.contains("lock") || a.verdict.contains("not a lock"));
+    let evidence = a.lines.join("\n");
+    assert!(!evidence.contains("futex"), "{evidence}");
+}
+
+/// A real `ramp tcp` record of tests/servers/LockedTcpServer.java (8 pool threads, a 2 ms
+/// sleep under one synchronized lock, 1..8 users, --pid): serialised, its JVM's GC,
+/// compiler and other parked threads idle.
+#[test]
+fn a_real_java_ramp_under_one_lock_is_serialised() {
+    let rec = real(include_str!("../tests/fixtures/ramp_java_lock.json"));
+    let f = facts(rec.steps.last().unwrap()).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised));
+    assert!(f.futex_threads >= 2, "{f:?}");
+    assert!(f.idle.len() > 10, "{:?}", f.idle);
+    let a = crate::ramp::analyse(&rec, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: serialisation: "),
+        "{}",
+        a.verdict
+    );
+    assert!(a
+        .verdict
+        .contains("threads waiting on a futex, serialised by a lock in the server process"));
+}

@@ -129,6 +129,16 @@ pub fn request(
                 (None, None) => (body(), None),
             }
         }
+        // The body (`--body`), none without one; the request is built by the protocol.
+        RampProto::Http(_) => {
+            if framing_given {
+                bail!("--framing applies to ramp tcp");
+            }
+            if seq_field.is_some() {
+                bail!("--seq-field applies to ramp udp");
+            }
+            (payload.unwrap_or_default(), None)
+        }
     })
 }
 

@@ -153,7 +153,18 @@ fn a_503_storm_is_failures_of_kind_http_5xx() {
     }
     // A missing file: 404s, failures of kind http 4xx.
     let url = format!("http://127.0.0.1:{port}/nothing-here");
-    let (_, _, j) = ramp(&[url.as_str(), "--users", "1..1", "--step-duration", "300ms", "--warmup", "100ms"], "http-404");
+    let (_, _, j) = ramp(
+        &[
+            url.as_str(),
+            "--users",
+            "1..1",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ],
+        "http-404",
+    );
     let errs = steps(&j)[0]["errors"].as_object().unwrap();
     assert_eq!(errs.keys().collect::<Vec<_>>(), ["http 4xx"]);
 }
@@ -163,16 +174,30 @@ fn a_refused_port_is_connection_refused() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let (code, err, j) = ramp(
-        &[url.as_str(), "--users", "1..2", "--step-duration", "300ms", "--warmup", "100ms"],
+        &[
+            url.as_str(),
+            "--users",
+            "1..2",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ],
         "http-refused",
     );
     assert_eq!(code, Some(2));
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(lines.len(), 1, "one error line: {err}");
-    assert!(err.contains("ramp http") && err.contains("connection refused"), "{err}");
+    assert!(
+        err.contains("ramp http") && err.contains("connection refused"),
+        "{err}"
+    );
     for st in steps(&j) {
         let errs = st["errors"].as_object().unwrap();
-        assert!(errs.keys().all(|k| k.contains("connection refused")), "{st}");
+        assert!(
+            errs.keys().all(|k| k.contains("connection refused")),
+            "{st}"
+        );
     }
 }
 
@@ -180,14 +205,29 @@ fn a_refused_port_is_connection_refused() {
 fn tpslab_serve_http_answers_every_request() {
     let port = free_port();
     let mut srv = common::tpslab();
-    srv.args(["serve", "http", "--bind", &format!("127.0.0.1:{port}"), "--serial", "1ms", "--duration", "20s"])
-        .stdout(std::process::Stdio::null());
+    srv.args([
+        "serve",
+        "http",
+        "--bind",
+        &format!("127.0.0.1:{port}"),
+        "--serial",
+        "1ms",
+        "--duration",
+        "20s",
+    ])
+    .stdout(std::process::Stdio::null());
     let _srv = common::Kill(srv.spawn().expect("spawn serve http"));
     wait_listening(port, "tpslab serve http");
     let body = common::tmp("http-body.txt");
     std::fs::write(&body, "ping ping").unwrap();
     let url = format!("http://127.0.0.1:{port}/api");
-    let mut args = vec![url.as_str(), "--method", "POST", "--body", body.to_str().unwrap()];
+    let mut args = vec![
+        url.as_str(),
+        "--method",
+        "POST",
+        "--body",
+        body.to_str().unwrap(),
+    ];
     args.extend(SHORT);
     let (code, _, j) = ramp(&args, "http-serve");
     assert_eq!(code, Some(0));

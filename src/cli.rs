@@ -122,6 +122,8 @@ enum ServeProto {
     Udp(ServeArgs),
     /// TCP server (sink: reads and discards).
     Tcp(serve_tcp::ServeTcpArgs),
+    /// HTTP/1.1 keep-alive reference server (what `ramp http` without a URL starts).
+    Http(crate::serve_http::ServeHttpArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -197,6 +199,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Serve {
             proto: ServeProto::Tcp(a),
         } => serve_tcp::serve(a),
+        Cmd::Serve {
+            proto: ServeProto::Http(a),
+        } => crate::serve_http::serve(a),
         Cmd::Tcp(a) => tcp::run(*a),
         Cmd::Doctor(a) => doctor::run(a),
         Cmd::Probe { what } => probe::run(what),

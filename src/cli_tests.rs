@@ -260,11 +260,11 @@ fn a_flag_of_a_subcommand_given_above_it_names_where_it_belongs() {
         ),
         (
             &["ramp", "--users", "1..8", "tcp"][..],
-            "tip: --users is a flag of 'tpslab ramp tcp' and 'tpslab ramp udp', not of 'tpslab ramp': write it after the subcommand",
+            "tip: --users is a flag of 'tpslab ramp tcp', 'tpslab ramp udp' and 'tpslab ramp http', not of 'tpslab ramp': write it after the subcommand",
         ),
         (
             &["--pid", "42", "watch"][..],
-            "tip: --pid is a flag of 'tpslab load udp', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp' and 'tpslab diagnose udp', not of 'tpslab'",
+            "tip: --pid is a flag of 'tpslab load udp', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp', 'tpslab ramp http' and 'tpslab diagnose udp', not of 'tpslab'",
         ),
     ] {
         let e = usage(words);

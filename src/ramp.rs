@@ -26,7 +26,14 @@ pub(crate) enum RampCmd {
     Tcp(RampArgs),
     /// UDP: one socket per user; replies matched by a sequence field.
     Udp(RampArgs),
+    /// HTTP/1.1 keep-alive: one connection per user, the same request to URL again and
+    /// again. Without URL, tpslab's reference server (`serve http`) is started with the
+    /// --server-* flags.
+    Http(http::RampHttpArgs),
 }
+
+#[path = "ramp_http.rs"]
+mod http;
 
 #[derive(Args, Debug)]
 pub(crate) struct RampArgs {
@@ -107,6 +114,7 @@ impl RampCmd {
         match self {
             RampCmd::Tcp(a) => a.plan(RampProto::Tcp),
             RampCmd::Udp(a) => a.plan(RampProto::Udp),
+            RampCmd::Http(h) => h.plan(),
         }
     }
 }
@@ -134,7 +142,7 @@ impl RampArgs {
             None => None,
         };
         let (request, seq_field) = request(
-            proto,
+            proto.clone(),
             payload,
             a.size,
             a.framing != "length",
@@ -150,7 +158,17 @@ impl RampArgs {
             || a.serialize
             || a.server_threads != 0
             || a.server_serial != Duration::from_millis(10);
-        let (target, pid, builtin) = match (&a.target, proto) {
+        let (target, pid, builtin) = match (&a.target, &proto) {
+            (Some(_), RampProto::Http(h)) => {
+                if builtin_flags {
+                    bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out URL to use it");
+                }
+                if let Some(p) = a.pid {
+                    out::check_pid(p)?;
+                }
+                let u = h.check()?;
+                (resolve(&format!("{}:{}", u.host, u.port))?, a.pid, None)
+            }
             (Some(t), _) => {
                 if builtin_flags {
                     bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
@@ -160,7 +178,7 @@ impl RampArgs {
                 }
                 (resolve(t)?, a.pid, None)
             }
-            (None, RampProto::Tcp) => {
+            (None, RampProto::Tcp | RampProto::Http(_)) => {
                 if a.pid.is_some() {
                     bail!("--pid applies with a TARGET; the built-in server is watched anyway");
                 }
@@ -198,7 +216,8 @@ impl RampArgs {
 /// and exit code.
 pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let setup = cmd.plan()?;
-    let (RampCmd::Tcp(a) | RampCmd::Udp(a)) = &cmd;
+    let (RampCmd::Tcp(a) | RampCmd::Udp(a) | RampCmd::Http(http::RampHttpArgs { ramp: a, .. })) =
+        &cmd;
     let ready = tpslab_run::ramp::prepare(&setup)?;
     let mut out = std::io::stdout().lock();
     tpslab_report::term::ramp_header(&mut out, &ready.plan)?;

@@ -196,3 +196,43 @@ fn serve_tcp_rows() {
         ),
     ]);
 }
+
+#[test]
+fn ramp_http_rows() {
+    let body = file("body.json", b"{\"a\":1}");
+    let big = file("big.bin", &vec![b'x'; (1 << 20) + 1]);
+    check(&[
+        (&["ramp", "http", "http://127.0.0.1:8080/x?y=1", "--method", "POST", "--header", "Accept: */*",
+           "--header", "X-Trace:  7 ", "--body", body, "--users", "1..4"],
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: None })
+                if matches!(&plan.proto, RampProto::Http(h) if h.url == "http://127.0.0.1:8080/x?y=1"
+                    && h.method == "POST"
+                    && h.headers == [("Accept".to_string(), "*/*".to_string()), ("X-Trace".to_string(), "7".to_string())])
+                && plan.target == "127.0.0.1:8080".parse().unwrap()
+                && plan.request == b"{\"a\":1}" && plan.steps == [1, 2, 4]))),
+        (&["ramp", "http", "--serialize"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
+            if matches!(&plan.proto, RampProto::Http(h) if h.method == "GET" && h.headers.is_empty())
+                && plan.target == BUILTIN_UNSTARTED && plan.request.is_empty() && b.serialize))),
+        (&["ramp", "http", "http://localhost/"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. })
+            if plan.target.port() == 80 && plan.target.ip().is_loopback()))),
+        (&["ramp", "http", "https://127.0.0.1/"], Error("URL \"https://127.0.0.1/\": TLS is not supported yet; use an http:// URL")),
+        (&["ramp", "http", "ftp://127.0.0.1/"], Error("URL \"ftp://127.0.0.1/\": allowed http://HOST[:PORT]/PATH")),
+        (&["ramp", "http", "127.0.0.1:8080"], Error("URL \"127.0.0.1:8080\": allowed http://HOST[:PORT]/PATH")),
+        (&["ramp", "http", "http://127.0.0.1:0/"], Error("URL \"http://127.0.0.1:0/\": allowed a port 1..=65535")),
+        (&["ramp", "http", "http://127.0.0.1:70000/"], Error("URL \"http://127.0.0.1:70000/\": allowed a port 1..=65535")),
+        (&["ramp", "http", "http://a b/"], Error("URL \"http://a b/\": allowed http://HOST[:PORT]/PATH")),
+        (&["ramp", "http", "http://127.0.0.1/", "--header", "NoColon"], Error("--header \"NoColon\": allowed NAME: VALUE")),
+        (&["ramp", "http", "http://127.0.0.1/", "--header", "Content-Length: 3"],
+            Error("--header \"Content-Length: 3\": allowed other headers: Content-Length is written by tpslab from the body (--body)")),
+        (&["ramp", "http", "http://127.0.0.1/", "--method", "G ET"], Error("--method G ET: allowed an HTTP method")),
+        (&["ramp", "http", "http://127.0.0.1/", "--body", "/nonexistent/b.json"], Error("--body /nonexistent/b.json: ")),
+        (&["ramp", "http", "http://127.0.0.1/", "--body", "/dev/null"], Error("--body /dev/null: ")),
+        (&["ramp", "http", "http://127.0.0.1/", "--body", big], Error("--body ")),
+        (&["ramp", "http", "http://127.0.0.1/", "--payload-file", body], Error("--payload-file applies to ramp tcp|udp; ramp http sends --body FILE")),
+        (&["ramp", "http", "http://127.0.0.1/", "--framing", "delim:x"], Error("--framing applies to ramp tcp")),
+        (&["ramp", "http", "http://127.0.0.1/", "--seq-field", "0:2"], Error("--seq-field applies to ramp udp")),
+        (&["ramp", "http", "http://127.0.0.1/", "--serialize"],
+            Error("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out URL to use it")),
+        (&["ramp", "http", "http://127.0.0.1/", "--users", "9..1"], Error("--users 9..1: the range is empty (FIRST above LAST)")),
+    ]);
+}

@@ -44,6 +44,8 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         tcp: None,
         accept_queue_max: None,
         drop_reasons: None,
+        load_sent_s: None,
+        load_end_s: None,
         per_thread,
     }
 }

@@ -17,6 +17,7 @@ pub mod probe;
 pub mod proto;
 pub mod ramp;
 pub mod rr;
+mod rr_http;
 pub mod server;
 pub mod sockio;
 mod tally;

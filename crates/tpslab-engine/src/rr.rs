@@ -54,8 +54,32 @@ impl FrameReader {
     /// [`FrameReader::frame`] until the next call. Errors: the peer closed (UnexpectedEof),
     /// a read timeout (WouldBlock/TimedOut), a length above MAX_FRAME (InvalidData).
     pub fn read(&mut self, s: &mut impl Read, f: &Framing) -> std::io::Result<usize> {
+        self.read_by(s, |b| {
+            crate::proto::tcp_framed::frame_len(f, b)
+                .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
+        })
+    }
+
+    /// Reads one request of the server's mode: a length-prefixed frame, or (HTTP) a
+    /// request's head and its Content-Length body. Errors: as [`FrameReader::read`], and
+    /// InvalidData for a request that is not HTTP/1.x.
+    pub fn read_request(&mut self, s: &mut impl Read, mode: RrMode) -> std::io::Result<usize> {
+        if mode == RrMode::Http {
+            self.read_by(s, crate::rr_http::request_len)
+        } else {
+            self.read(s, &Framing::Length)
+        }
+    }
+
+    /// Reads until `len` finds a whole message at the start of the bytes kept: Some(its
+    /// length), None: more bytes needed.
+    fn read_by(
+        &mut self,
+        s: &mut impl Read,
+        len: impl Fn(&[u8]) -> std::io::Result<Option<usize>>,
+    ) -> std::io::Result<usize> {
         loop {
-            if let Some(n) = self.complete(f)? {
+            if let Some(n) = len(&self.buf[self.start..self.end])? {
                 return Ok(n);
             }
             if self.start > 0 {
@@ -90,11 +114,6 @@ impl FrameReader {
         self.start += n;
         &self.buf[s..s + n]
     }
-
-    fn complete(&self, f: &Framing) -> std::io::Result<Option<usize>> {
-        crate::proto::tcp_framed::frame_len(f, &self.buf[self.start..self.end])
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
-    }
 }
 
 /// What the request/response server does with each request body.
@@ -105,6 +124,9 @@ pub enum RrMode {
     Echo,
     /// S1: replace every "ping" with "pong", then reply.
     Replace,
+    /// HTTP/1.1 keep-alive: each request answered 200 with its body, "ping"s replaced
+    /// (`serve http`).
+    Http,
 }
 
 /// Settings of the request/response server.
@@ -287,7 +309,7 @@ fn serve_conn(
     let mut r = FrameReader::default();
     let mut out = Vec::with_capacity(2048);
     while !stop.load(Relaxed) {
-        let n = match r.read(&mut s, &Framing::Length) {
+        let n = match r.read_request(&mut s, cfg.mode) {
             Ok(n) => n,
             Err(e) if crate::retryable(&e) => continue,
             Err(e) => {
@@ -301,7 +323,7 @@ fn serve_conn(
             }
         };
         out.clear();
-        process(r.take(n), &mut out, &cfg, &finder, lock);
+        let close = process(r.take(n), &mut out, &cfg, &finder, lock);
         // A client that stops reading must not hold this thread (and stop()) forever.
         let mut sent = 0;
         while sent < out.len() {
@@ -319,19 +341,28 @@ fn serve_conn(
             }
         }
         c.requests.fetch_add(1, Relaxed);
+        if close {
+            return;
+        }
     }
 }
 
-/// Works on one request frame (length prefix included) and appends the reply frame.
+/// Works on one request (a frame with its length prefix, or an HTTP request) and appends
+/// the reply. True: the connection closes after it (an HTTP `Connection: close`).
 fn process(
     req: &[u8],
     out: &mut Vec<u8>,
     cfg: &RrConfig,
     finder: &memchr::memmem::Finder<'_>,
     lock: &Mutex<()>,
-) {
+) -> bool {
     let start = out.len();
-    out.extend_from_slice(req);
+    let mut close = false;
+    if cfg.mode == RrMode::Http {
+        close = crate::rr_http::reply(req, out, finder);
+    } else {
+        out.extend_from_slice(req);
+    }
     if cfg.mode == RrMode::Replace {
         crate::wire::find_and_replace(finder, &mut out[start + 4..]);
     }
@@ -350,6 +381,7 @@ fn process(
             std::thread::sleep(d);
         }
     }
+    close
 }
 
 /// A connection of a shared worker.
@@ -421,11 +453,15 @@ fn worker(
                 let mut frames = 0;
                 while frames < 64 && k.out.len() < 64 * 1024 {
                     frames += 1;
-                    match k.r.read(&mut k.s, &Framing::Length) {
+                    match k.r.read_request(&mut k.s, cfg.mode) {
                         Ok(n) => {
                             let Conn { r, out, .. } = k;
-                            process(r.take(n), out, &cfg, &finder, lock);
+                            let last = process(r.take(n), out, &cfg, &finder, lock);
                             c.requests.fetch_add(1, Relaxed);
+                            if last {
+                                close = true;
+                                break;
+                            }
                         }
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(e) if e.kind() == ErrorKind::Interrupted => continue,

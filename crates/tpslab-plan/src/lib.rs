@@ -12,6 +12,7 @@ pub mod bdp;
 pub mod doctor;
 pub mod fleet;
 pub mod framing;
+pub mod http;
 pub mod launch;
 pub mod limits;
 pub mod probe;

@@ -7,12 +7,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::framing::Framing;
+use crate::http::HttpRequest;
 use crate::limits::{
     MAX_UDP_PAYLOAD, PAYLOAD_BYTES, RAMP_STEPS, RAMP_USERS, REQUEST_TIMEOUT, SAMPLE_INTERVAL,
     STEP_DURATION, STEP_WARMUP, THINK,
 };
 use crate::units::{seq_field_allowed, seq_field_fits};
 use crate::PlanError;
+
+/// Largest `ramp http --body`, bytes (1 MiB): a request is written whole per request.
+pub const HTTP_BODY_BYTES: u64 = 1 << 20;
 
 /// Bytes at the start of a UDP request that carry the user and its sequence number when the
 /// plan has no sequence field: the user's index, then the request's sequence number (each a
@@ -24,21 +28,25 @@ fn default_knee_gain() -> f64 {
 }
 
 /// Protocol of the ramp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RampProto {
     /// One TCP connection per user; replies delimited by [`Framing`].
     Tcp,
     /// One UDP socket per user; a reply matches its request by the sequence field.
     Udp,
+    /// HTTP/1.1 keep-alive, one connection per user: the request made of these and the
+    /// plan's `request` as its body (a record says `{"http": {"url": ..}}`).
+    Http(HttpRequest),
 }
 
 impl RampProto {
-    /// Its name as the command and the record write it: `tcp`, `udp`.
-    pub fn name(self) -> &'static str {
+    /// Its name as the command and the record write it: `tcp`, `udp`, `http`.
+    pub fn name(&self) -> &'static str {
         match self {
             RampProto::Tcp => "tcp",
             RampProto::Udp => "udp",
+            RampProto::Http(_) => "http",
         }
     }
 }
@@ -101,6 +109,8 @@ impl RampPlan {
     ///   one byte; UDP: length framing (the flag does not apply), a request of
     ///   8..=65507 bytes without a sequence field, with one a request of 1..=65507 bytes
     ///   holding the field;
+    /// - HTTP: no framing or sequence field, a body of at most [`HTTP_BODY_BYTES`], a URL,
+    ///   method and headers [`HttpRequest::check`] passes, the URL's port the target's;
     /// - the target's port is not 0.
     ///
     /// Errors: the first setting out of bounds, as one line.
@@ -147,7 +157,7 @@ impl RampPlan {
         }
         let conflict = |m: &str| Err(PlanError::Conflict(m.into()));
         let len = self.request.len();
-        match self.proto {
+        match &self.proto {
             RampProto::Tcp => {
                 self.framing.check()?;
                 if self.seq_field.is_some() {
@@ -183,6 +193,28 @@ impl RampPlan {
                             ));
                         }
                     }
+                }
+            }
+            RampProto::Http(h) => {
+                if self.framing != Framing::Length {
+                    return conflict("--framing applies to ramp tcp");
+                }
+                if self.seq_field.is_some() {
+                    return conflict("--seq-field applies to ramp udp");
+                }
+                if len as u64 > HTTP_BODY_BYTES {
+                    return Err(PlanError::value(
+                        "--body",
+                        format!("{len} bytes"),
+                        format!("at most {HTTP_BODY_BYTES} bytes"),
+                    ));
+                }
+                let u = h.check()?;
+                if u.port != self.target.port() {
+                    return Err(PlanError::Conflict(format!(
+                        "URL \"{}\" has port {}, the target {} another",
+                        h.url, u.port, self.target
+                    )));
                 }
             }
         }

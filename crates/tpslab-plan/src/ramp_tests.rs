@@ -188,3 +188,72 @@ fn the_plan_serialises_as_before() {
     assert_eq!(RampProto::Tcp.name(), "tcp");
     assert_eq!(RampProto::Udp.name(), "udp");
 }
+
+fn http() -> RampPlan {
+    RampPlan {
+        proto: RampProto::Http(crate::http::HttpRequest {
+            url: "http://127.0.0.1:5001/index.html".into(),
+            method: "GET".into(),
+            headers: vec![],
+        }),
+        request: vec![],
+        ..tcp()
+    }
+}
+
+#[test]
+fn http_plans() {
+    assert_eq!(http().validate(), Ok(()));
+    assert_eq!(
+        RampProto::Http(crate::http::HttpRequest {
+            url: String::new(),
+            method: String::new(),
+            headers: vec![]
+        })
+        .name(),
+        "http"
+    );
+    let e = |p: RampPlan| p.validate().unwrap_err().to_string();
+    assert_eq!(
+        e(RampPlan {
+            target: "127.0.0.1:80".parse().unwrap(),
+            ..http()
+        }),
+        "URL \"http://127.0.0.1:5001/index.html\" has port 5001, the target 127.0.0.1:80 another"
+    );
+    assert_eq!(
+        e(RampPlan {
+            request: vec![0; (HTTP_BODY_BYTES + 1) as usize],
+            ..http()
+        }),
+        "--body 1048577 bytes: allowed at most 1048576 bytes"
+    );
+    assert_eq!(
+        e(RampPlan {
+            framing: Framing::Fixed(3),
+            ..http()
+        }),
+        "--framing applies to ramp tcp"
+    );
+    assert_eq!(
+        e(RampPlan {
+            seq_field: Some((0, 2)),
+            ..http()
+        }),
+        "--seq-field applies to ramp udp"
+    );
+    let mut tls = http();
+    tls.proto = RampProto::Http(crate::http::HttpRequest {
+        url: "https://127.0.0.1:5001/".into(),
+        method: "GET".into(),
+        headers: vec![],
+    });
+    assert!(e(tls).contains("TLS is not supported yet"));
+    // A record says the protocol and the URL; tcp and udp stay plain names.
+    let j = serde_json::to_string(&http().proto).unwrap();
+    assert_eq!(
+        j,
+        r#"{"http":{"url":"http://127.0.0.1:5001/index.html","method":"GET","headers":[]}}"#
+    );
+    assert_eq!(serde_json::to_string(&RampProto::Tcp).unwrap(), r#""tcp""#);
+}

@@ -325,6 +325,9 @@ pub enum ServeTcpMode {
     Echo,
     /// Framed request/response, S1's work: replace every "ping" with "pong".
     Replace,
+    /// HTTP/1.1 keep-alive request/response (`serve http`): 200 with the request's body,
+    /// "ping"s replaced.
+    Http,
 }
 
 /// The plan of `tpslab serve tcp`, validated by [`ServeTcpPlan::validate`].
@@ -353,7 +356,10 @@ pub struct ServeTcpPlan {
 impl ServeTcpPlan {
     /// Whether requests are answered (echo, replace) rather than a stream moved.
     pub fn request_response(&self) -> bool {
-        matches!(self.mode, ServeTcpMode::Echo | ServeTcpMode::Replace)
+        matches!(
+            self.mode,
+            ServeTcpMode::Echo | ServeTcpMode::Replace | ServeTcpMode::Http
+        )
     }
 
     /// Checks every limit and combination; the error names the flag and what is allowed.

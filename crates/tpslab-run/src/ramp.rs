@@ -129,6 +129,16 @@ pub fn request(
                 (None, None) => (body(), None),
             }
         }
+        // The body (`--body`), none without one; the request is built by the protocol.
+        RampProto::Http(_) => {
+            if framing_given {
+                bail!("--framing applies to ramp tcp");
+            }
+            if seq_field.is_some() {
+                bail!("--seq-field applies to ramp udp");
+            }
+            (payload.unwrap_or_default(), None)
+        }
     })
 }
 
@@ -162,12 +172,18 @@ impl BuiltinServer {
         }
     }
 
-    /// Its `tpslab serve tcp` arguments, for a life of `life` (it ends by itself even if
-    /// tpslab is killed).
-    fn args(&self, life: Duration) -> Vec<String> {
-        let mut args: Vec<String> = ["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"]
-            .map(String::from)
-            .into();
+    /// Its `tpslab serve tcp` arguments (`serve http` when `http`), for a life of `life`
+    /// (it ends by itself even if tpslab is killed).
+    fn args(&self, life: Duration, http: bool) -> Vec<String> {
+        let mut args: Vec<String> = if http {
+            ["serve", "http", "--bind", "127.0.0.1:0"]
+                .map(String::from)
+                .into()
+        } else {
+            ["serve", "tcp", "--mode", "replace", "--bind", "127.0.0.1:0"]
+                .map(String::from)
+                .into()
+        };
         args.extend([
             "--work".into(),
             humantime::format_duration(self.work).to_string(),
@@ -217,8 +233,13 @@ pub fn prepare(setup: &RampSetup) -> Result<Ready> {
         Some(b) => {
             let step = Duration::from_nanos(plan.step_ns) + Duration::from_nanos(plan.warmup_ns);
             let life = step * plan.steps.len() as u32 + Duration::from_secs(30);
-            let s = crate::server_proc::ServerProcess::tpslab(&b.args(life))?;
+            let http = matches!(plan.proto, RampProto::Http(_));
+            let s = crate::server_proc::ServerProcess::tpslab(&b.args(life, http))?;
             plan.target = s.addr;
+            // ramp http without a URL: the built-in server's.
+            if let RampProto::Http(h) = &mut plan.proto {
+                h.url = format!("http://{}/", s.addr);
+            }
             plan.server_pid = Some(s.pid());
             Some(s)
         }
@@ -341,8 +362,12 @@ mod tests {
             "0ns CPU + 10ms under one global lock per request"
         );
         assert_eq!(
-            b.args(Duration::from_secs(42)).join(" "),
+            b.args(Duration::from_secs(42), false).join(" "),
             "serve tcp --mode replace --bind 127.0.0.1:0 --work 0s --serial 10ms --threads 4 --serialize --duration 42s"
+        );
+        assert_eq!(
+            b.args(Duration::from_secs(42), true).join(" "),
+            "serve http --bind 127.0.0.1:0 --work 0s --serial 10ms --threads 4 --serialize --duration 42s"
         );
         let b = BuiltinServer {
             serialize: false,

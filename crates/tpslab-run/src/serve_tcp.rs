@@ -35,10 +35,10 @@ pub fn start(plan: &ServeTcpPlan) -> Result<Serving> {
     let srv = if plan.request_response() {
         Running::Rr(RrServer::start(RrConfig {
             listen: plan.listen,
-            mode: if plan.mode == ServeTcpMode::Echo {
-                RrMode::Echo
-            } else {
-                RrMode::Replace
+            mode: match plan.mode {
+                ServeTcpMode::Echo => RrMode::Echo,
+                ServeTcpMode::Http => RrMode::Http,
+                _ => RrMode::Replace,
             },
             work_ns: plan.work_ns,
             serial_ns: plan.serial_ns,

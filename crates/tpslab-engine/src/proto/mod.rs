@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
+pub mod http1;
 pub mod tcp_framed;
 pub mod udp_seq;
 
@@ -217,7 +218,7 @@ macro_rules! protocols {
             /// The protocol of a validated plan.
             pub(crate) fn for_plan(plan: &RampPlan) -> Protocol {
                 match plan.proto {
-                    $(RampProto::$proto => Protocol::$proto(<$ty as Exchange>::for_plan(plan)),)*
+                    $(RampProto::$proto { .. } => Protocol::$proto(<$ty as Exchange>::for_plan(plan)),)*
                 }
             }
 
@@ -241,4 +242,5 @@ macro_rules! protocols {
 protocols! {
     Tcp => tcp_framed::TcpFramed,
     Udp => udp_seq::UdpSeq,
+    Http => http1::Http1,
 }

@@ -29,7 +29,11 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         } else {
             format!(", think {:?}", std::time::Duration::from_nanos(p.think_ns))
         },
-        p.target,
+        match &p.proto {
+            // The URL, and the address it was resolved to.
+            tpslab_analysis::ramp::RampProto::Http(h) => format!("{} ({})", h.url, p.target),
+            _ => p.target.to_string(),
+        },
         p.builtin_server
             .as_ref()
             .map_or(String::new(), |s| format!(" (built-in server: {s})"))

@@ -506,6 +506,19 @@ pub fn serve_header(w: &mut dyn Write, s: &ServeTcpRecord) -> io::Result<()> {
                 format!("{} epoll worker(s) sharing the connections", p.threads)
             }
         ),
+        ServeTcpMode::Http => writeln!(
+            w,
+            "tpslab serve http: HTTP/1.1 on {} (keep-alive; work {:?} per request, then {:?} waiting{}); {}",
+            s.addr,
+            std::time::Duration::from_nanos(p.work_ns),
+            std::time::Duration::from_nanos(p.serial_ns),
+            if p.serialize { " under one global lock" } else { "" },
+            if p.threads == 0 {
+                "thread per connection".to_string()
+            } else {
+                format!("{} epoll worker(s) sharing the connections", p.threads)
+            }
+        ),
     }
 }
 

@@ -1,0 +1,306 @@
+//! An HTTP/1.1 request as `ramp http URL` sends it: the URL (parsed by the `http` crate's
+//! `Uri`; only `http://`), the method, the user's headers, and the request's bytes built
+//! once from them (the body is the plan's `request`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
+
+/// Most headers a user may add (`--header`, repeatable).
+pub const MAX_HEADERS: usize = 64;
+
+/// Longest method, bytes.
+const MAX_METHOD: usize = 32;
+
+/// Longest URL, bytes.
+const MAX_URL: usize = 8192;
+
+/// What `ramp http` sends besides its body: kept in the plan (and the record) as given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// The URL as given, `http://HOST[:PORT][/PATH][?QUERY]`.
+    pub url: String,
+    /// The method, e.g. `GET` (an HTTP token, case kept).
+    pub method: String,
+    /// Headers added to `Host` (and `Content-Length` when there is a body), in order, as
+    /// (name, value); `Host` among them replaces tpslab's.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+}
+
+/// A URL's parts that make the request and its target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// Host as written (a name, an IPv4 address, or `[IPv6]`), without the port.
+    pub host: String,
+    /// The port: the URL's, else 80.
+    pub port: u16,
+    /// The authority as written (`host[:port]`): the `Host` header.
+    pub authority: String,
+    /// Path and query, `/` when the URL has none.
+    pub path: String,
+}
+
+/// Parses `url` as `ramp http` accepts it: `http://HOST[:PORT][/PATH][?QUERY]`, no user
+/// info, no fragment. Errors (one line, naming the URL): not a URL, another scheme,
+/// `https://` ("TLS is not supported yet"), no host, port 0.
+pub fn parse_url(url: &str) -> Result<HttpUrl, PlanError> {
+    let bad = |why: &str| PlanError::value("URL", format!("\"{url}\""), why);
+    if url.len() > MAX_URL {
+        return Err(bad(&format!("at most {MAX_URL} bytes")));
+    }
+    if url.contains('#') {
+        return Err(bad("a URL without a #fragment (it is not sent)"));
+    }
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| bad(&format!("http://HOST[:PORT]/PATH ({e})")))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err(PlanError::Conflict(format!(
+                "URL \"{url}\": TLS is not supported yet; use an http:// URL"
+            )))
+        }
+        _ => return Err(bad("http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/")),
+    }
+    let Some(auth) = uri.authority() else {
+        return Err(bad("http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/"));
+    };
+    if auth.as_str().contains('@') {
+        return Err(bad("a URL without user info (USER@HOST)"));
+    }
+    if auth.host().is_empty() {
+        return Err(bad("a URL with a host"));
+    }
+    let port_text = auth.as_str()[auth.host().len()..].trim_start_matches(':');
+    let port = match auth.port_u16() {
+        Some(p) => p,
+        None if port_text.is_empty() => 80,
+        None => return Err(bad("a port 1..=65535")),
+    };
+    if port == 0 {
+        return Err(bad("a port 1..=65535"));
+    }
+    let path = match uri.path_and_query() {
+        Some(p) if !p.as_str().is_empty() => p.as_str().to_string(),
+        _ => "/".to_string(),
+    };
+    if !path.starts_with('/') {
+        return Err(bad("http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/"));
+    }
+    Ok(HttpUrl {
+        host: auth.host().to_string(),
+        port,
+        authority: auth.as_str().to_string(),
+        path,
+    })
+}
+
+/// Whether `s` is an HTTP token (a method, a header name): RFC 9110 `tchar`s, not empty.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Parses one `--header 'NAME: VALUE'`. Errors: no colon, a name that is not a token, a
+/// value with control characters, `Content-Length` or `Transfer-Encoding` (tpslab frames
+/// the body itself).
+pub fn parse_header(h: &str) -> Result<(String, String), PlanError> {
+    let bad = |why: &str| PlanError::value("--header", format!("\"{h}\""), why);
+    let Some((name, value)) = h.split_once(':') else {
+        return Err(bad("NAME: VALUE, e.g. 'Accept: */*'"));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    check_header(name, value).map_err(|w| bad(&w))?;
+    Ok((name.to_string(), value.to_string()))
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    if !is_token(name) {
+        return Err("NAME: VALUE with NAME an HTTP token, e.g. 'Accept: */*'".into());
+    }
+    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        return Err("a value without control characters".into());
+    }
+    for framed in ["content-length", "transfer-encoding"] {
+        if name.eq_ignore_ascii_case(framed) {
+            return Err(format!(
+                "other headers: {name} is written by tpslab from the body (--body)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl HttpRequest {
+    /// The request's bytes: `METHOD PATH HTTP/1.1`, `Host` (the URL's authority unless a
+    /// header gives one), the headers, `Content-Length` when there is a body or the method
+    /// usually has one (POST, PUT, PATCH), a blank line, the body. Errors: as
+    /// [`HttpRequest::check`].
+    pub fn bytes(&self, body: &[u8]) -> Result<Vec<u8>, PlanError> {
+        let u = self.check()?;
+        let mut r = Vec::with_capacity(128 + body.len());
+        r.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, u.path).as_bytes());
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("host"))
+        {
+            r.extend_from_slice(format!("Host: {}\r\n", u.authority).as_bytes());
+        }
+        for (n, v) in &self.headers {
+            r.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+        let has_body = ["POST", "PUT", "PATCH"].contains(&self.method.as_str());
+        if !body.is_empty() || has_body {
+            r.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+        }
+        r.extend_from_slice(b"\r\n");
+        r.extend_from_slice(body);
+        Ok(r)
+    }
+
+    /// Checks the URL ([`parse_url`]), the method (an HTTP token of at most 32 bytes,
+    /// `CONNECT` refused) and the headers (at most [`MAX_HEADERS`], as [`parse_header`]);
+    /// gives the URL's parts.
+    pub fn check(&self) -> Result<HttpUrl, PlanError> {
+        let u = parse_url(&self.url)?;
+        if !is_token(&self.method) || self.method.len() > MAX_METHOD {
+            return Err(PlanError::value(
+                "--method",
+                &self.method,
+                format!("an HTTP method (a token of at most {MAX_METHOD} bytes), e.g. GET"),
+            ));
+        }
+        if self.method.eq_ignore_ascii_case("CONNECT") {
+            return Err(PlanError::value(
+                "--method",
+                &self.method,
+                "a method with a reply (CONNECT opens a tunnel)",
+            ));
+        }
+        if self.headers.len() > MAX_HEADERS {
+            return Err(PlanError::value(
+                "--header",
+                format!("x{}", self.headers.len()),
+                format!("at most {MAX_HEADERS} headers"),
+            ));
+        }
+        for (n, v) in &self.headers {
+            check_header(n, v)
+                .map_err(|w| PlanError::value("--header", format!("\"{n}: {v}\""), w))?;
+        }
+        Ok(u)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(url: &str, method: &str, headers: &[(&str, &str)]) -> HttpRequest {
+        HttpRequest {
+            url: url.into(),
+            method: method.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn urls_that_pass_and_their_parts() {
+        let u = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
+        assert_eq!(
+            (
+                u.host.as_str(),
+                u.port,
+                u.authority.as_str(),
+                u.path.as_str()
+            ),
+            ("127.0.0.1", 8080, "127.0.0.1:8080", "/a/b?x=1")
+        );
+        let u = parse_url("http://localhost").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/"));
+        let u = parse_url("http://[::1]:81/").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("[::1]", 81));
+    }
+
+    #[test]
+    fn bad_urls_are_one_line_errors() {
+        let e = |u: &str| parse_url(u).unwrap_err().to_string();
+        assert_eq!(
+            e("https://example.com/"),
+            "URL \"https://example.com/\": TLS is not supported yet; use an http:// URL"
+        );
+        for u in [
+            "ftp://h/",
+            "127.0.0.1:80",
+            "/path",
+            "http://",
+            "http://h:0/",
+            "http://u:p@h/",
+            "http://h/#x",
+            "http://h:99999/",
+            "not a url",
+        ] {
+            let m = e(u);
+            assert!(m.starts_with(&format!("URL \"{u}\": allowed ")), "{u}: {m}");
+            assert!(!m.contains('\n'), "{m}");
+        }
+    }
+
+    #[test]
+    fn request_bytes() {
+        let r = req("http://h:8080/p?q", "GET", &[("Accept", "*/*")]);
+        assert_eq!(
+            r.bytes(b"").unwrap(),
+            b"GET /p?q HTTP/1.1\r\nHost: h:8080\r\nAccept: */*\r\n\r\n"
+        );
+        let r = req("http://h/", "POST", &[("Host", "other")]);
+        assert_eq!(
+            r.bytes(b"abc").unwrap(),
+            b"POST / HTTP/1.1\r\nHost: other\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        assert_eq!(
+            req("http://h/", "PUT", &[]).bytes(b"").unwrap(),
+            b"PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn bad_methods_and_headers() {
+        let e = |r: HttpRequest| r.check().unwrap_err().to_string();
+        assert!(
+            e(req("http://h/", "G ET", &[])).starts_with("--method G ET: allowed an HTTP method")
+        );
+        assert!(e(req("http://h/", "", &[])).starts_with("--method \"\""));
+        assert!(e(req("http://h/", "CONNECT", &[])).contains("tunnel"));
+        assert!(
+            e(req("http://h/", "GET", &[("Content-Length", "3")])).contains("written by tpslab")
+        );
+        assert!(e(req("http://h/", "GET", &[("X", "a\r\nB: c")])).contains("control"));
+        for h in [
+            "NoColon",
+            "Bad Name: v",
+            ": v",
+            "transfer-encoding: chunked",
+        ] {
+            let m = parse_header(h).unwrap_err().to_string();
+            assert!(m.starts_with("--header \""), "{m}");
+        }
+        assert_eq!(
+            parse_header("X-A:  b c ").unwrap(),
+            ("X-A".to_string(), "b c".to_string())
+        );
+        let many: Vec<(String, String)> = (0..65).map(|i| (format!("X{i}"), "v".into())).collect();
+        let r = HttpRequest {
+            headers: many,
+            ..req("http://h/", "GET", &[])
+        };
+        assert!(e(r).contains("at most 64 headers"));
+    }
+}

@@ -1,0 +1,100 @@
+//! `tpslab serve http`: the reference request/response server speaking HTTP/1.1
+//! keep-alive (each request answered 200 with its body, "ping"s replaced), with the CPU
+//! work, waiting and global lock of `serve tcp` (S3 in miniature behind HTTP).
+
+use crate::out::install_signals;
+use anyhow::{anyhow, Result};
+use clap::Args;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+use tpslab_analysis::record::Body;
+use tpslab_plan::tcp::{ServeTcpMode, ServeTcpPlan};
+use tpslab_report::term::tcp as render;
+
+#[derive(Args, Debug)]
+pub(crate) struct ServeHttpArgs {
+    /// Address to listen on, ADDR:PORT.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// CPU work per request (busy loop, in parallel), e.g. 200us.
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    work: Option<Duration>,
+    /// Waiting per request (a sleep, like a round trip to a database), e.g. 10ms; under
+    /// one process-wide lock with --serialize.
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    serial: Option<Duration>,
+    /// Run the --serial part of every request under one global lock (S3's SELECT ... FOR
+    /// UPDATE in miniature): TPS cannot pass 1 / serial.
+    #[arg(long)]
+    serialize: bool,
+    /// 0 = one thread per connection; N = N worker threads sharing all connections
+    /// through epoll.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    duration: Option<Duration>,
+    #[command(flatten)]
+    record: crate::flags::RecordFlag,
+}
+
+impl ServeHttpArgs {
+    /// The validated plan (a `serve tcp` plan of mode http; the output files checked
+    /// first).
+    pub(crate) fn plan(&self) -> Result<ServeTcpPlan> {
+        let a = self;
+        a.record.check(false)?;
+        let listen: SocketAddr = a.bind.parse().map_err(|_| {
+            anyhow!(
+                "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:8080",
+                a.bind
+            )
+        })?;
+        let ns =
+            |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
+        let p = ServeTcpPlan {
+            listen,
+            mode: ServeTcpMode::Http,
+            rcvbuf: None,
+            sndbuf: None,
+            work_ns: ns(a.work),
+            serial_ns: ns(a.serial),
+            serialize: a.serialize,
+            threads: a.threads,
+            duration_ns: a.duration.map(|d| ns(Some(d))),
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+/// `tpslab serve http`: the header once listening (its address is what `ramp http`
+/// without a URL reads), the counts at the end; the record (kind serve_tcp, mode http).
+pub(crate) fn serve(a: ServeHttpArgs) -> Result<ExitCode> {
+    let plan = a.plan()?;
+    let ctx = tpslab_run::Ctx {
+        stop: install_signals()?,
+        live: None,
+        progress: std::sync::Arc::new(tpslab_run::Silent),
+    };
+    let serving = tpslab_run::serve_tcp::start(&plan)?;
+    let mut out = std::io::stdout().lock();
+    render::serve_header(&mut out, &serving.record)?;
+    out.flush()?;
+    let rec = tpslab_run::serve_tcp::serve(serving, &ctx);
+    let Body::ServeTcp(r) = &rec.body else {
+        unreachable!("a serve_tcp record")
+    };
+    render::serve_end(&mut out, r)?;
+    if a.record.wanted() {
+        drop(out);
+        crate::out::emit(
+            &rec,
+            crate::out::Outputs::of(&a.record),
+            crate::out::Terminal::Nothing,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

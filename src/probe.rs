@@ -167,7 +167,7 @@ impl IdleArgs {
             }
         };
         let resolution = a.resolution.unwrap_or_else(|| {
-            let d = derived_resolution(a.min, a.max);
+            let d = IdlePlan::derived_resolution(a.min, a.max);
             crate::flags::note_default(
                 format!("--resolution {}", humantime::format_duration(d)),
                 "derived default: 5s, or half the range --max - --min when less, at least 1s; not given".into(),
@@ -278,31 +278,8 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `probe idle`'s resolution when not given: 5 s, or half the range `max - min` (whole
-/// seconds) when that is less, at least 1 s (TCP keepalive counts whole seconds).
-fn derived_resolution(min: Duration, max: Duration) -> Duration {
-    let range_s = max.as_secs().saturating_sub(min.as_secs());
-    Duration::from_secs((range_s / 2).clamp(1, 5))
-}
-
 /// Prints a whole rendering but its first line (the header, printed before the run).
 fn print_after_header(w: &mut dyn Write, full: &[u8]) -> std::io::Result<()> {
     let text = String::from_utf8_lossy(full);
     write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_derived_resolution_fits_below_the_range_it_can() {
-        let s = Duration::from_secs;
-        // `--min 1s --max 5s`: 2s, where the plain 5s would exceed the range.
-        assert_eq!(derived_resolution(s(1), s(5)), s(2));
-        assert_eq!(derived_resolution(s(10), s(3600)), s(5));
-        // A range of 1s leaves no whole second below it: 1s, refused naming itself.
-        assert_eq!(derived_resolution(s(1), s(2)), s(1));
-        assert_eq!(derived_resolution(s(5), s(2)), s(1));
-    }
 }

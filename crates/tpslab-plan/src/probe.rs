@@ -68,6 +68,14 @@ fn whole_seconds(flag: &str, d: Duration) -> Result<u64, PlanError> {
 }
 
 impl IdlePlan {
+    /// The resolution when `--resolution` is not given: 5 s, or half the range `max - min`
+    /// (whole seconds) when that is less, at least 1 s (TCP keepalive counts whole
+    /// seconds); a range of 1 s leaves none below it, and [`IdlePlan::new`] refuses it.
+    pub fn derived_resolution(min: Duration, max: Duration) -> Duration {
+        let range_s = max.as_secs().saturating_sub(min.as_secs());
+        Duration::from_secs((range_s / 2).clamp(1, 5))
+    }
+
     /// The plan from its flags: every interval in whole seconds, `min < max <=`
     /// [`IDLE_PROBE_MAX`], a resolution below the range, [`IDLE_PROBE_CONNECTIONS`].
     /// Errors name the flag and what is allowed.
@@ -221,6 +229,17 @@ mod tests {
 
     fn s(x: u64) -> Duration {
         Duration::from_secs(x)
+    }
+
+    #[test]
+    fn the_derived_resolution_fits_below_the_range_it_can() {
+        let r = IdlePlan::derived_resolution;
+        // `--min 1s --max 5s`: 2s, where the plain 5s would exceed the range.
+        assert_eq!(r(s(1), s(5)), s(2));
+        assert_eq!(r(s(10), s(3600)), s(5));
+        // A range of 1s leaves no whole second below it: 1s, refused naming itself.
+        assert_eq!(r(s(1), s(2)), s(1));
+        assert_eq!(r(s(5), s(2)), s(1));
     }
 
     #[test]

@@ -308,11 +308,7 @@ mod tests {
     /// Decodes `stream` as the users' loop does with reads of `chunk` bytes: whole replies
     /// consumed, 1xx skipped, the rest kept. Gives the replies (their bytes and what they
     /// say) and the bytes left over.
-    fn replies(
-        p: &Http1,
-        stream: &[u8],
-        chunk: usize,
-    ) -> Result<(Decodes, usize), String> {
+    fn replies(p: &Http1, stream: &[u8], chunk: usize) -> Result<(Decodes, usize), String> {
         let mut u = p.user(0);
         p.encode(&mut u);
         let (mut have, mut out) = (Vec::new(), vec![]);

@@ -161,7 +161,7 @@ fn for_tcp_agrees_with_bdp() {
         .find("<<'EOF'\n")
         .expect("bdp proposes a persisted fix")
         + 8;
-    let end = start + text[start..].find("  EOF").unwrap();
+    let end = start + text[start..].find("\nEOF\n").unwrap();
     let bdp_lines: Vec<&str> = text[start..end].lines().map(str::trim).collect();
     assert!(
         bdp_lines[0].starts_with("net.ipv4.tcp_rmem = "),

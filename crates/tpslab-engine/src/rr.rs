@@ -392,6 +392,9 @@ struct Conn {
     sent: usize,
     /// What epoll watches for now (READABLE, or WRITABLE while replies are pending).
     interest: u32,
+    /// The last reply says the connection closes (HTTP `Connection: close`): no more
+    /// requests are read, and it closes once that reply is all written.
+    closing: bool,
 }
 
 /// A shared worker: its connections arrive in `inbox`; epoll says which to serve.
@@ -429,6 +432,7 @@ fn worker(
                     out: Vec::with_capacity(2048),
                     sent: 0,
                     interest: READABLE,
+                    closing: false,
                 },
             );
             next_token += 1;
@@ -445,7 +449,7 @@ fn worker(
             let mut close = false;
             // Read (and work) only when the last replies are out: a client that sends
             // and never reads cannot make this grow without bound.
-            if ev & (READABLE | HANGUP) != 0 && k.sent == k.out.len() {
+            if ev & (READABLE | HANGUP) != 0 && k.sent == k.out.len() && !k.closing {
                 k.out.clear();
                 k.sent = 0;
                 // At most 64 requests or 64 KiB of replies per turn: a client that
@@ -459,7 +463,8 @@ fn worker(
                             let last = process(r.take(n), out, &cfg, &finder, lock);
                             c.requests.fetch_add(1, Relaxed);
                             if last {
-                                close = true;
+                                // Closed once this reply is out, not before.
+                                k.closing = true;
                                 break;
                             }
                         }
@@ -494,6 +499,9 @@ fn worker(
                         break;
                     }
                 }
+            }
+            if k.closing && k.sent == k.out.len() {
+                close = true;
             }
             if !close {
                 // Pending replies: wait for room to write, not for more requests.

@@ -158,3 +158,50 @@ fn server_replaces_and_serialises() {
     assert_eq!(rep.requests, 4);
     assert_eq!(rep.connections, 4);
 }
+
+#[test]
+fn a_reply_that_closes_the_connection_is_written_whole_first() {
+    // 4 MiB back to a client that reads only after a while: more than the socket takes at
+    // once, so the server must wait for room before it closes (a shared worker once closed
+    // at the first short write, cutting the reply).
+    let body = vec![b'x'; 4 << 20];
+    for threads in [0, 1] {
+        let srv = RrServer::start(RrConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            mode: RrMode::Http,
+            work_ns: 0,
+            serial_ns: 0,
+            serialize: false,
+            threads,
+        })
+        .unwrap();
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        let mut req = format!(
+            "POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        let writer = {
+            let mut w = s.try_clone().unwrap();
+            std::thread::spawn(move || w.write_all(&req))
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = vec![];
+        s.read_to_end(&mut got).unwrap();
+        writer.join().unwrap().unwrap();
+        let head_end = memchr::memmem::find(&got, b"\r\n\r\n").unwrap() + 4;
+        let head = String::from_utf8_lossy(&got[..head_end]).to_string();
+        assert!(
+            head.contains(&format!("Content-Length: {}\r\n", body.len())),
+            "threads {threads}: {head}"
+        );
+        assert_eq!(
+            got.len() - head_end,
+            body.len(),
+            "threads {threads}: {head}"
+        );
+        srv.stop();
+    }
+}

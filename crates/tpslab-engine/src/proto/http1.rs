@@ -52,7 +52,18 @@ pub struct HttpUser {
     /// its body ends, its failure kind, whether the connection closes after it). None: no
     /// head parsed yet.
     cur: Option<(usize, Body, Option<&'static str>, bool)>,
+    /// Interim (1xx) replies skipped for the request in flight: more than
+    /// [`MAX_INTERIM`] is a server that never answers (and would keep its user's loop
+    /// reading forever).
+    interim: u16,
 }
+
+/// The most interim (1xx) replies taken for one request.
+pub const MAX_INTERIM: u16 = 16;
+
+/// The longest reply head read (status line and headers), bytes: a head still not ended
+/// beyond it is not HTTP (and would be parsed again on every read).
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
 
 impl Http1 {
     /// The protocol sending `request` (a whole HTTP/1.1 request) to `target`; `head`: its
@@ -115,6 +126,9 @@ impl Http1 {
         let mut r = httparse::Response::new(&mut headers);
         let n = match r.parse(bytes) {
             Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if bytes.len() > MAX_HEAD_BYTES => {
+                return Head::Invalid(format!("http: a reply head over {MAX_HEAD_BYTES} bytes"))
+            }
             Ok(httparse::Status::Partial) => return Head::NeedMore,
             Err(e) => return Head::Invalid(format!("http: {e}")),
         };
@@ -230,7 +244,9 @@ impl Exchange for Http1 {
         let request = h
             .bytes(&plan.request)
             .expect("a validated plan's HTTP request");
-        Http1::new(plan.target, request, h.method.eq_ignore_ascii_case("HEAD"))
+        // Methods are case-sensitive (RFC 9110 9.1): `head` is not HEAD, and its replies
+        // may carry a body.
+        Http1::new(plan.target, request, h.method == "HEAD")
     }
 
     fn user(&self, _id: usize) -> HttpUser {
@@ -243,6 +259,7 @@ impl Exchange for Http1 {
 
     fn encode(&self, u: &mut HttpUser) {
         u.cur = None;
+        u.interim = 0;
     }
 
     fn request<'a>(&'a self, _u: &'a HttpUser) -> &'a [u8] {
@@ -254,7 +271,15 @@ impl Exchange for Http1 {
             Some(c) => c,
             None => match self.head(bytes) {
                 Head::Parsed(n, b, f, c) => (n, b, f, c),
-                Head::Interim(n) => return Decoded::Stale(n),
+                Head::Interim(_) if u.interim >= MAX_INTERIM => {
+                    return Decoded::Invalid(format!(
+                        "http: more than {MAX_INTERIM} interim (1xx) replies to one request"
+                    ))
+                }
+                Head::Interim(n) => {
+                    u.interim += 1;
+                    return Decoded::Stale(n);
+                }
                 Head::NeedMore => return Decoded::NeedMore,
                 Head::Invalid(e) => return Decoded::Invalid(e),
             },
@@ -447,6 +472,28 @@ mod tests {
             Decoded::NeedMore
         );
         assert_eq!(p.decode(&mut HttpUser::default(), b""), Decoded::NeedMore);
+    }
+
+    #[test]
+    fn a_server_that_never_ends_its_interim_replies_or_its_head_is_invalid() {
+        let p = proto(false);
+        let cont = b"HTTP/1.1 100 Continue\r\n\r\n";
+        // 16 interim replies, then the answer: taken.
+        let mut ok = cont.repeat(MAX_INTERIM as usize);
+        ok.extend_from_slice(NGINX_200);
+        assert_eq!(replies(&p, &ok, ok.len()).unwrap().0.len(), 1);
+        // Each request has its own count: the same again on the next request.
+        let twice = ok.repeat(2);
+        assert_eq!(replies(&p, &twice, 7).unwrap().0.len(), 2);
+        // One more: a server flooding 1xx would keep its user's loop reading forever.
+        let flood = cont.repeat(MAX_INTERIM as usize + 1);
+        let e = replies(&p, &flood, flood.len()).unwrap_err();
+        assert_eq!(e, "http: more than 16 interim (1xx) replies to one request");
+        // A head that never ends.
+        let mut endless = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        endless.resize(MAX_HEAD_BYTES + 2, b'a');
+        let e = replies(&p, &endless, 4096).unwrap_err();
+        assert_eq!(e, "http: a reply head over 65536 bytes");
     }
 
     #[test]

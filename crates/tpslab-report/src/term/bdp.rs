@@ -73,12 +73,17 @@ pub fn need(w: &mut dyn Write, n: &Need) -> io::Result<()> {
             };
             writeln!(w, "  sysctl -w {}={}", q(k), q(v))?;
         }
-        writeln!(w, "  # persist, with the full key names:")?;
-        writeln!(w, "  cat > /etc/sysctl.d/60-tcp-buffers.conf <<'EOF'")?;
+        // Not indented: a here-document ends only at a line that is `EOF` alone, so an
+        // indented block pasted as shown would never end.
+        writeln!(
+            w,
+            "Persist, with the full key names (paste from cat to EOF):"
+        )?;
+        writeln!(w, "cat > /etc/sysctl.d/60-tcp-buffers.conf <<'EOF'")?;
         for (k, v) in &n.fixes {
-            writeln!(w, "  {k} = {v}")?;
+            writeln!(w, "{k} = {v}")?;
         }
-        writeln!(w, "  EOF")?;
+        writeln!(w, "EOF")?;
     }
     writeln!(w, "In code that sets its own buffers: setsockopt(fd, SOL_SOCKET, SO_RCVBUF and SO_SNDBUF, {}) before connect/listen (the kernel doubles it).", p.buffer_bytes / 2)
 }
@@ -116,7 +121,7 @@ mod tests {
         );
         // Only rmem_max is below the 327680 setsockopt asks for.
         assert!(
-            n.contains("Raise:\n  sysctl -w net.core.rmem_max=327680\n  # persist"),
+            n.contains("Raise:\n  sysctl -w net.core.rmem_max=327680\nPersist, with the full key names (paste from cat to EOF):\ncat > /etc/sysctl.d/60-tcp-buffers.conf <<'EOF'\nnet.core.rmem_max = 327680\nEOF\n"),
             "{n}"
         );
         assert!(

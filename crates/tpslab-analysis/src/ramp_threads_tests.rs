@@ -259,7 +259,9 @@ fn real(text: &str) -> RampRecord {
 /// the main thread on a CPU or waiting for one all the last step, its 4 helpers idle.
 #[test]
 fn a_real_redis_ramp_is_saturated_on_one_thread() {
-    let rec = real(include_str!("../tests/fixtures/ramp_redis.json"));
+    let rec = real(include_str!(
+        "../../tpslab-report/tests/fixtures/ramp_redis.json"
+    ));
     let last = rec.steps.last().unwrap();
     let f = facts(last).unwrap();
     assert_eq!(f.working.len(), 1);

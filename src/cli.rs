@@ -123,7 +123,7 @@ enum ServeProto {
     /// TCP server (sink: reads and discards).
     Tcp(serve_tcp::ServeTcpArgs),
     /// HTTP/1.1 keep-alive reference server (what `ramp http` without a URL starts).
-    Http(crate::serve_http::ServeHttpArgs),
+    Http(crate::serve_tcp::serve_http::ServeHttpArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -201,7 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => serve_tcp::serve(a),
         Cmd::Serve {
             proto: ServeProto::Http(a),
-        } => crate::serve_http::serve(a),
+        } => crate::serve_tcp::serve_http::serve(a),
         Cmd::Tcp(a) => tcp::run(*a),
         Cmd::Doctor(a) => doctor::run(a),
         Cmd::Probe { what } => probe::run(what),

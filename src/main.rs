@@ -14,7 +14,6 @@ mod out;
 mod probe;
 mod ramp;
 mod report_cmd;
-mod serve_http;
 mod serve_tcp;
 mod sweep;
 mod tcp;

@@ -2,16 +2,12 @@
 //! keep-alive (each request answered 200 with its body, "ping"s replaced), with the CPU
 //! work, waiting and global lock of `serve tcp` (S3 in miniature behind HTTP).
 
-use crate::out::install_signals;
 use anyhow::{anyhow, Result};
 use clap::Args;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_analysis::record::Body;
 use tpslab_plan::tcp::{ServeTcpMode, ServeTcpPlan};
-use tpslab_report::term::tcp as render;
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeHttpArgs {
@@ -70,31 +66,7 @@ impl ServeHttpArgs {
     }
 }
 
-/// `tpslab serve http`: the header once listening (its address is what `ramp http`
-/// without a URL reads), the counts at the end; the record (kind serve_tcp, mode http).
+/// `tpslab serve http`: as `serve tcp` ([`super::serve_plan`]), in mode http.
 pub(crate) fn serve(a: ServeHttpArgs) -> Result<ExitCode> {
-    let plan = a.plan()?;
-    let ctx = tpslab_run::Ctx {
-        stop: install_signals()?,
-        live: None,
-        progress: std::sync::Arc::new(tpslab_run::Silent),
-    };
-    let serving = tpslab_run::serve_tcp::start(&plan)?;
-    let mut out = std::io::stdout().lock();
-    render::serve_header(&mut out, &serving.record)?;
-    out.flush()?;
-    let rec = tpslab_run::serve_tcp::serve(serving, &ctx);
-    let Body::ServeTcp(r) = &rec.body else {
-        unreachable!("a serve_tcp record")
-    };
-    render::serve_end(&mut out, r)?;
-    if a.record.wanted() {
-        drop(out);
-        crate::out::emit(
-            &rec,
-            crate::out::Outputs::of(&a.record),
-            crate::out::Terminal::Nothing,
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
+    super::serve_plan(&a.plan()?, &a.record)
 }

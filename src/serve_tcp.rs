@@ -28,6 +28,9 @@ pub(crate) enum ServeMode {
     Replace,
 }
 
+#[path = "serve_http.rs"]
+pub(crate) mod serve_http;
+
 #[derive(Args, Debug)]
 pub(crate) struct ServeTcpArgs {
     /// Address to listen on, ADDR:PORT.
@@ -107,13 +110,19 @@ impl ServeTcpArgs {
 
 /// `tpslab serve tcp`: the header once listening, the counts at the end.
 pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
-    let plan = a.plan()?;
+    serve_plan(&a.plan()?, &a.record)
+}
+
+/// Runs a TCP reference server's plan (`serve tcp`, `serve http`): the header once
+/// listening (its address is what `ramp http` without a URL reads), the counts at the
+/// end, then the record (kind serve_tcp) where `record` asks for it.
+fn serve_plan(plan: &ServeTcpPlan, record: &crate::flags::RecordFlag) -> Result<ExitCode> {
     let ctx = tpslab_run::Ctx {
         stop: install_signals()?,
         live: None,
         progress: std::sync::Arc::new(tpslab_run::Silent),
     };
-    let serving = tpslab_run::serve_tcp::start(&plan)?;
+    let serving = tpslab_run::serve_tcp::start(plan)?;
     let mut out = std::io::stdout().lock();
     render::serve_header(&mut out, &serving.record)?;
     out.flush()?;
@@ -122,11 +131,11 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
         unreachable!("a serve_tcp record")
     };
     render::serve_end(&mut out, r)?;
-    if a.record.wanted() {
+    if record.wanted() {
         drop(out);
         crate::out::emit(
             &rec,
-            crate::out::Outputs::of(&a.record),
+            crate::out::Outputs::of(record),
             crate::out::Terminal::Nothing,
         )?;
     }

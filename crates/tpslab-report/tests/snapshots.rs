@@ -54,6 +54,36 @@ fn diagnose_terminal_report_with_and_without_sources() {
     assert!(explained.contains("[source: "));
 }
 
+/// The persist block, pasted into a shell as printed (from its `cat` to its `EOF`), writes
+/// the file with one `KEY = VALUE` line per key: an indented here-document never ends.
+#[test]
+fn diagnose_persist_block_runs_as_pasted() {
+    let got = rendered("diagnose.json", Format::Term, false);
+    let start = got.find("cat > ").expect("a persist block");
+    let end = start + got[start..].find("\nEOF\n").expect("EOF alone on its line") + 5;
+    let dir = std::env::temp_dir().join(format!("tpslab-persist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("60-udp-buffers.conf");
+    let block =
+        got[start..end].replace("/etc/sysctl.d/60-udp-buffers.conf", file.to_str().unwrap());
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&block)
+        .output()
+        .expect("sh runs");
+    let written = std::fs::read_to_string(&file);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "{out:?}");
+    let written = written.expect("the file is written");
+    assert!(!written.is_empty());
+    for l in written.lines() {
+        assert!(
+            l.starts_with("net.") && l.contains(" = "),
+            "a key line, unindented: {l:?} in {written:?}"
+        );
+    }
+}
+
 #[test]
 fn json_report_gives_the_record_back() {
     for f in ["udp_run.json", "diagnose.json"] {

@@ -68,8 +68,18 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
         for (i, r) in d.recommendations.iter().enumerate() {
             writeln!(w, "  {}. {}", i + 1, r.what)?;
             writeln!(w, "     why: {}", r.why)?;
+            // A here-document's body and its `EOF` are printed unindented: the shell ends
+            // it only at a line that is `EOF` alone, so an indented block pasted into a
+            // shell would never end (and its indented keys would be written to the file).
+            let mut in_heredoc = false;
             for l in &r.lines {
-                writeln!(w, "       {l}")?;
+                if in_heredoc {
+                    writeln!(w, "{l}")?;
+                    in_heredoc = l != "EOF";
+                } else {
+                    writeln!(w, "       {l}")?;
+                    in_heredoc = l.ends_with("<<'EOF'");
+                }
             }
         }
     }

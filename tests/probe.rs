@@ -45,6 +45,10 @@ fn lab(test: &str, on_idle: &str) -> Option<serde_json::Value> {
     assert_eq!(j["bracket"]["alive_s"], 2);
     assert_eq!(j["bracket"]["dead_s"], 3);
     assert_eq!(j["control"], "alive");
+    // The control, silent but for its keepalives, outlived connections the middlebox
+    // forgot: keepalive resets this middlebox's timer (conntrack-like).
+    assert_eq!(j["keepalive_counts"], "yes", "{text}");
+    assert!(j.get("control_ends_ms").is_none(), "no control ended: {j}");
     // The round ended once 1 s and 2 s were judged alive (at 4 s and 5 s): longer
     // intervals were not waited for, and those that ended before died too.
     let conns = j["conns"].as_array().unwrap();

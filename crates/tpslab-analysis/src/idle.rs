@@ -2,7 +2,12 @@
 //! each connection ([`Fate`]), and the bracket the study narrows the path's idle timeout
 //! to ([`bracket`]). Pure: the engine opens the connections and reports their fates.
 
-pub use tpslab_record::idle::{Bracket, Conn, Fate, IdleRecord, Outcome, PoolRecord, PoolRequest};
+pub use tpslab_record::idle::{
+    ActiveEnds, Bracket, Conn, Fate, IdleRecord, KeepaliveCounts, Outcome, PoolRecord, PoolRequest,
+};
+
+/// How often the engine looks at its connections, ms: an end is dated to within this.
+pub const POLL_MS: u64 = 50;
 
 /// The idle intervals to try, whole seconds, ascending, distinct: up to `n` from `lo` to
 /// `hi` inclusive (`inclusive`, the first round: every second when they fit, else
@@ -28,20 +33,76 @@ pub fn ladder(lo: u64, hi: u64, n: usize, inclusive: bool) -> Vec<u64> {
     v
 }
 
-/// The bracket of `conns`: the path's idle timeout lies in (alive_s, dead_s].
+/// The bracket of `conns`, whole seconds: the path's idle timeout lies in
+/// (alive_s, dead_s]. A connection whose keepalive was answered is alive at its interval;
+/// one dropped or reset at its probe is dead at its interval; one the path ended by
+/// itself ([`Conn::active_end`], at `decided_ms` without data) lived until just before
+/// its end (alive at the whole seconds below its end less [`POLL_MS`]) and died at it
+/// (dead at the whole second at or above it), whatever its interval.
 pub fn bracket(conns: &[Conn]) -> Bracket {
+    let ends = conns.iter().filter(|c| c.active_end && c.fate.dead());
     Bracket {
         alive_s: conns
             .iter()
             .filter(|c| c.fate == Fate::Alive)
             .map(|c| c.idle_s)
+            .chain(
+                ends.clone()
+                    .map(|c| c.decided_ms.saturating_sub(POLL_MS) / 1000),
+            )
             .max(),
         dead_s: conns
             .iter()
-            .filter(|c| c.fate.dead())
+            .filter(|c| c.fate.dead() && !c.active_end)
             .map(|c| c.idle_s)
+            .chain(ends.map(|c| c.decided_ms.div_ceil(1000)))
             .min(),
     }
+}
+
+/// The connections the path ended by itself, dated by their end (None: none did).
+pub fn active_ends(conns: &[Conn]) -> Option<ActiveEnds> {
+    let t: Vec<u64> = conns
+        .iter()
+        .filter(|c| c.active_end && c.fate.dead())
+        .map(|c| c.decided_ms)
+        .collect();
+    Some(ActiveEnds {
+        n: t.len(),
+        first_ms: *t.iter().min()?,
+        last_ms: *t.iter().max()?,
+    })
+}
+
+/// Whether a control connection's end at `end_ms` after its open is the path's idle
+/// timeout (the same time without data as the connections it ended by itself, within
+/// 1 s or a tenth of it), rather than a failure of the server or the path.
+pub fn control_end_explained(end_ms: u64, ends: Option<ActiveEnds>) -> bool {
+    ends.is_some_and(|e| {
+        let tol = 1000.max(e.first_ms / 10);
+        end_ms + tol >= e.first_ms && end_ms <= e.last_ms + tol
+    })
+}
+
+/// Whether TCP keepalive resets the path's idle timer, from a TCP study (not UDP, not
+/// server-first: there the control is not a keepalive-only connection): no, when every
+/// control connection that ended did so after as long without data as the connections
+/// the path ended by itself (its keepalive every second changed nothing); yes, when no
+/// control ended and the path killed a connection (the control, opened first and silent
+/// but for its keepalives, outlived it). None otherwise.
+pub fn keepalive_counts(rec: &IdleRecord) -> Option<KeepaliveCounts> {
+    if rec.plan.udp || rec.plan.server_first {
+        return None;
+    }
+    if !rec.control_ends_ms.is_empty() {
+        let all = rec
+            .control_ends_ms
+            .iter()
+            .all(|&t| control_end_explained(t, rec.active_ends));
+        return all.then_some(KeepaliveCounts::No);
+    }
+    let killed = rec.conns.iter().any(|c| c.fate.dead());
+    (rec.control == Fate::Alive && killed && !rec.interrupted).then_some(KeepaliveCounts::Yes)
 }
 
 #[cfg(test)]
@@ -67,6 +128,7 @@ mod tests {
             idle_s,
             fate,
             decided_ms: 0,
+            active_end: false,
         };
         let conns = [
             c(1, Fate::Alive),
@@ -86,5 +148,80 @@ mod tests {
         let odd = bracket(&[c(2, Fate::Reset), c(5, Fate::Alive)]);
         assert!(odd.inconsistent());
         assert!(!Fate::Error("EHOSTUNREACH".into()).dead());
+    }
+
+    /// haproxy in TCP mode, `timeout client 5s`, probed 1..12 s (measured on this
+    /// machine): the 1 s connection's probe is answered; every other one, probed or not
+    /// yet, gets haproxy's FIN 5.0 s after its open; so does the control, probed every
+    /// second. Dated by their FINs, the timeout is (4 s, 5 s] (from the probe schedule the
+    /// 2 s connection's FIN made it (1 s, 2 s]), and keepalive does not reset it.
+    #[test]
+    fn a_proxy_that_ends_flows_itself_is_timed_by_its_ends() {
+        let c = |idle_s, fate, decided_ms, active_end| Conn {
+            round: 1,
+            idle_s,
+            fate,
+            decided_ms,
+            active_end,
+        };
+        let mut conns = vec![c(1, Fate::Alive, 4000, false)];
+        for i in 2..=12 {
+            conns.push(c(i, Fate::Closed, 5000 + i * 3, true));
+        }
+        assert_eq!(
+            bracket(&conns),
+            Bracket {
+                alive_s: Some(4),
+                dead_s: Some(6)
+            }
+        );
+        // Ends within one second: (4 s, 5 s].
+        for c in conns.iter_mut().skip(1) {
+            c.decided_ms = 5000;
+        }
+        let b = bracket(&conns);
+        assert_eq!((b.alive_s, b.dead_s), (Some(4), Some(5)));
+        let ends = active_ends(&conns).unwrap();
+        assert_eq!((ends.n, ends.first_ms, ends.last_ms), (11, 5000, 5000));
+        assert!(control_end_explained(5010, Some(ends)));
+        assert!(!control_end_explained(2000, Some(ends)));
+        assert!(!control_end_explained(5010, None));
+
+        let target = tpslab_plan::probe::IdleTarget::Server {
+            addr: "127.0.0.1:1".parse().unwrap(),
+        };
+        let s = std::time::Duration::from_secs;
+        let plan = tpslab_plan::probe::IdlePlan::new(target, s(1), s(12), s(1), 16).unwrap();
+        let mut rec = IdleRecord {
+            plan,
+            conns: conns.clone(),
+            control: Fate::Alive,
+            control_ends_ms: vec![5010],
+            bracket: b,
+            active_ends: Some(ends),
+            keepalive_counts: None,
+            how: None,
+            running: Default::default(),
+            pools: vec![],
+            findings: vec![],
+            interrupted: false,
+        };
+        assert_eq!(keepalive_counts(&rec), Some(KeepaliveCounts::No));
+        // A control that died at another time: a failure, not the timeout.
+        rec.control_ends_ms = vec![5010, 900];
+        assert_eq!(keepalive_counts(&rec), None);
+        // A conntrack-like path: probes dropped at 6 s, the control alive throughout.
+        rec.control_ends_ms.clear();
+        rec.conns = vec![
+            c(5, Fate::Alive, 8000, false),
+            c(6, Fate::Dropped, 9000, false),
+        ];
+        rec.active_ends = active_ends(&rec.conns);
+        assert_eq!(keepalive_counts(&rec), Some(KeepaliveCounts::Yes));
+        rec.control = Fate::Dropped;
+        assert_eq!(keepalive_counts(&rec), None);
+        rec.control = Fate::Alive;
+        rec.plan.udp = true;
+        assert_eq!(keepalive_counts(&rec), None);
     }
 }

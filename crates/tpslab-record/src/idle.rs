@@ -40,7 +40,7 @@ impl Fate {
             }
             Fate::Dropped => "dropped silently (keepalive unanswered, ETIMEDOUT)".into(),
             Fate::Reset => "reset (RST, ECONNRESET)".into(),
-            Fate::Closed => "closed by the server (FIN)".into(),
+            Fate::Closed => "closed with a FIN (by the server, or a proxy on the path)".into(),
             Fate::Error(e) => format!("error {e}"),
             Fate::Abandoned => "not judged".into(),
         }
@@ -58,6 +58,13 @@ pub struct Conn {
     pub fate: Fate,
     /// When its fate was known, ms after it was opened.
     pub decided_ms: u64,
+    /// The path (or the server) ended it by itself: a FIN, or a RST that was not the
+    /// answer to its keepalive probe. Then `decided_ms` dates the end from its last
+    /// application data (none was sent after the connect: its open), whatever its probe
+    /// schedule: it lived that long without data, and no longer. False in records
+    /// written before this was measured (and left out of the JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub active_end: bool,
 }
 
 /// What the study found so far.
@@ -67,6 +74,30 @@ pub struct Bracket {
     pub alive_s: Option<u64>,
     /// Shortest idle interval that killed one, s (None: none died).
     pub dead_s: Option<u64>,
+}
+
+/// The connections the path ended by itself ([`Conn::active_end`]), dated by their end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveEnds {
+    /// How many.
+    pub n: usize,
+    /// The earliest end, ms after the connection's last data.
+    pub first_ms: u64,
+    /// The latest end, ms after the connection's last data.
+    pub last_ms: u64,
+}
+
+/// What resets the path's idle timer, as far as the study can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeepaliveCounts {
+    /// TCP keepalive resets it: the control connection, probed every second and silent
+    /// otherwise, outlived connections the path killed.
+    Yes,
+    /// TCP keepalive does not reset it (a proxy that counts application data only): the
+    /// control connection, probed every second, was ended after as long without data as
+    /// unprobed connections were.
+    No,
 }
 
 impl Bracket {
@@ -87,8 +118,22 @@ pub struct IdleRecord {
     /// The control connection, kept busy by keepalive every second: alive at the end, or
     /// the path (or server) failed during the study and the result is not evidence.
     pub control: Fate,
+    /// Each control connection the path ended by itself (a FIN or RST while probed every
+    /// second): ms after that control was opened (its last data). A control so ended is
+    /// opened again and the study goes on. Empty in records written before this was
+    /// measured (and left out of the JSON when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub control_ends_ms: Vec<u64>,
     /// The bracket at the end.
     pub bracket: Bracket,
+    /// The connections the path ended by itself, dated by their end (None: none did;
+    /// left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_ends: Option<ActiveEnds>,
+    /// Whether TCP keepalive resets the path's idle timer (None: not shown by the study;
+    /// left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_counts: Option<KeepaliveCounts>,
     /// How the path ended the shortest-lived dead connection.
     pub how: Option<Fate>,
     /// This host's keepalive and retransmission settings (/proc/sys/net/ipv4), as

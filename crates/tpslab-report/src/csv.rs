@@ -85,17 +85,18 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             Ok(())
         }
         Body::ProbeIdle(r) => {
-            writeln!(w, "round,idle_s,fate,decided_ms")?;
+            writeln!(w, "round,idle_s,fate,decided_ms,active_end")?;
             for c in &r.conns {
                 let fate = serde_json::to_value(&c.fate).unwrap_or_default();
                 let fate = fate.as_str().map_or_else(|| fate.to_string(), String::from);
                 writeln!(
                     w,
-                    "{},{},{},{}",
+                    "{},{},{},{},{}",
                     c.round,
                     c.idle_s,
                     text(&fate),
-                    c.decided_ms
+                    c.decided_ms,
+                    c.active_end
                 )?;
             }
             Ok(())

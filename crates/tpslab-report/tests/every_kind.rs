@@ -66,6 +66,12 @@
 //!   --resolution 1s --json $F/probe_idle.json`
 //! - `probe_idle_udp.json` (UDP mappings): `$T probe idle --udp --lab-idle-timeout 2500ms
 //!   --min 1s --max 4s --resolution 1s --json $F/probe_idle_udp.json`
+//! - `probe_idle_haproxy.json` (a real proxy that ends flows with a FIN and ignores TCP
+//!   keepalive): Debian's haproxy 2.6 in TCP mode on 127.0.0.1:18500 (`timeout client 5s`,
+//!   `timeout server 5s`) in front of `$T probe idle-responder 127.0.0.1:18501`, then in a
+//!   folder holding hikari.properties (`keepaliveTime=0`): `$T probe idle 127.0.0.1:18500
+//!   --min 1s --max 8s --resolution 1s --pool-config hikari.properties --json
+//!   $F/probe_idle_haproxy.json`
 //! - `probe_pool.json`: `$T probe pool --lab-idle-timeout 1s --validate-every 2s --max-idle 3s
 //!   --min-idle 1 --requests 4 --request-every 1500ms --query-timeout 500ms --json
 //!   $F/probe_pool.json`
@@ -100,7 +106,11 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
         Body::Bdp(_) => &["bdp.json"],
-        Body::ProbeIdle(_) => &["probe_idle.json", "probe_idle_udp.json"],
+        Body::ProbeIdle(_) => &[
+            "probe_idle.json",
+            "probe_idle_udp.json",
+            "probe_idle_haproxy.json",
+        ],
         Body::ProbePool(_) => &["probe_pool.json"],
         Body::Compare(_) => &["compare.json"],
     }

@@ -14,7 +14,13 @@ use tpslab_proc::pool_conf::{parse_pool_conf, PoolConf};
 pub fn read(p: &Path) -> Result<PoolConf> {
     let text = crate::input::read_text("--pool-config", p, crate::input::PLAN_MAX_BYTES, false)?;
     let conf = parse_pool_conf(&p.display().to_string(), &text)?;
-    pool::judge(&conf, 1, None).map_err(|e| anyhow!(e))?;
+    pool::judge(
+        &conf,
+        1,
+        None,
+        tpslab_analysis::doctor::workload::PathSeen::UNKNOWN,
+    )
+    .map_err(|e| anyhow!(e))?;
     Ok(conf)
 }
 

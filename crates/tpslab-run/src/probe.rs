@@ -8,7 +8,10 @@ use crate::{Ctx, Started};
 use anyhow::{anyhow, Result};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use tpslab_analysis::doctor::{pool, workload};
-use tpslab_analysis::idle::{bracket, Fate, IdleRecord, PoolRecord};
+use tpslab_analysis::idle::{
+    active_ends, bracket, control_end_explained, keepalive_counts, Fate, IdleRecord,
+    KeepaliveCounts, PoolRecord,
+};
 use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::probe::{IdlePlan, IdleTarget, PoolPlan, ResponderPlan};
 use tpslab_proc::pool_conf::PoolConf;
@@ -39,7 +42,10 @@ pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
         plan: setup.plan,
         conns: vec![],
         control: Fate::Alive,
+        control_ends_ms: vec![],
         bracket: bracket(&[]),
+        active_ends: None,
+        keepalive_counts: None,
         how: None,
         running: tpslab_engine::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
         pools: setup.pools.clone(),
@@ -66,16 +72,24 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
         } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &ctx.stop, &progress)?,
     };
     rec.bracket = bracket(&study.conns);
-    rec.how = rec.bracket.dead_s.and_then(|d| {
-        study
-            .conns
-            .iter()
-            .find(|c| c.idle_s == d && c.fate.dead())
-            .map(|c| c.fate.clone())
-    });
+    rec.active_ends = active_ends(&study.conns);
+    // How the path ended a flow: by itself (dated by the end) when it did, else at the
+    // shortest interval that died.
+    rec.how = study
+        .conns
+        .iter()
+        .filter(|c| c.active_end && c.fate.dead())
+        .min_by_key(|c| c.decided_ms)
+        .or_else(|| {
+            let d = rec.bracket.dead_s?;
+            study.conns.iter().find(|c| c.idle_s == d && c.fate.dead())
+        })
+        .map(|c| c.fate.clone());
     rec.conns = study.conns;
     rec.control = study.control;
+    rec.control_ends_ms = study.control_ends_ms;
     rec.interrupted = study.interrupted;
+    rec.keepalive_counts = keepalive_counts(&rec);
     judge_idle(&mut rec)?;
     Ok(Record::with_meta(
         started.meta(rec.interrupted),
@@ -83,19 +97,31 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
     ))
 }
 
-/// The findings of a study: judged only on evidence (the control connection alive, a
-/// consistent bracket, TCP), against the lower end of the bracket (a setting below it is
-/// surely in time): this host's keepalive settings (doctor's `--for pool`), then each pool
-/// file's. None otherwise. Errors: a pool setting that is not a number.
+/// The findings of a study: judged only on evidence (the control connection alive, or
+/// ended only by the timeout being measured; a consistent bracket; TCP), against the lower
+/// end of the bracket (a setting below it is surely in time): this host's keepalive
+/// settings (doctor's `--for pool`; when keepalive does not reset the path's timer, the
+/// pool's own test instead), then each pool file's. None otherwise. Errors: a pool
+/// setting that is not a number.
 pub fn judge_idle(rec: &mut IdleRecord) -> Result<()> {
-    let evidence = rec.control == Fate::Alive && !rec.bracket.inconsistent() && !rec.plan.udp;
+    let evidence = rec.control == Fate::Alive
+        && rec
+            .control_ends_ms
+            .iter()
+            .all(|&t| control_end_explained(t, rec.active_ends))
+        && !rec.bracket.inconsistent()
+        && !rec.plan.udp;
     if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
         let d = rec.bracket.alive_s.unwrap_or(d).max(1);
-        rec.findings = workload::pool(&rec.running, d, None, None);
+        let seen = workload::PathSeen {
+            keepalive_counts: rec.keepalive_counts != Some(KeepaliveCounts::No),
+            may_drop_silently: !matches!(rec.how, Some(Fate::Closed | Fate::Reset)),
+        };
+        rec.findings = workload::pool(&rec.running, d, None, None, seen);
         let os = tpslab_analysis::doctor::number(&rec.running, "net/ipv4/tcp_keepalive_time");
         for p in &rec.pools {
             rec.findings
-                .extend(pool::judge(p, d, os).map_err(|e| anyhow!(e))?);
+                .extend(pool::judge(p, d, os, seen).map_err(|e| anyhow!(e))?);
         }
     }
     Ok(())
@@ -188,6 +214,7 @@ mod tests {
             idle_s,
             fate,
             decided_ms: 0,
+            active_end: false,
         };
         let conns = vec![conn(300, Fate::Alive), conn(400, Fate::Dropped)];
         let mut rec = idle_begin(&IdleSetup {

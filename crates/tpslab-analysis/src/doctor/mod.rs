@@ -155,7 +155,13 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
             let os = number(&r.running, "net/ipv4/tcp_keepalive_time");
             for p in &r.pools {
                 out.extend(
-                    pool::judge(p, idle_timeout_ns / 1_000_000_000, os).unwrap_or_else(|e| {
+                    pool::judge(
+                        p,
+                        idle_timeout_ns / 1_000_000_000,
+                        os,
+                        workload::PathSeen::UNKNOWN,
+                    )
+                    .unwrap_or_else(|e| {
                         vec![Finding {
                             severity: Severity::Error,
                             what: e,

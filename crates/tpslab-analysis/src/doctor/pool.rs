@@ -2,6 +2,7 @@
 //! connection sit idle past the timeout before it is tested, kept alive or retired, and
 //! the value that fixes it. c3p0 (seconds), HikariCP (milliseconds), pgbouncer (seconds).
 
+use super::workload::PathSeen;
 use super::{Finding, Fix, Severity};
 use tpslab_proc::pool_conf::{PoolConf, PoolKind, PoolSetting};
 
@@ -32,18 +33,25 @@ fn below(timeout_s: u64, floor: u64) -> u64 {
 
 /// The findings for `conf` behind a path that forgets connections idle for `timeout_s`;
 /// `os_keepidle_s` is this host's net.ipv4.tcp_keepalive_time (for pgbouncer's
-/// `tcp_keepidle = 0`). Errors: a setting judged here that is not a whole number.
+/// `tcp_keepidle = 0`); `seen`: what `probe idle` measured of the path (TCP keepalive
+/// counted only where it resets the path's timer). Errors: a setting judged here that is
+/// not a whole number.
 pub fn judge(
     conf: &PoolConf,
     timeout_s: u64,
     os_keepidle_s: Option<u64>,
+    seen: PathSeen,
 ) -> Result<Vec<Finding>, String> {
     match conf.kind {
         PoolKind::C3p0 => c3p0(conf, timeout_s),
-        PoolKind::Hikari => hikari(conf, timeout_s),
-        PoolKind::Pgbouncer => pgbouncer(conf, timeout_s, os_keepidle_s),
+        PoolKind::Hikari => hikari(conf, timeout_s, seen),
+        PoolKind::Pgbouncer => pgbouncer(conf, timeout_s, os_keepidle_s, seen),
     }
 }
+
+/// HikariCP's smallest keepaliveTime, ms: HikariConfig.validateNumerics disables a
+/// smaller one ("keepaliveTime is less than 30000ms, disabling it").
+const HIKARI_MIN_KEEPALIVE_MS: u64 = 30_000;
 
 fn c3p0(conf: &PoolConf, t: u64) -> Result<Vec<Finding>, String> {
     let mut out = vec![];
@@ -109,11 +117,20 @@ fn c3p0(conf: &PoolConf, t: u64) -> Result<Vec<Finding>, String> {
     Ok(out)
 }
 
-fn hikari(conf: &PoolConf, t: u64) -> Result<Vec<Finding>, String> {
+fn hikari(conf: &PoolConf, t: u64, seen: PathSeen) -> Result<Vec<Finding>, String> {
     let mut out = vec![];
     let ka = num(conf, first(conf, &["keepaliveTime", "keepalive-time"]))?;
     let t_ms = t * 1000;
     match &ka {
+        Some((k, e)) if *k > 0 && *k < HIKARI_MIN_KEEPALIVE_MS => out.push(Finding {
+            severity: Severity::Warn,
+            what: format!(
+                "{}: keepaliveTime {k} ms is below HikariCP's minimum of {HIKARI_MIN_KEEPALIVE_MS} ms: HikariCP disables it (it logs \"keepaliveTime is less than 30000ms, disabling it\"), so idle connections outlive the path's {t} s untested",
+                conf.path
+            ),
+            evidence: vec![e.clone()],
+            fix: Some(Fix::action(hikari_fix(t_ms, seen))),
+        }),
         Some((k, e)) if *k > 0 && *k < t_ms => out.push(Finding {
             severity: Severity::Info,
             what: format!("{}: keepaliveTime {k} ms pings idle connections before the path's {t} s", conf.path),
@@ -131,17 +148,32 @@ fn hikari(conf: &PoolConf, t: u64) -> Result<Vec<Finding>, String> {
                 }
             ),
             evidence: ka.iter().map(|(_, e)| e.clone()).collect(),
-            fix: Some(Fix::action(format!(
-                "keepaliveTime = {} (ms; HikariCP's minimum is 30000){}",
-                below(t_ms, 30_000),
-                if t_ms / 2 < 30_000 { "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket" } else { "" }
-            ))),
+            fix: Some(Fix::action(hikari_fix(t_ms, seen))),
         }),
     }
     Ok(out)
 }
 
-fn pgbouncer(conf: &PoolConf, t: u64, os_keepidle: Option<u64>) -> Result<Vec<Finding>, String> {
+/// The keepaliveTime line for a path timing out after `t_ms`, and what to do where it
+/// cannot reach below the timeout.
+fn hikari_fix(t_ms: u64, seen: PathSeen) -> String {
+    format!(
+        "keepaliveTime = {} (ms; HikariCP's minimum is 30000){}",
+        below(t_ms, HIKARI_MIN_KEEPALIVE_MS),
+        match (t_ms / 2 < HIKARI_MIN_KEEPALIVE_MS, seen.keepalive_counts) {
+            (false, _) => "",
+            (true, true) => "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket",
+            (true, false) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the path's idle timeout above 60 s (haproxy: timeout client and timeout server)",
+        }
+    )
+}
+
+fn pgbouncer(
+    conf: &PoolConf,
+    t: u64,
+    os_keepidle: Option<u64>,
+    seen: PathSeen,
+) -> Result<Vec<Finding>, String> {
     let mut out = vec![];
     let idle = num(conf, conf.get("server_idle_timeout"))?;
     let check = num(conf, conf.get("server_check_delay"))?;
@@ -155,7 +187,8 @@ fn pgbouncer(conf: &PoolConf, t: u64, os_keepidle: Option<u64>) -> Result<Vec<Fi
         .map(|v| v.0)
         .filter(|&k| k > 0)
         .or(os_keepidle);
-    let kept_alive = keepalive_on && kidle.is_some_and(|k| k < t);
+    // TCP keepalive keeps the flow only on a path whose timer it resets.
+    let kept_alive = seen.keepalive_counts && keepalive_on && kidle.is_some_and(|k| k < t);
     let closed_first = idle_s > 0 && idle_s < t;
     if !(closed_first || kept_alive) {
         out.push(Finding {
@@ -222,7 +255,13 @@ mod tests {
     /// passes.
     #[test]
     fn s5_before_is_flagged_and_after_passes() {
-        let before = judge(&fixture("s5-before.hibernate.cfg.xml"), 1800, Some(7200)).unwrap();
+        let before = judge(
+            &fixture("s5-before.hibernate.cfg.xml"),
+            1800,
+            Some(7200),
+            PathSeen::UNKNOWN,
+        )
+        .unwrap();
         assert_eq!(before.len(), 1);
         assert_eq!(before[0].severity, Severity::Warn);
         assert!(
@@ -240,27 +279,51 @@ mod tests {
             before[0].fix,
             Some(Fix::action("hibernate.c3p0.idle_test_period = 900 (with a preferredTestQuery), hibernate.c3p0.timeout = 1200, hibernate.c3p0.min_size = 0"))
         );
-        let after = judge(&fixture("s5-after.hibernate.cfg.xml"), 1800, Some(7200)).unwrap();
+        let after = judge(
+            &fixture("s5-after.hibernate.cfg.xml"),
+            1800,
+            Some(7200),
+            PathSeen::UNKNOWN,
+        )
+        .unwrap();
         assert!(
             after.iter().all(|f| f.severity == Severity::Info),
             "{after:#?}"
         );
         // Behind a 4-minute timeout even the fixed pool is too slow.
-        let short = judge(&fixture("s5-after.hibernate.cfg.xml"), 240, Some(7200)).unwrap();
+        let short = judge(
+            &fixture("s5-after.hibernate.cfg.xml"),
+            240,
+            Some(7200),
+            PathSeen::UNKNOWN,
+        )
+        .unwrap();
         assert_eq!(short[0].severity, Severity::Warn);
     }
 
     #[test]
     fn hikari_and_pgbouncer_behind_an_nlb() {
         // AWS NLB: 350 s.
-        let h = judge(&fixture("application.properties"), 350, None).unwrap();
+        let h = judge(
+            &fixture("application.properties"),
+            350,
+            None,
+            PathSeen::UNKNOWN,
+        )
+        .unwrap();
         assert_eq!(h[0].severity, Severity::Warn);
         assert!(h[0].what.contains("keepaliveTime is not set"));
         assert_eq!(
             h[0].fix.as_ref().unwrap().to_string(),
             "keepaliveTime = 175000 (ms; HikariCP's minimum is 30000)"
         );
-        let p = judge(&fixture("pgbouncer.ini"), 350, Some(7200)).unwrap();
+        let p = judge(
+            &fixture("pgbouncer.ini"),
+            350,
+            Some(7200),
+            PathSeen::UNKNOWN,
+        )
+        .unwrap();
         assert_eq!(p.len(), 1, "{p:#?}");
         assert!(p[0].what.contains("server_idle_timeout 600 s and TCP keepalive probes first after 7200 s (the OS's tcp_keepalive_time)"), "{}", p[0].what);
         assert_eq!(
@@ -268,8 +331,39 @@ mod tests {
             ["pgbouncer.ini:9: server_idle_timeout = 600"]
         );
         // With the OS's keepalive below the timeout, pgbouncer's keepalive keeps them.
-        let ok = judge(&fixture("pgbouncer.ini"), 350, Some(120)).unwrap();
+        let ok = judge(&fixture("pgbouncer.ini"), 350, Some(120), PathSeen::UNKNOWN).unwrap();
         assert_eq!(ok[0].severity, Severity::Info);
+    }
+
+    /// haproxy with `timeout client 5s` (measured: TCP keepalive does not reset its
+    /// timer, it ends flows with a FIN). HikariCP cannot test below 30 s and disables a
+    /// keepaliveTime under it; TCP keepalive is not offered as the way out; pgbouncer's
+    /// keepalive keeps nothing.
+    #[test]
+    fn a_proxy_that_counts_data_only() {
+        let data_only = PathSeen {
+            keepalive_counts: false,
+            may_drop_silently: false,
+        };
+        let c = |text: &str| parse_pool_conf("hikari.properties", text).unwrap();
+        let h = judge(&c("keepaliveTime=2000\n"), 5, None, data_only).unwrap();
+        assert_eq!(h[0].severity, Severity::Warn);
+        assert!(
+            h[0].what.contains("below HikariCP's minimum"),
+            "{}",
+            h[0].what
+        );
+        let fix = h[0].fix.as_ref().unwrap().to_string();
+        assert!(fix.contains("TCP keepalive does not reset"), "{fix}");
+        assert!(!fix.contains("use TCP keepalive"), "{fix}");
+        // Behind a 40 s proxy, 30 s passes; unset is flagged.
+        let ok = judge(&c("keepaliveTime=30000\n"), 40, None, data_only).unwrap();
+        assert_eq!(ok[0].severity, Severity::Info, "{ok:#?}");
+        let unset = judge(&c("idleTimeout=600000\n"), 40, None, data_only).unwrap();
+        assert_eq!(unset[0].severity, Severity::Warn);
+        // pgbouncer with the OS's keepalive at 2 s: kept alive only where it counts.
+        let pgb = judge(&fixture("pgbouncer.ini"), 350, Some(120), data_only).unwrap();
+        assert_eq!(pgb[0].severity, Severity::Warn, "{pgb:#?}");
     }
 
     #[test]
@@ -277,7 +371,7 @@ mod tests {
         let c =
             parse_pool_conf("c3p0.properties", "c3p0.idleConnectionTestPeriod = soon\n").unwrap();
         assert_eq!(
-            judge(&c, 1800, None).unwrap_err(),
+            judge(&c, 1800, None, PathSeen::UNKNOWN).unwrap_err(),
             "c3p0.properties:1: c3p0.idleConnectionTestPeriod \"soon\" is not a whole number"
         );
     }

@@ -53,6 +53,7 @@ pub fn judge(w: &Workload, r: &DoctorRecord) -> Vec<Finding> {
             idle_timeout_ns / 1_000_000_000,
             validate_ns.map(|v| v / 1_000_000_000),
             max_idle_ns.map(|v| v / 1_000_000_000),
+            PathSeen::UNKNOWN,
         ),
     }
 }
@@ -243,16 +244,39 @@ pub fn tcp(running: &Running, rtt_s: f64, rate_bps: f64, page_bytes: u64) -> Vec
     out
 }
 
+/// What `probe idle` saw of a middlebox, for [`pool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathSeen {
+    /// TCP keepalive resets its idle timer (false: it counts application data only, and
+    /// keepalive is not recommended; a pool's own test query is).
+    pub keepalive_counts: bool,
+    /// It may forget a flow without a word (false: it was seen ending flows with a FIN or
+    /// RST, so a request on a dead connection fails at once instead of being
+    /// retransmitted until tcp_retries2 gives up, and that finding is left out).
+    pub may_drop_silently: bool,
+}
+
+impl PathSeen {
+    /// Nothing measured: keepalive assumed to count, a silent drop possible.
+    pub const UNKNOWN: PathSeen = PathSeen {
+        keepalive_counts: true,
+        may_drop_silently: true,
+    };
+}
+
 /// Idle pooled connections across a middlebox that forgets flows idle for `timeout_s`:
 /// keepalive (must probe sooner to keep the flow alive), the retransmission give-up (how
 /// long a request on a dead connection hangs), and the pool's own validation and idle
-/// lifetime when given (S5: validated every 50 min, kept 83).
+/// lifetime when given (S5: validated every 50 min, kept 83). `seen`: what `probe idle`
+/// measured of the middlebox (doctor: [`PathSeen::UNKNOWN`]).
 pub fn pool(
     running: &Running,
     timeout_s: u64,
     validate_s: Option<u64>,
     max_idle_s: Option<u64>,
+    seen: PathSeen,
 ) -> Vec<Finding> {
+    let keepalive_counts = seen.keepalive_counts;
     let mut out = vec![];
     let n = |k: &str| number(running, k);
     let ka = (
@@ -264,7 +288,19 @@ pub fn pool(
         let evidence = vec![format!(
             "/proc/sys/net/ipv4/tcp_keepalive_time, _intvl, _probes: {time} {intvl} {probes}"
         )];
-        if time >= timeout_s {
+        if !keepalive_counts {
+            out.push(Finding {
+                severity: Severity::Warn,
+                what: format!(
+                    "TCP keepalive does not keep flows alive on this path (its idle timer counts application data only): whatever tcp_keepalive_time is ({time} s here), a pooled connection idle past the path's timeout (more than {timeout_s} s) is ended; only traffic the application sends counts: a test query on idle connections below the timeout, or retiring them before it"
+                ),
+                evidence,
+                fix: Some(Fix::action(format!(
+                    "in the pool: a keepalive/test query every {} s or less (HikariCP keepaliveTime, c3p0 idle_test_period with preferredTestQuery), or an idle lifetime below {timeout_s} s (HikariCP idleTimeout, c3p0 maxIdleTime, pgbouncer server_idle_timeout)",
+                    (timeout_s / 2).max(1)
+                ))),
+            });
+        } else if time >= timeout_s {
             out.push(Finding {
                 severity: Severity::Warn,
                 what: format!(
@@ -285,7 +321,7 @@ pub fn pool(
             });
         }
     }
-    if let Some(r2) = n("net/ipv4/tcp_retries2") {
+    if let (Some(r2), true) = (n("net/ipv4/tcp_retries2"), seen.may_drop_silently) {
         let rto_max = n("net/ipv4/tcp_rto_max_ms").unwrap_or(RTO_MAX_DEFAULT_MS);
         let ms = retries2_give_up_ms(r2, rto_max);
         out.push(Finding {
@@ -504,7 +540,7 @@ mod tests {
             ("net/ipv4/tcp_retries2", "15"),
             ("net/ipv4/tcp_rto_max_ms", "120000"),
         ]);
-        let f = pool(&run, 350, Some(3000), Some(4980));
+        let f = pool(&run, 350, Some(3000), Some(4980), PathSeen::UNKNOWN);
         assert_eq!(f.len(), 4, "{f:#?}");
         assert!(
             f[0].what.contains("finds it dead only after 7875 s"),
@@ -524,7 +560,7 @@ mod tests {
         );
         assert!(f[3].what.starts_with("the pool's idle lifetime (4980 s)"));
         // S5's fix (validate every 5 min, expire after 20) against a 30-minute timeout.
-        let f = pool(&run, 1800, Some(300), Some(1200));
+        let f = pool(&run, 1800, Some(300), Some(1200), PathSeen::UNKNOWN);
         assert_eq!(f.len(), 2, "{f:#?}");
     }
 }

@@ -30,7 +30,7 @@ use std::io::Read;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::idle::{bracket, ladder, Conn, Fate};
+use tpslab_analysis::idle::{active_ends, bracket, ladder, Conn, Fate, POLL_MS};
 use tpslab_net::mono_ns;
 use tpslab_plan::probe::IdlePlan;
 
@@ -41,6 +41,9 @@ pub struct Study {
     pub conns: Vec<Conn>,
     /// The control connection's fate at the end.
     pub control: Fate,
+    /// Each TCP control connection the path ended by itself (FIN or RST), ms after that
+    /// control was opened; each was opened again.
+    pub control_ends_ms: Vec<u64>,
     /// Ended by `stop` before the bracket was narrow enough.
     pub interrupted: bool,
 }
@@ -91,7 +94,18 @@ trait Idle {
     /// Its fate if known `elapsed_ms` after it was opened (`t` holds what the
     /// responder reported).
     fn poll(&mut self, elapsed_ms: u64, t: &Transport) -> Option<Fate>;
+
+    /// Whether `fate`, known `at_ms` after it was opened, was the path (or the server)
+    /// ending the connection by itself rather than the answer to its probe
+    /// ([`Conn::active_end`]). No by default.
+    fn active(&self, _fate: &Fate, _at_ms: u64) -> bool {
+        false
+    }
 }
+
+/// A RST this long after a keepalive probe was sent is taken for its answer (a path that
+/// forgot the flow); a later one, or one before any probe, ended the flow by itself.
+const PROBE_ANSWER_MS: u64 = 1000;
 
 /// A connection the responder probes first: its fate comes on the control connection.
 struct ServerFirstIdle {
@@ -133,19 +147,32 @@ struct TcpIdle {
     idle_ms: u64,
     intvl_s: u64,
     cnt: u64,
-    triggered: bool,
+    /// When its first keepalive probe was sent, ms after it was opened.
+    triggered_ms: Option<u64>,
     verdict_ms: u64,
 }
 
 impl Idle for TcpIdle {
     fn poll(&mut self, elapsed_ms: u64, _: &Transport) -> Option<Fate> {
-        if !self.triggered && elapsed_ms >= self.idle_ms {
-            self.triggered = true;
+        if self.triggered_ms.is_none() && elapsed_ms >= self.idle_ms {
+            self.triggered_ms = Some(elapsed_ms);
             if let Err(e) = trigger_keepalive(&self.s, self.intvl_s, self.cnt) {
                 return Some(fate_of(&e));
             }
         }
         check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
+    }
+
+    fn active(&self, fate: &Fate, at_ms: u64) -> bool {
+        match fate {
+            // A path that forgets a flow drops or resets its segments; a FIN is sent only
+            // by one that ends it (a proxy's timeout, the server's).
+            Fate::Closed => true,
+            Fate::Reset => self
+                .triggered_ms
+                .is_none_or(|p| at_ms > p + PROBE_ANSWER_MS),
+            _ => false,
+        }
     }
 }
 
@@ -218,7 +245,7 @@ impl Transport<'_> {
                 idle_ms: idle_s * 1000,
                 intvl_s,
                 cnt,
-                triggered: false,
+                triggered_ms: None,
                 verdict_ms,
             }));
         }
@@ -370,6 +397,53 @@ impl Control {
     }
 }
 
+/// Control connections opened again after the path ended one by itself, at most: a
+/// server that closes every connection at once would otherwise be reconnected to forever.
+const CONTROL_REOPENS: usize = 20;
+
+/// The control connection and what became of the ones before it.
+struct ControlState {
+    c: Control,
+    /// When it was opened (mono ns).
+    opened: u64,
+    /// Each TCP control the path ended by itself, ms after its open.
+    ends_ms: Vec<u64>,
+}
+
+impl ControlState {
+    fn open(t: &Transport) -> std::io::Result<ControlState> {
+        Ok(ControlState {
+            c: Control::open(t)?,
+            opened: mono_ns(),
+            ends_ms: vec![],
+        })
+    }
+
+    /// Its fate if it failed; `now_ms` since the study started. A TCP control ended by a
+    /// FIN or RST (a path whose timer ignores its keepalives, a server's idle timeout) is
+    /// dated and opened again: whether that end was the timeout being measured is the
+    /// analysis's call (`tpslab_analysis::idle::keepalive_counts`); a reconnect refused
+    /// is a failure.
+    fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
+        let f = self.c.poll(now_ms, t)?;
+        let ended_by_path = matches!(self.c, Control::Tcp(_))
+            && matches!(f, Fate::Closed | Fate::Reset)
+            && self.ends_ms.len() < CONTROL_REOPENS;
+        if !ended_by_path {
+            return Some(f);
+        }
+        self.ends_ms.push((mono_ns() - self.opened) / 1_000_000);
+        match Control::open(t) {
+            Ok(c) => {
+                self.c = c;
+                self.opened = mono_ns();
+                None
+            }
+            Err(e) => Some(fate_of(&e)),
+        }
+    }
+}
+
 /// One round: a probe per interval of `idles`, each judged at its verdict time or when
 /// the path ends it; ends early once every shorter interval is judged after one died.
 #[allow(clippy::too_many_arguments)]
@@ -377,7 +451,7 @@ fn round(
     t: &Transport,
     n: u32,
     idles: &[u64],
-    control: &mut Control,
+    control: &mut ControlState,
     study_t0: u64,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
@@ -396,6 +470,7 @@ fn round(
             idle_s: idle,
             fate: c.as_ref().err().map_or(Fate::Abandoned, fate_of),
             decided_ms: 0,
+            active_end: false,
         });
         probes.push(c.ok());
     }
@@ -406,7 +481,7 @@ fn round(
         if stop.load(Relaxed) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(POLL_MS));
         let now = mono_ns();
         for (i, p) in probes.iter_mut().enumerate() {
             let Some(p) = p.as_mut().filter(|_| !decided[i]) else {
@@ -414,6 +489,7 @@ fn round(
             };
             let since_open = (now - opened[i]) / 1_000_000;
             if let Some(f) = p.poll(since_open, t) {
+                conns[i].active_end = p.active(&f, since_open);
                 conns[i].fate = f;
                 conns[i].decided_ms = since_open;
                 decided[i] = true;
@@ -472,7 +548,7 @@ pub fn study(
     };
     let study_t0 = mono_ns();
     let mut control =
-        Control::open(&t).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
+        ControlState::open(&t).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
     let mut conns: Vec<Conn> = vec![];
     let (mut lo, mut hi, mut first) = (plan.min_s, plan.max_s, true);
     let mut control_fate = None;
@@ -503,6 +579,13 @@ pub fn study(
         if stop.load(Relaxed) || control_fate.is_some() || b.inconsistent() {
             break;
         }
+        // Connections the path ended by itself date the timeout to within their spread:
+        // no bisection can narrow it more.
+        if active_ends(&conns)
+            .is_some_and(|e| e.last_ms - e.first_ms + POLL_MS <= plan.resolution_s * 1000)
+        {
+            break;
+        }
         match (b.alive_s, b.dead_s) {
             // A round that moved neither end (every probe failed to open, say) would
             // repeat itself: stop.
@@ -514,12 +597,13 @@ pub fn study(
         }
     }
     let end_ms = (mono_ns() - study_t0) / 1_000_000;
-    let control = control_fate
+    let fate = control_fate
         .or_else(|| control.poll(end_ms, &t))
         .unwrap_or(Fate::Alive);
     Ok(Study {
         conns,
-        control,
+        control: fate,
+        control_ends_ms: control.ends_ms,
         interrupted: stop.load(Relaxed),
     })
 }

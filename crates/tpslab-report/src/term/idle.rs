@@ -3,7 +3,9 @@
 //! application on this host suffers with that timeout.
 
 use std::io::{self, Write};
-use tpslab_analysis::idle::{Fate, IdleRecord, Outcome, PoolRecord};
+use tpslab_analysis::idle::{
+    control_end_explained, Fate, IdleRecord, KeepaliveCounts, Outcome, PoolRecord, POLL_MS,
+};
 use tpslab_plan::probe::{IdleTarget, OnIdle};
 
 /// The header, printed before the study starts.
@@ -69,6 +71,15 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             b.dead_s.unwrap_or(0),
             b.alive_s.unwrap_or(0)
         ),
+        _ if r.active_ends.is_some() => {
+            let e = r.active_ends.expect("checked");
+            format!(
+                "idle timeout in ({:.2} s, {:.2} s] without application data: {} connection(s) ended by the path itself, each dated by its end (not by its probe)",
+                e.first_ms.saturating_sub(POLL_MS) as f64 / 1e3,
+                e.last_ms as f64 / 1e3,
+                e.n
+            )
+        }
         (Some(a), Some(d)) => format!("idle timeout in ({a} s, {d} s]"),
         (None, Some(d)) => format!("idle timeout at most {d} s (the shortest interval tried already died)"),
         (_, None) => format!(
@@ -88,13 +99,38 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             ""
         }
     )?;
-    match &r.control {
-        Fate::Alive => writeln!(w, "Control connection: alive through the study (the path and the server worked)")?,
-        f => writeln!(
+    let unexplained: Vec<String> = r
+        .control_ends_ms
+        .iter()
+        .filter(|&&t| !control_end_explained(t, r.active_ends))
+        .map(|&t| format!("{:.1} s", t as f64 / 1e3))
+        .collect();
+    match (&r.control, r.keepalive_counts) {
+        (f, _) if *f != Fate::Alive => writeln!(
             w,
             "NOT EVIDENCE: the control connection, busy every second, ended: {}; the server or the path failed during the study",
             f.words(r.plan.udp)
         )?,
+        _ if !unexplained.is_empty() => writeln!(
+            w,
+            "NOT EVIDENCE: a control connection, probed every second, was ended after {} without data, unlike the connections the path timed out: the server or the path failed during the study",
+            unexplained.join(", ")
+        )?,
+        (_, Some(KeepaliveCounts::No)) => writeln!(
+            w,
+            "TCP keepalive does not reset this path's idle timer (it counts application data only): the control connection, probed every second, was ended {} time(s) after {} without data, as unprobed connections were; it was opened again each time (the server answered)",
+            r.control_ends_ms.len(),
+            r.control_ends_ms
+                .iter()
+                .map(|&t| format!("{:.1} s", t as f64 / 1e3))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?,
+        (_, Some(KeepaliveCounts::Yes)) => writeln!(
+            w,
+            "Control connection: alive through the study (the path and the server worked); silent but for a keepalive every second, it outlived the connections the path killed: TCP keepalive resets this path's idle timer"
+        )?,
+        _ => writeln!(w, "Control connection: alive through the study (the path and the server worked)")?,
     }
     if !r.findings.is_empty() {
         writeln!(

@@ -19,6 +19,7 @@ pub const FIXTURES: &[&str] = &[
     "doctor.json",
     "probe_idle.json",
     "probe_idle_udp.json",
+    "probe_idle_haproxy.json",
     "probe_pool.json",
     "compare.json",
     "bdp.json",

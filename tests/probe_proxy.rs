@@ -1,0 +1,168 @@
+//! `tpslab probe idle` through a real proxy (S5): Debian's haproxy in TCP mode, whose
+//! idle timeout counts application data only and which ends a flow with a FIN, in front
+//! of tpslab's idle responder on loopback. The timeout is dated by the FINs themselves
+//! (not charged to the probe schedule), the control connection's end is recognised as the
+//! timeout being measured (TCP keepalive does not count here), not as a failed path, and
+//! HikariCP files are judged against it: one without a usable keepaliveTime is flagged,
+//! one with keepaliveTime below the timeout passes.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// The proxy's `timeout client` and `timeout server`, s: above HikariCP's smallest
+/// keepaliveTime (30 s) by more than a second (the pools are judged against the whole
+/// seconds below the bracket) so that a pool can be right, short enough for a test.
+const TIMEOUT_S: u64 = 33;
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn wait_listening(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} not listening on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
+    let test = "haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count";
+    if !common::need(test, HAPROXY) {
+        return;
+    }
+    let dir = common::tmp("probe-proxy");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (front, back) = (free_port(), free_port());
+    // The backend: tpslab's responder keeps every TCP connection open, silent.
+    let responder = common::Kill(
+        common::tpslab()
+            .args(["probe", "idle-responder", &format!("127.0.0.1:{back}")])
+            .args(["--duration", "120s"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the responder"),
+    );
+    wait_listening(back, "the responder");
+    let cfg = dir.join("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n    maxconn 100\ndefaults\n    mode tcp\n    timeout connect 2s\n\
+             timeout client {TIMEOUT_S}s\n    timeout server {TIMEOUT_S}s\n\
+             frontend f\n    bind 127.0.0.1:{front}\n    default_backend b\n\
+             backend b\n    server s1 127.0.0.1:{back}\n"
+        ),
+    )
+    .unwrap();
+    // -db: in the foreground, one process, killed by its PID.
+    let proxy = common::Kill(
+        Command::new(HAPROXY)
+            .arg("-f")
+            .arg(&cfg)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn haproxy"),
+    );
+    wait_listening(front, "haproxy");
+    let unset = dir.join("unset.properties");
+    std::fs::write(
+        &unset,
+        "jdbcUrl=jdbc:postgresql://db/app\nidleTimeout=600000\n",
+    )
+    .unwrap();
+    let tested = dir.join("tested.properties");
+    std::fs::write(
+        &tested,
+        "jdbcUrl=jdbc:postgresql://db/app\nidleTimeout=600000\nkeepaliveTime=30000\n",
+    )
+    .unwrap();
+    let json = dir.join("idle.json");
+    let mut c = common::tpslab();
+    c.args(["probe", "idle", &format!("127.0.0.1:{front}")])
+        .args(["--min", "29s", "--max", "36s", "--resolution", "1s"])
+        .arg("--pool-config")
+        .arg(&unset)
+        .arg("--pool-config")
+        .arg(&tested)
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    drop(proxy);
+    drop(responder);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    common::assert_report_reproduces(&json, &out.stdout);
+    let j = common::record(&json);
+    assert_eq!(j["kind"], "probe_idle");
+    // Every connection, probed before the timeout or not, got the FIN about 33 s after
+    // its open: the timeout, dated by the ends, within the resolution.
+    let ends = &j["active_ends"];
+    let (first, last) = (
+        ends["first_ms"].as_u64().unwrap(),
+        ends["last_ms"].as_u64().unwrap(),
+    );
+    let t = TIMEOUT_S * 1000;
+    assert!(first > t - 1000 && last < t + 1000, "{ends} {text}");
+    assert!(last - first < 1000, "{ends}");
+    for c in j["conns"].as_array().unwrap() {
+        if c["fate"] != "abandoned" {
+            assert!(
+                c["fate"] == "closed" && c["active_end"] == true || c["fate"] == "alive",
+                "{c}"
+            );
+        }
+    }
+    assert_eq!(j["how"], "closed");
+    assert!(text.contains("Result: idle timeout in ("), "{text}");
+    // The control, probed every second, was ended as long after its open: keepalive does
+    // not count on this proxy, and that is the finding, not a failed path.
+    assert!(!text.contains("NOT EVIDENCE"), "{text}");
+    assert_eq!(j["control"], "alive");
+    assert_eq!(j["keepalive_counts"], "no", "{text}");
+    let control_ends = j["control_ends_ms"].as_array().unwrap();
+    assert!(!control_ends.is_empty());
+    for e in control_ends {
+        let e = e.as_u64().unwrap();
+        assert!(e > t - 1000 && e < t + 1000, "{control_ends:?}");
+    }
+    assert!(
+        text.contains("TCP keepalive does not reset this path's idle timer"),
+        "{text}"
+    );
+    // Judged: keepalive is not offered as the cure; the pool without keepaliveTime is
+    // flagged, the one testing every 30 s passes; no silent-drop retransmission finding
+    // (this proxy says FIN).
+    let findings = j["findings"].as_array().unwrap();
+    let with = |s: &'static str| {
+        findings
+            .iter()
+            .filter(move |f| f["what"].as_str().unwrap().contains(s))
+    };
+    assert_eq!(
+        with("TCP keepalive does not keep flows alive").count(),
+        1,
+        "{text}"
+    );
+    let u = with("unset.properties")
+        .next()
+        .expect("the unset pool judged");
+    assert_eq!(u["severity"], "warn", "{u}");
+    let ok = with("tested.properties")
+        .next()
+        .expect("the tested pool judged");
+    assert_eq!(ok["severity"], "info", "{ok}");
+    assert_eq!(with("retransmitted").count(), 0, "{text}");
+}

@@ -364,11 +364,19 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             let cpu = last.server_cpu_cores.map_or(String::new(), |c| {
                 format!(", using {:.0} % of a CPU", c * 100.0)
             });
+            // Most futex samples with a timeout: sleeps or timers (HotSpot's
+            // Thread.sleep parks so), not a lock.
+            let timed = crate::ramp_threads::facts(last)
+                .is_some_and(|t| t.timed_share > 0.0 && t.timed_share >= t.lock_share);
+            let meaning = if w.starts_with("futex") && timed {
+                "mostly waits with a timeout (a sleep or a timer), not a lock"
+            } else {
+                wchan_meaning(&w)
+            };
             lines.push(format!(
-                "server threads at {} users: {:.0} % of samples in {w}: {}{cpu}",
+                "server threads at {} users: {:.0} % of samples in {w}: {meaning}{cpu}",
                 last.users,
                 f * 100.0,
-                wchan_meaning(&w)
             ));
         }
         if let Some(f) = crate::ramp_threads::facts(last) {

@@ -40,12 +40,16 @@ pub fn span_ns(t: &StepThread, window_ns: u64) -> u64 {
 
 /// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the time it
 /// was sampled over ([`span_ns`]), never seen running or runnable, and every sample in
-/// one wait class (parked the whole step). A thread that was never sampled is idle when
+/// one wait (one class; in a futex, all with a timeout or all without): parked the
+/// whole step. A thread that was never sampled is idle when
 /// its CPU time is none to speak of.
 pub fn is_idle(t: &StepThread, window_ns: u64) -> bool {
     let s = &t.states;
     let little_cpu = (cpu_ns(t) as f64) < IDLE_CPU_SHARE * span_ns(t, window_ns) as f64;
-    let classes = s.by_class.values().filter(|&&n| n > 0).count();
+    // A futex wait with a timeout and one without are two waits (a pool thread that
+    // slept in a lock and then waited for it).
+    let timed_and_not = t.futex_timed > 0 && lock_samples(t) > 0;
+    let classes = s.by_class.values().filter(|&&n| n > 0).count() + usize::from(timed_and_not);
     little_cpu && s.running == 0 && classes <= 1
 }
 
@@ -88,6 +92,9 @@ pub struct ThreadFacts {
     /// without a timeout, like a lock's): 6 threads' worth of waits are spare capacity,
     /// not a lock; with a global lock, 8 users keep 7 threads waiting beyond it.
     pub lock_excess: f64,
+    /// Share of the working threads' samples in a futex wait with a timeout (a sleep or
+    /// a timer, not a lock), 0..=1; 0 in records written before timeouts were read.
+    pub timed_share: f64,
     /// Share of the working threads' samples blocked on a socket to another peer (a
     /// receive, a read, a send, a connect; not on the load's own connections, nor a
     /// pipe, an eventfd or a file), 0..=1. For a record written before the sampler told
@@ -205,6 +212,7 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         futex_threads,
         lock_share: locks as f64 / samples,
         lock_excess: lock_threads - spare,
+        timed_share: working.iter().map(|t| t.futex_timed).sum::<u64>() as f64 / samples,
         peer_share: peer as f64 / samples,
         peer_call: peer_calls
             .into_iter()

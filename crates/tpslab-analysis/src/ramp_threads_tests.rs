@@ -99,6 +99,14 @@ fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
         ),
         w
     ));
+    // In a futex all the step, but some samples with a timeout and the rest without
+    // (a pool thread sleeping in a lock, then waiting for it, with the JVM's CPU time
+    // too little to see): two waits, working.
+    let mut t = thread(1, "pool-1-thread-6", 0, &[('S', Some("futex"), 200)]);
+    t.futex_timed = 14;
+    assert!(!is_idle(&t, w));
+    t.futex_timed = 200;
+    assert!(is_idle(&t, w));
     // Without schedstat, utime+stime decides: one tick of 10 ms is 1 % of a second.
     let mut t = thread(1, "w", 0, &[('S', Some("futex"), 100)]);
     t.cpu_ns = 10_000_000;

@@ -180,7 +180,11 @@ fn java_http(port: u16, locked: bool) -> common::Kill {
     cmd.arg(servers.join("LockedHttpServer.java"))
         .arg(port.to_string())
         .args(["20", if locked { "1" } else { "0" }]);
-    let tag = if locked { "java-http-locked" } else { "java-http-free" };
+    let tag = if locked {
+        "java-http-locked"
+    } else {
+        "java-http-free"
+    };
     start(cmd, tag, port)
 }
 
@@ -193,7 +197,14 @@ fn ramp_http(tag: &str, port: u16, pid: Option<u32>) -> Option<(Value, String)> 
     let mut c = common::tpslab();
     c.args(["ramp", "http", &url, "-q"]);
     let Some(pid) = pid else {
-        c.args(["--users", "8..8", "--step-duration", "1s", "--warmup", "200ms"]);
+        c.args([
+            "--users",
+            "8..8",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "200ms",
+        ]);
         let out = common::run(c);
         assert!(out.status.success(), "warm-up: exit {:?}", out.status);
         return None;
@@ -248,7 +259,8 @@ fn s3_in_miniature_over_http_a_global_lock_is_serialised_and_without_it_scales()
             return Err(format!("not serialised: {verdict}\n{out}"));
         }
         assert!(
-            verdict.contains("threads waiting on a futex, serialised by a lock in the server process"),
+            verdict
+                .contains("threads waiting on a futex, serialised by a lock in the server process"),
             "{verdict}"
         );
         let s = sigma(&rec).ok_or_else(|| format!("no USL fit: {out}"))?;

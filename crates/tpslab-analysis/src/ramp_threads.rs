@@ -86,11 +86,14 @@ pub struct ThreadFacts {
     /// Share of the working threads' samples waiting on a lock, 0..=1.
     pub lock_share: f64,
     /// Working threads' lock waits beyond what spare threads explain, in threads: the
-    /// sum of their shares of samples waiting on a lock, less the working threads the
-    /// step's users could not keep busy (working threads - users, at least 0). A pool of
-    /// 8 threads serving 2 users has 6 threads waiting for work on a condition (a futex
-    /// without a timeout, like a lock's): 6 threads' worth of waits are spare capacity,
-    /// not a lock; with a global lock, 8 users keep 7 threads waiting beyond it.
+    /// sum of their shares of samples waiting on a lock, less the threads the step's
+    /// users could not keep busy (the working threads seen in such a wait - users, at
+    /// least 0). A pool of 8 threads serving 2 users has 6 threads waiting for work on a
+    /// condition (a futex without a timeout, like a lock's): 6 threads' worth of waits
+    /// are spare capacity, not a lock; with a global lock, 8 users keep 7 threads
+    /// waiting beyond it. A thread parked on a condition all the step (a GC thread that
+    /// ran once) adds one to both sides; threads that never wait so (a compiler's timed
+    /// waits, an event loop's epoll) add to neither.
     pub lock_excess: f64,
     /// Share of the working threads' samples in a futex wait with a timeout (a sleep or
     /// a timer, not a lock), 0..=1; 0 in records written before timeouts were read.
@@ -163,7 +166,8 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         .filter(|t| t.states.samples > 0)
         .map(|t| lock_samples(t) as f64 / t.states.samples as f64)
         .sum();
-    let spare = working.len().saturating_sub(s.users) as f64;
+    let waiters = working.iter().filter(|t| lock_samples(t) > 0).count();
+    let spare = waiters.saturating_sub(s.users) as f64;
     let mut peer_calls: std::collections::BTreeMap<String, u64> = Default::default();
     let told = working.iter().any(|t| t.peer_by_syscall.is_some());
     if told {

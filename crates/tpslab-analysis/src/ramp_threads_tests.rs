@@ -488,3 +488,52 @@ fn a_real_java_ramp_under_one_lock_is_serialised() {
         .verdict
         .contains("threads waiting on a futex, serialised by a lock in the server process"));
 }
+
+/// Real `ramp http` records of tests/servers/LockedHttpServer.java (the JDK's
+/// com.sun.net.httpserver, 8 pool threads, a 20 ms sleep per request; 1..8 users,
+/// --pid), from tests/threads.rs: with one global lock, serialised; without it, the pool
+/// threads sleep in futex waits with a timeout (HotSpot's Thread.sleep), which the rule
+/// before timeouts were read took for a lock.
+#[test]
+fn real_java_http_ramps_with_and_without_one_lock() {
+    let rec = real(include_str!("../tests/fixtures/ramp_java_http_lock.json"));
+    let f = facts(rec.steps.last().unwrap()).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised), "{f:?}");
+    // 7 pool threads' worth wait on the lock while one sleeps in it (less the moments
+    // they run): far beyond the spare threads.
+    assert!(f.lock_excess >= 4.0, "{f:?}");
+    let a = crate::ramp::analyse(&rec, 2);
+    assert!(
+        a.verdict
+            .contains("threads waiting on a futex, serialised by a lock in the server process"),
+        "{}",
+        a.verdict
+    );
+    let usl = a.usl.unwrap();
+    assert!(usl.sigma > 0.8, "{usl:?}");
+
+    let rec = real(include_str!("../tests/fixtures/ramp_java_http_free.json"));
+    let last = rec.steps.last().unwrap();
+    let f = facts(last).unwrap();
+    assert_eq!(judge(&f), None, "{f:?}");
+    assert!(f.timed_share > 0.5 && f.lock_share < 0.2, "{f:?}");
+    let a = crate::ramp::analyse(&rec, 2);
+    assert_eq!(
+        a.verdict,
+        "VERDICT: scales with users over the measured range"
+    );
+    assert!(a.usl.unwrap().sigma < 0.1);
+    assert!(
+        a.lines
+            .iter()
+            .any(|l| l.contains("mostly waits with a timeout (a sleep or a timer), not a lock")),
+        "{:?}",
+        a.lines
+    );
+    // Read as before timeouts were known, the same step's threads are "serialised".
+    let mut old = last.clone();
+    for t in &mut old.per_thread {
+        t.futex_timed = 0;
+    }
+    assert_eq!(judge(&facts(&old).unwrap()), Some(ThreadCase::Serialised));
+}

@@ -496,7 +496,9 @@ fn a_real_java_ramp_under_one_lock_is_serialised() {
 /// before timeouts were read took for a lock.
 #[test]
 fn real_java_http_ramps_with_and_without_one_lock() {
-    let rec = real(include_str!("../tests/fixtures/ramp_java_http_lock.json"));
+    let rec = real(include_str!(
+        "../../tpslab-report/tests/fixtures/ramp_java_http_lock.json"
+    ));
     let f = facts(rec.steps.last().unwrap()).unwrap();
     assert_eq!(judge(&f), Some(ThreadCase::Serialised), "{f:?}");
     // 7 pool threads' worth wait on the lock while one sleeps in it (less the moments

@@ -241,8 +241,13 @@ pub struct StepSampler {
     threads: BTreeMap<u32, StepAcc>,
     /// The target's port: the server's sockets on it carry the load, not a peer's replies.
     load_port: Option<u16>,
-    /// Roles of the sockets seen so far (the tables are read again on a new inode).
+    /// Roles of the sockets seen so far (the tables are read again on a new inode, at
+    /// most once a tick: a thread-per-connection server with thousands of connections
+    /// costs one read of its tables per tick, not one per connection).
     roles: BTreeMap<u64, SocketRole>,
+    /// Ticks sampled, and the tick the tables were last read at.
+    ticks: u64,
+    read_at: Option<u64>,
 }
 
 /// utime+stime of a task now, USER_HZ ticks.
@@ -269,22 +274,26 @@ impl StepSampler {
             threads,
             load_port,
             roles: BTreeMap::new(),
+            ticks: 0,
+            read_at: None,
         }
     }
 
     /// The role of socket `inode`, reading the process's tables again when it is new.
     fn role(&mut self, inode: u64) -> SocketRole {
-        if !self.roles.contains_key(&inode) {
+        if !self.roles.contains_key(&inode) && self.read_at != Some(self.ticks) {
             let root = PathBuf::from(format!("/proc/{}", self.pid));
             self.roles = socket_roles(&root, self.load_port);
-            // Not listed (netlink, closed): not read for again.
-            self.roles.entry(inode).or_insert(SocketRole::Other);
+            self.read_at = Some(self.ticks);
         }
+        // Not listed (netlink, or opened after this tick's read): other, asked again
+        // next tick.
         self.roles.get(&inode).copied().unwrap_or(SocketRole::Other)
     }
 
     /// One tick: every thread's state now.
     pub fn sample(&mut self) {
+        self.ticks += 1;
         let root = PathBuf::from(format!("/proc/{}/task", self.pid));
         for tid in tids(self.pid) {
             let dir = root.join(tid.to_string());

@@ -85,6 +85,8 @@ fn last_step(rec: &Value) -> &Value {
 
 #[test]
 fn redis_is_saturated_on_one_thread_not_waiting_on_a_lock() {
+    // One at a time: a JVM compiling its source beside a ramp starves the other's server.
+    let _one = common::serial();
     const T: &str = "redis_is_saturated_on_one_thread_not_waiting_on_a_lock";
     if !common::need(T, "/usr/bin/redis-server") {
         return;
@@ -143,6 +145,8 @@ fn java(port: u16, locked: bool) -> common::Kill {
 
 #[test]
 fn a_java_service_under_one_lock_is_serialised_and_without_it_is_not() {
+    // One at a time: a JVM compiling its source beside a ramp starves the other's server.
+    let _one = common::serial();
     const T: &str = "a_java_service_under_one_lock_is_serialised_and_without_it_is_not";
     if Command::new("java").arg("-version").output().is_err() {
         common::skip(T, "java not installed");
@@ -237,6 +241,8 @@ fn tps(rec: &Value) -> Vec<f64> {
 
 #[test]
 fn s3_in_miniature_over_http_a_global_lock_is_serialised_and_without_it_scales() {
+    // One at a time: a JVM compiling its source beside a ramp starves the other's server.
+    let _one = common::serial();
     const T: &str = "s3_in_miniature_over_http_a_global_lock_is_serialised_and_without_it_scales";
     if Command::new("java").arg("-version").output().is_err() {
         common::skip(T, "java not installed");

@@ -364,11 +364,19 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             let cpu = last.server_cpu_cores.map_or(String::new(), |c| {
                 format!(", using {:.0} % of a CPU", c * 100.0)
             });
+            // Most futex samples with a timeout: sleeps or timers (HotSpot's
+            // Thread.sleep parks so), not a lock.
+            let timed = crate::ramp_threads::facts(last)
+                .is_some_and(|t| t.timed_share > 0.0 && t.timed_share >= t.lock_share);
+            let meaning = if w.starts_with("futex") && timed {
+                "mostly waits with a timeout (a sleep or a timer), not a lock"
+            } else {
+                wchan_meaning(&w)
+            };
             lines.push(format!(
-                "server threads at {} users: {:.0} % of samples in {w}: {}{cpu}",
+                "server threads at {} users: {:.0} % of samples in {w}: {meaning}{cpu}",
                 last.users,
                 f * 100.0,
-                wchan_meaning(&w)
             ));
         }
         if let Some(f) = crate::ramp_threads::facts(last) {
@@ -459,6 +467,32 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     } else if rec.steps.len() < 2 {
         "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
             .to_string()
+    } else if let (true, Some(ThreadCase::Contended), Some((comm, tid, busy, cpu, runq))) = (
+        serial || flat || knee.is_some(),
+        case,
+        threads.as_ref().and_then(|t| t.busiest.as_ref()),
+    ) {
+        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
+        let tps = if serial || flat {
+            format!("TPS stops at the knee ({})", users(ku))
+        } else {
+            format!("TPS bends beyond the knee ({})", users(ku))
+        };
+        let held = (busy - cpu - runq).max(0.0);
+        let steal = if held >= 0.05 {
+            format!(
+                ", and {:.0} % runnable on a vCPU the hypervisor held",
+                held * 100.0
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "VERDICT: CPU contention: one thread runnable ~100 % of the step but mostly waiting for a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step yet on a CPU only {:.0} % (waiting for a CPU {:.0} % by schedstat's run-queue delay{steal}){idle_words}. Its own work did not fill a CPU: other work on the CPUs it may run on (the load generator on this host, other processes, a hypervisor) kept it off them, so this ramp measures the host's contention more than the server. Give the server CPUs of its own (taskset, cpusets) or send the load from another host, then ramp again",
+            busy * 100.0,
+            cpu * 100.0,
+            runq * 100.0
+        )
     } else if let (true, Some(ThreadCase::Saturated), Some((comm, tid, busy, cpu, runq))) = (
         serial || flat || knee.is_some(),
         case,

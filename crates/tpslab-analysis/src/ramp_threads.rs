@@ -4,8 +4,12 @@
 //! state) and idle ones (no CPU time to speak of and parked in one wait the whole step:
 //! redis's bio_* helpers, a JVM's GC and compiler threads, a runtime's timers). The
 //! verdict and the evidence lines judge the working threads only, by the rules of
-//! [`THREAD_RULES`], in priority order: one thread at ~100 % of a CPU (saturated), several
-//! threads waiting on a futex (serialised), threads blocked on sockets (waiting for a peer).
+//! [`THREAD_RULES`], in priority order: one thread runnable all the step but mostly
+//! waiting for a CPU (contended: the host's CPUs are busy with other work), one thread at
+//! ~100 % of a CPU (saturated), several threads waiting on a futex without a timeout more
+//! than spare pool threads explain (serialised), threads blocked on sockets to another
+//! peer (waiting for a peer). Shares are of the time each thread was sampled over
+//! ([`span_ns`]), not of the planned step.
 
 use crate::waits::{StepThread, ThreadStates, WaitClass};
 use tpslab_record::ramp::StepResult;
@@ -24,23 +28,38 @@ pub fn cpu_ns(t: &StepThread) -> u64 {
     }
 }
 
-/// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the step, never
-/// seen running or runnable, and every sample in one wait class (parked the whole step).
-/// A thread that was never sampled is idle when its CPU time is none to speak of.
+/// The time a thread's CPU time and schedstat deltas cover, ns: its sampled span, or
+/// `window_ns` (the step's planned window) for a record written before spans.
+pub fn span_ns(t: &StepThread, window_ns: u64) -> u64 {
+    if t.span_ns > 0 {
+        t.span_ns
+    } else {
+        window_ns
+    }
+}
+
+/// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the time it
+/// was sampled over ([`span_ns`]), never seen running or runnable, and every sample in
+/// one wait (one class; in a futex, all with a timeout or all without): parked the
+/// whole step. A thread that was never sampled is idle when
+/// its CPU time is none to speak of.
 pub fn is_idle(t: &StepThread, window_ns: u64) -> bool {
     let s = &t.states;
-    let little_cpu = (cpu_ns(t) as f64) < IDLE_CPU_SHARE * window_ns as f64;
-    let classes = s.by_class.values().filter(|&&n| n > 0).count();
+    let little_cpu = (cpu_ns(t) as f64) < IDLE_CPU_SHARE * span_ns(t, window_ns) as f64;
+    // A futex wait with a timeout and one without are two waits (a pool thread that
+    // slept in a lock and then waited for it).
+    let timed_and_not = t.futex_timed > 0 && lock_samples(t) > 0;
+    let classes = s.by_class.values().filter(|&&n| n > 0).count() + usize::from(timed_and_not);
     little_cpu && s.running == 0 && classes <= 1
 }
 
 /// Share of a thread's step it was busy (running or runnable), 0..=1: the largest of its
 /// time on a CPU or waiting for one (schedstat), its CPU time (utime+stime) and the share
-/// of its samples in state R. On a virtual machine whose vCPUs the hypervisor holds
-/// (steal), a thread in state R is neither on a CPU nor in the run queue by schedstat for
-/// that time: the samples see it.
+/// of its samples in state R; of the time it was sampled over ([`span_ns`]). On a virtual
+/// machine whose vCPUs the hypervisor holds (steal), a thread in state R is neither on a
+/// CPU nor in the run queue by schedstat for that time: the samples see it.
 pub fn busy_share(t: &StepThread, window_ns: u64) -> f64 {
-    let w = window_ns.max(1) as f64;
+    let w = span_ns(t, window_ns).max(1) as f64;
     let s = &t.states;
     let sched = (s.on_cpu_ns + s.runqueue_ns) as f64 / w;
     let ran = s.running as f64 / s.samples.max(1) as f64;
@@ -61,17 +80,44 @@ pub struct ThreadFacts {
     pub busiest: Option<(String, u32, f64, f64, f64)>,
     /// The busy share of the next busiest working thread, 0..=1 (0 with one).
     pub next_busy: f64,
-    /// Working threads with half their samples or more waiting on a lock (futex).
+    /// Working threads with half their samples or more waiting on a lock: in a futex
+    /// without a timeout (a timed futex wait is a sleep or a timer, [`lock_samples`]).
     pub futex_threads: usize,
     /// Share of the working threads' samples waiting on a lock, 0..=1.
     pub lock_share: f64,
-    /// Share of the working threads' samples blocked on a socket other than in a poll,
-    /// an epoll or an accept (a receive, a read, a send, a connect), 0..=1.
+    /// Working threads' lock waits beyond what spare threads explain, in threads: the
+    /// sum of their shares of samples waiting on a lock, less the threads the step's
+    /// users could not keep busy (the working threads seen in such a wait - users, at
+    /// least 0). A pool of 8 threads serving 2 users has 6 threads waiting for work on a
+    /// condition (a futex without a timeout, like a lock's): 6 threads' worth of waits
+    /// are spare capacity, not a lock; with a global lock, 8 users keep 7 threads
+    /// waiting beyond it. A thread parked on a condition all the step (a GC thread that
+    /// ran once) adds one to both sides; threads that never wait so (a compiler's timed
+    /// waits, an event loop's epoll) add to neither.
+    pub lock_excess: f64,
+    /// Share of the working threads' samples in a futex wait with a timeout (a sleep or
+    /// a timer, not a lock), 0..=1; 0 in records written before timeouts were read.
+    pub timed_share: f64,
+    /// Share of the working threads' samples blocked on a socket to another peer (a
+    /// receive, a read, a send, a connect; not on the load's own connections, nor a
+    /// pipe, an eventfd or a file), 0..=1. For a record written before the sampler told
+    /// sockets apart: those calls' samples bounded by the network's.
     pub peer_share: f64,
     /// The system call most of those samples were in.
     pub peer_call: Option<String>,
     /// The working threads' samples together.
     pub states: ThreadStates,
+}
+
+/// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
+/// samples less those with one, [`StepThread::futex_timed`]).
+pub fn lock_samples(t: &StepThread) -> u64 {
+    let s = &t.states;
+    s.by_class
+        .get(&WaitClass::Lock)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(t.futex_timed)
 }
 
 /// System calls a thread blocked on a socket waits for its peer in (not a poll, an
@@ -112,25 +158,45 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
     let samples = states.samples.max(1) as f64;
     let futex_threads = working
         .iter()
-        .filter(|t| t.states.samples > 0 && 2 * n(&t.states, WaitClass::Lock) >= t.states.samples)
+        .filter(|t| t.states.samples > 0 && 2 * lock_samples(t) >= t.states.samples)
         .count();
-    // Network samples in a peer call: read from the blocked samples' calls (a read on a
-    // file is not Network, so the class bounds them).
-    let mut peer_calls: std::collections::BTreeMap<&str, u64> = Default::default();
-    for (sc, k) in &states.by_syscall {
-        if peer_call(sc) {
-            *peer_calls.entry(sc).or_default() += k;
+    let locks: u64 = working.iter().map(|t| lock_samples(t)).sum();
+    let lock_threads: f64 = working
+        .iter()
+        .filter(|t| t.states.samples > 0)
+        .map(|t| lock_samples(t) as f64 / t.states.samples as f64)
+        .sum();
+    let waiters = working.iter().filter(|t| lock_samples(t) > 0).count();
+    let spare = waiters.saturating_sub(s.users) as f64;
+    let mut peer_calls: std::collections::BTreeMap<String, u64> = Default::default();
+    let told = working.iter().any(|t| t.peer_by_syscall.is_some());
+    if told {
+        // Samples on sockets to other peers, as the sampler told them apart.
+        for t in &working {
+            for (sc, k) in t.peer_by_syscall.iter().flatten() {
+                *peer_calls.entry(sc.clone()).or_default() += k;
+            }
+        }
+    } else {
+        // An older record: network samples in a peer call, read from the blocked
+        // samples' calls (a read on a file is not Network, so the class bounds them).
+        for (sc, k) in &states.by_syscall {
+            if peer_call(sc) {
+                *peer_calls.entry(sc.clone()).or_default() += k;
+            }
         }
     }
-    let peer = peer_calls
-        .values()
-        .sum::<u64>()
-        .min(n(&states, WaitClass::Network));
+    let peer = peer_calls.values().sum::<u64>();
+    let peer = if told {
+        peer
+    } else {
+        peer.min(n(&states, WaitClass::Network))
+    };
     let busiest = working
         .iter()
         .max_by(|a, b| busy_share(a, window).total_cmp(&busy_share(b, window)))
         .map(|t| {
-            let w = window.max(1) as f64;
+            let w = span_ns(t, window).max(1) as f64;
             (
                 t.comm.clone(),
                 t.tid,
@@ -148,12 +214,14 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         idle: idle.iter().map(|t| t.comm.clone()).collect(),
         busiest,
         futex_threads,
-        lock_share: n(&states, WaitClass::Lock) as f64 / samples,
+        lock_share: locks as f64 / samples,
+        lock_excess: lock_threads - spare,
+        timed_share: working.iter().map(|t| t.futex_timed).sum::<u64>() as f64 / samples,
         peer_share: peer as f64 / samples,
         peer_call: peer_calls
             .into_iter()
             .max_by_key(|(_, k)| *k)
-            .map(|(c, _)| c.to_string()),
+            .map(|(c, _)| c),
         states,
     })
 }
@@ -161,6 +229,10 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
 /// What the working threads say about a flat top.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadCase {
+    /// One thread runnable nearly all the step but on a CPU less than half of that
+    /// (schedstat's run-queue delay, or a vCPU the hypervisor held): the host's CPUs
+    /// were busy with other work, not with the server's own.
+    Contended,
     /// One thread busy (on a CPU or waiting for one) nearly all the step: a CPU-bound
     /// event loop (redis).
     Saturated,
@@ -183,24 +255,46 @@ pub struct ThreadRule {
 /// A thread busy this share of the step or more is "at ~100 % of a CPU".
 pub const SATURATED_SHARE: f64 = 0.8;
 
+/// Lock waits beyond spare threads ([`ThreadFacts::lock_excess`]) that make a lock: half
+/// a thread. With one lock and N users, N-1 threads wait for it beyond the spare ones
+/// (one at 2 users); without one, none do.
+pub const LOCK_EXCESS: f64 = 0.5;
+
+/// One busy thread beside others that mostly are not: the event loop's shape.
+fn one_busy(f: &ThreadFacts) -> bool {
+    f.busiest.as_ref().is_some_and(|b| b.2 >= SATURATED_SHARE) && f.next_busy < 0.5
+}
+
+/// The busiest thread's time on a CPU (schedstat or utime+stime) was less than half of
+/// its busy time: the rest it waited for a CPU (run queue) or ran on a vCPU the
+/// hypervisor held.
+fn mostly_waiting_for_a_cpu(f: &ThreadFacts) -> bool {
+    f.busiest
+        .as_ref()
+        .is_some_and(|&(_, _, busy, cpu, _)| cpu > 0.0 && cpu < 0.5 * busy)
+}
+
 /// The rules, first match wins.
 pub const THREAD_RULES: &[ThreadRule] = &[
     ThreadRule {
+        case: ThreadCase::Contended,
+        when: |f| one_busy(f) && mostly_waiting_for_a_cpu(f),
+        why_here: "first: a thread that is runnable all the step but mostly kept off a CPU does less of its own work than the step allows; the CPUs are busy elsewhere (the load generator on the same host, other processes, a hypervisor's steal), so its own cost is not yet the limit",
+    },
+    ThreadRule {
         case: ThreadCase::Saturated,
-        when: |f| {
-            f.busiest.as_ref().is_some_and(|b| b.2 >= SATURATED_SHARE) && f.next_busy < 0.5
-        },
-        why_here: "first: one thread that is never idle, beside others that mostly are, is the bottleneck; threads that wait for its results (on a futex or a socket) wait because of it (many busy threads are the CPU's saturation, judged by the process's CPU)",
+        when: one_busy,
+        why_here: "then: one thread that is never idle, beside others that mostly are, is the bottleneck; threads that wait for its results (on a futex or a socket) wait because of it (many busy threads are the CPU's saturation, judged by the process's CPU)",
     },
     ThreadRule {
         case: ThreadCase::Serialised,
-        when: |f| f.futex_threads >= 2 && f.lock_share >= 0.5,
-        why_here: "several working threads, each waiting on a futex most of the step, and no thread busy: they wait for one another (idle helpers parked in a futex are not counted)",
+        when: |f| f.futex_threads >= 2 && f.lock_share >= 0.5 && f.lock_excess >= LOCK_EXCESS,
+        why_here: "several working threads, each waiting on a futex without a timeout most of the step, more of them than spare threads explain, and no thread busy: they wait for one another (idle helpers parked in a futex are not counted; a timed futex wait is a sleep or a timer; a pool's threads waiting for work while the users cannot keep them busy are spare capacity)",
     },
     ThreadRule {
         case: ThreadCase::PeerWait,
         when: |f| f.peer_share >= 0.5,
-        why_here: "the working threads blocked on sockets in a receive, read, send or connect (not an event loop's poll): each request waits on someone else",
+        why_here: "the working threads blocked on sockets to other peers in a receive, read, send or connect (not an event loop's poll, nor a read of the load's own connection, a pipe or an eventfd): each request waits on someone else",
     },
 ];
 

@@ -28,6 +28,9 @@ fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)
         comm: comm.into(),
         cpu_ns: cpu_ns / 10_000_000 * 10_000_000,
         states,
+        span_ns: 0,
+        futex_timed: 0,
+        peer_by_syscall: None,
     }
 }
 
@@ -96,6 +99,14 @@ fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
         ),
         w
     ));
+    // In a futex all the step, but some samples with a timeout and the rest without
+    // (a pool thread sleeping in a lock, then waiting for it, with the JVM's CPU time
+    // too little to see): two waits, working.
+    let mut t = thread(1, "pool-1-thread-6", 0, &[('S', Some("futex"), 200)]);
+    t.futex_timed = 14;
+    assert!(!is_idle(&t, w));
+    t.futex_timed = 200;
+    assert!(is_idle(&t, w));
     // Without schedstat, utime+stime decides: one tick of 10 ms is 1 % of a second.
     let mut t = thread(1, "w", 0, &[('S', Some("futex"), 100)]);
     t.cpu_ns = 10_000_000;
@@ -104,10 +115,11 @@ fn idle_is_no_cpu_and_parked_in_one_wait_the_whole_step() {
 
 #[test]
 fn an_event_loop_at_100_percent_beside_idle_helpers_is_saturated_not_a_lock() {
-    // redis at 64 users: the main thread running or runnable at every sample, on a CPU
-    // 49 % and waiting for one 50 %; its 4 helpers parked in a futex.
-    let mut main = thread(1, "redis-server", 490_000_000, &[('R', None, 100)]);
-    main.states.runqueue_ns = 500_000_000;
+    // redis at 64 users (as the real fixture's last step): the main thread running or
+    // runnable at every sample, on a CPU 60 % and waiting for one 39 %; its 4 helpers
+    // parked in a futex.
+    let mut main = thread(1, "redis-server", 600_000_000, &[('R', None, 100)]);
+    main.states.runqueue_ns = 390_000_000;
     let mut threads = vec![main];
     threads.extend(helpers());
     let f = facts(&step(64, threads)).unwrap();
@@ -121,7 +133,7 @@ fn an_event_loop_at_100_percent_beside_idle_helpers_is_saturated_not_a_lock() {
     assert!((b.2 - 1.0).abs() < 1e-9, "{b:?}");
     assert_eq!(
         evidence_line(&f),
-        "working server threads at 64 users: 1 of 5; the busiest, redis-server (tid 1), running or runnable 100 % of the step (on a CPU 49 %, waiting for a CPU 50 % by schedstat); 4 other threads idle (bio_close_file, bio_aof_fsync, bio_lazy_free, jemalloc_bg_thd)"
+        "working server threads at 64 users: 1 of 5; the busiest, redis-server (tid 1), running or runnable 100 % of the step (on a CPU 60 %, waiting for a CPU 39 % by schedstat); 4 other threads idle (bio_close_file, bio_aof_fsync, bio_lazy_free, jemalloc_bg_thd)"
     );
     // All five counted as before, the helpers' futex samples were 80 % of the process's:
     // what the old verdict read as "waiting on a lock".
@@ -131,9 +143,28 @@ fn an_event_loop_at_100_percent_beside_idle_helpers_is_saturated_not_a_lock() {
     }
     all.merge(&f.states);
     assert_eq!(all.by_class[&WaitClass::Lock] * 100 / all.samples, 80);
+    // Many threads each busy: the CPU's saturation (judged on the process), not one thread.
+    let busy: Vec<StepThread> = (0..4)
+        .map(|i| thread(i, "worker", 950_000_000, &[('R', None, 100)]))
+        .collect();
+    assert_eq!(judge(&facts(&step(64, busy)).unwrap()), None);
+}
+
+/// A thread busy all the step but on a CPU less than half of it is kept off the CPUs by
+/// other work: contention, not the server's own saturation (the old rule called both
+/// "saturated").
+#[test]
+fn a_thread_runnable_but_mostly_waiting_for_a_cpu_is_contended_not_saturated() {
+    // On a CPU 49 %, in the run queue 50 %: half its busy time and more was waiting.
+    let mut main = thread(1, "redis-server", 490_000_000, &[('R', None, 100)]);
+    main.states.runqueue_ns = 500_000_000;
+    let mut threads = vec![main];
+    threads.extend(helpers());
+    let f = facts(&step(64, threads)).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::Contended));
     // A real step on a contended VM: schedstat saw 14 % on a CPU and 26 % in the run
     // queue, yet 86 of 100 samples saw the thread running or runnable (its vCPU held by
-    // the hypervisor the rest): saturated by its samples.
+    // the hypervisor the rest): busy by its samples, but its own work took 14 %.
     let mut stolen = thread(
         1,
         "redis-server",
@@ -143,15 +174,171 @@ fn an_event_loop_at_100_percent_beside_idle_helpers_is_saturated_not_a_lock() {
     stolen.states.runqueue_ns = 258_128_431;
     let mut threads = vec![stolen];
     threads.extend(helpers());
+    let f = facts(&step(64, threads.clone())).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::Contended));
+    // The ramp's verdict says so, with the run queue and the hypervisor's share apart:
+    // the real redis ramp with this last step.
+    let mut rec = real(include_str!(
+        "../../tpslab-report/tests/fixtures/ramp_redis.json"
+    ));
+    rec.steps.last_mut().unwrap().per_thread = threads;
+    let a = crate::ramp::analyse(&rec, 2);
+    assert!(
+        a.verdict.starts_with(
+            "VERDICT: CPU contention: one thread runnable ~100 % of the step but mostly waiting for a CPU"
+        ),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.verdict.contains("on a CPU only 14 % (waiting for a CPU 26 % by schedstat's run-queue delay, and 46 % runnable on a vCPU the hypervisor held)"),
+        "{}",
+        a.verdict
+    );
+    // On a CPU 60 %, waiting 39 %: its own work filled most of it: saturated.
+    let mut main = thread(1, "redis-server", 600_000_000, &[('R', None, 100)]);
+    main.states.runqueue_ns = 390_000_000;
     assert_eq!(
-        judge(&facts(&step(64, threads)).unwrap()),
+        judge(&facts(&step(64, vec![main])).unwrap()),
         Some(ThreadCase::Saturated)
     );
-    // Many threads each busy: the CPU's saturation (judged on the process), not one thread.
-    let busy: Vec<StepThread> = (0..4)
-        .map(|i| thread(i, "worker", 950_000_000, &[('R', None, 100)]))
-        .collect();
-    assert_eq!(judge(&facts(&step(64, busy)).unwrap()), None);
+}
+
+/// Shares are of the time the sampler covered: a step planned at 1 s whose sampler read
+/// the thread over 0.5 s (a late start on a busy host) has its CPU time over 0.5 s.
+#[test]
+fn shares_are_of_the_sampled_span_not_the_planned_window() {
+    let mut t = thread(
+        1,
+        "loop",
+        450_000_000,
+        &[('R', None, 20), ('S', Some("epoll_wait"), 30)],
+    );
+    t.states.runqueue_ns = 10_000_000;
+    // Of the planned second: 46 %, not busy enough for "saturated"...
+    assert!((busy_share(&t, SECOND) - 0.46).abs() < 1e-9);
+    assert_eq!(judge(&facts(&step(8, vec![t.clone()])).unwrap()), None);
+    // ...of the half second sampled: 92 %.
+    t.span_ns = SECOND / 2;
+    assert!((busy_share(&t, SECOND) - 0.92).abs() < 1e-9);
+    let f = facts(&step(8, vec![t.clone()])).unwrap();
+    let b = f.busiest.clone().unwrap();
+    assert!(
+        (b.3 - 0.9).abs() < 1e-9 && (b.4 - 0.02).abs() < 1e-9,
+        "{b:?}"
+    );
+    assert_eq!(judge(&f), Some(ThreadCase::Saturated));
+    // Idle is judged on the span too: 4 ms of CPU is 0.4 % of a second, 0.8 % of half.
+    let mut timer = thread(2, "timer", 4_000_000, &[('S', Some("futex"), 50)]);
+    assert!(is_idle(&timer, SECOND));
+    timer.span_ns = SECOND / 2;
+    assert!(!is_idle(&timer, SECOND));
+}
+
+/// HotSpot's `Thread.sleep` (the S3 miniature's stand-in for a database round trip)
+/// parks in a futex with a timeout; a lock's waiters park without one. Counting every
+/// futex sample as a lock made a pool of threads sleeping side by side "serialised".
+#[test]
+fn timed_futex_waits_are_sleeps_not_a_lock() {
+    let pool = |timed: u64| -> Vec<StepThread> {
+        (0..8)
+            .map(|i| {
+                let mut t = thread(
+                    i,
+                    "pool",
+                    3_000_000,
+                    &[('S', Some("futex"), 95), ('R', None, 5)],
+                );
+                t.futex_timed = timed;
+                t
+            })
+            .collect()
+    };
+    // No lock: 8 pool threads each sleeping (timed futex) 80 % of the step, waiting for
+    // the next request (untimed) 15 %.
+    let f = facts(&step(8, pool(80))).unwrap();
+    assert_eq!(f.futex_threads, 0, "{f:?}");
+    assert!((f.lock_share - 0.15).abs() < 1e-9);
+    assert_eq!(judge(&f), None);
+    // The same threads read as before (no timeouts known): all "waiting on a lock".
+    assert_eq!(
+        judge(&facts(&step(8, pool(0))).unwrap()),
+        Some(ThreadCase::Serialised)
+    );
+    // One lock: one thread sleeps in it (timed), seven wait for it (untimed), turn by
+    // turn: each thread 1/8 of the step timed, 7/8 untimed.
+    let f = facts(&step(8, pool(12))).unwrap();
+    assert_eq!(f.futex_threads, 8);
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised));
+}
+
+/// A pool of 8 threads serving 2 users: 6 threads' worth of waiting for work on a
+/// condition (an untimed futex, like a lock's) is spare capacity, not a lock.
+#[test]
+fn a_pool_waiting_for_work_is_spare_capacity_not_a_lock() {
+    let pool = |users: usize, untimed: u64| {
+        let threads: Vec<StepThread> = (0..8)
+            .map(|i| {
+                let mut t = thread(
+                    i,
+                    "pool",
+                    3_000_000,
+                    &[('S', Some("futex"), 98), ('R', None, 2)],
+                );
+                t.futex_timed = 98 - untimed;
+                t
+            })
+            .collect();
+        facts(&step(users, threads)).unwrap()
+    };
+    // 2 users, no lock: each thread sleeps in the work 1/4 of the step (timed), waits
+    // for the next request 3/4 (untimed): 6 threads' worth of waiting, 6 spare threads.
+    let f = pool(2, 74);
+    assert_eq!((f.futex_threads, f.working.len()), (8, 8));
+    assert!(f.lock_share >= 0.5 && f.lock_excess < 1.0, "{f:?}");
+    assert_eq!(judge(&f), None);
+    // 2 users, one lock: one sleeps in it, one waits for it, six wait for work: one
+    // thread's worth of waiting beyond the spare ones (7/8 of each thread untimed, less
+    // the moments on a CPU).
+    let f = pool(2, 86);
+    assert!(f.lock_excess >= LOCK_EXCESS, "{f:?}");
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised));
+}
+
+/// Blocked reads and writes on a pipe, an eventfd or the load's own connections are not
+/// waiting for a peer: only sockets to other peers are (as the sampler tells them apart).
+#[test]
+fn peer_wait_counts_only_sockets_to_other_peers() {
+    let pool = |peer: Option<u64>| {
+        let threads: Vec<StepThread> = (0..8)
+            .map(|i| {
+                let mut t = thread(
+                    i,
+                    "pool",
+                    3_000_000,
+                    &[
+                        ('S', Some("read"), 90),
+                        ('S', Some("futex"), 7),
+                        ('R', None, 3),
+                    ],
+                );
+                t.peer_by_syscall = peer.map(|n| [("read".to_string(), n)].into());
+                t
+            })
+            .collect();
+        facts(&step(8, threads)).unwrap()
+    };
+    // A thread per connection blocked reading the next request from the load: its reads
+    // are on the load's sockets, none to a peer.
+    let f = pool(Some(0));
+    assert_eq!(f.peer_share, 0.0);
+    assert_eq!(judge(&f), None);
+    // Reading a backend's replies: a peer.
+    let f = pool(Some(90));
+    assert_eq!(judge(&f), Some(ThreadCase::PeerWait));
+    assert_eq!(f.peer_call.as_deref(), Some("read"));
+    // An older record (sockets not told apart): its socket reads stand in, as before.
+    assert_eq!(judge(&pool(None)), Some(ThreadCase::PeerWait));
 }
 
 #[test]
@@ -300,4 +487,55 @@ fn a_real_java_ramp_under_one_lock_is_serialised() {
     assert!(a
         .verdict
         .contains("threads waiting on a futex, serialised by a lock in the server process"));
+}
+
+/// Real `ramp http` records of tests/servers/LockedHttpServer.java (the JDK's
+/// com.sun.net.httpserver, 8 pool threads, a 20 ms sleep per request; 1..8 users,
+/// --pid), from tests/threads.rs: with one global lock, serialised; without it, the pool
+/// threads sleep in futex waits with a timeout (HotSpot's Thread.sleep), which the rule
+/// before timeouts were read took for a lock.
+#[test]
+fn real_java_http_ramps_with_and_without_one_lock() {
+    let rec = real(include_str!(
+        "../../tpslab-report/tests/fixtures/ramp_java_http_lock.json"
+    ));
+    let f = facts(rec.steps.last().unwrap()).unwrap();
+    assert_eq!(judge(&f), Some(ThreadCase::Serialised), "{f:?}");
+    // 7 pool threads' worth wait on the lock while one sleeps in it (less the moments
+    // they run): far beyond the spare threads.
+    assert!(f.lock_excess >= 4.0, "{f:?}");
+    let a = crate::ramp::analyse(&rec, 2);
+    assert!(
+        a.verdict
+            .contains("threads waiting on a futex, serialised by a lock in the server process"),
+        "{}",
+        a.verdict
+    );
+    let usl = a.usl.unwrap();
+    assert!(usl.sigma > 0.8, "{usl:?}");
+
+    let rec = real(include_str!("../tests/fixtures/ramp_java_http_free.json"));
+    let last = rec.steps.last().unwrap();
+    let f = facts(last).unwrap();
+    assert_eq!(judge(&f), None, "{f:?}");
+    assert!(f.timed_share > 0.5 && f.lock_share < 0.2, "{f:?}");
+    let a = crate::ramp::analyse(&rec, 2);
+    assert_eq!(
+        a.verdict,
+        "VERDICT: scales with users over the measured range"
+    );
+    assert!(a.usl.unwrap().sigma < 0.1);
+    assert!(
+        a.lines
+            .iter()
+            .any(|l| l.contains("mostly waits with a timeout (a sleep or a timer), not a lock")),
+        "{:?}",
+        a.lines
+    );
+    // Read as before timeouts were known, the same step's threads are "serialised".
+    let mut old = last.clone();
+    for t in &mut old.per_thread {
+        t.futex_timed = 0;
+    }
+    assert_eq!(judge(&facts(&old).unwrap()), Some(ThreadCase::Serialised));
 }

@@ -138,7 +138,9 @@ pub fn run_ramp_with(
             // the window's edges (the drop sampler takes a while to start and finish);
             // its CPU share is over the time between the two reads.
             let (t_cpu0, cpu0) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
-            let mut sampler = plan.server_pid.map(crate::waits::StepSampler::start);
+            let mut sampler = plan
+                .server_pid
+                .map(|pid| crate::waits::StepSampler::start(pid, Some(port)));
             let tcp0 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tpslab_analysis::waits::{
     FdKind, StepThread, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits,
 };
-use tpslab_proc::syscall::{parse_syscall, syscall_name, SyscallState};
+use tpslab_proc::syscall::{parse_syscall, parse_syscall_args, syscall_name, SyscallState};
 
 /// One thread in one sample.
 struct TaskSample {
@@ -20,6 +20,56 @@ struct TaskSample {
     comm: String,
     /// utime+stime, USER_HZ ticks.
     cpu_ticks: u64,
+    /// In a futex wait with a timeout ([`futex_timed`]).
+    futex_timed: bool,
+    /// The socket inode of a receive, read, send or connect blocked on a socket.
+    socket: Option<u64>,
+}
+
+/// A futex wait given a timeout, from the call's name and its arguments as
+/// /proc/PID/task/TID/syscall shows them: `futex(uaddr, op, val, timeout, ..)` for the
+/// waiting ops (FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI,
+/// FUTEX_LOCK_PI2: op & 0x7f is 0, 6, 9, 11 or 13) with a timeout pointer set;
+/// `futex_waitv(waiters, n, flags, timeout, clockid)`; `futex_wait(uaddr, val, mask,
+/// flags, timeout, clockid)`. A timed wait is a sleep, a timer or an idle pool's
+/// keep-alive (HotSpot's `Thread.sleep` parks so); a lock's waiters wait without one.
+pub fn futex_timed(call: &str, args: &[u64; 6]) -> bool {
+    match call {
+        "futex" => matches!(args[1] & 0x7f, 0 | 6 | 9 | 11 | 13) && args[3] != 0,
+        "futex_waitv" => args[3] != 0,
+        "futex_wait" => args[4] != 0,
+        _ => false,
+    }
+}
+
+/// The system calls a thread blocked on a socket waits for its other end in (not a
+/// poll, an epoll or an accept, where an event loop or a listener waits for work).
+pub fn peer_call(call: &str) -> bool {
+    matches!(
+        call,
+        "read"
+            | "readv"
+            | "write"
+            | "writev"
+            | "pread64"
+            | "pwrite64"
+            | "recvfrom"
+            | "recvmsg"
+            | "recvmmsg"
+            | "sendto"
+            | "sendmsg"
+            | "sendmmsg"
+            | "connect"
+    )
+}
+
+/// The inode of an fd link `socket:[INODE]`; None for anything else (a pipe, an
+/// eventfd, a file).
+fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// One thread's state now; None when the thread is gone. `read` gives the text of one
@@ -38,6 +88,8 @@ fn sample_task(
             fd: FdKind::Unknown,
             comm: t.comm,
             cpu_ticks: t.utime + t.stime,
+            futex_timed: false,
+            socket: None,
         });
     }
     let wchan = read("wchan");
@@ -51,29 +103,39 @@ fn sample_task(
             fd: FdKind::Unknown,
             comm: t.comm,
             cpu_ticks: t.utime + t.stime,
+            futex_timed: false,
+            socket: None,
         });
     }
+    let args = raw.as_deref().and_then(parse_syscall_args);
     let sc = raw.and_then(|s| parse_syscall(&s));
-    let (syscall, fd) = match sc {
-        Some(SyscallState::In { nr, arg1 }) => {
-            let name = syscall_name(nr);
-            let fd = if matches!(
+    let (mut syscall, mut fd, mut futex, mut socket) = (None, FdKind::Unknown, false, None);
+    // Woken between the two reads (no call): counted by its state alone.
+    if let Some(SyscallState::In { nr, arg1 }) = sc {
+        let name = syscall_name(nr);
+        futex = args.is_some_and(|(_, a)| futex_timed(&name, &a));
+        if peer_call(&name) {
+            let link = std::fs::read_link(dir.join("fd").join(arg1.to_string()));
+            let inode = link
+                .as_ref()
+                .ok()
+                .and_then(|l| socket_inode(&l.to_string_lossy()));
+            // Whether a read or write is on a socket decides its class; the other
+            // socket calls are the network's whatever the link says.
+            if matches!(
                 name.as_str(),
                 "read" | "write" | "readv" | "writev" | "pread64" | "pwrite64"
             ) {
-                match std::fs::read_link(dir.join("fd").join(arg1.to_string())) {
-                    Ok(l) if l.to_string_lossy().starts_with("socket:") => FdKind::Socket,
-                    Ok(_) => FdKind::NotSocket,
-                    Err(_) => FdKind::Unknown,
-                }
-            } else {
-                FdKind::Unknown
-            };
-            (Some(name), fd)
+                fd = match (&link, inode) {
+                    (Ok(_), Some(_)) => FdKind::Socket,
+                    (Ok(_), None) => FdKind::NotSocket,
+                    (Err(_), _) => FdKind::Unknown,
+                };
+            }
+            socket = inode;
         }
-        // Woken between the two reads: counted by its state alone.
-        _ => (None, FdKind::Unknown),
-    };
+        syscall = Some(name);
+    }
     Some(TaskSample {
         state: t.state,
         wchan,
@@ -81,6 +143,8 @@ fn sample_task(
         fd,
         comm: t.comm,
         cpu_ticks: t.utime + t.stime,
+        futex_timed: futex,
+        socket,
     })
 }
 
@@ -104,6 +168,69 @@ struct StepAcc {
     ticks: (u64, u64),
     /// schedstat at the step's start; None for a thread born during the step.
     sched0: Option<tpslab_proc::pid::SchedStat>,
+    /// When its first read was (monotonic ns).
+    t0: u64,
+    /// Samples in a futex wait with a timeout.
+    futex_timed: u64,
+    /// Samples blocked on a socket to another peer, by call.
+    peer: BTreeMap<String, u64>,
+}
+
+impl StepAcc {
+    fn new(comm: String, ticks: u64, sched0: Option<tpslab_proc::pid::SchedStat>) -> StepAcc {
+        StepAcc {
+            comm,
+            states: ThreadStates::default(),
+            ticks: (ticks, ticks),
+            sched0,
+            t0: tpslab_net::mono_ns(),
+            futex_timed: 0,
+            peer: BTreeMap::new(),
+        }
+    }
+}
+
+/// Whose a socket a server thread blocked on is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SocketRole {
+    /// A TCP or UDP socket on the target's port: one of the load's connections (or
+    /// the datagram socket the load is sent to).
+    Load,
+    /// Another TCP or UDP socket, or a Unix socket: to another peer (a database, a
+    /// backend, a downstream service).
+    Peer,
+    /// Not in the process's TCP, UDP or Unix tables (netlink, a closed socket).
+    Other,
+}
+
+/// The role of each socket inode in the tables of `root` (`/proc/PID`: its network
+/// namespace's `net/tcp`, `tcp6`, `udp`, `udp6`, `unix`), given the load's port.
+fn socket_roles(root: &Path, load_port: Option<u16>) -> BTreeMap<u64, SocketRole> {
+    let mut roles = BTreeMap::new();
+    let inet = [
+        tpslab_proc::live::tcp(root).unwrap_or_default(),
+        tpslab_proc::live::udp(root).unwrap_or_default(),
+        tpslab_proc::live::udp6(root).unwrap_or_default(),
+    ];
+    for s in inet.iter().flatten() {
+        let role = if Some(s.local.port()) == load_port {
+            SocketRole::Load
+        } else {
+            SocketRole::Peer
+        };
+        roles.insert(s.inode, role);
+    }
+    // net/unix: "Num RefCount Protocol Flags Type St Inode Path", inode the 7th column.
+    if let Ok(text) = std::fs::read_to_string(root.join("net/unix")) {
+        for inode in text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(6)?.parse::<u64>().ok())
+        {
+            roles.entry(inode).or_insert(SocketRole::Peer);
+        }
+    }
+    roles
 }
 
 /// Samples a server's threads over one ramp step, each thread apart: its states at
@@ -112,6 +239,15 @@ struct StepAcc {
 pub struct StepSampler {
     pid: u32,
     threads: BTreeMap<u32, StepAcc>,
+    /// The target's port: the server's sockets on it carry the load, not a peer's replies.
+    load_port: Option<u16>,
+    /// Roles of the sockets seen so far (the tables are read again on a new inode, at
+    /// most once a tick: a thread-per-connection server with thousands of connections
+    /// costs one read of its tables per tick, not one per connection).
+    roles: BTreeMap<u64, SocketRole>,
+    /// Ticks sampled, and the tick the tables were last read at.
+    ticks: u64,
+    read_at: Option<u64>,
 }
 
 /// utime+stime of a task now, USER_HZ ticks.
@@ -122,29 +258,42 @@ fn task_ticks(dir: &Path) -> Option<(String, u64)> {
 }
 
 impl StepSampler {
-    /// Reads every thread's CPU time and schedstat at the step's start.
-    pub fn start(pid: u32) -> StepSampler {
+    /// Reads every thread of `pid`: its CPU time and schedstat at the step's start.
+    /// `load_port` is the target's port (the server's sockets on it are the load's).
+    pub fn start(pid: u32, load_port: Option<u16>) -> StepSampler {
         let mut threads = BTreeMap::new();
         let root = PathBuf::from(format!("/proc/{pid}/task"));
         for tid in tids(pid) {
             let dir = root.join(tid.to_string());
             if let Some((comm, t)) = task_ticks(&dir) {
-                threads.insert(
-                    tid,
-                    StepAcc {
-                        comm,
-                        states: ThreadStates::default(),
-                        ticks: (t, t),
-                        sched0: schedstat(&dir),
-                    },
-                );
+                threads.insert(tid, StepAcc::new(comm, t, schedstat(&dir)));
             }
         }
-        StepSampler { pid, threads }
+        StepSampler {
+            pid,
+            threads,
+            load_port,
+            roles: BTreeMap::new(),
+            ticks: 0,
+            read_at: None,
+        }
+    }
+
+    /// The role of socket `inode`, reading the process's tables again when it is new.
+    fn role(&mut self, inode: u64) -> SocketRole {
+        if !self.roles.contains_key(&inode) && self.read_at != Some(self.ticks) {
+            let root = PathBuf::from(format!("/proc/{}", self.pid));
+            self.roles = socket_roles(&root, self.load_port);
+            self.read_at = Some(self.ticks);
+        }
+        // Not listed (netlink, or opened after this tick's read): other, asked again
+        // next tick.
+        self.roles.get(&inode).copied().unwrap_or(SocketRole::Other)
     }
 
     /// One tick: every thread's state now.
     pub fn sample(&mut self) {
+        self.ticks += 1;
         let root = PathBuf::from(format!("/proc/{}/task", self.pid));
         for tid in tids(self.pid) {
             let dir = root.join(tid.to_string());
@@ -152,15 +301,20 @@ impl StepSampler {
             else {
                 continue;
             };
-            let acc = self.threads.entry(tid).or_insert_with(|| StepAcc {
-                comm: t.comm.clone(),
-                states: ThreadStates::default(),
-                ticks: (t.cpu_ticks, t.cpu_ticks),
-                sched0: None,
-            });
+            let peer = t.state == 'S' && t.socket.is_some_and(|i| self.role(i) == SocketRole::Peer);
+            let acc = self
+                .threads
+                .entry(tid)
+                .or_insert_with(|| StepAcc::new(t.comm.clone(), t.cpu_ticks, None));
             acc.ticks.1 = t.cpu_ticks;
             acc.states
                 .add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+            if t.state == 'S' && t.futex_timed {
+                acc.futex_timed += 1;
+            }
+            if let (true, Some(call)) = (peer, t.syscall) {
+                *acc.peer.entry(call).or_default() += 1;
+            }
         }
     }
 
@@ -187,6 +341,9 @@ impl StepSampler {
                 comm: acc.comm,
                 cpu_ns: (acc.ticks.1.saturating_sub(acc.ticks.0) as f64 / hz * 1e9) as u64,
                 states: acc.states,
+                span_ns: tpslab_net::mono_ns().saturating_sub(acc.t0).max(1),
+                futex_timed: acc.futex_timed,
+                peer_by_syscall: Some(acc.peer),
             });
         }
         out.sort_by(|a, b| {
@@ -414,6 +571,141 @@ impl WaitSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Captured on Linux 6.18 (x86_64) from a JVM's threads under load: a pool thread
+    /// waiting for work or for a monitor (FUTEX_WAIT_BITSET_PRIVATE|FUTEX_CLOCK_REALTIME,
+    /// no timeout) and one in `Thread.sleep` (FUTEX_WAIT_PRIVATE with a timeout).
+    #[test]
+    fn futex_waits_with_a_timeout_are_told_from_those_without() {
+        let args = |l: &str| parse_syscall_args(l).unwrap().1;
+        let parked =
+            args("202 0x7f229c007f7c 0x189 0x0 0x0 0x0 0xffffffff 0x7f2308c6acb0 0x7f233ecb3f16");
+        let sleeping = args(
+            "202 0x7f03040c8ee0 0x89 0x0 0x7f0308420d60 0x0 0xffffffff 0x7f0308420c50 0x7f030a6ddf16",
+        );
+        assert!(!futex_timed("futex", &parked));
+        assert!(futex_timed("futex", &sleeping));
+        // FUTEX_WAKE_OP's fourth argument is a count, not a timeout (and it never blocks).
+        assert!(!futex_timed("futex", &[1, 5, 1, 1, 2, 0]));
+        // futex_waitv's timeout is its fourth argument, futex_wait's its fifth.
+        assert!(futex_timed("futex_waitv", &[1, 2, 0, 0x7ff0, 1, 0]));
+        assert!(!futex_timed("futex_wait", &[1, 2, 3, 0x82, 0, 1]));
+        assert!(futex_timed("futex_wait", &[1, 2, 3, 0x82, 0x7ff0, 1]));
+        assert!(!futex_timed("read", &sleeping));
+        assert_eq!(socket_inode("socket:[123]"), Some(123));
+        assert_eq!(socket_inode("pipe:[123]"), None);
+        assert_eq!(socket_inode("anon_inode:[eventfd]"), None);
+    }
+
+    /// Threads of this process blocked five ways, sampled as a ramp step samples a
+    /// server: a read on a pipe, a read on a connection accepted from "the load" (a
+    /// listener on the load's port), a read on a connection to another peer, a timed
+    /// condition wait and a mutex held elsewhere. Only the peer's socket counts as
+    /// waiting for a peer; only the mutex as an untimed futex wait.
+    #[test]
+    fn a_step_tells_peer_sockets_from_the_loads_and_timed_futex_waits_from_locks() {
+        use std::io::Read;
+        use std::net::{TcpListener, TcpStream};
+        use std::sync::{Arc, Condvar, Mutex};
+        let _one = THREAD_COUNTING.lock().unwrap_or_else(|e| e.into_inner());
+        let load = TcpListener::bind("127.0.0.1:0").unwrap();
+        let load_port = load.local_addr().unwrap().port();
+        let client = TcpStream::connect(load.local_addr().unwrap()).unwrap();
+        let (accepted, _) = load.accept().unwrap();
+        let backend = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to_peer = TcpStream::connect(backend.local_addr().unwrap()).unwrap();
+        let (at_backend, _) = backend.accept().unwrap();
+        let (pipe_r, pipe_w) = std::io::pipe().unwrap();
+        let held = Arc::new(Mutex::new(()));
+        let guard = held.lock().unwrap();
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = std::sync::mpsc::channel::<(&str, u32)>();
+        let tid = || -> u32 {
+            let me = std::fs::read_link("/proc/thread-self").unwrap();
+            me.file_name().unwrap().to_str().unwrap().parse().unwrap()
+        };
+        let mut hs = vec![];
+        for (what, mut r) in [
+            ("pipe", Box::new(pipe_r) as Box<dyn Read + Send>),
+            ("load", Box::new(accepted.try_clone().unwrap())),
+            ("peer", Box::new(to_peer.try_clone().unwrap())),
+        ] {
+            let tx = tx.clone();
+            hs.push(std::thread::spawn(move || {
+                tx.send((what, tid())).unwrap();
+                let _ = r.read(&mut [0u8; 1]);
+            }));
+        }
+        {
+            let (tx, stop) = (tx.clone(), stop.clone());
+            hs.push(std::thread::spawn(move || {
+                tx.send(("timed", tid())).unwrap();
+                let (m, cv) = &*stop;
+                let mut done = m.lock().unwrap();
+                while !*done {
+                    done = cv
+                        .wait_timeout(done, std::time::Duration::from_secs(30))
+                        .unwrap()
+                        .0;
+                }
+            }));
+        }
+        {
+            let (tx, held) = (tx.clone(), held.clone());
+            hs.push(std::thread::spawn(move || {
+                tx.send(("lock", tid())).unwrap();
+                drop(held.lock());
+            }));
+        }
+        let tids: BTreeMap<&str, u32> = (0..5).map(|_| rx.recv().unwrap()).collect();
+        // Until each is blocked in its call.
+        let t0 = std::time::Instant::now();
+        while tids.values().any(|t| {
+            let st = std::fs::read_to_string(format!("/proc/self/task/{t}/stat"));
+            !st.is_ok_and(|s| {
+                tpslab_proc::pid::parse_task_stat(&s, "stat").is_ok_and(|s| s.state == 'S')
+            })
+        }) && t0.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut sm = StepSampler::start(std::process::id(), Some(load_port));
+        for _ in 0..5 {
+            sm.sample();
+        }
+        let (_, per) = sm.finish();
+        // Release them all.
+        drop(guard);
+        *stop.0.lock().unwrap() = true;
+        stop.1.notify_all();
+        drop(pipe_w);
+        drop(client);
+        drop(at_backend);
+        for h in hs {
+            h.join().unwrap();
+        }
+        let of = |w: &str| per.iter().find(|t| t.tid == tids[w]).unwrap();
+        let peer =
+            |w: &str| -> u64 { of(w).peer_by_syscall.iter().flatten().map(|(_, n)| n).sum() };
+        use tpslab_analysis::waits::WaitClass;
+        let class = |w: &str, c: WaitClass| of(w).states.by_class.get(&c).copied().unwrap_or(0);
+        assert_eq!(of("peer").states.samples, 5);
+        assert_eq!(peer("peer"), 5, "{:?}", of("peer"));
+        assert_eq!(peer("load"), 0, "{:?}", of("load"));
+        assert_eq!(class("load", WaitClass::Network), 5, "{:?}", of("load"));
+        assert_eq!(peer("pipe"), 0, "{:?}", of("pipe"));
+        assert_eq!(class("pipe", WaitClass::File), 5, "{:?}", of("pipe"));
+        assert_eq!(class("timed", WaitClass::Lock), 5, "{:?}", of("timed"));
+        assert_eq!(of("timed").futex_timed, 5);
+        assert_eq!(class("lock", WaitClass::Lock), 5, "{:?}", of("lock"));
+        assert_eq!(of("lock").futex_timed, 0);
+        // Each thread's span is what was sampled: from start to finish, not a plan's.
+        for w in ["pipe", "load", "peer", "timed", "lock"] {
+            let span = of(w).span_ns;
+            assert!(span > 0 && span < 5_000_000_000, "{w}: {span}");
+        }
+    }
 
     #[test]
     fn kept_open_task_files_read_like_a_fresh_read() {

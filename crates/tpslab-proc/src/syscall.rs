@@ -36,6 +36,19 @@ pub fn parse_syscall(s: &str) -> Option<SyscallState> {
     Some(SyscallState::In { nr, arg1 })
 }
 
+/// The call number and its six arguments of the `NR ARG1..ARG6 SP PC` form (what a
+/// blocked thread's futex op and timeout are read from); None for the other forms or an
+/// unparseable line.
+pub fn parse_syscall_args(s: &str) -> Option<(u64, [u64; 6])> {
+    let mut f = s.split_whitespace();
+    let nr: u64 = f.next()?.parse().ok()?;
+    let mut args = [0u64; 6];
+    for a in &mut args {
+        *a = u64::from_str_radix(f.next()?.trim_start_matches("0x"), 16).ok()?;
+    }
+    Some((nr, args))
+}
+
 /// x86_64 numbers of the calls a thread commonly blocks in.
 const X86_64: &[(u64, &str)] = &[
     (0, "read"),
@@ -155,6 +168,17 @@ mod tests {
         );
         assert_eq!(parse_syscall(""), None);
         assert_eq!(parse_syscall("x 0x1"), None);
+        // A JVM pool thread parked without a timeout (FUTEX_WAIT_BITSET_PRIVATE with
+        // FUTEX_CLOCK_REALTIME, timeout NULL), captured on Linux 6.18, x86_64.
+        let parked =
+            "202 0x7f229c007f7c 0x189 0x0 0x0 0x0 0xffffffff 0x7f2308c6acb0 0x7f233ecb3f16";
+        assert_eq!(
+            parse_syscall_args(parked),
+            Some((202, [0x7f229c007f7c, 0x189, 0, 0, 0, 0xffffffff]))
+        );
+        assert_eq!(parse_syscall_args("running"), None);
+        assert_eq!(parse_syscall_args("-1 0x7ffd6c1c2a18 0x55d0c0ffee00"), None);
+        assert_eq!(parse_syscall_args("202 0x1 0x2"), None);
     }
 
     #[test]

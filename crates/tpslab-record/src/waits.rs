@@ -238,4 +238,22 @@ pub struct StepThread {
     /// Its samples in the step; `on_cpu_ns` and `runqueue_ns` are its schedstat deltas
     /// (exact time on a CPU and waiting for one, ns), `window_ns` is 0 (shares of samples).
     pub states: ThreadStates,
+    /// The time its CPU time and schedstat deltas cover, ns: from the step's first read
+    /// (or the thread's first sample, for one born in the step) to the last read at the
+    /// step's end; shares of the step are of this. 0 in records written before it: the
+    /// step's planned window stands in.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub span_ns: u64,
+    /// Of its samples in a futex (the `Lock` class of `states`), those waiting with a
+    /// timeout (a futex wait op whose timeout argument was set, from
+    /// /proc/PID/task/TID/syscall): a timed sleep (Java's `Thread.sleep`, a timer, a
+    /// pool's keep-alive), not a wait for a lock. 0 in records written before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub futex_timed: u64,
+    /// Samples blocked in a receive, read, send or connect on a socket to another peer
+    /// (not one of the load's connections to the target's port, nor a pipe, an eventfd
+    /// or a file), by system call. None in records written before it (then its blocked
+    /// socket calls stand in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_by_syscall: Option<BTreeMap<String, u64>>,
 }

@@ -24,4 +24,5 @@ pub const FIXTURES: &[&str] = &[
     "compare.json",
     "bdp.json",
     "ramp_redis.json",
+    "ramp_java_http_lock.json",
 ];

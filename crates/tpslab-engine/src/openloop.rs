@@ -290,7 +290,11 @@ fn run_schedule<P: Exchange>(
             let ids: Vec<usize> = (t..connections).step_by(loops).collect();
             std::thread::Builder::new()
                 .name(format!("load-users-{t}"))
-                .spawn_scoped(s, move || run_loop(sched, proto, ids))
+                .spawn_scoped(s, move || {
+                    // Intended times kept to the microsecond: no 50 us timer slack.
+                    tpslab_net::sched::set_timer_slack_ns(1);
+                    run_loop(sched, proto, ids)
+                })
                 .map_err(|e| {
                     sched.done.store(true, Relaxed);
                     EngineError::Other(format!("starting a load thread: {e}"))

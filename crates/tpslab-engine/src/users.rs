@@ -20,7 +20,7 @@ use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
-use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
+use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 use tpslab_plan::framing::MAX_FRAME;
 
 use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
@@ -54,7 +54,7 @@ pub(crate) trait Books: Sync {
     fn sent(&self, l: &mut Self::Local, intended: u64, ready: u64, now: u64, bytes: usize);
     /// `bytes` read from a connection.
     fn read(&self, _l: &mut Self::Local, _bytes: usize) {}
-    /// A connection (or datagram socket) was opened.
+    /// A connection was made (or a datagram socket opened).
     fn opened(&self, _l: &mut Self::Local) {}
     /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
     /// `now`.
@@ -113,6 +113,10 @@ struct User<U> {
 /// The most a stream's reply may hold before it is whole, bytes: a frame of
 /// [`MAX_FRAME`] and its length prefix. Beyond it the request fails (`frame too long`).
 const MAX_REPLY: usize = MAX_FRAME + 4;
+
+/// The token of the loop's [`Timer`] in its epoll set (a user's token has its index,
+/// below 2^32 - 1, in its high half).
+const TIMER_TOKEN: u64 = u64::MAX;
 
 /// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
 const RX_START: usize = 4096;
@@ -247,6 +251,13 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
         timeout_ns: sh.timeout_ns().max(1_000_000),
         local: sh.local(),
     };
+    // Wakes the wait at the next timer to the microsecond (epoll's own timeout is in
+    // whole milliseconds): an open loop's intended send times, think times. Without it
+    // (no descriptor left) timers run up to a millisecond late.
+    let timer = Timer::new()
+        .ok()
+        .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
+    let mut armed = 0;
     let mut started = 0;
     let mut events = Vec::with_capacity(1024);
     while !sh.done() {
@@ -278,7 +289,13 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
         }
         // Wake for the next timer, and at least every 5 ms to see new users and the end.
         let next = lp.timers.peek().map_or(u64::MAX, |r| r.0 .0);
-        let wait = next.saturating_sub(mono_ns()).min(5_000_000);
+        let now = mono_ns();
+        let wait = next.saturating_sub(now).min(5_000_000);
+        if let Some(t) = &timer {
+            if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
+                armed = next;
+            }
+        }
         events.clear();
         if let Err(e) = lp.ep.wait_ns(&mut events, Duration::from_nanos(wait)) {
             sh.failed(&mut lp.local, mono_ns(), &format!("epoll_wait: {e}"), false);
@@ -286,6 +303,13 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             continue;
         }
         for &(token, ev) in &events {
+            if token == TIMER_TOKEN {
+                if let Some(t) = &timer {
+                    t.clear();
+                }
+                armed = 0;
+                continue;
+            }
             let (i, g) = ((token >> 32) as usize, token as u32);
             if let Some(u) = users.get_mut(i).filter(|u| u.sock_gen == g) {
                 lp.on_event(u, i, ev);
@@ -365,11 +389,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         }
         match self.proto.open() {
             Ok(Opened { socket, ready }) => {
-                self.sh.opened(&mut self.local);
                 u.sock = Some(socket);
                 u.interest = 0;
                 u.sock_gen = u.sock_gen.wrapping_add(1);
                 if ready {
+                    self.sh.opened(&mut self.local);
                     self.go(u, i);
                 } else {
                     u.state = State::Connecting;
@@ -543,7 +567,10 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             (State::Connecting, _) => {
                 let err = u.sock.as_ref().map(|s| s.take_error());
                 match err {
-                    Some(Ok(None)) if ev & HANGUP == 0 => self.go(u, i),
+                    Some(Ok(None)) if ev & HANGUP == 0 => {
+                        self.sh.opened(&mut self.local);
+                        self.go(u, i)
+                    }
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
                     _ => self.connect_failed(u, i, "connection refused"),
                 }

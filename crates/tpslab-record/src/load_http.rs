@@ -72,7 +72,7 @@ pub struct LoadHttpResult {
     pub bytes_out: u64,
     /// Reply bytes read.
     pub bytes_in: u64,
-    /// Connections opened (first ones and reconnects).
+    /// Connections made (first ones and reconnects; a refused connect is not one).
     pub connections: u64,
     /// Requests sent more than [`LoadHttpResult::LATE_NS`] after their intended time, for
     /// any reason (mostly: the previous reply on their connection came late).

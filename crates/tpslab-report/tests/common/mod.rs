@@ -23,4 +23,5 @@ pub const FIXTURES: &[&str] = &[
     "compare.json",
     "bdp.json",
     "ramp_redis.json",
+    "load_http.json",
 ];

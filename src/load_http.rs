@@ -20,9 +20,9 @@ use crate::out;
 pub(crate) struct LoadHttpArgs {
     /// The URL, http://HOST[:PORT]/PATH (https is not supported yet).
     url: String,
-    /// Requests a second, all connections together, e.g. 2000.
+    /// Requests a second, all connections together, e.g. 2000 (required).
     #[arg(long)]
-    rate: f64,
+    rate: Option<f64>,
     /// Keep-alive connections, each sending at RATE/CONNECTIONS requests a second on its
     /// own schedule, one request in flight (no pipelining).
     #[arg(long, default_value_t = 10)]
@@ -67,6 +67,9 @@ impl LoadHttpArgs {
             headers,
         };
         let u = request.check()?;
+        let Some(rate) = self.rate else {
+            bail!("load http needs --rate R: requests a second, all connections together, e.g. --rate 2000");
+        };
         self.record.check(false)?;
         // Saturated, not wrapped: a duration beyond u64 ns is refused by validate.
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
@@ -76,7 +79,7 @@ impl LoadHttpArgs {
             body_bytes: 0,
             // Checked before the name is resolved: a bad flag never waits on DNS.
             target: ([127, 0, 0, 1], u.port).into(),
-            rate: self.rate,
+            rate,
             connections: self.connections,
             duration_ns: ns(self.duration),
             timeout_ns: ns(self.timeout),

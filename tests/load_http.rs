@@ -37,7 +37,10 @@ fn load(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, Value) {
     let json = common::tmp(&format!("{tag}.json"));
     let _ = std::fs::remove_file(&json);
     let mut c = common::tpslab();
-    c.args(["load", "http", url]).args(args).arg("--json").arg(&json);
+    c.args(["load", "http", url])
+        .args(args)
+        .arg("--json")
+        .arg(&json);
     let out = common::run(c);
     if out.status.success() {
         common::assert_report_reproduces(&json, &out.stdout);
@@ -139,8 +142,7 @@ fn stalling_server(nth: usize, stall: Duration) -> u16 {
                         if count.fetch_add(1, SeqCst) + 1 == nth {
                             std::thread::sleep(stall);
                         }
-                        if s
-                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                             .is_err()
                         {
                             return;
@@ -265,7 +267,10 @@ fn a_refused_port_is_errors_of_kind_refused_and_one_error_line() {
     assert_eq!(code, Some(2));
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(lines.len(), 1, "one error line: {err}");
-    assert!(err.contains("no request answered") && err.contains("refused"), "{err}");
+    assert!(
+        err.contains("no request answered") && err.contains("refused"),
+        "{err}"
+    );
     let res = &r["result"];
     assert!(n(&res["errors"]["refused"]) > 0, "{res}");
     assert_eq!(n(&res["sent"]), 0, "{res}");

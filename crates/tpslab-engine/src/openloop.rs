@@ -248,7 +248,8 @@ impl Books for Schedule<'_> {
         // Above the histogram's 100 s bound counts as 100 s, never as nothing.
         l.corrected
             .saturating_record(now.saturating_sub(intended).max(1));
-        l.uncorrected.saturating_record(now.saturating_sub(t0).max(1));
+        l.uncorrected
+            .saturating_record(now.saturating_sub(t0).max(1));
         let s = &mut l.status;
         match r.status {
             200..=299 => s.s2xx += 1,
@@ -324,7 +325,10 @@ fn run_schedule<P: Exchange>(
 /// record marked interrupted by the caller). Errors: a plan [`LoadHttpPlan::validate`]
 /// refuses (its line), more connections than file descriptors or local ports, a loop
 /// thread that cannot start.
-pub fn run_load_http(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord, EngineError> {
+pub fn run_load_http(
+    plan: &LoadHttpPlan,
+    stop: &AtomicBool,
+) -> Result<LoadHttpRecord, EngineError> {
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let request = plan

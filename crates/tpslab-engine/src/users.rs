@@ -316,10 +316,7 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             }
         }
     }
-    let in_flight = users
-        .iter()
-        .filter(|u| u.state == State::Reading)
-        .count() as u64;
+    let in_flight = users.iter().filter(|u| u.state == State::Reading).count() as u64;
     sh.finish(lp.local, in_flight);
 }
 
@@ -358,10 +355,12 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         };
         match r {
             Ok(()) => u.interest = interest | (1 << 31),
-            Err(e) => {
-                self.sh
-                    .failed(&mut self.local, mono_ns(), &format!("epoll_ctl: {e}"), false)
-            }
+            Err(e) => self.sh.failed(
+                &mut self.local,
+                mono_ns(),
+                &format!("epoll_ctl: {e}"),
+                false,
+            ),
         }
     }
 
@@ -436,8 +435,12 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     }
 
     fn connect_failed(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
-        self.sh
-            .failed(&mut self.local, mono_ns(), &format!("connect: {kind}"), false);
+        self.sh.failed(
+            &mut self.local,
+            mono_ns(),
+            &format!("connect: {kind}"),
+            false,
+        );
         self.close(u);
         self.back_off(u, i);
     }

@@ -495,7 +495,8 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             ));
         }
     }
-    let mut f = vec![
+    let mut f =
+        vec![
         counter(
             "tpslab_http_requests_sent",
             "HTTP requests written whole.",

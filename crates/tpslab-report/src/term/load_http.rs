@@ -85,11 +85,7 @@ fn latency(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
         ("p99.9", c.p999_ns, u.p999_ns),
         ("max", c.max_ns, u.max_ns),
     ] {
-        t.add_row(vec![
-            name.to_string(),
-            fmt_ns(a as f64),
-            fmt_ns(b as f64),
-        ]);
+        t.add_row(vec![name.to_string(), fmt_ns(a as f64), fmt_ns(b as f64)]);
     }
     writeln!(w, "{t}")
 }

@@ -20,8 +20,8 @@ use crate::out;
 pub(crate) struct LoadHttpArgs {
     /// The URL, http://HOST[:PORT]/PATH (https is not supported yet).
     url: String,
-    /// Requests a second, all connections together, e.g. 2000 (required).
-    #[arg(long)]
+    /// Requests a second, all connections together, e.g. 2000 or 2k (required).
+    #[arg(long, value_name = crate::flags::units::RATE, value_parser = crate::flags::units::rate())]
     rate: Option<f64>,
     /// Keep-alive connections, each sending at RATE/CONNECTIONS requests a second on its
     /// own schedule, one request in flight (no pipelining).

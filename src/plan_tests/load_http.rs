@@ -10,6 +10,15 @@ fn load_http_rows() {
     let body = file("load-body.json", b"{\"a\":1}");
     let big = file("load-big.bin", &vec![b'x'; (1 << 20) + 1]);
     check(&[
+        // The rate's forms (pps units); `max` has no meaning for an open loop's schedule.
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "2k"],
+            Plan(|p| matches!(p, Made::LoadHttp(l) if l.rate == 2000.0)),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "max"],
+            Error("--rate inf: allowed above 0 and at most 10000000 requests/s"),
+        ),
         (
             &[
                 "load",
@@ -76,14 +85,14 @@ fn load_http_rows() {
         ),
         (
             &["load", "http", "http://127.0.0.1/", "--rate", "0"],
-            Error("--rate 0: allowed above 0 and at most 10000000 requests/s"),
+            Error("--rate 0: allowed a rate above 0"),
         ),
         (
             &["load", "http", "http://127.0.0.1/", "--rate", "NaN"],
-            Error("--rate NaN: allowed above 0"),
+            Error("--rate NaN: allowed a rate above 0"),
         ),
         (
-            &["load", "http", "http://127.0.0.1/", "--rate", "2e7"],
+            &["load", "http", "http://127.0.0.1/", "--rate", "20M"],
             Error("--rate 20000000: allowed above 0 and at most 10000000 requests/s"),
         ),
         (

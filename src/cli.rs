@@ -130,6 +130,9 @@ enum ServeProto {
 enum LoadProto {
     /// UDP open-loop generator.
     Udp(LoadUdpArgs),
+    /// HTTP/1.1 at a fixed rate (open loop, wrk2's model): latency from each request's
+    /// intended send time (corrected for coordinated omission) beside the uncorrected.
+    Http(crate::load_http::LoadHttpArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -193,6 +196,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Load {
             proto: LoadProto::Udp(a),
         } => udp::load(a),
+        Cmd::Load {
+            proto: LoadProto::Http(a),
+        } => crate::load_http::run(a),
         Cmd::Run {
             proto: RunProto::Udp(a),
         } => udp::run(a),

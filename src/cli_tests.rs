@@ -256,7 +256,7 @@ fn a_flag_of_a_subcommand_given_above_it_names_where_it_belongs() {
         ),
         (
             &["load", "--rate", "10k", "udp", "127.0.0.1:9"][..],
-            "tip: --rate is a flag of 'tpslab load udp', not of 'tpslab load'",
+            "tip: --rate is a flag of 'tpslab load udp' and 'tpslab load http', not of 'tpslab load'",
         ),
         (
             &["ramp", "--users", "1..8", "tcp"][..],

@@ -9,6 +9,7 @@ mod doctor;
 mod flags;
 mod fleet;
 mod history_cmd;
+mod load_http;
 mod metrics;
 mod out;
 mod probe;

@@ -35,6 +35,7 @@ enum Made {
     Responder(tpslab_plan::probe::ResponderPlan),
     Doctor(crate::doctor::DoctorPlan),
     Bdp(tpslab_plan::bdp::BdpPlan),
+    LoadHttp(tpslab_plan::load_http::LoadHttpPlan),
     K8s(crate::fleet::K8sLaunch),
     Ssh(crate::fleet::SshLaunch),
 }
@@ -73,6 +74,9 @@ fn made_args(words: impl Iterator<Item = OsString>) -> Result<Made, String> {
         Cmd::Load {
             proto: LoadProto::Udp(a),
         } => a.plan().map(Made::Udp),
+        Cmd::Load {
+            proto: LoadProto::Http(a),
+        } => a.plan().map(Made::LoadHttp),
         Cmd::Run {
             proto: RunProto::Udp(a),
         } => a.plan().map(Made::Udp),
@@ -201,6 +205,7 @@ const BITRATE_FORMS: &str = "allowed a number with a unit: bit, kbit, mbit, gbit
 const DURATION_FORMS: &str = "allowed a duration with a unit: ns, us, ms, s, m (minutes), h, d, e.g. 200us, 10ms, 1.5s, 1m, 1h30m";
 
 mod files;
+mod load_http;
 mod probe;
 mod ramp_tcp;
 mod rest;

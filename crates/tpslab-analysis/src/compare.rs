@@ -131,6 +131,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
         | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
+        | Body::LoadHttp(_)
         | Body::Compare(_) => {
             return Err(CompareError::Unsupported(labels[0].clone(), kind.into()))
         }

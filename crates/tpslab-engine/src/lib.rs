@@ -11,6 +11,7 @@ pub mod link;
 pub mod load;
 pub mod middlebox;
 pub mod observe;
+pub mod openloop;
 pub mod owner;
 pub mod pool_lab;
 pub mod probe;

@@ -320,7 +320,7 @@ fn proc_cpu_ticks(pid: u32) -> Option<u64> {
 
 /// Refuses more TCP users than this namespace has ephemeral ports for (one connection
 /// each to one target: net.ipv4.ip_local_port_range).
-fn check_ports(users: usize) -> Result<(), EngineError> {
+pub(crate) fn check_ports(users: usize) -> Result<(), EngineError> {
     let Ok(text) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") else {
         return Ok(());
     };

@@ -153,6 +153,80 @@ impl Tally<'_> {
     }
 }
 
+/// A ramp loop's own counts: the steps' starts (warm-up included, ns: which step a request
+/// written counts in) and its requests written in the step it is in.
+pub(crate) struct RampLocal {
+    starts: Vec<u64>,
+    sends: LoopSends,
+}
+
+impl crate::users::Books for Tally<'_> {
+    type Local = RampLocal;
+
+    fn local(&self) -> RampLocal {
+        RampLocal {
+            starts: self.step_starts(),
+            sends: LoopSends::default(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.done.load(Relaxed)
+    }
+
+    fn users_at(&self, now: u64) -> usize {
+        Tally::users_at(self, now)
+    }
+
+    fn may_send(&self, now: u64) -> bool {
+        Tally::may_send(self, now)
+    }
+
+    fn timeout_ns(&self) -> u64 {
+        self.plan.timeout_ns
+    }
+
+    fn first_due(&self, _id: usize) -> u64 {
+        0
+    }
+
+    /// After the think time.
+    fn next_due(&self, _intended: u64, now: u64) -> u64 {
+        now + self.plan.think_ns
+    }
+
+    fn sent(&self, l: &mut RampLocal, _intended: u64, _ready: u64, now: u64, _bytes: usize) {
+        if let Some(left) = l.sends.note(now, &l.starts) {
+            self.publish(left);
+        }
+    }
+
+    /// Response time from the send; a reply that reports a failure counts as one.
+    fn answered(
+        &self,
+        _l: &mut RampLocal,
+        _intended: u64,
+        t0: u64,
+        now: u64,
+        r: &crate::proto::Reply,
+    ) {
+        match r.failed {
+            None => self.ok(now, now - t0),
+            Some(kind) => self.err(now, kind),
+        }
+    }
+
+    fn failed(&self, _l: &mut RampLocal, now: u64, kind: &str, _in_flight: bool) {
+        self.err(now, kind)
+    }
+
+    fn finish(&self, l: RampLocal, _in_flight: u64) {
+        if let Some(span) = l.sends.current() {
+            self.publish(span);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::LoopSends;

@@ -17,15 +17,54 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{ErrorKind, Read};
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
-use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
+use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 use tpslab_plan::framing::MAX_FRAME;
 
 use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
-use crate::tally::{LoopSends, Tally};
+
+/// What the users' loop counts into and the clock it follows: a closed-loop ramp's
+/// [`crate::tally::Tally`] (users stepping up, think times, counts per step) or an open
+/// loop's schedule ([`crate::openloop`]: each user sends at its own intended times, latency
+/// from them). Each loop thread keeps its own [`Books::Local`] (no shared write per
+/// request), handed to [`Books::finish`] when the loop ends.
+pub(crate) trait Books: Sync {
+    /// A loop's own counts.
+    type Local;
+    /// A loop's counts before its first request.
+    fn local(&self) -> Self::Local;
+    /// Set at the end: the loops return.
+    fn done(&self) -> bool;
+    /// Users that run at `now` (ids below it).
+    fn users_at(&self, now: u64) -> usize;
+    /// Whether a request may start at `now` (before the plan's end and the stop).
+    fn may_send(&self, now: u64) -> bool;
+    /// A request's timeout, ns.
+    fn timeout_ns(&self) -> u64;
+    /// When user `id`'s first request is intended, ns (0: at once).
+    fn first_due(&self, id: usize) -> u64;
+    /// When the request after one intended at `intended` (ns, the send's own time in a
+    /// closed loop) is due, its predecessor having ended (answered or failed) at `now`:
+    /// `now` or earlier goes at once.
+    fn next_due(&self, intended: u64, now: u64) -> u64;
+    /// A request intended at `intended` was written whole at `now` (`bytes` long); its
+    /// user was free to send it from `ready` (its previous reply, its connect), ns.
+    fn sent(&self, l: &mut Self::Local, intended: u64, ready: u64, now: u64, bytes: usize);
+    /// `bytes` read from a connection.
+    fn read(&self, _l: &mut Self::Local, _bytes: usize) {}
+    /// A connection was made (or a datagram socket opened).
+    fn opened(&self, _l: &mut Self::Local) {}
+    /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
+    /// `now`.
+    fn answered(&self, l: &mut Self::Local, intended: u64, t0: u64, now: u64, r: &Reply);
+    /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
+    /// written whole was waiting for its reply.
+    fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
+    /// The loop ended with `in_flight` requests written and not answered.
+    fn finish(&self, l: Self::Local, in_flight: u64);
+}
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +92,12 @@ struct User<U> {
     p: U,
     /// When the current request started, ns.
     t0: u64,
+    /// When the current request was intended (the open loop's schedule), ns; then when
+    /// the next one is (0: at once).
+    intended: u64,
+    next_at: u64,
+    /// Since when it could send (its previous reply or failure, its connect), ns.
+    ready: u64,
     /// When its timer is due (a request's timeout, the end of a think time or a back-off),
     /// monotonic ns; 0: none.
     due: u64,
@@ -68,6 +113,10 @@ struct User<U> {
 /// The most a stream's reply may hold before it is whole, bytes: a frame of
 /// [`MAX_FRAME`] and its length prefix. Beyond it the request fails (`frame too long`).
 const MAX_REPLY: usize = MAX_FRAME + 4;
+
+/// The token of the loop's [`Timer`] in its epoll set (a user's token has its index,
+/// below 2^32 - 1, in its high half).
+const TIMER_TOKEN: u64 = u64::MAX;
 
 /// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
 const RX_START: usize = 4096;
@@ -128,8 +177,8 @@ impl RecvBuf {
 }
 
 /// A loop's context: the shared ramp state, its protocol, its epoll and its timers.
-struct Loop<'a, 'p, P> {
-    sh: &'a Tally<'p>,
+struct Loop<'a, B: Books, P> {
+    sh: &'a B,
     proto: &'a P,
     ep: Epoll,
     /// (time, user): at most about one live entry per user (see [`Loop::timer`]).
@@ -137,34 +186,34 @@ struct Loop<'a, 'p, P> {
     /// Datagrams: every user's are read here (a stream's into the user's own buffer).
     scratch: Vec<u8>,
     timeout_ns: u64,
-    /// The steps' starts (warm-up included), ns: which step a request written counts in.
-    starts: Vec<u64>,
-    /// This loop's requests written in the step it is in.
-    sends: LoopSends,
+    /// This loop's own counts.
+    local: B::Local,
 }
 
 /// The users `ids` (increasing) of one loop thread, run with the plan's protocol until
 /// the ramp is done: `Protocol::with(Users { .. })` calls [`run_loop`] for its type.
-pub(crate) struct Users<'a, 'p> {
-    /// The ramp's clock and counts.
-    pub(crate) sh: &'a Tally<'p>,
+pub(crate) struct Users<'a, B> {
+    /// The run's clock and counts.
+    pub(crate) sh: &'a B,
     /// This loop's users.
     pub(crate) ids: Vec<usize>,
 }
 
-impl WithExchange for Users<'_, '_> {
+impl<B: Books> WithExchange for Users<'_, B> {
     type Out = ();
     fn with<P: Exchange>(self, p: &P) {
         run_loop(self.sh, p, self.ids)
     }
 }
 
-/// Runs the users `ids` (increasing) on this thread until the ramp is done.
-fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
+/// Runs the users `ids` (increasing) on this thread until the run is done.
+pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>) {
     let ep = match Epoll::new(1024) {
         Ok(ep) => ep,
         Err(e) => {
-            sh.err(mono_ns(), &format!("epoll: {e}"));
+            let mut l = sh.local();
+            sh.failed(&mut l, mono_ns(), &format!("epoll: {e}"), false);
+            sh.finish(l, 0);
             return;
         }
     };
@@ -183,6 +232,9 @@ fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
             },
             p: proto.user(id),
             t0: 0,
+            intended: 0,
+            next_at: sh.first_due(id),
+            ready: 0,
             due: 0,
             queued: 0,
             sock_gen: 0,
@@ -196,13 +248,19 @@ fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
         timers: BinaryHeap::new(),
         // The largest datagram.
         scratch: if stream { vec![] } else { vec![0; 65536] },
-        timeout_ns: sh.plan.timeout_ns.max(1_000_000),
-        starts: sh.step_starts(),
-        sends: LoopSends::default(),
+        timeout_ns: sh.timeout_ns().max(1_000_000),
+        local: sh.local(),
     };
+    // Wakes the wait at the next timer to the microsecond (epoll's own timeout is in
+    // whole milliseconds): an open loop's intended send times, think times. Without it
+    // (no descriptor left) timers run up to a millisecond late.
+    let timer = Timer::new()
+        .ok()
+        .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
+    let mut armed = 0;
     let mut started = 0;
     let mut events = Vec::with_capacity(1024);
-    while !sh.done.load(Relaxed) {
+    while !sh.done() {
         let active = sh.users_at(mono_ns());
         while started < users.len() && users[started].id < active {
             lp.start(&mut users[started], started);
@@ -231,26 +289,38 @@ fn run_loop<P: Exchange>(sh: &Tally, proto: &P, ids: Vec<usize>) {
         }
         // Wake for the next timer, and at least every 5 ms to see new users and the end.
         let next = lp.timers.peek().map_or(u64::MAX, |r| r.0 .0);
-        let wait = next.saturating_sub(mono_ns()).min(5_000_000);
+        let now = mono_ns();
+        let wait = next.saturating_sub(now).min(5_000_000);
+        if let Some(t) = &timer {
+            if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
+                armed = next;
+            }
+        }
         events.clear();
         if let Err(e) = lp.ep.wait_ns(&mut events, Duration::from_nanos(wait)) {
-            sh.err(mono_ns(), &format!("epoll_wait: {e}"));
+            sh.failed(&mut lp.local, mono_ns(), &format!("epoll_wait: {e}"), false);
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
         for &(token, ev) in &events {
+            if token == TIMER_TOKEN {
+                if let Some(t) = &timer {
+                    t.clear();
+                }
+                armed = 0;
+                continue;
+            }
             let (i, g) = ((token >> 32) as usize, token as u32);
             if let Some(u) = users.get_mut(i).filter(|u| u.sock_gen == g) {
                 lp.on_event(u, i, ev);
             }
         }
     }
-    if let Some(span) = lp.sends.current() {
-        sh.publish(span);
-    }
+    let in_flight = users.iter().filter(|u| u.state == State::Reading).count() as u64;
+    sh.finish(lp.local, in_flight);
 }
 
-impl<P: Exchange> Loop<'_, '_, P> {
+impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn token(i: usize, u: &User<P::User>) -> u64 {
         ((i as u64) << 32) | u.sock_gen as u64
     }
@@ -285,7 +355,12 @@ impl<P: Exchange> Loop<'_, '_, P> {
         };
         match r {
             Ok(()) => u.interest = interest | (1 << 31),
-            Err(e) => self.sh.err(mono_ns(), &format!("epoll_ctl: {e}")),
+            Err(e) => self.sh.failed(
+                &mut self.local,
+                mono_ns(),
+                &format!("epoll_ctl: {e}"),
+                false,
+            ),
         }
     }
 
@@ -309,7 +384,7 @@ impl<P: Exchange> Loop<'_, '_, P> {
             return self.off(u);
         }
         if u.sock.is_some() {
-            return self.send(u, i);
+            return self.go(u, i);
         }
         match self.proto.open() {
             Ok(Opened { socket, ready }) => {
@@ -317,7 +392,8 @@ impl<P: Exchange> Loop<'_, '_, P> {
                 u.interest = 0;
                 u.sock_gen = u.sock_gen.wrapping_add(1);
                 if ready {
-                    self.send(u, i);
+                    self.sh.opened(&mut self.local);
+                    self.go(u, i);
                 } else {
                     u.state = State::Connecting;
                     self.watch(u, i, WRITABLE);
@@ -326,11 +402,27 @@ impl<P: Exchange> Loop<'_, '_, P> {
                 }
             }
             Err(kind) => {
-                self.sh.err(mono_ns(), &kind);
+                self.sh.failed(&mut self.local, mono_ns(), &kind, false);
                 self.close(u);
                 self.back_off(u, i);
             }
         }
+    }
+
+    /// With its socket ready: sends the user's next request now if it is due, else waits
+    /// for its intended time (an open loop's user connected ahead of its schedule).
+    fn go(&mut self, u: &mut User<P::User>, i: usize) {
+        let now = mono_ns();
+        u.ready = u.ready.max(now);
+        if u.next_at <= now {
+            return self.send(u, i);
+        }
+        u.state = State::Waiting;
+        if P::TRANSPORT == Transport::Stream {
+            self.watch(u, i, 0);
+        }
+        let at = u.next_at;
+        self.timer(u, i, at);
     }
 
     /// Stops the user for the rest of the run (see [`Loop::start`]).
@@ -343,7 +435,12 @@ impl<P: Exchange> Loop<'_, '_, P> {
     }
 
     fn connect_failed(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
-        self.sh.err(mono_ns(), &format!("connect: {kind}"));
+        self.sh.failed(
+            &mut self.local,
+            mono_ns(),
+            &format!("connect: {kind}"),
+            false,
+        );
         self.close(u);
         self.back_off(u, i);
     }
@@ -362,6 +459,7 @@ impl<P: Exchange> Loop<'_, '_, P> {
         if !self.sh.may_send(u.t0) {
             return self.off(u);
         }
+        u.intended = if u.next_at == 0 { u.t0 } else { u.next_at };
         let at = u.t0 + self.timeout_ns;
         self.timer(u, i, at);
         self.proto.encode(&mut u.p);
@@ -385,9 +483,9 @@ impl<P: Exchange> Loop<'_, '_, P> {
                     off += n;
                     if off >= req.len() {
                         // When the load really was sent (checked against the plan).
-                        if let Some(left) = self.sends.note(mono_ns(), &self.starts) {
-                            self.sh.publish(left);
-                        }
+                        let ready = u.ready;
+                        self.sh
+                            .sent(&mut self.local, u.intended, ready, mono_ns(), req.len());
                         u.state = State::Reading;
                         self.watch(u, i, READABLE);
                         return;
@@ -414,26 +512,27 @@ impl<P: Exchange> Loop<'_, '_, P> {
     /// connection closed if it says so; think, or go again.
     fn answered(&mut self, u: &mut User<P::User>, i: usize, r: Reply) {
         let now = mono_ns();
-        match r.failed {
-            None => self.sh.ok(now, now - u.t0),
-            Some(kind) => self.sh.err(now, kind),
-        }
+        self.sh.answered(&mut self.local, u.intended, u.t0, now, &r);
+        u.ready = now;
         if r.close {
             self.close(u);
         }
         self.next(u, i, now);
     }
 
+    /// After a reply: the next request at once when it is due (a closed loop without a
+    /// think time, an open loop behind its schedule), else at its time.
     fn next(&mut self, u: &mut User<P::User>, i: usize, now: u64) {
-        let think = self.sh.plan.think_ns;
-        if think > 0 {
+        u.next_at = self.sh.next_due(u.intended, now);
+        if u.next_at > now {
             u.state = State::Waiting;
             // A connection is not watched while its user thinks (but for hang-ups); a
             // datagram socket is, for late replies to be read and dropped.
             if P::TRANSPORT == Transport::Stream && u.sock.is_some() {
                 self.watch(u, i, 0);
             }
-            self.timer(u, i, now + think);
+            let at = u.next_at;
+            self.timer(u, i, at);
         } else {
             self.start(u, i);
         }
@@ -445,12 +544,16 @@ impl<P: Exchange> Loop<'_, '_, P> {
     /// failures that repeat at once cannot recurse.
     fn fail(&mut self, u: &mut User<P::User>, i: usize, kind: &str) {
         let now = mono_ns();
-        self.sh.err(now, kind);
+        let in_flight = u.state == State::Reading;
+        self.sh.failed(&mut self.local, now, kind, in_flight);
+        u.ready = now;
         if P::TRANSPORT == Transport::Stream {
             self.close(u);
         }
         u.state = State::Waiting;
-        self.timer(u, i, now + self.sh.plan.think_ns);
+        u.next_at = self.sh.next_due(u.intended, now);
+        let at = u.next_at.max(now);
+        self.timer(u, i, at);
     }
 
     fn on_timer(&mut self, u: &mut User<P::User>, i: usize) {
@@ -467,7 +570,10 @@ impl<P: Exchange> Loop<'_, '_, P> {
             (State::Connecting, _) => {
                 let err = u.sock.as_ref().map(|s| s.take_error());
                 match err {
-                    Some(Ok(None)) if ev & HANGUP == 0 => self.send(u, i),
+                    Some(Ok(None)) if ev & HANGUP == 0 => {
+                        self.sh.opened(&mut self.local);
+                        self.go(u, i)
+                    }
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
                     _ => self.connect_failed(u, i, "connection refused"),
                 }
@@ -503,7 +609,7 @@ impl<P: Exchange> Loop<'_, '_, P> {
             let Some(s) = u.sock.as_ref() else { return };
             match u.rx.read_from(s) {
                 Ok(0) => return self.fail(u, i, "closed by peer"),
-                Ok(_) => {}
+                Ok(n) => self.sh.read(&mut self.local, n),
                 // EINTR: tried again at the next wake-up (the wait is level-triggered).
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
                     return
@@ -523,6 +629,7 @@ impl<P: Exchange> Loop<'_, '_, P> {
             let mut r = s;
             match r.read(&mut self.scratch) {
                 Ok(n) => {
+                    self.sh.read(&mut self.local, n);
                     if u.state != State::Reading {
                         continue;
                     }

@@ -15,7 +15,8 @@ use tpslab_plan::framing::Framing;
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
 use crate::proto::connect;
-use crate::tally::StepAcc;
+use crate::tally::{StepAcc, Tally};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Lines: each request is `ping\n`; a reply `ok` answers it, `err` reports a failure,
 /// `bye` answers it and closes the connection, `note` is an interim line (stale); any
@@ -59,11 +60,13 @@ impl Exchange for Lines {
                 len,
                 failed: Some("server error"),
                 close: false,
+                status: 0,
             }),
             b"bye" => Decoded::Reply(Reply {
                 len,
                 failed: None,
                 close: true,
+                status: 0,
             }),
             b"note" => Decoded::Stale(len),
             _ => Decoded::Invalid("bad line".into()),

@@ -150,3 +150,87 @@ mod tests {
         assert!(ep.add(&f, 1, READABLE).is_err());
     }
 }
+
+/// A timer descriptor (timerfd on CLOCK_MONOTONIC, the clock of [`crate::mono_ns`]):
+/// readable from its deadline until [`Timer::clear`]. Watched in an [`Epoll`] it wakes a
+/// wait at a deadline to the microsecond, where epoll_pwait's own timeout is rounded up
+/// to whole milliseconds (epoll_pwait2 is not assumed: kernels before 5.11 lack it).
+pub struct Timer {
+    fd: OwnedFd,
+}
+
+impl Timer {
+    /// A disarmed, non-blocking timer. Errors: EMFILE.
+    pub fn new() -> Result<Timer, NetError> {
+        use rustix::time::{timerfd_create, TimerfdClockId, TimerfdFlags};
+        let fd = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )
+        .map_err(|e| io("timerfd_create", e))?;
+        Ok(Timer { fd })
+    }
+
+    /// Arms it for `deadline_ns` ([`crate::mono_ns`] time; one shot), replacing any
+    /// deadline it had; a deadline already past makes it readable at once.
+    pub fn set_at(&self, deadline_ns: u64) -> Result<(), NetError> {
+        use rustix::time::{timerfd_settime, Itimerspec, TimerfdTimerFlags};
+        let at = deadline_ns.max(1);
+        let spec = Itimerspec {
+            it_interval: Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: Timespec {
+                tv_sec: (at / 1_000_000_000) as _,
+                tv_nsec: (at % 1_000_000_000) as _,
+            },
+        };
+        timerfd_settime(&self.fd, TimerfdTimerFlags::ABSTIME, &spec)
+            .map(|_| ())
+            .map_err(|e| io("timerfd_settime", e))
+    }
+
+    /// Takes its expiry (it is readable no more until the next deadline).
+    pub fn clear(&self) {
+        let mut b = [0u8; 8];
+        // Nothing to read (EAGAIN: not expired) is fine.
+        let _ = rustix::io::read(&self.fd, &mut b);
+    }
+}
+
+impl AsFd for Timer {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod timer_tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_wakes_an_epoll_wait_at_its_deadline_to_well_under_a_millisecond() {
+        let mut ep = Epoll::new(4).unwrap();
+        let t = Timer::new().unwrap();
+        ep.add(&t, 7, READABLE).unwrap();
+        let mut late = vec![];
+        for _ in 0..20 {
+            let at = crate::mono_ns() + 300_000;
+            t.set_at(at).unwrap();
+            let mut ev = vec![];
+            while ev.is_empty() {
+                ep.wait_ns(&mut ev, std::time::Duration::from_millis(50))
+                    .unwrap();
+            }
+            let now = crate::mono_ns();
+            assert_eq!(ev[0].0, 7);
+            assert!(now >= at, "woken before its deadline");
+            late.push(now - at);
+            t.clear();
+        }
+        late.sort();
+        // The median wake-up: a rounded-up epoll timeout would be ~700 us late.
+        assert!(late[10] < 400_000, "late by {late:?} ns");
+    }
+}

@@ -15,6 +15,7 @@ pub mod framing;
 pub mod http;
 pub mod launch;
 pub mod limits;
+pub mod load_http;
 pub mod probe;
 pub mod ramp;
 pub mod sweep;

@@ -307,6 +307,15 @@ pub const RAMP_USERS: Limit = Limit {
 /// Steps of a closed-loop ramp.
 pub const RAMP_STEPS: usize = 200;
 
+/// Requests a second of an open-loop HTTP load (`load http --rate`), all connections.
+pub const HTTP_RATE: f64 = 10e6;
+
+/// Length of an open-loop HTTP load (`load http --duration`).
+pub const HTTP_LOAD_DURATION: DurationLimit = DurationLimit {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(24 * 3600),
+};
+
 /// A closed-loop user's think time between a reply and its next request.
 pub const THINK: DurationLimit = DurationLimit {
     min: Duration::ZERO,

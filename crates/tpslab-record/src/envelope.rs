@@ -59,6 +59,9 @@ pub enum Body {
     ProbeIdle(crate::idle::IdleRecord),
     /// `probe pool`: S5 in miniature, a pool's requests through the lab's middlebox.
     ProbePool(crate::idle::PoolRecord),
+    /// `load http`: an open loop of HTTP requests at a fixed rate, latency corrected for
+    /// coordinated omission and uncorrected.
+    LoadHttp(crate::load_http::LoadHttpRecord),
     /// `compare`: records of one kind side by side, what differs and what changed.
     Compare(crate::compare::CompareReport),
 }
@@ -197,6 +200,7 @@ impl Record {
             | Body::Bdp(_)
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
+            | Body::LoadHttp(_)
             | Body::Compare(_) => Meta::default(),
         };
         Record {
@@ -265,6 +269,7 @@ impl Record {
             Body::Bdp(_) => "bdp",
             Body::ProbeIdle(_) => "probe_idle",
             Body::ProbePool(_) => "probe_pool",
+            Body::LoadHttp(_) => "load_http",
             Body::Compare(_) => "compare",
         }
     }

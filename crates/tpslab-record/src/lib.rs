@@ -27,6 +27,7 @@ pub mod estimate;
 pub mod histogram;
 pub mod idle;
 pub mod ledger;
+pub mod load_http;
 pub mod merge;
 pub mod nan;
 pub mod ramp;

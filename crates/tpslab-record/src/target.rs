@@ -66,6 +66,7 @@ impl Record {
                 } => lab(idle_timeout_ns),
             },
             Body::ProbePool(r) => lab(r.plan.idle_timeout_ns),
+            Body::LoadHttp(l) => l.plan.request.url.clone(),
             Body::Compare(c) => c.labels.join(", "),
         }
     }

@@ -55,6 +55,7 @@ impl Record {
             | Body::Bdp(_)
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
+            | Body::LoadHttp(_)
             | Body::Compare(_) => {}
         }
         match &self.body {
@@ -139,6 +140,26 @@ impl Record {
                 }
                 if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
                     return bad(format!("a server that ran for {} s", s.elapsed_s));
+                }
+            }
+            Body::LoadHttp(l) => {
+                if let Err(e) = l.plan.validate() {
+                    return bad(format!("a load http plan that cannot run: {e}"));
+                }
+                let r = &l.result;
+                let lat = [&r.corrected, &r.uncorrected];
+                if r.status.total() + r.errors.total() + r.unanswered < r.sent
+                    || r.status.total() > r.sent
+                    || lat.iter().any(|s| s.count != r.status.total())
+                    || !(r.first_sent_s.is_finite() && r.last_sent_s.is_finite())
+                {
+                    return bad(format!(
+                        "a load http result whose counts do not add up ({} sent, {} replies, {} failed, {} unanswered)",
+                        r.sent,
+                        r.status.total(),
+                        r.errors.total(),
+                        r.unanswered
+                    ));
                 }
             }
             Body::Bdp(b) => {

@@ -8,6 +8,54 @@
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record, RunRecord};
 
+/// A `load http` run: one row per figure (figure, value, unit), latency corrected and
+/// uncorrected at each quantile.
+fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) -> io::Result<()> {
+    let r = &l.result;
+    writeln!(w, "figure,value,unit")?;
+    writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
+    writeln!(w, "rate_achieved,{},requests/s", l.achieved_rate())?;
+    writeln!(w, "rate_error,{},fraction", l.rate_error())?;
+    for (k, n) in [
+        ("intended", r.intended),
+        ("sent", r.sent),
+        ("answered", l.answered()),
+        ("status_2xx", r.status.s2xx),
+        ("status_3xx", r.status.s3xx),
+        ("status_4xx", r.status.s4xx),
+        ("status_5xx", r.status.s5xx),
+        ("status_other", r.status.other),
+        ("error_refused", r.errors.refused),
+        ("error_reset", r.errors.reset),
+        ("error_timeout", r.errors.timeout),
+        ("error_closed", r.errors.closed),
+        ("error_protocol", r.errors.protocol),
+        ("error_other", r.errors.other),
+        ("unanswered", r.unanswered),
+        ("connections", r.connections),
+        ("late", r.late),
+        ("behind", r.behind),
+    ] {
+        writeln!(w, "{k},{n},requests")?;
+    }
+    writeln!(w, "bytes_out,{},bytes", r.bytes_out)?;
+    writeln!(w, "bytes_in,{},bytes", r.bytes_in)?;
+    writeln!(w, "max_lag,{},ns", r.max_lag_ns)?;
+    writeln!(w, "behind_max_lag,{},ns", r.behind_max_ns)?;
+    for (from, s) in [("corrected", &r.corrected), ("uncorrected", &r.uncorrected)] {
+        for (q, ns) in [
+            ("p50", s.p50_ns),
+            ("p90", s.p90_ns),
+            ("p99", s.p99_ns),
+            ("p99.9", s.p999_ns),
+            ("max", s.max_ns),
+        ] {
+            writeln!(w, "latency_{from}_{q},{ns},ns")?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `rec`'s table.
 pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
     match &rec.body {
@@ -37,6 +85,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
+        Body::LoadHttp(l) => load_http(w, l),
         Body::Bdp(b) => {
             writeln!(w, "figure,value,unit")?;
             writeln!(w, "rtt,{},s", b.rtt_s)?;

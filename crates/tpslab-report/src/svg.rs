@@ -24,6 +24,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
         | Body::Bdp(_)
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
+        | Body::LoadHttp(_)
         | Body::Compare(_) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(

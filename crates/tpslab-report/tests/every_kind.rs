@@ -87,6 +87,8 @@
 //!   a.json b.json --json $F/compare.json`
 //! - `bdp.json` (a host whose buffers fall short of 1 Gbit/s over 100 ms): `$T bdp --rtt
 //!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
+//! - `load_http.json`: `$T serve http --bind 127.0.0.1:P &`, then `$T load http
+//!   http://127.0.0.1:P/ --rate 2000 --connections 10 --duration 1s --json $F/load_http.json`
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 
@@ -112,6 +114,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
         Body::Bdp(_) => &["bdp.json"],
+        Body::LoadHttp(_) => &["load_http.json"],
         Body::ProbeIdle(_) => &[
             "probe_idle.json",
             "probe_idle_udp.json",

@@ -248,6 +248,14 @@ fn headline(rec: &Record) -> String {
             (a, Some(d)) => format!("idle timeout in ({} s, {d} s]", a.unwrap_or(0)),
         },
         Body::ProbePool(p) => format!("{} requests, {} failed", p.requests.len(), p.failed()),
+        Body::LoadHttp(l) => format!(
+            "{:.1}/s of {}/s, p99 {:.2} ms corrected ({:.2} ms uncorrected), {} failed",
+            l.achieved_rate(),
+            l.plan.rate,
+            l.result.corrected.p99_ns as f64 / 1e6,
+            l.result.uncorrected.p99_ns as f64 / 1e6,
+            l.result.errors.total()
+        ),
     }
 }
 

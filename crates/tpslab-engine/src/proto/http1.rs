@@ -49,9 +49,9 @@ enum Body {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HttpUser {
     /// The parsed head of the reply being read: (its length with the blank line, how
-    /// its body ends, its failure kind, whether the connection closes after it). None: no
-    /// head parsed yet.
-    cur: Option<(usize, Body, Option<&'static str>, bool)>,
+    /// its body ends, its failure kind, whether the connection closes after it, its
+    /// status code). None: no head parsed yet.
+    cur: Option<(usize, Body, Option<&'static str>, bool, u16)>,
     /// Interim (1xx) replies skipped for the request in flight: more than
     /// [`MAX_INTERIM`] is a server that never answers (and would keep its user's loop
     /// reading forever).
@@ -110,8 +110,8 @@ fn parse_chunk_size(line: &[u8]) -> Option<usize> {
 /// What the head of a reply says.
 enum Head {
     /// A final reply: the head's length, how its body ends, its failure kind, whether the
-    /// connection closes after it.
-    Parsed(usize, Body, Option<&'static str>, bool),
+    /// connection closes after it, its status code.
+    Parsed(usize, Body, Option<&'static str>, bool, u16),
     /// A 1xx interim reply of this many bytes (it has no body).
     Interim(usize),
     /// Not a whole head yet.
@@ -182,7 +182,7 @@ impl Http1 {
                 "http: a reply without Content-Length or chunked coding (ends at close)".into(),
             );
         };
-        Head::Parsed(n, body, failed, close)
+        Head::Parsed(n, body, failed, close, code)
     }
 }
 
@@ -267,10 +267,10 @@ impl Exchange for Http1 {
     }
 
     fn decode(&self, u: &mut HttpUser, bytes: &[u8]) -> Decoded {
-        let (n, body, failed, close) = match u.cur {
+        let (n, body, failed, close, status) = match u.cur {
             Some(c) => c,
             None => match self.head(bytes) {
-                Head::Parsed(n, b, f, c) => (n, b, f, c),
+                Head::Parsed(n, b, f, c, s) => (n, b, f, c, s),
                 Head::Interim(_) if u.interim >= MAX_INTERIM => {
                     return Decoded::Invalid(format!(
                         "http: more than {MAX_INTERIM} interim (1xx) replies to one request"
@@ -288,7 +288,7 @@ impl Exchange for Http1 {
             Body::Length(l) => {
                 let end = n.saturating_add(l);
                 if bytes.len() < end {
-                    u.cur = Some((n, body, failed, close));
+                    u.cur = Some((n, body, failed, close, status));
                     return Decoded::NeedMore;
                 }
                 end
@@ -296,7 +296,7 @@ impl Exchange for Http1 {
             Body::Chunked(pos) => match chunked_end(bytes, pos) {
                 Ok(Ok(end)) => end,
                 Ok(Err(resume)) => {
-                    u.cur = Some((n, Body::Chunked(resume), failed, close));
+                    u.cur = Some((n, Body::Chunked(resume), failed, close, status));
                     return Decoded::NeedMore;
                 }
                 Err(e) => return Decoded::Invalid(e),
@@ -307,6 +307,7 @@ impl Exchange for Http1 {
             len: end,
             failed,
             close,
+            status,
         })
     }
 
@@ -371,7 +372,13 @@ mod tests {
             let (got, left) = replies(&p, &stream, chunk).unwrap();
             assert_eq!(got.len(), 2, "reads of {chunk}");
             assert_eq!(got[0].0, NGINX_200);
-            assert_eq!(got[0].1, Reply::ok(NGINX_200.len()));
+            assert_eq!(
+                got[0].1,
+                Reply {
+                    status: 200,
+                    ..Reply::ok(NGINX_200.len())
+                }
+            );
             assert_eq!(left, 0);
         }
     }
@@ -424,16 +431,18 @@ mod tests {
         let p = proto(false);
         let s = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbusHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\nHTTP/1.1 302 Found\r\nLocation: /x\r\nContent-Length: 0\r\nConnection: Keep-Alive, Close\r\n\r\nHTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
         let (got, _) = replies(&p, s, 11).unwrap();
-        let said: Vec<(Option<&str>, bool)> =
-            got.iter().map(|(_, r)| (r.failed, r.close)).collect();
+        let said: Vec<(Option<&str>, bool, u16)> = got
+            .iter()
+            .map(|(_, r)| (r.failed, r.close, r.status))
+            .collect();
         assert_eq!(
             said,
             vec![
-                (Some("http 5xx"), true),
-                (Some("http 4xx"), false),
-                (None, true),
-                (None, true),
-                (None, false)
+                (Some("http 5xx"), true, 503),
+                (Some("http 4xx"), false, 404),
+                (None, true, 302),
+                (None, true, 200),
+                (None, false, 200)
             ]
         );
     }

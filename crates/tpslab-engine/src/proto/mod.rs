@@ -58,15 +58,19 @@ pub struct Reply {
     /// The server closes the connection after this reply (HTTP `Connection: close`): the
     /// next request is sent on a new one.
     pub close: bool,
+    /// The reply's status code where the protocol has one (HTTP: 200, 404, ...; the open
+    /// loop counts status classes by it), else 0.
+    pub status: u16,
 }
 
 impl Reply {
-    /// An answer of `len` bytes, the connection kept.
+    /// An answer of `len` bytes, the connection kept, no status code.
     pub fn ok(len: usize) -> Reply {
         Reply {
             len,
             failed: None,
             close: false,
+            status: 0,
         }
     }
 }

@@ -22,7 +22,8 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         | Body::Doctor(_)
         | Body::Bdp(_)
         | Body::ProbeIdle(_)
-        | Body::ProbePool(_) => Ok(()),
+        | Body::ProbePool(_)
+        | Body::LoadHttp(_) => Ok(()),
     }
 }
 

@@ -12,6 +12,7 @@ mod diagnose;
 pub mod doctor;
 mod fleet;
 pub mod idle;
+pub mod load_http;
 mod ramp;
 mod run;
 mod sweep;
@@ -88,6 +89,10 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
         Body::Bdp(b) => bdp::record(w, b),
         Body::ProbeIdle(r) => idle::record(w, r),
         Body::ProbePool(r) => idle::pool_record(w, r),
+        Body::LoadHttp(l) => {
+            load_http::header(w, &l.plan)?;
+            load_http::record(w, l)
+        }
         Body::Compare(c) => compare::record(w, c),
     }
 }

@@ -25,4 +25,5 @@ pub const FIXTURES: &[&str] = &[
     "bdp.json",
     "ramp_redis.json",
     "ramp_java_http_lock.json",
+    "load_http.json",
 ];

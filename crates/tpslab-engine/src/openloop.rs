@@ -1,0 +1,451 @@
+//! Open-loop load on the closed loop's machinery (wrk2's model): C keep-alive connections,
+//! each sending at R/C requests a second on its own schedule, one request in flight per
+//! connection (no pipelining). The users' loop (`users.rs`) runs it unchanged: a user's
+//! "think time" is the wait until its next intended send time ([`Schedule`] is its
+//! [`Books`]), so a protocol that serves `ramp` ([`Exchange`]) serves `load` too.
+//!
+//! Connection j's k-th request is intended at `start + j / R + k * C / R`. A reply that
+//! comes after the next intended time makes the next request go at once, late: its lag
+//! is counted (`late`, `max_lag_ns`), and its latency is measured from the intended time
+//! (corrected for coordinated omission: the stall a late reply caused shows in every
+//! request it delayed) and, beside it, from the actual send (uncorrected: what a closed
+//! loop would report). A send late although its connection was idle and ready is the
+//! generator's own lag (`behind`), which the corrected figures include.
+//!
+//! A plan is a promise: no request is written at or after the plan's end. Replies still
+//! outstanding then get a grace of the timeout (at most 2 s); those still waiting after
+//! it are counted `unanswered`. Each loop thread counts into its own [`OpenLocal`] (two
+//! histograms, counters: no allocation, no lock per request), merged at its end.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_net::mono_ns;
+use tpslab_record::load_http::{
+    ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
+};
+
+use crate::proto::http1::Http1;
+use crate::proto::{Exchange, Reply, Transport};
+use crate::users::{run_loop, Books};
+use crate::EngineError;
+
+/// Longest grace for replies outstanding at the plan's end.
+const MAX_GRACE_NS: u64 = 2_000_000_000;
+
+/// The open loop's clock: when each connection sends, until when, and what is in flight.
+pub(crate) struct Schedule<'a> {
+    /// The plan's start and end, monotonic ns.
+    start: u64,
+    end: u64,
+    /// Between two intended sends of one connection, ns.
+    interval: u64,
+    /// Between the first intended sends of two connections in turn, ns (1/R).
+    phase_ns: f64,
+    timeout_ns: u64,
+    /// Set once the grace after the end is over: the loops return.
+    done: AtomicBool,
+    stop: &'a AtomicBool,
+    /// Requests written and not yet answered or failed, all loops.
+    outstanding: AtomicI64,
+    /// The loops' counts, merged as each ends.
+    total: Mutex<Option<OpenLocal>>,
+}
+
+/// One loop's counts (and, merged, the run's).
+pub(crate) struct OpenLocal {
+    corrected: Histogram<u64>,
+    uncorrected: Histogram<u64>,
+    sent: u64,
+    status: StatusClasses,
+    errors: ErrorKinds,
+    unanswered: u64,
+    bytes_out: u64,
+    bytes_in: u64,
+    connections: u64,
+    late: u64,
+    max_lag_ns: u64,
+    behind: u64,
+    behind_max_ns: u64,
+    /// First and last request written, monotonic ns (first u64::MAX: none).
+    first: u64,
+    last: u64,
+}
+
+impl OpenLocal {
+    fn new() -> OpenLocal {
+        OpenLocal {
+            corrected: new_ns_histogram(),
+            uncorrected: new_ns_histogram(),
+            sent: 0,
+            status: StatusClasses::default(),
+            errors: ErrorKinds::default(),
+            unanswered: 0,
+            bytes_out: 0,
+            bytes_in: 0,
+            connections: 0,
+            late: 0,
+            max_lag_ns: 0,
+            behind: 0,
+            behind_max_ns: 0,
+            first: u64::MAX,
+            last: 0,
+        }
+    }
+
+    fn merge(&mut self, o: &OpenLocal) {
+        // Same bounds: adding cannot fail.
+        let _ = self.corrected.add(&o.corrected);
+        let _ = self.uncorrected.add(&o.uncorrected);
+        self.sent += o.sent;
+        let (s, t) = (&mut self.status, &o.status);
+        (s.s2xx, s.s3xx, s.s4xx, s.s5xx, s.other) = (
+            s.s2xx + t.s2xx,
+            s.s3xx + t.s3xx,
+            s.s4xx + t.s4xx,
+            s.s5xx + t.s5xx,
+            s.other + t.other,
+        );
+        let (e, f) = (&mut self.errors, &o.errors);
+        (e.refused, e.reset, e.timeout, e.closed, e.protocol, e.other) = (
+            e.refused + f.refused,
+            e.reset + f.reset,
+            e.timeout + f.timeout,
+            e.closed + f.closed,
+            e.protocol + f.protocol,
+            e.other + f.other,
+        );
+        self.unanswered += o.unanswered;
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.connections += o.connections;
+        self.late += o.late;
+        self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
+        self.behind += o.behind;
+        self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+    }
+}
+
+/// The kind a failure counts as, from its text ([`crate::proto::io_kind`]'s words, a
+/// protocol's `http: ...`).
+fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
+    let k = kind.strip_prefix("connect: ").unwrap_or(kind);
+    match k {
+        "connection refused" => &mut e.refused,
+        "connection reset" | "broken pipe" => &mut e.reset,
+        "timeout" => &mut e.timeout,
+        "closed by peer" => &mut e.closed,
+        _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
+        _ => &mut e.other,
+    }
+}
+
+impl<'a> Schedule<'a> {
+    /// A schedule of `connections` at `rate` requests/s in all from `start` (monotonic ns)
+    /// for `duration_ns`.
+    pub(crate) fn new(
+        start: u64,
+        rate: f64,
+        connections: usize,
+        duration_ns: u64,
+        timeout_ns: u64,
+        stop: &'a AtomicBool,
+    ) -> Schedule<'a> {
+        Schedule {
+            start,
+            end: start + duration_ns,
+            interval: ((connections as f64 * 1e9 / rate).round() as u64).max(1),
+            phase_ns: 1e9 / rate,
+            timeout_ns,
+            done: AtomicBool::new(false),
+            stop,
+            outstanding: AtomicI64::new(0),
+            total: Mutex::new(None),
+        }
+    }
+
+    /// Requests intended before the end: each connection's from its first intended time.
+    pub(crate) fn intended(&self, connections: usize) -> u64 {
+        (0..connections)
+            .map(|j| {
+                let f = self.first_due(j);
+                if f >= self.end {
+                    0
+                } else {
+                    1 + (self.end - 1 - f) / self.interval
+                }
+            })
+            .sum()
+    }
+}
+
+impl Books for Schedule<'_> {
+    type Local = OpenLocal;
+
+    fn local(&self) -> OpenLocal {
+        OpenLocal::new()
+    }
+
+    fn done(&self) -> bool {
+        self.done.load(Relaxed)
+    }
+
+    /// Every connection from the start: each connects at once and waits for its first
+    /// intended time.
+    fn users_at(&self, _now: u64) -> usize {
+        usize::MAX
+    }
+
+    fn may_send(&self, now: u64) -> bool {
+        now < self.end && !self.stop.load(Relaxed)
+    }
+
+    fn timeout_ns(&self) -> u64 {
+        self.timeout_ns
+    }
+
+    fn first_due(&self, id: usize) -> u64 {
+        self.start + (id as f64 * self.phase_ns).round() as u64
+    }
+
+    fn next_due(&self, intended: u64, _now: u64) -> u64 {
+        intended + self.interval
+    }
+
+    fn sent(&self, l: &mut OpenLocal, intended: u64, ready: u64, now: u64, bytes: usize) {
+        self.outstanding.fetch_add(1, Relaxed);
+        l.sent += 1;
+        l.bytes_out += bytes as u64;
+        l.first = l.first.min(now);
+        l.last = l.last.max(now);
+        let lag = now.saturating_sub(intended);
+        if lag > LoadHttpResult::LATE_NS {
+            l.late += 1;
+            l.max_lag_ns = l.max_lag_ns.max(lag);
+        }
+        let own = now.saturating_sub(intended.max(ready));
+        if own > LoadHttpResult::LATE_NS {
+            l.behind += 1;
+            l.behind_max_ns = l.behind_max_ns.max(own);
+        }
+    }
+
+    fn read(&self, l: &mut OpenLocal, bytes: usize) {
+        l.bytes_in += bytes as u64;
+    }
+
+    fn opened(&self, l: &mut OpenLocal) {
+        l.connections += 1;
+    }
+
+    fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, now: u64, r: &Reply) {
+        self.outstanding.fetch_sub(1, Relaxed);
+        // Above the histogram's 100 s bound counts as 100 s, never as nothing.
+        l.corrected
+            .saturating_record(now.saturating_sub(intended).max(1));
+        l.uncorrected
+            .saturating_record(now.saturating_sub(t0).max(1));
+        let s = &mut l.status;
+        match r.status {
+            200..=299 => s.s2xx += 1,
+            300..=399 => s.s3xx += 1,
+            400..=499 => s.s4xx += 1,
+            500..=599 => s.s5xx += 1,
+            _ => s.other += 1,
+        }
+    }
+
+    fn failed(&self, l: &mut OpenLocal, _now: u64, kind: &str, in_flight: bool) {
+        if in_flight {
+            self.outstanding.fetch_sub(1, Relaxed);
+        }
+        *error_slot(&mut l.errors, kind) += 1;
+    }
+
+    fn finish(&self, mut l: OpenLocal, in_flight: u64) {
+        l.unanswered += in_flight;
+        let mut t = self.total.lock().unwrap_or_else(|e| e.into_inner());
+        match t.as_mut() {
+            Some(t) => t.merge(&l),
+            None => *t = Some(l),
+        }
+    }
+}
+
+/// The counts of an open loop of `proto` on `schedule`, `connections` users on `loops`
+/// threads: runs until the schedule's end and the grace after it (or the stop).
+/// Errors: a loop thread that cannot start.
+fn run_schedule<P: Exchange>(
+    proto: &P,
+    sched: &Schedule,
+    connections: usize,
+    loops: usize,
+) -> Result<OpenLocal, EngineError> {
+    std::thread::scope(|s| -> Result<(), EngineError> {
+        for t in 0..loops {
+            let ids: Vec<usize> = (t..connections).step_by(loops).collect();
+            std::thread::Builder::new()
+                .name(format!("load-users-{t}"))
+                .spawn_scoped(s, move || {
+                    // Intended times kept to the microsecond: no 50 us timer slack.
+                    tpslab_net::sched::set_timer_slack_ns(1);
+                    run_loop(sched, proto, ids)
+                })
+                .map_err(|e| {
+                    sched.done.store(true, Relaxed);
+                    EngineError::Other(format!("starting a load thread: {e}"))
+                })?;
+        }
+        // Until the end (or the stop), then the grace while replies are outstanding.
+        let grace_end = sched.end + sched.timeout_ns.min(MAX_GRACE_NS);
+        loop {
+            let now = mono_ns();
+            let stopped = sched.stop.load(Relaxed);
+            let ended = now >= sched.end || stopped;
+            if (ended && sched.outstanding.load(Relaxed) <= 0) || now >= grace_end {
+                break;
+            }
+            let until = if ended { grace_end } else { sched.end };
+            let nap = until.saturating_sub(now).clamp(100_000, 10_000_000);
+            std::thread::sleep(Duration::from_nanos(nap));
+        }
+        sched.done.store(true, Relaxed);
+        Ok(())
+    })?;
+    let total = sched.total.lock().unwrap_or_else(|e| e.into_inner()).take();
+    Ok(total.unwrap_or_else(OpenLocal::new))
+}
+
+/// Runs `load http`'s plan; `stop` ends it early (the counts so far are returned, the
+/// record marked interrupted by the caller). Errors: a plan [`LoadHttpPlan::validate`]
+/// refuses (its line), more connections than file descriptors or local ports, a loop
+/// thread that cannot start.
+pub fn run_load_http(
+    plan: &LoadHttpPlan,
+    stop: &AtomicBool,
+) -> Result<LoadHttpRecord, EngineError> {
+    plan.validate()
+        .map_err(|e| EngineError::Other(e.to_string()))?;
+    let request = plan
+        .request
+        .bytes(&plan.body)
+        .map_err(|e| EngineError::Other(e.to_string()))?;
+    // Methods are case-sensitive: only HEAD's replies have no body.
+    let proto = Http1::new(plan.target, request, plan.request.method == "HEAD");
+    let c = plan.connections;
+    let limit = tpslab_net::raise_nofile();
+    if (c as u64) + 64 > limit {
+        return Err(EngineError::Other(format!(
+            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
+            c + 64
+        )));
+    }
+    if Http1::TRANSPORT == Transport::Stream {
+        crate::ramp::check_ports(c)?;
+    }
+    let loops = match plan.load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, c);
+    // Room for the connections to be made before the first intended send.
+    let start = mono_ns() + 100_000_000;
+    let sched = Schedule::new(start, plan.rate, c, plan.duration_ns, plan.timeout_ns, stop);
+    let intended = sched.intended(c);
+    let l = run_schedule(&proto, &sched, c, loops)?;
+    let since = |t: u64| t.saturating_sub(start) as f64 / 1e9;
+    let result = LoadHttpResult {
+        intended,
+        sent: l.sent,
+        status: l.status,
+        errors: l.errors,
+        unanswered: l.unanswered,
+        bytes_out: l.bytes_out,
+        bytes_in: l.bytes_in,
+        connections: l.connections,
+        late: l.late,
+        max_lag_ns: l.max_lag_ns,
+        behind: l.behind,
+        behind_max_ns: l.behind_max_ns,
+        first_sent_s: if l.sent == 0 { 0.0 } else { since(l.first) },
+        last_sent_s: if l.sent == 0 { 0.0 } else { since(l.last) },
+        corrected: LatencySummary::from_histogram(&l.corrected),
+        uncorrected: LatencySummary::from_histogram(&l.uncorrected),
+    };
+    Ok(LoadHttpRecord {
+        plan: plan.clone(),
+        result,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_connection_has_its_phase_and_interval() {
+        let stop = AtomicBool::new(false);
+        // 1000/s on 4 connections for 1 s: every 4 ms each, 1 ms apart in turn.
+        let s = Schedule::new(1_000, 1000.0, 4, 1_000_000_000, 1_000_000, &stop);
+        assert_eq!(s.interval, 4_000_000);
+        let firsts: Vec<u64> = (0..4).map(|j| s.first_due(j)).collect();
+        assert_eq!(firsts, vec![1_000, 1_001_000, 2_001_000, 3_001_000]);
+        assert_eq!(s.next_due(firsts[1], 0), 5_001_000);
+        assert_eq!(s.intended(4), 1000);
+        // More connections than requests in the plan: the late ones send nothing.
+        let s = Schedule::new(0, 10.0, 50, 1_000_000_000, 1_000_000, &stop);
+        assert_eq!(s.intended(50), 10);
+        // A rate that does not divide a second: the count is the plan's, rounded up.
+        let s = Schedule::new(0, 3.0, 2, 1_000_000_000, 1_000_000, &stop);
+        assert_eq!(s.intended(2), 3);
+    }
+
+    #[test]
+    fn late_sends_are_told_apart_from_the_generators_own_lag() {
+        let stop = AtomicBool::new(false);
+        let s = Schedule::new(0, 1000.0, 1, 1_000_000_000, 1_000_000, &stop);
+        let mut l = s.local();
+        // On time.
+        s.sent(&mut l, 10_000_000, 9_000_000, 10_000_100, 10);
+        // Late because its previous reply came late (ready at 21.9 ms): not the generator's.
+        s.sent(&mut l, 20_000_000, 21_900_000, 22_000_000, 10);
+        // Late with its connection idle since before its time: the generator's own.
+        s.sent(&mut l, 30_000_000, 25_000_000, 33_000_000, 10);
+        assert_eq!((l.sent, l.late, l.max_lag_ns), (3, 2, 3_000_000));
+        assert_eq!((l.behind, l.behind_max_ns), (1, 3_000_000));
+        assert_eq!(l.bytes_out, 30);
+        let r = |status| Reply {
+            status,
+            ..Reply::ok(1)
+        };
+        s.answered(&mut l, 10_000_000, 10_000_100, 12_000_000, &r(200));
+        s.answered(&mut l, 20_000_000, 22_000_000, 23_000_000, &r(503));
+        assert_eq!((l.status.s2xx, l.status.s5xx), (1, 1));
+        // Corrected from the intended time, uncorrected from the send.
+        assert_eq!(l.corrected.max(), l.corrected.highest_equivalent(3_000_000));
+        assert_eq!(
+            l.uncorrected.max(),
+            l.uncorrected.highest_equivalent(1_999_900)
+        );
+        for (k, slot) in [
+            ("connect: connection refused", 0),
+            ("connection reset", 1),
+            ("broken pipe", 1),
+            ("timeout", 2),
+            ("connect: timeout", 2),
+            ("closed by peer", 3),
+            ("http: invalid HTTP version", 4),
+            ("Permission denied (os error 13)", 5),
+        ] {
+            let mut e = ErrorKinds::default();
+            *error_slot(&mut e, k) += 1;
+            let v = [e.refused, e.reset, e.timeout, e.closed, e.protocol, e.other];
+            assert_eq!(v.iter().position(|&x| x == 1), Some(slot), "{k}");
+        }
+    }
+}

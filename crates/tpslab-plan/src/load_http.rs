@@ -1,0 +1,85 @@
+//! `load http URL --rate R`: an open loop of HTTP/1.1 requests on keep-alive connections,
+//! each connection on its own schedule (wrk2's model): what it sends, how fast, how long,
+//! and [`LoadHttpPlan::validate`], the one check of all of it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::http::HttpRequest;
+use crate::limits::{HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT};
+use crate::ramp::HTTP_BODY_BYTES;
+use crate::PlanError;
+
+/// An open-loop HTTP load: `connections` keep-alive connections, each sending at
+/// `rate / connections` requests a second on its own schedule (connection j's k-th request
+/// intended at `start + (j + k * connections) / rate`), one request in flight per
+/// connection, for `duration_ns`; no request is sent after the plan's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadHttpPlan {
+    /// What each request is (URL, method, headers); its body is [`LoadHttpPlan::body`].
+    pub request: HttpRequest,
+    /// The request's body (not kept in a record; its length is, `body_bytes`).
+    #[serde(skip, default)]
+    pub body: Vec<u8>,
+    /// The body's length, bytes.
+    pub body_bytes: u64,
+    /// The URL's address, resolved.
+    pub target: SocketAddr,
+    /// Requests a second, all connections together (above 0, at most [`HTTP_RATE`]).
+    pub rate: f64,
+    /// Keep-alive connections (1..=10,000). More connections than requests in the plan is
+    /// allowed: the later connections' first intended times fall after the end and they
+    /// send nothing.
+    pub connections: usize,
+    /// How long requests are sent, ns.
+    pub duration_ns: u64,
+    /// How long a request may wait for its reply, ns; also the grace given at the end to
+    /// replies still outstanding (at most 2 s of it).
+    pub timeout_ns: u64,
+    /// Loop threads (0: one per CPU, at most one per connection).
+    pub load_threads: usize,
+}
+
+impl LoadHttpPlan {
+    /// One connection's interval between intended sends, ns (`connections / rate` s).
+    pub fn interval_ns(&self) -> f64 {
+        self.connections as f64 * 1e9 / self.rate
+    }
+
+    /// Requests the plan intends: those whose intended time falls before its end.
+    pub fn intended(&self) -> u64 {
+        // Request n (all connections, in order) is intended at n / rate.
+        (self.duration_ns as f64 * self.rate / 1e9).ceil() as u64
+    }
+
+    /// Checks every setting. Errors (one line, naming the flag): the URL, method and
+    /// headers ([`HttpRequest::check`]), a rate not above 0 or above [`HTTP_RATE`],
+    /// connections outside 1..=10,000, a duration outside 100ms..=24h, a timeout outside
+    /// 1ms..=10min, a body over 1 MiB, loop threads over the limit.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        self.request.check()?;
+        if !(self.rate > 0.0 && self.rate <= HTTP_RATE) {
+            return Err(PlanError::value(
+                "--rate",
+                self.rate,
+                format!("above 0 and at most {HTTP_RATE} requests/s"),
+            ));
+        }
+        RAMP_USERS.check("--connections", self.connections as u64)?;
+        HTTP_LOAD_DURATION.check("--duration", Duration::from_nanos(self.duration_ns))?;
+        REQUEST_TIMEOUT.check("--timeout", Duration::from_nanos(self.timeout_ns))?;
+        if self.body_bytes > HTTP_BODY_BYTES || self.body.len() as u64 > HTTP_BODY_BYTES {
+            return Err(PlanError::value(
+                "--body",
+                format!("{} bytes", self.body_bytes),
+                format!("at most {HTTP_BODY_BYTES} bytes"),
+            ));
+        }
+        if self.load_threads != 0 {
+            LOAD_THREADS.check("--load-threads", self.load_threads as u64)?;
+        }
+        Ok(())
+    }
+}

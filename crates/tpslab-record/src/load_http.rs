@@ -1,0 +1,128 @@
+//! `tpslab load http`'s record: an open loop of HTTP/1.1 requests at a fixed rate, each
+//! keep-alive connection on its own schedule, with latency measured from each request's
+//! intended send time (corrected for coordinated omission, as wrk2 does) and, beside it,
+//! from its actual send time (uncorrected).
+
+use serde::{Deserialize, Serialize};
+
+pub use tpslab_plan::load_http::LoadHttpPlan;
+
+use crate::stats::LatencySummary;
+
+/// Final replies by status class (1xx interim replies are skipped, not counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusClasses {
+    /// 2xx.
+    pub s2xx: u64,
+    /// 3xx.
+    pub s3xx: u64,
+    /// 4xx.
+    pub s4xx: u64,
+    /// 5xx.
+    pub s5xx: u64,
+    /// Any other code (below 200 final, 600 and above).
+    pub other: u64,
+}
+
+impl StatusClasses {
+    /// All final replies.
+    pub fn total(&self) -> u64 {
+        self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.other
+    }
+}
+
+/// Requests (or connects) that failed, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorKinds {
+    /// A connect refused (nothing listening).
+    pub refused: u64,
+    /// A connection reset (RST, or a write to a connection the peer had closed).
+    pub reset: u64,
+    /// No reply (or no connect) within the timeout.
+    pub timeout: u64,
+    /// The server closed the connection with a request in flight.
+    pub closed: u64,
+    /// Bytes that were not an HTTP/1.1 reply (or one this client cannot delimit).
+    pub protocol: u64,
+    /// Anything else (an OS error).
+    pub other: u64,
+}
+
+impl ErrorKinds {
+    /// All failures.
+    pub fn total(&self) -> u64 {
+        self.refused + self.reset + self.timeout + self.closed + self.protocol + self.other
+    }
+}
+
+/// What an open-loop HTTP run did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadHttpResult {
+    /// Requests the plan intended (intended times before its end).
+    pub intended: u64,
+    /// Requests written whole.
+    pub sent: u64,
+    /// Final replies, by status class.
+    pub status: StatusClasses,
+    /// Failures by kind (connects included).
+    pub errors: ErrorKinds,
+    /// Requests still waiting for their reply when the grace after the end ran out.
+    pub unanswered: u64,
+    /// Request bytes written, reply bytes read.
+    pub bytes_out: u64,
+    /// Reply bytes read.
+    pub bytes_in: u64,
+    /// Connections made (first ones and reconnects; a refused connect is not one).
+    pub connections: u64,
+    /// Requests sent more than [`LoadHttpResult::LATE_NS`] after their intended time, for
+    /// any reason (mostly: the previous reply on their connection came late).
+    pub late: u64,
+    /// The largest lag of a send behind its intended time, ns.
+    pub max_lag_ns: u64,
+    /// Of those, requests the generator itself sent late: their connection was idle and
+    /// ready at the intended time (its loop thread ran late; a busy host).
+    pub behind: u64,
+    /// The largest of those lags, ns.
+    pub behind_max_ns: u64,
+    /// When the first and the last request were written, s after the plan's start.
+    pub first_sent_s: f64,
+    /// The last request written, s after the plan's start.
+    pub last_sent_s: f64,
+    /// Latency from each request's intended send time to its reply (coordinated
+    /// omission corrected), every final reply.
+    pub corrected: LatencySummary,
+    /// Latency from each request's actual send time to its reply (uncorrected).
+    pub uncorrected: LatencySummary,
+}
+
+impl LoadHttpResult {
+    /// A send later than this after its intended time counts as late (1 ms: above the
+    /// loop's timer resolution).
+    pub const LATE_NS: u64 = 1_000_000;
+}
+
+/// A `load http` run: its plan and what it did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadHttpRecord {
+    /// The plan.
+    pub plan: LoadHttpPlan,
+    /// What it did.
+    pub result: LoadHttpResult,
+}
+
+impl LoadHttpRecord {
+    /// The rate achieved, requests/s: those sent over the plan's duration.
+    pub fn achieved_rate(&self) -> f64 {
+        self.result.sent as f64 / (self.plan.duration_ns as f64 / 1e9)
+    }
+
+    /// The achieved rate's error against the plan's, a fraction (negative: below it).
+    pub fn rate_error(&self) -> f64 {
+        self.achieved_rate() / self.plan.rate - 1.0
+    }
+
+    /// Final replies (every status class).
+    pub fn answered(&self) -> u64 {
+        self.result.status.total()
+    }
+}

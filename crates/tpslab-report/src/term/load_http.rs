@@ -1,0 +1,167 @@
+//! `tpslab load http` in the terminal: the plan's line (printed before the run), then the
+//! rate intended and achieved, latency corrected for coordinated omission beside the
+//! uncorrected, status classes, errors by kind, bytes and connections, and when sends
+//! were late: because the server was slow (what the correction is for), or because the
+//! generator itself fell behind (then the corrected figures include its own lag).
+
+use std::io::{self, Write};
+use tpslab_record::load_http::{LoadHttpPlan, LoadHttpRecord, LoadHttpResult};
+
+use super::{fmt_ns, table};
+
+/// Seconds as given, e.g. `3 s`, `0.5 s`.
+fn secs(ns: u64) -> String {
+    format!("{} s", ns as f64 / 1e9)
+}
+
+/// The plan's line: rate, connections, duration, request, target.
+pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
+    writeln!(
+        w,
+        "tpslab load http: {} requests/s on {} keep-alive connection{} for {} (each every {}), {} {} ({}){}, timeout {}",
+        p.rate,
+        p.connections,
+        if p.connections == 1 { "" } else { "s" },
+        secs(p.duration_ns),
+        fmt_ns(p.interval_ns()),
+        p.request.method,
+        p.request.url,
+        p.target,
+        if p.body_bytes > 0 {
+            format!(", a body of {} bytes", p.body_bytes)
+        } else {
+            String::new()
+        },
+        fmt_ns(p.timeout_ns as f64)
+    )
+}
+
+/// What the run did.
+pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
+    let (p, r) = (&rec.plan, &rec.result);
+    writeln!(
+        w,
+        "Rate: intended {} requests/s, achieved {:.1}/s (error {:+.3} %): {} intended, {} sent, {} answered, {} failed, {} unanswered at the end",
+        p.rate,
+        rec.achieved_rate(),
+        rec.rate_error() * 100.0,
+        r.intended,
+        r.sent,
+        rec.answered(),
+        r.errors.total(),
+        r.unanswered
+    )?;
+    if r.intended > r.sent {
+        writeln!(
+            w,
+            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end; none is sent after it)",
+            r.intended - r.sent
+        )?;
+    }
+    if r.corrected.count == 0 {
+        writeln!(w, "Latency: no replies")?;
+    } else {
+        latency(w, r)?;
+    }
+    status_and_errors(w, r)?;
+    if r.late > 0 || r.behind > 0 {
+        late(w, r)?;
+    }
+    Ok(())
+}
+
+/// Latency corrected and uncorrected, side by side.
+fn latency(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
+    let mut t = table(&[
+        "latency",
+        "corrected (from intended send)",
+        "uncorrected (from actual send)",
+    ]);
+    let (c, u) = (&r.corrected, &r.uncorrected);
+    for (name, a, b) in [
+        ("p50", c.p50_ns, u.p50_ns),
+        ("p90", c.p90_ns, u.p90_ns),
+        ("p99", c.p99_ns, u.p99_ns),
+        ("p99.9", c.p999_ns, u.p999_ns),
+        ("max", c.max_ns, u.max_ns),
+    ] {
+        t.add_row(vec![name.to_string(), fmt_ns(a as f64), fmt_ns(b as f64)]);
+    }
+    writeln!(w, "{t}")
+}
+
+/// Status classes, errors by kind, bytes and connections.
+fn status_and_errors(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
+    let s = &r.status;
+    writeln!(
+        w,
+        "Status: 2xx {}, 3xx {}, 4xx {}, 5xx {}{}",
+        s.s2xx,
+        s.s3xx,
+        s.s4xx,
+        s.s5xx,
+        if s.other > 0 {
+            format!(", other {}", s.other)
+        } else {
+            String::new()
+        }
+    )?;
+    let e = &r.errors;
+    let errs: Vec<String> = [
+        ("refused", e.refused),
+        ("reset", e.reset),
+        ("timeout", e.timeout),
+        ("closed by peer", e.closed),
+        ("protocol", e.protocol),
+        ("other", e.other),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k} {n}"))
+    .collect();
+    writeln!(
+        w,
+        "Errors: {}",
+        if errs.is_empty() {
+            "none".to_string()
+        } else {
+            errs.join(", ")
+        }
+    )?;
+    writeln!(
+        w,
+        "Bytes: {} written, {} read; {} connection{} made ({:.1} requests each)",
+        r.bytes_out,
+        r.bytes_in,
+        r.connections,
+        if r.connections == 1 { "" } else { "s" },
+        if r.connections == 0 {
+            0.0
+        } else {
+            r.sent as f64 / r.connections as f64
+        }
+    )
+}
+
+/// Sends late: by the server's fault, or by the generator's own.
+fn late(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
+    let late_ms = LoadHttpResult::LATE_NS as f64 / 1e6;
+    if r.late > 0 {
+        writeln!(
+            w,
+            "Late: {} requests sent over {late_ms} ms after their intended time (max {}), {} of them because their connection was still waiting for the previous reply: the corrected latency counts that wait, the uncorrected hides it",
+            r.late,
+            fmt_ns(r.max_lag_ns as f64),
+            r.late.saturating_sub(r.behind)
+        )?;
+    }
+    if r.behind > 0 {
+        writeln!(
+            w,
+            "BEHIND: the generator fell behind its schedule: {} requests sent over {late_ms} ms late with their connection idle and ready (max {}); the corrected figures include this lag of the generator's own, not the server's",
+            r.behind,
+            fmt_ns(r.behind_max_ns as f64)
+        )?;
+    }
+    Ok(())
+}

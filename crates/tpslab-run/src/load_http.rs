@@ -1,0 +1,26 @@
+//! `load http URL --rate R`: an open loop of HTTP/1.1 requests at a fixed rate (the
+//! engine's [`tpslab_engine::openloop`]), as one record of kind `load_http`.
+
+use anyhow::Result;
+use std::sync::atomic::Ordering::Relaxed;
+use tpslab_analysis::record::{Body, Record};
+use tpslab_plan::load_http::LoadHttpPlan;
+
+use crate::{Ctx, Started};
+
+/// Runs the plan until its end (or `ctx.stop`: the counts so far, the record marked
+/// interrupted). Errors: as [`tpslab_engine::openloop::run_load_http`] (one line).
+pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
+    let started = Started::now();
+    let secs = plan.duration_ns as f64 / 1e9;
+    let phase = ctx
+        .progress
+        .phase(&format!("load http at {} requests/s", plan.rate), secs);
+    let rec = tpslab_engine::openloop::run_load_http(plan, &ctx.stop)?;
+    drop(phase);
+    let interrupted = ctx.stop.load(Relaxed);
+    Ok(Record::with_meta(
+        started.meta(interrupted),
+        Body::LoadHttp(rec),
+    ))
+}

@@ -1,0 +1,211 @@
+//! The table rows of load http.
+
+use super::{
+    check, file, Made,
+    Want::{Error, Plan},
+};
+
+#[test]
+fn load_http_rows() {
+    let body = file("load-body.json", b"{\"a\":1}");
+    let big = file("load-big.bin", &vec![b'x'; (1 << 20) + 1]);
+    check(&[
+        // The rate's forms (pps units); `max` has no meaning for an open loop's schedule.
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "2k"],
+            Plan(|p| matches!(p, Made::LoadHttp(l) if l.rate == 2000.0)),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "max"],
+            Error("--rate inf: allowed above 0 and at most 10000000 requests/s"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:8080/x?y=1",
+                "--rate",
+                "2000",
+                "--connections",
+                "8",
+                "--duration",
+                "3s",
+                "--method",
+                "POST",
+                "--header",
+                "Accept: */*",
+                "--body",
+                body,
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l)
+                if l.request.url == "http://127.0.0.1:8080/x?y=1" && l.request.method == "POST"
+                    && l.request.headers == [("Accept".to_string(), "*/*".to_string())]
+                    && l.target == "127.0.0.1:8080".parse().unwrap()
+                    && l.rate == 2000.0 && l.connections == 8 && l.duration_ns == 3_000_000_000
+                    && l.timeout_ns == 2_000_000_000 && l.body == b"{\"a\":1}" && l.body_bytes == 7
+                    && l.interval_ns() == 4e6 && l.intended() == 6000)
+            }),
+        ),
+        // Defaults: 10 connections for 10 s.
+        (
+            &["load", "http", "http://localhost/", "--rate", "100"],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l)
+            if l.target.port() == 80 && l.target.ip().is_loopback() && l.connections == 10
+                && l.duration_ns == 10_000_000_000 && l.body.is_empty() && l.request.method == "GET")
+            }),
+        ),
+        // More connections than requests in the plan: the later ones send nothing.
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--connections",
+                "50",
+            ],
+            Plan(|p| matches!(p, Made::LoadHttp(l) if l.connections == 50 && l.intended() == 10)),
+        ),
+        (
+            &["load", "http", "https://127.0.0.1/", "--rate", "10"],
+            Error("URL \"https://127.0.0.1/\": TLS is not supported yet; use an http:// URL"),
+        ),
+        (
+            &["load", "http", "127.0.0.1:8080", "--rate", "10"],
+            Error("URL \"127.0.0.1:8080\": allowed http://HOST[:PORT]/PATH"),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1:0/", "--rate", "10"],
+            Error("URL \"http://127.0.0.1:0/\": allowed a port 1..=65535"),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "0"],
+            Error("--rate 0: allowed a rate above 0"),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "NaN"],
+            Error("--rate NaN: allowed a rate above 0"),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "20M"],
+            Error("--rate 20000000: allowed above 0 and at most 10000000 requests/s"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--connections",
+                "0",
+            ],
+            Error("--connections 0: allowed 1..=10000"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--connections",
+                "10001",
+            ],
+            Error("--connections 10001: allowed 1..=10000"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--duration",
+                "10ms",
+            ],
+            Error("--duration 10ms: allowed 100ms..="),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--timeout",
+                "0s",
+            ],
+            Error("--timeout 0s: allowed 1ms..=10m"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--load-threads",
+                "300",
+            ],
+            Error("--load-threads 300: allowed 1..=256"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--header",
+                "NoColon",
+            ],
+            Error("--header \"NoColon\": allowed NAME: VALUE"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--method",
+                "CONNECT",
+            ],
+            Error("--method CONNECT: allowed a method with a reply"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--body",
+                "/nonexistent/b.json",
+            ],
+            Error("--body /nonexistent/b.json: "),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--body",
+                big,
+            ],
+            Error("--body "),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/"],
+            Error("load http needs --rate R: requests a second"),
+        ),
+    ]);
+}

@@ -19,6 +19,7 @@ pub mod probe;
 pub mod ramp;
 pub mod sweep;
 pub mod sysctl;
+pub mod target;
 pub mod tcp;
 pub mod udp;
 pub mod units;

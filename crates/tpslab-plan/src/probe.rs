@@ -29,6 +29,31 @@ pub enum IdleTarget {
     },
 }
 
+impl IdleTarget {
+    /// The target of `probe idle` from its settings: `TARGET` (HOST:PORT, resolved) or
+    /// `--lab-idle-timeout` with `--lab-on-idle`, one of the two. Errors: one line.
+    pub fn from_flags(
+        target: Option<&str>,
+        lab_idle_timeout: Option<Duration>,
+        on_idle: OnIdle,
+    ) -> Result<IdleTarget, PlanError> {
+        let c = |m: &str| Err(PlanError::Conflict(m.into()));
+        match (target, lab_idle_timeout) {
+            (Some(t), None) => Ok(IdleTarget::Server {
+                addr: crate::target::resolve(t)?,
+            }),
+            (None, Some(t)) => Ok(IdleTarget::Lab {
+                idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
+                on_idle,
+            }),
+            (Some(_), Some(_)) => c("give a target HOST:PORT or --lab-idle-timeout, not both"),
+            (None, None) => {
+                c("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
+            }
+        }
+    }
+}
+
 /// A validated `probe idle` plan.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IdlePlan {

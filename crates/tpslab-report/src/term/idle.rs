@@ -6,6 +6,18 @@ use std::io::{self, Write};
 use tpslab_analysis::idle::{Fate, IdleRecord, Outcome, PoolRecord};
 use tpslab_plan::probe::{IdleTarget, OnIdle};
 
+/// `report`'s text without its first line: what a probe prints at its end, its header
+/// ([`header`], [`pool_header`]) printed when it began being that line.
+pub fn after_header(
+    w: &mut dyn Write,
+    report: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut full = vec![];
+    report(&mut full)?;
+    let text = String::from_utf8_lossy(&full);
+    write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
+}
+
 /// The header, printed before the study starts.
 pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let p = &r.plan;

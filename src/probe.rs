@@ -122,15 +122,14 @@ impl PoolArgs {
     /// The validated plan (the output files checked after it, as before).
     pub(crate) fn plan(&self) -> Result<PoolPlan> {
         let a = self;
-        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
         let plan = PoolPlan {
-            idle_timeout_ns: ns(a.lab_idle_timeout),
-            validate_every_ns: a.validate_every.map(ns),
-            max_idle_ns: a.max_idle.map(ns),
+            idle_timeout: a.lab_idle_timeout,
+            validate_every: a.validate_every,
+            max_idle: a.max_idle,
             min_idle: a.min_idle,
             requests: a.requests,
-            request_every_ns: ns(a.request_every),
-            query_timeout_ns: ns(a.query_timeout),
+            request_every: a.request_every,
+            query_timeout: a.query_timeout,
         };
         plan.validate()?;
         a.record.check(false)?;

@@ -21,6 +21,7 @@ pub mod sweep;
 pub mod sysctl;
 pub mod target;
 pub mod tcp;
+pub mod time;
 pub mod udp;
 pub mod units;
 

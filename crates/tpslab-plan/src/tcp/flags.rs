@@ -258,7 +258,8 @@ mod tests {
 
     #[test]
     fn each_mode_refuses_the_settings_of_another() {
-        let cases: Vec<(fn(&mut TcpFlags), &str)> = vec![
+        type Case = (fn(&mut TcpFlags), &'static str);
+        let cases: Vec<Case> = vec![
             (|f| f.target = None, "tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)"),
             (|f| { f.target = Some("127.0.0.1:9".into()); f.lab_queue = 10 }, "--lab-queue applies only with --lab-rtt"),
             (|f| { f.watch_port = Some(80); f.strict = true }, "--strict does not apply when watching flows of another process"),

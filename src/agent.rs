@@ -3,7 +3,7 @@
 
 use crate::flags::{GateFlags, RecordFlag};
 use crate::out;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,30 +34,12 @@ pub(crate) struct AgentArgs {
     pub(crate) record: RecordFlag,
 }
 
-/// `--start-at` in ns since the Unix epoch.
-pub(crate) fn parse_start(s: &str) -> Result<u64> {
-    let bad = || {
-        anyhow!("--start-at {s:?}: allowed an RFC 3339 time such as 2026-11-24T10:00:00Z, or @UNIX_SECONDS")
-    };
-    if let Some(secs) = s.strip_prefix('@') {
-        let v: f64 = secs.parse().map_err(|_| bad())?;
-        if !(v.is_finite() && v > 0.0 && v < 1e11) {
-            return Err(bad());
-        }
-        return Ok((v * 1e9) as u64);
-    }
-    let t = humantime::parse_rfc3339_weak(s).map_err(|_| bad())?;
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .map_err(|_| bad())
-}
-
 impl AgentArgs {
     /// The agent's plan: the fleet's plan read and checked, the start time parsed, the
     /// interval and the output files checked.
     pub(crate) fn plan(&self) -> Result<AgentPlan> {
         let fleet = tpslab_run::input::read_fleet_plan(&self.plan, true)?.1;
-        let start_ns = parse_start(&self.start_at)?;
+        let start_ns = tpslab_plan::fleet::parse_start(&self.start_at)?;
         crate::flags::check_interval(self.interval)?;
         self.record.check(true)?;
         Ok(AgentPlan {

@@ -8,8 +8,7 @@ use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::record::{Body, DiagnoseRecord};
-use tpslab_engine::udp_run::UdpRunPlan;
-use tpslab_run::diagnose::{DiagnosePlan, Server};
+use tpslab_run::diagnose::{DiagnosePlan, UdpTarget};
 
 /// The record's files and the gate are the shared groups, global (given before or after
 /// `udp`), their help said of a diagnosis.
@@ -115,61 +114,21 @@ impl DiagnoseArgs {
 }
 
 impl DiagUdpArgs {
-    /// The diagnosis of the user's server: at TARGET (its PID checked to exist) or started
-    /// from `--server-cmd` (which must say where the port goes).
+    /// The diagnosis of this server ([`DiagnosePlan::udp`]) with this load.
     fn plan(
         &self,
         interval: Duration,
         verify: bool,
         argv: Vec<std::ffi::OsString>,
     ) -> Result<DiagnosePlan> {
-        let target = match (&self.target, &self.server_cmd) {
-            (Some(t), None) => out::resolve(t)?,
-            (None, Some(cmd)) => {
-                if !cmd.contains("{port}") {
-                    bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
-                }
-                if self.pid.is_some() || self.port.is_some() {
-                    bail!("--server-cmd starts the server itself: --pid and --port do not apply");
-                }
-                // Replaced by the port the started server listens on.
-                "127.0.0.1:0".parse().unwrap()
-            }
-            (Some(_), Some(_)) => bail!(
-                "diagnose udp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
-            ),
-            (None, None) => bail!(
-                "diagnose udp: give HOST:PORT of the server (with --pid PID), or --server-cmd 'COMMAND {{port}}'"
-            ),
+        let t = UdpTarget {
+            target: self.target.clone(),
+            server_cmd: self.server_cmd.clone(),
+            pid: self.pid,
+            port: self.port,
         };
-        if let Some(pid) = self.pid {
-            out::check_pid(pid)?;
-        }
-        let load = flags::load_config(&self.load, self.threads, "--threads", target)?;
-        let (server, scenario) = match (&self.server_cmd, &self.target) {
-            (Some(cmd), _) => (
-                Server::Started(cmd.clone()),
-                format!("UDP server started by tpslab: {cmd}"),
-            ),
-            (None, t) => (
-                Server::At(t.clone().unwrap_or_default()),
-                format!("UDP server at {target}"),
-            ),
-        };
-        Ok(DiagnosePlan {
-            first: UdpRunPlan {
-                server: None,
-                load,
-                interval,
-                target_pid: self.pid,
-                watch_port: self.port,
-                no_drop_reasons: false,
-            },
-            server,
-            scenario,
-            verify,
-            argv,
-        })
+        let load = |at| flags::load_config(&self.load, self.threads, "--threads", at);
+        DiagnosePlan::udp(&t, load, interval, verify, argv)
     }
 }
 

@@ -3,7 +3,7 @@
 //! nothing (`--write-snippet` writes a sysctl.d file for a person to review).
 
 use crate::out;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -87,22 +87,15 @@ impl DoctorArgs {
             pool_validate: self.pool_validate,
             pool_max_idle: self.pool_max_idle,
         };
-        match &self.workload {
-            Some(kind) => Ok(Some(Workload::from_flags(kind, &f)?)),
-            None => match f.given().first() {
-                Some(flag) => {
-                    bail!("{flag} describes a workload: give --for udp, tcp or pool")
-                }
-                None => Ok(None),
-            },
-        }
+        Ok(f.workload(self.workload.as_deref())?)
     }
 
     /// The validated plan: the gate, the workload, the pool files (read and checked), the
     /// output files, a `--write-snippet` that does not exist yet, a `--root` folder.
     pub(crate) fn plan(&self) -> Result<DoctorPlan> {
         let a = self;
-        let fail_on = fail_on(a.fail_on.as_deref())?;
+        let fail_on =
+            tpslab_analysis::doctor::fail_on(a.fail_on.as_deref()).map_err(|e| anyhow!(e))?;
         let workload = a.workload()?;
         if !a.pool_config.is_empty() && !matches!(workload, Some(Workload::Pool { .. })) {
             bail!("--pool-config is judged against a timeout: give --for pool --idle-timeout DUR");
@@ -134,19 +127,6 @@ impl DoctorArgs {
     }
 }
 
-/// The least severe finding that fails the run.
-fn fail_on(s: Option<&str>) -> Result<Option<Severity>> {
-    Ok(match s {
-        None => None,
-        Some("warn") => Some(Severity::Warn),
-        Some("error") => Some(Severity::Error),
-        Some(other) => bail!(
-            "{}: allowed warn or error",
-            tpslab_analysis::gate::shown(other)
-        ),
-    })
-}
-
 /// Runs `tpslab doctor`: the audit, its report, the snippet, the record, the gate.
 pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
@@ -163,17 +143,9 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
             writeln!(stdout, "no sysctl to change: no snippet written")?;
         }
     }
-    let failing = plan
-        .fail_on
-        .map_or(0, |g| d.findings.iter().filter(|f| f.severity <= g).count());
-    if a.record.wanted() {
-        drop(stdout);
-        out::emit(
-            &rec,
-            crate::out::Outputs::of(&a.record),
-            out::Terminal::Nothing,
-        )?;
-    }
+    let failing = tpslab_analysis::doctor::failing(&d.findings, plan.fail_on);
+    drop(stdout);
+    out::emit_files(&rec, &a.record)?;
     if failing > 0 {
         let name = a.fail_on.as_deref().unwrap_or_default();
         eprintln!("tpslab: doctor: {failing} finding(s) at --fail-on {name} or above");

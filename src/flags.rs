@@ -7,7 +7,7 @@ mod output;
 mod server;
 pub(crate) mod units;
 
-pub(crate) use load::{load_config, read_payload_file, LoadFlags};
+pub(crate) use load::{load_config, LoadFlags};
 pub(crate) use output::{check_output, gate_exit, is_stdout, GateFlags, OutputFlags, RecordFlag};
 pub(crate) use server::{server_config, ServerFlags};
 pub(crate) use units::{

@@ -5,15 +5,13 @@
 //! The manifests and the script are made, quoted, by [`tpslab_run::fleet`]; the values
 //! they hold are checked first by [`tpslab_plan::launch`].
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_plan::fleet::FleetPlan;
 use tpslab_plan::launch::{K8sPlan, SshPlan};
 use tpslab_run::fleet;
-use tpslab_run::input::read_fleet_plan;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum FleetCmd {
@@ -83,28 +81,11 @@ pub(crate) struct SshArgs {
     run: bool,
 }
 
-/// A validated `fleet k8s`: the plan file's text and settings, and the manifests' flags.
-#[derive(Debug)]
-pub(crate) struct K8sLaunch {
-    pub(crate) how: K8sPlan,
-    pub(crate) text: String,
-    pub(crate) fleet: FleetPlan,
-}
-
-/// A validated `fleet ssh`: the fan-out's flags, the plan's settings and its path as the
-/// script names it (absolute, UTF-8).
-#[derive(Debug)]
-pub(crate) struct SshLaunch {
-    pub(crate) how: SshPlan,
-    pub(crate) fleet: FleetPlan,
-    pub(crate) plan_path: String,
-}
+pub(crate) use tpslab_run::fleet::{K8sLaunch, SshLaunch};
 
 impl K8sArgs {
-    /// The plan file read, then the start and the agents checked against it, then the
-    /// names.
+    /// The Job's settings checked against the fleet's plan ([`K8sLaunch::read`]).
     pub(crate) fn plan(&self) -> Result<K8sLaunch> {
-        let (text, fleet) = read_fleet_plan(&self.common.plan, false)?;
         let how = K8sPlan {
             agents: self.agents,
             image: self.image.clone(),
@@ -112,15 +93,12 @@ impl K8sArgs {
             name: self.name.clone(),
             start_in: self.common.start_in,
         };
-        how.check_fleet(&fleet)?;
-        how.validate()?;
-        Ok(K8sLaunch { how, text, fleet })
+        K8sLaunch::read(how, &self.common.plan)
     }
 }
 
 impl SshArgs {
-    /// The hosts, `--ssh`, `--remote-tpslab` and `--out` checked, then the plan file read
-    /// and the start and the hosts checked against it.
+    /// The hosts and ssh settings checked against the fleet's plan ([`SshLaunch::read`]).
     pub(crate) fn plan(&self) -> Result<SshLaunch> {
         let how = SshPlan::new(
             &self.hosts,
@@ -130,38 +108,20 @@ impl SshArgs {
             self.common.start_in,
             self.run,
         );
-        how.validate()?;
-        let (_, fleet) = read_fleet_plan(&self.common.plan, false)?;
-        how.check_fleet(&fleet)?;
-        let plan_path = std::fs::canonicalize(&self.common.plan)?;
-        let plan_path = plan_path.to_str().ok_or_else(|| {
-            anyhow!(
-                "--plan {:?}: allowed a UTF-8 path",
-                plan_path.display().to_string()
-            )
-        })?;
-        Ok(SshLaunch {
-            how,
-            fleet,
-            plan_path: plan_path.to_string(),
-        })
+        SshLaunch::read(how, &self.common.plan)
     }
 }
 
-/// Runs `tpslab fleet`: the manifests or the script on standard output, or the script run
-/// here (`ssh --run`: exit 1 when an agent failed).
+/// Runs `tpslab fleet k8s|ssh`: prints the manifests or the script, or runs the script.
 pub(crate) fn run(cmd: FleetCmd) -> Result<ExitCode> {
     match cmd {
         FleetCmd::K8s(a) => {
-            let l = a.plan()?;
-            let start = fleet::start_time(l.how.start_in)?;
-            print!("{}", fleet::k8s(&l.how, &l.text, &l.fleet, &start)?);
+            print!("{}", a.plan()?.manifests()?);
             Ok(ExitCode::SUCCESS)
         }
         FleetCmd::Ssh(a) => {
             let l = a.plan()?;
-            let start = fleet::start_time(l.how.start_in)?;
-            let script = fleet::ssh_script(&l.how, &l.plan_path, &l.fleet.hash(), &start)?;
+            let script = l.script()?;
             if !l.how.run {
                 print!("{script}");
                 return Ok(ExitCode::SUCCESS);

@@ -1,7 +1,7 @@
 //! `tpslab history`: lists the runs in the history (`tpslab_run::history`, the SQLite
 //! store every record is appended to), renders one again, or prints where it is kept.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,18 +42,6 @@ enum HistoryCmd {
     Path,
 }
 
-/// A run's start as listed (UTC, to the second), or "not recorded" for a record that
-/// did not carry it (0: a watch of an older release), never 1970-01-01.
-fn started(ms: i64) -> String {
-    if ms <= 0 {
-        "not recorded".into()
-    } else {
-        tpslab_report::html::utc(ms as u64)
-            .trim_end_matches(" UTC")
-            .to_string()
-    }
-}
-
 /// `tpslab history`.
 pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
     match a.cmd {
@@ -84,54 +72,12 @@ pub(crate) fn run(a: HistoryArgs) -> Result<ExitCode> {
         }
         None => {}
     }
-    let since_ms = match &a.since {
-        None => 0,
-        Some(s) => {
-            history::day(s)
-                .ok_or_else(|| anyhow!("--since {s}: allowed a day as YYYY-MM-DD"))?
-                .max(0)
-                * 86_400_000
-        }
-    };
     let (rows, p) = history::list(&Query {
         kind: a.kind,
         target: a.target,
-        since_unix_ms: since_ms,
+        since_unix_ms: history::since_ms(a.since.as_deref())?,
         limit: a.limit,
     })?;
-    let mut t = tpslab_report::term::table(&["id", "started (UTC)", "kind", "target", "found"]);
-    for i in 1..5 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(comfy_table::CellAlignment::Left);
-        }
-    }
-    for r in &rows {
-        t.add_row(vec![
-            r.id.to_string(),
-            started(r.started_unix_ms),
-            r.kind.clone(),
-            if r.target.is_empty() {
-                "-".into()
-            } else {
-                r.target.clone()
-            },
-            format!(
-                "{}{}",
-                if r.interrupted { "(interrupted) " } else { "" },
-                r.headline
-            ),
-        ]);
-    }
-    println!("{t}");
-    println!("{} run(s) from {}", rows.len(), p.display());
+    history::print_list(&mut std::io::stdout().lock(), &rows, &p)?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_start_not_recorded_is_said_not_dated_1970() {
-        assert_eq!(super::started(0), "not recorded");
-        assert_eq!(super::started(1_795_470_158_000), "2026-11-23 21:42:38");
-    }
 }

@@ -5,11 +5,10 @@
 mod emit;
 mod progress;
 
-pub(crate) use emit::{emit, emit_run, escaped, live_sink, terminal_safe, Outputs, Terminal};
+pub(crate) use emit::{emit, emit_files, emit_run, escaped, live_sink, Outputs, Terminal};
 pub(crate) use progress::TermProgress;
 
-use anyhow::{anyhow, bail, Result};
-use std::net::{SocketAddr, ToSocketAddrs};
+use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -53,24 +52,24 @@ pub(crate) fn ctx(live: Option<tpslab_engine::observe::LiveSink>) -> Result<tpsl
     })
 }
 
-pub(crate) fn resolve(target: &str) -> Result<SocketAddr> {
-    let mut addrs = target
-        .to_socket_addrs()
-        .map_err(|e| anyhow!("target \"{target}\": {e}; allowed HOST:PORT, e.g. 127.0.0.1:9000"))?;
-    let addr = addrs
-        .next()
-        .ok_or_else(|| anyhow!("target \"{target}\" resolves to no address"))?;
-    if addr.port() == 0 {
-        bail!("target \"{target}\": port 0 is not a port a server listens on; allowed 1..=65535");
-    }
-    Ok(addr)
+/// [`ctx`] whose live samples go to `--json-stream FILE` and to the `--metrics-listen`
+/// endpoint, either or both.
+pub(crate) fn live_ctx(
+    json_stream: Option<&std::path::Path>,
+    exporter: Option<&crate::metrics::Exporter>,
+) -> Result<tpslab_run::Ctx> {
+    ctx(crate::metrics::both(
+        live_sink(json_stream)?,
+        exporter.map(|e| e.sink()),
+    ))
 }
 
+/// A target `HOST:PORT` resolved ([`tpslab_plan::target::resolve`]).
+pub(crate) use tpslab_plan::target::resolve;
+
+/// `--pid PID` checked to exist.
 pub(crate) fn check_pid(pid: u32) -> Result<()> {
-    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        bail!("--pid {pid}: no such process");
-    }
-    Ok(())
+    Ok(tpslab_plan::target::check_pid("--pid", pid)?)
 }
 
 static QUIET: AtomicBool = AtomicBool::new(false);

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::record::Body;
 use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle, PoolPlan, ResponderPlan};
+use tpslab_report::term::idle as idle_term;
 use tpslab_run::probe::{self, IdleSetup};
 
 #[derive(Subcommand, Debug)]
@@ -121,15 +122,14 @@ impl PoolArgs {
     /// The validated plan (the output files checked after it, as before).
     pub(crate) fn plan(&self) -> Result<PoolPlan> {
         let a = self;
-        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
         let plan = PoolPlan {
-            idle_timeout_ns: ns(a.lab_idle_timeout),
-            validate_every_ns: a.validate_every.map(ns),
-            max_idle_ns: a.max_idle.map(ns),
+            idle_timeout: a.lab_idle_timeout,
+            validate_every: a.validate_every,
+            max_idle: a.max_idle,
             min_idle: a.min_idle,
             requests: a.requests,
-            request_every_ns: ns(a.request_every),
-            query_timeout_ns: ns(a.query_timeout),
+            request_every: a.request_every,
+            query_timeout: a.query_timeout,
         };
         plan.validate()?;
         a.record.check(false)?;
@@ -149,23 +149,12 @@ impl IdleArgs {
     /// A `--resolution` not given is derived and noted as such for the errors.
     pub(crate) fn plan(&self) -> Result<IdleSetup> {
         let a = self;
-        let target = match (&a.target, a.lab_idle_timeout) {
-            (Some(t), None) => IdleTarget::Server {
-                addr: out::resolve(t)?,
-            },
-            (None, Some(t)) => IdleTarget::Lab {
-                idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
-                on_idle: match a.lab_on_idle {
-                    OnIdleArg::Drop => OnIdle::Drop,
-                    OnIdleArg::Reset => OnIdle::Reset,
-                    OnIdleArg::Reopen => OnIdle::Reopen,
-                },
-            },
-            (Some(_), Some(_)) => bail!("give a target HOST:PORT or --lab-idle-timeout, not both"),
-            (None, None) => {
-                bail!("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
-            }
+        let on_idle = match a.lab_on_idle {
+            OnIdleArg::Drop => OnIdle::Drop,
+            OnIdleArg::Reset => OnIdle::Reset,
+            OnIdleArg::Reopen => OnIdle::Reopen,
         };
+        let target = IdleTarget::from_flags(a.target.as_deref(), a.lab_idle_timeout, on_idle)?;
         let resolution = a.resolution.unwrap_or_else(|| {
             let d = IdlePlan::derived_resolution(a.min, a.max);
             crate::flags::note_default(
@@ -199,46 +188,29 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
     }
 }
 
-/// The context of a probe: the signals' stop flag, progress lines on stderr.
-fn ctx() -> Result<tpslab_run::Ctx> {
-    Ok(tpslab_run::Ctx {
-        stop: out::install_signals()?,
-        live: None,
-        progress: std::sync::Arc::new(out::TermProgress),
-    })
-}
-
 fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     if !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
-    let ctx = ctx()?;
+    let ctx = out::ctx(None)?;
     let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::idle::pool_header(&mut stdout, &probe::pool_begin(&plan))?;
+    idle_term::pool_header(&mut stdout, &probe::pool_begin(&plan))?;
     stdout.flush()?;
     let rec = probe::pool(&plan, &ctx)?;
     let Body::ProbePool(r) = &rec.body else {
         unreachable!("a probe_pool record")
     };
-    let mut full = vec![];
-    tpslab_report::term::idle::pool_record(&mut full, r)?;
-    print_after_header(&mut stdout, &full)?;
-    if a.record.wanted() {
-        drop(stdout);
-        out::emit(
-            &rec,
-            crate::out::Outputs::of(&a.record),
-            out::Terminal::Nothing,
-        )?;
-    }
+    idle_term::after_header(&mut stdout, |w| idle_term::pool_record(w, r))?;
+    drop(stdout);
+    out::emit_files(&rec, &a.record)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn responder(a: ResponderArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let r = probe::Responder::bind(&plan)?;
-    let ctx = ctx()?;
+    let ctx = out::ctx(None)?;
     println!(
         "tpslab probe idle-responder on {} (UDP and TCP): answering `tpslab probe idle --udp` requests after the idle time each asks for, and probing `--server-first` connections first",
         r.local_addr()?
@@ -254,32 +226,18 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
         bail!("--lab-idle-timeout creates network namespaces: run as root");
     }
     tpslab_net::raise_nofile();
-    let ctx = ctx()?;
+    let ctx = out::ctx(None)?;
     let begun = probe::idle_begin(&setup);
     let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::idle::header(&mut stdout, &begun)?;
+    idle_term::header(&mut stdout, &begun)?;
     stdout.flush()?;
     let rec = probe::idle(begun, &ctx)?;
     let Body::ProbeIdle(r) = &rec.body else {
         unreachable!("a probe_idle record")
     };
     // The header again is the report's first line: print the rest.
-    let mut full = vec![];
-    tpslab_report::term::idle::record(&mut full, r)?;
-    print_after_header(&mut stdout, &full)?;
-    if a.record.wanted() {
-        drop(stdout);
-        out::emit(
-            &rec,
-            crate::out::Outputs::of(&a.record),
-            out::Terminal::Nothing,
-        )?;
-    }
+    idle_term::after_header(&mut stdout, |w| idle_term::record(w, r))?;
+    drop(stdout);
+    out::emit_files(&rec, &a.record)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints a whole rendering but its first line (the header, printed before the run).
-fn print_after_header(w: &mut dyn Write, full: &[u8]) -> std::io::Result<()> {
-    let text = String::from_utf8_lossy(full);
-    write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
 }

@@ -2,8 +2,8 @@
 //! per step, the Universal Scalability Law fit, and the server threads' states.
 
 use crate::flags;
-use crate::out::{self, install_signals, resolve};
-use anyhow::{anyhow, bail, Result};
+use crate::out;
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,12 +12,7 @@ use std::time::Duration;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::Body;
-use tpslab_engine::rr::Framing;
-use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
-use tpslab_run::ramp::{
-    parse_steps, request, BuiltinServer, RampPlan, RampProto, RampSetup, StepResult,
-    BUILTIN_UNSTARTED,
-};
+use tpslab_run::ramp::{BuiltinServer, RampFlags, RampProto, RampSetup, StepResult};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum RampCmd {
@@ -120,94 +115,47 @@ impl RampCmd {
 }
 
 impl RampArgs {
-    fn plan(&self, proto: RampProto) -> Result<RampSetup> {
+    /// The settings as given, for [`RampFlags::setup`].
+    fn flags(&self) -> RampFlags {
         let a = self;
-        let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
-        a.record.check(false)?;
-        if let Some(p) = &a.svg {
+        RampFlags {
+            target: a.target.clone(),
+            users: a.users.clone(),
+            step: a.step.clone(),
+            step_duration: a.step_duration,
+            warmup: a.warmup,
+            think: a.think,
+            timeout: a.timeout,
+            size: a.size,
+            payload_file: a.payload_file.clone(),
+            framing: a.framing.clone(),
+            seq_field: a.seq_field.clone(),
+            pid: a.pid,
+            interval: a.interval,
+            load_threads: a.load_threads,
+            knee_gain: a.knee_gain,
+            builtin: BuiltinServer {
+                work: a.server_work,
+                serial: a.server_serial,
+                serialize: a.serialize,
+                threads: a.server_threads,
+            },
+        }
+    }
+
+    /// The record's files, the plot's and the gate checked.
+    fn outputs(&self) -> Result<()> {
+        self.record.check(false)?;
+        if let Some(p) = &self.svg {
             crate::flags::check_output("--svg", p, false)?;
         }
-        a.gate.conditions(applies::RAMP)?;
-        STEP_DURATION.check("--step-duration", a.step_duration)?;
-        STEP_WARMUP.check("--warmup", a.warmup)?;
-        THINK.check("--think", a.think)?;
-        REQUEST_TIMEOUT.check("--timeout", a.timeout)?;
-        SAMPLE_INTERVAL.check("--interval", a.interval)?;
-        if !(a.knee_gain > 0.0 && a.knee_gain < 1.0) {
-            bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
-        }
-        let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
-        let payload = match &a.payload_file {
-            Some(p) => Some(flags::read_payload_file(p)?),
-            None => None,
-        };
-        let (request, seq_field) = request(
-            proto.clone(),
-            payload,
-            a.size,
-            a.framing != "length",
-            a.seq_field.as_deref(),
-        )?;
-        let builtin = BuiltinServer {
-            work: a.server_work,
-            serial: a.server_serial,
-            serialize: a.serialize,
-            threads: a.server_threads,
-        };
-        let builtin_flags = !a.server_work.is_zero()
-            || a.serialize
-            || a.server_threads != 0
-            || a.server_serial != Duration::from_millis(10);
-        let (target, pid, builtin) = match (&a.target, &proto) {
-            (Some(_), RampProto::Http(h)) => {
-                if builtin_flags {
-                    bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out URL to use it");
-                }
-                if let Some(p) = a.pid {
-                    out::check_pid(p)?;
-                }
-                let u = h.check()?;
-                (resolve(&format!("{}:{}", u.host, u.port))?, a.pid, None)
-            }
-            (Some(t), _) => {
-                if builtin_flags {
-                    bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out TARGET to use it");
-                }
-                if let Some(p) = a.pid {
-                    out::check_pid(p)?;
-                }
-                (resolve(t)?, a.pid, None)
-            }
-            (None, RampProto::Tcp | RampProto::Http(_)) => {
-                if a.pid.is_some() {
-                    bail!("--pid applies with a TARGET; the built-in server is watched anyway");
-                }
-                (BUILTIN_UNSTARTED, None, Some(builtin))
-            }
-            (None, RampProto::Udp) => {
-                bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
-            }
-        };
-        // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        let plan = RampPlan {
-            proto,
-            target,
-            steps,
-            step_ns: ns(a.step_duration),
-            warmup_ns: ns(a.warmup),
-            think_ns: ns(a.think),
-            timeout_ns: ns(a.timeout),
-            request,
-            framing,
-            seq_field,
-            knee_gain: a.knee_gain,
-            builtin_server: builtin.map(|b| b.describe()),
-            server_pid: pid,
-            sample_ns: ns(a.interval),
-            load_threads: a.load_threads,
-        };
-        Ok(RampSetup { plan, builtin })
+        self.gate.conditions(applies::RAMP)?;
+        Ok(())
+    }
+
+    /// The validated setup for `proto` ([`RampFlags::setup`]).
+    fn plan(&self, proto: RampProto) -> Result<RampSetup> {
+        self.flags().setup(proto, || self.outputs())
     }
 }
 
@@ -223,11 +171,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     tpslab_report::term::ramp_header(&mut out, &ready.plan)?;
     drop(out);
     let exporter = a.metrics.start("ramp")?;
-    let ctx = tpslab_run::Ctx {
-        stop: install_signals()?,
-        live: None,
-        progress: std::sync::Arc::new(out::TermProgress),
-    };
+    let ctx = out::ctx(None)?;
     // Scraped: every step's TPS and p99 as soon as it is measured.
     let on_steps = |st: &[StepResult]| {
         if let Some(e) = &exporter {
@@ -238,14 +182,9 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let Body::Ramp(r) = &rec.body else {
         unreachable!("a ramp's record")
     };
-    let mut outputs = crate::out::Outputs::of(&a.record);
-    if let Some(p) = &a.svg {
-        let mut plot = Vec::new();
-        let r = tpslab_report::svg::ramp(&mut plot, r)
-            .map(|_| plot)
-            .map_err(anyhow::Error::from);
-        outputs.extra.push(("--svg", p, "plot", r));
-    }
+    let outputs = out::Outputs::of(&a.record).with("--svg", a.svg.as_deref(), "plot", |w| {
+        tpslab_report::svg::ramp(w, r)
+    });
     let print = |out: &mut dyn Write| tpslab_report::term::ramp_results(out, r);
     out::emit(&rec, outputs, out::Terminal::With(&print))?;
     // A target that refused every request: nothing was measured, an environment error

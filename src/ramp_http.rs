@@ -1,12 +1,11 @@
 //! `tpslab ramp http [URL]`: the flags of `ramp tcp` (users, steps, think time, the
 //! built-in server's) with the URL as the target, and `--method`, `--header`, `--body`.
 
-use super::{RampArgs, RampProto, RampSetup};
-use anyhow::{bail, Result};
+use super::{RampArgs, RampSetup};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use tpslab_plan::http::{parse_header, HttpRequest};
-use tpslab_plan::ramp::HTTP_BODY_BYTES;
+use tpslab_run::ramp::HttpFlags;
 
 /// `ramp http`'s own flags; the rest are `ramp tcp`'s (TARGET is the URL,
 /// `http://HOST[:PORT]/PATH`).
@@ -27,37 +26,14 @@ pub(crate) struct RampHttpArgs {
 }
 
 impl RampHttpArgs {
-    /// The validated setup: the URL, method and headers checked first, then the flags
-    /// `ramp tcp` checks, then the body read. Errors: one line.
+    /// The validated setup ([`RampFlags::http_setup`](tpslab_run::ramp::RampFlags::http_setup)).
     pub(super) fn plan(&self) -> Result<RampSetup> {
-        let r = &self.ramp;
-        if r.payload_file.is_some() {
-            bail!("--payload-file applies to ramp tcp|udp; ramp http sends --body FILE");
-        }
-        if r.size != 1024 {
-            bail!("--size applies to ramp tcp|udp; ramp http sends --body FILE");
-        }
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>, _>>()?;
-        let req = HttpRequest {
-            // Without a URL: the built-in server's, known once it is started.
-            url: r
-                .target
-                .clone()
-                .unwrap_or_else(|| "http://127.0.0.1/".into()),
+        let h = HttpFlags {
             method: self.method.clone(),
-            headers,
+            headers: self.headers.clone(),
+            body: self.body.clone(),
         };
-        req.check()?;
-        let body = match &self.body {
-            Some(p) => tpslab_run::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
-            None => vec![],
-        };
-        let mut setup = r.plan(RampProto::Http(req))?;
-        setup.plan.request = body;
-        Ok(setup)
+        let r = &self.ramp;
+        r.flags().http_setup(&h, || r.outputs())
     }
 }

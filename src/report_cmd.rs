@@ -1,9 +1,8 @@
 //! `tpslab report FILE...`: renders saved records again, through the same report layer
 //! the commands print with (the terminal output is the one the run printed).
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tpslab_report::Format;
@@ -45,94 +44,29 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
     .try_map(|s| s.parse::<Format>())
 }
 
-/// What `report` renders: every record read and checked, how, and where (`--html`).
-#[derive(Debug)]
-pub(crate) struct ReportPlan {
-    /// The records, in the order given.
-    pub(crate) records: Vec<tpslab_analysis::record::Record>,
-    /// Their format on standard output.
-    pub(crate) format: Format,
-    /// Each figure's source (term).
-    pub(crate) explain: bool,
-    /// The one record's page goes to this file instead (`-`: standard output).
-    pub(crate) html: Option<PathBuf>,
-}
+pub(crate) use tpslab_run::report::ReportPlan;
 
 impl ReportArgs {
-    /// Every record read and checked (so a bad one costs no partial output), and as many
-    /// as the format renders. Errors: one line naming the file or the flag.
+    /// The records read ([`ReportPlan::read`]); the HTML file checked first.
     pub(crate) fn plan(&self) -> Result<ReportPlan> {
         if let Some(p) = &self.html {
             crate::flags::check_output("--html", p, true)?;
         }
-        let records = self
-            .files
-            .iter()
-            .map(|p| tpslab_run::input::read_record("", p))
-            .collect::<Result<Vec<_>>>()?;
-        if self.html.is_some() && records.len() > 1 {
-            anyhow::bail!("--html renders one record; give one FILE");
-        }
-        if self.format.one_record() && records.len() > 1 {
-            let one: Vec<&str> = Format::ALL
-                .into_iter()
-                .filter(|f| f.one_record())
-                .map(Format::name)
-                .collect();
-            let (last, rest) = one.split_last().unwrap_or((&"", &[]));
-            anyhow::bail!(
-                "--format {} and {last} render one record; give one FILE",
-                rest.join(", ")
-            );
-        }
-        Ok(ReportPlan {
-            records,
-            format: self.format,
-            explain: self.explain,
-            html: self.html.clone(),
-        })
+        ReportPlan::read(&self.files, self.format, self.explain, self.html.as_deref())
     }
 }
 
-/// Runs `tpslab report`.
+/// Runs `tpslab report`: the HTML page of one record, or every record in the format.
 pub(crate) fn run(a: ReportArgs) -> Result<ExitCode> {
-    let ReportPlan {
-        records: recs,
-        format,
-        explain,
-        html,
-    } = a.plan()?;
-    if let Some(p) = &html {
+    let plan = a.plan()?;
+    if let Some(p) = &plan.html {
         let outputs = crate::out::Outputs {
             html: Some(p),
             ..Default::default()
         };
-        crate::out::emit(&recs[0], outputs, crate::out::Terminal::Nothing)?;
+        crate::out::emit(&plan.records[0], outputs, crate::out::Terminal::Nothing)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut out = std::io::stdout().lock();
-    for (i, rec) in recs.iter().enumerate() {
-        if i > 0 && format == Format::Term {
-            writeln!(out)?;
-        }
-        let mut text = Vec::new();
-        tpslab_report::render(&mut text, rec, format, explain)
-            .and_then(|_| {
-                // The terminal's report with its control characters escaped (a record may
-                // come from another host); the other formats are data, written as made.
-                if format == Format::Term {
-                    out.write_all(&crate::out::terminal_safe(&text))
-                } else {
-                    out.write_all(&text)
-                }
-            })
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::Unsupported {
-                    anyhow!("--format svg: {e}")
-                } else {
-                    anyhow!("writing the report to standard output: {e}")
-                }
-            })?;
-    }
+    plan.print(&mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }

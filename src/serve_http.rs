@@ -2,12 +2,11 @@
 //! keep-alive (each request answered 200 with its body, "ping"s replaced), with the CPU
 //! work, waiting and global lock of `serve tcp` (S3 in miniature behind HTTP).
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_plan::tcp::{ServeTcpMode, ServeTcpPlan};
+use tpslab_plan::tcp::{ServeTcpFlags, ServeTcpMode, ServeTcpPlan};
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeHttpArgs {
@@ -42,27 +41,18 @@ impl ServeHttpArgs {
     pub(crate) fn plan(&self) -> Result<ServeTcpPlan> {
         let a = self;
         a.record.check(false)?;
-        let listen: SocketAddr = a.bind.parse().map_err(|_| {
-            anyhow!(
-                "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:8080",
-                a.bind
-            )
-        })?;
-        let ns =
-            |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
-        let p = ServeTcpPlan {
-            listen,
+        Ok(ServeTcpFlags {
+            bind: a.bind.clone(),
             mode: ServeTcpMode::Http,
             rcvbuf: None,
             sndbuf: None,
-            work_ns: ns(a.work),
-            serial_ns: ns(a.serial),
+            work: a.work,
+            serial: a.serial,
             serialize: a.serialize,
             threads: a.threads,
-            duration_ns: a.duration.map(|d| ns(Some(d))),
-        };
-        p.validate()?;
-        Ok(p)
+            duration: a.duration,
+        }
+        .plan()?)
     }
 }
 

@@ -1,20 +1,14 @@
 //! `tpslab serve tcp`: the sink, the source, and the request/response server that
 //! `ramp tcp` loads (echo or S1's replace, with CPU work, waiting and a global lock).
 
-use crate::out::install_signals;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::io::Write;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::record::Body;
-use tpslab_plan::tcp::{check_buffer, ServeTcpMode, ServeTcpPlan};
+use tpslab_plan::tcp::{ServeTcpFlags, ServeTcpMode, ServeTcpPlan};
 use tpslab_report::term::tcp as render;
-
-fn size_flag(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
-    Ok(v.map(|b| check_buffer(flag, b)).transpose()?)
-}
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ServeMode {
@@ -79,32 +73,24 @@ impl ServeTcpArgs {
     pub(crate) fn plan(&self) -> Result<ServeTcpPlan> {
         let a = self;
         a.record.check(false)?;
-        let listen: SocketAddr = a.bind.parse().map_err(|_| {
-            anyhow!(
-                "--bind \"{}\": allowed ADDR:PORT, e.g. 127.0.0.1:5001",
-                a.bind
-            )
-        })?;
-        let ns =
-            |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
-        let p = ServeTcpPlan {
-            listen,
-            mode: match a.mode {
-                ServeMode::Sink => ServeTcpMode::Sink,
-                ServeMode::Source => ServeTcpMode::Source,
-                ServeMode::Echo => ServeTcpMode::Echo,
-                ServeMode::Replace => ServeTcpMode::Replace,
-            },
-            rcvbuf: size_flag("--rcvbuf", a.rcvbuf)?,
-            sndbuf: size_flag("--sndbuf", a.sndbuf)?,
-            work_ns: ns(a.work.or(a.work_ns)),
-            serial_ns: ns(a.serial.or(a.serial_ns)),
+        let mode = match a.mode {
+            ServeMode::Sink => ServeTcpMode::Sink,
+            ServeMode::Source => ServeTcpMode::Source,
+            ServeMode::Echo => ServeTcpMode::Echo,
+            ServeMode::Replace => ServeTcpMode::Replace,
+        };
+        Ok(ServeTcpFlags {
+            bind: a.bind.clone(),
+            mode,
+            rcvbuf: a.rcvbuf,
+            sndbuf: a.sndbuf,
+            work: a.work.or(a.work_ns),
+            serial: a.serial.or(a.serial_ns),
             serialize: a.serialize,
             threads: a.threads,
-            duration_ns: a.duration.map(|d| ns(Some(d))),
-        };
-        p.validate()?;
-        Ok(p)
+            duration: a.duration,
+        }
+        .plan()?)
     }
 }
 
@@ -118,9 +104,8 @@ pub(crate) fn serve(a: ServeTcpArgs) -> Result<ExitCode> {
 /// end, then the record (kind serve_tcp) where `record` asks for it.
 fn serve_plan(plan: &ServeTcpPlan, record: &crate::flags::RecordFlag) -> Result<ExitCode> {
     let ctx = tpslab_run::Ctx {
-        stop: install_signals()?,
-        live: None,
         progress: std::sync::Arc::new(tpslab_run::Silent),
+        ..crate::out::ctx(None)?
     };
     let serving = tpslab_run::serve_tcp::start(plan)?;
     let mut out = std::io::stdout().lock();
@@ -131,13 +116,7 @@ fn serve_plan(plan: &ServeTcpPlan, record: &crate::flags::RecordFlag) -> Result<
         unreachable!("a serve_tcp record")
     };
     render::serve_end(&mut out, r)?;
-    if record.wanted() {
-        drop(out);
-        crate::out::emit(
-            &rec,
-            crate::out::Outputs::of(record),
-            crate::out::Terminal::Nothing,
-        )?;
-    }
+    drop(out);
+    crate::out::emit_files(&rec, record)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,10 +12,7 @@ use std::time::Duration;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::record::Body;
 use tpslab_engine::server::Mode;
-use tpslab_plan::limits;
-use tpslab_plan::sweep::{
-    apply_plan_file, parse_factor, s2_plan, Design, Objective, SweepPlan as Plan, SCHEMA,
-};
+use tpslab_plan::sweep::{apply_plan_file, s2_plan, SweepFlags, SweepPlan as Plan};
 use tpslab_run::sweep::Event;
 
 #[derive(Args, Debug)]
@@ -93,19 +90,7 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
                 server.mode = Mode::Sink;
             }
             let load = flags::load_config(&a.load, a.load_threads, "--load-threads", server.bind)?;
-            Plan {
-                schema: SCHEMA.into(),
-                factors: vec![],
-                design: Design::Ofat,
-                repeat: 3,
-                seed,
-                objective: Objective::Loss,
-                server,
-                load,
-                interval_ms: a.interval.as_secs_f64() * 1e3,
-                scenario: None,
-                server_cmd: None,
-            }
+            Plan::of_flags(server, load, seed, a.interval)
         }
     };
     if let Some(path) = &a.plan {
@@ -113,29 +98,14 @@ fn make_plan(a: &SweepArgs) -> Result<Plan> {
             tpslab_run::input::read_text("--plan", path, tpslab_run::input::PLAN_MAX_BYTES, false)?;
         apply_plan_file(&mut plan, &format!("--plan {}", path.display()), &text)?;
     }
-    if a.server_cmd.is_some() {
-        plan.server_cmd = a.server_cmd.clone();
+    SweepFlags {
+        server_cmd: a.server_cmd.clone(),
+        factors: a.factors.clone(),
+        design: a.design.clone(),
+        repeat: a.repeat,
+        objective: a.objective.clone(),
     }
-    if !a.factors.is_empty() {
-        plan.factors = a
-            .factors
-            .iter()
-            .map(|f| parse_factor(f))
-            .collect::<Result<_, _>>()?;
-    }
-    if plan.factors.is_empty() {
-        bail!("no factor: give --factor NAME=L1,L2,... (or --scenario s2)");
-    }
-    if let Some(d) = &a.design {
-        plan.design = Design::parse("--design", d)?;
-    }
-    if let Some(r) = a.repeat {
-        plan.repeat = r;
-        limits::REPEAT.check("--repeat", r as u64)?;
-    }
-    if let Some(o) = &a.objective {
-        plan.objective = Objective::parse("--objective", o)?;
-    }
+    .apply(&mut plan)?;
     Ok(plan)
 }
 
@@ -200,7 +170,12 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             pb.inc(1);
             // Scraped: the runs done, and the last run's figures labelled by its cell.
             if let Some(e) = &exporter {
-                e.set(families(done, planned, &cell.label(), record));
+                e.set(tpslab_report::metrics::sweep_progress(
+                    done,
+                    planned,
+                    &cell.label(),
+                    record,
+                ));
             }
         }
     });
@@ -212,14 +187,9 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let Body::Sweep(r) = &rec.body else {
         unreachable!("a sweep makes a sweep record")
     };
-    let mut outputs = crate::out::Outputs::of(&a.record);
-    if let Some(p) = &a.csv {
-        let mut text = Vec::new();
-        let r = tpslab_report::csv::sweep(&mut text, r)
-            .map(|_| text)
-            .map_err(anyhow::Error::from);
-        outputs.extra.push(("--csv", p, "CSV", r));
-    }
+    let outputs = out::Outputs::of(&a.record).with("--csv", a.csv.as_deref(), "CSV", |w| {
+        tpslab_report::csv::sweep(w, r)
+    });
     let print = |out: &mut dyn Write| tpslab_report::term::sweep_results(out, r);
     out::emit(&rec, outputs, out::Terminal::With(&print))?;
     a.gate.exit(
@@ -229,38 +199,4 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         ),
         applies::SWEEP,
     )
-}
-
-/// What `--metrics-listen` serves after a run of the sweep: the runs done and planned,
-/// and the run's figures labelled by its cell.
-fn families(
-    done: usize,
-    planned: usize,
-    cell: &str,
-    rec: &tpslab_analysis::record::RunRecord,
-) -> Vec<tpslab_report::metrics::Family> {
-    use tpslab_report::metrics::{labels, of_run, Family, Kind, Value};
-    let mut fams = vec![
-        Family::one(
-            "tpslab_sweep_runs_done",
-            "Runs of the sweep finished so far.",
-            Kind::Gauge,
-            vec![],
-            Value::Int(done as u64),
-        ),
-        Family::one(
-            "tpslab_sweep_runs_planned",
-            "Runs the sweep's plan holds.",
-            Kind::Gauge,
-            vec![],
-            Value::Int(planned as u64),
-        ),
-    ];
-    for mut f in of_run(rec) {
-        for (l, _) in &mut f.series {
-            l.extend(labels(&[("cell", cell)]));
-        }
-        fams.push(f);
-    }
-    fams
 }

@@ -2,18 +2,15 @@
 //! validated plan they make ([`tpslab_run::udp`] runs it), the record's epilogue.
 
 use crate::flags::is_stdout;
-use crate::flags::{
-    check_interval, load_config, server_config, GateFlags, LoadFlags, OutputFlags, ServerFlags,
-};
-use crate::metrics::{both, ListenFlag};
-use crate::out::{self, check_pid, live_sink, resolve, Terminal};
+use crate::flags::{load_config, server_config, GateFlags, LoadFlags, OutputFlags, ServerFlags};
+use crate::metrics::ListenFlag;
+use crate::out::{self, check_pid, resolve, Terminal};
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tpslab_analysis::gate;
 use tpslab_analysis::record::Body;
 use tpslab_engine::server::Mode;
 use tpslab_engine::udp_run::UdpRunPlan;
@@ -137,10 +134,7 @@ impl LoadUdpArgs {
     pub(crate) fn plan(&self) -> Result<UdpRunPlan> {
         let target = resolve(&self.target)?;
         let mut load = load_config(&self.load, self.threads, "--threads", target)?;
-        load.keep_histograms = self.out.record.metrics_file.is_some();
-        check_interval(self.out.interval)?;
-        self.out.gate.conditions(gate::applies::UDP_RUN)?;
-        self.out.record.check(true)?;
+        load.keep_histograms = self.out.check()?;
         if let Some(pid) = self.pid {
             check_pid(pid)?;
         }
@@ -170,10 +164,7 @@ impl RunUdpArgs {
             srv.mode = Mode::Sink;
         }
         let mut load = load_config(&self.load, self.load_threads, "--load-threads", srv.bind)?;
-        load.keep_histograms = self.out.record.metrics_file.is_some();
-        check_interval(self.out.interval)?;
-        self.out.gate.conditions(gate::applies::UDP_RUN)?;
-        self.out.record.check(true)?;
+        load.keep_histograms = self.out.check()?;
         Ok(UdpRunPlan {
             server: Some(srv),
             load,
@@ -194,10 +185,7 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
 /// Runs a UDP run's plan with `out`'s live outputs, then its record's epilogue.
 fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCode> {
     let exporter = o.metrics.start(command)?;
-    let ctx = out::ctx(both(
-        live_sink(o.json_stream.as_deref())?,
-        exporter.as_ref().map(|e| e.sink()),
-    ))?;
+    let ctx = out::live_ctx(o.json_stream.as_deref(), exporter.as_ref())?;
     let rec = tpslab_run::udp::run(plan, &ctx)?;
     out::emit_run(
         &rec,
@@ -232,10 +220,7 @@ impl WatchArgs {
 pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let exporter = a.metrics.start("watch")?;
-    let ctx = out::ctx(both(
-        live_sink(a.json_stream.as_deref())?,
-        exporter.as_ref().map(|e| e.sink()),
-    ))?;
+    let ctx = out::live_ctx(a.json_stream.as_deref(), exporter.as_ref())?;
     // Standard output may carry the JSON record alone.
     let json_stdout = a.record.json.as_deref().is_some_and(is_stdout);
     let rec = tpslab_run::udp::watch(&plan, &ctx, &mut |f| {

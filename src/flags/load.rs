@@ -2,13 +2,12 @@
 //! load they make.
 
 use super::units::{parse_cpus, rate, size, RATE, SIZE};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_engine::load::LoadConfig;
-use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 use tpslab_plan::units;
 
 #[derive(Args, Debug, Clone)]
@@ -114,15 +113,4 @@ pub(crate) fn load_config(
     Ok(cfg)
 }
 
-/// Reads a `--payload-file`: a regular file (not a device or pipe, which could be endless)
-/// of 1..=65507 bytes (the largest UDP payload), read with that cap ([`crate::input`]).
-pub(crate) fn read_payload_file(p: &std::path::Path) -> Result<Vec<u8>> {
-    let bytes = tpslab_run::input::read_bytes("--payload-file", p, MAX_UDP_PAYLOAD as u64, false)?;
-    if bytes.is_empty() {
-        bail!(
-            "--payload-file {}: 0 bytes; allowed 1..={MAX_UDP_PAYLOAD}",
-            p.display()
-        );
-    }
-    Ok(bytes)
-}
+use tpslab_run::input::read_payload_file;

@@ -80,6 +80,17 @@ pub(crate) struct OutputFlags {
     pub(crate) gate: GateFlags,
 }
 
+impl OutputFlags {
+    /// A UDP run's outputs checked: the interval, the gate, the record's files (`--json -`
+    /// allowed). Returns whether histograms are kept (for `--metrics-file`).
+    pub(crate) fn check(&self) -> Result<bool> {
+        super::check_interval(self.interval)?;
+        self.gate.conditions(gate::applies::UDP_RUN)?;
+        self.record.check(true)?;
+        Ok(self.record.metrics_file.is_some())
+    }
+}
+
 /// Exit codes for CI pipelines: 0 ok; 1 a --fail-on condition met; 2 usage or
 /// environment; 3 the run was not valid evidence (with --strict); 130 interrupted.
 #[derive(Args, Debug, Clone, Default)]

@@ -105,8 +105,8 @@ fn probe_rows() {
             &["probe", "pool", "--lab-idle-timeout", "5s"],
             Plan(|p| {
                 matches!(p, Made::Pool(pp) if *pp == PoolPlan {
-            idle_timeout_ns: 5_000_000_000, validate_every_ns: None, max_idle_ns: None, min_idle: 2, requests: 6,
-            request_every_ns: 4_000_000_000, query_timeout_ns: 2_000_000_000 })
+            idle_timeout: Duration::from_secs(5), validate_every: None, max_idle: None, min_idle: 2, requests: 6,
+            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2) })
             }),
         ),
         (

@@ -70,12 +70,17 @@ struct Client<'a> {
     rec: PoolRecord,
 }
 
+/// A plan's time as the monotonic clock's nanoseconds (saturated).
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl Client<'_> {
     fn connect(&mut self) -> Result<Pooled, Outcome> {
         let s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))
             .map_err(|e| Outcome::Failed(errno(&e)))?;
         let _ = s.set_nodelay(true);
-        s.set_read_timeout(Some(Duration::from_nanos(self.plan.query_timeout_ns)))
+        s.set_read_timeout(Some(self.plan.query_timeout))
             .map_err(|e| Outcome::Failed(errno(&e)))?;
         self.next_id += 1;
         self.rec.opened += 1;
@@ -88,7 +93,7 @@ impl Client<'_> {
 
     /// Expiry of connections idle too long, and the minimum kept open.
     fn maintain(&mut self) {
-        if let Some(max) = self.plan.max_idle_ns {
+        if let Some(max) = self.plan.max_idle.map(ns) {
             let now = mono_ns();
             let before = self.idle.len();
             self.idle.retain(|c| now - c.last_ns < max);
@@ -153,9 +158,9 @@ impl Client<'_> {
     fn run(mut self, stop: &AtomicBool, progress: &(dyn Fn(String) + Sync)) -> PoolRecord {
         let t0 = mono_ns();
         self.maintain();
-        let mut next_validation = self.plan.validate_every_ns.map(|v| t0 + v);
+        let mut next_validation = self.plan.validate_every.map(|v| t0 + ns(v));
         for k in 0..self.plan.requests {
-            let due = t0 + (k as u64 + 1) * self.plan.request_every_ns;
+            let due = t0 + (k as u64 + 1) * ns(self.plan.request_every);
             loop {
                 if stop.load(Relaxed) {
                     self.rec.interrupted = true;
@@ -165,8 +170,8 @@ impl Client<'_> {
                 if next_validation.is_some_and(|v| v <= now) {
                     self.validate();
                     next_validation = next_validation
-                        .zip(self.plan.validate_every_ns)
-                        .map(|(v, e)| v + e);
+                        .zip(self.plan.validate_every)
+                        .map(|(v, e)| v + ns(e));
                 }
                 self.maintain();
                 if now >= due {
@@ -247,7 +252,7 @@ pub fn pool_lab(
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<PoolRecord, EngineError> {
-    let (a, _b, link, listener) = crate::link::middlebox_lab(plan.idle_timeout_ns, OnIdle::Drop)?;
+    let (a, _b, link, listener) = crate::link::middlebox_lab(ns(plan.idle_timeout), OnIdle::Drop)?;
     let addr = listener
         .local_addr()
         .map_err(|e| EngineError::os("listener", e))?;

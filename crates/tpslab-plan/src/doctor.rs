@@ -80,6 +80,22 @@ impl WorkloadFlags {
     }
 }
 
+impl WorkloadFlags {
+    /// The workload `--for kind` states ([`Workload::from_flags`]); without `--for`, none,
+    /// and a figure given is refused (it describes a workload).
+    pub fn workload(&self, kind: Option<&str>) -> Result<Option<Workload>, PlanError> {
+        match kind {
+            Some(kind) => Ok(Some(Workload::from_flags(kind, self)?)),
+            None => match self.given().first() {
+                Some(flag) => Err(PlanError::Conflict(format!(
+                    "{flag} describes a workload: give --for udp, tcp or pool"
+                ))),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
 impl Workload {
     /// The workload `--for kind` with `f`'s figures: each one it needs given and within its
     /// limit, none it does not use. Errors name the flag, the value and what is allowed.

@@ -212,6 +212,25 @@ impl FleetPlan {
     }
 }
 
+/// `agent --start-at`: an RFC 3339 time (`2026-11-24T10:00:00Z`) or `@UNIX_SECONDS`
+/// (fractions allowed), as ns since the Unix epoch. Errors: one line naming the value.
+pub fn parse_start(s: &str) -> Result<u64, PlanError> {
+    let bad = || {
+        PlanError::Conflict(format!("--start-at {s:?}: allowed an RFC 3339 time such as 2026-11-24T10:00:00Z, or @UNIX_SECONDS"))
+    };
+    if let Some(secs) = s.strip_prefix('@') {
+        let v: f64 = secs.parse().map_err(|_| bad())?;
+        if !(v.is_finite() && v > 0.0 && v < 1e11) {
+            return Err(bad());
+        }
+        return Ok((v * 1e9) as u64);
+    }
+    let t = humantime::parse_rfc3339_weak(s).map_err(|_| bad())?;
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,5 +324,23 @@ mod tests {
                 .unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn a_start_is_a_time_or_unix_seconds() {
+        assert_eq!(
+            parse_start("@2000000000.5").unwrap(),
+            2_000_000_000_500_000_000
+        );
+        assert_eq!(
+            parse_start("2026-11-24T10:00:00Z").unwrap(),
+            1_795_514_400_000_000_000
+        );
+        for bad in ["x", "@0", "@inf", "@1e12"] {
+            assert_eq!(
+                parse_start(bad).unwrap_err().to_string(),
+                format!("--start-at {bad:?}: allowed an RFC 3339 time such as 2026-11-24T10:00:00Z, or @UNIX_SECONDS")
+            );
+        }
     }
 }

@@ -20,7 +20,9 @@ pub mod probe;
 pub mod ramp;
 pub mod sweep;
 pub mod sysctl;
+pub mod target;
 pub mod tcp;
+pub mod time;
 pub mod udp;
 pub mod units;
 

@@ -29,6 +29,31 @@ pub enum IdleTarget {
     },
 }
 
+impl IdleTarget {
+    /// The target of `probe idle` from its settings: `TARGET` (HOST:PORT, resolved) or
+    /// `--lab-idle-timeout` with `--lab-on-idle`, one of the two. Errors: one line.
+    pub fn from_flags(
+        target: Option<&str>,
+        lab_idle_timeout: Option<Duration>,
+        on_idle: OnIdle,
+    ) -> Result<IdleTarget, PlanError> {
+        let c = |m: &str| Err(PlanError::Conflict(m.into()));
+        match (target, lab_idle_timeout) {
+            (Some(t), None) => Ok(IdleTarget::Server {
+                addr: crate::target::resolve(t)?,
+            }),
+            (None, Some(t)) => Ok(IdleTarget::Lab {
+                idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
+                on_idle,
+            }),
+            (Some(_), Some(_)) => c("give a target HOST:PORT or --lab-idle-timeout, not both"),
+            (None, None) => {
+                c("probe idle needs a target HOST:PORT, or --lab-idle-timeout DUR for the lab")
+            }
+        }
+    }
+}
+
 /// A validated `probe idle` plan.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IdlePlan {
@@ -139,50 +164,51 @@ impl IdlePlan {
 }
 
 /// `probe pool`: S5 in miniature. A pool of TCP connections through the lab's middlebox
-/// (which forgets flows idle for `idle_timeout_ns` and drops their segments) to an echo
-/// server; the pool validates idle connections every `validate_every_ns`, retires those
-/// idle for `max_idle_ns` and keeps `min_idle` open; requests come every
-/// `request_every_ns` on the connection idle longest, each failing after
-/// `query_timeout_ns` without its answer.
+/// (which forgets flows idle for `idle_timeout` and drops their segments) to an echo
+/// server; the pool validates idle connections every `validate_every`, retires those
+/// idle for `max_idle` and keeps `min_idle` open; requests come every `request_every` on
+/// the connection idle longest, each failing after `query_timeout` without its answer.
+/// In JSON the times are the integer nanoseconds of the `_ns` fields.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PoolPlan {
-    /// The middlebox's idle timeout, ns.
-    pub idle_timeout_ns: u64,
-    /// How often idle connections are tested, ns (None: never).
-    pub validate_every_ns: Option<u64>,
-    /// Idle connections older than this are closed, ns (None: never).
-    pub max_idle_ns: Option<u64>,
+    /// The middlebox's idle timeout.
+    #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+    pub idle_timeout: Duration,
+    /// How often idle connections are tested (None: never).
+    #[serde(rename = "validate_every_ns", with = "crate::time::opt_ns", default)]
+    pub validate_every: Option<Duration>,
+    /// Idle connections older than this are closed (None: never).
+    #[serde(rename = "max_idle_ns", with = "crate::time::opt_ns", default)]
+    pub max_idle: Option<Duration>,
     /// Connections kept open however idle.
     pub min_idle: usize,
     /// Requests sent.
     pub requests: usize,
-    /// Time between requests, ns.
-    pub request_every_ns: u64,
-    /// A request (or a validation) without its answer in this long fails, ns.
-    pub query_timeout_ns: u64,
+    /// Time between requests.
+    #[serde(rename = "request_every_ns", with = "crate::time::ns")]
+    pub request_every: Duration,
+    /// A request (or a validation) without its answer in this long fails.
+    #[serde(rename = "query_timeout_ns", with = "crate::time::ns")]
+    pub query_timeout: Duration,
 }
 
 impl PoolPlan {
     /// Checks every figure: timeouts 100ms..=10m, at most 64 connections and 1000
     /// requests, a run of at most 1 h. Errors name the flag.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let d = |flag: &str, ns: u64| {
-            POOL_DURATION
-                .check(flag, Duration::from_nanos(ns))
-                .map(|_| ())
-        };
-        d("--lab-idle-timeout", self.idle_timeout_ns)?;
-        d("--request-every", self.request_every_ns)?;
-        d("--query-timeout", self.query_timeout_ns)?;
-        if let Some(v) = self.validate_every_ns {
+        let d = |flag: &str, v: Duration| POOL_DURATION.check(flag, v).map(|_| ());
+        d("--lab-idle-timeout", self.idle_timeout)?;
+        d("--request-every", self.request_every)?;
+        d("--query-timeout", self.query_timeout)?;
+        if let Some(v) = self.validate_every {
             d("--validate-every", v)?;
         }
-        if let Some(v) = self.max_idle_ns {
+        if let Some(v) = self.max_idle {
             d("--max-idle", v)?;
         }
         crate::limits::POOL_CONNECTIONS.check("--min-idle", self.min_idle as u64)?;
         crate::limits::POOL_REQUESTS.check("--requests", self.requests as u64)?;
-        let total = self.request_every_ns as u128 * self.requests as u128;
+        let total = self.request_every.as_nanos() * self.requests as u128;
         if total > 3600 * 1_000_000_000 {
             return Err(PlanError::Conflict(
                 "--requests x --request-every is more than 1 h".into(),

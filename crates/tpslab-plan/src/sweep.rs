@@ -15,6 +15,9 @@ use tpslab_net::sched::SchedPolicy;
 /// Schema of the sweep plan (`plan.json` in a sweep's folder).
 pub const SCHEMA: &str = "tpslab.sweep/1";
 
+mod flags;
+pub use flags::SweepFlags;
+
 macro_rules! msg {
     ($($t:tt)*) => { PlanError::Conflict(format!($($t)*)) };
 }

@@ -7,6 +7,9 @@ use crate::limits::{
     WRITE_BYTES,
 };
 use crate::PlanError;
+
+mod flags;
+pub use flags::{parse_loss, ServeTcpFlags, TcpFlags};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -65,7 +65,9 @@ impl Record {
                     idle_timeout_ns, ..
                 } => lab(idle_timeout_ns),
             },
-            Body::ProbePool(r) => lab(r.plan.idle_timeout_ns),
+            Body::ProbePool(r) => {
+                lab(u64::try_from(r.plan.idle_timeout.as_nanos()).unwrap_or(u64::MAX))
+            }
             Body::LoadHttp(l) => l.plan.request.url.clone(),
             Body::Compare(c) => c.labels.join(", "),
         }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use tpslab_analysis::record::{Body, Record, RunRecord};
 
 pub mod live;
-pub use live::{exporter_info, LiveReading, LiveState};
+pub use live::{exporter_info, sweep_progress, LiveReading, LiveState};
 
 /// Label pairs of one series, e.g. `[("path", "request"), ("layer", "socket_drops")]`.
 pub type Labels = Vec<(String, String)>;

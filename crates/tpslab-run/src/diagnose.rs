@@ -67,6 +67,83 @@ impl DiagnosePlan {
     }
 }
 
+/// `diagnose udp`'s server as given: `HOST:PORT` of a running one (with `--pid`,
+/// `--port` to watch it), or `--server-cmd 'COMMAND {port}'` to start one.
+#[derive(Debug, Clone, Default)]
+pub struct UdpTarget {
+    /// `HOST:PORT`.
+    pub target: Option<String>,
+    /// `--server-cmd`.
+    pub server_cmd: Option<String>,
+    /// `--pid`.
+    pub pid: Option<u32>,
+    /// `--port`.
+    pub port: Option<u16>,
+}
+
+impl DiagnosePlan {
+    /// The diagnosis of someone's UDP server `t`, sampled every `interval`: one of a target
+    /// or a command (with `{port}`; then no `--pid`, `--port`), the PID checked to exist,
+    /// then the load `load` makes for the target (the started server's port is filled in
+    /// later). Errors: one line naming the flags.
+    pub fn udp(
+        t: &UdpTarget,
+        load: impl FnOnce(std::net::SocketAddr) -> Result<LoadConfig>,
+        interval: Duration,
+        verify: bool,
+        argv: Vec<OsString>,
+    ) -> Result<DiagnosePlan> {
+        use anyhow::bail;
+        let target = match (&t.target, &t.server_cmd) {
+            (Some(t), None) => tpslab_plan::target::resolve(t)?,
+            (None, Some(cmd)) => {
+                if !cmd.contains("{port}") {
+                    bail!("--server-cmd \"{cmd}\": must contain {{port}}, where tpslab puts the port to listen on");
+                }
+                if t.pid.is_some() || t.port.is_some() {
+                    bail!("--server-cmd starts the server itself: --pid and --port do not apply");
+                }
+                // Replaced by the port the started server listens on.
+                std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+            }
+            (Some(_), Some(_)) => bail!(
+                "diagnose udp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
+            ),
+            (None, None) => bail!(
+                "diagnose udp: give HOST:PORT of the server (with --pid PID), or --server-cmd 'COMMAND {{port}}'"
+            ),
+        };
+        if let Some(pid) = t.pid {
+            tpslab_plan::target::check_pid("--pid", pid)?;
+        }
+        let load = load(target)?;
+        let (server, scenario) = match (&t.server_cmd, &t.target) {
+            (Some(cmd), _) => (
+                Server::Started(cmd.clone()),
+                format!("UDP server started by tpslab: {cmd}"),
+            ),
+            (None, t) => (
+                Server::At(t.clone().unwrap_or_default()),
+                format!("UDP server at {target}"),
+            ),
+        };
+        Ok(DiagnosePlan {
+            first: UdpRunPlan {
+                server: None,
+                load,
+                interval,
+                target_pid: t.pid,
+                watch_port: t.port,
+                no_drop_reasons: false,
+            },
+            server,
+            scenario,
+            verify,
+            argv,
+        })
+    }
+}
+
 /// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
 /// find-and-replace on 1024-byte messages) under bursts every 50 ms at `rate_pps` mean
 /// (S1's 100 k pps where the host drains it, see [`calibrate_s1`]): a mean rate it

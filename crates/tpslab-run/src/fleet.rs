@@ -17,6 +17,76 @@ use std::time::Duration;
 use tpslab_plan::fleet::FleetPlan;
 use tpslab_plan::launch::{K8sPlan, SshPlan};
 
+/// `fleet k8s`: how, and the fleet's plan (its text goes into the ConfigMap).
+#[derive(Debug)]
+pub struct K8sLaunch {
+    /// The Job's settings, checked.
+    pub how: K8sPlan,
+    /// The plan file as read.
+    pub text: String,
+    /// The plan, parsed and checked.
+    pub fleet: FleetPlan,
+}
+
+/// `fleet ssh`: how, the fleet's plan, and its absolute path (the script copies it).
+#[derive(Debug)]
+pub struct SshLaunch {
+    /// The hosts and the ssh settings, checked.
+    pub how: SshPlan,
+    /// The plan, parsed and checked.
+    pub fleet: FleetPlan,
+    /// The plan file's absolute path, UTF-8.
+    pub plan_path: String,
+}
+
+impl K8sLaunch {
+    /// Reads the fleet's plan at `plan` and checks `how` against it, then alone.
+    pub fn read(how: K8sPlan, plan: &Path) -> Result<K8sLaunch> {
+        let (text, fleet) = crate::input::read_fleet_plan(plan, false)?;
+        how.check_fleet(&fleet)?;
+        how.validate()?;
+        Ok(K8sLaunch { how, text, fleet })
+    }
+
+    /// The manifests, starting a little ahead ([`start_time`], [`k8s`]).
+    pub fn manifests(&self) -> Result<String> {
+        k8s(
+            &self.how,
+            &self.text,
+            &self.fleet,
+            &start_time(self.how.start_in)?,
+        )
+    }
+}
+
+impl SshLaunch {
+    /// Checks `how`, reads the fleet's plan at `plan`, checks `how` against it; the plan's
+    /// path made absolute (it must be UTF-8: the script quotes it).
+    pub fn read(how: SshPlan, plan: &Path) -> Result<SshLaunch> {
+        how.validate()?;
+        let (_, fleet) = crate::input::read_fleet_plan(plan, false)?;
+        how.check_fleet(&fleet)?;
+        let plan_path = std::fs::canonicalize(plan)?;
+        let plan_path = plan_path.to_str().ok_or_else(|| {
+            anyhow!(
+                "--plan {:?}: allowed a UTF-8 path",
+                plan_path.display().to_string()
+            )
+        })?;
+        Ok(SshLaunch {
+            how,
+            fleet,
+            plan_path: plan_path.to_string(),
+        })
+    }
+
+    /// The script, starting a little ahead ([`start_time`], [`ssh_script`]).
+    pub fn script(&self) -> Result<String> {
+        let start = start_time(self.how.start_in)?;
+        ssh_script(&self.how, &self.plan_path, &self.fleet.hash(), &start)
+    }
+}
+
 /// The common start `start_in` from now, in RFC 3339 to the whole second (easy to read,
 /// the same on every agent's command line).
 pub fn start_time(start_in: Duration) -> Result<String> {

@@ -383,8 +383,60 @@ pub fn list(q: &Query) -> Result<(Vec<Run>, PathBuf)> {
     Ok((rows, p))
 }
 
+/// `--since YYYY-MM-DD` as ms since the Unix epoch (0 without it; a day before 1970 is 0).
+/// Errors: not a day.
+pub fn since_ms(s: Option<&str>) -> Result<i64> {
+    Ok(match s {
+        None => 0,
+        Some(s) => {
+            day(s)
+                .ok_or_else(|| anyhow!("--since {s}: allowed a day as YYYY-MM-DD"))?
+                .max(0)
+                * 86_400_000
+        }
+    })
+}
+
+/// When a run started, UTC to the second; `not recorded` for a start not kept (never
+/// dated 1970).
+pub fn started(ms: i64) -> String {
+    if ms <= 0 {
+        "not recorded".into()
+    } else {
+        tpslab_report::html::utc(ms as u64)
+            .trim_end_matches(" UTC")
+            .to_string()
+    }
+}
+
+/// Prints `rows`, listed from the database at `from`, as `tpslab history` shows them
+/// ([`tpslab_report::term::history::list`]).
+pub fn print_list(w: &mut dyn std::io::Write, rows: &[Run], from: &std::path::Path) -> Result<()> {
+    use tpslab_report::term::history::{list, Listed};
+    let started: Vec<String> = rows.iter().map(|r| started(r.started_unix_ms)).collect();
+    let listed: Vec<Listed> = rows
+        .iter()
+        .zip(&started)
+        .map(|(r, started)| Listed {
+            id: r.id,
+            started,
+            kind: &r.kind,
+            target: &r.target,
+            interrupted: r.interrupted,
+            headline: &r.headline,
+        })
+        .collect();
+    Ok(list(w, &listed, &from.display().to_string())?)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_start_not_recorded_is_said_not_dated_1970() {
+        assert_eq!(super::started(0), "not recorded");
+        assert_eq!(super::started(1_795_470_158_000), "2026-11-23 21:42:38");
+    }
+
     #[test]
     fn days_from_dates() {
         assert_eq!(super::day("1970-01-01"), Some(0));

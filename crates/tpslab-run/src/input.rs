@@ -134,6 +134,20 @@ fn kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// `--payload-file`: the datagram or request sent as is, 1..=65507 bytes
+/// ([`tpslab_plan::limits::MAX_UDP_PAYLOAD`]). Errors: as [`read_bytes`], or an empty file.
+pub fn read_payload_file(p: &Path) -> Result<Vec<u8>> {
+    use tpslab_plan::limits::MAX_UDP_PAYLOAD;
+    let bytes = read_bytes("--payload-file", p, MAX_UDP_PAYLOAD as u64, false)?;
+    if bytes.is_empty() {
+        anyhow::bail!(
+            "--payload-file {}: 0 bytes; allowed 1..={MAX_UDP_PAYLOAD}",
+            p.display()
+        );
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

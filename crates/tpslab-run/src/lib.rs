@@ -25,6 +25,7 @@ pub mod outfile;
 pub mod pool_config;
 pub mod probe;
 pub mod ramp;
+pub mod report;
 pub mod serve_tcp;
 pub mod server_proc;
 pub mod sweep;

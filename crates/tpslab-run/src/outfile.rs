@@ -14,6 +14,9 @@
 //! itself a planted link is not detected (the kernel's fs.protected_symlinks covers the
 //! sticky folders such as /tmp).
 
+mod record;
+pub use record::{json_stream, write_files, Extra, Written};
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

@@ -15,6 +15,9 @@ use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 
 pub use tpslab_analysis::ramp::{RampPlan, RampProto, StepResult};
 
+mod flags;
+pub use flags::{HttpFlags, RampFlags};
+
 /// Users per step from "A..B" (`--users`) and "+N" / "N" / "xF" (`--step`): at most 200
 /// steps, increasing, from A to B (B always the last), 1 <= A <= B <= 10000. Errors (one
 /// line) name the value and what is allowed.

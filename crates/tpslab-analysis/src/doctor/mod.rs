@@ -231,6 +231,27 @@ pub fn number(running: &Running, path: &str) -> Option<u64> {
         .map(|v| v[0])
 }
 
+/// `doctor --fail-on`: the least severe finding that fails the run (`warn`, `error`);
+/// None without the flag. Errors: one line (`--fail-on x: allowed warn or error`).
+pub fn fail_on(s: Option<&str>) -> Result<Option<Severity>, String> {
+    Ok(match s {
+        None => None,
+        Some("warn") => Some(Severity::Warn),
+        Some("error") => Some(Severity::Error),
+        Some(other) => {
+            return Err(format!(
+                "{}: allowed warn or error",
+                crate::gate::shown(other)
+            ))
+        }
+    })
+}
+
+/// How many of `findings` are at `gate` or more severe (0 without a gate).
+pub fn failing(findings: &[Finding], gate: Option<Severity>) -> usize {
+    gate.map_or(0, |g| findings.iter().filter(|f| f.severity <= g).count())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,39 @@
 use super::{labels, latency_value, Family, Kind, Value};
 use std::collections::BTreeMap;
 
+/// What `--metrics-listen` serves while a sweep runs: the runs `done` of `planned`, and
+/// the last run's figures ([`super::of_run`]) labelled `cell` (its levels, `cpus=1 sched=other`).
+pub fn sweep_progress(
+    done: usize,
+    planned: usize,
+    cell: &str,
+    rec: &tpslab_analysis::record::RunRecord,
+) -> Vec<Family> {
+    let mut fams = vec![
+        Family::one(
+            "tpslab_sweep_runs_done",
+            "Runs of the sweep finished so far.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(done as u64),
+        ),
+        Family::one(
+            "tpslab_sweep_runs_planned",
+            "Runs the sweep's plan holds.",
+            Kind::Gauge,
+            vec![],
+            Value::Int(planned as u64),
+        ),
+    ];
+    for mut f in super::of_run(rec) {
+        for (l, _) in &mut f.series {
+            l.extend(labels(&[("cell", cell)]));
+        }
+        fams.push(f);
+    }
+    fams
+}
+
 /// `tpslab_up`-like: which command serves these figures, and its version.
 pub fn exporter_info(command: &str, version: &str) -> Family {
     Family::one(

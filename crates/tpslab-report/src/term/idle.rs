@@ -8,6 +8,18 @@ use tpslab_analysis::idle::{
 };
 use tpslab_plan::probe::{IdleTarget, OnIdle};
 
+/// `report`'s text without its first line: what a probe prints at its end, its header
+/// ([`header`], [`pool_header`]) printed when it began being that line.
+pub fn after_header(
+    w: &mut dyn Write,
+    report: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut full = vec![];
+    report(&mut full)?;
+    let text = String::from_utf8_lossy(&full);
+    write!(w, "{}", text.split_once('\n').map_or("", |(_, rest)| rest))
+}
+
 /// The header, printed before the study starts.
 pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let p = &r.plan;
@@ -157,23 +169,23 @@ fn short(f: &Fate) -> String {
 /// The header of `tpslab probe pool`, printed before it runs.
 pub fn pool_header(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
     let p = &r.plan;
-    let s = |ns: u64| format!("{:.1} s", ns as f64 / 1e9);
+    let s = |d: std::time::Duration| format!("{:.1} s", d.as_nanos() as f64 / 1e9);
     writeln!(
         w,
         "tpslab probe pool (S5 in miniature): a middlebox that forgets flows idle for more than {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
-        s(p.idle_timeout_ns),
-        p.validate_every_ns.map_or("never".into(), |v| format!("every {}", s(v))),
-        p.max_idle_ns.map_or("never".into(), |v| format!("for {}", s(v))),
+        s(p.idle_timeout),
+        p.validate_every.map_or("never".into(), |v| format!("every {}", s(v))),
+        p.max_idle.map_or("never".into(), |v| format!("for {}", s(v))),
         p.min_idle,
-        s(p.request_every_ns),
-        s(p.query_timeout_ns)
+        s(p.request_every),
+        s(p.query_timeout)
     )
 }
 
 /// The whole `probe pool` record.
 pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
     pool_header(w, r)?;
-    let timeout_s = r.plan.idle_timeout_ns as f64 / 1e9;
+    let timeout_s = r.plan.idle_timeout.as_nanos() as f64 / 1e9;
     for (i, q) in r.requests.iter().enumerate() {
         let what = match &q.outcome {
             Outcome::Answered { latency_us } => {
@@ -181,7 +193,7 @@ pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
             }
             Outcome::TimedOut => format!(
                 "NO ANSWER, timed out after {:.1} s",
-                r.plan.query_timeout_ns as f64 / 1e9
+                r.plan.query_timeout.as_nanos() as f64 / 1e9
             ),
             Outcome::Failed(e) => format!("failed: {e}"),
         };

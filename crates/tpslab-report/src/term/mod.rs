@@ -11,10 +11,12 @@ pub mod compare;
 mod diagnose;
 pub mod doctor;
 mod fleet;
+pub mod history;
 pub mod idle;
 pub mod load_http;
 mod ramp;
 mod run;
+mod safe;
 mod sweep;
 pub mod tcp;
 pub mod waits;
@@ -22,6 +24,7 @@ pub mod waits;
 pub use diagnose::print_diagnosis;
 pub use ramp::{ramp_header, ramp_results};
 pub use run::{print_record, print_server, serve_header};
+pub use safe::{escaped, terminal_safe};
 pub use sweep::{sweep_header, sweep_results};
 
 /// A table with tpslab's borders, the first column left-aligned and the rest right.

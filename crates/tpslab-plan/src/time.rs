@@ -1,0 +1,79 @@
+//! How a plan's times (`Duration` in memory) are written in JSON: as the integer
+//! nanoseconds (`_ns` fields) or float milliseconds (`_ms` fields) earlier versions
+//! wrote, so records of every version read back. Used with `#[serde(with = ...)]`.
+
+use serde::{Deserialize, Deserializer, Serializer};
+use std::time::Duration;
+
+/// Nanoseconds, saturated at `u64::MAX` (584 years: past every limit).
+fn nanos(d: &Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A `Duration` as integer nanoseconds.
+pub mod ns {
+    use super::*;
+
+    /// Writes `d` as its nanoseconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(nanos(d))
+    }
+
+    /// Reads integer nanoseconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_nanos)
+    }
+}
+
+/// An `Option<Duration>` as integer nanoseconds or `null`.
+pub mod opt_ns {
+    use super::*;
+
+    /// Writes `d` as its nanoseconds, `None` as `null`.
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&nanos(d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Reads integer nanoseconds or `null`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<u64>::deserialize(d).map(|o| o.map(Duration::from_nanos))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct T {
+        #[serde(with = "ns")]
+        a_ns: Duration,
+        #[serde(with = "opt_ns")]
+        b_ns: Option<Duration>,
+        #[serde(with = "opt_ns")]
+        c_ns: Option<Duration>,
+    }
+
+    #[test]
+    fn durations_are_written_as_the_nanoseconds_they_were() {
+        let t = T {
+            a_ns: Duration::from_millis(1500),
+            b_ns: Some(Duration::from_nanos(7)),
+            c_ns: None,
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(j, r#"{"a_ns":1500000000,"b_ns":7,"c_ns":null}"#);
+        assert_eq!(serde_json::from_str::<T>(&j).unwrap(), t);
+        let max = T {
+            a_ns: Duration::MAX,
+            ..t
+        };
+        assert!(serde_json::to_string(&max)
+            .unwrap()
+            .starts_with(&format!("{{\"a_ns\":{}", u64::MAX)));
+    }
+}

@@ -1,0 +1,97 @@
+//! A record's files (`--json`, `--html`, `--metrics-file`, a command's own) written
+//! together, each failure kept, and the `--json-stream` sink.
+
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use tpslab_analysis::record::Record;
+use tpslab_engine::observe::{LiveSample, LiveSink};
+
+/// A command's own file: flag, path, a name for the status line, the rendered bytes (or
+/// why they could not be rendered).
+pub type Extra<'a> = (&'static str, &'a Path, &'static str, Result<Vec<u8>>);
+
+/// What [`write_files`] did.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// One status line per file written (`record written to r.json`).
+    pub written: Vec<String>,
+    /// One line per output that failed (`--json /dev/full: No space left on device`).
+    pub failed: Vec<String>,
+    /// The bytes asked for on standard output (a path `-`), not written yet.
+    pub stdout: Option<Vec<u8>>,
+}
+
+/// Writes `rec` as JSON to `json`, its HTML page to `html`, its metrics to `metrics`,
+/// then each of `extra`, each with [`super::write`] (a path `-` is kept for standard
+/// output instead), and appends it to the history when `history` (a failure there is said
+/// on stderr, not counted). Every file is attempted whatever failed before.
+pub fn write_files(
+    rec: &Record,
+    json: Option<&Path>,
+    html: Option<&Path>,
+    metrics: Option<&Path>,
+    extra: Vec<Extra<'_>>,
+    history: bool,
+) -> Written {
+    let mut w = Written::default();
+    let mut file = |flag: &str, path: &Path, what: &str, bytes: Result<Vec<u8>>| match bytes {
+        Err(e) => w.failed.push(format!("{flag} {}: {e:#}", path.display())),
+        Ok(b) if path.as_os_str() == "-" => w.stdout = Some(b),
+        Ok(b) => match super::write(flag, path, &b) {
+            Ok(()) => w
+                .written
+                .push(format!("{what} written to {}", path.display())),
+            Err(e) => w.failed.push(e.0),
+        },
+    };
+    if let Some(p) = json {
+        file("--json", p, "record", super::json_bytes(rec));
+    }
+    if let Some(p) = html {
+        let mut page = Vec::new();
+        let r = tpslab_report::html::record(&mut page, rec)
+            .map(|_| page)
+            .context("rendering the HTML report");
+        file("--html", p, "HTML report", r);
+    }
+    if let Some(p) = metrics {
+        let mut text = Vec::new();
+        let r = tpslab_report::render(&mut text, rec, tpslab_report::Format::Metrics, false)
+            .map(|_| text)
+            .context("rendering the metrics");
+        file("--metrics-file", p, "metrics", r);
+    }
+    for (flag, p, what, bytes) in extra {
+        file(flag, p, what, bytes);
+    }
+    if history {
+        if let Err(e) = crate::history::append(rec) {
+            eprintln!("tpslab: not recorded in the history: {e:#}");
+        }
+    }
+    w
+}
+
+/// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
+/// is created now; a line that cannot be written is said once on stderr, the run goes on).
+pub fn json_stream(path: &Path) -> Result<LiveSink> {
+    let f = super::create_stream("--json-stream", path)?;
+    let state = std::sync::Mutex::new((f, false));
+    let name = path.display().to_string();
+    Ok(LiveSink(Arc::new(move |s: &LiveSample| {
+        let mut line = serde_json::to_vec(s).unwrap_or_default();
+        line.push(b'\n');
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        // One write per line: a reader following the file sees whole lines.
+        // A FIFO whose reader went away fails the line (EPIPE), not the run.
+        let file = &mut st.0;
+        if let Err(e) = tpslab_net::process::without_sigpipe(|| file.write_all(&line)) {
+            if !st.1 {
+                eprintln!("tpslab: --json-stream {name}: {e}; the run goes on");
+                st.1 = true;
+            }
+        }
+    })))
+}

@@ -1,0 +1,191 @@
+//! `ramp tcp|udp|http`'s settings as given and the validated [`RampSetup`] they make:
+//! the limits on the times, the request and its framing, someone's server or the
+//! built-in one (whose settings are refused with a target).
+
+use super::BUILTIN_UNSTARTED;
+use super::{parse_steps, request, BuiltinServer, RampPlan, RampProto, RampSetup};
+use anyhow::{anyhow, bail, Result};
+use std::path::PathBuf;
+use std::time::Duration;
+use tpslab_engine::rr::Framing;
+use tpslab_plan::http::{parse_header, HttpRequest};
+use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
+use tpslab_plan::ramp::HTTP_BODY_BYTES;
+use tpslab_plan::target::{check_pid, resolve};
+
+/// The settings of `ramp tcp|udp` as given (`ramp http` adds [`HttpFlags`]); a value left
+/// at its default is the default's value here.
+#[derive(Debug, Clone)]
+pub struct RampFlags {
+    /// `TARGET` (HOST:PORT; ramp http: the URL); None: the built-in server.
+    pub target: Option<String>,
+    /// `--users` (FIRST..LAST).
+    pub users: String,
+    /// `--step` (+N, N, xF).
+    pub step: String,
+    /// `--step-duration`.
+    pub step_duration: Duration,
+    /// `--warmup`.
+    pub warmup: Duration,
+    /// `--think`.
+    pub think: Duration,
+    /// `--timeout`.
+    pub timeout: Duration,
+    /// `--size`, bytes (default 1024).
+    pub size: u64,
+    /// `--payload-file`.
+    pub payload_file: Option<PathBuf>,
+    /// `--framing` (default `length`).
+    pub framing: String,
+    /// `--seq-field` as typed.
+    pub seq_field: Option<String>,
+    /// `--pid`.
+    pub pid: Option<u32>,
+    /// `--interval`.
+    pub interval: Duration,
+    /// `--load-threads` (0: the number of CPUs).
+    pub load_threads: usize,
+    /// `--knee-gain`.
+    pub knee_gain: f64,
+    /// The built-in server's `--server-work`, `--server-serial` (default 10ms),
+    /// `--serialize`, `--server-threads`.
+    pub builtin: BuiltinServer,
+}
+
+/// What `ramp http` adds: `--method`, `--header` (repeatable), `--body FILE`.
+#[derive(Debug, Clone)]
+pub struct HttpFlags {
+    /// `--method`.
+    pub method: String,
+    /// `--header NAME: VALUE`, as typed.
+    pub headers: Vec<String>,
+    /// `--body FILE`.
+    pub body: Option<PathBuf>,
+}
+
+impl RampFlags {
+    /// The validated setup for `proto`: the steps parsed, then `outputs` (the command's
+    /// check of its output files and gate, in that order with the steps), then the limits,
+    /// the request, and the target (someone's server, resolved, or the built-in one).
+    /// Errors: one line naming the flag(s).
+    pub fn setup(
+        &self,
+        proto: RampProto,
+        outputs: impl FnOnce() -> Result<()>,
+    ) -> Result<RampSetup> {
+        let a = self;
+        let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
+        outputs()?;
+        STEP_DURATION.check("--step-duration", a.step_duration)?;
+        STEP_WARMUP.check("--warmup", a.warmup)?;
+        THINK.check("--think", a.think)?;
+        REQUEST_TIMEOUT.check("--timeout", a.timeout)?;
+        SAMPLE_INTERVAL.check("--interval", a.interval)?;
+        if !(a.knee_gain > 0.0 && a.knee_gain < 1.0) {
+            bail!("--knee-gain {}: allowed above 0 and below 1", a.knee_gain);
+        }
+        let framing = Framing::parse(&a.framing).map_err(|e| anyhow!("--{e}"))?;
+        let payload = match &a.payload_file {
+            Some(p) => Some(crate::input::read_payload_file(p)?),
+            None => None,
+        };
+        let (request, seq_field) = request(
+            proto.clone(),
+            payload,
+            a.size,
+            a.framing != "length",
+            a.seq_field.as_deref(),
+        )?;
+        let b = a.builtin;
+        let builtin_flags = !b.work.is_zero()
+            || b.serialize
+            || b.threads != 0
+            || b.serial != Duration::from_millis(10);
+        let with_target = |what: &str| -> Result<()> {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure the built-in server: leave out {what} to use it");
+            }
+            if let Some(p) = a.pid {
+                check_pid("--pid", p)?;
+            }
+            Ok(())
+        };
+        let (target, pid, builtin) = match (&a.target, &proto) {
+            (Some(_), RampProto::Http(h)) => {
+                with_target("URL")?;
+                let u = h.check()?;
+                (resolve(&format!("{}:{}", u.host, u.port))?, a.pid, None)
+            }
+            (Some(t), _) => {
+                with_target("TARGET")?;
+                (resolve(t)?, a.pid, None)
+            }
+            (None, RampProto::Tcp | RampProto::Http(_)) => {
+                if a.pid.is_some() {
+                    bail!("--pid applies with a TARGET; the built-in server is watched anyway");
+                }
+                (BUILTIN_UNSTARTED, None, Some(b))
+            }
+            (None, RampProto::Udp) => {
+                bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
+            }
+        };
+        // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let plan = RampPlan {
+            proto,
+            target,
+            steps,
+            step_ns: ns(a.step_duration),
+            warmup_ns: ns(a.warmup),
+            think_ns: ns(a.think),
+            timeout_ns: ns(a.timeout),
+            request,
+            framing,
+            seq_field,
+            knee_gain: a.knee_gain,
+            builtin_server: builtin.map(|b| b.describe()),
+            server_pid: pid,
+            sample_ns: ns(a.interval),
+            load_threads: a.load_threads,
+        };
+        Ok(RampSetup { plan, builtin })
+    }
+
+    /// `ramp http`'s setup: `--payload-file` and `--size` refused (the body is `--body`),
+    /// the headers and the URL checked, the body read, then [`RampFlags::setup`].
+    pub fn http_setup(
+        &self,
+        h: &HttpFlags,
+        outputs: impl FnOnce() -> Result<()>,
+    ) -> Result<RampSetup> {
+        if self.payload_file.is_some() {
+            bail!("--payload-file applies to ramp tcp|udp; ramp http sends --body FILE");
+        }
+        if self.size != 1024 {
+            bail!("--size applies to ramp tcp|udp; ramp http sends --body FILE");
+        }
+        let headers = h
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let req = HttpRequest {
+            // Without a URL: the built-in server's, known once it is started.
+            url: self
+                .target
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1/".into()),
+            method: h.method.clone(),
+            headers,
+        };
+        req.check()?;
+        let body = match &h.body {
+            Some(p) => crate::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
+            None => vec![],
+        };
+        let mut setup = self.setup(RampProto::Http(req), outputs)?;
+        setup.plan.request = body;
+        Ok(setup)
+    }
+}

@@ -22,7 +22,7 @@ pub(crate) struct DoctorArgs {
     root: PathBuf,
     /// The workload the host is for: udp (--rate PPS --burst N --size BYTES [--sockets
     /// N]), tcp (--rtt DUR --rate RATE), pool (--idle-timeout DUR [--pool-validate DUR]
-    /// [--pool-max-idle DUR]).
+    /// [--pool-max-idle DUR] [--keepalive-counts yes|no]).
     #[arg(long = "for", value_name = "udp|tcp|pool")]
     workload: Option<String>,
     /// Rate: datagrams per second for udp (200000, 200k), bits per second for tcp (80mbit).
@@ -49,6 +49,11 @@ pub(crate) struct DoctorArgs {
     /// How long the pool keeps an idle connection (pool), e.g. 83m.
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pool_max_idle: Option<Duration>,
+    /// Whether TCP keepalive resets the middlebox's idle timer, as `probe idle` measured
+    /// it (pool; default: assumed yes). no: keepalive is not offered as a fix, the pool's
+    /// own test query is.
+    #[arg(long, value_name = "yes|no", value_parser = clap::builder::BoolishValueParser::new())]
+    keepalive_counts: Option<bool>,
     /// A connection pool's configuration to judge against --idle-timeout (pool;
     /// repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -86,6 +91,7 @@ impl DoctorArgs {
             idle_timeout: self.idle_timeout,
             pool_validate: self.pool_validate,
             pool_max_idle: self.pool_max_idle,
+            keepalive_counts: self.keepalive_counts,
         };
         Ok(f.workload(self.workload.as_deref())?)
     }

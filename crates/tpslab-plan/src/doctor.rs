@@ -36,6 +36,11 @@ pub enum Workload {
         validate_ns: Option<u64>,
         /// How long the pool keeps an idle connection, ns (None: not stated).
         max_idle_ns: Option<u64>,
+        /// Whether TCP keepalive resets the middlebox's idle timer, as `probe idle`
+        /// measures it (None: not stated; judged as if it does). Left out of the JSON
+        /// when not stated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keepalive_counts: Option<bool>,
     },
 }
 
@@ -58,6 +63,8 @@ pub struct WorkloadFlags {
     pub pool_validate: Option<Duration>,
     /// `--pool-max-idle`.
     pub pool_max_idle: Option<Duration>,
+    /// `--keepalive-counts`.
+    pub keepalive_counts: Option<bool>,
 }
 
 impl WorkloadFlags {
@@ -72,6 +79,7 @@ impl WorkloadFlags {
             ("--idle-timeout", self.idle_timeout.is_some()),
             ("--pool-validate", self.pool_validate.is_some()),
             ("--pool-max-idle", self.pool_max_idle.is_some()),
+            ("--keepalive-counts", self.keepalive_counts.is_some()),
         ]
         .into_iter()
         .filter(|(_, g)| *g)
@@ -103,7 +111,12 @@ impl Workload {
         let used: &[&str] = match kind {
             "udp" => &["--rate", "--burst", "--size", "--sockets"],
             "tcp" => &["--rate", "--rtt"],
-            "pool" => &["--idle-timeout", "--pool-validate", "--pool-max-idle"],
+            "pool" => &[
+                "--idle-timeout",
+                "--pool-validate",
+                "--pool-max-idle",
+                "--keepalive-counts",
+            ],
             other => return Err(PlanError::value("--for", other, "udp, tcp or pool")),
         };
         if let Some(flag) = f.given().into_iter().find(|n| !used.contains(n)) {
@@ -152,6 +165,7 @@ impl Workload {
                     idle_timeout_ns: ns("--idle-timeout", Some(t))?.unwrap_or_default(),
                     validate_ns: ns("--pool-validate", f.pool_validate)?,
                     max_idle_ns: ns("--pool-max-idle", f.pool_max_idle)?,
+                    keepalive_counts: f.keepalive_counts,
                 }
             }
         })
@@ -185,11 +199,16 @@ impl Workload {
                 idle_timeout_ns,
                 validate_ns,
                 max_idle_ns,
+                keepalive_counts,
             } => format!(
-                "pool --idle-timeout {}{}{}",
+                "pool --idle-timeout {}{}{}{}",
                 d(idle_timeout_ns),
                 validate_ns.map_or(String::new(), |v| format!(" --pool-validate {}", d(v))),
-                max_idle_ns.map_or(String::new(), |v| format!(" --pool-max-idle {}", d(v)))
+                max_idle_ns.map_or(String::new(), |v| format!(" --pool-max-idle {}", d(v))),
+                keepalive_counts.map_or(String::new(), |k| format!(
+                    " --keepalive-counts {}",
+                    if k { "yes" } else { "no" }
+                ))
             ),
         }
     }
@@ -248,6 +267,32 @@ mod tests {
             pool.describe(),
             "pool --idle-timeout 5m 50s --pool-validate 50m"
         );
+        let data_only = Workload::from_flags(
+            "pool",
+            &WorkloadFlags {
+                idle_timeout: Some(Duration::from_secs(5)),
+                keepalive_counts: Some(false),
+                ..flags()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            data_only.describe(),
+            "pool --idle-timeout 5s --keepalive-counts no"
+        );
+        // Only for a pool.
+        assert!(Workload::from_flags(
+            "tcp",
+            &WorkloadFlags {
+                keepalive_counts: Some(true),
+                rate: Some("1gbit".into()),
+                rtt: Some(Duration::from_millis(1)),
+                ..flags()
+            },
+        )
+        .unwrap_err()
+        .to_string()
+        .starts_with("--keepalive-counts does not apply to --for tcp"));
     }
 
     #[test]
@@ -256,7 +301,7 @@ mod tests {
         assert_eq!(e("dns", flags()), "--for dns: allowed udp, tcp or pool");
         assert_eq!(
             e("pool", WorkloadFlags { rtt: Some(Duration::from_millis(1)), ..flags() }),
-            "--rtt does not apply to --for pool (it takes --idle-timeout, --pool-validate, --pool-max-idle)"
+            "--rtt does not apply to --for pool (it takes --idle-timeout, --pool-validate, --pool-max-idle, --keepalive-counts)"
         );
         assert_eq!(
             e(

@@ -149,7 +149,9 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
     if let Some(w) = &r.workload {
         out.extend(workload::judge(w, r));
         if let Workload::Pool {
-            idle_timeout_ns, ..
+            idle_timeout_ns,
+            keepalive_counts,
+            ..
         } = w
         {
             let os = number(&r.running, "net/ipv4/tcp_keepalive_time");
@@ -159,7 +161,7 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
                         p,
                         idle_timeout_ns / 1_000_000_000,
                         os,
-                        workload::PathSeen::UNKNOWN,
+                        workload::PathSeen::stated(*keepalive_counts),
                     )
                     .unwrap_or_else(|e| {
                         vec![Finding {

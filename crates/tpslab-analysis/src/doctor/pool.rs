@@ -160,7 +160,7 @@ fn hikari_fix(t_ms: u64, seen: PathSeen) -> String {
     format!(
         "keepaliveTime = {} (ms; HikariCP's minimum is 30000){}",
         below(t_ms, HIKARI_MIN_KEEPALIVE_MS),
-        match (t_ms / 2 < HIKARI_MIN_KEEPALIVE_MS, seen.keepalive_counts) {
+        match (t_ms <= HIKARI_MIN_KEEPALIVE_MS, seen.keepalive_counts) {
             (false, _) => "",
             (true, true) => "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket",
             (true, false) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the path's idle timeout above 60 s (haproxy: timeout client and timeout server)",
@@ -361,6 +361,11 @@ mod tests {
         assert_eq!(ok[0].severity, Severity::Info, "{ok:#?}");
         let unset = judge(&c("idleTimeout=600000\n"), 40, None, data_only).unwrap();
         assert_eq!(unset[0].severity, Severity::Warn);
+        // 30 s reaches below a 40 s timeout: the fix says so, with no way out needed.
+        assert_eq!(
+            unset[0].fix.as_ref().unwrap().to_string(),
+            "keepaliveTime = 30000 (ms; HikariCP's minimum is 30000)"
+        );
         // pgbouncer with the OS's keepalive at 2 s: kept alive only where it counts.
         let pgb = judge(&fixture("pgbouncer.ini"), 350, Some(120), data_only).unwrap();
         assert_eq!(pgb[0].severity, Severity::Warn, "{pgb:#?}");

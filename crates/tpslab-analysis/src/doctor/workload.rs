@@ -48,12 +48,13 @@ pub fn judge(w: &Workload, r: &DoctorRecord) -> Vec<Finding> {
             idle_timeout_ns,
             validate_ns,
             max_idle_ns,
+            keepalive_counts,
         } => pool(
             &r.running,
             idle_timeout_ns / 1_000_000_000,
             validate_ns.map(|v| v / 1_000_000_000),
             max_idle_ns.map(|v| v / 1_000_000_000),
-            PathSeen::UNKNOWN,
+            PathSeen::stated(keepalive_counts),
         ),
     }
 }
@@ -262,6 +263,14 @@ impl PathSeen {
         keepalive_counts: true,
         may_drop_silently: true,
     };
+
+    /// What `doctor --for pool --keepalive-counts` states (None: [`PathSeen::UNKNOWN`]).
+    pub fn stated(keepalive_counts: Option<bool>) -> PathSeen {
+        PathSeen {
+            keepalive_counts: keepalive_counts.unwrap_or(true),
+            ..PathSeen::UNKNOWN
+        }
+    }
 }
 
 /// Idle pooled connections across a middlebox that forgets flows idle for `timeout_s`:
@@ -561,6 +570,19 @@ mod tests {
         assert!(f[3].what.starts_with("the pool's idle lifetime (4980 s)"));
         // S5's fix (validate every 5 min, expire after 20) against a 30-minute timeout.
         let f = pool(&run, 1800, Some(300), Some(1200), PathSeen::UNKNOWN);
+        // Stated by `--keepalive-counts no` (a proxy counting data only): keepalive is
+        // not the fix, the pool's own test is.
+        let data_only = pool(&run, 1800, None, None, PathSeen::stated(Some(false)));
+        assert!(
+            data_only[0]
+                .what
+                .starts_with("TCP keepalive does not keep flows alive"),
+            "{data_only:#?}"
+        );
+        assert!(!data_only.iter().any(|f| f
+            .fix
+            .as_ref()
+            .is_some_and(|x| x.to_string().contains("tcp_keepalive_time"))));
         assert_eq!(f.len(), 2, "{f:#?}");
     }
 }

@@ -387,29 +387,39 @@ fn slow_application_is_not_a_buffer_problem() {
     let srv = serve(&ns, "serve-slow", PORT, &["--work-ns", "20000"]);
     let pid = srv.pid().to_string();
     let target = format!("127.0.0.1:{PORT}");
-    let (rec, _) = diagnose(
-        &ns,
-        "slow",
-        &[
-            "udp",
-            &target,
-            "--pid",
-            &pid,
-            "--rate",
-            "100000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-        ],
-        Some(&srv),
-    );
+    // The property needs the generator at 100 k pps; a host busy with other work (a
+    // compile beside the suite) can hold it back for a whole second: up to three tries,
+    // then a counted skip.
+    let Some(rec) = common::retry("slow_application_is_not_a_buffer_problem", 3, || {
+        let (rec, _) = diagnose(
+            &ns,
+            "slow",
+            &[
+                "udp",
+                &target,
+                "--pid",
+                &pid,
+                "--rate",
+                "100000",
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+            ],
+            Some(&srv),
+        );
+        if rec["facts"]["gen_valid"] == true {
+            Ok(rec)
+        } else {
+            Err(format!(
+                "the generator did not keep 100 k pps: {}",
+                rec["facts"]["gen_reasons"]
+            ))
+        }
+    }) else {
+        return;
+    };
     let facts = &rec["facts"];
-    assert_eq!(
-        facts["gen_valid"], true,
-        "the generator must keep 100 k pps for this test: {}",
-        facts["gen_reasons"]
-    );
     assert_eq!(case(&rec), "app_too_slow", "{}", evidence(&rec));
     let d = &rec["diagnosis"];
     let first = d["recommendations"][0]["what"].as_str().unwrap_or("");

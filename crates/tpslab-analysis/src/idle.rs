@@ -36,9 +36,9 @@ pub fn ladder(lo: u64, hi: u64, n: usize, inclusive: bool) -> Vec<u64> {
 /// The bracket of `conns`, whole seconds: the path's idle timeout lies in
 /// (alive_s, dead_s]. A connection whose keepalive was answered is alive at its interval;
 /// one dropped or reset at its probe is dead at its interval; one the path ended by
-/// itself ([`Conn::active_end`], at `decided_ms` without data) lived until just before
-/// its end (alive at the whole seconds below its end less [`POLL_MS`]) and died at it
-/// (dead at the whole second at or above it), whatever its interval.
+/// itself ([`Conn::active_end`], at `decided_ms` without data) lived until it was last
+/// seen open (alive at the whole seconds below that) and died at its end (dead at the
+/// whole second at or above it), whatever its interval.
 pub fn bracket(conns: &[Conn]) -> Bracket {
     let ends = conns.iter().filter(|c| c.active_end && c.fate.dead());
     Bracket {
@@ -46,10 +46,7 @@ pub fn bracket(conns: &[Conn]) -> Bracket {
             .iter()
             .filter(|c| c.fate == Fate::Alive)
             .map(|c| c.idle_s)
-            .chain(
-                ends.clone()
-                    .map(|c| c.decided_ms.saturating_sub(POLL_MS) / 1000),
-            )
+            .chain(ends.clone().map(|c| seen_open(c) / 1000))
             .max(),
         dead_s: conns
             .iter()
@@ -60,28 +57,55 @@ pub fn bracket(conns: &[Conn]) -> Bracket {
     }
 }
 
+/// When a connection the path ended by itself was last seen open, ms after its open
+/// (records without it: its end less [`POLL_MS`]).
+fn seen_open(c: &Conn) -> u64 {
+    if c.seen_open_ms > 0 {
+        c.seen_open_ms
+    } else {
+        c.decided_ms.saturating_sub(POLL_MS)
+    }
+}
+
 /// The connections the path ended by itself, dated by their end (None: none did).
 pub fn active_ends(conns: &[Conn]) -> Option<ActiveEnds> {
-    let t: Vec<u64> = conns
+    let ended: Vec<&Conn> = conns
         .iter()
         .filter(|c| c.active_end && c.fate.dead())
-        .map(|c| c.decided_ms)
         .collect();
     Some(ActiveEnds {
-        n: t.len(),
-        first_ms: *t.iter().min()?,
-        last_ms: *t.iter().max()?,
+        n: ended.len(),
+        open_ms: ended.iter().map(|c| seen_open(c)).min()?,
+        first_ms: ended.iter().map(|c| c.decided_ms).min()?,
+        last_ms: ended.iter().map(|c| c.decided_ms).max()?,
     })
 }
 
+/// A control connection sends its first keepalive probe 1 s after its open; an end
+/// before this (ms after its open) came before any probe was answered and says nothing
+/// of keepalive (a server that closes connections that send nothing, at once or after a
+/// handshake timeout).
+pub const CONTROL_PROBED_MS: u64 = 2000;
+
 /// Whether a control connection's end at `end_ms` after its open is the path's idle
-/// timeout (the same time without data as the connections it ended by itself, within
-/// 1 s or a tenth of it), rather than a failure of the server or the path.
-pub fn control_end_explained(end_ms: u64, ends: Option<ActiveEnds>) -> bool {
-    ends.is_some_and(|e| {
+/// timeout rather than a failure of the server or the path: it came after its keepalive
+/// probes started ([`CONTROL_PROBED_MS`]), and after as long without data as the
+/// connections the path ended by itself (within 1 s or a tenth of it), or inside the
+/// bracket the probes found (a path that resets a forgotten flow's next packet: the
+/// control's next keepalive, within a second).
+pub fn control_end_explained(end_ms: u64, ends: Option<ActiveEnds>, b: Bracket) -> bool {
+    if end_ms < CONTROL_PROBED_MS {
+        return false;
+    }
+    let by_ends = ends.is_some_and(|e| {
         let tol = 1000.max(e.first_ms / 10);
         end_ms + tol >= e.first_ms && end_ms <= e.last_ms + tol
-    })
+    });
+    let by_bracket = match (b.alive_s, b.dead_s) {
+        (Some(a), Some(d)) if !b.inconsistent() => end_ms > a * 1000 && end_ms <= (d + 1) * 1000,
+        _ => false,
+    };
+    by_ends || by_bracket
 }
 
 /// Whether TCP keepalive resets the path's idle timer, from a TCP study (not UDP, not
@@ -98,7 +122,7 @@ pub fn keepalive_counts(rec: &IdleRecord) -> Option<KeepaliveCounts> {
         let all = rec
             .control_ends_ms
             .iter()
-            .all(|&t| control_end_explained(t, rec.active_ends));
+            .all(|&t| control_end_explained(t, rec.active_ends, rec.bracket));
         return all.then_some(KeepaliveCounts::No);
     }
     let killed = rec.conns.iter().any(|c| c.fate.dead());
@@ -129,6 +153,7 @@ mod tests {
             fate,
             decided_ms: 0,
             active_end: false,
+            seen_open_ms: 0,
         };
         let conns = [
             c(1, Fate::Alive),
@@ -163,6 +188,7 @@ mod tests {
             fate,
             decided_ms,
             active_end,
+            seen_open_ms: 0,
         };
         let mut conns = vec![c(1, Fate::Alive, 4000, false)];
         for i in 2..=12 {
@@ -182,10 +208,33 @@ mod tests {
         let b = bracket(&conns);
         assert_eq!((b.alive_s, b.dead_s), (Some(4), Some(5)));
         let ends = active_ends(&conns).unwrap();
-        assert_eq!((ends.n, ends.first_ms, ends.last_ms), (11, 5000, 5000));
-        assert!(control_end_explained(5010, Some(ends)));
-        assert!(!control_end_explained(2000, Some(ends)));
-        assert!(!control_end_explained(5010, None));
+        assert_eq!(
+            (ends.n, ends.open_ms, ends.first_ms, ends.last_ms),
+            (11, 4950, 5000, 5000)
+        );
+        let none = bracket(&[]);
+        assert!(control_end_explained(5010, Some(ends), none));
+        assert!(!control_end_explained(2000, Some(ends), none));
+        assert!(!control_end_explained(5010, None, none));
+        // A server that closes every connection at once (or after a short handshake
+        // timeout): its ends say nothing of keepalive, the control's first probe never
+        // went.
+        let at_once = ActiveEnds {
+            n: 5,
+            open_ms: 0,
+            first_ms: 40,
+            last_ms: 60,
+        };
+        assert!(!control_end_explained(50, Some(at_once), none));
+        // A path that resets a forgotten flow's next packet and ignores keepalive: the
+        // probes' RSTs answer their probes (no active ends), the control's comes with its
+        // next keepalive after the timeout, inside the bracket.
+        let b = Bracket {
+            alive_s: Some(4),
+            dead_s: Some(5),
+        };
+        assert!(control_end_explained(5400, None, b));
+        assert!(!control_end_explained(3000, None, b));
 
         let target = tpslab_plan::probe::IdleTarget::Server {
             addr: "127.0.0.1:1".parse().unwrap(),

@@ -65,6 +65,15 @@ pub struct Conn {
     /// written before this was measured (and left out of the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub active_end: bool,
+    /// The last time it was seen still open, ms after it was opened: an end came after
+    /// it (in (seen_open_ms, decided_ms]). Written for connections the path ended by
+    /// itself; 0 in records written before this was measured.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seen_open_ms: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// What the study found so far.
@@ -81,6 +90,11 @@ pub struct Bracket {
 pub struct ActiveEnds {
     /// How many.
     pub n: usize,
+    /// The earliest time one of them was last seen open, ms after its last data: the
+    /// lower end of the timeout they date (0 in records written before this was
+    /// measured: then `first_ms` less the engine's poll interval).
+    #[serde(default)]
+    pub open_ms: u64,
     /// The earliest end, ms after the connection's last data.
     pub first_ms: u64,
     /// The latest end, ms after the connection's last data.

@@ -108,7 +108,7 @@ pub fn judge_idle(rec: &mut IdleRecord) -> Result<()> {
         && rec
             .control_ends_ms
             .iter()
-            .all(|&t| control_end_explained(t, rec.active_ends))
+            .all(|&t| control_end_explained(t, rec.active_ends, rec.bracket))
         && !rec.bracket.inconsistent()
         && !rec.plan.udp;
     if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
@@ -215,6 +215,7 @@ mod tests {
             fate,
             decided_ms: 0,
             active_end: false,
+            seen_open_ms: 0,
         };
         let conns = vec![conn(300, Fate::Alive), conn(400, Fate::Dropped)];
         let mut rec = idle_begin(&IdleSetup {

@@ -163,7 +163,7 @@ fn hikari_fix(t_ms: u64, seen: PathSeen) -> String {
         match (t_ms <= HIKARI_MIN_KEEPALIVE_MS, seen.keepalive_counts) {
             (false, _) => "",
             (true, true) => "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket",
-            (true, false) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the path's idle timeout above 60 s (haproxy: timeout client and timeout server)",
+            (true, false) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the idle timeout of the path (the proxy's or the server's) above 30 s",
         }
     )
 }

@@ -245,6 +245,28 @@ pub fn tcp(running: &Running, rtt_s: f64, rate_bps: f64, page_bytes: u64) -> Vec
     out
 }
 
+/// The pool settings that keep connections alive (or retire them) behind a path that
+/// counts application data only and times out after `t` s; HikariCP's only where its
+/// floors allow (keepaliveTime at least 30 s, idleTimeout at least 10 s, HikariConfig).
+fn data_only_fix(t: u64) -> String {
+    let every = (t / 2).max(1);
+    let mut test = format!(
+        "a test query every {every} s or less (c3p0 idle_test_period with preferredTestQuery"
+    );
+    if t > 30 {
+        test += &format!(", HikariCP keepaliveTime = {}", (every * 1000).max(30_000));
+    }
+    let mut retire = "c3p0 maxIdleTime, pgbouncer server_idle_timeout".to_string();
+    if t > 10 {
+        retire += ", HikariCP idleTimeout";
+    }
+    let mut line = format!("in the pool: {test}), or an idle lifetime below {t} s ({retire})");
+    if t <= 30 {
+        line += "; HikariCP cannot test more often than every 30 s: behind this path only a longer idle timeout (the proxy's or the server's) keeps its idle connections";
+    }
+    line
+}
+
 /// What `probe idle` saw of a middlebox, for [`pool`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathSeen {
@@ -304,10 +326,7 @@ pub fn pool(
                     "TCP keepalive does not keep flows alive on this path (its idle timer counts application data only): whatever tcp_keepalive_time is ({time} s here), a pooled connection idle past the path's timeout (more than {timeout_s} s) is ended; only traffic the application sends counts: a test query on idle connections below the timeout, or retiring them before it"
                 ),
                 evidence,
-                fix: Some(Fix::action(format!(
-                    "in the pool: a keepalive/test query every {} s or less (HikariCP keepaliveTime, c3p0 idle_test_period with preferredTestQuery), or an idle lifetime below {timeout_s} s (HikariCP idleTimeout, c3p0 maxIdleTime, pgbouncer server_idle_timeout)",
-                    (timeout_s / 2).max(1)
-                ))),
+                fix: Some(Fix::action(data_only_fix(timeout_s))),
             });
         } else if time >= timeout_s {
             out.push(Finding {
@@ -583,6 +602,18 @@ mod tests {
             .fix
             .as_ref()
             .is_some_and(|x| x.to_string().contains("tcp_keepalive_time"))));
+        assert_eq!(
+            data_only[0].fix.as_ref().unwrap().to_string(),
+            "in the pool: a test query every 900 s or less (c3p0 idle_test_period with preferredTestQuery, HikariCP keepaliveTime = 900000), or an idle lifetime below 1800 s (c3p0 maxIdleTime, pgbouncer server_idle_timeout, HikariCP idleTimeout)"
+        );
+        // haproxy's 5 s: nothing HikariCP has reaches below it.
+        let short = data_only_fix(5);
+        assert!(!short.contains("HikariCP keepaliveTime"), "{short}");
+        assert!(!short.contains("HikariCP idleTimeout"), "{short}");
+        assert!(
+            short.contains("HikariCP cannot test more often than every 30 s"),
+            "{short}"
+        );
         assert_eq!(f.len(), 2, "{f:#?}");
     }
 }

@@ -471,6 +471,7 @@ fn round(
             fate: c.as_ref().err().map_or(Fate::Abandoned, fate_of),
             decided_ms: 0,
             active_end: false,
+            seen_open_ms: 0,
         });
         probes.push(c.ok());
     }
@@ -488,11 +489,19 @@ fn round(
                 continue;
             };
             let since_open = (now - opened[i]) / 1_000_000;
-            if let Some(f) = p.poll(since_open, t) {
-                conns[i].active_end = p.active(&f, since_open);
-                conns[i].fate = f;
-                conns[i].decided_ms = since_open;
-                decided[i] = true;
+            match p.poll(since_open, t) {
+                Some(f) => {
+                    conns[i].active_end = p.active(&f, since_open);
+                    if !conns[i].active_end {
+                        conns[i].seen_open_ms = 0;
+                    }
+                    conns[i].fate = f;
+                    conns[i].decided_ms = since_open;
+                    decided[i] = true;
+                }
+                // Seen open now: an end it meets later came after this (a poll can be
+                // late, e.g. behind the control's reconnect).
+                None => conns[i].seen_open_ms = since_open,
             }
         }
         if control_fate.is_none() {

@@ -86,8 +86,13 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         _ if r.active_ends.is_some() => {
             let e = r.active_ends.expect("checked");
             format!(
-                "idle timeout in ({:.2} s, {:.2} s] without application data: {} connection(s) ended by the path itself, each dated by its end (not by its probe)",
-                e.first_ms.saturating_sub(POLL_MS) as f64 / 1e3,
+                "idle timeout in ({:.2} s, {:.2} s] without application data: {} connection(s) ended by the path itself, each dated by its end (not by its probe; seen open until the lower end)",
+                if e.open_ms > 0 {
+                    e.open_ms
+                } else {
+                    e.first_ms.saturating_sub(POLL_MS)
+                } as f64
+                    / 1e3,
                 e.last_ms as f64 / 1e3,
                 e.n
             )
@@ -111,10 +116,16 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             ""
         }
     )?;
+    if r.active_ends.is_some() {
+        writeln!(
+            w,
+            "  (no application byte was sent: a server's own limit for connections that never send, such as MySQL's connect_timeout or PostgreSQL's authentication_timeout, ends them the same way, and is not the idle timeout of a pooled connection that has sent queries)"
+        )?;
+    }
     let unexplained: Vec<String> = r
         .control_ends_ms
         .iter()
-        .filter(|&&t| !control_end_explained(t, r.active_ends))
+        .filter(|&&t| !control_end_explained(t, r.active_ends, r.bracket))
         .map(|&t| format!("{:.1} s", t as f64 / 1e3))
         .collect();
     match (&r.control, r.keepalive_counts) {
@@ -130,7 +141,7 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         )?,
         (_, Some(KeepaliveCounts::No)) => writeln!(
             w,
-            "TCP keepalive does not reset this path's idle timer (it counts application data only): the control connection, probed every second, was ended {} time(s) after {} without data, as unprobed connections were; it was opened again each time (the server answered)",
+            "TCP keepalive does not reset this path's idle timer (a proxy on it, or the server, counts application data only): the control connection, probed every second, was ended {} time(s) after {} without data, as unprobed connections were; it was opened again each time (the server answered)",
             r.control_ends_ms.len(),
             r.control_ends_ms
                 .iter()

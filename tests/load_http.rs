@@ -9,27 +9,9 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-const NGINX: &str = "/usr/sbin/nginx";
-
-/// A port free on 127.0.0.1 when asked (the kernel's pick for a listener closed at once).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Waits (at most 10 s) until 127.0.0.1:`port` accepts a connection.
-fn wait_listening(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} not listening on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::time::Duration;
 
 /// `tpslab load http URL ARGS --json`: its exit code, stderr and record body (the
 /// terminal output reproduced by `tpslab report` from it when the run succeeded).
@@ -85,7 +67,7 @@ fn rate_error(r: &Value) -> f64 {
 
 #[test]
 fn against_serve_http_every_request_is_sent_on_its_schedule_and_answered() {
-    let port = free_port();
+    let port = common::free_port();
     let mut srv = common::tpslab();
     srv.args([
         "serve",
@@ -97,7 +79,7 @@ fn against_serve_http_every_request_is_sent_on_its_schedule_and_answered() {
     ])
     .stdout(std::process::Stdio::null());
     let _srv = common::Kill(srv.spawn().expect("spawn serve http"));
-    wait_listening(port, "tpslab serve http");
+    common::wait_listening(port, "tpslab serve http");
     let url = format!("http://127.0.0.1:{port}/");
     let (code, err, r) = load(
         &url,
@@ -197,48 +179,10 @@ fn a_200ms_stall_shows_in_the_corrected_p99_and_hides_from_the_uncorrected() {
     assert!(n(&res["uncorrected"]["p99_ns"]) < 20_000_000, "{res}");
 }
 
-/// nginx in the foreground (one process, no daemon) with a configuration in a folder of
-/// this test's own (`-p`): index.html ("hello world\n") at /. Killed by PID.
-fn nginx(tag: &str) -> Option<(common::Kill, u16)> {
-    if !common::need(tag, NGINX) {
-        return None;
-    }
-    let dir = common::tmp(&format!("nginx-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("html")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
-    let port = free_port();
-    let d = dir.display();
-    std::fs::write(
-        dir.join("nginx.conf"),
-        format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-             error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
-             http {{\n access_log off;\n keepalive_requests 1000000;\n\
-             client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
-             fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {d}/html;\n }}\n}}\n"
-        ),
-    )
-    .unwrap();
-    let child = Command::new(NGINX)
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = common::Kill(child);
-    wait_listening(port, "nginx");
-    Some((k, port))
-}
-
 #[test]
 fn nginx_at_2000_per_second_for_3_s_within_half_a_percent_of_the_rate() {
     let tag = "nginx_at_2000_per_second_for_3_s_within_half_a_percent_of_the_rate";
-    let Some((_nginx, port)) = nginx(tag) else {
+    let Some((_nginx, port)) = common::nginx(tag) else {
         return;
     };
     let url = format!("http://127.0.0.1:{port}/index.html");
@@ -257,7 +201,7 @@ fn nginx_at_2000_per_second_for_3_s_within_half_a_percent_of_the_rate() {
 
 #[test]
 fn a_refused_port_is_errors_of_kind_refused_and_one_error_line() {
-    let port = free_port();
+    let port = common::free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let (code, err, r) = load(
         &url,

@@ -9,7 +9,6 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const HAPROXY: &str = "/usr/sbin/haproxy";
 
@@ -17,19 +16,6 @@ const HAPROXY: &str = "/usr/sbin/haproxy";
 /// keepaliveTime (30 s) by more than a second (the pools are judged against the whole
 /// seconds below the bracket) so that a pool can be right, short enough for a test.
 const TIMEOUT_S: u64 = 33;
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn wait_listening(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} not listening on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
@@ -40,7 +26,7 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
     let dir = common::tmp("probe-proxy");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let (front, back) = (free_port(), free_port());
+    let (front, back) = (common::free_port(), common::free_port());
     // The backend: tpslab's responder keeps every TCP connection open, silent.
     let responder = common::Kill(
         common::tpslab()
@@ -52,7 +38,7 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
             .spawn()
             .expect("spawn the responder"),
     );
-    wait_listening(back, "the responder");
+    common::wait_listening(back, "the responder");
     let cfg = dir.join("haproxy.cfg");
     std::fs::write(
         &cfg,
@@ -76,7 +62,7 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
             .spawn()
             .expect("spawn haproxy"),
     );
-    wait_listening(front, "haproxy");
+    common::wait_listening(front, "haproxy");
     let unset = dir.join("unset.properties");
     std::fs::write(
         &unset,

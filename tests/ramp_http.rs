@@ -5,11 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-const NGINX: &str = "/usr/sbin/nginx";
+use std::path::Path;
 
 const SHORT: [&str; 8] = [
     "--users",
@@ -21,60 +17,6 @@ const SHORT: [&str; 8] = [
     "--warmup",
     "200ms",
 ];
-
-/// A port free on 127.0.0.1 when asked (the kernel's pick for a listener closed at once).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Waits (at most 10 s) until 127.0.0.1:`port` accepts a connection.
-fn wait_listening(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} not listening on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// nginx in the foreground (one process, no daemon) with a configuration in a folder of
-/// this test's own (`-p`): index.html ("hello world\n") at /, 503 at /busy. Killed by PID.
-fn nginx(tag: &str) -> Option<(common::Kill, u16)> {
-    if !common::need(tag, NGINX) {
-        return None;
-    }
-    let dir: PathBuf = common::tmp(&format!("nginx-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("html")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
-    let port = free_port();
-    let d = dir.display();
-    std::fs::write(
-        dir.join("nginx.conf"),
-        format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-             error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
-             http {{\n access_log off;\n keepalive_requests 1000000;\n\
-             client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
-             fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {d}/html;\n\
-             location = /busy {{ return 503; }}\n }}\n}}\n"
-        ),
-    )
-    .unwrap();
-    let child = Command::new(NGINX)
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = common::Kill(child);
-    wait_listening(port, "nginx");
-    Some((k, port))
-}
 
 /// `tpslab ramp http ARGS --json`: its exit code, stderr and record (the terminal output
 /// reproduced by `tpslab report` from it when the run succeeded).
@@ -117,7 +59,7 @@ fn all_answered(j: &Value) {
 
 #[test]
 fn nginx_static_file_every_request_answered() {
-    let Some((_nginx, port)) = nginx("nginx_static_file_every_request_answered") else {
+    let Some((_nginx, port)) = common::nginx("nginx_static_file_every_request_answered") else {
         return;
     };
     let url = format!("http://127.0.0.1:{port}/index.html");
@@ -138,7 +80,7 @@ fn nginx_static_file_every_request_answered() {
 
 #[test]
 fn a_503_storm_is_failures_of_kind_http_5xx() {
-    let Some((_nginx, port)) = nginx("a_503_storm_is_failures_of_kind_http_5xx") else {
+    let Some((_nginx, port)) = common::nginx("a_503_storm_is_failures_of_kind_http_5xx") else {
         return;
     };
     let url = format!("http://127.0.0.1:{port}/busy");
@@ -171,7 +113,7 @@ fn a_503_storm_is_failures_of_kind_http_5xx() {
 
 #[test]
 fn a_refused_port_is_connection_refused() {
-    let port = free_port();
+    let port = common::free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let (code, err, j) = ramp(
         &[
@@ -203,7 +145,7 @@ fn a_refused_port_is_connection_refused() {
 
 #[test]
 fn tpslab_serve_http_answers_every_request() {
-    let port = free_port();
+    let port = common::free_port();
     let mut srv = common::tpslab();
     srv.args([
         "serve",
@@ -217,7 +159,7 @@ fn tpslab_serve_http_answers_every_request() {
     ])
     .stdout(std::process::Stdio::null());
     let _srv = common::Kill(srv.spawn().expect("spawn serve http"));
-    wait_listening(port, "tpslab serve http");
+    common::wait_listening(port, "tpslab serve http");
     let body = common::tmp("http-body.txt");
     std::fs::write(&body, "ping ping").unwrap();
     let url = format!("http://127.0.0.1:{port}/api");

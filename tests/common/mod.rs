@@ -464,3 +464,60 @@ pub fn live_with(mark: &str) -> Vec<u32> {
     }
     v
 }
+
+/// A port free on 127.0.0.1 when asked (the kernel's pick for a listener closed at once).
+#[allow(dead_code)]
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Waits (at most 10 s) until 127.0.0.1:`port` accepts a connection.
+#[allow(dead_code)]
+pub fn wait_listening(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} not listening on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// nginx in the foreground (one process, no daemon) with a configuration in a folder of
+/// this test's own (`-p`): index.html ("hello world\n") at /, 503 at /busy. Killed by PID.
+#[allow(dead_code)]
+pub fn nginx(tag: &str) -> Option<(Kill, u16)> {
+    if !need(tag, "/usr/sbin/nginx") {
+        return None;
+    }
+    let dir: PathBuf = tmp(&format!("nginx-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("html")).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
+    let port = free_port();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
+             http {{\n access_log off;\n keepalive_requests 1000000;\n\
+             client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             server {{\n  listen 127.0.0.1:{port};\n  root {d}/html;\n\
+             location = /busy {{ return 503; }}\n }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("/usr/sbin/nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn nginx");
+    let k = Kill(child);
+    wait_listening(port, "nginx");
+    Some((k, port))
+}

@@ -108,7 +108,9 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     let Body::LoadHttp(l) = &rec.body else {
         unreachable!("a load http record")
     };
-    let print = |o: &mut dyn std::io::Write| tpslab_report::term::load_http::record(o, l);
+    let print = |o: &mut dyn std::io::Write| {
+        tpslab_report::term::load_http::record(o, l, rec.meta.interrupted)
+    };
     out::emit(
         &rec,
         out::Outputs::of(&a.record),

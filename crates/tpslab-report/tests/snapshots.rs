@@ -391,3 +391,27 @@ fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
     assert_eq!(facts, d.facts);
     assert_eq!(diagnose(&facts, Some(&d.probe)), d.diagnosis);
 }
+
+/// A `load http` stopped early says so, and its rate is not set against the plan (over
+/// the planned duration it would read as the server's shortfall).
+#[test]
+fn an_interrupted_load_http_is_said_so() {
+    let rec = Record::from_json(&fixture("load_http.json")).expect("fixture is a record");
+    let tpslab_analysis::record::Body::LoadHttp(l) = &rec.body else {
+        panic!("a load_http fixture")
+    };
+    let mut out = Vec::new();
+    tpslab_report::term::load_http::record(&mut out, l, true).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("INTERRUPTED: the last request went"),
+        "{text}"
+    );
+    assert!(!text.contains("error "), "{text}");
+    assert!(!text.contains("Not sent"), "{text}");
+    let mut whole = Vec::new();
+    tpslab_report::term::load_http::record(&mut whole, l, false).unwrap();
+    assert!(String::from_utf8(whole)
+        .unwrap()
+        .starts_with("Rate: intended"));
+}

@@ -37,7 +37,43 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
 }
 
 /// What the run did.
-pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
+pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io::Result<()> {
+    let (p, r) = (&rec.plan, &rec.result);
+    if interrupted {
+        // Stopped early: the rate over the planned duration, and the requests the plan
+        // still had, say nothing of the server.
+        writeln!(
+            w,
+            "INTERRUPTED: the last request went {:.1} s into the planned {}: {} sent, {} answered, {} failed, {} unanswered at the stop; the achieved rate ({:.1}/s until then) is not compared with the plan",
+            r.last_sent_s,
+            secs(p.duration_ns),
+            r.sent,
+            rec.answered(),
+            r.errors.total(),
+            r.unanswered,
+            if r.last_sent_s > 0.0 {
+                r.sent as f64 / r.last_sent_s
+            } else {
+                0.0
+            }
+        )?;
+    } else {
+        rate_line(w, rec)?;
+    }
+    if r.corrected.count == 0 {
+        writeln!(w, "Latency: no replies")?;
+    } else {
+        latency(w, r)?;
+    }
+    status_and_errors(w, r)?;
+    if r.late > 0 || r.behind > 0 {
+        late(w, r)?;
+    }
+    Ok(())
+}
+
+/// Intended against achieved rate, and the requests the plan had that were not sent.
+fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
     let (p, r) = (&rec.plan, &rec.result);
     writeln!(
         w,
@@ -57,15 +93,6 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
             "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end; none is sent after it)",
             r.intended - r.sent
         )?;
-    }
-    if r.corrected.count == 0 {
-        writeln!(w, "Latency: no replies")?;
-    } else {
-        latency(w, r)?;
-    }
-    status_and_errors(w, r)?;
-    if r.late > 0 || r.behind > 0 {
-        late(w, r)?;
     }
     Ok(())
 }

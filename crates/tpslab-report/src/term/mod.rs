@@ -94,7 +94,7 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
         Body::ProbePool(r) => idle::pool_record(w, r),
         Body::LoadHttp(l) => {
             load_http::header(w, &l.plan)?;
-            load_http::record(w, l)
+            load_http::record(w, l, rec.meta.interrupted)
         }
         Body::Compare(c) => compare::record(w, c),
     }

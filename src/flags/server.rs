@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tpslab_engine::server::{Mode, ServerConfig};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::udp::Steer;
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub(crate) enum ModeArg {
@@ -54,6 +55,11 @@ pub(crate) struct ServerFlags {
     /// Scheduling policy: other, fifo:PRIO or rr:PRIO (like chrt).
     #[arg(long, default_value = "other")]
     pub(crate) sched: String,
+    /// How datagrams are spread over the threads' SO_REUSEPORT sockets: hash (the
+    /// kernel's per-flow hash), cpu (a reuseport BPF program: the receiving CPU's socket),
+    /// random (a BPF program: a random socket per datagram, even with few flows).
+    #[arg(long, default_value = "hash", value_parser = |s: &str| s.parse::<Steer>().map_err(|e| e))]
+    pub(crate) reuseport_steer: Steer,
 }
 
 /// The validated server configuration from its flags. Errors: one line naming the flag.
@@ -87,6 +93,7 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         sched,
         busy_poll_us: f.busy_poll,
         gro: f.gro,
+        steer: f.reuseport_steer,
     };
     cfg.validate()?;
     Ok(cfg)

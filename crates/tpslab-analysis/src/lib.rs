@@ -20,6 +20,7 @@ pub mod prelude;
 pub mod ramp;
 pub mod ramp_threads;
 pub mod record;
+pub mod reuseport;
 pub mod runtime;
 pub mod stats;
 pub mod sweep;

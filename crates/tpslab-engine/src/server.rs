@@ -111,6 +111,18 @@ impl UdpServer {
             socks.push(s);
         }
         let mut grant = socks[0].default_grant().map_err(EngineError::Net)?;
+        let steer = match config.steer {
+            tpslab_plan::udp::Steer::Hash => None,
+            tpslab_plan::udp::Steer::Cpu => Some(tpslab_net::ReuseportSteer::Cpu),
+            tpslab_plan::udp::Steer::Random => Some(tpslab_net::ReuseportSteer::Random),
+        };
+        if let Some(steer) = steer {
+            // One socket's program steers the whole group; index i is socks[i] (the
+            // order they joined it), read by thread i.
+            socks[0]
+                .attach_reuseport_steer(steer, socks.len() as u32)
+                .map_err(EngineError::Net)?;
+        }
         if config.gro {
             for s in &socks {
                 s.set_gro(true).map_err(EngineError::Net)?;
@@ -263,6 +275,7 @@ impl UdpServer {
             reply_failed: sum(|t| &t.reply_failed),
             reply_errors: errors,
             received_per_thread: c.iter().map(|t| t.received.load(Relaxed)).collect(),
+            reuseport_steer: self.config.steer,
         }
     }
 

@@ -184,6 +184,70 @@ impl UdpSock {
         Ok(())
     }
 
+    /// Attaches a classic BPF program to this socket's SO_REUSEPORT group
+    /// (SO_ATTACH_REUSEPORT_CBPF; one socket's call steers the whole group): the kernel
+    /// sends each datagram to the socket whose index in the group (the order the sockets
+    /// joined it) the program returns, `steer`'s number modulo `sockets`. Errors: the
+    /// kernel refuses (no SO_REUSEPORT on the socket, `sockets` 0).
+    pub fn attach_reuseport_steer(
+        &self,
+        steer: ReuseportSteer,
+        sockets: u32,
+    ) -> Result<(), NetError> {
+        if sockets == 0 {
+            return Err(NetError::Invalid(
+                "reuseport steering over 0 sockets".into(),
+            ));
+        }
+        // A = the ancillary value (SKF_AD_OFF + SKF_AD_CPU or SKF_AD_RANDOM);
+        // A %= sockets; return A.
+        let ad = match steer {
+            ReuseportSteer::Cpu => libc::SKF_AD_CPU,
+            ReuseportSteer::Random => libc::SKF_AD_RANDOM,
+        };
+        let mut prog = [
+            libc::sock_filter {
+                code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+                jt: 0,
+                jf: 0,
+                k: (libc::SKF_AD_OFF + ad) as u32,
+            },
+            libc::sock_filter {
+                code: (libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K) as u16,
+                jt: 0,
+                jf: 0,
+                k: sockets,
+            },
+            libc::sock_filter {
+                code: (libc::BPF_RET | libc::BPF_A) as u16,
+                jt: 0,
+                jf: 0,
+                k: 0,
+            },
+        ];
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_mut_ptr(),
+        };
+        // SAFETY: setsockopt reads one sock_fprog whose `filter` points at `prog`'s
+        // `len` instructions, alive for the call (the kernel copies them).
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_REUSEPORT_CBPF,
+                &fprog as *const libc::sock_fprog as *const libc::c_void,
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetError::last(format!(
+                "setsockopt SO_ATTACH_REUSEPORT_CBPF ({steer:?} mod {sockets})"
+            )));
+        }
+        Ok(())
+    }
+
     /// Sets UDP_GRO: the kernel may deliver several datagrams of one flow coalesced, with
     /// their segment size in a cmsg (read with [`crate::RecvBatch::with_gro`]).
     pub fn set_gro(&self, on: bool) -> Result<(), NetError> {
@@ -363,4 +427,16 @@ impl Default for PeerAddr {
             len: 0,
         }
     }
+}
+
+/// How a reuseport BPF program picks a socket of the group for each datagram
+/// ([`UdpSock::attach_reuseport_steer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReuseportSteer {
+    /// The CPU that received it (modulo the group's size): one socket per CPU, spread by
+    /// RSS/RPS.
+    Cpu,
+    /// A random socket per datagram: even whatever the flows (order within a flow is no
+    /// longer kept).
+    Random,
 }

@@ -58,6 +58,57 @@ pub struct ServerConfig {
     /// one GSO send. Uses recvmmsg whatever `batch` says.
     #[serde(default)]
     pub gro: bool,
+    /// How datagrams are spread over the threads' SO_REUSEPORT sockets (hash: the
+    /// kernel's flow hash, the default).
+    #[serde(default, skip_serializing_if = "Steer::is_hash")]
+    pub steer: Steer,
+}
+
+/// How a SO_REUSEPORT group's datagrams are spread over its sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Steer {
+    /// The kernel's hash of each flow (source and destination address and port): a flow
+    /// always reaches one socket; a few flows can leave sockets idle.
+    #[default]
+    Hash,
+    /// A reuseport BPF program: the socket of the CPU that received the datagram (its
+    /// number modulo the sockets), so RSS/RPS placement decides.
+    Cpu,
+    /// A reuseport BPF program: a random socket per datagram (even whatever the flows;
+    /// order within a flow is not kept).
+    Random,
+}
+
+impl Steer {
+    /// The names, as flags and plan files take them.
+    pub const NAMES: &'static str = "hash, cpu, random";
+
+    /// Whether this is the kernel's default (nothing attached).
+    pub fn is_hash(&self) -> bool {
+        *self == Steer::Hash
+    }
+
+    /// Its name (`hash`, `cpu`, `random`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Steer::Hash => "hash",
+            Steer::Cpu => "cpu",
+            Steer::Random => "random",
+        }
+    }
+}
+
+impl std::str::FromStr for Steer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Steer, String> {
+        match s.trim() {
+            "hash" => Ok(Steer::Hash),
+            "cpu" => Ok(Steer::Cpu),
+            "random" => Ok(Steer::Random),
+            other => Err(format!("\"{other}\": allowed {}", Steer::NAMES)),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -73,6 +124,7 @@ impl Default for ServerConfig {
             sched: SchedPolicy::Other,
             busy_poll_us: None,
             gro: false,
+            steer: Steer::Hash,
         }
     }
 }

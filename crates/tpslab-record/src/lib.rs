@@ -48,6 +48,7 @@ pub use envelope::{
 };
 pub use run::{
     AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
-    MatchMode, ObserverReport, RunRecord, Series, ServerReport, TargetProcess, TcpListen,
+    MatchMode, ObserverReport, RunRecord, Series, ServerReport, TargetProcess, TargetSocket,
+    TcpListen,
 };
 pub use tcp::{ServeTcpRecord, TcpRecord};

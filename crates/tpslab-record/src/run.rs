@@ -196,6 +196,10 @@ pub struct ServerReport {
     pub reply_errors: BTreeMap<String, u64>,
     /// Per-thread datagrams read, in thread order.
     pub received_per_thread: Vec<u64>,
+    /// How datagrams were spread over the threads' SO_REUSEPORT sockets (absent: hash,
+    /// the kernel's per-flow hash).
+    #[serde(default, skip_serializing_if = "tpslab_plan::udp::Steer::is_hash")]
+    pub reuseport_steer: tpslab_plan::udp::Steer,
 }
 
 pub use tpslab_plan::udp::MatchMode;
@@ -352,6 +356,22 @@ pub struct ListenSocket {
     pub accept_queue_max: u64,
 }
 
+/// One socket of a target's SO_REUSEPORT group over a run (the kernel hashes each flow to
+/// one socket of the group: a few flows can leave sockets idle while others drop).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetSocket {
+    /// Its inode (as in /proc/net/udp).
+    pub inode: u64,
+    /// Datagrams it dropped during the run (its `drops` column, last minus first sample).
+    pub drops: u64,
+    /// The deepest receive queue sampled, bytes (`rx_queue`).
+    pub rx_queue_max_bytes: u64,
+    /// Its SO_RCVBUF limit (sock_diag SK_MEMINFO_RCVBUF), bytes; None when sock_diag could
+    /// not single it out (sockets of one group share their address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_bytes: Option<u64>,
+}
+
 /// Observations of the kernel over the run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ObserverReport {
@@ -377,6 +397,11 @@ pub struct ObserverReport {
     /// Threads of the target that read UDP datagrams during the run (exact counts only).
     #[serde(default)]
     pub target_reader_threads: Option<usize>,
+    /// Each socket of the target's SO_REUSEPORT group (two or more sockets on the port;
+    /// empty with one): its drops and deepest receive queue over the run, by inode, in
+    /// inode order (`<net_root>/net/udp{,6}` `drops` and `rx_queue` at every sample).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_sockets: Vec<TargetSocket>,
     /// Where the target process's threads spent the run (each thread's state, system call
     /// and wait channel, sampled with the host-wide counters: every 100 ms or the
     /// interval when longer); None without a target process.

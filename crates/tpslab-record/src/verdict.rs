@@ -25,6 +25,9 @@ pub enum Case {
     SocketBufferBursts,
     /// The application is too slow for the mean rate: the queue is pinned at its limit.
     AppTooSlow,
+    /// Drops at some sockets of the server's SO_REUSEPORT group while others had room: a
+    /// few flows hashed to a few sockets.
+    ReuseportImbalance,
     /// The socket receive buffer overflowed, and the server's reads were not counted:
     /// whether it keeps up on average (bursts or stalls: more buffer helps) or not (too
     /// slow: it does not) cannot be told.
@@ -262,4 +265,28 @@ pub struct Facts {
     /// none was found.
     #[serde(default)]
     pub server_sockets: usize,
+    /// The target's SO_REUSEPORT group socket by socket (two or more; empty with one):
+    /// what each read (tpslab's own server: its thread's count), dropped and queued.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<GroupSocket>,
+    /// Flows the generator sent (one per sending socket: its source port); None when not
+    /// known. SO_REUSEPORT hashes each flow to one socket of a group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<usize>,
+}
+
+/// One socket of a SO_REUSEPORT group, as the verdict sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupSocket {
+    /// Datagrams its reader read (tpslab's server counts per thread, one socket each);
+    /// None for a foreign server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<u64>,
+    /// Datagrams it dropped (its `drops` column over the run).
+    pub drops: u64,
+    /// Its deepest receive queue sampled, bytes.
+    pub rx_queue_max_bytes: u64,
+    /// Its SO_RCVBUF limit, bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_bytes: Option<u64>,
 }

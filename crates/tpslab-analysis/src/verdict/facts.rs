@@ -31,6 +31,29 @@ fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
         })
 }
 
+/// The target's SO_REUSEPORT group socket by socket: the observer's drops and queue of
+/// each, with tpslab's own server's reads (thread `i` reads socket `i`) and granted
+/// SO_RCVBUF; empty with one socket.
+fn group(
+    o: &tpslab_record::ObserverReport,
+    server: Option<&tpslab_record::ServerReport>,
+) -> Vec<tpslab_record::verdict::GroupSocket> {
+    o.target_sockets
+        .iter()
+        .map(|t| {
+            let at = server.and_then(|s| s.socket_inodes.iter().position(|&i| i == t.inode));
+            tpslab_record::verdict::GroupSocket {
+                reads: at.and_then(|k| server?.received_per_thread.get(k).copied()),
+                drops: t.drops,
+                rx_queue_max_bytes: t.rx_queue_max_bytes,
+                rcvbuf_bytes: t
+                    .rcvbuf_bytes
+                    .or(at.and(server.map(|s| s.rcvbuf_granted_bytes))),
+            }
+        })
+        .collect()
+}
+
 /// Reading the [`Facts`] (a record type) off a run record: `Facts::from_record(...)` with
 /// this trait in scope (`use tpslab_analysis::prelude::*`).
 pub trait FactsExt {
@@ -120,6 +143,11 @@ impl FactsExt for Facts {
                 }
             }
         }
+        f.flows = rec
+            .generator
+            .as_ref()
+            .map(|g| g.socket_inodes.len())
+            .filter(|&n| n > 0);
         if let Some(s) = &rec.server {
             f.ours = true;
             // rx_queue is summed over the server's sockets: compare with their summed limit.
@@ -140,6 +168,7 @@ impl FactsExt for Facts {
                 .deltas
                 .get("server_sockets_found")
                 .map_or(0, |&n| n as usize);
+            f.group = group(o, rec.server.as_ref());
             if let Some(w) = &o.thread_waits {
                 f.waits_headline = w.headline();
                 f.blocked_on = blocked_on(w);

@@ -6,6 +6,7 @@
 
 mod explain;
 mod facts;
+mod imbalance;
 mod rules;
 mod words;
 
@@ -100,9 +101,17 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             "/proc/PID/task/TID/stat, syscall and wchan every 100 ms; time on a CPU and runnable from schedstat",
         ));
     }
+    if case != Case::ReuseportImbalance {
+        if let Some(i) = crate::reuseport::judge(&f.group, f.flows) {
+            evidence.push(ev(i.sentence(), imbalance::SOURCE));
+        }
+    }
     let involved = matches!(
         case,
-        Case::SocketBufferBursts | Case::AppTooSlow | Case::SocketBufferUnjudged
+        Case::SocketBufferBursts
+            | Case::AppTooSlow
+            | Case::SocketBufferUnjudged
+            | Case::ReuseportImbalance
     );
     let mut notes = if involved {
         buffer_notes(f, probe)

@@ -46,6 +46,15 @@ pub const RULES: &[Rule] = &[
         explain: x::no_loss,
     },
     Rule {
+        case: Case::ReuseportImbalance,
+        when: |f| {
+            top_layer(f) == Some(Case::SocketBufferBursts)
+                && crate::reuseport::judge(&f.group, f.flows).is_some_and(|i| i.explains_drops())
+        },
+        why_here: "socket-buffer drops in some sockets of a SO_REUSEPORT group while others had room: neither more buffer nor a faster server is the first fix, spreading the flows is (before too slow: one overloaded socket beside idle ones looks too slow)",
+        explain: super::imbalance::reuseport_imbalance,
+    },
+    Rule {
         case: Case::AppTooSlow,
         when: |f| top_layer(f) == Some(Case::SocketBufferBursts) && too_slow(f),
         why_here: "socket-buffer drops from a server that cannot drain the mean rate: a bigger buffer only fills later",

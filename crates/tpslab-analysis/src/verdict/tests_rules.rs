@@ -224,6 +224,7 @@ fn the_rules_are_one_table_in_priority_order() {
             Case::GeneratorInvalid,
             Case::Inconsistent,
             Case::NoLoss,
+            Case::ReuseportImbalance,
             Case::AppTooSlow,
             Case::SocketBufferUnjudged,
             Case::SocketBufferBursts,
@@ -544,4 +545,58 @@ fn pasteable_lines_name_the_known_pid_and_target() {
     let l = lines(&f, "count the server's reads");
     let words = shlex::split(l[0].split("  #").next().unwrap()).unwrap();
     assert_eq!(words, ["sudo", "tpslab", "diagnose", "udp", "[::1]:9500"]);
+}
+
+#[test]
+fn drops_in_one_socket_of_an_uneven_reuseport_group_are_an_imbalance() {
+    use tpslab_record::verdict::GroupSocket;
+    let sock = |reads, drops, q| GroupSocket {
+        reads: Some(reads),
+        drops,
+        rx_queue_max_bytes: q,
+        rcvbuf_bytes: Some(212_992),
+    };
+    // 4 threads, 2 flows: one socket idle, one full and dropping, one light.
+    let mut f = s1();
+    f.threads = 4;
+    f.flows = Some(2);
+    f.group = vec![
+        sock(90_000, 5_000, 212_000),
+        sock(0, 0, 0),
+        sock(10_000, 0, 4_000),
+        sock(0, 0, 0),
+    ];
+    // What would otherwise read as a server too slow for the mean rate.
+    f.rxq_share_full = 0.9;
+    f.rxq_share_low = 0.0;
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::ReuseportImbalance, "{}", d.headline);
+    assert!(
+        d.headline
+            .contains("1 of the server's 4 SO_REUSEPORT sockets"),
+        "{}",
+        d.headline
+    );
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.text.contains("2 of its 4 sockets read nothing")));
+    assert!(d.evidence.iter().any(|e| e.text.contains("2 flows")));
+    assert!(d.recommendations[0].lines[0].contains("more flows"));
+    // Every socket dropping: the group had no room; the older rules judge it.
+    for s in &mut f.group {
+        s.drops = 100;
+        s.rx_queue_max_bytes = 212_000;
+    }
+    assert_eq!(diagnose(&f, None).case, Case::AppTooSlow);
+    // An even group says nothing of it.
+    f.group = vec![sock(25_000, 10, 200_000); 4];
+    f.rxq_share_full = 0.0;
+    f.rxq_share_low = 0.9;
+    let d = diagnose(&f, None);
+    assert_eq!(d.case, Case::SocketBufferBursts);
+    assert!(!d
+        .evidence
+        .iter()
+        .any(|e| e.text.contains("SO_REUSEPORT group is uneven")));
 }

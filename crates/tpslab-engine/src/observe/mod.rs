@@ -207,20 +207,49 @@ pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
 }
 
 /// Drops of sockets tracked by inode: the first value seen (0 for a socket created during
-/// the run) and the last, so a socket that closes keeps its count.
+/// the run) and the last, so a socket that closes keeps its count; and the deepest
+/// receive queue seen, bytes.
 #[derive(Debug, Default)]
-struct DropTrack(BTreeMap<u64, (u64, u64)>);
+struct DropTrack(BTreeMap<u64, Tracked>);
+
+/// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes).
+#[derive(Debug, Default, Clone, Copy)]
+struct Tracked {
+    first: u64,
+    last: u64,
+    rxq_max: u64,
+}
 
 impl DropTrack {
-    fn see(&mut self, inode: u64, drops: u64, first_sample: bool) {
-        let e = self
-            .0
-            .entry(inode)
-            .or_insert((if first_sample { drops } else { 0 }, drops));
-        e.1 = drops;
+    fn see(&mut self, inode: u64, drops: u64, rx_queue: u64, first_sample: bool) {
+        let e = self.0.entry(inode).or_insert(Tracked {
+            first: if first_sample { drops } else { 0 },
+            ..Default::default()
+        });
+        e.last = drops;
+        e.rxq_max = e.rxq_max.max(rx_queue);
     }
     fn total(&self) -> u64 {
-        self.0.values().map(|(a, b)| b.saturating_sub(*a)).sum()
+        self.0
+            .values()
+            .map(|t| t.last.saturating_sub(t.first))
+            .sum()
+    }
+    /// Each socket of a SO_REUSEPORT group (two or more tracked), in inode order; empty
+    /// with one socket.
+    fn group(&self, rcvbuf: &BTreeMap<u64, u64>) -> Vec<tpslab_analysis::record::TargetSocket> {
+        if self.0.len() < 2 {
+            return vec![];
+        }
+        self.0
+            .iter()
+            .map(|(&inode, t)| tpslab_analysis::record::TargetSocket {
+                inode,
+                drops: t.last.saturating_sub(t.first),
+                rx_queue_max_bytes: t.rxq_max,
+                rcvbuf_bytes: rcvbuf.get(&inode).copied(),
+            })
+            .collect()
     }
 }
 
@@ -273,6 +302,8 @@ struct Sampled {
     errors: BTreeSet<String>,
     sched: Vec<String>,
     rcvbuf: Vec<u64>,
+    /// The target's SO_REUSEPORT group, socket by socket (empty with one socket).
+    group: Vec<tpslab_analysis::record::TargetSocket>,
     readers: Option<usize>,
     bounded: Bounded,
     waits: Option<tpslab_analysis::waits::ThreadWaits>,
@@ -481,6 +512,7 @@ fn sample_loop(
     raws.push(last);
     let sched = target_sched(sampler);
     let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
+    let group = sampler.srv_track.group(&sampler.srv_rcvbuf);
     let readers = sampler.io.as_ref().map(|c| c.reader_threads());
     let bounded = Bounded { decimated, rxq_max };
     Sampled {
@@ -488,6 +520,7 @@ fn sample_loop(
         errors: std::mem::take(&mut sampler.errors),
         sched,
         rcvbuf,
+        group,
         readers,
         bounded,
         waits: sampler.waits.take().map(|w| w.finish()),
@@ -538,6 +571,7 @@ impl Observer {
             errors,
             sched,
             rcvbuf,
+            group,
             readers,
             bounded,
             waits,
@@ -558,6 +592,13 @@ impl Observer {
             rep.sources.insert(
                 "target_rcvbuf_bytes".into(),
                 "sock_diag SK_MEMINFO_RCVBUF of each target socket: the limit its rx_queue is held to".into(),
+            );
+        }
+        if !group.is_empty() {
+            rep.target_sockets = group;
+            rep.sources.insert(
+                "target_sockets".into(),
+                "<net_root>/net/udp{,6} drops (last minus first sample) and deepest rx_queue of each socket of the target's SO_REUSEPORT group; rcvbuf from sock_diag SK_MEMINFO_RCVBUF".into(),
             );
         }
         rep.target_reader_threads = readers;

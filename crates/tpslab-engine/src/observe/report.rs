@@ -72,6 +72,7 @@ pub(super) fn build_report(
         cpu_pct,
         target_sched: sched,
         target_rcvbuf_bytes: vec![],
+        target_sockets: vec![],
         target_reader_threads: None,
         thread_waits: None,
         tcp_listen: None,

@@ -112,7 +112,8 @@ impl Sampler {
         for s in &gen_socks {
             if self.cfg.gen_inodes.contains(&s.inode) {
                 r.gen_rxq += s.rx_queue;
-                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                self.gen_track
+                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), false, true));
             }
         }
@@ -139,11 +140,13 @@ impl Sampler {
                     }
                 }
                 r.srv_rxq += s.rx_queue;
-                self.srv_track.see(s.inode, s.drops.unwrap_or(0), first);
+                self.srv_track
+                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), true, false));
             } else if self.cfg.gen_inodes.contains(&s.inode) {
                 r.gen_rxq += s.rx_queue;
-                self.gen_track.see(s.inode, s.drops.unwrap_or(0), first);
+                self.gen_track
+                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), false, false));
             }
         }
@@ -165,10 +168,10 @@ impl Sampler {
                     if is_target {
                         self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(s.inode, m.drops, false);
+                        self.srv_track.see(s.inode, m.drops, m.rx_queue, false);
                     } else {
                         r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(s.inode, m.drops, false);
+                        self.gen_track.see(s.inode, m.drops, m.rx_queue, false);
                     }
                     followed.push((s, is_target, other_ns));
                 }
@@ -207,10 +210,10 @@ impl Sampler {
                     if is_target {
                         self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(s.inode, m.drops, false);
+                        self.srv_track.see(s.inode, m.drops, m.rx_queue, false);
                     } else {
                         r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(s.inode, m.drops, false);
+                        self.gen_track.see(s.inode, m.drops, m.rx_queue, false);
                     }
                 }
                 _ => return false,

@@ -271,6 +271,12 @@ pub fn print_server(w: &mut dyn Write, s: &ServerReport, elapsed_s: f64) -> io::
             "read per thread".to_string(),
             format!("{:?}", s.received_per_thread),
         ]);
+        if !s.reuseport_steer.is_hash() {
+            t.add_row(vec![
+                "spread over the sockets by".to_string(),
+                format!("reuseport BPF: {}", s.reuseport_steer.name()),
+            ]);
+        }
     }
     writeln!(w, "{t}")?;
     Ok(())

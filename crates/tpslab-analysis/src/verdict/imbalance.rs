@@ -1,0 +1,55 @@
+//! [`super::Case::ReuseportImbalance`]: drops at some sockets of a SO_REUSEPORT group
+//! while others had room ([`crate::reuseport`]).
+
+use super::explain::{self as x, Draft};
+use super::words::{ev, pct, rxq};
+use super::{Facts, Recommendation};
+
+/// Where the per-socket figures come from.
+pub(super) const SOURCE: &str = "per socket of the group: drops and deepest rx_queue from <net_root>/net/udp{,6} at every sample; reads: tpslab's server's count per thread (one socket each)";
+
+/// The group's sockets one by one: reads (when counted), drops, deepest queue.
+fn per_socket(f: &Facts) -> String {
+    f.group
+        .iter()
+        .map(|s| {
+            let reads = s.reads.map_or(String::new(), |r| format!("{r} read, "));
+            format!(
+                "{reads}{} dropped, queue max {} B",
+                s.drops, s.rx_queue_max_bytes
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+pub(super) fn reuseport_imbalance(f: &Facts, d: &mut Draft) -> (String, String) {
+    let Some(i) = crate::reuseport::judge(&f.group, f.flows) else {
+        // The rule checked it; should the facts disagree, the plain buffer case speaks.
+        return x::socket_buffer_bursts(f, d);
+    };
+    d.evidence.push(ev(i.sentence(), SOURCE));
+    d.evidence.push(ev(
+        format!("sockets of the group: {}", per_socket(f)),
+        SOURCE,
+    ));
+    d.evidence.push(rxq(f));
+    d.recs.push(Recommendation {
+        what: "spread the load over the group's sockets before adding buffer or threads".into(),
+        why: format!(
+            "{} of {} sockets dropped while {} had room: the group as a whole had buffer and readers to spare, but the kernel sends every datagram of a flow to the socket its hash picks",
+            i.dropping, i.sockets, i.spare
+        ),
+        lines: i.fixes(),
+    });
+    (
+        "the server's SO_REUSEPORT group (uneven: flows hashed to a few sockets)".to_string(),
+        format!(
+            "Datagrams die at the receive buffer of {} of the server's {} SO_REUSEPORT sockets ({:.1} % of those attempted) while {} others had room: the load is not spread over the group.",
+            i.dropping,
+            i.sockets,
+            pct(f.socket_drops, f.attempted),
+            i.spare
+        ),
+    )
+}

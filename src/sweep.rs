@@ -19,8 +19,9 @@ use tpslab_run::sweep::Event;
 pub(crate) struct SweepArgs {
     /// A factor and its levels, NAME=L1,L2,... (first level = baseline); repeatable.
     /// Names: rcvbuf, cpus (list or all), sched, threads, batch, rate, burst, work_ns,
-    /// size, or a sysctl (net.core.rmem_max, net.core.rmem_default,
-    /// net.core.netdev_max_backlog, ...; journaled and restored after every run).
+    /// size, busy_poll, gro, steer (hash, cpu, random: --reuseport-steer), or a sysctl
+    /// (net.core.rmem_max, net.core.rmem_default, net.core.netdev_max_backlog, ...;
+    /// journaled and restored after every run).
     #[arg(long = "factor", value_name = "NAME=L1,L2,...")]
     pub(crate) factors: Vec<String>,
     /// ofat (default): one factor at a time from the baseline; factorial: every combination.

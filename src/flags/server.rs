@@ -58,7 +58,7 @@ pub(crate) struct ServerFlags {
     /// How datagrams are spread over the threads' SO_REUSEPORT sockets: hash (the
     /// kernel's per-flow hash), cpu (a reuseport BPF program: the receiving CPU's socket),
     /// random (a BPF program: a random socket per datagram, even with few flows).
-    #[arg(long, default_value = "hash", value_parser = |s: &str| s.parse::<Steer>().map_err(|e| e))]
+    #[arg(long, default_value = "hash", value_name = "hash|cpu|random", value_parser = |s: &str| s.parse::<Steer>())]
     pub(crate) reuseport_steer: Steer,
 }
 

@@ -61,10 +61,11 @@ fn sweeps_refuse_bad_factors_and_cells_before_any_folder() {
         format!("sweep --factor rate=1000,2000 {none} --fail-on target"),
         "sweep --factor net.ipv4.udp_rmem_min=4096,020000 --out {dir}/octal".into(),
         format!("{cell} busy_poll=off,4294967295"),
+        format!("sweep --factor steer=hash,bogus {none}"),
         // Each level is fine alone; the cell that combines them is not.
         format!("{cell} rate=1000,max --factor burst=1,10"),
     ];
-    let texts: [&[&str]; 8] = [
+    let texts: [&[&str]; 9] = [
         &["bogus"],
         &["rcvbuf=212992"],
         &["kernel.panic"],
@@ -72,6 +73,7 @@ fn sweeps_refuse_bad_factors_and_cells_before_any_folder() {
         &["target"],
         &["020000", "octal (8192)"],
         &["--factor busy_poll: level 4294967295", "0..=1000000 us"],
+        &["--factor steer: level \"bogus\": allowed hash, cpu, random"],
         &["burst does not apply", "rate=max", "burst=10"],
     ];
     let rows: Vec<(&str, &[&str])> = rows.iter().map(String::as_str).zip(texts).collect();

@@ -17,6 +17,10 @@ fn udp_loads_and_runs_refuse_what_they_cannot_run() {
             ("load udp 127.0.0.1:9 --size 70000", &["--size 70000"]),
             ("load udp 127.0.0.1:9 --size 10", &["--size 10"]),
             ("run udp --mode bogus", &["bogus"]),
+            (
+                "serve udp --reuseport-steer bpf",
+                &["--reuseport-steer", "bpf", "allowed hash, cpu, random"],
+            ),
             ("load udp 127.0.0.1:9 --seq-field 0:2", &["--seq-field", "--payload-file"]),
             (&seq_9, &["0:9"]),
             (&seq_28, &["28:2", "29"]),

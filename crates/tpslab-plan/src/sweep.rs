@@ -202,8 +202,15 @@ impl Objective {
 }
 
 /// Factors that set tpslab's own server (refused with the user's `--server-cmd`).
-pub const OWN_SERVER_FACTORS: &[&str] =
-    &["rcvbuf", "threads", "batch", "work_ns", "busy_poll", "gro"];
+pub const OWN_SERVER_FACTORS: &[&str] = &[
+    "rcvbuf",
+    "threads",
+    "batch",
+    "work_ns",
+    "busy_poll",
+    "gro",
+    "steer",
+];
 
 /// The factors a sweep knows besides sysctls.
 pub const FACTORS: &[&str] = &[
@@ -218,6 +225,7 @@ pub const FACTORS: &[&str] = &[
     "size",
     "busy_poll",
     "gro",
+    "steer",
 ];
 
 /// A factor from its name and levels, each level checked; at least two distinct levels.
@@ -300,6 +308,7 @@ pub fn apply_level(
                 _ => return Err(bad("allowed on, off")),
             }
         }
+        "steer" => srv.steer = level.parse::<crate::udp::Steer>().map_err(|e| bad(&e))?,
         n if n.contains('.') => {
             if !crate::sysctl::SYSCTLS.contains(&n) {
                 fail!(

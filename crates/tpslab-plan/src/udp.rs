@@ -106,7 +106,7 @@ impl std::str::FromStr for Steer {
             "hash" => Ok(Steer::Hash),
             "cpu" => Ok(Steer::Cpu),
             "random" => Ok(Steer::Random),
-            other => Err(format!("\"{other}\": allowed {}", Steer::NAMES)),
+            _ => Err(format!("allowed {}", Steer::NAMES)),
         }
     }
 }

@@ -143,11 +143,6 @@ impl FactsExt for Facts {
                 }
             }
         }
-        f.flows = rec
-            .generator
-            .as_ref()
-            .map(|g| g.socket_inodes.len())
-            .filter(|&n| n > 0);
         if let Some(s) = &rec.server {
             f.ours = true;
             // rx_queue is summed over the server's sockets: compare with their summed limit.
@@ -169,6 +164,14 @@ impl FactsExt for Facts {
                 .get("server_sockets_found")
                 .map_or(0, |&n| n as usize);
             f.group = group(o, rec.server.as_ref());
+            if !f.group.is_empty() {
+                // What a group's balance depends on (asked only of a group).
+                f.flows = rec
+                    .generator
+                    .as_ref()
+                    .map(|g| g.socket_inodes.len())
+                    .filter(|&n| n > 0);
+            }
             if let Some(w) = &o.thread_waits {
                 f.waits_headline = w.headline();
                 f.blocked_on = blocked_on(w);

@@ -5,8 +5,9 @@
 //! bisection to the resolution, then repeats at both ends of the bracket), and the
 //! sentence that says it ([`headline`]).
 
-use tpslab_record::capacity::{
-    CapacityRecord, CapacitySearch, CapacityStep, Conclusion, Objective, Slo, StepStatus,
+pub use tpslab_record::capacity::{
+    CapacityPlan, CapacityRecord, CapacitySearch, CapacityStep, Conclusion, Objective, Quantile,
+    Slo, StepStatus, StepVerdict,
 };
 use tpslab_record::verdict::Case;
 use tpslab_record::RunRecord;
@@ -17,8 +18,12 @@ pub const GROWTH: f64 = 2.0;
 pub const MAX_STEPS: usize = 200;
 /// The lowest rate the search tries, pps.
 pub const MIN_RATE: f64 = 1.0;
-/// Steps a rate's generator must fail before the rate is the generator's limit.
+/// Steps a rate's generator must fail before the rate is the generator's limit (when it
+/// delivered no higher rate).
 pub const INVALID_TO_LIMIT: u32 = 2;
+/// Steps the generator may fail at one rate it delivered higher rates than (a busy host):
+/// past them, the search ends unfinished rather than try that rate forever.
+pub const INVALID_AT_RATE: u32 = 4;
 
 /// What a step measured, for its call.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -215,11 +220,18 @@ pub fn tally(steps: &[CapacityStep]) -> Vec<RateTally> {
 
 /// The bracket so far: (the highest rate below the upper bound that passed every time,
 /// the upper bound: the lowest rate that failed, or the lowest the generator could not
-/// deliver [`INVALID_TO_LIMIT`] times, whichever is lower; whether that bound is the
-/// generator's).
+/// deliver [`INVALID_TO_LIMIT`] times and delivered no higher rate, whichever is lower;
+/// whether that bound is the generator's). A rate the generator missed below one it
+/// delivered is a busy host's moment, not its limit: it is tried again.
 fn bracket(t: &[RateTally]) -> (Option<RateTally>, Option<RateTally>, bool) {
     let fail = t.iter().find(|r| r.fail > 0).copied();
-    let gen = t.iter().find(|r| r.invalid >= INVALID_TO_LIMIT).copied();
+    let gen = t
+        .iter()
+        .find(|r| {
+            r.invalid >= INVALID_TO_LIMIT
+                && !t.iter().any(|x| x.rate_pps >= r.rate_pps && x.judged() > 0)
+        })
+        .copied();
     let (hi, by_gen) = match (fail, gen) {
         (Some(f), Some(g)) if g.rate_pps < f.rate_pps => (Some(g), true),
         (Some(f), _) => (Some(f), false),
@@ -265,7 +277,25 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
     let t = tally(steps);
     let (lo, hi, by_gen) = bracket(&t);
     let judged_at = |r: f64| t.iter().find(|x| x.rate_pps == r).map_or(0, |x| x.judged());
-    let pending = |r: f64| Next::Step(r);
+    let pending = |r: f64| match t.iter().find(|x| x.rate_pps == r) {
+        Some(x) if x.invalid >= INVALID_AT_RATE => {
+            let delivered = t
+                .iter()
+                .filter(|x| x.judged() > 0)
+                .map(|x| x.rate_pps)
+                .fold(0.0, f64::max);
+            Next::Done(so_far(
+                steps,
+                &format!(
+                    "the generator did not deliver {} pps in {} steps while it delivered {} pps: too busy a host to judge that rate",
+                    rate_text(r),
+                    x.invalid,
+                    rate_text(delivered)
+                ),
+            ))
+        }
+        _ => Next::Step(r),
+    };
     match (lo, hi) {
         (None, None) => pending(whole(search.start_rate.min(search.max_rate))),
         (Some(lo), None) => {

@@ -1,7 +1,6 @@
 //! Tests of the parent module: the search on scripted step outcomes, the calls.
 use super::*;
 use std::time::Duration;
-use tpslab_record::capacity::{Quantile, StepVerdict};
 
 fn search(start: f64, max: f64) -> CapacitySearch {
     CapacitySearch {
@@ -168,6 +167,42 @@ fn a_generator_that_cannot_deliver_is_the_limit_not_the_server() {
     for t in tally(&steps).iter().filter(|t| t.invalid > 0) {
         assert_eq!(t.invalid, INVALID_TO_LIMIT);
     }
+}
+
+#[test]
+fn a_rate_missed_below_one_delivered_is_a_busy_moment_not_the_limit() {
+    // 4,250 is missed twice, yet 4,500 was delivered (and failed): tried again.
+    let s = search(1000.0, 1e6);
+    let mut steps = vec![
+        step(4000.0, StepStatus::Pass),
+        step(4500.0, StepStatus::Fail),
+        step(4250.0, StepStatus::Invalid),
+        step(4250.0, StepStatus::Invalid),
+    ];
+    assert_eq!(next(&s, &steps), Next::Step(4250.0));
+    steps.push(step(4250.0, StepStatus::Pass));
+    assert_eq!(next(&s, &steps), Next::Step(4375.0));
+    // Missed every time: the search ends unfinished with the bracket so far, saying why.
+    let (c, steps) = run(&s, |r, _| {
+        if (4_200.0..4_400.0).contains(&r) {
+            StepStatus::Invalid
+        } else if r <= 4_300.0 {
+            StepStatus::Pass
+        } else {
+            StepStatus::Fail
+        }
+    });
+    let Conclusion::Unfinished {
+        sustains_pps: Some(lo),
+        fails_pps: Some(hi),
+        why,
+    } = &c
+    else {
+        panic!("{c:?}")
+    };
+    assert!(*lo <= 4_200.0 && *hi >= 4_400.0, "{c:?}");
+    assert!(why.starts_with("the generator did not deliver"), "{why}");
+    assert!(steps.len() < 40);
 }
 
 #[test]

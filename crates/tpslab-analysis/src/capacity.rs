@@ -416,7 +416,7 @@ fn calls_at(rec: &CapacityRecord, rate: f64) -> String {
 pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
     let d = rec.boundary.as_ref()?;
     Some(match d.case {
-        Case::NoLoss => {
+        Case::NoLoss if d.layer == "none" => {
             "latency, with nothing dropped (the verdict rules name no layer that lost datagrams)"
                 .into()
         }

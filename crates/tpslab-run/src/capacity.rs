@@ -56,6 +56,27 @@ impl Drop for Watchdog {
     }
 }
 
+/// A step that failed its objective with nothing lost (latency alone): where the
+/// datagrams waited, when the server's socket held them (its rx_queue), as the layer and
+/// its evidence.
+fn queued(d: &mut Diagnosis, f: &Facts) {
+    if d.case != tpslab_analysis::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
+        return;
+    }
+    d.layer =
+        "the server's receive queue: datagrams waited there (the latency), none dropped yet".into();
+    d.evidence.push(tpslab_analysis::verdict::Evidence {
+        text: format!(
+            "server socket rx_queue: mean {:.0} B, max {:.0} B{}",
+            f.rxq_mean_bytes,
+            f.rxq_max_bytes,
+            f.limit_bytes
+                .map_or(String::new(), |l| format!(" against a limit of {l} B"))
+        ),
+        source: "/proc/PID/net/udp rx_queue of the server socket, every sample".into(),
+    });
+}
+
 /// A step's line for the terminal while the search runs: `step 3: 4,000 pps: pass (p99
 /// 310 us, loss 0 %)`.
 fn step_line(n: usize, s: &CapacityStep) -> String {
@@ -134,7 +155,9 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         f.interrupted |= stop.load(Relaxed);
         let (status, why) = search::judge(&plan.search.slo, &f);
         let verdict = (status == StepStatus::Fail).then(|| {
-            let d = diagnose(&Facts::from_record(&rec, None), None);
+            let facts = Facts::from_record(&rec, None);
+            let mut d = diagnose(&facts, None);
+            queued(&mut d, &facts);
             let v = StepVerdict {
                 case: d.case,
                 layer: d.layer.clone(),

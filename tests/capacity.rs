@@ -202,7 +202,7 @@ fn tpslab_fmt(r: f64) -> String {
     let s = (r.round() as u64).to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -240,9 +240,7 @@ fn bracket(t: &[RateTally]) -> (Option<RateTally>, Option<RateTally>, bool) {
     };
     let lo = t
         .iter()
-        .filter(|r| r.fail == 0 && r.pass > 0)
-        .filter(|r| hi.is_none_or(|h| r.rate_pps < h.rate_pps))
-        .next_back()
+        .rfind(|r| r.fail == 0 && r.pass > 0 && hi.is_none_or(|h| r.rate_pps < h.rate_pps))
         .copied();
     (lo, hi, by_gen)
 }
@@ -368,7 +366,7 @@ pub fn rate_text(pps: f64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

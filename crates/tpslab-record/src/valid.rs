@@ -439,7 +439,7 @@ fn capacity(c: &crate::capacity::CapacityRecord) -> Result<(), String> {
     if let Err(e) = c.plan.validate() {
         return Err(format!("a capacity plan that cannot run: {e}"));
     }
-    let rate = |x: f64| x.is_finite() && x >= 0.0 && x <= tpslab_plan::limits::MAX_RATE_PPS;
+    let rate = |x: f64| (0.0..=tpslab_plan::limits::MAX_RATE_PPS).contains(&x);
     let share = |x: f64| (0.0..=100.0).contains(&x);
     for (i, s) in c.steps.iter().enumerate() {
         let ok = rate(s.rate_pps)

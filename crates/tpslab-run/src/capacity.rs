@@ -65,6 +65,10 @@ fn queued(d: &mut Diagnosis, f: &Facts) {
     }
     d.layer =
         "the server's receive queue: datagrams waited there (the latency), none dropped yet".into();
+    d.headline = format!(
+        "Latency alone broke the objective: all {} datagrams were read and answered, after waiting in the server socket's receive queue (up to {:.0} B).",
+        f.attempted, f.rxq_max_bytes
+    );
     d.evidence.push(tpslab_analysis::verdict::Evidence {
         text: format!(
             "server socket rx_queue: mean {:.0} B, max {:.0} B{}",

@@ -78,6 +78,13 @@ enum Cmd {
         #[command(subcommand)]
         proto: ramp::RampCmd,
     },
+    /// The highest rate a server sustains within an objective (--slo), found by open-loop
+    /// steps a search chooses (doubling, then bisection, repeats at the boundary), with
+    /// the layer that gives first; the generator checked at every step.
+    Capacity {
+        #[command(subcommand)]
+        proto: crate::capacity::CapacityCmd,
+    },
     /// Find where datagrams die, recommend the fix and prove it. Without a target: the
     /// built-in S1 scenario on loopback.
     Diagnose(diagnose::DiagnoseArgs),
@@ -213,6 +220,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Probe { what } => probe::run(what),
         Cmd::Ramp { proto } => ramp::run(proto),
         Cmd::Diagnose(a) => diagnose::run(a),
+        Cmd::Capacity { proto } => crate::capacity::run(proto),
         Cmd::Bdp(a) => bdp::run(&a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::run(a),

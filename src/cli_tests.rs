@@ -57,6 +57,10 @@ const DURATION_WORDS: &[&str] = &[
 const NOT_OF_A_KIND: &[(&str, &str)] = &[
     ("min-idle", "a count of connections"),
     (
+        "resolution",
+        "capacity's: a percentage (5%); probe idle's is a DURATION",
+    ),
+    (
         "lab-on-idle",
         "what the middlebox does: drop, reset or reopen",
     ),
@@ -264,7 +268,7 @@ fn a_flag_of_a_subcommand_given_above_it_names_where_it_belongs() {
         ),
         (
             &["--pid", "42", "watch"][..],
-            "tip: --pid is a flag of 'tpslab load udp', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp', 'tpslab ramp http' and 'tpslab diagnose udp', not of 'tpslab'",
+            "tip: --pid is a flag of 'tpslab load udp', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp', 'tpslab ramp http', 'tpslab capacity udp' and 'tpslab diagnose udp', not of 'tpslab'",
         ),
     ] {
         let e = usage(words);

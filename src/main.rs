@@ -2,6 +2,7 @@
 
 mod agent;
 mod bdp;
+mod capacity;
 mod cli;
 mod compare_cmd;
 mod diagnose;

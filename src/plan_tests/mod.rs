@@ -36,6 +36,7 @@ enum Made {
     Doctor(crate::doctor::DoctorPlan),
     Bdp(tpslab_plan::bdp::BdpPlan),
     LoadHttp(tpslab_plan::load_http::LoadHttpPlan),
+    Capacity(tpslab_plan::capacity::CapacityPlan),
     K8s(crate::fleet::K8sLaunch),
     Ssh(crate::fleet::SshLaunch),
 }
@@ -103,6 +104,9 @@ fn made_args(words: impl Iterator<Item = OsString>) -> Result<Made, String> {
             ProbeCmd::Pool(a) => a.plan().map(Made::Pool),
             ProbeCmd::IdleResponder(a) => a.plan().map(Made::Responder),
         },
+        Cmd::Capacity {
+            proto: crate::capacity::CapacityCmd::Udp(a),
+        } => a.plan().map(Made::Capacity),
         Cmd::Doctor(a) => a.plan().map(Made::Doctor),
         Cmd::Bdp(a) => a.plan().map(Made::Bdp),
         Cmd::Fleet { how } => match how {
@@ -204,6 +208,7 @@ const SIZE_FORMS: &str = "allowed bytes (65536) or a size with a unit: KiB, MiB,
 const BITRATE_FORMS: &str = "allowed a number with a unit: bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s; kB/s, MB/s, GB/s for bytes), e.g. 80mbit";
 const DURATION_FORMS: &str = "allowed a duration with a unit: ns, us, ms, s, m (minutes), h, d, e.g. 200us, 10ms, 1.5s, 1m, 1h30m";
 
+mod capacity;
 mod files;
 mod load_http;
 mod probe;

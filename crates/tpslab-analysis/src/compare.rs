@@ -94,7 +94,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                 (set, figs)
             })
             .unzip(),
-        Body::Ramp(_) | Body::Tcp(_) => recs
+        Body::Ramp(_) | Body::Tcp(_) | Body::Capacity(_) => recs
             .iter()
             .map(|(_, r)| {
                 let mut set = BTreeMap::new();
@@ -120,6 +120,16 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                             &serde_json::to_value(t.plan).unwrap_or_default(),
                         ));
                         (set, tcp_figures(t))
+                    }
+                    Body::Capacity(c) => {
+                        let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
+                        if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut())
+                        {
+                            // Every run draws its own identifier.
+                            l.remove("run_id");
+                        }
+                        set.extend(flatten("plan", &v));
+                        (set, capacity_figures(c))
                     }
                     _ => unreachable!("same kind as the first"),
                 }
@@ -391,6 +401,51 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
 }
 
 /// A ramp's figures per step (each measured once: no test).
+/// A capacity search's figures: the rate it sustains and the lowest that failed (each found
+/// once: no spread).
+fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
+    use tpslab_record::capacity::Conclusion;
+    let (lo, hi) = match &c.conclusion {
+        Conclusion::Bracket {
+            sustains_pps,
+            fails_pps,
+        } => (Some(*sustains_pps), Some(*fails_pps)),
+        Conclusion::AtLeast { sustains_pps } => (Some(*sustains_pps), None),
+        Conclusion::NothingPasses { fails_pps } => (None, Some(*fails_pps)),
+        Conclusion::GeneratorLimited { sustains_pps, .. } => (*sustains_pps, None),
+        Conclusion::Unfinished {
+            sustains_pps,
+            fails_pps,
+            ..
+        } => (*sustains_pps, *fails_pps),
+    };
+    let mut out = vec![];
+    for (name, v, source) in [
+        (
+            "capacity: sustains pps",
+            lo,
+            "the highest rate that passed every step (capacity search)",
+        ),
+        (
+            "capacity: fails pps",
+            hi,
+            "the lowest rate that failed a step (capacity search)",
+        ),
+    ] {
+        if let Some(v) = v {
+            out.push((
+                Key {
+                    name: name.into(),
+                    source: source.into(),
+                    domain: Domain::NonNegative,
+                },
+                Estimate::of(&[v], Domain::NonNegative),
+            ));
+        }
+    }
+    out
+}
+
 fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
     let key = |name: String, source: &str, domain: Domain| Key {
         name,

@@ -7,6 +7,7 @@
 
 pub mod bdp;
 pub mod buffer;
+pub mod capacity;
 pub mod compare;
 pub mod doctor;
 pub mod drop_reason;

@@ -9,6 +9,7 @@
 //! with checked arithmetic: every bad input is a [`PlanError`], never a panic or a wrap.
 
 pub mod bdp;
+pub mod capacity;
 pub mod doctor;
 pub mod fleet;
 pub mod framing;

@@ -64,6 +64,9 @@ pub enum Body {
     LoadHttp(crate::load_http::LoadHttpRecord),
     /// `compare`: records of one kind side by side, what differs and what changed.
     Compare(crate::compare::CompareReport),
+    /// `capacity`: the highest rate a server sustains within an objective, the steps
+    /// that found it, the layer that gave first.
+    Capacity(crate::capacity::CapacityRecord),
 }
 
 /// `serve udp`: what the reference server read and answered.
@@ -201,7 +204,8 @@ impl Record {
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
             | Body::LoadHttp(_)
-            | Body::Compare(_) => Meta::default(),
+            | Body::Compare(_)
+            | Body::Capacity(_) => Meta::default(),
         };
         Record {
             schema: RECORD_SCHEMA.into(),
@@ -271,6 +275,7 @@ impl Record {
             Body::ProbePool(_) => "probe_pool",
             Body::LoadHttp(_) => "load_http",
             Body::Compare(_) => "compare",
+            Body::Capacity(_) => "capacity",
         }
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod bdp;
 pub mod buffer;
+pub mod capacity;
 pub mod compare;
 pub mod doctor;
 mod envelope;

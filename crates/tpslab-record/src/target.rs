@@ -18,7 +18,8 @@ impl Record {
     /// - `tcp`: the sink or source, the lab's delay line, or the process/port watched;
     /// - `doctor`: the tree audited (`/`: this host);
     /// - `probe idle`: the server, or the lab's middlebox; `probe pool`: the lab;
-    /// - `compare`: the records compared.
+    /// - `compare`: the records compared;
+    /// - `capacity`: the address the load went to.
     ///
     /// Empty only for a run record that names none of them (an older watch without its
     /// plan).
@@ -70,6 +71,7 @@ impl Record {
             }
             Body::LoadHttp(l) => l.plan.request.url.clone(),
             Body::Compare(c) => c.labels.join(", "),
+            Body::Capacity(c) => c.plan.run.load.target.to_string(),
         }
     }
 }

@@ -56,7 +56,8 @@ impl Record {
             | Body::ProbeIdle(_)
             | Body::ProbePool(_)
             | Body::LoadHttp(_)
-            | Body::Compare(_) => {}
+            | Body::Compare(_)
+            | Body::Capacity(_) => {}
         }
         match &self.body {
             Body::Ramp(r) => {
@@ -142,6 +143,7 @@ impl Record {
                     return bad(format!("a server that ran for {} s", s.elapsed_s));
                 }
             }
+            Body::Capacity(c) => capacity(c).map_err(invalid)?,
             Body::LoadHttp(l) => {
                 if let Err(e) = l.plan.validate() {
                     return bad(format!("a load http plan that cannot run: {e}"));
@@ -428,6 +430,33 @@ fn fleet_place(what: &str, index: usize, of: usize) -> Result<(), String> {
             "{what} {index} of {of}: allowed 0..={} (agents are numbered from 0)",
             of - 1
         ));
+    }
+    Ok(())
+}
+
+/// A capacity record's plan can run, and its steps' figures are rates and shares.
+fn capacity(c: &crate::capacity::CapacityRecord) -> Result<(), String> {
+    if let Err(e) = c.plan.validate() {
+        return Err(format!("a capacity plan that cannot run: {e}"));
+    }
+    let rate = |x: f64| (0.0..=tpslab_plan::limits::MAX_RATE_PPS).contains(&x);
+    let share = |x: f64| (0.0..=100.0).contains(&x);
+    for (i, s) in c.steps.iter().enumerate() {
+        let ok = rate(s.rate_pps)
+            && s.rate_pps > 0.0
+            && rate(s.achieved_pps)
+            && rate(s.answered_pps)
+            && s.loss_pct.is_none_or(share)
+            && share(s.errors_pct)
+            && s.started_s.is_finite()
+            && s.elapsed_s.is_finite()
+            && s.elapsed_s >= 0.0;
+        if !ok {
+            return Err(format!(
+                "capacity step {i}: a rate above 0 up to {} pps, rates achieved and answered of at least 0, loss and errors within 0..=100 %, finite times",
+                tpslab_plan::limits::MAX_RATE_PPS
+            ));
+        }
     }
     Ok(())
 }

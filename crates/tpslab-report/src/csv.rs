@@ -10,6 +10,34 @@ use tpslab_analysis::record::{Body, Record, RunRecord};
 
 /// A `load http` run: one row per figure (figure, value, unit), latency corrected and
 /// uncorrected at each quantile.
+/// A capacity search's steps, one row each.
+fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) -> io::Result<()> {
+    writeln!(w, "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s")?;
+    for (i, s) in c.steps.iter().enumerate() {
+        let lat = s.latency_ns.map_or(",,,,".to_string(), |l| {
+            l.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        writeln!(
+            w,
+            "{},{},{},{},{lat},{},{},{},{},{},{}",
+            i + 1,
+            s.rate_pps,
+            s.achieved_pps,
+            s.answered_pps,
+            s.loss_pct.map_or(String::new(), |l| l.to_string()),
+            s.errors_pct,
+            s.status.word().to_lowercase(),
+            text(&s.why.join("; ")),
+            s.started_s,
+            s.elapsed_s
+        )?;
+    }
+    Ok(())
+}
+
 fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) -> io::Result<()> {
     let r = &l.result;
     writeln!(w, "figure,value,unit")?;
@@ -86,6 +114,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             Ok(())
         }
         Body::LoadHttp(l) => load_http(w, l),
+        Body::Capacity(c) => capacity(w, c),
         Body::Bdp(b) => {
             writeln!(w, "figure,value,unit")?;
             writeln!(w, "rtt,{},s", b.rtt_s)?;

@@ -276,6 +276,7 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
         Body::Ramp(r) => f.extend(of_ramp(r)),
         Body::Sweep(s) => f.extend(of_sweep(s)),
         Body::LoadHttp(l) => f.extend(of_load_http(l)),
+        Body::Capacity(c) => f.extend(of_capacity(c)),
         // No figures of their own beyond the metadata's yet.
         Body::Serve(_)
         | Body::Tcp(_)
@@ -464,6 +465,65 @@ pub fn ramp_steps(
 
 /// A `load http` run's families: requests by outcome, the rates, latency at quantiles
 /// (corrected and not), bytes, late sends.
+/// A capacity search's families: the rates it found (each when found) and its steps by call.
+fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
+    use tpslab_analysis::capacity::{Conclusion, StepStatus};
+    let (lo, hi) = match &c.conclusion {
+        Conclusion::Bracket {
+            sustains_pps,
+            fails_pps,
+        } => (Some(*sustains_pps), Some(*fails_pps)),
+        Conclusion::AtLeast { sustains_pps } => (Some(*sustains_pps), None),
+        Conclusion::NothingPasses { fails_pps } => (None, Some(*fails_pps)),
+        Conclusion::GeneratorLimited { sustains_pps, .. } => (*sustains_pps, None),
+        Conclusion::Unfinished {
+            sustains_pps,
+            fails_pps,
+            ..
+        } => (*sustains_pps, *fails_pps),
+    };
+    let mut f = vec![];
+    if let Some(v) = lo {
+        f.push(Family::one(
+            "tpslab_capacity_sustained_pps",
+            "The highest rate that passed every step of the capacity search, datagrams per second.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(v),
+        ));
+    }
+    if let Some(v) = hi {
+        f.push(Family::one(
+            "tpslab_capacity_failed_pps",
+            "The lowest rate that failed a step of the capacity search, datagrams per second.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(v),
+        ));
+    }
+    let calls = [
+        StepStatus::Pass,
+        StepStatus::Fail,
+        StepStatus::Invalid,
+        StepStatus::Interrupted,
+    ]
+    .iter()
+    .map(|st| {
+        (
+            labels(&[("call", &st.word().to_lowercase())]),
+            Value::Int(c.steps.iter().filter(|s| s.status == *st).count() as u64),
+        )
+    })
+    .collect();
+    f.push(Family {
+        name: "tpslab_capacity_steps".into(),
+        help: "Steps of the capacity search, by call.".into(),
+        kind: Kind::Counter,
+        series: calls,
+    });
+    f
+}
+
 fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
     let r = &l.result;
     let counter = |name: &str, help: &str, lab: &[(&str, &str)], n: u64| {

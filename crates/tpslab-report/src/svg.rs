@@ -25,7 +25,8 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
         | Body::ProbeIdle(_)
         | Body::ProbePool(_)
         | Body::LoadHttp(_)
-        | Body::Compare(_) => Err(io::Error::new(
+        | Body::Compare(_)
+        | Body::Capacity(_) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(
                 "a {} record has no plot yet; svg is drawn for ramp records",

@@ -89,6 +89,11 @@
 //!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
 //! - `load_http.json`: `$T serve http --bind 127.0.0.1:P &`, then `$T load http
 //!   http://127.0.0.1:P/ --rate 2000 --connections 10 --duration 1s --json $F/load_http.json`
+//! - `capacity.json`: in a network namespace of its own, `$T serve udp --work 200us --bind
+//!   127.0.0.1:39704 --sched fifo:10 --cpus 1 --duration 60s &`, then `chrt -f 5 $T capacity
+//!   udp 127.0.0.1:39704 --load-cpus 0 --start-rate 1000 --step-duration 500ms --warmup
+//!   200ms --repeats 2 --budget 40s --json $F/capacity.json` (the server's capacity is
+//!   about 1/200us = 5,000 pps; the search found 4,625)
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 
@@ -122,6 +127,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         ],
         Body::ProbePool(_) => &["probe_pool.json"],
         Body::Compare(_) => &["compare.json"],
+        Body::Capacity(_) => &["capacity.json"],
     }
 }
 

@@ -256,6 +256,7 @@ fn headline(rec: &Record) -> String {
             l.result.uncorrected.p99_ns as f64 / 1e6,
             l.result.errors.total()
         ),
+        Body::Capacity(c) => tpslab_analysis::capacity::headline(c),
     }
 }
 

@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod bdp;
+pub mod capacity;
 pub mod compare;
 pub mod diagnose;
 pub mod doctor;

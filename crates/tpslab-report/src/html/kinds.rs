@@ -16,6 +16,7 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         Body::Tcp(t) => super::others::tcp(p, t),
         Body::Sweep(s) => super::others::sweep(p, s),
         Body::Compare(c) => super::compare::page(p, c),
+        Body::Capacity(c) => super::others::capacity(p, c),
         // Tables and findings: their terminal report, on the page, says it all.
         Body::Serve(_)
         | Body::ServeTcp(_)

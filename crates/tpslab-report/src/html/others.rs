@@ -490,3 +490,139 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
     p.sections.push(s);
     Ok(())
 }
+
+/// A capacity search: the result and the verdict at the first failing rate, then the
+/// search's path (each step's p99 and loss against its rate, the objective's bounds as
+/// dashed lines, the rate sustained marked).
+pub(super) fn capacity(
+    p: &mut Page,
+    c: &tpslab_analysis::capacity::CapacityRecord,
+) -> Result<(), String> {
+    use tpslab_analysis::capacity::{headline, Conclusion, Objective, Quantile, StepStatus};
+    let mut evidence: Vec<super::Evidence> = vec![];
+    let mut recommendations = vec![];
+    if let Some(d) = &c.boundary {
+        evidence.push(super::Evidence {
+            text: d.headline.clone(),
+            source: "the verdict of the first failing step at the lowest failing rate".into(),
+        });
+        evidence.extend(d.evidence.iter().map(|e| super::Evidence {
+            text: e.text.clone(),
+            source: e.source.clone(),
+        }));
+        recommendations.extend(d.recommendations.iter().map(|r| super::Advice {
+            what: r.what.clone(),
+            why: r.why.clone(),
+            lines: r.lines.clone(),
+        }));
+    }
+    p.verdict = Some(Verdict {
+        label: match c.conclusion {
+            Conclusion::GeneratorLimited { .. } => "GENERATOR LIMIT",
+            Conclusion::Unfinished { .. } => "CAPACITY (unfinished)",
+            _ => "CAPACITY",
+        }
+        .into(),
+        headline: headline(c),
+        detail: Some(format!("objective {}", c.plan.search.slo)),
+        evidence,
+        recommendations,
+        ok: false,
+    });
+    if c.interrupted {
+        p.alerts
+            .push("the search was interrupted: the result is the best bracket so far".into());
+    }
+    let mut steps: Vec<_> = c
+        .steps
+        .iter()
+        .filter(|s| matches!(s.status, StepStatus::Pass | StepStatus::Fail))
+        .collect();
+    steps.sort_by(|a, b| a.rate_pps.total_cmp(&b.rate_pps));
+    let x_max = steps.iter().map(|s| s.rate_pps).fold(0.0, f64::max);
+    let mut s = Section::new("The search: each step against its rate");
+    s.columns = 2;
+    let mut lat = Chart::new(
+        "p99",
+        "p99 latency against the rate tried",
+        "rate (pps)",
+        "ms",
+    );
+    lat.y_fmt = |v| format!("{v:.2}");
+    let mut loss = Chart::new("loss", "Loss against the rate tried", "rate (pps)", "%");
+    loss.y_fmt = |v| format!("{v:.2}");
+    for (name, st, colour) in [("pass", StepStatus::Pass, 2), ("fail", StepStatus::Fail, 1)] {
+        let pick = |f: &dyn Fn(&tpslab_analysis::capacity::CapacityStep) -> Option<f64>| {
+            steps
+                .iter()
+                .filter(|x| x.status == st)
+                .filter_map(|x| f(x).map(|v| (x.rate_pps, v)))
+                .collect::<Vec<_>>()
+        };
+        let l = pick(&|x| x.latency_ns.map(|l| l[2] as f64 / 1e6));
+        if !l.is_empty() {
+            lat.lines.push(
+                Line::new(
+                    &format!("p99, steps that {name}ed"),
+                    "latency from the intended send time (coordinated omission corrected)",
+                    l,
+                    PALETTE[colour],
+                )
+                .markers(),
+            );
+        }
+        let o = pick(&|x| x.loss_pct);
+        if !o.is_empty() {
+            loss.lines.push(
+                Line::new(
+                    &format!("loss, steps that {name}ed"),
+                    "the measured window's requests not answered",
+                    o,
+                    PALETTE[colour],
+                )
+                .markers(),
+            );
+        }
+    }
+    for o in &c.plan.search.slo.objectives {
+        match *o {
+            Objective::Latency {
+                quantile: Quantile::P99,
+                limit_ns,
+                ..
+            } => lat.lines.push(
+                Line::new(
+                    &format!("objective {o}"),
+                    "--slo",
+                    vec![(0.0, limit_ns as f64 / 1e6), (x_max, limit_ns as f64 / 1e6)],
+                    PALETTE[0],
+                )
+                .dashed(),
+            ),
+            Objective::Loss { limit_pct, .. } => loss.lines.push(
+                Line::new(
+                    &format!("objective {o}"),
+                    "--slo",
+                    vec![(0.0, limit_pct), (x_max, limit_pct)],
+                    PALETTE[0],
+                )
+                .dashed(),
+            ),
+            _ => {}
+        }
+    }
+    if let Conclusion::Bracket { sustains_pps, .. } = c.conclusion {
+        lat.marks
+            .push((sustains_pps, format!("sustains {sustains_pps:.0} pps")));
+    }
+    if !lat.lines.is_empty() {
+        s.items.push(figure(&lat));
+    }
+    if !loss.lines.is_empty() {
+        s.items.push(figure(&loss));
+    }
+    if !s.items.is_empty() {
+        p.sections.push(s);
+    }
+    Ok(())
+}

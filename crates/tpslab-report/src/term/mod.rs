@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record};
 
 pub mod bdp;
+pub mod capacity;
 pub mod compare;
 mod diagnose;
 pub mod doctor;
@@ -97,5 +98,6 @@ pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> 
             load_http::record(w, l, rec.meta.interrupted)
         }
         Body::Compare(c) => compare::record(w, c),
+        Body::Capacity(c) => capacity::record(w, c, rec.meta.elapsed_s),
     }
 }

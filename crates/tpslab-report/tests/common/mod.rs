@@ -26,4 +26,5 @@ pub const FIXTURES: &[&str] = &[
     "ramp_redis.json",
     "ramp_java_http_lock.json",
     "load_http.json",
+    "capacity.json",
 ];

@@ -1,0 +1,144 @@
+//! `tpslab capacity`'s record (kind `capacity`): every open-loop step the search ran (the
+//! rate intended and achieved, the latency and loss, the step's call and why), where the
+//! search ended ([`Conclusion`]) and the verdict of the first failing rate (the layer that
+//! gave first, with its evidence). The search and the calls are
+//! `tpslab_analysis::capacity`'s.
+
+use crate::run::Environment;
+use crate::verdict::{Case, Diagnosis};
+use serde::{Deserialize, Serialize};
+
+pub use tpslab_plan::capacity::{CapacityPlan, CapacitySearch, Objective, Quantile, Slo};
+
+/// A step's call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Every objective held.
+    Pass,
+    /// An objective did not hold while the generator delivered its rate.
+    Fail,
+    /// The generator did not deliver its intended rate (or lost replies itself): the step
+    /// says nothing of the server and is not counted.
+    Invalid,
+    /// Stopped before its end (Ctrl-C, the budget): not counted.
+    Interrupted,
+}
+
+impl StepStatus {
+    /// Its word in a table: `pass`, `FAIL`, `INVALID`, `interrupted`.
+    pub fn word(self) -> &'static str {
+        match self {
+            StepStatus::Pass => "pass",
+            StepStatus::Fail => "FAIL",
+            StepStatus::Invalid => "INVALID",
+            StepStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The verdict rules' call on a failing step, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepVerdict {
+    /// The case.
+    pub case: Case,
+    /// The layer, in words.
+    pub layer: String,
+    /// The verdict's sentence.
+    pub headline: String,
+}
+
+/// One open-loop step at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityStep {
+    /// The rate intended, pps.
+    pub rate_pps: f64,
+    /// What the generator sent, pps.
+    pub achieved_pps: f64,
+    /// Answered per second in the measured window (0 without replies).
+    pub answered_pps: f64,
+    /// Latency from the intended send time, ns: p50, p90, p99, p99.9, max (None without
+    /// a reply to time).
+    pub latency_ns: Option<[u64; 5]>,
+    /// Loss in the measured window, % of what was sent in it (None without replies).
+    pub loss_pct: Option<f64>,
+    /// Sends the kernel refused, % of those attempted.
+    pub errors_pct: f64,
+    /// The call.
+    pub status: StepStatus,
+    /// Why: the objectives that did not hold (`p99 31 ms > 20 ms`), or why the generator
+    /// is not evidence; empty for a pass.
+    pub why: Vec<String>,
+    /// The verdict rules' call on a failing step (what gave), None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<StepVerdict>,
+    /// When the step started, seconds since the search started.
+    pub started_s: f64,
+    /// Its length, seconds (warm-up, window, drain and the observer's start and end).
+    pub elapsed_s: f64,
+}
+
+/// Where the search ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "end", rename_all = "snake_case")]
+pub enum Conclusion {
+    /// The boundary within the resolution: `sustains_pps` passed every time it ran,
+    /// `fails_pps` failed at least once.
+    Bracket {
+        /// The highest rate that passed, pps.
+        sustains_pps: f64,
+        /// The lowest rate that failed, pps.
+        fails_pps: f64,
+    },
+    /// Passed at `--max-rate`: the server sustains at least it.
+    AtLeast {
+        /// The max rate, pps.
+        sustains_pps: f64,
+    },
+    /// Failed down to the lowest rate the search tries.
+    NothingPasses {
+        /// The lowest rate tried, pps.
+        fails_pps: f64,
+    },
+    /// The generator could not deliver `generator_pps` (twice): the limit found is the
+    /// generator's, not the server's.
+    GeneratorLimited {
+        /// The highest rate that passed below it, pps, if any.
+        sustains_pps: Option<f64>,
+        /// The lowest rate the generator failed to deliver, pps.
+        generator_pps: f64,
+    },
+    /// Ended before the resolution (the budget, Ctrl-C, the step limit): the best bracket
+    /// so far.
+    Unfinished {
+        /// The highest rate that passed, pps, if any.
+        sustains_pps: Option<f64>,
+        /// The lowest rate that failed, pps, if any.
+        fails_pps: Option<f64>,
+        /// What ended it (`the budget of 30s`, `interrupted`).
+        why: String,
+    },
+}
+
+/// `capacity`: the plan, the steps, the end, the verdict at the boundary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapacityRecord {
+    /// The plan as validated.
+    pub plan: CapacityPlan,
+    /// Every step, in the order they ran.
+    pub steps: Vec<CapacityStep>,
+    /// Where the search ended (a pure function of the plan and the steps, stored for
+    /// readers of the JSON).
+    pub conclusion: Conclusion,
+    /// The verdict of the first failing step at the lowest failing rate: the layer that
+    /// gave first and its evidence. None when no step failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary: Option<Diagnosis>,
+    /// Ended by Ctrl-C/SIGTERM.
+    pub interrupted: bool,
+    /// The host.
+    pub environment: Environment,
+    /// Notes for the reader.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}

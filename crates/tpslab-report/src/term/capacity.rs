@@ -1,0 +1,91 @@
+//! `tpslab capacity` in the terminal: the search's plan in one line, every step (rate
+//! intended, achieved and answered, p99, loss, the call and why), the result in one
+//! sentence (`sustains 40,000 pps (...); first to give: ...`), and the verdict at the
+//! first failing rate with its evidence.
+
+use std::io::{self, Write};
+use tpslab_analysis::capacity::{headline, latency_text, rate_text, CapacityRecord, Conclusion};
+
+use super::{fmt_ns, table};
+
+/// The plan's line: target, objective, rates, resolution, repeats, budget, step length.
+fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
+    let (l, s) = (&c.plan.run.load, &c.plan.search);
+    writeln!(
+        w,
+        "tpslab capacity udp {}: objective {}; from {} pps up to {} pps, to within {} %, {} repeat(s) at the boundary, budget {}; steps of {} after {} warm-up, {}-byte datagrams{}{}",
+        l.target,
+        s.slo,
+        rate_text(s.start_rate),
+        rate_text(s.max_rate),
+        s.resolution_pct,
+        s.repeats,
+        fmt_ns(s.budget.as_nanos() as f64),
+        fmt_ns(l.duration.as_nanos() as f64),
+        fmt_ns(l.warmup.as_nanos() as f64),
+        l.datagram_len(),
+        if l.burst > 1 {
+            format!(", bursts of {}", l.burst)
+        } else {
+            String::new()
+        },
+        if l.threads > 1 {
+            format!(", {} sender threads", l.threads)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The whole record.
+pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Result<()> {
+    plan_line(w, c)?;
+    let mut t = table(&[
+        "step", "rate pps", "achieved", "answered", "p99", "loss", "call", "why",
+    ]);
+    for (i, s) in c.steps.iter().enumerate() {
+        t.add_row(vec![
+            (i + 1).to_string(),
+            rate_text(s.rate_pps),
+            rate_text(s.achieved_pps),
+            rate_text(s.answered_pps),
+            s.latency_ns
+                .map_or("-".into(), |l| latency_text(l[2] as f64)),
+            s.loss_pct.map_or("-".into(), |l| format!("{l:.2} %")),
+            s.status.word().to_string(),
+            s.why.join("; "),
+        ]);
+    }
+    writeln!(w, "{t}")?;
+    let label = match c.conclusion {
+        Conclusion::GeneratorLimited { .. } => "GENERATOR LIMIT",
+        Conclusion::Unfinished { .. } => "RESULT (unfinished)",
+        _ => "RESULT",
+    };
+    writeln!(w, "{label}: {}", headline(c))?;
+    if let Some(d) = &c.boundary {
+        let rate = c
+            .steps
+            .iter()
+            .find(|s| s.verdict.as_ref().is_some_and(|v| v.headline == d.headline))
+            .map_or(String::new(), |s| {
+                format!(" at {} pps", rate_text(s.rate_pps))
+            });
+        writeln!(w, "First failing rate{rate}: {}", d.headline)?;
+        for e in &d.evidence {
+            writeln!(w, "  - {} [{}]", e.text, e.source)?;
+        }
+        if let Some(r) = d.recommendations.first() {
+            writeln!(w, "  fix: {}", r.what)?;
+        }
+    }
+    for n in &c.notes {
+        writeln!(w, "note: {n}")?;
+    }
+    writeln!(
+        w,
+        "{} step(s) in {elapsed_s:.1} s{}",
+        c.steps.len(),
+        if c.interrupted { " (interrupted)" } else { "" }
+    )
+}

@@ -1,0 +1,221 @@
+//! `capacity udp`: open-loop steps (each one UDP run, `load udp`'s engine, with its
+//! warm-up) at rates the search chooses ([`tpslab_analysis::capacity::next`]), each step
+//! judged (the generator's self-check, then the objective; the verdict rules on a failing
+//! step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
+//! kind `capacity`.
+
+use crate::{Ctx, Started};
+use anyhow::Result;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
+use tpslab_analysis::capacity::{
+    CapacityPlan, CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict,
+};
+use tpslab_analysis::record::{Body, Record};
+use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
+use tpslab_engine::udp_run::run_udp;
+
+/// What a step costs beyond its warm-up and window: the drain of late replies (when some
+/// are missing), the observer's start and last sample, the target's queue emptying.
+const STEP_OVERHEAD: Duration = Duration::from_millis(400);
+
+/// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
+struct Watchdog {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    fn start(ctx: &Ctx, stop: Arc<AtomicBool>, deadline: Instant) -> Watchdog {
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, outer) = (done.clone(), ctx.stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !d.load(Relaxed) {
+                if outer.load(Relaxed) || Instant::now() >= deadline {
+                    stop.store(true, Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        Watchdog {
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A step that failed its objective with nothing lost (latency alone): where the
+/// datagrams waited, when the server's socket held them (its rx_queue), as the layer and
+/// its evidence.
+fn queued(d: &mut Diagnosis, f: &Facts) {
+    if d.case != tpslab_analysis::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
+        return;
+    }
+    d.layer =
+        "the server's receive queue: datagrams waited there (the latency), none dropped yet".into();
+    d.headline = format!(
+        "Latency alone broke the objective: all {} datagrams were read and answered, after waiting in the server socket's receive queue (up to {:.0} B).",
+        f.attempted, f.rxq_max_bytes
+    );
+    d.evidence.push(tpslab_analysis::verdict::Evidence {
+        text: format!(
+            "server socket rx_queue: mean {:.0} B, max {:.0} B{}",
+            f.rxq_mean_bytes,
+            f.rxq_max_bytes,
+            f.limit_bytes
+                .map_or(String::new(), |l| format!(" against a limit of {l} B"))
+        ),
+        source: "/proc/PID/net/udp rx_queue of the server socket, every sample".into(),
+    });
+}
+
+/// A step's line for the terminal while the search runs: `step 3: 4,000 pps: pass (p99
+/// 310 us, loss 0 %)`.
+fn step_line(n: usize, s: &CapacityStep) -> String {
+    let p99 = s.latency_ns.map_or("no reply".to_string(), |l| {
+        format!("p99 {}", latency_text(l[2] as f64))
+    });
+    let loss = s
+        .loss_pct
+        .map_or(String::new(), |l| format!(", loss {l:.2} %"));
+    let why = if s.why.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", s.why.join(", "))
+    };
+    format!(
+        "capacity step {n}: {} pps: {} ({p99}{loss}){why}",
+        rate_text(s.rate_pps),
+        s.status.word()
+    )
+}
+
+/// Runs the search: one UDP run per step at the rate [`search::next`] gives, until it is
+/// done; no step starts that would end after `plan.search.budget` (a step still running
+/// then is stopped, marked interrupted and not counted), and `ctx.stop` ends the search
+/// after its current step's interruption with the best bracket so far. Each step is
+/// reported on `ctx.progress` as it ends.
+///
+/// Returns the `capacity` record. Errors: the engine's on the first step (the target
+/// cannot be reached or found, a bad `--pid`).
+pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
+    let started = Started::now();
+    let t0 = Instant::now();
+    let budget = plan.search.budget;
+    let deadline = t0 + budget;
+    let mut steps: Vec<CapacityStep> = vec![];
+    // The verdict of the first failing step at each rate.
+    let mut verdicts: Vec<(f64, Diagnosis)> = vec![];
+    let mut environment = None;
+    let base = plan.step_time() + plan.run.load.drain + STEP_OVERHEAD;
+    let mut longest = Duration::ZERO;
+    let conclusion = loop {
+        if ctx.stopped() {
+            break search::so_far(&steps, "interrupted");
+        }
+        let rate = match search::next(&plan.search, &steps) {
+            Next::Step(r) => r,
+            Next::Done(c) => break c,
+        };
+        // A plan is a promise: no step starts that would not end within the budget.
+        let expect = base.max(longest);
+        if t0.elapsed() + expect > budget {
+            break search::so_far(
+                &steps,
+                &format!("the budget of {}", humantime::format_duration(budget)),
+            );
+        }
+        let mut run = plan.run.clone();
+        run.load.rate_pps = rate;
+        run.load.run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
+        let stop = Arc::new(AtomicBool::new(false));
+        let started_s = t0.elapsed().as_secs_f64();
+        let rec = {
+            let _dog = Watchdog::start(ctx, stop.clone(), deadline);
+            ctx.phase(
+                &format!("capacity step {}: {} pps", steps.len() + 1, rate_text(rate)),
+                plan.step_time().as_secs_f64(),
+                || run_udp(run, &stop),
+            )?
+        };
+        let elapsed = t0.elapsed().as_secs_f64() - started_s;
+        longest = longest.max(Duration::from_secs_f64(elapsed));
+        environment.get_or_insert_with(|| rec.environment.clone());
+        let Some(mut f) = search::figures(&rec, rate) else {
+            anyhow::bail!("capacity step at {rate} pps: the run has no generator report");
+        };
+        f.interrupted |= stop.load(Relaxed);
+        let (status, why) = search::judge(&plan.search.slo, &f);
+        let verdict = (status == StepStatus::Fail).then(|| {
+            let facts = Facts::from_record(&rec, None);
+            let mut d = diagnose(&facts, None);
+            queued(&mut d, &facts);
+            let v = StepVerdict {
+                case: d.case,
+                layer: d.layer.clone(),
+                headline: d.headline.clone(),
+            };
+            if !verdicts.iter().any(|(r, _)| *r == rate) {
+                verdicts.push((rate, d));
+            }
+            v
+        });
+        let step = CapacityStep {
+            rate_pps: rate,
+            achieved_pps: f.achieved_pps,
+            answered_pps: f.answered_pps,
+            latency_ns: f.latency_ns,
+            loss_pct: f.loss_pct,
+            errors_pct: f.errors_pct,
+            status,
+            why,
+            verdict,
+            started_s,
+            elapsed_s: elapsed,
+        };
+        ctx.progress.line(&step_line(steps.len() + 1, &step));
+        steps.push(step);
+    };
+    let interrupted = ctx.stopped();
+    // The layer that gave first: the verdict at the lowest failing rate.
+    let lowest_fail = match &conclusion {
+        Conclusion::Bracket { fails_pps, .. } | Conclusion::NothingPasses { fails_pps } => {
+            Some(*fails_pps)
+        }
+        _ => search::tally(&steps)
+            .iter()
+            .find(|t| t.fail > 0)
+            .map(|t| t.rate_pps),
+    };
+    let boundary = lowest_fail.and_then(|r| {
+        verdicts
+            .iter()
+            .find(|(x, _)| *x == r)
+            .map(|(_, d)| d.clone())
+    });
+    let rec = CapacityRecord {
+        plan: plan.clone(),
+        steps,
+        conclusion,
+        boundary,
+        interrupted,
+        environment: environment.unwrap_or_else(tpslab_engine::env::environment),
+        notes: vec![],
+    };
+    Ok(Record::with_meta(
+        started.meta(interrupted),
+        Body::Capacity(rec),
+    ))
+}

@@ -1,0 +1,179 @@
+//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'`: the highest rate a server
+//! sustains within an objective, found by open-loop steps at rates a search chooses
+//! ([`tpslab_run::capacity`]), with the layer that gives first.
+
+use crate::flags::units::{rate, size, RATE, SIZE};
+use crate::flags::{load_config, LoadFlags};
+use crate::out::{self, check_pid, resolve};
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use tpslab_engine::udp_run::UdpRunPlan;
+use tpslab_plan::capacity::{parse_pct, CapacityPlan, CapacitySearch, Slo};
+use tpslab_plan::limits::{MAX_RATE_PPS, STEP_DURATION, WARMUP};
+
+/// `capacity`'s protocols.
+#[derive(Subcommand, Debug)]
+pub(crate) enum CapacityCmd {
+    /// Find the highest rate of UDP datagrams a server sustains within the objective.
+    Udp(CapacityUdpArgs),
+}
+
+/// `capacity udp`'s flags: the load's (as `load udp` takes them, without its rate and
+/// duration: the search sets each step's rate, `--step-duration` its length) and the
+/// search's.
+#[derive(Args, Debug)]
+pub(crate) struct CapacityUdpArgs {
+    /// Server address, HOST:PORT.
+    pub(crate) target: String,
+    /// The objective every step must meet, comma-separated: p50|p90|p99|p99.9|max<DURATION
+    /// (latency from the intended send time), loss<PCT, errors<PCT (sends refused),
+    /// rate>=PCT (answered, of the intended rate).
+    #[arg(long, default_value = "p99<20ms,loss<0.1%,errors<0.1%")]
+    pub(crate) slo: String,
+    /// The first rate tried; the search doubles it until a step fails.
+    #[arg(long, default_value = "1000", value_name = RATE, value_parser = rate())]
+    pub(crate) start_rate: f64,
+    /// The highest rate tried: a server that passes there sustains at least it.
+    #[arg(long, default_value = "1M", value_name = RATE, value_parser = rate())]
+    pub(crate) max_rate: f64,
+    /// How close the failing rate must come above the passing one, % (0.5..=50).
+    #[arg(long, default_value = "5%")]
+    pub(crate) resolution: String,
+    /// Steps at each end of the final bracket (1..=10): the call is k of n.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) repeats: u32,
+    /// The whole search's time at most: no step starts that would end after it (Ctrl-C
+    /// ends it too, with the best bracket so far).
+    #[arg(long, default_value = "5m", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) budget: Duration,
+    /// Each step's measured window (after its warm-up).
+    #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) step_duration: Duration,
+    /// Each step's warm-up, excluded from its figures.
+    #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) warmup: Duration,
+    /// Datagram size (UDP payload), bytes or a size (1KiB); at least 40.
+    #[arg(long, value_name = SIZE, value_parser = size(), default_value = "1024")]
+    pub(crate) size: u64,
+    /// Datagrams sent back-to-back per burst (the burst interval follows each step's
+    /// rate).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) burst: u64,
+    /// Sender threads (one socket each).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// PID of the server process (its namespace, sockets and threads are watched; found
+    /// by its socket when on this host and not given).
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
+    #[arg(long)]
+    pub(crate) load_cpus: Option<String>,
+    /// Send this file's bytes instead of tpslab's header (a real protocol's request).
+    #[arg(long)]
+    pub(crate) payload_file: Option<PathBuf>,
+    /// OFFSET:LEN of a field the server echoes (e.g. 0:2 for the DNS id).
+    #[arg(long)]
+    pub(crate) seq_field: Option<String>,
+    /// Send with UDP GSO (UDP_SEGMENT).
+    #[arg(long)]
+    pub(crate) gso: bool,
+    /// Pacing slack, 0..=2ms (see `load udp --help`).
+    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) pacing_slack: Duration,
+    /// Wait this long for late replies after each step's last send.
+    #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) drain: Duration,
+    /// Observer sampling interval (1ms..=60s).
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) interval: Duration,
+    /// Do not sample the kernel's drop reasons (skb:kfree_skb, root).
+    #[arg(long)]
+    pub(crate) no_drop_reasons: bool,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
+}
+
+impl CapacityUdpArgs {
+    /// The validated plan: the objective, each step's length and the rates first (each
+    /// refused naming its flag), then the load as `load udp` checks it, the target
+    /// resolved, the PID checked, the search's bounds.
+    pub(crate) fn plan(&self) -> Result<CapacityPlan> {
+        let slo = Slo::parse("--slo", &self.slo)?;
+        let resolution_pct = parse_pct("--resolution", &self.resolution)?;
+        STEP_DURATION.check("--step-duration", self.step_duration)?;
+        WARMUP.check("--warmup", self.warmup)?;
+        for (label, r) in [
+            ("--start-rate", self.start_rate),
+            ("--max-rate", self.max_rate),
+        ] {
+            if !r.is_finite() {
+                bail!("{label} max: allowed a rate above 0 up to {MAX_RATE_PPS:.0} pps (the search sets each step's rate; max is not one)");
+            }
+        }
+        self.record.check(true)?;
+        let target = resolve(&self.target)?;
+        let flags = LoadFlags {
+            rate: Some(self.start_rate),
+            size: self.size,
+            duration: self.step_duration,
+            warmup: self.warmup,
+            burst: self.burst,
+            burst_interval: None,
+            payload_file: self.payload_file.clone(),
+            seq_field: self.seq_field.clone(),
+            no_replies: false,
+            gso: self.gso,
+            pacing_slack: self.pacing_slack,
+            load_cpus: self.load_cpus.clone(),
+            drain: self.drain,
+        };
+        let load = load_config(&flags, self.threads, "--threads", target)?;
+        if let Some(pid) = self.pid {
+            check_pid(pid)?;
+        }
+        crate::flags::units::check_interval(self.interval)?;
+        let plan = CapacityPlan {
+            run: UdpRunPlan {
+                server: None,
+                load,
+                interval: self.interval,
+                target_pid: self.pid,
+                watch_port: None,
+                no_drop_reasons: self.no_drop_reasons,
+            },
+            search: CapacitySearch {
+                slo,
+                start_rate: self.start_rate,
+                max_rate: self.max_rate,
+                resolution_pct,
+                repeats: self.repeats,
+                budget: self.budget,
+            },
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+/// Runs `tpslab capacity`: the search (each step's line on stderr as it ends), the record
+/// and its report. Exit 0 when the search ended, 130 when interrupted.
+pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
+    let CapacityCmd::Udp(a) = cmd;
+    let plan = a.plan()?;
+    let ctx = out::ctx(None)?;
+    let rec = tpslab_run::capacity::run(&plan, &ctx)?;
+    out::emit(
+        &rec,
+        out::Outputs::of(&a.record),
+        out::Terminal::Report { explain: false },
+    )?;
+    Ok(if rec.meta.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

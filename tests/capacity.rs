@@ -1,0 +1,325 @@
+//! `tpslab capacity udp` against tpslab's reference server with `--work` (a known
+//! capacity: one thread, 1/work datagrams a second), in a network namespace of its own:
+//! the rate found is within 10 % of it; `--budget` ends the search on time with the bracket
+//! so far; Ctrl-C ends it with the bracket so far, marked interrupted.
+//!
+//! Needs root (namespaces, SCHED_FIFO) and 2 CPUs: the server runs SCHED_FIFO on CPU 1 and
+//! the generator (under `chrt -f`) on CPU 0, so other work on the host (a build) does not
+//! take their CPU; the kernel's RT throttling still leaves them 95 % of it.
+
+mod common;
+
+use common::{NetNs, Server};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The reference server in `ns` on `port`: one thread, `work` of busy work per datagram,
+/// SCHED_FIFO on CPU 1.
+fn reference_server(ns: &NetNs, port: u16, work: &str, tag: &str) -> Server {
+    let mut cmd = ns.command(env!("CARGO_BIN_EXE_tpslab"));
+    cmd.env("XDG_DATA_HOME", common::history_home()).args([
+        "serve",
+        "udp",
+        "--bind",
+        &format!("127.0.0.1:{port}"),
+        "--work",
+        work,
+        "--sched",
+        "fifo:10",
+        "--cpus",
+        "1",
+        "--no-history",
+    ]);
+    Server::start(cmd, "tpslab serve udp", tag, "tpslab", port)
+}
+
+/// `tpslab capacity udp 127.0.0.1:PORT ARGS --json JSON` in `ns` under `chrt -f 5`, the
+/// generator on CPU 0.
+fn capacity_cmd(ns: &NetNs, port: u16, args: &[&str], json: &Path) -> Command {
+    let _ = std::fs::remove_file(json);
+    let mut c = ns.command("chrt");
+    c.env("XDG_DATA_HOME", common::history_home())
+        .args(["-f", "5", env!("CARGO_BIN_EXE_tpslab"), "capacity", "udp"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--load-cpus", "0", "--no-drop-reasons"])
+        .args(args)
+        .arg("--json")
+        .arg(json);
+    c
+}
+
+fn ready(test: &str) -> bool {
+    if !common::can_netns(test) || !common::need(test, "/usr/bin/chrt") {
+        return false;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        common::skip(test, "needs 2 CPUs (server on CPU 1, generator on CPU 0)");
+        return false;
+    }
+    true
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn the_rate_found_is_within_ten_percent_of_the_reference_servers_capacity() {
+    let test = "capacity::the_rate_found_is_within_ten_percent_of_the_reference_servers_capacity";
+    if !ready(test) {
+        return;
+    }
+    let _serial = common::serial();
+    // 1 ms of work per datagram on one thread: 1,000 datagrams a second on a whole CPU;
+    // a SCHED_FIFO thread gets the kernel's RT share of it (sched_rt_runtime_us of each
+    // sched_rt_period_us, 95 % by default), so its capacity is that share of 1,000.
+    let share = rt_share();
+    let capacity = 1000.0 * share;
+    let json = common::tmp("capacity_known.json");
+    let found = common::retry(test, 3, || {
+        let ns = NetNs::new();
+        let port = 9000;
+        let _srv = reference_server(&ns, port, "1ms", "capacity_known_server");
+        let t0 = Instant::now();
+        let out = common::run(capacity_cmd(
+            &ns,
+            port,
+            &[
+                "--start-rate",
+                "250",
+                "--step-duration",
+                "1s",
+                "--warmup",
+                "300ms",
+                "--resolution",
+                "2%",
+                "--repeats",
+                "2",
+                "--budget",
+                "50s",
+            ],
+            &json,
+        ));
+        let took = t0.elapsed();
+        assert!(out.status.success(), "capacity failed: {}", out.status);
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        assert_eq!(rec["kind"], "capacity");
+        assert!(
+            took < Duration::from_secs(55),
+            "the 50 s budget took {took:?}"
+        );
+        let steps = rec["steps"].as_array().unwrap();
+        // A step the generator missed is the machine's (the search goes on), but a
+        // result whose bracket it spoiled is retried.
+        let end = &rec["conclusion"];
+        if end["end"] != "bracket" {
+            return Err(format!(
+                "the search ended {end} after {} steps",
+                steps.len()
+            ));
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The reference server does not stall by itself, nor lose its CPU on its own: a
+        // boundary where it did is the host's (another process, an interrupt, the RT
+        // throttle), measured rightly and retried.
+        let b = &rec["boundary"];
+        let evidence = b["evidence"].to_string();
+        if b["layer"]
+            .as_str()
+            .is_some_and(|l| l.contains("stalls under a steady load"))
+            || evidence.contains("waiting for a CPU")
+        {
+            return Err(format!(
+                "the server lost its CPU at the boundary: {}",
+                b["headline"]
+            ));
+        }
+        Ok((
+            f(&end["sustains_pps"]),
+            f(&end["fails_pps"]),
+            steps.len(),
+            rec["meta"]["elapsed_s"].as_f64().unwrap(),
+            text,
+            rec,
+        ))
+    });
+    let Some((lo, hi, n, secs, text, rec)) = found else {
+        return;
+    };
+    eprintln!("capacity {capacity}: sustains {lo}, fails {hi}, {n} steps in {secs:.1} s");
+    assert!(
+        (lo - capacity).abs() <= 0.10 * capacity,
+        "found {lo} pps, not within 10 % of {capacity}"
+    );
+    assert!(
+        hi <= lo * 1.02 + 1.0,
+        "a bracket wider than 2 %: {lo}..{hi}"
+    );
+    assert!(text.contains(&format!("RESULT: sustains {} pps", tpslab_fmt(lo))));
+    // The first failing rate's verdict: the server too slow for the rate (its socket
+    // buffer overflows because it cannot drain), or, failing on latency before any loss,
+    // its receive queue where the datagrams waited.
+    let b = &rec["boundary"];
+    match b["case"].as_str() {
+        Some("app_too_slow") => assert!(
+            text.contains("first to give: the application (too slow for the mean rate)"),
+            "{text}"
+        ),
+        Some("no_loss") => assert!(
+            text.contains("first to give: the server's receive queue"),
+            "{text}"
+        ),
+        _ => panic!("the first failing rate's verdict: {b}"),
+    }
+    // Every failing step was one the generator delivered.
+    for s in rec["steps"].as_array().unwrap() {
+        if s["status"] == "fail" {
+            assert!(f(&s["achieved_pps"]) >= 0.95 * f(&s["rate_pps"]), "{s}");
+        }
+    }
+}
+
+/// The share of each CPU the kernel gives SCHED_FIFO threads (RT throttling): 1 when
+/// unlimited (-1).
+fn rt_share() -> f64 {
+    let read = |k: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{k}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+    };
+    match (read("sched_rt_runtime_us"), read("sched_rt_period_us")) {
+        (Some(r), Some(p)) if r >= 0.0 && p > 0.0 => (r / p).min(1.0),
+        _ => 1.0,
+    }
+}
+
+/// 41000 -> "41,000", as the report writes rates.
+fn tpslab_fmt(r: f64) -> String {
+    let s = (r.round() as u64).to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_budget_ends_the_search_on_time_with_the_bracket_so_far() {
+    let test = "capacity::the_budget_ends_the_search_on_time_with_the_bracket_so_far";
+    if !ready(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let port = 9001;
+    let _srv = reference_server(&ns, port, "500us", "capacity_budget_server");
+    let json = common::tmp("capacity_budget.json");
+    let t0 = Instant::now();
+    let out = common::run(capacity_cmd(
+        &ns,
+        port,
+        &[
+            "--start-rate",
+            "500",
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "200ms",
+            "--budget",
+            "4s",
+        ],
+        &json,
+    ));
+    let took = t0.elapsed();
+    assert!(out.status.success(), "capacity failed: {}", out.status);
+    common::assert_report_reproduces(&json, &out.stdout);
+    let rec = common::record(&json);
+    // A plan is a promise: every step ended within the budget, the command soon after.
+    for s in rec["steps"].as_array().unwrap() {
+        let end = f(&s["started_s"]) + f(&s["elapsed_s"]);
+        assert!(
+            end <= 4.0,
+            "a step ended at {end} s, past the 4 s budget: {s}"
+        );
+    }
+    assert!(took < Duration::from_millis(5500), "took {took:?}");
+    let end = &rec["conclusion"];
+    assert_eq!(end["end"], "unfinished", "{end}");
+    assert_eq!(end["why"], "the budget of 4s", "{end}");
+    assert!(
+        !rec["steps"].as_array().unwrap().is_empty(),
+        "at least one step ran"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("RESULT (unfinished): UNFINISHED (the budget of 4s): "),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_the_search_with_the_bracket_so_far_marked_interrupted() {
+    let test = "capacity::ctrl_c_ends_the_search_with_the_bracket_so_far_marked_interrupted";
+    if !ready(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let port = 9002;
+    let _srv = reference_server(&ns, port, "500us", "capacity_int_server");
+    let json = common::tmp("capacity_int.json");
+    let mut cmd = capacity_cmd(
+        &ns,
+        port,
+        &[
+            "--start-rate",
+            "500",
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "200ms",
+            "--budget",
+            "60s",
+        ],
+        &json,
+    );
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn capacity");
+    let child = common::Kill(child);
+    // `ip netns exec` and `chrt` exec: the child's PID is tpslab's.
+    std::thread::sleep(Duration::from_millis(2500));
+    let pid = child.0.id() as i32;
+    // SAFETY: kill(2) on the PID of our own child, which is still unreaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let t0 = Instant::now();
+    let mut child = child;
+    let out = loop {
+        if let Some(st) = child.0.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "capacity still running 5 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(out.code(), Some(130), "{out}");
+    let rec = common::record(&json);
+    assert_eq!(rec["meta"]["interrupted"], true);
+    assert_eq!(rec["interrupted"], true);
+    let end = &rec["conclusion"];
+    assert_eq!(end["end"], "unfinished", "{end}");
+    assert_eq!(end["why"], "interrupted", "{end}");
+    // The first steps (500, 1,000 pps) passed before the stop: the bracket so far.
+    assert!(end["sustains_pps"].as_f64().is_some(), "{end}");
+}

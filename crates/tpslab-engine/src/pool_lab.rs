@@ -17,7 +17,7 @@ use std::time::Duration;
 use tpslab_analysis::idle::{Outcome, PoolRecord, PoolRequest};
 use tpslab_net::mono_ns;
 use tpslab_plan::probe::PoolPlan;
-use tpslab_plan::tcp::OnIdle;
+use tpslab_plan::tcp::{IdleTimer, OnIdle};
 
 /// A pooled connection.
 struct Pooled {
@@ -252,7 +252,8 @@ pub fn pool_lab(
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<PoolRecord, EngineError> {
-    let (a, _b, link, listener) = crate::link::middlebox_lab(ns(plan.idle_timeout), OnIdle::Drop)?;
+    let (a, _b, link, listener) =
+        crate::link::middlebox_lab(ns(plan.idle_timeout), OnIdle::Drop, IdleTimer::Any)?;
     let addr = listener
         .local_addr()
         .map_err(|e| EngineError::os("listener", e))?;

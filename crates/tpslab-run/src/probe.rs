@@ -69,7 +69,15 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
         IdleTarget::Lab {
             idle_timeout_ns,
             on_idle,
-        } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &ctx.stop, &progress)?,
+            timer,
+        } => tpslab_engine::idle::lab_study(
+            &plan,
+            idle_timeout_ns,
+            on_idle,
+            timer,
+            &ctx.stop,
+            &progress,
+        )?,
     };
     rec.bracket = bracket(&study.conns);
     rec.active_ends = active_ends(&study.conns);

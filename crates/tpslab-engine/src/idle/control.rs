@@ -31,7 +31,7 @@ pub(super) enum Control {
 impl Control {
     fn open(t: &Transport) -> std::io::Result<Control> {
         if t.plan.server_first {
-            let mut s = open(t.addr, 1, 1, 3)?;
+            let mut s = open(t.addr, 1, 1, CONTROL_KEEPALIVE_CNT)?;
             let mut hello = [0u8; 16];
             hello[..8].copy_from_slice(SF_CONTROL);
             hello[8..].copy_from_slice(&t.study.to_be_bytes());
@@ -41,7 +41,7 @@ impl Control {
             return Ok(Control::Reports { s, buf: vec![] });
         }
         if !t.plan.udp {
-            return open(t.addr, 1, 1, 3).map(Control::Tcp);
+            return open(t.addr, 1, 1, CONTROL_KEEPALIVE_CNT).map(Control::Tcp);
         }
         let s = t.udp_socket()?;
         // The responder must answer at once, or the study cannot tell anything.
@@ -136,6 +136,9 @@ impl Control {
     }
 }
 
+/// Unanswered keepalive probes (one a second) before a TCP control's kernel gives up.
+pub(super) const CONTROL_KEEPALIVE_CNT: u64 = 3;
+
 /// Control connections opened again after the path ended one by itself, at most: a
 /// server that closes every connection at once would otherwise be reconnected to forever.
 const CONTROL_REOPENS: usize = 20;
@@ -158,20 +161,37 @@ impl ControlState {
         })
     }
 
+    /// Whether no control has ended so far and this one is a TCP connection tested by
+    /// its own keepalive alone.
+    pub(super) fn silent_tcp_unended(&self) -> bool {
+        matches!(self.c, Control::Tcp(_)) && self.ends_ms.is_empty()
+    }
+
+    /// How long the current control has been open, ms.
+    pub(super) fn age_ms(&self) -> u64 {
+        (mono_ns() - self.opened) / 1_000_000
+    }
+
     /// Its fate if it failed; `now_ms` since the study started. A TCP control ended by a
-    /// FIN or RST (a path whose timer ignores its keepalives, a server's idle timeout) is
-    /// dated and opened again: whether that end was the timeout being measured is the
-    /// analysis's call (`tpslab_analysis::idle::keepalive_counts`); a reconnect refused
-    /// is a failure.
+    /// FIN or RST (a path whose timer ignores its keepalives, a server's idle timeout),
+    /// or whose keepalives went unanswered (a path that forgot it silently), is dated and
+    /// opened again: whether that end was the timeout being measured is the analysis's
+    /// call (`tpslab_analysis::idle::keepalive_counts`); a reconnect refused is a
+    /// failure. A silent end is dated by its first unanswered probe, the kernel's
+    /// give-up ([`CONTROL_KEEPALIVE_CNT`] probes one second apart) less that.
     pub(super) fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
         let f = self.c.poll(now_ms, t)?;
         let ended_by_path = matches!(self.c, Control::Tcp(_))
-            && matches!(f, Fate::Closed | Fate::Reset)
+            && matches!(f, Fate::Closed | Fate::Reset | Fate::Dropped)
             && self.ends_ms.len() < CONTROL_REOPENS;
         if !ended_by_path {
             return Some(f);
         }
-        self.ends_ms.push((mono_ns() - self.opened) / 1_000_000);
+        let mut end_ms = (mono_ns() - self.opened) / 1_000_000;
+        if f == Fate::Dropped {
+            end_ms = end_ms.saturating_sub(CONTROL_KEEPALIVE_CNT * 1000);
+        }
+        self.ends_ms.push(end_ms);
         match Control::open(t) {
             Ok(c) => {
                 self.c = c;

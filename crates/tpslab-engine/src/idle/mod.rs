@@ -21,7 +21,7 @@ mod control;
 mod lab;
 mod responder;
 
-use control::ControlState;
+use control::{ControlState, CONTROL_KEEPALIVE_CNT};
 pub use lab::lab_study;
 pub use responder::responder;
 use responder::{udp_reply_to, udp_request, SF_HELLO};
@@ -30,6 +30,7 @@ use crate::EngineError;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 use tpslab_analysis::idle::{active_ends, bracket, ladder, Conn, Fate, POLL_MS};
@@ -162,7 +163,17 @@ impl Idle for TcpIdle {
                 return Some(fate_of(&e));
             }
         }
-        check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
+        if let Some(f) = check(&self.s) {
+            return Some(f);
+        }
+        // An ACK after the probe went is its answer (the connection was silent since
+        // its handshake): the path knew the flow at its interval. Judged now, before
+        // later probes meet a path whose timer they did not reset.
+        let answered = self.triggered_ms.is_some_and(|p| {
+            tpslab_net::tcp::last_ack_recv_ms(self.s.as_raw_fd())
+                .is_ok_and(|ago| u64::from(ago) + p < elapsed_ms)
+        });
+        (answered || elapsed_ms >= self.verdict_ms).then_some(Fate::Alive)
     }
 
     fn active(&self, fate: &Fate, at_ms: u64) -> bool {
@@ -433,6 +444,20 @@ pub fn study(
                 (lo, hi, first) = (a, d, false)
             }
             _ => break,
+        }
+    }
+    // A silent control alive at the end says TCP keepalive resets the path's timer only
+    // if it lived long enough to have died otherwise: past the timeout's upper end, then
+    // its next keepalive and the kernel's give-up on a path that drops silently.
+    if let Some(d) = bracket(&conns).dead_s {
+        let need_ms = (d + 1 + CONTROL_KEEPALIVE_CNT) * 1000 + POLL_MS;
+        while control_fate.is_none()
+            && control.silent_tcp_unended()
+            && control.age_ms() < need_ms
+            && !stop.load(Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+            control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
         }
     }
     let end_ms = (mono_ns() - study_t0) / 1_000_000;

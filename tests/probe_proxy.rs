@@ -113,6 +113,16 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
     }
     assert_eq!(j["how"], "closed");
     assert!(text.contains("Result: idle timeout in ("), "{text}");
+    // The behaviour line: dated by the FINs, keepalive ignored, ended with a FIN.
+    let behaviour = text
+        .lines()
+        .find(|l| l.starts_with("Behaviour: times out after ("))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        behaviour.contains("; TCP keepalive does not count;")
+            && behaviour.contains("ends flows itself with a FIN"),
+        "{behaviour}"
+    );
     // The control, probed every second, was ended as long after its open: keepalive does
     // not count on this proxy, and that is the finding, not a failed path.
     assert!(!text.contains("NOT EVIDENCE"), "{text}");

@@ -30,6 +30,10 @@ pub(crate) enum ProbeCmd {
 
 #[derive(Args, Debug)]
 pub(crate) struct PoolArgs {
+    /// A real path instead of the lab: an echo server, or a proxy in front of one,
+    /// HOST:PORT (then --lab-idle-timeout states the path's timeout, as `probe idle`
+    /// measured it; requests idle past it are marked).
+    target: Option<String>,
     /// The lab middlebox's idle timeout (it then drops the flow's segments).
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     lab_idle_timeout: Duration,
@@ -146,6 +150,11 @@ impl PoolArgs {
             requests: a.requests,
             request_every: a.request_every,
             query_timeout: a.query_timeout,
+            target: a
+                .target
+                .as_deref()
+                .map(tpslab_plan::target::resolve)
+                .transpose()?,
         };
         plan.validate()?;
         a.record.check(false)?;
@@ -213,7 +222,7 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
 
 fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
-    if !tpslab_net::is_root() {
+    if plan.target.is_none() && !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
     let ctx = out::ctx(None)?;

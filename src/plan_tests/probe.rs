@@ -127,7 +127,7 @@ fn probe_rows() {
             Plan(|p| {
                 matches!(p, Made::Pool(pp) if *pp == PoolPlan {
             idle_timeout: Duration::from_secs(5), validate_every: None, max_idle: None, min_idle: 2, requests: 6,
-            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2) })
+            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2), target: None })
             }),
         ),
         (

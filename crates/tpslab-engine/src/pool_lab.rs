@@ -246,6 +246,36 @@ fn echo_server(listener: TcpListener, done: Arc<AtomicBool>) {
     }
 }
 
+/// Runs the pool of `plan` against `addr`, a real path (an echo server, or a proxy in
+/// front of one), from this namespace, and returns what its requests met.
+pub fn pool_at(
+    plan: &PoolPlan,
+    addr: SocketAddr,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(String) + Sync),
+) -> PoolRecord {
+    client(plan, addr).run(stop, progress)
+}
+
+/// The pool's client of `plan`, connecting to `addr`, nothing done yet.
+fn client(plan: &PoolPlan, addr: SocketAddr) -> Client<'_> {
+    Client {
+        plan,
+        addr,
+        idle: VecDeque::new(),
+        next_id: 0,
+        rec: PoolRecord {
+            plan: *plan,
+            requests: vec![],
+            opened: 0,
+            validations: 0,
+            validations_failed: 0,
+            expired: 0,
+            interrupted: false,
+        },
+    }
+}
+
 /// Runs the pool of `plan` through the lab and returns what its requests met.
 pub fn pool_lab(
     plan: &PoolPlan,
@@ -263,21 +293,7 @@ pub fn pool_lab(
         .name("pool-echo".into())
         .spawn(move || echo_server(listener, d))
         .map_err(|e| EngineError::os("spawning the echo server", e))?;
-    let client = Client {
-        plan,
-        addr,
-        idle: VecDeque::new(),
-        next_id: 0,
-        rec: PoolRecord {
-            plan: *plan,
-            requests: vec![],
-            opened: 0,
-            validations: 0,
-            validations_failed: 0,
-            expired: 0,
-            interrupted: false,
-        },
-    };
+    let client = client(plan, addr);
     let rec = a
         .run(|| client.run(stop, progress))
         .map_err(|e| EngineError::os("entering the near namespace", e));

@@ -196,6 +196,12 @@ pub struct PoolPlan {
     /// A request (or a validation) without its answer in this long fails.
     #[serde(rename = "query_timeout_ns", with = "crate::time::ns")]
     pub query_timeout: Duration,
+    /// A real path instead of the lab: an echo server (or a proxy in front of one) at
+    /// this address; `idle_timeout` is then the path's timeout as stated (what `probe
+    /// idle` measured), used to mark requests on connections idle past it. Left out of
+    /// records of lab runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<SocketAddr>,
 }
 
 impl PoolPlan {

@@ -153,7 +153,10 @@ pub fn pool_begin(plan: &PoolPlan) -> PoolRecord {
 pub fn pool(plan: &PoolPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let progress = |line: String| ctx.progress.line(&line);
-    let rec = tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?;
+    let rec = match plan.target {
+        Some(addr) => tpslab_engine::pool_lab::pool_at(plan, addr, &ctx.stop, &progress),
+        None => tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?,
+    };
     Ok(Record::with_meta(
         started.meta(rec.interrupted),
         Body::ProbePool(rec),

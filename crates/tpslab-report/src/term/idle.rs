@@ -223,9 +223,13 @@ fn short(f: &Fate) -> String {
 pub fn pool_header(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
     let p = &r.plan;
     let s = |d: std::time::Duration| format!("{:.1} s", d.as_nanos() as f64 / 1e9);
+    let path = match p.target {
+        Some(addr) => format!("through {addr}, a path stated to forget flows idle for more than"),
+        None => "a middlebox that forgets flows idle for more than".into(),
+    };
     writeln!(
         w,
-        "tpslab probe pool (S5 in miniature): a middlebox that forgets flows idle for more than {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
+        "tpslab probe pool (S5 in miniature): {path} {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
         s(p.idle_timeout),
         p.validate_every.map_or("never".into(), |v| format!("every {}", s(v))),
         p.max_idle.map_or("never".into(), |v| format!("for {}", s(v))),

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::record::Body;
-use tpslab_plan::probe::{IdlePlan, IdleTarget, OnIdle, PoolPlan, ResponderPlan};
+use tpslab_plan::probe::{IdlePlan, IdleTarget, IdleTimer, OnIdle, PoolPlan, ResponderPlan};
 use tpslab_report::term::idle as idle_term;
 use tpslab_run::probe::{self, IdleSetup};
 
@@ -30,6 +30,10 @@ pub(crate) enum ProbeCmd {
 
 #[derive(Args, Debug)]
 pub(crate) struct PoolArgs {
+    /// A real path instead of the lab: an echo server, or a proxy in front of one,
+    /// HOST:PORT (then --lab-idle-timeout states the path's timeout, as `probe idle`
+    /// measured it; requests idle past it are marked).
+    target: Option<String>,
     /// The lab middlebox's idle timeout (it then drops the flow's segments).
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     lab_idle_timeout: Duration,
@@ -73,6 +77,19 @@ pub(crate) enum OnIdleArg {
     /// Let the near side's segments open the flow again (conntrack's loose pickup, many
     /// NATs); drop the far side's. Only `--server-first` sees such a timeout.
     Reopen,
+    /// End the flow itself at its timeout with a FIN to both ends (a proxy's idle
+    /// timeout), then drop its segments.
+    Fin,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum TimerArg {
+    /// Every packet resets the lab middlebox's idle timer, TCP keepalive included.
+    Any,
+    /// Only packets with payload, either direction (a proxy counting application data).
+    Payload,
+    /// Only payload from the near side (the client).
+    NearPayload,
 }
 
 #[derive(Args, Debug)]
@@ -109,6 +126,9 @@ pub(crate) struct IdleArgs {
     /// What the lab's middlebox does to a forgotten flow's segments.
     #[arg(long, value_enum, default_value = "drop")]
     lab_on_idle: OnIdleArg,
+    /// What resets the lab middlebox's idle timer.
+    #[arg(long, value_enum, default_value = "any")]
+    lab_timer: TimerArg,
     /// A connection pool's configuration to judge against the timeout found
     /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -130,6 +150,11 @@ impl PoolArgs {
             requests: a.requests,
             request_every: a.request_every,
             query_timeout: a.query_timeout,
+            target: a
+                .target
+                .as_deref()
+                .map(tpslab_plan::target::resolve)
+                .transpose()?,
         };
         plan.validate()?;
         a.record.check(false)?;
@@ -153,8 +178,15 @@ impl IdleArgs {
             OnIdleArg::Drop => OnIdle::Drop,
             OnIdleArg::Reset => OnIdle::Reset,
             OnIdleArg::Reopen => OnIdle::Reopen,
+            OnIdleArg::Fin => OnIdle::Fin,
         };
-        let target = IdleTarget::from_flags(a.target.as_deref(), a.lab_idle_timeout, on_idle)?;
+        let timer = match a.lab_timer {
+            TimerArg::Any => IdleTimer::Any,
+            TimerArg::Payload => IdleTimer::Payload,
+            TimerArg::NearPayload => IdleTimer::NearPayload,
+        };
+        let target =
+            IdleTarget::from_flags(a.target.as_deref(), a.lab_idle_timeout, on_idle, timer)?;
         let resolution = a.resolution.unwrap_or_else(|| {
             let d = IdlePlan::derived_resolution(a.min, a.max);
             crate::flags::note_default(
@@ -190,7 +222,7 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
 
 fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
-    if !tpslab_net::is_root() {
+    if plan.target.is_none() && !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
     let ctx = out::ctx(None)?;

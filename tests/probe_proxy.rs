@@ -113,6 +113,16 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
     }
     assert_eq!(j["how"], "closed");
     assert!(text.contains("Result: idle timeout in ("), "{text}");
+    // The behaviour line: dated by the FINs, keepalive ignored, ended with a FIN.
+    let behaviour = text
+        .lines()
+        .find(|l| l.starts_with("Behaviour: times out after ("))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        behaviour.contains("; TCP keepalive does not count;")
+            && behaviour.contains("ends flows itself with a FIN"),
+        "{behaviour}"
+    );
     // The control, probed every second, was ended as long after its open: keepalive does
     // not count on this proxy, and that is the finding, not a failed path.
     assert!(!text.contains("NOT EVIDENCE"), "{text}");
@@ -151,4 +161,95 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
         .expect("the tested pool judged");
     assert_eq!(ok["severity"], "info", "{ok}");
     assert_eq!(with("retransmitted").count(), 0, "{text}");
+}
+
+/// S5 in miniature on real software: `probe pool` through haproxy (`timeout client 3s`,
+/// `timeout server 3s`, ending idle flows with a FIN) in front of an echo server. A pool
+/// that never tests its idle connections hands out ones haproxy ended (requests fail);
+/// one testing them every 0.5 s and retiring them after 2 s (its tests are payload,
+/// which this proxy counts) gets every answer.
+#[test]
+fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
+    let test = "pool_through_haproxy_fails_without_the_fix_and_not_with_it";
+    if !common::need(test, HAPROXY) {
+        return;
+    }
+    let dir = common::tmp("probe-pool-proxy");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The backend: an echo server in this process, a thread per connection.
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let back = echo.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in echo.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || s.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let front = common::free_port();
+    let cfg = dir.join("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n    maxconn 100\ndefaults\n    mode tcp\n    timeout connect 2s\n\
+             timeout client 3s\n    timeout server 3s\n\
+             frontend f\n    bind 127.0.0.1:{front}\n    default_backend b\n\
+             backend b\n    server s1 127.0.0.1:{back}\n"
+        ),
+    )
+    .unwrap();
+    let proxy = common::Kill(
+        Command::new(HAPROXY)
+            .arg("-f")
+            .arg(&cfg)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn haproxy"),
+    );
+    common::wait_listening(front, "haproxy");
+    let run = move |extra: &[&str]| {
+        let mut c = common::tpslab();
+        c.args(["probe", "pool", &format!("127.0.0.1:{front}")])
+            .args([
+                "--lab-idle-timeout",
+                "3s",
+                "--min-idle",
+                "2",
+                "--requests",
+                "4",
+            ])
+            .args([
+                "--request-every",
+                "4s",
+                "--query-timeout",
+                "2s",
+                "--no-history",
+            ])
+            .args(extra);
+        let out = common::run(c);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let fixed = std::thread::spawn(move || run(&["--validate-every", "500ms", "--max-idle", "2s"]));
+    let before = run(&[]);
+    let after = fixed.join().unwrap();
+    drop(proxy);
+    assert!(
+        before.contains(&format!("through 127.0.0.1:{front}")),
+        "{before}"
+    );
+    assert!(before.contains(" of 4 requests failed"), "{before}");
+    assert!(after.contains("Result: all 4 requests answered"), "{after}");
 }

@@ -6,7 +6,7 @@ use super::{
     DURATION_FORMS,
 };
 use std::time::Duration;
-use tpslab_plan::probe::{IdleTarget, OnIdle};
+use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 use tpslab_plan::probe::{PoolPlan, ResponderPlan};
 use tpslab_run::probe::IdleSetup;
 
@@ -40,8 +40,29 @@ fn probe_rows() {
             ],
             Plan(|p| {
                 matches!(p, Made::Idle(IdleSetup { plan, .. })
-                if plan.target == IdleTarget::Lab { idle_timeout_ns: 3_000_000_000, on_idle: OnIdle::Reset }
+                if plan.target == IdleTarget::Lab { idle_timeout_ns: 3_000_000_000, on_idle: OnIdle::Reset, timer: IdleTimer::Any }
                     && plan.resolution_s == 2 && plan.udp)
+            }),
+        ),
+        // A proxy's behaviour: payload-only timer, FIN to both ends.
+        (
+            &[
+                "probe",
+                "idle",
+                "--lab-idle-timeout",
+                "2s",
+                "--lab-on-idle",
+                "fin",
+                "--lab-timer",
+                "payload",
+                "--min",
+                "1s",
+                "--max",
+                "5s",
+            ],
+            Plan(|p| {
+                matches!(p, Made::Idle(IdleSetup { plan, .. })
+                if plan.target == IdleTarget::Lab { idle_timeout_ns: 2_000_000_000, on_idle: OnIdle::Fin, timer: IdleTimer::Payload })
             }),
         ),
         (
@@ -106,7 +127,7 @@ fn probe_rows() {
             Plan(|p| {
                 matches!(p, Made::Pool(pp) if *pp == PoolPlan {
             idle_timeout: Duration::from_secs(5), validate_every: None, max_idle: None, min_idle: 2, requests: 6,
-            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2) })
+            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2), target: None })
             }),
         ),
         (

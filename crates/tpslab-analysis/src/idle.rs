@@ -129,6 +129,73 @@ pub fn keepalive_counts(rec: &IdleRecord) -> Option<KeepaliveCounts> {
     (rec.control == Fate::Alive && killed && !rec.interrupted).then_some(KeepaliveCounts::Yes)
 }
 
+/// How a path ends the flows it times out, as a TCP study saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It ended them itself with a FIN (seen on the near side).
+    Fin,
+    /// It ended them itself with a RST (not in answer to a probe).
+    Rst,
+    /// It forgot them and answered their next packet (a keepalive probe) with a RST.
+    RstNextPacket,
+    /// It forgot them silently: their next packets went unanswered.
+    Silent,
+}
+
+/// What a TCP study measured of the path's behaviour, for one line: its timeout, whether
+/// TCP keepalive resets its timer, how it ends flows. Each part None when not measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Behaviour {
+    /// The timeout's bracket, seconds: (lower, upper]; dated by the connections the
+    /// path ended itself when there are any, else by the probes' intervals.
+    pub timeout_s: Option<(f64, f64)>,
+    /// Whether TCP keepalive (from the near side) resets the timer ([`keepalive_counts`]).
+    pub keepalive: Option<KeepaliveCounts>,
+    /// How it ends flows.
+    pub ending: Option<Ending>,
+}
+
+/// The behaviour `rec` measured (None for UDP studies and inconsistent brackets: no
+/// single behaviour was seen). A connection the path ended by itself says FIN or RST
+/// by its fate; without one, the fate of the connections that died at their probe.
+pub fn behaviour(rec: &IdleRecord) -> Option<Behaviour> {
+    if rec.plan.udp || rec.bracket.inconsistent() {
+        return None;
+    }
+    let active = rec.conns.iter().find(|c| c.active_end && c.fate.dead());
+    let ending = match active.map(|c| &c.fate) {
+        Some(Fate::Closed) => Some(Ending::Fin),
+        Some(Fate::Reset) => Some(Ending::Rst),
+        _ => match rec.how {
+            Some(Fate::Reset) => Some(Ending::RstNextPacket),
+            Some(Fate::Dropped) => Some(Ending::Silent),
+            Some(Fate::Closed) => Some(Ending::Fin),
+            _ => None,
+        },
+    };
+    let timeout_s = match (rec.active_ends, rec.bracket.alive_s, rec.bracket.dead_s) {
+        (Some(e), _, _) => Some((seen_open_lower(e) as f64 / 1e3, e.last_ms as f64 / 1e3)),
+        (None, Some(a), Some(d)) => Some((a as f64, d as f64)),
+        (None, None, Some(d)) => Some((0.0, d as f64)),
+        _ => None,
+    };
+    Some(Behaviour {
+        timeout_s,
+        keepalive: rec.keepalive_counts,
+        ending,
+    })
+}
+
+/// The lower end of the timeout that active ends date, ms (records without `open_ms`:
+/// the first end less [`POLL_MS`]).
+pub fn seen_open_lower(e: ActiveEnds) -> u64 {
+    if e.open_ms > 0 {
+        e.open_ms
+    } else {
+        e.first_ms.saturating_sub(POLL_MS)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +323,37 @@ mod tests {
             interrupted: false,
         };
         assert_eq!(keepalive_counts(&rec), Some(KeepaliveCounts::No));
+        // The behaviour: dated by the FINs, keepalive as judged, ended with a FIN.
+        rec.keepalive_counts = keepalive_counts(&rec);
+        rec.how = Some(Fate::Closed);
+        assert_eq!(
+            behaviour(&rec),
+            Some(Behaviour {
+                timeout_s: Some((4.95, 5.0)),
+                keepalive: Some(KeepaliveCounts::No),
+                ending: Some(Ending::Fin),
+            })
+        );
+        // A path that resets the next packet: no active end, the probes' bracket.
+        let mut reset = rec.clone();
+        reset.conns = vec![
+            c(4, Fate::Alive, 4100, false),
+            c(5, Fate::Reset, 5100, false),
+        ];
+        reset.active_ends = active_ends(&reset.conns);
+        reset.bracket = bracket(&reset.conns);
+        reset.how = Some(Fate::Reset);
+        let b = behaviour(&reset).unwrap();
+        assert_eq!(b.timeout_s, Some((4.0, 5.0)));
+        assert_eq!(b.ending, Some(Ending::RstNextPacket));
+        reset.how = Some(Fate::Dropped);
+        assert_eq!(behaviour(&reset).unwrap().ending, Some(Ending::Silent));
+        reset.how = None;
+        reset.keepalive_counts = None;
+        let b = behaviour(&reset).unwrap();
+        assert_eq!((b.ending, b.keepalive), (None, None));
+        reset.plan.udp = true;
+        assert_eq!(behaviour(&reset), None);
         // A control that died at another time: a failure, not the timeout.
         rec.control_ends_ms = vec![5010, 900];
         assert_eq!(keepalive_counts(&rec), None);

@@ -87,9 +87,11 @@ impl Link {
         let tb = Arc::new(make(b, "tpsl-b", ADDR_B, ADDR_A)?);
         let stop = Arc::new(AtomicBool::new(false));
         let counters: Arc<[DirCounters; 2]> = Arc::new(Default::default());
-        let table = config
-            .idle_timeout_ns
-            .map(|t| Arc::new(Mutex::new(FlowTable::new(t, config.on_idle))));
+        let table = config.idle_timeout_ns.map(|t| {
+            Arc::new(Mutex::new(
+                FlowTable::new(t, config.on_idle).with_timer(config.timer),
+            ))
+        });
         let mut threads = vec![];
         for (dir, (from, to)) in [(ta.clone(), tb.clone()), (tb, ta)].into_iter().enumerate() {
             let counters = counters.clone();
@@ -147,12 +149,13 @@ impl Drop for Link {
 }
 
 /// A lab for idle studies: two throwaway namespaces (near, far) joined by a delay line
-/// whose middlebox forgets flows idle for `idle_timeout_ns`, then does `on_idle`, and a
-/// non-blocking TCP listener on the far side (ADDR_B, a free port). Dropping the returned
-/// values removes it all.
+/// whose middlebox forgets flows idle for `idle_timeout_ns` (idle as `timer` counts it),
+/// then does `on_idle`, and a non-blocking TCP listener on the far side (ADDR_B, a free
+/// port). Dropping the returned values removes it all.
 pub fn middlebox_lab(
     idle_timeout_ns: u64,
     on_idle: tpslab_plan::tcp::OnIdle,
+    timer: tpslab_plan::tcp::IdleTimer,
 ) -> Result<(NetNs, NetNs, Link, std::net::TcpListener), EngineError> {
     let ns = |what| NetNs::create().map_err(|e| EngineError::os(format!("creating {what}"), e));
     let (a, b) = (ns("the near namespace")?, ns("the far namespace")?);
@@ -162,6 +165,7 @@ pub fn middlebox_lab(
         LinkConfig {
             idle_timeout_ns: Some(idle_timeout_ns),
             on_idle,
+            timer,
             ..Default::default()
         },
     )?;
@@ -219,15 +223,29 @@ impl Line {
 /// direction come from the near side (A).
 type Middlebox<'a> = Option<(&'a Mutex<FlowTable>, bool)>;
 
+/// Writes the FINs of the flows the middlebox ends at `now` ([`FlowTable::expire`]) at
+/// once, into the TUN of the end each is for (`from` is the side this direction reads).
+fn end_flows(table: &mut FlowTable, from_a: bool, now: u64, from: &Tun, to: &Tun, c: &DirCounters) {
+    for e in table.expire(now) {
+        let tun = if e.to_a == from_a { from } else { to };
+        if tun.write(&e.packet).is_err() {
+            c.write_errors.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// What the middlebox does to a packet just read (`Pass`: on to the line).
 fn middlebox(mb: Middlebox, pkt: &[u8], now: u64, from: &Tun, to: &Tun, c: &DirCounters) -> bool {
     let Some((table, from_a)) = mb else {
         return true;
     };
-    let verdict = table
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .judge(pkt, from_a, now);
+    let verdict = {
+        let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
+        // Flows due to end are ended before this packet is judged (it is then one of
+        // an ended flow).
+        end_flows(&mut t, from_a, now, from, to, c);
+        t.judge(pkt, from_a, now)
+    };
     match verdict {
         Verdict::Pass => true,
         Verdict::Drop => {
@@ -279,6 +297,12 @@ fn forward(
     const IDLE_NS: u64 = 20_000_000;
     while !stop.load(Relaxed) {
         let now = mono_ns();
+        // The near side's thread ends timed-out flows between packets too (a quiet
+        // flow has no packet to end it at).
+        if let Some((table, true)) = mb {
+            let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
+            end_flows(&mut t, true, now, from, to, c);
+        }
         while let Some(&(due, i, len)) = line.due.front() {
             if due > now {
                 break;

@@ -2,13 +2,16 @@
 //! balancers, firewalls and NATs of S5. A flow (protocol and both ends) idle for longer
 //! than the timeout is forgotten; a later TCP segment of it that is not a SYN is dropped
 //! silently or answered with a RST in both directions; a UDP datagram of a forgotten
-//! mapping from the far side (B) is dropped. Flows are created by a TCP SYN (either side)
+//! mapping from the far side (B) is dropped. With [`OnIdle::Fin`] the table ends a TCP
+//! flow itself when it times out ([`FlowTable::expire`]: a FIN to both ends, as a proxy's
+//! idle timeout does). What counts as activity is its [`IdleTimer`]: every packet, only
+//! payload, or only the near side's payload. Flows are created by a TCP SYN (either side)
 //! or a UDP datagram from the near side (A). IPv4 only (the delay line's addresses).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-pub use tpslab_plan::tcp::OnIdle;
+pub use tpslab_plan::tcp::{IdleTimer, OnIdle};
 
 /// A flow: protocol, then the near side's (A) address and port, then the far side's.
 type FlowKey = (u8, Ipv4Addr, u16, Ipv4Addr, u16);
@@ -185,32 +188,72 @@ fn resets(pk: &Packet) -> (Vec<u8>, Vec<Vec<u8>>) {
     (to_sender, to_receiver)
 }
 
-/// Flows seen, with when each was last seen (ns).
+/// One flow the table knows.
+#[derive(Debug, Clone, Copy)]
+struct Flow {
+    /// When activity (as the table's [`IdleTimer`] counts it) was last seen, ns.
+    last_ns: u64,
+    /// The acknowledgement number of the latest TCP segment from the near side (A) with
+    /// ACK set: what A expects from B next (None: none seen).
+    ack_from_a: Option<u32>,
+    /// The same from the far side (B): what B expects from A next.
+    ack_from_b: Option<u32>,
+}
+
+/// Flows seen, with when each was last active (ns).
 #[derive(Debug)]
 pub struct FlowTable {
     timeout_ns: u64,
     on_idle: OnIdle,
-    last_seen: HashMap<FlowKey, u64>,
+    timer: IdleTimer,
+    flows: HashMap<FlowKey, Flow>,
+}
+
+/// A FIN (with ACK) the table writes when it ends a flow ([`FlowTable::expire`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    /// The segment, IPv4 with both checksums.
+    pub packet: Vec<u8>,
+    /// Addressed to the near side (A; else the far side, B).
+    pub to_a: bool,
 }
 
 impl FlowTable {
-    /// A table that forgets flows idle for more than `timeout_ns`.
+    /// A table that forgets flows idle for more than `timeout_ns`; every packet resets
+    /// a flow's timer ([`FlowTable::with_timer`] for others).
     pub fn new(timeout_ns: u64, on_idle: OnIdle) -> FlowTable {
         FlowTable {
             timeout_ns,
             on_idle,
-            last_seen: HashMap::new(),
+            timer: IdleTimer::Any,
+            flows: HashMap::new(),
         }
+    }
+
+    /// The same table with `timer` deciding what resets a flow's idle timer.
+    pub fn with_timer(mut self, timer: IdleTimer) -> FlowTable {
+        self.timer = timer;
+        self
     }
 
     /// Flows remembered now.
     pub fn len(&self) -> usize {
-        self.last_seen.len()
+        self.flows.len()
     }
 
     /// Whether no flow is remembered.
     pub fn is_empty(&self) -> bool {
-        self.last_seen.is_empty()
+        self.flows.is_empty()
+    }
+
+    /// Whether `pk` (from the near side if `from_a`) resets its flow's idle timer.
+    fn counts(&self, pk: &Packet, from_a: bool) -> bool {
+        let payload = pk.proto != TCP || pk.payload > 0;
+        match self.timer {
+            IdleTimer::Any => true,
+            IdleTimer::Payload => payload,
+            IdleTimer::NearPayload => payload && from_a,
+        }
     }
 
     /// What happens to `packet` arriving at `now_ns` from the near side (`from_a`) or the
@@ -224,12 +267,22 @@ impl FlowTable {
         } else {
             (pk.proto, pk.dst, pk.dport, pk.src, pk.sport)
         };
-        if let Some(last) = self.last_seen.get_mut(&key) {
-            if now_ns.saturating_sub(*last) <= self.timeout_ns {
-                *last = now_ns;
+        let counts = self.counts(&pk, from_a);
+        if let Some(flow) = self.flows.get_mut(&key) {
+            if now_ns.saturating_sub(flow.last_ns) <= self.timeout_ns {
+                if counts {
+                    flow.last_ns = now_ns;
+                }
+                if pk.proto == TCP && pk.flags & ACK != 0 {
+                    *if from_a {
+                        &mut flow.ack_from_a
+                    } else {
+                        &mut flow.ack_from_b
+                    } = Some(pk.ack);
+                }
                 return Verdict::Pass;
             }
-            self.last_seen.remove(&key);
+            self.flows.remove(&key);
         }
         let opens = match pk.proto {
             TCP => {
@@ -239,15 +292,23 @@ impl FlowTable {
             _ => from_a,
         };
         if opens {
-            if self.last_seen.len() >= MAX_FLOWS {
+            if self.flows.len() >= MAX_FLOWS {
                 let t = self.timeout_ns;
-                self.last_seen
-                    .retain(|_, last| now_ns.saturating_sub(*last) <= t);
-                if self.last_seen.len() >= MAX_FLOWS {
+                self.flows
+                    .retain(|_, f| now_ns.saturating_sub(f.last_ns) <= t);
+                if self.flows.len() >= MAX_FLOWS {
                     return Verdict::Drop;
                 }
             }
-            self.last_seen.insert(key, now_ns);
+            let ack = (pk.proto == TCP && pk.flags & ACK != 0).then_some(pk.ack);
+            self.flows.insert(
+                key,
+                Flow {
+                    last_ns: now_ns,
+                    ack_from_a: ack.filter(|_| from_a),
+                    ack_from_b: ack.filter(|_| !from_a),
+                },
+            );
             return Verdict::Pass;
         }
         match self.on_idle {
@@ -260,6 +321,38 @@ impl FlowTable {
             }
             _ => Verdict::Drop,
         }
+    }
+
+    /// With [`OnIdle::Fin`]: ends the flows idle for longer than the timeout at `now_ns`
+    /// and returns the FINs to write, to each end of each TCP flow whose other end's
+    /// acknowledgement was seen (its sequence number is then exactly what that end
+    /// expects). Other modes forget flows only when their next packet comes: nothing.
+    pub fn expire(&mut self, now_ns: u64) -> Vec<Ending> {
+        if self.on_idle != OnIdle::Fin {
+            return vec![];
+        }
+        let t = self.timeout_ns;
+        let mut out = vec![];
+        self.flows.retain(|&(proto, a, aport, b, bport), f| {
+            if now_ns.saturating_sub(f.last_ns) <= t {
+                return true;
+            }
+            if proto == TCP {
+                if let (Some(aa), Some(ab)) = (f.ack_from_a, f.ack_from_b) {
+                    // To A from B: B's next sequence number is what A acknowledged.
+                    out.push(Ending {
+                        packet: segment(b, a, bport, aport, aa, ab, FIN | ACK),
+                        to_a: true,
+                    });
+                    out.push(Ending {
+                        packet: segment(a, b, aport, bport, ab, aa, FIN | ACK),
+                        to_a: false,
+                    });
+                }
+            }
+            false
+        });
+        out
     }
 }
 
@@ -412,5 +505,87 @@ mod tests {
         // Anything else passes untouched.
         assert_eq!(t.judge(&[0x60, 0, 0, 0], true, 0), Verdict::Pass);
         assert_eq!(t.judge(&[], true, 0), Verdict::Pass);
+    }
+
+    #[test]
+    fn a_payload_timer_ignores_keepalive_and_bare_acks() {
+        let data = |from_a: bool, seq: u32, ack: u32| {
+            let mut p = tcp(from_a, seq, ack, ACK);
+            p.extend_from_slice(b"x");
+            p[2..4].copy_from_slice(&41u16.to_be_bytes());
+            p
+        };
+        for timer in [IdleTimer::Payload, IdleTimer::NearPayload] {
+            let mut t = FlowTable::new(2 * S, OnIdle::Drop).with_timer(timer);
+            assert_eq!(t.judge(&tcp(true, 100, 0, SYN), true, 0), Verdict::Pass);
+            // Keepalive probes and bare ACKs pass while the flow is known, but do not
+            // keep it: idle since its SYN at 0, it is forgotten after 2 s.
+            assert_eq!(t.judge(&tcp(true, 100, 501, ACK), true, S), Verdict::Pass);
+            assert_eq!(
+                t.judge(&tcp(false, 500, 101, ACK), false, 2 * S),
+                Verdict::Pass
+            );
+            assert_eq!(
+                t.judge(&tcp(true, 100, 501, ACK), true, 2 * S + 1),
+                Verdict::Drop,
+                "{timer:?}"
+            );
+            // Payload from the near side counts for both.
+            assert_eq!(t.judge(&tcp(true, 7, 0, SYN), true, 10 * S), Verdict::Pass);
+            assert_eq!(t.judge(&data(true, 8, 1), true, 11 * S), Verdict::Pass);
+            assert_eq!(t.judge(&tcp(true, 9, 1, ACK), true, 12 * S), Verdict::Pass);
+            // Payload from the far side only for `Payload`.
+            assert_eq!(t.judge(&data(false, 1, 9), false, 13 * S), Verdict::Pass);
+            let far_counts = t.judge(&tcp(true, 9, 2, ACK), true, 14 * S + S / 2) == Verdict::Pass;
+            assert_eq!(far_counts, timer == IdleTimer::Payload, "{timer:?}");
+        }
+        // Any packet counts for `Any`: a keepalive every second keeps the flow.
+        let mut t = FlowTable::new(2 * S, OnIdle::Drop);
+        assert_eq!(t.judge(&tcp(true, 100, 0, SYN), true, 0), Verdict::Pass);
+        for i in 1..10 {
+            assert_eq!(
+                t.judge(&tcp(true, 100, 501, ACK), true, i * S),
+                Verdict::Pass
+            );
+        }
+    }
+
+    #[test]
+    fn fin_mode_ends_a_timed_out_flow_on_both_ends_with_exact_numbers() {
+        let mut t = FlowTable::new(2 * S, OnIdle::Fin).with_timer(IdleTimer::Payload);
+        assert_eq!(t.judge(&tcp(true, 100, 0, SYN), true, 0), Verdict::Pass);
+        assert_eq!(
+            t.judge(&tcp(false, 500, 101, SYN | ACK), false, 0),
+            Verdict::Pass
+        );
+        assert_eq!(t.judge(&tcp(true, 101, 501, ACK), true, 0), Verdict::Pass);
+        // Not yet: idle exactly the timeout; keepalive (no payload) does not count.
+        assert_eq!(t.judge(&tcp(true, 100, 501, ACK), true, S), Verdict::Pass);
+        assert!(t.expire(2 * S).is_empty());
+        let ends = t.expire(2 * S + 1);
+        assert_eq!(ends.len(), 2);
+        assert!(t.is_empty());
+        let to_a = ends.iter().find(|e| e.to_a).unwrap();
+        let p = parse(&to_a.packet).unwrap();
+        assert_eq!((p.src, p.dst, p.sport, p.dport), (B, A, 9000, 40000));
+        assert_eq!(
+            (p.seq, p.ack, p.flags),
+            (501, 101, FIN | ACK),
+            "A expects 501 from B; B had 101 from A"
+        );
+        let to_b = ends.iter().find(|e| !e.to_a).unwrap();
+        let p = parse(&to_b.packet).unwrap();
+        assert_eq!((p.src, p.dst, p.sport, p.dport), (A, B, 40000, 9000));
+        assert_eq!((p.seq, p.ack, p.flags), (101, 501, FIN | ACK));
+        // The ends' answers (ACKs of the FINs) belong to a flow ended: dropped.
+        assert_eq!(
+            t.judge(&tcp(true, 101, 502, ACK), true, 3 * S),
+            Verdict::Drop
+        );
+        // Other modes end nothing by themselves.
+        let mut d = FlowTable::new(S, OnIdle::Reset);
+        assert_eq!(d.judge(&tcp(true, 100, 0, SYN), true, 0), Verdict::Pass);
+        assert!(d.expire(10 * S).is_empty());
+        assert_eq!(d.len(), 1);
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tpslab_analysis::idle::{Outcome, PoolRecord, PoolRequest};
 use tpslab_net::mono_ns;
 use tpslab_plan::probe::PoolPlan;
-use tpslab_plan::tcp::OnIdle;
+use tpslab_plan::tcp::{IdleTimer, OnIdle};
 
 /// A pooled connection.
 struct Pooled {
@@ -246,23 +246,20 @@ fn echo_server(listener: TcpListener, done: Arc<AtomicBool>) {
     }
 }
 
-/// Runs the pool of `plan` through the lab and returns what its requests met.
-pub fn pool_lab(
+/// Runs the pool of `plan` against `addr`, a real path (an echo server, or a proxy in
+/// front of one), from this namespace, and returns what its requests met.
+pub fn pool_at(
     plan: &PoolPlan,
+    addr: SocketAddr,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
-) -> Result<PoolRecord, EngineError> {
-    let (a, _b, link, listener) = crate::link::middlebox_lab(ns(plan.idle_timeout), OnIdle::Drop)?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| EngineError::os("listener", e))?;
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    let server = std::thread::Builder::new()
-        .name("pool-echo".into())
-        .spawn(move || echo_server(listener, d))
-        .map_err(|e| EngineError::os("spawning the echo server", e))?;
-    let client = Client {
+) -> PoolRecord {
+    client(plan, addr).run(stop, progress)
+}
+
+/// The pool's client of `plan`, connecting to `addr`, nothing done yet.
+fn client(plan: &PoolPlan, addr: SocketAddr) -> Client<'_> {
+    Client {
         plan,
         addr,
         idle: VecDeque::new(),
@@ -276,7 +273,27 @@ pub fn pool_lab(
             expired: 0,
             interrupted: false,
         },
-    };
+    }
+}
+
+/// Runs the pool of `plan` through the lab and returns what its requests met.
+pub fn pool_lab(
+    plan: &PoolPlan,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<PoolRecord, EngineError> {
+    let (a, _b, link, listener) =
+        crate::link::middlebox_lab(ns(plan.idle_timeout), OnIdle::Drop, IdleTimer::Any)?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| EngineError::os("listener", e))?;
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let server = std::thread::Builder::new()
+        .name("pool-echo".into())
+        .spawn(move || echo_server(listener, d))
+        .map_err(|e| EngineError::os("spawning the echo server", e))?;
+    let client = client(plan, addr);
     let rec = a
         .run(|| client.run(stop, progress))
         .map_err(|e| EngineError::os("entering the near namespace", e));

@@ -149,6 +149,28 @@ pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
     Ok(convert(&raw, len as usize))
 }
 
+/// Milliseconds since the socket last received an acknowledgement (`tcpi_last_ack_recv`,
+/// from `tp->rcv_tstamp`, which every acceptable ACK moves, a keepalive probe's answer
+/// included). Errors: not a TCP socket, bad fd.
+pub fn last_ack_recv_ms(fd: RawFd) -> Result<u32, NetError> {
+    let mut raw = RawTcpInfo::default();
+    let mut len = size_of::<RawTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut RawTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(NetError::last("getsockopt TCP_INFO"));
+    }
+    Ok(raw.last_ack_recv)
+}
+
 /// Converts the first `len` valid bytes of a raw `struct tcp_info`.
 fn convert(raw: &RawTcpInfo, len: usize) -> TcpInfo {
     let has = |off: usize, sz: usize| off + sz <= len;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use crate::tcp::OnIdle;
+pub use crate::tcp::{IdleTimer, OnIdle};
 
 /// Where the probe goes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -26,16 +26,21 @@ pub enum IdleTarget {
         idle_timeout_ns: u64,
         /// What it does to a segment of a forgotten flow.
         on_idle: OnIdle,
+        /// What resets its idle timer (left out of records when every packet does).
+        #[serde(default, skip_serializing_if = "IdleTimer::is_any")]
+        timer: IdleTimer,
     },
 }
 
 impl IdleTarget {
     /// The target of `probe idle` from its settings: `TARGET` (HOST:PORT, resolved) or
-    /// `--lab-idle-timeout` with `--lab-on-idle`, one of the two. Errors: one line.
+    /// `--lab-idle-timeout` with `--lab-on-idle` and `--lab-timer`, one of the two.
+    /// Errors: one line.
     pub fn from_flags(
         target: Option<&str>,
         lab_idle_timeout: Option<Duration>,
         on_idle: OnIdle,
+        timer: IdleTimer,
     ) -> Result<IdleTarget, PlanError> {
         let c = |m: &str| Err(PlanError::Conflict(m.into()));
         match (target, lab_idle_timeout) {
@@ -45,6 +50,7 @@ impl IdleTarget {
             (None, Some(t)) => Ok(IdleTarget::Lab {
                 idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
                 on_idle,
+                timer,
             }),
             (Some(_), Some(_)) => c("give a target HOST:PORT or --lab-idle-timeout, not both"),
             (None, None) => {
@@ -190,6 +196,12 @@ pub struct PoolPlan {
     /// A request (or a validation) without its answer in this long fails.
     #[serde(rename = "query_timeout_ns", with = "crate::time::ns")]
     pub query_timeout: Duration,
+    /// A real path instead of the lab: an echo server (or a proxy in front of one) at
+    /// this address; `idle_timeout` is then the path's timeout as stated (what `probe
+    /// idle` measured), used to mark requests on connections idle past it. Left out of
+    /// records of lab runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<SocketAddr>,
 }
 
 impl PoolPlan {
@@ -290,6 +302,7 @@ mod tests {
         let lab = IdleTarget::Lab {
             idle_timeout_ns: 0,
             on_idle: OnIdle::Drop,
+            timer: IdleTimer::Any,
         };
         assert!(IdlePlan::new(lab, s(1), s(10), s(1), 8)
             .unwrap_err()

@@ -51,6 +51,10 @@ pub struct LinkConfig {
     /// records without a middlebox).
     #[serde(default, skip_serializing_if = "OnIdle::is_drop")]
     pub on_idle: OnIdle,
+    /// What resets the middlebox's idle timer (left out of records when every packet
+    /// does, the default).
+    #[serde(default, skip_serializing_if = "IdleTimer::is_any")]
+    pub timer: IdleTimer,
 }
 
 /// What the lab's middlebox does to a TCP segment (not a SYN) of a flow it forgot.
@@ -65,6 +69,32 @@ pub enum OnIdle {
     /// Let a segment from the near side open the flow again (loose pickup, as conntrack
     /// and many NATs do); drop one from the far side.
     Reopen,
+    /// End the flow itself when it times out, with a FIN to both ends (a proxy's idle
+    /// timeout, haproxy's `timeout client`/`timeout server`), then drop its segments.
+    Fin,
+}
+
+/// What resets the lab middlebox's idle timer of a flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleTimer {
+    /// Every packet of the flow, TCP keepalive probes and bare ACKs included (conntrack,
+    /// most NATs and stateful firewalls).
+    #[default]
+    Any,
+    /// Segments or datagrams that carry payload, in either direction (a proxy that
+    /// counts application data only).
+    Payload,
+    /// Payload from the near side (the client) only: the far side's data does not keep
+    /// the flow alive.
+    NearPayload,
+}
+
+impl IdleTimer {
+    /// Whether it is the default, [`IdleTimer::Any`].
+    pub fn is_any(&self) -> bool {
+        *self == IdleTimer::Any
+    }
 }
 
 impl OnIdle {
@@ -85,6 +115,7 @@ impl Default for LinkConfig {
             seed: 1,
             idle_timeout_ns: None,
             on_idle: OnIdle::Drop,
+            timer: IdleTimer::Any,
         }
     }
 }

@@ -110,7 +110,8 @@ pub enum KeepaliveCounts {
     Yes,
     /// TCP keepalive does not reset it (a proxy that counts application data only): the
     /// control connection, probed every second, was ended after as long without data as
-    /// unprobed connections were.
+    /// unprobed connections were, or (a path that resets or drops a forgotten flow's next
+    /// packet) inside the bracket the probes found.
     No,
 }
 

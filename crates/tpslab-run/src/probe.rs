@@ -69,7 +69,15 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
         IdleTarget::Lab {
             idle_timeout_ns,
             on_idle,
-        } => tpslab_engine::idle::lab_study(&plan, idle_timeout_ns, on_idle, &ctx.stop, &progress)?,
+            timer,
+        } => tpslab_engine::idle::lab_study(
+            &plan,
+            idle_timeout_ns,
+            on_idle,
+            timer,
+            &ctx.stop,
+            &progress,
+        )?,
     };
     rec.bracket = bracket(&study.conns);
     rec.active_ends = active_ends(&study.conns);
@@ -145,7 +153,10 @@ pub fn pool_begin(plan: &PoolPlan) -> PoolRecord {
 pub fn pool(plan: &PoolPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let progress = |line: String| ctx.progress.line(&line);
-    let rec = tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?;
+    let rec = match plan.target {
+        Some(addr) => tpslab_engine::pool_lab::pool_at(plan, addr, &ctx.stop, &progress),
+        None => tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?,
+    };
     Ok(Record::with_meta(
         started.meta(rec.interrupted),
         Body::ProbePool(rec),

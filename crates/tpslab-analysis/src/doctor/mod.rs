@@ -6,11 +6,12 @@
 //! - [`files`]: the sysctl files (unknown keys, malformed lines, overrides, values not
 //!   running, pairs and triples out of order, memory limits in pages);
 //! - [`workload`]: `--for udp|tcp|pool` (buffers for a burst, for a BDP, keepalive and
-//!   retries against an idle timeout);
+//!   retries against an idle timeout; what `probe idle` saw of the path in [`path_seen`]);
 //! - [`host`]: NIC rings and drops, RPS, irqbalance, the CPU frequency governor.
 
 pub mod files;
 pub mod host;
+pub mod path_seen;
 pub mod pool;
 pub mod workload;
 

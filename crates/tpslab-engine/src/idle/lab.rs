@@ -7,20 +7,22 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tpslab_plan::probe::IdlePlan;
-use tpslab_plan::tcp::OnIdle;
+use tpslab_plan::tcp::{IdleTimer, OnIdle};
 
 /// The study in tpslab's lab: two throwaway namespaces joined by the delay line, whose
-/// middlebox forgets flows idle for `idle_timeout_ns` and then drops or resets; on the
+/// middlebox forgets flows idle for `idle_timeout_ns` (as `timer` counts activity) and
+/// then drops, resets or ends them with FINs; on the
 /// far side a listener accepts and holds the connections (reads nothing), or (UDP) the
 /// responder answers.
 pub fn lab_study(
     plan: &IdlePlan,
     idle_timeout_ns: u64,
     on_idle: OnIdle,
+    timer: IdleTimer,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<Study, EngineError> {
-    let (a, b, link, listener) = crate::link::middlebox_lab(idle_timeout_ns, on_idle)?;
+    let (a, b, link, listener) = crate::link::middlebox_lab(idle_timeout_ns, on_idle, timer)?;
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     let (addr, far) = if plan.udp || plan.server_first {

@@ -17,17 +17,20 @@
 //! keepalive on each connection (the far side probes first) and reports each fate on the
 //! control connection.
 
+mod control;
 mod lab;
 mod responder;
 
+use control::{ControlState, CONTROL_KEEPALIVE_CNT};
 pub use lab::lab_study;
 pub use responder::responder;
-use responder::{udp_reply_to, udp_request, FATE_CODES, SF_CONTROL, SF_FATE, SF_HELLO};
+use responder::{udp_reply_to, udp_request, SF_HELLO};
 
 use crate::EngineError;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 use tpslab_analysis::idle::{active_ends, bracket, ladder, Conn, Fate, POLL_MS};
@@ -160,7 +163,17 @@ impl Idle for TcpIdle {
                 return Some(fate_of(&e));
             }
         }
-        check(&self.s).or_else(|| (elapsed_ms >= self.verdict_ms).then_some(Fate::Alive))
+        if let Some(f) = check(&self.s) {
+            return Some(f);
+        }
+        // An ACK after the probe went is its answer (the connection was silent since
+        // its handshake): the path knew the flow at its interval. Judged now, before
+        // later probes meet a path whose timer they did not reset.
+        let answered = self.triggered_ms.is_some_and(|p| {
+            tpslab_net::tcp::last_ack_recv_ms(self.s.as_raw_fd())
+                .is_ok_and(|ago| u64::from(ago) + p < elapsed_ms)
+        });
+        (answered || elapsed_ms >= self.verdict_ms).then_some(Fate::Alive)
     }
 
     fn active(&self, fate: &Fate, at_ms: u64) -> bool {
@@ -269,178 +282,6 @@ impl Transport<'_> {
         s.connect(self.addr)?;
         s.set_nonblocking(true)?;
         Ok(s)
-    }
-}
-
-/// The control: busy every second for the whole study. TCP: a connection with keepalive
-/// every second. UDP: a mapping asked for an immediate reply every second, each due
-/// within 2 s.
-enum Control {
-    Tcp(TcpStream),
-    /// Server first: the responder reports each connection's fate here.
-    Reports {
-        s: TcpStream,
-        buf: Vec<u8>,
-    },
-    Udp {
-        s: UdpSocket,
-        next_ms: u64,
-        waiting: Option<(u64, u64)>,
-    },
-}
-
-impl Control {
-    fn open(t: &Transport) -> std::io::Result<Control> {
-        if t.plan.server_first {
-            let mut s = open(t.addr, 1, 1, 3)?;
-            let mut hello = [0u8; 16];
-            hello[..8].copy_from_slice(SF_CONTROL);
-            hello[8..].copy_from_slice(&t.study.to_be_bytes());
-            s.set_nonblocking(false)?;
-            std::io::Write::write_all(&mut s, &hello)?;
-            s.set_nonblocking(true)?;
-            return Ok(Control::Reports { s, buf: vec![] });
-        }
-        if !t.plan.udp {
-            return open(t.addr, 1, 1, 3).map(Control::Tcp);
-        }
-        let s = t.udp_socket()?;
-        // The responder must answer at once, or the study cannot tell anything.
-        s.set_nonblocking(false)?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
-        let nonce = t.nonce();
-        s.send(&udp_request(nonce, 0))?;
-        let mut buf = [0u8; 64];
-        loop {
-            let n = s.recv(&mut buf).map_err(|e| match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                    std::io::Error::new(
-                        e.kind(),
-                        "no answer in 2 s: is `tpslab probe idle-responder` running there?",
-                    )
-                }
-                _ => e,
-            })?;
-            if udp_reply_to(&buf[..n], nonce) {
-                break;
-            }
-        }
-        s.set_nonblocking(true)?;
-        Ok(Control::Udp {
-            s,
-            next_ms: 1000,
-            waiting: None,
-        })
-    }
-
-    /// Its fate if it ended; `now_ms` since the study started; `t` sends the requests.
-    fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
-        match self {
-            Control::Tcp(s) => check(s),
-            Control::Reports { s, buf } => {
-                if let Ok(Some(e)) = SockRef::from(&*s).take_error() {
-                    return Some(fate_of(&e));
-                }
-                let mut b = [0u8; 1024];
-                loop {
-                    match (&*s).read(&mut b) {
-                        Ok(0) => return Some(Fate::Closed),
-                        Ok(n) => buf.extend_from_slice(&b[..n]),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Some(fate_of(&e)),
-                    }
-                }
-                while buf.len() >= 16 {
-                    let m: Vec<u8> = buf.drain(..16).collect();
-                    if &m[..8] != SF_FATE {
-                        return Some(Fate::Error("a report that is not the responder's".into()));
-                    }
-                    let conn = u32::from_be_bytes(m[8..12].try_into().expect("4 bytes"));
-                    let code = u32::from_be_bytes(m[12..16].try_into().expect("4 bytes"));
-                    let fate = match FATE_CODES.get(code as usize).copied() {
-                        Some("alive") => Fate::Alive,
-                        Some("dropped") => Fate::Dropped,
-                        Some("reset") => Fate::Reset,
-                        Some("closed") => Fate::Closed,
-                        _ => Fate::Error("reported by the responder".into()),
-                    };
-                    t.fates.borrow_mut().insert(conn, fate);
-                }
-                None
-            }
-            Control::Udp {
-                s,
-                next_ms,
-                waiting,
-            } => {
-                let mut buf = [0u8; 64];
-                while let Ok(n) = s.recv(&mut buf) {
-                    if waiting.is_some_and(|(nonce, _)| udp_reply_to(&buf[..n], nonce)) {
-                        *waiting = None;
-                    }
-                }
-                if waiting.is_some_and(|(_, sent)| now_ms > sent + 2000) {
-                    return Some(Fate::Dropped);
-                }
-                if waiting.is_none() && now_ms >= *next_ms {
-                    let nonce = t.nonce();
-                    if let Err(e) = s.send(&udp_request(nonce, 0)) {
-                        return Some(fate_of(&e));
-                    }
-                    *waiting = Some((nonce, now_ms));
-                    *next_ms = now_ms + 1000;
-                }
-                None
-            }
-        }
-    }
-}
-
-/// Control connections opened again after the path ended one by itself, at most: a
-/// server that closes every connection at once would otherwise be reconnected to forever.
-const CONTROL_REOPENS: usize = 20;
-
-/// The control connection and what became of the ones before it.
-struct ControlState {
-    c: Control,
-    /// When it was opened (mono ns).
-    opened: u64,
-    /// Each TCP control the path ended by itself, ms after its open.
-    ends_ms: Vec<u64>,
-}
-
-impl ControlState {
-    fn open(t: &Transport) -> std::io::Result<ControlState> {
-        Ok(ControlState {
-            c: Control::open(t)?,
-            opened: mono_ns(),
-            ends_ms: vec![],
-        })
-    }
-
-    /// Its fate if it failed; `now_ms` since the study started. A TCP control ended by a
-    /// FIN or RST (a path whose timer ignores its keepalives, a server's idle timeout) is
-    /// dated and opened again: whether that end was the timeout being measured is the
-    /// analysis's call (`tpslab_analysis::idle::keepalive_counts`); a reconnect refused
-    /// is a failure.
-    fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
-        let f = self.c.poll(now_ms, t)?;
-        let ended_by_path = matches!(self.c, Control::Tcp(_))
-            && matches!(f, Fate::Closed | Fate::Reset)
-            && self.ends_ms.len() < CONTROL_REOPENS;
-        if !ended_by_path {
-            return Some(f);
-        }
-        self.ends_ms.push((mono_ns() - self.opened) / 1_000_000);
-        match Control::open(t) {
-            Ok(c) => {
-                self.c = c;
-                self.opened = mono_ns();
-                None
-            }
-            Err(e) => Some(fate_of(&e)),
-        }
     }
 }
 
@@ -603,6 +444,20 @@ pub fn study(
                 (lo, hi, first) = (a, d, false)
             }
             _ => break,
+        }
+    }
+    // A silent control alive at the end says TCP keepalive resets the path's timer only
+    // if it lived long enough to have died otherwise: past the timeout's upper end, then
+    // its next keepalive and the kernel's give-up on a path that drops silently.
+    if let Some(d) = bracket(&conns).dead_s {
+        let need_ms = (d + 1 + CONTROL_KEEPALIVE_CNT) * 1000 + POLL_MS;
+        while control_fate.is_none()
+            && control.silent_tcp_unended()
+            && control.age_ms() < need_ms
+            && !stop.load(Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+            control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
         }
     }
     let end_ms = (mono_ns() - study_t0) / 1_000_000;

@@ -4,9 +4,10 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::idle::{
-    control_end_explained, Fate, IdleRecord, KeepaliveCounts, Outcome, PoolRecord, POLL_MS,
+    behaviour, control_end_explained, Ending, Fate, IdleRecord, KeepaliveCounts, Outcome,
+    PoolRecord, POLL_MS,
 };
-use tpslab_plan::probe::{IdleTarget, OnIdle};
+use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 
 /// `report`'s text without its first line: what a probe prints at its end, its header
 /// ([`header`], [`pool_header`]) printed when it began being that line.
@@ -28,14 +29,21 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         IdleTarget::Lab {
             idle_timeout_ns,
             on_idle,
+            timer,
         } => format!(
-            "the lab (a middlebox that forgets flows idle for more than {:.1} s, then {})",
+            "the lab (a middlebox that forgets flows idle for more than {:.1} s{}, then {})",
             idle_timeout_ns as f64 / 1e9,
+            match timer {
+                IdleTimer::Any => "",
+                IdleTimer::Payload => " (only payload, either way, counts as activity)",
+                IdleTimer::NearPayload => " (only payload from the near side counts as activity)",
+            },
             match on_idle {
                 OnIdle::Drop => "drops their segments",
                 OnIdle::Reset => "answers them with RSTs",
                 OnIdle::Reopen =>
                     "lets the near side re-open them and drops the far side's segments",
+                OnIdle::Fin => "ends them with a FIN to both ends",
             }
         ),
     };
@@ -116,6 +124,35 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             ""
         }
     )?;
+    if let Some(b) = behaviour(r) {
+        let timeout = b.timeout_s.map_or("times out: not measured (no connection died)".into(), |(lo, hi)| {
+            if r.active_ends.is_some() {
+                format!("times out after ({lo:.2} s, {hi:.2} s] without payload in either direction")
+            } else if lo > 0.0 {
+                format!("times out after ({lo:.0} s, {hi:.0} s] without payload in either direction")
+            } else {
+                format!("times out after at most {hi:.0} s without payload in either direction")
+            }
+        });
+        let keepalive = match b.keepalive {
+            Some(KeepaliveCounts::Yes) => "TCP keepalive counts (resets its timer)",
+            Some(KeepaliveCounts::No) => "TCP keepalive does not count",
+            None => "whether TCP keepalive counts: not measured",
+        };
+        let ending = match b.ending {
+            Some(Ending::Fin) => {
+                "ends flows itself with a FIN (seen on this side; the far side's not seen)"
+            }
+            Some(Ending::Rst) => "ends flows itself with a RST",
+            Some(Ending::RstNextPacket) => "forgets flows and answers their next packet with a RST",
+            Some(Ending::Silent) => "forgets flows silently (their next packets go unanswered)",
+            None => "how it ends flows: not measured",
+        };
+        writeln!(
+            w,
+            "Behaviour: {timeout}; {keepalive}; whether payload in one direction counts: not measured; {ending}"
+        )?;
+    }
     if r.active_ends.is_some() {
         writeln!(
             w,
@@ -141,13 +178,18 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         )?,
         (_, Some(KeepaliveCounts::No)) => writeln!(
             w,
-            "TCP keepalive does not reset this path's idle timer (a proxy on it, or the server, counts application data only): the control connection, probed every second, was ended {} time(s) after {} without data, as unprobed connections were; it was opened again each time (the server answered)",
+            "TCP keepalive does not reset this path's idle timer (a proxy on it, or the server, counts application data only): the control connection, probed every second, was ended {} time(s) after {} without data, {}; it was opened again each time (the server answered)",
             r.control_ends_ms.len(),
             r.control_ends_ms
                 .iter()
                 .map(|&t| format!("{:.1} s", t as f64 / 1e3))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            if r.active_ends.is_some() {
+                "as unprobed connections were"
+            } else {
+                "inside the bracket the probes found (its next keepalive after the timeout met a path that had forgotten it)"
+            }
         )?,
         (_, Some(KeepaliveCounts::Yes)) => writeln!(
             w,
@@ -181,9 +223,13 @@ fn short(f: &Fate) -> String {
 pub fn pool_header(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
     let p = &r.plan;
     let s = |d: std::time::Duration| format!("{:.1} s", d.as_nanos() as f64 / 1e9);
+    let path = match p.target {
+        Some(addr) => format!("through {addr}, a path stated to forget flows idle for more than"),
+        None => "a middlebox that forgets flows idle for more than".into(),
+    };
     writeln!(
         w,
-        "tpslab probe pool (S5 in miniature): a middlebox that forgets flows idle for more than {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
+        "tpslab probe pool (S5 in miniature): {path} {}; the pool tests idle connections {}, closes those idle {}, keeps {} open; a request every {}, failing after {} without its answer",
         s(p.idle_timeout),
         p.validate_every.map_or("never".into(), |v| format!("every {}", s(v))),
         p.max_idle.map_or("never".into(), |v| format!("for {}", s(v))),

@@ -30,7 +30,8 @@ use tpslab_record::load_http::{
 
 use crate::proto::http1::Http1;
 use crate::proto::{Exchange, Reply, Transport};
-use crate::users::{run_loop, Books};
+use crate::books::Books;
+use crate::users::run_loop;
 use crate::EngineError;
 
 /// Longest grace for replies outstanding at the plan's end.

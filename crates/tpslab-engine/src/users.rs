@@ -12,7 +12,11 @@
 //!
 //! The loop is generic over the protocol ([`Exchange`], monomorphised) and knows of it only
 //! its [`Transport`]: a stream's bytes are kept per user until a reply is whole, a
-//! datagram socket's are read into one buffer of the loop's.
+//! datagram socket's are read into one buffer of the loop's. A protocol with a TLS client
+//! ([`Exchange::tls`], `https://`) has a rustls session per connection, driven here over
+//! the same socket ([`crate::proto::tls`]): its handshake after the connect (within the
+//! same timeout, a failure counted as the connect's), the request written and the reply
+//! read as its plaintext.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -24,6 +28,7 @@ use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 use tpslab_plan::framing::MAX_FRAME;
 
 use crate::books::Books;
+use crate::proto::tls::{self, Handshake};
 use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
 
 /// Where a user is in its loop.
@@ -35,6 +40,8 @@ enum State {
     Waiting,
     /// Connect in flight.
     Connecting,
+    /// TLS handshake in flight (the connect done).
+    Handshaking,
     /// Writing its request: bytes written so far.
     Sending(usize),
     /// Waiting for the reply.
@@ -46,6 +53,8 @@ struct User<U> {
     state: State,
     /// Its socket; None: opened at its next request.
     sock: Option<socket2::Socket>,
+    /// Its connection's TLS session (a protocol with [`Exchange::tls`]); None: plain.
+    tls: Option<Box<rustls::ClientConnection>>,
     /// A stream's bytes read and not yet taken by a whole reply (unused on datagrams).
     rx: RecvBuf,
     /// Its protocol's state: sequence number, request, ...
@@ -115,6 +124,16 @@ impl RecvBuf {
     /// doubled when full, up to [`MAX_REPLY`]). Ok(0): the peer closed. Errors: the
     /// read's, or InvalidData `frame too long` when the buffer is full at its limit.
     fn read_from(&mut self, s: &socket2::Socket) -> std::io::Result<usize> {
+        let mut r = s;
+        self.fill(|b| r.read(b))
+    }
+
+    /// One `read` into the free room after the pending bytes, as [`RecvBuf::read_from`]
+    /// (a TLS session's plaintext, [`tls::read`]).
+    fn fill(
+        &mut self,
+        read: impl FnOnce(&mut [u8]) -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -129,8 +148,7 @@ impl RecvBuf {
             }
             self.buf.resize((self.buf.len() * 2).max(16), 0);
         }
-        let mut r = s;
-        let n = r.read(&mut self.buf[self.end..])?;
+        let n = read(&mut self.buf[self.end..])?;
         self.end += n;
         Ok(n)
     }
@@ -184,6 +202,7 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             id,
             state: State::Off,
             sock: None,
+            tls: None,
             // Small at first: it grows to a reply's size.
             rx: if stream {
                 RecvBuf::with_capacity(RX_START)
@@ -327,6 +346,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn close(&mut self, u: &mut User<P::User>) {
         // Closing the descriptor removes it from the epoll set.
         u.sock = None;
+        u.tls = None;
         u.interest = 0;
         u.sock_gen = u.sock_gen.wrapping_add(1);
         if P::TRANSPORT == Transport::Stream {
@@ -353,7 +373,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 u.sock_gen = u.sock_gen.wrapping_add(1);
                 if ready {
                     self.sh.opened(&mut self.local);
-                    self.go(u, i);
+                    self.connected(u, i);
                 } else {
                     u.state = State::Connecting;
                     self.watch(u, i, WRITABLE);
@@ -366,6 +386,38 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 self.close(u);
                 self.back_off(u, i);
             }
+        }
+    }
+
+    /// The connection is made: its TLS handshake begins (within the timeout, from now),
+    /// or, plain, the user goes on.
+    fn connected(&mut self, u: &mut User<P::User>, i: usize) {
+        let Some(client) = self.proto.tls() else {
+            return self.go(u, i);
+        };
+        match client.session() {
+            Ok(c) => {
+                u.tls = Some(Box::new(c));
+                u.state = State::Handshaking;
+                let at = mono_ns() + self.timeout_ns;
+                self.timer(u, i, at);
+                self.handshake(u, i);
+            }
+            Err(kind) => self.connect_failed(u, i, &kind),
+        }
+    }
+
+    /// Drives the TLS handshake as far as the socket lets it; done, the user goes on. A
+    /// failure is the connect's (`connect: tls: ...`, or the socket's error).
+    fn handshake(&mut self, u: &mut User<P::User>, i: usize) {
+        let (Some(c), Some(s)) = (u.tls.as_deref_mut(), u.sock.as_ref()) else {
+            return;
+        };
+        match tls::handshake(c, s) {
+            Ok(Handshake::Done) => self.go(u, i),
+            Ok(Handshake::Writable) => self.watch(u, i, WRITABLE),
+            Ok(Handshake::Readable) => self.watch(u, i, READABLE),
+            Err(e) => self.connect_failed(u, i, &io_kind(&e)),
         }
     }
 
@@ -433,6 +485,24 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             return;
         };
         let proto = self.proto;
+        if let (Some(c), Some(s)) = (u.tls.as_deref_mut(), u.sock.as_ref()) {
+            let req = proto.request(&u.p);
+            let len = req.len();
+            return match tls::write(c, s, req, &mut off) {
+                Ok(true) => {
+                    let ready = u.ready;
+                    self.sh
+                        .sent(&mut self.local, u.intended, ready, mono_ns(), len);
+                    u.state = State::Reading;
+                    self.watch(u, i, READABLE);
+                }
+                Ok(false) => {
+                    u.state = State::Sending(off);
+                    self.watch(u, i, WRITABLE);
+                }
+                Err(e) => self.fail(u, i, &io_kind(&e)),
+            };
+        }
         loop {
             let Some(s) = u.sock.as_ref() else { return };
             let req = proto.request(&u.p);
@@ -520,7 +590,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         match u.state {
             State::Off => {}
             State::Waiting => self.start(u, i),
-            State::Connecting => self.connect_failed(u, i, "timeout"),
+            State::Connecting | State::Handshaking => self.connect_failed(u, i, "timeout"),
             State::Sending(_) | State::Reading => self.fail(u, i, "timeout"),
         }
     }
@@ -532,12 +602,13 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 match err {
                     Some(Ok(None)) if ev & HANGUP == 0 => {
                         self.sh.opened(&mut self.local);
-                        self.go(u, i)
+                        self.connected(u, i)
                     }
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
                     _ => self.connect_failed(u, i, "connection refused"),
                 }
             }
+            (State::Handshaking, _) => self.handshake(u, i),
             (State::Sending(_), _) => self.write(u, i),
             (State::Reading, Transport::Stream) => self.read_stream(u, i),
             // Waiting or not, a datagram socket is read: late replies and errors (an
@@ -567,7 +638,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 Decoded::Invalid(kind) => return self.fail(u, i, &kind),
             }
             let Some(s) = u.sock.as_ref() else { return };
-            match u.rx.read_from(s) {
+            let got = match u.tls.as_deref_mut() {
+                Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
+                None => u.rx.read_from(s),
+            };
+            match got {
                 Ok(0) => return self.fail(u, i, "closed by peer"),
                 Ok(n) => self.sh.read(&mut self.local, n),
                 // EINTR: tried again at the next wake-up (the wait is level-triggered).

@@ -38,6 +38,22 @@ fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) ->
     ] {
         writeln!(w, "{k},{n},requests")?;
     }
+    // Rows of kinds counted apart since TLS: only when they occurred (a run without
+    // them keeps its rows).
+    let c = &r.connect_errors;
+    for (k, n) in [
+        ("error_tls", r.errors.tls),
+        ("connect_error_refused", c.refused),
+        ("connect_error_reset", c.reset),
+        ("connect_error_timeout", c.timeout),
+        ("connect_error_closed", c.closed),
+        ("connect_error_tls", c.tls),
+        ("connect_error_other", c.protocol + c.other),
+    ] {
+        if n > 0 {
+            writeln!(w, "{k},{n},requests")?;
+        }
+    }
     writeln!(w, "bytes_out,{},bytes", r.bytes_out)?;
     writeln!(w, "bytes_in,{},bytes", r.bytes_in)?;
     writeln!(w, "max_lag,{},ns", r.max_lag_ns)?;

@@ -577,6 +577,28 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             r.behind,
         ),
     ];
+    // Kinds counted apart since TLS: only when they occurred (a run without them keeps
+    // its families).
+    if r.errors.tls > 0 {
+        f.push(counter(
+            "tpslab_http_tls_errors",
+            "HTTP requests that failed in TLS (a record that did not decrypt, an alert).",
+            &[],
+            r.errors.tls,
+        ));
+    }
+    if !r.connect_errors.is_none() {
+        f.push(series(
+            "tpslab_http_connect_errors",
+            "Connects (with their TLS handshake) that failed, by kind; no request went on them.",
+            Kind::Counter,
+            r.connect_errors
+                .list()
+                .iter()
+                .map(|(k, n)| (labels(&[("kind", k)]), Value::Int(*n)))
+                .collect(),
+        ));
+    }
     if !q.is_empty() {
         f.push(series(
             "tpslab_latency_quantile_seconds",

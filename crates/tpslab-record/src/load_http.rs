@@ -169,7 +169,23 @@ pub struct LoadHttpRecord {
 }
 
 impl LoadHttpRecord {
-    /// The rate achieved, requests/s: those sent over the plan's duration.
+    /// The rate at which requests were really sent, requests/s: over the plan's duration,
+    /// or, for a run `interrupted` (stopped early), over the time until its last request
+    /// went (0 when none went): the planned duration would read a Ctrl-C as a slow server.
+    pub fn sent_rate(&self, interrupted: bool) -> f64 {
+        if !interrupted {
+            return self.achieved_rate();
+        }
+        let r = &self.result;
+        if r.last_sent_s > 0.0 {
+            r.sent as f64 / r.last_sent_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The rate achieved, requests/s: those sent over the plan's duration (a run that
+    /// ran to its end; else [`LoadHttpRecord::sent_rate`]).
     pub fn achieved_rate(&self) -> f64 {
         self.result.sent as f64 / (self.plan.duration_ns as f64 / 1e9)
     }

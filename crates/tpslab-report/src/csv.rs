@@ -10,12 +10,22 @@ use tpslab_analysis::record::{Body, Record, RunRecord};
 
 /// A `load http` run: one row per figure (figure, value, unit), latency corrected and
 /// uncorrected at each quantile.
-fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) -> io::Result<()> {
+/// `load http`'s figures; `interrupted`: the run stopped early (its rate is over the time
+/// until its last request, and not compared with the plan's).
+fn load_http(
+    w: &mut dyn Write,
+    l: &tpslab_record::load_http::LoadHttpRecord,
+    interrupted: bool,
+) -> io::Result<()> {
     let r = &l.result;
     writeln!(w, "figure,value,unit")?;
     writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
-    writeln!(w, "rate_achieved,{},requests/s", l.achieved_rate())?;
-    writeln!(w, "rate_error,{},fraction", l.rate_error())?;
+    writeln!(w, "rate_achieved,{},requests/s", l.sent_rate(interrupted))?;
+    if interrupted {
+        writeln!(w, "interrupted_after,{},s", l.result.last_sent_s)?;
+    } else {
+        writeln!(w, "rate_error,{},fraction", l.rate_error())?;
+    }
     for (k, n) in [
         ("intended", r.intended),
         ("sent", r.sent),
@@ -101,7 +111,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
-        Body::LoadHttp(l) => load_http(w, l),
+        Body::LoadHttp(l) => load_http(w, l, rec.meta.interrupted),
         Body::Bdp(b) => {
             writeln!(w, "figure,value,unit")?;
             writeln!(w, "rtt,{},s", b.rtt_s)?;

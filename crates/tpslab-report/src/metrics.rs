@@ -275,7 +275,7 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
         Body::Diagnose(d) => f.extend(of_run(d.after.as_ref().unwrap_or(&d.before))),
         Body::Ramp(r) => f.extend(of_ramp(r)),
         Body::Sweep(s) => f.extend(of_sweep(s)),
-        Body::LoadHttp(l) => f.extend(of_load_http(l)),
+        Body::LoadHttp(l) => f.extend(of_load_http(l, rec.meta.interrupted)),
         // No figures of their own beyond the metadata's yet.
         Body::Serve(_)
         | Body::Tcp(_)
@@ -463,8 +463,9 @@ pub fn ramp_steps(
 }
 
 /// A `load http` run's families: requests by outcome, the rates, latency at quantiles
-/// (corrected and not), bytes, late sends.
-fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
+/// (corrected and not), bytes, late sends; `interrupted`: the achieved rate is over the
+/// time until the last request went.
+fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord, interrupted: bool) -> Vec<Family> {
     let r = &l.result;
     let counter = |name: &str, help: &str, lab: &[(&str, &str)], n: u64| {
         Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
@@ -495,8 +496,7 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             ));
         }
     }
-    let mut f =
-        vec![
+    let mut f = vec![
         counter(
             "tpslab_http_requests_sent",
             "HTTP requests written whole.",
@@ -546,7 +546,10 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             Kind::Gauge,
             vec![
                 (labels(&[("of", "intended")]), Value::Float(l.plan.rate)),
-                (labels(&[("of", "achieved")]), Value::Float(l.achieved_rate())),
+                (
+                    labels(&[("of", "achieved")]),
+                    Value::Float(l.sent_rate(interrupted)),
+                ),
             ],
         ),
         series(

@@ -62,11 +62,7 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
             rec.answered(),
             r.errors.total(),
             r.unanswered,
-            if r.last_sent_s > 0.0 {
-                r.sent as f64 / r.last_sent_s
-            } else {
-                0.0
-            }
+            rec.sent_rate(true)
         )?;
     } else {
         rate_line(w, rec)?;

@@ -72,11 +72,27 @@ fn load_http_rows() {
             Plan(|p| matches!(p, Made::LoadHttp(l) if l.connections == 50 && l.intended() == 10)),
         ),
         (
-            &["load", "http", "https://127.0.0.1/", "--rate", "10", "--insecure"],
-            Plan(|p| matches!(p, Made::LoadHttp(l) if l.target.port() == 443 && l.request.tls.insecure)),
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1/",
+                "--rate",
+                "10",
+                "--insecure",
+            ],
+            Plan(
+                |p| matches!(p, Made::LoadHttp(l) if l.target.port() == 443 && l.request.tls.insecure),
+            ),
         ),
         (
-            &["load", "http", "http://127.0.0.1/", "--rate", "10", "--insecure"],
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--insecure",
+            ],
             Error("--insecure applies to an https:// URL, not \"http://127.0.0.1/\""),
         ),
         (

@@ -18,7 +18,7 @@ use crate::out;
 /// `load http`'s flags.
 #[derive(Args, Debug)]
 pub(crate) struct LoadHttpArgs {
-    /// The URL, http://HOST[:PORT]/PATH (https is not supported yet).
+    /// The URL, http[s]://HOST[:PORT]/PATH.
     url: String,
     /// Requests a second, all connections together, e.g. 2000 or 2k (required).
     #[arg(long, value_name = crate::flags::units::RATE, value_parser = crate::flags::units::rate())]
@@ -44,6 +44,13 @@ pub(crate) struct LoadHttpArgs {
     /// its Content-Length.
     #[arg(long)]
     body: Option<PathBuf>,
+    /// https: trust only the certificates in this PEM file (at most 1 MiB), not the
+    /// system's.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (the report says so).
+    #[arg(long)]
+    insecure: bool,
     /// Event-loop threads (0: one per CPU, at most one per connection).
     #[arg(long, default_value_t = 0)]
     load_threads: usize,
@@ -65,6 +72,11 @@ impl LoadHttpArgs {
             url: self.url.clone(),
             method: self.method.clone(),
             headers,
+            tls: tpslab_plan::http::TlsSettings {
+                insecure: self.insecure,
+                cacert: self.cacert.as_ref().map(|p| p.display().to_string()),
+                ca_pem: vec![],
+            },
         };
         let u = request.check()?;
         let Some(rate) = self.rate else {
@@ -87,6 +99,10 @@ impl LoadHttpArgs {
         };
         plan.validate()?;
         plan.target = out::resolve(&format!("{}:{}", u.host, u.port))?;
+        plan.request.tls = tpslab_run::input::tls_settings(self.insecure, self.cacert.as_deref())?;
+        // A --cacert without a usable certificate: one line now, not a run of failures.
+        tpslab_engine::proto::tls::client_for(&plan.request, tpslab_engine::proto::http1::ALPN)
+            .map_err(anyhow::Error::msg)?;
         if let Some(p) = &self.body {
             plan.body = tpslab_run::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?;
             plan.body_bytes = plan.body.len() as u64;
@@ -116,17 +132,13 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
         out::Outputs::of(&a.record),
         out::Terminal::With(&print),
     )?;
-    if l.answered() == 0 && l.result.errors.total() > 0 {
-        let e = &l.result.errors;
+    let (e, c) = (&l.result.errors, &l.result.connect_errors);
+    if l.answered() == 0 && e.total() + c.total() > 0 {
         bail!(
-            "{}: no request answered ({} refused, {} reset, {} timed out, {} closed by peer, {} protocol errors, {} other)",
+            "{}: no request answered (connects failed: {}; requests failed: {})",
             plan.request.url,
-            e.refused,
-            e.reset,
-            e.timeout,
-            e.closed,
-            e.protocol,
-            e.other
+            c.summary(),
+            e.summary()
         );
     }
     Ok(ExitCode::SUCCESS)

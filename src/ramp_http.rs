@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use tpslab_run::ramp::HttpFlags;
 
 /// `ramp http`'s own flags; the rest are `ramp tcp`'s (TARGET is the URL,
-/// `http://HOST[:PORT]/PATH`).
+/// `http[s]://HOST[:PORT]/PATH`).
 #[derive(Args, Debug)]
 pub(crate) struct RampHttpArgs {
     /// The request's method.
@@ -21,6 +21,13 @@ pub(crate) struct RampHttpArgs {
     /// its Content-Length.
     #[arg(long)]
     body: Option<PathBuf>,
+    /// https: trust only the certificates in this PEM file (at most 1 MiB), not the
+    /// system's.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (the report says so).
+    #[arg(long)]
+    insecure: bool,
     #[command(flatten)]
     pub(super) ramp: RampArgs,
 }
@@ -32,6 +39,8 @@ impl RampHttpArgs {
             method: self.method.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
         };
         let r = &self.ramp;
         r.flags().http_setup(&h, || r.outputs())

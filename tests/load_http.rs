@@ -216,7 +216,10 @@ fn a_refused_port_is_errors_of_kind_refused_and_one_error_line() {
         "{err}"
     );
     let res = &r["result"];
-    assert!(n(&res["errors"]["refused"]) > 0, "{res}");
+    // Connects that failed, counted apart from requests (none of which went).
+    assert!(n(&res["connect_errors"]["refused"]) > 0, "{res}");
+    assert_eq!(n(&res["errors"]["refused"]), 0, "{res}");
+    assert!(err.contains("connects failed: refused"), "{err}");
     assert_eq!(n(&res["sent"]), 0, "{res}");
     assert_eq!(n(&res["connections"]), 0, "{res}");
 }

@@ -72,12 +72,32 @@ fn load_http_rows() {
             Plan(|p| matches!(p, Made::LoadHttp(l) if l.connections == 50 && l.intended() == 10)),
         ),
         (
-            &["load", "http", "https://127.0.0.1/", "--rate", "10"],
-            Error("URL \"https://127.0.0.1/\": TLS is not supported yet; use an http:// URL"),
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1/",
+                "--rate",
+                "10",
+                "--insecure",
+            ],
+            Plan(
+                |p| matches!(p, Made::LoadHttp(l) if l.target.port() == 443 && l.request.tls.insecure),
+            ),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "10",
+                "--insecure",
+            ],
+            Error("--insecure applies to an https:// URL, not \"http://127.0.0.1/\""),
         ),
         (
             &["load", "http", "127.0.0.1:8080", "--rate", "10"],
-            Error("URL \"127.0.0.1:8080\": allowed http://HOST[:PORT]/PATH"),
+            Error("URL \"127.0.0.1:8080\": allowed http[s]://HOST[:PORT]/PATH"),
         ),
         (
             &["load", "http", "http://127.0.0.1:0/", "--rate", "10"],

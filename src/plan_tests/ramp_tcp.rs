@@ -215,9 +215,10 @@ fn ramp_http_rows() {
                 && plan.target == BUILTIN_UNSTARTED && plan.request.is_empty() && b.serialize))),
         (&["ramp", "http", "http://localhost/"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. })
             if plan.target.port() == 80 && plan.target.ip().is_loopback()))),
-        (&["ramp", "http", "https://127.0.0.1/"], Error("URL \"https://127.0.0.1/\": TLS is not supported yet; use an http:// URL")),
-        (&["ramp", "http", "ftp://127.0.0.1/"], Error("URL \"ftp://127.0.0.1/\": allowed http://HOST[:PORT]/PATH")),
-        (&["ramp", "http", "127.0.0.1:8080"], Error("URL \"127.0.0.1:8080\": allowed http://HOST[:PORT]/PATH")),
+        (&["ramp", "http", "https://127.0.0.1/", "--insecure"], Plan(|p| matches!(p, Made::Ramp(s) if s.plan.target.port() == 443))),
+        (&["ramp", "http", "http://127.0.0.1/", "--insecure"], Error("--insecure applies to an https:// URL, not \"http://127.0.0.1/\"")),
+        (&["ramp", "http", "ftp://127.0.0.1/"], Error("URL \"ftp://127.0.0.1/\": allowed http[s]://HOST[:PORT]/PATH")),
+        (&["ramp", "http", "127.0.0.1:8080"], Error("URL \"127.0.0.1:8080\": allowed http[s]://HOST[:PORT]/PATH")),
         (&["ramp", "http", "http://127.0.0.1:0/"], Error("URL \"http://127.0.0.1:0/\": allowed a port 1..=65535")),
         (&["ramp", "http", "http://127.0.0.1:70000/"], Error("URL \"http://127.0.0.1:70000/\": allowed a port 1..=65535")),
         (&["ramp", "http", "http://a b/"], Error("URL \"http://a b/\": allowed http://HOST[:PORT]/PATH")),

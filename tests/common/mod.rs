@@ -521,3 +521,75 @@ pub fn nginx(tag: &str) -> Option<(Kill, u16)> {
     wait_listening(port, "nginx");
     Some((k, port))
 }
+
+/// nginx as [`nginx`] does, but speaking TLS (and HTTP/2 too with `http2`: ALPN h2 beside
+/// http/1.1) with a self-signed certificate for `localhost` and 127.0.0.1 made here by
+/// the openssl CLI. Gives nginx, its port and the certificate's PEM file (the CA a client
+/// trusts); also a second, unrelated self-signed certificate, `other.pem`, in the same
+/// folder (a wrong CA).
+#[allow(dead_code)]
+pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
+    if !need(tag, "/usr/sbin/nginx") || !need(tag, "/usr/bin/openssl") {
+        return None;
+    }
+    let dir: PathBuf = tmp(&format!("nginx-tls-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("html")).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
+    for (name, subject, san) in [
+        (
+            "cert",
+            "/CN=localhost",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ),
+        ("other", "/CN=other", "subjectAltName=DNS:other"),
+    ] {
+        let out = Command::new("/usr/bin/openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .args([
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+            ])
+            .args([subject, "-addext", san, "-addext"])
+            // A server's certificate, not a CA's (webpki refuses a CA as end entity).
+            .args(["basicConstraints=critical,CA:FALSE", "-keyout"])
+            .arg(dir.join(format!("{name}.key")))
+            .arg("-out")
+            .arg(dir.join(format!("{name}.pem")))
+            .output()
+            .expect("run openssl");
+        assert!(out.status.success(), "openssl: {out:?}");
+    }
+    let port = free_port();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
+             http {{\n access_log off;\n keepalive_requests 1000000;\n\
+             client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             server {{\n  listen 127.0.0.1:{port} ssl;\n{}\
+               ssl_certificate {d}/cert.pem;\n  ssl_certificate_key {d}/cert.key;\n\
+               root {d}/html;\n  location = /busy {{ return 503; }}\n }}\n}}\n",
+            if http2 { "  http2 on;\n" } else { "" }
+        ),
+    )
+    .unwrap();
+    let child = Command::new("/usr/sbin/nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn nginx");
+    let k = Kill(child);
+    wait_listening(port, "nginx");
+    Some((k, port, dir.join("cert.pem")))
+}

@@ -1,6 +1,7 @@
 //! tpslab's engine: the open-loop UDP generator, the reference UDP server, the observer
 //! thread, and the composition of the three into one run with a ledger.
 
+mod books;
 pub mod counters;
 pub mod dropwatch;
 pub mod env;

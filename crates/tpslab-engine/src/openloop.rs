@@ -28,9 +28,10 @@ use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
 };
 
+use crate::books::Books;
 use crate::proto::http1::Http1;
 use crate::proto::{Exchange, Reply, Transport};
-use crate::users::{run_loop, Books};
+use crate::users::run_loop;
 use crate::EngineError;
 
 /// Longest grace for replies outstanding at the plan's end.
@@ -62,6 +63,7 @@ pub(crate) struct OpenLocal {
     sent: u64,
     status: StatusClasses,
     errors: ErrorKinds,
+    connect_errors: ErrorKinds,
     unanswered: u64,
     bytes_out: u64,
     bytes_in: u64,
@@ -83,6 +85,7 @@ impl OpenLocal {
             sent: 0,
             status: StatusClasses::default(),
             errors: ErrorKinds::default(),
+            connect_errors: ErrorKinds::default(),
             unanswered: 0,
             bytes_out: 0,
             bytes_in: 0,
@@ -109,15 +112,8 @@ impl OpenLocal {
             s.s5xx + t.s5xx,
             s.other + t.other,
         );
-        let (e, f) = (&mut self.errors, &o.errors);
-        (e.refused, e.reset, e.timeout, e.closed, e.protocol, e.other) = (
-            e.refused + f.refused,
-            e.reset + f.reset,
-            e.timeout + f.timeout,
-            e.closed + f.closed,
-            e.protocol + f.protocol,
-            e.other + f.other,
-        );
+        self.errors.add(&o.errors);
+        self.connect_errors.add(&o.connect_errors);
         self.unanswered += o.unanswered;
         self.bytes_out += o.bytes_out;
         self.bytes_in += o.bytes_in;
@@ -140,6 +136,7 @@ fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
         "connection reset" | "broken pipe" => &mut e.reset,
         "timeout" => &mut e.timeout,
         "closed by peer" => &mut e.closed,
+        _ if k.starts_with("tls: ") => &mut e.tls,
         _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
         _ => &mut e.other,
     }
@@ -264,7 +261,13 @@ impl Books for Schedule<'_> {
         if in_flight {
             self.outstanding.fetch_sub(1, Relaxed);
         }
-        *error_slot(&mut l.errors, kind) += 1;
+        // A connect's failure (its TLS handshake's too) says `connect: KIND`.
+        let slots = if kind.starts_with("connect: ") {
+            &mut l.connect_errors
+        } else {
+            &mut l.errors
+        };
+        *error_slot(slots, kind) += 1;
     }
 
     fn finish(&self, mut l: OpenLocal, in_flight: u64) {
@@ -337,6 +340,12 @@ pub fn run_load_http(
         .map_err(|e| EngineError::Other(e.to_string()))?;
     // Methods are case-sensitive: only HEAD's replies have no body.
     let proto = Http1::new(plan.target, request, plan.request.method == "HEAD");
+    let proto = match crate::proto::tls::client_for(&plan.request, crate::proto::http1::ALPN)
+        .map_err(EngineError::Other)?
+    {
+        Some(t) => proto.with_tls(t),
+        None => proto,
+    };
     let c = plan.connections;
     let limit = tpslab_net::raise_nofile();
     if (c as u64) + 64 > limit {
@@ -364,6 +373,7 @@ pub fn run_load_http(
         sent: l.sent,
         status: l.status,
         errors: l.errors,
+        connect_errors: l.connect_errors,
         unanswered: l.unanswered,
         bytes_out: l.bytes_out,
         bytes_in: l.bytes_in,

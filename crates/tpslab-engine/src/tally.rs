@@ -160,7 +160,7 @@ pub(crate) struct RampLocal {
     sends: LoopSends,
 }
 
-impl crate::users::Books for Tally<'_> {
+impl crate::books::Books for Tally<'_> {
     type Local = RampLocal;
 
     fn local(&self) -> RampLocal {

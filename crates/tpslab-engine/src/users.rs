@@ -12,7 +12,11 @@
 //!
 //! The loop is generic over the protocol ([`Exchange`], monomorphised) and knows of it only
 //! its [`Transport`]: a stream's bytes are kept per user until a reply is whole, a
-//! datagram socket's are read into one buffer of the loop's.
+//! datagram socket's are read into one buffer of the loop's. A protocol with a TLS client
+//! ([`Exchange::tls`], `https://`) has a rustls session per connection, driven here over
+//! the same socket ([`crate::proto::tls`]): its handshake after the connect (within the
+//! same timeout, a failure counted as the connect's), the request written and the reply
+//! read as its plaintext.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,48 +27,9 @@ use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 use tpslab_plan::framing::MAX_FRAME;
 
+use crate::books::Books;
+use crate::proto::tls::{self, Handshake};
 use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
-
-/// What the users' loop counts into and the clock it follows: a closed-loop ramp's
-/// [`crate::tally::Tally`] (users stepping up, think times, counts per step) or an open
-/// loop's schedule ([`crate::openloop`]: each user sends at its own intended times, latency
-/// from them). Each loop thread keeps its own [`Books::Local`] (no shared write per
-/// request), handed to [`Books::finish`] when the loop ends.
-pub(crate) trait Books: Sync {
-    /// A loop's own counts.
-    type Local;
-    /// A loop's counts before its first request.
-    fn local(&self) -> Self::Local;
-    /// Set at the end: the loops return.
-    fn done(&self) -> bool;
-    /// Users that run at `now` (ids below it).
-    fn users_at(&self, now: u64) -> usize;
-    /// Whether a request may start at `now` (before the plan's end and the stop).
-    fn may_send(&self, now: u64) -> bool;
-    /// A request's timeout, ns.
-    fn timeout_ns(&self) -> u64;
-    /// When user `id`'s first request is intended, ns (0: at once).
-    fn first_due(&self, id: usize) -> u64;
-    /// When the request after one intended at `intended` (ns, the send's own time in a
-    /// closed loop) is due, its predecessor having ended (answered or failed) at `now`:
-    /// `now` or earlier goes at once.
-    fn next_due(&self, intended: u64, now: u64) -> u64;
-    /// A request intended at `intended` was written whole at `now` (`bytes` long); its
-    /// user was free to send it from `ready` (its previous reply, its connect), ns.
-    fn sent(&self, l: &mut Self::Local, intended: u64, ready: u64, now: u64, bytes: usize);
-    /// `bytes` read from a connection.
-    fn read(&self, _l: &mut Self::Local, _bytes: usize) {}
-    /// A connection was made (or a datagram socket opened).
-    fn opened(&self, _l: &mut Self::Local) {}
-    /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
-    /// `now`.
-    fn answered(&self, l: &mut Self::Local, intended: u64, t0: u64, now: u64, r: &Reply);
-    /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
-    /// written whole was waiting for its reply.
-    fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
-    /// The loop ended with `in_flight` requests written and not answered.
-    fn finish(&self, l: Self::Local, in_flight: u64);
-}
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +40,8 @@ enum State {
     Waiting,
     /// Connect in flight.
     Connecting,
+    /// TLS handshake in flight (the connect done).
+    Handshaking,
     /// Writing its request: bytes written so far.
     Sending(usize),
     /// Waiting for the reply.
@@ -86,6 +53,8 @@ struct User<U> {
     state: State,
     /// Its socket; None: opened at its next request.
     sock: Option<socket2::Socket>,
+    /// Its connection's TLS session (a protocol with [`Exchange::tls`]); None: plain.
+    tls: Option<Box<rustls::ClientConnection>>,
     /// A stream's bytes read and not yet taken by a whole reply (unused on datagrams).
     rx: RecvBuf,
     /// Its protocol's state: sequence number, request, ...
@@ -155,6 +124,16 @@ impl RecvBuf {
     /// doubled when full, up to [`MAX_REPLY`]). Ok(0): the peer closed. Errors: the
     /// read's, or InvalidData `frame too long` when the buffer is full at its limit.
     fn read_from(&mut self, s: &socket2::Socket) -> std::io::Result<usize> {
+        let mut r = s;
+        self.fill(|b| r.read(b))
+    }
+
+    /// One `read` into the free room after the pending bytes, as [`RecvBuf::read_from`]
+    /// (a TLS session's plaintext, [`tls::read`]).
+    fn fill(
+        &mut self,
+        read: impl FnOnce(&mut [u8]) -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -169,8 +148,7 @@ impl RecvBuf {
             }
             self.buf.resize((self.buf.len() * 2).max(16), 0);
         }
-        let mut r = s;
-        let n = r.read(&mut self.buf[self.end..])?;
+        let n = read(&mut self.buf[self.end..])?;
         self.end += n;
         Ok(n)
     }
@@ -224,6 +202,7 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             id,
             state: State::Off,
             sock: None,
+            tls: None,
             // Small at first: it grows to a reply's size.
             rx: if stream {
                 RecvBuf::with_capacity(RX_START)
@@ -367,6 +346,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn close(&mut self, u: &mut User<P::User>) {
         // Closing the descriptor removes it from the epoll set.
         u.sock = None;
+        u.tls = None;
         u.interest = 0;
         u.sock_gen = u.sock_gen.wrapping_add(1);
         if P::TRANSPORT == Transport::Stream {
@@ -393,7 +373,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 u.sock_gen = u.sock_gen.wrapping_add(1);
                 if ready {
                     self.sh.opened(&mut self.local);
-                    self.go(u, i);
+                    self.connected(u, i);
                 } else {
                     u.state = State::Connecting;
                     self.watch(u, i, WRITABLE);
@@ -406,6 +386,38 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 self.close(u);
                 self.back_off(u, i);
             }
+        }
+    }
+
+    /// The connection is made: its TLS handshake begins (within the timeout, from now),
+    /// or, plain, the user goes on.
+    fn connected(&mut self, u: &mut User<P::User>, i: usize) {
+        let Some(client) = self.proto.tls() else {
+            return self.go(u, i);
+        };
+        match client.session() {
+            Ok(c) => {
+                u.tls = Some(Box::new(c));
+                u.state = State::Handshaking;
+                let at = mono_ns() + self.timeout_ns;
+                self.timer(u, i, at);
+                self.handshake(u, i);
+            }
+            Err(kind) => self.connect_failed(u, i, &kind),
+        }
+    }
+
+    /// Drives the TLS handshake as far as the socket lets it; done, the user goes on. A
+    /// failure is the connect's (`connect: tls: ...`, or the socket's error).
+    fn handshake(&mut self, u: &mut User<P::User>, i: usize) {
+        let (Some(c), Some(s)) = (u.tls.as_deref_mut(), u.sock.as_ref()) else {
+            return;
+        };
+        match tls::handshake(c, s) {
+            Ok(Handshake::Done) => self.go(u, i),
+            Ok(Handshake::Writable) => self.watch(u, i, WRITABLE),
+            Ok(Handshake::Readable) => self.watch(u, i, READABLE),
+            Err(e) => self.connect_failed(u, i, &io_kind(&e)),
         }
     }
 
@@ -473,6 +485,24 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             return;
         };
         let proto = self.proto;
+        if let (Some(c), Some(s)) = (u.tls.as_deref_mut(), u.sock.as_ref()) {
+            let req = proto.request(&u.p);
+            let len = req.len();
+            return match tls::write(c, s, req, &mut off) {
+                Ok(true) => {
+                    let ready = u.ready;
+                    self.sh
+                        .sent(&mut self.local, u.intended, ready, mono_ns(), len);
+                    u.state = State::Reading;
+                    self.watch(u, i, READABLE);
+                }
+                Ok(false) => {
+                    u.state = State::Sending(off);
+                    self.watch(u, i, WRITABLE);
+                }
+                Err(e) => self.fail(u, i, &io_kind(&e)),
+            };
+        }
         loop {
             let Some(s) = u.sock.as_ref() else { return };
             let req = proto.request(&u.p);
@@ -560,7 +590,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         match u.state {
             State::Off => {}
             State::Waiting => self.start(u, i),
-            State::Connecting => self.connect_failed(u, i, "timeout"),
+            State::Connecting | State::Handshaking => self.connect_failed(u, i, "timeout"),
             State::Sending(_) | State::Reading => self.fail(u, i, "timeout"),
         }
     }
@@ -572,12 +602,13 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 match err {
                     Some(Ok(None)) if ev & HANGUP == 0 => {
                         self.sh.opened(&mut self.local);
-                        self.go(u, i)
+                        self.connected(u, i)
                     }
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
                     _ => self.connect_failed(u, i, "connection refused"),
                 }
             }
+            (State::Handshaking, _) => self.handshake(u, i),
             (State::Sending(_), _) => self.write(u, i),
             (State::Reading, Transport::Stream) => self.read_stream(u, i),
             // Waiting or not, a datagram socket is read: late replies and errors (an
@@ -607,7 +638,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 Decoded::Invalid(kind) => return self.fail(u, i, &kind),
             }
             let Some(s) = u.sock.as_ref() else { return };
-            match u.rx.read_from(s) {
+            let got = match u.tls.as_deref_mut() {
+                Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
+                None => u.rx.read_from(s),
+            };
+            match got {
                 Ok(0) => return self.fail(u, i, "closed by peer"),
                 Ok(n) => self.sh.read(&mut self.local, n),
                 // EINTR: tried again at the next wake-up (the wait is level-triggered).

@@ -1,6 +1,7 @@
 //! An HTTP/1.1 request as `ramp http URL` sends it: the URL (parsed by the `http` crate's
-//! `Uri`; only `http://`), the method, the user's headers, and the request's bytes built
-//! once from them (the body is the plan's `request`).
+//! `Uri`; `http://`, or `https://` with its [`TlsSettings`]), the method, the user's
+//! headers, and the request's bytes built once from them (the body is the plan's
+//! `request`).
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,35 @@ pub struct HttpRequest {
     /// (name, value); `Host` among them replaces tpslab's.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
+    /// How an `https://` URL's server is verified (absent from a record when default).
+    #[serde(default, skip_serializing_if = "TlsSettings::is_default")]
+    pub tls: TlsSettings,
+}
+
+/// Most bytes of a `--cacert` file (PEM certificates).
+pub const CACERT_BYTES: u64 = 1 << 20;
+
+/// How the server of an `https://` URL is verified: by the system's roots (default), by
+/// the certificates of `--cacert FILE`, or not at all (`--insecure`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsSettings {
+    /// `--insecure`: the server's certificate is not verified (any certificate, any name).
+    #[serde(default)]
+    pub insecure: bool,
+    /// `--cacert FILE` as given: the only roots trusted (None: the system's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<String>,
+    /// The `--cacert` file's bytes (PEM, at most [`CACERT_BYTES`]), read when the plan is
+    /// made; not kept in a record.
+    #[serde(skip)]
+    pub ca_pem: Vec<u8>,
+}
+
+impl TlsSettings {
+    /// Neither `--insecure` nor `--cacert`.
+    pub fn is_default(&self) -> bool {
+        !self.insecure && self.cacert.is_none()
+    }
 }
 
 /// A URL's parts that make the request and its target.
@@ -39,11 +69,13 @@ pub struct HttpUrl {
     pub authority: String,
     /// Path and query, `/` when the URL has none.
     pub path: String,
+    /// `https://`: the connection is TLS (the host is the name verified and sent as SNI).
+    pub tls: bool,
 }
 
-/// Parses `url` as `ramp http` accepts it: `http://HOST[:PORT][/PATH][?QUERY]`, no user
-/// info, no fragment. Errors (one line, naming the URL): not a URL, another scheme,
-/// `https://` ("TLS is not supported yet"), no host, port 0.
+/// Parses `url` as `ramp http` accepts it: `http[s]://HOST[:PORT][/PATH][?QUERY]`, no user
+/// info, no fragment. Errors (one line, naming the URL): not a URL, another scheme, no
+/// host, port 0.
 pub fn parse_url(url: &str) -> Result<HttpUrl, PlanError> {
     let bad = |why: &str| PlanError::value("URL", format!("\"{url}\""), why);
     if url.len() > MAX_URL {
@@ -55,15 +87,15 @@ pub fn parse_url(url: &str) -> Result<HttpUrl, PlanError> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e: http::uri::InvalidUri| bad(&format!("http://HOST[:PORT]/PATH ({e})")))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(PlanError::Conflict(format!(
-                "URL \"{url}\": TLS is not supported yet; use an http:// URL"
-            )))
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => {
+            return Err(bad(
+                "http[s]://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/",
+            ))
         }
-        _ => return Err(bad("http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/")),
-    }
+    };
     let Some(auth) = uri.authority() else {
         return Err(bad("http://HOST[:PORT]/PATH, e.g. http://127.0.0.1:8080/"));
     };
@@ -76,6 +108,7 @@ pub fn parse_url(url: &str) -> Result<HttpUrl, PlanError> {
     let port_text = auth.as_str()[auth.host().len()..].trim_start_matches(':');
     let port = match auth.port_u16() {
         Some(p) => p,
+        None if port_text.is_empty() && tls => 443,
         None if port_text.is_empty() => 80,
         None => return Err(bad("a port 1..=65535")),
     };
@@ -94,6 +127,7 @@ pub fn parse_url(url: &str) -> Result<HttpUrl, PlanError> {
         port,
         authority: auth.as_str().to_string(),
         path,
+        tls,
     })
 }
 
@@ -163,10 +197,27 @@ impl HttpRequest {
     }
 
     /// Checks the URL ([`parse_url`]), the method (an HTTP token of at most 32 bytes,
-    /// `CONNECT` refused) and the headers (at most [`MAX_HEADERS`], as [`parse_header`]);
+    /// `CONNECT` refused), the headers (at most [`MAX_HEADERS`], as [`parse_header`]) and
+    /// the TLS settings (`--insecure` or `--cacert`, not both, only with `https://`);
     /// gives the URL's parts.
     pub fn check(&self) -> Result<HttpUrl, PlanError> {
         let u = parse_url(&self.url)?;
+        if self.tls.insecure && self.tls.cacert.is_some() {
+            return Err(PlanError::Conflict(
+                "--insecure verifies nothing, --cacert verifies by FILE: give one".into(),
+            ));
+        }
+        if !u.tls && !self.tls.is_default() {
+            let flag = if self.tls.insecure {
+                "--insecure"
+            } else {
+                "--cacert"
+            };
+            return Err(PlanError::Conflict(format!(
+                "{flag} applies to an https:// URL, not \"{}\"",
+                self.url
+            )));
+        }
         if !is_token(&self.method) || self.method.len() > MAX_METHOD {
             return Err(PlanError::value(
                 "--method",
@@ -208,6 +259,7 @@ mod tests {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))
                 .collect(),
+            tls: TlsSettings::default(),
         }
     }
 
@@ -226,16 +278,16 @@ mod tests {
         let u = parse_url("http://localhost").unwrap();
         assert_eq!((u.port, u.path.as_str()), (80, "/"));
         let u = parse_url("http://[::1]:81/").unwrap();
-        assert_eq!((u.host.as_str(), u.port), ("[::1]", 81));
+        assert_eq!((u.host.as_str(), u.port, u.tls), ("[::1]", 81, false));
+        let u = parse_url("https://localhost/x").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.tls), ("localhost", 443, true));
+        let u = parse_url("https://127.0.0.1:8443").unwrap();
+        assert_eq!((u.port, u.path.as_str(), u.tls), (8443, "/", true));
     }
 
     #[test]
     fn bad_urls_are_one_line_errors() {
         let e = |u: &str| parse_url(u).unwrap_err().to_string();
-        assert_eq!(
-            e("https://example.com/"),
-            "URL \"https://example.com/\": TLS is not supported yet; use an http:// URL"
-        );
         for u in [
             "ftp://h/",
             "127.0.0.1:80",
@@ -302,5 +354,34 @@ mod tests {
             ..req("http://h/", "GET", &[])
         };
         assert!(e(r).contains("at most 64 headers"));
+    }
+
+    #[test]
+    fn tls_flags_need_an_https_url_and_one_of_them() {
+        let e = |r: HttpRequest| r.check().unwrap_err().to_string();
+        let with = |url: &str, insecure: bool, cacert: Option<&str>| HttpRequest {
+            tls: TlsSettings {
+                insecure,
+                cacert: cacert.map(String::from),
+                ca_pem: vec![],
+            },
+            ..req(url, "GET", &[])
+        };
+        assert_eq!(
+            e(with("http://h/", true, None)),
+            "--insecure applies to an https:// URL, not \"http://h/\""
+        );
+        assert!(e(with("http://h/", false, Some("ca.pem"))).starts_with("--cacert applies"));
+        assert!(e(with("https://h/", true, Some("ca.pem"))).contains("give one"));
+        assert!(with("https://h/", true, None).check().unwrap().tls);
+        assert!(with("https://h/", false, Some("ca.pem")).check().is_ok());
+        // Default settings stay out of a record (records of http:// runs are unchanged).
+        let j = serde_json::to_string(&req("http://h/", "GET", &[])).unwrap();
+        assert!(!j.contains("tls"), "{j}");
+        let j = serde_json::to_string(&with("https://h/", false, Some("ca.pem"))).unwrap();
+        assert!(
+            j.contains(r#""tls":{"insecure":false,"cacert":"ca.pem"}"#),
+            "{j}"
+        );
     }
 }

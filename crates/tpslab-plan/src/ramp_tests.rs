@@ -195,6 +195,7 @@ fn http() -> RampPlan {
             url: "http://127.0.0.1:5001/index.html".into(),
             method: "GET".into(),
             headers: vec![],
+            tls: Default::default(),
         }),
         request: vec![],
         ..tcp()
@@ -208,7 +209,8 @@ fn http_plans() {
         RampProto::Http(crate::http::HttpRequest {
             url: String::new(),
             method: String::new(),
-            headers: vec![]
+            headers: vec![],
+            tls: Default::default(),
         })
         .name(),
         "http"
@@ -247,8 +249,9 @@ fn http_plans() {
         url: "https://127.0.0.1:5001/".into(),
         method: "GET".into(),
         headers: vec![],
+        tls: Default::default(),
     });
-    assert!(e(tls).contains("TLS is not supported yet"));
+    assert_eq!(tls.validate(), Ok(()));
     // A record says the protocol and the URL; tcp and udp stay plain names.
     let j = serde_json::to_string(&http().proto).unwrap();
     assert_eq!(

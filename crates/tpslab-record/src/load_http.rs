@@ -46,12 +46,64 @@ pub struct ErrorKinds {
     pub protocol: u64,
     /// Anything else (an OS error).
     pub other: u64,
+    /// TLS (`https://`): a handshake that failed (a certificate not trusted, no common
+    /// version or cipher, the peer's alert) or a record that did not decrypt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ErrorKinds {
+    /// No failure of any kind.
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
     /// All failures.
     pub fn total(&self) -> u64 {
-        self.refused + self.reset + self.timeout + self.closed + self.protocol + self.other
+        self.list().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Each kind with its count, as the report names them, in the report's order.
+    pub fn list(&self) -> [(&'static str, u64); 7] {
+        [
+            ("refused", self.refused),
+            ("reset", self.reset),
+            ("timeout", self.timeout),
+            ("closed by peer", self.closed),
+            ("tls", self.tls),
+            ("protocol", self.protocol),
+            ("other", self.other),
+        ]
+    }
+
+    /// The kinds that occurred, `refused 3, tls 2`, or `none`.
+    pub fn summary(&self) -> String {
+        let s: Vec<String> = self
+            .list()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        if s.is_empty() {
+            "none".into()
+        } else {
+            s.join(", ")
+        }
+    }
+
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &ErrorKinds) {
+        self.refused += o.refused;
+        self.reset += o.reset;
+        self.timeout += o.timeout;
+        self.closed += o.closed;
+        self.protocol += o.protocol;
+        self.other += o.other;
+        self.tls += o.tls;
     }
 }
 
@@ -64,8 +116,14 @@ pub struct LoadHttpResult {
     pub sent: u64,
     /// Final replies, by status class.
     pub status: StatusClasses,
-    /// Failures by kind (connects included).
+    /// Requests that failed, by kind (a request written, or due, whose connection failed
+    /// or whose reply did not come or was not HTTP). Records before connects were counted
+    /// apart hold connect failures here too.
     pub errors: ErrorKinds,
+    /// Connects that failed, by kind (refused, timed out, reset, a TLS handshake that
+    /// failed): no request was written on them.
+    #[serde(default, skip_serializing_if = "ErrorKinds::is_none")]
+    pub connect_errors: ErrorKinds,
     /// Requests still waiting for their reply when the grace after the end ran out.
     pub unanswered: u64,
     /// Request bytes written, reply bytes read.
@@ -111,7 +169,23 @@ pub struct LoadHttpRecord {
 }
 
 impl LoadHttpRecord {
-    /// The rate achieved, requests/s: those sent over the plan's duration.
+    /// The rate at which requests were really sent, requests/s: over the plan's duration,
+    /// or, for a run `interrupted` (stopped early), over the time until its last request
+    /// went (0 when none went): the planned duration would read a Ctrl-C as a slow server.
+    pub fn sent_rate(&self, interrupted: bool) -> f64 {
+        if !interrupted {
+            return self.achieved_rate();
+        }
+        let r = &self.result;
+        if r.last_sent_s > 0.0 {
+            r.sent as f64 / r.last_sent_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The rate achieved, requests/s: those sent over the plan's duration (a run that
+    /// ran to its end; else [`LoadHttpRecord::sent_rate`]).
     pub fn achieved_rate(&self) -> f64 {
         self.result.sent as f64 / (self.plan.duration_ns as f64 / 1e9)
     }

@@ -8,8 +8,6 @@
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record, RunRecord};
 
-/// A `load http` run: one row per figure (figure, value, unit), latency corrected and
-/// uncorrected at each quantile.
 /// A capacity search's steps, one row each.
 fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) -> io::Result<()> {
     writeln!(w, "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s")?;
@@ -38,12 +36,24 @@ fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) ->
     Ok(())
 }
 
-fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) -> io::Result<()> {
+/// A `load http` run: one row per figure (figure, value, unit), latency corrected and
+/// uncorrected at each quantile.
+/// `load http`'s figures; `interrupted`: the run stopped early (its rate is over the time
+/// until its last request, and not compared with the plan's).
+fn load_http(
+    w: &mut dyn Write,
+    l: &tpslab_record::load_http::LoadHttpRecord,
+    interrupted: bool,
+) -> io::Result<()> {
     let r = &l.result;
     writeln!(w, "figure,value,unit")?;
     writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
-    writeln!(w, "rate_achieved,{},requests/s", l.achieved_rate())?;
-    writeln!(w, "rate_error,{},fraction", l.rate_error())?;
+    writeln!(w, "rate_achieved,{},requests/s", l.sent_rate(interrupted))?;
+    if interrupted {
+        writeln!(w, "interrupted_after,{},s", l.result.last_sent_s)?;
+    } else {
+        writeln!(w, "rate_error,{},fraction", l.rate_error())?;
+    }
     for (k, n) in [
         ("intended", r.intended),
         ("sent", r.sent),
@@ -65,6 +75,22 @@ fn load_http(w: &mut dyn Write, l: &tpslab_record::load_http::LoadHttpRecord) ->
         ("behind", r.behind),
     ] {
         writeln!(w, "{k},{n},requests")?;
+    }
+    // Rows of kinds counted apart since TLS: only when they occurred (a run without
+    // them keeps its rows).
+    let c = &r.connect_errors;
+    for (k, n) in [
+        ("error_tls", r.errors.tls),
+        ("connect_error_refused", c.refused),
+        ("connect_error_reset", c.reset),
+        ("connect_error_timeout", c.timeout),
+        ("connect_error_closed", c.closed),
+        ("connect_error_tls", c.tls),
+        ("connect_error_other", c.protocol + c.other),
+    ] {
+        if n > 0 {
+            writeln!(w, "{k},{n},requests")?;
+        }
     }
     writeln!(w, "bytes_out,{},bytes", r.bytes_out)?;
     writeln!(w, "bytes_in,{},bytes", r.bytes_in)?;
@@ -113,7 +139,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             }
             Ok(())
         }
-        Body::LoadHttp(l) => load_http(w, l),
+        Body::LoadHttp(l) => load_http(w, l, rec.meta.interrupted),
         Body::Capacity(c) => capacity(w, c),
         Body::Bdp(b) => {
             writeln!(w, "figure,value,unit")?;

@@ -275,7 +275,7 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
         Body::Diagnose(d) => f.extend(of_run(d.after.as_ref().unwrap_or(&d.before))),
         Body::Ramp(r) => f.extend(of_ramp(r)),
         Body::Sweep(s) => f.extend(of_sweep(s)),
-        Body::LoadHttp(l) => f.extend(of_load_http(l)),
+        Body::LoadHttp(l) => f.extend(of_load_http(l, rec.meta.interrupted)),
         Body::Capacity(c) => f.extend(of_capacity(c)),
         // No figures of their own beyond the metadata's yet.
         Body::Serve(_)
@@ -463,8 +463,6 @@ pub fn ramp_steps(
     f
 }
 
-/// A `load http` run's families: requests by outcome, the rates, latency at quantiles
-/// (corrected and not), bytes, late sends.
 /// A capacity search's families: the rates it found (each when found) and its steps by call.
 fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     use tpslab_analysis::capacity::{Conclusion, StepStatus};
@@ -524,7 +522,10 @@ fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     f
 }
 
-fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
+/// A `load http` run's families: requests by outcome, the rates, latency at quantiles
+/// (corrected and not), bytes, late sends; `interrupted`: the achieved rate is over the
+/// time until the last request went.
+fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord, interrupted: bool) -> Vec<Family> {
     let r = &l.result;
     let counter = |name: &str, help: &str, lab: &[(&str, &str)], n: u64| {
         Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
@@ -555,8 +556,7 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             ));
         }
     }
-    let mut f =
-        vec![
+    let mut f = vec![
         counter(
             "tpslab_http_requests_sent",
             "HTTP requests written whole.",
@@ -606,7 +606,10 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             Kind::Gauge,
             vec![
                 (labels(&[("of", "intended")]), Value::Float(l.plan.rate)),
-                (labels(&[("of", "achieved")]), Value::Float(l.achieved_rate())),
+                (
+                    labels(&[("of", "achieved")]),
+                    Value::Float(l.sent_rate(interrupted)),
+                ),
             ],
         ),
         series(
@@ -637,6 +640,28 @@ fn of_load_http(l: &tpslab_record::load_http::LoadHttpRecord) -> Vec<Family> {
             r.behind,
         ),
     ];
+    // Kinds counted apart since TLS: only when they occurred (a run without them keeps
+    // its families).
+    if r.errors.tls > 0 {
+        f.push(counter(
+            "tpslab_http_tls_errors",
+            "HTTP requests that failed in TLS (a record that did not decrypt, an alert).",
+            &[],
+            r.errors.tls,
+        ));
+    }
+    if !r.connect_errors.is_none() {
+        f.push(series(
+            "tpslab_http_connect_errors",
+            "Connects (with their TLS handshake) that failed, by kind; no request went on them.",
+            Kind::Counter,
+            r.connect_errors
+                .list()
+                .iter()
+                .map(|(k, n)| (labels(&[("kind", k)]), Value::Int(*n)))
+                .collect(),
+        ));
+    }
     if !q.is_empty() {
         f.push(series(
             "tpslab_latency_quantile_seconds",

@@ -415,3 +415,34 @@ fn an_interrupted_load_http_is_said_so() {
         .unwrap()
         .starts_with("Rate: intended"));
 }
+
+/// A `load http` run stopped early (the fixture marked interrupted after 1 s of sends):
+/// its CSV and metrics give the rate over the time load was really sent, as the terminal
+/// does, not over the planned duration.
+#[test]
+fn an_interrupted_load_http_rates_the_time_load_was_sent() {
+    let mut rec = Record::from_json(&fixture("load_http.json")).expect("fixture is a record");
+    rec.meta.interrupted = true;
+    let tpslab_analysis::record::Body::LoadHttp(l) = &mut rec.body else {
+        panic!("a load http record")
+    };
+    // 1000 sent by 0.5 s of a planned 1 s at 2000/s.
+    l.result.sent = 1000;
+    l.result.last_sent_s = 0.5;
+    let out = |format| {
+        let mut o = Vec::new();
+        render(&mut o, &rec, format, false).expect("render into a buffer");
+        String::from_utf8(o).expect("UTF-8")
+    };
+    let csv = out(Format::Csv);
+    assert!(csv.contains("rate_achieved,2000,requests/s\n"), "{csv}");
+    assert!(csv.contains("interrupted_after,0.5,s\n"), "{csv}");
+    assert!(!csv.contains("rate_error"), "{csv}");
+    let prom = out(Format::Metrics);
+    assert!(
+        prom.contains("tpslab_http_rate_per_second{of=\"achieved\"} 2000.0\n"),
+        "{prom}"
+    );
+    let term = out(Format::Term);
+    assert!(term.contains("(2000.0/s until then)"), "{term}");
+}

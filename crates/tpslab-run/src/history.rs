@@ -250,7 +250,7 @@ fn headline(rec: &Record) -> String {
         Body::ProbePool(p) => format!("{} requests, {} failed", p.requests.len(), p.failed()),
         Body::LoadHttp(l) => format!(
             "{:.1}/s of {}/s, p99 {:.2} ms corrected ({:.2} ms uncorrected), {} failed",
-            l.achieved_rate(),
+            l.sent_rate(rec.meta.interrupted),
             l.plan.rate,
             l.result.corrected.p99_ns as f64 / 1e6,
             l.result.uncorrected.p99_ns as f64 / 1e6,

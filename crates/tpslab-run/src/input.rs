@@ -148,6 +148,23 @@ pub fn read_payload_file(p: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The TLS settings of `--insecure` and `--cacert FILE` (the file read as [`read_bytes`]
+/// reads, at most [`tpslab_plan::http::CACERT_BYTES`]). Errors: the file's, one line.
+pub fn tls_settings(
+    insecure: bool,
+    cacert: Option<&Path>,
+) -> Result<tpslab_plan::http::TlsSettings> {
+    let mut t = tpslab_plan::http::TlsSettings {
+        insecure,
+        ..Default::default()
+    };
+    if let Some(p) = cacert {
+        t.ca_pem = read_bytes("--cacert", p, tpslab_plan::http::CACERT_BYTES, false)?;
+        t.cacert = Some(p.display().to_string());
+    }
+    Ok(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
+use super::tls::{client_for, TlsClient};
 use super::{Decoded, Exchange, Opened, Reply, Transport};
 
 /// Most header lines a reply may have.
@@ -33,7 +34,12 @@ pub struct Http1 {
     request: Vec<u8>,
     /// The request is HEAD: replies have no body whatever their headers say.
     head: bool,
+    /// `https://`: each connection's TLS client (ALPN `http/1.1`).
+    tls: Option<TlsClient>,
 }
+
+/// The ALPN protocol offered over TLS.
+pub const ALPN: &[&[u8]] = &[b"http/1.1"];
 
 /// How the body of the reply being read ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +79,15 @@ impl Http1 {
             target,
             request,
             head,
+            tls: None,
+        }
+    }
+
+    /// The same over TLS with `client`.
+    pub fn with_tls(self, client: TlsClient) -> Http1 {
+        Http1 {
+            tls: Some(client),
+            ..self
         }
     }
 }
@@ -246,7 +261,16 @@ impl Exchange for Http1 {
             .expect("a validated plan's HTTP request");
         // Methods are case-sensitive (RFC 9110 9.1): `head` is not HEAD, and its replies
         // may carry a body.
-        Http1::new(plan.target, request, h.method == "HEAD")
+        let p = Http1::new(plan.target, request, h.method == "HEAD");
+        // Checked when the plan was made (client_for, a bad --cacert one line then).
+        match client_for(h, ALPN).expect("a checked plan's TLS settings") {
+            Some(c) => p.with_tls(c),
+            None => p,
+        }
+    }
+
+    fn tls(&self) -> Option<&TlsClient> {
+        self.tls.as_ref()
     }
 
     fn user(&self, _id: usize) -> HttpUser {
@@ -527,6 +551,7 @@ mod tests {
                 url: "http://127.0.0.1:8080/x".into(),
                 method: "HEAD".into(),
                 headers: vec![("Accept".into(), "*/*".into())],
+                tls: Default::default(),
             }),
             target: "127.0.0.1:8080".parse().unwrap(),
             steps: vec![1],

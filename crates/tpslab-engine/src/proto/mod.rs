@@ -17,6 +17,7 @@ use tpslab_plan::ramp::{RampPlan, RampProto};
 
 pub mod http1;
 pub mod tcp_framed;
+pub mod tls;
 pub mod udp_seq;
 
 /// How a protocol's requests and replies travel; the only thing the users' loop knows of
@@ -135,6 +136,14 @@ pub trait Exchange: Sync + Sized {
     /// The user's socket was closed (a failure, a reply that closes, a hang-up): forget
     /// state tied to that connection. Nothing by default.
     fn closed(&self, _u: &mut Self::User) {}
+
+    /// The TLS client of this protocol's connections (`https://`): the users' loop runs
+    /// a session of it over each new connection (handshake before the first request,
+    /// requests and replies as its plaintext). None (the default): the bytes are sent
+    /// and read as they are. Only a [`Transport::Stream`] protocol may have one.
+    fn tls(&self) -> Option<&tls::TlsClient> {
+        None
+    }
 }
 
 /// The kind of a socket error as failures are counted: `timeout`, `closed by peer`,

@@ -14,11 +14,21 @@ fn secs(ns: u64) -> String {
     format!("{} s", ns as f64 / 1e9)
 }
 
+/// What an `https://` run trusted, after its URL: `, TLS NOT VERIFIED (--insecure)`,
+/// `, TLS verified by --cacert FILE`; nothing for the system's roots or `http://`.
+pub(super) fn tls_note(t: &tpslab_plan::http::TlsSettings) -> String {
+    match (&t.cacert, t.insecure) {
+        (_, true) => ", TLS NOT VERIFIED (--insecure)".into(),
+        (Some(f), false) => format!(", TLS verified by --cacert {f}"),
+        (None, false) => String::new(),
+    }
+}
+
 /// The plan's line: rate, connections, duration, request, target.
 pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
     writeln!(
         w,
-        "tpslab load http: {} requests/s on {} keep-alive connection{} for {} (each every {}), {} {} ({}){}, timeout {}",
+        "tpslab load http: {} requests/s on {} keep-alive connection{} for {} (each every {}), {} {} ({}){}{}, timeout {}",
         p.rate,
         p.connections,
         if p.connections == 1 { "" } else { "s" },
@@ -27,6 +37,7 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
         p.request.method,
         p.request.url,
         p.target,
+        tls_note(&p.request.tls),
         if p.body_bytes > 0 {
             format!(", a body of {} bytes", p.body_bytes)
         } else {
@@ -51,11 +62,7 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
             rec.answered(),
             r.errors.total(),
             r.unanswered,
-            if r.last_sent_s > 0.0 {
-                r.sent as f64 / r.last_sent_s
-            } else {
-                0.0
-            }
+            rec.sent_rate(true)
         )?;
     } else {
         rate_line(w, rec)?;
@@ -133,28 +140,14 @@ fn status_and_errors(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
             String::new()
         }
     )?;
-    let e = &r.errors;
-    let errs: Vec<String> = [
-        ("refused", e.refused),
-        ("reset", e.reset),
-        ("timeout", e.timeout),
-        ("closed by peer", e.closed),
-        ("protocol", e.protocol),
-        ("other", e.other),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k} {n}"))
-    .collect();
-    writeln!(
-        w,
-        "Errors: {}",
-        if errs.is_empty() {
-            "none".to_string()
-        } else {
-            errs.join(", ")
-        }
-    )?;
+    writeln!(w, "Errors: {}", r.errors.summary())?;
+    if !r.connect_errors.is_none() {
+        writeln!(
+            w,
+            "Connects failed: {} (no request went on them)",
+            r.connect_errors.summary()
+        )?;
+    }
     writeln!(
         w,
         "Bytes: {} written, {} read; {} connection{} made ({:.1} requests each)",

@@ -31,7 +31,12 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         },
         match &p.proto {
             // The URL, and the address it was resolved to.
-            tpslab_analysis::ramp::RampProto::Http(h) => format!("{} ({})", h.url, p.target),
+            tpslab_analysis::ramp::RampProto::Http(h) => format!(
+                "{} ({}){}",
+                h.url,
+                p.target,
+                super::load_http::tls_note(&h.tls)
+            ),
             _ => p.target.to_string(),
         },
         p.builtin_server

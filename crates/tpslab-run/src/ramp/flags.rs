@@ -61,6 +61,10 @@ pub struct HttpFlags {
     pub headers: Vec<String>,
     /// `--body FILE`.
     pub body: Option<PathBuf>,
+    /// `--insecure`.
+    pub insecure: bool,
+    /// `--cacert FILE`.
+    pub cacert: Option<PathBuf>,
 }
 
 impl RampFlags {
@@ -178,8 +182,12 @@ impl RampFlags {
                 .unwrap_or_else(|| "http://127.0.0.1/".into()),
             method: h.method.clone(),
             headers,
+            tls: crate::input::tls_settings(h.insecure, h.cacert.as_deref())?,
         };
         req.check()?;
+        // A --cacert without a usable certificate: one line now, not a run of failures.
+        tpslab_engine::proto::tls::client_for(&req, tpslab_engine::proto::http1::ALPN)
+            .map_err(|e| anyhow!(e))?;
         let body = match &h.body {
             Some(p) => crate::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
             None => vec![],

@@ -1,0 +1,46 @@
+//! What the users' loop ([`crate::users`]) counts into and the clock it follows, apart from
+//! the loop itself: a closed-loop ramp's [`crate::tally::Tally`] or an open loop's
+//! schedule ([`crate::openloop`]).
+
+use crate::proto::Reply;
+
+/// What the users' loop counts into and the clock it follows: a closed-loop ramp's
+/// [`crate::tally::Tally`] (users stepping up, think times, counts per step) or an open
+/// loop's schedule ([`crate::openloop`]: each user sends at its own intended times, latency
+/// from them). Each loop thread keeps its own [`Books::Local`] (no shared write per
+/// request), handed to [`Books::finish`] when the loop ends.
+pub(crate) trait Books: Sync {
+    /// A loop's own counts.
+    type Local;
+    /// A loop's counts before its first request.
+    fn local(&self) -> Self::Local;
+    /// Set at the end: the loops return.
+    fn done(&self) -> bool;
+    /// Users that run at `now` (ids below it).
+    fn users_at(&self, now: u64) -> usize;
+    /// Whether a request may start at `now` (before the plan's end and the stop).
+    fn may_send(&self, now: u64) -> bool;
+    /// A request's timeout, ns.
+    fn timeout_ns(&self) -> u64;
+    /// When user `id`'s first request is intended, ns (0: at once).
+    fn first_due(&self, id: usize) -> u64;
+    /// When the request after one intended at `intended` (ns, the send's own time in a
+    /// closed loop) is due, its predecessor having ended (answered or failed) at `now`:
+    /// `now` or earlier goes at once.
+    fn next_due(&self, intended: u64, now: u64) -> u64;
+    /// A request intended at `intended` was written whole at `now` (`bytes` long); its
+    /// user was free to send it from `ready` (its previous reply, its connect), ns.
+    fn sent(&self, l: &mut Self::Local, intended: u64, ready: u64, now: u64, bytes: usize);
+    /// `bytes` read from a connection.
+    fn read(&self, _l: &mut Self::Local, _bytes: usize) {}
+    /// A connection was made (or a datagram socket opened).
+    fn opened(&self, _l: &mut Self::Local) {}
+    /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
+    /// `now`.
+    fn answered(&self, l: &mut Self::Local, intended: u64, t0: u64, now: u64, r: &Reply);
+    /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
+    /// written whole was waiting for its reply.
+    fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
+    /// The loop ended with `in_flight` requests written and not answered.
+    fn finish(&self, l: Self::Local, in_flight: u64);
+}

@@ -70,17 +70,35 @@ fn two_flows_reach_two_of_four_sockets_unless_steered() {
         );
     }
     // The receiving CPU: loopback delivers on the sending CPU, so only the sockets whose
-    // index is an online CPU's number (modulo 4) can read; with fewer than 4 CPUs the
-    // others read nothing.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // index is the number (modulo 4) of a CPU the senders may run on can read.
+    let cpus = allowed_cpus();
     let cpu = reads_per_thread(&ns, "cpu", "cpu");
-    eprintln!("cpu ({cpus} CPUs): {cpu:?}");
+    eprintln!("cpu (CPUs {cpus:?}): {cpu:?}");
     assert!(cpu.iter().sum::<u64>() > 0, "{cpu:?}");
-    if cpus < 4 {
-        for (i, &r) in cpu.iter().enumerate().skip(cpus) {
-            assert_eq!(r, 0, "socket {i} read {r} with {cpus} CPUs: {cpu:?}");
+    for (i, &r) in cpu.iter().enumerate() {
+        if !cpus.iter().any(|c| c % 4 == i) {
+            assert_eq!(r, 0, "socket {i} read {r} with CPUs {cpus:?}: {cpu:?}");
         }
     }
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` of /proc/self/status, e.g.
+/// `0-1,4`), which tpslab's threads inherit.
+fn allowed_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim();
+    let mut out = vec![];
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
 }
 
 /// `diagnose udp` against tpslab's server with 4 threads and a small buffer, loaded by 2

@@ -45,6 +45,16 @@ fn capacity_refuses_what_it_cannot_search() {
                 &["--budget 2s: allowed at least one step"],
             ),
             (
+                // One step of 2.5 s needs 3.4 s with its drain and start: a 3 s budget
+                // would run no step at all.
+                "capacity udp 127.0.0.1:9 --step-duration 2s --warmup 500ms --budget 3s",
+                &["--budget 3s: allowed at least one step (3s 400ms"],
+            ),
+            (
+                "capacity udp 127.0.0.1:9 --max-rate 2.4",
+                &["--max-rate 2.4: allowed a whole rate from 1"],
+            ),
+            (
                 "capacity udp 127.0.0.1:9 --budget 1x",
                 &[bad_budget.as_str()],
             ),

@@ -172,6 +172,17 @@ pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
     }
 }
 
+/// Whether every objective the step broke is a latency bound (a step failed on latency
+/// alone); false when none broke.
+pub fn latency_only(slo: &Slo, f: &StepFigures) -> bool {
+    let mut broken = slo
+        .objectives
+        .iter()
+        .filter(|o| !o.holds(value(o, f)))
+        .peekable();
+    broken.peek().is_some() && broken.all(|o| matches!(o, Objective::Latency { .. }))
+}
+
 /// The calls at one rate.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RateTally {
@@ -351,12 +362,21 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
 }
 
 /// The best bracket so far, for a search ended early by `why` (the budget, Ctrl-C).
+/// An upper bound that is the generator's limit is no rate the server failed: it is
+/// said in `why`, and `fails_pps` stays empty.
 pub fn so_far(steps: &[CapacityStep], why: &str) -> Conclusion {
-    let (lo, hi, _) = bracket(&tally(steps));
+    let (lo, hi, by_gen) = bracket(&tally(steps));
+    let why = match hi.filter(|_| by_gen) {
+        Some(g) => format!(
+            "{why}; the generator could not deliver {} pps (no server failure above the rate sustained)",
+            rate_text(g.rate_pps)
+        ),
+        None => why.to_string(),
+    };
     Conclusion::Unfinished {
         sustains_pps: lo.map(|t| t.rate_pps),
-        fails_pps: hi.map(|t| t.rate_pps),
-        why: why.to_string(),
+        fails_pps: hi.filter(|_| !by_gen).map(|t| t.rate_pps),
+        why,
     }
 }
 

@@ -264,6 +264,36 @@ fn interrupted_steps_are_not_counted_and_the_step_limit_ends_a_search() {
             why: "the budget of 10s".into()
         }
     );
+    // The generator missed 2000 twice and delivered nothing higher: no server failure.
+    let gen = vec![
+        step(1000.0, StepStatus::Pass),
+        step(2000.0, StepStatus::Invalid),
+        step(2000.0, StepStatus::Invalid),
+    ];
+    let Conclusion::Unfinished {
+        sustains_pps,
+        fails_pps,
+        why,
+    } = so_far(&gen, "the budget of 10s")
+    else {
+        panic!("unfinished")
+    };
+    assert_eq!((sustains_pps, fails_pps), (Some(1000.0), None));
+    assert!(
+        why.contains("the generator could not deliver 2,000 pps"),
+        "{why}"
+    );
+}
+
+#[test]
+fn latency_only_is_every_broken_objective_a_latency_bound() {
+    let slo = Slo::parse("--slo", "p99<1ms,loss<0.1%").unwrap();
+    let mut f = figs();
+    assert!(!latency_only(&slo, &f), "nothing broke");
+    f.latency_ns = Some([100_000, 200_000, 5_000_000, 6_000_000, 7_000_000]);
+    assert!(latency_only(&slo, &f));
+    f.loss_pct = Some(5.0);
+    assert!(!latency_only(&slo, &f), "loss broke too");
 }
 
 fn figs() -> StepFigures {

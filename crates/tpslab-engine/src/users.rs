@@ -373,7 +373,8 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 u.sock_gen = u.sock_gen.wrapping_add(1);
                 if ready {
                     self.sh.opened(&mut self.local);
-                    self.connected(u, i);
+                    let deadline = mono_ns() + self.timeout_ns;
+                    self.connected(u, i, deadline);
                 } else {
                     u.state = State::Connecting;
                     self.watch(u, i, WRITABLE);
@@ -389,9 +390,10 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         }
     }
 
-    /// The connection is made: its TLS handshake begins (within the timeout, from now),
-    /// or, plain, the user goes on.
-    fn connected(&mut self, u: &mut User<P::User>, i: usize) {
+    /// The connection is made: its TLS handshake begins (within the connect's own
+    /// timeout: connect and handshake share one `--timeout`), or, plain, the user goes
+    /// on.
+    fn connected(&mut self, u: &mut User<P::User>, i: usize, deadline: u64) {
         let Some(client) = self.proto.tls() else {
             return self.go(u, i);
         };
@@ -399,8 +401,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             Ok(c) => {
                 u.tls = Some(Box::new(c));
                 u.state = State::Handshaking;
-                let at = mono_ns() + self.timeout_ns;
-                self.timer(u, i, at);
+                self.timer(u, i, deadline);
                 self.handshake(u, i);
             }
             Err(kind) => self.connect_failed(u, i, &kind),
@@ -602,7 +603,9 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 match err {
                     Some(Ok(None)) if ev & HANGUP == 0 => {
                         self.sh.opened(&mut self.local);
-                        self.connected(u, i)
+                        // The connect's timer (set when it began) is its deadline.
+                        let deadline = u.due;
+                        self.connected(u, i, deadline)
                     }
                     Some(Ok(Some(e))) | Some(Err(e)) => self.connect_failed(u, i, &io_kind(&e)),
                     _ => self.connect_failed(u, i, "connection refused"),

@@ -351,10 +351,20 @@ pub struct CapacityPlan {
     pub search: CapacitySearch,
 }
 
+/// What a step costs beyond its warm-up, window and drain: the observer's start and last
+/// sample, the target's queue emptying.
+pub const STEP_OVERHEAD: Duration = Duration::from_millis(400);
+
 impl CapacityPlan {
     /// The shortest a step can take: its warm-up and measured window.
     pub fn step_time(&self) -> Duration {
         self.run.load.warmup + self.run.load.duration
+    }
+
+    /// The least budget one step needs: its warm-up and window, the drain of late
+    /// replies and [`STEP_OVERHEAD`] (no step starts that could not end within the budget).
+    pub fn min_budget(&self) -> Duration {
+        self.step_time() + self.run.load.drain + STEP_OVERHEAD
     }
 
     /// Checks the load (as `load udp` does, labelled with its flags) and the search:
@@ -376,11 +386,13 @@ impl CapacityPlan {
         })?;
         let s = &self.search;
         for (label, r) in [("--start-rate", s.start_rate), ("--max-rate", s.max_rate)] {
-            if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_PPS) {
+            // Whole datagrams per second: the search steps by whole rates, and a
+            // fractional ceiling would be stepped below forever or passed.
+            if !(r.is_finite() && r >= 1.0 && r <= MAX_RATE_PPS && r.fract() == 0.0) {
                 return Err(PlanError::value(
                     label,
                     r,
-                    format!("a rate above 0 up to {MAX_RATE_PPS:.0} pps (not max)"),
+                    format!("a whole rate from 1 up to {MAX_RATE_PPS:.0} pps (not max)"),
                 ));
             }
         }
@@ -405,13 +417,14 @@ impl CapacityPlan {
                 format!("{}..={}", REPEATS.0, REPEATS.1),
             ));
         }
-        if s.budget < self.step_time() || s.budget > BUDGET_MAX {
+        if s.budget < self.min_budget() || s.budget > BUDGET_MAX {
             return Err(PlanError::value(
                 "--budget",
                 humantime::format_duration(s.budget),
                 format!(
-                    "at least one step (--warmup + --step-duration: {}) up to {}",
-                    humantime::format_duration(self.step_time()),
+                    "at least one step ({}: --warmup + --step-duration + --drain + {} to start and end it) up to {}",
+                    humantime::format_duration(self.min_budget()),
+                    humantime::format_duration(STEP_OVERHEAD),
                     humantime::format_duration(BUDGET_MAX)
                 ),
             ));

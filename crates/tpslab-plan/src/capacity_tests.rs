@@ -200,11 +200,15 @@ fn a_plan_is_checked_flag_by_flag() {
         ),
         (
             |p| p.search.start_rate = 0.0,
-            "--start-rate 0: allowed a rate above 0",
+            "--start-rate 0: allowed a whole rate from 1",
         ),
         (
             |p| p.search.max_rate = f64::INFINITY,
-            "--max-rate inf: allowed a rate above 0",
+            "--max-rate inf: allowed a whole rate from 1",
+        ),
+        (
+            |p| p.search.max_rate = 2.4,
+            "--max-rate 2.4: allowed a whole rate from 1",
         ),
         (
             |p| p.search.start_rate = 200_000.0,
@@ -217,7 +221,7 @@ fn a_plan_is_checked_flag_by_flag() {
         (|p| p.search.repeats = 0, "--repeats 0: allowed 1..=10"),
         (
             |p| p.search.budget = Duration::from_secs(1),
-            "--budget 1s: allowed at least one step (--warmup + --step-duration: 1s 200ms) up to 1day",
+            "--budget 1s: allowed at least one step (2s 100ms: --warmup + --step-duration + --drain + 400ms to start and end it) up to 1day",
         ),
         (|p| p.run.load.size_bytes = 10, "--size 10: allowed"),
         (|p| p.run.load.threads = 0, "--threads 0: allowed"),

@@ -170,15 +170,18 @@ pub struct LoadHttpRecord {
 
 impl LoadHttpRecord {
     /// The rate at which requests were really sent, requests/s: over the plan's duration,
-    /// or, for a run `interrupted` (stopped early), over the time until its last request
-    /// went (0 when none went): the planned duration would read a Ctrl-C as a slow server.
+    /// or, for a run `interrupted` (stopped early), the gaps between its first and its last
+    /// request (n requests span n - 1 gaps: n over the span would read 120/s for 100/s
+    /// stopped after 6 requests; 0 with fewer than two): the planned duration would read a
+    /// Ctrl-C as a slow server.
     pub fn sent_rate(&self, interrupted: bool) -> f64 {
         if !interrupted {
             return self.achieved_rate();
         }
         let r = &self.result;
-        if r.last_sent_s > 0.0 {
-            r.sent as f64 / r.last_sent_s
+        let span = r.last_sent_s - r.first_sent_s;
+        if r.sent >= 2 && span > 0.0 {
+            (r.sent - 1) as f64 / span
         } else {
             0.0
         }

@@ -273,7 +273,13 @@ pub struct Facts {
     /// known. SO_REUSEPORT hashes each flow to one socket of a group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flows: Option<usize>,
+    /// How tpslab's server spread datagrams over its group (`--reuseport-steer`; hash,
+    /// the kernel's, for a foreign server, whose own BPF program tpslab cannot see).
+    #[serde(default, skip_serializing_if = "Steer::is_hash")]
+    pub steer: Steer,
 }
+
+pub use tpslab_plan::udp::Steer;
 
 /// One socket of a SO_REUSEPORT group, as the verdict sees it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

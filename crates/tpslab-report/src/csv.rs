@@ -37,9 +37,8 @@ fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) ->
 }
 
 /// A `load http` run: one row per figure (figure, value, unit), latency corrected and
-/// uncorrected at each quantile.
-/// `load http`'s figures; `interrupted`: the run stopped early (its rate is over the time
-/// until its last request, and not compared with the plan's).
+/// uncorrected at each quantile; `interrupted`: the run stopped early (its rate is over
+/// its first to its last request, and not compared with the plan's).
 fn load_http(
     w: &mut dyn Write,
     l: &tpslab_record::load_http::LoadHttpRecord,
@@ -50,7 +49,7 @@ fn load_http(
     writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
     writeln!(w, "rate_achieved,{},requests/s", l.sent_rate(interrupted))?;
     if interrupted {
-        writeln!(w, "interrupted_after,{},s", l.result.last_sent_s)?;
+        writeln!(w, "last_request_s,{},s", l.result.last_sent_s)?;
     } else {
         writeln!(w, "rate_error,{},fraction", l.rate_error())?;
     }

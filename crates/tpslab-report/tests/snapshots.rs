@@ -426,8 +426,9 @@ fn an_interrupted_load_http_rates_the_time_load_was_sent() {
     let tpslab_analysis::record::Body::LoadHttp(l) = &mut rec.body else {
         panic!("a load http record")
     };
-    // 1000 sent by 0.5 s of a planned 1 s at 2000/s.
-    l.result.sent = 1000;
+    // 1001 sent from 0 s to 0.5 s of a planned 1 s at 2000/s: 1000 gaps in 0.5 s.
+    l.result.sent = 1001;
+    l.result.first_sent_s = 0.0;
     l.result.last_sent_s = 0.5;
     let out = |format| {
         let mut o = Vec::new();
@@ -436,7 +437,7 @@ fn an_interrupted_load_http_rates_the_time_load_was_sent() {
     };
     let csv = out(Format::Csv);
     assert!(csv.contains("rate_achieved,2000,requests/s\n"), "{csv}");
-    assert!(csv.contains("interrupted_after,0.5,s\n"), "{csv}");
+    assert!(csv.contains("last_request_s,0.5,s\n"), "{csv}");
     assert!(!csv.contains("rate_error"), "{csv}");
     let prom = out(Format::Metrics);
     assert!(

@@ -17,10 +17,6 @@ use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::udp_run::run_udp;
 
-/// What a step costs beyond its warm-up and window: the drain of late replies (when some
-/// are missing), the observer's start and last sample, the target's queue emptying.
-const STEP_OVERHEAD: Duration = Duration::from_millis(400);
-
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
 struct Watchdog {
     done: Arc<AtomicBool>,
@@ -56,11 +52,12 @@ impl Drop for Watchdog {
     }
 }
 
-/// A step that failed its objective with nothing lost (latency alone): where the
-/// datagrams waited, when the server's socket held them (its rx_queue), as the layer and
-/// its evidence.
-fn queued(d: &mut Diagnosis, f: &Facts) {
-    if d.case != tpslab_analysis::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
+/// A step that failed on latency alone (every broken objective a latency bound) with
+/// nothing lost: where the datagrams waited, when the server's socket held them (its
+/// rx_queue), as the layer and its evidence. Not when an error or rate objective broke
+/// too: the queue then explains only part of the failure.
+fn queued(d: &mut Diagnosis, f: &Facts, latency_only: bool) {
+    if !latency_only || d.case != tpslab_analysis::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
         return;
     }
     d.layer =
@@ -109,7 +106,8 @@ fn step_line(n: usize, s: &CapacityStep) -> String {
 /// reported on `ctx.progress` as it ends.
 ///
 /// Returns the `capacity` record. Errors: the engine's on the first step (the target
-/// cannot be reached or found, a bad `--pid`).
+/// cannot be reached or found, a bad `--pid`); on a later step the search ends there,
+/// unfinished, with the error as its reason.
 pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let t0 = Instant::now();
@@ -119,7 +117,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     // The verdict of the first failing step at each rate.
     let mut verdicts: Vec<(f64, Diagnosis)> = vec![];
     let mut environment = None;
-    let base = plan.step_time() + plan.run.load.drain + STEP_OVERHEAD;
+    let base = plan.min_budget();
     let mut longest = Duration::ZERO;
     let conclusion = loop {
         if ctx.stopped() {
@@ -142,13 +140,26 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         run.load.run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
         let stop = Arc::new(AtomicBool::new(false));
         let started_s = t0.elapsed().as_secs_f64();
-        let rec = {
+        let ran = {
             let _dog = Watchdog::start(ctx, stop.clone(), deadline);
             ctx.phase(
                 &format!("capacity step {}: {} pps", steps.len() + 1, rate_text(rate)),
                 plan.step_time().as_secs_f64(),
                 || run_udp(run, &stop),
-            )?
+            )
+        };
+        // An error on the first step is the command's (the target cannot be reached or
+        // found); later (a server that crashed under load, a --pid gone) the search ends
+        // with the steps it has, and says why.
+        let rec = match ran {
+            Ok(rec) => rec,
+            Err(e) if steps.is_empty() => return Err(e.into()),
+            Err(e) => {
+                break search::so_far(
+                    &steps,
+                    &format!("the step at {} pps failed to run: {e}", rate_text(rate)),
+                )
+            }
         };
         let elapsed = t0.elapsed().as_secs_f64() - started_s;
         longest = longest.max(Duration::from_secs_f64(elapsed));
@@ -161,7 +172,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         let verdict = (status == StepStatus::Fail).then(|| {
             let facts = Facts::from_record(&rec, None);
             let mut d = diagnose(&facts, None);
-            queued(&mut d, &facts);
+            queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
             let v = StepVerdict {
                 case: d.case,
                 layer: d.layer.clone(),

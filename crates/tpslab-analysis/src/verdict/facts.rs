@@ -149,6 +149,7 @@ impl FactsExt for Facts {
             f.limit_bytes = Some(s.rcvbuf_granted_bytes * s.threads.max(1) as u64);
             f.threads = s.threads;
             f.batch = s.batch;
+            f.steer = s.reuseport_steer;
         }
         if let Some(t) = &rec.target {
             f.runtime = Some(t.runtime);

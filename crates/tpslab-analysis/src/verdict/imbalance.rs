@@ -24,7 +24,7 @@ fn per_socket(f: &Facts) -> String {
 }
 
 pub(super) fn reuseport_imbalance(f: &Facts, d: &mut Draft) -> (String, String) {
-    let Some(i) = crate::reuseport::judge(&f.group, f.flows) else {
+    let Some(i) = crate::reuseport::judge(&f.group, f.flows, f.steer) else {
         // The rule checked it; should the facts disagree, the plain buffer case speaks.
         return x::socket_buffer_bursts(f, d);
     };
@@ -37,8 +37,14 @@ pub(super) fn reuseport_imbalance(f: &Facts, d: &mut Draft) -> (String, String) 
     d.recs.push(Recommendation {
         what: "spread the load over the group's sockets before adding buffer or threads".into(),
         why: format!(
-            "{} of {} sockets dropped while {} had room: the group as a whole had buffer and readers to spare, but the kernel sends every datagram of a flow to the socket its hash picks",
-            i.dropping, i.sockets, i.spare
+            "{} of {} sockets dropped while {} had room, and the server had CPU to spare: the group as a whole had buffer and readers enough, but {}",
+            i.dropping,
+            i.sockets,
+            i.spare,
+            match i.steer {
+                tpslab_record::verdict::Steer::Cpu => "each datagram went to the socket of the CPU that received it, and few CPUs received",
+                _ => "the kernel sends every datagram of a flow to the socket its hash picks",
+            }
         ),
         lines: i.fixes(),
     });

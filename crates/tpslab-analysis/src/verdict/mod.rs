@@ -102,7 +102,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         ));
     }
     if case != Case::ReuseportImbalance {
-        if let Some(i) = crate::reuseport::judge(&f.group, f.flows) {
+        if let Some(i) = crate::reuseport::judge(&f.group, f.flows, f.steer) {
             evidence.push(ev(i.sentence(), imbalance::SOURCE));
         }
     }

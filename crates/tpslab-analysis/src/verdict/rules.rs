@@ -47,11 +47,8 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         case: Case::ReuseportImbalance,
-        when: |f| {
-            top_layer(f) == Some(Case::SocketBufferBursts)
-                && crate::reuseport::judge(&f.group, f.flows).is_some_and(|i| i.explains_drops())
-        },
-        why_here: "socket-buffer drops in some sockets of a SO_REUSEPORT group while others had room: neither more buffer nor a faster server is the first fix, spreading the flows is (before too slow: one overloaded socket beside idle ones looks too slow)",
+        when: uneven_group,
+        why_here: "socket-buffer drops in some sockets of a SO_REUSEPORT group while others had room and the server had CPU to spare: neither more buffer nor a faster server is the first fix, spreading the flows is (before too slow: one overloaded socket beside idle ones looks too slow)",
         explain: super::imbalance::reuseport_imbalance,
     },
     Rule {
@@ -173,12 +170,26 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
 /// full CPU it could not read 80 % of the mean rate. A queue that drains most of the
 /// time is a burst problem even when the capacity estimate (noisy on a busy host) is low.
 /// Without the server's read count only the first and the queue-and-CPU terms apply.
+/// The server's threads used (nearly) all the CPU they could, or waited for one most of
+/// the time: more readers on this host would not read more.
+fn cpu_bound(f: &Facts) -> bool {
+    let threads = usable_threads(f);
+    f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64 || server_starved(f)
+}
+
+/// Socket-buffer drops in some sockets of an uneven SO_REUSEPORT group while others had
+/// room, from a server with CPU to spare (else its idle sockets' readers could not have
+/// read more: it is too slow, and the imbalance is evidence beside it).
+fn uneven_group(f: &Facts) -> bool {
+    top_layer(f) == Some(Case::SocketBufferBursts)
+        && !cpu_bound(f)
+        && crate::reuseport::judge(&f.group, f.flows, f.steer).is_some_and(|i| i.explains_drops())
+}
+
 fn too_slow(f: &Facts) -> bool {
     let pinned = f.rxq_share_full >= 0.5;
     let never_drains = pinned && f.rxq_share_low < 0.1;
-    let threads = usable_threads(f);
-    let cpu_bound = f.backlog_cpu_pct.unwrap_or(f.server_cpu_mean_pct) >= 85.0 * threads as f64
-        || server_starved(f);
+    let cpu_bound = cpu_bound(f);
     if f.reads_unknown.is_some() {
         // Without the server's reads only the queue and the CPU speak: a queue that never
         // drains, or one pinned while its threads are busy.

@@ -583,6 +583,18 @@ fn drops_in_one_socket_of_an_uneven_reuseport_group_are_an_imbalance() {
         .any(|e| e.text.contains("2 of its 4 sockets read nothing")));
     assert!(d.evidence.iter().any(|e| e.text.contains("2 flows")));
     assert!(d.recommendations[0].lines[0].contains("more flows"));
+    // The same group from a server whose threads used all the CPU the host had: idle
+    // sockets' readers could not have read more; too slow, with the imbalance beside it.
+    let busy = Facts {
+        server_cpu_mean_pct: 190.0,
+        ..f.clone()
+    };
+    let d = diagnose(&busy, None);
+    assert_eq!(d.case, Case::AppTooSlow, "{}", d.headline);
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.text.contains("SO_REUSEPORT group is uneven")));
     // Every socket dropping: the group had no room; the older rules judge it.
     for s in &mut f.group {
         s.drops = 100;

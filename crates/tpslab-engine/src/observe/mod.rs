@@ -207,27 +207,37 @@ pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
 }
 
 /// Drops of sockets tracked by inode: the first value seen (0 for a socket created during
-/// the run) and the last, so a socket that closes keeps its count; and the deepest
-/// receive queue seen, bytes.
+/// the run) and the last, so a socket that closes keeps its count; the deepest receive
+/// queue seen, bytes; and which sample saw it last.
 #[derive(Debug, Default)]
-struct DropTrack(BTreeMap<u64, Tracked>);
+struct DropTrack(BTreeMap<u64, Tracked>, u64);
 
-/// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes).
+/// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes),
+/// connected (a remote port), the sample that saw it last.
 #[derive(Debug, Default, Clone, Copy)]
 struct Tracked {
     first: u64,
     last: u64,
     rxq_max: u64,
+    connected: bool,
+    seen: u64,
 }
 
 impl DropTrack {
-    fn see(&mut self, inode: u64, drops: u64, rx_queue: u64, first_sample: bool) {
-        let e = self.0.entry(inode).or_insert(Tracked {
+    /// The next sample begins.
+    fn tick(&mut self) {
+        self.1 += 1;
+    }
+    fn see(&mut self, s: &UdpSocket, drops: u64, rx_queue: u64, first_sample: bool) {
+        let now = self.1;
+        let e = self.0.entry(s.inode).or_insert(Tracked {
             first: if first_sample { drops } else { 0 },
             ..Default::default()
         });
         e.last = drops;
         e.rxq_max = e.rxq_max.max(rx_queue);
+        e.connected = s.remote.port() != 0;
+        e.seen = now;
     }
     fn total(&self) -> u64 {
         self.0
@@ -235,14 +245,20 @@ impl DropTrack {
             .map(|t| t.last.saturating_sub(t.first))
             .sum()
     }
-    /// Each socket of a SO_REUSEPORT group (two or more tracked), in inode order; empty
-    /// with one socket.
+    /// Each socket of a SO_REUSEPORT group, in inode order: the unconnected target sockets
+    /// the last sample saw (not one closed during the run, nor a connected socket on the
+    /// port, which only its peer's datagrams reach); empty with fewer than two.
     fn group(&self, rcvbuf: &BTreeMap<u64, u64>) -> Vec<tpslab_analysis::record::TargetSocket> {
-        if self.0.len() < 2 {
+        let members: Vec<(&u64, &Tracked)> = self
+            .0
+            .iter()
+            .filter(|(_, t)| !t.connected && t.seen == self.1)
+            .collect();
+        if members.len() < 2 {
             return vec![];
         }
-        self.0
-            .iter()
+        members
+            .into_iter()
             .map(|(&inode, t)| tpslab_analysis::record::TargetSocket {
                 inode,
                 drops: t.last.saturating_sub(t.first),

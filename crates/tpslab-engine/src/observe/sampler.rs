@@ -113,7 +113,7 @@ impl Sampler {
             if self.cfg.gen_inodes.contains(&s.inode) {
                 r.gen_rxq += s.rx_queue;
                 self.gen_track
-                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
+                    .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), false, true));
             }
         }
@@ -141,12 +141,12 @@ impl Sampler {
                 }
                 r.srv_rxq += s.rx_queue;
                 self.srv_track
-                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
+                    .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), true, false));
             } else if self.cfg.gen_inodes.contains(&s.inode) {
                 r.gen_rxq += s.rx_queue;
                 self.gen_track
-                    .see(s.inode, s.drops.unwrap_or(0), s.rx_queue, first);
+                    .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
                 followed.push((s.clone(), false, false));
             }
         }
@@ -168,10 +168,10 @@ impl Sampler {
                     if is_target {
                         self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(s.inode, m.drops, m.rx_queue, false);
+                        self.srv_track.see(&s, m.drops, m.rx_queue, false);
                     } else {
                         r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(s.inode, m.drops, m.rx_queue, false);
+                        self.gen_track.see(&s, m.drops, m.rx_queue, false);
                     }
                     followed.push((s, is_target, other_ns));
                 }
@@ -210,10 +210,10 @@ impl Sampler {
                     if is_target {
                         self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
                         r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(s.inode, m.drops, m.rx_queue, false);
+                        self.srv_track.see(&s, m.drops, m.rx_queue, false);
                     } else {
                         r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(s.inode, m.drops, m.rx_queue, false);
+                        self.gen_track.see(&s, m.drops, m.rx_queue, false);
                     }
                 }
                 _ => return false,
@@ -245,6 +245,7 @@ impl Sampler {
             },
         };
         r.t_ns = mono_ns();
+        self.srv_track.tick();
         (r.srv_sockets, r.srv_rxq, r.gen_rxq) = (0, 0, 0);
         // Between scans the followed sockets are read by exact sock_diag lookups; the
         // full /proc scan (which also finds new sockets) runs at the first and last

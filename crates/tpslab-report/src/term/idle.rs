@@ -125,15 +125,24 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         }
     )?;
     if let Some(b) = behaviour(r) {
-        let timeout = b.timeout_s.map_or("times out: not measured (no connection died)".into(), |(lo, hi)| {
-            if r.active_ends.is_some() {
-                format!("times out after ({lo:.2} s, {hi:.2} s] without payload in either direction")
-            } else if lo > 0.0 {
-                format!("times out after ({lo:.0} s, {hi:.0} s] without payload in either direction")
-            } else {
-                format!("times out after at most {hi:.0} s without payload in either direction")
-            }
-        });
+        // Where keepalive resets the timer, the probes' silence was of every packet.
+        let of_what = if b.keepalive == Some(KeepaliveCounts::Yes) {
+            "without a packet in either direction"
+        } else {
+            "without payload in either direction"
+        };
+        let timeout = b.timeout_s.map_or(
+            "times out: not measured (no connection died)".into(),
+            |(lo, hi)| {
+                if r.active_ends.is_some() {
+                    format!("times out after ({lo:.2} s, {hi:.2} s] {of_what}")
+                } else if lo > 0.0 {
+                    format!("times out after ({lo:.0} s, {hi:.0} s] {of_what}")
+                } else {
+                    format!("times out after at most {hi:.0} s {of_what}")
+                }
+            },
+        );
         let keepalive = match b.keepalive {
             Some(KeepaliveCounts::Yes) => "TCP keepalive counts (resets its timer)",
             Some(KeepaliveCounts::No) => "TCP keepalive does not count",

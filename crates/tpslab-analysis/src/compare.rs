@@ -400,25 +400,10 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
     out
 }
 
-/// A ramp's figures per step (each measured once: no test).
 /// A capacity search's figures: the rate it sustains and the lowest that failed (each found
 /// once: no spread).
 fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
-    use tpslab_record::capacity::Conclusion;
-    let (lo, hi) = match &c.conclusion {
-        Conclusion::Bracket {
-            sustains_pps,
-            fails_pps,
-        } => (Some(*sustains_pps), Some(*fails_pps)),
-        Conclusion::AtLeast { sustains_pps } => (Some(*sustains_pps), None),
-        Conclusion::NothingPasses { fails_pps } => (None, Some(*fails_pps)),
-        Conclusion::GeneratorLimited { sustains_pps, .. } => (*sustains_pps, None),
-        Conclusion::Unfinished {
-            sustains_pps,
-            fails_pps,
-            ..
-        } => (*sustains_pps, *fails_pps),
-    };
+    let (lo, hi) = c.conclusion.bounds();
     let mut out = vec![];
     for (name, v, source) in [
         (
@@ -446,6 +431,7 @@ fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
     out
 }
 
+/// A ramp's figures per step (each measured once: no test).
 fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
     let key = |name: String, source: &str, domain: Domain| Key {
         name,

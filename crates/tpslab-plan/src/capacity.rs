@@ -388,7 +388,7 @@ impl CapacityPlan {
         for (label, r) in [("--start-rate", s.start_rate), ("--max-rate", s.max_rate)] {
             // Whole datagrams per second: the search steps by whole rates, and a
             // fractional ceiling would be stepped below forever or passed.
-            if !(r.is_finite() && r >= 1.0 && r <= MAX_RATE_PPS && r.fract() == 0.0) {
+            if !(r.is_finite() && (1.0..=MAX_RATE_PPS).contains(&r) && r.fract() == 0.0) {
                 return Err(PlanError::value(
                     label,
                     r,

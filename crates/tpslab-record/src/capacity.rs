@@ -120,6 +120,27 @@ pub enum Conclusion {
     },
 }
 
+impl Conclusion {
+    /// The rate sustained and the lowest rate the server failed, pps, each when the
+    /// search found it (a generator's limit is no failing rate).
+    pub fn bounds(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            Conclusion::Bracket {
+                sustains_pps,
+                fails_pps,
+            } => (Some(*sustains_pps), Some(*fails_pps)),
+            Conclusion::AtLeast { sustains_pps } => (Some(*sustains_pps), None),
+            Conclusion::NothingPasses { fails_pps } => (None, Some(*fails_pps)),
+            Conclusion::GeneratorLimited { sustains_pps, .. } => (*sustains_pps, None),
+            Conclusion::Unfinished {
+                sustains_pps,
+                fails_pps,
+                ..
+            } => (*sustains_pps, *fails_pps),
+        }
+    }
+}
+
 /// `capacity`: the plan, the steps, the end, the verdict at the boundary.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CapacityRecord {

@@ -465,21 +465,8 @@ pub fn ramp_steps(
 
 /// A capacity search's families: the rates it found (each when found) and its steps by call.
 fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
-    use tpslab_analysis::capacity::{Conclusion, StepStatus};
-    let (lo, hi) = match &c.conclusion {
-        Conclusion::Bracket {
-            sustains_pps,
-            fails_pps,
-        } => (Some(*sustains_pps), Some(*fails_pps)),
-        Conclusion::AtLeast { sustains_pps } => (Some(*sustains_pps), None),
-        Conclusion::NothingPasses { fails_pps } => (None, Some(*fails_pps)),
-        Conclusion::GeneratorLimited { sustains_pps, .. } => (*sustains_pps, None),
-        Conclusion::Unfinished {
-            sustains_pps,
-            fails_pps,
-            ..
-        } => (*sustains_pps, *fails_pps),
-    };
+    use tpslab_analysis::capacity::StepStatus;
+    let (lo, hi) = c.conclusion.bounds();
     let mut f = vec![];
     if let Some(v) = lo {
         f.push(Family::one(

@@ -164,12 +164,6 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
     (count > 0).then_some(case)
 }
 
-/// Socket-buffer drops from a server too slow for the mean rate: the queue never
-/// drains; or more is offered than the server drains and its queue does not empty
-/// between bursts; or the queue is pinned while the server's threads are busy; or at
-/// full CPU it could not read 80 % of the mean rate. A queue that drains most of the
-/// time is a burst problem even when the capacity estimate (noisy on a busy host) is low.
-/// Without the server's read count only the first and the queue-and-CPU terms apply.
 /// The server's threads used (nearly) all the CPU they could, or waited for one most of
 /// the time: more readers on this host would not read more.
 fn cpu_bound(f: &Facts) -> bool {
@@ -186,6 +180,12 @@ fn uneven_group(f: &Facts) -> bool {
         && crate::reuseport::judge(&f.group, f.flows, f.steer).is_some_and(|i| i.explains_drops())
 }
 
+/// Socket-buffer drops from a server too slow for the mean rate: the queue never
+/// drains; or more is offered than the server drains and its queue does not empty
+/// between bursts; or the queue is pinned while the server's threads are busy; or at
+/// full CPU it could not read 80 % of the mean rate. A queue that drains most of the
+/// time is a burst problem even when the capacity estimate (noisy on a busy host) is low.
+/// Without the server's read count only the first and the queue-and-CPU terms apply.
 fn too_slow(f: &Facts) -> bool {
     let pinned = f.rxq_share_full >= 0.5;
     let never_drains = pinned && f.rxq_share_low < 0.1;

@@ -9,34 +9,10 @@ mod common;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 
 /// `tpslab load http URL ARGS --json`: exit code, stdout, stderr, record (`Null` when
 /// none was written).
-fn load(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, String, Value) {
-    let json = common::tmp(&format!("{tag}.json"));
-    let _ = std::fs::remove_file(&json);
-    let mut c = common::tpslab();
-    c.args(["load", "http", url])
-        .args(args)
-        .arg("--json")
-        .arg(&json);
-    let out = common::run(c);
-    if out.status.success() {
-        common::assert_report_reproduces(&json, &out.stdout);
-    }
-    let rec = if json.exists() {
-        common::record(Path::new(&json))
-    } else {
-        Value::Null
-    };
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        rec,
-    )
-}
+use common::load_http as load;
 
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))

@@ -593,3 +593,35 @@ pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
     wait_listening(port, "nginx");
     Some((k, port, dir.join("cert.pem")))
 }
+
+/// Runs `tpslab load http URL ARGS --json TAG.json`: (exit code, stdout, stderr, the
+/// record or Null when none was written); a successful run's report must reproduce its
+/// output.
+pub fn load_http(
+    url: &str,
+    args: &[&str],
+    tag: &str,
+) -> (Option<i32>, String, String, serde_json::Value) {
+    let json = crate::common::tmp(&format!("{tag}.json"));
+    let _ = std::fs::remove_file(&json);
+    let mut c = crate::common::tpslab();
+    c.args(["load", "http", url])
+        .args(args)
+        .arg("--json")
+        .arg(&json);
+    let out = crate::common::run(c);
+    if out.status.success() {
+        crate::common::assert_report_reproduces(&json, &out.stdout);
+    }
+    let rec = if json.exists() {
+        crate::common::record(&json)
+    } else {
+        serde_json::Value::Null
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        rec,
+    )
+}

@@ -17,8 +17,8 @@ fn ramp_rows() {
     check(&[
         (&["ramp", "tcp"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
             if plan.proto == RampProto::Tcp && plan.target == BUILTIN_UNSTARTED
-                && plan.steps == [1, 2, 4, 8, 16, 32, 64] && plan.step_ns == 3_000_000_000
-                && plan.warmup_ns == 1_000_000_000 && plan.timeout_ns == 2_000_000_000
+                && plan.steps == [1, 2, 4, 8, 16, 32, 64] && plan.step == Duration::from_secs(3)
+                && plan.warmup == Duration::from_secs(1) && plan.timeout == Duration::from_secs(2)
                 // 1024 bytes, "ping" every 64, behind a 4-byte length.
                 && plan.request.len() == 1028 && plan.request[..4] == 1024u32.to_be_bytes()
                 && plan.request[4..8] == *b"ping" && plan.request[1028 - 64..1028 - 60] == *b"ping"

@@ -7,6 +7,7 @@ use crate::usl::{self, StepPoint, UslFitExt};
 pub use crate::waits::ThreadStates;
 use crate::waits::ThreadStatesExt;
 use std::collections::BTreeMap;
+use std::time::Duration;
 pub use tpslab_record::ramp::{
     Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult,
 };
@@ -91,7 +92,7 @@ impl RampRecordExt for RampRecord {
 
 /// Each step's point for the USL and Little's law (think time in seconds).
 pub fn points(rec: &RampRecord) -> Vec<StepPoint> {
-    let think_s = rec.plan.think_ns as f64 / 1e9;
+    let think_s = rec.plan.think.as_nanos() as f64 / 1e9;
     rec.steps
         .iter()
         .map(|s| StepPoint {
@@ -163,7 +164,7 @@ fn futex_share(s: &StepResult) -> f64 {
 /// threads waiting on disk I/O (state D, or blocked in an fsync-family call) per sampling
 /// tick, divided by the step's TPS; from state D alone in records made before wait
 /// classes. None without thread samples or replies.
-fn disk_ns_per_request(s: &StepResult, sample_ns: u64) -> Option<f64> {
+fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
     let t = s.threads.as_ref().filter(|t| t.samples > 0)?;
     if s.tps <= 0.0 {
         return None;
@@ -176,7 +177,7 @@ fn disk_ns_per_request(s: &StepResult, sample_ns: u64) -> Option<f64> {
             .copied()
             .unwrap_or(0)
     };
-    let ticks = (s.measured_s * 1e9 / sample_ns.max(1) as f64)
+    let ticks = (s.measured_s * 1e9 / sample.as_nanos().max(1) as f64)
         .ceil()
         .max(1.0);
     Some(disk as f64 / ticks / s.tps * 1e9)
@@ -188,7 +189,7 @@ fn disk_ns_per_request(s: &StepResult, sample_ns: u64) -> Option<f64> {
 /// time (not more than all of it): requests queue at the disk.
 fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, f64, String)> {
     let (f, l) = (rec.steps.first()?, rec.steps.last()?);
-    let sn = rec.plan.sample_ns;
+    let sn = rec.plan.sample_interval;
     let (a, b) = (disk_ns_per_request(f, sn)?, disk_ns_per_request(l, sn)?);
     let share = b / l.response.mean_ns.max(1.0);
     // Above the response time it is not a per-request wait: threads other than those
@@ -417,7 +418,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     });
     let knee_users = knee.map(|k| rec.steps[k].users);
     let disk_waits = disk_waits_grow(rec);
-    let sn = rec.plan.sample_ns;
+    let sn = rec.plan.sample_interval;
     let disk: Vec<(usize, f64, f64)> = rec
         .steps
         .iter()

@@ -26,17 +26,17 @@ fn plan() -> RampPlan {
         proto: RampProto::Tcp,
         target: "127.0.0.1:1".parse().unwrap(),
         steps: vec![1, 2],
-        step_ns: 1,
-        warmup_ns: 0,
-        think_ns: 0,
-        timeout_ns: 1,
+        step: Duration::from_nanos(1),
+        warmup: Duration::ZERO,
+        think: Duration::ZERO,
+        timeout: Duration::from_nanos(1),
         request: vec![],
         framing: Framing::Length,
         seq_field: None,
         knee_gain: 0.2,
         builtin_server: None,
         server_pid: None,
-        sample_ns: 1,
+        sample_interval: Duration::from_nanos(1),
         load_threads: 0,
     }
 }
@@ -258,7 +258,7 @@ fn waits_on_disk_io_that_grow_with_users_are_the_verdict() {
         0.5,
         disk_states(400, 800),
     );
-    r.plan.sample_ns = 10_000_000;
+    r.plan.sample_interval = Duration::from_millis(10);
     r.steps[0].threads = Some(disk_states(20, 100));
     let a = analyse(&r, 2);
     assert!(

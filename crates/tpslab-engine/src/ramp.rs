@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
 use tpslab_net::mono_ns;
+use tpslab_plan::time::nanos;
 
 use crate::proto::{Protocol, Transport};
 use crate::tally::{StepAcc, Tally};
@@ -69,9 +70,9 @@ pub fn run_ramp_with(
     }
     .clamp(1, max_users.max(1));
     let t0 = mono_ns() + 50_000_000;
-    let per = plan.warmup_ns + plan.step_ns;
+    let per = nanos(&(plan.warmup + plan.step));
     let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
-        .map(|k| (t0 + k * per + plan.warmup_ns, t0 + (k + 1) * per))
+        .map(|k| (t0 + k * per + nanos(&plan.warmup), t0 + (k + 1) * per))
         .collect();
     let shared = Tally {
         plan,
@@ -129,7 +130,7 @@ pub fn run_ramp_with(
         }
         for (k, &users) in plan.steps.iter().enumerate() {
             let (w0, w1) = windows[k];
-            sleep_until(w0 - plan.warmup_ns, stop);
+            sleep_until(w0 - nanos(&plan.warmup), stop);
             sleep_until(w0, stop);
             if stop.load(Relaxed) {
                 break;
@@ -154,7 +155,7 @@ pub fn run_ramp_with(
                 if let (Some(d), Some(m)) = (diag.as_mut(), accept_max.as_mut()) {
                     *m = (*m).max(accept_queue(d, port));
                 }
-                next += plan.sample_ns;
+                next += nanos(&plan.sample_interval);
                 sleep_until(next.min(w1), stop);
             }
             if stop.load(Relaxed) {

@@ -26,17 +26,17 @@ fn tcp_ramp_counts_every_step_and_littles_law_holds() {
         proto: RampProto::Tcp,
         target: srv.local_addr(),
         steps: vec![1, 4],
-        step_ns: 400_000_000,
-        warmup_ns: 100_000_000,
-        think_ns: 0,
-        timeout_ns: 1_000_000_000,
+        step: Duration::from_millis(400),
+        warmup: Duration::from_millis(100),
+        think: Duration::ZERO,
+        timeout: Duration::from_secs(1),
         request: frame(b"hello"),
         framing: Framing::Length,
         seq_field: None,
         knee_gain: 0.2,
         builtin_server: None,
         server_pid: Some(std::process::id()),
-        sample_ns: 10_000_000,
+        sample_interval: Duration::from_millis(10),
         load_threads: 0,
     };
     let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
@@ -81,17 +81,17 @@ fn dead_server_gives_errors_not_a_hang() {
         proto: RampProto::Tcp,
         target,
         steps: vec![2],
-        step_ns: 500_000_000,
-        warmup_ns: 0,
-        think_ns: 0,
-        timeout_ns: 200_000_000,
+        step: Duration::from_millis(500),
+        warmup: Duration::ZERO,
+        think: Duration::ZERO,
+        timeout: Duration::from_millis(200),
         request: frame(b"x"),
         framing: Framing::Length,
         seq_field: None,
         knee_gain: 0.2,
         builtin_server: None,
         server_pid: None,
-        sample_ns: 10_000_000,
+        sample_interval: Duration::from_millis(10),
         load_threads: 0,
     };
     let t = std::time::Instant::now();
@@ -109,17 +109,17 @@ fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
         proto: RampProto::Tcp,
         target,
         steps,
-        step_ns: 600_000_000,
-        warmup_ns: 400_000_000,
-        think_ns: 0,
-        timeout_ns: 1_000_000_000,
+        step: Duration::from_millis(600),
+        warmup: Duration::from_millis(400),
+        think: Duration::ZERO,
+        timeout: Duration::from_secs(1),
         request: frame(b"hello"),
         framing: Framing::Length,
         seq_field: None,
         knee_gain: 0.2,
         builtin_server: None,
         server_pid: None,
-        sample_ns: 10_000_000,
+        sample_interval: Duration::from_millis(10),
         load_threads: 2,
     }
 }
@@ -202,7 +202,7 @@ fn think_time_is_kept_and_counted_in_littles_law() {
     })
     .unwrap();
     let mut p = plan(srv.local_addr(), vec![20]);
-    p.think_ns = 20_000_000;
+    p.think = Duration::from_millis(20);
     let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
     let s = &r.steps[0];
     assert!(s.errors.is_empty(), "{:?}", s.errors);
@@ -240,8 +240,8 @@ fn a_thousand_users_of_a_server_that_never_answers_time_out() {
         }
     });
     let mut p = plan(target, vec![1000]);
-    p.timeout_ns = 200_000_000;
-    p.step_ns = 1_000_000_000;
+    p.timeout = Duration::from_millis(200);
+    p.step = Duration::from_secs(1);
     let t = std::time::Instant::now();
     let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
     stop.store(true, Relaxed);
@@ -280,8 +280,8 @@ fn udp_users_match_their_replies_and_refused_ones_are_errors() {
     let mut p = plan(p.target, vec![10]);
     p.proto = RampProto::Udp;
     p.request = vec![7u8; 64];
-    p.step_ns = 300_000_000;
-    p.warmup_ns = 100_000_000;
+    p.step = Duration::from_millis(300);
+    p.warmup = Duration::from_millis(100);
     let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
     let errs: u64 = r.steps[0].errors.values().sum();
     assert_eq!(r.steps[0].completed, 0);
@@ -340,8 +340,8 @@ fn a_slow_bookkeeper_does_not_stretch_the_load() {
     let mut p = plan(srv.addr, vec![2, 4]);
     p.proto = RampProto::Udp;
     p.request = vec![7u8; 64];
-    p.step_ns = 400_000_000;
-    p.warmup_ns = 100_000_000;
+    p.step = Duration::from_millis(400);
+    p.warmup = Duration::from_millis(100);
     let t = mono_ns();
     // Each step's results take 1.5 s to hand over (a stuck live feed, a busy host): the
     // thread that keeps the books is late for every step and for the end.
@@ -381,8 +381,8 @@ fn a_stop_reaches_the_users_while_the_books_are_kept() {
     let mut p = plan(srv.addr, vec![2, 4]);
     p.proto = RampProto::Udp;
     p.request = vec![7u8; 64];
-    p.step_ns = 400_000_000;
-    p.warmup_ns = 100_000_000;
+    p.step = Duration::from_millis(400);
+    p.warmup = Duration::from_millis(100);
     let stop = AtomicBool::new(false);
     let stopped_at = std::sync::atomic::AtomicU64::new(0);
     let r = run_ramp_with(&p, &stop, &|_| {

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use hdrhistogram::Histogram;
 
 use tpslab_plan::ramp::RampPlan;
+use tpslab_plan::time::nanos;
 
 /// One step's counts.
 pub(crate) struct StepAcc {
@@ -84,7 +85,7 @@ impl LoopSends {
 impl Tally<'_> {
     /// The steps' starts, warm-up included, ns.
     pub(crate) fn step_starts(&self) -> Vec<u64> {
-        let warmup = self.plan.warmup_ns;
+        let warmup = nanos(&self.plan.warmup);
         self.windows
             .iter()
             .map(|(w0, _)| w0.saturating_sub(warmup))
@@ -122,7 +123,7 @@ impl Tally<'_> {
     /// plan's clock, not by when this thread gets to its bookkeeping), the last step's
     /// after its end, none before the first.
     pub(crate) fn users_at(&self, t: u64) -> usize {
-        let warmup = self.plan.warmup_ns;
+        let warmup = nanos(&self.plan.warmup);
         self.windows
             .iter()
             .zip(&self.plan.steps)
@@ -183,7 +184,7 @@ impl crate::books::Books for Tally<'_> {
     }
 
     fn timeout_ns(&self) -> u64 {
-        self.plan.timeout_ns
+        nanos(&self.plan.timeout)
     }
 
     fn first_due(&self, _id: usize) -> u64 {
@@ -192,7 +193,7 @@ impl crate::books::Books for Tally<'_> {
 
     /// After the think time.
     fn next_due(&self, _intended: u64, now: u64) -> u64 {
-        now + self.plan.think_ns
+        now + nanos(&self.plan.think)
     }
 
     fn sent(&self, l: &mut RampLocal, _intended: u64, _ready: u64, now: u64, _bytes: usize) {

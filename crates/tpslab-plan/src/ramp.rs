@@ -60,14 +60,18 @@ pub struct RampPlan {
     pub target: SocketAddr,
     /// Users in each step, increasing.
     pub steps: Vec<usize>,
-    /// Measured part of each step, ns.
-    pub step_ns: u64,
-    /// Unmeasured start of each step, ns.
-    pub warmup_ns: u64,
-    /// Pause of a user between a reply and its next request, ns.
-    pub think_ns: u64,
-    /// Longest wait for a reply (and for a TCP connect), ns.
-    pub timeout_ns: u64,
+    /// Measured part of each step (JSON: `step_ns`, integer ns).
+    #[serde(rename = "step_ns", with = "crate::time::ns")]
+    pub step: Duration,
+    /// Unmeasured start of each step (JSON: `warmup_ns`).
+    #[serde(rename = "warmup_ns", with = "crate::time::ns")]
+    pub warmup: Duration,
+    /// Pause of a user between a reply and its next request (JSON: `think_ns`).
+    #[serde(rename = "think_ns", with = "crate::time::ns")]
+    pub think: Duration,
+    /// Longest wait for a reply (and for a TCP connect) (JSON: `timeout_ns`).
+    #[serde(rename = "timeout_ns", with = "crate::time::ns")]
+    pub timeout: Duration,
     /// The bytes of one request as sent (TCP: framed already).
     pub request: Vec<u8>,
     /// How TCP replies end.
@@ -86,8 +90,9 @@ pub struct RampPlan {
     pub builtin_server: Option<String>,
     /// PID of the server whose threads and CPU are sampled, if on this host.
     pub server_pid: Option<u32>,
-    /// Thread-state sampling interval, ns.
-    pub sample_ns: u64,
+    /// Thread-state sampling interval (JSON: `sample_ns`).
+    #[serde(rename = "sample_ns", with = "crate::time::ns")]
+    pub sample_interval: Duration,
     /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU (left
     /// out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -142,12 +147,11 @@ impl RampPlan {
                 self.steps.len()
             )));
         }
-        let d = Duration::from_nanos;
-        STEP_DURATION.check("--step-duration", d(self.step_ns))?;
-        STEP_WARMUP.check("--warmup", d(self.warmup_ns))?;
-        THINK.check("--think", d(self.think_ns))?;
-        REQUEST_TIMEOUT.check("--timeout", d(self.timeout_ns))?;
-        SAMPLE_INTERVAL.check("--interval", d(self.sample_ns))?;
+        STEP_DURATION.check("--step-duration", self.step)?;
+        STEP_WARMUP.check("--warmup", self.warmup)?;
+        THINK.check("--think", self.think)?;
+        REQUEST_TIMEOUT.check("--timeout", self.timeout)?;
+        SAMPLE_INTERVAL.check("--interval", self.sample_interval)?;
         if !(self.knee_gain > 0.0 && self.knee_gain < 1.0) {
             return Err(PlanError::value(
                 "--knee-gain",

@@ -7,17 +7,17 @@ fn tcp() -> RampPlan {
         proto: RampProto::Tcp,
         target: "127.0.0.1:5001".parse().unwrap(),
         steps: vec![1, 2, 4],
-        step_ns: 3_000_000_000,
-        warmup_ns: 1_000_000_000,
-        think_ns: 0,
-        timeout_ns: 2_000_000_000,
+        step: Duration::from_secs(3),
+        warmup: Duration::from_secs(1),
+        think: Duration::ZERO,
+        timeout: Duration::from_secs(2),
         request: vec![0, 0, 0, 1, b'x'],
         framing: Framing::Length,
         seq_field: None,
         knee_gain: 0.2,
         builtin_server: None,
         server_pid: None,
-        sample_ns: 10_000_000,
+        sample_interval: Duration::from_millis(10),
         load_threads: 0,
     }
 }
@@ -43,11 +43,11 @@ fn the_defaults_of_both_protocols_pass() {
     // The bounds themselves pass.
     let edges = RampPlan {
         steps: (1..=200).map(|i| i * 50).collect(),
-        step_ns: 100_000_000,
-        warmup_ns: 0,
-        think_ns: 600_000_000_000,
-        timeout_ns: 1_000_000,
-        sample_ns: 60_000_000_000,
+        step: Duration::from_millis(100),
+        warmup: Duration::ZERO,
+        think: Duration::from_secs(600),
+        timeout: Duration::from_millis(1),
+        sample_interval: Duration::from_secs(60),
         framing: Framing::Fixed(crate::framing::MAX_FRAME),
         knee_gain: 0.999,
         ..tcp()
@@ -88,13 +88,13 @@ fn each_bad_setting_is_named_with_the_flags_text() {
         ),
         (
             tcp(),
-            |p| p.step_ns = 50_000_000,
+            |p| p.step = Duration::from_millis(50),
             "--step-duration 50ms: allowed 100ms..=1h",
         ),
-        (tcp(), |p| p.warmup_ns = 601_000_000_000, "--warmup 10m 1s: allowed 0s..=10m"),
-        (tcp(), |p| p.think_ns = 700_000_000_000, "--think 11m 40s: allowed 0s..=10m"),
-        (tcp(), |p| p.timeout_ns = 0, "--timeout 0s: allowed 1ms..=10m"),
-        (tcp(), |p| p.sample_ns = 500_000, "--interval 500us: allowed 1ms..=1m"),
+        (tcp(), |p| p.warmup = Duration::from_secs(601), "--warmup 10m 1s: allowed 0s..=10m"),
+        (tcp(), |p| p.think = Duration::from_secs(700), "--think 11m 40s: allowed 0s..=10m"),
+        (tcp(), |p| p.timeout = Duration::ZERO, "--timeout 0s: allowed 1ms..=10m"),
+        (tcp(), |p| p.sample_interval = Duration::from_micros(500), "--interval 500us: allowed 1ms..=1m"),
         (tcp(), |p| p.knee_gain = 2.0, "--knee-gain 2: allowed above 0 and below 1"),
         (tcp(), |p| p.knee_gain = 0.0, "--knee-gain 0: allowed above 0 and below 1"),
         (tcp(), |p| p.knee_gain = f64::NAN, "--knee-gain NaN: allowed above 0 and below 1"),
@@ -168,7 +168,7 @@ fn the_flags_own_checks_give_the_same_text_as_the_plans() {
         .check("--step-duration", Duration::from_millis(50))
         .unwrap_err();
     p = tcp();
-    p.step_ns = 50_000_000;
+    p.step = Duration::from_millis(50);
     assert_eq!(p.validate().unwrap_err(), e);
 }
 

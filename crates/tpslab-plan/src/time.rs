@@ -5,8 +5,9 @@
 use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;
 
-/// Nanoseconds, saturated at `u64::MAX` (584 years: past every limit).
-fn nanos(d: &Duration) -> u64 {
+/// A duration as integer nanoseconds, saturated at `u64::MAX` (584 years: past every
+/// limit): the engine's clocks count u64 ns.
+pub fn nanos(d: &Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

@@ -234,7 +234,7 @@ pub fn prepare(setup: &RampSetup) -> Result<Ready> {
     let server = match &setup.builtin {
         None => None,
         Some(b) => {
-            let step = Duration::from_nanos(plan.step_ns) + Duration::from_nanos(plan.warmup_ns);
+            let step = plan.step + plan.warmup;
             let life = step * plan.steps.len() as u32 + Duration::from_secs(30);
             let http = matches!(plan.proto, RampProto::Http(_));
             let s = crate::server_proc::ServerProcess::tpslab(&b.args(life, http))?;
@@ -257,7 +257,7 @@ pub fn prepare(setup: &RampSetup) -> Result<Ready> {
 pub fn run(ready: Ready, ctx: &Ctx, on_steps: &(dyn Fn(&[StepResult]) + Sync)) -> Result<Record> {
     let Ready { plan, server } = ready;
     let started = Started::now();
-    let secs = plan.steps.len() as f64 * (plan.warmup_ns + plan.step_ns) as f64 / 1e9;
+    let secs = plan.steps.len() as f64 * (plan.warmup + plan.step).as_nanos() as f64 / 1e9;
     let label = format!("ramp: {} steps", plan.steps.len());
     let steps = std::sync::Mutex::new(vec![]);
     let on_step = |s: &StepResult| {

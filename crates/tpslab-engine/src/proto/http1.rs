@@ -343,6 +343,7 @@ impl Exchange for Http1 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn proto(head: bool) -> Http1 {
         Http1::new(
@@ -555,17 +556,17 @@ mod tests {
             }),
             target: "127.0.0.1:8080".parse().unwrap(),
             steps: vec![1],
-            step_ns: 1_000_000_000,
-            warmup_ns: 0,
-            think_ns: 0,
-            timeout_ns: 1_000_000_000,
+            step: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            think: Duration::ZERO,
+            timeout: Duration::from_secs(1),
             request: vec![],
             framing: tpslab_plan::framing::Framing::Length,
             seq_field: None,
             knee_gain: 0.2,
             builtin_server: None,
             server_pid: None,
-            sample_ns: 10_000_000,
+            sample_interval: Duration::from_millis(10),
             load_threads: 0,
         };
         plan.validate().unwrap();

@@ -99,6 +99,7 @@ impl Exchange for UdpSeq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tpslab_plan::framing::Framing;
     use tpslab_plan::ramp::RampProto;
 
@@ -107,17 +108,17 @@ mod tests {
             proto: RampProto::Udp,
             target: "127.0.0.1:53".parse().unwrap(),
             steps: vec![1],
-            step_ns: 1_000_000_000,
-            warmup_ns: 0,
-            think_ns: 0,
-            timeout_ns: 1_000_000_000,
+            step: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            think: Duration::ZERO,
+            timeout: Duration::from_secs(1),
             request,
             framing: Framing::Length,
             seq_field,
             knee_gain: 0.2,
             builtin_server: None,
             server_pid: None,
-            sample_ns: 10_000_000,
+            sample_interval: Duration::from_millis(10),
             load_threads: 0,
         };
         p.validate().unwrap();

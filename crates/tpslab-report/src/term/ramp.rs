@@ -12,7 +12,7 @@ fn ms(ns: f64) -> String {
 
 /// The first line of a ramp, printed when it starts: what will run against what.
 pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
-    let total = p.steps.len() as f64 * (p.step_ns + p.warmup_ns) as f64 / 1e9;
+    let total = p.steps.len() as f64 * (p.step + p.warmup).as_nanos() as f64 / 1e9;
     writeln!(
         w,
         "tpslab ramp {}: {} steps of users {:?}, {} s{}; target {}{}",
@@ -24,10 +24,10 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         } else {
             format!("{total:.0}")
         },
-        if p.think_ns == 0 {
+        if p.think.is_zero() {
             String::new()
         } else {
-            format!(", think {:?}", std::time::Duration::from_nanos(p.think_ns))
+            format!(", think {:?}", p.think)
         },
         match &p.proto {
             // The URL, and the address it was resolved to.

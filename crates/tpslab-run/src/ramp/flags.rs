@@ -134,23 +134,21 @@ impl RampFlags {
                 bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
             }
         };
-        // Saturated, not wrapped: a duration beyond u64 ns is refused by validate, not shortened.
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let plan = RampPlan {
             proto,
             target,
             steps,
-            step_ns: ns(a.step_duration),
-            warmup_ns: ns(a.warmup),
-            think_ns: ns(a.think),
-            timeout_ns: ns(a.timeout),
+            step: a.step_duration,
+            warmup: a.warmup,
+            think: a.think,
+            timeout: a.timeout,
             request,
             framing,
             seq_field,
             knee_gain: a.knee_gain,
             builtin_server: builtin.map(|b| b.describe()),
             server_pid: pid,
-            sample_ns: ns(a.interval),
+            sample_interval: a.interval,
             load_threads: a.load_threads,
         };
         Ok(RampSetup { plan, builtin })

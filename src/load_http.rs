@@ -83,8 +83,6 @@ impl LoadHttpArgs {
             bail!("load http needs --rate R: requests a second, all connections together, e.g. --rate 2000");
         };
         self.record.check(false)?;
-        // Saturated, not wrapped: a duration beyond u64 ns is refused by validate.
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let mut plan = LoadHttpPlan {
             request,
             body: vec![],
@@ -93,8 +91,8 @@ impl LoadHttpArgs {
             target: ([127, 0, 0, 1], u.port).into(),
             rate,
             connections: self.connections,
-            duration_ns: ns(self.duration),
-            timeout_ns: ns(self.timeout),
+            duration: self.duration,
+            timeout: self.timeout,
             load_threads: self.load_threads,
         };
         plan.validate()?;

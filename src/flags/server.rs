@@ -1,7 +1,7 @@
 //! The reference server's flags (`serve udp`, `run udp`, `sweep`) and the validated
 //! server configuration they make.
 
-use super::units::{duration_or_ns, parse_cpus, size, work_ns, SIZE};
+use super::units::{duration_or_ns, parse_cpus, size, SIZE};
 use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
@@ -88,7 +88,8 @@ pub(crate) fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
             ModeArg::Echo => Mode::Echo,
             ModeArg::Sink => Mode::Sink,
         },
-        work_ns: work_ns(f.work, f.work_ns)?,
+        // `--work` or its previous name `--work-ns` (clap refuses both together).
+        work: f.work.or(f.work_ns).unwrap_or_default(),
         cpus,
         sched,
         busy_poll_us: f.busy_poll,

@@ -3,7 +3,7 @@
 //! refuses with the same line; and the values several commands read alike (CPU lists,
 //! `--work`, the sampling interval).
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use std::time::Duration;
 use tpslab_plan::limits;
 use tpslab_plan::units;
@@ -100,18 +100,6 @@ pub(crate) fn duration_or_ns(s: &str) -> Result<Duration, String> {
         Err(_) => humantime::parse_duration(s)
             .map_err(|e| format!("{e}; allowed nanoseconds (20000) or a duration (20us)")),
     }
-}
-
-/// `--work` (or its previous name `--work-ns`; clap refuses both together), ns.
-pub(crate) fn work_ns(d: Option<Duration>, old: Option<Duration>) -> Result<u64> {
-    let d = d.or(old).unwrap_or_default();
-    u64::try_from(d.as_nanos()).map_err(|_| {
-        anyhow!(
-            "--work {}: allowed {}",
-            humantime::format_duration(d),
-            limits::WORK.allowed()
-        )
-    })
 }
 
 /// Parses a CPU list ("0-1,3") or "all" (every online CPU) and checks the CPUs exist.

@@ -4,6 +4,7 @@ use super::{
     check, file, Made,
     Want::{Error, Plan},
 };
+use std::time::Duration;
 
 #[test]
 fn load_http_rows() {
@@ -42,8 +43,8 @@ fn load_http_rows() {
                 if l.request.url == "http://127.0.0.1:8080/x?y=1" && l.request.method == "POST"
                     && l.request.headers == [("Accept".to_string(), "*/*".to_string())]
                     && l.target == "127.0.0.1:8080".parse().unwrap()
-                    && l.rate == 2000.0 && l.connections == 8 && l.duration_ns == 3_000_000_000
-                    && l.timeout_ns == 2_000_000_000 && l.body == b"{\"a\":1}" && l.body_bytes == 7
+                    && l.rate == 2000.0 && l.connections == 8 && l.duration == Duration::from_secs(3)
+                    && l.timeout == Duration::from_secs(2) && l.body == b"{\"a\":1}" && l.body_bytes == 7
                     && l.interval_ns() == 4e6 && l.intended() == 6000)
             }),
         ),
@@ -53,7 +54,7 @@ fn load_http_rows() {
             Plan(|p| {
                 matches!(p, Made::LoadHttp(l)
             if l.target.port() == 80 && l.target.ip().is_loopback() && l.connections == 10
-                && l.duration_ns == 10_000_000_000 && l.body.is_empty() && l.request.method == "GET")
+                && l.duration == Duration::from_secs(10) && l.body.is_empty() && l.request.method == "GET")
             }),
         ),
         // More connections than requests in the plan: the later ones send nothing.

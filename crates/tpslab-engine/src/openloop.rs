@@ -24,6 +24,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
 use tpslab_net::mono_ns;
+use tpslab_plan::time::nanos;
 use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
 };
@@ -364,7 +365,14 @@ pub fn run_load_http(
     .clamp(1, c);
     // Room for the connections to be made before the first intended send.
     let start = mono_ns() + 100_000_000;
-    let sched = Schedule::new(start, plan.rate, c, plan.duration_ns, plan.timeout_ns, stop);
+    let sched = Schedule::new(
+        start,
+        plan.rate,
+        c,
+        nanos(&plan.duration),
+        nanos(&plan.timeout),
+        stop,
+    );
     let intended = sched.intended(c);
     let l = run_schedule(&proto, &sched, c, loops)?;
     let since = |t: u64| t.saturating_sub(start) as f64 / 1e9;

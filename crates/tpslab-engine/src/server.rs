@@ -258,7 +258,7 @@ impl UdpServer {
             mode: self.config.mode.to_string(),
             threads: self.config.threads,
             batch: self.config.batch,
-            work_ns: self.config.work_ns,
+            work_ns: tpslab_plan::time::nanos(&self.config.work),
             rcvbuf_requested_bytes: self.grant.requested_bytes,
             rcvbuf_granted_bytes: self.grant.granted_bytes,
             rcvbuf_forced: self.grant.forced,
@@ -302,11 +302,12 @@ fn should_exit(stop: &AtomicU64, empty: bool) -> bool {
 fn serve_loop(cfg: &ServerConfig, sock: &UdpSock, c: &ThreadCounters, stop: &AtomicU64) {
     let finder = memchr::memmem::Finder::new(wire::FIND);
     let fd = sock.fd();
+    let work_ns = tpslab_plan::time::nanos(&cfg.work);
     let process = |data: &mut [u8]| {
         if cfg.mode == Mode::Replace {
             wire::find_and_replace(&finder, data);
         }
-        busy_work(cfg.work_ns);
+        busy_work(work_ns);
     };
     if cfg.batch <= 1 && !cfg.gro {
         let mut buf = vec![0u8; SLOT_BYTES];

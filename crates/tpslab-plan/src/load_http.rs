@@ -15,7 +15,7 @@ use crate::PlanError;
 /// An open-loop HTTP load: `connections` keep-alive connections, each sending at
 /// `rate / connections` requests a second on its own schedule (connection j's k-th request
 /// intended at `start + (j + k * connections) / rate`), one request in flight per
-/// connection, for `duration_ns`; no request is sent after the plan's end.
+/// connection, for `duration`; no request is sent after the plan's end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadHttpPlan {
     /// What each request is (URL, method, headers); its body is [`LoadHttpPlan::body`].
@@ -33,11 +33,13 @@ pub struct LoadHttpPlan {
     /// allowed: the later connections' first intended times fall after the end and they
     /// send nothing.
     pub connections: usize,
-    /// How long requests are sent, ns.
-    pub duration_ns: u64,
-    /// How long a request may wait for its reply, ns; also the grace given at the end to
-    /// replies still outstanding (at most 2 s of it).
-    pub timeout_ns: u64,
+    /// How long requests are sent (JSON: `duration_ns`, integer ns).
+    #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    pub duration: Duration,
+    /// How long a request may wait for its reply; also the grace given at the end to
+    /// replies still outstanding (at most 2 s of it) (JSON: `timeout_ns`).
+    #[serde(rename = "timeout_ns", with = "crate::time::ns")]
+    pub timeout: Duration,
     /// Loop threads (0: one per CPU, at most one per connection).
     pub load_threads: usize,
 }
@@ -51,7 +53,7 @@ impl LoadHttpPlan {
     /// Requests the plan intends: those whose intended time falls before its end.
     pub fn intended(&self) -> u64 {
         // Request n (all connections, in order) is intended at n / rate.
-        (self.duration_ns as f64 * self.rate / 1e9).ceil() as u64
+        (self.duration.as_nanos() as f64 * self.rate / 1e9).ceil() as u64
     }
 
     /// Checks every setting. Errors (one line, naming the flag): the URL, method and
@@ -68,8 +70,8 @@ impl LoadHttpPlan {
             ));
         }
         RAMP_USERS.check("--connections", self.connections as u64)?;
-        HTTP_LOAD_DURATION.check("--duration", Duration::from_nanos(self.duration_ns))?;
-        REQUEST_TIMEOUT.check("--timeout", Duration::from_nanos(self.timeout_ns))?;
+        HTTP_LOAD_DURATION.check("--duration", self.duration)?;
+        REQUEST_TIMEOUT.check("--timeout", self.timeout)?;
         if self.body_bytes > HTTP_BODY_BYTES || self.body.len() as u64 > HTTP_BODY_BYTES {
             return Err(PlanError::value(
                 "--body",

@@ -289,7 +289,7 @@ pub fn apply_level(
             load.rate_pps = crate::units::parse_pps(&format!("--factor {name}: level"), level)?
         }
         "burst" => load.burst = num("allowed a whole number")?,
-        "work_ns" => srv.work_ns = num("allowed a whole number of ns")?,
+        "work_ns" => srv.work = Duration::from_nanos(num("allowed a whole number of ns")?),
         "size" => {
             let b = crate::units::parse_size(&format!("--factor {name}: level"), level)?;
             load.size_bytes = usize::try_from(b).unwrap_or(usize::MAX)
@@ -414,7 +414,7 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             bind: "127.0.0.1:0".parse().unwrap(),
             mode: Mode::Sink,
             // ~7 us per datagram with the recvfrom: slower than the sender, as in S2.
-            work_ns: 6000,
+            work: Duration::from_micros(6),
             ..ServerConfig::default()
         },
         load: LoadConfig {
@@ -501,7 +501,9 @@ pub fn apply_plan_file(plan: &mut Plan, label: &str, text: &str) -> Result<(), P
                     .map_err(|e| bad(e.to_string()))?,
             );
         }
-        plan.server.work_ns = s.work_ns.unwrap_or(plan.server.work_ns);
+        if let Some(w) = s.work_ns {
+            plan.server.work = Duration::from_nanos(w);
+        }
         if let Some(m) = s.mode {
             plan.server.mode = match m.as_str() {
                 "replace" => Mode::Replace,

@@ -44,8 +44,9 @@ pub struct ServerConfig {
     pub rcvbuf: Option<u64>,
     /// Workload.
     pub mode: Mode,
-    /// Extra busy work per datagram, ns.
-    pub work_ns: u64,
+    /// Extra busy work per datagram (JSON: `work_ns`, integer ns).
+    #[serde(rename = "work_ns", with = "crate::time::ns")]
+    pub work: Duration,
     /// CPUs each thread may run on (empty: not pinned), like taskset.
     pub cpus: Vec<usize>,
     /// Scheduling policy of each thread, like chrt.
@@ -119,7 +120,7 @@ impl Default for ServerConfig {
             batch: 1,
             rcvbuf: None,
             mode: Mode::Replace,
-            work_ns: 0,
+            work: Duration::ZERO,
             cpus: vec![],
             sched: SchedPolicy::Other,
             busy_poll_us: None,
@@ -361,7 +362,7 @@ impl ServerConfig {
         if let Some(b) = self.rcvbuf {
             RCVBUF_BYTES.check("--rcvbuf", b)?;
         }
-        WORK.check("--work", Duration::from_nanos(self.work_ns))?;
+        WORK.check("--work", self.work)?;
         if let Some(us) = self.busy_poll_us {
             BUSY_POLL_US.check("--busy-poll", us as u64)?;
         }

@@ -231,7 +231,7 @@ fn a_sound_plan_passes_and_every_limit_is_named() {
         ),
         (
             ServerConfig {
-                work_ns: 2_000_000_000,
+                work: Duration::from_secs(2),
                 ..s()
             },
             "--work 2s: allowed 0s..=1s",

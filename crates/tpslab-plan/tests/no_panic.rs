@@ -92,7 +92,7 @@ proptest! {
         threads in any::<usize>(), batch in any::<usize>(), rcvbuf in any::<Option<u64>>(),
         work_ns in any::<u64>(), busy in any::<Option<u32>>()
     ) {
-        let c = ServerConfig { threads, batch, rcvbuf, work_ns, busy_poll_us: busy, ..Default::default() };
+        let c = ServerConfig { threads, batch, rcvbuf, work: std::time::Duration::from_nanos(work_ns), busy_poll_us: busy, ..Default::default() };
         let ok = c.validate().is_ok();
         prop_assert_eq!(ok, (1..=1024).contains(&threads) && (1..=1024).contains(&batch)
             && rcvbuf.is_none_or(|b| (1..=(i32::MAX / 2) as u64).contains(&b))

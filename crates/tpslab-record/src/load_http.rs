@@ -190,7 +190,7 @@ impl LoadHttpRecord {
     /// The rate achieved, requests/s: those sent over the plan's duration (a run that
     /// ran to its end; else [`LoadHttpRecord::sent_rate`]).
     pub fn achieved_rate(&self) -> f64 {
-        self.result.sent as f64 / (self.plan.duration_ns as f64 / 1e9)
+        self.result.sent as f64 / (self.plan.duration.as_nanos() as f64 / 1e9)
     }
 
     /// The achieved rate's error against the plan's, a fraction (negative: below it).

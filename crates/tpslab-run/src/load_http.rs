@@ -12,7 +12,7 @@ use crate::{Ctx, Started};
 /// interrupted). Errors: as [`tpslab_engine::openloop::run_load_http`] (one line).
 pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
-    let secs = plan.duration_ns as f64 / 1e9;
+    let secs = plan.duration.as_nanos() as f64 / 1e9;
     let phase = ctx
         .progress
         .phase(&format!("load http at {} requests/s", plan.rate), secs);

@@ -10,8 +10,8 @@ use tpslab_record::load_http::{LoadHttpPlan, LoadHttpRecord, LoadHttpResult};
 use super::{fmt_ns, table};
 
 /// Seconds as given, e.g. `3 s`, `0.5 s`.
-fn secs(ns: u64) -> String {
-    format!("{} s", ns as f64 / 1e9)
+fn secs(d: std::time::Duration) -> String {
+    format!("{} s", d.as_nanos() as f64 / 1e9)
 }
 
 /// What an `https://` run trusted, after its URL: `, TLS NOT VERIFIED (--insecure)`,
@@ -32,7 +32,7 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
         p.rate,
         p.connections,
         if p.connections == 1 { "" } else { "s" },
-        secs(p.duration_ns),
+        secs(p.duration),
         fmt_ns(p.interval_ns()),
         p.request.method,
         p.request.url,
@@ -43,7 +43,7 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
         } else {
             String::new()
         },
-        fmt_ns(p.timeout_ns as f64)
+        fmt_ns(p.timeout.as_nanos() as f64)
     )
 }
 
@@ -57,7 +57,7 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
             w,
             "INTERRUPTED: the last request went {:.1} s into the planned {}: {} sent, {} answered, {} failed, {} unanswered at the stop; the achieved rate ({:.1}/s until then) is not compared with the plan",
             r.last_sent_s,
-            secs(p.duration_ns),
+            secs(p.duration),
             r.sent,
             rec.answered(),
             r.errors.total(),

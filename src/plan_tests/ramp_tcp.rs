@@ -60,11 +60,12 @@ fn ramp_rows() {
 #[test]
 fn tcp_rows() {
     check(&[
-        (&["tcp", "127.0.0.1:1"], Plan(|p| matches!(p, Made::Tcp(TcpPlan { mode: TcpMode::Send { target }, duration_ns: 10_000_000_000, interval_ns: 100_000_000, skip_ns: 1_000_000_000, sndbuf: None, rcvbuf: None, write_bytes: 131_072, target_rate_bps: None }) if target.port() == 1))),
+        (&["tcp", "127.0.0.1:1"], Plan(|p| matches!(p, Made::Tcp(TcpPlan { mode: TcpMode::Send { target }, duration, interval, skip, sndbuf: None, rcvbuf: None, write_bytes: 131_072, target_rate_bps: None })
+            if target.port() == 1 && *duration == Duration::from_secs(10) && *interval == Duration::from_millis(100) && *skip == Duration::from_secs(1)))),
         (&["tcp", "127.0.0.1:1", "--reverse", "--rcvbuf", "64KiB"], Plan(|p| matches!(p, Made::Tcp(TcpPlan { mode: TcpMode::Reverse { .. }, rcvbuf: Some(65536), .. })))),
         (&["tcp", "--lab-rtt", "30ms", "--lab-loss", "0.1%", "--target-rate", "80mbit", "--no-verify"],
             Plan(|p| matches!(p, Made::Tcp(TcpPlan { mode: TcpMode::Lab { link, sink_rcvbuf: None, verify: false }, target_rate_bps: Some(r), .. })
-                if link.delay_ns == 15_000_000 && (link.loss - 0.001).abs() < 1e-12 && link.queue_packets == 1000 && *r == 80e6))),
+                if link.delay == Duration::from_millis(15) && (link.loss - 0.001).abs() < 1e-12 && link.queue_packets == 1000 && *r == 80e6))),
         (&["tcp", "--watch-port", "80"], Plan(|p| matches!(p, Made::Tcp(TcpPlan { mode: TcpMode::Watch { pid: None, port: Some(80) }, .. })))),
         (&["tcp"], Error("tcp needs TARGET (HOST:PORT of a sink) or --lab-rtt RTT (a lab between two namespaces)")),
         (&["tcp", "127.0.0.1:1", "--lab-rtt", "30ms"], Error("give TARGET or --lab-rtt, not both: the lab runs its own sink")),
@@ -107,7 +108,7 @@ fn serve_tcp_rows() {
             Plan(|p| {
                 matches!(p, Made::ServeTcp(s) if *s == ServeTcpPlan {
             listen: "127.0.0.1:5001".parse().unwrap(), mode: ServeTcpMode::Sink, rcvbuf: None, sndbuf: None,
-            work_ns: 0, serial_ns: 0, serialize: false, threads: 0, duration_ns: None })
+            work: Duration::ZERO, serial: Duration::ZERO, serialize: false, threads: 0, duration: None })
             }),
         ),
         (
@@ -131,13 +132,14 @@ fn serve_tcp_rows() {
                     p,
                     Made::ServeTcp(ServeTcpPlan {
                         mode: ServeTcpMode::Replace,
-                        work_ns: 20_000,
-                        serial_ns: 1_000_000,
+                        work,
+                        serial,
                         serialize: true,
                         threads: 4,
-                        duration_ns: Some(60_000_000_000),
+                        duration: Some(d),
                         ..
-                    })
+                    }) if *work == Duration::from_micros(20) && *serial == Duration::from_millis(1)
+                        && *d == Duration::from_secs(60)
                 )
             }),
         ),

@@ -497,7 +497,7 @@ fn tcp_figures(t: &tpslab_record::TcpRecord) -> Figures {
         // As the flow's analysis: samples from --skip after the connection.
         let s: Vec<_> = samples
             .iter()
-            .filter(|x| x.t_ns >= t.plan.skip_ns)
+            .filter(|x| x.t_ns >= tpslab_plan::time::nanos(&t.plan.skip))
             .collect();
         if s.len() < BATCHES + 1 {
             continue;

@@ -1,4 +1,6 @@
 use super::*;
+use std::time::Duration;
+use tpslab_plan::time::nanos;
 use tpslab_record::{Body, Record};
 
 /// A sample at `t_ms` with `acked` bytes and chronographs in us; 30 ms RTT, MSS
@@ -200,7 +202,7 @@ fn fixture() -> TcpRecord {
 fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
     let rec = fixture();
     for run in &rec.runs {
-        let again = TcpRun::judge(run.flow.clone(), run.lab.clone(), rec.plan.skip_ns);
+        let again = TcpRun::judge(run.flow.clone(), run.lab.clone(), nanos(&rec.plan.skip));
         assert_eq!(&again, run);
     }
     // S4 in the lab: the first run, window-bound, misses 80 Mbit/s; the gate says so.
@@ -215,7 +217,7 @@ fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
         .contains("short of the 80.0 Mbit/s target"));
     // Too few samples after the skip: invalid, never judged.
     let mut short = rec.clone();
-    short.plan.skip_ns = u64::MAX;
+    short.plan.skip = Duration::from_nanos(u64::MAX);
     short.runs = vec![TcpRun::judge(rec.runs[0].flow.clone(), None, u64::MAX)];
     assert!(short.runs[0].analysis.is_none() && short.runs[0].verdict.is_none());
     assert_eq!(short.outcome().invalid.len(), 1);
@@ -233,7 +235,7 @@ fn a_watched_flow_is_judged_by_the_way_its_data_moved() {
         rcvbuf: 131072,
         samples,
     };
-    let w = WatchedReport::judge(flow(samples.clone()), rec.plan.skip_ns);
+    let w = WatchedReport::judge(flow(samples.clone()), nanos(&rec.plan.skip));
     assert_eq!(w.direction, Direction::Sending);
     assert!(w.throughput_bps() > 1e6 && w.rtt_ms() > 29.0);
     let still: Vec<TcpSample> = samples

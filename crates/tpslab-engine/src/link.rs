@@ -87,9 +87,10 @@ impl Link {
         let tb = Arc::new(make(b, "tpsl-b", ADDR_B, ADDR_A)?);
         let stop = Arc::new(AtomicBool::new(false));
         let counters: Arc<[DirCounters; 2]> = Arc::new(Default::default());
-        let table = config.idle_timeout_ns.map(|t| {
+        let table = config.idle_timeout.map(|t| {
             Arc::new(Mutex::new(
-                FlowTable::new(t, config.on_idle).with_timer(config.timer),
+                FlowTable::new(tpslab_plan::time::nanos(&t), config.on_idle)
+                    .with_timer(config.timer),
             ))
         });
         let mut threads = vec![];
@@ -163,7 +164,7 @@ pub fn middlebox_lab(
         &a,
         &b,
         LinkConfig {
-            idle_timeout_ns: Some(idle_timeout_ns),
+            idle_timeout: Some(std::time::Duration::from_nanos(idle_timeout_ns)),
             on_idle,
             timer,
             ..Default::default()
@@ -202,7 +203,7 @@ impl Line {
     /// the queue is full (tail drop).
     fn admit(&mut self, now: u64, len: usize, cfg: &LinkConfig) -> Option<u64> {
         let Some(rate) = cfg.rate_bps else {
-            return Some(now + cfg.delay_ns);
+            return Some(now + tpslab_plan::time::nanos(&cfg.delay));
         };
         while self.tx_done.front().is_some_and(|&t| t <= now) {
             self.tx_done.pop_front();
@@ -215,7 +216,7 @@ impl Line {
         let done = start + (len as f64 * 8.0 * 1e9 / rate) as u64;
         self.free_at = done;
         self.tx_done.push_back(done);
-        Some(done + cfg.delay_ns)
+        Some(done + tpslab_plan::time::nanos(&cfg.delay))
     }
 }
 
@@ -380,7 +381,7 @@ mod tests {
     #[test]
     fn rate_limiter_serialises_and_tail_drops() {
         let cfg = LinkConfig {
-            delay_ns: 1_000_000,
+            delay: std::time::Duration::from_millis(1),
             rate_bps: Some(8e6), // 1 byte per us
             queue_packets: 2,
             ..Default::default()
@@ -405,7 +406,7 @@ mod tests {
     #[test]
     fn no_rate_means_only_delay() {
         let cfg = LinkConfig {
-            delay_ns: 15_000_000,
+            delay: std::time::Duration::from_millis(15),
             ..Default::default()
         };
         let mut l = Line {

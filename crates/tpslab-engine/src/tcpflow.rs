@@ -239,7 +239,7 @@ pub fn run_flow(
     let fd = stream.as_raw_fd();
     let sndbuf_granted = ntcp::buffer(fd, Buf::Send)?;
     let t0 = mono_ns();
-    let end = t0 + plan.duration_ns;
+    let end = t0 + tpslab_plan::time::nanos(&plan.duration);
     let mut samples = vec![to_sample(0, &ntcp::tcp_info(fd)?)];
     let done = AtomicBool::new(false);
     let written = AtomicU64::new(0);
@@ -278,7 +278,7 @@ pub fn run_flow(
             }
             err
         });
-        let mut next = t0 + plan.interval_ns;
+        let mut next = t0 + tpslab_plan::time::nanos(&plan.interval);
         loop {
             let now = mono_ns();
             if now >= end || stop.load(Relaxed) || w.is_finished() {
@@ -288,7 +288,7 @@ pub fn run_flow(
             if let Ok(i) = ntcp::tcp_info(fd) {
                 samples.push(to_sample(mono_ns() - t0, &i));
             }
-            next += plan.interval_ns;
+            next += tpslab_plan::time::nanos(&plan.interval);
         }
         done.store(true, Relaxed);
         w.join()

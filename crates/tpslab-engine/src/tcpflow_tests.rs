@@ -11,8 +11,8 @@ fn flow_into_sink_on_loopback_counts_every_byte() {
     .unwrap();
     let plan = FlowPlan {
         target: sink.local_addr(),
-        duration_ns: 300_000_000,
-        interval_ns: 50_000_000,
+        duration: std::time::Duration::from_millis(300),
+        interval: std::time::Duration::from_millis(50),
         sndbuf: Some(256 * 1024),
         write_bytes: 64 * 1024,
         reverse: false,
@@ -45,8 +45,8 @@ fn reverse_flow_from_a_source_counts_what_it_reads() {
     .unwrap();
     let plan = FlowPlan {
         target: src.local_addr(),
-        duration_ns: 300_000_000,
-        interval_ns: 50_000_000,
+        duration: std::time::Duration::from_millis(300),
+        interval: std::time::Duration::from_millis(50),
         sndbuf: None,
         write_bytes: 64 * 1024,
         reverse: true,
@@ -80,8 +80,8 @@ fn watch_finds_this_process_flow_by_pid() {
     .unwrap();
     let plan = FlowPlan {
         target: sink.local_addr(),
-        duration_ns: 600_000_000,
-        interval_ns: 50_000_000,
+        duration: std::time::Duration::from_millis(600),
+        interval: std::time::Duration::from_millis(50),
         sndbuf: None,
         write_bytes: 64 * 1024,
         reverse: false,

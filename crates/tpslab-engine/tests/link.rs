@@ -68,7 +68,7 @@ fn measured_rtt_matches_the_configured_delay() {
     }
     let (a, b) = (NetNs::create().unwrap(), NetNs::create().unwrap());
     let cfg = LinkConfig {
-        delay_ns: 15_000_000,
+        delay: Duration::from_millis(15),
         ..Default::default()
     };
     let link = Link::start(&a, &b, cfg).unwrap();
@@ -95,7 +95,7 @@ fn loss_setting_drops_that_share_and_counts_it() {
     }
     let (a, b) = (NetNs::create().unwrap(), NetNs::create().unwrap());
     let cfg = LinkConfig {
-        delay_ns: 100_000,
+        delay: Duration::from_micros(100),
         loss: 0.2,
         ..Default::default()
     };

@@ -31,8 +31,9 @@ pub fn check_buffer(flag: &str, b: u64) -> Result<u64, PlanError> {
 /// The emulated link, the same in both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LinkConfig {
-    /// One-way delay, ns (the RTT is twice this).
-    pub delay_ns: u64,
+    /// One-way delay (the RTT is twice this) (JSON: `delay_ns`, integer ns).
+    #[serde(rename = "delay_ns", with = "crate::time::ns")]
+    pub delay: Duration,
     /// Serialisation rate per direction, bits/s; `None` = as fast as the forwarder goes.
     pub rate_bps: Option<f64>,
     /// Probability that a packet is dropped, 0..1, each direction independently.
@@ -43,10 +44,15 @@ pub struct LinkConfig {
     pub mtu: u32,
     /// Seed of the loss generator (runs are repeatable).
     pub seed: u64,
-    /// The middlebox's idle timeout, ns: a flow idle for longer is forgotten (None: no
-    /// middlebox). Left out of records when None.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_timeout_ns: Option<u64>,
+    /// The middlebox's idle timeout: a flow idle for longer is forgotten (None: no
+    /// middlebox). Left out of records when None (JSON: `idle_timeout_ns`).
+    #[serde(
+        rename = "idle_timeout_ns",
+        with = "crate::time::opt_ns",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idle_timeout: Option<Duration>,
     /// What the middlebox does to a later segment of a forgotten TCP flow (left out of
     /// records without a middlebox).
     #[serde(default, skip_serializing_if = "OnIdle::is_drop")]
@@ -107,13 +113,13 @@ impl OnIdle {
 impl Default for LinkConfig {
     fn default() -> Self {
         LinkConfig {
-            delay_ns: 0,
+            delay: Duration::ZERO,
             rate_bps: None,
             loss: 0.0,
             queue_packets: 1000,
             mtu: 1500,
             seed: 1,
-            idle_timeout_ns: None,
+            idle_timeout: None,
             on_idle: OnIdle::Drop,
             timer: IdleTimer::Any,
         }
@@ -123,8 +129,11 @@ impl Default for LinkConfig {
 impl LinkConfig {
     /// Checks ranges; the error names the bad value and what is allowed.
     pub fn check(&self) -> Result<(), String> {
-        if self.delay_ns > 10_000_000_000 {
-            return Err(format!("delay {} ns: at most 10 s one way", self.delay_ns));
+        if self.delay > Duration::from_secs(10) {
+            return Err(format!(
+                "delay {} ns: at most 10 s one way",
+                self.delay.as_nanos()
+            ));
         }
         if let Some(r) = self.rate_bps {
             if !(r.is_finite() && (8_000.0..=100e9).contains(&r)) {
@@ -151,7 +160,7 @@ impl LinkConfig {
 
     /// The round-trip time the link adds, ns.
     pub fn rtt_ns(&self) -> u64 {
-        self.delay_ns.saturating_mul(2)
+        crate::time::nanos(&self.delay).saturating_mul(2)
     }
 }
 
@@ -160,10 +169,12 @@ impl LinkConfig {
 pub struct FlowPlan {
     /// Where the sink listens.
     pub target: SocketAddr,
-    /// How long to send, ns.
-    pub duration_ns: u64,
-    /// TCP_INFO sampling interval, ns.
-    pub interval_ns: u64,
+    /// How long to send (JSON: `duration_ns`, integer ns).
+    #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    pub duration: Duration,
+    /// TCP_INFO sampling interval (JSON: `interval_ns`).
+    #[serde(rename = "interval_ns", with = "crate::time::ns")]
+    pub interval: Duration,
     /// SO_SNDBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_wmem).
     pub sndbuf: Option<u64>,
     /// Bytes per write() call.
@@ -253,12 +264,15 @@ pub struct TcpPlan {
     /// What to do.
     #[serde(flatten)]
     pub mode: TcpMode,
-    /// How long, ns.
-    pub duration_ns: u64,
-    /// TCP_INFO sampling interval, ns.
-    pub interval_ns: u64,
-    /// The start of the flow (slow start) left out of the analysis, ns.
-    pub skip_ns: u64,
+    /// How long (JSON: `duration_ns`, integer ns).
+    #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    pub duration: Duration,
+    /// TCP_INFO sampling interval (JSON: `interval_ns`).
+    #[serde(rename = "interval_ns", with = "crate::time::ns")]
+    pub interval: Duration,
+    /// The start of the flow (slow start) left out of the analysis (JSON: `skip_ns`).
+    #[serde(rename = "skip_ns", with = "crate::time::ns")]
+    pub skip: Duration,
     /// The sender's SO_SNDBUF, bytes; `None` = autotuning.
     pub sndbuf: Option<u64>,
     /// This side's SO_RCVBUF with `Reverse`, bytes; `None` = autotuning.
@@ -274,8 +288,8 @@ impl TcpPlan {
     pub fn flow(&self, target: SocketAddr, sndbuf: Option<u64>) -> FlowPlan {
         FlowPlan {
             target,
-            duration_ns: self.duration_ns,
-            interval_ns: self.interval_ns,
+            duration: self.duration,
+            interval: self.interval,
             sndbuf,
             write_bytes: self.write_bytes as usize,
             reverse: matches!(self.mode, TcpMode::Reverse { .. }),
@@ -285,8 +299,7 @@ impl TcpPlan {
 
     /// Checks every limit and combination; the error names the flag and what is allowed.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let d = |ns: u64| Duration::from_nanos(ns);
-        check_times(d(self.duration_ns), d(self.interval_ns), d(self.skip_ns))?;
+        check_times(self.duration, self.interval, self.skip)?;
         for (flag, v) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
             if let Some(v) = v {
                 TCP_BUFFER_BYTES.check(flag, v)?;
@@ -325,7 +338,7 @@ impl TcpPlan {
                         "--reverse and --rcvbuf apply with a TARGET, not in the lab yet",
                     );
                 }
-                LAB_RTT.check("--lab-rtt", d(link.rtt_ns()))?;
+                LAB_RTT.check("--lab-rtt", Duration::from_nanos(link.rtt_ns()))?;
                 link.check().map_err(|e| {
                     PlanError::Conflict(format!("lab link: {e} (--lab-rate, --lab-queue)"))
                 })?;
@@ -375,16 +388,19 @@ pub struct ServeTcpPlan {
     pub rcvbuf: Option<u64>,
     /// SO_SNDBUF of each connection (source), bytes; `None` = autotuning.
     pub sndbuf: Option<u64>,
-    /// Echo/replace: CPU work per request (busy loop), ns.
-    pub work_ns: u64,
-    /// Echo/replace: waiting per request (a sleep), ns.
-    pub serial_ns: u64,
+    /// Echo/replace: CPU work per request (busy loop) (JSON: `work_ns`, integer ns).
+    #[serde(rename = "work_ns", with = "crate::time::ns")]
+    pub work: Duration,
+    /// Echo/replace: waiting per request (a sleep) (JSON: `serial_ns`).
+    #[serde(rename = "serial_ns", with = "crate::time::ns")]
+    pub serial: Duration,
     /// Echo/replace: the waiting under one process-wide lock.
     pub serialize: bool,
     /// Echo/replace: 0 = a thread per connection; N = N epoll workers.
     pub threads: usize,
-    /// Stop after this long, ns; `None` = until SIGINT/SIGTERM.
-    pub duration_ns: Option<u64>,
+    /// Stop after this long; `None` = until SIGINT/SIGTERM (JSON: `duration_ns`).
+    #[serde(rename = "duration_ns", with = "crate::time::opt_ns", default)]
+    pub duration: Option<Duration>,
 }
 
 impl ServeTcpPlan {
@@ -412,8 +428,8 @@ impl ServeTcpPlan {
         }
         if !self.request_response() {
             for (flag, set) in [
-                ("--work", self.work_ns != 0),
-                ("--serial", self.serial_ns != 0),
+                ("--work", !self.work.is_zero()),
+                ("--serial", !self.serial.is_zero()),
                 ("--serialize", self.serialize),
                 ("--threads", self.threads != 0),
             ] {
@@ -424,9 +440,9 @@ impl ServeTcpPlan {
                 }
             }
         }
-        crate::limits::WORK.check("--work", Duration::from_nanos(self.work_ns))?;
-        crate::limits::SERIAL.check("--serial", Duration::from_nanos(self.serial_ns))?;
-        if self.serialize && self.serial_ns == 0 {
+        crate::limits::WORK.check("--work", self.work)?;
+        crate::limits::SERIAL.check("--serial", self.serial)?;
+        if self.serialize && self.serial.is_zero() {
             return conflict(
                 "--serialize needs --serial DURATION (the part of each request run under the lock)"
                     .into(),
@@ -450,9 +466,9 @@ mod tests {
     fn plan(mode: TcpMode) -> TcpPlan {
         TcpPlan {
             mode,
-            duration_ns: 10_000_000_000,
-            interval_ns: 100_000_000,
-            skip_ns: 1_000_000_000,
+            duration: Duration::from_secs(10),
+            interval: Duration::from_millis(100),
+            skip: Duration::from_secs(1),
             sndbuf: None,
             rcvbuf: None,
             write_bytes: 131072,
@@ -463,7 +479,7 @@ mod tests {
     fn lab(rtt_ms: u64) -> TcpMode {
         TcpMode::Lab {
             link: LinkConfig {
-                delay_ns: rtt_ms * 500_000,
+                delay: Duration::from_micros(rtt_ms * 500),
                 ..Default::default()
             },
             sink_rcvbuf: None,
@@ -481,14 +497,14 @@ mod tests {
         let cases: Vec<(TcpPlan, &str)> = vec![
             (
                 TcpPlan {
-                    duration_ns: 1_000_000_000,
+                    duration: Duration::from_secs(1),
                     ..plan(to)
                 },
                 "--skip 1s leaves",
             ),
             (
                 TcpPlan {
-                    interval_ns: 500_000,
+                    interval: Duration::from_micros(500),
                     ..plan(to)
                 },
                 "--interval 500us",
@@ -569,7 +585,10 @@ mod tests {
         let f = p.flow("127.0.0.1:1".parse().unwrap(), None);
         assert!(f.reverse);
         assert_eq!(f.rcvbuf, Some(65536));
-        assert_eq!((f.duration_ns, f.write_bytes), (10_000_000_000, 131072));
+        assert_eq!(
+            (f.duration, f.write_bytes),
+            (Duration::from_secs(10), 131072)
+        );
     }
 
     #[test]

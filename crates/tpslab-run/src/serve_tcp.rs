@@ -40,8 +40,8 @@ pub fn start(plan: &ServeTcpPlan) -> Result<Serving> {
                 ServeTcpMode::Http => RrMode::Http,
                 _ => RrMode::Replace,
             },
-            work_ns: plan.work_ns,
-            serial_ns: plan.serial_ns,
+            work_ns: tpslab_plan::time::nanos(&plan.work),
+            serial_ns: tpslab_plan::time::nanos(&plan.serial),
             serialize: plan.serialize,
             threads: plan.threads,
         })?)
@@ -87,7 +87,7 @@ pub fn serve(s: Serving, ctx: &Ctx) -> Record {
         started,
     } = s;
     let t0 = std::time::Instant::now();
-    let until = record.plan.duration_ns.map(Duration::from_nanos);
+    let until = record.plan.duration;
     while !ctx.stopped() && until.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -118,11 +118,11 @@ mod tests {
             mode,
             rcvbuf: None,
             sndbuf: None,
-            work_ns: 0,
-            serial_ns: 0,
+            work: Duration::ZERO,
+            serial: Duration::ZERO,
             serialize: false,
             threads: 0,
-            duration_ns: Some(duration_ms * 1_000_000),
+            duration: Some(Duration::from_millis(duration_ms)),
         }
     }
 

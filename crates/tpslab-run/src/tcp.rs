@@ -13,6 +13,7 @@ use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::tcp::{TcpMode, TcpPlan};
+use tpslab_plan::time::nanos;
 
 /// Runs the plan and returns its record (kind tcp). `on_lab_run(record, i)` is called as
 /// soon as the lab's run `i` has ended (0: as planned; 1: the re-run with the recommended
@@ -41,29 +42,29 @@ pub fn run(
             let t = tpslab_net::mono_ns();
             let s = tcpflow::connect(target, flow.sndbuf, flow.rcvbuf, Duration::from_secs(5))?;
             let connect_ns = tpslab_net::mono_ns() - t;
-            let secs = plan.duration_ns as f64 / 1e9;
+            let secs = plan.duration.as_nanos() as f64 / 1e9;
             let f = ctx.phase("tcp flow", secs, || {
                 tcpflow::run_flow(s, flow, connect_ns, &ctx.stop)
             })?;
-            rec.runs.push(TcpRun::judge(f, None, plan.skip_ns));
+            rec.runs.push(TcpRun::judge(f, None, nanos(&plan.skip)));
         }
         TcpMode::Lab { .. } => lab(&mut rec, ctx, on_lab_run)?,
         TcpMode::Watch { pid, port } => {
             // Where the process's threads wait, beside its flows (S4: in poll, on a peer).
-            let every = (plan.interval_ns / 1_000_000).max(100);
+            let every = (nanos(&plan.interval) / 1_000_000).max(100);
             let mut waits = pid.map(|p| tpslab_engine::waits::WaitSampler::new(p, None, every));
             let flows = tcpflow::watch_flows(
                 pid,
                 port,
-                plan.duration_ns,
-                plan.interval_ns,
+                nanos(&plan.duration),
+                nanos(&plan.interval),
                 &ctx.stop,
                 waits.as_mut(),
             )?;
             rec.thread_waits = waits.map(|w| w.finish());
             rec.watched = flows
                 .into_iter()
-                .map(|f| WatchedReport::judge(f, plan.skip_ns))
+                .map(|f| WatchedReport::judge(f, nanos(&plan.skip)))
                 .collect();
         }
     }
@@ -94,7 +95,7 @@ fn lab(
     };
     let port = std::net::SocketAddr::from(([0, 0, 0, 0], 5001));
     let run = |snd: Option<u64>, rcv: Option<u64>| -> Result<TcpRun> {
-        let secs = plan.duration_ns as f64 / 1e9;
+        let secs = plan.duration.as_nanos() as f64 / 1e9;
         let (flow, stats) = ctx
             .phase("tcp lab flow", secs, || {
                 tcpflow::run_lab_flow(link, rcv, plan.flow(port, snd), &ctx.stop)
@@ -106,7 +107,7 @@ fn lab(
                     anyhow!("{e}")
                 }
             })?;
-        Ok(TcpRun::judge(flow, Some(stats), plan.skip_ns))
+        Ok(TcpRun::judge(flow, Some(stats), nanos(&plan.skip)))
     };
     rec.runs.push(run(plan.sndbuf, sink_rcvbuf)?);
     on_run(rec, 0)?;

@@ -131,7 +131,7 @@ impl TcpFlags {
                 );
             }
             let link = LinkConfig {
-                delay_ns: (rtt.as_nanos() / 2).min(u64::MAX as u128) as u64,
+                delay: rtt / 2,
                 rate_bps: a.lab_rate,
                 loss: parse_loss(&a.lab_loss)?,
                 queue_packets: a.lab_queue,
@@ -156,12 +156,11 @@ impl TcpFlags {
                 TcpMode::Send { target }
             }
         };
-        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
         let p = TcpPlan {
             mode,
-            duration_ns: ns(a.duration),
-            interval_ns: ns(a.interval),
-            skip_ns: ns(a.skip),
+            duration: a.duration,
+            interval: a.interval,
+            skip: a.skip,
             sndbuf: buffer("--sndbuf", a.sndbuf)?,
             rcvbuf: buffer("--rcvbuf", a.rcvbuf)?,
             write_bytes: check_write_size(a.write_size)?,
@@ -211,18 +210,16 @@ impl ServeTcpFlags {
                 a.bind
             ))
         })?;
-        let ns =
-            |d: Option<Duration>| d.unwrap_or_default().as_nanos().min(u64::MAX as u128) as u64;
         let p = ServeTcpPlan {
             listen,
             mode: a.mode,
             rcvbuf: buffer("--rcvbuf", a.rcvbuf)?,
             sndbuf: buffer("--sndbuf", a.sndbuf)?,
-            work_ns: ns(a.work),
-            serial_ns: ns(a.serial),
+            work: a.work.unwrap_or_default(),
+            serial: a.serial.unwrap_or_default(),
             serialize: a.serialize,
             threads: a.threads,
-            duration_ns: a.duration.map(|d| ns(Some(d))),
+            duration: a.duration,
         };
         p.validate()?;
         Ok(p)
@@ -278,7 +275,7 @@ mod tests {
         let TcpMode::Lab { link, verify, .. } = f.plan().unwrap().mode else {
             panic!("a lab plan")
         };
-        assert_eq!((link.delay_ns, verify), (10_000_000, true));
+        assert_eq!((link.delay, verify), (Duration::from_millis(10), true));
         assert!((link.loss - 0.01).abs() < 1e-12);
     }
 }

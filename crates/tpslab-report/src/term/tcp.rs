@@ -55,7 +55,7 @@ pub fn run_part(w: &mut dyn Write, r: &TcpRecord, part: usize) -> io::Result<()>
                 describe_buf(lab.and_then(|l| l.sink_rcvbuf), lab.map_or(0, |l| l.sink_rcvbuf_granted))
             ),
             run,
-            r.plan.skip_ns,
+            tpslab_plan::time::nanos(&r.plan.skip),
             target,
         )?;
         if let Some(l) = lab {
@@ -78,7 +78,7 @@ pub fn run_part(w: &mut dyn Write, r: &TcpRecord, part: usize) -> io::Result<()>
                 link.rate_bps.map_or("unlimited".into(), |r| format!("{} Mbit/s", mbit(r))),
                 link.loss * 100.0,
                 link.queue_packets,
-                r.plan.duration_ns as f64 / 1e9,
+                r.plan.duration.as_nanos() as f64 / 1e9,
                 describe_buf(r.plan.sndbuf, run.flow.sndbuf_granted),
                 describe_buf(sink_rcvbuf, lab.map_or(0, |l| l.sink_rcvbuf_granted))
             )?;
@@ -92,12 +92,12 @@ pub fn run_part(w: &mut dyn Write, r: &TcpRecord, part: usize) -> io::Result<()>
         TcpMode::Send { target } => writeln!(
             w,
             "tpslab tcp: {} s to {target}; SO_SNDBUF {}",
-            r.plan.duration_ns as f64 / 1e9,
+            r.plan.duration.as_nanos() as f64 / 1e9,
             describe_buf(r.plan.sndbuf, run.flow.sndbuf_granted)
         )?,
         TcpMode::Reverse { .. } | TcpMode::Watch { .. } => {}
     }
-    flow(w, "", run, r.plan.skip_ns, target)?;
+    flow(w, "", run, tpslab_plan::time::nanos(&r.plan.skip), target)?;
     if let (Some(t), Some(a)) = (target, &run.analysis) {
         if a.throughput_bps < t {
             recommend(w, t, a)?;
@@ -173,7 +173,7 @@ fn flow(
         mbit(a.flight_rate_bps)
     )?;
     writeln!(w, "  sources: TCP_INFO of the sending socket every {:.0} ms (tcpi_bytes_acked, tcpi_rtt, tcpi_snd_cwnd x tcpi_snd_mss, tcpi_snd_wnd, tcpi_unacked x tcpi_snd_mss, tcpi_busy_time / tcpi_rwnd_limited / tcpi_sndbuf_limited)",
-        f.plan.interval_ns as f64 / 1e6)?;
+        f.plan.interval.as_nanos() as f64 / 1e6)?;
     ended(w, f)?;
     if f.interrupted {
         writeln!(w, "  interrupted before its duration")?;
@@ -207,7 +207,7 @@ fn timeline(w: &mut dyn Write, f: &FlowRecord) -> io::Result<()> {
         let (p, c) = (&s[i], &s[i + step]);
         let dt = (c.t_ns.saturating_sub(p.t_ns)) as f64 / 1e9;
         // A rate over a sliver (the last sample, taken when the flow ended) is noise.
-        if !too_short(dt, step, f.plan.interval_ns) {
+        if !too_short(dt, step, tpslab_plan::time::nanos(&f.plan.interval)) {
             let lim = classify(&s[i + step - 1], c, Some(f.sndbuf_granted));
             t.add_row(vec![
                 format!("{:.1}", c.t_ns as f64 / 1e9),
@@ -351,7 +351,7 @@ fn reverse(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
     writeln!(
         w,
         "tpslab tcp --reverse: {} s from {target}; this side's SO_RCVBUF {}",
-        r.plan.duration_ns as f64 / 1e9,
+        r.plan.duration.as_nanos() as f64 / 1e9,
         describe_buf(r.plan.rcvbuf, f.rcvbuf_granted)
     )?;
     let Some(an) = &run.receiver_analysis else {
@@ -370,7 +370,7 @@ fn reverse(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
     while i + step < s.len() {
         let (p, c) = (&s[i], &s[i + step]);
         let dt = (c.t_ns.saturating_sub(p.t_ns)) as f64 / 1e9;
-        if too_short(dt, step, r.plan.interval_ns) {
+        if too_short(dt, step, tpslab_plan::time::nanos(&r.plan.interval)) {
             i += step;
             continue;
         }
@@ -389,7 +389,7 @@ fn reverse(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
         mbit(an.throughput_bps),
         an.bytes,
         an.seconds,
-        r.plan.skip_ns as f64 / 1e9,
+        r.plan.skip.as_nanos() as f64 / 1e9,
         an.rcv_rtt_mean_us / 1e3,
         an.rcv_wnd_mean_bytes,
         an.window_ceiling_bps.map_or("unknown".to_string(), mbit)
@@ -413,8 +413,8 @@ fn watched(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
         w,
         "tpslab tcp --watch: {} established flow(s) of {what} over {:.1} s, TCP_INFO every {:.0} ms through sock_diag (INET_DIAG_INFO, INET_DIAG_SKMEMINFO)",
         r.watched.len(),
-        r.plan.duration_ns as f64 / 1e9,
-        r.plan.interval_ns as f64 / 1e6
+        r.plan.duration.as_nanos() as f64 / 1e9,
+        r.plan.interval.as_nanos() as f64 / 1e6
     )?;
     let mut t = table(&[
         "flow",
@@ -497,8 +497,8 @@ pub fn serve_header(w: &mut dyn Write, s: &ServeTcpRecord) -> io::Result<()> {
             "tpslab serve tcp: {} on {} (length-framed requests; work {:?} per request, then {:?} waiting{}); {}",
             if p.mode == ServeTcpMode::Echo { "Echo" } else { "Replace" },
             s.addr,
-            std::time::Duration::from_nanos(p.work_ns),
-            std::time::Duration::from_nanos(p.serial_ns),
+            std::time::Duration::from_nanos(tpslab_plan::time::nanos(&p.work)),
+            std::time::Duration::from_nanos(tpslab_plan::time::nanos(&p.serial)),
             if p.serialize { " under one global lock" } else { "" },
             if p.threads == 0 {
                 "thread per connection".to_string()
@@ -510,8 +510,8 @@ pub fn serve_header(w: &mut dyn Write, s: &ServeTcpRecord) -> io::Result<()> {
             w,
             "tpslab serve http: HTTP/1.1 on {} (keep-alive; work {:?} per request, then {:?} waiting{}); {}",
             s.addr,
-            std::time::Duration::from_nanos(p.work_ns),
-            std::time::Duration::from_nanos(p.serial_ns),
+            std::time::Duration::from_nanos(tpslab_plan::time::nanos(&p.work)),
+            std::time::Duration::from_nanos(tpslab_plan::time::nanos(&p.serial)),
             if p.serialize { " under one global lock" } else { "" },
             if p.threads == 0 {
                 "thread per connection".to_string()

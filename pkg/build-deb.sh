@@ -43,7 +43,8 @@ fi
 if [ "$build" = 1 ]; then
   cargo build --release --locked --bin tpslab
 fi
-bin=target/release/tpslab
+# The binary cargo-deb packages (it reads CARGO_TARGET_DIR too).
+bin="${CARGO_TARGET_DIR:-target}/release/tpslab"
 [ -x "$bin" ] || { echo "build-deb.sh: no $bin (build it, or drop --no-build)" >&2; exit 1; }
 
 assets=target/assets

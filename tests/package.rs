@@ -412,8 +412,9 @@ fn deb_installs_works_and_leaves_nothing() {
     let verify =
         run(Command::new("systemd-analyze").args(["verify", "tpslab-exporter@53.service"]));
     let said = String::from_utf8_lossy(&verify.stderr);
+    // Nothing said of it (a host's other units may draw warnings of their own).
     assert!(
-        verify.status.success() && said.trim().is_empty(),
+        verify.status.success() && !said.contains("tpslab"),
         "systemd-analyze verify: {}\n{said}",
         verify.status
     );

@@ -2,7 +2,9 @@
 # command: `docker run --rm --network host tpslab tpslab doctor`).
 #   docker build -t tpslab:latest .
 # The build needs the Rust and Debian images and crates.io; the result is Debian's slim
-# image with the one static-enough binary (SQLite is bundled) and iproute2.
+# image with the one static-enough binary (SQLite is bundled) and iproute2. The binary is
+# built as the Debian package's is (pkg/build-deb.sh: cargo build --release --locked
+# --bin tpslab, then stripped).
 
 FROM rust:1-bookworm AS build
 WORKDIR /src

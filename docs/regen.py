@@ -26,8 +26,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK = re.compile(
-    r"(<!-- regen: (?P<cmd>.*?) -->\n)(?P<body>(?:```\n.*?```\n)?)(<!-- /regen -->)",
-    re.S,
+    r"^(<!-- regen: (?P<cmd>[^\n]*?) -->\n)(?P<body>(?:```\n.*?```\n)?)(<!-- /regen -->)",
+    re.S | re.M,
 )
 
 

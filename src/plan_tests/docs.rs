@@ -4,6 +4,11 @@
 //! flag no longer takes fails here, naming the page and line). Parsing only: the plans of
 //! these lines name files and servers that exist where the example ran.
 //!
+//! Commands quoted in the prose (a code span starting `tpslab `, often a synopsis with
+//! placeholders such as `HOST:PORT` or `[--min DUR]`) are checked more loosely: each
+//! subcommand they name must exist and each `--flag` must be one of the command they
+//! reach.
+//!
 //! A line's `tpslab` may follow a prefix (`ip netns exec NS`, `chrt -f 5`), and
 //! `cargo run --release --` stands for `tpslab`; the command ends at a shell operator
 //! (`&`, `;`, `|`, `&&`, a redirection). Lines ending in `\` continue on the next; the
@@ -214,6 +219,144 @@ fn every_documented_command_line_parses() {
     assert!(
         bad.is_empty(),
         "documented commands the CLI refuses:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The code spans of `text` outside fenced blocks (a span may wrap across lines), with
+/// the line each starts on.
+fn code_spans(text: &str) -> Vec<(usize, String)> {
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            prose.push('\n');
+            continue;
+        }
+        if !fenced {
+            prose.push_str(line);
+        }
+        prose.push('\n');
+    }
+    let mut out = vec![];
+    let mut line = 1;
+    for (i, part) in prose.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push((line, part.replace('\n', " ")));
+        }
+        line += part.matches('\n').count();
+    }
+    out
+}
+
+/// What a quoted command names that the command tree does not have: a subcommand
+/// (`tpslab probe idel`) or a `--flag` of the command reached (`tpslab bdp --bufer`).
+fn unknown_in_synopsis(words: &[String]) -> Vec<String> {
+    // Built: global flags propagated to the subcommands, `help` added.
+    let mut root = Cli::command();
+    root.build();
+    let mut cmd = &root;
+    let mut bad = vec![];
+    let mut descending = true;
+    for w in words {
+        let w = w.trim_start_matches('[').trim_end_matches(']');
+        if is_operator(w) {
+            break;
+        }
+        if let Some(flag) = w.strip_prefix("--") {
+            descending = false;
+            let name = flag.split('=').next().unwrap_or(flag);
+            let known = name.is_empty()
+                || ["help", "version", "quiet"].contains(&name)
+                || cmd.get_arguments().any(|a| a.get_long() == Some(name));
+            if !known {
+                bad.push(format!("--{name} (not a flag of `{}`)", cmd.get_name()));
+            }
+        } else if descending && cmd.has_subcommands() {
+            match cmd.find_subcommand(w) {
+                Some(sub) => cmd = sub,
+                None if w.chars().all(|c| c.is_ascii_lowercase() || c == '-') => {
+                    bad.push(format!("{w} (not a subcommand of `{}`)", cmd.get_name()));
+                    descending = false;
+                }
+                // A placeholder or an alternation (`tcp|http|udp`): nothing more to check.
+                None => descending = false,
+            }
+        } else {
+            descending = false;
+        }
+    }
+    bad
+}
+
+#[test]
+fn a_quoted_synopsis_is_checked_word_by_word() {
+    let words = |s: &str| shlex::split(s).unwrap();
+    assert!(unknown_in_synopsis(&words(
+        "probe idle HOST:PORT [--min DUR] --lab-on-idle drop"
+    ))
+    .is_empty());
+    assert!(unknown_in_synopsis(&words("ramp tcp|http|udp")).is_empty());
+    assert_eq!(
+        unknown_in_synopsis(&words("bdp --rtt 30ms --bufer 64KiB")),
+        ["--bufer (not a flag of `bdp`)"]
+    );
+    assert_eq!(
+        unknown_in_synopsis(&words("probe idel HOST:PORT")),
+        ["idel (not a subcommand of `probe`)"]
+    );
+    let spans = code_spans("a `tpslab run\nudp` b\n```\n`x`\n```\nc `tpslab bdp`\n");
+    assert_eq!(
+        spans,
+        [
+            (1, "tpslab run udp".to_string()),
+            (6, "tpslab bdp".to_string())
+        ]
+    );
+}
+
+#[test]
+fn every_command_quoted_in_the_prose_names_real_subcommands_and_flags() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let top: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut seen = 0;
+    let mut bad = vec![];
+    for page in pages(&root) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let name = page.strip_prefix(&root).unwrap().display().to_string();
+        for (line, span) in code_spans(&text) {
+            // `tpslab CMD ...`, or `CMD SUB --flag ...` naming a command without the
+            // binary (prose often does: `serve udp --threads 4`).
+            let rest = match span.strip_prefix("tpslab ") {
+                Some(rest) => rest,
+                None if span.contains(" --")
+                    && top
+                        .iter()
+                        .any(|t| span.split(' ').next() == Some(t.as_str())) =>
+                {
+                    span.as_str()
+                }
+                None => continue,
+            };
+            seen += 1;
+            // Markdown escapes `|` in tables; a span that is not shell (an odd quote) is
+            // read word by word.
+            let rest = rest.replace("\\|", "|");
+            let words = shlex::split(&rest)
+                .unwrap_or_else(|| rest.split_whitespace().map(String::from).collect());
+            for w in unknown_in_synopsis(&words) {
+                bad.push(format!("{name}:{line}: `{span}`: {w}"));
+            }
+        }
+    }
+    assert!(seen >= 50, "only {seen} quoted commands found");
+    assert!(
+        bad.is_empty(),
+        "quoted commands the CLI does not have:\n{}",
         bad.join("\n")
     );
 }

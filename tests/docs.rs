@@ -137,6 +137,28 @@ fn readme_is_short() {
 }
 
 #[test]
+fn readme_sends_each_field_case_to_its_chapter() {
+    // A reader with one of the five cases finds its chapter from the README.
+    let text = fs::read_to_string(root().join("README.md")).unwrap();
+    let chapters: Vec<String> = fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for case in 1..=5 {
+        let prefix = format!("s{case}-");
+        let chapter = chapters
+            .iter()
+            .find(|c| c.starts_with(&prefix) && c.ends_with(".md"))
+            .unwrap_or_else(|| panic!("no docs/{prefix}*.md chapter"));
+        assert!(
+            text.contains(&format!("(docs/{chapter})")),
+            "README.md does not link docs/{chapter}"
+        );
+    }
+}
+
+#[test]
 fn relative_links_resolve() {
     let mut bad = vec![];
     let mut checked = 0;

@@ -209,6 +209,7 @@ const BITRATE_FORMS: &str = "allowed a number with a unit: bit, kbit, mbit, gbit
 const DURATION_FORMS: &str = "allowed a duration with a unit: ns, us, ms, s, m (minutes), h, d, e.g. 200us, 10ms, 1.5s, 1m, 1h30m";
 
 mod capacity;
+mod docs;
 mod files;
 mod load_http;
 mod probe;

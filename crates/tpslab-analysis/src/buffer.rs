@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn s1_backlog_from_measured_drops() {
-        // README run: 208417 drops over 70 bursts of 5000, 92 held: about 2977 + 92 waited.
+        // The `run udp` of docs/s1-udp-loss.md: 208417 drops over 70 bursts of 5000, 92 held: about 2977 + 92 waited.
         let n = buffer_need(5000, 92, 2977, 2304, 2.0);
         assert_eq!(n.peak_backlog, 3069);
         assert_eq!(n.granted_needed_bytes, round_page(3069 * 2304 * 2));

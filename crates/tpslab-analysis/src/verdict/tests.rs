@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// Facts of the S1 miniature as measured on this machine (README example run): bursts
+/// Facts of the S1 miniature as measured on this machine (the `run udp` example in docs/s1-udp-loss.md): bursts
 /// of 5000 x 1024 B every 50 ms, 59.55 % dropped at the socket buffer, server at 18 %
 /// of a CPU, queue peaking at 211968 of 212992.
 pub(crate) fn s1() -> Facts {

@@ -185,8 +185,21 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
 /// Runs a UDP run's plan with `out`'s live outputs, then its record's epilogue.
 fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCode> {
     let exporter = o.metrics.start(command)?;
-    let ctx = out::live_ctx(o.json_stream.as_deref(), exporter.as_ref())?;
-    let rec = tpslab_run::udp::run(plan, &ctx)?;
+    let mut ctx = out::live_ctx(o.json_stream.as_deref(), exporter.as_ref())?;
+    let view = match o.live {
+        true => {
+            let (view, sink, progress) =
+                out::LiveView::start(live_header(plan, command), ctx.stop.clone())?;
+            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.progress = progress;
+            Some(view)
+        }
+        false => None,
+    };
+    let rec = tpslab_run::udp::run(plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     out::emit_run(
         &rec,
         crate::out::Outputs::of(&o.record),
@@ -194,6 +207,17 @@ fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCod
         &o.gate,
         false,
     )
+}
+
+/// What the live view says of a UDP run: its command, target, planned length (warm-up and
+/// window), and why there is no latency in a sink run.
+fn live_header(plan: &UdpRunPlan, command: &str) -> tpslab_report::live::LiveHeader {
+    tpslab_report::live::LiveHeader {
+        command: command.to_string(),
+        target: plan.load.target.to_string(),
+        planned_s: Some((plan.load.warmup + plan.load.duration).as_secs_f64()),
+        no_latency: (!plan.load.expect_replies).then(|| "UDP sink mode (--no-replies)".into()),
+    }
 }
 
 impl WatchArgs {

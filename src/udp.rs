@@ -92,6 +92,12 @@ pub(crate) struct WatchArgs {
     pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) metrics: ListenFlag,
+    /// Show the watch full screen while it goes, from the same samples --json-stream
+    /// writes: delivered pps, this interval's drops by layer, the rx_queue against its
+    /// SO_RCVBUF limit, softnet drops per CPU. Keys: q ends the watch as Ctrl-C does, p
+    /// freezes the screen, ? help. Standard output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl ServeArgs {
@@ -236,6 +242,9 @@ impl WatchArgs {
         if let Some(pid) = self.pid {
             check_pid(pid)?;
         }
+        if self.live {
+            out::check_live()?;
+        }
         Ok(plan)
     }
 }
@@ -244,16 +253,49 @@ impl WatchArgs {
 pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let exporter = a.metrics.start("watch")?;
-    let ctx = out::live_ctx(a.json_stream.as_deref(), exporter.as_ref())?;
+    let mut ctx = out::live_ctx(a.json_stream.as_deref(), exporter.as_ref())?;
+    let view = match a.live {
+        true => {
+            let header = tpslab_report::live::LiveHeader {
+                command: "watch".into(),
+                target: match (plan.pid, plan.port) {
+                    (Some(pid), Some(port)) => format!("pid {pid} port {port}"),
+                    (Some(pid), None) => format!("pid {pid}"),
+                    (None, Some(port)) => format!("port {port}"),
+                    (None, None) => "the host".into(),
+                },
+                planned_s: Some(plan.duration.as_secs_f64()),
+                no_latency: Some("a watch sends no load of its own".into()),
+            };
+            let (view, sink, progress) = out::LiveView::start(header, ctx.stop.clone())?;
+            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.progress = progress;
+            Some(view)
+        }
+        false => None,
+    };
     // Standard output may carry the JSON record alone.
     let json_stdout = a.record.json.as_deref().is_some_and(is_stdout);
+    // While the view holds the terminal, what the watch follows is said after it.
+    let mut held = vec![];
     let rec = tpslab_run::udp::watch(&plan, &ctx, &mut |f| {
-        if json_stdout {
+        if view.is_some() {
+            held.push(f.line());
+        } else if json_stdout {
             eprintln!("{}", f.line());
         } else {
             println!("{}", f.line());
         }
-    })?;
+    });
+    drop(view);
+    for l in held {
+        if json_stdout {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
+        }
+    }
+    let rec = rec?;
     // Ended by Ctrl-C as a matter of course: exit 0.
     out::emit_run(
         &rec,

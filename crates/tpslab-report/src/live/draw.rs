@@ -129,18 +129,19 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
     let delivered: Vec<(f64, f64)> = st.delivered.iter().copied().collect();
     let last = st.last.as_ref();
     let now = |v: Option<f64>| v.map_or("-".to_string(), si);
-    let title = Line::from(vec![
-        Span::raw(" pps: "),
-        Span::styled(
-            format!("offered {}", now(last.and_then(|f| f.offered_pps))),
+    let mut title = vec![Span::raw(" pps: ")];
+    // A watch sends nothing: no offered rate to name.
+    if !offered.is_empty() || last.is_some_and(|f| f.offered_pps.is_some()) {
+        title.push(Span::styled(
+            format!("offered {} ", now(last.and_then(|f| f.offered_pps))),
             Style::default().fg(OFFERED),
-        ),
-        Span::raw(" "),
-        Span::styled(
-            format!("delivered {} ", now(last.and_then(|f| f.delivered_pps))),
-            Style::default().fg(DELIVERED),
-        ),
-    ]);
+        ));
+    }
+    title.push(Span::styled(
+        format!("delivered {} ", now(last.and_then(|f| f.delivered_pps))),
+        Style::default().fg(DELIVERED),
+    ));
+    let title = Line::from(title);
     let block = Block::bordered().title(title);
     if offered.is_empty() && delivered.is_empty() {
         let msg = if st.frames == 0 {

@@ -96,3 +96,21 @@ fn a_small_terminal_gets_one_line_and_no_panic() {
     }
     assert!(render(&st, 80, 24).contains("tpslab run udp"));
 }
+
+#[test]
+fn a_watch_without_load_names_no_offered_rate() {
+    let mut st = LiveState::new(LiveHeader {
+        command: "watch".into(),
+        target: "pid 1".into(),
+        planned_s: Some(10.0),
+        no_latency: Some("a watch sends no load of its own".into()),
+    });
+    let mut f = frame(100.0, 0, 0);
+    f.offered_pps = None;
+    st.push(f);
+    let text = render(&st, 80, 24);
+    assert!(text.contains("pps: delivered 900"), "{text}");
+    assert!(!text.contains("offered"), "{text}");
+    // Wrapped at 80 columns.
+    assert!(text.contains("no latency: a watch sends no load of its"), "{text}");
+}

@@ -141,6 +141,9 @@ impl LoadUdpArgs {
         let target = resolve(&self.target)?;
         let mut load = load_config(&self.load, self.threads, "--threads", target)?;
         load.keep_histograms = self.out.check()?;
+        if self.out.live {
+            out::check_live()?;
+        }
         if let Some(pid) = self.pid {
             check_pid(pid)?;
         }
@@ -171,6 +174,9 @@ impl RunUdpArgs {
         }
         let mut load = load_config(&self.load, self.load_threads, "--load-threads", srv.bind)?;
         load.keep_histograms = self.out.check()?;
+        if self.out.live {
+            out::check_live()?;
+        }
         Ok(UdpRunPlan {
             server: Some(srv),
             load,
@@ -220,7 +226,14 @@ fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCod
 fn live_header(plan: &UdpRunPlan, command: &str) -> tpslab_report::live::LiveHeader {
     tpslab_report::live::LiveHeader {
         command: command.to_string(),
-        target: plan.load.target.to_string(),
+        target: match &plan.server {
+            // Port 0: the server's port is chosen when it binds.
+            Some(_) if plan.load.target.port() == 0 => {
+                format!("tpslab's server on {}", plan.load.target.ip())
+            }
+            Some(_) => format!("tpslab's server on {}", plan.load.target),
+            None => plan.load.target.to_string(),
+        },
         planned_s: Some((plan.load.warmup + plan.load.duration).as_secs_f64()),
         no_latency: (!plan.load.expect_replies).then(|| "UDP sink mode (--no-replies)".into()),
     }

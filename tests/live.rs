@@ -200,3 +200,35 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     assert_eq!(sysctls(), sysctls_before);
     assert!(!state.join("host-settings-journal.json").exists());
 }
+
+#[test]
+fn live_without_a_terminal_is_one_line_and_exit_2() {
+    for args in [
+        &["run", "udp", "--rate", "1000", "--duration", "1s"][..],
+        &[
+            "load",
+            "udp",
+            "127.0.0.1:9",
+            "--rate",
+            "1000",
+            "--duration",
+            "1s",
+        ][..],
+        &["watch", "--port", "9", "--duration", "1s"][..],
+    ] {
+        let out = common::tpslab()
+            .args(args)
+            .args(["--no-history", "--live"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--live: standard output is not a terminal"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -94,9 +94,6 @@ impl OutputFlags {
         super::check_interval(self.interval)?;
         self.gate.conditions(gate::applies::UDP_RUN)?;
         self.record.check(true)?;
-        if self.live {
-            crate::out::check_live()?;
-        }
         Ok(self.record.metrics_file.is_some())
     }
 }

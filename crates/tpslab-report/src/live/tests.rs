@@ -112,5 +112,8 @@ fn a_watch_without_load_names_no_offered_rate() {
     assert!(text.contains("pps: delivered 900"), "{text}");
     assert!(!text.contains("offered"), "{text}");
     // Wrapped at 80 columns.
-    assert!(text.contains("no latency: a watch sends no load of its"), "{text}");
+    assert!(
+        text.contains("no latency: a watch sends no load of its"),
+        "{text}"
+    );
 }

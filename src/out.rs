@@ -27,6 +27,7 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
         .spawn(move || {
             for _ in signals.forever() {
                 if f.swap(true, Relaxed) {
+                    live::restore_terminal();
                     let r = tpslab_engine::guard::restore_now();
                     for (k, v) in r.restored {
                         eprintln!("tpslab: restored {k}={v}");

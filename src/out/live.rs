@@ -25,6 +25,17 @@ pub(crate) fn check() -> Result<()> {
     Ok(())
 }
 
+/// Whether a view holds the terminal now (for [`restore_terminal`]).
+static SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// Gives the terminal back if a view holds it: for a process about to exit without
+/// unwinding (a second signal).
+pub(crate) fn restore_terminal() {
+    if SHOWN.swap(false, Relaxed) {
+        ratatui::restore();
+    }
+}
+
 /// The live view while it runs: the terminal is the view's until this is dropped (the
 /// view's thread restores it then, and a panic's hook does too).
 pub(crate) struct LiveView {
@@ -49,18 +60,19 @@ impl LiveView {
             }
         }));
         let mut term = ratatui::try_init()?;
+        SHOWN.store(true, Relaxed);
         let done = Arc::new(AtomicBool::new(false));
         let d = done.clone();
         let thread = std::thread::Builder::new()
             .name("tpslab-live".into())
             .spawn(move || {
                 let _ = run_view(&mut term, header, &rx, &stop, &d);
-                ratatui::restore();
+                restore_terminal();
             });
         let thread = match thread {
             Ok(t) => t,
             Err(e) => {
-                ratatui::restore();
+                restore_terminal();
                 return Err(e.into());
             }
         };

@@ -102,8 +102,15 @@ fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
     if st.paused {
         spans.push(Span::styled("PAUSED ", Style::default().fg(Color::Yellow)));
     }
+    // The keys in full where they fit, else their letters.
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let keys = if used + 23 <= area.width as usize {
+        "q stop  p pause  ? help"
+    } else {
+        "q p ?"
+    };
     spans.push(Span::styled(
-        "q stop  p pause  ? help",
+        keys,
         Style::default().add_modifier(Modifier::DIM),
     ));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);

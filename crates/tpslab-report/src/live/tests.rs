@@ -117,3 +117,28 @@ fn a_watch_without_load_names_no_offered_rate() {
         "{text}"
     );
 }
+
+#[test]
+fn the_keys_are_named_in_full_where_they_fit() {
+    let mut st = LiveState::new(header());
+    st.push(frame(100.0, 0, 0));
+    assert!(render(&st, 80, 24)
+        .lines()
+        .next()
+        .unwrap()
+        .trim_end()
+        .ends_with("q stop  p pause  ? help"));
+    st.header.target = "tpslab's server on 127.0.0.1:9000".into();
+    let first = render(&st, 80, 24)
+        .lines()
+        .next()
+        .unwrap()
+        .trim_end()
+        .to_string();
+    assert!(first.ends_with("q p ?"), "{first}");
+    assert!(render(&st, 160, 48)
+        .lines()
+        .next()
+        .unwrap()
+        .contains("q stop  p pause  ? help"));
+}

@@ -3,9 +3,11 @@
 //! and prints its report ([`emit`]); the terminal's progress ([`TermProgress`]).
 
 mod emit;
+mod live;
 mod progress;
 
 pub(crate) use emit::{emit, emit_files, emit_run, escaped, live_sink, Outputs, Terminal};
+pub(crate) use live::{check as check_live, LiveView};
 pub(crate) use progress::TermProgress;
 
 use anyhow::Result;
@@ -25,6 +27,7 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
         .spawn(move || {
             for _ in signals.forever() {
                 if f.swap(true, Relaxed) {
+                    live::restore_terminal();
                     let r = tpslab_engine::guard::restore_now();
                     for (k, v) in r.restored {
                         eprintln!("tpslab: restored {k}={v}");

@@ -92,6 +92,12 @@ pub(crate) struct WatchArgs {
     pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) metrics: ListenFlag,
+    /// Show the watch full screen while it goes, from the same samples --json-stream
+    /// writes: delivered pps, this interval's drops by layer, the rx_queue against its
+    /// SO_RCVBUF limit, softnet drops per CPU. Keys: q ends the watch as Ctrl-C does, p
+    /// freezes the screen, ? help. Standard output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl ServeArgs {
@@ -135,6 +141,9 @@ impl LoadUdpArgs {
         let target = resolve(&self.target)?;
         let mut load = load_config(&self.load, self.threads, "--threads", target)?;
         load.keep_histograms = self.out.check()?;
+        if self.out.live {
+            out::check_live()?;
+        }
         if let Some(pid) = self.pid {
             check_pid(pid)?;
         }
@@ -165,6 +174,9 @@ impl RunUdpArgs {
         }
         let mut load = load_config(&self.load, self.load_threads, "--load-threads", srv.bind)?;
         load.keep_histograms = self.out.check()?;
+        if self.out.live {
+            out::check_live()?;
+        }
         Ok(UdpRunPlan {
             server: Some(srv),
             load,
@@ -185,8 +197,21 @@ pub(crate) fn run(a: RunUdpArgs) -> Result<ExitCode> {
 /// Runs a UDP run's plan with `out`'s live outputs, then its record's epilogue.
 fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCode> {
     let exporter = o.metrics.start(command)?;
-    let ctx = out::live_ctx(o.json_stream.as_deref(), exporter.as_ref())?;
-    let rec = tpslab_run::udp::run(plan, &ctx)?;
+    let mut ctx = out::live_ctx(o.json_stream.as_deref(), exporter.as_ref())?;
+    let view = match o.live {
+        true => {
+            let (view, sink, progress) =
+                out::LiveView::start(live_header(plan, command), ctx.stop.clone())?;
+            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.progress = progress;
+            Some(view)
+        }
+        false => None,
+    };
+    let rec = tpslab_run::udp::run(plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     out::emit_run(
         &rec,
         crate::out::Outputs::of(&o.record),
@@ -194,6 +219,24 @@ fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCod
         &o.gate,
         false,
     )
+}
+
+/// What the live view says of a UDP run: its command, target, planned length (warm-up and
+/// window), and why there is no latency in a sink run.
+fn live_header(plan: &UdpRunPlan, command: &str) -> tpslab_report::live::LiveHeader {
+    tpslab_report::live::LiveHeader {
+        command: command.to_string(),
+        target: match &plan.server {
+            // Port 0: the server's port is chosen when it binds.
+            Some(_) if plan.load.target.port() == 0 => {
+                format!("tpslab's server on {}", plan.load.target.ip())
+            }
+            Some(_) => format!("tpslab's server on {}", plan.load.target),
+            None => plan.load.target.to_string(),
+        },
+        planned_s: Some((plan.load.warmup + plan.load.duration).as_secs_f64()),
+        no_latency: (!plan.load.expect_replies).then(|| "UDP sink mode (--no-replies)".into()),
+    }
 }
 
 impl WatchArgs {
@@ -212,6 +255,9 @@ impl WatchArgs {
         if let Some(pid) = self.pid {
             check_pid(pid)?;
         }
+        if self.live {
+            out::check_live()?;
+        }
         Ok(plan)
     }
 }
@@ -220,16 +266,49 @@ impl WatchArgs {
 pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let exporter = a.metrics.start("watch")?;
-    let ctx = out::live_ctx(a.json_stream.as_deref(), exporter.as_ref())?;
+    let mut ctx = out::live_ctx(a.json_stream.as_deref(), exporter.as_ref())?;
+    let view = match a.live {
+        true => {
+            let header = tpslab_report::live::LiveHeader {
+                command: "watch".into(),
+                target: match (plan.pid, plan.port) {
+                    (Some(pid), Some(port)) => format!("pid {pid} port {port}"),
+                    (Some(pid), None) => format!("pid {pid}"),
+                    (None, Some(port)) => format!("port {port}"),
+                    (None, None) => "the host".into(),
+                },
+                planned_s: Some(plan.duration.as_secs_f64()),
+                no_latency: Some("a watch sends no load of its own".into()),
+            };
+            let (view, sink, progress) = out::LiveView::start(header, ctx.stop.clone())?;
+            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.progress = progress;
+            Some(view)
+        }
+        false => None,
+    };
     // Standard output may carry the JSON record alone.
     let json_stdout = a.record.json.as_deref().is_some_and(is_stdout);
+    // While the view holds the terminal, what the watch follows is said after it.
+    let mut held = vec![];
     let rec = tpslab_run::udp::watch(&plan, &ctx, &mut |f| {
-        if json_stdout {
+        if view.is_some() {
+            held.push(f.line());
+        } else if json_stdout {
             eprintln!("{}", f.line());
         } else {
             println!("{}", f.line());
         }
-    })?;
+    });
+    drop(view);
+    for l in held {
+        if json_stdout {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
+        }
+    }
+    let rec = rec?;
     // Ended by Ctrl-C as a matter of course: exit 0.
     out::emit_run(
         &rec,

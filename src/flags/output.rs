@@ -78,6 +78,13 @@ pub(crate) struct OutputFlags {
     pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) gate: GateFlags,
+    /// Show the run full screen while it goes, from the same samples --json-stream
+    /// writes: offered vs delivered pps, this interval's drops by layer, the server's
+    /// rx_queue against its SO_RCVBUF limit, latency, softnet drops per CPU. Keys: q stops
+    /// the run as Ctrl-C does, p freezes the screen, ? help. The report prints when the run
+    /// ends. Standard output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl OutputFlags {

@@ -8,6 +8,7 @@ use tpslab_analysis::record::Record;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod live;
 pub mod metrics;
 pub mod svg;
 pub mod term;

@@ -210,6 +210,7 @@ mod tests {
             udp_in_datagrams: 100,
             softnet_dropped_per_cpu: vec![(1, 3)],
             latency_histogram: Some(h),
+            rcvbuf_limit_bytes: Some(8192),
         });
         let live = scrape();
         assert!(live.contains("tpslab_exporter_info{"), "{live}");

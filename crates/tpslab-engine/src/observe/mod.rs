@@ -501,7 +501,7 @@ fn sample_loop(
         let mut r = sampler.sample(raws.last(), slow);
         rxq_max = rxq_max.max(r.srv_rxq);
         if let Some(prev) = raws.last() {
-            give_live(&sampler.cfg, &raws[0], prev, &r);
+            give_live(&sampler.cfg, &sampler.srv_rcvbuf, &raws[0], prev, &r);
         }
         // Per-CPU tables serve only the deltas between the first and the last
         // sample (pushed after this loop): kept in every sample, their heap
@@ -522,7 +522,7 @@ fn sample_loop(
     sampler.scan_now = true;
     let last = sampler.sample(raws.last(), true);
     if let Some(prev) = raws.last() {
-        give_live(&sampler.cfg, &raws[0], prev, &last);
+        give_live(&sampler.cfg, &sampler.srv_rcvbuf, &raws[0], prev, &last);
     }
     rxq_max = rxq_max.max(last.srv_rxq);
     raws.push(last);

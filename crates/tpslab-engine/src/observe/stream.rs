@@ -73,6 +73,10 @@ pub struct LiveSample {
     /// The interval's latency histogram (ns from the intended send time), as [`Self::latency`].
     #[serde(skip)]
     pub latency_histogram: Option<Histogram<u64>>,
+    /// SO_RCVBUF limits (sk_rcvbuf from sock_diag) of the target sockets found so far,
+    /// summed as [`Self::rx_queue_bytes`] is, bytes; None before one is read.
+    #[serde(skip)]
+    pub rcvbuf_limit_bytes: Option<u64>,
 }
 
 /// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
@@ -130,13 +134,22 @@ pub(super) fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
             })
             .collect(),
         latency_histogram: None,
+        rcvbuf_limit_bytes: None,
     }
 }
 
-/// Gives a live sample to the sink, with the interval's latency when there is a probe.
-pub(super) fn give_live(cfg: &ObserverConfig, first: &Raw, prev: &Raw, cur: &Raw) {
+/// Gives a live sample to the sink, with the interval's latency when there is a probe and
+/// the target sockets' SO_RCVBUF limits (`rcvbuf`: sk_rcvbuf by inode) summed.
+pub(super) fn give_live(
+    cfg: &ObserverConfig,
+    rcvbuf: &std::collections::BTreeMap<u64, u64>,
+    first: &Raw,
+    prev: &Raw,
+    cur: &Raw,
+) {
     let Some(live) = &cfg.live else { return };
     let mut s = live_sample(first, prev, cur);
+    s.rcvbuf_limit_bytes = (!rcvbuf.is_empty()).then(|| rcvbuf.values().sum());
     s.latency_histogram = cfg.live_latency.as_ref().and_then(|p| (p.0)());
     s.latency = s
         .latency_histogram

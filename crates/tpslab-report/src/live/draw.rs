@@ -1,0 +1,412 @@
+//! The live view's layout: a status line, offered vs delivered pps, this interval's drops
+//! by layer, latency over time, the rx_queue against its limit, softnet per CPU.
+
+use super::LiveState;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Chart, Clear, Dataset, Gauge, GraphType, Paragraph, Wrap};
+use ratatui::Frame;
+
+/// The smallest terminal the view lays out in, columns; below it one line says so.
+pub const MIN_WIDTH: u16 = 80;
+/// The smallest terminal the view lays out in, rows.
+pub const MIN_HEIGHT: u16 = 24;
+
+/// Draws `st` over the whole frame. A terminal smaller than [`MIN_WIDTH`] x [`MIN_HEIGHT`]
+/// gets one line saying so (the run goes on).
+pub fn draw(frame: &mut Frame, st: &LiveState) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!(
+            "terminal too small ({}x{}; the live view needs {MIN_WIDTH}x{MIN_HEIGHT}); q ends the run",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(msg), area);
+        return;
+    }
+    let [status, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    status_line(frame, status, st);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    let side = if area.width >= 120 { 52 } else { 38 };
+    let [rates, drops] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(top);
+    let [lat, right] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(bottom);
+    let [queue, host] = Layout::vertical([Constraint::Length(4), Constraint::Min(0)]).areas(right);
+    rate_chart(frame, rates, st);
+    drops_panel(frame, drops, st);
+    latency_chart(frame, lat, st);
+    queue_gauge(frame, queue, st);
+    host_panel(frame, host, st);
+    if st.help {
+        help_overlay(frame, area);
+    }
+}
+
+/// The offered rate's colour (its line and its name in the title).
+const OFFERED: Color = Color::Cyan;
+/// The delivered rate's colour.
+const DELIVERED: Color = Color::Green;
+/// The latency percentiles' colours: p50, p99, p99.9.
+const PCTS: [Color; 3] = [Color::Green, Color::Yellow, Color::Red];
+
+/// `12.3k`, `1.20M`: a rate or count in 4 characters or so.
+fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.2}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A latency in us as `850us`, `12.3ms`, `1.20s`.
+fn dur_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2}s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.1}ms", us / 1e3)
+    } else {
+        format!("{us:.0}us")
+    }
+}
+
+fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let h = &st.header;
+    let elapsed = match h.planned_s {
+        Some(p) => format!("{:.1} s / {:.1} s", st.elapsed_s(), p),
+        None => format!("{:.1} s", st.elapsed_s()),
+    };
+    let mut spans = vec![
+        Span::styled(
+            format!(" tpslab {} ", h.command),
+            Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ),
+        Span::raw(format!(" {}  {elapsed}  ", h.target)),
+    ];
+    if st.stopping {
+        spans.push(Span::styled(
+            "STOPPING (writing the record) ",
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    if st.paused {
+        spans.push(Span::styled("PAUSED ", Style::default().fg(Color::Yellow)));
+    }
+    // The keys in full where they fit, else their letters.
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let keys = if used + 23 <= area.width as usize {
+        "q stop  p pause  ? help"
+    } else {
+        "q p ?"
+    };
+    spans.push(Span::styled(
+        keys,
+        Style::default().add_modifier(Modifier::DIM),
+    ));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The y axis of a chart of `max`: bounds [0, max * 1.1] and three labels.
+fn y_axis<'a>(max: f64, fmt: fn(f64) -> String) -> Axis<'a> {
+    let top = if max > 0.0 { max * 1.1 } else { 1.0 };
+    Axis::default()
+        .bounds([0.0, top])
+        .labels(vec![fmt(0.0), fmt(top / 2.0), fmt(top)])
+}
+
+fn x_axis<'a>(st: &LiveState) -> Axis<'a> {
+    let [a, b] = st.window();
+    Axis::default()
+        .bounds([a, b])
+        .labels(vec![format!("{a:.0}s"), format!("{b:.1}s")])
+}
+
+fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let offered: Vec<(f64, f64)> = st.offered.iter().copied().collect();
+    let delivered: Vec<(f64, f64)> = st.delivered.iter().copied().collect();
+    let last = st.last.as_ref();
+    let now = |v: Option<f64>| v.map_or("-".to_string(), si);
+    let mut title = vec![Span::raw(" pps: ")];
+    // A watch sends nothing: no offered rate to name.
+    if !offered.is_empty() || last.is_some_and(|f| f.offered_pps.is_some()) {
+        title.push(Span::styled(
+            format!("offered {} ", now(last.and_then(|f| f.offered_pps))),
+            Style::default().fg(OFFERED),
+        ));
+    }
+    title.push(Span::styled(
+        format!("delivered {} ", now(last.and_then(|f| f.delivered_pps))),
+        Style::default().fg(DELIVERED),
+    ));
+    let title = Line::from(title);
+    let block = Block::bordered().title(title);
+    if offered.is_empty() && delivered.is_empty() {
+        let msg = if st.frames == 0 {
+            "waiting for the first interval"
+        } else {
+            "no rates in the stream yet (delivered: Udp InDatagrams, read every 100 ms)"
+        };
+        frame.render_widget(
+            Paragraph::new(msg).block(block).wrap(Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    let max = offered
+        .iter()
+        .chain(&delivered)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let mut sets = vec![];
+    if !offered.is_empty() {
+        sets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(OFFERED))
+                .data(&offered),
+        );
+    }
+    sets.push(
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(DELIVERED))
+            .data(&delivered),
+    );
+    let chart = Chart::new(sets)
+        .block(block)
+        .x_axis(x_axis(st))
+        .y_axis(y_axis(max, si))
+        .legend_position(None);
+    frame.render_widget(chart, area);
+}
+
+fn drops_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let block = Block::bordered().title(" drops by layer: interval / total ");
+    let (i, t) = (st.interval_drops, st.total_drops);
+    let wide = area.width >= 50;
+    let row = |name: &str, long: &str, a: u64, b: u64| {
+        let style = if a > 0 {
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        let label = if wide { long } else { name };
+        let w = if wide { 30 } else { 18 };
+        Line::from(vec![
+            Span::raw(format!("{label:<w$}")),
+            Span::styled(format!("{:>8}", si(a as f64)), style),
+            Span::raw(format!(" {:>8}", si(b as f64))),
+        ])
+    };
+    let mut lines = vec![];
+    if st.frames == 0 {
+        lines.push(Line::from("waiting for the first interval"));
+    } else {
+        lines.push(row(
+            "server socket",
+            "server socket (udp drops)",
+            i.socket,
+            t.socket,
+        ));
+        lines.push(row(
+            "RcvbufErrors",
+            "Udp RcvbufErrors (namespace)",
+            i.rcvbuf_errors,
+            t.rcvbuf_errors,
+        ));
+        lines.push(row(
+            "softnet backlog",
+            "softnet backlog (host-wide)",
+            i.softnet,
+            t.softnet,
+        ));
+        lines.push(Line::styled(
+            "NIC, no listener, send: not in the stream (see the ledger at the end)",
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn latency_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let last = st.last.as_ref().and_then(|f| f.latency.as_ref());
+    let mut title = vec![Span::raw(" latency: ")];
+    match last {
+        Some(l) => {
+            for ((name, v), c) in [("p50", l.p50_us), ("p99", l.p99_us), ("p99.9", l.p999_us)]
+                .into_iter()
+                .zip(PCTS)
+            {
+                title.push(Span::styled(
+                    format!("{name} {} ", dur_us(v)),
+                    Style::default().fg(c),
+                ));
+            }
+        }
+        None if !st.latency.is_empty() => title.push(Span::raw("no reply this interval ")),
+        None => title = vec![Span::raw(" latency ")],
+    }
+    let block = Block::bordered().title(Line::from(title));
+    if st.latency.is_empty() {
+        let msg = match (&st.header.no_latency, st.frames) {
+            (Some(why), _) => format!("no latency: {why}"),
+            (None, 0) => "waiting for the first interval".to_string(),
+            (None, _) => "no replies read yet".to_string(),
+        };
+        frame.render_widget(
+            Paragraph::new(msg).block(block).wrap(Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    let p50: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.1)).collect();
+    let p99: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.2)).collect();
+    let p999: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.3)).collect();
+    let max = st.latency.iter().map(|p| p.3).fold(0.0, f64::max);
+    let set = |data, c| {
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(c))
+            .data(data)
+    };
+    let chart = Chart::new(vec![
+        set(&p50, PCTS[0]),
+        set(&p99, PCTS[1]),
+        set(&p999, PCTS[2]),
+    ])
+    .block(block)
+    .x_axis(x_axis(st))
+    .y_axis(y_axis(max, dur_us))
+    .legend_position(None);
+    frame.render_widget(chart, area);
+}
+
+fn queue_gauge(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let block = Block::bordered().title(" server rx_queue / SO_RCVBUF ");
+    let Some(f) = st.last.as_ref() else {
+        frame.render_widget(
+            Paragraph::new("waiting for the first interval").block(block),
+            area,
+        );
+        return;
+    };
+    match f.rcvbuf_limit_bytes.filter(|&l| l > 0) {
+        Some(limit) => {
+            let ratio = (f.rx_queue_bytes as f64 / limit as f64).clamp(0.0, 1.0);
+            let color = if ratio >= 0.9 {
+                Color::Red
+            } else if ratio >= 0.5 {
+                Color::Yellow
+            } else {
+                Color::Green
+            };
+            let label = format!(
+                "{} / {} B ({:.0} %)",
+                f.rx_queue_bytes,
+                limit,
+                ratio * 100.0
+            );
+            frame.render_widget(
+                Gauge::default()
+                    .block(block.title_bottom(format!(" peak {} B ", st.rx_queue_peak)))
+                    .gauge_style(Style::default().fg(color))
+                    .ratio(ratio)
+                    .label(label),
+                area,
+            );
+        }
+        None => {
+            let lines = vec![
+                Line::from(format!(
+                    "{} B now, peak {} B",
+                    f.rx_queue_bytes, st.rx_queue_peak
+                )),
+                Line::styled(
+                    "SO_RCVBUF limit not in the stream",
+                    Style::default().add_modifier(Modifier::DIM),
+                ),
+            ];
+            frame.render_widget(Paragraph::new(lines).block(block), area);
+        }
+    }
+}
+
+fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
+    let block = Block::bordered().title(" softnet drops per CPU (since start) ");
+    let mut lines = vec![];
+    if st.softnet_per_cpu.is_empty() {
+        lines.push(Line::from(format!(
+            "per CPU: not in the stream (all CPUs: {})",
+            st.total_drops.softnet
+        )));
+    } else {
+        let mut cells: Vec<Span> = vec![];
+        for (cpu, d) in &st.softnet_per_cpu {
+            let style = if *d > 0 {
+                Style::default().fg(Color::Red)
+            } else {
+                Style::default()
+            };
+            cells.push(Span::styled(
+                format!("cpu{cpu} {:<7}", si(*d as f64)),
+                style,
+            ));
+        }
+        lines.push(Line::from(cells));
+    }
+    lines.push(Line::styled(
+        "server thread states: not sampled live (in the report at the end)",
+        Style::default().add_modifier(Modifier::DIM),
+    ));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn help_overlay(frame: &mut Frame, area: Rect) {
+    let w = 60.min(area.width);
+    let h = 12.min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    let text = vec![
+        Line::from("q, Ctrl-C  stop the run as Ctrl-C does: the record is"),
+        Line::from("           written, marked interrupted, the host restored"),
+        Line::from("p          freeze the screen (again: go on)"),
+        Line::from("?          this help (again: hide it)"),
+        Line::from(""),
+        Line::from("Figures are the --json-stream lines, one per interval;"),
+        Line::from("latency is from each request's intended send time."),
+        Line::from("Drops: this interval's, then since the start."),
+        Line::from("The full report prints when the run ends."),
+    ];
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(text).block(Block::bordered().title(" help ")),
+        r,
+    );
+}

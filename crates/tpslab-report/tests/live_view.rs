@@ -1,0 +1,207 @@
+//! The live view (`--live`) drawn from streams recorded by real runs (`testdata/live/`, see
+//! its README) into ratatui's TestBackend at 80x24 and 160x48, against saved screens. To
+//! accept an intended change: `BLESS_LIVE=1 cargo test --release -p tpslab-report --test
+//! live_view`, then read the diff.
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use tpslab_report::live::{draw, LiveFrame, LiveHeader, LiveState};
+
+/// The SO_RCVBUF limit the paused run's record gave (`observer.target_rcvbuf_bytes`).
+const PAUSED_LIMIT: u64 = 131072;
+
+fn data(name: &str) -> String {
+    let p = format!("{}/testdata/live/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn frames(name: &str) -> Vec<LiveFrame> {
+    data(name)
+        .lines()
+        .map(|l| LiveFrame::from_line(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
+        .collect()
+}
+
+fn screen(st: &LiveState, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| draw(f, st)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let mut s = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+fn assert_screen(got: &str, file: &str) {
+    let p = format!("{}/testdata/live/{file}", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("BLESS_LIVE").is_some() {
+        std::fs::write(&p, got).unwrap();
+        return;
+    }
+    let want = data(file);
+    if got != want {
+        let n = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
+        panic!(
+            "{file}: differs at line {}:\n  want: {:?}\n  got:  {:?}\n{got}",
+            n + 1,
+            want.lines().nth(n),
+            got.lines().nth(n)
+        );
+    }
+}
+
+fn paused_header() -> LiveHeader {
+    LiveHeader {
+        command: "load udp".into(),
+        target: "127.0.0.1:19977".into(),
+        planned_s: Some(4.0),
+        no_latency: None,
+    }
+}
+
+/// The paused run up to the n-th line, each line given the limit its record had.
+fn paused_until(n: usize) -> LiveState {
+    let mut st = LiveState::new(paused_header());
+    for mut f in frames("load_udp_paused.ndjson").into_iter().take(n) {
+        f.rcvbuf_limit_bytes = Some(PAUSED_LIMIT);
+        st.push(f);
+    }
+    st
+}
+
+/// Index (1-based count of lines) of the fourth line in which the stopped server read
+/// nothing: the middle of the stall.
+fn mid_stall() -> usize {
+    let fs = frames("load_udp_paused.ndjson");
+    let zero: Vec<usize> = fs
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.delivered_pps == Some(0.0))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert!(zero.len() >= 5, "the fixture holds a stall: {zero:?}");
+    zero[3]
+}
+
+#[test]
+fn mid_stall_the_delivered_rate_is_zero_and_the_queue_is_at_its_limit() {
+    let n = mid_stall();
+    let st = paused_until(n);
+    let last = st.last.clone().unwrap();
+    // What the view was given: the line's own figures.
+    assert_eq!(st.delivered.back().unwrap().1, 0.0);
+    assert!(st.offered.back().unwrap().1 > 9000.0);
+    let prev = frames("load_udp_paused.ndjson")[n - 2].socket_drops;
+    assert!(last.socket_drops > prev, "drops grow while stopped");
+    for (w, h, file) in [
+        (80, 24, "load_udp_paused_stall_80x24.txt"),
+        (160, 48, "load_udp_paused_stall_160x48.txt"),
+    ] {
+        let s = screen(&st, w, h);
+        // The rate chart's title names the delivered rate of this interval: nothing.
+        assert!(s.contains("delivered 0 "), "{w}x{h}:\n{s}");
+        // The gauge reads the line's rx_queue against the record's limit.
+        let pct = (last.rx_queue_bytes as f64 / PAUSED_LIMIT as f64 * 100.0).round();
+        let gauge = format!("{} / {PAUSED_LIMIT} B ({pct:.0} %)", last.rx_queue_bytes);
+        assert!(s.contains(&gauge), "{w}x{h}: no {gauge:?}:\n{s}");
+        // This interval's socket drops, the difference of two lines, in the drops panel.
+        let d = last.socket_drops - prev;
+        assert!(d > 0);
+        let row = s
+            .lines()
+            .find(|l| l.contains("server socket"))
+            .unwrap_or_else(|| panic!("{w}x{h}: no socket row:\n{s}"));
+        assert!(
+            row.split_whitespace()
+                .any(|c| c == d.to_string() || c == format!("{:.2}k", d as f64 / 1e3)),
+            "{w}x{h}: {d} not in {row:?}"
+        );
+        // No replies while stopped: the latency chart says so over the ones before.
+        assert!(s.contains("no reply this interval"), "{w}x{h}:\n{s}");
+        assert_screen(&s, file);
+    }
+}
+
+#[test]
+fn after_the_stall_delivered_comes_back_and_drops_stop() {
+    // The last line of the load (the stream goes on through the drain, nothing offered).
+    let fs = frames("load_udp_paused.ndjson");
+    let end = fs
+        .iter()
+        .rposition(|f| f.offered_pps.unwrap_or(0.0) > 0.0)
+        .unwrap()
+        + 1;
+    assert!(end < fs.len(), "the fixture holds the drain");
+    let st = paused_until(end);
+    let last = st.last.clone().unwrap();
+    assert!(last.delivered_pps.unwrap() > 9000.0);
+    assert_eq!(st.interval_drops.socket, 0);
+    // The peak the gauge remembers is the stall's full queue.
+    assert!(st.rx_queue_peak > PAUSED_LIMIT * 9 / 10);
+    for (w, h, file) in [
+        (80, 24, "load_udp_paused_end_80x24.txt"),
+        (160, 48, "load_udp_paused_end_160x48.txt"),
+    ] {
+        let s = screen(&st, w, h);
+        assert!(
+            s.contains(&format!("peak {} B", st.rx_queue_peak)),
+            "{w}x{h}:\n{s}"
+        );
+        assert!(
+            s.contains(&format!("{:.1} s / 4.0 s", last.t_ms / 1e3)),
+            "{w}x{h}:\n{s}"
+        );
+        assert_screen(&s, file);
+    }
+}
+
+#[test]
+fn a_sink_run_says_why_there_is_no_latency_and_no_limit() {
+    let mut st = LiveState::new(LiveHeader {
+        command: "run udp".into(),
+        target: "127.0.0.1:40000".into(),
+        planned_s: Some(2.0),
+        no_latency: Some("UDP sink mode (--no-replies)".into()),
+    });
+    for f in frames("run_udp_sink.ndjson") {
+        assert!(f.latency.is_none());
+        st.push(f);
+    }
+    for (w, h, file) in [
+        (80, 24, "run_udp_sink_80x24.txt"),
+        (160, 48, "run_udp_sink_160x48.txt"),
+    ] {
+        let s = screen(&st, w, h);
+        assert!(
+            s.contains("no latency: UDP sink mode (--no-replies)"),
+            "{w}x{h}:\n{s}"
+        );
+        assert!(!s.contains("p50"), "{w}x{h}:\n{s}");
+        // The stream has no SO_RCVBUF limit: said, not drawn as an empty gauge.
+        assert!(
+            s.contains("SO_RCVBUF limit not in the stream"),
+            "{w}x{h}:\n{s}"
+        );
+        assert_screen(&s, file);
+    }
+}
+
+#[test]
+fn help_and_pause_are_drawn_over_the_view() {
+    let mut st = paused_until(10);
+    st.help = true;
+    st.paused = true;
+    let s = screen(&st, 80, 24);
+    assert!(s.contains("PAUSED"), "{s}");
+    assert!(s.contains("stop the run as Ctrl-C does"), "{s}");
+}

@@ -1,0 +1,190 @@
+//! `--live`: the report layer's live view ([`tpslab_report::live`]) on the terminal, drawn
+//! by its own thread from the observer's samples (the lines `--json-stream` writes), with
+//! keys: `q` (or Ctrl-C) stops the run as SIGINT does, `p` freezes the screen, `?` help.
+
+use anyhow::{bail, Result};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tpslab_engine::observe::{LiveSample, LiveSink};
+use tpslab_report::live::{LiveFrame, LiveHeader, LiveState};
+
+/// How often the view looks for keys and draws what came in (samples are taken in
+/// between; the observer never waits for the view).
+const TICK: Duration = Duration::from_millis(100);
+
+/// Checks before a run that `--live` can be shown: standard output is a terminal.
+/// Errors: one line (exit 2).
+pub(crate) fn check() -> Result<()> {
+    if !std::io::stdout().is_terminal() {
+        bail!("--live: standard output is not a terminal (use --json-stream FILE to follow a run from a script)");
+    }
+    Ok(())
+}
+
+/// Whether a view holds the terminal now (for [`restore_terminal`]).
+static SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// Gives the terminal back if a view holds it: for a process about to exit without
+/// unwinding (a second signal).
+pub(crate) fn restore_terminal() {
+    if SHOWN.swap(false, Relaxed) {
+        ratatui::restore();
+    }
+}
+
+/// The live view while it runs: the terminal is the view's until this is dropped (the
+/// view's thread restores it then, and a panic's hook does too).
+pub(crate) struct LiveView {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl LiveView {
+    /// Takes the terminal (raw mode, alternate screen) and starts the view's thread for
+    /// the run `header`; `q` sets `stop` (the flag SIGINT sets). Returns the view, the
+    /// sink the observer gives its samples to, and the progress whose lines are held until
+    /// the view ends. Errors: the terminal cannot be set up.
+    pub(crate) fn start(
+        header: LiveHeader,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(LiveView, LiveSink, Arc<dyn tpslab_run::Progress>)> {
+        let (tx, rx) = mpsc::channel::<LiveFrame>();
+        let sink = LiveSink(Arc::new(move |s: &LiveSample| {
+            if let Some(f) = frame(s) {
+                let _ = tx.send(f);
+            }
+        }));
+        let mut term = ratatui::try_init()?;
+        SHOWN.store(true, Relaxed);
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("tpslab-live".into())
+            .spawn(move || {
+                let _ = run_view(&mut term, header, &rx, &stop, &d);
+                restore_terminal();
+            });
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                restore_terminal();
+                return Err(e.into());
+            }
+        };
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let progress = Arc::new(HeldLines(lines.clone()));
+        Ok((
+            LiveView {
+                done,
+                thread: Some(thread),
+                lines,
+            },
+            sink,
+            progress,
+        ))
+    }
+}
+
+impl Drop for LiveView {
+    /// Ends the view, gives the terminal back, then prints the progress lines held.
+    fn drop(&mut self) {
+        self.done.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        for l in self
+            .lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            eprintln!("tpslab: {l}");
+        }
+    }
+}
+
+/// One sample as the view reads it: the `--json-stream` line itself, read back, with the
+/// figures the line leaves out (the SO_RCVBUF limit, softnet per CPU).
+fn frame(s: &LiveSample) -> Option<LiveFrame> {
+    let line = serde_json::to_string(s).ok()?;
+    let mut f = LiveFrame::from_line(&line).ok()?;
+    f.rcvbuf_limit_bytes = s.rcvbuf_limit_bytes;
+    f.softnet_dropped_per_cpu = s.softnet_dropped_per_cpu.clone();
+    Some(f)
+}
+
+/// The view's loop: take in what came, draw (the frozen copy while paused), read keys.
+fn run_view(
+    term: &mut ratatui::DefaultTerminal,
+    header: LiveHeader,
+    rx: &mpsc::Receiver<LiveFrame>,
+    stop: &AtomicBool,
+    done: &AtomicBool,
+) -> Result<()> {
+    let mut st = LiveState::new(header);
+    let mut frozen: Option<LiveState> = None;
+    while !done.load(Relaxed) {
+        while let Ok(f) = rx.try_recv() {
+            st.push(f);
+        }
+        st.stopping = stop.load(Relaxed);
+        let shown = match &mut frozen {
+            Some(fz) => {
+                (fz.help, fz.stopping) = (st.help, st.stopping);
+                &*fz
+            }
+            None => &st,
+        };
+        term.draw(|f| tpslab_report::live::draw(f, shown))?;
+        if !event::poll(TICK)? {
+            continue;
+        }
+        let Event::Key(k) = event::read()? else {
+            continue;
+        };
+        if k.kind != KeyEventKind::Press {
+            continue;
+        }
+        match k.code {
+            KeyCode::Char('q') | KeyCode::Char('Q') => stop.store(true, Relaxed),
+            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                stop.store(true, Relaxed)
+            }
+            KeyCode::Char('p') | KeyCode::Char(' ') => {
+                frozen = match frozen {
+                    Some(_) => None,
+                    None => {
+                        let mut fz = st.clone();
+                        fz.paused = true;
+                        Some(fz)
+                    }
+                };
+            }
+            KeyCode::Char('?') | KeyCode::Char('h') => st.help = !st.help,
+            KeyCode::Esc => st.help = false,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Progress while the view holds the terminal: no bars, lines kept for after.
+struct HeldLines(Arc<Mutex<Vec<String>>>);
+
+impl tpslab_run::Progress for HeldLines {
+    fn phase(&self, _label: &str, _secs: f64) -> Box<dyn Send + '_> {
+        Box::new(())
+    }
+
+    fn line(&self, line: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line.to_string());
+    }
+}

@@ -104,7 +104,7 @@ fn capacity_takes_the_load_flags_and_the_search_as_given() {
         vec![
             Objective::Latency {
                 quantile: Quantile::P999,
-                limit_ns: 5_000_000,
+                limit: std::time::Duration::from_millis(5),
                 inclusive: false
             },
             Objective::Rate {

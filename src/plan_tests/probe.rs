@@ -40,7 +40,7 @@ fn probe_rows() {
             ],
             Plan(|p| {
                 matches!(p, Made::Idle(IdleSetup { plan, .. })
-                if plan.target == IdleTarget::Lab { idle_timeout_ns: 3_000_000_000, on_idle: OnIdle::Reset, timer: IdleTimer::Any }
+                if plan.target == IdleTarget::Lab { idle_timeout: std::time::Duration::from_secs(3), on_idle: OnIdle::Reset, timer: IdleTimer::Any }
                     && plan.resolution_s == 2 && plan.udp)
             }),
         ),
@@ -62,7 +62,7 @@ fn probe_rows() {
             ],
             Plan(|p| {
                 matches!(p, Made::Idle(IdleSetup { plan, .. })
-                if plan.target == IdleTarget::Lab { idle_timeout_ns: 2_000_000_000, on_idle: OnIdle::Fin, timer: IdleTimer::Payload })
+                if plan.target == IdleTarget::Lab { idle_timeout: std::time::Duration::from_secs(2), on_idle: OnIdle::Fin, timer: IdleTimer::Payload })
             }),
         ),
         (

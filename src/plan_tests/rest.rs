@@ -54,7 +54,7 @@ fn doctor_rows() {
             ],
             Plan(|p| {
                 matches!(p, Made::Doctor(DoctorPlan { setup, .. })
-                if matches!(setup.workload, Some(Workload::Pool { idle_timeout_ns: 350_000_000_000, .. })) && setup.pools.len() == 1)
+                if matches!(setup.workload, Some(Workload::Pool { idle_timeout, .. }) if idle_timeout == std::time::Duration::from_secs(350)) && setup.pools.len() == 1)
             }),
         ),
         (

@@ -117,12 +117,16 @@ fn broken(o: &Objective, v: Option<f64>) -> String {
         return format!("{} not measured (no reply)", o.name());
     };
     match *o {
-        Objective::Latency { limit_ns, .. } => format!(
+        Objective::Latency { limit, .. } => format!(
             "{} {} {} {}",
             o.name(),
             latency_text(v),
-            if v > limit_ns as f64 { ">" } else { ">=" },
-            latency_text(limit_ns as f64)
+            if v > limit.as_nanos() as f64 {
+                ">"
+            } else {
+                ">="
+            },
+            latency_text(limit.as_nanos() as f64)
         ),
         Objective::Loss { limit_pct, .. } | Objective::Errors { limit_pct, .. } => format!(
             "{} {} {} {}",

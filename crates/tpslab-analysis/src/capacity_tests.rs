@@ -383,7 +383,7 @@ fn every_quantile_reads_its_own_figure() {
     for (i, q) in Quantile::ALL.iter().enumerate() {
         let o = Objective::Latency {
             quantile: *q,
-            limit_ns: 1,
+            limit: std::time::Duration::from_nanos(1),
             inclusive: false,
         };
         assert_eq!(value(&o, &f), Some(f.latency_ns.unwrap()[i] as f64));

@@ -53,12 +53,13 @@ impl Quantile {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "what", rename_all = "snake_case")]
 pub enum Objective {
-    /// A latency quantile below (or, `inclusive`, at most) `limit_ns`.
+    /// A latency quantile below (or, `inclusive`, at most) `limit`.
     Latency {
         /// Which quantile.
         quantile: Quantile,
-        /// The bound, ns.
-        limit_ns: u64,
+        /// The bound (JSON: `limit_ns`, integer ns).
+        #[serde(rename = "limit_ns", with = "crate::time::ns")]
+        limit: Duration,
         /// `<=` (true) rather than `<`.
         inclusive: bool,
     },
@@ -108,14 +109,14 @@ impl fmt::Display for Objective {
         match *self {
             Objective::Latency {
                 quantile,
-                limit_ns,
+                limit,
                 inclusive,
             } => write!(
                 f,
                 "{}{}{}",
                 quantile.name(),
                 lt(inclusive),
-                humantime::format_duration(Duration::from_nanos(limit_ns))
+                humantime::format_duration(limit)
             ),
             Objective::Loss {
                 limit_pct,
@@ -163,11 +164,9 @@ impl Objective {
         };
         match *self {
             Objective::Latency {
-                limit_ns,
-                inclusive,
-                ..
+                limit, inclusive, ..
             } => {
-                let l = limit_ns as f64;
+                let l = limit.as_nanos() as f64;
                 if inclusive {
                     v <= l
                 } else {
@@ -268,13 +267,14 @@ fn parse_objective(label: &str, part: &str) -> Result<Objective, PlanError> {
         }
         let d = humantime::parse_duration(value)
             .map_err(|_| PlanError::value(label, part, allowed.clone()))?;
-        let limit_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        if limit_ns == 0 {
+        // Written as integer ns: a bound beyond u64 ns (584 years) is kept at that.
+        let limit = Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        if limit.is_zero() {
             return Err(PlanError::value(label, part, allowed));
         }
         return Ok(Objective::Latency {
             quantile,
-            limit_ns,
+            limit,
             inclusive,
         });
     }

@@ -12,7 +12,7 @@ fn an_objective_parses_as_written() {
             vec![
                 Objective::Latency {
                     quantile: Quantile::P99,
-                    limit_ns: ms(20),
+                    limit: std::time::Duration::from_nanos(ms(20)),
                     inclusive: false,
                 },
                 Objective::Loss {
@@ -30,12 +30,12 @@ fn an_objective_parses_as_written() {
             vec![
                 Objective::Latency {
                     quantile: Quantile::P50,
-                    limit_ns: 200_000,
+                    limit: std::time::Duration::from_micros(200),
                     inclusive: true,
                 },
                 Objective::Latency {
                     quantile: Quantile::P999,
-                    limit_ns: ms(1000),
+                    limit: std::time::Duration::from_nanos(ms(1000)),
                     inclusive: false,
                 },
                 Objective::Rate {
@@ -49,17 +49,17 @@ fn an_objective_parses_as_written() {
             vec![
                 Objective::Latency {
                     quantile: Quantile::P999,
-                    limit_ns: ms(5),
+                    limit: std::time::Duration::from_nanos(ms(5)),
                     inclusive: false,
                 },
                 Objective::Latency {
                     quantile: Quantile::Max,
-                    limit_ns: ms(1000),
+                    limit: std::time::Duration::from_nanos(ms(1000)),
                     inclusive: true,
                 },
                 Objective::Latency {
                     quantile: Quantile::P90,
-                    limit_ns: ms(2),
+                    limit: std::time::Duration::from_nanos(ms(2)),
                     inclusive: false,
                 },
                 Objective::Loss {
@@ -130,7 +130,7 @@ fn a_bad_objective_is_one_line_naming_the_part_and_what_is_allowed() {
 fn an_objective_holds_by_its_comparison() {
     let p99 = |inclusive| Objective::Latency {
         quantile: Quantile::P99,
-        limit_ns: 1000,
+        limit: std::time::Duration::from_micros(1),
         inclusive,
     };
     assert!(p99(false).holds(Some(999.0)));
@@ -249,7 +249,7 @@ fn objective() -> impl Strategy<Value = Objective> {
         (q, 1u64..100_000_000_000, any::<bool>()).prop_map(|(quantile, limit_ns, inclusive)| {
             Objective::Latency {
                 quantile,
-                limit_ns,
+                limit: Duration::from_nanos(limit_ns),
                 inclusive,
             }
         }),

@@ -23,19 +23,25 @@ pub enum Workload {
     },
     /// A TCP flow that must carry a rate over a round trip (S4).
     Tcp {
-        /// Round-trip time, ns.
-        rtt_ns: u64,
+        /// Round-trip time (JSON: `rtt_ns`, integer ns).
+        #[serde(rename = "rtt_ns", with = "crate::time::ns")]
+        rtt: Duration,
         /// Rate the flow must carry, bits/s.
         rate_bps: f64,
     },
     /// Connections kept idle in a pool across a middlebox that forgets idle flows (S5).
     Pool {
-        /// The middlebox's idle timeout, ns.
-        idle_timeout_ns: u64,
-        /// How often the pool tests its idle connections, ns (None: not stated).
-        validate_ns: Option<u64>,
-        /// How long the pool keeps an idle connection, ns (None: not stated).
-        max_idle_ns: Option<u64>,
+        /// The middlebox's idle timeout (JSON: `idle_timeout_ns`, integer ns).
+        #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+        idle_timeout: Duration,
+        /// How often the pool tests its idle connections (None: not stated) (JSON:
+        /// `validate_ns`).
+        #[serde(rename = "validate_ns", with = "crate::time::opt_ns", default)]
+        validate: Option<Duration>,
+        /// How long the pool keeps an idle connection (None: not stated) (JSON:
+        /// `max_idle_ns`).
+        #[serde(rename = "max_idle_ns", with = "crate::time::opt_ns", default)]
+        max_idle: Option<Duration>,
         /// Whether TCP keepalive resets the middlebox's idle timer, as `probe idle`
         /// measures it (None: not stated; judged as if it does). Left out of the JSON
         /// when not stated.
@@ -150,21 +156,17 @@ impl Workload {
                 let rate = f.rate.as_deref().ok_or_else(|| need("--rate"))?;
                 let rate_bps = crate::units::parse_rate("--rate", rate)?;
                 let rtt = PATH_RTT.check("--rtt", f.rtt.ok_or_else(|| need("--rtt"))?)?;
-                Workload::Tcp {
-                    rtt_ns: rtt.as_nanos() as u64,
-                    rate_bps,
-                }
+                Workload::Tcp { rtt, rate_bps }
             }
             _ => {
                 let t = f.idle_timeout.ok_or_else(|| need("--idle-timeout"))?;
-                let ns = |flag: &str, d: Option<Duration>| -> Result<Option<u64>, PlanError> {
-                    d.map(|d| IDLE_TIMEOUT.check(flag, d).map(|d| d.as_nanos() as u64))
-                        .transpose()
+                let check = |flag: &str, d: Option<Duration>| {
+                    d.map(|d| IDLE_TIMEOUT.check(flag, d)).transpose()
                 };
                 Workload::Pool {
-                    idle_timeout_ns: ns("--idle-timeout", Some(t))?.unwrap_or_default(),
-                    validate_ns: ns("--pool-validate", f.pool_validate)?,
-                    max_idle_ns: ns("--pool-max-idle", f.pool_max_idle)?,
+                    idle_timeout: IDLE_TIMEOUT.check("--idle-timeout", t)?,
+                    validate: check("--pool-validate", f.pool_validate)?,
+                    max_idle: check("--pool-max-idle", f.pool_max_idle)?,
                     keepalive_counts: f.keepalive_counts,
                 }
             }
@@ -173,7 +175,7 @@ impl Workload {
 
     /// The workload in the words of its flags (`udp --rate 100000 --burst 5000 --size 1024`).
     pub fn describe(&self) -> String {
-        let d = |ns: u64| humantime::format_duration(Duration::from_nanos(ns)).to_string();
+        let d = |t: Duration| humantime::format_duration(t).to_string();
         match *self {
             Workload::Udp {
                 rate_pps,
@@ -188,23 +190,23 @@ impl Workload {
                     String::new()
                 }
             ),
-            Workload::Tcp { rtt_ns, rate_bps } => {
+            Workload::Tcp { rtt, rate_bps } => {
                 format!(
                     "tcp --rtt {} --rate {}",
-                    d(rtt_ns),
+                    d(rtt),
                     crate::units::format_rate(rate_bps)
                 )
             }
             Workload::Pool {
-                idle_timeout_ns,
-                validate_ns,
-                max_idle_ns,
+                idle_timeout,
+                validate,
+                max_idle,
                 keepalive_counts,
             } => format!(
                 "pool --idle-timeout {}{}{}{}",
-                d(idle_timeout_ns),
-                validate_ns.map_or(String::new(), |v| format!(" --pool-validate {}", d(v))),
-                max_idle_ns.map_or(String::new(), |v| format!(" --pool-max-idle {}", d(v))),
+                d(idle_timeout),
+                validate.map_or(String::new(), |v| format!(" --pool-validate {}", d(v))),
+                max_idle.map_or(String::new(), |v| format!(" --pool-max-idle {}", d(v))),
                 keepalive_counts.map_or(String::new(), |k| format!(
                     " --keepalive-counts {}",
                     if k { "yes" } else { "no" }

@@ -22,8 +22,9 @@ pub enum IdleTarget {
     /// tpslab's lab: a listener behind the delay line's middlebox, between two
     /// throwaway namespaces.
     Lab {
-        /// The middlebox's idle timeout, ns.
-        idle_timeout_ns: u64,
+        /// The middlebox's idle timeout (JSON: `idle_timeout_ns`, integer ns).
+        #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+        idle_timeout: Duration,
         /// What it does to a segment of a forgotten flow.
         on_idle: OnIdle,
         /// What resets its idle timer (left out of records when every packet does).
@@ -48,7 +49,9 @@ impl IdleTarget {
                 addr: crate::target::resolve(t)?,
             }),
             (None, Some(t)) => Ok(IdleTarget::Lab {
-                idle_timeout_ns: t.as_nanos().min(u64::MAX as u128) as u64,
+                idle_timeout: std::time::Duration::from_nanos(
+                    t.as_nanos().min(u64::MAX as u128) as u64
+                ),
                 on_idle,
                 timer,
             }),
@@ -137,11 +140,8 @@ impl IdlePlan {
             )));
         }
         IDLE_PROBE_CONNECTIONS.check("--connections", connections as u64)?;
-        if let IdleTarget::Lab {
-            idle_timeout_ns, ..
-        } = target
-        {
-            let t = Duration::from_nanos(idle_timeout_ns);
+        if let IdleTarget::Lab { idle_timeout, .. } = target {
+            let t = idle_timeout;
             crate::limits::LAB_IDLE_TIMEOUT.check("--lab-idle-timeout", t)?;
         }
         Ok(IdlePlan {
@@ -300,7 +300,7 @@ mod tests {
         assert!(e(s(1), s(3 * 3600), s(1), 16).starts_with("--max 3h: allowed"));
         assert!(e(s(1), s(30), s(1), 2).starts_with("--connections 2: allowed 3..=256"));
         let lab = IdleTarget::Lab {
-            idle_timeout_ns: 0,
+            idle_timeout: std::time::Duration::ZERO,
             on_idle: OnIdle::Drop,
             timer: IdleTimer::Any,
         };

@@ -62,13 +62,9 @@ impl Record {
             Body::Bdp(b) => format!("a path of {} ms RTT", b.rtt_s * 1e3),
             Body::ProbeIdle(r) => match r.plan.target {
                 IdleTarget::Server { addr } => addr.to_string(),
-                IdleTarget::Lab {
-                    idle_timeout_ns, ..
-                } => lab(idle_timeout_ns),
+                IdleTarget::Lab { idle_timeout, .. } => lab(idle_timeout),
             },
-            Body::ProbePool(r) => {
-                lab(u64::try_from(r.plan.idle_timeout.as_nanos()).unwrap_or(u64::MAX))
-            }
+            Body::ProbePool(r) => lab(r.plan.idle_timeout),
             Body::LoadHttp(l) => l.plan.request.url.clone(),
             Body::Compare(c) => c.labels.join(", "),
             Body::Capacity(c) => c.plan.run.load.target.to_string(),
@@ -76,10 +72,10 @@ impl Record {
     }
 }
 
-fn lab(idle_timeout_ns: u64) -> String {
+fn lab(idle_timeout: std::time::Duration) -> String {
     format!(
         "the lab (a middlebox forgetting flows idle {:.0} s)",
-        idle_timeout_ns as f64 / 1e9
+        idle_timeout.as_nanos() as f64 / 1e9
     )
 }
 

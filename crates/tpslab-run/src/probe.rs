@@ -67,12 +67,12 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
             tpslab_engine::idle::study(&plan, addr, &ctx.stop, &progress)?
         }
         IdleTarget::Lab {
-            idle_timeout_ns,
+            idle_timeout,
             on_idle,
             timer,
         } => tpslab_engine::idle::lab_study(
             &plan,
-            idle_timeout_ns,
+            tpslab_plan::time::nanos(&idle_timeout),
             on_idle,
             timer,
             &ctx.stop,

@@ -150,7 +150,7 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
     if let Some(w) = &r.workload {
         out.extend(workload::judge(w, r));
         if let Workload::Pool {
-            idle_timeout_ns,
+            idle_timeout,
             keepalive_counts,
             ..
         } = w
@@ -160,7 +160,7 @@ pub fn judge(r: &DoctorRecord) -> Vec<Finding> {
                 out.extend(
                     pool::judge(
                         p,
-                        idle_timeout_ns / 1_000_000_000,
+                        idle_timeout.as_secs(),
                         os,
                         workload::PathSeen::stated(*keepalive_counts),
                     )

@@ -588,13 +588,16 @@ pub(super) fn capacity(
         match *o {
             Objective::Latency {
                 quantile: Quantile::P99,
-                limit_ns,
+                limit,
                 ..
             } => lat.lines.push(
                 Line::new(
                     &format!("objective {o}"),
                     "--slo",
-                    vec![(0.0, limit_ns as f64 / 1e6), (x_max, limit_ns as f64 / 1e6)],
+                    vec![
+                        (0.0, limit.as_nanos() as f64 / 1e6),
+                        (x_max, limit.as_nanos() as f64 / 1e6),
+                    ],
                     PALETTE[0],
                 )
                 .dashed(),

@@ -27,12 +27,12 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let target = match p.target {
         IdleTarget::Server { addr } => format!("{addr}"),
         IdleTarget::Lab {
-            idle_timeout_ns,
+            idle_timeout,
             on_idle,
             timer,
         } => format!(
             "the lab (a middlebox that forgets flows idle for more than {:.1} s{}, then {})",
-            idle_timeout_ns as f64 / 1e9,
+            idle_timeout.as_nanos() as f64 / 1e9,
             match timer {
                 IdleTimer::Any => "",
                 IdleTimer::Payload => " (only payload, either way, counts as activity)",

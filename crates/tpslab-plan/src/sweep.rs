@@ -159,8 +159,9 @@ pub struct SweepPlan {
     pub server: ServerConfig,
     /// The load's settings (the baseline).
     pub load: LoadConfig,
-    /// Observer sampling interval, ms.
-    pub interval_ms: f64,
+    /// Observer sampling interval (JSON: `interval_ms`, float ms).
+    #[serde(rename = "interval_ms", with = "crate::time::ms")]
+    pub interval: Duration,
     /// A built-in study (`s2`), if it is one.
     pub scenario: Option<String>,
     /// The user's server: a shell command with {port} (None: tpslab's server).
@@ -439,7 +440,7 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
 
             keep_histograms: false,
         },
-        interval_ms: interval.as_secs_f64() * 1e3,
+        interval,
         scenario: Some("s2".into()),
         server_cmd: None,
     }
@@ -596,11 +597,13 @@ pub fn check_plan(plan: &Plan) -> Result<(), PlanError> {
             ),
         })
     })?;
-    let iv = Duration::from_secs_f64(plan.interval_ms.clamp(0.0, 1e12) / 1e3);
-    if !plan.interval_ms.is_finite() || crate::limits::SAMPLE_INTERVAL.check("", iv).is_err() {
+    if crate::limits::SAMPLE_INTERVAL
+        .check("", plan.interval)
+        .is_err()
+    {
         fail!(
             "plan: interval_ms {}: allowed {}",
-            plan.interval_ms,
+            plan.interval.as_secs_f64() * 1e3,
             crate::limits::SAMPLE_INTERVAL.allowed()
         );
     }

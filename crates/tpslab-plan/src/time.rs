@@ -44,6 +44,26 @@ pub mod opt_ns {
     }
 }
 
+/// A `Duration` as float milliseconds (`d.as_secs_f64() * 1e3`, as `_ms` fields were
+/// always written).
+pub mod ms {
+    use super::*;
+    use serde::de::Error;
+
+    /// Writes `d` as its milliseconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+
+    /// Reads float milliseconds. Errors: a negative or non-finite number, or one beyond
+    /// `Duration`'s range.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v / 1e3)
+            .map_err(|_| D::Error::custom(format!("{v} ms: allowed a finite number >= 0")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +77,28 @@ mod tests {
         b_ns: Option<Duration>,
         #[serde(with = "opt_ns")]
         c_ns: Option<Duration>,
+    }
+
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct M {
+        #[serde(with = "ms")]
+        a_ms: Duration,
+    }
+
+    #[test]
+    fn milliseconds_are_written_as_they_were_and_bad_ones_refused() {
+        let m = M {
+            a_ms: Duration::from_millis(10),
+        };
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"a_ms":10.0}"#);
+        let back: M = serde_json::from_str(r#"{"a_ms":0.25}"#).unwrap();
+        assert_eq!(back.a_ms, Duration::from_micros(250));
+        let e = serde_json::from_str::<M>(r#"{"a_ms":-1.0}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("-1 ms: allowed a finite number >= 0"),
+            "{e}"
+        );
     }
 
     #[test]

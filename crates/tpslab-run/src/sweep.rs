@@ -7,7 +7,6 @@ use crate::Ctx;
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
@@ -139,7 +138,7 @@ fn run_cell(plan: &Plan, cell: &Cell, i: usize, path: &Path, ctx: &Ctx) -> Resul
     } else {
         Some(HostGuard::apply(&sysctls)?)
     };
-    let interval = Duration::from_secs_f64(plan.interval_ms / 1e3);
+    let interval = plan.interval;
     let rec = match &plan.server_cmd {
         None => run_udp(
             UdpRunPlan {
@@ -285,7 +284,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn plan() -> Plan {
-        let mut p = tpslab_plan::sweep::s2_plan(7, Duration::from_millis(10));
+        let mut p = tpslab_plan::sweep::s2_plan(7, std::time::Duration::from_millis(10));
         p.factors = vec![tpslab_plan::sweep::parse_factor("rcvbuf=212992,4194304").unwrap()];
         p
     }

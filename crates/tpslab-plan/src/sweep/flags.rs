@@ -41,7 +41,7 @@ impl SweepPlan {
             objective: Objective::Loss,
             server,
             load,
-            interval_ms: interval.as_secs_f64() * 1e3,
+            interval,
             scenario: None,
             server_cmd: None,
         }

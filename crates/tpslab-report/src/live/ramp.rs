@@ -368,13 +368,18 @@ fn step_table(frame: &mut Frame, area: Rect, st: &RampLiveState) {
                 Style::default()
             }
         };
+        // No reply in the step: no response time (not a 0).
+        let rt = |ns: f64| match s.completed {
+            0 => "-".to_string(),
+            _ => dur_us(ns / 1e3),
+        };
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{:>6}  {:>10}  {:>9}  {:>9}  ",
                 s.users,
                 tps(s.tps),
-                dur_us(s.response.mean_ns / 1e3),
-                dur_us(s.response.p99_ns as f64 / 1e3),
+                rt(s.response.mean_ns),
+                rt(s.response.p99_ns as f64),
             )),
             Span::styled(format!("{e:>8}"), bad(e)),
             Span::raw("  "),

@@ -45,6 +45,10 @@ pub(crate) struct LiveView {
     lines: Arc<Mutex<Vec<String>>>,
 }
 
+/// A view started: the view, the sender that feeds it `T`, the progress whose lines are
+/// held until the view ends.
+pub(crate) type Started<T> = (LiveView, mpsc::Sender<T>, Arc<dyn tpslab_run::Progress>);
+
 impl LiveView {
     /// Takes the terminal (raw mode, alternate screen) and starts the view's thread for
     /// the run `header`; `q` sets `stop` (the flag SIGINT sets). Returns the view, the
@@ -69,23 +73,12 @@ impl LiveView {
     pub(crate) fn start_ramp(
         header: RampHeader,
         stop: Arc<AtomicBool>,
-    ) -> Result<(
-        LiveView,
-        mpsc::Sender<Vec<StepResult>>,
-        Arc<dyn tpslab_run::Progress>,
-    )> {
+    ) -> Result<Started<Vec<StepResult>>> {
         LiveView::start_screen(RampLiveState::new(header), stop)
     }
 
     /// Takes the terminal and starts the thread drawing `st`, fed through the sender.
-    fn start_screen<S: Screen>(
-        st: S,
-        stop: Arc<AtomicBool>,
-    ) -> Result<(
-        LiveView,
-        mpsc::Sender<S::Item>,
-        Arc<dyn tpslab_run::Progress>,
-    )> {
+    fn start_screen<S: Screen>(st: S, stop: Arc<AtomicBool>) -> Result<Started<S::Item>> {
         let (tx, rx) = mpsc::channel::<S::Item>();
         let mut term = ratatui::try_init()?;
         SHOWN.store(true, Relaxed);

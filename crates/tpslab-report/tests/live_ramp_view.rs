@@ -166,6 +166,15 @@ fn mid_ramp_shows_the_step_being_run_from_the_plan() {
     // Later in the same step: measuring.
     let st = after(1, 1.2);
     assert!(bar_line(&screen(&st, 80, 24), "2 users").contains("measuring, 0.5 s of 0.7 s"));
+    // Past the step's planned end, its figures not in yet.
+    let st = after(1, 1.6);
+    let s = screen(&st, 80, 24);
+    assert!(s
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("step 2 of 5: 2 users, 0.7 s of 0.7 s"));
+    assert!(bar_line(&s, "2 users").contains("measured, its figures coming"));
 }
 
 #[test]

@@ -322,7 +322,10 @@ fn tps_bars(frame: &mut Frame, area: Rect, st: &RampLiveState) {
             }
             None => {
                 let into = st.current().map_or(0.0, |c| c.into_s);
-                let phase = if into < st.header.warmup_s {
+                // The plan's time is up, the figures not in yet (the step's samplers end).
+                let phase = if into >= st.header.step_s() {
+                    "measured, its figures coming"
+                } else if into < st.header.warmup_s {
                     "warming up"
                 } else {
                     "measuring"

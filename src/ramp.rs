@@ -99,6 +99,13 @@ pub(crate) struct RampArgs {
     svg: Option<PathBuf>,
     #[command(flatten)]
     gate: flags::GateFlags,
+    /// Show the ramp full screen while it goes, from the steps --metrics-listen serves (a
+    /// step's figures at its end): the step being run, TPS by users so far, response time
+    /// mean/p99 and errors per step, the knee once the steps show it. Keys: q stops the
+    /// ramp as Ctrl-C does, p freezes the screen, ? help. Standard output must be a
+    /// terminal.
+    #[arg(long)]
+    live: bool,
 }
 
 impl RampCmd {
@@ -150,6 +157,9 @@ impl RampArgs {
             crate::flags::check_output("--svg", p, false)?;
         }
         self.gate.conditions(applies::RAMP)?;
+        if self.live {
+            out::check_live()?;
+        }
         Ok(())
     }
 
@@ -171,14 +181,30 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     tpslab_report::term::ramp_header(&mut out, &ready.plan)?;
     drop(out);
     let exporter = a.metrics.start("ramp")?;
-    let ctx = out::ctx(None)?;
-    // Scraped: every step's TPS and p99 as soon as it is measured.
+    let mut ctx = out::ctx(None)?;
+    let (view, to_view) = match a.live {
+        true => {
+            let header = live_header(&cmd, &ready);
+            let (view, tx, progress) = out::LiveView::start_ramp(header, ctx.stop.clone())?;
+            ctx.progress = progress;
+            (Some(view), Some(tx))
+        }
+        false => (None, None),
+    };
+    // Scraped: every step's TPS and p99 as soon as it is measured; the same steps to the
+    // live view.
     let on_steps = |st: &[StepResult]| {
         if let Some(e) = &exporter {
             e.set(tpslab_report::metrics::ramp_steps(st, None));
         }
+        if let Some(tx) = &to_view {
+            let _ = tx.send(st.to_vec());
+        }
     };
-    let rec = tpslab_run::ramp::run(ready, &ctx, &on_steps)?;
+    let rec = tpslab_run::ramp::run(ready, &ctx, &on_steps);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     let Body::Ramp(r) = &rec.body else {
         unreachable!("a ramp's record")
     };
@@ -193,4 +219,29 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
         bail!(why);
     }
     a.gate.exit(&r.run.outcome(), applies::RAMP)
+}
+
+/// What the live view says of a ramp: its command, target (the built-in server's when
+/// tpslab started it), steps and times.
+fn live_header(cmd: &RampCmd, ready: &tpslab_run::ramp::Ready) -> tpslab_report::live::RampHeader {
+    let p = &ready.plan;
+    let command = match cmd {
+        RampCmd::Tcp(_) => "ramp tcp",
+        RampCmd::Udp(_) => "ramp udp",
+        RampCmd::Http(_) => "ramp http",
+    };
+    let target = match (&p.proto, p.builtin_server.is_some()) {
+        (RampProto::Http(h), false) => h.url.clone(),
+        (_, true) => format!("{} (tpslab's server)", p.target),
+        (_, false) => p.target.to_string(),
+    };
+    tpslab_report::live::RampHeader {
+        command: command.into(),
+        target,
+        users: p.steps.clone(),
+        warmup_s: p.warmup.as_secs_f64(),
+        window_s: p.step.as_secs_f64(),
+        think_s: p.think.as_secs_f64(),
+        knee_gain: p.knee_gain,
+    }
 }

@@ -215,6 +215,7 @@ fn live_without_a_terminal_is_one_line_and_exit_2() {
             "1s",
         ][..],
         &["watch", "--port", "9", "--duration", "1s"][..],
+        &["ramp", "tcp", "--users", "1..2", "--step-duration", "100ms"][..],
     ] {
         let out = common::tpslab()
             .args(args)
@@ -231,4 +232,101 @@ fn live_without_a_terminal_is_one_line_and_exit_2() {
         );
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// `ramp tcp --live` against its built-in server under tmux: the view follows the steps
+/// (step k of n), `q` mid-run ends the ramp as Ctrl-C does: exit 130, the record written
+/// with the steps measured whole and marked interrupted, the terminal given back.
+#[test]
+fn q_ends_a_live_ramp_like_ctrl_c() {
+    const NAME: &str = "q_ends_a_live_ramp_like_ctrl_c";
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skip(NAME, "tmux is not installed (.ci/run installs it)");
+        return;
+    }
+    let dir = common::tmp("live-ramp-tmux");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let (rec, err, rc) = (dir.join("rec.json"), dir.join("err"), dir.join("rc"));
+    let q = |p: &Path| format!("'{}'", p.display());
+    // 7 steps of 0.2 + 0.5 s: 4.9 s planned.
+    let script = format!(
+        "env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} {bin} ramp tcp --users 1..64 --step x2 \
+         --step-duration 500ms --warmup 200ms --server-serial 2ms --no-history --live \
+         --json {rec} 2> {err}; echo $? > {rc}; sleep 30",
+        st = q(&state),
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        rec = q(&rec),
+        err = q(&err),
+        rc = q(&rc),
+    );
+    let sock = format!("tpslab-live-ramp-test-{}", std::process::id());
+    let _server = Server(sock.clone());
+    tmux(
+        &sock,
+        &[
+            "new-session",
+            "-d",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "-s",
+            "ramp",
+            &script,
+        ],
+    );
+    let screen = || tmux(&sock, &["capture-pane", "-p", "-t", "ramp"]);
+
+    // The view follows the steps: at step 3, the first two are measured and drawn.
+    let s = wait_for(Duration::from_secs(10), || {
+        let s = screen();
+        s.contains("step 3 of 7: 4 users").then_some(s)
+    })
+    .unwrap_or_else(|| panic!("no live ramp at step 3:\n{}", screen()));
+    assert!(s.contains("tpslab ramp tcp"), "{s}");
+    assert!(s.contains("(tpslab's server)"), "{s}");
+    assert!(s.contains("TPS by users"), "{s}");
+    assert!(s.contains("     2 users █"), "step 2's bar: {s}");
+    assert_eq!(
+        tmux(&sock, &["display", "-p", "-t", "ramp", "#{alternate_on}"]).trim(),
+        "1",
+        "the view draws on the alternate screen"
+    );
+
+    // `q` mid-run: the ramp ends long before its 4.9 s.
+    let t = Instant::now();
+    tmux(&sock, &["send-keys", "-t", "ramp", "q"]);
+    let code = wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty())
+    })
+    .unwrap_or_else(|| panic!("the ramp did not end after 'q':\n{}", screen()));
+    assert!(t.elapsed() < Duration::from_secs(4));
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(code.trim(), "130", "exit code; stderr: {stderr}");
+    assert!(stderr.contains("record written to"), "{stderr}");
+
+    // The record: interrupted, with the steps measured before `q`, each one whole.
+    let r = common::record(&rec);
+    assert_eq!(r["kind"], "ramp");
+    assert_eq!(r["interrupted"], true, "{r}");
+    let steps = r["steps"].as_array().unwrap();
+    assert!((2..7).contains(&steps.len()), "{} steps", steps.len());
+    for (i, st) in steps.iter().enumerate() {
+        assert_eq!(st["users"], 1u64 << i);
+        assert_eq!(st["measured_s"], 0.5);
+        assert!(st["completed"].as_u64().unwrap() > 0, "{st}");
+    }
+    let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
+    assert!(report.status.success(), "{report:?}");
+
+    // The terminal is given back, the report printed on the normal screen.
+    assert_eq!(
+        tmux(&sock, &["display", "-p", "-t", "ramp", "#{alternate_on}"]).trim(),
+        "0"
+    );
+    let history = tmux(&sock, &["capture-pane", "-p", "-t", "ramp", "-S", "-"]);
+    assert!(history.contains("knee"), "{history}");
 }

@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tpslab_engine::observe::{LiveSample, LiveSink};
-use tpslab_report::live::{LiveFrame, LiveHeader, LiveState};
+use tpslab_report::live::{LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState};
+use tpslab_run::ramp::StepResult;
 
 /// How often the view looks for keys and draws what came in (samples are taken in
 /// between; the observer never waits for the view).
@@ -44,6 +45,10 @@ pub(crate) struct LiveView {
     lines: Arc<Mutex<Vec<String>>>,
 }
 
+/// A view started: the view, the sender that feeds it `T`, the progress whose lines are
+/// held until the view ends.
+pub(crate) type Started<T> = (LiveView, mpsc::Sender<T>, Arc<dyn tpslab_run::Progress>);
+
 impl LiveView {
     /// Takes the terminal (raw mode, alternate screen) and starts the view's thread for
     /// the run `header`; `q` sets `stop` (the flag SIGINT sets). Returns the view, the
@@ -53,12 +58,28 @@ impl LiveView {
         header: LiveHeader,
         stop: Arc<AtomicBool>,
     ) -> Result<(LiveView, LiveSink, Arc<dyn tpslab_run::Progress>)> {
-        let (tx, rx) = mpsc::channel::<LiveFrame>();
+        let (view, tx, progress) = LiveView::start_screen(LiveState::new(header), stop)?;
         let sink = LiveSink(Arc::new(move |s: &LiveSample| {
             if let Some(f) = frame(s) {
                 let _ = tx.send(f);
             }
         }));
+        Ok((view, sink, progress))
+    }
+
+    /// [`LiveView::start`] for a ramp: the view is fed every step measured so far, as
+    /// each ends (what the ramp hands its `--metrics-listen` exporter), through the
+    /// returned sender.
+    pub(crate) fn start_ramp(
+        header: RampHeader,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Started<Vec<StepResult>>> {
+        LiveView::start_screen(RampLiveState::new(header), stop)
+    }
+
+    /// Takes the terminal and starts the thread drawing `st`, fed through the sender.
+    fn start_screen<S: Screen>(st: S, stop: Arc<AtomicBool>) -> Result<Started<S::Item>> {
+        let (tx, rx) = mpsc::channel::<S::Item>();
         let mut term = ratatui::try_init()?;
         SHOWN.store(true, Relaxed);
         let done = Arc::new(AtomicBool::new(false));
@@ -66,7 +87,7 @@ impl LiveView {
         let thread = std::thread::Builder::new()
             .name("tpslab-live".into())
             .spawn(move || {
-                let _ = run_view(&mut term, header, &rx, &stop, &d);
+                let _ = run_view(&mut term, st, &rx, &stop, &d);
                 restore_terminal();
             });
         let thread = match thread {
@@ -84,9 +105,53 @@ impl LiveView {
                 thread: Some(thread),
                 lines,
             },
-            sink,
+            tx,
             progress,
         ))
+    }
+}
+
+/// What the view's thread draws: a state fed by what the run hands it, with the keys'
+/// flags.
+trait Screen: Clone + Send + 'static {
+    /// What the run hands the view (a sample, the steps so far).
+    type Item: Send + 'static;
+    /// Takes one in.
+    fn take(&mut self, item: Self::Item);
+    /// The view's clock: `since` the view started (for screens fed only now and then).
+    fn tick(&mut self, _since: Duration) {}
+    /// The keys' flags: (paused, help, stopping).
+    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool);
+    /// Draws the whole frame.
+    fn draw(&self, f: &mut ratatui::Frame);
+}
+
+impl Screen for LiveState {
+    type Item = LiveFrame;
+    fn take(&mut self, item: LiveFrame) {
+        self.push(item);
+    }
+    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+    fn draw(&self, f: &mut ratatui::Frame) {
+        tpslab_report::live::draw(f, self)
+    }
+}
+
+impl Screen for RampLiveState {
+    type Item = Vec<StepResult>;
+    fn take(&mut self, item: Vec<StepResult>) {
+        self.set_steps(&item);
+    }
+    fn tick(&mut self, since: Duration) {
+        self.elapsed_s = since.as_secs_f64();
+    }
+    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+    fn draw(&self, f: &mut ratatui::Frame) {
+        tpslab_report::live::draw_ramp(f, self)
     }
 }
 
@@ -119,28 +184,34 @@ fn frame(s: &LiveSample) -> Option<LiveFrame> {
 }
 
 /// The view's loop: take in what came, draw (the frozen copy while paused), read keys.
-fn run_view(
+fn run_view<S: Screen>(
     term: &mut ratatui::DefaultTerminal,
-    header: LiveHeader,
-    rx: &mpsc::Receiver<LiveFrame>,
+    mut st: S,
+    rx: &mpsc::Receiver<S::Item>,
     stop: &AtomicBool,
     done: &AtomicBool,
 ) -> Result<()> {
-    let mut st = LiveState::new(header);
-    let mut frozen: Option<LiveState> = None;
+    let t0 = std::time::Instant::now();
+    let mut frozen: Option<S> = None;
     while !done.load(Relaxed) {
         while let Ok(f) = rx.try_recv() {
-            st.push(f);
+            st.take(f);
         }
-        st.stopping = stop.load(Relaxed);
+        st.tick(t0.elapsed());
+        *st.flags().2 = stop.load(Relaxed);
+        let (help, stopping) = {
+            let (_, h, s) = st.flags();
+            (*h, *s)
+        };
         let shown = match &mut frozen {
             Some(fz) => {
-                (fz.help, fz.stopping) = (st.help, st.stopping);
+                let (_, h, s) = fz.flags();
+                (*h, *s) = (help, stopping);
                 &*fz
             }
             None => &st,
         };
-        term.draw(|f| tpslab_report::live::draw(f, shown))?;
+        term.draw(|f| shown.draw(f))?;
         if !event::poll(TICK)? {
             continue;
         }
@@ -160,13 +231,16 @@ fn run_view(
                     Some(_) => None,
                     None => {
                         let mut fz = st.clone();
-                        fz.paused = true;
+                        *fz.flags().0 = true;
                         Some(fz)
                     }
                 };
             }
-            KeyCode::Char('?') | KeyCode::Char('h') => st.help = !st.help,
-            KeyCode::Esc => st.help = false,
+            KeyCode::Char('?') | KeyCode::Char('h') => {
+                let h = st.flags().1;
+                *h = !*h;
+            }
+            KeyCode::Esc => *st.flags().1 = false,
             _ => {}
         }
     }

@@ -54,7 +54,7 @@ const DELIVERED: Color = Color::Green;
 const PCTS: [Color; 3] = [Color::Green, Color::Yellow, Color::Red];
 
 /// `12.3k`, `1.20M`: a rate or count in 4 characters or so.
-fn si(v: f64) -> String {
+pub(super) fn si(v: f64) -> String {
     let a = v.abs();
     if a >= 1e9 {
         format!("{:.2}G", v / 1e9)
@@ -70,7 +70,7 @@ fn si(v: f64) -> String {
 }
 
 /// A latency in us as `850us`, `12.3ms`, `1.20s`.
-fn dur_us(us: f64) -> String {
+pub(super) fn dur_us(us: f64) -> String {
     if us >= 1e6 {
         format!("{:.2}s", us / 1e6)
     } else if us >= 1e3 {

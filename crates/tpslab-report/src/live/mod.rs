@@ -5,10 +5,13 @@
 //! such line, or is given the same sample in process with the figures the stream leaves
 //! out: the SO_RCVBUF limit, softnet drops per CPU). [`LiveState`] keeps what the screen
 //! shows (a bounded window of the last [`WINDOW_S`] seconds); [`draw`] lays it out.
+//! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends.
 
 mod draw;
+mod ramp;
 
 pub use draw::{draw, MIN_HEIGHT, MIN_WIDTH};
+pub use ramp::{draw_ramp, CurrentStep, RampHeader, RampLiveState};
 
 use serde::Deserialize;
 use std::collections::VecDeque;

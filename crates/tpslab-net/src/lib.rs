@@ -83,6 +83,7 @@ pub fn mono_ns() -> u64 {
 /// synchronized (an NTP or PTP daemon disciplines it: STA_UNSYNC clear) and its maximum
 /// and estimated error, microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClockStatus {
     pub synchronized: bool,
     pub maxerror_us: i64,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// A scheduling policy: SCHED_OTHER, or a real-time policy with its priority (1..=99).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "policy", content = "priority", rename_all = "lowercase")]
 pub enum SchedPolicy {
     /// SCHED_OTHER (CFS/EEVDF), the default.

@@ -19,6 +19,7 @@ pub const UDP_GRO: libc::c_int = 104;
 /// skips the cap. `granted_bytes` is what getsockopt(SO_RCVBUF) reads back: the limit the
 /// kernel compares the queued memory (skb truesize, not payload) against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RcvbufGrant {
     /// Bytes the caller asked for (None: left at net.core.rmem_default).
     pub requested_bytes: Option<u64>,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 /// A `bdp` question.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BdpPlan {
     /// The path's round-trip time.
     pub rtt: Duration,

@@ -13,6 +13,7 @@ use std::time::Duration;
 /// A latency quantile an objective bounds (of the latency from the intended send time,
 /// corrected for coordinated omission).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Quantile {
     /// The median.
@@ -51,6 +52,7 @@ impl Quantile {
 
 /// One objective a step must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "what", rename_all = "snake_case")]
 pub enum Objective {
     /// A latency quantile below (or, `inclusive`, at most) `limit`.
@@ -90,6 +92,7 @@ pub enum Objective {
 
 /// The objective: every one of its parts must hold for a step to pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Slo {
     /// The parts, as given (each name at most once).
     pub objectives: Vec<Objective>,
@@ -317,6 +320,7 @@ fn parse_objective(label: &str, part: &str) -> Result<Objective, PlanError> {
 
 /// The search's objective and bounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapacitySearch {
     /// What every step must meet.
     pub slo: Slo,
@@ -331,6 +335,7 @@ pub struct CapacitySearch {
     pub repeats: u32,
     /// The whole search's time, at most: no step starts that would end after it.
     #[serde(with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub budget: Duration,
 }
 
@@ -344,6 +349,7 @@ pub const BUDGET_MAX: Duration = Duration::from_secs(24 * 3600);
 /// `capacity udp`: the load's settings (its rate is set by each step; its duration and
 /// warm-up are each step's) and the search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapacityPlan {
     /// Each step's run, its load at the start rate (the search sets the rate of each).
     pub run: UdpRunPlan,

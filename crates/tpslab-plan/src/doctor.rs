@@ -8,6 +8,7 @@ use std::time::Duration;
 
 /// What the host is for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "for", rename_all = "snake_case")]
 pub enum Workload {
     /// A UDP server that receives bursts (S1).

@@ -32,6 +32,7 @@ pub const MAX_AGENTS: usize = 1024;
 
 /// A fleet's load plan, as written in its file (see the module docs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FleetPlan {
     /// The server, IP:PORT.

@@ -10,6 +10,7 @@ pub const MAX_FRAME: usize = 16 << 20;
 
 /// How a reply (or request) ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Framing {
     /// A 4-byte big-endian length, then that many bytes (tpslab's protocol).
     Length,

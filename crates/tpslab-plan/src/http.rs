@@ -18,6 +18,7 @@ const MAX_URL: usize = 8192;
 
 /// What `ramp http` sends besides its body: kept in the plan (and the record) as given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HttpRequest {
     /// The URL as given, `http://HOST[:PORT][/PATH][?QUERY]`.
     pub url: String,
@@ -38,6 +39,7 @@ pub const CACERT_BYTES: u64 = 1 << 20;
 /// How the server of an `https://` URL is verified: by the system's roots (default), by
 /// the certificates of `--cacert FILE`, or not at all (`--insecure`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TlsSettings {
     /// `--insecure`: the server's certificate is not verified (any certificate, any name).
     #[serde(default)]

@@ -17,6 +17,7 @@ use crate::PlanError;
 /// intended at `start + (j + k * connections) / rate`), one request in flight per
 /// connection, for `duration`; no request is sent after the plan's end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadHttpPlan {
     /// What each request is (URL, method, headers); its body is [`LoadHttpPlan::body`].
     pub request: HttpRequest,
@@ -35,10 +36,12 @@ pub struct LoadHttpPlan {
     pub connections: usize,
     /// How long requests are sent (JSON: `duration_ns`, integer ns).
     #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub duration: Duration,
     /// How long a request may wait for its reply; also the grace given at the end to
     /// replies still outstanding (at most 2 s of it) (JSON: `timeout_ns`).
     #[serde(rename = "timeout_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub timeout: Duration,
     /// Loop threads (0: one per CPU, at most one per connection).
     pub load_threads: usize,

@@ -12,6 +12,7 @@ pub use crate::tcp::{IdleTimer, OnIdle};
 
 /// Where the probe goes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum IdleTarget {
     /// A TCP server anywhere (no application bytes are sent to it).
@@ -65,6 +66,7 @@ impl IdleTarget {
 
 /// A validated `probe idle` plan.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IdlePlan {
     /// Where.
     pub target: IdleTarget,
@@ -176,15 +178,19 @@ impl IdlePlan {
 /// the connection idle longest, each failing after `query_timeout` without its answer.
 /// In JSON the times are the integer nanoseconds of the `_ns` fields.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PoolPlan {
     /// The middlebox's idle timeout.
     #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub idle_timeout: Duration,
     /// How often idle connections are tested (None: never).
     #[serde(rename = "validate_every_ns", with = "crate::time::opt_ns", default)]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
     pub validate_every: Option<Duration>,
     /// Idle connections older than this are closed (None: never).
     #[serde(rename = "max_idle_ns", with = "crate::time::opt_ns", default)]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
     pub max_idle: Option<Duration>,
     /// Connections kept open however idle.
     pub min_idle: usize,
@@ -192,9 +198,11 @@ pub struct PoolPlan {
     pub requests: usize,
     /// Time between requests.
     #[serde(rename = "request_every_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub request_every: Duration,
     /// A request (or a validation) without its answer in this long fails.
     #[serde(rename = "query_timeout_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub query_timeout: Duration,
     /// A real path instead of the lab: an echo server (or a proxy in front of one) at
     /// this address; `idle_timeout` is then the path's timeout as stated (what `probe

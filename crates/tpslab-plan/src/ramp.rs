@@ -29,6 +29,7 @@ fn default_knee_gain() -> f64 {
 
 /// Protocol of the ramp.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RampProto {
     /// One TCP connection per user; replies delimited by [`Framing`].
@@ -53,6 +54,7 @@ impl RampProto {
 
 /// A ramp: what [`RampPlan::validate`] accepts runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampPlan {
     /// TCP or UDP.
     pub proto: RampProto,
@@ -62,15 +64,19 @@ pub struct RampPlan {
     pub steps: Vec<usize>,
     /// Measured part of each step (JSON: `step_ns`, integer ns).
     #[serde(rename = "step_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub step: Duration,
     /// Unmeasured start of each step (JSON: `warmup_ns`).
     #[serde(rename = "warmup_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub warmup: Duration,
     /// Pause of a user between a reply and its next request (JSON: `think_ns`).
     #[serde(rename = "think_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub think: Duration,
     /// Longest wait for a reply (and for a TCP connect) (JSON: `timeout_ns`).
     #[serde(rename = "timeout_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub timeout: Duration,
     /// The bytes of one request as sent (TCP: framed already).
     pub request: Vec<u8>,
@@ -92,6 +98,7 @@ pub struct RampPlan {
     pub server_pid: Option<u32>,
     /// Thread-state sampling interval (JSON: `sample_ns`).
     #[serde(rename = "sample_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub sample_interval: Duration,
     /// Threads the users are multiplexed on (each an epoll loop); 0: one per CPU (left
     /// out of the record then).

@@ -30,6 +30,7 @@ type Plan = SweepPlan;
 
 /// A factor and its levels; the first level is the baseline's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Factor {
     /// Name (`rcvbuf`, `cpus`, `sched`, ..., or a sysctl such as `net.core.rmem_default`).
     pub name: String,
@@ -39,6 +40,7 @@ pub struct Factor {
 
 /// How cells are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Design {
     /// The baseline, then each other level of each factor with the rest at baseline.
@@ -60,6 +62,7 @@ impl Design {
 
 /// One combination of levels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cell {
     /// Index in the plan.
     pub id: usize,
@@ -142,6 +145,7 @@ pub fn run_order(cells: usize, repeat: usize, seed: u64) -> Vec<(usize, usize)> 
 /// Everything needed to (re)run a sweep (saved as `plan.json` in its output folder, and
 /// in its record).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SweepPlan {
     /// The plan file's schema (`tpslab.sweep/1`).
     pub schema: String,
@@ -171,6 +175,7 @@ pub struct SweepPlan {
 
 /// What the user wants to optimise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Objective {
     /// Lowest loss.

@@ -30,9 +30,11 @@ pub fn check_buffer(flag: &str, b: u64) -> Result<u64, PlanError> {
 
 /// The emulated link, the same in both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LinkConfig {
     /// One-way delay (the RTT is twice this) (JSON: `delay_ns`, integer ns).
     #[serde(rename = "delay_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub delay: Duration,
     /// Serialisation rate per direction, bits/s; `None` = as fast as the forwarder goes.
     pub rate_bps: Option<f64>,
@@ -52,6 +54,7 @@ pub struct LinkConfig {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
     pub idle_timeout: Option<Duration>,
     /// What the middlebox does to a later segment of a forgotten TCP flow (left out of
     /// records without a middlebox).
@@ -65,6 +68,7 @@ pub struct LinkConfig {
 
 /// What the lab's middlebox does to a TCP segment (not a SYN) of a flow it forgot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OnIdle {
     /// Drop it silently (most firewalls and load balancers).
@@ -82,6 +86,7 @@ pub enum OnIdle {
 
 /// What resets the lab middlebox's idle timer of a flow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IdleTimer {
     /// Every packet of the flow, TCP keepalive probes and bare ACKs included (conntrack,
@@ -166,14 +171,17 @@ impl LinkConfig {
 
 /// A bulk flow to run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FlowPlan {
     /// Where the sink listens.
     pub target: SocketAddr,
     /// How long to send (JSON: `duration_ns`, integer ns).
     #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub duration: Duration,
     /// TCP_INFO sampling interval (JSON: `interval_ns`).
     #[serde(rename = "interval_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub interval: Duration,
     /// SO_SNDBUF, bytes (set before connect); `None` = autotuning (net.ipv4.tcp_wmem).
     pub sndbuf: Option<u64>,
@@ -226,6 +234,7 @@ pub fn check_write_size(b: u64) -> Result<u64, PlanError> {
 
 /// What `tpslab tcp` does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum TcpMode {
     /// Send to a sink at `target` and judge what held the flow.
@@ -260,18 +269,22 @@ pub enum TcpMode {
 
 /// The whole plan of `tpslab tcp`, validated by [`TcpPlan::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpPlan {
     /// What to do.
     #[serde(flatten)]
     pub mode: TcpMode,
     /// How long (JSON: `duration_ns`, integer ns).
     #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub duration: Duration,
     /// TCP_INFO sampling interval (JSON: `interval_ns`).
     #[serde(rename = "interval_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub interval: Duration,
     /// The start of the flow (slow start) left out of the analysis (JSON: `skip_ns`).
     #[serde(rename = "skip_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub skip: Duration,
     /// The sender's SO_SNDBUF, bytes; `None` = autotuning.
     pub sndbuf: Option<u64>,
@@ -362,6 +375,7 @@ impl TcpPlan {
 
 /// What `tpslab serve tcp` does with its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ServeTcpMode {
     /// Read and discard everything.
@@ -379,6 +393,7 @@ pub enum ServeTcpMode {
 
 /// The plan of `tpslab serve tcp`, validated by [`ServeTcpPlan::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServeTcpPlan {
     /// Address to listen on (port 0: any free port).
     pub listen: SocketAddr,
@@ -390,9 +405,11 @@ pub struct ServeTcpPlan {
     pub sndbuf: Option<u64>,
     /// Echo/replace: CPU work per request (busy loop) (JSON: `work_ns`, integer ns).
     #[serde(rename = "work_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub work: Duration,
     /// Echo/replace: waiting per request (a sleep) (JSON: `serial_ns`).
     #[serde(rename = "serial_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub serial: Duration,
     /// Echo/replace: the waiting under one process-wide lock.
     pub serialize: bool,
@@ -400,6 +417,7 @@ pub struct ServeTcpPlan {
     pub threads: usize,
     /// Stop after this long; `None` = until SIGINT/SIGTERM (JSON: `duration_ns`).
     #[serde(rename = "duration_ns", with = "crate::time::opt_ns", default)]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
     pub duration: Option<Duration>,
 }
 

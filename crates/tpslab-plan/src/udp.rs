@@ -11,6 +11,7 @@ use tpslab_net::sched::SchedPolicy;
 
 /// What the server does with each datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// S1: replace every "ping" with "pong" in the payload, then reply.
@@ -33,6 +34,7 @@ impl std::fmt::Display for Mode {
 
 /// A validated server configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServerConfig {
     /// Address to bind.
     pub bind: SocketAddr,
@@ -46,6 +48,7 @@ pub struct ServerConfig {
     pub mode: Mode,
     /// Extra busy work per datagram (JSON: `work_ns`, integer ns).
     #[serde(rename = "work_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub work: Duration,
     /// CPUs each thread may run on (empty: not pinned), like taskset.
     pub cpus: Vec<usize>,
@@ -67,6 +70,7 @@ pub struct ServerConfig {
 
 /// How a SO_REUSEPORT group's datagrams are spread over its sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Steer {
     /// The kernel's hash of each flow (source and destination address and port): a flow
@@ -132,6 +136,7 @@ impl Default for ServerConfig {
 
 /// How replies are matched to requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MatchMode {
     /// tpslab's header is echoed: exact per-packet matching with intended/actual send times.
@@ -148,12 +153,14 @@ pub enum MatchMode {
 
 /// A validated load plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadConfig {
     /// Where to send.
     pub target: SocketAddr,
     /// Mean rate, datagrams per second (> 0); infinite for `max` (back to back), written
     /// `"max"` in JSON.
     #[serde(with = "rate_or_max")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "rate_or_max::schema"))]
     pub rate_pps: f64,
     /// UDP payload size, bytes (ignored with a payload file: its length is used).
     pub size_bytes: usize,
@@ -167,6 +174,7 @@ pub struct LoadConfig {
     pub threads: usize,
     /// Bytes to send instead of tpslab's header (a real protocol's request); hex in JSON.
     #[serde(default, with = "hex_bytes")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "hex_bytes::schema"))]
     pub payload: Option<Vec<u8>>,
     /// (offset, len) of a field the server echoes, where the sequence number is written.
     pub seq_field: Option<(usize, usize)>,
@@ -255,6 +263,7 @@ impl LoadConfig {
 
 /// A UDP run: our server or someone else's, the load, and the observer's sampling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UdpRunPlan {
     /// Our server, started in this process (None: the target is someone else's).
     pub server: Option<ServerConfig>,
@@ -273,6 +282,7 @@ pub struct UdpRunPlan {
 
 /// What a run record's run was: a UDP run (`load`, `run`, `diagnose`) or a watch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RunPlan {
     /// A UDP load, with or without our server.
@@ -283,6 +293,7 @@ pub enum RunPlan {
 
 /// `watch`: which process or port, how often, how long.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WatchPlan {
     /// The process watched (its sockets, threads and namespace).
     pub pid: Option<u32>,
@@ -465,6 +476,12 @@ mod hex_bytes {
             .collect::<Result<Vec<u8>, _>>()
             .map(Some)
     }
+
+    /// The JSON Schema of the payload: hex digits in pairs, or null.
+    #[cfg(feature = "schema")]
+    pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["string", "null"], "pattern": "^([0-9a-fA-F]{2})*$" })
+    }
 }
 
 /// A rate in pps as a JSON number, or `"max"` for infinity (JSON has no infinity: serde
@@ -494,6 +511,12 @@ mod rate_or_max {
                 "rate \"{w}\": allowed a number of pps or \"max\""
             ))),
         }
+    }
+
+    /// The JSON Schema of a rate: packets per second, or `"max"`.
+    #[cfg(feature = "schema")]
+    pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "anyOf": [{ "type": "number" }, { "const": "max" }] })
     }
 }
 

@@ -12,6 +12,7 @@ use crate::PlanError;
 /// (`size = 1024`) or a string (`size = "1KiB"`); its text ([`std::fmt::Display`]) is read by
 /// the parser of the key's kind, so a plan takes the forms the flag takes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum Written {
     /// A whole number.

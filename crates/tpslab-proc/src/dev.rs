@@ -11,6 +11,7 @@ use crate::common::{dec_u64, for_each_line, ParseError};
 /// Column numbers below count the values after the `name:` (1-based).
 /// Missing trailing columns are 0.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NetDev {
     /// Interface name (text before the `:`).
     pub name: String,

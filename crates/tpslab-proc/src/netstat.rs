@@ -27,6 +27,7 @@ pub fn parse_pairs<R: BufRead>(r: R, file: &str) -> Result<BTreeMap<String, i64>
 
 /// TCP drop and retransmission counters of a namespace (monotonic counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpCounters {
     /// `TcpExt: ListenOverflows`: SYNs or final ACKs dropped because a listener's accept
     /// queue was full.

@@ -9,6 +9,7 @@ use crate::common::{dec_i64, dec_u64, for_each_line, ParseError};
 /// Selected fields of `/proc/PID/status` or `/proc/PID/task/TID/status`
 /// (`Key:\tvalue` lines).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskStatus {
     /// Command name (`Name:`; the kernel escapes `\n` and `\\`). Required.
     pub name: String,
@@ -78,6 +79,7 @@ pub fn parse_status<R: BufRead>(r: R, file: &str) -> Result<TaskStatus, ParseErr
 /// Selected fields of `/proc/PID/stat` or `/proc/PID/task/TID/stat`.
 /// Field numbers are 1-based as in proc(5).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskStat {
     /// Command name without the parentheses (field 2; may contain spaces and `)`).
     pub comm: String,
@@ -157,6 +159,7 @@ pub fn parse_task_stat(s: &str, file: &str) -> Result<TaskStat, ParseError> {
 /// `/proc/PID/task/TID/schedstat` (or `/proc/PID/schedstat`): one line of
 /// three decimal numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SchedStat {
     /// Time spent running on a CPU, nanoseconds (column 1).
     pub run_ns: u64,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The pool a file configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PoolKind {
     /// c3p0 (through Hibernate's XML or c3p0.properties).
@@ -20,6 +21,7 @@ pub enum PoolKind {
 
 /// One setting as written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PoolSetting {
     /// 1-based line.
     pub line: usize,
@@ -31,6 +33,7 @@ pub struct PoolSetting {
 
 /// A pool configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PoolConf {
     /// Its path as given.
     pub path: String,

@@ -14,6 +14,7 @@ use crate::common::{dec_u64, for_each_line, is_integer, ParseError};
 /// All values are cumulative counts since boot (per network namespace).
 /// A counter missing on this kernel is 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UdpCounters {
     /// Datagrams delivered to applications (column `InDatagrams`). Counted
     /// when the application *reads* the datagram, not when it is queued.
@@ -64,6 +65,7 @@ impl UdpCounters {
 
 /// Parsed `/proc/net/snmp` (only the UDP parts are kept).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Snmp {
     /// The `Udp:` line pair; `None` if absent.
     pub udp: Option<UdpCounters>,
@@ -73,6 +75,7 @@ pub struct Snmp {
 
 /// Parsed `/proc/net/snmp6` (only the UDP parts are kept).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Snmp6 {
     /// `Udp6*` lines; `Some` if at least one `Udp6` line exists.
     pub udp6: Option<UdpCounters>,

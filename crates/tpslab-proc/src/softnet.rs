@@ -13,6 +13,7 @@ use crate::common::{for_each_line, hex_u64, ParseError};
 /// `backlog_len`, `cpu`), 6.x has 15 (adds input/process queue lengths,
 /// ignored here). Columns 3..=8 are historical zeros / `cpu_collision`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SoftnetCpu {
     /// 0-based line index. Equals the CPU id only if all CPUs are online;
     /// prefer [`SoftnetCpu::cpu`] when present.

@@ -11,6 +11,7 @@ use crate::common::{dec_u64, for_each_line, ParseError};
 /// the label; missing trailing columns are 0. `guest`/`guest_nice`
 /// (columns 9, 10) are already included in `user`/`nice` and are ignored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CpuTimes {
     /// Normal user mode (column 1).
     pub user: u64,
@@ -51,6 +52,7 @@ impl CpuTimes {
 
 /// Parsed `/proc/stat` (the parts tpslab uses).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelStat {
     /// Aggregate of all CPUs (the `cpu ` line).
     pub total: CpuTimes,

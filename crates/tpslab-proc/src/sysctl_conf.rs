@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One meaningful line of a sysctl configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ConfLine {
     /// 1-based line number.
     pub line: usize,
@@ -16,6 +17,7 @@ pub struct ConfLine {
 
 /// A setting, or a line that is not one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConfEntry {
     /// `key = value`.

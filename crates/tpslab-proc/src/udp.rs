@@ -12,6 +12,7 @@ use crate::common::{dec_u64, for_each_line, hex_u64, ParseError};
 /// Columns (whitespace separated): `sl local_address rem_address st
 /// tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ref pointer drops`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UdpSocket {
     /// Bound address and port (column 2 `local_address`, `ADDR:PORT` in hex).
     /// IPv6 sockets bound to a v4-mapped address stay `SocketAddr::V6`

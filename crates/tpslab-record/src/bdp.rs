@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Buffers a flow needs for a rate over an RTT.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BufferPlan {
     /// The bandwidth-delay product, bytes.
     pub bdp_bytes: u64,
@@ -25,6 +26,7 @@ impl BufferPlan {
 
 /// A host's TCP buffer settings as read from /proc/sys (None: could not be read).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HostBuffers {
     /// net.ipv4.tcp_rmem as read (three fields: min, default, max bytes).
     pub tcp_rmem: Option<String>,
@@ -38,6 +40,7 @@ pub struct HostBuffers {
 
 /// What a rate over an RTT needs, against a host: `tpslab bdp --rate`'s answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Need {
     /// The rate, bits/s.
     pub rate_bps: f64,
@@ -54,6 +57,7 @@ pub struct Need {
 
 /// The most a window carries over an RTT: `tpslab bdp --buffer`'s answer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ceiling {
     /// The window (buffer) asked about, bytes.
     pub window_bytes: u64,
@@ -65,6 +69,7 @@ pub struct Ceiling {
 
 /// A `bdp` answer: the ceiling of `--buffer`, the needs of `--rate`, or both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BdpRecord {
     /// The path's round-trip time (`--rtt`), seconds.
     pub rtt_s: f64,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a calibration probe measured on this kernel for one datagram size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TruesizeProbe {
     /// UDP payload of the probe datagrams, bytes.
     pub size_bytes: u64,
@@ -34,6 +35,7 @@ impl TruesizeProbe {
 
 /// The receive-buffer need of a bursty load, from what a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BufferNeed {
     /// Largest burst sent, datagrams.
     pub burst: u64,

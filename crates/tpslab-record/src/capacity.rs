@@ -12,6 +12,7 @@ pub use tpslab_plan::capacity::{CapacityPlan, CapacitySearch, Objective, Quantil
 
 /// A step's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     /// Every objective held.
@@ -39,6 +40,7 @@ impl StepStatus {
 
 /// The verdict rules' call on a failing step, in short.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StepVerdict {
     /// The case.
     pub case: Case,
@@ -50,6 +52,7 @@ pub struct StepVerdict {
 
 /// One open-loop step at one rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapacityStep {
     /// The rate intended, pps.
     pub rate_pps: f64,
@@ -80,6 +83,7 @@ pub struct CapacityStep {
 
 /// Where the search ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "end", rename_all = "snake_case")]
 pub enum Conclusion {
     /// The boundary within the resolution: `sustains_pps` passed every time it ran,
@@ -143,6 +147,7 @@ impl Conclusion {
 
 /// `capacity`: the plan, the steps, the end, the verdict at the boundary.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapacityRecord {
     /// The plan as validated.
     pub plan: CapacityPlan,

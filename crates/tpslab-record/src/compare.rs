@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Something that differs between the records (a setting, not a result).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Difference {
     /// What: `plan server.rcvbuf`, `sysctl net.core.rmem_default`, `kernel`.
     pub what: String,
@@ -15,6 +16,7 @@ pub struct Difference {
 
 /// One figure across the records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FigureRow {
     /// Name with its unit ("socket loss %").
     pub name: String,
@@ -29,6 +31,7 @@ pub struct FigureRow {
 
 /// The comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompareReport {
     /// The compared records' kind (`udp_run`, `diagnose` ...).
     pub of_kind: String,

@@ -11,6 +11,7 @@ use tpslab_proc::sysctl_conf::ConfLine;
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The file does not do what it says (a key this kernel does not have, a malformed
@@ -25,6 +26,7 @@ pub enum Severity {
 
 /// What fixes a finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fix {
     /// A sysctl.d line, full key name (`--write-snippet` collects these).
@@ -66,6 +68,7 @@ impl fmt::Display for Fix {
 
 /// One finding with its evidence and what fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Finding {
     /// How much it matters.
     pub severity: Severity,
@@ -83,6 +86,7 @@ pub type Running = BTreeMap<String, Option<String>>;
 
 /// Whether a sysctl belongs to each network namespace or to the whole host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Each network namespace has its own value (a container can set it).
@@ -94,6 +98,7 @@ pub enum Scope {
 
 /// One of `tpslab_analysis::doctor::KNOWN` as this host runs it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KnownSysctl {
     /// Dotted key (`net.core.rmem_max`).
     pub key: String,
@@ -108,6 +113,7 @@ pub struct KnownSysctl {
 
 /// Everything `tpslab doctor` read and found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DoctorRecord {
     /// The tree audited (`/` for this host).
     pub root: String,
@@ -154,6 +160,7 @@ fn page_default() -> u64 {
 
 /// One configuration file, as applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ConfFile {
     /// Its path on the audited tree (`/etc/sysctl.d/60-udp.conf`).
     pub path: String,
@@ -164,6 +171,7 @@ pub struct ConfFile {
 /// A NIC (a network device backed by hardware or a paravirtual device: one with a
 /// `device` link in /sys/class/net; lo, veth, bridges and ifb are not NICs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Nic {
     /// Interface name.
     pub name: String,
@@ -188,6 +196,7 @@ pub struct Nic {
 
 /// What the host shows below the sysctls.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HostFacts {
     /// Online CPUs.
     pub cpus: u64,

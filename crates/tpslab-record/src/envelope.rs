@@ -20,6 +20,7 @@ pub const READABLE_SCHEMAS: &[&str] = &[RECORD_SCHEMA, RUN_SCHEMA_V1, DIAGNOSE_S
 /// One command's record. In JSON: `schema`, `kind`, `meta`, then the body's fields at the
 /// top level (so `generator`, `ledger`, `diagnosis` ... are where they always were).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Record {
     /// Always [`RECORD_SCHEMA`] when written.
     pub schema: String,
@@ -32,6 +33,7 @@ pub struct Record {
 
 /// A record's body, by kind.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[allow(clippy::large_enum_variant)]
 pub enum Body {
@@ -71,6 +73,7 @@ pub enum Body {
 
 /// `serve udp`: what the reference server read and answered.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServeRecord {
     /// The server's settings and counts.
     pub server: ServerReport,
@@ -83,6 +86,7 @@ pub struct ServeRecord {
 /// A sweep: its plan, every run's figures and the analysis of them (a pure function of the
 /// plan and the runs: `tpslab_analysis::sweep::analyse`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SweepReport {
     /// The plan.
     pub plan: tpslab_plan::sweep::SweepPlan,
@@ -99,6 +103,7 @@ pub struct SweepReport {
 /// A ramp's record and its judgement (stored for readers of the JSON; a pure function
 /// of the record and the host's CPU count in `meta`: `tpslab_analysis::ramp::analyse`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampReport {
     /// The plan, the steps, whether it was interrupted.
     #[serde(flatten)]
@@ -110,6 +115,7 @@ pub struct RampReport {
 
 /// The metadata of every record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Meta {
     /// tpslab version that wrote the record.
     pub tool_version: String,
@@ -292,6 +298,7 @@ fn v1_run(mut v: serde_json::Value) -> Result<RunRecord, RecordError> {
 /// Everything `diagnose` found: the scenario, the runs before and (when verified) after
 /// the fix, the facts read from the first run and the diagnosis drawn from them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DiagnoseRecord {
     /// Ctrl-C/SIGTERM ended the diagnosis early (the figures cover what ran).
     pub interrupted: bool,
@@ -321,6 +328,7 @@ pub struct DiagnoseRecord {
 
 /// Why a verification asked for did not run, and what would run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotVerified {
     /// Why nothing was applied or verified, in one sentence.
     pub why: String,

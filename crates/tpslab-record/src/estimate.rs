@@ -16,27 +16,34 @@ pub const MIN_RUNS_FOR_INTERVAL: usize = 3;
 
 /// Mean and spread of repeated measurements of one figure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Estimate {
     /// Runs.
     pub n: usize,
     /// Mean.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub mean: f64,
     /// Sample standard deviation.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub stddev: f64,
     /// Smallest run.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub min: f64,
     /// Largest run.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub max: f64,
     /// 95 % confidence interval of the mean, lower bound, within the figure's domain
     /// (NaN with fewer than [`MIN_RUNS_FOR_INTERVAL`] runs).
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub ci_lo: f64,
     /// Upper bound.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub ci_hi: f64,
 }
 
@@ -49,9 +56,11 @@ impl Estimate {
 
 /// The difference of a setting's mean from the baseline's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Effect {
     /// mean(setting) - mean(baseline).
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub diff: f64,
     /// The difference relative to the baseline mean, % (None when the baseline is 0).
     pub rel_pct: Option<f64>,
@@ -59,12 +68,15 @@ pub struct Effect {
     /// the domain's difference bounds (-100..=100 points for percentages); -inf..inf when
     /// either side has fewer than 2 runs (no test).
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub ci_lo: f64,
     /// Upper bound.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub ci_hi: f64,
     /// Welch-Satterthwaite degrees of freedom.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub df: f64,
     /// Cohen's d: the difference in pooled standard deviations (None when both are 0).
     pub cohen_d: Option<f64>,

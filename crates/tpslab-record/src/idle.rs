@@ -8,6 +8,7 @@ use tpslab_plan::probe::IdlePlan;
 
 /// What became of a connection left idle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Fate {
     /// Its keepalive probe was answered: the path still knew it.
@@ -49,6 +50,7 @@ impl Fate {
 
 /// One idle connection of the study.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Conn {
     /// Round of the study (1: the ladder, then the bisection rounds).
     pub round: u32,
@@ -78,6 +80,7 @@ fn is_zero(v: &u64) -> bool {
 
 /// What the study found so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Bracket {
     /// Longest idle interval a connection survived, s (None: none survived).
     pub alive_s: Option<u64>,
@@ -87,6 +90,7 @@ pub struct Bracket {
 
 /// The connections the path ended by itself ([`Conn::active_end`]), dated by their end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ActiveEnds {
     /// How many.
     pub n: usize,
@@ -103,6 +107,7 @@ pub struct ActiveEnds {
 
 /// What resets the path's idle timer, as far as the study can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum KeepaliveCounts {
     /// TCP keepalive resets it: the control connection, probed every second and silent
@@ -125,6 +130,7 @@ impl Bracket {
 
 /// Everything `tpslab probe idle` did and found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IdleRecord {
     /// The plan.
     pub plan: IdlePlan,
@@ -167,6 +173,7 @@ pub struct IdleRecord {
 
 /// What became of one request of `probe pool`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Answered, after this many microseconds.
@@ -182,6 +189,7 @@ pub enum Outcome {
 
 /// One request of `probe pool`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PoolRequest {
     /// Sent this long after the run started, ms.
     pub at_ms: u64,
@@ -195,6 +203,7 @@ pub struct PoolRequest {
 
 /// Everything `tpslab probe pool` did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PoolRecord {
     /// The plan.
     pub plan: tpslab_plan::probe::PoolPlan,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 /// Counter deltas over a whole run (warm-up included: kernel counters cannot exclude it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerInputs {
     /// Datagrams the generator tried to send (its own count).
     pub gen_attempted: u64,
@@ -73,6 +74,7 @@ pub struct LedgerInputs {
 /// One line of the ledger: a count of datagrams, where they ended, and the counter it
 /// comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerRow {
     /// Stable key of the layer, e.g. "server_socket_drops".
     pub layer: String,
@@ -86,6 +88,7 @@ pub struct LedgerRow {
 
 /// One direction of the ledger.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerPath {
     /// Datagrams that entered this path.
     pub attempted: u64,
@@ -134,6 +137,7 @@ impl LedgerPath {
 /// The two-direction ledger of a run (built from [`LedgerInputs`] by
 /// `tpslab_analysis::ledger`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ledger {
     /// Generator -> server.
     pub request: LedgerPath,

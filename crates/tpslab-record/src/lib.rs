@@ -34,6 +34,8 @@ pub mod nan;
 pub mod ramp;
 pub mod run;
 pub mod runtime;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod stats;
 pub mod sweep;
 mod target;

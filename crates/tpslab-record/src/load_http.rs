@@ -11,6 +11,7 @@ use crate::stats::LatencySummary;
 
 /// Final replies by status class (1xx interim replies are skipped, not counted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatusClasses {
     /// 2xx.
     pub s2xx: u64,
@@ -33,6 +34,7 @@ impl StatusClasses {
 
 /// Requests (or connects) that failed, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorKinds {
     /// A connect refused (nothing listening).
     pub refused: u64,
@@ -109,6 +111,7 @@ impl ErrorKinds {
 
 /// What an open-loop HTTP run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadHttpResult {
     /// Requests the plan intended (intended times before its end).
     pub intended: u64,
@@ -161,6 +164,7 @@ impl LoadHttpResult {
 
 /// A `load http` run: its plan and what it did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoadHttpRecord {
     /// The plan.
     pub plan: LoadHttpPlan,

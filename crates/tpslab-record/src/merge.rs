@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a merged record holds beside the totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MergeInfo {
     /// The fleet plan every agent ran.
     pub plan: tpslab_plan::fleet::FleetPlan,
@@ -24,6 +25,7 @@ pub struct MergeInfo {
 
 /// One agent's figures, as in its own record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentFigures {
     /// Its index in the fleet, 0..of.
     pub index: usize,

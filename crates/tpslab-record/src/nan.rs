@@ -65,6 +65,15 @@ pub mod word {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         super::NumOrWord::deserialize(d)?.value()
     }
+
+    /// The JSON Schema of what [`serialize`] writes and [`deserialize`] reads: a number,
+    /// one of the words, or null.
+    #[cfg(feature = "schema")]
+    pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{ "type": ["number", "null"] }, { "enum": ["inf", "-inf", "NaN"] }]
+        })
+    }
 }
 
 /// A pair of [`word`] values (an interval's bounds).
@@ -91,6 +100,18 @@ pub mod word_pair {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<(f64, f64), D::Error> {
         let (a, b) = <(super::NumOrWord, super::NumOrWord)>::deserialize(d)?;
         Ok((a.value()?, b.value()?))
+    }
+
+    /// The JSON Schema of `[lo, hi]`, each as [`super::word::schema`].
+    #[cfg(feature = "schema")]
+    pub fn schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = super::word::schema(g);
+        schemars::json_schema!({
+            "type": "array",
+            "prefixItems": [one, one],
+            "minItems": 2,
+            "maxItems": 2
+        })
     }
 }
 

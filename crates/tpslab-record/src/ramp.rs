@@ -13,6 +13,7 @@ pub use tpslab_plan::ramp::{RampPlan, RampProto};
 
 /// One step's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StepResult {
     /// Concurrent users.
     pub users: usize,
@@ -60,6 +61,7 @@ pub struct StepResult {
 
 /// The server's listening socket on the target port, as found when the ramp started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Listener {
     /// Its accept queue limit (sock_diag idiag_wqueue of the listener: min(the backlog
     /// given to listen(), net.core.somaxconn)), connections.
@@ -70,6 +72,7 @@ pub struct Listener {
 
 /// The ramp's record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampRecord {
     /// The plan.
     pub plan: RampPlan,
@@ -102,6 +105,7 @@ pub struct RampRecord {
 
 /// A ramp whose users sent load past the plan's end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Overrun {
     /// The plan's length: steps x (warm-up + window), seconds.
     pub planned_s: f64,
@@ -158,6 +162,7 @@ impl Overrun {
 
 /// The judgement of a ramp, from its record alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampAnalysis {
     /// Little's law per step: N = X (R + Z), as a ratio of users (1.00: every user always
     /// had a request out).

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 /// A complete run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRecord {
     /// tpslab version that wrote the record.
     pub tool_version: String,
@@ -63,6 +64,7 @@ pub struct RunRecord {
 
 /// An agent's place in a fleet and how its start went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentInfo {
     /// This agent, 0..of.
     pub index: usize,
@@ -86,6 +88,7 @@ pub struct AgentInfo {
 /// the ledger's counters belong to the run's namespaces: a reason's count is at least the
 /// ledger row it matches, more when something else on the host dropped for that reason.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DropReasons {
     /// Drops by reason (the kernel's names, `SOCKET_RCVBUFF`), largest first.
     pub by_reason: Vec<(String, u64)>,
@@ -107,6 +110,7 @@ impl DropReasons {
 
 /// A foreign server process, as found at the start of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TargetProcess {
     /// Its PID.
     pub pid: u32,
@@ -132,6 +136,7 @@ pub struct TargetProcess {
 
 /// Facts about the host the run happened on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Environment {
     /// `uname -r`.
     pub kernel: String,
@@ -151,6 +156,7 @@ pub struct Environment {
 
 /// Counts of the reference server over the run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServerReport {
     /// Bound address.
     pub bind: String,
@@ -210,6 +216,7 @@ fn is_zero_u64(n: &u64) -> bool {
 
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GeneratorReport {
     /// Target address.
     pub target: String,
@@ -317,6 +324,7 @@ pub struct GeneratorReport {
 /// HdrHistogram's portable encoding (V2, deflate-compressed, base64: see
 /// [`crate::histogram::encode_histogram`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LatencyHistograms {
     /// From the intended send time.
     pub intended: String,
@@ -327,6 +335,7 @@ pub struct LatencyHistograms {
 /// A time series sampled by the observer: `t_ms[i]` is the time of sample i since the
 /// start of observation; every other vector has the same length.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Series {
     /// Milliseconds since the observer started.
     pub t_ms: Vec<f64>,
@@ -336,6 +345,7 @@ pub struct Series {
 
 /// A watched TCP server's listen sockets, as the observer saw them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpListen {
     /// Each listen socket of the process.
     pub sockets: Vec<ListenSocket>,
@@ -345,6 +355,7 @@ pub struct TcpListen {
 
 /// One listen socket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListenSocket {
     /// Its local address.
     pub local: String,
@@ -359,6 +370,7 @@ pub struct ListenSocket {
 /// One socket of a target's SO_REUSEPORT group over a run (the kernel hashes each flow to
 /// one socket of the group: a few flows can leave sockets idle while others drop).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TargetSocket {
     /// Its inode (as in /proc/net/udp).
     pub inode: u64,
@@ -374,6 +386,7 @@ pub struct TargetSocket {
 
 /// Observations of the kernel over the run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ObserverReport {
     /// Sampling interval, ms.
     pub interval_ms: f64,

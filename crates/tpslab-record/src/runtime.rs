@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// A server's runtime, as far as the buffer advice is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Runtime {
     /// A JVM (java, or any executable that maps libjvm.so).

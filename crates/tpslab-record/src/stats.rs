@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `stddev` is the sample standard deviation (n-1 in the denominator; 0 for n < 2);
 /// percentiles use the nearest-rank method on the sorted samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Summary {
     /// Number of samples.
     pub n: usize,
@@ -27,6 +28,7 @@ pub struct Summary {
 
 /// Latency percentiles in nanoseconds, from an HDR histogram (3 significant digits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LatencySummary {
     /// Number of recorded values.
     pub count: u64,

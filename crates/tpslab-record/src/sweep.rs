@@ -10,6 +10,7 @@ use tpslab_plan::sweep::{Cell, Objective};
 
 /// One run of a sweep: its cell, its repetition, its figures, and the cell's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SweepRun {
     /// Cell index.
     pub cell: usize,
@@ -22,29 +23,37 @@ pub struct SweepRun {
 /// The figures of one run that a sweep compares. Rates and queue figures cover the
 /// measurement window only (warm-up and the drain after the load are trimmed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunMetrics {
     /// Answered per second in the window.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub tps: f64,
     /// % of the window's datagrams not answered (one-way: not read by the server).
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub loss_pct: f64,
     /// Server socket rx_queue mean over the window, bytes.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub rxq_mean_bytes: f64,
     /// Server socket rx_queue stddev over the window, bytes.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub rxq_stddev_bytes: f64,
     /// Server threads' CPU, % of one CPU (schedstat), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub server_cpu_pct: f64,
     /// Busy % of each CPU over the run (/proc/stat): cpuN -> %.
     pub cpu_busy_pct: BTreeMap<String, f64>,
     /// System context switches per second (/proc/stat ctxt), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub ctxt_per_s: f64,
     /// Server threads' context switches per second (voluntary + involuntary), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub server_ctxt_per_s: f64,
     /// RTT p50 from the intended send time, us (None without replies).
     pub p50_us: Option<f64>,
@@ -104,6 +113,7 @@ impl RunMetrics {
 
 /// Estimates of one cell.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CellResult {
     /// The cell.
     pub cell: Cell,
@@ -115,6 +125,7 @@ pub struct CellResult {
 
 /// A cell's effect on the objective and loss against the baseline.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CellEffect {
     /// The cell.
     pub cell: usize,
@@ -126,6 +137,7 @@ pub struct CellEffect {
 
 /// The analysed sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SweepResult {
     /// Per cell.
     pub cells: Vec<CellResult>,

@@ -10,6 +10,7 @@ use tpslab_plan::tcp::{FlowPlan, LinkConfig, TcpPlan};
 /// One TCP_INFO reading of the sending socket. Fields the kernel did not report are 0
 /// and `chronos` false.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpSample {
     /// Monotonic time of the reading, ns since the flow connected.
     pub t_ns: u64,
@@ -63,6 +64,7 @@ pub struct TcpSample {
 
 /// The four limits a sender can sit behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
     /// The receiver's advertised window (its receive buffer).
@@ -89,6 +91,7 @@ impl Limit {
 
 /// Analysis of one flow over its samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FlowAnalysis {
     /// Seconds between the first and last sample.
     pub seconds: f64,
@@ -134,6 +137,7 @@ pub const LIMITS: [Limit; 4] = [
 
 /// A flow seen from the receiving side, where the sender's state is not visible.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReceiverAnalysis {
     /// Seconds between the first and last sample used.
     pub seconds: f64,
@@ -155,6 +159,7 @@ pub struct ReceiverAnalysis {
 
 /// What a flow did: samples of its TCP_INFO and the application's own counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FlowRecord {
     /// The plan it ran.
     pub plan: FlowPlan,
@@ -184,6 +189,7 @@ fn is_zero(n: &u64) -> bool {
 
 /// Counters of one direction of the delay line, packets and bytes since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DirStats {
     /// Packets read from the sending side's TUN.
     pub packets_in: u64,
@@ -213,6 +219,7 @@ pub struct DirStats {
 
 /// What the lab's delay line and sink saw during one flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LabStats {
     /// The emulated link.
     pub link: LinkConfig,
@@ -228,6 +235,7 @@ pub struct LabStats {
 
 /// One flow and its judgement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpRun {
     /// The flow.
     pub flow: FlowRecord,
@@ -245,6 +253,7 @@ pub struct TcpRun {
 
 /// A TCP flow of another process, sampled through sock_diag (what `ss -tmi` shows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WatchedFlow {
     /// Local address.
     pub local: SocketAddr,
@@ -262,6 +271,7 @@ pub struct WatchedFlow {
 
 /// Which way a watched flow's data moved while it was watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// More bytes acknowledged than received: judged as a sender.
@@ -274,6 +284,7 @@ pub enum Direction {
 
 /// A watched flow and its judgement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WatchedReport {
     /// The flow.
     pub flow: WatchedFlow,
@@ -311,6 +322,7 @@ impl WatchedReport {
 
 /// Everything `tpslab tcp` found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TcpRecord {
     /// The validated plan.
     pub plan: TcpPlan,
@@ -329,6 +341,7 @@ pub struct TcpRecord {
 
 /// `serve tcp`: the server's plan and what it moved over its life.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServeTcpRecord {
     /// The validated plan.
     pub plan: tpslab_plan::tcp::ServeTcpPlan,

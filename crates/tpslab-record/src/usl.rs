@@ -12,40 +12,60 @@ use serde::{Deserialize, Serialize};
 /// s^2 = RSS/(n-3) and half-width t975(n-3)*se, then clipped to the allowed region
 /// (lambda > 0, sigma in [0, 1], kappa >= 0).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UslFit {
     /// TPS of one user without contention (transactions per second per user).
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub lambda: f64,
     /// 95 % interval of `lambda` (lo, hi), TPS per user.
     #[serde(with = "crate::nan::word_pair")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::nan::word_pair::schema")
+    )]
     pub lambda_ci: (f64, f64),
     /// Contention: the serialised fraction of the work (dimensionless, 0..=1).
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub sigma: f64,
     /// 95 % interval of `sigma` (lo, hi).
     #[serde(with = "crate::nan::word_pair")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::nan::word_pair::schema")
+    )]
     pub sigma_ci: (f64, f64),
     /// Coherency (crosstalk) penalty per pair of users (dimensionless, >= 0).
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub kappa: f64,
     /// 95 % interval of `kappa` (lo, hi).
     #[serde(with = "crate::nan::word_pair")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::nan::word_pair::schema")
+    )]
     pub kappa_ci: (f64, f64),
     /// Coefficient of determination of X (1 = perfect; 1 also when all X are equal and fitted).
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub r_squared: f64,
     /// Points used.
     pub n: usize,
     /// Residual standard deviation s = sqrt(RSS/(n-3)), TPS.
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub residual_std: f64,
     /// Largest measured N (users): predictions beyond it are extrapolations.
     #[serde(with = "crate::nan::word")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::nan::word::schema"))]
     pub max_users: f64,
 }
 
 /// Little's law for one step: N' = X * (R + Z) clients should have been in the system.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LittleCheck {
     /// Configured concurrent clients N (count).
     pub users: f64,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The diagnosed case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Case {
     /// The generator could not keep its schedule or lost replies itself.
@@ -49,6 +50,7 @@ pub enum Case {
 
 /// One piece of evidence with its source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// What was seen.
     pub text: String,
@@ -58,6 +60,7 @@ pub struct Evidence {
 
 /// A concrete change with its reason.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recommendation {
     /// What to change.
     pub what: String,
@@ -69,6 +72,7 @@ pub struct Recommendation {
 
 /// Settings to apply in a verification run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fix {
     /// SO_RCVBUF request for the server socket(s), bytes.
     pub rcvbuf: Option<u64>,
@@ -82,6 +86,7 @@ pub struct Fix {
 
 /// The verdict of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Diagnosis {
     /// The case.
     pub case: Case,
@@ -107,6 +112,7 @@ pub struct Diagnosis {
 /// Numbers the rules look at, each from a named source (read from a run record by
 /// `tpslab_analysis::verdict::FactsExt::from_record`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Facts {
     /// Generator valid (kept its schedule, lost nothing itself).
     pub gen_valid: bool,
@@ -283,6 +289,7 @@ pub use tpslab_plan::udp::Steer;
 
 /// One socket of a SO_REUSEPORT group, as the verdict sees it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GroupSocket {
     /// Datagrams its reader read (tpslab's server counts per thread, one socket each);
     /// None for a foreign server.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 /// What a thread was doing in one sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WaitClass {
     /// State R: running, or runnable and waiting for a CPU (schedstat splits the two:
@@ -78,6 +79,7 @@ fn is_zero(n: &u64) -> bool {
 /// Server thread states sampled from /proc/PID/task/*/stat, .../syscall and .../wchan
 /// over a window (a ramp step, or a whole observed run).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThreadStates {
     /// Thread samples taken (threads x sampling ticks).
     pub samples: u64,
@@ -195,6 +197,7 @@ impl ThreadStates {
 
 /// One thread's states over an observed run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThreadWait {
     /// Thread id.
     pub tid: u32,
@@ -206,6 +209,7 @@ pub struct ThreadWait {
 
 /// Where a watched process's threads spent an observed run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThreadWaits {
     /// PID of the process.
     pub pid: u32,
@@ -226,6 +230,7 @@ pub struct ThreadWaits {
 /// One thread of a watched server over one ramp step: the CPU time it used and its
 /// sampled states, to tell the threads that served the load from idle helpers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StepThread {
     /// Thread id.
     pub tid: u32,

@@ -61,6 +61,7 @@ pub enum Objective {
         quantile: Quantile,
         /// The bound (JSON: `limit_ns`, integer ns).
         #[serde(rename = "limit_ns", with = "crate::time::ns")]
+        #[cfg_attr(feature = "schema", schemars(with = "u64"))]
         limit: Duration,
         /// `<=` (true) rather than `<`.
         inclusive: bool,

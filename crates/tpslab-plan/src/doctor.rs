@@ -26,6 +26,7 @@ pub enum Workload {
     Tcp {
         /// Round-trip time (JSON: `rtt_ns`, integer ns).
         #[serde(rename = "rtt_ns", with = "crate::time::ns")]
+        #[cfg_attr(feature = "schema", schemars(with = "u64"))]
         rtt: Duration,
         /// Rate the flow must carry, bits/s.
         rate_bps: f64,
@@ -34,14 +35,17 @@ pub enum Workload {
     Pool {
         /// The middlebox's idle timeout (JSON: `idle_timeout_ns`, integer ns).
         #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+        #[cfg_attr(feature = "schema", schemars(with = "u64"))]
         idle_timeout: Duration,
         /// How often the pool tests its idle connections (None: not stated) (JSON:
         /// `validate_ns`).
         #[serde(rename = "validate_ns", with = "crate::time::opt_ns", default)]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
         validate: Option<Duration>,
         /// How long the pool keeps an idle connection (None: not stated) (JSON:
         /// `max_idle_ns`).
         #[serde(rename = "max_idle_ns", with = "crate::time::opt_ns", default)]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
         max_idle: Option<Duration>,
         /// Whether TCP keepalive resets the middlebox's idle timer, as `probe idle`
         /// measures it (None: not stated; judged as if it does). Left out of the JSON

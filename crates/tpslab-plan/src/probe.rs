@@ -25,6 +25,7 @@ pub enum IdleTarget {
     Lab {
         /// The middlebox's idle timeout (JSON: `idle_timeout_ns`, integer ns).
         #[serde(rename = "idle_timeout_ns", with = "crate::time::ns")]
+        #[cfg_attr(feature = "schema", schemars(with = "u64"))]
         idle_timeout: Duration,
         /// What it does to a segment of a forgotten flow.
         on_idle: OnIdle,

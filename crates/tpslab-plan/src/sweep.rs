@@ -165,6 +165,7 @@ pub struct SweepPlan {
     pub load: LoadConfig,
     /// Observer sampling interval (JSON: `interval_ms`, float ms).
     #[serde(rename = "interval_ms", with = "crate::time::ms")]
+    #[cfg_attr(feature = "schema", schemars(with = "f64"))]
     pub interval: Duration,
     /// A built-in study (`s2`), if it is one.
     pub scenario: Option<String>,

@@ -12,10 +12,9 @@
 # Options: --no-build; --fast (gzip instead of xz: 7.6 MB instead of 5.5, 5 s instead of
 # 25 s on a busy 2-CPU host; tests/package.rs); -o/--output DIR (default target/debian).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 build=1
-out=target/debian
+out=
 compress=xz
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,6 +25,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# -o DIR is the caller's (relative to where it was run), the rest the repository's.
+if [ -n "$out" ]; then out="$(realpath -m -- "$out")"; fi
+cd "$(dirname "$0")/.."
+out="${out:-target/debian}"
 
 if ! cargo deb --version >/dev/null 2>&1; then
   echo "build-deb.sh: cargo-deb is missing: cargo install cargo-deb --locked" >&2

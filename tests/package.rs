@@ -226,9 +226,17 @@ fn deb_installs_works_and_leaves_nothing() {
             .expect("build-deb.sh prints the package's path"),
     );
     let version = env!("CARGO_PKG_VERSION");
+    let arch = String::from_utf8(
+        Command::new("dpkg")
+            .arg("--print-architecture")
+            .output()
+            .expect("dpkg --print-architecture")
+            .stdout,
+    )
+    .expect("dpkg's architecture");
     assert_eq!(
         deb.file_name().unwrap().to_string_lossy(),
-        format!("tpslab_{version}-1_amd64.deb")
+        format!("tpslab_{version}-1_{}.deb", arch.trim())
     );
 
     took("built");
@@ -303,12 +311,10 @@ fn deb_installs_works_and_leaves_nothing() {
         );
         return;
     }
-    let mut restore = Restore {
-        previous: None,
-        aside: vec![],
-        no_private: !exists(Path::new(PRIVATE)),
-    };
-    if installed {
+    // The copy is made before `Restore` exists: its drop purges tpslab, which must never
+    // happen to an installed one not kept first (a failed repack panics here, with the
+    // host's package untouched).
+    let previous = installed.then(|| {
         let keep = dir.join("previous");
         let _ = std::fs::remove_dir_all(&keep);
         std::fs::create_dir_all(&keep).unwrap();
@@ -320,8 +326,13 @@ fn deb_installs_works_and_leaves_nothing() {
             .unwrap()
             .path();
         eprintln!("{TEST}: tpslab was installed: kept as {}", copy.display());
-        restore.previous = Some(copy);
-    }
+        copy
+    });
+    let mut restore = Restore {
+        previous,
+        aside: vec![],
+        no_private: !exists(Path::new(PRIVATE)),
+    };
     for s in STATE {
         let p = PathBuf::from(s);
         if exists(&p) {

@@ -31,6 +31,14 @@ static SHOWN: AtomicBool = AtomicBool::new(false);
 
 /// Gives the terminal back if a view holds it: for a process about to exit without
 /// unwinding (a second signal).
+/// Sets the stop flag; when it was set already, raises SIGINT so the signal thread
+/// (`out::install_signals`) quits at once.
+fn stop_or_quit(stop: &AtomicBool) {
+    if stop.swap(true, Relaxed) {
+        let _ = signal_hook::low_level::raise(signal_hook::consts::SIGINT);
+    }
+}
+
 pub(crate) fn restore_terminal() {
     if SHOWN.swap(false, Relaxed) {
         ratatui::restore();
@@ -80,8 +88,16 @@ impl LiveView {
     /// Takes the terminal and starts the thread drawing `st`, fed through the sender.
     fn start_screen<S: Screen>(st: S, stop: Arc<AtomicBool>) -> Result<Started<S::Item>> {
         let (tx, rx) = mpsc::channel::<S::Item>();
-        let mut term = ratatui::try_init()?;
+        // try_init turns raw mode on before it enters the alternate screen: if that fails,
+        // the terminal is given back here, not left raw.
         SHOWN.store(true, Relaxed);
+        let mut term = match ratatui::try_init() {
+            Ok(t) => t,
+            Err(e) => {
+                restore_terminal();
+                return Err(e.into());
+            }
+        };
         let done = Arc::new(AtomicBool::new(false));
         let d = done.clone();
         let thread = std::thread::Builder::new()
@@ -222,10 +238,11 @@ fn run_view<S: Screen>(
             continue;
         }
         match k.code {
-            KeyCode::Char('q') | KeyCode::Char('Q') => stop.store(true, Relaxed),
-            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                stop.store(true, Relaxed)
-            }
+            // Raw mode turns Ctrl-C into a key: the first q or Ctrl-C stops the run as a
+            // SIGINT does; a second one is a real SIGINT, which quits at once (host settings
+            // restored, the terminal given back) as a second Ctrl-C does without --live.
+            KeyCode::Char('q') | KeyCode::Char('Q') => stop_or_quit(stop),
+            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => stop_or_quit(stop),
             KeyCode::Char('p') | KeyCode::Char(' ') => {
                 frozen = match frozen {
                     Some(_) => None,

@@ -22,28 +22,28 @@ pub struct Estimate {
     pub n: usize,
     /// Mean.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub mean: f64,
     /// Sample standard deviation.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub stddev: f64,
     /// Smallest run.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub min: f64,
     /// Largest run.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub max: f64,
     /// 95 % confidence interval of the mean, lower bound, within the figure's domain
     /// (NaN with fewer than [`MIN_RUNS_FOR_INTERVAL`] runs).
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub ci_lo: f64,
     /// Upper bound.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub ci_hi: f64,
 }
 
@@ -60,7 +60,7 @@ impl Estimate {
 pub struct Effect {
     /// mean(setting) - mean(baseline).
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub diff: f64,
     /// The difference relative to the baseline mean, % (None when the baseline is 0).
     pub rel_pct: Option<f64>,
@@ -68,15 +68,15 @@ pub struct Effect {
     /// the domain's difference bounds (-100..=100 points for percentages); -inf..inf when
     /// either side has fewer than 2 runs (no test).
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub ci_lo: f64,
     /// Upper bound.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub ci_hi: f64,
     /// Welch-Satterthwaite degrees of freedom.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub df: f64,
     /// Cohen's d: the difference in pooled standard deviations (None when both are 0).
     pub cohen_d: Option<f64>,

@@ -32,3 +32,26 @@ pub fn record_schema_text() -> String {
     s.push('\n');
     s
 }
+
+/// The schema of an `f64` read through `crate::nan::de`: a number, or `null` where the
+/// figure was NaN, and always present (the reader has no default for it). Used as
+/// `schemars(with = "crate::schema::NanF64")`; `Option<f64>` there would make the field
+/// optional, and `Option<f64>` with `required` would refuse the `null`.
+pub struct NanF64;
+
+impl schemars::JsonSchema for NanF64 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NanF64".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["number", "null"],
+            "format": "double"
+        })
+    }
+}

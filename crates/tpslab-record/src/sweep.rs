@@ -27,33 +27,33 @@ pub struct SweepRun {
 pub struct RunMetrics {
     /// Answered per second in the window.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub tps: f64,
     /// % of the window's datagrams not answered (one-way: not read by the server).
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub loss_pct: f64,
     /// Server socket rx_queue mean over the window, bytes.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub rxq_mean_bytes: f64,
     /// Server socket rx_queue stddev over the window, bytes.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub rxq_stddev_bytes: f64,
     /// Server threads' CPU, % of one CPU (schedstat), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub server_cpu_pct: f64,
     /// Busy % of each CPU over the run (/proc/stat): cpuN -> %.
     pub cpu_busy_pct: BTreeMap<String, f64>,
     /// System context switches per second (/proc/stat ctxt), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub ctxt_per_s: f64,
     /// Server threads' context switches per second (voluntary + involuntary), window mean.
     #[serde(deserialize_with = "crate::nan::de")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::schema::NanF64"))]
     pub server_ctxt_per_s: f64,
     /// RTT p50 from the intended send time, us (None without replies).
     pub p50_us: Option<f64>,

@@ -158,4 +158,20 @@ fn a_broken_record_is_refused() {
             "tpslab reads a record with {what}"
         );
     }
+    // A figure read through nan::de (NaN written as null) has no default: the reader
+    // refuses a record without it, and so must the schema.
+    let mut sweep = read(&root().join("crates/tpslab-report/tests/fixtures/sweep.json"));
+    assert!(errors(&v, &sweep).is_empty());
+    sweep["runs"][0]["metrics"]
+        .as_object_mut()
+        .expect("a run's metrics")
+        .remove("tps");
+    assert!(
+        !errors(&v, &sweep).is_empty(),
+        "the schema accepts a sweep run without tps"
+    );
+    assert!(
+        tpslab_record::Record::from_json(&sweep.to_string()).is_err(),
+        "tpslab reads a sweep run without tps"
+    );
 }

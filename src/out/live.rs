@@ -29,8 +29,6 @@ pub(crate) fn check() -> Result<()> {
 /// Whether a view holds the terminal now (for [`restore_terminal`]).
 static SHOWN: AtomicBool = AtomicBool::new(false);
 
-/// Gives the terminal back if a view holds it: for a process about to exit without
-/// unwinding (a second signal).
 /// Sets the stop flag; when it was set already, raises SIGINT so the signal thread
 /// (`out::install_signals`) quits at once.
 fn stop_or_quit(stop: &AtomicBool) {
@@ -39,6 +37,8 @@ fn stop_or_quit(stop: &AtomicBool) {
     }
 }
 
+/// Gives the terminal back if a view holds it: for a process about to exit without
+/// unwinding (a second signal).
 pub(crate) fn restore_terminal() {
     if SHOWN.swap(false, Relaxed) {
         ratatui::restore();

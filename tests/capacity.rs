@@ -1,7 +1,8 @@
 //! `tpslab capacity udp` against tpslab's reference server with `--work` (a known
 //! capacity: one thread, 1/work datagrams a second), in a network namespace of its own:
 //! the rate found is within 10 % of it; `--budget` ends the search on time with the bracket
-//! so far; Ctrl-C ends it with the bracket so far, marked interrupted.
+//! so far; Ctrl-C ends it with the bracket so far, marked interrupted; a generator that
+//! shares its CPU with a hog is found to be the limit, not the server.
 //!
 //! Needs root (namespaces, SCHED_FIFO) and 2 CPUs: the server runs SCHED_FIFO on CPU 1 and
 //! the generator (under `chrt -f`) on CPU 0, so other work on the host (a build) does not
@@ -322,4 +323,115 @@ fn ctrl_c_ends_the_search_with_the_bracket_so_far_marked_interrupted() {
     assert_eq!(end["why"], "interrupted", "{end}");
     // The first steps (500, 1,000 pps) passed before the stop: the bracket so far.
     assert!(end["sustains_pps"].as_f64().is_some(), "{end}");
+}
+
+/// A child process stopped by its PID (SIGTERM, which stress-ng passes to its workers,
+/// then waited for) when dropped.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server() {
+    let test = "capacity::a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server";
+    if !ready(test) || !common::need(test, "/usr/bin/stress-ng") {
+        return;
+    }
+    let _serial = common::serial();
+    let json = common::tmp("capacity_genlimit.json");
+    // The objective is latency alone: the server (no work, SCHED_FIFO on CPU 1) answers
+    // within 20 ms at any rate it reads, and its socket buffer (~200 datagrams) holds at
+    // most a few ms of them, so no step can fail by the server; the generator on CPU 0
+    // (not real-time here) gets about a quarter of it beside a hog at nice -5 (CFS
+    // weights 1024 vs 3121) and falls behind its schedule first.
+    let found = common::retry(test, 3, || {
+        let ns = NetNs::new();
+        let port = 9003;
+        let mut srv = ns.command(env!("CARGO_BIN_EXE_tpslab"));
+        srv.env("XDG_DATA_HOME", common::history_home()).args([
+            "serve",
+            "udp",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--sched",
+            "fifo:10",
+            "--cpus",
+            "1",
+            "--no-history",
+        ]);
+        let _srv = Server::start(
+            srv,
+            "tpslab serve udp",
+            "capacity_gen_server",
+            "tpslab",
+            port,
+        );
+        let hog = Command::new("nice")
+            .args(["-n", "-5", "stress-ng", "--cpu", "1", "--taskset", "0"])
+            .args(["--timeout", "120"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start stress-ng");
+        let _hog = Stopped(hog);
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = std::fs::remove_file(&json);
+        let mut c = ns.command(env!("CARGO_BIN_EXE_tpslab"));
+        c.env("XDG_DATA_HOME", common::history_home())
+            .args(["capacity", "udp", &format!("127.0.0.1:{port}")])
+            .args([
+                "--slo",
+                "p99<20ms",
+                "--start-rate",
+                "4k",
+                "--max-rate",
+                "400k",
+            ])
+            .args([
+                "--step-duration",
+                "1s",
+                "--warmup",
+                "300ms",
+                "--budget",
+                "40s",
+            ])
+            .args(["--load-cpus", "0", "--no-drop-reasons", "--json"])
+            .arg(&json);
+        let out = common::run(c);
+        assert!(out.status.success(), "capacity failed: {}", out.status);
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let end = &rec["conclusion"];
+        // The budget can end a search whose generator a busy host slowed at one rate and
+        // not the next (a spoiled run, retried).
+        if end["end"] != "generator_limited" {
+            return Err(format!("the search ended {end}"));
+        }
+        Ok((rec, String::from_utf8_lossy(&out.stdout).into_owned()))
+    });
+    let Some((rec, text)) = found else {
+        return;
+    };
+    let end = &rec["conclusion"];
+    eprintln!("{end}");
+    assert!(
+        text.contains("the GENERATOR was the limit, not the server"),
+        "{text}"
+    );
+    // No step was charged to the server; the rate the generator missed is above every
+    // rate that passed.
+    let g = f(&end["generator_pps"]);
+    for s in rec["steps"].as_array().unwrap() {
+        assert_ne!(s["status"], "fail", "the server failed a step: {s}");
+        if s["status"] == "pass" {
+            assert!(f(&s["rate_pps"]) < g, "{s} passed at or above {g}");
+        }
+    }
 }

@@ -36,6 +36,10 @@ pub struct StepFigures {
     pub answered_pps: f64,
     /// Latency from the intended send, ns: p50, p90, p99, p99.9, max (None: no reply).
     pub latency_ns: Option<[u64; 5]>,
+    /// Latency from the actual send, ns, in the same order, when the generator's lateness
+    /// is its own (UDP: a send never waits for the server, so the time between the
+    /// intended and the actual send is the generator's or its host's); None otherwise.
+    pub own_lateness_ns: Option<[u64; 5]>,
     /// Loss in the window, % (None without replies).
     pub loss_pct: Option<f64>,
     /// Refused sends, % of attempted.
@@ -52,12 +56,15 @@ pub struct StepFigures {
 /// generator report).
 pub fn figures(run: &RunRecord, rate_pps: f64) -> Option<StepFigures> {
     let g = run.generator.as_ref()?;
-    let l = &g.latency_intended;
+    let five = |l: &tpslab_record::stats::LatencySummary| {
+        (l.count > 0).then_some([l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns])
+    };
     Some(StepFigures {
         rate_pps,
         achieved_pps: g.achieved_pps,
         answered_pps: g.tps,
-        latency_ns: (l.count > 0).then_some([l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns]),
+        latency_ns: five(&g.latency_intended),
+        own_lateness_ns: five(&g.latency_actual),
         loss_pct: g.window_loss_pct,
         errors_pct: if g.attempted == 0 {
             0.0
@@ -146,7 +153,10 @@ fn broken(o: &Objective, v: Option<f64>) -> String {
 
 /// A step's call and why: interrupted first (not counted); then the generator's
 /// self-check (a generator that did not deliver is INVALID, never the server failing);
-/// then every objective (FAIL naming each that did not hold); else pass.
+/// then every objective (FAIL naming each that did not hold); a step that broke only
+/// latency bounds, each of which holds from the actual send time where the lateness is
+/// the generator's own ([`StepFigures::own_lateness_ns`]), is INVALID: the generator
+/// sent late, the server answered within the objective; else pass.
 pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
     if f.interrupted {
         return (
@@ -169,11 +179,47 @@ pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
             (!o.holds(v)).then(|| broken(o, v))
         })
         .collect();
+    if let Some(late) = sent_late(slo, f) {
+        return (StepStatus::Invalid, vec![late]);
+    }
     if why.is_empty() {
         (StepStatus::Pass, why)
     } else {
         (StepStatus::Fail, why)
     }
+}
+
+/// Why a step that broke only latency bounds is the generator's: each holds from the
+/// actual send time, where the lateness is the generator's own (`p99 39 ms from the
+/// intended send time, 2.10 ms from the actual send: the generator sent late ...`);
+/// None when another objective broke, none did, or one fails from the actual send too.
+fn sent_late(slo: &Slo, f: &StepFigures) -> Option<String> {
+    let actual = StepFigures {
+        latency_ns: Some(f.own_lateness_ns?),
+        ..f.clone()
+    };
+    if !latency_only(slo, f) {
+        return None;
+    }
+    let mut parts = vec![];
+    for o in slo.objectives.iter().filter(|o| !o.holds(value(o, f))) {
+        let (Some(intended), Some(sent)) = (value(o, f), value(o, &actual)) else {
+            return None;
+        };
+        if !o.holds(Some(sent)) {
+            return None;
+        }
+        parts.push(format!(
+            "{} {} from the intended send time, {} from the actual send",
+            o.name(),
+            latency_text(intended),
+            latency_text(sent)
+        ));
+    }
+    Some(format!(
+        "{}: the generator sent late, not the server (it answered within the objective from the actual send)",
+        parts.join("; ")
+    ))
 }
 
 /// Whether every objective the step broke is a latency bound (a step failed on latency

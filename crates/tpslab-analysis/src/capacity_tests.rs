@@ -302,6 +302,7 @@ fn figs() -> StepFigures {
         achieved_pps: 10_000.0,
         answered_pps: 10_000.0,
         latency_ns: Some([100_000, 200_000, 500_000, 1_000_000, 2_000_000]),
+        own_lateness_ns: None,
         loss_pct: Some(0.0),
         errors_pct: 0.0,
         gen_valid: true,
@@ -441,4 +442,34 @@ fn the_headline_names_both_ends_and_what_gave() {
     );
     assert_eq!(rate_text(1_234_567.4), "1,234,567");
     assert_eq!(rate_text(999.0), "999");
+}
+
+#[test]
+fn latency_broken_only_by_the_generators_lateness_is_invalid_not_the_server() {
+    let slo = Slo::parse("--slo", "p99<20ms,loss<0.1%").unwrap();
+    let ms = 1_000_000;
+    let mut f = figs();
+    // 39 ms from the intended send, 2 ms from the actual send: the generator sent late.
+    f.latency_ns = Some([4 * ms, 20 * ms, 39 * ms, 44 * ms, 44 * ms]);
+    f.own_lateness_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
+    let (status, why) = judge(&slo, &f);
+    assert_eq!(status, StepStatus::Invalid, "{why:?}");
+    assert_eq!(
+        why,
+        vec!["p99 39 ms from the intended send time, 2.00 ms from the actual send: the generator sent late, not the server (it answered within the objective from the actual send)"]
+    );
+    // Slow from the actual send too: the server's.
+    f.own_lateness_ns = Some([4 * ms, 20 * ms, 30 * ms, 44 * ms, 44 * ms]);
+    assert_eq!(
+        judge(&slo, &f),
+        (StepStatus::Fail, vec!["p99 39 ms > 20 ms".into()])
+    );
+    // Loss broke too: the server failed whatever the lateness.
+    f.own_lateness_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
+    f.loss_pct = Some(1.0);
+    assert_eq!(judge(&slo, &f).0, StepStatus::Fail);
+    // Where a send may wait for the server (no figures from the actual send), never.
+    f.loss_pct = Some(0.0);
+    f.own_lateness_ns = None;
+    assert_eq!(judge(&slo, &f).0, StepStatus::Fail);
 }

@@ -1,4 +1,4 @@
-//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'`: the highest rate a server
+//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'` (or `capacity http URL`): the highest rate a server
 //! sustains within an objective, found by open-loop steps at rates a search chooses
 //! ([`tpslab_run::capacity`]), with the layer that gives first.
 
@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_engine::udp_run::UdpRunPlan;
-use tpslab_plan::capacity::{parse_pct, CapacityPlan, CapacitySearch, Slo};
+use tpslab_plan::capacity::{
+    parse_pct, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, RateUnit, Slo,
+};
 use tpslab_plan::limits::{MAX_RATE_PPS, STEP_DURATION, WARMUP};
 
 /// `capacity`'s protocols.
@@ -19,18 +21,18 @@ use tpslab_plan::limits::{MAX_RATE_PPS, STEP_DURATION, WARMUP};
 pub(crate) enum CapacityCmd {
     /// Find the highest rate of UDP datagrams a server sustains within the objective.
     Udp(CapacityUdpArgs),
+    /// Find the highest rate of HTTP requests a server sustains within the objective
+    /// (each step `load http`'s open loop, after a warm-up run at its rate).
+    Http(CapacityHttpArgs),
 }
 
-/// `capacity udp`'s flags: the load's (as `load udp` takes them, without its rate and
-/// duration: the search sets each step's rate, `--step-duration` its length) and the
-/// search's.
+/// The search's flags, the same for every protocol.
 #[derive(Args, Debug)]
-pub(crate) struct CapacityUdpArgs {
-    /// Server address, HOST:PORT.
-    pub(crate) target: String,
+pub(crate) struct SearchFlags {
     /// The objective every step must meet, comma-separated: p50|p90|p99|p99.9|max<DURATION
-    /// (latency from the intended send time), loss<PCT, errors<PCT (sends refused),
-    /// rate>=PCT (answered, of the intended rate).
+    /// (latency from the intended send time), loss<PCT (no reply), errors<PCT (sends
+    /// refused; HTTP: failed connects and requests, 4xx and 5xx replies), rate>=PCT
+    /// (answered, of the intended rate).
     #[arg(long, default_value = "p99<20ms,loss<0.1%,errors<0.1%")]
     pub(crate) slo: String,
     /// The first rate tried; the search doubles it until a step fails.
@@ -55,6 +57,93 @@ pub(crate) struct CapacityUdpArgs {
     /// Each step's warm-up, excluded from its figures.
     #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) warmup: Duration,
+}
+
+impl SearchFlags {
+    /// The objective and the resolution, each step's length and the rates, each refused
+    /// naming its flag.
+    fn check(&self) -> Result<(Slo, f64)> {
+        let slo = Slo::parse("--slo", &self.slo)?;
+        let resolution_pct = parse_pct("--resolution", &self.resolution)?;
+        STEP_DURATION.check("--step-duration", self.step_duration)?;
+        WARMUP.check("--warmup", self.warmup)?;
+        for (label, r) in [
+            ("--start-rate", self.start_rate),
+            ("--max-rate", self.max_rate),
+        ] {
+            if !r.is_finite() {
+                bail!("{label} max: allowed a rate above 0 up to {MAX_RATE_PPS:.0} pps (the search sets each step's rate; max is not one)");
+            }
+        }
+        Ok((slo, resolution_pct))
+    }
+
+    /// The search's bounds, for rates counted in `unit`.
+    fn search(&self, slo: Slo, resolution_pct: f64, unit: RateUnit) -> CapacitySearch {
+        CapacitySearch {
+            slo,
+            start_rate: self.start_rate,
+            max_rate: self.max_rate,
+            resolution_pct,
+            repeats: self.repeats,
+            budget: self.budget,
+            unit,
+        }
+    }
+}
+
+/// `capacity http`'s flags: the URL, the search's, and the open loop's as `load http`
+/// takes them (without its rate and duration: the search sets each step's).
+#[derive(Args, Debug)]
+pub(crate) struct CapacityHttpArgs {
+    /// The URL, http[s]://HOST[:PORT]/PATH.
+    pub(crate) url: String,
+    #[command(flatten)]
+    pub(crate) search: SearchFlags,
+    #[command(flatten)]
+    pub(crate) http: crate::flags::HttpFlags,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
+}
+
+impl CapacityHttpArgs {
+    /// The validated plan: the search's flags, then the request (URL, method, headers),
+    /// the whole plan with the open loop at the start rate (as `load http` checks it),
+    /// then the URL resolved and the TLS trust and body read. Errors: one line naming the
+    /// flag.
+    pub(crate) fn plan(&self) -> Result<CapacityPlan> {
+        let (slo, resolution_pct) = self.search.check()?;
+        self.record.check(true)?;
+        let search = self
+            .search
+            .search(slo, resolution_pct, RateUnit::RequestsPerSecond);
+        let whole = |load| CapacityPlan {
+            load: CapacityLoad::Http(HttpStep {
+                load,
+                warmup: self.search.warmup,
+            }),
+            search: search.clone(),
+        };
+        let load = self.http.plan(
+            &self.url,
+            self.search.start_rate,
+            self.search.step_duration,
+            || Ok(()),
+            |p| Ok(whole(p.clone()).validate()?),
+        )?;
+        Ok(whole(load))
+    }
+}
+
+/// `capacity udp`'s flags: the load's (as `load udp` takes them, without its rate and
+/// duration: the search sets each step's rate, `--step-duration` its length) and the
+/// search's.
+#[derive(Args, Debug)]
+pub(crate) struct CapacityUdpArgs {
+    /// Server address, HOST:PORT.
+    pub(crate) target: String,
+    #[command(flatten)]
+    pub(crate) search: SearchFlags,
     /// Datagram size (UDP payload), bytes or a size (1KiB); at least 40.
     #[arg(long, value_name = SIZE, value_parser = size(), default_value = "1024")]
     pub(crate) size: u64,
@@ -102,25 +191,14 @@ impl CapacityUdpArgs {
     /// refused naming its flag), then the load as `load udp` checks it, the target
     /// resolved, the PID checked, the search's bounds.
     pub(crate) fn plan(&self) -> Result<CapacityPlan> {
-        let slo = Slo::parse("--slo", &self.slo)?;
-        let resolution_pct = parse_pct("--resolution", &self.resolution)?;
-        STEP_DURATION.check("--step-duration", self.step_duration)?;
-        WARMUP.check("--warmup", self.warmup)?;
-        for (label, r) in [
-            ("--start-rate", self.start_rate),
-            ("--max-rate", self.max_rate),
-        ] {
-            if !r.is_finite() {
-                bail!("{label} max: allowed a rate above 0 up to {MAX_RATE_PPS:.0} pps (the search sets each step's rate; max is not one)");
-            }
-        }
+        let (slo, resolution_pct) = self.search.check()?;
         self.record.check(true)?;
         let target = resolve(&self.target)?;
         let flags = LoadFlags {
-            rate: Some(self.start_rate),
+            rate: Some(self.search.start_rate),
             size: self.size,
-            duration: self.step_duration,
-            warmup: self.warmup,
+            duration: self.search.step_duration,
+            warmup: self.search.warmup,
             burst: self.burst,
             burst_interval: None,
             payload_file: self.payload_file.clone(),
@@ -137,22 +215,15 @@ impl CapacityUdpArgs {
         }
         crate::flags::units::check_interval(self.interval)?;
         let plan = CapacityPlan {
-            run: UdpRunPlan {
+            load: CapacityLoad::Udp(UdpRunPlan {
                 server: None,
                 load,
                 interval: self.interval,
                 target_pid: self.pid,
                 watch_port: None,
                 no_drop_reasons: self.no_drop_reasons,
-            },
-            search: CapacitySearch {
-                slo,
-                start_rate: self.start_rate,
-                max_rate: self.max_rate,
-                resolution_pct,
-                repeats: self.repeats,
-                budget: self.budget,
-            },
+            }),
+            search: self.search.search(slo, resolution_pct, RateUnit::Pps),
         };
         plan.validate()?;
         Ok(plan)
@@ -162,13 +233,15 @@ impl CapacityUdpArgs {
 /// Runs `tpslab capacity`: the search (each step's line on stderr as it ends), the record
 /// and its report. Exit 0 when the search ended, 130 when interrupted.
 pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
-    let CapacityCmd::Udp(a) = cmd;
-    let plan = a.plan()?;
+    let (plan, record) = match &cmd {
+        CapacityCmd::Udp(a) => (a.plan()?, &a.record),
+        CapacityCmd::Http(a) => (a.plan()?, &a.record),
+    };
     let ctx = out::ctx(None)?;
     let rec = tpslab_run::capacity::run(&plan, &ctx)?;
     out::emit(
         &rec,
-        out::Outputs::of(&a.record),
+        out::Outputs::of(record),
         out::Terminal::Report { explain: false },
     )?;
     Ok(if rec.meta.interrupted {

@@ -2,11 +2,13 @@
 //! ([`units`]), the reference server's ([`server`]), a load's ([`load`]), the outputs and
 //! the exit-code gates ([`output`]); each group with its conversion into a validated plan.
 
+mod http;
 mod load;
 mod output;
 mod server;
 pub(crate) mod units;
 
+pub(crate) use http::HttpFlags;
 pub(crate) use load::{load_config, LoadFlags};
 pub(crate) use output::{check_output, gate_exit, is_stdout, GateFlags, OutputFlags, RecordFlag};
 pub(crate) use server::{server_config, ServerFlags};

@@ -435,3 +435,79 @@ fn a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server() {
         }
     }
 }
+
+#[test]
+fn capacity_http_finds_a_serialised_servers_ceiling() {
+    let test = "capacity::capacity_http_finds_a_serialised_servers_ceiling";
+    if !common::can_netns(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let json = common::tmp("capacity_http.json");
+    // `serve http --serial 1ms --serialize`: each request sleeps 1 ms under one global
+    // lock (S3's FOR UPDATE in miniature), so no more than 1,000 requests a second can be
+    // answered (fewer: a sleep of 1 ms takes longer, and the lock is handed over).
+    let found = common::retry(test, 3, || {
+        let ns = NetNs::new();
+        let port = 9004;
+        let mut srv = ns.command(env!("CARGO_BIN_EXE_tpslab"));
+        srv.env("XDG_DATA_HOME", common::history_home()).args([
+            "serve",
+            "http",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--serial",
+            "1ms",
+            "--serialize",
+            "--no-history",
+        ]);
+        let _srv = Server::start(
+            srv,
+            "tpslab serve http",
+            "capacity_http_server",
+            "tpslab",
+            port,
+        );
+        let _ = std::fs::remove_file(&json);
+        let mut c = ns.command(env!("CARGO_BIN_EXE_tpslab"));
+        c.env("XDG_DATA_HOME", common::history_home())
+            .args(["capacity", "http", &format!("http://127.0.0.1:{port}/")])
+            .args(["--start-rate", "250", "--step-duration", "1s"])
+            .args(["--warmup", "300ms", "--budget", "60s", "--json"])
+            .arg(&json);
+        let out = common::run(c);
+        assert!(out.status.success(), "capacity http failed: {}", out.status);
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let end = &rec["conclusion"];
+        if end["end"] != "bracket" {
+            return Err(format!("the search ended {end}"));
+        }
+        Ok((rec, String::from_utf8_lossy(&out.stdout).into_owned()))
+    });
+    let Some((rec, text)) = found else {
+        return;
+    };
+    let end = &rec["conclusion"];
+    let (lo, hi) = (f(&end["sustains_pps"]), f(&end["fails_pps"]));
+    eprintln!("capacity http: sustains {lo}, fails {hi}");
+    assert_eq!(rec["plan"]["search"]["unit"], "requests_per_second");
+    assert!(
+        (700.0..=1000.0).contains(&lo),
+        "sustains {lo} requests/s: the ceiling is 1,000 (1 ms serialised)"
+    );
+    assert!(
+        hi <= lo * 1.05 + 1.0,
+        "a bracket wider than 5 %: {lo}..{hi}"
+    );
+    assert!(
+        text.contains(&format!("RESULT: sustains {} requests/s", tpslab_fmt(lo))),
+        "{text}"
+    );
+    // Every failing step broke its objective with the generator on time.
+    for s in rec["steps"].as_array().unwrap() {
+        if s["status"] == "fail" {
+            assert!(!s["why"].as_array().unwrap().is_empty(), "{s}");
+        }
+    }
+}

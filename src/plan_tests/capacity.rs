@@ -1,9 +1,9 @@
-//! The table rows of `capacity udp`: its flags as `load udp` takes them, the objective,
-//! the search's bounds.
+//! The table rows of `capacity udp` and `capacity http`: their flags as `load udp` and
+//! `load http` take them, the objective, the search's bounds.
 
 use super::{accepted, refused, Made, DURATION_FORMS};
 use std::time::Duration;
-use tpslab_plan::capacity::{Objective, Quantile};
+use tpslab_plan::capacity::{CapacityLoad, Objective, Quantile, RateUnit};
 
 #[test]
 fn capacity_refuses_what_it_cannot_search() {
@@ -77,7 +77,11 @@ fn capacity_takes_the_load_flags_and_the_search_as_given() {
     ) else {
         panic!("not a capacity plan")
     };
-    let (l, s) = (&p.run.load, &p.search);
+    let CapacityLoad::Udp(r) = &p.load else {
+        panic!("not a UDP search")
+    };
+    let (l, s) = (&r.load, &p.search);
+    assert_eq!(s.unit, RateUnit::Pps);
     assert_eq!(
         (l.size_bytes, l.burst, l.threads, l.duration, l.warmup),
         (
@@ -128,4 +132,82 @@ fn capacity_takes_the_load_flags_and_the_search_as_given() {
         (1000.0, 1e6, 5.0, 3)
     );
     assert_eq!(d.search.budget, Duration::from_secs(300));
+}
+
+#[test]
+fn capacity_http_refuses_what_load_http_refuses_and_what_it_cannot_search() {
+    let dir = tempfile::tempdir().unwrap();
+    refused(
+        dir.path(),
+        &[
+            ("capacity http ftp://127.0.0.1:9/", &["ftp://127.0.0.1:9/"]),
+            (
+                "capacity http http://127.0.0.1:9/ --header nocolon",
+                &["--header nocolon"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --connections 0",
+                &["--connections 0: allowed 1..="],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --max-rate 20M",
+                &["--max-rate 20000000: allowed a whole rate from 1 up to 10000000 requests/s"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --slo p99<20",
+                &["--slo p99<20: allowed p99<DURATION"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --step-duration 10ms",
+                &["--step-duration 10ms: allowed 100ms..=1h"],
+            ),
+            (
+                // 2.5 s of warm-up and window, two graces of 2 s (the warm-up's and the
+                // window's), 400 ms to start and end: 6.9 s.
+                "capacity http http://127.0.0.1:9/ --step-duration 2s --warmup 500ms --budget 6s",
+                &["--budget 6s: allowed at least one step (6s 900ms"],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn capacity_http_takes_the_request_and_the_search_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let Made::Capacity(p) = accepted(
+        dir.path(),
+        "capacity http http://127.0.0.1:9/x --method POST --header 'X-A: b' --connections 50 --timeout 1s --start-rate 2k --max-rate 100k --step-duration 1s --warmup 0s --budget 60s",
+    ) else {
+        panic!("not a capacity plan")
+    };
+    let CapacityLoad::Http(h) = &p.load else {
+        panic!("not an HTTP search")
+    };
+    assert_eq!(p.search.unit, RateUnit::RequestsPerSecond);
+    assert_eq!(
+        (h.load.request.method.as_str(), h.load.request.url.as_str()),
+        ("POST", "http://127.0.0.1:9/x")
+    );
+    assert_eq!(h.load.request.headers.len(), 1);
+    assert_eq!(
+        (
+            h.load.connections,
+            h.load.timeout,
+            h.load.duration,
+            h.warmup
+        ),
+        (
+            50,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            Duration::ZERO
+        )
+    );
+    assert_eq!(h.load.target.to_string(), "127.0.0.1:9");
+    assert_eq!(
+        (p.search.start_rate, p.search.max_rate),
+        (2000.0, 100_000.0)
+    );
+    // Without a warm-up one grace: 1 s window + 1 s grace + 400 ms.
+    assert_eq!(p.min_budget(), Duration::from_millis(2400));
 }

@@ -6,8 +6,8 @@
 //! sentence that says it ([`headline`]).
 
 pub use tpslab_record::capacity::{
-    CapacityPlan, CapacityRecord, CapacitySearch, CapacityStep, Conclusion, Objective, Quantile,
-    Slo, StepStatus, StepVerdict,
+    CapacityLoad, CapacityPlan, CapacityRecord, CapacitySearch, CapacityStep, Conclusion, HttpStep,
+    Objective, Quantile, RateUnit, Slo, StepStatus, StepVerdict,
 };
 use tpslab_record::verdict::Case;
 use tpslab_record::RunRecord;
@@ -75,6 +75,55 @@ pub fn figures(run: &RunRecord, rate_pps: f64) -> Option<StepFigures> {
         gen_reasons: g.invalid_reasons.clone(),
         interrupted: run.interrupted,
     })
+}
+
+/// An HTTP step's figures (`load http`'s record of its window) for a step intended at
+/// `rate_pps` requests/s: achieved, the requests written over the window; answered,
+/// final replies (any status) a second; latency from the intended send (corrected);
+/// loss, requests written that got no reply (timed out, or outstanding at the end), % of
+/// those written; errors, failed connects and requests (refused, reset, closed, TLS,
+/// protocol) and 4xx/5xx replies, % of those intended (at most 100). A request can wait
+/// for its connection's previous reply (the server's doing), so only sends late with an
+/// idle, ready connection (`behind`) are the generator's: more than 1 % of them, and
+/// the step is not evidence.
+pub fn figures_http(
+    rec: &tpslab_record::load_http::LoadHttpRecord,
+    rate_pps: f64,
+    interrupted: bool,
+) -> StepFigures {
+    let r = &rec.result;
+    let secs = rec.plan.duration.as_secs_f64().max(1e-9);
+    let l = &r.corrected;
+    let lost = r.errors.timeout + r.unanswered;
+    let failed = (r.errors.total() - r.errors.timeout)
+        + r.connect_errors.total()
+        + r.status.s4xx
+        + r.status.s5xx;
+    let mut gen_reasons = vec![];
+    if r.sent > 0 && r.behind as f64 > 0.01 * r.sent as f64 {
+        gen_reasons.push(format!(
+            "the generator sent {} of {} requests late with their connection idle and ready (up to {}; allowed: 1 %)",
+            r.behind,
+            r.sent,
+            latency_text(r.behind_max_ns as f64)
+        ));
+    }
+    StepFigures {
+        rate_pps,
+        achieved_pps: rec.sent_rate(interrupted),
+        answered_pps: r.status.total() as f64 / secs,
+        latency_ns: (l.count > 0).then_some([l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns]),
+        own_lateness_ns: None,
+        loss_pct: (r.sent > 0).then(|| lost as f64 * 100.0 / r.sent as f64),
+        errors_pct: if r.intended == 0 {
+            0.0
+        } else {
+            (failed as f64 * 100.0 / r.intended as f64).min(100.0)
+        },
+        gen_valid: gen_reasons.is_empty(),
+        gen_reasons,
+        interrupted,
+    }
 }
 
 /// A latency for people: `850 us`, `2.40 ms`, `31 ms`, `1.20 s`.
@@ -330,8 +379,13 @@ fn whole(r: f64) -> f64 {
 /// max rate, failures down to [`MIN_RATE`], the generator's limit, or (past [`MAX_STEPS`])
 /// unfinished.
 pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
+    let unit = search.unit;
     if steps.len() >= MAX_STEPS {
-        return Next::Done(so_far(steps, &format!("the step limit of {MAX_STEPS}")));
+        return Next::Done(so_far(
+            search,
+            steps,
+            &format!("the step limit of {MAX_STEPS}"),
+        ));
     }
     let t = tally(steps);
     let (lo, hi, by_gen) = bracket(&t);
@@ -344,9 +398,10 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
                 .map(|x| x.rate_pps)
                 .fold(0.0, f64::max);
             Next::Done(so_far(
+                search,
                 steps,
                 &format!(
-                    "the generator did not deliver {} pps in {} steps while it delivered {} pps: too busy a host to judge that rate",
+                    "the generator did not deliver {} {unit} in {} steps while it delivered {} {unit}: too busy a host to judge that rate",
                     rate_text(r),
                     x.invalid,
                     rate_text(delivered)
@@ -414,11 +469,12 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
 /// The best bracket so far, for a search ended early by `why` (the budget, Ctrl-C).
 /// An upper bound that is the generator's limit is no rate the server failed: it is
 /// said in `why`, and `fails_pps` stays empty.
-pub fn so_far(steps: &[CapacityStep], why: &str) -> Conclusion {
+pub fn so_far(search: &CapacitySearch, steps: &[CapacityStep], why: &str) -> Conclusion {
+    let unit = search.unit;
     let (lo, hi, by_gen) = bracket(&tally(steps));
     let why = match hi.filter(|_| by_gen) {
         Some(g) => format!(
-            "{why}; the generator could not deliver {} pps (no server failure above the rate sustained)",
+            "{why}; the generator could not deliver {} {unit} (no server failure above the rate sustained)",
             rate_text(g.rate_pps)
         ),
         None => why.to_string(),
@@ -498,6 +554,7 @@ pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
 /// generator was the limit, that the max rate passed, that nothing passed, or the best
 /// bracket of a search ended early.
 pub fn headline(rec: &CapacityRecord) -> String {
+    let unit = rec.plan.search.unit;
     let give = first_to_give(rec)
         .map(|g| format!("; first to give: {g}"))
         .unwrap_or_default();
@@ -506,13 +563,13 @@ pub fn headline(rec: &CapacityRecord) -> String {
             sustains_pps,
             fails_pps,
         } => format!(
-            "sustains {} pps ({}; {}){give}",
+            "sustains {} {unit} ({}; {}){give}",
             rate_text(*sustains_pps),
             calls_at(rec, *sustains_pps),
             calls_at(rec, *fails_pps)
         ),
         Conclusion::AtLeast { sustains_pps } => format!(
-            "sustains at least {} pps, the --max-rate ({}): the boundary is above it",
+            "sustains at least {} {unit}, the --max-rate ({}): the boundary is above it",
             rate_text(*sustains_pps),
             calls_at(rec, *sustains_pps)
         ),
@@ -524,12 +581,12 @@ pub fn headline(rec: &CapacityRecord) -> String {
             sustains_pps,
             generator_pps,
         } => format!(
-            "the GENERATOR was the limit, not the server: it could not deliver {} pps ({}); {}",
+            "the GENERATOR was the limit, not the server: it could not deliver {} {unit} ({}); {}",
             rate_text(*generator_pps),
             calls_at(rec, *generator_pps),
             match sustains_pps {
                 Some(s) => format!(
-                    "the server sustains at least {} pps ({})",
+                    "the server sustains at least {} {unit} ({})",
                     rate_text(*s),
                     calls_at(rec, *s)
                 ),
@@ -543,7 +600,7 @@ pub fn headline(rec: &CapacityRecord) -> String {
         } => format!(
             "UNFINISHED ({why}): {}{}{give}",
             match sustains_pps {
-                Some(s) => format!("sustains {} pps ({})", rate_text(*s), calls_at(rec, *s)),
+                Some(s) => format!("sustains {} {unit} ({})", rate_text(*s), calls_at(rec, *s)),
                 None => "no rate passed".into(),
             },
             match fails_pps {

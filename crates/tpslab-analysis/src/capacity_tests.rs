@@ -10,6 +10,7 @@ fn search(start: f64, max: f64) -> CapacitySearch {
         resolution_pct: 5.0,
         repeats: 3,
         budget: Duration::from_secs(600),
+        unit: Default::default(),
     }
 }
 
@@ -257,7 +258,7 @@ fn interrupted_steps_are_not_counted_and_the_step_limit_ends_a_search() {
         step(2000.0, StepStatus::Fail),
     ];
     assert_eq!(
-        so_far(&some, "the budget of 10s"),
+        so_far(&search(1000.0, 100_000.0), &some, "the budget of 10s"),
         Conclusion::Unfinished {
             sustains_pps: Some(1000.0),
             fails_pps: Some(2000.0),
@@ -274,7 +275,7 @@ fn interrupted_steps_are_not_counted_and_the_step_limit_ends_a_search() {
         sustains_pps,
         fails_pps,
         why,
-    } = so_far(&gen, "the budget of 10s")
+    } = so_far(&search(1000.0, 100_000.0), &gen, "the budget of 10s")
     else {
         panic!("unfinished")
     };
@@ -406,14 +407,14 @@ fn the_headline_names_both_ends_and_what_gave() {
     });
     let rec = CapacityRecord {
         plan: tpslab_record::capacity::CapacityPlan {
-            run: tpslab_plan::udp::UdpRunPlan {
+            load: tpslab_plan::capacity::CapacityLoad::Udp(tpslab_plan::udp::UdpRunPlan {
                 server: None,
                 load: Default::default(),
                 interval: Duration::from_millis(10),
                 target_pid: None,
                 watch_port: None,
                 no_drop_reasons: true,
-            },
+            }),
             search: search(1000.0, 1e6),
         },
         steps,
@@ -472,4 +473,51 @@ fn latency_broken_only_by_the_generators_lateness_is_invalid_not_the_server() {
     f.loss_pct = Some(0.0);
     f.own_lateness_ns = None;
     assert_eq!(judge(&slo, &f).0, StepStatus::Fail);
+}
+
+/// `load http`'s record of a real run (`tpslab-report/tests/fixtures/load_http.json`: 2000
+/// requests/s for 1 s against `serve http`, every one answered 2xx).
+fn http_record() -> tpslab_record::load_http::LoadHttpRecord {
+    let text = include_str!("../../tpslab-report/tests/fixtures/load_http.json");
+    let rec: tpslab_record::Record = serde_json::from_str(text).unwrap();
+    match rec.body {
+        tpslab_record::Body::LoadHttp(l) => l,
+        _ => panic!("not a load_http record"),
+    }
+}
+
+#[test]
+fn an_http_step_reads_its_window_and_counts_no_reply_as_loss_and_failures_as_errors() {
+    let mut r = http_record();
+    let f = figures_http(&r, 2000.0, false);
+    assert_eq!((f.achieved_pps, f.answered_pps), (2000.0, 2000.0));
+    assert_eq!(
+        f.latency_ns,
+        Some([90_623, 116_607, 139_775, 207_103, 293_375])
+    );
+    assert_eq!((f.loss_pct, f.errors_pct), (Some(0.0), 0.0));
+    assert!(f.gen_valid && f.own_lateness_ns.is_none());
+    // 20 timed out and 10 still outstanding of 2000 written: 1.5 % lost; 30 refused
+    // connects, 40 resets, 50 503s of 2000 intended: 6 % errors.
+    r.result.errors.timeout = 20;
+    r.result.unanswered = 10;
+    r.result.connect_errors.refused = 30;
+    r.result.errors.reset = 40;
+    r.result.status.s5xx = 50;
+    let f = figures_http(&r, 2000.0, false);
+    assert_eq!(f.loss_pct, Some(1.5));
+    assert_eq!(f.errors_pct, 6.0);
+    // 21 of 2000 sent late with their connection ready: the generator's, not evidence.
+    r.result.behind = 21;
+    r.result.behind_max_ns = 3_000_000;
+    let f = figures_http(&r, 2000.0, false);
+    assert!(!f.gen_valid);
+    assert_eq!(
+        f.gen_reasons,
+        vec!["the generator sent 21 of 2000 requests late with their connection idle and ready (up to 3.00 ms; allowed: 1 %)"]
+    );
+    assert_eq!(
+        judge(&Slo::parse("--slo", "p99<20ms").unwrap(), &f).0,
+        StepStatus::Invalid
+    );
 }

@@ -4,6 +4,7 @@
 //! whole plan ([`CapacityPlan`], with [`CapacityPlan::validate`]).
 
 use crate::limits::{LOAD_DURATION, MAX_RATE_PPS, STEP_DURATION, WARMUP};
+use crate::load_http::LoadHttpPlan;
 use crate::udp::UdpRunPlan;
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
@@ -338,6 +339,39 @@ pub struct CapacitySearch {
     #[serde(with = "crate::time::ns")]
     #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub budget: Duration,
+    /// What a rate counts (datagrams or requests a second); absent in JSON for datagrams,
+    /// as in records before HTTP.
+    #[serde(default, skip_serializing_if = "RateUnit::is_pps")]
+    pub unit: RateUnit,
+}
+
+/// What a capacity search's rates count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RateUnit {
+    /// UDP datagrams a second (`pps`).
+    #[default]
+    Pps,
+    /// HTTP requests a second (`requests/s`).
+    RequestsPerSecond,
+}
+
+impl RateUnit {
+    /// Datagrams a second (serde's skip test).
+    pub fn is_pps(&self) -> bool {
+        *self == RateUnit::Pps
+    }
+}
+
+impl fmt::Display for RateUnit {
+    /// `pps` or `requests/s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RateUnit::Pps => "pps",
+            RateUnit::RequestsPerSecond => "requests/s",
+        })
+    }
 }
 
 /// The resolution's range, %.
@@ -347,15 +381,43 @@ pub const REPEATS: (u32, u32) = (1, 10);
 /// The longest budget: a day.
 pub const BUDGET_MAX: Duration = Duration::from_secs(24 * 3600);
 
-/// `capacity udp`: the load's settings (its rate is set by each step; its duration and
-/// warm-up are each step's) and the search.
+/// `capacity udp|http`: the load's settings (its rate is set by each step; its duration
+/// and warm-up are each step's) and the search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapacityPlan {
-    /// Each step's run, its load at the start rate (the search sets the rate of each).
-    pub run: UdpRunPlan,
+    /// Each step's load, at the start rate (the search sets the rate of each); JSON: the
+    /// key `run` (UDP) or `http`.
+    #[serde(flatten)]
+    pub load: CapacityLoad,
     /// The objective and the search's bounds.
     pub search: CapacitySearch,
+}
+
+/// What each step of a capacity search runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum CapacityLoad {
+    /// A UDP run (`run udp`'s engine without a server of its own), its warm-up and drain
+    /// included.
+    #[serde(rename = "run")]
+    Udp(UdpRunPlan),
+    /// `load http`'s open loop; its duration is the step's measured window.
+    #[serde(rename = "http")]
+    Http(HttpStep),
+}
+
+/// An HTTP capacity step: a warm-up run at the step's rate (its figures not kept;
+/// connections are made again for the window), then `load`'s run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HttpStep {
+    /// The open loop, at the start rate, for the step's window.
+    pub load: LoadHttpPlan,
+    /// The warm-up before each window, at the same rate (0: none).
+    #[serde(rename = "warmup_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub warmup: Duration,
 }
 
 /// What a step costs beyond its warm-up, window and drain: the observer's start and last
@@ -365,13 +427,49 @@ pub const STEP_OVERHEAD: Duration = Duration::from_millis(400);
 impl CapacityPlan {
     /// The shortest a step can take: its warm-up and measured window.
     pub fn step_time(&self) -> Duration {
-        self.run.load.warmup + self.run.load.duration
+        match &self.load {
+            CapacityLoad::Udp(r) => r.load.warmup + r.load.duration,
+            CapacityLoad::Http(h) => h.warmup + h.load.duration,
+        }
+    }
+
+    /// The wait for late replies after a step's last send: `--drain` (UDP); the grace
+    /// for outstanding requests, `--timeout` up to 2 s, after the warm-up's and the
+    /// window's runs (HTTP).
+    pub fn drain(&self) -> Duration {
+        match &self.load {
+            CapacityLoad::Udp(r) => r.load.drain,
+            CapacityLoad::Http(h) => {
+                let grace = h.load.timeout.min(Duration::from_secs(2));
+                if h.warmup.is_zero() {
+                    grace
+                } else {
+                    2 * grace
+                }
+            }
+        }
     }
 
     /// The least budget one step needs: its warm-up and window, the drain of late
     /// replies and [`STEP_OVERHEAD`] (no step starts that could not end within the budget).
     pub fn min_budget(&self) -> Duration {
-        self.step_time() + self.run.load.drain + STEP_OVERHEAD
+        self.step_time() + self.drain() + STEP_OVERHEAD
+    }
+
+    /// The target's address.
+    pub fn target(&self) -> std::net::SocketAddr {
+        match &self.load {
+            CapacityLoad::Udp(r) => r.load.target,
+            CapacityLoad::Http(h) => h.load.target,
+        }
+    }
+
+    /// The protocol's word: `udp` or `http`.
+    pub fn protocol(&self) -> &'static str {
+        match &self.load {
+            CapacityLoad::Udp(_) => "udp",
+            CapacityLoad::Http(_) => "http",
+        }
     }
 
     /// Checks the load (as `load udp` does, labelled with its flags) and the search:
@@ -379,27 +477,45 @@ impl CapacityPlan {
     /// start at most the max, neither above the rate limit, `--resolution` 0.5..=50 %,
     /// `--repeats` 1..=10, a `--budget` that holds at least one step and at most a day.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let load = &self.run.load;
-        STEP_DURATION.check("--step-duration", load.duration)?;
-        LOAD_DURATION.check("--step-duration", load.duration)?;
-        WARMUP.check("--warmup", load.warmup)?;
-        load.validate().map_err(|e| {
+        let relabel = |e: PlanError| {
             e.relabel(|l| match l {
                 "--duration" => "--step-duration".into(),
                 "--rate" => "--start-rate".into(),
-                "--load-threads" => "--threads".into(),
                 l => l.into(),
             })
-        })?;
+        };
+        match &self.load {
+            CapacityLoad::Udp(r) => {
+                let load = &r.load;
+                STEP_DURATION.check("--step-duration", load.duration)?;
+                LOAD_DURATION.check("--step-duration", load.duration)?;
+                WARMUP.check("--warmup", load.warmup)?;
+                load.validate().map_err(|e| {
+                    relabel(e).relabel(|l| match l {
+                        "--load-threads" => "--threads".into(),
+                        l => l.into(),
+                    })
+                })?;
+            }
+            CapacityLoad::Http(h) => {
+                STEP_DURATION.check("--step-duration", h.load.duration)?;
+                WARMUP.check("--warmup", h.warmup)?;
+                h.load.validate().map_err(relabel)?;
+            }
+        }
         let s = &self.search;
+        let most = match &self.load {
+            CapacityLoad::Udp(_) => MAX_RATE_PPS,
+            CapacityLoad::Http(_) => crate::limits::HTTP_RATE,
+        };
         for (label, r) in [("--start-rate", s.start_rate), ("--max-rate", s.max_rate)] {
-            // Whole datagrams per second: the search steps by whole rates, and a
-            // fractional ceiling would be stepped below forever or passed.
-            if !(r.is_finite() && (1.0..=MAX_RATE_PPS).contains(&r) && r.fract() == 0.0) {
+            // Whole datagrams (requests) per second: the search steps by whole rates, and
+            // a fractional ceiling would be stepped below forever or passed.
+            if !(r.is_finite() && (1.0..=most).contains(&r) && r.fract() == 0.0) {
                 return Err(PlanError::value(
                     label,
                     r,
-                    format!("a whole rate from 1 up to {MAX_RATE_PPS:.0} pps (not max)"),
+                    format!("a whole rate from 1 up to {most:.0} {} (not max)", s.unit),
                 ));
             }
         }

@@ -165,7 +165,7 @@ fn a_percentage_flag_takes_a_sign_or_not() {
 
 fn plan() -> CapacityPlan {
     CapacityPlan {
-        run: UdpRunPlan {
+        load: CapacityLoad::Udp(UdpRunPlan {
             server: None,
             load: LoadConfig {
                 rate_pps: 1000.0,
@@ -177,7 +177,7 @@ fn plan() -> CapacityPlan {
             target_pid: None,
             watch_port: None,
             no_drop_reasons: true,
-        },
+        }),
         search: CapacitySearch {
             slo: Slo::parse("--slo", "p99<20ms").unwrap(),
             start_rate: 1000.0,
@@ -185,7 +185,16 @@ fn plan() -> CapacityPlan {
             resolution_pct: 5.0,
             repeats: 3,
             budget: Duration::from_secs(60),
+            unit: RateUnit::Pps,
         },
+    }
+}
+
+/// The UDP load of a plan made by [`plan`].
+fn udp(p: &mut CapacityPlan) -> &mut LoadConfig {
+    match &mut p.load {
+        CapacityLoad::Udp(r) => &mut r.load,
+        CapacityLoad::Http(_) => unreachable!("plan() is UDP"),
     }
 }
 
@@ -195,7 +204,7 @@ fn a_plan_is_checked_flag_by_flag() {
     type Edit = fn(&mut CapacityPlan);
     let rows: &[(Edit, &str)] = &[
         (
-            |p| p.run.load.duration = Duration::from_millis(50),
+            |p| udp(p).duration = Duration::from_millis(50),
             "--step-duration 50ms: allowed 100ms..=1h",
         ),
         (
@@ -223,8 +232,8 @@ fn a_plan_is_checked_flag_by_flag() {
             |p| p.search.budget = Duration::from_secs(1),
             "--budget 1s: allowed at least one step (2s 100ms: --warmup + --step-duration + --drain + 400ms to start and end it) up to 1day",
         ),
-        (|p| p.run.load.size_bytes = 10, "--size 10: allowed"),
-        (|p| p.run.load.threads = 0, "--threads 0: allowed"),
+        (|p| udp(p).size_bytes = 10, "--size 10: allowed"),
+        (|p| udp(p).threads = 0, "--threads 0: allowed"),
         (|p| p.search.slo.objectives.clear(), "--slo \"\": allowed"),
     ];
     for (edit, want) in rows {

@@ -8,7 +8,9 @@ use crate::run::Environment;
 use crate::verdict::{Case, Diagnosis};
 use serde::{Deserialize, Serialize};
 
-pub use tpslab_plan::capacity::{CapacityPlan, CapacitySearch, Objective, Quantile, Slo};
+pub use tpslab_plan::capacity::{
+    CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, Objective, Quantile, RateUnit, Slo,
+};
 
 /// A step's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -67,7 +67,7 @@ impl Record {
             Body::ProbePool(r) => lab(r.plan.idle_timeout),
             Body::LoadHttp(l) => l.plan.request.url.clone(),
             Body::Compare(c) => c.labels.join(", "),
-            Body::Capacity(c) => c.plan.run.load.target.to_string(),
+            Body::Capacity(c) => c.plan.target().to_string(),
         }
     }
 }

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
 use tpslab_analysis::capacity::{
-    CapacityPlan, CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict,
+    CapacityLoad, CapacityPlan, CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict,
 };
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
+use tpslab_engine::openloop::run_load_http;
 use tpslab_engine::udp_run::run_udp;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
@@ -80,7 +81,7 @@ fn queued(d: &mut Diagnosis, f: &Facts, latency_only: bool) {
 
 /// A step's line for the terminal while the search runs: `step 3: 4,000 pps: pass (p99
 /// 310 us, loss 0 %)`.
-fn step_line(n: usize, s: &CapacityStep) -> String {
+fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
     let p99 = s.latency_ns.map_or("no reply".to_string(), |l| {
         format!("p99 {}", latency_text(l[2] as f64))
     });
@@ -93,10 +94,46 @@ fn step_line(n: usize, s: &CapacityStep) -> String {
         format!(": {}", s.why.join(", "))
     };
     format!(
-        "capacity step {n}: {} pps: {} ({p99}{loss}){why}",
+        "capacity step {n}: {} {unit}: {} ({p99}{loss}){why}",
         rate_text(s.rate_pps),
         s.status.word()
     )
+}
+
+/// One step at `rate`: its figures and, for UDP, its run (the verdict's evidence).
+/// HTTP: the warm-up's run first (its figures not kept), unless stopped. Errors: the
+/// engine's (one line).
+fn run_step(
+    plan: &CapacityPlan,
+    rate: f64,
+    stop: &AtomicBool,
+) -> Result<(
+    search::StepFigures,
+    Option<tpslab_analysis::record::RunRecord>,
+)> {
+    match &plan.load {
+        CapacityLoad::Udp(r) => {
+            let mut run = r.clone();
+            run.load.rate_pps = rate;
+            run.load.run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
+            let rec = run_udp(run, stop)?;
+            let Some(f) = search::figures(&rec, rate) else {
+                anyhow::bail!("capacity step at {rate} pps: the run has no generator report");
+            };
+            Ok((f, Some(rec)))
+        }
+        CapacityLoad::Http(h) => {
+            let mut load = h.load.clone();
+            load.rate = rate;
+            if !h.warmup.is_zero() {
+                load.duration = h.warmup;
+                run_load_http(&load, stop)?;
+                load.duration = h.load.duration;
+            }
+            let rec = run_load_http(&load, stop)?;
+            Ok((search::figures_http(&rec, rate, stop.load(Relaxed)), None))
+        }
+    }
 }
 
 /// Runs the search: one UDP run per step at the rate [`search::next`] gives, until it is
@@ -121,7 +158,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     let mut longest = Duration::ZERO;
     let conclusion = loop {
         if ctx.stopped() {
-            break search::so_far(&steps, "interrupted");
+            break search::so_far(&plan.search, &steps, "interrupted");
         }
         let rate = match search::next(&plan.search, &steps) {
             Next::Step(r) => r,
@@ -131,45 +168,55 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         let expect = base.max(longest);
         if t0.elapsed() + expect > budget {
             break search::so_far(
+                &plan.search,
                 &steps,
                 &format!("the budget of {}", humantime::format_duration(budget)),
             );
         }
-        let mut run = plan.run.clone();
-        run.load.rate_pps = rate;
-        run.load.run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
         let stop = Arc::new(AtomicBool::new(false));
         let started_s = t0.elapsed().as_secs_f64();
         let ran = {
             let _dog = Watchdog::start(ctx, stop.clone(), deadline);
             ctx.phase(
-                &format!("capacity step {}: {} pps", steps.len() + 1, rate_text(rate)),
+                &format!(
+                    "capacity step {}: {} {}",
+                    steps.len() + 1,
+                    rate_text(rate),
+                    plan.search.unit
+                ),
                 plan.step_time().as_secs_f64(),
-                || run_udp(run, &stop),
+                || run_step(plan, rate, &stop),
             )
         };
         // An error on the first step is the command's (the target cannot be reached or
         // found); later (a server that crashed under load, a --pid gone) the search ends
         // with the steps it has, and says why.
-        let rec = match ran {
-            Ok(rec) => rec,
-            Err(e) if steps.is_empty() => return Err(e.into()),
+        let (mut f, udp) = match ran {
+            Ok(r) => r,
+            Err(e) if steps.is_empty() => return Err(e),
             Err(e) => {
                 break search::so_far(
+                    &plan.search,
                     &steps,
-                    &format!("the step at {} pps failed to run: {e}", rate_text(rate)),
+                    &format!(
+                        "the step at {} {} failed to run: {e}",
+                        rate_text(rate),
+                        plan.search.unit
+                    ),
                 )
             }
         };
         let elapsed = t0.elapsed().as_secs_f64() - started_s;
         longest = longest.max(Duration::from_secs_f64(elapsed));
-        environment.get_or_insert_with(|| rec.environment.clone());
-        let Some(mut f) = search::figures(&rec, rate) else {
-            anyhow::bail!("capacity step at {rate} pps: the run has no generator report");
-        };
+        environment.get_or_insert_with(|| match &udp {
+            Some(rec) => rec.environment.clone(),
+            None => tpslab_engine::env::environment(),
+        });
         f.interrupted |= stop.load(Relaxed);
         let (status, why) = search::judge(&plan.search.slo, &f);
-        let verdict = (status == StepStatus::Fail).then(|| {
+        // The verdict rules read a UDP run's ledger; an HTTP step has none (its failing
+        // objective is its evidence).
+        let verdict = udp.filter(|_| status == StepStatus::Fail).map(|rec| {
             let facts = Facts::from_record(&rec, None);
             let mut d = diagnose(&facts, None);
             queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
@@ -196,7 +243,8 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
             started_s,
             elapsed_s: elapsed,
         };
-        ctx.progress.line(&step_line(steps.len() + 1, &step));
+        ctx.progress
+            .line(&step_line(steps.len() + 1, &step, plan.search.unit));
         steps.push(step);
     };
     let interrupted = ctx.stopped();

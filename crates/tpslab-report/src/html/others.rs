@@ -499,6 +499,7 @@ pub(super) fn capacity(
     c: &tpslab_analysis::capacity::CapacityRecord,
 ) -> Result<(), String> {
     use tpslab_analysis::capacity::{headline, Conclusion, Objective, Quantile, StepStatus};
+    let rate_axis = format!("rate ({})", c.plan.search.unit);
     let mut evidence: Vec<super::Evidence> = vec![];
     let mut recommendations = vec![];
     if let Some(d) = &c.boundary {
@@ -545,11 +546,11 @@ pub(super) fn capacity(
     let mut lat = Chart::new(
         "p99",
         "p99 latency against the rate tried",
-        "rate (pps)",
+        &rate_axis,
         "ms",
     );
     lat.y_fmt = |v| format!("{v:.2}");
-    let mut loss = Chart::new("loss", "Loss against the rate tried", "rate (pps)", "%");
+    let mut loss = Chart::new("loss", "Loss against the rate tried", &rate_axis, "%");
     loss.y_fmt = |v| format!("{v:.2}");
     for (name, st, colour) in [("pass", StepStatus::Pass, 2), ("fail", StepStatus::Fail, 1)] {
         let pick = |f: &dyn Fn(&tpslab_analysis::capacity::CapacityStep) -> Option<f64>| {
@@ -615,8 +616,10 @@ pub(super) fn capacity(
         }
     }
     if let Conclusion::Bracket { sustains_pps, .. } = c.conclusion {
-        lat.marks
-            .push((sustains_pps, format!("sustains {sustains_pps:.0} pps")));
+        lat.marks.push((
+            sustains_pps,
+            format!("sustains {sustains_pps:.0} {}", c.plan.search.unit),
+        ));
     }
     if !lat.lines.is_empty() {
         s.items.push(figure(&lat));

@@ -4,44 +4,72 @@
 //! first failing rate with its evidence.
 
 use std::io::{self, Write};
-use tpslab_analysis::capacity::{headline, latency_text, rate_text, CapacityRecord, Conclusion};
+use tpslab_analysis::capacity::{
+    headline, latency_text, rate_text, CapacityLoad, CapacityRecord, Conclusion,
+};
 
 use super::{fmt_ns, table};
 
 /// The plan's line: target, objective, rates, resolution, repeats, budget, step length.
 fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
-    let (l, s) = (&c.plan.run.load, &c.plan.search);
+    let s = &c.plan.search;
+    let (duration, warmup, what) = match &c.plan.load {
+        CapacityLoad::Udp(r) => {
+            let l = &r.load;
+            (
+                l.duration,
+                l.warmup,
+                format!(
+                    "{}-byte datagrams{}{}",
+                    l.datagram_len(),
+                    if l.burst > 1 {
+                        format!(", bursts of {}", l.burst)
+                    } else {
+                        String::new()
+                    },
+                    if l.threads > 1 {
+                        format!(", {} sender threads", l.threads)
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        }
+        CapacityLoad::Http(h) => (
+            h.load.duration,
+            h.warmup,
+            format!(
+                "{} {} on {} keep-alive connection(s), timeout {}",
+                h.load.request.method,
+                h.load.request.url,
+                h.load.connections,
+                fmt_ns(h.load.timeout.as_nanos() as f64)
+            ),
+        ),
+    };
     writeln!(
         w,
-        "tpslab capacity udp {}: objective {}; from {} pps up to {} pps, to within {} %, {} repeat(s) at the boundary, budget {}; steps of {} after {} warm-up, {}-byte datagrams{}{}",
-        l.target,
+        "tpslab capacity {} {}: objective {}; from {} {unit} up to {} {unit}, to within {} %, {} repeat(s) at the boundary, budget {}; steps of {} after {} warm-up, {what}",
+        c.plan.protocol(),
+        c.plan.target(),
         s.slo,
         rate_text(s.start_rate),
         rate_text(s.max_rate),
         s.resolution_pct,
         s.repeats,
         fmt_ns(s.budget.as_nanos() as f64),
-        fmt_ns(l.duration.as_nanos() as f64),
-        fmt_ns(l.warmup.as_nanos() as f64),
-        l.datagram_len(),
-        if l.burst > 1 {
-            format!(", bursts of {}", l.burst)
-        } else {
-            String::new()
-        },
-        if l.threads > 1 {
-            format!(", {} sender threads", l.threads)
-        } else {
-            String::new()
-        }
+        fmt_ns(duration.as_nanos() as f64),
+        fmt_ns(warmup.as_nanos() as f64),
+        unit = s.unit,
     )
 }
 
 /// The whole record.
 pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Result<()> {
     plan_line(w, c)?;
+    let rate = format!("rate {}", c.plan.search.unit);
     let mut t = table(&[
-        "step", "rate pps", "achieved", "answered", "p99", "loss", "call", "why",
+        "step", &rate, "achieved", "answered", "p99", "loss", "call", "why",
     ]);
     for (i, s) in c.steps.iter().enumerate() {
         t.add_row(vec![
@@ -69,7 +97,7 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
             .iter()
             .find(|s| s.verdict.as_ref().is_some_and(|v| v.headline == d.headline))
             .map_or(String::new(), |s| {
-                format!(" at {} pps", rate_text(s.rate_pps))
+                format!(" at {} {}", rate_text(s.rate_pps), c.plan.search.unit)
             });
         writeln!(w, "First failing rate{rate}: {}", d.headline)?;
         for e in &d.evidence {

@@ -439,19 +439,15 @@ fn a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server() {
 #[test]
 fn capacity_http_finds_a_serialised_servers_ceiling() {
     let test = "capacity::capacity_http_finds_a_serialised_servers_ceiling";
-    if !common::can_netns(test) {
-        return;
-    }
     let _serial = common::serial();
     let json = common::tmp("capacity_http.json");
     // `serve http --serial 1ms --serialize`: each request sleeps 1 ms under one global
     // lock (S3's FOR UPDATE in miniature), so no more than 1,000 requests a second can be
     // answered (fewer: a sleep of 1 ms takes longer, and the lock is handed over).
     let found = common::retry(test, 3, || {
-        let ns = NetNs::new();
-        let port = 9004;
-        let mut srv = ns.command(env!("CARGO_BIN_EXE_tpslab"));
-        srv.env("XDG_DATA_HOME", common::history_home()).args([
+        let port = common::free_port();
+        let mut srv = common::tpslab();
+        srv.args([
             "serve",
             "http",
             "--bind",
@@ -461,17 +457,11 @@ fn capacity_http_finds_a_serialised_servers_ceiling() {
             "--serialize",
             "--no-history",
         ]);
-        let _srv = Server::start(
-            srv,
-            "tpslab serve http",
-            "capacity_http_server",
-            "tpslab",
-            port,
-        );
+        let _srv = common::Kill(srv.spawn().expect("spawn serve http"));
+        common::wait_listening(port, "tpslab serve http");
         let _ = std::fs::remove_file(&json);
-        let mut c = ns.command(env!("CARGO_BIN_EXE_tpslab"));
-        c.env("XDG_DATA_HOME", common::history_home())
-            .args(["capacity", "http", &format!("http://127.0.0.1:{port}/")])
+        let mut c = common::tpslab();
+        c.args(["capacity", "http", &format!("http://127.0.0.1:{port}/")])
             .args(["--start-rate", "250", "--step-duration", "1s"])
             .args(["--warmup", "300ms", "--budget", "60s", "--json"])
             .arg(&json);

@@ -143,7 +143,7 @@ fn capacity_http_refuses_what_load_http_refuses_and_what_it_cannot_search() {
             ("capacity http ftp://127.0.0.1:9/", &["ftp://127.0.0.1:9/"]),
             (
                 "capacity http http://127.0.0.1:9/ --header nocolon",
-                &["--header nocolon"],
+                &["--header \"nocolon\": allowed NAME: VALUE"],
             ),
             (
                 "capacity http http://127.0.0.1:9/ --connections 0",

@@ -104,9 +104,10 @@ fn made_args(words: impl Iterator<Item = OsString>) -> Result<Made, String> {
             ProbeCmd::Pool(a) => a.plan().map(Made::Pool),
             ProbeCmd::IdleResponder(a) => a.plan().map(Made::Responder),
         },
-        Cmd::Capacity {
-            proto: crate::capacity::CapacityCmd::Udp(a),
-        } => a.plan().map(Made::Capacity),
+        Cmd::Capacity { proto } => match proto {
+            crate::capacity::CapacityCmd::Udp(a) => a.plan().map(Made::Capacity),
+            crate::capacity::CapacityCmd::Http(a) => a.plan().map(Made::Capacity),
+        },
         Cmd::Doctor(a) => a.plan().map(Made::Doctor),
         Cmd::Bdp(a) => a.plan().map(Made::Bdp),
         Cmd::Fleet { how } => match how {

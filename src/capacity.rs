@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_engine::udp_run::UdpRunPlan;
 use tpslab_plan::capacity::{
-    parse_pct, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, RateUnit, Slo,
+    min_rate_for_bursts, parse_pct, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, RateUnit,
+    Slo,
 };
 use tpslab_plan::limits::{MAX_RATE_PPS, STEP_DURATION, WARMUP};
 
@@ -78,8 +79,14 @@ impl SearchFlags {
         Ok((slo, resolution_pct))
     }
 
-    /// The search's bounds, for rates counted in `unit`.
-    fn search(&self, slo: Slo, resolution_pct: f64, unit: RateUnit) -> CapacitySearch {
+    /// The search's bounds, for rates counted in `unit`, tried down to `min_rate`.
+    fn search(
+        &self,
+        slo: Slo,
+        resolution_pct: f64,
+        unit: RateUnit,
+        min_rate: f64,
+    ) -> CapacitySearch {
         CapacitySearch {
             slo,
             start_rate: self.start_rate,
@@ -87,6 +94,7 @@ impl SearchFlags {
             resolution_pct,
             repeats: self.repeats,
             budget: self.budget,
+            min_rate,
             unit,
         }
     }
@@ -116,7 +124,7 @@ impl CapacityHttpArgs {
         self.record.check(true)?;
         let search = self
             .search
-            .search(slo, resolution_pct, RateUnit::RequestsPerSecond);
+            .search(slo, resolution_pct, RateUnit::RequestsPerSecond, 1.0);
         let whole = |load| CapacityPlan {
             load: CapacityLoad::Http(HttpStep {
                 load,
@@ -223,7 +231,13 @@ impl CapacityUdpArgs {
                 watch_port: None,
                 no_drop_reasons: self.no_drop_reasons,
             }),
-            search: self.search.search(slo, resolution_pct, RateUnit::Pps),
+            // Bursts: no step below the rate at which its window holds a few of them.
+            search: self.search.search(
+                slo,
+                resolution_pct,
+                RateUnit::Pps,
+                min_rate_for_bursts(self.burst, self.search.step_duration),
+            ),
         };
         plan.validate()?;
         Ok(plan)

@@ -376,7 +376,7 @@ fn whole(r: f64) -> f64 {
 /// fails once stops passing, and the search narrows again below it). A step the generator
 /// did not deliver is tried again; twice at one rate, that rate is the generator's limit
 /// and the search goes on below it. Ends: a bracket within the resolution, a pass at the
-/// max rate, failures down to [`MIN_RATE`], the generator's limit, or (past [`MAX_STEPS`])
+/// max rate, failures down to [`MIN_RATE`] (or the search's `min_rate`), the generator's limit, or (past [`MAX_STEPS`])
 /// unfinished.
 pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
     let unit = search.unit;
@@ -424,7 +424,7 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
             pending(whole((lo.rate_pps * GROWTH).min(search.max_rate)))
         }
         (None, Some(hi)) => {
-            let below = whole(hi.rate_pps / GROWTH);
+            let below = whole(hi.rate_pps / GROWTH).max(search.min_rate);
             if below >= hi.rate_pps {
                 return Next::Done(if by_gen {
                     Conclusion::GeneratorLimited {

@@ -10,6 +10,7 @@ fn search(start: f64, max: f64) -> CapacitySearch {
         resolution_pct: 5.0,
         repeats: 3,
         budget: Duration::from_secs(600),
+        min_rate: 1.0,
         unit: Default::default(),
     }
 }
@@ -519,5 +520,25 @@ fn an_http_step_reads_its_window_and_counts_no_reply_as_loss_and_failures_as_err
     assert_eq!(
         judge(&Slo::parse("--slo", "p99<20ms").unwrap(), &f).0,
         StepStatus::Invalid
+    );
+}
+
+#[test]
+fn a_bursty_search_stops_at_its_lowest_rate_not_at_one_datagram_a_second() {
+    // Bursts of 200 over 1 s windows: 1,000 pps is the lowest rate with 5 bursts a step.
+    let mut s = search(10_000.0, 100_000.0);
+    s.min_rate = tpslab_plan::capacity::min_rate_for_bursts(200, Duration::from_secs(1));
+    assert_eq!(s.min_rate, 1000.0);
+    let mut steps = vec![];
+    let mut tried = vec![];
+    while let Next::Step(r) = next(&s, &steps) {
+        tried.push(r);
+        steps.push(step(r, StepStatus::Fail));
+        assert!(steps.len() < 20, "{tried:?}");
+    }
+    assert_eq!(tried, vec![10_000.0, 5_000.0, 2_500.0, 1_250.0, 1_000.0]);
+    assert_eq!(
+        next(&s, &steps),
+        Next::Done(Conclusion::NothingPasses { fails_pps: 1000.0 })
     );
 }

@@ -339,10 +339,38 @@ pub struct CapacitySearch {
     #[serde(with = "crate::time::ns")]
     #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub budget: Duration,
+    /// The lowest rate the search tries, pps (1 unless bursts set it: a step must hold
+    /// several bursts, [`min_rate_for_bursts`]); absent in JSON when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub min_rate: f64,
     /// What a rate counts (datagrams or requests a second); absent in JSON for datagrams,
     /// as in records before HTTP.
     #[serde(default, skip_serializing_if = "RateUnit::is_pps")]
     pub unit: RateUnit,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+/// Bursts a step's window holds at least at the lowest rate the search tries.
+pub const BURSTS_PER_STEP: f64 = 5.0;
+
+/// The lowest rate worth a step for bursts of `burst` datagrams over a window of
+/// `window`: [`BURSTS_PER_STEP`] bursts in it (whole datagrams a second, at least 1). Below
+/// it a step holds one burst or none (at 79 pps, bursts of 200 come 2.5 s apart). 1
+/// without bursts (`burst` 1).
+pub fn min_rate_for_bursts(burst: u64, window: Duration) -> f64 {
+    if burst <= 1 {
+        return 1.0;
+    }
+    (burst as f64 * BURSTS_PER_STEP / window.as_secs_f64().max(1e-3))
+        .ceil()
+        .max(1.0)
 }
 
 /// What a capacity search's rates count.
@@ -518,6 +546,12 @@ impl CapacityPlan {
                     format!("a whole rate from 1 up to {most:.0} {} (not max)", s.unit),
                 ));
             }
+        }
+        if s.start_rate < s.min_rate {
+            return Err(PlanError::Conflict(format!(
+                "--start-rate {} is below {}, the lowest rate at which a step of --step-duration holds {BURSTS_PER_STEP} bursts of --burst: start at or above it",
+                s.start_rate, s.min_rate
+            )));
         }
         if s.start_rate > s.max_rate {
             return Err(PlanError::Conflict(format!(

@@ -185,6 +185,7 @@ fn plan() -> CapacityPlan {
             resolution_pct: 5.0,
             repeats: 3,
             budget: Duration::from_secs(60),
+            min_rate: 1.0,
             unit: RateUnit::Pps,
         },
     }

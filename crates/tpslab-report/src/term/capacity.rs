@@ -95,7 +95,10 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
         let rate = c
             .steps
             .iter()
-            .find(|s| s.verdict.as_ref().is_some_and(|v| v.headline == d.headline))
+            // The boundary is the verdict at the lowest failing rate; bursts of one size
+            // can give several rates the same headline.
+            .filter(|s| s.verdict.as_ref().is_some_and(|v| v.headline == d.headline))
+            .min_by(|a, b| a.rate_pps.total_cmp(&b.rate_pps))
             .map_or(String::new(), |s| {
                 format!(" at {} {}", rate_text(s.rate_pps), c.plan.search.unit)
             });

@@ -31,12 +31,17 @@ pub(crate) enum ProbeCmd {
 #[derive(Args, Debug)]
 pub(crate) struct PoolArgs {
     /// A real path instead of the lab: an echo server, or a proxy in front of one,
-    /// HOST:PORT (then --lab-idle-timeout states the path's timeout, as `probe idle`
+    /// HOST:PORT (then --path-idle-timeout states the path's timeout, as `probe idle`
     /// measured it; requests idle past it are marked).
     target: Option<String>,
-    /// The lab middlebox's idle timeout (it then drops the flow's segments).
+    /// The lab middlebox's idle timeout (it then drops the flow's segments). Not with
+    /// HOST:PORT.
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    lab_idle_timeout: Duration,
+    lab_idle_timeout: Option<Duration>,
+    /// With HOST:PORT: the path's idle timeout, as `probe idle` measured it (requests on
+    /// connections idle past it are marked).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    path_idle_timeout: Option<Duration>,
     /// How often the pool tests its idle connections (default: never).
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     validate_every: Option<Duration>,
@@ -143,7 +148,11 @@ impl PoolArgs {
     pub(crate) fn plan(&self) -> Result<PoolPlan> {
         let a = self;
         let plan = PoolPlan {
-            idle_timeout: a.lab_idle_timeout,
+            idle_timeout: PoolPlan::timeout_from_flags(
+                a.target.is_some(),
+                a.lab_idle_timeout,
+                a.path_idle_timeout,
+            )?,
             validate_every: a.validate_every,
             max_idle: a.max_idle,
             min_idle: a.min_idle,

@@ -222,7 +222,7 @@ fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
         let mut c = common::tpslab();
         c.args(["probe", "pool", &format!("127.0.0.1:{front}")])
             .args([
-                "--lab-idle-timeout",
+                "--path-idle-timeout",
                 "3s",
                 "--min-idle",
                 "2",

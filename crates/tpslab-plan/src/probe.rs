@@ -214,11 +214,36 @@ pub struct PoolPlan {
 }
 
 impl PoolPlan {
+    /// The timeout of `probe pool` from its flags: `--lab-idle-timeout` sets the lab's
+    /// middlebox (no target); with a real path (`real`: a HOST:PORT given)
+    /// `--path-idle-timeout` states that path's timeout (what `probe idle` measured).
+    /// Errors: one line naming the flag that fits, when the other one (or neither) is
+    /// given.
+    pub fn timeout_from_flags(
+        real: bool,
+        lab: Option<Duration>,
+        path: Option<Duration>,
+    ) -> Result<Duration, PlanError> {
+        let c = |m: &str| Err(PlanError::Conflict(m.into()));
+        match (real, lab, path) {
+            (false, Some(t), None) | (true, None, Some(t)) => Ok(t),
+            (false, _, Some(_)) => c("--path-idle-timeout states a real path's timeout: give HOST:PORT with it, or --lab-idle-timeout for the lab"),
+            (true, Some(_), _) => c("--lab-idle-timeout sets the lab's middlebox: with HOST:PORT state the path's timeout as --path-idle-timeout DUR (what probe idle measured)"),
+            (false, None, None) => c("probe pool needs --lab-idle-timeout DUR (the lab), or HOST:PORT with --path-idle-timeout DUR"),
+            (true, None, None) => c("probe pool HOST:PORT needs --path-idle-timeout DUR: the path's idle timeout, as probe idle measured it"),
+        }
+    }
+
     /// Checks every figure: timeouts 100ms..=10m, at most 64 connections and 1000
     /// requests, a run of at most 1 h. Errors name the flag.
     pub fn validate(&self) -> Result<(), PlanError> {
         let d = |flag: &str, v: Duration| POOL_DURATION.check(flag, v).map(|_| ());
-        d("--lab-idle-timeout", self.idle_timeout)?;
+        let timeout_flag = if self.target.is_some() {
+            "--path-idle-timeout"
+        } else {
+            "--lab-idle-timeout"
+        };
+        d(timeout_flag, self.idle_timeout)?;
         d("--request-every", self.request_every)?;
         d("--query-timeout", self.query_timeout)?;
         if let Some(v) = self.validate_every {
@@ -317,6 +342,18 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--lab-idle-timeout 0s: allowed"));
+    }
+
+    #[test]
+    fn a_pool_timeout_is_the_labs_or_a_real_paths() {
+        let f = PoolPlan::timeout_from_flags;
+        assert_eq!(f(false, Some(s(3)), None).unwrap(), s(3));
+        assert_eq!(f(true, None, Some(s(4))).unwrap(), s(4));
+        let e = |real, lab, path| f(real, lab, path).unwrap_err().to_string();
+        assert!(e(true, Some(s(3)), None).starts_with("--lab-idle-timeout sets the lab's"));
+        assert!(e(false, None, Some(s(3))).starts_with("--path-idle-timeout states a real"));
+        assert!(e(false, None, None).starts_with("probe pool needs --lab-idle-timeout"));
+        assert!(e(true, None, None).starts_with("probe pool HOST:PORT needs --path-idle-timeout"));
     }
 
     #[test]

@@ -284,13 +284,18 @@ pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
         .iter()
         .filter(|q| !matches!(q.outcome, Outcome::Answered { .. }))
         .all(|q| q.idle_ms as f64 / 1e3 > timeout_s);
+    let whose = if r.plan.target.is_some() {
+        "the path's"
+    } else {
+        "the middlebox's"
+    };
     if failed == 0 {
-        writeln!(w, "Result: all {n} requests answered: no connection was handed out idle past the middlebox's {timeout_s:.1} s")?;
+        writeln!(w, "Result: all {n} requests answered: no connection was handed out idle past {whose} {timeout_s:.1} s")?;
     } else {
         writeln!(
             w,
             "Result: {failed} of {n} requests failed{} (S5's failure: the pool handed out connections the path had forgotten)",
-            if stale { format!(", each on a connection idle longer than the middlebox's {timeout_s:.1} s") } else { String::new() }
+            if stale { format!(", each on a connection idle longer than {whose} {timeout_s:.1} s") } else { String::new() }
         )?;
     }
     writeln!(

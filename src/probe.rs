@@ -134,6 +134,14 @@ pub(crate) struct IdleArgs {
     /// What resets the lab middlebox's idle timer.
     #[arg(long, value_enum, default_value = "any")]
     lab_timer: TimerArg,
+    /// Bytes you allow as a payload probe (1 to 32; escapes \n \r \t \0 \\ \xHH),
+    /// e.g. "PING\r\n" for redis: a connection open for the whole study sends them
+    /// every second (an echo's answers count as the far side's payload), to tell whether
+    /// payload resets the path's timer. With --server-first (tpslab's responder there):
+    /// three such connections, payload from the near side only, from the far side only,
+    /// and both ways. (A bare ACK without payload is not tried: it needs raw sockets.)
+    #[arg(long, value_name = "BYTES", conflicts_with = "udp")]
+    probe_data: Option<String>,
     /// A connection pool's configuration to judge against the timeout found
     /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -207,6 +215,11 @@ impl IdleArgs {
         let mut plan = IdlePlan::new(target, a.min, a.max, resolution, a.connections)?;
         plan.udp = a.udp;
         plan.server_first = a.server_first;
+        plan.probe_data = a
+            .probe_data
+            .as_deref()
+            .map(tpslab_plan::probe::ProbeData::parse)
+            .transpose()?;
         if a.udp && !a.pool_config.is_empty() {
             bail!("--pool-config judges TCP connection pools: not with --udp");
         }

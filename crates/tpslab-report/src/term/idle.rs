@@ -235,7 +235,8 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             }
         )?;
     }
-    if r.active_ends.is_some() {
+    // Server first, each timed connection sent its hello to the responder.
+    if r.active_ends.is_some() && !r.plan.server_first {
         writeln!(
             w,
             "  (no application byte was sent: a server's own limit for connections that never send, such as MySQL's connect_timeout or PostgreSQL's authentication_timeout, ends them the same way, and is not the idle timeout of a pooled connection that has sent queries)"

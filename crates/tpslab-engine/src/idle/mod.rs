@@ -126,13 +126,17 @@ struct ServerFirstIdle {
 
 impl Idle for ServerFirstIdle {
     fn poll(&mut self, elapsed_ms: u64, t: &Transport) -> Option<Fate> {
-        // A FIN on this side: the path (a proxy) ended the flow itself, whatever the
-        // responder saw on its side (a proxy may reset that one).
-        if matches!((&self.s).read(&mut [0u8; 64]), Ok(0)) {
-            return Some(Fate::Closed);
-        }
-        if let Some(f) = t.fates.borrow_mut().remove(&self.conn) {
-            return Some(f);
+        // A FIN on this side with no report before it: the path (a proxy) ended the
+        // flow itself; with a RST on the responder's side (a proxy may reset that one),
+        // too. After any other report it is the responder closing a judged connection.
+        // (The control is read before the probes, so a report sent before that close
+        // is here by then.)
+        let fin = matches!((&self.s).read(&mut [0u8; 64]), Ok(0));
+        match t.fates.borrow_mut().remove(&self.conn) {
+            Some(Fate::Reset) if fin => return Some(Fate::Closed),
+            Some(f) => return Some(f),
+            None if fin => return Some(Fate::Closed),
+            None => {}
         }
         (elapsed_ms >= self.deadline_ms).then(|| Fate::Error("no report from the responder".into()))
     }
@@ -344,6 +348,14 @@ fn round(
         }
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let now = mono_ns();
+        // The control first: the responder's reports (server first) are read before the
+        // probes they judge.
+        if control_fate.is_none() {
+            control_fate = control.poll((now - study_t0) / 1_000_000, t);
+        }
+        payload.iter_mut().for_each(PayloadProbe::poll);
+        // The probes dated after that (a control's reconnect can take a while).
+        let now = mono_ns();
         for (i, p) in probes.iter_mut().enumerate() {
             let Some(p) = p.as_mut().filter(|_| !decided[i]) else {
                 continue;
@@ -364,10 +376,6 @@ fn round(
                 None => conns[i].seen_open_ms = since_open,
             }
         }
-        if control_fate.is_none() {
-            control_fate = control.poll((now - study_t0) / 1_000_000, t);
-        }
-        payload.iter_mut().for_each(PayloadProbe::poll);
         // Once one died, longer intervals would die too: stop when every shorter one
         // is judged.
         if let Some(d) = bracket(&conns).dead_s {

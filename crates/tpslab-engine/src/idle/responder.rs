@@ -150,10 +150,8 @@ impl TcpSide {
                 let mut buf = [0u8; 4096];
                 match (&h.s).read(&mut buf) {
                     Ok(0) => gone[i] = true,
-                    Ok(n) if *mode == PAYLOAD_ECHO => {
-                        if (&h.s).write_all(&buf[..n]).is_err() {
-                            gone[i] = true;
-                        }
+                    Ok(n) if *mode == PAYLOAD_ECHO && (&h.s).write_all(&buf[..n]).is_err() => {
+                        gone[i] = true
                     }
                     Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => gone[i] = true,
                     _ => {}

@@ -31,12 +31,17 @@ pub(crate) enum ProbeCmd {
 #[derive(Args, Debug)]
 pub(crate) struct PoolArgs {
     /// A real path instead of the lab: an echo server, or a proxy in front of one,
-    /// HOST:PORT (then --lab-idle-timeout states the path's timeout, as `probe idle`
+    /// HOST:PORT (then --path-idle-timeout states the path's timeout, as `probe idle`
     /// measured it; requests idle past it are marked).
     target: Option<String>,
-    /// The lab middlebox's idle timeout (it then drops the flow's segments).
+    /// The lab middlebox's idle timeout (it then drops the flow's segments). Not with
+    /// HOST:PORT.
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    lab_idle_timeout: Duration,
+    lab_idle_timeout: Option<Duration>,
+    /// With HOST:PORT: the path's idle timeout, as `probe idle` measured it (requests on
+    /// connections idle past it are marked).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    path_idle_timeout: Option<Duration>,
     /// How often the pool tests its idle connections (default: never).
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     validate_every: Option<Duration>,
@@ -129,6 +134,14 @@ pub(crate) struct IdleArgs {
     /// What resets the lab middlebox's idle timer.
     #[arg(long, value_enum, default_value = "any")]
     lab_timer: TimerArg,
+    /// Bytes you allow as a payload probe (1 to 32; escapes \n \r \t \0 \\ \xHH),
+    /// e.g. "PING\r\n" for redis: a connection open for the whole study sends them
+    /// every second (an echo's answers count as the far side's payload), to tell whether
+    /// payload resets the path's timer. With --server-first (tpslab's responder there):
+    /// three such connections, payload from the near side only, from the far side only,
+    /// and both ways. (A bare ACK without payload is not tried: it needs raw sockets.)
+    #[arg(long, value_name = "BYTES", conflicts_with = "udp")]
+    probe_data: Option<String>,
     /// A connection pool's configuration to judge against the timeout found
     /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -143,7 +156,11 @@ impl PoolArgs {
     pub(crate) fn plan(&self) -> Result<PoolPlan> {
         let a = self;
         let plan = PoolPlan {
-            idle_timeout: a.lab_idle_timeout,
+            idle_timeout: PoolPlan::timeout_from_flags(
+                a.target.is_some(),
+                a.lab_idle_timeout,
+                a.path_idle_timeout,
+            )?,
             validate_every: a.validate_every,
             max_idle: a.max_idle,
             min_idle: a.min_idle,
@@ -198,6 +215,11 @@ impl IdleArgs {
         let mut plan = IdlePlan::new(target, a.min, a.max, resolution, a.connections)?;
         plan.udp = a.udp;
         plan.server_first = a.server_first;
+        plan.probe_data = a
+            .probe_data
+            .as_deref()
+            .map(tpslab_plan::probe::ProbeData::parse)
+            .transpose()?;
         if a.udp && !a.pool_config.is_empty() {
             bail!("--pool-config judges TCP connection pools: not with --udp");
         }

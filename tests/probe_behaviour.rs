@@ -12,6 +12,16 @@ const TIMEOUT_S: f64 = 2.5;
 
 /// Runs a lab study with `on_idle` and `timer` and returns the record and the text.
 fn study(test: &str, on_idle: &str, timer: &str) -> Option<(serde_json::Value, String)> {
+    study_with(test, on_idle, timer, &[])
+}
+
+/// [`study`] with more flags.
+fn study_with(
+    test: &str,
+    on_idle: &str,
+    timer: &str,
+    extra: &[&str],
+) -> Option<(serde_json::Value, String)> {
     if !common::can_netns(test) {
         return None;
     }
@@ -19,6 +29,7 @@ fn study(test: &str, on_idle: &str, timer: &str) -> Option<(serde_json::Value, S
     let mut c = common::tpslab();
     c.args(["probe", "idle", "--lab-idle-timeout", "2500ms"])
         .args(["--lab-on-idle", on_idle, "--lab-timer", timer])
+        .args(extra)
         .args(["--min", "1s", "--max", "5s", "--resolution", "1s"])
         .args(["--connections", "8", "--json"])
         .arg(&json);
@@ -153,6 +164,102 @@ fn any_packet_timer_dropping_silently_keepalive_counts() {
     assert!(
         text.contains("; TCP keepalive counts (resets its timer);")
             && text.contains("forgets flows silently"),
+        "{text}"
+    );
+}
+
+/// The payload connections of `--probe-data` with `--server-first` (tpslab's responder
+/// on the far side): the near side's payload alone, the far side's alone, both ways.
+/// Returns the record's payload connections by way: (fate, decided_ms).
+fn payload_by_way(j: &serde_json::Value) -> std::collections::HashMap<String, (String, u64)> {
+    j["payload"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no payload connections: {j}"))
+        .iter()
+        .map(|c| {
+            (
+                c["way"].as_str().unwrap().to_string(),
+                (
+                    c["fate"].as_str().unwrap_or("error").to_string(),
+                    c["decided_ms"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn near_payload_timer_only_the_clients_payload_counts() {
+    let Some((j, text)) = study_with(
+        "near_payload_timer_only_the_clients_payload_counts",
+        "fin",
+        "near-payload",
+        &["--server-first", "--probe-data", "x"],
+    ) else {
+        return;
+    };
+    assert_brackets_the_timeout(&text);
+    let p = payload_by_way(&j);
+    // The far side's payload did not keep its flow: ended with a FIN at the timeout.
+    let (fate, at) = &p["far"];
+    assert_eq!(fate, "closed", "{text}");
+    assert!(
+        (*at as f64) >= TIMEOUT_S * 1e3 - 100.0 && (*at as f64) < TIMEOUT_S * 1e3 + 1000.0,
+        "{text}"
+    );
+    assert_eq!(p["near"].0, "alive", "{text}");
+    assert_eq!(p["both"].0, "alive", "{text}");
+    assert!(
+        text.contains("; only payload from the client side counts;")
+            && text.contains("without payload from the client side;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn payload_timer_payload_from_either_side_counts() {
+    let Some((j, text)) = study_with(
+        "payload_timer_payload_from_either_side_counts",
+        "fin",
+        "payload",
+        &["--server-first", "--probe-data", "x"],
+    ) else {
+        return;
+    };
+    assert_brackets_the_timeout(&text);
+    let p = payload_by_way(&j);
+    for way in ["near", "far", "both"] {
+        let (fate, at) = &p[way];
+        assert_eq!(fate, "alive", "{way}: {text}");
+        // Alive past the timeout by its next payload and the silence that would end it.
+        assert!(*at >= 3000 + 3500, "{way}: {text}");
+    }
+    assert!(
+        text.contains("; payload from either side counts (resets its timer);"),
+        "{text}"
+    );
+}
+
+/// Without `--server-first`, `--probe-data` against a far side that reads and never
+/// answers (the lab's listener) is the near side's payload alone: it keeps the flow on a
+/// timer that counts payload; the far side's is not measured.
+#[test]
+fn probe_data_against_a_silent_server_is_the_clients_payload() {
+    let Some((j, text)) = study_with(
+        "probe_data_against_a_silent_server_is_the_clients_payload",
+        "drop",
+        "payload",
+        &["--probe-data", "PING\\r\\n"],
+    ) else {
+        return;
+    };
+    assert_brackets_the_timeout(&text);
+    assert_eq!(j["plan"]["probe_data"], "PING\\r\\n", "{j}");
+    let p = payload_by_way(&j);
+    assert_eq!(p.len(), 1, "{text}");
+    assert_eq!(p["near"].0, "alive", "{text}");
+    assert!(
+        text.contains("; payload from the client side alone counts; whether payload from the server side alone counts: not measured;"),
         "{text}"
     );
 }

@@ -222,7 +222,7 @@ fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
         let mut c = common::tpslab();
         c.args(["probe", "pool", &format!("127.0.0.1:{front}")])
             .args([
-                "--lab-idle-timeout",
+                "--path-idle-timeout",
                 "3s",
                 "--min-idle",
                 "2",
@@ -252,4 +252,148 @@ fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
     );
     assert!(before.contains(" of 4 requests failed"), "{before}");
     assert!(after.contains("Result: all 4 requests answered"), "{after}");
+}
+
+/// What resets haproxy's timer, one direction at a time (`--probe-data`): through
+/// haproxy (`timeout client 3s`, `timeout server 3s`) in front of tpslab's responder,
+/// `--server-first` opens three payload connections (the client's payload alone, the
+/// server's alone, both ways) beside the timed ones. Each outlives the timeout: payload
+/// from either side resets haproxy's timer (measured on Debian's haproxy 2.x); the
+/// timeout itself is dated by haproxy's FINs within the 1 s resolution. Then plain
+/// `--probe-data` through a second frontend to an echo server: the echo's answers make
+/// it a both-ways probe, which counts too.
+#[test]
+fn haproxy_counts_payload_from_either_side() {
+    let test = "haproxy_counts_payload_from_either_side";
+    if !common::need(test, HAPROXY) {
+        return;
+    }
+    let dir = common::tmp("probe-proxy-payload");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (front, back, front_echo) = (
+        common::free_port(),
+        common::free_port(),
+        common::free_port(),
+    );
+    let responder = common::Kill(
+        common::tpslab()
+            .args(["probe", "idle-responder", &format!("127.0.0.1:{back}")])
+            .args(["--duration", "60s"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the responder"),
+    );
+    common::wait_listening(back, "the responder");
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in echo.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || s.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let cfg = dir.join("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n    maxconn 100\ndefaults\n    mode tcp\n    timeout connect 2s\n\
+             timeout client 3s\n    timeout server 3s\n\
+             frontend f\n    bind 127.0.0.1:{front}\n    default_backend b\n\
+             backend b\n    server s1 127.0.0.1:{back}\n\
+             frontend fe\n    bind 127.0.0.1:{front_echo}\n    default_backend be\n\
+             backend be\n    server s1 127.0.0.1:{echo_port}\n"
+        ),
+    )
+    .unwrap();
+    let proxy = common::Kill(
+        Command::new(HAPROXY)
+            .arg("-f")
+            .arg(&cfg)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn haproxy"),
+    );
+    common::wait_listening(front, "haproxy");
+    common::wait_listening(front_echo, "haproxy (echo frontend)");
+    let study = |port: u16, name: &str, extra: &[&str]| {
+        let json = dir.join(name);
+        let mut c = common::tpslab();
+        c.args(["probe", "idle", &format!("127.0.0.1:{port}")])
+            .args(["--min", "1s", "--max", "6s", "--resolution", "1s"])
+            .args(["--connections", "8", "--probe-data", "x"])
+            .args(extra)
+            .arg("--json")
+            .arg(&json);
+        let out = common::run(c);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        common::assert_report_reproduces(&json, &out.stdout);
+        assert!(!text.contains("NOT EVIDENCE"), "{text}");
+        (common::record(&json), text)
+    };
+    let (j, text) = study(front, "one-way.json", &["--server-first"]);
+    let (je, texte) = study(front_echo, "echo.json", &[]);
+    drop(proxy);
+    drop(responder);
+    // Dated by haproxy's FINs on this side: the bracket holds 3 s, within 1 s.
+    let ends = &j["active_ends"];
+    let (open, last) = (
+        ends["open_ms"].as_u64().unwrap(),
+        ends["last_ms"].as_u64().unwrap(),
+    );
+    assert!(
+        open <= 3100 && last >= 3000 && last - open <= 1000,
+        "{ends} {text}"
+    );
+    assert_eq!(j["how"], "closed", "{text}");
+    let ways: Vec<(&str, &str)> = j["payload"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["way"].as_str().unwrap(),
+                c["fate"].as_str().unwrap_or("error"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ways,
+        [("near", "alive"), ("far", "alive"), ("both", "alive")],
+        "{text}"
+    );
+    assert!(
+        text.contains("; payload from either side counts (resets its timer);")
+            && text.contains("ends flows itself with a FIN"),
+        "{text}"
+    );
+    // The echo's answers: one connection, both ways, alive past the timeout.
+    let p = je["payload"].as_array().unwrap();
+    assert_eq!(p.len(), 1, "{texte}");
+    assert_eq!(
+        (p[0]["way"].as_str(), p[0]["fate"].as_str()),
+        (Some("both"), Some("alive")),
+        "{texte}"
+    );
+    assert!(p[0]["answered_bytes"].as_u64().unwrap() > 0, "{texte}");
+    assert!(
+        texte.contains(
+            "; payload counts (tested both ways at once; one direction alone: not measured);"
+        ),
+        "{texte}"
+    );
 }

@@ -131,6 +131,25 @@ fn probe_rows() {
             }),
         ),
         (
+            &["probe", "pool", "127.0.0.1:9", "--path-idle-timeout", "3s"],
+            Plan(|p| {
+                matches!(p, Made::Pool(pp) if pp.idle_timeout == Duration::from_secs(3)
+                    && pp.target == Some("127.0.0.1:9".parse().unwrap()))
+            }),
+        ),
+        (
+            &["probe", "pool", "127.0.0.1:9", "--lab-idle-timeout", "3s"],
+            Error("--lab-idle-timeout sets the lab's middlebox: with HOST:PORT state the path's timeout as --path-idle-timeout DUR (what probe idle measured)"),
+        ),
+        (
+            &["probe", "pool", "--path-idle-timeout", "3s"],
+            Error("--path-idle-timeout states a real path's timeout: give HOST:PORT with it, or --lab-idle-timeout for the lab"),
+        ),
+        (
+            &["probe", "pool", "127.0.0.1:9", "--path-idle-timeout", "0s"],
+            Error("--path-idle-timeout 0s: allowed"),
+        ),
+        (
             &[
                 "probe",
                 "pool",

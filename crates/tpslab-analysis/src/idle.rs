@@ -3,7 +3,8 @@
 //! to ([`bracket`]). Pure: the engine opens the connections and reports their fates.
 
 pub use tpslab_record::idle::{
-    ActiveEnds, Bracket, Conn, Fate, IdleRecord, KeepaliveCounts, Outcome, PoolRecord, PoolRequest,
+    ActiveEnds, Bracket, Conn, Fate, IdleRecord, KeepaliveCounts, Outcome, PayloadConn, PayloadWay,
+    PoolRecord, PoolRequest,
 };
 
 /// How often the engine looks at its connections, ms: an end is dated to within this.
@@ -186,6 +187,73 @@ pub fn behaviour(rec: &IdleRecord) -> Option<Behaviour> {
     })
 }
 
+/// A payload connection of `--probe-data` sends its payload (or, from the far side,
+/// receives the responder's) this often, ms.
+pub const PAYLOAD_EVERY_MS: u64 = 1000;
+
+/// A payload connection whose payload stays unacknowledged (TCP_USER_TIMEOUT), or whose
+/// far side's payload stops coming, this long is dead (dropped), ms.
+pub const PAYLOAD_SILENCE_MS: u64 = 2500;
+
+/// How long after the timeout's upper end a payload connection must still be alive to
+/// show that its payload resets the timer, ms: its next payload and the silence that
+/// would have killed it.
+pub const PAYLOAD_PROVEN_MS: u64 = PAYLOAD_EVERY_MS + PAYLOAD_SILENCE_MS;
+
+/// What payload does to the path's idle timer, by direction, as the payload
+/// connections of `--probe-data` showed it: `Some(true)` it resets it (the connection
+/// outlived the timeout by [`PAYLOAD_PROVEN_MS`]), `Some(false)` it does not (the
+/// connection ended at about the timeout though its payload flowed every second), None
+/// not measured (no such connection, too young at the end, or ended unlike the timeout:
+/// a far side that does not accept these bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PayloadCounts {
+    /// Payload from the near side (the client) alone.
+    pub client: Option<bool>,
+    /// Payload from the far side (the server) alone.
+    pub server: Option<bool>,
+    /// Payload both ways (a near-side probe the far side answered).
+    pub both: Option<bool>,
+}
+
+/// What one payload connection shows against the timeout (lo, hi], s: see
+/// [`PayloadCounts`].
+fn payload_verdict(c: &PayloadConn, (lo, hi): (f64, f64)) -> Option<bool> {
+    let (lo_ms, hi_ms) = ((lo * 1e3) as u64, (hi * 1e3).ceil() as u64);
+    match c.fate {
+        Fate::Alive => (c.decided_ms >= hi_ms + PAYLOAD_PROVEN_MS).then_some(true),
+        _ if c.fate.dead() => (c.decided_ms + PAYLOAD_EVERY_MS >= lo_ms
+            && c.decided_ms <= hi_ms + PAYLOAD_PROVEN_MS + POLL_MS)
+            .then_some(false),
+        _ => None,
+    }
+}
+
+/// What the payload connections of `rec` show ([`PayloadCounts`]; None: there are none,
+/// or no timeout was measured to hold them against).
+pub fn payload_counts(rec: &IdleRecord) -> Option<PayloadCounts> {
+    if rec.payload.is_empty() {
+        return None;
+    }
+    let t = behaviour(rec)?.timeout_s?;
+    let of = |way: PayloadWay| {
+        let v: Vec<Option<bool>> = rec
+            .payload
+            .iter()
+            .filter(|c| c.way == way)
+            .map(|c| payload_verdict(c, t))
+            .collect();
+        // Every connection of that way must agree.
+        let first = *v.first()?;
+        v.iter().all(|x| *x == first).then_some(first).flatten()
+    };
+    Some(PayloadCounts {
+        client: of(PayloadWay::Near),
+        server: of(PayloadWay::Far),
+        both: of(PayloadWay::Both),
+    })
+}
+
 /// The lower end of the timeout that active ends date, ms (records without `open_ms`:
 /// the first end less [`POLL_MS`]).
 pub fn seen_open_lower(e: ActiveEnds) -> u64 {
@@ -317,6 +385,7 @@ mod tests {
             active_ends: Some(ends),
             keepalive_counts: None,
             how: None,
+            payload: vec![],
             running: Default::default(),
             pools: vec![],
             findings: vec![],
@@ -352,6 +421,39 @@ mod tests {
         reset.keepalive_counts = None;
         let b = behaviour(&reset).unwrap();
         assert_eq!((b.ending, b.keepalive), (None, None));
+        // Payload connections against the (4.95 s, 5.0 s] the FINs dated.
+        let pc = |way, fate, decided_ms| PayloadConn {
+            way,
+            fate,
+            decided_ms,
+            answered_bytes: 0,
+        };
+        let mut p = rec.clone();
+        assert_eq!(payload_counts(&p), None);
+        // A path counting the client's payload only: the far side's ended at the timeout.
+        p.payload = vec![
+            pc(PayloadWay::Near, Fate::Alive, 8600),
+            pc(PayloadWay::Far, Fate::Closed, 5010),
+            pc(PayloadWay::Both, Fate::Alive, 8600),
+        ];
+        assert_eq!(
+            payload_counts(&p),
+            Some(PayloadCounts {
+                client: Some(true),
+                server: Some(false),
+                both: Some(true)
+            })
+        );
+        // Too young at the end to tell; ended long before the timeout (a far side that
+        // refused the bytes): neither is a verdict.
+        p.payload = vec![
+            pc(PayloadWay::Near, Fate::Alive, 7000),
+            pc(PayloadWay::Far, Fate::Closed, 1200),
+        ];
+        assert_eq!(payload_counts(&p), Some(PayloadCounts::default()));
+        // Payload that does not count: dropped 2.5 s after its first unacknowledged send.
+        p.payload = vec![pc(PayloadWay::Both, Fate::Dropped, 8400)];
+        assert_eq!(payload_counts(&p).unwrap().both, Some(false));
         reset.plan.udp = true;
         assert_eq!(behaviour(&reset), None);
         // A control that died at another time: a failure, not the timeout.

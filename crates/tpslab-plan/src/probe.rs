@@ -91,6 +91,106 @@ pub struct IdlePlan {
     /// re-open a forgotten flow.
     #[serde(default)]
     pub server_first: bool,
+    /// Bytes the user allows as a payload probe (`--probe-data`): connections kept open
+    /// through the study that send them every second (and, with `server_first`, the
+    /// responder's payload in one direction or both), to tell whether payload resets
+    /// the path's timer. None: no application byte is sent (left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+    pub probe_data: Option<ProbeData>,
+}
+
+/// The bytes of `--probe-data`: 1 to [`ProbeData::MAX`] bytes, written (and kept in
+/// records) as text with `\n`, `\r`, `\t`, `\0`, `\\` and `\xHH` escapes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ProbeData {
+    len: u8,
+    bytes: [u8; ProbeData::MAX],
+}
+
+impl ProbeData {
+    /// The most bytes a probe may send.
+    pub const MAX: usize = 32;
+
+    /// The bytes of `text` (escapes as above). Errors: one line naming `--probe-data`:
+    /// empty, longer than [`ProbeData::MAX`], a bad escape.
+    pub fn parse(text: &str) -> Result<ProbeData, PlanError> {
+        let bad = |why: &str| PlanError::value("--probe-data", text, why);
+        let mut out = vec![];
+        let mut it = text.bytes();
+        while let Some(b) = it.next() {
+            if b != b'\\' {
+                out.push(b);
+                continue;
+            }
+            out.push(match it.next() {
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b't') => b'\t',
+                Some(b'0') => 0,
+                Some(b'\\') => b'\\',
+                Some(b'x') => {
+                    let h: Vec<u8> = it.by_ref().take(2).collect();
+                    std::str::from_utf8(&h)
+                        .ok()
+                        .filter(|h| h.len() == 2)
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .ok_or_else(|| bad("escapes \\n \\r \\t \\0 \\\\ \\xHH (two hex digits)"))?
+                }
+                _ => return Err(bad("escapes \\n \\r \\t \\0 \\\\ \\xHH")),
+            });
+        }
+        if out.is_empty() || out.len() > Self::MAX {
+            return Err(bad("1 to 32 bytes"));
+        }
+        let mut bytes = [0u8; Self::MAX];
+        bytes[..out.len()].copy_from_slice(&out);
+        Ok(ProbeData {
+            len: out.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Display for ProbeData {
+    /// As text [`ProbeData::parse`] reads back: printable ASCII as is, the rest escaped.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for &b in self.bytes() {
+            match b {
+                b'\n' => f.write_str("\\n")?,
+                b'\r' => f.write_str("\\r")?,
+                b'\t' => f.write_str("\\t")?,
+                b'\\' => f.write_str("\\\\")?,
+                0x20..=0x7e => write!(f, "{}", b as char)?,
+                _ => write!(f, "\\x{b:02x}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for ProbeData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProbeData({self})")
+    }
+}
+
+impl Serialize for ProbeData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProbeData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ProbeData::parse(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 fn whole_seconds(flag: &str, d: Duration) -> Result<u64, PlanError> {
@@ -157,6 +257,7 @@ impl IdlePlan {
             keepalive_cnt: 2,
             udp: false,
             server_first: false,
+            probe_data: None,
         })
     }
 
@@ -214,11 +315,36 @@ pub struct PoolPlan {
 }
 
 impl PoolPlan {
+    /// The timeout of `probe pool` from its flags: `--lab-idle-timeout` sets the lab's
+    /// middlebox (no target); with a real path (`real`: a HOST:PORT given)
+    /// `--path-idle-timeout` states that path's timeout (what `probe idle` measured).
+    /// Errors: one line naming the flag that fits, when the other one (or neither) is
+    /// given.
+    pub fn timeout_from_flags(
+        real: bool,
+        lab: Option<Duration>,
+        path: Option<Duration>,
+    ) -> Result<Duration, PlanError> {
+        let c = |m: &str| Err(PlanError::Conflict(m.into()));
+        match (real, lab, path) {
+            (false, Some(t), None) | (true, None, Some(t)) => Ok(t),
+            (false, _, Some(_)) => c("--path-idle-timeout states a real path's timeout: give HOST:PORT with it, or --lab-idle-timeout for the lab"),
+            (true, Some(_), _) => c("--lab-idle-timeout sets the lab's middlebox: with HOST:PORT state the path's timeout as --path-idle-timeout DUR (what probe idle measured)"),
+            (false, None, None) => c("probe pool needs --lab-idle-timeout DUR (the lab), or HOST:PORT with --path-idle-timeout DUR"),
+            (true, None, None) => c("probe pool HOST:PORT needs --path-idle-timeout DUR: the path's idle timeout, as probe idle measured it"),
+        }
+    }
+
     /// Checks every figure: timeouts 100ms..=10m, at most 64 connections and 1000
     /// requests, a run of at most 1 h. Errors name the flag.
     pub fn validate(&self) -> Result<(), PlanError> {
         let d = |flag: &str, v: Duration| POOL_DURATION.check(flag, v).map(|_| ());
-        d("--lab-idle-timeout", self.idle_timeout)?;
+        let timeout_flag = if self.target.is_some() {
+            "--path-idle-timeout"
+        } else {
+            "--lab-idle-timeout"
+        };
+        d(timeout_flag, self.idle_timeout)?;
         d("--request-every", self.request_every)?;
         d("--query-timeout", self.query_timeout)?;
         if let Some(v) = self.validate_every {
@@ -317,6 +443,35 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--lab-idle-timeout 0s: allowed"));
+    }
+
+    #[test]
+    fn probe_data_reads_its_escapes_and_writes_them_back() {
+        let p = ProbeData::parse("PING\\r\\n").unwrap();
+        assert_eq!(p.bytes(), b"PING\r\n");
+        assert_eq!(p.to_string(), "PING\\r\\n");
+        let p = ProbeData::parse("\\x00\\xffa\\\\").unwrap();
+        assert_eq!(p.bytes(), [0, 0xff, b'a', b'\\']);
+        assert_eq!(ProbeData::parse(&p.to_string()).unwrap(), p);
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<ProbeData>(&json).unwrap(), p);
+        let e = |t: &str| ProbeData::parse(t).unwrap_err().to_string();
+        assert!(e("").contains("allowed 1 to 32 bytes"), "{}", e(""));
+        assert!(e(&"x".repeat(33)).contains("allowed 1 to 32 bytes"));
+        assert!(e("a\\q").contains("allowed escapes"));
+        assert!(e("\\x4").contains("two hex digits"));
+    }
+
+    #[test]
+    fn a_pool_timeout_is_the_labs_or_a_real_paths() {
+        let f = PoolPlan::timeout_from_flags;
+        assert_eq!(f(false, Some(s(3)), None).unwrap(), s(3));
+        assert_eq!(f(true, None, Some(s(4))).unwrap(), s(4));
+        let e = |real, lab, path| f(real, lab, path).unwrap_err().to_string();
+        assert!(e(true, Some(s(3)), None).starts_with("--lab-idle-timeout sets the lab's"));
+        assert!(e(false, None, Some(s(3))).starts_with("--path-idle-timeout states a real"));
+        assert!(e(false, None, None).starts_with("probe pool needs --lab-idle-timeout"));
+        assert!(e(true, None, None).starts_with("probe pool HOST:PORT needs --path-idle-timeout"));
     }
 
     #[test]

@@ -105,6 +105,35 @@ pub struct ActiveEnds {
     pub last_ms: u64,
 }
 
+/// Which way a payload connection of `--probe-data` carried payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadWay {
+    /// From the near side (the client) only: the far side read it and sent nothing.
+    Near,
+    /// From the far side (tpslab's responder) only: the near side sent nothing.
+    Far,
+    /// Both ways: the far side answered (an echo, tpslab's responder).
+    Both,
+}
+
+/// A connection of `--probe-data`, open for the whole study, carrying payload every
+/// second in one direction or both: whether payload resets the path's idle timer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PayloadConn {
+    /// Which way its payload went (a near-side probe whose far side answered is `both`).
+    pub way: PayloadWay,
+    /// Alive at the end of the study, or how it ended (dropped: its payload went
+    /// unacknowledged, or the far side's stopped coming, for 2.5 s).
+    pub fate: Fate,
+    /// When its fate was known, ms after it was opened (alive: its age at the end).
+    pub decided_ms: u64,
+    /// Payload bytes the far side sent it.
+    pub answered_bytes: u64,
+}
+
 /// What resets the path's idle timer, as far as the study can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -157,6 +186,10 @@ pub struct IdleRecord {
     pub keepalive_counts: Option<KeepaliveCounts>,
     /// How the path ended the shortest-lived dead connection.
     pub how: Option<Fate>,
+    /// The payload connections of `--probe-data` (empty without it; left out of the
+    /// JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub payload: Vec<PayloadConn>,
     /// This host's keepalive and retransmission settings (/proc/sys/net/ipv4), as
     /// doctor reads them.
     pub running: Running,

@@ -47,6 +47,7 @@ pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
         active_ends: None,
         keepalive_counts: None,
         how: None,
+        payload: vec![],
         running: tpslab_engine::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
         pools: setup.pools.clone(),
         findings: vec![],
@@ -96,6 +97,7 @@ pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
     rec.conns = study.conns;
     rec.control = study.control;
     rec.control_ends_ms = study.control_ends_ms;
+    rec.payload = study.payload;
     rec.interrupted = study.interrupted;
     rec.keepalive_counts = keepalive_counts(&rec);
     judge_idle(&mut rec)?;

@@ -2,7 +2,7 @@
 //! its death says whether the path or the server failed (or, for TCP, whether the path's
 //! timer ignores keepalive: [`ControlState`] dates each end and opens it again).
 
-use super::responder::{udp_reply_to, udp_request, FATE_CODES, SF_CONTROL, SF_FATE};
+use super::responder::{udp_reply_to, udp_request, FATE_CODES, SF_BEAT, SF_CONTROL, SF_FATE};
 use super::{check, fate_of, open, Transport};
 use socket2::SockRef;
 use std::io::Read;
@@ -16,10 +16,12 @@ use tpslab_net::mono_ns;
 /// within 2 s.
 pub(super) enum Control {
     Tcp(TcpStream),
-    /// Server first: the responder reports each connection's fate here.
+    /// Server first: the responder reports each connection's fate here; a heartbeat
+    /// byte every second (each answered), so that paths counting only payload keep it.
     Reports {
         s: TcpStream,
         buf: Vec<u8>,
+        next_beat_ms: u64,
     },
     Udp {
         s: UdpSocket,
@@ -38,7 +40,11 @@ impl Control {
             s.set_nonblocking(false)?;
             std::io::Write::write_all(&mut s, &hello)?;
             s.set_nonblocking(true)?;
-            return Ok(Control::Reports { s, buf: vec![] });
+            return Ok(Control::Reports {
+                s,
+                buf: vec![],
+                next_beat_ms: 0,
+            });
         }
         if !t.plan.udp {
             return open(t.addr, 1, 1, CONTROL_KEEPALIVE_CNT).map(Control::Tcp);
@@ -76,9 +82,21 @@ impl Control {
     fn poll(&mut self, now_ms: u64, t: &Transport) -> Option<Fate> {
         match self {
             Control::Tcp(s) => check(s),
-            Control::Reports { s, buf } => {
+            Control::Reports {
+                s,
+                buf,
+                next_beat_ms,
+            } => {
                 if let Ok(Some(e)) = SockRef::from(&*s).take_error() {
                     return Some(fate_of(&e));
+                }
+                if now_ms >= *next_beat_ms {
+                    *next_beat_ms = now_ms + 1000;
+                    if let Err(e) = std::io::Write::write(&mut &*s, b".") {
+                        if e.kind() != std::io::ErrorKind::WouldBlock {
+                            return Some(fate_of(&e));
+                        }
+                    }
                 }
                 let mut b = [0u8; 1024];
                 loop {
@@ -92,6 +110,9 @@ impl Control {
                 }
                 while buf.len() >= 16 {
                     let m: Vec<u8> = buf.drain(..16).collect();
+                    if &m[..8] == SF_BEAT {
+                        continue;
+                    }
                     if &m[..8] != SF_FATE {
                         return Some(Fate::Error("a report that is not the responder's".into()));
                     }

@@ -19,10 +19,12 @@
 
 mod control;
 mod lab;
+mod payload;
 mod responder;
 
 use control::{ControlState, CONTROL_KEEPALIVE_CNT};
 pub use lab::lab_study;
+use payload::PayloadProbe;
 pub use responder::responder;
 use responder::{udp_reply_to, udp_request, SF_HELLO};
 
@@ -33,7 +35,9 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::idle::{active_ends, bracket, ladder, Conn, Fate, POLL_MS};
+use tpslab_analysis::idle::{
+    active_ends, bracket, ladder, Conn, Fate, PayloadConn, PAYLOAD_PROVEN_MS, POLL_MS,
+};
 use tpslab_net::mono_ns;
 use tpslab_plan::probe::IdlePlan;
 
@@ -47,6 +51,8 @@ pub struct Study {
     /// Each TCP control connection the path ended by itself (FIN or RST), ms after that
     /// control was opened; each was opened again.
     pub control_ends_ms: Vec<u64>,
+    /// The payload connections of `--probe-data` (none without it).
+    pub payload: Vec<PayloadConn>,
     /// Ended by `stop` before the bracket was narrow enough.
     pub interrupted: bool,
 }
@@ -112,7 +118,7 @@ const PROBE_ANSWER_MS: u64 = 1000;
 
 /// A connection the responder probes first: its fate comes on the control connection.
 struct ServerFirstIdle {
-    _s: TcpStream,
+    s: TcpStream,
     conn: u32,
     /// No report by then: the responder failed.
     deadline_ms: u64,
@@ -120,10 +126,26 @@ struct ServerFirstIdle {
 
 impl Idle for ServerFirstIdle {
     fn poll(&mut self, elapsed_ms: u64, t: &Transport) -> Option<Fate> {
-        if let Some(f) = t.fates.borrow_mut().remove(&self.conn) {
-            return Some(f);
+        // A FIN on this side with no report before it: the path (a proxy) ended the
+        // flow itself; with a RST on the responder's side (a proxy may reset that one),
+        // too. After any other report it is the responder closing a judged connection.
+        // (The control is read before the probes, so a report sent before that close
+        // is here by then.)
+        let fin = matches!((&self.s).read(&mut [0u8; 64]), Ok(0));
+        match t.fates.borrow_mut().remove(&self.conn) {
+            Some(Fate::Reset) if fin => return Some(Fate::Closed),
+            Some(f) => return Some(f),
+            None if fin => return Some(Fate::Closed),
+            None => {}
         }
         (elapsed_ms >= self.deadline_ms).then(|| Fate::Error("no report from the responder".into()))
+    }
+
+    /// A FIN (seen on this side, or by the responder) ended the flow by itself (a
+    /// proxy's timeout), whatever its probe: dated when seen (a report: within the
+    /// responder's tick and a poll of its end).
+    fn active(&self, fate: &Fate, _at_ms: u64) -> bool {
+        *fate == Fate::Closed
     }
 }
 
@@ -245,7 +267,7 @@ impl Transport<'_> {
             std::io::Write::write_all(&mut s, &hello)?;
             s.set_nonblocking(true)?;
             return Ok(Box::new(ServerFirstIdle {
-                _s: s,
+                s,
                 conn,
                 deadline_ms: verdict_ms + 3000,
             }));
@@ -293,6 +315,7 @@ fn round(
     n: u32,
     idles: &[u64],
     control: &mut ControlState,
+    payload: &mut [PayloadProbe],
     study_t0: u64,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
@@ -325,6 +348,14 @@ fn round(
         }
         std::thread::sleep(Duration::from_millis(POLL_MS));
         let now = mono_ns();
+        // The control first: the responder's reports (server first) are read before the
+        // probes they judge.
+        if control_fate.is_none() {
+            control_fate = control.poll((now - study_t0) / 1_000_000, t);
+        }
+        payload.iter_mut().for_each(PayloadProbe::poll);
+        // The probes dated after that (a control's reconnect can take a while).
+        let now = mono_ns();
         for (i, p) in probes.iter_mut().enumerate() {
             let Some(p) = p.as_mut().filter(|_| !decided[i]) else {
                 continue;
@@ -344,9 +375,6 @@ fn round(
                 // late, e.g. behind the control's reconnect).
                 None => conns[i].seen_open_ms = since_open,
             }
-        }
-        if control_fate.is_none() {
-            control_fate = control.poll((now - study_t0) / 1_000_000, t);
         }
         // Once one died, longer intervals would die too: stop when every shorter one
         // is judged.
@@ -399,6 +427,11 @@ pub fn study(
     let study_t0 = mono_ns();
     let mut control =
         ControlState::open(&t).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
+    let mut payload = match plan.probe_data {
+        Some(d) => PayloadProbe::open_all(addr, d.bytes(), plan.server_first)
+            .map_err(|e| EngineError::os(format!("opening a payload connection to {addr}"), e))?,
+        None => vec![],
+    };
     let mut conns: Vec<Conn> = vec![];
     let (mut lo, mut hi, mut first) = (plan.min_s, plan.max_s, true);
     let mut control_fate = None;
@@ -422,7 +455,16 @@ pub fn study(
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        let (c, cf) = round(&t, n, &idles, &mut control, study_t0, stop, progress);
+        let (c, cf) = round(
+            &t,
+            n,
+            &idles,
+            &mut control,
+            &mut payload,
+            study_t0,
+            stop,
+            progress,
+        );
         conns.extend(c);
         control_fate = control_fate.or(cf);
         let b = bracket(&conns);
@@ -458,6 +500,19 @@ pub fn study(
         {
             std::thread::sleep(Duration::from_millis(POLL_MS));
             control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
+            payload.iter_mut().for_each(PayloadProbe::poll);
+        }
+        // A payload connection still open shows that its payload resets the timer only
+        // once it outlived the timeout's upper end by its next payload and the silence
+        // that would have ended it.
+        let need_ms = (d + 1) * 1000 + PAYLOAD_PROVEN_MS + POLL_MS;
+        while control_fate.is_none()
+            && payload.iter().any(|p| p.alive() && p.age_ms() < need_ms)
+            && !stop.load(Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+            control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
+            payload.iter_mut().for_each(PayloadProbe::poll);
         }
     }
     let end_ms = (mono_ns() - study_t0) / 1_000_000;
@@ -468,6 +523,7 @@ pub fn study(
         conns,
         control: fate,
         control_ends_ms: control.ends_ms,
+        payload: payload.iter().map(PayloadProbe::record).collect(),
         interrupted: stop.load(Relaxed),
     })
 }

@@ -35,6 +35,19 @@ pub(super) const SF_CONTROL: &[u8; 8] = b"TPSLCTRL";
 /// A fate report on the control connection: magic, connection number, fate code.
 pub(super) const SF_FATE: &[u8; 8] = b"TPSLFATE";
 
+/// A payload connection's hello (`--probe-data` with `--server-first`): magic, mode
+/// ([`PAYLOAD_SINK`], [`PAYLOAD_SOURCE`], [`PAYLOAD_ECHO`]), 4 bytes reserved.
+pub(super) const SF_PAYLOAD: &[u8; 8] = b"TPSLPAYL";
+/// Read the near side's payload, send nothing.
+pub(super) const PAYLOAD_SINK: u32 = 0;
+/// Send a byte every second, ignore what comes.
+pub(super) const PAYLOAD_SOURCE: u32 = 1;
+/// Send back what comes.
+pub(super) const PAYLOAD_ECHO: u32 = 2;
+/// The responder's answer to a control connection's heartbeat byte: magic, 8 bytes of
+/// zeros (the size of a fate report, so reports stay framed).
+pub(super) const SF_BEAT: &[u8; 8] = b"TPSLBEAT";
+
 /// Fate codes of [`SF_FATE`]: alive, dropped (ETIMEDOUT), reset, closed, other error.
 pub(super) const FATE_CODES: [&str; 5] = ["alive", "dropped", "reset", "closed", "error"];
 
@@ -52,6 +65,8 @@ struct Held {
     triggered: bool,
     /// A control connection's study.
     control: Option<u64>,
+    /// A payload connection's mode, and when it last sent (source mode), ns.
+    payload: Option<(u32, u64)>,
 }
 
 /// The TCP side: hellos read, keepalive set on probes, fates reported to controls.
@@ -78,6 +93,7 @@ impl TcpSide {
                     probe: None,
                     triggered: false,
                     control: None,
+                    payload: None,
                 });
             }
         }
@@ -116,23 +132,69 @@ impl TcpSide {
                 continue;
             }
             if h.control.is_some() {
-                // A control sends nothing after its hello: an end of stream ends it.
-                if matches!((&h.s).read(&mut [0u8; 64]), Ok(0)) {
-                    gone[i] = true;
+                // A control sends nothing after its hello but a heartbeat byte a second
+                // (payload for paths that count only that), each answered; an end of
+                // stream ends it.
+                match (&h.s).read(&mut [0u8; 64]) {
+                    Ok(0) => gone[i] = true,
+                    Ok(_) => {
+                        let mut beat = [0u8; 16];
+                        beat[..8].copy_from_slice(SF_BEAT);
+                        let _ = (&h.s).write_all(&beat);
+                    }
+                    Err(_) => {}
+                }
+                continue;
+            }
+            if let Some((mode, sent)) = h.payload.as_mut() {
+                let mut buf = [0u8; 4096];
+                match (&h.s).read(&mut buf) {
+                    Ok(0) => gone[i] = true,
+                    Ok(n) if *mode == PAYLOAD_ECHO && (&h.s).write_all(&buf[..n]).is_err() => {
+                        gone[i] = true
+                    }
+                    Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => gone[i] = true,
+                    _ => {}
+                }
+                if *mode == PAYLOAD_SOURCE && now >= *sent + 1_000_000_000 {
+                    *sent = now;
+                    if matches!((&h.s).write(b"."), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
+                    {
+                        gone[i] = true;
+                    }
                 }
                 continue;
             }
             let mut buf = [0u8; 24];
-            let want = 24 - h.hello.len();
-            match (&h.s).read(&mut buf[..want]) {
-                Ok(0) => gone[i] = true,
-                Ok(n) => h.hello.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => gone[i] = true,
+            // A control's or payload connection's hello is 16 bytes, a probe's 24: read
+            // no further than the hello, whatever follows it.
+            for _ in 0..2 {
+                let want = if h.hello.len() < 16 {
+                    16 - h.hello.len()
+                } else if &h.hello[..8] == SF_HELLO {
+                    24 - h.hello.len()
+                } else {
+                    0
+                };
+                if want == 0 {
+                    break;
+                }
+                match (&h.s).read(&mut buf[..want]) {
+                    Ok(0) => gone[i] = true,
+                    Ok(n) => h.hello.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => gone[i] = true,
+                }
+                if gone[i] || h.hello.len() < 16 {
+                    break;
+                }
             }
             let b = &h.hello;
             if b.len() >= 16 && &b[..8] == SF_CONTROL {
                 h.control = Some(u64::from_be_bytes(b[8..16].try_into().expect("8 bytes")));
+            } else if b.len() >= 16 && &b[..8] == SF_PAYLOAD {
+                let mode = u32::from_be_bytes(b[8..12].try_into().expect("4 bytes"));
+                h.payload = Some((mode, now));
             } else if b.len() == 24 && &b[..8] == SF_HELLO {
                 let study = u64::from_be_bytes(b[8..16].try_into().expect("8 bytes"));
                 let conn = u32::from_be_bytes(b[16..20].try_into().expect("4 bytes"));
@@ -149,7 +211,9 @@ impl TcpSide {
                 } else {
                     gone[i] = true;
                 }
-            } else if b.len() >= 8 && &b[..8] != SF_CONTROL && &b[..8] != SF_HELLO {
+            } else if b.len() >= 8
+                && ![&SF_CONTROL[..], &SF_HELLO[..], &SF_PAYLOAD[..]].contains(&&b[..8])
+            {
                 gone[i] = true;
             }
         }

@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::idle::{
-    behaviour, control_end_explained, Ending, Fate, IdleRecord, KeepaliveCounts, Outcome,
-    PoolRecord, POLL_MS,
+    behaviour, control_end_explained, payload_counts, Ending, Fate, IdleRecord, KeepaliveCounts,
+    Outcome, PayloadCounts, PayloadWay, PoolRecord, POLL_MS,
 };
 use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 
@@ -57,15 +57,64 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             format!("{} UDP mappings at once (one a control, answered every second), each asking tpslab's responder for a reply after its interval", p.connections)
         } else if p.server_first {
             format!("{} connections at once (one a control); tpslab's responder on the far side probes each first and reports its fate", p.connections)
+        } else if p.probe_data.is_some() {
+            format!("{} connections at once (one a control, probed every second); no application bytes on these", p.connections)
         } else {
             format!("{} connections at once (one a control, probed every second); no application bytes are sent", p.connections)
         }
     )
 }
 
+/// The line saying what the payload connections of `--probe-data` carry (none without
+/// it): after the header, with the results (the header is one line, printed alone when
+/// the study begins).
+fn probe_data_line(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
+    let p = &r.plan;
+    if let Some(d) = p.probe_data {
+        writeln!(
+            w,
+            "  --probe-data \"{d}\": {}",
+            if p.server_first {
+                "three connections open through the study carry payload every second: from this side only (the responder reads it), from the far side only (the responder sends), and both ways (the responder echoes)"
+            } else {
+                "one connection open through the study sends these bytes every second (the server's answers, if any, are its payload)"
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The payload part of the behaviour line (`p`: what the payload connections showed).
+fn payload_words(p: PayloadCounts) -> String {
+    let side = |v: Option<bool>, who: &str| match v {
+        Some(true) => format!("payload from the {who} side alone counts"),
+        Some(false) => format!("payload from the {who} side alone does not count"),
+        None => format!("whether payload from the {who} side alone counts: not measured"),
+    };
+    match (p.client, p.server, p.both) {
+        (Some(true), Some(true), _) => "payload from either side counts (resets its timer)".into(),
+        (Some(true), Some(false), _) => "only payload from the client side counts".into(),
+        (Some(false), Some(true), _) => "only payload from the server side counts".into(),
+        (Some(false), Some(false), Some(true)) => {
+            "payload counts only both ways (one direction alone does not)".into()
+        }
+        (None, None, Some(true)) => {
+            "payload counts (tested both ways at once; one direction alone: not measured)".into()
+        }
+        (_, _, Some(false)) => {
+            "payload does not reset its timer either (a flow ended at about the timeout though its payload flowed every second: a limit on a flow's life?)".into()
+        }
+        (c, s, None) if c.is_some() || s.is_some() => {
+            format!("{}; {}", side(c, "client"), side(s, "server"))
+        }
+        _ => "whether payload counts: not measured (the payload connection was still too young at the end, or ended unlike the timeout: the far side may not accept these bytes)".into(),
+    }
+}
+
 /// The whole record, as `tpslab probe idle` printed it.
 pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     header(w, r)?;
+    probe_data_line(w, r)?;
     let rounds = r.conns.iter().map(|c| c.round).max().unwrap_or(0);
     for n in 1..=rounds {
         let line: Vec<String> = r
@@ -126,8 +175,13 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     )?;
     if let Some(b) = behaviour(r) {
         // Where keepalive resets the timer, the probes' silence was of every packet.
+        let payload = payload_counts(r);
         let of_what = if b.keepalive == Some(KeepaliveCounts::Yes) {
             "without a packet in either direction"
+        } else if payload.is_some_and(|p| p.client == Some(true) && p.server == Some(false)) {
+            "without payload from the client side"
+        } else if payload.is_some_and(|p| p.client == Some(false) && p.server == Some(true)) {
+            "without payload from the server side"
         } else {
             "without payload in either direction"
         };
@@ -157,12 +211,32 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             Some(Ending::Silent) => "forgets flows silently (their next packets go unanswered)",
             None => "how it ends flows: not measured",
         };
+        let payload = payload.map_or(
+            "whether payload in one direction counts: not measured".into(),
+            payload_words,
+        );
+        writeln!(w, "Behaviour: {timeout}; {keepalive}; {payload}; {ending}")?;
+    }
+    for c in &r.payload {
         writeln!(
             w,
-            "Behaviour: {timeout}; {keepalive}; whether payload in one direction counts: not measured; {ending}"
+            "  payload {}: {} ({:.1} s after its open){}",
+            match c.way {
+                PayloadWay::Near => "from this side only",
+                PayloadWay::Far => "from the far side only",
+                PayloadWay::Both => "both ways",
+            },
+            short(&c.fate),
+            c.decided_ms as f64 / 1e3,
+            if c.answered_bytes > 0 {
+                format!(", {} byte(s) from the far side", c.answered_bytes)
+            } else {
+                String::new()
+            }
         )?;
     }
-    if r.active_ends.is_some() {
+    // Server first, each timed connection sent its hello to the responder.
+    if r.active_ends.is_some() && !r.plan.server_first {
         writeln!(
             w,
             "  (no application byte was sent: a server's own limit for connections that never send, such as MySQL's connect_timeout or PostgreSQL's authentication_timeout, ends them the same way, and is not the idle timeout of a pooled connection that has sent queries)"
@@ -284,13 +358,18 @@ pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
         .iter()
         .filter(|q| !matches!(q.outcome, Outcome::Answered { .. }))
         .all(|q| q.idle_ms as f64 / 1e3 > timeout_s);
+    let whose = if r.plan.target.is_some() {
+        "the path's"
+    } else {
+        "the middlebox's"
+    };
     if failed == 0 {
-        writeln!(w, "Result: all {n} requests answered: no connection was handed out idle past the middlebox's {timeout_s:.1} s")?;
+        writeln!(w, "Result: all {n} requests answered: no connection was handed out idle past {whose} {timeout_s:.1} s")?;
     } else {
         writeln!(
             w,
             "Result: {failed} of {n} requests failed{} (S5's failure: the pool handed out connections the path had forgotten)",
-            if stale { format!(", each on a connection idle longer than the middlebox's {timeout_s:.1} s") } else { String::new() }
+            if stale { format!(", each on a connection idle longer than {whose} {timeout_s:.1} s") } else { String::new() }
         )?;
     }
     writeln!(

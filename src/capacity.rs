@@ -95,6 +95,13 @@ pub(crate) struct CapacityUdpArgs {
     pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
+    /// Show the search full screen while it goes: each step's rate and call and the
+    /// bracket so far, above the step running now (offered vs delivered pps, this
+    /// interval's drops by layer, the rx_queue against its SO_RCVBUF limit, latency).
+    /// Keys: q ends the search as Ctrl-C does, p freezes the screen, ? help. Standard
+    /// output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl CapacityUdpArgs {
@@ -155,6 +162,9 @@ impl CapacityUdpArgs {
             },
         };
         plan.validate()?;
+        if self.live {
+            out::check_live()?;
+        }
         Ok(plan)
     }
 }
@@ -164,8 +174,30 @@ impl CapacityUdpArgs {
 pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let CapacityCmd::Udp(a) = cmd;
     let plan = a.plan()?;
-    let ctx = out::ctx(None)?;
-    let rec = tpslab_run::capacity::run(&plan, &ctx)?;
+    let mut ctx = out::ctx(None)?;
+    let view = match a.live {
+        true => {
+            let header = tpslab_report::live::LiveHeader {
+                command: "capacity udp".into(),
+                target: plan.run.load.target.to_string(),
+                planned_s: Some(plan.step_time().as_secs_f64()),
+                no_latency: None,
+            };
+            let (view, sink, progress, _) = out::LiveView::start_runs(
+                tpslab_report::live::RunsKind::Capacity,
+                header,
+                ctx.stop.clone(),
+            )?;
+            ctx.live = Some(sink);
+            ctx.progress = progress;
+            Some(view)
+        }
+        false => None,
+    };
+    let rec = tpslab_run::capacity::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     out::emit(
         &rec,
         out::Outputs::of(&a.record),

@@ -15,7 +15,7 @@ use tpslab_analysis::capacity::{
 };
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
-use tpslab_engine::udp_run::run_udp;
+use tpslab_engine::udp_run::run_udp_streamed;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
 struct Watchdog {
@@ -145,7 +145,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
             ctx.phase(
                 &format!("capacity step {}: {} pps", steps.len() + 1, rate_text(rate)),
                 plan.step_time().as_secs_f64(),
-                || run_udp(run, &stop),
+                || run_udp_streamed(run, &stop, ctx.live.clone()),
             )
         };
         // An error on the first step is the command's (the target cannot be reached or
@@ -198,6 +198,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         };
         ctx.progress.line(&step_line(steps.len() + 1, &step));
         steps.push(step);
+        ctx.progress.capacity_steps(&steps);
     };
     let interrupted = ctx.stopped();
     // The layer that gave first: the verdict at the lowest failing rate.

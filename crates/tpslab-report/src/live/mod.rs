@@ -5,13 +5,17 @@
 //! such line, or is given the same sample in process with the figures the stream leaves
 //! out: the SO_RCVBUF limit, softnet drops per CPU). [`LiveState`] keeps what the screen
 //! shows (a bounded window of the last [`WINDOW_S`] seconds); [`draw`] lays it out.
-//! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends.
+//! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends; a
+//! command of several UDP runs (diagnose, sweep, capacity: [`RunsLiveState`],
+//! [`draw_runs`]) shows the runs so far above the run going now.
 
 mod draw;
 mod ramp;
+mod runs;
 
 pub use draw::{draw, MIN_HEIGHT, MIN_WIDTH};
 pub use ramp::{draw_ramp, CurrentStep, RampHeader, RampLiveState};
+pub use runs::{draw_runs, RunRow, RunsKind, RunsLiveState};
 
 use serde::Deserialize;
 use std::collections::VecDeque;

@@ -332,6 +332,7 @@ fn frame(s: &LiveSample) -> Option<LiveFrame> {
     let mut f = LiveFrame::from_line(&line).ok()?;
     f.rcvbuf_limit_bytes = s.rcvbuf_limit_bytes;
     f.softnet_dropped_per_cpu = s.softnet_dropped_per_cpu.clone();
+    f.threads = s.threads.clone();
     Some(f)
 }
 

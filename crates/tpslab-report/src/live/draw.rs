@@ -55,7 +55,7 @@ pub(super) fn too_small(frame: &mut Frame) -> bool {
 /// The keys at the end of a status line whose other spans take `used` columns of
 /// `width`: in full where they fit, else their letters.
 pub(super) fn keys(used: usize, width: u16) -> Span<'static> {
-    const FULL: &str = "q stop (twice: quit)  p pause  ? help";
+    const FULL: &str = "q stop (2x quit)  p pause  ? help";
     let keys = if used + FULL.len() <= width as usize {
         FULL
     } else {
@@ -379,7 +379,7 @@ fn queue_gauge(frame: &mut Frame, area: Rect, st: &LiveState) {
 }
 
 fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let block = Block::bordered().title(" softnet drops per CPU (since start) ");
+    let block = Block::bordered().title(" softnet drops per CPU, server threads ");
     let mut lines = vec![];
     if st.softnet_per_cpu.is_empty() {
         lines.push(Line::from(format!(
@@ -401,16 +401,54 @@ fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
         }
         lines.push(Line::from(cells));
     }
-    lines.push(Line::styled(
-        "server thread states: not sampled live (in the report at the end)",
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    lines.extend(thread_lines(st, area.width.saturating_sub(2) as usize));
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
             .wrap(Wrap { trim: false }),
         area,
     );
+}
+
+/// The server's threads as last read: a line of how many are in each state and call
+/// (`threads: 3 S recvfrom, 1 R`), then one line per thread (`1234 udp-srv S recvfrom`),
+/// each cut to `width`.
+fn thread_lines(st: &LiveState, width: usize) -> Vec<Line<'static>> {
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    if st.threads.is_empty() {
+        return vec![Line::styled(
+            "server threads: not read (they are with a server process: --pid, or found by its socket)",
+            dim,
+        )];
+    }
+    let what = |t: &super::LiveThread| match &t.wait {
+        Some(w) => format!("{} {w}", t.state),
+        None => t.state.to_string(),
+    };
+    let mut counts: Vec<(String, usize)> = vec![];
+    for t in &st.threads {
+        let w = what(t);
+        match counts.iter_mut().find(|c| c.0 == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let summary: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    let cut = |s: String| s.chars().take(width).collect::<String>();
+    let mut lines = vec![Line::from(cut(format!("threads: {}", summary.join(", "))))];
+    for t in &st.threads {
+        let style = if t.state == 'R' || t.state == 'D' {
+            Style::default().fg(Color::Yellow)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::styled(
+            cut(format!("{:>7} {:<15} {}", t.tid, t.comm, what(t))),
+            style,
+        ));
+    }
+    lines
 }
 
 /// The help overlay over the middle of `area`: the keys (q stops the `what` as Ctrl-C does,

@@ -379,7 +379,7 @@ fn queue_gauge(frame: &mut Frame, area: Rect, st: &LiveState) {
 }
 
 fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let block = Block::bordered().title(" softnet drops per CPU, server threads ");
+    let block = Block::bordered().title(" softnet drops per CPU, threads ");
     let mut lines = vec![];
     if st.softnet_per_cpu.is_empty() {
         lines.push(Line::from(format!(

@@ -175,25 +175,14 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let CapacityCmd::Udp(a) = cmd;
     let plan = a.plan()?;
     let mut ctx = out::ctx(None)?;
-    let view = match a.live {
-        true => {
-            let header = tpslab_report::live::LiveHeader {
-                command: "capacity udp".into(),
-                target: plan.run.load.target.to_string(),
-                planned_s: Some(plan.step_time().as_secs_f64()),
-                no_latency: None,
-            };
-            let (view, sink, progress, _) = out::LiveView::start_runs(
-                tpslab_report::live::RunsKind::Capacity,
-                header,
-                ctx.stop.clone(),
-            )?;
-            ctx.live = Some(sink);
-            ctx.progress = progress;
-            Some(view)
-        }
-        false => None,
+    let header = tpslab_report::live::LiveHeader {
+        command: "capacity udp".into(),
+        target: plan.run.load.target.to_string(),
+        planned_s: Some(plan.step_time().as_secs_f64()),
+        no_latency: None,
     };
+    let kind = tpslab_report::live::RunsKind::Capacity;
+    let view = out::attach_runs(a.live, kind, header, &mut ctx)?;
     let rec = tpslab_run::capacity::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).
     drop(view);

@@ -145,19 +145,8 @@ impl DiagUdpArgs {
 pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let mut ctx = out::ctx(None)?;
-    let view = match a.live {
-        true => {
-            let (view, sink, progress, _) = out::LiveView::start_runs(
-                tpslab_report::live::RunsKind::Diagnose,
-                live_header(&plan),
-                ctx.stop.clone(),
-            )?;
-            ctx.live = Some(sink);
-            ctx.progress = progress;
-            Some(view)
-        }
-        false => None,
-    };
+    let kind = tpslab_report::live::RunsKind::Diagnose;
+    let view = out::attach_runs(a.live, kind, live_header(&plan), &mut ctx)?;
     let rec = tpslab_run::diagnose::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).
     drop(view);

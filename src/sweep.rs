@@ -161,27 +161,18 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let cells = tpslab_plan::sweep::cells(&plan.factors, plan.design).len();
     let planned = tpslab_plan::sweep::run_order(cells, plan.repeat, plan.seed).len();
     let mut ctx = ctx;
-    let view = match a.live {
-        true => {
-            let load = &plan.load;
-            let header = tpslab_report::live::LiveHeader {
-                command: "sweep".into(),
-                target: match &plan.server_cmd {
-                    Some(_) => "the server of --server-cmd".into(),
-                    None => "tpslab's server".into(),
-                },
-                planned_s: Some((load.warmup + load.duration).as_secs_f64()),
-                no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
-            };
-            let kind = tpslab_report::live::RunsKind::Sweep { planned };
-            let (view, sink, progress, tx) =
-                out::LiveView::start_runs(kind, header, ctx.stop.clone())?;
-            ctx.live = Some(sink);
-            ctx.progress = progress;
-            Some((view, tx))
-        }
-        false => None,
+    let load = &plan.load;
+    let header = tpslab_report::live::LiveHeader {
+        command: "sweep".into(),
+        target: match &plan.server_cmd {
+            Some(_) => "the server of --server-cmd".into(),
+            None => "tpslab's server".into(),
+        },
+        planned_s: Some((load.warmup + load.duration).as_secs_f64()),
+        no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
     };
+    let kind = tpslab_report::live::RunsKind::Sweep { planned };
+    let view = out::attach_runs(a.live, kind, header, &mut ctx)?;
     let pb = if out::progress_shown() && view.is_none() {
         indicatif::ProgressBar::new(planned as u64)
     } else {

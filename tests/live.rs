@@ -109,6 +109,19 @@ impl Session {
             == "1"
     }
 
+    /// Types `q`: the command must end within `within` with exit 130 and say its record
+    /// was written. Returns its stderr (the file `err`).
+    fn quit_with_q(&self, rc: &Path, err: &Path, within: Duration) -> String {
+        let t = Instant::now();
+        self.key("q");
+        let code = self.exit_code(rc, Duration::from_secs(10));
+        assert!(t.elapsed() < within, "{:?} after q", t.elapsed());
+        let stderr = std::fs::read_to_string(err).unwrap_or_default();
+        assert_eq!(code, "130", "exit code; stderr: {stderr}");
+        assert!(stderr.contains("record written to"), "{stderr}");
+        stderr
+    }
+
     /// The exit code the script wrote to `rc`, waited for up to `limit`.
     fn exit_code(&self, rc: &Path, limit: Duration) -> String {
         wait_for(limit, || {
@@ -209,13 +222,7 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     .unwrap_or_else(|| panic!("still frozen after 'p' again:\n{}", screen()));
 
     // `q` ends the run as Ctrl-C does, long before its 20 s.
-    let t = Instant::now();
-    tm.key("q");
-    let code = tm.exit_code(&rc, Duration::from_secs(10));
-    assert!(t.elapsed() < Duration::from_secs(10));
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(code, "130", "exit code; stderr: {stderr}");
-    assert!(stderr.contains("record written to"), "{stderr}");
+    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(10));
 
     // The record is whole (it reads back as a record, `report` renders it) and interrupted.
     let r = common::record(&rec);
@@ -328,13 +335,7 @@ fn q_ends_a_live_ramp_like_ctrl_c() {
     assert!(tm.alternate(), "the view draws on the alternate screen");
 
     // `q` mid-run: the ramp ends long before its 4.9 s.
-    let t = Instant::now();
-    tm.key("q");
-    let code = tm.exit_code(&rc, Duration::from_secs(10));
-    assert!(t.elapsed() < Duration::from_secs(4));
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(code, "130", "exit code; stderr: {stderr}");
-    assert!(stderr.contains("record written to"), "{stderr}");
+    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(4));
 
     // The record: interrupted, with the steps measured before `q`, each one whole.
     let r = common::record(&rec);
@@ -405,13 +406,7 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
     assert!(s.contains("drops by layer"), "{s}");
     assert!(tm.alternate(), "the view draws on the alternate screen");
 
-    let t = Instant::now();
-    tm.key("q");
-    let code = tm.exit_code(&rc, Duration::from_secs(10));
-    assert!(t.elapsed() < Duration::from_secs(5));
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(code, "130", "exit code; stderr: {stderr}");
-    assert!(stderr.contains("record written to"), "{stderr}");
+    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(5));
     // The steps' lines were held while the view had the screen, said after it.
     assert!(
         stderr.contains("capacity step 1: 2,000 pps: pass"),

@@ -245,6 +245,25 @@ impl Screen for RampLiveState {
     }
 }
 
+/// With `live`, starts the view of a command of several runs ([`LiveView::start_runs`],
+/// the run's `header`) and points `ctx`'s samples and progress at it; returns the view and
+/// the sender of what the command tells it besides. None without `live`. Errors: the
+/// terminal cannot be set up.
+pub(crate) fn attach_runs(
+    live: bool,
+    kind: RunsKind,
+    header: LiveHeader,
+    ctx: &mut tpslab_run::Ctx,
+) -> Result<Option<(LiveView, mpsc::Sender<RunsItem>)>> {
+    if !live {
+        return Ok(None);
+    }
+    let (view, sink, progress, tx) = LiveView::start_runs(kind, header, ctx.stop.clone())?;
+    ctx.live = Some(sink);
+    ctx.progress = progress;
+    Ok(Some((view, tx)))
+}
+
 /// What a command of several runs tells its view.
 pub(crate) enum RunsItem {
     /// A run (a phase, a sweep's cell) called this starts.

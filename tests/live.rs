@@ -222,7 +222,7 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     .unwrap_or_else(|| panic!("still frozen after 'p' again:\n{}", screen()));
 
     // `q` ends the run as Ctrl-C does, long before its 20 s.
-    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(10));
+    tm.quit_with_q(&rc, &err, Duration::from_secs(10));
 
     // The record is whole (it reads back as a record, `report` renders it) and interrupted.
     let r = common::record(&rec);
@@ -335,7 +335,7 @@ fn q_ends_a_live_ramp_like_ctrl_c() {
     assert!(tm.alternate(), "the view draws on the alternate screen");
 
     // `q` mid-run: the ramp ends long before its 4.9 s.
-    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(4));
+    tm.quit_with_q(&rc, &err, Duration::from_secs(4));
 
     // The record: interrupted, with the steps measured before `q`, each one whole.
     let r = common::record(&rec);

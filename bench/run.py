@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -416,14 +417,17 @@ def rusage_of(cmd):
     return float(out[0]), float(out[1])
 
 
-def observer_cost(interval, secs, port, reasons=True):
+def observer_cost(interval, secs, port, reasons=True, live=False):
     """Steady CPU of `tpslab watch` following a server socket and its threads (with or
-    without sampling the kernel's drop reasons): the difference of a short and a long run,
-    so start-up and the final report cancel out."""
+    without sampling the kernel's drop reasons; with `live`, drawing `--live` on a 160x48
+    pseudo-terminal that `script` holds, whose CPU counts too): the difference of a short
+    and a long run, so start-up and the final report cancel out."""
     srv = Bg([TPSLAB, "serve", "udp", "--bind", f"127.0.0.1:{port}", "--duration", f"{2 * secs + 10}s"])
-    off = [] if reasons else ["--no-drop-reasons"]
-    cmd = lambda d: ns(TPSLAB, "watch", "--pid", str(srv.p.pid), "--port", str(port), "--interval", interval,
-                       "--duration", f"{d}s", *off)
+    off = ([] if reasons else ["--no-drop-reasons"]) + (["--live"] if live else [])
+    watch = lambda d: ns(TPSLAB, "watch", "--pid", str(srv.p.pid), "--port", str(port), "--interval", interval,
+                         "--duration", f"{d}s", *off)
+    pty = lambda c: ["script", "-qec", "stty cols 160 rows 48; exec " + shlex.join(c), "/dev/null"]
+    cmd = lambda d: pty(watch(d)) if live else watch(d)
     c1, w1 = rusage_of(cmd(1))
     c2, w2 = rusage_of(cmd(1 + secs))
     srv.p.terminate()
@@ -581,6 +585,10 @@ def observer_rows(rows, rnd, seconds, port):
             tool = "tpslab" if reasons else "tpslab-no-reasons"
             for k, v in observer_cost(iv, seconds * 3, port, reasons).items():
                 rows.append((f"observer-{iv}", tool, 0, k, v, rnd))
+    # The live view beside the same watch at 10 ms (drop reasons sampled).
+    port += 1
+    for k, v in observer_cost("10ms", seconds * 3, port, True, live=True).items():
+        rows.append(("observer-10ms", "tpslab-live", 0, k, v, rnd))
     for reasons in ((True, False) if rnd % 2 == 0 else (False, True)):
         port += 2
         tool = "tpslab" if reasons else "tpslab-no-reasons"
@@ -701,6 +709,9 @@ def report(rows, memory_only=False, observer_only=False, pacing_only=False, clos
             if c:
                 print(f"observer at {iv}: {statistics.median(c):.2f} % of a core ({min(c):.2f}-{max(c):.2f})"
                       + (f"; without drop reasons {statistics.median(n):.2f} % ({min(n):.2f}-{max(n):.2f})" if n else ""))
+            lv = vals(f"observer-{iv}", "tpslab-live", 0, "cpu_pct_of_core")
+            if lv:
+                print(f"  with --live (160x48, under script's pseudo-terminal): {statistics.median(lv):.2f} % ({min(lv):.2f}-{max(lv):.2f})")
         on_ = lambda m: vals("drop-storm", "tpslab", 64, m)
         off = lambda m: vals("drop-storm", "tpslab-no-reasons", 64, m)
         if on_("sender_pps") and off("sender_pps"):

@@ -192,6 +192,13 @@ pub(crate) struct CapacityUdpArgs {
     pub(crate) no_drop_reasons: bool,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
+    /// Show the search full screen while it goes: each step's rate and call and the
+    /// bracket so far, above the step running now (offered vs delivered pps, this
+    /// interval's drops by layer, the rx_queue against its SO_RCVBUF limit, latency).
+    /// Keys: q ends the search as Ctrl-C does, p freezes the screen, ? help. Standard
+    /// output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl CapacityUdpArgs {
@@ -240,6 +247,9 @@ impl CapacityUdpArgs {
             ),
         };
         plan.validate()?;
+        if self.live {
+            out::check_live()?;
+        }
         Ok(plan)
     }
 }
@@ -247,12 +257,23 @@ impl CapacityUdpArgs {
 /// Runs `tpslab capacity`: the search (each step's line on stderr as it ends), the record
 /// and its report. Exit 0 when the search ended, 130 when interrupted.
 pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
-    let (plan, record) = match &cmd {
-        CapacityCmd::Udp(a) => (a.plan()?, &a.record),
-        CapacityCmd::Http(a) => (a.plan()?, &a.record),
+    let (plan, record, live) = match &cmd {
+        CapacityCmd::Udp(a) => (a.plan()?, &a.record, a.live),
+        CapacityCmd::Http(a) => (a.plan()?, &a.record, false),
     };
-    let ctx = out::ctx(None)?;
-    let rec = tpslab_run::capacity::run(&plan, &ctx)?;
+    let mut ctx = out::ctx(None)?;
+    let header = tpslab_report::live::LiveHeader {
+        command: format!("capacity {}", plan.protocol()),
+        target: plan.target().to_string(),
+        planned_s: Some(plan.step_time().as_secs_f64()),
+        no_latency: None,
+    };
+    let kind = tpslab_report::live::RunsKind::Capacity;
+    let view = out::attach_runs(live, kind, header, &mut ctx)?;
+    let rec = tpslab_run::capacity::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     out::emit(
         &rec,
         out::Outputs::of(record),

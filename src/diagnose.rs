@@ -49,6 +49,12 @@ pub(crate) struct DiagnoseArgs {
     pub(crate) explain: bool,
     #[command(flatten)]
     pub(crate) gate: GateFlags,
+    /// Show the runs full screen while they go: each run's drops by layer as it ends,
+    /// above the run going now (offered vs delivered pps, this interval's drops by layer,
+    /// the rx_queue against its SO_RCVBUF limit, latency). Keys: q ends the diagnosis as
+    /// Ctrl-C does, p freezes the screen, ? help. Standard output must be a terminal.
+    #[arg(long, global = true)]
+    pub(crate) live: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -109,6 +115,9 @@ impl DiagnoseArgs {
         if self.verify && self.no_verify {
             bail!("--verify and --no-verify contradict each other: give one");
         }
+        if self.live {
+            out::check_live()?;
+        }
         Ok(plan)
     }
 }
@@ -135,8 +144,13 @@ impl DiagUdpArgs {
 /// Runs `tpslab diagnose`.
 pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
-    let ctx = out::ctx(None)?;
-    let rec = tpslab_run::diagnose::run(&plan, &ctx)?;
+    let mut ctx = out::ctx(None)?;
+    let kind = tpslab_report::live::RunsKind::Diagnose;
+    let view = out::attach_runs(a.live, kind, live_header(&plan), &mut ctx)?;
+    let rec = tpslab_run::diagnose::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     let Body::Diagnose(d) = &rec.body else {
         unreachable!("a diagnosis makes a diagnose record")
     };
@@ -146,6 +160,22 @@ pub fn run(a: DiagnoseArgs) -> Result<ExitCode> {
         out::Terminal::Report { explain: a.explain },
     )?;
     diagnose_exit(d, &a.gate)
+}
+
+/// What the live view says of each run of a diagnosis: the server, each run's planned
+/// length, why there is no latency (a load without replies).
+fn live_header(plan: &DiagnosePlan) -> tpslab_report::live::LiveHeader {
+    let load = &plan.first.load;
+    tpslab_report::live::LiveHeader {
+        command: "diagnose".into(),
+        target: match &plan.server {
+            tpslab_run::diagnose::Server::BuiltIn => "built-in S1 scenario".into(),
+            tpslab_run::diagnose::Server::At(t) => t.clone(),
+            tpslab_run::diagnose::Server::Started(_) => "the server of --server-cmd".into(),
+        },
+        planned_s: Some((load.warmup + load.duration).as_secs_f64()),
+        no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
+    }
 }
 
 /// The exit code: the first run's under the gate; 130 when any part was interrupted.

@@ -7,7 +7,7 @@ mod live;
 mod progress;
 
 pub(crate) use emit::{emit, emit_files, emit_run, escaped, live_sink, Outputs, Terminal};
-pub(crate) use live::{check as check_live, LiveView};
+pub(crate) use live::{attach_runs, check as check_live, LiveView, RunsItem};
 pub(crate) use progress::TermProgress;
 
 use anyhow::Result;

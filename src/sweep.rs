@@ -74,6 +74,13 @@ pub(crate) struct SweepArgs {
     /// Generator sender threads (one socket each); --threads is the server's.
     #[arg(long, default_value_t = 1)]
     pub(crate) load_threads: usize,
+    /// Show the sweep full screen while it goes: the runs done so far (cell, TPS, loss,
+    /// p99) as the table fills in, above the run going now (offered vs delivered pps,
+    /// this interval's drops by layer, the rx_queue against its SO_RCVBUF limit,
+    /// latency). Keys: q ends the sweep as Ctrl-C does (--resume continues), p freezes
+    /// the screen, ? help. Standard output must be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 /// A new sweep's plan from the flags and a plan file (flags given override it).
@@ -127,6 +134,9 @@ impl SweepArgs {
             crate::flags::check_output("--csv", p, false)?;
         }
         self.gate.conditions(applies::SWEEP)?;
+        if self.live {
+            out::check_live()?;
+        }
         if self.resume {
             return Ok(None);
         }
@@ -150,7 +160,20 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     )?;
     let cells = tpslab_plan::sweep::cells(&plan.factors, plan.design).len();
     let planned = tpslab_plan::sweep::run_order(cells, plan.repeat, plan.seed).len();
-    let pb = if out::progress_shown() {
+    let mut ctx = ctx;
+    let load = &plan.load;
+    let header = tpslab_report::live::LiveHeader {
+        command: "sweep".into(),
+        target: match &plan.server_cmd {
+            Some(_) => "the server of --server-cmd".into(),
+            None => "tpslab's server".into(),
+        },
+        planned_s: Some((load.warmup + load.duration).as_secs_f64()),
+        no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
+    };
+    let kind = tpslab_report::live::RunsKind::Sweep { planned };
+    let view = out::attach_runs(a.live, kind, header, &mut ctx)?;
+    let pb = if out::progress_shown() && view.is_none() {
         indicatif::ProgressBar::new(planned as u64)
     } else {
         indicatif::ProgressBar::hidden()
@@ -160,8 +183,14 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             .unwrap()
             .progress_chars("=> "),
     );
+    let to_view = view.as_ref().map(|v| v.1.clone());
     let rec = tpslab_run::sweep::run(&plan, &a.out, &ctx, &mut |e| match e {
-        Event::Next(cell) => pb.set_message(cell.label()),
+        Event::Next(cell) => {
+            if let Some(tx) = &to_view {
+                let _ = tx.send(out::RunsItem::Run(cell.label()));
+            }
+            pb.set_message(cell.label())
+        }
         Event::Done {
             done,
             planned,
@@ -169,6 +198,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             record,
         } => {
             pb.inc(1);
+            if let Some(tx) = &to_view {
+                let m = <tpslab_analysis::sweep::RunMetrics as tpslab_analysis::sweep::RunMetricsExt>::of(record);
+                let _ = tx.send(out::RunsItem::SweepDone(done, cell.label(), Box::new(m)));
+            }
             // Scraped: the runs done, and the last run's figures labelled by its cell.
             if let Some(e) = &exporter {
                 e.set(tpslab_report::metrics::sweep_progress(
@@ -181,6 +214,9 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         }
     });
     pb.finish_and_clear();
+    // The terminal is given back before the report prints (or the error is said).
+    drop(to_view);
+    drop(view);
     let Some(rec) = rec? else {
         eprintln!("tpslab: interrupted before a run of the baseline cell finished; the records so far are in {} (--resume continues)", a.out.display());
         return Ok(ExitCode::from(130));

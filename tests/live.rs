@@ -51,34 +51,119 @@ fn sysctls() -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// Ends our tmux server (and the shell it runs) when the test ends, however it ends.
-struct Server(String);
+/// A tmux server of the test's own (its socket named after the test and this process)
+/// running one session `w` x `h` whose shell runs `script`; the server (and the shell it
+/// runs) is ended when the test ends, however it ends.
+struct Session {
+    sock: String,
+}
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        tmux(&self.0, &["kill-server"]);
+impl Session {
+    /// Starts the session. None (the test skipped, said why) without tmux.
+    fn start(test: &str, w: u16, h: u16, script: &str) -> Option<Session> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            common::skip(test, "tmux is not installed (.ci/run installs it)");
+            return None;
+        }
+        let sock = format!("tpslab-{test}-{}", std::process::id());
+        let (w, h) = (w.to_string(), h.to_string());
+        tmux(
+            &sock,
+            &[
+                "new-session",
+                "-d",
+                "-x",
+                &w,
+                "-y",
+                &h,
+                "-s",
+                "live",
+                script,
+            ],
+        );
+        Some(Session { sock })
     }
+
+    /// The screen now.
+    fn screen(&self) -> String {
+        tmux(&self.sock, &["capture-pane", "-p", "-t", "live"])
+    }
+
+    /// The screen now and the lines scrolled off it.
+    fn history(&self) -> String {
+        tmux(&self.sock, &["capture-pane", "-p", "-t", "live", "-S", "-"])
+    }
+
+    /// Types `key`.
+    fn key(&self, key: &str) {
+        tmux(&self.sock, &["send-keys", "-t", "live", key]);
+    }
+
+    /// Whether the alternate screen is on.
+    fn alternate(&self) -> bool {
+        tmux(
+            &self.sock,
+            &["display", "-p", "-t", "live", "#{alternate_on}"],
+        )
+        .trim()
+            == "1"
+    }
+
+    /// Types `q`: the command must end within `within` with exit 130 and say its record
+    /// was written. Returns its stderr (the file `err`).
+    fn quit_with_q(&self, rc: &Path, err: &Path, within: Duration) -> String {
+        let t = Instant::now();
+        self.key("q");
+        let code = self.exit_code(rc, Duration::from_secs(10));
+        assert!(t.elapsed() < within, "{:?} after q", t.elapsed());
+        let stderr = std::fs::read_to_string(err).unwrap_or_default();
+        assert_eq!(code, "130", "exit code; stderr: {stderr}");
+        assert!(stderr.contains("record written to"), "{stderr}");
+        stderr
+    }
+
+    /// The exit code the script wrote to `rc`, waited for up to `limit`.
+    fn exit_code(&self, rc: &Path, limit: Duration) -> String {
+        wait_for(limit, || {
+            std::fs::read_to_string(rc).ok().filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| panic!("the command did not end:\n{}", self.screen()))
+        .trim()
+        .to_string()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&self.sock, &["kill-server"]);
+    }
+}
+
+/// A fresh folder for a test's files and tpslab's state (`state/`), and the paths of the
+/// record, the stderr and the exit code files in it.
+fn files(name: &str) -> (std::path::PathBuf, [std::path::PathBuf; 3]) {
+    let dir = common::tmp(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("state")).unwrap();
+    let f = [dir.join("rec.json"), dir.join("err"), dir.join("rc")];
+    (dir, f)
+}
+
+/// A path quoted for the shell.
+fn q(p: &Path) -> String {
+    format!("'{}'", p.display())
 }
 
 #[test]
 fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     const NAME: &str = "q_under_a_real_terminal_ends_the_run_like_ctrl_c";
-    if Command::new("tmux").arg("-V").output().is_err() {
-        common::skip(NAME, "tmux is not installed (.ci/run installs it)");
-        return;
-    }
     if !common::can_netns(NAME) {
         return;
     }
     let ns = NetNs::new();
-    let dir = common::tmp("live-tmux");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, [rec, err, rc]) = files("live-tmux");
     let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let (rec, err, rc) = (dir.join("rec.json"), dir.join("err"), dir.join("rc"));
     let (before_tty, after_tty) = (dir.join("tty.before"), dir.join("tty.after"));
-    let q = |p: &Path| format!("'{}'", p.display());
     let script = format!(
         "stty -g > {bt}; env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} ip netns exec {ns} {bin} \
          run udp --rate 5000 --duration 20s --interval 50ms --no-history --live --json {rec} \
@@ -93,23 +178,10 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
         at = q(&after_tty),
     );
     let sysctls_before = sysctls();
-    let sock = format!("tpslab-live-test-{}", std::process::id());
-    let _server = Server(sock.clone());
-    tmux(
-        &sock,
-        &[
-            "new-session",
-            "-d",
-            "-x",
-            "160",
-            "-y",
-            "48",
-            "-s",
-            "live",
-            &script,
-        ],
-    );
-    let screen = || tmux(&sock, &["capture-pane", "-p", "-t", "live"]);
+    let Some(tm) = Session::start(NAME, 160, 48, &script) else {
+        return;
+    };
+    let screen = || tm.screen();
 
     // The view is up and samples come in: the rate chart names an offered rate.
     let first = wait_for(Duration::from_secs(8), || {
@@ -120,24 +192,21 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     .unwrap_or_else(|| panic!("no live view with samples:\n{}", screen()));
     assert!(first.contains("drops by layer"), "{first}");
     assert!(first.contains("rx_queue / SO_RCVBUF"), "{first}");
-    assert_eq!(
-        tmux(&sock, &["display", "-p", "-t", "live", "#{alternate_on}"]).trim(),
-        "1",
-        "the view draws on the alternate screen"
-    );
+    assert!(tm.alternate(), "the view draws on the alternate screen");
 
-    // `?` shows the help over the view.
-    tmux(&sock, &["send-keys", "-t", "live", "?"]);
+    // `?` shows the help over the view, which says a second q quits at once.
+    tm.key("?");
     wait_for(Duration::from_secs(3), || {
         screen()
             .contains("stop the run as Ctrl-C does")
             .then_some(())
     })
     .unwrap_or_else(|| panic!("no help after '?':\n{}", screen()));
-    tmux(&sock, &["send-keys", "-t", "live", "?"]);
+    assert!(screen().contains("twice: quit at once"), "{}", screen());
+    tm.key("?");
 
     // `p` freezes the screen: the elapsed time stands still while the run goes on.
-    tmux(&sock, &["send-keys", "-t", "live", "p"]);
+    tm.key("p");
     let frozen = wait_for(Duration::from_secs(3), || {
         let s = screen();
         s.contains("PAUSED").then(|| elapsed(&s)).flatten()
@@ -145,7 +214,7 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     .unwrap_or_else(|| panic!("not paused after 'p':\n{}", screen()));
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(elapsed(&screen()), Some(frozen), "{}", screen());
-    tmux(&sock, &["send-keys", "-t", "live", "p"]);
+    tm.key("p");
     wait_for(Duration::from_secs(3), || {
         let s = screen();
         (!s.contains("PAUSED") && elapsed(&s)? > frozen).then_some(())
@@ -153,16 +222,7 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     .unwrap_or_else(|| panic!("still frozen after 'p' again:\n{}", screen()));
 
     // `q` ends the run as Ctrl-C does, long before its 20 s.
-    let t = Instant::now();
-    tmux(&sock, &["send-keys", "-t", "live", "q"]);
-    let code = wait_for(Duration::from_secs(10), || {
-        std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty())
-    })
-    .unwrap_or_else(|| panic!("the run did not end after 'q':\n{}", screen()));
-    assert!(t.elapsed() < Duration::from_secs(10));
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(code.trim(), "130", "exit code; stderr: {stderr}");
-    assert!(stderr.contains("record written to"), "{stderr}");
+    tm.quit_with_q(&rc, &err, Duration::from_secs(10));
 
     // The record is whole (it reads back as a record, `report` renders it) and interrupted.
     let r = common::record(&rec);
@@ -185,11 +245,8 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     })
     .expect("stty after the run");
     assert_eq!(modes, std::fs::read_to_string(&before_tty).unwrap());
-    assert_eq!(
-        tmux(&sock, &["display", "-p", "-t", "live", "#{alternate_on}"]).trim(),
-        "0"
-    );
-    let history = tmux(&sock, &["capture-pane", "-p", "-t", "live", "-S", "-"]);
+    assert!(!tm.alternate());
+    let history = tm.history();
     assert!(
         history.contains("Ledger: where every datagram went"),
         "{history}"
@@ -216,6 +273,15 @@ fn live_without_a_terminal_is_one_line_and_exit_2() {
         ][..],
         &["watch", "--port", "9", "--duration", "1s"][..],
         &["ramp", "tcp", "--users", "1..2", "--step-duration", "100ms"][..],
+        &["diagnose", "--no-verify"][..],
+        &[
+            "sweep",
+            "--factor",
+            "batch=1,8",
+            "--out",
+            "/nonexistent/tpslab-live",
+        ][..],
+        &["capacity", "udp", "127.0.0.1:9", "--budget", "10s"][..],
     ] {
         let out = common::tpslab()
             .args(args)
@@ -239,46 +305,22 @@ fn live_without_a_terminal_is_one_line_and_exit_2() {
 /// with the steps measured whole and marked interrupted, the terminal given back.
 #[test]
 fn q_ends_a_live_ramp_like_ctrl_c() {
-    const NAME: &str = "q_ends_a_live_ramp_like_ctrl_c";
-    if Command::new("tmux").arg("-V").output().is_err() {
-        common::skip(NAME, "tmux is not installed (.ci/run installs it)");
-        return;
-    }
-    let dir = common::tmp("live-ramp-tmux");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let (rec, err, rc) = (dir.join("rec.json"), dir.join("err"), dir.join("rc"));
-    let q = |p: &Path| format!("'{}'", p.display());
+    let (dir, [rec, err, rc]) = files("live-ramp-tmux");
     // 7 steps of 0.2 + 0.5 s: 4.9 s planned.
     let script = format!(
         "env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} {bin} ramp tcp --users 1..64 --step x2 \
          --step-duration 500ms --warmup 200ms --server-serial 2ms --no-history --live \
          --json {rec} 2> {err}; echo $? > {rc}; sleep 30",
-        st = q(&state),
+        st = q(&dir.join("state")),
         bin = env!("CARGO_BIN_EXE_tpslab"),
         rec = q(&rec),
         err = q(&err),
         rc = q(&rc),
     );
-    let sock = format!("tpslab-live-ramp-test-{}", std::process::id());
-    let _server = Server(sock.clone());
-    tmux(
-        &sock,
-        &[
-            "new-session",
-            "-d",
-            "-x",
-            "80",
-            "-y",
-            "24",
-            "-s",
-            "ramp",
-            &script,
-        ],
-    );
-    let screen = || tmux(&sock, &["capture-pane", "-p", "-t", "ramp"]);
+    let Some(tm) = Session::start("q_ends_a_live_ramp_like_ctrl_c", 80, 24, &script) else {
+        return;
+    };
+    let screen = || tm.screen();
 
     // The view follows the steps: at step 3, the first two are measured and drawn.
     let s = wait_for(Duration::from_secs(10), || {
@@ -290,23 +332,10 @@ fn q_ends_a_live_ramp_like_ctrl_c() {
     assert!(s.contains("(tpslab's server)"), "{s}");
     assert!(s.contains("TPS by users"), "{s}");
     assert!(s.contains("     2 users █"), "step 2's bar: {s}");
-    assert_eq!(
-        tmux(&sock, &["display", "-p", "-t", "ramp", "#{alternate_on}"]).trim(),
-        "1",
-        "the view draws on the alternate screen"
-    );
+    assert!(tm.alternate(), "the view draws on the alternate screen");
 
     // `q` mid-run: the ramp ends long before its 4.9 s.
-    let t = Instant::now();
-    tmux(&sock, &["send-keys", "-t", "ramp", "q"]);
-    let code = wait_for(Duration::from_secs(10), || {
-        std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty())
-    })
-    .unwrap_or_else(|| panic!("the ramp did not end after 'q':\n{}", screen()));
-    assert!(t.elapsed() < Duration::from_secs(4));
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(code.trim(), "130", "exit code; stderr: {stderr}");
-    assert!(stderr.contains("record written to"), "{stderr}");
+    tm.quit_with_q(&rc, &err, Duration::from_secs(4));
 
     // The record: interrupted, with the steps measured before `q`, each one whole.
     let r = common::record(&rec);
@@ -323,10 +352,83 @@ fn q_ends_a_live_ramp_like_ctrl_c() {
     assert!(report.status.success(), "{report:?}");
 
     // The terminal is given back, the report printed on the normal screen.
-    assert_eq!(
-        tmux(&sock, &["display", "-p", "-t", "ramp", "#{alternate_on}"]).trim(),
-        "0"
-    );
-    let history = tmux(&sock, &["capture-pane", "-p", "-t", "ramp", "-S", "-"]);
+    assert!(!tm.alternate());
+    let history = tm.history();
     assert!(history.contains("knee"), "{history}");
+}
+
+/// `capacity udp --live` under tmux against tpslab's server in a namespace of the test's:
+/// the view shows the steps judged so far and the bracket above the step running now;
+/// `q` mid-search ends it as Ctrl-C does: exit 130, the record written whole (its steps
+/// judged before `q`) and marked interrupted, the terminal given back, no host setting
+/// left changed.
+#[test]
+fn q_ends_a_live_capacity_search_like_ctrl_c() {
+    const NAME: &str = "q_ends_a_live_capacity_search_like_ctrl_c";
+    if !common::can_netns(NAME) {
+        return;
+    }
+    let ns = NetNs::new();
+    let (dir, [rec, err, rc]) = files("live-capacity-tmux");
+    // Steps of 0.2 + 0.6 s from 2k pps doubling up to 64k: q comes at the third.
+    let script = format!(
+        "ip netns exec {ns} sh -c '{bin} serve udp --bind 127.0.0.1:9000 --duration 60s \
+         >/dev/null 2>&1 & srv=$!; sleep 0.3; env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} \
+         {bin} capacity udp 127.0.0.1:9000 --start-rate 2k --max-rate 64k \
+         --step-duration 600ms --warmup 200ms --drain 100ms --interval 50ms --no-history \
+         --live --json {rec} 2> {err}; echo $? > {rc}; kill $srv'; sleep 30",
+        st = dir.join("state").display(),
+        ns = ns.name,
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        rec = rec.display(),
+        err = err.display(),
+        rc = rc.display(),
+    );
+    let sysctls_before = sysctls();
+    let Some(tm) = Session::start(NAME, 80, 24, &script) else {
+        return;
+    };
+    let screen = || tm.screen();
+
+    // Two steps judged (2k and 4k pps, both within the objective), the third running.
+    let s = wait_for(Duration::from_secs(15), || {
+        let s = screen();
+        s.contains("now capacity step 3").then_some(s)
+    })
+    .unwrap_or_else(|| panic!("no live search at step 3:\n{}", screen()));
+    assert!(s.contains("tpslab capacity udp"), "{s}");
+    assert!(s.contains("bracket so far: sustains 4.00k pps"), "{s}");
+    let step = |n: u32, rate: &str| {
+        s.lines()
+            .any(|l| l.contains(&format!("step {n} ")) && l.contains(rate) && l.contains("pass"))
+    };
+    assert!(step(1, "2.00k") && step(2, "4.00k"), "{s}");
+    assert!(s.contains("drops by layer"), "{s}");
+    assert!(tm.alternate(), "the view draws on the alternate screen");
+
+    let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(5));
+    // The steps' lines were held while the view had the screen, said after it.
+    assert!(
+        stderr.contains("capacity step 1: 2,000 pps: pass"),
+        "{stderr}"
+    );
+
+    // The record: interrupted, the steps judged before q whole, the step cut short not
+    // counted.
+    let r = common::record(&rec);
+    assert_eq!(r["kind"], "capacity");
+    assert_eq!(r["interrupted"], true, "{r}");
+    let steps = r["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2, "{} steps", steps.len());
+    assert_eq!(steps[0]["rate_pps"], 2000.0);
+    assert_eq!(steps[0]["status"], "pass");
+    let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
+    assert!(report.status.success(), "{report:?}");
+
+    // The terminal given back, the report on the normal screen; the host as it was.
+    assert!(!tm.alternate());
+    let history = tm.history();
+    assert!(history.contains("interrupted"), "{history}");
+    assert_eq!(sysctls(), sysctls_before);
+    assert!(!dir.join("state/host-settings-journal.json").exists());
 }

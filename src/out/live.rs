@@ -9,8 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tpslab_analysis::capacity::CapacityStep;
+use tpslab_analysis::sweep::RunMetrics;
 use tpslab_engine::observe::{LiveSample, LiveSink};
-use tpslab_report::live::{LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState};
+use tpslab_report::live::{
+    LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
+};
 use tpslab_run::ramp::StepResult;
 
 /// How often the view looks for keys and draws what came in (samples are taken in
@@ -43,6 +47,40 @@ pub(crate) fn restore_terminal() {
     if SHOWN.swap(false, Relaxed) {
         ratatui::restore();
     }
+    give_back_stderr();
+}
+
+/// Standard error while a view holds the terminal: (the real one, duplicated; the file
+/// that takes its place), so that no line (the signal thread's "stopping", a warning, a
+/// `--server-cmd` server's own) lands on the view's screen.
+static STDERR: Mutex<Option<(std::os::fd::OwnedFd, std::fs::File)>> = Mutex::new(None);
+
+/// Points standard error at an unnamed file until [`give_back_stderr`]. Errors: the
+/// descriptor cannot be duplicated or the file made.
+fn hold_stderr() -> Result<()> {
+    use std::os::fd::AsFd;
+    let real = rustix::io::dup(std::io::stderr().as_fd())?;
+    let file = tempfile::tempfile()?;
+    rustix::stdio::dup2_stderr(&file)?;
+    *STDERR.lock().unwrap_or_else(|e| e.into_inner()) = Some((real, file));
+    Ok(())
+}
+
+/// Gives standard error back (when held) and writes there what was written to it
+/// meanwhile.
+fn give_back_stderr() {
+    use std::io::{Read, Seek, Write};
+    let held = STDERR.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some((real, mut file)) = held else {
+        return;
+    };
+    if rustix::stdio::dup2_stderr(&real).is_err() {
+        return;
+    }
+    let mut text = vec![];
+    if file.rewind().is_ok() && file.read_to_end(&mut text).is_ok() {
+        let _ = std::io::stderr().write_all(&text);
+    }
 }
 
 /// The live view while it runs: the terminal is the view's until this is dropped (the
@@ -56,6 +94,15 @@ pub(crate) struct LiveView {
 /// A view started: the view, the sender that feeds it `T`, the progress whose lines are
 /// held until the view ends.
 pub(crate) type Started<T> = (LiveView, mpsc::Sender<T>, Arc<dyn tpslab_run::Progress>);
+
+/// A view of several runs started: the view, the sink of every run's samples, the
+/// progress that tells it each run, the sender of what the command tells it besides.
+pub(crate) type RunsStarted = (
+    LiveView,
+    LiveSink,
+    Arc<dyn tpslab_run::Progress>,
+    mpsc::Sender<RunsItem>,
+);
 
 impl LiveView {
     /// Takes the terminal (raw mode, alternate screen) and starts the view's thread for
@@ -85,12 +132,39 @@ impl LiveView {
         LiveView::start_screen(RampLiveState::new(header), stop)
     }
 
+    /// [`LiveView::start`] for a command of several UDP runs (diagnose, sweep, capacity):
+    /// the sink gives every run's samples to the view; the progress tells it each phase
+    /// that starts (a run, a step) and a capacity search's steps; the sender takes what
+    /// the command tells it besides (a sweep's runs).
+    pub(crate) fn start_runs(
+        kind: RunsKind,
+        header: LiveHeader,
+        stop: Arc<AtomicBool>,
+    ) -> Result<RunsStarted> {
+        let (view, tx, _) = LiveView::start_screen(RunsLiveState::new(kind, header), stop)?;
+        let to_view = tx.clone();
+        let sink = LiveSink(Arc::new(move |s: &LiveSample| {
+            if let Some(f) = frame(s) {
+                let _ = to_view.send(RunsItem::Frame(f));
+            }
+        }));
+        let progress = Arc::new(RunsProgress {
+            held: HeldLines(view.lines.clone()),
+            tx: tx.clone(),
+        });
+        Ok((view, sink, progress, tx))
+    }
+
     /// Takes the terminal and starts the thread drawing `st`, fed through the sender.
     fn start_screen<S: Screen>(st: S, stop: Arc<AtomicBool>) -> Result<Started<S::Item>> {
         let (tx, rx) = mpsc::channel::<S::Item>();
         // try_init turns raw mode on before it enters the alternate screen: if that fails,
         // the terminal is given back here, not left raw.
         SHOWN.store(true, Relaxed);
+        if let Err(e) = hold_stderr() {
+            SHOWN.store(false, Relaxed);
+            return Err(e);
+        }
         let mut term = match ratatui::try_init() {
             Ok(t) => t,
             Err(e) => {
@@ -171,6 +245,87 @@ impl Screen for RampLiveState {
     }
 }
 
+/// With `live`, starts the view of a command of several runs ([`LiveView::start_runs`],
+/// the run's `header`) and points `ctx`'s samples and progress at it; returns the view and
+/// the sender of what the command tells it besides. None without `live`. Errors: the
+/// terminal cannot be set up.
+pub(crate) fn attach_runs(
+    live: bool,
+    kind: RunsKind,
+    header: LiveHeader,
+    ctx: &mut tpslab_run::Ctx,
+) -> Result<Option<(LiveView, mpsc::Sender<RunsItem>)>> {
+    if !live {
+        return Ok(None);
+    }
+    let (view, sink, progress, tx) = LiveView::start_runs(kind, header, ctx.stop.clone())?;
+    ctx.live = Some(sink);
+    ctx.progress = progress;
+    Ok(Some((view, tx)))
+}
+
+/// What a command of several runs tells its view.
+pub(crate) enum RunsItem {
+    /// A run (a phase, a sweep's cell) called this starts.
+    Run(String),
+    /// One interval of the run going now.
+    Frame(LiveFrame),
+    /// A sweep's run ended: runs done, its cell's label, its figures.
+    SweepDone(usize, String, Box<RunMetrics>),
+    /// A capacity search's steps judged so far.
+    Steps(Vec<CapacityStep>),
+}
+
+impl Screen for RunsLiveState {
+    type Item = RunsItem;
+    fn take(&mut self, item: RunsItem) {
+        match item {
+            RunsItem::Run(label) => self.start_run(&label),
+            RunsItem::Frame(f) => self.push(f),
+            RunsItem::SweepDone(done, cell, m) => self.sweep_done(done, &cell, &m),
+            RunsItem::Steps(steps) => self.set_steps(&steps),
+        }
+    }
+    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (
+            &mut self.run.paused,
+            &mut self.run.help,
+            &mut self.run.stopping,
+        )
+    }
+    fn draw(&self, f: &mut ratatui::Frame) {
+        tpslab_report::live::draw_runs(f, self)
+    }
+}
+
+/// Progress of a command of several runs under its view: each phase that starts is a run
+/// the view shows, a capacity search's steps go to it; lines are held for after.
+struct RunsProgress {
+    held: HeldLines,
+    tx: mpsc::Sender<RunsItem>,
+}
+
+impl RunsProgress {
+    fn send(&self, item: RunsItem) {
+        let _ = self.tx.send(item);
+    }
+}
+
+impl tpslab_run::Progress for RunsProgress {
+    fn phase(&self, label: &str, _secs: f64) -> Box<dyn Send + '_> {
+        self.send(RunsItem::Run(label.to_string()));
+        Box::new(())
+    }
+
+    fn line(&self, line: &str) {
+        self.held.line(line)
+    }
+
+    fn capacity_steps(&self, steps: &[CapacityStep]) {
+        self.send(RunsItem::Steps(steps.to_vec()));
+    }
+}
+
 impl Drop for LiveView {
     /// Ends the view, gives the terminal back, then prints the progress lines held.
     fn drop(&mut self) {
@@ -196,6 +351,7 @@ fn frame(s: &LiveSample) -> Option<LiveFrame> {
     let mut f = LiveFrame::from_line(&line).ok()?;
     f.rcvbuf_limit_bytes = s.rcvbuf_limit_bytes;
     f.softnet_dropped_per_cpu = s.softnet_dropped_per_cpu.clone();
+    f.threads = s.threads.clone();
     Some(f)
 }
 

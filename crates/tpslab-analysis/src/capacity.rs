@@ -466,6 +466,16 @@ pub fn next(search: &CapacitySearch, steps: &[CapacityStep]) -> Next {
     }
 }
 
+/// The bracket so far: the highest rate that passed and the lowest rate the server failed
+/// (not the generator), each if any, as [`so_far`] gives them.
+pub fn bounds_so_far(steps: &[CapacityStep]) -> (Option<f64>, Option<f64>) {
+    let (lo, hi, by_gen) = bracket(&tally(steps));
+    (
+        lo.map(|t| t.rate_pps),
+        hi.filter(|_| !by_gen).map(|t| t.rate_pps),
+    )
+}
+
 /// The best bracket so far, for a search ended early by `why` (the budget, Ctrl-C).
 /// An upper bound that is the generator's limit is no rate the server failed: it is
 /// said in `why`, and `fails_pps` stays empty.

@@ -169,6 +169,21 @@ impl ThreadWaitsExt for ThreadWaits {
     }
 }
 
+/// One thread of the watched server as a slow sample (every 100 ms) found it, for a live
+/// view: /proc/TID/task/TID/stat's state and where it waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveThread {
+    /// The thread's id.
+    pub tid: u32,
+    /// Its name (`comm`).
+    pub comm: String,
+    /// Its state letter (R running or runnable, S sleeping, D uninterruptible, ...).
+    pub state: char,
+    /// The system call it is in (`recvfrom`), else its wchan; None when running or not
+    /// seen.
+    pub wait: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

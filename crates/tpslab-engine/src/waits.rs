@@ -415,6 +415,8 @@ pub struct WaitSampler {
     /// The host's CPU times at the first sample (/proc/stat, all CPUs), for the steal
     /// estimate; None when unreadable.
     cpu0: Option<tpslab_proc::CpuTimes>,
+    /// Every thread as the last tick found it (for the live stream).
+    now: Vec<crate::observe::LiveThread>,
 }
 
 /// The host's CPU times now (/proc/stat `cpu` line).
@@ -458,7 +460,13 @@ impl WaitSampler {
             exited: (ThreadStates::default(), 0),
             files: BTreeMap::new(),
             cpu0: None,
+            now: Vec::new(),
         }
+    }
+
+    /// Every thread as the last tick found it: its state and where it waits.
+    pub fn now(&self) -> &[crate::observe::LiveThread] {
+        &self.now
     }
 
     /// `/proc/TID/task/TID`: reaches a listed thread of another process too (the
@@ -492,6 +500,7 @@ impl WaitSampler {
             self.sched0.remove(&tid);
         }
         self.files.retain(|t, _| listed(t));
+        self.now.clear();
         for tid in tids {
             let dir = self.task_dir(tid);
             let keep = self.files.len() < KEEP_OPEN_THREADS || self.files.contains_key(&tid);
@@ -512,6 +521,12 @@ impl WaitSampler {
                     e.insert((st, tpslab_net::mono_ns()));
                 }
             }
+            self.now.push(crate::observe::LiveThread {
+                tid,
+                comm: s.comm.clone(),
+                state: s.state,
+                wait: s.syscall.clone().or_else(|| s.wchan.clone()),
+            });
             let t = self.threads.entry(tid).or_insert_with(|| ThreadWait {
                 tid,
                 comm: s.comm.clone(),

@@ -4,15 +4,13 @@
 //! the figures a wrong view would get wrong checked on their own: the step count, the last
 //! step's TPS bar, the knee line, the timeouts.
 
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+#[path = "common/live.rs"]
+#[allow(dead_code)]
+mod snap;
+
+use snap::{assert_screen, data};
 use tpslab_analysis::ramp::StepResult;
 use tpslab_report::live::{draw_ramp, RampHeader, RampLiveState};
-
-fn data(name: &str) -> String {
-    let p = format!("{}/testdata/live/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
 
 fn steps() -> Vec<StepResult> {
     data("ramp_tcp_lock.steps.ndjson")
@@ -42,44 +40,6 @@ fn after(n: usize, elapsed_s: f64) -> RampLiveState {
     st
 }
 
-fn screen(st: &RampLiveState, w: u16, h: u16) -> String {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| draw_ramp(f, st)).unwrap();
-    let buf = t.backend().buffer().clone();
-    let mut s = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        s.push_str(line.trim_end());
-        s.push('\n');
-    }
-    s
-}
-
-fn assert_screen(got: &str, file: &str) {
-    let p = format!("{}/testdata/live/{file}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("BLESS_LIVE").is_some() {
-        std::fs::write(&p, got).unwrap();
-        return;
-    }
-    let want = data(file);
-    if got != want {
-        let n = got
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.lines().count().min(want.lines().count()));
-        panic!(
-            "{file}: differs at line {}:\n  want: {:?}\n  got:  {:?}\n{got}",
-            n + 1,
-            want.lines().nth(n),
-            got.lines().nth(n)
-        );
-    }
-}
-
 /// The line of the TPS panel for `users` (its label right-aligned in 12 columns).
 fn bar_line<'a>(s: &'a str, users: &str) -> &'a str {
     s.lines()
@@ -96,7 +56,7 @@ fn blocks(l: &str) -> usize {
 fn the_whole_ramp_at_80x24_and_160x48() {
     let st = after(5, 3.6);
     for (w, h) in [(80u16, 24u16), (160, 48)] {
-        let s = screen(&st, w, h);
+        let s = snap::screen(w, h, |f| draw_ramp(f, &st));
         assert_screen(&s, &format!("ramp_tcp_lock_{w}x{h}.txt"));
         let mut lines = s.lines();
         let status = lines.next().unwrap();
@@ -145,7 +105,7 @@ fn the_whole_ramp_at_80x24_and_160x48() {
 fn mid_ramp_shows_the_step_being_run_from_the_plan() {
     // One step in, 0.8 s into the ramp: step 2 (2 users) is 0.1 s in, still warming up.
     let st = after(1, 0.8);
-    let s = screen(&st, 80, 24);
+    let s = snap::screen(80, 24, |f| draw_ramp(f, &st));
     assert_screen(&s, "ramp_tcp_lock_step2_80x24.txt");
     let step = s.lines().nth(1).unwrap();
     assert!(
@@ -165,10 +125,13 @@ fn mid_ramp_shows_the_step_being_run_from_the_plan() {
     assert!(!s.contains("4 users"), "{s}");
     // Later in the same step: measuring.
     let st = after(1, 1.2);
-    assert!(bar_line(&screen(&st, 80, 24), "2 users").contains("measuring, 0.5 s of 0.7 s"));
+    assert!(
+        bar_line(&snap::screen(80, 24, |f| draw_ramp(f, &st)), "2 users")
+            .contains("measuring, 0.5 s of 0.7 s")
+    );
     // Past the step's planned end, its figures not in yet.
     let st = after(1, 1.6);
-    let s = screen(&st, 80, 24);
+    let s = snap::screen(80, 24, |f| draw_ramp(f, &st));
     assert!(s
         .lines()
         .nth(1)

@@ -3,62 +3,14 @@
 //! accept an intended change: `BLESS_LIVE=1 cargo test --release -p tpslab-report --test
 //! live_view`, then read the diff.
 
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
-use tpslab_report::live::{draw, LiveFrame, LiveHeader, LiveState};
+#[path = "common/live.rs"]
+mod snap;
+
+use snap::{assert_screen, frames};
+use tpslab_report::live::{draw, LiveHeader, LiveState};
 
 /// The SO_RCVBUF limit the paused run's record gave (`observer.target_rcvbuf_bytes`).
 const PAUSED_LIMIT: u64 = 131072;
-
-fn data(name: &str) -> String {
-    let p = format!("{}/testdata/live/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
-
-fn frames(name: &str) -> Vec<LiveFrame> {
-    data(name)
-        .lines()
-        .map(|l| LiveFrame::from_line(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
-        .collect()
-}
-
-fn screen(st: &LiveState, w: u16, h: u16) -> String {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| draw(f, st)).unwrap();
-    let buf = t.backend().buffer().clone();
-    let mut s = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        s.push_str(line.trim_end());
-        s.push('\n');
-    }
-    s
-}
-
-fn assert_screen(got: &str, file: &str) {
-    let p = format!("{}/testdata/live/{file}", env!("CARGO_MANIFEST_DIR"));
-    if std::env::var_os("BLESS_LIVE").is_some() {
-        std::fs::write(&p, got).unwrap();
-        return;
-    }
-    let want = data(file);
-    if got != want {
-        let n = got
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.lines().count().min(want.lines().count()));
-        panic!(
-            "{file}: differs at line {}:\n  want: {:?}\n  got:  {:?}\n{got}",
-            n + 1,
-            want.lines().nth(n),
-            got.lines().nth(n)
-        );
-    }
-}
 
 fn paused_header() -> LiveHeader {
     LiveHeader {
@@ -107,7 +59,7 @@ fn mid_stall_the_delivered_rate_is_zero_and_the_queue_is_at_its_limit() {
         (80, 24, "load_udp_paused_stall_80x24.txt"),
         (160, 48, "load_udp_paused_stall_160x48.txt"),
     ] {
-        let s = screen(&st, w, h);
+        let s = snap::screen(w, h, |f| draw(f, &st));
         // The rate chart's title names the delivered rate of this interval: nothing.
         assert!(s.contains("delivered 0 "), "{w}x{h}:\n{s}");
         // The gauge reads the line's rx_queue against the record's limit.
@@ -152,7 +104,7 @@ fn after_the_stall_delivered_comes_back_and_drops_stop() {
         (80, 24, "load_udp_paused_end_80x24.txt"),
         (160, 48, "load_udp_paused_end_160x48.txt"),
     ] {
-        let s = screen(&st, w, h);
+        let s = snap::screen(w, h, |f| draw(f, &st));
         assert!(
             s.contains(&format!("peak {} B", st.rx_queue_peak)),
             "{w}x{h}:\n{s}"
@@ -181,7 +133,7 @@ fn a_sink_run_says_why_there_is_no_latency_and_no_limit() {
         (80, 24, "run_udp_sink_80x24.txt"),
         (160, 48, "run_udp_sink_160x48.txt"),
     ] {
-        let s = screen(&st, w, h);
+        let s = snap::screen(w, h, |f| draw(f, &st));
         assert!(
             s.contains("no latency: UDP sink mode (--no-replies)"),
             "{w}x{h}:\n{s}"
@@ -201,7 +153,7 @@ fn help_and_pause_are_drawn_over_the_view() {
     let mut st = paused_until(10);
     st.help = true;
     st.paused = true;
-    let s = screen(&st, 80, 24);
+    let s = snap::screen(80, 24, |f| draw(f, &st));
     assert!(s.contains("PAUSED"), "{s}");
     assert!(s.contains("stop the run as Ctrl-C does"), "{s}");
 }

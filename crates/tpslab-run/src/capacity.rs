@@ -16,7 +16,7 @@ use tpslab_analysis::capacity::{
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::openloop::run_load_http;
-use tpslab_engine::udp_run::run_udp;
+use tpslab_engine::udp_run::run_udp_streamed;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
 struct Watchdog {
@@ -100,13 +100,14 @@ fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
     )
 }
 
-/// One step at `rate`: its figures and, for UDP, its run (the verdict's evidence).
-/// HTTP: the warm-up's run first (its figures not kept), unless stopped. Errors: the
-/// engine's (one line).
+/// One step at `rate`: its figures and, for UDP, its run (the verdict's evidence; its
+/// samples streamed to `ctx.live`). HTTP: the warm-up's run first (its figures not kept),
+/// unless stopped. Errors: the engine's (one line).
 fn run_step(
     plan: &CapacityPlan,
     rate: f64,
     stop: &AtomicBool,
+    ctx: &Ctx,
 ) -> Result<(
     search::StepFigures,
     Option<tpslab_analysis::record::RunRecord>,
@@ -116,7 +117,7 @@ fn run_step(
             let mut run = r.clone();
             run.load.rate_pps = rate;
             run.load.run_id = tpslab_net::mono_ns() ^ ((std::process::id() as u64) << 32);
-            let rec = run_udp(run, stop)?;
+            let rec = run_udp_streamed(run, stop, ctx.live.clone())?;
             let Some(f) = search::figures(&rec, rate) else {
                 anyhow::bail!("capacity step at {rate} pps: the run has no generator report");
             };
@@ -185,7 +186,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
                     plan.search.unit
                 ),
                 plan.step_time().as_secs_f64(),
-                || run_step(plan, rate, &stop),
+                || run_step(plan, rate, &stop, ctx),
             )
         };
         // An error on the first step is the command's (the target cannot be reached or
@@ -246,6 +247,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         ctx.progress
             .line(&step_line(steps.len() + 1, &step, plan.search.unit));
         steps.push(step);
+        ctx.progress.capacity_steps(&steps);
     };
     let interrupted = ctx.stopped();
     // The layer that gave first: the verdict at the lowest failing rate.

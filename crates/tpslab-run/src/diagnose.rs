@@ -17,7 +17,7 @@ use tpslab_engine::guard::HostGuard;
 use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
-use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
+use tpslab_engine::udp_run::{run_udp, run_udp_streamed, UdpRunPlan};
 use tpslab_net::sched::SchedPolicy;
 
 /// S1's mean rate where the host can drain it (datagrams per second).
@@ -299,11 +299,11 @@ fn run_once(server: &Server, mut p: UdpRunPlan, ctx: &Ctx) -> Result<RunRecord> 
             let user = ServerProcess::user_udp(cmd, &[], SchedPolicy::Other)?;
             p.load.target = user.addr;
             p.target_pid = Some(user.pid());
-            let r = run_udp(p, &ctx.stop);
+            let r = run_udp_streamed(p, &ctx.stop, ctx.live.clone());
             drop(user);
             Ok(r?)
         }
-        Server::BuiltIn | Server::At(_) => Ok(run_udp(p, &ctx.stop)?),
+        Server::BuiltIn | Server::At(_) => Ok(run_udp_streamed(p, &ctx.stop, ctx.live.clone())?),
     }
 }
 

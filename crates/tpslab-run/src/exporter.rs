@@ -211,6 +211,7 @@ mod tests {
             softnet_dropped_per_cpu: vec![(1, 3)],
             latency_histogram: Some(h),
             rcvbuf_limit_bytes: Some(8192),
+            threads: vec![],
         });
         let live = scrape();
         assert!(live.contains("tpslab_exporter_info{"), "{live}");

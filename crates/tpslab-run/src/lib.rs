@@ -47,6 +47,10 @@ pub trait Progress: Send + Sync {
     /// One line about the run's course (an idle probe's round, a pool's request), for a
     /// user watching; not part of the record.
     fn line(&self, line: &str);
+
+    /// A capacity search's steps judged so far (the whole list, after each step), for a
+    /// live view; shown nowhere else.
+    fn capacity_steps(&self, _steps: &[tpslab_analysis::capacity::CapacityStep]) {}
 }
 
 /// Progress that shows nothing: for tests and library users.

@@ -11,7 +11,7 @@ use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
 use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::udp_run::{run_udp, UdpRunPlan};
+use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
 use tpslab_plan::sweep::{cell_config, cells, check_plan, run_order, Cell, SweepPlan as Plan};
 
 /// The file of a sweep's plan in its folder.
@@ -140,7 +140,7 @@ fn run_cell(plan: &Plan, cell: &Cell, i: usize, path: &Path, ctx: &Ctx) -> Resul
     };
     let interval = plan.interval;
     let rec = match &plan.server_cmd {
-        None => run_udp(
+        None => run_udp_streamed(
             UdpRunPlan {
                 server: Some(srv),
                 load,
@@ -150,12 +150,13 @@ fn run_cell(plan: &Plan, cell: &Cell, i: usize, path: &Path, ctx: &Ctx) -> Resul
                 no_drop_reasons: false,
             },
             &ctx.stop,
+            ctx.live.clone(),
         )?,
         Some(cmd) => {
             let user = crate::server_proc::ServerProcess::user_udp(cmd, &srv.cpus, srv.sched)?;
             load.target = user.addr;
             let pid = user.pid();
-            let rec = run_udp(
+            let rec = run_udp_streamed(
                 UdpRunPlan {
                     server: None,
                     load,
@@ -165,6 +166,7 @@ fn run_cell(plan: &Plan, cell: &Cell, i: usize, path: &Path, ctx: &Ctx) -> Resul
                     no_drop_reasons: false,
                 },
                 &ctx.stop,
+                ctx.live.clone(),
             )?;
             drop(user);
             rec

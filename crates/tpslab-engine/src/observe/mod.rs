@@ -29,7 +29,7 @@ use sampler::{target_sched, Sampler};
 
 mod stream;
 use stream::give_live;
-pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink};
+pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink, LiveThread};
 
 /// What to watch.
 #[derive(Debug, Clone)]
@@ -110,6 +110,9 @@ struct Raw {
     /// TCP counters of the target's namespace (`Tcp:`/`TcpExt:`), read at slow samples
     /// when TCP sockets are followed.
     tcp_ext: Option<tpslab_proc::netstat::TcpCounters>,
+    /// The target's threads as this sample found them (slow samples with a target
+    /// process only; for the live stream).
+    threads: Vec<LiveThread>,
 }
 
 impl Raw {
@@ -118,6 +121,7 @@ impl Raw {
     fn drop_per_cpu(&mut self) {
         self.softnet_per_cpu = Vec::new();
         self.stat.per_cpu = Vec::new();
+        self.threads = Vec::new();
     }
 }
 

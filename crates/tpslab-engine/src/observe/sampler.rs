@@ -233,6 +233,7 @@ impl Sampler {
                 // are read from the first and last samples only, so they are not copied.
                 slow: false,
                 softnet_per_cpu: Vec::new(),
+                threads: Vec::new(),
                 stat: KernelStat {
                     per_cpu: Vec::new(),
                     ..p.stat.clone()
@@ -292,6 +293,7 @@ impl Sampler {
         }
         if let Some(w) = self.waits.as_mut() {
             w.sample();
+            r.threads = w.now().to_vec();
         }
         if !self.cfg.tcp_inodes.is_empty() {
             (r.tcp_sockets, r.tcp_listen_rxq, r.tcp_rxq, r.tcp_txq) = (0, 0, 0, 0);

@@ -5,6 +5,7 @@ use super::{ObserverConfig, Raw};
 use hdrhistogram::Histogram;
 use std::sync::Arc;
 use tpslab_analysis::stats::LatencySummaryExt;
+pub use tpslab_analysis::waits::LiveThread;
 
 /// Takes the latency histogram (ns) of the replies read since its last call (None: none
 /// read).
@@ -77,6 +78,11 @@ pub struct LiveSample {
     /// summed as [`Self::rx_queue_bytes`] is, bytes; None before one is read.
     #[serde(skip)]
     pub rcvbuf_limit_bytes: Option<u64>,
+    /// The server's threads as the sample found them (with a target process: `--pid`, or
+    /// tpslab's own server); only in the samples that read them (every 100 ms), else
+    /// empty.
+    #[serde(skip)]
+    pub threads: Vec<LiveThread>,
 }
 
 /// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
@@ -135,6 +141,7 @@ pub(super) fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
             .collect(),
         latency_histogram: None,
         rcvbuf_limit_bytes: None,
+        threads: cur.threads.clone(),
     }
 }
 

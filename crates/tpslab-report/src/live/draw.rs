@@ -18,19 +18,59 @@ pub const MIN_HEIGHT: u16 = 24;
 /// gets one line saying so (the run goes on).
 pub fn draw(frame: &mut Frame, st: &LiveState) {
     let area = frame.area();
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        let msg = format!(
-            "terminal too small ({}x{}; the live view needs {MIN_WIDTH}x{MIN_HEIGHT}); q ends the run",
-            area.width, area.height
-        );
-        frame.render_widget(Paragraph::new(msg), area);
+    if too_small(frame) {
         return;
     }
     let [status, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     status_line(frame, status, st);
+    draw_body(frame, body, st, area.width);
+    if st.help {
+        help_overlay(frame, area, "run", UDP_HELP);
+    }
+}
+
+/// What the UDP view's help says of its figures.
+const UDP_HELP: &[&str] = &[
+    "Figures are the --json-stream lines, one per interval;",
+    "latency is from each request's intended send time.",
+    "Drops: this interval's, then since the start.",
+    "The full report prints when the run ends.",
+];
+
+/// When the terminal is smaller than [`MIN_WIDTH`] x [`MIN_HEIGHT`], one line saying so
+/// (the run goes on), and true.
+pub(super) fn too_small(frame: &mut Frame) -> bool {
+    let area = frame.area();
+    if area.width >= MIN_WIDTH && area.height >= MIN_HEIGHT {
+        return false;
+    }
+    let msg = format!(
+        "terminal too small ({}x{}; the live view needs {MIN_WIDTH}x{MIN_HEIGHT}); q ends the run",
+        area.width, area.height
+    );
+    frame.render_widget(Paragraph::new(msg), area);
+    true
+}
+
+/// The keys at the end of a status line whose other spans take `used` columns of
+/// `width`: in full where they fit, else their letters.
+pub(super) fn keys(used: usize, width: u16) -> Span<'static> {
+    const FULL: &str = "q stop (2x quit)  p pause  ? help";
+    let keys = if used + FULL.len() <= width as usize {
+        FULL
+    } else {
+        "q p ?"
+    };
+    Span::styled(keys, Style::default().add_modifier(Modifier::DIM))
+}
+
+/// The charts and panels of one UDP run in `body` (a terminal `width` wide): offered vs
+/// delivered pps and this interval's drops above, latency, the rx_queue and softnet
+/// below.
+pub(super) fn draw_body(frame: &mut Frame, body: Rect, st: &LiveState, width: u16) {
     let [top, bottom] =
         Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
-    let side = if area.width >= 120 { 52 } else { 38 };
+    let side = if width >= 120 { 52 } else { 38 };
     let [rates, drops] =
         Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(top);
     let [lat, right] =
@@ -41,9 +81,6 @@ pub fn draw(frame: &mut Frame, st: &LiveState) {
     latency_chart(frame, lat, st);
     queue_gauge(frame, queue, st);
     host_panel(frame, host, st);
-    if st.help {
-        help_overlay(frame, area);
-    }
 }
 
 /// The offered rate's colour (its line and its name in the title).
@@ -80,7 +117,8 @@ pub(super) fn dur_us(us: f64) -> String {
     }
 }
 
-fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
+/// The command, the target, the run's time, STOPPING/PAUSED, the keys.
+pub(super) fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
     let h = &st.header;
     let elapsed = match h.planned_s {
         Some(p) => format!("{:.1} s / {:.1} s", st.elapsed_s(), p),
@@ -102,17 +140,8 @@ fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
     if st.paused {
         spans.push(Span::styled("PAUSED ", Style::default().fg(Color::Yellow)));
     }
-    // The keys in full where they fit, else their letters.
     let used: usize = spans.iter().map(|s| s.width()).sum();
-    let keys = if used + 23 <= area.width as usize {
-        "q stop  p pause  ? help"
-    } else {
-        "q p ?"
-    };
-    spans.push(Span::styled(
-        keys,
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    spans.push(keys(used, area.width));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -350,7 +379,7 @@ fn queue_gauge(frame: &mut Frame, area: Rect, st: &LiveState) {
 }
 
 fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let block = Block::bordered().title(" softnet drops per CPU (since start) ");
+    let block = Block::bordered().title(" softnet drops per CPU, threads ");
     let mut lines = vec![];
     if st.softnet_per_cpu.is_empty() {
         lines.push(Line::from(format!(
@@ -372,10 +401,7 @@ fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
         }
         lines.push(Line::from(cells));
     }
-    lines.push(Line::styled(
-        "server thread states: not sampled live (in the report at the end)",
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    lines.extend(thread_lines(st, area.width.saturating_sub(2) as usize));
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -384,26 +410,69 @@ fn host_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
     );
 }
 
-fn help_overlay(frame: &mut Frame, area: Rect) {
-    let w = 60.min(area.width);
-    let h = 12.min(area.height);
+/// The server's threads as last read: a line of how many are in each state and call
+/// (`threads: 3 S recvfrom, 1 R`), then one line per thread (`1234 udp-srv S recvfrom`),
+/// each cut to `width`.
+fn thread_lines(st: &LiveState, width: usize) -> Vec<Line<'static>> {
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    if st.threads.is_empty() {
+        return vec![Line::styled(
+            "server threads: not read (they are with a server process: --pid, or found by its socket)",
+            dim,
+        )];
+    }
+    let what = |t: &super::LiveThread| match &t.wait {
+        Some(w) => format!("{} {w}", t.state),
+        None => t.state.to_string(),
+    };
+    let mut counts: Vec<(String, usize)> = vec![];
+    for t in &st.threads {
+        let w = what(t);
+        match counts.iter_mut().find(|c| c.0 == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let summary: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    let cut = |s: String| s.chars().take(width).collect::<String>();
+    let mut lines = vec![Line::from(cut(format!("threads: {}", summary.join(", "))))];
+    for t in &st.threads {
+        let style = if t.state == 'R' || t.state == 'D' {
+            Style::default().fg(Color::Yellow)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::styled(
+            cut(format!("{:>7} {:<15} {}", t.tid, t.comm, what(t))),
+            style,
+        ));
+    }
+    lines
+}
+
+/// The help overlay over the middle of `area`: the keys (q stops the `what` as Ctrl-C does,
+/// a second q quits at once), then `figures`, the view's own words on what it shows.
+pub(super) fn help_overlay(frame: &mut Frame, area: Rect, what: &str, figures: &[&str]) {
+    let w = 62.min(area.width);
+    let h = (8 + figures.len() as u16).min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,
         width: w,
         height: h,
     };
-    let text = vec![
-        Line::from("q, Ctrl-C  stop the run as Ctrl-C does: the record is"),
+    let mut text = vec![
+        Line::from(format!(
+            "q, Ctrl-C  stop the {what} as Ctrl-C does: the record is"
+        )),
         Line::from("           written, marked interrupted, the host restored"),
+        Line::from("           twice: quit at once (host restored, no record)"),
         Line::from("p          freeze the screen (again: go on)"),
         Line::from("?          this help (again: hide it)"),
         Line::from(""),
-        Line::from("Figures are the --json-stream lines, one per interval;"),
-        Line::from("latency is from each request's intended send time."),
-        Line::from("Drops: this interval's, then since the start."),
-        Line::from("The full report prints when the run ends."),
     ];
+    text.extend(figures.iter().map(|l| Line::from(*l)));
     frame.render_widget(Clear, r);
     frame.render_widget(
         Paragraph::new(text).block(Block::bordered().title(" help ")),

@@ -5,16 +5,21 @@
 //! such line, or is given the same sample in process with the figures the stream leaves
 //! out: the SO_RCVBUF limit, softnet drops per CPU). [`LiveState`] keeps what the screen
 //! shows (a bounded window of the last [`WINDOW_S`] seconds); [`draw`] lays it out.
-//! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends.
+//! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends; a
+//! command of several UDP runs (diagnose, sweep, capacity: [`RunsLiveState`],
+//! [`draw_runs`]) shows the runs so far above the run going now.
 
 mod draw;
 mod ramp;
+mod runs;
 
 pub use draw::{draw, MIN_HEIGHT, MIN_WIDTH};
 pub use ramp::{draw_ramp, CurrentStep, RampHeader, RampLiveState};
+pub use runs::{draw_runs, RunRow, RunsKind, RunsLiveState};
 
 use serde::Deserialize;
 use std::collections::VecDeque;
+pub use tpslab_analysis::waits::LiveThread;
 
 /// Seconds of history the charts show (older intervals are let go).
 pub const WINDOW_S: f64 = 60.0;
@@ -68,6 +73,10 @@ pub struct LiveFrame {
     /// (not in the NDJSON: given in process, every 100 ms).
     #[serde(default)]
     pub softnet_dropped_per_cpu: Vec<(u64, u64)>,
+    /// The server's threads, their state and where they wait; empty where not read (not
+    /// in the NDJSON: given in process, every 100 ms, with a server process followed).
+    #[serde(skip)]
+    pub threads: Vec<LiveThread>,
 }
 
 impl LiveFrame {
@@ -125,6 +134,8 @@ pub struct LiveState {
     pub rx_queue_peak: u64,
     /// The last per-CPU softnet drops read (kept between the samples that read them).
     pub softnet_per_cpu: Vec<(u64, u64)>,
+    /// The server's threads as last read (kept between the samples that read them).
+    pub threads: Vec<LiveThread>,
     /// Intervals received.
     pub frames: u64,
     /// The screen is frozen (`p`): the caller holds new frames back.
@@ -148,6 +159,7 @@ impl LiveState {
             total_drops: Drops::default(),
             rx_queue_peak: 0,
             softnet_per_cpu: Vec::new(),
+            threads: Vec::new(),
             frames: 0,
             paused: false,
             help: false,
@@ -186,6 +198,9 @@ impl LiveState {
         self.rx_queue_peak = self.rx_queue_peak.max(f.rx_queue_bytes);
         if !f.softnet_dropped_per_cpu.is_empty() {
             self.softnet_per_cpu = f.softnet_dropped_per_cpu.clone();
+        }
+        if !f.threads.is_empty() {
+            self.threads = f.threads.clone();
         }
         self.frames += 1;
         self.last = Some(f);

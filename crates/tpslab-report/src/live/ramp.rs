@@ -11,12 +11,11 @@
 use tpslab_analysis::ramp::StepResult;
 use tpslab_analysis::usl::{find_knee, StepPoint};
 
-use super::draw::{dur_us, si};
-use super::{MIN_HEIGHT, MIN_WIDTH};
+use super::draw::{dur_us, help_overlay, keys, si, too_small};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Paragraph, Wrap};
 use ratatui::Frame;
 
 /// What the ramp is, for the status line and the pending steps.
@@ -174,16 +173,11 @@ fn errors(s: &StepResult) -> (u64, u64) {
     (t, all - t)
 }
 
-/// Draws `st` over the whole frame. A terminal smaller than [`MIN_WIDTH`] x [`MIN_HEIGHT`]
+/// Draws `st` over the whole frame. A terminal smaller than [`super::MIN_WIDTH`] x [`super::MIN_HEIGHT`]
 /// gets one line saying so (the ramp goes on).
 pub fn draw_ramp(frame: &mut Frame, st: &RampLiveState) {
     let area = frame.area();
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        let msg = format!(
-            "terminal too small ({}x{}; the live view needs {MIN_WIDTH}x{MIN_HEIGHT}); q ends the run",
-            area.width, area.height
-        );
-        frame.render_widget(Paragraph::new(msg), area);
+    if too_small(frame) {
         return;
     }
     let [status, step, knee, body] = Layout::vertical([
@@ -211,7 +205,7 @@ pub fn draw_ramp(frame: &mut Frame, st: &RampLiveState) {
     tps_bars(frame, bars, st);
     step_table(frame, table, st);
     if st.help {
-        help_overlay(frame, area);
+        help_overlay(frame, area, "ramp", RAMP_HELP);
     }
 }
 
@@ -226,15 +220,7 @@ fn status_line(frame: &mut Frame, area: Rect, st: &RampLiveState) {
         Span::raw(format!(" {}  ", h.target)),
     ];
     let used: usize = spans.iter().map(|s| s.width()).sum();
-    let keys = if used + 23 <= area.width as usize {
-        "q stop  p pause  ? help"
-    } else {
-        "q p ?"
-    };
-    spans.push(Span::styled(
-        keys,
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    spans.push(keys(used, area.width));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -392,29 +378,10 @@ fn step_table(frame: &mut Frame, area: Rect, st: &RampLiveState) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn help_overlay(frame: &mut Frame, area: Rect) {
-    let w = 60.min(area.width);
-    let h = 12.min(area.height);
-    let r = Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    };
-    let text = vec![
-        Line::from("q, Ctrl-C  stop the ramp as Ctrl-C does: the record is"),
-        Line::from("           written with the steps measured, interrupted"),
-        Line::from("p          freeze the screen (again: go on)"),
-        Line::from("?          this help (again: hide it)"),
-        Line::from(""),
-        Line::from("A step's figures come when it ends (the ones the"),
-        Line::from("--metrics-listen exporter serves); the step being run"),
-        Line::from("shows its time from the plan. The knee is the analysis's"),
-        Line::from("rule on the steps so far. The report prints at the end."),
-    ];
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(text).block(Block::bordered().title(" help ")),
-        r,
-    );
-}
+/// What the ramp view's help says of its figures.
+const RAMP_HELP: &[&str] = &[
+    "A step's figures come when it ends (the ones the",
+    "--metrics-listen exporter serves); the step being run",
+    "shows its time from the plan. The knee is the analysis's",
+    "rule on the steps so far. The report prints at the end.",
+];

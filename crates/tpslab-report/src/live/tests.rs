@@ -15,6 +15,7 @@ fn frame(t_ms: f64, socket: u64, softnet: u64) -> LiveFrame {
         latency: None,
         rcvbuf_limit_bytes: None,
         softnet_dropped_per_cpu: vec![],
+        threads: vec![],
     }
 }
 
@@ -127,7 +128,7 @@ fn the_keys_are_named_in_full_where_they_fit() {
         .next()
         .unwrap()
         .trim_end()
-        .ends_with("q stop  p pause  ? help"));
+        .ends_with("q stop (2x quit)  p pause  ? help"));
     st.header.target = "tpslab's server on 127.0.0.1:9000".into();
     let first = render(&st, 80, 24)
         .lines()
@@ -140,5 +141,34 @@ fn the_keys_are_named_in_full_where_they_fit() {
         .lines()
         .next()
         .unwrap()
-        .contains("q stop  p pause  ? help"));
+        .contains("q stop (2x quit)  p pause  ? help"));
+}
+
+#[test]
+fn the_server_threads_are_counted_by_state_and_call_and_kept_between_reads() {
+    let mut st = LiveState::new(header());
+    let t = |tid: u32, state: char, wait: Option<&str>| LiveThread {
+        tid,
+        comm: "srv".into(),
+        state,
+        wait: wait.map(str::to_string),
+    };
+    let mut f = frame(100.0, 0, 0);
+    f.threads = vec![
+        t(11, 'S', Some("recvfrom")),
+        t(12, 'R', None),
+        t(13, 'S', Some("recvfrom")),
+    ];
+    st.push(f);
+    // A fast sample reads no thread: the last ones stay on screen.
+    st.push(frame(110.0, 0, 0));
+    assert_eq!(st.threads.len(), 3);
+    let mut term = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    term.draw(|f| draw(f, &st)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let text: String = (0..48)
+        .map(|y| (0..160).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(text.contains("threads: 2 S recvfrom, 1 R"), "{text}");
+    assert!(text.contains("     12 srv             R"), "{text}");
 }

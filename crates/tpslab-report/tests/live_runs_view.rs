@@ -8,7 +8,7 @@
 mod snap;
 
 use snap::{assert_screen, data, frames};
-use tpslab_analysis::capacity::{so_far, CapacityStep};
+use tpslab_analysis::capacity::{bounds_so_far, CapacityStep};
 use tpslab_analysis::record::{Body, Record};
 use tpslab_report::live::{draw_runs, LiveHeader, RunsKind, RunsLiveState};
 
@@ -117,7 +117,7 @@ fn a_capacity_search_shows_its_steps_and_the_bracket_so_far() {
     st.start_run("capacity step 5: 4,300 pps");
     feed(&mut st, "capacity_step_4300.ndjson", LIMIT_64K);
     // The bracket the search itself would give on these steps.
-    let (lo, hi) = so_far(&all[..4], "so far").bounds();
+    let (lo, hi) = bounds_so_far(&all[..4]);
     assert_eq!((lo, hi), (Some(3750.0), Some(4375.0)));
     for (w, h) in [(80, 24), (160, 48)] {
         let s = snap::screen(w, h, |f| draw_runs(f, &st));

@@ -15,7 +15,7 @@ use tpslab_plan::capacity::{
     min_rate_for_bursts, parse_pct, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, RateUnit,
     Slo,
 };
-use tpslab_plan::limits::{MAX_RATE_PPS, STEP_DURATION, WARMUP};
+use tpslab_plan::limits::{HTTP_RATE, MAX_RATE_PPS, STEP_DURATION, WARMUP};
 
 /// `capacity`'s protocols.
 #[derive(Subcommand, Debug)]
@@ -61,9 +61,9 @@ pub(crate) struct SearchFlags {
 }
 
 impl SearchFlags {
-    /// The objective and the resolution, each step's length and the rates, each refused
-    /// naming its flag.
-    fn check(&self) -> Result<(Slo, f64)> {
+    /// The objective and the resolution, each step's length and the rates (at most
+    /// `most`, counted in `unit`), each refused naming its flag.
+    fn check(&self, most: f64, unit: RateUnit) -> Result<(Slo, f64)> {
         let slo = Slo::parse("--slo", &self.slo)?;
         let resolution_pct = parse_pct("--resolution", &self.resolution)?;
         STEP_DURATION.check("--step-duration", self.step_duration)?;
@@ -73,7 +73,7 @@ impl SearchFlags {
             ("--max-rate", self.max_rate),
         ] {
             if !r.is_finite() {
-                bail!("{label} max: allowed a rate above 0 up to {MAX_RATE_PPS:.0} pps (the search sets each step's rate; max is not one)");
+                bail!("{label} max: allowed a rate above 0 up to {most:.0} {unit} (the search sets each step's rate; max is not one)");
             }
         }
         Ok((slo, resolution_pct))
@@ -120,11 +120,10 @@ impl CapacityHttpArgs {
     /// then the URL resolved and the TLS trust and body read. Errors: one line naming the
     /// flag.
     pub(crate) fn plan(&self) -> Result<CapacityPlan> {
-        let (slo, resolution_pct) = self.search.check()?;
+        let unit = RateUnit::RequestsPerSecond;
+        let (slo, resolution_pct) = self.search.check(HTTP_RATE, unit)?;
         self.record.check(true)?;
-        let search = self
-            .search
-            .search(slo, resolution_pct, RateUnit::RequestsPerSecond, 1.0);
+        let search = self.search.search(slo, resolution_pct, unit, 1.0);
         let whole = |load| CapacityPlan {
             load: CapacityLoad::Http(HttpStep {
                 load,
@@ -206,7 +205,7 @@ impl CapacityUdpArgs {
     /// refused naming its flag), then the load as `load udp` checks it, the target
     /// resolved, the PID checked, the search's bounds.
     pub(crate) fn plan(&self) -> Result<CapacityPlan> {
-        let (slo, resolution_pct) = self.search.check()?;
+        let (slo, resolution_pct) = self.search.check(MAX_RATE_PPS, RateUnit::Pps)?;
         self.record.check(true)?;
         let target = resolve(&self.target)?;
         let flags = LoadFlags {

@@ -8,7 +8,7 @@ mod common;
 
 use common::NetNs;
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Users 1, 2, 4: three steps of 200 ms warm-up + 1 s measured.
@@ -29,20 +29,8 @@ const STEPS: usize = 3;
 /// What the issue allows past a step's planned end, seconds.
 const SLACK_S: f64 = 1.0;
 
-/// A child process stopped by its PID (SIGTERM, then waited for) when dropped.
-struct Stopped(Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 /// `stress-ng --cpu 2` (its own timeout a backstop), or None (the test skipped) without it.
-fn hog(test: &str) -> Option<Stopped> {
+fn hog(test: &str) -> Option<common::Stopped> {
     let bin = ["/usr/bin/stress-ng", "/usr/local/bin/stress-ng"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists());
@@ -61,7 +49,7 @@ fn hog(test: &str) -> Option<Stopped> {
         .expect("start stress-ng");
     // Its workers are running before the ramp starts.
     std::thread::sleep(Duration::from_millis(500));
-    Some(Stopped(c))
+    Some(common::Stopped(c))
 }
 
 /// A counter of `/proc/PID/net/snmp` (the namespace of PID): `Udp: InDatagrams`, say.
@@ -172,7 +160,7 @@ fn udp_ramp_steps_end_on_time_beside_a_cpu_hog() {
     ])
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    let server = Stopped(c.spawn().expect("start serve udp"));
+    let server = common::Stopped(c.spawn().expect("start serve udp"));
     // Its socket is bound (port 39931 = 0x9BFB) before the first request.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !std::fs::read_to_string(format!("/proc/{}/net/udp", server.0.id()))

@@ -69,7 +69,7 @@ fn hold_stderr() -> Result<()> {
 /// Gives standard error back (when held) and writes there what was written to it
 /// meanwhile.
 fn give_back_stderr() {
-    use std::io::{Read, Seek, Write};
+    use std::io::Seek;
     let held = STDERR.lock().unwrap_or_else(|e| e.into_inner()).take();
     let Some((real, mut file)) = held else {
         return;
@@ -77,9 +77,9 @@ fn give_back_stderr() {
     if rustix::stdio::dup2_stderr(&real).is_err() {
         return;
     }
-    let mut text = vec![];
-    if file.rewind().is_ok() && file.read_to_end(&mut text).is_ok() {
-        let _ = std::io::stderr().write_all(&text);
+    // Copied in pieces: what a chatty --server-cmd server wrote is not held in memory.
+    if file.rewind().is_ok() {
+        let _ = std::io::copy(&mut file, &mut std::io::stderr().lock());
     }
 }
 
@@ -333,6 +333,9 @@ impl Drop for LiveView {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // The view's thread does this as it ends; after a panic there it did not, and
+        // standard error (the panic's message, the lines below) would stay in the file.
+        restore_terminal();
         for l in self
             .lines
             .lock()

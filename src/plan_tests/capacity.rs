@@ -158,6 +158,14 @@ fn capacity_http_refuses_what_load_http_refuses_and_what_it_cannot_search() {
                 &["--slo p99<20: allowed p99<DURATION"],
             ),
             (
+                "capacity http http://127.0.0.1:9/ --warmup 50ms",
+                &["--warmup 50ms: allowed 0 (none) or 100ms..=1h (a run of its own)"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --max-rate max",
+                &["--max-rate max: allowed a rate above 0 up to 10000000 requests/s"],
+            ),
+            (
                 "capacity http http://127.0.0.1:9/ --step-duration 10ms",
                 &["--step-duration 10ms: allowed 100ms..=1h"],
             ),

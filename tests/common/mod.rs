@@ -436,6 +436,20 @@ impl Drop for Kill {
     }
 }
 
+/// A child process stopped by its PID when dropped: SIGTERM (which stress-ng passes to
+/// its workers, and after which tpslab writes its record), then reaped.
+#[allow(dead_code)]
+pub struct Stopped(pub Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
 /// `cd DIR && python3 udp_server.py {port} 0 DIR 2>&1 | tee DIR/log`: a command that needs
 /// a shell (cd, &&, a pipeline), whose every process (sh, python3, tee) names the folder
 /// DIR, unique to this test, on its command line.

@@ -39,7 +39,7 @@ pub struct StepFigures {
     /// Latency from the actual send, ns, in the same order, when the generator's lateness
     /// is its own (UDP: a send never waits for the server, so the time between the
     /// intended and the actual send is the generator's or its host's); None otherwise.
-    pub own_lateness_ns: Option<[u64; 5]>,
+    pub latency_actual_ns: Option<[u64; 5]>,
     /// Loss in the window, % (None without replies).
     pub loss_pct: Option<f64>,
     /// Refused sends, % of attempted.
@@ -64,7 +64,7 @@ pub fn figures(run: &RunRecord, rate_pps: f64) -> Option<StepFigures> {
         achieved_pps: g.achieved_pps,
         answered_pps: g.tps,
         latency_ns: five(&g.latency_intended),
-        own_lateness_ns: five(&g.latency_actual),
+        latency_actual_ns: five(&g.latency_actual),
         loss_pct: g.window_loss_pct,
         errors_pct: if g.attempted == 0 {
             0.0
@@ -113,7 +113,7 @@ pub fn figures_http(
         achieved_pps: rec.sent_rate(interrupted),
         answered_pps: r.status.total() as f64 / secs,
         latency_ns: (l.count > 0).then_some([l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns]),
-        own_lateness_ns: None,
+        latency_actual_ns: None,
         loss_pct: (r.sent > 0).then(|| lost as f64 * 100.0 / r.sent as f64),
         errors_pct: if r.intended == 0 {
             0.0
@@ -204,7 +204,7 @@ fn broken(o: &Objective, v: Option<f64>) -> String {
 /// self-check (a generator that did not deliver is INVALID, never the server failing);
 /// then every objective (FAIL naming each that did not hold); a step that broke only
 /// latency bounds, each of which holds from the actual send time where the lateness is
-/// the generator's own ([`StepFigures::own_lateness_ns`]), is INVALID: the generator
+/// the generator's own ([`StepFigures::latency_actual_ns`]), is INVALID: the generator
 /// sent late, the server answered within the objective; else pass.
 pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
     if f.interrupted {
@@ -244,7 +244,7 @@ pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
 /// None when another objective broke, none did, or one fails from the actual send too.
 fn sent_late(slo: &Slo, f: &StepFigures) -> Option<String> {
     let actual = StepFigures {
-        latency_ns: Some(f.own_lateness_ns?),
+        latency_ns: Some(f.latency_actual_ns?),
         ..f.clone()
     };
     if !latency_only(slo, f) {

@@ -304,7 +304,7 @@ fn figs() -> StepFigures {
         achieved_pps: 10_000.0,
         answered_pps: 10_000.0,
         latency_ns: Some([100_000, 200_000, 500_000, 1_000_000, 2_000_000]),
-        own_lateness_ns: None,
+        latency_actual_ns: None,
         loss_pct: Some(0.0),
         errors_pct: 0.0,
         gen_valid: true,
@@ -453,7 +453,7 @@ fn latency_broken_only_by_the_generators_lateness_is_invalid_not_the_server() {
     let mut f = figs();
     // 39 ms from the intended send, 2 ms from the actual send: the generator sent late.
     f.latency_ns = Some([4 * ms, 20 * ms, 39 * ms, 44 * ms, 44 * ms]);
-    f.own_lateness_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
+    f.latency_actual_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
     let (status, why) = judge(&slo, &f);
     assert_eq!(status, StepStatus::Invalid, "{why:?}");
     assert_eq!(
@@ -461,18 +461,18 @@ fn latency_broken_only_by_the_generators_lateness_is_invalid_not_the_server() {
         vec!["p99 39 ms from the intended send time, 2.00 ms from the actual send: the generator sent late, not the server (it answered within the objective from the actual send)"]
     );
     // Slow from the actual send too: the server's.
-    f.own_lateness_ns = Some([4 * ms, 20 * ms, 30 * ms, 44 * ms, 44 * ms]);
+    f.latency_actual_ns = Some([4 * ms, 20 * ms, 30 * ms, 44 * ms, 44 * ms]);
     assert_eq!(
         judge(&slo, &f),
         (StepStatus::Fail, vec!["p99 39 ms > 20 ms".into()])
     );
     // Loss broke too: the server failed whatever the lateness.
-    f.own_lateness_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
+    f.latency_actual_ns = Some([ms / 10, ms, 2 * ms, 3 * ms, 3 * ms]);
     f.loss_pct = Some(1.0);
     assert_eq!(judge(&slo, &f).0, StepStatus::Fail);
     // Where a send may wait for the server (no figures from the actual send), never.
     f.loss_pct = Some(0.0);
-    f.own_lateness_ns = None;
+    f.latency_actual_ns = None;
     assert_eq!(judge(&slo, &f).0, StepStatus::Fail);
 }
 
@@ -497,7 +497,7 @@ fn an_http_step_reads_its_window_and_counts_no_reply_as_loss_and_failures_as_err
         Some([90_623, 116_607, 139_775, 207_103, 293_375])
     );
     assert_eq!((f.loss_pct, f.errors_pct), (Some(0.0), 0.0));
-    assert!(f.gen_valid && f.own_lateness_ns.is_none());
+    assert!(f.gen_valid && f.latency_actual_ns.is_none());
     // 20 timed out and 10 still outstanding of 2000 written: 1.5 % lost; 30 refused
     // connects, 40 resets, 50 503s of 2000 intended: 6 % errors.
     r.result.errors.timeout = 20;

@@ -405,14 +405,15 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
 fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
     let (lo, hi) = c.conclusion.bounds();
     let mut out = vec![];
+    let unit = c.plan.search.unit;
     for (name, v, source) in [
         (
-            "capacity: sustains pps",
+            format!("capacity: sustains {unit}"),
             lo,
             "the highest rate that passed every step (capacity search)",
         ),
         (
-            "capacity: fails pps",
+            format!("capacity: fails {unit}"),
             hi,
             "the lowest rate that failed a step (capacity search)",
         ),
@@ -420,7 +421,7 @@ fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
         if let Some(v) = v {
             out.push((
                 Key {
-                    name: name.into(),
+                    name,
                     source: source.into(),
                     domain: Domain::NonNegative,
                 },

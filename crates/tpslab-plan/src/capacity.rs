@@ -528,6 +528,19 @@ impl CapacityPlan {
             CapacityLoad::Http(h) => {
                 STEP_DURATION.check("--step-duration", h.load.duration)?;
                 WARMUP.check("--warmup", h.warmup)?;
+                // The warm-up is a `load http` run of its own: as long as one can be.
+                let least = crate::limits::HTTP_LOAD_DURATION.min;
+                if !h.warmup.is_zero() && h.warmup < least {
+                    return Err(PlanError::value(
+                        "--warmup",
+                        humantime::format_duration(h.warmup),
+                        format!(
+                            "0 (none) or {}..={} (a run of its own)",
+                            humantime::format_duration(least),
+                            humantime::format_duration(WARMUP.max)
+                        ),
+                    ));
+                }
                 h.load.validate().map_err(relabel)?;
             }
         }

@@ -467,11 +467,15 @@ pub fn ramp_steps(
 fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     use tpslab_analysis::capacity::StepStatus;
     let (lo, hi) = c.conclusion.bounds();
+    let per = match c.plan.search.unit {
+        tpslab_analysis::capacity::RateUnit::Pps => "datagrams per second",
+        tpslab_analysis::capacity::RateUnit::RequestsPerSecond => "HTTP requests per second",
+    };
     let mut f = vec![];
     if let Some(v) = lo {
         f.push(Family::one(
             "tpslab_capacity_sustained_pps",
-            "The highest rate that passed every step of the capacity search, datagrams per second.",
+            &format!("The highest rate that passed every step of the capacity search, {per}."),
             Kind::Gauge,
             vec![],
             Value::Float(v),
@@ -480,7 +484,7 @@ fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     if let Some(v) = hi {
         f.push(Family::one(
             "tpslab_capacity_failed_pps",
-            "The lowest rate that failed a step of the capacity search, datagrams per second.",
+            &format!("The lowest rate that failed a step of the capacity search, {per}."),
             Kind::Gauge,
             vec![],
             Value::Float(v),

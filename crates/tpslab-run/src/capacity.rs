@@ -1,7 +1,7 @@
-//! `capacity udp`: open-loop steps (each one UDP run, `load udp`'s engine, with its
-//! warm-up) at rates the search chooses ([`tpslab_analysis::capacity::next`]), each step
+//! `capacity udp|http`: open-loop steps (each one UDP run, `load udp`'s engine, with its
+//! warm-up; or `load http`'s open loop after a warm-up run) at rates the search chooses ([`tpslab_analysis::capacity::next`]), each step
 //! judged (the generator's self-check, then the objective; the verdict rules on a failing
-//! step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
+//! UDP step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
 //! kind `capacity`.
 
 use crate::{Ctx, Started};
@@ -137,7 +137,7 @@ fn run_step(
     }
 }
 
-/// Runs the search: one UDP run per step at the rate [`search::next`] gives, until it is
+/// Runs the search: one step ([`run_step`]) at each rate [`search::next`] gives, until it is
 /// done; no step starts that would end after `plan.search.budget` (a step still running
 /// then is stopped, marked interrupted and not counted), and `ctx.stop` ends the search
 /// after its current step's interruption with the best bracket so far. Each step is

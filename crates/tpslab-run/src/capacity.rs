@@ -137,7 +137,7 @@ fn run_step(
     }
 }
 
-/// Runs the search: one step ([`run_step`]) at each rate [`search::next`] gives, until it is
+/// Runs the search: one step (`run_step`) at each rate [`search::next`] gives, until it is
 /// done; no step starts that would end after `plan.search.budget` (a step still running
 /// then is stopped, marked interrupted and not counted), and `ctx.stop` ends the search
 /// after its current step's interruption with the best bracket so far. Each step is

@@ -10,8 +10,6 @@ use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::ramp::HTTP_BODY_BYTES;
 
-use crate::out;
-
 /// The open loop's connections and request.
 #[derive(Args, Debug)]
 pub(crate) struct HttpFlags {
@@ -69,9 +67,10 @@ impl HttpFlags {
     }
 
     /// The plan at `rate` requests/s for `duration`: the request checked first, then
-    /// `check` (the command's own flags: the rate, say), the plan's figures
-    /// ([`LoadHttpPlan::validate`], labelled as `relabel` says), then the URL resolved,
-    /// the TLS trust read and tried, and the body read. Errors: one line naming the flag.
+    /// `check` (the command's own flags: the rate, say), then `validate` on the plan
+    /// before its name is resolved (the command's checks, e.g. [`LoadHttpPlan::validate`]
+    /// under its own labels), then the URL resolved, the TLS trust read and tried, and
+    /// the body read. Errors: one line naming the flag.
     pub(crate) fn plan(
         &self,
         url: &str,
@@ -95,7 +94,7 @@ impl HttpFlags {
             load_threads: self.load_threads,
         };
         validate(&plan)?;
-        plan.target = out::resolve(&format!("{}:{}", u.host, u.port))?;
+        plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;
         plan.request.tls = tpslab_run::input::tls_settings(self.insecure, self.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
         tpslab_engine::proto::tls::client_for(&plan.request, tpslab_engine::proto::http1::ALPN)

@@ -416,7 +416,7 @@ pub struct WaitSampler {
     /// estimate; None when unreadable.
     cpu0: Option<tpslab_proc::CpuTimes>,
     /// Every thread as the last tick found it (for the live stream).
-    now: Vec<crate::observe::LiveThread>,
+    now: Vec<tpslab_analysis::waits::LiveThread>,
 }
 
 /// The host's CPU times now (/proc/stat `cpu` line).
@@ -465,7 +465,7 @@ impl WaitSampler {
     }
 
     /// Every thread as the last tick found it: its state and where it waits.
-    pub fn now(&self) -> &[crate::observe::LiveThread] {
+    pub fn now(&self) -> &[tpslab_analysis::waits::LiveThread] {
         &self.now
     }
 
@@ -521,7 +521,7 @@ impl WaitSampler {
                     e.insert((st, tpslab_net::mono_ns()));
                 }
             }
-            self.now.push(crate::observe::LiveThread {
+            self.now.push(tpslab_analysis::waits::LiveThread {
                 tid,
                 comm: s.comm.clone(),
                 state: s.state,

@@ -130,6 +130,8 @@ impl CapacityHttpArgs {
                 warmup: self.search.warmup,
             }),
             search: search.clone(),
+            server_cmd: None,
+            fix_and_retry: false,
         };
         let load = self.http.plan(
             &self.url,
@@ -147,8 +149,20 @@ impl CapacityHttpArgs {
 /// search's.
 #[derive(Args, Debug)]
 pub(crate) struct CapacityUdpArgs {
-    /// Server address, HOST:PORT.
-    pub(crate) target: String,
+    /// Server address, HOST:PORT (not with --server-cmd).
+    pub(crate) target: Option<String>,
+    /// Start the user's server for the search: a shell command with {port} (e.g.
+    /// 'java UdpServer.java {port}'), run by `sh -c` as its own process group, stopped at
+    /// the end; the group's process owning the UDP socket on the port is the server
+    /// watched. With --fix-and-retry it is started again after the change, so a fix that
+    /// reaches only new sockets (net.core.rmem_default) is searched on the user's server.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
+    /// Apply the fix the verdict recommends at the first failing rate (host sysctls,
+    /// journaled and restored; root), search again from the rate sustained, report both
+    /// capacities. The second search has its own --budget.
+    #[arg(long)]
+    pub(crate) fix_and_retry: bool,
     #[command(flatten)]
     pub(crate) search: SearchFlags,
     /// Datagram size (UDP payload), bytes or a size (1KiB); at least 40.
@@ -207,7 +221,23 @@ impl CapacityUdpArgs {
     pub(crate) fn plan(&self) -> Result<CapacityPlan> {
         let (slo, resolution_pct) = self.search.check(MAX_RATE_PPS, RateUnit::Pps)?;
         self.record.check(true)?;
-        let target = resolve(&self.target)?;
+        let target = match (&self.target, &self.server_cmd) {
+            (Some(t), None) => resolve(t)?,
+            // Replaced by the port the started server listens on.
+            (None, Some(_)) => std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            (Some(_), Some(_)) => bail!(
+                "capacity udp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
+            ),
+            (None, None) => bail!(
+                "capacity udp: give HOST:PORT of the server, or --server-cmd 'COMMAND {{port}}'"
+            ),
+        };
+        if self.server_cmd.is_some() && self.pid.is_some() {
+            bail!("--server-cmd starts the server itself: --pid does not apply");
+        }
+        if self.fix_and_retry && !tpslab_net::is_root() {
+            bail!("--fix-and-retry applies the fix as host sysctls (journaled and restored): run as root");
+        }
         let flags = LoadFlags {
             rate: Some(self.search.start_rate),
             size: self.size,
@@ -244,6 +274,8 @@ impl CapacityUdpArgs {
                 RateUnit::Pps,
                 min_rate_for_bursts(self.burst, self.search.step_duration),
             ),
+            server_cmd: self.server_cmd.clone(),
+            fix_and_retry: self.fix_and_retry,
         };
         plan.validate()?;
         if self.live {

@@ -2,7 +2,8 @@
 //! capacity: one thread, 1/work datagrams a second), in a network namespace of its own:
 //! the rate found is within 10 % of it; `--budget` ends the search on time with the bracket
 //! so far; Ctrl-C ends it with the bracket so far, marked interrupted; a generator that
-//! shares its CPU with a hog is found to be the limit, not the server.
+//! shares its CPU with a hog is found to be the limit, not the server; `--fix-and-retry`
+//! on a server started by `--server-cmd` applies the buffer fix, finds more, restores.
 //!
 //! Needs root (namespaces, SCHED_FIFO) and 2 CPUs: the server runs SCHED_FIFO on CPU 1 and
 //! the generator (under `chrt -f`) on CPU 0, so other work on the host (a build) does not
@@ -496,4 +497,95 @@ fn capacity_http_finds_a_serialised_servers_ceiling() {
             assert!(!s["why"].as_array().unwrap().is_empty(), "{s}");
         }
     }
+}
+
+fn rmem_default() -> String {
+    std::fs::read_to_string("/proc/sys/net/core/rmem_default")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it() {
+    let test =
+        "capacity::fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it";
+    if !ready(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let before = rmem_default();
+    let ns = NetNs::new();
+    // S1 in miniature: the reference server (never sets SO_RCVBUF: the default buffer)
+    // started by tpslab, bursts of 200 that buffer cannot hold at any mean rate.
+    let server = format!(
+        "{} serve udp --bind 127.0.0.1:{{port}} --sched fifo:10 --cpus 1 --no-history",
+        env!("CARGO_BIN_EXE_tpslab")
+    );
+    let json = common::tmp("capacity_fix_and_retry.json");
+    let _ = std::fs::remove_file(&json);
+    let mut c = ns.command("chrt");
+    c.env("XDG_DATA_HOME", common::history_home())
+        .args(["-f", "5", env!("CARGO_BIN_EXE_tpslab"), "capacity", "udp"])
+        .args(["--server-cmd", &server, "--fix-and-retry"])
+        .args(["--load-cpus", "0", "--no-drop-reasons", "--burst", "200"])
+        .args(["--slo", "loss<0.1%", "--start-rate", "10k"])
+        .args([
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "300ms",
+            "--budget",
+            "20s",
+        ])
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    assert_eq!(rmem_default(), before, "net.core.rmem_default not restored");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "capacity failed: {}\n{text}",
+        out.status
+    );
+    common::assert_report_reproduces(&json, &out.stdout);
+    let rec = common::record(&json);
+    let calls = |steps: &Value| -> Vec<(f64, String)> {
+        steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (f(&s["rate_pps"]), s["status"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    // As it was: no rate passes, and the layer that gave is the socket buffer.
+    let first = calls(&rec["steps"]);
+    assert!(!first.iter().any(|(_, c)| c == "pass"), "{first:?}");
+    assert_eq!(rec["boundary"]["case"], "socket_buffer_bursts", "{text}");
+    // The fix: the default buffer raised for the user's server, started again.
+    let retry = &rec["retry"];
+    let applied = retry["applied"].to_string();
+    assert!(
+        applied.contains("sysctl net.core.rmem_default="),
+        "{applied}"
+    );
+    assert!(applied.contains("the server started again"), "{applied}");
+    assert!(
+        retry["restored"]
+            .to_string()
+            .contains("net.core.rmem_default"),
+        "{}",
+        retry["restored"]
+    );
+    // With it, the rate the first search failed at passes.
+    let second = calls(&retry["search"]["steps"]);
+    assert!(
+        second.iter().any(|(r, c)| *r >= 10_000.0 && c == "pass"),
+        "no step passed at 10,000 pps or more with the fix: {second:?}\n{text}"
+    );
+    assert!(
+        text.contains("FIX AND RETRY: sysctl net.core.rmem_default="),
+        "{text}"
+    );
+    assert!(text.contains("CAPACITY: none as it was, "), "{text}");
 }

@@ -64,6 +64,26 @@ fn capacity_refuses_what_it_cannot_search() {
             ),
             ("capacity udp 127.0.0.1:9 --size 10", &["--size 10"]),
             ("capacity udp 127.0.0.1:9 --threads 0", &["--threads 0"]),
+            (
+                "capacity udp",
+                &["capacity udp: give HOST:PORT of the server, or --server-cmd 'COMMAND {port}'"],
+            ),
+            (
+                "capacity udp 127.0.0.1:9 --server-cmd 'srv {port}'",
+                &["or --server-cmd to start one, not both"],
+            ),
+            (
+                "capacity udp --server-cmd 'srv 9000'",
+                &["--server-cmd \"srv 9000\": allowed a shell command containing {port}"],
+            ),
+            (
+                "capacity udp --server-cmd 'srv {port}' --pid 1",
+                &["--server-cmd starts the server itself: --pid does not apply"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --fix-and-retry",
+                &["--fix-and-retry"],
+            ),
         ],
     );
 }
@@ -132,6 +152,28 @@ fn capacity_takes_the_load_flags_and_the_search_as_given() {
         (1000.0, 1e6, 5.0, 3)
     );
     assert_eq!(d.search.budget, Duration::from_secs(300));
+    assert_eq!((d.server_cmd.as_deref(), d.fix_and_retry), (None, false));
+    // The user's server started by tpslab: its port is filled in when it starts. The fix
+    // is applied as host sysctls: root only.
+    if !tpslab_net::is_root() {
+        refused(
+            dir.path(),
+            &[(
+                "capacity udp --server-cmd 'java Srv.java {port}' --fix-and-retry",
+                &["--fix-and-retry applies the fix as host sysctls (journaled and restored): run as root"],
+            )],
+        );
+        return;
+    }
+    let Made::Capacity(u) = accepted(
+        dir.path(),
+        "capacity udp --server-cmd 'java Srv.java {port}' --fix-and-retry",
+    ) else {
+        panic!("not a capacity plan")
+    };
+    assert_eq!(u.server_cmd.as_deref(), Some("java Srv.java {port}"));
+    assert!(u.fix_and_retry);
+    assert_eq!(u.target().to_string(), "127.0.0.1:0");
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! sentence that says it ([`headline`]).
 
 pub use tpslab_record::capacity::{
-    CapacityLoad, CapacityPlan, CapacityRecord, CapacitySearch, CapacityStep, Conclusion, HttpStep,
-    Objective, Quantile, RateUnit, Slo, StepStatus, StepVerdict,
+    CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacitySearch, CapacityStep,
+    Conclusion, HttpStep, Objective, Quantile, RateUnit, Slo, StepStatus, StepVerdict,
 };
 use tpslab_record::verdict::Case;
 use tpslab_record::RunRecord;

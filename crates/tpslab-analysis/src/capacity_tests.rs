@@ -417,6 +417,8 @@ fn the_headline_names_both_ends_and_what_gave() {
                 no_drop_reasons: true,
             }),
             search: search(1000.0, 1e6),
+            server_cmd: None,
+            fix_and_retry: false,
         },
         steps,
         conclusion: Conclusion::Bracket {
@@ -437,6 +439,7 @@ fn the_headline_names_both_ends_and_what_gave() {
         interrupted: false,
         environment: Default::default(),
         notes: vec![],
+        retry: None,
     };
     assert_eq!(
         headline(&rec),

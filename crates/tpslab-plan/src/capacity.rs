@@ -420,6 +420,15 @@ pub struct CapacityPlan {
     pub load: CapacityLoad,
     /// The objective and the search's bounds.
     pub search: CapacitySearch,
+    /// `--server-cmd`: the user's UDP server, a shell command with `{port}`, started by
+    /// tpslab for the search (the load's target and PID are the started server's) and
+    /// started again after `--fix-and-retry`'s change. None: the server at the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cmd: Option<String>,
+    /// `--fix-and-retry`: the fix the verdict recommends at the first failing rate is
+    /// applied through the host guard, the search runs again, and the host is restored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fix_and_retry: bool,
 }
 
 /// What each step of a capacity search runs.
@@ -601,6 +610,36 @@ impl CapacityPlan {
         }
         if s.slo.objectives.is_empty() {
             return Err(PlanError::value("--slo", "", SLO_FORMS));
+        }
+        self.validate_server()
+    }
+
+    /// `--server-cmd` (UDP only: a command with `{port}`; the record's plan holds the
+    /// started server's address and PID) and
+    /// `--fix-and-retry` (UDP only: the verdict rules and their fixes read a UDP run).
+    fn validate_server(&self) -> Result<(), PlanError> {
+        let udp = match &self.load {
+            CapacityLoad::Udp(r) => Some(r),
+            CapacityLoad::Http(_) => None,
+        };
+        if let Some(cmd) = &self.server_cmd {
+            if udp.is_none() {
+                return Err(PlanError::Conflict(
+                    "--server-cmd starts a UDP server: capacity http loads a server already running".into(),
+                ));
+            }
+            if !cmd.contains("{port}") {
+                return Err(PlanError::value(
+                    "--server-cmd",
+                    format!("\"{cmd}\""),
+                    "a shell command containing {port}, where tpslab puts the port to listen on",
+                ));
+            }
+        }
+        if self.fix_and_retry && udp.is_none() {
+            return Err(PlanError::Conflict(
+                "--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity http names no layer yet".into(),
+            ));
         }
         Ok(())
     }

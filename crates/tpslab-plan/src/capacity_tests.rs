@@ -188,6 +188,8 @@ fn plan() -> CapacityPlan {
             min_rate: 1.0,
             unit: RateUnit::Pps,
         },
+        server_cmd: None,
+        fix_and_retry: false,
     }
 }
 
@@ -236,6 +238,10 @@ fn a_plan_is_checked_flag_by_flag() {
         (|p| udp(p).size_bytes = 10, "--size 10: allowed"),
         (|p| udp(p).threads = 0, "--threads 0: allowed"),
         (|p| p.search.slo.objectives.clear(), "--slo \"\": allowed"),
+        (
+            |p| p.server_cmd = Some("srv 9000".into()),
+            "--server-cmd \"srv 9000\": allowed a shell command containing {port}",
+        ),
     ];
     for (edit, want) in rows {
         let mut p = plan();
@@ -247,9 +253,19 @@ fn a_plan_is_checked_flag_by_flag() {
 
 #[test]
 fn a_plan_reads_back_as_written() {
-    let p = plan();
+    let mut p = plan();
     let j = serde_json::to_string(&p).unwrap();
     assert!(j.contains(r#""budget":60000000000"#), "{j}");
+    // A search without --server-cmd/--fix-and-retry writes neither key (records of
+    // earlier versions read the same).
+    assert!(
+        !j.contains("server_cmd") && !j.contains("fix_and_retry"),
+        "{j}"
+    );
+    assert_eq!(serde_json::from_str::<CapacityPlan>(&j).unwrap(), p);
+    p.server_cmd = Some("srv --port {port}".into());
+    p.fix_and_retry = true;
+    let j = serde_json::to_string(&p).unwrap();
     assert_eq!(serde_json::from_str::<CapacityPlan>(&j).unwrap(), p);
 }
 

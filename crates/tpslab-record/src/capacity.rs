@@ -166,7 +166,38 @@ pub struct CapacityRecord {
     pub interrupted: bool,
     /// The host.
     pub environment: Environment,
-    /// Notes for the reader.
+    /// Notes for the reader (with `--fix-and-retry`: why there was no second search).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// `--fix-and-retry`'s second search, with the fix applied; None without the flag, or
+    /// when nothing could be applied (the notes say why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Box<CapacityRetry>>,
+}
+
+/// `--fix-and-retry`: the fix the verdict recommended at the first search's lowest failing
+/// rate, applied; the search run again with it; the host settings put back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CapacityRetry {
+    /// Each change made for the second search, in words (`sysctl net.core.rmem_default=
+    /// 4194304 (host-wide; restored afterwards)`, `the server started again after the
+    /// change (--server-cmd)`).
+    pub applied: Vec<String>,
+    /// The host settings put back after it: (sysctl, the value restored).
+    #[serde(default)]
+    pub restored: Vec<(String, String)>,
+    /// The second search: its plan (the fix in it; it starts at the first search's
+    /// sustained rate), steps, conclusion and verdict. It has no `retry` of its own.
+    pub search: CapacityRecord,
+}
+
+impl CapacityRecord {
+    /// The rate the second search sustains against the first's, as a change in % (`+38.0`),
+    /// when both found one.
+    pub fn retry_change_pct(&self) -> Option<f64> {
+        let before = self.conclusion.bounds().0?;
+        let after = self.retry.as_ref()?.search.conclusion.bounds().0?;
+        (before > 0.0).then(|| (after / before - 1.0) * 100.0)
+    }
 }

@@ -458,5 +458,11 @@ fn capacity(c: &crate::capacity::CapacityRecord) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    match &c.retry {
+        None => Ok(()),
+        Some(r) if r.search.retry.is_some() => {
+            Err("a capacity retry with a retry of its own (one retry at most)".into())
+        }
+        Some(r) => capacity(&r.search).map_err(|e| format!("the retry's search: {e}")),
+    }
 }

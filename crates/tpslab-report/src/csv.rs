@@ -8,30 +8,35 @@
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record, RunRecord};
 
-/// A capacity search's steps, one row each.
+/// A capacity search's steps, one row each; `search` is `as_is`, or `with_fix` for the
+/// steps of `--fix-and-retry`'s second search (numbered from 1 again).
 fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) -> io::Result<()> {
-    writeln!(w, "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s")?;
-    for (i, s) in c.steps.iter().enumerate() {
-        let lat = s.latency_ns.map_or(",,,,".to_string(), |l| {
-            l.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        });
-        writeln!(
-            w,
-            "{},{},{},{},{lat},{},{},{},{},{},{}",
-            i + 1,
-            s.rate_pps,
-            s.achieved_pps,
-            s.answered_pps,
-            s.loss_pct.map_or(String::new(), |l| l.to_string()),
-            s.errors_pct,
-            s.status.word().to_lowercase(),
-            text(&s.why.join("; ")),
-            s.started_s,
-            s.elapsed_s
-        )?;
+    writeln!(w, "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s,search")?;
+    let searches =
+        std::iter::once((c, "as_is")).chain(c.retry.iter().map(|r| (&r.search, "with_fix")));
+    for (c, search) in searches {
+        for (i, s) in c.steps.iter().enumerate() {
+            let lat = s.latency_ns.map_or(",,,,".to_string(), |l| {
+                l.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+            writeln!(
+                w,
+                "{},{},{},{},{lat},{},{},{},{},{},{},{search}",
+                i + 1,
+                s.rate_pps,
+                s.achieved_pps,
+                s.answered_pps,
+                s.loss_pct.map_or(String::new(), |l| l.to_string()),
+                s.errors_pct,
+                s.status.word().to_lowercase(),
+                text(&s.why.join("; ")),
+                s.started_s,
+                s.elapsed_s
+            )?;
+        }
     }
     Ok(())
 }

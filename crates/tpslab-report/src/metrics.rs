@@ -510,6 +510,17 @@ fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
         kind: Kind::Counter,
         series: calls,
     });
+    if let Some(r) = &c.retry {
+        let (lo, hi) = r.search.conclusion.bounds();
+        for (name, what, v) in [
+            ("tpslab_capacity_with_fix_sustained_pps", "The highest rate that passed every step of the search with the fix (--fix-and-retry)", lo),
+            ("tpslab_capacity_with_fix_failed_pps", "The lowest rate that failed a step of the search with the fix (--fix-and-retry)", hi),
+        ] {
+            if let Some(v) = v {
+                f.push(Family::one(name, &format!("{what}, {per}."), Kind::Gauge, vec![], Value::Float(v)));
+            }
+        }
+    }
     f
 }
 

@@ -94,6 +94,12 @@
 //!   udp 127.0.0.1:39704 --load-cpus 0 --start-rate 1000 --step-duration 500ms --warmup
 //!   200ms --repeats 2 --budget 40s --json $F/capacity.json` (the server's capacity is
 //!   about 1/200us = 5,000 pps; the search found 4,625)
+//! - `capacity_retry.json`: in a network namespace of its own, `chrt -f 5 $T capacity udp
+//!   --server-cmd "$T serve udp --bind 127.0.0.1:{port} --sched fifo:10 --cpus 1
+//!   --no-history" --fix-and-retry --burst 200 --load-cpus 0 --no-drop-reasons --start-rate
+//!   10k --step-duration 1s --warmup 300ms --budget 60s --json $F/capacity_retry.json` (S1
+//!   in one command: nothing passes with the default buffer; with net.core.rmem_default
+//!   raised and the server started again, 100,000 pps)
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 
@@ -127,7 +133,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         ],
         Body::ProbePool(_) => &["probe_pool.json"],
         Body::Compare(_) => &["compare.json"],
-        Body::Capacity(_) => &["capacity.json"],
+        Body::Capacity(_) => &["capacity.json", "capacity_retry.json"],
     }
 }
 

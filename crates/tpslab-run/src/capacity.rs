@@ -4,6 +4,8 @@
 //! UDP step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
 //! kind `capacity`.
 
+use crate::diagnose::apply_fix;
+use crate::server_proc::ServerProcess;
 use crate::{Ctx, Started};
 use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -11,12 +13,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
 use tpslab_analysis::capacity::{
-    CapacityLoad, CapacityPlan, CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict,
+    CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacityStep, Conclusion,
+    StepStatus, StepVerdict,
 };
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
+use tpslab_engine::guard::HostGuard;
 use tpslab_engine::openloop::run_load_http;
+use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_net::sched::SchedPolicy;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
 struct Watchdog {
@@ -137,17 +143,159 @@ fn run_step(
     }
 }
 
-/// Runs the search: one step (`run_step`) at each rate [`search::next`] gives, until it is
+/// Runs `tpslab capacity`: with `plan.server_cmd` the user's server started first (the
+/// load's target and PID its), the search ([`search`]), and with `plan.fix_and_retry` the
+/// fix applied and the search run again ([`retry`]); the server stopped at the end.
+///
+/// Returns the `capacity` record (interrupted when `ctx.stop` was set). Errors: the server
+/// cannot start, or the first step cannot run (the target cannot be reached or found, a
+/// bad `--pid`).
+pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
+    let started = Started::now();
+    let mut server = start_server(plan)?;
+    let mut rec = search(&on_server(plan, server.as_ref()), ctx, "capacity step")?;
+    if plan.fix_and_retry && !ctx.stopped() {
+        retry(&mut rec, &mut server, ctx);
+    }
+    drop(server);
+    let interrupted = ctx.stopped();
+    rec.interrupted = interrupted;
+    Ok(Record::with_meta(
+        started.meta(interrupted),
+        Body::Capacity(rec),
+    ))
+}
+
+/// The user's server of `--server-cmd`, started (None without it). Errors: it cannot start
+/// or never opens its UDP socket.
+fn start_server(plan: &CapacityPlan) -> Result<Option<ServerProcess>> {
+    plan.server_cmd
+        .as_deref()
+        .map(|cmd| ServerProcess::user_udp(cmd, &[], SchedPolicy::Other))
+        .transpose()
+}
+
+/// `plan` with the started server's address and PID as the load's target (unchanged
+/// without one).
+fn on_server(plan: &CapacityPlan, server: Option<&ServerProcess>) -> CapacityPlan {
+    let mut p = plan.clone();
+    if let (Some(srv), CapacityLoad::Udp(r)) = (server, &mut p.load) {
+        r.load.target = srv.addr;
+        r.target_pid = Some(srv.pid());
+    }
+    p
+}
+
+/// `--fix-and-retry`: the fix of the verdict at the first search's lowest failing rate
+/// applied (host sysctls through the host guard, the server started again when tpslab
+/// started it), the search run again from the rate the first sustained, the host restored.
+/// When there is nothing to apply, or it cannot be applied, `rec.notes` says why and there
+/// is no second search; a second search that fails to run becomes a note too (the first
+/// search is never lost).
+fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx) {
+    let no = |rec: &mut CapacityRecord, why: String| {
+        rec.notes
+            .push(format!("--fix-and-retry: no second search: {why}"))
+    };
+    let Some(d) = &rec.boundary else {
+        let why = match &rec.conclusion {
+            Conclusion::AtLeast { .. } => "no rate failed up to --max-rate, so there is nothing to fix",
+            Conclusion::GeneratorLimited { .. } => "the generator was the limit, not the server: a fix of the server's host would prove nothing",
+            _ => "no failing step named a layer to fix",
+        };
+        return no(rec, why.into());
+    };
+    let Some(fix) = d.fix.clone() else {
+        let what = d
+            .recommendations
+            .first()
+            .map_or(String::new(), |r| format!(" ({})", r.what));
+        return no(
+            rec,
+            format!("the verdict at the first failing rate recommends no change tpslab can apply{what}: the change is the server's own"),
+        );
+    };
+    let CapacityLoad::Udp(first) = &rec.plan.load else {
+        return no(rec, "only a UDP search names a fix".into());
+    };
+    let mut run = first.clone();
+    let restartable = rec.plan.server_cmd.is_some();
+    let a = apply_fix(&mut run, &fix, restartable);
+    if a.sysctls.is_empty() {
+        let why = if a.skipped.is_empty() {
+            "nothing recommended is a change tpslab can apply".to_string()
+        } else {
+            format!(
+                "the fix ({}) reaches only sockets created after the change, and tpslab cannot restart this server: give --server-cmd 'COMMAND {{port}}' so that it can",
+                a.skipped.join(", ")
+            )
+        };
+        return no(rec, why);
+    }
+    let mut guard = match HostGuard::apply(&a.sysctls) {
+        Ok(g) => g,
+        Err(e) => return no(rec, format!("the fix could not be applied ({e})")),
+    };
+    // Sockets made before the change keep their old limits: the server starts again.
+    if let Some(cmd) = &rec.plan.server_cmd {
+        drop(server.take());
+        match ServerProcess::user_udp(cmd, &[], SchedPolicy::Other) {
+            Ok(s) => *server = Some(s),
+            Err(e) => {
+                let done = guard.restore();
+                no(
+                    rec,
+                    format!("the server did not start again after the change: {e}"),
+                );
+                rec.notes.extend(
+                    done.skipped
+                        .into_iter()
+                        .map(|s| format!("not restored: {s}")),
+                );
+                return;
+            }
+        }
+    }
+    let mut plan = rec.plan.clone();
+    plan.load = CapacityLoad::Udp(run);
+    plan.fix_and_retry = false;
+    // From the rate the first search sustained: below it the fix is not in question.
+    if let Some(s) = rec.conclusion.bounds().0 {
+        plan.search.start_rate = s.clamp(plan.search.min_rate.ceil(), plan.search.max_rate);
+    }
+    let second = search(
+        &on_server(&plan, server.as_ref()),
+        ctx,
+        "capacity step (with the fix)",
+    );
+    let done = guard.restore();
+    rec.notes.extend(
+        done.skipped
+            .into_iter()
+            .map(|s| format!("not restored: {s}")),
+    );
+    match second {
+        Ok(search) => {
+            rec.retry = Some(Box::new(CapacityRetry {
+                applied: a.what,
+                restored: done.restored,
+                search,
+            }))
+        }
+        Err(e) => no(rec, format!("the second search failed to run: {e}")),
+    }
+}
+
+/// One search: one step (`run_step`) at each rate [`search::next`] gives, until it is
 /// done; no step starts that would end after `plan.search.budget` (a step still running
 /// then is stopped, marked interrupted and not counted), and `ctx.stop` ends the search
 /// after its current step's interruption with the best bracket so far. Each step is
-/// reported on `ctx.progress` as it ends.
+/// reported on `ctx.progress` as it ends, its phase named `label` and its number.
 ///
-/// Returns the `capacity` record. Errors: the engine's on the first step (the target
+/// Returns the search's record. Errors: the engine's on the first step (the target
 /// cannot be reached or found, a bad `--pid`); on a later step the search ends there,
 /// unfinished, with the error as its reason.
-pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
-    let started = Started::now();
+fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord> {
     let t0 = Instant::now();
     let budget = plan.search.budget;
     let deadline = t0 + budget;
@@ -157,6 +305,12 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     let mut environment = None;
     let base = plan.min_budget();
     let mut longest = Duration::ZERO;
+    // The charge per datagram (truesize) a socket buffer's size is counted in: what the
+    // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
+    let probe = match &plan.load {
+        CapacityLoad::Udp(r) => probe_truesize(r.load.datagram_len(), None).ok(),
+        CapacityLoad::Http(_) => None,
+    };
     let conclusion = loop {
         if ctx.stopped() {
             break search::so_far(&plan.search, &steps, "interrupted");
@@ -180,7 +334,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
             let _dog = Watchdog::start(ctx, stop.clone(), deadline);
             ctx.phase(
                 &format!(
-                    "capacity step {}: {} {}",
+                    "{label} {}: {} {}",
                     steps.len() + 1,
                     rate_text(rate),
                     plan.search.unit
@@ -218,8 +372,8 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         // The verdict rules read a UDP run's ledger; an HTTP step has none (its failing
         // objective is its evidence).
         let verdict = udp.filter(|_| status == StepStatus::Fail).map(|rec| {
-            let facts = Facts::from_record(&rec, None);
-            let mut d = diagnose(&facts, None);
+            let facts = Facts::from_record(&rec, probe.as_ref());
+            let mut d = diagnose(&facts, probe.as_ref());
             queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
             let v = StepVerdict {
                 case: d.case,
@@ -266,7 +420,7 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
             .find(|(x, _)| *x == r)
             .map(|(_, d)| d.clone())
     });
-    let rec = CapacityRecord {
+    Ok(CapacityRecord {
         plan: plan.clone(),
         steps,
         conclusion,
@@ -274,9 +428,6 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         interrupted,
         environment: environment.unwrap_or_else(tpslab_engine::env::environment),
         notes: vec![],
-    };
-    Ok(Record::with_meta(
-        started.meta(interrupted),
-        Body::Capacity(rec),
-    ))
+        retry: None,
+    })
 }

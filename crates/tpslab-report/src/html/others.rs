@@ -498,8 +498,7 @@ pub(super) fn capacity(
     p: &mut Page,
     c: &tpslab_analysis::capacity::CapacityRecord,
 ) -> Result<(), String> {
-    use tpslab_analysis::capacity::{headline, Conclusion, Objective, Quantile, StepStatus};
-    let rate_axis = format!("rate ({})", c.plan.search.unit);
+    use tpslab_analysis::capacity::{headline, Conclusion};
     let mut evidence: Vec<super::Evidence> = vec![];
     let mut recommendations = vec![];
     if let Some(d) = &c.boundary {
@@ -525,7 +524,17 @@ pub(super) fn capacity(
         }
         .into(),
         headline: headline(c),
-        detail: Some(format!("objective {}", c.plan.search.slo)),
+        detail: Some(match &c.retry {
+            None => format!("objective {}", c.plan.search.slo),
+            Some(r) => format!(
+                "objective {}; with the fix ({}): {}{}",
+                c.plan.search.slo,
+                r.applied.join("; "),
+                headline(&r.search),
+                c.retry_change_pct()
+                    .map_or(String::new(), |p| format!(" ({p:+.0} % against as it was)"))
+            ),
+        }),
         evidence,
         recommendations,
         ok: false,
@@ -534,6 +543,23 @@ pub(super) fn capacity(
         p.alerts
             .push("the search was interrupted: the result is the best bracket so far".into());
     }
+    p.sections
+        .extend(capacity_search(c, "The search: each step against its rate"));
+    if let Some(r) = &c.retry {
+        p.sections.extend(capacity_search(
+            &r.search,
+            &format!("The search with the fix ({})", r.applied.join("; ")),
+        ));
+    }
+    Ok(())
+}
+
+/// One capacity search's path under `title` (each step's p99 and loss against its rate,
+/// the objective's bounds as dashed lines, the rate sustained marked); None without a
+/// step that passed or failed.
+fn capacity_search(c: &tpslab_analysis::capacity::CapacityRecord, title: &str) -> Option<Section> {
+    use tpslab_analysis::capacity::{Conclusion, Objective, Quantile, StepStatus};
+    let rate_axis = format!("rate ({})", c.plan.search.unit);
     let mut steps: Vec<_> = c
         .steps
         .iter()
@@ -541,7 +567,7 @@ pub(super) fn capacity(
         .collect();
     steps.sort_by(|a, b| a.rate_pps.total_cmp(&b.rate_pps));
     let x_max = steps.iter().map(|s| s.rate_pps).fold(0.0, f64::max);
-    let mut s = Section::new("The search: each step against its rate");
+    let mut s = Section::new(title);
     s.columns = 2;
     let mut lat = Chart::new(
         "p99",
@@ -627,8 +653,5 @@ pub(super) fn capacity(
     if !loss.lines.is_empty() {
         s.items.push(figure(&loss));
     }
-    if !s.items.is_empty() {
-        p.sections.push(s);
-    }
-    Ok(())
+    (!s.items.is_empty()).then_some(s)
 }

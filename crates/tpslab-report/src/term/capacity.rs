@@ -64,9 +64,49 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
     )
 }
 
-/// The whole record.
+/// The whole record: the plan's line, the search, and with `--fix-and-retry` the change
+/// made, the second search and both capacities.
 pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Result<()> {
     plan_line(w, c)?;
+    search(w, c, "")?;
+    for n in &c.notes {
+        writeln!(w, "note: {n}")?;
+    }
+    let mut steps = c.steps.len();
+    if let Some(r) = &c.retry {
+        writeln!(w, "FIX AND RETRY: {}", r.applied.join("; "))?;
+        search(w, &r.search, " with the fix")?;
+        for n in &r.search.notes {
+            writeln!(w, "note: {n}")?;
+        }
+        let unit = c.plan.search.unit;
+        let (before, after) = (c.conclusion.bounds().0, r.search.conclusion.bounds().0);
+        let text =
+            |x: Option<f64>| x.map_or("none".to_string(), |x| format!("{} {unit}", rate_text(x)));
+        writeln!(
+            w,
+            "CAPACITY: {} as it was, {} with the fix{}",
+            text(before),
+            text(after),
+            c.retry_change_pct()
+                .map_or(String::new(), |p| format!(" ({p:+.0} %)"))
+        )?;
+        if !r.restored.is_empty() {
+            let back: Vec<String> = r.restored.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            writeln!(w, "restored: {}", back.join(", "))?;
+        }
+        steps += r.search.steps.len();
+    }
+    writeln!(
+        w,
+        "{steps} step(s) in {elapsed_s:.1} s{}",
+        if c.interrupted { " (interrupted)" } else { "" }
+    )
+}
+
+/// One search: its steps, the result (`RESULT{label}: ...`) and the verdict at its first
+/// failing rate with its evidence.
+fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> {
     let rate = format!("rate {}", c.plan.search.unit);
     let mut t = table(&[
         "step", &rate, "achieved", "answered", "p99", "loss", "call", "why",
@@ -85,12 +125,12 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
         ]);
     }
     writeln!(w, "{t}")?;
-    let label = match c.conclusion {
+    let result = match c.conclusion {
         Conclusion::GeneratorLimited { .. } => "GENERATOR LIMIT",
         Conclusion::Unfinished { .. } => "RESULT (unfinished)",
         _ => "RESULT",
     };
-    writeln!(w, "{label}: {}", headline(c))?;
+    writeln!(w, "{result}{label}: {}", headline(c))?;
     if let Some(d) = &c.boundary {
         let rate = c
             .steps
@@ -110,13 +150,5 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
             writeln!(w, "  fix: {}", r.what)?;
         }
     }
-    for n in &c.notes {
-        writeln!(w, "note: {n}")?;
-    }
-    writeln!(
-        w,
-        "{} step(s) in {elapsed_s:.1} s{}",
-        c.steps.len(),
-        if c.interrupted { " (interrupted)" } else { "" }
-    )
+    Ok(())
 }

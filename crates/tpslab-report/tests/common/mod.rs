@@ -27,4 +27,5 @@ pub const FIXTURES: &[&str] = &[
     "ramp_java_http_lock.json",
     "load_http.json",
     "capacity.json",
+    "capacity_retry.json",
 ];

@@ -22,9 +22,9 @@ block was made. `--lab` runs them too (as root; each SCRIPT once, however many b
 filter its output; at most LAB_TIMEOUT seconds each), rewrites the block and its `ran:`
 line. A script is given $REC: the path of a record to write (`--json "$REC"`) when its
 output is that record's terminal report; the record is then kept, gzipped, as
-docs/transcripts/NAME.json.gz (NAME_ARGS.json.gz: see record_name), and tests/docs.rs checks on every `cargo test` (without
-root, in seconds) that `tpslab report` of it, through FILTER, is the block: what the code
-prints now for that run. `--records` rewrites those blocks from the kept records (after a
+docs/transcripts/NAME.json.gz (NAME_ARGS.json.gz: see record_name), and tests/docs.rs
+checks on every `cargo test` (without root, in a second) that `tpslab report` of it,
+through FILTER, is the block: what the code prints now for that run. `--records` rewrites those blocks from the kept records (after a
 change to a report's text; no root, no run).
 
 `--check` rewrites nothing and exits 1 naming every block that differs. Lab blocks are
@@ -37,7 +37,7 @@ line; a block whose shape differs prints the code's new lines or labels.
     sudo python3 docs/regen.py --lab       # and the lab runs (about 8 minutes here: 34 runs)
     sudo python3 docs/regen.py --lab --check
     python3 docs/regen.py --records        # lab blocks from their kept records
-    python3 docs/regen.py --lab --only s5  # lab scripts whose name contains s5
+    python3 docs/regen.py --lab --only s5  # only lab scripts whose name contains s5
 """
 import datetime
 import gzip
@@ -191,7 +191,7 @@ def main():
             where = f"{page.relative_to(ROOT)}: {cmd}"
             keep = m.group(0)
             if not m.group("lab"):
-                if lab_mode or records:
+                if records or only:
                     return keep
                 body = fenced(run(cmd).decode())
                 if body != m.group("body"):

@@ -233,10 +233,14 @@ def main():
                 if was != now:
                     new = [l for l in now if l not in was]
                     gone = [l for l in was if l not in now]
-                    stale.append(
-                        f"{where}: shape differs\n  printed now, not in the page: {new}\n"
-                        f"  in the page, not printed now: {gone}"
-                    )
+                    if new or gone:
+                        why = (
+                            f"\n  printed now, not in the page: {new}\n"
+                            f"  in the page, not printed now: {gone}"
+                        )
+                    else:
+                        why = ": the same lines, in another order or number"
+                    stale.append(f"{where}: shape differs{why}")
                 return keep
             if body.strip("`\n") == "":
                 stale.append(f"{where}: printed nothing (page kept)")

@@ -5,6 +5,11 @@ unshare -n sh -c '
   . docs/transcripts/lib.sh >/dev/null 2>&1
   tpslab serve udp --bind 127.0.0.1:9101 --threads 4 --rcvbuf 16KiB --work 20us >/dev/null 2>&1 & s=$!
   wait_port 9101 udp
-  tpslab diagnose udp 127.0.0.1:9101 --threads 2 --rate 20k --burst 100 --burst-interval 5ms --size 64 --duration 2s --json "$0" 2>/dev/null
+  # A run whose generator fell behind (other work on the CPUs) is no evidence: 3 tries.
+  for try in 1 2 3; do
+    tpslab diagnose udp 127.0.0.1:9101 --threads 2 --rate 20k --burst 100 --burst-interval 5ms --size 64 --duration 2s --json "$0" >"$W/out" 2>/dev/null
+    grep -q "^VERDICT: The run is NOT valid evidence" "$W/out" || break
+  done
+  cat "$W/out"
   kill -INT $s; wait $s
 ' "$REC"

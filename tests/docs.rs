@@ -328,3 +328,190 @@ fn real_run_markers_say_when() {
         bad.join("\n")
     );
 }
+
+/// One `<!-- regen lab: sh docs/transcripts/NAME.sh ARGS [| FILTER] -->` block (a run that
+/// needs root and a lab, re-run by `docs/regen.py --lab`): where, the `ran:` line before
+/// it, the script's name and arguments, the filter and the body as written.
+struct LabBlock {
+    at: String,
+    ran: Option<String>,
+    command: String,
+    name: String,
+    args: String,
+    filter: Option<String>,
+    body: String,
+}
+
+fn lab_blocks(page: &Path, text: &str) -> Vec<LabBlock> {
+    const OPEN: &str = "<!-- regen lab: ";
+    const CLOSE: &str = "<!-- /regen -->";
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = vec![];
+    for (n, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix(OPEN) else {
+            continue;
+        };
+        let at = format!("{}:{}", name(page), n + 1);
+        let command = rest
+            .strip_suffix(" -->")
+            .unwrap_or_else(|| panic!("{at}: a lab marker ends with -->"))
+            .to_string();
+        let (script, filter) = match command.split_once(" | ") {
+            Some((s, f)) => (s.trim(), Some(f.trim().to_string())),
+            None => (command.trim(), None),
+        };
+        let tail = script
+            .strip_prefix("sh docs/transcripts/")
+            .unwrap_or_else(|| panic!("{at}: a lab block runs `sh docs/transcripts/NAME.sh`"));
+        let (file, args) = tail.split_once(' ').unwrap_or((tail, ""));
+        let script_name = file
+            .strip_suffix(".sh")
+            .unwrap_or_else(|| panic!("{at}: {file} is not a .sh script"));
+        let end = lines[n + 1..]
+            .iter()
+            .position(|l| *l == CLOSE)
+            .unwrap_or_else(|| panic!("{at}: a lab block without {CLOSE}"))
+            + n
+            + 1;
+        let mut body = lines[n + 1..end].join("\n");
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        out.push(LabBlock {
+            at,
+            ran: (n > 0)
+                .then(|| lines[n - 1])
+                .filter(|l| l.starts_with("<!-- ran: "))
+                .map(str::to_string),
+            command: command.clone(),
+            name: script_name.to_string(),
+            args: args.trim().to_string(),
+            filter,
+            body,
+        });
+    }
+    out
+}
+
+/// The kept record of a lab block's run (docs/regen.py's `record_name`): NAME.json.gz, or
+/// NAME_ARGS.json.gz with the arguments' runs of other than letters and digits as `-`.
+fn record_of(b: &LabBlock) -> PathBuf {
+    let mut slug = String::new();
+    for c in b.args.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let file = if slug.is_empty() {
+        format!("{}.json.gz", b.name)
+    } else {
+        format!("{}_{slug}.json.gz", b.name)
+    };
+    root().join("docs/transcripts").join(file)
+}
+
+fn all_lab_blocks() -> Vec<LabBlock> {
+    let mut blocks = vec![];
+    for page in pages() {
+        let text = fs::read_to_string(&page).unwrap();
+        blocks.extend(lab_blocks(&page, &text));
+    }
+    blocks
+}
+
+#[test]
+fn lab_blocks_name_their_script_and_when_it_ran() {
+    let blocks = all_lab_blocks();
+    assert!(blocks.len() >= 25, "only {} lab blocks found", blocks.len());
+    let mut bad = vec![];
+    for b in &blocks {
+        let script = root().join(format!("docs/transcripts/{}.sh", b.name));
+        if !script.exists() {
+            bad.push(format!("{}: no {}", b.at, script.display()));
+        }
+        match &b.ran {
+            Some(ran) if ran.contains(" UTC") => {}
+            _ => bad.push(format!(
+                "{}: a lab block follows a `<!-- ran: ...; DATE UTC; ... -->` line",
+                b.at
+            )),
+        }
+        if !b.body.starts_with("```\n") || !b.body.ends_with("```\n") || b.body.lines().count() < 3
+        {
+            bad.push(format!(
+                "{}: `{}`: an empty or unfenced block",
+                b.at, b.command
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn lab_blocks_are_what_report_prints_of_their_kept_records() {
+    // A lab run is kept as its record: the current code's report of it, through the
+    // block's filter, must be the block (after a change to a report's text:
+    // `python3 docs/regen.py --records`; after a change to what a run does: `--lab`).
+    let dir = std::env::temp_dir().join(format!("tpslab-docs-records-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let mut checked = 0;
+    let mut stale = vec![];
+    for (i, b) in all_lab_blocks().iter().enumerate() {
+        let rec = record_of(b);
+        if !rec.exists() {
+            continue;
+        }
+        let json = dir.join(format!("{i}.json"));
+        let unzip = Command::new("gzip")
+            .arg("-dc")
+            .arg(&rec)
+            .output()
+            .expect("run gzip");
+        assert!(unzip.status.success(), "gzip -dc {}", rec.display());
+        fs::write(&json, unzip.stdout).unwrap();
+        let report = format!("tpslab report '{}'", json.display());
+        let command = match &b.filter {
+            Some(f) => format!("{report} | {f}"),
+            None => report,
+        };
+        let now = printed(&command);
+        checked += 1;
+        if now != b.body {
+            stale.push(format!(
+                "{}: `{}` (record {})\n--- in the page\n{}--- the report of its record now\n{}",
+                b.at,
+                b.command,
+                name(&rec),
+                b.body,
+                now
+            ));
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+    // No record kept for a block that is gone (or whose command changed).
+    let used: BTreeSet<PathBuf> = all_lab_blocks().iter().map(record_of).collect();
+    let orphans: Vec<String> = fs::read_dir(root().join("docs/transcripts"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz") && !used.contains(p))
+        .map(|p| name(&p))
+        .collect();
+    assert!(
+        orphans.is_empty(),
+        "records no lab block uses (delete them): {orphans:?}"
+    );
+    assert!(
+        checked >= 15,
+        "only {checked} lab blocks with a kept record"
+    );
+    assert!(
+        stale.is_empty(),
+        "lab blocks that differ from the report of their record \
+         (python3 docs/regen.py --records):\n{}",
+        stale.join("\n")
+    );
+}

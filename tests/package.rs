@@ -2,10 +2,11 @@
 //! for lintian, installed with `dpkg -i` on this machine, and what it puts in place works
 //! where the system looks for it (`/usr/bin/tpslab --version`, `man -w` of tpslab(1) and
 //! tpslab-watch(1), bash's completion as bash-completion loads it, the systemd unit by
-//! `systemd-analyze verify`); `dpkg -r` then `dpkg -P` leave none of its files behind, nor
-//! the exporter's state. A tpslab package installed before (a user's, or one a killed run
-//! left) is put back afterwards from a `dpkg-repack` copy, and the exporter's state
-//! folders with it, also when an assertion fails.
+//! `systemd-analyze verify`, then its `ExecStart=` run by hand as its user with its
+//! capabilities, scraped and stopped: see `exporter_by_hand`); `dpkg -r` then `dpkg -P`
+//! leave none of its files behind, nor the exporter's state. A tpslab package installed
+//! before (a user's, or one a killed run left) is put back afterwards from a `dpkg-repack`
+//! copy, and the exporter's state folders with it, also when an assertion fails.
 
 mod common;
 use std::collections::BTreeSet;
@@ -150,6 +151,244 @@ fn contents(deb: &Path) -> (BTreeSet<PathBuf>, BTreeSet<PathBuf>) {
     (files, dirs)
 }
 
+/// The unit's settings that `exporter_by_hand` reproduces: `Environment=` values, the
+/// `ExecStart=` line, the capability sets and `NoNewPrivileges=`, `DynamicUser=`.
+struct Unit {
+    env: Vec<(String, String)>,
+    exec: String,
+    bounding: Vec<String>,
+    ambient: Vec<String>,
+    no_new_privs: bool,
+    dynamic_user: bool,
+}
+
+/// The installed unit file's `[Service]` lines (one `Key=value` a line; comments left out).
+fn parse_unit(text: &str) -> Unit {
+    let mut u = Unit {
+        env: vec![],
+        exec: String::new(),
+        bounding: vec![],
+        ambient: vec![],
+        no_new_privs: false,
+        dynamic_user: false,
+    };
+    let caps = |v: &str| -> Vec<String> {
+        v.split_whitespace()
+            .map(|c| {
+                c.strip_prefix("CAP_")
+                    .unwrap_or_else(|| panic!("a capability {c}"))
+                    .to_lowercase()
+            })
+            .collect()
+    };
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        match key {
+            "Environment" => {
+                let (k, v) = value.split_once('=').expect("Environment=KEY=VALUE");
+                u.env.push((k.to_string(), v.to_string()));
+            }
+            "ExecStart" => u.exec = value.to_string(),
+            "CapabilityBoundingSet" => u.bounding = caps(value),
+            "AmbientCapabilities" => u.ambient = caps(value),
+            "NoNewPrivileges" => u.no_new_privs = value == "yes",
+            "DynamicUser" => u.dynamic_user = value == "yes",
+            _ => {}
+        }
+    }
+    u
+}
+
+/// `ExecStart=` as systemd expands it: `%i` the instance, `%S` the state root, `${KEY}`
+/// one word, `$KEY` split at blanks (none when empty). The line quotes nothing.
+fn exec_words(u: &Unit, instance: &str, state_root: &Path) -> Vec<String> {
+    let value = |k: &str| {
+        u.env
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut out = vec![];
+    for w in u.exec.split_whitespace() {
+        if let Some(k) = w.strip_prefix('$').filter(|k| !k.starts_with('{')) {
+            out.extend(value(k).split_whitespace().map(String::from));
+            continue;
+        }
+        let mut s = w
+            .replace("%i", instance)
+            .replace("%S", &state_root.to_string_lossy());
+        while let Some(i) = s.find("${") {
+            let end = s[i..].find('}').expect("${KEY}") + i;
+            let k = s[i + 2..end].to_string();
+            s.replace_range(i..=end, &value(&k));
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The capability bits of `names` (lower case, without CAP_), as /proc/PID/status
+/// prints them.
+fn cap_mask(names: &[String]) -> u64 {
+    names
+        .iter()
+        .map(|n| match n.as_str() {
+            "dac_read_search" => 2,
+            "sys_ptrace" => 19,
+            "syslog" => 34,
+            "perfmon" => 38,
+            other => panic!("capability {other}: add its number"),
+        })
+        .fold(0, |m, bit| m | 1u64 << bit)
+}
+
+/// What systemd would do with the installed unit, done by hand (PID 1 here is not
+/// systemd): its `ExecStart=` line, expanded from the unit file, run for a few seconds
+/// in a network namespace of its own (its default 127.0.0.1:9464 free) against a UDP
+/// server there, as an unprivileged user (`nobody`, standing in for `DynamicUser=`) with
+/// exactly the unit's bounding and ambient capabilities, no_new_privs (`setpriv`) and
+/// its `UMask=`; its process is checked for those capabilities, its metrics endpoint
+/// scraped on loopback, then it is stopped by its PID with SIGTERM (systemd's stop) and
+/// must exit 0 having written its record, private to its user, into the state
+/// directory, with the kernel's drop reasons read. Not checked here: the sandboxing
+/// systemd alone applies (ProtectSystem=, ProtectHome=, PrivateTmp=, PrivateDevices=,
+/// ReadOnlyPaths=, SystemCallFilter=, RestrictAddressFamilies=, RestrictNamespaces=,
+/// MemoryDenyWriteExecute=, LockPersonality=, ...), a real DynamicUser= allocation,
+/// StateDirectory= creation, EnvironmentFile= reading and Restart=.
+fn exporter_by_hand(dir: &Path) {
+    let unit = parse_unit(
+        &std::fs::read_to_string("/usr/lib/systemd/system/tpslab-exporter@.service").unwrap(),
+    );
+    assert!(
+        unit.dynamic_user && unit.no_new_privs,
+        "the unit's hardening changed"
+    );
+    assert!(!unit.ambient.is_empty() && unit.bounding == unit.ambient);
+    // Under /tmp: the unit's user must reach it (cargo's target/ may be private).
+    let state_root = std::env::temp_dir().join(format!("tpslab-exporter-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_root);
+    let state = state_root.join("tpslab-exporter");
+    std::fs::create_dir_all(&state).unwrap();
+    // StateDirectory= with DynamicUser=: the service's user owns it, mode 0700 (UMask=).
+    ok(Command::new("chown").arg("nobody:nogroup").arg(&state));
+    ok(Command::new("chmod").arg("0700").arg(&state));
+    let port = "19753";
+    let words = exec_words(&unit, port, &state_root);
+    assert_eq!(words[0], "/usr/bin/tpslab", "{words:?}");
+    assert!(words.iter().any(|w| w == "127.0.0.1:9464"), "{words:?}");
+    let caps = |set: &[String]| {
+        std::iter::once("-all".to_string())
+            .chain(set.iter().map(|c| format!("+{c}")))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let setpriv = format!(
+        "setpriv --reuid nobody --regid nogroup --clear-groups --bounding-set {b} \
+         --inh-caps {a} --ambient-caps {a} --no-new-privs",
+        b = caps(&unit.bounding),
+        a = caps(&unit.ambient)
+    );
+    let exec = words.join(" ");
+    // Everything in one namespace: the server, the exporter as the unit runs it, the
+    // scrape; the exporter stopped by its PID, the server by its PID.
+    let script = format!(
+        r#"set -u
+mount -t tracefs tracefs /sys/kernel/tracing
+ip link set lo up
+/usr/bin/tpslab serve udp --bind 127.0.0.1:{port} --duration 60s >/dev/null 2>&1 & s=$!
+for _ in $(seq 100); do ss -Hlun "sport = :{port}" | grep -q . && break; sleep 0.1; done
+(umask 0077; exec {setpriv} {exec}) >/dev/null 2>{dir}/exporter.err & w=$!
+up=
+for _ in $(seq 100); do
+  if curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt; then up=1; break; fi
+  sleep 0.1
+done
+sleep 2
+curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt
+echo "scraped ${{up:-no}}"
+grep -E '^(Uid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$w/status
+kill -TERM $w; wait $w; echo "exporter exit $?"
+kill -INT $s; wait $s
+"#,
+        dir = dir.display(),
+    );
+    // A network namespace (its own 127.0.0.1:9464) and a mount namespace where tracefs
+    // is mounted, as systemd mounts it at boot (this host has it unmounted); the host's
+    // mounts are left alone.
+    let out = run(Command::new("unshare").args([
+        "-n",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = std::fs::read_to_string(dir.join("exporter.err")).unwrap_or_default();
+    assert!(
+        said.contains("scraped 1"),
+        "the exporter never answered on 127.0.0.1:9464:\n{said}\n{err}"
+    );
+    assert!(
+        said.contains("exporter exit 0"),
+        "SIGTERM: the exporter's exit:\n{said}\n{err}"
+    );
+    let field = |k: &str| {
+        said.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}:")))
+            .unwrap_or_else(|| panic!("{k} of the exporter's process:\n{said}"))
+            .trim()
+            .to_string()
+    };
+    let hex = |k: &str| u64::from_str_radix(&field(k), 16).unwrap();
+    let want = cap_mask(&unit.ambient);
+    assert_eq!(hex("CapBnd"), cap_mask(&unit.bounding), "{said}");
+    assert_eq!(hex("CapAmb"), want, "{said}");
+    assert_eq!(hex("CapEff"), want, "{said}");
+    assert_eq!(hex("CapPrm"), want, "{said}");
+    assert_eq!(field("NoNewPrivs"), "1");
+    assert!(!field("Uid").starts_with("0\t"), "{said}");
+    let scrape = std::fs::read_to_string(dir.join("scrape.txt")).unwrap();
+    assert!(
+        scrape.contains("tpslab_exporter_info{command=\"watch\""),
+        "the scrape:\n{scrape}"
+    );
+    for metric in ["tpslab_socket_drops_total", "tpslab_socket_rx_queue_bytes"] {
+        assert!(
+            scrape.contains(metric),
+            "{metric} not in the scrape:\n{scrape}"
+        );
+    }
+    // The record, written by the unit's user into the state directory.
+    let record = state.join(format!("watch-{port}.json"));
+    let meta = std::fs::metadata(&record)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{said}\n{err}", record.display()));
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta.mode() & 0o077, 0, "UMask=0077: {:o}", meta.mode());
+    assert_ne!(meta.uid(), 0, "written by the unit's user");
+    // The kernel's drop reasons were readable with the unit's capabilities alone
+    // (CAP_PERFMON, CAP_DAC_READ_SEARCH for tracefs), their sites named (CAP_SYSLOG).
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let reasons = &rec["drop_reasons"];
+    assert!(
+        reasons.is_object() && reasons["unavailable"].is_null(),
+        "drop reasons not read with the unit's capabilities: {reasons}"
+    );
+    for site in reasons["by_site"].as_array().into_iter().flatten() {
+        assert!(
+            site[1].as_str().is_some_and(|s| s.contains("+0x")),
+            "a drop's kernel function not named (kallsyms): {site}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&state_root);
+}
+
 #[test]
 fn deb_installs_works_and_leaves_nothing() {
     if cfg!(debug_assertions) {
@@ -168,6 +407,9 @@ fn deb_installs_works_and_leaves_nothing() {
         "/usr/bin/man",
         "/usr/bin/systemd-analyze",
         "/usr/share/bash-completion/bash_completion",
+        "/usr/bin/setpriv",
+        "/usr/bin/unshare",
+        "/usr/bin/curl",
     ] {
         if !common::need(TEST, tool) {
             return;
@@ -431,6 +673,11 @@ fn deb_installs_works_and_leaves_nothing() {
     );
     let enabled = ok(Command::new("find").args(["/etc/systemd", "-name", "tpslab-exporter@*"]));
     assert!(enabled.is_empty(), "enabled by the package: {enabled}");
+
+    // What systemd cannot do here (PID 1 is not systemd): the unit's command, as its
+    // user with its capabilities, run and scraped by hand.
+    exporter_by_hand(&dir);
+    took("exporter run by hand");
 
     // What the unit leaves while it runs (StateDirectory= with DynamicUser=: a folder
     // under /var/lib/private and a link to it), for the purge to take.

@@ -204,9 +204,11 @@ fn every_documented_command_line_parses() {
         let name = page.strip_prefix(&root).unwrap().display().to_string();
         all.extend(doc_commands(&name, &text));
     }
+    let pages_found = all.len();
+    all.extend(transcript_commands(&root));
     // The guide's sh blocks hold dozens of commands; a handful means the reader broke.
     assert!(
-        all.len() >= 30,
+        pages_found >= 30 && all.len() >= pages_found + 25,
         "only {} commands found: {all:?}",
         all.len()
     );
@@ -221,6 +223,87 @@ fn every_documented_command_line_parses() {
         "documented commands the CLI refuses:\n{}",
         bad.join("\n")
     );
+}
+
+/// The `tpslab` commands of the scripts docs/regen.py runs for the pages' lab blocks
+/// (`<!-- regen lab: sh docs/transcripts/NAME.sh ARGS | FILTER -->`), placed as
+/// `docs/transcripts/NAME.sh:line`; a script's `"$@"` stands for the ARGS of each block
+/// that runs it, and a one-letter variable (`$s`, `$w`: the scripts keep PIDs in them) for
+/// a PID.
+fn transcript_commands(root: &Path) -> Vec<DocCommand> {
+    let mut calls: Vec<(String, Vec<String>)> = vec![];
+    for page in pages(root) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("<!-- regen lab: sh docs/transcripts/") else {
+                continue;
+            };
+            let script = rest
+                .split(" | ")
+                .next()
+                .unwrap_or(rest)
+                .trim_end_matches(" -->");
+            let words = shlex::split(script).unwrap_or_default();
+            if let Some((file, args)) = words.split_first() {
+                calls.push((file.clone(), args.to_vec()));
+            }
+        }
+    }
+    let mut out = vec![];
+    let mut files: Vec<&String> = calls.iter().map(|(f, _)| f).collect();
+    files.sort();
+    files.dedup();
+    for file in files {
+        let name = format!("docs/transcripts/{file}");
+        let text = std::fs::read_to_string(root.join(&name))
+            .unwrap_or_else(|e| panic!("{name}, run by a lab block: {e}"));
+        // The script is shell throughout: read as one sh block (its line numbers kept).
+        for c in doc_commands(&name, &format!("```sh\n{text}```\n")) {
+            let at = c.place.rsplit_once(':').map(|(p, l)| {
+                let l: usize = l.parse().unwrap_or(1);
+                format!("{p}:{}", l.saturating_sub(1))
+            });
+            let place = at.unwrap_or(c.place.clone());
+            let pid = |w: &String| {
+                let is_pid =
+                    w.len() == 2 && w.starts_with('$') && w.as_bytes()[1].is_ascii_lowercase();
+                if is_pid {
+                    "4242".to_string()
+                } else {
+                    w.clone()
+                }
+            };
+            let c = DocCommand {
+                place: c.place.clone(),
+                words: c.words.iter().map(pid).collect(),
+            };
+            if c.words.iter().any(|w| w == "$@") {
+                for (_, args) in calls.iter().filter(|(f, _)| f == file) {
+                    let words = c
+                        .words
+                        .iter()
+                        .flat_map(|w| {
+                            if w == "$@" {
+                                args.clone()
+                            } else {
+                                vec![w.clone()]
+                            }
+                        })
+                        .collect();
+                    out.push(DocCommand {
+                        place: place.clone(),
+                        words,
+                    });
+                }
+            } else {
+                out.push(DocCommand {
+                    place,
+                    words: c.words,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The code spans of `text` outside fenced blocks (a span may wrap across lines), with

@@ -110,7 +110,7 @@ struct Conn {
     rx_end: usize,
     tx: Vec<u8>,
     tx_off: usize,
-    dec: loona_hpack::Decoder<'static>,
+    dec: h2::HeaderDecoder,
     /// The first request's header block and every later one's ([`h2::header_blocks`]).
     blocks: (Vec<u8>, Vec<u8>),
     first_sent: bool,
@@ -152,7 +152,7 @@ impl Conn {
             rx_end: 0,
             tx: Vec::with_capacity(4096),
             tx_off: 0,
-            dec: loona_hpack::Decoder::new(),
+            dec: h2::HeaderDecoder::default(),
             blocks: (vec![], vec![]),
             first_sent: false,
             max_streams: u32::MAX,
@@ -896,7 +896,7 @@ impl Loop<'_, '_> {
                 let whole: Option<(bool, Vec<u8>)>;
                 if !continuation && end_headers {
                     // The usual case: one frame, decoded in place.
-                    let st = h2::status(&mut c.dec, block)?;
+                    let st = c.dec.status(block)?;
                     return self.headers_done(k, stream, end_stream, st);
                 } else {
                     if !continuation {
@@ -909,7 +909,7 @@ impl Loop<'_, '_> {
                 }
                 if let Some((end_stream, b)) = whole {
                     c.hdr_sid = 0;
-                    let st = h2::status(&mut c.dec, &b);
+                    let st = c.dec.status(&b);
                     c.hdr = b;
                     return self.headers_done(k, stream, end_stream, st?);
                 }

@@ -2,7 +2,8 @@
 //! 9-byte frame header, the frames a client receives cut out of a connection's bytes
 //! ([`parse`]), and the frames it writes (the preface and its SETTINGS, a request's
 //! HEADERS/CONTINUATION and DATA, WINDOW_UPDATE, RST_STREAM, PING and SETTINGS
-//! acknowledgements). Header blocks are HPACK, by the `loona-hpack` crate; the event loop
+//! acknowledgements). Header blocks are HPACK, by the `httlib-hpack` crate (a table-driven
+//! Huffman decoder); the event loop
 //! that drives connections and streams is [`crate::openloop_h2`].
 //!
 //! Errors are one line starting `http2: ` (counted as protocol failures).
@@ -483,47 +484,74 @@ pub fn request_headers(
 /// The two header blocks of a connection's requests: the first one's (which adds the
 /// headers HPACK indexes to the server's dynamic table) and every later one's (the same
 /// headers, referring to those entries; the block is the same for each since the table
-/// no longer changes). With `table` 0 (the server's SETTINGS_HEADER_TABLE_SIZE) nothing
-/// is indexed and the first block begins with a table size update to 0.
+/// no longer changes). With `table` under 4096 (the server's SETTINGS_HEADER_TABLE_SIZE)
+/// nothing is indexed and the first block begins with a table size update to 0.
 pub fn header_blocks(headers: &[(Vec<u8>, Vec<u8>)], table: u32) -> (Vec<u8>, Vec<u8>) {
-    let mut enc = loona_hpack::Encoder::new();
-    let list = || headers.iter().map(|(n, v)| (&n[..], &v[..]));
-    if table < 4096 {
-        // Literals without indexing: the same block every time.
+    let mut enc = httlib_hpack::Encoder::with_dynamic_size(4096);
+    // With indexing, as an index where the table has the header already.
+    let flags = if table < 4096 { 0 } else { 0x4 | 0x10 };
+    let mut block = || {
         let mut b = vec![];
-        for (n, v) in list() {
-            b.push(0);
-            literal(&mut b, n);
-            literal(&mut b, v);
+        for (n, v) in headers {
+            // Names are lower-case tokens, values checked: the encoder takes them.
+            let _ = enc.encode((n.clone(), v.clone(), flags), &mut b);
         }
-        let mut first = vec![0x20];
-        first.extend_from_slice(&b);
-        return (first, b);
+        b
+    };
+    let (mut first, rest) = (block(), block());
+    if table < 4096 {
+        first.insert(0, 0x20);
     }
-    let first = enc.encode(list());
-    let rest = enc.encode(list());
     (first, rest)
 }
 
-/// An HPACK string literal without Huffman coding (RFC 7541 5.2).
-fn literal(out: &mut Vec<u8>, s: &[u8]) {
-    let _ = loona_hpack::encoder::encode_integer_into(s.len(), 7, 0, out);
-    out.extend_from_slice(s);
+/// A connection's HPACK decoder and its buffers (reused from one header block to the
+/// next).
+pub struct HeaderDecoder {
+    dec: httlib_hpack::Decoder<'static>,
+    buf: Vec<u8>,
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
 }
 
-/// The `:status` of a decoded header block (None: none, or not 3 digits).
-pub fn status(
-    dec: &mut loona_hpack::Decoder<'static>,
-    block: &[u8],
-) -> Result<Option<u16>, String> {
-    let mut st = None;
-    dec.decode_with_cb(block, |n, v| {
-        if &n[..] == b":status" && v.len() == 3 && v.iter().all(u8::is_ascii_digit) {
-            st = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok());
+impl Default for HeaderDecoder {
+    fn default() -> Self {
+        HeaderDecoder {
+            // This client keeps SETTINGS_HEADER_TABLE_SIZE at its default.
+            dec: httlib_hpack::Decoder::with_dynamic_size(4096),
+            buf: Vec::with_capacity(1024),
+            fields: Vec::with_capacity(16),
         }
-    })
-    .map_err(|e| err(format_args!("a header block HPACK cannot decode ({e:?})")))?;
-    Ok(st)
+    }
+}
+
+impl HeaderDecoder {
+    /// The `:status` of a whole header block (None: none, or not 3 digits); every block
+    /// of the connection is decoded, in order, to keep HPACK's table. Errors: a block
+    /// HPACK cannot decode (a connection error, `http2: ...`).
+    pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, String> {
+        self.buf.clear();
+        self.buf.extend_from_slice(block);
+        self.fields.clear();
+        self.dec
+            .decode(&mut self.buf, &mut self.fields)
+            .map_err(|e| err(format_args!("a header block HPACK cannot decode ({e:?})")))?;
+        Ok(self
+            .fields
+            .iter()
+            .find(|(n, _, _)| n == b":status")
+            .filter(|(_, v, _)| v.len() == 3 && v.iter().all(u8::is_ascii_digit))
+            .and_then(|(_, v, _)| std::str::from_utf8(v).ok()?.parse().ok()))
+    }
+
+    /// Every field of a whole header block, as (name, value).
+    #[cfg(test)]
+    fn fields(&mut self, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.status(block).unwrap();
+        self.fields
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -607,8 +635,8 @@ mod tests {
             panic!("{f:?}")
         };
         assert_eq!(block.len(), 0x68);
-        let mut dec = loona_hpack::Decoder::new();
-        assert_eq!(status(&mut dec, block).unwrap(), Some(200));
+        let mut dec = HeaderDecoder::default();
+        assert_eq!(dec.status(block).unwrap(), Some(200));
         let (f, k) = parse(&b[n + m..], DEFAULT_MAX_FRAME).unwrap().unwrap();
         assert_eq!(
             f,
@@ -621,8 +649,8 @@ mod tests {
         );
         assert_eq!(n + m + k, b.len());
         // A block HPACK cannot decode is a protocol error.
-        let mut dec = loona_hpack::Decoder::new();
-        assert!(status(&mut dec, b"\xff\xff\xff\xff\xff\xff").is_err());
+        let mut dec = HeaderDecoder::default();
+        assert!(dec.status(b"\xff\xff\xff\xff\xff\xff").is_err());
     }
 
     #[test]
@@ -688,9 +716,9 @@ mod tests {
         let (first, rest) = header_blocks(&h, 4096);
         // The later block refers to the entry the first one added: shorter.
         assert!(rest.len() < first.len(), "{first:?} {rest:?}");
-        let mut dec = loona_hpack::Decoder::new();
+        let mut dec = HeaderDecoder::default();
         for b in [&first, &rest, &rest] {
-            let got = dec.decode(b).unwrap();
+            let got = dec.fields(b);
             assert_eq!(
                 got,
                 vec![
@@ -705,9 +733,9 @@ mod tests {
         // No dynamic table: the same literal block every time, after a size update.
         let (first0, rest0) = header_blocks(&h, 0);
         assert_eq!(&first0[1..], &rest0[..]);
-        let mut dec = loona_hpack::Decoder::new();
-        assert_eq!(dec.decode(&first0).unwrap().len(), 5);
-        assert_eq!(dec.decode(&rest0).unwrap().len(), 5);
+        let mut dec = HeaderDecoder::default();
+        assert_eq!(dec.fields(&first0).len(), 5);
+        assert_eq!(dec.fields(&rest0).len(), 5);
         // Cut at 4 bytes a frame: HEADERS then CONTINUATIONs, END_HEADERS on the last.
         let mut out = vec![];
         let n = headers(&mut out, 5, &first, true, 4);

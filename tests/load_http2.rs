@@ -278,7 +278,7 @@ fn h2_over_tls_and_servers_without_http2_refused() {
     assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("did not agree to HTTP/2") && err.contains("http/1.1"),
+        err.contains("did not agree to HTTP/2") && err.contains("no_application_protocol"),
         "{err}"
     );
 

@@ -394,6 +394,14 @@ impl Loop<'_, '_> {
             }
             Ok(Handshake::Writable) => self.watch(k, WRITABLE),
             Ok(Handshake::Readable) => self.watch(k, READABLE),
+            // nginx without h2 refuses a client that offers nothing else.
+            Err(e) if e.to_string().contains("NoApplicationProtocol") => {
+                self.run.fatal(format!(
+                    "{}: the server did not agree to HTTP/2 (ALPN h2 offered, it answered no_application_protocol): drop --http2 for HTTP/1.1",
+                    self.run.url
+                ));
+                self.close(k, false)
+            }
             Err(e) => self.connect_failed(k, &io_kind(&e)),
         }
     }

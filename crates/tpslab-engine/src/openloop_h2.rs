@@ -93,6 +93,9 @@ const RX_BYTES: usize = 65_536;
 /// The token of the loop's timer.
 const TIMER_TOKEN: u64 = u64::MAX;
 
+/// The largest header block a reply may have across CONTINUATION frames, bytes.
+const MAX_HEADER_BLOCK: usize = 1 << 20;
+
 /// How often streams and connects are checked for their timeout, ns.
 const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 
@@ -901,21 +904,25 @@ impl Loop<'_, '_> {
                 if continuation && c.hdr_sid != stream {
                     return Err("http2: a CONTINUATION without its HEADERS".into());
                 }
-                let whole: Option<(bool, Vec<u8>)>;
                 if !continuation && end_headers {
                     // The usual case: one frame, decoded in place.
                     let st = c.dec.status(block)?;
                     return self.headers_done(k, stream, end_stream, st);
-                } else {
-                    if !continuation {
-                        c.hdr_sid = stream;
-                        c.hdr_end_stream = end_stream;
-                        c.hdr.clear();
-                    }
-                    c.hdr.extend_from_slice(block);
-                    whole = end_headers.then(|| (c.hdr_end_stream, std::mem::take(&mut c.hdr)));
                 }
-                if let Some((end_stream, b)) = whole {
+                if !continuation {
+                    c.hdr_sid = stream;
+                    c.hdr_end_stream = end_stream;
+                    c.hdr.clear();
+                }
+                if c.hdr.len() + block.len() > MAX_HEADER_BLOCK {
+                    return Err(format!(
+                        "http2: a header block over {MAX_HEADER_BLOCK} bytes"
+                    ));
+                }
+                c.hdr.extend_from_slice(block);
+                if end_headers {
+                    let b = std::mem::take(&mut c.hdr);
+                    let end_stream = c.hdr_end_stream;
                     c.hdr_sid = 0;
                     let st = c.dec.status(&b);
                     c.hdr = b;

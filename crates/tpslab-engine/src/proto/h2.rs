@@ -444,6 +444,9 @@ pub fn data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool) {
     out.extend_from_slice(data);
 }
 
+/// A header list: (name, value) pairs.
+pub type HeaderList = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A request's header list as HTTP/2 sends it: the pseudo-headers (`:method`,
 /// `:scheme`, `:authority`: the user's `Host` header if given, else the URL's,
 /// `:path`), then the user's headers with lower-case names (but `Host`), and
@@ -451,7 +454,7 @@ pub fn data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool) {
 pub fn request_headers(
     req: &tpslab_plan::http::HttpRequest,
     body_len: usize,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+) -> Result<HeaderList, String> {
     let u = req.check().map_err(|e| e.to_string())?;
     let host = req
         .headers

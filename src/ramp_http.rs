@@ -28,6 +28,10 @@ pub(crate) struct RampHttpArgs {
     /// https: do not verify the server's certificate (the report says so).
     #[arg(long)]
     insecure: bool,
+    /// Refused: ramp http speaks HTTP/1.1 (one connection per user); HTTP/2 load is
+    /// `load http URL --http2 --rate R`.
+    #[arg(long)]
+    http2: bool,
     #[command(flatten)]
     pub(super) ramp: RampArgs,
 }
@@ -35,6 +39,11 @@ pub(crate) struct RampHttpArgs {
 impl RampHttpArgs {
     /// The validated setup ([`RampFlags::http_setup`](tpslab_run::ramp::RampFlags::http_setup)).
     pub(super) fn plan(&self) -> Result<RampSetup> {
+        if self.http2 {
+            anyhow::bail!(
+                "ramp http --http2: not supported: ramp http's users each hold one HTTP/1.1 connection; for HTTP/2 use the open loop, load http URL --http2 --rate R [--streams N]"
+            );
+        }
         let h = HttpFlags {
             method: self.method.clone(),
             headers: self.headers.clone(),

@@ -41,6 +41,15 @@ pub(crate) struct HttpFlags {
     /// Event-loop threads (0: one per CPU, at most one per connection).
     #[arg(long, default_value_t = 0)]
     pub(crate) load_threads: usize,
+    /// HTTP/2: h2c with prior knowledge for http://, ALPN h2 for https:// (a server that
+    /// does not agree is refused).
+    #[arg(long)]
+    pub(crate) http2: bool,
+    /// With --http2: streams in flight per connection at most, each on its own schedule
+    /// (CONNECTIONS x STREAMS schedules at RATE/(CONNECTIONS x STREAMS) each; the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps them).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) streams: usize,
 }
 
 impl HttpFlags {
@@ -92,13 +101,19 @@ impl HttpFlags {
             duration,
             timeout: self.timeout,
             load_threads: self.load_threads,
+            http2: self.http2,
+            streams: self.streams,
         };
         validate(&plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;
         plan.request.tls = tpslab_run::input::tls_settings(self.insecure, self.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
-        tpslab_engine::proto::tls::client_for(&plan.request, tpslab_engine::proto::http1::ALPN)
-            .map_err(anyhow::Error::msg)?;
+        let alpn = if plan.http2 {
+            tpslab_engine::proto::h2::ALPN
+        } else {
+            tpslab_engine::proto::http1::ALPN
+        };
+        tpslab_engine::proto::tls::client_for(&plan.request, alpn).map_err(anyhow::Error::msg)?;
         if let Some(p) = &self.body {
             plan.body = tpslab_run::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?;
             plan.body_bytes = plan.body.len() as u64;

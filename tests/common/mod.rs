@@ -588,10 +588,11 @@ pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
              http {{\n access_log off;\n keepalive_requests 1000000;\n\
              client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
-             server {{\n  listen 127.0.0.1:{port} ssl;\n{}\
+             server {{\n  listen 127.0.0.1:{port} ssl{};\n\
                ssl_certificate {d}/cert.pem;\n  ssl_certificate_key {d}/cert.key;\n\
                root {d}/html;\n  location = /busy {{ return 503; }}\n }}\n}}\n",
-            if http2 { "  http2 on;\n" } else { "" }
+            // nginx 1.22 (Debian 12) takes `listen ... http2`; `http2 on;` is 1.25's.
+            if http2 { " http2" } else { "" }
         ),
     )
     .unwrap();

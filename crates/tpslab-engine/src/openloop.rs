@@ -137,6 +137,8 @@ fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
         "connection reset" | "broken pipe" => &mut e.reset,
         "timeout" => &mut e.timeout,
         "closed by peer" => &mut e.closed,
+        // HTTP/2: the server's RST_STREAM.
+        _ if k.starts_with("stream reset") => &mut e.reset,
         _ if k.starts_with("tls: ") => &mut e.tls,
         _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
         _ => &mut e.other,
@@ -165,6 +167,19 @@ impl<'a> Schedule<'a> {
             outstanding: AtomicI64::new(0),
             total: Mutex::new(None),
         }
+    }
+
+    /// Ends the run now (a failure no request can get past: the server does not speak
+    /// the protocol): the loops return.
+    pub(crate) fn abort(&self) {
+        self.done.store(true, Relaxed);
+    }
+
+    /// A request counted sent was not processed by the server (above an HTTP/2 GOAWAY's
+    /// last stream) and will be sent again: it no longer counts as sent (its bytes do).
+    pub(crate) fn unsent(&self, l: &mut OpenLocal) {
+        self.outstanding.fetch_sub(1, Relaxed);
+        l.sent -= 1;
     }
 
     /// Requests intended before the end: each connection's from its first intended time.
@@ -281,14 +296,15 @@ impl Books for Schedule<'_> {
     }
 }
 
-/// The counts of an open loop of `proto` on `schedule`, `connections` users on `loops`
-/// threads: runs until the schedule's end and the grace after it (or the stop).
-/// Errors: a loop thread that cannot start.
-fn run_schedule<P: Exchange>(
-    proto: &P,
+/// The counts of an open loop on `schedule`: `run_loop(ids)` on each of `loops` threads,
+/// `connections` shared among them (connection c on thread c % loops); runs until the
+/// schedule's end and the grace after it (or the stop, or an abort). Errors: a loop thread
+/// that cannot start.
+fn run_schedule(
     sched: &Schedule,
     connections: usize,
     loops: usize,
+    run_loop: &(dyn Fn(Vec<usize>) + Sync),
 ) -> Result<OpenLocal, EngineError> {
     std::thread::scope(|s| -> Result<(), EngineError> {
         for t in 0..loops {
@@ -298,7 +314,7 @@ fn run_schedule<P: Exchange>(
                 .spawn_scoped(s, move || {
                     // Intended times kept to the microsecond: no 50 us timer slack.
                     tpslab_net::sched::set_timer_slack_ns(1);
-                    run_loop(sched, proto, ids)
+                    run_loop(ids)
                 })
                 .map_err(|e| {
                     sched.done.store(true, Relaxed);
@@ -311,7 +327,10 @@ fn run_schedule<P: Exchange>(
             let now = mono_ns();
             let stopped = sched.stop.load(Relaxed);
             let ended = now >= sched.end || stopped;
-            if (ended && sched.outstanding.load(Relaxed) <= 0) || now >= grace_end {
+            if sched.done.load(Relaxed)
+                || (ended && sched.outstanding.load(Relaxed) <= 0)
+                || now >= grace_end
+            {
                 break;
             }
             let until = if ended { grace_end } else { sched.end };
@@ -335,6 +354,9 @@ pub fn run_load_http(
 ) -> Result<LoadHttpRecord, EngineError> {
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
+    if plan.http2 {
+        return run_load_h2(plan, stop);
+    }
     let request = plan
         .request
         .bytes(&plan.body)
@@ -374,7 +396,67 @@ pub fn run_load_http(
         stop,
     );
     let intended = sched.intended(c);
-    let l = run_schedule(&proto, &sched, c, loops)?;
+    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, &proto, ids))?;
+    Ok(record(plan, start, intended, l))
+}
+
+/// `load http --http2`'s run ([`crate::openloop_h2`]): as [`run_load_http`]'s, over
+/// `connections` HTTP/2 connections with `streams` schedules each. Errors: as
+/// [`run_load_http`]'s; a server that does not speak HTTP/2 (one line, after the first
+/// connection that shows it).
+fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord, EngineError> {
+    let headers = crate::proto::h2::request_headers(&plan.request, plan.body.len())
+        .map_err(EngineError::Other)?;
+    let tls = crate::proto::tls::client_for(&plan.request, crate::proto::h2::ALPN)
+        .map_err(EngineError::Other)?;
+    let c = plan.connections;
+    let limit = tpslab_net::raise_nofile();
+    if (c as u64) + 64 > limit {
+        return Err(EngineError::Other(format!(
+            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
+            c + 64
+        )));
+    }
+    crate::ramp::check_ports(c)?;
+    let loops = match plan.load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, c);
+    let start = mono_ns() + 100_000_000;
+    let schedules = plan.schedules();
+    let sched = Schedule::new(
+        start,
+        plan.rate,
+        schedules,
+        nanos(&plan.duration),
+        nanos(&plan.timeout),
+        stop,
+    );
+    let intended = sched.intended(schedules);
+    let run = crate::openloop_h2::H2Run {
+        sched: &sched,
+        target: plan.target,
+        url: plan.request.url.clone(),
+        tls,
+        headers,
+        body: plan.body.clone(),
+        connections: c,
+        streams: plan.streams.max(1),
+        fatal: Mutex::new(None),
+    };
+    let l = run_schedule(&sched, c, loops, &|ids| {
+        crate::openloop_h2::run_loop(&run, ids)
+    })?;
+    if let Some(why) = run.fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        return Err(EngineError::Other(why));
+    }
+    Ok(record(plan, start, intended, l))
+}
+
+/// The record of a run of `plan` started at `start` (monotonic ns) that intended
+/// `intended` requests and counted `l`.
+fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadHttpRecord {
     let since = |t: u64| t.saturating_sub(start) as f64 / 1e9;
     let result = LoadHttpResult {
         intended,
@@ -395,10 +477,10 @@ pub fn run_load_http(
         corrected: LatencySummary::from_histogram(&l.corrected),
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
     };
-    Ok(LoadHttpRecord {
+    LoadHttpRecord {
         plan: plan.clone(),
         result,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -457,6 +539,11 @@ mod tests {
             ("timeout", 2),
             ("connect: timeout", 2),
             ("closed by peer", 3),
+            ("stream reset (RST_STREAM REFUSED_STREAM)", 1),
+            (
+                "http2: a frame of 20000 bytes, over SETTINGS_MAX_FRAME_SIZE 16384",
+                4,
+            ),
             ("http: invalid HTTP version", 4),
             ("Permission denied (os error 13)", 5),
         ] {

@@ -249,6 +249,25 @@ impl HttpRequest {
     }
 }
 
+/// Checks the headers of an HTTP/2 request (RFC 9113 8.2.2): none of HTTP/1.1's
+/// connection-specific headers (`Connection`, `Keep-Alive`, `Proxy-Connection`,
+/// `Upgrade`, `TE` other than `trailers`). Errors: one line naming the header.
+pub fn check_h2_headers(headers: &[(String, String)]) -> Result<(), PlanError> {
+    for (n, v) in headers {
+        let l = n.to_ascii_lowercase();
+        let bad = ["connection", "keep-alive", "proxy-connection", "upgrade"].contains(&l.as_str())
+            || (l == "te" && !v.eq_ignore_ascii_case("trailers"));
+        if bad {
+            return Err(PlanError::value(
+                "--header",
+                format!("\"{n}: {v}\""),
+                "no connection-specific header with --http2 (HTTP/2 has none: RFC 9113 8.2.2)",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

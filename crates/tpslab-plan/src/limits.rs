@@ -307,6 +307,17 @@ pub const RAMP_USERS: Limit = Limit {
 /// Steps of a closed-loop ramp.
 pub const RAMP_STEPS: usize = 200;
 
+/// HTTP/2 streams in flight per connection (`load http --http2 --streams`).
+pub const HTTP2_STREAMS: Limit = Limit {
+    min: 1,
+    max: 1_000,
+    unit: "",
+};
+
+/// HTTP/2 schedules of a `load http --http2`, all connections (`--connections x
+/// --streams`): each keeps a few hundred bytes of state.
+pub const HTTP2_SCHEDULES: usize = 100_000;
+
 /// Requests a second of an open-loop HTTP load (`load http --rate`), all connections.
 pub const HTTP_RATE: f64 = 10e6;
 

@@ -8,7 +8,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::http::HttpRequest;
-use crate::limits::{HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT};
+use crate::limits::{
+    HTTP2_SCHEDULES, HTTP2_STREAMS, HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS,
+    REQUEST_TIMEOUT,
+};
 use crate::ramp::HTTP_BODY_BYTES;
 use crate::PlanError;
 
@@ -45,12 +48,40 @@ pub struct LoadHttpPlan {
     pub timeout: Duration,
     /// Loop threads (0: one per CPU, at most one per connection).
     pub load_threads: usize,
+    /// `--http2`: HTTP/2 instead of HTTP/1.1 (h2c with prior knowledge for `http://`, ALPN
+    /// `h2` over TLS for `https://`); absent from records of HTTP/1.1 runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub http2: bool,
+    /// `--streams`: HTTP/2 requests in flight per connection at most (each a stream;
+    /// also capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS): `connections *
+    /// streams` schedules in all, each with one request in flight. 1 for HTTP/1.1 (and in
+    /// records made before HTTP/2).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: usize,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl LoadHttpPlan {
     /// One connection's interval between intended sends, ns (`connections / rate` s).
     pub fn interval_ns(&self) -> f64 {
         self.connections as f64 * 1e9 / self.rate
+    }
+
+    /// The schedules in all: one per connection, or with HTTP/2 one per stream
+    /// (`connections * streams`), each sending at `rate / schedules` requests a second.
+    pub fn schedules(&self) -> usize {
+        self.connections * self.streams.max(1)
     }
 
     /// Requests the plan intends: those whose intended time falls before its end.
@@ -84,6 +115,26 @@ impl LoadHttpPlan {
         }
         if self.load_threads != 0 {
             LOAD_THREADS.check("--load-threads", self.load_threads as u64)?;
+        }
+        if !self.http2 && self.streams != 1 {
+            return Err(PlanError::Conflict(
+                "--streams applies to --http2 (HTTP/1.1 has one request in flight per connection)"
+                    .into(),
+            ));
+        }
+        HTTP2_STREAMS.check("--streams", self.streams as u64)?;
+        if self.schedules() > HTTP2_SCHEDULES {
+            return Err(PlanError::value(
+                "--streams",
+                self.streams,
+                format!(
+                    "at most {HTTP2_SCHEDULES} streams in all (--connections {} x --streams)",
+                    self.connections
+                ),
+            ));
+        }
+        if self.http2 {
+            crate::http::check_h2_headers(&self.request.headers)?;
         }
         Ok(())
     }

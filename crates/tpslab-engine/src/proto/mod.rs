@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
+pub mod h2;
 pub mod http1;
 pub mod tcp_framed;
 pub mod tls;

@@ -28,12 +28,21 @@ pub(super) fn tls_note(t: &tpslab_plan::http::TlsSettings) -> String {
 pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
     writeln!(
         w,
-        "tpslab load http: {} requests/s on {} keep-alive connection{} for {} (each every {}), {} {} ({}){}{}, timeout {}",
+        "tpslab load http: {} requests/s on {} keep-alive connection{}{} for {} (each every {}), {} {} ({}){}{}, timeout {}",
         p.rate,
         p.connections,
         if p.connections == 1 { "" } else { "s" },
+        if p.http2 {
+            format!(
+                " over HTTP/2 with {} stream{} each",
+                p.streams,
+                if p.streams == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        },
         secs(p.duration),
-        fmt_ns(p.interval_ns()),
+        fmt_ns(p.interval_ns() * p.streams.max(1) as f64),
         p.request.method,
         p.request.url,
         p.target,

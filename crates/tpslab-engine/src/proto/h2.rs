@@ -1,0 +1,833 @@
+//! HTTP/2's frames as `load http --http2` writes and reads them (RFC 9113), sans I/O: the
+//! 9-byte frame header, the frames a client receives cut out of a connection's bytes
+//! ([`parse`]), and the frames it writes (the preface and its SETTINGS, a request's
+//! HEADERS/CONTINUATION and DATA, WINDOW_UPDATE, RST_STREAM, PING and SETTINGS
+//! acknowledgements). Header blocks are HPACK, by the `httlib-hpack` crate (a table-driven
+//! Huffman decoder); the event loop
+//! that drives connections and streams is [`crate::openloop_h2`].
+//!
+//! Errors are one line starting `http2: ` (counted as protocol failures).
+
+/// What a client writes first on an HTTP/2 connection (RFC 9113 3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The ALPN protocol offered over TLS.
+pub const ALPN: &[&[u8]] = &[b"h2"];
+
+/// Bytes of a frame's header.
+pub const HEAD: usize = 9;
+
+/// The largest frame payload a peer may send before its SETTINGS say otherwise (and
+/// the one this client keeps: it never raises SETTINGS_MAX_FRAME_SIZE).
+pub const DEFAULT_MAX_FRAME: u32 = 16_384;
+
+/// The flow-control window every stream and connection starts with (RFC 9113 6.9.2).
+pub const DEFAULT_WINDOW: i64 = 65_535;
+
+/// The receive window this client announces per stream and for the connection, bytes
+/// (as h2load's default `-w 30 -W 30`): replies are never held back by it.
+pub const RECV_WINDOW: u32 = 1 << 30;
+
+/// Frame types.
+pub mod kind {
+    /// DATA.
+    pub const DATA: u8 = 0;
+    /// HEADERS.
+    pub const HEADERS: u8 = 1;
+    /// PRIORITY.
+    pub const PRIORITY: u8 = 2;
+    /// RST_STREAM.
+    pub const RST_STREAM: u8 = 3;
+    /// SETTINGS.
+    pub const SETTINGS: u8 = 4;
+    /// PUSH_PROMISE.
+    pub const PUSH_PROMISE: u8 = 5;
+    /// PING.
+    pub const PING: u8 = 6;
+    /// GOAWAY.
+    pub const GOAWAY: u8 = 7;
+    /// WINDOW_UPDATE.
+    pub const WINDOW_UPDATE: u8 = 8;
+    /// CONTINUATION.
+    pub const CONTINUATION: u8 = 9;
+}
+
+/// Frame flags.
+pub mod flag {
+    /// DATA, HEADERS: the stream's last frame from this side.
+    pub const END_STREAM: u8 = 0x1;
+    /// SETTINGS, PING: an acknowledgement.
+    pub const ACK: u8 = 0x1;
+    /// HEADERS, CONTINUATION: the header block's last frame.
+    pub const END_HEADERS: u8 = 0x4;
+    /// DATA, HEADERS: padded.
+    pub const PADDED: u8 = 0x8;
+    /// HEADERS: a priority block precedes the header block.
+    pub const PRIORITY: u8 = 0x20;
+}
+
+/// SETTINGS parameters this client reads or writes.
+pub mod setting {
+    /// SETTINGS_HEADER_TABLE_SIZE.
+    pub const HEADER_TABLE_SIZE: u16 = 0x1;
+    /// SETTINGS_ENABLE_PUSH.
+    pub const ENABLE_PUSH: u16 = 0x2;
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    /// SETTINGS_INITIAL_WINDOW_SIZE.
+    pub const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    /// SETTINGS_MAX_FRAME_SIZE.
+    pub const MAX_FRAME_SIZE: u16 = 0x5;
+}
+
+/// Error code CANCEL (RFC 9113 7): a stream this client gave up on (its timeout).
+pub const CANCEL: u32 = 0x8;
+
+/// A frame's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Payload length, bytes (24 bits).
+    pub len: u32,
+    /// Type ([`kind`]).
+    pub kind: u8,
+    /// Flags ([`flag`]).
+    pub flags: u8,
+    /// Stream identifier (31 bits; 0: the connection).
+    pub stream: u32,
+}
+
+/// A frame received, borrowing the connection's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// DATA: `data` without padding; `flow` the payload's length as flow control counts
+    /// it (padding included).
+    Data {
+        /// Stream.
+        stream: u32,
+        /// END_STREAM set.
+        end: bool,
+        /// The data.
+        data: &'a [u8],
+        /// Bytes counted against the receive windows.
+        flow: u32,
+    },
+    /// HEADERS (priority and padding removed) or CONTINUATION: a piece of a header block.
+    Headers {
+        /// Stream.
+        stream: u32,
+        /// END_STREAM set (HEADERS only).
+        end_stream: bool,
+        /// END_HEADERS set: the block is whole with this piece.
+        end_headers: bool,
+        /// CONTINUATION (not the block's first piece).
+        continuation: bool,
+        /// The piece of the HPACK block.
+        block: &'a [u8],
+    },
+    /// RST_STREAM.
+    Reset {
+        /// Stream.
+        stream: u32,
+        /// Error code.
+        code: u32,
+    },
+    /// SETTINGS: `params` is the payload, 6 bytes a parameter ([`settings`]).
+    Settings {
+        /// An acknowledgement of ours.
+        ack: bool,
+        /// The parameters.
+        params: &'a [u8],
+    },
+    /// PING.
+    Ping {
+        /// An acknowledgement of ours.
+        ack: bool,
+        /// Its 8 bytes.
+        data: [u8; 8],
+    },
+    /// GOAWAY: streams above `last` were not processed.
+    GoAway {
+        /// The last stream the server processes.
+        last: u32,
+        /// Error code (0: NO_ERROR, a graceful shutdown).
+        code: u32,
+    },
+    /// WINDOW_UPDATE.
+    WindowUpdate {
+        /// Stream (0: the connection).
+        stream: u32,
+        /// Bytes added to the window (1..2^31-1).
+        increment: u32,
+    },
+    /// PRIORITY, PUSH_PROMISE (refused by SETTINGS_ENABLE_PUSH 0: a protocol error if
+    /// sent), or a type this client does not know: ignored.
+    Other {
+        /// Its type.
+        kind: u8,
+    },
+}
+
+/// Reads a frame header from the first [`HEAD`] bytes of `b` (None: fewer).
+pub fn parse_head(b: &[u8]) -> Option<Head> {
+    let h: &[u8; HEAD] = b.get(..HEAD)?.try_into().ok()?;
+    Some(Head {
+        len: u32::from_be_bytes([0, h[0], h[1], h[2]]),
+        kind: h[3],
+        flags: h[4],
+        stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
+    })
+}
+
+/// Appends a frame header.
+pub fn write_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
+    let l = (len as u32).to_be_bytes();
+    out.extend_from_slice(&[l[1], l[2], l[3], kind, flags]);
+    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+}
+
+fn err(why: impl std::fmt::Display) -> String {
+    format!("http2: {why}")
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// Cuts the first frame out of `b`: Ok(None) while it is not whole, else the frame and
+/// its length on the wire. `max` is the largest payload this side allows
+/// ([`DEFAULT_MAX_FRAME`]). Errors (connection errors, `http2: ...`): a payload over
+/// `max`, a frame whose length its type forbids, padding longer than the payload, a
+/// frame on the wrong stream (SETTINGS, PING, GOAWAY on a stream; DATA, HEADERS,
+/// RST_STREAM on stream 0), a WINDOW_UPDATE of 0, a PUSH_PROMISE (push is disabled).
+pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
+    let Some(h) = parse_head(b) else {
+        return Ok(None);
+    };
+    if h.len > max {
+        return Err(err(format_args!(
+            "a frame of {} bytes, over SETTINGS_MAX_FRAME_SIZE {max}",
+            h.len
+        )));
+    }
+    let total = HEAD + h.len as usize;
+    let Some(p) = b.get(HEAD..total) else {
+        return Ok(None);
+    };
+    let on_stream = |name: &str| {
+        if h.stream == 0 {
+            Err(err(format_args!("{name} on stream 0")))
+        } else {
+            Ok(())
+        }
+    };
+    let on_conn = |name: &str| {
+        if h.stream != 0 {
+            Err(err(format_args!("{name} on stream {}", h.stream)))
+        } else {
+            Ok(())
+        }
+    };
+    // Padding: the pad length byte first, the padding last.
+    let unpad = |p: &'_ [u8]| -> Result<(usize, usize), String> {
+        if h.flags & flag::PADDED == 0 {
+            return Ok((0, p.len()));
+        }
+        let pad =
+            *p.first()
+                .ok_or_else(|| err("a padded frame without its pad length"))? as usize;
+        if pad + 1 > p.len() {
+            return Err(err("padding longer than the frame"));
+        }
+        Ok((1, p.len() - pad))
+    };
+    let f = match h.kind {
+        kind::DATA => {
+            on_stream("DATA")?;
+            let (s, e) = unpad(p)?;
+            Frame::Data {
+                stream: h.stream,
+                end: h.flags & flag::END_STREAM != 0,
+                data: &p[s..e],
+                flow: h.len,
+            }
+        }
+        kind::HEADERS => {
+            on_stream("HEADERS")?;
+            let (mut s, e) = unpad(p)?;
+            if h.flags & flag::PRIORITY != 0 {
+                s += 5;
+                if s > e {
+                    return Err(err("HEADERS too short for its priority"));
+                }
+            }
+            Frame::Headers {
+                stream: h.stream,
+                end_stream: h.flags & flag::END_STREAM != 0,
+                end_headers: h.flags & flag::END_HEADERS != 0,
+                continuation: false,
+                block: &p[s..e],
+            }
+        }
+        kind::CONTINUATION => {
+            on_stream("CONTINUATION")?;
+            Frame::Headers {
+                stream: h.stream,
+                end_stream: false,
+                end_headers: h.flags & flag::END_HEADERS != 0,
+                continuation: true,
+                block: p,
+            }
+        }
+        kind::RST_STREAM => {
+            on_stream("RST_STREAM")?;
+            if p.len() != 4 {
+                return Err(err(format_args!("RST_STREAM of {} bytes", p.len())));
+            }
+            Frame::Reset {
+                stream: h.stream,
+                code: be32(p),
+            }
+        }
+        kind::SETTINGS => {
+            on_conn("SETTINGS")?;
+            let ack = h.flags & flag::ACK != 0;
+            if p.len() % 6 != 0 || (ack && !p.is_empty()) {
+                return Err(err(format_args!("SETTINGS of {} bytes", p.len())));
+            }
+            Frame::Settings { ack, params: p }
+        }
+        kind::PING => {
+            on_conn("PING")?;
+            let data: [u8; 8] = p
+                .try_into()
+                .map_err(|_| err(format_args!("PING of {} bytes", p.len())))?;
+            Frame::Ping {
+                ack: h.flags & flag::ACK != 0,
+                data,
+            }
+        }
+        kind::GOAWAY => {
+            on_conn("GOAWAY")?;
+            if p.len() < 8 {
+                return Err(err(format_args!("GOAWAY of {} bytes", p.len())));
+            }
+            Frame::GoAway {
+                last: be32(p) & 0x7fff_ffff,
+                code: be32(&p[4..]),
+            }
+        }
+        kind::WINDOW_UPDATE => {
+            if p.len() != 4 {
+                return Err(err(format_args!("WINDOW_UPDATE of {} bytes", p.len())));
+            }
+            let increment = be32(p) & 0x7fff_ffff;
+            if increment == 0 {
+                return Err(err("WINDOW_UPDATE of 0"));
+            }
+            Frame::WindowUpdate {
+                stream: h.stream,
+                increment,
+            }
+        }
+        kind::PUSH_PROMISE => return Err(err("PUSH_PROMISE although push is disabled")),
+        k => Frame::Other { kind: k },
+    };
+    Ok(Some((f, total)))
+}
+
+/// The (identifier, value) pairs of a SETTINGS payload ([`Frame::Settings`]).
+pub fn settings(params: &[u8]) -> impl Iterator<Item = (u16, u32)> + '_ {
+    params
+        .chunks_exact(6)
+        .map(|c| (u16::from_be_bytes([c[0], c[1]]), be32(&c[2..])))
+}
+
+/// The name of an error code (RFC 9113 7), for failures' kinds.
+pub fn code_name(code: u32) -> &'static str {
+    match code {
+        0x0 => "NO_ERROR",
+        0x1 => "PROTOCOL_ERROR",
+        0x2 => "INTERNAL_ERROR",
+        0x3 => "FLOW_CONTROL_ERROR",
+        0x4 => "SETTINGS_TIMEOUT",
+        0x5 => "STREAM_CLOSED",
+        0x6 => "FRAME_SIZE_ERROR",
+        0x7 => "REFUSED_STREAM",
+        0x8 => "CANCEL",
+        0x9 => "COMPRESSION_ERROR",
+        0xa => "CONNECT_ERROR",
+        0xb => "ENHANCE_YOUR_CALM",
+        0xc => "INADEQUATE_SECURITY",
+        0xd => "HTTP_1_1_REQUIRED",
+        _ => "an unknown error code",
+    }
+}
+
+/// Appends what a client writes first: the preface, its SETTINGS (push disabled, a
+/// stream window of [`RECV_WINDOW`]) and a WINDOW_UPDATE raising the connection's
+/// window to [`RECV_WINDOW`].
+pub fn client_start(out: &mut Vec<u8>) {
+    out.extend_from_slice(PREFACE);
+    write_head(out, 12, kind::SETTINGS, 0, 0);
+    for (id, v) in [
+        (setting::ENABLE_PUSH, 0),
+        (setting::INITIAL_WINDOW_SIZE, RECV_WINDOW),
+    ] {
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    window_update(out, 0, RECV_WINDOW - DEFAULT_WINDOW as u32);
+}
+
+/// Appends a WINDOW_UPDATE of `increment` (1..2^31-1) bytes for `stream` (0: the
+/// connection).
+pub fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
+    write_head(out, 4, kind::WINDOW_UPDATE, 0, stream);
+    out.extend_from_slice(&(increment & 0x7fff_ffff).to_be_bytes());
+}
+
+/// Appends a RST_STREAM of `code`.
+pub fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
+    write_head(out, 4, kind::RST_STREAM, 0, stream);
+    out.extend_from_slice(&code.to_be_bytes());
+}
+
+/// Appends the acknowledgement of the peer's SETTINGS.
+pub fn settings_ack(out: &mut Vec<u8>) {
+    write_head(out, 0, kind::SETTINGS, flag::ACK, 0);
+}
+
+/// Appends the acknowledgement of the peer's PING.
+pub fn ping_ack(out: &mut Vec<u8>, data: &[u8; 8]) {
+    write_head(out, 8, kind::PING, flag::ACK, 0);
+    out.extend_from_slice(data);
+}
+
+/// Appends a request's header block `block` on `stream` as a HEADERS frame and, when it
+/// is over `max_frame` bytes, CONTINUATION frames; END_STREAM when the request has no
+/// body (`end_stream`). Returns the bytes appended.
+pub fn headers(
+    out: &mut Vec<u8>,
+    stream: u32,
+    block: &[u8],
+    end_stream: bool,
+    max_frame: u32,
+) -> usize {
+    let before = out.len();
+    let mut pieces = block.chunks(max_frame.max(1) as usize).peekable();
+    let mut first = true;
+    // An empty block is still one HEADERS frame.
+    let empty: &[u8] = &[];
+    let mut next = pieces.next().or(Some(empty));
+    while let Some(p) = next {
+        next = pieces.next();
+        let mut flags = if next.is_none() { flag::END_HEADERS } else { 0 };
+        let kind = if first {
+            if end_stream {
+                flags |= flag::END_STREAM;
+            }
+            kind::HEADERS
+        } else {
+            kind::CONTINUATION
+        };
+        write_head(out, p.len(), kind, flags, stream);
+        out.extend_from_slice(p);
+        first = false;
+    }
+    out.len() - before
+}
+
+/// Appends a DATA frame of `data` (at most the peer's max frame size) on `stream`.
+pub fn data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool) {
+    let flags = if end_stream { flag::END_STREAM } else { 0 };
+    write_head(out, data.len(), kind::DATA, flags, stream);
+    out.extend_from_slice(data);
+}
+
+/// A header list: (name, value) pairs.
+pub type HeaderList = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A request's header list as HTTP/2 sends it: the pseudo-headers (`:method`,
+/// `:scheme`, `:authority`: the user's `Host` header if given, else the URL's,
+/// `:path`), then the user's headers with lower-case names (but `Host`), and
+/// `content-length` when there is a body or the method usually has one.
+pub fn request_headers(
+    req: &tpslab_plan::http::HttpRequest,
+    body_len: usize,
+) -> Result<HeaderList, String> {
+    let u = req.check().map_err(|e| e.to_string())?;
+    let host = req
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(u.authority.clone(), |(_, v)| v.clone());
+    let mut h: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b":method".to_vec(), req.method.as_bytes().to_vec()),
+        (
+            b":scheme".to_vec(),
+            if u.tls { &b"https"[..] } else { &b"http"[..] }.to_vec(),
+        ),
+        (b":authority".to_vec(), host.into_bytes()),
+        (b":path".to_vec(), u.path.into_bytes()),
+    ];
+    for (n, v) in &req.headers {
+        if !n.eq_ignore_ascii_case("host") {
+            h.push((n.to_ascii_lowercase().into_bytes(), v.as_bytes().to_vec()));
+        }
+    }
+    if body_len > 0 || ["POST", "PUT", "PATCH"].contains(&req.method.as_str()) {
+        h.push((
+            b"content-length".to_vec(),
+            body_len.to_string().into_bytes(),
+        ));
+    }
+    Ok(h)
+}
+
+/// The two header blocks of a connection's requests: the first one's (which adds the
+/// headers HPACK indexes to the server's dynamic table) and every later one's (the same
+/// headers, referring to those entries; the block is the same for each since the table
+/// no longer changes). With `table` under 4096 (the server's SETTINGS_HEADER_TABLE_SIZE)
+/// nothing is indexed and the first block begins with a table size update to 0.
+pub fn header_blocks(headers: &[(Vec<u8>, Vec<u8>)], table: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut enc = httlib_hpack::Encoder::with_dynamic_size(4096);
+    // With indexing, as an index where the table has the header already.
+    let flags = if table < 4096 { 0 } else { 0x4 | 0x10 };
+    let mut block = || {
+        let mut b = vec![];
+        for (n, v) in headers {
+            // Names are lower-case tokens, values checked: the encoder takes them.
+            let _ = enc.encode((n.clone(), v.clone(), flags), &mut b);
+        }
+        b
+    };
+    let (mut first, rest) = (block(), block());
+    if table < 4096 {
+        first.insert(0, 0x20);
+    }
+    (first, rest)
+}
+
+/// A connection's HPACK decoder and its buffers (reused from one header block to the
+/// next).
+pub struct HeaderDecoder {
+    dec: httlib_hpack::Decoder<'static>,
+    buf: Vec<u8>,
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
+}
+
+impl Default for HeaderDecoder {
+    fn default() -> Self {
+        HeaderDecoder {
+            // This client keeps SETTINGS_HEADER_TABLE_SIZE at its default.
+            dec: httlib_hpack::Decoder::with_dynamic_size(4096),
+            buf: Vec::with_capacity(1024),
+            fields: Vec::with_capacity(16),
+        }
+    }
+}
+
+impl HeaderDecoder {
+    /// The `:status` of a whole header block (None: none, or not 3 digits); every block
+    /// of the connection is decoded, in order, to keep HPACK's table. Errors: a block
+    /// HPACK cannot decode (a connection error, `http2: ...`).
+    pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, String> {
+        self.buf.clear();
+        self.buf.extend_from_slice(block);
+        self.fields.clear();
+        self.dec
+            .decode(&mut self.buf, &mut self.fields)
+            .map_err(|e| err(format_args!("a header block HPACK cannot decode ({e:?})")))?;
+        Ok(self
+            .fields
+            .iter()
+            .find(|(n, _, _)| n == b":status")
+            .filter(|(_, v, _)| v.len() == 3 && v.iter().all(u8::is_ascii_digit))
+            .and_then(|(_, v, _)| std::str::from_utf8(v).ok()?.parse().ok()))
+    }
+
+    /// Every field of a whole header block, as (name, value).
+    #[cfg(test)]
+    fn fields(&mut self, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.status(block).unwrap();
+        self.fields
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// nginx 1.22.1's first bytes on an h2c connection (`listen 127.0.0.1:PORT http2`),
+    /// captured from a socket that sent the preface, an empty SETTINGS and `GET /`:
+    /// SETTINGS (MAX_CONCURRENT_STREAMS 128, INITIAL_WINDOW_SIZE 65536, MAX_FRAME_SIZE
+    /// 16777215), WINDOW_UPDATE of 2147418112 on the connection.
+    const NGINX_START: &[u8] = b"\x00\x00\x12\x04\x00\x00\x00\x00\x00\
+        \x00\x03\x00\x00\x00\x80\x00\x04\x00\x01\x00\x00\x00\x05\x00\xff\xff\xff\
+        \x00\x00\x04\x08\x00\x00\x00\x00\x00\x7f\xff\x00\x00";
+
+    /// What followed: the SETTINGS acknowledgement, the reply's HEADERS (`:status 200`,
+    /// server, date, content-type, content-length, last-modified, etag, accept-ranges)
+    /// and its DATA (`pong`, END_STREAM).
+    const NGINX_REPLY: &[u8] = b"\
+        \x00\x00\x00\x04\x01\x00\x00\x00\x00\x00\x00\x68\x01\x04\x00\x00\x00\x01\x88\x76\
+        \x89\xaa\x63\x55\xe5\x80\xae\x21\x2e\x1f\x61\x96\xdc\x34\xfd\x28\x27\x94\xd2\x7e\
+        \xea\x08\x02\x71\x40\x39\x70\x20\xb8\x00\x29\x8b\x46\xff\x5f\x87\x49\x7c\xa5\x89\
+        \xd3\x4d\x1f\x5c\x01\x34\x6c\x96\xdc\x34\xfd\x28\x27\x94\xd2\x7e\xea\x08\x02\x71\
+        \x40\x39\x70\x0f\xdc\x6d\xf5\x31\x68\xdf\x00\x83\x2a\x47\x37\x8a\xfe\x5c\x8c\x03\
+        \x74\x0c\xba\xb3\x5f\xcf\x00\x89\x19\x08\x5a\xd2\xb5\x83\xaa\x62\xa3\x84\x8f\xd2\
+        \x4a\x8f\x00\x00\x04\x00\x01\x00\x00\x00\x01\x70\x6f\x6e\x67";
+
+    #[test]
+    fn nginx_settings_and_window_update_parse() {
+        let (f, n) = parse(NGINX_START, DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(n, 27);
+        let Frame::Settings { ack: false, params } = f else {
+            panic!("{f:?}")
+        };
+        let s: Vec<_> = settings(params).collect();
+        assert_eq!(
+            s,
+            vec![(3, 128), (4, 65536), (5, 16_777_215)],
+            "MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE"
+        );
+        let (f, m) = parse(&NGINX_START[n..], DEFAULT_MAX_FRAME)
+            .unwrap()
+            .unwrap();
+        assert_eq!(m, 13);
+        assert_eq!(
+            f,
+            Frame::WindowUpdate {
+                stream: 0,
+                increment: 2_147_418_112
+            }
+        );
+        // Every prefix short of a whole frame asks for more.
+        for i in 0..27 {
+            assert_eq!(parse(&NGINX_START[..i], DEFAULT_MAX_FRAME).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn nginx_reply_decodes_to_its_status_and_body() {
+        let b = NGINX_REPLY;
+        let (f, n) = parse(b, DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(
+            (f, n),
+            (
+                Frame::Settings {
+                    ack: true,
+                    params: &[]
+                },
+                9
+            )
+        );
+        let (f, m) = parse(&b[n..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+        let Frame::Headers {
+            stream: 1,
+            end_stream: false,
+            end_headers: true,
+            continuation: false,
+            block,
+        } = f
+        else {
+            panic!("{f:?}")
+        };
+        assert_eq!(block.len(), 0x68);
+        let mut dec = HeaderDecoder::default();
+        assert_eq!(dec.status(block).unwrap(), Some(200));
+        let (f, k) = parse(&b[n + m..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(
+            f,
+            Frame::Data {
+                stream: 1,
+                end: true,
+                data: b"pong",
+                flow: 4
+            }
+        );
+        assert_eq!(n + m + k, b.len());
+        // A block HPACK cannot decode is a protocol error.
+        let mut dec = HeaderDecoder::default();
+        assert!(dec.status(b"\xff\xff\xff\xff\xff\xff").is_err());
+    }
+
+    #[test]
+    fn bad_frames_are_connection_errors() {
+        let mut b = vec![];
+        write_head(&mut b, 20_000, kind::DATA, 0, 1);
+        assert!(parse(&b, DEFAULT_MAX_FRAME).unwrap_err().contains("over"));
+        for (k, stream, payload) in [
+            (kind::SETTINGS, 1, &b""[..]),
+            (kind::SETTINGS, 0, &b"12345"[..]),
+            (kind::PING, 0, &b"1234"[..]),
+            (kind::DATA, 0, &b"x"[..]),
+            (kind::RST_STREAM, 1, &b"123"[..]),
+            (kind::WINDOW_UPDATE, 0, &b"\x00\x00\x00\x00"[..]),
+            (kind::GOAWAY, 0, &b"1234"[..]),
+            (kind::PUSH_PROMISE, 1, &b"\x00\x00\x00\x02"[..]),
+        ] {
+            let mut b = vec![];
+            write_head(&mut b, payload.len(), k, 0, stream);
+            b.extend_from_slice(payload);
+            let e = parse(&b, DEFAULT_MAX_FRAME).unwrap_err();
+            assert!(e.starts_with("http2: "), "{e}");
+        }
+        // Padding longer than the frame.
+        let mut b = vec![];
+        write_head(&mut b, 2, kind::DATA, flag::PADDED, 1);
+        b.extend_from_slice(&[5, 0]);
+        assert!(parse(&b, DEFAULT_MAX_FRAME).is_err());
+        // Padded DATA: the data without its padding, flow control with it.
+        let mut b = vec![];
+        write_head(&mut b, 6, kind::DATA, flag::PADDED, 3);
+        b.extend_from_slice(&[2, b'a', b'b', b'c', 0, 0]);
+        let (f, _) = parse(&b, DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(
+            f,
+            Frame::Data {
+                stream: 3,
+                end: false,
+                data: b"abc",
+                flow: 6
+            }
+        );
+        // GOAWAY's last stream and code; an HTTP/1.1 answer to the preface is not a frame.
+        let mut b = vec![];
+        write_head(&mut b, 8, kind::GOAWAY, 0, 0);
+        b.extend_from_slice(&[0, 0, 0, 7, 0, 0, 0, 0]);
+        assert_eq!(
+            parse(&b, DEFAULT_MAX_FRAME).unwrap().unwrap().0,
+            Frame::GoAway { last: 7, code: 0 }
+        );
+        assert!(parse(b"HTTP/1.1 400 Bad Request\r\n", DEFAULT_MAX_FRAME).is_err());
+    }
+
+    #[test]
+    fn requests_encode_as_headers_and_continuations() {
+        let req = tpslab_plan::http::HttpRequest {
+            url: "http://127.0.0.1:8080/x?y".into(),
+            method: "GET".into(),
+            headers: vec![("X-Test".into(), "1".into())],
+            tls: Default::default(),
+        };
+        let h = request_headers(&req, 0).unwrap();
+        let (first, rest) = header_blocks(&h, 4096);
+        // The later block refers to the entry the first one added: shorter.
+        assert!(rest.len() < first.len(), "{first:?} {rest:?}");
+        let mut dec = HeaderDecoder::default();
+        for b in [&first, &rest, &rest] {
+            let got = dec.fields(b);
+            assert_eq!(
+                got,
+                vec![
+                    (b":method".to_vec(), b"GET".to_vec()),
+                    (b":scheme".to_vec(), b"http".to_vec()),
+                    (b":authority".to_vec(), b"127.0.0.1:8080".to_vec()),
+                    (b":path".to_vec(), b"/x?y".to_vec()),
+                    (b"x-test".to_vec(), b"1".to_vec()),
+                ]
+            );
+        }
+        // No dynamic table: the same literal block every time, after a size update.
+        let (first0, rest0) = header_blocks(&h, 0);
+        assert_eq!(&first0[1..], &rest0[..]);
+        let mut dec = HeaderDecoder::default();
+        assert_eq!(dec.fields(&first0).len(), 5);
+        assert_eq!(dec.fields(&rest0).len(), 5);
+        // Cut at 4 bytes a frame: HEADERS then CONTINUATIONs, END_HEADERS on the last.
+        let mut out = vec![];
+        let n = headers(&mut out, 5, &first, true, 4);
+        assert_eq!(n, out.len());
+        let (mut at, mut block, mut frames) = (0, vec![], 0);
+        while at < out.len() {
+            let (f, m) = parse(&out[at..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+            let Frame::Headers {
+                stream: 5,
+                end_stream,
+                end_headers,
+                continuation,
+                block: b,
+            } = f
+            else {
+                panic!("{f:?}")
+            };
+            assert_eq!(continuation, frames > 0);
+            assert_eq!(end_stream, frames == 0);
+            assert_eq!(end_headers, at + m == out.len());
+            block.extend_from_slice(b);
+            at += m;
+            frames += 1;
+        }
+        assert_eq!(block, first);
+        assert_eq!(frames, first.len().div_ceil(4));
+    }
+
+    #[test]
+    fn the_client_start_is_a_preface_settings_and_a_window_update() {
+        let mut out = vec![];
+        client_start(&mut out);
+        assert!(out.starts_with(PREFACE));
+        let b = &out[PREFACE.len()..];
+        let (f, n) = parse(b, DEFAULT_MAX_FRAME).unwrap().unwrap();
+        let Frame::Settings { ack: false, params } = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(
+            settings(params).collect::<Vec<_>>(),
+            vec![(2, 0), (4, RECV_WINDOW)]
+        );
+        let (f, m) = parse(&b[n..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(
+            f,
+            Frame::WindowUpdate {
+                stream: 0,
+                increment: RECV_WINDOW - 65_535
+            }
+        );
+        assert_eq!(n + m, b.len());
+    }
+
+    proptest! {
+        /// Any bytes: the parser never panics, and a frame it cuts is as long as its
+        /// header says and within the limit.
+        #[test]
+        fn the_parser_takes_any_bytes(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(Some((_, n))) = parse(&b, 32) {
+                let h = parse_head(&b).unwrap();
+                prop_assert_eq!(n, HEAD + h.len as usize);
+                prop_assert!(h.len <= 32 && n <= b.len());
+            }
+        }
+
+        /// Frames written are read back as written, one after another, whatever the
+        /// split of the bytes.
+        #[test]
+        fn written_frames_read_back(
+            stream in 1u32..0x7fff_ffff,
+            payload in proptest::collection::vec(any::<u8>(), 0..100),
+            end in any::<bool>(),
+            inc in 1u32..0x7fff_ffff,
+            cut in 0usize..200,
+        ) {
+            let mut b = vec![];
+            data(&mut b, stream, &payload, end);
+            window_update(&mut b, stream, inc);
+            rst_stream(&mut b, stream, CANCEL);
+            let cut = cut.min(b.len());
+            if let Some((_, n)) = parse(&b[..cut], DEFAULT_MAX_FRAME).unwrap() {
+                prop_assert_eq!(n, HEAD + payload.len());
+            }
+            let (f, n) = parse(&b, DEFAULT_MAX_FRAME).unwrap().unwrap();
+            prop_assert_eq!(f, Frame::Data { stream, end, data: &payload, flow: payload.len() as u32 });
+            let (f, m) = parse(&b[n..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+            prop_assert_eq!(f, Frame::WindowUpdate { stream, increment: inc });
+            let (f, _) = parse(&b[n + m..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+            prop_assert_eq!(f, Frame::Reset { stream, code: CANCEL });
+        }
+    }
+}

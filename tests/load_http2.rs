@@ -1,0 +1,385 @@
+//! `load http --http2` against Debian's nginx started by the test on free ports: h2c with
+//! prior knowledge (`listen ... http2` without TLS) and h2 over TLS (ALPN, a self-signed
+//! certificate made by openssl); every request answered on the connections asked for,
+//! several streams in flight on one connection (seen in nginx's own access log), a GOAWAY
+//! (nginx's `keepalive_requests`) survived without a lost or doubled request, RST_STREAM
+//! counted as reset, and servers that do not speak HTTP/2 refused in one line.
+
+mod common;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::load_http as load;
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// nginx with four h2c servers: `main` (index.html "hello world\n" at /, a 503 at
+/// /busy, `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
+/// its access log has each request's connection, end time and duration), `goaway`
+/// (`keepalive_requests 50`: a GOAWAY after 50 streams), and `h1`, plain HTTP/1.1.
+struct H2c {
+    _nginx: common::Kill,
+    dir: PathBuf,
+    main: u16,
+    goaway: u16,
+    h1: u16,
+}
+
+fn nginx_h2c(tag: &str) -> Option<H2c> {
+    if !std::path::Path::new("/usr/sbin/nginx").exists() {
+        eprintln!("{tag}: skipped, no /usr/sbin/nginx");
+        return None;
+    }
+    let dir = common::tmp(&format!("nginx-h2c-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("html")).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
+    std::fs::write(dir.join("html/slow"), "slow\n").unwrap();
+    let (main, goaway, h1) = (
+        common::free_port(),
+        common::free_port(),
+        common::free_port(),
+    );
+    let d = dir.display();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
+             http {{\n access_log off;\n keepalive_requests 1000000;\n\
+             client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             log_format conc '$connection $msec $request_time';\n\
+             limit_req_zone $server_port zone=slow:1m rate=20r/s;\n\
+             server {{\n  listen 127.0.0.1:{main} http2;\n  root {d}/html;\n\
+               location = /busy {{ return 503; }}\n  location = /reset {{ return 444; }}\n\
+               location = /slow {{ limit_req zone=slow burst=1000; access_log {d}/logs/slow.log conc; }}\n }}\n\
+             server {{\n  listen 127.0.0.1:{goaway} http2;\n  keepalive_requests 50;\n  root {d}/html;\n }}\n\
+             server {{\n  listen 127.0.0.1:{h1};\n  root {d}/html;\n }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("/usr/sbin/nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn nginx");
+    let k = common::Kill(child);
+    for p in [main, goaway, h1] {
+        common::wait_listening(p, "nginx");
+    }
+    Some(H2c {
+        _nginx: k,
+        dir,
+        main,
+        goaway,
+        h1,
+    })
+}
+
+/// The errors of a record's result, all kinds.
+fn no_errors(res: &Value) {
+    for k in ["errors", "connect_errors"] {
+        if let Some(e) = res.get(k).and_then(|e| e.as_object()) {
+            assert!(e.values().all(|v| v == 0), "{k}: {res}");
+        }
+    }
+    assert_eq!(n(&res["unanswered"]), 0, "{res}");
+}
+
+#[test]
+fn h2c_answers_every_request_on_its_connections_with_streams_in_flight() {
+    let Some(ng) = nginx_h2c("h2c") else { return };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.main);
+    let args = [
+        "--http2",
+        "--rate",
+        "2000",
+        "--connections",
+        "2",
+        "--streams",
+        "10",
+        "--duration",
+        "1s",
+    ];
+    let (code, out, err, r) = load(&url, &args, "h2c");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("on 2 keep-alive connections over HTTP/2 with 10 streams each"),
+        "{out}"
+    );
+    let res = &r["result"];
+    assert_eq!(n(&res["intended"]), 2000, "{res}");
+    assert_eq!(n(&res["sent"]), 2000, "{res}");
+    assert_eq!(n(&res["status"]["s2xx"]), 2000, "{res}");
+    no_errors(res);
+    assert_eq!(n(&res["connections"]), 2, "{res}");
+    // nginx's reply: HEADERS and a DATA of 12 bytes each, more than 12 bytes a request.
+    assert!(n(&res["bytes_in"]) > 2000 * 12, "{res}");
+    assert!(n(&res["bytes_out"]) >= 2000 * 10, "{res}");
+    assert_eq!(r["plan"]["http2"], true);
+    assert_eq!(n(&r["plan"]["streams"]), 10);
+
+    // A 503 is a reply of class 5xx, not an error.
+    let url = format!("http://127.0.0.1:{}/busy", ng.main);
+    let (code, _, err, r) = load(&url, &args, "h2c-busy");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(n(&r["result"]["status"]["s5xx"]), 2000, "{}", r["result"]);
+
+    // At /slow nginx answers 20 requests a second and queues the rest: one connection's
+    // 8 streams are in flight together, as nginx's log of each request's start and end
+    // shows.
+    let url = format!("http://127.0.0.1:{}/slow", ng.main);
+    let args = [
+        "--http2",
+        "--rate",
+        "40",
+        "--connections",
+        "1",
+        "--streams",
+        "8",
+        "--duration",
+        "1s",
+        "--timeout",
+        "5s",
+    ];
+    let (code, _, err, r) = load(&url, &args, "h2c-slow");
+    assert_eq!(code, Some(0), "{err}");
+    let res = &r["result"];
+    assert_eq!(n(&res["connections"]), 1, "{res}");
+    assert!(n(&res["status"]["s2xx"]) >= 20, "{res}");
+    let log = std::fs::read_to_string(ng.dir.join("logs/slow.log")).unwrap();
+    let mut spans: Vec<(String, f64, f64)> = log
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let end: f64 = f[1].parse().unwrap();
+            (f[0].to_string(), end - f[2].parse::<f64>().unwrap(), end)
+        })
+        .collect();
+    assert_eq!(spans.len() as u64, n(&res["status"]["s2xx"]), "{log}");
+    assert!(
+        spans.iter().all(|s| s.0 == spans[0].0),
+        "one connection: {log}"
+    );
+    spans.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let most = spans
+        .iter()
+        .map(|s| spans.iter().filter(|t| t.1 <= s.1 && s.1 < t.2).count())
+        .max()
+        .unwrap();
+    assert!(
+        most >= 4,
+        "at most {most} requests at once on the connection: {log}"
+    );
+}
+
+#[test]
+fn h2c_goaway_and_rst_stream() {
+    let Some(ng) = nginx_h2c("h2c-goaway") else {
+        return;
+    };
+    // keepalive_requests 50: nginx sends GOAWAY after a connection's 50th stream; the
+    // streams it did not take go again on a new connection, none lost or counted twice.
+    let url = format!("http://127.0.0.1:{}/index.html", ng.goaway);
+    let args = [
+        "--http2",
+        "--rate",
+        "1000",
+        "--connections",
+        "2",
+        "--streams",
+        "10",
+        "--duration",
+        "1s",
+    ];
+    let (code, _, err, r) = load(&url, &args, "h2c-goaway");
+    assert_eq!(code, Some(0), "{err}");
+    let res = &r["result"];
+    assert_eq!(n(&res["sent"]), 1000, "{res}");
+    assert_eq!(n(&res["status"]["s2xx"]), 1000, "{res}");
+    no_errors(res);
+    assert!(n(&res["connections"]) >= 1000 / 50, "{res}");
+
+    // `return 444`: nginx resets each stream (RST_STREAM), counted as reset.
+    let url = format!("http://127.0.0.1:{}/reset", ng.main);
+    let args = [
+        "--http2",
+        "--rate",
+        "200",
+        "--connections",
+        "1",
+        "--streams",
+        "4",
+        "--duration",
+        "1s",
+    ];
+    let (code, _, err, r) = load(&url, &args, "h2c-reset");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no request answered") && err.contains("reset 200"),
+        "{err}"
+    );
+    let res = &r["result"];
+    assert_eq!(n(&res["errors"]["reset"]), 200, "{res}");
+    assert_eq!(n(&res["connections"]), 1, "{res}");
+}
+
+#[test]
+fn h2_over_tls_and_servers_without_http2_refused() {
+    let tag = "h2-tls";
+    let Some((_nginx, port, ca)) = common::nginx_tls(tag, true) else {
+        return;
+    };
+    let url = format!("https://localhost:{port}/index.html");
+    let args = [
+        "--http2",
+        "--rate",
+        "1000",
+        "--connections",
+        "2",
+        "--streams",
+        "10",
+        "--duration",
+        "1s",
+        "--cacert",
+        ca.to_str().unwrap(),
+    ];
+    let (code, out, err, r) = load(&url, &args, "h2-tls");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("over HTTP/2 with 10 streams each"), "{out}");
+    let res = &r["result"];
+    assert_eq!(n(&res["sent"]), 1000, "{res}");
+    assert_eq!(n(&res["status"]["s2xx"]), 1000, "{res}");
+    no_errors(res);
+    assert_eq!(n(&res["connections"]), 2, "{res}");
+
+    // A TLS server without h2 in its ALPN: one line, exit 2, before any count.
+    let (_plain_tls, port1, ca1) = common::nginx_tls("h2-tls-h1only", false).unwrap();
+    let url = format!("https://localhost:{port1}/");
+    let args = [
+        "--http2",
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        "--cacert",
+        ca1.to_str().unwrap(),
+    ];
+    let (code, _, err, _) = load(&url, &args, "h2-tls-h1only");
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("did not agree to HTTP/2") && err.contains("no_application_protocol"),
+        "{err}"
+    );
+
+    // h2c to a server of HTTP/1.1 only: it answers the preface with HTTP/1.1 400.
+    let Some(ng) = nginx_h2c("h2c-to-h1") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", ng.h1);
+    let (code, _, err, _) = load(
+        &url,
+        &["--http2", "--rate", "100", "--duration", "1s"],
+        "h2c-h1",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("answered HTTP/2's preface with HTTP/1.x"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_http2_flags_are_one_line_exit_2() {
+    for (args, want) in [
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--streams",
+                "4",
+            ][..],
+            "--streams applies to --http2",
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--http2",
+                "--streams",
+                "0",
+            ][..],
+            "--streams",
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--http2",
+                "--streams",
+                "1001",
+            ][..],
+            "--streams",
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--http2",
+                "--connections",
+                "1000",
+                "--streams",
+                "1000",
+            ][..],
+            "100000 streams in all",
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--http2",
+                "--header",
+                "Connection: close",
+            ][..],
+            "connection-specific",
+        ),
+        (
+            &["ramp", "http", "http://127.0.0.1:1/", "--http2"][..],
+            "load http URL --http2",
+        ),
+    ] {
+        let mut c = common::tpslab();
+        c.args(args);
+        let out = common::run(c);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

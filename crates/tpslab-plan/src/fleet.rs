@@ -194,7 +194,10 @@ impl FleetPlan {
             run_id,
             cpus: vec![],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            // Exact, not auto: the agents' phases interleave their sends to within a
+            // fraction of a gap; a slack would bunch each agent's sends into groups and
+            // undo the interleaving.
+            pacing_slack: crate::udp::PacingSlack::exact(),
             phase,
             keep_histograms: true,
         };

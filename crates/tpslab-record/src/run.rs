@@ -247,6 +247,12 @@ pub struct GeneratorReport {
     /// due within it, each leaving up to this late; 0: once per datagram.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub pacing_slack_ns: u64,
+    /// The slack was chosen from the rate (`--pacing-slack auto`, the default since
+    /// session 21), not given: `pacing_slack_ns` is what auto chose (0: exact). False in
+    /// records written before (their slack was given). The lag it achieved is
+    /// `schedule_lag`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pacing_slack_auto: bool,
     /// Sender threads (one socket each).
     pub threads: usize,
     /// Planned measurement window after warm-up, s.

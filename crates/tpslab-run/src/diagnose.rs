@@ -169,7 +169,9 @@ pub fn s1_plan(interval: Duration, rate_pps: f64) -> UdpRunPlan {
             run_id: tpslab_net::mono_ns(),
             cpus: vec![],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            // Exact, not auto: S1 is a burst shape (auto would choose exact for bursts
+            // anyway); each burst leaves at its time, as the scenario was calibrated.
+            pacing_slack: tpslab_plan::udp::PacingSlack::exact(),
 
             phase: Duration::ZERO,
 

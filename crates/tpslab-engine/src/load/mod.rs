@@ -18,7 +18,7 @@ use tpslab_analysis::stats::{encode_histogram, new_ns_histogram, LatencySummaryE
 use tpslab_analysis::LatencySummary;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
 
-pub use tpslab_plan::udp::LoadConfig;
+pub use tpslab_plan::udp::{LoadConfig, PacingSlack};
 
 mod receive;
 mod send;
@@ -43,6 +43,43 @@ impl StreamPlan {
     #[inline]
     fn intended(&self, start: u64, seq: u64) -> u64 {
         start + (self.phase_ns + (seq / self.burst) as f64 * self.interval_ns) as u64
+    }
+}
+
+/// The shortest window `--pacing-slack auto` groups datagrams in: at 10 k pps per sender
+/// and above, one wake-up per 100 us (groups of two at 10 k pps, eleven at 100 k pps).
+pub const AUTO_SLACK_MIN: Duration = Duration::from_micros(100);
+/// The longest inter-arrival gap `auto` groups over: a sender below 1000 pps paces
+/// exactly (at most 1000 wake-ups a second; a group would hold a datagram over 1 ms).
+pub const AUTO_SLACK_MAX: Duration = Duration::from_millis(1);
+
+/// The pacing slack `--pacing-slack auto` chooses for one sender of `stream_rate_pps`
+/// datagrams per second (the load's rate divided by its threads) sending bursts of
+/// `burst`: the larger of one inter-arrival gap and [`AUTO_SLACK_MIN`], so each wake-up
+/// sends at least two datagrams and none leaves later than that bound (plus the
+/// wake-up's own delay) after its intended time; zero (exact) for a gap above
+/// [`AUTO_SLACK_MAX`], for bursts (their start is the shape under test) and for `max`
+/// (no schedule). Never early either way.
+pub fn auto_pacing_slack(stream_rate_pps: f64, burst: u64) -> Duration {
+    if burst > 1 || !stream_rate_pps.is_finite() || stream_rate_pps <= 0.0 {
+        return Duration::ZERO;
+    }
+    // Rounded up: a slack a fraction of a nanosecond short of the gap would wake before
+    // the next datagram is due and group nothing.
+    let gap = Duration::from_nanos((1e9 / stream_rate_pps).ceil() as u64);
+    if gap > AUTO_SLACK_MAX {
+        Duration::ZERO
+    } else {
+        gap.max(AUTO_SLACK_MIN)
+    }
+}
+
+/// The slack each sender of `cfg` paces with: the one given, or [`auto_pacing_slack`]
+/// of its share of the rate.
+pub fn pacing_slack_used(cfg: &LoadConfig) -> Duration {
+    match cfg.pacing_slack {
+        PacingSlack::Given(d) => d,
+        PacingSlack::Auto => auto_pacing_slack(cfg.rate_pps / cfg.threads.max(1) as f64, cfg.burst),
     }
 }
 
@@ -427,7 +464,8 @@ impl UdpLoad {
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,
-            pacing_slack_ns: cfg.pacing_slack.as_nanos() as u64,
+            pacing_slack_ns: pacing_slack_used(cfg).as_nanos() as u64,
+            pacing_slack_auto: cfg.pacing_slack == PacingSlack::Auto,
             threads: cfg.threads,
             duration_s: planned_window_s,
             warmup_s: cfg.warmup.as_secs_f64(),

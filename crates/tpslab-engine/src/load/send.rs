@@ -95,7 +95,7 @@ pub(super) fn sender(
     let hard_end = if max { run_end } else { run_end + 100_000_000 };
     // With a pacing slack the sender wakes once per group: at the first unsent
     // datagram's time plus the slack, when it sends every datagram due by then.
-    let slack = cfg.pacing_slack.as_nanos() as u64;
+    let slack = pacing_slack_used(cfg).as_nanos() as u64;
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
         if slack == 0 {

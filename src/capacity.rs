@@ -220,6 +220,7 @@ impl CapacityUdpArgs {
             no_replies: false,
             gso: self.gso,
             pacing_slack: self.pacing_slack,
+            flows: None,
             load_cpus: self.load_cpus.clone(),
             drain: self.drain,
         };

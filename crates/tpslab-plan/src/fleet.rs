@@ -187,6 +187,8 @@ impl FleetPlan {
             warmup: duration("plan: warmup", &self.warmup)?,
             burst: 1,
             threads: self.threads,
+            // One source port per thread, as the scenario/plan always ran.
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: !self.no_replies,

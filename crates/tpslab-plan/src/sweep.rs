@@ -432,6 +432,8 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             warmup: Duration::from_secs(1),
             burst: 1,
             threads: 1,
+            // One source port per thread, as the scenario/plan always ran.
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: false,

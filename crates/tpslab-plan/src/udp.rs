@@ -170,8 +170,14 @@ pub struct LoadConfig {
     pub warmup: Duration,
     /// Datagrams per burst (1: evenly paced).
     pub burst: u64,
-    /// Sender threads, one socket each.
+    /// Sender threads.
     pub threads: usize,
+    /// Flows: source ports (one connected socket each) the load is spread over, dealt to
+    /// the sender threads in turn (each thread sends from its sockets in turn, one send
+    /// call each); at least one per thread. 0: one per thread, as plans written before
+    /// `--flows` ran.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub flows: usize,
     /// Bytes to send instead of tpslab's header (a real protocol's request); hex in JSON.
     #[serde(default, with = "hex_bytes")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "hex_bytes::schema"))]
@@ -228,6 +234,7 @@ impl Default for LoadConfig {
             warmup: Duration::from_millis(500),
             burst: 1,
             threads: 1,
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: true,
@@ -253,6 +260,14 @@ impl LoadConfig {
     /// Interval between burst starts, ns (burst / rate).
     pub fn burst_interval_ns(&self) -> f64 {
         self.burst as f64 * 1e9 / self.rate_pps
+    }
+    /// Flows (sockets) over all threads: `flows`, or one per thread when 0.
+    pub fn flow_count(&self) -> usize {
+        if self.flows == 0 {
+            self.threads
+        } else {
+            self.flows
+        }
     }
     /// Bytes of each datagram.
     pub fn datagram_len(&self) -> usize {
@@ -487,6 +502,15 @@ impl LoadConfig {
         WARMUP.check("--warmup", self.warmup)?;
         DRAIN.check("--drain", self.drain)?;
         LOAD_THREADS.check("--load-threads", self.threads as u64)?;
+        if self.flows != 0 {
+            FLOWS.check("--flows", self.flows as u64)?;
+            if self.flows < self.threads {
+                return Err(PlanError::Conflict(format!(
+                    "--flows {} is fewer than the {} sender threads: each thread sends from at least one source port",
+                    self.flows, self.threads
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -566,6 +590,10 @@ mod rate_or_max {
     pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "anyOf": [{ "type": "number" }, { "const": "max" }] })
     }
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A [`PacingSlack`] in JSON: `"auto"`, or the given slack as serde writes a `Duration`

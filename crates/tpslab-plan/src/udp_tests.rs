@@ -121,6 +121,21 @@ fn a_sound_plan_passes_and_every_limit_is_named() {
         (LoadConfig { burst: 0, ..load() }, "--burst 0: allowed 1..="),
         (
             LoadConfig {
+                flows: 2000,
+                ..load()
+            },
+            "--flows 2000: allowed 1..=1024",
+        ),
+        (
+            LoadConfig {
+                flows: 1,
+                threads: 2,
+                ..load()
+            },
+            "--flows 1 is fewer than the 2 sender threads",
+        ),
+        (
+            LoadConfig {
                 pacing_slack: PacingSlack::Given(Duration::from_millis(3)),
 
                 phase: Duration::ZERO,

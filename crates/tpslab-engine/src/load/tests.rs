@@ -56,7 +56,9 @@ fn gso_refused_midway_falls_back_to_plain_sends() {
     }
     // SO_NO_CHECK makes the kernel refuse GSO sends (EINVAL), as a path without
     // checksum offload refuses them (EIO).
-    load.streams[0].sock.set_no_check(true).unwrap();
+    for k in &load.streams[0].socks {
+        k.set_no_check(true).unwrap();
+    }
     let r = load.run(&AtomicBool::new(false), &|| true).report;
     assert!(r.gso_fallback, "the refusal is reported");
     assert!(r.send_errors.contains_key("EINVAL"), "{:?}", r.send_errors);

@@ -157,7 +157,7 @@ fn auto_pacing_slack_is_one_gap_or_100us_and_exact_where_grouping_does_not_pay()
     for rate in [1000.0, 1234.5, 7777.0, 10_000.0, 33_333.0, 1e6] {
         let s = auto_pacing_slack(rate, 1);
         assert!(s <= tpslab_plan::limits::PACING_SLACK.max, "{rate}: {s:?}");
-        let gap = Duration::from_nanos((1e9 / rate as f64).ceil() as u64);
+        let gap = Duration::from_nanos((1e9 / rate).ceil() as u64);
         assert!(
             s >= gap.min(AUTO_SLACK_MAX) && s <= gap.max(AUTO_SLACK_MIN),
             "{rate}: {s:?}"

@@ -120,3 +120,58 @@ pub fn set_policy_of(tid: u32, policy: SchedPolicy) -> Result<(), NetError> {
     }
     Ok(())
 }
+
+/// Asks the kernel for a short time slice, `ns` (clamped by the kernel to 100 us..100 ms),
+/// for the calling thread if it runs under SCHED_OTHER (sched_setattr with
+/// `sched_runtime`, EEVDF's custom slice, Linux 6.12 and later). A thread that sleeps
+/// between short bursts of work (a paced sender) then gets an earlier virtual deadline
+/// on each wake-up and preempts a CPU-bound task instead of waiting out that task's
+/// slice (several ms late on a busy host). Nice and policy are kept; a real-time
+/// thread is left alone. Returns false when the kernel refuses (older kernels: EINVAL)
+/// or the thread is not SCHED_OTHER.
+pub fn request_short_slice(ns: u64) -> bool {
+    /// struct sched_attr (include/uapi/linux/sched/types.h), size 56.
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+        util_min: u32,
+        util_max: u32,
+    }
+    // SAFETY: sched_getscheduler(0) only reads the caller's policy.
+    if unsafe { libc::sched_getscheduler(0) } != libc::SCHED_OTHER {
+        return false;
+    }
+    // The thread's nice value (getpriority on its tid), kept as it was.
+    // SAFETY: gettid and getpriority read the caller's own attributes.
+    let nice = unsafe {
+        *libc::__errno_location() = 0;
+        libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t)
+    };
+    // SAFETY: as above; errno set by a failed getpriority.
+    if nice == -1 && unsafe { *libc::__errno_location() } != 0 {
+        return false;
+    }
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice,
+        priority: 0,
+        runtime: ns,
+        deadline: 0,
+        period: 0,
+        util_min: 0,
+        util_max: 0,
+    };
+    // SAFETY: attr is a valid, fully initialised sched_attr of the size it states; the
+    // call changes only the calling thread's (pid 0) scheduling attributes.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    rc == 0
+}

@@ -90,12 +90,19 @@ fn a_pacing_slack_groups_sends_late_never_early_at_the_planned_rate() {
             .run(&AtomicBool::new(false), &|| true)
             .report
     };
-    // Up to three tries: a host busy with other work (a compile beside the tests) can
-    // hold the sender past its slack for a whole run; one run in range is the property.
+    // The property is the sender's schedule, not the host's scheduling latency: on 2
+    // cores shared with compiles (load 6-10) a SCHED_OTHER sender's wake-up came 4-8 ms
+    // late a few times in every 400 ms run, enough to make >1 % of datagrams 5 ms late
+    // (the run invalid), with one flow as before --flows; under SCHED_FIFO none did in 5
+    // runs. So the sender runs real-time where allowed (threads inherit the policy of the
+    // thread that spawns them; root here and in CI), restored after. Up to three tries
+    // still: a run held up anyway (no privilege, a busier host) may be retried; one run
+    // in range and valid is the property.
+    let rt = tpslab_net::sched::set_policy(tpslab_net::sched::SchedPolicy::Fifo(1)).is_ok();
     let in_range = |p50: u64| p50 > 200_000 && p50 < 900_000;
     let mut r = run(Duration::from_millis(1));
     for _ in 0..2 {
-        if in_range(r.schedule_lag.p50_ns) {
+        if in_range(r.schedule_lag.p50_ns) && r.valid {
             break;
         }
         r = run(Duration::from_millis(1));
@@ -114,6 +121,9 @@ fn a_pacing_slack_groups_sends_late_never_early_at_the_planned_rate() {
     assert!(r.valid, "{:?}", r.invalid_reasons);
     // Exact pacing on the same path: each datagram within microseconds at the median.
     let e = run(Duration::ZERO);
+    if rt {
+        tpslab_net::sched::set_policy(tpslab_net::sched::SchedPolicy::Other).unwrap();
+    }
     assert!(
         e.schedule_lag.p50_ns < l.p50_ns / 4,
         "exact lag p50 {} ns vs {} ns with the slack",

@@ -80,12 +80,6 @@ pub(super) fn sender(
     // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
     // sleeps precise.
     tpslab_net::sched::set_timer_slack_ns(1);
-    // A paced sender sleeps between sends of a few us: a short slice (100 us) lets each
-    // wake-up preempt a CPU-bound task on its core instead of waiting out that task's
-    // slice, milliseconds late on a busy host (a kernel before 6.12 refuses: as before).
-    if !cfg.is_max() {
-        let _ = tpslab_net::sched::request_short_slice(100_000);
-    }
     if !cfg.cpus.is_empty() {
         let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
     }

@@ -29,7 +29,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIMITS = os.path.join(ROOT, "..", "shared", "limits")
+# The kernel-limit programs' sources (TPSLAB_LIMITS=DIR when the repository is not beside them).
+LIMITS = os.environ.get("TPSLAB_LIMITS") or os.path.join(ROOT, "..", "shared", "limits")
 NS = f"tpsbench{os.getpid()}"
 OUT = tempfile.mkdtemp(prefix="tpslab-bench-")
 TPSLAB = os.environ.get("TPSLAB_BIN") or os.path.join(ROOT, "target", "release", "tpslab")
@@ -361,8 +362,9 @@ int main(int argc, char **argv) {
 
 
 def pacing(rate, secs, port, slack="0s"):
-    """tpslab load at a fixed rate into a sink (with a --pacing-slack): achieved rate error,
-    schedule lag p99, and the CPU of the load process (its observer at 100 ms); beside it
+    """tpslab load at a fixed rate into a sink (with a --pacing-slack: 0s, 1ms or auto):
+    achieved rate error, schedule lag p99, the slack used (auto's choice), and the CPU of
+    the load process (its observer at 100 ms); beside it
     the CPU of a bare C loop doing one absolute sleep per datagram (the machine's floor for
     sleep pacing)."""
     srv = Bg(on(1, TPSLAB, "serve", "udp", "--mode", "sink", "--bind", f"127.0.0.1:{port}", "--duration",
@@ -382,6 +384,7 @@ def pacing(rate, secs, port, slack="0s"):
         sh(["gcc", "-O2", "-o", floor, floor + ".c"])
     fcpu, fwall = rusage_of(on(0, floor, str(rate), str(secs)))
     return {"rate_error_pct": 100 * (g["achieved_pps"] - rate) / rate, "lag_p99_us": g["schedule_lag"]["p99_ns"] / 1e3,
+            "slack_us": g.get("pacing_slack_ns", 0) / 1e3,
             "cpu_pct_of_core": 100 * cpu / wall, "sleep_floor_cpu_pct": 100 * fcpu / fwall}
 
 
@@ -565,10 +568,11 @@ def closed_loop_rows(rows, rnd, seconds, port, dns=True):
 
 
 def pacing_rows(rows, rnd, seconds, port):
-    """Pacing at 100 k and 10 k pps, exact and with a 1 ms slack (alternating which goes
-    first). Returns the next port."""
+    """Pacing at 100 k and 10 k pps: exact, with a 1 ms slack and auto (the default),
+    rotating which goes first. Returns the next port."""
     for rate in (100000, 10000):
-        for slack in (("0s", "1ms") if rnd % 2 == 0 else ("1ms", "0s")):
+        slacks = ("0s", "1ms", "auto")
+        for slack in slacks[rnd % 3:] + slacks[:rnd % 3]:
             port += 1
             tool = "tpslab" if slack == "0s" else f"tpslab-slack-{slack}"
             for k, v in pacing(rate, seconds, port, slack).items():
@@ -608,7 +612,7 @@ def main():
                     help="lengths in seconds of the observed runs whose peak RSS is compared (e.g. 20,600)")
     ap.add_argument("--series-interval", type=int, default=1, help="their sampling interval, ms")
     ap.add_argument("--pacing-only", action="store_true",
-                    help="only pacing: 100 k and 10 k pps, exact and with --pacing-slack 1ms")
+                    help="only pacing: 100 k and 10 k pps, exact, with --pacing-slack 1ms and auto (the default)")
     ap.add_argument("--observer-only", action="store_true",
                     help="only the observer's cost: idle at 10 ms and 1 ms, and beside a drop storm, with and without drop reasons")
     ap.add_argument("--closed-loop-only", action="store_true",
@@ -848,11 +852,14 @@ def closed_loop_report(vals, byr):
 def pacing_report(vals):
     print("\npacing: tpslab load --rate R --no-replies into a sink (median (min-max)); slack = --pacing-slack")
     for rate in (100000, 10000):
-        for tool, slack in (("tpslab", "0 (exact)"), ("tpslab-slack-1ms", "1ms")):
+        for tool, slack in (("tpslab", "0 (exact)"), ("tpslab-slack-1ms", "1ms"), ("tpslab-slack-auto", "auto")):
             e = vals("pacing", tool, rate, "rate_error_pct")
             lag = vals("pacing", tool, rate, "lag_p99_us")
             c = vals("pacing", tool, rate, "cpu_pct_of_core")
             f = vals("pacing", tool, rate, "sleep_floor_cpu_pct")
+            used = vals("pacing", tool, rate, "slack_us")
+            if tool == "tpslab-slack-auto" and used:
+                slack = f"auto={median(used):.0f}us"
             if e:
                 print(f"  {rate:>7} pps, slack {slack:<9}: rate error {median(e):+.3f} %  lag p99 {median(lag):.1f} us ({min(lag):.1f}-{max(lag):.1f})  "
                       f"CPU {median(c):.1f} % of a core ({min(c):.1f}-{max(c):.1f}); a bare sleep per datagram costs {median(f):.1f} %")

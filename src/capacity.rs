@@ -191,9 +191,9 @@ pub(crate) struct CapacityUdpArgs {
     /// Send with UDP GSO (UDP_SEGMENT).
     #[arg(long)]
     pub(crate) gso: bool,
-    /// Pacing slack, 0..=2ms (see `load udp --help`).
-    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    pub(crate) pacing_slack: Duration,
+    /// Pacing slack: auto, 0 or a duration up to 2ms (see `load udp --help`).
+    #[arg(long, default_value = "auto", value_name = "auto|0|DURATION", value_parser = crate::flags::units::pacing_slack())]
+    pub(crate) pacing_slack: tpslab_plan::udp::PacingSlack,
     /// Wait this long for late replies after each step's last send.
     #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) drain: Duration,
@@ -250,6 +250,7 @@ impl CapacityUdpArgs {
             no_replies: false,
             gso: self.gso,
             pacing_slack: self.pacing_slack,
+            flows: None,
             load_cpus: self.load_cpus.clone(),
             drain: self.drain,
         };

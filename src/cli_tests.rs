@@ -55,6 +55,7 @@ const DURATION_WORDS: &[&str] = &[
 
 /// Flags whose name looks like one of the kinds but are not, and why.
 const NOT_OF_A_KIND: &[(&str, &str)] = &[
+    ("pacing-slack", "auto, 0 (exact) or a DURATION"),
     ("min-idle", "a count of connections"),
     (
         "resolution",

@@ -12,14 +12,23 @@ mod common;
 use common::{NetNs, Server};
 use serde_json::Value;
 
-/// `tpslab run udp` in `ns` with 4 server threads and 2 generator flows (one socket per
-/// generator thread), 20 k pps of 64-byte datagrams for 1 s: each server thread's reads.
+/// `tpslab run udp` in `ns` with 4 server threads and 2 generator flows (`--flows 2`: one
+/// socket per generator thread), 20 k pps of 64-byte datagrams for 1 s: each server
+/// thread's reads.
 fn reads_per_thread(ns: &NetNs, tag: &str, steer: &str) -> Vec<u64> {
+    reads_with(ns, tag, steer, &["--load-threads", "2", "--flows", "2"]).0
+}
+
+/// `tpslab run udp` in `ns` with 4 server threads steered by `steer` and the load's
+/// `load` flags, 20 k pps of 64-byte datagrams for 1 s: each server thread's reads and
+/// the record's generator.
+fn reads_with(ns: &NetNs, tag: &str, steer: &str, load: &[&str]) -> (Vec<u64>, Value) {
     let json = common::tmp(&format!("reuseport-{tag}.json"));
     let _ = std::fs::remove_file(&json);
     let mut cmd = ns.tpslab();
     cmd.args(["run", "udp", "--bind", "127.0.0.1:9200", "--threads", "4"])
-        .args(["--load-threads", "2", "--rate", "20k", "--size", "64"])
+        .args(load)
+        .args(["--rate", "20k", "--size", "64"])
         .args(["--duration", "1s", "--warmup", "200ms"])
         .args(["--reuseport-steer", steer, "--json"])
         .arg(&json);
@@ -36,12 +45,47 @@ fn reads_per_thread(ns: &NetNs, tag: &str, steer: &str) -> Vec<u64> {
     } else {
         assert!(server.get("reuseport_steer").is_none(), "{server}");
     }
-    server["received_per_thread"]
+    let reads = server["received_per_thread"]
         .as_array()
         .expect("received_per_thread")
         .iter()
         .map(|v| v.as_u64().expect("a count"))
-        .collect()
+        .collect();
+    (reads, rec["generator"].clone())
+}
+
+#[test]
+fn the_default_flows_reach_every_socket_and_one_flow_one() {
+    if !common::can_netns("the_default_flows_reach_every_socket_and_one_flow_one") {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    // The default, 32 flows from one thread, hashed over 4 sockets: each socket has a
+    // flow but with chance 4 x (3/4)^32 = 0.04 %, and each flow carries 1/32 of the
+    // datagrams (the thread sends from its sockets in turn).
+    let (reads, g) = reads_with(&ns, "flows-default", "hash", &["--load-threads", "1"]);
+    eprintln!("32 flows: {reads:?}");
+    assert_eq!(g["flows"], 32, "distinct source ports: {g}");
+    assert_eq!(g["socket_inodes"].as_array().map(Vec::len), Some(32), "{g}");
+    let total: u64 = reads.iter().sum();
+    assert!(total > 10_000, "{reads:?}");
+    for (i, &r) in reads.iter().enumerate() {
+        assert!(
+            r as f64 >= 0.02 * total as f64 && (r as f64) <= 0.7 * total as f64,
+            "socket {i} read {r} of {total}: {reads:?}"
+        );
+    }
+    // One flow: one socket reads everything.
+    let (one, g) = reads_with(
+        &ns,
+        "flows-1",
+        "hash",
+        &["--load-threads", "1", "--flows", "1"],
+    );
+    eprintln!("1 flow: {one:?}");
+    assert_eq!(g["flows"], 1, "{g}");
+    assert_eq!(one.iter().filter(|&&r| r > 0).count(), 1, "{one:?}");
 }
 
 #[test]
@@ -124,10 +168,18 @@ fn diagnose_names_an_uneven_reuseport_group() {
         let mut cmd = ns.tpslab();
         // Bursts of 100 into 32 KiB buffers (16 KiB asked, doubled): the busy sockets
         // overflow at each burst while the server has CPU to spare (20 k pps of 20 us).
-        cmd.args(["diagnose", "udp", "127.0.0.1:9201", "--threads", "2"])
-            .args(["--rate", "20k", "--burst", "100", "--burst-interval", "5ms"])
-            .args(["--size", "64", "--duration", "2s", "--json"])
-            .arg(&json);
+        cmd.args([
+            "diagnose",
+            "udp",
+            "127.0.0.1:9201",
+            "--threads",
+            "2",
+            "--flows",
+            "2",
+        ])
+        .args(["--rate", "20k", "--burst", "100", "--burst-interval", "5ms"])
+        .args(["--size", "64", "--duration", "2s", "--json"])
+        .arg(&json);
         let out = common::run(cmd);
         assert!(
             out.status.success(),

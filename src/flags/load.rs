@@ -46,11 +46,18 @@ pub(crate) struct LoadFlags {
     /// back to plain sends where the kernel refuses).
     #[arg(long)]
     pub(crate) gso: bool,
-    /// Pacing slack, 0..=2ms: wake once per group of datagrams due within it instead of
-    /// once per datagram (each leaves up to this late, never early; its lag is still
-    /// measured). 0 (the default): every datagram at its time, one wake-up each.
-    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    pub(crate) pacing_slack: Duration,
+    /// Pacing slack: auto, 0 or a duration up to 2ms. A duration: wake once per group of
+    /// datagrams due within it instead of once per datagram (each leaves up to this late,
+    /// never early; its lag is measured). 0: every datagram at its time, one wake-up
+    /// each. auto (the default): max(one inter-arrival gap, 100us) per sender thread,
+    /// exact below 1000 pps per thread and with bursts.
+    #[arg(long, default_value = "auto", value_name = "auto|0|DURATION", value_parser = super::units::pacing_slack())]
+    pub(crate) pacing_slack: tpslab_plan::udp::PacingSlack,
+    /// Flows: source ports (one socket each) the load is spread over, dealt to the sender
+    /// threads (at least one each); default 32, or one per thread with more threads: 4 for
+    /// each socket of a server's SO_REUSEPORT group of up to 8, so its hash leaves few idle.
+    #[arg(long, value_name = "N")]
+    pub(crate) flows: Option<usize>,
     /// CPUs the generator's threads may run on, e.g. 0 (default: not pinned).
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
@@ -91,6 +98,9 @@ pub(crate) fn load_config(
         warmup: f.warmup,
         burst: f.burst,
         threads,
+        flows: f
+            .flows
+            .unwrap_or(tpslab_plan::limits::DEFAULT_FLOWS.max(threads)),
         payload,
         seq_field,
         expect_replies: !f.no_replies,

@@ -92,6 +92,11 @@ pub(crate) fn duration() -> Unit<Duration> {
     Unit(units::parse_duration)
 }
 
+/// `--pacing-slack`'s parser: `auto`, `0` or a duration ([`units::parse_pacing_slack`]).
+pub(crate) fn pacing_slack() -> Unit<tpslab_plan::udp::PacingSlack> {
+    Unit(units::parse_pacing_slack)
+}
+
 /// The value of a hidden `--X-ns` flag (the previous names of `--work` and `--serial`):
 /// plain nanoseconds (`20000`) or a duration (`20us`).
 pub(crate) fn duration_or_ns(s: &str) -> Result<Duration, String> {

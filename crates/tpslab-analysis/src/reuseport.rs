@@ -149,7 +149,7 @@ impl Imbalance {
         }
         vec![
             format!(
-                "more flows from the clients: more source ports (sockets) per client, {} or more in all (4 per server socket: a hash of 4n flows over n sockets leaves about 2 % of them idle, of n flows 37 %) (tpslab: load --threads N sends from N ports)",
+                "more flows from the clients: more source ports (sockets) per client, {} or more in all (4 per server socket: a hash of 4n flows over n sockets leaves about 2 % of them idle, of n flows 37 %) (tpslab: load udp --flows N sends from N ports; 32 by default)",
                 4 * self.sockets
             ),
             "steer by CPU: a reuseport BPF program that returns the receiving CPU (SO_ATTACH_REUSEPORT_CBPF with SKF_AD_CPU), one socket per CPU, with RSS/RPS spreading packets over the CPUs (tpslab: serve udp --reuseport-steer cpu)".into(),

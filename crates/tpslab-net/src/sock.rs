@@ -48,6 +48,13 @@ fn read_sysctl_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// The socket's descriptor, borrowed (to watch it in an [`crate::poll::Epoll`]).
+impl std::os::fd::AsFd for UdpSock {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
 impl UdpSock {
     /// Creates a socket bound to `addr` (port 0 picks an ephemeral port).
     /// `reuseport` sets SO_REUSEPORT so several threads can bind the same address.

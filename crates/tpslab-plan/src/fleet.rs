@@ -187,6 +187,8 @@ impl FleetPlan {
             warmup: duration("plan: warmup", &self.warmup)?,
             burst: 1,
             threads: self.threads,
+            // One source port per thread, as the scenario/plan always ran.
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: !self.no_replies,
@@ -194,7 +196,10 @@ impl FleetPlan {
             run_id,
             cpus: vec![],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            // Exact, not auto: the agents' phases interleave their sends to within a
+            // fraction of a gap; a slack would bunch each agent's sends into groups and
+            // undo the interleaving.
+            pacing_slack: crate::udp::PacingSlack::exact(),
             phase,
             keep_histograms: true,
         };

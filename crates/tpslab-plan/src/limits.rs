@@ -209,6 +209,18 @@ pub const LOAD_THREADS: Limit = Limit {
     unit: "",
 };
 
+/// Flows (source ports, one socket each) of an open-loop load, over all its threads.
+pub const FLOWS: Limit = Limit {
+    min: 1,
+    max: 1024,
+    unit: "",
+};
+
+/// Flows of a load when `--flows` is not given (at least one per thread): 4 per socket of
+/// a server's SO_REUSEPORT group of up to 8, so the kernel's hash leaves about 2 % of a
+/// group's sockets without a flow (e^-4), where one flow per socket leaves 37 %.
+pub const DEFAULT_FLOWS: usize = 32;
+
 /// Generated datagram size, bytes: tpslab's header up to the largest UDP payload.
 pub const SIZE_BYTES: Limit = Limit {
     min: HEADER_LEN as u64,

@@ -432,6 +432,8 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             warmup: Duration::from_secs(1),
             burst: 1,
             threads: 1,
+            // One source port per thread, as the scenario/plan always ran.
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: false,
@@ -440,7 +442,10 @@ pub fn s2_plan(seed: u64, interval: Duration) -> Plan {
             // The generator on CPU 0: S2's sender was another machine.
             cpus: vec![0],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            // Exact, not auto: the calibration reproduces S2's sender (another machine
+            // sending evenly at 150 k pps); auto would send groups of 15 per 100 us
+            // into the slow server, a queue shape the scenario was not calibrated with.
+            pacing_slack: crate::udp::PacingSlack::exact(),
 
             phase: Duration::ZERO,
 

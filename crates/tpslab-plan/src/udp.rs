@@ -170,8 +170,14 @@ pub struct LoadConfig {
     pub warmup: Duration,
     /// Datagrams per burst (1: evenly paced).
     pub burst: u64,
-    /// Sender threads, one socket each.
+    /// Sender threads.
     pub threads: usize,
+    /// Flows: source ports (one connected socket each) the load is spread over, dealt to
+    /// the sender threads in turn (each thread sends from its sockets in turn, one send
+    /// call each); at least one per thread. 0: one per thread, as plans written before
+    /// `--flows` ran.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub flows: usize,
     /// Bytes to send instead of tpslab's header (a real protocol's request); hex in JSON.
     #[serde(default, with = "hex_bytes")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "hex_bytes::schema"))]
@@ -196,8 +202,16 @@ pub struct LoadConfig {
     /// (0: each datagram leaves at its time, within microseconds, at the cost of one
     /// wake-up each). Never early: every datagram leaves at or after its intended time,
     /// and its lag is measured either way.
-    #[serde(default, skip_serializing_if = "Duration::is_zero")]
-    pub pacing_slack: Duration,
+    /// `auto` (the command line's default): chosen from the rate when the load starts
+    /// (see `tpslab_engine::load::auto_pacing_slack`). Absent in plans written before
+    /// `auto` existed: exact pacing (0), as they ran.
+    #[serde(
+        default = "PacingSlack::exact",
+        skip_serializing_if = "PacingSlack::is_exact",
+        with = "pacing_slack"
+    )]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "pacing_slack::schema"))]
+    pub pacing_slack: PacingSlack,
     /// Offset of the first send from the start (an agent's place among the fleet's, so
     /// paced agents interleave instead of sending at the same instants); zero by default.
     #[serde(default, skip_serializing_if = "Duration::is_zero")]
@@ -220,6 +234,7 @@ impl Default for LoadConfig {
             warmup: Duration::from_millis(500),
             burst: 1,
             threads: 1,
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: true,
@@ -227,7 +242,7 @@ impl Default for LoadConfig {
             run_id: 0,
             cpus: vec![],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            pacing_slack: PacingSlack::Auto,
 
             phase: Duration::ZERO,
 
@@ -246,6 +261,14 @@ impl LoadConfig {
     pub fn burst_interval_ns(&self) -> f64 {
         self.burst as f64 * 1e9 / self.rate_pps
     }
+    /// Flows (sockets) over all threads: `flows`, or one per thread when 0.
+    pub fn flow_count(&self) -> usize {
+        if self.flows == 0 {
+            self.threads
+        } else {
+            self.flows
+        }
+    }
     /// Bytes of each datagram.
     pub fn datagram_len(&self) -> usize {
         self.payload.as_ref().map_or(self.size_bytes, |p| p.len())
@@ -257,6 +280,42 @@ impl LoadConfig {
             (true, None, _) => MatchMode::Header,
             (true, Some(_), Some(_)) => MatchMode::SeqField,
             (true, Some(_), None) => MatchMode::Aggregate,
+        }
+    }
+}
+
+/// How a paced load's sender waits for its datagrams' intended times
+/// (`--pacing-slack auto|0|DUR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacingSlack {
+    /// Chosen from each sender's rate when the load starts: one wake-up per group of
+    /// datagrams due within max(one inter-arrival gap, 100 us), exact below 1000 pps
+    /// per sender, with bursts and at `--rate max` (the engine's `auto_pacing_slack`).
+    Auto,
+    /// As given: 0 is exact pacing (one wake-up per datagram, each within microseconds
+    /// of its time); above 0, one wake-up per group of datagrams due within it, each up
+    /// to that late, never early.
+    Given(Duration),
+}
+
+impl PacingSlack {
+    /// Exact pacing: `Given(0)`, what plans without the field ran with.
+    pub fn exact() -> Self {
+        PacingSlack::Given(Duration::ZERO)
+    }
+    /// Whether this is exact pacing (`Given(0)`).
+    pub fn is_exact(&self) -> bool {
+        *self == PacingSlack::exact()
+    }
+}
+
+impl std::fmt::Display for PacingSlack {
+    /// `auto`, `0`, or the slack given (`1ms`), as `--pacing-slack` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PacingSlack::Auto => f.write_str("auto"),
+            PacingSlack::Given(d) if d.is_zero() => f.write_str("0"),
+            PacingSlack::Given(d) => write!(f, "{}", humantime::format_duration(*d)),
         }
     }
 }
@@ -401,8 +460,12 @@ impl LoadConfig {
                 "--rate max sends back to back: --burst does not apply".into(),
             ));
         }
-        PACING_SLACK.check("--pacing-slack", self.pacing_slack)?;
-        if self.is_max() && !self.pacing_slack.is_zero() {
+        let given = match self.pacing_slack {
+            PacingSlack::Auto => Duration::ZERO,
+            PacingSlack::Given(d) => d,
+        };
+        PACING_SLACK.check("--pacing-slack", given)?;
+        if self.is_max() && !given.is_zero() {
             return Err(PlanError::Conflict(
                 "--rate max sends back to back: --pacing-slack does not apply".into(),
             ));
@@ -439,6 +502,15 @@ impl LoadConfig {
         WARMUP.check("--warmup", self.warmup)?;
         DRAIN.check("--drain", self.drain)?;
         LOAD_THREADS.check("--load-threads", self.threads as u64)?;
+        if self.flows != 0 {
+            FLOWS.check("--flows", self.flows as u64)?;
+            if self.flows < self.threads {
+                return Err(PlanError::Conflict(format!(
+                    "--flows {} is fewer than the {} sender threads: each thread sends from at least one source port",
+                    self.flows, self.threads
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -517,6 +589,48 @@ mod rate_or_max {
     #[cfg(feature = "schema")]
     pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "anyOf": [{ "type": "number" }, { "const": "max" }] })
+    }
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A [`PacingSlack`] in JSON: `"auto"`, or the given slack as serde writes a `Duration`
+/// (`{"secs": 0, "nanos": 1000000}`), as `pacing_slack` was always written.
+mod pacing_slack {
+    use super::PacingSlack;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(v: &PacingSlack, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            PacingSlack::Auto => s.serialize_str("auto"),
+            PacingSlack::Given(d) => d.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PacingSlack, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Slack {
+            Given(Duration),
+            Word(String),
+        }
+        match Slack::deserialize(d)? {
+            Slack::Given(d) => Ok(PacingSlack::Given(d)),
+            Slack::Word(w) if w == "auto" => Ok(PacingSlack::Auto),
+            Slack::Word(w) => Err(serde::de::Error::custom(format!(
+                "pacing_slack \"{w}\": allowed a duration or \"auto\""
+            ))),
+        }
+    }
+
+    /// The JSON Schema of a pacing slack: a `Duration`, or `"auto"`.
+    #[cfg(feature = "schema")]
+    pub fn schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let d = g.subschema_for::<Duration>();
+        schemars::json_schema!({ "anyOf": [d, { "const": "auto" }] })
     }
 }
 

@@ -121,7 +121,22 @@ fn a_sound_plan_passes_and_every_limit_is_named() {
         (LoadConfig { burst: 0, ..load() }, "--burst 0: allowed 1..="),
         (
             LoadConfig {
-                pacing_slack: Duration::from_millis(3),
+                flows: 2000,
+                ..load()
+            },
+            "--flows 2000: allowed 1..=1024",
+        ),
+        (
+            LoadConfig {
+                flows: 1,
+                threads: 2,
+                ..load()
+            },
+            "--flows 1 is fewer than the 2 sender threads",
+        ),
+        (
+            LoadConfig {
+                pacing_slack: PacingSlack::Given(Duration::from_millis(3)),
 
                 phase: Duration::ZERO,
 
@@ -133,7 +148,7 @@ fn a_sound_plan_passes_and_every_limit_is_named() {
         (
             LoadConfig {
                 rate_pps: f64::INFINITY,
-                pacing_slack: Duration::from_millis(1),
+                pacing_slack: PacingSlack::Given(Duration::from_millis(1)),
 
                 phase: Duration::ZERO,
 
@@ -274,4 +289,56 @@ fn the_mean_rate_follows_the_bursts_and_a_rate_that_disagrees_is_refused() {
         .unwrap_err()
         .to_string()
         .starts_with("--burst 0: allowed 1..="));
+}
+
+#[test]
+fn a_pacing_slack_reads_back_auto_given_and_absent_as_exact() {
+    let json = |c: &LoadConfig| serde_json::to_value(c).unwrap();
+    let back = |v: serde_json::Value| serde_json::from_value::<LoadConfig>(v).unwrap();
+    // The command line's default is auto, written as such.
+    let auto = load();
+    assert_eq!(auto.pacing_slack, PacingSlack::Auto);
+    assert_eq!(json(&auto)["pacing_slack"], "auto");
+    assert_eq!(back(json(&auto)), auto);
+    // A given slack keeps the shape plans always had.
+    let given = LoadConfig {
+        pacing_slack: PacingSlack::Given(Duration::from_millis(1)),
+        ..load()
+    };
+    assert_eq!(
+        json(&given)["pacing_slack"],
+        serde_json::json!({"secs": 0, "nanos": 1_000_000})
+    );
+    assert_eq!(back(json(&given)), given);
+    // Exact is left out, and a plan without the field (written before auto) ran exact.
+    let exact = LoadConfig {
+        pacing_slack: PacingSlack::exact(),
+        ..load()
+    };
+    let mut v = json(&exact);
+    assert!(v.get("pacing_slack").is_none());
+    assert_eq!(back(v.clone()).pacing_slack, PacingSlack::exact());
+    v["pacing_slack"] = "soon".into();
+    let e = serde_json::from_value::<LoadConfig>(v)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("allowed a duration or \"auto\""), "{e}");
+    // The flag's forms.
+    use crate::units::parse_pacing_slack as p;
+    assert_eq!(p("--pacing-slack", "auto").unwrap(), PacingSlack::Auto);
+    assert_eq!(p("--pacing-slack", "0").unwrap(), PacingSlack::exact());
+    assert_eq!(
+        p("--pacing-slack", "250us").unwrap(),
+        PacingSlack::Given(Duration::from_micros(250))
+    );
+    assert_eq!(
+        p("--pacing-slack", "soon").unwrap_err().to_string(),
+        "--pacing-slack soon: allowed auto, 0 (exact) or a duration (200us, 1ms)"
+    );
+    assert_eq!(PacingSlack::Auto.to_string(), "auto");
+    assert_eq!(PacingSlack::exact().to_string(), "0");
+    assert_eq!(
+        PacingSlack::Given(Duration::from_micros(250)).to_string(),
+        "250us"
+    );
 }

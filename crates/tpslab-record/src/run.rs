@@ -214,6 +214,10 @@ fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -247,8 +251,18 @@ pub struct GeneratorReport {
     /// due within it, each leaving up to this late; 0: once per datagram.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub pacing_slack_ns: u64,
-    /// Sender threads (one socket each).
+    /// The slack was chosen from the rate (`--pacing-slack auto`, the default since
+    /// session 21), not given: `pacing_slack_ns` is what auto chose (0: exact). False in
+    /// records written before (their slack was given). The lag it achieved is
+    /// `schedule_lag`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pacing_slack_auto: bool,
+    /// Sender threads.
     pub threads: usize,
+    /// Flows: distinct source ports the load was sent from (one socket each, dealt to
+    /// the threads; `--flows`); 0 in records written before flows: one per thread.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub flows: usize,
     /// Planned measurement window after warm-up, s.
     pub duration_s: f64,
     /// Warm-up excluded from the figures, s.

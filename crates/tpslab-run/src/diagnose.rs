@@ -162,6 +162,8 @@ pub fn s1_plan(interval: Duration, rate_pps: f64) -> UdpRunPlan {
             warmup: Duration::from_millis(500),
             burst: (rate_pps * S1_BURST_INTERVAL.as_secs_f64()).round() as u64,
             threads: 1,
+            // One source port per thread, as the scenario/plan always ran.
+            flows: 0,
             payload: None,
             seq_field: None,
             expect_replies: true,
@@ -169,7 +171,9 @@ pub fn s1_plan(interval: Duration, rate_pps: f64) -> UdpRunPlan {
             run_id: tpslab_net::mono_ns(),
             cpus: vec![],
             gso: false,
-            pacing_slack: Duration::ZERO,
+            // Exact, not auto: S1 is a burst shape (auto would choose exact for bursts
+            // anyway); each burst leaves at its time, as the scenario was calibrated.
+            pacing_slack: tpslab_plan::udp::PacingSlack::exact(),
 
             phase: Duration::ZERO,
 

@@ -419,7 +419,7 @@ pub(super) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
         let n = tc.needed;
         threads = Some(n);
         // The kernel picks a socket of a group by flow hash.
-        let flows = "a load from one source port reaches one socket of the group; tpslab's --threads N sends from N";
+        let flows = "a load from one source port reaches one socket of the group; tpslab's --flows N sends from N (32 by default)";
         let group = match if f.ours { 0 } else { sockets } {
             0 | 1 => String::new(),
             s if s >= n => format!(

@@ -18,7 +18,7 @@ use tpslab_analysis::stats::{encode_histogram, new_ns_histogram, LatencySummaryE
 use tpslab_analysis::LatencySummary;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
 
-pub use tpslab_plan::udp::LoadConfig;
+pub use tpslab_plan::udp::{LoadConfig, PacingSlack};
 
 mod receive;
 mod send;
@@ -43,6 +43,43 @@ impl StreamPlan {
     #[inline]
     fn intended(&self, start: u64, seq: u64) -> u64 {
         start + (self.phase_ns + (seq / self.burst) as f64 * self.interval_ns) as u64
+    }
+}
+
+/// The shortest window `--pacing-slack auto` groups datagrams in: at 10 k pps per sender
+/// and above, one wake-up per 100 us (groups of two at 10 k pps, eleven at 100 k pps).
+pub const AUTO_SLACK_MIN: Duration = Duration::from_micros(100);
+/// The longest inter-arrival gap `auto` groups over: a sender below 1000 pps paces
+/// exactly (at most 1000 wake-ups a second; a group would hold a datagram over 1 ms).
+pub const AUTO_SLACK_MAX: Duration = Duration::from_millis(1);
+
+/// The pacing slack `--pacing-slack auto` chooses for one sender of `stream_rate_pps`
+/// datagrams per second (the load's rate divided by its threads) sending bursts of
+/// `burst`: the larger of one inter-arrival gap and [`AUTO_SLACK_MIN`], so each wake-up
+/// sends at least two datagrams and none leaves later than that bound (plus the
+/// wake-up's own delay) after its intended time; zero (exact) for a gap above
+/// [`AUTO_SLACK_MAX`], for bursts (their start is the shape under test) and for `max`
+/// (no schedule). Never early either way.
+pub fn auto_pacing_slack(stream_rate_pps: f64, burst: u64) -> Duration {
+    if burst > 1 || !stream_rate_pps.is_finite() || stream_rate_pps <= 0.0 {
+        return Duration::ZERO;
+    }
+    // Rounded up: a slack a fraction of a nanosecond short of the gap would wake before
+    // the next datagram is due and group nothing.
+    let gap = Duration::from_nanos((1e9 / stream_rate_pps).ceil() as u64);
+    if gap > AUTO_SLACK_MAX {
+        Duration::ZERO
+    } else {
+        gap.max(AUTO_SLACK_MIN)
+    }
+}
+
+/// The slack each sender of `cfg` paces with: the one given, or [`auto_pacing_slack`]
+/// of its share of the rate.
+pub fn pacing_slack_used(cfg: &LoadConfig) -> Duration {
+    match cfg.pacing_slack {
+        PacingSlack::Given(d) => d,
+        PacingSlack::Auto => auto_pacing_slack(cfg.rate_pps / cfg.threads.max(1) as f64, cfg.burst),
     }
 }
 
@@ -144,7 +181,9 @@ impl SendLog {
 
 /// Shared per-stream state between its sender and its reply receiver.
 struct Stream {
-    sock: UdpSock,
+    /// The stream's flows: one connected socket per source port, sent from in turn (one
+    /// send call each); replies come back to each.
+    socks: Vec<UdpSock>,
     plan: StreamPlan,
     attempted: AtomicU64,
     sent: AtomicU64,
@@ -222,21 +261,29 @@ impl UdpLoad {
         };
         let field_bits = cfg.seq_field.map(|(_, len)| (len * 8) as u32);
         let mut streams = vec![];
-        for plan in stream_plans(&cfg) {
-            let sock = UdpSock::bind(local, false).map_err(EngineError::Net)?;
-            sock.connect(cfg.target).map_err(EngineError::Net)?;
-            sock.set_read_timeout(Duration::from_millis(20))
-                .map_err(EngineError::Net)?;
-            // Kernel receive timestamps for the replies (refused: our own clock).
-            let _ = sock.set_timestampns(true);
-            // Room for replies to a whole burst: the generator must not be the bottleneck.
-            let _ = sock.set_rcvbuf(64 << 20);
-            // GSO where the kernel takes it (probed once per socket; refused: plain sends).
-            let gso = cfg.gso
-                && cfg.datagram_len() <= u16::MAX as usize
-                && sock.enable_gso(cfg.datagram_len() as u16);
+        let (flows, threads) = (cfg.flow_count().max(1), cfg.threads.max(1));
+        for (i, plan) in stream_plans(&cfg).into_iter().enumerate() {
+            // The flows dealt to the threads: thread i has every threads-th one.
+            let mine = flows / threads + usize::from(i < flows % threads);
+            let mut socks = Vec::with_capacity(mine.max(1));
+            let mut gso = cfg.gso && cfg.datagram_len() <= u16::MAX as usize;
+            for _ in 0..mine.max(1) {
+                let sock = UdpSock::bind(local, false).map_err(EngineError::Net)?;
+                sock.connect(cfg.target).map_err(EngineError::Net)?;
+                sock.set_read_timeout(Duration::from_millis(20))
+                    .map_err(EngineError::Net)?;
+                // Kernel receive timestamps for the replies (refused: our own clock).
+                let _ = sock.set_timestampns(true);
+                // Room for replies to a whole burst: the generator must not be the
+                // bottleneck.
+                let _ = sock.set_rcvbuf(64 << 20);
+                // GSO where the kernel takes it (probed once per socket; refused by any:
+                // plain sends on all).
+                gso = gso && sock.enable_gso(cfg.datagram_len() as u16);
+                socks.push(sock);
+            }
             streams.push(Arc::new(Stream {
-                sock,
+                socks,
                 plan,
                 attempted: AtomicU64::new(0),
                 sent: AtomicU64::new(0),
@@ -256,11 +303,21 @@ impl UdpLoad {
         Ok(UdpLoad { cfg, streams })
     }
 
+    /// Distinct source ports the generator's sockets have (its flows).
+    pub fn source_ports(&self) -> usize {
+        let ports: std::collections::BTreeSet<u16> = self
+            .streams
+            .iter()
+            .flat_map(|s| s.socks.iter().map(|k| k.local_addr().port()))
+            .collect();
+        ports.len()
+    }
+
     /// Inodes of the generator's sockets (to find them in /proc/net/udp).
     pub fn socket_inodes(&self) -> Vec<u64> {
         self.streams
             .iter()
-            .filter_map(|s| s.sock.inode().ok())
+            .flat_map(|s| s.socks.iter().filter_map(|k| k.inode().ok()))
             .collect()
     }
 
@@ -417,7 +474,10 @@ impl UdpLoad {
             rate_pps: if cfg.is_max() { 0.0 } else { cfg.rate_pps },
             rate_max: cfg.is_max(),
             gso: !self.streams.is_empty() && self.streams.iter().all(|s| s.gso),
-            gso_fallback: self.streams.iter().any(|s| s.sock.gso_refused()),
+            gso_fallback: self
+                .streams
+                .iter()
+                .any(|s| s.socks.iter().any(|k| k.gso_refused())),
             max_segments_per_send: self
                 .streams
                 .iter()
@@ -427,8 +487,10 @@ impl UdpLoad {
             size_bytes: cfg.datagram_len(),
             burst: cfg.burst,
             burst_interval_ns: cfg.burst_interval_ns() as u64,
-            pacing_slack_ns: cfg.pacing_slack.as_nanos() as u64,
+            pacing_slack_ns: pacing_slack_used(cfg).as_nanos() as u64,
+            pacing_slack_auto: cfg.pacing_slack == PacingSlack::Auto,
             threads: cfg.threads,
+            flows: self.source_ports(),
             duration_s: planned_window_s,
             warmup_s: cfg.warmup.as_secs_f64(),
             match_mode: mode,

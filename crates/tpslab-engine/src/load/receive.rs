@@ -79,14 +79,42 @@ pub(super) fn receiver(
             (1u64 << (l * 8)) - 1
         }
     });
-    let fd = st.sock.fd();
+    // One flow: a blocking read on its socket (SO_RCVTIMEO 20 ms). Several: epoll tells
+    // which have replies (a failed epoll falls back to reading each in turn).
+    let fds: Vec<_> = st.socks.iter().map(|k| k.fd()).collect();
+    let mut ep = if fds.len() > 1 {
+        tpslab_net::poll::Epoll::new(fds.len()).ok().filter(|ep| {
+            st.socks
+                .iter()
+                .enumerate()
+                .all(|(i, k)| ep.add(k, i as u64, tpslab_net::poll::READABLE).is_ok())
+        })
+    } else {
+        None
+    };
+    let mut ready: Vec<(u64, u32)> = Vec::with_capacity(fds.len());
+    let mut turn = 0usize;
     let mut last_reply = mono_ns();
     // A live stream's latencies: gathered per batch, handed over under one lock.
     let live = st.live_lat.lock().map(|g| g.is_some()).unwrap_or(false);
     let mut live_batch: Vec<u64> = Vec::with_capacity(if live { 64 } else { 0 });
     let mode = cfg.match_mode();
     loop {
-        let n = rb.recv(fd).unwrap_or(0);
+        let n = match ep.as_mut() {
+            None => {
+                turn = (turn + 1) % fds.len();
+                rb.recv(fds[turn]).unwrap_or(0)
+            }
+            Some(ep) => {
+                if ready.is_empty() {
+                    let _ = ep.wait(&mut ready, 20);
+                }
+                match ready.pop() {
+                    Some((i, _)) => rb.recv(fds[i as usize]).unwrap_or(0),
+                    None => 0,
+                }
+            }
+        };
         // The realtime clock first, then the monotonic one: a kernel stamp t (realtime)
         // came after the send, so real - t <= now - sent holds for every true stamp and
         // the plausibility check below never rejects one for the few ns between the two

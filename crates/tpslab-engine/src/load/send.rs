@@ -95,7 +95,8 @@ pub(super) fn sender(
     let hard_end = if max { run_end } else { run_end + 100_000_000 };
     // With a pacing slack the sender wakes once per group: at the first unsent
     // datagram's time plus the slack, when it sends every datagram due by then.
-    let slack = cfg.pacing_slack.as_nanos() as u64;
+    let slack = pacing_slack_used(cfg).as_nanos() as u64;
+    let mut calls = 0usize;
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
         if slack == 0 {
@@ -151,7 +152,10 @@ pub(super) fn sender(
         // A refused message refuses all the datagrams it carried.
         let mut failed = 0usize;
         let mut refused = [false; BATCH];
-        let out = sb.send(&st.sock, msgs, |m, errno| {
+        // The stream's flows in turn, one send call each.
+        let sock = &st.socks[calls % st.socks.len()];
+        calls = calls.wrapping_add(1);
+        let out = sb.send(sock, msgs, |m, errno| {
             failed += in_msg[m];
             refused[m] = true;
             st.errors.add(errno, in_msg[m] as u64);

@@ -56,7 +56,9 @@ fn gso_refused_midway_falls_back_to_plain_sends() {
     }
     // SO_NO_CHECK makes the kernel refuse GSO sends (EINVAL), as a path without
     // checksum offload refuses them (EIO).
-    load.streams[0].sock.set_no_check(true).unwrap();
+    for k in &load.streams[0].socks {
+        k.set_no_check(true).unwrap();
+    }
     let r = load.run(&AtomicBool::new(false), &|| true).report;
     assert!(r.gso_fallback, "the refusal is reported");
     assert!(r.send_errors.contains_key("EINVAL"), "{:?}", r.send_errors);
@@ -82,18 +84,25 @@ fn a_pacing_slack_groups_sends_late_never_early_at_the_planned_rate() {
         c.target = sink.local_addr();
         c.expect_replies = false;
         c.duration = Duration::from_millis(400);
-        c.pacing_slack = slack;
+        c.pacing_slack = PacingSlack::Given(slack);
         UdpLoad::prepare(c)
             .unwrap()
             .run(&AtomicBool::new(false), &|| true)
             .report
     };
-    // Up to three tries: a host busy with other work (a compile beside the tests) can
-    // hold the sender past its slack for a whole run; one run in range is the property.
+    // The property is the sender's schedule, not the host's scheduling latency: on 2
+    // cores shared with compiles (load 6-10) a SCHED_OTHER sender's wake-up came 4-8 ms
+    // late a few times in every 400 ms run, enough to make >1 % of datagrams 5 ms late
+    // (the run invalid), with one flow as before --flows; under SCHED_FIFO none did in 5
+    // runs. So the sender runs real-time where allowed (threads inherit the policy of the
+    // thread that spawns them; root here and in CI), restored after. Up to three tries
+    // still: a run held up anyway (no privilege, a busier host) may be retried; one run
+    // in range and valid is the property.
+    let rt = tpslab_net::sched::set_policy(tpslab_net::sched::SchedPolicy::Fifo(1)).is_ok();
     let in_range = |p50: u64| p50 > 200_000 && p50 < 900_000;
     let mut r = run(Duration::from_millis(1));
     for _ in 0..2 {
-        if in_range(r.schedule_lag.p50_ns) {
+        if in_range(r.schedule_lag.p50_ns) && r.valid {
             break;
         }
         r = run(Duration::from_millis(1));
@@ -112,10 +121,120 @@ fn a_pacing_slack_groups_sends_late_never_early_at_the_planned_rate() {
     assert!(r.valid, "{:?}", r.invalid_reasons);
     // Exact pacing on the same path: each datagram within microseconds at the median.
     let e = run(Duration::ZERO);
+    if rt {
+        tpslab_net::sched::set_policy(tpslab_net::sched::SchedPolicy::Other).unwrap();
+    }
     assert!(
         e.schedule_lag.p50_ns < l.p50_ns / 4,
         "exact lag p50 {} ns vs {} ns with the slack",
         e.schedule_lag.p50_ns,
+        l.p50_ns
+    );
+}
+
+#[test]
+fn auto_pacing_slack_is_one_gap_or_100us_and_exact_where_grouping_does_not_pay() {
+    let us = Duration::from_micros;
+    // (rate per sender thread, burst, slack chosen)
+    let table: &[(f64, u64, Duration)] = &[
+        // Below 1000 pps a sender wakes at most 1000 times a second: exact.
+        (10.0, 1, Duration::ZERO),
+        (999.0, 1, Duration::ZERO),
+        // From 1000 to 10 k pps: one gap, so each wake-up sends two datagrams.
+        (1000.0, 1, us(1000)),
+        (2000.0, 1, us(500)),
+        (3000.0, 1, Duration::from_nanos(333_334)),
+        (10_000.0, 1, us(100)),
+        // Above 10 k pps: 100 us (groups of 11 at 100 k pps).
+        (10_001.0, 1, us(100)),
+        (100_000.0, 1, us(100)),
+        (5_000_000.0, 1, us(100)),
+        // Bursts keep their start; max has no schedule; nonsense rates stay exact.
+        (10_000.0, 2, Duration::ZERO),
+        (f64::INFINITY, 1, Duration::ZERO),
+        (0.0, 1, Duration::ZERO),
+        (f64::NAN, 1, Duration::ZERO),
+    ];
+    for &(rate, burst, want) in table {
+        assert_eq!(
+            auto_pacing_slack(rate, burst),
+            want,
+            "{rate} pps, burst {burst}"
+        );
+    }
+    // Every choice is within the flag's range, and the lag bound it states holds: a
+    // slack is at most max(gap rounded up, 100 us).
+    for rate in [1000.0, 1234.5, 7777.0, 10_000.0, 33_333.0, 1e6] {
+        let s = auto_pacing_slack(rate, 1);
+        assert!(s <= tpslab_plan::limits::PACING_SLACK.max, "{rate}: {s:?}");
+        let gap = Duration::from_nanos((1e9 / rate).ceil() as u64);
+        assert!(
+            s >= gap.min(AUTO_SLACK_MAX) && s <= gap.max(AUTO_SLACK_MIN),
+            "{rate}: {s:?}"
+        );
+    }
+    // A plan's slack: auto per sender thread (20 k pps over 2 threads is 10 k each), a
+    // given one as given.
+    let mut c = cfg(20_000.0, 1, 2);
+    c.pacing_slack = PacingSlack::Auto;
+    assert_eq!(pacing_slack_used(&c), us(100));
+    c.rate_pps = 1500.0;
+    assert_eq!(
+        pacing_slack_used(&c),
+        Duration::ZERO,
+        "750 pps per thread: exact"
+    );
+    c.pacing_slack = PacingSlack::Given(us(300));
+    assert_eq!(pacing_slack_used(&c), us(300));
+    c.pacing_slack = PacingSlack::exact();
+    assert_eq!(pacing_slack_used(&c), Duration::ZERO);
+}
+
+#[test]
+fn auto_pacing_sends_groups_never_early_and_says_so() {
+    // A sink that notes when each datagram arrived: a datagram read before its intended
+    // time would have been sent early.
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let addr = sink.local_addr().unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut n, mut early, mut buf) = (0u64, 0u64, [0u8; 2048]);
+        while let Ok(len) = sink.recv(&mut buf) {
+            let at = mono_ns();
+            if let Some(h) = Header::read(&buf[..len]) {
+                n += 1;
+                early += u64::from(h.intended_ns > at || h.sent_ns < h.intended_ns);
+            }
+        }
+        (n, early)
+    });
+    let mut c = cfg(20_000.0, 1, 1);
+    c.target = addr;
+    c.expect_replies = false;
+    c.duration = Duration::from_millis(500);
+    c.pacing_slack = PacingSlack::Auto;
+    let r = UdpLoad::prepare(c)
+        .unwrap()
+        .run(&AtomicBool::new(false), &|| true)
+        .report;
+    let (read, early) = reader.join().unwrap();
+    assert!(r.pacing_slack_auto);
+    assert_eq!(
+        r.pacing_slack_ns, 100_000,
+        "20 k pps: groups due within 100 us"
+    );
+    assert_eq!(r.sent, r.planned, "every planned datagram leaves");
+    assert!(read > r.sent / 2, "the sink read {read} of {}", r.sent);
+    assert_eq!(
+        early, 0,
+        "{early} of {read} datagrams arrived before their time"
+    );
+    // Groups: the median datagram waits part of the window, not microseconds; the lag
+    // bound holds at the median even on a busy host.
+    let l = &r.schedule_lag;
+    assert!(
+        l.p50_ns > 5_000 && l.p50_ns < 1_000_000,
+        "lag p50 {} ns",
         l.p50_ns
     );
 }

@@ -47,9 +47,14 @@ fn load_shape(g: &GeneratorReport) -> String {
         )
     } else if g.pacing_slack_ns > 0 {
         format!(
-            "a steady {} pps, paced in groups due within {} (--pacing-slack)",
+            "a steady {} pps, paced in groups due within {} ({})",
             fmt_rate(g.rate_pps),
-            fmt_ns(g.pacing_slack_ns as f64)
+            fmt_ns(g.pacing_slack_ns as f64),
+            if g.pacing_slack_auto {
+                "--pacing-slack auto, from the rate; 0 for exact"
+            } else {
+                "--pacing-slack"
+            }
         )
     } else {
         format!("a steady {} pps", fmt_rate(g.rate_pps))

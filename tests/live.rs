@@ -494,7 +494,10 @@ fn a_hung_up_terminal_ends_a_live_run() {
         let _ = Command::new("kill")
             .args(["-KILL", &tpslab.to_string()])
             .status();
-        panic!("tpslab still running {:?} after its terminal hung up", t.elapsed());
+        panic!(
+            "tpslab still running {:?} after its terminal hung up",
+            t.elapsed()
+        );
     }
     let code = wait_for(Duration::from_secs(3), || {
         std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty())

@@ -68,9 +68,7 @@ fn gone(fd: std::os::fd::BorrowedFd<'_>) -> bool {
         tv_nsec: 0,
     };
     rustix::event::poll(&mut fds, Some(&zero)).is_ok()
-        && fds[0]
-            .revents()
-            .intersects(PollFlags::HUP | PollFlags::ERR)
+        && fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR)
 }
 
 /// Points a standard descriptor (`dup2`: stdout's or stderr's) at /dev/null, as nohup

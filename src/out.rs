@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 /// SIGINT, SIGTERM, SIGHUP and SIGQUIT set the returned flag (the run ends early, its record is
 /// written, host settings are restored); a second signal restores host settings at once
-/// and exits with 130.
+/// and exits with 130. SIGHUP never counts as that second signal: a hangup may come twice
+/// from the kernel (to the session's leader, then to the foreground group) and after the
+/// live view found its terminal hung up and stopped the run already.
 pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
@@ -25,8 +27,11 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
     std::thread::Builder::new()
         .name("tpslab-signals".into())
         .spawn(move || {
-            for _ in signals.forever() {
+            for sig in signals.forever() {
                 if f.swap(true, Relaxed) {
+                    if sig == SIGHUP {
+                        continue;
+                    }
                     live::restore_terminal();
                     let r = tpslab_engine::guard::restore_now();
                     for (k, v) in r.restored {

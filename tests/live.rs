@@ -432,3 +432,87 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
     assert_eq!(sysctls(), sysctls_before);
     assert!(!dir.join("state/host-settings-journal.json").exists());
 }
+
+/// The terminal hung up mid-run (its tmux server killed, as when an ssh session drops):
+/// `run udp --live` must stop as on a signal within seconds, not outlive its terminal
+/// at full load. The pane's shell ignores SIGHUP and so does not pass one on: tpslab
+/// learns of the hangup from its terminal alone. Exit 130, the record written whole and
+/// marked interrupted, no host setting left changed.
+#[test]
+fn a_hung_up_terminal_ends_a_live_run() {
+    const NAME: &str = "a_hung_up_terminal_ends_a_live_run";
+    if !common::can_netns(NAME) {
+        return;
+    }
+    let ns = NetNs::new();
+    let (dir, [rec, err, rc]) = files("live-hangup-tmux");
+    let state = dir.join("state");
+    let pid = dir.join("pid");
+    let script = format!(
+        "trap '' HUP; sh -c 'echo $$ > {pid}; exec env TPSLAB_STATE_DIR={st} \
+         XDG_DATA_HOME={st} ip netns exec {ns} {bin} run udp --rate 5000 --duration 20s \
+         --interval 50ms --no-history --live --json {rec}' 2> {err}; echo $? > {rc}",
+        pid = pid.display(),
+        st = state.display(),
+        ns = ns.name,
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        rec = rec.display(),
+        err = err.display(),
+        rc = rc.display(),
+    );
+    let sysctls_before = sysctls();
+    let Some(tm) = Session::start(NAME, 80, 24, &script) else {
+        return;
+    };
+    wait_for(Duration::from_secs(8), || {
+        let s = tm.screen();
+        (s.contains("tpslab run udp") && elapsed(&s)? > 0.5).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no live view with samples:\n{}", tm.screen()));
+    let tpslab: u32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let server = tmux(&tm.sock, &["display", "-p", "#{pid}"]);
+    let server = server.trim();
+    assert!(server.parse::<u32>().is_ok(), "tmux server pid {server:?}");
+
+    // The tmux server (this test's own, on its own socket) killed: the pane's terminal
+    // hangs up under the view.
+    let t = Instant::now();
+    let killed = Command::new("kill")
+        .args(["-KILL", server])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let gone = wait_for(Duration::from_secs(6), || {
+        (!Path::new(&format!("/proc/{tpslab}")).exists()).then_some(())
+    });
+    if gone.is_none() {
+        // Not left running at full load past the test, whatever the outcome.
+        let _ = Command::new("kill")
+            .args(["-KILL", &tpslab.to_string()])
+            .status();
+        panic!(
+            "tpslab still running {:?} after its terminal hung up",
+            t.elapsed()
+        );
+    }
+    let code = wait_for(Duration::from_secs(3), || {
+        std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty())
+    })
+    .expect("the exit code");
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(code.trim(), "130", "exit code; stderr: {stderr}");
+    assert!(stderr.contains("record written to"), "{stderr}");
+
+    let r = common::record(&rec);
+    assert_eq!(r["kind"], "udp_run");
+    assert_eq!(r["interrupted"], true, "{r}");
+    let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
+    assert!(report.status.success(), "{report:?}");
+
+    assert_eq!(sysctls(), sysctls_before);
+    assert!(!state.join("host-settings-journal.json").exists());
+}

@@ -45,9 +45,38 @@ fn stop_or_quit(stop: &AtomicBool) {
 /// unwinding (a second signal).
 pub(crate) fn restore_terminal() {
     if SHOWN.swap(false, Relaxed) {
-        ratatui::restore();
+        if HUNG_UP.load(Relaxed) && gone(rustix::stdio::stdout()) {
+            // Nothing to give back; the report printed after goes nowhere, not to an
+            // error (EIO) that would cost the exit code.
+            to_dev_null(|f| rustix::stdio::dup2_stdout(f));
+        } else {
+            ratatui::restore();
+        }
     }
     give_back_stderr();
+}
+
+/// Set when the view found its terminal hung up ([`hung_up`]).
+static HUNG_UP: AtomicBool = AtomicBool::new(false);
+
+/// Whether `fd` is a terminal that was hung up (poll(2) says HUP or ERR at once).
+fn gone(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::OUT)];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    rustix::event::poll(&mut fds, Some(&zero)).is_ok()
+        && fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR)
+}
+
+/// Points a standard descriptor (`dup2`: stdout's or stderr's) at /dev/null, as nohup
+/// does, best effort.
+fn to_dev_null(dup2: fn(&std::fs::File) -> rustix::io::Result<()>) {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = dup2(&null);
+    }
 }
 
 /// Standard error while a view holds the terminal: (the real one, duplicated; the file
@@ -74,6 +103,13 @@ fn give_back_stderr() {
     let Some((real, mut file)) = held else {
         return;
     };
+    use std::os::fd::AsFd;
+    if HUNG_UP.load(Relaxed) && gone(real.as_fd()) {
+        // Standard error was the terminal that hung up: a line written there would fail
+        // (and eprintln! panic); what was held is lost with the terminal.
+        to_dev_null(|f| rustix::stdio::dup2_stderr(f));
+        return;
+    }
     if rustix::stdio::dup2_stderr(&real).is_err() {
         return;
     }
@@ -368,6 +404,7 @@ fn run_view<S: Screen>(
 ) -> Result<()> {
     let t0 = std::time::Instant::now();
     let mut frozen: Option<S> = None;
+    let tty = KeysTty::open()?;
     while !done.load(Relaxed) {
         while let Ok(f) = rx.try_recv() {
             st.take(f);
@@ -386,8 +423,18 @@ fn run_view<S: Screen>(
             }
             None => &st,
         };
-        term.draw(|f| shown.draw(f))?;
-        if !event::poll(TICK)? {
+        if let Err(e) = term.draw(|f| shown.draw(f)) {
+            hung_up(stop);
+            return Err(e.into());
+        }
+        if !tty.wait(TICK)? {
+            continue;
+        }
+        if tty.hung_up()? {
+            hung_up(stop);
+            return Ok(());
+        }
+        if !event::poll(Duration::ZERO)? {
             continue;
         }
         let Event::Key(k) = event::read()? else {
@@ -421,6 +468,68 @@ fn run_view<S: Screen>(
         }
     }
     Ok(())
+}
+
+/// The terminal is gone (its tmux server or ssh session ended: a hangup) or cannot be
+/// drawn on: nobody sees the view nor can press `q`, so the run stops as on SIGHUP (its
+/// record written, marked interrupted; host settings restored).
+fn hung_up(stop: &AtomicBool) {
+    HUNG_UP.store(true, Relaxed);
+    stop.store(true, Relaxed);
+}
+
+/// The terminal the view reads keys from, as crossterm picks it: standard input when it
+/// is a terminal, else `/dev/tty`. The view waits on it itself, so that crossterm never
+/// reads a hung-up terminal: a read there ends at once with nothing (end of file) or
+/// EIO, and crossterm 0.29's reader retries that in a loop inside `event::poll`, which then
+/// never returns (the view's thread spinning, the run never ending).
+enum KeysTty {
+    Stdin,
+    DevTty(std::fs::File),
+}
+
+impl KeysTty {
+    /// Errors: standard input is not a terminal and `/dev/tty` cannot be opened.
+    fn open() -> Result<KeysTty> {
+        Ok(if std::io::stdin().is_terminal() {
+            KeysTty::Stdin
+        } else {
+            KeysTty::DevTty(std::fs::File::open("/dev/tty")?)
+        })
+    }
+
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match self {
+            KeysTty::Stdin => rustix::stdio::stdin(),
+            KeysTty::DevTty(f) => f.as_fd(),
+        }
+    }
+
+    /// Polls the terminal for `timeout` at most, `IN` asked; returns the events seen
+    /// (empty: nothing came). EINTR (a signal) counts as nothing. Errors: poll(2) fails.
+    fn poll(&self, timeout: Duration) -> Result<rustix::event::PollFlags> {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let mut fds = [PollFd::from_borrowed_fd(self.fd(), PollFlags::IN)];
+        let t = Timespec::try_from(timeout)?;
+        match rustix::event::poll(&mut fds, Some(&t)) {
+            Ok(_) => Ok(fds[0].revents()),
+            Err(rustix::io::Errno::INTR) => Ok(PollFlags::empty()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits up to `timeout` for the terminal to be readable (a key, or a hangup).
+    fn wait(&self, timeout: Duration) -> Result<bool> {
+        Ok(!self.poll(timeout)?.is_empty())
+    }
+
+    /// Whether the terminal was hung up (or its descriptor is no longer valid).
+    fn hung_up(&self) -> Result<bool> {
+        use rustix::event::PollFlags;
+        let ev = self.poll(Duration::ZERO)?;
+        Ok(ev.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL))
+    }
 }
 
 /// Progress while the view holds the terminal: no bars, lines kept for after.

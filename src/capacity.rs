@@ -49,7 +49,7 @@ pub(crate) struct SearchFlags {
     #[arg(long, default_value_t = 3)]
     pub(crate) repeats: u32,
     /// The whole search's time at most: no step starts that would end after it (Ctrl-C
-    /// ends it too, with the best bracket so far).
+    /// ends it too, with the best bracket so far). With --fix-and-retry, each search's.
     #[arg(long, default_value = "5m", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub(crate) budget: Duration,
     /// Each step's measured window (after its warm-up).
@@ -172,7 +172,8 @@ pub(crate) struct CapacityUdpArgs {
     /// rate).
     #[arg(long, default_value_t = 1)]
     pub(crate) burst: u64,
-    /// Sender threads (one socket each).
+    /// Sender threads (the load spreads over 32 source ports, one socket each, dealt
+    /// among them; with more threads, one port each).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// PID of the server process (its namespace, sockets and threads are watched; found
@@ -191,8 +192,10 @@ pub(crate) struct CapacityUdpArgs {
     /// Send with UDP GSO (UDP_SEGMENT).
     #[arg(long)]
     pub(crate) gso: bool,
-    /// Pacing slack: auto, 0 or a duration up to 2ms (see `load udp --help`).
-    #[arg(long, default_value = "auto", value_name = "auto|0|DURATION", value_parser = crate::flags::units::pacing_slack())]
+    /// Pacing slack: auto, 0 or a duration up to 2ms (see `load udp --help`). Default 0,
+    /// exact: a step's latency objective is judged from each datagram's own intended time,
+    /// and a late send is the generator's, never the server's.
+    #[arg(long, default_value = "0", value_name = "auto|0|DURATION", value_parser = crate::flags::units::pacing_slack())]
     pub(crate) pacing_slack: tpslab_plan::udp::PacingSlack,
     /// Wait this long for late replies after each step's last send.
     #[arg(long, default_value = "500ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]

@@ -77,7 +77,7 @@ pub(crate) struct DiagUdpArgs {
     pub(crate) server_cmd: Option<String>,
     #[command(flatten)]
     pub(crate) load: LoadFlags,
-    /// Sender threads (one socket each).
+    /// Sender threads (the --flows sockets dealt among them).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// PID of the server: its network namespace, sockets and threads are watched, and

@@ -36,7 +36,7 @@ pub(crate) struct LoadUdpArgs {
     pub(crate) target: String,
     #[command(flatten)]
     pub(crate) load: LoadFlags,
-    /// Sender threads (one socket each).
+    /// Sender threads (the --flows sockets dealt among them).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// PID of the server process: its network namespace, sockets and threads are watched,

@@ -447,6 +447,37 @@ fn the_headline_names_both_ends_and_what_gave() {
     );
     assert_eq!(rate_text(1_234_567.4), "1,234,567");
     assert_eq!(rate_text(999.0), "999");
+
+    // --fix-and-retry: a change in % only between two boundaries found; a second search
+    // cut short (or ended by the generator) has no capacity to compare.
+    let mut with = rec.clone();
+    let mut second = rec.clone();
+    second.conclusion = Conclusion::Bracket {
+        sustains_pps: 55_200.0,
+        fails_pps: 58_000.0,
+    };
+    with.retry = Some(Box::new(CapacityRetry {
+        applied: vec!["sysctl net.core.rmem_default=921600".into()],
+        restored: vec![],
+        search: second.clone(),
+    }));
+    assert_eq!(with.retry_change_pct().map(|p| p.round()), Some(38.0));
+    for end in [
+        Conclusion::Unfinished {
+            sustains_pps: Some(80_000.0),
+            fails_pps: None,
+            why: "interrupted".into(),
+        },
+        Conclusion::AtLeast { sustains_pps: 1e6 },
+        Conclusion::GeneratorLimited {
+            sustains_pps: Some(60_000.0),
+            generator_pps: 64_000.0,
+        },
+    ] {
+        second.conclusion = end.clone();
+        with.retry.as_mut().unwrap().search = second.clone();
+        assert_eq!(with.retry_change_pct(), None, "{end:?}");
+    }
 }
 
 #[test]

@@ -194,10 +194,15 @@ pub struct CapacityRetry {
 
 impl CapacityRecord {
     /// The rate the second search sustains against the first's, as a change in % (`+38.0`),
-    /// when both found one.
+    /// when both searches found their boundary (each a [`Conclusion::Bracket`]): an
+    /// unfinished, at-least or generator-limited search has no capacity to compare.
     pub fn retry_change_pct(&self) -> Option<f64> {
-        let before = self.conclusion.bounds().0?;
-        let after = self.retry.as_ref()?.search.conclusion.bounds().0?;
+        let sustains = |c: &Conclusion| match c {
+            Conclusion::Bracket { sustains_pps, .. } => Some(*sustains_pps),
+            _ => None,
+        };
+        let before = sustains(&self.conclusion)?;
+        let after = sustains(&self.retry.as_ref()?.search.conclusion)?;
         (before > 0.0).then(|| (after / before - 1.0) * 100.0)
     }
 }

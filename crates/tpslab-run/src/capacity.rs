@@ -158,8 +158,9 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
         retry(&mut rec, &mut server, ctx);
     }
     drop(server);
+    // The record's meta says whether the command was interrupted; each search's own
+    // `interrupted` whether it was.
     let interrupted = ctx.stopped();
-    rec.interrupted = interrupted;
     Ok(Record::with_meta(
         started.meta(interrupted),
         Body::Capacity(rec),
@@ -256,13 +257,25 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
             }
         }
     }
+    // Stopped while the server started again: no second search (the host is restored).
+    if ctx.stopped() {
+        let done = guard.restore();
+        no(rec, "interrupted before it started".into());
+        rec.notes.extend(
+            done.skipped
+                .into_iter()
+                .map(|s| format!("not restored: {s}")),
+        );
+        return;
+    }
     let mut plan = rec.plan.clone();
-    plan.load = CapacityLoad::Udp(run);
     plan.fix_and_retry = false;
     // From the rate the first search sustained: below it the fix is not in question.
     if let Some(s) = rec.conclusion.bounds().0 {
         plan.search.start_rate = s.clamp(plan.search.min_rate.ceil(), plan.search.max_rate);
+        run.load.rate_pps = plan.search.start_rate;
     }
+    plan.load = CapacityLoad::Udp(run);
     let second = search(
         &on_server(&plan, server.as_ref()),
         ctx,

@@ -543,6 +543,11 @@ pub(super) fn capacity(
         p.alerts
             .push("the search was interrupted: the result is the best bracket so far".into());
     }
+    if c.retry.as_ref().is_some_and(|r| r.search.interrupted) {
+        p.alerts.push(
+            "the search with the fix was interrupted: its result is the best bracket so far".into(),
+        );
+    }
     p.sections
         .extend(capacity_search(c, "The search: each step against its rate"));
     if let Some(r) = &c.retry {

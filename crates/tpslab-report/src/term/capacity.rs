@@ -39,17 +39,22 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
             h.load.duration,
             h.warmup,
             format!(
-                "{} {} on {} keep-alive connection(s), timeout {}",
+                "{} {} on {} keep-alive connection(s){}, timeout {}",
                 h.load.request.method,
                 h.load.request.url,
                 h.load.connections,
+                if h.load.http2 {
+                    format!(" over HTTP/2 with {} stream(s) each", h.load.streams)
+                } else {
+                    String::new()
+                },
                 fmt_ns(h.load.timeout.as_nanos() as f64)
             ),
         ),
     };
     writeln!(
         w,
-        "tpslab capacity {} {}: objective {}; from {} {unit} up to {} {unit}, to within {} %, {} repeat(s) at the boundary, budget {}; steps of {} after {} warm-up, {what}",
+        "tpslab capacity {} {}: objective {}; from {} {unit} up to {} {unit}, to within {} %, {} repeat(s) at the boundary, budget {}{}; steps of {} after {} warm-up, {what}",
         c.plan.protocol(),
         c.plan.target(),
         s.slo,
@@ -58,6 +63,11 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
         s.resolution_pct,
         s.repeats,
         fmt_ns(s.budget.as_nanos() as f64),
+        if c.plan.fix_and_retry {
+            " per search (--fix-and-retry: a second search with the fix)"
+        } else {
+            ""
+        },
         fmt_ns(duration.as_nanos() as f64),
         fmt_ns(warmup.as_nanos() as f64),
         unit = s.unit,
@@ -80,14 +90,11 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
             writeln!(w, "note: {n}")?;
         }
         let unit = c.plan.search.unit;
-        let (before, after) = (c.conclusion.bounds().0, r.search.conclusion.bounds().0);
-        let text =
-            |x: Option<f64>| x.map_or("none".to_string(), |x| format!("{} {unit}", rate_text(x)));
         writeln!(
             w,
             "CAPACITY: {} as it was, {} with the fix{}",
-            text(before),
-            text(after),
+            capacity_text(&c.conclusion, unit),
+            capacity_text(&r.search.conclusion, unit),
             c.retry_change_pct()
                 .map_or(String::new(), |p| format!(" ({p:+.0} %)"))
         )?;
@@ -100,8 +107,31 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
     writeln!(
         w,
         "{steps} step(s) in {elapsed_s:.1} s{}",
-        if c.interrupted { " (interrupted)" } else { "" }
+        if c.interrupted || c.retry.as_ref().is_some_and(|r| r.search.interrupted) {
+            " (interrupted)"
+        } else {
+            ""
+        }
     )
+}
+
+/// What a search found, in a few words: `100,000 pps`, `at least 1,000,000 pps`, `none`,
+/// `not found (the generator was the limit)`, `not found (unfinished: interrupted;
+/// 20,000 pps so far)`.
+fn capacity_text(c: &Conclusion, unit: tpslab_analysis::capacity::RateUnit) -> String {
+    let rate = |x: f64| format!("{} {unit}", rate_text(x));
+    match c {
+        Conclusion::Bracket { sustains_pps, .. } => rate(*sustains_pps),
+        Conclusion::AtLeast { sustains_pps } => format!("at least {}", rate(*sustains_pps)),
+        Conclusion::NothingPasses { .. } => "none".into(),
+        Conclusion::GeneratorLimited { .. } => "not found (the generator was the limit)".into(),
+        Conclusion::Unfinished {
+            sustains_pps, why, ..
+        } => format!(
+            "not found (unfinished: {why}{})",
+            sustains_pps.map_or(String::new(), |s| format!("; {} so far", rate(s)))
+        ),
+    }
 }
 
 /// One search: its steps, the result (`RESULT{label}: ...`) and the verdict at its first

@@ -92,9 +92,9 @@ pub(crate) fn duration() -> Unit<Duration> {
     Unit(units::parse_duration)
 }
 
-/// `--pacing-slack`'s parser: `auto`, `0` or a duration ([`units::parse_pacing_slack`]).
+/// `--pacing-slack`'s parser: `auto`, `0` or a duration ([`tpslab_plan::udp::parse_pacing_slack`]).
 pub(crate) fn pacing_slack() -> Unit<tpslab_plan::udp::PacingSlack> {
-    Unit(units::parse_pacing_slack)
+    Unit(tpslab_plan::udp::parse_pacing_slack)
 }
 
 /// The value of a hidden `--X-ns` flag (the previous names of `--work` and `--serial`):

@@ -13,7 +13,6 @@ pub mod load;
 pub mod middlebox;
 pub mod observe;
 pub mod openloop;
-mod openloop_h2;
 pub mod owner;
 pub mod pool_lab;
 pub mod probe;

@@ -29,6 +29,8 @@ use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
 };
 
+mod h2loop;
+
 use crate::books::Books;
 use crate::proto::http1::Http1;
 use crate::proto::{Exchange, Reply, Transport};
@@ -400,7 +402,7 @@ pub fn run_load_http(
     Ok(record(plan, start, intended, l))
 }
 
-/// `load http --http2`'s run ([`crate::openloop_h2`]): as [`run_load_http`]'s, over
+/// `load http --http2`'s run ([`h2loop`]): as [`run_load_http`]'s, over
 /// `connections` HTTP/2 connections with `streams` schedules each. Errors: as
 /// [`run_load_http`]'s; a server that does not speak HTTP/2 (one line, after the first
 /// connection that shows it).
@@ -434,7 +436,7 @@ fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord,
         stop,
     );
     let intended = sched.intended(schedules);
-    let run = crate::openloop_h2::H2Run {
+    let run = h2loop::H2Run {
         sched: &sched,
         target: plan.target,
         url: plan.request.url.clone(),
@@ -445,9 +447,7 @@ fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord,
         streams: plan.streams.max(1),
         fatal: Mutex::new(None),
     };
-    let l = run_schedule(&sched, c, loops, &|ids| {
-        crate::openloop_h2::run_loop(&run, ids)
-    })?;
+    let l = run_schedule(&sched, c, loops, &|ids| h2loop::run_loop(&run, ids))?;
     if let Some(why) = run.fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(EngineError::Other(why));
     }

@@ -298,6 +298,21 @@ pub enum PacingSlack {
     Given(Duration),
 }
 
+/// What `--pacing-slack` takes: `auto`, `0` (exact) or a duration.
+pub const PACING_SLACK_FORMS: &str = "auto, 0 (exact) or a duration (200us, 1ms)";
+
+/// Parses `--pacing-slack`: `auto` (chosen from the rate), or a duration (`0`: exact;
+/// its range is checked by the plan's `validate()`). The error is `LABEL VALUE: allowed`
+/// [`PACING_SLACK_FORMS`].
+pub fn parse_pacing_slack(label: &str, s: &str) -> Result<PacingSlack, PlanError> {
+    if s.trim() == "auto" {
+        return Ok(PacingSlack::Auto);
+    }
+    humantime::parse_duration(s.trim())
+        .map(PacingSlack::Given)
+        .map_err(|_| PlanError::value(label, s, PACING_SLACK_FORMS))
+}
+
 impl PacingSlack {
     /// Exact pacing: `Given(0)`, what plans without the field ran with.
     pub fn exact() -> Self {

@@ -324,7 +324,7 @@ fn a_pacing_slack_reads_back_auto_given_and_absent_as_exact() {
         .to_string();
     assert!(e.contains("allowed a duration or \"auto\""), "{e}");
     // The flag's forms.
-    use crate::units::parse_pacing_slack as p;
+    use crate::udp::parse_pacing_slack as p;
     assert_eq!(p("--pacing-slack", "auto").unwrap(), PacingSlack::Auto);
     assert_eq!(p("--pacing-slack", "0").unwrap(), PacingSlack::exact());
     assert_eq!(

@@ -137,21 +137,6 @@ pub fn parse_duration(label: &str, s: &str) -> Result<std::time::Duration, PlanE
     humantime::parse_duration(s.trim()).map_err(|_| PlanError::value(label, s, DURATION_FORMS))
 }
 
-/// What `--pacing-slack` takes: `auto`, `0` (exact) or a duration.
-pub const PACING_SLACK_FORMS: &str = "auto, 0 (exact) or a duration (200us, 1ms)";
-
-/// Parses `--pacing-slack`: `auto` (chosen from the rate), or a duration (`0`: exact;
-/// its range is checked by the plan's `validate()`). The error is `LABEL VALUE: allowed`
-/// [`PACING_SLACK_FORMS`].
-pub fn parse_pacing_slack(label: &str, s: &str) -> Result<crate::udp::PacingSlack, PlanError> {
-    if s.trim() == "auto" {
-        return Ok(crate::udp::PacingSlack::Auto);
-    }
-    humantime::parse_duration(s.trim())
-        .map(crate::udp::PacingSlack::Given)
-        .map_err(|_| PlanError::value(label, s, PACING_SLACK_FORMS))
-}
-
 /// Parses an open-loop rate in datagrams per second: a positive number up to
 /// [`MAX_RATE_PPS`] (fractions allowed: `0.5` is one datagram every 2 s), or `max` (back to
 /// back, returned as infinity). The error is `LABEL VALUE: allowed` [`pps_forms`].

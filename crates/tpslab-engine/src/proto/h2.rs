@@ -4,7 +4,7 @@
 //! HEADERS/CONTINUATION and DATA, WINDOW_UPDATE, RST_STREAM, PING and SETTINGS
 //! acknowledgements). Header blocks are HPACK, by the `httlib-hpack` crate (a table-driven
 //! Huffman decoder); the event loop
-//! that drives connections and streams is [`crate::openloop_h2`].
+//! that drives connections and streams is `openloop::h2loop`.
 //!
 //! Errors are one line starting `http2: ` (counted as protocol failures).
 

@@ -38,8 +38,8 @@ use std::time::Duration;
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 
+use super::Schedule;
 use crate::books::Books;
-use crate::openloop::Schedule;
 use crate::proto::h2::{self, Frame};
 use crate::proto::tls::{self, Handshake, TlsClient};
 use crate::proto::{connect, io_kind, Opened, Reply};

@@ -243,15 +243,10 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
         match ServerProcess::user_udp(cmd, &[], SchedPolicy::Other) {
             Ok(s) => *server = Some(s),
             Err(e) => {
-                let done = guard.restore();
+                restore(&mut guard, rec);
                 no(
                     rec,
                     format!("the server did not start again after the change: {e}"),
-                );
-                rec.notes.extend(
-                    done.skipped
-                        .into_iter()
-                        .map(|s| format!("not restored: {s}")),
                 );
                 return;
             }
@@ -259,14 +254,8 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
     }
     // Stopped while the server started again: no second search (the host is restored).
     if ctx.stopped() {
-        let done = guard.restore();
-        no(rec, "interrupted before it started".into());
-        rec.notes.extend(
-            done.skipped
-                .into_iter()
-                .map(|s| format!("not restored: {s}")),
-        );
-        return;
+        restore(&mut guard, rec);
+        return no(rec, "interrupted before it started".into());
     }
     let mut plan = rec.plan.clone();
     plan.fix_and_retry = false;
@@ -281,22 +270,29 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
         ctx,
         "capacity step (with the fix)",
     );
+    let restored = restore(&mut guard, rec);
+    match second {
+        Ok(search) => {
+            rec.retry = Some(Box::new(CapacityRetry {
+                applied: a.what,
+                restored,
+                search,
+            }))
+        }
+        Err(e) => no(rec, format!("the second search failed to run: {e}")),
+    }
+}
+
+/// Puts the host settings back: returns what was restored; a setting that could not be
+/// becomes a note of `rec`.
+fn restore(guard: &mut HostGuard, rec: &mut CapacityRecord) -> Vec<(String, String)> {
     let done = guard.restore();
     rec.notes.extend(
         done.skipped
             .into_iter()
             .map(|s| format!("not restored: {s}")),
     );
-    match second {
-        Ok(search) => {
-            rec.retry = Some(Box::new(CapacityRetry {
-                applied: a.what,
-                restored: done.restored,
-                search,
-            }))
-        }
-        Err(e) => no(rec, format!("the second search failed to run: {e}")),
-    }
+    done.restored
 }
 
 /// One search: one step (`run_step`) at each rate [`search::next`] gives, until it is

@@ -18,7 +18,7 @@ fn n(v: &Value) -> u64 {
 }
 
 /// nginx with four h2c servers: `main` (index.html "hello world\n" at /, a 503 at
-/// /busy, `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
+/// /busy, each request at /logged in logs/logged.log, `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
 /// its access log has each request's connection, end time and duration), `goaway`
 /// (`keepalive_requests 50`: a GOAWAY after 50 streams), and `h1`, plain HTTP/1.1.
 struct H2c {
@@ -40,6 +40,7 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
     std::fs::write(dir.join("html/slow"), "slow\n").unwrap();
+    std::fs::write(dir.join("html/logged"), "logged\n").unwrap();
     let (main, goaway, h1) = (
         common::free_port(),
         common::free_port(),
@@ -57,6 +58,7 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
              log_format conc '$connection $msec $request_time';\n\
              limit_req_zone $server_port zone=slow:1m rate=20r/s;\n\
              server {{\n  listen 127.0.0.1:{main} http2;\n  root {d}/html;\n\
+               location = /logged {{ access_log {d}/logs/logged.log conc; }}\n\
                location = /busy {{ return 503; }}\n  location = /reset {{ return 444; }}\n\
                location = /slow {{ limit_req zone=slow burst=1000; access_log {d}/logs/slow.log conc; }}\n }}\n\
              server {{\n  listen 127.0.0.1:{goaway} http2;\n  keepalive_requests 50;\n  root {d}/html;\n }}\n\
@@ -370,8 +372,23 @@ fn bad_http2_flags_are_one_line_exit_2() {
             "connection-specific",
         ),
         (
-            &["ramp", "http", "http://127.0.0.1:1/", "--http2"][..],
-            "load http URL --http2",
+            &["ramp", "http", "--http2"][..],
+            "needs the URL of an HTTP/2 server",
+        ),
+        (
+            &["ramp", "http", "http://127.0.0.1:1/", "--connections", "2"][..],
+            "--connections applies with --http2",
+        ),
+        (
+            &[
+                "ramp",
+                "http",
+                "http://127.0.0.1:1/",
+                "--http2",
+                "--connections",
+                "0",
+            ][..],
+            "--connections 0",
         ),
     ] {
         let mut c = common::tpslab();
@@ -381,5 +398,130 @@ fn bad_http2_flags_are_one_line_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// `ramp http --http2 ARGS` at `url`, its record to `TAG.json`: exit code, stdout,
+/// stderr, the record (Null when none was written); a record written reproduces.
+fn ramp(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, String, Value) {
+    let json = common::tmp(&format!("{tag}.json"));
+    let _ = std::fs::remove_file(&json);
+    let mut c = common::tpslab();
+    c.args(["ramp", "http", url, "--http2", "--no-history"])
+        .args(args)
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    if out.status.success() {
+        common::assert_report_reproduces(&json, &out.stdout);
+    }
+    let rec = if json.exists() {
+        common::record(&json)
+    } else {
+        Value::Null
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        rec,
+    )
+}
+
+/// A closed-loop ramp over HTTP/2: the users' streams on the two connections asked for
+/// (nginx's log names each request's connection), every step answered without error,
+/// Little's law holding (each user one request out); a 503 storm counted as `http 5xx`
+/// failures as HTTP/1.1's ramp counts them; a server without h2c refused in one line.
+#[test]
+fn ramp_http2_users_share_the_connections_asked_for() {
+    let Some(ng) = nginx_h2c("ramp-h2c") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/logged", ng.main);
+    let args = [
+        "--connections",
+        "2",
+        "--users",
+        "2..8",
+        "--step-duration",
+        "500ms",
+        "--warmup",
+        "200ms",
+    ];
+    let (code, out, err, r) = ramp(&url, &args, "ramp-h2c");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert!(
+        out.contains("HTTP/2: the users' streams on 2 connections"),
+        "{out}"
+    );
+    assert_eq!(n(&r["plan"]["http2_connections"]), 2, "{}", r["plan"]);
+    let steps = r["steps"].as_array().expect("steps");
+    let users: Vec<u64> = steps.iter().map(|s| n(&s["users"])).collect();
+    assert_eq!(users, [2, 4, 8], "{out}");
+    let mut completed = 0;
+    for s in steps {
+        assert!(n(&s["completed"]) > 0, "{s}");
+        completed += n(&s["completed"]);
+        let errors = s["errors"].as_object().expect("errors");
+        assert!(errors.is_empty(), "{s}");
+    }
+    // Every request nginx logged came on one of the two connections.
+    let log = std::fs::read_to_string(ng.dir.join("logs/logged.log")).expect("nginx's log");
+    let conns: std::collections::BTreeSet<&str> = log
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(conns.len(), 2, "connections in nginx's log: {conns:?}");
+    assert!(log.lines().count() as u64 >= completed, "{completed} {log}");
+    assert!(out.contains("Little's law holds"), "{out}");
+
+    let busy = format!("http://127.0.0.1:{}/busy", ng.main);
+    let short = [
+        "--users",
+        "1..2",
+        "--step-duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+    ];
+    let (code, out, err, r) = ramp(&busy, &short, "ramp-h2c-503");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    for s in r["steps"].as_array().expect("steps") {
+        assert_eq!(n(&s["completed"]), 0, "{s}");
+        assert!(n(&s["errors"]["http 5xx"]) > 0, "{s}");
+    }
+
+    let h1 = format!("http://127.0.0.1:{}/", ng.h1);
+    let (code, out, err, _) = ramp(&h1, &short, "ramp-h2c-h1");
+    assert_eq!(code, Some(2), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("does not take h2c"), "{err}");
+}
+
+/// `ramp http --http2` over TLS (ALPN h2, the test's CA): every step answered.
+#[test]
+fn ramp_http2_over_tls() {
+    let tag = "ramp-h2-tls";
+    let Some((_nginx, port, ca)) = common::nginx_tls(tag, true) else {
+        return;
+    };
+    let url = format!("https://localhost:{port}/index.html");
+    let ca = ca.display().to_string();
+    let args = [
+        "--cacert",
+        &ca,
+        "--users",
+        "1..4",
+        "--step-duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+    ];
+    let (code, out, err, r) = ramp(&url, &args, tag);
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(n(&r["plan"]["http2_connections"]), 1, "{}", r["plan"]);
+    for s in r["steps"].as_array().expect("steps") {
+        assert!(n(&s["completed"]) > 0, "{s}");
+        assert!(s["errors"].as_object().expect("errors").is_empty(), "{s}");
     }
 }

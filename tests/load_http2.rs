@@ -18,7 +18,8 @@ fn n(v: &Value) -> u64 {
 }
 
 /// nginx with four h2c servers: `main` (index.html "hello world\n" at /, a 503 at
-/// /busy, each request at /logged in logs/logged.log, `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
+/// /busy, each request at /logged in logs/logged.log, /capped limited to 400 requests/s
+/// (a burst of 40, the rest answered 503), `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
 /// its access log has each request's connection, end time and duration), `goaway`
 /// (`keepalive_requests 50`: a GOAWAY after 50 streams), and `h1`, plain HTTP/1.1.
 struct H2c {
@@ -41,6 +42,7 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
     std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
     std::fs::write(dir.join("html/slow"), "slow\n").unwrap();
     std::fs::write(dir.join("html/logged"), "logged\n").unwrap();
+    std::fs::write(dir.join("html/capped"), "capped\n").unwrap();
     let (main, goaway, h1) = (
         common::free_port(),
         common::free_port(),
@@ -57,8 +59,10 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
              fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
              log_format conc '$connection $msec $request_time';\n\
              limit_req_zone $server_port zone=slow:1m rate=20r/s;\n\
+             limit_req_zone $server_port zone=capped:1m rate=400r/s;\n\
              server {{\n  listen 127.0.0.1:{main} http2;\n  root {d}/html;\n\
                location = /logged {{ access_log {d}/logs/logged.log conc; }}\n\
+               location = /capped {{ limit_req zone=capped burst=40 nodelay; }}\n\
                location = /busy {{ return 503; }}\n  location = /reset {{ return 444; }}\n\
                location = /slow {{ limit_req zone=slow burst=1000; access_log {d}/logs/slow.log conc; }}\n }}\n\
              server {{\n  listen 127.0.0.1:{goaway} http2;\n  keepalive_requests 50;\n  root {d}/html;\n }}\n\
@@ -523,5 +527,82 @@ fn ramp_http2_over_tls() {
     for s in r["steps"].as_array().expect("steps") {
         assert!(n(&s["completed"]) > 0, "{s}");
         assert!(s["errors"].as_object().expect("errors").is_empty(), "{s}");
+    }
+}
+
+/// `capacity http --http2` finds the ceiling nginx's limit_req puts on /capped: 400
+/// requests/s and a burst of 40 over each 1.3 s step (about 430/s), the rest answered
+/// 503. The generator runs under `chrt -f 5` where allowed, so other work on the host (a
+/// build) does not make its sends late (a late step is INVALID and the search goes on
+/// without it); a search a busy host still left unfinished is tried again (3 times).
+#[test]
+fn capacity_http2_finds_nginxs_request_limit() {
+    let test = "load_http2::capacity_http2_finds_nginxs_request_limit";
+    let Some(ng) = nginx_h2c("capacity-h2") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/capped", ng.main);
+    let json = common::tmp("capacity-h2.json");
+    let rt = common::root(test, "the generator at real-time priority")
+        && common::need(test, "/usr/bin/chrt");
+    let found = common::retry(test, 3, || {
+        let _ = std::fs::remove_file(&json);
+        let mut c = if rt {
+            let mut c = Command::new("chrt");
+            c.args(["-f", "5"]).arg(env!("CARGO_BIN_EXE_tpslab"));
+            c
+        } else {
+            common::tpslab()
+        };
+        c.args(["capacity", "http", &url, "--http2", "--connections", "2"])
+            .args([
+                "--streams",
+                "4",
+                "--start-rate",
+                "100",
+                "--step-duration",
+                "1s",
+            ])
+            .args(["--warmup", "300ms", "--budget", "40s", "--no-history"])
+            .args(["--slo", "p99<50ms,errors<1%", "--json"])
+            .arg(&json);
+        let out = common::run(c);
+        assert!(
+            out.status.success(),
+            "capacity http --http2 failed: {}",
+            out.status
+        );
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let end = &rec["conclusion"];
+        if end["end"] != "bracket" {
+            return Err(format!("the search ended {end}"));
+        }
+        Ok(rec)
+    });
+    let Some(rec) = found else { return };
+    assert_eq!(
+        rec["plan"]["http"]["load"]["http2"], true,
+        "{}",
+        rec["plan"]
+    );
+    let end = &rec["conclusion"];
+    let (lo, hi) = (
+        end["sustains_pps"].as_f64().unwrap(),
+        end["fails_pps"].as_f64().unwrap(),
+    );
+    assert!(
+        (360.0..=480.0).contains(&lo),
+        "sustains {lo} requests/s: nginx allows 400/s and a burst of 40"
+    );
+    assert!(
+        hi <= lo * 1.05 + 1.0,
+        "a bracket wider than 5 %: {lo}..{hi}"
+    );
+    // The steps that failed, failed on the 503s.
+    for s in rec["steps"].as_array().unwrap() {
+        if s["status"] == "fail" {
+            assert!(s["why"][0].as_str().unwrap().starts_with("errors "), "{s}");
+        }
     }
 }

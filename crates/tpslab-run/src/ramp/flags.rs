@@ -205,7 +205,6 @@ impl RampFlags {
         let mut setup = self.setup(RampProto::Http(req), outputs)?;
         setup.plan.request = body;
         setup.plan.http2_connections = h.http2.unwrap_or(0);
-        setup.plan.validate()?;
         Ok(setup)
     }
 }

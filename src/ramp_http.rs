@@ -28,10 +28,16 @@ pub(crate) struct RampHttpArgs {
     /// https: do not verify the server's certificate (the report says so).
     #[arg(long)]
     insecure: bool,
-    /// Refused: ramp http speaks HTTP/1.1 (one connection per user); HTTP/2 load is
-    /// `load http URL --http2 --rate R`.
+    /// HTTP/2 (h2c with prior knowledge for http://, ALPN h2 for https://): the users
+    /// share --connections connections, one stream each in flight (the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps them; a user waiting for a stream waits in its
+    /// response time). Needs a URL: the built-in server speaks HTTP/1.1.
     #[arg(long)]
     http2: bool,
+    /// With --http2: the connections the users share (user i on connection i % N).
+    /// Without it each user holds its own HTTP/1.1 connection.
+    #[arg(long, value_name = "N")]
+    connections: Option<usize>,
     #[command(flatten)]
     pub(super) ramp: RampArgs,
 }
@@ -39,12 +45,14 @@ pub(crate) struct RampHttpArgs {
 impl RampHttpArgs {
     /// The validated setup ([`RampFlags::http_setup`](tpslab_run::ramp::RampFlags::http_setup)).
     pub(super) fn plan(&self) -> Result<RampSetup> {
-        if self.http2 {
-            anyhow::bail!(
-                "ramp http --http2: not supported: ramp http's users each hold one HTTP/1.1 connection; for HTTP/2 use the open loop, load http URL --http2 --rate R [--streams N]"
-            );
-        }
         let h = HttpFlags {
+            http2: match (self.http2, self.connections) {
+                (true, c) => Some(c.unwrap_or(1)),
+                (false, None) => None,
+                (false, Some(_)) => anyhow::bail!(
+                    "--connections applies with --http2 (the users share HTTP/2 connections); with HTTP/1.1 each user holds its own"
+                ),
+            },
             method: self.method.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),

@@ -18,7 +18,8 @@ fn n(v: &Value) -> u64 {
 }
 
 /// nginx with four h2c servers: `main` (index.html "hello world\n" at /, a 503 at
-/// /busy, `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
+/// /busy, each request at /logged in logs/logged.log, /capped limited to 400 requests/s
+/// (a burst of 40, the rest answered 503), `return 444` at /reset; rate-limited to 20 requests/s with a queue at /slow;
 /// its access log has each request's connection, end time and duration), `goaway`
 /// (`keepalive_requests 50`: a GOAWAY after 50 streams), and `h1`, plain HTTP/1.1.
 struct H2c {
@@ -40,6 +41,8 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
     std::fs::write(dir.join("html/slow"), "slow\n").unwrap();
+    std::fs::write(dir.join("html/logged"), "logged\n").unwrap();
+    std::fs::write(dir.join("html/capped"), "capped\n").unwrap();
     let (main, goaway, h1) = (
         common::free_port(),
         common::free_port(),
@@ -56,7 +59,10 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
              fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
              log_format conc '$connection $msec $request_time';\n\
              limit_req_zone $server_port zone=slow:1m rate=20r/s;\n\
+             limit_req_zone $server_port zone=capped:1m rate=400r/s;\n\
              server {{\n  listen 127.0.0.1:{main} http2;\n  root {d}/html;\n\
+               location = /logged {{ access_log {d}/logs/logged.log conc; }}\n\
+               location = /capped {{ limit_req zone=capped burst=40 nodelay; }}\n\
                location = /busy {{ return 503; }}\n  location = /reset {{ return 444; }}\n\
                location = /slow {{ limit_req zone=slow burst=1000; access_log {d}/logs/slow.log conc; }}\n }}\n\
              server {{\n  listen 127.0.0.1:{goaway} http2;\n  keepalive_requests 50;\n  root {d}/html;\n }}\n\
@@ -370,8 +376,23 @@ fn bad_http2_flags_are_one_line_exit_2() {
             "connection-specific",
         ),
         (
-            &["ramp", "http", "http://127.0.0.1:1/", "--http2"][..],
-            "load http URL --http2",
+            &["ramp", "http", "--http2"][..],
+            "needs the URL of an HTTP/2 server",
+        ),
+        (
+            &["ramp", "http", "http://127.0.0.1:1/", "--connections", "2"][..],
+            "--connections applies with --http2",
+        ),
+        (
+            &[
+                "ramp",
+                "http",
+                "http://127.0.0.1:1/",
+                "--http2",
+                "--connections",
+                "0",
+            ][..],
+            "--connections 0",
         ),
     ] {
         let mut c = common::tpslab();
@@ -381,5 +402,207 @@ fn bad_http2_flags_are_one_line_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// `ramp http --http2 ARGS` at `url`, its record to `TAG.json`: exit code, stdout,
+/// stderr, the record (Null when none was written); a record written reproduces.
+fn ramp(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, String, Value) {
+    let json = common::tmp(&format!("{tag}.json"));
+    let _ = std::fs::remove_file(&json);
+    let mut c = common::tpslab();
+    c.args(["ramp", "http", url, "--http2", "--no-history"])
+        .args(args)
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    if out.status.success() {
+        common::assert_report_reproduces(&json, &out.stdout);
+    }
+    let rec = if json.exists() {
+        common::record(&json)
+    } else {
+        Value::Null
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        rec,
+    )
+}
+
+/// A closed-loop ramp over HTTP/2: the users' streams on the two connections asked for
+/// (nginx's log names each request's connection), every step answered without error,
+/// Little's law holding (each user one request out); a 503 storm counted as `http 5xx`
+/// failures as HTTP/1.1's ramp counts them; a server without h2c refused in one line.
+#[test]
+fn ramp_http2_users_share_the_connections_asked_for() {
+    let Some(ng) = nginx_h2c("ramp-h2c") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/logged", ng.main);
+    let args = [
+        "--connections",
+        "2",
+        "--users",
+        "2..8",
+        "--step-duration",
+        "500ms",
+        "--warmup",
+        "200ms",
+    ];
+    let (code, out, err, r) = ramp(&url, &args, "ramp-h2c");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert!(
+        out.contains("HTTP/2: the users' streams on 2 connections"),
+        "{out}"
+    );
+    assert_eq!(n(&r["plan"]["http2_connections"]), 2, "{}", r["plan"]);
+    let steps = r["steps"].as_array().expect("steps");
+    let users: Vec<u64> = steps.iter().map(|s| n(&s["users"])).collect();
+    assert_eq!(users, [2, 4, 8], "{out}");
+    let mut completed = 0;
+    for s in steps {
+        assert!(n(&s["completed"]) > 0, "{s}");
+        completed += n(&s["completed"]);
+        let errors = s["errors"].as_object().expect("errors");
+        assert!(errors.is_empty(), "{s}");
+    }
+    // Every request nginx logged came on one of the two connections.
+    let log = std::fs::read_to_string(ng.dir.join("logs/logged.log")).expect("nginx's log");
+    let conns: std::collections::BTreeSet<&str> = log
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(conns.len(), 2, "connections in nginx's log: {conns:?}");
+    assert!(log.lines().count() as u64 >= completed, "{completed} {log}");
+    assert!(out.contains("Little's law holds"), "{out}");
+
+    let busy = format!("http://127.0.0.1:{}/busy", ng.main);
+    let short = [
+        "--users",
+        "1..2",
+        "--step-duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+    ];
+    let (code, out, err, r) = ramp(&busy, &short, "ramp-h2c-503");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    for s in r["steps"].as_array().expect("steps") {
+        assert_eq!(n(&s["completed"]), 0, "{s}");
+        assert!(n(&s["errors"]["http 5xx"]) > 0, "{s}");
+    }
+
+    let h1 = format!("http://127.0.0.1:{}/", ng.h1);
+    let (code, out, err, _) = ramp(&h1, &short, "ramp-h2c-h1");
+    assert_eq!(code, Some(2), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("does not take h2c"), "{err}");
+}
+
+/// `ramp http --http2` over TLS (ALPN h2, the test's CA): every step answered.
+#[test]
+fn ramp_http2_over_tls() {
+    let tag = "ramp-h2-tls";
+    let Some((_nginx, port, ca)) = common::nginx_tls(tag, true) else {
+        return;
+    };
+    let url = format!("https://localhost:{port}/index.html");
+    let ca = ca.display().to_string();
+    let args = [
+        "--cacert",
+        &ca,
+        "--users",
+        "1..4",
+        "--step-duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+    ];
+    let (code, out, err, r) = ramp(&url, &args, tag);
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(n(&r["plan"]["http2_connections"]), 1, "{}", r["plan"]);
+    for s in r["steps"].as_array().expect("steps") {
+        assert!(n(&s["completed"]) > 0, "{s}");
+        assert!(s["errors"].as_object().expect("errors").is_empty(), "{s}");
+    }
+}
+
+/// `capacity http --http2` finds the ceiling nginx's limit_req puts on /capped: 400
+/// requests/s and a burst of 40 over each 1.3 s step (about 430/s), the rest answered
+/// 503. The generator runs under `chrt -f 5` where allowed, so other work on the host (a
+/// build) does not make its sends late (a late step is INVALID and the search goes on
+/// without it); a search a busy host still left unfinished is tried again (3 times).
+#[test]
+fn capacity_http2_finds_nginxs_request_limit() {
+    let test = "load_http2::capacity_http2_finds_nginxs_request_limit";
+    let Some(ng) = nginx_h2c("capacity-h2") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/capped", ng.main);
+    let json = common::tmp("capacity-h2.json");
+    let rt = common::root(test, "the generator at real-time priority")
+        && common::need(test, "/usr/bin/chrt");
+    let found = common::retry(test, 3, || {
+        let _ = std::fs::remove_file(&json);
+        let mut c = if rt {
+            let mut c = Command::new("chrt");
+            c.args(["-f", "5"]).arg(env!("CARGO_BIN_EXE_tpslab"));
+            c
+        } else {
+            common::tpslab()
+        };
+        c.args(["capacity", "http", &url, "--http2", "--connections", "2"])
+            .args([
+                "--streams",
+                "4",
+                "--start-rate",
+                "100",
+                "--step-duration",
+                "1s",
+            ])
+            .args(["--warmup", "300ms", "--budget", "40s", "--no-history"])
+            .args(["--slo", "p99<50ms,errors<1%", "--json"])
+            .arg(&json);
+        let out = common::run(c);
+        assert!(
+            out.status.success(),
+            "capacity http --http2 failed: {}",
+            out.status
+        );
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let end = &rec["conclusion"];
+        if end["end"] != "bracket" {
+            return Err(format!("the search ended {end}"));
+        }
+        Ok(rec)
+    });
+    let Some(rec) = found else { return };
+    assert_eq!(
+        rec["plan"]["http"]["load"]["http2"], true,
+        "{}",
+        rec["plan"]
+    );
+    let end = &rec["conclusion"];
+    let (lo, hi) = (
+        end["sustains_pps"].as_f64().unwrap(),
+        end["fails_pps"].as_f64().unwrap(),
+    );
+    assert!(
+        (360.0..=480.0).contains(&lo),
+        "sustains {lo} requests/s: nginx allows 400/s and a burst of 40"
+    );
+    assert!(
+        hi <= lo * 1.05 + 1.0,
+        "a bracket wider than 5 %: {lo}..{hi}"
+    );
+    // The steps that failed, failed on the 503s.
+    for s in rec["steps"].as_array().unwrap() {
+        if s["status"] == "fail" {
+            assert!(s["why"][0].as_str().unwrap().starts_with("errors "), "{s}");
+        }
     }
 }

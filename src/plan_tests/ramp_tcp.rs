@@ -211,7 +211,14 @@ fn ramp_http_rows() {
                     && h.method == "POST"
                     && h.headers == [("Accept".to_string(), "*/*".to_string()), ("X-Trace".to_string(), "7".to_string())])
                 && plan.target == "127.0.0.1:8080".parse().unwrap()
-                && plan.request == b"{\"a\":1}" && plan.steps == [1, 2, 4]))),
+                && plan.request == b"{\"a\":1}" && plan.steps == [1, 2, 4]
+                && plan.http2_connections == 0))),
+        (&["ramp", "http", "http://127.0.0.1:8080/", "--http2"],
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http2_connections == 1))),
+        (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "4"],
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http2_connections == 4))),
+        (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "10001"],
+            Error("--connections 10001: allowed 1..=10000")),
         (&["ramp", "http", "--serialize"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
             if matches!(&plan.proto, RampProto::Http(h) if h.method == "GET" && h.headers.is_empty())
                 && plan.target == BUILTIN_UNSTARTED && plan.request.is_empty() && b.serialize))),

@@ -38,6 +38,7 @@ fn plan() -> RampPlan {
         server_pid: None,
         sample_interval: Duration::from_nanos(1),
         load_threads: 0,
+        http2_connections: 0,
     }
 }
 

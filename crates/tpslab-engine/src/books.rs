@@ -24,6 +24,12 @@ pub(crate) trait Books: Sync {
     fn timeout_ns(&self) -> u64;
     /// When user `id`'s first request is intended, ns (0: at once).
     fn first_due(&self, id: usize) -> u64;
+    /// When user `id` joins the load, ns: 0 at once (the default), `u64::MAX` never. For a
+    /// loop that runs a user before [`Books::users_at`] counts it (HTTP/2's streams are
+    /// laid out on their connections from the start).
+    fn starts_at(&self, _id: usize) -> u64 {
+        0
+    }
     /// When the request after one intended at `intended` (ns, the send's own time in a
     /// closed loop) is due, its predecessor having ended (answered or failed) at `now`:
     /// `now` or earlier goes at once.
@@ -43,4 +49,11 @@ pub(crate) trait Books: Sync {
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
     /// The loop ended with `in_flight` requests written and not answered.
     fn finish(&self, l: Self::Local, in_flight: u64);
+    /// Ends the run now (a failure no request can get past: the server does not speak
+    /// the protocol): every loop returns.
+    fn abort(&self);
+    /// A request counted sent was not processed by the server (above an HTTP/2 GOAWAY's
+    /// last stream) and will be sent again: it no longer counts as sent. Nothing by
+    /// default.
+    fn unsent(&self, _l: &mut Self::Local) {}
 }

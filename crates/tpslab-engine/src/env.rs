@@ -231,6 +231,27 @@ fn has_go_buildinfo(mut r: impl std::io::Read, max: usize) -> std::io::Result<bo
     Ok(false)
 }
 
+/// Refuses more TCP users than this namespace has ephemeral ports for (one connection
+/// each to one target: net.ipv4.ip_local_port_range).
+pub(crate) fn check_ports(users: usize) -> Result<(), crate::EngineError> {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") else {
+        return Ok(());
+    };
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if let [lo, hi] = v[..] {
+        let ports = hi.saturating_sub(lo) + 1;
+        if users as u64 > ports {
+            return Err(crate::EngineError::Other(format!(
+                "{users} users need {users} local ports to one target; net.ipv4.ip_local_port_range ({lo} {hi}) gives {ports}: widen it (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or ramp to fewer users"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,7 @@ use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
 };
 
-mod h2loop;
+pub(crate) mod h2loop;
 
 use crate::books::Books;
 use crate::proto::http1::Http1;
@@ -171,19 +171,6 @@ impl<'a> Schedule<'a> {
         }
     }
 
-    /// Ends the run now (a failure no request can get past: the server does not speak
-    /// the protocol): the loops return.
-    pub(crate) fn abort(&self) {
-        self.done.store(true, Relaxed);
-    }
-
-    /// A request counted sent was not processed by the server (above an HTTP/2 GOAWAY's
-    /// last stream) and will be sent again: it no longer counts as sent (its bytes do).
-    pub(crate) fn unsent(&self, l: &mut OpenLocal) {
-        self.outstanding.fetch_sub(1, Relaxed);
-        l.sent -= 1;
-    }
-
     /// Requests intended before the end: each connection's from its first intended time.
     pub(crate) fn intended(&self, connections: usize) -> u64 {
         (0..connections)
@@ -288,6 +275,16 @@ impl Books for Schedule<'_> {
         *error_slot(slots, kind) += 1;
     }
 
+    fn abort(&self) {
+        self.done.store(true, Relaxed);
+    }
+
+    /// Its bytes still count.
+    fn unsent(&self, l: &mut OpenLocal) {
+        self.outstanding.fetch_sub(1, Relaxed);
+        l.sent -= 1;
+    }
+
     fn finish(&self, mut l: OpenLocal, in_flight: u64) {
         l.unanswered += in_flight;
         let mut t = self.total.lock().unwrap_or_else(|e| e.into_inner());
@@ -380,7 +377,7 @@ pub fn run_load_http(
         )));
     }
     if Http1::TRANSPORT == Transport::Stream {
-        crate::ramp::check_ports(c)?;
+        crate::env::check_ports(c)?;
     }
     let loops = match plan.load_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -419,7 +416,7 @@ fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord,
             c + 64
         )));
     }
-    crate::ramp::check_ports(c)?;
+    crate::env::check_ports(c)?;
     let loops = match plan.load_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -446,6 +443,7 @@ fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord,
         connections: c,
         streams: plan.streams.max(1),
         fatal: Mutex::new(None),
+        closed: false,
     };
     let l = run_schedule(&sched, c, loops, &|ids| h2loop::run_loop(&run, ids))?;
     if let Some(why) = run.fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {

@@ -53,22 +53,30 @@ pub fn run_ramp_with(
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = Protocol::for_plan(plan);
     let max_users = *plan.steps.last().unwrap_or(&1);
-    // One socket per user, plus room for the process's own files.
+    // HTTP/2: the users share the plan's connections; else a socket per user.
+    let h2 = plan.http2_connections > 0;
+    let sockets = if h2 {
+        plan.http2_connections
+    } else {
+        max_users
+    };
+    // One socket per user (or connection), plus room for the process's own files.
     let limit = tpslab_net::raise_nofile();
-    if (max_users as u64) + 64 > limit {
+    if (sockets as u64) + 64 > limit {
+        let what = if h2 { "connections" } else { "users" };
         return Err(EngineError::Other(format!(
-            "{max_users} users need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer users",
-            max_users + 64
+            "{sockets} {what} need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer {what}",
+            sockets + 64
         )));
     }
     if proto.transport() == Transport::Stream {
-        check_ports(max_users)?;
+        crate::env::check_ports(sockets)?;
     }
     let loops = match plan.load_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     }
-    .clamp(1, max_users.max(1));
+    .clamp(1, sockets.max(1));
     let t0 = mono_ns() + 50_000_000;
     let per = nanos(&(plan.warmup + plan.step));
     let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
@@ -112,14 +120,22 @@ pub fn run_ramp_with(
             .flatten()
     });
     let port = plan.target.port();
+    let h2run = match (&plan.proto, h2) {
+        (RampProto::Http(req), true) => Some(h2_users(plan, req, &shared)?),
+        _ => None,
+    };
     std::thread::scope(|s| -> Result<(), EngineError> {
-        // The users, multiplexed on a few loop threads (user i on loop i % loops).
+        // The users, multiplexed on a few loop threads (user i on loop i % loops; with
+        // HTTP/2 connection c on loop c % loops, its users with it).
         for t in 0..loops {
-            let (sh, proto) = (&shared, &proto);
-            let ids: Vec<usize> = (t..max_users).step_by(loops).collect();
+            let (sh, proto, h2run) = (&shared, &proto, &h2run);
+            let ids: Vec<usize> = (t..sockets).step_by(loops).collect();
             let spawned = std::thread::Builder::new()
                 .name(format!("ramp-users-{t}"))
-                .spawn_scoped(s, move || proto.with(crate::users::Users { sh, ids }));
+                .spawn_scoped(s, move || match h2run {
+                    Some(run) => crate::openloop::h2loop::run_loop(run, ids),
+                    None => proto.with(crate::users::Users { sh, ids }),
+                });
             if let Err(e) = spawned {
                 // The loops already started must end, or the scope would wait forever.
                 shared.done.store(true, Relaxed);
@@ -132,7 +148,8 @@ pub fn run_ramp_with(
             let (w0, w1) = windows[k];
             sleep_until(w0 - nanos(&plan.warmup), stop);
             sleep_until(w0, stop);
-            if stop.load(Relaxed) {
+            // Stopped, or ended by a failure no request gets past (HTTP/2 refused).
+            if stop.load(Relaxed) || shared.done.load(Relaxed) {
                 break;
             }
             // The server's CPU time and thread states are read first and last, right at
@@ -203,6 +220,9 @@ pub fn run_ramp_with(
         shared.done.store(true, Relaxed);
         Ok(())
     })?;
+    if let Some(why) = h2run.as_ref().and_then(|r| r.fatal.lock().ok()?.take()) {
+        return Err(EngineError::Other(why));
+    }
     // The loops have ended and published every send: each step's span, and the ramp's.
     for (k, r) in results.iter_mut().enumerate() {
         (r.load_sent_s, r.load_end_s) = load_span(shared.sent_span(k), t0);
@@ -244,6 +264,33 @@ pub fn run_ramp_with(
         generator_peak_rss_kib: crate::env::peak_rss_kib(),
         load_sent_s,
         overrun,
+    })
+}
+
+/// `ramp http --http2`'s users ([`crate::openloop::h2loop`] as a closed loop): the
+/// plan's connections, as many users on each as the last step has (user `i` on
+/// connection `i % connections`, joining at its step). Errors: a request HTTP/2 cannot
+/// carry, a `--cacert` without a usable certificate (one line each).
+fn h2_users<'a>(
+    plan: &RampPlan,
+    req: &tpslab_plan::http::HttpRequest,
+    tally: &'a Tally<'a>,
+) -> Result<crate::openloop::h2loop::H2Run<'a, Tally<'a>>, EngineError> {
+    let c = plan.http2_connections;
+    let max_users = *plan.steps.last().unwrap_or(&1);
+    Ok(crate::openloop::h2loop::H2Run {
+        sched: tally,
+        target: plan.target,
+        url: req.url.clone(),
+        tls: crate::proto::tls::client_for(req, crate::proto::h2::ALPN)
+            .map_err(EngineError::Other)?,
+        headers: crate::proto::h2::request_headers(req, plan.request.len())
+            .map_err(EngineError::Other)?,
+        body: plan.request.clone(),
+        connections: c,
+        streams: max_users.div_ceil(c),
+        fatal: Mutex::new(None),
+        closed: true,
     })
 }
 
@@ -317,27 +364,6 @@ fn proc_cpu_ticks(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let st = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
     Some(st.utime + st.stime)
-}
-
-/// Refuses more TCP users than this namespace has ephemeral ports for (one connection
-/// each to one target: net.ipv4.ip_local_port_range).
-pub(crate) fn check_ports(users: usize) -> Result<(), EngineError> {
-    let Ok(text) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") else {
-        return Ok(());
-    };
-    let v: Vec<u64> = text
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    if let [lo, hi] = v[..] {
-        let ports = hi.saturating_sub(lo) + 1;
-        if users as u64 > ports {
-            return Err(EngineError::Other(format!(
-                "{users} users need {users} local ports to one target; net.ipv4.ip_local_port_range ({lo} {hi}) gives {ports}: widen it (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or ramp to fewer users"
-            )));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -191,6 +191,17 @@ impl crate::books::Books for Tally<'_> {
         0
     }
 
+    /// The start (warm-up included) of the first step with more than `id` users.
+    fn starts_at(&self, id: usize) -> u64 {
+        let starts = self.step_starts();
+        self.plan
+            .steps
+            .iter()
+            .zip(starts)
+            .find(|(&n, _)| n > id)
+            .map_or(u64::MAX, |(_, t)| t)
+    }
+
     /// After the think time.
     fn next_due(&self, _intended: u64, now: u64) -> u64 {
         now + nanos(&self.plan.think)
@@ -219,6 +230,11 @@ impl crate::books::Books for Tally<'_> {
 
     fn failed(&self, _l: &mut RampLocal, now: u64, kind: &str, _in_flight: bool) {
         self.err(now, kind)
+    }
+
+    /// The ramp's steps end too (it reads [`Tally::done`]).
+    fn abort(&self) {
+        self.done.store(true, Relaxed);
     }
 
     fn finish(&self, l: RampLocal, _in_flight: u64) {

@@ -157,6 +157,7 @@ fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 1,
+        http2_connections: 0,
     };
     let proto = Lines::for_plan(&plan);
     let t0 = mono_ns();

@@ -104,6 +104,11 @@ pub struct RampPlan {
     /// out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub load_threads: usize,
+    /// `ramp http --http2`: the HTTP/2 connections the users share (user i on connection
+    /// i % N, each user one stream in flight at a time); 0: HTTP/1.1, a connection per
+    /// user (left out of the record then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub http2_connections: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -123,6 +128,7 @@ impl RampPlan {
     ///   holding the field;
     /// - HTTP: no framing or sequence field, a body of at most [`HTTP_BODY_BYTES`], a URL,
     ///   method and headers [`HttpRequest::check`] passes, the URL's port the target's;
+    /// - HTTP/2 connections only with HTTP, at most [`RAMP_USERS`];
     /// - the target's port is not 0.
     ///
     /// Errors: the first setting out of bounds, as one line.
@@ -228,6 +234,12 @@ impl RampPlan {
                     )));
                 }
             }
+        }
+        if self.http2_connections > 0 {
+            if !matches!(self.proto, RampProto::Http(_)) {
+                return conflict("--http2 applies to ramp http");
+            }
+            RAMP_USERS.check("--connections", self.http2_connections as u64)?;
         }
         if self.target.port() == 0 {
             return Err(PlanError::Conflict(format!(

@@ -19,6 +19,7 @@ fn tcp() -> RampPlan {
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
+        http2_connections: 0,
     }
 }
 

@@ -1,5 +1,7 @@
-//! `load http --http2`: the open loop ([`crate::openloop`]'s [`Schedule`]) over HTTP/2
-//! connections, several streams in flight on each. h2c with prior knowledge for
+//! `load http --http2`: the open loop ([`crate::openloop`]'s `Schedule`) over HTTP/2
+//! connections, several streams in flight on each; and `ramp http --http2`, the same loop
+//! as a closed loop on a ramp's `Tally` (each schedule a user that joins at its step and
+//! sends after its think time; see [`H2Run::closed`]). h2c with prior knowledge for
 //! `http://`, ALPN `h2` over TLS for `https://` (a server that does not agree to h2 ends
 //! the run with one line, as does one that answers the preface with HTTP/1.x).
 //!
@@ -38,16 +40,22 @@ use std::time::Duration;
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
 
-use super::Schedule;
 use crate::books::Books;
 use crate::proto::h2::{self, Frame};
 use crate::proto::tls::{self, Handshake, TlsClient};
 use crate::proto::{connect, io_kind, Opened, Reply};
 
 /// What every loop of a run shares.
-pub(crate) struct H2Run<'a> {
-    /// The clock and the counts.
-    pub(crate) sched: &'a Schedule<'a>,
+pub(crate) struct H2Run<'a, B: Books> {
+    /// The clock and the counts: the open loop's [`super::Schedule`], or a closed-loop
+    /// ramp's [`crate::tally::Tally`].
+    pub(crate) sched: &'a B,
+    /// A closed loop (`ramp http --http2`): a user's response time counts from when it
+    /// was ready to send (after its think time), so a wait for a free stream or for its
+    /// connection is part of it; error statuses (4xx, 5xx) count as failures, as
+    /// HTTP/1.1's do. Else (the open loop) latency is from the intended and the actual
+    /// send, and statuses are counted by class.
+    pub(crate) closed: bool,
     /// The URL's address.
     pub(crate) target: SocketAddr,
     /// The URL, for errors.
@@ -66,7 +74,7 @@ pub(crate) struct H2Run<'a> {
     pub(crate) fatal: Mutex<Option<String>>,
 }
 
-impl H2Run<'_> {
+impl<B: Books> H2Run<'_, B> {
     fn fatal(&self, why: String) {
         let mut f = self.fatal.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_none() {
@@ -204,19 +212,19 @@ struct Sched {
     recv_unacked: u32,
 }
 
-struct Loop<'a, 'b> {
-    run: &'a H2Run<'b>,
+struct Loop<'a, 'b, B: Books> {
+    run: &'a H2Run<'b, B>,
     ep: Epoll,
     conns: Vec<Conn>,
     scheds: Vec<Sched>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
-    local: crate::openloop::OpenLocal,
+    local: B::Local,
     timeout_ns: u64,
 }
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
 /// is done.
-pub(crate) fn run_loop(run: &H2Run, ids: Vec<usize>) {
+pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
     let sched = run.sched;
     let ep = match Epoll::new(1024) {
         Ok(ep) => ep,
@@ -236,7 +244,7 @@ pub(crate) fn run_loop(run: &H2Run, ids: Vec<usize>) {
                 conn: k,
                 sid: 0,
                 intended: 0,
-                next_at: sched.first_due(id),
+                next_at: sched.first_due(id).max(sched.starts_at(id)),
                 t0: 0,
                 ready: 0,
                 status: 0,
@@ -329,7 +337,7 @@ pub(crate) fn run_loop(run: &H2Run, ids: Vec<usize>) {
     sched.finish(lp.local, in_flight);
 }
 
-impl Loop<'_, '_> {
+impl<B: Books> Loop<'_, '_, B> {
     fn now_may_send(&self) -> bool {
         self.run.sched.may_send(mono_ns())
     }
@@ -623,13 +631,18 @@ impl Loop<'_, '_> {
     fn answered(&mut self, i: usize) {
         let now = mono_ns();
         let u = &self.scheds[i];
+        let (t0, failed) = match self.run.closed {
+            true => (u.intended, crate::proto::http1::status_failure(u.status)),
+            false => (u.t0, None),
+        };
         let r = Reply {
             status: u.status,
+            failed,
             ..Reply::ok(0)
         };
         self.run
             .sched
-            .answered(&mut self.local, u.intended, u.t0, now, &r);
+            .answered(&mut self.local, u.intended, t0, now, &r);
         self.end_stream(i, now);
     }
 

@@ -27,6 +27,16 @@ const MAX_REPLY_HEADERS: usize = 96;
 const KIND_4XX: &str = "http 4xx";
 const KIND_5XX: &str = "http 5xx";
 
+/// The failure an HTTP status counts as in a closed loop: `http 4xx`, `http 5xx`, else
+/// none (a reply).
+pub(crate) fn status_failure(code: u16) -> Option<&'static str> {
+    match code {
+        400..=499 => Some(KIND_4XX),
+        500..=599 => Some(KIND_5XX),
+        _ => None,
+    }
+}
+
 /// HTTP/1.1 keep-alive request/reply.
 #[derive(Debug, Clone)]
 pub struct Http1 {
@@ -181,11 +191,7 @@ impl Http1 {
         if version == 0 && keep {
             close = has_close_header(r.headers);
         }
-        let failed = match code {
-            400..=499 => Some(KIND_4XX),
-            500..=599 => Some(KIND_5XX),
-            _ => None,
-        };
+        let failed = status_failure(code);
         let body = if self.head || code == 204 || code == 304 {
             Body::Length(0)
         } else if chunked {
@@ -568,6 +574,7 @@ mod tests {
             server_pid: None,
             sample_interval: Duration::from_millis(10),
             load_threads: 0,
+            http2_connections: 0,
         };
         plan.validate().unwrap();
         let p = Http1::for_plan(&plan);

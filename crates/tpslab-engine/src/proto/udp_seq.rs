@@ -120,6 +120,7 @@ mod tests {
             server_pid: None,
             sample_interval: Duration::from_millis(10),
             load_threads: 0,
+            http2_connections: 0,
         };
         p.validate().unwrap();
         p

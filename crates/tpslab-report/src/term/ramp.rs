@@ -32,10 +32,15 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         match &p.proto {
             // The URL, and the address it was resolved to.
             tpslab_analysis::ramp::RampProto::Http(h) => format!(
-                "{} ({}){}",
+                "{} ({}){}{}",
                 h.url,
                 p.target,
-                super::load_http::tls_note(&h.tls)
+                super::load_http::tls_note(&h.tls),
+                match p.http2_connections {
+                    0 => String::new(),
+                    1 => ", HTTP/2: the users' streams on 1 connection".into(),
+                    n => format!(", HTTP/2: the users' streams on {n} connections"),
+                }
             ),
             _ => p.target.to_string(),
         },
@@ -127,7 +132,12 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
             per.join(", ")
         )?;
     }
-    writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = request written to reply read (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
+    let response = if rec.plan.http2_connections > 0 {
+        "the user ready to send (after its think time) to reply read, a wait for a free HTTP/2 stream included"
+    } else {
+        "request written to reply read"
+    };
+    writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = {response} (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
 }
 
 /// A ramp's results: the steps, the verdict and the findings under it.

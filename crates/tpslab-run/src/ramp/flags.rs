@@ -65,6 +65,8 @@ pub struct HttpFlags {
     pub insecure: bool,
     /// `--cacert FILE`.
     pub cacert: Option<PathBuf>,
+    /// `--http2 [--connections N]`: the connections the users share; None: HTTP/1.1.
+    pub http2: Option<usize>,
 }
 
 impl RampFlags {
@@ -150,6 +152,7 @@ impl RampFlags {
             server_pid: pid,
             sample_interval: a.interval,
             load_threads: a.load_threads,
+            http2_connections: 0,
         };
         Ok(RampSetup { plan, builtin })
     }
@@ -183,15 +186,25 @@ impl RampFlags {
             tls: crate::input::tls_settings(h.insecure, h.cacert.as_deref())?,
         };
         req.check()?;
+        if let Some(c) = h.http2 {
+            tpslab_plan::limits::RAMP_USERS.check("--connections", c as u64)?;
+        }
+        if h.http2.is_some() && self.target.is_none() {
+            bail!("ramp http --http2 needs the URL of an HTTP/2 server: the built-in server speaks HTTP/1.1");
+        }
+        let alpn = match h.http2 {
+            Some(_) => tpslab_engine::proto::h2::ALPN,
+            None => tpslab_engine::proto::http1::ALPN,
+        };
         // A --cacert without a usable certificate: one line now, not a run of failures.
-        tpslab_engine::proto::tls::client_for(&req, tpslab_engine::proto::http1::ALPN)
-            .map_err(|e| anyhow!(e))?;
+        tpslab_engine::proto::tls::client_for(&req, alpn).map_err(|e| anyhow!(e))?;
         let body = match &h.body {
             Some(p) => crate::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
             None => vec![],
         };
         let mut setup = self.setup(RampProto::Http(req), outputs)?;
         setup.plan.request = body;
+        setup.plan.http2_connections = h.http2.unwrap_or(0);
         Ok(setup)
     }
 }

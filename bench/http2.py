@@ -11,7 +11,11 @@ mode. So each round runs h2load first, then tpslab at the rate h2load reached in
 round (`--connections 1 --streams STREAMS --load-threads 1`): the figure for tpslab is
 whether it holds that rate (achieved / intended, late sends) and its latency at it
 (corrected from the intended send times, and uncorrected), beside h2load's mean time per
-request. Streams: 1 and 100. Prints medians (min-max) over the rounds.
+request. Then, in the same round, the closed loop h2load is: `ramp http --http2
+--connections 1 --users STREAMS..STREAMS` (one step, each user one stream in flight, as
+h2load's `-m STREAMS`), whose TPS is compared with h2load's requests/s as a ratio, and
+its mean response time with h2load's mean time per request.
+Streams: 1 and 100. Prints medians (min-max) over the rounds.
 """
 
 import argparse
@@ -122,6 +126,25 @@ def tpslab(url, streams, rate, secs):
     }
 
 
+def ramp_h2(url, streams, secs):
+    """tpslab ramp http --http2, one step of `streams` users on one connection: TPS and
+    mean response time (ms; from p50 and the histogram's mean where the record has it)."""
+    js = os.path.join(OUT, "r.json")
+    sh(on(0, TPSLAB, "ramp", "http", url, "--http2", "--connections", "1", "--users",
+          f"{streams}..{streams}", "--load-threads", "1", "--step-duration", f"{secs}s",
+          "--warmup", "500ms", "--no-history", "--json", js), timeout=secs + 60)
+    with open(js) as f:
+        r = json.load(f)
+    s = r["steps"][0]
+    resp = s["response"]
+    return {
+        "tps": s["tps"],
+        "mean_ms": resp.get("mean_ns", 0) / 1e6,
+        "p50_ms": resp["p50_ns"] / 1e6,
+        "errors": sum(s["errors"].values()),
+    }
+
+
 def med(xs):
     return f"{statistics.median(xs):,.3f} ({min(xs):,.3f}-{max(xs):,.3f})" if xs else "-"
 
@@ -148,12 +171,15 @@ def main():
             for streams in (1, 100):
                 h = h2load(url, streams, a.seconds)
                 t = tpslab(url, streams, h["rps"], a.seconds)
-                rows.setdefault(streams, []).append((h, t))
+                c = ramp_h2(url, streams, a.seconds)
+                rows.setdefault(streams, []).append((h, t, c))
                 print(f"round {rnd + 1} streams {streams}: h2load {h['rps']:,.0f}/s "
                       f"(mean {h['mean_ms']:.3f} ms); tpslab at that rate: sent {t['rps']:,.0f}/s, "
                       f"2xx {t['ok_rps']:,.0f}/s, late {t['late_pct']:.1f} %, p50 {t['p50_ms']:.3f} ms "
                       f"p99 {t['p99_ms']:.3f} ms (uncorrected p50 {t['u_p50_ms']:.3f} ms), "
-                      f"errors {t['errors']}", flush=True)
+                      f"errors {t['errors']}; closed loop: tpslab ramp {c['tps']:,.0f} TPS "
+                      f"(mean {c['mean_ms']:.3f} ms, p50 {c['p50_ms']:.3f} ms, errors {c['errors']})",
+                      flush=True)
     finally:
         ng.terminate()
         ng.wait(10)
@@ -161,13 +187,16 @@ def main():
     print(f"HTTP/2 h2c against nginx 1 worker (CPU 1), client on CPU 0, 1 connection; "
           f"{a.rounds} rounds of {a.seconds} s; median (min-max)")
     for streams, rs in rows.items():
-        hs, ts = [r[0] for r in rs], [r[1] for r in rs]
+        hs, ts, cs = [r[0] for r in rs], [r[1] for r in rs], [r[2] for r in rs]
         print(f" streams {streams:>3}: h2load {medi([h['rps'] for h in hs])} req/s, "
               f"mean {med([h['mean_ms'] for h in hs])} ms")
         print(f"              tpslab at h2load's rate: achieved/intended "
-              f"{med([t['rps'] / h['rps'] for h, t in rs])}, answered 2xx {medi([t['ok_rps'] for t in ts])}/s, "
+              f"{med([t['rps'] / h['rps'] for h, t, _ in rs])}, answered 2xx {medi([t['ok_rps'] for t in ts])}/s, "
               f"late {med([t['late_pct'] for t in ts])} %, corrected p50 {med([t['p50_ms'] for t in ts])} ms, "
               f"p99 {med([t['p99_ms'] for t in ts])} ms, uncorrected p50 {med([t['u_p50_ms'] for t in ts])} ms")
+        print(f"              tpslab ramp http --http2 (closed loop): {medi([c['tps'] for c in cs])} TPS, "
+              f"TPS / h2load's req/s {med([c['tps'] / h['rps'] for h, t, c in rs])}, mean response "
+              f"{med([c['mean_ms'] for c in cs])} ms (/ h2load's mean {med([c['mean_ms'] / h['mean_ms'] for h, t, c in rs])})")
     shutil.rmtree(OUT, ignore_errors=True)
 
 

@@ -129,7 +129,8 @@ pub struct LoadHttpResult {
     pub connect_errors: ErrorKinds,
     /// Requests still waiting for their reply when the grace after the end ran out.
     pub unanswered: u64,
-    /// Request bytes written, reply bytes read.
+    /// Bytes written: the requests; HTTP/2's also the connection's own frames (preface,
+    /// SETTINGS, WINDOW_UPDATE, SETTINGS and PING acks, RST_STREAM). Over TLS, plaintext.
     pub bytes_out: u64,
     /// Reply bytes read.
     pub bytes_in: u64,

@@ -99,6 +99,15 @@ const MAX_HEADER_BLOCK: usize = 1 << 20;
 /// How often streams and connects are checked for their timeout, ns.
 const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 
+/// Appends a connection's own frames to its `tx` with `put` (the preface and SETTINGS, a
+/// SETTINGS or PING ack, WINDOW_UPDATE, RST_STREAM) and counts their bytes out as a
+/// request's frames are: bytes_out is every HTTP/2 byte the client wrote.
+fn control(l: &mut super::OpenLocal, tx: &mut Vec<u8>, put: impl FnOnce(&mut Vec<u8>)) {
+    let n = tx.len();
+    put(tx);
+    l.bytes_out += (tx.len() - n) as u64;
+}
+
 struct Conn {
     state: CState,
     sock: Option<socket2::Socket>,
@@ -415,7 +424,7 @@ impl Loop<'_, '_> {
         c.state = CState::Settings;
         c.tx.clear();
         c.tx_off = 0;
-        h2::client_start(&mut c.tx);
+        control(&mut self.local, &mut c.tx, h2::client_start);
         self.flush(k);
     }
 
@@ -640,7 +649,9 @@ impl Loop<'_, '_> {
         self.run.sched.failed(&mut self.local, now, kind, u.sent);
         if rst {
             let (k, sid) = (u.conn, u.sid);
-            h2::rst_stream(&mut self.conns[k].tx, sid, h2::CANCEL);
+            control(&mut self.local, &mut self.conns[k].tx, |t| {
+                h2::rst_stream(t, sid, h2::CANCEL)
+            });
         }
         self.end_stream(i, now);
     }
@@ -867,7 +878,7 @@ impl Loop<'_, '_> {
                         _ => {}
                     }
                 }
-                h2::settings_ack(&mut c.tx);
+                control(&mut self.local, &mut c.tx, h2::settings_ack);
                 if c.state == CState::Settings {
                     c.state = CState::Open;
                     c.deadline = 0;
@@ -878,7 +889,9 @@ impl Loop<'_, '_> {
                     c.first_sent = false;
                 }
             }
-            Frame::Ping { ack: false, data } => h2::ping_ack(&mut c.tx, &data),
+            Frame::Ping { ack: false, data } => {
+                control(&mut self.local, &mut c.tx, |t| h2::ping_ack(t, &data))
+            }
             Frame::Ping { ack: true, .. } => {}
             Frame::WindowUpdate {
                 stream: 0,
@@ -934,7 +947,8 @@ impl Loop<'_, '_> {
             } => {
                 c.recv_unacked += flow;
                 if c.recv_unacked >= h2::RECV_WINDOW / 2 {
-                    h2::window_update(&mut c.tx, 0, c.recv_unacked);
+                    let n = c.recv_unacked;
+                    control(&mut self.local, &mut c.tx, |t| h2::window_update(t, 0, n));
                     c.recv_unacked = 0;
                 }
                 if let Some(&i) = c.streams.get(&stream) {
@@ -944,7 +958,10 @@ impl Loop<'_, '_> {
                         let u = &mut self.scheds[i];
                         u.recv_unacked += flow;
                         if u.recv_unacked >= h2::RECV_WINDOW / 2 {
-                            h2::window_update(&mut c.tx, stream, u.recv_unacked);
+                            let n = u.recv_unacked;
+                            control(&mut self.local, &mut c.tx, |t| {
+                                h2::window_update(t, stream, n)
+                            });
                             u.recv_unacked = 0;
                         }
                     }

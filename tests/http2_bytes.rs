@@ -14,13 +14,17 @@ fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
+/// What the server saw: bytes read, bytes written, the frames read (type, flags).
+struct Counted {
+    read: u64,
+    written: u64,
+    seen: Vec<(u8, u8)>,
+}
+
 /// A minimal h2c server on one connection, in a thread: it sends SETTINGS and a PING
 /// first, acknowledges the client's SETTINGS, answers each HEADERS with a HEADERS of
 /// `:status 200` (HPACK 0x88) ending the stream, and reads until the client closes.
-/// Returns (bytes read, bytes written, the frame types read with their flags).
-fn h2_counting_server(
-    listener: std::net::TcpListener,
-) -> std::thread::JoinHandle<(u64, u64, Vec<(u8, u8)>)> {
+fn h2_counting_server(listener: std::net::TcpListener) -> std::thread::JoinHandle<Counted> {
     use std::io::{Read, Write};
     std::thread::spawn(move || {
         let (mut s, _) = listener.accept().expect("accept");
@@ -78,7 +82,11 @@ fn h2_counting_server(
                 written += out.len() as u64;
             }
         }
-        (read, written, seen)
+        Counted {
+            read,
+            written,
+            seen,
+        }
     })
 }
 
@@ -101,7 +109,11 @@ fn h2c_bytes_out_count_the_connections_own_frames() {
     ];
     let (code, _, err, r) = load(&url, &args, "h2c-bytes");
     assert_eq!(code, Some(0), "{err}");
-    let (read, written, seen) = server.join().expect("server thread");
+    let Counted {
+        read,
+        written,
+        seen,
+    } = server.join().expect("server thread");
     let res = &r["result"];
     assert_eq!(n(&res["status"]["s2xx"]), 200, "{res}");
     for k in ["errors", "connect_errors"] {

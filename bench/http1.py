@@ -88,7 +88,7 @@ def nginx(port, connections):
     with open(conf, "w") as f:
         f.write(f"""daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;
 error_log {d}/logs/error.log; worker_rlimit_nofile {2 * connections + 1024};
-events {{ worker_connections {connections + 512}; multi_accept on; }}
+events {{ worker_connections {2 * connections + 512}; multi_accept on; }}
 http {{ access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;
   uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;

@@ -155,6 +155,11 @@ pub struct LoadHttpResult {
     pub corrected: LatencySummary,
     /// Latency from each request's actual send time to its reply (uncorrected).
     pub uncorrected: LatencySummary,
+    /// The first TLS failure's text, e.g. `tls: invalid peer certificate: certificate not
+    /// valid for name "localhost"; certificate is only valid for DnsName("other")` (the
+    /// counts above say how many; this, why). None: no TLS failure, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tls_error: Option<String>,
 }
 
 impl LoadHttpResult {

@@ -73,10 +73,14 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     let (e, c) = (&l.result.errors, &l.result.connect_errors);
     if l.answered() == 0 && e.total() + c.total() > 0 {
         bail!(
-            "{}: no request answered (connects failed: {}; requests failed: {})",
+            "{}: no request answered (connects failed: {}; requests failed: {}){}",
             plan.request.url,
             c.summary(),
-            e.summary()
+            e.summary(),
+            l.result
+                .first_tls_error
+                .as_ref()
+                .map_or(String::new(), |t| format!("; first TLS failure: {t}"))
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -64,6 +64,15 @@ fn load_http_over_tls_trusts_its_cacert_fails_a_wrong_ca_and_says_insecure() {
         "{res}"
     );
     assert!(err.contains("connects failed: tls "), "{err}");
+    // Why, in the error line and the record: the first TLS failure's text.
+    assert!(
+        err.contains("first TLS failure: tls: invalid peer certificate: UnknownIssuer"),
+        "{err}"
+    );
+    assert_eq!(
+        res["first_tls_error"], "tls: invalid peer certificate: UnknownIssuer",
+        "{res}"
+    );
 
     // --insecure: any certificate, any name (127.0.0.1 is in it, "other" is not needed).
     let url = format!("https://127.0.0.1:{port}/index.html");

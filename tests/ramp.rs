@@ -318,6 +318,65 @@ fn a_full_accept_queue_is_named() {
     assert!(text.contains("the listen socket's backlog is 1"), "{text}");
 }
 
+/// The same for HTTP/1.1: `ramp http` against a keep-alive HTTP server with a listen
+/// backlog of 1 that accepts one connection every 300 ms carries the listen queue's
+/// evidence per step and names the full accept queue in its verdict.
+#[test]
+fn a_full_accept_queue_is_named_for_http() {
+    if !common::can_netns("a_full_accept_queue_is_named_for_http") {
+        return;
+    }
+    let _g = common::serial();
+    let ns = NetNs::new();
+    let port = 7315;
+    let mut child = python_server(&ns, &slow_accept_http_server(port));
+    let url = format!("http://127.0.0.1:{port}/");
+    let (j, text) = ramp_python_as(&ns, &mut child, &["http", &url], "ramp-accept-http");
+    assert_eq!(j["listener"]["backlog"], 1, "{}", j["listener"]);
+    let dropped: Vec<u64> = steps(&j)
+        .iter()
+        .map(|s| {
+            s["tcp"]["listen_overflows"]
+                .as_u64()
+                .expect("tcp counters per step")
+        })
+        .collect();
+    assert_eq!(dropped[0], 0, "one user connects at once: {dropped:?}");
+    assert!(*dropped.last().unwrap() > 0, "{dropped:?}");
+    // The accept queue's depth was sampled (sock_diag) while users waited in it.
+    assert!(
+        steps(&j)
+            .iter()
+            .any(|s| s["accept_queue_max"].as_u64().unwrap_or(0) > 0),
+        "{}",
+        j["steps"]
+    );
+    assert!(
+        text.contains("VERDICT: connections dropped at a full accept queue"),
+        "{text}"
+    );
+    assert!(text.contains("the listen socket's backlog is 1"), "{text}");
+    assert!(
+        text.contains("listen socket with backlog 1: connection requests dropped per step"),
+        "{text}"
+    );
+}
+
+/// A python3 HTTP/1.1 keep-alive server on 127.0.0.1:`port` (any request, `200 ok`) with
+/// a listen backlog of 1 that accepts a connection every 300 ms.
+fn slow_accept_http_server(port: u16) -> String {
+    format!(
+        "import socket, threading, time\n\
+         l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         l.bind(('127.0.0.1', {port})); l.listen(1)\n\
+         print('ready', flush=True)\n\
+         def serve(c):\n    b = b''\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        b += d\n\
+         \x20       while b'\\r\\n\\r\\n' in b:\n            b = b.split(b'\\r\\n\\r\\n', 1)[1]\n\
+         \x20           c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n')\n\
+         while True:\n    c, _ = l.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start(); time.sleep(0.3)\n"
+    )
+}
+
 /// A python3 echo server on 127.0.0.1:`port` with a listen backlog of 1 that accepts a
 /// connection every 300 ms.
 fn slow_accept_server(port: u16) -> String {
@@ -428,9 +487,20 @@ fn ramp_python(
     port: u16,
     tag: &str,
 ) -> (Value, String) {
+    ramp_python_as(ns, child, &["tcp", &format!("127.0.0.1:{port}")], tag)
+}
+
+/// [`ramp_python`] with `ramp KIND TARGET` given as `what` (e.g. `["http", URL]`).
+fn ramp_python_as(
+    ns: &NetNs,
+    child: &mut std::process::Child,
+    what: &[&str],
+    tag: &str,
+) -> (Value, String) {
     let json = common::tmp(&format!("{tag}.json"));
     let mut c = ns.tpslab();
-    c.args(["ramp", "tcp", &format!("127.0.0.1:{port}")])
+    c.arg("ramp")
+        .args(what)
         .args(["--users", "1..16", "--step", "x2", "--step-duration", "1s"])
         .args([
             "--warmup",

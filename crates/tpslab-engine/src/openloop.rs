@@ -78,6 +78,8 @@ pub(crate) struct OpenLocal {
     /// First and last request written, monotonic ns (first u64::MAX: none).
     first: u64,
     last: u64,
+    /// The first TLS failure's text (`tls: ...`).
+    first_tls_error: Option<String>,
 }
 
 impl OpenLocal {
@@ -99,6 +101,7 @@ impl OpenLocal {
             behind_max_ns: 0,
             first: u64::MAX,
             last: 0,
+            first_tls_error: None,
         }
     }
 
@@ -127,6 +130,9 @@ impl OpenLocal {
         self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
         self.first = self.first.min(o.first);
         self.last = self.last.max(o.last);
+        if self.first_tls_error.is_none() {
+            self.first_tls_error.clone_from(&o.first_tls_error);
+        }
     }
 }
 
@@ -273,6 +279,10 @@ impl Books for Schedule<'_> {
             &mut l.errors
         };
         *error_slot(slots, kind) += 1;
+        let k = kind.strip_prefix("connect: ").unwrap_or(kind);
+        if k.starts_with("tls: ") && l.first_tls_error.is_none() {
+            l.first_tls_error = Some(k.to_string());
+        }
     }
 
     fn abort(&self) {
@@ -474,6 +484,7 @@ fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadH
         last_sent_s: if l.sent == 0 { 0.0 } else { since(l.last) },
         corrected: LatencySummary::from_histogram(&l.corrected),
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
+        first_tls_error: l.first_tls_error,
     };
     LoadHttpRecord {
         plan: plan.clone(),

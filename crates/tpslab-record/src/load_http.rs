@@ -129,7 +129,8 @@ pub struct LoadHttpResult {
     pub connect_errors: ErrorKinds,
     /// Requests still waiting for their reply when the grace after the end ran out.
     pub unanswered: u64,
-    /// Request bytes written, reply bytes read.
+    /// Bytes written: the requests; HTTP/2's also the connection's own frames (preface,
+    /// SETTINGS, WINDOW_UPDATE, SETTINGS and PING acks, RST_STREAM). Over TLS, plaintext.
     pub bytes_out: u64,
     /// Reply bytes read.
     pub bytes_in: u64,
@@ -154,6 +155,11 @@ pub struct LoadHttpResult {
     pub corrected: LatencySummary,
     /// Latency from each request's actual send time to its reply (uncorrected).
     pub uncorrected: LatencySummary,
+    /// The first TLS failure's text, e.g. `tls: invalid peer certificate: certificate not
+    /// valid for name "localhost"; certificate is only valid for DnsName("other")` (the
+    /// counts above say how many; this, why). None: no TLS failure, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tls_error: Option<String>,
 }
 
 impl LoadHttpResult {

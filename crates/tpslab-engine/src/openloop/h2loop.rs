@@ -107,6 +107,15 @@ const MAX_HEADER_BLOCK: usize = 1 << 20;
 /// How often streams and connects are checked for their timeout, ns.
 const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 
+/// Appends a connection's own frames to its `tx` with `put` (the preface and SETTINGS, a
+/// SETTINGS or PING ack, WINDOW_UPDATE, RST_STREAM) and counts their bytes out as a
+/// request's frames are: bytes_out is every HTTP/2 byte the client wrote.
+fn control(l: &mut super::OpenLocal, tx: &mut Vec<u8>, put: impl FnOnce(&mut Vec<u8>)) {
+    let n = tx.len();
+    put(tx);
+    l.bytes_out += (tx.len() - n) as u64;
+}
+
 struct Conn {
     state: CState,
     sock: Option<socket2::Socket>,
@@ -423,7 +432,7 @@ impl<B: Books> Loop<'_, '_, B> {
         c.state = CState::Settings;
         c.tx.clear();
         c.tx_off = 0;
-        h2::client_start(&mut c.tx);
+        control(&mut self.local, &mut c.tx, h2::client_start);
         self.flush(k);
     }
 
@@ -653,7 +662,9 @@ impl<B: Books> Loop<'_, '_, B> {
         self.run.sched.failed(&mut self.local, now, kind, u.sent);
         if rst {
             let (k, sid) = (u.conn, u.sid);
-            h2::rst_stream(&mut self.conns[k].tx, sid, h2::CANCEL);
+            control(&mut self.local, &mut self.conns[k].tx, |t| {
+                h2::rst_stream(t, sid, h2::CANCEL)
+            });
         }
         self.end_stream(i, now);
     }
@@ -880,7 +891,7 @@ impl<B: Books> Loop<'_, '_, B> {
                         _ => {}
                     }
                 }
-                h2::settings_ack(&mut c.tx);
+                control(&mut self.local, &mut c.tx, h2::settings_ack);
                 if c.state == CState::Settings {
                     c.state = CState::Open;
                     c.deadline = 0;
@@ -891,7 +902,9 @@ impl<B: Books> Loop<'_, '_, B> {
                     c.first_sent = false;
                 }
             }
-            Frame::Ping { ack: false, data } => h2::ping_ack(&mut c.tx, &data),
+            Frame::Ping { ack: false, data } => {
+                control(&mut self.local, &mut c.tx, |t| h2::ping_ack(t, &data))
+            }
             Frame::Ping { ack: true, .. } => {}
             Frame::WindowUpdate {
                 stream: 0,
@@ -947,7 +960,8 @@ impl<B: Books> Loop<'_, '_, B> {
             } => {
                 c.recv_unacked += flow;
                 if c.recv_unacked >= h2::RECV_WINDOW / 2 {
-                    h2::window_update(&mut c.tx, 0, c.recv_unacked);
+                    let n = c.recv_unacked;
+                    control(&mut self.local, &mut c.tx, |t| h2::window_update(t, 0, n));
                     c.recv_unacked = 0;
                 }
                 if let Some(&i) = c.streams.get(&stream) {
@@ -957,7 +971,10 @@ impl<B: Books> Loop<'_, '_, B> {
                         let u = &mut self.scheds[i];
                         u.recv_unacked += flow;
                         if u.recv_unacked >= h2::RECV_WINDOW / 2 {
-                            h2::window_update(&mut c.tx, stream, u.recv_unacked);
+                            let n = u.recv_unacked;
+                            control(&mut self.local, &mut c.tx, |t| {
+                                h2::window_update(t, stream, n)
+                            });
                             u.recv_unacked = 0;
                         }
                     }

@@ -312,3 +312,7 @@ pub fn read(c: &mut ClientConnection, s: &socket2::Socket, buf: &mut [u8]) -> io
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;

@@ -39,6 +39,9 @@ pub(crate) trait Books: Sync {
     fn sent(&self, l: &mut Self::Local, intended: u64, ready: u64, now: u64, bytes: usize);
     /// `bytes` read from a connection.
     fn read(&self, _l: &mut Self::Local, _bytes: usize) {}
+    /// `bytes` of a connection's own (no request's) written: HTTP/2's preface, SETTINGS,
+    /// acks, WINDOW_UPDATE, RST_STREAM.
+    fn wrote(&self, _l: &mut Self::Local, _bytes: usize) {}
     /// A connection was made (or a datagram socket opened).
     fn opened(&self, _l: &mut Self::Local) {}
     /// The reply `r` to a request intended at `intended` and written at `t0` arrived at

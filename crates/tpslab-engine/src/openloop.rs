@@ -247,6 +247,10 @@ impl Books for Schedule<'_> {
         l.bytes_in += bytes as u64;
     }
 
+    fn wrote(&self, l: &mut OpenLocal, bytes: usize) {
+        l.bytes_out += bytes as u64;
+    }
+
     fn opened(&self, l: &mut OpenLocal) {
         l.connections += 1;
     }

@@ -110,10 +110,15 @@ const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 /// Appends a connection's own frames to its `tx` with `put` (the preface and SETTINGS, a
 /// SETTINGS or PING ack, WINDOW_UPDATE, RST_STREAM) and counts their bytes out as a
 /// request's frames are: bytes_out is every HTTP/2 byte the client wrote.
-fn control(l: &mut super::OpenLocal, tx: &mut Vec<u8>, put: impl FnOnce(&mut Vec<u8>)) {
+fn control<B: Books>(
+    books: &B,
+    l: &mut B::Local,
+    tx: &mut Vec<u8>,
+    put: impl FnOnce(&mut Vec<u8>),
+) {
     let n = tx.len();
     put(tx);
-    l.bytes_out += (tx.len() - n) as u64;
+    books.wrote(l, tx.len() - n);
 }
 
 struct Conn {
@@ -432,7 +437,7 @@ impl<B: Books> Loop<'_, '_, B> {
         c.state = CState::Settings;
         c.tx.clear();
         c.tx_off = 0;
-        control(&mut self.local, &mut c.tx, h2::client_start);
+        control(self.run.sched, &mut self.local, &mut c.tx, h2::client_start);
         self.flush(k);
     }
 
@@ -662,7 +667,7 @@ impl<B: Books> Loop<'_, '_, B> {
         self.run.sched.failed(&mut self.local, now, kind, u.sent);
         if rst {
             let (k, sid) = (u.conn, u.sid);
-            control(&mut self.local, &mut self.conns[k].tx, |t| {
+            control(self.run.sched, &mut self.local, &mut self.conns[k].tx, |t| {
                 h2::rst_stream(t, sid, h2::CANCEL)
             });
         }
@@ -891,7 +896,7 @@ impl<B: Books> Loop<'_, '_, B> {
                         _ => {}
                     }
                 }
-                control(&mut self.local, &mut c.tx, h2::settings_ack);
+                control(self.run.sched, &mut self.local, &mut c.tx, h2::settings_ack);
                 if c.state == CState::Settings {
                     c.state = CState::Open;
                     c.deadline = 0;
@@ -903,7 +908,7 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             }
             Frame::Ping { ack: false, data } => {
-                control(&mut self.local, &mut c.tx, |t| h2::ping_ack(t, &data))
+                control(self.run.sched, &mut self.local, &mut c.tx, |t| h2::ping_ack(t, &data))
             }
             Frame::Ping { ack: true, .. } => {}
             Frame::WindowUpdate {
@@ -961,7 +966,7 @@ impl<B: Books> Loop<'_, '_, B> {
                 c.recv_unacked += flow;
                 if c.recv_unacked >= h2::RECV_WINDOW / 2 {
                     let n = c.recv_unacked;
-                    control(&mut self.local, &mut c.tx, |t| h2::window_update(t, 0, n));
+                    control(self.run.sched, &mut self.local, &mut c.tx, |t| h2::window_update(t, 0, n));
                     c.recv_unacked = 0;
                 }
                 if let Some(&i) = c.streams.get(&stream) {
@@ -972,7 +977,7 @@ impl<B: Books> Loop<'_, '_, B> {
                         u.recv_unacked += flow;
                         if u.recv_unacked >= h2::RECV_WINDOW / 2 {
                             let n = u.recv_unacked;
-                            control(&mut self.local, &mut c.tx, |t| {
+                            control(self.run.sched, &mut self.local, &mut c.tx, |t| {
                                 h2::window_update(t, stream, n)
                             });
                             u.recv_unacked = 0;

@@ -12,8 +12,10 @@ use std::time::Duration;
 use tpslab_analysis::capacity::CapacityStep;
 use tpslab_analysis::sweep::RunMetrics;
 use tpslab_engine::observe::{LiveSample, LiveSink};
+use tpslab_engine::openloop::{HttpLiveSample, HttpLiveSink};
 use tpslab_report::live::{
-    LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
+    HttpFrame, HttpLiveState, LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState,
+    RunsKind, RunsLiveState,
 };
 use tpslab_run::ramp::StepResult;
 
@@ -298,6 +300,92 @@ pub(crate) fn attach_runs(
     ctx.live = Some(sink);
     ctx.progress = progress;
     Ok(Some((view, tx)))
+}
+
+/// With `live`, starts the view of an open loop of HTTP requests under `header` (`search`:
+/// a capacity search's, its steps above the step running) and points `ctx`'s HTTP samples
+/// (beside `--json-stream`'s, if any) and progress at it. None without `live`. Errors: the
+/// terminal cannot be set up.
+pub(crate) fn attach_http(
+    live: bool,
+    search: bool,
+    header: LiveHeader,
+    ctx: &mut tpslab_run::Ctx,
+) -> Result<Option<LiveView>> {
+    if !live {
+        return Ok(None);
+    }
+    let st = match search {
+        true => HttpLiveState::search(header),
+        false => HttpLiveState::new(header),
+    };
+    let (view, tx, _) = LiveView::start_screen(st, ctx.stop.clone())?;
+    let to_view = tx.clone();
+    let also = ctx.http_live.take();
+    ctx.http_live = Some(HttpLiveSink(Arc::new(move |s: &HttpLiveSample| {
+        if let Some(o) = &also {
+            (o.0)(s);
+        }
+        // The --json-stream line itself, read back.
+        let f = serde_json::to_string(s).map(|l| HttpFrame::from_line(&l));
+        if let Ok(Ok(f)) = f {
+            let _ = to_view.send(HttpItem::Frame(f));
+        }
+    })));
+    ctx.progress = Arc::new(HttpProgress {
+        held: HeldLines(view.lines.clone()),
+        tx,
+    });
+    Ok(Some(view))
+}
+
+/// What an open loop of HTTP requests tells its view.
+pub(crate) enum HttpItem {
+    /// A capacity search's step called this starts.
+    Run(String),
+    /// One interval of the run going now.
+    Frame(HttpFrame),
+    /// A capacity search's steps judged so far.
+    Steps(Vec<CapacityStep>),
+}
+
+impl Screen for HttpLiveState {
+    type Item = HttpItem;
+    fn take(&mut self, item: HttpItem) {
+        match item {
+            HttpItem::Run(label) => self.start_run(&label),
+            HttpItem::Frame(f) => self.push(f),
+            HttpItem::Steps(steps) => self.set_steps(&steps),
+        }
+    }
+    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+    fn draw(&self, f: &mut ratatui::Frame) {
+        tpslab_report::live::draw_http(f, self)
+    }
+}
+
+/// Progress of an open loop of HTTP requests under its view: a capacity search's steps
+/// (each phase that starts, the steps judged) go to it; lines are held for after.
+struct HttpProgress {
+    held: HeldLines,
+    tx: mpsc::Sender<HttpItem>,
+}
+
+impl tpslab_run::Progress for HttpProgress {
+    fn phase(&self, label: &str, _secs: f64) -> Box<dyn Send + '_> {
+        let _ = self.tx.send(HttpItem::Run(label.to_string()));
+        Box::new(())
+    }
+
+    fn line(&self, line: &str) {
+        self.held.line(line)
+    }
+
+    fn capacity_steps(&self, steps: &[CapacityStep]) {
+        let _ = self.tx.send(HttpItem::Steps(steps.to_vec()));
+    }
 }
 
 /// What a command of several runs tells its view.

@@ -13,6 +13,7 @@ use tpslab_analysis::capacity::CapacityStep;
 use tpslab_analysis::sweep::RunMetrics;
 use tpslab_engine::observe::{LiveSample, LiveSink};
 use tpslab_engine::openloop::{HttpLiveSample, HttpLiveSink};
+use tpslab_report::live::keys::{commands, Key, KeyFlags, Keyed};
 use tpslab_report::live::{
     HttpFrame, HttpLiveState, LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState,
     RunsKind, RunsLiveState,
@@ -241,15 +242,13 @@ impl LiveView {
 
 /// What the view's thread draws: a state fed by what the run hands it, with the keys'
 /// flags.
-trait Screen: Clone + Send + 'static {
+trait Screen: KeyFlags + Send + 'static {
     /// What the run hands the view (a sample, the steps so far).
     type Item: Send + 'static;
     /// Takes one in.
     fn take(&mut self, item: Self::Item);
     /// The view's clock: `since` the view started (for screens fed only now and then).
     fn tick(&mut self, _since: Duration) {}
-    /// The keys' flags: (paused, help, stopping).
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool);
     /// Draws the whole frame.
     fn draw(&self, f: &mut ratatui::Frame);
 }
@@ -258,9 +257,6 @@ impl Screen for LiveState {
     type Item = LiveFrame;
     fn take(&mut self, item: LiveFrame) {
         self.push(item);
-    }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
     }
     fn draw(&self, f: &mut ratatui::Frame) {
         tpslab_report::live::draw(f, self)
@@ -274,9 +270,6 @@ impl Screen for RampLiveState {
     }
     fn tick(&mut self, since: Duration) {
         self.elapsed_s = since.as_secs_f64();
-    }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
     }
     fn draw(&self, f: &mut ratatui::Frame) {
         tpslab_report::live::draw_ramp(f, self)
@@ -358,9 +351,6 @@ impl Screen for HttpLiveState {
             HttpItem::Steps(steps) => self.set_steps(&steps),
         }
     }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
-    }
     fn draw(&self, f: &mut ratatui::Frame) {
         tpslab_report::live::draw_http(f, self)
     }
@@ -409,13 +399,6 @@ impl Screen for RunsLiveState {
             RunsItem::SweepDone(done, cell, m) => self.sweep_done(done, &cell, &m),
             RunsItem::Steps(steps) => self.set_steps(&steps),
         }
-    }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (
-            &mut self.run.paused,
-            &mut self.run.help,
-            &mut self.run.stopping,
-        )
     }
     fn draw(&self, f: &mut ratatui::Frame) {
         tpslab_report::live::draw_runs(f, self)
@@ -482,35 +465,24 @@ fn frame(s: &LiveSample) -> Option<LiveFrame> {
     Some(f)
 }
 
-/// The view's loop: take in what came, draw (the frozen copy while paused), read keys.
+/// The view's loop: take in what came, draw (the frozen copy while paused), read every
+/// key pending (all those read together: none waits for the next byte).
 fn run_view<S: Screen>(
     term: &mut ratatui::DefaultTerminal,
-    mut st: S,
+    st: S,
     rx: &mpsc::Receiver<S::Item>,
     stop: &AtomicBool,
     done: &AtomicBool,
 ) -> Result<()> {
     let t0 = std::time::Instant::now();
-    let mut frozen: Option<S> = None;
+    let mut view = Keyed::new(st);
     let tty = KeysTty::open()?;
     while !done.load(Relaxed) {
         while let Ok(f) = rx.try_recv() {
-            st.take(f);
+            view.st.take(f);
         }
-        st.tick(t0.elapsed());
-        *st.flags().2 = stop.load(Relaxed);
-        let (help, stopping) = {
-            let (_, h, s) = st.flags();
-            (*h, *s)
-        };
-        let shown = match &mut frozen {
-            Some(fz) => {
-                let (_, h, s) = fz.flags();
-                (*h, *s) = (help, stopping);
-                &*fz
-            }
-            None => &st,
-        };
+        view.st.tick(t0.elapsed());
+        let shown = view.shown(stop.load(Relaxed));
         if let Err(e) = term.draw(|f| shown.draw(f)) {
             hung_up(stop);
             return Err(e.into());
@@ -518,44 +490,35 @@ fn run_view<S: Screen>(
         if !tty.wait(TICK)? {
             continue;
         }
-        if tty.hung_up()? {
-            hung_up(stop);
-            return Ok(());
-        }
-        if !event::poll(Duration::ZERO)? {
-            continue;
-        }
-        let Event::Key(k) = event::read()? else {
-            continue;
-        };
-        if k.kind != KeyEventKind::Press {
-            continue;
-        }
-        match k.code {
-            // Raw mode turns Ctrl-C into a key: the first q or Ctrl-C stops the run as a
-            // SIGINT does; a second one is a real SIGINT, which quits at once (host settings
-            // restored, the terminal given back) as a second Ctrl-C does without --live.
-            KeyCode::Char('q') | KeyCode::Char('Q') => stop_or_quit(stop),
-            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => stop_or_quit(stop),
-            KeyCode::Char('p') | KeyCode::Char(' ') => {
-                frozen = match frozen {
-                    Some(_) => None,
-                    None => {
-                        let mut fz = st.clone();
-                        *fz.flags().0 = true;
-                        Some(fz)
-                    }
-                };
+        let mut keys = vec![];
+        loop {
+            if tty.hung_up()? {
+                hung_up(stop);
+                return Ok(());
             }
-            KeyCode::Char('?') | KeyCode::Char('h') => {
-                let h = st.flags().1;
-                *h = !*h;
+            if !event::poll(Duration::ZERO)? {
+                break;
             }
-            KeyCode::Esc => *st.flags().1 = false,
-            _ => {}
+            keys.push(key(event::read()?));
         }
+        // Raw mode turns Ctrl-C into a key: the first q or Ctrl-C stops the run as a
+        // SIGINT does; a second one is a real SIGINT, which quits at once (host settings
+        // restored, the terminal given back) as a second Ctrl-C does without --live.
+        view.apply(&commands(&keys), &mut || stop_or_quit(stop));
     }
     Ok(())
+}
+
+/// A terminal event as the view's keys read it: a key pressed, else [`Key::Other`].
+fn key(e: Event) -> Key {
+    match e {
+        Event::Key(k) if k.kind == KeyEventKind::Press => match k.code {
+            KeyCode::Char(c) => Key::Char(c, k.modifiers.contains(KeyModifiers::CONTROL)),
+            KeyCode::Esc => Key::Esc,
+            _ => Key::Other,
+        },
+        _ => Key::Other,
+    }
 }
 
 /// The terminal is gone (its tmux server or ssh session ended: a hangup) or cannot be

@@ -14,6 +14,7 @@
 mod draw;
 mod http;
 mod http_draw;
+pub mod keys;
 mod ramp;
 mod runs;
 

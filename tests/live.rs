@@ -545,8 +545,7 @@ fn q_ends_a_live_load_http_like_ctrl_c() {
         err = q(&err),
         rc = q(&rc),
     );
-    let Some(tm) = Session::start("q_ends_a_live_load_http_like_ctrl_c", 80, 24, &script)
-    else {
+    let Some(tm) = Session::start("q_ends_a_live_load_http_like_ctrl_c", 80, 24, &script) else {
         return;
     };
     let screen = || tm.screen();
@@ -590,7 +589,10 @@ fn q_ends_a_live_load_http_like_ctrl_c() {
     assert_eq!(r["meta"]["interrupted"], true, "{r}");
     let res = &r["result"];
     assert!(res["status"]["s2xx"].as_u64().unwrap() > 100, "{res}");
-    assert!(res["sent"].as_u64().unwrap() < 400 * 15, "stopped early: {res}");
+    assert!(
+        res["sent"].as_u64().unwrap() < 400 * 15,
+        "stopped early: {res}"
+    );
     let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
     assert!(report.status.success(), "{report:?}");
 

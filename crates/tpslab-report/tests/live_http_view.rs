@@ -72,12 +72,16 @@ fn an_overloaded_server_shows_achieved_under_intended_and_latency_climbing() {
         assert!(s.contains(&ms), "{w}x{h}: no {ms:?}:\n{s}");
         let row = s.lines().find(|l| l.contains("2xx")).unwrap();
         assert!(
-            row.split_whitespace().any(|c| c == si(last.status.s2xx as f64))
+            row.split_whitespace()
+                .any(|c| c == si(last.status.s2xx as f64))
                 && row.split_whitespace().any(|c| c == si(total as f64)),
             "{w}x{h}: {row}"
         );
         assert!(s.contains("no request or connect failed"), "{w}x{h}:\n{s}");
-        assert!(s.contains("connections open  50 (peak 50)"), "{w}x{h}:\n{s}");
+        assert!(
+            s.contains("connections open  50 (peak 50)"),
+            "{w}x{h}:\n{s}"
+        );
         assert_screen(&s, file);
     }
 }

@@ -21,6 +21,7 @@ pub mod exporter;
 pub mod fleet;
 pub mod history;
 pub mod input;
+pub mod live;
 pub mod load_http;
 pub mod outfile;
 pub mod pool_config;

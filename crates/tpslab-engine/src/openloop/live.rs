@@ -350,7 +350,10 @@ mod tests {
         assert_eq!(l.replies, 1);
         assert!((l.p99_us - 2000.0).abs() < 2.0, "{l:?}");
         // The second: only what changed since, no latency, intended halved.
-        assert_eq!((s[1].sent_rps, s[1].status.s5xx, s[1].status.s2xx), (40.0, 2, 0));
+        assert_eq!(
+            (s[1].sent_rps, s[1].status.s5xx, s[1].status.s2xx),
+            (40.0, 2, 0)
+        );
         assert_eq!(s[1].errors.timeout, 0);
         assert!(s[1].latency.is_none());
         assert!((s[1].intended_rps - 50.0).abs() < 1e-9);

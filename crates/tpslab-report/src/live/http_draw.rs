@@ -2,9 +2,7 @@
 //! when there is one, intended vs achieved requests/s, this interval's replies by class and
 //! errors by kind, latency over time, connections and requests in flight.
 
-use super::draw::{
-    help_overlay, si, status_bar, too_small, x_axis_of, y_axis, LatencyOf,
-};
+use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, y_axis, LatencyOf};
 use super::http::HttpLiveState;
 use super::runs::{bracket_words, capacity_rows, table_panel, CAPACITY_COLUMNS};
 use ratatui::layout::{Constraint, Layout, Rect};

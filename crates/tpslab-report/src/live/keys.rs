@@ -136,7 +136,12 @@ mod tests {
         let shown = k.shown(false).clone();
         assert!(shown.0 && shown.1, "{shown:?}");
         // Ctrl-C stops, a released or unknown key does nothing, Esc hides the help.
-        let keys = [Key::Char('c', true), Key::Other, Key::Char('x', false), Key::Esc];
+        let keys = [
+            Key::Char('c', true),
+            Key::Other,
+            Key::Char('x', false),
+            Key::Esc,
+        ];
         assert_eq!(commands(&keys), vec![Command::Stop, Command::HideHelp]);
     }
 

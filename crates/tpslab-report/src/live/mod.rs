@@ -17,6 +17,7 @@ mod http_draw;
 pub mod keys;
 mod ramp;
 mod runs;
+pub mod screen;
 
 pub use draw::{draw, MIN_HEIGHT, MIN_WIDTH};
 pub use http::{draw_http, HttpFrame, HttpLiveState, HttpSearch};

@@ -147,15 +147,7 @@ impl LiveView {
                 let end = keys.and_then(|mut k| {
                     let mut on_stop = || stop_or_quit(&stop);
                     let flags = (&*stop, &*d);
-                    Ok(run_view(
-                        &mut term,
-                        st,
-                        &rx,
-                        &mut k,
-                        flags,
-                        &mut on_stop,
-                        TICK,
-                    )?)
+                    run_view(&mut term, st, &rx, &mut k, flags, &mut on_stop, TICK)
                 });
                 if let Ok(ViewEnd::HungUp) = end {
                     hung_up(&stop);

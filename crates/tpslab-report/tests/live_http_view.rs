@@ -6,6 +6,7 @@
 //! connections, the bracket.
 
 #[path = "common/live.rs"]
+#[allow(dead_code)]
 mod snap;
 
 use snap::{assert_screen, data};

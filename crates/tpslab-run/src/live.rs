@@ -49,7 +49,7 @@ pub fn http_sink(also: Option<HttpLiveSink>, tx: Sender<HttpItem>) -> HttpLiveSi
             let _ = tx
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .send(HttpItem::Frame(f));
+                .send(HttpItem::Frame(Box::new(f)));
         }
     }))
 }
@@ -79,8 +79,11 @@ pub struct ViewProgress<T> {
     /// The view's sender.
     pub tx: Mutex<Sender<T>>,
     /// The item of a phase that starts, of a search's steps.
-    pub items: (fn(String) -> T, fn(Vec<CapacityStep>) -> T),
+    pub items: Items<T>,
 }
+
+/// How a view's items are made of a phase that starts and of a search's steps.
+pub type Items<T> = (fn(String) -> T, fn(Vec<CapacityStep>) -> T);
 
 impl<T: Send> ViewProgress<T> {
     fn send(&self, item: T) {

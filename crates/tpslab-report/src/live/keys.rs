@@ -105,6 +105,34 @@ impl<S: KeyFlags> Keyed<S> {
     }
 }
 
+impl KeyFlags for super::LiveState {
+    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+}
+
+impl KeyFlags for super::RampLiveState {
+    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+}
+
+impl KeyFlags for super::RunsLiveState {
+    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (
+            &mut self.run.paused,
+            &mut self.run.help,
+            &mut self.run.stopping,
+        )
+    }
+}
+
+impl KeyFlags for super::HttpLiveState {
+    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
+        (&mut self.paused, &mut self.help, &mut self.stopping)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,33 +182,5 @@ mod tests {
         assert!(k.shown(true).2, "stopping shown on the frozen copy");
         k.apply(&[Command::Pause], &mut || {});
         assert_eq!(k.shown(true).3, 7);
-    }
-}
-
-impl KeyFlags for super::LiveState {
-    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
-    }
-}
-
-impl KeyFlags for super::RampLiveState {
-    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
-    }
-}
-
-impl KeyFlags for super::RunsLiveState {
-    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (
-            &mut self.run.paused,
-            &mut self.run.help,
-            &mut self.run.stopping,
-        )
-    }
-}
-
-impl KeyFlags for super::HttpLiveState {
-    fn key_flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
     }
 }

@@ -82,7 +82,7 @@ pub enum HttpItem {
     /// A capacity search's step called this starts.
     Run(String),
     /// One interval of the run going now.
-    Frame(HttpFrame),
+    Frame(Box<HttpFrame>),
     /// A capacity search's steps judged so far.
     Steps(Vec<CapacityStep>),
 }
@@ -92,7 +92,7 @@ impl Screen for HttpLiveState {
     fn take(&mut self, item: HttpItem) {
         match item {
             HttpItem::Run(label) => self.start_run(&label),
-            HttpItem::Frame(f) => self.push(f),
+            HttpItem::Frame(f) => self.push(*f),
             HttpItem::Steps(steps) => self.set_steps(&steps),
         }
     }

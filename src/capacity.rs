@@ -112,6 +112,13 @@ pub(crate) struct CapacityHttpArgs {
     pub(crate) http: crate::flags::HttpFlags,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
+    /// Show the search full screen while it goes: each step's rate and call and the
+    /// bracket so far, above the step running now (intended vs achieved requests/s,
+    /// latency, replies by status class and errors by kind, connections open). Keys: q
+    /// ends the search as Ctrl-C does, p freezes the screen, ? help. Standard output must
+    /// be a terminal.
+    #[arg(long)]
+    pub(crate) live: bool,
 }
 
 impl CapacityHttpArgs {
@@ -294,8 +301,11 @@ impl CapacityUdpArgs {
 pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let (plan, record, live) = match &cmd {
         CapacityCmd::Udp(a) => (a.plan()?, &a.record, a.live),
-        CapacityCmd::Http(a) => (a.plan()?, &a.record, false),
+        CapacityCmd::Http(a) => (a.plan()?, &a.record, a.live),
     };
+    if live {
+        out::check_live()?;
+    }
     let mut ctx = out::ctx(None)?;
     let header = tpslab_report::live::LiveHeader {
         command: format!("capacity {}", plan.protocol()),
@@ -304,7 +314,10 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
         no_latency: None,
     };
     let kind = tpslab_report::live::RunsKind::Capacity;
-    let view = out::attach_runs(live, kind, header, &mut ctx)?;
+    let view = match &plan.load {
+        CapacityLoad::Udp(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
+        CapacityLoad::Http(_) => out::attach_http(live, true, header, &mut ctx)?,
+    };
     let rec = tpslab_run::capacity::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).
     drop(view);

@@ -27,6 +27,17 @@ pub(crate) struct LoadHttpArgs {
     http: crate::flags::HttpFlags,
     #[command(flatten)]
     record: crate::flags::RecordFlag,
+    /// Write one JSON object per 250 ms to FILE while the run goes (NDJSON, one write per
+    /// line): intended, achieved and answered requests/s, latency from the intended send
+    /// time, replies by status class and errors by kind in the interval, connections open.
+    #[arg(long, value_name = "FILE")]
+    json_stream: Option<std::path::PathBuf>,
+    /// Show the run full screen while it goes, from the same samples --json-stream writes:
+    /// intended vs achieved requests/s, latency p50/p99/p99.9 over time, replies by status
+    /// class and errors by kind, connections open. Keys: q stops the run as Ctrl-C does, p
+    /// freezes the screen, ? help. Standard output must be a terminal.
+    #[arg(long)]
+    live: bool,
 }
 
 impl LoadHttpArgs {
@@ -53,12 +64,30 @@ impl LoadHttpArgs {
 /// in which nothing was answered is an error (exit 2, one line) after its record is kept.
 pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
+    if a.live {
+        out::check_live()?;
+    }
     {
         let mut o = std::io::stdout().lock();
         tpslab_report::term::load_http::header(&mut o, &plan)?;
     }
-    let ctx = out::ctx(None)?;
-    let rec = tpslab_run::load_http::run(&plan, &ctx)?;
+    let mut ctx = out::ctx(None)?;
+    ctx.http_live = a
+        .json_stream
+        .as_deref()
+        .map(tpslab_run::outfile::json_stream_http)
+        .transpose()?;
+    let header = tpslab_report::live::LiveHeader {
+        command: "load http".into(),
+        target: plan.request.url.clone(),
+        planned_s: Some(plan.duration.as_secs_f64()),
+        no_latency: None,
+    };
+    let view = out::attach_http(a.live, false, header, &mut ctx)?;
+    let rec = tpslab_run::load_http::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
     let Body::LoadHttp(l) = &rec.body else {
         unreachable!("a load http record")
     };

@@ -7,7 +7,7 @@ mod live;
 mod progress;
 
 pub(crate) use emit::{emit, emit_files, emit_run, escaped, live_sink, Outputs, Terminal};
-pub(crate) use live::{attach_runs, check as check_live, LiveView, RunsItem};
+pub(crate) use live::{attach_http, attach_runs, check as check_live, LiveView, RunsItem};
 pub(crate) use progress::TermProgress;
 
 use anyhow::Result;
@@ -56,6 +56,7 @@ pub(crate) fn ctx(live: Option<tpslab_engine::observe::LiveSink>) -> Result<tpsl
     Ok(tpslab_run::Ctx {
         stop: install_signals()?,
         live,
+        http_live: None,
         progress: Arc::new(TermProgress),
     })
 }

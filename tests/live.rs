@@ -112,12 +112,17 @@ impl Session {
     /// Types `q`: the command must end within `within` with exit 130 and say its record
     /// was written. Returns its stderr (the file `err`).
     fn quit_with_q(&self, rc: &Path, err: &Path, within: Duration) -> String {
+        self.quit_with_q_exit(rc, err, within, "130")
+    }
+
+    /// [`Session::quit_with_q`] for a command whose Ctrl-C exits with `want`.
+    fn quit_with_q_exit(&self, rc: &Path, err: &Path, within: Duration, want: &str) -> String {
         let t = Instant::now();
         self.key("q");
         let code = self.exit_code(rc, Duration::from_secs(10));
         assert!(t.elapsed() < within, "{:?} after q", t.elapsed());
         let stderr = std::fs::read_to_string(err).unwrap_or_default();
-        assert_eq!(code, "130", "exit code; stderr: {stderr}");
+        assert_eq!(code, want, "exit code; stderr: {stderr}");
         assert!(stderr.contains("record written to"), "{stderr}");
         stderr
     }
@@ -515,4 +520,88 @@ fn a_hung_up_terminal_ends_a_live_run() {
 
     assert_eq!(sysctls(), sysctls_before);
     assert!(!state.join("host-settings-journal.json").exists());
+}
+
+/// `load http --live` under tmux against `serve http` started by the same shell: the view
+/// shows intended vs achieved requests/s and the connections; `q` mid-run ends the run as
+/// Ctrl-C does (`load http` exits 0 then: its record says it was interrupted), the record
+/// written whole and marked interrupted, the terminal given back, the report printed.
+#[test]
+fn q_ends_a_live_load_http_like_ctrl_c() {
+    let (dir, [rec, err, rc]) = files("live-load-http-tmux");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!(
+        "{bin} serve http --bind 127.0.0.1:{port} --duration 40s --no-history -q > /dev/null \
+         2>&1 & S=$!; sleep 0.5; env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} {bin} load http \
+         http://127.0.0.1:{port}/ --rate 400 --connections 8 --duration 20s --no-history \
+         --live --json {rec} 2> {err}; echo $? > {rc}; kill $S; sleep 30",
+        st = q(&dir.join("state")),
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        rec = q(&rec),
+        err = q(&err),
+        rc = q(&rc),
+    );
+    let Some(tm) = Session::start("q_ends_a_live_load_http_like_ctrl_c", 80, 24, &script) else {
+        return;
+    };
+    let screen = || tm.screen();
+
+    // The view is up and intervals come in: the achieved rate is named, 8 connections open.
+    let s = wait_for(Duration::from_secs(10), || {
+        let s = screen();
+        (s.contains("tpslab load http")
+            && s.contains("intended 400")
+            && s.contains("connections open  8")
+            && elapsed(&s)? > 1.0)
+            .then_some(s)
+    })
+    .unwrap_or_else(|| panic!("no live load http with samples:\n{}", screen()));
+    assert!(s.contains("achieved "), "{s}");
+    assert!(s.contains("2xx"), "{s}");
+    assert!(tm.alternate(), "the view draws on the alternate screen");
+
+    // Two keys in one write (a paste of `p?`): both taken at once, the second not left
+    // waiting for a next byte.
+    tm.key("p?");
+    wait_for(Duration::from_secs(2), || {
+        let s = screen();
+        (s.contains("PAUSED") && s.contains("stop the run as Ctrl-C does")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("not paused with the help after 'p?':\n{}", screen()));
+    tm.key("p?");
+    wait_for(Duration::from_secs(2), || {
+        let s = screen();
+        (!s.contains("PAUSED") && !s.contains("stop the run as Ctrl-C does")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("still paused after 'p?' again:\n{}", screen()));
+
+    // `q` mid-run: the run ends long before its 20 s.
+    let stderr = tm.quit_with_q_exit(&rc, &err, Duration::from_secs(6), "0");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // The record: whole, interrupted, requests answered.
+    let r = common::record(&rec);
+    assert_eq!(r["kind"], "load_http");
+    assert_eq!(r["meta"]["interrupted"], true, "{r}");
+    let res = &r["result"];
+    assert!(res["status"]["s2xx"].as_u64().unwrap() > 100, "{res}");
+    assert!(
+        res["sent"].as_u64().unwrap() < 400 * 15,
+        "stopped early: {res}"
+    );
+    let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
+    assert!(report.status.success(), "{report:?}");
+
+    // The terminal is given back, the report printed on the normal screen.
+    assert!(!tm.alternate());
+    let history = tm.history();
+    assert!(
+        history.contains("INTERRUPTED: the last request went"),
+        "{history}"
+    );
+    assert!(history.contains("Status: 2xx"), "{history}");
 }

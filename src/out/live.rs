@@ -9,12 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tpslab_analysis::capacity::CapacityStep;
-use tpslab_analysis::sweep::RunMetrics;
-use tpslab_engine::observe::{LiveSample, LiveSink};
+use tpslab_engine::observe::LiveSink;
+use tpslab_report::live::keys::Key;
+pub(crate) use tpslab_report::live::screen::RunsItem;
+use tpslab_report::live::screen::{run_view, KeySource, Screen, ViewEnd};
 use tpslab_report::live::{
-    LiveFrame, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
+    HttpLiveState, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
 };
+use tpslab_run::live::{HeldLines, KeysTty};
 use tpslab_run::ramp::StepResult;
 
 /// How often the view looks for keys and draws what came in (samples are taken in
@@ -45,79 +47,19 @@ fn stop_or_quit(stop: &AtomicBool) {
 /// unwinding (a second signal).
 pub(crate) fn restore_terminal() {
     if SHOWN.swap(false, Relaxed) {
-        if HUNG_UP.load(Relaxed) && gone(rustix::stdio::stdout()) {
+        if HUNG_UP.load(Relaxed) && tpslab_run::live::gone(rustix::stdio::stdout()) {
             // Nothing to give back; the report printed after goes nowhere, not to an
             // error (EIO) that would cost the exit code.
-            to_dev_null(|f| rustix::stdio::dup2_stdout(f));
+            tpslab_run::live::to_dev_null(|f| rustix::stdio::dup2_stdout(f));
         } else {
             ratatui::restore();
         }
     }
-    give_back_stderr();
+    tpslab_run::live::give_back_stderr(HUNG_UP.load(Relaxed));
 }
 
 /// Set when the view found its terminal hung up ([`hung_up`]).
 static HUNG_UP: AtomicBool = AtomicBool::new(false);
-
-/// Whether `fd` is a terminal that was hung up (poll(2) says HUP or ERR at once).
-fn gone(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::OUT)];
-    let zero = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    rustix::event::poll(&mut fds, Some(&zero)).is_ok()
-        && fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR)
-}
-
-/// Points a standard descriptor (`dup2`: stdout's or stderr's) at /dev/null, as nohup
-/// does, best effort.
-fn to_dev_null(dup2: fn(&std::fs::File) -> rustix::io::Result<()>) {
-    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
-        let _ = dup2(&null);
-    }
-}
-
-/// Standard error while a view holds the terminal: (the real one, duplicated; the file
-/// that takes its place), so that no line (the signal thread's "stopping", a warning, a
-/// `--server-cmd` server's own) lands on the view's screen.
-static STDERR: Mutex<Option<(std::os::fd::OwnedFd, std::fs::File)>> = Mutex::new(None);
-
-/// Points standard error at an unnamed file until [`give_back_stderr`]. Errors: the
-/// descriptor cannot be duplicated or the file made.
-fn hold_stderr() -> Result<()> {
-    use std::os::fd::AsFd;
-    let real = rustix::io::dup(std::io::stderr().as_fd())?;
-    let file = tempfile::tempfile()?;
-    rustix::stdio::dup2_stderr(&file)?;
-    *STDERR.lock().unwrap_or_else(|e| e.into_inner()) = Some((real, file));
-    Ok(())
-}
-
-/// Gives standard error back (when held) and writes there what was written to it
-/// meanwhile.
-fn give_back_stderr() {
-    use std::io::Seek;
-    let held = STDERR.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let Some((real, mut file)) = held else {
-        return;
-    };
-    use std::os::fd::AsFd;
-    if HUNG_UP.load(Relaxed) && gone(real.as_fd()) {
-        // Standard error was the terminal that hung up: a line written there would fail
-        // (and eprintln! panic); what was held is lost with the terminal.
-        to_dev_null(|f| rustix::stdio::dup2_stderr(f));
-        return;
-    }
-    if rustix::stdio::dup2_stderr(&real).is_err() {
-        return;
-    }
-    // Copied in pieces: what a chatty --server-cmd server wrote is not held in memory.
-    if file.rewind().is_ok() {
-        let _ = std::io::copy(&mut file, &mut std::io::stderr().lock());
-    }
-}
 
 /// The live view while it runs: the terminal is the view's until this is dropped (the
 /// view's thread restores it then, and a panic's hook does too).
@@ -150,12 +92,7 @@ impl LiveView {
         stop: Arc<AtomicBool>,
     ) -> Result<(LiveView, LiveSink, Arc<dyn tpslab_run::Progress>)> {
         let (view, tx, progress) = LiveView::start_screen(LiveState::new(header), stop)?;
-        let sink = LiveSink(Arc::new(move |s: &LiveSample| {
-            if let Some(f) = frame(s) {
-                let _ = tx.send(f);
-            }
-        }));
-        Ok((view, sink, progress))
+        Ok((view, tpslab_run::live::udp_sink(tx, |f| f), progress))
     }
 
     /// [`LiveView::start`] for a ramp: the view is fed every step measured so far, as
@@ -178,16 +115,9 @@ impl LiveView {
         stop: Arc<AtomicBool>,
     ) -> Result<RunsStarted> {
         let (view, tx, _) = LiveView::start_screen(RunsLiveState::new(kind, header), stop)?;
-        let to_view = tx.clone();
-        let sink = LiveSink(Arc::new(move |s: &LiveSample| {
-            if let Some(f) = frame(s) {
-                let _ = to_view.send(RunsItem::Frame(f));
-            }
-        }));
-        let progress = Arc::new(RunsProgress {
-            held: HeldLines(view.lines.clone()),
-            tx: tx.clone(),
-        });
+        let sink = tpslab_run::live::udp_sink(tx.clone(), RunsItem::Frame);
+        let held = HeldLines(view.lines.clone());
+        let progress = Arc::new(tpslab_run::live::runs_progress(held, tx.clone()));
         Ok((view, sink, progress, tx))
     }
 
@@ -197,9 +127,9 @@ impl LiveView {
         // try_init turns raw mode on before it enters the alternate screen: if that fails,
         // the terminal is given back here, not left raw.
         SHOWN.store(true, Relaxed);
-        if let Err(e) = hold_stderr() {
+        if let Err(e) = tpslab_run::live::hold_stderr() {
             SHOWN.store(false, Relaxed);
-            return Err(e);
+            return Err(e.into());
         }
         let mut term = match ratatui::try_init() {
             Ok(t) => t,
@@ -213,7 +143,15 @@ impl LiveView {
         let thread = std::thread::Builder::new()
             .name("tpslab-live".into())
             .spawn(move || {
-                let _ = run_view(&mut term, st, &rx, &stop, &d);
+                let keys = KeysTty::open().map(Keys);
+                let end = keys.and_then(|mut k| {
+                    let mut on_stop = || stop_or_quit(&stop);
+                    let flags = (&*stop, &*d);
+                    run_view(&mut term, st, &rx, &mut k, flags, &mut on_stop, TICK)
+                });
+                if let Ok(ViewEnd::HungUp) = end {
+                    hung_up(&stop);
+                }
                 restore_terminal();
             });
         let thread = match thread {
@@ -237,50 +175,6 @@ impl LiveView {
     }
 }
 
-/// What the view's thread draws: a state fed by what the run hands it, with the keys'
-/// flags.
-trait Screen: Clone + Send + 'static {
-    /// What the run hands the view (a sample, the steps so far).
-    type Item: Send + 'static;
-    /// Takes one in.
-    fn take(&mut self, item: Self::Item);
-    /// The view's clock: `since` the view started (for screens fed only now and then).
-    fn tick(&mut self, _since: Duration) {}
-    /// The keys' flags: (paused, help, stopping).
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool);
-    /// Draws the whole frame.
-    fn draw(&self, f: &mut ratatui::Frame);
-}
-
-impl Screen for LiveState {
-    type Item = LiveFrame;
-    fn take(&mut self, item: LiveFrame) {
-        self.push(item);
-    }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
-    }
-    fn draw(&self, f: &mut ratatui::Frame) {
-        tpslab_report::live::draw(f, self)
-    }
-}
-
-impl Screen for RampLiveState {
-    type Item = Vec<StepResult>;
-    fn take(&mut self, item: Vec<StepResult>) {
-        self.set_steps(&item);
-    }
-    fn tick(&mut self, since: Duration) {
-        self.elapsed_s = since.as_secs_f64();
-    }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (&mut self.paused, &mut self.help, &mut self.stopping)
-    }
-    fn draw(&self, f: &mut ratatui::Frame) {
-        tpslab_report::live::draw_ramp(f, self)
-    }
-}
-
 /// With `live`, starts the view of a command of several runs ([`LiveView::start_runs`],
 /// the run's `header`) and points `ctx`'s samples and progress at it; returns the view and
 /// the sender of what the command tells it besides. None without `live`. Errors: the
@@ -300,66 +194,31 @@ pub(crate) fn attach_runs(
     Ok(Some((view, tx)))
 }
 
-/// What a command of several runs tells its view.
-pub(crate) enum RunsItem {
-    /// A run (a phase, a sweep's cell) called this starts.
-    Run(String),
-    /// One interval of the run going now.
-    Frame(LiveFrame),
-    /// A sweep's run ended: runs done, its cell's label, its figures.
-    SweepDone(usize, String, Box<RunMetrics>),
-    /// A capacity search's steps judged so far.
-    Steps(Vec<CapacityStep>),
-}
-
-impl Screen for RunsLiveState {
-    type Item = RunsItem;
-    fn take(&mut self, item: RunsItem) {
-        match item {
-            RunsItem::Run(label) => self.start_run(&label),
-            RunsItem::Frame(f) => self.push(f),
-            RunsItem::SweepDone(done, cell, m) => self.sweep_done(done, &cell, &m),
-            RunsItem::Steps(steps) => self.set_steps(&steps),
-        }
+/// With `live`, starts the view of an open loop of HTTP requests under `header` (`search`:
+/// a capacity search's, its steps above the step running) and points `ctx`'s HTTP samples
+/// (beside `--json-stream`'s, if any) and progress at it. None without `live`. Errors: the
+/// terminal cannot be set up.
+pub(crate) fn attach_http(
+    live: bool,
+    search: bool,
+    header: LiveHeader,
+    ctx: &mut tpslab_run::Ctx,
+) -> Result<Option<LiveView>> {
+    if !live {
+        return Ok(None);
     }
-    fn flags(&mut self) -> (&mut bool, &mut bool, &mut bool) {
-        (
-            &mut self.run.paused,
-            &mut self.run.help,
-            &mut self.run.stopping,
-        )
-    }
-    fn draw(&self, f: &mut ratatui::Frame) {
-        tpslab_report::live::draw_runs(f, self)
-    }
-}
-
-/// Progress of a command of several runs under its view: each phase that starts is a run
-/// the view shows, a capacity search's steps go to it; lines are held for after.
-struct RunsProgress {
-    held: HeldLines,
-    tx: mpsc::Sender<RunsItem>,
-}
-
-impl RunsProgress {
-    fn send(&self, item: RunsItem) {
-        let _ = self.tx.send(item);
-    }
-}
-
-impl tpslab_run::Progress for RunsProgress {
-    fn phase(&self, label: &str, _secs: f64) -> Box<dyn Send + '_> {
-        self.send(RunsItem::Run(label.to_string()));
-        Box::new(())
-    }
-
-    fn line(&self, line: &str) {
-        self.held.line(line)
-    }
-
-    fn capacity_steps(&self, steps: &[CapacityStep]) {
-        self.send(RunsItem::Steps(steps.to_vec()));
-    }
+    let st = match search {
+        true => HttpLiveState::search(header),
+        false => HttpLiveState::new(header),
+    };
+    let (view, tx, _) = LiveView::start_screen(st, ctx.stop.clone())?;
+    ctx.http_live = Some(tpslab_run::live::http_sink(
+        ctx.http_live.take(),
+        tx.clone(),
+    ));
+    let held = HeldLines(view.lines.clone());
+    ctx.progress = Arc::new(tpslab_run::live::http_progress(held, tx));
+    Ok(Some(view))
 }
 
 impl Drop for LiveView {
@@ -383,93 +242,6 @@ impl Drop for LiveView {
     }
 }
 
-/// One sample as the view reads it: the `--json-stream` line itself, read back, with the
-/// figures the line leaves out (the SO_RCVBUF limit, softnet per CPU).
-fn frame(s: &LiveSample) -> Option<LiveFrame> {
-    let line = serde_json::to_string(s).ok()?;
-    let mut f = LiveFrame::from_line(&line).ok()?;
-    f.rcvbuf_limit_bytes = s.rcvbuf_limit_bytes;
-    f.softnet_dropped_per_cpu = s.softnet_dropped_per_cpu.clone();
-    f.threads = s.threads.clone();
-    Some(f)
-}
-
-/// The view's loop: take in what came, draw (the frozen copy while paused), read keys.
-fn run_view<S: Screen>(
-    term: &mut ratatui::DefaultTerminal,
-    mut st: S,
-    rx: &mpsc::Receiver<S::Item>,
-    stop: &AtomicBool,
-    done: &AtomicBool,
-) -> Result<()> {
-    let t0 = std::time::Instant::now();
-    let mut frozen: Option<S> = None;
-    let tty = KeysTty::open()?;
-    while !done.load(Relaxed) {
-        while let Ok(f) = rx.try_recv() {
-            st.take(f);
-        }
-        st.tick(t0.elapsed());
-        *st.flags().2 = stop.load(Relaxed);
-        let (help, stopping) = {
-            let (_, h, s) = st.flags();
-            (*h, *s)
-        };
-        let shown = match &mut frozen {
-            Some(fz) => {
-                let (_, h, s) = fz.flags();
-                (*h, *s) = (help, stopping);
-                &*fz
-            }
-            None => &st,
-        };
-        if let Err(e) = term.draw(|f| shown.draw(f)) {
-            hung_up(stop);
-            return Err(e.into());
-        }
-        if !tty.wait(TICK)? {
-            continue;
-        }
-        if tty.hung_up()? {
-            hung_up(stop);
-            return Ok(());
-        }
-        if !event::poll(Duration::ZERO)? {
-            continue;
-        }
-        let Event::Key(k) = event::read()? else {
-            continue;
-        };
-        if k.kind != KeyEventKind::Press {
-            continue;
-        }
-        match k.code {
-            // Raw mode turns Ctrl-C into a key: the first q or Ctrl-C stops the run as a
-            // SIGINT does; a second one is a real SIGINT, which quits at once (host settings
-            // restored, the terminal given back) as a second Ctrl-C does without --live.
-            KeyCode::Char('q') | KeyCode::Char('Q') => stop_or_quit(stop),
-            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => stop_or_quit(stop),
-            KeyCode::Char('p') | KeyCode::Char(' ') => {
-                frozen = match frozen {
-                    Some(_) => None,
-                    None => {
-                        let mut fz = st.clone();
-                        *fz.flags().0 = true;
-                        Some(fz)
-                    }
-                };
-            }
-            KeyCode::Char('?') | KeyCode::Char('h') => {
-                let h = st.flags().1;
-                *h = !*h;
-            }
-            KeyCode::Esc => *st.flags().1 = false,
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 /// The terminal is gone (its tmux server or ssh session ended: a hangup) or cannot be
 /// drawn on: nobody sees the view nor can press `q`, so the run stops as on SIGHUP (its
 /// record written, marked interrupted; host settings restored).
@@ -478,72 +250,31 @@ fn hung_up(stop: &AtomicBool) {
     stop.store(true, Relaxed);
 }
 
-/// The terminal the view reads keys from, as crossterm picks it: standard input when it
-/// is a terminal, else `/dev/tty`. The view waits on it itself, so that crossterm never
-/// reads a hung-up terminal: a read there ends at once with nothing (end of file) or
-/// EIO, and crossterm 0.29's reader retries that in a loop inside `event::poll`, which then
-/// never returns (the view's thread spinning, the run never ending).
-enum KeysTty {
-    Stdin,
-    DevTty(std::fs::File),
-}
+/// The view's keys: every key pending when the terminal wakes the view (crossterm reads
+/// them; the tty is polled first so that it never reads a hung-up terminal).
+struct Keys(KeysTty);
 
-impl KeysTty {
-    /// Errors: standard input is not a terminal and `/dev/tty` cannot be opened.
-    fn open() -> Result<KeysTty> {
-        Ok(if std::io::stdin().is_terminal() {
-            KeysTty::Stdin
-        } else {
-            KeysTty::DevTty(std::fs::File::open("/dev/tty")?)
-        })
-    }
-
-    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        match self {
-            KeysTty::Stdin => rustix::stdio::stdin(),
-            KeysTty::DevTty(f) => f.as_fd(),
+impl KeySource for Keys {
+    fn keys(&mut self, timeout: Duration) -> std::io::Result<Option<Vec<Key>>> {
+        let mut keys = vec![];
+        if !self.0.wait(timeout)? {
+            return Ok(Some(keys));
         }
-    }
-
-    /// Polls the terminal for `timeout` at most, `IN` asked; returns the events seen
-    /// (empty: nothing came). EINTR (a signal) counts as nothing. Errors: poll(2) fails.
-    fn poll(&self, timeout: Duration) -> Result<rustix::event::PollFlags> {
-        use rustix::event::{PollFd, PollFlags, Timespec};
-        let mut fds = [PollFd::from_borrowed_fd(self.fd(), PollFlags::IN)];
-        let t = Timespec::try_from(timeout)?;
-        match rustix::event::poll(&mut fds, Some(&t)) {
-            Ok(_) => Ok(fds[0].revents()),
-            Err(rustix::io::Errno::INTR) => Ok(PollFlags::empty()),
-            Err(e) => Err(e.into()),
+        loop {
+            if self.0.hung_up()? {
+                return Ok(None);
+            }
+            if !event::poll(Duration::ZERO)? {
+                return Ok(Some(keys));
+            }
+            keys.push(match event::read()? {
+                Event::Key(k) if k.kind == KeyEventKind::Press => match k.code {
+                    KeyCode::Char(c) => Key::Char(c, k.modifiers.contains(KeyModifiers::CONTROL)),
+                    KeyCode::Esc => Key::Esc,
+                    _ => Key::Other,
+                },
+                _ => Key::Other,
+            });
         }
-    }
-
-    /// Waits up to `timeout` for the terminal to be readable (a key, or a hangup).
-    fn wait(&self, timeout: Duration) -> Result<bool> {
-        Ok(!self.poll(timeout)?.is_empty())
-    }
-
-    /// Whether the terminal was hung up (or its descriptor is no longer valid).
-    fn hung_up(&self) -> Result<bool> {
-        use rustix::event::PollFlags;
-        let ev = self.poll(Duration::ZERO)?;
-        Ok(ev.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL))
-    }
-}
-
-/// Progress while the view holds the terminal: no bars, lines kept for after.
-struct HeldLines(Arc<Mutex<Vec<String>>>);
-
-impl tpslab_run::Progress for HeldLines {
-    fn phase(&self, _label: &str, _secs: f64) -> Box<dyn Send + '_> {
-        Box::new(())
-    }
-
-    fn line(&self, line: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(line.to_string());
     }
 }

@@ -17,6 +17,7 @@
 //! it are counted `unanswered`. Each loop thread counts into its own [`OpenLocal`] (two
 //! histograms, counters: no allocation, no lock per request), merged at its end.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -30,6 +31,9 @@ use tpslab_record::load_http::{
 };
 
 pub(crate) mod h2loop;
+pub mod live;
+
+pub use live::{HttpLiveSample, HttpLiveSink};
 
 use crate::books::Books;
 use crate::proto::http1::Http1;
@@ -57,6 +61,8 @@ pub(crate) struct Schedule<'a> {
     outstanding: AtomicI64,
     /// The loops' counts, merged as each ends.
     total: Mutex<Option<OpenLocal>>,
+    /// The per-interval stream, when one is asked for.
+    live: Option<live::Live>,
 }
 
 /// One loop's counts (and, merged, the run's).
@@ -80,6 +86,8 @@ pub(crate) struct OpenLocal {
     last: u64,
     /// The first TLS failure's text (`tls: ...`).
     first_tls_error: Option<String>,
+    /// This loop's side of the per-interval stream.
+    live: Option<live::LiveLocal>,
 }
 
 impl OpenLocal {
@@ -102,6 +110,28 @@ impl OpenLocal {
             first: u64::MAX,
             last: 0,
             first_tls_error: None,
+            live: None,
+        }
+    }
+
+    /// The running counts the per-interval stream reads.
+    fn counts(&self) -> live::Counts {
+        live::Counts {
+            sent: self.sent,
+            status: self.status,
+            errors: self.errors,
+            connect_errors: self.connect_errors,
+        }
+    }
+
+    /// Publishes the running counts (and `latency`, ns) to the per-interval stream, if any.
+    fn publish(&mut self, latency: Option<u64>) {
+        if self.live.is_none() {
+            return;
+        }
+        let c = self.counts();
+        if let Some(p) = self.live.as_mut() {
+            p.publish(c, latency);
         }
     }
 
@@ -174,6 +204,23 @@ impl<'a> Schedule<'a> {
             stop,
             outstanding: AtomicI64::new(0),
             total: Mutex::new(None),
+            live: None,
+        }
+    }
+
+    /// The schedule with a per-interval stream to `sink` (connections counted to `target`).
+    pub(crate) fn with_live(mut self, sink: Option<&HttpLiveSink>, target: SocketAddr) -> Self {
+        self.live = sink.map(|s| live::Live::new(s.clone(), target, self.start));
+        self
+    }
+
+    /// The times the per-interval stream needs, the plan's sends ending at `send_end`.
+    fn clock(&self, send_end: u64) -> live::Clock {
+        live::Clock {
+            start: self.start,
+            send_end,
+            rate: 1e9 / self.phase_ns,
+            in_flight: self.outstanding.load(Relaxed).max(0) as u64,
         }
     }
 
@@ -196,7 +243,10 @@ impl Books for Schedule<'_> {
     type Local = OpenLocal;
 
     fn local(&self) -> OpenLocal {
-        OpenLocal::new()
+        OpenLocal {
+            live: self.live.as_ref().map(|l| l.local()),
+            ..OpenLocal::new()
+        }
     }
 
     fn done(&self) -> bool {
@@ -241,6 +291,7 @@ impl Books for Schedule<'_> {
             l.behind += 1;
             l.behind_max_ns = l.behind_max_ns.max(own);
         }
+        l.publish(None);
     }
 
     fn read(&self, l: &mut OpenLocal, bytes: usize) {
@@ -258,8 +309,8 @@ impl Books for Schedule<'_> {
     fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, now: u64, r: &Reply) {
         self.outstanding.fetch_sub(1, Relaxed);
         // Above the histogram's 100 s bound counts as 100 s, never as nothing.
-        l.corrected
-            .saturating_record(now.saturating_sub(intended).max(1));
+        let corrected = now.saturating_sub(intended).max(1);
+        l.corrected.saturating_record(corrected);
         l.uncorrected
             .saturating_record(now.saturating_sub(t0).max(1));
         let s = &mut l.status;
@@ -270,6 +321,7 @@ impl Books for Schedule<'_> {
             500..=599 => s.s5xx += 1,
             _ => s.other += 1,
         }
+        l.publish(Some(corrected));
     }
 
     fn failed(&self, l: &mut OpenLocal, _now: u64, kind: &str, in_flight: bool) {
@@ -287,6 +339,7 @@ impl Books for Schedule<'_> {
         if k.starts_with("tls: ") && l.first_tls_error.is_none() {
             l.first_tls_error = Some(k.to_string());
         }
+        l.publish(None);
     }
 
     fn abort(&self) {
@@ -301,6 +354,9 @@ impl Books for Schedule<'_> {
 
     fn finish(&self, mut l: OpenLocal, in_flight: u64) {
         l.unanswered += in_flight;
+        if let Some(p) = l.live.take() {
+            p.flush(l.counts());
+        }
         let mut t = self.total.lock().unwrap_or_else(|e| e.into_inner());
         match t.as_mut() {
             Some(t) => t.merge(&l),
@@ -319,6 +375,7 @@ fn run_schedule(
     loops: usize,
     run_loop: &(dyn Fn(Vec<usize>) + Sync),
 ) -> Result<OpenLocal, EngineError> {
+    let mut send_end = sched.end;
     std::thread::scope(|s| -> Result<(), EngineError> {
         for t in 0..loops {
             let ids: Vec<usize> = (t..connections).step_by(loops).collect();
@@ -339,6 +396,9 @@ fn run_schedule(
         loop {
             let now = mono_ns();
             let stopped = sched.stop.load(Relaxed);
+            if stopped {
+                send_end = send_end.min(now);
+            }
             let ended = now >= sched.end || stopped;
             if sched.done.load(Relaxed)
                 || (ended && sched.outstanding.load(Relaxed) <= 0)
@@ -346,13 +406,26 @@ fn run_schedule(
             {
                 break;
             }
-            let until = if ended { grace_end } else { sched.end };
+            let mut until = if ended { grace_end } else { sched.end };
+            if let Some(l) = &sched.live {
+                if now >= l.next_at() {
+                    l.sample(now, &sched.clock(send_end));
+                }
+                until = until.min(l.next_at());
+            }
             let nap = until.saturating_sub(now).clamp(100_000, 10_000_000);
             std::thread::sleep(Duration::from_nanos(nap));
         }
         sched.done.store(true, Relaxed);
         Ok(())
     })?;
+    // The last interval, short, with every loop's last counts (each flushed as it ended).
+    if let Some(l) = &sched.live {
+        let now = mono_ns();
+        if now > sched.start {
+            l.sample(now, &sched.clock(send_end.min(now)));
+        }
+    }
     let total = sched.total.lock().unwrap_or_else(|e| e.into_inner()).take();
     Ok(total.unwrap_or_else(OpenLocal::new))
 }
@@ -365,10 +438,21 @@ pub fn run_load_http(
     plan: &LoadHttpPlan,
     stop: &AtomicBool,
 ) -> Result<LoadHttpRecord, EngineError> {
+    run_load_http_live(plan, stop, None)
+}
+
+/// [`run_load_http`] with its per-interval stream handed to `live` (every
+/// [`live::INTERVAL`], on the schedule's supervising thread: the loops never wait for it).
+/// Errors: as [`run_load_http`]'s.
+pub fn run_load_http_live(
+    plan: &LoadHttpPlan,
+    stop: &AtomicBool,
+    live: Option<&HttpLiveSink>,
+) -> Result<LoadHttpRecord, EngineError> {
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
     if plan.http2 {
-        return run_load_h2(plan, stop);
+        return run_load_h2(plan, stop, live);
     }
     let request = plan
         .request
@@ -407,7 +491,8 @@ pub fn run_load_http(
         nanos(&plan.duration),
         nanos(&plan.timeout),
         stop,
-    );
+    )
+    .with_live(live, plan.target);
     let intended = sched.intended(c);
     let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, &proto, ids))?;
     Ok(record(plan, start, intended, l))
@@ -417,7 +502,11 @@ pub fn run_load_http(
 /// `connections` HTTP/2 connections with `streams` schedules each. Errors: as
 /// [`run_load_http`]'s; a server that does not speak HTTP/2 (one line, after the first
 /// connection that shows it).
-fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord, EngineError> {
+fn run_load_h2(
+    plan: &LoadHttpPlan,
+    stop: &AtomicBool,
+    live: Option<&HttpLiveSink>,
+) -> Result<LoadHttpRecord, EngineError> {
     let headers = crate::proto::h2::request_headers(&plan.request, plan.body.len())
         .map_err(EngineError::Other)?;
     let tls = crate::proto::tls::client_for(&plan.request, crate::proto::h2::ALPN)
@@ -445,7 +534,8 @@ fn run_load_h2(plan: &LoadHttpPlan, stop: &AtomicBool) -> Result<LoadHttpRecord,
         nanos(&plan.duration),
         nanos(&plan.timeout),
         stop,
-    );
+    )
+    .with_live(live, plan.target);
     let intended = sched.intended(schedules);
     let run = h2loop::H2Run {
         sched: &sched,

@@ -19,7 +19,7 @@ use tpslab_analysis::capacity::{
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::openloop::run_load_http;
+use tpslab_engine::openloop::run_load_http_live;
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_net::sched::SchedPolicy;
@@ -134,10 +134,10 @@ fn run_step(
             load.rate = rate;
             if !h.warmup.is_zero() {
                 load.duration = h.warmup;
-                run_load_http(&load, stop)?;
+                run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = h.load.duration;
             }
-            let rec = run_load_http(&load, stop)?;
+            let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
             Ok((search::figures_http(&rec, rate, stop.load(Relaxed)), None))
         }
     }

@@ -21,6 +21,7 @@ pub mod exporter;
 pub mod fleet;
 pub mod history;
 pub mod input;
+pub mod live;
 pub mod load_http;
 pub mod outfile;
 pub mod pool_config;
@@ -72,6 +73,9 @@ pub struct Ctx {
     /// Receives one sample per observer interval (`--json-stream`, `--metrics-listen`,
     /// a live view); `None`: nobody listens.
     pub live: Option<LiveSink>,
+    /// Receives one sample per interval of an open loop of HTTP requests (`load http`,
+    /// `capacity http`: `--json-stream`, a live view); `None`: nobody listens.
+    pub http_live: Option<tpslab_engine::openloop::HttpLiveSink>,
     /// How phases and progress lines are shown.
     pub progress: Arc<dyn Progress>,
 }
@@ -82,6 +86,7 @@ impl Ctx {
         Ctx {
             stop: Arc::new(AtomicBool::new(false)),
             live: None,
+            http_live: None,
             progress: Arc::new(Silent),
         }
     }

@@ -9,14 +9,15 @@ use tpslab_plan::load_http::LoadHttpPlan;
 use crate::{Ctx, Started};
 
 /// Runs the plan until its end (or `ctx.stop`: the counts so far, the record marked
-/// interrupted). Errors: as [`tpslab_engine::openloop::run_load_http`] (one line).
+/// interrupted), its per-interval samples handed to `ctx.http_live`. Errors: as
+/// [`tpslab_engine::openloop::run_load_http`] (one line).
 pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let secs = plan.duration.as_nanos() as f64 / 1e9;
     let phase = ctx
         .progress
         .phase(&format!("load http at {} requests/s", plan.rate), secs);
-    let rec = tpslab_engine::openloop::run_load_http(plan, &ctx.stop)?;
+    let rec = tpslab_engine::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
     drop(phase);
     let interrupted = ctx.stop.load(Relaxed);
     Ok(Record::with_meta(

@@ -15,7 +15,7 @@
 //! sticky folders such as /tmp).
 
 mod record;
-pub use record::{json_stream, write_files, Extra, Written};
+pub use record::{json_stream, json_stream_http, write_files, Extra, Written};
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

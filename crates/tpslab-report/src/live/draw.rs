@@ -119,10 +119,21 @@ pub(super) fn dur_us(us: f64) -> String {
 
 /// The command, the target, the run's time, STOPPING/PAUSED, the keys.
 pub(super) fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
-    let h = &st.header;
+    let flags = (st.stopping, st.paused);
+    status_bar(frame, area, &st.header, st.elapsed_s(), flags);
+}
+
+/// [`status_line`] of the run `h`, `elapsed_s` in, (stopping, paused).
+pub(super) fn status_bar(
+    frame: &mut Frame,
+    area: Rect,
+    h: &super::LiveHeader,
+    elapsed_s: f64,
+    (stopping, paused): (bool, bool),
+) {
     let elapsed = match h.planned_s {
-        Some(p) => format!("{:.1} s / {:.1} s", st.elapsed_s(), p),
-        None => format!("{:.1} s", st.elapsed_s()),
+        Some(p) => format!("{:.1} s / {:.1} s", elapsed_s, p),
+        None => format!("{:.1} s", elapsed_s),
     };
     let mut spans = vec![
         Span::styled(
@@ -131,13 +142,13 @@ pub(super) fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
         ),
         Span::raw(format!(" {}  {elapsed}  ", h.target)),
     ];
-    if st.stopping {
+    if stopping {
         spans.push(Span::styled(
             "STOPPING (writing the record) ",
             Style::default().fg(Color::Yellow),
         ));
     }
-    if st.paused {
+    if paused {
         spans.push(Span::styled("PAUSED ", Style::default().fg(Color::Yellow)));
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
@@ -146,7 +157,7 @@ pub(super) fn status_line(frame: &mut Frame, area: Rect, st: &LiveState) {
 }
 
 /// The y axis of a chart of `max`: bounds [0, max * 1.1] and three labels.
-fn y_axis<'a>(max: f64, fmt: fn(f64) -> String) -> Axis<'a> {
+pub(super) fn y_axis<'a>(max: f64, fmt: fn(f64) -> String) -> Axis<'a> {
     let top = if max > 0.0 { max * 1.1 } else { 1.0 };
     Axis::default()
         .bounds([0.0, top])
@@ -154,7 +165,11 @@ fn y_axis<'a>(max: f64, fmt: fn(f64) -> String) -> Axis<'a> {
 }
 
 fn x_axis<'a>(st: &LiveState) -> Axis<'a> {
-    let [a, b] = st.window();
+    x_axis_of(st.window())
+}
+
+/// The x axis of a chart over the window `[a, b]`, s.
+pub(super) fn x_axis_of<'a>([a, b]: [f64; 2]) -> Axis<'a> {
     Axis::default()
         .bounds([a, b])
         .labels(vec![format!("{a:.0}s"), format!("{b:.1}s")])
@@ -276,6 +291,29 @@ fn drops_panel(frame: &mut Frame, area: Rect, st: &LiveState) {
 
 fn latency_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
     let last = st.last.as_ref().and_then(|f| f.latency.as_ref());
+    let of = LatencyOf {
+        points: &st.latency,
+        last,
+        no_latency: st.header.no_latency.as_deref(),
+        frames: st.frames,
+        window: st.window(),
+    };
+    latency_chart_of(frame, area, &of);
+}
+
+/// What a latency chart draws: (t s, p50, p99, p99.9 us) in the window, the last
+/// interval's, why there is none, intervals received, the window.
+pub(super) struct LatencyOf<'a> {
+    pub(super) points: &'a std::collections::VecDeque<(f64, f64, f64, f64)>,
+    pub(super) last: Option<&'a super::FrameLatency>,
+    pub(super) no_latency: Option<&'a str>,
+    pub(super) frames: u64,
+    pub(super) window: [f64; 2],
+}
+
+/// Latency p50/p99/p99.9 over time, the last interval's in the title.
+pub(super) fn latency_chart_of(frame: &mut Frame, area: Rect, of: &LatencyOf) {
+    let last = of.last;
     let mut title = vec![Span::raw(" latency: ")];
     match last {
         Some(l) => {
@@ -289,12 +327,12 @@ fn latency_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
                 ));
             }
         }
-        None if !st.latency.is_empty() => title.push(Span::raw("no reply this interval ")),
+        None if !of.points.is_empty() => title.push(Span::raw("no reply this interval ")),
         None => title = vec![Span::raw(" latency ")],
     }
     let block = Block::bordered().title(Line::from(title));
-    if st.latency.is_empty() {
-        let msg = match (&st.header.no_latency, st.frames) {
+    if of.points.is_empty() {
+        let msg = match (of.no_latency, of.frames) {
             (Some(why), _) => format!("no latency: {why}"),
             (None, 0) => "waiting for the first interval".to_string(),
             (None, _) => "no replies read yet".to_string(),
@@ -305,10 +343,10 @@ fn latency_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
         );
         return;
     }
-    let p50: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.1)).collect();
-    let p99: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.2)).collect();
-    let p999: Vec<(f64, f64)> = st.latency.iter().map(|p| (p.0, p.3)).collect();
-    let max = st.latency.iter().map(|p| p.3).fold(0.0, f64::max);
+    let p50: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.1)).collect();
+    let p99: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.2)).collect();
+    let p999: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.3)).collect();
+    let max = of.points.iter().map(|p| p.3).fold(0.0, f64::max);
     let set = |data, c| {
         Dataset::default()
             .marker(Marker::Braille)
@@ -322,7 +360,7 @@ fn latency_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
         set(&p999, PCTS[2]),
     ])
     .block(block)
-    .x_axis(x_axis(st))
+    .x_axis(x_axis_of(of.window))
     .y_axis(y_axis(max, dur_us))
     .legend_position(None);
     frame.render_widget(chart, area);

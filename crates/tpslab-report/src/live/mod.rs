@@ -7,13 +7,20 @@
 //! shows (a bounded window of the last [`WINDOW_S`] seconds); [`draw`] lays it out.
 //! A ramp's view ([`RampLiveState`], [`draw_ramp`]) is fed by its steps as each ends; a
 //! command of several UDP runs (diagnose, sweep, capacity: [`RunsLiveState`],
-//! [`draw_runs`]) shows the runs so far above the run going now.
+//! [`draw_runs`]) shows the runs so far above the run going now; an open loop of HTTP
+//! requests (`load http`, `capacity http`: [`HttpLiveState`], [`draw_http`]) has its own
+//! stream and screen.
 
 mod draw;
+mod http;
+mod http_draw;
+pub mod keys;
 mod ramp;
 mod runs;
+pub mod screen;
 
 pub use draw::{draw, MIN_HEIGHT, MIN_WIDTH};
+pub use http::{draw_http, HttpFrame, HttpLiveState, HttpSearch};
 pub use ramp::{draw_ramp, CurrentStep, RampHeader, RampLiveState};
 pub use runs::{draw_runs, RunRow, RunsKind, RunsLiveState};
 

@@ -197,19 +197,7 @@ impl RunsLiveState {
 
     /// The capacity search's bracket so far, in words.
     pub fn bracket_line(&self) -> String {
-        if self.steps.is_empty() {
-            return "bracket: none yet (the first step is running)".into();
-        }
-        match bounds_so_far(&self.steps) {
-            (Some(l), Some(h)) => format!(
-                "bracket so far: sustains {} pps, fails at {} pps",
-                si(l),
-                si(h)
-            ),
-            (Some(l), None) => format!("bracket so far: sustains {} pps, no failure yet", si(l)),
-            (None, Some(h)) => format!("bracket so far: nothing passed, fails at {} pps", si(h)),
-            (None, None) => "bracket so far: no step counted yet".into(),
-        }
+        bracket_words(&self.steps, "pps")
     }
 
     /// The table's column names and rows (the newest last).
@@ -224,27 +212,50 @@ impl RunsLiveState {
                 )
             }
             RunsKind::Sweep { .. } => (vec!["TPS", "loss", "p99", "rxq mean"], self.rows.clone()),
-            RunsKind::Capacity => (
-                vec!["rate", "achieved", "p99", "loss", "call"],
-                self.steps
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| RunRow {
-                        label: format!("step {}", i + 1),
-                        cells: vec![
-                            si(s.rate_pps),
-                            si(s.achieved_pps),
-                            s.latency_ns
-                                .map_or("-".into(), |l| dur_us(l[2] as f64 / 1e3)),
-                            s.loss_pct.map_or("-".into(), |l| format!("{l:.2} %")),
-                            s.status.word().to_string(),
-                        ],
-                        bad: s.status == StepStatus::Fail,
-                    })
-                    .collect(),
-            ),
+            RunsKind::Capacity => (CAPACITY_COLUMNS.to_vec(), capacity_rows(&self.steps)),
         }
     }
+}
+
+/// A capacity search's bracket so far (by the search's own [`bounds_so_far`]) in words,
+/// rates in `unit`.
+pub(super) fn bracket_words(steps: &[CapacityStep], unit: &str) -> String {
+    if steps.is_empty() {
+        return "bracket: none yet (the first step is running)".into();
+    }
+    match bounds_so_far(steps) {
+        (Some(l), Some(h)) => format!(
+            "bracket so far: sustains {} {unit}, fails at {} {unit}",
+            si(l),
+            si(h)
+        ),
+        (Some(l), None) => format!("bracket so far: sustains {} {unit}, no failure yet", si(l)),
+        (None, Some(h)) => format!("bracket so far: nothing passed, fails at {} {unit}", si(h)),
+        (None, None) => "bracket so far: no step counted yet".into(),
+    }
+}
+
+/// The columns of a capacity search's table.
+pub(super) const CAPACITY_COLUMNS: [&str; 5] = ["rate", "achieved", "p99", "loss", "call"];
+
+/// A capacity search's steps as table rows (a failed step shown red).
+pub(super) fn capacity_rows(steps: &[CapacityStep]) -> Vec<RunRow> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| RunRow {
+            label: format!("step {}", i + 1),
+            cells: vec![
+                si(s.rate_pps),
+                si(s.achieved_pps),
+                s.latency_ns
+                    .map_or("-".into(), |l| dur_us(l[2] as f64 / 1e3)),
+                s.loss_pct.map_or("-".into(), |l| format!("{l:.2} %")),
+                s.status.word().to_string(),
+            ],
+            bad: s.status == StepStatus::Fail,
+        })
+        .collect()
 }
 
 /// Draws `st` over the whole frame: the status line of the run going now, the runs so far,
@@ -292,25 +303,36 @@ fn runs_table(frame: &mut Frame, area: Rect, st: &RunsLiveState) {
         Some(c) => format!(" {what}: now {c} "),
         None => format!(" {what}: starting "),
     };
+    let (cols, rows) = st.table();
+    let bracket = (st.kind == RunsKind::Capacity).then(|| st.bracket_line());
+    table_panel(frame, area, title, &cols, &rows, bracket);
+}
+
+/// A table of runs in a bordered box called `title`: the column names, the `bracket` line
+/// when given, then the newest `rows` that fit.
+pub(super) fn table_panel(
+    frame: &mut Frame,
+    area: Rect,
+    title: String,
+    cols: &[&str],
+    rows: &[RunRow],
+    bracket: Option<String>,
+) {
     let block = Block::bordered().title(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let (cols, rows) = st.table();
     let col_w = if inner.width >= 100 { 9usize } else { 8 };
     let label_w = (inner.width as usize)
         .saturating_sub(cols.len() * (col_w + 1))
         .clamp(8, 32);
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let mut head = format!("{:<label_w$}", "run");
-    for c in &cols {
+    for c in cols {
         head.push_str(&format!(" {c:>col_w$}"));
     }
     let mut lines = vec![Line::styled(head, bold)];
-    if st.kind == RunsKind::Capacity {
-        lines.push(Line::styled(
-            st.bracket_line(),
-            Style::default().fg(Color::Yellow),
-        ));
+    if let Some(b) = bracket {
+        lines.push(Line::styled(b, Style::default().fg(Color::Yellow)));
     }
     if rows.is_empty() {
         lines.push(Line::styled(

@@ -77,10 +77,26 @@ pub fn write_files(
 /// `--json-stream FILE`: a sink writing each sample as one JSON line, flushed (the file
 /// is created now; a line that cannot be written is said once on stderr, the run goes on).
 pub fn json_stream(path: &Path) -> Result<LiveSink> {
+    let write = ndjson(path)?;
+    Ok(LiveSink(Arc::new(move |s: &LiveSample| write(s))))
+}
+
+/// [`json_stream`] for an open loop of HTTP requests (`load http --json-stream FILE`): one
+/// line per [`tpslab_engine::openloop::HttpLiveSample`].
+pub fn json_stream_http(path: &Path) -> Result<tpslab_engine::openloop::HttpLiveSink> {
+    let write = ndjson(path)?;
+    Ok(tpslab_engine::openloop::HttpLiveSink(Arc::new(move |s| {
+        write(s)
+    })))
+}
+
+/// Writes each value given as one JSON line to `path` (created now). Errors: as
+/// [`super::create_stream`]'s.
+fn ndjson<T: serde::Serialize>(path: &Path) -> Result<impl Fn(&T) + Send + Sync> {
     let f = super::create_stream("--json-stream", path)?;
     let state = std::sync::Mutex::new((f, false));
     let name = path.display().to_string();
-    Ok(LiveSink(Arc::new(move |s: &LiveSample| {
+    Ok(move |s: &T| {
         let mut line = serde_json::to_vec(s).unwrap_or_default();
         line.push(b'\n');
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,5 +109,5 @@ pub fn json_stream(path: &Path) -> Result<LiveSink> {
                 st.1 = true;
             }
         }
-    })))
+    })
 }

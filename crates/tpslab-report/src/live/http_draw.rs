@@ -1,0 +1,260 @@
+//! The HTTP view's layout ([`super::http`]): a status line, a capacity search's steps
+//! when there is one, intended vs achieved requests/s, this interval's replies by class and
+//! errors by kind, latency over time, connections and requests in flight.
+
+use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, y_axis, LatencyOf};
+use super::http::HttpLiveState;
+use super::runs::{bracket_words, capacity_rows, table_panel, CAPACITY_COLUMNS};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Chart, Dataset, GraphType, Paragraph, Wrap};
+use ratatui::Frame;
+use tpslab_record::load_http::ErrorKinds;
+
+/// The intended rate's colour.
+const INTENDED: Color = Color::Cyan;
+/// The achieved (written) rate's colour.
+const SENT: Color = Color::Green;
+/// The answered rate's colour.
+const ANSWERED: Color = Color::Magenta;
+
+/// Draws `st` over the whole frame. A terminal smaller than [`super::MIN_WIDTH`] x
+/// [`super::MIN_HEIGHT`] gets one line saying so (the run goes on).
+pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
+    let area = frame.area();
+    if too_small(frame) {
+        return;
+    }
+    let table_h = match &st.search {
+        // Borders, the column names, the bracket; the newest rows that fit in a third.
+        Some(s) => (4 + s.steps.len().max(1) as u16).min(area.height / 3),
+        None => 0,
+    };
+    let [status, table, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(table_h),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    status_bar(
+        frame,
+        status,
+        &st.header,
+        st.elapsed_s(),
+        (st.stopping, st.paused),
+    );
+    if let Some(s) = &st.search {
+        let title = match &s.current {
+            Some(c) => format!(" capacity search: now {c} "),
+            None => " capacity search: starting ".to_string(),
+        };
+        let bracket = bracket_words(&s.steps, "req/s");
+        let rows = capacity_rows(&s.steps);
+        table_panel(frame, table, title, &CAPACITY_COLUMNS, &rows, Some(bracket));
+    }
+    let [top, bottom] =
+        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    let side = if area.width >= 120 { 52 } else { 38 };
+    let [rates, replies] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(top);
+    let [lat, conns] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(bottom);
+    rate_chart(frame, rates, st);
+    replies_panel(frame, replies, st);
+    let of = LatencyOf {
+        points: &st.latency,
+        last: st.last.as_ref().and_then(|f| f.latency.as_ref()),
+        no_latency: st.header.no_latency.as_deref(),
+        frames: st.frames,
+        window: st.window(),
+    };
+    super::draw::latency_chart_of(frame, lat, &of);
+    connections_panel(frame, conns, st);
+    if st.help {
+        let what = if st.search.is_some() { "search" } else { "run" };
+        help_overlay(frame, area, what, HTTP_HELP);
+    }
+}
+
+/// What the HTTP view's help says of its figures.
+const HTTP_HELP: &[&str] = &[
+    "Figures are the --json-stream lines, one per 250 ms; latency",
+    "is from each request's intended send time (corrected for",
+    "coordinated omission). Replies and errors: this interval's,",
+    "then since the start. The full report prints at the end.",
+];
+
+fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
+    let last = st.last.as_ref();
+    let now = |v: Option<f64>| v.map_or("-".to_string(), si);
+    let mut title = vec![
+        Span::raw(" req/s: "),
+        Span::styled(
+            format!("intended {} ", now(last.map(|f| f.intended_rps))),
+            Style::default().fg(INTENDED),
+        ),
+        Span::styled(
+            format!("achieved {} ", now(last.map(|f| f.sent_rps))),
+            Style::default().fg(SENT),
+        ),
+    ];
+    // Where it fits (the panel beside says it too).
+    if area.width >= 56 {
+        title.push(Span::styled(
+            format!("answered {} ", now(last.map(|f| f.answered_rps))),
+            Style::default().fg(ANSWERED),
+        ));
+    }
+    let title = Line::from(title);
+    let block = Block::bordered().title(title);
+    if st.frames == 0 {
+        frame.render_widget(
+            Paragraph::new("waiting for the first interval").block(block),
+            area,
+        );
+        return;
+    }
+    let series: Vec<(Vec<(f64, f64)>, Color)> = [
+        (&st.intended, INTENDED),
+        (&st.sent, SENT),
+        (&st.answered, ANSWERED),
+    ]
+    .into_iter()
+    .map(|(q, c)| (q.iter().copied().collect(), c))
+    .collect();
+    let max = series
+        .iter()
+        .flat_map(|s| s.0.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let sets = series
+        .iter()
+        .map(|(data, c)| {
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(*c))
+                .data(data)
+        })
+        .collect();
+    let chart = Chart::new(sets)
+        .block(block)
+        .x_axis(x_axis_of(st.window()))
+        .y_axis(y_axis(max, si))
+        .legend_position(None);
+    frame.render_widget(chart, area);
+}
+
+/// The kinds of `e` with their names, in the record's order.
+fn kinds(e: &ErrorKinds) -> [(&'static str, u64); 7] {
+    [
+        ("refused", e.refused),
+        ("reset", e.reset),
+        ("timeout", e.timeout),
+        ("closed by peer", e.closed),
+        ("protocol", e.protocol),
+        ("tls", e.tls),
+        ("other", e.other),
+    ]
+}
+
+fn replies_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
+    let block = Block::bordered().title(" replies, errors: interval/total ");
+    let Some(f) = st.last.as_ref() else {
+        frame.render_widget(
+            Paragraph::new("waiting for the first interval").block(block),
+            area,
+        );
+        return;
+    };
+    let w = if area.width >= 50 { 30 } else { 18 };
+    let row = |label: &str, a: u64, b: u64, bad: bool| {
+        let style = if bad && a > 0 {
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        Line::from(vec![
+            Span::raw(format!("{label:<w$}")),
+            Span::styled(format!("{:>8}", si(a as f64)), style),
+            Span::raw(format!(" {:>8}", si(b as f64))),
+        ])
+    };
+    let (s, t) = (&f.status, &st.total_status);
+    let mut lines = vec![row("2xx", s.s2xx, t.s2xx, false)];
+    for (name, a, b) in [
+        ("3xx", s.s3xx, t.s3xx),
+        ("4xx", s.s4xx, t.s4xx),
+        ("5xx", s.s5xx, t.s5xx),
+        ("other status", s.other, t.other),
+    ] {
+        if b > 0 {
+            lines.push(row(name, a, b, name != "3xx"));
+        }
+    }
+    let mut failed = false;
+    for (prefix, now, total) in [
+        ("", &f.errors, &st.total_errors),
+        ("connect ", &f.connect_errors, &st.total_connect_errors),
+    ] {
+        for ((name, a), (_, b)) in kinds(now).into_iter().zip(kinds(total)) {
+            if b > 0 {
+                failed = true;
+                lines.push(row(&format!("{prefix}{name}"), a, b, true));
+            }
+        }
+    }
+    if !failed {
+        lines.push(Line::styled(
+            "no request or connect failed",
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn connections_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
+    let block = Block::bordered().title(" connections, requests in flight ");
+    let Some(f) = st.last.as_ref() else {
+        frame.render_widget(
+            Paragraph::new("waiting for the first interval").block(block),
+            area,
+        );
+        return;
+    };
+    let conns = match f.connections {
+        Some(n) => format!("{n} (peak {})", st.connections_peak),
+        None => "not counted (sock_diag)".to_string(),
+    };
+    let achieved = if f.intended_rps > 0.0 {
+        format!("{:.1} % of intended", f.sent_rps / f.intended_rps * 100.0)
+    } else {
+        "- (none intended)".to_string()
+    };
+    let lines = vec![
+        Line::from(format!("connections open  {conns}")),
+        Line::from(format!("in flight         {}", f.in_flight)),
+        Line::from(format!("achieved          {achieved}")),
+        Line::from(format!("answered          {}/s", si(f.answered_rps))),
+        Line::from(format!(
+            "replies so far    {}",
+            si(st.total_status.total() as f64)
+        )),
+        Line::styled(
+            format!("interval {:.0} ms", f.interval_ms),
+            Style::default().add_modifier(Modifier::DIM),
+        ),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}

@@ -19,7 +19,7 @@ use tpslab_analysis::capacity::{
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::openloop::run_load_http;
+use tpslab_engine::openloop::{run_load_http, run_load_tcp};
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_net::sched::SchedPolicy;
@@ -140,6 +140,20 @@ fn run_step(
             let rec = run_load_http(&load, stop)?;
             Ok((search::figures_http(&rec, rate, stop.load(Relaxed)), None))
         }
+        CapacityLoad::Tcp(t) => {
+            let mut load = t.clone();
+            load.rate = rate;
+            if !t.warmup.is_zero() {
+                load.duration = t.warmup;
+                run_load_tcp(&load, stop)?;
+                load.duration = t.duration;
+            }
+            let r = run_load_tcp(&load, stop)?;
+            Ok((
+                search::figures_tcp(&r, t.duration, rate, stop.load(Relaxed)),
+                None,
+            ))
+        }
     }
 }
 
@@ -167,22 +181,45 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     ))
 }
 
-/// The user's server of `--server-cmd`, started (None without it). Errors: it cannot start
-/// or never opens its UDP socket.
+/// The user's server of `--server-cmd`, started (None without it); for `capacity tcp`
+/// without a target, tpslab's reference server (`serve tcp --mode replace`, for the
+/// budget and 30 s more). Errors: it cannot start or never opens its socket.
 fn start_server(plan: &CapacityPlan) -> Result<Option<ServerProcess>> {
-    plan.server_cmd
-        .as_deref()
-        .map(|cmd| ServerProcess::user_udp(cmd, &[], SchedPolicy::Other))
-        .transpose()
+    let cmd = plan.server_cmd.as_deref();
+    match (&plan.load, cmd) {
+        (CapacityLoad::Tcp(_), Some(cmd)) => ServerProcess::user_tcp(cmd).map(Some),
+        (CapacityLoad::Tcp(t), None) => t
+            .builtin
+            .map(|b| {
+                let b = crate::ramp::BuiltinServer {
+                    work: b.work,
+                    serial: b.serial,
+                    serialize: b.serialize,
+                    threads: b.threads,
+                };
+                let life = plan.search.budget + Duration::from_secs(30);
+                ServerProcess::tpslab(&b.args(life, false))
+            })
+            .transpose(),
+        (_, Some(cmd)) => ServerProcess::user_udp(cmd, &[], SchedPolicy::Other).map(Some),
+        (_, None) => Ok(None),
+    }
 }
 
 /// `plan` with the started server's address and PID as the load's target (unchanged
 /// without one).
 fn on_server(plan: &CapacityPlan, server: Option<&ServerProcess>) -> CapacityPlan {
     let mut p = plan.clone();
-    if let (Some(srv), CapacityLoad::Udp(r)) = (server, &mut p.load) {
-        r.load.target = srv.addr;
-        r.target_pid = Some(srv.pid());
+    match (server, &mut p.load) {
+        (Some(srv), CapacityLoad::Udp(r)) => {
+            r.load.target = srv.addr;
+            r.target_pid = Some(srv.pid());
+        }
+        (Some(srv), CapacityLoad::Tcp(t)) => {
+            t.target = srv.addr;
+            t.pid = Some(srv.pid());
+        }
+        _ => {}
     }
     p
 }
@@ -318,7 +355,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
     // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
     let probe = match &plan.load {
         CapacityLoad::Udp(r) => probe_truesize(r.load.datagram_len(), None).ok(),
-        CapacityLoad::Http(_) => None,
+        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
     };
     let conclusion = loop {
         if ctx.stopped() {
@@ -438,5 +475,107 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         environment: environment.unwrap_or_else(tpslab_engine::env::environment),
         notes: vec![],
         retry: None,
+    })
+}
+
+/// `capacity tcp`'s settings as given, for [`tcp_step`].
+#[derive(Debug, Clone)]
+pub struct TcpFlags {
+    /// HOST:PORT; None: `--server-cmd`'s server, or tpslab's own.
+    pub target: Option<String>,
+    /// `--server-cmd` was given.
+    pub server_cmd: bool,
+    /// `--size`, bytes (tpslab's request, framed by a length prefix).
+    pub size: u64,
+    /// `--payload-file`: sent as each request instead, with its own framing.
+    pub payload_file: Option<std::path::PathBuf>,
+    /// `--framing` as typed (default `length`).
+    pub framing: String,
+    /// `--connections`.
+    pub connections: usize,
+    /// `--timeout`.
+    pub timeout: Duration,
+    /// `--load-threads` (0: one per CPU).
+    pub load_threads: usize,
+    /// `--pid`.
+    pub pid: Option<u32>,
+    /// `--server-work`, `--server-serial` (default 10ms, as `ramp tcp`'s),
+    /// `--serialize`, `--server-threads`.
+    pub builtin: search::BuiltinTcpServer,
+    /// `--start-rate`, `--step-duration`, `--warmup`.
+    pub rate: f64,
+    /// The measured window of each step.
+    pub window: Duration,
+    /// The warm-up of each step.
+    pub warmup: Duration,
+}
+
+/// The default waiting per request of tpslab's own server (`ramp tcp`'s).
+pub const BUILTIN_SERIAL: Duration = Duration::from_millis(10);
+
+/// The TCP step of `f`, checked: the framing, the request (`ramp tcp`'s: `--size`
+/// bytes with "ping" every 64 and a length prefix, or the payload file's bytes), the
+/// server (HOST:PORT resolved and `--pid` checked; `--server-cmd`; or tpslab's own,
+/// whose `--server-*` settings apply only to it). Errors: one line naming the flag(s).
+pub fn tcp_step(f: &TcpFlags) -> Result<search::TcpStep> {
+    use anyhow::{anyhow, bail};
+    let framing = tpslab_plan::framing::Framing::parse(&f.framing).map_err(|e| anyhow!("--{e}"))?;
+    let payload = match &f.payload_file {
+        Some(p) => Some(crate::input::read_payload_file(p)?),
+        None => None,
+    };
+    let (request, _) = crate::ramp::request(
+        tpslab_plan::ramp::RampProto::Tcp,
+        payload,
+        f.size,
+        f.framing != "length",
+        None,
+    )?;
+    let b = f.builtin;
+    let builtin_flags =
+        !b.work.is_zero() || b.serialize || b.threads != 0 || b.serial != BUILTIN_SERIAL;
+    let unstarted = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let (target, builtin) = match (&f.target, f.server_cmd) {
+        (Some(_), true) => bail!(
+            "capacity tcp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
+        ),
+        (Some(t), false) => {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure tpslab's own server: leave out HOST:PORT to use it");
+            }
+            if let Some(p) = f.pid {
+                tpslab_plan::target::check_pid("--pid", p)?;
+            }
+            (tpslab_plan::target::resolve(t)?, None)
+        }
+        (None, true) => {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure tpslab's own server, not --server-cmd's");
+            }
+            if f.pid.is_some() {
+                bail!("--server-cmd starts the server itself: --pid does not apply");
+            }
+            (unstarted, None)
+        }
+        (None, false) => {
+            if f.pid.is_some() {
+                bail!("--pid applies with HOST:PORT; tpslab's own server is watched anyway");
+            }
+            (unstarted, Some(b))
+        }
+    };
+    Ok(search::TcpStep {
+        target,
+        request_bytes: request.len() as u64,
+        request,
+        framing,
+        rate: f.rate,
+        connections: f.connections,
+        duration: f.window,
+        timeout: f.timeout,
+        load_threads: f.load_threads,
+        warmup: f.warmup,
+        pid: f.pid,
+        builtin,
     })
 }

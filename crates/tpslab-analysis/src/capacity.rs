@@ -598,6 +598,10 @@ pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
                 .into()
         }
         Case::GeneratorInvalid => "the generator (its step is not evidence)".into(),
+        // A TCP or HTTP step no rule of `capacity_stream` named a layer for.
+        Case::Unexplained if d.layer == "none named" => {
+            "no layer named (nothing dropped, refused or reset at the first failing rate)".into()
+        }
         _ => d.layer.clone(),
     })
 }

@@ -1,4 +1,4 @@
-//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'` (or `capacity http URL`): the highest rate a server
+//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'` (or `capacity http URL`, `capacity tcp`): the highest rate a server
 //! sustains within an objective, found by open-loop steps at rates a search chooses
 //! ([`tpslab_run::capacity`]), with the layer that gives first.
 
@@ -25,6 +25,9 @@ pub(crate) enum CapacityCmd {
     /// Find the highest rate of HTTP requests a server sustains within the objective
     /// (each step `load http`'s open loop, after a warm-up run at its rate).
     Http(CapacityHttpArgs),
+    /// Find the highest rate of framed TCP requests a server sustains within the objective
+    /// (`ramp tcp`'s protocol as an open loop; without HOST:PORT, tpslab's own server).
+    Tcp(CapacityTcpArgs),
 }
 
 /// The search's flags, the same for every protocol.
@@ -148,6 +151,102 @@ impl CapacityHttpArgs {
             |p| Ok(whole(p.clone()).validate()?),
         )?;
         Ok(whole(load))
+    }
+}
+
+/// `capacity tcp`'s flags: the search's, the request as `ramp tcp` takes it, the open
+/// loop's connections, and the server (HOST:PORT, `--server-cmd`, or tpslab's own).
+#[derive(Args, Debug)]
+pub(crate) struct CapacityTcpArgs {
+    /// Server address, HOST:PORT (without it and --server-cmd, tpslab's reference server
+    /// `serve tcp --mode replace` is started with the --server-* flags).
+    pub(crate) target: Option<String>,
+    /// Start the user's TCP server for the search: a shell command with {port}, run by
+    /// `sh -c` as its own process group, stopped at the end; the group's process owning a
+    /// TCP socket on the port is the server watched.
+    #[arg(long)]
+    pub(crate) server_cmd: Option<String>,
+    /// Refused for TCP: no verdict names a fix tpslab can apply yet (see capacity udp).
+    #[arg(long)]
+    pub(crate) fix_and_retry: bool,
+    #[command(flatten)]
+    pub(crate) search: SearchFlags,
+    /// Request body size with tpslab's own protocol, bytes.
+    #[arg(long, value_name = SIZE, value_parser = size(), default_value = "1024")]
+    pub(crate) size: u64,
+    /// Send this file's bytes as each request instead (verbatim, with its framing).
+    #[arg(long)]
+    pub(crate) payload_file: Option<PathBuf>,
+    /// How a reply ends: length (4-byte prefix, tpslab's protocol), fixed:BYTES or
+    /// delim:TEXT (e.g. delim:\r\n).
+    #[arg(long, default_value = "length")]
+    pub(crate) framing: String,
+    /// Connections, each sending at RATE/CONNECTIONS requests a second on its own
+    /// schedule, one request in flight (no pipelining).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) connections: usize,
+    /// How long a request (or a connect) may wait (and the grace for replies outstanding
+    /// at the end, at most 2 s of it).
+    #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) timeout: Duration,
+    /// Event-loop threads (0: one per CPU, at most one per connection).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) load_threads: usize,
+    /// PID of the server process (with HOST:PORT).
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// tpslab's server: CPU work per request.
+    #[arg(long, default_value = "0s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) server_work: Duration,
+    /// tpslab's server: waiting per request (a sleep, like a database round trip).
+    #[arg(long, default_value = "10ms", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub(crate) server_serial: Duration,
+    /// tpslab's server: hold one global lock during --server-serial.
+    #[arg(long)]
+    pub(crate) serialize: bool,
+    /// tpslab's server: 0 = a thread per connection; N = N epoll workers sharing them.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) server_threads: usize,
+    #[command(flatten)]
+    pub(crate) record: crate::flags::RecordFlag,
+}
+
+impl CapacityTcpArgs {
+    /// The validated plan: the search's flags, the output files, then the step
+    /// ([`tpslab_run::capacity::tcp_step`]) and the whole plan. Errors: one line naming
+    /// the flag.
+    pub(crate) fn plan(&self) -> Result<CapacityPlan> {
+        let unit = RateUnit::RequestsPerSecond;
+        let (slo, resolution_pct) = self.search.check(HTTP_RATE, unit)?;
+        self.record.check(true)?;
+        let step = tpslab_run::capacity::tcp_step(&tpslab_run::capacity::TcpFlags {
+            target: self.target.clone(),
+            server_cmd: self.server_cmd.is_some(),
+            size: self.size,
+            payload_file: self.payload_file.clone(),
+            framing: self.framing.clone(),
+            connections: self.connections,
+            timeout: self.timeout,
+            load_threads: self.load_threads,
+            pid: self.pid,
+            builtin: tpslab_plan::capacity::BuiltinTcpServer {
+                work: self.server_work,
+                serial: self.server_serial,
+                serialize: self.serialize,
+                threads: self.server_threads,
+            },
+            rate: self.search.start_rate,
+            window: self.search.step_duration,
+            warmup: self.search.warmup,
+        })?;
+        let plan = CapacityPlan {
+            load: CapacityLoad::Tcp(step),
+            search: self.search.search(slo, resolution_pct, unit, 1.0),
+            server_cmd: self.server_cmd.clone(),
+            fix_and_retry: self.fix_and_retry,
+        };
+        plan.validate()?;
+        Ok(plan)
     }
 }
 
@@ -302,6 +401,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let (plan, record, live) = match &cmd {
         CapacityCmd::Udp(a) => (a.plan()?, &a.record, a.live),
         CapacityCmd::Http(a) => (a.plan()?, &a.record, a.live),
+        CapacityCmd::Tcp(a) => (a.plan()?, &a.record, false),
     };
     if live {
         out::check_live()?;
@@ -317,6 +417,8 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let view = match &plan.load {
         CapacityLoad::Udp(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
         CapacityLoad::Http(_) => out::attach_http(live, true, header, &mut ctx)?,
+        // No --live flag (yet): its steps' stream is the TCP open loop's.
+        CapacityLoad::Tcp(_) => None,
     };
     let rec = tpslab_run::capacity::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).

@@ -261,3 +261,143 @@ fn capacity_http_takes_the_request_and_the_search_as_given() {
     // Without a warm-up one grace: 1 s window + 1 s grace + 400 ms.
     assert_eq!(p.min_budget(), Duration::from_millis(2400));
 }
+
+#[test]
+fn capacity_tcp_refuses_what_it_cannot_search() {
+    let dir = tempfile::tempdir().unwrap();
+    refused(
+        dir.path(),
+        &[
+            (
+                "capacity tcp 127.0.0.1:9 --framing fixed:0",
+                &["--framing \"fixed:0\": allowed length, fixed:BYTES"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --size 4",
+                &["--size 4: allowed 8..=65507 bytes"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --connections 0",
+                &["--connections 0: allowed 1..=10000"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --timeout 0s",
+                &["--timeout 0s: allowed 1ms..=10m"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --warmup 50ms",
+                &["--warmup 50ms: allowed 0 (none) or 100ms..=1h (a run of its own)"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --slo rate>=0%",
+                &["--slo rate>=0%: allowed rate>=PCT"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --max-rate 20M",
+                &["--max-rate 20000000: allowed a whole rate from 1 up to 10000000 requests/s"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --server-work 1ms",
+                &["configure tpslab's own server: leave out HOST:PORT to use it"],
+            ),
+            (
+                "capacity tcp --server-cmd 'srv {port}' --server-threads 2",
+                &["configure tpslab's own server, not --server-cmd's"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --server-cmd 'srv {port}'",
+                &["give HOST:PORT of a running server, or --server-cmd to start one, not both"],
+            ),
+            (
+                "capacity tcp --server-cmd srv",
+                &["--server-cmd \"srv\": allowed a shell command containing {port}"],
+            ),
+            (
+                "capacity tcp --pid 1",
+                &["--pid applies with HOST:PORT; tpslab's own server is watched anyway"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --fix-and-retry",
+                &["--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity tcp names no fix"],
+            ),
+            (
+                "capacity tcp 127.0.0.1:9 --payload-file {dir}/none.bin",
+                &["--payload-file"],
+            ),
+            (
+                // 2.5 s of warm-up and window, two graces of 2 s, 400 ms: 6.9 s.
+                "capacity tcp 127.0.0.1:9 --step-duration 2s --warmup 500ms --budget 6s",
+                &["--budget 6s: allowed at least one step (6s 900ms"],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn capacity_tcp_takes_the_request_the_framing_and_the_server_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let Made::Capacity(p) = accepted(
+        dir.path(),
+        "capacity tcp 127.0.0.1:9 --framing 'delim:\\r\\n' --size 100 --connections 20 --timeout 1s --load-threads 1 --start-rate 2k --step-duration 1s --warmup 0s --budget 60s",
+    ) else {
+        panic!("not a capacity plan")
+    };
+    let CapacityLoad::Tcp(t) = &p.load else {
+        panic!("not a TCP search")
+    };
+    assert_eq!(p.search.unit, RateUnit::RequestsPerSecond);
+    assert_eq!(p.protocol(), "tcp");
+    assert_eq!(t.target.to_string(), "127.0.0.1:9");
+    assert_eq!(
+        t.framing,
+        tpslab_plan::framing::Framing::Delimiter(b"\r\n".to_vec())
+    );
+    // tpslab's request: 100 bytes behind a 4-byte length.
+    assert_eq!((t.request.len(), t.request_bytes), (104, 104));
+    assert_eq!(&t.request[..8], b"\0\0\0\x64ping");
+    assert_eq!(
+        (
+            t.connections,
+            t.timeout,
+            t.load_threads,
+            t.duration,
+            t.warmup
+        ),
+        (
+            20,
+            Duration::from_secs(1),
+            1,
+            Duration::from_secs(1),
+            Duration::ZERO
+        )
+    );
+    assert_eq!((t.rate, t.builtin, t.pid), (2000.0, None, None));
+    // Without HOST:PORT: tpslab's own server with the --server-* settings, its address
+    // known once started.
+    let Made::Capacity(p) = accepted(
+        dir.path(),
+        "capacity tcp --server-work 500us --server-serial 0s --server-threads 1",
+    ) else {
+        panic!("not a capacity plan")
+    };
+    let CapacityLoad::Tcp(t) = &p.load else {
+        panic!("not a TCP search")
+    };
+    let b = t.builtin.expect("tpslab's own server");
+    assert_eq!(
+        (b.work, b.serial, b.serialize, b.threads),
+        (Duration::from_micros(500), Duration::ZERO, false, 1)
+    );
+    assert_eq!(b.ceiling(t.connections), Some(2000.0));
+    assert_eq!(t.target.port(), 0);
+    // --server-cmd: the user's server, no built-in one.
+    let Made::Capacity(p) = accepted(dir.path(), "capacity tcp --server-cmd 'srv --port {port}'")
+    else {
+        panic!("not a capacity plan")
+    };
+    let CapacityLoad::Tcp(t) = &p.load else {
+        panic!("not a TCP search")
+    };
+    assert_eq!(t.builtin, None);
+    assert_eq!(p.server_cmd.as_deref(), Some("srv --port {port}"));
+}

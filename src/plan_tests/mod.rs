@@ -107,6 +107,7 @@ fn made_args(words: impl Iterator<Item = OsString>) -> Result<Made, String> {
         Cmd::Capacity { proto } => match proto {
             crate::capacity::CapacityCmd::Udp(a) => a.plan().map(Made::Capacity),
             crate::capacity::CapacityCmd::Http(a) => a.plan().map(Made::Capacity),
+            crate::capacity::CapacityCmd::Tcp(a) => a.plan().map(Made::Capacity),
         },
         Cmd::Doctor(a) => a.plan().map(Made::Doctor),
         Cmd::Bdp(a) => a.plan().map(Made::Bdp),

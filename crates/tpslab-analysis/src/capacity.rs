@@ -6,8 +6,9 @@
 //! sentence that says it ([`headline`]).
 
 pub use tpslab_record::capacity::{
-    CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacitySearch, CapacityStep,
-    Conclusion, HttpStep, Objective, Quantile, RateUnit, Slo, StepStatus, StepVerdict,
+    BuiltinTcpServer, CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacitySearch,
+    CapacityStep, Conclusion, HttpStep, Objective, Quantile, RateUnit, Slo, StepStatus,
+    StepVerdict, TcpStep,
 };
 use tpslab_record::verdict::Case;
 use tpslab_record::RunRecord;
@@ -91,8 +92,50 @@ pub fn figures_http(
     rate_pps: f64,
     interrupted: bool,
 ) -> StepFigures {
-    let r = &rec.result;
-    let secs = rec.plan.duration.as_secs_f64().max(1e-9);
+    let secs = rec.plan.duration.as_secs_f64();
+    open_figures(
+        &rec.result,
+        secs,
+        rec.sent_rate(interrupted),
+        rate_pps,
+        interrupted,
+    )
+}
+
+/// A TCP step's figures (the open loop's counts over a window of `window`) for a step
+/// intended at `rate_pps` requests/s: as [`figures_http`]'s, every framed reply answered
+/// (a framed reply has no status: its count is `status.other`); errors, failed connects
+/// (refused, reset, timed out) and requests (reset, closed by the server, a frame not of
+/// the framing), % of those intended. Achieved: over the window, or when `interrupted`
+/// over the gaps between the first and last request sent.
+pub fn figures_tcp(
+    r: &tpslab_record::load_http::LoadHttpResult,
+    window: std::time::Duration,
+    rate_pps: f64,
+    interrupted: bool,
+) -> StepFigures {
+    let secs = window.as_secs_f64();
+    let span = r.last_sent_s - r.first_sent_s;
+    let sent_rate = if !interrupted {
+        r.sent as f64 / secs.max(1e-9)
+    } else if r.sent >= 2 && span > 0.0 {
+        (r.sent - 1) as f64 / span
+    } else {
+        0.0
+    };
+    open_figures(r, secs, sent_rate, rate_pps, interrupted)
+}
+
+/// The figures of an open loop's counts `r` over `secs`, sent at `sent_rate` (see
+/// [`figures_http`]).
+fn open_figures(
+    r: &tpslab_record::load_http::LoadHttpResult,
+    secs: f64,
+    sent_rate: f64,
+    rate_pps: f64,
+    interrupted: bool,
+) -> StepFigures {
+    let secs = secs.max(1e-9);
     let l = &r.corrected;
     let lost = r.errors.timeout + r.unanswered;
     let failed = (r.errors.total() - r.errors.timeout)
@@ -110,7 +153,7 @@ pub fn figures_http(
     }
     StepFigures {
         rate_pps,
-        achieved_pps: rec.sent_rate(interrupted),
+        achieved_pps: sent_rate,
         answered_pps: r.status.total() as f64 / secs,
         latency_ns: (l.count > 0).then_some([l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns]),
         latency_actual_ns: None,
@@ -555,6 +598,10 @@ pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
                 .into()
         }
         Case::GeneratorInvalid => "the generator (its step is not evidence)".into(),
+        // A TCP or HTTP step no rule of `capacity_stream` named a layer for.
+        Case::Unexplained if d.layer == "none named" => {
+            "no layer named (nothing dropped, refused or reset at the first failing rate)".into()
+        }
         _ => d.layer.clone(),
     })
 }

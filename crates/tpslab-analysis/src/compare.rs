@@ -122,13 +122,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                         (set, tcp_figures(t))
                     }
                     Body::Capacity(c) => {
-                        let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
-                        if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut())
-                        {
-                            // Every run draws its own identifier.
-                            l.remove("run_id");
-                        }
-                        set.extend(flatten("plan", &v));
+                        set.extend(capacity_settings(c));
                         (set, capacity_figures(c))
                     }
                     _ => unreachable!("same kind as the first"),
@@ -400,10 +394,47 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
     out
 }
 
+/// A capacity search's settings, flattened: its plan without what changes every run (a
+/// UDP run's identifier; the address and PID of a server tpslab started, by
+/// `--server-cmd` or its own TCP server, whose port is drawn anew each time), and with
+/// `--fix-and-retry` the change the second search ran with (`retry applied`).
+fn capacity_settings(c: &tpslab_record::capacity::CapacityRecord) -> Settings {
+    use tpslab_record::capacity::CapacityLoad;
+    let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
+    if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut()) {
+        // Every run draws its own identifier.
+        l.remove("run_id");
+    }
+    let started = c.plan.server_cmd.is_some()
+        || matches!(&c.plan.load, CapacityLoad::Tcp(t) if t.builtin.is_some());
+    if started {
+        for (at, keys) in [
+            ("/run/load", &["target"][..]),
+            ("/run", &["target_pid"][..]),
+            ("/tcp", &["target", "pid"][..]),
+        ] {
+            if let Some(o) = v.pointer_mut(at).and_then(|o| o.as_object_mut()) {
+                for k in keys {
+                    o.remove(*k);
+                }
+            }
+        }
+    }
+    let mut set = flatten("plan", &v);
+    if let Some(r) = &c.retry {
+        set.insert("retry applied".into(), r.applied.join("; "));
+    }
+    set
+}
+
 /// A capacity search's figures: the rate it sustains and the lowest that failed (each found
-/// once: no spread).
+/// once: no spread); with `--fix-and-retry`, the second search's too (with the fix).
 fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
     let (lo, hi) = c.conclusion.bounds();
+    let (fix_lo, fix_hi) = c
+        .retry
+        .as_ref()
+        .map_or((None, None), |r| r.search.conclusion.bounds());
     let mut out = vec![];
     let unit = c.plan.search.unit;
     for (name, v, source) in [
@@ -416,6 +447,16 @@ fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> Figures {
             format!("capacity: fails {unit}"),
             hi,
             "the lowest rate that failed a step (capacity search)",
+        ),
+        (
+            format!("capacity with the fix: sustains {unit}"),
+            fix_lo,
+            "the highest rate that passed every step of the search after the fix (--fix-and-retry)",
+        ),
+        (
+            format!("capacity with the fix: fails {unit}"),
+            fix_hi,
+            "the lowest rate that failed a step of the search after the fix (--fix-and-retry)",
         ),
     ] {
         if let Some(v) = v {
@@ -603,6 +644,134 @@ mod tests {
             ]
         );
         assert_eq!(d[1].values, ["null", "11520000"]);
+    }
+
+    /// A TCP capacity record of a search that sustained `lo` and failed at `hi`, on
+    /// `target` with `pid`, the server tpslab's own (`builtin`) or someone's.
+    fn tcp_capacity(
+        target: &str,
+        pid: u32,
+        builtin: bool,
+        lo: f64,
+        hi: f64,
+    ) -> tpslab_record::capacity::CapacityRecord {
+        use std::time::Duration;
+        use tpslab_record::capacity::*;
+        CapacityRecord {
+            plan: CapacityPlan {
+                load: CapacityLoad::Tcp(TcpStep {
+                    target: target.parse().unwrap(),
+                    request: vec![],
+                    request_bytes: 1028,
+                    framing: tpslab_plan::framing::Framing::Length,
+                    rate: 500.0,
+                    connections: 10,
+                    duration: Duration::from_secs(1),
+                    timeout: Duration::from_secs(2),
+                    load_threads: 0,
+                    warmup: Duration::ZERO,
+                    pid: Some(pid),
+                    builtin: builtin.then_some(BuiltinTcpServer {
+                        work: Duration::from_micros(500),
+                        serial: Duration::ZERO,
+                        serialize: false,
+                        threads: 1,
+                    }),
+                }),
+                search: CapacitySearch {
+                    slo: Slo::parse("--slo", "p99<20ms").unwrap(),
+                    start_rate: 500.0,
+                    max_rate: 1e6,
+                    resolution_pct: 5.0,
+                    repeats: 1,
+                    budget: Duration::from_secs(30),
+                    min_rate: 1.0,
+                    unit: RateUnit::RequestsPerSecond,
+                },
+                server_cmd: None,
+                fix_and_retry: false,
+            },
+            steps: vec![],
+            conclusion: Conclusion::Bracket {
+                sustains_pps: lo,
+                fails_pps: hi,
+            },
+            boundary: None,
+            interrupted: false,
+            environment: Default::default(),
+            notes: vec![],
+            retry: None,
+        }
+    }
+
+    #[test]
+    fn a_started_servers_port_and_pid_are_no_difference_someones_server_is() {
+        // tpslab's own server (and --server-cmd's): a new port and PID every run.
+        let a = tcp_capacity("127.0.0.1:40001", 100, true, 1900.0, 2000.0);
+        let b = tcp_capacity("127.0.0.1:40002", 200, true, 1900.0, 2000.0);
+        let d = differences(&[capacity_settings(&a), capacity_settings(&b)]);
+        assert!(d.is_empty(), "{d:?}");
+        let mut cmd_a = a.clone();
+        let mut cmd_b = b.clone();
+        for (c, srv) in [
+            (&mut cmd_a, "srv {port}"),
+            (&mut cmd_b, "srv --fast {port}"),
+        ] {
+            c.plan.server_cmd = Some(srv.into());
+            if let tpslab_record::capacity::CapacityLoad::Tcp(t) = &mut c.plan.load {
+                t.builtin = None;
+            }
+        }
+        let d = differences(&[capacity_settings(&cmd_a), capacity_settings(&cmd_b)]);
+        let what: Vec<&str> = d.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(what, ["plan server_cmd"], "{d:?}");
+        // Someone's server at two addresses: a difference worth listing.
+        let a = tcp_capacity("127.0.0.1:40001", 100, false, 1900.0, 2000.0);
+        let b = tcp_capacity("127.0.0.1:40002", 100, false, 1900.0, 2000.0);
+        let d = differences(&[capacity_settings(&a), capacity_settings(&b)]);
+        let what: Vec<&str> = d.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(what, ["plan tcp.target"], "{d:?}");
+    }
+
+    #[test]
+    fn a_retry_shows_the_capacities_with_the_fix_and_what_was_applied() {
+        let mut a = tcp_capacity("127.0.0.1:40001", 100, true, 1900.0, 2000.0);
+        let names = |c: &tpslab_record::capacity::CapacityRecord| -> Vec<(String, f64)> {
+            capacity_figures(c)
+                .into_iter()
+                .map(|(k, e)| (k.name, e.mean))
+                .collect()
+        };
+        assert_eq!(
+            names(&a),
+            [
+                ("capacity: sustains requests/s".to_string(), 1900.0),
+                ("capacity: fails requests/s".to_string(), 2000.0)
+            ]
+        );
+        let second = tcp_capacity("127.0.0.1:40001", 100, true, 2600.0, 2700.0);
+        a.retry = Some(Box::new(tpslab_record::capacity::CapacityRetry {
+            applied: vec!["sysctl net.core.rmem_default=921600".into()],
+            restored: vec![],
+            search: second,
+        }));
+        assert_eq!(
+            names(&a)[2..],
+            [
+                (
+                    "capacity with the fix: sustains requests/s".to_string(),
+                    2600.0
+                ),
+                (
+                    "capacity with the fix: fails requests/s".to_string(),
+                    2700.0
+                )
+            ]
+        );
+        assert_eq!(
+            capacity_settings(&a)["retry applied"],
+            "sysctl net.core.rmem_default=921600"
+        );
     }
 
     #[test]

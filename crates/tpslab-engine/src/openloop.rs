@@ -25,6 +25,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
 use tpslab_net::mono_ns;
+use tpslab_plan::capacity::TcpStep;
 use tpslab_plan::time::nanos;
 use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
@@ -37,6 +38,7 @@ pub use live::{HttpLiveSample, HttpLiveSink};
 
 use crate::books::Books;
 use crate::proto::http1::Http1;
+use crate::proto::tcp_framed::TcpFramed;
 use crate::proto::{Exchange, Reply, Transport};
 use crate::users::run_loop;
 use crate::EngineError;
@@ -556,11 +558,60 @@ fn run_load_h2(
     Ok(record(plan, start, intended, l))
 }
 
+/// `capacity tcp`'s step: an open loop of `plan.request` (framed already) over
+/// `plan.connections` TCP connections at `plan.rate` for `plan.duration`, each reply ending
+/// by `plan.framing` ([`TcpFramed`]), as [`run_load_http`]'s loop. `stop` ends it early.
+///
+/// Returns the counts (a framed reply has no status code: each reply is counted in
+/// `status.other`). Errors: a plan [`TcpStep::validate`] refuses, more connections than
+/// file descriptors or local ports, a loop thread that cannot start.
+pub fn run_load_tcp(plan: &TcpStep, stop: &AtomicBool) -> Result<LoadHttpResult, EngineError> {
+    plan.validate()
+        .map_err(|e| EngineError::Other(e.to_string()))?;
+    let proto = TcpFramed::new(plan.target, plan.request.clone(), plan.framing.clone());
+    let c = plan.connections;
+    let limit = tpslab_net::raise_nofile();
+    if (c as u64) + 64 > limit {
+        return Err(EngineError::Other(format!(
+            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
+            c + 64
+        )));
+    }
+    crate::env::check_ports(c)?;
+    let loops = match plan.load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, c);
+    // Room for the connections to be made before the first intended send.
+    let start = mono_ns() + 100_000_000;
+    let sched = Schedule::new(
+        start,
+        plan.rate,
+        c,
+        nanos(&plan.duration),
+        nanos(&plan.timeout),
+        stop,
+    );
+    let intended = sched.intended(c);
+    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, &proto, ids))?;
+    Ok(result(start, intended, l))
+}
+
 /// The record of a run of `plan` started at `start` (monotonic ns) that intended
 /// `intended` requests and counted `l`.
 fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadHttpRecord {
+    LoadHttpRecord {
+        plan: plan.clone(),
+        result: result(start, intended, l),
+    }
+}
+
+/// The counts of a run started at `start` (monotonic ns) that intended `intended`
+/// requests and counted `l`.
+fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
     let since = |t: u64| t.saturating_sub(start) as f64 / 1e9;
-    let result = LoadHttpResult {
+    LoadHttpResult {
         intended,
         sent: l.sent,
         status: l.status,
@@ -579,10 +630,6 @@ fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadH
         corrected: LatencySummary::from_histogram(&l.corrected),
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
         first_tls_error: l.first_tls_error,
-    };
-    LoadHttpRecord {
-        plan: plan.clone(),
-        result,
     }
 }
 

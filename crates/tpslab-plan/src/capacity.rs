@@ -3,12 +3,14 @@
 //! ([`Slo`], parsed by [`Slo::parse`]), the search's bounds ([`CapacitySearch`]) and the
 //! whole plan ([`CapacityPlan`], with [`CapacityPlan::validate`]).
 
+use crate::framing::Framing;
 use crate::limits::{LOAD_DURATION, MAX_RATE_PPS, STEP_DURATION, WARMUP};
 use crate::load_http::LoadHttpPlan;
 use crate::udp::UdpRunPlan;
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A latency quantile an objective bounds (of the latency from the intended send time,
@@ -442,6 +444,97 @@ pub enum CapacityLoad {
     /// `load http`'s open loop; its duration is the step's measured window.
     #[serde(rename = "http")]
     Http(HttpStep),
+    /// The open loop of framed requests over TCP (`ramp tcp`'s protocol); its duration is
+    /// the step's measured window.
+    #[serde(rename = "tcp")]
+    Tcp(TcpStep),
+}
+
+/// A TCP capacity step: a warm-up run at the step's rate (its figures not kept;
+/// connections are made again for the window), then the window's run: `connections`
+/// connections, each sending the same request at `rate / connections` a second on its own
+/// schedule (as `load http`'s open loop), one request in flight per connection, each reply
+/// ending by `framing`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TcpStep {
+    /// The server's address.
+    pub target: SocketAddr,
+    /// The bytes of one request as sent, framed already (not kept in a record; its length
+    /// is, `request_bytes`).
+    #[serde(skip, default)]
+    pub request: Vec<u8>,
+    /// The request's length, bytes.
+    pub request_bytes: u64,
+    /// How a reply ends.
+    pub framing: Framing,
+    /// Requests a second, all connections together (the search sets each step's).
+    pub rate: f64,
+    /// Connections (1..=10,000).
+    pub connections: usize,
+    /// The measured window (JSON: `duration_ns`).
+    #[serde(rename = "duration_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub duration: Duration,
+    /// How long a request (or a connect) may wait; also the grace for replies outstanding
+    /// at the end, at most 2 s of it (JSON: `timeout_ns`).
+    #[serde(rename = "timeout_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub timeout: Duration,
+    /// Loop threads (0: one per CPU, at most one per connection).
+    pub load_threads: usize,
+    /// The warm-up before each window, at the same rate (0: none; JSON: `warmup_ns`).
+    #[serde(rename = "warmup_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub warmup: Duration,
+    /// `--pid`: the server process watched (its threads at a failing step); with a
+    /// server tpslab started, that server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// tpslab's reference server (`serve tcp --mode replace`) started for the search
+    /// when no HOST:PORT is given (None: the server at the target, or `--server-cmd`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<BuiltinTcpServer>,
+}
+
+/// tpslab's reference TCP server as `capacity tcp` (and `ramp tcp`) without a target
+/// starts it: `serve tcp --mode replace` with these settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct BuiltinTcpServer {
+    /// CPU work per request, a busy loop (JSON: `work_ns`).
+    #[serde(rename = "work_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub work: Duration,
+    /// Waiting per request, a sleep (JSON: `serial_ns`).
+    #[serde(rename = "serial_ns", with = "crate::time::ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub serial: Duration,
+    /// The waiting under one global lock.
+    pub serialize: bool,
+    /// 0: a thread per connection; N: N epoll workers sharing the connections.
+    pub threads: usize,
+}
+
+impl BuiltinTcpServer {
+    /// Requests a second it can answer at most when its CPU time is its own: threads
+    /// (one per connection when 0) over the work and waiting per request, the waiting
+    /// alone under a lock; None when a request costs nothing.
+    pub fn ceiling(&self, connections: usize) -> Option<f64> {
+        let threads = if self.threads == 0 {
+            connections
+        } else {
+            self.threads
+        } as f64;
+        let per = (self.work + self.serial).as_secs_f64();
+        let by_threads = (per > 0.0).then(|| threads / per);
+        let by_lock =
+            (self.serialize && !self.serial.is_zero()).then(|| 1.0 / self.serial.as_secs_f64());
+        match (by_threads, by_lock) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// An HTTP capacity step: a warm-up run at the step's rate (its figures not kept;
@@ -467,6 +560,7 @@ impl CapacityPlan {
         match &self.load {
             CapacityLoad::Udp(r) => r.load.warmup + r.load.duration,
             CapacityLoad::Http(h) => h.warmup + h.load.duration,
+            CapacityLoad::Tcp(t) => t.warmup + t.duration,
         }
     }
 
@@ -479,6 +573,14 @@ impl CapacityPlan {
             CapacityLoad::Http(h) => {
                 let grace = h.load.timeout.min(Duration::from_secs(2));
                 if h.warmup.is_zero() {
+                    grace
+                } else {
+                    2 * grace
+                }
+            }
+            CapacityLoad::Tcp(t) => {
+                let grace = t.timeout.min(Duration::from_secs(2));
+                if t.warmup.is_zero() {
                     grace
                 } else {
                     2 * grace
@@ -498,14 +600,16 @@ impl CapacityPlan {
         match &self.load {
             CapacityLoad::Udp(r) => r.load.target,
             CapacityLoad::Http(h) => h.load.target,
+            CapacityLoad::Tcp(t) => t.target,
         }
     }
 
-    /// The protocol's word: `udp` or `http`.
+    /// The protocol's word: `udp`, `http` or `tcp`.
     pub fn protocol(&self) -> &'static str {
         match &self.load {
             CapacityLoad::Udp(_) => "udp",
             CapacityLoad::Http(_) => "http",
+            CapacityLoad::Tcp(_) => "tcp",
         }
     }
 
@@ -552,11 +656,12 @@ impl CapacityPlan {
                 }
                 h.load.validate().map_err(relabel)?;
             }
+            CapacityLoad::Tcp(t) => t.validate()?,
         }
         let s = &self.search;
         let most = match &self.load {
             CapacityLoad::Udp(_) => MAX_RATE_PPS,
-            CapacityLoad::Http(_) => crate::limits::HTTP_RATE,
+            CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => crate::limits::HTTP_RATE,
         };
         for (label, r) in [("--start-rate", s.start_rate), ("--max-rate", s.max_rate)] {
             // Whole datagrams (requests) per second: the search steps by whole rates, and
@@ -614,19 +719,27 @@ impl CapacityPlan {
         self.validate_server()
     }
 
-    /// `--server-cmd` (UDP only: a command with `{port}`; the record's plan holds the
-    /// started server's address and PID) and
+    /// `--server-cmd` (UDP and TCP: a command with `{port}`; the record's plan holds the
+    /// started server's address and PID; not with tpslab's own TCP server) and
     /// `--fix-and-retry` (UDP only: the verdict rules and their fixes read a UDP run).
     fn validate_server(&self) -> Result<(), PlanError> {
         let udp = match &self.load {
             CapacityLoad::Udp(r) => Some(r),
-            CapacityLoad::Http(_) => None,
+            CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
         };
         if let Some(cmd) = &self.server_cmd {
-            if udp.is_none() {
-                return Err(PlanError::Conflict(
-                    "--server-cmd starts a UDP server: capacity http loads a server already running".into(),
-                ));
+            match &self.load {
+                CapacityLoad::Http(_) => {
+                    return Err(PlanError::Conflict(
+                        "--server-cmd starts a UDP or TCP server: capacity http loads a server already running".into(),
+                    ))
+                }
+                CapacityLoad::Tcp(t) if t.builtin.is_some() => {
+                    return Err(PlanError::Conflict(
+                        "--server-cmd starts the user's server: the --server-* settings of tpslab's own do not apply".into(),
+                    ))
+                }
+                _ => {}
             }
             if !cmd.contains("{port}") {
                 return Err(PlanError::value(
@@ -637,8 +750,59 @@ impl CapacityPlan {
             }
         }
         if self.fix_and_retry && udp.is_none() {
+            return Err(PlanError::Conflict(format!(
+                "--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity {} names no fix tpslab can apply",
+                self.protocol()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl TcpStep {
+    /// Checks the step, labelled with `capacity tcp`'s flags: `--step-duration` within
+    /// 100ms..=1h, `--warmup` 0 or a run of its own (at least 100ms) up to 1h, a rate
+    /// above 0 up to the HTTP limit (`--start-rate`), `--connections` 1..=10,000,
+    /// `--timeout` 1ms..=10min, `--load-threads` within its limit, a request of at least
+    /// one byte, and no `--pid` with tpslab's own server (it is watched anyway).
+    pub fn validate(&self) -> Result<(), PlanError> {
+        use crate::limits::{
+            HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
+        };
+        STEP_DURATION.check("--step-duration", self.duration)?;
+        WARMUP.check("--warmup", self.warmup)?;
+        let least = HTTP_LOAD_DURATION.min;
+        if !self.warmup.is_zero() && self.warmup < least {
+            return Err(PlanError::value(
+                "--warmup",
+                humantime::format_duration(self.warmup),
+                format!(
+                    "0 (none) or {}..={} (a run of its own)",
+                    humantime::format_duration(least),
+                    humantime::format_duration(WARMUP.max)
+                ),
+            ));
+        }
+        if !(self.rate > 0.0 && self.rate <= HTTP_RATE) {
+            return Err(PlanError::value(
+                "--start-rate",
+                self.rate,
+                format!("above 0 and at most {HTTP_RATE} requests/s"),
+            ));
+        }
+        RAMP_USERS.check("--connections", self.connections as u64)?;
+        REQUEST_TIMEOUT.check("--timeout", self.timeout)?;
+        if self.load_threads != 0 {
+            LOAD_THREADS.check("--load-threads", self.load_threads as u64)?;
+        }
+        if self.request_bytes == 0 {
             return Err(PlanError::Conflict(
-                "--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity http names no layer yet".into(),
+                "capacity tcp: a request of at least one byte".into(),
+            ));
+        }
+        if self.builtin.is_some() && self.pid.is_some() && self.target.port() == 0 {
+            return Err(PlanError::Conflict(
+                "--pid applies with HOST:PORT; tpslab's own server is watched anyway".into(),
             ));
         }
         Ok(())

@@ -197,7 +197,7 @@ fn plan() -> CapacityPlan {
 fn udp(p: &mut CapacityPlan) -> &mut LoadConfig {
     match &mut p.load {
         CapacityLoad::Udp(r) => &mut r.load,
-        CapacityLoad::Http(_) => unreachable!("plan() is UDP"),
+        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => unreachable!("plan() is UDP"),
     }
 }
 

@@ -9,7 +9,8 @@ use crate::verdict::{Case, Diagnosis};
 use serde::{Deserialize, Serialize};
 
 pub use tpslab_plan::capacity::{
-    CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, Objective, Quantile, RateUnit, Slo,
+    BuiltinTcpServer, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, Objective, Quantile,
+    RateUnit, Slo, TcpStep,
 };
 
 /// A step's call.

@@ -46,6 +46,20 @@ pub enum Case {
     NotAnswered,
     /// Loss that no counter explains.
     Unexplained,
+    /// A capacity step over TCP or HTTP: connection requests were dropped at the server's
+    /// full accept queue (TcpExt ListenOverflows/ListenDrops).
+    AcceptQueueFull,
+    /// A capacity step over TCP or HTTP: connects were refused.
+    ConnectionsRefused,
+    /// A capacity step over TCP or HTTP: connections were reset (or written after the
+    /// server closed them).
+    ConnectionsReset,
+    /// A capacity step over TCP or HTTP: a server thread wanted a CPU all the window (on
+    /// one, or waiting for one).
+    ServerSaturated,
+    /// A capacity step over TCP or HTTP: the server's threads were off CPU most of the
+    /// window (waiting: a lock, a sleep, I/O).
+    ServerWaiting,
 }
 
 /// One piece of evidence with its source.

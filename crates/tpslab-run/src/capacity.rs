@@ -19,7 +19,7 @@ use tpslab_analysis::capacity::{
 use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::openloop::run_load_http_live;
+use tpslab_engine::openloop::{run_load_http_live, run_load_tcp};
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_net::sched::SchedPolicy;
@@ -106,6 +106,146 @@ fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
     )
 }
 
+/// What a step leaves for its verdict: a UDP run's record, or what a TCP or HTTP step's
+/// window showed ([`StreamWatch`]).
+enum StepEvidence {
+    Udp(Box<tpslab_analysis::record::RunRecord>),
+    Stream(tpslab_analysis::capacity_stream::StreamFacts),
+}
+
+/// Watches a TCP or HTTP step's window for its verdict: the TcpExt listen counters and
+/// the listen socket on the target's port (sampled every 10 ms) of the server's network
+/// namespace (`/proc/PID` with the server's PID; ours when the target is a loopback
+/// address; else not read), and with the PID each server thread's schedstat.
+struct StreamWatch {
+    root: Option<std::path::PathBuf>,
+    before: Option<tpslab_proc::netstat::TcpCounters>,
+    pid: Option<u32>,
+    threads: Vec<(u32, tpslab_proc::pid::SchedStat)>,
+    t0: Instant,
+    done: Arc<AtomicBool>,
+    sampler: Option<std::thread::JoinHandle<Option<u64>>>,
+}
+
+impl StreamWatch {
+    fn start(target: std::net::SocketAddr, pid: Option<u32>) -> StreamWatch {
+        let root = match pid {
+            Some(p) => Some(std::path::PathBuf::from(format!("/proc/{p}"))),
+            None if target.ip().is_loopback() => Some("/proc/self".into()),
+            None => None,
+        };
+        let before = root
+            .as_deref()
+            .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+        let threads = pid.map_or(vec![], schedstats);
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = root.clone().map(|r| {
+            let d = done.clone();
+            let port = target.port();
+            std::thread::spawn(move || {
+                // Never ahead of the generator's threads: a run under `chrt -f` would
+                // otherwise share its CPU with this reader at the same priority.
+                let _ = tpslab_net::sched::set_policy(SchedPolicy::Other);
+                // The most connections waiting at the listen socket on the port.
+                let mut seen: Option<u64> = None;
+                loop {
+                    if let Ok(socks) = tpslab_proc::live::tcp(&r) {
+                        // 0x0A: TCP_LISTEN; its rx_queue is the connections waiting for
+                        // accept.
+                        for s in socks
+                            .iter()
+                            .filter(|s| s.state == 0x0A && s.local.port() == port)
+                        {
+                            seen = Some(seen.unwrap_or(0).max(s.rx_queue));
+                        }
+                    }
+                    if d.load(Relaxed) {
+                        return seen;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        });
+        StreamWatch {
+            root,
+            before,
+            pid,
+            threads,
+            t0: Instant::now(),
+            done,
+            sampler,
+        }
+    }
+
+    /// The facts of the window that ended, with the failures counted in `r`.
+    fn end(
+        mut self,
+        r: &tpslab_analysis::capacity_stream::LoadHttpResult,
+    ) -> tpslab_analysis::capacity_stream::StreamFacts {
+        let secs = self.t0.elapsed().as_secs_f64().max(1e-9);
+        self.done.store(true, Relaxed);
+        let accept_queue_max = self.sampler.take().and_then(|h| h.join().ok().flatten());
+        let after = self
+            .root
+            .as_deref()
+            .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+        let listen_drops = match (self.before, after) {
+            (Some(a), Some(b)) => Some(
+                b.listen_overflows
+                    .saturating_sub(a.listen_overflows)
+                    .max(b.listen_drops.saturating_sub(a.listen_drops)),
+            ),
+            _ => None,
+        };
+        let threads = self.pid.map(|pid| {
+            let now = schedstats(pid);
+            let mut t = tpslab_analysis::capacity_stream::ThreadFacts {
+                threads: now.len(),
+                ..Default::default()
+            };
+            for (tid, s) in &now {
+                let Some((_, b)) = self.threads.iter().find(|(x, _)| x == tid) else {
+                    continue;
+                };
+                let run = s.run_ns.saturating_sub(b.run_ns) as f64 / 1e9 / secs * 100.0;
+                let wait = s.wait_ns.saturating_sub(b.wait_ns) as f64 / 1e9 / secs * 100.0;
+                if run + wait > t.busiest_run_pct + t.busiest_wait_pct {
+                    (t.busiest_run_pct, t.busiest_wait_pct) = (run.min(100.0), wait.min(100.0));
+                }
+            }
+            t
+        });
+        tpslab_analysis::capacity_stream::StreamFacts {
+            listen_drops,
+            accept_queue_max,
+            threads,
+            ..Default::default()
+        }
+        .with_failures(r)
+    }
+}
+
+impl Drop for StreamWatch {
+    fn drop(&mut self) {
+        self.done.store(true, Relaxed);
+        if let Some(h) = self.sampler.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Each thread of `pid` with its schedstat (those readable).
+fn schedstats(pid: u32) -> Vec<(u32, tpslab_proc::pid::SchedStat)> {
+    tpslab_proc::live::task_ids(pid)
+        .into_iter()
+        .filter_map(|tid| {
+            tpslab_proc::live::schedstat(std::path::Path::new(&format!("/proc/{pid}/task/{tid}")))
+                .ok()
+                .map(|s| (tid, s))
+        })
+        .collect()
+}
+
 /// One step at `rate`: its figures and, for UDP, its run (the verdict's evidence; its
 /// samples streamed to `ctx.live`). HTTP: the warm-up's run first (its figures not kept),
 /// unless stopped. Errors: the engine's (one line).
@@ -114,10 +254,7 @@ fn run_step(
     rate: f64,
     stop: &AtomicBool,
     ctx: &Ctx,
-) -> Result<(
-    search::StepFigures,
-    Option<tpslab_analysis::record::RunRecord>,
-)> {
+) -> Result<(search::StepFigures, StepEvidence)> {
     match &plan.load {
         CapacityLoad::Udp(r) => {
             let mut run = r.clone();
@@ -127,7 +264,7 @@ fn run_step(
             let Some(f) = search::figures(&rec, rate) else {
                 anyhow::bail!("capacity step at {rate} pps: the run has no generator report");
             };
-            Ok((f, Some(rec)))
+            Ok((f, StepEvidence::Udp(Box::new(rec))))
         }
         CapacityLoad::Http(h) => {
             let mut load = h.load.clone();
@@ -137,8 +274,29 @@ fn run_step(
                 run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = h.load.duration;
             }
+            let watch = StreamWatch::start(load.target, None);
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
-            Ok((search::figures_http(&rec, rate, stop.load(Relaxed)), None))
+            let facts = watch.end(&rec.result);
+            Ok((
+                search::figures_http(&rec, rate, stop.load(Relaxed)),
+                StepEvidence::Stream(facts),
+            ))
+        }
+        CapacityLoad::Tcp(t) => {
+            let mut load = t.clone();
+            load.rate = rate;
+            if !t.warmup.is_zero() {
+                load.duration = t.warmup;
+                run_load_tcp(&load, stop)?;
+                load.duration = t.duration;
+            }
+            let watch = StreamWatch::start(load.target, load.pid);
+            let r = run_load_tcp(&load, stop)?;
+            let facts = watch.end(&r);
+            Ok((
+                search::figures_tcp(&r, t.duration, rate, stop.load(Relaxed)),
+                StepEvidence::Stream(facts),
+            ))
         }
     }
 }
@@ -167,22 +325,45 @@ pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     ))
 }
 
-/// The user's server of `--server-cmd`, started (None without it). Errors: it cannot start
-/// or never opens its UDP socket.
+/// The user's server of `--server-cmd`, started (None without it); for `capacity tcp`
+/// without a target, tpslab's reference server (`serve tcp --mode replace`, for the
+/// budget and 30 s more). Errors: it cannot start or never opens its socket.
 fn start_server(plan: &CapacityPlan) -> Result<Option<ServerProcess>> {
-    plan.server_cmd
-        .as_deref()
-        .map(|cmd| ServerProcess::user_udp(cmd, &[], SchedPolicy::Other))
-        .transpose()
+    let cmd = plan.server_cmd.as_deref();
+    match (&plan.load, cmd) {
+        (CapacityLoad::Tcp(_), Some(cmd)) => ServerProcess::user_tcp(cmd).map(Some),
+        (CapacityLoad::Tcp(t), None) => t
+            .builtin
+            .map(|b| {
+                let b = crate::ramp::BuiltinServer {
+                    work: b.work,
+                    serial: b.serial,
+                    serialize: b.serialize,
+                    threads: b.threads,
+                };
+                let life = plan.search.budget + Duration::from_secs(30);
+                ServerProcess::tpslab(&b.args(life, false))
+            })
+            .transpose(),
+        (_, Some(cmd)) => ServerProcess::user_udp(cmd, &[], SchedPolicy::Other).map(Some),
+        (_, None) => Ok(None),
+    }
 }
 
 /// `plan` with the started server's address and PID as the load's target (unchanged
 /// without one).
 fn on_server(plan: &CapacityPlan, server: Option<&ServerProcess>) -> CapacityPlan {
     let mut p = plan.clone();
-    if let (Some(srv), CapacityLoad::Udp(r)) = (server, &mut p.load) {
-        r.load.target = srv.addr;
-        r.target_pid = Some(srv.pid());
+    match (server, &mut p.load) {
+        (Some(srv), CapacityLoad::Udp(r)) => {
+            r.load.target = srv.addr;
+            r.target_pid = Some(srv.pid());
+        }
+        (Some(srv), CapacityLoad::Tcp(t)) => {
+            t.target = srv.addr;
+            t.pid = Some(srv.pid());
+        }
+        _ => {}
     }
     p
 }
@@ -318,7 +499,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
     // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
     let probe = match &plan.load {
         CapacityLoad::Udp(r) => probe_truesize(r.load.datagram_len(), None).ok(),
-        CapacityLoad::Http(_) => None,
+        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
     };
     let conclusion = loop {
         if ctx.stopped() {
@@ -355,7 +536,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         // An error on the first step is the command's (the target cannot be reached or
         // found); later (a server that crashed under load, a --pid gone) the search ends
         // with the steps it has, and says why.
-        let (mut f, udp) = match ran {
+        let (mut f, evidence) = match ran {
             Ok(r) => r,
             Err(e) if steps.is_empty() => return Err(e),
             Err(e) => {
@@ -372,18 +553,24 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         };
         let elapsed = t0.elapsed().as_secs_f64() - started_s;
         longest = longest.max(Duration::from_secs_f64(elapsed));
-        environment.get_or_insert_with(|| match &udp {
-            Some(rec) => rec.environment.clone(),
-            None => tpslab_engine::env::environment(),
+        environment.get_or_insert_with(|| match &evidence {
+            StepEvidence::Udp(rec) => rec.environment.clone(),
+            StepEvidence::Stream(_) => tpslab_engine::env::environment(),
         });
         f.interrupted |= stop.load(Relaxed);
         let (status, why) = search::judge(&plan.search.slo, &f);
         // The verdict rules read a UDP run's ledger; an HTTP step has none (its failing
         // objective is its evidence).
-        let verdict = udp.filter(|_| status == StepStatus::Fail).map(|rec| {
-            let facts = Facts::from_record(&rec, probe.as_ref());
-            let mut d = diagnose(&facts, probe.as_ref());
-            queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
+        let verdict = (status == StepStatus::Fail).then(|| {
+            let d = match &evidence {
+                StepEvidence::Udp(rec) => {
+                    let facts = Facts::from_record(rec, probe.as_ref());
+                    let mut d = diagnose(&facts, probe.as_ref());
+                    queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
+                    d
+                }
+                StepEvidence::Stream(facts) => tpslab_analysis::capacity_stream::diagnose(facts),
+            };
             let v = StepVerdict {
                 case: d.case,
                 layer: d.layer.clone(),
@@ -438,5 +625,107 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         environment: environment.unwrap_or_else(tpslab_engine::env::environment),
         notes: vec![],
         retry: None,
+    })
+}
+
+/// `capacity tcp`'s settings as given, for [`tcp_step`].
+#[derive(Debug, Clone)]
+pub struct TcpFlags {
+    /// HOST:PORT; None: `--server-cmd`'s server, or tpslab's own.
+    pub target: Option<String>,
+    /// `--server-cmd` was given.
+    pub server_cmd: bool,
+    /// `--size`, bytes (tpslab's request, framed by a length prefix).
+    pub size: u64,
+    /// `--payload-file`: sent as each request instead, with its own framing.
+    pub payload_file: Option<std::path::PathBuf>,
+    /// `--framing` as typed (default `length`).
+    pub framing: String,
+    /// `--connections`.
+    pub connections: usize,
+    /// `--timeout`.
+    pub timeout: Duration,
+    /// `--load-threads` (0: one per CPU).
+    pub load_threads: usize,
+    /// `--pid`.
+    pub pid: Option<u32>,
+    /// `--server-work`, `--server-serial` (default 10ms, as `ramp tcp`'s),
+    /// `--serialize`, `--server-threads`.
+    pub builtin: search::BuiltinTcpServer,
+    /// `--start-rate`, `--step-duration`, `--warmup`.
+    pub rate: f64,
+    /// The measured window of each step.
+    pub window: Duration,
+    /// The warm-up of each step.
+    pub warmup: Duration,
+}
+
+/// The default waiting per request of tpslab's own server (`ramp tcp`'s).
+pub const BUILTIN_SERIAL: Duration = Duration::from_millis(10);
+
+/// The TCP step of `f`, checked: the framing, the request (`ramp tcp`'s: `--size`
+/// bytes with "ping" every 64 and a length prefix, or the payload file's bytes), the
+/// server (HOST:PORT resolved and `--pid` checked; `--server-cmd`; or tpslab's own,
+/// whose `--server-*` settings apply only to it). Errors: one line naming the flag(s).
+pub fn tcp_step(f: &TcpFlags) -> Result<search::TcpStep> {
+    use anyhow::{anyhow, bail};
+    let framing = tpslab_plan::framing::Framing::parse(&f.framing).map_err(|e| anyhow!("--{e}"))?;
+    let payload = match &f.payload_file {
+        Some(p) => Some(crate::input::read_payload_file(p)?),
+        None => None,
+    };
+    let (request, _) = crate::ramp::request(
+        tpslab_plan::ramp::RampProto::Tcp,
+        payload,
+        f.size,
+        f.framing != "length",
+        None,
+    )?;
+    let b = f.builtin;
+    let builtin_flags =
+        !b.work.is_zero() || b.serialize || b.threads != 0 || b.serial != BUILTIN_SERIAL;
+    let unstarted = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let (target, builtin) = match (&f.target, f.server_cmd) {
+        (Some(_), true) => bail!(
+            "capacity tcp: give HOST:PORT of a running server, or --server-cmd to start one, not both"
+        ),
+        (Some(t), false) => {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure tpslab's own server: leave out HOST:PORT to use it");
+            }
+            if let Some(p) = f.pid {
+                tpslab_plan::target::check_pid("--pid", p)?;
+            }
+            (tpslab_plan::target::resolve(t)?, None)
+        }
+        (None, true) => {
+            if builtin_flags {
+                bail!("--server-work, --server-serial, --server-threads and --serialize configure tpslab's own server, not --server-cmd's");
+            }
+            if f.pid.is_some() {
+                bail!("--server-cmd starts the server itself: --pid does not apply");
+            }
+            (unstarted, None)
+        }
+        (None, false) => {
+            if f.pid.is_some() {
+                bail!("--pid applies with HOST:PORT; tpslab's own server is watched anyway");
+            }
+            (unstarted, Some(b))
+        }
+    };
+    Ok(search::TcpStep {
+        target,
+        request_bytes: request.len() as u64,
+        request,
+        framing,
+        rate: f.rate,
+        connections: f.connections,
+        duration: f.window,
+        timeout: f.timeout,
+        load_threads: f.load_threads,
+        warmup: f.warmup,
+        pid: f.pid,
+        builtin,
     })
 }

@@ -177,7 +177,7 @@ impl BuiltinServer {
 
     /// Its `tpslab serve tcp` arguments (`serve http` when `http`), for a life of `life`
     /// (it ends by itself even if tpslab is killed).
-    fn args(&self, life: Duration, http: bool) -> Vec<String> {
+    pub(crate) fn args(&self, life: Duration, http: bool) -> Vec<String> {
         let mut args: Vec<String> = if http {
             ["serve", "http", "--bind", "127.0.0.1:0"]
                 .map(String::from)

@@ -103,6 +103,29 @@ impl ServerProcess {
         let port = tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false)?
             .local_addr()
             .port();
+        Self::user(template, port, false, cpus, sched)
+    }
+
+    /// As [`ServerProcess::user_udp`] for a TCP server (`capacity tcp --server-cmd`): a
+    /// free TCP port for `{port}`, and the server is the process of the group that owns a
+    /// TCP socket on it (its listening socket). Errors: as `user_udp`'s.
+    pub fn user_tcp(template: &str) -> Result<ServerProcess> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .context("finding a free TCP port")?
+            .local_addr()?
+            .port();
+        Self::user(template, port, true, &[], SchedPolicy::Other)
+    }
+
+    /// [`ServerProcess::user_udp`] (or with `tcp`, [`ServerProcess::user_tcp`]) on `port`.
+    fn user(
+        template: &str,
+        port: u16,
+        tcp: bool,
+        cpus: &[usize],
+        sched: SchedPolicy,
+    ) -> Result<ServerProcess> {
+        let proto = if tcp { "TCP" } else { "UDP" };
         let cmd = template.replace("{port}", &port.to_string());
         // A new file only (never through an existing name or symlink), removed on drop.
         let log = std::env::temp_dir().join(format!(
@@ -141,7 +164,7 @@ impl ServerProcess {
         let t0 = std::time::Instant::now();
         let pid = loop {
             let members = group.members();
-            let (owner, outside) = socket_owner(&members, port);
+            let (owner, outside) = socket_owner(&members, port, tcp);
             if let Some(pid) = owner {
                 break pid;
             }
@@ -171,7 +194,7 @@ impl ServerProcess {
                     )
                 });
                 bail!(
-                    "--server-cmd \"{cmd}\": no process of it has a UDP socket on port {port} \
+                    "--server-cmd \"{cmd}\": no process of it has a {proto} socket on port {port} \
                      after 20 s{held}"
                 );
             }
@@ -190,18 +213,23 @@ impl ServerProcess {
     }
 }
 
-/// Which process owns a UDP socket bound to `port`: the first (lowest PID) of `members`
-/// holding one (from the socket inodes in `/proc/PID/fd` matched against the UDP tables
-/// of that process's network namespace, `/proc/PID/net/udp{,6}`); else, if a socket on
-/// the port exists there but none of `members` holds it, some process outside them that
-/// does (for the error message), if one can be seen.
-fn socket_owner(members: &[u32], port: u16) -> (Option<u32>, Option<u32>) {
+/// Which process owns a UDP (with `tcp`, TCP) socket bound to `port`: the first (lowest
+/// PID) of `members` holding one (from the socket inodes in `/proc/PID/fd` matched against
+/// the UDP tables of that process's network namespace, `/proc/PID/net/udp{,6}`, or its
+/// TCP tables); else, if a socket on the port exists there but none of `members` holds
+/// it, some process outside them that does (for the error message), if one can be seen.
+fn socket_owner(members: &[u32], port: u16, tcp: bool) -> (Option<u32>, Option<u32>) {
     let Some(first) = members.first() else {
         return (None, None);
     };
     let root = PathBuf::from(format!("/proc/{first}"));
-    let mut socks = tpslab_proc::live::udp(&root).unwrap_or_default();
-    socks.extend(tpslab_proc::live::udp6(&root).unwrap_or_default());
+    let socks = if tcp {
+        tpslab_proc::live::tcp(&root).unwrap_or_default()
+    } else {
+        let mut v = tpslab_proc::live::udp(&root).unwrap_or_default();
+        v.extend(tpslab_proc::live::udp6(&root).unwrap_or_default());
+        v
+    };
     let mut on_port: Vec<u64> = socks
         .iter()
         .filter(|s| s.inode != 0 && s.local.port() == port)

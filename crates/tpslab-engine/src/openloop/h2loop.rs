@@ -667,9 +667,12 @@ impl<B: Books> Loop<'_, '_, B> {
         self.run.sched.failed(&mut self.local, now, kind, u.sent);
         if rst {
             let (k, sid) = (u.conn, u.sid);
-            control(self.run.sched, &mut self.local, &mut self.conns[k].tx, |t| {
-                h2::rst_stream(t, sid, h2::CANCEL)
-            });
+            control(
+                self.run.sched,
+                &mut self.local,
+                &mut self.conns[k].tx,
+                |t| h2::rst_stream(t, sid, h2::CANCEL),
+            );
         }
         self.end_stream(i, now);
     }
@@ -908,7 +911,9 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             }
             Frame::Ping { ack: false, data } => {
-                control(self.run.sched, &mut self.local, &mut c.tx, |t| h2::ping_ack(t, &data))
+                control(self.run.sched, &mut self.local, &mut c.tx, |t| {
+                    h2::ping_ack(t, &data)
+                })
             }
             Frame::Ping { ack: true, .. } => {}
             Frame::WindowUpdate {
@@ -966,7 +971,9 @@ impl<B: Books> Loop<'_, '_, B> {
                 c.recv_unacked += flow;
                 if c.recv_unacked >= h2::RECV_WINDOW / 2 {
                     let n = c.recv_unacked;
-                    control(self.run.sched, &mut self.local, &mut c.tx, |t| h2::window_update(t, 0, n));
+                    control(self.run.sched, &mut self.local, &mut c.tx, |t| {
+                        h2::window_update(t, 0, n)
+                    });
                     c.recv_unacked = 0;
                 }
                 if let Some(&i) = c.streams.get(&stream) {

@@ -39,6 +39,17 @@ pub struct TcpFramed {
     framing: Framing,
 }
 
+impl TcpFramed {
+    /// Sends `request` (framed already) to `target`; a reply ends by `framing`.
+    pub fn new(target: SocketAddr, request: Vec<u8>, framing: Framing) -> TcpFramed {
+        TcpFramed {
+            target,
+            request,
+            framing,
+        }
+    }
+}
+
 impl Exchange for TcpFramed {
     /// Nothing per user: every user sends the same bytes, and the reply's bytes are the
     /// loop's.

@@ -51,6 +51,30 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
                 fmt_ns(h.load.timeout.as_nanos() as f64)
             ),
         ),
+        CapacityLoad::Tcp(t) => (
+            t.duration,
+            t.warmup,
+            format!(
+                "{}-byte requests, replies framed {}, on {} connection(s), timeout {}{}",
+                t.request_bytes,
+                t.framing.spec(),
+                t.connections,
+                fmt_ns(t.timeout.as_nanos() as f64),
+                match &t.builtin {
+                    Some(b) => format!(
+                        "; tpslab's server: {} CPU + {} waiting per request{}, {}",
+                        fmt_ns(b.work.as_nanos() as f64),
+                        fmt_ns(b.serial.as_nanos() as f64),
+                        if b.serialize { " under one lock" } else { "" },
+                        match b.threads {
+                            0 => "a thread per connection".to_string(),
+                            n => format!("{n} worker thread(s)"),
+                        }
+                    ),
+                    None => String::new(),
+                }
+            ),
+        ),
     };
     writeln!(
         w,

@@ -113,6 +113,10 @@ pub(crate) struct CapacityHttpArgs {
     pub(crate) search: SearchFlags,
     #[command(flatten)]
     pub(crate) http: crate::flags::HttpFlags,
+    /// PID of the server process on this host: its threads are judged at a failing step
+    /// (saturated or waiting).
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
     #[command(flatten)]
     pub(crate) record: crate::flags::RecordFlag,
     /// Show the search full screen while it goes: each step's rate and call and the
@@ -133,11 +137,15 @@ impl CapacityHttpArgs {
         let unit = RateUnit::RequestsPerSecond;
         let (slo, resolution_pct) = self.search.check(HTTP_RATE, unit)?;
         self.record.check(true)?;
+        if let Some(pid) = self.pid {
+            check_pid(pid)?;
+        }
         let search = self.search.search(slo, resolution_pct, unit, 1.0);
         let whole = |load| CapacityPlan {
             load: CapacityLoad::Http(HttpStep {
                 load,
                 warmup: self.search.warmup,
+                pid: self.pid,
             }),
             search: search.clone(),
             server_cmd: None,

@@ -187,6 +187,7 @@ fn capacity_http_refuses_what_load_http_refuses_and_what_it_cannot_search() {
                 "capacity http http://127.0.0.1:9/ --header nocolon",
                 &["--header \"nocolon\": allowed NAME: VALUE"],
             ),
+            ("capacity http http://127.0.0.1:9/ --pid 0", &["--pid 0"]),
             (
                 "capacity http http://127.0.0.1:9/ --connections 0",
                 &["--connections 0: allowed 1..="],
@@ -254,12 +255,26 @@ fn capacity_http_takes_the_request_and_the_search_as_given() {
         )
     );
     assert_eq!(h.load.target.to_string(), "127.0.0.1:9");
+    assert_eq!(h.pid, None);
     assert_eq!(
         (p.search.start_rate, p.search.max_rate),
         (2000.0, 100_000.0)
     );
     // Without a warm-up one grace: 1 s window + 1 s grace + 400 ms.
     assert_eq!(p.min_budget(), Duration::from_millis(2400));
+    // --pid: the server's threads judged at a failing step (this process is one on this
+    // host).
+    let me = std::process::id();
+    let Made::Capacity(p) = accepted(
+        dir.path(),
+        &format!("capacity http http://127.0.0.1:9/ --pid {me}"),
+    ) else {
+        panic!("not a capacity plan")
+    };
+    let CapacityLoad::Http(h) = &p.load else {
+        panic!("not an HTTP search")
+    };
+    assert_eq!(h.pid, Some(me));
 }
 
 #[test]

@@ -600,7 +600,7 @@ pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
         Case::GeneratorInvalid => "the generator (its step is not evidence)".into(),
         // A TCP or HTTP step no rule of `capacity_stream` named a layer for.
         Case::Unexplained if d.layer == "none named" => {
-            "no layer named (nothing dropped, refused or reset at the first failing rate)".into()
+            "no layer named (no connect refused and no request reset at the first failing rate; the verdict says what else was read)".into()
         }
         _ => d.layer.clone(),
     })

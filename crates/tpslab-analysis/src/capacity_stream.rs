@@ -103,7 +103,12 @@ pub const RULES: &[StreamRule] = &[
     StreamRule {
         case: Case::ConnectionsReset,
         when: |f| f.reset > 0,
-        layer: |f| format!("connections reset by the server ({})", f.reset),
+        layer: |f| {
+            format!(
+                "requests reset by the server ({}: connections reset, or HTTP/2 streams reset with RST_STREAM)",
+                f.reset
+            )
+        },
     },
     StreamRule {
         case: Case::ServerSaturated,
@@ -176,11 +181,22 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
         notes.push("the accept queue's drops (TcpExt ListenOverflows) were not read (the server is not on this host): whether connection requests were dropped at the listen socket needs them".to_string());
     }
     if f.threads.is_none() {
-        notes.push("the server's threads were not read (no PID of the server: capacity tcp --pid): whether they were saturated or waiting needs them".to_string());
+        notes.push("the server's threads were not read (no PID of the server: capacity tcp|http --pid): whether they were saturated or waiting needs them".to_string());
     }
     let headline = match hit {
         Some(_) => format!("At the first failing rate, what gave: {layer}."),
-        None => "At the first failing rate, no rule named a layer: nothing was dropped, refused or reset, and the server's threads were neither saturated nor mostly waiting.".to_string(),
+        None => {
+            // Only what was read is said to be clear.
+            let drops = match f.listen_drops {
+                Some(_) => "no connection request dropped at the accept queue",
+                None => "the accept queue's drops not read",
+            };
+            let threads = match f.threads {
+                Some(_) => "the server's threads neither saturated nor mostly waiting",
+                None => "the server's threads not read",
+            };
+            format!("At the first failing rate, no rule named a layer: no connect refused and no request reset; {drops}; {threads}.")
+        }
     };
     Diagnosis {
         case,
@@ -244,7 +260,7 @@ mod tests {
                     ..base.clone()
                 },
                 Case::ConnectionsReset,
-                "connections reset by the server (7)",
+                "requests reset by the server (7: connections reset, or HTTP/2 streams reset with RST_STREAM)",
             ),
             (
                 "a thread always wanting a CPU",

@@ -146,8 +146,10 @@ pub fn run_ramp_with(
         }
         for (k, &users) in plan.steps.iter().enumerate() {
             let (w0, w1) = windows[k];
-            sleep_until(w0 - nanos(&plan.warmup), stop);
-            sleep_until(w0, stop);
+            // Also ended by a failure no request gets past (the loops set `done`), at once.
+            let halt = &shared.done;
+            sleep_until(w0 - nanos(&plan.warmup), stop, halt);
+            sleep_until(w0, stop, halt);
             // Stopped, or ended by a failure no request gets past (HTTP/2 refused).
             if stop.load(Relaxed) || shared.done.load(Relaxed) {
                 break;
@@ -173,7 +175,7 @@ pub fn run_ramp_with(
                     *m = (*m).max(accept_queue(d, port));
                 }
                 next += nanos(&plan.sample_interval);
-                sleep_until(next.min(w1), stop);
+                sleep_until(next.min(w1), stop, &shared.done);
             }
             if stop.load(Relaxed) {
                 break;
@@ -220,7 +222,10 @@ pub fn run_ramp_with(
         shared.done.store(true, Relaxed);
         Ok(())
     })?;
-    if let Some(why) = h2run.as_ref().and_then(|r| r.fatal.lock().ok()?.take()) {
+    if let Some(why) = h2run
+        .as_ref()
+        .and_then(|r| r.fatal.lock().unwrap_or_else(|e| e.into_inner()).take())
+    {
         return Err(EngineError::Other(why));
     }
     // The loops have ended and published every send: each step's span, and the ramp's.
@@ -350,10 +355,10 @@ fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listen
     })
 }
 
-fn sleep_until(t: u64, stop: &AtomicBool) {
+fn sleep_until(t: u64, stop: &AtomicBool, done: &AtomicBool) {
     loop {
         let now = mono_ns();
-        if now >= t || stop.load(Relaxed) {
+        if now >= t || stop.load(Relaxed) || done.load(Relaxed) {
             return;
         }
         std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));

@@ -548,6 +548,10 @@ pub struct HttpStep {
     #[serde(rename = "warmup_ns", with = "crate::time::ns")]
     #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub warmup: Duration,
+    /// `--pid`: the server process watched (its threads at a failing step); None: not
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// What a step costs beyond its warm-up, window and drain: the observer's start and last

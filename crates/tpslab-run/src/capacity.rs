@@ -182,7 +182,17 @@ impl StreamWatch {
         mut self,
         r: &tpslab_analysis::capacity_stream::LoadHttpResult,
     ) -> tpslab_analysis::capacity_stream::StreamFacts {
-        let secs = self.t0.elapsed().as_secs_f64().max(1e-9);
+        // The threads' shares are of the time load was sent (first to last request
+        // written), not of the watch's: that also holds the loop's lead before its first
+        // send, the connects and the grace after the last (a thread busy all the window
+        // would show 83 % of a 500 ms one). Without a send, the watch's whole time.
+        let sending = r.last_sent_s - r.first_sent_s;
+        let secs = if r.sent > 1 && sending > 0.0 {
+            sending
+        } else {
+            self.t0.elapsed().as_secs_f64()
+        }
+        .max(1e-9);
         self.done.store(true, Relaxed);
         let accept_queue_max = self.sampler.take().and_then(|h| h.join().ok().flatten());
         let after = self
@@ -204,9 +214,14 @@ impl StreamWatch {
                 ..Default::default()
             };
             for (tid, s) in &now {
-                let Some((_, b)) = self.threads.iter().find(|(x, _)| x == tid) else {
-                    continue;
-                };
+                // A thread started in the window (a thread per connection, made again each
+                // run) counts from its birth: schedstat starts at 0 then.
+                let b = self
+                    .threads
+                    .iter()
+                    .find(|(x, _)| x == tid)
+                    .map(|(_, b)| *b)
+                    .unwrap_or_default();
                 let run = s.run_ns.saturating_sub(b.run_ns) as f64 / 1e9 / secs * 100.0;
                 let wait = s.wait_ns.saturating_sub(b.wait_ns) as f64 / 1e9 / secs * 100.0;
                 if run + wait > t.busiest_run_pct + t.busiest_wait_pct {
@@ -274,7 +289,7 @@ fn run_step(
                 run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = h.load.duration;
             }
-            let watch = StreamWatch::start(load.target, None);
+            let watch = StreamWatch::start(load.target, h.pid);
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
             let facts = watch.end(&rec.result);
             Ok((

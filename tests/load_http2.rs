@@ -103,6 +103,9 @@ fn no_errors(res: &Value) {
 
 #[test]
 fn h2c_answers_every_request_on_its_connections_with_streams_in_flight() {
+    // Exact counts (every one of 2,000 sent by the plan's end): not beside the other
+    // load of this file (the capacity search runs at real-time priority).
+    let _serial = common::serial();
     let Some(ng) = nginx_h2c("h2c") else { return };
     let url = format!("http://127.0.0.1:{}/index.html", ng.main);
     let args = [
@@ -190,6 +193,7 @@ fn h2c_answers_every_request_on_its_connections_with_streams_in_flight() {
 
 #[test]
 fn h2c_goaway_and_rst_stream() {
+    let _serial = common::serial();
     let Some(ng) = nginx_h2c("h2c-goaway") else {
         return;
     };
@@ -241,6 +245,7 @@ fn h2c_goaway_and_rst_stream() {
 
 #[test]
 fn h2_over_tls_and_servers_without_http2_refused() {
+    let _serial = common::serial();
     let tag = "h2-tls";
     let Some((_nginx, port, ca)) = common::nginx_tls(tag, true) else {
         return;
@@ -438,6 +443,7 @@ fn ramp(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, String, Va
 /// failures as HTTP/1.1's ramp counts them; a server without h2c refused in one line.
 #[test]
 fn ramp_http2_users_share_the_connections_asked_for() {
+    let _serial = common::serial();
     let Some(ng) = nginx_h2c("ramp-h2c") else {
         return;
     };
@@ -505,6 +511,7 @@ fn ramp_http2_users_share_the_connections_asked_for() {
 /// `ramp http --http2` over TLS (ALPN h2, the test's CA): every step answered.
 #[test]
 fn ramp_http2_over_tls() {
+    let _serial = common::serial();
     let tag = "ramp-h2-tls";
     let Some((_nginx, port, ca)) = common::nginx_tls(tag, true) else {
         return;
@@ -538,6 +545,9 @@ fn ramp_http2_over_tls() {
 #[test]
 fn capacity_http2_finds_nginxs_request_limit() {
     let test = "load_http2::capacity_http2_finds_nginxs_request_limit";
+    // Alone: its generator runs at real-time priority and would starve the others' (on
+    // two cores), and their load would make its steps late.
+    let _serial = common::serial();
     let Some(ng) = nginx_h2c("capacity-h2") else {
         return;
     };

@@ -16,6 +16,12 @@ pub struct ThreadFacts {
     pub busiest_run_pct: f64,
     /// That thread's time waiting for a CPU (runnable), % of the window.
     pub busiest_wait_pct: f64,
+    /// All threads' time on a CPU or waiting for one, summed, % of the window (of one
+    /// CPU: 200 = two CPUs' worth); at least the process's CPU time (utime+stime), which
+    /// counts threads that ended in the window too.
+    pub all_wanted_pct: f64,
+    /// The CPUs the server may run on (its affinity); None: not read.
+    pub cpus: Option<usize>,
 }
 
 /// What a TCP or HTTP step's window showed beyond its figures.
@@ -73,6 +79,13 @@ fn wanted(t: &ThreadFacts) -> f64 {
     t.busiest_run_pct + t.busiest_wait_pct
 }
 
+/// Whether the threads together wanted at least [`SATURATED_PCT`] of every CPU the
+/// server may run on (a thread per connection, each a share of the work).
+fn all_busy(t: &ThreadFacts) -> bool {
+    t.cpus
+        .is_some_and(|c| c > 0 && t.all_wanted_pct >= SATURATED_PCT * c as f64)
+}
+
 /// The rules, first that holds wins: what refuses or drops connections comes before
 /// the threads (a dropped SYN costs the client a retransmission, 1 s, whatever the
 /// threads do).
@@ -112,20 +125,33 @@ pub const RULES: &[StreamRule] = &[
     },
     StreamRule {
         case: Case::ServerSaturated,
-        when: |f| f.threads.is_some_and(|t| wanted(&t) >= SATURATED_PCT),
+        when: |f| {
+            f.threads
+                .is_some_and(|t| wanted(&t) >= SATURATED_PCT || all_busy(&t))
+        },
         layer: |f| {
             let t = f.threads.unwrap_or_default();
-            format!(
-                "the server's threads: saturated (its busiest thread on a CPU {:.0} % of the window, waiting for one {:.0} %)",
-                t.busiest_run_pct, t.busiest_wait_pct
-            )
+            if wanted(&t) >= SATURATED_PCT {
+                format!(
+                    "the server's threads: saturated (its busiest thread on a CPU {:.0} % of the window, waiting for one {:.0} %)",
+                    t.busiest_run_pct, t.busiest_wait_pct
+                )
+            } else {
+                format!(
+                    "the server's threads: saturated (together on or waiting for a CPU {:.0} % of the window: its {} CPUs' worth)",
+                    t.all_wanted_pct,
+                    t.cpus.unwrap_or(0)
+                )
+            }
         },
     },
     StreamRule {
         case: Case::ServerWaiting,
         when: |f| {
-            f.threads
-                .is_some_and(|t| t.threads > 0 && wanted(&t) < WAITING_PCT)
+            // Every thread, and all of them together, under half a CPU.
+            f.threads.is_some_and(|t| {
+                t.threads > 0 && wanted(&t) < WAITING_PCT && t.all_wanted_pct < WAITING_PCT
+            })
         },
         layer: |f| {
             let t = f.threads.unwrap_or_default();
@@ -170,10 +196,14 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
     if let Some(t) = f.threads {
         evidence.push(Evidence {
             text: format!(
-                "{} server threads; the busiest on a CPU {:.0} % of the window, waiting for one {:.0} %",
-                t.threads, t.busiest_run_pct, t.busiest_wait_pct
+                "{} server threads; the busiest on a CPU {:.0} % of the window, waiting for one {:.0} %; all together {:.0} % (of one CPU){}",
+                t.threads,
+                t.busiest_run_pct,
+                t.busiest_wait_pct,
+                t.all_wanted_pct,
+                t.cpus.map_or(String::new(), |c| format!(", on {c} CPUs"))
             ),
-            source: "/proc/PID/task/TID/schedstat, over the window".into(),
+            source: "/proc/PID/task/TID/schedstat and /proc/PID/stat utime+stime (threads that ended too), over the window".into(),
         });
     }
     let mut notes = vec![];
@@ -220,6 +250,8 @@ mod tests {
             threads: 4,
             busiest_run_pct: run,
             busiest_wait_pct: wait,
+            all_wanted_pct: run + wait,
+            cpus: Some(2),
         })
     }
 
@@ -270,6 +302,38 @@ mod tests {
                 },
                 Case::ServerSaturated,
                 "the server's threads: saturated (its busiest thread on a CPU 70 % of the window, waiting for one 25 %)",
+            ),
+            (
+                // A thread per connection: none busy alone, both CPUs' worth together.
+                "many threads together at every CPU",
+                StreamFacts {
+                    threads: Some(ThreadFacts {
+                        threads: 10,
+                        busiest_run_pct: 15.0,
+                        busiest_wait_pct: 5.0,
+                        all_wanted_pct: 190.0,
+                        cpus: Some(2),
+                    }),
+                    ..base.clone()
+                },
+                Case::ServerSaturated,
+                "the server's threads: saturated (together on or waiting for a CPU 190 % of the window: its 2 CPUs' worth)",
+            ),
+            (
+                // Each under half a CPU, but together more: not waiting, not saturated.
+                "many threads, half the CPUs",
+                StreamFacts {
+                    threads: Some(ThreadFacts {
+                        threads: 10,
+                        busiest_run_pct: 15.0,
+                        busiest_wait_pct: 5.0,
+                        all_wanted_pct: 120.0,
+                        cpus: Some(4),
+                    }),
+                    ..base.clone()
+                },
+                Case::Unexplained,
+                "none named",
             ),
             (
                 "threads mostly off CPU",

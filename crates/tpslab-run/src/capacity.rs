@@ -122,6 +122,9 @@ struct StreamWatch {
     before: Option<tpslab_proc::netstat::TcpCounters>,
     pid: Option<u32>,
     threads: Vec<(u32, tpslab_proc::pid::SchedStat)>,
+    /// The process's CPU time at the start (utime+stime, ticks: its threads that ended
+    /// too).
+    cpu0: Option<u64>,
     t0: Instant,
     done: Arc<AtomicBool>,
     sampler: Option<std::thread::JoinHandle<Option<u64>>>,
@@ -138,6 +141,7 @@ impl StreamWatch {
             .as_deref()
             .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
         let threads = pid.map_or(vec![], schedstats);
+        let cpu0 = pid.and_then(cpu_ticks);
         let done = Arc::new(AtomicBool::new(false));
         let sampler = root.clone().map(|r| {
             let d = done.clone();
@@ -171,6 +175,7 @@ impl StreamWatch {
             before,
             pid,
             threads,
+            cpu0,
             t0: Instant::now(),
             done,
             sampler,
@@ -211,6 +216,7 @@ impl StreamWatch {
             let now = schedstats(pid);
             let mut t = tpslab_analysis::capacity_stream::ThreadFacts {
                 threads: now.len(),
+                cpus: allowed_cpus(pid),
                 ..Default::default()
             };
             for (tid, s) in &now {
@@ -224,9 +230,17 @@ impl StreamWatch {
                     .unwrap_or_default();
                 let run = s.run_ns.saturating_sub(b.run_ns) as f64 / 1e9 / secs * 100.0;
                 let wait = s.wait_ns.saturating_sub(b.wait_ns) as f64 / 1e9 / secs * 100.0;
+                t.all_wanted_pct += run + wait;
                 if run + wait > t.busiest_run_pct + t.busiest_wait_pct {
                     (t.busiest_run_pct, t.busiest_wait_pct) = (run.min(100.0), wait.min(100.0));
                 }
+            }
+            // The process's CPU time counts threads that ended in the window too (a
+            // thread per connection, gone by now): all threads' share is at least it.
+            if let (Some(c0), Some(c1)) = (self.cpu0, cpu_ticks(pid)) {
+                let all =
+                    c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / secs * 100.0;
+                t.all_wanted_pct = t.all_wanted_pct.max(all);
             }
             t
         });
@@ -250,6 +264,22 @@ impl Drop for StreamWatch {
 }
 
 /// Each thread of `pid` with its schedstat (those readable).
+/// `pid`'s CPU time, utime+stime in clock ticks (its ended threads' included), when
+/// readable.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let st = tpslab_proc::pid::parse_task_stat(&text, "stat").ok()?;
+    Some(st.utime + st.stime)
+}
+
+/// The CPUs `pid` may run on (its Cpus_allowed_list), when readable.
+fn allowed_cpus(pid: u32) -> Option<usize> {
+    let st = tpslab_proc::live::task_status(std::path::Path::new(&format!("/proc/{pid}/status")))
+        .ok()?;
+    let cpus = tpslab_proc::pid::parse_cpu_list(&st.cpus_allowed_list).ok()?;
+    (!cpus.is_empty()).then_some(cpus.len())
+}
+
 fn schedstats(pid: u32) -> Vec<(u32, tpslab_proc::pid::SchedStat)> {
     tpslab_proc::live::task_ids(pid)
         .into_iter()

@@ -23,10 +23,12 @@ python3 -c '
 import sys
 from ansi2html import Ansi2HTMLConverter
 text = open("/tmp/tpslab-live-screen.ansi", encoding="utf-8", errors="replace").read()
-html = Ansi2HTMLConverter(dark_bg=True, font_size="14px", title="tpslab --live").convert(text)
+html = Ansi2HTMLConverter(dark_bg=True, font_size="14px", line_wrap=False, title="tpslab --live").convert(text)
+# One terminal row per line, monospace cells as the terminal drew them.
+html = html.replace("</style>", "pre, .body_foreground { font-family: DejaVu Sans Mono, monospace; line-height: 1.2; white-space: pre; margin: 4px; }\n</style>", 1)
 open(sys.argv[1], "w").write(html)
 ' "$W/screen.html"
 rm -f /tmp/tpslab-live-screen.ansi
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1010,640 \
+chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1040,790 \
   --screenshot="$out" "file://$W/screen.html" >/dev/null 2>&1
 echo "$out"

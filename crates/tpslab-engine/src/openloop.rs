@@ -39,7 +39,7 @@ pub use live::{HttpLiveSample, HttpLiveSink};
 use crate::books::Books;
 use crate::proto::http1::Http1;
 use crate::proto::tcp_framed::TcpFramed;
-use crate::proto::{Exchange, Reply, Transport};
+use crate::proto::Reply;
 use crate::users::run_loop;
 use crate::EngineError;
 
@@ -367,6 +367,25 @@ impl Books for Schedule<'_> {
     }
 }
 
+/// The loop threads for `c` connections (`load_threads`; 0: one per CPU; at most one per
+/// connection), once this process may open them (RLIMIT_NOFILE, raised to its hard limit)
+/// and this namespace has local ports for them. Errors: one line each.
+fn loops_for(c: usize, load_threads: usize) -> Result<usize, EngineError> {
+    let limit = tpslab_net::raise_nofile();
+    if (c as u64) + 64 > limit {
+        return Err(EngineError::Other(format!(
+            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
+            c + 64
+        )));
+    }
+    crate::env::check_ports(c)?;
+    Ok(match load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, c))
+}
+
 /// The counts of an open loop on `schedule`: `run_loop(ids)` on each of `loops` threads,
 /// `connections` shared among them (connection c on thread c % loops); runs until the
 /// schedule's end and the grace after it (or the stop, or an abort). Errors: a loop thread
@@ -469,21 +488,7 @@ pub fn run_load_http_live(
         None => proto,
     };
     let c = plan.connections;
-    let limit = tpslab_net::raise_nofile();
-    if (c as u64) + 64 > limit {
-        return Err(EngineError::Other(format!(
-            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
-            c + 64
-        )));
-    }
-    if Http1::TRANSPORT == Transport::Stream {
-        crate::env::check_ports(c)?;
-    }
-    let loops = match plan.load_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, c);
+    let loops = loops_for(c, plan.load_threads)?;
     // Room for the connections to be made before the first intended send.
     let start = mono_ns() + 100_000_000;
     let sched = Schedule::new(
@@ -514,19 +519,7 @@ fn run_load_h2(
     let tls = crate::proto::tls::client_for(&plan.request, crate::proto::h2::ALPN)
         .map_err(EngineError::Other)?;
     let c = plan.connections;
-    let limit = tpslab_net::raise_nofile();
-    if (c as u64) + 64 > limit {
-        return Err(EngineError::Other(format!(
-            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
-            c + 64
-        )));
-    }
-    crate::env::check_ports(c)?;
-    let loops = match plan.load_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, c);
+    let loops = loops_for(c, plan.load_threads)?;
     let start = mono_ns() + 100_000_000;
     let schedules = plan.schedules();
     let sched = Schedule::new(
@@ -570,19 +563,7 @@ pub fn run_load_tcp(plan: &TcpStep, stop: &AtomicBool) -> Result<LoadHttpResult,
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = TcpFramed::new(plan.target, plan.request.clone(), plan.framing.clone());
     let c = plan.connections;
-    let limit = tpslab_net::raise_nofile();
-    if (c as u64) + 64 > limit {
-        return Err(EngineError::Other(format!(
-            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
-            c + 64
-        )));
-    }
-    crate::env::check_ports(c)?;
-    let loops = match plan.load_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, c);
+    let loops = loops_for(c, plan.load_threads)?;
     // Room for the connections to be made before the first intended send.
     let start = mono_ns() + 100_000_000;
     let sched = Schedule::new(

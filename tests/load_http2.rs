@@ -410,31 +410,9 @@ fn bad_http2_flags_are_one_line_exit_2() {
     }
 }
 
-/// `ramp http --http2 ARGS` at `url`, its record to `TAG.json`: exit code, stdout,
-/// stderr, the record (Null when none was written); a record written reproduces.
+/// `ramp http --http2 ARGS` at `url`, its record to `TAG.json` ([`common::with_record`]).
 fn ramp(url: &str, args: &[&str], tag: &str) -> (Option<i32>, String, String, Value) {
-    let json = common::tmp(&format!("{tag}.json"));
-    let _ = std::fs::remove_file(&json);
-    let mut c = common::tpslab();
-    c.args(["ramp", "http", url, "--http2", "--no-history"])
-        .args(args)
-        .arg("--json")
-        .arg(&json);
-    let out = common::run(c);
-    if out.status.success() {
-        common::assert_report_reproduces(&json, &out.stdout);
-    }
-    let rec = if json.exists() {
-        common::record(&json)
-    } else {
-        Value::Null
-    };
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        rec,
-    )
+    common::with_record(&["ramp", "http", url, "--http2", "--no-history"], args, tag)
 }
 
 /// A closed-loop ramp over HTTP/2: the users' streams on the two connections asked for

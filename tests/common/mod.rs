@@ -617,13 +617,21 @@ pub fn load_http(
     args: &[&str],
     tag: &str,
 ) -> (Option<i32>, String, String, serde_json::Value) {
+    with_record(&["load", "http", url], args, tag)
+}
+
+/// Runs `tpslab COMMAND ARGS --json TAG.json` (COMMAND: its words, e.g. `["ramp",
+/// "http", URL]`): (exit code, stdout, stderr, the record or Null when none was
+/// written); a successful run's report must reproduce its output.
+pub fn with_record(
+    command: &[&str],
+    args: &[&str],
+    tag: &str,
+) -> (Option<i32>, String, String, serde_json::Value) {
     let json = crate::common::tmp(&format!("{tag}.json"));
     let _ = std::fs::remove_file(&json);
     let mut c = crate::common::tpslab();
-    c.args(["load", "http", url])
-        .args(args)
-        .arg("--json")
-        .arg(&json);
+    c.args(command).args(args).arg("--json").arg(&json);
     let out = crate::common::run(c);
     if out.status.success() {
         crate::common::assert_report_reproduces(&json, &out.stdout);

@@ -1,25 +1,9 @@
 //! tpslab: find where UDP datagrams die and why TPS stops growing.
 
-mod agent;
-mod bdp;
-mod capacity;
 mod cli;
-mod compare_cmd;
-mod diagnose;
-mod doctor;
-mod flags;
-mod fleet;
-mod history_cmd;
-mod load_http;
+mod commands;
 mod metrics;
 mod out;
-mod probe;
-mod ramp;
-mod report_cmd;
-mod serve_tcp;
-mod sweep;
-mod tcp;
-mod udp;
 
 use std::process::ExitCode;
 
@@ -40,11 +24,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// `s` safe to print on a terminal: a value the user (or a file) gave, with its control
-/// characters escaped ([`out::escaped`]); line feeds stay (clap's messages have several lines).
-pub(crate) fn printable(s: &str) -> String {
-    out::escaped(s, &['\n'])
-}
+/// `s` safe to print on a terminal ([`tpslab_cli::printable`]).
+pub(crate) use tpslab_cli::printable;
 
 #[cfg(test)]
 mod tests {

@@ -5,44 +5,31 @@
 //! the endpoint is [`tpslab_run::exporter`].
 
 use anyhow::{anyhow, Context, Result};
-use clap::Args;
 use std::net::SocketAddr;
+use tpslab_cli::metrics::ListenFlag;
 
 pub(crate) use tpslab_run::exporter::{both, Exporter};
 
-/// `--metrics-listen`, on the commands that run long enough to be scraped.
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct ListenFlag {
-    /// Serve the figures in the OpenMetrics text format at http://ADDR:PORT/metrics while
-    /// the command runs (for Prometheus to scrape), e.g. 127.0.0.1:9464. Plain HTTP without
-    /// authentication: whoever reaches ADDR:PORT reads the figures; an address other than
-    /// loopback (0.0.0.0, [::], a host's) is warned about on stderr.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub(crate) metrics_listen: Option<String>,
-}
-
-impl ListenFlag {
-    /// Binds the endpoint now (before the run: a bad address or a port in use is an error
-    /// up front) and serves `command`'s info until more is set; None without the flag.
-    pub(crate) fn start(&self, command: &str) -> Result<Option<Exporter>> {
-        use tpslab_run::exporter;
-        let Some(a) = &self.metrics_listen else {
-            return Ok(None);
-        };
-        let addr: SocketAddr = a.parse().map_err(|_| {
-            anyhow!("--metrics-listen {a:?}: allowed ADDR:PORT, e.g. 127.0.0.1:9464")
-        })?;
-        let listener = exporter::listen(addr)
-            .map_err(|e| anyhow!("--metrics-listen {a}: cannot listen there: {e}"))?;
-        if let Some(w) = exporter::exposure(&addr) {
-            eprintln!("{w}");
-        }
-        let addr = listener
-            .local_addr()
-            .context("--metrics-listen: the listener's address")?;
-        let info = tpslab_report::metrics::exporter_info(command, env!("CARGO_PKG_VERSION"));
-        let e = Exporter::serve(listener, info, "--metrics-listen")?;
-        eprintln!("tpslab: metrics at http://{addr}/metrics");
-        Ok(Some(e))
+/// Binds the endpoint now (before the run: a bad address or a port in use is an error
+/// up front) and serves `command`'s info until more is set; None without the flag.
+pub(crate) fn start(flag: &ListenFlag, command: &str) -> Result<Option<Exporter>> {
+    use tpslab_run::exporter;
+    let Some(a) = &flag.metrics_listen else {
+        return Ok(None);
+    };
+    let addr: SocketAddr = a
+        .parse()
+        .map_err(|_| anyhow!("--metrics-listen {a:?}: allowed ADDR:PORT, e.g. 127.0.0.1:9464"))?;
+    let listener = exporter::listen(addr)
+        .map_err(|e| anyhow!("--metrics-listen {a}: cannot listen there: {e}"))?;
+    if let Some(w) = exporter::exposure(&addr) {
+        eprintln!("{w}");
     }
+    let addr = listener
+        .local_addr()
+        .context("--metrics-listen: the listener's address")?;
+    let info = tpslab_report::metrics::exporter_info(command, env!("CARGO_PKG_VERSION"));
+    let e = Exporter::serve(listener, info, "--metrics-listen")?;
+    eprintln!("tpslab: metrics at http://{addr}/metrics");
+    Ok(Some(e))
 }

@@ -6,8 +6,8 @@ mod emit;
 mod live;
 mod progress;
 
-pub(crate) use emit::{emit, emit_files, emit_run, escaped, live_sink, Outputs, Terminal};
-pub(crate) use live::{attach_http, attach_runs, check as check_live, LiveView, RunsItem};
+pub(crate) use emit::{emit, emit_files, emit_run, live_sink, Outputs, Terminal};
+pub(crate) use live::{attach_http, attach_runs, LiveView, RunsItem};
 pub(crate) use progress::TermProgress;
 
 use anyhow::Result;
@@ -71,14 +71,6 @@ pub(crate) fn live_ctx(
         live_sink(json_stream)?,
         exporter.map(|e| e.sink()),
     ))
-}
-
-/// A target `HOST:PORT` resolved ([`tpslab_plan::target::resolve`]).
-pub(crate) use tpslab_plan::target::resolve;
-
-/// `--pid PID` checked to exist.
-pub(crate) fn check_pid(pid: u32) -> Result<()> {
-    Ok(tpslab_plan::target::check_pid("--pid", pid)?)
 }
 
 static QUIET: AtomicBool = AtomicBool::new(false);

@@ -213,7 +213,7 @@ fn tcp_refused_target() {
 
 #[test]
 fn seq_field_offset_near_the_integer_limit_is_an_error_not_a_hang() {
-    // load udp's: a table row in src/plan_tests.rs.
+    // load udp's: a table row in crates/tpslab-cli/src/plan_tests/.
     let p = payload_file();
     let t0 = Instant::now();
     let out = tpslab(&[
@@ -497,7 +497,7 @@ fn exit_codes_of_ramp_tcp_and_sweep() {
 
 #[test]
 fn report_of_an_unreadable_record_prints_and_writes_nothing() {
-    // What each bad record is called: the table rows in src/plan_tests.rs.
+    // What each bad record is called: the table rows in crates/tpslab-cli/src/plan_tests/.
     let dir = common::tmp("report-bad");
     let _ = std::fs::create_dir_all(&dir);
     let junk = dir.join("junk.json");
@@ -533,7 +533,7 @@ fn report_of_an_unreadable_record_prints_and_writes_nothing() {
 #[test]
 fn compare_refuses_a_kind_without_runs_and_prints_nothing_before_an_error() {
     // Mixed kinds, a file that is not a record, one record, an unwritable --html: the
-    // table rows in src/plan_tests.rs.
+    // table rows in crates/tpslab-cli/src/plan_tests/.
     let run = format!(
         "{}/crates/tpslab-report/tests/fixtures/udp_run.json",
         env!("CARGO_MANIFEST_DIR")
@@ -557,7 +557,7 @@ fn compare_refuses_a_kind_without_runs_and_prints_nothing_before_an_error() {
 
 #[test]
 fn duration_flags_are_named_without_a_unit_and_keep_their_old_names() {
-    // serve udp's --work and --work-ns: the table rows in src/plan_tests.rs. The previous
+    // serve udp's --work and --work-ns: the table rows in crates/tpslab-cli/src/plan_tests/. The previous
     // name takes plain nanoseconds (or a duration), never both names.
     let out = tpslab(&[
         "serve",
@@ -696,7 +696,7 @@ fn input_files_that_are_not_regular_files_are_refused_at_once() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     assert!(made.unwrap().success(), "mkfifo");
     // report, compare, merge, sweep --plan and agent --plan: the table rows in
-    // src/plan_tests.rs.
+    // crates/tpslab-cli/src/plan_tests/.
     for (bad, what) in [
         ("/dev/zero", "a character device"),
         (fifo.to_str().unwrap(), "a FIFO"),
@@ -748,7 +748,7 @@ fn input_files_that_are_not_regular_files_are_refused_at_once() {
 /// Standard input is read up to the same cap as a record file.
 #[test]
 fn standard_input_over_the_cap_is_refused() {
-    // A record or plan file over its cap: the table rows in src/plan_tests.rs.
+    // A record or plan file over its cap: the table rows in crates/tpslab-cli/src/plan_tests/.
     // Standard input that never ends.
     let mut c = common::tpslab();
     c.args(["report", "-"])

@@ -3,7 +3,7 @@
 //! when it names one), and every `<!-- regen: COMMAND -->` block holds what COMMAND prints
 //! with the binary built now (docs/regen.py rewrites them; see docs/README.md). The
 //! commands of the pages' sh blocks are parsed by the command tree in a unit test of the
-//! binary (`src/plan_tests/docs.rs`), which can reach it.
+//! command-line crate (`crates/tpslab-cli/src/plan_tests/docs.rs`), which can reach it.
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -25,7 +25,7 @@ pub(crate) struct Outputs<'a> {
 
 impl<'a> Outputs<'a> {
     /// The files the record flags name (no command's own files yet).
-    pub(crate) fn of(r: &'a crate::flags::RecordFlag) -> Outputs<'a> {
+    pub(crate) fn of(r: &'a tpslab_cli::flags::RecordFlag) -> Outputs<'a> {
         Outputs {
             json: r.json.as_deref(),
             html: r.html.as_deref(),
@@ -113,7 +113,7 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
 
 /// The record's files and its history entry alone, when any is wanted: [`emit`] for a
 /// command that printed its report while it ran (standard output may still be locked).
-pub(crate) fn emit_files(rec: &Record, record: &crate::flags::RecordFlag) -> Result<()> {
+pub(crate) fn emit_files(rec: &Record, record: &tpslab_cli::flags::RecordFlag) -> Result<()> {
     if record.wanted() {
         emit(rec, Outputs::of(record), Terminal::Nothing)?;
     }
@@ -127,7 +127,7 @@ pub(crate) fn emit_run(
     rec: &Record,
     outs: Outputs<'_>,
     explain: bool,
-    gate: &crate::flags::GateFlags,
+    gate: &tpslab_cli::flags::GateFlags,
     interrupt_is_normal: bool,
 ) -> Result<std::process::ExitCode> {
     let Some(run) = tpslab_run::udp::run_of(rec) else {
@@ -137,10 +137,9 @@ pub(crate) fn emit_run(
     if interrupt_is_normal && run.interrupted {
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    crate::flags::gate_exit(run, gate)
+    tpslab_cli::flags::gate_exit(run, gate)
 }
 
-pub(crate) use tpslab_report::term::escaped;
 use tpslab_report::term::terminal_safe;
 
 /// `--json-stream FILE`: a sink writing each sample as one JSON line

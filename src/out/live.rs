@@ -2,9 +2,8 @@
 //! by its own thread from the observer's samples (the lines `--json-stream` writes), with
 //! keys: `q` (or Ctrl-C) stops the run as SIGINT does, `p` freezes the screen, `?` help.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -22,15 +21,6 @@ use tpslab_run::ramp::StepResult;
 /// How often the view looks for keys and draws what came in (samples are taken in
 /// between; the observer never waits for the view).
 const TICK: Duration = Duration::from_millis(100);
-
-/// Checks before a run that `--live` can be shown: standard output is a terminal.
-/// Errors: one line (exit 2).
-pub(crate) fn check() -> Result<()> {
-    if !std::io::stdout().is_terminal() {
-        bail!("--live: standard output is not a terminal (use --json-stream FILE to follow a run from a script)");
-    }
-    Ok(())
-}
 
 /// Whether a view holds the terminal now (for [`restore_terminal`]).
 static SHOWN: AtomicBool = AtomicBool::new(false);

@@ -1,0 +1,215 @@
+//! tpslab's command line: every command's flags (clap) and the validated plan each builds
+//! from them (`plan()`), the shared flag groups (`flags`), and what a bad command line
+//! gets said ([`parse`]). Pure: nothing here runs load, starts a process or prints; the
+//! binary (`src/`) runs the plan through its workflow (`tpslab_run`) and renders the record.
+//! Tested as table rows on `Cli::try_parse_from(argv)?.plan()` (`plan_tests`).
+
+pub mod agent;
+pub mod bdp;
+pub mod capacity;
+pub mod compare_cmd;
+pub mod diagnose;
+pub mod doctor;
+mod errors;
+pub mod flags;
+pub mod fleet;
+pub mod history_cmd;
+pub mod live;
+pub mod load_http;
+pub mod metrics;
+pub mod probe;
+pub mod ramp;
+pub mod report_cmd;
+pub mod serve_tcp;
+pub mod sweep;
+mod target;
+pub mod tcp;
+pub mod udp;
+
+pub use errors::name_defaults;
+#[cfg(test)]
+use errors::usage_error;
+
+use crate::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tpslab",
+    about = "Load, serve, observe and explain UDP loss and TPS limits"
+)]
+pub struct Cli {
+    /// No progress bars on stderr (they show only when stderr is a terminal anyway).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run the reference server (the S1 workload) until Ctrl-C or --duration.
+    Serve {
+        #[command(subcommand)]
+        proto: ServeProto,
+    },
+    /// Send open-loop load to a server and account for every datagram.
+    Load {
+        #[command(subcommand)]
+        proto: LoadProto,
+    },
+    /// Reference server + load + observer in one process: the exact ledger.
+    Run {
+        #[command(subcommand)]
+        proto: RunProto,
+    },
+    /// Sample the kernel's counters for a socket/process over time.
+    Watch(WatchArgs),
+    /// Audit a host's network settings and the sysctl files it (or --root) applies at
+    /// boot: unknown keys, malformed lines, overrides, values not running, inconsistent
+    /// pairs, NICs; and against a workload (--for udp|tcp|pool).
+    Doctor(doctor::DoctorArgs),
+    /// Render saved records again (any --json): the tables
+    /// the run printed, or the record as JSON.
+    Report(report_cmd::ReportArgs),
+    /// Records of the same kind side by side: what differs in plan and host first, then
+    /// each figure's change against the first with its spread, and whether it is more
+    /// than noise (Welch, 95 %).
+    Compare(compare_cmd::CompareArgs),
+    /// The runs recorded so far (every command that writes a record appends it, unless
+    /// --no-history): list with filters, `history show ID` renders one again, `compare
+    /// history:ID ...` compares them.
+    History(history_cmd::HistoryArgs),
+    /// Bandwidth-delay product: the TCP buffers a rate over an RTT needs (and this host's),
+    /// or the ceiling a buffer puts on a flow.
+    Bdp(bdp::BdpArgs),
+    /// Experiments over tunables: each setting repeated, in random order, with the spread
+    /// and whether each effect is distinguishable from noise.
+    Sweep(Box<sweep::SweepArgs>),
+    /// A bulk TCP flow with its TCP_INFO sampled: throughput and which limit held it
+    /// (receiver window, send buffer, congestion window, application); --lab-rtt runs it
+    /// across an emulated WAN link between two namespaces.
+    Tcp(Box<tcp::TcpArgs>),
+    /// Closed-loop load stepping up the users: TPS and response time per step, the knee,
+    /// Little's law, a Universal Scalability Law fit, and the server threads' states
+    /// (busy, or waiting on a lock or a peer).
+    Ramp {
+        #[command(subcommand)]
+        proto: ramp::RampCmd,
+    },
+    /// The highest rate a server sustains within an objective (--slo), found by open-loop
+    /// steps a search chooses (doubling, then bisection, repeats at the boundary), with
+    /// the layer that gives first; the generator checked at every step.
+    Capacity {
+        #[command(subcommand)]
+        proto: crate::capacity::CapacityCmd,
+    },
+    /// Find where datagrams die, recommend the fix and prove it. Without a target: the
+    /// built-in S1 scenario on loopback.
+    Diagnose(diagnose::DiagnoseArgs),
+    /// Measure a path: `probe idle` finds after how long of idleness it kills a TCP
+    /// connection, and how (dropped, reset, closed).
+    Probe {
+        #[command(subcommand)]
+        what: probe::ProbeCmd,
+    },
+    /// One agent of a fleet: its share of a load plan (rate, sockets, sequence space),
+    /// from a common start time, its record with the latency histograms (HdrHistogram
+    /// V2) for `merge`.
+    Agent(Box<agent::AgentArgs>),
+    /// Add up a fleet's agent records exactly: counts and ledgers summed, histograms
+    /// merged (percentiles of the merged histogram), each agent beside the total.
+    Merge(agent::MergeArgs),
+    /// Print how to start a fleet of agents: Kubernetes manifests (an Indexed Job) or an
+    /// ssh fan-out, for one plan and a start time a little ahead.
+    Fleet {
+        #[command(subcommand)]
+        how: fleet::FleetCmd,
+    },
+    /// Print the shell completion script for SHELL on standard output, e.g.
+    /// `tpslab completions bash > /etc/bash_completion.d/tpslab`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page tpslab(1) on standard output, or with --dir write it and one page
+    /// per command (tpslab-run-udp.1, ...) into DIR.
+    Man {
+        /// Write every page into this existing folder.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServeProto {
+    /// UDP reference server.
+    Udp(ServeArgs),
+    /// TCP server (sink: reads and discards).
+    Tcp(serve_tcp::ServeTcpArgs),
+    /// HTTP/1.1 keep-alive reference server (what `ramp http` without a URL starts).
+    Http(crate::serve_tcp::serve_http::ServeHttpArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LoadProto {
+    /// UDP open-loop generator.
+    Udp(LoadUdpArgs),
+    /// HTTP/1.1 at a fixed rate (open loop, wrk2's model): latency from each request's
+    /// intended send time (corrected for coordinated omission) beside the uncorrected.
+    Http(crate::load_http::LoadHttpArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunProto {
+    /// UDP: our server and our generator, observed together.
+    Udp(RunUdpArgs),
+}
+
+/// What [`parse`] found wrong, or asked for instead of a run.
+pub enum NoRun {
+    /// `--help` or `--version`: clap prints it on standard output (`e.exit()`).
+    Shown(clap::Error),
+    /// A usage error, as tpslab prints it (escaped, with a tip where one helps); exit 2.
+    Usage(String),
+}
+
+/// The command tree, `--version` printing `version` (the binary's release and commit).
+pub fn command(version: &'static str) -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().version(version)
+}
+
+/// Parses `args` (the program's name first): the command line, its defaults noted for
+/// errors that name them ([`name_defaults`]); `version` as in [`command`].
+/// Errors: [`NoRun`].
+pub fn parse(args: &[std::ffi::OsString], version: &'static str) -> Result<Cli, NoRun> {
+    use clap::FromArgMatches;
+    let mut cmd = command(version);
+    match cmd
+        .try_get_matches_from_mut(args)
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)))
+    {
+        Ok((c, m)) => {
+            errors::note_defaults(&cmd, &m);
+            Ok(c)
+        }
+        Err(e) if !e.use_stderr() => Err(NoRun::Shown(e)),
+        Err(e) => Err(NoRun::Usage(errors::usage_error(&cmd, e, args))),
+    }
+}
+
+/// `s` safe to print on a terminal: a value the user (or a file) gave, with its control
+/// characters escaped; line feeds stay (clap's messages have several lines).
+pub fn printable(s: &str) -> String {
+    tpslab_report::term::escaped(s, &['\n'])
+}
+
+#[cfg(test)]
+#[path = "cli_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "plan_tests/mod.rs"]
+mod plan_tests;

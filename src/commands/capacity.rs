@@ -1,0 +1,50 @@
+//! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'` (or `capacity http URL`, `capacity tcp`): the highest rate a server
+//! sustains within an objective, found by open-loop steps at rates a search chooses
+//! ([`tpslab_run::capacity`]), with the layer that gives first.
+
+use crate::out::{self};
+use anyhow::Result;
+use std::process::ExitCode;
+use tpslab_cli::capacity::CapacityCmd;
+use tpslab_plan::capacity::CapacityLoad;
+
+/// Runs `tpslab capacity`: the search (each step's line on stderr as it ends), the record
+/// and its report. Exit 0 when the search ended, 130 when interrupted.
+pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
+    let (plan, record, live) = match &cmd {
+        CapacityCmd::Udp(a) => (a.plan()?, &a.record, a.live),
+        CapacityCmd::Http(a) => (a.plan()?, &a.record, a.live),
+        CapacityCmd::Tcp(a) => (a.plan()?, &a.record, false),
+    };
+    if live {
+        tpslab_cli::live::check()?;
+    }
+    let mut ctx = out::ctx(None)?;
+    let header = tpslab_report::live::LiveHeader {
+        command: format!("capacity {}", plan.protocol()),
+        target: plan.target().to_string(),
+        planned_s: Some(plan.step_time().as_secs_f64()),
+        no_latency: None,
+    };
+    let kind = tpslab_report::live::RunsKind::Capacity;
+    let view = match &plan.load {
+        CapacityLoad::Udp(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
+        CapacityLoad::Http(_) => out::attach_http(live, true, header, &mut ctx)?,
+        // No --live flag (yet): its steps' stream is the TCP open loop's.
+        CapacityLoad::Tcp(_) => None,
+    };
+    let rec = tpslab_run::capacity::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
+    out::emit(
+        &rec,
+        out::Outputs::of(record),
+        out::Terminal::Report { explain: false },
+    )?;
+    Ok(if rec.meta.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

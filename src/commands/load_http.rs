@@ -1,0 +1,66 @@
+//! `tpslab load http URL --rate R`: an open loop of HTTP/1.1 requests (wrk2's model):
+//! `--connections` keep-alive connections, each on its own schedule at R/C requests a
+//! second, latency from each request's intended send time (corrected for coordinated
+//! omission) and from its actual send (uncorrected), side by side.
+
+use anyhow::{bail, Result};
+use std::process::ExitCode;
+use tpslab_analysis::record::Body;
+use tpslab_cli::load_http::LoadHttpArgs;
+
+use crate::out;
+
+/// Runs `tpslab load http`: the plan's line, the run, the record and its report. A run
+/// in which nothing was answered is an error (exit 2, one line) after its record is kept.
+pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
+    let plan = a.plan()?;
+    if a.live {
+        tpslab_cli::live::check()?;
+    }
+    {
+        let mut o = std::io::stdout().lock();
+        tpslab_report::term::load_http::header(&mut o, &plan)?;
+    }
+    let mut ctx = out::ctx(None)?;
+    ctx.http_live = a
+        .json_stream
+        .as_deref()
+        .map(tpslab_run::outfile::json_stream_http)
+        .transpose()?;
+    let header = tpslab_report::live::LiveHeader {
+        command: "load http".into(),
+        target: plan.request.url.clone(),
+        planned_s: Some(plan.duration.as_secs_f64()),
+        no_latency: None,
+    };
+    let view = out::attach_http(a.live, false, header, &mut ctx)?;
+    let rec = tpslab_run::load_http::run(&plan, &ctx);
+    // The terminal is given back before the report prints (or the error is said).
+    drop(view);
+    let rec = rec?;
+    let Body::LoadHttp(l) = &rec.body else {
+        unreachable!("a load http record")
+    };
+    let print = |o: &mut dyn std::io::Write| {
+        tpslab_report::term::load_http::record(o, l, rec.meta.interrupted)
+    };
+    out::emit(
+        &rec,
+        out::Outputs::of(&a.record),
+        out::Terminal::With(&print),
+    )?;
+    let (e, c) = (&l.result.errors, &l.result.connect_errors);
+    if l.answered() == 0 && e.total() + c.total() > 0 {
+        bail!(
+            "{}: no request answered (connects failed: {}; requests failed: {}){}",
+            plan.request.url,
+            c.summary(),
+            e.summary(),
+            l.result
+                .first_tls_error
+                .as_ref()
+                .map_or(String::new(), |t| format!("; first TLS failure: {t}"))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

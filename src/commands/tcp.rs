@@ -1,0 +1,36 @@
+//! `tpslab tcp`: a bulk flow with TCP_INFO sampled and which limit held it, to a sink,
+//! from a source (`--reverse`), across tpslab's delay line between two namespaces
+//! (`--lab-rtt`, with the recommended buffers tried), or another process's flows watched.
+//! Flags -> [`TcpPlan`] -> [`tpslab_run::tcp`] -> the record -> the report layer.
+
+use anyhow::Result;
+use std::io::Write;
+use std::process::ExitCode;
+use tpslab_analysis::gate::applies;
+use tpslab_analysis::prelude::*;
+use tpslab_analysis::record::Body;
+use tpslab_cli::tcp::TcpArgs;
+use tpslab_plan::tcp::TcpMode;
+use tpslab_report::term::tcp as render;
+
+pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
+    let plan = a.plan()?;
+    let ctx = crate::out::ctx(None)?;
+    let mut out = std::io::stdout().lock();
+    let rec = tpslab_run::tcp::run(&plan, &ctx, &mut |r, i| {
+        render::run_part(&mut out, r, i)?;
+        Ok(out.flush()?)
+    })?;
+    let Body::Tcp(r) = &rec.body else {
+        unreachable!("a tcp record")
+    };
+    if !matches!(plan.mode, TcpMode::Lab { .. }) {
+        render::record(&mut out, r)?;
+    }
+    let outcome = r.outcome();
+    crate::out::emit_files(&rec, &a.record)?;
+    if matches!(plan.mode, TcpMode::Watch { .. }) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    a.gate.exit(&outcome, applies::TCP)
+}

@@ -1,5 +1,5 @@
-//! `tpslab agent` and `tpslab merge`: their flags and the plans they make; the wait, the
-//! run and the merge are [`tpslab_run::agent`]'s.
+//! The run of a command whose flags and plan are [`tpslab_cli::agent`]:
+//! `tpslab agent` and `tpslab merge`: the wait, the run and the merge are [`tpslab_run::agent`]'s.
 
 use crate::out;
 use anyhow::Result;

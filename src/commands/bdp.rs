@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::bdp`]:
 //! `tpslab bdp`: the bandwidth-delay product of a path, the buffers a rate needs and the
 //! ceiling a buffer puts on a flow, against this host's settings.
 

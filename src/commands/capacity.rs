@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::capacity`]:
 //! `tpslab capacity udp HOST:PORT --slo 'p99<20ms,loss<0.1%'` (or `capacity http URL`, `capacity tcp`): the highest rate a server
 //! sustains within an objective, found by open-loop steps at rates a search chooses
 //! ([`tpslab_run::capacity`]), with the layer that gives first.

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::compare_cmd`]:
 //! `tpslab compare A B [C...]`: records of one kind side by side (what differs, what
 //! changed, whether it is more than noise; [`tpslab_run::compare`]), through the report
 //! layer like any record.

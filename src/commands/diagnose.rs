@@ -1,5 +1,6 @@
-//! `tpslab diagnose`: its flags and the plan they make; the probe, the runs, the verdict
-//! and the verification are [`tpslab_run::diagnose`]'s.
+//! The run of a command whose flags and plan are [`tpslab_cli::diagnose`]:
+//! `tpslab diagnose`: the probe, the runs, the verdict and the verification
+//! are [`tpslab_run::diagnose`]'s.
 
 use crate::out;
 use anyhow::Result;

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::doctor`]:
 //! `tpslab doctor`: audits the sysctl files a host applies at boot, the network settings
 //! it runs with and its NICs, for the workload stated with `--for`. Reads only; changes
 //! nothing (`--write-snippet` writes a sysctl.d file for a person to review).

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::fleet`]:
 //! `tpslab fleet k8s|ssh`: how to start a fleet of agents for one plan and a start time a
 //! little ahead. Kubernetes places them (an Indexed Job: the completion index is the agent
 //! index), or ssh fans out; no controller of tpslab's own.

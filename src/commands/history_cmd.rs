@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::history_cmd`]:
 //! `tpslab history`: lists the runs in the history (`tpslab_run::history`, the SQLite
 //! store every record is appended to), renders one again, or prints where it is kept.
 

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::load_http`]:
 //! `tpslab load http URL --rate R`: an open loop of HTTP/1.1 requests (wrk2's model):
 //! `--connections` keep-alive connections, each on its own schedule at R/C requests a
 //! second, latency from each request's intended send time (corrected for coordinated

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::probe`]:
 //! `tpslab probe idle`: after how long of idleness a path kills a TCP connection (S5),
 //! against a server or in tpslab's lab behind a middlebox with a known timeout.
 

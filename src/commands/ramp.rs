@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::ramp`]:
 //! `tpslab ramp tcp|udp`: closed-loop load stepping up the users, the knee, Little's law
 //! per step, the Universal Scalability Law fit, and the server threads' states.
 

@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::report_cmd`]:
 //! `tpslab report FILE...`: renders saved records again, through the same report layer
 //! the commands print with (the terminal output is the one the run printed).
 

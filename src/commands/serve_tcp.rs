@@ -1,3 +1,4 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::serve_tcp`]:
 //! `tpslab serve tcp`: the sink, the source, and the request/response server that
 //! `ramp tcp` loads (echo or S1's replace, with CPU work, waiting and a global lock).
 

@@ -1,5 +1,5 @@
-//! `tpslab sweep`: its flags and the plan they make (or `--resume`'s); the folder, the
-//! runs and the analysis are [`tpslab_run::sweep`]'s.
+//! The run of a command whose flags and plan are [`tpslab_cli::sweep`]:
+//! `tpslab sweep`: the folder, the runs and the analysis are [`tpslab_run::sweep`]'s.
 
 use crate::out;
 use anyhow::Result;

@@ -1,7 +1,8 @@
+//! The run of a command whose flags and plan are [`tpslab_cli::tcp`]:
 //! `tpslab tcp`: a bulk flow with TCP_INFO sampled and which limit held it, to a sink,
 //! from a source (`--reverse`), across tpslab's delay line between two namespaces
 //! (`--lab-rtt`, with the recommended buffers tried), or another process's flows watched.
-//! Flags -> [`TcpPlan`] -> [`tpslab_run::tcp`] -> the record -> the report layer.
+//! Flags -> [`tpslab_plan::tcp::TcpPlan`] -> [`tpslab_run::tcp`] -> the record -> the report layer.
 
 use anyhow::Result;
 use std::io::Write;

@@ -1,5 +1,6 @@
-//! The UDP commands: `serve udp`, `load udp`, `run udp` and `watch`: their flags, the
-//! validated plan they make ([`tpslab_run::udp`] runs it), the record's epilogue.
+//! The run of a command whose flags and plan are [`tpslab_cli::udp`]:
+//! The UDP commands: `serve udp`, `load udp`, `run udp` and `watch`: the run
+//! ([`tpslab_run::udp`]) and the record's epilogue.
 
 use crate::out::{self, Terminal};
 use anyhow::Result;

@@ -1,5 +1,5 @@
 //! The UDP commands: `serve udp`, `load udp`, `run udp` and `watch`: their flags, the
-//! validated plan they make ([`tpslab_run::udp`] runs it), the record's epilogue.
+//! validated plan they make ([`tpslab_run::udp`] runs it).
 
 use crate::flags::{load_config, server_config, LoadFlags, OutputFlags, ServerFlags};
 use crate::metrics::ListenFlag;

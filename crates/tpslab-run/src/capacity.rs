@@ -439,7 +439,16 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
                     queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
                     d
                 }
-                StepEvidence::Stream(facts) => tpslab_analysis::capacity_stream::diagnose(facts),
+                StepEvidence::Stream(facts) => {
+                    use tpslab_analysis::capacity_stream as stream;
+                    // The counts are judged against what broke (a p99 is broken by 1 %
+                    // of requests, not by one reset).
+                    let broken = stream::broken(&plan.search.slo, &f);
+                    stream::diagnose(&stream::StreamFacts {
+                        broken,
+                        ..facts.clone()
+                    })
+                }
             };
             let v = StepVerdict {
                 case: d.case,

@@ -157,11 +157,11 @@ fn run_step(
             load.rate = rate;
             if !t.warmup.is_zero() {
                 load.duration = t.warmup;
-                run_load_tcp(&load, stop)?;
+                run_load_tcp(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = t.duration;
             }
             let watch = StreamWatch::start(load.target, load.pid);
-            let r = run_load_tcp(&load, stop)?;
+            let r = run_load_tcp(&load, stop, ctx.http_live.as_ref())?;
             let facts = watch.end(&r);
             Ok((
                 search::figures_tcp(&r, t.duration, rate, stop.load(Relaxed)),

@@ -184,3 +184,74 @@ fn a_prefork_server_is_judged_by_its_workers_not_its_idle_master() {
         "{ev:#?}"
     );
 }
+
+/// `capacity tcp --live` under tmux (a server socket of the test's own): the search's view
+/// (its steps and bracket above the step running, the open loop's requests/s) on the
+/// alternate screen while it goes, against tpslab's own server; the search ends by its
+/// budget with exit 0 and its record. Without a terminal: one line, exit 2.
+#[test]
+fn capacity_tcp_live_shows_the_search_and_wants_a_terminal() {
+    let test = "capacity_stream::capacity_tcp_live_shows_the_search_and_wants_a_terminal";
+    let out = common::tpslab()
+        .args(["capacity", "tcp", "127.0.0.1:9", "--no-history", "--live"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--live: standard output is not a terminal"),
+        "{err}"
+    );
+    if !common::need(test, "/usr/bin/tmux") {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::tmp("capacity_tcp_live");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rec, rc) = (dir.join("rec.json"), dir.join("rc"));
+    let sock = format!("tpslab-test-cap-tcp-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        let o = std::process::Command::new("tmux")
+            .args(["-L", &sock])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let script = format!(
+        "XDG_DATA_HOME={d} {bin} capacity tcp --server-serial 1ms --start-rate 200 \
+         --step-duration 1s --warmup 300ms --budget 8s --no-history --live --json {rec} \
+         2>/dev/null; echo $? > {rc}; sleep 20",
+        d = dir.display(),
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        rec = rec.display(),
+        rc = rc.display(),
+    );
+    tmux(&["new-session", "-d", "-x", "110", "-y", "34", &script]);
+    let t0 = Instant::now();
+    let mut seen = None;
+    while t0.elapsed() < Duration::from_secs(15) && seen.is_none() {
+        let s = tmux(&["capture-pane", "-p"]);
+        if s.contains("now capacity step 2") {
+            seen = Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut code = None;
+    while t0.elapsed() < Duration::from_secs(30) && code.is_none() {
+        code = std::fs::read_to_string(&rc).ok().filter(|s| !s.is_empty());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["kill-server"]);
+    let s = seen.expect("no live view of the search at its second step");
+    assert!(s.contains("tpslab capacity tcp"), "{s}");
+    assert!(s.contains("step 1"), "{s}");
+    assert!(s.contains("req/s: intended"), "{s}");
+    assert_eq!(code.as_deref().map(str::trim), Some("0"), "exit status");
+    let r = common::record(&rec);
+    assert_eq!(r["kind"], "capacity");
+    assert!(!r["steps"].as_array().unwrap().is_empty(), "{r}");
+}

@@ -15,7 +15,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let (plan, record, live) = match &cmd {
         CapacityCmd::Udp(a) => (a.plan()?, &a.record, a.live),
         CapacityCmd::Http(a) => (a.plan()?, &a.record, a.live),
-        CapacityCmd::Tcp(a) => (a.plan()?, &a.record, false),
+        CapacityCmd::Tcp(a) => (a.plan()?, &a.record, a.live),
     };
     if live {
         tpslab_cli::live::check()?;
@@ -30,9 +30,10 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let kind = tpslab_report::live::RunsKind::Capacity;
     let view = match &plan.load {
         CapacityLoad::Udp(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
-        CapacityLoad::Http(_) => out::attach_http(live, true, header, &mut ctx)?,
-        // No --live flag (yet): its steps' stream is the TCP open loop's.
-        CapacityLoad::Tcp(_) => None,
+        // The TCP open loop's samples are the HTTP one's.
+        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => {
+            out::attach_http(live, true, header, &mut ctx)?
+        }
     };
     let rec = tpslab_run::capacity::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).

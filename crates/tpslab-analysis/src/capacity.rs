@@ -600,7 +600,7 @@ pub fn first_to_give(rec: &CapacityRecord) -> Option<String> {
         Case::GeneratorInvalid => "the generator (its step is not evidence)".into(),
         // A TCP or HTTP step no rule of `capacity_stream` named a layer for.
         Case::Unexplained if d.layer == "none named" => {
-            "no layer named (no connect refused and no request reset at the first failing rate; the verdict says what else was read)".into()
+            "no layer named (no count read at the first failing rate was enough to break the objective; the verdict says what was read)".into()
         }
         _ => d.layer.clone(),
     })

@@ -1,40 +1,115 @@
 //! The layer that gave at a failing `capacity tcp` or `capacity http` step (a UDP step's
 //! is the verdict rules' on its ledger): connection requests dropped at the listen
 //! socket's accept queue, connects refused, connections reset, the server's threads
-//! saturated or waiting. Each rule is a row of [`RULES`], tried in order; a count that was
-//! not read makes its rule silent, and the verdict says which conclusion needed it.
+//! saturated or waiting. Each rule is a row of [`RULES`], tried in order; a count names
+//! its layer only when it is enough to break an objective that broke ([`Broken`]); a
+//! count that was not read makes its rule silent, and the verdict says which conclusion
+//! needed it.
 
+use crate::capacity::{value, Objective, Quantile, Slo, StepFigures};
 pub use tpslab_record::load_http::LoadHttpResult;
 use tpslab_record::verdict::{Case, Diagnosis, Evidence};
 
-/// The server's threads over a step's window (read with the server's PID).
+/// The server's threads over a step's window (read with the server's PID: that process
+/// and its descendants, e.g. nginx's master and workers).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ThreadFacts {
-    /// Threads seen.
+    /// Processes read: the PID and its descendants.
+    pub processes: usize,
+    /// Threads seen, in all of them.
     pub threads: usize,
     /// The busiest thread's time on a CPU, % of the window.
     pub busiest_run_pct: f64,
     /// That thread's time waiting for a CPU (runnable), % of the window.
     pub busiest_wait_pct: f64,
     /// All threads' time on a CPU or waiting for one, summed, % of the window (of one
-    /// CPU: 200 = two CPUs' worth); at least the process's CPU time (utime+stime), which
-    /// counts threads that ended in the window too.
+    /// CPU: 200 = two CPUs' worth); at least the processes' CPU time (utime+stime, with
+    /// their waited-for children's), which counts threads and processes that ended in the
+    /// window too.
     pub all_wanted_pct: f64,
-    /// The CPUs the server may run on (its affinity); None: not read.
+    /// The CPUs the processes may run on (the union of their affinities); None: not read.
     pub cpus: Option<usize>,
+}
+
+/// Which objectives broke at a step, and how few requests can break them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Broken {
+    /// A latency bound broke.
+    pub latency: bool,
+    /// An errors, loss or rate bound broke (a failed request breaks those; it has no
+    /// latency, so it does not break a latency bound).
+    pub failures: bool,
+    /// The smallest share of the step's requests (0..=1) whose delay or failure breaks
+    /// one of the objectives that broke: 1 - the quantile for a latency bound (p99: 0.01;
+    /// max: 0, one request), the bound for errors and loss, 1 - the bound for rate.
+    pub share: f64,
+}
+
+impl Default for Broken {
+    /// Not known: any objective, and any count matters.
+    fn default() -> Broken {
+        Broken {
+            latency: true,
+            failures: true,
+            share: 0.0,
+        }
+    }
+}
+
+/// What broke at a step of figures `f` against `slo` (each objective that does not
+/// hold).
+pub fn broken(slo: &Slo, f: &StepFigures) -> Broken {
+    let mut b = Broken {
+        latency: false,
+        failures: false,
+        share: 1.0,
+    };
+    for o in slo.objectives.iter().filter(|o| !o.holds(value(o, f))) {
+        let share = match *o {
+            Objective::Latency { quantile, .. } => {
+                b.latency = true;
+                match quantile {
+                    Quantile::P50 => 0.5,
+                    Quantile::P90 => 0.1,
+                    Quantile::P99 => 0.01,
+                    Quantile::P999 => 0.001,
+                    Quantile::Max => 0.0,
+                }
+            }
+            Objective::Loss { limit_pct, .. } | Objective::Errors { limit_pct, .. } => {
+                b.failures = true;
+                limit_pct / 100.0
+            }
+            Objective::Rate { min_pct, .. } => {
+                b.failures = true;
+                (100.0 - min_pct) / 100.0
+            }
+        };
+        b.share = b.share.min(share.max(0.0));
+    }
+    b
 }
 
 /// What a TCP or HTTP step's window showed beyond its figures.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamFacts {
-    /// Connection requests dropped at a full accept queue in the window: the larger of
-    /// the TcpExt ListenOverflows and ListenDrops deltas of the server's network
-    /// namespace. None: not read (the server is not on this host, or its namespace was
-    /// not readable).
+    /// Connection requests dropped at the full accept queue of the listen socket(s) on
+    /// the target's port in the window (their own drop counts, sock_diag). None: not read.
     pub listen_drops: Option<u64>,
-    /// The most connections seen waiting to be accepted at the listen socket on the
-    /// target's port (its accept queue). None: no listen socket found.
+    /// Connection requests dropped at a full accept queue of any listen socket of the
+    /// server's network namespace in the window: the larger of its TcpExt ListenOverflows
+    /// and ListenDrops deltas. None: not read (the server is not on this host, or its
+    /// namespace was not readable).
+    pub namespace_drops: Option<u64>,
+    /// The most connections seen waiting to be accepted at the listen socket(s) on the
+    /// target's port (their accept queue). None: no listen socket found.
     pub accept_queue_max: Option<u64>,
+    /// That listen socket's backlog limit (min(listen()'s backlog, somaxconn)).
+    pub backlog: Option<u64>,
+    /// Connects the generator attempted in the window (made, and failed).
+    pub connects: u64,
+    /// Requests the step intended.
+    pub requests: u64,
     /// Connects refused.
     pub refused: u64,
     /// Connections reset (a connect's or a request's), or written after the peer closed.
@@ -43,21 +118,56 @@ pub struct StreamFacts {
     pub timeouts: u64,
     /// Requests the server closed the connection on.
     pub closed: u64,
+    /// Which objectives broke, and how few requests break them.
+    pub broken: Broken,
     /// The server's threads; None without its PID.
     pub threads: Option<ThreadFacts>,
 }
 
 impl StreamFacts {
-    /// The failed connects and requests of an open loop's counts `r`, by kind (a
-    /// connect's and a request's together).
+    /// The counts of an open loop's result `r`: failed connects and requests by kind (a
+    /// connect's and a request's together), connects attempted, requests intended.
     pub fn with_failures(mut self, r: &LoadHttpResult) -> StreamFacts {
         let (e, c) = (&r.errors, &r.connect_errors);
         self.refused = e.refused + c.refused;
         self.reset = e.reset + c.reset;
         self.timeouts = e.timeout + c.timeout;
         self.closed = e.closed + c.closed;
+        // Made (first ones and reconnects), and those that never were.
+        self.connects = r.connections + c.refused + c.reset + c.timeout;
+        self.requests = r.intended;
         self
     }
+
+    /// The accept queue's drops: the target's listen socket's own when read, else its
+    /// namespace's; and whether they are the socket's.
+    fn drops(&self) -> Option<(u64, bool)> {
+        match (self.listen_drops, self.namespace_drops) {
+            (Some(d), _) => Some((d, true)),
+            (None, Some(d)) => Some((d, false)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `count` of `base` is enough to break an objective that broke: at least one,
+/// and at least its share ([`Broken::share`]) of `base`.
+fn matters(count: u64, base: u64, b: &Broken) -> bool {
+    count > 0 && count as f64 >= b.share * base as f64
+}
+
+/// Whether the accept queue's drops matter: each dropped connection request holds its
+/// connection (and its requests) a retransmission back, 1 s, which breaks a latency
+/// bound, or fails the connect (errors, rate); so they count against the connects.
+fn drops_matter(f: &StreamFacts) -> bool {
+    f.drops()
+        .is_some_and(|(d, _)| matters(d.min(f.connects), f.connects, &f.broken))
+}
+
+/// Whether failures (refused, reset) matter: a failed request breaks errors, loss or rate
+/// bounds (not a latency bound: it has no latency), counted against the requests.
+fn failures_matter(count: u64, f: &StreamFacts) -> bool {
+    f.broken.failures && matters(count, f.requests.max(f.connects), &f.broken)
 }
 
 /// One rule: the case it names when `when` holds of the facts.
@@ -80,10 +190,20 @@ fn wanted(t: &ThreadFacts) -> f64 {
 }
 
 /// Whether the threads together wanted at least [`SATURATED_PCT`] of every CPU the
-/// server may run on (a thread per connection, each a share of the work).
+/// server may run on (a thread per connection, or a worker process per CPU, each a share
+/// of the work).
 fn all_busy(t: &ThreadFacts) -> bool {
     t.cpus
         .is_some_and(|c| c > 0 && t.all_wanted_pct >= SATURATED_PCT * c as f64)
+}
+
+/// ` (3 processes)` when the server is more than one process.
+fn procs(t: &ThreadFacts) -> String {
+    if t.processes > 1 {
+        format!(" ({} processes)", t.processes)
+    } else {
+        String::new()
+    }
 }
 
 /// The rules, first that holds wins: what refuses or drops connections comes before
@@ -92,20 +212,31 @@ fn all_busy(t: &ThreadFacts) -> bool {
 pub const RULES: &[StreamRule] = &[
     StreamRule {
         case: Case::AcceptQueueFull,
-        when: |f| f.listen_drops.is_some_and(|d| d > 0),
+        when: drops_matter,
         layer: |f| {
-            format!(
-                "the server's accept queue: {} connection requests dropped at the listen socket{}",
-                f.listen_drops.unwrap_or(0),
-                f.accept_queue_max.map_or(String::new(), |m| format!(
-                    " (up to {m} waiting for accept)"
-                ))
-            )
+            let (d, own) = f.drops().unwrap_or_default();
+            let seen = f.accept_queue_max.map_or(String::new(), |m| {
+                let of = f
+                    .backlog
+                    .map_or(String::new(), |b| format!(" of its backlog {b}"));
+                format!("up to {m}{of} waiting for accept")
+            });
+            if own {
+                format!(
+                    "the server's accept queue: {d} connection requests dropped at the listen socket on the target's port{}",
+                    if seen.is_empty() { seen } else { format!(" ({seen})") }
+                )
+            } else {
+                format!(
+                    "an accept queue of the server's network namespace: {d} connection requests dropped at its listen sockets (any of them; the target's own not read{})",
+                    if seen.is_empty() { seen } else { format!(", its queue seen at {seen}") }
+                )
+            }
         },
     },
     StreamRule {
         case: Case::ConnectionsRefused,
-        when: |f| f.refused > 0,
+        when: |f| failures_matter(f.refused, f),
         layer: |f| {
             format!(
                 "connections refused ({}): nothing listening, or a full accept queue with net.ipv4.tcp_abort_on_overflow",
@@ -115,7 +246,7 @@ pub const RULES: &[StreamRule] = &[
     },
     StreamRule {
         case: Case::ConnectionsReset,
-        when: |f| f.reset > 0,
+        when: |f| failures_matter(f.reset, f),
         layer: |f| {
             format!(
                 "requests reset by the server ({}: connections reset, or HTTP/2 streams reset with RST_STREAM)",
@@ -133,12 +264,13 @@ pub const RULES: &[StreamRule] = &[
             let t = f.threads.unwrap_or_default();
             if wanted(&t) >= SATURATED_PCT {
                 format!(
-                    "the server's threads: saturated (its busiest thread on a CPU {:.0} % of the window, waiting for one {:.0} %)",
-                    t.busiest_run_pct, t.busiest_wait_pct
+                    "the server's threads{}: saturated (its busiest thread on a CPU {:.0} % of the window, waiting for one {:.0} %)",
+                    procs(&t), t.busiest_run_pct, t.busiest_wait_pct
                 )
             } else {
                 format!(
-                    "the server's threads: saturated (together on or waiting for a CPU {:.0} % of the window: its {} CPUs' worth)",
+                    "the server's threads{}: saturated (together on or waiting for a CPU {:.0} % of the window: its {} CPUs' worth)",
+                    procs(&t),
                     t.all_wanted_pct,
                     t.cpus.unwrap_or(0)
                 )
@@ -156,12 +288,52 @@ pub const RULES: &[StreamRule] = &[
         layer: |f| {
             let t = f.threads.unwrap_or_default();
             format!(
-                "the server's threads: waiting, not on a CPU (its busiest thread wanted one {:.0} % of the window): a lock, a sleep, I/O or a pool",
+                "the server's threads{}: waiting, not on a CPU (its busiest thread wanted one {:.0} % of the window): a lock, a sleep, I/O or a pool",
+                procs(&t),
                 wanted(&t)
             )
         },
     },
 ];
+
+/// `N of M (P %)`.
+fn of(n: u64, m: u64) -> String {
+    if m == 0 {
+        n.to_string()
+    } else {
+        format!("{n} of {m} ({:.2} %)", n as f64 * 100.0 / m as f64)
+    }
+}
+
+/// What the counts that named no layer were, for a verdict no rule named: drops and
+/// failures too few to break the objective, or not read.
+fn unnamed(f: &StreamFacts) -> String {
+    let drops = match f.drops() {
+        None => "the accept queue's drops not read".to_string(),
+        Some((0, _)) => "no connection request dropped at the accept queue".to_string(),
+        Some((d, _)) => format!(
+            "{} connects held back by drops at the accept queue, too few to break the objective",
+            of(d.min(f.connects), f.connects)
+        ),
+    };
+    let base = f.requests.max(f.connects);
+    let failures = match (f.refused + f.reset, f.broken.failures) {
+        (0, _) => "no connect refused and no request reset".to_string(),
+        (n, true) => format!(
+            "{} requests refused or reset, too few to break the objective",
+            of(n, base)
+        ),
+        (n, false) => format!(
+            "{} requests refused or reset, while only latency bounds broke (a failed request has no latency)",
+            of(n, base)
+        ),
+    };
+    let threads = match f.threads {
+        Some(_) => "the server's threads neither saturated nor mostly waiting",
+        None => "the server's threads not read",
+    };
+    format!("{drops}; {failures}; {threads}")
+}
 
 /// The verdict of a failing step: the first rule of [`RULES`] that holds (case
 /// `Unexplained` and layer `none named` when none does), its evidence (each count read),
@@ -175,58 +347,64 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
     let mut evidence = vec![];
     if let Some(d) = f.listen_drops {
         evidence.push(Evidence {
-            text: format!("{d} connection requests dropped at a full accept queue"),
+            text: format!(
+                "listen socket on the target's port: {d} connection requests dropped at its full accept queue ({} connects attempted)",
+                f.connects
+            ),
+            source: "sock_diag of the server's network namespace: the listen socket's own drops (sk_drops), first and last read of the window".into(),
+        });
+    }
+    if let Some(d) = f.namespace_drops {
+        evidence.push(Evidence {
+            text: format!("{d} connection requests dropped at full accept queues of the server's network namespace (all its listen sockets)"),
             source: "TcpExt ListenOverflows/ListenDrops of the server's namespace, over the window"
                 .into(),
         });
     }
     if let Some(m) = f.accept_queue_max {
         evidence.push(Evidence {
-            text: format!("listen socket: up to {m} connections waiting for accept"),
-            source: "/proc/net/tcp of the server's namespace, the listen socket on the target's port, every 10 ms".into(),
+            text: format!(
+                "listen socket: up to {m} connections waiting for accept{}",
+                f.backlog.map_or(String::new(), |b| format!(" (backlog {b})"))
+            ),
+            source: "sock_diag of the server's namespace, listen sockets only, the target's port, every 10 ms".into(),
         });
     }
     evidence.push(Evidence {
         text: format!(
-            "refused {}, reset {}, timed out {}, closed by the server {}",
-            f.refused, f.reset, f.timeouts, f.closed
+            "refused {}, reset {}, timed out {}, closed by the server {}; {} requests intended, {} connects attempted",
+            f.refused, f.reset, f.timeouts, f.closed, f.requests, f.connects
         ),
         source: "the generator's failed connects and requests, by kind".into(),
     });
     if let Some(t) = f.threads {
         evidence.push(Evidence {
             text: format!(
-                "{} server threads; the busiest on a CPU {:.0} % of the window, waiting for one {:.0} %; all together {:.0} % (of one CPU){}",
+                "{} server threads in {} process{}; the busiest on a CPU {:.0} % of the window, waiting for one {:.0} %; all together {:.0} % (of one CPU){}",
                 t.threads,
+                t.processes,
+                if t.processes == 1 { "" } else { "es (the PID and its descendants)" },
                 t.busiest_run_pct,
                 t.busiest_wait_pct,
                 t.all_wanted_pct,
                 t.cpus.map_or(String::new(), |c| format!(", on {c} CPUs"))
             ),
-            source: "/proc/PID/task/TID/schedstat and /proc/PID/stat utime+stime (threads that ended too), over the window".into(),
+            source: "/proc/PID/task/TID/schedstat of each thread of the PID and its descendants, and their /proc/PID/stat utime+stime+cutime+cstime (threads and processes that ended too), over the window".into(),
         });
     }
     let mut notes = vec![];
-    if f.listen_drops.is_none() {
-        notes.push("the accept queue's drops (TcpExt ListenOverflows) were not read (the server is not on this host): whether connection requests were dropped at the listen socket needs them".to_string());
+    if f.drops().is_none() {
+        notes.push("the accept queue's drops (the listen socket's, TcpExt ListenOverflows) were not read (the server is not on this host): whether connection requests were dropped at the listen socket needs them".to_string());
     }
     if f.threads.is_none() {
         notes.push("the server's threads were not read (no PID of the server: capacity tcp|http --pid): whether they were saturated or waiting needs them".to_string());
     }
     let headline = match hit {
         Some(_) => format!("At the first failing rate, what gave: {layer}."),
-        None => {
-            // Only what was read is said to be clear.
-            let drops = match f.listen_drops {
-                Some(_) => "no connection request dropped at the accept queue",
-                None => "the accept queue's drops not read",
-            };
-            let threads = match f.threads {
-                Some(_) => "the server's threads neither saturated nor mostly waiting",
-                None => "the server's threads not read",
-            };
-            format!("At the first failing rate, no rule named a layer: no connect refused and no request reset; {drops}; {threads}.")
-        }
+        None => format!(
+            "At the first failing rate, no rule named a layer: {}.",
+            unnamed(f)
+        ),
     };
     Diagnosis {
         case,
@@ -242,154 +420,5 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn threads(run: f64, wait: f64) -> Option<ThreadFacts> {
-        Some(ThreadFacts {
-            threads: 4,
-            busiest_run_pct: run,
-            busiest_wait_pct: wait,
-            all_wanted_pct: run + wait,
-            cpus: Some(2),
-        })
-    }
-
-    #[test]
-    fn each_rule_is_a_row() {
-        let base = StreamFacts {
-            listen_drops: Some(0),
-            accept_queue_max: Some(3),
-            threads: threads(60.0, 5.0),
-            ..Default::default()
-        };
-        let rows: Vec<(&str, StreamFacts, Case, &str)> = vec![
-            (
-                "drops at the listen socket",
-                StreamFacts {
-                    listen_drops: Some(40),
-                    accept_queue_max: Some(5),
-                    refused: 3,
-                    ..base.clone()
-                },
-                Case::AcceptQueueFull,
-                "the server's accept queue: 40 connection requests dropped at the listen socket (up to 5 waiting for accept)",
-            ),
-            (
-                "refused",
-                StreamFacts {
-                    refused: 2,
-                    reset: 1,
-                    ..base.clone()
-                },
-                Case::ConnectionsRefused,
-                "connections refused (2)",
-            ),
-            (
-                "reset",
-                StreamFacts {
-                    reset: 7,
-                    ..base.clone()
-                },
-                Case::ConnectionsReset,
-                "requests reset by the server (7: connections reset, or HTTP/2 streams reset with RST_STREAM)",
-            ),
-            (
-                "a thread always wanting a CPU",
-                StreamFacts {
-                    threads: threads(70.0, 25.0),
-                    ..base.clone()
-                },
-                Case::ServerSaturated,
-                "the server's threads: saturated (its busiest thread on a CPU 70 % of the window, waiting for one 25 %)",
-            ),
-            (
-                // A thread per connection: none busy alone, both CPUs' worth together.
-                "many threads together at every CPU",
-                StreamFacts {
-                    threads: Some(ThreadFacts {
-                        threads: 10,
-                        busiest_run_pct: 15.0,
-                        busiest_wait_pct: 5.0,
-                        all_wanted_pct: 190.0,
-                        cpus: Some(2),
-                    }),
-                    ..base.clone()
-                },
-                Case::ServerSaturated,
-                "the server's threads: saturated (together on or waiting for a CPU 190 % of the window: its 2 CPUs' worth)",
-            ),
-            (
-                // Each under half a CPU, but together more: not waiting, not saturated.
-                "many threads, half the CPUs",
-                StreamFacts {
-                    threads: Some(ThreadFacts {
-                        threads: 10,
-                        busiest_run_pct: 15.0,
-                        busiest_wait_pct: 5.0,
-                        all_wanted_pct: 120.0,
-                        cpus: Some(4),
-                    }),
-                    ..base.clone()
-                },
-                Case::Unexplained,
-                "none named",
-            ),
-            (
-                "threads mostly off CPU",
-                StreamFacts {
-                    threads: threads(10.0, 2.0),
-                    ..base.clone()
-                },
-                Case::ServerWaiting,
-                "the server's threads: waiting, not on a CPU (its busiest thread wanted one 12 %",
-            ),
-            (
-                "nothing to name",
-                base.clone(),
-                Case::Unexplained,
-                "none named",
-            ),
-            (
-                "drops not read and no PID: nothing to name",
-                StreamFacts {
-                    listen_drops: None,
-                    threads: None,
-                    ..base.clone()
-                },
-                Case::Unexplained,
-                "none named",
-            ),
-        ];
-        for (what, f, case, layer) in rows {
-            let d = diagnose(&f);
-            assert_eq!(d.case, case, "{what}");
-            assert!(d.layer.starts_with(layer), "{what}: {}", d.layer);
-        }
-    }
-
-    #[test]
-    fn a_missing_count_says_which_conclusion_needs_it() {
-        let d = diagnose(&StreamFacts {
-            listen_drops: None,
-            threads: None,
-            ..Default::default()
-        });
-        assert_eq!(d.explain_notes.len(), 2);
-        assert!(d.explain_notes[0]
-            .contains("whether connection requests were dropped at the listen socket needs them"));
-        assert!(d.explain_notes[1].contains("whether they were saturated or waiting needs them"));
-        // Read: no note, and the counts are evidence.
-        let d = diagnose(&StreamFacts {
-            listen_drops: Some(0),
-            threads: threads(95.0, 0.0),
-            ..Default::default()
-        });
-        assert!(d.explain_notes.is_empty());
-        assert_eq!(d.case, Case::ServerSaturated);
-        assert_eq!(d.evidence.len(), 3);
-        assert!(d
-            .headline
-            .starts_with("At the first failing rate, what gave: the server's threads: saturated"));
-    }
-}
+#[path = "capacity_stream_tests.rs"]
+mod tests;

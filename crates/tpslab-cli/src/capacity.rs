@@ -216,6 +216,11 @@ pub struct CapacityTcpArgs {
     pub server_threads: usize,
     #[command(flatten)]
     pub record: crate::flags::RecordFlag,
+    /// Show the search full screen while it goes, as `capacity http --live` (each
+    /// reply counted as `other`: a framed reply has no status). Standard output must be
+    /// a terminal.
+    #[arg(long)]
+    pub live: bool,
 }
 
 impl CapacityTcpArgs {

@@ -25,7 +25,6 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
 use tpslab_net::mono_ns;
-use tpslab_plan::capacity::TcpStep;
 use tpslab_plan::time::nanos;
 use tpslab_record::load_http::{
     ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
@@ -33,12 +32,13 @@ use tpslab_record::load_http::{
 
 pub(crate) mod h2loop;
 pub mod live;
+mod tcpstep;
 
 pub use live::{HttpLiveSample, HttpLiveSink};
+pub use tcpstep::run_load_tcp;
 
 use crate::books::Books;
 use crate::proto::http1::Http1;
-use crate::proto::tcp_framed::TcpFramed;
 use crate::proto::Reply;
 use crate::users::run_loop;
 use crate::EngineError;
@@ -549,34 +549,6 @@ fn run_load_h2(
         return Err(EngineError::Other(why));
     }
     Ok(record(plan, start, intended, l))
-}
-
-/// `capacity tcp`'s step: an open loop of `plan.request` (framed already) over
-/// `plan.connections` TCP connections at `plan.rate` for `plan.duration`, each reply ending
-/// by `plan.framing` ([`TcpFramed`]), as [`run_load_http`]'s loop. `stop` ends it early.
-///
-/// Returns the counts (a framed reply has no status code: each reply is counted in
-/// `status.other`). Errors: a plan [`TcpStep::validate`] refuses, more connections than
-/// file descriptors or local ports, a loop thread that cannot start.
-pub fn run_load_tcp(plan: &TcpStep, stop: &AtomicBool) -> Result<LoadHttpResult, EngineError> {
-    plan.validate()
-        .map_err(|e| EngineError::Other(e.to_string()))?;
-    let proto = TcpFramed::new(plan.target, plan.request.clone(), plan.framing.clone());
-    let c = plan.connections;
-    let loops = loops_for(c, plan.load_threads)?;
-    // Room for the connections to be made before the first intended send.
-    let start = mono_ns() + 100_000_000;
-    let sched = Schedule::new(
-        start,
-        plan.rate,
-        c,
-        nanos(&plan.duration),
-        nanos(&plan.timeout),
-        stop,
-    );
-    let intended = sched.intended(c);
-    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, &proto, ids))?;
-    Ok(result(start, intended, l))
 }
 
 /// The record of a run of `plan` started at `start` (monotonic ns) that intended

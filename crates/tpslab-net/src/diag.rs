@@ -221,6 +221,11 @@ pub struct TcpSockInfo {
     /// idiag_wqueue: for a listener its backlog limit (min(listen() backlog,
     /// net.core.somaxconn)), else bytes not yet acknowledged.
     pub wqueue: u32,
+    /// Packets the socket dropped (sk_drops, SK_MEMINFO_DROPS); for a listener the
+    /// connection requests (SYNs, and handshakes' last ACKs) dropped at its full accept
+    /// queue (the kernel's tcp_listendrop, which counts TcpExt ListenDrops too). 0 when
+    /// the kernel sent no such field.
+    pub drops: u64,
 }
 
 const NLMSG_DONE: u16 = 3;
@@ -318,6 +323,7 @@ impl SockDiag {
                         rcvbuf: 0,
                         rqueue: u32_at(d, 56),
                         wqueue: u32_at(d, 60),
+                        drops: 0,
                     };
                     let mut off = 72;
                     while off + 4 <= d.len() {
@@ -336,6 +342,7 @@ impl SockDiag {
                                 };
                                 s.rcvbuf = val(1);
                                 s.sndbuf = val(3);
+                                s.drops = val(SK_MEMINFO_DROPS);
                             }
                             _ => {}
                         }
@@ -353,6 +360,37 @@ impl SockDiag {
 mod tests {
     use super::*;
     use crate::UdpSock;
+
+    #[test]
+    fn a_listeners_dump_gives_its_accept_queue_backlog_and_drops() {
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // listen() again: the backlog becomes 1 (the kernel takes a new backlog).
+        // SAFETY: listen(2) on a socket we own.
+        assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 1) }, 0);
+        let addr = l.local_addr().unwrap();
+        // Never accepted: two fit (a queue is full past its backlog), then SYNs are
+        // dropped and those connects time out.
+        let mut held = vec![];
+        for _ in 0..5 {
+            if let Ok(c) =
+                std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(100))
+            {
+                held.push(c);
+            }
+        }
+        let mut d = SockDiag::open().unwrap();
+        let all = d.tcp_dump(1 << 10).unwrap();
+        let me = all
+            .iter()
+            .find(|s| s.local == addr)
+            .expect("our listener in the dump");
+        assert_eq!(me.state, 10);
+        assert_eq!(me.wqueue, 1, "the backlog: {me:?}");
+        assert_eq!(me.rqueue as usize, held.len(), "{me:?}");
+        assert!(held.len() < 5, "all 5 connects made: {me:?}");
+        assert!(me.drops >= 1, "no drop counted: {me:?}");
+    }
 
     #[test]
     fn tcp_dump_finds_a_flow_with_its_tcp_info() {

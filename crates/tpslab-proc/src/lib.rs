@@ -24,6 +24,7 @@ pub mod stat;
 pub mod syscall;
 pub mod sysctl_conf;
 pub mod tracefs;
+pub mod tree;
 pub mod udp;
 
 pub use common::ParseError;

@@ -239,3 +239,124 @@ fn diagnose_names_an_uneven_reuseport_group() {
     let fixes = d["recommendations"][0]["lines"].to_string();
     assert!(fixes.contains("--reuseport-steer"), "{fixes}");
 }
+
+/// A foreign server's SO_REUSEPORT group (one Python process, four sockets with four
+/// different SO_RCVBUF, a thread reading each): the record holds each socket's own limit
+/// (sock_diag's UDP dump; a lookup by address finds only one member), and `diagnose` under
+/// 2 flows in bursts judges the group against those limits and names them.
+#[test]
+fn a_foreign_groups_sockets_each_have_their_own_limit() {
+    let test = "a_foreign_groups_sockets_each_have_their_own_limit";
+    if !common::can_netns(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let mut cmd = ns.command("python3");
+    cmd.arg(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/reuseport_group.py"),
+    )
+    .args(["9202", "2304,4096,6144,8192"]);
+    let server = Server::start(
+        cmd,
+        "python reuseport_group.py",
+        "reuseport-py",
+        "python3",
+        9202,
+    );
+    // Every socket bound once it says "ready" (the port shows with the first).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log().contains("ready") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server not ready:\n{}",
+            server.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // inode -> granted SO_RCVBUF, as the server's own getsockopt read it.
+    let want: std::collections::BTreeMap<u64, u64> = server
+        .log()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.strip_prefix("socket ")?.split(' ');
+            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(want.len(), 4, "server log:\n{}", server.log());
+    let limits: std::collections::BTreeSet<u64> = want.values().copied().collect();
+    assert_eq!(limits.len(), 4, "four different limits: {want:?}");
+    let rec: Option<Value> = common::retry(test, 3, || {
+        let json = common::tmp("reuseport-foreign.json");
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = ns.tpslab();
+        cmd.args(["diagnose", "udp", "127.0.0.1:9202", "--threads", "2"])
+            .args(["--flows", "2", "--rate", "20k", "--burst", "100"])
+            .args([
+                "--burst-interval",
+                "5ms",
+                "--size",
+                "64",
+                "--duration",
+                "2s",
+            ])
+            .arg("--json")
+            .arg(&json);
+        let out = common::run(cmd);
+        assert!(
+            out.status.success(),
+            "diagnose failed: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server.log()
+        );
+        let rec = common::record(&json);
+        if rec["before"]["generator"]["valid"] == false {
+            return Err(format!(
+                "generator off schedule: {}",
+                rec["before"]["generator"]["invalid_reasons"]
+            ));
+        }
+        // Whatever the verdict: every socket of the group with its own limit.
+        let group = rec["before"]["observer"]["target_sockets"]
+            .as_array()
+            .expect("target_sockets");
+        assert_eq!(group.len(), 4, "{group:?}");
+        for s in group {
+            let inode = s["inode"].as_u64().expect("inode");
+            assert_eq!(
+                s["rcvbuf_bytes"].as_u64(),
+                want.get(&inode).copied(),
+                "socket {inode}: its own limit, as the server's getsockopt read it: {group:?}"
+            );
+        }
+        let mut all: Vec<u64> = rec["before"]["observer"]["target_rcvbuf_bytes"]
+            .as_array()
+            .expect("target_rcvbuf_bytes")
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        all.sort();
+        assert_eq!(all, limits.iter().copied().collect::<Vec<_>>());
+        // A server whose threads waited for a CPU (a busy host) had none to spare.
+        if rec["diagnosis"]["case"] != "reuseport_imbalance"
+            && rec["diagnosis"]["evidence"]
+                .to_string()
+                .contains("waiting for a CPU")
+        {
+            return Err(format!(
+                "the server was short of CPU: {}",
+                rec["diagnosis"]["headline"]
+            ));
+        }
+        Ok(rec)
+    });
+    let Some(rec) = rec else { return };
+    let d = &rec["diagnosis"];
+    assert_eq!(d["case"], "reuseport_imbalance", "{}", d["headline"]);
+    // The verdict judged room against each socket's limit and names it.
+    let evidence = d["evidence"].to_string();
+    assert!(evidence.contains("below half the limit"), "{evidence}");
+    for l in &limits {
+        assert!(evidence.contains(&format!("of {l} B")), "{l}: {evidence}");
+    }
+}

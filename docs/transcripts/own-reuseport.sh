@@ -7,7 +7,7 @@ unshare -n sh -c '
   wait_port 9101 udp
   # A run whose generator fell behind (other work on the CPUs) is no evidence: 3 tries.
   for try in 1 2 3; do
-    tpslab diagnose udp 127.0.0.1:9101 --threads 2 --rate 20k --burst 100 --burst-interval 5ms --size 64 --duration 2s --json "$0" >"$W/out" 2>/dev/null
+    tpslab diagnose udp 127.0.0.1:9101 --threads 2 --flows 2 --rate 20k --burst 100 --burst-interval 5ms --size 64 --duration 2s --json "$0" >"$W/out" 2>/dev/null
     grep -q "^VERDICT: The run is NOT valid evidence" "$W/out" || break
   done
   cat "$W/out"

@@ -175,8 +175,14 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     // Go binaries carry "\xff Go buildinf:" in their .go.buildinfo section; only native
     // executables of reasonable size are searched.
+    // An ELF file's section headers answer at once (Go's linker always writes a
+    // .go.buildinfo section); the search of the contents is for a file without them.
     let go = || {
-        let f = std::fs::File::open(format!("/proc/{pid}/exe")).ok()?;
+        let mut f = std::fs::File::open(format!("/proc/{pid}/exe")).ok()?;
+        if let Some(names) = elf_section_names(&mut f) {
+            return Some(names.iter().any(|n| n == ".go.buildinfo"));
+        }
+        std::io::Seek::rewind(&mut f).ok()?;
         has_go_buildinfo(f, 256 << 20).ok()
     };
     let quick = tpslab_analysis::runtime::classify(&name, &maps, false);
@@ -194,6 +200,50 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
         found_by: None,
         others: vec![],
     })
+}
+
+/// The section names of a 64-bit little-endian ELF file (its section header table and
+/// section name table, a few KiB read whatever the file's size); None for anything else
+/// (not ELF, 32-bit or big-endian, no section headers, a table out of bounds).
+fn elf_section_names(f: &mut (impl std::io::Read + std::io::Seek)) -> Option<Vec<String>> {
+    use std::io::SeekFrom;
+    let mut h = [0u8; 64];
+    f.read_exact(&mut h).ok()?;
+    if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(&h, 0x28),
+        u16_at(&h, 0x3a),
+        u16_at(&h, 0x3c),
+        u16_at(&h, 0x3e),
+    );
+    if shoff == 0 || shentsize < 64 || shnum == 0 || shnum > 65_280 || shstrndx >= shnum {
+        return None;
+    }
+    let mut table = vec![0u8; shentsize * shnum];
+    f.seek(SeekFrom::Start(shoff)).ok()?;
+    f.read_exact(&mut table).ok()?;
+    let sec = |i: usize| &table[i * shentsize..(i + 1) * shentsize];
+    let (str_off, str_len) = (u64_at(sec(shstrndx), 0x18), u64_at(sec(shstrndx), 0x20));
+    if str_len > 1 << 20 {
+        return None;
+    }
+    let mut strtab = vec![0u8; str_len as usize];
+    f.seek(SeekFrom::Start(str_off)).ok()?;
+    f.read_exact(&mut strtab).ok()?;
+    Some(
+        (0..shnum)
+            .filter_map(|i| {
+                let name = strtab.get(u32_at(sec(i), 0) as usize..)?;
+                let end = name.iter().position(|&b| b == 0)?;
+                Some(String::from_utf8_lossy(&name[..end]).into_owned())
+            })
+            .collect(),
+    )
 }
 
 /// Whether `r` holds Go's build-info header within its first `max` bytes: the magic
@@ -255,6 +305,58 @@ pub(crate) fn check_ports(users: usize) -> Result<(), crate::EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A minimal ELF64 little-endian file with the sections `names` (after the null one).
+    fn fake_elf(names: &[&str]) -> Vec<u8> {
+        let mut strtab = vec![0u8];
+        let mut offs = vec![];
+        for n in names.iter().chain([&".shstrtab"]) {
+            offs.push(strtab.len() as u32);
+            strtab.extend_from_slice(n.as_bytes());
+            strtab.push(0);
+        }
+        let shnum = names.len() + 2;
+        let shoff = 64 + strtab.len() as u64;
+        let mut f = vec![0u8; 64];
+        f[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        f[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+        f[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        f[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
+        f[0x3e..0x40].copy_from_slice(&((shnum - 1) as u16).to_le_bytes());
+        f.extend_from_slice(&strtab);
+        f.extend_from_slice(&[0u8; 64]);
+        for (i, off) in offs.iter().enumerate() {
+            let mut sh = [0u8; 64];
+            sh[..4].copy_from_slice(&off.to_le_bytes());
+            if i == names.len() {
+                sh[0x18..0x20].copy_from_slice(&64u64.to_le_bytes());
+                sh[0x20..0x28].copy_from_slice(&(strtab.len() as u64).to_le_bytes());
+            }
+            f.extend_from_slice(&sh);
+        }
+        f
+    }
+
+    #[test]
+    fn elf_section_headers_tell_go_without_reading_the_file() {
+        let go = fake_elf(&[".text", ".go.buildinfo"]);
+        let names = elf_section_names(&mut std::io::Cursor::new(&go)).unwrap();
+        assert_eq!(names, ["", ".text", ".go.buildinfo", ".shstrtab"]);
+        let c = fake_elf(&[".text", ".data"]);
+        let names = elf_section_names(&mut std::io::Cursor::new(&c)).unwrap();
+        assert!(!names.iter().any(|n| n == ".go.buildinfo"), "{names:?}");
+        // Not ELF, or without section headers: None (the contents are searched).
+        let text = b"#!/bin/sh\n".repeat(10);
+        assert_eq!(elf_section_names(&mut std::io::Cursor::new(&text)), None);
+        let mut none = c.clone();
+        none[0x3c..0x3e].copy_from_slice(&0u16.to_le_bytes());
+        assert_eq!(elf_section_names(&mut std::io::Cursor::new(&none)), None);
+        // This test's own executable: ELF with a .text section, no .go.buildinfo.
+        let mut me = std::fs::File::open("/proc/self/exe").unwrap();
+        let names = elf_section_names(&mut me).expect("an ELF file");
+        assert!(names.iter().any(|n| n == ".text"), "{names:?}");
+        assert!(!names.iter().any(|n| n == ".go.buildinfo"), "{names:?}");
+    }
 
     #[test]
     fn go_header_is_found_across_a_read_boundary() {

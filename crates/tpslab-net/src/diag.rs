@@ -1,8 +1,9 @@
 //! Sockets as the kernel reports them over NETLINK_SOCK_DIAG: one UDP socket's queue and
 //! drops by an exact lookup (`lookup`, the kernel's `udp_dump_one`: a hash lookup, where
 //! reading /proc/net/udp walks every slot of the UDP hash table, 16384 here, on each read),
-//! and TCP sockets by a dump filtered on state (`tcp_dump`). The observer uses it for the
-//! sockets it follows at its sampling rate.
+//! every UDP socket by a dump (`udp_dump`: each member of a SO_REUSEPORT group, which a
+//! lookup cannot single out), and TCP sockets by a dump filtered on state (`tcp_dump`).
+//! The observer uses it for the sockets it follows at its sampling rate.
 
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -11,6 +12,8 @@ const NETLINK_SOCK_DIAG: libc::c_int = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
 const INET_DIAG_SKMEMINFO: u16 = 7;
+const SK_MEMINFO_RCVBUF: usize = 1;
+const SK_MEMINFO_SNDBUF: usize = 3;
 const SK_MEMINFO_DROPS: usize = 8;
 
 /// What the kernel reports for one socket.
@@ -148,8 +151,6 @@ impl SockDiag {
             if msg.len() < 16 {
                 return Err(std::io::Error::other("short netlink reply"));
             }
-            let u32_at = |b: &[u8], o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
-            let u16_at = |b: &[u8], o: usize| u16::from_ne_bytes(b[o..o + 2].try_into().unwrap());
             if u32_at(msg, 8) != self.seq {
                 continue; // a stale reply to an earlier, timed-out request
             }
@@ -176,22 +177,11 @@ impl SockDiag {
                 drops: 0,
                 rcvbuf: 0,
             };
-            let mut off = 72;
-            while off + 4 <= d.len() {
-                let alen = u16_at(d, off) as usize;
-                if alen < 4 || off + alen > d.len() {
-                    break;
+            for (kind, body) in attributes(d) {
+                if kind == INET_DIAG_SKMEMINFO {
+                    mem.rcvbuf = meminfo(body, SK_MEMINFO_RCVBUF).unwrap_or(0);
+                    mem.drops = meminfo(body, SK_MEMINFO_DROPS).unwrap_or(0);
                 }
-                if u16_at(d, off + 2) == INET_DIAG_SKMEMINFO {
-                    let vals = &d[off + 4..off + alen];
-                    let val = |i: usize| {
-                        vals.get(i * 4..i * 4 + 4)
-                            .map(|b| u32::from_ne_bytes(b.try_into().unwrap()) as u64)
-                    };
-                    mem.rcvbuf = val(1).unwrap_or(0);
-                    mem.drops = val(SK_MEMINFO_DROPS).unwrap_or(0);
-                }
-                off += (alen + 3) & !3;
             }
             return Ok(Some(mem));
         }
@@ -242,118 +232,204 @@ fn sockaddr(family: u8, port_be: &[u8], addr: &[u8]) -> Option<SocketAddr> {
 }
 
 impl SockDiag {
+    /// One sock_diag dump of `proto` sockets of `family` in `states` (a bit mask: 1 <<
+    /// state), asking for the attributes `ext` (a bit mask: 1 << (INET_DIAG_x - 1)); calls
+    /// `each` with every inet_diag_msg and its attributes (the message body).
+    fn dump(
+        &mut self,
+        family: u8,
+        proto: u8,
+        ext: u8,
+        states: u32,
+        mut each: impl FnMut(&[u8]),
+    ) -> std::io::Result<()> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut req = [0u8; 72];
+        req[0..4].copy_from_slice(&72u32.to_ne_bytes());
+        req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
+        req[6..8].copy_from_slice(&flags.to_ne_bytes());
+        req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
+        req[16] = family;
+        req[17] = proto;
+        req[18] = ext;
+        req[20..24].copy_from_slice(&states.to_ne_bytes());
+        self.send_request(&req)?;
+        loop {
+            if self.buf.len() < 65536 {
+                self.buf.resize(65536, 0);
+            }
+            // SAFETY: buf is writable for its length.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr() as *mut libc::c_void,
+                    self.buf.len(),
+                    0,
+                )
+            };
+            if n < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let all = &self.buf[..n as usize];
+            let mut m = 0;
+            while m + 16 <= all.len() {
+                let len = u32_at(all, m) as usize;
+                if len < 16 || m + len > all.len() {
+                    break;
+                }
+                let msg = &all[m..m + len];
+                m += (len + 3) & !3;
+                if u32_at(msg, 8) != self.seq {
+                    continue;
+                }
+                match u16_at(msg, 4) {
+                    NLMSG_DONE => return Ok(()),
+                    NLMSG_ERROR => {
+                        let errno = if len >= 20 {
+                            (u32_at(msg, 16) as i32).wrapping_neg()
+                        } else {
+                            libc::EIO
+                        };
+                        return Err(std::io::Error::from_raw_os_error(errno));
+                    }
+                    _ => {}
+                }
+                if len >= 16 + 72 {
+                    each(&msg[16..]);
+                }
+            }
+        }
+    }
+
     /// Every TCP socket of this namespace in `states` (a bit mask: 1 << state; 1 << 1 =
     /// ESTABLISHED), IPv4 and IPv6, with TCP_INFO and buffer sizes: what `ss -tmi` shows.
     pub fn tcp_dump(&mut self, states: u32) -> std::io::Result<Vec<TcpSockInfo>> {
         let mut out = vec![];
+        let ext = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1));
         for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-            self.seq = self.seq.wrapping_add(1);
-            let mut req = [0u8; 72];
-            req[0..4].copy_from_slice(&72u32.to_ne_bytes());
-            req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-            let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
-            req[6..8].copy_from_slice(&flags.to_ne_bytes());
-            req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
-            req[16] = family;
-            req[17] = libc::IPPROTO_TCP as u8;
-            req[18] = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1));
-            req[20..24].copy_from_slice(&states.to_ne_bytes());
-            self.send_request(&req)?;
-            'recv: loop {
-                if self.buf.len() < 65536 {
-                    self.buf.resize(65536, 0);
-                }
-                // SAFETY: buf is writable for its length.
-                let n = unsafe {
-                    libc::recv(
-                        self.fd.as_raw_fd(),
-                        self.buf.as_mut_ptr() as *mut libc::c_void,
-                        self.buf.len(),
-                        0,
-                    )
+            self.dump(family, libc::IPPROTO_TCP as u8, ext, states, |d| {
+                let (Some(local), Some(remote)) = (
+                    sockaddr(d[0], &d[4..6], &d[8..24]),
+                    sockaddr(d[0], &d[6..8], &d[24..40]),
+                ) else {
+                    return;
                 };
-                if n < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let all = &self.buf[..n as usize];
-                let u32_at =
-                    |b: &[u8], o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
-                let u16_at =
-                    |b: &[u8], o: usize| u16::from_ne_bytes(b[o..o + 2].try_into().unwrap());
-                let mut m = 0;
-                while m + 16 <= all.len() {
-                    let len = u32_at(all, m) as usize;
-                    if len < 16 || m + len > all.len() {
-                        break;
-                    }
-                    let msg = &all[m..m + len];
-                    m += (len + 3) & !3;
-                    if u32_at(msg, 8) != self.seq {
-                        continue;
-                    }
-                    match u16_at(msg, 4) {
-                        NLMSG_DONE => break 'recv,
-                        NLMSG_ERROR => {
-                            let errno = if len >= 20 {
-                                (u32_at(msg, 16) as i32).wrapping_neg()
-                            } else {
-                                libc::EIO
-                            };
-                            return Err(std::io::Error::from_raw_os_error(errno));
+                let mut s = TcpSockInfo {
+                    local,
+                    remote,
+                    state: d[1],
+                    inode: u32_at(d, 68) as u64,
+                    info: None,
+                    sndbuf: 0,
+                    rcvbuf: 0,
+                    rqueue: u32_at(d, 56),
+                    wqueue: u32_at(d, 60),
+                    drops: 0,
+                };
+                for (kind, body) in attributes(d) {
+                    match kind {
+                        INET_DIAG_INFO => s.info = Some(crate::tcp::tcp_info_from_bytes(body)),
+                        INET_DIAG_SKMEMINFO => {
+                            s.rcvbuf = meminfo(body, SK_MEMINFO_RCVBUF).unwrap_or(0);
+                            s.sndbuf = meminfo(body, SK_MEMINFO_SNDBUF).unwrap_or(0);
+                            s.drops = meminfo(body, SK_MEMINFO_DROPS).unwrap_or(0);
                         }
                         _ => {}
                     }
-                    if len < 16 + 72 {
-                        continue;
-                    }
-                    let d = &msg[16..];
-                    let (Some(local), Some(remote)) = (
-                        sockaddr(d[0], &d[4..6], &d[8..24]),
-                        sockaddr(d[0], &d[6..8], &d[24..40]),
-                    ) else {
-                        continue;
-                    };
-                    let mut s = TcpSockInfo {
-                        local,
-                        remote,
-                        state: d[1],
-                        inode: u32_at(d, 68) as u64,
-                        info: None,
-                        sndbuf: 0,
-                        rcvbuf: 0,
-                        rqueue: u32_at(d, 56),
-                        wqueue: u32_at(d, 60),
-                        drops: 0,
-                    };
-                    let mut off = 72;
-                    while off + 4 <= d.len() {
-                        let alen = u16_at(d, off) as usize;
-                        if alen < 4 || off + alen > d.len() {
-                            break;
-                        }
-                        let body = &d[off + 4..off + alen];
-                        match u16_at(d, off + 2) {
-                            INET_DIAG_INFO => s.info = Some(crate::tcp::tcp_info_from_bytes(body)),
-                            INET_DIAG_SKMEMINFO => {
-                                let val = |i: usize| {
-                                    body.get(i * 4..i * 4 + 4)
-                                        .map(|b| u32::from_ne_bytes(b.try_into().unwrap()) as u64)
-                                        .unwrap_or(0)
-                                };
-                                s.rcvbuf = val(1);
-                                s.sndbuf = val(3);
-                                s.drops = val(SK_MEMINFO_DROPS);
-                            }
-                            _ => {}
-                        }
-                        off += (alen + 3) & !3;
-                    }
-                    out.push(s);
                 }
-            }
+                out.push(s);
+            })?;
         }
         Ok(out)
     }
+
+    /// Every UDP socket of this namespace (IPv4, and IPv6 too with `v6`) with its queue,
+    /// drops and receive buffer limit, from one sock_diag dump per family
+    /// (INET_DIAG_SKMEMINFO): each member of a SO_REUSEPORT group on its own, which
+    /// [`SockDiag::lookup`] cannot single out (the members share their address). The
+    /// kernel walks its whole UDP hash table for a dump, as for a read of /proc/net/udp.
+    /// Errors: the netlink request or reply failed (errno).
+    pub fn udp_dump(&mut self, v6: bool) -> std::io::Result<Vec<UdpSockInfo>> {
+        let mut out = vec![];
+        let families: &[u8] = if v6 {
+            &[libc::AF_INET as u8, libc::AF_INET6 as u8]
+        } else {
+            &[libc::AF_INET as u8]
+        };
+        for &family in families {
+            let ext = 1 << (INET_DIAG_SKMEMINFO - 1);
+            self.dump(family, libc::IPPROTO_UDP as u8, ext, u32::MAX, |d| {
+                let (Some(local), Some(remote)) = (
+                    sockaddr(d[0], &d[4..6], &d[8..24]),
+                    sockaddr(d[0], &d[6..8], &d[24..40]),
+                ) else {
+                    return;
+                };
+                let mut s = UdpSockInfo {
+                    local,
+                    remote,
+                    mem: SockMem {
+                        inode: u32_at(d, 68) as u64,
+                        rx_queue: u32_at(d, 56) as u64,
+                        drops: 0,
+                        rcvbuf: 0,
+                    },
+                };
+                for (kind, body) in attributes(d) {
+                    if kind == INET_DIAG_SKMEMINFO {
+                        s.mem.rcvbuf = meminfo(body, SK_MEMINFO_RCVBUF).unwrap_or(0);
+                        s.mem.drops = meminfo(body, SK_MEMINFO_DROPS).unwrap_or(0);
+                    }
+                }
+                out.push(s);
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// One UDP socket from a sock_diag dump ([`SockDiag::udp_dump`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpSockInfo {
+    /// Local address (bound).
+    pub local: SocketAddr,
+    /// Remote address (unspecified, port 0, for an unconnected socket).
+    pub remote: SocketAddr,
+    /// Its inode, queue, drops and receive buffer limit.
+    pub mem: SockMem,
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_ne_bytes(b[o..o + 4].try_into().unwrap())
+}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_ne_bytes(b[o..o + 2].try_into().unwrap())
+}
+
+/// The netlink attributes after an inet_diag_msg (72 bytes): (type, body) pairs.
+fn attributes(d: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    let mut off = 72;
+    std::iter::from_fn(move || {
+        if off + 4 > d.len() {
+            return None;
+        }
+        let alen = u16_at(d, off) as usize;
+        if alen < 4 || off + alen > d.len() {
+            return None;
+        }
+        let a = (u16_at(d, off + 2), &d[off + 4..off + alen]);
+        off += (alen + 3) & !3;
+        Some(a)
+    })
+}
+
+/// Entry `i` (SK_MEMINFO_x) of an INET_DIAG_SKMEMINFO body (u32 values); None when the
+/// kernel sent fewer.
+fn meminfo(body: &[u8], i: usize) -> Option<u64> {
+    body.get(i * 4..i * 4 + 4)
+        .map(|b| u32::from_ne_bytes(b.try_into().unwrap()) as u64)
 }
 
 #[cfg(test)]
@@ -422,6 +498,69 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn udp_dump_gives_each_reuseport_member_its_own_limit_and_drops() {
+        let Ok(mut diag) = SockDiag::open() else {
+            eprintln!("skipping: NETLINK_SOCK_DIAG not available");
+            return;
+        };
+        // Four sockets on one port with different limits (granted: twice the request).
+        let first = UdpSock::bind("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let addr = first.local_addr();
+        let mut group = vec![first];
+        for _ in 1..4 {
+            group.push(UdpSock::bind(addr, true).unwrap());
+        }
+        for (i, s) in group.iter().enumerate() {
+            s.set_rcvbuf(4096 * (i as u64 + 1)).unwrap();
+        }
+        // Enough flows that some datagrams reach every member, most of them dropped.
+        for _ in 0..64 {
+            let tx = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+            tx.connect(addr).unwrap();
+            for _ in 0..20 {
+                tx.send(&[0u8; 1000]).unwrap();
+            }
+        }
+        let dump = diag.udp_dump(false).unwrap();
+        for s in &group {
+            let inode = s.inode().unwrap();
+            let m = dump
+                .iter()
+                .find(|d| d.mem.inode == inode)
+                .unwrap_or_else(|| panic!("socket {inode} in the dump"));
+            assert_eq!(m.local, addr);
+            assert_eq!(m.remote.port(), 0, "unconnected");
+            assert_eq!(m.mem.rcvbuf, s.rcvbuf_bytes().unwrap(), "{m:?}");
+            assert!(m.mem.rx_queue <= m.mem.rcvbuf + 2048, "{m:?}");
+        }
+        let limits: std::collections::BTreeSet<u64> =
+            group.iter().map(|s| s.rcvbuf_bytes().unwrap()).collect();
+        assert_eq!(limits.len(), 4, "four different limits: {limits:?}");
+        // The group dropped (1280 x 1000 B into at most 64 KiB in all), and the dump's
+        // drops add up to what /proc/net/udp says of the same sockets.
+        let proc_drops: u64 = std::fs::read_to_string("/proc/net/udp")
+            .unwrap()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let inode: u64 = f.get(9)?.parse().ok()?;
+                group
+                    .iter()
+                    .any(|s| s.inode().unwrap() == inode)
+                    .then(|| f.get(12)?.parse::<u64>().ok())?
+            })
+            .sum();
+        let dump_drops: u64 = dump
+            .iter()
+            .filter(|d| group.iter().any(|s| s.inode().unwrap() == d.mem.inode))
+            .map(|d| d.mem.drops)
+            .sum();
+        assert!(dump_drops > 0);
+        assert_eq!(dump_drops, proc_drops);
     }
 
     #[test]

@@ -79,6 +79,35 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Sleeps until the monotonic clock reads `deadline_ns` (the [`mono_ns`] scale): one
+/// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, restarted after a signal, no clock
+/// read of its own. Returns at once for a deadline already past. How late it wakes is
+/// the calling thread's timer slack plus the scheduler's delay.
+#[inline]
+pub fn sleep_until_mono_ns(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: ts is a valid timespec; with TIMER_ABSTIME the remainder is not written
+        // (null is allowed).
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        // clock_nanosleep returns the error number itself; EINTR: sleep again to the
+        // same absolute time. Any other error (none for valid input) ends the wait.
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
 /// What the kernel says of its wall clock (`adjtimex`, read only): whether it is
 /// synchronized (an NTP or PTP daemon disciplines it: STA_UNSYNC clear) and its maximum
 /// and estimated error, microseconds.

@@ -392,8 +392,10 @@ pub struct TargetSocket {
     pub drops: u64,
     /// The deepest receive queue sampled, bytes (`rx_queue`).
     pub rx_queue_max_bytes: u64,
-    /// Its SO_RCVBUF limit (sock_diag SK_MEMINFO_RCVBUF), bytes; None when sock_diag could
-    /// not single it out (sockets of one group share their address).
+    /// Its own SO_RCVBUF limit (sock_diag SK_MEMINFO_RCVBUF), bytes: by a lookup for a
+    /// socket alone on its address, from a UDP dump for each member of a group (they
+    /// share their address); None when sock_diag could not be used (no netlink access)
+    /// or did not list it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
 }

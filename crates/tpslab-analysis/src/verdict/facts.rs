@@ -180,9 +180,9 @@ impl FactsExt for Facts {
             if !o.target_rcvbuf_bytes.is_empty() {
                 f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
                 // rx_queue is summed over the sockets: so is the limit; not from part of
-                // a SO_REUSEPORT group (sock_diag singles out only some of its sockets):
-                // a queue summed over four sockets against one socket's limit would read
-                // as fuller than full.
+                // a SO_REUSEPORT group (a record from before the observer's UDP dump
+                // holds one member's limit): a queue summed over four sockets against one
+                // socket's limit would read as fuller than full.
                 if !f.ours && f.group.len() <= f.sk_rcvbufs.len() {
                     f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
                 }

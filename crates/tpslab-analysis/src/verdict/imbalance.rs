@@ -6,16 +6,20 @@ use super::words::{ev, pct, rxq};
 use super::{Facts, Recommendation};
 
 /// Where the per-socket figures come from.
-pub(super) const SOURCE: &str = "per socket of the group: drops and deepest rx_queue from <net_root>/net/udp{,6} at every sample; reads: tpslab's server's count per thread (one socket each)";
+pub(super) const SOURCE: &str = "per socket of the group: drops and deepest rx_queue from <net_root>/net/udp{,6} at every sample; reads: tpslab's server's count per thread (one socket each); limit: each socket's own SO_RCVBUF (sock_diag SK_MEMINFO_RCVBUF)";
 
-/// The group's sockets one by one: reads (when counted), drops, deepest queue.
+/// The group's sockets one by one: reads (when counted), drops, deepest queue and its
+/// limit (when known).
 fn per_socket(f: &Facts) -> String {
     f.group
         .iter()
         .map(|s| {
             let reads = s.reads.map_or(String::new(), |r| format!("{r} read, "));
+            let limit = s
+                .rcvbuf_bytes
+                .map_or(String::new(), |l| format!(" of {l} B"));
             format!(
-                "{reads}{} dropped, queue max {} B",
+                "{reads}{} dropped, queue max {} B{limit}",
                 s.drops, s.rx_queue_max_bytes
             )
         })

@@ -24,16 +24,12 @@ fn wait_until(deadline: u64) {
 }
 
 /// Sleeps until `deadline` (monotonic ns), without spinning: for pacing with a slack,
-/// where a few microseconds late do not matter.
+/// where a few microseconds late do not matter. One absolute clock_nanosleep per
+/// wake-up and no clock read (the caller reads the clock once after it, for the
+/// datagrams' send times): wake-ups are what pacing with a slack costs.
 #[inline]
 fn sleep_until(deadline: u64) {
-    loop {
-        let now = mono_ns();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_nanos(deadline - now));
-    }
+    tpslab_net::sleep_until_mono_ns(deadline);
 }
 
 /// Marks a stream's sender done when dropped, also when the sender panics: its reply

@@ -618,7 +618,7 @@ impl Observer {
             rep.target_sockets = group;
             rep.sources.insert(
                 "target_sockets".into(),
-                "<net_root>/net/udp{,6} drops (last minus first sample) and deepest rx_queue of each socket of the target's SO_REUSEPORT group; rcvbuf from sock_diag SK_MEMINFO_RCVBUF".into(),
+                "<net_root>/net/udp{,6} drops (last minus first sample) and deepest rx_queue of each socket of the target's SO_REUSEPORT group; each socket's own rcvbuf from sock_diag SK_MEMINFO_RCVBUF (a UDP dump: the members share their address)".into(),
             );
         }
         rep.target_reader_threads = readers;

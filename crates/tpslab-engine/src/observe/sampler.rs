@@ -118,7 +118,7 @@ impl Sampler {
             }
         }
         // The target's sockets: those its datagrams reach, never the generator's.
-        let target: std::collections::BTreeSet<u64> = self
+        let target: BTreeSet<u64> = self
             .target
             .select(
                 socks
@@ -150,6 +150,7 @@ impl Sampler {
                 followed.push((s.clone(), false, false));
             }
         }
+        self.group_rcvbufs(&target);
         // A socket the scan missed (its listing shifted between two page reads) is kept
         // while a lookup still finds it.
         let previous = self.followed.take().unwrap_or_default();
@@ -187,6 +188,32 @@ impl Sampler {
         locals.sort();
         let unique = locals.windows(2).all(|w| w[0] != w[1]);
         self.followed = unique.then_some(followed);
+    }
+
+    /// The SO_RCVBUF limit of every target socket a lookup could not single out (the
+    /// members of a SO_REUSEPORT group share their address: a lookup finds one of them),
+    /// from one sock_diag UDP dump of the target's namespace at each scan while the
+    /// target has two or more sockets or one without a known limit (a limit set during
+    /// the run shows at the next scan).
+    fn group_rcvbufs(&mut self, target: &BTreeSet<u64>) {
+        if target.len() < 2 && target.iter().all(|i| self.srv_rcvbuf.contains_key(i)) {
+            return;
+        }
+        let v6 = self.v6;
+        let Some(d) = self.diag.as_mut() else { return };
+        match d.udp_dump(v6) {
+            Ok(all) => {
+                for s in all {
+                    if target.contains(&s.mem.inode) {
+                        self.srv_rcvbuf.insert(s.mem.inode, s.mem.rcvbuf);
+                    }
+                }
+            }
+            Err(e) => {
+                self.errors
+                    .insert(format!("sock_diag UDP dump (each socket's SO_RCVBUF): {e}"));
+            }
+        }
     }
 
     /// Reads the followed sockets by sock_diag; false when that is not possible or a

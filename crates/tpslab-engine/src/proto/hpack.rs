@@ -130,7 +130,15 @@ pub struct HeaderDecoder {
     name: Vec<u8>,
     value: Vec<u8>,
     fields: super::h2::HeaderList,
+    /// The last Huffman strings counted, with their decoded lengths (round robin).
+    memo: [(Vec<u8>, usize); MEMO],
+    memo_next: usize,
 }
+
+/// Huffman strings whose decoded length is remembered: a server that sends the same
+/// values into the table reply after reply (nginx: server, date, content-type,
+/// last-modified) costs a comparison, not a count.
+const MEMO: usize = 8;
 
 impl Default for HeaderDecoder {
     fn default() -> Self {
@@ -143,6 +151,8 @@ impl Default for HeaderDecoder {
             name: Vec::with_capacity(64),
             value: Vec::with_capacity(64),
             fields: vec![],
+            memo: std::array::from_fn(|_| (Vec::with_capacity(32), 0)),
+            memo_next: 0,
         }
     }
 }
@@ -306,7 +316,7 @@ impl HeaderDecoder {
                     text(s, huff, &mut self.value)?;
                     self.value.len()
                 } else if index && huff {
-                    huffman::decoded_len(s).map_err(|_| bad("a bad Huffman string"))?
+                    self.counted(s)?
                 } else {
                     s.len()
                 };
@@ -328,6 +338,20 @@ impl HeaderDecoder {
             fields += 1;
         }
         Ok(status.flatten())
+    }
+
+    /// The decoded length of Huffman string `s` (remembered, [`MEMO`]).
+    fn counted(&mut self, s: &[u8]) -> Result<usize, String> {
+        if let Some((_, n)) = self.memo.iter().find(|(raw, _)| raw.as_slice() == s) {
+            return Ok(*n);
+        }
+        let n = huffman::decoded_len(s).map_err(|_| bad("a bad Huffman string"))?;
+        let slot = &mut self.memo[self.memo_next];
+        slot.0.clear();
+        slot.0.extend_from_slice(s);
+        slot.1 = n;
+        self.memo_next = (self.memo_next + 1) % MEMO;
+        Ok(n)
     }
 
     /// Field `i` of the static or the dynamic table: whether its name is `:status`, and

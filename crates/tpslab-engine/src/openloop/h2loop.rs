@@ -773,6 +773,9 @@ impl<B: Books> Loop<'_, '_, B> {
             let c = &mut self.conns[k];
             let Some(s) = c.sock.as_ref() else { return };
             let room = &mut c.rx[c.rx_end..];
+            // Plaintext: a short read took all there was; the rest waits for the next
+            // wait (level-triggered), after the replies' users have sent again.
+            let (want, plain) = (room.len(), c.tls.is_none());
             let got = match c.tls.as_deref_mut() {
                 Some(t) => tls::read(t, s, room),
                 None => {
@@ -795,7 +798,7 @@ impl<B: Books> Loop<'_, '_, B> {
                     if let Err(kind) = self.frames(k) {
                         return self.conn_failed(k, &kind);
                     }
-                    if self.conns[k].sock.is_none() {
+                    if self.conns[k].sock.is_none() || (plain && n < want) {
                         return;
                     }
                 }

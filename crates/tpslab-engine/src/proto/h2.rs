@@ -2,8 +2,8 @@
 //! 9-byte frame header, the frames a client receives cut out of a connection's bytes
 //! ([`parse`]), and the frames it writes (the preface and its SETTINGS, a request's
 //! HEADERS/CONTINUATION and DATA, WINDOW_UPDATE, RST_STREAM, PING and SETTINGS
-//! acknowledgements). Header blocks are HPACK, by the `httlib-hpack` crate (a table-driven
-//! Huffman decoder); the event loop
+//! acknowledgements). Header blocks are HPACK: written by the `httlib-hpack` crate's encoder, read by
+//! [`super::hpack`] (only `:status` and the dynamic table); the event loop
 //! that drives connections and streams is `openloop::h2loop`.
 //!
 //! Errors are one line starting `http2: ` (counted as protocol failures).
@@ -508,54 +508,7 @@ pub fn header_blocks(headers: &[(Vec<u8>, Vec<u8>)], table: u32) -> (Vec<u8>, Ve
     (first, rest)
 }
 
-/// A connection's HPACK decoder and its buffers (reused from one header block to the
-/// next).
-pub struct HeaderDecoder {
-    dec: httlib_hpack::Decoder<'static>,
-    buf: Vec<u8>,
-    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
-}
-
-impl Default for HeaderDecoder {
-    fn default() -> Self {
-        HeaderDecoder {
-            // This client keeps SETTINGS_HEADER_TABLE_SIZE at its default.
-            dec: httlib_hpack::Decoder::with_dynamic_size(4096),
-            buf: Vec::with_capacity(1024),
-            fields: Vec::with_capacity(16),
-        }
-    }
-}
-
-impl HeaderDecoder {
-    /// The `:status` of a whole header block (None: none, or not 3 digits); every block
-    /// of the connection is decoded, in order, to keep HPACK's table. Errors: a block
-    /// HPACK cannot decode (a connection error, `http2: ...`).
-    pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, String> {
-        self.buf.clear();
-        self.buf.extend_from_slice(block);
-        self.fields.clear();
-        self.dec
-            .decode(&mut self.buf, &mut self.fields)
-            .map_err(|e| err(format_args!("a header block HPACK cannot decode ({e:?})")))?;
-        Ok(self
-            .fields
-            .iter()
-            .find(|(n, _, _)| n == b":status")
-            .filter(|(_, v, _)| v.len() == 3 && v.iter().all(u8::is_ascii_digit))
-            .and_then(|(_, v, _)| std::str::from_utf8(v).ok()?.parse().ok()))
-    }
-
-    /// Every field of a whole header block, as (name, value).
-    #[cfg(test)]
-    fn fields(&mut self, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.status(block).unwrap();
-        self.fields
-            .iter()
-            .map(|(n, v, _)| (n.clone(), v.clone()))
-            .collect()
-    }
-}
+pub use super::hpack::HeaderDecoder;
 
 #[cfg(test)]
 mod tests {
@@ -719,9 +672,9 @@ mod tests {
         let (first, rest) = header_blocks(&h, 4096);
         // The later block refers to the entry the first one added: shorter.
         assert!(rest.len() < first.len(), "{first:?} {rest:?}");
-        let mut dec = HeaderDecoder::default();
+        let mut dec = HeaderDecoder::keeping();
         for b in [&first, &rest, &rest] {
-            let got = dec.fields(b);
+            let got = dec.fields(b).unwrap();
             assert_eq!(
                 got,
                 vec![
@@ -736,9 +689,9 @@ mod tests {
         // No dynamic table: the same literal block every time, after a size update.
         let (first0, rest0) = header_blocks(&h, 0);
         assert_eq!(&first0[1..], &rest0[..]);
-        let mut dec = HeaderDecoder::default();
-        assert_eq!(dec.fields(&first0).len(), 5);
-        assert_eq!(dec.fields(&rest0).len(), 5);
+        let mut dec = HeaderDecoder::keeping();
+        assert_eq!(dec.fields(&first0).unwrap().len(), 5);
+        assert_eq!(dec.fields(&rest0).unwrap().len(), 5);
         // Cut at 4 bytes a frame: HEADERS then CONTINUATIONs, END_HEADERS on the last.
         let mut out = vec![];
         let n = headers(&mut out, 5, &first, true, 4);

@@ -16,7 +16,9 @@ use std::net::SocketAddr;
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
 pub mod h2;
+pub mod hpack;
 pub mod http1;
+mod huffman;
 pub mod tcp_framed;
 pub mod tls;
 pub mod udp_seq;

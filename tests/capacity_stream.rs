@@ -248,6 +248,12 @@ fn capacity_tcp_live_shows_the_search_and_wants_a_terminal() {
     tmux(&["kill-server"]);
     let s = seen.expect("no live view of the search at its second step");
     assert!(s.contains("tpslab capacity tcp"), "{s}");
+    // The server the search starts has no port yet when the header is made.
+    assert!(
+        s.contains("the server the search starts, on 127.0.0.1"),
+        "{s}"
+    );
+    assert!(!s.contains("127.0.0.1:0"), "{s}");
     assert!(s.contains("step 1"), "{s}");
     assert!(s.contains("req/s: intended"), "{s}");
     assert_eq!(code.as_deref().map(str::trim), Some("0"), "exit status");

@@ -23,7 +23,12 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     let mut ctx = out::ctx(None)?;
     let header = tpslab_report::live::LiveHeader {
         command: format!("capacity {}", plan.protocol()),
-        target: plan.target().to_string(),
+        // Port 0: a server the search starts (`--server-cmd`, tpslab's own) is given its
+        // port when it starts, after the view is up.
+        target: match plan.target() {
+            t if t.port() == 0 => format!("the server the search starts, on {}", t.ip()),
+            t => t.to_string(),
+        },
         planned_s: Some(plan.step_time().as_secs_f64()),
         no_latency: None,
     };

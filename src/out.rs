@@ -1,6 +1,6 @@
-//! Output and process helpers every command uses: output paths checked before a run,
-//! signals and the workflow's context, targets; the epilogue that writes a record's files
-//! and prints its report ([`emit`]); the terminal's progress ([`TermProgress`]).
+//! Output and process helpers every command uses: signals and the workflow's context;
+//! the epilogue that writes a record's files and prints its report ([`emit`]); the live
+//! view's terminal; the terminal's progress ([`TermProgress`]).
 
 mod emit;
 mod live;

@@ -43,6 +43,10 @@ pub struct Broken {
     /// one of the objectives that broke: 1 - the quantile for a latency bound (p99: 0.01;
     /// max: 0, one request), the bound for errors and loss, 1 - the bound for rate.
     pub share: f64,
+    /// The same of the errors, loss and rate bounds that broke alone (1 when none did):
+    /// what failed requests are judged against, since they cannot break a latency bound
+    /// (`max<50ms,errors<1%` with max broken: one reset is not enough).
+    pub failure_share: f64,
 }
 
 impl Default for Broken {
@@ -52,6 +56,7 @@ impl Default for Broken {
             latency: true,
             failures: true,
             share: 0.0,
+            failure_share: 0.0,
         }
     }
 }
@@ -63,6 +68,7 @@ pub fn broken(slo: &Slo, f: &StepFigures) -> Broken {
         latency: false,
         failures: false,
         share: 1.0,
+        failure_share: 1.0,
     };
     for o in slo.objectives.iter().filter(|o| !o.holds(value(o, f))) {
         let share = match *o {
@@ -78,10 +84,12 @@ pub fn broken(slo: &Slo, f: &StepFigures) -> Broken {
             }
             Objective::Loss { limit_pct, .. } | Objective::Errors { limit_pct, .. } => {
                 b.failures = true;
+                b.failure_share = b.failure_share.min((limit_pct / 100.0).max(0.0));
                 limit_pct / 100.0
             }
             Objective::Rate { min_pct, .. } => {
                 b.failures = true;
+                b.failure_share = b.failure_share.min(((100.0 - min_pct) / 100.0).max(0.0));
                 (100.0 - min_pct) / 100.0
             }
         };
@@ -151,9 +159,9 @@ impl StreamFacts {
 }
 
 /// Whether `count` of `base` is enough to break an objective that broke: at least one,
-/// and at least its share ([`Broken::share`]) of `base`.
-fn matters(count: u64, base: u64, b: &Broken) -> bool {
-    count > 0 && count as f64 >= b.share * base as f64
+/// and at least `share` of `base` ([`Broken::share`], [`Broken::failure_share`]).
+fn matters(count: u64, base: u64, share: f64) -> bool {
+    count > 0 && count as f64 >= share * base as f64
 }
 
 /// Whether the accept queue's drops matter: each dropped connection request holds its
@@ -161,13 +169,13 @@ fn matters(count: u64, base: u64, b: &Broken) -> bool {
 /// bound, or fails the connect (errors, rate); so they count against the connects.
 fn drops_matter(f: &StreamFacts) -> bool {
     f.drops()
-        .is_some_and(|(d, _)| matters(d.min(f.connects), f.connects, &f.broken))
+        .is_some_and(|(d, _)| matters(d.min(f.connects), f.connects, f.broken.share))
 }
 
 /// Whether failures (refused, reset) matter: a failed request breaks errors, loss or rate
 /// bounds (not a latency bound: it has no latency), counted against the requests.
 fn failures_matter(count: u64, f: &StreamFacts) -> bool {
-    f.broken.failures && matters(count, f.requests.max(f.connects), &f.broken)
+    f.broken.failures && matters(count, f.requests.max(f.connects), f.broken.failure_share)
 }
 
 /// One rule: the case it names when `when` holds of the facts.

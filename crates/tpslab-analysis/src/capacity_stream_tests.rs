@@ -19,6 +19,7 @@ fn p99_and_errors() -> Broken {
         latency: true,
         failures: true,
         share: 0.001,
+        failure_share: 0.001,
     }
 }
 
@@ -27,6 +28,7 @@ fn p99_only() -> Broken {
         latency: true,
         failures: false,
         share: 0.01,
+        failure_share: 1.0,
     }
 }
 
@@ -106,6 +108,23 @@ fn each_rule_is_a_row() {
             "a few refused",
             StreamFacts {
                 refused: 2,
+                ..base.clone()
+            },
+            Case::Unexplained,
+            "none named",
+        ),
+        (
+            // max broke (one request breaks it) and errors<1 %: one reset of 10,000 is
+            // not enough to break errors, and a failed request cannot break max.
+            "one reset beside a broken max",
+            StreamFacts {
+                reset: 1,
+                broken: Broken {
+                    latency: true,
+                    failures: true,
+                    share: 0.0,
+                    failure_share: 0.01,
+                },
                 ..base.clone()
             },
             Case::Unexplained,
@@ -305,7 +324,8 @@ fn what_broke_and_how_few_requests_break_it() {
         Broken {
             latency: true,
             failures: false,
-            share: 0.01
+            share: 0.01,
+            failure_share: 1.0,
         }
     );
     // Errors 0.5 % and 90 % of the rate too: the smallest share, 0.1 %.
@@ -317,6 +337,7 @@ fn what_broke_and_how_few_requests_break_it() {
     let b = broken(&slo(vec![p99, errors, rate]), &f2);
     assert!(b.latency && b.failures, "{b:?}");
     assert!((b.share - 0.001).abs() < 1e-12, "{b:?}");
+    assert!((b.failure_share - 0.001).abs() < 1e-12, "{b:?}");
     // The rate alone: 1 % short breaks rate>=99 %.
     let b = broken(
         &slo(vec![rate]),

@@ -1,7 +1,10 @@
 //! tpslab's command line: every command's flags (clap) and the validated plan each builds
 //! from them (`plan()`), the shared flag groups (`flags`), and what a bad command line
-//! gets said ([`parse`]). Pure: nothing here runs load, starts a process or prints; the
-//! binary (`src/`) runs the plan through its workflow (`tpslab_run`) and renders the record.
+//! gets said ([`parse`]). Nothing here runs load or starts a process: a `plan()` reads
+//! what its flags name (a payload, TLS roots, a plan file) and checks the terminal for
+//! `--live`; the one thing printed here is the exit-code gate's line (`flags::GateFlags`).
+//! The binary (`src/`) runs the plan through its workflow (`tpslab_run`) and renders the
+//! record.
 //! Tested as table rows on `Cli::try_parse_from(argv)?.plan()` (`plan_tests`).
 
 pub mod agent;

@@ -221,7 +221,7 @@ fn elf_section_names(f: &mut (impl std::io::Read + std::io::Seek)) -> Option<Vec
         u16_at(&h, 0x3c),
         u16_at(&h, 0x3e),
     );
-    if shoff == 0 || shentsize < 64 || shnum == 0 || shnum > 65_280 || shstrndx >= shnum {
+    if shoff == 0 || shentsize != 64 || shnum == 0 || shnum > 65_280 || shstrndx >= shnum {
         return None;
     }
     let mut table = vec![0u8; shentsize * shnum];

@@ -451,6 +451,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         gen_track: DropTrack::default(),
         first: true,
         last_scan_ns: 0,
+        last_group_ns: 0,
         scan_now: false,
         tids,
         errors: io_errors,

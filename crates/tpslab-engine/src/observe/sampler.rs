@@ -38,6 +38,8 @@ pub(super) struct Sampler {
     pub(super) io: Option<crate::sockio::ProcessUdpIo>,
     /// SO_RCVBUF limit (sk_rcvbuf, bytes) of each target socket by inode, from sock_diag.
     pub(super) srv_rcvbuf: BTreeMap<u64, u64>,
+    /// When a UDP dump last read a SO_REUSEPORT group's limits, monotonic ns (0: never).
+    pub(super) last_group_ns: u64,
     /// Where the target process's threads wait, sampled with every slow sample.
     pub(super) waits: Option<crate::waits::WaitSampler>,
     /// The followed TCP listen sockets by inode: (local address, backlog limit from
@@ -150,7 +152,7 @@ impl Sampler {
                 followed.push((s.clone(), false, false));
             }
         }
-        self.group_rcvbufs(&target);
+        self.group_rcvbufs(&target, r.t_ns);
         // A socket the scan missed (its listing shifted between two page reads) is kept
         // while a lookup still finds it.
         let previous = self.followed.take().unwrap_or_default();
@@ -193,12 +195,20 @@ impl Sampler {
     /// The SO_RCVBUF limit of every target socket a lookup could not single out (the
     /// members of a SO_REUSEPORT group share their address: a lookup finds one of them),
     /// from one sock_diag UDP dump of the target's namespace at each scan while the
-    /// target has two or more sockets or one without a known limit (a limit set during
-    /// the run shows at the next scan).
-    fn group_rcvbufs(&mut self, target: &BTreeSet<u64>) {
-        if target.len() < 2 && target.iter().all(|i| self.srv_rcvbuf.contains_key(i)) {
+    /// target has two or more sockets or one without a known limit: at once for a socket
+    /// without one, else at most once per [`SCAN_PERIOD_NS`] (a group is scanned at every
+    /// sample: its members cannot be followed by lookups; a limit set during the run shows
+    /// within a second). `now_ns`: the sample's monotonic time.
+    fn group_rcvbufs(&mut self, target: &BTreeSet<u64>, now_ns: u64) {
+        let known = target.iter().all(|i| self.srv_rcvbuf.contains_key(i));
+        if known
+            && (target.len() < 2
+                || (self.last_group_ns != 0
+                    && now_ns.saturating_sub(self.last_group_ns) < SCAN_PERIOD_NS))
+        {
             return;
         }
+        self.last_group_ns = now_ns;
         let v6 = self.v6;
         let Some(d) = self.diag.as_mut() else { return };
         match d.udp_dump(v6) {

@@ -164,7 +164,10 @@ fn bad(why: impl std::fmt::Display) -> String {
 /// The integer at `b[*at]` with an `n`-bit prefix (RFC 7541 5.1); `*at` moves past it.
 fn integer(b: &[u8], at: &mut usize, n: u32) -> Result<usize, String> {
     let mask = (1u32 << n) - 1;
-    let first = b[*at] as u32 & mask;
+    let Some(&first) = b.get(*at) else {
+        return Err(bad("an integer past the block"));
+    };
+    let first = first as u32 & mask;
     *at += 1;
     if first < mask {
         return Ok(first as usize);
@@ -183,6 +186,11 @@ fn integer(b: &[u8], at: &mut usize, n: u32) -> Result<usize, String> {
             return Ok(v as usize);
         }
         shift += 7;
+        // Five continuation bytes carry 35 bits: more (zero bits padded on) is no
+        // integer under 2^32, and would shift past the u64.
+        if shift > 28 {
+            return Err(bad("an integer over 2^32"));
+        }
     }
 }
 

@@ -315,3 +315,19 @@ proptest! {
         }
     }
 }
+
+/// An integer with more continuation bytes than 2^32 needs (RFC 7541 5.1; zero bits
+/// padded on) is refused in one line, never shifted past 64 bits (a panic with overflow
+/// checks on); one cut short is refused too.
+#[test]
+fn an_integer_with_too_many_continuation_bytes_is_refused() {
+    // An indexed field (7-bit prefix all ones), then 12 continuation bytes of zero bits.
+    let mut b = vec![0xff];
+    b.extend([0x80; 12]);
+    b.push(0x00);
+    let e = HeaderDecoder::default().status(&b).unwrap_err();
+    assert!(e.contains("an integer over 2^32"), "{e}");
+    // Cut short: the block ends inside the integer.
+    let e = HeaderDecoder::default().status(&[0xff, 0x80]).unwrap_err();
+    assert!(e.contains("past the block"), "{e}");
+}

@@ -24,6 +24,9 @@ struct Listen {
     backlog: u64,
     /// A dump found a listener on the port.
     seen: bool,
+    /// The window's first read succeeded: the drops have a baseline (without it a
+    /// listener's lifetime drops would count as the window's).
+    based: bool,
 }
 
 impl Listen {
@@ -33,6 +36,7 @@ impl Listen {
         let Ok(socks) = d.tcp_dump(1 << 10) else {
             return;
         };
+        self.based |= first;
         let mut queue = 0;
         for s in socks.iter().filter(|s| s.local.port() == port) {
             self.seen = true;
@@ -168,7 +172,7 @@ impl StreamWatch {
             _ => None,
         };
         StreamFacts {
-            listen_drops: listen.as_ref().map(|l| {
+            listen_drops: listen.as_ref().filter(|l| l.based).map(|l| {
                 l.drops
                     .values()
                     .map(|(a, b)| b.saturating_sub(*a))

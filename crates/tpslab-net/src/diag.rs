@@ -46,6 +46,24 @@ fn words(ip: IpAddr) -> [u8; 16] {
 }
 
 impl SockDiag {
+    /// One netlink reply datagram into `self.buf`: its length in bytes.
+    /// Errors: the recv failed (errno).
+    fn recv_reply(&mut self) -> std::io::Result<usize> {
+        // SAFETY: buf is writable for its length.
+        let n = unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                self.buf.as_mut_ptr() as *mut libc::c_void,
+                self.buf.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
     /// Sends one request to the kernel (sock_diag).
     fn send_request(&self, req: &[u8]) -> std::io::Result<()> {
         // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
@@ -135,19 +153,8 @@ impl SockDiag {
         req[64..72].copy_from_slice(&[0xff; 8]); // INET_DIAG_NOCOOKIE
         self.send_request(&req)?;
         loop {
-            // SAFETY: buf is writable for its length.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    0,
-                )
-            };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let msg = &self.buf[..n as usize];
+            let n = self.recv_reply()?;
+            let msg = &self.buf[..n];
             if msg.len() < 16 {
                 return Err(std::io::Error::other("short netlink reply"));
             }
@@ -259,19 +266,8 @@ impl SockDiag {
             if self.buf.len() < 65536 {
                 self.buf.resize(65536, 0);
             }
-            // SAFETY: buf is writable for its length.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    0,
-                )
-            };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let all = &self.buf[..n as usize];
+            let n = self.recv_reply()?;
+            let all = &self.buf[..n];
             let mut m = 0;
             while m + 16 <= all.len() {
                 let len = u32_at(all, m) as usize;

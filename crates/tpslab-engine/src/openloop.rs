@@ -487,22 +487,61 @@ pub fn run_load_http_live(
         Some(t) => proto.with_tls(t),
         None => proto,
     };
-    let c = plan.connections;
-    let loops = loops_for(c, plan.load_threads)?;
+    let ask = OpenAsk {
+        target: plan.target,
+        rate: plan.rate,
+        connections: plan.connections,
+        duration: plan.duration,
+        timeout: plan.timeout,
+        load_threads: plan.load_threads,
+    };
+    let (start, intended, l) = run_users(&ask, &proto, stop, live)?;
+    Ok(record(plan, start, intended, l))
+}
+
+/// An open loop of one request in flight per connection: what it is asked.
+pub(crate) struct OpenAsk {
+    /// Where the connections go.
+    pub(crate) target: SocketAddr,
+    /// Requests per second, all connections together.
+    pub(crate) rate: f64,
+    /// Connections, each on its own schedule at rate / connections.
+    pub(crate) connections: usize,
+    /// How long requests are sent.
+    pub(crate) duration: Duration,
+    /// How long a reply may take.
+    pub(crate) timeout: Duration,
+    /// Loop threads (0: one per CPU, as [`loops_for`]).
+    pub(crate) load_threads: usize,
+}
+
+/// Runs `ask` over the users' loop of `proto` on an open-loop schedule (starting 100 ms
+/// from now, room for the connects), `stop` ending it early, `live` given each interval.
+/// Returns the schedule's start (monotonic ns), the requests it intended, and the
+/// loops' counts. Errors: more connections than file descriptors or local ports, a
+/// loop thread that cannot start.
+pub(crate) fn run_users<P: crate::proto::Exchange>(
+    ask: &OpenAsk,
+    proto: &P,
+    stop: &AtomicBool,
+    live: Option<&HttpLiveSink>,
+) -> Result<(u64, u64, OpenLocal), EngineError> {
+    let c = ask.connections;
+    let loops = loops_for(c, ask.load_threads)?;
     // Room for the connections to be made before the first intended send.
     let start = mono_ns() + 100_000_000;
     let sched = Schedule::new(
         start,
-        plan.rate,
+        ask.rate,
         c,
-        nanos(&plan.duration),
-        nanos(&plan.timeout),
+        nanos(&ask.duration),
+        nanos(&ask.timeout),
         stop,
     )
-    .with_live(live, plan.target);
+    .with_live(live, ask.target);
     let intended = sched.intended(c);
-    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, &proto, ids))?;
-    Ok(record(plan, start, intended, l))
+    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, proto, ids))?;
+    Ok((start, intended, l))
 }
 
 /// `load http --http2`'s run ([`h2loop`]): as [`run_load_http`]'s, over

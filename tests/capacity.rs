@@ -618,9 +618,13 @@ fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it()
     let before = rmem_default();
     let ns = NetNs::new();
     // S1 in miniature: the reference server (never sets SO_RCVBUF: the default buffer)
-    // started by tpslab, bursts of 200 that buffer cannot hold at any mean rate.
+    // started by tpslab, bursts of 200 that buffer cannot hold at any mean rate. The
+    // 10 us of work per datagram keeps the server from draining a burst as it arrives:
+    // without it, one CI run (2026-11-28) lost only 0.05 % at 10,000 pps (the server
+    // read most of each burst while it was sent) and "no rate passes" did not hold;
+    // with it, three local runs lost 40-47 % at every rate (about 110 of 200 kept).
     let server = format!(
-        "{} serve udp --bind 127.0.0.1:{{port}} --sched fifo:10 --cpus 1 --no-history",
+        "{} serve udp --bind 127.0.0.1:{{port}} --sched fifo:10 --cpus 1 --work 10us --no-history",
         env!("CARGO_BIN_EXE_tpslab")
     );
     let json = common::tmp("capacity_fix_and_retry.json");

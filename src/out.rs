@@ -1,5 +1,5 @@
 //! Output and process helpers every command uses: signals and the workflow's context;
-//! the epilogue that writes a record's files and prints its report ([`emit`]); the live
+//! the epilogue that writes a record's files and prints its report ([`emit()`]); the live
 //! view's terminal; the terminal's progress ([`TermProgress`]).
 
 mod emit;

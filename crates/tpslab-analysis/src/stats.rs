@@ -84,8 +84,8 @@ pub fn new_ns_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
 }
 
-/// Counts of `h`'s values (ns) per bucket: `counts[i]` are those in (bounds_ns[i-1],
-/// bounds_ns[i]], the last entry those above every bound (a Prometheus histogram's +Inf
+/// Counts of `h`'s values (ns) per bucket: `counts[i]` are those in
+/// `(bounds_ns[i-1], bounds_ns[i]]`, the last entry those above every bound (a Prometheus histogram's +Inf
 /// bucket, not cumulative). Values are HdrHistogram's (3 significant digits): each is
 /// taken at the highest value equivalent to it.
 pub fn bucket_counts(h: &hdrhistogram::Histogram<u64>, bounds_ns: &[u64]) -> Vec<u64> {

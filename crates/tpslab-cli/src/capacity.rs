@@ -106,7 +106,7 @@ impl SearchFlags {
 /// takes them (without its rate and duration: the search sets each step's).
 #[derive(Args, Debug)]
 pub struct CapacityHttpArgs {
-    /// The URL, http[s]://HOST[:PORT]/PATH.
+    /// The URL, `http[s]://HOST[:PORT]/PATH`.
     pub url: String,
     #[command(flatten)]
     pub search: SearchFlags,

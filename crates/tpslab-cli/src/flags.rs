@@ -1,6 +1,6 @@
 //! Flags shared by several commands, one group per module: the kinds of value
-//! ([`units`]), the reference server's ([`server`]), a load's ([`load`]), the outputs and
-//! the exit-code gates ([`output`]); each group with its conversion into a validated plan.
+//! ([`units`]), the reference server's (`server`), a load's (`load`), the outputs and
+//! the exit-code gates (`output`); each group with its conversion into a validated plan.
 
 mod http;
 mod load;

@@ -59,7 +59,7 @@ pub struct SshArgs {
     #[command(flatten)]
     pub common: Common,
     /// The hosts, comma-separated (one agent each, in order: agent 0 on the first), each
-    /// [USER@]HOST with HOST an RFC 1123 host name, an IPv4 address or an IPv6 address
+    /// `[USER@]HOST` with HOST an RFC 1123 host name, an IPv4 address or an IPv6 address
     /// without brackets.
     pub hosts: String,
     /// Folder for the agents' records (agent-N.json), made if missing.

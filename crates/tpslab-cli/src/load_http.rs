@@ -11,7 +11,7 @@ use tpslab_plan::load_http::LoadHttpPlan;
 /// `load http`'s flags.
 #[derive(Args, Debug)]
 pub struct LoadHttpArgs {
-    /// The URL, http[s]://HOST[:PORT]/PATH.
+    /// The URL, `http[s]://HOST[:PORT]/PATH`.
     pub url: String,
     /// Requests a second, all connections together, e.g. 2000 or 2k (required).
     #[arg(long, value_name = crate::flags::units::RATE, value_parser = crate::flags::units::rate())]

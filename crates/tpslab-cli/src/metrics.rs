@@ -9,7 +9,7 @@ pub struct ListenFlag {
     /// Serve the figures in the OpenMetrics text format at http://ADDR:PORT/metrics while
     /// the command runs (for Prometheus to scrape), e.g. 127.0.0.1:9464. Plain HTTP without
     /// authentication: whoever reaches ADDR:PORT reads the figures; an address other than
-    /// loopback (0.0.0.0, [::], a host's) is warned about on stderr.
+    /// loopback (`0.0.0.0`, `[::]`, a host's) is warned about on stderr.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_listen: Option<String>,
 }

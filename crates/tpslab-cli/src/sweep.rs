@@ -28,8 +28,8 @@ pub struct SweepArgs {
     /// What the best cell optimises: loss (default), tps or p99.
     #[arg(long)]
     pub objective: Option<String>,
-    /// A plan file (TOML): design, repeat, objective, server_cmd, [server], [load] and
-    /// [[factor]] tables (name, levels); flags given as well override it.
+    /// A plan file (TOML): design, repeat, objective, server_cmd, `[server]`, `[load]` and
+    /// `[[factor]]` tables (name, levels); flags given as well override it.
     #[arg(long)]
     pub plan: Option<PathBuf>,
     /// Run the user's server instead of tpslab's: a shell command with {port}, run by

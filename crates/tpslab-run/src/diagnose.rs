@@ -146,7 +146,7 @@ impl DiagnosePlan {
 
 /// The built-in S1 scenario: the reference server as S1's (one thread, default buffer,
 /// find-and-replace on 1024-byte messages) under bursts every 50 ms at `rate_pps` mean
-/// (S1's 100 k pps where the host drains it, see [`calibrate_s1`]): a mean rate it
+/// (S1's 100 k pps where the host drains it, see `calibrate_s1`): a mean rate it
 /// drains, bursts the default buffer cannot hold.
 pub fn s1_plan(interval: Duration, rate_pps: f64) -> UdpRunPlan {
     UdpRunPlan {
@@ -278,7 +278,7 @@ fn calibrate_s1(plan: &UdpRunPlan, ctx: &Ctx) -> Result<(UdpRunPlan, String, Opt
 }
 
 /// S1's plan for a host whose generator and reference server answered `tps` per second
-/// together at full speed (see [`calibrate_s1`]), the scenario in words, and the note
+/// together at full speed (see `calibrate_s1`), the scenario in words, and the note
 /// when the rate was lowered.
 fn s1_calibrated(interval: Duration, tps: f64) -> (UdpRunPlan, String, Option<String>) {
     let rate = ((tps / 2.0 / 1000.0).floor() * 1000.0).clamp(10_000.0, S1_RATE_PPS);

@@ -215,7 +215,7 @@ pub fn json_bytes(value: &impl serde::Serialize) -> anyhow::Result<Vec<u8>> {
     Ok(v)
 }
 
-/// Writes `value` as JSON ([`json_bytes`]) to `path` for `flag`, as [`write`] does.
+/// Writes `value` as JSON ([`json_bytes`]) to `path` for `flag`, as [`write()`] does.
 pub fn write_json(flag: &str, path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(write(flag, path, &json_bytes(value)?)?)
 }

@@ -1,5 +1,5 @@
 //! What `probe idle` saw of a middlebox ([`PathSeen`]) and the pool settings that follow
-//! when its idle timer counts application data only ([`data_only_fix`]).
+//! when its idle timer counts application data only (`data_only_fix`).
 
 /// The pool settings that keep connections alive (or retire them) behind a path that
 /// counts application data only and times out after `t` s; HikariCP's only where its
@@ -23,7 +23,7 @@ pub(super) fn data_only_fix(t: u64) -> String {
     line
 }
 
-/// What `probe idle` saw of a middlebox, for [`pool`].
+/// What `probe idle` saw of a middlebox, for `pool`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathSeen {
     /// TCP keepalive resets its idle timer (false: it counts application data only, and

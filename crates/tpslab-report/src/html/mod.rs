@@ -5,8 +5,8 @@
 //! inline, and a Content-Security-Policy forbids loading anything else. The page ends
 //! with the terminal report, so nothing the terminal says is missing.
 //!
-//! The page is a minijinja template (`page.html`, HTML-escaped) over a [`Page`] built per
-//! kind in [`kinds`].
+//! The page is a minijinja template (`page.html`, HTML-escaped) over a `Page` built per
+//! kind in `kinds`.
 
 use serde::Serialize;
 use std::io::{self, Write};

@@ -50,7 +50,7 @@ pub enum Route {
     NotFound,
     /// `/metrics` with a method other than GET or HEAD: 405.
     MethodNotAllowed,
-    /// A head over [`MAX_HEAD`] bytes or [`MAX_HEADERS`] headers: 431.
+    /// A head over `MAX_HEAD` bytes or `MAX_HEADERS` headers: 431.
     TooLarge,
     /// Not HTTP/1.x: 400.
     BadRequest,
@@ -177,7 +177,7 @@ impl Conn {
     }
 }
 
-/// A listener on `addr` with SO_REUSEADDR (as std's) and a backlog of [`BACKLOG`].
+/// A listener on `addr` with SO_REUSEADDR (as std's) and a backlog of `BACKLOG`.
 /// Errors: the address is not this host's (EADDRNOTAVAIL), in use (EADDRINUSE), a
 /// privileged port without the right (EACCES).
 pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -214,7 +214,7 @@ impl Server {
         })
     }
 
-    /// Answers requests until `stop` (seen within [`TICK`]); `metrics` renders the body
+    /// Answers requests until `stop` (seen within `TICK`); `metrics` renders the body
     /// of each scrape.
     pub fn run(mut self, stop: &AtomicBool, metrics: impl Fn() -> String) {
         let mut events = Vec::with_capacity(MAX_CONNS + 1);

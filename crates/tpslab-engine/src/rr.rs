@@ -51,7 +51,7 @@ impl FrameReader {
     }
 
     /// Reads one frame from `s` and returns its length in bytes; the frame itself is
-    /// [`FrameReader::frame`] until the next call. Errors: the peer closed (UnexpectedEof),
+    /// what [`FrameReader::take`] returns until the next call. Errors: the peer closed (UnexpectedEof),
     /// a read timeout (WouldBlock/TimedOut), a length above MAX_FRAME (InvalidData).
     pub fn read(&mut self, s: &mut impl Read, f: &Framing) -> std::io::Result<usize> {
         self.read_by(s, |b| {

@@ -2,7 +2,7 @@
 //!
 //! Each round opens one connection per idle interval of the ladder, sends nothing on it
 //! and lets TCP keepalive test it: its first probe goes when the interval ends (triggered
-//! from user space, [`trigger_keepalive`], not left to a long kernel timer that fires
+//! from user space, `trigger_keepalive`, not left to a long kernel timer that fires
 //! late), then `cnt` more one `intvl` apart. A path that still knows the flow
 //! carries the probe and the server's kernel answers it (no application byte is sent);
 //! a path that forgot it drops the probe (the kernel gives up with ETIMEDOUT) or answers

@@ -122,7 +122,7 @@ pub fn lock_samples(t: &StepThread) -> u64 {
 
 /// System calls a thread blocked on a socket waits for its peer in (not a poll, an
 /// epoll or an accept, where an event loop or a listener waits for work).
-fn peer_call(sc: &str) -> bool {
+pub fn peer_call(sc: &str) -> bool {
     matches!(
         sc,
         "read"

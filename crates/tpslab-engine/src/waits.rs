@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use tpslab_analysis::ramp_threads::peer_call;
 use tpslab_analysis::waits::{
     FdKind, StepThread, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits,
 };
@@ -40,27 +41,6 @@ pub fn futex_timed(call: &str, args: &[u64; 6]) -> bool {
         "futex_wait" => args[4] != 0,
         _ => false,
     }
-}
-
-/// The system calls a thread blocked on a socket waits for its other end in (not a
-/// poll, an epoll or an accept, where an event loop or a listener waits for work).
-pub fn peer_call(call: &str) -> bool {
-    matches!(
-        call,
-        "read"
-            | "readv"
-            | "write"
-            | "writev"
-            | "pread64"
-            | "pwrite64"
-            | "recvfrom"
-            | "recvmsg"
-            | "recvmmsg"
-            | "sendto"
-            | "sendmsg"
-            | "sendmmsg"
-            | "connect"
-    )
 }
 
 /// The inode of an fd link `socket:[INODE]`; None for anything else (a pipe, an

@@ -131,28 +131,20 @@ pub struct TcpInfo {
 
 /// Reads `TCP_INFO` of the TCP socket `fd`. Errors: not a TCP socket, bad fd.
 pub fn tcp_info(fd: RawFd) -> Result<TcpInfo, NetError> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = size_of::<RawTcpInfo>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut raw as *mut RawTcpInfo).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(NetError::last("getsockopt TCP_INFO"));
-    }
-    Ok(convert(&raw, len as usize))
+    let (raw, len) = raw_tcp_info(fd)?;
+    Ok(convert(&raw, len))
 }
 
 /// Milliseconds since the socket last received an acknowledgement (`tcpi_last_ack_recv`,
 /// from `tp->rcv_tstamp`, which every acceptable ACK moves, a keepalive probe's answer
 /// included). Errors: not a TCP socket, bad fd.
 pub fn last_ack_recv_ms(fd: RawFd) -> Result<u32, NetError> {
+    Ok(raw_tcp_info(fd)?.0.last_ack_recv)
+}
+
+/// The kernel's `struct tcp_info` of `fd` and how many bytes of it the kernel wrote (an
+/// older kernel's is shorter). Errors: not a TCP socket, bad fd.
+fn raw_tcp_info(fd: RawFd) -> Result<(RawTcpInfo, usize), NetError> {
     let mut raw = RawTcpInfo::default();
     let mut len = size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
@@ -168,7 +160,7 @@ pub fn last_ack_recv_ms(fd: RawFd) -> Result<u32, NetError> {
     if rc != 0 {
         return Err(NetError::last("getsockopt TCP_INFO"));
     }
-    Ok(raw.last_ack_recv)
+    Ok((raw, len as usize))
 }
 
 /// Converts the first `len` valid bytes of a raw `struct tcp_info`.

@@ -8,7 +8,7 @@ mod output;
 mod server;
 pub mod units;
 
-pub use http::HttpFlags;
+pub use http::{HttpFlags, HttpRequestFlags};
 pub use load::{load_config, LoadFlags};
 pub use output::{check_output, gate_exit, is_stdout, GateFlags, OutputFlags, RecordFlag};
 pub use server::{server_config, ServerFlags};

@@ -4,30 +4,14 @@
 use super::{RampArgs, RampSetup};
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
 use tpslab_run::ramp::HttpFlags;
 
 /// `ramp http`'s own flags; the rest are `ramp tcp`'s (TARGET is the URL,
 /// `http[s]://HOST[:PORT]/PATH`).
 #[derive(Args, Debug)]
 pub struct RampHttpArgs {
-    /// The request's method.
-    #[arg(long, default_value = "GET")]
-    pub method: String,
-    /// A request header, 'NAME: VALUE' (repeatable); Host is the URL's unless given.
-    #[arg(long = "header", value_name = "'NAME: VALUE'")]
-    pub headers: Vec<String>,
-    /// The request's body: this file's bytes (a regular file of at most 1 MiB), sent with
-    /// its Content-Length.
-    #[arg(long)]
-    pub body: Option<PathBuf>,
-    /// https: trust only the certificates in this PEM file (at most 1 MiB), not the
-    /// system's.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-    /// https: do not verify the server's certificate (the report says so).
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub request: crate::flags::HttpRequestFlags,
     /// HTTP/2 (h2c with prior knowledge for http://, ALPN h2 for https://): the users
     /// share --connections connections, one stream each in flight (the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS caps them; a user waiting for a stream waits in its
@@ -53,11 +37,11 @@ impl RampHttpArgs {
                     "--connections applies with --http2 (the users share HTTP/2 connections); with HTTP/1.1 each user holds its own"
                 ),
             },
-            method: self.method.clone(),
-            headers: self.headers.clone(),
-            body: self.body.clone(),
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
+            method: self.request.method.clone(),
+            headers: self.request.headers.clone(),
+            body: self.request.body.clone(),
+            insecure: self.request.insecure,
+            cacert: self.request.cacert.clone(),
         };
         let r = &self.ramp;
         r.flags().http_setup(&h, || r.outputs())

@@ -10,6 +10,29 @@ use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::ramp::HTTP_BODY_BYTES;
 
+/// The request's flags (`load http`, `capacity http`, `ramp http`): method, headers,
+/// body and TLS trust.
+#[derive(Args, Debug)]
+pub struct HttpRequestFlags {
+    /// The request's method.
+    #[arg(long, default_value = "GET")]
+    pub method: String,
+    /// A request header, 'NAME: VALUE' (repeatable); Host is the URL's unless given.
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// The request's body: this file's bytes (a regular file of at most 1 MiB), sent with
+    /// its Content-Length.
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<PathBuf>,
+    /// https: trust only the certificates in this PEM file (at most 1 MiB), not the
+    /// system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (the report says so).
+    #[arg(long)]
+    pub insecure: bool,
+}
+
 /// The open loop's connections and request.
 #[derive(Args, Debug)]
 pub struct HttpFlags {
@@ -21,25 +44,10 @@ pub struct HttpFlags {
     /// at the end, at most 2 s of it).
     #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub timeout: Duration,
-    /// The request's method.
-    #[arg(long, default_value = "GET")]
-    pub method: String,
-    /// A request header, 'NAME: VALUE' (repeatable); Host is the URL's unless given.
-    #[arg(long = "header", value_name = "'NAME: VALUE'")]
-    pub headers: Vec<String>,
-    /// The request's body: this file's bytes (a regular file of at most 1 MiB), sent with
-    /// its Content-Length.
-    #[arg(long)]
-    pub body: Option<PathBuf>,
-    /// https: trust only the certificates in this PEM file (at most 1 MiB), not the
-    /// system's.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-    /// https: do not verify the server's certificate (the report says so).
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub request: HttpRequestFlags,
     /// Event-loop threads (0: one per CPU, at most one per connection).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_name = "N")]
     pub load_threads: usize,
     /// HTTP/2: h2c with prior knowledge for http://, ALPN h2 for https:// (a server that
     /// does not agree is refused).
@@ -57,17 +65,18 @@ impl HttpFlags {
     /// naming the flag.
     fn request(&self, url: &str) -> Result<(HttpRequest, tpslab_plan::http::HttpUrl)> {
         let headers = self
+            .request
             .headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
         let request = HttpRequest {
             url: url.to_string(),
-            method: self.method.clone(),
+            method: self.request.method.clone(),
             headers,
             tls: tpslab_plan::http::TlsSettings {
-                insecure: self.insecure,
-                cacert: self.cacert.as_ref().map(|p| p.display().to_string()),
+                insecure: self.request.insecure,
+                cacert: self.request.cacert.as_ref().map(|p| p.display().to_string()),
                 ca_pem: vec![],
             },
         };
@@ -106,7 +115,7 @@ impl HttpFlags {
         };
         validate(&plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;
-        plan.request.tls = tpslab_run::input::tls_settings(self.insecure, self.cacert.as_deref())?;
+        plan.request.tls = tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
         let alpn = if plan.http2 {
             tpslab_engine::proto::h2::ALPN
@@ -114,7 +123,7 @@ impl HttpFlags {
             tpslab_engine::proto::http1::ALPN
         };
         tpslab_engine::proto::tls::client_for(&plan.request, alpn).map_err(anyhow::Error::msg)?;
-        if let Some(p) = &self.body {
+        if let Some(p) = &self.request.body {
             plan.body = tpslab_run::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?;
             plan.body_bytes = plan.body.len() as u64;
         }

@@ -199,7 +199,7 @@ fn one_way_sink_has_no_reply_path() {
             "--rcvbuf",
             "4000000",
             "--busy-poll",
-            "50",
+            "50us",
         ],
     );
     assert_exact(&rec);

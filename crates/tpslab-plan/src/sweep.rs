@@ -303,10 +303,10 @@ pub fn apply_level(
         }
         "busy_poll" if level == "off" => srv.busy_poll_us = None,
         "busy_poll" => {
-            srv.busy_poll_us = Some(
-                u32::try_from(num("allowed microseconds or off")?)
-                    .map_err(|_| bad("allowed microseconds or off"))?,
-            )
+            srv.busy_poll_us = Some(crate::units::parse_busy_poll_us(
+                &format!("--factor {name}: level"),
+                level,
+            )?)
         }
         "gro" => {
             srv.gro = match level {

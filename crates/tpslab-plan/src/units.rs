@@ -218,9 +218,50 @@ pub fn parse_cpus(label: &str, s: &str, ncpu: usize) -> Result<Vec<usize>, PlanE
     Ok(v)
 }
 
+/// What a sweep's `busy_poll` level (SO_BUSY_POLL) takes, as its refusal says it
+/// ([`parse_busy_poll_us`]).
+pub const BUSY_POLL_FORMS: &str =
+    "microseconds (50) or a duration in whole microseconds, e.g. 50us or 1ms, at most 4294967295us";
+
+/// Parses an SO_BUSY_POLL time for `label` (a sweep's `busy_poll` level), in
+/// microseconds: a bare whole number is microseconds (the socket option's unit); a duration (`50us`, `1ms`)
+/// must be whole microseconds up to `u32::MAX`. The error is `LABEL VALUE: allowed`
+/// [`BUSY_POLL_FORMS`].
+pub fn parse_busy_poll_us(label: &str, s: &str) -> Result<u32, PlanError> {
+    let bad = || PlanError::value(label, s, BUSY_POLL_FORMS);
+    let t = s.trim();
+    let us = match t.parse::<u64>() {
+        Ok(n) => n,
+        Err(_) => {
+            let d = humantime::parse_duration(t).map_err(|_| bad())?;
+            if d.subsec_nanos() % 1000 != 0 {
+                return Err(bad());
+            }
+            u64::try_from(d.as_micros()).map_err(|_| bad())?
+        }
+    };
+    u32::try_from(us).map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn busy_poll_takes_microseconds_or_a_duration_in_whole_microseconds() {
+        let l = "--factor busy_poll: level";
+        assert_eq!(parse_busy_poll_us(l, "50").unwrap(), 50);
+        assert_eq!(parse_busy_poll_us(l, "50us").unwrap(), 50);
+        assert_eq!(parse_busy_poll_us(l, "1ms").unwrap(), 1000);
+        assert_eq!(parse_busy_poll_us(l, "0").unwrap(), 0);
+        for bad in ["1500ns", "-1", "5000s", "fast", "x1", "4294967296"] {
+            assert_eq!(
+                parse_busy_poll_us(l, bad).unwrap_err().to_string(),
+                format!("{l} {bad}: allowed {BUSY_POLL_FORMS}"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn rates_need_a_unit_and_sizes_are_exact() {

@@ -76,7 +76,11 @@ impl HttpFlags {
             headers,
             tls: tpslab_plan::http::TlsSettings {
                 insecure: self.request.insecure,
-                cacert: self.request.cacert.as_ref().map(|p| p.display().to_string()),
+                cacert: self
+                    .request
+                    .cacert
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
                 ca_pem: vec![],
             },
         };
@@ -115,7 +119,8 @@ impl HttpFlags {
         };
         validate(&plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;
-        plan.request.tls = tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;
+        plan.request.tls =
+            tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
         let alpn = if plan.http2 {
             tpslab_engine::proto::h2::ALPN

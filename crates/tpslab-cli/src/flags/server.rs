@@ -44,10 +44,10 @@ pub struct ServerFlags {
     /// CPUs the server threads may run on, e.g. 1 or 0-1 (like taskset).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// SO_BUSY_POLL in microseconds: busy-poll the device queue before sleeping in a
-    /// receive (NAPI devices only; root to raise it).
-    #[arg(long)]
-    pub busy_poll: Option<u32>,
+    /// SO_BUSY_POLL: busy-poll the device queue this long before sleeping in a receive,
+    /// in whole microseconds, e.g. 50us (NAPI devices only; root to raise it).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub busy_poll: Option<Duration>,
     /// UDP_GRO: read datagrams coalesced by GSO senders as one buffer (each still counted
     /// and answered one by one; replies leave as one GSO send).
     #[arg(long)]
@@ -92,10 +92,22 @@ pub fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
         work: f.work.or(f.work_ns).unwrap_or_default(),
         cpus,
         sched,
-        busy_poll_us: f.busy_poll,
+        busy_poll_us: f.busy_poll.map(busy_poll_us).transpose()?,
         gro: f.gro,
         steer: f.reuseport_steer,
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// `--busy-poll`'s duration in SO_BUSY_POLL's unit, microseconds (above `u32::MAX` it is
+/// `u32::MAX`, which the plan's limit refuses). Errors: not whole microseconds.
+fn busy_poll_us(d: Duration) -> Result<u32> {
+    if d.subsec_nanos() % 1000 != 0 {
+        anyhow::bail!(
+            "--busy-poll {}: allowed whole microseconds (SO_BUSY_POLL's unit), e.g. 50us",
+            humantime::format_duration(d)
+        );
+    }
+    Ok(u32::try_from(d.as_micros()).unwrap_or(u32::MAX))
 }

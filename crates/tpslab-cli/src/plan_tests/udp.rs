@@ -74,8 +74,12 @@ fn udp_loads_and_runs_refuse_what_they_cannot_run() {
                 &["loss>1", "--fail-on 'loss>1': allowed 'loss>PCT%' (e.g. --fail-on 'loss>0.1%')"],
             ),
             (
-                "serve udp --busy-poll 4294967295",
-                &["--busy-poll 4294967295", "0..=1000000 us"],
+                "serve udp --busy-poll 2s",
+                &["--busy-poll 2000000", "0..=1000000 us"],
+            ),
+            (
+                "serve udp --busy-poll 1500ns",
+                &["--busy-poll 1us 500ns", "whole microseconds"],
             ),
             ("load udp 127.0.0.1:9 --threads 0", &["--threads 0", "1..=256"]),
             ("run udp --load-threads 300", &["--load-threads 300", "1..=256"]),

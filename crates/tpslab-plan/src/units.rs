@@ -234,7 +234,7 @@ pub fn parse_busy_poll_us(label: &str, s: &str) -> Result<u32, PlanError> {
         Ok(n) => n,
         Err(_) => {
             let d = humantime::parse_duration(t).map_err(|_| bad())?;
-            if d.subsec_nanos() % 1000 != 0 {
+            if !d.subsec_nanos().is_multiple_of(1000) {
                 return Err(bad());
             }
             u64::try_from(d.as_micros()).map_err(|_| bad())?

@@ -103,7 +103,7 @@ pub fn server_config(f: &ServerFlags) -> Result<ServerConfig> {
 /// `--busy-poll`'s duration in SO_BUSY_POLL's unit, microseconds (above `u32::MAX` it is
 /// `u32::MAX`, which the plan's limit refuses). Errors: not whole microseconds.
 fn busy_poll_us(d: Duration) -> Result<u32> {
-    if d.subsec_nanos() % 1000 != 0 {
+    if !d.subsec_nanos().is_multiple_of(1000) {
         anyhow::bail!(
             "--busy-poll {}: allowed whole microseconds (SO_BUSY_POLL's unit), e.g. 50us",
             humantime::format_duration(d)

@@ -14,6 +14,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         threads: None,
         tcp: None,
         accept_queue_max: None,
+        listener_drops: None,
         drop_reasons: None,
         load_sent_s: None,
         load_end_s: None,
@@ -389,4 +390,47 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
     // Nothing failed and nothing answered (e.g. interrupted at once): not this.
     r.steps = vec![step(1, 0, &[])];
     assert_eq!(r.unreachable(), None);
+}
+
+#[test]
+fn the_target_listen_sockets_own_drops_are_preferred_to_the_namespaces() {
+    use tpslab_proc::netstat::TcpCounters;
+    let mut r = ramp(
+        &[100.0, 190.0, 200.0, 205.0],
+        0.1,
+        ThreadStates {
+            samples: 100,
+            running: 5,
+            ..Default::default()
+        },
+    );
+    for (s, (own, ns)) in r
+        .steps
+        .iter_mut()
+        .zip([(0u64, 0u64), (0, 0), (3, 50), (9, 70)])
+    {
+        s.tcp = Some(TcpCounters {
+            listen_overflows: ns,
+            listen_drops: ns,
+            ..Default::default()
+        });
+        s.listener_drops = Some(own);
+    }
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: connections dropped at a full accept queue: 12 connection requests were dropped (at the target's listen socket, sk_drops by sock_diag) from 4 users on"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines.iter().any(|l| l.contains("4 users 3 [50]")
+            && l.contains("at the target's listen socket(s)")),
+        "{:?}",
+        a.lines
+    );
+    // Another listener of the namespace dropped, the target's did not: not its queue.
+    for s in &mut r.steps {
+        s.listener_drops = Some(0);
+    }
+    assert!(!analyse(&r, 2).verdict.contains("accept queue"));
 }

@@ -354,6 +354,46 @@ pub fn evidence_line(f: &ThreadFacts) -> String {
     )
 }
 
+/// The processes a step followed, from its per-thread samples (each thread's process):
+/// "server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its
+/// descendants); the master idle". The master is `root` (the PID given), named by its
+/// main thread; a process is idle when every thread of it is ([`is_idle`]). None with
+/// fewer than two processes (or threads of a record written before their processes were
+/// recorded).
+pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
+    let window = (s.measured_s * 1e9) as u64;
+    let mut procs: std::collections::BTreeMap<u32, (bool, Option<&str>)> = Default::default();
+    for t in s.per_thread.iter().filter(|t| t.pid != 0) {
+        let p = procs.entry(t.pid).or_insert((true, None));
+        p.0 &= is_idle(t, window);
+        if t.tid == t.pid {
+            p.1 = Some(&t.comm);
+        }
+    }
+    let master = procs.get(&root).copied();
+    if procs.len() < 2 || master.is_none() {
+        return None;
+    }
+    let (master_idle, name) = master.unwrap_or_default();
+    let workers = procs.len() - 1;
+    let idle_workers = procs
+        .iter()
+        .filter(|(p, (idle, _))| **p != root && *idle)
+        .count();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    Some(format!(
+        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}",
+        s.users,
+        name.map_or(String::new(), |n| format!("{n}: ")),
+        plural(workers),
+        if master_idle { "idle" } else { "working" },
+        match idle_workers {
+            0 => String::new(),
+            n => format!(", {n} of the workers idle"),
+        }
+    ))
+}
+
 #[cfg(test)]
 #[path = "ramp_threads_tests.rs"]
 mod tests;

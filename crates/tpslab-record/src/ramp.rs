@@ -36,10 +36,18 @@ pub struct StepResult {
     /// accept queue and the like. None for UDP, or a remote server without --pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<tpslab_proc::netstat::TcpCounters>,
-    /// Most connections seen waiting in the target port's listen socket(s) for accept
-    /// (/proc/PID/net/tcp{,6} rx_queue of the listener, sampled with the threads).
+    /// Most connections seen waiting for accept in the listen socket(s) serving the
+    /// target (its port, its address or a wildcard; sock_diag idiag_rqueue of the
+    /// listeners together, read with the threads' samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue_max: Option<u64>,
+    /// Connection requests those listen socket(s) dropped in the window (the growth of
+    /// their sk_drops by sock_diag SK_MEMINFO_DROPS, from the window's first read to its
+    /// last): the target's own drops at a full accept queue, where the `tcp` counters
+    /// are the whole namespace's. None when no listener serving the target was found,
+    /// or in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_drops: Option<u64>,
     /// Kernel drops by reason over the window (`skb:kfree_skb`, host-wide), with why they
     /// were not read when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]

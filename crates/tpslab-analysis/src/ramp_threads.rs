@@ -107,6 +107,13 @@ pub struct ThreadFacts {
     pub peer_call: Option<String>,
     /// The working threads' samples together.
     pub states: ThreadStates,
+    /// Two or more working threads, every one busy [`SATURATED_SHARE`] of the step or
+    /// more (a prefork server's workers, a pool on every CPU): (their count, the
+    /// processes they are in, their mean share on a CPU 0..=1, their mean share waiting
+    /// for one 0..=1). None otherwise. No rule of [`THREAD_RULES`] reads it (many busy
+    /// threads are the CPU's saturation, judged on the process's CPU); the verdict does
+    /// when that CPU is below saturation: the threads got less CPU than they wanted.
+    pub all_busy: Option<(usize, usize, f64, f64)>,
 }
 
 /// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
@@ -207,6 +214,25 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         });
     let mut shares: Vec<f64> = working.iter().map(|t| busy_share(t, window)).collect();
     shares.sort_by(|a, b| b.total_cmp(a));
+    let all_busy =
+        (working.len() >= 2 && shares.iter().all(|&b| b >= SATURATED_SHARE)).then(|| {
+            let n = working.len() as f64;
+            let share =
+                |t: &StepThread, v: u64| (v as f64 / span_ns(t, window).max(1) as f64).min(1.0);
+            let mut procs: Vec<u32> = working.iter().map(|t| t.pid).collect();
+            procs.sort_unstable();
+            procs.dedup();
+            (
+                working.len(),
+                procs.len(),
+                working.iter().map(|t| share(t, cpu_ns(t))).sum::<f64>() / n,
+                working
+                    .iter()
+                    .map(|t| share(t, t.states.runqueue_ns))
+                    .sum::<f64>()
+                    / n,
+            )
+        });
     Some(ThreadFacts {
         users: s.users,
         next_busy: shares.get(1).copied().unwrap_or(0.0),
@@ -223,6 +249,7 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
             .max_by_key(|(_, k)| *k)
             .map(|(c, _)| c),
         states,
+        all_busy,
     })
 }
 

@@ -27,9 +27,13 @@ pub struct StepResult {
     pub response: LatencySummary,
     /// Failures in the window by kind ("timeout", "connect: ...", "closed by peer", ...).
     pub errors: BTreeMap<String, u64>,
-    /// Server CPU over the window, cores (utime+stime from /proc/PID/stat).
+    /// Server CPU over the window, cores: the PID's and its descendants' (a prefork
+    /// server's master and workers; utime+stime+cutime+cstime of each /proc/PID/stat,
+    /// the tree read at the window's edges: a worker that ended and was waited for in it
+    /// counts in its parent's cutime+cstime), per second between the two reads.
     pub server_cpu_cores: Option<f64>,
-    /// Server thread states over the window.
+    /// Server thread states over the window: every thread of the PID and its
+    /// descendants.
     pub threads: Option<ThreadStates>,
     /// TCP counters of the server's network namespace over the window (/proc/PID/net/snmp
     /// `Tcp:` and .../netstat `TcpExt:` deltas): connection requests dropped at a full

@@ -213,9 +213,15 @@ pub fn run_ramp_with(
                 tps: a.hist.len() as f64 / measured_s,
                 response,
                 errors: a.errors.clone(),
+                // Not measured when the reads were less than half the window apart (this
+                // thread late past the window on a busy host): 10 ms ticks over a few ms
+                // would say 0.
                 server_cpu_cores: cpu0.zip(cpu1).and_then(|(c0, c1)| {
-                    let span_s = (t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9).max(1e-3);
-                    Some(c1.cpu_s_since(&c0)? / span_s)
+                    let span_s = t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9;
+                    (span_s >= 0.5 * measured_s)
+                        .then(|| c1.cpu_s_since(&c0))
+                        .flatten()
+                        .map(|cpu_s| cpu_s / span_s)
                 }),
                 threads: states,
                 tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),

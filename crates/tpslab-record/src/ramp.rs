@@ -30,7 +30,9 @@ pub struct StepResult {
     /// Server CPU over the window, cores: the PID's and its descendants' (a prefork
     /// server's master and workers; utime+stime+cutime+cstime of each /proc/PID/stat,
     /// the tree read at the window's edges: a worker that ended and was waited for in it
-    /// counts in its parent's cutime+cstime), per second between the two reads.
+    /// counts in its parent's cutime+cstime), per second between the two reads. None
+    /// without --pid, or when the two reads were less than half the window apart (the
+    /// ramp's own thread late past the window on a busy host).
     pub server_cpu_cores: Option<f64>,
     /// Server thread states over the window: every thread of the PID and its
     /// descendants.

@@ -20,6 +20,7 @@ pub mod merge;
 pub mod nan;
 pub mod prelude;
 pub mod ramp;
+pub mod ramp_listen;
 pub mod ramp_threads;
 pub mod record;
 pub mod reuseport;

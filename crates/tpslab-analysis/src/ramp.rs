@@ -204,57 +204,6 @@ fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, f64, String)> {
     })
 }
 
-/// Connection requests the server's namespace dropped at a listener in a step
-/// (`TcpExt` ListenDrops counts every such drop, ListenOverflows those of a full accept
-/// queue: the larger of the two); None when not counted.
-fn listen_dropped(s: &StepResult) -> Option<u64> {
-    s.tcp.map(|t| t.listen_overflows.max(t.listen_drops))
-}
-
-/// Connection requests dropped at a full accept queue as users grew: (dropped over the
-/// ramp, the users of the first step that dropped), when the last step dropped some and
-/// at least as many as the first step.
-fn accept_queue_overflow(rec: &RampRecord) -> Option<(u64, usize)> {
-    let first = rec.steps.first().and_then(listen_dropped)?;
-    let last = rec.steps.last().and_then(listen_dropped)?;
-    if last == 0 || last < first {
-        return None;
-    }
-    let total = rec.steps.iter().filter_map(listen_dropped).sum();
-    let from = rec
-        .steps
-        .iter()
-        .find(|s| listen_dropped(s).unwrap_or(0) > 0)?
-        .users;
-    Some((total, from))
-}
-
-/// The listener's figures per step, when any request was dropped there.
-fn accept_queue_line(rec: &RampRecord) -> Option<String> {
-    if !rec.steps.iter().any(|s| listen_dropped(s).unwrap_or(0) > 0) {
-        return None;
-    }
-    let per: Vec<String> = rec
-        .steps
-        .iter()
-        .map(|s| {
-            format!(
-                "{} users {}{}",
-                s.users,
-                listen_dropped(s).map_or("?".into(), |n| n.to_string()),
-                s.accept_queue_max
-                    .map_or(String::new(), |q| format!(" (queue up to {q})"))
-            )
-        })
-        .collect();
-    Some(format!(
-        "listen socket{}: connection requests dropped per step (TcpExt ListenOverflows/ListenDrops of the server's namespace, delta): {}",
-        rec.listener
-            .map_or(String::new(), |l| format!(" with backlog {}", l.backlog)),
-        per.join(", ")
-    ))
-}
-
 /// The kernel's drop reasons per step that had any (host-wide), or why they were not
 /// read; None for records without them.
 fn drop_reasons_line(rec: &RampRecord) -> Option<String> {
@@ -383,9 +332,14 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         if let Some(f) = crate::ramp_threads::facts(last) {
             lines.push(crate::ramp_threads::evidence_line(&f));
         }
+        lines.extend(
+            rec.plan
+                .server_pid
+                .and_then(|pid| crate::ramp_threads::processes_line(last, pid)),
+        );
     }
-    let accept = accept_queue_overflow(rec);
-    if let Some(l) = accept_queue_line(rec) {
+    let accept = crate::ramp_listen::accept_queue_overflow(rec);
+    if let Some(l) = crate::ramp_listen::accept_queue_line(rec) {
         lines.push(l);
     }
     lines.extend(drop_reasons_line(rec));
@@ -451,7 +405,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         ));
     }
     let ku = knee_users.unwrap_or(0);
-    let verdict = if let Some((dropped, from_users)) = accept {
+    let verdict = if let Some((dropped, from_users, source)) = accept {
         let (backlog, somaxconn) = rec
             .listener
             .map_or(("?".to_string(), "?".to_string()), |l| {
@@ -461,7 +415,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
                 )
             });
         format!(
-            "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped (TcpExt ListenOverflows/ListenDrops) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
+            "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped ({source}) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
         )
     } else if served == 0 {
         "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
@@ -550,6 +504,25 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         )
     } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
+    } else if let (true, Some((n, procs, cpu, runq))) = (
+        serial || flat || knee.is_some(),
+        threads.as_ref().and_then(|t| t.all_busy),
+    ) {
+        let tps = if serial || flat {
+            "stops at"
+        } else {
+            "bends beyond"
+        };
+        let procs = if procs > 1 {
+            format!(" in {procs} processes")
+        } else {
+            String::new()
+        };
+        format!(
+            "VERDICT: CPU-bound workers: TPS {tps} the knee ({ku} users) while all {n} of the server's working threads{procs} were running or runnable ~100 % of the last step, on a CPU {:.0} % and waiting for one {:.0} % on average (schedstat){idle_words}. None waits for another or for a peer: the CPU time they get is the limit. Much time waiting for a CPU means other work on the CPUs they may run on (the load generator on this host, other processes) takes it: give the server CPUs of its own or send the load from another host; else make each request cheaper or give it more CPUs",
+            cpu * 100.0,
+            runq * 100.0
+        )
     } else if (serial || flat) && lock {
         "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()
     } else if let (true, true, Some(ThreadCase::PeerWait), Some(t)) =

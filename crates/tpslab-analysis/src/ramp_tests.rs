@@ -14,6 +14,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         threads: None,
         tcp: None,
         accept_queue_max: None,
+        listener_drops: None,
         drop_reasons: None,
         load_sent_s: None,
         load_end_s: None,
@@ -389,4 +390,113 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
     // Nothing failed and nothing answered (e.g. interrupted at once): not this.
     r.steps = vec![step(1, 0, &[])];
     assert_eq!(r.unreachable(), None);
+}
+
+#[test]
+fn the_target_listen_sockets_own_drops_are_preferred_to_the_namespaces() {
+    use tpslab_proc::netstat::TcpCounters;
+    let mut r = ramp(
+        &[100.0, 190.0, 200.0, 205.0],
+        0.1,
+        ThreadStates {
+            samples: 100,
+            running: 5,
+            ..Default::default()
+        },
+    );
+    for (s, (own, ns)) in r
+        .steps
+        .iter_mut()
+        .zip([(0u64, 0u64), (0, 0), (3, 50), (9, 70)])
+    {
+        s.tcp = Some(TcpCounters {
+            listen_overflows: ns,
+            listen_drops: ns,
+            ..Default::default()
+        });
+        s.listener_drops = Some(own);
+    }
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: connections dropped at a full accept queue: 12 connection requests were dropped (at the target's listen socket, sk_drops by sock_diag) from 4 users on"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines.iter().any(|l| l.contains("4 users 3 [50]")
+            && l.contains("at the target's listen socket(s)")),
+        "{:?}",
+        a.lines
+    );
+    // Another listener of the namespace dropped, the target's did not: not its queue.
+    for s in &mut r.steps {
+        s.listener_drops = Some(0);
+    }
+    assert!(!analyse(&r, 2).verdict.contains("accept queue"));
+}
+
+/// nginx at 8 users as a real run on this 2-CPU host showed it (a generator beside it):
+/// the master parked in rt_sigsuspend, both workers running or runnable all the step,
+/// half of it waiting for a CPU. Not "a concurrency cap" of threads that wait, nor the
+/// master's wait: CPU-bound workers, with the master apart.
+#[test]
+fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
+    use crate::waits::{FdKind, StepThread, ThreadStatesExt};
+    let thread = |pid: u32, cpu_ns: u64, runq_ns: u64, samples: &[(char, Option<&str>, u64)]| {
+        let mut states = ThreadStates::default();
+        for &(st, call, n) in samples {
+            for _ in 0..n {
+                states.add(st, None, call, FdKind::Unknown);
+            }
+        }
+        states.on_cpu_ns = cpu_ns;
+        states.runqueue_ns = runq_ns;
+        StepThread {
+            tid: pid,
+            comm: "nginx".into(),
+            cpu_ns,
+            states,
+            span_ns: 1_000_000_000,
+            futex_timed: 0,
+            peer_by_syscall: Some(Default::default()),
+            pid,
+        }
+    };
+    let mut r = ramp(
+        &[94_000.0, 48_000.0, 58_000.0, 58_500.0],
+        0.73,
+        ThreadStates {
+            samples: 300,
+            running: 200,
+            ..Default::default()
+        },
+    );
+    r.plan.server_pid = Some(4200);
+    r.steps.last_mut().unwrap().per_thread = vec![
+        thread(
+            4201,
+            500_000_000,
+            480_000_000,
+            &[('R', None, 97), ('S', Some("epoll_wait"), 3)],
+        ),
+        thread(
+            4202,
+            500_000_000,
+            470_000_000,
+            &[('R', None, 95), ('S', Some("epoll_wait"), 5)],
+        ),
+        thread(4200, 0, 0, &[('S', Some("rt_sigsuspend"), 100)]),
+    ];
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: CPU-bound workers: TPS stops at the knee (1 users) while all 2 of the server's working threads in 2 processes were running or runnable ~100 % of the last step, on a CPU 50 % and waiting for one 48 % on average (schedstat); 1 other thread idle (nginx)."),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.lines.iter().any(|l| l
+            == "server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its descendants); the master idle"),
+        "{:?}",
+        a.lines
+    );
 }

@@ -107,6 +107,13 @@ pub struct ThreadFacts {
     pub peer_call: Option<String>,
     /// The working threads' samples together.
     pub states: ThreadStates,
+    /// Two or more working threads, every one busy [`SATURATED_SHARE`] of the step or
+    /// more (a prefork server's workers, a pool on every CPU): (their count, the
+    /// processes they are in, their mean share on a CPU 0..=1, their mean share waiting
+    /// for one 0..=1). None otherwise. No rule of [`THREAD_RULES`] reads it (many busy
+    /// threads are the CPU's saturation, judged on the process's CPU); the verdict does
+    /// when that CPU is below saturation: the threads got less CPU than they wanted.
+    pub all_busy: Option<(usize, usize, f64, f64)>,
 }
 
 /// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
@@ -207,6 +214,25 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         });
     let mut shares: Vec<f64> = working.iter().map(|t| busy_share(t, window)).collect();
     shares.sort_by(|a, b| b.total_cmp(a));
+    let all_busy =
+        (working.len() >= 2 && shares.iter().all(|&b| b >= SATURATED_SHARE)).then(|| {
+            let n = working.len() as f64;
+            let share =
+                |t: &StepThread, v: u64| (v as f64 / span_ns(t, window).max(1) as f64).min(1.0);
+            let mut procs: Vec<u32> = working.iter().map(|t| t.pid).collect();
+            procs.sort_unstable();
+            procs.dedup();
+            (
+                working.len(),
+                procs.len(),
+                working.iter().map(|t| share(t, cpu_ns(t))).sum::<f64>() / n,
+                working
+                    .iter()
+                    .map(|t| share(t, t.states.runqueue_ns))
+                    .sum::<f64>()
+                    / n,
+            )
+        });
     Some(ThreadFacts {
         users: s.users,
         next_busy: shares.get(1).copied().unwrap_or(0.0),
@@ -223,6 +249,7 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
             .max_by_key(|(_, k)| *k)
             .map(|(c, _)| c),
         states,
+        all_busy,
     })
 }
 
@@ -352,6 +379,46 @@ pub fn evidence_line(f: &ThreadFacts) -> String {
         f.working.len() + f.idle.len(),
         idle_words(f).map_or(String::new(), |w| format!("; {w}"))
     )
+}
+
+/// The processes a step followed, from its per-thread samples (each thread's process):
+/// "server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its
+/// descendants); the master idle". The master is `root` (the PID given), named by its
+/// main thread; a process is idle when every thread of it is ([`is_idle`]). None with
+/// fewer than two processes (or threads of a record written before their processes were
+/// recorded).
+pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
+    let window = (s.measured_s * 1e9) as u64;
+    let mut procs: std::collections::BTreeMap<u32, (bool, Option<&str>)> = Default::default();
+    for t in s.per_thread.iter().filter(|t| t.pid != 0) {
+        let p = procs.entry(t.pid).or_insert((true, None));
+        p.0 &= is_idle(t, window);
+        if t.tid == t.pid {
+            p.1 = Some(&t.comm);
+        }
+    }
+    let master = procs.get(&root).copied();
+    if procs.len() < 2 || master.is_none() {
+        return None;
+    }
+    let (master_idle, name) = master.unwrap_or_default();
+    let workers = procs.len() - 1;
+    let idle_workers = procs
+        .iter()
+        .filter(|(p, (idle, _))| **p != root && *idle)
+        .count();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    Some(format!(
+        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}",
+        s.users,
+        name.map_or(String::new(), |n| format!("{n}: ")),
+        plural(workers),
+        if master_idle { "idle" } else { "working" },
+        match idle_workers {
+            0 => String::new(),
+            n => format!(", {n} of the workers idle"),
+        }
+    ))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)
         span_ns: 0,
         futex_timed: 0,
         peer_by_syscall: None,
+        pid: 0,
     }
 }
 
@@ -46,6 +47,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         threads: None,
         tcp: None,
         accept_queue_max: None,
+        listener_drops: None,
         drop_reasons: None,
         load_sent_s: None,
         load_end_s: None,
@@ -538,4 +540,50 @@ fn real_java_http_ramps_with_and_without_one_lock() {
         t.futex_timed = 0;
     }
     assert_eq!(judge(&facts(&old).unwrap()), Some(ThreadCase::Serialised));
+}
+
+/// nginx with 2 workers, given by its master's PID: the master parked in
+/// rt_sigsuspend all the step, the workers in epoll_wait and running.
+#[test]
+fn a_prefork_servers_processes_are_told_with_the_idle_master_apart() {
+    let mut master = thread(4200, "nginx", 0, &[('S', Some("rt_sigsuspend"), 100)]);
+    master.pid = 4200;
+    let mut workers: Vec<StepThread> = [4201, 4202]
+        .iter()
+        .map(|&p| {
+            let mut t = thread(
+                p,
+                "nginx",
+                400_000_000,
+                &[('R', None, 40), ('S', Some("epoll_wait"), 60)],
+            );
+            t.pid = p;
+            t
+        })
+        .collect();
+    let mut all = vec![master.clone()];
+    all.append(&mut workers.clone());
+    let s = step(8, all);
+    assert_eq!(
+        processes_line(&s, 4200).as_deref(),
+        Some("server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its descendants); the master idle")
+    );
+    let f = facts(&s).unwrap();
+    assert_eq!(f.working.len(), 2, "{f:?}");
+    assert_eq!(f.idle, vec!["nginx".to_string()]);
+    // Given a worker's PID (not in the step) or with one process: no such line.
+    assert_eq!(processes_line(&s, 9999), None);
+    assert_eq!(processes_line(&step(8, vec![master.clone()]), 4200), None);
+    // A worker idle too, and the master working.
+    workers[1].cpu_ns = 0;
+    workers[1].states = ThreadStates::default();
+    workers[1]
+        .states
+        .add('S', None, Some("epoll_wait"), FdKind::Unknown);
+    master.states.add('R', None, None, FdKind::Unknown);
+    let s = step(8, vec![master, workers[0].clone(), workers[1].clone()]);
+    assert_eq!(
+        processes_line(&s, 4200).as_deref(),
+        Some("server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its descendants); the master working, 1 of the workers idle")
+    );
 }

@@ -111,7 +111,7 @@ pub fn run_ramp_with(
     };
     let listener = tcp_root
         .as_ref()
-        .and_then(|_| listener(plan.server_pid, plan.target.port()));
+        .and_then(|_| listener(plan.server_pid, plan.target));
     // A sock_diag socket opened once in the server's namespace: each sample asks it for
     // the listening sockets only (the kernel filters by state), where reading
     // /proc/PID/net/tcp would list every one of thousands of connections.
@@ -120,6 +120,7 @@ pub fn run_ramp_with(
             .flatten()
     });
     let port = plan.target.port();
+    let server_tree = |pid: Option<u32>| pid.map(crate::server_tree::ServerTree::processes);
     let h2run = match (&plan.proto, h2) {
         (RampProto::Http(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
@@ -154,25 +155,31 @@ pub fn run_ramp_with(
             if stop.load(Relaxed) || shared.done.load(Relaxed) {
                 break;
             }
-            // The server's CPU time and thread states are read first and last, right at
-            // the window's edges (the drop sampler takes a while to start and finish);
-            // its CPU share is over the time between the two reads.
-            let (t_cpu0, cpu0) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
+            // The server's CPU time (its PID's and its descendants') and thread states
+            // are read first and last, right at the window's edges (the drop sampler
+            // takes a while to start and finish); its CPU share is over the time
+            // between the two reads.
+            let (t_cpu0, cpu0) = (mono_ns(), server_tree(plan.server_pid));
             let mut sampler = plan
                 .server_pid
-                .map(|pid| crate::waits::StepSampler::start(pid, Some(port)));
+                .map(|pid| crate::step_sampler::StepSampler::start(pid, Some(port)));
             let tcp0 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
             let drops = crate::dropwatch::DropSampler::start();
-            let mut accept_max = tcp0.map(|_| 0u64);
+            // The target's listen socket(s): the first read is the drops' baseline.
+            let mut listen = diag.as_mut().map(|d| {
+                let mut l = crate::listen::Listen::new(plan.target);
+                l.read(d, true);
+                l
+            });
             let mut next = w0;
             while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
                 if let Some(sm) = sampler.as_mut() {
                     sm.sample();
                 }
-                if let (Some(d), Some(m)) = (diag.as_mut(), accept_max.as_mut()) {
-                    *m = (*m).max(accept_queue(d, port));
+                if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
+                    l.read(d, false);
                 }
                 next += nanos(&plan.sample_interval);
                 sleep_until(next.min(w1), stop, &shared.done);
@@ -180,7 +187,10 @@ pub fn run_ramp_with(
             if stop.load(Relaxed) {
                 break;
             }
-            let (t_cpu1, cpu1) = (mono_ns(), plan.server_pid.and_then(proc_cpu_ticks));
+            let (t_cpu1, cpu1) = (mono_ns(), server_tree(plan.server_pid));
+            if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
+                l.read(d, false);
+            }
             let (states, per_thread) = match sampler.take().map(|sm| sm.finish()) {
                 Some((st, per)) => (Some(st), per),
                 None => (None, vec![]),
@@ -203,13 +213,22 @@ pub fn run_ramp_with(
                 tps: a.hist.len() as f64 / measured_s,
                 response,
                 errors: a.errors.clone(),
-                server_cpu_cores: cpu0.zip(cpu1).map(|(c0, c1)| {
-                    let span_s = (t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9).max(1e-3);
-                    c1.saturating_sub(c0) as f64 / tpslab_net::clock_ticks_per_s() / span_s
+                // Not measured when the reads were less than half the window apart (this
+                // thread late past the window on a busy host): 10 ms ticks over a few ms
+                // would say 0.
+                server_cpu_cores: cpu0.zip(cpu1).and_then(|(c0, c1)| {
+                    let span_s = t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9;
+                    (span_s >= 0.5 * measured_s)
+                        .then(|| c1.cpu_s_since(&c0))
+                        .flatten()
+                        .map(|cpu_s| cpu_s / span_s)
                 }),
                 threads: states,
                 tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
-                accept_queue_max: accept_max,
+                // As before sock_diag's listener reads: 0 when the namespace's counters
+                // were read but no listener served the target.
+                accept_queue_max: tcp0.map(|_| listen.as_ref().map_or(0, |l| l.queue_max)),
+                listener_drops: listen.as_ref().and_then(crate::listen::Listen::dropped),
                 drop_reasons,
                 load_sent_s,
                 load_end_s,
@@ -248,16 +267,10 @@ pub fn run_ramp_with(
         load_average(),
         Some(tpslab_net::online_cpus()),
     );
-    // The CPUs the server may run on: its affinity when it is on this host, else ours
-    // (a server tpslab started inherits it).
+    // The CPUs the server may run on: its processes' affinity (all of them together)
+    // when it is on this host, else ours (a server tpslab started inherits it).
     let server_cpus = match plan.server_pid {
-        Some(pid) => {
-            tpslab_proc::live::task_status(std::path::Path::new(&format!("/proc/{pid}/status")))
-                .ok()
-                .and_then(|st| tpslab_proc::pid::parse_cpu_list(&st.cpus_allowed_list).ok())
-                .map(|v| v.len())
-                .filter(|&n| n > 0)
-        }
+        Some(pid) => crate::server_tree::ServerTree::processes(pid).cpus(),
         None => std::thread::available_parallelism().ok().map(|n| n.get()),
     };
     Ok(RampRecord {
@@ -321,36 +334,21 @@ fn load_average() -> Option<f64> {
         .ok()
 }
 
-/// Connections waiting in the accept queue of the listen socket(s) on `port` now (sock_diag
-/// `idiag_rqueue` of listeners).
-fn accept_queue(d: &mut tpslab_net::diag::SockDiag, port: u16) -> u64 {
-    // 1 << 10: TCP_LISTEN.
-    d.tcp_dump(1 << 10)
-        .map(|v| {
-            v.iter()
-                .filter(|s| s.local.port() == port)
-                .map(|s| s.rqueue as u64)
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// The listen socket on `port` in the server's namespace (`pid`'s, else this one), by
-/// sock_diag: its backlog limit, and net.core.somaxconn there.
-fn listener(pid: Option<u32>, port: u16) -> Option<tpslab_analysis::ramp::Listener> {
-    let backlog = crate::env::in_netns_of(pid, move || -> Option<u32> {
-        let mut d = tpslab_net::diag::SockDiag::open().ok()?;
-        // 1 << 10: TCP_LISTEN.
-        let l = d
-            .tcp_dump(1 << 10)
-            .ok()?
-            .into_iter()
-            .find(|s| s.local.port() == port)?;
-        Some(l.wqueue)
+/// The listen socket(s) serving `target` in the server's namespace (`pid`'s, else this
+/// one), by one sock_diag dump: their backlog limit, and net.core.somaxconn there. None
+/// when no listener serves it (see [`crate::listen::serves`]).
+fn listener(
+    pid: Option<u32>,
+    target: std::net::SocketAddr,
+) -> Option<tpslab_analysis::ramp::Listener> {
+    let backlog = crate::env::in_netns_of(pid, move || -> Option<u64> {
+        let mut l = crate::listen::Listen::new(target);
+        l.read(&mut tpslab_net::diag::SockDiag::open().ok()?, true);
+        l.seen.then_some(l.backlog)
     })
     .flatten()?;
     Some(tpslab_analysis::ramp::Listener {
-        backlog,
+        backlog: u32::try_from(backlog).unwrap_or(u32::MAX),
         somaxconn: crate::env::somaxconn(pid),
     })
 }
@@ -363,12 +361,6 @@ fn sleep_until(t: u64, stop: &AtomicBool, done: &AtomicBool) {
         }
         std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
     }
-}
-
-fn proc_cpu_ticks(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let st = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
-    Some(st.utime + st.stime)
 }
 
 #[cfg(test)]

@@ -6,25 +6,23 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::ramp_threads::peer_call;
-use tpslab_analysis::waits::{
-    FdKind, StepThread, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits,
-};
+use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits};
 use tpslab_proc::syscall::{parse_syscall, parse_syscall_args, syscall_name, SyscallState};
 
 /// One thread in one sample.
-struct TaskSample {
-    state: char,
-    wchan: Option<String>,
-    syscall: Option<String>,
+pub(crate) struct TaskSample {
+    pub(crate) state: char,
+    pub(crate) wchan: Option<String>,
+    pub(crate) syscall: Option<String>,
     /// The kind of fd of a read/write.
-    fd: FdKind,
-    comm: String,
+    pub(crate) fd: FdKind,
+    pub(crate) comm: String,
     /// utime+stime, USER_HZ ticks.
-    cpu_ticks: u64,
+    pub(crate) cpu_ticks: u64,
     /// In a futex wait with a timeout ([`futex_timed`]).
-    futex_timed: bool,
+    pub(crate) futex_timed: bool,
     /// The socket inode of a receive, read, send or connect blocked on a socket.
-    socket: Option<u64>,
+    pub(crate) socket: Option<u64>,
 }
 
 /// A futex wait given a timeout, from the call's name and its arguments as
@@ -54,7 +52,7 @@ fn socket_inode(link: &str) -> Option<u64> {
 
 /// One thread's state now; None when the thread is gone. `read` gives the text of one
 /// of the thread's files (`stat`, `wchan`, `syscall`).
-fn sample_task(
+pub(crate) fn sample_task(
     dir: &Path,
     read: &mut dyn FnMut(&'static str) -> Option<String>,
 ) -> Option<TaskSample> {
@@ -129,210 +127,14 @@ fn sample_task(
 }
 
 /// A task's schedstat, read afresh (no cached handle of another process's files).
-fn schedstat(dir: &Path) -> Option<tpslab_proc::pid::SchedStat> {
+pub(crate) fn schedstat(dir: &Path) -> Option<tpslab_proc::pid::SchedStat> {
     let s = std::fs::read_to_string(dir.join("schedstat")).ok()?;
     tpslab_proc::pid::parse_schedstat(s.as_bytes(), "schedstat").ok()
 }
 
 /// The thread ids of `pid` (/proc/PID/task).
-fn tids(pid: u32) -> Vec<u32> {
+pub(crate) fn tids(pid: u32) -> Vec<u32> {
     tpslab_proc::live::task_ids(pid)
-}
-
-/// One thread over a ramp step, as sampled so far.
-#[derive(Debug)]
-struct StepAcc {
-    comm: String,
-    states: ThreadStates,
-    /// utime+stime at the step's start (or when first seen), and at the last read.
-    ticks: (u64, u64),
-    /// schedstat at the step's start; None for a thread born during the step.
-    sched0: Option<tpslab_proc::pid::SchedStat>,
-    /// When its first read was (monotonic ns).
-    t0: u64,
-    /// Samples in a futex wait with a timeout.
-    futex_timed: u64,
-    /// Samples blocked on a socket to another peer, by call.
-    peer: BTreeMap<String, u64>,
-}
-
-impl StepAcc {
-    fn new(comm: String, ticks: u64, sched0: Option<tpslab_proc::pid::SchedStat>) -> StepAcc {
-        StepAcc {
-            comm,
-            states: ThreadStates::default(),
-            ticks: (ticks, ticks),
-            sched0,
-            t0: tpslab_net::mono_ns(),
-            futex_timed: 0,
-            peer: BTreeMap::new(),
-        }
-    }
-}
-
-/// Whose a socket a server thread blocked on is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SocketRole {
-    /// A TCP or UDP socket on the target's port: one of the load's connections (or
-    /// the datagram socket the load is sent to).
-    Load,
-    /// Another TCP or UDP socket, or a Unix socket: to another peer (a database, a
-    /// backend, a downstream service).
-    Peer,
-    /// Not in the process's TCP, UDP or Unix tables (netlink, a closed socket).
-    Other,
-}
-
-/// The role of each socket inode in the tables of `root` (`/proc/PID`: its network
-/// namespace's `net/tcp`, `tcp6`, `udp`, `udp6`, `unix`), given the load's port.
-fn socket_roles(root: &Path, load_port: Option<u16>) -> BTreeMap<u64, SocketRole> {
-    let mut roles = BTreeMap::new();
-    let inet = [
-        tpslab_proc::live::tcp(root).unwrap_or_default(),
-        tpslab_proc::live::udp(root).unwrap_or_default(),
-        tpslab_proc::live::udp6(root).unwrap_or_default(),
-    ];
-    for s in inet.iter().flatten() {
-        let role = if Some(s.local.port()) == load_port {
-            SocketRole::Load
-        } else {
-            SocketRole::Peer
-        };
-        roles.insert(s.inode, role);
-    }
-    // net/unix: "Num RefCount Protocol Flags Type St Inode Path", inode the 7th column.
-    if let Ok(text) = std::fs::read_to_string(root.join("net/unix")) {
-        for inode in text
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().nth(6)?.parse::<u64>().ok())
-        {
-            roles.entry(inode).or_insert(SocketRole::Peer);
-        }
-    }
-    roles
-}
-
-/// Samples a server's threads over one ramp step, each thread apart: its states at
-/// every tick, and its CPU time (utime+stime) and schedstat at the step's edges.
-#[derive(Debug)]
-pub struct StepSampler {
-    pid: u32,
-    threads: BTreeMap<u32, StepAcc>,
-    /// The target's port: the server's sockets on it carry the load, not a peer's replies.
-    load_port: Option<u16>,
-    /// Roles of the sockets seen so far (the tables are read again on a new inode, at
-    /// most once a tick: a thread-per-connection server with thousands of connections
-    /// costs one read of its tables per tick, not one per connection).
-    roles: BTreeMap<u64, SocketRole>,
-    /// Ticks sampled, and the tick the tables were last read at.
-    ticks: u64,
-    read_at: Option<u64>,
-}
-
-/// utime+stime of a task now, USER_HZ ticks.
-fn task_ticks(dir: &Path) -> Option<(String, u64)> {
-    let s = std::fs::read_to_string(dir.join("stat")).ok()?;
-    let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
-    Some((t.comm, t.utime + t.stime))
-}
-
-impl StepSampler {
-    /// Reads every thread of `pid`: its CPU time and schedstat at the step's start.
-    /// `load_port` is the target's port (the server's sockets on it are the load's).
-    pub fn start(pid: u32, load_port: Option<u16>) -> StepSampler {
-        let mut threads = BTreeMap::new();
-        let root = PathBuf::from(format!("/proc/{pid}/task"));
-        for tid in tids(pid) {
-            let dir = root.join(tid.to_string());
-            if let Some((comm, t)) = task_ticks(&dir) {
-                threads.insert(tid, StepAcc::new(comm, t, schedstat(&dir)));
-            }
-        }
-        StepSampler {
-            pid,
-            threads,
-            load_port,
-            roles: BTreeMap::new(),
-            ticks: 0,
-            read_at: None,
-        }
-    }
-
-    /// The role of socket `inode`, reading the process's tables again when it is new.
-    fn role(&mut self, inode: u64) -> SocketRole {
-        if !self.roles.contains_key(&inode) && self.read_at != Some(self.ticks) {
-            let root = PathBuf::from(format!("/proc/{}", self.pid));
-            self.roles = socket_roles(&root, self.load_port);
-            self.read_at = Some(self.ticks);
-        }
-        // Not listed (netlink, or opened after this tick's read): other, asked again
-        // next tick.
-        self.roles.get(&inode).copied().unwrap_or(SocketRole::Other)
-    }
-
-    /// One tick: every thread's state now.
-    pub fn sample(&mut self) {
-        self.ticks += 1;
-        let root = PathBuf::from(format!("/proc/{}/task", self.pid));
-        for tid in tids(self.pid) {
-            let dir = root.join(tid.to_string());
-            let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok())
-            else {
-                continue;
-            };
-            let peer = t.state == 'S' && t.socket.is_some_and(|i| self.role(i) == SocketRole::Peer);
-            let acc = self
-                .threads
-                .entry(tid)
-                .or_insert_with(|| StepAcc::new(t.comm.clone(), t.cpu_ticks, None));
-            acc.ticks.1 = t.cpu_ticks;
-            acc.states
-                .add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
-            if t.state == 'S' && t.futex_timed {
-                acc.futex_timed += 1;
-            }
-            if let (true, Some(call)) = (peer, t.syscall) {
-                *acc.peer.entry(call).or_default() += 1;
-            }
-        }
-    }
-
-    /// The step's end: a last read of each thread's CPU time and schedstat. Returns the
-    /// process-wide states (every thread's samples, schedstat sums over the threads
-    /// alive at both edges) and each thread's, most CPU time first.
-    pub fn finish(mut self) -> (ThreadStates, Vec<StepThread>) {
-        let root = PathBuf::from(format!("/proc/{}/task", self.pid));
-        let hz = tpslab_net::clock_ticks_per_s().max(1.0);
-        let mut process = ThreadStates::default();
-        let mut out = vec![];
-        for (tid, mut acc) in std::mem::take(&mut self.threads) {
-            let dir = root.join(tid.to_string());
-            if let Some((_, t)) = task_ticks(&dir) {
-                acc.ticks.1 = t;
-            }
-            if let (Some(a), Some(b)) = (acc.sched0, schedstat(&dir)) {
-                acc.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
-                acc.states.runqueue_ns = b.wait_ns.saturating_sub(a.wait_ns);
-            }
-            process.merge(&acc.states);
-            out.push(StepThread {
-                tid,
-                comm: acc.comm,
-                cpu_ns: (acc.ticks.1.saturating_sub(acc.ticks.0) as f64 / hz * 1e9) as u64,
-                states: acc.states,
-                span_ns: tpslab_net::mono_ns().saturating_sub(acc.t0).max(1),
-                futex_timed: acc.futex_timed,
-                peer_by_syscall: Some(acc.peer),
-            });
-        }
-        out.sort_by(|a, b| {
-            (b.cpu_ns, b.states.on_cpu_ns)
-                .cmp(&(a.cpu_ns, a.states.on_cpu_ns))
-                .then(a.tid.cmp(&b.tid))
-        });
-        (process, out)
-    }
 }
 
 /// A thread's /proc files kept open between ticks: each is one record, generated anew
@@ -665,7 +467,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let mut sm = StepSampler::start(std::process::id(), Some(load_port));
+        let mut sm = crate::step_sampler::StepSampler::start(std::process::id(), Some(load_port));
         for _ in 0..5 {
             sm.sample();
         }

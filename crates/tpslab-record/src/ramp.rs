@@ -27,19 +27,33 @@ pub struct StepResult {
     pub response: LatencySummary,
     /// Failures in the window by kind ("timeout", "connect: ...", "closed by peer", ...).
     pub errors: BTreeMap<String, u64>,
-    /// Server CPU over the window, cores (utime+stime from /proc/PID/stat).
+    /// Server CPU over the window, cores: the PID's and its descendants' (a prefork
+    /// server's master and workers; utime+stime+cutime+cstime of each /proc/PID/stat,
+    /// the tree read at the window's edges: a worker that ended and was waited for in it
+    /// counts in its parent's cutime+cstime), per second between the two reads. None
+    /// without --pid, or when the two reads were less than half the window apart (the
+    /// ramp's own thread late past the window on a busy host).
     pub server_cpu_cores: Option<f64>,
-    /// Server thread states over the window.
+    /// Server thread states over the window: every thread of the PID and its
+    /// descendants.
     pub threads: Option<ThreadStates>,
     /// TCP counters of the server's network namespace over the window (/proc/PID/net/snmp
     /// `Tcp:` and .../netstat `TcpExt:` deltas): connection requests dropped at a full
     /// accept queue and the like. None for UDP, or a remote server without --pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<tpslab_proc::netstat::TcpCounters>,
-    /// Most connections seen waiting in the target port's listen socket(s) for accept
-    /// (/proc/PID/net/tcp{,6} rx_queue of the listener, sampled with the threads).
+    /// Most connections seen waiting for accept in the listen socket(s) serving the
+    /// target (its port, its address or a wildcard; sock_diag idiag_rqueue of the
+    /// listeners together, read with the threads' samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue_max: Option<u64>,
+    /// Connection requests those listen socket(s) dropped in the window (the growth of
+    /// their sk_drops by sock_diag SK_MEMINFO_DROPS, from the window's first read to its
+    /// last): the target's own drops at a full accept queue, where the `tcp` counters
+    /// are the whole namespace's. None when no listener serving the target was found,
+    /// or in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_drops: Option<u64>,
     /// Kernel drops by reason over the window (`skb:kfree_skb`, host-wide), with why they
     /// were not read when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -261,4 +261,13 @@ pub struct StepThread {
     /// socket calls stand in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_by_syscall: Option<BTreeMap<String, u64>>,
+    /// The process it is a thread of (its thread group id): the server's PID (`--pid`)
+    /// or one of its descendants (a prefork server's worker). 0 in records written
+    /// before the descendants were sampled (then the PID's own threads only).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pid: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }

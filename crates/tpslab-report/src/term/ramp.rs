@@ -137,7 +137,7 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     } else {
         "request written to reply read"
     };
-    writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = {response} (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU from /proc/PID/stat utime+stime; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
+    writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = {response} (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU of the PID and its descendants (a prefork server's master and workers) from /proc/PID/stat utime+stime+cutime+cstime; threads of the same processes; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
 }
 
 /// A ramp's results: the steps, the verdict and the findings under it.

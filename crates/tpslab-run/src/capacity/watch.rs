@@ -1,80 +1,22 @@
 //! What a `capacity tcp|http` step's window showed beyond its figures, for its verdict
-//! ([`tpslab_analysis::capacity_stream`]): the listen socket on the target's port and the
-//! TcpExt listen counters of the server's network namespace, and the server's threads
-//! (its PID and its descendants).
+//! ([`tpslab_analysis::capacity_stream`]): the target's listen socket(s)
+//! ([`tpslab_engine::listen`]) and the TcpExt listen counters of the server's network
+//! namespace, and the server's threads (its PID and its descendants,
+//! [`tpslab_engine::server_tree`]).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity_stream::{LoadHttpResult, StreamFacts, ThreadFacts};
+use tpslab_engine::listen::Listen;
+use tpslab_engine::server_tree::ServerTree as Tree;
 use tpslab_net::diag::SockDiag;
 use tpslab_net::sched::SchedPolicy;
 
-/// What the listen socket(s) on the target's port showed over a window, by sock_diag.
-#[derive(Debug, Default)]
-struct Listen {
-    /// The most connections waiting for accept at one read (all listeners on the port
-    /// together: SO_REUSEPORT's group).
-    queue_max: u64,
-    /// Each listener's drops (sk_drops) at its first read and its last, by inode; 0 at
-    /// the first for a listener first seen after the window's first read (made in it).
-    drops: BTreeMap<u64, (u64, u64)>,
-    /// The largest backlog limit seen.
-    backlog: u64,
-    /// A dump found a listener on the port.
-    seen: bool,
-    /// The window's first read succeeded: the drops have a baseline (without it a
-    /// listener's lifetime drops would count as the window's).
-    based: bool,
-}
-
-impl Listen {
-    /// Adds one LISTEN-only dump of the namespace; `first`: the window's first read.
-    fn read(&mut self, d: &mut SockDiag, port: u16, first: bool) {
-        // 1 << 10: TCP_LISTEN (the kernel filters: the dump holds no connection).
-        let Ok(socks) = d.tcp_dump(1 << 10) else {
-            return;
-        };
-        self.based |= first;
-        let mut queue = 0;
-        for s in socks.iter().filter(|s| s.local.port() == port) {
-            self.seen = true;
-            queue += s.rqueue as u64;
-            self.backlog = self.backlog.max(s.wqueue as u64);
-            let base = if first { s.drops } else { 0 };
-            self.drops.entry(s.inode).or_insert((base, s.drops)).1 = s.drops;
-        }
-        self.queue_max = self.queue_max.max(queue);
-    }
-}
-
-/// The server's processes (the PID and its descendants) and their threads at a moment.
-struct Tree {
-    /// Each process's CPU time with its waited-for children's, ticks.
-    cpu: Vec<(u32, u64)>,
-    /// Each thread of each process with its schedstat.
-    threads: Vec<(u32, tpslab_proc::pid::SchedStat)>,
-}
-
-impl Tree {
-    fn read(pid: u32) -> Tree {
-        let procs = tpslab_proc::tree::read_tree(pid);
-        let threads = procs.iter().flat_map(|(p, _)| schedstats(*p)).collect();
-        Tree {
-            cpu: procs.iter().map(|(p, t)| (*p, t.with_children())).collect(),
-            threads,
-        }
-    }
-
-    fn cpu_ticks(&self) -> u64 {
-        self.cpu.iter().map(|(_, c)| c).sum()
-    }
-}
-
 /// Watches a TCP or HTTP step's window for its verdict: in the server's network namespace
 /// (with its PID; ours when the target is a loopback address; else nothing of it is
-/// read) the listen socket(s) on the target's port by a LISTEN-only sock_diag dump every
+/// read) the listen socket(s) serving the target (its port, its address or a wildcard)
+/// by a LISTEN-only sock_diag dump every
 /// 10 ms (accept queue, backlog, drops) and the TcpExt listen counters first and last;
 /// with the PID each thread's schedstat and the CPU time of the PID and its descendants.
 pub(super) struct StreamWatch {
@@ -105,19 +47,18 @@ impl StreamWatch {
         let diag = root
             .as_ref()
             .and_then(|_| tpslab_engine::env::in_netns_of(pid, || SockDiag::open().ok()).flatten());
-        let port = target.port();
         let sampler = diag.map(|mut diag| {
             let d = done.clone();
             // The first read before the load starts: the drops' baseline.
-            let mut l = Listen::default();
-            l.read(&mut diag, port, true);
+            let mut l = Listen::new(target);
+            l.read(&mut diag, true);
             std::thread::spawn(move || {
                 // Never ahead of the generator's threads: a run under `chrt -f` would
                 // otherwise share its CPU with this reader at the same priority.
                 let _ = tpslab_net::sched::set_policy(SchedPolicy::Other);
                 loop {
                     let last = d.load(Relaxed);
-                    l.read(&mut diag, port, false);
+                    l.read(&mut diag, false);
                     if last {
                         return l;
                     }
@@ -172,12 +113,7 @@ impl StreamWatch {
             _ => None,
         };
         StreamFacts {
-            listen_drops: listen.as_ref().filter(|l| l.based).map(|l| {
-                l.drops
-                    .values()
-                    .map(|(a, b)| b.saturating_sub(*a))
-                    .sum::<u64>()
-            }),
+            listen_drops: listen.as_ref().and_then(Listen::dropped),
             namespace_drops,
             accept_queue_max: listen.as_ref().map(|l| l.queue_max),
             backlog: listen.as_ref().map(|l| l.backlog),
@@ -200,18 +136,10 @@ impl Drop for StreamWatch {
 /// The threads of `pid` and its descendants over `secs` since `t0` was read.
 fn thread_facts(pid: u32, t0: &Tree, secs: f64) -> ThreadFacts {
     let now = Tree::read(pid);
-    let mut cpus: Vec<usize> = now
-        .cpu
-        .iter()
-        .filter_map(|(p, _)| allowed_cpus(*p))
-        .flatten()
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
     let mut t = ThreadFacts {
         processes: now.cpu.len(),
         threads: now.threads.len(),
-        cpus: (!cpus.is_empty()).then_some(cpus.len()),
+        cpus: now.cpus(),
         ..Default::default()
     };
     for (tid, s) in &now.threads {
@@ -234,31 +162,8 @@ fn thread_facts(pid: u32, t0: &Tree, secs: f64) -> ThreadFacts {
     // The processes' CPU time counts threads that ended in the window too (a thread per
     // connection, gone by now), and processes that ended and were waited for (their
     // parent's cutime+cstime): all threads' share is at least it.
-    if !now.cpu.is_empty() {
-        let all = now.cpu_ticks().saturating_sub(t0.cpu_ticks()) as f64
-            / tpslab_net::clock_ticks_per_s()
-            / secs
-            * 100.0;
-        t.all_wanted_pct = t.all_wanted_pct.max(all);
+    if let Some(cpu_s) = now.cpu_s_since(t0) {
+        t.all_wanted_pct = t.all_wanted_pct.max(cpu_s / secs * 100.0);
     }
     t
-}
-
-/// The CPUs `pid` may run on (its Cpus_allowed_list), when readable.
-fn allowed_cpus(pid: u32) -> Option<Vec<usize>> {
-    let st = tpslab_proc::live::task_status(std::path::Path::new(&format!("/proc/{pid}/status")))
-        .ok()?;
-    tpslab_proc::pid::parse_cpu_list(&st.cpus_allowed_list).ok()
-}
-
-/// Each thread of `pid` with its schedstat (those readable).
-fn schedstats(pid: u32) -> Vec<(u32, tpslab_proc::pid::SchedStat)> {
-    tpslab_proc::live::task_ids(pid)
-        .into_iter()
-        .filter_map(|tid| {
-            tpslab_proc::live::schedstat(std::path::Path::new(&format!("/proc/{pid}/task/{tid}")))
-                .ok()
-                .map(|s| (tid, s))
-        })
-        .collect()
 }

@@ -1,0 +1,313 @@
+//! A ramp step's samples of the server's threads, thread by thread, over its whole
+//! process tree: the PID given and its descendants ([`crate::server_tree`]; a prefork
+//! server's master and workers), the tree read again during the step so a worker started
+//! or restarted in it is followed. Each thread's states at every tick (what
+//! [`crate::waits`] reads of it), its CPU time (utime+stime) and schedstat at the step's
+//! edges; a thread that ends keeps what its last read showed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use tpslab_analysis::waits::{StepThread, ThreadStates, ThreadStatesExt};
+
+use crate::waits::{sample_task, schedstat, tids};
+
+/// How often the process tree is read again during a step, ns: a scan of every
+/// /proc/PID/stat, too dear for every 10 ms tick; a worker that lives less than this
+/// between two reads has its CPU time in the step's server CPU (its parent's
+/// cutime+cstime) but no samples.
+const TREE_EVERY_NS: u64 = 200_000_000;
+
+/// One thread over a ramp step, as sampled so far.
+#[derive(Debug)]
+struct StepAcc {
+    /// Its process.
+    pid: u32,
+    comm: String,
+    states: ThreadStates,
+    /// utime+stime at the step's start (or when first seen; 0 for a thread of a process
+    /// started in the step), and at the last read.
+    ticks: (u64, u64),
+    /// schedstat at the step's start (zero for a thread of a process started in the
+    /// step); None for another thread born during the step.
+    sched0: Option<tpslab_proc::pid::SchedStat>,
+    /// When its first read was (monotonic ns).
+    t0: u64,
+    /// Samples in a futex wait with a timeout.
+    futex_timed: u64,
+    /// Samples blocked on a socket to another peer, by call.
+    peer: BTreeMap<String, u64>,
+}
+
+impl StepAcc {
+    fn new(
+        pid: u32,
+        comm: String,
+        ticks: (u64, u64),
+        sched0: Option<tpslab_proc::pid::SchedStat>,
+    ) -> StepAcc {
+        StepAcc {
+            pid,
+            comm,
+            states: ThreadStates::default(),
+            ticks,
+            sched0,
+            t0: tpslab_net::mono_ns(),
+            futex_timed: 0,
+            peer: BTreeMap::new(),
+        }
+    }
+}
+
+/// Whose a socket a server thread blocked on is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SocketRole {
+    /// A TCP or UDP socket on the target's port: one of the load's connections (or
+    /// the datagram socket the load is sent to).
+    Load,
+    /// Another TCP or UDP socket, or a Unix socket: to another peer (a database, a
+    /// backend, a downstream service).
+    Peer,
+    /// Not in the process's TCP, UDP or Unix tables (netlink, a closed socket).
+    Other,
+}
+
+/// The role of each socket inode in the tables of `root` (`/proc/PID`: its network
+/// namespace's `net/tcp`, `tcp6`, `udp`, `udp6`, `unix`), given the load's port.
+fn socket_roles(root: &Path, load_port: Option<u16>) -> BTreeMap<u64, SocketRole> {
+    let mut roles = BTreeMap::new();
+    let inet = [
+        tpslab_proc::live::tcp(root).unwrap_or_default(),
+        tpslab_proc::live::udp(root).unwrap_or_default(),
+        tpslab_proc::live::udp6(root).unwrap_or_default(),
+    ];
+    for s in inet.iter().flatten() {
+        let role = if Some(s.local.port()) == load_port {
+            SocketRole::Load
+        } else {
+            SocketRole::Peer
+        };
+        roles.insert(s.inode, role);
+    }
+    // net/unix: "Num RefCount Protocol Flags Type St Inode Path", inode the 7th column.
+    if let Ok(text) = std::fs::read_to_string(root.join("net/unix")) {
+        for inode in text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(6)?.parse::<u64>().ok())
+        {
+            roles.entry(inode).or_insert(SocketRole::Peer);
+        }
+    }
+    roles
+}
+
+/// Samples a server's threads over one ramp step, each thread apart, in every process of
+/// its tree: its states at every tick, and its CPU time (utime+stime) and schedstat at
+/// the step's edges.
+#[derive(Debug)]
+pub struct StepSampler {
+    /// The PID given (its network namespace's tables tell the sockets' roles).
+    pid: u32,
+    /// The processes followed now: the PID and its descendants at the last tree read.
+    procs: Vec<u32>,
+    /// The processes at the step's start: a thread of another one was born in the step.
+    procs0: BTreeSet<u32>,
+    /// When the tree was last read (monotonic ns).
+    tree_at: u64,
+    threads: BTreeMap<u32, StepAcc>,
+    /// The target's port: the server's sockets on it carry the load, not a peer's replies.
+    load_port: Option<u16>,
+    /// Roles of the sockets seen so far (the tables are read again on a new inode, at
+    /// most once a tick: a thread-per-connection server with thousands of connections
+    /// costs one read of its tables per tick, not one per connection).
+    roles: BTreeMap<u64, SocketRole>,
+    /// Ticks sampled, and the tick the tables were last read at.
+    ticks: u64,
+    read_at: Option<u64>,
+}
+
+/// utime+stime of a task now, USER_HZ ticks.
+fn task_ticks(dir: &Path) -> Option<(String, u64)> {
+    let s = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
+    Some((t.comm, t.utime + t.stime))
+}
+
+/// `/proc/PID/task/TID`.
+fn task_dir(pid: u32, tid: u32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/task/{tid}"))
+}
+
+/// The PID and its descendants now; the PID alone when its tree cannot be read.
+fn tree_pids(pid: u32) -> Vec<u32> {
+    let pids: Vec<u32> = tpslab_proc::tree::read_tree(pid)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    if pids.is_empty() {
+        vec![pid]
+    } else {
+        pids
+    }
+}
+
+impl StepSampler {
+    /// Reads every thread of `pid` and of its descendants: its CPU time and schedstat at
+    /// the step's start. `load_port` is the target's port (the server's sockets on it are
+    /// the load's).
+    pub fn start(pid: u32, load_port: Option<u16>) -> StepSampler {
+        let procs = tree_pids(pid);
+        let mut threads = BTreeMap::new();
+        for &p in &procs {
+            for tid in tids(p) {
+                let dir = task_dir(p, tid);
+                if let Some((comm, t)) = task_ticks(&dir) {
+                    threads.insert(tid, StepAcc::new(p, comm, (t, t), schedstat(&dir)));
+                }
+            }
+        }
+        StepSampler {
+            pid,
+            procs0: procs.iter().copied().collect(),
+            procs,
+            tree_at: tpslab_net::mono_ns(),
+            threads,
+            load_port,
+            roles: BTreeMap::new(),
+            ticks: 0,
+            read_at: None,
+        }
+    }
+
+    /// The role of socket `inode`, reading the process's tables again when it is new.
+    fn role(&mut self, inode: u64) -> SocketRole {
+        if !self.roles.contains_key(&inode) && self.read_at != Some(self.ticks) {
+            let root = PathBuf::from(format!("/proc/{}", self.pid));
+            self.roles = socket_roles(&root, self.load_port);
+            self.read_at = Some(self.ticks);
+        }
+        // Not listed (netlink, or opened after this tick's read): other, asked again
+        // next tick.
+        self.roles.get(&inode).copied().unwrap_or(SocketRole::Other)
+    }
+
+    /// One tick: every thread's state now (the tree read again when
+    /// [`TREE_EVERY_NS`] has passed).
+    pub fn sample(&mut self) {
+        self.ticks += 1;
+        let now = tpslab_net::mono_ns();
+        if now.saturating_sub(self.tree_at) >= TREE_EVERY_NS {
+            self.procs = tree_pids(self.pid);
+            self.tree_at = now;
+        }
+        for p in self.procs.clone() {
+            for tid in tids(p) {
+                self.sample_one(p, tid);
+            }
+        }
+    }
+
+    fn sample_one(&mut self, p: u32, tid: u32) {
+        let dir = task_dir(p, tid);
+        let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok()) else {
+            return;
+        };
+        let peer = t.state == 'S' && t.socket.is_some_and(|i| self.role(i) == SocketRole::Peer);
+        let born = !self.procs0.contains(&p);
+        let acc = self.threads.entry(tid).or_insert_with(|| {
+            if born {
+                // A process started in the step (a worker forked or restarted): all its
+                // CPU time is the step's.
+                StepAcc::new(
+                    p,
+                    t.comm.clone(),
+                    (0, t.cpu_ticks),
+                    Some(Default::default()),
+                )
+            } else {
+                StepAcc::new(p, t.comm.clone(), (t.cpu_ticks, t.cpu_ticks), None)
+            }
+        });
+        acc.ticks.1 = t.cpu_ticks;
+        acc.states
+            .add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+        if t.state == 'S' && t.futex_timed {
+            acc.futex_timed += 1;
+        }
+        if let (true, Some(call)) = (peer, t.syscall) {
+            *acc.peer.entry(call).or_default() += 1;
+        }
+    }
+
+    /// The step's end: a last read of each thread's CPU time and schedstat. Returns the
+    /// tree-wide states (every thread's samples, schedstat sums over the threads alive
+    /// at both edges) and each thread's with its process, most CPU time first.
+    pub fn finish(mut self) -> (ThreadStates, Vec<StepThread>) {
+        let hz = tpslab_net::clock_ticks_per_s().max(1.0);
+        let mut process = ThreadStates::default();
+        let mut out = vec![];
+        for (tid, mut acc) in std::mem::take(&mut self.threads) {
+            let dir = task_dir(acc.pid, tid);
+            if let Some((_, t)) = task_ticks(&dir) {
+                acc.ticks.1 = t;
+            }
+            if let (Some(a), Some(b)) = (acc.sched0, schedstat(&dir)) {
+                acc.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
+                acc.states.runqueue_ns = b.wait_ns.saturating_sub(a.wait_ns);
+            }
+            process.merge(&acc.states);
+            out.push(StepThread {
+                tid,
+                comm: acc.comm,
+                cpu_ns: (acc.ticks.1.saturating_sub(acc.ticks.0) as f64 / hz * 1e9) as u64,
+                states: acc.states,
+                span_ns: tpslab_net::mono_ns().saturating_sub(acc.t0).max(1),
+                futex_timed: acc.futex_timed,
+                peer_by_syscall: Some(acc.peer),
+                pid: acc.pid,
+            });
+        }
+        out.sort_by(|a, b| {
+            (b.cpu_ns, b.states.on_cpu_ns)
+                .cmp(&(a.cpu_ns, a.states.on_cpu_ns))
+                .then(a.tid.cmp(&b.tid))
+        });
+        (process, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child process that burns CPU, started after the step's first read: sampled
+    /// once the tree is read again, in its own process, with its CPU time from birth.
+    #[test]
+    fn a_child_process_started_in_the_step_is_followed() {
+        let me = std::process::id();
+        let mut sm = StepSampler::start(me, None);
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .expect("spawn sh");
+        let t0 = std::time::Instant::now();
+        // Past two tree reads, with the child busy (600 ms).
+        while t0.elapsed() < std::time::Duration::from_millis(600) {
+            sm.sample();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (_, per) = sm.finish();
+        let _ = child.kill();
+        let _ = child.wait();
+        let sh = per
+            .iter()
+            .find(|t| t.pid == child.id())
+            .unwrap_or_else(|| panic!("the child {} not sampled: {per:?}", child.id()));
+        assert_eq!(sh.tid, child.id());
+        assert!(sh.states.samples > 0, "{sh:?}");
+        // Busy since its birth, about 600 ms ago: its CPU time on both counts (schedstat
+        // from 0, utime+stime from 0).
+        assert!(sh.cpu_ns > 0 && sh.states.on_cpu_ns > 50_000_000, "{sh:?}");
+        assert!(per.iter().any(|t| t.pid == me && t.tid == me));
+    }
+}

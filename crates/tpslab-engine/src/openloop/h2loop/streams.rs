@@ -1,0 +1,211 @@
+//! HTTP/2 load's streams: a schedule (a user) due gets a stream on its connection when
+//! one is free under the server's SETTINGS_MAX_CONCURRENT_STREAMS, else waits in the
+//! connection's queue; a request's HEADERS and body within the flow-control windows; the
+//! reply counted, or the stream failed (RST_STREAM, the timeout), and the schedule's next
+//! request put on the heap at its time.
+
+use std::cmp::Reverse;
+
+use tpslab_net::mono_ns;
+
+use super::{control, CState, Loop};
+use crate::books::Books;
+use crate::proto::h2;
+use crate::proto::Reply;
+
+impl<B: Books> Loop<'_, '_, B> {
+    /// Schedule `i` is due: a stream now if its connection has one free, else it waits.
+    pub(super) fn due(&mut self, i: usize) {
+        if !self.now_may_send() {
+            return;
+        }
+        let k = self.scheds[i].conn;
+        if self.can_start(k) {
+            let ready = self.scheds[i].ready;
+            self.start_stream(i, ready);
+        } else {
+            self.conns[k].waiting.push_back(i);
+        }
+    }
+
+    pub(super) fn can_start(&self, k: usize) -> bool {
+        let c = &self.conns[k];
+        c.state == CState::Open
+            && c.goaway.is_none()
+            && (c.streams.len() as u64) < c.max_streams as u64
+            && c.next_sid <= 0x7fff_ffff
+    }
+
+    /// Starts the schedules waiting on connection `k` while it has streams free.
+    pub(super) fn drain_waiting(&mut self, k: usize) {
+        while self.can_start(k) {
+            let Some(i) = self.conns[k].waiting.pop_front() else {
+                return;
+            };
+            if !self.now_may_send() {
+                self.conns[k].waiting.clear();
+                return;
+            }
+            // It waited for the connection, not for the generator.
+            self.start_stream(i, mono_ns());
+        }
+    }
+
+    /// A new stream for schedule `i`: its HEADERS (and as much body as the windows let).
+    pub(super) fn start_stream(&mut self, i: usize, ready: u64) {
+        let now = mono_ns();
+        let k = self.scheds[i].conn;
+        let c = &mut self.conns[k];
+        let sid = c.next_sid;
+        c.next_sid += 2;
+        let block = if c.first_sent {
+            &c.blocks.1
+        } else {
+            &c.blocks.0
+        };
+        c.first_sent = true;
+        let body = !self.run.body.is_empty();
+        let n = h2::headers(&mut c.tx, sid, block, !body, c.max_frame);
+        c.streams.insert(sid, i);
+        let window = c.peer_window;
+        let u = &mut self.scheds[i];
+        u.sid = sid;
+        u.t0 = now;
+        u.ready = ready;
+        u.intended = if u.next_at == 0 { now } else { u.next_at };
+        u.status = 0;
+        u.bytes = n;
+        u.body_off = 0;
+        u.window = window;
+        u.sent = false;
+        u.recv_unacked = 0;
+        if self.send_body(i) {
+            self.mark_sent(i);
+        } else {
+            self.conns[k].blocked.push_back(i);
+        }
+    }
+
+    /// Sends what the windows let of stream `i`'s body: true when all of it is written.
+    pub(super) fn send_body(&mut self, i: usize) -> bool {
+        let body = &self.run.body;
+        let u = &mut self.scheds[i];
+        let c = &mut self.conns[u.conn];
+        while u.body_off < body.len() {
+            let n = (body.len() - u.body_off)
+                .min(c.send_window.max(0) as usize)
+                .min(u.window.max(0) as usize)
+                .min(c.max_frame as usize);
+            if n == 0 {
+                return false;
+            }
+            let end = u.body_off + n == body.len();
+            h2::data(&mut c.tx, u.sid, &body[u.body_off..u.body_off + n], end);
+            u.body_off += n;
+            u.bytes += h2::HEAD + n;
+            c.send_window -= n as i64;
+            u.window -= n as i64;
+        }
+        true
+    }
+
+    pub(super) fn mark_sent(&mut self, i: usize) {
+        let u = &mut self.scheds[i];
+        u.sent = true;
+        self.run
+            .sched
+            .sent(&mut self.local, u.intended, u.ready, mono_ns(), u.bytes);
+    }
+
+    /// Streams of connection `k` waiting for window: sent as far as it now lets.
+    pub(super) fn unblock(&mut self, k: usize) {
+        for _ in 0..self.conns[k].blocked.len() {
+            let Some(i) = self.conns[k].blocked.pop_front() else {
+                return;
+            };
+            if self.scheds[i].sid == 0 {
+                continue;
+            }
+            if self.send_body(i) {
+                self.mark_sent(i);
+            } else {
+                self.conns[k].blocked.push_back(i);
+            }
+        }
+    }
+
+    /// Stream of schedule `i` is over: its next request at its time.
+    pub(super) fn end_stream(&mut self, i: usize, now: u64) {
+        let u = &mut self.scheds[i];
+        let k = u.conn;
+        let sid = u.sid;
+        u.sid = 0;
+        u.ready = now;
+        u.next_at = self.run.sched.next_due(u.intended, now);
+        let at = u.next_at;
+        self.heap.push(Reverse((at, i)));
+        let c = &mut self.conns[k];
+        c.streams.remove(&sid);
+        if !self.scheds[i].sent {
+            c.blocked.retain(|&b| b != i);
+        }
+    }
+
+    pub(super) fn answered(&mut self, i: usize) {
+        let now = mono_ns();
+        let u = &self.scheds[i];
+        let (t0, failed) = match self.run.closed {
+            true => (u.intended, crate::proto::http1::status_failure(u.status)),
+            false => (u.t0, None),
+        };
+        let r = Reply {
+            status: u.status,
+            failed,
+            ..Reply::ok(0)
+        };
+        self.run
+            .sched
+            .answered(&mut self.local, u.intended, t0, now, &r);
+        self.end_stream(i, now);
+    }
+
+    /// Stream of schedule `i` failed with `kind`; `rst`: tell the server (RST_STREAM
+    /// CANCEL).
+    pub(super) fn stream_failed(&mut self, i: usize, kind: &str, now: u64, rst: bool) {
+        let u = &self.scheds[i];
+        self.run.sched.failed(&mut self.local, now, kind, u.sent);
+        if rst {
+            let (k, sid) = (u.conn, u.sid);
+            control(
+                self.run.sched,
+                &mut self.local,
+                &mut self.conns[k].tx,
+                |t| h2::rst_stream(t, sid, h2::CANCEL),
+            );
+        }
+        self.end_stream(i, now);
+    }
+
+    /// Streams past their timeout are cancelled; connects past theirs fail.
+    pub(super) fn timeouts(&mut self, now: u64) {
+        for i in 0..self.scheds.len() {
+            let u = &self.scheds[i];
+            if u.sid != 0 && now >= u.t0 + self.timeout_ns {
+                self.stream_failed(i, "timeout", now, true);
+                let k = self.scheds[i].conn;
+                self.drain_waiting(k);
+            }
+        }
+        for k in 0..self.conns.len() {
+            let c = &self.conns[k];
+            if c.deadline != 0 && now >= c.deadline {
+                let kind = if c.state == CState::Settings {
+                    "http2: no SETTINGS from the server within the timeout"
+                } else {
+                    "timeout"
+                };
+                self.connect_failed(k, kind);
+            }
+        }
+    }
+}

@@ -114,6 +114,11 @@ impl<B: Books> Loop<'_, '_, B> {
     /// after a back-off (the timeout, at most 100 ms) following a failure.
     pub(super) fn close(&mut self, k: usize, back_off: bool) {
         let now = mono_ns();
+        // The schedules waiting for a stream of this connection now wait for the next.
+        for j in 0..self.conns[k].waiting.len() {
+            let i = self.conns[k].waiting[j];
+            self.dequeued(i, now);
+        }
         let mut fresh = Conn::new(self.run.streams);
         let c = &mut self.conns[k];
         // What is kept across connections: the schedules waiting, buffers' memory.

@@ -79,40 +79,25 @@ impl<B: Books> Loop<'_, '_, B> {
         match f {
             Frame::Settings { ack: true, .. } | Frame::Other { .. } => {}
             Frame::Settings { ack: false, params } => {
-                let mut table = 4096;
-                for (id, v) in h2::settings(params) {
-                    match id {
-                        h2::setting::HEADER_TABLE_SIZE => table = v,
-                        h2::setting::MAX_CONCURRENT_STREAMS => c.max_streams = v,
-                        h2::setting::INITIAL_WINDOW_SIZE => {
-                            if v > 0x7fff_ffff {
-                                return Err(
-                                    "http2: SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1".into()
-                                );
-                            }
-                            let delta = v as i64 - c.peer_window;
-                            c.peer_window = v as i64;
-                            for &i in c.streams.values() {
-                                self.scheds[i].window += delta;
-                            }
-                        }
-                        h2::setting::MAX_FRAME_SIZE => {
-                            if !(16_384..=16_777_215).contains(&v) {
-                                return Err(format!("http2: SETTINGS_MAX_FRAME_SIZE {v}"));
-                            }
-                            c.max_frame = v;
-                        }
-                        _ => {}
+                let ch = c.peer.apply(params)?;
+                if ch.window_delta != 0 {
+                    for &i in c.streams.values() {
+                        self.scheds[i].window += ch.window_delta;
                     }
                 }
                 control(self.run.sched, &mut self.local, &mut c.tx, h2::settings_ack);
-                if c.state == CState::Settings {
+                let first = c.state == CState::Settings;
+                if first || ch.max_streams.is_some() {
+                    self.seen.advertised(ch.max_streams, first);
+                }
+                if first {
                     c.state = CState::Open;
                     c.deadline = 0;
-                    c.blocks = h2::header_blocks(&self.run.headers, table);
-                } else if table < 4096 && c.blocks.1.first() != Some(&0) {
+                    c.opened_at = mono_ns();
+                    c.blocks = h2::header_blocks(&self.run.headers, ch.table);
+                } else if ch.table < 4096 && c.blocks.1.first() != Some(&0) {
                     // Indexing stops: the next block says so with a size update.
-                    c.blocks = h2::header_blocks(&self.run.headers, table);
+                    c.blocks = h2::header_blocks(&self.run.headers, ch.table);
                     c.first_sent = false;
                 }
             }

@@ -46,10 +46,15 @@ use tpslab_net::poll::{Epoll, Timer, READABLE};
 use crate::books::Books;
 use crate::proto::h2;
 use crate::proto::tls::TlsClient;
+use tpslab_record::load_http::Http2Streams;
 
 mod conn;
 mod frames;
+mod load;
+mod settings;
 mod streams;
+
+pub(in crate::openloop) use load::run_load_h2;
 
 /// What every loop of a run shares.
 pub(crate) struct H2Run<'a, B: Books> {
@@ -78,6 +83,9 @@ pub(crate) struct H2Run<'a, B: Books> {
     pub(crate) streams: usize,
     /// A failure that ends the run (the server does not speak HTTP/2): its line.
     pub(crate) fatal: Mutex<Option<String>>,
+    /// The servers' stream limits and the waits for a free stream, every loop's merged
+    /// as it ends.
+    pub(crate) seen: Mutex<Http2Streams>,
 }
 
 impl<B: Books> H2Run<'_, B> {
@@ -143,9 +151,12 @@ struct Conn {
     blocks: (Vec<u8>, Vec<u8>),
     first_sent: bool,
     /// The server's SETTINGS: streams at once, a new stream's send window, largest frame.
-    max_streams: u32,
-    peer_window: i64,
-    max_frame: u32,
+    peer: settings::PeerSettings,
+    /// When its server's first SETTINGS came (it opened), ns (0: not yet).
+    opened_at: u64,
+    /// The schedules waiting when it opened that found no stream free were counted as
+    /// waiting for one (later ones are as they queue).
+    swept: bool,
     /// The connection's send window, bytes.
     send_window: i64,
     /// Bytes received since the last connection WINDOW_UPDATE.
@@ -183,9 +194,9 @@ impl Conn {
             dec: h2::HeaderDecoder::default(),
             blocks: (vec![], vec![]),
             first_sent: false,
-            max_streams: u32::MAX,
-            peer_window: h2::DEFAULT_WINDOW,
-            max_frame: h2::DEFAULT_MAX_FRAME,
+            peer: settings::PeerSettings::default(),
+            opened_at: 0,
+            swept: false,
             send_window: h2::DEFAULT_WINDOW,
             recv_unacked: 0,
             next_sid: 1,
@@ -227,6 +238,9 @@ struct Sched {
     sent: bool,
     /// Reply bytes received since the stream's last WINDOW_UPDATE.
     recv_unacked: u32,
+    /// Waiting on the client for a free stream since, ns (its connection open with as
+    /// many streams in flight as its server allows; 0: not).
+    queued_at: u64,
 }
 
 struct Loop<'a, 'b, B: Books> {
@@ -237,6 +251,8 @@ struct Loop<'a, 'b, B: Books> {
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     local: B::Local,
     timeout_ns: u64,
+    /// This loop's servers' stream limits and waits for a free stream.
+    seen: Http2Streams,
 }
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
@@ -270,6 +286,7 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 window: 0,
                 sent: false,
                 recv_unacked: 0,
+                queued_at: 0,
             });
         }
     }
@@ -286,6 +303,7 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         heap,
         local: sched.local(),
         timeout_ns: sched.timeout_ns().max(1_000_000),
+        seen: Http2Streams::default(),
     };
     let timer = Timer::new()
         .ok()
@@ -351,6 +369,9 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         }
     }
     let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
+    let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
+    seen.add(&lp.seen);
+    drop(seen);
     sched.finish(lp.local, in_flight);
 }
 

@@ -14,7 +14,8 @@ use crate::proto::h2;
 use crate::proto::Reply;
 
 impl<B: Books> Loop<'_, '_, B> {
-    /// Schedule `i` is due: a stream now if its connection has one free, else it waits.
+    /// Schedule `i` is due: a stream now if its connection has one free, else it waits
+    /// (counted as waiting for a stream when its connection is at its server's limit).
     pub(super) fn due(&mut self, i: usize) {
         if !self.now_may_send() {
             return;
@@ -24,6 +25,9 @@ impl<B: Books> Loop<'_, '_, B> {
             let ready = self.scheds[i].ready;
             self.start_stream(i, ready);
         } else {
+            if self.at_limit(k) {
+                self.queue_for_stream(i);
+            }
             self.conns[k].waiting.push_back(i);
         }
     }
@@ -32,22 +36,64 @@ impl<B: Books> Loop<'_, '_, B> {
         let c = &self.conns[k];
         c.state == CState::Open
             && c.goaway.is_none()
-            && (c.streams.len() as u64) < c.max_streams as u64
+            && c.peer.room_for(c.streams.len())
             && c.next_sid <= 0x7fff_ffff
     }
 
-    /// Starts the schedules waiting on connection `k` while it has streams free.
+    /// Connection `k` is open (no GOAWAY) with as many streams in flight as its server
+    /// allows (SETTINGS_MAX_CONCURRENT_STREAMS).
+    fn at_limit(&self, k: usize) -> bool {
+        let c = &self.conns[k];
+        c.state == CState::Open && c.goaway.is_none() && !c.peer.room_for(c.streams.len())
+    }
+
+    /// Schedule `i` waits on the client for a free stream: since it was due, or since
+    /// its connection opened if it waited for that first.
+    fn queue_for_stream(&mut self, i: usize) {
+        let since = self.scheds[i]
+            .next_at
+            .max(self.conns[self.scheds[i].conn].opened_at);
+        self.scheds[i].queued_at = since.max(1);
+        self.seen.waited_for_stream += 1;
+    }
+
+    /// Schedule `i` no longer waits for a stream at `now` (its stream starts, it timed
+    /// out, or its connection goes): the wait's length is kept if the longest.
+    pub(super) fn dequeued(&mut self, i: usize, now: u64) {
+        let u = &mut self.scheds[i];
+        if u.queued_at != 0 {
+            let w = now.saturating_sub(u.queued_at);
+            self.seen.wait_max_ns = self.seen.wait_max_ns.max(w);
+            u.queued_at = 0;
+        }
+    }
+
+    /// Starts the schedules waiting on connection `k` while it has streams free; once it
+    /// is open, those left wait for a stream.
     pub(super) fn drain_waiting(&mut self, k: usize) {
         while self.can_start(k) {
             let Some(i) = self.conns[k].waiting.pop_front() else {
-                return;
+                break;
             };
             if !self.now_may_send() {
                 self.conns[k].waiting.clear();
                 return;
             }
-            // It waited for the connection, not for the generator.
-            self.start_stream(i, mono_ns());
+            // It waited for the connection (or a stream), not for the generator.
+            let now = mono_ns();
+            self.dequeued(i, now);
+            self.start_stream(i, now);
+        }
+        if !self.conns[k].swept && self.conns[k].state == CState::Open {
+            self.conns[k].swept = true;
+            if self.at_limit(k) {
+                for j in 0..self.conns[k].waiting.len() {
+                    let i = self.conns[k].waiting[j];
+                    if self.scheds[i].queued_at == 0 {
+                        self.queue_for_stream(i);
+                    }
+                }
+            }
         }
     }
 
@@ -65,9 +111,9 @@ impl<B: Books> Loop<'_, '_, B> {
         };
         c.first_sent = true;
         let body = !self.run.body.is_empty();
-        let n = h2::headers(&mut c.tx, sid, block, !body, c.max_frame);
+        let n = h2::headers(&mut c.tx, sid, block, !body, c.peer.max_frame);
         c.streams.insert(sid, i);
-        let window = c.peer_window;
+        let window = c.peer.window;
         let u = &mut self.scheds[i];
         u.sid = sid;
         u.t0 = now;
@@ -95,7 +141,7 @@ impl<B: Books> Loop<'_, '_, B> {
             let n = (body.len() - u.body_off)
                 .min(c.send_window.max(0) as usize)
                 .min(u.window.max(0) as usize)
-                .min(c.max_frame as usize);
+                .min(c.peer.max_frame as usize);
             if n == 0 {
                 return false;
             }

@@ -205,3 +205,67 @@ fn ramp_http2_names_the_steps_whose_users_waited_for_a_stream() {
         "{out}"
     );
 }
+
+/// A request that waits on the client for a free stream past `--timeout` counts as a
+/// timeout, as HTTP/1.1's request without its reply in time does. At `/stuck` nginx
+/// answers the first request and holds every later one for a minute: 8 streams are stuck
+/// in flight (each cancelled at its timeout) and the other 56 of the connection's 64
+/// schedules wait in the client's queue. Without the queue's timeouts only requests sent
+/// could time out (timeouts <= sent); with them the queued ones count too.
+#[test]
+fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
+    let _serial = common::serial();
+    let Some(ng) = nginx("queue-timeout") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/stuck", ng.port);
+    let args = [
+        "--http2",
+        "--rate",
+        "320",
+        "--connections",
+        "1",
+        "--streams",
+        "64",
+        "--duration",
+        "1s",
+        "--timeout",
+        "300ms",
+    ];
+    let (code, out, err, r) = common::load_http(&url, &args, "h2-queue-timeout");
+    assert_eq!(code, Some(0), "{err}");
+    let res = &r["result"];
+    let (sent, timeouts) = (n(&res["sent"]), n(&res["errors"]["timeout"]));
+    assert!(sent >= 8, "{res}");
+    assert!(
+        timeouts > 2 * sent,
+        "{timeouts} timeouts, {sent} sent: {res}"
+    );
+    assert!(n(&res["http2"]["wait_max_ns"]) >= 300_000_000, "{res}");
+    assert!(out.contains("Errors: timeout "), "{out}");
+
+    // The closed loop the same: 32 users on the connection, 8 stuck in flight and 24
+    // queued, each failing every 200 ms (10 per user in a 500 ms window at most): sent
+    // ones alone would be 8 per 200 ms, 20 in the window.
+    let args = [
+        "--connections",
+        "1",
+        "--users",
+        "32..32",
+        "--step-duration",
+        "500ms",
+        "--warmup",
+        "100ms",
+        "--timeout",
+        "200ms",
+    ];
+    let (code, out, err, r) = common::with_record(
+        &["ramp", "http", &url, "--http2", "--no-history"],
+        &args,
+        "h2-queue-timeout-ramp",
+    );
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let step = &r["steps"][0];
+    let t = n(&step["errors"]["timeout"]);
+    assert!((40..=170).contains(&t), "{t} timeouts: {step}");
+}

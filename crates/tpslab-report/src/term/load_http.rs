@@ -108,9 +108,15 @@ fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
         r.unanswered
     )?;
     if r.intended > r.sent {
+        let queued = match &r.http2 {
+            Some(h) if h.waited_for_stream > 0 => {
+                ", or they waited on the client for a free HTTP/2 stream (those that waited past the timeout count as timeouts)"
+            }
+            _ => "",
+        };
         writeln!(
             w,
-            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end; none is sent after it)",
+            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end{queued}; none is sent after it)",
             r.intended - r.sent
         )?;
     }

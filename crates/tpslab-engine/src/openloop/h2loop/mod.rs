@@ -27,8 +27,9 @@
 //! connection (the server did not process them: not counted twice) and makes the
 //! connection again once its streams are done; bytes that are not HTTP/2 fail every stream
 //! of the connection (`protocol`); a stream without its reply within `--timeout` is
-//! cancelled (RST_STREAM CANCEL, `timeout`). Bytes: requests' frames out, every byte read
-//! in (TLS: plaintext).
+//! cancelled (RST_STREAM CANCEL, `timeout`); a request that waited on the client for a
+//! free stream past it fails the same (`timeout`, never sent). Bytes: requests' frames
+//! out, every byte read in (TLS: plaintext).
 //!
 //! Here: what a run shares, the loop's state and its event loop; the connections' I/O in
 //! `conn`, the frames read in `frames`, the streams (and the schedules waiting for one)

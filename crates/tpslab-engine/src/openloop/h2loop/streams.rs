@@ -81,6 +81,10 @@ impl<B: Books> Loop<'_, '_, B> {
             }
             // It waited for the connection (or a stream), not for the generator.
             let now = mono_ns();
+            if self.queue_expired(i, now) {
+                self.queue_timed_out(i, now);
+                continue;
+            }
             self.dequeued(i, now);
             self.start_stream(i, now);
         }
@@ -232,7 +236,30 @@ impl<B: Books> Loop<'_, '_, B> {
         self.end_stream(i, now);
     }
 
-    /// Streams past their timeout are cancelled; connects past theirs fail.
+    /// Schedule `i` has waited for a free stream for the timeout or longer at `now`.
+    fn queue_expired(&self, i: usize, now: u64) -> bool {
+        let q = self.scheds[i].queued_at;
+        q != 0 && now >= q + self.timeout_ns
+    }
+
+    /// Schedule `i`, out of its connection's queue, waited for a stream past the timeout:
+    /// its request fails as `timeout` (never sent: as HTTP/1.1's request without its reply
+    /// in time counts), its next at its time.
+    fn queue_timed_out(&mut self, i: usize, now: u64) {
+        self.dequeued(i, now);
+        self.run
+            .sched
+            .failed(&mut self.local, now, "timeout", false);
+        let u = &mut self.scheds[i];
+        // The request given up was due at `next_at`.
+        u.intended = u.next_at;
+        u.ready = now;
+        u.next_at = self.run.sched.next_due(u.intended, now);
+        self.heap.push(Reverse((u.next_at, i)));
+    }
+
+    /// Streams past their timeout are cancelled; schedules that waited on the client for
+    /// a free stream past theirs fail as timeouts too; connects past theirs fail.
     pub(super) fn timeouts(&mut self, now: u64) {
         for i in 0..self.scheds.len() {
             let u = &self.scheds[i];
@@ -240,6 +267,18 @@ impl<B: Books> Loop<'_, '_, B> {
                 self.stream_failed(i, "timeout", now, true);
                 let k = self.scheds[i].conn;
                 self.drain_waiting(k);
+            }
+        }
+        if self.now_may_send() {
+            for k in 0..self.conns.len() {
+                let w = &self.conns[k].waiting;
+                if w.iter().any(|&i| self.queue_expired(i, now)) {
+                    let (gone, kept) = w.iter().partition(|&&i| self.queue_expired(i, now));
+                    self.conns[k].waiting = kept;
+                    for i in gone {
+                        self.queue_timed_out(i, now);
+                    }
+                }
             }
         }
         for k in 0..self.conns.len() {

@@ -52,6 +52,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
         generator_peak_rss_kib: None,
         load_sent_s: None,
         overrun: None,
+        http2: None,
         plan: plan(),
         steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
         interrupted: false,
@@ -115,6 +116,7 @@ fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
         generator_peak_rss_kib: None,
         load_sent_s: None,
         overrun: None,
+        http2: None,
     }
 }
 
@@ -361,6 +363,7 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
         generator_peak_rss_kib: None,
         load_sent_s: None,
         overrun: None,
+        http2: None,
         plan: plan(),
         steps: vec![
             step(1, 0, &[("connect: connection refused", 10)]),

@@ -473,7 +473,7 @@ pub fn run_load_http_live(
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
     if plan.http2 {
-        return run_load_h2(plan, stop, live);
+        return h2loop::run_load_h2(plan, stop, live);
     }
     let request = plan
         .request
@@ -544,52 +544,6 @@ pub(crate) fn run_users<P: crate::proto::Exchange>(
     Ok((start, intended, l))
 }
 
-/// `load http --http2`'s run ([`h2loop`]): as [`run_load_http`]'s, over
-/// `connections` HTTP/2 connections with `streams` schedules each. Errors: as
-/// [`run_load_http`]'s; a server that does not speak HTTP/2 (one line, after the first
-/// connection that shows it).
-fn run_load_h2(
-    plan: &LoadHttpPlan,
-    stop: &AtomicBool,
-    live: Option<&HttpLiveSink>,
-) -> Result<LoadHttpRecord, EngineError> {
-    let headers = crate::proto::h2::request_headers(&plan.request, plan.body.len())
-        .map_err(EngineError::Other)?;
-    let tls = crate::proto::tls::client_for(&plan.request, crate::proto::h2::ALPN)
-        .map_err(EngineError::Other)?;
-    let c = plan.connections;
-    let loops = loops_for(c, plan.load_threads)?;
-    let start = mono_ns() + 100_000_000;
-    let schedules = plan.schedules();
-    let sched = Schedule::new(
-        start,
-        plan.rate,
-        schedules,
-        nanos(&plan.duration),
-        nanos(&plan.timeout),
-        stop,
-    )
-    .with_live(live, plan.target);
-    let intended = sched.intended(schedules);
-    let run = h2loop::H2Run {
-        sched: &sched,
-        target: plan.target,
-        url: plan.request.url.clone(),
-        tls,
-        headers,
-        body: plan.body.clone(),
-        connections: c,
-        streams: plan.streams.max(1),
-        fatal: Mutex::new(None),
-        closed: false,
-    };
-    let l = run_schedule(&sched, c, loops, &|ids| h2loop::run_loop(&run, ids))?;
-    if let Some(why) = run.fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        return Err(EngineError::Other(why));
-    }
-    Ok(record(plan, start, intended, l))
-}
-
 /// The record of a run of `plan` started at `start` (monotonic ns) that intended
 /// `intended` requests and counted `l`.
 fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadHttpRecord {
@@ -622,6 +576,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         corrected: LatencySummary::from_histogram(&l.corrected),
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
         first_tls_error: l.first_tls_error,
+        http2: None,
     }
 }
 

@@ -282,6 +282,9 @@ pub fn run_ramp_with(
         generator_peak_rss_kib: crate::env::peak_rss_kib(),
         load_sent_s,
         overrun,
+        http2: h2run
+            .as_ref()
+            .map(|r| *r.seen.lock().unwrap_or_else(|e| e.into_inner())),
     })
 }
 
@@ -309,6 +312,7 @@ fn h2_users<'a>(
         streams: max_users.div_ceil(c),
         fatal: Mutex::new(None),
         closed: true,
+        seen: Mutex::new(Default::default()),
     })
 }
 

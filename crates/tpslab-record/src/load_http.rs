@@ -160,6 +160,87 @@ pub struct LoadHttpResult {
     /// counts above say how many; this, why). None: no TLS failure, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_tls_error: Option<String>,
+    /// HTTP/2 (`--http2`): the streams at once the server allowed and the requests that
+    /// waited on the client for one. None: HTTP/1.1, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Streams>,
+}
+
+/// HTTP/2: how many streams at once the server allowed on each connection (its
+/// SETTINGS_MAX_CONCURRENT_STREAMS, RFC 9113 6.5.2) and the requests that waited on the
+/// client because a connection had that many in flight. Such a request's wait is spent in
+/// the client's queue, not in the server: it is in the latency (and holds back TPS) but
+/// the server never saw it. Read from each connection's SETTINGS frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Http2Streams {
+    /// Connections whose server's first SETTINGS came (reconnects included).
+    pub connections: u64,
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS any of them advertised (in any
+    /// SETTINGS frame), streams. None: no server named one (no limit).
+    pub max_concurrent_min: Option<u32>,
+    /// The largest, streams.
+    pub max_concurrent_max: Option<u32>,
+    /// Connections whose server's first SETTINGS named no limit.
+    pub unlimited: u64,
+    /// Requests due while their connection had as many streams in flight as its server
+    /// allowed: each waited on the client for a free stream.
+    pub waited_for_stream: u64,
+    /// The longest of those waits, ns (from the request's due time to its stream's
+    /// start, or to its timeout).
+    pub wait_max_ns: u64,
+}
+
+impl Http2Streams {
+    /// A connection's server's SETTINGS named `max` streams at once (None: no limit);
+    /// `first`: its first SETTINGS (counts the connection).
+    pub fn advertised(&mut self, max: Option<u32>, first: bool) {
+        if first {
+            self.connections += 1;
+            if max.is_none() {
+                self.unlimited += 1;
+            }
+        }
+        if let Some(m) = max {
+            self.max_concurrent_min = Some(self.max_concurrent_min.map_or(m, |x| x.min(m)));
+            self.max_concurrent_max = Some(self.max_concurrent_max.map_or(m, |x| x.max(m)));
+        }
+    }
+
+    /// Adds `o`'s counts to these (another loop's connections).
+    pub fn add(&mut self, o: &Http2Streams) {
+        self.connections += o.connections;
+        self.unlimited += o.unlimited;
+        for m in [o.max_concurrent_min, o.max_concurrent_max]
+            .into_iter()
+            .flatten()
+        {
+            self.advertised(Some(m), false);
+        }
+        self.waited_for_stream += o.waited_for_stream;
+        self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
+    }
+
+    /// The limit as advertised: `8`, `8 to 128` (differing over connections), or `no
+    /// limit`; with ` (no limit on N connection(s))` when some named none.
+    pub fn limit(&self) -> String {
+        let named = match (self.max_concurrent_min, self.max_concurrent_max) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a} to {b}"),
+            _ => return "no limit".into(),
+        };
+        match self.unlimited {
+            0 => named,
+            n => format!("{named} (no limit on {n} connection(s))"),
+        }
+    }
+
+    /// Whether `streams` per connection can exceed the smallest limit advertised: then
+    /// the excess waits on the client.
+    pub fn exceeded_by(&self, streams: usize) -> bool {
+        self.max_concurrent_min
+            .is_some_and(|m| streams as u64 > m as u64)
+    }
 }
 
 impl LoadHttpResult {

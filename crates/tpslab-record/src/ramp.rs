@@ -115,6 +115,11 @@ pub struct RampRecord {
     /// [`Overrun::TOLERANCE_S`]): the plan is a promise of how long a server is loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrun: Option<Overrun>,
+    /// HTTP/2 (`ramp http --http2`): the streams at once the server allowed on each
+    /// connection and the users' requests that waited on the client for one. None:
+    /// another protocol, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<crate::load_http::Http2Streams>,
 }
 
 /// A ramp whose users sent load past the plan's end.

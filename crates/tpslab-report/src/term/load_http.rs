@@ -5,7 +5,7 @@
 //! generator itself fell behind (then the corrected figures include its own lag).
 
 use std::io::{self, Write};
-use tpslab_record::load_http::{LoadHttpPlan, LoadHttpRecord, LoadHttpResult};
+use tpslab_record::load_http::{Http2Streams, LoadHttpPlan, LoadHttpRecord, LoadHttpResult};
 
 use super::{fmt_ns, table};
 
@@ -82,6 +82,10 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
         latency(w, r)?;
     }
     status_and_errors(w, r)?;
+    if let Some(h) = &r.http2 {
+        let per = format!("{} streams per connection", p.streams);
+        writeln!(w, "{}", http2_streams(h, &per, h.exceeded_by(p.streams)))?;
+    }
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
     }
@@ -104,9 +108,15 @@ fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
         r.unanswered
     )?;
     if r.intended > r.sent {
+        let queued = match &r.http2 {
+            Some(h) if h.waited_for_stream > 0 => {
+                ", or they waited on the client for a free HTTP/2 stream (those that waited past the timeout count as timeouts)"
+            }
+            _ => "",
+        };
         writeln!(
             w,
-            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end; none is sent after it)",
+            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end{queued}; none is sent after it)",
             r.intended - r.sent
         )?;
     }
@@ -193,4 +203,23 @@ fn late(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// HTTP/2's line: the streams at once the server allowed per connection (its
+/// SETTINGS_MAX_CONCURRENT_STREAMS, `h`) against the run's, `per` (`16 streams per
+/// connection`, `at 32 users (16 per connection)`); `over`: the run's were more, and the
+/// excess waited on the client for a free stream (also said when requests waited).
+pub(super) fn http2_streams(h: &Http2Streams, per: &str, over: bool) -> String {
+    let head = format!(
+        "HTTP/2: streams at once per connection the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS): {}",
+        h.limit()
+    );
+    if !over && h.waited_for_stream == 0 {
+        return format!("{head}; {per} fit under it");
+    }
+    format!(
+        "{head}; {per}: the streams over it waited on the client for a free stream ({} requests waited, the longest {}): that wait is in the latency and holds the rate down, but it is the client's queue, not the server's",
+        h.waited_for_stream,
+        fmt_ns(h.wait_max_ns as f64)
+    )
 }

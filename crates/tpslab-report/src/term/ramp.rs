@@ -5,6 +5,7 @@ use super::table;
 use std::io::{self, Write};
 use tpslab_analysis::ramp::{self, RampPlan};
 use tpslab_analysis::record::RampReport;
+use tpslab_record::load_http::Http2Streams;
 
 fn ms(ns: f64) -> String {
     format!("{:.2}", ns / 1e6)
@@ -97,6 +98,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
         ]);
     }
     writeln!(w, "{t}")?;
+    if let Some(h) = &rec.http2 {
+        writeln!(w, "{}", http2_line(rec, h))?;
+    }
     if let Some(o) = &rec.overrun {
         writeln!(w, "{}", o.line())?;
     }
@@ -138,6 +142,35 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
         "request written to reply read"
     };
     writeln!(w, "  sources: TPS = replies in the step's measured window / its length; response = {response} (closed loop: no coordinated omission, each user waits); X*(R+Z)/N = Little's law (1.00 = every user always had a request out); server CPU of the PID and its descendants (a prefork server's master and workers) from /proc/PID/stat utime+stime+cutime+cstime; threads of the same processes; run queue = time the server's threads waited for a CPU while runnable, in % of one CPU (schedstat); threads from /proc/PID/task/*/stat state and wchan")
+}
+
+/// HTTP/2's line of a ramp: the server's stream limit per connection against the users
+/// on each connection (user i on connection i % connections), naming the steps whose
+/// users over it waited on the client for a free stream.
+fn http2_line(rec: &tpslab_analysis::ramp::RampRecord, h: &Http2Streams) -> String {
+    let c = rec.plan.http2_connections.max(1);
+    let over: Vec<&tpslab_analysis::ramp::StepResult> = rec
+        .steps
+        .iter()
+        .filter(|s| h.exceeded_by(s.users.div_ceil(c)))
+        .collect();
+    let join = |f: &dyn Fn(usize) -> usize| {
+        over.iter()
+            .map(|s| f(s.users).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let per = if over.is_empty() {
+        let most = rec.steps.iter().map(|s| s.users.div_ceil(c)).max();
+        format!("up to {} users per connection", most.unwrap_or(0))
+    } else {
+        format!(
+            "at {} users ({} per connection)",
+            join(&|u| u),
+            join(&|u| u.div_ceil(c))
+        )
+    };
+    super::load_http::http2_streams(h, &per, !over.is_empty())
 }
 
 /// A ramp's results: the steps, the verdict and the findings under it.

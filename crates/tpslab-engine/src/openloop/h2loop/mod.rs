@@ -1,0 +1,383 @@
+//! `load http --http2`: the open loop ([`crate::openloop`]'s `Schedule`) over HTTP/2
+//! connections, several streams in flight on each; and `ramp http --http2`, the same loop
+//! as a closed loop on a ramp's `Tally` (each schedule a user that joins at its step and
+//! sends after its think time; see [`H2Run::closed`]). h2c with prior knowledge for
+//! `http://`, ALPN `h2` over TLS for `https://` (a server that does not agree to h2 ends
+//! the run with one line, as does one that answers the preface with HTTP/1.x).
+//!
+//! The schedules: `connections * streams` of them (`LoadHttpPlan::schedules`), schedule
+//! `u` on connection `u % connections`, each at `rate / schedules` requests a second with
+//! one request in flight at a time, as wrk2's connections are; its latency from its
+//! intended send time (corrected) and from its actual send (uncorrected). A schedule due
+//! while its connection has no stream free (the server's SETTINGS_MAX_CONCURRENT_STREAMS)
+//! or is being made again waits in the connection's queue; its send counts as late, not
+//! as the generator's own lag.
+//!
+//! Each loop thread owns a share of the connections (connection `c` on loop `c % loops`)
+//! on its own epoll, with the due times of their schedules on a heap; frames are cut and
+//! written by [`crate::proto::h2`]. Flow control: this client announces windows of
+//! [`h2::RECV_WINDOW`] and gives them back (WINDOW_UPDATE) once half is used; a request's
+//! body is sent within the server's stream and connection windows and its
+//! SETTINGS_MAX_FRAME_SIZE, the rest when a WINDOW_UPDATE comes. A request counts as sent
+//! when its last frame is handed to the connection's write (at once, but for a full socket
+//! buffer).
+//!
+//! Failures by kind: a RST_STREAM from the server fails its stream (`reset`); a GOAWAY
+//! lets the streams it names finish, sends those above its last stream again on a new
+//! connection (the server did not process them: not counted twice) and makes the
+//! connection again once its streams are done; bytes that are not HTTP/2 fail every stream
+//! of the connection (`protocol`); a stream without its reply within `--timeout` is
+//! cancelled (RST_STREAM CANCEL, `timeout`); a request that waited on the client for a
+//! free stream past it fails the same (`timeout`, never sent). Bytes: requests' frames
+//! out, every byte read in (TLS: plaintext).
+//!
+//! Here: what a run shares, the loop's state and its event loop; the connections' I/O in
+//! `conn`, the frames read in `frames`, the streams (and the schedules waiting for one)
+//! in `streams`.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tpslab_net::mono_ns;
+use tpslab_net::poll::{Epoll, Timer, READABLE};
+
+use crate::books::Books;
+use crate::proto::h2;
+use crate::proto::tls::TlsClient;
+use tpslab_record::load_http::Http2Streams;
+
+mod conn;
+mod frames;
+mod load;
+mod settings;
+mod streams;
+
+pub(in crate::openloop) use load::run_load_h2;
+
+/// What every loop of a run shares.
+pub(crate) struct H2Run<'a, B: Books> {
+    /// The clock and the counts: the open loop's [`super::Schedule`], or a closed-loop
+    /// ramp's [`crate::tally::Tally`].
+    pub(crate) sched: &'a B,
+    /// A closed loop (`ramp http --http2`): a user's response time counts from when it
+    /// was ready to send (after its think time), so a wait for a free stream or for its
+    /// connection is part of it; error statuses (4xx, 5xx) count as failures, as
+    /// HTTP/1.1's do. Else (the open loop) latency is from the intended and the actual
+    /// send, and statuses are counted by class.
+    pub(crate) closed: bool,
+    /// The URL's address.
+    pub(crate) target: SocketAddr,
+    /// The URL, for errors.
+    pub(crate) url: String,
+    /// `https://`: the TLS client (ALPN `h2`).
+    pub(crate) tls: Option<TlsClient>,
+    /// The request's header list ([`h2::request_headers`]).
+    pub(crate) headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The request's body.
+    pub(crate) body: Vec<u8>,
+    /// Connections in all.
+    pub(crate) connections: usize,
+    /// Schedules (streams) per connection.
+    pub(crate) streams: usize,
+    /// A failure that ends the run (the server does not speak HTTP/2): its line.
+    pub(crate) fatal: Mutex<Option<String>>,
+    /// The servers' stream limits and the waits for a free stream, every loop's merged
+    /// as it ends.
+    pub(crate) seen: Mutex<Http2Streams>,
+}
+
+impl<B: Books> H2Run<'_, B> {
+    fn fatal(&self, why: String) {
+        let mut f = self.fatal.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(why);
+        }
+        self.sched.abort();
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CState {
+    /// No socket: made again at `retry_at`.
+    Closed,
+    Connecting,
+    Handshaking,
+    /// The preface written: waiting for the server's SETTINGS.
+    Settings,
+    Open,
+}
+
+/// Bytes of a connection's read buffer: several frames of the default maximum size.
+const RX_BYTES: usize = 65_536;
+
+/// The token of the loop's timer.
+const TIMER_TOKEN: u64 = u64::MAX;
+
+/// How often streams and connects are checked for their timeout, ns.
+const TIMEOUT_SCAN_NS: u64 = 10_000_000;
+
+/// Appends a connection's own frames to its `tx` with `put` (the preface and SETTINGS, a
+/// SETTINGS or PING ack, WINDOW_UPDATE, RST_STREAM) and counts their bytes out as a
+/// request's frames are: bytes_out is every HTTP/2 byte the client wrote.
+fn control<B: Books>(
+    books: &B,
+    l: &mut B::Local,
+    tx: &mut Vec<u8>,
+    put: impl FnOnce(&mut Vec<u8>),
+) {
+    let n = tx.len();
+    put(tx);
+    books.wrote(l, tx.len() - n);
+}
+
+struct Conn {
+    state: CState,
+    sock: Option<socket2::Socket>,
+    tls: Option<Box<rustls::ClientConnection>>,
+    gen: u32,
+    interest: u32,
+    /// Connect, handshake or SETTINGS deadline, ns (0: none).
+    deadline: u64,
+    /// When Closed: made again from this time on, ns.
+    retry_at: u64,
+    rx: Vec<u8>,
+    rx_end: usize,
+    tx: Vec<u8>,
+    tx_off: usize,
+    dec: h2::HeaderDecoder,
+    /// The first request's header block and every later one's ([`h2::header_blocks`]).
+    blocks: (Vec<u8>, Vec<u8>),
+    first_sent: bool,
+    /// The server's SETTINGS: streams at once, a new stream's send window, largest frame.
+    peer: settings::PeerSettings,
+    /// When its server's first SETTINGS came (it opened), ns (0: not yet).
+    opened_at: u64,
+    /// The schedules waiting when it opened that found no stream free were counted as
+    /// waiting for one (later ones are as they queue).
+    swept: bool,
+    /// The connection's send window, bytes.
+    send_window: i64,
+    /// Bytes received since the last connection WINDOW_UPDATE.
+    recv_unacked: u32,
+    next_sid: u32,
+    /// Stream id -> local schedule index, for streams in flight.
+    streams: HashMap<u32, usize>,
+    /// Schedules due, waiting for a stream (or for the connection).
+    waiting: VecDeque<usize>,
+    /// Streams with request body left to send (waiting for window).
+    blocked: VecDeque<usize>,
+    /// A header block being received across CONTINUATION frames: its stream, its bytes,
+    /// its HEADERS' END_STREAM.
+    hdr_sid: u32,
+    hdr: Vec<u8>,
+    hdr_end_stream: bool,
+    /// A GOAWAY's last stream: no new stream on this connection.
+    goaway: Option<u32>,
+}
+
+impl Conn {
+    fn new(streams: usize) -> Conn {
+        Conn {
+            state: CState::Closed,
+            sock: None,
+            tls: None,
+            gen: 0,
+            interest: 0,
+            deadline: 0,
+            retry_at: 0,
+            rx: vec![0; RX_BYTES],
+            rx_end: 0,
+            tx: Vec::with_capacity(4096),
+            tx_off: 0,
+            dec: h2::HeaderDecoder::default(),
+            blocks: (vec![], vec![]),
+            first_sent: false,
+            peer: settings::PeerSettings::default(),
+            opened_at: 0,
+            swept: false,
+            send_window: h2::DEFAULT_WINDOW,
+            recv_unacked: 0,
+            next_sid: 1,
+            streams: HashMap::with_capacity(streams * 2),
+            waiting: VecDeque::with_capacity(streams),
+            blocked: VecDeque::with_capacity(streams),
+            hdr_sid: 0,
+            hdr: vec![],
+            hdr_end_stream: false,
+            goaway: None,
+        }
+    }
+
+    /// Bytes wait to be written (or TLS records to be flushed).
+    fn pending(&self) -> bool {
+        self.tx_off < self.tx.len() || self.tls.as_ref().is_some_and(|c| c.wants_write())
+    }
+}
+
+/// A schedule: one stream at a time on its connection.
+struct Sched {
+    /// Its connection, the loop's index.
+    conn: usize,
+    /// Its stream in flight (0: none).
+    sid: u32,
+    intended: u64,
+    next_at: u64,
+    t0: u64,
+    /// Since when it could send, ns.
+    ready: u64,
+    /// The reply's final status (0: not yet).
+    status: u16,
+    /// Request bytes written (frames) and body bytes sent.
+    bytes: usize,
+    body_off: usize,
+    /// Its stream's send window.
+    window: i64,
+    /// The whole request was written (counted sent).
+    sent: bool,
+    /// Reply bytes received since the stream's last WINDOW_UPDATE.
+    recv_unacked: u32,
+    /// Waiting on the client for a free stream since, ns (its connection open with as
+    /// many streams in flight as its server allows; 0: not).
+    queued_at: u64,
+}
+
+struct Loop<'a, 'b, B: Books> {
+    run: &'a H2Run<'b, B>,
+    ep: Epoll,
+    conns: Vec<Conn>,
+    scheds: Vec<Sched>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    local: B::Local,
+    timeout_ns: u64,
+    /// This loop's servers' stream limits and waits for a free stream.
+    seen: Http2Streams,
+}
+
+/// Runs the connections `ids` (their schedules with them) on this thread until the run
+/// is done.
+pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
+    let sched = run.sched;
+    let ep = match Epoll::new(1024) {
+        Ok(ep) => ep,
+        Err(e) => {
+            let mut l = sched.local();
+            sched.failed(&mut l, mono_ns(), &format!("epoll: {e}"), false);
+            sched.finish(l, 0);
+            return;
+        }
+    };
+    let (c, s) = (run.connections, run.streams);
+    let mut scheds = Vec::with_capacity(ids.len() * s);
+    for (k, &cid) in ids.iter().enumerate() {
+        for j in 0..s {
+            let id = cid + j * c;
+            scheds.push(Sched {
+                conn: k,
+                sid: 0,
+                intended: 0,
+                next_at: sched.first_due(id).max(sched.starts_at(id)),
+                t0: 0,
+                ready: 0,
+                status: 0,
+                bytes: 0,
+                body_off: 0,
+                window: 0,
+                sent: false,
+                recv_unacked: 0,
+                queued_at: 0,
+            });
+        }
+    }
+    let heap = scheds
+        .iter()
+        .enumerate()
+        .map(|(i, u)| Reverse((u.next_at, i)))
+        .collect();
+    let mut lp = Loop {
+        run,
+        ep,
+        conns: ids.iter().map(|_| Conn::new(s)).collect(),
+        scheds,
+        heap,
+        local: sched.local(),
+        timeout_ns: sched.timeout_ns().max(1_000_000),
+        seen: Http2Streams::default(),
+    };
+    let timer = Timer::new()
+        .ok()
+        .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
+    let mut armed = 0;
+    let mut next_scan = 0;
+    let mut events = Vec::with_capacity(1024);
+    while !sched.done() {
+        let now = mono_ns();
+        for k in 0..lp.conns.len() {
+            let c = &lp.conns[k];
+            if c.state == CState::Closed && c.retry_at <= now && sched.may_send(now) {
+                lp.open(k);
+            }
+        }
+        while let Some(&Reverse((t, i))) = lp.heap.peek() {
+            if t > now {
+                break;
+            }
+            lp.heap.pop();
+            lp.due(i);
+        }
+        if now >= next_scan {
+            lp.timeouts(now);
+            next_scan = now + TIMEOUT_SCAN_NS;
+        }
+        lp.flush_all();
+        let now = mono_ns();
+        let mut next = lp.heap.peek().map_or(u64::MAX, |r| r.0 .0);
+        for c in &lp.conns {
+            if c.state == CState::Closed {
+                next = next.min(c.retry_at);
+            }
+        }
+        let wait = next.saturating_sub(now).min(5_000_000);
+        if let Some(t) = &timer {
+            if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
+                armed = next;
+            }
+        }
+        events.clear();
+        if let Err(e) = lp.ep.wait_ns(&mut events, Duration::from_nanos(wait)) {
+            sched.failed(&mut lp.local, mono_ns(), &format!("epoll_wait: {e}"), false);
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        for &(token, ev) in &events {
+            if token == TIMER_TOKEN {
+                if let Some(t) = &timer {
+                    t.clear();
+                }
+                armed = 0;
+                continue;
+            }
+            let (k, g) = ((token >> 32) as usize, token as u32);
+            if lp
+                .conns
+                .get(k)
+                .is_some_and(|c| c.gen == g && c.sock.is_some())
+            {
+                lp.on_event(k, ev);
+            }
+        }
+    }
+    let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
+    let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
+    seen.add(&lp.seen);
+    drop(seen);
+    sched.finish(lp.local, in_flight);
+}
+
+impl<B: Books> Loop<'_, '_, B> {
+    pub(super) fn now_may_send(&self) -> bool {
+        self.run.sched.may_send(mono_ns())
+    }
+}

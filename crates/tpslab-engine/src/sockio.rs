@@ -9,7 +9,7 @@
 //! datagrams or a GSO send counts 1.
 
 use tpslab_net::perf::{
-    tracepoint_id, TracepointCounter, UDP_READ_FILTER, UDP_SEND_FAILED_FILTER, UDP_SENT_FILTER,
+    tracepoint_id, TracepointGroup, UDP_READ_FILTER, UDP_SEND_FAILED_FILTER, UDP_SENT_FILTER,
 };
 
 /// Datagram counts of a set of threads at one instant (since the counters were opened).
@@ -23,12 +23,11 @@ pub struct UdpIo {
     pub send_failed: u64,
 }
 
-/// One thread's three counters and their values at the last read.
+/// One thread's three counters (read, sent, send failed: one group, read by one
+/// read(2)) and their values at the last read.
 #[derive(Debug)]
 struct ThreadCounters {
-    read: TracepointCounter,
-    sent: TracepointCounter,
-    failed: TracepointCounter,
+    group: TracepointGroup,
     last: UdpIo,
     /// Its values at the last full read (idleness is judged between full reads).
     last_full: UdpIo,
@@ -63,10 +62,13 @@ impl ProcessUdpIo {
         let mut last_err = None;
         for &tid in tids {
             let open = || -> Result<ThreadCounters, tpslab_net::NetError> {
+                let events = [
+                    (rid, UDP_READ_FILTER),
+                    (sid, UDP_SENT_FILTER),
+                    (sid, UDP_SEND_FAILED_FILTER),
+                ];
                 Ok(ThreadCounters {
-                    read: TracepointCounter::open(rid, tid, UDP_READ_FILTER, inherit)?,
-                    sent: TracepointCounter::open(sid, tid, UDP_SENT_FILTER, inherit)?,
-                    failed: TracepointCounter::open(sid, tid, UDP_SEND_FAILED_FILTER, inherit)?,
+                    group: TracepointGroup::open(&events, tid, inherit)?,
                     last: UdpIo::default(),
                     last_full: UdpIo::default(),
                     idle_full_reads: 0,
@@ -113,10 +115,14 @@ impl ProcessUdpIo {
         let mut total = UdpIo::default();
         for t in &mut self.threads {
             if full || t.idle_full_reads < HOT_FULL_READS {
-                let now = UdpIo {
-                    read: t.read.read().unwrap_or(t.last.read),
-                    sent: t.sent.read().unwrap_or(t.last.sent),
-                    send_failed: t.failed.read().unwrap_or(t.last.send_failed),
+                let mut v = [0u64; 3];
+                let now = match t.group.read(&mut v) {
+                    Ok(()) => UdpIo {
+                        read: v[0],
+                        sent: v[1],
+                        send_failed: v[2],
+                    },
+                    Err(_) => t.last,
                 };
                 if full {
                     t.idle_full_reads = if now != t.last_full {

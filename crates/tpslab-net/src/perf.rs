@@ -35,6 +35,8 @@ pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// attr.flags bit: children (threads and processes created later) are counted too.
 const FLAG_INHERIT: u64 = 1 << 1;
+/// attr.read_format: a read returns `{ nr, values[nr] }`, every counter of the group.
+const PERF_FORMAT_GROUP: u64 = 1 << 3;
 /// _IOW('$', 6, char *) with the asm-generic ioctl encoding of 64-bit x86 and arm (other
 /// architectures encode the direction bits differently).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -144,13 +146,28 @@ impl TracepointCounter {
         filter: &str,
         inherit: bool,
     ) -> Result<Self, NetError> {
+        Self::open_in_group(id, pid, cpu, filter, inherit, None)
+    }
+
+    /// Opens the counter, in the group of `leader` when given (its values then come with
+    /// the leader's in one read: PERF_FORMAT_GROUP).
+    fn open_in_group(
+        id: u64,
+        pid: libc::pid_t,
+        cpu: libc::c_int,
+        filter: &str,
+        inherit: bool,
+        leader: Option<&OwnedFd>,
+    ) -> Result<Self, NetError> {
         let attr = PerfEventAttr {
             type_: PERF_TYPE_TRACEPOINT,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             config: id,
             flags: if inherit { FLAG_INHERIT } else { 0 },
+            read_format: PERF_FORMAT_GROUP,
             ..Default::default()
         };
+        let group_fd = leader.map_or(-1, |l| l.as_raw_fd());
         // SAFETY: attr is a valid, initialised perf_event_attr of the size it states; the
         // kernel only reads it.
         let fd = unsafe {
@@ -159,7 +176,7 @@ impl TracepointCounter {
                 &attr as *const PerfEventAttr,
                 pid,
                 cpu,
-                -1 as libc::c_int,
+                group_fd as libc::c_int,
                 PERF_FLAG_FD_CLOEXEC,
             )
         };
@@ -186,19 +203,88 @@ impl TracepointCounter {
 
     /// Events counted so far (including inherited children's).
     pub fn read(&self) -> Result<u64, NetError> {
-        let mut v = 0u64;
-        // SAFETY: reads exactly 8 bytes into v.
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                &mut v as *mut u64 as *mut libc::c_void,
-                8,
-            )
-        };
-        if n != 8 {
-            return Err(NetError::last("read perf counter"));
+        let mut v = [0u64; 1];
+        read_group(&self.fd, &mut v)?;
+        Ok(v[0])
+    }
+}
+
+/// `read(2)` of a PERF_FORMAT_GROUP counter: `{ nr, values[nr] }`, the leader's value
+/// first. Fills `out` (its length must be nr). Errors: the read failed, or the group
+/// holds another number of counters.
+fn read_group(fd: &OwnedFd, out: &mut [u64]) -> Result<(), NetError> {
+    // nr and up to 7 values: the groups opened here have at most 3.
+    let mut buf = [0u64; 8];
+    if out.len() + 1 > buf.len() {
+        return Err(NetError::Invalid(format!(
+            "a group of {} counters is read by {} at most",
+            out.len(),
+            buf.len() - 1
+        )));
+    }
+    let want = 8 * (out.len() + 1);
+    // SAFETY: reads at most `want` <= size_of_val(&buf) bytes into buf.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, want) };
+    if n < 0 {
+        return Err(NetError::last("read perf counter"));
+    }
+    if n as usize != want || buf[0] as usize != out.len() {
+        return Err(NetError::Invalid(format!(
+            "perf group read: {n} bytes, {} counters (expected {})",
+            buf[0],
+            out.len()
+        )));
+    }
+    out.copy_from_slice(&buf[1..=out.len()]);
+    Ok(())
+}
+
+/// Several tracepoint counters on one thread (and, with `inherit`, on the threads it
+/// creates later) read together: one `read(2)` gives every count (PERF_FORMAT_GROUP),
+/// where separate counters take one read each.
+#[derive(Debug)]
+pub struct TracepointGroup {
+    /// The leader first; the others in the order given.
+    counters: Vec<TracepointCounter>,
+}
+
+impl TracepointGroup {
+    /// Counts each `(tracepoint id, filter)` of `events` on thread `tid`, as
+    /// [`TracepointCounter::open`] does, in one group. Errors: those of
+    /// [`TracepointCounter::open`]; none given, or more than 7.
+    pub fn open(events: &[(u64, &str)], tid: u32, inherit: bool) -> Result<Self, NetError> {
+        if events.is_empty() || events.len() > 7 {
+            return Err(NetError::Invalid(format!(
+                "a counter group of {} events (1 to 7)",
+                events.len()
+            )));
         }
-        Ok(v)
+        let mut counters: Vec<TracepointCounter> = Vec::with_capacity(events.len());
+        for &(id, filter) in events {
+            let leader = counters.first().map(|c| &c.fd);
+            counters.push(TracepointCounter::open_in_group(
+                id,
+                tid as libc::pid_t,
+                -1,
+                filter,
+                inherit,
+                leader,
+            )?);
+        }
+        Ok(TracepointGroup { counters })
+    }
+
+    /// Every counter's events so far (including inherited children's), in the order
+    /// opened, into `out` (as long as the group). One read(2).
+    pub fn read(&self, out: &mut [u64]) -> Result<(), NetError> {
+        if out.len() != self.counters.len() {
+            return Err(NetError::Invalid(format!(
+                "{} values asked of a group of {}",
+                out.len(),
+                self.counters.len()
+            )));
+        }
+        read_group(&self.counters[0].fd, out)
     }
 }
 
@@ -253,5 +339,65 @@ mod tests {
         });
         assert_eq!(reads.read().unwrap(), 37);
         assert_eq!(sends.read().unwrap(), 37);
+    }
+
+    #[test]
+    fn a_group_reads_its_counters_in_one_read_and_counts_as_they_do() {
+        if !root() {
+            eprintln!("skipping: perf tracepoints need root");
+            return;
+        }
+        let (Ok(rid), Ok(sid)) = (
+            tracepoint_id("sock", "sock_recv_length"),
+            tracepoint_id("sock", "sock_send_length"),
+        ) else {
+            eprintln!("skipping: sock_recv_length/sock_send_length missing (kernel < 6.4)");
+            return;
+        };
+        let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let gone = closed.local_addr().unwrap();
+        drop(closed);
+        let tid = crate::gettid();
+        let events = [
+            (rid, UDP_READ_FILTER),
+            (sid, UDP_SENT_FILTER),
+            (sid, UDP_SEND_FAILED_FILTER),
+        ];
+        let g = TracepointGroup::open(&events, tid, true).unwrap();
+        assert!(TracepointGroup::open(&[], tid, true).is_err());
+        let mut v = [9u64; 3];
+        g.read(&mut v).unwrap();
+        assert_eq!(v, [0, 0, 0]);
+        assert!(g.read(&mut [0u64; 2]).is_err(), "a short buffer is refused");
+        for _ in 0..5 {
+            a.send_to(b"x", b.local_addr().unwrap()).unwrap();
+        }
+        let mut buf = [0u8; 16];
+        for _ in 0..3 {
+            b.recv_from(&mut buf).unwrap();
+        }
+        // A connected send to a closed port: the ICMP error fails the next send.
+        a.connect(gone).unwrap();
+        let _ = a.send(b"y");
+        let mut failed = 0;
+        for _ in 0..20 {
+            if a.send(b"y").is_err() {
+                failed += 1;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // A thread this one starts later counts too (inherit).
+        let b2 = b.try_clone().unwrap();
+        std::thread::spawn(move || b2.recv_from(&mut [0u8; 16]).unwrap())
+            .join()
+            .unwrap();
+        let mut v = [0u64; 3];
+        g.read(&mut v).unwrap();
+        assert_eq!(v[0], 4, "reads: 3 here, 1 by the child thread");
+        assert_eq!(v[2], failed);
+        assert!(v[1] >= 5, "{v:?}");
     }
 }

@@ -243,6 +243,15 @@ fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
     );
     assert!(n(&res["http2"]["wait_max_ns"]) >= 300_000_000, "{res}");
     assert!(out.contains("Errors: timeout "), "{out}");
+    // Those given up unsent are told apart from the requests written and not answered.
+    let gave_up = n(&res["http2"]["timed_out_waiting"]);
+    assert!(gave_up > sent && gave_up <= timeouts, "{res}");
+    assert!(
+        out.contains(&format!(
+            "Given up unsent: {gave_up} of the failed requests"
+        )),
+        "{out}"
+    );
 
     // The closed loop the same: 32 users on the connection, 8 stuck in flight and 24
     // queued, each failing every 200 ms (10 per user in a 500 ms window at most): sent

@@ -358,10 +358,13 @@ fn a_prefork_nginx_is_judged_by_its_workers_not_its_idle_master() {
         assert!(out.status.success(), "{}", out.status);
         common::assert_report_reproduces(&json, &out.stdout);
         let j = common::record(&json);
+        // Only a step whose CPU reads were too close to measure (the ramp's thread ran
+        // past the step's window on a busy host: the record leaves it null) is the
+        // machine's; a step measured with no thread samples is a failure, below.
         for st in steps(&j) {
-            if st["server_cpu_cores"].is_null() || st["threads"]["samples"] == 0 {
+            if st["server_cpu_cores"].is_null() {
                 return Err(format!(
-                    "step of {} users not sampled in its window: {}",
+                    "step of {} users not measured in its window: {}",
                     st["users"], st["per_thread"]
                 ));
             }

@@ -542,6 +542,19 @@ fn an_http_step_reads_its_window_and_counts_no_reply_as_loss_and_failures_as_err
     let f = figures_http(&r, 2000.0, false);
     assert_eq!(f.loss_pct, Some(1.5));
     assert_eq!(f.errors_pct, 6.0);
+    // 3000 more timeouts given up on the client while they waited for an HTTP/2 stream
+    // (never written): errors of those intended, not loss of those written (which
+    // would read 151.5 %).
+    r.result.errors.timeout += 3000;
+    r.result.http2 = Some(tpslab_record::load_http::Http2Streams {
+        timed_out_waiting: 3000,
+        ..Default::default()
+    });
+    let f = figures_http(&r, 2000.0, false);
+    assert_eq!(f.loss_pct, Some(1.5));
+    assert_eq!(f.errors_pct, 100.0);
+    r.result.errors.timeout -= 3000;
+    r.result.http2 = None;
     // 21 of 2000 sent late with their connection ready: the generator's, not evidence.
     r.result.behind = 21;
     r.result.behind_max_ns = 3_000_000;

@@ -504,7 +504,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         )
     } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
         format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
-    } else if let (true, Some((n, procs, cpu, runq))) = (
+    } else if let (true, Some((n, procs, cpu, runq, least))) = (
         serial || flat || knee.is_some(),
         threads.as_ref().and_then(|t| t.all_busy),
     ) {
@@ -519,9 +519,11 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
             String::new()
         };
         format!(
-            "VERDICT: CPU-bound workers: TPS {tps} the knee ({ku} users) while all {n} of the server's working threads{procs} were running or runnable ~100 % of the last step, on a CPU {:.0} % and waiting for one {:.0} % on average (schedstat){idle_words}. None waits for another or for a peer: the CPU time they get is the limit. Much time waiting for a CPU means other work on the CPUs they may run on (the load generator on this host, other processes) takes it: give the server CPUs of its own or send the load from another host; else make each request cheaper or give it more CPUs",
+            "VERDICT: CPU-bound workers: TPS {tps} the knee ({ku} users) while all {n} of the server's working threads{procs} were running or runnable {:.0} % of the last step or more, on a CPU {:.0} % and waiting for one {:.0} % on average (schedstat){idle_words}. None spent more than {:.0} % of it waiting on anything else (a lock, a peer, a timer): the CPU time they get is the limit. Much time waiting for a CPU means other work on the CPUs they may run on (the load generator on this host, other processes) takes it: give the server CPUs of its own or send the load from another host; else make each request cheaper or give it more CPUs",
+            least * 100.0,
             cpu * 100.0,
-            runq * 100.0
+            runq * 100.0,
+            (1.0 - least) * 100.0
         )
     } else if (serial || flat) && lock {
         "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()

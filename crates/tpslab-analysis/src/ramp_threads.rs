@@ -110,10 +110,10 @@ pub struct ThreadFacts {
     /// Two or more working threads, every one busy [`SATURATED_SHARE`] of the step or
     /// more (a prefork server's workers, a pool on every CPU): (their count, the
     /// processes they are in, their mean share on a CPU 0..=1, their mean share waiting
-    /// for one 0..=1). None otherwise. No rule of [`THREAD_RULES`] reads it (many busy
+    /// for one 0..=1, the least busy one's share running or runnable 0..=1). None otherwise. No rule of [`THREAD_RULES`] reads it (many busy
     /// threads are the CPU's saturation, judged on the process's CPU); the verdict does
     /// when that CPU is below saturation: the threads got less CPU than they wanted.
-    pub all_busy: Option<(usize, usize, f64, f64)>,
+    pub all_busy: Option<(usize, usize, f64, f64, f64)>,
 }
 
 /// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
@@ -231,6 +231,7 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
                     .map(|t| share(t, t.states.runqueue_ns))
                     .sum::<f64>()
                     / n,
+                shares.last().copied().unwrap_or(0.0),
             )
         });
     Some(ThreadFacts {

@@ -1,6 +1,8 @@
 //! The target's listen socket(s) over a window, by LISTEN-only sock_diag dumps of the
 //! server's network namespace: how many connections waited for accept at most, each
-//! listener's drops (sk_drops: connection requests dropped at its full accept queue) and
+//! listener's drops (sk_drops: connection requests the listener dropped, mostly at its
+//! full accept queue or SYN queue; every `tcp_listendrop` counts, a failed child socket
+//! too) and
 //! its backlog limit. Shared by `ramp` (each step) and `capacity tcp|http` (each step's
 //! window). A listener serves the target when its port is the target's and its address
 //! the target's own or a wildcard ([`serves`]).

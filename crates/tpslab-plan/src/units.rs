@@ -221,7 +221,7 @@ pub fn parse_cpus(label: &str, s: &str, ncpu: usize) -> Result<Vec<usize>, PlanE
 /// What a sweep's `busy_poll` level (SO_BUSY_POLL) takes, as its refusal says it
 /// ([`parse_busy_poll_us`]).
 pub const BUSY_POLL_FORMS: &str =
-    "microseconds (50) or a duration in whole microseconds, e.g. 50us or 1ms, at most 4294967295us";
+    "microseconds (50) or a duration in whole microseconds, e.g. 50us or 1ms";
 
 /// Parses an SO_BUSY_POLL time for `label` (a sweep's `busy_poll` level), in
 /// microseconds: a bare whole number is microseconds (the socket option's unit); a duration (`50us`, `1ms`)

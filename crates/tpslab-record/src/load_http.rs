@@ -184,11 +184,18 @@ pub struct Http2Streams {
     /// Connections whose server's first SETTINGS named no limit.
     pub unlimited: u64,
     /// Requests due while their connection had as many streams in flight as its server
-    /// allowed: each waited on the client for a free stream.
+    /// allowed: each waited on the client for a free stream (counted once, however many
+    /// connections it waited on).
     pub waited_for_stream: u64,
-    /// The longest of those waits, ns (from the request's due time to its stream's
-    /// start, or to its timeout).
+    /// The longest of those waits on one connection, ns (from the request's due time, or
+    /// from the connection's opening when it waited for that first, to its stream's start,
+    /// its timeout or the connection's end).
     pub wait_max_ns: u64,
+    /// Of those, requests that waited past `--timeout` and were given up: never sent,
+    /// counted among the `timeout` errors (so a loss, "written and not answered", leaves
+    /// them out).
+    #[serde(default)]
+    pub timed_out_waiting: u64,
 }
 
 impl Http2Streams {
@@ -218,6 +225,7 @@ impl Http2Streams {
             self.advertised(Some(m), false);
         }
         self.waited_for_stream += o.waited_for_stream;
+        self.timed_out_waiting += o.timed_out_waiting;
         self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
     }
 
@@ -244,6 +252,12 @@ impl Http2Streams {
 }
 
 impl LoadHttpResult {
+    /// Requests given up on the client while they waited for a free HTTP/2 stream past
+    /// the timeout ([`Http2Streams::timed_out_waiting`]): never sent; 0 without HTTP/2.
+    pub fn timed_out_unsent(&self) -> u64 {
+        self.http2.map_or(0, |h| h.timed_out_waiting)
+    }
+
     /// A send later than this after its intended time counts as late (1 ms: above the
     /// loop's timer resolution).
     pub const LATE_NS: u64 = 1_000_000;

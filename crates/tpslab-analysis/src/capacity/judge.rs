@@ -114,8 +114,13 @@ fn open_figures(
 ) -> StepFigures {
     let secs = secs.max(1e-9);
     let l = &r.corrected;
-    let lost = r.errors.timeout + r.unanswered;
+    // A request given up while it waited on the client for an HTTP/2 stream was never
+    // written: it fails among the errors (of those intended), not the loss (of those
+    // written), which would otherwise pass 100 %.
+    let unsent = r.timed_out_unsent().min(r.errors.timeout);
+    let lost = r.errors.timeout - unsent + r.unanswered;
     let failed = (r.errors.total() - r.errors.timeout)
+        + unsent
         + r.connect_errors.total()
         + r.status.s4xx
         + r.status.s5xx;

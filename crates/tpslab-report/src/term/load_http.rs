@@ -107,17 +107,24 @@ fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
         r.errors.total(),
         r.unanswered
     )?;
-    if r.intended > r.sent {
+    let gave_up = r.timed_out_unsent();
+    if gave_up > 0 {
+        writeln!(
+            w,
+            "Given up unsent: {gave_up} of the failed requests waited on the client for a free HTTP/2 stream past the timeout (counted as timeouts, never written)"
+        )?;
+    }
+    let at_end = r.intended.saturating_sub(r.sent).saturating_sub(gave_up);
+    if at_end > 0 {
         let queued = match &r.http2 {
             Some(h) if h.waited_for_stream > 0 => {
-                ", or they waited on the client for a free HTTP/2 stream (those that waited past the timeout count as timeouts)"
+                ", or waiting on the client for a free HTTP/2 stream"
             }
             _ => "",
         };
         writeln!(
             w,
-            "Not sent: {} intended requests (their connection was waiting for a reply, or reconnecting, at the plan's end{queued}; none is sent after it)",
-            r.intended - r.sent
+            "Not sent: {at_end} intended requests (their connection was waiting for a reply, or reconnecting{queued}, at the plan's end; none is sent after it)"
         )?;
     }
     Ok(())

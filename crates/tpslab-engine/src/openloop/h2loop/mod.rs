@@ -242,6 +242,9 @@ struct Sched {
     /// Waiting on the client for a free stream since, ns (its connection open with as
     /// many streams in flight as its server allows; 0: not).
     queued_at: u64,
+    /// Its due request is counted in `waited_for_stream` already (it waits on through a
+    /// reconnect: counted once); cleared when the request starts its stream or is given up.
+    wait_counted: bool,
 }
 
 struct Loop<'a, 'b, B: Books> {
@@ -288,6 +291,7 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 sent: false,
                 recv_unacked: 0,
                 queued_at: 0,
+                wait_counted: false,
             });
         }
     }

@@ -54,7 +54,10 @@ impl<B: Books> Loop<'_, '_, B> {
             .next_at
             .max(self.conns[self.scheds[i].conn].opened_at);
         self.scheds[i].queued_at = since.max(1);
-        self.seen.waited_for_stream += 1;
+        if !self.scheds[i].wait_counted {
+            self.scheds[i].wait_counted = true;
+            self.seen.waited_for_stream += 1;
+        }
     }
 
     /// Schedule `i` no longer waits for a stream at `now` (its stream starts, it timed
@@ -104,6 +107,7 @@ impl<B: Books> Loop<'_, '_, B> {
     /// A new stream for schedule `i`: its HEADERS (and as much body as the windows let).
     pub(super) fn start_stream(&mut self, i: usize, ready: u64) {
         let now = mono_ns();
+        self.scheds[i].wait_counted = false;
         let k = self.scheds[i].conn;
         let c = &mut self.conns[k];
         let sid = c.next_sid;
@@ -247,6 +251,8 @@ impl<B: Books> Loop<'_, '_, B> {
     /// in time counts), its next at its time.
     fn queue_timed_out(&mut self, i: usize, now: u64) {
         self.dequeued(i, now);
+        self.seen.timed_out_waiting += 1;
+        self.scheds[i].wait_counted = false;
         self.run
             .sched
             .failed(&mut self.local, now, "timeout", false);

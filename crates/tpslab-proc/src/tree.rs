@@ -80,19 +80,45 @@ pub fn descendants(root: u32, procs: &[(u32, u32)]) -> Vec<u32> {
 /// The process `pid` and its descendants now, each with its [`ProcTimes`], `pid` first
 /// (from every `/proc/N/stat`: a process that ends while they are read is left out).
 /// Empty when `pid` itself cannot be read.
+///
+/// The reads are not one snapshot: a child reaped after its parent's stat was read and
+/// before its own would be in neither (its time moves into the parent's cutime/cstime
+/// only when it is reaped), so a step would lose it and the next gain it. Each member's
+/// cutime and cstime are read again after the scan; when one moved, the tree is read
+/// again (at most [`TREE_READS`] times; the last read is returned either way).
 pub fn read_tree(pid: u32) -> Vec<(u32, ProcTimes)> {
-    let read = |p: u32| {
-        let text = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        parse_times(&text, "stat").ok()
-    };
-    let Some(me) = read(pid) else {
+    let mut tree = vec![];
+    for _ in 0..TREE_READS {
+        tree = read_tree_once(pid);
+        let settled = tree.iter().all(|(p, t)| {
+            read_times(*p).is_none_or(|n| (n.cutime, n.cstime) == (t.cutime, t.cstime))
+        });
+        if settled {
+            break;
+        }
+    }
+    tree
+}
+
+/// How many times [`read_tree`] reads the tree at most while children are being reaped.
+pub const TREE_READS: usize = 3;
+
+/// One process's [`ProcTimes`] from `/proc/PID/stat`; None when it cannot be read.
+fn read_times(p: u32) -> Option<ProcTimes> {
+    let text = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+    parse_times(&text, "stat").ok()
+}
+
+/// [`read_tree`]'s one pass: `pid`'s stat, then every other process's, then the tree.
+fn read_tree_once(pid: u32) -> Vec<(u32, ProcTimes)> {
+    let Some(me) = read_times(pid) else {
         return vec![];
     };
     let mut all: Vec<(u32, ProcTimes)> = std::fs::read_dir("/proc")
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
                 .filter(|&p| p != pid)
-                .filter_map(|p| read(p).map(|t| (p, t)))
+                .filter_map(|p| read_times(p).map(|t| (p, t)))
                 .collect()
         })
         .unwrap_or_default();

@@ -8,7 +8,6 @@ mod common;
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
@@ -56,15 +55,7 @@ fn nginx(tag: &str) -> Option<Nginx> {
         ),
     )
     .unwrap();
-    let child = Command::new("/usr/sbin/nginx")
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = common::Kill(child);
+    let k = common::spawn_nginx(&dir);
     common::wait_listening(port, "nginx");
     Some(Nginx {
         _nginx: k,

@@ -70,15 +70,7 @@ fn nginx_h2c(tag: &str) -> Option<H2c> {
         ),
     )
     .unwrap();
-    let child = Command::new("/usr/sbin/nginx")
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = common::Kill(child);
+    let k = common::spawn_nginx(&dir);
     for p in [main, goaway, h1] {
         common::wait_listening(p, "nginx");
     }

@@ -1,7 +1,7 @@
 //! Shared helpers for integration tests: private network namespaces and running tpslab.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -523,15 +523,7 @@ pub fn nginx(tag: &str) -> Option<(Kill, u16)> {
         ),
     )
     .unwrap();
-    let child = Command::new("/usr/sbin/nginx")
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = Kill(child);
+    let k = spawn_nginx(&dir);
     wait_listening(port, "nginx");
     Some((k, port))
 }
@@ -596,15 +588,7 @@ pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
         ),
     )
     .unwrap();
-    let child = Command::new("/usr/sbin/nginx")
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nginx");
-    let k = Kill(child);
+    let k = spawn_nginx(&dir);
     wait_listening(port, "nginx");
     Some((k, port, dir.join("cert.pem")))
 }
@@ -647,4 +631,18 @@ pub fn with_record(
         String::from_utf8_lossy(&out.stderr).into_owned(),
         rec,
     )
+}
+
+/// Debian's nginx started in the foreground on `dir/nginx.conf` (its prefix `dir`),
+/// ended by PID when the guard drops; the caller waits for its port.
+pub fn spawn_nginx(dir: &Path) -> Kill {
+    let child = Command::new("/usr/sbin/nginx")
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn nginx");
+    Kill(child)
 }

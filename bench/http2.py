@@ -6,15 +6,17 @@ static file), clients on CPU 0, alternating h2load / tpslab round by round.
 Run from the repository:  python3 bench/http2.py [--rounds 5] [--seconds 5]
 
 h2load is a closed loop (`-c 1 -m STREAMS`: as many requests as the streams take, as fast
-as the server answers); `load http` is an open loop at a fixed rate and has no max-rate
-mode. So each round runs h2load first, then tpslab at the rate h2load reached in that
-round (`--connections 1 --streams STREAMS --load-threads 1`): the figure for tpslab is
-whether it holds that rate (achieved / intended, late sends) and its latency at it
-(corrected from the intended send times, and uncorrected), beside h2load's mean time per
-request. Then, in the same round, the closed loop h2load is: `ramp http --http2
---connections 1 --users STREAMS..STREAMS` (one step, each user one stream in flight, as
-h2load's `-m STREAMS`), whose TPS is compared with h2load's requests/s as a ratio, and
-its mean response time with h2load's mean time per request.
+as the server answers). Each round runs it and tpslab's closed loop, `ramp http --http2
+--connections 1 --users STREAMS..STREAMS` (one step, no warm-up, each user one stream in
+flight as h2load's `-m STREAMS`), in turns (h2load first in odd rounds, tpslab first in
+even ones); tpslab's TPS is compared with h2load's requests/s as a ratio, its mean
+response time with h2load's mean time per request. Beside each run: nginx's CPU time per
+request answered (/proc/PID/stat) and CPU 1's steal time (/proc/stat), since at 100
+streams nginx's CPU is the limit for both clients and its cost per request moves from run
+to run. Then `load http` (an open loop at a fixed rate; it has no max-rate mode) runs at
+the rate h2load reached in that round (`--connections 1 --streams STREAMS --load-threads
+1`): whether it holds that rate (achieved / intended, late sends) and its latency there
+(corrected from the intended send times, and uncorrected).
 Streams: 1 and 100. Prints medians (min-max) over the rounds.
 """
 
@@ -132,17 +134,48 @@ def ramp_h2(url, streams, secs):
     js = os.path.join(OUT, "r.json")
     sh(on(0, TPSLAB, "ramp", "http", url, "--http2", "--connections", "1", "--users",
           f"{streams}..{streams}", "--load-threads", "1", "--step-duration", f"{secs}s",
-          "--warmup", "500ms", "--no-history", "--json", js), timeout=secs + 60)
+          "--warmup", "0s", "--no-history", "--json", js), timeout=secs + 60)
     with open(js) as f:
         r = json.load(f)
     s = r["steps"][0]
     resp = s["response"]
     return {
         "tps": s["tps"],
+        # Requests answered in the run (no warm-up), for nginx's cost per request.
+        "done": s["completed"],
         "mean_ms": resp.get("mean_ns", 0) / 1e6,
         "p50_ms": resp["p50_ns"] / 1e6,
         "errors": sum(s["errors"].values()),
     }
+
+
+def cpu_ticks(pid):
+    """utime + stime of process `pid`, clock ticks (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def steal_ticks(cpu):
+    """CPU `cpu`'s steal time, clock ticks (/proc/stat's 8th column): time the hypervisor
+    ran something else while this guest's CPU wanted to run."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                return int(line.split()[8])
+    return 0
+
+
+def server_cost(ng, fn):
+    """Runs `fn()` and adds to its result nginx's CPU time per request answered (us; from
+    /proc/PID/stat, 10 ms ticks) and CPU 1's steal over the run (% of the run's time)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    c0, s0, t0 = cpu_ticks(ng.pid), steal_ticks(1), time.time()
+    r = fn()
+    c1, s1, t1 = cpu_ticks(ng.pid), steal_ticks(1), time.time()
+    r["nginx_us"] = (c1 - c0) / hz * 1e6 / max(r["done"], 1)
+    r["steal_pct"] = 100.0 * (s1 - s0) / hz / (t1 - t0)
+    return r
 
 
 def med(xs):
@@ -169,16 +202,24 @@ def main():
     try:
         for rnd in range(a.rounds):
             for streams in (1, 100):
-                h = h2load(url, streams, a.seconds)
+                # The two closed loops in turns (h2load first in odd rounds, tpslab's in
+                # even ones), so neither always runs on a warmer or cooler server.
+                if rnd % 2 == 0:
+                    h = server_cost(ng, lambda: h2load(url, streams, a.seconds))
+                    c = server_cost(ng, lambda: ramp_h2(url, streams, a.seconds))
+                else:
+                    c = server_cost(ng, lambda: ramp_h2(url, streams, a.seconds))
+                    h = server_cost(ng, lambda: h2load(url, streams, a.seconds))
                 t = tpslab(url, streams, h["rps"], a.seconds)
-                c = ramp_h2(url, streams, a.seconds)
                 rows.setdefault(streams, []).append((h, t, c))
                 print(f"round {rnd + 1} streams {streams}: h2load {h['rps']:,.0f}/s "
                       f"(mean {h['mean_ms']:.3f} ms); tpslab at that rate: sent {t['rps']:,.0f}/s, "
                       f"2xx {t['ok_rps']:,.0f}/s, late {t['late_pct']:.1f} %, p50 {t['p50_ms']:.3f} ms "
                       f"p99 {t['p99_ms']:.3f} ms (uncorrected p50 {t['u_p50_ms']:.3f} ms), "
                       f"errors {t['errors']}; closed loop: tpslab ramp {c['tps']:,.0f} TPS "
-                      f"(mean {c['mean_ms']:.3f} ms, p50 {c['p50_ms']:.3f} ms, errors {c['errors']})",
+                      f"(mean {c['mean_ms']:.3f} ms, p50 {c['p50_ms']:.3f} ms, errors {c['errors']}); "
+                      f"nginx CPU per request {h['nginx_us']:.1f} us under h2load, {c['nginx_us']:.1f} us "
+                      f"under tpslab; CPU 1 steal {h['steal_pct']:.1f} % / {c['steal_pct']:.1f} %",
                       flush=True)
     finally:
         ng.terminate()
@@ -197,6 +238,11 @@ def main():
         print(f"              tpslab ramp http --http2 (closed loop): {medi([c['tps'] for c in cs])} TPS, "
               f"TPS / h2load's req/s {med([c['tps'] / h['rps'] for h, t, c in rs])}, mean response "
               f"{med([c['mean_ms'] for c in cs])} ms (/ h2load's mean {med([c['mean_ms'] / h['mean_ms'] for h, t, c in rs])})")
+        print(f"              median TPS / median h2load req/s "
+              f"{statistics.median([c['tps'] for c in cs]) / statistics.median([h['rps'] for h in hs]):.3f}; "
+              f"nginx CPU per request answered: under h2load {med([h['nginx_us'] for h in hs])} us, "
+              f"under tpslab ramp {med([c['nginx_us'] for c in cs])} us; CPU 1 steal "
+              f"{med([h['steal_pct'] for h in hs])} % / {med([c['steal_pct'] for c in cs])} %")
     shutil.rmtree(OUT, ignore_errors=True)
 
 

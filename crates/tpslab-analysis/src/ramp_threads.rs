@@ -422,6 +422,42 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
     ))
 }
 
+/// When the thread sampling was partial at some step (a tree of more threads than the
+/// sampler reads per tick, sampled in turns): "thread sampling was partial: the server's
+/// tree had up to 201 threads in 201 processes, 8 read per tick in turns (each thread
+/// at about 4 % of the ticks) at 8, 16 users; shares are of each thread's own samples".
+/// None when every step read the whole tree at every tick, or without coverage.
+pub fn sampling_line(rec: &tpslab_record::ramp::RampRecord) -> Option<String> {
+    let partial: Vec<(usize, tpslab_record::ramp::TreeSampling)> = rec
+        .steps
+        .iter()
+        .filter_map(|s| Some((s.users, s.tree_sampling.filter(|c| c.partial())?)))
+        .collect();
+    let most = partial.iter().map(|(_, c)| *c).max_by_key(|c| c.threads)?;
+    let users: Vec<String> = partial.iter().map(|(u, _)| u.to_string()).collect();
+    let unsampled: u32 = partial
+        .iter()
+        .map(|(_, c)| c.threads.saturating_sub(c.sampled))
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "thread sampling was partial: the server's tree had up to {} threads in {} processes, {} read per tick in turns (each thread at about {:.0} % of the ticks) at {} users{}; shares are of each thread's own samples",
+        most.threads,
+        most.processes,
+        most.per_tick,
+        100.0 * f64::from(most.per_tick) / f64::from(most.threads.max(1)),
+        users.join(", "),
+        match unsampled {
+            0 => String::new(),
+            n => format!(", up to {n} threads never sampled in a step"),
+        }
+    ))
+}
+
 #[cfg(test)]
 #[path = "ramp_threads_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "ramp_tree_tests.rs"]
+mod tree_tests;

@@ -528,6 +528,7 @@ fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
             futex_timed: 0,
             peer_by_syscall: Some(Default::default()),
             pid,
+            born: false,
         }
     };
     let mut r = ramp(

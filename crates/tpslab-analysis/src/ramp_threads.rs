@@ -29,13 +29,13 @@ pub fn cpu_ns(t: &StepThread) -> u64 {
 }
 
 /// The time a thread's CPU time and schedstat deltas cover, ns: its sampled span, or
-/// `window_ns` (the step's planned window) for a record written before spans.
+/// `window_ns` (the step's planned window) for a record written before spans; never
+/// less than its schedstat time on a CPU plus waiting for one (a thread of a process
+/// born during the step, in a record whose span began at its first sample while its
+/// schedstat counts from its birth), so no share of it passes 100 %.
 pub fn span_ns(t: &StepThread, window_ns: u64) -> u64 {
-    if t.span_ns > 0 {
-        t.span_ns
-    } else {
-        window_ns
-    }
+    let span = if t.span_ns > 0 { t.span_ns } else { window_ns };
+    span.max(t.states.on_cpu_ns.saturating_add(t.states.runqueue_ns))
 }
 
 /// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the time it
@@ -384,14 +384,19 @@ pub fn evidence_line(f: &ThreadFacts) -> String {
 
 /// The processes a step followed, from its per-thread samples (each thread's process):
 /// "server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its
-/// descendants); the master idle". The master is `root` (the PID given), named by its
+/// descendants); the master idle; 1 of the workers born during the step (...)". The
+/// master is `root` (the PID given), named by its
 /// main thread; a process is idle when every thread of it is ([`is_idle`]). None with
 /// fewer than two processes (or threads of a record written before their processes were
 /// recorded).
 pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
     let window = (s.measured_s * 1e9) as u64;
     let mut procs: std::collections::BTreeMap<u32, (bool, Option<&str>)> = Default::default();
+    let mut born = std::collections::BTreeSet::new();
     for t in s.per_thread.iter().filter(|t| t.pid != 0) {
+        if t.born {
+            born.insert(t.pid);
+        }
         let p = procs.entry(t.pid).or_insert((true, None));
         p.0 &= is_idle(t, window);
         if t.tid == t.pid {
@@ -410,7 +415,7 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
         .count();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     Some(format!(
-        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}",
+        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}{}",
         s.users,
         name.map_or(String::new(), |n| format!("{n}: ")),
         plural(workers),
@@ -418,6 +423,12 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
         match idle_workers {
             0 => String::new(),
             n => format!(", {n} of the workers idle"),
+        },
+        match born.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} of the workers born during the step (their shares are of the time since their birth)"
+            ),
         }
     ))
 }

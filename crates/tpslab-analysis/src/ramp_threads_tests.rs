@@ -32,6 +32,7 @@ fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)
         futex_timed: 0,
         peer_by_syscall: None,
         pid: 0,
+        born: false,
     }
 }
 

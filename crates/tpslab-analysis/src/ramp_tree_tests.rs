@@ -83,3 +83,63 @@ fn partial_sampling_of_a_big_tree_is_told() {
     let whole = record(vec![step(1, Some(cov(5, 5))), step(2, None)]);
     assert_eq!(sampling_line(&whole), None);
 }
+
+/// A worker forked late in a 1 s step, first sampled at a tree read 300 ms before the
+/// step's end while its schedstat counts from its birth 500 ms before it: 450 ms on a
+/// CPU and 50 ms waiting for one over a span of 300 ms. Its shares are of the time it
+/// existed (at least its schedstat time), never over 100 %, and the processes line says
+/// it was born during the step.
+#[test]
+fn a_worker_born_during_the_step_has_shares_of_its_own_life() {
+    use crate::waits::{FdKind, ThreadStatesExt};
+    let worker = |pid: u32, on_cpu_ms: u64, runq_ms: u64, span_ms: u64, born: bool| {
+        let mut states = ThreadStates::default();
+        for _ in 0..30 {
+            states.add('R', None, None, FdKind::Unknown);
+        }
+        states.on_cpu_ns = on_cpu_ms * 1_000_000;
+        states.runqueue_ns = runq_ms * 1_000_000;
+        StepThread {
+            tid: pid,
+            comm: "php-fpm".into(),
+            cpu_ns: on_cpu_ms * 1_000_000,
+            states,
+            span_ns: span_ms * 1_000_000,
+            futex_timed: 0,
+            peer_by_syscall: Some(Default::default()),
+            pid,
+            born,
+        }
+    };
+    let mut master = worker(100, 0, 0, 1000, false);
+    master.states = ThreadStates::default();
+    for _ in 0..100 {
+        master
+            .states
+            .add('S', None, Some("rt_sigsuspend"), FdKind::Unknown);
+    }
+    let mut s = step(8, None);
+    s.per_thread = vec![
+        master,
+        worker(101, 900, 100, 1000, false),
+        worker(102, 450, 50, 300, true),
+    ];
+    let f = facts(&s).expect("facts");
+    let (_, tid, busy, cpu, runq) = f.busiest.clone().unwrap();
+    assert!(busy <= 1.0 && cpu + runq <= 1.0 + 1e-9, "{:?}", f.busiest);
+    // The born worker: 450 of its 500 ms on a CPU, 50 waiting (not 100 % and 17 %).
+    let born = &s.per_thread[2];
+    let w = span_ns(born, 1_000_000_000) as f64;
+    assert_eq!(w, 500e6);
+    assert!((cpu_ns(born) as f64 / w - 0.9).abs() < 1e-9);
+    let (_, procs, mean_cpu, mean_runq, _) = f.all_busy.expect("both workers busy");
+    assert_eq!(procs, 2);
+    assert!(mean_cpu + mean_runq <= 1.0 + 1e-9, "{mean_cpu} {mean_runq}");
+    assert!((mean_cpu - 0.9).abs() < 1e-9, "{mean_cpu}");
+    assert!(tid == 101 || tid == 102);
+    let line = processes_line(&s, 100).expect("line");
+    assert!(
+        line.ends_with("; 1 of the workers born during the step (their shares are of the time since their birth)"),
+        "{line}"
+    );
+}

@@ -8,8 +8,8 @@
 //! The cost on the server's host is bounded: a tree of more than [`THREADS_PER_TICK`]
 //! threads (a php-fpm or apache prefork tree of hundreds of workers) is sampled in turns,
 //! that many threads a tick, round-robin, its thread list read again only at the tree's
-//! reads; and the tree is read again no more often than [`TREE_EVERY_NS`] nor than 100
-//! times its last read's own duration (at most 1 % of the time). The step's
+//! reads; and the tree is read again 100 times its last read's own duration later (1 %
+//! of the time), within [`TREE_EVERY_NS`]..=[`TREE_EVERY_MAX_NS`]. The step's
 //! [`TreeSampling`] says how much was covered.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +24,10 @@ use crate::waits::{sample_task, schedstat, tids};
 /// between two reads has its CPU time in the step's server CPU (its parent's
 /// cutime+cstime) but no samples.
 pub const TREE_EVERY_NS: u64 = 200_000_000;
+
+/// The most time between two tree reads, ns, however long a read takes: a worker
+/// forked in the step is followed within it.
+pub const TREE_EVERY_MAX_NS: u64 = 1_000_000_000;
 
 /// Threads read at one tick at most. A thread's read is 1 to 4 /proc files (stat, wchan,
 /// syscall, an fd link); a tree of 200 sleeping processes read whole every 10 ms tick
@@ -45,8 +49,11 @@ struct StepAcc {
     /// schedstat at the step's start (zero for a thread of a process started in the
     /// step); None for another thread born during the step.
     sched0: Option<tpslab_proc::pid::SchedStat>,
-    /// When its first read was (monotonic ns).
+    /// When its first read was (monotonic ns); for a thread of a process born in the
+    /// step, its birth (not before the step's start).
     t0: u64,
+    /// Its process was born in the step.
+    born: bool,
     /// Samples in a futex wait with a timeout.
     futex_timed: u64,
     /// Samples blocked on a socket to another peer, by call.
@@ -67,6 +74,7 @@ impl StepAcc {
             ticks,
             sched0,
             t0: tpslab_net::mono_ns(),
+            born: false,
             futex_timed: 0,
             peer: BTreeMap::new(),
         }
@@ -130,8 +138,8 @@ pub struct StepSampler {
     tasks: Vec<(u32, u32)>,
     /// Where the next tick's turn starts in `tasks` (a big tree, round-robin).
     cursor: usize,
-    /// The least time between two tree reads, ns: [`TREE_EVERY_NS`], or 100 times the
-    /// last read's own duration when longer.
+    /// The least time between two tree reads, ns: 100 times the last read's own
+    /// duration, within [`TREE_EVERY_NS`]..=[`TREE_EVERY_MAX_NS`].
     tree_every: u64,
     /// The most processes and threads seen at a read, and the samples taken.
     most_procs: usize,
@@ -148,6 +156,8 @@ pub struct StepSampler {
     /// most once a tick: a thread-per-connection server with thousands of connections
     /// costs one read of its tables per tick, not one per connection).
     roles: BTreeMap<u64, SocketRole>,
+    /// When the step's first read was (monotonic ns).
+    started: u64,
     /// Ticks sampled, and the tick the tables were last read at.
     ticks: u64,
     read_at: Option<u64>,
@@ -158,6 +168,26 @@ fn task_ticks(dir: &Path) -> Option<(String, u64)> {
     let s = std::fs::read_to_string(dir.join("stat")).ok()?;
     let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
     Some((t.comm, t.utime + t.stime))
+}
+
+/// How long ago a task was started, ns: now (/proc/uptime, since boot) less its
+/// starttime (field 22 of its stat, USER_HZ ticks since boot); None when unreadable.
+fn age_ns(stat: &str) -> Option<u64> {
+    let start: f64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let up: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let age_s = up - start / tpslab_net::clock_ticks_per_s().max(1.0);
+    Some((age_s.max(0.0) * 1e9) as u64)
 }
 
 /// `/proc/PID/task/TID`.
@@ -210,8 +240,9 @@ impl StepSampler {
             procs,
             tasks,
             cursor: 0,
-            tree_every: TREE_EVERY_NS.max(100 * took),
+            tree_every: (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS),
             samples: 0,
+            started: t0,
             tree_at: tpslab_net::mono_ns(),
             threads,
             load_port,
@@ -243,7 +274,7 @@ impl StepSampler {
             self.procs = tree_pids(self.pid);
             self.tasks = list_tasks(&self.procs);
             let took = tpslab_net::mono_ns().saturating_sub(now);
-            self.tree_every = TREE_EVERY_NS.max(100 * took);
+            self.tree_every = (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS);
             self.tree_at = now;
         } else if self.tasks.len() <= THREADS_PER_TICK {
             // A small tree: its threads listed again at every tick (a thread started or
@@ -292,16 +323,25 @@ impl StepSampler {
         self.samples += 1;
         let peer = t.state == 'S' && t.socket.is_some_and(|i| self.role(i) == SocketRole::Peer);
         let born = !self.procs0.contains(&p);
+        let started = self.started;
         let acc = self.threads.entry(tid).or_insert_with(|| {
             if born {
                 // A process started in the step (a worker forked or restarted): all its
-                // CPU time is the step's.
-                StepAcc::new(
+                // CPU time is the step's, over the time since its birth (first seen up
+                // to a tree read or a round later).
+                let mut a = StepAcc::new(
                     p,
                     t.comm.clone(),
                     (0, t.cpu_ticks),
                     Some(Default::default()),
-                )
+                );
+                let age = std::fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|s| age_ns(&s))
+                    .unwrap_or(0);
+                a.t0 = a.t0.saturating_sub(age).max(started);
+                a.born = true;
+                a
             } else {
                 StepAcc::new(p, t.comm.clone(), (t.cpu_ticks, t.cpu_ticks), None)
             }
@@ -343,6 +383,7 @@ impl StepSampler {
                 futex_timed: acc.futex_timed,
                 peer_by_syscall: Some(acc.peer),
                 pid: acc.pid,
+                born: acc.born,
             });
         }
         out.sort_by(|a, b| {
@@ -358,10 +399,15 @@ impl StepSampler {
 mod tests {
     use super::*;
 
+    /// The tests sample this process's tree: one at a time, or one's children would be
+    /// the other's.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// A child process that burns CPU, started after the step's first read: sampled
     /// once the tree is read again, in its own process, with its CPU time from birth.
     #[test]
     fn a_child_process_started_in_the_step_is_followed() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::process::id();
         let mut sm = StepSampler::start(me, None);
         let mut child = std::process::Command::new("sh")
@@ -369,8 +415,8 @@ mod tests {
             .spawn()
             .expect("spawn sh");
         let t0 = std::time::Instant::now();
-        // Past two tree reads, with the child busy (600 ms).
-        while t0.elapsed() < std::time::Duration::from_millis(600) {
+        // Past a tree read, with the child busy (1.2 s).
+        while t0.elapsed() < std::time::Duration::from_millis(1200) {
             sm.sample();
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -383,7 +429,16 @@ mod tests {
             .unwrap_or_else(|| panic!("the child {} not sampled: {per:?}", child.id()));
         assert_eq!(sh.tid, child.id());
         assert!(sh.states.samples > 0, "{sh:?}");
-        // Busy since its birth, about 600 ms ago: its CPU time on both counts (schedstat
+        assert!(sh.born, "{sh:?}");
+        // Its span is from its birth (about 1.2 s ago), not from its first sample (a
+        // tree read, 200 ms or more, later): its time on a CPU or waiting for one (schedstat,
+        // from its birth) fits in it, within the 10 ms ticks birth is read in.
+        assert!(
+            sh.span_ns + 20_000_000 >= sh.states.on_cpu_ns + sh.states.runqueue_ns,
+            "{sh:?}"
+        );
+        assert!(!per.iter().find(|t| t.tid == me).unwrap().born);
+        // Busy since its birth, about 1.2 s ago: its CPU time on both counts (schedstat
         // from 0, utime+stime from 0).
         assert!(sh.cpu_ns > 0 && sh.states.on_cpu_ns > 50_000_000, "{sh:?}");
         assert!(per.iter().any(|t| t.pid == me && t.tid == me));
@@ -414,6 +469,7 @@ mod tests {
     /// (80 reads cover 41), and the coverage says the sampling was partial.
     #[test]
     fn a_big_tree_is_sampled_in_turns_a_few_threads_a_tick() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let mut parent = sleeping_tree(40);
         let mut sm = StepSampler::start(parent.id(), None);
         for _ in 0..10 {

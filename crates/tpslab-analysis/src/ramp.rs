@@ -177,9 +177,14 @@ fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
             .copied()
             .unwrap_or(0)
     };
-    let ticks = (s.measured_s * 1e9 / sample.as_nanos().max(1) as f64)
-        .ceil()
-        .max(1.0);
+    // A tree sampled in turns: each thread was read at its share of the ticks, so the
+    // threads on disk per tick are the samples per thread's.
+    let ticks = match s.tree_sampling.filter(|c| c.partial() && c.threads > 0) {
+        Some(c) => c.samples as f64 / f64::from(c.threads),
+        None => s.measured_s * 1e9 / sample.as_nanos().max(1) as f64,
+    }
+    .ceil()
+    .max(1.0);
     Some(disk as f64 / ticks / s.tps * 1e9)
 }
 
@@ -338,6 +343,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
                 .and_then(|pid| crate::ramp_threads::processes_line(last, pid)),
         );
     }
+    lines.extend(crate::ramp_threads::sampling_line(rec));
     let accept = crate::ramp_listen::accept_queue_overflow(rec);
     if let Some(l) = crate::ramp_listen::accept_queue_line(rec) {
         lines.push(l);

@@ -19,6 +19,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         load_sent_s: None,
         load_end_s: None,
         per_thread: vec![],
+        tree_sampling: None,
     }
 }
 
@@ -438,6 +439,70 @@ fn the_target_listen_sockets_own_drops_are_preferred_to_the_namespaces() {
     assert!(!analyse(&r, 2).verdict.contains("accept queue"));
 }
 
+/// The listener read at the first steps only (a listener that went away, a dump that
+/// failed): those steps' drops are its own, the later ones the namespace's. The label
+/// says so per step, never one source for all.
+#[test]
+fn steps_that_mix_drop_sources_are_labelled_each_by_its_own() {
+    use tpslab_proc::netstat::TcpCounters;
+    let mut r = ramp(
+        &[100.0, 190.0, 200.0, 205.0],
+        0.1,
+        ThreadStates {
+            samples: 100,
+            running: 5,
+            ..Default::default()
+        },
+    );
+    for (k, (s, n)) in r.steps.iter_mut().zip([1u64, 2, 6, 19]).enumerate() {
+        s.tcp = Some(TcpCounters {
+            listen_overflows: n + 40,
+            listen_drops: n + 40,
+            ..Default::default()
+        });
+        if k < 2 {
+            s.listener_drops = Some(n);
+        } else {
+            s.tcp.as_mut().unwrap().listen_overflows = n;
+            s.tcp.as_mut().unwrap().listen_drops = n;
+        }
+    }
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.contains("28 connection requests were dropped (the steps mix sources: at the target's listen socket, sk_drops by sock_diag at 1, 2 users; TcpExt ListenOverflows/ListenDrops at 4, 8 users) from 1 users on"),
+        "{}",
+        a.verdict
+    );
+    let line = a
+        .lines
+        .iter()
+        .find(|l| l.starts_with("listen socket"))
+        .unwrap_or_else(|| panic!("{:?}", a.lines));
+    assert!(line.contains("the steps mix sources"), "{line}");
+    assert!(
+        line.contains("1 users 1 at the listen socket [41], 2 users 2 at the listen socket [42], 4 users 6 by TcpExt, 8 users 19 by TcpExt"),
+        "{line}"
+    );
+    // One source at every step: named once, no step labelled.
+    for (s, n) in r.steps.iter_mut().zip([1u64, 2, 6, 19]) {
+        s.listener_drops = None;
+        let t = s.tcp.as_mut().unwrap();
+        (t.listen_overflows, t.listen_drops) = (n, n);
+    }
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict
+            .contains("(TcpExt ListenOverflows/ListenDrops) from"),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        !a.lines.iter().any(|l| l.contains("by TcpExt")),
+        "{:?}",
+        a.lines
+    );
+}
+
 /// nginx at 8 users as a real run on this 2-CPU host showed it (a generator beside it):
 /// the master parked in rt_sigsuspend, both workers running or runnable all the step,
 /// half of it waiting for a CPU. Not "a concurrency cap" of threads that wait, nor the
@@ -463,6 +528,7 @@ fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
             futex_timed: 0,
             peer_by_syscall: Some(Default::default()),
             pid,
+            born: false,
         }
     };
     let mut r = ramp(

@@ -29,13 +29,13 @@ pub fn cpu_ns(t: &StepThread) -> u64 {
 }
 
 /// The time a thread's CPU time and schedstat deltas cover, ns: its sampled span, or
-/// `window_ns` (the step's planned window) for a record written before spans.
+/// `window_ns` (the step's planned window) for a record written before spans; never
+/// less than its schedstat time on a CPU plus waiting for one (a thread of a process
+/// born during the step, in a record whose span began at its first sample while its
+/// schedstat counts from its birth), so no share of it passes 100 %.
 pub fn span_ns(t: &StepThread, window_ns: u64) -> u64 {
-    if t.span_ns > 0 {
-        t.span_ns
-    } else {
-        window_ns
-    }
+    let span = if t.span_ns > 0 { t.span_ns } else { window_ns };
+    span.max(t.states.on_cpu_ns.saturating_add(t.states.runqueue_ns))
 }
 
 /// Idle over a step of `window_ns`: CPU time under [`IDLE_CPU_SHARE`] of the time it
@@ -384,14 +384,19 @@ pub fn evidence_line(f: &ThreadFacts) -> String {
 
 /// The processes a step followed, from its per-thread samples (each thread's process):
 /// "server processes at 8 users: nginx: 1 master (the PID 4200) + 2 workers (its
-/// descendants); the master idle". The master is `root` (the PID given), named by its
+/// descendants); the master idle; 1 of the workers born during the step (...)". The
+/// master is `root` (the PID given), named by its
 /// main thread; a process is idle when every thread of it is ([`is_idle`]). None with
 /// fewer than two processes (or threads of a record written before their processes were
 /// recorded).
 pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
     let window = (s.measured_s * 1e9) as u64;
     let mut procs: std::collections::BTreeMap<u32, (bool, Option<&str>)> = Default::default();
+    let mut born = std::collections::BTreeSet::new();
     for t in s.per_thread.iter().filter(|t| t.pid != 0) {
+        if t.born {
+            born.insert(t.pid);
+        }
         let p = procs.entry(t.pid).or_insert((true, None));
         p.0 &= is_idle(t, window);
         if t.tid == t.pid {
@@ -410,7 +415,7 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
         .count();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     Some(format!(
-        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}",
+        "server processes at {} users: {}1 master (the PID {root}) + {workers} worker{} (its descendants); the master {}{}{}",
         s.users,
         name.map_or(String::new(), |n| format!("{n}: ")),
         plural(workers),
@@ -418,6 +423,44 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
         match idle_workers {
             0 => String::new(),
             n => format!(", {n} of the workers idle"),
+        },
+        match born.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} of the workers born during the step (their shares are of the time since their birth)"
+            ),
+        }
+    ))
+}
+
+/// When the thread sampling was partial at some step (a tree of more threads than the
+/// sampler reads per tick, sampled in turns): "thread sampling was partial: the server's
+/// tree had up to 201 threads in 201 processes, 8 read per tick in turns (each thread
+/// at about 4 % of the ticks) at 8, 16 users; shares are of each thread's own samples".
+/// None when every step read the whole tree at every tick, or without coverage.
+pub fn sampling_line(rec: &tpslab_record::ramp::RampRecord) -> Option<String> {
+    let partial: Vec<(usize, tpslab_record::ramp::TreeSampling)> = rec
+        .steps
+        .iter()
+        .filter_map(|s| Some((s.users, s.tree_sampling.filter(|c| c.partial())?)))
+        .collect();
+    let most = partial.iter().map(|(_, c)| *c).max_by_key(|c| c.threads)?;
+    let users: Vec<String> = partial.iter().map(|(u, _)| u.to_string()).collect();
+    let unsampled: u32 = partial
+        .iter()
+        .map(|(_, c)| c.threads.saturating_sub(c.sampled))
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "thread sampling was partial: the server's tree had up to {} threads in {} processes, {} read per tick in turns (each thread at about {:.0} % of the ticks) at {} users{}; shares are of each thread's own samples",
+        most.threads,
+        most.processes,
+        most.per_tick,
+        100.0 * f64::from(most.per_tick) / f64::from(most.threads.max(1)),
+        users.join(", "),
+        match unsampled {
+            0 => String::new(),
+            n => format!(", up to {n} threads never sampled in a step"),
         }
     ))
 }
@@ -425,3 +468,7 @@ pub fn processes_line(s: &StepResult, root: u32) -> Option<String> {
 #[cfg(test)]
 #[path = "ramp_threads_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "ramp_tree_tests.rs"]
+mod tree_tests;

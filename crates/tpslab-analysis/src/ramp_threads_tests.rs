@@ -32,6 +32,7 @@ fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)
         futex_timed: 0,
         peer_by_syscall: None,
         pid: 0,
+        born: false,
     }
 }
 
@@ -52,6 +53,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         load_sent_s: None,
         load_end_s: None,
         per_thread,
+        tree_sampling: None,
     }
 }
 

@@ -191,6 +191,7 @@ pub fn run_ramp_with(
             if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
                 l.read(d, false);
             }
+            let tree_sampling = sampler.as_ref().map(|sm| sm.coverage());
             let (states, per_thread) = match sampler.take().map(|sm| sm.finish()) {
                 Some((st, per)) => (Some(st), per),
                 None => (None, vec![]),
@@ -233,6 +234,7 @@ pub fn run_ramp_with(
                 load_sent_s,
                 load_end_s,
                 per_thread,
+                tree_sampling,
             });
             if let Some(r) = results.last() {
                 on_step(r);

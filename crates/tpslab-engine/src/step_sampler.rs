@@ -4,10 +4,18 @@
 //! or restarted in it is followed. Each thread's states at every tick (what
 //! [`crate::waits`] reads of it), its CPU time (utime+stime) and schedstat at the step's
 //! edges; a thread that ends keeps what its last read showed.
+//!
+//! The cost on the server's host is bounded: a tree of more than [`THREADS_PER_TICK`]
+//! threads (a php-fpm or apache prefork tree of hundreds of workers) is sampled in turns,
+//! that many threads a tick, round-robin, its thread list read again only at the tree's
+//! reads; and the tree is read again 100 times its last read's own duration later (1 %
+//! of the time), within [`TREE_EVERY_NS`]..=[`TREE_EVERY_MAX_NS`]. The step's
+//! [`TreeSampling`] says how much was covered.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use tpslab_analysis::waits::{StepThread, ThreadStates, ThreadStatesExt};
+use tpslab_record::ramp::TreeSampling;
 
 use crate::waits::{sample_task, schedstat, tids};
 
@@ -15,7 +23,18 @@ use crate::waits::{sample_task, schedstat, tids};
 /// /proc/PID/stat, too dear for every 10 ms tick; a worker that lives less than this
 /// between two reads has its CPU time in the step's server CPU (its parent's
 /// cutime+cstime) but no samples.
-const TREE_EVERY_NS: u64 = 200_000_000;
+pub const TREE_EVERY_NS: u64 = 200_000_000;
+
+/// The most time between two tree reads, ns, however long a read takes: a worker
+/// forked in the step is followed within it.
+pub const TREE_EVERY_MAX_NS: u64 = 1_000_000_000;
+
+/// Threads read at one tick at most. A thread's read is 1 to 4 /proc files (stat, wchan,
+/// syscall, an fd link); a tree of 200 sleeping processes read whole every 10 ms tick
+/// cost 48 % of a core (`examples/tree_sampler_cost.rs`). Trees up to this size (redis,
+/// nginx's master and workers, most thread pools) are read whole at every tick, as
+/// before.
+pub const THREADS_PER_TICK: usize = 8;
 
 /// One thread over a ramp step, as sampled so far.
 #[derive(Debug)]
@@ -30,8 +49,11 @@ struct StepAcc {
     /// schedstat at the step's start (zero for a thread of a process started in the
     /// step); None for another thread born during the step.
     sched0: Option<tpslab_proc::pid::SchedStat>,
-    /// When its first read was (monotonic ns).
+    /// When its first read was (monotonic ns); for a thread of a process born in the
+    /// step, its birth (not before the step's start).
     t0: u64,
+    /// Its process was born in the step.
+    born: bool,
     /// Samples in a futex wait with a timeout.
     futex_timed: u64,
     /// Samples blocked on a socket to another peer, by call.
@@ -52,6 +74,7 @@ impl StepAcc {
             ticks,
             sched0,
             t0: tpslab_net::mono_ns(),
+            born: false,
             futex_timed: 0,
             peer: BTreeMap::new(),
         }
@@ -110,6 +133,18 @@ pub struct StepSampler {
     pid: u32,
     /// The processes followed now: the PID and its descendants at the last tree read.
     procs: Vec<u32>,
+    /// Their threads (process, thread) as last listed: at every tick while they are at
+    /// most [`THREADS_PER_TICK`], else at the tree's reads only.
+    tasks: Vec<(u32, u32)>,
+    /// Where the next tick's turn starts in `tasks` (a big tree, round-robin).
+    cursor: usize,
+    /// The least time between two tree reads, ns: 100 times the last read's own
+    /// duration, within [`TREE_EVERY_NS`]..=[`TREE_EVERY_MAX_NS`].
+    tree_every: u64,
+    /// The most processes and threads seen at a read, and the samples taken.
+    most_procs: usize,
+    most_threads: usize,
+    samples: u64,
     /// The processes at the step's start: a thread of another one was born in the step.
     procs0: BTreeSet<u32>,
     /// When the tree was last read (monotonic ns).
@@ -121,6 +156,8 @@ pub struct StepSampler {
     /// most once a tick: a thread-per-connection server with thousands of connections
     /// costs one read of its tables per tick, not one per connection).
     roles: BTreeMap<u64, SocketRole>,
+    /// When the step's first read was (monotonic ns).
+    started: u64,
     /// Ticks sampled, and the tick the tables were last read at.
     ticks: u64,
     read_at: Option<u64>,
@@ -133,9 +170,37 @@ fn task_ticks(dir: &Path) -> Option<(String, u64)> {
     Some((t.comm, t.utime + t.stime))
 }
 
+/// How long ago a task was started, ns: now (/proc/uptime, since boot) less its
+/// starttime (field 22 of its stat, USER_HZ ticks since boot); None when unreadable.
+fn age_ns(stat: &str) -> Option<u64> {
+    let start: f64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let up: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let age_s = up - start / tpslab_net::clock_ticks_per_s().max(1.0);
+    Some((age_s.max(0.0) * 1e9) as u64)
+}
+
 /// `/proc/PID/task/TID`.
 fn task_dir(pid: u32, tid: u32) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}/task/{tid}"))
+}
+
+/// The threads of processes `procs`, as (process, thread).
+fn list_tasks(procs: &[u32]) -> Vec<(u32, u32)> {
+    procs
+        .iter()
+        .flat_map(|&p| tids(p).into_iter().map(move |t| (p, t)))
+        .collect()
 }
 
 /// The PID and its descendants now; the PID alone when its tree cannot be read.
@@ -156,20 +221,28 @@ impl StepSampler {
     /// the step's start. `load_port` is the target's port (the server's sockets on it are
     /// the load's).
     pub fn start(pid: u32, load_port: Option<u16>) -> StepSampler {
+        let t0 = tpslab_net::mono_ns();
         let procs = tree_pids(pid);
+        let tasks = list_tasks(&procs);
+        let took = tpslab_net::mono_ns().saturating_sub(t0);
         let mut threads = BTreeMap::new();
-        for &p in &procs {
-            for tid in tids(p) {
-                let dir = task_dir(p, tid);
-                if let Some((comm, t)) = task_ticks(&dir) {
-                    threads.insert(tid, StepAcc::new(p, comm, (t, t), schedstat(&dir)));
-                }
+        for &(p, tid) in &tasks {
+            let dir = task_dir(p, tid);
+            if let Some((comm, t)) = task_ticks(&dir) {
+                threads.insert(tid, StepAcc::new(p, comm, (t, t), schedstat(&dir)));
             }
         }
         StepSampler {
             pid,
             procs0: procs.iter().copied().collect(),
+            most_procs: procs.len(),
+            most_threads: tasks.len(),
             procs,
+            tasks,
+            cursor: 0,
+            tree_every: (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS),
+            samples: 0,
+            started: t0,
             tree_at: tpslab_net::mono_ns(),
             threads,
             load_port,
@@ -191,19 +264,54 @@ impl StepSampler {
         self.roles.get(&inode).copied().unwrap_or(SocketRole::Other)
     }
 
-    /// One tick: every thread's state now (the tree read again when
-    /// [`TREE_EVERY_NS`] has passed).
+    /// One tick: the state now of every thread of the tree, or of the next
+    /// [`THREADS_PER_TICK`] in turn when it has more (the tree read again, with its
+    /// threads listed, when its interval has passed).
     pub fn sample(&mut self) {
         self.ticks += 1;
         let now = tpslab_net::mono_ns();
-        if now.saturating_sub(self.tree_at) >= TREE_EVERY_NS {
+        if now.saturating_sub(self.tree_at) >= self.tree_every {
             self.procs = tree_pids(self.pid);
+            self.tasks = list_tasks(&self.procs);
+            let took = tpslab_net::mono_ns().saturating_sub(now);
+            self.tree_every = (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS);
             self.tree_at = now;
+        } else if self.tasks.len() <= THREADS_PER_TICK {
+            // A small tree: its threads listed again at every tick (a thread started or
+            // ended is seen at once).
+            self.tasks = list_tasks(&self.procs);
         }
-        for p in self.procs.clone() {
-            for tid in tids(p) {
-                self.sample_one(p, tid);
-            }
+        self.most_procs = self.most_procs.max(self.procs.len());
+        self.most_threads = self.most_threads.max(self.tasks.len());
+        let n = self.tasks.len();
+        let turn: Vec<(u32, u32)> = if n <= THREADS_PER_TICK {
+            self.tasks.clone()
+        } else {
+            let from = self.cursor % n;
+            self.cursor = (from + THREADS_PER_TICK) % n;
+            (0..THREADS_PER_TICK)
+                .map(|k| self.tasks[(from + k) % n])
+                .collect()
+        };
+        for (p, tid) in turn {
+            self.sample_one(p, tid);
+        }
+    }
+
+    /// How much of the tree the step's samples have covered so far.
+    pub fn coverage(&self) -> TreeSampling {
+        let sat = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        TreeSampling {
+            processes: sat(self.most_procs),
+            threads: sat(self.most_threads),
+            per_tick: sat(THREADS_PER_TICK),
+            ticks: self.ticks,
+            sampled: sat(self
+                .threads
+                .values()
+                .filter(|a| a.states.samples > 0)
+                .count()),
+            samples: self.samples,
         }
     }
 
@@ -212,18 +320,28 @@ impl StepSampler {
         let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok()) else {
             return;
         };
+        self.samples += 1;
         let peer = t.state == 'S' && t.socket.is_some_and(|i| self.role(i) == SocketRole::Peer);
         let born = !self.procs0.contains(&p);
+        let started = self.started;
         let acc = self.threads.entry(tid).or_insert_with(|| {
             if born {
                 // A process started in the step (a worker forked or restarted): all its
-                // CPU time is the step's.
-                StepAcc::new(
+                // CPU time is the step's, over the time since its birth (first seen up
+                // to a tree read or a round later).
+                let mut a = StepAcc::new(
                     p,
                     t.comm.clone(),
                     (0, t.cpu_ticks),
                     Some(Default::default()),
-                )
+                );
+                let age = std::fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|s| age_ns(&s))
+                    .unwrap_or(0);
+                a.t0 = a.t0.saturating_sub(age).max(started);
+                a.born = true;
+                a
             } else {
                 StepAcc::new(p, t.comm.clone(), (t.cpu_ticks, t.cpu_ticks), None)
             }
@@ -265,6 +383,7 @@ impl StepSampler {
                 futex_timed: acc.futex_timed,
                 peer_by_syscall: Some(acc.peer),
                 pid: acc.pid,
+                born: acc.born,
             });
         }
         out.sort_by(|a, b| {
@@ -280,10 +399,15 @@ impl StepSampler {
 mod tests {
     use super::*;
 
+    /// The tests sample this process's tree: one at a time, or one's children would be
+    /// the other's.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// A child process that burns CPU, started after the step's first read: sampled
     /// once the tree is read again, in its own process, with its CPU time from birth.
     #[test]
     fn a_child_process_started_in_the_step_is_followed() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::process::id();
         let mut sm = StepSampler::start(me, None);
         let mut child = std::process::Command::new("sh")
@@ -291,8 +415,8 @@ mod tests {
             .spawn()
             .expect("spawn sh");
         let t0 = std::time::Instant::now();
-        // Past two tree reads, with the child busy (600 ms).
-        while t0.elapsed() < std::time::Duration::from_millis(600) {
+        // Past a tree read, with the child busy (1.2 s).
+        while t0.elapsed() < std::time::Duration::from_millis(1200) {
             sm.sample();
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -305,9 +429,67 @@ mod tests {
             .unwrap_or_else(|| panic!("the child {} not sampled: {per:?}", child.id()));
         assert_eq!(sh.tid, child.id());
         assert!(sh.states.samples > 0, "{sh:?}");
-        // Busy since its birth, about 600 ms ago: its CPU time on both counts (schedstat
+        assert!(sh.born, "{sh:?}");
+        // Its span is from its birth (about 1.2 s ago), not from its first sample (a
+        // tree read, 200 ms or more, later): its time on a CPU or waiting for one (schedstat,
+        // from its birth) fits in it, within the 10 ms ticks birth is read in.
+        assert!(
+            sh.span_ns + 20_000_000 >= sh.states.on_cpu_ns + sh.states.runqueue_ns,
+            "{sh:?}"
+        );
+        assert!(!per.iter().find(|t| t.tid == me).unwrap().born);
+        // Busy since its birth, about 1.2 s ago: its CPU time on both counts (schedstat
         // from 0, utime+stime from 0).
         assert!(sh.cpu_ns > 0 && sh.states.on_cpu_ns > 50_000_000, "{sh:?}");
         assert!(per.iter().any(|t| t.pid == me && t.tid == me));
+    }
+
+    /// A python parent that forks `n` `sleep` children and, when its stdin closes
+    /// (this test ends, even by a panic: the pipe is dropped), kills them by PID and
+    /// waits for them.
+    pub(crate) fn sleeping_tree(n: usize) -> std::process::Child {
+        use std::io::BufRead;
+        let script = "import os, sys\nkids = []\nfor _ in range(int(sys.argv[1])):\n    p = os.fork()\n    if p == 0:\n        os.execvp('sleep', ['sleep', '600'])\n    kids.append(p)\nprint('ready', flush=True)\nsys.stdin.read()\nfor p in kids:\n    os.kill(p, 9)\nfor p in kids:\n    os.waitpid(p, 0)\n";
+        let mut parent = std::process::Command::new("python3")
+            .args(["-c", script, &n.to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(parent.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready");
+        parent
+    }
+
+    /// A tree of 41 processes (a parent and 40 sleeping children): each tick reads
+    /// THREADS_PER_TICK of them in turn, not all 41; over 10 ticks every one is sampled
+    /// (80 reads cover 41), and the coverage says the sampling was partial.
+    #[test]
+    fn a_big_tree_is_sampled_in_turns_a_few_threads_a_tick() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let mut parent = sleeping_tree(40);
+        let mut sm = StepSampler::start(parent.id(), None);
+        for _ in 0..10 {
+            sm.sample();
+        }
+        let cov = sm.coverage();
+        let (_, per) = sm.finish();
+        drop(parent.stdin.take());
+        let _ = parent.wait();
+        assert_eq!(cov.processes, 41, "{cov:?}");
+        assert_eq!(cov.threads, 41, "{cov:?}");
+        assert_eq!(cov.ticks, 10);
+        assert!(cov.partial(), "{cov:?}");
+        // Not every thread at every tick (410 reads): at most the cap a tick.
+        assert!(cov.samples <= 10 * THREADS_PER_TICK as u64, "{cov:?}");
+        assert!(cov.samples >= 41, "{cov:?}");
+        assert_eq!(cov.sampled, 41, "{cov:?}");
+        // Round-robin: no thread sampled more than once more than another.
+        let counts: Vec<u64> = per.iter().map(|t| t.states.samples).collect();
+        let (lo, hi) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        assert!(hi - lo <= 1, "{counts:?}");
     }
 }

@@ -71,6 +71,41 @@ pub struct StepResult {
     /// empty in records written before per-thread sampling.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_thread: Vec<crate::waits::StepThread>,
+    /// How much of the server's process tree the step's thread samples covered (with
+    /// --pid): a tree of more threads than the sampler reads per tick is sampled in turns.
+    /// None without --pid, or in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_sampling: Option<TreeSampling>,
+}
+
+/// A step's coverage of the server's process tree by the thread sampler. A tree of more
+/// threads than `per_tick` (a prefork server's hundreds of workers) is sampled in turns,
+/// round-robin, `per_tick` threads a tick, and its thread list is read again only at
+/// the tree's reads: each thread is sampled at about `per_tick / threads` of the ticks,
+/// so the sampler's cost on the server's host stays bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TreeSampling {
+    /// Processes in the tree (the PID and its descendants), the most at one of the
+    /// step's tree reads.
+    pub processes: u32,
+    /// Threads of those processes, the most at one of the step's tree reads.
+    pub threads: u32,
+    /// Threads read at one tick at most (the cap).
+    pub per_tick: u32,
+    /// Ticks in the step.
+    pub ticks: u64,
+    /// Threads with at least one sample in the step.
+    pub sampled: u32,
+    /// Thread samples taken in the step, all threads together.
+    pub samples: u64,
+}
+
+impl TreeSampling {
+    /// Whether some ticks read only part of the tree (more threads than the cap).
+    pub fn partial(&self) -> bool {
+        self.threads > self.per_tick
+    }
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.

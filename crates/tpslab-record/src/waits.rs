@@ -266,6 +266,16 @@ pub struct StepThread {
     /// before the descendants were sampled (then the PID's own threads only).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub pid: u32,
+    /// Its process was started during the step (a worker forked on demand or
+    /// restarted): `span_ns` runs from its birth (/proc/PID/task/TID/stat starttime),
+    /// not from the step's start, and its CPU time and schedstat count from 0. False in
+    /// records written before it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub born: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero_u32(n: &u32) -> bool {

@@ -187,9 +187,10 @@ pub struct Http2Streams {
     /// allowed: each waited on the client for a free stream (counted once, however many
     /// connections it waited on).
     pub waited_for_stream: u64,
-    /// The longest of those waits on one connection, ns (from the request's due time, or
-    /// from the connection's opening when it waited for that first, to its stream's start,
-    /// its timeout or the connection's end).
+    /// The longest of those waits, ns: from the request's due time (or its connection's
+    /// opening when it waited for that first) to its stream's start or its timeout, the
+    /// whole wait however many connections it waited on (a GOAWAY or a close in between
+    /// does not restart it).
     pub wait_max_ns: u64,
     /// Of those, requests that waited past `--timeout` and were given up: never sent,
     /// counted among the `timeout` errors (so a loss, "written and not answered", leaves

@@ -114,11 +114,8 @@ impl<B: Books> Loop<'_, '_, B> {
     /// after a back-off (the timeout, at most 100 ms) following a failure.
     pub(super) fn close(&mut self, k: usize, back_off: bool) {
         let now = mono_ns();
-        // The schedules waiting for a stream of this connection now wait for the next.
-        for j in 0..self.conns[k].waiting.len() {
-            let i = self.conns[k].waiting[j];
-            self.dequeued(i, now);
-        }
+        // The schedules waiting for a stream of this connection wait on for the next, their
+        // waits (and timeouts) counted from when they began.
         let mut fresh = Conn::new(self.run.streams);
         let c = &mut self.conns[k];
         // What is kept across connections: the schedules waiting, buffers' memory.

@@ -239,12 +239,12 @@ struct Sched {
     sent: bool,
     /// Reply bytes received since the stream's last WINDOW_UPDATE.
     recv_unacked: u32,
-    /// Waiting on the client for a free stream since, ns (its connection open with as
-    /// many streams in flight as its server allows; 0: not).
+    /// Its due request has waited on the client for a free stream since, ns (its
+    /// connection open with as many streams in flight as its server allows; 0: not):
+    /// kept while it waits on through its connection's close and reopening (its timeout
+    /// counts from here, and it counts once in `waited_for_stream`), cleared when its
+    /// stream starts or it is given up.
     queued_at: u64,
-    /// Its due request is counted in `waited_for_stream` already (it waits on through a
-    /// reconnect: counted once); cleared when the request starts its stream or is given up.
-    wait_counted: bool,
 }
 
 struct Loop<'a, 'b, B: Books> {
@@ -291,7 +291,6 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 sent: false,
                 recv_unacked: 0,
                 queued_at: 0,
-                wait_counted: false,
             });
         }
     }

@@ -116,21 +116,17 @@ impl<B: Books> Loop<'_, '_, B> {
         let now = mono_ns();
         // The schedules waiting for a stream of this connection wait on for the next, their
         // waits (and timeouts) counted from when they began.
-        let mut fresh = Conn::new(self.run.streams);
-        let c = &mut self.conns[k];
-        // What is kept across connections: the schedules waiting, buffers' memory.
-        std::mem::swap(&mut fresh.waiting, &mut c.waiting);
-        fresh.gen = c.gen.wrapping_add(1);
-        fresh.retry_at = if back_off {
+        let retry_at = if back_off {
             now + self.timeout_ns.min(100_000_000)
         } else {
             now
         };
+        let c = &mut self.conns[k];
         // Streams still listed: none when called right; their schedules go on.
         for (_, i) in c.streams.drain() {
             self.scheds[i].sid = 0;
         }
-        *c = fresh;
+        c.reset(retry_at);
     }
 
     /// Fails every stream of connection `k` with `kind` and closes it (backing off).

@@ -211,6 +211,69 @@ impl Conn {
         }
     }
 
+    /// Closed, to be made again from `retry_at` (ns): every field as [`Conn::new`] has it
+    /// but the schedules waiting (they wait on for the next connection) and a new `gen`
+    /// (events of the old socket are ignored). Its buffers are emptied, not freed: a
+    /// connection slot allocates its 64 KiB read buffer once, not at every reconnect.
+    fn reset(&mut self, retry_at: u64) {
+        // Every field named: one added to `Conn` must be said here too.
+        let Conn {
+            state,
+            sock,
+            tls,
+            gen,
+            interest,
+            deadline,
+            retry_at: retry,
+            rx: _,
+            rx_end,
+            tx,
+            tx_off,
+            dec,
+            blocks,
+            first_sent,
+            peer,
+            opened_at,
+            swept,
+            send_window,
+            recv_unacked,
+            next_sid,
+            streams,
+            waiting: _,
+            blocked,
+            hdr_sid,
+            hdr,
+            hdr_end_stream,
+            goaway,
+        } = self;
+        *state = CState::Closed;
+        *sock = None;
+        *tls = None;
+        *gen = gen.wrapping_add(1);
+        *interest = 0;
+        *deadline = 0;
+        *retry = retry_at;
+        *rx_end = 0;
+        tx.clear();
+        *tx_off = 0;
+        *dec = h2::HeaderDecoder::default();
+        blocks.0.clear();
+        blocks.1.clear();
+        *first_sent = false;
+        *peer = settings::PeerSettings::default();
+        *opened_at = 0;
+        *swept = false;
+        *send_window = h2::DEFAULT_WINDOW;
+        *recv_unacked = 0;
+        *next_sid = 1;
+        streams.clear();
+        blocked.clear();
+        *hdr_sid = 0;
+        hdr.clear();
+        *hdr_end_stream = false;
+        *goaway = None;
+    }
+
     /// Bytes wait to be written (or TLS records to be flushed).
     fn pending(&self) -> bool {
         self.tx_off < self.tx.len() || self.tls.as_ref().is_some_and(|c| c.wants_write())
@@ -382,5 +445,37 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
 impl<B: Books> Loop<'_, '_, B> {
     pub(super) fn now_may_send(&self) -> bool {
         self.run.sched.may_send(mono_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CState, Conn, RX_BYTES};
+
+    /// A connection closed keeps its slot's buffers (emptied) and its schedules waiting;
+    /// the rest is as new.
+    #[test]
+    fn a_reset_connection_keeps_its_buffers_and_its_queue_and_nothing_else() {
+        let mut c = Conn::new(4);
+        c.state = CState::Open;
+        c.rx[..3].copy_from_slice(b"abc");
+        c.rx_end = 3;
+        c.tx.extend_from_slice(&[1; 100]);
+        c.tx_off = 10;
+        c.next_sid = 9;
+        c.opened_at = 7;
+        c.goaway = Some(5);
+        c.streams.insert(7, 1);
+        c.blocked.push_back(1);
+        c.waiting.extend([2, 3]);
+        c.hdr.extend_from_slice(b"hdr");
+        let (rx, tx, gen) = (c.rx.as_ptr(), c.tx.as_ptr(), c.gen);
+        c.reset(42);
+        assert_eq!((c.rx.as_ptr(), c.rx.len(), c.rx_end), (rx, RX_BYTES, 0));
+        assert_eq!((c.tx.as_ptr(), c.tx.len(), c.tx_off), (tx, 0, 0));
+        assert_eq!(c.waiting, [2, 3]);
+        assert_eq!((c.state, c.retry_at, c.gen), (CState::Closed, 42, gen + 1));
+        assert_eq!((c.next_sid, c.opened_at, c.goaway), (1, 0, None));
+        assert!(c.streams.is_empty() && c.blocked.is_empty() && c.hdr.is_empty());
     }
 }

@@ -197,6 +197,11 @@ pub struct Http2Streams {
     /// them out).
     #[serde(default)]
     pub timed_out_waiting: u64,
+    /// Requests waiting on the client for a free stream when the run ended (the plan's
+    /// end or its stop): never written, among the intended requests not sent (the
+    /// client's queue at the end, not a shortfall of the server's). 0 in older records.
+    #[serde(default)]
+    pub waiting_at_end: u64,
 }
 
 impl Http2Streams {
@@ -227,6 +232,7 @@ impl Http2Streams {
         }
         self.waited_for_stream += o.waited_for_stream;
         self.timed_out_waiting += o.timed_out_waiting;
+        self.waiting_at_end += o.waiting_at_end;
         self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
     }
 

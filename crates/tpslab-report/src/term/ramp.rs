@@ -100,6 +100,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     writeln!(w, "{t}")?;
     if let Some(h) = &rec.http2 {
         writeln!(w, "{}", http2_line(rec, h))?;
+        if let Some(line) = super::load_http::waiting_at_end(h) {
+            writeln!(w, "{line}")?;
+        }
     }
     if let Some(o) = &rec.overrun {
         writeln!(w, "{}", o.line())?;

@@ -436,6 +436,12 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         }
     }
     let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
+    // Requests still in a connection's queue for a free stream: never sent.
+    lp.seen.waiting_at_end += lp
+        .scheds
+        .iter()
+        .filter(|u| u.queued_at != 0 && u.sid == 0)
+        .count() as u64;
     let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
     seen.add(&lp.seen);
     drop(seen);

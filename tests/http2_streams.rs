@@ -200,6 +200,30 @@ fn ramp_http2_names_the_steps_whose_users_waited_for_a_stream() {
     assert_eq!(n(&h["max_concurrent_min"]), 8, "{h}");
     // 16 users, no think time: 8 of them wait at any moment.
     assert!(n(&h["waited_for_stream"]) > 0, "{h}");
+    // Each step has its own counts: 4 and 8 users fit (none waited), 16 did not; the
+    // connection opened in the first step; the run's are the steps' together.
+    let per: Vec<(u64, u64)> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                n(&s["http2"]["connections"]),
+                n(&s["http2"]["waited_for_stream"]),
+            )
+        })
+        .collect();
+    assert_eq!((per[0], per[1].1), ((1, 0), 0), "{per:?}");
+    assert!(per[2].1 > 0, "{per:?}");
+    let total: u64 = per.iter().map(|p| p.1).sum();
+    assert_eq!(total, n(&h["waited_for_stream"]), "{per:?} {h}");
+    assert!(
+        out.contains(&format!(
+            "; the first step whose requests waited: 16 users ({} requests, the longest ",
+            per[2].1
+        )),
+        "{out}"
+    );
     assert!(
         out.contains(": 8; at 16 users (16 per connection): the streams over it waited on the client for a free stream"),
         "{out}"
@@ -252,6 +276,17 @@ fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
         )),
         "{out}"
     );
+    // At the end the queue is still full (56 schedules, each given up every 300 ms):
+    // told apart from the rest not sent.
+    let waiting = n(&res["http2"]["waiting_at_end"]);
+    let not_sent = n(&res["intended"]) - sent - gave_up;
+    assert!(waiting >= 20 && waiting <= not_sent, "{res}");
+    assert!(
+        out.contains(&format!(
+            "Waiting at the end: {waiting} requests were waiting for a free stream when the run ended"
+        )),
+        "{out}"
+    );
 
     // The closed loop the same: 32 users on the connection, 8 stuck in flight and 24
     // queued, each failing every 200 ms (10 per user in a 500 ms window at most): sent
@@ -277,6 +312,16 @@ fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
     let step = &r["steps"][0];
     let t = n(&step["errors"]["timeout"]);
     assert!((40..=170).contains(&t), "{t} timeouts: {step}");
+    // 24 queued at the end, in the (only) step's counts and the run's.
+    let waiting = n(&step["http2"]["waiting_at_end"]);
+    assert!((1..=24).contains(&waiting), "{step}");
+    assert_eq!(n(&r["http2"]["waiting_at_end"]), waiting, "{r}");
+    assert!(
+        out.contains(&format!(
+            "Waiting at the end: {waiting} requests were waiting for a free stream"
+        )),
+        "{out}"
+    );
 }
 
 /// A request's wait for a free stream counts from when it began, through its connection's

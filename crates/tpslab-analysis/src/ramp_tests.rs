@@ -19,6 +19,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         load_sent_s: None,
         load_end_s: None,
         per_thread: vec![],
+        http2: None,
     }
 }
 

@@ -52,6 +52,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         load_sent_s: None,
         load_end_s: None,
         per_thread,
+        http2: None,
     }
 }
 

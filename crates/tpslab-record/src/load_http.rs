@@ -236,6 +236,15 @@ impl Http2Streams {
         self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
     }
 
+    /// The counts of `all` added together (a run's steps, its loops).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Http2Streams>) -> Http2Streams {
+        let mut s = Http2Streams::default();
+        for o in all {
+            s.add(o);
+        }
+        s
+    }
+
     /// The limit as advertised: `8`, `8 to 128` (differing over connections), or `no
     /// limit`; with ` (no limit on N connection(s))` when some named none.
     pub fn limit(&self) -> String {

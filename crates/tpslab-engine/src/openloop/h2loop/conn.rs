@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Read};
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{HANGUP, READABLE, WRITABLE};
 
-use super::{control, CState, Conn, Loop};
+use super::{control, CState, Loop};
 use crate::books::Books;
 use crate::proto::h2;
 use crate::proto::tls::{self, Handshake};

@@ -84,9 +84,10 @@ pub(crate) struct H2Run<'a, B: Books> {
     pub(crate) streams: usize,
     /// A failure that ends the run (the server does not speak HTTP/2): its line.
     pub(crate) fatal: Mutex<Option<String>>,
-    /// The servers' stream limits and the waits for a free stream, every loop's merged
+    /// The servers' stream limits and the waits for a free stream, per step of
+    /// [`Books::step_starts`] (one for an open loop, a ramp's steps), every loop's merged
     /// as it ends.
-    pub(crate) seen: Mutex<Http2Streams>,
+    pub(crate) seen: Mutex<Vec<Http2Streams>>,
 }
 
 impl<B: Books> H2Run<'_, B> {
@@ -318,8 +319,17 @@ struct Loop<'a, 'b, B: Books> {
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     local: B::Local,
     timeout_ns: u64,
-    /// This loop's servers' stream limits and waits for a free stream.
-    seen: Http2Streams,
+    /// Where the steps its counts are split at begin ([`Books::step_starts`]), ns.
+    starts: Vec<u64>,
+    /// This loop's servers' stream limits and waits for a free stream, per step: each
+    /// counted in the step whose time it happened in.
+    seen: Vec<Http2Streams>,
+}
+
+/// The step of `starts` (where each begins, ns, increasing) that holds `now`: the first
+/// for a time before it.
+fn step_at(starts: &[u64], now: u64) -> usize {
+    starts.partition_point(|&s| s <= now).saturating_sub(1)
 }
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
@@ -370,8 +380,14 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         heap,
         local: sched.local(),
         timeout_ns: sched.timeout_ns().max(1_000_000),
-        seen: Http2Streams::default(),
+        starts: vec![],
+        seen: vec![],
     };
+    lp.starts = sched.step_starts();
+    if lp.starts.is_empty() {
+        lp.starts.push(0);
+    }
+    lp.seen = vec![Http2Streams::default(); lp.starts.len()];
     let timer = Timer::new()
         .ok()
         .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
@@ -437,13 +453,18 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
     }
     let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
     // Requests still in a connection's queue for a free stream: never sent.
-    lp.seen.waiting_at_end += lp
+    lp.seen_now().waiting_at_end += lp
         .scheds
         .iter()
         .filter(|u| u.queued_at != 0 && u.sid == 0)
         .count() as u64;
     let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
-    seen.add(&lp.seen);
+    if seen.len() < lp.seen.len() {
+        seen.resize(lp.seen.len(), Http2Streams::default());
+    }
+    for (all, mine) in seen.iter_mut().zip(&lp.seen) {
+        all.add(mine);
+    }
     drop(seen);
     sched.finish(lp.local, in_flight);
 }
@@ -452,11 +473,30 @@ impl<B: Books> Loop<'_, '_, B> {
     pub(super) fn now_may_send(&self) -> bool {
         self.run.sched.may_send(mono_ns())
     }
+
+    /// The counts of the step that holds now.
+    pub(super) fn seen_now(&mut self) -> &mut Http2Streams {
+        let k = step_at(&self.starts, mono_ns());
+        &mut self.seen[k]
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CState, Conn, RX_BYTES};
+    use super::{step_at, CState, Conn, RX_BYTES};
+
+    /// Counts land in the step whose time holds them; before the first, in the first;
+    /// after the last's start, in the last.
+    #[test]
+    fn a_count_lands_in_the_step_that_holds_its_time() {
+        let starts = [100, 200, 300];
+        let at: Vec<usize> = [0, 100, 199, 200, 299, 300, u64::MAX]
+            .iter()
+            .map(|&t| step_at(&starts, t))
+            .collect();
+        assert_eq!(at, [0, 0, 0, 1, 1, 2, 2]);
+        assert_eq!(step_at(&[0], 5), 0);
+    }
 
     /// A connection closed keeps its slot's buffers (emptied) and its schedules waiting;
     /// the rest is as new.

@@ -59,17 +59,16 @@ impl<B: Books> Loop<'_, '_, B> {
             .next_at
             .max(self.conns[self.scheds[i].conn].opened_at);
         self.scheds[i].queued_at = since.max(1);
-        self.seen.waited_for_stream += 1;
+        self.seen_now().waited_for_stream += 1;
     }
 
     /// Schedule `i` no longer waits for a stream at `now` (its stream starts, or it is
     /// given up at its timeout): the wait's length is kept if the longest.
     pub(super) fn dequeued(&mut self, i: usize, now: u64) {
-        let u = &mut self.scheds[i];
-        if u.queued_at != 0 {
-            let w = now.saturating_sub(u.queued_at);
-            self.seen.wait_max_ns = self.seen.wait_max_ns.max(w);
-            u.queued_at = 0;
+        let q = std::mem::take(&mut self.scheds[i].queued_at);
+        if q != 0 {
+            let s = self.seen_now();
+            s.wait_max_ns = s.wait_max_ns.max(now.saturating_sub(q));
         }
     }
 
@@ -252,7 +251,7 @@ impl<B: Books> Loop<'_, '_, B> {
     /// in time counts), its next at its time.
     fn queue_timed_out(&mut self, i: usize, now: u64) {
         self.dequeued(i, now);
-        self.seen.timed_out_waiting += 1;
+        self.seen_now().timed_out_waiting += 1;
         self.run
             .sched
             .failed(&mut self.local, now, "timeout", false);

@@ -15,8 +15,9 @@ fn n(v: &Value) -> u64 {
 
 /// nginx with one h2c server allowing 8 streams at once per connection: index.html at
 /// /, `/queued` rate-limited to 100 requests/s with a queue (its access log has each
-/// request's connection, end time and duration), and `/stuck` limited to 1 request a
-/// minute with a queue (after the first, no reply within a test's timeout).
+/// request's connection, end time and duration), `/stuck` limited to 1 request a minute
+/// with a queue (after the first, no reply within a test's timeout) and `/slow` to 5
+/// requests/s with a queue (one at a time: each reply 200 ms after the one before).
 struct Nginx {
     _nginx: common::Kill,
     dir: PathBuf,
@@ -24,6 +25,12 @@ struct Nginx {
 }
 
 fn nginx(tag: &str) -> Option<Nginx> {
+    nginx_with(tag, 8, 1_000_000)
+}
+
+/// [`nginx`] allowing `streams` at once per connection, and closing a connection (GOAWAY)
+/// after `keepalive_requests` requests.
+fn nginx_with(tag: &str, streams: u32, keepalive_requests: u32) -> Option<Nginx> {
     if !std::path::Path::new("/usr/sbin/nginx").exists() {
         eprintln!("{tag}: skipped, no /usr/sbin/nginx");
         return None;
@@ -32,7 +39,7 @@ fn nginx(tag: &str) -> Option<Nginx> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("html")).unwrap();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
-    for f in ["index.html", "queued", "stuck"] {
+    for f in ["index.html", "queued", "stuck", "slow"] {
         std::fs::write(dir.join("html").join(f), "hello world\n").unwrap();
     }
     let port = common::free_port();
@@ -42,16 +49,18 @@ fn nginx(tag: &str) -> Option<Nginx> {
         format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
              error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
-             http {{\n access_log off;\n keepalive_requests 1000000;\n\
-             http2_max_concurrent_streams 8;\n\
+             http {{\n access_log off;\n keepalive_requests {keepalive_requests};\n\
+             http2_max_concurrent_streams {streams};\n\
              client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
              log_format conc '$connection $msec $request_time';\n\
              limit_req_zone $server_port zone=queued:1m rate=100r/s;\n\
              limit_req_zone $server_port zone=stuck:1m rate=1r/m;\n\
+             limit_req_zone $server_port zone=slow:1m rate=5r/s;\n\
              server {{\n  listen 127.0.0.1:{port} http2;\n  root {d}/html;\n\
                location = /queued {{ limit_req zone=queued burst=10000; access_log {d}/logs/queued.log conc; }}\n\
-               location = /stuck {{ limit_req zone=stuck burst=10000; }}\n }}\n}}\n"
+               location = /stuck {{ limit_req zone=stuck burst=10000; }}\n\
+               location = /slow {{ limit_req zone=slow burst=10000; }}\n }}\n}}\n"
         ),
     )
     .unwrap();
@@ -191,6 +200,30 @@ fn ramp_http2_names_the_steps_whose_users_waited_for_a_stream() {
     assert_eq!(n(&h["max_concurrent_min"]), 8, "{h}");
     // 16 users, no think time: 8 of them wait at any moment.
     assert!(n(&h["waited_for_stream"]) > 0, "{h}");
+    // Each step has its own counts: 4 and 8 users fit (none waited), 16 did not; the
+    // connection opened in the first step; the run's are the steps' together.
+    let per: Vec<(u64, u64)> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                n(&s["http2"]["connections"]),
+                n(&s["http2"]["waited_for_stream"]),
+            )
+        })
+        .collect();
+    assert_eq!((per[0], per[1].1), ((1, 0), 0), "{per:?}");
+    assert!(per[2].1 > 0, "{per:?}");
+    let total: u64 = per.iter().map(|p| p.1).sum();
+    assert_eq!(total, n(&h["waited_for_stream"]), "{per:?} {h}");
+    assert!(
+        out.contains(&format!(
+            "; the first step whose requests waited: 16 users ({} requests, the longest ",
+            per[2].1
+        )),
+        "{out}"
+    );
     assert!(
         out.contains(": 8; at 16 users (16 per connection): the streams over it waited on the client for a free stream"),
         "{out}"
@@ -243,6 +276,17 @@ fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
         )),
         "{out}"
     );
+    // At the end the queue is still full (56 schedules, each given up every 300 ms):
+    // told apart from the rest not sent.
+    let waiting = n(&res["http2"]["waiting_at_end"]);
+    let not_sent = n(&res["intended"]) - sent - gave_up;
+    assert!(waiting >= 20 && waiting <= not_sent, "{res}");
+    assert!(
+        out.contains(&format!(
+            "Waiting at the end: {waiting} requests were waiting for a free stream when the run ended"
+        )),
+        "{out}"
+    );
 
     // The closed loop the same: 32 users on the connection, 8 stuck in flight and 24
     // queued, each failing every 200 ms (10 per user in a 500 ms window at most): sent
@@ -268,4 +312,55 @@ fn a_request_queued_for_a_stream_past_the_timeout_is_a_timeout() {
     let step = &r["steps"][0];
     let t = n(&step["errors"]["timeout"]);
     assert!((40..=170).contains(&t), "{t} timeouts: {step}");
+    // 24 queued at the end, in the (only) step's counts and the run's.
+    let waiting = n(&step["http2"]["waiting_at_end"]);
+    assert!((1..=24).contains(&waiting), "{step}");
+    assert_eq!(n(&r["http2"]["waiting_at_end"]), waiting, "{r}");
+    assert!(
+        out.contains(&format!(
+            "Waiting at the end: {waiting} requests were waiting for a free stream"
+        )),
+        "{out}"
+    );
+}
+
+/// A request's wait for a free stream counts from when it began, through its connection's
+/// GOAWAY and reopening: against nginx allowing 1 stream at once and closing a connection
+/// after 2 requests, each answered 200 ms after the one before (`/slow`), 6 streams on
+/// the connection queue 5 requests that each wait about a second (5 replies ahead) over
+/// 3 connections, no more than about 400 ms on any one. With `--timeout 600ms` they are
+/// given up at 600 ms of waiting; a wait that restarted at each connection's opening would
+/// never reach it (none given up, the longest wait about 400 ms).
+#[test]
+fn a_wait_for_a_stream_through_goaway_churn_times_out_from_its_start() {
+    let _serial = common::serial();
+    let Some(ng) = nginx_with("goaway-churn", 1, 2) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/slow", ng.port);
+    let args = [
+        "--http2",
+        "--rate",
+        "60",
+        "--connections",
+        "1",
+        "--streams",
+        "6",
+        "--duration",
+        "2s",
+        "--timeout",
+        "600ms",
+    ];
+    let (code, _out, err, r) = common::load_http(&url, &args, "h2-goaway-churn");
+    assert_eq!(code, Some(0), "{err}");
+    let res = &r["result"];
+    let h = &res["http2"];
+    // The churn: a connection per 2 requests.
+    assert!(n(&h["connections"]) >= 3, "{h}");
+    assert_eq!(n(&h["max_concurrent_max"]), 1, "{h}");
+    // Given up at the timeout, counted from the wait's start: the longest wait is the
+    // timeout (and the 10 ms timeout scan), not one connection's share of it.
+    assert!(n(&h["timed_out_waiting"]) > 0, "{h}");
+    let w = n(&h["wait_max_ns"]);
+    assert!((600_000_000..750_000_000).contains(&w), "{h}");
 }

@@ -20,6 +20,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         load_end_s: None,
         per_thread: vec![],
         tree_sampling: None,
+        http2: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         load_end_s: None,
         per_thread,
         tree_sampling: None,
+        http2: None,
     }
 }
 

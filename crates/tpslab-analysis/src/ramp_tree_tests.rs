@@ -22,6 +22,7 @@ fn step(users: usize, tree_sampling: Option<TreeSampling>) -> StepResult {
         load_end_s: None,
         per_thread: vec![],
         tree_sampling,
+        http2: None,
     }
 }
 

@@ -30,6 +30,12 @@ pub(crate) trait Books: Sync {
     fn starts_at(&self, _id: usize) -> u64 {
         0
     }
+    /// Where the steps an HTTP/2 loop splits its stream counts at begin, ns (increasing;
+    /// the first also holds what came before it, the last what came after): a ramp's
+    /// steps, warm-up included. One step by default (an open loop's run).
+    fn step_starts(&self) -> Vec<u64> {
+        vec![0]
+    }
     /// When the request after one intended at `intended` (ns, the send's own time in a
     /// closed loop) is due, its predecessor having ended (answered or failed) at `now`:
     /// `now` or earlier goes at once.

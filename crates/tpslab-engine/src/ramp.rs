@@ -235,6 +235,8 @@ pub fn run_ramp_with(
                 load_end_s,
                 per_thread,
                 tree_sampling,
+                // Filled in once the loops have ended and merged their counts.
+                http2: None,
             });
             if let Some(r) = results.last() {
                 on_step(r);
@@ -249,9 +251,16 @@ pub fn run_ramp_with(
     {
         return Err(EngineError::Other(why));
     }
-    // The loops have ended and published every send: each step's span, and the ramp's.
+    // The loops have ended and published every send and their HTTP/2 counts per step:
+    // each step's span and counts, and the ramp's.
+    let h2seen: Option<Vec<_>> = h2run
+        .as_ref()
+        .map(|r| r.seen.lock().unwrap_or_else(|e| e.into_inner()).clone());
     for (k, r) in results.iter_mut().enumerate() {
         (r.load_sent_s, r.load_end_s) = load_span(shared.sent_span(k), t0);
+        r.http2 = h2seen
+            .as_ref()
+            .map(|s| s.get(k).copied().unwrap_or_default());
     }
     let spans: Vec<(u64, u64)> = (0..plan.steps.len())
         .filter_map(|k| shared.sent_span(k))
@@ -284,9 +293,9 @@ pub fn run_ramp_with(
         generator_peak_rss_kib: crate::env::peak_rss_kib(),
         load_sent_s,
         overrun,
-        http2: h2run
+        http2: h2seen
             .as_ref()
-            .map(|r| *r.seen.lock().unwrap_or_else(|e| e.into_inner())),
+            .map(|s| tpslab_record::load_http::Http2Streams::sum(s)),
     })
 }
 
@@ -314,7 +323,7 @@ fn h2_users<'a>(
         streams: max_users.div_ceil(c),
         fatal: Mutex::new(None),
         closed: true,
-        seen: Mutex::new(Default::default()),
+        seen: Mutex::new(vec![]),
     })
 }
 

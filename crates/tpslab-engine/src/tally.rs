@@ -191,6 +191,10 @@ impl crate::books::Books for Tally<'_> {
         0
     }
 
+    fn step_starts(&self) -> Vec<u64> {
+        Tally::step_starts(self)
+    }
+
     /// The start (warm-up included) of the first step with more than `id` users.
     fn starts_at(&self, id: usize) -> u64 {
         let starts = self.step_starts();

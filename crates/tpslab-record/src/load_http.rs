@@ -187,15 +187,21 @@ pub struct Http2Streams {
     /// allowed: each waited on the client for a free stream (counted once, however many
     /// connections it waited on).
     pub waited_for_stream: u64,
-    /// The longest of those waits on one connection, ns (from the request's due time, or
-    /// from the connection's opening when it waited for that first, to its stream's start,
-    /// its timeout or the connection's end).
+    /// The longest of those waits, ns: from the request's due time (or its connection's
+    /// opening when it waited for that first) to its stream's start or its timeout, the
+    /// whole wait however many connections it waited on (a GOAWAY or a close in between
+    /// does not restart it).
     pub wait_max_ns: u64,
     /// Of those, requests that waited past `--timeout` and were given up: never sent,
     /// counted among the `timeout` errors (so a loss, "written and not answered", leaves
     /// them out).
     #[serde(default)]
     pub timed_out_waiting: u64,
+    /// Requests waiting on the client for a free stream when the run ended (the plan's
+    /// end or its stop): never written, among the intended requests not sent (the
+    /// client's queue at the end, not a shortfall of the server's). 0 in older records.
+    #[serde(default)]
+    pub waiting_at_end: u64,
 }
 
 impl Http2Streams {
@@ -226,7 +232,17 @@ impl Http2Streams {
         }
         self.waited_for_stream += o.waited_for_stream;
         self.timed_out_waiting += o.timed_out_waiting;
+        self.waiting_at_end += o.waiting_at_end;
         self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
+    }
+
+    /// The counts of `all` added together (a run's steps, its loops).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Http2Streams>) -> Http2Streams {
+        let mut s = Http2Streams::default();
+        for o in all {
+            s.add(o);
+        }
+        s
     }
 
     /// The limit as advertised: `8`, `8 to 128` (differing over connections), or `no

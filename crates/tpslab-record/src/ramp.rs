@@ -76,6 +76,14 @@ pub struct StepResult {
     /// None without --pid, or in records written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_sampling: Option<TreeSampling>,
+    /// HTTP/2 (`ramp http --http2`): this step's own stream counts, from its warm-up's
+    /// start to the next step's (the last step's to the run's end): the connections
+    /// whose server's SETTINGS came in it, the requests that began waiting on the client
+    /// for a free stream in it, the waits that ended in it (given up or started), and
+    /// for the last step (or the one stopped in) those waiting at the end. None: another
+    /// protocol, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<crate::load_http::Http2Streams>,
 }
 
 /// A step's coverage of the server's process tree by the thread sampler. A tree of more
@@ -151,8 +159,9 @@ pub struct RampRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrun: Option<Overrun>,
     /// HTTP/2 (`ramp http --http2`): the streams at once the server allowed on each
-    /// connection and the users' requests that waited on the client for one. None:
-    /// another protocol, or an older record.
+    /// connection and the users' requests that waited on the client for one, over the
+    /// whole run (the steps' [`StepResult::http2`] added together). None: another
+    /// protocol, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<crate::load_http::Http2Streams>,
 }

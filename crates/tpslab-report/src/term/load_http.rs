@@ -127,6 +127,9 @@ fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
             "Not sent: {at_end} intended requests (their connection was waiting for a reply, or reconnecting{queued}, at the plan's end; none is sent after it)"
         )?;
     }
+    if let Some(line) = r.http2.as_ref().and_then(waiting_at_end) {
+        writeln!(w, "{line}")?;
+    }
     Ok(())
 }
 
@@ -210,6 +213,17 @@ fn late(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The requests waiting on the client for a free HTTP/2 stream when the run ended
+/// ([`Http2Streams::waiting_at_end`]), when there were any: a line saying so.
+pub(super) fn waiting_at_end(h: &Http2Streams) -> Option<String> {
+    (h.waiting_at_end > 0).then(|| {
+        format!(
+            "Waiting at the end: {} requests were waiting for a free stream when the run ended (the client's queue of HTTP/2 requests over the server's stream limit: never written)",
+            h.waiting_at_end
+        )
+    })
 }
 
 /// HTTP/2's line: the streams at once the server allowed per connection (its

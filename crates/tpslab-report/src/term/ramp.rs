@@ -1,7 +1,7 @@
 //! A ramp in a terminal: its plan, the steps with Little's law, the knee, the USL fit and
 //! the verdict.
 
-use super::table;
+use super::{fmt_ns, table};
 use std::io::{self, Write};
 use tpslab_analysis::ramp::{self, RampPlan};
 use tpslab_analysis::record::RampReport;
@@ -100,6 +100,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     writeln!(w, "{t}")?;
     if let Some(h) = &rec.http2 {
         writeln!(w, "{}", http2_line(rec, h))?;
+        if let Some(line) = super::load_http::waiting_at_end(h) {
+            writeln!(w, "{line}")?;
+        }
     }
     if let Some(o) = &rec.overrun {
         writeln!(w, "{}", o.line())?;
@@ -170,7 +173,20 @@ fn http2_line(rec: &tpslab_analysis::ramp::RampRecord, h: &Http2Streams) -> Stri
             join(&|u| u.div_ceil(c))
         )
     };
-    super::load_http::http2_streams(h, &per, !over.is_empty())
+    let line = super::load_http::http2_streams(h, &per, !over.is_empty());
+    // Per step (records since steps carry their own counts): the first that waited.
+    let first = rec
+        .steps
+        .iter()
+        .find(|s| s.http2.is_some_and(|x| x.waited_for_stream > 0));
+    match first.and_then(|s| Some((s.users, s.http2?))) {
+        Some((users, x)) => format!(
+            "{line}; the first step whose requests waited: {users} users ({} requests, the longest {})",
+            x.waited_for_stream,
+            fmt_ns(x.wait_max_ns as f64)
+        ),
+        None => line,
+    }
 }
 
 /// A ramp's results: the steps, the verdict and the findings under it.

@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Read};
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{HANGUP, READABLE, WRITABLE};
 
-use super::{control, CState, Conn, Loop};
+use super::{control, CState, Loop};
 use crate::books::Books;
 use crate::proto::h2;
 use crate::proto::tls::{self, Handshake};
@@ -114,26 +114,19 @@ impl<B: Books> Loop<'_, '_, B> {
     /// after a back-off (the timeout, at most 100 ms) following a failure.
     pub(super) fn close(&mut self, k: usize, back_off: bool) {
         let now = mono_ns();
-        // The schedules waiting for a stream of this connection now wait for the next.
-        for j in 0..self.conns[k].waiting.len() {
-            let i = self.conns[k].waiting[j];
-            self.dequeued(i, now);
-        }
-        let mut fresh = Conn::new(self.run.streams);
-        let c = &mut self.conns[k];
-        // What is kept across connections: the schedules waiting, buffers' memory.
-        std::mem::swap(&mut fresh.waiting, &mut c.waiting);
-        fresh.gen = c.gen.wrapping_add(1);
-        fresh.retry_at = if back_off {
+        // The schedules waiting for a stream of this connection wait on for the next, their
+        // waits (and timeouts) counted from when they began.
+        let retry_at = if back_off {
             now + self.timeout_ns.min(100_000_000)
         } else {
             now
         };
+        let c = &mut self.conns[k];
         // Streams still listed: none when called right; their schedules go on.
         for (_, i) in c.streams.drain() {
             self.scheds[i].sid = 0;
         }
-        *c = fresh;
+        c.reset(retry_at);
     }
 
     /// Fails every stream of connection `k` with `kind` and closes it (backing off).

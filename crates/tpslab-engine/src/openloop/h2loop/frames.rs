@@ -88,7 +88,8 @@ impl<B: Books> Loop<'_, '_, B> {
                 control(self.run.sched, &mut self.local, &mut c.tx, h2::settings_ack);
                 let first = c.state == CState::Settings;
                 if first || ch.max_streams.is_some() {
-                    self.seen.advertised(ch.max_streams, first);
+                    let at = super::step_at(&self.starts, mono_ns());
+                    self.seen[at].advertised(ch.max_streams, first);
                 }
                 if first {
                     c.state = CState::Open;

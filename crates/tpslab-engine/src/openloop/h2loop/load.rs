@@ -50,13 +50,14 @@ pub(in crate::openloop) fn run_load_h2(
         streams: plan.streams.max(1),
         fatal: Mutex::new(None),
         closed: false,
-        seen: Mutex::new(Http2Streams::default()),
+        seen: Mutex::new(vec![]),
     };
     let l = run_schedule(&sched, c, loops, &|ids| run_loop(&run, ids))?;
     if let Some(why) = run.fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(EngineError::Other(why));
     }
     let mut rec = record(plan, start, intended, l);
-    rec.result.http2 = Some(*run.seen.lock().unwrap_or_else(|e| e.into_inner()));
+    let seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
+    rec.result.http2 = Some(Http2Streams::sum(seen.iter()));
     Ok(rec)
 }

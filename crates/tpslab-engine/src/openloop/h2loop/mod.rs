@@ -84,9 +84,10 @@ pub(crate) struct H2Run<'a, B: Books> {
     pub(crate) streams: usize,
     /// A failure that ends the run (the server does not speak HTTP/2): its line.
     pub(crate) fatal: Mutex<Option<String>>,
-    /// The servers' stream limits and the waits for a free stream, every loop's merged
+    /// The servers' stream limits and the waits for a free stream, per step of
+    /// [`Books::step_starts`] (one for an open loop, a ramp's steps), every loop's merged
     /// as it ends.
-    pub(crate) seen: Mutex<Http2Streams>,
+    pub(crate) seen: Mutex<Vec<Http2Streams>>,
 }
 
 impl<B: Books> H2Run<'_, B> {
@@ -211,6 +212,69 @@ impl Conn {
         }
     }
 
+    /// Closed, to be made again from `retry_at` (ns): every field as [`Conn::new`] has it
+    /// but the schedules waiting (they wait on for the next connection) and a new `gen`
+    /// (events of the old socket are ignored). Its buffers are emptied, not freed: a
+    /// connection slot allocates its 64 KiB read buffer once, not at every reconnect.
+    fn reset(&mut self, retry_at: u64) {
+        // Every field named: one added to `Conn` must be said here too.
+        let Conn {
+            state,
+            sock,
+            tls,
+            gen,
+            interest,
+            deadline,
+            retry_at: retry,
+            rx: _,
+            rx_end,
+            tx,
+            tx_off,
+            dec,
+            blocks,
+            first_sent,
+            peer,
+            opened_at,
+            swept,
+            send_window,
+            recv_unacked,
+            next_sid,
+            streams,
+            waiting: _,
+            blocked,
+            hdr_sid,
+            hdr,
+            hdr_end_stream,
+            goaway,
+        } = self;
+        *state = CState::Closed;
+        *sock = None;
+        *tls = None;
+        *gen = gen.wrapping_add(1);
+        *interest = 0;
+        *deadline = 0;
+        *retry = retry_at;
+        *rx_end = 0;
+        tx.clear();
+        *tx_off = 0;
+        *dec = h2::HeaderDecoder::default();
+        blocks.0.clear();
+        blocks.1.clear();
+        *first_sent = false;
+        *peer = settings::PeerSettings::default();
+        *opened_at = 0;
+        *swept = false;
+        *send_window = h2::DEFAULT_WINDOW;
+        *recv_unacked = 0;
+        *next_sid = 1;
+        streams.clear();
+        blocked.clear();
+        *hdr_sid = 0;
+        hdr.clear();
+        *hdr_end_stream = false;
+        *goaway = None;
+    }
+
     /// Bytes wait to be written (or TLS records to be flushed).
     fn pending(&self) -> bool {
         self.tx_off < self.tx.len() || self.tls.as_ref().is_some_and(|c| c.wants_write())
@@ -239,12 +303,12 @@ struct Sched {
     sent: bool,
     /// Reply bytes received since the stream's last WINDOW_UPDATE.
     recv_unacked: u32,
-    /// Waiting on the client for a free stream since, ns (its connection open with as
-    /// many streams in flight as its server allows; 0: not).
+    /// Its due request has waited on the client for a free stream since, ns (its
+    /// connection open with as many streams in flight as its server allows; 0: not):
+    /// kept while it waits on through its connection's close and reopening (its timeout
+    /// counts from here, and it counts once in `waited_for_stream`), cleared when its
+    /// stream starts or it is given up.
     queued_at: u64,
-    /// Its due request is counted in `waited_for_stream` already (it waits on through a
-    /// reconnect: counted once); cleared when the request starts its stream or is given up.
-    wait_counted: bool,
 }
 
 struct Loop<'a, 'b, B: Books> {
@@ -255,8 +319,17 @@ struct Loop<'a, 'b, B: Books> {
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     local: B::Local,
     timeout_ns: u64,
-    /// This loop's servers' stream limits and waits for a free stream.
-    seen: Http2Streams,
+    /// Where the steps its counts are split at begin ([`Books::step_starts`]), ns.
+    starts: Vec<u64>,
+    /// This loop's servers' stream limits and waits for a free stream, per step: each
+    /// counted in the step whose time it happened in.
+    seen: Vec<Http2Streams>,
+}
+
+/// The step of `starts` (where each begins, ns, increasing) that holds `now`: the first
+/// for a time before it.
+fn step_at(starts: &[u64], now: u64) -> usize {
+    starts.partition_point(|&s| s <= now).saturating_sub(1)
 }
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
@@ -291,7 +364,6 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 sent: false,
                 recv_unacked: 0,
                 queued_at: 0,
-                wait_counted: false,
             });
         }
     }
@@ -308,8 +380,14 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         heap,
         local: sched.local(),
         timeout_ns: sched.timeout_ns().max(1_000_000),
-        seen: Http2Streams::default(),
+        starts: vec![],
+        seen: vec![],
     };
+    lp.starts = sched.step_starts();
+    if lp.starts.is_empty() {
+        lp.starts.push(0);
+    }
+    lp.seen = vec![Http2Streams::default(); lp.starts.len()];
     let timer = Timer::new()
         .ok()
         .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
@@ -374,8 +452,19 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
         }
     }
     let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
+    // Requests still in a connection's queue for a free stream: never sent.
+    lp.seen_now().waiting_at_end += lp
+        .scheds
+        .iter()
+        .filter(|u| u.queued_at != 0 && u.sid == 0)
+        .count() as u64;
     let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
-    seen.add(&lp.seen);
+    if seen.len() < lp.seen.len() {
+        seen.resize(lp.seen.len(), Http2Streams::default());
+    }
+    for (all, mine) in seen.iter_mut().zip(&lp.seen) {
+        all.add(mine);
+    }
     drop(seen);
     sched.finish(lp.local, in_flight);
 }
@@ -383,5 +472,56 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
 impl<B: Books> Loop<'_, '_, B> {
     pub(super) fn now_may_send(&self) -> bool {
         self.run.sched.may_send(mono_ns())
+    }
+
+    /// The counts of the step that holds now.
+    pub(super) fn seen_now(&mut self) -> &mut Http2Streams {
+        let k = step_at(&self.starts, mono_ns());
+        &mut self.seen[k]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{step_at, CState, Conn, RX_BYTES};
+
+    /// Counts land in the step whose time holds them; before the first, in the first;
+    /// after the last's start, in the last.
+    #[test]
+    fn a_count_lands_in_the_step_that_holds_its_time() {
+        let starts = [100, 200, 300];
+        let at: Vec<usize> = [0, 100, 199, 200, 299, 300, u64::MAX]
+            .iter()
+            .map(|&t| step_at(&starts, t))
+            .collect();
+        assert_eq!(at, [0, 0, 0, 1, 1, 2, 2]);
+        assert_eq!(step_at(&[0], 5), 0);
+    }
+
+    /// A connection closed keeps its slot's buffers (emptied) and its schedules waiting;
+    /// the rest is as new.
+    #[test]
+    fn a_reset_connection_keeps_its_buffers_and_its_queue_and_nothing_else() {
+        let mut c = Conn::new(4);
+        c.state = CState::Open;
+        c.rx[..3].copy_from_slice(b"abc");
+        c.rx_end = 3;
+        c.tx.extend_from_slice(&[1; 100]);
+        c.tx_off = 10;
+        c.next_sid = 9;
+        c.opened_at = 7;
+        c.goaway = Some(5);
+        c.streams.insert(7, 1);
+        c.blocked.push_back(1);
+        c.waiting.extend([2, 3]);
+        c.hdr.extend_from_slice(b"hdr");
+        let (rx, tx, gen) = (c.rx.as_ptr(), c.tx.as_ptr(), c.gen);
+        c.reset(42);
+        assert_eq!((c.rx.as_ptr(), c.rx.len(), c.rx_end), (rx, RX_BYTES, 0));
+        assert_eq!((c.tx.as_ptr(), c.tx.len(), c.tx_off), (tx, 0, 0));
+        assert_eq!(c.waiting, [2, 3]);
+        assert_eq!((c.state, c.retry_at, c.gen), (CState::Closed, 42, gen + 1));
+        assert_eq!((c.next_sid, c.opened_at, c.goaway), (1, 0, None));
+        assert!(c.streams.is_empty() && c.blocked.is_empty() && c.hdr.is_empty());
     }
 }

@@ -48,26 +48,27 @@ impl<B: Books> Loop<'_, '_, B> {
     }
 
     /// Schedule `i` waits on the client for a free stream: since it was due, or since
-    /// its connection opened if it waited for that first.
+    /// its connection opened if it waited for that first. A request that waited for a
+    /// stream already (on a connection since closed) keeps its first wait's start: its
+    /// timeout and its wait count from then, however many connections it waits on.
     fn queue_for_stream(&mut self, i: usize) {
+        if self.scheds[i].queued_at != 0 {
+            return;
+        }
         let since = self.scheds[i]
             .next_at
             .max(self.conns[self.scheds[i].conn].opened_at);
         self.scheds[i].queued_at = since.max(1);
-        if !self.scheds[i].wait_counted {
-            self.scheds[i].wait_counted = true;
-            self.seen.waited_for_stream += 1;
-        }
+        self.seen_now().waited_for_stream += 1;
     }
 
-    /// Schedule `i` no longer waits for a stream at `now` (its stream starts, it timed
-    /// out, or its connection goes): the wait's length is kept if the longest.
+    /// Schedule `i` no longer waits for a stream at `now` (its stream starts, or it is
+    /// given up at its timeout): the wait's length is kept if the longest.
     pub(super) fn dequeued(&mut self, i: usize, now: u64) {
-        let u = &mut self.scheds[i];
-        if u.queued_at != 0 {
-            let w = now.saturating_sub(u.queued_at);
-            self.seen.wait_max_ns = self.seen.wait_max_ns.max(w);
-            u.queued_at = 0;
+        let q = std::mem::take(&mut self.scheds[i].queued_at);
+        if q != 0 {
+            let s = self.seen_now();
+            s.wait_max_ns = s.wait_max_ns.max(now.saturating_sub(q));
         }
     }
 
@@ -107,7 +108,6 @@ impl<B: Books> Loop<'_, '_, B> {
     /// A new stream for schedule `i`: its HEADERS (and as much body as the windows let).
     pub(super) fn start_stream(&mut self, i: usize, ready: u64) {
         let now = mono_ns();
-        self.scheds[i].wait_counted = false;
         let k = self.scheds[i].conn;
         let c = &mut self.conns[k];
         let sid = c.next_sid;
@@ -251,8 +251,7 @@ impl<B: Books> Loop<'_, '_, B> {
     /// in time counts), its next at its time.
     fn queue_timed_out(&mut self, i: usize, now: u64) {
         self.dequeued(i, now);
-        self.seen.timed_out_waiting += 1;
-        self.scheds[i].wait_counted = false;
+        self.seen_now().timed_out_waiting += 1;
         self.run
             .sched
             .failed(&mut self.local, now, "timeout", false);

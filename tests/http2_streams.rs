@@ -24,8 +24,7 @@ struct Nginx {
 }
 
 fn nginx(tag: &str) -> Option<Nginx> {
-    if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("{tag}: skipped, no /usr/sbin/nginx");
+    if !common::need(tag, "/usr/sbin/nginx") {
         return None;
     }
     let dir = common::tmp(&format!("nginx-h2-streams-{tag}"));

@@ -31,8 +31,7 @@ fn nginx(tag: &str) -> Option<Nginx> {
 /// [`nginx`] allowing `streams` at once per connection, and closing a connection (GOAWAY)
 /// after `keepalive_requests` requests.
 fn nginx_with(tag: &str, streams: u32, keepalive_requests: u32) -> Option<Nginx> {
-    if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("{tag}: skipped, no /usr/sbin/nginx");
+    if !common::need(tag, "/usr/sbin/nginx") {
         return None;
     }
     let dir = common::tmp(&format!("nginx-h2-streams-{tag}"));

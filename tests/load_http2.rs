@@ -31,8 +31,7 @@ struct H2c {
 }
 
 fn nginx_h2c(tag: &str) -> Option<H2c> {
-    if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("{tag}: skipped, no /usr/sbin/nginx");
+    if !common::need(tag, "/usr/sbin/nginx") {
         return None;
     }
     let dir = common::tmp(&format!("nginx-h2c-{tag}"));

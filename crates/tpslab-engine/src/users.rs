@@ -20,16 +20,14 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
-use tpslab_plan::framing::MAX_FRAME;
 
 use crate::books::Books;
 use crate::proto::tls::{self, Handshake};
-use crate::proto::{io_kind, Decoded, Exchange, Opened, Reply, Transport, WithExchange};
+use crate::proto::{io_kind, Exchange, Opened, Reply, Transport, WithExchange};
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,80 +77,12 @@ struct User<U> {
     interest: u32,
 }
 
-/// The most a stream's reply may hold before it is whole, bytes: a frame of
-/// [`MAX_FRAME`] and its length prefix. Beyond it the request fails (`frame too long`).
-const MAX_REPLY: usize = MAX_FRAME + 4;
-
 /// The token of the loop's [`Timer`] in its epoll set (a user's token has its index,
 /// below 2^32 - 1, in its high half).
 const TIMER_TOKEN: u64 = u64::MAX;
 
 /// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
 const RX_START: usize = 4096;
-
-/// A stream's bytes read and not yet consumed by a whole reply.
-#[derive(Default)]
-struct RecvBuf {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-}
-
-impl RecvBuf {
-    fn with_capacity(bytes: usize) -> RecvBuf {
-        RecvBuf {
-            buf: vec![0; bytes],
-            start: 0,
-            end: 0,
-        }
-    }
-
-    /// The bytes read and not consumed.
-    fn pending(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
-    /// Takes the first `n` pending bytes (all of them at most).
-    fn consume(&mut self, n: usize) {
-        self.start += n.min(self.end - self.start);
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        }
-    }
-
-    /// One read of `s` after the pending bytes (moved to the front first; the buffer
-    /// doubled when full, up to [`MAX_REPLY`]). Ok(0): the peer closed. Errors: the
-    /// read's, or InvalidData `frame too long` when the buffer is full at its limit.
-    fn read_from(&mut self, s: &socket2::Socket) -> std::io::Result<usize> {
-        let mut r = s;
-        self.fill(|b| r.read(b))
-    }
-
-    /// One `read` into the free room after the pending bytes, as [`RecvBuf::read_from`]
-    /// (a TLS session's plaintext, [`tls::read`]).
-    fn fill(
-        &mut self,
-        read: impl FnOnce(&mut [u8]) -> std::io::Result<usize>,
-    ) -> std::io::Result<usize> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buf.len() {
-            if self.buf.len() >= MAX_REPLY {
-                return Err(std::io::Error::new(
-                    ErrorKind::InvalidData,
-                    "frame too long",
-                ));
-            }
-            self.buf.resize((self.buf.len() * 2).max(16), 0);
-        }
-        let n = read(&mut self.buf[self.end..])?;
-        self.end += n;
-        Ok(n)
-    }
-}
 
 /// A loop's context: the shared ramp state, its protocol, its epoll and its timers.
 struct Loop<'a, B: Books, P> {
@@ -480,65 +410,6 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         self.write(u, i);
     }
 
-    /// Writes what is left of the request; then waits for the reply.
-    fn write(&mut self, u: &mut User<P::User>, i: usize) {
-        let State::Sending(mut off) = u.state else {
-            return;
-        };
-        let proto = self.proto;
-        if let (Some(c), Some(s)) = (u.tls.as_deref_mut(), u.sock.as_ref()) {
-            let req = proto.request(&u.p);
-            let len = req.len();
-            return match tls::write(c, s, req, &mut off) {
-                Ok(true) => {
-                    let ready = u.ready;
-                    self.sh
-                        .sent(&mut self.local, u.intended, ready, mono_ns(), len);
-                    u.state = State::Reading;
-                    self.watch(u, i, READABLE);
-                }
-                Ok(false) => {
-                    u.state = State::Sending(off);
-                    self.watch(u, i, WRITABLE);
-                }
-                Err(e) => self.fail(u, i, &io_kind(&e)),
-            };
-        }
-        loop {
-            let Some(s) = u.sock.as_ref() else { return };
-            let req = proto.request(&u.p);
-            // MSG_NOSIGNAL: a write to a connection the peer reset fails with EPIPE
-            // instead of raising SIGPIPE (whose default action tpslab keeps).
-            match s.send_with_flags(&req[off..], libc::MSG_NOSIGNAL) {
-                Ok(n) => {
-                    off += n;
-                    if off >= req.len() {
-                        // When the load really was sent (checked against the plan).
-                        let ready = u.ready;
-                        self.sh
-                            .sent(&mut self.local, u.intended, ready, mono_ns(), req.len());
-                        u.state = State::Reading;
-                        self.watch(u, i, READABLE);
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    u.state = State::Sending(off);
-                    self.watch(u, i, WRITABLE);
-                    return;
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let kind = match P::TRANSPORT {
-                        Transport::Stream => io_kind(&e),
-                        Transport::Datagram => format!("send: {}", io_kind(&e)),
-                    };
-                    return self.fail(u, i, &kind);
-                }
-            }
-        }
-    }
-
     /// The reply arrived: counted (as a reply, or as the failure it reports); the
     /// connection closed if it says so; think, or go again.
     fn answered(&mut self, u: &mut User<P::User>, i: usize, r: Reply) {
@@ -622,73 +493,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             _ => {}
         }
     }
-
-    /// Reads the connection until the protocol finds the reply in the bytes kept, or no
-    /// more bytes are waiting.
-    fn read_stream(&mut self, u: &mut User<P::User>, i: usize) {
-        let proto = self.proto;
-        loop {
-            match proto.decode(&mut u.p, u.rx.pending()) {
-                Decoded::Reply(r) => {
-                    u.rx.consume(r.len);
-                    return self.answered(u, i, r);
-                }
-                Decoded::Stale(n) if n > 0 => {
-                    u.rx.consume(n);
-                    continue;
-                }
-                Decoded::Stale(_) | Decoded::NeedMore => {}
-                Decoded::Invalid(kind) => return self.fail(u, i, &kind),
-            }
-            let Some(s) = u.sock.as_ref() else { return };
-            let got = match u.tls.as_deref_mut() {
-                Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
-                None => u.rx.read_from(s),
-            };
-            match got {
-                Ok(0) => return self.fail(u, i, "closed by peer"),
-                Ok(n) => self.sh.read(&mut self.local, n),
-                // EINTR: tried again at the next wake-up (the wait is level-triggered).
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                    return
-                }
-                Err(e) => return self.fail(u, i, &io_kind(&e)),
-            }
-        }
-    }
-
-    /// Reads every datagram waiting: the one the protocol takes for the current request's
-    /// reply completes it; others (late replies to earlier requests, anything read while
-    /// no request waits) are skipped.
-    fn read_datagrams(&mut self, u: &mut User<P::User>, i: usize) {
-        let proto = self.proto;
-        loop {
-            let Some(s) = u.sock.as_ref() else { return };
-            let mut r = s;
-            match r.read(&mut self.scratch) {
-                Ok(n) => {
-                    self.sh.read(&mut self.local, n);
-                    if u.state != State::Reading {
-                        continue;
-                    }
-                    match proto.decode(&mut u.p, &self.scratch[..n]) {
-                        Decoded::Reply(r) => return self.answered(u, i, r),
-                        Decoded::Invalid(kind) => return self.fail(u, i, &kind),
-                        Decoded::Stale(_) | Decoded::NeedMore => {}
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    if u.state == State::Reading {
-                        self.fail(u, i, &io_kind(&e));
-                    }
-                    return;
-                }
-            }
-        }
-    }
 }
+
+mod io;
+mod recv_buf;
+use recv_buf::RecvBuf;
 
 #[cfg(test)]
 #[path = "users_tests.rs"]

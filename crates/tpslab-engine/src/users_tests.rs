@@ -4,6 +4,7 @@
 //! protocol would give them.
 
 use super::*;
+use crate::proto::Decoded;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};

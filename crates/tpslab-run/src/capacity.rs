@@ -172,8 +172,8 @@ fn run_step(
 }
 
 /// Runs `tpslab capacity`: with `plan.server_cmd` the user's server started first (the
-/// load's target and PID its), the search ([`search`]), and with `plan.fix_and_retry` the
-/// fix applied and the search run again ([`retry`]); the server stopped at the end.
+/// load's target and PID its), the search (`search`), and with `plan.fix_and_retry` the
+/// fix applied and the search run again (`retry`); the server stopped at the end.
 ///
 /// Returns the `capacity` record (interrupted when `ctx.stop` was set). Errors: the server
 /// cannot start, or the first step cannot run (the target cannot be reached or found, a

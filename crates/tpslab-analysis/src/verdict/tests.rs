@@ -435,5 +435,8 @@ fn a_server_asleep_per_message_on_a_loaded_host_is_said_to_be_both() {
 #[path = "tests_rules.rs"]
 mod rules;
 
+#[path = "tests_lines.rs"]
+mod lines;
+
 #[path = "tests_advice.rs"]
 mod advice;

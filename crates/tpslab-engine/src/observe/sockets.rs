@@ -1,0 +1,195 @@
+//! The target's and generator's sockets in /proc/net/udp{,6}: which are the target's
+//! ([`SocketMatch`], as the kernel's delivery lookup scores them), the target's queue now,
+//! per-socket drop tracking over a run, and the address pair of a socket's delivery lookup.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use tpslab_proc::{live, UdpCounters, UdpSocket};
+
+/// Which sockets of /proc/net/udp{,6} are the target's.
+#[derive(Debug, Clone, Default)]
+pub struct SocketMatch {
+    /// Exact inodes (when known, nothing else is used).
+    pub inodes: Vec<u64>,
+    /// Local port.
+    pub port: Option<u16>,
+    /// Local address (None: any).
+    pub addr: Option<std::net::IpAddr>,
+}
+
+impl SocketMatch {
+    /// Whether `s` is one of the target's sockets.
+    pub fn matches(&self, s: &UdpSocket) -> bool {
+        if !self.inodes.is_empty() {
+            return self.inodes.contains(&s.inode);
+        }
+        let ip = s.local.ip();
+        let v4_mapped = |a: std::net::IpAddr| match a {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(a),
+            a => a,
+        };
+        s.inode != 0
+            && self.port == Some(s.local.port())
+            && self
+                .addr
+                .is_none_or(|a| ip.is_unspecified() || v4_mapped(ip) == v4_mapped(a))
+    }
+}
+
+impl SocketMatch {
+    /// The target's sockets among `socks`: by inode when given; else those [`matches`]
+    /// accepts that datagrams to `addr` reach, the best-scoring ones as the kernel's
+    /// lookup scores them ([`delivery_score`]). An IPV6_V6ONLY `[::]` socket beside a
+    /// 127.0.0.1 one on the port, or an AF_INET `0.0.0.0` one beside a `[::1]` target,
+    /// is not the target's: its queue, limit and drops are not the server's.
+    ///
+    /// [`matches`]: SocketMatch::matches
+    pub fn select<'a>(&self, socks: impl IntoIterator<Item = &'a UdpSocket>) -> Vec<&'a UdpSocket> {
+        let found: Vec<&UdpSocket> = socks.into_iter().filter(|s| self.matches(s)).collect();
+        let Some(addr) = self.addr.filter(|_| self.inodes.is_empty()) else {
+            return found;
+        };
+        let best = found
+            .iter()
+            .filter_map(|s| delivery_score(addr, s.local))
+            .max();
+        found
+            .into_iter()
+            .filter(|s| best.is_some() && delivery_score(addr, s.local) == best)
+            .collect()
+    }
+}
+
+/// How well a socket bound to `local` matches a datagram to `target`, as the kernel's
+/// UDP lookup scores it (`compute_score` in net/ipv4/udp.c and net/ipv6/udp.c): for
+/// IPv4, an AF_INET socket 2, an AF_INET6 one 1, plus 4 when bound to the address itself
+/// rather than the wildcard; for IPv6, an AF_INET6 socket 1, plus 4 when bound to the
+/// address, and an AF_INET socket never (None). A v4-mapped target is IPv4. The kernel
+/// delivers to the best-scoring sockets only (several when they score alike: one
+/// SO_REUSEPORT group).
+pub fn delivery_score(target: std::net::IpAddr, local: SocketAddr) -> Option<u8> {
+    let v4 = match target {
+        std::net::IpAddr::V4(_) => true,
+        std::net::IpAddr::V6(a) => a.to_ipv4_mapped().is_some(),
+    };
+    let bound = if local.ip().is_unspecified() { 0 } else { 4 };
+    match (v4, local) {
+        (true, SocketAddr::V4(_)) => Some(2 + bound),
+        (true, SocketAddr::V6(_)) => Some(1 + bound),
+        (false, SocketAddr::V4(_)) => None,
+        (false, SocketAddr::V6(_)) => Some(1 + bound),
+    }
+}
+
+/// Reads the target's sockets ([`SocketMatch::select`]) under `root` (`<root>/net/udp`
+/// and `udp6`): (sockets found, rx_queue bytes summed).
+pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
+    let mut socks = live::udp(root).unwrap_or_default();
+    socks.extend(live::udp6(root).unwrap_or_default());
+    m.select(&socks)
+        .iter()
+        .fold((0, 0), |(n, q), s| (n + 1, q + s.rx_queue))
+}
+
+/// Drops of sockets tracked by inode: the first value seen (0 for a socket created during
+/// the run) and the last, so a socket that closes keeps its count; the deepest receive
+/// queue seen, bytes; and which sample saw it last.
+#[derive(Debug, Default)]
+pub(super) struct DropTrack(pub(super) BTreeMap<u64, Tracked>, u64);
+
+/// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes),
+/// connected (a remote port), the sample that saw it last.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Tracked {
+    first: u64,
+    last: u64,
+    rxq_max: u64,
+    connected: bool,
+    seen: u64,
+}
+
+impl DropTrack {
+    /// The next sample begins.
+    pub(super) fn tick(&mut self) {
+        self.1 += 1;
+    }
+    pub(super) fn see(&mut self, s: &UdpSocket, drops: u64, rx_queue: u64, first_sample: bool) {
+        let now = self.1;
+        let e = self.0.entry(s.inode).or_insert(Tracked {
+            first: if first_sample { drops } else { 0 },
+            ..Default::default()
+        });
+        e.last = drops;
+        e.rxq_max = e.rxq_max.max(rx_queue);
+        e.connected = s.remote.port() != 0;
+        e.seen = now;
+    }
+    pub(super) fn total(&self) -> u64 {
+        self.0
+            .values()
+            .map(|t| t.last.saturating_sub(t.first))
+            .sum()
+    }
+    /// Each socket of a SO_REUSEPORT group, in inode order: the unconnected target sockets
+    /// the last sample saw (not one closed during the run, nor a connected socket on the
+    /// port, which only its peer's datagrams reach); empty with fewer than two.
+    pub(super) fn group(
+        &self,
+        rcvbuf: &BTreeMap<u64, u64>,
+    ) -> Vec<tpslab_analysis::record::TargetSocket> {
+        let members: Vec<(&u64, &Tracked)> = self
+            .0
+            .iter()
+            .filter(|(_, t)| !t.connected && t.seen == self.1)
+            .collect();
+        if members.len() < 2 {
+            return vec![];
+        }
+        members
+            .into_iter()
+            .map(|(&inode, t)| tpslab_analysis::record::TargetSocket {
+                inode,
+                drops: t.last.saturating_sub(t.first),
+                rx_queue_max_bytes: t.rxq_max,
+                rcvbuf_bytes: rcvbuf.get(&inode).copied(),
+            })
+            .collect()
+    }
+}
+
+pub(super) fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
+    a.in_datagrams += b.in_datagrams;
+    a.no_ports += b.no_ports;
+    a.in_errors += b.in_errors;
+    a.out_datagrams += b.out_datagrams;
+    a.rcvbuf_errors += b.rcvbuf_errors;
+    a.sndbuf_errors += b.sndbuf_errors;
+    a.in_csum_errors += b.in_csum_errors;
+    a.ignored_multi += b.ignored_multi;
+    a.mem_errors += b.mem_errors;
+}
+
+/// The local address of the kernel's delivery lookup for `s` (loopback for a wildcard
+/// bind).
+pub(super) fn lookup_local(s: &UdpSocket) -> SocketAddr {
+    if s.local.ip().is_unspecified() {
+        let lo: std::net::IpAddr = if s.local.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        };
+        SocketAddr::new(lo, s.local.port())
+    } else {
+        s.local
+    }
+}
+
+/// The peer of the delivery lookup: the connected peer, or any (port 1) for an unconnected
+/// socket.
+pub(super) fn lookup_remote(s: &UdpSocket) -> SocketAddr {
+    if s.remote.port() != 0 {
+        s.remote
+    } else {
+        SocketAddr::new(lookup_local(s).ip(), 1)
+    }
+}

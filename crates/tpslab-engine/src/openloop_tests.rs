@@ -1,0 +1,71 @@
+//! The open loop's tests: each connection's phase and interval on its schedule, and late
+//! sends told apart from the generator's own lag.
+
+use super::*;
+
+#[test]
+fn each_connection_has_its_phase_and_interval() {
+    let stop = AtomicBool::new(false);
+    // 1000/s on 4 connections for 1 s: every 4 ms each, 1 ms apart in turn.
+    let s = Schedule::new(1_000, 1000.0, 4, 1_000_000_000, 1_000_000, &stop);
+    assert_eq!(s.interval, 4_000_000);
+    let firsts: Vec<u64> = (0..4).map(|j| s.first_due(j)).collect();
+    assert_eq!(firsts, vec![1_000, 1_001_000, 2_001_000, 3_001_000]);
+    assert_eq!(s.next_due(firsts[1], 0), 5_001_000);
+    assert_eq!(s.intended(4), 1000);
+    // More connections than requests in the plan: the late ones send nothing.
+    let s = Schedule::new(0, 10.0, 50, 1_000_000_000, 1_000_000, &stop);
+    assert_eq!(s.intended(50), 10);
+    // A rate that does not divide a second: the count is the plan's, rounded up.
+    let s = Schedule::new(0, 3.0, 2, 1_000_000_000, 1_000_000, &stop);
+    assert_eq!(s.intended(2), 3);
+}
+
+#[test]
+fn late_sends_are_told_apart_from_the_generators_own_lag() {
+    let stop = AtomicBool::new(false);
+    let s = Schedule::new(0, 1000.0, 1, 1_000_000_000, 1_000_000, &stop);
+    let mut l = s.local();
+    // On time.
+    s.sent(&mut l, 10_000_000, 9_000_000, 10_000_100, 10);
+    // Late because its previous reply came late (ready at 21.9 ms): not the generator's.
+    s.sent(&mut l, 20_000_000, 21_900_000, 22_000_000, 10);
+    // Late with its connection idle since before its time: the generator's own.
+    s.sent(&mut l, 30_000_000, 25_000_000, 33_000_000, 10);
+    assert_eq!((l.sent, l.late, l.max_lag_ns), (3, 2, 3_000_000));
+    assert_eq!((l.behind, l.behind_max_ns), (1, 3_000_000));
+    assert_eq!(l.bytes_out, 30);
+    let r = |status| Reply {
+        status,
+        ..Reply::ok(1)
+    };
+    s.answered(&mut l, 10_000_000, 10_000_100, 12_000_000, &r(200));
+    s.answered(&mut l, 20_000_000, 22_000_000, 23_000_000, &r(503));
+    assert_eq!((l.status.s2xx, l.status.s5xx), (1, 1));
+    // Corrected from the intended time, uncorrected from the send.
+    assert_eq!(l.corrected.max(), l.corrected.highest_equivalent(3_000_000));
+    assert_eq!(
+        l.uncorrected.max(),
+        l.uncorrected.highest_equivalent(1_999_900)
+    );
+    for (k, slot) in [
+        ("connect: connection refused", 0),
+        ("connection reset", 1),
+        ("broken pipe", 1),
+        ("timeout", 2),
+        ("connect: timeout", 2),
+        ("closed by peer", 3),
+        ("stream reset (RST_STREAM REFUSED_STREAM)", 1),
+        (
+            "http2: a frame of 20000 bytes, over SETTINGS_MAX_FRAME_SIZE 16384",
+            4,
+        ),
+        ("http: invalid HTTP version", 4),
+        ("Permission denied (os error 13)", 5),
+    ] {
+        let mut e = ErrorKinds::default();
+        *error_slot(&mut e, k) += 1;
+        let v = [e.refused, e.reset, e.timeout, e.closed, e.protocol, e.other];
+        assert_eq!(v.iter().position(|&x| x == 1), Some(slot), "{k}");
+    }
+}

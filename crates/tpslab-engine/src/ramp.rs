@@ -295,7 +295,7 @@ pub fn run_ramp_with(
         overrun,
         http2: h2seen
             .as_ref()
-            .map(|s| tpslab_record::load_http::Http2Streams::sum(s)),
+            .map(tpslab_record::load_http::Http2Streams::sum),
     })
 }
 

@@ -138,6 +138,9 @@ pub struct StepSampler {
     tasks: Vec<(u32, u32)>,
     /// Where the next tick's turn starts in `tasks` (a big tree, round-robin).
     cursor: usize,
+    /// Threads read at one tick at most: [`THREADS_PER_TICK`] (the crate's tests that
+    /// sample their own, many-threaded, process lift it to read every thread).
+    pub(crate) per_tick: usize,
     /// The least time between two tree reads, ns: 100 times the last read's own
     /// duration, within [`TREE_EVERY_NS`]..=[`TREE_EVERY_MAX_NS`].
     tree_every: u64,
@@ -240,6 +243,7 @@ impl StepSampler {
             procs,
             tasks,
             cursor: 0,
+            per_tick: THREADS_PER_TICK,
             tree_every: (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS),
             samples: 0,
             started: t0,
@@ -276,7 +280,7 @@ impl StepSampler {
             let took = tpslab_net::mono_ns().saturating_sub(now);
             self.tree_every = (100 * took).clamp(TREE_EVERY_NS, TREE_EVERY_MAX_NS);
             self.tree_at = now;
-        } else if self.tasks.len() <= THREADS_PER_TICK {
+        } else if self.tasks.len() <= self.per_tick {
             // A small tree: its threads listed again at every tick (a thread started or
             // ended is seen at once).
             self.tasks = list_tasks(&self.procs);
@@ -284,12 +288,12 @@ impl StepSampler {
         self.most_procs = self.most_procs.max(self.procs.len());
         self.most_threads = self.most_threads.max(self.tasks.len());
         let n = self.tasks.len();
-        let turn: Vec<(u32, u32)> = if n <= THREADS_PER_TICK {
+        let turn: Vec<(u32, u32)> = if n <= self.per_tick {
             self.tasks.clone()
         } else {
             let from = self.cursor % n;
-            self.cursor = (from + THREADS_PER_TICK) % n;
-            (0..THREADS_PER_TICK)
+            self.cursor = (from + self.per_tick) % n;
+            (0..self.per_tick)
                 .map(|k| self.tasks[(from + k) % n])
                 .collect()
         };
@@ -304,7 +308,7 @@ impl StepSampler {
         TreeSampling {
             processes: sat(self.most_procs),
             threads: sat(self.most_threads),
-            per_tick: sat(THREADS_PER_TICK),
+            per_tick: sat(self.per_tick),
             ticks: self.ticks,
             sampled: sat(self
                 .threads

@@ -99,6 +99,14 @@ impl Session {
         tmux(&self.sock, &["send-keys", "-t", "live", key]);
     }
 
+    /// Pastes `n` keys that ask for nothing (`x`) at once, as a paste into the terminal.
+    fn paste(&self, n: usize) {
+        tmux(
+            &self.sock,
+            &["send-keys", "-t", "live", "-l", &"x".repeat(n)],
+        );
+    }
+
     /// Whether the alternate screen is on.
     fn alternate(&self) -> bool {
         tmux(
@@ -226,7 +234,9 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     })
     .unwrap_or_else(|| panic!("still frozen after 'p' again:\n{}", screen()));
 
-    // `q` ends the run as Ctrl-C does, long before its 20 s.
+    // `q` ends the run as Ctrl-C does, long before its 20 s, also right after a paste of
+    // 3000 keys (crossterm's reader took 1 KiB of it per key typed: the q waited behind).
+    tm.paste(3000);
     tm.quit_with_q(&rc, &err, Duration::from_secs(10));
 
     // The record is whole (it reads back as a record, `report` renders it) and interrupted.

@@ -3,13 +3,12 @@
 //! keys: `q` (or Ctrl-C) stops the run as SIGINT does, `p` freezes the screen, `?` help.
 
 use anyhow::Result;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tpslab_engine::observe::LiveSink;
-use tpslab_report::live::keys::Key;
+use tpslab_report::live::keys::{parse_keys, Key};
 pub(crate) use tpslab_report::live::screen::RunsItem;
 use tpslab_report::live::screen::{run_view, KeySource, Screen, ViewEnd};
 use tpslab_report::live::{
@@ -240,31 +239,25 @@ fn hung_up(stop: &AtomicBool) {
     stop.store(true, Relaxed);
 }
 
-/// The view's keys: every key pending when the terminal wakes the view (crossterm reads
-/// them; the tty is polled first so that it never reads a hung-up terminal).
+/// The view's keys: every byte pending when the terminal wakes the view, read from the
+/// tty ([`KeysTty::read_pending`], at most [`KEY_BYTES`] a tick: a paste of any length is
+/// taken within a few ticks, a `q` after it never lost), as keys
+/// ([`tpslab_report::live::keys::parse_keys`]).
 struct Keys(KeysTty);
+
+/// The most bytes read from the terminal a tick (a paste longer than this is taken over
+/// the next ticks).
+const KEY_BYTES: usize = 64 << 10;
 
 impl KeySource for Keys {
     fn keys(&mut self, timeout: Duration) -> std::io::Result<Option<Vec<Key>>> {
-        let mut keys = vec![];
         if !self.0.wait(timeout)? {
-            return Ok(Some(keys));
+            return Ok(Some(vec![]));
         }
-        loop {
-            if self.0.hung_up()? {
-                return Ok(None);
-            }
-            if !event::poll(Duration::ZERO)? {
-                return Ok(Some(keys));
-            }
-            keys.push(match event::read()? {
-                Event::Key(k) if k.kind == KeyEventKind::Press => match k.code {
-                    KeyCode::Char(c) => Key::Char(c, k.modifiers.contains(KeyModifiers::CONTROL)),
-                    KeyCode::Esc => Key::Esc,
-                    _ => Key::Other,
-                },
-                _ => Key::Other,
-            });
+        let mut bytes = Vec::new();
+        if !self.0.read_pending(&mut bytes, KEY_BYTES)? {
+            return Ok(None);
         }
+        Ok(Some(parse_keys(&bytes)))
     }
 }

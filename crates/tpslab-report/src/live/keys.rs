@@ -41,6 +41,53 @@ pub fn commands(keys: &[Key]) -> Vec<Command> {
         .collect()
 }
 
+/// The keys in `bytes` read from a terminal in raw mode (every byte pending at one wake-up):
+/// a printable ASCII byte is its character, 0x03 Ctrl-C, a lone ESC at the end the Escape
+/// key; an escape sequence (`ESC [ ... final`, `ESC O x`: arrows, function keys, a mouse
+/// report), Alt with a key (`ESC x`), another control byte or a non-ASCII character is
+/// [`Key::Other`], one per sequence. Read by the view itself rather than by crossterm's
+/// event reader: crossterm 0.29 reads at most 1 KiB per readiness edge of its epoll, so
+/// after a paste of more than that the rest (and a `q` typed after it) waited for the next
+/// key to be read at all.
+pub fn parse_keys(bytes: &[u8]) -> Vec<Key> {
+    let mut keys = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        i += 1;
+        keys.push(match b {
+            0x1b => match bytes.get(i) {
+                None => Key::Esc,
+                Some(b'[') => {
+                    // CSI: parameters and intermediates, up to a final byte 0x40..=0x7e.
+                    i += 1;
+                    while i < bytes.len() && !(0x40..=0x7e).contains(&bytes[i]) {
+                        i += 1;
+                    }
+                    i += 1;
+                    Key::Other
+                }
+                Some(_) => {
+                    // SS3 (`ESC O x`) or Alt with a key: the key is not a command.
+                    i += 1 + usize::from(bytes[i] == b'O');
+                    Key::Other
+                }
+            },
+            0x03 => Key::Char('c', true),
+            0x20..=0x7e => Key::Char(b as char, false),
+            0x80..=0xff => {
+                // A character of several bytes: its continuation bytes go with it.
+                while i < bytes.len() && bytes[i] & 0xc0 == 0x80 {
+                    i += 1;
+                }
+                Key::Other
+            }
+            _ => Key::Other,
+        });
+    }
+    keys
+}
+
 /// A screen whose keys' flags the view sets.
 pub trait KeyFlags: Clone {
     /// (paused, help, stopping).
@@ -171,6 +218,31 @@ mod tests {
             Key::Esc,
         ];
         assert_eq!(commands(&keys), vec![Command::Stop, Command::HideHelp]);
+    }
+
+    #[test]
+    fn bytes_from_a_raw_terminal_are_keys() {
+        use Key::*;
+        let k = parse_keys(b"q\x03 \x1b");
+        assert_eq!(
+            k,
+            [Char('q', false), Char('c', true), Char(' ', false), Esc]
+        );
+        // Arrows (CSI and SS3), a mouse report, Alt-q, a UTF-8 character: none is a `q`.
+        let k = parse_keys("\x1b[A\x1bOB\x1b[<0;12;5M\x1bqü\x1b[1;5Cp".as_bytes());
+        assert_eq!(
+            k,
+            [Other, Other, Other, Other, Other, Other, Char('p', false)]
+        );
+        assert_eq!(commands(&k), [Command::Pause]);
+        // A paste of 3000 keys and then q: the q is the last key, not lost.
+        let mut paste = vec![b'x'; 3000];
+        paste.push(b'q');
+        let k = parse_keys(&paste);
+        assert_eq!((k.len(), k[3000]), (3001, Char('q', false)));
+        assert_eq!(commands(&k), [Command::Stop]);
+        // A sequence cut at the end of the bytes ends there.
+        assert_eq!(parse_keys(b"\x1b[1;"), [Other]);
     }
 
     #[test]

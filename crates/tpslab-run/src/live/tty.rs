@@ -18,10 +18,11 @@ pub fn gone(fd: std::os::fd::BorrowedFd<'_>) -> bool {
 }
 
 /// The terminal the view reads keys from, as crossterm picks it: standard input when it
-/// is a terminal, else `/dev/tty`. The view waits on it itself, so that crossterm never
-/// reads a hung-up terminal: a read there ends at once with nothing (end of file) or
-/// EIO, and crossterm 0.29's reader retries that in a loop inside `event::poll`, which then
-/// never returns (the view's thread spinning, the run never ending).
+/// is a terminal, else `/dev/tty`. The view waits on it and reads it itself
+/// ([`KeysTty::read_pending`]), never through crossterm's event reader: that one retries a
+/// hung-up terminal's end of file or EIO in a loop inside `event::poll`, which then never
+/// returns (the view's thread spinning, the run never ending), and it reads at most 1 KiB
+/// per readiness edge, so after a long paste a `q` waited for the next key.
 pub enum KeysTty {
     /// Standard input.
     Stdin,
@@ -63,6 +64,33 @@ impl KeysTty {
     /// Waits up to `timeout` for the terminal to be readable (a key, or a hangup).
     pub fn wait(&self, timeout: Duration) -> std::io::Result<bool> {
         Ok(!self.poll(timeout)?.is_empty())
+    }
+
+    /// Reads what the terminal has pending into `buf` (appended), at most `max` bytes a
+    /// call: reads while poll(2) says it is readable (so a read never blocks, and standard
+    /// input keeps its blocking mode, shared with the shell). Returns false when the
+    /// terminal was hung up (poll says HUP or ERR, a read gives end of file or EIO): it is
+    /// not read again. Errors: poll(2) or read(2) fails otherwise.
+    pub fn read_pending(&self, buf: &mut Vec<u8>, max: usize) -> std::io::Result<bool> {
+        use rustix::event::PollFlags;
+        let mut chunk = [0u8; 4096];
+        while buf.len() < max {
+            let ev = self.poll(Duration::ZERO)?;
+            if ev.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+                return Ok(false);
+            }
+            if !ev.contains(PollFlags::IN) {
+                break;
+            }
+            let want = chunk.len().min(max - buf.len());
+            match rustix::io::read(self.fd(), &mut chunk[..want]) {
+                Ok(0) | Err(rustix::io::Errno::IO) => return Ok(false),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(true)
     }
 
     /// Whether the terminal was hung up (or its descriptor is no longer valid).

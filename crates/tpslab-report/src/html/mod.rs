@@ -134,6 +134,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
     let page = page(rec)?;
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_formatter(no_controls);
     env.add_template("page.html", TEMPLATE)
         .map_err(|e| io::Error::other(format!("the HTML template: {e}")))?;
     let html = env
@@ -141,6 +142,50 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
         .and_then(|t| t.render(minijinja::value::Serde(&page)))
         .map_err(|e| io::Error::other(format!("rendering the HTML report: {e}")))?;
     w.write_all(html.as_bytes())
+}
+
+/// The template's formatter: every string is HTML-escaped as minijinja's default does,
+/// after its control characters (ESC, BEL, CR, NUL, C1) and the Unicode line, paragraph
+/// and bidirectional-override characters (U+202A..U+202E, U+2066..U+2069, which reorder
+/// what a reader sees) are shown escaped (`\u{1b}`): strings come from records, which may
+/// come from another host or user. Line feeds and tabs stay (the `<pre>` of the terminal
+/// report). The plots' SVG (marked safe) is passed through the same filter and stays safe.
+fn no_controls(
+    out: &mut minijinja::Output,
+    state: &mut minijinja::State,
+    value: &minijinja::Value,
+) -> Result<(), minijinja::Error> {
+    use minijinja::Value;
+    let Some(s) = value.as_str().filter(|s| s.chars().any(unsafe_char)) else {
+        return minijinja::escape_formatter(out, state, value);
+    };
+    let clean = visible(s);
+    let v = if value.is_safe() {
+        Value::from_safe_string(clean)
+    } else {
+        Value::from(clean)
+    };
+    minijinja::escape_formatter(out, state, &v)
+}
+
+/// A character that must not reach the page raw: a control (but line feed and tab), a
+/// Unicode line or paragraph separator, a bidirectional embedding, override or isolate.
+fn unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with each [`unsafe_char`] written as its escape (`\u{202e}`).
+fn visible(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The page of a record.
@@ -169,4 +214,32 @@ pub(crate) fn page(rec: &Record) -> io::Result<Page> {
     };
     kinds::fill(&mut p, rec).map_err(io::Error::other)?;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A record's strings (its command line here, shown in the header and in the
+    /// terminal report at the end) reach the page with their control and bidirectional
+    /// characters escaped: no raw ESC (a terminal sequence when the page is `cat`), BEL,
+    /// CR or U+202E (which reverses what a reader sees) is left in the HTML.
+    #[test]
+    fn a_records_control_and_bidi_characters_reach_the_page_escaped() {
+        let text = include_str!("../../tests/fixtures/bdp.json");
+        let mut rec = tpslab_analysis::record::Record::from_json(text).unwrap();
+        rec.meta.argv = vec![
+            "tpslab".into(),
+            "bdp".into(),
+            "\u{1b}]52;c;aGk=\u{7}\u{1b}[31mred\rx\u{202e}fdp.exe".into(),
+        ];
+        let mut out = Vec::new();
+        super::record(&mut out, &rec).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        for raw in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+            assert!(!html.contains(raw), "{raw:?} raw in the page");
+        }
+        assert!(html.contains("\\u{1b}]52;c;aGk=\\u{7}"), "the escape shown");
+        assert!(html.contains("x\\u{202e}fdp.exe"), "the override shown");
+        // Line feeds stay: the terminal report keeps its lines.
+        assert!(html.matches('\n').count() > 20);
+    }
 }

@@ -24,14 +24,19 @@ pub enum PlanError {
 
 impl PlanError {
     /// A value error.
-    /// A value with control characters (a newline pasted into a flag) is shown escaped, so
+    /// A value with control characters (a newline pasted into a flag) is shown escaped and
+    /// quoted, once (a value the caller quoted already, `"..."`, is not quoted again), so
     /// the error stays one line; an empty one is shown as `""`, so it is seen.
     pub fn value(label: &str, value: impl std::fmt::Display, allowed: impl Into<String>) -> Self {
         let v = value.to_string();
+        let inner = match v.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+            Some(inner) => inner,
+            None => &v,
+        };
         PlanError::Value {
             label: label.to_string(),
             value: if v.is_empty() || v.chars().any(char::is_control) {
-                format!("{v:?}")
+                format!("{inner:?}")
             } else {
                 v
             },
@@ -76,6 +81,20 @@ mod tests {
     fn a_value_with_a_newline_stays_on_one_line() {
         let e = PlanError::value("--rate", "10\n0", "a rate");
         assert_eq!(e.to_string(), "--rate \"10\\n0\": allowed a rate");
+    }
+
+    /// A value its caller quoted (a URL, a header) with a control character in it is
+    /// escaped inside one pair of quotes, not quoted and escaped again (`"\"x\u{1b}\""`).
+    #[test]
+    fn a_quoted_value_is_escaped_once() {
+        let e = PlanError::value("URL", "\"http://h/\u{1b}[31m\"", "a URL");
+        assert_eq!(e.to_string(), "URL \"http://h/\\u{1b}[31m\": allowed a URL");
+        let e = PlanError::value("URL", "\"http://h/\"", "a URL");
+        assert_eq!(e.to_string(), "URL \"http://h/\": allowed a URL");
+        assert_eq!(
+            PlanError::value("--x", "", "y").to_string(),
+            "--x \"\": allowed y"
+        );
     }
 
     #[test]

@@ -160,6 +160,11 @@ struct Unit {
     ambient: Vec<String>,
     no_new_privs: bool,
     dynamic_user: bool,
+    /// `IPAddressAllow=` and `IPAddressDeny=`, in order.
+    ip_allow: Vec<String>,
+    ip_deny: Vec<String>,
+    /// `InaccessiblePaths=` (a leading `-` kept: a path that may be missing).
+    inaccessible: Vec<String>,
 }
 
 /// The installed unit file's `[Service]` lines (one `Key=value` a line; comments left out).
@@ -171,6 +176,9 @@ fn parse_unit(text: &str) -> Unit {
         ambient: vec![],
         no_new_privs: false,
         dynamic_user: false,
+        ip_allow: vec![],
+        ip_deny: vec![],
+        inaccessible: vec![],
     };
     let caps = |v: &str| -> Vec<String> {
         v.split_whitespace()
@@ -195,6 +203,13 @@ fn parse_unit(text: &str) -> Unit {
             "AmbientCapabilities" => u.ambient = caps(value),
             "NoNewPrivileges" => u.no_new_privs = value == "yes",
             "DynamicUser" => u.dynamic_user = value == "yes",
+            "IPAddressAllow" => u
+                .ip_allow
+                .extend(value.split_whitespace().map(String::from)),
+            "IPAddressDeny" => u.ip_deny.extend(value.split_whitespace().map(String::from)),
+            "InaccessiblePaths" => u
+                .inaccessible
+                .extend(value.split_whitespace().map(String::from)),
             _ => {}
         }
     }
@@ -268,6 +283,33 @@ fn exporter_by_hand(dir: &Path) {
         "the unit's hardening changed"
     );
     assert!(!unit.ambient.is_empty() && unit.bounding == unit.ambient);
+    // Another process's memory only for an instance that follows a --pid (a drop-in adds
+    // CAP_SYS_PTRACE); what CAP_DAC_READ_SEARCH could read of the host's secrets hidden;
+    // the unauthenticated endpoint reachable from this host alone.
+    assert!(
+        !unit.bounding.iter().any(|c| c == "sys_ptrace"),
+        "CAP_SYS_PTRACE for every instance: {:?}",
+        unit.bounding
+    );
+    assert_eq!(
+        (&unit.ip_allow[..], &unit.ip_deny[..]),
+        (&["localhost".to_string()][..], &["any".to_string()][..])
+    );
+    for secret in [
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/ssh",
+        "/etc/ssl/private",
+    ] {
+        assert!(
+            unit.inaccessible
+                .iter()
+                .any(|p| p.trim_start_matches('-') == secret),
+            "{secret} not in InaccessiblePaths=: {:?}",
+            unit.inaccessible
+        );
+    }
     // Under /tmp: the unit's user must reach it (cargo's target/ may be private).
     let state_root = std::env::temp_dir().join(format!("tpslab-exporter-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state_root);

@@ -1,12 +1,14 @@
 //! A folder on an output's path planted as a symbolic link by another user (a user the
 //! test makes, removed at the end) in a 1777 folder: every output flag and `sweep --out`
 //! is refused before the run, naming the flag, the path and the link, exit 2, and the
-//! folder the link names is untouched; root's own link in its own folder still works.
+//! folder the link names is untouched; root's own link in its own folder still works. A
+//! history folder of another user's, or one others can write to, is not used (said on
+//! stderr, the run's exit code kept).
 
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A throwaway user (no home, no login), deleted on drop, also when the test fails.
@@ -223,4 +225,70 @@ fn a_planted_folder_is_refused_for_every_output_before_the_run() {
         );
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Runs `bdp` with its history in `xdg` and returns its stderr (exit 0 asserted).
+fn bdp_with_history(xdg: &Path) -> String {
+    let mut c = common::tpslab();
+    c.env("XDG_DATA_HOME", xdg)
+        .args(["bdp", "--rtt", "30ms", "--rate", "80mbit"]);
+    let o = common::run(c);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn a_history_folder_others_can_change_is_not_used() {
+    let test = "a_history_folder_others_can_change_is_not_used";
+    if !common::root(test, "to make a user") || !common::need(test, "/usr/sbin/useradd") {
+        return;
+    }
+    let user = User::new();
+    let xdg = common::tmp("history-theirs");
+    let _ = std::fs::remove_dir_all(&xdg);
+    let dir: PathBuf = xdg.join("tpslab");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&dir, Some(user.uid), Some(user.gid)).unwrap();
+    let err = bdp_with_history(&xdg);
+    let want = format!(
+        "tpslab: not recorded in the history: history folder {}: owned by uid {}, neither this user nor root; the history is not used there",
+        dir.display(),
+        user.uid
+    );
+    assert!(err.contains(&want), "{err}");
+    // root's own, but 0777: the same.
+    std::os::unix::fs::chown(&dir, Some(0), Some(0)).unwrap();
+    let err = bdp_with_history(&xdg);
+    assert!(
+        err.contains("mode 777: group or others can write it"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "written to"
+    );
+    // A folder above it of the other user's (who could swap it for theirs): the same.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&xdg, Some(user.uid), Some(user.gid)).unwrap();
+    let err = bdp_with_history(&xdg);
+    assert!(
+        err.contains(&format!(
+            "folder {}: owned by uid {}",
+            xdg.display(),
+            user.uid
+        )),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "written to"
+    );
+    // Once root's alone, recorded.
+    std::os::unix::fs::chown(&xdg, Some(0), Some(0)).unwrap();
+    let err = bdp_with_history(&xdg);
+    assert!(!err.contains("not recorded"), "{err}");
+    assert!(dir.join("history.sqlite").exists());
+    let _ = std::fs::remove_dir_all(&xdg);
 }

@@ -109,13 +109,14 @@ impl DoctorArgs {
             .collect::<Result<Vec<_>>>()?;
         a.record.check(false)?;
         if let Some(p) = &a.write_snippet {
+            // Its folders first: whether a file exists is not asked through a planted link.
+            crate::flags::check_output("--write-snippet", p, false)?;
             if std::fs::symlink_metadata(p).is_ok() {
                 bail!(
                     "--write-snippet {}: exists; doctor does not overwrite (give a new file name)",
                     p.display()
                 );
             }
-            crate::flags::check_output("--write-snippet", p, false)?;
         }
         if !a.root.is_dir() {
             bail!("--root {}: not a folder", a.root.display());

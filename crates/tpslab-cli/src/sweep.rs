@@ -117,7 +117,9 @@ impl SweepArgs {
     /// `--resume` (the plan is the folder's). The output files outside `--out` and the
     /// gate are checked too. Errors: one line naming the flag, factor or level.
     pub fn plan(&self) -> Result<Option<Plan>> {
-        // Files inside --out are checked once that folder exists (it is made later).
+        // No planted link on the way to --out; files inside it are checked once that
+        // folder exists (it is made later).
+        tpslab_run::outfile::check_folder("--out", &self.out)?;
         let inside_out = |p: &std::path::Path| p.parent() == Some(self.out.as_path());
         if let Some(p) = self.record.json.as_deref().filter(|p| !inside_out(p)) {
             crate::flags::check_output("--json", p, false)?;

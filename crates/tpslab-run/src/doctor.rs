@@ -4,7 +4,6 @@
 
 use crate::Started;
 use anyhow::{anyhow, Result};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::doctor::{self, judged_paths, DoctorRecord};
 use tpslab_analysis::record::{Body, Record};
@@ -67,7 +66,7 @@ pub fn run(setup: &DoctorSetup) -> Result<Record> {
 }
 
 /// Writes the sysctl.d file that applies every sysctl fix of a doctor record `rec` to
-/// `path` (a new file: never over one, nor through a link), headed by what proposed it
+/// `path` (a new file: never over one, nor through a link in any component), headed by what proposed it
 /// (the workload, the host, the time). Returns false when no sysctl is to change (nothing
 /// written). Errors: `--write-snippet PATH: ...` (it exists, the folder is missing).
 pub fn write_snippet(rec: &Record, path: &Path) -> Result<bool> {
@@ -83,12 +82,7 @@ pub fn write_snippet(rec: &Record, path: &Path) -> Result<bool> {
     let Some(text) = doctor::snippet(&d.findings, &header) else {
         return Ok(false);
     };
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| anyhow!("--write-snippet {}: {e}", path.display()))?;
+    crate::outfile::write_new("--write-snippet", path, text.as_bytes())?;
     Ok(true)
 }
 

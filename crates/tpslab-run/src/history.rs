@@ -11,7 +11,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_analysis::record::{Body, Record};
@@ -41,6 +41,54 @@ fn not_ours(p: &std::path::Path, why: impl std::fmt::Display) -> anyhow::Error {
         "history database {}: {why}; it is left as it is (move it away, or use --no-history)",
         p.display()
     )
+}
+
+/// Checks the history's folder `dir` (making it, 0700, when `create`): reached without a
+/// planted link, every folder on the way one only this user or root can change (SQLite
+/// opens the database by name, so the path must name the same file when it does: see
+/// [`crate::outfile::walk::chain_ok`]), the folder itself this user's and writable by
+/// neither group nor others (another user could plant the database, its `-wal` or its
+/// `-shm` there). Errors: one line naming the folder and why; the history is then not
+/// used (a run says so on stderr and keeps its exit code).
+fn folder_ours(dir: &std::path::Path, create: bool) -> Result<()> {
+    use crate::outfile::walk;
+    let no = |why: &dyn std::fmt::Display| {
+        anyhow!(
+            "history folder {}: {why}; the history is not used there (make the folder this \
+             user's alone, or use --no-history)",
+            dir.display()
+        )
+    };
+    let how = walk::How {
+        create: create.then_some(0o700),
+        chain: true,
+    };
+    let f = match walk::folder(None, dir, how) {
+        Err(walk::Refused::Missing(_)) if !create => {
+            bail!(
+                "no history yet at {}: runs are recorded as they finish",
+                dir.display()
+            )
+        }
+        // The folder itself: its own name is in the line already.
+        Err(walk::Refused::Chain(p, why)) if p == dir => return Err(no(&why)),
+        r => r.map_err(|r| no(&r))?,
+    };
+    let st = rustix::fs::fstat(&f.fd).map_err(|e| no(&std::io::Error::from(e)))?;
+    let euid = rustix::process::geteuid().as_raw();
+    if st.st_uid != euid {
+        return Err(no(&format_args!(
+            "owned by uid {}, not this user",
+            st.st_uid
+        )));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(no(&format_args!(
+            "mode {:o}: group or others can write it",
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(())
 }
 
 /// The database was busy past the busy timeout's reach (SQLITE_BUSY returned at once,
@@ -90,16 +138,10 @@ fn open_once(create: bool) -> Result<(Connection, PathBuf)> {
             p.display()
         );
     }
+    if let Some(dir) = p.parent() {
+        folder_ours(dir, create)?;
+    }
     if create {
-        if let Some(dir) = p.parent() {
-            // The folder and the database are the user's alone (records name hosts and
-            // command lines): 0700 and 0600, created so, never through a link.
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| format!("history folder {}", dir.display()))?;
-        }
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -109,6 +151,15 @@ fn open_once(create: bool) -> Result<(Connection, PathBuf)> {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(not_ours(&p, e)),
+        }
+        if let Ok(m) = std::fs::symlink_metadata(&p) {
+            use std::os::unix::fs::MetadataExt;
+            if m.uid() != rustix::process::geteuid().as_raw() {
+                return Err(not_ours(
+                    &p,
+                    format_args!("owned by uid {}, not this user", m.uid()),
+                ));
+            }
         }
         // One made before tpslab set these modes (0755/0644): narrowed when it is ours.
         for (at, mode) in [(p.parent(), 0o700), (Some(p.as_path()), 0o600)] {

@@ -1,27 +1,35 @@
 //! Output files, created the way a root process on a shared host must: never through a
-//! symbolic link another user could have planted (one in a 1777 or 0777 folder would
-//! redirect the write to any file: refused before the run), a regular file always replaced
-//! whole by a new one (written to a temporary file of an unpredictable name created with
-//! `O_EXCL` beside it, then renamed into place: a hard link or a reader never sees half a
-//! file, and nothing is written through another user's inode), mode 0644 (less the umask).
-//! A FIFO or a character device (`/dev/null`, a pipe another program reads) is written in
-//! place, opened without blocking on a FIFO nobody reads, with SIGPIPE held off so a reader
-//! that leaves fails the write, not tpslab. A block device, socket or folder is refused.
+//! symbolic link another user could have planted, in any component of the path (one in a
+//! 1777 or 0777 folder would redirect the write to any file or folder: refused before the
+//! run), a regular file always replaced whole by a new one (written to a temporary file of
+//! an unpredictable name created with `O_EXCL` beside it, then renamed into place: a hard
+//! link or a reader never sees half a file, and nothing is written through another user's
+//! inode), mode 0644 (less the umask). A FIFO or a character device (`/dev/null`, a pipe
+//! another program reads) is written in place, opened without blocking on a FIFO nobody
+//! reads, with SIGPIPE held off so a reader that leaves fails the write, not tpslab. A
+//! block device, socket or folder is refused.
 //!
-//! A link is followed only when it is the user's own or the system's, in a folder nobody
-//! else can write to (`/dev/stdout`, a shell's `/dev/fd/63`, `latest.json -> run-7.json`
-//! in one's own folder). Only the last component is checked: a folder on the path that is
-//! itself a planted link is not detected (the kernel's fs.protected_symlinks covers the
-//! sticky folders such as /tmp).
+//! The path is resolved component by component ([`walk`]): each folder opened
+//! `O_PATH|O_NOFOLLOW` relative to the one before, the file then created, renamed and
+//! opened relative to the last folder's descriptor (`openat`, `renameat`), so the folder
+//! checked is the one written to. A link, in the folders or at the file's name, is
+//! followed only when it is the user's own or the system's, in a folder nobody else can
+//! write to (`/dev/stdout`, a shell's `/dev/fd/63`, `~/out -> /data/out` or
+//! `latest.json -> run-7.json` in one's own folder), and what it names is walked the same
+//! way; a process's descriptor (`/proc/self/fd/N`) is followed by the kernel.
 
 mod record;
+pub mod walk;
 pub use record::{json_stream, json_stream_http, write_files, Extra, Written};
 
-use std::fs::{File, OpenOptions};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use walk::{Folder, How};
 
 /// Why an output file was not written: one line, naming the flag and the path.
 #[derive(Debug)]
@@ -39,97 +47,23 @@ fn err(flag: &str, path: &Path, why: impl std::fmt::Display) -> OutError {
     OutError(format!("{flag} {}: {why}", path.display()))
 }
 
-/// What is at an output path now.
+/// What is at an output path now, reached without a planted link.
 enum Dest {
-    /// Nothing, or a regular file: a new file is renamed over it (at this path, or at the
-    /// target of a link of the user's own).
-    Replace(PathBuf),
-    /// A FIFO or character device: written in place (at this path, or through a link of
-    /// the user's own such as `/dev/stdout` or a shell's `/dev/fd/63`).
-    InPlace { follow: bool },
+    /// Nothing, or a regular file, at `name` in `dir`: a new file is renamed over it (the
+    /// path's own, or what a link of the user's own names).
+    Replace { dir: Folder, name: OsString },
+    /// A FIFO or character device at `name` in `dir`: written in place (`follow`: through
+    /// a process's descriptor, `/proc/self/fd/N`, that the kernel follows).
+    InPlace {
+        dir: Folder,
+        name: OsString,
+        follow: bool,
+    },
 }
 
-/// Whether the link at `path` is one the user made or the system owns, in a folder no
-/// one else can write to: owned by this user or by the folder's owner, the folder owned by
-/// this user or root and writable by neither group nor others (`/dev/stdout`, `/dev/fd/N`
-/// and a link in the user's own folder are; any link in /tmp or another 1777 or 0777
-/// folder is not, whoever planted it).
-fn trusted_link(path: &Path, link: &std::fs::Metadata) -> bool {
-    let euid = rustix::process::geteuid().as_raw();
-    let Ok(dir) = std::fs::metadata(folder(path)) else {
-        return false;
-    };
-    (link.uid() == euid || link.uid() == dir.uid())
-        && (dir.uid() == euid || dir.uid() == 0)
-        && dir.mode() & 0o022 == 0
-}
-
-/// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
-fn through_descriptor(path: &Path) -> bool {
-    path.starts_with("/dev")
-        || path.starts_with("/proc")
-        || std::fs::read_link(path).is_ok_and(|t| t.starts_with("/proc") || t.starts_with("/dev"))
-}
-
-/// What is at `path`, refusing a link someone else could have planted, a folder, a block
-/// device or a socket.
-fn dest(flag: &str, path: &Path) -> Result<Dest, OutError> {
-    if path.file_name().is_none() || path.as_os_str().as_bytes().ends_with(b"/") {
-        return Err(err(flag, path, "a folder name; give a file name"));
-    }
-    let meta = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Dest::Replace(path.to_path_buf()))
-        }
-        Err(e) => return Err(err(flag, path, e)),
-        Ok(m) => m,
-    };
-    let (t, follow) = if meta.file_type().is_symlink() {
-        if !trusted_link(path, &meta) {
-            return Err(err(
-                flag,
-                path,
-                "a symbolic link in a folder others can write to, or not the user's own; \
-                 tpslab never writes through one (another user may have planted it); give \
-                 the real path, or - for standard output",
-            ));
-        }
-        match std::fs::metadata(path) {
-            // /dev/stdout or /dev/fd/N of a redirection to a file: replacing the file would
-            // leave the shell's descriptor on the old one.
-            Ok(m) if m.is_file() && through_descriptor(path) => {
-                return Err(err(
-                    flag,
-                    path,
-                    "a descriptor open on a regular file; give - or the file's own path",
-                ))
-            }
-            // A link of the user's own to a file (or to nothing yet): the file it names.
-            Ok(m) if m.is_file() => {
-                return std::fs::canonicalize(path)
-                    .map(Dest::Replace)
-                    .map_err(|e| err(flag, path, e))
-            }
-            Ok(m) => (m.file_type(), true),
-            Err(e) => return Err(err(flag, path, e)),
-        }
-    } else {
-        (meta.file_type(), false)
-    };
-    if t.is_file() {
-        Ok(Dest::Replace(path.to_path_buf()))
-    } else if t.is_fifo() || t.is_char_device() {
-        Ok(Dest::InPlace { follow })
-    } else if t.is_dir() {
-        Err(err(flag, path, "a folder; give a file name"))
-    } else {
-        Err(err(
-            flag,
-            path,
-            "a block device or socket; allowed a regular file, a FIFO or a character device",
-        ))
-    }
-}
+const PLANTED: &str = "a symbolic link in a folder others can write to, or not the user's own; \
+     tpslab never writes through one (another user may have planted it); give the real path, \
+     or - for standard output";
 
 /// The folder a file at `path` is created in.
 fn folder(path: &Path) -> &Path {
@@ -139,71 +73,248 @@ fn folder(path: &Path) -> &Path {
     }
 }
 
-/// A new temporary file beside `path` (`O_EXCL`, a random name, mode 0644).
-fn temporary(flag: &str, path: &Path) -> Result<tempfile::NamedTempFile, OutError> {
-    let dir = folder(path);
-    if !dir.is_dir() {
-        return Err(err(
-            flag,
-            path,
-            format_args!("folder {} does not exist", dir.display()),
-        ));
+/// What is at `path`, its folders walked ([`walk::folder`]), refusing a link someone else
+/// could have planted, a folder, a block device or a socket.
+fn dest(flag: &str, path: &Path) -> Result<Dest, OutError> {
+    let Some(name) = path.file_name() else {
+        return Err(err(flag, path, "a folder name; give a file name"));
+    };
+    if path.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(err(flag, path, "a folder name; give a file name"));
     }
-    tempfile::Builder::new()
-        .prefix(".tpslab-")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)
-        .map_err(|e| err(flag, path, e))
+    let dir = walk::folder(None, folder(path), How::default()).map_err(|r| err(flag, path, r))?;
+    resolve(flag, path, dir, name.to_owned(), 0)
 }
 
-/// Opens a FIFO or character device for writing in place: not through a link, not
-/// blocking on a FIFO without a reader (ENXIO: said as such), then blocking again.
-fn open_in_place(flag: &str, path: &Path, follow: bool) -> Result<File, OutError> {
-    let flags = if follow {
-        rustix::fs::OFlags::NONBLOCK
-    } else {
-        rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK
+/// What is at `name` in `dir` (reached for `path`), a trusted link there followed by a
+/// walk of what it names (`depth` links so far).
+fn resolve(
+    flag: &str,
+    path: &Path,
+    dir: Folder,
+    name: OsString,
+    depth: usize,
+) -> Result<Dest, OutError> {
+    let at = || dir.shown.join(&name);
+    let meta = match walk::lstat_in(&dir, &name) {
+        Err(Errno::NOENT) => return Ok(Dest::Replace { dir, name }),
+        Err(e) => return Err(err(flag, path, std::io::Error::from(e))),
+        Ok(m) => m,
     };
-    let f = OpenOptions::new()
-        .write(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
+    let t = rustix::fs::FileType::from_raw_mode(meta.st_mode);
+    if t == rustix::fs::FileType::Symlink {
+        let d = rustix::fs::fstat(&dir.fd).map_err(|e| err(flag, path, std::io::Error::from(e)))?;
+        let euid = rustix::process::geteuid().as_raw();
+        if !walk::trusted(euid, meta.st_uid, d.st_uid, d.st_mode) {
+            return Err(if depth == 0 {
+                err(flag, path, PLANTED)
+            } else {
+                err(flag, path, format_args!("{} is {PLANTED}", at().display()))
+            });
+        }
+        if walk::on_procfs(&dir) {
+            // A process's descriptor: what it is open on, as the kernel follows it.
+            let m = rustix::fs::statat(&dir.fd, &name, AtFlags::empty())
+                .map_err(|e| err(flag, path, std::io::Error::from(e)))?;
+            let t = rustix::fs::FileType::from_raw_mode(m.st_mode);
+            return match kind(flag, path, t)? {
+                // Replacing the file would leave the shell's descriptor on the old one.
+                true => Err(err(
+                    flag,
+                    path,
+                    "a descriptor open on a regular file; give - or the file's own path",
+                )),
+                false => Ok(Dest::InPlace {
+                    dir,
+                    name,
+                    follow: true,
+                }),
+            };
+        }
+        if depth >= walk::MAX_LINKS {
+            return Err(err(flag, path, walk::Refused::Loop(at())));
+        }
+        let target = rustix::fs::readlinkat(&dir.fd, &name, Vec::new())
+            .map_err(|e| err(flag, path, std::io::Error::from(e)))?;
+        let target = Path::new(OsStr::from_bytes(target.as_bytes())).to_path_buf();
+        let Some(tname) = target.file_name() else {
+            return Err(err(
+                flag,
+                path,
+                format_args!("{} names a folder; give a file name", at().display()),
+            ));
+        };
+        let tdir = walk::folder(Some(&dir), folder(&target), How::default())
+            .map_err(|r| err(flag, path, r))?;
+        return resolve(flag, path, tdir, tname.to_owned(), depth + 1);
+    }
+    match kind(flag, path, t)? {
+        true => Ok(Dest::Replace { dir, name }),
+        false => Ok(Dest::InPlace {
+            dir,
+            name,
+            follow: false,
+        }),
+    }
+}
+
+/// Whether a file of type `t` is replaced (a regular file: true) or written in place (a
+/// FIFO or character device: false); anything else refused.
+fn kind(flag: &str, path: &Path, t: rustix::fs::FileType) -> Result<bool, OutError> {
+    use rustix::fs::FileType as T;
+    match t {
+        T::RegularFile => Ok(true),
+        T::Fifo | T::CharacterDevice => Ok(false),
+        T::Directory => Err(err(flag, path, "a folder; give a file name")),
+        _ => Err(err(
+            flag,
+            path,
+            "a block device or socket; allowed a regular file, a FIFO or a character device",
+        )),
+    }
+}
+
+/// A new temporary file in a walked folder (`O_EXCL`, a random name, mode 0644), removed
+/// on drop unless [`Temporary::persist`]ed.
+struct Temporary<'a> {
+    dir: &'a Folder,
+    name: OsString,
+    file: File,
+    kept: bool,
+}
+
+impl Temporary<'_> {
+    /// Renames the file to `name` in its folder (replacing a link or file there, never
+    /// writing through it).
+    fn persist(mut self, name: &OsStr) -> std::io::Result<File> {
+        rustix::fs::renameat(&self.dir.fd, &self.name, &self.dir.fd, name)?;
+        self.kept = true;
+        self.file.try_clone()
+    }
+}
+
+impl Drop for Temporary<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = rustix::fs::unlinkat(&self.dir.fd, &self.name, AtFlags::empty());
+        }
+    }
+}
+
+/// A name no other process guesses: `.tpslab-` and 16 hex digits of the standard
+/// library's randomly keyed hash of the PID, the time and a count.
+fn random_name() -> OsString {
+    use std::hash::BuildHasher;
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let h = std::collections::hash_map::RandomState::new().hash_one((
+        std::process::id(),
+        std::time::SystemTime::now(),
+        n,
+    ));
+    OsString::from(format!(".tpslab-{h:016x}.tmp"))
+}
+
+fn temporary<'a>(flag: &str, path: &Path, dir: &'a Folder) -> Result<Temporary<'a>, OutError> {
+    for _ in 0..100 {
+        let name = random_name();
+        match rustix::fs::openat(
+            &dir.fd,
+            &name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        ) {
+            Ok(fd) => {
+                return Ok(Temporary {
+                    dir,
+                    name,
+                    file: File::from(fd),
+                    kept: false,
+                })
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(err(flag, path, std::io::Error::from(e))),
+        }
+    }
+    Err(err(flag, path, "no free temporary name in 100 tries"))
+}
+
+/// Opens a FIFO or character device for writing in place: not through a link (unless
+/// `follow`: a process's descriptor), not blocking on a FIFO without a reader (ENXIO:
+/// said as such), then blocking again.
+fn open_in_place(
+    flag: &str,
+    path: &Path,
+    dir: &Folder,
+    name: &OsStr,
+    follow: bool,
+) -> Result<File, OutError> {
+    let mut flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let f = rustix::fs::openat(&dir.fd, name, flags, Mode::empty())
+        .map(File::from)
         .map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
+            if e == Errno::NXIO {
                 err(flag, path, "a FIFO that nobody reads")
             } else {
-                err(flag, path, e)
+                err(flag, path, std::io::Error::from(e))
             }
         })?;
+    use std::os::unix::fs::FileTypeExt;
     let t = f.metadata().map_err(|e| err(flag, path, e))?.file_type();
     if !(t.is_fifo() || t.is_char_device()) {
         return Err(err(flag, path, "changed while being opened; not written"));
     }
-    rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::empty()).map_err(|e| err(flag, path, e))?;
+    rustix::fs::fcntl_setfl(&f, OFlags::empty())
+        .map_err(|e| err(flag, path, std::io::Error::from(e)))?;
     Ok(f)
 }
 
-/// Writes `bytes` to `path` for `flag` as the module says. The path is checked again here
+/// Writes `bytes` to `path` for `flag` as the module says. The path is walked again here
 /// (what [`check`] saw before the run may have changed).
 pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
     match dest(flag, path)? {
-        Dest::InPlace { follow } => {
-            let mut f = open_in_place(flag, path, follow)?;
+        Dest::InPlace { dir, name, follow } => {
+            let mut f = open_in_place(flag, path, &dir, &name, follow)?;
             // A reader that goes away fails this write (EPIPE), not the whole process.
             tpslab_net::process::without_sigpipe(|| f.write_all(bytes).and_then(|_| f.flush()))
                 .map_err(|e| err(flag, path, e))
         }
-        Dest::Replace(at) => {
-            let mut tmp = temporary(flag, &at)?;
-            tmp.write_all(bytes)
-                .and_then(|_| tmp.as_file().sync_data())
+        Dest::Replace { dir, name } => {
+            let mut tmp = temporary(flag, path, &dir)?;
+            tmp.file
+                .write_all(bytes)
+                .and_then(|_| tmp.file.sync_data())
                 .map_err(|e| err(flag, path, e))?;
-            // rename(2) replaces a link or file at `at` itself, never what it points to.
-            tmp.persist(&at).map_err(|e| err(flag, path, e.error))?;
+            tmp.persist(&name).map_err(|e| err(flag, path, e))?;
             Ok(())
         }
     }
+}
+
+/// Writes `bytes` to a new file at `path` for `flag` (`O_EXCL`, mode 0644 less the umask),
+/// never over a file or link already there, its folders walked as [`write`]'s are.
+/// Errors: one line naming the flag and path; `exists` when something is at the name.
+pub fn write_new(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
+    let Some(name) = path.file_name() else {
+        return Err(err(flag, path, "a folder name; give a file name"));
+    };
+    let dir = walk::folder(None, folder(path), How::default()).map_err(|r| err(flag, path, r))?;
+    let fd = rustix::fs::openat(
+        &dir.fd,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|e| match e {
+        Errno::EXIST => err(flag, path, "exists"),
+        e => err(flag, path, std::io::Error::from(e)),
+    })?;
+    File::from(fd)
+        .write_all(bytes)
+        .map_err(|e| err(flag, path, e))
 }
 
 /// A value (a record, a plan) as the bytes of its file: pretty JSON and a final newline.
@@ -225,182 +336,50 @@ pub fn write_json(flag: &str, path: &Path, value: &impl serde::Serialize) -> any
 /// device in place.
 pub fn create_stream(flag: &str, path: &Path) -> Result<File, OutError> {
     match dest(flag, path)? {
-        Dest::InPlace { follow } => open_in_place(flag, path, follow),
-        Dest::Replace(at) => temporary(flag, &at)?
-            .persist(&at)
-            .map_err(|e| err(flag, path, e.error)),
+        Dest::InPlace { dir, name, follow } => open_in_place(flag, path, &dir, &name, follow),
+        Dest::Replace { dir, name } => temporary(flag, path, &dir)?
+            .persist(&name)
+            .map_err(|e| err(flag, path, e)),
     }
 }
 
 /// Checks before a run that `flag`'s file can be written at the end, so no result is lost
-/// for a typo: not a link, folder or block device; its folder exists and takes a new file
-/// (a temporary one, removed at once). A FIFO or character device is not opened (opening
-/// a FIFO would hand its reader an early end of file).
+/// for a typo: no planted link in any component, not a folder or block device; its folder
+/// exists and takes a new file (a temporary one, removed at once). A FIFO or character
+/// device is not opened (opening a FIFO would hand its reader an early end of file).
+/// Errors: one line, `FLAG PATH: why`, naming the component that is a planted link.
 pub fn check(flag: &str, path: &Path) -> Result<(), OutError> {
     match dest(flag, path)? {
         Dest::InPlace { .. } => Ok(()),
-        Dest::Replace(at) => temporary(flag, &at).map(drop),
+        Dest::Replace { dir, .. } => temporary(flag, path, &dir).map(drop),
     }
+}
+
+/// Checks before a run that the folder `path` (for `flag`, a sweep's `--out`) can be
+/// reached without a planted link: as far as it exists (what is missing is made later by
+/// [`make_folder`]). Errors: one line naming the component.
+pub fn check_folder(flag: &str, path: &Path) -> Result<(), OutError> {
+    match walk::folder(None, path, How::default()) {
+        Ok(_) | Err(walk::Refused::Missing(_)) => Ok(()),
+        Err(r) => Err(err(flag, path, r)),
+    }
+}
+
+/// The folder `path` for `flag`, walked as [`dest`] walks an output's folder, each folder
+/// missing made with `mode` (less the umask) relative to the one before. Returns the
+/// folder reached. Errors: one line naming the component.
+pub fn make_folder(flag: &str, path: &Path, mode: u32) -> Result<Folder, OutError> {
+    walk::folder(
+        None,
+        path,
+        How {
+            create: Some(mode),
+            chain: false,
+        },
+    )
+    .map_err(|r| err(flag, path, r))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::MetadataExt;
-
-    fn dir() -> tempfile::TempDir {
-        tempfile::tempdir().unwrap()
-    }
-
-    /// A folder like /tmp (1777) with a link in it owned by another user (nobody).
-    fn planted(d: &Path, name: &str, to: &Path) -> PathBuf {
-        let shared = d.join("shared");
-        let _ = std::fs::create_dir(&shared);
-        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        let link = shared.join(name);
-        std::os::unix::fs::symlink(to, &link).unwrap();
-        let _ = std::os::unix::fs::lchown(&link, Some(65534), Some(65534));
-        link
-    }
-
-    #[test]
-    fn a_planted_symlink_is_refused_and_its_target_untouched() {
-        let d = dir();
-        let victim = d.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
-        let link = planted(d.path(), "out.json", &victim);
-        let e = write("--json", &link, b"{}").unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("--json {}: a symbolic link", link.display())),
-            "{e}"
-        );
-        assert!(check("--json", &link).is_err());
-        assert!(create_stream("--json-stream", &link).is_err());
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-        // A dangling link (the target to be created) is refused too.
-        let dangling = planted(d.path(), "dangling", &d.path().join("new"));
-        assert!(write("--html", &dangling, b"x").is_err());
-        assert!(!d.path().join("new").exists());
-        // Even one of the user's own, in a folder others can write to.
-        let shared = d.path().join("shared");
-        let own = shared.join("own");
-        std::os::unix::fs::symlink(&victim, &own).unwrap();
-        assert!(write("--json", &own, b"{}").is_err());
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-    }
-
-    #[test]
-    fn the_users_own_links_are_followed() {
-        let d = dir();
-        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let real = d.path().join("run-7.json");
-        std::fs::write(&real, "old").unwrap();
-        let latest = d.path().join("latest.json");
-        std::os::unix::fs::symlink(&real, &latest).unwrap();
-        write("--json", &latest, b"new").unwrap();
-        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
-        assert!(std::fs::symlink_metadata(&latest).unwrap().is_symlink());
-        // /dev/stdout-like: a link to a character device, written in place.
-        let null = d.path().join("null");
-        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
-        write("--json", &null, b"x").unwrap();
-    }
-
-    #[test]
-    fn a_folder_name_is_refused_before_the_run() {
-        let d = dir();
-        let p = d.path().join("newdir/");
-        let e = check("--json", &p).unwrap_err();
-        assert!(e.0.contains("a folder name"), "{e}");
-    }
-
-    #[test]
-    fn a_hard_link_is_replaced_not_written_through() {
-        let d = dir();
-        let victim = d.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
-        let out = d.path().join("out.json");
-        std::fs::hard_link(&victim, &out).unwrap();
-        write("--json", &out, b"record").unwrap();
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "record");
-        assert_eq!(std::fs::metadata(&out).unwrap().nlink(), 1);
-    }
-
-    #[test]
-    fn a_new_file_is_0644_and_no_temporary_file_is_left() {
-        let d = dir();
-        let out = d.path().join("r.json");
-        check("--json", &out).unwrap();
-        write("--json", &out, b"one").unwrap();
-        write("--json", &out, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "two");
-        let mode = std::fs::metadata(&out).unwrap().mode() & 0o7777;
-        assert_eq!(mode & !0o644, 0, "mode {mode:o}");
-        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-    }
-
-    #[test]
-    fn a_full_device_fails_with_the_flag_and_path() {
-        let e = write("--json", Path::new("/dev/full"), &[b'x'; 10000]).unwrap_err();
-        assert!(e.0.starts_with("--json /dev/full: "), "{e}");
-        write("--json", Path::new("/dev/null"), b"x").unwrap();
-    }
-
-    #[test]
-    fn a_fifo_without_a_reader_fails_at_once() {
-        let d = dir();
-        let fifo = d.path().join("f");
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
-        let t0 = std::time::Instant::now();
-        let e = write("--json", &fifo, b"x").unwrap_err();
-        assert!(e.0.ends_with("a FIFO that nobody reads"), "{e}");
-        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
-        // With a reader it is written in place.
-        let reader = std::thread::spawn({
-            let fifo = fifo.clone();
-            move || std::fs::read(fifo).unwrap()
-        });
-        let t0 = std::time::Instant::now();
-        loop {
-            match write("--json", &fifo, b"through the pipe") {
-                Ok(()) => break,
-                // The reader thread has not opened it yet.
-                Err(_) if t0.elapsed() < std::time::Duration::from_secs(5) => {
-                    std::thread::sleep(std::time::Duration::from_millis(5))
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-        assert_eq!(reader.join().unwrap(), b"through the pipe");
-    }
-
-    #[test]
-    fn folders_and_missing_folders_are_refused() {
-        let d = dir();
-        assert!(write("--json", d.path(), b"x")
-            .unwrap_err()
-            .0
-            .contains("a folder"));
-        let missing = d.path().join("no/such/r.json");
-        let e = check("--json", &missing).unwrap_err();
-        assert!(e.0.contains("does not exist"), "{e}");
-    }
-
-    #[test]
-    fn a_stream_is_a_new_file_in_place_at_once() {
-        let d = dir();
-        let out = d.path().join("s.ndjson");
-        std::fs::write(&out, "old run's lines\n").unwrap();
-        let mut f = create_stream("--json-stream", &out).unwrap();
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
-        f.write_all(b"{}\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "{}\n");
-    }
-}
+#[path = "outfile_tests.rs"]
+mod tests;

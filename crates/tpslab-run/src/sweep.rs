@@ -5,7 +5,6 @@
 
 use crate::Ctx;
 use anyhow::{bail, Context, Result};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::prelude::*;
 use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
@@ -66,6 +65,8 @@ pub fn prepare(plan: Option<Plan>, out: &Path) -> Result<Plan> {
         check_sysctl_levels(&plan)?;
         return Ok(plan);
     };
+    // No planted link on the way, before anything is tried or made.
+    crate::outfile::check_folder("--out", out)?;
     check_sysctl_levels(&plan)?;
     let leftovers = std::fs::read_dir(out).is_ok_and(|mut d| {
         d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("cell")))
@@ -76,34 +77,31 @@ pub fn prepare(plan: Option<Plan>, out: &Path) -> Result<Plan> {
             out.display()
         );
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(out)
-        .with_context(|| format!("--out {}", out.display()))?;
+    // Each missing folder made relative to the one before (never through a planted link).
+    crate::outfile::make_folder("--out", out, 0o700)?;
     own_folder(out)?;
     crate::outfile::write_json("--out", &plan_path, &plan)?;
     Ok(plan)
 }
 
-/// `--out` is the user's own folder (not a link, owned by this user, writable by neither
-/// group nor others): its plan.json names the command `--resume` runs (`server_cmd`) and
-/// its records count as runs done, so a folder another user can write to is refused.
+/// `--out` is the user's own folder (reached without a planted link, owned by this user,
+/// writable by neither group nor others): its plan.json names the command `--resume` runs
+/// (`server_cmd`) and its records count as runs done, so a folder another user can write
+/// to is refused.
 fn own_folder(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::symlink_metadata(dir)
-        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let f = crate::outfile::walk::folder(None, dir, Default::default())
+        .map_err(|r| anyhow::anyhow!("--out {}: {r}", dir.display()))?;
+    let m =
+        rustix::fs::fstat(&f.fd).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     let euid = rustix::process::geteuid().as_raw();
-    if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
+    if m.st_uid != euid || m.st_mode & 0o022 != 0 {
         bail!(
             "--out {}: {}; allowed a folder of this user's that group and others cannot write (its plan names the command a resume runs)",
             dir.display(),
-            if !m.is_dir() {
-                "not a folder (a link is not followed)".to_string()
-            } else if m.uid() != euid {
-                format!("owned by uid {}", m.uid())
+            if m.st_uid != euid {
+                format!("owned by uid {}", m.st_uid)
             } else {
-                format!("mode {:o}", m.mode() & 0o7777)
+                format!("mode {:o}", m.st_mode & 0o7777)
             }
         );
     }

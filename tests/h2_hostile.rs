@@ -4,7 +4,8 @@
 //! run's peak RSS (wait4's ru_maxrss) stays within 64 MiB of the same run against the
 //! server answering well, it ends within its plan + 2 s, the flood is counted and named in
 //! its record, and its exit code is the documented one. Also the figures of a server that
-//! sends GOAWAY last-stream-id 0 at once, and of one whose SETTINGS are a connection error.
+//! sends GOAWAY last-stream-id 0 at once, of one whose SETTINGS are a connection error, and
+//! a header block over the client's 64 KiB.
 
 mod common;
 
@@ -349,4 +350,23 @@ fn a_settings_exchange_error_is_counted() {
     assert!(n(&res["connect_errors"]["protocol"]) > 0, "{res}");
     assert!(n(&res["http2"]["faults"]["protocol"]) > 0, "{res}");
     assert!(!r.out.contains("Errors: none"), "{}", r.out);
+}
+
+/// A header block that grows past 64 KiB (16 KiB frames, fewer CONTINUATIONs than their
+/// limit) closes its connection, counted as `header_block` and named; on time, exit 2.
+#[test]
+fn an_oversized_header_block_is_refused() {
+    if !common::need("header_block", "/usr/bin/python3") {
+        return;
+    }
+    let (_srv, port) = server("bigheader", &[]);
+    let (args, plan) = command("load", port);
+    let r = run(&args, "h2-bigheader");
+    assert!(r.took <= plan + Duration::from_secs(2), "{:?}", r.took);
+    assert_eq!(r.code, Some(2), "{}", r.out);
+    let res = &r.rec["result"];
+    let f = &res["http2"]["faults"];
+    assert!(n(&f["header_block"]) > 0, "{res}");
+    assert_eq!(f["continuation_flood"].as_u64(), Some(0), "{res}");
+    assert!(r.out.contains("header block too large"), "{}", r.out);
 }

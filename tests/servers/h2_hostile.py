@@ -13,6 +13,8 @@ by hand with struct. Usage: h2_hostile.py MODE [COUNT_FILE]; it listens on a fre
   window        floods WINDOW_UPDATE frames of 1 byte on the connection; answers nothing.
   continuation  answers the first request with HEADERS without END_HEADERS, then empty
                 CONTINUATION frames without end.
+  bigheader     answers the first request with a header block of 16 KiB frames (HEADERS
+                then CONTINUATIONs) that never ends: over the client's 64 KiB.
   goaway0       GOAWAY last-stream-id 0 (NO_ERROR) once the first request came, then
                 closes once the client does; answers nothing. With COUNT_FILE it writes
                 there the requests (HEADERS) it received in all, at each.
@@ -126,6 +128,12 @@ def on_request(c, sid):
         c.started = True
         c.send(frame(HEADERS, 0, sid, b""))
         threading.Thread(target=c.flood, args=(frame(CONTINUATION, 0, sid) * 2000,),
+                         daemon=True).start()
+    elif MODE == "bigheader" and not getattr(c, "started", False):
+        c.started = True
+        piece = b"\x00" * 16384
+        c.send(frame(HEADERS, 0, sid, piece))
+        threading.Thread(target=c.flood, args=(frame(CONTINUATION, 0, sid, piece) * 8,),
                          daemon=True).start()
     elif MODE == "goaway0" and not getattr(c, "gone", False):
         c.gone = True

@@ -310,6 +310,7 @@ fn figs() -> StepFigures {
         gen_valid: true,
         gen_reasons: vec![],
         interrupted: false,
+        server_faults: vec![],
     }
 }
 
@@ -349,6 +350,12 @@ fn a_step_is_judged_generator_first_then_each_objective() {
                 "loss 100 % > 0.10 %",
                 "rate 0 % of intended < 99 %",
             ],
+        ),
+        // The server's HTTP/2 misbehaviour fails a step every objective held in.
+        (
+            |f| f.server_faults = vec!["the server misbehaved over HTTP/2: PING flood on 1 connection (closed by this client)".into()],
+            StepStatus::Fail,
+            &["the server misbehaved over HTTP/2: PING flood on 1 connection (closed by this client)"],
         ),
         // The generator first: whatever the server did, an invalid step is not its failure.
         (
@@ -554,7 +561,28 @@ fn an_http_step_reads_its_window_and_counts_no_reply_as_loss_and_failures_as_err
     assert_eq!(f.loss_pct, Some(1.5));
     assert_eq!(f.errors_pct, 100.0);
     r.result.errors.timeout -= 3000;
+    // Connections closed for the server's PING flood, requests GOAWAY refused twice:
+    // named, each a reason the step fails.
+    let mut h = tpslab_record::load_http::Http2Streams {
+        goaway_refused: 4,
+        ..Default::default()
+    };
+    h.faults.ping_flood = 2;
+    r.result.http2 = Some(h);
+    let f = figures_http(&r, 2000.0, false);
+    assert_eq!(
+        f.server_faults,
+        vec![
+            "the server misbehaved over HTTP/2: PING flood on 2 connections (closed by this client)",
+            "the server's GOAWAY refused 4 requests twice"
+        ]
+    );
+    assert_eq!(
+        judge(&Slo::parse("--slo", "p99<20ms").unwrap(), &f).0,
+        StepStatus::Fail
+    );
     r.result.http2 = None;
+    assert!(figures_http(&r, 2000.0, false).server_faults.is_empty());
     // 21 of 2000 sent late with their connection ready: the generator's, not evidence.
     r.result.behind = 21;
     r.result.behind_max_ns = 3_000_000;

@@ -202,6 +202,105 @@ pub struct Http2Streams {
     /// client's queue at the end, not a shortfall of the server's). 0 in older records.
     #[serde(default)]
     pub waiting_at_end: u64,
+    /// Requests written that a GOAWAY named unprocessed (above its last stream) and that
+    /// were written again on a new connection: counted sent once, not twice (their
+    /// first write went to a server that says it dropped them). 0 in older records.
+    #[serde(default)]
+    pub goaway_retried: u64,
+    /// Of those, requests a GOAWAY named unprocessed a second time: failed (a protocol
+    /// error, `refused by GOAWAY twice`), not sent a third. 0 in older records.
+    #[serde(default)]
+    pub goaway_refused: u64,
+    /// Connections this client closed for their server's misbehaviour, by kind (floods,
+    /// oversized header blocks, other connection errors); all 0 in older records and
+    /// against a well-behaved server.
+    #[serde(default, skip_serializing_if = "Http2Faults::is_none")]
+    pub faults: Http2Faults,
+}
+
+/// Connections an HTTP/2 client closed because of what their server sent (RFC 9113's
+/// connection errors), by kind: each also fails its streams in flight (counted among the
+/// `protocol` errors) or, with none in flight, counts once among the connects' `protocol`
+/// errors. A flood is closed with GOAWAY ENHANCE_YOUR_CALM once the server passes one of
+/// the client's limits (docs/security.md lists them with their values).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct Http2Faults {
+    /// PING flood: more PING acknowledgements queued unwritten than the limit (the server
+    /// sends faster than it reads), or more PINGs a second than the limit.
+    pub ping_flood: u64,
+    /// SETTINGS flood: as many SETTINGS acknowledgements queued unwritten, more SETTINGS
+    /// frames a second, or one frame of more parameters than the limit.
+    pub settings_flood: u64,
+    /// RST_STREAM flood: more resets a second of streams not in flight than the limit.
+    pub reset_flood: u64,
+    /// WINDOW_UPDATE flood: more WINDOW_UPDATE frames a second than the limit.
+    pub window_update_flood: u64,
+    /// CONTINUATION flood: more CONTINUATION frames in one header block than the limit.
+    pub continuation_flood: u64,
+    /// A header block over the limit, bytes.
+    pub header_block: u64,
+    /// Frames that carry nothing (empty DATA, PRIORITY, unknown types, acknowledgements
+    /// never asked for, GOAWAY again) more a second than the limit.
+    pub empty_frame_flood: u64,
+    /// Any other connection error: a frame this client cannot take (bad length, wrong
+    /// stream, a zero WINDOW_UPDATE, a reset of an idle stream, a bad SETTINGS value, a
+    /// header block HPACK cannot decode).
+    pub protocol: u64,
+}
+
+impl Http2Faults {
+    /// Each kind with its count, as the report names them, in the report's order.
+    pub fn list(&self) -> [(&'static str, u64); 8] {
+        [
+            ("PING flood", self.ping_flood),
+            ("SETTINGS flood", self.settings_flood),
+            ("RST_STREAM flood", self.reset_flood),
+            ("WINDOW_UPDATE flood", self.window_update_flood),
+            ("CONTINUATION flood", self.continuation_flood),
+            ("header block too large", self.header_block),
+            ("empty frame flood", self.empty_frame_flood),
+            ("protocol error", self.protocol),
+        ]
+    }
+
+    /// No connection closed for its server's misbehaviour.
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// Connections closed, all kinds.
+    pub fn total(&self) -> u64 {
+        self.list().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &Http2Faults) {
+        self.ping_flood += o.ping_flood;
+        self.settings_flood += o.settings_flood;
+        self.reset_flood += o.reset_flood;
+        self.window_update_flood += o.window_update_flood;
+        self.continuation_flood += o.continuation_flood;
+        self.header_block += o.header_block;
+        self.empty_frame_flood += o.empty_frame_flood;
+        self.protocol += o.protocol;
+    }
+
+    /// The kinds seen, `PING flood on 3 connections, protocol error on 1 connection`;
+    /// empty when none.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .list()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| {
+                let s = if *n == 1 { "" } else { "s" };
+                format!("{k} on {n} connection{s}")
+            })
+            .collect();
+        parts.join(", ")
+    }
 }
 
 impl Http2Streams {
@@ -234,6 +333,9 @@ impl Http2Streams {
         self.timed_out_waiting += o.timed_out_waiting;
         self.waiting_at_end += o.waiting_at_end;
         self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
+        self.goaway_retried += o.goaway_retried;
+        self.goaway_refused += o.goaway_refused;
+        self.faults.add(&o.faults);
     }
 
     /// The counts of `all` added together (a run's steps, its loops).

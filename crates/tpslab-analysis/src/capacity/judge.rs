@@ -28,6 +28,10 @@ pub struct StepFigures {
     pub gen_reasons: Vec<String>,
     /// The step was stopped before its end.
     pub interrupted: bool,
+    /// What the server did that no objective measures (HTTP/2: connections this client
+    /// closed for the server's floods or protocol errors, requests a GOAWAY refused
+    /// twice), each a sentence: any fails the step.
+    pub server_faults: Vec<String>,
 }
 
 /// A UDP run's figures for a step intended at `rate_pps` (None when the run has no
@@ -52,6 +56,7 @@ pub fn figures(run: &RunRecord, rate_pps: f64) -> Option<StepFigures> {
         gen_valid: g.valid,
         gen_reasons: g.invalid_reasons.clone(),
         interrupted: run.interrupted,
+        server_faults: vec![],
     })
 }
 
@@ -70,13 +75,35 @@ pub fn figures_http(
     interrupted: bool,
 ) -> StepFigures {
     let secs = rec.plan.duration.as_secs_f64();
-    open_figures(
+    let mut f = open_figures(
         &rec.result,
         secs,
         rec.sent_rate(interrupted),
         rate_pps,
         interrupted,
-    )
+    );
+    f.server_faults = http2_faults(rec.result.http2.as_ref());
+    f
+}
+
+/// The HTTP/2 server's misbehaviour in a step's counts `h`, each a sentence (see
+/// [`StepFigures::server_faults`]).
+fn http2_faults(h: Option<&tpslab_record::load_http::Http2Streams>) -> Vec<String> {
+    let Some(h) = h else { return vec![] };
+    let mut v = vec![];
+    if !h.faults.is_none() {
+        v.push(format!(
+            "the server misbehaved over HTTP/2: {} (closed by this client)",
+            h.faults.summary()
+        ));
+    }
+    if h.goaway_refused > 0 {
+        v.push(format!(
+            "the server's GOAWAY refused {} requests twice",
+            h.goaway_refused
+        ));
+    }
+    v
 }
 
 /// A TCP step's figures (the open loop's counts over a window of `window`) for a step
@@ -148,6 +175,7 @@ fn open_figures(
         gen_valid: gen_reasons.is_empty(),
         gen_reasons,
         interrupted,
+        server_faults: vec![],
     }
 }
 
@@ -253,6 +281,11 @@ pub fn judge(slo: &Slo, f: &StepFigures) -> (StepStatus, Vec<String>) {
             (!o.holds(v)).then(|| broken(o, v))
         })
         .collect();
+    if !f.server_faults.is_empty() {
+        let mut why = why;
+        why.extend(f.server_faults.iter().cloned());
+        return (StepStatus::Fail, why);
+    }
     if let Some(late) = sent_late(slo, f) {
         return (StepStatus::Invalid, vec![late]);
     }

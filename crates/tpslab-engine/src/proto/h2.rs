@@ -392,6 +392,14 @@ pub fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
+/// Appends a GOAWAY: no stream above `last` will be processed, error `code` (RFC 9113
+/// 6.8; a client names 0, it processes no stream of the server's).
+pub fn goaway(out: &mut Vec<u8>, last: u32, code: u32) {
+    write_head(out, 8, kind::GOAWAY, 0, 0);
+    out.extend_from_slice(&(last & 0x7fff_ffff).to_be_bytes());
+    out.extend_from_slice(&code.to_be_bytes());
+}
+
 /// Appends the acknowledgement of the peer's SETTINGS.
 pub fn settings_ack(out: &mut Vec<u8>) {
     write_head(out, 0, kind::SETTINGS, flag::ACK, 0);
@@ -771,6 +779,7 @@ mod tests {
             data(&mut b, stream, &payload, end);
             window_update(&mut b, stream, inc);
             rst_stream(&mut b, stream, CANCEL);
+            goaway(&mut b, stream, 0xb);
             let cut = cut.min(b.len());
             if let Some((_, n)) = parse(&b[..cut], DEFAULT_MAX_FRAME).unwrap() {
                 prop_assert_eq!(n, HEAD + payload.len());
@@ -781,6 +790,8 @@ mod tests {
             prop_assert_eq!(f, Frame::WindowUpdate { stream, increment: inc });
             let (f, _) = parse(&b[n + m..], DEFAULT_MAX_FRAME).unwrap().unwrap();
             prop_assert_eq!(f, Frame::Reset { stream, code: CANCEL });
+            let (f, _) = parse(&b[n + m + HEAD + 4..], DEFAULT_MAX_FRAME).unwrap().unwrap();
+            prop_assert_eq!(f, Frame::GoAway { last: stream, code: 0xb });
         }
     }
 }

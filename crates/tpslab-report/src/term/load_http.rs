@@ -85,6 +85,9 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     if let Some(h) = &r.http2 {
         let per = format!("{} streams per connection", p.streams);
         writeln!(w, "{}", http2_streams(h, &per, h.exceeded_by(p.streams)))?;
+        for line in http2_trouble(h) {
+            writeln!(w, "{line}")?;
+        }
     }
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
@@ -169,7 +172,12 @@ fn status_and_errors(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
             String::new()
         }
     )?;
-    writeln!(w, "Errors: {}", r.errors.summary())?;
+    if r.errors.is_none() && !r.connect_errors.is_none() {
+        // Never "none" when connections failed (an HTTP/2 server's SETTINGS refused, say).
+        writeln!(w, "Errors: no request failed; connects did (below)")?;
+    } else {
+        writeln!(w, "Errors: {}", r.errors.summary())?;
+    }
     if !r.connect_errors.is_none() {
         writeln!(
             w,
@@ -226,6 +234,25 @@ pub(super) fn waiting_at_end(h: &Http2Streams) -> Option<String> {
     })
 }
 
+/// The HTTP/2 server's misbehaviour ([`Http2Streams::faults`], GOAWAY's refusals): a
+/// line for each there was.
+pub(super) fn http2_trouble(h: &Http2Streams) -> Vec<String> {
+    let mut v = vec![];
+    if !h.faults.is_none() {
+        v.push(format!(
+            "HTTP/2: the server misbehaved: this client closed its connections ({}): GOAWAY ENHANCE_YOUR_CALM for a flood, PROTOCOL_ERROR else; their requests in flight failed (protocol errors)",
+            h.faults.summary()
+        ));
+    }
+    if h.goaway_retried > 0 {
+        v.push(format!(
+            "HTTP/2: {} requests written were named unprocessed by the server's GOAWAY and written again on a new connection (counted sent once); {} of them named so twice failed",
+            h.goaway_retried, h.goaway_refused
+        ));
+    }
+    v
+}
+
 /// HTTP/2's line: the streams at once the server allowed per connection (its
 /// SETTINGS_MAX_CONCURRENT_STREAMS, `h`) against the run's, `per` (`16 streams per
 /// connection`, `at 32 users (16 per connection)`); `over`: the run's were more, and the
@@ -243,4 +270,59 @@ pub(super) fn http2_streams(h: &Http2Streams, per: &str, over: bool) -> String {
         h.waited_for_stream,
         fmt_ns(h.wait_max_ns as f64)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's HTTP/2 misbehaviour is named; failed connects alone never read "Errors:
+    /// none".
+    #[test]
+    fn misbehaviour_and_failed_connects_are_said() {
+        let mut h = Http2Streams {
+            goaway_retried: 5,
+            goaway_refused: 2,
+            ..Default::default()
+        };
+        h.faults.ping_flood = 3;
+        h.faults.protocol = 1;
+        let t = http2_trouble(&h);
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert!(
+            t[0].contains("(PING flood on 3 connections, protocol error on 1 connection)"),
+            "{t:?}"
+        );
+        assert!(t[1].starts_with("HTTP/2: 5 requests written were named unprocessed"));
+        assert!(t[1].contains("2 of them named so twice failed"), "{t:?}");
+        assert!(http2_trouble(&Http2Streams::default()).is_empty());
+
+        let mut r = LoadHttpResult {
+            intended: 10,
+            sent: 0,
+            status: Default::default(),
+            errors: Default::default(),
+            connect_errors: Default::default(),
+            unanswered: 0,
+            bytes_out: 0,
+            bytes_in: 0,
+            connections: 4,
+            late: 0,
+            max_lag_ns: 0,
+            behind: 0,
+            behind_max_ns: 0,
+            first_sent_s: 0.0,
+            last_sent_s: 0.0,
+            corrected: Default::default(),
+            uncorrected: Default::default(),
+            first_tls_error: None,
+            http2: None,
+        };
+        r.connect_errors.protocol = 4;
+        let mut out = vec![];
+        status_and_errors(&mut out, &r).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains("Errors: none"), "{out}");
+        assert!(out.contains("Connects failed: protocol 4"), "{out}");
+    }
 }

@@ -103,6 +103,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
         if let Some(line) = super::load_http::waiting_at_end(h) {
             writeln!(w, "{line}")?;
         }
+        for line in super::load_http::http2_trouble(h) {
+            writeln!(w, "{line}")?;
+        }
     }
     if let Some(o) = &rec.overrun {
         writeln!(w, "{}", o.line())?;

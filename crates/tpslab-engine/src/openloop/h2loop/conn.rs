@@ -8,6 +8,7 @@ use std::io::{ErrorKind, Read};
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{HANGUP, READABLE, WRITABLE};
 
+use super::guard::{self, Fault};
 use super::{control, CState, Loop};
 use crate::books::Books;
 use crate::proto::h2;
@@ -129,6 +130,39 @@ impl<B: Books> Loop<'_, '_, B> {
         c.reset(retry_at);
     }
 
+    /// Connection `k`'s server passed one of the client's limits or sent what HTTP/2
+    /// forbids (`f`): a GOAWAY (ENHANCE_YOUR_CALM for a flood, PROTOCOL_ERROR else) added
+    /// to its write buffer and written if the socket takes it at once, the fault counted
+    /// by kind in the record, its streams failed with the fault's kind (none in flight:
+    /// the connection counted once among the connects' errors, so a fault in the
+    /// SETTINGS exchange is never "no errors"), and the connection closed, backing off.
+    pub(super) fn fault(&mut self, k: usize, f: Fault) {
+        f.count(&mut self.seen_now().faults);
+        let c = &mut self.conns[k];
+        control(self.run.sched, &mut self.local, &mut c.tx, |t| {
+            h2::goaway(t, 0, f.code())
+        });
+        if let Some(s) = c.sock.as_ref() {
+            // One try, never a wait: the socket is non-blocking.
+            let _ = match c.tls.as_deref_mut() {
+                Some(t) => tls::write(t, s, &c.tx, &mut c.tx_off).map(|_| ()),
+                None => s
+                    .send_with_flags(&c.tx[c.tx_off..], libc::MSG_NOSIGNAL)
+                    .map(|_| ()),
+            };
+        }
+        let kind = f.kind();
+        if c.streams.is_empty() {
+            self.run.sched.failed(
+                &mut self.local,
+                mono_ns(),
+                &format!("connect: {kind}"),
+                false,
+            );
+        }
+        self.conn_failed(k, kind);
+    }
+
     /// Fails every stream of connection `k` with `kind` and closes it (backing off).
     pub(super) fn conn_failed(&mut self, k: usize, kind: &str) {
         let now = mono_ns();
@@ -178,6 +212,7 @@ impl<B: Books> Loop<'_, '_, B> {
     pub(super) fn flush(&mut self, k: usize) {
         let c = &mut self.conns[k];
         let Some(s) = c.sock.as_ref() else { return };
+        let full = !guard::tx_room(c.tx.len(), c.tx_off);
         let r = match c.tls.as_deref_mut() {
             Some(t) => tls::write(t, s, &c.tx, &mut c.tx_off),
             None => loop {
@@ -196,10 +231,17 @@ impl<B: Books> Loop<'_, '_, B> {
             Ok(true) => {
                 c.tx.clear();
                 c.tx_off = 0;
+                c.guard.written();
                 self.watch(k, READABLE);
             }
             Ok(false) => self.watch(k, READABLE | WRITABLE),
-            Err(e) => self.conn_failed(k, &io_kind(&e)),
+            Err(e) => return self.conn_failed(k, &io_kind(&e)),
+        }
+        // The buffer was full and the socket took some: requests go on.
+        let c = &self.conns[k];
+        if full && guard::tx_room(c.tx.len(), c.tx_off) {
+            self.unblock(k);
+            self.drain_waiting(k);
         }
     }
 
@@ -229,9 +271,10 @@ impl<B: Books> Loop<'_, '_, B> {
         }
     }
 
-    /// Reads connection `k` until nothing is waiting, handling each whole frame.
+    /// Reads connection `k` until nothing is waiting, handling each whole frame: at most
+    /// [`guard::READS_PER_EVENT`] reads (the rest at the loop's next turn).
     pub(super) fn read(&mut self, k: usize) {
-        loop {
+        for _ in 0..guard::READS_PER_EVENT {
             let c = &mut self.conns[k];
             let Some(s) = c.sock.as_ref() else { return };
             let room = &mut c.rx[c.rx_end..];
@@ -249,7 +292,9 @@ impl<B: Books> Loop<'_, '_, B> {
                 Ok(0) => {
                     let graceful = c.goaway.is_some() && c.streams.is_empty();
                     return if graceful {
-                        self.close(k, false)
+                        // A server that answered nothing on it is not called at once again.
+                        let served = c.served;
+                        self.close(k, !served)
                     } else {
                         self.conn_failed(k, "closed by peer")
                     };
@@ -257,8 +302,8 @@ impl<B: Books> Loop<'_, '_, B> {
                 Ok(n) => {
                     c.rx_end += n;
                     self.run.sched.read(&mut self.local, n);
-                    if let Err(kind) = self.frames(k) {
-                        return self.conn_failed(k, &kind);
+                    if let Err(f) = self.frames(k) {
+                        return self.fault(k, f);
                     }
                     if self.conns[k].sock.is_none() || (plain && n < want) {
                         return;
@@ -270,5 +315,9 @@ impl<B: Books> Loop<'_, '_, B> {
                 Err(e) => return self.conn_failed(k, &io_kind(&e)),
             }
         }
+        // The budget is spent: a plain socket's readiness says there is more; TLS
+        // plaintext left in the session is read at the loop's next turn.
+        let c = &mut self.conns[k];
+        c.more = c.tls.is_some() && c.sock.is_some();
     }
 }

@@ -1,20 +1,20 @@
 //! HTTP/2 load's frames as a connection reads them: each whole frame cut out of its
 //! bytes ([`h2::parse`]) and handled (the server's SETTINGS, PING, WINDOW_UPDATE, header
 //! blocks across CONTINUATION, DATA, RST_STREAM, GOAWAY); a reply's `:status` decoded by
-//! the connection's HPACK decoder.
+//! the connection's HPACK decoder. Each frame is counted against the connection's limits
+//! ([`super::guard`]): a server past one is a [`Fault`].
 
 use tpslab_net::mono_ns;
 
+use super::guard::{Fault, Flood, MAX_CONTINUATIONS, MAX_HEADER_BLOCK, MAX_SETTINGS_PARAMS};
 use super::{control, CState, Loop};
 use crate::books::Books;
 use crate::proto::h2::{self, Frame};
 
-/// The largest header block a reply may have across CONTINUATION frames, bytes.
-const MAX_HEADER_BLOCK: usize = 1 << 20;
-
 impl<B: Books> Loop<'_, '_, B> {
     /// Handles the whole frames read on connection `k` (the rest kept for the next read).
-    pub(super) fn frames(&mut self, k: usize) -> Result<(), String> {
+    pub(super) fn frames(&mut self, k: usize) -> Result<(), Fault> {
+        let now = mono_ns();
         let mut at = 0;
         let mut rx = std::mem::take(&mut self.conns[k].rx);
         let end = self.conns[k].rx_end;
@@ -32,7 +32,7 @@ impl<B: Books> Loop<'_, '_, B> {
             match h2::parse(&rx[at..end], h2::DEFAULT_MAX_FRAME) {
                 Ok(Some((f, n))) => {
                     at += n;
-                    if let Err(e) = self.frame(k, f) {
+                    if let Err(e) = self.frame(k, f, now) {
                         break Err(e);
                     }
                     if self.conns[k].sock.is_none() {
@@ -40,7 +40,7 @@ impl<B: Books> Loop<'_, '_, B> {
                     }
                 }
                 Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
+                Err(e) => break Err(Fault::Protocol(e)),
             }
         };
         rx.copy_within(at..end, 0);
@@ -54,16 +54,21 @@ impl<B: Books> Loop<'_, '_, B> {
             self.unblock(k);
             let c = &self.conns[k];
             if c.goaway.is_some() && c.streams.is_empty() {
-                self.close(k, false);
+                // A server that answered nothing on it is not called at once again.
+                let served = c.served;
+                self.close(k, !served);
             }
         }
         r
     }
 
-    pub(super) fn frame(&mut self, k: usize, f: Frame<'_>) -> Result<(), String> {
+    /// Handles frame `f` of connection `k`, read at `now` (ns).
+    pub(super) fn frame(&mut self, k: usize, f: Frame<'_>, now: u64) -> Result<(), Fault> {
         let c = &mut self.conns[k];
         if c.state == CState::Settings && !matches!(f, Frame::Settings { ack: false, .. }) {
-            return Err("http2: the server's first frame is not SETTINGS".into());
+            return Err("http2: the server's first frame is not SETTINGS"
+                .to_string()
+                .into());
         }
         if c.hdr_sid != 0
             && !matches!(
@@ -74,11 +79,21 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             )
         {
-            return Err("http2: a header block cut by another frame".into());
+            return Err("http2: a header block cut by another frame"
+                .to_string()
+                .into());
         }
         match f {
-            Frame::Settings { ack: true, .. } | Frame::Other { .. } => {}
+            // We never PING, and SETTINGS only once.
+            Frame::Settings { ack: true, .. }
+            | Frame::Ping { ack: true, .. }
+            | Frame::Other { .. } => c.guard.frame(Flood::Empty, now)?,
             Frame::Settings { ack: false, params } => {
+                c.guard.frame(Flood::Settings, now)?;
+                if params.len() / 6 > MAX_SETTINGS_PARAMS {
+                    return Err(Flood::Settings.into());
+                }
+                c.guard.ack(Flood::Settings)?;
                 let ch = c.peer.apply(params)?;
                 if ch.window_delta != 0 {
                     for &i in c.streams.values() {
@@ -103,21 +118,26 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             }
             Frame::Ping { ack: false, data } => {
+                c.guard.frame(Flood::Ping, now)?;
+                c.guard.ack(Flood::Ping)?;
                 control(self.run.sched, &mut self.local, &mut c.tx, |t| {
                     h2::ping_ack(t, &data)
                 })
             }
-            Frame::Ping { ack: true, .. } => {}
             Frame::WindowUpdate {
                 stream: 0,
                 increment,
             } => {
+                c.guard.frame(Flood::WindowUpdate, now)?;
                 c.send_window += increment as i64;
                 if c.send_window > 0x7fff_ffff {
-                    return Err("http2: the connection's window over 2^31-1".into());
+                    return Err("http2: the connection's window over 2^31-1"
+                        .to_string()
+                        .into());
                 }
             }
             Frame::WindowUpdate { stream, increment } => {
+                c.guard.frame(Flood::WindowUpdate, now)?;
                 if let Some(&i) = c.streams.get(&stream) {
                     self.scheds[i].window += increment as i64;
                 }
@@ -130,7 +150,9 @@ impl<B: Books> Loop<'_, '_, B> {
                 block,
             } => {
                 if continuation && c.hdr_sid != stream {
-                    return Err("http2: a CONTINUATION without its HEADERS".into());
+                    return Err("http2: a CONTINUATION without its HEADERS"
+                        .to_string()
+                        .into());
                 }
                 if !continuation && end_headers {
                     // The usual case: one frame, decoded in place.
@@ -141,11 +163,15 @@ impl<B: Books> Loop<'_, '_, B> {
                     c.hdr_sid = stream;
                     c.hdr_end_stream = end_stream;
                     c.hdr.clear();
+                    c.hdr_frames = 0;
+                } else {
+                    c.hdr_frames += 1;
+                    if c.hdr_frames > MAX_CONTINUATIONS {
+                        return Err(Flood::Continuation.into());
+                    }
                 }
                 if c.hdr.len() + block.len() > MAX_HEADER_BLOCK {
-                    return Err(format!(
-                        "http2: a header block over {MAX_HEADER_BLOCK} bytes"
-                    ));
+                    return Err(Flood::HeaderBlock.into());
                 }
                 c.hdr.extend_from_slice(block);
                 if end_headers {
@@ -158,8 +184,14 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             }
             Frame::Data {
-                stream, end, flow, ..
+                stream,
+                end,
+                flow,
+                data,
             } => {
+                if data.is_empty() && !end {
+                    c.guard.frame(Flood::Empty, now)?;
+                }
                 c.recv_unacked += flow;
                 if c.recv_unacked >= h2::RECV_WINDOW / 2 {
                     let n = c.recv_unacked;
@@ -188,11 +220,20 @@ impl<B: Books> Loop<'_, '_, B> {
                 if let Some(&i) = c.streams.get(&stream) {
                     let kind = format!("stream reset (RST_STREAM {})", h2::code_name(code));
                     self.stream_failed(i, &kind, mono_ns(), false);
+                } else if stream % 2 == 0 || stream >= c.next_sid {
+                    // RFC 9113 6.4: a reset of an idle stream is a connection error.
+                    return Err(format!("http2: RST_STREAM on idle stream {stream}").into());
+                } else {
+                    c.guard.frame(Flood::Reset, now)?;
                 }
             }
             Frame::GoAway { last, code } => {
+                if c.goaway.is_some() {
+                    c.guard.frame(Flood::Empty, now)?;
+                }
                 c.goaway = Some(last);
-                // Streams above `last` were not processed: sent again on a new connection.
+                // Streams above `last` were not processed: sent again on a new connection,
+                // once; a request refused so a second time fails (`refused`).
                 let mut again: Vec<(u32, usize)> = c
                     .streams
                     .iter()
@@ -200,19 +241,38 @@ impl<B: Books> Loop<'_, '_, B> {
                     .map(|(&s, &i)| (s, i))
                     .collect();
                 again.sort_unstable();
+                let (mut retried, mut refused) = (0, vec![]);
                 for &(sid, i) in again.iter().rev() {
-                    c.streams.remove(&sid);
                     let u = &mut self.scheds[i];
+                    if u.retried {
+                        refused.push(i);
+                        continue;
+                    }
+                    c.streams.remove(&sid);
                     if u.sent {
                         self.run.sched.unsent(&mut self.local);
                     }
                     u.sid = 0;
                     u.sent = false;
+                    u.retried = true;
+                    retried += 1;
                     // Its intended time is kept: the wait for a new connection is latency.
                     u.next_at = u.intended;
                     c.blocked.retain(|&b| b != i);
                     c.waiting.push_front(i);
                 }
+                let seen = self.seen_now();
+                seen.goaway_retried += retried;
+                seen.goaway_refused += refused.len() as u64;
+                for i in refused {
+                    self.stream_failed(
+                        i,
+                        "http2: refused by GOAWAY twice (not processed)",
+                        now,
+                        false,
+                    );
+                }
+                let c = &mut self.conns[k];
                 if code != 0 && c.streams.is_empty() {
                     self.run.sched.failed(
                         &mut self.local,
@@ -234,7 +294,7 @@ impl<B: Books> Loop<'_, '_, B> {
         stream: u32,
         end_stream: bool,
         st: Option<u16>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         let Some(&i) = self.conns[k].streams.get(&stream) else {
             return Ok(());
         };

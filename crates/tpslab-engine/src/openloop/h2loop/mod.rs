@@ -51,6 +51,7 @@ use tpslab_record::load_http::Http2Streams;
 
 mod conn;
 mod frames;
+mod guard;
 mod load;
 mod settings;
 mod streams;
@@ -175,8 +176,17 @@ struct Conn {
     hdr_sid: u32,
     hdr: Vec<u8>,
     hdr_end_stream: bool,
+    /// CONTINUATION frames of the header block being received.
+    hdr_frames: u32,
     /// A GOAWAY's last stream: no new stream on this connection.
     goaway: Option<u32>,
+    /// Its counts against the server's floods.
+    guard: guard::Guard,
+    /// A reply came on it (else a GOAWAY or close makes it again after a back-off).
+    served: bool,
+    /// Its read budget ran out with TLS plaintext perhaps left in the session: read again
+    /// at the loop's next turn (no readiness event would say so).
+    more: bool,
 }
 
 impl Conn {
@@ -208,7 +218,11 @@ impl Conn {
             hdr_sid: 0,
             hdr: vec![],
             hdr_end_stream: false,
+            hdr_frames: 0,
             goaway: None,
+            guard: guard::Guard::default(),
+            served: false,
+            more: false,
         }
     }
 
@@ -245,7 +259,11 @@ impl Conn {
             hdr_sid,
             hdr,
             hdr_end_stream,
+            hdr_frames,
             goaway,
+            guard,
+            served,
+            more,
         } = self;
         *state = CState::Closed;
         *sock = None;
@@ -272,7 +290,11 @@ impl Conn {
         *hdr_sid = 0;
         hdr.clear();
         *hdr_end_stream = false;
+        *hdr_frames = 0;
         *goaway = None;
+        *guard = guard::Guard::default();
+        *served = false;
+        *more = false;
     }
 
     /// Bytes wait to be written (or TLS records to be flushed).
@@ -309,6 +331,9 @@ struct Sched {
     /// counts from here, and it counts once in `waited_for_stream`), cleared when its
     /// stream starts or it is given up.
     queued_at: u64,
+    /// Its request was sent again after a GOAWAY named it unprocessed: a second such
+    /// GOAWAY fails it (`refused`), cleared when its stream ends.
+    retried: bool,
 }
 
 struct Loop<'a, 'b, B: Books> {
@@ -364,6 +389,7 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 sent: false,
                 recv_unacked: 0,
                 queued_at: 0,
+                retried: false,
             });
         }
     }
@@ -421,7 +447,12 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 next = next.min(c.retry_at);
             }
         }
-        let wait = next.saturating_sub(now).min(5_000_000);
+        let more = lp.conns.iter().any(|c| c.more);
+        let wait = if more {
+            0
+        } else {
+            next.saturating_sub(now).min(5_000_000)
+        };
         if let Some(t) = &timer {
             if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
                 armed = next;
@@ -448,6 +479,13 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
                 .is_some_and(|c| c.gen == g && c.sock.is_some())
             {
                 lp.on_event(k, ev);
+            }
+        }
+        if more {
+            for k in 0..lp.conns.len() {
+                if std::mem::take(&mut lp.conns[k].more) && lp.conns[k].sock.is_some() {
+                    lp.read(k);
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ use std::cmp::Reverse;
 
 use tpslab_net::mono_ns;
 
+use super::guard::tx_room;
 use super::{control, CState, Loop};
 use crate::books::Books;
 use crate::proto::h2;
@@ -32,12 +33,15 @@ impl<B: Books> Loop<'_, '_, B> {
         }
     }
 
+    /// Connection `k` takes a new stream now: open, no GOAWAY, a stream free under its
+    /// server's limit, and room in its write buffer ([`super::guard::TX_HIGH`]).
     pub(super) fn can_start(&self, k: usize) -> bool {
         let c = &self.conns[k];
         c.state == CState::Open
             && c.goaway.is_none()
             && c.peer.room_for(c.streams.len())
             && c.next_sid <= 0x7fff_ffff
+            && tx_room(c.tx.len(), c.tx_off)
     }
 
     /// Connection `k` is open (no GOAWAY) with as many streams in flight as its server
@@ -121,6 +125,7 @@ impl<B: Books> Loop<'_, '_, B> {
         let body = !self.run.body.is_empty();
         let n = h2::headers(&mut c.tx, sid, block, !body, c.peer.max_frame);
         c.streams.insert(sid, i);
+        c.guard.started();
         let window = c.peer.window;
         let u = &mut self.scheds[i];
         u.sid = sid;
@@ -140,7 +145,8 @@ impl<B: Books> Loop<'_, '_, B> {
         }
     }
 
-    /// Sends what the windows let of stream `i`'s body: true when all of it is written.
+    /// Sends what the windows let of stream `i`'s body, while its connection's write
+    /// buffer has room: true when all of it is written.
     pub(super) fn send_body(&mut self, i: usize) -> bool {
         let body = &self.run.body;
         let u = &mut self.scheds[i];
@@ -150,7 +156,7 @@ impl<B: Books> Loop<'_, '_, B> {
                 .min(c.send_window.max(0) as usize)
                 .min(u.window.max(0) as usize)
                 .min(c.peer.max_frame as usize);
-            if n == 0 {
+            if n == 0 || !tx_room(c.tx.len(), c.tx_off) {
                 return false;
             }
             let end = u.body_off + n == body.len();
@@ -194,6 +200,7 @@ impl<B: Books> Loop<'_, '_, B> {
         let k = u.conn;
         let sid = u.sid;
         u.sid = 0;
+        u.retried = false;
         u.ready = now;
         u.next_at = self.run.sched.next_due(u.intended, now);
         let at = u.next_at;
@@ -220,6 +227,7 @@ impl<B: Books> Loop<'_, '_, B> {
         self.run
             .sched
             .answered(&mut self.local, u.intended, t0, now, &r);
+        self.conns[u.conn].served = true;
         self.end_stream(i, now);
     }
 

@@ -60,8 +60,10 @@ pub(crate) trait Books: Sync {
     /// written whole was waiting for its reply.
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
     /// The loop ended with `in_flight` requests written and neither answered nor failed
-    /// (still waiting for their reply when the run's end, or its grace, came): each is
-    /// accounted for as unanswered at the end.
+    /// (still waiting for their reply when the run's end, or its grace, came): an open
+    /// loop counts each as unanswered at the end (`load http`'s `unanswered`, a failure of
+    /// its own kind); a ramp, whose steps count what lands in their windows, leaves them
+    /// out.
     fn finish(&self, l: Self::Local, in_flight: u64);
     /// Ends the run now (a failure no request can get past: the server does not speak
     /// the protocol): every loop returns.

@@ -147,6 +147,32 @@ fn two_responses_to_one_request_are_an_error_not_the_next_reply() {
     let p50 = n(&res["uncorrected"]["p50_ns"]);
     assert!(p50 >= 45_000_000, "p50 {p50} ns: {res}");
     assert!(secs < 1.1 + 2.0 + 2.0, "{secs} s");
+    // The same in a ramp whose users think 20 ms: each second response is a failure of
+    // its named kind, never a reply (taken as the next request's, the median read
+    // 0.09 ms and no step failed).
+    let (_, _, err, j, secs) = timed(
+        &["ramp", "http", &url],
+        &[
+            "--users",
+            "1..2",
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "100ms",
+            "--think",
+            "20ms",
+        ],
+        "hostile-twice-ramp",
+    );
+    for st in j["steps"].as_array().unwrap() {
+        let e = n(&st["errors"]["http: a response with no request in flight"]);
+        assert!(e >= 3, "{err}{st}");
+        if n(&st["completed"]) > 0 {
+            let p50 = n(&st["response"]["p50_ns"]);
+            assert!(p50 >= 45_000_000, "p50 {p50} ns: {st}");
+        }
+    }
+    assert!(secs < 1.2 + 2.0, "{secs} s");
 }
 
 #[test]

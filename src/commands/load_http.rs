@@ -12,7 +12,8 @@ use tpslab_cli::load_http::LoadHttpArgs;
 use crate::out;
 
 /// Runs `tpslab load http`: the plan's line, the run, the record and its report. A run
-/// in which nothing was answered is an error (exit 2, one line) after its record is kept.
+/// in which nothing was answered (HTTP/1.1 or HTTP/2 alike) is an error (exit 2, one
+/// line naming the failures by kind) after its record is kept.
 pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     if a.live {
@@ -50,18 +51,10 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
         out::Outputs::of(&a.record),
         out::Terminal::With(&print),
     )?;
-    let (e, c) = (&l.result.errors, &l.result.connect_errors);
-    if l.answered() == 0 && e.total() + c.total() > 0 {
-        bail!(
-            "{}: no request answered (connects failed: {}; requests failed: {}){}",
-            plan.request.url,
-            c.summary(),
-            e.summary(),
-            l.result
-                .first_tls_error
-                .as_ref()
-                .map_or(String::new(), |t| format!("; first TLS failure: {t}"))
-        );
+    // Nothing answered (every request failed, or was still waiting at the end): nothing
+    // was measured, exit 2 like every command whose target could not be measured.
+    if let Some(why) = l.nothing_answered(rec.meta.interrupted) {
+        bail!(why);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -50,13 +50,20 @@ pub(crate) trait Books: Sync {
     fn wrote(&self, _l: &mut Self::Local, _bytes: usize) {}
     /// A connection was made (or a datagram socket opened).
     fn opened(&self, _l: &mut Self::Local) {}
+    /// A user backed off before its next connect (after a failed connect, or a connection
+    /// closed for bytes no request asked for). Nothing by default.
+    fn backed_off(&self, _l: &mut Self::Local) {}
     /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
     /// `now`.
     fn answered(&self, l: &mut Self::Local, intended: u64, t0: u64, now: u64, r: &Reply);
     /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
     /// written whole was waiting for its reply.
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
-    /// The loop ended with `in_flight` requests written and not answered.
+    /// The loop ended with `in_flight` requests written and neither answered nor failed
+    /// (still waiting for their reply when the run's end, or its grace, came): an open
+    /// loop counts each as unanswered at the end (`load http`'s `unanswered`, a failure of
+    /// its own kind); a ramp, whose steps count what lands in their windows, leaves them
+    /// out.
     fn finish(&self, l: Self::Local, in_flight: u64);
     /// Ends the run now (a failure no request can get past: the server does not speak
     /// the protocol): every loop returns.

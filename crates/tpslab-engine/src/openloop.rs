@@ -79,6 +79,7 @@ pub(crate) struct OpenLocal {
     bytes_out: u64,
     bytes_in: u64,
     connections: u64,
+    backoffs: u64,
     late: u64,
     max_lag_ns: u64,
     behind: u64,
@@ -105,6 +106,7 @@ impl OpenLocal {
             bytes_out: 0,
             bytes_in: 0,
             connections: 0,
+            backoffs: 0,
             late: 0,
             max_lag_ns: 0,
             behind: 0,
@@ -156,6 +158,7 @@ impl OpenLocal {
         self.bytes_out += o.bytes_out;
         self.bytes_in += o.bytes_in;
         self.connections += o.connections;
+        self.backoffs += o.backoffs;
         self.late += o.late;
         self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
         self.behind += o.behind;
@@ -179,6 +182,7 @@ fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
         "closed by peer" => &mut e.closed,
         // HTTP/2: the server's RST_STREAM.
         _ if k.starts_with("stream reset") => &mut e.reset,
+        tpslab_record::load_http::UNSOLICITED => &mut e.unsolicited,
         _ if k.starts_with("tls: ") => &mut e.tls,
         _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
         _ => &mut e.other,
@@ -306,6 +310,10 @@ impl Books for Schedule<'_> {
 
     fn opened(&self, l: &mut OpenLocal) {
         l.connections += 1;
+    }
+
+    fn backed_off(&self, l: &mut OpenLocal) {
+        l.backoffs += 1;
     }
 
     fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, now: u64, r: &Reply) {
@@ -567,6 +575,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         bytes_out: l.bytes_out,
         bytes_in: l.bytes_in,
         connections: l.connections,
+        reconnect_backoffs: l.backoffs,
         late: l.late,
         max_lag_ns: l.max_lag_ns,
         behind: l.behind,

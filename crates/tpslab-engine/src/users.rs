@@ -7,8 +7,16 @@
 //! writes its request, reads the reply (cut out of the bytes read and matched to the
 //! request by its protocol, [`crate::proto`]; late replies to earlier requests skipped),
 //! counts it, thinks, and goes again. A failed request is counted by kind; a connection is
-//! then closed and made again (after a failed connect, it backs off for the timeout, at
-//! most 100 ms, so a dead server is not spun on).
+//! then closed and made again. After a failed connect (or a connection closed for bytes no
+//! request asked for, [`Exchange::UNSOLICITED`]) it backs off before the next attempt:
+//! [`BACKOFF_FIRST_NS`], doubling at each failure in a row up to [`BACKOFF_MAX_NS`], until
+//! a reply comes, so a dead server is not spun on (each back-off counted,
+//! [`Books::backed_off`]).
+//!
+//! `--timeout` bounds a request from the start of its write to the end of its reply,
+//! however fast the reply's bytes come: the deadline is checked between reads too, not
+//! only when the loop's timers run (a server streaming a reply without end would keep the
+//! loop reading).
 //!
 //! The loop is generic over the protocol ([`Exchange`], monomorphised) and knows of it only
 //! its [`Transport`]: a stream's bytes are kept per user until a reply is whole, a
@@ -75,6 +83,8 @@ struct User<U> {
     sock_gen: u32,
     /// Interest registered now (0: not registered).
     interest: u32,
+    /// Its last back-off, ns (0: none since its last reply).
+    backoff_ns: u64,
 }
 
 /// The token of the loop's [`Timer`] in its epoll set (a user's token has its index,
@@ -83,6 +93,20 @@ const TIMER_TOKEN: u64 = u64::MAX;
 
 /// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
 const RX_START: usize = 4096;
+
+/// A user's first back-off after a failed connect, ns (1 ms).
+pub const BACKOFF_FIRST_NS: u64 = 1_000_000;
+
+/// Its longest back-off, ns (1 s): the first doubled at each failure in a row up to it.
+pub const BACKOFF_MAX_NS: u64 = 1_000_000_000;
+
+/// The back-off after one of `last` ns (0: the first of a run of failures).
+pub(crate) fn next_backoff(last: u64) -> u64 {
+    match last {
+        0 => BACKOFF_FIRST_NS,
+        b => b.saturating_mul(2).min(BACKOFF_MAX_NS),
+    }
+}
 
 /// A loop's context: the shared ramp state, its protocol, its epoll and its timers.
 struct Loop<'a, B: Books, P> {
@@ -148,6 +172,7 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             queued: 0,
             sock_gen: 0,
             interest: 0,
+            backoff_ns: 0,
         })
         .collect();
     let mut lp = Loop {
@@ -233,6 +258,15 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn token(i: usize, u: &User<P::User>) -> u64 {
         ((i as u64) << 32) | u.sock_gen as u64
     }
+
+    /// What an idle connection (its user thinking, or connected ahead of its schedule) is
+    /// watched for: bytes, when the protocol says any is a failure
+    /// ([`Exchange::UNSOLICITED`]); else nothing (hang-ups still wake it).
+    const IDLE: u32 = if P::UNSOLICITED.is_some() {
+        READABLE
+    } else {
+        0
+    };
 
     /// Sets the user's timer to `at` (replacing the one it had). Pushed on the heap only
     /// when earlier than its queued entry: a request's timeout, set at every request,
@@ -362,7 +396,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         }
         u.state = State::Waiting;
         if P::TRANSPORT == Transport::Stream {
-            self.watch(u, i, 0);
+            self.watch(u, i, Self::IDLE);
         }
         let at = u.next_at;
         self.timer(u, i, at);
@@ -388,10 +422,12 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         self.back_off(u, i);
     }
 
-    /// Waits before trying again: the timeout, at most 100 ms.
+    /// Waits before trying again: [`next_backoff`] after the user's last (counted).
     fn back_off(&mut self, u: &mut User<P::User>, i: usize) {
         u.state = State::Waiting;
-        let at = mono_ns() + self.timeout_ns.min(100_000_000);
+        u.backoff_ns = next_backoff(u.backoff_ns);
+        self.sh.backed_off(&mut self.local);
+        let at = mono_ns() + u.backoff_ns;
         self.timer(u, i, at);
     }
 
@@ -416,6 +452,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         let now = mono_ns();
         self.sh.answered(&mut self.local, u.intended, u.t0, now, &r);
         u.ready = now;
+        u.backoff_ns = 0;
         if r.close {
             self.close(u);
         }
@@ -428,10 +465,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         u.next_at = self.sh.next_due(u.intended, now);
         if u.next_at > now {
             u.state = State::Waiting;
-            // A connection is not watched while its user thinks (but for hang-ups); a
-            // datagram socket is, for late replies to be read and dropped.
+            // A connection is watched while its user thinks for hang-ups only (and bytes
+            // no request asked for, when they are the protocol's failure); a datagram
+            // socket is, for late replies to be read and dropped.
             if P::TRANSPORT == Transport::Stream && u.sock.is_some() {
-                self.watch(u, i, 0);
+                self.watch(u, i, Self::IDLE);
             }
             let at = u.next_at;
             self.timer(u, i, at);
@@ -488,6 +526,8 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             // Waiting or not, a datagram socket is read: late replies and errors (an
             // ICMP port unreachable) would wake the level-triggered wait until they are.
             (_, Transport::Datagram) => self.read_datagrams(u, i),
+            // Idle with bytes the protocol counts as a failure (or a hang-up).
+            (State::Waiting, Transport::Stream) if P::UNSOLICITED.is_some() => self.read_idle(u, i),
             // Thinking with a connection the server closed: reconnect when the think ends.
             (State::Waiting, Transport::Stream) if ev & HANGUP != 0 => self.close(u),
             _ => {}

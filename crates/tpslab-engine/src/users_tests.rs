@@ -251,3 +251,19 @@ fn bytes_that_are_not_the_protocol_fail_the_request_and_drop_the_connection() {
     );
     assert_eq!(closed, bad, "a closing per failure");
 }
+
+#[test]
+fn back_offs_double_from_1_ms_to_1_s_then_stay() {
+    let mut b = 0;
+    let mut seen = vec![];
+    for _ in 0..13 {
+        b = next_backoff(b);
+        seen.push(b / 1_000_000);
+    }
+    assert_eq!(
+        seen,
+        vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000, 1000]
+    );
+    // After a reply the next run of failures starts again at 1 ms.
+    assert_eq!(next_backoff(0), BACKOFF_FIRST_NS);
+}

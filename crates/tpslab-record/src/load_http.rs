@@ -52,7 +52,17 @@ pub struct ErrorKinds {
     /// version or cipher, the peer's alert) or a record that did not decrypt.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tls: u64,
+    /// A protocol error of its own kind, [`UNSOLICITED`]: an HTTP/1.1 response no request
+    /// asked for (bytes after a whole reply, failing the request it followed; or bytes on
+    /// a connection with no request in flight, failing none). Each closed its connection.
+    /// 0 in older records.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsolicited: u64,
 }
+
+/// The failure of an HTTP/1.1 response no request asked for (one request is in flight
+/// per connection): counted as [`ErrorKinds::unsolicited`].
+pub const UNSOLICITED: &str = "http: a response with no request in flight";
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -70,7 +80,7 @@ impl ErrorKinds {
     }
 
     /// Each kind with its count, as the report names them, in the report's order.
-    pub fn list(&self) -> [(&'static str, u64); 7] {
+    pub fn list(&self) -> [(&'static str, u64); 8] {
         [
             ("refused", self.refused),
             ("reset", self.reset),
@@ -78,6 +88,7 @@ impl ErrorKinds {
             ("closed by peer", self.closed),
             ("tls", self.tls),
             ("protocol", self.protocol),
+            ("unsolicited response", self.unsolicited),
             ("other", self.other),
         ]
     }
@@ -106,6 +117,7 @@ impl ErrorKinds {
         self.protocol += o.protocol;
         self.other += o.other;
         self.tls += o.tls;
+        self.unsolicited += o.unsolicited;
     }
 }
 
@@ -120,14 +132,18 @@ pub struct LoadHttpResult {
     /// Final replies, by status class.
     pub status: StatusClasses,
     /// Requests that failed, by kind (a request written, or due, whose connection failed
-    /// or whose reply did not come or was not HTTP). Records before connects were counted
-    /// apart hold connect failures here too.
+    /// or whose reply did not come or was not HTTP), and, as `protocol`, responses no
+    /// request asked for (HTTP/1.1: bytes on a connection with no request in flight;
+    /// each closed its connection). Records before connects were counted apart hold
+    /// connect failures here too.
     pub errors: ErrorKinds,
     /// Connects that failed, by kind (refused, timed out, reset, a TLS handshake that
     /// failed): no request was written on them.
     #[serde(default, skip_serializing_if = "ErrorKinds::is_none")]
     pub connect_errors: ErrorKinds,
-    /// Requests still waiting for their reply when the grace after the end ran out.
+    /// Requests still waiting for their reply when the grace after the end ran out (the
+    /// timeout, at most 2 s): failed requests of their own kind, `unanswered at the end`
+    /// (not among `errors`, whose kinds are failures seen during the run).
     pub unanswered: u64,
     /// Bytes written: the requests; HTTP/2's also the connection's own frames (preface,
     /// SETTINGS, WINDOW_UPDATE, SETTINGS and PING acks, RST_STREAM). Over TLS, plaintext.
@@ -136,6 +152,11 @@ pub struct LoadHttpResult {
     pub bytes_in: u64,
     /// Connections made (first ones and reconnects; a refused connect is not one).
     pub connections: u64,
+    /// Back-offs before a reconnect: after a failed connect, or a connection closed for a
+    /// response no request asked for, a connection waits 1 ms, doubling at each failure in
+    /// a row up to 1 s (until a reply comes) before it connects again. 0 in older records.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnect_backoffs: u64,
     /// Requests sent more than [`LoadHttpResult::LATE_NS`] after their intended time, for
     /// any reason (mostly: the previous reply on their connection came late).
     pub late: u64,
@@ -370,6 +391,17 @@ impl Http2Streams {
 }
 
 impl LoadHttpResult {
+    /// What failed, by kind as the report names them: [`ErrorKinds::summary`]'s kinds,
+    /// then `unanswered at the end N` ([`LoadHttpResult::unanswered`]); `none` when
+    /// nothing failed.
+    pub fn failures(&self) -> String {
+        match (self.errors.is_none(), self.unanswered) {
+            (_, 0) => self.errors.summary(),
+            (true, n) => format!("unanswered at the end {n}"),
+            (false, n) => format!("{}, unanswered at the end {n}", self.errors.summary()),
+        }
+    }
+
     /// Requests given up on the client while they waited for a free HTTP/2 stream past
     /// the timeout ([`Http2Streams::timed_out_waiting`]): never sent; 0 without HTTP/2.
     pub fn timed_out_unsent(&self) -> u64 {
@@ -424,5 +456,27 @@ impl LoadHttpRecord {
     /// Final replies (every status class).
     pub fn answered(&self) -> u64 {
         self.result.status.total()
+    }
+
+    /// Why the run measured nothing, as one line for an error exit (2): Some when no
+    /// request was answered (no reply of any status) in a run that went to its end,
+    /// naming the connects' and the requests' failures by kind (requests still waiting
+    /// at the end among them, `unanswered at the end N`). None when a reply came, or the
+    /// run was `interrupted`.
+    pub fn nothing_answered(&self, interrupted: bool) -> Option<String> {
+        if interrupted || self.answered() > 0 {
+            return None;
+        }
+        let r = &self.result;
+        Some(format!(
+            "{}: no request answered ({} sent; connects failed: {}; requests failed: {}){}",
+            self.plan.request.url,
+            r.sent,
+            r.connect_errors.summary(),
+            r.failures(),
+            r.first_tls_error
+                .as_ref()
+                .map_or(String::new(), |t| format!("; first TLS failure: {t}"))
+        ))
     }
 }

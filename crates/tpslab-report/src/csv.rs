@@ -85,6 +85,8 @@ fn load_http(
     let c = &r.connect_errors;
     for (k, n) in [
         ("error_tls", r.errors.tls),
+        ("error_unsolicited", r.errors.unsolicited),
+        ("reconnect_backoffs", r.reconnect_backoffs),
         ("connect_error_refused", c.refused),
         ("connect_error_reset", c.reset),
         ("connect_error_timeout", c.timeout),

@@ -97,6 +97,7 @@ fn kinds_since(now: &ErrorKinds, was: &ErrorKinds) -> ErrorKinds {
         protocol: now.protocol.saturating_sub(was.protocol),
         other: now.other.saturating_sub(was.other),
         tls: now.tls.saturating_sub(was.tls),
+        unsolicited: now.unsolicited.saturating_sub(was.unsolicited),
     }
 }
 

@@ -12,6 +12,13 @@
 //! reply without keep-alive) closes the connection after the reply. Not HTTP, or a reply
 //! whose body would end only when the connection closes (neither length nor chunked):
 //! [`Decoded::Invalid`] `http: ...`.
+//!
+//! One request is in flight per connection (no pipelining), so a server sends exactly one
+//! final reply per request: bytes left over after a whole reply (a second response to one
+//! request, or a response sent before the request that was taken for its reply) are
+//! [`UNSOLICITED`], a protocol error that fails the request and closes the connection;
+//! bytes that arrive while no request is in flight are the same error
+//! ([`Exchange::UNSOLICITED`]: the users' loop watches an idle connection for them).
 
 use std::net::SocketAddr;
 
@@ -26,6 +33,11 @@ const MAX_REPLY_HEADERS: usize = 96;
 /// The failure kinds of error statuses.
 const KIND_4XX: &str = "http 4xx";
 const KIND_5XX: &str = "http 5xx";
+
+/// The failure of a response no request asked for: bytes after a whole reply, or bytes
+/// read while no request is in flight on the connection (a protocol error of its own
+/// kind, `load http`'s `unsolicited`; the connection is closed).
+pub use tpslab_record::load_http::UNSOLICITED;
 
 /// The failure an HTTP status counts as in a closed loop: `http 4xx`, `http 5xx`, else
 /// none (a reply).
@@ -58,6 +70,9 @@ enum Body {
     Length(usize),
     /// Chunked: the next chunk-size line starts at this offset (from the reply's start).
     Chunked(usize),
+    /// Chunked, the last chunk read: its trailer section began at the first offset, and
+    /// the next trailer line starts at the second (from the reply's start).
+    Trailers(usize, usize),
 }
 
 /// The reply being read by a user: its head parsed once, its body's end searched from
@@ -78,7 +93,9 @@ pub struct HttpUser {
 pub const MAX_INTERIM: u16 = 16;
 
 /// The longest reply head read (status line and headers), bytes: a head still not ended
-/// beyond it is not HTTP (and would be parsed again on every read).
+/// beyond it is not HTTP (and would be parsed again on every read). Also the longest
+/// trailer section of a chunked reply (`http: trailers over 65536 bytes`): a server that
+/// streams trailer lines forever would otherwise hold its request until the reply cap.
 pub const MAX_HEAD_BYTES: usize = 64 << 10;
 
 impl Http1 {
@@ -214,36 +231,42 @@ fn has_close_header(headers: &[httparse::Header]) -> bool {
         .any(|h| h.name.eq_ignore_ascii_case("connection") && has_token(h.value, "close"))
 }
 
-/// The end of a chunked body whose next chunk-size line is at `pos` in `bytes`: Ok(Ok(end
-/// of the reply)), Ok(Err(position to resume from)) when more bytes are needed, or not
-/// chunked coding.
-fn chunked_end(bytes: &[u8], mut pos: usize) -> Result<Result<usize, usize>, String> {
+/// Where a chunked body stands: its end (the reply's length), or where to resume when more
+/// bytes come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunks {
+    /// The reply ends here (after the trailer section's blank line).
+    End(usize),
+    /// More bytes are needed; resume from this state.
+    More(Body),
+}
+
+/// The end of a chunked body at state `at` (a chunk-size line's offset, or a trailer
+/// line's) in `bytes`, or where to resume when more bytes are needed. Each byte is
+/// scanned once over many reads. Errors: not chunked coding, trailers over
+/// [`MAX_HEAD_BYTES`].
+fn chunked_end(bytes: &[u8], at: Body) -> Result<Chunks, String> {
+    let mut pos = match at {
+        Body::Chunked(pos) => pos,
+        Body::Trailers(start, t) => return trailers_end(bytes, start, t),
+        Body::Length(_) => unreachable!("a chunked body's state"),
+    };
     loop {
         let Some(eol) = memchr::memmem::find(&bytes[pos..], b"\r\n") else {
             if bytes.len() - pos > 1024 {
                 return Err("http: a chunk-size line too long".into());
             }
-            return Ok(Err(pos));
+            return Ok(Chunks::More(Body::Chunked(pos)));
         };
         let size = parse_chunk_size(&bytes[pos..pos + eol])
             .ok_or_else(|| "http: a bad chunk size".to_string())?;
         let data = pos + eol + 2;
         if size == 0 {
-            // Trailers: header lines, then a blank line.
-            let mut t = data;
-            loop {
-                let Some(e) = memchr::memmem::find(&bytes[t..], b"\r\n") else {
-                    return Ok(Err(pos));
-                };
-                if e == 0 {
-                    return Ok(Ok(t + 2));
-                }
-                t += e + 2;
-            }
+            return trailers_end(bytes, data, data);
         }
         let next = data + size + 2;
         if bytes.len() < next {
-            return Ok(Err(pos));
+            return Ok(Chunks::More(Body::Chunked(pos)));
         }
         if &bytes[next - 2..next] != b"\r\n" {
             return Err("http: a chunk not ended by CRLF".into());
@@ -252,10 +275,32 @@ fn chunked_end(bytes: &[u8], mut pos: usize) -> Result<Result<usize, usize>, Str
     }
 }
 
+/// The end of a trailer section that began at `start`, its next line at `t`: header lines,
+/// then a blank line. Errors: a section over [`MAX_HEAD_BYTES`].
+fn trailers_end(bytes: &[u8], start: usize, mut t: usize) -> Result<Chunks, String> {
+    loop {
+        let Some(e) = memchr::memmem::find(&bytes[t..], b"\r\n") else {
+            if bytes.len() - start > MAX_HEAD_BYTES {
+                return Err(format!("http: trailers over {MAX_HEAD_BYTES} bytes"));
+            }
+            return Ok(Chunks::More(Body::Trailers(start, t)));
+        };
+        if e == 0 {
+            return Ok(Chunks::End(t + 2));
+        }
+        t += e + 2;
+        if t - start > MAX_HEAD_BYTES {
+            return Err(format!("http: trailers over {MAX_HEAD_BYTES} bytes"));
+        }
+    }
+}
+
 impl Exchange for Http1 {
     type User = HttpUser;
 
     const TRANSPORT: Transport = Transport::Stream;
+
+    const UNSOLICITED: Option<&'static str> = Some(UNSOLICITED);
 
     fn for_plan(plan: &RampPlan) -> Self {
         let RampProto::Http(h) = &plan.proto else {
@@ -323,16 +368,20 @@ impl Exchange for Http1 {
                 }
                 end
             }
-            Body::Chunked(pos) => match chunked_end(bytes, pos) {
-                Ok(Ok(end)) => end,
-                Ok(Err(resume)) => {
-                    u.cur = Some((n, Body::Chunked(resume), failed, close, status));
+            Body::Chunked(_) | Body::Trailers(..) => match chunked_end(bytes, body) {
+                Ok(Chunks::End(end)) => end,
+                Ok(Chunks::More(at)) => {
+                    u.cur = Some((n, at, failed, close, status));
                     return Decoded::NeedMore;
                 }
                 Err(e) => return Decoded::Invalid(e),
             },
         };
         u.cur = None;
+        // One request in flight: nothing may follow its reply.
+        if bytes.len() > end {
+            return Decoded::Invalid(UNSOLICITED.into());
+        }
         Decoded::Reply(Reply {
             len: end,
             failed,
@@ -347,245 +396,5 @@ impl Exchange for Http1 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    fn proto(head: bool) -> Http1 {
-        Http1::new(
-            "127.0.0.1:9".parse().unwrap(),
-            b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
-            head,
-        )
-    }
-
-    /// Each reply decoded: its bytes and what it says.
-    type Decodes = Vec<(Vec<u8>, Reply)>;
-
-    /// Decodes `stream` as the users' loop does with reads of `chunk` bytes: whole replies
-    /// consumed, 1xx skipped, the rest kept. Gives the replies (their bytes and what they
-    /// say) and the bytes left over.
-    fn replies(p: &Http1, stream: &[u8], chunk: usize) -> Result<(Decodes, usize), String> {
-        let mut u = p.user(0);
-        p.encode(&mut u);
-        let (mut have, mut out) = (Vec::new(), vec![]);
-        for c in stream.chunks(chunk) {
-            have.extend_from_slice(c);
-            loop {
-                match p.decode(&mut u, &have) {
-                    Decoded::Reply(r) => {
-                        out.push((have.drain(..r.len).collect(), r));
-                        p.encode(&mut u);
-                    }
-                    Decoded::Stale(n) => {
-                        assert!(n > 0);
-                        have.drain(..n);
-                    }
-                    Decoded::NeedMore => break,
-                    Decoded::Invalid(e) => return Err(e),
-                }
-            }
-        }
-        Ok((out, have.len()))
-    }
-
-    /// A reply from nginx 1.26 (Debian), as read off the socket.
-    const NGINX_200: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.26.3\r\nDate: Fri, 27 Nov 2026 14:30:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 12\r\nLast-Modified: Fri, 27 Nov 2026 14:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"6747a3a0-c\"\r\nAccept-Ranges: bytes\r\n\r\nhello world\n";
-
-    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n";
-
-    #[test]
-    fn content_length_replies_in_any_reads() {
-        let p = proto(false);
-        let mut stream = NGINX_200.to_vec();
-        stream.extend_from_slice(NGINX_200);
-        for chunk in [1, 2, 7, 100, stream.len()] {
-            let (got, left) = replies(&p, &stream, chunk).unwrap();
-            assert_eq!(got.len(), 2, "reads of {chunk}");
-            assert_eq!(got[0].0, NGINX_200);
-            assert_eq!(
-                got[0].1,
-                Reply {
-                    status: 200,
-                    ..Reply::ok(NGINX_200.len())
-                }
-            );
-            assert_eq!(left, 0);
-        }
-    }
-
-    #[test]
-    fn chunked_replies_split_anywhere() {
-        let p = proto(false);
-        let mut stream = CHUNKED.to_vec();
-        // With trailers, then a pipelined leftover (the start of a next reply).
-        let trailers = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\nX-B: 2\r\n\r\n";
-        stream.extend_from_slice(trailers);
-        stream.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Le");
-        for chunk in 1..=stream.len() {
-            let (got, left) = replies(&p, &stream, chunk).unwrap();
-            assert_eq!(got.len(), 2, "reads of {chunk}");
-            assert_eq!(got[0].0, CHUNKED);
-            assert_eq!(got[1].0, trailers.to_vec());
-            assert_eq!(left, 27, "the next reply's start stays");
-        }
-    }
-
-    #[test]
-    fn no_body_for_head_204_304_and_interim_replies_skipped() {
-        // HEAD: the Content-Length is the resource's, no body follows.
-        let head = &NGINX_200[..NGINX_200.len() - 12];
-        let mut two = head.to_vec();
-        two.extend_from_slice(head);
-        let (got, left) = replies(&proto(true), &two, 5).unwrap();
-        assert_eq!((got.len(), left), (2, 0));
-        assert_eq!(got[1].0, head);
-        let p = proto(false);
-        let (r204, r304, r100, r200): (&[u8], &[u8], &[u8], &[u8]) = (
-            b"HTTP/1.1 204 No Content\r\nServer: x\r\n\r\n",
-            b"HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\nContent-Length: 99\r\n\r\n",
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
-        );
-        let s = [r204, r304, r100, r200].concat();
-        for chunk in [1, 3, s.len()] {
-            let (got, left) = replies(&p, &s, chunk).unwrap();
-            let bytes: Vec<&[u8]> = got.iter().map(|(b, _)| &b[..]).collect();
-            assert_eq!(bytes, vec![r204, r304, r200], "reads of {chunk}");
-            assert!(got.iter().all(|(_, r)| r.failed.is_none() && !r.close));
-            assert_eq!(left, 0);
-        }
-    }
-
-    #[test]
-    fn error_statuses_fail_by_class_and_close_is_kept() {
-        let p = proto(false);
-        let s = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbusHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\nHTTP/1.1 302 Found\r\nLocation: /x\r\nContent-Length: 0\r\nConnection: Keep-Alive, Close\r\n\r\nHTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
-        let (got, _) = replies(&p, s, 11).unwrap();
-        let said: Vec<(Option<&str>, bool, u16)> = got
-            .iter()
-            .map(|(_, r)| (r.failed, r.close, r.status))
-            .collect();
-        assert_eq!(
-            said,
-            vec![
-                (Some("http 5xx"), true, 503),
-                (Some("http 4xx"), false, 404),
-                (None, true, 302),
-                (None, true, 200),
-                (None, false, 200)
-            ]
-        );
-    }
-
-    #[test]
-    fn malformed_replies_are_invalid() {
-        let p = proto(false);
-        let e = |s: &[u8]| match p.decode(&mut HttpUser::default(), s) {
-            Decoded::Invalid(e) => e,
-            d => panic!("{:?}: {d:?}", String::from_utf8_lossy(s)),
-        };
-        assert_eq!(e(b"SSH-2.0-OpenSSH_9.2\r\n"), "http: invalid HTTP version");
-        assert!(e(b"HTTP/1.1 2x0 OK\r\n\r\n").starts_with("http: "));
-        assert_eq!(
-            e(b"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n"),
-            "http: a bad Content-Length"
-        );
-        assert_eq!(
-            e(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
-            "http: a bad Content-Length"
-        );
-        assert!(e(b"HTTP/1.1 200 OK\r\n\r\n").contains("ends at close"));
-        assert!(e(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n").contains("ends at close"));
-        assert!(e(b"HTTP/1.1 101 Switching Protocols\r\n\r\n").contains("101"));
-        assert_eq!(
-            e(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
-            "http: a bad chunk size"
-        );
-        assert_eq!(
-            e(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd\r\n"),
-            "http: a chunk not ended by CRLF"
-        );
-        // A partial head is not an error.
-        assert_eq!(
-            p.decode(&mut HttpUser::default(), b"HTTP/1.1 200 O"),
-            Decoded::NeedMore
-        );
-        assert_eq!(p.decode(&mut HttpUser::default(), b""), Decoded::NeedMore);
-    }
-
-    #[test]
-    fn a_server_that_never_ends_its_interim_replies_or_its_head_is_invalid() {
-        let p = proto(false);
-        let cont = b"HTTP/1.1 100 Continue\r\n\r\n";
-        // 16 interim replies, then the answer: taken.
-        let mut ok = cont.repeat(MAX_INTERIM as usize);
-        ok.extend_from_slice(NGINX_200);
-        assert_eq!(replies(&p, &ok, ok.len()).unwrap().0.len(), 1);
-        // Each request has its own count: the same again on the next request.
-        let twice = ok.repeat(2);
-        assert_eq!(replies(&p, &twice, 7).unwrap().0.len(), 2);
-        // One more: a server flooding 1xx would keep its user's loop reading forever.
-        let flood = cont.repeat(MAX_INTERIM as usize + 1);
-        let e = replies(&p, &flood, flood.len()).unwrap_err();
-        assert_eq!(e, "http: more than 16 interim (1xx) replies to one request");
-        // A head that never ends.
-        let mut endless = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
-        endless.resize(MAX_HEAD_BYTES + 2, b'a');
-        let e = replies(&p, &endless, 4096).unwrap_err();
-        assert_eq!(e, "http: a reply head over 65536 bytes");
-    }
-
-    #[test]
-    fn a_closed_connection_forgets_the_reply_being_read() {
-        let p = proto(false);
-        let mut u = p.user(3);
-        p.encode(&mut u);
-        assert_eq!(
-            p.decode(&mut u, &NGINX_200[..NGINX_200.len() - 3]),
-            Decoded::NeedMore
-        );
-        assert!(u.cur.is_some());
-        p.closed(&mut u);
-        assert_eq!(u, HttpUser::default());
-        assert_eq!(p.request(&u), b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
-    }
-
-    #[test]
-    fn the_plans_request_is_built_once() {
-        let plan = RampPlan {
-            proto: RampProto::Http(tpslab_plan::http::HttpRequest {
-                url: "http://127.0.0.1:8080/x".into(),
-                method: "HEAD".into(),
-                headers: vec![("Accept".into(), "*/*".into())],
-                tls: Default::default(),
-            }),
-            target: "127.0.0.1:8080".parse().unwrap(),
-            steps: vec![1],
-            step: Duration::from_secs(1),
-            warmup: Duration::ZERO,
-            think: Duration::ZERO,
-            timeout: Duration::from_secs(1),
-            request: vec![],
-            framing: tpslab_plan::framing::Framing::Length,
-            seq_field: None,
-            knee_gain: 0.2,
-            builtin_server: None,
-            server_pid: None,
-            sample_interval: Duration::from_millis(10),
-            load_threads: 0,
-            http2_connections: 0,
-        };
-        plan.validate().unwrap();
-        let p = Http1::for_plan(&plan);
-        assert!(p.head);
-        assert_eq!(
-            p.request(&p.user(0)),
-            format!(
-                "HEAD /x HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\n\r\n",
-                plan.target
-            )
-            .as_bytes()
-        );
-    }
-}
+#[path = "http1_tests.rs"]
+mod tests;

@@ -109,6 +109,14 @@ pub trait Exchange: Sync + Sized {
     /// How the requests and replies travel.
     const TRANSPORT: Transport;
 
+    /// On a [`Transport::Stream`]: the failure bytes read while no request is in flight
+    /// on the connection count as (HTTP/1.1: a response no request asked for). Some: the
+    /// users' loop watches an idle connection for bytes, and any it reads are a failure
+    /// of this kind (not a request's: none was in flight) that closes the connection, the
+    /// user reconnecting after a back-off. None (the default): bytes read while idle are
+    /// kept for the next request's [`Exchange::decode`].
+    const UNSOLICITED: Option<&'static str> = None;
+
     /// The protocol of a plan of its [`RampProto`], one that passed
     /// [`RampPlan::validate`].
     fn for_plan(plan: &RampPlan) -> Self;

@@ -71,7 +71,8 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     }
 
     /// Reads the connection until the protocol finds the reply in the bytes kept, or no
-    /// more bytes are waiting.
+    /// more bytes are waiting, or the request's timeout passes (checked between reads: a
+    /// reply whose bytes keep coming would never let the loop's timers run).
     pub(super) fn read_stream(&mut self, u: &mut User<P::User>, i: usize) {
         let proto = self.proto;
         loop {
@@ -87,6 +88,10 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 Decoded::Stale(_) | Decoded::NeedMore => {}
                 Decoded::Invalid(kind) => return self.fail(u, i, &kind),
             }
+            // The request's timer (set when its write began) is its deadline.
+            if u.due != 0 && mono_ns() >= u.due {
+                return self.fail(u, i, "timeout");
+            }
             let Some(s) = u.sock.as_ref() else { return };
             let got = match u.tls.as_deref_mut() {
                 Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
@@ -101,6 +106,30 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 }
                 Err(e) => return self.fail(u, i, &io_kind(&e)),
             }
+        }
+    }
+
+    /// An idle connection (no request in flight) turned readable: bytes read are a failure
+    /// of the protocol's [`Exchange::UNSOLICITED`] kind (no request's), the connection
+    /// closed and made again after a back-off; the peer's close (or an error) closes it
+    /// quietly, as a hang-up while thinking does.
+    pub(super) fn read_idle(&mut self, u: &mut User<P::User>, i: usize) {
+        let Some(s) = u.sock.as_ref() else { return };
+        let got = match u.tls.as_deref_mut() {
+            Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
+            None => u.rx.read_from(s),
+        };
+        match got {
+            Ok(0) => self.close(u),
+            Ok(n) => {
+                self.sh.read(&mut self.local, n);
+                let kind = P::UNSOLICITED.unwrap_or("bytes with no request in flight");
+                self.sh.failed(&mut self.local, mono_ns(), kind, false);
+                self.close(u);
+                self.back_off(u, i);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(_) => self.close(u),
         }
     }
 

@@ -153,7 +153,8 @@ fn kinds(e: &ErrorKinds) -> [(&'static str, u64); 7] {
         ("reset", e.reset),
         ("timeout", e.timeout),
         ("closed by peer", e.closed),
-        ("protocol", e.protocol),
+        // A response no request asked for is a protocol error of its own kind.
+        ("protocol", e.protocol + e.unsolicited),
         ("tls", e.tls),
         ("other", e.other),
     ]

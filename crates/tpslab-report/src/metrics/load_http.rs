@@ -134,6 +134,14 @@ pub(super) fn of_load_http(
             r.errors.tls,
         ));
     }
+    if r.errors.unsolicited > 0 {
+        f.push(counter(
+            "tpslab_http_unsolicited_responses",
+            "HTTP/1.1 responses no request asked for (each closed its connection).",
+            &[],
+            r.errors.unsolicited,
+        ));
+    }
     if !r.connect_errors.is_none() {
         f.push(series(
             "tpslab_http_connect_errors",

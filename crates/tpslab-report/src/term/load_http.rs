@@ -172,17 +172,25 @@ fn status_and_errors(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
             String::new()
         }
     )?;
-    if r.errors.is_none() && !r.connect_errors.is_none() {
+    if r.errors.is_none() && r.unanswered == 0 && !r.connect_errors.is_none() {
         // Never "none" when connections failed (an HTTP/2 server's SETTINGS refused, say).
         writeln!(w, "Errors: no request failed; connects did (below)")?;
     } else {
-        writeln!(w, "Errors: {}", r.errors.summary())?;
+        writeln!(w, "Errors: {}", r.failures())?;
     }
     if !r.connect_errors.is_none() {
         writeln!(
             w,
             "Connects failed: {} (no request went on them)",
             r.connect_errors.summary()
+        )?;
+    }
+    if r.reconnect_backoffs > 0 {
+        writeln!(
+            w,
+            "Reconnects backed off {} time{} (after a failed connect or a response no request asked for: 1 ms, doubling to 1 s while failures go on)",
+            r.reconnect_backoffs,
+            if r.reconnect_backoffs == 1 { "" } else { "s" }
         )?;
     }
     writeln!(

@@ -215,3 +215,37 @@ fn a_histogram_over_2_53_values_or_unlike_its_summary_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn check_refuses_series_longer_than_a_command_writes_in_a_record_made_in_memory() {
+    use tpslab_plan::limits::{FLOW_SAMPLES, OBSERVER_SAMPLES, RAMP_STEPS};
+    let mut rec = Record::from_json(&fixture("watch.json")).unwrap();
+    let Body::Watch(r) = &mut rec.body else {
+        panic!("a watch")
+    };
+    r.observer.as_mut().unwrap().series.t_ms = (0..=OBSERVER_SAMPLES).map(|i| i as f64).collect();
+    let e = rec.check().unwrap_err().to_string();
+    assert!(e.contains("observer series of 20001 samples and"), "{e}");
+
+    let mut rec = Record::from_json(&fixture("tcp_lab.json")).unwrap();
+    let Body::Tcp(t) = &mut rec.body else {
+        panic!("a tcp record")
+    };
+    t.runs[0].flow.samples = vec![t.runs[0].flow.samples[0]; FLOW_SAMPLES + 1];
+    let e = rec.check().unwrap_err().to_string();
+    assert!(
+        e.contains("a flow's samples (360003) of more than 360002 items"),
+        "{e}"
+    );
+
+    let mut rec = Record::from_json(&fixture("ramp.json")).unwrap();
+    let Body::Ramp(r) = &mut rec.body else {
+        panic!("a ramp")
+    };
+    r.run.steps = vec![r.run.steps[0].clone(); RAMP_STEPS + 1];
+    let e = rec.check().unwrap_err().to_string();
+    assert!(
+        e.contains("a ramp's steps (201) of more than 200 items"),
+        "{e}"
+    );
+}

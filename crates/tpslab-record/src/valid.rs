@@ -20,8 +20,12 @@ impl Record {
     /// (0 in the metadata of kinds other than runs and ramps: unknown),
     /// an agent's index below its fleet's size of at most
     /// [`tpslab_plan::fleet::MAX_AGENTS`], latency histograms within their encoded and
-    /// decoded bounds, estimates with the figures their runs give, series no longer than
-    /// their sample times.
+    /// decoded bounds (their total count within [`tpslab_plan::limits::MAX_FIGURE`] and
+    /// equal to their summary's), estimates with the figures their runs give, series no
+    /// longer than their sample times nor than a command writes (observer series, a
+    /// flow's samples, a ramp's steps: their limits in [`tpslab_plan::limits`], also
+    /// refused while read by [`Record::from_json`]). The figures are checked as serde
+    /// writes them, without a copy of the record.
     pub fn check(&self) -> Result<(), RecordError> {
         let bad = |m: String| Err(RecordError::Invalid(m));
         let invalid = RecordError::Invalid;

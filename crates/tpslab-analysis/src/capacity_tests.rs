@@ -521,7 +521,7 @@ fn latency_broken_only_by_the_generators_lateness_is_invalid_not_the_server() {
 /// requests/s for 1 s against `serve http`, every one answered 2xx).
 fn http_record() -> tpslab_record::load_http::LoadHttpRecord {
     let text = include_str!("../../tpslab-report/tests/fixtures/load_http.json");
-    let rec: tpslab_record::Record = serde_json::from_str(text).unwrap();
+    let rec = tpslab_record::Record::from_json(text).unwrap();
     match rec.body {
         tpslab_record::Body::LoadHttp(l) => l,
         _ => panic!("not a load_http record"),

@@ -383,6 +383,15 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
             })?;
         }
     }
+    // Each agent's total is at most MAX_FIGURE (decode_histogram), so 1024 of them fit in
+    // a u64 (the add saturates besides); the fleet's must fit too, or its record would not
+    // read back.
+    for (what, h) in [
+        ("intended latency values", &hi),
+        ("actual latency values", &ha),
+    ] {
+        total(what, [h.len()])?;
+    }
     m.latency_intended = LatencySummary::from_histogram(&hi);
     m.latency_actual = LatencySummary::from_histogram(&ha);
     m.histograms = Some(LatencyHistograms {

@@ -210,6 +210,33 @@ fn records_that_do_not_belong_together_are_refused() {
         e.starts_with("a1: its actual latency histogram does not decode"),
         "{e}"
     );
+    // Counts beyond 2^53 (merge once accepted n = 4.6e18): one agent's histogram is
+    // refused; two within it whose sum is over it are refused as the fleet's total.
+    let with = |i: usize, n: u64| {
+        let mut a = good(i);
+        let mut h = new_ns_histogram();
+        h.record_n(1_000, n).unwrap();
+        a.1.generator.as_mut().unwrap().histograms = Some(LatencyHistograms {
+            intended: encode_histogram(&h),
+            actual: encode_histogram(&h),
+        });
+        a
+    };
+    let e = merge(&[with(0, 1 << 60), good(1)], None, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("a histogram of 1152921504606846976 values; allowed up to 9007199254740992"),
+        "{e}"
+    );
+    let e = merge(&[with(0, 1 << 52), with(1, (1 << 52) + 1)], None, true)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "the agents' intended latency values add up to more than 9007199254740992: no fleet run counts that many"
+    );
+    assert!(merge(&[with(0, 1 << 52), with(1, 1 << 52)], None, true).is_ok());
     // Not an agent's record; a server record that is an agent's.
     assert!(matches!(
         merge(&[("x".into(), RunRecord::default())], None, true),

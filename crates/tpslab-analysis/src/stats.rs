@@ -141,11 +141,12 @@ mod tests {
         assert!(decode_histogram(&"A".repeat(2 << 20))
             .unwrap_err()
             .starts_with("2097152 bytes of text"));
-        // Every count set: still within the bounds.
+        // Every count set (each a 6-byte varint, the longest counts within 2^53 in
+        // all): still within the bounds.
         let mut full = new_ns_histogram();
         let mut v = 1;
         while v <= 100_000_000_000 {
-            full.record_n(v, v | (1 << 40)).unwrap();
+            full.record_n(v, v | (1 << 38)).unwrap();
             v = full.next_non_equivalent(v);
         }
         let text = encode_histogram(&full);

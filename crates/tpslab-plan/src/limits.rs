@@ -367,6 +367,18 @@ pub const TCP_DURATION: DurationLimit = DurationLimit {
 /// interval at most this (1 h at 10 ms).
 pub const MAX_KEPT_SAMPLES: u64 = 360_000;
 
+/// TCP_INFO samples of one flow in a record read back: [`MAX_KEPT_SAMPLES`], one right
+/// after connect and one at the end (a longer list is refused while read).
+pub const FLOW_SAMPLES: usize = MAX_KEPT_SAMPLES as usize + 2;
+
+/// Samples an observer keeps in memory (a longer run's are thinned to half of it), and
+/// the longest observer series a record read back may hold: 20 000 (about 200 s at 10 ms).
+pub const OBSERVER_SAMPLES: usize = 20_000;
+
+/// Named series of an observer in a record read back (the observer writes some 20: queues,
+/// per-socket and host-wide rates).
+pub const OBSERVER_SERIES: usize = 64;
+
 /// The largest magnitude of any count or figure in a record read back (2^53, about
 /// 9.0e15: every whole number up to it is exact in an f64). No run reaches it (100 Mpps
 /// for a year is 3.2e15 datagrams; a year in ns is 3.2e16 but no record keeps one), and a

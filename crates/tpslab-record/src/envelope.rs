@@ -19,7 +19,10 @@ pub const READABLE_SCHEMAS: &[&str] = &[RECORD_SCHEMA, RUN_SCHEMA_V1, DIAGNOSE_S
 
 /// One command's record. In JSON: `schema`, `kind`, `meta`, then the body's fields at the
 /// top level (so `generator`, `ledger`, `diagnosis` ... are where they always were).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// Written by serde; read only by `Record::from_json` (read.rs), which reads each part
+// straight from the text: no `Deserialize` here, as serde's `flatten` and internally
+// tagged enums buffer the whole document.
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Record {
     /// Always [`RECORD_SCHEMA`] when written.
@@ -32,7 +35,8 @@ pub struct Record {
 }
 
 /// A record's body, by kind.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// Written with its `kind` first; read by `Record::from_json`, without buffering.
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[allow(clippy::large_enum_variant)]
@@ -102,7 +106,8 @@ pub struct SweepReport {
 
 /// A ramp's record and its judgement (stored for readers of the JSON; a pure function
 /// of the record and the host's CPU count in `meta`: `tpslab_analysis::ramp::analyse`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// Both halves are written at the top level; `Record::from_json` reads each from the text.
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampReport {
     /// The plan, the steps, whether it was interrupted.
@@ -220,41 +225,6 @@ impl Record {
         }
     }
 
-    /// Reads a record of any schema in [`READABLE_SCHEMAS`]; another schema is an error
-    /// naming it and the ones read.
-    pub fn from_json(text: &str) -> Result<Record, RecordError> {
-        #[derive(Deserialize)]
-        struct Head {
-            #[serde(default)]
-            schema: String,
-        }
-        let head: Head = serde_json::from_str(text)?;
-        let rec = match head.schema.as_str() {
-            RECORD_SCHEMA => serde_json::from_str::<Record>(text)?,
-            RUN_SCHEMA_V1 => {
-                let r = v1_run(serde_json::from_str(text)?)?;
-                let watch = r.argv.get(1).is_some_and(|c| c == "watch");
-                Record::new(if watch {
-                    Body::Watch(r)
-                } else {
-                    Body::UdpRun(r)
-                })
-            }
-            DIAGNOSE_SCHEMA_V1 => {
-                let mut v: serde_json::Value = serde_json::from_str(text)?;
-                for k in ["before", "after"] {
-                    if let Some(o) = v.get_mut(k).and_then(|r| r.as_object_mut()) {
-                        o.remove("plan");
-                    }
-                }
-                Record::new(Body::Diagnose(serde_json::from_value(v)?))
-            }
-            _ => return Err(RecordError::Schema { found: head.schema }),
-        };
-        rec.check()?;
-        Ok(rec)
-    }
-
     /// A record of `body` with the metadata given (kinds whose body does not carry it).
     pub fn with_meta(meta: Meta, body: Body) -> Record {
         Record {
@@ -284,15 +254,6 @@ impl Record {
             Body::Capacity(_) => "capacity",
         }
     }
-}
-
-/// A run record of the previous release: its plan was untyped JSON, dropped here (the rest
-/// of the record reads as it was).
-fn v1_run(mut v: serde_json::Value) -> Result<RunRecord, RecordError> {
-    if let Some(o) = v.as_object_mut() {
-        o.remove("plan");
-    }
-    Ok(serde_json::from_value(v)?)
 }
 
 /// Everything `diagnose` found: the scenario, the runs before and (when verified) after

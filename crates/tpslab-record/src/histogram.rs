@@ -20,8 +20,10 @@ pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
 /// [`limits::HISTOGRAM_DECODED_BYTES`], its header within tpslab's range (lowest 1 ns,
 /// highest at most [`limits::HISTOGRAM_MAX_NS`], at most
 /// [`limits::HISTOGRAM_MAX_DIGITS`] significant digits) and its payload within what was
-/// inflated, all checked before the decoder allocates. Errors (a phrase): not base64,
-/// too long, out of range, or not a histogram in that encoding (what the decoder says).
+/// inflated, all checked before the decoder allocates; its total count (the sum of its
+/// counts) at most [`tpslab_plan::limits::MAX_FIGURE`]. Errors (a phrase): not base64,
+/// too long, out of range, a total over 2^53, or not a histogram in that encoding (what
+/// the decoder says).
 ///
 /// [`limits::HISTOGRAM_ENCODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_ENCODED_BYTES
 /// [`limits::HISTOGRAM_DECODED_BYTES`]: tpslab_plan::limits::HISTOGRAM_DECODED_BYTES
@@ -32,6 +34,7 @@ pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String>
     use std::io::Read;
     use tpslab_plan::limits::{
         HISTOGRAM_DECODED_BYTES, HISTOGRAM_ENCODED_BYTES, HISTOGRAM_MAX_DIGITS, HISTOGRAM_MAX_NS,
+        MAX_FIGURE,
     };
     const V2: u32 = 0x1c84_9313;
     const V2_DEFLATE: u32 = 0x1c84_9314;
@@ -95,7 +98,16 @@ pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String>
             "a histogram of {low}..={high} at {digits} digits; allowed 1..={HISTOGRAM_MAX_NS} ns at up to {HISTOGRAM_MAX_DIGITS} digits"
         ));
     }
-    hdrhistogram::serialization::Deserializer::new()
+    let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut plain.as_slice())
-        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))?;
+    // The decoder sums the counts without overflow (saturating): a total within
+    // MAX_FIGURE holds every count within it, and a sum of 1024 agents' within a u64.
+    if h.len() > MAX_FIGURE {
+        return Err(format!(
+            "a histogram of {} values; allowed up to {MAX_FIGURE}",
+            h.len()
+        ));
+    }
+    Ok(h)
 }

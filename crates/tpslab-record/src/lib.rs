@@ -25,6 +25,7 @@ pub mod compare;
 pub mod doctor;
 mod envelope;
 pub mod estimate;
+mod figures;
 pub mod histogram;
 pub mod idle;
 pub mod ledger;
@@ -32,6 +33,7 @@ pub mod load_http;
 pub mod merge;
 pub mod nan;
 pub mod ramp;
+mod read;
 pub mod run;
 pub mod runtime;
 #[cfg(feature = "schema")]
@@ -49,6 +51,7 @@ pub use envelope::{
     Body, DiagnoseRecord, Meta, NotVerified, RampReport, Record, RecordError, ServeRecord,
     SweepReport, DIAGNOSE_SCHEMA_V1, READABLE_SCHEMAS, RECORD_SCHEMA, RUN_SCHEMA_V1,
 };
+pub use read::KINDS;
 pub use run::{
     AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
     MatchMode, ObserverReport, RunRecord, Series, ServerReport, TargetProcess, TargetSocket,

@@ -29,21 +29,45 @@ fn from_word<E: serde::de::Error>(w: &str) -> Result<f64, E> {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum NumOrWord {
-    Num(f64),
-    Word(String),
-    Null(()),
+/// A number, one of the words, or null (NaN), read by a visitor of its own (an untagged
+/// enum would buffer whatever stands there, a list of any length included, before trying
+/// each form).
+struct NumOrWord(f64);
+
+impl<'de> Deserialize<'de> for NumOrWord {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<NumOrWord, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = NumOrWord;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number, \"inf\", \"-inf\", \"NaN\" or null")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<NumOrWord, E> {
+                Ok(NumOrWord(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumOrWord, E> {
+                Ok(NumOrWord(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NumOrWord, E> {
+                Ok(NumOrWord(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, w: &str) -> Result<NumOrWord, E> {
+                from_word(w).map(NumOrWord)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<NumOrWord, E> {
+                Ok(NumOrWord(f64::NAN))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<NumOrWord, E> {
+                Ok(NumOrWord(f64::NAN))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl NumOrWord {
     fn value<E: serde::de::Error>(self) -> Result<f64, E> {
-        match self {
-            NumOrWord::Num(v) => Ok(v),
-            NumOrWord::Word(w) => from_word(&w),
-            NumOrWord::Null(()) => Ok(f64::NAN),
-        }
+        Ok(self.0)
     }
 }
 

@@ -133,7 +133,9 @@ pub struct Listener {
 pub struct RampRecord {
     /// The plan.
     pub plan: RampPlan,
-    /// One per step run (fewer than planned when interrupted).
+    /// One per step run (fewer than planned when interrupted; at most 200: more are
+    /// refused, `tpslab_plan::limits::RAMP_STEPS`).
+    #[serde(deserialize_with = "crate::read::ramp_steps")]
     pub steps: Vec<StepResult>,
     /// Whether it was stopped early.
     pub interrupted: bool,

@@ -351,9 +351,14 @@ pub struct LatencyHistograms {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Series {
-    /// Milliseconds since the observer started.
+    /// Milliseconds since the observer started (at most 20 000 samples: a longer list is
+    /// refused, `tpslab_plan::limits::OBSERVER_SAMPLES`).
+    #[serde(deserialize_with = "crate::read::series_times")]
     pub t_ms: Vec<f64>,
-    /// Named series -> values (unit in the name: `_bytes`, `_pps`, `_pct`, `_per_s`).
+    /// Named series -> values (unit in the name: `_bytes`, `_pps`, `_pct`, `_per_s`); at
+    /// most 64 names of at most 20 000 values (`tpslab_plan::limits::OBSERVER_SERIES`,
+    /// `OBSERVER_SAMPLES`).
+    #[serde(deserialize_with = "crate::read::series_values")]
     pub values: BTreeMap<String, Vec<f64>>,
 }
 

@@ -175,7 +175,9 @@ pub struct FlowRecord {
     /// SO_RCVBUF at the end (getsockopt), bytes.
     #[serde(default)]
     pub rcvbuf_granted: u64,
-    /// Samples, the first right after connect.
+    /// Samples, the first right after connect (at most 360 002: a longer list is refused,
+    /// `tpslab_plan::limits::FLOW_SAMPLES`).
+    #[serde(deserialize_with = "crate::read::tcp_samples")]
     pub samples: Vec<TcpSample>,
     /// The write error that ended the flow early, if any.
     pub error: Option<String>,
@@ -265,7 +267,9 @@ pub struct WatchedFlow {
     pub sndbuf: u64,
     /// Receive buffer limit at the last sample, bytes (sk_rcvbuf).
     pub rcvbuf: u64,
-    /// TCP_INFO samples, `t_ns` from the start of the watch.
+    /// TCP_INFO samples, `t_ns` from the start of the watch (at most 360 002: a longer
+    /// list is refused, `tpslab_plan::limits::FLOW_SAMPLES`).
+    #[serde(deserialize_with = "crate::read::tcp_samples")]
     pub samples: Vec<TcpSample>,
 }
 

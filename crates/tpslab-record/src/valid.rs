@@ -5,11 +5,9 @@
 //! is allowed.
 
 use crate::envelope::{Body, Record, RecordError};
-use crate::estimate::MIN_RUNS_FOR_INTERVAL;
 use crate::run::RunRecord;
-use serde_json::Value;
 use tpslab_plan::fleet::MAX_AGENTS;
-use tpslab_plan::limits::{CPUS, MAX_FIGURE};
+use tpslab_plan::limits::{CPUS, FLOW_SAMPLES, OBSERVER_SAMPLES, OBSERVER_SERIES};
 
 impl Record {
     /// Checks what the renderers rely on and refuses what no run could write, so a
@@ -22,12 +20,16 @@ impl Record {
     /// (0 in the metadata of kinds other than runs and ramps: unknown),
     /// an agent's index below its fleet's size of at most
     /// [`tpslab_plan::fleet::MAX_AGENTS`], latency histograms within their encoded and
-    /// decoded bounds, estimates with the figures their runs give, series no longer than
-    /// their sample times.
+    /// decoded bounds (their total count within [`tpslab_plan::limits::MAX_FIGURE`] and
+    /// equal to their summary's), estimates with the figures their runs give, series no
+    /// longer than their sample times nor than a command writes (observer series, a
+    /// flow's samples, a ramp's steps: their limits in [`tpslab_plan::limits`], also
+    /// refused while read by [`Record::from_json`]). The figures are checked as serde
+    /// writes them, without a copy of the record.
     pub fn check(&self) -> Result<(), RecordError> {
         let bad = |m: String| Err(RecordError::Invalid(m));
         let invalid = RecordError::Invalid;
-        figures(self).map_err(invalid)?;
+        crate::figures::check(self).map_err(invalid)?;
         // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
         // other kinds' metadata may leave them 0 (unknown, [`Meta::default`]).
         let carried = matches!(
@@ -61,6 +63,14 @@ impl Record {
         }
         match &self.body {
             Body::Ramp(r) => {
+                let steps = r.run.steps.len();
+                if steps > tpslab_plan::limits::RAMP_STEPS {
+                    return bad(crate::read::too_long(
+                        &format!("a ramp's steps ({steps})"),
+                        tpslab_plan::limits::RAMP_STEPS,
+                        "the steps a ramp plans",
+                    ));
+                }
                 if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
                     return bad(format!("a ramp step of {} users (at most 10000)", s.users));
                 }
@@ -132,6 +142,15 @@ impl Record {
                     return bad(format!(
                         "a tcp record of mode {:?} with {runs} run(s) and {watched} watched flow(s)",
                         t.plan.mode
+                    ));
+                }
+                let samples = t.runs.iter().map(|r| r.flow.samples.len());
+                let watched = t.watched.iter().map(|w| w.flow.samples.len());
+                if let Some(n) = samples.chain(watched).find(|&n| n > FLOW_SAMPLES) {
+                    return bad(crate::read::too_long(
+                        &format!("a flow's samples ({n})"),
+                        FLOW_SAMPLES,
+                        "the TCP_INFO samples `tcp` keeps of one flow",
                     ));
                 }
             }
@@ -228,83 +247,6 @@ impl Record {
     }
 }
 
-/// Keys whose numbers are identifiers, not figures: any u64 is one.
-const IDENTIFIERS: &[&str] = &["run_id", "seed"];
-
-/// Every number of `rec` (as it is written) within [`MAX_FIGURE`] in magnitude, and every
-/// estimate (an object with `n`, `mean`, `stddev`, `ci_lo`, `ci_hi`) with the figures its
-/// `n` runs give: a mean of one run or more, a spread of two or more, an interval of
-/// [`MIN_RUNS_FOR_INTERVAL`] or more.
-fn figures(rec: &Record) -> Result<(), String> {
-    let v = serde_json::to_value(rec).map_err(|e| format!("does not serialise: {e}"))?;
-    walk(&v, &mut vec![])
-}
-
-fn walk<'a>(v: &'a Value, at: &mut Vec<&'a str>) -> Result<(), String> {
-    match v {
-        Value::Object(m) => {
-            estimate(m, at)?;
-            for (k, x) in m {
-                at.push(k);
-                walk(x, at)?;
-                at.pop();
-            }
-        }
-        Value::Array(a) => {
-            for x in a {
-                walk(x, at)?;
-            }
-        }
-        Value::Number(n) => {
-            if at.last().is_some_and(|k| IDENTIFIERS.contains(k)) {
-                return Ok(());
-            }
-            let big = match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                (Some(u), _, _) => u > MAX_FIGURE,
-                (_, Some(i), _) => i.unsigned_abs() > MAX_FIGURE,
-                (_, _, Some(f)) => f.is_nan() || f.abs() > MAX_FIGURE as f64,
-                _ => true,
-            };
-            if big {
-                return Err(format!(
-                    "{n} at {}: allowed figures up to {MAX_FIGURE} in magnitude",
-                    at.join(".")
-                ));
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::String(_) => {}
-    }
-    Ok(())
-}
-
-/// An estimate's figures as its run count `n` gives them (null stands for NaN).
-fn estimate(m: &serde_json::Map<String, Value>, at: &[&str]) -> Result<(), String> {
-    let Some(n) = m.get("n").and_then(Value::as_u64) else {
-        return Ok(());
-    };
-    if !["mean", "stddev", "ci_lo", "ci_hi"]
-        .iter()
-        .all(|k| m.contains_key(*k))
-    {
-        return Ok(());
-    }
-    let needed: &[&str] = match n as usize {
-        0 => &[],
-        1 => &["mean"],
-        n if n < MIN_RUNS_FOR_INTERVAL => &["mean", "stddev"],
-        _ => &["mean", "stddev", "ci_lo", "ci_hi"],
-    };
-    for k in needed {
-        if !m.get(*k).is_some_and(Value::is_number) {
-            return Err(format!(
-                "an estimate of {n} run(s) without its {k} at {}",
-                at.join(".")
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The host's CPUs of a record's metadata or environment.
 fn cpus(what: &str, n: usize) -> Result<(), String> {
     CPUS.check(what, n as u64)
@@ -350,10 +292,22 @@ fn run(r: &RunRecord) -> Result<(), String> {
         // window_answered may exceed window_sent: in aggregate match mode it counts every
         // datagram read, and a server may answer with several (memcached) or a stray
         // sender may add some.
+        // A histogram's total is held to MAX_FIGURE when decoded, and is the count of
+        // the summary made from it.
         if let Some(h) = &g.histograms {
-            for (which, text) in [("intended", &h.intended), ("actual", &h.actual)] {
-                crate::histogram::decode_histogram(text)
+            for (which, text, summary) in [
+                ("intended", &h.intended, &g.latency_intended),
+                ("actual", &h.actual, &g.latency_actual),
+            ] {
+                let d = crate::histogram::decode_histogram(text)
                     .map_err(|e| format!("its {which} latency histogram does not decode: {e}"))?;
+                if d.len() != summary.count {
+                    return Err(format!(
+                        "its {which} latency histogram holds {} values, generator.latency_{which}.count {}: allowed the same",
+                        d.len(),
+                        summary.count
+                    ));
+                }
             }
         }
     }
@@ -391,6 +345,12 @@ fn run(r: &RunRecord) -> Result<(), String> {
     }
     if let Some(o) = &r.observer {
         let t = o.series.t_ms.len();
+        let names = o.series.values.len();
+        if t > OBSERVER_SAMPLES || names > OBSERVER_SERIES {
+            return Err(format!(
+                "observer series of {t} samples and {names} names: allowed up to {OBSERVER_SAMPLES} samples (what an observer keeps) and {OBSERVER_SERIES} names"
+            ));
+        }
         if let Some((name, v)) = o.series.values.iter().find(|(_, v)| v.len() > t) {
             return Err(format!(
                 "observer series {name} of {} values beside {t} sample times",

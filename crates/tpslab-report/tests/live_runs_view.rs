@@ -148,7 +148,7 @@ fn a_capacity_search_shows_its_steps_and_the_bracket_so_far() {
 #[test]
 fn a_sweep_fills_its_table_in_run_by_run() {
     let p = format!("{}/tests/fixtures/sweep.json", env!("CARGO_MANIFEST_DIR"));
-    let rec: Record = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let rec = Record::from_json(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let Body::Sweep(sw) = &rec.body else {
         panic!("{p}: not a sweep")
     };

@@ -150,8 +150,9 @@ struct Sampled {
 }
 
 /// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,
-/// coarser series and exact totals. 20000 samples are about 200 s at 10 ms.
-const MAX_SAMPLES: usize = 20_000;
+/// coarser series and exact totals. 20000 samples are about 200 s at 10 ms (a record read
+/// back holds no longer series).
+const MAX_SAMPLES: usize = tpslab_plan::limits::OBSERVER_SAMPLES;
 
 /// What the bounding of the samples changed.
 #[derive(Debug, Clone, Copy, Default)]

@@ -132,7 +132,7 @@ impl LiveView {
         let thread = std::thread::Builder::new()
             .name("tpslab-live".into())
             .spawn(move || {
-                let keys = KeysTty::open().map(Keys);
+                let keys = KeysTty::open().map(|t| Keys(t, Vec::new()));
                 let end = keys.and_then(|mut k| {
                     let mut on_stop = || stop_or_quit(&stop);
                     let flags = (&*stop, &*d);
@@ -242,8 +242,10 @@ fn hung_up(stop: &AtomicBool) {
 /// The view's keys: every byte pending when the terminal wakes the view, read from the
 /// tty ([`KeysTty::read_pending`], at most [`KEY_BYTES`] a tick: a paste of any length is
 /// taken within a few ticks, a `q` after it never lost), as keys
-/// ([`tpslab_report::live::keys::parse_keys`]).
-struct Keys(KeysTty);
+/// ([`tpslab_report::live::keys::parse_keys`]); a sequence cut at the end of a read is
+/// kept and read with the next bytes, a lone ESC is Escape once a tick passed with nothing
+/// after it.
+struct Keys(KeysTty, Vec<u8>);
 
 /// The most bytes read from the terminal a tick (a paste longer than this is taken over
 /// the next ticks).
@@ -251,13 +253,18 @@ const KEY_BYTES: usize = 64 << 10;
 
 impl KeySource for Keys {
     fn keys(&mut self, timeout: Duration) -> std::io::Result<Option<Vec<Key>>> {
-        if !self.0.wait(timeout)? {
-            return Ok(Some(vec![]));
+        let Keys(tty, held) = self;
+        if !tty.wait(timeout)? {
+            // Nothing came: what was held back (a lone ESC) is taken as it stands.
+            let (keys, _) = parse_keys(held, false);
+            held.clear();
+            return Ok(Some(keys));
         }
-        let mut bytes = Vec::new();
-        if !self.0.read_pending(&mut bytes, KEY_BYTES)? {
+        if !tty.read_pending(held, held.len() + KEY_BYTES)? {
             return Ok(None);
         }
-        Ok(Some(parse_keys(&bytes)))
+        let (keys, used) = parse_keys(held, true);
+        held.drain(..used);
+        Ok(Some(keys))
     }
 }

@@ -21,42 +21,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// `s` safe to print on a terminal ([`tpslab_cli::printable`]).
-pub(crate) use tpslab_cli::printable;
-
-/// A word of an error line longer than this is cut (a 100 KB URL or payload is not echoed
-/// whole), characters.
-const WORD_MAX_CHARS: usize = 200;
-
-/// An error's message as the one line printed: line feeds as spaces, control characters
-/// shown escaped once ([`printable`]), and each word over [`WORD_MAX_CHARS`] cut to its
-/// first and last 60 characters around `...[N bytes]...` (the rest of the line, what is
-/// allowed, stays whole).
-fn error_line(msg: &str) -> String {
-    let line = printable(&msg.replace('\n', " "));
-    line.split(' ')
-        .map(|w| {
-            let n = w.chars().count();
-            if n <= WORD_MAX_CHARS {
-                return w.to_string();
-            }
-            let head: String = w.chars().take(60).collect();
-            let tail: String = w.chars().skip(n - 60).collect();
-            format!("{head}...[{} bytes]...{tail}", w.len())
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+/// An error's message as the one line printed ([`tpslab_cli::error_line`]).
+use tpslab_cli::error_line;
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn control_characters_are_shown_escaped() {
         assert_eq!(
-            super::printable("--rate \u{1b}[31mx\0y\rz\u{85}\u{2028}: allowed"),
+            tpslab_cli::printable("--rate \u{1b}[31mx\0y\rz\u{85}\u{2028}: allowed"),
             "--rate \\u{1b}[31mx\\u{0}y\\u{d}z\\u{85}\\u{2028}: allowed"
         );
-        assert_eq!(super::printable("two\nlines, ümlaut"), "two\nlines, ümlaut");
+        assert_eq!(
+            tpslab_cli::printable("two\nlines, ümlaut"),
+            "two\nlines, ümlaut"
+        );
     }
 
     #[test]
@@ -70,6 +49,11 @@ mod tests {
             line.ends_with("aaa: allowed a URL of at most 8 KiB"),
             "{line}"
         );
+        // Many long words: the line itself is cut in its middle, its end kept.
+        let many = format!("{} : allowed a duration", "ab ".repeat(20_000));
+        let line = super::error_line(&many);
+        assert!(line.chars().count() < 1100, "{}", line.len());
+        assert!(line.ends_with(": allowed a duration"), "{line}");
         // Short words, and a control character escaped once.
         assert_eq!(
             super::error_line("--rate \u{1b}x: bad"),

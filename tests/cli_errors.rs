@@ -866,3 +866,24 @@ fn a_default_that_conflicts_with_given_flags_names_itself() {
     let line = assert_one_line_error(&out, "--skip 1s leaves");
     assert!(!line.contains("default"), "{line}");
 }
+
+/// A 50 KB value is not echoed whole, whether clap's parser refuses it (`--rtt`) or the
+/// plan does (a URL), nor a value of many long words: one line of at most ~1 KiB that
+/// still names the flag and what is allowed.
+#[test]
+fn a_huge_value_is_cut_in_its_error_line() {
+    let long = "x".repeat(50_000);
+    let words = "xy ".repeat(20_000);
+    let url = format!("http://127.0.0.1:1/{long}");
+    for (args, names) in [
+        (vec!["bdp", "--rtt", &long, "--rate", "80mbit"], "--rtt"),
+        (vec!["bdp", "--rtt", &words, "--rate", "80mbit"], "--rtt"),
+        (vec!["load", "http", &url, "--rate", "1"], "URL"),
+    ] {
+        let out = tpslab(&args);
+        let line = assert_one_line_error(&out, names);
+        assert!(line.len() < 1200, "{} bytes: {}", line.len(), &line[..200]);
+        assert!(line.contains("bytes]..."), "{line}");
+        assert!(line.contains("allowed"), "{line}");
+    }
+}

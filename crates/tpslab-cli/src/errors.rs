@@ -14,7 +14,7 @@ pub fn usage_error(cmd: &clap::Command, mut e: clap::Error, args: &[std::ffi::Os
             let text = e.to_string();
             let line = text.lines().next().unwrap_or_default();
             let line = line.strip_prefix("error: ").unwrap_or(line);
-            return crate::printable(&format!("tpslab: error: {line}\n"));
+            return format!("tpslab: error: {}\n", crate::error_line(line));
         }
         ErrorKind::UnknownArgument => {
             let flag = match e.get(ContextKind::InvalidArg) {
@@ -32,7 +32,7 @@ pub fn usage_error(cmd: &clap::Command, mut e: clap::Error, args: &[std::ffi::Os
         }
         _ => {}
     }
-    crate::printable(&e.to_string())
+    crate::cut_words(&crate::printable(&e.to_string()))
 }
 
 /// The tip for `flag` (`--pid`, `--pid=5`) given where it is unknown: the commands below

@@ -209,6 +209,50 @@ pub fn printable(s: &str) -> String {
     tpslab_report::term::escaped(s, &['\n'])
 }
 
+/// A word of an error longer than this is cut (a 100 KB URL or payload is not echoed
+/// whole), characters.
+pub const WORD_MAX_CHARS: usize = 200;
+
+/// An error line longer than this (after its words are cut: many long words) is cut in
+/// its middle, characters.
+pub const LINE_MAX_CHARS: usize = 1024;
+
+/// An error's message as the one line printed after `tpslab: error: `: line feeds as
+/// spaces, control characters shown escaped once ([`printable`]), each word over
+/// [`WORD_MAX_CHARS`] cut to its first and last 60 characters around `...[N bytes]...`,
+/// and a line still over [`LINE_MAX_CHARS`] cut to its first 700 and last 300 the same
+/// way (what is allowed, at the end, stays).
+pub fn error_line(msg: &str) -> String {
+    let line = cut_words(&printable(&msg.replace('\n', " ")));
+    cut(&line, LINE_MAX_CHARS, 700, 300)
+}
+
+/// `line` with each word (between spaces) over [`WORD_MAX_CHARS`] cut ([`cut`]); line
+/// feeds stay.
+pub fn cut_words(line: &str) -> String {
+    line.split('\n')
+        .map(|l| {
+            l.split(' ')
+                .map(|w| cut(w, WORD_MAX_CHARS, 60, 60))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `s` whole when at most `max` characters, else its first `head` and last `tail`
+/// characters around `...[N bytes]...` (N: the length of the whole, bytes).
+fn cut(s: &str, max: usize, head: usize, tail: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let h: String = s.chars().take(head).collect();
+    let t: String = s.chars().skip(n - tail).collect();
+    format!("{h}...[{} bytes]...{t}", s.len())
+}
+
 #[cfg(test)]
 #[path = "cli_tests.rs"]
 mod tests;

@@ -274,3 +274,35 @@ fn sizes_and_rates_take_their_units() {
         stderr(&out)
     );
 }
+
+/// The line that names a file written holds what the user gave as its path escaped: a
+/// line feed or ESC in the name never splits the line or reaches the terminal raw.
+#[test]
+fn a_written_files_line_is_one_line_whatever_its_name() {
+    let dir = common::tmp("outputs-odd-name");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("bad\nname\u{1b}[31m.json");
+    let out = common::run({
+        let mut c = common::tpslab();
+        c.args([
+            "bdp",
+            "--rtt",
+            "30ms",
+            "--rate",
+            "80mbit",
+            "--no-history",
+            "--json",
+        ])
+        .arg(&rec);
+        c
+    });
+    assert!(out.status.success(), "{out:?}");
+    assert!(rec.exists(), "the record under its own name");
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("written to"))
+        .unwrap_or_else(|| panic!("no written line: {err:?}"));
+    assert!(line.ends_with("bad\\u{a}name\\u{1b}[31m.json"), "{line:?}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}

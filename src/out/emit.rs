@@ -103,7 +103,8 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
     }
     drop(out);
     for w in written {
-        eprintln!("tpslab: {w}");
+        // One line each, escaped: a path holds what the user gave (a line feed, ESC).
+        eprintln!("tpslab: {}", tpslab_report::term::escaped(&w, &[]));
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));

@@ -312,6 +312,7 @@ mod tests {
             errors: Default::default(),
             connect_errors: Default::default(),
             unanswered: 0,
+            reconnect_backoffs: 0,
             bytes_out: 0,
             bytes_in: 0,
             connections: 4,

@@ -68,7 +68,9 @@ pub fn write_files(
     }
     if history {
         if let Err(e) = crate::history::append(rec) {
-            eprintln!("tpslab: not recorded in the history: {e:#}");
+            // Escaped, line feeds too: the folder's name is the environment's.
+            let why = tpslab_report::term::escaped(&format!("{e:#}"), &[]);
+            eprintln!("tpslab: not recorded in the history: {why}");
         }
     }
     w

@@ -373,29 +373,52 @@ pub fn check(flag: &str, path: &Path) -> Result<(), OutError> {
     }
 }
 
+/// The walk of a sweep's folder: every folder on the way one only this user or root can
+/// change ([`walk::chain_ok`]), as its plan and records are read back by name.
+const CHAIN: How = How {
+    create: None,
+    chain: true,
+};
+
+/// The walk of a sweep's folder `path` with `how` (chained): the folder itself is left to
+/// its caller to judge (the sweep's own rule, said in its own words), the folders above
+/// it not (the walk is done again without the chain rule when only the folder itself
+/// fails it).
+fn walk_out(path: &Path, how: How) -> Result<Folder, walk::Refused> {
+    match walk::folder(None, path, how) {
+        Err(walk::Refused::Chain(p, _)) if walk::same_path(&p, path) => walk::folder(
+            None,
+            path,
+            How {
+                chain: false,
+                ..how
+            },
+        ),
+        r => r,
+    }
+}
+
 /// Checks before a run that the folder `path` (for `flag`, a sweep's `--out`) can be
-/// reached without a planted link: as far as it exists (what is missing is made later by
+/// reached without a planted link, every folder above it one only this user or root can
+/// change ([`walk::chain_ok`]): as far as it exists (what is missing is made later by
 /// [`make_folder`]). Errors: one line naming the component.
 pub fn check_folder(flag: &str, path: &Path) -> Result<(), OutError> {
-    match walk::folder(None, path, How::default()) {
+    match walk_out(path, CHAIN) {
         Ok(_) | Err(walk::Refused::Missing(_)) => Ok(()),
         Err(r) => Err(err(flag, path, r)),
     }
 }
 
-/// The folder `path` for `flag`, walked as [`dest`] walks an output's folder, each folder
-/// missing made with `mode` (less the umask) relative to the one before. Returns the
-/// folder reached. Errors: one line naming the component.
+/// The folder `path` for `flag`, walked as [`check_folder`] walks it (every folder above
+/// it one only this user or root can change), each folder missing made with `mode` (less
+/// the umask) relative to the one before. Returns the folder reached. Errors: one line
+/// naming the component.
 pub fn make_folder(flag: &str, path: &Path, mode: u32) -> Result<Folder, OutError> {
-    walk::folder(
-        None,
-        path,
-        How {
-            create: Some(mode),
-            chain: false,
-        },
-    )
-    .map_err(|r| err(flag, path, r))
+    let how = How {
+        create: Some(mode),
+        ..CHAIN
+    };
+    walk_out(path, how).map_err(|r| err(flag, path, r))
 }
 
 #[cfg(test)]

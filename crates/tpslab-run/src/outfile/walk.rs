@@ -139,6 +139,13 @@ pub fn steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
+/// Whether `a` and `b` spell the same path: the same steps ([`steps`]: `.`, repeated and
+/// trailing `/` aside), a relative one taken from the working folder.
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    steps(&abs(a)) == steps(&abs(b))
+}
+
 fn open_path(dir: &OwnedFd, name: &OsStr, extra: OFlags) -> rustix::io::Result<OwnedFd> {
     rustix::fs::openat(
         dir,
@@ -190,7 +197,9 @@ fn check_chain(how: How, euid: u32, fd: &OwnedFd, shown: &Path) -> Result<(), Re
 }
 
 /// The folder `path` names, walked as the module says from `from` (None: the working
-/// folder) for a relative path, from `/` for an absolute one.
+/// folder) for a relative path, from `/` for an absolute one. With `how.chain` and no
+/// `from`, a relative path is walked from `/` through the working folder's path, so the
+/// folders above it are checked too.
 pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Refused> {
     folder_counted(from, path, how, &mut 0)
 }
@@ -204,6 +213,15 @@ pub fn folder_counted(
     links: &mut usize,
 ) -> Result<Folder, Refused> {
     let euid = rustix::process::geteuid().as_raw();
+    let abs;
+    let path = if how.chain && from.is_none() && path.is_relative() {
+        abs = std::env::current_dir()
+            .map_err(|e| Refused::Io(PathBuf::from("."), e))?
+            .join(path);
+        abs.as_path()
+    } else {
+        path
+    };
     let (mut cur, mut shown) = match from {
         Some(f) => (
             rustix::fs::openat(

@@ -71,7 +71,7 @@ fn folder_ours(dir: &std::path::Path, create: bool) -> Result<()> {
             )
         }
         // The folder itself: its own name is in the line already.
-        Err(walk::Refused::Chain(p, why)) if p == dir => return Err(no(&why)),
+        Err(walk::Refused::Chain(p, why)) if walk::same_path(&p, dir) => return Err(no(&why)),
         r => r.map_err(|r| no(&r))?,
     };
     let st = rustix::fs::fstat(&f.fd).map_err(|e| no(&std::io::Error::from(e)))?;

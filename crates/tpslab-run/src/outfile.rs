@@ -16,7 +16,9 @@
 //! followed only when it is the user's own or the system's, in a folder nobody else can
 //! write to (`/dev/stdout`, a shell's `/dev/fd/63`, `~/out -> /data/out` or
 //! `latest.json -> run-7.json` in one's own folder), and what it names is walked the same
-//! way; a process's descriptor (`/proc/self/fd/N`) is followed by the kernel.
+//! way; a link on procfs (a process's descriptor `/proc/self/fd/N`, its working folder
+//! `/proc/PID/cwd`) is followed by the kernel, as its text is a path in that process's
+//! mounts, not ours. At most [`walk::MAX_LINKS`] links are followed for one path in all.
 
 mod record;
 pub mod walk;
@@ -73,27 +75,38 @@ fn folder(path: &Path) -> &Path {
     }
 }
 
+/// The file name of `path` as given: None when what follows its last `/` is empty, `.` or
+/// `..` (a folder; [`Path::file_name`] reads `x/.` as `x`).
+fn file_name(path: &Path) -> Option<&OsStr> {
+    let bytes = path.as_os_str().as_bytes();
+    let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+    if matches!(last, b"" | b"." | b"..") {
+        return None;
+    }
+    path.file_name()
+}
+
 /// What is at `path`, its folders walked ([`walk::folder`]), refusing a link someone else
 /// could have planted, a folder, a block device or a socket.
 fn dest(flag: &str, path: &Path) -> Result<Dest, OutError> {
-    let Some(name) = path.file_name() else {
+    let Some(name) = file_name(path) else {
         return Err(err(flag, path, "a folder name; give a file name"));
     };
-    if path.as_os_str().as_bytes().ends_with(b"/") {
-        return Err(err(flag, path, "a folder name; give a file name"));
-    }
-    let dir = walk::folder(None, folder(path), How::default()).map_err(|r| err(flag, path, r))?;
-    resolve(flag, path, dir, name.to_owned(), 0)
+    let mut links = 0;
+    let dir = walk::folder_counted(None, folder(path), How::default(), &mut links)
+        .map_err(|r| err(flag, path, r))?;
+    resolve(flag, path, dir, name.to_owned(), &mut links, true)
 }
 
-/// What is at `name` in `dir` (reached for `path`), a trusted link there followed by a
-/// walk of what it names (`depth` links so far).
+/// What is at `name` in `dir` (reached for `path`: `first`, the path's own name), a
+/// trusted link there followed by a walk of what it names (`links` followed so far).
 fn resolve(
     flag: &str,
     path: &Path,
     dir: Folder,
     name: OsString,
-    depth: usize,
+    links: &mut usize,
+    first: bool,
 ) -> Result<Dest, OutError> {
     let at = || dir.shown.join(&name);
     let meta = match walk::lstat_in(&dir, &name) {
@@ -106,14 +119,14 @@ fn resolve(
         let d = rustix::fs::fstat(&dir.fd).map_err(|e| err(flag, path, std::io::Error::from(e)))?;
         let euid = rustix::process::geteuid().as_raw();
         if !walk::trusted(euid, meta.st_uid, d.st_uid, d.st_mode) {
-            return Err(if depth == 0 {
+            return Err(if first {
                 err(flag, path, PLANTED)
             } else {
                 err(flag, path, format_args!("{} is {PLANTED}", at().display()))
             });
         }
-        if walk::on_procfs(&dir) {
-            // A process's descriptor: what it is open on, as the kernel follows it.
+        if walk::on_procfs(&dir.fd) {
+            // A process's link: what it names, as the kernel follows it.
             let m = rustix::fs::statat(&dir.fd, &name, AtFlags::empty())
                 .map_err(|e| err(flag, path, std::io::Error::from(e)))?;
             let t = rustix::fs::FileType::from_raw_mode(m.st_mode);
@@ -122,7 +135,11 @@ fn resolve(
                 true => Err(err(
                     flag,
                     path,
-                    "a descriptor open on a regular file; give - or the file's own path",
+                    if dir.shown.file_name() == Some(OsStr::new("fd")) {
+                        "a descriptor open on a regular file; give - or the file's own path"
+                    } else {
+                        "a link in /proc to a regular file; give the file's own path"
+                    },
                 )),
                 false => Ok(Dest::InPlace {
                     dir,
@@ -131,22 +148,23 @@ fn resolve(
                 }),
             };
         }
-        if depth >= walk::MAX_LINKS {
+        *links += 1;
+        if *links > walk::MAX_LINKS {
             return Err(err(flag, path, walk::Refused::Loop(at())));
         }
         let target = rustix::fs::readlinkat(&dir.fd, &name, Vec::new())
             .map_err(|e| err(flag, path, std::io::Error::from(e)))?;
         let target = Path::new(OsStr::from_bytes(target.as_bytes())).to_path_buf();
-        let Some(tname) = target.file_name() else {
+        let Some(tname) = file_name(&target) else {
             return Err(err(
                 flag,
                 path,
                 format_args!("{} names a folder; give a file name", at().display()),
             ));
         };
-        let tdir = walk::folder(Some(&dir), folder(&target), How::default())
+        let tdir = walk::folder_counted(Some(&dir), folder(&target), How::default(), links)
             .map_err(|r| err(flag, path, r))?;
-        return resolve(flag, path, tdir, tname.to_owned(), depth + 1);
+        return resolve(flag, path, tdir, tname.to_owned(), links, false);
     }
     match kind(flag, path, t)? {
         true => Ok(Dest::Replace { dir, name }),
@@ -298,7 +316,7 @@ pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
 /// never over a file or link already there, its folders walked as [`write`]'s are.
 /// Errors: one line naming the flag and path; `exists` when something is at the name.
 pub fn write_new(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), OutError> {
-    let Some(name) = path.file_name() else {
+    let Some(name) = file_name(path) else {
         return Err(err(flag, path, "a folder name; give a file name"));
     };
     let dir = walk::folder(None, folder(path), How::default()).map_err(|r| err(flag, path, r))?;
@@ -355,29 +373,52 @@ pub fn check(flag: &str, path: &Path) -> Result<(), OutError> {
     }
 }
 
+/// The walk of a sweep's folder: every folder on the way one only this user or root can
+/// change ([`walk::chain_ok`]), as its plan and records are read back by name.
+const CHAIN: How = How {
+    create: None,
+    chain: true,
+};
+
+/// The walk of a sweep's folder `path` with `how` (chained): the folder itself is left to
+/// its caller to judge (the sweep's own rule, said in its own words), the folders above
+/// it not (the walk is done again without the chain rule when only the folder itself
+/// fails it).
+fn walk_out(path: &Path, how: How) -> Result<Folder, walk::Refused> {
+    match walk::folder(None, path, how) {
+        Err(walk::Refused::Chain(p, _)) if walk::same_path(&p, path) => walk::folder(
+            None,
+            path,
+            How {
+                chain: false,
+                ..how
+            },
+        ),
+        r => r,
+    }
+}
+
 /// Checks before a run that the folder `path` (for `flag`, a sweep's `--out`) can be
-/// reached without a planted link: as far as it exists (what is missing is made later by
+/// reached without a planted link, every folder above it one only this user or root can
+/// change ([`walk::chain_ok`]): as far as it exists (what is missing is made later by
 /// [`make_folder`]). Errors: one line naming the component.
 pub fn check_folder(flag: &str, path: &Path) -> Result<(), OutError> {
-    match walk::folder(None, path, How::default()) {
+    match walk_out(path, CHAIN) {
         Ok(_) | Err(walk::Refused::Missing(_)) => Ok(()),
         Err(r) => Err(err(flag, path, r)),
     }
 }
 
-/// The folder `path` for `flag`, walked as [`dest`] walks an output's folder, each folder
-/// missing made with `mode` (less the umask) relative to the one before. Returns the
-/// folder reached. Errors: one line naming the component.
+/// The folder `path` for `flag`, walked as [`check_folder`] walks it (every folder above
+/// it one only this user or root can change), each folder missing made with `mode` (less
+/// the umask) relative to the one before. Returns the folder reached. Errors: one line
+/// naming the component.
 pub fn make_folder(flag: &str, path: &Path, mode: u32) -> Result<Folder, OutError> {
-    walk::folder(
-        None,
-        path,
-        How {
-            create: Some(mode),
-            chain: false,
-        },
-    )
-    .map_err(|r| err(flag, path, r))
+    let how = How {
+        create: Some(mode),
+        ..CHAIN
+    };
+    walk_out(path, how).map_err(|r| err(flag, path, r))
 }
 
 #[cfg(test)]

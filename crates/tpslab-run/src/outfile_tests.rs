@@ -251,3 +251,98 @@ fn a_descriptor_is_written_through_unless_open_on_a_regular_file() {
         "{e}"
     );
 }
+
+#[test]
+fn a_name_ending_in_dot_is_refused_not_made_a_file() {
+    let d = dir();
+    for name in ["new/.", "new/..", "new/./"] {
+        let p = d.path().join(name);
+        let e = write("--json", &p, b"x").unwrap_err().0;
+        assert!(e.ends_with("a folder name; give a file name"), "{e}");
+        let e = write_new("--json", &p, b"x").unwrap_err().0;
+        assert!(e.ends_with("a folder name; give a file name"), "{e}");
+        assert!(check("--json", &p).is_err());
+    }
+    assert!(!d.path().join("new").exists(), "no file made at new");
+}
+
+#[test]
+fn links_are_counted_across_the_whole_path_not_per_folder_walk() {
+    // 25 folder links to walk for each of two links at the file's name: 52 in all.
+    let d = dir();
+    let real = d.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    for i in 0..25 {
+        let to = if i == 24 {
+            "real".to_string()
+        } else {
+            format!("L{}", i + 1)
+        };
+        std::os::unix::fs::symlink(to, d.path().join(format!("L{i}"))).unwrap();
+    }
+    std::os::unix::fs::symlink("../L0/x1", real.join("x0")).unwrap();
+    std::os::unix::fs::symlink("../L0/x2", real.join("x1")).unwrap();
+    let e = write("--json", &real.join("x0"), b"x").unwrap_err().0;
+    assert!(e.ends_with("more than 40 symbolic links on the way"), "{e}");
+    assert!(!real.join("x2").exists());
+    // One such link (27 in all) is followed.
+    write("--json", &real.join("x1"), b"y").unwrap();
+    assert_eq!(std::fs::read_to_string(real.join("x2")).unwrap(), "y");
+}
+
+#[test]
+fn a_proc_link_to_a_file_is_not_called_a_descriptor() {
+    let e = write("--json", Path::new("/proc/self/exe"), b"x")
+        .unwrap_err()
+        .0;
+    assert!(!e.contains("descriptor"), "{e}");
+    assert!(e.ends_with("give the file's own path"), "{e}");
+}
+
+/// A process in a mount namespace of its own, its working folder a tmpfs mounted there
+/// over `mnt` (the host's `mnt` untouched); ended by PID on drop.
+struct Unshared(std::process::Child);
+
+impl Drop for Unshared {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_magic_link_is_followed_by_the_kernel_not_by_its_text() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: mounting a tmpfs in a new mount namespace needs root");
+        return;
+    }
+    let d = dir();
+    let mnt = d.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        "mount -t tmpfs none '{}' && cd '{}' && exec sleep 60",
+        mnt.display(),
+        mnt.display()
+    );
+    let Ok(child) = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .spawn()
+    else {
+        eprintln!("skipped: no unshare");
+        return;
+    };
+    let p = Unshared(child);
+    let cwd = PathBuf::from(format!("/proc/{}/cwd", p.0.id()));
+    let host = std::fs::metadata(&mnt).unwrap().dev();
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&cwd).map_or(true, |m| m.dev() == host) {
+        assert!(t0.elapsed().as_secs() < 5, "the tmpfs was not mounted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    write("--json", &cwd.join("out.json"), b"ns").unwrap();
+    assert_eq!(std::fs::read_to_string(cwd.join("out.json")).unwrap(), "ns");
+    assert!(
+        !mnt.join("out.json").exists(),
+        "written to the host's folder"
+    );
+}

@@ -85,12 +85,25 @@ pub fn prepare(plan: Option<Plan>, out: &Path) -> Result<Plan> {
 }
 
 /// `--out` is the user's own folder (reached without a planted link, owned by this user,
-/// writable by neither group nor others): its plan.json names the command `--resume` runs
-/// (`server_cmd`) and its records count as runs done, so a folder another user can write
-/// to is refused.
+/// writable by neither group nor others, every folder above it one only this user or root
+/// can change: [`crate::outfile::walk::chain_ok`]): its plan.json names the command
+/// `--resume` runs (`server_cmd`) and its plan and records are read and written by name
+/// after this check, so a folder another user can write to, or swap on the way, is refused.
 fn own_folder(dir: &Path) -> Result<()> {
-    let f = crate::outfile::walk::folder(None, dir, Default::default())
-        .map_err(|r| anyhow::anyhow!("--out {}: {r}", dir.display()))?;
+    use crate::outfile::walk;
+    let chain = walk::How {
+        create: None,
+        chain: true,
+    };
+    let f = match walk::folder(None, dir, chain) {
+        // The folder itself (the folders above passed, and only this user or root can
+        // change them): said below, naming what is allowed.
+        Err(walk::Refused::Chain(p, _)) if walk::same_path(&p, dir) => {
+            walk::folder(None, dir, walk::How::default())
+        }
+        r => r,
+    }
+    .map_err(|r| anyhow::anyhow!("--out {}: {r}", dir.display()))?;
     let m =
         rustix::fs::fstat(&f.fd).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     let euid = rustix::process::geteuid().as_raw();
@@ -319,6 +332,28 @@ mod tests {
         );
         let e = format!("{:#}", prepare(None, &dir.path().join("none")).unwrap_err());
         assert!(e.starts_with("--resume: --out "), "{e}");
+    }
+
+    #[test]
+    fn a_folder_above_that_others_can_write_is_refused() {
+        // Resumed: the sweep's folder is this user's, the one above open to all (non-sticky).
+        let dir = tempfile::tempdir().unwrap();
+        let above = dir.path().join("above");
+        let out = above.join("s");
+        prepare(Some(plan()), &out).unwrap();
+        std::fs::set_permissions(&above, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = format!("{:#}", prepare(None, &out).unwrap_err());
+        assert!(
+            e.contains(&format!("folder {}: mode 777", above.display())),
+            "{e}"
+        );
+        // New: under another user's folder anyone can write, nothing is made.
+        if std::os::unix::fs::chown(&above, Some(65534), Some(65534)).is_ok() {
+            let new = above.join("t");
+            let e = format!("{:#}", prepare(Some(plan()), &new).unwrap_err());
+            assert!(e.contains("owned by uid 65534"), "{e}");
+            assert!(!new.exists());
+        }
     }
 
     #[test]

@@ -6,7 +6,11 @@
 //! write for another user to swap a folder). A symbolic link on the way is followed only
 //! when [`trusted`]: the user's own or the system's, in a folder nobody else can write to
 //! (`~/out -> /data/out` in one's own home, `/dev/fd -> /proc/self/fd`, `/proc/self`); its
-//! target is walked the same way. At most [`MAX_LINKS`] links are followed, as the kernel.
+//! target is walked the same way, except on procfs: there a link (`/proc/PID/cwd`,
+//! `/proc/PID/root`, `/proc/self/fd/N`) names an object in that process's mount namespace
+//! and root, its text a path only there, so the kernel follows it (the text is for
+//! messages). At most [`MAX_LINKS`] links are followed in all, as the kernel: one budget
+//! for a path's folders and the links at its file's name ([`folder_counted`]).
 //!
 //! The kernel's `openat2(RESOLVE_NO_SYMLINKS)` refuses every link, the user's own too, so
 //! the walk is done here (it works on every kernel, `openat2` or not).
@@ -18,7 +22,8 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-/// Links followed on one walk at most (the kernel's limit, ELOOP past it).
+/// Links followed at most in resolving one path, its folders and the links at its file's
+/// name together (the kernel's limit, ELOOP past it).
 pub const MAX_LINKS: usize = 40;
 
 /// A folder reached by a walk: its descriptor (`O_PATH`) and its path as walked (the
@@ -40,7 +45,7 @@ pub enum Refused {
     Missing(PathBuf),
     /// A component that is neither a folder nor a link.
     NotFolder(PathBuf),
-    /// More than [`MAX_LINKS`] links.
+    /// More than [`MAX_LINKS`] links in all.
     Loop(PathBuf),
     /// A folder on the way another user could replace (owner, mode), with `How::chain`.
     Chain(PathBuf, String),
@@ -134,6 +139,13 @@ pub fn steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
+/// Whether `a` and `b` spell the same path: the same steps ([`steps`]: `.`, repeated and
+/// trailing `/` aside), a relative one taken from the working folder.
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    steps(&abs(a)) == steps(&abs(b))
+}
+
 fn open_path(dir: &OwnedFd, name: &OsStr, extra: OFlags) -> rustix::io::Result<OwnedFd> {
     rustix::fs::openat(
         dir,
@@ -141,6 +153,16 @@ fn open_path(dir: &OwnedFd, name: &OsStr, extra: OFlags) -> rustix::io::Result<O
         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC | extra,
         Mode::empty(),
     )
+}
+
+/// A component opened `O_PATH|O_NOFOLLOW`: as a folder first (`O_DIRECTORY`, so an
+/// automount point is mounted), and when it is not one (ENOTDIR) again without, to see
+/// the link or file there.
+fn open_component(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+    match open_path(dir, name, OFlags::DIRECTORY) {
+        Err(Errno::NOTDIR) => open_path(dir, name, OFlags::empty()),
+        r => r,
+    }
 }
 
 fn root() -> rustix::io::Result<OwnedFd> {
@@ -175,9 +197,31 @@ fn check_chain(how: How, euid: u32, fd: &OwnedFd, shown: &Path) -> Result<(), Re
 }
 
 /// The folder `path` names, walked as the module says from `from` (None: the working
-/// folder) for a relative path, from `/` for an absolute one.
+/// folder) for a relative path, from `/` for an absolute one. With `how.chain` and no
+/// `from`, a relative path is walked from `/` through the working folder's path, so the
+/// folders above it are checked too.
 pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Refused> {
+    folder_counted(from, path, how, &mut 0)
+}
+
+/// [`folder`], the links followed added to `links` (those followed before in resolving
+/// the same path): [`Refused::Loop`] past [`MAX_LINKS`] in all.
+pub fn folder_counted(
+    from: Option<&Folder>,
+    path: &Path,
+    how: How,
+    links: &mut usize,
+) -> Result<Folder, Refused> {
     let euid = rustix::process::geteuid().as_raw();
+    let abs;
+    let path = if how.chain && from.is_none() && path.is_relative() {
+        abs = std::env::current_dir()
+            .map_err(|e| Refused::Io(PathBuf::from("."), e))?
+            .join(path);
+        abs.as_path()
+    } else {
+        path
+    };
     let (mut cur, mut shown) = match from {
         Some(f) => (
             rustix::fs::openat(
@@ -203,7 +247,6 @@ pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Re
     // What is left to walk, the next step last (a link's target goes in front of the rest).
     let mut todo: Vec<Step> = steps(path);
     todo.reverse();
-    let mut links = 0;
     if !matches!(todo.last(), Some(Step::Root)) {
         check_chain(how, euid, &cur, &shown)?;
     }
@@ -225,7 +268,7 @@ pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Re
             Step::Name(n) => n,
         };
         let here = shown.join(&name);
-        let fd = match open_path(&cur, &name, OFlags::empty()) {
+        let fd = match open_component(&cur, &name) {
             Err(Errno::NOENT) => match how.create {
                 None => return Err(Refused::Missing(here)),
                 Some(mode) => {
@@ -233,7 +276,7 @@ pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Re
                         Ok(()) | Err(Errno::EXIST) => {}
                         Err(e) => return Err(io(&here, e)),
                     }
-                    open_path(&cur, &name, OFlags::empty()).map_err(|e| io(&here, e))?
+                    open_component(&cur, &name).map_err(|e| io(&here, e))?
                 }
             },
             Err(e) => return Err(io(&here, e)),
@@ -250,9 +293,26 @@ pub fn folder(from: Option<&Folder>, path: &Path, how: How) -> Result<Folder, Re
             if !trusted(euid, st.st_uid, dir.st_uid, dir.st_mode) {
                 return Err(Refused::Planted(here));
             }
-            links += 1;
-            if links > MAX_LINKS {
+            *links += 1;
+            if *links > MAX_LINKS {
                 return Err(Refused::Loop(here));
+            }
+            if on_procfs(&cur) {
+                // A process's link: what the kernel reaches, in that process's mounts.
+                let fd = rustix::fs::openat(
+                    &cur,
+                    &name,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| match e {
+                    Errno::NOTDIR => Refused::NotFolder(here.clone()),
+                    e => io(&here, e),
+                })?;
+                check_chain(how, euid, &fd, &here)?;
+                cur = fd;
+                shown = here;
+                continue;
             }
             // The link itself (an O_PATH|O_NOFOLLOW descriptor on it): what it says.
             let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(|e| io(&here, e))?;
@@ -271,10 +331,11 @@ pub fn lstat_in(dir: &Folder, name: &OsStr) -> rustix::io::Result<rustix::fs::St
     rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW)
 }
 
-/// Whether `dir` is on procfs (its links are a process's descriptors, `/proc/self/fd/N`:
-/// what they name is for the kernel to follow, not a path).
-pub fn on_procfs(dir: &Folder) -> bool {
-    rustix::fs::fstatfs(&dir.fd).is_ok_and(|s| s.f_type == rustix::fs::PROC_SUPER_MAGIC)
+/// Whether the folder `dir` is on procfs (its links are a process's descriptors, working
+/// folder or root, `/proc/self/fd/N`, `/proc/PID/cwd`: what they name is for the kernel
+/// to follow, not a path).
+pub fn on_procfs(dir: &OwnedFd) -> bool {
+    rustix::fs::fstatfs(dir).is_ok_and(|s| s.f_type == rustix::fs::PROC_SUPER_MAGIC)
 }
 
 #[cfg(test)]

@@ -46,6 +46,15 @@ fn steps_keep_the_root_and_dot_dot_and_drop_dots() {
     assert!(steps(Path::new(".")).is_empty());
 }
 
+#[test]
+fn the_same_path_spelled_two_ways_is_the_same() {
+    assert!(same_path(Path::new("/a//b/"), Path::new("/a/b")));
+    assert!(same_path(Path::new("/a/./b/."), Path::new("/a/b")));
+    assert!(same_path(Path::new("./x"), Path::new("x")));
+    assert!(!same_path(Path::new("/a/b"), Path::new("/a/c")));
+    assert!(!same_path(Path::new("/a/b/.."), Path::new("/a")));
+}
+
 /// A 0700 folder of this user's, and a 1777 one inside holding `name -> to` made by nobody.
 fn setup() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();

@@ -370,3 +370,47 @@ fn an_oversized_header_block_is_refused() {
     assert_eq!(f["continuation_flood"].as_u64(), Some(0), "{res}");
     assert!(r.out.contains("header block too large"), "{}", r.out);
 }
+
+/// A server that answers a connection's first request and then sends 500 GOAWAYs with an
+/// error at once: the connection's failure counts once (among the connects: no request
+/// failed), never 500 request failures; answered and failed requests never add up to more
+/// than were sent.
+#[test]
+fn a_repeated_goaway_counts_once_and_fails_no_request() {
+    if !common::need("goaways", "/usr/bin/python3") {
+        return;
+    }
+    let (_srv, port) = server("goaways", &[]);
+    let (args, plan) = command("load", port);
+    let r = run(&args, "h2-goaways");
+    assert!(r.took <= plan + Duration::from_secs(2), "{:?}", r.took);
+    let res = &r.rec["result"];
+    let sum = |v: &Value| -> u64 { v.as_object().into_iter().flatten().map(|(_, x)| n(x)).sum() };
+    let (sent, failed, answered) = (n(&res["sent"]), sum(&res["errors"]), sum(&res["status"]));
+    assert!(answered > 0, "{res}");
+    assert!(
+        answered + failed <= sent,
+        "{answered} + {failed} > {sent}: {res}"
+    );
+    let conns = n(&res["connections"]);
+    assert!(
+        n(&res["connect_errors"]["protocol"]) <= conns,
+        "{conns} connections: {res}"
+    );
+}
+
+/// Empty DATA frames with END_STREAM on a stream closed already end nothing: a flood of
+/// them is an empty-frame flood, counted and named (before, 139 M of them passed unseen
+/// in 3 s).
+#[test]
+fn empty_data_on_a_closed_stream_is_a_flood() {
+    if !common::need("closeddata", "/usr/bin/python3") {
+        return;
+    }
+    let (_srv, port) = server("closeddata", &[]);
+    let (args, plan) = command("load", port);
+    let r = run(&args, "h2-closeddata");
+    assert!(r.took <= plan + Duration::from_secs(2), "{:?}", r.took);
+    let res = &r.rec["result"];
+    assert!(n(&res["http2"]["faults"]["empty_frame_flood"]) > 0, "{res}");
+}

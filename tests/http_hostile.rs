@@ -99,6 +99,12 @@ fn timed(command: &[&str], args: &[&str], tag: &str) -> (Option<i32>, String, St
     (code, out, err, rec, t.elapsed().as_secs_f64())
 }
 
+/// Responses no request asked for: failing a request (`errors`) or only a connection
+/// with none in flight (`connect_errors`).
+fn unsolicited(res: &Value) -> u64 {
+    n(&res["errors"]["unsolicited"]) + n(&res["connect_errors"]["unsolicited"])
+}
+
 #[test]
 fn a_response_before_the_request_is_unsolicited_not_the_reply() {
     let tag = "a_response_before_the_request_is_unsolicited_not_the_reply";
@@ -109,7 +115,7 @@ fn a_response_before_the_request_is_unsolicited_not_the_reply() {
     let args = ["--rate", "20", "--connections", "2", "--duration", "1s"];
     let (_, out, err, r, secs) = timed(&["load", "http", &url], &args, "hostile-early");
     let res = &r["result"];
-    let unsolicited = n(&res["errors"]["unsolicited"]);
+    let unsolicited = unsolicited(res);
     // Each connection is made ahead of its first send: its 408 comes while no request is
     // in flight, and closes it (again after each back-off).
     assert!(unsolicited >= 2, "{err}{res}");
@@ -133,8 +139,24 @@ fn two_responses_to_one_request_are_an_error_not_the_next_reply() {
     let args = ["--rate", "20", "--connections", "2", "--duration", "1s"];
     let (_, out, err, r, secs) = timed(&["load", "http", &url], &args, "hostile-twice");
     let res = &r["result"];
-    let (sent, unsolicited) = (n(&res["sent"]), n(&res["errors"]["unsolicited"]));
+    let (sent, unsolicited) = (n(&res["sent"]), unsolicited(res));
     assert!(sent >= 10, "{err}{res}");
+    // A response on an idle connection fails no request: it is the connection's failure
+    // (answered and failed requests never add up to more than were sent).
+    let answered: u64 = ["s2xx", "s3xx", "s4xx", "s5xx", "other"]
+        .iter()
+        .map(|k| n(&res["status"][*k]))
+        .sum();
+    let failed: u64 = res["errors"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, v)| n(v))
+        .sum();
+    assert!(
+        answered + failed <= sent,
+        "{answered} + {failed} > {sent}: {res}"
+    );
     // Every request's second response is caught: in the read that ended its reply (the
     // request fails) or on the idle connection after it.
     assert!(

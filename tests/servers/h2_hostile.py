@@ -19,6 +19,10 @@ by hand with struct. Usage: h2_hostile.py MODE [COUNT_FILE]; it listens on a fre
                 closes once the client does; answers nothing. With COUNT_FILE it writes
                 there the requests (HEADERS) it received in all, at each.
   badsettings   SETTINGS_MAX_FRAME_SIZE 100 (a connection error in the SETTINGS exchange).
+  goaways       answers each connection's first request, then sends 500 GOAWAY frames
+                (last stream that request's, INTERNAL_ERROR) at once.
+  closeddata    answers each connection's first request, then floods empty DATA frames
+                with END_STREAM on its stream, closed already.
 """
 
 import socket
@@ -135,6 +139,14 @@ def on_request(c, sid):
         c.send(frame(HEADERS, 0, sid, piece))
         threading.Thread(target=c.flood, args=(frame(CONTINUATION, 0, sid, piece) * 8,),
                          daemon=True).start()
+    elif MODE in ("goaways", "closeddata") and not getattr(c, "started", False):
+        c.started = True
+        c.send(frame(HEADERS, END_HEADERS, sid, b"\x88") + frame(DATA, END_STREAM, sid, b"ok"))
+        if MODE == "goaways":
+            c.send(frame(GOAWAY, 0, 0, struct.pack(">II", sid, 0x2)) * 500)
+        else:
+            threading.Thread(target=c.flood, args=(frame(DATA, END_STREAM, sid) * 2000,),
+                             daemon=True).start()
     elif MODE == "goaway0" and not getattr(c, "gone", False):
         c.gone = True
         c.send(frame(GOAWAY, 0, 0, struct.pack(">II", 0, 0)))

@@ -53,9 +53,9 @@ pub struct ErrorKinds {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tls: u64,
     /// A protocol error of its own kind, [`UNSOLICITED`]: an HTTP/1.1 response no request
-    /// asked for (bytes after a whole reply, failing the request it followed; or bytes on
-    /// a connection with no request in flight, failing none). Each closed its connection.
-    /// 0 in older records.
+    /// asked for. In `errors`: bytes after a whole reply, failing the request it followed;
+    /// in `connect_errors`: bytes on a connection with no request in flight, failing no
+    /// request. Each closed its connection. 0 in older records.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unsolicited: u64,
 }
@@ -132,13 +132,14 @@ pub struct LoadHttpResult {
     /// Final replies, by status class.
     pub status: StatusClasses,
     /// Requests that failed, by kind (a request written, or due, whose connection failed
-    /// or whose reply did not come or was not HTTP), and, as `protocol`, responses no
-    /// request asked for (HTTP/1.1: bytes on a connection with no request in flight;
-    /// each closed its connection). Records before connects were counted apart hold
-    /// connect failures here too.
+    /// or whose reply did not come or was not HTTP, or was followed by bytes no request
+    /// asked for: `unsolicited`). Records before connects were counted apart hold connect
+    /// failures here too.
     pub errors: ErrorKinds,
     /// Connects that failed, by kind (refused, timed out, reset, a TLS handshake that
-    /// failed): no request was written on them.
+    /// failed), and connections closed for the server's fault while no request of theirs
+    /// was in flight (HTTP/1.1: a response no request asked for, `unsolicited`; HTTP/2: a
+    /// GOAWAY with an error, a flood): no request failed with them.
     #[serde(default, skip_serializing_if = "ErrorKinds::is_none")]
     pub connect_errors: ErrorKinds,
     /// Requests still waiting for their reply when the grace after the end ran out (the

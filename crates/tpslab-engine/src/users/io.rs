@@ -123,8 +123,11 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             Ok(0) => self.close(u),
             Ok(n) => {
                 self.sh.read(&mut self.local, n);
+                // The connection's failure, no request's: counted with the failed connects
+                // (answered and failed requests never add up to more than were sent).
                 let kind = P::UNSOLICITED.unwrap_or("bytes with no request in flight");
-                self.sh.failed(&mut self.local, mono_ns(), kind, false);
+                let kind = format!("connect: {kind}");
+                self.sh.failed(&mut self.local, mono_ns(), &kind, false);
                 self.close(u);
                 self.back_off(u, i);
             }

@@ -189,7 +189,15 @@ impl<B: Books> Loop<'_, '_, B> {
                 flow,
                 data,
             } => {
-                if data.is_empty() && !end {
+                if !c.streams.contains_key(&stream)
+                    && (stream.is_multiple_of(2) || stream >= c.next_sid)
+                {
+                    // RFC 9113 5.1: DATA on an idle stream is a connection error.
+                    return Err(format!("http2: DATA on idle stream {stream}").into());
+                }
+                if data.is_empty() && (!end || !c.streams.contains_key(&stream)) {
+                    // Nothing carried, nothing ended: an empty frame (END_STREAM on a
+                    // stream closed already ends nothing).
                     c.guard.frame(Flood::Empty, now)?;
                 }
                 c.recv_unacked += flow;
@@ -220,7 +228,7 @@ impl<B: Books> Loop<'_, '_, B> {
                 if let Some(&i) = c.streams.get(&stream) {
                     let kind = format!("stream reset (RST_STREAM {})", h2::code_name(code));
                     self.stream_failed(i, &kind, mono_ns(), false);
-                } else if stream % 2 == 0 || stream >= c.next_sid {
+                } else if stream.is_multiple_of(2) || stream >= c.next_sid {
                     // RFC 9113 6.4: a reset of an idle stream is a connection error.
                     return Err(format!("http2: RST_STREAM on idle stream {stream}").into());
                 } else {
@@ -228,9 +236,20 @@ impl<B: Books> Loop<'_, '_, B> {
                 }
             }
             Frame::GoAway { last, code } => {
-                if c.goaway.is_some() {
-                    c.guard.frame(Flood::Empty, now)?;
-                }
+                let first = match c.goaway {
+                    None => true,
+                    // RFC 9113 6.8: a later GOAWAY never names a higher last stream.
+                    Some(was) if last > was => {
+                        return Err(format!(
+                            "http2: a GOAWAY's last stream {last} above the one before ({was})"
+                        )
+                        .into())
+                    }
+                    Some(_) => {
+                        c.guard.frame(Flood::Empty, now)?;
+                        false
+                    }
+                };
                 c.goaway = Some(last);
                 // Streams above `last` were not processed: sent again on a new connection,
                 // once; a request refused so a second time fails (`refused`).
@@ -273,11 +292,13 @@ impl<B: Books> Loop<'_, '_, B> {
                     );
                 }
                 let c = &mut self.conns[k];
-                if code != 0 && c.streams.is_empty() {
+                // The connection's failure, once (no request of it failed): a GOAWAY
+                // repeated counted again would make failures no request had.
+                if first && code != 0 && c.streams.is_empty() {
                     self.run.sched.failed(
                         &mut self.local,
                         mono_ns(),
-                        &format!("http2: GOAWAY {}", h2::code_name(code)),
+                        &format!("connect: http2: GOAWAY {}", h2::code_name(code)),
                         false,
                     );
                 }
@@ -295,12 +316,24 @@ impl<B: Books> Loop<'_, '_, B> {
         end_stream: bool,
         st: Option<u16>,
     ) -> Result<(), Fault> {
-        let Some(&i) = self.conns[k].streams.get(&stream) else {
+        let now = || mono_ns();
+        let c = &mut self.conns[k];
+        let Some(&i) = c.streams.get(&stream) else {
+            if stream.is_multiple_of(2) || stream >= c.next_sid {
+                // RFC 9113 5.1: HEADERS on an idle stream (the server cannot open one).
+                return Err(format!("http2: HEADERS on idle stream {stream}").into());
+            }
+            // A reply's headers on a stream closed already (cancelled at its timeout):
+            // nothing to do, and counted as an empty frame.
+            c.guard.frame(Flood::Empty, now())?;
             return Ok(());
         };
         let u = &mut self.scheds[i];
         match st {
-            Some(s) if (100..200).contains(&s) => {}
+            Some(s) if (100..200).contains(&s) => {
+                // An interim reply: as many as the budget of frames that advance nothing.
+                c.guard.frame(Flood::Empty, now())?;
+            }
             Some(s) if u.status == 0 => u.status = s,
             None if u.status == 0 => {
                 let now = mono_ns();

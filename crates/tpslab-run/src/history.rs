@@ -46,12 +46,12 @@ fn not_ours(p: &std::path::Path, why: impl std::fmt::Display) -> anyhow::Error {
 /// Checks the history's folder `dir` (making it, 0700, when `create`): reached without a
 /// planted link, every folder on the way one only this user or root can change (SQLite
 /// opens the database by name, so the path must name the same file when it does: see
-/// [`crate::outfile::walk::chain_ok`]), the folder itself this user's and writable by
+/// [`crate::walk::chain_ok`]), the folder itself this user's and writable by
 /// neither group nor others (another user could plant the database, its `-wal` or its
 /// `-shm` there). Errors: one line naming the folder and why; the history is then not
 /// used (a run says so on stderr and keeps its exit code).
 fn folder_ours(dir: &std::path::Path, create: bool) -> Result<()> {
-    use crate::outfile::walk;
+    use crate::walk;
     let no = |why: &dyn std::fmt::Display| {
         anyhow!(
             "history folder {}: {why}; the history is not used there (make the folder this \

@@ -33,6 +33,7 @@ pub mod server_proc;
 pub mod sweep;
 pub mod tcp;
 pub mod udp;
+pub mod walk;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -21,9 +21,10 @@
 //! mounts, not ours. At most [`walk::MAX_LINKS`] links are followed for one path in all.
 
 mod record;
-pub mod walk;
+
 pub use record::{json_stream, json_stream_http, write_files, Extra, Written};
 
+use crate::walk::{self, Folder, How};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
@@ -31,7 +32,6 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use walk::{Folder, How};
 
 /// Why an output file was not written: one line, naming the flag and the path.
 #[derive(Debug)]

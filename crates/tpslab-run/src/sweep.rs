@@ -86,11 +86,11 @@ pub fn prepare(plan: Option<Plan>, out: &Path) -> Result<Plan> {
 
 /// `--out` is the user's own folder (reached without a planted link, owned by this user,
 /// writable by neither group nor others, every folder above it one only this user or root
-/// can change: [`crate::outfile::walk::chain_ok`]): its plan.json names the command
+/// can change: [`crate::walk::chain_ok`]): its plan.json names the command
 /// `--resume` runs (`server_cmd`) and its plan and records are read and written by name
 /// after this check, so a folder another user can write to, or swap on the way, is refused.
 fn own_folder(dir: &Path) -> Result<()> {
-    use crate::outfile::walk;
+    use crate::walk;
     let chain = walk::How {
         create: None,
         chain: true,

@@ -112,17 +112,24 @@ impl<B: Books> Loop<'_, '_, B> {
     }
 
     /// Closes connection `k` (its streams must be gone already): made again at once, or
-    /// after a back-off (the timeout, at most 100 ms) following a failure.
+    /// after a back-off following a failure: 1 ms after a connection that answered, else
+    /// twice the slot's last, up to 1 s ([`crate::users::next_backoff`]), each counted
+    /// ([`Books::backed_off`]: the record's `reconnect_backoffs`).
     pub(super) fn close(&mut self, k: usize, back_off: bool) {
         let now = mono_ns();
         // The schedules waiting for a stream of this connection wait on for the next, their
         // waits (and timeouts) counted from when they began.
+        let c = &mut self.conns[k];
+        if c.served {
+            c.backoff_ns = 0;
+        }
         let retry_at = if back_off {
-            now + self.timeout_ns.min(100_000_000)
+            c.backoff_ns = crate::users::next_backoff(c.backoff_ns);
+            self.run.sched.backed_off(&mut self.local);
+            now + c.backoff_ns
         } else {
             now
         };
-        let c = &mut self.conns[k];
         // Streams still listed: none when called right; their schedules go on.
         for (_, i) in c.streams.drain() {
             self.scheds[i].sid = 0;

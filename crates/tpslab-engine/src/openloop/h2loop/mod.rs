@@ -184,6 +184,10 @@ struct Conn {
     guard: guard::Guard,
     /// A reply came on it (else a GOAWAY or close makes it again after a back-off).
     served: bool,
+    /// The slot's last back-off before a connect, ns (0: none since a reply came): the
+    /// next is twice it, 1 ms to 1 s ([`crate::users::next_backoff`], as HTTP/1.1's
+    /// users); kept when the connection is made again.
+    backoff_ns: u64,
     /// Its read budget ran out with TLS plaintext perhaps left in the session: read again
     /// at the loop's next turn (no readiness event would say so).
     more: bool,
@@ -222,12 +226,14 @@ impl Conn {
             goaway: None,
             guard: guard::Guard::default(),
             served: false,
+            backoff_ns: 0,
             more: false,
         }
     }
 
     /// Closed, to be made again from `retry_at` (ns): every field as [`Conn::new`] has it
-    /// but the schedules waiting (they wait on for the next connection) and a new `gen`
+    /// but the schedules waiting (they wait on for the next connection), the back-off
+    /// and a new `gen`
     /// (events of the old socket are ignored). Its buffers are emptied, not freed: a
     /// connection slot allocates its 64 KiB read buffer once, not at every reconnect.
     fn reset(&mut self, retry_at: u64) {
@@ -263,6 +269,7 @@ impl Conn {
             goaway,
             guard,
             served,
+            backoff_ns: _,
             more,
         } = self;
         *state = CState::Closed;

@@ -11,16 +11,24 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A throwaway user (no home, no login), deleted on drop, also when the test fails.
+/// A throwaway user (no home, no login), deleted on drop, also when the test fails. One at
+/// a time in this process: the tests run in parallel, and two `useradd`s at once contend
+/// for /etc/passwd's lock (and once shared this name: "already exists").
 struct User {
     name: String,
     uid: u32,
     gid: u32,
+    _one: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_USER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl User {
     fn new() -> User {
-        let name = format!("tpslab-t{}", std::process::id());
+        let one = ONE_USER.lock().unwrap_or_else(|e| e.into_inner());
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("tpslab-t{}-{n}", std::process::id());
         let o = Command::new("useradd")
             .args(["-M", "-N", "-s", "/usr/sbin/nologin", &name])
             .output()
@@ -35,7 +43,12 @@ impl User {
             String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
         };
         let (uid, gid) = (id("-u"), id("-g"));
-        User { name, uid, gid }
+        User {
+            name,
+            uid,
+            gid,
+            _one: one,
+        }
     }
 
     /// Runs `argv` as this user (`setpriv`, no supplementary groups).

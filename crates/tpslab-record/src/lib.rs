@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod bdp;
+pub mod budget;
 pub mod buffer;
 pub mod capacity;
 pub mod compare;

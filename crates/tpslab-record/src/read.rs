@@ -8,7 +8,11 @@
 //! envelope's fields); a ramp's two halves (the run and its analysis) read it once each.
 //! Series are refused while they are read once longer than any command writes
 //! ([`bounded_vec`]), so a hostile file cannot make a reader hold them first.
+//! Every other list and map is charged while it is read against one budget for the whole
+//! text ([`crate::budget`]: twice its length plus 64 MiB), so a file of many tiny items
+//! that become large values is refused before it holds many times its size.
 
+use crate::budget::{self, budget_for, Budget};
 use crate::envelope::{Body, DiagnoseRecord, Meta, NotVerified, RampReport, Record, RecordError};
 use crate::envelope::{DIAGNOSE_SCHEMA_V1, RECORD_SCHEMA, RUN_SCHEMA_V1};
 use crate::run::RunRecord;
@@ -41,10 +45,16 @@ impl Record {
     /// Reads a record of any schema in [`crate::READABLE_SCHEMAS`] and checks it
     /// ([`Record::check`]); another schema is an error naming it and the ones read.
     /// Memory: the text plus the record's types (each part read straight from the text;
-    /// series longer than any command writes refused while read). Errors: not JSON or not
+    /// series longer than any command writes refused while read; all lists' items at most
+    /// [`crate::budget::budget_for`] the text's length). Errors: not JSON or not
     /// a record's shape ([`RecordError::Parse`], with serde's line and column), a schema
     /// not read ([`RecordError::Schema`]), what no run writes ([`RecordError::Invalid`]).
     pub fn from_json(text: &str) -> Result<Record, RecordError> {
+        Record::from_json_within(text, &Budget::new(budget_for(text.len())))
+    }
+
+    /// [`Record::from_json`] with the record's lists charged to `budget`.
+    pub(crate) fn from_json_within(text: &str, budget: &Budget) -> Result<Record, RecordError> {
         #[derive(Deserialize)]
         struct Head {
             #[serde(default)]
@@ -52,16 +62,16 @@ impl Record {
             kind: Option<String>,
             meta: Option<Meta>,
         }
-        let head: Head = serde_json::from_str(text)?;
+        let head: Head = budget::from_str(text, budget)?;
         let rec = match head.schema.as_str() {
             RECORD_SCHEMA => {
                 let missing = <serde_json::Error as de::Error>::missing_field;
                 let kind = head.kind.ok_or_else(|| missing("kind"))?;
                 let meta = head.meta.ok_or_else(|| missing("meta"))?;
-                Record::with_meta(meta, body(&kind, text)?)
+                Record::with_meta(meta, body(&kind, text, budget)?)
             }
             RUN_SCHEMA_V1 => {
-                let V1Run(r) = serde_json::from_str(text)?;
+                let V1Run(r) = budget::from_str(text, budget)?;
                 let watch = r.argv.get(1).is_some_and(|c| c == "watch");
                 Record::new(if watch {
                     Body::Watch(r)
@@ -70,7 +80,7 @@ impl Record {
                 })
             }
             DIAGNOSE_SCHEMA_V1 => {
-                let d: DiagnoseV1 = serde_json::from_str(text)?;
+                let d: DiagnoseV1 = budget::from_str(text, budget)?;
                 Record::new(Body::Diagnose(d.into()))
             }
             _ => return Err(RecordError::Schema { found: head.schema }),
@@ -81,30 +91,30 @@ impl Record {
 }
 
 /// The body of kind `kind`, read from the record's whole text (its type ignores the
-/// envelope's fields).
-fn body(kind: &str, text: &str) -> Result<Body, serde_json::Error> {
-    fn part<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<T> {
-        serde_json::from_str(text)
+/// envelope's fields), its lists charged to `budget`.
+fn body(kind: &str, text: &str, budget: &Budget) -> Result<Body, serde_json::Error> {
+    fn part<'a, T: Deserialize<'a>>(text: &'a str, budget: &Budget) -> serde_json::Result<T> {
+        budget::from_str(text, budget)
     }
     Ok(match kind {
-        "udp_run" => Body::UdpRun(part(text)?),
-        "watch" => Body::Watch(part(text)?),
-        "diagnose" => Body::Diagnose(part(text)?),
+        "udp_run" => Body::UdpRun(part(text, budget)?),
+        "watch" => Body::Watch(part(text, budget)?),
+        "diagnose" => Body::Diagnose(part(text, budget)?),
         "ramp" => Body::Ramp(RampReport {
-            run: part(text)?,
-            analysis: part(text)?,
+            run: part(text, budget)?,
+            analysis: part(text, budget)?,
         }),
-        "sweep" => Body::Sweep(part(text)?),
-        "serve" => Body::Serve(part(text)?),
-        "tcp" => Body::Tcp(part(text)?),
-        "serve_tcp" => Body::ServeTcp(part(text)?),
-        "doctor" => Body::Doctor(part(text)?),
-        "bdp" => Body::Bdp(part(text)?),
-        "probe_idle" => Body::ProbeIdle(part(text)?),
-        "probe_pool" => Body::ProbePool(part(text)?),
-        "load_http" => Body::LoadHttp(part(text)?),
-        "compare" => Body::Compare(part(text)?),
-        "capacity" => Body::Capacity(part(text)?),
+        "sweep" => Body::Sweep(part(text, budget)?),
+        "serve" => Body::Serve(part(text, budget)?),
+        "tcp" => Body::Tcp(part(text, budget)?),
+        "serve_tcp" => Body::ServeTcp(part(text, budget)?),
+        "doctor" => Body::Doctor(part(text, budget)?),
+        "bdp" => Body::Bdp(part(text, budget)?),
+        "probe_idle" => Body::ProbeIdle(part(text, budget)?),
+        "probe_pool" => Body::ProbePool(part(text, budget)?),
+        "load_http" => Body::LoadHttp(part(text, budget)?),
+        "compare" => Body::Compare(part(text, budget)?),
+        "capacity" => Body::Capacity(part(text, budget)?),
         _ => return Err(de::Error::unknown_variant(kind, KINDS)),
     })
 }

@@ -551,7 +551,7 @@ fn a_hung_up_terminal_ends_a_live_run() {
 
 /// `load http --live` under tmux against `serve http` started by the same shell: the view
 /// shows intended vs achieved requests/s and the connections; `q` mid-run ends the run as
-/// Ctrl-C does (`load http` exits 0 then: its record says it was interrupted), the record
+/// Ctrl-C does (exit 130 as every command, docs/ci.md), the record
 /// written whole and marked interrupted, the terminal given back, the report printed.
 #[test]
 fn q_ends_a_live_load_http_like_ctrl_c() {
@@ -607,7 +607,7 @@ fn q_ends_a_live_load_http_like_ctrl_c() {
     .unwrap_or_else(|| panic!("still paused after 'p?' again:\n{}", screen()));
 
     // `q` mid-run: the run ends long before its 20 s.
-    let stderr = tm.quit_with_q_exit(&rc, &err, Duration::from_secs(6), "0");
+    let stderr = tm.quit_with_q_exit(&rc, &err, Duration::from_secs(6), "130");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     // The record: whole, interrupted, requests answered.

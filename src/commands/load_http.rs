@@ -13,7 +13,8 @@ use crate::out;
 
 /// Runs `tpslab load http`: the plan's line, the run, the record and its report. A run
 /// in which nothing was answered (HTTP/1.1 or HTTP/2 alike) is an error (exit 2, one
-/// line naming the failures by kind) after its record is kept.
+/// line naming the failures by kind) after its record is kept; an interrupted one exits
+/// 130.
 pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     if a.live {
@@ -56,5 +57,11 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     if let Some(why) = l.nothing_answered(rec.meta.interrupted) {
         bail!(why);
     }
-    Ok(ExitCode::SUCCESS)
+    // Interrupted (Ctrl-C, `q` in the live view): 130 as every command (docs/ci.md),
+    // after the record of what ran was kept.
+    Ok(if rec.meta.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

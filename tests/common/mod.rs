@@ -500,6 +500,17 @@ pub fn wait_listening(port: u16, what: &str) {
 /// this test's own (`-p`): index.html ("hello world\n") at /, 503 at /busy. Killed by PID.
 #[allow(dead_code)]
 pub fn nginx(tag: &str) -> Option<(Kill, u16)> {
+    nginx_listening(tag, "")
+}
+
+/// [`nginx`] speaking HTTP/2 over plain TCP (h2c, prior knowledge) on its port.
+#[allow(dead_code)]
+pub fn nginx_h2c(tag: &str) -> Option<(Kill, u16)> {
+    nginx_listening(tag, " http2")
+}
+
+/// [`nginx`] with `listen_opts` after its address (e.g. ` http2`).
+fn nginx_listening(tag: &str, listen_opts: &str) -> Option<(Kill, u16)> {
     if !need(tag, "/usr/sbin/nginx") {
         return None;
     }
@@ -518,7 +529,7 @@ pub fn nginx(tag: &str) -> Option<(Kill, u16)> {
              http {{\n access_log off;\n keepalive_requests 1000000;\n\
              client_body_temp_path {d}/body;\n proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\n uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
-             server {{\n  listen 127.0.0.1:{port};\n  root {d}/html;\n\
+             server {{\n  listen 127.0.0.1:{port}{listen_opts};\n  root {d}/html;\n\
              location = /busy {{ return 503; }}\n }}\n}}\n"
         ),
     )

@@ -12,6 +12,11 @@ export TPSLAB_SKIP_LIST="${TPSLAB_SKIP_LIST:-$PWD/target/tpslab-skipped.txt}"
 mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 : > "$TPSLAB_SKIP_LIST"
 
+# One lock for every test that changes host-wide state or checks it unchanged, shared by
+# every test binary and by the suite of another clone on this host (tests/common/mod.rs
+# host_lock; tpslab waits for it before it changes a setting).
+export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
+
 status=0
 cargo test --workspace --release --no-fail-fast "$@" || status=$?
 

@@ -609,6 +609,8 @@ fn rmem_default() -> String {
 
 #[test]
 fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     let test =
         "capacity::fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it";
     if !ready(test) {
@@ -630,6 +632,7 @@ fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it()
     let json = common::tmp("capacity_fix_and_retry.json");
     let _ = std::fs::remove_file(&json);
     let mut c = ns.command("chrt");
+    common::free_of_host_lock(&mut c);
     c.env("XDG_DATA_HOME", common::history_home())
         .args(["-f", "5", env!("CARGO_BIN_EXE_tpslab"), "capacity", "udp"])
         .args(["--server-cmd", &server, "--fix-and-retry"])

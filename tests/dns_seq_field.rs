@@ -132,6 +132,8 @@ fn dns_ids_match_every_reply_and_ledger_balances() {
 
 #[test]
 fn overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if !can_run("overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket") {
         return;
     }

@@ -53,6 +53,8 @@ fn empty_root(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn s1_tree_findings_with_their_evidence() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if !common::can_netns("s1_tree_findings_with_their_evidence") {
         return;
     }
@@ -212,6 +214,8 @@ fn for_tcp_agrees_with_bdp() {
 /// the whole burst, x2, in pages.
 #[test]
 fn for_udp_sizes_the_buffer_from_this_kernels_truesize() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if !common::can_netns("for_udp_sizes_the_buffer_from_this_kernels_truesize") {
         return;
     }

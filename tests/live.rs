@@ -184,6 +184,8 @@ fn q(p: &Path) -> String {
 
 #[test]
 fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     const NAME: &str = "q_under_a_real_terminal_ends_the_run_like_ctrl_c";
     if !common::can_netns(NAME) {
         return;
@@ -193,7 +195,7 @@ fn q_under_a_real_terminal_ends_the_run_like_ctrl_c() {
     let state = dir.join("state");
     let (before_tty, after_tty) = (dir.join("tty.before"), dir.join("tty.after"));
     let script = format!(
-        "stty -g > {bt}; env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} ip netns exec {ns} {bin} \
+        "stty -g > {bt}; env -u TPSLAB_HOST_LOCK TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} ip netns exec {ns} {bin} \
          run udp --rate 5000 --duration 20s --interval 50ms --no-history --live --json {rec} \
          2> {err}; echo $? > {rc}; stty -g > {at}; sleep 30",
         bt = q(&before_tty),
@@ -396,6 +398,8 @@ fn q_ends_a_live_ramp_like_ctrl_c() {
 /// left changed.
 #[test]
 fn q_ends_a_live_capacity_search_like_ctrl_c() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     const NAME: &str = "q_ends_a_live_capacity_search_like_ctrl_c";
     if !common::can_netns(NAME) {
         return;
@@ -405,7 +409,7 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
     // Steps of 0.2 + 0.6 s from 2k pps doubling up to 64k: q comes at the third.
     let script = format!(
         "ip netns exec {ns} sh -c '{bin} serve udp --bind 127.0.0.1:9000 --duration 60s \
-         >/dev/null 2>&1 & srv=$!; sleep 0.3; env TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} \
+         >/dev/null 2>&1 & srv=$!; sleep 0.3; env -u TPSLAB_HOST_LOCK TPSLAB_STATE_DIR={st} XDG_DATA_HOME={st} \
          {bin} capacity udp 127.0.0.1:9000 --start-rate 2k --max-rate 64k \
          --step-duration 600ms --warmup 200ms --drain 100ms --interval 50ms --no-history \
          --live --json {rec} 2> {err}; echo $? > {rc}; kill $srv'; sleep 30",
@@ -472,6 +476,8 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
 /// marked interrupted, no host setting left changed.
 #[test]
 fn a_hung_up_terminal_ends_a_live_run() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     const NAME: &str = "a_hung_up_terminal_ends_a_live_run";
     if !common::can_netns(NAME) {
         return;
@@ -481,7 +487,7 @@ fn a_hung_up_terminal_ends_a_live_run() {
     let state = dir.join("state");
     let pid = dir.join("pid");
     let script = format!(
-        "trap '' HUP; sh -c 'echo $$ > {pid}; exec env TPSLAB_STATE_DIR={st} \
+        "trap '' HUP; sh -c 'echo $$ > {pid}; exec env -u TPSLAB_HOST_LOCK TPSLAB_STATE_DIR={st} \
          XDG_DATA_HOME={st} ip netns exec {ns} {bin} run udp --rate 5000 --duration 20s \
          --interval 50ms --no-history --live --json {rec}' 2> {err}; echo $? > {rc}",
         pid = pid.display(),

@@ -433,6 +433,8 @@ kill -INT $s; wait $s
 
 #[test]
 fn deb_installs_works_and_leaves_nothing() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if cfg!(debug_assertions) {
         common::skip(
             TEST,

@@ -122,6 +122,8 @@ const SWEEP: &[&str] = &[
 
 #[test]
 fn a_planted_folder_is_refused_for_every_output_before_the_run() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     let test = "a_planted_folder_is_refused_for_every_output_before_the_run";
     if !common::root(test, "to make a user and a netns")
         || !common::need(test, "/usr/sbin/useradd")
@@ -268,6 +270,8 @@ fn bdp_with_history(xdg: &Path) -> String {
 
 #[test]
 fn a_history_folder_others_can_change_is_not_used() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     let test = "a_history_folder_others_can_change_is_not_used";
     if !common::root(test, "to make a user") || !common::need(test, "/usr/sbin/useradd") {
         return;

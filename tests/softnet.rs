@@ -97,6 +97,7 @@ fn diagnose_cmd(
 ) -> Command {
     // The generator on CPU 0, the server and lo's softirq on CPU 1.
     let mut c = ns.command("taskset");
+    common::free_of_host_lock(&mut c);
     c.env("TPSLAB_STATE_DIR", state)
         .env("XDG_DATA_HOME", common::history_home())
         .args(["-c", "0", env!("CARGO_BIN_EXE_tpslab")]);
@@ -126,6 +127,8 @@ fn diagnose_cmd(
 
 #[test]
 fn softnet_backlog_overflow_is_named_fixed_and_restored() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     let _serial = common::serial();
     let Some((ns, srv)) = setup("softnet_backlog_overflow_is_named_fixed_and_restored") else {
         return;
@@ -224,6 +227,8 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
 
 #[test]
 fn host_setting_left_by_a_killed_run_is_restored_at_next_start() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     let _serial = common::serial();
     let Some((ns, srv)) = setup("host_setting_left_by_a_killed_run_is_restored_at_next_start")
     else {

@@ -36,6 +36,8 @@ fn effect<'a>(result: &'a Value, change: &str) -> &'a Value {
 
 #[test]
 fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if !common::can_netns("sweep_separates_a_real_effect_from_a_noop_and_restores_the_host") {
         return;
     }
@@ -46,42 +48,60 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     let out = tmp("sweep-effect");
     let json = tmp("sweep-effect.json");
     let csv = tmp("sweep-effect.csv");
-    let _ = std::fs::remove_dir_all(&out);
-    let mut c = ns.tpslab();
-    c.env("TPSLAB_STATE_DIR", tmp("state-sweep"));
-    // Baseline: a buffer that holds the bursts (no loss). rcvbuf=8192 overflows on every
-    // burst; busy_read only acts on NIC queues with busy polling, not on loopback.
-    c.args([
-        "sweep",
-        "--factor",
-        "rcvbuf=16000000,8192",
-        "--factor",
-        "net.core.busy_read=0,50",
-        "--factor",
-        "cpus=all,1",
-        "--factor",
-        "sched=other,fifo:10",
-        "--repeat",
-        "3",
-        "--burst",
-        "1000",
-        "--burst-interval",
-        "20ms",
-        "--duration",
-        "600ms",
-        "--warmup",
-        "200ms",
-        "--seed",
-        "42",
-        "--out",
-    ])
-    .arg(&out)
-    .arg("--json")
-    .arg(&json)
-    .arg("--csv")
-    .arg(&csv);
-    let o = run(c);
-    assert!(o.status.success());
+    // A cell every run of which missed the generator's schedule (a busy host) has no
+    // figures to compare: the sweep is run again, at most twice, then the test is counted
+    // as spoiled by the machine.
+    let test = "sweep_separates_a_real_effect_from_a_noop_and_restores_the_host";
+    let Some(o) = common::retry(test, 2, || {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut c = ns.tpslab();
+        c.env("TPSLAB_STATE_DIR", tmp("state-sweep"));
+        // Baseline: a buffer that holds the bursts (no loss). rcvbuf=8192 overflows on every
+        // burst; busy_read only acts on NIC queues with busy polling, not on loopback.
+        c.args([
+            "sweep",
+            "--factor",
+            "rcvbuf=16000000,8192",
+            "--factor",
+            "net.core.busy_read=0,50",
+            "--factor",
+            "cpus=all,1",
+            "--factor",
+            "sched=other,fifo:10",
+            "--repeat",
+            "3",
+            "--burst",
+            "1000",
+            "--burst-interval",
+            "20ms",
+            "--duration",
+            "600ms",
+            "--warmup",
+            "200ms",
+            "--seed",
+            "42",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv);
+        let o = run(c);
+        assert!(o.status.success());
+        let r = record(&json);
+        for cell in r["result"]["cells"].as_array().unwrap() {
+            if cell["figures"]["loss_pct"].is_null() {
+                return Err(format!(
+                    "every run of cell {} missed the generator's schedule",
+                    cell["cell"]
+                ));
+            }
+        }
+        Ok(o)
+    }) else {
+        return;
+    };
     common::assert_report_reproduces(&json, &o.stdout);
     // The CSV is the report layer's table of the record: one row per run.
     let table = std::fs::read_to_string(&csv).expect("--csv written");
@@ -191,6 +211,8 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
 
 #[test]
 fn killed_sweep_restores_the_host_at_next_start_and_resumes() {
+    // Changes host-wide state or checks it unchanged: under the suite's host lock.
+    let _host = common::host_lock();
     if !common::can_netns("killed_sweep_restores_the_host_at_next_start_and_resumes") {
         return;
     }

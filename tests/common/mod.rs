@@ -163,6 +163,7 @@ impl NetNs {
     pub fn tpslab(&self) -> Command {
         let mut c = self.command(env!("CARGO_BIN_EXE_tpslab"));
         c.env("XDG_DATA_HOME", history_home());
+        free_of_host_lock(&mut c);
         c
     }
 }
@@ -182,11 +183,60 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// tpslab outside any namespace (its history in [`history_home`]).
+/// tpslab outside any namespace (its history in [`history_home`]; without
+/// `TPSLAB_HOST_LOCK` when this thread holds [`host_lock`]).
 pub fn tpslab() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tpslab"));
     c.env("XDG_DATA_HOME", history_home());
+    free_of_host_lock(&mut c);
     c
+}
+
+thread_local! {
+    static HOLDS_HOST_LOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The suite's host lock, held while a test changes host-wide state (sysctls, packages,
+/// users) or checks it unchanged: an exclusive `flock` on `$TPSLAB_HOST_LOCK` (test.sh
+/// sets it to one path for every test binary and every clone's suite on this host), else
+/// /tmp/tpslab-host-settings.lock. tpslab waits for the same lock before it changes a
+/// setting; the tpslab this thread starts through [`tpslab`] or [`NetNs::tpslab`] runs
+/// without the variable (the test holds the lock for it; a command built otherwise
+/// takes [`free_of_host_lock`]).
+pub struct HostLock {
+    _file: std::fs::File,
+}
+
+#[allow(dead_code)]
+pub fn host_lock() -> HostLock {
+    let path = std::env::var_os("TPSLAB_HOST_LOCK").map_or_else(
+        || PathBuf::from("/tmp/tpslab-host-settings.lock"),
+        PathBuf::from,
+    );
+    let f = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("open the host lock {}: {e}", path.display()));
+    f.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
+    HOLDS_HOST_LOCK.with(|h| h.set(true));
+    HostLock { _file: f }
+}
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        HOLDS_HOST_LOCK.with(|h| h.set(false));
+    }
+}
+
+/// `c` without `TPSLAB_HOST_LOCK` when this thread holds [`host_lock`] (its tpslab would
+/// otherwise wait for the lock its own test holds).
+pub fn free_of_host_lock(c: &mut Command) {
+    if HOLDS_HOST_LOCK.with(|h| h.get()) {
+        c.env_remove("TPSLAB_HOST_LOCK");
+    }
 }
 
 /// Where the tests' tpslab keeps its history (XDG_DATA_HOME): under this test process's

@@ -107,6 +107,65 @@ fn try_lock() -> Result<Option<File>, EngineError> {
     }
 }
 
+/// How long a change waits for `$TPSLAB_HOST_LOCK` ([`host_lock`]).
+pub const HOST_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `$TPSLAB_HOST_LOCK`, when set: the path of a file that a test suite or an orchestrator
+/// locks (`flock`, exclusive) while it changes host settings or checks them unchanged.
+/// A change waits for its exclusive lock (polled every 20 ms, at most [`HOST_LOCK_WAIT`])
+/// before taking tpslab's own; a holder that runs tpslab itself runs it without the
+/// variable. `None` when the variable is unset. Errors: the file cannot be opened (never
+/// through a link) or locked, or the wait ran out (naming the holders' PIDs from
+/// `/proc/locks`).
+fn host_lock() -> Result<Option<File>, EngineError> {
+    let Some(path) = std::env::var_os("TPSLAB_HOST_LOCK").map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| EngineError::os(format!("open $TPSLAB_HOST_LOCK {}", path.display()), e))?;
+    let start = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(Some(f)),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(EngineError::os(
+                    format!("lock $TPSLAB_HOST_LOCK {}", path.display()),
+                    e,
+                ))
+            }
+        }
+        if start.elapsed() >= HOST_LOCK_WAIT {
+            return Err(EngineError::Other(format!(
+                "waited {} s for $TPSLAB_HOST_LOCK {} (held by PID {:?})",
+                HOST_LOCK_WAIT.as_secs(),
+                path.display(),
+                lock_holders(&f)
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The PIDs holding an flock on `f`, from `/proc/locks` (empty when unreadable).
+fn lock_holders(f: &File) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(m), Ok(text)) = (f.metadata(), std::fs::read_to_string("/proc/locks")) else {
+        return vec![];
+    };
+    // The kernel's device number: major in bits 8-19 and 32-43, minor in 0-7 and 20-31.
+    let dev = m.dev();
+    let major = (((dev >> 8) & 0xfff) | ((dev >> 32) & 0xffff_f000)) as u32;
+    let minor = ((dev & 0xff) | ((dev >> 12) & 0xffff_ff00)) as u32;
+    tpslab_proc::locks::flock_holders(&text, major, minor, m.ino())
+}
+
 /// Writes `changes` back to their originals where they still hold the applied value.
 fn undo(j: &Journal) -> Restored {
     let mut r = Restored::default();
@@ -200,13 +259,17 @@ pub fn restore_now() -> Restored {
 /// Changed host settings; restores the originals on drop.
 pub struct HostGuard {
     _lock: File,
+    /// `$TPSLAB_HOST_LOCK`'s lock, when set and not held by an ancestor ([`host_lock`]).
+    _host: Option<File>,
 }
 
 impl HostGuard {
-    /// Journals the current values of `settings`, then applies them. Errors: another
-    /// tpslab is changing host settings, a setting cannot be read or written (the ones
-    /// already written are restored).
+    /// Journals the current values of `settings`, then applies them (first waiting for
+    /// `$TPSLAB_HOST_LOCK` when it is set: [`host_lock`]). Errors: another tpslab is
+    /// changing host settings, the host lock's wait ran out, a setting cannot be read or
+    /// written (the ones already written are restored).
     pub fn apply(settings: &[(String, String)]) -> Result<HostGuard, EngineError> {
+        let host = host_lock()?;
         let lock = try_lock()?.ok_or_else(|| {
             EngineError::Other(format!(
                 "another tpslab is changing host settings (lock {} held)",
@@ -252,7 +315,10 @@ impl HostGuard {
         };
         write().map_err(|e| EngineError::os(format!("write journal {}", path.display()), e))?;
         *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(j.clone());
-        let guard = HostGuard { _lock: lock };
+        let guard = HostGuard {
+            _lock: lock,
+            _host: host,
+        };
         for (i, c) in j.changes.iter().enumerate() {
             if let Err(e) = crate::env::write_sysctl(&c.name, &c.applied) {
                 // Only what was written is restored: the failed one never changed, so it
@@ -321,6 +387,18 @@ impl Drop for HostGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lock this process holds is found in /proc/locks under its PID (the device
+    /// number decoded as the kernel prints it).
+    #[test]
+    fn a_lock_is_found_with_its_holder() {
+        let path = std::env::temp_dir().join(format!("tpslab-guard-lock-{}", std::process::id()));
+        let f = File::create(&path).unwrap();
+        f.lock().unwrap();
+        assert_eq!(lock_holders(&f), vec![std::process::id()]);
+        drop(f);
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn values_are_read_as_the_kernel_reads_them() {

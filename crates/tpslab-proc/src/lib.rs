@@ -14,6 +14,7 @@ pub mod dev;
 pub mod ethtool;
 pub mod kallsyms;
 pub mod live;
+pub mod locks;
 pub mod meminfo;
 pub mod netstat;
 pub mod pid;

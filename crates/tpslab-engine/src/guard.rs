@@ -118,21 +118,27 @@ pub const HOST_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(6
 /// through a link) or locked, or the wait ran out (naming the holders' PIDs from
 /// `/proc/locks`).
 fn host_lock() -> Result<Option<File>, EngineError> {
-    let Some(path) = std::env::var_os("TPSLAB_HOST_LOCK").map(PathBuf::from) else {
-        return Ok(None);
-    };
+    match std::env::var_os("TPSLAB_HOST_LOCK") {
+        Some(path) => lock_waiting(&PathBuf::from(path), HOST_LOCK_WAIT).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// An exclusive flock on `path` (created 0600, never through a link), waited for at most
+/// `wait`, polled every 20 ms.
+fn lock_waiting(path: &std::path::Path, wait: std::time::Duration) -> Result<File, EngineError> {
     let f = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
+        .open(path)
         .map_err(|e| EngineError::os(format!("open $TPSLAB_HOST_LOCK {}", path.display()), e))?;
     let start = std::time::Instant::now();
     loop {
         match f.try_lock() {
-            Ok(()) => return Ok(Some(f)),
+            Ok(()) => return Ok(f),
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(EngineError::os(
@@ -141,10 +147,10 @@ fn host_lock() -> Result<Option<File>, EngineError> {
                 ))
             }
         }
-        if start.elapsed() >= HOST_LOCK_WAIT {
+        if start.elapsed() >= wait {
             return Err(EngineError::Other(format!(
-                "waited {} s for $TPSLAB_HOST_LOCK {} (held by PID {:?})",
-                HOST_LOCK_WAIT.as_secs(),
+                "waited {:.1} s for $TPSLAB_HOST_LOCK {} (held by PID {:?})",
+                wait.as_secs_f64(),
                 path.display(),
                 lock_holders(&f)
             )));
@@ -396,7 +402,27 @@ mod tests {
         let f = File::create(&path).unwrap();
         f.lock().unwrap();
         assert_eq!(lock_holders(&f), vec![std::process::id()]);
+        // Held (by another open file, as another process would): the wait runs out and
+        // names the holder; released, it is taken.
+        let e = lock_waiting(&path, std::time::Duration::from_millis(100))
+            .unwrap_err()
+            .to_string();
+        let me = std::process::id();
+        assert!(e.contains(&format!("held by PID [{me}]")), "{e}");
+        assert!(e.contains("waited 0.1 s"), "{e}");
+        let t = std::time::Instant::now();
+        let waiter = std::thread::spawn({
+            let path = path.clone();
+            move || lock_waiting(&path, std::time::Duration::from_secs(5)).map(|_| t.elapsed())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(150));
         drop(f);
+        let took = waiter.join().unwrap().unwrap();
+        assert!(took >= std::time::Duration::from_millis(150), "{took:?}");
+        // A link in its place is never followed.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &path).unwrap();
+        assert!(lock_waiting(&path, std::time::Duration::ZERO).is_err());
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -326,6 +326,7 @@ mod tests {
             uncorrected: Default::default(),
             first_tls_error: None,
             http2: None,
+            reply_gaps: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

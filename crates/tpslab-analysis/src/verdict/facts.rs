@@ -399,10 +399,10 @@ mod tests {
         }
     }
 
-    /// S1 against a JVM (java tests/servers/UdpServer.java, 3 s observed at 10 ms): the
-    /// one thread that serves datagrams and the JVM's ~20 helpers (compiler, GC,
-    /// finalizer, signal dispatcher, ...) parked in a futex the whole run with no CPU
-    /// time. Counted together they read "waiting on a lock"; the helpers are left out.
+    /// S1 against a JVM (after java tests/servers/UdpServer.java: 16 of its 20 threads,
+    /// main, GC, G1, VM Thread, Finalizer, ..., sat in a futex the whole run with no CPU
+    /// time): the one thread that serves datagrams and 20 helpers parked in a futex.
+    /// Counted together they read "waiting on a lock"; the helpers are left out.
     #[test]
     fn idle_threads_parked_in_one_wait_never_weigh_in_the_waits() {
         let mut threads = vec![thread(

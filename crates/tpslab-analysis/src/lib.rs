@@ -17,6 +17,7 @@ pub mod gate;
 pub mod idle;
 pub mod ledger;
 pub mod merge;
+pub mod nagle;
 pub mod nan;
 pub mod prelude;
 pub mod ramp;

@@ -21,6 +21,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         per_thread: vec![],
         tree_sampling: None,
         http2: None,
+        reply_gaps: None,
     }
 }
 

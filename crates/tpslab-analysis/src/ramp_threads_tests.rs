@@ -55,6 +55,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         per_thread,
         tree_sampling: None,
         http2: None,
+        reply_gaps: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn step(users: usize, tree_sampling: Option<TreeSampling>) -> StepResult {
         per_thread: vec![],
         tree_sampling,
         http2: None,
+        reply_gaps: None,
     }
 }
 

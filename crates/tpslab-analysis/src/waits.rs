@@ -169,6 +169,46 @@ impl ThreadWaitsExt for ThreadWaits {
     }
 }
 
+/// Idle over an observed run: its time on a CPU (schedstat) under
+/// [`crate::ramp_threads::IDLE_CPU_SHARE`] of the time it was sampled over, never seen
+/// running or runnable, and every sample in one wait class: parked the whole run (a JVM's
+/// compiler, GC and finalizer threads in a futex, a pool's spare threads). Never a
+/// thread whose time on a CPU was not read (no schedstat: `window_ns` 0), nor the
+/// exited threads' sum (tid 0).
+pub fn is_idle(t: &ThreadWait) -> bool {
+    let s = &t.states;
+    let classes = s.by_class.values().filter(|&&n| n > 0).count();
+    t.tid != 0
+        && s.window_ns > 0
+        && (s.on_cpu_ns as f64) < crate::ramp_threads::IDLE_CPU_SHARE * s.window_ns as f64
+        && s.running == 0
+        && s.by_class.get(&WaitClass::OnCpu).copied().unwrap_or(0) == 0
+        && classes == 1
+}
+
+/// `w` as a wait verdict reads it: its idle threads ([`is_idle`]) left out, the
+/// process's samples those of the other threads added together; with the count left
+/// out. `w` as it is (0 left out) when none is idle, or when every thread is (then there
+/// is nothing else to judge by).
+pub fn without_idle(w: &ThreadWaits) -> (std::borrow::Cow<'_, ThreadWaits>, usize) {
+    use std::borrow::Cow;
+    let idle = w.threads.iter().filter(|t| is_idle(t)).count();
+    if idle == 0 || idle == w.threads.len() {
+        return (Cow::Borrowed(w), 0);
+    }
+    let threads: Vec<ThreadWait> = w.threads.iter().filter(|t| !is_idle(t)).cloned().collect();
+    let mut process = ThreadStates::default();
+    for t in &threads {
+        process.merge(&t.states);
+    }
+    let kept = ThreadWaits {
+        process,
+        threads,
+        ..w.clone()
+    };
+    (Cow::Owned(kept), idle)
+}
+
 /// One thread of the watched server as a slow sample (every 100 ms) found it, for a live
 /// view: /proc/TID/task/TID/stat's state and where it waits.
 #[derive(Debug, Clone, PartialEq, Eq)]

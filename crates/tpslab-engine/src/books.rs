@@ -54,8 +54,17 @@ pub(crate) trait Books: Sync {
     /// closed for bytes no request asked for). Nothing by default.
     fn backed_off(&self, _l: &mut Self::Local) {}
     /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
-    /// `now`.
-    fn answered(&self, l: &mut Self::Local, intended: u64, t0: u64, now: u64, r: &Reply);
+    /// `now`, its first bytes read at `first` (a stream's; 0: not taken: a datagram, an
+    /// HTTP/2 stream, bytes read with an earlier reply's), ns.
+    fn answered(
+        &self,
+        l: &mut Self::Local,
+        intended: u64,
+        t0: u64,
+        first: u64,
+        now: u64,
+        r: &Reply,
+    );
     /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
     /// written whole was waiting for its reply.
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);

@@ -91,6 +91,9 @@ pub(crate) struct OpenLocal {
     first_tls_error: Option<String>,
     /// This loop's side of the per-interval stream.
     live: Option<live::LiveLocal>,
+    /// The replies by the time from their first byte to their last (response time from
+    /// the actual send).
+    gaps: tpslab_record::gaps::ReplyGaps,
 }
 
 impl OpenLocal {
@@ -115,6 +118,7 @@ impl OpenLocal {
             last: 0,
             first_tls_error: None,
             live: None,
+            gaps: Default::default(),
         }
     }
 
@@ -168,6 +172,7 @@ impl OpenLocal {
         if self.first_tls_error.is_none() {
             self.first_tls_error.clone_from(&o.first_tls_error);
         }
+        self.gaps.merge(&o.gaps);
     }
 }
 
@@ -316,13 +321,15 @@ impl Books for Schedule<'_> {
         l.backoffs += 1;
     }
 
-    fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, now: u64, r: &Reply) {
+    fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, first: u64, now: u64, r: &Reply) {
         self.outstanding.fetch_sub(1, Relaxed);
         // Above the histogram's 100 s bound counts as 100 s, never as nothing.
         let corrected = now.saturating_sub(intended).max(1);
         l.corrected.saturating_record(corrected);
-        l.uncorrected
-            .saturating_record(now.saturating_sub(t0).max(1));
+        let uncorrected = now.saturating_sub(t0).max(1);
+        l.uncorrected.saturating_record(uncorrected);
+        let gap = (first != 0).then(|| now.saturating_sub(first));
+        l.gaps.add(uncorrected, gap, r.len);
         let s = &mut l.status;
         match r.status {
             200..=299 => s.s2xx += 1,
@@ -503,8 +510,19 @@ pub fn run_load_http_live(
         timeout: plan.timeout,
         load_threads: plan.load_threads,
     };
-    let (start, intended, l) = run_users(&ask, &proto, stop, live)?;
+    // The client's namespace's delayed ACKs over the run: the other half of a reply
+    // held by the server's Nagle.
+    let delack0 = delayed_acks();
+    let (start, intended, mut l) = run_users(&ask, &proto, stop, live)?;
+    l.gaps.delayed_acks = delack0
+        .zip(delayed_acks())
+        .map(|(a, b)| b.saturating_sub(a));
     Ok(record(plan, start, intended, l))
+}
+
+/// `TcpExt: DelayedACKs` of this process's network namespace, when readable.
+pub(crate) fn delayed_acks() -> Option<u64> {
+    tpslab_proc::live::delayed_acks(std::path::Path::new("/proc/self")).ok()
 }
 
 /// An open loop of one request in flight per connection: what it is asked.
@@ -586,6 +604,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
         first_tls_error: l.first_tls_error,
         http2: None,
+        reply_gaps: Some(l.gaps),
     }
 }
 

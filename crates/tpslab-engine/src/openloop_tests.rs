@@ -39,9 +39,39 @@ fn late_sends_are_told_apart_from_the_generators_own_lag() {
         status,
         ..Reply::ok(1)
     };
-    s.answered(&mut l, 10_000_000, 10_000_100, 12_000_000, &r(200));
-    s.answered(&mut l, 20_000_000, 22_000_000, 23_000_000, &r(503));
+    s.answered(
+        &mut l,
+        10_000_000,
+        10_000_100,
+        10_500_000,
+        12_000_000,
+        &r(200),
+    );
+    s.answered(
+        &mut l,
+        20_000_000,
+        22_000_000,
+        22_100_000,
+        23_000_000,
+        &r(503),
+    );
     assert_eq!((l.status.s2xx, l.status.s5xx), (1, 1));
+    assert_eq!((l.gaps.replies, l.gaps.small, l.gaps.held), (2, 2, 0));
+    // A reply whose last byte came 40 ms after its first: held (a 5xx is a reply too);
+    // one whose first byte was not dated: no gap.
+    let mut l2 = s.local();
+    s.answered(
+        &mut l2,
+        40_000_000,
+        40_000_000,
+        41_000_000,
+        81_000_000,
+        &r(503),
+    );
+    s.answered(&mut l2, 90_000_000, 90_000_000, 0, 91_000_000, &r(200));
+    assert_eq!((l2.gaps.replies, l2.gaps.small, l2.gaps.held), (2, 1, 1));
+    assert_eq!(l2.gaps.held_gap_ns, 40_000_000);
+    assert_eq!(l2.gaps.response_ns, 41_000_000 + 1_000_000);
     // Corrected from the intended time, uncorrected from the send.
     assert_eq!(l.corrected.max(), l.corrected.highest_equivalent(3_000_000));
     assert_eq!(

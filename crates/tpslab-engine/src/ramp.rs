@@ -95,6 +95,7 @@ pub fn run_ramp_with(
                 Mutex::new(StepAcc {
                     hist: new_ns_histogram(),
                     errors: BTreeMap::new(),
+                    gaps: Default::default(),
                 })
             })
             .collect(),
@@ -121,6 +122,8 @@ pub fn run_ramp_with(
     });
     let port = plan.target.port();
     let server_tree = |pid: Option<u32>| pid.map(crate::server_tree::ServerTree::processes);
+    // Replies' gaps from first byte to last are dated on a stream of the users' loop.
+    let gaps_kept = proto.transport() == Transport::Stream && !h2;
     let h2run = match (&plan.proto, h2) {
         (RampProto::Http(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
@@ -167,6 +170,9 @@ pub fn run_ramp_with(
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
             let drops = crate::dropwatch::DropSampler::start();
+            // The client's own namespace's delayed ACKs (the stalls of replies held by
+            // the server's Nagle end when one fires): streams over HTTP/1.1 or TCP.
+            let delack0 = gaps_kept.then(crate::openloop::delayed_acks).flatten();
             // The target's listen socket(s): the first read is the drops' baseline.
             let mut listen = diag.as_mut().map(|d| {
                 let mut l = crate::listen::Listen::new(plan.target);
@@ -199,6 +205,7 @@ pub fn run_ramp_with(
             let tcp1 = tcp_root
                 .as_deref()
                 .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+            let delack1 = gaps_kept.then(crate::openloop::delayed_acks).flatten();
             let drop_reasons = Some(crate::dropwatch::finish(drops));
             let measured_s = (w1 - w0) as f64 / 1e9;
             // As the loops have published it so far (final values after they end).
@@ -237,6 +244,10 @@ pub fn run_ramp_with(
                 tree_sampling,
                 // Filled in once the loops have ended and merged their counts.
                 http2: None,
+                reply_gaps: gaps_kept.then(|| tpslab_record::gaps::ReplyGaps {
+                    delayed_acks: delack0.zip(delack1).map(|(a, b)| b.saturating_sub(a)),
+                    ..a.gaps
+                }),
             });
             if let Some(r) = results.last() {
                 on_step(r);

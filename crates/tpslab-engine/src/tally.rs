@@ -17,6 +17,8 @@ pub(crate) struct StepAcc {
     pub(crate) hist: Histogram<u64>,
     /// Failures in its window by kind.
     pub(crate) errors: BTreeMap<String, u64>,
+    /// Its replies by the time from their first byte read to their last.
+    pub(crate) gaps: tpslab_record::gaps::ReplyGaps,
 }
 
 /// The plan's clock and the steps' counts.
@@ -136,12 +138,14 @@ impl Tally<'_> {
         self.windows.iter().position(|&(a, b)| t >= a && t < b)
     }
 
-    /// A reply at `t` after `rt_ns`: counted in the step whose window holds `t`.
-    pub(crate) fn ok(&self, t: u64, rt_ns: u64) {
+    /// A reply of `len` bytes at `t` after `rt_ns`, its last byte `gap_ns` after its
+    /// first (None: not taken): counted in the step whose window holds `t`.
+    pub(crate) fn ok(&self, t: u64, rt_ns: u64, gap_ns: Option<u64>, len: usize) {
         if let Some(i) = self.step_of(t) {
             let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
             // Above the histogram's 100 s bound counts as 100 s, never as nothing.
             a.hist.saturating_record(rt_ns.max(1));
+            a.gaps.add(rt_ns, gap_ns, len);
         }
     }
 
@@ -223,11 +227,15 @@ impl crate::books::Books for Tally<'_> {
         _l: &mut RampLocal,
         _intended: u64,
         t0: u64,
+        first: u64,
         now: u64,
         r: &crate::proto::Reply,
     ) {
         match r.failed {
-            None => self.ok(now, now - t0),
+            None => {
+                let gap = (first != 0).then(|| now.saturating_sub(first));
+                self.ok(now, now - t0, gap, r.len)
+            }
             Some(kind) => self.err(now, kind),
         }
     }

@@ -67,6 +67,11 @@ struct User<U> {
     p: U,
     /// When the current request started, ns.
     t0: u64,
+    /// When the first bytes of the current request's reply were read, ns (0: none yet;
+    /// streams only): against the reply's end, the time its bytes were held on the way
+    /// ([`Books::answered`]). Taken from the clock read the deadline check makes before
+    /// each read: no clock read or system call of its own.
+    first: u64,
     /// When the current request was intended (the open loop's schedule), ns; then when
     /// the next one is (0: at once).
     intended: u64,
@@ -165,6 +170,7 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             },
             p: proto.user(id),
             t0: 0,
+            first: 0,
             intended: 0,
             next_at: sh.first_due(id),
             ready: 0,
@@ -435,6 +441,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     /// connect can finish after it).
     fn send(&mut self, u: &mut User<P::User>, i: usize) {
         u.t0 = mono_ns();
+        u.first = 0;
         if !self.sh.may_send(u.t0) {
             return self.off(u);
         }
@@ -450,7 +457,8 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     /// connection closed if it says so; think, or go again.
     fn answered(&mut self, u: &mut User<P::User>, i: usize, r: Reply) {
         let now = mono_ns();
-        self.sh.answered(&mut self.local, u.intended, u.t0, now, &r);
+        self.sh
+            .answered(&mut self.local, u.intended, u.t0, u.first, now, &r);
         u.ready = now;
         u.backoff_ns = 0;
         if r.close {

@@ -79,7 +79,8 @@ impl Exchange for Lines {
 }
 
 /// A line server on loopback: the n-th request of each connection (from 0) is answered
-/// with `script(n)`; the connection is closed after a reply ending in `bye\n`. Counts the
+/// with `script(n)` (a `|` in it: the part before it written, 40 ms waited, then the
+/// rest); the connection is closed after a reply ending in `bye\n`. Counts the
 /// connections accepted.
 struct Server {
     addr: SocketAddr,
@@ -114,7 +115,20 @@ impl Server {
                             return;
                         }
                         let reply = script(n);
-                        if w.write_all(reply).is_err() || reply.ends_with(b"bye\n") {
+                        let (a, b) = match reply.iter().position(|&c| c == b'|') {
+                            Some(k) => (&reply[..k], &reply[k + 1..]),
+                            None => (reply, &b""[..]),
+                        };
+                        if w.write_all(a).is_err() {
+                            return;
+                        }
+                        if !b.is_empty() {
+                            std::thread::sleep(Duration::from_millis(40));
+                            if w.write_all(b).is_err() {
+                                return;
+                            }
+                        }
+                        if reply.ends_with(b"bye\n") {
                             return;
                         }
                     }
@@ -142,6 +156,21 @@ impl Drop for Server {
 /// Runs `users` users of `Lines` against `target` for `ms`, every reply and failure
 /// counted (the window outlasts the run): (replies, failures by kind, closings).
 fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>, u64) {
+    let (replies, errors, closed, _) = run_gaps(target, users, ms);
+    (replies, errors, closed)
+}
+
+/// [`run`], with the replies' gaps from first byte to last.
+fn run_gaps(
+    target: SocketAddr,
+    users: usize,
+    ms: u64,
+) -> (
+    u64,
+    BTreeMap<String, u64>,
+    u64,
+    tpslab_record::gaps::ReplyGaps,
+) {
     let plan = RampPlan {
         proto: RampProto::Tcp,
         target,
@@ -171,6 +200,7 @@ fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>
         acc: vec![Mutex::new(StepAcc {
             hist: new_ns_histogram(),
             errors: BTreeMap::new(),
+            gaps: Default::default(),
         })],
     };
     std::thread::scope(|s| {
@@ -188,7 +218,37 @@ fn run(target: SocketAddr, users: usize, ms: u64) -> (u64, BTreeMap<String, u64>
     // The server's accept thread counts the last connections made.
     std::thread::sleep(Duration::from_millis(50));
     let a = tally.acc[0].lock().unwrap();
-    (a.hist.len(), a.errors.clone(), proto.closed.load(Relaxed))
+    (
+        a.hist.len(),
+        a.errors.clone(),
+        proto.closed.load(Relaxed),
+        a.gaps,
+    )
+}
+
+/// A reply written in two parts 40 ms apart has its last byte read 40 ms after its first
+/// (held, by the gaps' count); one written whole has none; a reply after an interim
+/// line is dated by its own first byte, not the interim line's.
+#[test]
+fn each_replys_first_and_last_byte_are_dated() {
+    let srv = Server::start(|n| match n % 2 {
+        0 => b"o|k\n",
+        _ => b"ok\n",
+    });
+    let (replies, errors, _, g) = run_gaps(srv.addr, 1, 500);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(replies >= 8, "{replies} replies");
+    assert_eq!((g.replies, g.small), (replies, replies), "{g:?}");
+    // Every other reply held; one at the end may be either.
+    assert!(g.held.abs_diff(replies / 2) <= 1, "{g:?}");
+    let mean = g.mean_held_gap_ns().unwrap();
+    assert!((40e6..60e6).contains(&mean), "{g:?}");
+    // The held time is most of the response time.
+    assert!(g.held_share() > 0.8, "{g:?}");
+
+    let srv = Server::start(|_| b"note\nok\n");
+    let (replies, _, _, g) = run_gaps(srv.addr, 1, 200);
+    assert!(replies > 10 && g.held == 0, "{replies} replies, {g:?}");
 }
 
 #[test]

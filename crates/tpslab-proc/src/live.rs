@@ -179,6 +179,15 @@ pub fn tcp_counters(root: &Path) -> Result<crate::netstat::TcpCounters, ProcErro
     Ok(TcpCounters::from_pairs(&s, &n))
 }
 
+/// `TcpExt: DelayedACKs` of `<root>/net/netstat`: delayed ACKs the namespace's TCP
+/// sent when their timer fired (a monotonic count; 0 when the kernel has no such
+/// counter). Errors: the file unreadable or not pairs of lines.
+pub fn delayed_acks(root: &Path) -> Result<u64, ProcError> {
+    let pn = root.join("net/netstat");
+    let n = crate::netstat::parse_pairs(read(&pn)?.as_bytes(), &label(&pn))?;
+    Ok(n.get("TcpExt.DelayedACKs").copied().unwrap_or(0).max(0) as u64)
+}
+
 /// Read and parse `<root>/net/snmp6`; `Ok(None)` if the file does not exist
 /// (IPv6 disabled).
 pub fn snmp6(root: &Path) -> Result<Option<Snmp6>, ProcError> {

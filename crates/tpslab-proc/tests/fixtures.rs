@@ -565,3 +565,19 @@ fn tcp_counters_6_18() {
         }
     );
 }
+
+/// `TcpExt: DelayedACKs` read from a namespace's root (here a folder holding this
+/// kernel's /proc/net/netstat), and an unreadable root named in the error.
+#[test]
+fn delayed_acks_6_18() {
+    let root = std::env::temp_dir().join(format!("tpslab-delack-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("net")).unwrap();
+    std::fs::write(root.join("net/netstat"), fixture("linux-6.18/netstat")).unwrap();
+    assert_eq!(tpslab_proc::live::delayed_acks(&root).unwrap(), 3429);
+    // A root with no net/netstat (the file read above stays open in this thread).
+    let e = tpslab_proc::live::delayed_acks(&root.join("gone"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("gone/net/netstat"), "{e}");
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -12,7 +12,7 @@
 //! whose types a record embeds.
 //!
 //! Modules follow the analysis that fills them: [`run`] (a UDP run), [`ledger`],
-//! [`stats`], [`histogram`], [`waits`], [`runtime`], [`buffer`], [`verdict`], [`tcp`],
+//! [`stats`], [`gaps`], [`histogram`], [`waits`], [`runtime`], [`buffer`], [`verdict`], [`tcp`],
 //! [`ramp`] and [`usl`], [`sweep`] and [`estimate`], [`doctor`], [`bdp`], [`idle`], [`compare`],
 //! [`merge`]; [`nan`] holds the serde helpers for figures that may be NaN.
 
@@ -27,6 +27,7 @@ pub mod doctor;
 mod envelope;
 pub mod estimate;
 mod figures;
+pub mod gaps;
 pub mod histogram;
 pub mod idle;
 pub mod ledger;

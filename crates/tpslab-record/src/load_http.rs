@@ -186,6 +186,12 @@ pub struct LoadHttpResult {
     /// waited on the client for one. None: HTTP/1.1, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Streams>,
+    /// HTTP/1.1: the replies by the time from their first byte read to their last (the
+    /// response time summed is of the uncorrected latencies), with the client
+    /// namespace's delayed ACKs over the run (`tpslab_analysis::nagle` judges it). None:
+    /// HTTP/2, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_gaps: Option<crate::gaps::ReplyGaps>,
 }
 
 /// HTTP/2: how many streams at once the server allowed on each connection (its

@@ -84,6 +84,11 @@ pub struct StepResult {
     /// protocol, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<crate::load_http::Http2Streams>,
+    /// The step's replies by the time from their first byte read to their last, with the
+    /// client namespace's delayed ACKs over the window (a stream protocol over HTTP/1.1
+    /// or TCP; `tpslab_analysis::nagle` judges it). None: UDP, HTTP/2, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_gaps: Option<crate::gaps::ReplyGaps>,
 }
 
 /// A step's coverage of the server's process tree by the thread sampler. A tree of more

@@ -100,6 +100,17 @@ fn load_http(
     }
     writeln!(w, "bytes_out,{},bytes", r.bytes_out)?;
     writeln!(w, "bytes_in,{},bytes", r.bytes_in)?;
+    if let Some(g) = &r.reply_gaps {
+        // Replies held between their first byte and their last (tpslab_analysis::nagle).
+        writeln!(w, "small_replies,{},requests", g.small)?;
+        writeln!(w, "held_replies,{},requests", g.held)?;
+        writeln!(w, "held_gap_sum,{},ns", g.held_gap_ns)?;
+        writeln!(w, "held_gap_max,{},ns", g.held_gap_max_ns)?;
+        writeln!(w, "held_share,{},fraction", g.held_share())?;
+        if let Some(d) = g.delayed_acks {
+            writeln!(w, "delayed_acks,{d},acks")?;
+        }
+    }
     writeln!(w, "max_lag,{},ns", r.max_lag_ns)?;
     writeln!(w, "behind_max_lag,{},ns", r.behind_max_ns)?;
     for (from, s) in [("corrected", &r.corrected), ("uncorrected", &r.uncorrected)] {
@@ -347,13 +358,15 @@ pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io:
 pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::Result<()> {
     writeln!(
         w,
-        "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct"
+        "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct,held_replies,held_gap_mean_ms,held_share_pct,delayed_acks"
     )?;
     for (i, s) in r.run.steps.iter().enumerate() {
         let ms = |ns: u64| num(ns as f64 / 1e6, 3);
+        // Replies held between their first byte and their last (tpslab_analysis::nagle).
+        let g = s.reply_gaps.as_ref();
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             s.users,
             num(s.tps, 1),
             ms(s.response.p50_ns),
@@ -368,6 +381,12 @@ pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::R
                 .map_or(String::new(), |l| num(l.ratio, 3)),
             s.server_cpu_cores
                 .map_or(String::new(), |c| num(c * 100.0, 1)),
+            g.map_or(String::new(), |g| g.held.to_string()),
+            g.and_then(|g| g.mean_held_gap_ns())
+                .map_or(String::new(), |m| num(m / 1e6, 3)),
+            g.map_or(String::new(), |g| num(g.held_share() * 100.0, 1)),
+            g.and_then(|g| g.delayed_acks)
+                .map_or(String::new(), |d| d.to_string()),
         )?;
     }
     Ok(())

@@ -174,8 +174,17 @@ impl FactsExt for Facts {
                     .filter(|&n| n > 0);
             }
             if let Some(w) = &o.thread_waits {
-                f.waits_headline = w.headline();
-                f.blocked_on = blocked_on(w);
+                // Threads parked in one wait the whole run with no CPU time (a JVM's
+                // helpers in a futex) say nothing of where requests wait.
+                let (w, idle) = crate::waits::without_idle(w);
+                f.waits_headline = w.headline().map(|h| match idle {
+                    0 => h,
+                    n => format!(
+                        "{h} ({n} idle thread{} left out: parked in one wait the whole run, no CPU time)",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                });
+                f.blocked_on = blocked_on(&w);
             }
             if !o.target_rcvbuf_bytes.is_empty() {
                 f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
@@ -371,6 +380,104 @@ mod tests {
             blocked_on(&waits(&[('S', "futex", 60), ('R', "none", 40)])),
             Some(("a lock (in futex)".into(), 60.0))
         );
+    }
+
+    /// One thread's samples over a run of `window_ms`, `cpu_ms` of it on a CPU.
+    fn thread(
+        tid: u32,
+        samples: &[(char, &str, u64)],
+        cpu_ms: u64,
+        window_ms: u64,
+    ) -> crate::waits::ThreadWait {
+        let mut states = waits(samples).process;
+        states.on_cpu_ns = cpu_ms * 1_000_000;
+        states.window_ns = window_ms * 1_000_000;
+        crate::waits::ThreadWait {
+            tid,
+            comm: format!("t{tid}"),
+            states,
+        }
+    }
+
+    /// S1 against a JVM (after java tests/servers/UdpServer.java: 16 of its 20 threads,
+    /// main, GC, G1, VM Thread, Finalizer, ..., sat in a futex the whole run with no CPU
+    /// time): the one thread that serves datagrams and 20 helpers parked in a futex.
+    /// Counted together they read "waiting on a lock"; the helpers are left out.
+    #[test]
+    fn idle_threads_parked_in_one_wait_never_weigh_in_the_waits() {
+        let mut threads = vec![thread(
+            101,
+            &[('S', "recvfrom", 240), ('R', "none", 60)],
+            600,
+            3000,
+        )];
+        for tid in 102..122 {
+            threads.push(thread(tid, &[('S', "futex", 300)], 0, 3000));
+        }
+        // A second reader that also took a lock now and then (two waits, some CPU): kept.
+        threads.push(thread(
+            122,
+            &[('S', "futex", 10), ('S', "recvfrom", 290)],
+            40,
+            3000,
+        ));
+        let mut process = tpslab_record::waits::ThreadStates::default();
+        for t in &threads {
+            process.merge(&t.states);
+        }
+        let w = ThreadWaits {
+            pid: 9,
+            process,
+            threads,
+            ..Default::default()
+        };
+        // All threads together: a lock.
+        assert_eq!(
+            blocked_on(&w).map(|b| b.0),
+            Some("a lock (in futex)".into())
+        );
+        let rec = RunRecord {
+            observer: Some(tpslab_record::ObserverReport {
+                thread_waits: Some(w.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let f = Facts::from_record(&rec, None);
+        // The working threads: waiting for datagrams most of the run; no lock named.
+        assert_eq!(f.blocked_on, None);
+        let h = f.waits_headline.expect("a headline");
+        assert!(h.starts_with("process 9's threads spent "), "{h}");
+        assert!(
+            h.ends_with(
+                "(20 idle threads left out: parked in one wait the whole run, no CPU time)"
+            ),
+            "{h}"
+        );
+        assert!(
+            h.contains("of the run waiting for the network (in recvfrom)") && !h.contains("lock"),
+            "{h}"
+        );
+        // Left out, the helpers no longer make a lock of the run.
+        let (kept, idle) = crate::waits::without_idle(&w);
+        assert_eq!((idle, kept.threads.len()), (20, 2));
+        assert_eq!(kept.process.samples, 600);
+        // Every thread idle, or none: the waits as they are.
+        let none_idle = ThreadWaits {
+            threads: w.threads[..1].to_vec(),
+            ..w.clone()
+        };
+        assert_eq!(crate::waits::without_idle(&none_idle).1, 0);
+        let all_idle = ThreadWaits {
+            threads: w.threads[1..21].to_vec(),
+            ..w.clone()
+        };
+        assert_eq!(crate::waits::without_idle(&all_idle).1, 0);
+        // Without schedstat (no time on a CPU read) no thread is called idle.
+        let mut unread = w.threads[1].clone();
+        unread.states.window_ns = 0;
+        assert!(!crate::waits::is_idle(&unread));
+        assert!(crate::waits::is_idle(&w.threads[1]));
     }
 
     #[test]

@@ -83,13 +83,20 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 }
                 Decoded::Stale(n) if n > 0 => {
                     u.rx.consume(n);
+                    // Those bytes were another reply's: the current one's first byte is
+                    // among the rest, or still to come.
+                    if u.rx.pending().is_empty() {
+                        u.first = 0;
+                    }
                     continue;
                 }
                 Decoded::Stale(_) | Decoded::NeedMore => {}
                 Decoded::Invalid(kind) => return self.fail(u, i, &kind),
             }
-            // The request's timer (set when its write began) is its deadline.
-            if u.due != 0 && mono_ns() >= u.due {
+            // The request's timer (set when its write began) is its deadline. The same
+            // clock read dates the reply's first bytes, if this read brings them.
+            let now = mono_ns();
+            if u.due != 0 && now >= u.due {
                 return self.fail(u, i, "timeout");
             }
             let Some(s) = u.sock.as_ref() else { return };
@@ -99,7 +106,12 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
             };
             match got {
                 Ok(0) => return self.fail(u, i, "closed by peer"),
-                Ok(n) => self.sh.read(&mut self.local, n),
+                Ok(n) => {
+                    if u.first == 0 {
+                        u.first = now;
+                    }
+                    self.sh.read(&mut self.local, n)
+                }
                 // EINTR: tried again at the next wake-up (the wait is level-triggered).
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
                     return

@@ -82,6 +82,13 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
         latency(w, r)?;
     }
     status_and_errors(w, r)?;
+    if let Some(n) = r
+        .reply_gaps
+        .as_ref()
+        .and_then(tpslab_analysis::nagle::judge)
+    {
+        writeln!(w, "{}", n.line())?;
+    }
     if let Some(h) = &r.http2 {
         let per = format!("{} streams per connection", p.streams);
         writeln!(w, "{}", http2_streams(h, &per, h.exceeded_by(p.streams)))?;
@@ -326,6 +333,7 @@ mod tests {
             uncorrected: Default::default(),
             first_tls_error: None,
             http2: None,
+            reply_gaps: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

@@ -26,6 +26,8 @@ pub const FIXTURES: &[&str] = &[
     "ramp_redis.json",
     "ramp_java_http_lock.json",
     "load_http.json",
+    "load_http_nagle.json",
+    "ramp_python_nagle.json",
     "capacity.json",
     "capacity_retry.json",
 ];

@@ -226,7 +226,7 @@ impl<B: Books> Loop<'_, '_, B> {
         };
         self.run
             .sched
-            .answered(&mut self.local, u.intended, t0, now, &r);
+            .answered(&mut self.local, u.intended, t0, 0, now, &r);
         self.conns[u.conn].served = true;
         self.end_stream(i, now);
     }

@@ -1,0 +1,138 @@
+//! When each reply's bytes came, as a stream protocol's client saw them: the first bytes
+//! read of a reply against its last, per request (two clock reads the users' loop already
+//! makes), summed per ramp step or per `load http` run. A small reply whose last byte
+//! comes tens of milliseconds after its first was held on the way: the classic case is
+//! Nagle's algorithm on the server holding the last part of a reply written in two sends
+//! until the client acknowledges the first, which a client with delayed ACKs does only
+//! when its delayed-ACK timer fires (~40 ms on Linux). `tpslab_analysis::nagle` judges it.
+
+use serde::{Deserialize, Serialize};
+
+/// The replies of a step (or a run) by the time from their first byte read to their last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ReplyGaps {
+    /// Replies counted (answered, not failed), with or without both times.
+    pub replies: u64,
+    /// Their response times summed (request written to reply read), ns: what the held
+    /// time is a share of.
+    pub response_ns: u64,
+    /// Replies of at most [`ReplyGaps::SMALL_BYTES`] whose first and last byte times were
+    /// both taken (the reply's bytes not already read with an earlier one's).
+    pub small: u64,
+    /// Of those, replies whose last byte came [`ReplyGaps::HELD_MIN_NS`] or more (and
+    /// less than [`ReplyGaps::HELD_MAX_NS`]) after their first: held on the way.
+    pub held: u64,
+    /// The held replies' gaps (first byte read to last) summed, ns.
+    pub held_gap_ns: u64,
+    /// The largest of them, ns.
+    pub held_gap_max_ns: u64,
+    /// `TcpExt: DelayedACKs` of the client's network namespace (/proc/net/netstat,
+    /// namespace-wide: every connection of it, the server's too when it is in the same
+    /// namespace) over the step or run: delayed ACKs sent when their timer fired. None:
+    /// not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed_acks: Option<u64>,
+}
+
+impl ReplyGaps {
+    /// A reply this small arrives in one flight (ten segments of 1,448 bytes: Linux's
+    /// initial congestion window, RFC 6928, on an Ethernet path), bytes: a gap between
+    /// its first and last byte is no transfer time.
+    pub const SMALL_BYTES: usize = 14_480;
+    /// A gap this long or longer is counted held, ns (30 ms: below the shortest
+    /// delayed-ACK timeout, Linux's 40 ms, with room for its jitter).
+    pub const HELD_MIN_NS: u64 = 30_000_000;
+    /// A gap this long or longer is not counted held, ns (500 ms: above the longest
+    /// delayed-ACK timeouts, 200 ms on Linux and Windows, plus a round trip): a server
+    /// that waits that long between sends is slow, not held.
+    pub const HELD_MAX_NS: u64 = 500_000_000;
+
+    /// Counts one reply: its response time `rt_ns`, the time from its first byte read to
+    /// its last `gap_ns` (None: not taken), its length in bytes.
+    #[inline]
+    pub fn add(&mut self, rt_ns: u64, gap_ns: Option<u64>, len: usize) {
+        self.replies += 1;
+        self.response_ns = self.response_ns.saturating_add(rt_ns);
+        let Some(gap) = gap_ns.filter(|_| len <= Self::SMALL_BYTES) else {
+            return;
+        };
+        self.small += 1;
+        if (Self::HELD_MIN_NS..Self::HELD_MAX_NS).contains(&gap) {
+            self.held += 1;
+            self.held_gap_ns = self.held_gap_ns.saturating_add(gap);
+            self.held_gap_max_ns = self.held_gap_max_ns.max(gap);
+        }
+    }
+
+    /// Adds another loop's (or step's) counts; the delayed ACKs are added when both
+    /// have them, else kept from whichever has.
+    pub fn merge(&mut self, o: &ReplyGaps) {
+        self.replies += o.replies;
+        self.response_ns = self.response_ns.saturating_add(o.response_ns);
+        self.small += o.small;
+        self.held += o.held;
+        self.held_gap_ns = self.held_gap_ns.saturating_add(o.held_gap_ns);
+        self.held_gap_max_ns = self.held_gap_max_ns.max(o.held_gap_max_ns);
+        self.delayed_acks = match (self.delayed_acks, o.delayed_acks) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The held replies' mean gap, ns (None: none held).
+    pub fn mean_held_gap_ns(&self) -> Option<f64> {
+        (self.held > 0).then(|| self.held_gap_ns as f64 / self.held as f64)
+    }
+
+    /// The held gaps' share of the response time summed, 0..=1 (0 without replies).
+    pub fn held_share(&self) -> f64 {
+        if self.response_ns == 0 {
+            return 0.0;
+        }
+        (self.held_gap_ns as f64 / self.response_ns as f64).min(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplyGaps;
+
+    #[test]
+    fn only_small_replies_with_a_gap_in_the_band_are_held() {
+        let mut g = ReplyGaps::default();
+        g.add(41_000_000, Some(40_000_000), 200);
+        g.add(1_000_000, Some(0), 200);
+        // Too big: transfer time, not a hold.
+        g.add(60_000_000, Some(50_000_000), ReplyGaps::SMALL_BYTES + 1);
+        // No first byte taken.
+        g.add(45_000_000, None, 200);
+        // Under the band, and over it.
+        g.add(30_000_000, Some(29_999_999), 10);
+        g.add(900_000_000, Some(600_000_000), 10);
+        g.add(33_000_000, Some(30_000_000), ReplyGaps::SMALL_BYTES);
+        assert_eq!((g.replies, g.small, g.held), (7, 5, 2));
+        assert_eq!(g.held_gap_ns, 70_000_000);
+        assert_eq!(g.held_gap_max_ns, 40_000_000);
+        assert_eq!(g.mean_held_gap_ns(), Some(35_000_000.0));
+        let rt = 41 + 1 + 60 + 45 + 30 + 900 + 33;
+        assert_eq!(g.response_ns, rt * 1_000_000);
+        assert!((g.held_share() - 70.0 / rt as f64).abs() < 1e-12);
+        assert_eq!(ReplyGaps::default().held_share(), 0.0);
+        assert_eq!(ReplyGaps::default().mean_held_gap_ns(), None);
+    }
+
+    #[test]
+    fn merging_adds_counts_and_keeps_the_largest_gap() {
+        let mut a = ReplyGaps::default();
+        a.add(41_000_000, Some(40_000_000), 200);
+        let mut b = ReplyGaps::default();
+        b.add(90_000_000, Some(80_000_000), 200);
+        b.delayed_acks = Some(3);
+        a.merge(&b);
+        assert_eq!((a.replies, a.held, a.held_gap_max_ns), (2, 2, 80_000_000));
+        assert_eq!(a.delayed_acks, Some(3));
+        a.merge(&b);
+        assert_eq!(a.delayed_acks, Some(6));
+    }
+}

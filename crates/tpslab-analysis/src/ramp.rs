@@ -169,6 +169,10 @@ fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
     if s.tps <= 0.0 {
         return None;
     }
+    // Idle threads (parked in one wait all step) never weigh: the working threads'
+    // samples when the step has them one by one.
+    let working = crate::ramp_threads::facts(s).map(|f| f.states);
+    let t = working.as_ref().unwrap_or(t);
     let disk = if t.by_class.is_empty() {
         t.disk
     } else {
@@ -260,6 +264,31 @@ fn drop_reasons_line(rec: &RampRecord) -> Option<String> {
             per.join("; ")
         )
     })
+}
+
+/// The verdict of a ramp without a single reply: the failures that took the requests,
+/// most first (a server whose replies never end fails every request "frame too long":
+/// that is what to fix, not the accept queue the reconnects fill).
+fn no_replies(rec: &RampRecord) -> String {
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, n) in rec.steps.iter().flat_map(|s| &s.errors) {
+        *kinds.entry(k).or_default() += n;
+    }
+    let mut by: Vec<(&str, u64)> = kinds.into_iter().collect();
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    if by.is_empty() {
+        return "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string();
+    }
+    let words: Vec<String> = by
+        .iter()
+        .take(3)
+        .map(|(k, n)| format!("{k} x{n}"))
+        .collect();
+    format!(
+        "VERDICT: no replies at all: every request failed ({}{}); fix what the failures name first, nothing to say about scaling",
+        words.join(", "),
+        if by.len() > 3 { ", ..." } else { "" }
+    )
 }
 
 /// Judges a ramp from its record: its server's CPU use is judged against the CPUs it may
@@ -412,7 +441,10 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         ));
     }
     let ku = knee_users.unwrap_or(0);
-    let verdict = if let Some((dropped, from_users, source)) = accept {
+    let think_s = rec.plan.think.as_nanos() as f64 / 1e9;
+    let ledger = crate::rt_ledger::ledgers(&rec.steps, think_s);
+    lines.extend(ledger.last().map(crate::rt_ledger::line));
+    let accept_verdict = accept.as_ref().map(|(dropped, from_users, source)| {
         let (backlog, somaxconn) = rec
             .listener
             .map_or(("?".to_string(), "?".to_string()), |l| {
@@ -424,8 +456,9 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         format!(
             "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped ({source}) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
         )
-    } else if served == 0 {
-        "VERDICT: no replies at all: the server did not answer (see the errors per step); nothing to say about scaling".to_string()
+    });
+    let verdict = if served == 0 {
+        no_replies(rec)
     } else if rec.steps.len() < 2 {
         "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
             .to_string()
@@ -555,6 +588,14 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     } else {
         "VERDICT: scales with users over the measured range".to_string()
     };
+    let verdict = crate::ramp_rank::rank(
+        verdict,
+        accept_verdict,
+        &ledger,
+        think_s,
+        served > 0,
+        &mut lines,
+    );
     RampAnalysis {
         little,
         knee_index: knee,
@@ -563,6 +604,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         usl_error: fit.as_ref().err().map(|e| e.to_string()),
         lines,
         verdict,
+        ledger,
     }
 }
 

@@ -399,6 +399,9 @@ pub fn fit_usl(points: &[(f64, f64)]) -> Result<UslFit, UslError> {
 /// 0 = flat, negative = TPS fell). The first pair with e < `min_gain` while the mean
 /// response time grows (R_i > R_{i-1}) is the flattening, and `i - 1` is returned. Pairs
 /// where users do not increase, or with non-finite or non-positive N or X, are skipped.
+/// A knee needs TPS to stop growing, not one noisy step: a pair is passed over when a
+/// later step's TPS exceeds the higher of the pair's by more than `2 x min_gain` (a
+/// redis PING ramp dipped from 1 user to 4, then grew 1.5x more: no knee at 1 user).
 pub fn find_knee(points: &[StepPoint], min_gain: f64) -> Option<usize> {
     let good =
         |p: &StepPoint| p.users.is_finite() && p.users > 0.0 && p.tps.is_finite() && p.tps > 0.0;
@@ -408,7 +411,13 @@ pub fn find_knee(points: &[StepPoint], min_gain: f64) -> Option<usize> {
             return None;
         }
         let e = ((b.tps - a.tps) / a.tps) / ((b.users - a.users) / a.users);
-        (e < min_gain && b.mean_response_s > a.mean_response_s).then_some(i)
+        let later = points[i + 2..]
+            .iter()
+            .filter(|p| p.tps.is_finite())
+            .map(|p| p.tps)
+            .fold(0.0, f64::max);
+        let grew_again = later > a.tps.max(b.tps) * (1.0 + 2.0 * min_gain);
+        (e < min_gain && b.mean_response_s > a.mean_response_s && !grew_again).then_some(i)
     })
 }
 

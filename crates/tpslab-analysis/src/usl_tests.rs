@@ -193,3 +193,26 @@ fn usl_hard_knee_is_not_called_linear() {
     let m = f.max_tps();
     assert!(m.is_finite() && (700.0..=950.0).contains(&m), "max_tps {m}");
 }
+
+#[test]
+fn a_noisy_step_is_no_knee_when_tps_grows_again() {
+    // The step figures of a real redis PING ramp (report fixture ramp_redis.json: users,
+    // TPS, mean response s): TPS dipped from 1 user to 4, then grew 1.9x to 64 users.
+    // Before: "knee at 1 user"; the knee is where TPS stops growing, 16 users.
+    let steps: Vec<StepPoint> = [
+        (1.0, 41050.0, 0.000024),
+        (4.0, 33518.0, 0.000119),
+        (16.0, 54591.0, 0.000293),
+        (64.0, 62644.0, 0.001022),
+    ]
+    .iter()
+    .map(|&(u, x, r)| step(u, x, r))
+    .collect();
+    assert_eq!(find_knee(&steps, 0.2), Some(2));
+    // A flat top after the knee still has it at once.
+    let flat: Vec<StepPoint> = [(1.0, 467.0), (2.0, 470.0), (4.0, 473.0), (8.0, 463.0)]
+        .iter()
+        .map(|&(u, x)| step(u, x, u / x))
+        .collect();
+    assert_eq!(find_knee(&flat, 0.2), Some(0));
+}

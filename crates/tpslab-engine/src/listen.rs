@@ -36,6 +36,11 @@ pub struct Listen {
     /// The most connections waiting for accept at one read, connections (sock_diag
     /// idiag_rqueue, all the target's listeners together: a SO_REUSEPORT group).
     pub queue_max: u64,
+    /// The queue lengths of the reads that found a listener added up, connections (the
+    /// mean accept queue: `queue_sum / queue_reads`).
+    pub queue_sum: u64,
+    /// The reads that found a listener.
+    pub queue_reads: u64,
     /// Each listener's drops (sk_drops) at its first read and its last, by inode; 0 at
     /// the first for a listener first seen after the window's first read (made in it).
     pub drops: BTreeMap<u64, (u64, u64)>,
@@ -55,6 +60,8 @@ impl Listen {
         Listen {
             target,
             queue_max: 0,
+            queue_sum: 0,
+            queue_reads: 0,
             drops: BTreeMap::new(),
             backlog: 0,
             seen: false,
@@ -75,14 +82,28 @@ impl Listen {
     pub fn add(&mut self, socks: &[TcpSockInfo], first: bool) {
         self.based |= first;
         let mut queue = 0;
+        let mut found = false;
         for s in socks.iter().filter(|s| serves(s.local, self.target)) {
             self.seen = true;
+            found = true;
             queue += s.rqueue as u64;
             self.backlog = self.backlog.max(s.wqueue as u64);
             let base = if first { s.drops } else { 0 };
             self.drops.entry(s.inode).or_insert((base, s.drops)).1 = s.drops;
         }
         self.queue_max = self.queue_max.max(queue);
+        if found {
+            self.queue_sum += queue;
+            self.queue_reads += 1;
+        }
+    }
+
+    /// The mean accept queue over the reads that found a listener; None without one.
+    pub fn queue_mean(&self) -> Option<tpslab_record::ramp::AcceptQueueMean> {
+        (self.queue_reads > 0).then(|| tpslab_record::ramp::AcceptQueueMean {
+            connections: self.queue_sum as f64 / self.queue_reads as f64,
+            reads: self.queue_reads,
+        })
     }
 
     /// Connection requests the target's listeners dropped over the window (the growth of
@@ -156,6 +177,8 @@ mod tests {
         );
         assert_eq!(l.dropped(), Some(10));
         assert_eq!(l.queue_max, 6);
+        let mean = l.queue_mean().expect("a listener was read");
+        assert_eq!((mean.connections, mean.reads), (4.0, 2));
         assert_eq!(l.backlog, 128);
         // Without a first read, no baseline: no figure.
         let mut late = Listen::new(t);

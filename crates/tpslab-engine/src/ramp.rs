@@ -237,6 +237,7 @@ pub fn run_ramp_with(
                 // were read but no listener served the target.
                 accept_queue_max: tcp0.map(|_| listen.as_ref().map_or(0, |l| l.queue_max)),
                 listener_drops: listen.as_ref().and_then(crate::listen::Listen::dropped),
+                accept_queue_mean: listen.as_ref().and_then(crate::listen::Listen::queue_mean),
                 drop_reasons,
                 load_sent_s,
                 load_end_s,

@@ -43,14 +43,14 @@ struct StepAcc {
     pid: u32,
     comm: String,
     states: ThreadStates,
-    /// utime+stime at the step's start (or when first seen; 0 for a thread of a process
-    /// started in the step), and at the last read.
+    /// utime+stime at the step's start (0 for a thread born in the step), and at the
+    /// last read.
     ticks: (u64, u64),
-    /// schedstat at the step's start (zero for a thread of a process started in the
-    /// step); None for another thread born during the step.
+    /// schedstat at the step's start (zero for a thread born in the step: its
+    /// schedstat counts from its birth).
     sched0: Option<tpslab_proc::pid::SchedStat>,
-    /// When its first read was (monotonic ns); for a thread of a process born in the
-    /// step, its birth (not before the step's start).
+    /// When its first read was (monotonic ns); for a thread born in the step, its birth
+    /// (not before the step's start).
     t0: u64,
     /// Its process was born in the step.
     born: bool,
@@ -329,26 +329,26 @@ impl StepSampler {
         let born = !self.procs0.contains(&p);
         let started = self.started;
         let acc = self.threads.entry(tid).or_insert_with(|| {
-            if born {
-                // A process started in the step (a worker forked or restarted): all its
-                // CPU time is the step's, over the time since its birth (first seen up
-                // to a tree read or a round later).
-                let mut a = StepAcc::new(
-                    p,
-                    t.comm.clone(),
-                    (0, t.cpu_ticks),
-                    Some(Default::default()),
-                );
-                let age = std::fs::read_to_string(dir.join("stat"))
-                    .ok()
-                    .and_then(|s| age_ns(&s))
-                    .unwrap_or(0);
-                a.t0 = a.t0.saturating_sub(age).max(started);
-                a.born = true;
-                a
-            } else {
-                StepAcc::new(p, t.comm.clone(), (t.cpu_ticks, t.cpu_ticks), None)
-            }
+            // A thread not there at the step's start (those were read by `start`): born
+            // in it, in a process started in the step (a worker forked or restarted) or
+            // in one that was there (a thread started per connection). All its CPU time
+            // and schedstat are the step's, over the time since its birth (its own
+            // starttime; first seen up to a tree read or a round later): without it a
+            // thread-per-connection server's new threads' time before their first sample
+            // is missing from the step.
+            let mut a = StepAcc::new(
+                p,
+                t.comm.clone(),
+                (0, t.cpu_ticks),
+                Some(Default::default()),
+            );
+            let age = std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|s| age_ns(&s))
+                .unwrap_or(0);
+            a.t0 = a.t0.saturating_sub(age).max(started);
+            a.born = born;
+            a
         });
         acc.ticks.1 = t.cpu_ticks;
         acc.states

@@ -36,6 +36,7 @@ pub mod merge;
 pub mod nan;
 pub mod ramp;
 mod read;
+pub mod rt_ledger;
 pub mod run;
 pub mod runtime;
 #[cfg(feature = "schema")]

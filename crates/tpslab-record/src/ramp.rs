@@ -47,6 +47,12 @@ pub struct StepResult {
     /// listeners together, read with the threads' samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue_max: Option<u64>,
+    /// Connections waiting for accept in those listen socket(s) on average over the
+    /// step's reads (sock_diag idiag_rqueue at each sampling tick), and the number of
+    /// reads: with TPS, the time a request waited to be accepted (Little's law). None
+    /// when no listener serving the target was read, or in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue_mean: Option<AcceptQueueMean>,
     /// Connection requests those listen socket(s) dropped in the window (the growth of
     /// their sk_drops by sock_diag SK_MEMINFO_DROPS, from the window's first read to its
     /// last): the target's own drops at a full accept queue, where the `tcp` counters
@@ -119,6 +125,16 @@ impl TreeSampling {
     pub fn partial(&self) -> bool {
         self.threads > self.per_tick
     }
+}
+
+/// The mean length of a listen socket's accept queue over a step's reads.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AcceptQueueMean {
+    /// Connections waiting for accept, the mean of the reads.
+    pub connections: f64,
+    /// Reads the mean is of.
+    pub reads: u64,
 }
 
 /// The server's listening socket on the target port, as found when the ramp started.
@@ -249,6 +265,14 @@ pub struct RampAnalysis {
     pub lines: Vec<String>,
     /// One line: what limits TPS.
     pub verdict: String,
+    /// Each step's response-time ledger (a step without replies has none; at most one
+    /// per step). Empty in records written before it.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::read::ramp_ledgers"
+    )]
+    pub ledger: Vec<crate::rt_ledger::RtLedger>,
 }
 
 #[cfg(test)]

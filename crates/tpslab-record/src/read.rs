@@ -348,6 +348,30 @@ pub(crate) fn ramp_steps<'de, D: Deserializer<'de>>(
     )
 }
 
+/// A ramp's ledgers, one per step at most: [`tpslab_plan::limits::RAMP_STEPS`].
+pub(crate) fn ramp_ledgers<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::rt_ledger::RtLedger>, D::Error> {
+    bounded_vec(
+        d,
+        "a ramp's ledgers",
+        tpslab_plan::limits::RAMP_STEPS,
+        "the steps a ramp plans",
+    )
+}
+
+/// A ledger's parts, at most one of each [`crate::rt_ledger::RtPart`].
+pub(crate) fn ledger_parts<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::rt_ledger::LedgerPart>, D::Error> {
+    bounded_vec(
+        d,
+        "a ledger's parts",
+        crate::rt_ledger::RtPart::ALL.len(),
+        "one of each part",
+    )
+}
+
 #[cfg(test)]
 #[path = "read_tests.rs"]
 mod tests;

@@ -244,7 +244,7 @@ pub struct StepThread {
     /// (exact time on a CPU and waiting for one, ns), `window_ns` is 0 (shares of samples).
     pub states: ThreadStates,
     /// The time its CPU time and schedstat deltas cover, ns: from the step's first read
-    /// (or the thread's first sample, for one born in the step) to the last read at the
+    /// (or the thread's birth, for one born in the step: its own starttime) to the last read at the
     /// step's end; shares of the step are of this. 0 in records written before it: the
     /// step's planned window stands in.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_analysis::rt_ledger::RtPart;
 
 /// A capacity search's steps, one row each; `search` is `as_is`, or `with_fix` for the
 /// steps of `--fix-and-retry`'s second search (numbered from 1 again).
@@ -354,19 +355,35 @@ pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io:
     Ok(())
 }
 
-/// A ramp's steps.
+/// A ramp's steps, one row each, with each step's response-time ledger (ms per part).
 pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::Result<()> {
     writeln!(
         w,
-        "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct,held_replies,held_gap_mean_ms,held_share_pct,delayed_acks"
+        "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct,held_replies,held_gap_mean_ms,held_share_pct,delayed_acks,{},ledger_unattributed_ms,ledger_outside_ms",
+        RtPart::ALL
+            .iter()
+            .map(|p| format!("ledger_{}_ms", part_name(*p)))
+            .collect::<Vec<_>>()
+            .join(",")
     )?;
     for (i, s) in r.run.steps.iter().enumerate() {
         let ms = |ns: u64| num(ns as f64 / 1e6, 3);
         // Replies held between their first byte and their last (tpslab_analysis::nagle).
         let g = s.reply_gaps.as_ref();
+        // The step's response-time ledger: each part's ms (empty when not read).
+        let l = r.analysis.ledger.iter().find(|l| l.users == s.users);
+        let mut ledger: Vec<String> = RtPart::ALL
+            .iter()
+            .map(|&p| {
+                l.and_then(|l| l.parts.iter().find(|x| x.part == p))
+                    .map_or(String::new(), |x| num(x.ms, 3))
+            })
+            .collect();
+        ledger.push(l.map_or(String::new(), |l| num(l.unattributed_ms, 3)));
+        ledger.push(l.map_or(String::new(), |l| num(l.outside_ms, 3)));
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             s.users,
             num(s.tps, 1),
             ms(s.response.p50_ns),
@@ -387,9 +404,18 @@ pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::R
             g.map_or(String::new(), |g| num(g.held_share() * 100.0, 1)),
             g.and_then(|g| g.delayed_acks)
                 .map_or(String::new(), |d| d.to_string()),
+            ledger.join(","),
         )?;
     }
     Ok(())
+}
+
+/// A ledger part's name in a column: its record name (`accept_wait`, `on_cpu`, ...).
+fn part_name(p: RtPart) -> String {
+    serde_json::to_value(p)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// A run's observer series: `t_ms` and one column per series. A rate series has one value

@@ -1,0 +1,232 @@
+//! A ramp step's response-time ledger ([`RtLedger`], a record type): the step's mean
+//! response time split into measured parts, each estimated by Little's law (the mean
+//! number of things in a state = the rate through it x the time each spends in it):
+//!
+//! - waiting to be accepted: the listen socket's mean accept queue over the step's reads
+//!   (each connection in it holds its user's first request) / TPS;
+//! - the server's threads by state: each thread's share of the step on a CPU and waiting
+//!   for one (schedstat, exact), its blocked time split by its blocked samples' classes
+//!   (a lock: a futex without a timeout; asleep: nanosleep or a timed futex; a peer: a
+//!   socket to another address; disk; another wait), added over the threads into mean
+//!   threads in each state, / TPS: the time per request. A thread blocked on the load's
+//!   own connection or in poll/accept waits for a request, not on one: never charged.
+//!   Idle threads ([`crate::ramp_threads::is_idle`]: no CPU, one wait all step) weigh
+//!   only in the lock part (and with their little CPU time): a thread-per-connection server's threads queued on a busy
+//!   lock look so; the lock part leaves out the spare threads the users cannot keep busy
+//!   (threads seen in a lock wait beyond the step's users: a pool's threads waiting for
+//!   work on a condition variable), as [`crate::ramp_threads::ThreadFacts::lock_excess`].
+//!
+//! The uncertainty of a sampled part is one standard error of its shares (binomial over
+//! each thread's blocked samples, samples taken as independent); schedstat's parts are
+//! exact (0). What no part explains is `unattributed` (the network, the client's own
+//! time, the transmission stalls the ledger does not measure yet).
+
+use crate::ramp_threads::{cpu_ns, is_idle, lock_samples, span_ns};
+use crate::waits::WaitClass;
+use tpslab_record::ramp::StepResult;
+pub use tpslab_record::rt_ledger::{LedgerPart, RtLedger, RtPart};
+
+/// One part's mean threads in its state over the step and its variance (threads^2).
+#[derive(Default, Clone, Copy)]
+struct Threads {
+    n: f64,
+    var: f64,
+}
+
+impl Threads {
+    fn add(&mut self, share: f64, var: f64) {
+        self.n += share;
+        self.var += var;
+    }
+}
+
+/// The ledger of one step whose users think `think_s` seconds between requests; None
+/// for a step without replies (no mean response time, no rate).
+pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
+    if s.completed == 0 || s.tps <= 0.0 || s.response.mean_ns.is_nan() {
+        return None;
+    }
+    let tps = s.tps;
+    let mean_ms = s.response.mean_ns / 1e6;
+    let ms = |threads: f64| threads / tps * 1e3;
+    let mut parts = vec![];
+    if let Some(q) = s.accept_queue_mean {
+        // A Poisson count's standard error over the reads.
+        let pm = (q.connections / q.reads.max(1) as f64).sqrt();
+        parts.push(LedgerPart {
+            part: RtPart::AcceptWait,
+            ms: ms(q.connections),
+            pm_ms: ms(pm),
+        });
+    }
+    if let Some(by) = thread_parts(s) {
+        for (part, t) in by {
+            parts.push(LedgerPart {
+                part,
+                ms: ms(t.n),
+                pm_ms: ms(t.var.sqrt()),
+            });
+        }
+    }
+    let attributed: f64 = parts.iter().map(|p| p.ms).sum();
+    let outside_ms = (s.users as f64 / tps - s.response.mean_ns / 1e9 - think_s).max(0.0) * 1e3;
+    Some(RtLedger {
+        users: s.users,
+        mean_ms,
+        parts,
+        unattributed_ms: mean_ms - attributed,
+        outside_ms,
+        transmission_stall: None,
+    })
+}
+
+/// The threads' parts of a step: mean threads in each state (see the module's text);
+/// None without per-thread samples with classes.
+fn thread_parts(s: &StepResult) -> Option<Vec<(RtPart, Threads)>> {
+    if s.per_thread.is_empty() || s.per_thread.iter().all(|t| t.states.by_class.is_empty()) {
+        return None;
+    }
+    let window = (s.measured_s * 1e9) as u64;
+    let mut by = [Threads::default(); 7];
+    let idx = |p: RtPart| match p {
+        RtPart::OnCpu => 0,
+        RtPart::Runnable => 1,
+        RtPart::Lock => 2,
+        RtPart::Sleep => 3,
+        RtPart::Peer => 4,
+        RtPart::Disk => 5,
+        _ => 6,
+    };
+    let mut waiters = 0usize;
+    for t in &s.per_thread {
+        let w = span_ns(t, window).max(1) as f64;
+        // Its mean presence over the window (a thread born in the step counts from then).
+        let present = (w / window.max(1) as f64).min(1.0);
+        let idle = is_idle(t, window);
+        let st = &t.states;
+        let cpu = (cpu_ns(t) as f64 / w).min(1.0);
+        let runq = (st.runqueue_ns as f64 / w).min(1.0 - cpu);
+        // CPU time is work whoever spends it (an idle thread's is little by definition).
+        by[idx(RtPart::OnCpu)].add(cpu * present, 0.0);
+        by[idx(RtPart::Runnable)].add(runq * present, 0.0);
+        let n = |c: WaitClass| st.by_class.get(&c).copied().unwrap_or(0);
+        let blocked_samples = st.samples.saturating_sub(n(WaitClass::OnCpu));
+        if blocked_samples == 0 {
+            continue;
+        }
+        let blocked = (1.0 - cpu - runq).max(0.0) * present;
+        let k = blocked_samples as f64;
+        let lock = lock_samples(t);
+        if lock > 0 {
+            waiters += 1;
+        }
+        let peer: u64 = t.peer_by_syscall.iter().flatten().map(|(_, k)| k).sum();
+        let mut charge = |part: RtPart, c: u64| {
+            let p = (c as f64 / k).min(1.0);
+            by[idx(part)].add(blocked * p, blocked * blocked * p * (1.0 - p) / k);
+        };
+        charge(RtPart::Lock, lock);
+        if idle {
+            continue;
+        }
+        charge(RtPart::Sleep, n(WaitClass::Sleep) + t.futex_timed);
+        charge(RtPart::Peer, peer.min(n(WaitClass::Network)));
+        charge(RtPart::Disk, n(WaitClass::Disk));
+        charge(
+            RtPart::OtherWait,
+            n(WaitClass::File) + n(WaitClass::Child) + n(WaitClass::Other) + n(WaitClass::Unknown),
+        );
+    }
+    // Spare threads: seen waiting on a lock beyond the users (a pool waiting for work).
+    let spare = waiters.saturating_sub(s.users) as f64;
+    let lock = &mut by[idx(RtPart::Lock)];
+    lock.n = (lock.n - spare).max(0.0);
+    Some(
+        [
+            RtPart::OnCpu,
+            RtPart::Runnable,
+            RtPart::Lock,
+            RtPart::Sleep,
+            RtPart::Peer,
+            RtPart::Disk,
+            RtPart::OtherWait,
+        ]
+        .into_iter()
+        .map(|p| (p, by[idx(p)]))
+        .collect(),
+    )
+}
+
+/// Every step's ledger, in step order (steps without replies left out).
+pub fn ledgers(steps: &[StepResult], think_s: f64) -> Vec<RtLedger> {
+    steps
+        .iter()
+        .filter_map(|s| step_ledger(s, think_s))
+        .collect()
+}
+
+/// The users' cycle per request, ms: response + think + time outside a request.
+pub fn cycle_ms(l: &RtLedger, think_s: f64) -> f64 {
+    l.mean_ms + think_s * 1e3 + l.outside_ms
+}
+
+/// A part's share of the step's mean response time, 0..; 0 without a mean.
+pub fn share(l: &RtLedger, part: RtPart) -> f64 {
+    if l.mean_ms > 0.0 {
+        l.ms(part) / l.mean_ms
+    } else {
+        0.0
+    }
+}
+
+/// The users of the first step whose ledger gives `parts` together at least a quarter of
+/// its mean response time: where that part starts to weigh.
+pub fn first_step(ledgers: &[RtLedger], parts: &[RtPart]) -> Option<usize> {
+    ledgers
+        .iter()
+        .find(|l| parts.iter().map(|&p| share(l, p)).sum::<f64>() >= 0.25)
+        .map(|l| l.users)
+}
+
+/// The ledger's line: "response-time ledger at 64 users: mean 270.1 ms = waiting on a
+/// lock 251.0 ms +- 3.1 (93 %) + ... + unattributed 10.2 ms (4 %); outside a request
+/// 5.0 ms per request (connecting, backing off)".
+pub fn line(l: &RtLedger) -> String {
+    let pct = |ms: f64| {
+        if l.mean_ms > 0.0 {
+            100.0 * ms / l.mean_ms
+        } else {
+            0.0
+        }
+    };
+    let mut parts: Vec<String> = l
+        .parts
+        .iter()
+        .filter(|p| p.ms >= 0.005 || p.part == RtPart::AcceptWait)
+        .map(|p| {
+            format!(
+                "{} {:.2} ms +- {:.2} ({:.0} %)",
+                p.part.label(),
+                p.ms,
+                p.pm_ms,
+                pct(p.ms)
+            )
+        })
+        .collect();
+    parts.push(format!(
+        "unattributed {:.2} ms ({:.0} %)",
+        l.unattributed_ms,
+        pct(l.unattributed_ms)
+    ));
+    format!(
+        "response-time ledger at {} users: mean {:.2} ms = {}; outside a request (connecting, backing off) {:.2} ms per request",
+        l.users,
+        l.mean_ms,
+        parts.join(" + "),
+        l.outside_ms
+    )
+}
+
+#[cfg(test)]
+#[path = "rt_ledger_tests.rs"]
+mod tests;

@@ -49,9 +49,17 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
         out::Outputs::of(record),
         out::Terminal::Report { explain: false },
     )?;
-    Ok(if rec.meta.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if rec.meta.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    // The first step found no listener: the search stopped there; the record is written,
+    // the exit code says the target was never served (as `load http`'s 2 when nothing
+    // answered).
+    if let tpslab_analysis::record::Body::Capacity(c) = &rec.body {
+        if let Some(why) = tpslab_analysis::capacity::stopped_no_listener(c) {
+            eprintln!("tpslab: error: {}: {why}", plan.target());
+            return Ok(ExitCode::from(2));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -245,6 +245,24 @@ pub fn so_far(search: &CapacitySearch, steps: &[CapacityStep], why: &str) -> Con
     }
 }
 
+/// How the reason of a search stopped at its first step because nothing listens on the
+/// target begins (`tpslab capacity` then exits 2 with it).
+pub const NO_LISTENER: &str = "no listener";
+
+/// The reason a search stopped at its first step because nothing listens on the target
+/// (an [`Conclusion::Unfinished`] after one step whose reason begins with
+/// [`NO_LISTENER`]); None otherwise.
+pub fn stopped_no_listener(rec: &CapacityRecord) -> Option<&str> {
+    match &rec.conclusion {
+        Conclusion::Unfinished { why, .. }
+            if rec.steps.len() == 1 && why.starts_with(NO_LISTENER) =>
+        {
+            Some(why)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 #[path = "capacity_tests.rs"]
 mod tests;

@@ -11,8 +11,9 @@ pub enum FailOn {
     LossAbove(f64),
     /// The run was not valid evidence (the generator was a bottleneck; no reply at all).
     Invalid,
-    /// Any failure: send errors or reply failures (UDP), failed requests (ramp), runs
-    /// with either (sweep).
+    /// Any failure: send errors or reply failures, or nothing arrived (UDP: no reply to
+    /// any datagram sent, or all of them to a port with no socket), failed requests
+    /// (ramp), runs with either (sweep).
     Errors,
     /// A `--target-rate` was not reached (tcp).
     Target,
@@ -152,9 +153,46 @@ pub fn udp_outcome(rec: &RunRecord) -> Outcome {
             Some(l) => Loss::Measured(l, "in the window".into()),
             None => Loss::NotMeasured("no replies expected, or nothing sent in the window".into()),
         },
-        errors: (send + reply > 0)
-            .then(|| format!("{send} datagrams failed to send, {reply} replies failed")),
+        errors: udp_errors(rec, send, reply),
         target: None,
+    }
+}
+
+/// A UDP run's failures as a sentence: send and reply failures, and nothing arrived (the
+/// kernel accepted datagrams and no reply came back though replies were expected, or
+/// every one found no socket on the port: the ledger's `no_ports`, Udp: NoPorts); None
+/// when there were none.
+fn udp_errors(rec: &RunRecord, send: u64, reply: u64) -> Option<String> {
+    let g = rec.generator.as_ref()?;
+    let no_ports = rec
+        .ledger
+        .as_ref()
+        .map_or(0, |l| l.request.count("no_ports"));
+    let where_ = if no_ports > 0 {
+        format!(" ({no_ports} found no socket on the target's port: Udp NoPorts, no listener)")
+    } else {
+        String::new()
+    };
+    let nothing = if g.sent == 0 {
+        None
+    } else if g.window_loss_pct.is_some() && g.replies_read == 0 {
+        Some(format!(
+            "nothing arrived: {} datagrams sent, no reply read{where_}",
+            g.sent
+        ))
+    } else if no_ports >= g.sent {
+        Some(format!(
+            "nothing arrived: every one of the {} datagrams sent found no socket on the target's port (Udp NoPorts: no listener)",
+            g.sent
+        ))
+    } else {
+        None
+    };
+    let failed = (send + reply > 0)
+        .then(|| format!("{send} datagrams failed to send, {reply} replies failed"));
+    match (failed, nothing) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     }
 }
 
@@ -221,6 +259,8 @@ mod tests {
                 window_loss_pct: Some(loss),
                 valid,
                 send_failed,
+                sent: 1000,
+                replies_read: 1000,
                 invalid_reasons: if valid { vec![] } else { vec!["behind".into()] },
                 ..Default::default()
             }),
@@ -281,6 +321,64 @@ mod tests {
         let (code, why) = exit_code(&rec(2.0, true, 0), &conds, false);
         assert_eq!(code, 1);
         assert!(why[0].contains("loss 2.000 % in the window"), "{why:?}");
+    }
+
+    /// A closed UDP port: every datagram sent, none answered (100 % loss), the valid
+    /// evidence of a generator that kept its schedule; `--fail-on errors,invalid` used to
+    /// exit 0 there.
+    #[test]
+    fn nothing_arriving_is_an_error() {
+        let conds = parse("errors,invalid", applies::UDP_RUN).unwrap();
+        let closed = |replies: bool, no_ports: u64| {
+            let ledger = tpslab_record::ledger::Ledger {
+                request: tpslab_record::ledger::LedgerPath {
+                    attempted: 8000,
+                    rows: vec![tpslab_record::ledger::LedgerRow {
+                        layer: "no_ports".into(),
+                        label: "no listener on the port".into(),
+                        count: no_ports,
+                        source: "Udp: NoPorts".into(),
+                    }],
+                    unattributed: Some(0),
+                    inconsistent: None,
+                    notes: vec![],
+                },
+                reply: None,
+            };
+            udp_outcome(&RunRecord {
+                generator: Some(GeneratorReport {
+                    window_loss_pct: replies.then_some(100.0),
+                    valid: true,
+                    sent: 8000,
+                    replies_read: 0,
+                    ..Default::default()
+                }),
+                ledger: Some(ledger),
+                ..Default::default()
+            })
+        };
+        // Replies expected, none read.
+        let (code, why) = exit_code(&closed(true, 8000), &conds, false);
+        assert_eq!(code, 1, "{why:?}");
+        assert!(
+            why[0].contains(
+                "nothing arrived: 8000 datagrams sent, no reply read (8000 found no socket"
+            ),
+            "{why:?}"
+        );
+        // One way, every datagram to a port with no socket.
+        let (code, why) = exit_code(&closed(false, 8000), &conds, false);
+        assert_eq!(code, 1, "{why:?}");
+        assert!(why[0].contains("no listener"), "{why:?}");
+        // One way, delivered (no NoPorts): nothing to say of arrival.
+        assert_eq!(exit_code(&closed(false, 0), &conds, false).0, 0);
+        // Nothing sent at all is not "nothing arrived".
+        let mut none = closed(true, 0);
+        none.errors = None;
+        assert_eq!(exit_code(&none, &conds, false).0, 0);
+        // Without the errors gate the exit code stays 0 (the run is valid evidence).
+        let invalid_only = parse("invalid", applies::UDP_RUN).unwrap();
+        assert_eq!(exit_code(&closed(true, 8000), &invalid_only, false).0, 0);
     }
 
     #[test]

@@ -1,10 +1,114 @@
-//! A SO_REUSEPORT group's balance: the kernel hashes each flow (source address and port)
-//! to one socket of the group, so a load of a few flows can leave some sockets idle while
-//! others fill and drop. Pure functions of the per-socket facts
-//! ([`tpslab_record::verdict::GroupSocket`]: reads from tpslab's own server, drops and
-//! deepest queue from `/proc/net/udp`).
+//! A SO_REUSEPORT group's balance, socket by socket: the kernel hashes each flow (source
+//! address and port) to one socket of the group, so a load of a few flows can leave some
+//! sockets idle while others fill and drop (uneven hashing); and a group whose shares are
+//! even still drops at one socket whose reader drains less than the others (a slow
+//! reader: one worker of a pre-forked server that sleeps, waits on a lock or works
+//! longer per datagram). Pure functions of the per-socket facts
+//! ([`tpslab_record::verdict::GroupSocket`]: reads from tpslab's own server's threads or
+//! a foreign worker's threads (exact tracepoint counts), drops and deepest queue from
+//! `/proc/net/udp`, the reader's sampled waits).
 
-use tpslab_record::verdict::{GroupSocket, Steer};
+use crate::waits::{ThreadStatesExt, WaitClass};
+use tpslab_record::verdict::{GroupReader, GroupSocket, Steer};
+
+/// What made the group uneven.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// The datagrams' shares were uneven while the readers were alike: the kernel's hash
+    /// (or the CPU steering) sent more to some sockets. Fix: more flows, or steering.
+    UnevenHashing,
+    /// These sockets (indices into the group) dropped while their share of the datagrams
+    /// was no larger than an even one, and their readers waited for datagrams less than
+    /// half the time while the others' readers waited most of it: those workers drain less
+    /// than their share. Fix: those workers; more flows or steering would still hand
+    /// them their share.
+    SlowReader {
+        /// The slow sockets, most datagrams lost first.
+        sockets: Vec<usize>,
+    },
+}
+
+/// One socket's figures, as the judgement reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SocketFigures {
+    /// Datagrams that reached it: read + dropped (None without reads).
+    pub offered: Option<u64>,
+    /// Its share of the group's datagrams, percent (None without reads).
+    pub share_pct: Option<f64>,
+    /// Of what reached it, the share it dropped, percent (None without reads).
+    pub lost_pct: Option<f64>,
+    /// Its reader's samples waiting for datagrams (the network class: blocked in
+    /// recvfrom, poll, epoll_wait), percent; None when its reader is not known.
+    pub waiting_pct: Option<f64>,
+}
+
+/// A socket whose reader waited for datagrams less than this share of the time (percent)
+/// was busy (on a CPU) or blocked elsewhere (a sleep, a lock, disk) for most of the run.
+const BUSY_READER_PCT: f64 = 50.0;
+
+/// A slow socket loses at least this many times the share the others lose (a reader
+/// that keeps up loses nothing but to bursts).
+const SLOW_LOSS_RATIO: f64 = 4.0;
+
+/// Each socket's figures: its offered datagrams and share, what it lost of them, and how
+/// often its reader waited for datagrams.
+pub fn figures(group: &[GroupSocket]) -> Vec<SocketFigures> {
+    let total: Option<u64> = group.iter().map(|s| Some(s.reads? + s.drops)).sum();
+    group
+        .iter()
+        .map(|s| {
+            let offered = s.reads.map(|r| r + s.drops);
+            SocketFigures {
+                offered,
+                share_pct: match (offered, total) {
+                    (Some(o), Some(t)) if t > 0 => Some(100.0 * o as f64 / t as f64),
+                    _ => None,
+                },
+                lost_pct: offered
+                    .filter(|&o| o > 0)
+                    .map(|o| 100.0 * s.drops as f64 / o as f64),
+                waiting_pct: s
+                    .reader
+                    .as_ref()
+                    .and_then(|r| r.states.as_ref()?.share_pct(WaitClass::Network)),
+            }
+        })
+        .collect()
+}
+
+/// The slow sockets of the group, most lost first; empty when none is slow: some
+/// socket dropped while its share was at most 1.5 times an even one, its reader waited
+/// for datagrams less than half the time, and every socket whose reader waited for
+/// datagrams most of the time (there must be one) lost at most a quarter of the share
+/// the slow ones lost. Every socket's reads and reader must be known.
+fn slow_readers(group: &[GroupSocket], figs: &[SocketFigures]) -> Vec<usize> {
+    let n = group.len() as f64;
+    if figs
+        .iter()
+        .any(|f| f.share_pct.is_none() || f.waiting_pct.is_none())
+    {
+        return vec![];
+    }
+    let mut slow: Vec<usize> = (0..group.len())
+        .filter(|&i| {
+            let f = &figs[i];
+            group[i].drops > 0
+                && f.share_pct.unwrap_or(100.0) <= HIGH_SHARE * 100.0 / n
+                && f.waiting_pct.unwrap_or(100.0) < BUSY_READER_PCT
+        })
+        .collect();
+    let waiting: Vec<usize> = (0..group.len())
+        .filter(|&i| figs[i].waiting_pct.unwrap_or(0.0) >= BUSY_READER_PCT)
+        .collect();
+    let lost = |i: usize| figs[i].lost_pct.unwrap_or(0.0);
+    let least_slow = slow.iter().map(|&i| lost(i)).fold(f64::INFINITY, f64::min);
+    let most_waiting = waiting.iter().map(|&i| lost(i)).fold(0.0, f64::max);
+    if slow.is_empty() || waiting.is_empty() || most_waiting * SLOW_LOSS_RATIO > least_slow {
+        return vec![];
+    }
+    slow.sort_by(|&a, &b| lost(b).total_cmp(&lost(a)).then(a.cmp(&b)));
+    slow
+}
 
 /// How uneven a group was, when it was.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +134,12 @@ pub struct Imbalance {
     /// Whether every socket's limit was known (room judged against half of it; else only a
     /// queue that stayed empty counts as room).
     pub limits_known: bool,
+    /// Uneven hashing or a slow reader.
+    pub kind: Kind,
+    /// Each socket's figures, in the group's order.
+    pub figures: Vec<SocketFigures>,
+    /// Each socket's reader, in the group's order (None when not told apart).
+    pub readers: Vec<Option<GroupReader>>,
 }
 
 /// A socket reading less than this multiple of the group's mean makes the group uneven
@@ -43,6 +153,13 @@ const HIGH_SHARE: f64 = 1.5;
 /// dropped, the sockets were even (every socket's reads within [0.5, 1.5] x the mean;
 /// without reads: drops in every socket, or none with room), or datagrams were spread at
 /// random (`--reuseport-steer random`: unevenness is then not the group's doing).
+///
+/// A slow reader first (needs every socket's reads and reader, a foreign pre-forked
+/// server's): a socket that dropped while its share of the datagrams (read + dropped) was
+/// at most 1.5 times an even share, whose reader waited for datagrams less than half the
+/// time, beside sockets whose readers waited for them most of the time and lost at most a
+/// quarter of its share ([`Kind::SlowReader`]). Else uneven reads are uneven hashing
+/// ([`Kind::UnevenHashing`]).
 pub fn judge(group: &[GroupSocket], flows: Option<usize>, steer: Steer) -> Option<Imbalance> {
     let n = group.len();
     if n < 2 || steer == Steer::Random {
@@ -58,7 +175,16 @@ pub fn judge(group: &[GroupSocket], flows: Option<usize>, steer: Steer) -> Optio
                 None => s.rx_queue_max_bytes == 0,
             }
     };
+    let figs = figures(group);
+    let slow = slow_readers(group, &figs);
     let mut out = Imbalance {
+        kind: if slow.is_empty() {
+            Kind::UnevenHashing
+        } else {
+            Kind::SlowReader { sockets: slow }
+        },
+        figures: figs,
+        readers: group.iter().map(|s| s.reader.clone()).collect(),
         sockets: n,
         idle: 0,
         busiest_pct: None,
@@ -77,8 +203,17 @@ pub fn judge(group: &[GroupSocket], flows: Option<usize>, steer: Steer) -> Optio
             }
             let mean = total as f64 / n as f64;
             let low = |x: u64| (x as f64) < LOW_SHARE * mean;
-            let uneven = r.iter().any(|&x| low(x) || x as f64 > HIGH_SHARE * mean);
-            if !uneven {
+            // Uneven reads, or uneven shares of what reached the sockets (read +
+            // dropped: a socket offered twice its share that drops reads no more than
+            // the others).
+            let offered_mean = (total + drops) as f64 / n as f64;
+            let uneven_offered = r.iter().zip(group).any(|(&x, s)| {
+                let o = (x + s.drops) as f64;
+                o < LOW_SHARE * offered_mean || o > HIGH_SHARE * offered_mean
+            });
+            let uneven =
+                uneven_offered || r.iter().any(|&x| low(x) || x as f64 > HIGH_SHARE * mean);
+            if !uneven && out.kind == Kind::UnevenHashing {
                 return None;
             }
             out.idle = r.iter().filter(|&&x| x == 0).count();
@@ -104,8 +239,12 @@ impl Imbalance {
         self.drops > 0 && self.dropping > 0 && self.spare > 0
     }
 
-    /// One sentence: what was uneven, and why (the flow count when known).
+    /// One sentence: what was uneven, and why (the flow count when known); for a slow
+    /// reader, which socket, its share and loss, and where its reader waited.
     pub fn sentence(&self) -> String {
+        if let Kind::SlowReader { sockets } = &self.kind {
+            return self.slow_sentence(sockets);
+        }
         let n = self.sockets;
         let room = if self.limits_known {
             "no drops, queue below half the limit"
@@ -137,9 +276,63 @@ impl Imbalance {
         format!("the server's SO_REUSEPORT group is uneven: {what}{why}")
     }
 
+    /// The slow sockets' readers, named: "PID 4242 (python3)", several joined by "and".
+    pub fn slow_names(&self) -> String {
+        let Kind::SlowReader { sockets } = &self.kind else {
+            return String::new();
+        };
+        sockets
+            .iter()
+            .map(|&i| self.readers[i].as_ref().map_or("?".into(), reader_name))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    fn slow_sentence(&self, sockets: &[usize]) -> String {
+        let n = self.sockets;
+        let each: Vec<String> = sockets
+            .iter()
+            .map(|&i| {
+                let f = &self.figures[i];
+                let r = self.readers[i].as_ref();
+                format!(
+                    "socket {} of {n} (read by {}) was offered {:.0} % of the datagrams ({:.0} % each if even) and dropped {:.0} % of them; its reader waited for datagrams {:.0} % of the run{}",
+                    i + 1,
+                    r.map_or("?".into(), reader_name),
+                    f.share_pct.unwrap_or(0.0),
+                    100.0 / n as f64,
+                    f.lost_pct.unwrap_or(0.0),
+                    f.waiting_pct.unwrap_or(0.0),
+                    r.and_then(reader_wait).map_or(String::new(), |w| format!(" and spent {w}")),
+                )
+            })
+            .collect();
+        let others = (0..n)
+            .filter(|i| !sockets.contains(i))
+            .filter_map(|i| self.figures[i].lost_pct)
+            .fold(0.0, f64::max);
+        format!(
+            "the server's SO_REUSEPORT group has a slow reader: {}; the other sockets, whose readers waited for datagrams, dropped at most {others:.0} % of theirs: the share was even, the draining was not",
+            each.join("; "),
+        )
+    }
+
     /// The fixes, in the order to try them: more flows, steering by CPU, a reuseport BPF
-    /// program; each a line for the user's server and tpslab's own.
+    /// program; each a line for the user's server and tpslab's own. For a slow reader:
+    /// that worker, named by PID, by where it waited; then taking it out of the group.
     pub fn fixes(&self) -> Vec<String> {
+        if let Kind::SlowReader { sockets } = &self.kind {
+            let mut out: Vec<String> = sockets
+                .iter()
+                .filter_map(|&i| self.readers[i].as_ref())
+                .map(worker_fix)
+                .collect();
+            out.push(format!(
+                "until it is fixed, take {} out of the group (stop that worker: the kernel hashes its flows over the other sockets at once); more flows or reuseport BPF steering would still hand it its share",
+                self.slow_names()
+            ));
+            return out;
+        }
         let random = "spread per datagram: a reuseport BPF program that returns a random socket (SKF_AD_RANDOM; order within a flow is no longer kept) (tpslab: serve udp --reuseport-steer random)".to_string();
         if self.steer == Steer::Cpu {
             return vec![
@@ -158,140 +351,68 @@ impl Imbalance {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(reads: Option<u64>, drops: u64, q: u64, limit: Option<u64>) -> GroupSocket {
-        GroupSocket {
-            reads,
-            drops,
-            rx_queue_max_bytes: q,
-            rcvbuf_bytes: limit,
-        }
-    }
-
-    #[test]
-    fn one_socket_or_nothing_read_is_no_finding() {
-        assert_eq!(
-            judge(&[s(Some(10), 5, 100, None)], Some(1), Steer::Hash),
-            None
-        );
-        assert_eq!(
-            judge(
-                &[s(Some(0), 0, 0, None), s(Some(0), 0, 0, None)],
-                Some(1),
-                Steer::Hash
-            ),
-            None
-        );
-    }
-
-    #[test]
-    fn even_reads_are_no_finding() {
-        let g = [
-            s(Some(1000), 0, 10, None),
-            s(Some(1200), 0, 10, None),
-            s(Some(900), 0, 10, None),
-            s(Some(1100), 0, 10, None),
-        ];
-        assert_eq!(judge(&g, Some(16), Steer::Hash), None);
-    }
-
-    #[test]
-    fn idle_sockets_beside_a_dropping_one_explain_its_drops() {
-        // The issue's 4-sender case: [1834112, 0, 4987889, 0].
-        let g = [
-            s(Some(1_834_112), 0, 1000, Some(425_984)),
-            s(Some(0), 0, 0, Some(425_984)),
-            s(Some(4_987_889), 7000, 425_000, Some(425_984)),
-            s(Some(0), 0, 0, Some(425_984)),
-        ];
-        let i = judge(&g, Some(4), Steer::Hash).unwrap();
-        assert_eq!((i.idle, i.dropping, i.spare, i.drops), (2, 1, 3, 7000));
-        assert!((i.busiest_pct.unwrap() - 73.1).abs() < 0.1);
-        assert!(i.explains_drops());
-        let line = i.sentence();
-        assert!(line.contains("2 of its 4 sockets read nothing"), "{line}");
-        assert!(line.contains("busiest read 73 %"), "{line}");
-        assert!(line.contains("4 flows"), "{line}");
-    }
-
-    #[test]
-    fn uneven_without_drops_is_said_but_explains_nothing() {
-        let g = [s(Some(100), 0, 0, None), s(Some(0), 0, 0, None)];
-        let i = judge(&g, Some(1), Steer::Hash).unwrap();
-        assert!(!i.explains_drops());
-        assert!(i.sentence().contains("1 flow and"), "{}", i.sentence());
-    }
-
-    #[test]
-    fn every_socket_dropping_is_not_an_imbalance_of_room() {
-        // Uneven reads, but every socket dropped: all were full, so more buffer or more
-        // readers, not only spreading.
-        let g = [
-            s(Some(400), 10, 9000, Some(10_000)),
-            s(Some(100), 50, 9000, Some(10_000)),
-        ];
-        let i = judge(&g, Some(2), Steer::Hash).unwrap();
-        assert_eq!(i.spare, 0);
-        assert!(!i.explains_drops());
-    }
-
-    #[test]
-    fn without_reads_drops_beside_room_are_an_imbalance() {
-        let g = [
-            s(None, 500, 212_000, Some(212_992)),
-            s(None, 0, 4_000, Some(212_992)),
-            s(None, 0, 0, None),
-        ];
-        let i = judge(&g, None, Steer::Hash).unwrap();
-        assert_eq!((i.dropping, i.spare, i.busiest_pct), (1, 2, None));
-        assert!(i.explains_drops());
-        assert!(i
-            .sentence()
-            .contains("1 of its 3 sockets dropped 500 datagrams while 2 had room"));
-        // A socket whose queue reached more than half its limit had no room.
-        let g = [
-            s(None, 500, 212_000, Some(212_992)),
-            s(None, 0, 150_000, Some(212_992)),
-        ];
-        assert_eq!(judge(&g, None, Steer::Hash), None);
-        // Nothing dropped: nothing to say without reads.
-        let g = [s(None, 0, 0, None), s(None, 0, 0, None)];
-        assert_eq!(judge(&g, None, Steer::Hash), None);
-    }
-
-    #[test]
-    fn steering_changes_what_is_said_or_silences_it() {
-        let g = [
-            s(Some(24_000), 300, 200_000, Some(212_992)),
-            s(Some(0), 0, 0, Some(212_992)),
-            s(Some(0), 0, 0, Some(212_992)),
-            s(Some(0), 0, 0, Some(212_992)),
-        ];
-        // Random steering: unevenness is not the group's doing.
-        assert_eq!(judge(&g, Some(2), Steer::Random), None);
-        // By CPU: the CPUs that received, not the flows, and no "more flows" fix.
-        let i = judge(&g, Some(2), Steer::Cpu).unwrap();
-        assert!(
-            i.sentence().contains("CPU that received it"),
-            "{}",
-            i.sentence()
-        );
-        assert!(!i.sentence().contains("flow"), "{}", i.sentence());
-        assert!(i.fixes()[0].contains("RPS"), "{:?}", i.fixes());
-        assert!(!i.fixes().iter().any(|f| f.contains("more flows")));
-        // Hash: the flows.
-        let i = judge(&g, Some(2), Steer::Hash).unwrap();
-        assert!(i.fixes()[0].contains("more flows"), "{:?}", i.fixes());
-        // Without known limits, room is an empty queue, and the sentence says so.
-        let g = [s(None, 500, 9_000, None), s(None, 0, 0, None)];
-        let i = judge(&g, None, Steer::Hash).unwrap();
-        assert!(
-            i.sentence().contains("queue never above 0"),
-            "{}",
-            i.sentence()
-        );
+/// "PID 4242 (python3)", "PIDs 10, 11 (nginx)".
+pub fn reader_name(r: &GroupReader) -> String {
+    let pids: Vec<String> = r.pids.iter().map(|p| p.to_string()).collect();
+    match pids.len() {
+        1 => format!("PID {} ({})", pids[0], r.comm),
+        _ => format!("PIDs {} ({})", pids.join(", "), r.comm),
     }
 }
+
+/// Where a reader spent the run other than waiting for datagrams: its largest class
+/// besides the network's, "75 % of the run sleeping (in clock_nanosleep: 47 of 63
+/// samples)"; None without samples or when nothing but the network took 5 % or more.
+pub fn reader_wait(r: &GroupReader) -> Option<String> {
+    let st = r.states.as_ref()?;
+    let (class, share) = WaitClass::ALL
+        .into_iter()
+        .filter(|&c| c != WaitClass::Network)
+        .filter_map(|c| Some((c, st.share_pct(c)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if share < 5.0 {
+        return None;
+    }
+    let call = match class {
+        WaitClass::OnCpu | WaitClass::Runnable | WaitClass::Stolen | WaitClass::Other => None,
+        c => st.top_syscall(c),
+    };
+    let seen = st.by_class.get(&class).copied().unwrap_or(0);
+    Some(format!(
+        "{share:.0} % of the run {}{}",
+        class.label(),
+        match call {
+            Some(c) => format!(" (in {c}: {seen} of {} samples)", st.samples),
+            None => format!(" ({seen} of {} samples)", st.samples),
+        }
+    ))
+}
+
+/// What to change in a slow worker, by where its reader waited.
+fn worker_fix(r: &GroupReader) -> String {
+    let who = reader_name(r);
+    let pid = r.pids.first().copied().unwrap_or(0);
+    let class = r.states.as_ref().and_then(|st| {
+        WaitClass::ALL
+            .into_iter()
+            .filter(|&c| c != WaitClass::Network)
+            .filter_map(|c| Some((c, st.share_pct(c)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    });
+    let what = match class.map(|c| c.0) {
+        Some(WaitClass::Sleep) => "it sleeps in the loop that reads its socket: remove the sleep, or hand each datagram to other threads and keep the reading loop free of it",
+        Some(WaitClass::Lock) => "it waits on a lock (futex) in the loop that reads its socket: shorten what the lock holds, or take the reading loop out of it",
+        Some(WaitClass::Disk) | Some(WaitClass::File) => "it waits on disk or file I/O in the loop that reads its socket: move that I/O off the reading loop",
+        Some(WaitClass::OnCpu) => "its thread is on a CPU most of the run: its work per datagram costs more than the other workers' (profile it: perf top -p PID)",
+        Some(WaitClass::Runnable) | Some(WaitClass::Stolen) => "its thread waits for a CPU: other work shares its CPU (see its affinity: taskset -cp PID; the CPU's load: mpstat -P ALL 1)",
+        _ => "see where its thread waits: cat /proc/PID/task/*/stack (root)",
+    };
+    format!(
+        "fix the worker {who}: {}",
+        what.replace("PID", &pid.to_string())
+    )
+}
+
+#[cfg(test)]
+#[path = "reuseport_tests.rs"]
+mod tests;

@@ -153,7 +153,20 @@ impl ThreadWaitsExt for ThreadWaits {
         let mut it = parts.into_iter();
         let first = it.next()?;
         let rest: Vec<String> = it.collect();
-        let who = if self.subset {
+        // The processes the threads belong to: several for a pre-forked server's
+        // workers, each named (not only the first one's PID).
+        let mut pids: Vec<u32> = self
+            .threads
+            .iter()
+            .map(|t| t.pid)
+            .filter(|&p| p > 0)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let who = if pids.len() > 1 {
+            let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+            format!("the server's threads (in processes {})", list.join(", "))
+        } else if self.subset {
             format!("the server's threads (in process {})", self.pid)
         } else {
             format!("process {}'s threads", self.pid)

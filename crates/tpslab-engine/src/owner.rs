@@ -59,6 +59,12 @@ fn target_sockets(net_root: &Path, m: &SocketMatch) -> Vec<(SocketAddr, u64)> {
         .collect()
 }
 
+/// Every process (but this one) holding one of `inodes`, by a scan of /proc/*/fd: PID ->
+/// the inodes it holds.
+pub fn holders_of(inodes: &BTreeSet<u64>) -> BTreeMap<u32, Vec<u64>> {
+    scan_holders(Path::new("/proc"), inodes).0
+}
+
 /// Every process (but this one) holding one of `inodes`, by a scan of `proc`/*/fd.
 fn scan_holders(proc: &Path, inodes: &BTreeSet<u64>) -> (BTreeMap<u32, Vec<u64>>, usize) {
     let mut by_pid: BTreeMap<u32, Vec<u64>> = BTreeMap::new();

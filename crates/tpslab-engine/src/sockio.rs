@@ -27,6 +27,7 @@ pub struct UdpIo {
 /// read(2)) and their values at the last read.
 #[derive(Debug)]
 struct ThreadCounters {
+    tid: u32,
     group: TracepointGroup,
     last: UdpIo,
     /// Its values at the last full read (idleness is judged between full reads).
@@ -68,6 +69,7 @@ impl ProcessUdpIo {
                     (sid, UDP_SEND_FAILED_FILTER),
                 ];
                 Ok(ThreadCounters {
+                    tid,
                     group: TracepointGroup::open(&events, tid, inherit)?,
                     last: UdpIo::default(),
                     last_full: UdpIo::default(),
@@ -101,6 +103,12 @@ impl ProcessUdpIo {
     /// Threads whose read count is above zero: the server's reading threads.
     pub fn reader_threads(&self) -> usize {
         self.threads.iter().filter(|t| t.last.read > 0).count()
+    }
+
+    /// Each counted thread's UDP reads at the last read, (thread id, datagrams). With
+    /// inheritance a thread's count includes the threads it created after the attach.
+    pub fn reads_by_thread(&self) -> Vec<(u32, u64)> {
+        self.threads.iter().map(|t| (t.tid, t.last.read)).collect()
     }
 
     /// Attaches to every thread of process `pid`, with inheritance.

@@ -132,6 +132,17 @@ pub(crate) fn schedstat(dir: &Path) -> Option<tpslab_proc::pid::SchedStat> {
     tpslab_proc::pid::parse_schedstat(s.as_bytes(), "schedstat").ok()
 }
 
+/// The process a thread belongs to (`Tgid:` of /proc/TID/status); None when gone.
+fn tgid(tid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The thread ids of `pid` (/proc/PID/task).
 pub(crate) fn tids(pid: u32) -> Vec<u32> {
     tpslab_proc::live::task_ids(pid)
@@ -309,10 +320,16 @@ impl WaitSampler {
                 state: s.state,
                 wait: s.syscall.clone().or_else(|| s.wchan.clone()),
             });
+            let pid = if self.only.is_some() {
+                tgid(tid).unwrap_or(0)
+            } else {
+                self.pid
+            };
             let t = self.threads.entry(tid).or_insert_with(|| ThreadWait {
                 tid,
                 comm: s.comm.clone(),
                 states: ThreadStates::default(),
+                pid,
             });
             t.states
                 .add(s.state, s.wchan.as_deref(), s.syscall.as_deref(), s.fd);
@@ -330,7 +347,9 @@ impl WaitSampler {
             _ => 0.0,
         };
         for (tid, t) in &mut self.threads {
-            let dir = PathBuf::from(format!("/proc/{}/task/{tid}", self.pid));
+            // Through the thread's own id: a listed thread of another process (a
+            // pre-forked worker) is not under /proc/PID/task.
+            let dir = PathBuf::from(format!("/proc/{tid}/task/{tid}"));
             if let (Some((a, t0)), Some(b)) = (self.sched0.get(tid), schedstat(&dir)) {
                 t.states.on_cpu_ns = b.run_ns.saturating_sub(a.run_ns);
                 t.states.stolen_ns = (t.states.on_cpu_ns as f64 * steal) as u64;
@@ -346,6 +365,7 @@ impl WaitSampler {
                 tid: 0,
                 comm: format!("({} exited threads)", self.exited.1),
                 states: self.exited.0,
+                pid: 0,
             });
         }
         threads.sort_by(|a, b| {

@@ -403,6 +403,31 @@ pub struct TargetSocket {
     /// or did not list it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
+    /// The processes holding it (PIDs whose `/proc/PID/fd` links to `socket:[INODE]`,
+    /// scanned at the run's end); empty when not searched (tpslab's own server, or a
+    /// server whose reads were not counted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<u32>,
+    /// Its readers: the threads of the processes that hold this socket and no other of
+    /// the group (a pre-forked worker's), each with the UDP datagrams it read (the
+    /// exact per-thread tracepoint counts); threads that read nothing are left out. Empty
+    /// when its readers cannot be told apart (one process holding several of the
+    /// group's sockets) or reads were not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<SocketReader>,
+}
+
+/// A thread that read one socket of a SO_REUSEPORT group, and what it read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SocketReader {
+    /// Its process (the PID holding the socket).
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// UDP datagrams it read over the run (tracepoint `sock:sock_recv_length`, UDP,
+    /// counted on the thread with perf_event_open).
+    pub reads: u64,
 }
 
 /// Observations of the kernel over the run.

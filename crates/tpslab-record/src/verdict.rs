@@ -26,8 +26,11 @@ pub enum Case {
     SocketBufferBursts,
     /// The application is too slow for the mean rate: the queue is pinned at its limit.
     AppTooSlow,
-    /// Drops at some sockets of the server's SO_REUSEPORT group while others had room: a
-    /// few flows hashed to a few sockets.
+    /// Drops at some sockets of the server's SO_REUSEPORT group while others had room:
+    /// a few flows hashed to a few sockets (uneven hashing: the shares of the datagrams
+    /// are uneven), or one socket's reader drains less than the others while its share is
+    /// no larger (a slow reader: that worker is the fix). Which one is in the layer and
+    /// the evidence (`tpslab_analysis::reuseport::Kind`).
     ReuseportImbalance,
     /// The socket receive buffer overflowed, and the server's reads were not counted:
     /// whether it keeps up on average (bursts or stalls: more buffer helps) or not (too
@@ -286,7 +289,8 @@ pub struct Facts {
     #[serde(default)]
     pub server_sockets: usize,
     /// The target's SO_REUSEPORT group socket by socket (two or more; empty with one):
-    /// what each read (tpslab's own server: its thread's count), dropped and queued.
+    /// what each read (tpslab's own server: its thread's count; a foreign server: its
+    /// worker's threads' exact count), dropped and queued, and who read it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group: Vec<GroupSocket>,
     /// Flows the generator sent (one per sending socket: its source port); None when not
@@ -316,4 +320,33 @@ pub struct GroupSocket {
     /// Its SO_RCVBUF limit, bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
+    /// Its inode (as in /proc/net/udp); 0 in records written before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inode: u64,
+    /// Who read it and where that reader waited: a foreign server's worker process that
+    /// holds this socket alone (its threads' exact reads and sampled waits); None when
+    /// its readers could not be told apart (tpslab's own server: its threads are alike
+    /// by construction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<GroupReader>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The reader of one socket of a SO_REUSEPORT group: the process (or processes) holding
+/// it alone, and their threads' states over the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct GroupReader {
+    /// The processes whose threads read it (PIDs).
+    pub pids: Vec<u32>,
+    /// Their name (`comm` of the first reading thread).
+    pub comm: String,
+    /// The reading threads' samples together (the observer's thread samples: state,
+    /// system call and wchan every 100 ms; schedstat's time on a CPU and runnable);
+    /// None when the threads were not sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<crate::waits::ThreadStates>,
 }

@@ -205,6 +205,11 @@ pub struct ThreadWait {
     pub comm: String,
     /// Its samples.
     pub states: ThreadStates,
+    /// The process it is a thread of (`Tgid` of /proc/TID/status): the watched PID, or
+    /// another process of the same server (a pre-forked worker holding the target's
+    /// socket). 0 when not known (records written before it, the exited threads' row).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pid: u32,
 }
 
 /// Where a watched process's threads spent an observed run.

@@ -171,6 +171,48 @@ fn run_step(
     }
 }
 
+/// Why the first step shows that nothing listens on the target, in words starting with
+/// [`search::NO_LISTENER`] (the search stops there: halving the rate would find the same);
+/// None when something answered. UDP: the verdict's no listener (Udp: NoPorts took nearly
+/// every datagram, no reply), or sends refused (ECONNREFUSED: an ICMP port unreachable
+/// came back) with no reply read; TCP or HTTP: connections refused and nothing answered.
+fn no_listener(step: &CapacityStep, evidence: &StepEvidence) -> Option<String> {
+    use tpslab_analysis::verdict::Case;
+    let case = step.verdict.as_ref().map(|v| v.case);
+    match evidence {
+        StepEvidence::Udp(rec) => {
+            let g = rec.generator.as_ref()?;
+            let refused = g.send_errors.get("ECONNREFUSED").copied().unwrap_or(0);
+            if case == Some(Case::NoListener) {
+                let no_ports = rec
+                    .ledger
+                    .as_ref()
+                    .map_or(0, |l| l.request.count("no_ports"));
+                Some(format!(
+                    "{}: {no_ports} of the first step's {} datagrams found no socket on the target's port (Udp: NoPorts) and no reply came",
+                    search::NO_LISTENER,
+                    g.sent
+                ))
+            } else if refused > 0 && g.replies_read == 0 {
+                Some(format!(
+                    "{}: {refused} of the first step's sends were refused (ECONNREFUSED: the target's host answered ICMP port unreachable) and no reply came",
+                    search::NO_LISTENER
+                ))
+            } else {
+                None
+            }
+        }
+        StepEvidence::Stream(_) => {
+            (case == Some(Case::ConnectionsRefused) && step.answered_pps == 0.0).then(|| {
+                format!(
+                    "{}: the first step's connections were refused and nothing answered",
+                    search::NO_LISTENER
+                )
+            })
+        }
+    }
+}
+
 /// Runs `tpslab capacity`: with `plan.server_cmd` the user's server started first (the
 /// load's target and PID its), the search (`search`), and with `plan.fix_and_retry` the
 /// fix applied and the search run again (`retry`); the server stopped at the end.
@@ -473,10 +515,19 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
             started_s,
             elapsed_s: elapsed,
         };
+        let nobody = if steps.is_empty() {
+            no_listener(&step, &evidence)
+        } else {
+            None
+        };
         ctx.progress
             .line(&step_line(steps.len() + 1, &step, plan.search.unit));
         steps.push(step);
         ctx.progress.capacity_steps(&steps);
+        // Nothing listens: lower rates would only find it again.
+        if let Some(why) = nobody {
+            break search::so_far(&plan.search, &steps, &why);
+        }
     };
     let interrupted = ctx.stopped();
     // The layer that gave first: the verdict at the lowest failing rate.

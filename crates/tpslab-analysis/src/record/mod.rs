@@ -6,8 +6,9 @@
 pub use tpslab_record::{
     AgentInfo, Body, DiagnoseRecord, DropReasons, Environment, GeneratorReport, LatencyHistograms,
     ListenSocket, MatchMode, Meta, NotVerified, ObserverReport, RampReport, Record, RecordError,
-    RunRecord, Series, ServeRecord, ServerReport, SweepReport, TargetProcess, TargetSocket,
-    TcpListen, TcpRecord, DIAGNOSE_SCHEMA_V1, READABLE_SCHEMAS, RECORD_SCHEMA, RUN_SCHEMA_V1,
+    RunRecord, Series, ServeRecord, ServerReport, SocketReader, SweepReport, TargetProcess,
+    TargetSocket, TcpListen, TcpRecord, DIAGNOSE_SCHEMA_V1, READABLE_SCHEMAS, RECORD_SCHEMA,
+    RUN_SCHEMA_V1,
 };
 
 /// The records of `tpslab tcp` and `serve tcp` ([`tpslab_record::tcp`]); judging a flow

@@ -33,7 +33,9 @@ fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
 
 /// The target's SO_REUSEPORT group socket by socket: the observer's drops and queue of
 /// each, with tpslab's own server's reads (thread `i` reads socket `i`) and granted
-/// SO_RCVBUF; empty with one socket.
+/// SO_RCVBUF, or a foreign server's worker reads (the exact counts of the threads of the
+/// process holding that socket alone) and those threads' sampled waits; empty with one
+/// socket.
 fn group(
     o: &tpslab_record::ObserverReport,
     server: Option<&tpslab_record::ServerReport>,
@@ -42,16 +44,55 @@ fn group(
         .iter()
         .map(|t| {
             let at = server.and_then(|s| s.socket_inodes.iter().position(|&i| i == t.inode));
+            let foreign = (!t.readers.is_empty()).then(|| t.readers.iter().map(|r| r.reads).sum());
             tpslab_record::verdict::GroupSocket {
-                reads: at.and_then(|k| server?.received_per_thread.get(k).copied()),
+                reads: at
+                    .and_then(|k| server?.received_per_thread.get(k).copied())
+                    .or(foreign),
                 drops: t.drops,
                 rx_queue_max_bytes: t.rx_queue_max_bytes,
                 rcvbuf_bytes: t
                     .rcvbuf_bytes
                     .or(at.and(server.map(|s| s.rcvbuf_granted_bytes))),
+                inode: t.inode,
+                reader: reader(t, o.thread_waits.as_ref()),
             }
         })
         .collect()
+}
+
+/// A foreign socket's reader: its reading threads' processes and their samples merged
+/// (None without reading threads).
+fn reader(
+    t: &tpslab_record::TargetSocket,
+    waits: Option<&crate::waits::ThreadWaits>,
+) -> Option<tpslab_record::verdict::GroupReader> {
+    let first = t.readers.first()?;
+    let mut pids: Vec<u32> = t.readers.iter().map(|r| r.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let threads: Vec<&crate::waits::ThreadWait> = waits
+        .map(|w| {
+            w.threads
+                .iter()
+                .filter(|th| t.readers.iter().any(|r| r.tid == th.tid))
+                .collect()
+        })
+        .unwrap_or_default();
+    let states = (!threads.is_empty()).then(|| {
+        let mut st = crate::waits::ThreadStates::default();
+        for th in &threads {
+            st.merge(&th.states);
+        }
+        st
+    });
+    Some(tpslab_record::verdict::GroupReader {
+        pids,
+        comm: threads
+            .first()
+            .map_or_else(|| format!("pid {}", first.pid), |th| th.comm.clone()),
+        states,
+    })
 }
 
 /// Reading the [`Facts`] (a record type) off a run record: `Facts::from_record(...)` with

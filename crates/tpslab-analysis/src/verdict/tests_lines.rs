@@ -134,6 +134,7 @@ fn drops_in_one_socket_of_an_uneven_reuseport_group_are_an_imbalance() {
         drops,
         rx_queue_max_bytes: q,
         rcvbuf_bytes: Some(212_992),
+        ..Default::default()
     };
     // 4 threads, 2 flows: one socket idle, one full and dropping, one light.
     let mut f = s1();

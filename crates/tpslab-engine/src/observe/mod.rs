@@ -28,7 +28,7 @@ pub use report::sources;
 use sampler::{target_sched, Sampler};
 
 mod sockets;
-use sockets::{add_udp, lookup_local, lookup_remote, DropTrack};
+use sockets::{add_udp, lookup_local, lookup_remote, with_readers, DropTrack};
 pub use sockets::{delivery_score, socket_queue, SocketMatch};
 
 mod stream;
@@ -353,7 +353,10 @@ fn sample_loop(
     raws.push(last);
     let sched = target_sched(sampler);
     let rcvbuf = sampler.srv_rcvbuf.values().copied().collect();
-    let group = sampler.srv_track.group(&sampler.srv_rcvbuf);
+    let group = with_readers(
+        sampler.srv_track.group(&sampler.srv_rcvbuf),
+        sampler.io.as_ref(),
+    );
     let readers = sampler.io.as_ref().map(|c| c.reader_threads());
     let bounded = Bounded { decimated, rxq_max };
     Sampled {
@@ -439,7 +442,7 @@ impl Observer {
             rep.target_sockets = group;
             rep.sources.insert(
                 "target_sockets".into(),
-                "<net_root>/net/udp{,6} drops (last minus first sample) and deepest rx_queue of each socket of the target's SO_REUSEPORT group; each socket's own rcvbuf from sock_diag SK_MEMINFO_RCVBUF (a UDP dump: the members share their address)".into(),
+                "<net_root>/net/udp{,6} drops (last minus first sample) and deepest rx_queue of each socket of the target's SO_REUSEPORT group; each socket's own rcvbuf from sock_diag SK_MEMINFO_RCVBUF (a UDP dump: the members share their address); holders: /proc/*/fd at the run's end; readers: the threads of the process holding it alone, with their exact UDP reads (tracepoint sock:sock_recv_length)".into(),
             );
         }
         rep.target_reader_threads = readers;

@@ -152,8 +152,80 @@ impl DropTrack {
                 drops: t.last.saturating_sub(t.first),
                 rx_queue_max_bytes: t.rxq_max,
                 rcvbuf_bytes: rcvbuf.get(&inode).copied(),
+                ..Default::default()
             })
             .collect()
+    }
+}
+
+/// The group `group` with each socket's holders (a scan of /proc/*/fd) and, where the
+/// server's threads were counted (`io`), its readers ([`assign_readers`]); unchanged
+/// without counts.
+pub(super) fn with_readers(
+    mut group: Vec<tpslab_analysis::record::TargetSocket>,
+    io: Option<&crate::sockio::ProcessUdpIo>,
+) -> Vec<tpslab_analysis::record::TargetSocket> {
+    let Some(io) = io else { return group };
+    if group.is_empty() {
+        return group;
+    }
+    let inodes: std::collections::BTreeSet<u64> = group.iter().map(|t| t.inode).collect();
+    let by_pid = crate::owner::holders_of(&inodes);
+    let thread_of =
+        |pid: u32, tid: u32| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists();
+    assign_readers(&mut group, &by_pid, &io.reads_by_thread(), &thread_of);
+    group
+}
+
+/// Fills each socket's holders (the PIDs of `by_pid`, PID -> the group's inodes it
+/// holds, that hold it) and readers: the threads (`reads`: thread id, datagrams read)
+/// of the processes that hold it and no other socket of the group (`thread_of(pid,
+/// tid)`: the thread is that process's) that read, or, when none of a process's threads
+/// read, its main thread with 0 (a worker whose socket got nothing). A socket also held
+/// by a process that holds others and whose threads read (a parent reading beside its
+/// workers) gets no readers: whose reads are whose cannot be told.
+pub(super) fn assign_readers(
+    group: &mut [tpslab_analysis::record::TargetSocket],
+    by_pid: &BTreeMap<u32, Vec<u64>>,
+    reads: &[(u32, u64)],
+    thread_of: &dyn Fn(u32, u32) -> bool,
+) {
+    let of = |pid: u32| -> Vec<(u32, u64)> {
+        let mine = reads
+            .iter()
+            .copied()
+            .filter(|&(tid, _)| thread_of(pid, tid));
+        let read: Vec<(u32, u64)> = mine.clone().filter(|r| r.1 > 0).collect();
+        if read.is_empty() {
+            mine.filter(|r| r.0 == pid).collect()
+        } else {
+            read
+        }
+    };
+    let reads_some = |pid: u32| of(pid).iter().any(|r| r.1 > 0);
+    for t in group.iter_mut() {
+        t.holders = by_pid
+            .iter()
+            .filter(|(_, v)| v.contains(&t.inode))
+            .map(|(&p, _)| p)
+            .collect();
+        let shared_reads = t
+            .holders
+            .iter()
+            .any(|&p| by_pid[&p].len() > 1 && reads_some(p));
+        t.readers = if shared_reads {
+            vec![]
+        } else {
+            t.holders
+                .iter()
+                .filter(|&&p| by_pid[&p].len() == 1)
+                .flat_map(|&pid| {
+                    of(pid).into_iter().map(move |(tid, reads)| {
+                        tpslab_analysis::record::SocketReader { pid, tid, reads }
+                    })
+                })
+                .collect()
+        };
     }
 }
 
@@ -191,5 +263,56 @@ pub(super) fn lookup_remote(s: &UdpSocket) -> SocketAddr {
         s.remote
     } else {
         SocketAddr::new(lookup_local(s).ip(), 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_analysis::record::{SocketReader, TargetSocket};
+
+    fn sock(inode: u64) -> TargetSocket {
+        TargetSocket {
+            inode,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_workers_threads_read_the_socket_it_holds_alone() {
+        // A pre-forked server: PID 10 (threads 10, 12) holds socket 7, PID 11 socket 8;
+        // the parent 9 holds both and reads nothing.
+        let by_pid: BTreeMap<u32, Vec<u64>> =
+            [(9, vec![7, 8]), (10, vec![7]), (11, vec![8])].into();
+        let reads = [(9, 0), (10, 500), (12, 20), (13, 0), (11, 90)];
+        let thread_of = |pid: u32, tid: u32| match tid {
+            10 | 12 | 13 => pid == 10,
+            t => pid == t,
+        };
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assert_eq!(g[0].holders, vec![9, 10]);
+        let r = |pid, tid, reads| SocketReader { pid, tid, reads };
+        assert_eq!(g[0].readers, vec![r(10, 10, 500), r(10, 12, 20)]);
+        assert_eq!(g[1].readers, vec![r(11, 11, 90)]);
+        // A worker whose socket got nothing: its main thread, with 0.
+        let reads = [(10, 500), (11, 0), (14, 0)];
+        let thread_of = |pid: u32, tid: u32| pid == tid || (pid, tid) == (11, 14);
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assert_eq!(g[1].readers, vec![r(11, 11, 0)]);
+        // The parent reads too: whose reads are whose cannot be told.
+        let reads = [(10, 500), (11, 90), (9, 5)];
+        let thread_of = |pid: u32, tid: u32| pid == tid;
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assert!(g.iter().all(|t| t.readers.is_empty()), "{g:?}");
+        // One process holding every socket (threads reading each): not told apart.
+        let one: BTreeMap<u32, Vec<u64>> = [(5, vec![7, 8])].into();
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &one, &[(5, 100), (6, 100)], &|_, _| true);
+        assert!(g
+            .iter()
+            .all(|t| t.readers.is_empty() && t.holders == vec![5]));
     }
 }

@@ -54,6 +54,7 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
             writeln!(w, "  - {}", e.text)?;
         }
     }
+    print_group(w, &rec.facts.group)?;
     if let Some(l) = &before.ledger {
         print_path(w, "request path: generator -> server", &l.request, explain)?;
         if let Some(r) = &l.reply {
@@ -112,6 +113,54 @@ pub fn print_diagnosis(w: &mut dyn Write, rec: &DiagnoseRecord, explain: bool) -
         writeln!(w, "note: {n}")?;
     }
     Ok(())
+}
+
+/// The server's SO_REUSEPORT group socket by socket (nothing with one socket): its
+/// reader, offered share, reads, drops, deepest queue, and where its reader waited.
+fn print_group(w: &mut dyn Write, group: &[tpslab_record::verdict::GroupSocket]) -> io::Result<()> {
+    if group.len() < 2 {
+        return Ok(());
+    }
+    let figs = tpslab_analysis::reuseport::figures(group);
+    let mut t = table(&[
+        "SO_REUSEPORT socket",
+        "reader",
+        "offered",
+        "share",
+        "read",
+        "dropped",
+        "lost",
+        "queue max B",
+        "reader waiting for datagrams / else",
+    ]);
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for (s, f) in group.iter().zip(&figs) {
+        let r = s.reader.as_ref();
+        t.add_row(vec![
+            if s.inode > 0 {
+                format!("inode {}", s.inode)
+            } else {
+                "-".into()
+            },
+            or_dash(r.map(tpslab_analysis::reuseport::reader_name)),
+            or_dash(f.offered.map(|o| o.to_string())),
+            or_dash(f.share_pct.map(|p| format!("{p:.0} %"))),
+            or_dash(s.reads.map(|r| r.to_string())),
+            s.drops.to_string(),
+            or_dash(f.lost_pct.map(|p| format!("{p:.0} %"))),
+            match s.rcvbuf_bytes {
+                Some(l) => format!("{} of {l}", s.rx_queue_max_bytes),
+                None => s.rx_queue_max_bytes.to_string(),
+            },
+            or_dash(f.waiting_pct.map(|p| {
+                let other = r
+                    .and_then(tpslab_analysis::reuseport::reader_wait)
+                    .map_or(String::new(), |x| format!("; {x}"));
+                format!("{p:.0} %{other}")
+            })),
+        ]);
+    }
+    writeln!(w, "{t}")
 }
 
 /// The verification run against the first: what was applied, before/after, what it cost,

@@ -96,6 +96,7 @@ mod tests {
                 tid: 7,
                 comm: "python3".into(),
                 states: a.clone(),
+                pid: 7,
             }],
             ..Default::default()
         };

@@ -79,6 +79,7 @@ fn step(users: usize, g: Option<ReplyGaps>) -> StepResult {
         threads: None,
         tcp: None,
         accept_queue_max: None,
+        accept_queue_mean: None,
         listener_drops: None,
         drop_reasons: None,
         load_sent_s: None,

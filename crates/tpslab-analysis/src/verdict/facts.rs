@@ -435,6 +435,7 @@ mod tests {
         states.window_ns = window_ms * 1_000_000;
         crate::waits::ThreadWait {
             tid,
+            pid: 0,
             comm: format!("t{tid}"),
             states,
         }

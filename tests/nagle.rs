@@ -89,7 +89,19 @@ fn two_writes_without_nodelay_are_named_nagle_x_delayed_ack_with_the_fix() {
     let (held, small) = (g["held"].as_u64().unwrap(), g["small"].as_u64().unwrap());
     assert!(held >= 10 && held * 10 >= small * 9, "{g}");
     assert!(g["delayed_acks"].as_u64().unwrap() * 2 >= held, "{g}");
-    assert!(out.contains("Nagle x delayed ACK at 1 user(s): the server writes a reply in two or more sends; Nagle holds the last until the client's delayed ACK (~40 ms)"), "{out}");
+    // It explains the response time: the headline, with its share of the ledger.
+    assert!(out.contains("VERDICT: Nagle x delayed ACK at 1 user(s): the server writes a reply in two or more sends; Nagle holds the last until the client's delayed ACK (~40 ms)"), "{out}");
+    let ledger = rec["ledger"].as_array().expect("the ramp's ledger");
+    let stall = ledger[0]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["part"] == "transmission_stall")
+        .expect("the stall measured")["ms"]
+        .as_f64()
+        .unwrap();
+    let mean = ledger[0]["mean_ms"].as_f64().unwrap();
+    assert!(stall >= 0.5 * mean, "stall {stall} ms of {mean}: {out}");
     assert!(out.contains("Fix: set TCP_NODELAY"), "{out}");
     assert!(out.contains("disable_nagle_algorithm = True"), "{out}");
     assert!(out.contains("tpslab does not set TCP_QUICKACK"), "{out}");

@@ -378,7 +378,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         lines.push(l);
     }
     lines.extend(drop_reasons_line(rec));
-    lines.extend(crate::nagle::ramp_line(rec));
+    let nagle = crate::nagle::ramp_line(rec);
     let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);
     // A lock: most server thread samples wait in a futex at the top, and that share
@@ -596,6 +596,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         served > 0,
         &mut lines,
     );
+    let verdict = crate::ramp_rank::stall_first(verdict, nagle, &ledger, &mut lines);
     RampAnalysis {
         little,
         knee_index: knee,

@@ -117,3 +117,43 @@ fn with_share(verdict: &str, l: &RtLedger, parts: &[RtPart], ledger: &[RtLedger]
         l.mean_ms, l.users
     )
 }
+
+/// Nagle x delayed ACK (`nagle`: [`crate::nagle::ramp_line`]) heads the verdict when the
+/// last step's transmission stall is at least [`SIDE_SHARE`] of its mean response time
+/// and more than the parts the verdict names (none for a verdict that names no part: one
+/// step only, scaling, the CPU kinds); the verdict is then a side finding. Otherwise the
+/// finding follows the verdict with its share. Unchanged without a finding.
+pub fn stall_first(
+    verdict: String,
+    nagle: Option<String>,
+    ledger: &[RtLedger],
+    lines: &mut Vec<String>,
+) -> String {
+    let Some(nagle) = nagle else {
+        return verdict;
+    };
+    let Some(last) = ledger.last() else {
+        lines.push(nagle);
+        return verdict;
+    };
+    let stall = share(last, RtPart::TransmissionStall);
+    let named: f64 = verdict_parts(&verdict)
+        .iter()
+        .map(|&p| share(last, p))
+        .sum();
+    let words = format!(
+        "{nagle} [ledger at {} users: {:.2} ms of the {:.2} ms mean response time ({:.0} %)]",
+        last.users,
+        last.ms(RtPart::TransmissionStall),
+        last.mean_ms,
+        100.0 * stall
+    );
+    if stall >= SIDE_SHARE && stall > named {
+        let kind = verdict.strip_prefix("VERDICT: ").unwrap_or(&verdict);
+        lines.push(format!("side finding: {kind}"));
+        format!("VERDICT: {words}")
+    } else {
+        lines.push(format!("side finding: {words}"));
+        verdict
+    }
+}

@@ -18,8 +18,9 @@
 //!
 //! The uncertainty of a sampled part is one standard error of its shares (binomial over
 //! each thread's blocked samples, samples taken as independent); schedstat's parts are
-//! exact (0). What no part explains is `unattributed` (the network, the client's own
-//! time, the transmission stalls the ledger does not measure yet).
+//! exact (0). A reply's transmission stall (its last bytes held apart from its first:
+//! Nagle x delayed ACK) is the client's own measure per request (`reply_gaps`). What no
+//! part explains is `unattributed` (the network, the client's own time).
 
 use crate::ramp_threads::{cpu_ns, is_idle, lock_samples, span_ns};
 use crate::waits::WaitClass;
@@ -68,6 +69,14 @@ pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
             });
         }
     }
+    if let Some(g) = s.reply_gaps.filter(|g| g.replies > 0) {
+        // Timed per request by the client: exact as far as its clock goes.
+        parts.push(LedgerPart {
+            part: RtPart::TransmissionStall,
+            ms: g.held_gap_ns as f64 / g.replies as f64 / 1e6,
+            pm_ms: 0.0,
+        });
+    }
     let attributed: f64 = parts.iter().map(|p| p.ms).sum();
     let outside_ms = (s.users as f64 / tps - s.response.mean_ns / 1e9 - think_s).max(0.0) * 1e3;
     Some(RtLedger {
@@ -76,7 +85,6 @@ pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
         parts,
         unattributed_ms: mean_ms - attributed,
         outside_ms,
-        transmission_stall: None,
     })
 }
 

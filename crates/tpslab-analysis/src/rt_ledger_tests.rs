@@ -178,3 +178,38 @@ fn replies_that_never_end_headline_the_protocol_errors_not_the_accept_queue() {
     );
     assert!(a.ledger.is_empty());
 }
+
+/// A real `ramp http --users 1..1 --pid PID` against python3's http.server writing headers
+/// and body in two sends (the report's fixture): the held replies are the ledger's
+/// transmission stall, and Nagle x delayed ACK, 99 % of the response time, heads the
+/// verdict; "one step only" follows as a side finding.
+#[test]
+fn a_stall_that_explains_the_response_time_heads_the_ramp() {
+    let text = include_str!("../../tpslab-report/tests/fixtures/ramp_python_nagle.json");
+    let Body::Ramp(r) = Record::from_json(text).expect("a record").body else {
+        panic!("a ramp record")
+    };
+    let a = crate::ramp::analyse(&r.run, 2);
+    let l = a.ledger.last().expect("a ledger");
+    let stall = l.ms(RtPart::TransmissionStall);
+    // 32 of 32 replies held 45.8 ms on average: 45.8 ms per request of a 46.1 ms mean.
+    assert!((45.0..46.5).contains(&stall), "{stall}");
+    assert!(l.unattributed_ms.abs() < 0.1 * l.mean_ms, "{l:?}");
+    assert!(
+        a.verdict.starts_with("VERDICT: Nagle x delayed ACK"),
+        "{}",
+        a.verdict
+    );
+    assert!(a.verdict.contains("(99 %)"), "{}", a.verdict);
+    assert!(
+        a.lines
+            .iter()
+            .any(|x| x.starts_with("side finding: one step only")),
+        "{:?}",
+        a.lines
+    );
+    // The locked service's ledger has no stall measured (recorded before reply_gaps) and
+    // the lock still heads it.
+    let lock = crate::ramp::analyse(&python_lock(), 2);
+    assert!(!lock.verdict.contains("Nagle"), "{}", lock.verdict);
+}

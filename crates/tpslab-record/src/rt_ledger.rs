@@ -28,11 +28,15 @@ pub enum RtPart {
     Disk,
     /// The server's threads in another wait (a file, a pipe, a child, unreadable).
     OtherWait,
+    /// A reply's last bytes held apart from its first on the way (Nagle on the server
+    /// holding the last send until the client's delayed ACK): measured per request by the
+    /// client (`reply_gaps`).
+    TransmissionStall,
 }
 
 impl RtPart {
     /// Every part, in report order.
-    pub const ALL: [RtPart; 8] = [
+    pub const ALL: [RtPart; 9] = [
         RtPart::AcceptWait,
         RtPart::OnCpu,
         RtPart::Runnable,
@@ -41,6 +45,7 @@ impl RtPart {
         RtPart::Peer,
         RtPart::Disk,
         RtPart::OtherWait,
+        RtPart::TransmissionStall,
     ];
 
     /// Words for a report.
@@ -54,6 +59,7 @@ impl RtPart {
             RtPart::Peer => "server threads waiting on a peer",
             RtPart::Disk => "server threads waiting on disk",
             RtPart::OtherWait => "server threads in another wait",
+            RtPart::TransmissionStall => "replies held between their first and last byte",
         }
     }
 
@@ -79,6 +85,9 @@ impl RtPart {
             }
             RtPart::OtherWait => {
                 "threads' blocked time x share of samples in a file, pipe, child or other wait / TPS (Little's law)"
+            }
+            RtPart::TransmissionStall => {
+                "held replies' first-to-last-byte gaps summed / replies (the client's timestamps per request, reply_gaps)"
             }
         }
     }
@@ -117,16 +126,12 @@ pub struct RtLedger {
     /// loop), at least 0. Not part of the response time: the users' cycle is
     /// response + think + this.
     pub outside_ms: f64,
-    /// Transmission stalls per request (a reply's segments held apart: Nagle and a
-    /// delayed ACK), ms; None: not measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transmission_stall: Option<LedgerPart>,
 }
 
 impl RtLedger {
     /// The sum of the measured parts, ms.
     pub fn attributed_ms(&self) -> f64 {
-        self.parts.iter().map(|p| p.ms).sum::<f64>() + self.transmission_stall.map_or(0.0, |p| p.ms)
+        self.parts.iter().map(|p| p.ms).sum::<f64>()
     }
 
     /// A part's time per request, ms (0 when not read).

@@ -54,7 +54,7 @@ pub use envelope::{
 pub use read::KINDS;
 pub use run::{
     AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
-    MatchMode, ObserverReport, RunRecord, Series, ServerReport, TargetProcess, TargetSocket,
-    TcpListen,
+    MatchMode, ObserverReport, ReplyFrames, RunRecord, Series, ServerReport, TargetProcess,
+    TargetSocket, TcpListen,
 };
 pub use tcp::{ServeTcpRecord, TcpRecord};

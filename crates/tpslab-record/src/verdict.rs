@@ -271,7 +271,7 @@ pub struct Facts {
     pub kernel_drops: Vec<(String, u64, u64)>,
     /// Reply path: datagrams the server attempted (the ledger's reply path `attempted`:
     /// every frame of a multi-datagram reply, resends included).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reply_attempted: u64,
     /// Replies counted by their frame header (the generator's `frames`); None when each
     /// reply datagram is a reply.
@@ -330,4 +330,9 @@ pub struct GroupSocket {
     /// Its SO_RCVBUF limit, bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
+}
+
+/// Whether a count is 0 (left out of a record: records from before it read it as 0).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -147,17 +147,17 @@ mod tests {
         for (reason, words, layer) in [
             (
                 "NETFILTER_DROP",
-                "dropped by a firewall rule (NETFILTER_DROP, 12.0 % of requests, 3.0 % of replies)",
-                "a firewall rule",
+                "dropped by a netfilter rule (NETFILTER_DROP, 12.0 % of requests, 3.0 % of replies",
+                "a netfilter rule (firewall) on both paths, after the sends succeeded",
             ),
             (
                 "IP_OUTNOROUTES",
-                "for lack of a route or neighbour (IP_OUTNOROUTES, 12.0 % of requests, 3.0 % of replies)",
+                "for lack of a route or neighbour (IP_OUTNOROUTES, 12.0 % of requests, 3.0 % of replies",
                 "routing",
             ),
             (
                 "UDP_CSUM",
-                "bad checksums (UDP_CSUM, 12.0 % of requests, 3.0 % of replies)",
+                "bad checksums (UDP_CSUM, 12.0 % of requests, 3.0 % of replies",
                 "checksum verification",
             ),
         ] {
@@ -166,11 +166,13 @@ mod tests {
             // 350000 attempted: 42000 requests, and 9231 of the 307000 replies.
             f.kernel_drops = vec![(reason.into(), 42_000, 9_210)];
             f.delivered = f.attempted - 43_000;
+            // One reply per request read: the reply path starts from as many.
+            f.reply_attempted = f.delivered;
             f.lost_total = 43_000 + 9_210;
             let d = diagnose(&f, None);
             assert_eq!(d.case, Case::KernelDrop, "{reason}");
             assert!(d.headline.contains(words), "{}", d.headline);
-            assert_eq!(d.layer, layer);
+            assert!(d.layer.starts_with(layer), "{}", d.layer);
             assert!(d.evidence[0]
                 .text
                 .contains(&format!("42000 by kernel drop reason ({reason} 42000)")));

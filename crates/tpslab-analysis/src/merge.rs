@@ -342,8 +342,34 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
     m.duplicates = sum("duplicate replies", &|g| g.duplicates)?;
     m.reordered = sum("reordered replies", &|g| g.reordered)?;
     m.unmatched = sum("unmatched replies", &|g| g.unmatched)?;
-    m.replies_per_request = (m.replies_matched > 0)
-        .then(|| (m.replies_matched + m.duplicates) as f64 / m.replies_matched as f64);
+    // Frames add up when every agent counted them by the same header.
+    m.frames = gens
+        .iter()
+        .map(|(_, g)| g.frames.as_ref())
+        .try_fold(None::<tpslab_record::ReplyFrames>, |acc, f| {
+            let f = f?;
+            let mut a = acc.unwrap_or_else(|| tpslab_record::ReplyFrames {
+                header: f.header.clone(),
+                ..Default::default()
+            });
+            if a.header != f.header {
+                return None;
+            }
+            a.replies_complete = a.replies_complete.checked_add(f.replies_complete)?;
+            a.replies_incomplete = a.replies_incomplete.checked_add(f.replies_incomplete)?;
+            a.frames_received = a.frames_received.checked_add(f.frames_received)?;
+            a.frames_expected = a.frames_expected.checked_add(f.frames_expected)?;
+            a.frames_misnumbered = a.frames_misnumbered.checked_add(f.frames_misnumbered)?;
+            Some(Some(a))
+        })
+        .flatten()
+        .filter(|f| f.replies_complete == m.replies_matched);
+    m.replies_per_request = match &m.frames {
+        Some(f) => (f.replies_complete + f.replies_incomplete > 0)
+            .then(|| f.frames_expected as f64 / (f.replies_complete + f.replies_incomplete) as f64),
+        None => (m.replies_matched > 0)
+            .then(|| (m.replies_matched + m.duplicates) as f64 / m.replies_matched as f64),
+    };
     m.window_sent = sum("window datagrams", &|g| g.window_sent)?;
     m.window_answered = sum("window answers", &|g| g.window_answered)?;
     m.window_loss_pct =

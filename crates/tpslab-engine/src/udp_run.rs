@@ -12,6 +12,7 @@ use tpslab_analysis::ledger::LedgerExt;
 use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 use tpslab_analysis::{Ledger, LedgerInputs};
 use tpslab_net::mono_ns;
+use tpslab_record::ReplyFrames;
 
 pub use tpslab_plan::udp::UdpRunPlan;
 
@@ -367,6 +368,35 @@ fn server_counts(
     (counts, cross_failed)
 }
 
+/// Replies counted by their frame header: complete and incomplete replies, frames read
+/// of those announced, and what the server sent per request read beside them.
+fn frames_note(f: &ReplyFrames, twice: u64, inputs: &LedgerInputs) -> String {
+    let replies = f.replies_complete + f.replies_incomplete;
+    let sent = match (inputs.server_read, inputs.server_reply_attempted) {
+        (Some(r), Some(a)) if r > 0 => format!(
+            "; the server sent {:.2} datagrams per request read, its failed sends and their resends included",
+            a as f64 / r as f64
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "replies of several datagrams ({} frame header, {:.2} frames per reply): {} replies complete, {} incomplete (some frames never arrived: not answered); {} frames read of {} announced{}{sent}",
+        f.header,
+        f.frames_expected as f64 / replies.max(1) as f64,
+        f.replies_complete,
+        f.replies_incomplete,
+        f.frames_received,
+        f.frames_expected,
+        match twice {
+            0 => String::new(),
+            n => format!(", {n} read twice"),
+        },
+    ) + &match f.frames_misnumbered {
+        0 => String::new(),
+        n => format!("; {n} datagrams answered a request with a frame number at or past its reply's total (a frame sent again after a failed send and numbered anew: its reply cannot be put together)"),
+    }
+}
+
 /// What reply datagrams beyond the first per request were: frames of multi-datagram
 /// replies (what the generator got per answered request is what the server sent per
 /// request read, and the reply path balances), something else the server sent, or
@@ -472,7 +502,9 @@ fn build_ledger(
             "the server's threads read more UDP datagrams than its network namespace counted (Udp: InDatagrams)".into(),
         );
     }
-    if gen.duplicates > 0 {
+    if let Some(f) = &gen.frames {
+        notes.push(frames_note(f, gen.duplicates, &inputs));
+    } else if gen.duplicates > 0 {
         notes.push(duplicates_note(&gen, &inputs, &ledger));
     }
     (ledger, gen, inputs)

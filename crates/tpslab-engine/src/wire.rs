@@ -110,8 +110,31 @@ pub fn read_seq_field(buf: &[u8], offset: usize, len: usize) -> Option<u64> {
     Some(f.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64))
 }
 
+/// memcached's UDP frame header at the start of a reply datagram: (sequence number,
+/// total datagrams), both 16-bit network order at bytes 2..4 and 4..6; None when the
+/// datagram is shorter than the 8-byte header or the numbers do not fit (no datagrams,
+/// or a sequence number at or past the total).
+pub fn memcached_frame(buf: &[u8]) -> Option<(u16, u16)> {
+    let h = buf.get(..8)?;
+    let seq = u16::from_be_bytes([h[2], h[3]]);
+    let total = u16::from_be_bytes([h[4], h[5]]);
+    (seq < total).then_some((seq, total))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_memcached_frame_header_is_read_and_a_bad_one_refused() {
+        // Frame 2 of 4 of request 7, from a real reply's first bytes.
+        assert_eq!(
+            memcached_frame(b"\x00\x07\x00\x02\x00\x04\x00\x00VALUE"),
+            Some((2, 4))
+        );
+        assert_eq!(memcached_frame(b"\x00\x07\x00\x04\x00\x04\x00\x00"), None);
+        assert_eq!(memcached_frame(b"\x00\x07\x00\x00\x00\x00\x00\x00"), None);
+        assert_eq!(memcached_frame(b"\x00\x07\x00\x00\x00\x01\x00"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -273,6 +273,15 @@ impl LoadConfig {
     pub fn datagram_len(&self) -> usize {
         self.payload.as_ref().map_or(self.size_bytes, |p| p.len())
     }
+    /// How replies are framed: memcached's UDP frame header when the payload is a
+    /// memcached UDP request and the sequence field is its request id (`0:2`); None:
+    /// each reply datagram is a reply.
+    pub fn frame_header(&self) -> Option<FrameHeader> {
+        (self.match_mode() == MatchMode::SeqField
+            && self.seq_field == Some((0, 2))
+            && self.payload.as_deref().is_some_and(is_memcached_request))
+        .then_some(FrameHeader::Memcached)
+    }
     /// How replies will be matched.
     pub fn match_mode(&self) -> MatchMode {
         match (self.expect_replies, &self.payload, self.seq_field) {
@@ -282,6 +291,69 @@ impl LoadConfig {
             (true, Some(_), None) => MatchMode::Aggregate,
         }
     }
+}
+
+/// A reply framing the generator knows: how the datagrams of one reply say which reply
+/// they belong to and how many there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameHeader {
+    /// memcached's UDP frame header, 8 bytes at the start of every datagram: request id,
+    /// sequence number, total datagrams, reserved (16 bits each, network order). A reply
+    /// is answered when all its total datagrams arrived.
+    Memcached,
+}
+
+impl FrameHeader {
+    /// The name records use ("memcached").
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameHeader::Memcached => "memcached",
+        }
+    }
+}
+
+/// The commands of memcached's text protocol a UDP request may carry (retrievals,
+/// storage, the meta commands, and the rest of the text protocol).
+const MEMCACHED_COMMANDS: &[&str] = &[
+    "get",
+    "gets",
+    "gat",
+    "gats",
+    "mg",
+    "ms",
+    "md",
+    "ma",
+    "mn",
+    "me",
+    "set",
+    "add",
+    "replace",
+    "append",
+    "prepend",
+    "cas",
+    "delete",
+    "incr",
+    "decr",
+    "touch",
+    "stats",
+    "version",
+    "verbosity",
+    "flush_all",
+];
+
+/// Whether `payload` is one memcached UDP request: a frame header with sequence number
+/// 0 of 1 datagram and reserved 0, then a text command of memcached's protocol followed
+/// by a space or CRLF. (A DNS query with flags 0, one question and no answers has the
+/// same first 8 bytes; its next bytes are counts and labels, never a command word.)
+pub fn is_memcached_request(payload: &[u8]) -> bool {
+    let Some((head, text)) = payload.split_at_checked(8) else {
+        return false;
+    };
+    head[2..8] == [0, 0, 0, 1, 0, 0]
+        && MEMCACHED_COMMANDS.iter().any(|c| {
+            text.strip_prefix(c.as_bytes())
+                .is_some_and(|rest| rest.starts_with(b" ") || rest.starts_with(b"\r\n"))
+        })
 }
 
 /// How a paced load's sender waits for its datagrams' intended times

@@ -342,3 +342,39 @@ fn a_pacing_slack_reads_back_auto_given_and_absent_as_exact() {
         "250us"
     );
 }
+
+#[test]
+fn a_memcached_request_is_framed_and_a_dns_query_is_not() {
+    let get = b"\x00\x00\x00\x00\x00\x01\x00\x00get k\r\n".to_vec();
+    let with = |payload: Vec<u8>, seq_field| LoadConfig {
+        payload: Some(payload),
+        seq_field,
+        ..load()
+    };
+    assert_eq!(
+        with(get.clone(), Some((0, 2))).frame_header(),
+        Some(FrameHeader::Memcached)
+    );
+    assert!(is_memcached_request(
+        b"\x00\x07\x00\x00\x00\x01\x00\x00stats\r\n"
+    ));
+    // The request id must be the field replies are matched by.
+    assert_eq!(with(get.clone(), Some((2, 2))).frame_header(), None);
+    assert_eq!(with(get.clone(), None).frame_header(), None);
+    // A request of several datagrams, a word that is not a command, a command glued to
+    // its argument, too short: not memcached.
+    assert!(!is_memcached_request(
+        b"\x00\x00\x00\x00\x00\x02\x00\x00get k\r\n"
+    ));
+    assert!(!is_memcached_request(
+        b"\x00\x00\x00\x00\x00\x01\x00\x00getk\r\n"
+    ));
+    assert!(!is_memcached_request(
+        b"\x00\x00\x00\x00\x00\x01\x00\x00hello k\r\n"
+    ));
+    assert!(!is_memcached_request(b"\x00\x00\x00\x00\x00\x01\x00"));
+    // A DNS query with flags 0, one question, no answers: the same 8 bytes, then counts
+    // and a name.
+    let dns = b"\x12\x34\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x03com\x00\x00\x01\x00\x01";
+    assert_eq!(with(dns.to_vec(), Some((0, 2))).frame_header(), None);
+}

@@ -57,7 +57,7 @@ pub use envelope::{
 pub use read::KINDS;
 pub use run::{
     AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
-    MatchMode, ObserverReport, RunRecord, Series, ServerReport, SocketReader, TargetProcess,
-    TargetSocket, TcpListen,
+    MatchMode, ObserverReport, ReplyFrames, RunRecord, Series, ServerReport, SocketReader,
+    TargetProcess, TargetSocket, TcpListen,
 };
 pub use tcp::{ServeTcpRecord, TcpRecord};

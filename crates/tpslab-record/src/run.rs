@@ -332,6 +332,37 @@ pub struct GeneratorReport {
     /// `--metrics-file`), so they can be merged or bucketed without loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<LatencyHistograms>,
+    /// Replies of several datagrams counted by their frame header (memcached's UDP
+    /// frames: request id, sequence number, total datagrams); None when the replies carry
+    /// no frame header tpslab knows (each datagram read is a reply). With frames,
+    /// `replies_matched`, `window_answered` and the latencies count complete replies
+    /// only (the latency ends at the last frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<ReplyFrames>,
+}
+
+/// Replies counted frame by frame (whole run, warm-up included): a reply is answered
+/// when all the datagrams its frame header announces arrived.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ReplyFrames {
+    /// The frame header read ("memcached").
+    pub header: String,
+    /// Requests whose reply arrived whole: every frame of its total.
+    pub replies_complete: u64,
+    /// Requests of which some frames arrived but not all (by the end of the drain).
+    pub replies_incomplete: u64,
+    /// Distinct frames read of those replies (a frame read twice counts once; the
+    /// second is in `duplicates`).
+    pub frames_received: u64,
+    /// Frames those replies announced: the sum of their total datagrams.
+    pub frames_expected: u64,
+    /// Datagrams answering a request whose frame header does not fit: a sequence number
+    /// at or past the total (memcached numbers a frame it sends again after a failed
+    /// send anew, so its reply cannot be put together), or shorter than the header.
+    /// Not in `frames_received`, `duplicates` or `unmatched`.
+    #[serde(default)]
+    pub frames_misnumbered: u64,
 }
 
 /// Latency histograms of a run (ns, 1 ns to 100 s, 3 significant digits), each in

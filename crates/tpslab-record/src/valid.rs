@@ -289,6 +289,20 @@ fn run(r: &RunRecord) -> Result<(), String> {
                 return Err(format!("{what} {x}: allowed 0 or more"));
             }
         }
+        if let Some(f) = &g.frames {
+            if f.frames_received > f.frames_expected {
+                return Err(format!(
+                    "generator.frames: {} frames received of {} expected: allowed at most the expected",
+                    f.frames_received, f.frames_expected
+                ));
+            }
+            if f.replies_complete != g.replies_matched {
+                return Err(format!(
+                    "generator.frames.replies_complete {} and generator.replies_matched {}: allowed the same",
+                    f.replies_complete, g.replies_matched
+                ));
+            }
+        }
         // window_answered may exceed window_sent: in aggregate match mode it counts every
         // datagram read, and a server may answer with several (memcached) or a stray
         // sender may add some.

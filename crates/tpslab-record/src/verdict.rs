@@ -272,6 +272,20 @@ pub struct Facts {
     /// `kernel:REASON`): (reason, on the request path, on the reply path), largest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_drops: Vec<(String, u64, u64)>,
+    /// Reply path: datagrams the server attempted (the ledger's reply path `attempted`:
+    /// every frame of a multi-datagram reply, resends included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reply_attempted: u64,
+    /// Replies counted by their frame header (the generator's `frames`); None when each
+    /// reply datagram is a reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<crate::run::ReplyFrames>,
+    /// A firewall drop reason (`skb:kfree_skb`, host-wide) seen during the run at least
+    /// as often as the server's reply sends failed: (reason, drops). A netfilter rule on
+    /// the sending side makes the send call fail (EPERM), so these drops are the failed
+    /// sends' cause, not loss of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends_refused_by: Option<(String, u64)>,
     /// Where the server's threads spent the run, in one sentence (the observer's thread
     /// samples: `tpslab_analysis::waits::ThreadWaitsExt::headline`); None when not
     /// sampled.
@@ -331,6 +345,7 @@ pub struct GroupSocket {
     pub reader: Option<GroupReader>,
 }
 
+/// Whether a count is 0 (left out of a record: records from before it read it as 0).
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

@@ -235,14 +235,21 @@ pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
     use crate::drop_reason::{classify, ReasonClass as C};
     let (reason, req, rep) = f.kernel_drops.first().cloned().unwrap_or_default();
     let n = req + rep;
-    // Each path's share of what entered it (the reply path starts from what the server read).
+    // Each path's share of what entered it: the reply path starts from what the server
+    // sent (frames, with a frame header), the replies those frames left incomplete said
+    // beside them.
+    let unit = if f.frames.is_some() {
+        "reply frames"
+    } else {
+        "replies"
+    };
     let shares = |req: u64, rep: u64| {
         let mut v = vec![];
         if req > 0 && req <= f.attempted {
             v.push(format!("{:.1} % of requests", pct(req, f.attempted)));
         }
-        if rep > 0 && rep <= f.delivered {
-            v.push(format!("{:.1} % of replies", pct(rep, f.delivered)));
+        if rep > 0 && rep <= f.reply_attempted {
+            v.push(format!("{:.1} % of {unit}", pct(rep, f.reply_attempted)));
         }
         v.join(", ")
     };
@@ -261,53 +268,89 @@ pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
         s if s.is_empty() => String::new(),
         s => format!(", {s}"),
     };
-    let (layer, headline, what, lines): (&str, String, &str, Vec<String>) = match classify(&reason)
-    {
-        C::Firewall => (
-            "a firewall rule",
-            format!("Datagrams were dropped by a firewall rule ({reason}{share})."),
-            "find the rule that drops the flow and allow it",
-            vec![
-                "nft list ruleset | grep -n -B3 drop".into(),
-                "iptables-save -c | grep -E 'DROP|REJECT'".into(),
-                "sysctl net.ipv4.conf.all.rp_filter".into(),
-            ],
+    let share = match f.frames.as_ref().filter(|_| rep > 0) {
+        Some(fr) => format!(
+            "{share}: {} of {} replies incomplete",
+            fr.replies_incomplete,
+            fr.replies_complete + fr.replies_incomplete
         ),
-        C::Route => (
-            "routing",
-            format!("Datagrams were dropped for lack of a route or neighbour ({reason}{share})."),
-            "check the route and the neighbour entry for the destination",
-            vec!["ip route get DEST".into(), "ip neigh show".into()],
-        ),
-        C::Checksum => (
-            "checksum verification",
-            format!("Datagrams were dropped for bad checksums ({reason}{share})."),
-            "find what corrupts or mis-offloads the datagrams",
-            vec![
-                "nstat -az Udp:InCsumErrors".into(),
-                "ethtool -k IFACE | grep checksum".into(),
-            ],
-        ),
-        C::Qdisc => (
-            "a queueing discipline",
-            format!(
+        None => share,
+    };
+    if let Some(fr) = f.frames.as_ref().filter(|_| rep > 0) {
+        d.evidence.push(ev(
+            incomplete_words(fr),
+            &format!(
+                "the generator's count of frames per request id ({} frame header)",
+                fr.header
+            ),
+        ));
+    }
+    // Where a netfilter rule struck, from the ledger row that holds the drops: a drop
+    // after the send call succeeded is on the way in (a prerouting, input or forward
+    // hook); the tracepoint names no hook, so none is named.
+    let side = match (req > 0, rep > 0) {
+        (true, false) => " on the way to the server, after the generator's sends succeeded (a prerouting, input or forward hook)",
+        (false, true) => " on the way back, after the server's sends succeeded (a prerouting, input or forward hook)",
+        _ => " on both paths, after the sends succeeded (prerouting, input or forward hooks)",
+    };
+    let (layer, headline, what, lines): (String, String, &str, Vec<String>) =
+        match classify(&reason) {
+            C::Firewall if reason == "NETFILTER_DROP" => (
+                format!("a netfilter rule (firewall){side}"),
+                format!("Datagrams were dropped by a netfilter rule ({reason}{share})."),
+                "find the rule that drops the flow and allow it",
+                vec![
+                    "nft list ruleset | grep -n -B3 drop".into(),
+                    "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+                ],
+            ),
+            C::Firewall => (
+                "a firewall rule".into(),
+                format!("Datagrams were dropped by a firewall rule ({reason}{share})."),
+                "find the rule that drops the flow and allow it",
+                vec![
+                    "nft list ruleset | grep -n -B3 drop".into(),
+                    "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+                    "sysctl net.ipv4.conf.all.rp_filter".into(),
+                ],
+            ),
+            C::Route => (
+                "routing".into(),
+                format!(
+                    "Datagrams were dropped for lack of a route or neighbour ({reason}{share})."
+                ),
+                "check the route and the neighbour entry for the destination",
+                vec!["ip route get DEST".into(), "ip neigh show".into()],
+            ),
+            C::Checksum => (
+                "checksum verification".into(),
+                format!("Datagrams were dropped for bad checksums ({reason}{share})."),
+                "find what corrupts or mis-offloads the datagrams",
+                vec![
+                    "nstat -az Udp:InCsumErrors".into(),
+                    "ethtool -k IFACE | grep checksum".into(),
+                ],
+            ),
+            C::Qdisc => (
+                "a queueing discipline".into(),
+                format!(
                 "Datagrams were dropped by a queueing discipline or tc filter ({reason}{share})."
             ),
-            "check the qdisc's limit and the tc filters on the path",
-            vec![
-                "tc -s qdisc show".into(),
-                "tc -s filter show dev IFACE ingress".into(),
-            ],
-        ),
-        _ => (
-            "the kernel",
-            format!(
+                "check the qdisc's limit and the tc filters on the path",
+                vec![
+                    "tc -s qdisc show".into(),
+                    "tc -s filter show dev IFACE ingress".into(),
+                ],
+            ),
+            _ => (
+                "the kernel".into(),
+                format!(
                 "The kernel dropped datagrams for a reason no counter covers ({reason}{share})."
             ),
-            "look the reason up in the kernel's include/net/dropreason-core.h",
-            vec![],
-        ),
-    };
+                "look the reason up in the kernel's include/net/dropreason-core.h",
+                vec![],
+            ),
+        };
     d.recs.push(Recommendation {
         what: what.into(),
         why: format!(
@@ -315,18 +358,82 @@ pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
         ),
         lines,
     });
-    (layer.to_string(), headline)
+    (layer, headline)
+}
+
+/// How many replies were complete and incomplete, and the frames behind them.
+fn incomplete_words(fr: &tpslab_record::ReplyFrames) -> String {
+    let replies = fr.replies_complete + fr.replies_incomplete;
+    format!(
+        "{} of {replies} replies arrived incomplete ({:.1} %: some of their frames never arrived), {} complete; {} of {} frames arrived",
+        fr.replies_incomplete,
+        pct(fr.replies_incomplete, replies),
+        fr.replies_complete,
+        fr.frames_received,
+        fr.frames_expected
+    ) + &match fr.frames_misnumbered {
+        0 => String::new(),
+        n => format!("; {n} more were numbered at or past their reply's total (sent again after a failed send and numbered anew)"),
+    }
 }
 
 /// [`super::Case::ReplySendFailed`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn reply_send_failed(f: &Facts, d: &mut Draft) -> (String, String) {
+    let n = f.reply_failed;
+    // With a frame header the failed sends are frames: the replies they cost are those
+    // that stayed incomplete (a server may send a refused frame again).
+    let (what, lost) = match &f.frames {
+        Some(fr) => (
+            format!("{n} reply frames"),
+            format!(" ({} replies incomplete)", fr.replies_incomplete),
+        ),
+        None => (format!("{n} replies"), String::new()),
+    };
     d.evidence.push(ev(
-        format!("the server failed to send {} replies", f.reply_failed),
+        format!("the server failed to send {what}{lost}"),
         "server's sendto/sendmmsg errors",
     ));
+    if let Some(fr) = &f.frames {
+        d.evidence.push(ev(
+            incomplete_words(fr),
+            &format!(
+                "the generator's count of frames per request id ({} frame header)",
+                fr.header
+            ),
+        ));
+    }
+    let Some((reason, drops)) = &f.sends_refused_by else {
+        return (
+            "the server's reply sends".to_string(),
+            format!("The server could not send {what}{lost}."),
+        );
+    };
+    d.evidence.push(ev(
+        format!("{drops} drops with reason {reason} during the run, as many as the failed sends or more: a rule on the sending side refuses them and the send call fails"),
+        "skb:kfree_skb reason (host-wide)",
+    ));
+    d.recs.push(Recommendation {
+        what: "find the rule that drops the server's replies and allow them".into(),
+        why: format!("{n} of the server's reply sends were refused by a firewall rule ({reason}); no buffer or thread setting changes that"),
+        lines: vec![
+            "nft list ruleset | grep -n -B3 drop".into(),
+            "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+        ],
+    });
+    let (layer, head) = if reason == "NETFILTER_DROP" {
+        (
+            "a netfilter rule (firewall) on the server's sending side (an output or postrouting hook: its sends failed)",
+            "A netfilter rule refused",
+        )
+    } else {
+        (
+            "a firewall rule on the server's sending side (its sends failed)",
+            "A firewall rule refused",
+        )
+    };
     (
-        "the server's reply sends".to_string(),
-        format!("The server could not send {} replies.", f.reply_failed),
+        layer.to_string(),
+        format!("{head} the server's sends: it could not send {what}{lost}."),
     )
 }
 

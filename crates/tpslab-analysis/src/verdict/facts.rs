@@ -173,6 +173,7 @@ impl FactsExt for Facts {
             kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
             f.kernel_drops = kernel;
             if let Some(p) = &l.reply {
+                f.reply_attempted = p.attempted;
                 f.reply_failed = p.count("send_failed");
                 f.not_answered = p.count("not_answered");
                 f.reply_unattributed = p.unattributed;
@@ -184,6 +185,8 @@ impl FactsExt for Facts {
                 }
             }
         }
+        f.frames = rec.generator.as_ref().and_then(|g| g.frames.clone());
+        f.sends_refused_by = sends_refused_by(rec, f.reply_failed);
         if let Some(s) = &rec.server {
             f.ours = true;
             // rx_queue is summed over the server's sockets: compare with their summed limit.
@@ -282,6 +285,23 @@ impl FactsExt for Facts {
         }
         f
     }
+}
+
+/// The firewall drop reason seen (host-wide) at least as often as the server's reply
+/// sends failed, when they failed and the ledger did not charge it to a row of its own:
+/// (reason, drops).
+fn sends_refused_by(rec: &RunRecord, reply_failed: u64) -> Option<(String, u64)> {
+    use crate::drop_reason::{classify, ReasonClass};
+    if reply_failed == 0 {
+        return None;
+    }
+    rec.drop_reasons
+        .as_ref()?
+        .by_reason
+        .iter()
+        .filter(|(r, n)| classify(r) == ReasonClass::Firewall && *n >= reply_failed)
+        .max_by_key(|(_, n)| *n)
+        .cloned()
 }
 
 /// What the server did while datagrams waited in its queue (see [`drain`]).

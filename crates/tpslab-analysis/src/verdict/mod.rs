@@ -11,7 +11,7 @@ mod rules;
 mod words;
 
 pub use facts::{drain, Drain, Facts, FactsExt};
-pub use rules::{first_rule, top_layer, Rule, RULES};
+pub use rules::{contributions, first_rule, top_layer, Rule, RULES};
 
 use crate::buffer::TruesizeProbe;
 use explain::Draft;
@@ -59,7 +59,22 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         ),
         "ledger (see --explain for each counter)",
     ));
-    let (layer, headline) = (rule.explain)(f, &mut d);
+    let (layer, mut headline) = (rule.explain)(f, &mut d);
+    // The loss by contribution: the headline's layer with its share, the others after it.
+    if let Some((share, line)) = by_contribution(f, case) {
+        if let Some(h) = headline.strip_suffix(").") {
+            headline = format!("{h}; {share:.1} % of the datagrams lost).");
+        } else if let Some(h) = headline.strip_suffix('.') {
+            headline = format!("{h} ({share:.1} % of the datagrams lost).");
+        }
+        d.evidence.insert(
+            1,
+            ev(
+                line,
+                "ledger rows, both paths: each row's datagrams / every datagram lost",
+            ),
+        );
+    }
     let Draft {
         mut evidence,
         mut recs,
@@ -139,6 +154,67 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         fix,
         explain_notes,
     }
+}
+
+/// The layer a case blames among [`contributions`] (the SO_REUSEPORT, too-slow and
+/// unjudged cases are socket-buffer drops); None for the cases that blame no layer.
+fn layer_of(case: Case) -> Option<Case> {
+    use Case::*;
+    match case {
+        SocketBufferBursts | AppTooSlow | SocketBufferUnjudged | ReuseportImbalance => {
+            Some(SocketBufferBursts)
+        }
+        SoftnetBacklog | NicDrops | ListenerGone | KernelDrop | NotAnswered | ReplySendFailed
+        | Unexplained => Some(case),
+        _ => None,
+    }
+}
+
+/// What a layer is called in the contribution line.
+fn layer_words(f: &Facts, case: Case) -> String {
+    match case {
+        Case::SocketBufferBursts => "the server socket's receive buffer".into(),
+        Case::SoftnetBacklog => "the softnet backlog".into(),
+        Case::NicDrops => "the NIC".into(),
+        Case::ListenerGone => "no listener on the port".into(),
+        Case::KernelDrop => format!(
+            "kernel drop reasons ({})",
+            f.kernel_drops
+                .iter()
+                .filter(|k| k.1 + k.2 > 0)
+                .map(|k| k.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Case::NotAnswered => "read by the server, never answered".into(),
+        Case::ReplySendFailed => "the server's failed reply sends".into(),
+        _ => "no counter (unattributed)".into(),
+    }
+}
+
+/// The headline layer's share of every datagram lost (percent, 0..=100) and one line
+/// naming each layer that lost datagrams with its count and share, largest first, the
+/// headline's layer first; None when nothing was lost, the case blames no layer, or the
+/// ledger does not balance (no share is given then).
+fn by_contribution(f: &Facts, case: Case) -> Option<(f64, String)> {
+    let head = layer_of(case)?;
+    if f.inconsistent.is_some() {
+        return None;
+    }
+    let mut rows: Vec<(u64, Case)> = contributions(f).into_iter().filter(|r| r.0 > 0).collect();
+    let total: u64 = rows.iter().map(|r| r.0).sum();
+    let mine = rows.iter().find(|r| r.1 == head)?.0;
+    rows.sort_by_key(|r| (r.1 != head, std::cmp::Reverse(r.0)));
+    let share = |n: u64| 100.0 * n as f64 / total as f64;
+    let line = rows
+        .iter()
+        .map(|&(n, c)| format!("{} {n} ({:.1} %)", layer_words(f, c), share(n)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some((
+        share(mine),
+        format!("the loss by contribution ({total} datagrams lost, both paths): {line}"),
+    ))
 }
 
 #[cfg(test)]

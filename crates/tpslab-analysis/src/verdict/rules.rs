@@ -140,7 +140,27 @@ fn no_loss(f: &Facts) -> bool {
 /// The layer that lost the most datagrams (ties go to the first, most specific layer);
 /// None when no layer lost any. Unattributed loss counts as [`Case::Unexplained`].
 pub fn top_layer(f: &Facts) -> Option<Case> {
-    let layers = [
+    let (count, case) = contributions(f)
+        .into_iter()
+        .fold(
+            (0, Case::Unexplained),
+            |best, l| {
+                if l.0 > best.0 {
+                    l
+                } else {
+                    best
+                }
+            },
+        );
+    (count > 0).then_some(case)
+}
+
+/// Each layer's datagrams lost, both paths together, from the ledger's rows: (datagrams,
+/// the case that names the layer), in the order ties are broken (most specific first).
+/// Kernel drop reasons count on both paths (a firewall dropping replies is the firewall's
+/// as much as one dropping requests).
+pub fn contributions(f: &Facts) -> [(u64, Case); 8] {
+    [
         (f.socket_drops, Case::SocketBufferBursts),
         (
             f.softnet_drops + f.reply_softnet_drops,
@@ -148,20 +168,17 @@ pub fn top_layer(f: &Facts) -> Option<Case> {
         ),
         (f.nic_drops, Case::NicDrops),
         (f.no_ports, Case::ListenerGone),
-        (f.kernel_drops.iter().map(|k| k.1).sum(), Case::KernelDrop),
+        (
+            f.kernel_drops.iter().map(|k| k.1 + k.2).sum(),
+            Case::KernelDrop,
+        ),
         (f.not_answered, Case::NotAnswered),
         (f.reply_failed, Case::ReplySendFailed),
         (
             (f.unattributed.unwrap_or(0).max(0) + f.reply_unattributed.unwrap_or(0).max(0)) as u64,
             Case::Unexplained,
         ),
-    ];
-    let (count, case) =
-        layers.iter().copied().fold(
-            (0, Case::Unexplained),
-            |best, l| if l.0 > best.0 { l } else { best },
-        );
-    (count > 0).then_some(case)
+    ]
 }
 
 /// The server's threads used (nearly) all the CPU they could, or waited for one most of

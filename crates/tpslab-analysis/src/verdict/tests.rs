@@ -440,3 +440,5 @@ mod lines;
 
 #[path = "tests_advice.rs"]
 mod advice;
+#[path = "tests_frames.rs"]
+mod frames;

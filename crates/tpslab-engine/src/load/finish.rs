@@ -90,8 +90,12 @@ impl UdpLoad {
             send_errors,
             replies_read: r.read,
             replies_matched: r.matched,
-            replies_per_request: (mode != MatchMode::Aggregate && r.matched > 0)
-                .then(|| (r.matched + r.duplicates) as f64 / r.matched as f64),
+            // With frames: the datagrams each reply announced, whole or not.
+            replies_per_request: match r.frames {
+                Some([c, i, _, e, _]) => (c + i > 0).then(|| e as f64 / (c + i) as f64),
+                None => (mode != MatchMode::Aggregate && r.matched > 0)
+                    .then(|| (r.matched + r.duplicates) as f64 / r.matched as f64),
+            },
             duplicates: r.duplicates,
             reordered: r.reordered,
             unmatched: r.unmatched,
@@ -122,6 +126,17 @@ impl UdpLoad {
                 intended: encode_histogram(&lat_i),
                 actual: encode_histogram(&lat_a),
             }),
+            frames: cfg.frame_header().map(|h| {
+                let [c, i, got, exp, bad] = r.frames.unwrap_or_default();
+                ReplyFrames {
+                    header: h.name().to_string(),
+                    replies_complete: c,
+                    replies_incomplete: i,
+                    frames_received: got,
+                    frames_expected: exp,
+                    frames_misnumbered: bad,
+                }
+            }),
         };
         validate(&mut report, cfg, &burst_lag, interrupted);
         LoadResult { report }
@@ -141,6 +156,12 @@ fn merge_receivers(rr: Vec<RecvResult>) -> (RecvResult, [Histogram<u64>; 3]) {
         r.unmatched += x.unmatched;
         r.window_answered += x.window_answered;
         r.rx_timestamped += x.rx_timestamped;
+        if let Some(f) = x.frames {
+            let s = r.frames.get_or_insert_default();
+            for (a, b) in s.iter_mut().zip(f) {
+                *a += b;
+            }
+        }
         for (h, x) in lat
             .iter_mut()
             .zip([x.lat_intended, x.lat_actual, x.lat_wakeup])

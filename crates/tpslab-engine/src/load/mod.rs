@@ -17,10 +17,12 @@ use tpslab_analysis::record::{GeneratorReport, LatencyHistograms, MatchMode};
 use tpslab_analysis::stats::{encode_histogram, new_ns_histogram, LatencySummaryExt};
 use tpslab_analysis::LatencySummary;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
+use tpslab_record::ReplyFrames;
 
 pub use tpslab_plan::udp::{LoadConfig, PacingSlack};
 
 mod finish;
+mod frames;
 mod receive;
 mod schedule;
 mod send;
@@ -133,6 +135,9 @@ struct RecvResult {
     /// From the actual send to this thread's clock after waking (what a tool without
     /// kernel timestamps reports).
     lat_wakeup: Option<Histogram<u64>>,
+    /// With a frame header: replies complete, incomplete, frames received, expected.
+    /// and datagrams of a request with a frame header that does not fit.
+    frames: Option<[u64; 5]>,
 }
 
 /// The generator's result: the report and the sockets' inodes.

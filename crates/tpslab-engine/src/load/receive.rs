@@ -1,6 +1,7 @@
 //! The receiving side of a load: replies matched to their requests (by tpslab's header
 //! or the user's sequence field), duplicates and reordering, latency by kernel timestamp.
 
+use super::frames::{Frame, FrameBook};
 use super::*;
 
 /// Which sequence numbers of a stream were answered, over a sliding window of the most
@@ -40,11 +41,24 @@ impl SeenWindow {
         } else if self.hi - seq > w {
             return true;
         }
-        let i = seq & self.mask;
-        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        let (word, bit) = self.at(seq);
         let new = self.bits[word] & bit == 0;
         self.bits[word] |= bit;
         new
+    }
+    /// Whether `seq` is marked (false for one older than the window: unknown).
+    #[inline]
+    fn contains(&self, seq: u64) -> bool {
+        if seq >= self.hi || self.hi - seq > self.mask + 1 {
+            return false;
+        }
+        let (word, bit) = self.at(seq);
+        self.bits[word] & bit != 0
+    }
+    #[inline]
+    fn at(&self, seq: u64) -> (usize, u64) {
+        let i = seq & self.mask;
+        ((i / 64) as usize, 1u64 << (i % 64))
     }
 }
 
@@ -99,6 +113,8 @@ pub(super) fn receiver(
     let live = st.live_lat.lock().map(|g| g.is_some()).unwrap_or(false);
     let mut live_batch: Vec<u64> = Vec::with_capacity(if live { 64 } else { 0 });
     let mode = cfg.match_mode();
+    // memcached's frames: a reply is answered when all its datagrams arrived.
+    let mut frames = cfg.frame_header().map(|_| FrameBook::default());
     loop {
         let n = match ep.as_mut() {
             None => {
@@ -165,6 +181,30 @@ pub(super) fn receiver(
                 }
                 continue;
             };
+            if let Some(book) = frames.as_mut() {
+                let Some((no, total)) = wire::memcached_frame(data) else {
+                    // A frame of this request numbered at or past its total (memcached
+                    // numbers a frame it sends again after a failed send anew).
+                    book.misnumbered += 1;
+                    continue;
+                };
+                if seen.contains(seq) {
+                    res.duplicates += 1;
+                    continue;
+                }
+                match book.add(seq, no, total) {
+                    Frame::Completed => {}
+                    Frame::Part => continue,
+                    Frame::Duplicate => {
+                        res.duplicates += 1;
+                        continue;
+                    }
+                    Frame::Mismatch => {
+                        res.unmatched += 1;
+                        continue;
+                    }
+                }
+            }
             if !seen.insert(seq) {
                 res.duplicates += 1;
                 continue;
@@ -214,5 +254,14 @@ pub(super) fn receiver(
             }
         }
     }
+    res.frames = frames.map(|b| {
+        [
+            b.complete,
+            b.incomplete(),
+            b.received,
+            b.expected(),
+            b.misnumbered,
+        ]
+    });
     res
 }

@@ -167,16 +167,39 @@ fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
         t.add_row(vec!["replies read".to_string(), g.replies_read.to_string()]);
         if g.match_mode != MatchMode::Aggregate {
             t.add_row(vec![
-                "replies matched".to_string(),
+                match g.frames {
+                    Some(_) => "replies matched, complete: every frame arrived",
+                    None => "replies matched",
+                }
+                .to_string(),
                 g.replies_matched.to_string(),
             ]);
-            t.add_row(vec![
-                "beyond the first per request (frames or duplicates)".to_string(),
-                g.duplicates.to_string(),
-            ]);
+            if let Some(f) = &g.frames {
+                t.add_row(vec![
+                    "replies incomplete: some frames missing".to_string(),
+                    f.replies_incomplete.to_string(),
+                ]);
+                t.add_row(vec![
+                    format!("reply frames read / announced ({})", f.header),
+                    format!("{} / {}", f.frames_received, f.frames_expected),
+                ]);
+                t.add_row(vec![
+                    "frames read twice".to_string(),
+                    g.duplicates.to_string(),
+                ]);
+            } else {
+                t.add_row(vec![
+                    "beyond the first per request (frames or duplicates)".to_string(),
+                    g.duplicates.to_string(),
+                ]);
+            }
             if let Some(k) = g.replies_per_request.filter(|k| *k > 1.0) {
                 t.add_row(vec![
-                    "reply datagrams per answered request".to_string(),
+                    match g.frames {
+                        Some(_) => "frames per reply (announced)",
+                        None => "reply datagrams per answered request",
+                    }
+                    .to_string(),
                     format!("{k:.2}"),
                 ]);
             }

@@ -609,14 +609,15 @@ fn rmem_default() -> String {
 
 #[test]
 fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     let test =
         "capacity::fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it";
     if !ready(test) {
         return;
     }
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let before = rmem_default();
     let ns = NetNs::new();
     // S1 in miniature: the reference server (never sets SO_RCVBUF: the default buffer)

@@ -301,8 +301,6 @@ fn read_sysctl(name: &str) -> String {
 
 #[test]
 fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     if !common::can_netns("java_server_gets_the_java_fix_and_a_verified_rmem_default") {
         return;
     }
@@ -318,6 +316,9 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
         return;
     }
     let _g = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let rmem_default = read_sysctl("net.core.rmem_default");
     let ns = NetNs::new();
     let cmd = format!(
@@ -475,13 +476,14 @@ fn slow_python_server_is_not_a_buffer_problem() {
 /// same diagnosis with --server-cmd built from the server's own command line.
 #[test]
 fn verify_against_an_address_verifies_nothing_and_gives_the_command_that_does() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     const NAME: &str = "verify_against_an_address_verifies_nothing_and_gives_the_command_that_does";
     if !common::can_netns(NAME) {
         return;
     }
     let _g = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let rmem_default = read_sysctl("net.core.rmem_default");
     let ns = NetNs::new();
     let srv = python_server(&ns, "py-verify", 9705, 0);

@@ -335,4 +335,29 @@ fn a_closed_port_is_retried_with_a_growing_back_off() {
     let refused = n(&res["connect_errors"]["refused"]);
     assert!((8..=13).contains(&refused), "{refused} connects: {res}");
     assert_eq!(n(&res["reconnect_backoffs"]), refused, "{res}");
+    // A ramp's users back off the same way, counted per step and said (before, not
+    // counted: the record had no trace of them).
+    let (_, out, err, j, _) = timed(
+        &["ramp", "http", &url],
+        &["--users", "1..2", "--step-duration", "1s", "--warmup", "0s"],
+        "hostile-closed-ramp",
+    );
+    for st in j["steps"].as_array().unwrap() {
+        let refused: u64 = st["errors"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.contains("refused"))
+            .map(|(_, v)| n(v))
+            .sum();
+        let backoffs = n(&st["reconnect_backoffs"]);
+        // Each refusal in the window backed off once (a last one may fall past the end);
+        // at most about 11 per user in a second (1 ms doubling).
+        assert!(backoffs >= 5 && backoffs + 2 >= refused, "{err}{st}");
+        assert!(backoffs <= 12 * n(&st["users"]), "{st}");
+    }
+    assert!(
+        out.contains("users backed off before connecting again"),
+        "{out}"
+    );
 }

@@ -127,9 +127,10 @@ fn diagnose_cmd(
 
 #[test]
 fn softnet_backlog_overflow_is_named_fixed_and_restored() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let Some((ns, srv)) = setup("softnet_backlog_overflow_is_named_fixed_and_restored") else {
         return;
     };
@@ -227,9 +228,10 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
 
 #[test]
 fn host_setting_left_by_a_killed_run_is_restored_at_next_start() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let Some((ns, srv)) = setup("host_setting_left_by_a_killed_run_is_restored_at_next_start")
     else {
         return;

@@ -36,12 +36,13 @@ fn effect<'a>(result: &'a Value, change: &str) -> &'a Value {
 
 #[test]
 fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     if !common::can_netns("sweep_separates_a_real_effect_from_a_noop_and_restores_the_host") {
         return;
     }
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let _restore = Restore(busy_read());
     let before = busy_read();
     let ns = NetNs::new();
@@ -211,12 +212,13 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
 
 #[test]
 fn killed_sweep_restores_the_host_at_next_start_and_resumes() {
-    // Changes host-wide state or checks it unchanged: under the suite's host lock.
-    let _host = common::host_lock();
     if !common::can_netns("killed_sweep_restores_the_host_at_next_start_and_resumes") {
         return;
     }
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     let _restore = Restore(busy_read());
     let before = busy_read();
     let ns = NetNs::new();
@@ -398,6 +400,9 @@ fn a_sysctl_level_the_kernel_refuses_stops_the_sweep_before_any_run() {
         return;
     }
     let _serial = common::serial();
+    // Changes host-wide state or checks it unchanged: under the suite's host lock,
+    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    let _host = common::host_lock();
     const RMEM_MAX: &str = "/proc/sys/net/core/rmem_max";
     let before = std::fs::read_to_string(RMEM_MAX)
         .unwrap()

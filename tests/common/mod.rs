@@ -202,7 +202,9 @@ thread_local! {
 /// /tmp/tpslab-host-settings.lock. tpslab waits for the same lock before it changes a
 /// setting; the tpslab this thread starts through [`tpslab`] or [`NetNs::tpslab`] runs
 /// without the variable (the test holds the lock for it; a command built otherwise
-/// takes [`free_of_host_lock`]).
+/// takes [`free_of_host_lock`]; a tpslab started from another thread would wait for its
+/// own test). Take it after [`serial`], never before: another test of the binary may hold
+/// `serial()` while its tpslab waits for this lock.
 pub struct HostLock {
     _file: std::fs::File,
 }

@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn nothing_arriving_is_an_error() {
         let conds = parse("errors,invalid", applies::UDP_RUN).unwrap();
-        let closed = |replies: bool, no_ports: u64| {
+        let closed_sent = |replies: bool, no_ports: u64, sent: u64| {
             let ledger = tpslab_record::ledger::Ledger {
                 request: tpslab_record::ledger::LedgerPath {
                     attempted: 8000,
@@ -349,7 +349,7 @@ mod tests {
                 generator: Some(GeneratorReport {
                     window_loss_pct: replies.then_some(100.0),
                     valid: true,
-                    sent: 8000,
+                    sent,
                     replies_read: 0,
                     ..Default::default()
                 }),
@@ -357,6 +357,7 @@ mod tests {
                 ..Default::default()
             })
         };
+        let closed = |replies: bool, no_ports: u64| closed_sent(replies, no_ports, 8000);
         // Replies expected, none read.
         let (code, why) = exit_code(&closed(true, 8000), &conds, false);
         assert_eq!(code, 1, "{why:?}");
@@ -373,8 +374,8 @@ mod tests {
         // One way, delivered (no NoPorts): nothing to say of arrival.
         assert_eq!(exit_code(&closed(false, 0), &conds, false).0, 0);
         // Nothing sent at all is not "nothing arrived".
-        let mut none = closed(true, 0);
-        none.errors = None;
+        let none = closed_sent(true, 0, 0);
+        assert_eq!(none.errors, None);
         assert_eq!(exit_code(&none, &conds, false).0, 0);
         // Without the errors gate the exit code stays 0 (the run is valid evidence).
         let invalid_only = parse("invalid", applies::UDP_RUN).unwrap();

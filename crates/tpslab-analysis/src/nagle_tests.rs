@@ -88,6 +88,7 @@ fn step(users: usize, g: Option<ReplyGaps>) -> StepResult {
         tree_sampling: None,
         http2: None,
         reply_gaps: g,
+        reconnect_backoffs: 0,
     }
 }
 

@@ -291,6 +291,24 @@ fn no_replies(rec: &RampRecord) -> String {
     )
 }
 
+/// The steps whose users backed off before connecting again (after a failed connect or
+/// a connection closed for a reply no request asked for), with how often: "users backed
+/// off before connecting again (...): 12 at 4 users, 40 at 8 users". None when none did.
+fn backoffs_line(rec: &RampRecord) -> Option<String> {
+    let by: Vec<String> = rec
+        .steps
+        .iter()
+        .filter(|s| s.reconnect_backoffs > 0)
+        .map(|s| format!("{} at {} users", s.reconnect_backoffs, s.users))
+        .collect();
+    (!by.is_empty()).then(|| {
+        format!(
+            "users backed off before connecting again (1 ms after a connection that answered, else doubling up to 1 s; after a failed connect or a reply no request asked for), in the step's window: {}",
+            by.join(", ")
+        )
+    })
+}
+
 /// Judges a ramp from its record: its server's CPU use is judged against the CPUs it may
 /// run on (`server_cpus` in the record), else `host_cpus`, the CPU count of the host that
 /// ran it (the record's metadata), never of the host reading it.
@@ -378,6 +396,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         lines.push(l);
     }
     lines.extend(drop_reasons_line(rec));
+    lines.extend(backoffs_line(rec));
     let nagle = crate::nagle::ramp_line(rec);
     let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);

@@ -34,7 +34,7 @@ pub fn verdict_parts(verdict: &str) -> &'static [RtPart] {
 pub fn accept_share(l: &RtLedger, think_s: f64) -> f64 {
     let c = cycle_ms(l, think_s);
     if c > 0.0 {
-        (l.outside_ms + l.ms(RtPart::AcceptWait)) / c
+        ((l.outside_ms + l.ms(RtPart::AcceptWait)) / c).clamp(0.0, 1.0)
     } else {
         0.0
     }
@@ -99,7 +99,8 @@ pub fn rank(
 /// users on". Unchanged when the ledger did not read those parts (no per-thread
 /// samples).
 fn with_share(verdict: &str, l: &RtLedger, parts: &[RtPart], ledger: &[RtLedger]) -> String {
-    if !parts.iter().all(|p| l.parts.iter().any(|x| x.part == *p)) {
+    if !crate::rt_ledger::balances(l) || !parts.iter().all(|p| l.parts.iter().any(|x| x.part == *p))
+    {
         return verdict.to_string();
     }
     let ms: f64 = parts.iter().map(|&p| l.ms(p)).sum();

@@ -23,6 +23,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
         tree_sampling: None,
         http2: None,
         reply_gaps: None,
+        reconnect_backoffs: 0,
     }
 }
 
@@ -581,4 +582,24 @@ fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
         "{:?}",
         a.lines
     );
+}
+
+/// Users that backed off before connecting again (a refused connect, a reply no request
+/// asked for) are counted per step and said, with the steps where it happened; none, no
+/// line.
+#[test]
+fn back_offs_are_said_per_step() {
+    let mut a = step(4, 100, &[("connect: ECONNREFUSED", 12)]);
+    a.reconnect_backoffs = 12;
+    let b = step(8, 100, &[]);
+    let mut r = ramp(&[100.0, 100.0], 0.5, ThreadStates::default());
+    r.steps = vec![a, b.clone()];
+    let line = backoffs_line(&r).expect("a line");
+    assert!(
+        line.ends_with("in the step's window: 12 at 4 users"),
+        "{line}"
+    );
+    assert!(analyse(&r, 2).lines.contains(&line));
+    r.steps = vec![b];
+    assert_eq!(backoffs_line(&r), None);
 }

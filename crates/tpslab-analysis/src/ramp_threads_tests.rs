@@ -57,6 +57,7 @@ fn step(users: usize, per_thread: Vec<StepThread>) -> StepResult {
         tree_sampling: None,
         http2: None,
         reply_gaps: None,
+        reconnect_backoffs: 0,
     }
 }
 

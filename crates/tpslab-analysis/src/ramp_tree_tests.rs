@@ -25,6 +25,7 @@ fn step(users: usize, tree_sampling: Option<TreeSampling>) -> StepResult {
         tree_sampling,
         http2: None,
         reply_gaps: None,
+        reconnect_backoffs: 0,
     }
 }
 

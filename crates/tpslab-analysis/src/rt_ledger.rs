@@ -178,13 +178,20 @@ pub fn cycle_ms(l: &RtLedger, think_s: f64) -> f64 {
     l.mean_ms + think_s * 1e3 + l.outside_ms
 }
 
-/// A part's share of the step's mean response time, 0..; 0 without a mean.
+/// A part's share of the step's mean response time, 0..=1; 0 without a mean.
 pub fn share(l: &RtLedger, part: RtPart) -> f64 {
     if l.mean_ms > 0.0 {
-        l.ms(part) / l.mean_ms
+        (l.ms(part) / l.mean_ms).clamp(0.0, 1.0)
     } else {
         0.0
     }
+}
+
+/// Whether the parts add up to at most the mean, within its sampling error (a tenth):
+/// past it they overlap (threads sampled in a state that is on no request's path, a
+/// runtime's helpers) and no part's share of the mean is given.
+pub fn balances(l: &RtLedger) -> bool {
+    l.unattributed_ms >= -0.1 * l.mean_ms
 }
 
 /// The users of the first step whose ledger gives `parts` together at least a quarter of
@@ -207,31 +214,44 @@ pub fn line(l: &RtLedger) -> String {
             0.0
         }
     };
+    let ok = balances(l);
     let mut parts: Vec<String> = l
         .parts
         .iter()
         .filter(|p| p.ms >= 0.005 || p.part == RtPart::AcceptWait)
         .map(|p| {
-            format!(
-                "{} {:.2} ms +- {:.2} ({:.0} %)",
-                p.part.label(),
-                p.ms,
-                p.pm_ms,
-                pct(p.ms)
-            )
+            if ok {
+                format!(
+                    "{} {:.2} ms +- {:.2} ({:.0} %)",
+                    p.part.label(),
+                    p.ms,
+                    p.pm_ms,
+                    pct(p.ms)
+                )
+            } else {
+                format!("{} {:.2} ms +- {:.2}", p.part.label(), p.ms, p.pm_ms)
+            }
         })
         .collect();
-    parts.push(format!(
-        "unattributed {:.2} ms ({:.0} %)",
-        l.unattributed_ms,
-        pct(l.unattributed_ms)
-    ));
+    let sum = if ok {
+        parts.push(format!(
+            "unattributed {:.2} ms ({:.0} %)",
+            l.unattributed_ms.max(0.0),
+            pct(l.unattributed_ms.max(0.0))
+        ));
+        format!("mean {:.2} ms = {}", l.mean_ms, parts.join(" + "))
+    } else {
+        format!(
+            "mean {:.2} ms, but the parts add up to {:.2} ms, {:.2} ms more: they overlap (threads sampled in a state on no request's path, e.g. a runtime's helper threads), so no share is given: {}",
+            l.mean_ms,
+            l.attributed_ms(),
+            -l.unattributed_ms,
+            parts.join(", ")
+        )
+    };
     format!(
-        "response-time ledger at {} users: mean {:.2} ms = {}; outside a request (connecting, backing off) {:.2} ms per request",
-        l.users,
-        l.mean_ms,
-        parts.join(" + "),
-        l.outside_ms
+        "response-time ledger at {} users: {sum}; outside a request (connecting, backing off, or what Little's law leaves over the closed loop) {:.2} ms per request",
+        l.users, l.outside_ms
     )
 }
 

@@ -213,3 +213,43 @@ fn a_stall_that_explains_the_response_time_heads_the_ramp() {
     let lock = crate::ramp::analyse(&python_lock(), 2);
     assert!(!lock.verdict.contains("Nagle"), "{}", lock.verdict);
 }
+
+/// Parts that add up to more than the mean (a JVM's helper threads sampled asleep: the
+/// review's 165.9 ms mean with 244.5 ms of parts) are said to overlap: no share of the
+/// mean, no negative remainder, no figure over 100 %; a ledger that balances gives them.
+#[test]
+fn a_ledger_whose_parts_exceed_the_mean_gives_no_share() {
+    let part = |part, ms| LedgerPart {
+        part,
+        ms,
+        pm_ms: 1.0,
+    };
+    let l = RtLedger {
+        users: 8,
+        mean_ms: 165.9,
+        parts: vec![part(RtPart::Lock, 142.5), part(RtPart::Sleep, 102.0)],
+        unattributed_ms: 165.9 - 244.5,
+        outside_ms: 0.5,
+    };
+    assert!(!balances(&l));
+    let text = line(&l);
+    assert!(
+        text.contains("the parts add up to 244.50 ms, 78.60 ms more"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('%') && !text.contains("unattributed"),
+        "{text}"
+    );
+    assert_eq!(share(&l, RtPart::Lock), 142.5 / 165.9);
+    let mut over = l.clone();
+    over.parts = vec![part(RtPart::Sleep, 200.0)];
+    assert_eq!(share(&over, RtPart::Sleep), 1.0);
+    let ok = RtLedger {
+        parts: vec![part(RtPart::Lock, 142.5)],
+        unattributed_ms: 165.9 - 142.5,
+        ..l
+    };
+    assert!(balances(&ok));
+    assert!(line(&ok).contains("(86 %)"), "{}", line(&ok));
+}

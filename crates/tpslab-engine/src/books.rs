@@ -50,9 +50,9 @@ pub(crate) trait Books: Sync {
     fn wrote(&self, _l: &mut Self::Local, _bytes: usize) {}
     /// A connection was made (or a datagram socket opened).
     fn opened(&self, _l: &mut Self::Local) {}
-    /// A user backed off before its next connect (after a failed connect, or a connection
-    /// closed for bytes no request asked for). Nothing by default.
-    fn backed_off(&self, _l: &mut Self::Local) {}
+    /// A user backed off at `now` (ns) before its next connect (after a failed connect,
+    /// or a connection closed for bytes no request asked for). Nothing by default.
+    fn backed_off(&self, _l: &mut Self::Local, _now: u64) {}
     /// The reply `r` to a request intended at `intended` and written at `t0` arrived at
     /// `now`, its first bytes read at `first` (a stream's; 0: not taken: a datagram, an
     /// HTTP/2 stream, bytes read with an earlier reply's), ns.

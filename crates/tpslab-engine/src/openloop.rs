@@ -317,7 +317,7 @@ impl Books for Schedule<'_> {
         l.connections += 1;
     }
 
-    fn backed_off(&self, l: &mut OpenLocal) {
+    fn backed_off(&self, l: &mut OpenLocal, _now: u64) {
         l.backoffs += 1;
     }
 

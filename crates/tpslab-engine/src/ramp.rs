@@ -96,6 +96,7 @@ pub fn run_ramp_with(
                     hist: new_ns_histogram(),
                     errors: BTreeMap::new(),
                     gaps: Default::default(),
+                    backoffs: 0,
                 })
             })
             .collect(),
@@ -249,6 +250,7 @@ pub fn run_ramp_with(
                     delayed_acks: delack0.zip(delack1).map(|(a, b)| b.saturating_sub(a)),
                     ..a.gaps
                 }),
+                reconnect_backoffs: a.backoffs,
             });
             if let Some(r) = results.last() {
                 on_step(r);

@@ -19,6 +19,8 @@ pub(crate) struct StepAcc {
     pub(crate) errors: BTreeMap<String, u64>,
     /// Its replies by the time from their first byte read to their last.
     pub(crate) gaps: tpslab_record::gaps::ReplyGaps,
+    /// Its users' back-offs before connecting again.
+    pub(crate) backoffs: u64,
 }
 
 /// The plan's clock and the steps' counts.
@@ -242,6 +244,16 @@ impl crate::books::Books for Tally<'_> {
 
     fn failed(&self, _l: &mut RampLocal, now: u64, kind: &str, _in_flight: bool) {
         self.err(now, kind)
+    }
+
+    /// Counted in the step whose window holds `now`.
+    fn backed_off(&self, _l: &mut RampLocal, now: u64) {
+        if let Some(i) = self.step_of(now) {
+            self.acc[i]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .backoffs += 1;
+        }
     }
 
     /// The ramp's steps end too (it reads [`Tally::done`]).

@@ -432,8 +432,9 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn back_off(&mut self, u: &mut User<P::User>, i: usize) {
         u.state = State::Waiting;
         u.backoff_ns = next_backoff(u.backoff_ns);
-        self.sh.backed_off(&mut self.local);
-        let at = mono_ns() + u.backoff_ns;
+        let now = mono_ns();
+        self.sh.backed_off(&mut self.local, now);
+        let at = now + u.backoff_ns;
         self.timer(u, i, at);
     }
 

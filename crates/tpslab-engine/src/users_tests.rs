@@ -201,6 +201,7 @@ fn run_gaps(
             hist: new_ns_histogram(),
             errors: BTreeMap::new(),
             gaps: Default::default(),
+            backoffs: 0,
         })],
     };
     std::thread::scope(|s| {

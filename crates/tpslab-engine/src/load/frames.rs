@@ -1,7 +1,12 @@
 //! Replies of several datagrams (memcached's UDP frames): each request's frames counted
 //! until all its total arrived; a reply is answered then, not at its first frame.
+//!
+//! Memory is bounded whatever a server sends: at most [`FrameBook::MAX_OPEN`] replies wait
+//! for frames (the oldest is given up as incomplete past it: its request is out of the
+//! send log's window by then anyway), and a reply announcing more than
+//! [`FrameBook::MAX_TOTAL`] frames is not tracked.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeMap;
 
 /// What one frame of a reply did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,24 +17,28 @@ pub(super) enum Frame {
     Completed,
     /// A frame already read.
     Duplicate,
-    /// Its total differs from the one the reply's first frame announced.
+    /// Its total differs from the one the reply's first frame announced, or is over
+    /// [`FrameBook::MAX_TOTAL`].
     Mismatch,
 }
 
-/// One reply still missing frames: its total, the frames read, which ones (the first 64
-/// in a bit set, any later in a set allocated only when one arrives: memory follows
-/// what was read, whatever total a server announces).
+/// One reply still missing frames: its total, the frames read, which ones (a bit set of
+/// [`FrameBook::MAX_TOTAL`] bits: 128 bytes).
 struct Partial {
     total: u16,
     got: u16,
-    low: u64,
-    high: BTreeSet<u16>,
+    bits: [u64; FrameBook::MAX_TOTAL as usize / 64],
 }
 
 /// The frames of one receiver's replies.
 #[derive(Default)]
 pub(super) struct FrameBook {
-    open: HashMap<u64, Partial>,
+    /// By request sequence number (increasing with the sends: the first is the oldest).
+    open: BTreeMap<u64, Partial>,
+    /// Replies given up incomplete to keep [`FrameBook::MAX_OPEN`], and the frames they
+    /// announced.
+    given_up: u64,
+    given_up_expected: u64,
     /// Replies complete, frames read of all replies (distinct), frames announced by the
     /// complete ones.
     pub complete: u64,
@@ -41,26 +50,40 @@ pub(super) struct FrameBook {
 }
 
 impl FrameBook {
+    /// Replies waiting for frames at most: the send log's window (2^16 requests, a
+    /// 16-bit request id); about 170 bytes each, so at most about 11 MB.
+    pub const MAX_OPEN: usize = 1 << 16;
+    /// Frames a reply may announce: memcached's largest item (1 MiB) in ~1,400-byte
+    /// frames is about 750.
+    pub const MAX_TOTAL: u16 = 1024;
+
     /// Counts frame `no` of `total` of request `seq` (a request not yet complete: the
     /// caller checks that first).
     pub(super) fn add(&mut self, seq: u64, no: u16, total: u16) -> Frame {
+        if total > Self::MAX_TOTAL {
+            return Frame::Mismatch;
+        }
+        if !self.open.contains_key(&seq) && self.open.len() >= Self::MAX_OPEN {
+            if let Some((_, old)) = self.open.pop_first() {
+                self.given_up += 1;
+                self.given_up_expected += u64::from(old.total);
+            }
+        }
         let p = self.open.entry(seq).or_insert(Partial {
             total,
             got: 0,
-            low: 0,
-            high: BTreeSet::new(),
+            bits: [0; FrameBook::MAX_TOTAL as usize / 64],
         });
         if p.total != total {
             return Frame::Mismatch;
         }
-        let new = if no < 64 {
-            let bit = 1u64 << no;
-            let new = p.low & bit == 0;
-            p.low |= bit;
-            new
-        } else {
-            p.high.insert(no)
+        // The caller reads `no` below `total` from the header (at most MAX_TOTAL).
+        let (word, bit) = (usize::from(no) / 64, 1u64 << (no % 64));
+        let Some(w) = p.bits.get_mut(word) else {
+            return Frame::Mismatch;
         };
+        let new = *w & bit == 0;
+        *w |= bit;
         if !new {
             return Frame::Duplicate;
         }
@@ -77,12 +100,14 @@ impl FrameBook {
 
     /// Replies with some frames but not all.
     pub(super) fn incomplete(&self) -> u64 {
-        self.open.len() as u64
+        self.open.len() as u64 + self.given_up
     }
 
     /// Frames announced by every reply of which one frame at least arrived.
     pub(super) fn expected(&self) -> u64 {
-        self.expected_complete + self.open.values().map(|p| u64::from(p.total)).sum::<u64>()
+        self.expected_complete
+            + self.given_up_expected
+            + self.open.values().map(|p| u64::from(p.total)).sum::<u64>()
     }
 }
 
@@ -108,6 +133,23 @@ mod tests {
         assert_eq!(b.add(3, 1, 3), Frame::Mismatch);
         assert_eq!((b.complete, b.incomplete()), (1, 2));
         assert_eq!((b.received, b.expected()), (8, 10));
+    }
+
+    /// A server that answers every request with one frame of two never completes one:
+    /// the book holds at most MAX_OPEN of them, the oldest given up as incomplete, every
+    /// reply still counted; a total over MAX_TOTAL is not tracked.
+    #[test]
+    fn a_server_that_never_completes_a_reply_is_held_to_max_open() {
+        let mut b = FrameBook::default();
+        let n = FrameBook::MAX_OPEN as u64 + 1000;
+        for seq in 0..n {
+            assert_eq!(b.add(seq, 0, 2), Frame::Part);
+        }
+        assert_eq!(b.open.len(), FrameBook::MAX_OPEN);
+        assert_eq!(b.open.keys().next(), Some(&1000));
+        assert_eq!((b.incomplete(), b.received, b.expected()), (n, n, 2 * n));
+        assert_eq!(b.add(n, 0, FrameBook::MAX_TOTAL + 1), Frame::Mismatch);
+        assert_eq!(b.open.len(), FrameBook::MAX_OPEN);
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl<B: Books> Loop<'_, '_, B> {
         }
         let retry_at = if back_off {
             c.backoff_ns = crate::users::next_backoff(c.backoff_ns);
-            self.run.sched.backed_off(&mut self.local);
+            self.run.sched.backed_off(&mut self.local, now);
             now + c.backoff_ns
         } else {
             now

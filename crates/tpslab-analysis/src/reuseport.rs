@@ -18,9 +18,10 @@ pub enum Kind {
     /// (or the CPU steering) sent more to some sockets. Fix: more flows, or steering.
     UnevenHashing,
     /// These sockets (indices into the group) dropped while their share of the datagrams
-    /// was no larger than an even one, and their readers waited for datagrams less than
-    /// half the time while the others' readers waited most of it: those workers drain less
-    /// than their share. Fix: those workers; more flows or steering would still hand
+    /// was at most 1.5 times an even one, their readers waited for datagrams less than
+    /// half the time while the others' readers waited most of it, and they drained less
+    /// than half of what the fastest of those drains per unit of busy time: those workers
+    /// drain less than their share. Fix: those workers; more flows or steering would still hand
     /// them their share.
     SlowReader {
         /// The slow sockets, most datagrams lost first.
@@ -50,6 +51,12 @@ const BUSY_READER_PCT: f64 = 50.0;
 /// that keeps up loses nothing but to bursts).
 const SLOW_LOSS_RATIO: f64 = 4.0;
 
+/// A slow reader drains less than this share of what the fastest waiting reader drains
+/// per unit of its own time not spent waiting for datagrams (reads / (1 - waiting share)):
+/// two alike workers, one offered more than it can take, drain alike per busy second and
+/// are hashing's doing, not a slow reader's.
+const SLOW_DRAIN_RATIO: f64 = 0.5;
+
 /// Each socket's figures: its offered datagrams and share, what it lost of them, and how
 /// often its reader waited for datagrams.
 pub fn figures(group: &[GroupSocket]) -> Vec<SocketFigures> {
@@ -78,9 +85,11 @@ pub fn figures(group: &[GroupSocket]) -> Vec<SocketFigures> {
 
 /// The slow sockets of the group, most lost first; empty when none is slow: some
 /// socket dropped while its share was at most 1.5 times an even one, its reader waited
-/// for datagrams less than half the time, and every socket whose reader waited for
-/// datagrams most of the time (there must be one) lost at most a quarter of the share
-/// the slow ones lost. Every socket's reads and reader must be known.
+/// for datagrams less than half the time, it drained less than half of what the
+/// fastest waiting reader drains per unit of time not spent waiting
+/// ([`SLOW_DRAIN_RATIO`]), and every socket whose reader waited for datagrams most of
+/// the time (there must be one) lost at most a quarter of the share the slow ones lost.
+/// Every socket's reads and reader must be known.
 fn slow_readers(group: &[GroupSocket], figs: &[SocketFigures]) -> Vec<usize> {
     let n = group.len() as f64;
     if figs
@@ -89,16 +98,23 @@ fn slow_readers(group: &[GroupSocket], figs: &[SocketFigures]) -> Vec<usize> {
     {
         return vec![];
     }
+    let waiting: Vec<usize> = (0..group.len())
+        .filter(|&i| figs[i].waiting_pct.unwrap_or(0.0) >= BUSY_READER_PCT)
+        .collect();
+    // Reads per unit of the reader's time not spent waiting for datagrams.
+    let drain = |i: usize| {
+        let busy = (1.0 - figs[i].waiting_pct.unwrap_or(100.0) / 100.0).max(0.01);
+        group[i].reads.unwrap_or(0) as f64 / busy
+    };
+    let fastest = waiting.iter().map(|&i| drain(i)).fold(0.0, f64::max);
     let mut slow: Vec<usize> = (0..group.len())
         .filter(|&i| {
             let f = &figs[i];
             group[i].drops > 0
                 && f.share_pct.unwrap_or(100.0) <= HIGH_SHARE * 100.0 / n
                 && f.waiting_pct.unwrap_or(100.0) < BUSY_READER_PCT
+                && drain(i) < SLOW_DRAIN_RATIO * fastest
         })
-        .collect();
-    let waiting: Vec<usize> = (0..group.len())
-        .filter(|&i| figs[i].waiting_pct.unwrap_or(0.0) >= BUSY_READER_PCT)
         .collect();
     let lost = |i: usize| figs[i].lost_pct.unwrap_or(0.0);
     let least_slow = slow.iter().map(|&i| lost(i)).fold(f64::INFINITY, f64::min);

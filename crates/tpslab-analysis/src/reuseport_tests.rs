@@ -223,3 +223,37 @@ fn one_flow_on_one_worker_is_uneven_hashing_as_before() {
     let i = judge(&g, Some(32), Steer::Hash).unwrap();
     assert_eq!(i.kind, Kind::UnevenHashing, "{:?}", i.figures);
 }
+
+/// The review's case: two alike workers (each drains about 2,500 datagrams per busy
+/// second), 4,000 pps hashed 72/28: the first is offered more than it can take, drops,
+/// and is busy all the time; the second waits 55 %. Per busy second they drain alike: not
+/// a slow reader (and uneven hashing is what it is).
+#[test]
+fn an_alike_worker_offered_more_than_it_can_take_is_not_a_slow_reader() {
+    let mut g = fixture("slow");
+    // 10 s: A offered 28,800, read 25,000, dropped 3,800; B read 11,200.
+    g[0].reads = Some(25_000);
+    g[0].drops = 3_800;
+    g[1].reads = Some(11_200);
+    g[1].drops = 0;
+    let a = g[0].reader.as_mut().unwrap().states.as_mut().unwrap();
+    a.by_class.clear();
+    a.by_class.insert(WaitClass::OnCpu, 43);
+    a.samples = 43;
+    (a.on_cpu_ns, a.runqueue_ns) = (a.window_ns, 0);
+    let b = g[1].reader.as_mut().unwrap().states.as_mut().unwrap();
+    b.by_class.clear();
+    b.by_class.insert(WaitClass::Network, 24);
+    b.by_class.insert(WaitClass::OnCpu, 19);
+    b.samples = 43;
+    (b.on_cpu_ns, b.runqueue_ns) = (b.window_ns * 45 / 100, 0);
+    let f = figures(&g);
+    let i = judge(&g, Some(32), Steer::Hash);
+    // The readers as set: A never waited, B waited 55 %.
+    assert_eq!(f[0].waiting_pct, Some(0.0));
+    assert!((f[1].waiting_pct.unwrap() - 55.0).abs() < 1.0, "{f:?}");
+    assert!(
+        !matches!(i.as_ref().map(|i| &i.kind), Some(Kind::SlowReader { .. })),
+        "{i:?}"
+    );
+}

@@ -202,15 +202,25 @@ fn by_contribution(f: &Facts, case: Case) -> Option<(f64, String)> {
         return None;
     }
     let mut rows: Vec<(u64, Case)> = contributions(f).into_iter().filter(|r| r.0 > 0).collect();
-    let total: u64 = rows.iter().map(|r| r.0).sum();
+    let named: u64 = rows.iter().map(|r| r.0).sum();
+    // Every datagram the ledger lost, both paths: rows no verdict names (the generator's
+    // own socket dropping replies) are in it too, so no share is taken of less.
+    let total = named.max(f.lost_total);
     let mine = rows.iter().find(|r| r.1 == head)?.0;
     rows.sort_by_key(|r| (r.1 != head, std::cmp::Reverse(r.0)));
     let share = |n: u64| 100.0 * n as f64 / total as f64;
-    let line = rows
+    let mut parts: Vec<String> = rows
         .iter()
         .map(|&(n, c)| format!("{} {n} ({:.1} %)", layer_words(f, c), share(n)))
-        .collect::<Vec<_>>()
-        .join("; ");
+        .collect();
+    if total > named {
+        parts.push(format!(
+            "other ledger rows (the generator's own socket, ...) {} ({:.1} %)",
+            total - named,
+            share(total - named)
+        ));
+    }
+    let line = parts.join("; ");
     Some((
         share(mine),
         format!("the loss by contribution ({total} datagrams lost, both paths): {line}"),

@@ -196,3 +196,21 @@ fn the_headline_is_the_largest_share_and_the_others_follow() {
         all_text(&d)
     );
 }
+
+/// Loss in a ledger row no verdict names (the generator's own socket dropping 8000
+/// reply frames) is in the total the shares are taken of: the firewall's 1994 are 20.0 %
+/// of the 9994 lost, not 100 % (the review's case), and the rest is said.
+#[test]
+fn shares_are_of_every_datagram_lost_not_only_the_named_rows() {
+    let f = Facts {
+        lost_total: 9994,
+        ..input_hook()
+    };
+    let d = diagnose(&f, None);
+    let text = all_text(&d);
+    assert!(text.contains("20.0 % of the datagrams lost"), "{text}");
+    assert!(
+        text.contains("other ledger rows (the generator's own socket, ...) 8000 (80.0 %)"),
+        "{text}"
+    );
+}

@@ -165,9 +165,13 @@ fn two_responses_to_one_request_are_an_error_not_the_next_reply() {
     );
     assert!(out.contains("unsolicited response"), "{out}");
     // No second response passed for the next request's reply: every reply took the
-    // server's 50 ms (taken early, the median read 0.1 ms).
-    let p50 = n(&res["uncorrected"]["p50_ns"]);
-    assert!(p50 >= 45_000_000, "p50 {p50} ns: {res}");
+    // server's 50 ms (taken early, the median read 0.1 ms). When both responses came in
+    // one read every request failed and no reply was timed (seen once in a full suite:
+    // 20 of 20 unsolicited).
+    if answered > 0 {
+        let p50 = n(&res["uncorrected"]["p50_ns"]);
+        assert!(p50 >= 45_000_000, "p50 {p50} ns: {res}");
+    }
     assert!(secs < 1.1 + 2.0 + 2.0, "{secs} s");
     // The same in a ramp whose users think 20 ms: each second response is a failure of
     // its named kind, never a reply (taken as the next request's, the median read

@@ -14,9 +14,7 @@
 use crate::waits::{StepThread, ThreadStates, WaitClass};
 use tpslab_record::ramp::StepResult;
 
-/// CPU time below this share of the step is none to speak of (0.5 %: 10 ms of a 2 s
-/// step; a parked thread woken by a timer a hundred times a second uses less).
-pub const IDLE_CPU_SHARE: f64 = 0.005;
+pub use crate::waits::IDLE_CPU_SHARE;
 
 /// A thread's CPU time in a step, ns: schedstat's time on a CPU when it was read at both
 /// edges (exact), else the growth of utime+stime (USER_HZ ticks).

@@ -12,7 +12,9 @@
 //!   own connection or in poll/accept waits for a request, not on one: never charged.
 //!   Idle threads ([`crate::ramp_threads::is_idle`]: no CPU, one wait all step) weigh
 //!   only in the lock part (and with their little CPU time): a thread-per-connection server's threads queued on a busy
-//!   lock look so; the lock part leaves out the spare threads the users cannot keep busy
+//!   lock look so, but not those already parked in a lock wait at the ramp's first step
+//!   ([`parked`]: a runtime's helpers, redis's bio threads, never a request's queue);
+//!   the lock part leaves out the spare threads the users cannot keep busy
 //!   (threads seen in a lock wait beyond the step's users: a pool's threads waiting for
 //!   work on a condition variable), as [`crate::ramp_threads::ThreadFacts::lock_excess`].
 //!
@@ -24,6 +26,7 @@
 
 use crate::ramp_threads::{cpu_ns, is_idle, lock_samples, span_ns};
 use crate::waits::WaitClass;
+use std::collections::BTreeSet;
 use tpslab_record::ramp::StepResult;
 pub use tpslab_record::rt_ledger::{LedgerPart, RtLedger, RtPart};
 
@@ -44,6 +47,28 @@ impl Threads {
 /// The ledger of one step whose users think `think_s` seconds between requests; None
 /// for a step without replies (no mean response time, no rate).
 pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
+    step_ledger_beside(s, think_s, &BTreeSet::new())
+}
+
+/// The threads idle in a lock wait at the ramp's first step (`tid`s): parked before the
+/// load grew (a runtime's helpers, redis's bio threads on their condition variables),
+/// never charged as requests queued on a lock at any step.
+pub fn parked(first: &StepResult) -> BTreeSet<u32> {
+    let window = (first.measured_s * 1e9) as u64;
+    first
+        .per_thread
+        .iter()
+        .filter(|t| is_idle(t, window) && lock_samples(t) > 0)
+        .map(|t| t.tid)
+        .collect()
+}
+
+/// [`step_ledger`] with the threads `parked` at the first step left out of its lock part.
+pub fn step_ledger_beside(
+    s: &StepResult,
+    think_s: f64,
+    parked: &BTreeSet<u32>,
+) -> Option<RtLedger> {
     if s.completed == 0 || s.tps <= 0.0 || s.response.mean_ns.is_nan() {
         return None;
     }
@@ -60,7 +85,7 @@ pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
             pm_ms: ms(pm),
         });
     }
-    if let Some(by) = thread_parts(s) {
+    if let Some(by) = thread_parts(s, parked) {
         for (part, t) in by {
             parts.push(LedgerPart {
                 part,
@@ -90,7 +115,7 @@ pub fn step_ledger(s: &StepResult, think_s: f64) -> Option<RtLedger> {
 
 /// The threads' parts of a step: mean threads in each state (see the module's text);
 /// None without per-thread samples with classes.
-fn thread_parts(s: &StepResult) -> Option<Vec<(RtPart, Threads)>> {
+fn thread_parts(s: &StepResult, parked: &BTreeSet<u32>) -> Option<Vec<(RtPart, Threads)>> {
     if s.per_thread.is_empty() || s.per_thread.iter().all(|t| t.states.by_class.is_empty()) {
         return None;
     }
@@ -117,6 +142,9 @@ fn thread_parts(s: &StepResult) -> Option<Vec<(RtPart, Threads)>> {
         // CPU time is work whoever spends it (an idle thread's is little by definition).
         by[idx(RtPart::OnCpu)].add(cpu * present, 0.0);
         by[idx(RtPart::Runnable)].add(runq * present, 0.0);
+        if idle && parked.contains(&t.tid) {
+            continue;
+        }
         let n = |c: WaitClass| st.by_class.get(&c).copied().unwrap_or(0);
         let blocked_samples = st.samples.saturating_sub(n(WaitClass::OnCpu));
         if blocked_samples == 0 {
@@ -167,9 +195,10 @@ fn thread_parts(s: &StepResult) -> Option<Vec<(RtPart, Threads)>> {
 
 /// Every step's ledger, in step order (steps without replies left out).
 pub fn ledgers(steps: &[StepResult], think_s: f64) -> Vec<RtLedger> {
+    let parked = steps.first().map(parked).unwrap_or_default();
     steps
         .iter()
-        .filter_map(|s| step_ledger(s, think_s))
+        .filter_map(|s| step_ledger_beside(s, think_s, &parked))
         .collect()
 }
 

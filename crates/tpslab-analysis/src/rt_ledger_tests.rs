@@ -253,3 +253,23 @@ fn a_ledger_whose_parts_exceed_the_mean_gives_no_share() {
     assert!(balances(&ok));
     assert!(line(&ok).contains("(86 %)"), "{}", line(&ok));
 }
+
+/// redis (tests/threads.rs' ramp tcp of PING, the report's fixture): its bio and
+/// jemalloc threads sit parked in a futex from the first step on; they are no request's
+/// queue, so no step's ledger charges them to a lock (the suite caught "waiting on a lock"
+/// in redis's output).
+#[test]
+fn threads_parked_from_the_first_step_are_no_lock() {
+    let text = include_str!("../../tpslab-report/tests/fixtures/ramp_redis.json");
+    let Body::Ramp(r) = Record::from_json(text).expect("a record").body else {
+        panic!("a ramp record")
+    };
+    let parked = parked(&r.run.steps[0]);
+    assert!(!parked.is_empty(), "the fixture's helpers are parked");
+    for l in ledgers(&r.run.steps, 0.0) {
+        assert_eq!(l.ms(RtPart::Lock), 0.0, "{l:?}");
+    }
+    // The locked Python service's waiters are no first-step helpers: its lock stands.
+    let lock = ledgers(&python_lock().steps, 0.0);
+    assert!(lock.last().unwrap().ms(RtPart::Lock) > 100.0);
+}

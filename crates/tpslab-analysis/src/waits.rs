@@ -7,6 +7,10 @@
 //! reading them is here.
 
 use std::collections::BTreeMap;
+
+/// CPU time below this share of the step is none to speak of (0.5 %: 10 ms of a 2 s
+/// step; a parked thread woken by a timer a hundred times a second uses less).
+pub const IDLE_CPU_SHARE: f64 = 0.005;
 pub use tpslab_record::waits::{StepThread, ThreadStates, ThreadWait, ThreadWaits, WaitClass};
 
 /// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
@@ -183,17 +187,19 @@ impl ThreadWaitsExt for ThreadWaits {
 }
 
 /// Idle over an observed run: its time on a CPU (schedstat) under
-/// [`crate::ramp_threads::IDLE_CPU_SHARE`] of the time it was sampled over, never seen
+/// [`IDLE_CPU_SHARE`] of the time it was sampled over, never seen
 /// running or runnable, and every sample in one wait class: parked the whole run (a JVM's
 /// compiler, GC and finalizer threads in a futex, a pool's spare threads). Never a
 /// thread whose time on a CPU was not read (no schedstat: `window_ns` 0), nor the
 /// exited threads' sum (tid 0).
+///
+/// CPU time below [`IDLE_CPU_SHARE`] of the window is none to speak of.
 pub fn is_idle(t: &ThreadWait) -> bool {
     let s = &t.states;
     let classes = s.by_class.values().filter(|&&n| n > 0).count();
     t.tid != 0
         && s.window_ns > 0
-        && (s.on_cpu_ns as f64) < crate::ramp_threads::IDLE_CPU_SHARE * s.window_ns as f64
+        && (s.on_cpu_ns as f64) < IDLE_CPU_SHARE * s.window_ns as f64
         && s.running == 0
         && s.by_class.get(&WaitClass::OnCpu).copied().unwrap_or(0) == 0
         && classes == 1

@@ -5,6 +5,7 @@ mod books;
 pub mod counters;
 pub mod dropwatch;
 pub mod env;
+pub mod fd_holders;
 pub mod guard;
 pub mod hostconf;
 pub mod idle;

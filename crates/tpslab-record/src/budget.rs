@@ -21,7 +21,7 @@ use std::fmt;
 
 /// The bytes of items a record of `text_len` bytes may become: twice its length plus
 /// 64 MiB. Records tpslab writes need at most 0.6x their length plus the observer's series
-/// (the largest share, measured on every fixture and on a 223 MB `tcp --lab` record:
+/// (the largest share, measured on every fixture and on a 223 MB `tcp --lab-rtt` record:
 /// `budget::tests`); the 64 MiB covers the small records whose lists of zeros need up to 4x
 /// (`0,` is 2 bytes of text and 8 of f64).
 pub fn budget_for(text_len: usize) -> u64 {

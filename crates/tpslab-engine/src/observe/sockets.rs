@@ -170,7 +170,7 @@ pub(super) fn with_readers(
         return group;
     }
     let inodes: std::collections::BTreeSet<u64> = group.iter().map(|t| t.inode).collect();
-    let by_pid = crate::owner::holders_of(&inodes);
+    let by_pid = crate::fd_holders::holders_of(&inodes);
     let thread_of =
         |pid: u32, tid: u32| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists();
     assign_readers(&mut group, &by_pid, &io.reads_by_thread(), &thread_of);

@@ -165,7 +165,7 @@ fn lock_holders(f: &File) -> Vec<u32> {
     let (Ok(m), Ok(text)) = (f.metadata(), std::fs::read_to_string("/proc/locks")) else {
         return vec![];
     };
-    // The kernel's device number: major in bits 8-19 and 32-43, minor in 0-7 and 20-31.
+    // glibc's dev_t: major in bits 8-19 and 44-63, minor in bits 0-7 and 20-43.
     let dev = m.dev();
     let major = (((dev >> 8) & 0xfff) | ((dev >> 32) & 0xffff_f000)) as u32;
     let minor = ((dev & 0xff) | ((dev >> 12) & 0xffff_ff00)) as u32;
@@ -265,7 +265,7 @@ pub fn restore_now() -> Restored {
 /// Changed host settings; restores the originals on drop.
 pub struct HostGuard {
     _lock: File,
-    /// `$TPSLAB_HOST_LOCK`'s lock, when set and not held by an ancestor ([`host_lock`]).
+    /// `$TPSLAB_HOST_LOCK`'s lock, when the variable is set ([`host_lock`]).
     _host: Option<File>,
 }
 

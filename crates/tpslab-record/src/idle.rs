@@ -70,12 +70,8 @@ pub struct Conn {
     /// The last time it was seen still open, ms after it was opened: an end came after
     /// it (in (seen_open_ms, decided_ms]). Written for connections the path ended by
     /// itself; 0 in records written before this was measured.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub seen_open_ms: u64,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
 
 /// What the study found so far.

@@ -61,3 +61,9 @@ pub use run::{
     TargetProcess, TargetSocket, TcpListen,
 };
 pub use tcp::{ServeTcpRecord, TcpRecord};
+
+/// Whether a count is 0: such a field is left out of a record (`skip_serializing_if`),
+/// and records written before it read it as 0 (`#[serde(default)]`).
+pub(crate) fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}

@@ -50,23 +50,19 @@ pub struct ErrorKinds {
     pub other: u64,
     /// TLS (`https://`): a handshake that failed (a certificate not trusted, no common
     /// version or cipher, the peer's alert) or a record that did not decrypt.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub tls: u64,
     /// A protocol error of its own kind, [`UNSOLICITED`]: an HTTP/1.1 response no request
     /// asked for. In `errors`: bytes after a whole reply, failing the request it followed;
     /// in `connect_errors`: bytes on a connection with no request in flight, failing no
     /// request. Each closed its connection. 0 in older records.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub unsolicited: u64,
 }
 
 /// The failure of an HTTP/1.1 response no request asked for (one request is in flight
 /// per connection): counted as [`ErrorKinds::unsolicited`].
 pub const UNSOLICITED: &str = "http: a response with no request in flight";
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 impl ErrorKinds {
     /// No failure of any kind.
@@ -156,7 +152,7 @@ pub struct LoadHttpResult {
     /// Back-offs before a reconnect: after a failed connect, or a connection closed for a
     /// response no request asked for, a connection waits 1 ms, doubling at each failure in
     /// a row up to 1 s (until a reply comes) before it connects again. 0 in older records.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub reconnect_backoffs: u64,
     /// Requests sent more than [`LoadHttpResult::LATE_NS`] after their intended time, for
     /// any reason (mostly: the previous reply on their connection came late).

@@ -98,7 +98,7 @@ pub struct StepResult {
     /// Times in the window a user waited before connecting again (1 ms after a connection
     /// that answered, else doubling up to 1 s) after a failed connect or a connection
     /// closed for bytes no request asked for. 0 in records written before it.
-    #[serde(default, skip_serializing_if = "crate::ramp::is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub reconnect_backoffs: u64,
 }
 
@@ -278,11 +278,6 @@ pub struct RampAnalysis {
         deserialize_with = "crate::read::ramp_ledgers"
     )]
     pub ledger: Vec<crate::rt_ledger::RtLedger>,
-}
-
-/// Whether a count is 0 (left out of a record: older records read it as 0).
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[cfg(test)]

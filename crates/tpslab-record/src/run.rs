@@ -210,14 +210,6 @@ pub struct ServerReport {
 
 pub use tpslab_plan::udp::MatchMode;
 
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
-}
-
-fn is_zero_usize(n: &usize) -> bool {
-    *n == 0
-}
-
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -239,7 +231,7 @@ pub struct GeneratorReport {
     /// without; 0: nothing sent or an older record). A receiver reading with UDP_GRO
     /// gets such a message as one buffer, and its socket counts a drop of it as one in
     /// /proc/net/udp `drops` and `Udp: RcvbufErrors`.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub max_segments_per_send: u64,
     /// Datagram size, bytes (UDP payload).
     pub size_bytes: usize,
@@ -249,7 +241,7 @@ pub struct GeneratorReport {
     pub burst_interval_ns: u64,
     /// Pacing slack, ns (`--pacing-slack`): the sender woke once per group of datagrams
     /// due within it, each leaving up to this late; 0: once per datagram.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub pacing_slack_ns: u64,
     /// The slack was chosen from the rate (`--pacing-slack auto`, the default since
     /// session 21), not given: `pacing_slack_ns` is what auto chose (0: exact). False in
@@ -261,7 +253,7 @@ pub struct GeneratorReport {
     pub threads: usize,
     /// Flows: distinct source ports the load was sent from (one socket each, dealt to
     /// the threads; `--flows`); 0 in records written before flows: one per thread.
-    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub flows: usize,
     /// Planned measurement window after warm-up, s.
     pub duration_s: f64,

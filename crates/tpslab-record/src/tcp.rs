@@ -185,10 +185,6 @@ pub struct FlowRecord {
     pub interrupted: bool,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// Counters of one direction of the delay line, packets and bytes since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -211,11 +207,11 @@ pub struct DirStats {
     pub on_line_at_stop: u64,
     /// Packets of flows the middlebox had forgotten (idle past its timeout), dropped or
     /// answered with RSTs (left out of records when 0).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub forgotten: u64,
     /// RSTs the middlebox wrote (two or three per segment of a forgotten flow in reset
     /// mode: one to its sender, one or two to its receiver).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub resets_sent: u64,
 }
 

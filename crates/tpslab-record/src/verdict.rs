@@ -274,7 +274,7 @@ pub struct Facts {
     pub kernel_drops: Vec<(String, u64, u64)>,
     /// Reply path: datagrams the server attempted (the ledger's reply path `attempted`:
     /// every frame of a multi-datagram reply, resends included).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub reply_attempted: u64,
     /// Replies counted by their frame header (the generator's `frames`); None when each
     /// reply datagram is a reply.
@@ -335,7 +335,7 @@ pub struct GroupSocket {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
     /// Its inode (as in /proc/net/udp); 0 in records written before it.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub inode: u64,
     /// Who read it and where that reader waited: a foreign server's worker process that
     /// holds this socket alone (its threads' exact reads and sampled waits); None when
@@ -343,11 +343,6 @@ pub struct GroupSocket {
     /// by construction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reader: Option<GroupReader>,
-}
-
-/// Whether a count is 0 (left out of a record: records from before it read it as 0).
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// The reader of one socket of a SO_REUSEPORT group: the process (or processes) holding

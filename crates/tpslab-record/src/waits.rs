@@ -72,10 +72,6 @@ impl WaitClass {
     ];
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// Server thread states sampled from /proc/PID/task/*/stat, .../syscall and .../wchan
 /// over a window (a ramp step, or a whole observed run).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,7 +101,7 @@ pub struct ThreadStates {
     /// a CPU nor in the run queue by schedstat, nor blocked. An estimate: `on_cpu_ns` x
     /// the host's steal per busy CPU-ns over the window (/proc/stat `steal` over user +
     /// nice + system + irq + softirq, all CPUs); 0 on bare metal.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub stolen_ns: u64,
     /// Samples by class (`tpslab_analysis::waits::classify`); empty in records written before classes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -121,7 +117,7 @@ pub struct ThreadStates {
     /// to the last): with it, shares are of time: on a CPU and waiting for one exactly
     /// from schedstat, the rest (blocked) split by the blocked samples. 0: shares of
     /// samples (a ramp step's states).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub window_ns: u64,
 }
 
@@ -208,7 +204,7 @@ pub struct ThreadWait {
     /// The process it is a thread of (`Tgid` of /proc/TID/status): the watched PID, or
     /// another process of the same server (a pre-forked worker holding the target's
     /// socket). 0 when not known (records written before it, the exited threads' row).
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub pid: u32,
 }
 
@@ -252,13 +248,13 @@ pub struct StepThread {
     /// (or the thread's birth, for one born in the step: its own starttime) to the last read at the
     /// step's end; shares of the step are of this. 0 in records written before it: the
     /// step's planned window stands in.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub span_ns: u64,
     /// Of its samples in a futex (the `Lock` class of `states`), those waiting with a
     /// timeout (a futex wait op whose timeout argument was set, from
     /// /proc/PID/task/TID/syscall): a timed sleep (Java's `Thread.sleep`, a timer, a
     /// pool's keep-alive), not a wait for a lock. 0 in records written before it.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub futex_timed: u64,
     /// Samples blocked in a receive, read, send or connect on a socket to another peer
     /// (not one of the load's connections to the target's port, nor a pipe, an eventfd
@@ -269,7 +265,7 @@ pub struct StepThread {
     /// The process it is a thread of (its thread group id): the server's PID (`--pid`)
     /// or one of its descendants (a prefork server's worker). 0 in records written
     /// before the descendants were sampled (then the PID's own threads only).
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub pid: u32,
     /// Its process was started during the step (a worker forked on demand or
     /// restarted): `span_ns` runs from its birth (/proc/PID/task/TID/stat starttime),
@@ -281,8 +277,4 @@ pub struct StepThread {
 
 fn is_false(b: &bool) -> bool {
     !*b
-}
-
-fn is_zero_u32(n: &u32) -> bool {
-    *n == 0
 }

@@ -63,7 +63,6 @@ fn observer_config(
     server: Option<&UdpServer>,
     load: &UdpLoad,
     net_root: &std::path::Path,
-    same_ns: bool,
     target: &SocketMatch,
 ) -> ObserverConfig {
     ObserverConfig {
@@ -72,13 +71,7 @@ fn observer_config(
         target_inodes: target.inodes.clone(),
         target_port: target.port,
         target_addr: target.addr,
-        gen_inodes: load.socket_inodes(),
-        // The same namespace under two paths would list the generator's sockets twice.
-        gen_root: if same_ns {
-            net_root.to_path_buf()
-        } else {
-            PathBuf::from("/proc/self")
-        },
+        gen_sockets: Some(load.own_sockets()),
         target_pid: if server.is_some() {
             Some(std::process::id())
         } else {
@@ -168,7 +161,7 @@ pub fn run_udp_streamed(
         port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
         addr: Some(target_ip),
     };
-    let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, same_ns, &target);
+    let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, &target);
     if let (Some(pid), false) = (plan.target_pid, others.is_empty()) {
         // Several processes hold the socket: every one's threads are followed (a fixed
         // list, where one process's threads are listed afresh at every sample).

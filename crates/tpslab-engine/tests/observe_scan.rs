@@ -27,8 +27,7 @@ fn a_socket_bound_after_the_start_is_found_during_the_run_with_its_drops() {
         target_inodes: vec![],
         target_port: Some(port),
         target_addr: None,
-        gen_inodes: vec![],
-        gen_root: "/proc/self".into(),
+        gen_sockets: None,
         target_pid: None,
         target_tids: vec![],
         count_io: None,
@@ -80,4 +79,70 @@ fn a_socket_bound_after_the_start_is_found_during_the_run_with_its_drops() {
         bound_ms
     );
     drop((a, b));
+}
+
+/// The generator's own sockets are read in place (getsockopt SO_MEMINFO), never through
+/// the socket tables: their drops during the run are counted from the first sample's
+/// baseline, their queue is in the series, and they are never taken for the target's
+/// (here the target port is theirs).
+#[test]
+fn the_generators_own_sockets_are_read_in_place_from_a_baseline() {
+    let gen = std::sync::Arc::new(
+        tpslab_net::UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap(),
+    );
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = gen.local_addr();
+    // Drops before the run are not the run's.
+    for _ in 0..1000 {
+        tx.send_to(&[1u8; 1000], to).unwrap();
+    }
+    let before = gen.meminfo().unwrap().drops;
+    assert!(
+        before > 0,
+        "the default buffer holds fewer than 1000 datagrams"
+    );
+    let inode = gen.inode().unwrap();
+    let g = gen.clone();
+    let probe = tpslab_engine::observe::OwnSockets::new(move |into| {
+        into.push(tpslab_engine::observe::OwnSocket {
+            inode,
+            connected: false,
+            mem: g.meminfo().unwrap(),
+        })
+    });
+    let obs = Observer::start(ObserverConfig {
+        interval: Duration::from_millis(10),
+        net_root: "/proc/self".into(),
+        target_inodes: vec![],
+        target_port: Some(to.port()),
+        target_addr: None,
+        gen_sockets: Some(probe),
+        target_pid: None,
+        target_tids: vec![],
+        count_io: None,
+        read_probe: None,
+        send_probe: None,
+        tcp_inodes: vec![],
+        live: None,
+        live_latency: None,
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..500 {
+        tx.send_to(&[1u8; 1000], to).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let during = gen.meminfo().unwrap().drops - before;
+    assert!(
+        during >= 500 - 10,
+        "{during}: the queue was full, nearly all dropped"
+    );
+    let rep = obs.stop();
+    assert_eq!(rep.deltas["gen_drops"], during, "{:?}", rep.deltas);
+    assert_eq!(rep.deltas["server_drops"], 0, "{:?}", rep.deltas);
+    assert_eq!(rep.deltas["server_sockets_found"], 0, "{:?}", rep.deltas);
+    let q = &rep.series.values["gen_rx_queue_bytes"];
+    assert!(
+        q.iter().all(|&v| v > 0.0),
+        "the full queue in every sample: {q:?}"
+    );
 }

@@ -24,7 +24,7 @@ pub mod tcp;
 pub mod tun;
 
 pub use batch::{RecvBatch, SendBatch};
-pub use sock::{RcvbufGrant, ReuseportSteer, UdpSock};
+pub use sock::{RcvbufGrant, ReuseportSteer, SockMem, UdpSock};
 
 /// Errors of socket and OS calls; each names the call and the value involved.
 #[derive(Debug, thiserror::Error)]

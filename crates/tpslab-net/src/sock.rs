@@ -34,6 +34,17 @@ pub struct RcvbufGrant {
 /// A UDP socket (IPv4 or IPv6) owning its file descriptor, and what it knows of its
 /// path: the GSO segment size it sends with, and whether the path refused GSO (then it was
 /// switched off for the rest of the socket's life; see [`crate::SendBatch::send`]).
+/// A socket's receive memory and drops ([`UdpSock::meminfo`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SockMem {
+    /// Bytes queued for reading (each datagram charged its truesize).
+    pub rx_queue_bytes: u64,
+    /// The receive limit (sk_rcvbuf), bytes.
+    pub rcvbuf_bytes: u64,
+    /// Datagrams dropped since the socket was created (sk_drops).
+    pub drops: u64,
+}
+
 #[derive(Debug)]
 pub struct UdpSock {
     sock: Socket,
@@ -352,6 +363,34 @@ impl UdpSock {
             .map_err(|e| NetError::io("setsockopt SO_RCVTIMEO", e))
     }
 
+    /// The socket's memory and drops as getsockopt(SO_MEMINFO) reads them (one system
+    /// call, no netlink message and no socket-table walk): bytes queued for reading
+    /// (`SK_MEMINFO_RMEM_ALLOC`, /proc/net/udp's `rx_queue` but for the few bytes of a
+    /// partly-forwarded datagram), the receive limit (`SK_MEMINFO_RCVBUF`, bytes) and the
+    /// datagrams the socket dropped since it was created (`SK_MEMINFO_DROPS`).
+    pub fn meminfo(&self) -> Result<SockMem, NetError> {
+        let mut m = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
+        let mut len = std::mem::size_of_val(&m) as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `m`, which has them; fd is valid.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                libc::SO_MEMINFO,
+                m.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(NetError::last("getsockopt SO_MEMINFO"));
+        }
+        Ok(SockMem {
+            rx_queue_bytes: u64::from(m[libc::SK_MEMINFO_RMEM_ALLOC as usize]),
+            rcvbuf_bytes: u64::from(m[libc::SK_MEMINFO_RCVBUF as usize]),
+            drops: u64::from(m[libc::SK_MEMINFO_DROPS as usize]),
+        })
+    }
+
     /// The socket's inode number, as in the `inode` column of /proc/net/udp.
     pub fn inode(&self) -> Result<u64, NetError> {
         // SAFETY: fstat writes into the zeroed stat we pass; fd is valid.
@@ -447,4 +486,44 @@ pub enum ReuseportSteer {
     /// A random socket per datagram: even whatever the flows (order within a flow is no
     /// longer kept).
     Random,
+}
+
+#[cfg(test)]
+mod meminfo_tests {
+    use super::*;
+
+    /// (rx_queue, drops) of the socket with `inode` in /proc/self/net/udp.
+    fn proc_row(inode: u64) -> (u64, u64) {
+        let text = std::fs::read_to_string("/proc/self/net/udp").unwrap();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.get(9).and_then(|i| i.parse::<u64>().ok()) == Some(inode) {
+                let rxq = u64::from_str_radix(f[4].split(':').nth(1).unwrap(), 16).unwrap();
+                return (rxq, f[12].parse().unwrap());
+            }
+        }
+        panic!("inode {inode} not in /proc/self/net/udp");
+    }
+
+    #[test]
+    fn meminfo_reads_the_queue_and_drops_proc_lists() {
+        let rx = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let tx = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        tx.connect(rx.local_addr()).unwrap();
+        let before = rx.meminfo().unwrap();
+        assert_eq!((before.rx_queue_bytes, before.drops), (0, 0));
+        assert_eq!(before.rcvbuf_bytes, rx.rcvbuf_bytes().unwrap());
+        // Far more than the default buffer holds (about 92 datagrams of 1024 B): the
+        // rest are dropped at the socket, and nobody reads.
+        for _ in 0..2000 {
+            let _ = tx.send(&[7u8; 1024]);
+        }
+        let m = rx.meminfo().unwrap();
+        assert!(m.drops > 0, "{m:?}");
+        assert!(
+            m.rx_queue_bytes > 0 && m.rx_queue_bytes <= 2 * m.rcvbuf_bytes,
+            "{m:?}"
+        );
+        assert_eq!(proc_row(rx.inode().unwrap()), (m.rx_queue_bytes, m.drops));
+    }
 }

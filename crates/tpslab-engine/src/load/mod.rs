@@ -236,6 +236,32 @@ impl UdpLoad {
             .collect()
     }
 
+    /// The generator's sockets read in place for the observer (each flow's socket by
+    /// getsockopt(SO_MEMINFO); inodes read once, here).
+    pub fn own_sockets(&self) -> crate::observe::OwnSockets {
+        let socks: Vec<(Arc<Stream>, usize, u64)> = self
+            .streams
+            .iter()
+            .flat_map(|s| {
+                s.socks
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, k)| Some((s.clone(), i, k.inode().ok()?)))
+            })
+            .collect();
+        crate::observe::OwnSockets::new(move |into| {
+            for (s, i, inode) in &socks {
+                if let Ok(mem) = s.socks[*i].meminfo() {
+                    into.push(crate::observe::OwnSocket {
+                        inode: *inode,
+                        connected: true,
+                        mem,
+                    });
+                }
+            }
+        })
+    }
+
     /// A live count of the datagrams the kernel accepted so far, all streams (for the
     /// observer's `gen_sent_per_s`); the senders add to it once per batch.
     pub fn send_probe(&self) -> crate::server::ReadProbe {

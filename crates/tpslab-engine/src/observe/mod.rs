@@ -2,7 +2,8 @@
 //! run happens, then turns the samples into series, summaries and counter deltas.
 //!
 //! Sources (per sample): `<net_root>/net/udp` and `udp6` (`rx_queue` and `drops` of the
-//! target and generator sockets), `<net_root>/net/snmp` and `snmp6` (`Udp:`/`Udp6`
+//! target sockets, then sock_diag lookups between scans), getsockopt(SO_MEMINFO) on the
+//! generator's own sockets, `<net_root>/net/snmp` and `snmp6` (`Udp:`/`Udp6`
 //! counters), `/proc/net/softnet_stat` (per CPU), `<net_root>/net/dev` (drops),
 //! `/proc/stat` (per-CPU time, system context switches), and for each target thread
 //! `/proc/PID/task/TID/status` (context switches) and `schedstat` (CPU time, ns).
@@ -29,7 +30,7 @@ use sampler::{target_sched, Sampler};
 
 mod sockets;
 use sockets::{add_udp, lookup_local, lookup_remote, with_readers, DropTrack};
-pub use sockets::{delivery_score, socket_queue, SocketMatch};
+pub use sockets::{delivery_score, socket_queue, OwnSocket, OwnSockets, SocketMatch};
 
 mod stream;
 use stream::give_live;
@@ -49,10 +50,9 @@ pub struct ObserverConfig {
     pub target_port: Option<u16>,
     /// Local address of the target sockets (sockets bound to it or to the wildcard match).
     pub target_addr: Option<std::net::IpAddr>,
-    /// Inodes of the generator's sockets.
-    pub gen_inodes: Vec<u64>,
-    /// procfs directory whose `net/` holds the generator's sockets (`/proc/self`).
-    pub gen_root: PathBuf,
+    /// The generator's own sockets (tpslab's load), read in place at every sample; None:
+    /// no generator of ours.
+    pub gen_sockets: Option<OwnSockets>,
     /// Target process (for the record) and its threads to watch.
     pub target_pid: Option<u32>,
     /// Threads whose CPU time and context switches are summed (empty: all of target_pid's).
@@ -248,11 +248,11 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
             },
         );
     let io_source = io.as_ref().map(|c| c.source.clone());
-    let gen_diag = if cfg.gen_root == cfg.net_root {
-        None
-    } else {
-        open_in(&cfg.gen_root)
-    };
+    let mut own = vec![];
+    if let Some(p) = &cfg.gen_sockets {
+        p.read(&mut own);
+    }
+    let gen_inodes = own.iter().map(|s| s.inode).collect();
     // Where the watched process's threads wait (tpslab's own server: its threads only),
     // sampled with the host-wide counters.
     let waits = cfg.target_pid.map(|pid| {
@@ -263,7 +263,8 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
     let sampler = Sampler {
         followed: None,
         diag,
-        gen_diag,
+        gen_inodes,
+        own,
         v6,
         cfg,
         target,

@@ -14,14 +14,15 @@ const SCAN_PERIOD_NS: u64 = 1_000_000_000;
 /// The observer thread's state and readers.
 pub(super) struct Sampler {
     pub(super) cfg: ObserverConfig,
-    /// Sockets read by sock_diag between scans: (socket as last scanned, is a target,
-    /// lives in the generator's namespace rather than the target's).
+    /// The target's sockets read by sock_diag between scans, as last scanned.
     /// None: the followed sockets cannot be told apart by a lookup (scan every sample).
-    pub(super) followed: Option<Vec<(UdpSocket, bool, bool)>>,
+    pub(super) followed: Option<Vec<UdpSocket>>,
     /// sock_diag in the target's network namespace.
     pub(super) diag: Option<tpslab_net::diag::SockDiag>,
-    /// sock_diag in the generator's network namespace (when it differs).
-    pub(super) gen_diag: Option<tpslab_net::diag::SockDiag>,
+    /// The generator's sockets by inode (never the target's), from `cfg.gen_sockets`.
+    pub(super) gen_inodes: BTreeSet<u64>,
+    /// The generator's sockets as last read (a buffer kept between samples).
+    pub(super) own: Vec<super::OwnSocket>,
     /// Whether IPv6 sockets are watched (udp6 is read only then).
     pub(super) v6: bool,
     pub(super) target: SocketMatch,
@@ -99,34 +100,17 @@ impl Sampler {
         socks
     }
 
-    /// Reads the socket tables and rebuilds the list of sockets followed by sock_diag.
+    /// Reads the socket tables and rebuilds the list of target sockets followed by
+    /// sock_diag.
     fn scan(&mut self, r: &mut Raw) {
         let root = self.cfg.net_root.clone();
         let socks = self.sockets(&root);
-        let gen_root = self.cfg.gen_root.clone();
-        let gen_socks: Vec<UdpSocket> = if gen_root == root {
-            vec![]
-        } else {
-            self.sockets(&gen_root)
-        };
         let first = std::mem::replace(&mut self.first, false);
         let mut followed = vec![];
-        for s in &gen_socks {
-            if self.cfg.gen_inodes.contains(&s.inode) {
-                r.gen_rxq += s.rx_queue;
-                self.gen_track
-                    .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
-                followed.push((s.clone(), false, true));
-            }
-        }
         // The target's sockets: those its datagrams reach, never the generator's.
         let target: BTreeSet<u64> = self
             .target
-            .select(
-                socks
-                    .iter()
-                    .filter(|s| !self.cfg.gen_inodes.contains(&s.inode)),
-            )
+            .select(socks.iter().filter(|s| !self.gen_inodes.contains(&s.inode)))
             .iter()
             .map(|s| s.inode)
             .collect();
@@ -144,39 +128,26 @@ impl Sampler {
                 r.srv_rxq += s.rx_queue;
                 self.srv_track
                     .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
-                followed.push((s.clone(), true, false));
-            } else if self.cfg.gen_inodes.contains(&s.inode) {
-                r.gen_rxq += s.rx_queue;
-                self.gen_track
-                    .see(s, s.drops.unwrap_or(0), s.rx_queue, first);
-                followed.push((s.clone(), false, false));
+                followed.push(s.clone());
             }
         }
         self.group_rcvbufs(&target, r.t_ns);
         // A socket the scan missed (its listing shifted between two page reads) is kept
         // while a lookup still finds it.
         let previous = self.followed.take().unwrap_or_default();
-        for (s, is_target, other_ns) in previous {
-            if followed.iter().any(|(f, _, _)| f.inode == s.inode) {
+        for s in previous {
+            if followed.iter().any(|f| f.inode == s.inode) {
                 continue;
             }
-            let diag = if other_ns {
-                &mut self.gen_diag
-            } else {
-                &mut self.diag
+            let Some(d) = self.diag.as_mut() else {
+                continue;
             };
-            let Some(d) = diag.as_mut() else { continue };
             if let Ok(Some(m)) = d.lookup(lookup_local(&s), lookup_remote(&s)) {
                 if m.inode == s.inode {
-                    if is_target {
-                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
-                        r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(&s, m.drops, m.rx_queue, false);
-                    } else {
-                        r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(&s, m.drops, m.rx_queue, false);
-                    }
-                    followed.push((s, is_target, other_ns));
+                    self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                    r.srv_rxq += m.rx_queue;
+                    self.srv_track.see(&s, m.drops, m.rx_queue, false);
+                    followed.push(s);
                 }
             }
         }
@@ -184,8 +155,8 @@ impl Sampler {
         // (SO_REUSEPORT) cannot be told apart by a lookup, so those stay on the scan.
         let mut locals: Vec<SocketAddr> = followed
             .iter()
-            .filter(|(s, _, _)| s.remote.port() == 0)
-            .map(|(s, _, _)| s.local)
+            .filter(|s| s.remote.port() == 0)
+            .map(|s| s.local)
             .collect();
         locals.sort();
         let unique = locals.windows(2).all(|w| w[0] != w[1]);
@@ -226,37 +197,52 @@ impl Sampler {
         }
     }
 
-    /// Reads the followed sockets by sock_diag; false when that is not possible or a
-    /// socket was not found as it was (then the caller scans /proc).
+    /// Reads the followed target sockets by sock_diag; false when that is not possible
+    /// or a socket was not found as it was (then the caller scans /proc).
     fn diag_fast(&mut self, r: &mut Raw) -> bool {
-        let Some(followed) = self.followed.clone() else {
+        let Some(followed) = self.followed.take() else {
             return false;
         };
         // Nothing followed (yet): new sockets are found by the next scan.
-        for (s, is_target, other_ns) in followed {
-            let diag = if other_ns {
-                &mut self.gen_diag
-            } else {
-                &mut self.diag
+        let mut found = true;
+        for s in &followed {
+            let Some(d) = self.diag.as_mut() else {
+                found = false;
+                break;
             };
-            let Some(d) = diag.as_mut() else {
-                return false;
-            };
-            match d.lookup(lookup_local(&s), lookup_remote(&s)) {
+            match d.lookup(lookup_local(s), lookup_remote(s)) {
                 Ok(Some(m)) if m.inode == s.inode => {
-                    if is_target {
-                        self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
-                        r.srv_rxq += m.rx_queue;
-                        self.srv_track.see(&s, m.drops, m.rx_queue, false);
-                    } else {
-                        r.gen_rxq += m.rx_queue;
-                        self.gen_track.see(&s, m.drops, m.rx_queue, false);
-                    }
+                    self.srv_rcvbuf.insert(s.inode, m.rcvbuf);
+                    r.srv_rxq += m.rx_queue;
+                    self.srv_track.see(s, m.drops, m.rx_queue, false);
                 }
-                _ => return false,
+                _ => {
+                    found = false;
+                    break;
+                }
             }
         }
-        true
+        self.followed = Some(followed);
+        found
+    }
+
+    /// Reads the generator's own sockets in place (every sample; the first sets each
+    /// one's baseline).
+    fn own_sockets(&mut self, r: &mut Raw, first: bool) {
+        let Some(p) = self.cfg.gen_sockets.as_ref() else {
+            return;
+        };
+        p.read(&mut self.own);
+        for s in &self.own {
+            r.gen_rxq += s.mem.rx_queue_bytes;
+            self.gen_track.see_inode(
+                s.inode,
+                s.connected,
+                s.mem.drops,
+                s.mem.rx_queue_bytes,
+                first,
+            );
+        }
     }
 
     /// One sample. The followed sockets' queues and drops are read every time; the
@@ -300,14 +286,15 @@ impl Sampler {
                     && self
                         .followed
                         .as_ref()
-                        .is_some_and(|f| !f.iter().any(|(_, is_target, _)| *is_target))));
+                        .is_some_and(|f| f.is_empty())));
         if scan {
             self.last_scan_ns = r.t_ns;
         }
         if scan || !self.diag_fast(&mut r) {
-            (r.srv_rxq, r.gen_rxq) = (0, 0);
+            r.srv_rxq = 0;
             self.scan(&mut r);
         }
+        self.own_sockets(&mut r, prev.is_none());
         if let Some(io) = self.io.as_mut() {
             // Every thread is read while datagrams wait: the drain rate must not miss a
             // thread that had been idle.

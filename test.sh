@@ -2,7 +2,7 @@
 # The test command (README.md; .ci/run calls it): every test binary, also after a failure
 # (--no-fail-fast), then the tests that skipped, each with its reason, since cargo prints a
 # skipped test as "ok" (a missing tool, no root, or a timing test that a busy machine
-# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test ledger).
+# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test suite ledger::).
 # Exits with cargo's status.
 set -uo pipefail
 cd "$(dirname "$0")"

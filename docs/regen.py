@@ -13,7 +13,7 @@ COMMAND is run by `sh -c` from the repository's root, with the built binary's fo
 (target/release, or the folder of $TPSLAB_BIN) first on PATH, so `tpslab` is the build
 under test; what it prints on standard output becomes the block (a command that wants
 its stderr says `2>&1`). These are deterministic (fixtures, `bdp`, usage errors):
-tests/docs.rs checks on every `cargo test` that they are what the binary prints.
+tests/suite/docs.rs checks on every `cargo test` that they are what the binary prints.
 
 Runs that need root, a lab (network namespaces, loopback servers) and seconds to minutes
 are marked `<!-- regen lab: SCRIPT [| FILTER] -->`, SCRIPT being `sh docs/transcripts/
@@ -22,7 +22,7 @@ block was made. `--lab` runs them too (as root; each SCRIPT once, however many b
 filter its output; at most LAB_TIMEOUT seconds each), rewrites the block and its `ran:`
 line. A script is given $REC: the path of a record to write (`--json "$REC"`) when its
 output is that record's terminal report; the record is then kept, gzipped, as
-docs/transcripts/NAME.json.gz (NAME_ARGS.json.gz: see record_name), and tests/docs.rs
+docs/transcripts/NAME.json.gz (NAME_ARGS.json.gz: see record_name), and tests/suite/docs.rs
 checks on every `cargo test` (without root, in a second) that `tpslab report` of it,
 through FILTER, is the block: what the code prints now for that run. `--records` rewrites those blocks from the kept records (after a
 change to a report's text; no root, no run).

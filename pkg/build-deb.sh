@@ -2,7 +2,7 @@
 # Builds the Debian package target/debian/tpslab_VERSION-1_ARCH.deb (prints its path on the
 # last line of stdout):
 #   1. the release binary (`cargo build --release --locked`; skipped with --no-build, which
-#      packages the target/release/tpslab already there, as tests/package.rs does),
+#      packages the target/release/tpslab already there, as tests/suite/package.rs does),
 #   2. with it, into target/assets: a man page per command (`tpslab man --dir`, gzipped as
 #      Debian wants: -9, no name nor time stamp) and the bash, zsh and fish completions,
 #   3. `cargo deb --no-build --strip` (the metadata is [package.metadata.deb] in
@@ -10,7 +10,7 @@
 #      then DEBIAN/md5sums added (dpkg-deb -R, md5sum, dpkg-deb -b).
 # Needs cargo-deb: `cargo install cargo-deb --locked` (.ci/run does it).
 # Options: --no-build; --fast (gzip instead of xz: 7.6 MB instead of 5.5, 5 s instead of
-# 25 s on a busy 2-CPU host; tests/package.rs); -o/--output DIR (default target/debian).
+# 25 s on a busy 2-CPU host; tests/suite/package.rs); -o/--output DIR (default target/debian).
 set -euo pipefail
 
 build=1

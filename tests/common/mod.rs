@@ -8,12 +8,26 @@ use std::time::{Duration, Instant};
 
 /// The list of skipped tests, one line each, that `.ci/run` prints after the suite (a
 /// skipped test shows as "ok" in cargo's output; this is where it is counted):
-/// $TPSLAB_SKIP_LIST, else target/tmp/tpslab-skipped.txt.
+/// $TPSLAB_SKIP_LIST, else target/tmp/tpslab-skipped.txt; a test's own list while it set
+/// one with [`own_skip_list`] (on its thread).
 pub fn skip_list() -> PathBuf {
+    if let Some(p) = OWN_SKIP_LIST.with(|l| l.borrow().clone()) {
+        return p;
+    }
     std::env::var_os("TPSLAB_SKIP_LIST").map_or_else(
         || PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt"),
         PathBuf::from,
     )
+}
+
+thread_local! {
+    static OWN_SKIP_LIST: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Skips of this thread's test go to `list` instead of the suite's (a test of the skip
+/// list itself; every test shares one process, so the environment cannot be changed).
+pub fn own_skip_list(list: &std::path::Path) {
+    OWN_SKIP_LIST.with(|l| *l.borrow_mut() = Some(list.to_path_buf()));
 }
 
 /// Skips a test: prints why and adds it to [`skip_list`].
@@ -255,9 +269,10 @@ pub fn run(mut c: Command) -> Output {
     out
 }
 
-/// A temporary file path unique to this test process, under cargo's target/tmp (not
+/// A temporary file path unique to this test process and module, under cargo's target/tmp (not
 /// /tmp). The folders of test processes that have ended are removed on first use, so a
 /// run leaves at most its own behind.
+#[track_caller]
 pub fn tmp(name: &str) -> std::path::PathBuf {
     static CLEAN: std::sync::Once = std::sync::Once::new();
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -271,7 +286,21 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
             }
         }
     });
-    let dir = base.join(format!("tpslab-test-{}", std::process::id()));
+    // One folder per test module (every module shares this process: two modules' files
+    // of one name must not meet): the module of the test thread ("ledger::a_test"), else
+    // the calling file's.
+    let module = std::thread::current()
+        .name()
+        .and_then(|n| n.split_once("::"))
+        .map(|(m, _)| m.to_string())
+        .unwrap_or_else(|| {
+            let file = std::path::Path::new(std::panic::Location::caller().file());
+            file.file_stem()
+                .map_or("common".into(), |s| s.to_string_lossy().to_string())
+        });
+    let dir = base
+        .join(format!("tpslab-test-{}", std::process::id()))
+        .join(module);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

@@ -1,4 +1,4 @@
-// A small Java TCP service for tests/threads.rs: a ServerSocket whose connections are
+// A small Java TCP service for tests/suite/threads.rs: a ServerSocket whose connections are
 // served by a fixed pool of 8 threads (one connection per thread); each request is a
 // line, answered "+OK\r\n" after its work: a sleep of SLEEP_MS, inside one global lock
 // (synchronized) when LOCK is 1 (S3's SELECT ... FOR UPDATE), outside it when 0.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A hostile h2c server (prior knowledge) for tests/h2_hostile.rs, its HTTP/2 frames made
+"""A hostile h2c server (prior knowledge) for tests/suite/h2_hostile.rs, its HTTP/2 frames made
 by hand with struct. Usage: h2_hostile.py MODE [COUNT_FILE]; it listens on a free port of
 127.0.0.1 and prints that port on its first line of stdout. Each connection gets SETTINGS
 (SETTINGS_MAX_CONCURRENT_STREAMS 100) and then, by MODE:

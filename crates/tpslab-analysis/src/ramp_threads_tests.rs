@@ -499,7 +499,7 @@ fn a_real_java_ramp_under_one_lock_is_serialised() {
 
 /// Real `ramp http` records of tests/servers/LockedHttpServer.java (the JDK's
 /// com.sun.net.httpserver, 8 pool threads, a 20 ms sleep per request; 1..8 users,
-/// --pid), from tests/threads.rs: with one global lock, serialised; without it, the pool
+/// --pid), from tests/suite/threads.rs: with one global lock, serialised; without it, the pool
 /// threads sleep in futex waits with a timeout (HotSpot's Thread.sleep), which the rule
 /// before timeouts were read took for a lock.
 #[test]

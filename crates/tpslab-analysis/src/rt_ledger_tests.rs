@@ -254,7 +254,7 @@ fn a_ledger_whose_parts_exceed_the_mean_gives_no_share() {
     assert!(line(&ok).contains("(86 %)"), "{}", line(&ok));
 }
 
-/// redis (tests/threads.rs' ramp tcp of PING, the report's fixture): its bio and
+/// redis (tests/suite/threads.rs' ramp tcp of PING, the report's fixture): its bio and
 /// jemalloc threads sit parked in a futex from the first step on; they are no request's
 /// queue, so no step's ledger charges them to a lock (the suite caught "waiting on a lock"
 /// in redis's output).

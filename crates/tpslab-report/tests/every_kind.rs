@@ -37,12 +37,12 @@
 //!   --appendonly no --daemonize no`), then `$T ramp tcp 127.0.0.1:P --framing 'delim:\r\n'
 //!   --payload-file ping.req --pid PID --users 1..64 --step x4 --step-duration 1s --warmup
 //!   300ms -q --json ramp_redis.json` with `ping.req` holding `PING\r\n` (the run of
-//!   tests/threads.rs: per-thread samples, 1 working thread and 4 idle)
+//!   tests/suite/threads.rs: per-thread samples, 1 working thread and 4 idle)
 //! - `ramp_java_http_lock.json`: S3 in miniature over HTTP (`java
 //!   tests/servers/LockedHttpServer.java P 20 1`: the JDK's com.sun.net.httpserver, 8 pool
 //!   threads, a 20 ms sleep under one global lock), then `$T ramp http
 //!   http://127.0.0.1:P/ -q --pid PID --users 1..8 --step x2 --step-duration 2s --warmup
-//!   500ms --json ramp_java_http_lock.json` (the run of tests/threads.rs: per-thread spans,
+//!   500ms --json ramp_java_http_lock.json` (the run of tests/suite/threads.rs: per-thread spans,
 //!   timed futex waits and peer sockets; serialised by the lock)
 //! - `sweep.json`: `tpslab sweep --factor rcvbuf=16000000,8192 --factor cpus=all,1 --repeat 3
 //!   --burst 1000 --burst-interval 20ms --duration 600ms --warmup 200ms --seed 42 --out

@@ -1,0 +1,217 @@
+//! ARCHITECTURE.md against the code: every file or folder it names (a `code span` ending
+//! in `.rs` or `/`) exists, and every Rust name it gives (`Format::ALL`, `out::emit`,
+//! `Facts.blocked_on`, `validate()`) is still a word of the workspace's code, so a page that
+//! sends a newcomer to a file or a type that moved fails here instead.
+//!
+//! Paths are taken from the repository's root, then under `crates/`, then as the end of a
+//! source file's path (`proto/mod.rs`); a bare file name (`emit.rs`) from anywhere under a
+//! crate's `src/` or `tests/`. `CMD` in a span is a placeholder.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The workspace's source files: `src/`, `tests/` and every crate's `src/` and `tests/`.
+fn sources() -> Vec<PathBuf> {
+    let mut files = vec![];
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("tests"), &mut files);
+    for c in fs::read_dir(root().join("crates")).unwrap().flatten() {
+        rust_files(&c.path().join("src"), &mut files);
+        rust_files(&c.path().join("tests"), &mut files);
+    }
+    files
+}
+
+/// Every identifier in the sources (but this file's, which names gone ones on purpose).
+fn words(files: &[PathBuf]) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    let this = root().join(file!());
+    for f in files.iter().filter(|f| **f != this) {
+        let text = fs::read_to_string(f).unwrap();
+        for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !w.is_empty() {
+                set.insert(w.to_string());
+            }
+        }
+    }
+    set
+}
+
+/// The page's code spans, with their line numbers (fenced blocks left out).
+fn spans(page: &str) -> Vec<(usize, String)> {
+    let mut out = vec![];
+    let mut fenced = false;
+    for (n, line) in page.lines().enumerate() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), Some(_)) = (parts.next(), parts.next()) {
+            out.push((n + 1, inside.to_string()));
+        }
+    }
+    out
+}
+
+/// Whether `span` names a file or folder that exists.
+fn path_exists(span: &str, files: &[PathBuf]) -> bool {
+    let r = root();
+    if !span.contains('/') {
+        return files
+            .iter()
+            .any(|f| f.file_name().is_some_and(|n| n == span));
+    }
+    let s = span.trim_end_matches('/');
+    // A path inside a crate the text has named (`proto/mod.rs`, `verdict/`).
+    let inside = files.iter().any(|f| {
+        f.to_str()
+            .is_some_and(|f| f.ends_with(&format!("/{s}")) || f.contains(&format!("/{s}/")))
+    });
+    r.join(s).exists() || r.join("crates").join(s).exists() || inside
+}
+
+/// The Rust names of a span that is code: `a::b::C`, `Facts.blocked_on`, `check()`,
+/// `protocols!`; None for flags, shell, commands and other text.
+fn names(span: &str) -> Option<Vec<String>> {
+    let s = span.trim_end_matches("()").trim_end_matches('!');
+    let ok = !s.is_empty()
+        && s.chars().all(|c| c.is_alphanumeric() || "_:.-".contains(c))
+        && s.chars().next().is_some_and(|c| c.is_alphabetic())
+        && !s.ends_with(':');
+    if !ok {
+        return None;
+    }
+    Some(
+        s.split([':', '.'])
+            .filter(|p| !p.is_empty())
+            .map(|p| p.replace('-', "_"))
+            .collect(),
+    )
+}
+
+/// Words the page uses in code spans that are not Rust names of this workspace.
+const NOT_NAMES: &[&str] = &["O_EXCL", "unsafe", "sysctl", "Args"];
+
+#[test]
+fn every_file_and_name_the_architecture_page_gives_exists() {
+    let page = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let files = sources();
+    let known = words(&files);
+    let mut missing = vec![];
+    let mut checked = (0, 0);
+    for (line, span) in spans(&page) {
+        if span.contains("CMD") || span.starts_with('-') || span.contains(' ') {
+            continue;
+        }
+        if span.ends_with(".rs") || span.ends_with('/') || span.contains("/src") {
+            checked.0 += 1;
+            if !path_exists(&span, &files) {
+                missing.push(format!("line {line}: no file or folder `{span}`"));
+            }
+            continue;
+        }
+        if NOT_NAMES.contains(&span.as_str()) {
+            continue;
+        }
+        let Some(parts) = names(&span) else {
+            continue;
+        };
+        checked.1 += 1;
+        for p in parts {
+            if !known.contains(&p) {
+                missing.push(format!("line {line}: `{span}`: no `{p}` in the code"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md:\n{}",
+        missing.join("\n")
+    );
+    // The page names dozens of each; a parser that found none would check nothing.
+    assert!(checked.0 > 40 && checked.1 > 40, "checked {checked:?}");
+}
+
+#[test]
+fn a_moved_file_or_a_gone_name_is_caught() {
+    let files = sources();
+    let known = words(&files);
+    assert!(path_exists("tpslab-run/src/outfile.rs", &files));
+    assert!(path_exists("emit.rs", &files));
+    assert!(!path_exists("src/metrics/http.rs", &files));
+    assert!(!path_exists("nonexistent.rs", &files));
+    assert!(path_exists("proto/mod.rs", &files));
+    assert!(!path_exists("tpslab-engine/src/observe.rs", &files));
+    let gone = names("report_cmd::FormatArg").unwrap();
+    assert!(gone.iter().any(|p| !known.contains(p)), "{gone:?}");
+    let here = names("tpslab_analysis::prelude").unwrap();
+    assert!(here.iter().all(|p| known.contains(p)), "{here:?}");
+    assert_eq!(names("--json"), None);
+    assert_eq!(names("/proc/*/fd"), None);
+    assert_eq!(
+        spans("a `x` b `y::z`\n```\n`no`\n```\n`w`"),
+        [(1, "x".into()), (1, "y::z".into()), (5, "w".into())]
+    );
+}
+
+/// The integration tests are one binary (tests/suite, issue 55: one compile of
+/// tests/common and one link instead of one per file): every file of tests/suite is a
+/// module declared in its main.rs (a file left out would never run), and no test file
+/// sits beside it in tests/ (cargo would build it as a binary of its own).
+#[test]
+fn every_integration_test_is_a_module_of_the_one_suite_binary() {
+    let loose: Vec<String> = fs::read_dir(root().join("tests"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".rs"))
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "test files outside tests/suite (move them there and declare them in main.rs): {loose:?}"
+    );
+    let main = fs::read_to_string(root().join("tests/suite/main.rs")).unwrap();
+    let declared: BTreeSet<String> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_string)
+        .collect();
+    let mut missing = vec![];
+    for e in fs::read_dir(root().join("tests/suite")).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().to_string();
+        if let Some(stem) = n.strip_suffix(".rs").filter(|s| *s != "main") {
+            if !declared.contains(stem) {
+                missing.push(n);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not declared in tests/suite/main.rs: {missing:?}"
+    );
+}

@@ -1,0 +1,134 @@
+//! S3 with two faults at once (issue 54): a Python `socketserver.ThreadingMixIn` HTTP/1.1
+//! service whose handler holds one global lock for 4 ms (at most ~250 requests/s) and
+//! whose listen backlog is socketserver's 5. As users join, their connection requests are
+//! dropped at the full accept queue, but what holds TPS flat is the lock: the ramp's
+//! headline is the lock with its share of the response-time ledger, the accept queue a
+//! side finding with its own share and the step it starts at, and the ledger of the last
+//! step explains its mean response time. The server is written here, started on a free
+//! loopback port and killed by its PID.
+
+use crate::common;
+
+use serde_json::Value;
+use std::process::{Command, Stdio};
+
+/// The locked service: one write per reply (headers and body together, so Nagle and a
+/// delayed ACK play no part), threads per connection, the lock held across a 4 ms sleep.
+const LOCKED_HTTP: &str = r#"
+import http.server, socketserver, sys, threading, time
+LOCK = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        with LOCK:
+            time.sleep(0.004)
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+fn ramp(port: u16, pid: u32) -> (Value, String) {
+    let json = common::tmp("ramp-python-lock.json");
+    let mut c = common::tpslab();
+    c.args(["ramp", "http", &format!("http://127.0.0.1:{port}/"), "-q"])
+        .args([
+            "--pid",
+            &pid.to_string(),
+            "--users",
+            "1..64",
+            "--step",
+            "x4",
+        ])
+        .args(["--step-duration", "2s", "--warmup", "500ms", "--json"])
+        .arg(&json);
+    let out = common::run(c);
+    assert!(out.status.success(), "exit {:?}", out.status);
+    common::assert_report_reproduces(&json, &out.stdout);
+    (
+        common::record(&json),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn the_lock_heads_the_verdict_and_the_full_accept_queue_is_a_side_finding() {
+    const T: &str = "the_lock_heads_the_verdict_and_the_full_accept_queue_is_a_side_finding";
+    if !common::need(T, "/usr/bin/python3") {
+        return;
+    }
+    let _one = common::serial();
+    let port = common::free_port();
+    let server = common::Kill(
+        Command::new("python3")
+            .args(["-c", LOCKED_HTTP, &port.to_string()])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3"),
+    );
+    common::wait_listening(port, "the locked Python service");
+    // Retried once: the new users' SYNs may all fit the queue on a quiet host (no drop,
+    // no side finding to check), or another process may starve a step.
+    let got = common::retry(T, 2, || {
+        let (rec, out) = ramp(port, server.0.id());
+        let drops: u64 = rec["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["listener_drops"].as_u64().unwrap_or(0))
+            .sum();
+        if drops == 0 {
+            return Err(format!("no connection request was dropped: {out}"));
+        }
+        Ok((rec, out))
+    });
+    let Some((rec, out)) = got else { return };
+    let verdict = rec["verdict"].as_str().unwrap();
+    // The headline is the lock, with its share of the mean response time.
+    assert!(verdict.starts_with("VERDICT: serialisation: "), "{out}");
+    assert!(
+        verdict.contains("; ledger: server threads waiting on a lock "),
+        "{out}"
+    );
+    assert!(!verdict.contains("accept queue"), "{out}");
+    // The full accept queue follows as a side finding, with its share and first step.
+    let lines: Vec<&str> = rec["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let side = lines
+        .iter()
+        .find(|l| l.starts_with("side finding: connections dropped at a full accept queue"))
+        .unwrap_or_else(|| panic!("no side finding: {out}"));
+    assert!(
+        side.contains(" users on;") && side.contains("[ledger at 64 users: "),
+        "{side}"
+    );
+    // The ledger of the last step attributes at least 80 % of its mean response time,
+    // and its parts sum to the measured mean within 10 %.
+    let l = rec["ledger"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(l["users"], 64, "{l}");
+    let mean = l["mean_ms"].as_f64().unwrap();
+    let parts: f64 = l["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["ms"].as_f64().unwrap())
+        .sum();
+    let step_mean = rec["steps"].as_array().unwrap().last().unwrap()["response"]["mean_ns"]
+        .as_f64()
+        .unwrap()
+        / 1e6;
+    assert!((mean - step_mean).abs() < 1e-6, "{mean} vs {step_mean}");
+    eprintln!("ledger at 64 users: {parts:.2} of {mean:.2} ms attributed\n{out}");
+    assert!(parts >= 0.8 * mean, "{parts} of {mean} ms: {l}");
+    assert!((parts - mean).abs() <= 0.1 * mean, "{parts} vs {mean}: {l}");
+    assert!(
+        out.contains("response-time ledger at 64 users: mean "),
+        "{out}"
+    );
+}

@@ -1,0 +1,129 @@
+//! The test command a newcomer runs (README's `./test.sh`, which CI runs too) lists the
+//! skipped tests with their reasons after the suite, and a timing test spoiled by a busy
+//! machine in every attempt is such a skip, counted, not a failure nor a silent pass.
+
+use crate::common;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn ci_runs_the_readmes_test_command() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    // The first shell block: build-and-diagnose, then the test command.
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a sh block in README.md");
+    let test = block
+        .lines()
+        .find(|l| l.contains("test"))
+        .expect("a test command in README's first sh block");
+    assert_eq!(test, "./test.sh");
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == test),
+        ".ci/run does not run README's test command {test:?}"
+    );
+}
+
+/// A folder holding a stand-in `cargo` running `script` (sh).
+fn stub_cargo(name: &str, script: &str) -> PathBuf {
+    let dir = common::tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cargo = dir.join("cargo");
+    std::fs::write(&cargo, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Runs ./test.sh with `stub` first on PATH and the skip list at `list`.
+fn test_sh(stub: &Path, list: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let path = format!("{}:{}", stub.display(), std::env::var("PATH").unwrap());
+    let out = Command::new(repo().join("test.sh"))
+        .args(args)
+        .env("PATH", path)
+        .env("TPSLAB_SKIP_LIST", list)
+        .output()
+        .expect("run test.sh");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
+    let list = common::tmp("test-sh-skipped.txt");
+    let argv = common::tmp("test-sh-argv.txt");
+    // A suite in which one test skips and one binary fails.
+    let stub = stub_cargo(
+        "stub-failing",
+        &format!(
+            "echo \"$@\" > '{}'\necho 'cargo output'\necho 'ledger_x: needs root to create a network namespace' >> \"$TPSLAB_SKIP_LIST\"\nexit 101",
+            argv.display()
+        ),
+    );
+    // A list left by an earlier run is not reported again.
+    std::fs::write(&list, "stale: from an earlier run\n").unwrap();
+    let (code, out) = test_sh(&stub, &list, &["--test", "ledger"]);
+    assert_eq!(code, Some(101), "cargo's status: {out}");
+    assert_eq!(
+        std::fs::read_to_string(&argv).unwrap().trim(),
+        "test --workspace --release --no-fail-fast --test ledger"
+    );
+    assert!(
+        out.ends_with(
+            "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\n"
+        ),
+        "{out}"
+    );
+    let stub = stub_cargo("stub-passing", "exit 0");
+    let (code, out) = test_sh(&stub, &list, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out, "skipped tests: none\n");
+}
+
+#[test]
+fn a_timing_test_spoiled_in_every_attempt_is_a_counted_skip() {
+    // This test's own skip list (the suite's is not touched).
+    let list = common::tmp("retry-skipped.txt");
+    let _ = std::fs::remove_file(&list);
+    common::own_skip_list(&list);
+    let mut n = 0;
+    let r: Option<()> = common::retry("busy_test", 3, || {
+        n += 1;
+        Err(format!("generator off schedule ({n})"))
+    });
+    assert_eq!((r, n), (None, 3), "three attempts, then a skip");
+    assert_eq!(
+        std::fs::read_to_string(&list).unwrap(),
+        "busy_test: spoiled by the machine in all 3 attempts; the last: generator off schedule (3)\n"
+    );
+    let mut n = 0;
+    let r = common::retry("recovering_test", 3, || {
+        n += 1;
+        if n < 2 {
+            Err("busy".to_string())
+        } else {
+            Ok(n)
+        }
+    });
+    assert_eq!(r, Some(2), "a pass on the second attempt");
+    assert_eq!(
+        std::fs::read_to_string(&list).unwrap().lines().count(),
+        1,
+        "a pass adds no skip"
+    );
+    // A chance result three times running fails.
+    let failed = std::panic::catch_unwind(|| {
+        common::retry_chance("unlucky", 3, || Err::<(), _>("significant".to_string()))
+    });
+    assert!(failed.is_err());
+}

@@ -263,7 +263,7 @@ fn cap_mask(names: &[String]) -> u64 {
 
 /// What systemd would do with the installed unit, done by hand (PID 1 here is not
 /// systemd): its `ExecStart=` line, expanded from the unit file, run for a few seconds
-/// in a network namespace of its own (its default 127.0.0.1:9464 free) against a UDP
+/// in a network namespace of its own (its default 127.0.0.1:19464 free) against a UDP
 /// server there, as an unprivileged user (`nobody`, standing in for `DynamicUser=`) with
 /// exactly the unit's bounding and ambient capabilities, no_new_privs (`setpriv`) and
 /// its `UMask=`; its process is checked for those capabilities, its metrics endpoint
@@ -321,7 +321,7 @@ fn exporter_by_hand(dir: &Path) {
     let port = "19753";
     let words = exec_words(&unit, port, &state_root);
     assert_eq!(words[0], "/usr/bin/tpslab", "{words:?}");
-    assert!(words.iter().any(|w| w == "127.0.0.1:9464"), "{words:?}");
+    assert!(words.iter().any(|w| w == "127.0.0.1:19464"), "{words:?}");
     let caps = |set: &[String]| {
         std::iter::once("-all".to_string())
             .chain(set.iter().map(|c| format!("+{c}")))
@@ -346,11 +346,11 @@ for _ in $(seq 100); do ss -Hlun "sport = :{port}" | grep -q . && break; sleep 0
 (umask 0077; exec {setpriv} {exec}) >/dev/null 2>{dir}/exporter.err & w=$!
 up=
 for _ in $(seq 100); do
-  if curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt; then up=1; break; fi
+  if curl -sf http://127.0.0.1:19464/metrics >{dir}/scrape.txt; then up=1; break; fi
   sleep 0.1
 done
 sleep 2
-curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt
+curl -sf http://127.0.0.1:19464/metrics >{dir}/scrape.txt
 echo "scraped ${{up:-no}}"
 grep -E '^(Uid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$w/status
 kill -TERM $w; wait $w; echo "exporter exit $?"
@@ -358,7 +358,7 @@ kill -INT $s; wait $s
 "#,
         dir = dir.display(),
     );
-    // A network namespace (its own 127.0.0.1:9464) and a mount namespace where tracefs
+    // A network namespace (its own 127.0.0.1:19464) and a mount namespace where tracefs
     // is mounted, as systemd mounts it at boot (this host has it unmounted); the host's
     // mounts are left alone.
     let out = run(Command::new("unshare").args([
@@ -374,7 +374,7 @@ kill -INT $s; wait $s
     let err = std::fs::read_to_string(dir.join("exporter.err")).unwrap_or_default();
     assert!(
         said.contains("scraped 1"),
-        "the exporter never answered on 127.0.0.1:9464:\n{said}\n{err}"
+        "the exporter never answered on 127.0.0.1:19464:\n{said}\n{err}"
     );
     assert!(
         said.contains("exporter exit 0"),

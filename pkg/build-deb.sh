@@ -60,12 +60,19 @@ gzip -9n "$assets"/man/*.1
 "$bin" completions fish > "$assets/completions/tpslab.fish"
 
 mkdir -p "$out"
+# The files' time stamps: the commit's time (cargo-deb otherwise takes Cargo.toml's day, so
+# a package built later that day has pages no newer than the cat pages man-db cached from
+# the one before, and man shows the old text).
+SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+export SOURCE_DATE_EPOCH
 # --fast: the package is compressed again below anyway.
 deb=$(cargo deb --no-build --strip --fast --output "$out" | tail -n 1)
 
 # cargo-deb writes no DEBIAN/md5sums: added here, for `dpkg --verify tpslab` and debsums.
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
+# mktemp's folder is 0700: it becomes the archive's ./ (dpkg-deb -b keeps its mode).
+chmod 0755 "$tree"
 dpkg-deb -R "$deb" "$tree"
 (cd "$tree" && find usr -type f -print0 | sort -z | xargs -0 md5sum > DEBIAN/md5sums)
 chmod 644 "$tree/DEBIAN/md5sums"

@@ -85,20 +85,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// `tpslab man`: the man page from the command-line definitions (clap_mangen).
+/// `tpslab man`: the man pages from the command-line definitions (clap_mangen) and the
+/// sections `man.rs` adds; `--dir` is created when missing.
 fn man(dir: Option<&std::path::Path>) -> Result<ExitCode> {
     use anyhow::{bail, Context};
-    let cmd = tpslab_cli::command(VERSION);
+    let mut cmd = tpslab_cli::command(VERSION).disable_help_subcommand(true);
+    cmd.build();
     match dir {
-        None => clap_mangen::Man::new(cmd)
-            .render(&mut std::io::stdout())
+        None => crate::man::render(&cmd, None, &mut std::io::stdout())
             .context("writing the man page to standard output")?,
         Some(d) => {
-            if !d.is_dir() {
-                bail!("--dir {}: not an existing folder", d.display());
+            if d.exists() && !d.is_dir() {
+                bail!("--dir {}: not a folder", d.display());
             }
-            clap_mangen::generate_to(cmd, d).with_context(|| format!("--dir {}", d.display()))?;
-            eprintln!("tpslab: man pages written to {}", d.display());
+            std::fs::create_dir_all(d).with_context(|| format!("--dir {}", d.display()))?;
+            let pages = crate::man::write_pages(cmd, d)
+                .with_context(|| format!("--dir {}", d.display()))?;
+            eprintln!(
+                "tpslab: {} man pages written to {}",
+                pages.len(),
+                d.display()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

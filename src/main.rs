@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod man;
 mod metrics;
 mod out;
 

@@ -1,5 +1,6 @@
-//! Prometheus: `--metrics-listen ADDR:PORT` serves a command's figures in the OpenMetrics
-//! text format while it runs (`GET /metrics`); `--metrics-file FILE` writes the record's
+//! Prometheus: `--metrics-listen ADDR:PORT` serves a command's figures while it runs (`GET
+//! /metrics`: OpenMetrics or the Prometheus text format 0.0.4, as the scrape's `Accept`
+//! asks); `--metrics-file FILE` writes the record's
 //! at the end in node_exporter's textfile-collector format (see `flags::RecordFlag`).
 //! The families and their encoding are the report layer's (`tpslab_report::metrics`);
 //! the endpoint is [`tpslab_run::exporter`].
@@ -19,7 +20,7 @@ pub(crate) fn start(flag: &ListenFlag, command: &str) -> Result<Option<Exporter>
     };
     let addr: SocketAddr = a
         .parse()
-        .map_err(|_| anyhow!("--metrics-listen {a:?}: allowed ADDR:PORT, e.g. 127.0.0.1:9464"))?;
+        .map_err(|_| anyhow!("--metrics-listen {a:?}: allowed ADDR:PORT, e.g. 127.0.0.1:19464"))?;
     let listener = exporter::listen(addr)
         .map_err(|e| anyhow!("--metrics-listen {a}: cannot listen there: {e}"))?;
     if let Some(w) = exporter::exposure(&addr) {

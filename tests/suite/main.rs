@@ -2,7 +2,7 @@
 //! binary of its own, compiled and linked once each (about 12 s of CPU apiece here, 49 of
 //! them); as modules of one binary, tests/common is compiled once and the binary linked
 //! once. Run one module with `cargo test --release --test suite ledger::` (a test name
-//! filter). A new integration test file goes here, declared below; tests/architecture.rs
+//! filter). A new integration test file goes here, declared below; tests/suite/architecture.rs
 //! fails on a test file left out of this list or put beside it in tests/.
 
 #[path = "../common/mod.rs"]
@@ -19,6 +19,7 @@ mod diagnose;
 mod dns_seq_field;
 mod docs;
 mod doctor;
+mod exposition;
 mod fleet;
 mod foreign;
 mod h2_hostile;

@@ -1,7 +1,8 @@
 //! Prometheus: `--metrics-listen` scraped by Debian's real `prometheus` (a series read back
 //! through its HTTP API), a long watch as an exporter (descriptors and memory stay put
 //! under hundreds of scrapes, 2000 slow clients and 1 MiB header lines), a wildcard
-//! address warned about, and `--metrics-file` read by node_exporter's textfile collector.
+//! address warned about (`--metrics-file` read by node_exporter's textfile collector, and
+//! promtool on both outputs: tests/suite/exposition.rs).
 
 use crate::common;
 
@@ -18,12 +19,17 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// GET `path` from 127.0.0.1:`port` (HTTP/1.0): the status line and body, or None when
-/// nothing answers.
+/// GET `path` from 127.0.0.1:`port` (HTTP/1.0, OpenMetrics asked for): the status line
+/// and body, or None when nothing answers.
 fn get(port: u16, path: &str) -> Option<(String, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    // OpenMetrics, as Prometheus asks for it (its `# EOF` shows a body is whole).
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: application/openmetrics-text\r\n\r\n"
+    )
+    .ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
     let (head, body) = text.split_once("\r\n\r\n")?;
@@ -201,7 +207,11 @@ fn a_watch_exporter_keeps_its_descriptors_and_memory_under_many_scrapes() {
     let (status, _) = get(mport, "/").unwrap();
     assert!(status.contains("404"), "{status}");
     // HEAD: the headers of a scrape, no body; another method: 405.
-    let (head, body) = raw(mport, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let (head, body) = raw(
+        mport,
+        "HEAD /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+    )
+    .unwrap();
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     assert!(
         head.contains("Content-Type: application/openmetrics-text; version=1.0.0"),
@@ -467,98 +477,6 @@ fn a_wildcard_address_is_warned_about_and_the_help_says_unauthenticated() {
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("[::]:0 is every interface"), "{w:?}");
     assert_eq!(warned("127.0.0.1:0"), Vec::<String>::new());
-}
-
-#[test]
-fn node_exporter_reads_a_metrics_file() {
-    let t = "node_exporter_reads_a_metrics_file";
-    if !common::need(t, "/usr/bin/prometheus-node-exporter") {
-        return;
-    }
-    let dir = common::tmp("textfile");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("tpslab.prom");
-    let _g = common::serial();
-    let out = common::run({
-        let mut c = common::tpslab();
-        c.args([
-            "run",
-            "udp",
-            "--bind",
-            "127.0.0.1:0",
-            "--rate",
-            "5000",
-            "--duration",
-            "400ms",
-            "--warmup",
-            "100ms",
-            "--size",
-            "64",
-            "--no-drop-reasons",
-            "--no-history",
-            "--metrics-file",
-        ])
-        .arg(&file);
-        c
-    });
-    assert!(out.status.success());
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        text.contains("# TYPE tpslab_generator_sent_datagrams_total counter"),
-        "{text}"
-    );
-    assert!(!text.contains("# EOF"), "{text}");
-    let web = free_port();
-    let nlog = common::tmp("node-exporter.log");
-    let _ne = common::Kill(
-        Command::new("/usr/bin/prometheus-node-exporter")
-            .arg("--collector.disable-defaults")
-            .arg("--collector.textfile")
-            .arg(format!("--collector.textfile.directory={}", dir.display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&nlog).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let body = loop {
-        if let Some((s, b)) = get(web, "/metrics") {
-            if s.contains("200") {
-                break b;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node_exporter did not answer: {}",
-            std::fs::read_to_string(&nlog).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    // The collector parsed the file (an error sets node_textfile_scrape_error 1) and
-    // serves tpslab's series as they are in the record.
-    assert!(body.contains("node_textfile_scrape_error 0"), "{body}");
-    let rec_sent = {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("tpslab_generator_sent_datagrams_total "))
-            .unwrap();
-        line.rsplit(' ').next().unwrap().to_string()
-    };
-    assert!(
-        body.lines()
-            .any(|l| l == format!("tpslab_generator_sent_datagrams_total {rec_sent}")),
-        "{body}"
-    );
-    assert!(
-        body.contains("tpslab_ledger_datagrams{layer=\"delivered\",path=\"request\"}"),
-        "{body}"
-    );
-    assert!(
-        body.contains("tpslab_latency_seconds_bucket{from=\"intended\",le=\"+Inf\"}"),
-        "{body}"
-    );
 }
 
 /// Scrapes `port` until a line starting with `prefix` appears (or 15 s pass); that line.

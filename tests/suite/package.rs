@@ -3,8 +3,9 @@
 //! where the system looks for it (`/usr/bin/tpslab --version`, `man -w` of tpslab(1) and
 //! tpslab-watch(1), bash's completion as bash-completion loads it, the systemd unit by
 //! `systemd-analyze verify`, then its `ExecStart=` run by hand as its user with its
-//! capabilities, scraped and stopped: see `exporter_by_hand`); `dpkg -r` then `dpkg -P`
-//! leave none of its files behind, nor the exporter's state. A tpslab package installed
+//! capabilities, scraped and stopped: see `exporter_by_hand`); `dpkg -r` leaves only its
+//! conffile (/etc/default/tpslab-exporter), `dpkg -P` none of its files, nor the
+//! exporter's state. A tpslab package installed
 //! before (a user's, or one a killed run left) is put back afterwards from a `dpkg-repack`
 //! copy, and the exporter's state folders with it, also when an assertion fails.
 
@@ -21,6 +22,8 @@ const STATE: [&str; 2] = [
     "/var/lib/tpslab-exporter",
     "/var/lib/private/tpslab-exporter",
 ];
+/// The exporter's settings, shipped commented: a conffile (kept by `dpkg -r`).
+const CONFFILE: &str = "/etc/default/tpslab-exporter";
 /// The folder of DynamicUser= services' state.
 const PRIVATE: &str = "/var/lib/private";
 
@@ -263,7 +266,7 @@ fn cap_mask(names: &[String]) -> u64 {
 
 /// What systemd would do with the installed unit, done by hand (PID 1 here is not
 /// systemd): its `ExecStart=` line, expanded from the unit file, run for a few seconds
-/// in a network namespace of its own (its default 127.0.0.1:9464 free) against a UDP
+/// in a network namespace of its own (its default 127.0.0.1:19464 free) against a UDP
 /// server there, as an unprivileged user (`nobody`, standing in for `DynamicUser=`) with
 /// exactly the unit's bounding and ambient capabilities, no_new_privs (`setpriv`) and
 /// its `UMask=`; its process is checked for those capabilities, its metrics endpoint
@@ -321,7 +324,7 @@ fn exporter_by_hand(dir: &Path) {
     let port = "19753";
     let words = exec_words(&unit, port, &state_root);
     assert_eq!(words[0], "/usr/bin/tpslab", "{words:?}");
-    assert!(words.iter().any(|w| w == "127.0.0.1:9464"), "{words:?}");
+    assert!(words.iter().any(|w| w == "127.0.0.1:19464"), "{words:?}");
     let caps = |set: &[String]| {
         std::iter::once("-all".to_string())
             .chain(set.iter().map(|c| format!("+{c}")))
@@ -346,11 +349,11 @@ for _ in $(seq 100); do ss -Hlun "sport = :{port}" | grep -q . && break; sleep 0
 (umask 0077; exec {setpriv} {exec}) >/dev/null 2>{dir}/exporter.err & w=$!
 up=
 for _ in $(seq 100); do
-  if curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt; then up=1; break; fi
+  if curl -sf http://127.0.0.1:19464/metrics >{dir}/scrape.txt; then up=1; break; fi
   sleep 0.1
 done
 sleep 2
-curl -sf http://127.0.0.1:9464/metrics >{dir}/scrape.txt
+curl -sf http://127.0.0.1:19464/metrics >{dir}/scrape.txt
 echo "scraped ${{up:-no}}"
 grep -E '^(Uid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$w/status
 kill -TERM $w; wait $w; echo "exporter exit $?"
@@ -358,7 +361,7 @@ kill -INT $s; wait $s
 "#,
         dir = dir.display(),
     );
-    // A network namespace (its own 127.0.0.1:9464) and a mount namespace where tracefs
+    // A network namespace (its own 127.0.0.1:19464) and a mount namespace where tracefs
     // is mounted, as systemd mounts it at boot (this host has it unmounted); the host's
     // mounts are left alone.
     let out = run(Command::new("unshare").args([
@@ -374,7 +377,7 @@ kill -INT $s; wait $s
     let err = std::fs::read_to_string(dir.join("exporter.err")).unwrap_or_default();
     assert!(
         said.contains("scraped 1"),
-        "the exporter never answered on 127.0.0.1:9464:\n{said}\n{err}"
+        "the exporter never answered on 127.0.0.1:19464:\n{said}\n{err}"
     );
     assert!(
         said.contains("exporter exit 0"),
@@ -559,13 +562,35 @@ fn deb_installs_works_and_leaves_nothing() {
         "/usr/share/doc/tpslab/changelog.Debian.gz",
         "/usr/share/doc/tpslab/README.md",
         "/usr/share/doc/tpslab/ARCHITECTURE.md",
+        "/usr/share/doc/tpslab/docs/s1-udp-loss.md",
+        "/usr/share/doc/tpslab/docs/monitoring.md",
         "/usr/share/lintian/overrides/tpslab",
+        CONFFILE,
     ] {
         assert!(
             files.contains(Path::new(want)),
             "{want} not in the package: {files:?}"
         );
     }
+    // The synopsis whole (cargo-deb cuts one over 79 characters into a second line), the
+    // archive's root folder 0755, the exporter's settings a conffile.
+    let synopsis = ok(Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(&deb)
+        .arg("Description"));
+    assert_eq!(
+        synopsis.lines().next(),
+        Some("Load, serve, observe and explain UDP loss and TPS limits")
+    );
+    let listing = ok(Command::new("dpkg-deb").arg("-c").arg(&deb));
+    assert!(listing.starts_with("drwxr-xr-x root/root "), "{listing}");
+    let control = dir.join("control");
+    let _ = std::fs::remove_dir_all(&control);
+    ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&control));
+    assert_eq!(
+        std::fs::read_to_string(control.join("conffiles")).unwrap(),
+        format!("{CONFFILE}\n")
+    );
     // A man page for every command: as many as `tpslab man --dir` writes.
     let pages = dir.join("man");
     let _ = std::fs::remove_dir_all(&pages);
@@ -687,6 +712,22 @@ fn deb_installs_works_and_leaves_nothing() {
         shown.contains("--metrics-listen"),
         "man tpslab-watch:\n{shown}"
     );
+    // MANWIDTH: rendered now, never a cat page man-db cached from an earlier install.
+    let shown = ok(Command::new("man")
+        .args(["-P", "cat", "tpslab"])
+        .env("MANWIDTH", "100"));
+    for section in [
+        "EXIT STATUS",
+        "FILES",
+        "history.sqlite",
+        "EXAMPLES",
+        "SEE ALSO",
+    ] {
+        assert!(
+            shown.contains(section),
+            "{section} not in man tpslab:\n{shown}"
+        );
+    }
 
     // bash: the file itself, then as bash-completion loads it on first use, completing.
     let complete = ok(Command::new("bash").args([
@@ -731,10 +772,11 @@ fn deb_installs_works_and_leaves_nothing() {
     std::os::unix::fs::symlink("private/tpslab-exporter", STATE[0]).unwrap();
 
     dpkg_ok(&["-r", "tpslab"]);
-    // Removed, its postrm kept for the purge; every file gone, the state kept.
+    // Removed, its postrm kept for the purge; every file gone but the conffile (an
+    // administrator's settings), the state kept.
     assert_eq!(status().as_deref(), Some("rc"));
     let left: Vec<&PathBuf> = files.iter().filter(|p| exists(p)).collect();
-    assert!(left.is_empty(), "left after dpkg -r: {left:?}");
+    assert_eq!(left, [Path::new(CONFFILE)], "left after dpkg -r");
     assert!(Path::new(STATE[0]).join("watch-53.json").exists());
 
     dpkg_ok(&["-P", "tpslab"]);

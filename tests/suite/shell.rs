@@ -57,10 +57,21 @@ fn man_pages_and_version() {
         &page[..200]
     );
     assert!(page.contains("diagnose"));
-    let dir = common::tmp("man");
-    std::fs::create_dir_all(&dir).unwrap();
+    // The sections the command tree does not hold (src/man.rs).
+    for section in [
+        ".SH \"EXIT STATUS\"",
+        ".SH ENVIRONMENT",
+        ".SH FILES",
+        ".SH EXAMPLES",
+        ".SH \"SEE ALSO\"",
+    ] {
+        assert!(page.contains(section), "{section} not in tpslab(1)");
+    }
+    // A missing folder (two levels) is created.
+    let dir = common::tmp("man").join("pages");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     let o = out(&["man", "--dir", dir.to_str().unwrap()]);
-    assert!(o.status.success());
+    assert!(o.status.success(), "{o:?}");
     for p in [
         "tpslab.1",
         "tpslab-run-udp.1",
@@ -70,8 +81,14 @@ fn man_pages_and_version() {
         let text = std::fs::read_to_string(dir.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
         assert!(text.contains(".TH"), "{p}");
     }
-    let o = out(&["man", "--dir", "/nonexistent-tpslab-dir"]);
+    // A file where the folder should be: one line, exit 2.
+    let o = out(&["man", "--dir", dir.join("tpslab.1").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a folder") && err.lines().count() == 1,
+        "{err}"
+    );
     // --version: the release and the commit (or that it is unknown, outside git).
     let v = String::from_utf8(out(&["--version"]).stdout).unwrap();
     assert!(

@@ -139,7 +139,7 @@ pub enum Cmd {
     /// Print the man page tpslab(1) on standard output, or with --dir write it and one page
     /// per command (tpslab-run-udp.1, ...) into DIR.
     Man {
-        /// Write every page into this existing folder.
+        /// Write every page into this folder (created when missing).
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },

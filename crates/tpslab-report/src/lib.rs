@@ -84,9 +84,7 @@ pub fn render(w: &mut dyn Write, rec: &Record, format: Format, explain: bool) ->
         Format::Svg => svg::record(w, rec),
         Format::Csv => csv::record(w, rec),
         Format::Html => html::record(w, rec),
-        Format::Metrics => w.write_all(
-            metrics::prometheus_text(&metrics::openmetrics(&metrics::of_record(rec))).as_bytes(),
-        ),
+        Format::Metrics => w.write_all(metrics::record_text(rec, None).as_bytes()),
     }
 }
 

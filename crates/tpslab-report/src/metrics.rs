@@ -73,6 +73,15 @@ impl Family {
     }
 }
 
+/// The latency percentiles' family (`--metrics-file` of a UDP run and of `load http`): its
+/// name and its one help (node_exporter refuses a family two files give two helps), a gauge
+/// per percentile labelled `from` and `percentile` (`quantile` is the label Prometheus
+/// reserves for summaries: promtool refuses it on a gauge).
+pub const PERCENTILE: (&str, &str) = (
+    "tpslab_latency_percentile_seconds",
+    "Latency at a percentile of the run's replies (100: the largest), seconds, from the intended send time (no coordinated omission) or the actual one.",
+);
+
 /// Label pairs from string slices.
 pub fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -153,6 +162,22 @@ pub fn registry(shared: Shared) -> Registry {
     r
 }
 
+/// What `--metrics-file FILE` writes (and `report --format metrics`): the record's
+/// families ([`of_record`]) in the Prometheus text format 0.0.4, every series labelled
+/// `file="NAME"` when `file` names the file (its name without the folder: what tells two
+/// producers apart in node_exporter's textfile folder, whose files have distinct names).
+pub fn record_text(rec: &tpslab_analysis::record::Record, file: Option<&str>) -> String {
+    let mut fams = of_record(rec);
+    if let Some(name) = file {
+        for f in &mut fams {
+            for (l, _) in &mut f.series {
+                l.push(("file".into(), name.into()));
+            }
+        }
+    }
+    prometheus_text(&openmetrics(&fams))
+}
+
 /// The families in the OpenMetrics text format (ends with `# EOF`).
 pub fn openmetrics(fams: &[Family]) -> String {
     let shared = Shared::default();
@@ -161,6 +186,89 @@ pub fn openmetrics(fams: &[Family]) -> String {
     prometheus_client::encoding::text::encode(&mut out, &registry(shared))
         .expect("encoding into a String cannot fail");
     out
+}
+
+/// The two text formats a scrape can ask for (`Accept`), as Prometheus' client libraries
+/// offer them: the Prometheus text format 0.0.4 (what `promtool check metrics` and
+/// node_exporter's textfile collector read) and OpenMetrics 1.0.0 (what Prometheus asks
+/// for first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposition {
+    /// `text/plain; version=0.0.4`: a counter's `# HELP`/`# TYPE` name its `_total`
+    /// samples; no `# EOF`.
+    Prometheus,
+    /// `application/openmetrics-text; version=1.0.0`: a counter's family name without
+    /// `_total`, ends with `# EOF`.
+    OpenMetrics,
+}
+
+impl Exposition {
+    /// The `Content-Type` of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format an `Accept` header asks for, as client_golang's
+    /// `expfmt.NegotiateIncludingOpenMetrics` and Python's `choose_encoder` choose: the
+    /// media ranges by their `q` (highest first, `q=0` refused; in their order on a tie),
+    /// the first that is `application/openmetrics-text` (version 1.0.0, 0.0.1 or none) or
+    /// `text/plain` (version 0.0.4 or none); anything else, no header, or `*/*`: the
+    /// Prometheus text format.
+    pub fn negotiate(accept: Option<&str>) -> Exposition {
+        let Some(accept) = accept else {
+            return Exposition::Prometheus;
+        };
+        let mut ranges: Vec<(f64, Option<Exposition>)> = accept
+            .split(',')
+            .map(|range| {
+                let mut parts = range.split(';').map(str::trim);
+                let media = parts.next().unwrap_or("").to_ascii_lowercase();
+                let (mut q, mut version) = (1.0, None);
+                for p in parts {
+                    let Some((k, v)) = p.split_once('=') else {
+                        continue;
+                    };
+                    let v = v.trim().trim_matches('"');
+                    match k.trim().to_ascii_lowercase().as_str() {
+                        "q" => q = v.parse::<f64>().unwrap_or(0.0),
+                        "version" => version = Some(v.to_string()),
+                        _ => {}
+                    }
+                }
+                let v = version.as_deref();
+                let fits = match media.as_str() {
+                    "application/openmetrics-text"
+                        if matches!(v, None | Some("1.0.0") | Some("0.0.1")) =>
+                    {
+                        Some(Exposition::OpenMetrics)
+                    }
+                    "text/plain" if matches!(v, None | Some("0.0.4")) => {
+                        Some(Exposition::Prometheus)
+                    }
+                    _ => None,
+                };
+                (q, fits)
+            })
+            .filter(|(q, _)| *q > 0.0)
+            .collect();
+        // Stable: equal q keep the header's order.
+        ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+        ranges
+            .into_iter()
+            .find_map(|(_, fits)| fits)
+            .unwrap_or(Exposition::Prometheus)
+    }
+
+    /// `openmetrics` (the registry's encoding) in this format.
+    pub fn from_openmetrics(self, openmetrics: String) -> String {
+        match self {
+            Exposition::OpenMetrics => openmetrics,
+            Exposition::Prometheus => prometheus_text(&openmetrics),
+        }
+    }
 }
 
 /// OpenMetrics text turned into Prometheus' text format 0.0.4, which node_exporter's
@@ -288,6 +396,40 @@ mod tests {
         assert!(text.contains("# HELP tpslab_x_total X.\n"), "{text}");
         assert!(text.contains("# TYPE tpslab_y_bytes gauge\n"), "{text}");
         assert!(!text.contains("# EOF"), "{text}");
+    }
+
+    #[test]
+    fn accept_headers_choose_the_format_as_client_libraries_do() {
+        use Exposition::*;
+        let n = |a: &str| Exposition::negotiate(Some(a));
+        assert_eq!(Exposition::negotiate(None), Prometheus);
+        assert_eq!(n("*/*"), Prometheus);
+        assert_eq!(n("application/openmetrics-text"), OpenMetrics);
+        assert_eq!(
+            n("application/openmetrics-text; version=0.0.1"),
+            OpenMetrics
+        );
+        assert_eq!(n("text/plain; version=0.0.4"), Prometheus);
+        // Higher q wins whatever the order; q=0 refuses; an unknown version is skipped.
+        assert_eq!(
+            n("text/plain;version=0.0.4;q=0.5,application/openmetrics-text;version=1.0.0"),
+            OpenMetrics
+        );
+        assert_eq!(
+            n("application/openmetrics-text;q=0.3, text/plain;q=0.9"),
+            Prometheus
+        );
+        assert_eq!(n("application/openmetrics-text;q=0"), Prometheus);
+        assert_eq!(n("application/openmetrics-text;version=2.0.0"), Prometheus);
+        assert_eq!(
+            n("Application/OpenMetrics-Text;Version=\"1.0.0\""),
+            OpenMetrics
+        );
+        // Protobuf (which we do not serve) falls through to what is offered next.
+        assert_eq!(
+            n("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;q=0.8"),
+            OpenMetrics
+        );
     }
 
     #[test]

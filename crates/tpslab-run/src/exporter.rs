@@ -1,5 +1,5 @@
 //! The live metrics endpoint (`--metrics-listen`): a thread answering scrapes (`GET
-//! /metrics`, OpenMetrics text) with the families last set, fed by a command's own
+//! /metrics`, the Prometheus text format 0.0.4 or OpenMetrics as `Accept` asks) with the families last set, fed by a command's own
 //! figures ([`Exporter::set`]) or its observer's samples ([`Exporter::sink`]). The
 //! families and their encoding are the report layer's (`tpslab_report::metrics`); the
 //! HTTP side, bounded in connections, bytes and time, is [`http`].
@@ -51,10 +51,10 @@ impl Exporter {
                     }
                 };
                 let registry = tpslab_report::metrics::registry(sh);
-                server.run(&st, || {
+                server.run(&st, |format| {
                     let mut body = String::new();
                     let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
-                    body
+                    format.from_openmetrics(body)
                 })
             })
             .context("starting the metrics thread")?;
@@ -112,6 +112,7 @@ fn reading(s: &LiveSample) -> LiveReading<'_> {
         rx_queue_bytes: s.rx_queue_bytes,
         softnet_dropped_per_cpu: &s.softnet_dropped_per_cpu,
         latency_histogram: s.latency_histogram.as_ref(),
+        threads: &s.threads,
     }
 }
 

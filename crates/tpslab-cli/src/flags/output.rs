@@ -21,11 +21,13 @@ pub struct RecordFlag {
     /// measured, every series named with its source; opens offline).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Do not append this run to the history (`tpslab history`).
+    /// Do not append this run to the history database (`tpslab history`):
+    /// $XDG_DATA_HOME/tpslab/history.sqlite, else ~/.local/share/tpslab/history.sqlite.
     #[arg(long)]
     pub no_history: bool,
     /// Also write the record's figures to FILE in Prometheus' text format, for
-    /// node_exporter's textfile collector (written whole, then renamed into place).
+    /// node_exporter's textfile collector (written whole, then renamed into place), every
+    /// series labelled file="NAME" (FILE's name: two files in one folder never collide).
     #[arg(long, value_name = "FILE")]
     pub metrics_file: Option<PathBuf>,
 }

@@ -70,6 +70,9 @@ pub struct LiveReading<'a> {
     pub softnet_dropped_per_cpu: &'a [(u64, u64)],
     /// The latencies of the replies read in the interval, ns from the intended send time.
     pub latency_histogram: Option<&'a hdrhistogram::Histogram<u64>>,
+    /// The server's threads (with a target process), when read at this sample (every
+    /// 100 ms), else empty.
+    pub threads: &'a [tpslab_analysis::waits::LiveThread],
 }
 
 /// What a live exporter accumulates between samples: fixed size however long it runs.
@@ -80,6 +83,9 @@ pub struct LiveState {
     softnet: BTreeMap<u64, u64>,
     /// Every interval's latency histogram added up (ns from the intended send time).
     latency: Option<hdrhistogram::Histogram<u64>>,
+    /// The server's threads by state letter at the last sample that read them (None
+    /// before one did).
+    thread_states: Option<BTreeMap<char, u64>>,
 }
 
 impl LiveState {
@@ -88,6 +94,14 @@ impl LiveState {
         self.samples += 1;
         for &(cpu, d) in s.softnet_dropped_per_cpu {
             self.softnet.insert(cpu, d);
+        }
+        if !s.threads.is_empty() {
+            // R, S and D always (0 when none), so a state emptied reads 0, not stale.
+            let mut by: BTreeMap<char, u64> = ['R', 'S', 'D'].map(|c| (c, 0)).into();
+            for t in s.threads {
+                *by.entry(t.state).or_default() += 1;
+            }
+            self.thread_states = Some(by);
         }
         if let Some(h) = s.latency_histogram {
             let acc = self
@@ -158,6 +172,17 @@ fn live_families(s: &LiveReading<'_>, st: &LiveState) -> Vec<Family> {
                 .collect(),
         });
     }
+    if let Some(by) = &st.thread_states {
+        f.push(Family {
+            name: "tpslab_server_threads".into(),
+            help: "The watched server's threads by state at the last sample that read them (every 100 ms), /proc/PID/task/TID/stat field 3: R running or runnable, S sleeping, D uninterruptible (disk), others as the kernel names them.".into(),
+            kind: Kind::Gauge,
+            series: by
+                .iter()
+                .map(|(c, n)| (labels(&[("state", &c.to_string())]), Value::Int(*n)))
+                .collect(),
+        });
+    }
     if let Some(h) = &st.latency {
         f.push(Family::one(
             "tpslab_latency_seconds",
@@ -183,6 +208,18 @@ mod tests {
             }
             h
         };
+        let thread = |tid, state| tpslab_analysis::waits::LiveThread {
+            tid,
+            comm: "srv".into(),
+            state,
+            wait: None,
+        };
+        let threads = [
+            thread(1, 'S'),
+            thread(2, 'R'),
+            thread(3, 'S'),
+            thread(4, 't'),
+        ];
         let reading = |sent, cpus: &'static [(u64, u64)], h| LiveReading {
             sent: Some(sent),
             server_read: None,
@@ -192,6 +229,7 @@ mod tests {
             rx_queue_bytes: 4096,
             softnet_dropped_per_cpu: cpus,
             latency_histogram: h,
+            threads: if sent == 100 { &threads } else { &[] },
         };
         let mut st = LiveState::default();
         let (h1, h2) = (hist(&[20_000, 30_000]), hist(&[40_000]));
@@ -221,6 +259,15 @@ mod tests {
             om.contains("tpslab_latency_seconds_bucket{le=\"0.00005\",from=\"intended\"} 3\n"),
             "{om}"
         );
+        // The threads read at the first sample only: kept, R/S/D always present.
+        for line in [
+            "tpslab_server_threads{state=\"D\"} 0\n",
+            "tpslab_server_threads{state=\"R\"} 1\n",
+            "tpslab_server_threads{state=\"S\"} 2\n",
+            "tpslab_server_threads{state=\"t\"} 1\n",
+        ] {
+            assert!(om.contains(line), "{line}: {om}");
+        }
         let info = super::super::openmetrics(&[exporter_info("watch", "0.1.0")]);
         assert!(
             info.contains("tpslab_exporter_info{command=\"watch\",version=\"0.1.0\"} 1\n"),

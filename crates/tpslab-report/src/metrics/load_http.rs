@@ -1,9 +1,9 @@
-//! `load http`'s metric families: requests by outcome, the rates, latency at quantiles,
+//! `load http`'s metric families: requests by outcome, the rates, latency at percentiles,
 //! bytes, connections and late sends.
 
 use super::{labels, Family, Kind, Labels, Value};
 
-/// A `load http` run's families: requests by outcome, the rates, latency at quantiles
+/// A `load http` run's families: requests by outcome, the rates, latency at percentiles
 /// (corrected and not), bytes, late sends; `interrupted`: the achieved rate is over the
 /// time until the last request went.
 pub(super) fn of_load_http(
@@ -27,15 +27,15 @@ pub(super) fn of_load_http(
         if lat.count == 0 {
             continue;
         }
-        for (qs, ns) in [
-            ("0.5", lat.p50_ns),
-            ("0.9", lat.p90_ns),
-            ("0.99", lat.p99_ns),
-            ("0.999", lat.p999_ns),
-            ("1", lat.max_ns),
+        for (pct, ns) in [
+            ("50", lat.p50_ns),
+            ("90", lat.p90_ns),
+            ("99", lat.p99_ns),
+            ("99.9", lat.p999_ns),
+            ("100", lat.max_ns),
         ] {
             q.push((
-                labels(&[("from", from), ("quantile", qs)]),
+                labels(&[("from", from), ("percentile", pct)]),
                 Value::Float(ns as f64 / 1e9),
             ));
         }
@@ -156,8 +156,8 @@ pub(super) fn of_load_http(
     }
     if !q.is_empty() {
         f.push(series(
-            "tpslab_latency_quantile_seconds",
-            "Latency at a quantile, seconds, from the intended send time (no coordinated omission) or the actual one.",
+            super::PERCENTILE.0,
+            super::PERCENTILE.1,
             Kind::Gauge,
             q,
         ));

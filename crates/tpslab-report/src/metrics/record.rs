@@ -94,9 +94,12 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
                 Value::Float(l / 100.0),
             ));
         }
+        // A gauge per percentile, labelled `percentile`: `quantile` is the label
+        // Prometheus reserves for summaries (promtool refuses it on a gauge), and a
+        // summary's quantiles are over a sliding window, these over the whole run.
         let mut q = Family {
-            name: "tpslab_latency_quantile_seconds".into(),
-            help: "Latency at a quantile, seconds, from the intended send time (no coordinated omission) or the actual one.".into(),
+            name: super::PERCENTILE.0.into(),
+            help: super::PERCENTILE.1.into(),
             kind: Kind::Gauge,
             series: vec![],
         };
@@ -107,14 +110,14 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
             if l.count == 0 {
                 continue;
             }
-            for (qs, ns) in [
-                ("0.5", l.p50_ns),
-                ("0.99", l.p99_ns),
-                ("0.999", l.p999_ns),
-                ("1", l.max_ns),
+            for (pct, ns) in [
+                ("50", l.p50_ns),
+                ("99", l.p99_ns),
+                ("99.9", l.p999_ns),
+                ("100", l.max_ns),
             ] {
                 q.series.push((
-                    labels(&[("from", from), ("quantile", qs)]),
+                    labels(&[("from", from), ("percentile", pct)]),
                     Value::Float(ns as f64 / 1e9),
                 ));
             }
@@ -238,10 +241,9 @@ pub fn ramp_steps(
 fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     use tpslab_analysis::capacity::StepStatus;
     let (lo, hi) = c.conclusion.bounds();
-    let per = match c.plan.search.unit {
-        tpslab_analysis::capacity::RateUnit::Pps => "datagrams per second",
-        tpslab_analysis::capacity::RateUnit::RequestsPerSecond => "HTTP requests per second",
-    };
+    // One help per name whatever the unit: node_exporter refuses a family whose files
+    // give it two helps.
+    let per = "per second (datagrams for capacity udp, HTTP requests for capacity http)";
     let mut f = vec![];
     if let Some(v) = lo {
         f.push(Family::one(

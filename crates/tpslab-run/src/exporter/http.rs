@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use tpslab_net::poll::{Epoll, READABLE, WRITABLE};
 use tpslab_net::NetError;
+use tpslab_report::metrics::Exposition;
 
 /// Connections open at once, at most (the listener's own descriptor and the epoll
 /// instance's come on top).
@@ -38,13 +39,13 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_millis(200);
 const LISTENER: u64 = u64::MAX;
 
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
 
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
-    /// GET or HEAD of `/metrics` (or `/metrics?...`): 200 with the OpenMetrics text.
+    /// GET or HEAD of `/metrics` (or `/metrics?...`): 200 with the metrics in the format
+    /// its `Accept` header asks for ([`Exposition::negotiate`]).
     Metrics,
     /// Any other path: 404.
     NotFound,
@@ -62,6 +63,9 @@ pub struct Request {
     pub route: Route,
     /// HEAD: the answer's headers without its body.
     pub head_only: bool,
+    /// The text format the `Accept` header asks for (the Prometheus text format 0.0.4
+    /// without one).
+    pub format: Exposition,
 }
 
 /// What the bytes read so far on a connection (`buf`, from its first byte) ask for; None
@@ -74,6 +78,7 @@ pub fn classify(buf: &[u8]) -> Option<Request> {
         Some(Request {
             route,
             head_only: false,
+            format: Exposition::Prometheus,
         })
     };
     match req.parse(buf) {
@@ -90,7 +95,20 @@ pub fn classify(buf: &[u8]) -> Option<Request> {
             } else {
                 Route::MethodNotAllowed
             };
-            Some(Request { route, head_only })
+            // Several Accept headers are one list (RFC 9110 5.3).
+            let accept: Vec<&str> = req
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("accept"))
+                .filter_map(|h| std::str::from_utf8(h.value).ok())
+                .collect();
+            let format =
+                Exposition::negotiate((!accept.is_empty()).then(|| accept.join(",")).as_deref());
+            Some(Request {
+                route,
+                head_only,
+                format,
+            })
         }
         Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => bad(Route::TooLarge),
         Ok(httparse::Status::Partial) => None,
@@ -100,10 +118,11 @@ pub fn classify(buf: &[u8]) -> Option<Request> {
 }
 
 /// The whole answer to `req` (status line, headers, body unless HEAD), HTTP/1.1 with
-/// `Connection: close`; `metrics` is called only for [`Route::Metrics`].
-pub fn answer(req: Request, metrics: impl FnOnce() -> String) -> Vec<u8> {
+/// `Connection: close`; `metrics` is called only for [`Route::Metrics`], with the format
+/// to render.
+pub fn answer(req: Request, metrics: impl FnOnce(Exposition) -> String) -> Vec<u8> {
     let (status, ctype, body, extra) = match req.route {
-        Route::Metrics => ("200 OK", OPENMETRICS, metrics(), ""),
+        Route::Metrics => ("200 OK", req.format.content_type(), metrics(req.format), ""),
         Route::NotFound => (
             "404 Not Found",
             TEXT,
@@ -215,8 +234,8 @@ impl Server {
     }
 
     /// Answers requests until `stop` (seen within `TICK`); `metrics` renders the body
-    /// of each scrape.
-    pub fn run(mut self, stop: &AtomicBool, metrics: impl Fn() -> String) {
+    /// of each scrape in the format it asked for.
+    pub fn run(mut self, stop: &AtomicBool, metrics: impl Fn(Exposition) -> String) {
         let mut events = Vec::with_capacity(MAX_CONNS + 1);
         while !stop.load(Relaxed) {
             let now = Instant::now();
@@ -250,7 +269,7 @@ impl Server {
         }
     }
 
-    fn accept(&mut self, metrics: &dyn Fn() -> String) {
+    fn accept(&mut self, metrics: &dyn Fn(Exposition) -> String) {
         for _ in 0..ACCEPT_BATCH {
             match self.listener.accept() {
                 Ok((sock, _)) => self.admit(sock, metrics),
@@ -271,7 +290,7 @@ impl Server {
         }
     }
 
-    fn admit(&mut self, sock: TcpStream, metrics: &dyn Fn() -> String) {
+    fn admit(&mut self, sock: TcpStream, metrics: &dyn Fn(Exposition) -> String) {
         if sock.set_nonblocking(true).is_err() {
             return;
         }
@@ -297,7 +316,7 @@ impl Server {
     /// Frees a slot: an answered connection still draining, else the oldest one that has
     /// not sent a whole request (read once more first: a request that has arrived is
     /// answered, not dropped). None when every connection is being answered.
-    fn evict(&mut self, metrics: &dyn Fn() -> String) -> Option<usize> {
+    fn evict(&mut self, metrics: &dyn Fn(Exposition) -> String) -> Option<usize> {
         for _ in 0..=MAX_CONNS {
             let draining = self.conns.iter().position(|c| {
                 matches!(
@@ -352,7 +371,7 @@ impl Server {
         }
     }
 
-    fn step(&mut self, i: usize, metrics: &dyn Fn() -> String) {
+    fn step(&mut self, i: usize, metrics: &dyn Fn(Exposition) -> String) {
         match self.conns.get(i) {
             Some(Some(Conn {
                 state: State::Reading(_),
@@ -371,7 +390,7 @@ impl Server {
     }
 
     /// Reads what has come of the request head; answers it once whole (or too large).
-    fn read(&mut self, i: usize, metrics: &dyn Fn() -> String) {
+    fn read(&mut self, i: usize, metrics: &dyn Fn(Exposition) -> String) {
         let Some(Conn {
             sock,
             state: State::Reading(buf),

@@ -2,7 +2,11 @@ use super::*;
 use proptest::prelude::*;
 
 fn req(route: Route, head_only: bool) -> Option<Request> {
-    Some(Request { route, head_only })
+    Some(Request {
+        route,
+        head_only,
+        format: Exposition::Prometheus,
+    })
 }
 
 #[test]
@@ -80,8 +84,12 @@ fn answers_carry_length_type_and_close() {
         Request {
             route: Route::Metrics,
             head_only: false,
+            format: Exposition::OpenMetrics,
         },
-        || om.into(),
+        |f| {
+            assert_eq!(f, Exposition::OpenMetrics);
+            om.into()
+        },
     ));
     assert!(a.starts_with("HTTP/1.1 200 OK\r\n"), "{a}");
     assert!(
@@ -101,8 +109,12 @@ fn answers_carry_length_type_and_close() {
         Request {
             route: Route::Metrics,
             head_only: true,
+            format: Exposition::OpenMetrics,
         },
-        || om.into(),
+        |f| {
+            assert_eq!(f, Exposition::OpenMetrics);
+            om.into()
+        },
     ));
     assert!(
         h.contains(&format!("\r\nContent-Length: {}\r\n", om.len())),
@@ -114,16 +126,18 @@ fn answers_carry_length_type_and_close() {
         Request {
             route: Route::NotFound,
             head_only: false,
+            format: Exposition::Prometheus,
         },
-        || panic!("rendered for a 404"),
+        |_| panic!("rendered for a 404"),
     ));
     assert!(n.starts_with("HTTP/1.1 404 Not Found\r\n"), "{n}");
     let m = text(answer(
         Request {
             route: Route::MethodNotAllowed,
             head_only: false,
+            format: Exposition::Prometheus,
         },
-        String::new,
+        |_| String::new(),
     ));
     assert!(m.starts_with("HTTP/1.1 405 "), "{m}");
     assert!(m.contains("\r\nAllow: GET, HEAD\r\n"), "{m}");
@@ -131,10 +145,58 @@ fn answers_carry_length_type_and_close() {
         Request {
             route: Route::TooLarge,
             head_only: false,
+            format: Exposition::Prometheus,
         },
-        String::new,
+        |_| String::new(),
     ));
     assert!(t.starts_with("HTTP/1.1 431 "), "{t}");
+}
+
+#[test]
+fn a_scrape_gets_the_format_its_accept_header_asks_for() {
+    let format = |headers: &str| {
+        classify(format!("GET /metrics HTTP/1.1\r\nHost: h\r\n{headers}\r\n").as_bytes())
+            .unwrap()
+            .format
+    };
+    // What Debian's Prometheus 2.42 sends (captured with `nc -l` as its scrape target).
+    let prometheus = "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n";
+    assert_eq!(format(prometheus), Exposition::OpenMetrics);
+    assert_eq!(
+        format("Accept: text/plain;version=0.0.4\r\n"),
+        Exposition::Prometheus
+    );
+    // No header, */*, curl's default: the text format, as client libraries answer.
+    assert_eq!(format(""), Exposition::Prometheus);
+    assert_eq!(format("Accept: */*\r\n"), Exposition::Prometheus);
+    // Header names are case-insensitive; two Accept headers are one list.
+    assert_eq!(
+        format("accept: text/plain;q=0.2\r\nACCEPT: application/openmetrics-text\r\n"),
+        Exposition::OpenMetrics
+    );
+    let a = text(answer(
+        classify(format!("GET /metrics HTTP/1.1\r\n{prometheus}\r\n").as_bytes()).unwrap(),
+        |f| f.from_openmetrics("# TYPE x counter\nx_total 1\n# EOF\n".into()),
+    ));
+    assert!(
+        a.contains(
+            "\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"
+        ),
+        "{a}"
+    );
+    assert!(a.ends_with("x_total 1\n# EOF\n"), "{a}");
+    let t = text(answer(
+        classify(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap(),
+        |f| f.from_openmetrics("# TYPE x counter\nx_total 1\n# EOF\n".into()),
+    ));
+    assert!(
+        t.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+        "{t}"
+    );
+    assert!(
+        t.ends_with("\r\n\r\n# TYPE x_total counter\nx_total 1\n"),
+        "{t}"
+    );
 }
 
 /// What the server's read loop does with `chunks` arriving one by one: the gate

@@ -57,11 +57,13 @@ pub fn write_files(
         file("--html", p, "HTML report", r);
     }
     if let Some(p) = metrics {
-        let mut text = Vec::new();
-        let r = tpslab_report::render(&mut text, rec, tpslab_report::Format::Metrics, false)
-            .map(|_| text)
-            .context("rendering the metrics");
-        file("--metrics-file", p, "metrics", r);
+        // Labelled with the file's name: two producers' files in one textfile folder
+        // never give the same series.
+        let name = (p.as_os_str() != "-")
+            .then(|| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .flatten();
+        let text = tpslab_report::metrics::record_text(rec, name.as_deref());
+        file("--metrics-file", p, "metrics", Ok(text.into_bytes()));
     }
     for (flag, p, what, bytes) in extra {
         file(flag, p, what, bytes);

@@ -17,6 +17,7 @@ mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 # host_lock; tpslab waits for it before it changes a setting).
 export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
 
+start=$SECONDS
 status=0
 cargo test --workspace --release --no-fail-fast "$@" || status=$?
 
@@ -26,4 +27,6 @@ if [ -s "$TPSLAB_SKIP_LIST" ]; then
 else
   echo "skipped tests: none"
 fi
+took=$((SECONDS - start))
+echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included), exit $status"
 exit "$status"

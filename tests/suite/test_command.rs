@@ -78,16 +78,28 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
         std::fs::read_to_string(&argv).unwrap().trim(),
         "test --workspace --release --no-fail-fast --test ledger"
     );
+    // The skipped tests, then the suite's wall time (issue 55: under 15 minutes).
+    let (rest, took) = out
+        .rsplit_once("test.sh: ")
+        .expect("the wall time printed last");
     assert!(
-        out.ends_with(
+        rest.ends_with(
             "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\n"
         ),
         "{out}"
     );
+    assert!(
+        took.starts_with("0 min ") && took.ends_with(" s (compiling included), exit 101\n"),
+        "{took}"
+    );
     let stub = stub_cargo("stub-passing", "exit 0");
     let (code, out) = test_sh(&stub, &list, &[]);
     assert_eq!(code, Some(0));
-    assert_eq!(out, "skipped tests: none\n");
+    let (rest, took) = out
+        .rsplit_once("test.sh: ")
+        .expect("the wall time printed last");
+    assert_eq!(rest, "skipped tests: none\n");
+    assert!(took.ends_with(", exit 0\n"), "{took}");
 }
 
 #[test]

@@ -17,6 +17,12 @@ mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 # host_lock; tpslab waits for it before it changes a setting).
 export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
 
+# One test at a time in every test binary (libtest's default is one per CPU): the
+# integration tests are one binary (tests/suite), and a timing test or one that floods a
+# CPU's backlog must not run beside another module's test, as when each file was a
+# binary of its own (--test-threads N after -- overrides it).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
+
 start=$SECONDS
 status=0
 cargo test --workspace --release --no-fail-fast "$@" || status=$?

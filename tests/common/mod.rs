@@ -190,8 +190,9 @@ impl Drop for NetNs {
     }
 }
 
-/// Serialises timing-sensitive tests of one test binary: on 2 CPUs, parallel runs would
-/// measure each other.
+/// Serialises timing-sensitive tests (every module is in one binary, tests/suite): on 2
+/// CPUs, parallel runs would measure each other. test.sh runs one test at a time anyway
+/// (RUST_TEST_THREADS=1); this holds when a developer runs more.
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
@@ -272,7 +273,6 @@ pub fn run(mut c: Command) -> Output {
 /// A temporary file path unique to this test process and module, under cargo's target/tmp (not
 /// /tmp). The folders of test processes that have ended are removed on first use, so a
 /// run leaves at most its own behind.
-#[track_caller]
 pub fn tmp(name: &str) -> std::path::PathBuf {
     static CLEAN: std::sync::Once = std::sync::Once::new();
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -287,17 +287,27 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
         }
     });
     // One folder per test module (every module shares this process: two modules' files
-    // of one name must not meet): the module of the test thread ("ledger::a_test"), else
-    // the calling file's.
-    let module = std::thread::current()
+    // of one name must not meet): the module of the test thread ("ledger::a_test"); on a
+    // thread a test spawned, the module whose test last asked from its own thread (the
+    // running one: test.sh runs one test at a time), else "common".
+    static LAST: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    let module = match std::thread::current()
         .name()
         .and_then(|n| n.split_once("::"))
-        .map(|(m, _)| m.to_string())
-        .unwrap_or_else(|| {
-            let file = std::path::Path::new(std::panic::Location::caller().file());
-            file.file_stem()
-                .map_or("common".into(), |s| s.to_string_lossy().to_string())
-        });
+    {
+        Some((m, _)) => {
+            *LAST.lock().unwrap_or_else(|e| e.into_inner()) = m.to_string();
+            m.to_string()
+        }
+        None => {
+            let last = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if last.is_empty() {
+                "common".to_string()
+            } else {
+                last
+            }
+        }
+    };
     let dir = base
         .join(format!("tpslab-test-{}", std::process::id()))
         .join(module);

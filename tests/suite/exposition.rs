@@ -122,12 +122,22 @@ fn promtool_passes_a_live_scrape_in_both_formats() {
     let log = common::tmp("exposition-watch.log");
     let mut c = common::tpslab();
     let pid = std::process::id().to_string();
-    c.args(["watch", "--pid", &pid, "--duration", "20s"])
-        .args(["--interval", "10ms", "--no-drop-reasons", "--no-history"])
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
+    // --port: the suite's other sockets are not this test's server.
+    let port_s = port.to_string();
+    c.args([
+        "watch",
+        "--pid",
+        &pid,
+        "--port",
+        &port_s,
+        "--duration",
+        "20s",
+    ])
+    .args(["--interval", "10ms", "--no-drop-reasons", "--no-history"])
+    .args(["--metrics-listen", "127.0.0.1:0"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
     let mut watch = common::Kill(c.spawn().unwrap());
     let deadline = Instant::now() + Duration::from_secs(10);
     let mport: u16 = loop {

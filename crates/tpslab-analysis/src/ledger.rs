@@ -255,7 +255,7 @@ fn reply_path(i: &LedgerInputs, nic: &mut u64, softnet: &mut u64) -> Option<Ledg
             "socket_drops",
             "dropped at the generator socket receive buffer",
             i.gen_socket_drops,
-            "/proc/net/udp{,6} `drops` of the generator's socket(s), delta",
+            "getsockopt(SO_MEMINFO) `SK_MEMINFO_DROPS` of the generator's socket(s), delta",
         ),
         row(
             "delivered",

@@ -484,7 +484,7 @@ fn build_ledger(
     };
     if inputs.gen_socket_drops > 0 {
         gen.invalid_reasons.push(format!(
-            "the generator's own sockets dropped {} replies (/proc/net/udp drops): reply loss is the tool's",
+            "the generator's own sockets dropped {} replies (getsockopt SO_MEMINFO drops): reply loss is the tool's",
             inputs.gen_socket_drops
         ));
         gen.valid = false;

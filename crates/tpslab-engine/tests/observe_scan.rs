@@ -103,12 +103,13 @@ fn the_generators_own_sockets_are_read_in_place_from_a_baseline() {
     );
     let inode = gen.inode().unwrap();
     let g = gen.clone();
-    let probe = tpslab_engine::observe::OwnSockets::new(move |into| {
+    let probe = tpslab_engine::observe::OwnSockets::new(vec![inode], move |into| {
         into.push(tpslab_engine::observe::OwnSocket {
             inode,
             connected: false,
-            mem: g.meminfo().unwrap(),
-        })
+            mem: g.meminfo().map_err(|e| e.to_string())?,
+        });
+        Ok(())
     });
     let obs = Observer::start(ObserverConfig {
         interval: Duration::from_millis(10),

@@ -31,13 +31,11 @@ pub struct RcvbufGrant {
     pub rmem_max_bytes: Option<u64>,
 }
 
-/// A UDP socket (IPv4 or IPv6) owning its file descriptor, and what it knows of its
-/// path: the GSO segment size it sends with, and whether the path refused GSO (then it was
-/// switched off for the rest of the socket's life; see [`crate::SendBatch::send`]).
 /// A socket's receive memory and drops ([`UdpSock::meminfo`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SockMem {
-    /// Bytes queued for reading (each datagram charged its truesize).
+    /// Receive memory charged, bytes (sk_rmem_alloc: each queued datagram's truesize,
+    /// plus up to a quarter of the limit already read and not yet uncharged).
     pub rx_queue_bytes: u64,
     /// The receive limit (sk_rcvbuf), bytes.
     pub rcvbuf_bytes: u64,
@@ -45,6 +43,9 @@ pub struct SockMem {
     pub drops: u64,
 }
 
+/// A UDP socket (IPv4 or IPv6) owning its file descriptor, and what it knows of its
+/// path: the GSO segment size it sends with, and whether the path refused GSO (then it was
+/// switched off for the rest of the socket's life; see [`crate::SendBatch::send`]).
 #[derive(Debug)]
 pub struct UdpSock {
     sock: Socket,
@@ -364,10 +365,12 @@ impl UdpSock {
     }
 
     /// The socket's memory and drops as getsockopt(SO_MEMINFO) reads them (one system
-    /// call, no netlink message and no socket-table walk): bytes queued for reading
-    /// (`SK_MEMINFO_RMEM_ALLOC`, /proc/net/udp's `rx_queue` but for the few bytes of a
-    /// partly-forwarded datagram), the receive limit (`SK_MEMINFO_RCVBUF`, bytes) and the
-    /// datagrams the socket dropped since it was created (`SK_MEMINFO_DROPS`).
+    /// call, no netlink message and no socket-table walk): the receive memory charged
+    /// (`SK_MEMINFO_RMEM_ALLOC`, sk_rmem_alloc: /proc/net/udp's `rx_queue` plus what UDP
+    /// has read but not yet uncharged, its forward deficit, at most a quarter of the
+    /// limit; equal when nothing was read since the queue last emptied), the receive
+    /// limit (`SK_MEMINFO_RCVBUF`, bytes) and the datagrams the socket dropped since it
+    /// was created (`SK_MEMINFO_DROPS`).
     pub fn meminfo(&self) -> Result<SockMem, NetError> {
         let mut m = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
         let mut len = std::mem::size_of_val(&m) as libc::socklen_t;
@@ -525,5 +528,23 @@ mod meminfo_tests {
             "{m:?}"
         );
         assert_eq!(proc_row(rx.inode().unwrap()), (m.rx_queue_bytes, m.drops));
+        // Read part of the queue: UDP uncharges what was read in bulk (its forward
+        // deficit, up to a quarter of the limit), so the charge may exceed /proc's
+        // rx_queue by that much; drained, both are 0.
+        rx.set_read_timeout(std::time::Duration::from_millis(100))
+            .unwrap();
+        let (mut buf, mut peer) = ([0u8; 2048], PeerAddr::default());
+        for _ in 0..30 {
+            rx.recv_from(&mut buf, &mut peer).unwrap();
+        }
+        let part = rx.meminfo().unwrap();
+        let (rxq, _) = proc_row(rx.inode().unwrap());
+        assert!(
+            part.rx_queue_bytes >= rxq && part.rx_queue_bytes - rxq <= part.rcvbuf_bytes / 4,
+            "{part:?} against rx_queue {rxq}"
+        );
+        while rx.recv_from(&mut buf, &mut peer).is_ok() {}
+        assert_eq!(rx.meminfo().unwrap().rx_queue_bytes, 0);
+        assert_eq!(proc_row(rx.inode().unwrap()).0, 0);
     }
 }

@@ -249,16 +249,21 @@ impl UdpLoad {
                     .filter_map(|(i, k)| Some((s.clone(), i, k.inode().ok()?)))
             })
             .collect();
-        crate::observe::OwnSockets::new(move |into| {
+        let inodes = socks.iter().map(|s| s.2).collect();
+        crate::observe::OwnSockets::new(inodes, move |into| {
+            let mut first = Ok(());
             for (s, i, inode) in &socks {
-                if let Ok(mem) = s.socks[*i].meminfo() {
-                    into.push(crate::observe::OwnSocket {
+                match s.socks[*i].meminfo() {
+                    Ok(mem) => into.push(crate::observe::OwnSocket {
                         inode: *inode,
                         connected: true,
                         mem,
-                    });
+                    }),
+                    Err(e) if first.is_ok() => first = Err(e.to_string()),
+                    Err(_) => {}
                 }
             }
+            first
         })
     }
 

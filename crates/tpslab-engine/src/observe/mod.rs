@@ -248,11 +248,11 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
             },
         );
     let io_source = io.as_ref().map(|c| c.source.clone());
-    let mut own = vec![];
-    if let Some(p) = &cfg.gen_sockets {
-        p.read(&mut own);
-    }
-    let gen_inodes = own.iter().map(|s| s.inode).collect();
+    let gen_inodes = cfg
+        .gen_sockets
+        .as_ref()
+        .map(|p| p.inodes().iter().copied().collect())
+        .unwrap_or_default();
     // Where the watched process's threads wait (tpslab's own server: its threads only),
     // sampled with the host-wide counters.
     let waits = cfg.target_pid.map(|pid| {
@@ -264,7 +264,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         followed: None,
         diag,
         gen_inodes,
-        own,
+        own: vec![],
         v6,
         cfg,
         target,

@@ -7,7 +7,7 @@ pub fn sources() -> BTreeMap<String, String> {
     [
         ("server_rx_queue_bytes", "/proc/PID/net/udp{,6} rx_queue of the target socket(s), summed (bytes charged: skb truesize)"),
         ("server_drops", "/proc/PID/net/udp{,6} drops of the target socket(s), summed"),
-        ("gen_rx_queue_bytes", "getsockopt(SO_MEMINFO) SK_MEMINFO_RMEM_ALLOC of the generator's socket(s), summed (bytes charged: skb truesize)"),
+        ("gen_rx_queue_bytes", "getsockopt(SO_MEMINFO) SK_MEMINFO_RMEM_ALLOC of the generator's socket(s), summed (bytes charged: skb truesize; includes up to a quarter of SO_RCVBUF already read, which /proc's rx_queue leaves out)"),
         ("gen_drops", "getsockopt(SO_MEMINFO) SK_MEMINFO_DROPS of the generator's socket(s), summed"),
         ("udp_in_datagrams", "/proc/PID/net/snmp Udp: InDatagrams + snmp6 Udp6InDatagrams (datagrams read by applications)"),
         ("udp_rcvbuf_errors", "/proc/PID/net/snmp Udp: RcvbufErrors + snmp6 Udp6RcvbufErrors"),

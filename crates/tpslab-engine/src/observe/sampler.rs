@@ -226,14 +226,20 @@ impl Sampler {
         found
     }
 
-    /// Reads the generator's own sockets in place (every sample; the first sets each
-    /// one's baseline).
-    fn own_sockets(&mut self, r: &mut Raw, first: bool) {
+    /// Reads the generator's own sockets in place (every sample). The first reading of
+    /// each is its baseline: they exist before the run, so one first read later (a
+    /// failed read before) counts from there, never its drops from before the run.
+    fn own_sockets(&mut self, r: &mut Raw) {
         let Some(p) = self.cfg.gen_sockets.as_ref() else {
             return;
         };
-        p.read(&mut self.own);
+        if let Err(e) = p.read(&mut self.own) {
+            self.errors.insert(format!(
+                "the generator's sockets (getsockopt SO_MEMINFO): {e}"
+            ));
+        }
         for s in &self.own {
+            let first = !self.gen_track.0.contains_key(&s.inode);
             r.gen_rxq += s.mem.rx_queue_bytes;
             self.gen_track.see_inode(
                 s.inode,
@@ -294,7 +300,7 @@ impl Sampler {
             r.srv_rxq = 0;
             self.scan(&mut r);
         }
-        self.own_sockets(&mut r, prev.is_none());
+        self.own_sockets(&mut r);
         if let Some(io) = self.io.as_mut() {
             // Every thread is read while datagrams wait: the drain rate must not miss a
             // thread that had been idle.

@@ -96,11 +96,17 @@ pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
 /// live): the generator's flows, read at every sample at a cost that stays small as
 /// `--flows` grows (about 0.3 us a socket here, against a sock_diag lookup's two system
 /// calls and a message each).
+/// A socket that cannot be read is left out of that sample and its error kept in the
+/// record's observer errors (SO_MEMINFO needs Linux 4.12).
 #[derive(Clone)]
-pub struct OwnSockets(std::sync::Arc<ReadOwn>);
+pub struct OwnSockets {
+    inodes: Vec<u64>,
+    read: std::sync::Arc<ReadOwn>,
+}
 
-/// What reads the sockets of an [`OwnSockets`] (appending to its argument).
-type ReadOwn = dyn Fn(&mut Vec<OwnSocket>) + Send + Sync;
+/// What reads the sockets of an [`OwnSockets`] (appending to its argument; the first
+/// error, the others still read).
+type ReadOwn = dyn Fn(&mut Vec<OwnSocket>) -> Result<(), String> + Send + Sync;
 
 /// One socket as [`OwnSockets`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,16 +120,28 @@ pub struct OwnSocket {
 }
 
 impl OwnSockets {
-    /// A probe that fills its argument with each socket read now (sockets that could not
-    /// be read are left out).
-    pub fn new(read: impl Fn(&mut Vec<OwnSocket>) + Send + Sync + 'static) -> OwnSockets {
-        OwnSockets(std::sync::Arc::new(read))
+    /// A probe of the sockets `inodes` (known up front: never taken for the target's,
+    /// read or not) whose `read` fills its argument with each socket read now (sockets
+    /// that could not be read left out, the first error returned).
+    pub fn new(
+        inodes: Vec<u64>,
+        read: impl Fn(&mut Vec<OwnSocket>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> OwnSockets {
+        OwnSockets {
+            inodes,
+            read: std::sync::Arc::new(read),
+        }
     }
 
-    /// Each socket now, into `into` (cleared first).
-    pub fn read(&self, into: &mut Vec<OwnSocket>) {
+    /// The sockets' inodes.
+    pub fn inodes(&self) -> &[u64] {
+        &self.inodes
+    }
+
+    /// Each socket now, into `into` (cleared first); the first error.
+    pub fn read(&self, into: &mut Vec<OwnSocket>) -> Result<(), String> {
         into.clear();
-        (self.0)(into)
+        (self.read)(into)
     }
 }
 

@@ -29,6 +29,8 @@ pub fn main() -> Result<ExitCode> {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     crate::out::set_quiet(cli.quiet);
+    // Reports fit the terminal; a pipe gets them whole.
+    tpslab_report::term::fit::set_width(tpslab_cli::help::report_width());
     // Shell integration touches nothing on the host.
     match &cli.cmd {
         Cmd::Completions { shell } => {

@@ -76,6 +76,20 @@ pub(crate) fn live_ctx(
 static QUIET: AtomicBool = AtomicBool::new(false);
 
 /// `--quiet`: no progress bars.
+/// Runs `f` on standard output (locked) with its lines fitted to the terminal's width
+/// (`tpslab_report::term::fit`: unchanged in a pipe): what a command prints before its
+/// record's report. Errors: `f`'s, the write's.
+pub(crate) fn fitted<T>(
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    use tpslab_report::term::fit;
+    let mut lock = std::io::stdout().lock();
+    let mut out = fit::Fitted::new(&mut lock, fit::width());
+    let r = f(&mut out)?;
+    out.finish()?;
+    Ok(r)
+}
+
 pub(crate) fn set_quiet(q: bool) {
     QUIET.store(q, Relaxed);
 }

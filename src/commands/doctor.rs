@@ -18,7 +18,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {
         unreachable!("a doctor record")
     };
     let mut stdout = std::io::stdout().lock();
-    tpslab_report::term::doctor::record(&mut stdout, d)?;
+    crate::out::fitted(|o| tpslab_report::term::doctor::record(o, d))?;
     if let Some(p) = &a.write_snippet {
         if tpslab_run::doctor::write_snippet(&rec, p)? {
             writeln!(stdout, "sysctl.d snippet written to {}", p.display())?;

@@ -20,10 +20,7 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     if a.live {
         tpslab_cli::live::check()?;
     }
-    {
-        let mut o = std::io::stdout().lock();
-        tpslab_report::term::load_http::header(&mut o, &plan)?;
-    }
+    out::fitted(|o| tpslab_report::term::load_http::header(o, &plan))?;
     let mut ctx = out::ctx(None)?;
     ctx.http_live = a
         .json_stream

@@ -28,13 +28,13 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     }
     let ctx = out::ctx(None)?;
     let mut stdout = std::io::stdout().lock();
-    idle_term::pool_header(&mut stdout, &probe::pool_begin(&plan))?;
+    crate::out::fitted(|o| idle_term::pool_header(o, &probe::pool_begin(&plan)))?;
     stdout.flush()?;
     let rec = probe::pool(&plan, &ctx)?;
     let Body::ProbePool(r) = &rec.body else {
         unreachable!("a probe_pool record")
     };
-    idle_term::after_header(&mut stdout, |w| idle_term::pool_record(w, r))?;
+    crate::out::fitted(|o| idle_term::after_header(o, |w| idle_term::pool_record(w, r)))?;
     drop(stdout);
     out::emit_files(&rec, &a.record)?;
     Ok(ExitCode::SUCCESS)
@@ -62,14 +62,14 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     let ctx = out::ctx(None)?;
     let begun = probe::idle_begin(&setup);
     let mut stdout = std::io::stdout().lock();
-    idle_term::header(&mut stdout, &begun)?;
+    crate::out::fitted(|o| idle_term::header(o, &begun))?;
     stdout.flush()?;
     let rec = probe::idle(begun, &ctx)?;
     let Body::ProbeIdle(r) = &rec.body else {
         unreachable!("a probe_idle record")
     };
     // The header again is the report's first line: print the rest.
-    idle_term::after_header(&mut stdout, |w| idle_term::record(w, r))?;
+    crate::out::fitted(|o| idle_term::after_header(o, |w| idle_term::record(w, r)))?;
     drop(stdout);
     out::emit_files(&rec, &a.record)?;
     Ok(ExitCode::SUCCESS)

@@ -21,9 +21,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     | RampCmd::Udp(a)
     | RampCmd::Http(tpslab_cli::ramp::http::RampHttpArgs { ramp: a, .. })) = &cmd;
     let ready = tpslab_run::ramp::prepare(&setup)?;
-    let mut out = std::io::stdout().lock();
-    tpslab_report::term::ramp_header(&mut out, &ready.plan)?;
-    drop(out);
+    out::fitted(|o| tpslab_report::term::ramp_header(o, &ready.plan))?;
     let exporter = crate::metrics::start(&a.metrics, "ramp")?;
     let mut ctx = out::ctx(None)?;
     let (view, to_view) = match a.live {

@@ -17,11 +17,8 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let ctx = out::ctx(None)?;
     let plan = tpslab_run::sweep::prepare(new, &a.out)?;
     let exporter = crate::metrics::start(&a.metrics, "sweep")?;
-    tpslab_report::term::sweep_header(
-        &mut std::io::stdout().lock(),
-        &plan,
-        &a.out.display().to_string(),
-    )?;
+    let folder = a.out.display().to_string();
+    out::fitted(|o| tpslab_report::term::sweep_header(o, &plan, &folder))?;
     let cells = tpslab_plan::sweep::cells(&plan.factors, plan.design).len();
     let planned = tpslab_plan::sweep::run_order(cells, plan.repeat, plan.seed).len();
     let mut ctx = ctx;

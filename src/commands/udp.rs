@@ -18,7 +18,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let exporter = crate::metrics::start(&a.metrics, "serve udp")?;
     let ctx = out::ctx(exporter.as_ref().map(|e| e.sink()))?;
     let rec = tpslab_run::udp::serve(&plan, &ctx, &mut |srv| {
-        tpslab_report::term::serve_header(&mut std::io::stdout().lock(), srv)
+        crate::out::fitted(|o| tpslab_report::term::serve_header(o, srv))
     })?;
     let Body::Serve(s) = &rec.body else {
         unreachable!("serve makes a server's record")

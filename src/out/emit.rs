@@ -94,7 +94,11 @@ pub(crate) fn emit(rec: &Record, outs: Outputs<'_>, terminal: Terminal<'_>) -> R
         }
         (None, Terminal::With(f)) => {
             let mut text = Vec::new();
-            f(&mut text).and_then(|_| out.write_all(&terminal_safe(&text)))
+            let width = tpslab_report::term::fit::width();
+            let mut fitted = tpslab_report::term::fit::Fitted::new(&mut text, width);
+            f(&mut fitted)
+                .and_then(|_| fitted.finish())
+                .and_then(|_| out.write_all(&terminal_safe(&text)))
         }
         (None, Terminal::Nothing) => Ok(()),
     };

@@ -441,3 +441,43 @@ fn a_root_that_is_not_a_folder_is_a_one_line_error() {
         "tpslab: error: --root /nonexistent/tree: not a folder"
     );
 }
+
+/// In a terminal of 80 columns (a pseudo-terminal: script(1), COLUMNS=80) doctor's report
+/// fits it, its header lines and tables alike; in a pipe every line is whole (issue 60).
+#[test]
+fn in_a_terminal_of_80_columns_the_report_fits_it() {
+    let test = "in_a_terminal_of_80_columns_the_report_fits_it";
+    if !common::need(test, "/usr/bin/script") {
+        return;
+    }
+    let args = [
+        "doctor",
+        "--root",
+        "tests/fixtures/doctor/s1",
+        "--for",
+        "udp",
+        "--rate",
+        "100000",
+        "--burst",
+        "5000",
+        "--size",
+        "1024",
+        "--no-history",
+    ];
+    let width = |text: &str| {
+        text.lines()
+            .map(|l| l.trim_end_matches('\r').chars().count())
+            .max()
+    };
+    let mut c = common::tpslab();
+    c.args(args);
+    let piped = String::from_utf8(common::run(c).stdout).unwrap();
+    assert!(width(&piped) > Some(80), "{piped}");
+    let mut c = std::process::Command::new("script");
+    let line = format!("{} {}", env!("CARGO_BIN_EXE_tpslab"), args.join(" "));
+    c.args(["-qec", &line, "/dev/null"]).env("COLUMNS", "80");
+    let out = common::run(c);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains("net.core.rmem_default"), "{shown}");
+    assert!(width(&shown) <= Some(80), "{shown}");
+}

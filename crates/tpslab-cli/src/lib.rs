@@ -16,6 +16,7 @@ pub mod doctor;
 mod errors;
 pub mod flags;
 pub mod fleet;
+pub mod help;
 pub mod history_cmd;
 pub mod live;
 pub mod load_http;
@@ -119,6 +120,11 @@ pub enum Cmd {
     /// One agent of a fleet: its share of a load plan (rate, sockets, sequence space),
     /// from a common start time, its record with the latency histograms (HdrHistogram
     /// V2) for `merge`.
+    // Its usage on two lines: on one it is 87 columns.
+    #[command(
+        override_usage = "tpslab agent [OPTIONS] --plan <FILE> --index <INDEX> --of <OF>\n       \
+                                --start-at <TIME>"
+    )]
     Agent(Box<agent::AgentArgs>),
     /// Add up a fleet's agent records exactly: counts and ledgers summed, histograms
     /// merged (percentiles of the merged histogram), each agent beside the total.
@@ -178,10 +184,11 @@ pub enum NoRun {
     Usage(String),
 }
 
-/// The command tree, `--version` printing `version` (the binary's release and commit).
+/// The command tree, `--version` printing `version` (the binary's release and commit),
+/// each help text split into `-h`'s first clause and `--help`'s whole ([`help::split`]).
 pub fn command(version: &'static str) -> clap::Command {
     use clap::CommandFactory;
-    Cli::command().version(version)
+    help::split(Cli::command().version(version))
 }
 
 /// Parses `args` (the program's name first): the command line, its defaults noted for
@@ -189,7 +196,7 @@ pub fn command(version: &'static str) -> clap::Command {
 /// Errors: [`NoRun`].
 pub fn parse(args: &[std::ffi::OsString], version: &'static str) -> Result<Cli, NoRun> {
     use clap::FromArgMatches;
-    let mut cmd = command(version);
+    let mut cmd = help::sized(command(version));
     match cmd
         .try_get_matches_from_mut(args)
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)))

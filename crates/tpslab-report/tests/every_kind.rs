@@ -8,6 +8,8 @@
 //! |---------------------|-------------------------------------------------------------|
 //! | term                | `NAME.txt`                                                  |
 //! | term with --explain | `NAME.explain.txt`; without that file, the same as `NAME.txt` |
+//! | term at 80 columns  | `NAME.80.txt`; without that file, the same as `NAME.txt`    |
+//! | term at 160 columns | `NAME.160.txt`; without that file, the same as `NAME.txt`   |
 //! | json                | the fixture itself (`NAME.json`: the record gives itself back) |
 //! | csv                 | `NAME.csv`                                                  |
 //! | metrics             | `NAME.prom`                                                 |
@@ -16,7 +18,9 @@
 //!
 //! A format a kind refuses (a plot of a kind without one) has `NAME.EXT.error` instead: the
 //! error's message. Every output is rendered twice and must be the same both times: nothing
-//! in it may come from the clock, a hash map's order or the host that renders it.
+//! in it may come from the clock, a hash map's order or the host that renders it. The
+//! terminal report fitted to a width (`term::fit`: a terminal of 80 or 160 columns) has no
+//! line longer than the width; `NAME.txt` is what a pipe gets (full width).
 //!
 //! To accept an intended change: `TPSLAB_BLESS=1 cargo test --release -p tpslab-report
 //! --test every_kind` writes the expected files from the renderers and still FAILS, naming
@@ -152,12 +156,28 @@ fn record(name: &str) -> Record {
     Record::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// `rec` in `format`: its bytes, or the error's message when the kind refuses the format.
-fn rendered(rec: &Record, format: Format, explain: bool) -> Result<Vec<u8>, String> {
+/// `rec` in `format` fitted to `width` columns (None: full width): its bytes, or the
+/// error's message when the kind refuses the format.
+fn rendered(
+    rec: &Record,
+    format: Format,
+    explain: bool,
+    width: Option<usize>,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    render(&mut out, rec, format, explain)
+    tpslab_report::term::fit::at_width(width, || render(&mut out, rec, format, explain))
         .map(|()| out)
         .map_err(|e| e.to_string())
+}
+
+/// The lines of `text` longer than `width` characters, with their line numbers.
+fn too_wide(text: &[u8], width: usize) -> Vec<String> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.chars().count() > width)
+        .map(|(i, l)| format!("line {} ({} columns): {l}", i + 1, l.chars().count()))
+        .collect()
 }
 
 /// Where two outputs first differ: line (1-based) and both lines, or the lengths when one
@@ -193,14 +213,17 @@ fn first_difference(got: &[u8], want: &[u8]) -> String {
     )
 }
 
-/// The formats with an expected file each: (format, explain, the file's extension).
-const FORMATS: &[(Format, bool, &str)] = &[
-    (Format::Term, false, "txt"),
-    (Format::Term, true, "explain.txt"),
-    (Format::Csv, false, "csv"),
-    (Format::Metrics, false, "prom"),
-    (Format::Html, false, "html"),
-    (Format::Svg, false, "svg"),
+/// The formats with an expected file each: (format, explain, width in columns (None: full
+/// width), the file's extension).
+const FORMATS: &[(Format, bool, Option<usize>, &str)] = &[
+    (Format::Term, false, None, "txt"),
+    (Format::Term, true, None, "explain.txt"),
+    (Format::Term, false, Some(80), "80.txt"),
+    (Format::Term, false, Some(160), "160.txt"),
+    (Format::Csv, false, None, "csv"),
+    (Format::Metrics, false, None, "prom"),
+    (Format::Html, false, None, "html"),
+    (Format::Svg, false, None, "svg"),
 ];
 
 #[test]
@@ -213,7 +236,7 @@ fn every_fixture_renders_as_its_expected_files_in_every_format() {
         let stem = name.strip_suffix(".json").expect("a .json fixture");
         let rec = record(name);
         // JSON: the record gives itself back, byte for byte.
-        let json = rendered(&rec, Format::Json, false).expect("every kind renders as JSON");
+        let json = rendered(&rec, Format::Json, false, None).expect("every kind renders as JSON");
         let file = std::fs::read(fixtures_dir().join(name)).unwrap();
         if json != file {
             bad.push(format!(
@@ -221,18 +244,28 @@ fn every_fixture_renders_as_its_expected_files_in_every_format() {
                 first_difference(&json, &file)
             ));
         }
-        let term = rendered(&rec, Format::Term, false);
-        for &(format, explain, ext) in FORMATS {
-            let got = rendered(&rec, format, explain);
+        let term = rendered(&rec, Format::Term, false, None);
+        for &(format, explain, width, ext) in FORMATS {
+            let got = rendered(&rec, format, explain, width);
             // The same input renders the same bytes every time.
-            let again = rendered(&rec, format, explain);
+            let again = rendered(&rec, format, explain, width);
             if got != again {
                 bad.push(format!("{stem}.{ext}: two renders differ"));
             }
+            // Files are not fitted: a page made while the command runs in a terminal of
+            // 80 columns is the page made in a pipe.
+            if format == Format::Html && rendered(&rec, format, explain, Some(80)) != got {
+                bad.push(format!("{stem}.{ext}: differs when made at 80 columns"));
+            }
+            if let (Some(w), Ok(text)) = (width, &got) {
+                for l in too_wide(text, w) {
+                    bad.push(format!("{stem}.{ext}: over {w} columns at {l}"));
+                }
+            }
             let ok = expected.join(format!("{stem}.{ext}"));
             let err = expected.join(format!("{stem}.{ext}.error"));
-            // Explained terminal output has its own file only where it differs.
-            let same_as_term = explain && got == term;
+            // Explained or fitted terminal output has its own file only where it differs.
+            let same_as_term = (explain || width.is_some()) && got == term;
             if bless {
                 let _ = std::fs::remove_file(&ok);
                 let _ = std::fs::remove_file(&err);
@@ -264,8 +297,8 @@ fn every_fixture_renders_as_its_expected_files_in_every_format() {
                     bad.push(format!("{stem}.{ext}: was refused, now renders"))
                 }
                 (Err(_), Err(_), _) if same_as_term => {}
-                (Err(_), Err(_), _) => bad.push(if explain {
-                    format!("{stem}.{ext}: no expected file, and --explain changes the report")
+                (Err(_), Err(_), _) => bad.push(if explain || width.is_some() {
+                    format!("{stem}.{ext}: no expected file, and it differs from {stem}.txt")
                 } else {
                     format!("{stem}.{ext}: no expected file")
                 }),
@@ -293,7 +326,7 @@ fn every_expected_file_belongs_to_a_fixture_and_format() {
     let mut known = BTreeSet::new();
     for name in FIXTURES {
         let stem = name.strip_suffix(".json").unwrap();
-        for (_, _, ext) in FORMATS {
+        for (_, _, _, ext) in FORMATS {
             known.insert(format!("{stem}.{ext}"));
             known.insert(format!("{stem}.{ext}.error"));
         }

@@ -64,6 +64,11 @@ fn an_overloaded_server_shows_achieved_under_intended_and_latency_climbing() {
     ] {
         let s = snap::screen(w, h, |f| draw_http(f, &st));
         assert!(s.contains("intended 1.20k"), "{w}x{h}:\n{s}");
+        // Every series named with its value, at 80 columns too (answered and p99.9 were
+        // cut off the top border there).
+        let answered = format!("answered {}", si(last.answered_rps));
+        assert!(s.contains(&answered), "{w}x{h}: no {answered:?}\n{s}");
+        assert!(s.contains("p99.9 5"), "{w}x{h}:\n{s}");
         assert!(
             s.contains(&format!("achieved {}", si(last.sent_rps))),
             "{w}x{h}:\n{s}"

@@ -50,10 +50,10 @@ fn a_diagnosis_shows_each_runs_drops_by_layer_above_the_run_going_now() {
         RunsKind::Diagnose,
         header("diagnose", "127.0.0.1:19977", 4.0),
     );
-    st.start_run("run 1/2: as is");
+    st.start_run("run 1: as is");
     feed(&mut st, "load_udp_paused.ndjson", LIMIT_64K);
     let as_is = frames("load_udp_paused.ndjson").pop().unwrap();
-    st.start_run("run 2/2: with the fix");
+    st.start_run("run 2: with the fix");
     // Half the second run: its row so far under the first's.
     let fixed = frames("load_udp_paused_rcvbuf16m.ndjson");
     let half = fixed.len() / 2;
@@ -64,14 +64,14 @@ fn a_diagnosis_shows_each_runs_drops_by_layer_above_the_run_going_now() {
     // The first run's row: its drops since its start, as its last line counts them.
     assert_eq!(st.rows.len(), 1);
     let row = &st.rows[0];
-    assert_eq!(row.label, "run 1/2: as is");
+    assert_eq!(row.label, "run 1: as is");
     assert!(as_is.socket_drops > 0 && row.bad);
     // The view below is the second run's alone: no drops carried over.
     assert_eq!(st.run.total_drops.socket, 0);
     for (w, h) in [(80, 24), (160, 48)] {
         let s = snap::screen(w, h, |f| draw_runs(f, &st));
         assert!(
-            s.contains("diagnosis: now run 2/2: with the fix"),
+            s.contains("diagnosis: now run 2: with the fix"),
             "{w}x{h}:\n{s}"
         );
         let line = |label: &str| {
@@ -80,17 +80,14 @@ fn a_diagnosis_shows_each_runs_drops_by_layer_above_the_run_going_now() {
                 .unwrap_or_else(|| panic!("{w}x{h}: no {label:?}:\n{s}"))
                 .to_string()
         };
-        let first = line("run 1/2: as is");
+        let first = line("run 1: as is");
         assert!(
             first
                 .split_whitespace()
                 .any(|c| c == si(as_is.socket_drops as f64)),
             "{w}x{h}: {first}"
         );
-        assert!(
-            line("run 2/2: with the fix").contains(" 0 "),
-            "{w}x{h}:\n{s}"
-        );
+        assert!(line("run 2: with the fix").contains(" 0 "), "{w}x{h}:\n{s}");
         assert!(s.contains("rx_queue / SO_RCVBUF"), "{w}x{h}:\n{s}");
         assert_screen(&s, &format!("diagnose_{w}x{h}.txt"));
     }

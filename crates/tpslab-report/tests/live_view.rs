@@ -157,3 +157,91 @@ fn help_and_pause_are_drawn_over_the_view() {
     assert!(s.contains("PAUSED"), "{s}");
     assert!(s.contains("stop the run as Ctrl-C does"), "{s}");
 }
+
+/// The paused run whole (its stall ends with a real spike: the stalled replies' p99.9 at
+/// 1.00 s against a few ms), one interval after it made a rate spike: 166.5k pps read
+/// on a 10k pps run (the 10 ms interval).
+fn with_a_spike() -> LiveState {
+    let mut st = LiveState::new(paused_header());
+    for (i, mut f) in frames("load_udp_paused.ndjson").into_iter().enumerate() {
+        f.rcvbuf_limit_bytes = Some(PAUSED_LIMIT);
+        if i == 29 {
+            f.delivered_pps = Some(166_500.0);
+        }
+        st.push(f);
+    }
+    st
+}
+
+/// The labels of the y axes on a screen: the words just left of a chart's axis line.
+fn axis_labels(s: &str) -> Vec<String> {
+    s.lines()
+        .filter_map(|l| {
+            let (head, _) = l.split_once("│")?.1.split_once('│')?;
+            let w = head.trim();
+            let label = !w.is_empty() && !w.contains(' ') && w.chars().any(|c| c.is_ascii_digit());
+            label.then(|| w.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_spike_is_clipped_and_marked_and_does_not_set_the_axis() {
+    let st = with_a_spike();
+    for (w, h, file) in [
+        (80, 24, "load_udp_spike_80x24.txt"),
+        (160, 48, "load_udp_spike_160x48.txt"),
+    ] {
+        let s = snap::screen(w, h, |f| draw(f, &st));
+        let labels = axis_labels(&s);
+        // The rate axis tops out near the run's 10k pps, not at 166.5k x 1.1.
+        let rate_top = labels
+            .iter()
+            .find(|l| l.ends_with('k'))
+            .unwrap_or_else(|| panic!("{s}"));
+        let top: f64 = rate_top.trim_end_matches('k').parse().unwrap();
+        assert!((10.0..=25.0).contains(&top), "{rate_top}\n{s}");
+        assert!(s.contains("▲ 1 clipped, peak 166.5k"), "{s}");
+        // The latency axis is not stretched to the stall's 1.00 s replies either.
+        assert!(s.contains("clipped, peak 1.00s"), "{s}");
+        // One unit per axis: every rate label in k, every latency label in ms.
+        let lat: Vec<&String> = labels.iter().filter(|l| l.ends_with('s')).collect();
+        assert!(
+            lat.len() == 3 && lat.iter().all(|l| l.ends_with("ms")),
+            "{labels:?}\n{s}"
+        );
+        assert_screen(&s, file);
+    }
+}
+
+#[test]
+fn at_80_columns_every_series_is_named() {
+    // Before the stall: every series has a value.
+    let st = paused_until(11);
+    let s = snap::screen(80, 24, |f| draw(f, &st));
+    for name in ["offered", "delivered", "p50", "p99", "p99.9"] {
+        assert!(s.contains(name), "{name} missing at 80 columns:\n{s}");
+    }
+}
+
+#[test]
+fn no_color_leaves_no_colour_in_any_cell() {
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+    use ratatui::Terminal;
+    use tpslab_report::live::screen::draw_in;
+    let st = with_a_spike();
+    let colours = |mono: bool| {
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| draw_in(f, &st, mono)).unwrap();
+        t.backend()
+            .buffer()
+            .content
+            .iter()
+            .filter(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+            .count()
+    };
+    // In colour, the series and the drops are coloured; with NO_COLOR nothing is.
+    assert!(colours(false) > 50, "{}", colours(false));
+    assert_eq!(colours(true), 0);
+}

@@ -312,8 +312,9 @@ fn run_once(server: &Server, mut p: UdpRunPlan, ctx: &Ctx) -> Result<RunRecord> 
 }
 
 /// Runs a diagnosis: (for the built-in scenario, the calibration, then) the truesize probe,
-/// the first run as the phase "run 1/2: as is", the verdict, and with `plan.verify` the
-/// fix applied and the second run as "run 2/2: with the fix", host sysctls restored after
+/// the first run as the phase "run 1: as is" (not "1/2": whether a second follows is
+/// known only after it), the verdict, and with `plan.verify` the
+/// fix applied and the second run as "run 2: with the fix", host sysctls restored after
 /// it. A fix that cannot be applied, or a second run that fails, becomes a note or the
 /// record's `not_verified`, never the loss of the first run's diagnosis.
 ///
@@ -331,7 +332,7 @@ pub fn run(plan: &DiagnosePlan, ctx: &Ctx) -> Result<Record> {
         _ => (plan.first.clone(), plan.scenario.clone()),
     };
     let probe = probe_truesize(first.load.datagram_len(), None)?;
-    let before = ctx.phase("run 1/2: as is", run_secs(&first), || {
+    let before = ctx.phase("run 1: as is", run_secs(&first), || {
         run_once(&plan.server, first.clone(), ctx)
     })?;
     let facts = Facts::from_record(&before, Some(&probe));
@@ -441,7 +442,7 @@ fn verify(
         }
         Ok(g) => g,
     };
-    let r = ctx.phase("run 2/2: with the fix", run_secs(&second), || {
+    let r = ctx.phase("run 2: with the fix", run_secs(&second), || {
         run_once(&plan.server, second, ctx)
     });
     if let Some(g) = guard.as_mut() {

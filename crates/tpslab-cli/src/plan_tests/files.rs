@@ -233,7 +233,9 @@ fn the_help_says_to_quote_fail_on() {
     use clap::CommandFactory;
     let mut cmd = super::Cli::command();
     let load = cmd.find_subcommand_mut("load").unwrap();
-    let help = load.find_subcommand_mut("udp").unwrap().render_long_help();
+    // Not wrapped: the quoted example whole on one line.
+    let udp = load.find_subcommand_mut("udp").unwrap();
+    let help = udp.clone().term_width(0).render_long_help();
     let help = help.to_string();
     assert!(
         help.contains("'loss>PCT%'") && help.contains("--fail-on 'loss>1%,invalid'"),

@@ -191,7 +191,8 @@ fn visible(s: &str) -> String {
 /// The page of a record.
 pub(crate) fn page(rec: &Record) -> io::Result<Page> {
     let mut text = Vec::new();
-    crate::term::record(&mut text, rec, true)?;
+    // The page's copy of the report whole, whatever terminal the command runs in.
+    crate::term::fit::at_width(None, || crate::term::record(&mut text, rec, true))?;
     let m = &rec.meta;
     let mut p = Page {
         title: format!("tpslab {}", rec.kind().replace('_', " ")),

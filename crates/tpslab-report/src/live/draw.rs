@@ -1,6 +1,7 @@
 //! The live view's layout: a status line, offered vs delivered pps, this interval's drops
 //! by layer, latency over time, the rx_queue against its limit, softnet per CPU.
 
+use super::axis::{legend, y_axis, Scale, Unit};
 use super::LiveState;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -83,6 +84,14 @@ pub(super) fn draw_body(frame: &mut Frame, body: Rect, st: &LiveState, width: u1
     host_panel(frame, host, st);
 }
 
+/// `block` with the legend's `below` part on its bottom border, left.
+pub(super) fn with_below(block: Block<'static>, below: Option<Line<'static>>) -> Block<'static> {
+    match below {
+        Some(b) => block.title_bottom(b.left_aligned()),
+        None => block,
+    }
+}
+
 /// The offered rate's colour (its line and its name in the title).
 const OFFERED: Color = Color::Cyan;
 /// The delivered rate's colour.
@@ -156,14 +165,6 @@ pub(super) fn status_bar(
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The y axis of a chart of `max`: bounds [0, max * 1.1] and three labels.
-pub(super) fn y_axis<'a>(max: f64, fmt: fn(f64) -> String) -> Axis<'a> {
-    let top = if max > 0.0 { max * 1.1 } else { 1.0 };
-    Axis::default()
-        .bounds([0.0, top])
-        .labels(vec![fmt(0.0), fmt(top / 2.0), fmt(top)])
-}
-
 fn x_axis<'a>(st: &LiveState) -> Axis<'a> {
     x_axis_of(st.window())
 }
@@ -180,20 +181,18 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
     let delivered: Vec<(f64, f64)> = st.delivered.iter().copied().collect();
     let last = st.last.as_ref();
     let now = |v: Option<f64>| v.map_or("-".to_string(), si);
-    let mut title = vec![Span::raw(" pps: ")];
+    let mut items = vec![];
     // A watch sends nothing: no offered rate to name.
     if !offered.is_empty() || last.is_some_and(|f| f.offered_pps.is_some()) {
-        title.push(Span::styled(
-            format!("offered {} ", now(last.and_then(|f| f.offered_pps))),
-            Style::default().fg(OFFERED),
-        ));
+        items.push(("offered", now(last.and_then(|f| f.offered_pps)), OFFERED));
     }
-    title.push(Span::styled(
-        format!("delivered {} ", now(last.and_then(|f| f.delivered_pps))),
-        Style::default().fg(DELIVERED),
+    items.push((
+        "delivered",
+        now(last.and_then(|f| f.delivered_pps)),
+        DELIVERED,
     ));
-    let title = Line::from(title);
-    let block = Block::bordered().title(title);
+    let (title, below) = legend(" pps: ", &items, area.width);
+    let block = with_below(Block::bordered().title(title), below);
     if offered.is_empty() && delivered.is_empty() {
         let msg = if st.frames == 0 {
             "waiting for the first interval"
@@ -206,11 +205,12 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
         );
         return;
     }
-    let max = offered
-        .iter()
-        .chain(&delivered)
-        .map(|p| p.1)
-        .fold(0.0, f64::max);
+    let scale = Scale::of(offered.iter().chain(&delivered).map(|p| p.1));
+    let (offered, delivered) = (scale.clip(offered), scale.clip(delivered));
+    let block = match scale.mark(Unit::Rate) {
+        Some(m) => block.title_bottom(m),
+        None => block,
+    };
     let mut sets = vec![];
     if !offered.is_empty() {
         sets.push(
@@ -231,7 +231,7 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
     let chart = Chart::new(sets)
         .block(block)
         .x_axis(x_axis(st))
-        .y_axis(y_axis(max, si))
+        .y_axis(y_axis(&scale, Unit::Rate))
         .legend_position(None);
     frame.render_widget(chart, area);
 }
@@ -314,23 +314,20 @@ pub(super) struct LatencyOf<'a> {
 /// Latency p50/p99/p99.9 over time, the last interval's in the title.
 pub(super) fn latency_chart_of(frame: &mut Frame, area: Rect, of: &LatencyOf) {
     let last = of.last;
-    let mut title = vec![Span::raw(" latency: ")];
-    match last {
+    let title = match last {
         Some(l) => {
-            for ((name, v), c) in [("p50", l.p50_us), ("p99", l.p99_us), ("p99.9", l.p999_us)]
-                .into_iter()
-                .zip(PCTS)
-            {
-                title.push(Span::styled(
-                    format!("{name} {} ", dur_us(v)),
-                    Style::default().fg(c),
-                ));
-            }
+            let items: Vec<(&str, String, Color)> =
+                [("p50", l.p50_us), ("p99", l.p99_us), ("p99.9", l.p999_us)]
+                    .into_iter()
+                    .zip(PCTS)
+                    .map(|((name, v), c)| (name, dur_us(v), c))
+                    .collect();
+            legend(" latency: ", &items, area.width)
         }
-        None if !of.points.is_empty() => title.push(Span::raw("no reply this interval ")),
-        None => title = vec![Span::raw(" latency ")],
-    }
-    let block = Block::bordered().title(Line::from(title));
+        None if !of.points.is_empty() => (Line::from(" latency: no reply this interval "), None),
+        None => (Line::from(" latency "), None),
+    };
+    let block = with_below(Block::bordered().title(title.0), title.1);
     if of.points.is_empty() {
         let msg = match (of.no_latency, of.frames) {
             (Some(why), _) => format!("no latency: {why}"),
@@ -343,10 +340,14 @@ pub(super) fn latency_chart_of(frame: &mut Frame, area: Rect, of: &LatencyOf) {
         );
         return;
     }
-    let p50: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.1)).collect();
-    let p99: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.2)).collect();
-    let p999: Vec<(f64, f64)> = of.points.iter().map(|p| (p.0, p.3)).collect();
-    let max = of.points.iter().map(|p| p.3).fold(0.0, f64::max);
+    let scale = Scale::of(of.points.iter().flat_map(|p| [p.1, p.2, p.3]));
+    let p50 = scale.clip(of.points.iter().map(|p| (p.0, p.1)));
+    let p99 = scale.clip(of.points.iter().map(|p| (p.0, p.2)));
+    let p999 = scale.clip(of.points.iter().map(|p| (p.0, p.3)));
+    let block = match scale.mark(Unit::LatencyUs) {
+        Some(m) => block.title_bottom(m),
+        None => block,
+    };
     let set = |data, c| {
         Dataset::default()
             .marker(Marker::Braille)
@@ -361,7 +362,7 @@ pub(super) fn latency_chart_of(frame: &mut Frame, area: Rect, of: &LatencyOf) {
     ])
     .block(block)
     .x_axis(x_axis_of(of.window))
-    .y_axis(y_axis(max, dur_us))
+    .y_axis(y_axis(&scale, Unit::LatencyUs))
     .legend_position(None);
     frame.render_widget(chart, area);
 }

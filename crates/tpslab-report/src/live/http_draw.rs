@@ -2,7 +2,8 @@
 //! when there is one, intended vs achieved requests/s, this interval's replies by class and
 //! errors by kind, latency over time, connections and requests in flight.
 
-use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, y_axis, LatencyOf};
+use super::axis::{legend, y_axis, Scale, Unit};
+use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, LatencyOf};
 use super::http::HttpLiveState;
 use super::runs::{bracket_words, capacity_rows, table_panel, CAPACITY_COLUMNS};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -89,26 +90,16 @@ const HTTP_HELP: &[&str] = &[
 fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     let last = st.last.as_ref();
     let now = |v: Option<f64>| v.map_or("-".to_string(), si);
-    let mut title = vec![
-        Span::raw(" req/s: "),
-        Span::styled(
-            format!("intended {} ", now(last.map(|f| f.intended_rps))),
-            Style::default().fg(INTENDED),
-        ),
-        Span::styled(
-            format!("achieved {} ", now(last.map(|f| f.sent_rps))),
-            Style::default().fg(SENT),
-        ),
-    ];
-    // Where it fits (the panel beside says it too).
-    if area.width >= 56 {
-        title.push(Span::styled(
-            format!("answered {} ", now(last.map(|f| f.answered_rps))),
-            Style::default().fg(ANSWERED),
-        ));
-    }
-    let title = Line::from(title);
-    let block = Block::bordered().title(title);
+    let (title, below) = legend(
+        " req/s: ",
+        &[
+            ("intended", now(last.map(|f| f.intended_rps)), INTENDED),
+            ("achieved", now(last.map(|f| f.sent_rps)), SENT),
+            ("answered", now(last.map(|f| f.answered_rps)), ANSWERED),
+        ],
+        area.width,
+    );
+    let block = super::draw::with_below(Block::bordered().title(title), below);
     if st.frames == 0 {
         frame.render_widget(
             Paragraph::new("waiting for the first interval").block(block),
@@ -124,10 +115,15 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     .into_iter()
     .map(|(q, c)| (q.iter().copied().collect(), c))
     .collect();
-    let max = series
-        .iter()
-        .flat_map(|s| s.0.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
+    let scale = Scale::of(series.iter().flat_map(|s| s.0.iter().map(|p| p.1)));
+    let series: Vec<(Vec<(f64, f64)>, Color)> = series
+        .into_iter()
+        .map(|(d, c)| (scale.clip(d), c))
+        .collect();
+    let block = match scale.mark(Unit::Rate) {
+        Some(m) => block.title_bottom(m),
+        None => block,
+    };
     let sets = series
         .iter()
         .map(|(data, c)| {
@@ -141,7 +137,7 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     let chart = Chart::new(sets)
         .block(block)
         .x_axis(x_axis_of(st.window()))
-        .y_axis(y_axis(max, si))
+        .y_axis(y_axis(&scale, Unit::Rate))
         .legend_position(None);
     frame.render_widget(chart, area);
 }

@@ -11,6 +11,7 @@
 //! requests (`load http`, `capacity http`: [`HttpLiveState`], [`draw_http`]) has its own
 //! stream and screen.
 
+pub mod axis;
 mod draw;
 mod http;
 mod http_draw;

@@ -36,7 +36,7 @@ pub enum RunsKind {
 /// them), and whether it went wrong (drops, a failed step: shown red).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
-    /// The run, e.g. `run 1/2: as is`, `3/12 cpus=0`, `step 4`.
+    /// The run, e.g. `run 1: as is`, `3/12 cpus=0`, `step 4`.
     pub label: String,
     /// Its figures, one per column after the label.
     pub cells: Vec<String>,

@@ -132,6 +132,7 @@ pub fn run_view<S: Screen, B: Backend>(
     tick: Duration,
 ) -> std::io::Result<ViewEnd> {
     let t0 = std::time::Instant::now();
+    let mono = no_color();
     let mut view = Keyed::new(st);
     while !done.load(Relaxed) {
         while let Ok(f) = rx.try_recv() {
@@ -139,7 +140,7 @@ pub fn run_view<S: Screen, B: Backend>(
         }
         view.st.tick(t0.elapsed());
         let shown = view.shown(stop.load(Relaxed));
-        if term.draw(|f| shown.draw(f)).is_err() {
+        if term.draw(|f| draw_in(f, shown, mono)).is_err() {
             return Ok(ViewEnd::HungUp);
         }
         let Some(pending) = keys.keys(tick)? else {
@@ -151,6 +152,29 @@ pub fn run_view<S: Screen, B: Backend>(
         view.apply(&commands(&pending), on_stop);
     }
     Ok(ViewEnd::Done)
+}
+
+/// Whether the view is drawn without colours: `NO_COLOR` set and not empty
+/// (no-color.org).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Draws `screen` into `f`, without colours when `mono` ([`monochrome`]).
+pub fn draw_in<S: Screen>(f: &mut ratatui::Frame, screen: &S, mono: bool) {
+    screen.draw(f);
+    if mono {
+        monochrome(f.buffer_mut());
+    }
+}
+
+/// `buf` without colours: every cell's foreground and background the terminal's own
+/// (bold, dim and reversed stay: they are not colours).
+pub fn monochrome(buf: &mut ratatui::buffer::Buffer) {
+    for c in buf.content.iter_mut() {
+        c.set_fg(ratatui::style::Color::Reset);
+        c.set_bg(ratatui::style::Color::Reset);
+    }
 }
 
 #[cfg(test)]

@@ -165,6 +165,12 @@ fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> 
     let mut t = table(&[
         "step", &rate, "achieved", "answered", "p99", "loss", "call", "why",
     ]);
+    // The call and the reasons are words: left-aligned, as text is read.
+    for i in [6, 7] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Left);
+        }
+    }
     for (i, s) in c.steps.iter().enumerate() {
         t.add_row(vec![
             (i + 1).to_string(),
@@ -178,7 +184,7 @@ fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> 
             s.why.join("; "),
         ]);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     let result = match c.conclusion {
         Conclusion::GeneratorLimited { .. } => "GENERATOR LIMIT",
         Conclusion::Unfinished { .. } => "RESULT (unfinished)",

@@ -89,7 +89,7 @@ pub fn record(w: &mut dyn Write, c: &CompareReport) -> io::Result<()> {
             row.extend(d.values.iter().cloned());
             t.add_row(row);
         }
-        writeln!(w, "{t}")?;
+        crate::term::fit::put(w, t)?;
     }
     writeln!(w)?;
     writeln!(
@@ -113,7 +113,7 @@ pub fn record(w: &mut dyn Write, c: &CompareReport) -> io::Result<()> {
         }
         t.add_row(row);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     writeln!(w, "Method: {}.", c.method)?;
     for n in &c.notes {
         writeln!(w, "Note: {n}")?;

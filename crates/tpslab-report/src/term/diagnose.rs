@@ -160,7 +160,7 @@ fn print_group(w: &mut dyn Write, group: &[tpslab_record::verdict::GroupSocket])
             })),
         ]);
     }
-    writeln!(w, "{t}")
+    crate::term::fit::put(w, t)
 }
 
 /// The verification run against the first: what was applied, before/after, what it cost,
@@ -199,7 +199,7 @@ fn verification(
     let mut x = vec!["after".to_string()];
     x.extend(before_after_row(a));
     t.add_row(x);
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     if let (Some(gb), Some(ga)) = (&before.generator, &a.generator) {
         writeln!(w, "  {}", latency_change(gb, ga, applied))?;
     }

@@ -93,5 +93,5 @@ pub fn print_merged(w: &mut dyn Write, m: &MergeInfo) -> io::Result<()> {
             "-".into(),
         ]);
     }
-    writeln!(w, "{t}")
+    crate::term::fit::put(w, t)
 }

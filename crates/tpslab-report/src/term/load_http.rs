@@ -160,7 +160,7 @@ fn latency(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
     ] {
         t.add_row(vec![name.to_string(), fmt_ns(a as f64), fmt_ns(b as f64)]);
     }
-    writeln!(w, "{t}")
+    crate::term::fit::put(w, t)
 }
 
 /// Status classes, errors by kind, bytes and connections.

@@ -1,6 +1,7 @@
 //! The terminal format: a record as people read it in a terminal (verdict and validity
 //! first, then tables), into any `io::Write`. What a command prints is this rendering of
-//! its record, so `tpslab report FILE` prints the same bytes again.
+//! its record, so `tpslab report FILE` prints the same bytes again. Fitted to the width
+//! [`fit::width`] says (the terminal's; full width when not a terminal).
 
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
 use std::io::{self, Write};
@@ -11,6 +12,7 @@ pub mod capacity;
 pub mod compare;
 mod diagnose;
 pub mod doctor;
+pub mod fit;
 mod fleet;
 pub mod history;
 pub mod idle;
@@ -28,10 +30,12 @@ pub use run::{print_record, print_server, serve_header};
 pub use safe::{escaped, terminal_safe};
 pub use sweep::{sweep_header, sweep_results};
 
-/// A table with tpslab's borders, the first column left-aligned and the rest right.
+/// A table with tpslab's borders, the first column left-aligned and the rest right, laid
+/// out within the width now ([`fit::table`]).
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
+    fit::table(&mut t);
     t.set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
     for i in 1..header.len() {
         if let Some(c) = t.column_mut(i) {
@@ -53,8 +57,14 @@ pub(super) fn with_errnos(label: &str, errors: &std::collections::BTreeMap<Strin
 pub use crate::units::fmt_ns;
 
 /// Renders any record: a UDP run or watch ([`print_record`]), a diagnosis
-/// ([`print_diagnosis`]).
+/// ([`print_diagnosis`]), ...; its tables and lines fitted to [`fit::width`].
 pub fn record(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> {
+    let mut f = fit::Fitted::new(w, fit::width());
+    record_of(&mut f, rec, explain)?;
+    f.finish()
+}
+
+fn record_of(w: &mut dyn Write, rec: &Record, explain: bool) -> io::Result<()> {
     match &rec.body {
         Body::UdpRun(r) => print_record(w, r, explain),
         Body::Watch(r) => {

@@ -97,7 +97,8 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
             ramp::top_state(s).map_or("-".into(), |(w, f)| format!("{w} {:.0} %", f * 100.0)),
         ]);
     }
-    writeln!(w, "{t}")?;
+    // Narrow: p90, max, run queue, p50, errors go; what the threads did stays.
+    crate::term::fit::put_dropping(w, t, &[3, 5, 9, 2, 6])?;
     if let Some(h) = &rec.http2 {
         writeln!(w, "{}", http2_line(rec, h))?;
         if let Some(line) = super::load_http::waiting_at_end(h) {

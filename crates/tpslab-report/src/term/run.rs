@@ -218,7 +218,7 @@ fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
             format!("{:.0}", g.tps),
         ]);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     if g.match_mode == MatchMode::Header || g.match_mode == MatchMode::SeqField {
         let mut t = table(&["latency (window)", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(
@@ -231,7 +231,7 @@ fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
             lat_row(&mut t, "  same, to our thread's wake-up", &g.latency_wakeup);
         }
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
-        writeln!(w, "{t}")?;
+        crate::term::fit::put(w, t)?;
         if g.rx_kernel_timestamps > 0 {
             writeln!(w,
                 "  RTTs end at the kernel's receive timestamp (SO_TIMESTAMPNS) for {} of {} replies: the generator's own wake-up is not counted",
@@ -241,7 +241,7 @@ fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
     } else {
         let mut t = table(&["schedule", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(&mut t, "schedule lag (actual - intended)", &g.schedule_lag);
-        writeln!(w, "{t}")?;
+        crate::term::fit::put(w, t)?;
     }
     Ok(())
 }
@@ -307,7 +307,7 @@ pub fn print_server(w: &mut dyn Write, s: &ServerReport, elapsed_s: f64) -> io::
             ]);
         }
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     Ok(())
 }
 

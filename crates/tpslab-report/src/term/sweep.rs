@@ -32,6 +32,7 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
     use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
+    super::fit::table(&mut t);
     t.set_header(vec![
         "cell",
         "n",
@@ -76,7 +77,8 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
             pm("p99_us"),
         ]);
     }
-    writeln!(w, "{t}")?;
+    // At 80 columns the context switches go first, then the spread of rx_queue.
+    crate::term::fit::put_dropping(w, t, &[8, 7, 5, 6])?;
     writeln!(
         w,
         "(* baseline; mean ± stddev over the runs; figures over the measurement window)"

@@ -151,7 +151,7 @@ fn flow(
                 .map_or("n/a".into(), |c| format!("{:.1} %", c[k] * 100.0)),
         ]);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     writeln!(
         w,
         "  {} Mbit/s: {} bytes acknowledged in {:.2} s (after the first {:.1} s); RTT mean {:.2} ms, min {:.2} ms; peer window mean {:.0} B; in flight mean {:.0} B; cwnd mean {:.0} B; {} bytes retransmitted",
@@ -228,7 +228,7 @@ fn timeline(w: &mut dyn Write, f: &FlowRecord) -> io::Result<()> {
         }
         i += step;
     }
-    writeln!(w, "{t}")
+    crate::term::fit::put(w, t)
 }
 
 /// Whether a timeline row spans less than half of the `step` sampling intervals it
@@ -261,7 +261,7 @@ fn before_after(
             y.held_by.name().to_string(),
         ]);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     if let Some(r) = target {
         writeln!(
             w,
@@ -382,7 +382,7 @@ fn reverse(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
         ]);
         i += step;
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     writeln!(
         w,
         "  {} Mbit/s: {} bytes received in {:.2} s (after the first {:.1} s); receiver RTT mean {:.2} ms; advertised window mean {:.0} B; window / RTT = {} Mbit/s",
@@ -451,7 +451,7 @@ fn watched(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
             x.verdict.as_deref().unwrap_or_default()
         ));
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     for v in &verdicts {
         writeln!(w, "VERDICT {v}")?;
     }

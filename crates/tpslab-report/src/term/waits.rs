@@ -65,7 +65,10 @@ pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()>
         };
         t.add_row(row(name, &th.states));
     }
-    writeln!(w, "{t}")?;
+    // Narrow: the samples, then the classes from the right; where they blocked stays.
+    let n = header.len();
+    let order: Vec<usize> = std::iter::once(1).chain((2..n - 1).rev()).collect();
+    crate::term::fit::put_dropping(w, t, &order)?;
     if tw.threads.len() > MAX_ROWS {
         writeln!(
             w,

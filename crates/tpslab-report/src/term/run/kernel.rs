@@ -43,14 +43,14 @@ pub(super) fn print_observer(
         }
         t.add_row(row);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     let mut t = table(&["counter delta over the run", "value"]);
     for (k, v) in &o.deltas {
         if *v > 0 || k.contains("drop") || k.contains("errors") || k == "udp_no_ports" {
             t.add_row(vec![k.clone(), v.to_string()]);
         }
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     let mut t = table(&["CPU", "user %", "system %", "irq+softirq %", "busy %"]);
     for (cpu, m) in &o.cpu_pct {
         let g = |k: &str| format!("{:.1}", m.get(k).copied().unwrap_or(0.0));
@@ -62,7 +62,7 @@ pub(super) fn print_observer(
             g("busy"),
         ]);
     }
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     if !o.target_rcvbuf_bytes.is_empty() {
         writeln!(
             w,
@@ -150,7 +150,7 @@ pub(in crate::term) fn print_path(
         last.push("attempted minus every row above".into());
     }
     t.add_row(last);
-    writeln!(w, "{t}")?;
+    crate::term::fit::put(w, t)?;
     if let Some(why) = &p.inconsistent {
         writeln!(w, "  WARNING: MEASUREMENT INCONSISTENT: {why}; no share and no verdict is drawn from this path")?;
     }

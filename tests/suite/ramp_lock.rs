@@ -132,3 +132,96 @@ fn the_lock_heads_the_verdict_and_the_full_accept_queue_is_a_side_finding() {
         "{out}"
     );
 }
+
+/// `capacity http` of the same service on 4 connections (fewer than its backlog, so no
+/// connection request is dropped): each step with replies keeps its response-time ledger,
+/// and the verdict at the first failing rate names the lock with its share of it.
+#[test]
+fn capacity_http_keeps_a_ledger_per_step_and_names_the_lock_at_the_boundary() {
+    const T: &str = "capacity_http_keeps_a_ledger_per_step_and_names_the_lock_at_the_boundary";
+    if !common::need(T, "/usr/bin/python3") {
+        return;
+    }
+    let _one = common::serial();
+    let port = common::free_port();
+    let server = common::Kill(
+        Command::new("python3")
+            .args(["-c", LOCKED_HTTP, &port.to_string()])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3"),
+    );
+    common::wait_listening(port, "the locked Python service");
+    let json = common::tmp("capacity-python-lock.json");
+    let got = common::retry(T, 2, || {
+        let _ = std::fs::remove_file(&json);
+        let mut c = common::tpslab();
+        c.args([
+            "capacity",
+            "http",
+            &format!("http://127.0.0.1:{port}/"),
+            "-q",
+        ])
+        .args(["--pid", &server.0.id().to_string(), "--connections", "4"])
+        .args([
+            "--start-rate",
+            "400",
+            "--resolution",
+            "50%",
+            "--repeats",
+            "1",
+        ])
+        .args([
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "300ms",
+            "--budget",
+            "20s",
+        ])
+        .args(["--no-history", "--json"])
+        .arg(&json);
+        let out = common::run(c);
+        assert!(out.status.success(), "exit {:?}", out.status);
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // A busy host can make the threads look saturated or fail the generator.
+        if rec["boundary"]["case"] != "server_waiting" {
+            return Err(format!("no waiting threads at the boundary: {text}"));
+        }
+        Ok((rec, text))
+    });
+    let Some((rec, out)) = got else { return };
+    for s in rec["steps"].as_array().unwrap() {
+        if s["answered_pps"].as_f64().unwrap() > 0.0 {
+            let l = &s["ledger"];
+            assert_eq!(l["users"], 4, "{s}");
+            assert_eq!(l["outside_ms"], 0.0, "{s}");
+            assert!(l["parts"].as_array().unwrap().len() >= 3, "{s}");
+        }
+    }
+    let fail = rec["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["status"] == "fail")
+        .expect("a failing step");
+    let l = &fail["ledger"];
+    let mean = l["mean_ms"].as_f64().unwrap();
+    let part = |name: &str| {
+        l["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["part"] == name)
+            .map_or(0.0, |p| p["ms"].as_f64().unwrap())
+    };
+    assert!(part("lock") >= 0.5 * mean, "{l}");
+    let head = rec["boundary"]["headline"].as_str().unwrap();
+    assert!(
+        head.contains("; ledger: server threads waiting on a lock "),
+        "{out}"
+    );
+    assert!(out.contains("response-time ledger at "), "{out}");
+}

@@ -32,6 +32,7 @@ fn step(rate: f64, status: StepStatus) -> CapacityStep {
         verdict: None,
         started_s: 0.0,
         elapsed_s: 1.0,
+        ledger: None,
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod bdp;
 pub mod buffer;
 pub mod capacity;
+pub mod capacity_ledger;
 pub mod capacity_stream;
 pub mod compare;
 pub mod doctor;

@@ -20,6 +20,14 @@ pub const MIN_HELD_REPLIES: f64 = 0.1;
 /// explains too little to name.
 pub const MIN_SHARE: f64 = 0.1;
 
+/// The delayed-ACK timer's window, ns: a reply Nagle held waits for the client's delayed
+/// ACK, which Linux sends after its 40 ms minimum (TCP_DELACK_MIN) rounded up to a timer
+/// tick (4 ms at HZ 250, 10 ms at HZ 100) plus the wake-up of both ends; the held gaps'
+/// mean of real runs was 45.8 ms (python3 http.server, most 50.5 ms). A mean outside it is
+/// a server pausing between its sends (with TCP_NODELAY or not): the client's timer fires
+/// during the pause (DelayedACKs rises too) but does not end it.
+pub const AT_TIMER_NS: std::ops::RangeInclusive<f64> = 39e6..=60e6;
+
 /// Replies held by Nagle until a delayed ACK, with the figures that show it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NagleStall {
@@ -41,7 +49,9 @@ pub struct NagleStall {
 /// held replies, [`MIN_HELD_REPLIES`] of the small ones, taking [`MIN_SHARE`] of the
 /// response time, and, when the client's `DelayedACKs` were read, at least one delayed
 /// ACK per two held replies (each held reply waits for one; without them the gaps are
-/// a server pausing between its sends, not Nagle). None otherwise.
+/// a server pausing between its sends, not Nagle), their mean at the delayed-ACK timer
+/// ([`AT_TIMER_NS`]: a server pausing 100 ms between its sends, whose client's delayed
+/// ACK fires during the pause, is not Nagle). None otherwise.
 pub fn judge(g: &ReplyGaps) -> Option<NagleStall> {
     let mean = g.mean_held_gap_ns()?;
     let share = g.held_share();
@@ -49,7 +59,8 @@ pub fn judge(g: &ReplyGaps) -> Option<NagleStall> {
         && g.held as f64 >= MIN_HELD_REPLIES * g.small as f64
         && share >= MIN_SHARE;
     let acked_late = g.delayed_acks.is_none_or(|d| 2 * d >= g.held);
-    (enough && acked_late).then_some(NagleStall {
+    let at_timer = AT_TIMER_NS.contains(&mean);
+    (enough && acked_late && at_timer).then_some(NagleStall {
         held: g.held,
         small: g.small,
         mean_gap_ns: mean,

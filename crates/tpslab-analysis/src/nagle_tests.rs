@@ -67,6 +67,29 @@ fn gaps_without_delayed_acks_are_a_pausing_server_not_nagle() {
     assert!(judge(&gaps(40, 45.0, 40, 40.0, Some(20))).is_some());
 }
 
+#[test]
+fn gaps_away_from_the_delayed_ack_timer_are_a_pausing_server_not_nagle() {
+    // The held gaps of a real run (python3 http.server, load http at 30/s on one
+    // connection: 32 held, 45.8 ms on average, at most 50.5 ms; 32 delayed ACKs).
+    let real = ReplyGaps {
+        replies: 33,
+        response_ns: 33 * 46_500_000,
+        small: 33,
+        held: 32,
+        held_gap_ns: 1_465_227_513,
+        held_gap_max_ns: 50_541_379,
+        delayed_acks: Some(32),
+    };
+    assert!(judge(&real).is_some());
+    // A server with TCP_NODELAY sleeping 100 ms between headers and body: the client's
+    // delayed ACK fires during each pause (DelayedACKs rises as much), but the gap is
+    // the pause, not the timer.
+    assert_eq!(judge(&gaps(40, 101.0, 40, 100.0, Some(40))), None);
+    assert_eq!(judge(&gaps(40, 71.0, 40, 70.0, Some(40))), None);
+    // At the timer, however it is rounded (a 10 ms tick at HZ 100): Nagle.
+    assert!(judge(&gaps(40, 51.0, 40, 50.0, Some(40))).is_some());
+}
+
 fn step(users: usize, g: Option<ReplyGaps>) -> StepResult {
     StepResult {
         users,

@@ -9,7 +9,7 @@ use crate::waits::ThreadStatesExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
 pub use tpslab_record::ramp::{
-    Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult,
+    Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult, TreeSampling,
 };
 
 /// What a ramp's record ([`RampRecord`], a record type) says for the exit status: with

@@ -193,6 +193,18 @@ fn thread_parts(s: &StepResult, parked: &BTreeSet<u32>) -> Option<Vec<(RtPart, T
     )
 }
 
+/// The ledger of an open-loop step (`capacity tcp|http`): `s` holds the step's replies
+/// and response time over the sampler's window (`measured_s`, `completed`, `tps`), its
+/// threads and its listener as a ramp step's do, and `users` the connections its
+/// requests were sent on (the most requests at once: what bounds the spare threads).
+/// Nothing is outside a request: the open loop sends on its schedule, not after a
+/// reply, so `outside_ms` is 0. None without replies.
+pub fn open_loop(s: &StepResult, parked: &BTreeSet<u32>) -> Option<RtLedger> {
+    let mut l = step_ledger_beside(s, 0.0, parked)?;
+    l.outside_ms = 0.0;
+    Some(l)
+}
+
 /// Every step's ledger, in step order (steps without replies left out).
 pub fn ledgers(steps: &[StepResult], think_s: f64) -> Vec<RtLedger> {
     let parked = steps.first().map(parked).unwrap_or_default();
@@ -236,6 +248,17 @@ pub fn first_step(ledgers: &[RtLedger], parts: &[RtPart]) -> Option<usize> {
 /// lock 251.0 ms +- 3.1 (93 %) + ... + unattributed 10.2 ms (4 %); outside a request
 /// 5.0 ms per request (connecting, backing off)".
 pub fn line(l: &RtLedger) -> String {
+    format!(
+        "{}; outside a request (connecting, backing off, or what Little's law leaves over the closed loop) {:.2} ms per request",
+        line_at(l, &format!("{} users", l.users)),
+        l.outside_ms
+    )
+}
+
+/// The ledger's sum at `at` (`64 users`, `800 requests/s`): "response-time ledger at
+/// 800 requests/s: mean 4.20 ms = ... + unattributed 0.10 ms (2 %)", or the parts that
+/// overlap (see [`balances`]).
+pub fn line_at(l: &RtLedger, at: &str) -> String {
     let pct = |ms: f64| {
         if l.mean_ms > 0.0 {
             100.0 * ms / l.mean_ms
@@ -278,10 +301,7 @@ pub fn line(l: &RtLedger) -> String {
             parts.join(", ")
         )
     };
-    format!(
-        "response-time ledger at {} users: {sum}; outside a request (connecting, backing off, or what Little's law leaves over the closed loop) {:.2} ms per request",
-        l.users, l.outside_ms
-    )
+    format!("response-time ledger at {at}: {sum}")
 }
 
 #[cfg(test)]

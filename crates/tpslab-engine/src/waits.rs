@@ -330,9 +330,13 @@ impl WaitSampler {
                 comm: s.comm.clone(),
                 states: ThreadStates::default(),
                 pid,
+                futex_timed: 0,
             });
             t.states
                 .add(s.state, s.wchan.as_deref(), s.syscall.as_deref(), s.fd);
+            if s.state == 'S' && s.futex_timed {
+                t.futex_timed += 1;
+            }
         }
     }
 
@@ -366,6 +370,7 @@ impl WaitSampler {
                 comm: format!("({} exited threads)", self.exited.1),
                 states: self.exited.0,
                 pid: 0,
+                futex_timed: 0,
             });
         }
         threads.sort_by(|a, b| {

@@ -82,6 +82,15 @@ pub struct CapacityStep {
     pub started_s: f64,
     /// Its length, seconds (warm-up, window, drain and the observer's start and end).
     pub elapsed_s: f64,
+    /// `capacity tcp|http`: the step's response-time ledger (its mean response time,
+    /// request written to reply read, split into measured parts by Little's law: the
+    /// listener's accept queue, with `--pid` the server's threads sampled every 10 ms in
+    /// the window, and the replies' transmission stalls; `users` is the step's
+    /// connections, the most requests at once; nothing is outside a request in an open
+    /// loop). None: UDP, no reply, neither the listener nor the threads read, or a
+    /// record written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<crate::rt_ledger::RtLedger>,
 }
 
 /// Where the search ended.

@@ -206,6 +206,13 @@ pub struct ThreadWait {
     /// socket). 0 when not known (records written before it, the exited threads' row).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub pid: u32,
+    /// Of its samples in a futex (the `Lock` class of `states`), those waiting with a
+    /// timeout (a futex wait op whose timeout argument was set, from
+    /// /proc/TID/task/TID/syscall): a timed sleep (a JVM's compiler threads and
+    /// Monitor Deflation between their turns, `Thread.sleep`, a pool's keep-alive), not
+    /// a wait for a lock. 0 in records written before it.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub futex_timed: u64,
 }
 
 /// Where a watched process's threads spent an observed run.

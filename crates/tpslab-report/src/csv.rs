@@ -10,9 +10,18 @@ use tpslab_analysis::record::{Body, Record, RunRecord};
 use tpslab_analysis::rt_ledger::RtPart;
 
 /// A capacity search's steps, one row each; `search` is `as_is`, or `with_fix` for the
-/// steps of `--fix-and-retry`'s second search (numbered from 1 again).
+/// steps of `--fix-and-retry`'s second search (numbered from 1 again); `capacity tcp|http`
+/// steps add their response-time ledger (ms per part; empty without one).
 fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) -> io::Result<()> {
-    writeln!(w, "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s,search")?;
+    writeln!(
+        w,
+        "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s,search,ledger_mean_ms,{},ledger_unattributed_ms",
+        RtPart::ALL
+            .iter()
+            .map(|p| format!("ledger_{}_ms", part_name(*p)))
+            .collect::<Vec<_>>()
+            .join(",")
+    )?;
     let searches =
         std::iter::once((c, "as_is")).chain(c.retry.iter().map(|r| (&r.search, "with_fix")));
     for (c, search) in searches {
@@ -25,7 +34,7 @@ fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) ->
             });
             writeln!(
                 w,
-                "{},{},{},{},{lat},{},{},{},{},{},{},{search}",
+                "{},{},{},{},{lat},{},{},{},{},{},{},{search},{}",
                 i + 1,
                 s.rate_pps,
                 s.achieved_pps,
@@ -35,7 +44,8 @@ fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) ->
                 s.status.word().to_lowercase(),
                 text(&s.why.join("; ")),
                 s.started_s,
-                s.elapsed_s
+                s.elapsed_s,
+                ledger_cells(s.ledger.as_ref())
             )?;
         }
     }
@@ -408,6 +418,18 @@ pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::R
         )?;
     }
     Ok(())
+}
+
+/// A capacity step's ledger as cells: its mean, each part's ms (empty when not read),
+/// what is left unattributed; all empty without a ledger.
+fn ledger_cells(l: Option<&tpslab_analysis::rt_ledger::RtLedger>) -> String {
+    let mut cells = vec![l.map_or(String::new(), |l| num(l.mean_ms, 3))];
+    cells.extend(RtPart::ALL.iter().map(|&p| {
+        l.and_then(|l| l.parts.iter().find(|x| x.part == p))
+            .map_or(String::new(), |x| num(x.ms, 3))
+    }));
+    cells.push(l.map_or(String::new(), |l| num(l.unattributed_ms, 3)));
+    cells.join(",")
 }
 
 /// A ledger part's name in a column: its record name (`accept_wait`, `on_cpu`, ...).

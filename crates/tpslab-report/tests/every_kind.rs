@@ -104,6 +104,15 @@
 //!   10k --step-duration 1s --warmup 300ms --budget 60s --json $F/capacity_retry.json` (S1
 //!   in one command: nothing passes with the default buffer; with net.core.rmem_default
 //!   raised and the server started again, 100,000 pps)
+//! - `ramp_python_lock.json` and `capacity_http_lock.json` (records with response-time
+//!   ledgers): the locked Python service of tests/suite/ramp_lock.rs (`LOCKED_HTTP`, 4 ms under
+//!   one lock, listen backlog 5) on port P with PID S, then `$T ramp http
+//!   http://127.0.0.1:P/ --pid S --users 1..64 --step x4 --step-duration 2s --warmup
+//!   500ms --json $F/ramp_python_lock.json` (its steps' drop reasons, host-wide, taken
+//!   out) and `$T capacity http http://127.0.0.1:P/ --pid S --connections 4 --start-rate
+//!   400 --resolution 20% --repeats 1 --step-duration 1s --warmup 300ms --budget 30s
+//!   --json $F/capacity_http_lock.json` (sustains 225 requests/s; the lock 71 % of the
+//!   failing step's mean response time)
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 
@@ -127,6 +136,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
             "ramp_redis.json",
             "ramp_java_http_lock.json",
             "ramp_python_nagle.json",
+            "ramp_python_lock.json",
         ],
         Body::Sweep(_) => &["sweep.json"],
         Body::Serve(_) => &["serve_udp.json"],
@@ -142,7 +152,11 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         ],
         Body::ProbePool(_) => &["probe_pool.json"],
         Body::Compare(_) => &["compare.json"],
-        Body::Capacity(_) => &["capacity.json", "capacity_retry.json"],
+        Body::Capacity(_) => &[
+            "capacity.json",
+            "capacity_retry.json",
+            "capacity_http_lock.json",
+        ],
     }
 }
 

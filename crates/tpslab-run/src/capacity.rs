@@ -113,7 +113,11 @@ fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
 /// window showed ([`StreamWatch`]).
 enum StepEvidence {
     Udp(Box<tpslab_analysis::record::RunRecord>),
-    Stream(tpslab_analysis::capacity_stream::StreamFacts),
+    /// The window's facts, and the window as a step for its response-time ledger.
+    Stream(
+        tpslab_analysis::capacity_stream::StreamFacts,
+        Option<Box<tpslab_analysis::ramp::StepResult>>,
+    ),
 }
 
 /// One step at `rate`: its figures and, for UDP, its run (the verdict's evidence; its
@@ -146,10 +150,10 @@ fn run_step(
             }
             let watch = StreamWatch::start(load.target, h.pid);
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
-            let facts = watch.end(&rec.result);
+            let (facts, step) = watch.end(&rec.result, load.connections);
             Ok((
                 search::figures_http(&rec, rate, stop.load(Relaxed)),
-                StepEvidence::Stream(facts),
+                StepEvidence::Stream(facts, step.map(Box::new)),
             ))
         }
         CapacityLoad::Tcp(t) => {
@@ -162,10 +166,10 @@ fn run_step(
             }
             let watch = StreamWatch::start(load.target, load.pid);
             let r = run_load_tcp(&load, stop, ctx.http_live.as_ref())?;
-            let facts = watch.end(&r);
+            let (facts, step) = watch.end(&r, load.connections);
             Ok((
                 search::figures_tcp(&r, t.duration, rate, stop.load(Relaxed)),
-                StepEvidence::Stream(facts),
+                StepEvidence::Stream(facts, step.map(Box::new)),
             ))
         }
     }
@@ -202,7 +206,7 @@ fn no_listener(step: &CapacityStep, evidence: &StepEvidence) -> Option<String> {
                 None
             }
         }
-        StepEvidence::Stream(_) => {
+        StepEvidence::Stream(..) => {
             (case == Some(Case::ConnectionsRefused) && step.answered_pps == 0.0).then(|| {
                 format!(
                     "{}: the first step's connections were refused and nothing answered",
@@ -407,6 +411,9 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
     let mut environment = None;
     let base = plan.min_budget();
     let mut longest = Duration::ZERO;
+    // The server's threads parked in a lock wait at the first step with a ledger (a
+    // runtime's helpers): never charged as requests queued on a lock.
+    let mut parked: Option<std::collections::BTreeSet<u32>> = None;
     // The charge per datagram (truesize) a socket buffer's size is counted in: what the
     // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
     let probe = match &plan.load {
@@ -467,10 +474,17 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         longest = longest.max(Duration::from_secs_f64(elapsed));
         environment.get_or_insert_with(|| match &evidence {
             StepEvidence::Udp(rec) => rec.environment.clone(),
-            StepEvidence::Stream(_) => tpslab_engine::env::environment(),
+            StepEvidence::Stream(..) => tpslab_engine::env::environment(),
         });
         f.interrupted |= stop.load(Relaxed);
         let (status, why) = search::judge(&plan.search.slo, &f);
+        let ledger = match &evidence {
+            StepEvidence::Stream(_, Some(s)) => {
+                let p = parked.get_or_insert_with(|| tpslab_analysis::rt_ledger::parked(s));
+                tpslab_analysis::rt_ledger::open_loop(s, p)
+            }
+            _ => None,
+        };
         // The verdict rules read a UDP run's ledger; an HTTP step has none (its failing
         // objective is its evidence).
         let verdict = (status == StepStatus::Fail).then(|| {
@@ -481,15 +495,26 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
                     queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
                     d
                 }
-                StepEvidence::Stream(facts) => {
+                StepEvidence::Stream(facts, step) => {
                     use tpslab_analysis::capacity_stream as stream;
                     // The counts are judged against what broke (a p99 is broken by 1 %
                     // of requests, not by one reset).
                     let broken = stream::broken(&plan.search.slo, &f);
-                    stream::diagnose(&stream::StreamFacts {
+                    let mut d = stream::diagnose(&stream::StreamFacts {
                         broken,
                         ..facts.clone()
-                    })
+                    });
+                    if let Some(l) = &ledger {
+                        let at = format!("{} {}", rate_text(rate), plan.search.unit);
+                        let gaps = step.as_ref().and_then(|s| s.reply_gaps);
+                        tpslab_analysis::capacity_ledger::with_ledger(
+                            &mut d,
+                            l,
+                            gaps.as_ref(),
+                            &at,
+                        );
+                    }
+                    d
                 }
             };
             let v = StepVerdict {
@@ -514,6 +539,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
             verdict,
             started_s,
             elapsed_s: elapsed,
+            ledger,
         };
         let nobody = if steps.is_empty() {
             no_listener(&step, &evidence)

@@ -458,6 +458,7 @@ mod tests {
             pid: 0,
             comm: format!("t{tid}"),
             states,
+            futex_timed: 0,
         }
     }
 

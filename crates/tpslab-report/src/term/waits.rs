@@ -100,6 +100,7 @@ mod tests {
                 comm: "python3".into(),
                 states: a.clone(),
                 pid: 7,
+                futex_timed: 0,
             }],
             ..Default::default()
         };

@@ -30,4 +30,6 @@ pub const FIXTURES: &[&str] = &[
     "ramp_python_nagle.json",
     "capacity.json",
     "capacity_retry.json",
+    "ramp_python_lock.json",
+    "capacity_http_lock.json",
 ];

@@ -2,14 +2,19 @@
 //! ([`tpslab_analysis::capacity_stream`]): the target's listen socket(s)
 //! ([`tpslab_engine::listen`]) and the TcpExt listen counters of the server's network
 //! namespace, and the server's threads (its PID and its descendants,
-//! [`tpslab_engine::server_tree`]).
+//! [`tpslab_engine::server_tree`]; each thread's states sampled every 10 ms,
+//! [`tpslab_engine::step_sampler`]), for the step's response-time ledger too.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity_stream::{LoadHttpResult, StreamFacts, ThreadFacts};
+use tpslab_analysis::ramp::StepResult;
+use tpslab_analysis::ramp::TreeSampling;
+use tpslab_analysis::waits::{StepThread, ThreadStates};
 use tpslab_engine::listen::Listen;
 use tpslab_engine::server_tree::ServerTree as Tree;
+use tpslab_engine::step_sampler::StepSampler;
 use tpslab_net::diag::SockDiag;
 use tpslab_net::sched::SchedPolicy;
 
@@ -26,7 +31,15 @@ pub(super) struct StreamWatch {
     tree: Option<Tree>,
     t0: Instant,
     done: Arc<AtomicBool>,
-    sampler: Option<std::thread::JoinHandle<Listen>>,
+    sampler: Option<std::thread::JoinHandle<Window>>,
+}
+
+/// What the sampler thread read over the window: the listen socket(s), the server's
+/// threads one by one, and the window's length, seconds.
+struct Window {
+    listen: Option<Listen>,
+    threads: Option<(ThreadStates, Vec<StepThread>, TreeSampling)>,
+    secs: f64,
 }
 
 impl StreamWatch {
@@ -47,20 +60,40 @@ impl StreamWatch {
         let diag = root
             .as_ref()
             .and_then(|_| tpslab_engine::env::in_netns_of(pid, || SockDiag::open().ok()).flatten());
-        let sampler = diag.map(|mut diag| {
+        let threads = pid.map(|p| StepSampler::start(p, Some(target.port())));
+        let sampler = (diag.is_some() || threads.is_some()).then(|| {
             let d = done.clone();
             // The first read before the load starts: the drops' baseline.
-            let mut l = Listen::new(target);
-            l.read(&mut diag, true);
+            let mut listen = diag.map(|mut diag| {
+                let mut l = Listen::new(target);
+                l.read(&mut diag, true);
+                (l, diag)
+            });
+            let mut threads = threads;
+            let t0 = Instant::now();
             std::thread::spawn(move || {
                 // Never ahead of the generator's threads: a run under `chrt -f` would
                 // otherwise share its CPU with this reader at the same priority.
                 let _ = tpslab_net::sched::set_policy(SchedPolicy::Other);
                 loop {
                     let last = d.load(Relaxed);
-                    l.read(&mut diag, false);
+                    if let Some((l, diag)) = listen.as_mut() {
+                        l.read(diag, false);
+                    }
+                    if let Some(sm) = threads.as_mut() {
+                        sm.sample();
+                    }
                     if last {
-                        return l;
+                        let threads = threads.map(|sm| {
+                            let cov = sm.coverage();
+                            let (st, per) = sm.finish();
+                            (st, per, cov)
+                        });
+                        return Window {
+                            listen: listen.map(|(l, _)| l),
+                            threads,
+                            secs: t0.elapsed().as_secs_f64(),
+                        };
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -77,8 +110,14 @@ impl StreamWatch {
         }
     }
 
-    /// The facts of the window that ended, with the counts of `r`.
-    pub(super) fn end(mut self, r: &LoadHttpResult) -> StreamFacts {
+    /// The facts of the window that ended, with the counts of `r`; and the window as a
+    /// step for its response-time ledger (`users`: the step's connections), None when
+    /// nothing was sampled.
+    pub(super) fn end(
+        mut self,
+        r: &LoadHttpResult,
+        users: usize,
+    ) -> (StreamFacts, Option<StepResult>) {
         // The threads' shares are of the time load was sent (first to last request
         // written), not of the watch's: that also holds the loop's lead before its first
         // send, the connects and the grace after the last (a thread busy all the window
@@ -91,11 +130,9 @@ impl StreamWatch {
         }
         .max(1e-9);
         self.done.store(true, Relaxed);
-        let listen = self
-            .sampler
-            .take()
-            .and_then(|h| h.join().ok())
-            .filter(|l| l.seen);
+        let window = self.sampler.take().and_then(|h| h.join().ok());
+        let step = window.as_ref().map(|w| ledger_step(w, r, users));
+        let listen = window.and_then(|w| w.listen).filter(|l| l.seen);
         let after = self
             .root
             .as_deref()
@@ -112,7 +149,7 @@ impl StreamWatch {
             (Some(pid), Some(t0)) => Some(thread_facts(pid, &t0, secs)),
             _ => None,
         };
-        StreamFacts {
+        let facts = StreamFacts {
             listen_drops: listen.as_ref().and_then(Listen::dropped),
             namespace_drops,
             accept_queue_max: listen.as_ref().map(|l| l.queue_max),
@@ -120,7 +157,8 @@ impl StreamWatch {
             threads,
             ..Default::default()
         }
-        .with_failures(r)
+        .with_failures(r);
+        (facts, step)
     }
 }
 
@@ -130,6 +168,41 @@ impl Drop for StreamWatch {
         if let Some(h) = self.sampler.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// The window `w` as a ramp step of `users` for [`tpslab_analysis::rt_ledger::open_loop`]:
+/// the replies of `r` (their response time, request written to reply read, and their
+/// first-to-last-byte gaps) over the sampler's window, as are the threads' states and
+/// the listener's accept queue (so Little's law divides like by like).
+fn ledger_step(w: &Window, r: &LoadHttpResult, users: usize) -> StepResult {
+    let secs = w.secs.max(1e-9);
+    let listen = w.listen.as_ref().filter(|l| l.seen);
+    let (threads, per_thread, tree_sampling) = match &w.threads {
+        Some((st, per, cov)) => (Some(st.clone()), per.clone(), Some(*cov)),
+        None => (None, vec![], None),
+    };
+    StepResult {
+        users,
+        measured_s: secs,
+        completed: r.uncorrected.count,
+        tps: r.uncorrected.count as f64 / secs,
+        response: r.uncorrected,
+        errors: Default::default(),
+        server_cpu_cores: None,
+        threads,
+        tcp: None,
+        accept_queue_max: listen.map(|l| l.queue_max),
+        accept_queue_mean: listen.and_then(Listen::queue_mean),
+        listener_drops: None,
+        drop_reasons: None,
+        load_sent_s: None,
+        load_end_s: None,
+        per_thread,
+        tree_sampling,
+        http2: None,
+        reply_gaps: r.reply_gaps,
+        reconnect_backoffs: 0,
     }
 }
 

@@ -110,3 +110,74 @@ fn max_rate_over_http2_streams_for_a_duration() {
     assert_eq!(r["corrected"], r["uncorrected"], "{r}");
     assert!(out.contains("each stream sends its next request"), "{out}");
 }
+
+/// A threshold nginx cannot meet (p99 under 1 us): exit 1 (docs/ci.md), the failed
+/// threshold printed first (after the plan's line) with its mark, its reason on stderr;
+/// the thresholds met marked passed; `tpslab report` prints the same from the record.
+#[test]
+fn a_failed_threshold_exits_1_and_is_printed_first() {
+    let Some((_nginx, port)) = common::nginx("load-max-gate") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let json = common::tmp("load-max-gate.json");
+    let mut c = common::tpslab();
+    c.args(["load", "http", &url, "--rate", "max", "--connections", "50"])
+        .args(["--duration", "500ms", "--fail-on", "p99<1us,errors<0.1%"])
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[1].starts_with("THRESHOLDS (--fail-on 'p99<1us,errors<0.1%'): 1 of 2 FAILED"),
+        "{stdout}"
+    );
+    assert!(lines[2].starts_with("  ✗ FAIL p99<1us"), "{stdout}");
+    assert!(lines[3].starts_with("  ✓ pass errors<0.1%"), "{stdout}");
+    assert!(
+        stderr.contains("tpslab: exit 1: p99 ") && stderr.contains("(--fail-on 'p99<1us')"),
+        "{stderr}"
+    );
+    common::assert_report_reproduces(&json, &out.stdout);
+}
+
+/// A capacity floor above what nginx sustains (`rps>=100M`): exit 1, printed first.
+#[test]
+fn capacity_http_below_its_floor_exits_1() {
+    let Some((_nginx, port)) = common::nginx("cap-gate") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut c = common::tpslab();
+    c.args(["capacity", "http", &url, "--fail-on", "rps>=100M"])
+        .args([
+            "--start-rate",
+            "500",
+            "--max-rate",
+            "1000",
+            "--repeats",
+            "1",
+        ])
+        .args(["--step-duration", "200ms", "--warmup", "100ms"]);
+    let out = common::run(c);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[1].starts_with("THRESHOLDS (--fail-on 'rps>=100M'): 1 of 1 FAILED"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("  ✗ FAIL rps>=100M  rps 1000.0 (sustained by the search)"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("tpslab: exit 1: rps 1000.0"), "{stderr}");
+}

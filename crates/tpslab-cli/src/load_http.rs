@@ -23,6 +23,14 @@ pub struct LoadHttpArgs {
     /// longest a run may last (24h).
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub duration: Option<Duration>,
+    /// Exit 1 when the run fails a threshold, comma-separated: 'pNN<DURATION' (p50, p90,
+    /// p99, p99.9, max: latency from the intended send, a closed loop's from the send),
+    /// 'errors<PCT%' (failed requests and 4xx/5xx replies, of all), 'rps>=N' (the
+    /// achieved rate; --rate max: replies/s), errors (any failure). Printed first in the
+    /// report with pass/fail marks. Quote it: unquoted, the shell reads > and < as
+    /// redirections.
+    #[arg(long, value_name = "CONDITIONS")]
+    pub fail_on: Option<String>,
     /// With --rate max: end once N requests were started and their replies are in (or
     /// they failed), as `oha -n` does, unless --duration ends the run first.
     #[arg(long, value_name = "N")]
@@ -61,6 +69,10 @@ impl LoadHttpArgs {
             if max { 0.0 } else { self.rate.unwrap_or(0.0) },
             duration,
             || {
+                if let Some(f) = &self.fail_on {
+                    tpslab_analysis::gate::parse(f, tpslab_analysis::gate::applies::LOAD_HTTP)
+                        .map_err(anyhow::Error::msg)?;
+                }
                 if self.rate.is_none() {
                     bail!("load http needs --rate R: requests a second, all connections together, e.g. --rate 2000, or --rate max (each connection's next request as soon as its last reply is in)");
                 }
@@ -69,6 +81,7 @@ impl LoadHttpArgs {
             |p| {
                 p.max_rate = max;
                 p.requests = self.requests;
+                p.fail_on.clone_from(&self.fail_on);
                 Ok(p.validate()?)
             },
         )

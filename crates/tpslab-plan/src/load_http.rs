@@ -73,6 +73,12 @@ pub struct LoadHttpPlan {
     /// records made before HTTP/2).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: usize,
+    /// `--fail-on` as given (thresholds: `p99<20ms`, `errors<0.1%`, `rps>=5000`,
+    /// `errors`), checked before the run by `tpslab_analysis::gate::parse` and judged by
+    /// the report from the record (printed first, with pass/fail marks); absent when not
+    /// given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_on: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {

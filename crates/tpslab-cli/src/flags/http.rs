@@ -118,6 +118,7 @@ impl HttpFlags {
             load_threads: self.load_threads,
             http2: self.http2,
             streams: self.streams,
+            fail_on: None,
         };
         validate(&mut plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;

@@ -293,5 +293,44 @@ fn load_http_rows() {
             &["load", "http", "http://127.0.0.1/"],
             Error("load http needs --rate R: requests a second"),
         ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "p99<20ms,errors<0.1%,rps>=5k,errors",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l)
+                    if l.fail_on.as_deref() == Some("p99<20ms,errors<0.1%,rps>=5k,errors"))
+            }),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "loss>1%",
+            ],
+            Error("--fail-on 'loss>1%': this command cannot judge it; allowed 'pNN<DURATION'"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "p99<20",
+            ],
+            Error("--fail-on 'p99<20': p99: a duration (e.g. p99<20ms)"),
+        ),
     ]);
 }

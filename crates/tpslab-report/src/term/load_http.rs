@@ -93,6 +93,12 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
 /// What the run did.
 pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io::Result<()> {
     let (p, r) = (&rec.plan, &rec.result);
+    super::thresholds::block(
+        w,
+        p.fail_on.as_deref(),
+        tpslab_analysis::gate::applies::LOAD_HTTP,
+        &tpslab_analysis::load_http::outcome(rec, interrupted),
+    )?;
     if interrupted {
         // Stopped early: the rate over the planned duration, and the requests the plan
         // still had, say nothing of the server.

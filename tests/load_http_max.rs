@@ -181,3 +181,43 @@ fn capacity_http_below_its_floor_exits_1() {
     );
     assert!(stderr.contains("tpslab: exit 1: rps 1000.0"), "{stderr}");
 }
+
+/// python3's http.server answers HTTP/1.0 and closes each connection: the report says
+/// the server does not keep connections alive (it showed only "1.0 requests each").
+#[test]
+fn a_server_that_closes_each_connection_is_named() {
+    if !common::need("load-http-py10", "/usr/bin/python3") {
+        return;
+    }
+    let port = common::free_port();
+    let dir = common::tmp("load-http-py10");
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::write(std::path::Path::new(&dir).join("index.html"), "hi\n").unwrap();
+    let child = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server");
+    let _k = common::Kill(child);
+    common::wait_listening(port, "python3 -m http.server");
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, out, err, rec) = load(
+        &url,
+        &["--rate", "200", "--connections", "2", "--duration", "500ms"],
+        "load-http-py10",
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(n(&rec["result"]["connections"]), n(&rec["result"]["sent"]));
+    assert!(
+        out.contains("Connections: every connection closed after 1 request: the server does not keep connections alive"),
+        "{out}"
+    );
+}

@@ -143,6 +143,16 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
     }
+    if !interrupted && r.sent > 0 {
+        writeln!(
+            w,
+            "VERDICT: limited by {}",
+            tpslab_analysis::load_http::limited_by(rec)
+        )?;
+        if let Some(f) = tpslab_analysis::load_http::reuse(rec) {
+            writeln!(w, "Connections: {f}")?;
+        }
+    }
     Ok(())
 }
 

@@ -17,6 +17,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
         CapacityCmd::Http(a) => (a.plan()?, &a.record, a.live),
         CapacityCmd::Tcp(a) => (a.plan()?, &a.record, a.live),
     };
+    let fail_on = plan.search.fail_on.clone();
     if live {
         tpslab_cli::live::check()?;
     }
@@ -60,6 +61,13 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
             eprintln!("tpslab: error: {}: {why}", plan.target());
             return Ok(ExitCode::from(2));
         }
+        // A floor on the capacity found (`--fail-on 'rps>=N'`): 1 below it.
+        return super::load_http::gate_exit(
+            fail_on.as_deref(),
+            tpslab_analysis::gate::applies::CAPACITY,
+            &tpslab_analysis::gate::capacity_outcome(c),
+            false,
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Result};
 use std::process::ExitCode;
+use tpslab_analysis::gate::{self, applies};
 use tpslab_analysis::record::Body;
 use tpslab_cli::load_http::LoadHttpArgs;
 
@@ -55,10 +56,33 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
         bail!(why);
     }
     // Interrupted (Ctrl-C, `q` in the live view): 130 as every command (docs/ci.md),
-    // after the record of what ran was kept.
-    Ok(if rec.meta.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    // after the record of what ran was kept; then 1 for a failed --fail-on threshold.
+    gate_exit(
+        a.fail_on.as_deref(),
+        applies::LOAD_HTTP,
+        &tpslab_analysis::load_http::outcome(l, rec.meta.interrupted),
+        rec.meta.interrupted,
+    )
+}
+
+/// The exit code of a run judged against `fail_on` (as given, checked before the run):
+/// 130 interrupted, 1 a threshold failed (each reason on stderr, `tpslab: exit 1: ...`),
+/// else 0 (docs/ci.md).
+pub(crate) fn gate_exit(
+    fail_on: Option<&str>,
+    allowed: &[&str],
+    o: &gate::Outcome,
+    interrupted: bool,
+) -> Result<ExitCode> {
+    let conds = match fail_on {
+        Some(f) => gate::parse(f, allowed).map_err(anyhow::Error::msg)?,
+        None => vec![],
+    };
+    let (code, why) = gate::exit_code(o, &conds, false);
+    if code != 0 && !interrupted {
+        for w in why {
+            eprintln!("tpslab: exit {code}: {w}");
+        }
+    }
+    Ok(ExitCode::from(code))
 }

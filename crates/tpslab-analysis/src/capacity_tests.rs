@@ -12,6 +12,7 @@ fn search(start: f64, max: f64) -> CapacitySearch {
         budget: Duration::from_secs(600),
         min_rate: 1.0,
         unit: Default::default(),
+        fail_on: None,
     }
 }
 

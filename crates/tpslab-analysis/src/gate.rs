@@ -1,7 +1,12 @@
-//! Exit-code gates for CI pipelines: `--fail-on loss>0.1%,invalid,errors` and `--strict`.
+//! Exit-code gates for CI pipelines: `--fail-on loss>0.1%,invalid,errors` and `--strict`,
+//! and thresholds on figures (`p99<20ms`, `errors<0.1%`, `rps>=5000`: [`gate_bound`]).
 //! Pure: a condition list is parsed from text and judged against a run record.
 
 use tpslab_record::RunRecord;
+
+#[path = "gate_bound.rs"]
+pub mod gate_bound;
+pub use gate_bound::{Bound, Figure, Figures};
 
 /// One `--fail-on` condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +22,9 @@ pub enum FailOn {
     Errors,
     /// A `--target-rate` was not reached (tcp).
     Target,
+    /// A threshold on a figure (`p99<20ms`, `errors<0.1%`, `rps>=5000`): fails when the
+    /// figure is on its bad side, or was not measured.
+    Bound(Bound),
 }
 
 impl FailOn {
@@ -27,6 +35,16 @@ impl FailOn {
             FailOn::Invalid => "invalid",
             FailOn::Errors => "errors",
             FailOn::Target => "target",
+            FailOn::Bound(b) => b.figure.kind(),
+        }
+    }
+
+    /// As written in `--fail-on` (`loss>1%`, `p99<20ms`, `errors`).
+    pub fn text(&self) -> String {
+        match self {
+            FailOn::LossAbove(v) => format!("loss>{v}%"),
+            FailOn::Bound(b) => b.text.clone(),
+            c => c.name().into(),
         }
     }
 }
@@ -41,6 +59,10 @@ pub mod applies {
     pub const TCP: &[&str] = &["target", "invalid"];
     /// sweep.
     pub const SWEEP: &[&str] = &["invalid", "errors"];
+    /// load http: thresholds on latency, the error share and the rate, and any failure.
+    pub const LOAD_HTTP: &[&str] = &["latency", "error_share", "rps", "errors"];
+    /// capacity udp|tcp|http: a floor on the rate the search sustained (`rps>=N`).
+    pub const CAPACITY: &[&str] = &["rps"];
 }
 
 /// `--fail-on VALUE` as a shell reads it back: the value quoted (`--fail-on
@@ -61,12 +83,12 @@ pub fn shown(value: &str) -> String {
 pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
     let list = allowed
         .iter()
-        .map(|a| {
-            if *a == "loss" {
-                "'loss>PCT%' (e.g. --fail-on 'loss>0.1%')"
-            } else {
-                a
-            }
+        .map(|a| match *a {
+            "loss" => "'loss>PCT%' (e.g. --fail-on 'loss>0.1%')",
+            "latency" => "'pNN<DURATION' (p50, p90, p99, p99.9, max; e.g. 'p99<20ms')",
+            "error_share" => "'errors<PCT%'",
+            "rps" => "'rps>=N' (requests/s)",
+            a => a,
         })
         .collect::<Vec<_>>()
         .join(", ");
@@ -74,7 +96,10 @@ pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
     s.split(',')
         .map(|item| {
             let t = item.trim();
-            let c = match t {
+            let c = match Bound::parse(t) {
+                Some(Ok(b)) => FailOn::Bound(b),
+                Some(Err(why)) => return Err(format!("{}: {why}; {allowed_text}", shown(t))),
+                None => match t {
                 "invalid" => FailOn::Invalid,
                 "errors" => FailOn::Errors,
                 "target" => FailOn::Target,
@@ -93,6 +118,7 @@ pub fn parse(s: &str, allowed: &[&str]) -> Result<Vec<FailOn>, String> {
                         .ok_or_else(|| format!("{}: {allowed_text}", shown(t)))?;
                     FailOn::LossAbove(v)
                 }
+                },
             };
             if !allowed.contains(&c.name()) {
                 return Err(format!(
@@ -135,6 +161,8 @@ pub struct Outcome {
     pub errors: Option<String>,
     /// The target: None when none was set; Some(None) reached; Some(Some(why)) missed.
     pub target: Option<Option<String>>,
+    /// The figures thresholds are judged on (none measured by default).
+    pub figures: Figures,
 }
 
 /// The outcome of a UDP run record (`load`, `run`, `diagnose`): window loss, generator
@@ -155,6 +183,24 @@ pub fn udp_outcome(rec: &RunRecord) -> Outcome {
         },
         errors: udp_errors(rec, send, reply),
         target: None,
+        figures: Figures::default(),
+    }
+}
+
+/// The outcome of a capacity search for `--fail-on 'rps>=N'` (a floor on the capacity
+/// found): the rate it sustained (`Conclusion::bounds`), none when no rate passed.
+pub fn capacity_outcome(rec: &tpslab_record::capacity::CapacityRecord) -> Outcome {
+    Outcome {
+        interrupted: rec.interrupted,
+        figures: Figures {
+            rps: rec
+                .conclusion
+                .bounds()
+                .0
+                .map(|r| (r, "sustained by the search".to_string())),
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -225,6 +271,37 @@ pub fn met(o: &Outcome, conds: &[FailOn]) -> Vec<String> {
                 Some(None) => None,
                 Some(Some(why)) => Some(format!("{why} (--fail-on target)")),
             },
+            FailOn::Bound(b) => match o.figures.value(b.figure) {
+                Some((v, read)) if !b.passes(v) => {
+                    Some(format!("{read} fails the threshold ({})", shown(&b.text)))
+                }
+                Some(_) => None,
+                None => Some(format!(
+                    "{} not measured in this run: the threshold cannot be shown met ({})",
+                    b.figure.kind(),
+                    shown(&b.text)
+                )),
+            },
+        })
+        .collect()
+}
+
+/// Each condition as written with whether the run passes it and the figure behind it, in
+/// the order given, k6's summary: (passed, `p99<20ms`, `p99 9.40 ms`). A condition without
+/// a figure (`errors`, `invalid`) reads as its failure's sentence, or `none`.
+pub fn marks(o: &Outcome, conds: &[FailOn]) -> Vec<(bool, String, String)> {
+    conds
+        .iter()
+        .map(|c| {
+            let why = met(o, std::slice::from_ref(c));
+            let read = match c {
+                FailOn::Bound(b) => o
+                    .figures
+                    .value(b.figure)
+                    .map_or_else(|| "not measured".to_string(), |(_, r)| r),
+                _ => why.first().cloned().unwrap_or_else(|| "none".into()),
+            };
+            (why.is_empty(), c.text(), read)
         })
         .collect()
 }

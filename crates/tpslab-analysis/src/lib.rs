@@ -17,6 +17,7 @@ pub mod experiment;
 pub mod gate;
 pub mod idle;
 pub mod ledger;
+pub mod load_http;
 pub mod merge;
 pub mod nagle;
 pub mod nan;

@@ -86,6 +86,7 @@ impl RampRecordExt for RampRecord {
                 format!("{failed} requests failed ({})", by_kind.join(", "))
             }),
             target: None,
+            figures: Default::default(),
         }
     }
 }

@@ -38,6 +38,11 @@ pub struct SearchFlags {
     /// (answered, of the intended rate).
     #[arg(long, default_value = "p99<20ms,loss<0.1%,errors<0.1%")]
     pub slo: String,
+    /// Exit 1 when the capacity found is below a floor: 'rps>=N' (requests or datagrams a
+    /// second sustained by the search; none sustained fails it). Printed first in the
+    /// report with its mark. Quote it: unquoted, the shell reads > as a redirection.
+    #[arg(long, value_name = "CONDITIONS")]
+    pub fail_on: Option<String>,
     /// The first rate tried; the search doubles it until a step fails.
     #[arg(long, default_value = "1000", value_name = RATE, value_parser = rate())]
     pub start_rate: f64,
@@ -67,6 +72,10 @@ impl SearchFlags {
     /// `most`, counted in `unit`), each refused naming its flag.
     fn check(&self, most: f64, unit: RateUnit) -> Result<(Slo, f64)> {
         let slo = Slo::parse("--slo", &self.slo)?;
+        if let Some(f) = &self.fail_on {
+            tpslab_analysis::gate::parse(f, tpslab_analysis::gate::applies::CAPACITY)
+                .map_err(anyhow::Error::msg)?;
+        }
         let resolution_pct = parse_pct("--resolution", &self.resolution)?;
         STEP_DURATION.check("--step-duration", self.step_duration)?;
         WARMUP.check("--warmup", self.warmup)?;
@@ -98,6 +107,7 @@ impl SearchFlags {
             budget: self.budget,
             min_rate,
             unit,
+            fail_on: self.fail_on.clone(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `tpslab load http URL --rate R`: an open loop of HTTP/1.1 requests (wrk2's model):
 //! `--connections` keep-alive connections, each on its own schedule at R/C requests a
 //! second, latency from each request's intended send time (corrected for coordinated
-//! omission) and from its actual send (uncorrected), side by side.
+//! omission) and from its actual send (uncorrected), side by side. `--rate max`: a closed
+//! loop instead (wrk's, `oha -c`'s), for `--duration` or `--requests N` (`oha -n`).
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -13,12 +14,27 @@ use tpslab_plan::load_http::LoadHttpPlan;
 pub struct LoadHttpArgs {
     /// The URL, `http[s]://HOST[:PORT]/PATH`.
     pub url: String,
-    /// Requests a second, all connections together, e.g. 2000 or 2k (required).
+    /// Requests a second, all connections together, e.g. 2000 or 2k (required); `max`: a
+    /// closed loop (as wrk and `oha -c`): each connection (each stream with --http2) sends
+    /// its next request as soon as its last reply is in; latency is then service time.
     #[arg(long, value_name = crate::flags::units::RATE, value_parser = crate::flags::units::rate())]
     pub rate: Option<f64>,
-    /// How long requests are sent; none is sent after it.
-    #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    pub duration: Duration,
+    /// How long requests are sent; none is sent after it. Default 10s; with --requests, the
+    /// longest a run may last (24h).
+    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub duration: Option<Duration>,
+    /// Exit 1 when the run fails a threshold, comma-separated: 'pNN<DURATION' (p50, p90,
+    /// p99, p99.9, max: latency from the intended send, a closed loop's from the send),
+    /// 'errors<PCT%' (failed requests and 4xx/5xx replies, of all), 'rps>=N' (the
+    /// achieved rate; --rate max: replies/s), errors (any failure). Printed first in the
+    /// report with pass/fail marks. Quote it: unquoted, the shell reads > and < as
+    /// redirections.
+    #[arg(long, value_name = "CONDITIONS")]
+    pub fail_on: Option<String>,
+    /// With --rate max: end once N requests were started and their replies are in (or
+    /// they failed), as `oha -n` does, unless --duration ends the run first.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
     #[command(flatten)]
     pub http: crate::flags::HttpFlags,
     #[command(flatten)]
@@ -39,19 +55,38 @@ pub struct LoadHttpArgs {
 impl LoadHttpArgs {
     /// The validated plan: the request checked first (URL, method, headers), then the
     /// rate, connections, duration and timeout, then the URL resolved and the body read.
-    /// Errors: one line naming the flag.
+    /// `--rate max` (parsed as infinity) is the plan's `max_rate` at rate 0. Errors: one
+    /// line naming the flag.
     pub fn plan(&self) -> Result<LoadHttpPlan> {
+        let max = self.rate.is_some_and(f64::is_infinite);
+        let duration = match (self.duration, self.requests) {
+            (Some(d), _) => d,
+            (None, Some(_)) => tpslab_plan::limits::HTTP_LOAD_DURATION.max,
+            (None, None) => DEFAULT_DURATION,
+        };
         self.http.plan(
             &self.url,
-            self.rate.unwrap_or(0.0),
-            self.duration,
+            if max { 0.0 } else { self.rate.unwrap_or(0.0) },
+            duration,
             || {
+                if let Some(f) = &self.fail_on {
+                    tpslab_analysis::gate::parse(f, tpslab_analysis::gate::applies::LOAD_HTTP)
+                        .map_err(anyhow::Error::msg)?;
+                }
                 if self.rate.is_none() {
-                    bail!("load http needs --rate R: requests a second, all connections together, e.g. --rate 2000");
+                    bail!("load http needs --rate R: requests a second, all connections together, e.g. --rate 2000, or --rate max (each connection's next request as soon as its last reply is in)");
                 }
                 self.record.check(false)
             },
-            |p| Ok(p.validate()?),
+            |p| {
+                p.max_rate = max;
+                p.requests = self.requests;
+                p.fail_on.clone_from(&self.fail_on);
+                Ok(p.validate()?)
+            },
         )
     }
 }
+
+/// `--duration`'s default without `--requests`.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);

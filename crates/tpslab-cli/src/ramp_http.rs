@@ -9,6 +9,8 @@ use tpslab_run::ramp::HttpFlags;
 /// `ramp http`'s own flags; the rest are `ramp tcp`'s (TARGET is the URL,
 /// `http[s]://HOST[:PORT]/PATH`).
 #[derive(Args, Debug)]
+#[command(mut_arg("target", |a| a.value_name("URL").help(
+    "The URL, http[s]://HOST[:PORT]/PATH (optional: without it, tpslab's reference server, serve http, is started)")))]
 pub struct RampHttpArgs {
     #[command(flatten)]
     pub request: crate::flags::HttpRequestFlags,

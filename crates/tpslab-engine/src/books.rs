@@ -20,6 +20,15 @@ pub(crate) trait Books: Sync {
     fn users_at(&self, now: u64) -> usize;
     /// Whether a request may start at `now` (before the plan's end and the stop).
     fn may_send(&self, now: u64) -> bool;
+    /// A request is about to start (after [`Books::may_send`]): false when a cap on the
+    /// requests (`load http --rate max --requests`) is used up, and the user stops. True
+    /// by default (no cap).
+    fn claim(&self) -> bool {
+        true
+    }
+    /// A request claimed was not sent and will be claimed again (an HTTP/2 stream above a
+    /// GOAWAY's last stream, started anew). Nothing by default.
+    fn unclaim(&self) {}
     /// A request's timeout, ns.
     fn timeout_ns(&self) -> u64;
     /// When user `id`'s first request is intended, ns (0: at once).

@@ -16,9 +16,16 @@
 //! outstanding then get a grace of the timeout (at most 2 s); those still waiting after
 //! it are counted `unanswered`. Each loop thread counts into its own `OpenLocal` (two
 //! histograms, counters: no allocation, no lock per request), merged at its end.
+//!
+//! `--rate max` runs the same loops on a closed [`Schedule`] (wrk's and `oha -c`'s model):
+//! every connection (HTTP/2: every stream) sends its first request at the start and each
+//! next one as soon as the last is answered or failed; nothing is intended, so latency is
+//! from the actual send (service time: coordinated omission does not apply) and nothing is
+//! late. `--requests N` caps the requests started ([`Books::claim`]); the run ends when the
+//! N-th is answered or failed, or at the duration.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -32,7 +39,10 @@ use tpslab_record::load_http::{
 
 pub(crate) mod h2loop;
 pub mod live;
+mod supervise;
 mod tcpstep;
+
+pub(crate) use supervise::{loops_for, run_schedule};
 
 pub use live::{HttpLiveSample, HttpLiveSink};
 pub use tcpstep::run_load_tcp;
@@ -65,6 +75,12 @@ pub(crate) struct Schedule<'a> {
     total: Mutex<Option<OpenLocal>>,
     /// The per-interval stream, when one is asked for.
     live: Option<live::Live>,
+    /// `--rate max`: a closed loop (each request at once after its predecessor ended).
+    closed: bool,
+    /// `--requests`: requests that may start at most (u64::MAX: no cap).
+    budget: u64,
+    /// Requests started so far under the cap (claimed, [`Books::claim`]).
+    claimed: AtomicU64,
 }
 
 /// One loop's counts (and, merged, the run's).
@@ -87,6 +103,8 @@ pub(crate) struct OpenLocal {
     /// First and last request written, monotonic ns (first u64::MAX: none).
     first: u64,
     last: u64,
+    /// The last reply read or request failed, monotonic ns (0: none).
+    last_end: u64,
     /// The first TLS failure's text (`tls: ...`).
     first_tls_error: Option<String>,
     /// This loop's side of the per-interval stream.
@@ -116,6 +134,7 @@ impl OpenLocal {
             behind_max_ns: 0,
             first: u64::MAX,
             last: 0,
+            last_end: 0,
             first_tls_error: None,
             live: None,
             gaps: Default::default(),
@@ -169,6 +188,7 @@ impl OpenLocal {
         self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
         self.first = self.first.min(o.first);
         self.last = self.last.max(o.last);
+        self.last_end = self.last_end.max(o.last_end);
         if self.first_tls_error.is_none() {
             self.first_tls_error.clone_from(&o.first_tls_error);
         }
@@ -216,7 +236,24 @@ impl<'a> Schedule<'a> {
             outstanding: AtomicI64::new(0),
             total: Mutex::new(None),
             live: None,
+            closed: false,
+            budget: u64::MAX,
+            claimed: AtomicU64::new(0),
         }
+    }
+
+    /// The schedule made a closed loop (`--rate max`): no intended times, each request
+    /// at once after its predecessor, at most `requests` started (None: no cap).
+    pub(crate) fn closed(mut self, requests: Option<u64>) -> Self {
+        self.closed = true;
+        self.interval = 0;
+        self.budget = requests.unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Every request the cap allows was started (never, without a cap).
+    fn exhausted(&self) -> bool {
+        self.claimed.load(Relaxed) >= self.budget
     }
 
     /// The schedule with a per-interval stream to `sink` (connections counted to `target`).
@@ -235,8 +272,12 @@ impl<'a> Schedule<'a> {
         }
     }
 
-    /// Requests intended before the end: each connection's from its first intended time.
+    /// Requests intended before the end: each connection's from its first intended time
+    /// (a closed loop intends none).
     pub(crate) fn intended(&self, connections: usize) -> u64 {
+        if self.closed {
+            return 0;
+        }
         (0..connections)
             .map(|j| {
                 let f = self.first_due(j);
@@ -271,18 +312,44 @@ impl Books for Schedule<'_> {
     }
 
     fn may_send(&self, now: u64) -> bool {
-        now < self.end && !self.stop.load(Relaxed)
+        now < self.end && !self.stop.load(Relaxed) && !self.exhausted()
+    }
+
+    /// Under `--requests`: one more of the cap's, while any is left.
+    fn claim(&self) -> bool {
+        self.budget == u64::MAX
+            || self
+                .claimed
+                .fetch_update(Relaxed, Relaxed, |n| (n < self.budget).then_some(n + 1))
+                .is_ok()
+    }
+
+    fn unclaim(&self) {
+        if self.budget != u64::MAX {
+            let _ = self
+                .claimed
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        }
     }
 
     fn timeout_ns(&self) -> u64 {
         self.timeout_ns
     }
 
+    /// A closed loop's users all start at the start.
     fn first_due(&self, id: usize) -> u64 {
+        if self.closed {
+            return self.start;
+        }
         self.start + (id as f64 * self.phase_ns).round() as u64
     }
 
+    /// A closed loop's next request is due at once (0: the send's own time is its
+    /// intended time, so nothing is late and latency is from the actual send).
     fn next_due(&self, intended: u64, _now: u64) -> u64 {
+        if self.closed {
+            return 0;
+        }
         intended + self.interval
     }
 
@@ -292,6 +359,12 @@ impl Books for Schedule<'_> {
         l.bytes_out += bytes as u64;
         l.first = l.first.min(now);
         l.last = l.last.max(now);
+        if self.closed {
+            // Nothing is intended: no lag to count (the first request waited for its
+            // connection, not for a schedule).
+            l.publish(None);
+            return;
+        }
         let lag = now.saturating_sub(intended);
         if lag > LoadHttpResult::LATE_NS {
             l.late += 1;
@@ -323,10 +396,16 @@ impl Books for Schedule<'_> {
 
     fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, first: u64, now: u64, r: &Reply) {
         self.outstanding.fetch_sub(1, Relaxed);
-        // Above the histogram's 100 s bound counts as 100 s, never as nothing.
-        let corrected = now.saturating_sub(intended).max(1);
-        l.corrected.saturating_record(corrected);
+        l.last_end = l.last_end.max(now);
         let uncorrected = now.saturating_sub(t0).max(1);
+        // Above the histogram's 100 s bound counts as 100 s, never as nothing. A closed
+        // loop intends nothing: its "corrected" latency is the service time.
+        let corrected = if self.closed {
+            uncorrected
+        } else {
+            now.saturating_sub(intended).max(1)
+        };
+        l.corrected.saturating_record(corrected);
         l.uncorrected.saturating_record(uncorrected);
         let gap = (first != 0).then(|| now.saturating_sub(first));
         l.gaps.add(uncorrected, gap, r.len);
@@ -341,9 +420,10 @@ impl Books for Schedule<'_> {
         l.publish(Some(corrected));
     }
 
-    fn failed(&self, l: &mut OpenLocal, _now: u64, kind: &str, in_flight: bool) {
+    fn failed(&self, l: &mut OpenLocal, now: u64, kind: &str, in_flight: bool) {
         if in_flight {
             self.outstanding.fetch_sub(1, Relaxed);
+            l.last_end = l.last_end.max(now);
         }
         // A connect's failure (its TLS handshake's too) says `connect: KIND`.
         let slots = if kind.starts_with("connect: ") {
@@ -380,90 +460,6 @@ impl Books for Schedule<'_> {
             None => *t = Some(l),
         }
     }
-}
-
-/// The loop threads for `c` connections (`load_threads`; 0: one per CPU; at most one per
-/// connection), once this process may open them (RLIMIT_NOFILE, raised to its hard limit)
-/// and this namespace has local ports for them. Errors: one line each.
-fn loops_for(c: usize, load_threads: usize) -> Result<usize, EngineError> {
-    let limit = tpslab_net::raise_nofile();
-    if (c as u64) + 64 > limit {
-        return Err(EngineError::Other(format!(
-            "{c} connections need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or use fewer connections",
-            c + 64
-        )));
-    }
-    crate::env::check_ports(c)?;
-    Ok(match load_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, c))
-}
-
-/// The counts of an open loop on `schedule`: `run_loop(ids)` on each of `loops` threads,
-/// `connections` shared among them (connection c on thread c % loops); runs until the
-/// schedule's end and the grace after it (or the stop, or an abort). Errors: a loop thread
-/// that cannot start.
-fn run_schedule(
-    sched: &Schedule,
-    connections: usize,
-    loops: usize,
-    run_loop: &(dyn Fn(Vec<usize>) + Sync),
-) -> Result<OpenLocal, EngineError> {
-    let mut send_end = sched.end;
-    std::thread::scope(|s| -> Result<(), EngineError> {
-        for t in 0..loops {
-            let ids: Vec<usize> = (t..connections).step_by(loops).collect();
-            std::thread::Builder::new()
-                .name(format!("load-users-{t}"))
-                .spawn_scoped(s, move || {
-                    // Intended times kept to the microsecond: no 50 us timer slack.
-                    tpslab_net::sched::set_timer_slack_ns(1);
-                    run_loop(ids)
-                })
-                .map_err(|e| {
-                    sched.done.store(true, Relaxed);
-                    EngineError::Other(format!("starting a load thread: {e}"))
-                })?;
-        }
-        // Until the end (or the stop), then the grace while replies are outstanding.
-        let grace_end = sched.end + sched.timeout_ns.min(MAX_GRACE_NS);
-        loop {
-            let now = mono_ns();
-            let stopped = sched.stop.load(Relaxed);
-            if stopped {
-                send_end = send_end.min(now);
-            }
-            let ended = now >= sched.end || stopped;
-            if sched.done.load(Relaxed)
-                || (ended && sched.outstanding.load(Relaxed) <= 0)
-                || now >= grace_end
-            {
-                break;
-            }
-            let mut until = if ended { grace_end } else { sched.end };
-            if let Some(l) = &sched.live {
-                if now >= l.next_at() {
-                    l.sample(now, &sched.clock(send_end));
-                }
-                until = until.min(l.next_at());
-            }
-            let nap = until.saturating_sub(now).clamp(100_000, 10_000_000);
-            std::thread::sleep(Duration::from_nanos(nap));
-        }
-        sched.done.store(true, Relaxed);
-        Ok(())
-    })?;
-    // The last interval, short, with every loop's last counts (each flushed as it ended).
-    if let Some(l) = &sched.live {
-        let now = mono_ns();
-        if now > sched.start {
-            l.sample(now, &sched.clock(send_end.min(now)));
-        }
-    }
-    let total = sched.total.lock().unwrap_or_else(|e| e.into_inner()).take();
-    Ok(total.unwrap_or_else(OpenLocal::new))
 }
 
 /// Runs `load http`'s plan; `stop` ends it early (the counts so far are returned, the
@@ -509,6 +505,7 @@ pub fn run_load_http_live(
         duration: plan.duration,
         timeout: plan.timeout,
         load_threads: plan.load_threads,
+        closed: plan.max_rate.then_some(plan.requests),
     };
     // The client's namespace's delayed ACKs over the run: the other half of a reply
     // held by the server's Nagle.
@@ -539,6 +536,8 @@ pub(crate) struct OpenAsk {
     pub(crate) timeout: Duration,
     /// Loop threads (0: one per CPU, as [`loops_for`]).
     pub(crate) load_threads: usize,
+    /// Some: a closed loop (`--rate max`, `rate` unused), with its `--requests` cap.
+    pub(crate) closed: Option<Option<u64>>,
 }
 
 /// Runs `ask` over the users' loop of `proto` on an open-loop schedule (starting 100 ms
@@ -556,15 +555,18 @@ pub(crate) fn run_users<P: crate::proto::Exchange>(
     let loops = loops_for(c, ask.load_threads)?;
     // Room for the connections to be made before the first intended send.
     let start = mono_ns() + 100_000_000;
-    let sched = Schedule::new(
+    let mut sched = Schedule::new(
         start,
         ask.rate,
         c,
         nanos(&ask.duration),
         nanos(&ask.timeout),
         stop,
-    )
-    .with_live(live, ask.target);
+    );
+    if let Some(requests) = ask.closed {
+        sched = sched.closed(requests);
+    }
+    let sched = sched.with_live(live, ask.target);
     let intended = sched.intended(c);
     let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, proto, ids))?;
     Ok((start, intended, l))
@@ -600,6 +602,11 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         behind_max_ns: l.behind_max_ns,
         first_sent_s: if l.sent == 0 { 0.0 } else { since(l.first) },
         last_sent_s: if l.sent == 0 { 0.0 } else { since(l.last) },
+        last_end_s: if l.last_end == 0 {
+            0.0
+        } else {
+            since(l.last_end)
+        },
         corrected: LatencySummary::from_histogram(&l.corrected),
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
         first_tls_error: l.first_tls_error,

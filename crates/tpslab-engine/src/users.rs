@@ -443,7 +443,7 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
     fn send(&mut self, u: &mut User<P::User>, i: usize) {
         u.t0 = mono_ns();
         u.first = 0;
-        if !self.sh.may_send(u.t0) {
+        if !self.sh.may_send(u.t0) || !self.sh.claim() {
             return self.off(u);
         }
         u.intended = if u.next_at == 0 { u.t0 } else { u.next_at };

@@ -44,6 +44,11 @@ pub struct CapacitySearch {
     /// as in records before HTTP.
     #[serde(default, skip_serializing_if = "RateUnit::is_pps")]
     pub unit: RateUnit,
+    /// `--fail-on` as given (a floor on the rate sustained, `rps>=N`), checked before the
+    /// search by `tpslab_analysis::gate::parse` and judged by the report from the record;
+    /// absent when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_on: Option<String>,
 }
 
 fn one() -> f64 {

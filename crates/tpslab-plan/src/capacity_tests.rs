@@ -187,6 +187,7 @@ fn plan() -> CapacityPlan {
             budget: Duration::from_secs(60),
             min_rate: 1.0,
             unit: RateUnit::Pps,
+            fail_on: None,
         },
         server_cmd: None,
         fix_and_retry: false,

@@ -339,6 +339,13 @@ pub const HTTP_LOAD_DURATION: DurationLimit = DurationLimit {
     max: Duration::from_secs(24 * 3600),
 };
 
+/// Requests of a closed-loop HTTP load (`load http --rate max --requests`).
+pub const HTTP_LOAD_REQUESTS: Limit = Limit {
+    min: 1,
+    max: 10_000_000_000,
+    unit: "",
+};
+
 /// A closed-loop user's think time between a reply and its next request.
 pub const THINK: DurationLimit = DurationLimit {
     min: Duration::ZERO,

@@ -1,6 +1,8 @@
 //! `load http URL --rate R`: an open loop of HTTP/1.1 requests on keep-alive connections,
-//! each connection on its own schedule (wrk2's model): what it sends, how fast, how long,
-//! and [`LoadHttpPlan::validate`], the one check of all of it.
+//! each connection on its own schedule (wrk2's model), or with `--rate max` a closed loop
+//! (wrk's and `oha -c`'s: each connection sends its next request when its last reply is
+//! in): what it sends, how fast, how long, and [`LoadHttpPlan::validate`], the one check
+//! of all of it.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::http::HttpRequest;
 use crate::limits::{
-    HTTP2_SCHEDULES, HTTP2_STREAMS, HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS,
-    REQUEST_TIMEOUT,
+    HTTP2_SCHEDULES, HTTP2_STREAMS, HTTP_LOAD_DURATION, HTTP_LOAD_REQUESTS, HTTP_RATE,
+    LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
 };
 use crate::ramp::HTTP_BODY_BYTES;
 use crate::PlanError;
@@ -31,8 +33,21 @@ pub struct LoadHttpPlan {
     pub body_bytes: u64,
     /// The URL's address, resolved.
     pub target: SocketAddr,
-    /// Requests a second, all connections together (above 0, at most [`HTTP_RATE`]).
+    /// Requests a second, all connections together (above 0, at most [`HTTP_RATE`]); 0
+    /// with [`LoadHttpPlan::max_rate`].
     pub rate: f64,
+    /// `--rate max`: a closed loop instead of a schedule. Each connection (each stream with
+    /// HTTP/2) sends its next request as soon as its last reply is in (or its request
+    /// failed), as wrk and `oha -c` do: the rate is what the server answers, latency is
+    /// service time (from the actual send; coordinated omission does not apply, nothing
+    /// is intended). Absent from records of fixed-rate runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub max_rate: bool,
+    /// `--requests N` (with `--rate max`, like `oha -n`): the run ends once N requests
+    /// were started (answered or failed) and their replies are in, or at `duration`,
+    /// whichever comes first. None: the run lasts `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
     /// Keep-alive connections (1..=10,000). More connections than requests in the plan is
     /// allowed: the later connections' first intended times fall after the end and they
     /// send nothing.
@@ -58,6 +73,12 @@ pub struct LoadHttpPlan {
     /// records made before HTTP/2).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: usize,
+    /// `--fail-on` as given (thresholds: `p99<20ms`, `errors<0.1%`, `rps>=5000`,
+    /// `errors`), checked before the run by `tpslab_analysis::gate::parse` and judged by
+    /// the report from the record (printed first, with pass/fail marks); absent when not
+    /// given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_on: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -74,6 +95,7 @@ fn is_one(n: &usize) -> bool {
 
 impl LoadHttpPlan {
     /// One connection's interval between intended sends, ns (`connections / rate` s).
+    /// Not meaningful with [`LoadHttpPlan::max_rate`] (no schedule: infinite).
     pub fn interval_ns(&self) -> f64 {
         self.connections as f64 * 1e9 / self.rate
     }
@@ -84,8 +106,12 @@ impl LoadHttpPlan {
         self.connections * self.streams.max(1)
     }
 
-    /// Requests the plan intends: those whose intended time falls before its end.
+    /// Requests the plan intends: those whose intended time falls before its end (a
+    /// closed loop intends none: its `--requests` is a cap, not a schedule).
     pub fn intended(&self) -> u64 {
+        if self.max_rate {
+            return 0;
+        }
         // Request n (all connections, in order) is intended at n / rate.
         (self.duration.as_nanos() as f64 * self.rate / 1e9).ceil() as u64
     }
@@ -93,10 +119,27 @@ impl LoadHttpPlan {
     /// Checks every setting. Errors (one line, naming the flag): the URL, method and
     /// headers ([`HttpRequest::check`]), a rate not above 0 or above [`HTTP_RATE`],
     /// connections outside 1..=10,000, a duration outside 100ms..=24h, a timeout outside
-    /// 1ms..=10min, a body over 1 MiB, loop threads over the limit.
+    /// 1ms..=10min, a body over 1 MiB, loop threads over the limit; `--requests` without
+    /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`].
     pub fn validate(&self) -> Result<(), PlanError> {
         self.request.check()?;
-        if !(self.rate > 0.0 && self.rate <= HTTP_RATE) {
+        if let Some(n) = self.requests {
+            if !self.max_rate {
+                return Err(PlanError::Conflict(
+                    "--requests applies to --rate max (at a fixed rate the requests are the rate x --duration)".into(),
+                ));
+            }
+            HTTP_LOAD_REQUESTS.check("--requests", n)?;
+        }
+        if self.max_rate {
+            if self.rate != 0.0 {
+                return Err(PlanError::value(
+                    "--rate",
+                    self.rate,
+                    "max alone (a closed loop has no rate of its own)",
+                ));
+            }
+        } else if !(self.rate > 0.0 && self.rate <= HTTP_RATE) {
             return Err(PlanError::value(
                 "--rate",
                 self.rate,

@@ -168,6 +168,10 @@ pub struct LoadHttpResult {
     pub first_sent_s: f64,
     /// The last request written, s after the plan's start.
     pub last_sent_s: f64,
+    /// The last reply read or request failed in flight, s after the plan's start (a
+    /// closed loop's rate is its replies over this span). 0: none, or an older record.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub last_end_s: f64,
     /// Latency from each request's intended send time to its reply (coordinated
     /// omission corrected), every final reply.
     pub corrected: LatencySummary,
@@ -446,9 +450,25 @@ impl LoadHttpRecord {
     }
 
     /// The rate achieved, requests/s: those sent over the plan's duration (a run that
-    /// ran to its end; else [`LoadHttpRecord::sent_rate`]).
+    /// ran to its end; else [`LoadHttpRecord::sent_rate`]); a closed loop's
+    /// ([`LoadHttpRecord::closed_rate`]) its replies over its span.
     pub fn achieved_rate(&self) -> f64 {
+        if self.plan.max_rate {
+            return self.closed_rate();
+        }
         self.result.sent as f64 / (self.plan.duration.as_nanos() as f64 / 1e9)
+    }
+
+    /// A closed loop's (`--rate max`) rate: replies per second from the start to the
+    /// last reply or failure (wrk's requests/s: completed requests over the run's time);
+    /// 0 without a reply.
+    pub fn closed_rate(&self) -> f64 {
+        let r = &self.result;
+        if r.last_end_s > 0.0 {
+            self.answered() as f64 / r.last_end_s
+        } else {
+            0.0
+        }
     }
 
     /// The achieved rate's error against the plan's, a fraction (negative: below it).

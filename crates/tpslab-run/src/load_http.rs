@@ -14,9 +14,12 @@ use crate::{Ctx, Started};
 pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let secs = plan.duration.as_nanos() as f64 / 1e9;
-    let phase = ctx
-        .progress
-        .phase(&format!("load http at {} requests/s", plan.rate), secs);
+    let what = if plan.max_rate {
+        "load http at max rate (closed loop)".to_string()
+    } else {
+        format!("load http at {} requests/s", plan.rate)
+    };
+    let phase = ctx.progress.phase(&what, secs);
     let rec = tpslab_engine::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
     drop(phase);
     let interrupted = ctx.stop.load(Relaxed);

@@ -74,6 +74,7 @@ fn tcp_capacity(
                 budget: Duration::from_secs(30),
                 min_rate: 1.0,
                 unit: RateUnit::RequestsPerSecond,
+                fail_on: None,
             },
             server_cmd: None,
             fix_and_retry: false,

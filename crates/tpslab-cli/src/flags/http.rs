@@ -89,7 +89,7 @@ impl HttpFlags {
     }
 
     /// The plan at `rate` requests/s for `duration`: the request checked first, then
-    /// `check` (the command's own flags: the rate, say), then `validate` on the plan
+    /// `check` (the command's own flags: the rate, say), then `validate` on the plan (which may set the command's own fields)
     /// before its name is resolved (the command's checks, e.g. [`LoadHttpPlan::validate`]
     /// under its own labels), then the URL resolved, the TLS trust read and tried, and
     /// the body read. Errors: one line naming the flag.
@@ -99,7 +99,7 @@ impl HttpFlags {
         rate: f64,
         duration: Duration,
         check: impl FnOnce() -> Result<()>,
-        validate: impl FnOnce(&LoadHttpPlan) -> Result<()>,
+        validate: impl FnOnce(&mut LoadHttpPlan) -> Result<()>,
     ) -> Result<LoadHttpPlan> {
         let (request, u) = self.request(url)?;
         check()?;
@@ -110,14 +110,17 @@ impl HttpFlags {
             // Checked before the name is resolved: a bad flag never waits on DNS.
             target: ([127, 0, 0, 1], u.port).into(),
             rate,
+            max_rate: false,
+            requests: None,
             connections: self.connections,
             duration,
             timeout: self.timeout,
             load_threads: self.load_threads,
             http2: self.http2,
             streams: self.streams,
+            fail_on: None,
         };
-        validate(&plan)?;
+        validate(&mut plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;
         plan.request.tls =
             tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;

@@ -201,6 +201,14 @@ fn capacity_http_refuses_what_load_http_refuses_and_what_it_cannot_search() {
                 &["--slo p99<20: allowed p99<DURATION"],
             ),
             (
+                "capacity http http://127.0.0.1:9/ --fail-on p99<20ms",
+                &["--fail-on 'p99<20ms': this command cannot judge it; allowed 'rps>=N'"],
+            ),
+            (
+                "capacity http http://127.0.0.1:9/ --fail-on rps>=fast",
+                &["--fail-on 'rps>=fast': rps: requests a second"],
+            ),
+            (
                 "capacity http http://127.0.0.1:9/ --warmup 50ms",
                 &["--warmup 50ms: allowed 0 (none) or 100ms..=1h (a run of its own)"],
             ),

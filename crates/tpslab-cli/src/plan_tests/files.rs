@@ -242,3 +242,26 @@ fn the_help_says_to_quote_fail_on() {
         "{help}"
     );
 }
+
+/// `ramp http`'s positional is a URL (it said HOST:PORT, `ramp tcp`'s), and `load http`
+/// says how to quote its thresholds.
+#[test]
+fn ramp_http_says_url_and_load_http_its_thresholds() {
+    use clap::CommandFactory;
+    let mut cmd = super::Cli::command();
+    let ramp = cmd.find_subcommand_mut("ramp").unwrap();
+    let help = ramp.find_subcommand_mut("http").unwrap().render_long_help();
+    let help = help.to_string();
+    assert!(
+        help.contains("[URL]") && help.contains("http[s]://HOST[:PORT]/PATH"),
+        "{help}"
+    );
+    assert!(!help.contains("HOST:PORT (TCP"), "{help}");
+    let load = cmd.find_subcommand_mut("load").unwrap();
+    let help = load.find_subcommand_mut("http").unwrap().render_long_help();
+    let help = help.to_string();
+    assert!(
+        help.contains("'pNN<DURATION'") && help.contains("`max`: a closed loop"),
+        "{help}"
+    );
+}

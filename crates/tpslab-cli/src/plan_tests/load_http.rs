@@ -11,14 +11,79 @@ fn load_http_rows() {
     let body = file("load-body.json", b"{\"a\":1}");
     let big = file("load-big.bin", &vec![b'x'; (1 << 20) + 1]);
     check(&[
-        // The rate's forms (pps units); `max` has no meaning for an open loop's schedule.
+        // The rate's forms (pps units); `max` is a closed loop (no schedule, rate 0).
         (
             &["load", "http", "http://127.0.0.1/", "--rate", "2k"],
-            Plan(|p| matches!(p, Made::LoadHttp(l) if l.rate == 2000.0)),
+            Plan(|p| matches!(p, Made::LoadHttp(l) if l.rate == 2000.0 && !l.max_rate)),
         ),
         (
             &["load", "http", "http://127.0.0.1/", "--rate", "max"],
-            Error("--rate inf: allowed above 0 and at most 10000000 requests/s"),
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.max_rate && l.rate == 0.0 && l.requests.is_none()
+                    && l.duration == Duration::from_secs(10) && l.intended() == 0)
+            }),
+        ),
+        // `--requests` (oha -n): the duration is then the longest a run may last.
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--requests",
+                "5000",
+                "--connections",
+                "50",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.max_rate && l.requests == Some(5000)
+                    && l.connections == 50 && l.duration == Duration::from_secs(24 * 3600))
+            }),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--requests",
+                "5000",
+                "--duration",
+                "2s",
+                "--http2",
+                "--streams",
+                "8",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.max_rate && l.requests == Some(5000)
+                    && l.duration == Duration::from_secs(2) && l.streams == 8 && l.http2)
+            }),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--requests",
+                "0",
+            ],
+            Error("--requests 0: allowed 1..=10000000000"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "100",
+                "--requests",
+                "10",
+            ],
+            Error("--requests applies to --rate max"),
         ),
         (
             &[
@@ -227,6 +292,45 @@ fn load_http_rows() {
         (
             &["load", "http", "http://127.0.0.1/"],
             Error("load http needs --rate R: requests a second"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "p99<20ms,errors<0.1%,rps>=5k,errors",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l)
+                    if l.fail_on.as_deref() == Some("p99<20ms,errors<0.1%,rps>=5k,errors"))
+            }),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "loss>1%",
+            ],
+            Error("--fail-on 'loss>1%': this command cannot judge it; allowed 'pNN<DURATION'"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "max",
+                "--fail-on",
+                "p99<20",
+            ],
+            Error("--fail-on 'p99<20': p99: a duration (e.g. p99<20ms)"),
         ),
     ]);
 }

@@ -30,6 +30,7 @@ pub fn run_load_tcp(
         duration: plan.duration,
         timeout: plan.timeout,
         load_threads: plan.load_threads,
+        closed: None,
     };
     let (start, intended, l) = run_users(&ask, &proto, stop, live)?;
     Ok(result(start, intended, l))

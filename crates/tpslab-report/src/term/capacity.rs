@@ -102,6 +102,12 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
 /// made, the second search and both capacities.
 pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Result<()> {
     plan_line(w, c)?;
+    super::thresholds::block(
+        w,
+        c.plan.search.fail_on.as_deref(),
+        tpslab_analysis::gate::applies::CAPACITY,
+        &tpslab_analysis::gate::capacity_outcome(c),
+    )?;
     search(w, c, "")?;
     for n in &c.notes {
         writeln!(w, "note: {n}")?;

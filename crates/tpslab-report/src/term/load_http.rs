@@ -24,23 +24,57 @@ pub(super) fn tls_note(t: &tpslab_plan::http::TlsSettings) -> String {
     }
 }
 
+/// How many streams each connection carries, ` over HTTP/2 with 4 streams each`, or nothing.
+fn h2_note(p: &LoadHttpPlan) -> String {
+    if p.http2 {
+        format!(
+            " over HTTP/2 with {} stream{} each",
+            p.streams,
+            if p.streams == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// How long a closed loop runs: `for 3 s`, `until 10000 requests (at most 3 s)`.
+fn closed_span(p: &LoadHttpPlan) -> String {
+    match p.requests {
+        Some(n) => format!("until {n} requests (at most {})", secs(p.duration)),
+        None => format!("for {}", secs(p.duration)),
+    }
+}
+
 /// The plan's line: rate, connections, duration, request, target.
 pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
+    if p.max_rate {
+        return writeln!(
+            w,
+            "tpslab load http: max rate (closed loop: each {} sends its next request when its last reply is in) on {} keep-alive connection{}{} {}, {} {} ({}){}{}, timeout {}",
+            if p.http2 { "stream" } else { "connection" },
+            p.connections,
+            if p.connections == 1 { "" } else { "s" },
+            h2_note(p),
+            closed_span(p),
+            p.request.method,
+            p.request.url,
+            p.target,
+            tls_note(&p.request.tls),
+            if p.body_bytes > 0 {
+                format!(", a body of {} bytes", p.body_bytes)
+            } else {
+                String::new()
+            },
+            fmt_ns(p.timeout.as_nanos() as f64)
+        );
+    }
     writeln!(
         w,
         "tpslab load http: {} requests/s on {} keep-alive connection{}{} for {} (each every {}), {} {} ({}){}{}, timeout {}",
         p.rate,
         p.connections,
         if p.connections == 1 { "" } else { "s" },
-        if p.http2 {
-            format!(
-                " over HTTP/2 with {} stream{} each",
-                p.streams,
-                if p.streams == 1 { "" } else { "s" }
-            )
-        } else {
-            String::new()
-        },
+        h2_note(p),
         secs(p.duration),
         fmt_ns(p.interval_ns() * p.streams.max(1) as f64),
         p.request.method,
@@ -59,6 +93,12 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
 /// What the run did.
 pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io::Result<()> {
     let (p, r) = (&rec.plan, &rec.result);
+    super::thresholds::block(
+        w,
+        p.fail_on.as_deref(),
+        tpslab_analysis::gate::applies::LOAD_HTTP,
+        &tpslab_analysis::load_http::outcome(rec, interrupted),
+    )?;
     if interrupted {
         // Stopped early: the rate over the planned duration, and the requests the plan
         // still had, say nothing of the server.
@@ -73,11 +113,15 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
             r.unanswered,
             rec.sent_rate(true)
         )?;
+    } else if p.max_rate {
+        closed_rate_line(w, rec)?;
     } else {
         rate_line(w, rec)?;
     }
     if r.corrected.count == 0 {
         writeln!(w, "Latency: no replies")?;
+    } else if p.max_rate {
+        service_time(w, r)?;
     } else {
         latency(w, r)?;
     }
@@ -98,6 +142,16 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     }
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
+    }
+    if !interrupted && r.sent > 0 {
+        writeln!(
+            w,
+            "VERDICT: limited by {}",
+            tpslab_analysis::load_http::limited_by(rec)
+        )?;
+        if let Some(f) = tpslab_analysis::load_http::reuse(rec) {
+            writeln!(w, "Connections: {f}")?;
+        }
     }
     Ok(())
 }
@@ -141,6 +195,49 @@ fn rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
         writeln!(w, "{line}")?;
     }
     Ok(())
+}
+
+/// A closed loop's rate: replies over its span, and what it sent.
+fn closed_rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
+    let r = &rec.result;
+    writeln!(
+        w,
+        "Rate: {:.1} replies/s over {:.3} s (the server's pace, closed loop): {} sent, {} answered, {} failed, {} unanswered at the end{}",
+        rec.closed_rate(),
+        r.last_end_s,
+        r.sent,
+        rec.answered(),
+        r.errors.total(),
+        r.unanswered,
+        match rec.plan.requests {
+            Some(n) if r.sent + r.timed_out_unsent() < n => format!(
+                "; {} of the {n} requests not sent (the duration ended the run first)",
+                n - r.sent - r.timed_out_unsent()
+            ),
+            _ => String::new(),
+        }
+    )
+}
+
+/// A closed loop's latency: from each request's send (service time); nothing was
+/// intended, so coordinated omission does not apply.
+fn service_time(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
+    let mut t = table(&["latency", "service time (from the send)"]);
+    let u = &r.uncorrected;
+    for (name, v) in [
+        ("p50", u.p50_ns),
+        ("p90", u.p90_ns),
+        ("p99", u.p99_ns),
+        ("p99.9", u.p999_ns),
+        ("max", u.max_ns),
+    ] {
+        t.add_row(vec![name.to_string(), fmt_ns(v as f64)]);
+    }
+    writeln!(w, "{t}")?;
+    writeln!(
+        w,
+        "Coordinated omission does not apply: a closed loop intends no send time (each request goes when the last reply is in), so its latency is service time; --rate R measures latency from an intended schedule"
+    )
 }
 
 /// Latency corrected and uncorrected, side by side.
@@ -329,6 +426,7 @@ mod tests {
             behind_max_ns: 0,
             first_sent_s: 0.0,
             last_sent_s: 0.0,
+            last_end_s: 0.0,
             corrected: Default::default(),
             uncorrected: Default::default(),
             first_tls_error: None,

@@ -22,6 +22,7 @@ mod run;
 mod safe;
 mod sweep;
 pub mod tcp;
+pub mod thresholds;
 pub mod waits;
 
 pub use diagnose::print_diagnosis;

@@ -275,6 +275,8 @@ impl<B: Books> Loop<'_, '_, B> {
                     u.sent = false;
                     u.retried = true;
                     retried += 1;
+                    // Started again on another connection: claimed again then.
+                    self.run.sched.unclaim();
                     // Its intended time is kept: the wait for a new connection is latency.
                     u.next_at = u.intended;
                     c.blocked.retain(|&b| b != i);

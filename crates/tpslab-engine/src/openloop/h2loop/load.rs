@@ -29,15 +29,18 @@ pub(in crate::openloop) fn run_load_h2(
     let loops = loops_for(c, plan.load_threads)?;
     let start = mono_ns() + 100_000_000;
     let schedules = plan.schedules();
-    let sched = Schedule::new(
+    let mut sched = Schedule::new(
         start,
         plan.rate,
         schedules,
         nanos(&plan.duration),
         nanos(&plan.timeout),
         stop,
-    )
-    .with_live(live, plan.target);
+    );
+    if plan.max_rate {
+        sched = sched.closed(plan.requests);
+    }
+    let sched = sched.with_live(live, plan.target);
     let intended = sched.intended(schedules);
     let run = H2Run {
         sched: &sched,

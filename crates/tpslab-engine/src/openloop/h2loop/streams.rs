@@ -110,7 +110,11 @@ impl<B: Books> Loop<'_, '_, B> {
     }
 
     /// A new stream for schedule `i`: its HEADERS (and as much body as the windows let).
+    /// Under a cap on the requests used up, nothing starts (the run is ending).
     pub(super) fn start_stream(&mut self, i: usize, ready: u64) {
+        if !self.run.sched.claim() {
+            return;
+        }
         let now = mono_ns();
         let k = self.scheds[i].conn;
         let c = &mut self.conns[k];

@@ -1,0 +1,128 @@
+//! `load http`'s judgements: the outcome its `--fail-on` gates read (latency, the error
+//! share, the rate).
+
+use tpslab_record::load_http::LoadHttpRecord;
+
+use crate::gate::{Figures, Outcome};
+
+/// Requests that failed or were answered 4xx/5xx, and all requests that ended (answered
+/// or failed or unanswered at the end).
+pub fn failed_of(rec: &LoadHttpRecord) -> (u64, u64) {
+    let r = &rec.result;
+    let bad = r.errors.total() + r.unanswered + r.status.s4xx + r.status.s5xx;
+    (bad, rec.answered() + r.errors.total() + r.unanswered)
+}
+
+/// The outcome of a `load http` record for `--fail-on`: errors (failed requests, 4xx/5xx
+/// replies, failed connects), the figures: latency (from the intended send; a closed
+/// loop's from the send), the error share of all requests, the achieved rate (a closed
+/// loop's: replies over its span).
+pub fn outcome(rec: &LoadHttpRecord, interrupted: bool) -> Outcome {
+    let r = &rec.result;
+    let (bad, all) = failed_of(rec);
+    let errors = (bad > 0 || !r.connect_errors.is_none()).then(|| {
+        format!(
+            "{bad} of {all} requests failed or answered 4xx/5xx (failed: {}; 4xx {}, 5xx {}; connects failed: {})",
+            r.failures(),
+            r.status.s4xx,
+            r.status.s5xx,
+            r.connect_errors.summary()
+        )
+    });
+    let rps = if interrupted {
+        None
+    } else if rec.plan.max_rate {
+        Some((rec.closed_rate(), "replies/s, closed loop".to_string()))
+    } else {
+        Some((rec.achieved_rate(), "sent/s".to_string()))
+    };
+    Outcome {
+        interrupted,
+        errors,
+        figures: Figures {
+            latency: (r.corrected.count > 0).then_some(r.corrected),
+            error_pct: (all > 0).then(|| bad as f64 * 100.0 / all as f64),
+            rps,
+        },
+        ..Default::default()
+    }
+}
+
+/// How the run used its connections: a finding when the server closed them (one request
+/// each: it does not keep connections alive; a few each: it closes them after a count),
+/// else how many requests each carried. From `result.connections` (connections made,
+/// reconnects included) and the requests written.
+pub fn reuse(rec: &LoadHttpRecord) -> Option<String> {
+    let r = &rec.result;
+    if r.connections == 0 || r.sent == 0 {
+        return None;
+    }
+    let per = r.sent as f64 / r.connections as f64;
+    let first = rec.plan.connections as u64;
+    Some(if r.connections >= r.sent && r.sent > first {
+        format!(
+            "every connection closed after 1 request: the server does not keep connections alive ({} connections for {} requests; HTTP/1.0 or Connection: close): each request paid a connect, which is in its latency",
+            r.connections, r.sent
+        )
+    } else if r.connections > first && per < 100.0 {
+        format!(
+            "connections closed by the server after {per:.1} requests each on average ({} made for {} asked): reconnects are in the latency",
+            r.connections, first
+        )
+    } else {
+        format!(
+            "connections kept alive: {per:.1} requests each ({} made)",
+            r.connections
+        )
+    })
+}
+
+/// What limited the run, from the record's evidence (as ramp judges a step): the
+/// generator (sends late with their connection idle), the server's connection handling
+/// (connects refused or timed out, connections closed), its answers (replies late enough
+/// to hold back the next send, failures), or nothing (the plan kept). A closed loop's
+/// rate is the server's pace by construction.
+pub fn limited_by(rec: &LoadHttpRecord) -> String {
+    let r = &rec.result;
+    let sent = r.sent.max(1) as f64;
+    let c = &r.connect_errors;
+    if r.behind as f64 > 0.01 * sent {
+        return format!(
+            "the generator: {} requests went over 1 ms late with their connection idle (max lag {:.1} ms): this host's load, not the server",
+            r.behind,
+            r.behind_max_ns as f64 / 1e6
+        );
+    }
+    if c.refused + c.timeout + c.reset + r.errors.closed + r.errors.reset > 0 {
+        return format!(
+            "the server's connection handling: connects failed ({}), {} requests lost with their connection (closed {}, reset {})",
+            c.summary(),
+            r.errors.closed + r.errors.reset,
+            r.errors.closed,
+            r.errors.reset
+        );
+    }
+    let (bad, all) = failed_of(rec);
+    if rec.plan.max_rate {
+        return format!(
+            "the server's answers (closed loop: the rate is its pace with {} requests in flight at most){}",
+            rec.plan.schedules(),
+            if bad > 0 {
+                format!("; {bad} of {all} failed or answered 4xx/5xx")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.late as f64 > 0.01 * sent || bad > 0 {
+        return format!(
+            "the server's answers: {} sends held back by a late reply on their connection, {bad} of {all} requests failed or answered 4xx/5xx",
+            r.late.saturating_sub(r.behind)
+        );
+    }
+    "nothing: the plan's rate was kept and answered".into()
+}
+
+#[cfg(test)]
+#[path = "load_http_tests.rs"]
+mod tests;

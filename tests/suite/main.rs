@@ -35,6 +35,7 @@ mod ledger;
 mod live;
 mod load_http;
 mod load_http2;
+mod load_http_max;
 mod memcached_frames;
 mod metrics;
 mod nagle;

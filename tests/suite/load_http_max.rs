@@ -2,7 +2,7 @@
 //! loopback against Debian's nginx: HTTP/1.1 with a request count (`--requests`, as
 //! `oha -n`), HTTP/2 streams for a duration.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;

@@ -44,8 +44,10 @@ pub fn case_parts(case: Case, l: &RtLedger) -> Vec<RtPart> {
 /// The parts' words and figures: "server threads waiting on a lock 3.90 ms of the 4.20
 /// ms mean response time at 800 requests/s (93 %)".
 fn share_words(l: &RtLedger, parts: &[RtPart], at: &str) -> String {
-    let ms: f64 = parts.iter().map(|&p| l.ms(p)).sum();
-    let pct: f64 = 100.0 * parts.iter().map(|&p| share(l, p)).sum::<f64>();
+    let ms: f64 = parts.iter().map(|&p| l.ms(p)).sum::<f64>().min(l.mean_ms);
+    // Parts may overlap (on a CPU and runnable both within one request): the sum of
+    // their shares is at most the whole mean.
+    let pct: f64 = (100.0 * parts.iter().map(|&p| share(l, p)).sum::<f64>()).min(100.0);
     let label = parts
         .iter()
         .map(|p| p.label())

@@ -32,7 +32,8 @@ pub struct LoadHttpArgs {
     #[arg(long, value_name = "CONDITIONS")]
     pub fail_on: Option<String>,
     /// With --rate max: end once N requests were started and their replies are in (or
-    /// they failed), as `oha -n` does, unless --duration ends the run first.
+    /// they failed), as `oha -n` does, or at --duration (10 s unless given), whichever
+    /// comes first.
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
     #[command(flatten)]
@@ -59,11 +60,9 @@ impl LoadHttpArgs {
     /// line naming the flag.
     pub fn plan(&self) -> Result<LoadHttpPlan> {
         let max = self.rate.is_some_and(f64::is_infinite);
-        let duration = match (self.duration, self.requests) {
-            (Some(d), _) => d,
-            (None, Some(_)) => tpslab_plan::limits::HTTP_LOAD_DURATION.max,
-            (None, None) => DEFAULT_DURATION,
-        };
+        // --requests N ends the run at N or at --duration, its default too: a plan is a
+        // promise, and a server that never answers must not hold a pipeline for hours.
+        let duration = self.duration.unwrap_or(DEFAULT_DURATION);
         self.http.plan(
             &self.url,
             if max { 0.0 } else { self.rate.unwrap_or(0.0) },

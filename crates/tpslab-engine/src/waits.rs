@@ -27,14 +27,16 @@ pub(crate) struct TaskSample {
 
 /// A futex wait given a timeout, from the call's name and its arguments as
 /// /proc/PID/task/TID/syscall shows them: `futex(uaddr, op, val, timeout, ..)` for the
-/// waiting ops (FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI,
-/// FUTEX_LOCK_PI2: op & 0x7f is 0, 6, 9, 11 or 13) with a timeout pointer set;
-/// `futex_waitv(waiters, n, flags, timeout, clockid)`; `futex_wait(uaddr, val, mask,
-/// flags, timeout, clockid)`. A timed wait is a sleep, a timer or an idle pool's
-/// keep-alive (HotSpot's `Thread.sleep` parks so); a lock's waiters wait without one.
+/// waiting ops (FUTEX_WAIT, FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI: op & 0x7f is 0, 9
+/// or 11) with a timeout pointer set; `futex_waitv(waiters, n, flags, timeout,
+/// clockid)`; `futex_wait(uaddr, val, mask, flags, timeout, clockid)`. A timed wait is
+/// most often a sleep, a timer or an idle pool's keep-alive (HotSpot's `Thread.sleep`
+/// parks so); most lock waiters wait without one, and the PI lock ops (FUTEX_LOCK_PI,
+/// FUTEX_LOCK_PI2: 6, 13) are lock waits whatever their timeout. A timed lock
+/// (`pthread_mutex_timedlock` on a plain mutex) reads as a sleep here.
 pub fn futex_timed(call: &str, args: &[u64; 6]) -> bool {
     match call {
-        "futex" => matches!(args[1] & 0x7f, 0 | 6 | 9 | 11 | 13) && args[3] != 0,
+        "futex" => matches!(args[1] & 0x7f, 0 | 9 | 11) && args[3] != 0,
         "futex_waitv" => args[3] != 0,
         "futex_wait" => args[4] != 0,
         _ => false,

@@ -19,6 +19,9 @@ fn futex_waits_with_a_timeout_are_told_from_those_without() {
     assert!(futex_timed("futex", &sleeping));
     // FUTEX_WAKE_OP's fourth argument is a count, not a timeout (and it never blocks).
     assert!(!futex_timed("futex", &[1, 5, 1, 1, 2, 0]));
+    // A PI lock (FUTEX_LOCK_PI, FUTEX_LOCK_PI2 | PRIVATE) is a lock wait, timeout or not.
+    assert!(!futex_timed("futex", &[1, 6, 0, 0x7ff0, 0, 0]));
+    assert!(!futex_timed("futex", &[1, 13 | 128, 0, 0x7ff0, 0, 0]));
     // futex_waitv's timeout is its fourth argument, futex_wait's its fifth.
     assert!(futex_timed("futex_waitv", &[1, 2, 0, 0x7ff0, 1, 0]));
     assert!(!futex_timed("futex_wait", &[1, 2, 3, 0x82, 0, 1]));

@@ -62,11 +62,14 @@ fn load_http(
 ) -> io::Result<()> {
     let r = &l.result;
     writeln!(w, "figure,value,unit")?;
-    writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
+    // A closed loop (--rate max) intends no rate: no intended rate nor error against it.
+    if !l.plan.max_rate {
+        writeln!(w, "rate_intended,{},requests/s", l.plan.rate)?;
+    }
     writeln!(w, "rate_achieved,{},requests/s", l.sent_rate(interrupted))?;
     if interrupted {
         writeln!(w, "last_request_s,{},s", l.result.last_sent_s)?;
-    } else {
+    } else if !l.plan.max_rate {
         writeln!(w, "rate_error,{},fraction", l.rate_error())?;
     }
     for (k, n) in [

@@ -150,7 +150,8 @@ fn run_step(
             }
             let watch = StreamWatch::start(load.target, h.pid);
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
-            let (facts, step) = watch.end(&rec.result, load.connections);
+            // Requests in flight at once: each connection's streams with --http2.
+            let (facts, step) = watch.end(&rec.result, load.schedules());
             Ok((
                 search::figures_http(&rec, rate, stop.load(Relaxed)),
                 StepEvidence::Stream(facts, step.map(Box::new)),

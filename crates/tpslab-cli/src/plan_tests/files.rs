@@ -259,7 +259,12 @@ fn ramp_http_says_url_and_load_http_its_thresholds() {
     assert!(!help.contains("HOST:PORT (TCP"), "{help}");
     let load = cmd.find_subcommand_mut("load").unwrap();
     let help = load.find_subcommand_mut("http").unwrap().render_long_help();
-    let help = help.to_string();
+    // Wrapped to the terminal (help::sized): compared as words.
+    let help = help
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         help.contains("'pNN<DURATION'") && help.contains("`max`: a closed loop"),
         "{help}"

@@ -111,8 +111,9 @@ impl StreamWatch {
     }
 
     /// The facts of the window that ended, with the counts of `r`; and the window as a
-    /// step for its response-time ledger (`users`: the step's connections), None when
-    /// nothing was sampled.
+    /// step for its response-time ledger (`users`: the requests the step keeps in flight
+    /// at once, one per connection or with HTTP/2 one per stream), None when nothing was
+    /// sampled.
     pub(super) fn end(
         mut self,
         r: &LoadHttpResult,

@@ -93,11 +93,11 @@ pub fn socket_queue(root: &std::path::Path, m: &SocketMatch) -> (usize, u64) {
 
 /// Sockets of this process read in place ([`tpslab_net::UdpSock::meminfo`]: one
 /// getsockopt each, no netlink round trip, no table walk, in whatever namespace they
-/// live): the generator's flows, read at every sample at a cost that stays small as
-/// `--flows` grows (about 0.3 us a socket here, against a sock_diag lookup's two system
-/// calls and a message each).
-/// A socket that cannot be read is left out of that sample and its error kept in the
-/// record's observer errors (SO_MEMINFO needs Linux 4.12).
+/// live): the generator's flows (about 0.6 us a socket here, against a sock_diag
+/// lookup's two system calls and a netlink message each), read at every sample while
+/// few (the sampler's `OWN_EVERY_SAMPLE_MAX`), else at the slow ones. A socket that
+/// cannot be read is left out of that sample and its error kept in the record's
+/// observer errors (SO_MEMINFO needs Linux 4.12).
 #[derive(Clone)]
 pub struct OwnSockets {
     inodes: Vec<u64>,

@@ -17,11 +17,13 @@ mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 # host_lock; tpslab waits for it before it changes a setting).
 export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
 
-# One test at a time in every test binary (libtest's default is one per CPU): the
-# integration tests are one binary (tests/suite), and a timing test or one that floods a
-# CPU's backlog must not run beside another module's test, as when each file was a
-# binary of its own (--test-threads N after -- overrides it).
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
+# Who runs beside whom (tests/common/turn.rs): a timing test (common::serial) runs alone,
+# ordinary tests run beside each other, quiet ones (mostly waiting) beside anything; across
+# processes, the same turns are flocks on $TPSLAB_TURN_LOCK, shared by every clone's suite
+# on this host. Three at a time: on 2 CPUs most tests wait on servers, timers and runs of
+# a fixed length (--test-threads N after -- overrides it).
+export TPSLAB_TURN_LOCK="${TPSLAB_TURN_LOCK:-/tmp/tpslab-turn.lock}"
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 
 start=$SECONDS
 status=0

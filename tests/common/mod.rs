@@ -147,6 +147,7 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 impl NetNs {
     pub fn new() -> NetNs {
+        turn::ordinary();
         let name = format!(
             "tpslab-t{}-{}",
             std::process::id(),
@@ -190,17 +191,13 @@ impl Drop for NetNs {
     }
 }
 
-/// Serialises timing-sensitive tests (every module is in one binary, tests/suite): on 2
-/// CPUs, parallel runs would measure each other. test.sh runs one test at a time anyway
-/// (RUST_TEST_THREADS=1); this holds when a developer runs more.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub mod turn;
+pub use turn::{quiet, serial};
 
 /// tpslab outside any namespace (its history in [`history_home`]; without
 /// `TPSLAB_HOST_LOCK` when this thread holds [`host_lock`]).
 pub fn tpslab() -> Command {
+    turn::ordinary();
     let mut c = Command::new(env!("CARGO_BIN_EXE_tpslab"));
     c.env("XDG_DATA_HOME", history_home());
     free_of_host_lock(&mut c);
@@ -218,14 +215,15 @@ thread_local! {
 /// setting; the tpslab this thread starts through [`tpslab`] or [`NetNs::tpslab`] runs
 /// without the variable (the test holds the lock for it; a command built otherwise
 /// takes [`free_of_host_lock`]; a tpslab started from another thread would wait for its
-/// own test). Take it after [`serial`], never before: another test of the binary may hold
-/// `serial()` while its tpslab waits for this lock.
+/// own test). Take it after [`serial`], never before: another test may hold `serial()` while its
+/// tpslab waits for this lock (it takes the ordinary turn first, [`turn`]).
 pub struct HostLock {
     _file: std::fs::File,
 }
 
 #[allow(dead_code)]
 pub fn host_lock() -> HostLock {
+    turn::ordinary();
     let path = std::env::var_os("TPSLAB_HOST_LOCK").map_or_else(
         || PathBuf::from("/tmp/tpslab-host-settings.lock"),
         PathBuf::from,
@@ -274,6 +272,7 @@ pub fn run(mut c: Command) -> Output {
 /// /tmp). The folders of test processes that have ended are removed on first use, so a
 /// run leaves at most its own behind.
 pub fn tmp(name: &str) -> std::path::PathBuf {
+    turn::ordinary();
     static CLEAN: std::sync::Once = std::sync::Once::new();
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     CLEAN.call_once(|| {
@@ -288,8 +287,9 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
     });
     // One folder per test module (every module shares this process: two modules' files
     // of one name must not meet): the module of the test thread ("ledger::a_test"); on a
-    // thread a test spawned, the module whose test last asked from its own thread (the
-    // running one: test.sh runs one test at a time), else "common".
+    // thread a test spawned, the module whose test last asked from its own thread (with
+    // tests on several threads that may be another running module's: a spawned thread's
+    // files need names of their own), else "common".
     static LAST: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
     let module = match std::thread::current()
         .name()
@@ -573,6 +573,7 @@ pub fn live_with(mark: &str) -> Vec<u32> {
 /// A port free on 127.0.0.1 when asked (the kernel's pick for a listener closed at once).
 #[allow(dead_code)]
 pub fn free_port() -> u16 {
+    turn::ordinary();
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }

@@ -112,11 +112,12 @@ fn diagnose(ns: &NetNs, target: &str, args: &[&str], tag: &str) -> Result<(Value
     Ok((common::record(&json), stdout))
 }
 
-/// The Python echo server diagnosed by its address alone and with `--pid`, on IPv4 and
-/// IPv6 loopback, in the too-slow case (200 us asleep per datagram, 10000 pps) and the
-/// bursts case (no sleep, 500 datagrams every 100 ms: a mean it drains, bursts the default
-/// buffer cannot hold): the same verdict both ways, the process named as found by its
-/// socket. Before, by address alone both cases were "keeps up on average".
+/// The Python echo server diagnosed by its address alone and with `--pid`, in the too-slow
+/// case (200 us asleep per datagram, 10000 pps) and the bursts case (no sleep, 500
+/// datagrams every 100 ms: a mean it drains, bursts the default buffer cannot hold) on
+/// IPv4 loopback, and the too-slow case on IPv6 (the lookup by address is what differs by
+/// family; the verdict's rules do not): the same verdict both ways, the process named as
+/// found by its socket. Before, by address alone both cases were "keeps up on average".
 #[test]
 fn by_address_alone_the_verdict_is_the_one_with_the_pid() {
     if !have_python("by_address_alone_the_verdict_is_the_one_with_the_pid") {
@@ -130,12 +131,15 @@ fn by_address_alone_the_verdict_is_the_one_with_the_pid() {
     ];
     for (host, target) in [("127.0.0.1", "127.0.0.1:9810"), ("::1", "[::1]:9810")] {
         for (what, sleep_us, load, want) in cases {
+            if host == "::1" && what != "slow" {
+                continue;
+            }
             let srv = python(&ns, &format!("py-{what}"), host, 9810, sleep_us, 1);
             let pid = srv.pid().to_string();
             // A busy host can stall the Python process past a burst's drain time and make
             // a drained queue look pinned: each pair is tried up to 3 times; a wrong verdict
             // in all three is a failure, not a skip (the verdicts are what this test is for).
-            common::retry_chance(
+            let (by_addr, out) = common::retry_chance(
                 "by_address_alone_the_verdict_is_the_one_with_the_pid",
                 3,
                 || {
@@ -156,10 +160,8 @@ fn by_address_alone_the_verdict_is_the_one_with_the_pid() {
                     Ok((by_addr, out))
                 },
             );
-            // What must hold on any host: the process was found by its socket and its
-            // reads counted on its threads.
-            let (by_addr, out) = diagnose(&ns, target, load, &format!("addr2-{what}"))
-                .unwrap_or_else(|e| panic!("{e}"));
+            // The run by address also found the process by its socket and counted its
+            // reads on its threads.
             let t = &by_addr["before"]["target"];
             assert_eq!(t["pid"].as_u64(), Some(srv.pid() as u64), "{out}");
             assert_eq!(t["runtime"], "python");

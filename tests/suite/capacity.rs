@@ -616,7 +616,7 @@ fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it()
     }
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let before = rmem_default();
     let ns = NetNs::new();

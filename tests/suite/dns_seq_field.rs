@@ -137,7 +137,7 @@ fn overloaded_dns_server_loss_is_per_packet_and_charged_to_its_socket() {
     }
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let ns = NetNs::new();
     let dns = dnsmasq(&ns, "overload");

@@ -317,7 +317,7 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
     }
     let _g = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let rmem_default = read_sysctl("net.core.rmem_default");
     let ns = NetNs::new();
@@ -482,7 +482,7 @@ fn verify_against_an_address_verifies_nothing_and_gives_the_command_that_does() 
     }
     let _g = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let rmem_default = read_sysctl("net.core.rmem_default");
     let ns = NetNs::new();

@@ -58,4 +58,5 @@ mod sweep;
 mod tcp;
 mod test_command;
 mod threads;
+mod turns;
 mod waits;

@@ -2,6 +2,8 @@
 //! and reset, with the control connection alive; a server on loopback with no middlebox
 //! keeps every connection; bad input is a one-line error. Each study runs in throwaway
 //! namespaces of its own (the lab) or on loopback; nothing on the host changes.
+//! Every test here is `common::quiet()`: it mostly waits out idle intervals, so it runs
+//! beside any other test (tests/common/turn.rs).
 
 use crate::common;
 
@@ -69,6 +71,7 @@ fn lab(test: &str, on_idle: &str) -> Option<serde_json::Value> {
 
 #[test]
 fn lab_timeout_found_when_the_middlebox_drops() {
+    common::quiet();
     let Some(j) = lab("lab_timeout_found_when_the_middlebox_drops", "drop") else {
         return;
     };
@@ -95,6 +98,7 @@ fn lab_timeout_found_when_the_middlebox_drops() {
 
 #[test]
 fn lab_timeout_found_when_the_middlebox_resets() {
+    common::quiet();
     let Some(j) = lab("lab_timeout_found_when_the_middlebox_resets", "reset") else {
         return;
     };
@@ -114,6 +118,7 @@ fn lab_timeout_found_when_the_middlebox_resets() {
 /// five idle connections per round: 1 2 5 13 30 s, then 6 7 9 10 11 s).
 #[test]
 fn bisection_narrows_the_ladders_bracket() {
+    common::quiet();
     if !common::can_netns("bisection_narrows_the_ladders_bracket") {
         return;
     }
@@ -166,6 +171,7 @@ fn bisection_narrows_the_ladders_bracket() {
 /// the mapping (2.5 s), found in (2 s, 3 s].
 #[test]
 fn lab_udp_mapping_timeout() {
+    common::quiet();
     if !common::can_netns("lab_udp_mapping_timeout") {
         return;
     }
@@ -209,6 +215,7 @@ fn lab_udp_mapping_timeout() {
 /// responder the probe refuses to start.
 #[test]
 fn udp_responder_on_loopback() {
+    common::quiet();
     // The responder binds one port for UDP and TCP: a port free for UDP a moment ago may be
     // taken for TCP by another process of this busy host (an ephemeral port): then it
     // exits at once with EADDRINUSE, and another port is tried, up to 5 times.
@@ -346,6 +353,7 @@ fn pool(test: &str, validate: &str, max_idle: &str) -> Option<serde_json::Value>
 /// on a forgotten connection and times out.
 #[test]
 fn s5_miniature_before_the_fix_fails() {
+    common::quiet();
     let Some(j) = pool("s5_miniature_before_the_fix_fails", "20s", "30s") else {
         return;
     };
@@ -361,6 +369,7 @@ fn s5_miniature_before_the_fix_fails() {
 /// path's 2 s: every request is answered.
 #[test]
 fn s5_miniature_after_the_fix_answers_every_request() {
+    common::quiet();
     let Some(j) = pool(
         "s5_miniature_after_the_fix_answers_every_request",
         "1s",
@@ -383,6 +392,7 @@ fn s5_miniature_after_the_fix_answers_every_request() {
 /// the flow; the far side probing first (tpslab's responder) finds it.
 #[test]
 fn server_first_finds_what_the_near_side_cannot() {
+    common::quiet();
     if !common::can_netns("server_first_finds_what_the_near_side_cannot") {
         return;
     }
@@ -422,6 +432,7 @@ fn server_first_finds_what_the_near_side_cannot() {
 /// itself kills none.
 #[test]
 fn a_path_without_a_middlebox_keeps_every_connection() {
+    common::quiet();
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let t = std::thread::spawn(move || {
@@ -460,6 +471,7 @@ fn a_path_without_a_middlebox_keeps_every_connection() {
 
 #[test]
 fn bad_input_is_a_one_line_error() {
+    common::quiet();
     // A port nobody listens on (bound, then closed).
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -510,6 +522,7 @@ fn bad_input_is_a_one_line_error() {
 
 #[test]
 fn pool_bad_input_is_a_one_line_error() {
+    common::quiet();
     let cases: [(&[&str], &str); 3] = [
         (
             &["--lab-idle-timeout", "50ms"],
@@ -548,6 +561,7 @@ fn pool_bad_input_is_a_one_line_error() {
 /// Ctrl-C (SIGINT) ends a study with what it found so far, written to its record.
 #[test]
 fn ctrl_c_keeps_what_was_found() {
+    common::quiet();
     if !common::can_netns("ctrl_c_keeps_what_was_found") {
         return;
     }

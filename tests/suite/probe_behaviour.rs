@@ -5,6 +5,8 @@
 //! 1..5 s): the bracket contains the true timeout within the 1 s resolution, the
 //! behaviour line says what the lab was set to, and a control connection the timeout
 //! ended is never reported as a failed path.
+//! Every test here is `common::quiet()`: it mostly waits out idle intervals, so it runs
+//! beside any other test (tests/common/turn.rs).
 
 use crate::common;
 
@@ -70,6 +72,7 @@ fn assert_brackets_the_timeout(text: &str) {
 
 #[test]
 fn payload_timer_with_fins_is_a_proxy_keepalive_does_not_count() {
+    common::quiet();
     let Some((j, text)) = study(
         "payload_timer_with_fins_is_a_proxy_keepalive_does_not_count",
         "fin",
@@ -90,6 +93,7 @@ fn payload_timer_with_fins_is_a_proxy_keepalive_does_not_count() {
 
 #[test]
 fn any_packet_timer_with_fins_keepalive_counts() {
+    common::quiet();
     let Some((j, text)) = study("any_packet_timer_with_fins_keepalive_counts", "fin", "any") else {
         return;
     };
@@ -105,6 +109,7 @@ fn any_packet_timer_with_fins_keepalive_counts() {
 
 #[test]
 fn payload_timer_dropping_silently_keepalive_does_not_count() {
+    common::quiet();
     let Some((j, text)) = study(
         "payload_timer_dropping_silently_keepalive_does_not_count",
         "drop",
@@ -126,6 +131,7 @@ fn payload_timer_dropping_silently_keepalive_does_not_count() {
 
 #[test]
 fn payload_timer_resetting_the_next_packet_keepalive_does_not_count() {
+    common::quiet();
     let Some((j, text)) = study(
         "payload_timer_resetting_the_next_packet_keepalive_does_not_count",
         "reset",
@@ -152,6 +158,7 @@ fn payload_timer_resetting_the_next_packet_keepalive_does_not_count() {
 
 #[test]
 fn any_packet_timer_dropping_silently_keepalive_counts() {
+    common::quiet();
     let Some((j, text)) = study(
         "any_packet_timer_dropping_silently_keepalive_counts",
         "drop",
@@ -190,6 +197,7 @@ fn payload_by_way(j: &serde_json::Value) -> std::collections::HashMap<String, (S
 
 #[test]
 fn near_payload_timer_only_the_clients_payload_counts() {
+    common::quiet();
     let Some((j, text)) = study_with(
         "near_payload_timer_only_the_clients_payload_counts",
         "fin",
@@ -218,6 +226,7 @@ fn near_payload_timer_only_the_clients_payload_counts() {
 
 #[test]
 fn payload_timer_payload_from_either_side_counts() {
+    common::quiet();
     let Some((j, text)) = study_with(
         "payload_timer_payload_from_either_side_counts",
         "fin",
@@ -245,6 +254,7 @@ fn payload_timer_payload_from_either_side_counts() {
 /// timer that counts payload; the far side's is not measured.
 #[test]
 fn probe_data_against_a_silent_server_is_the_clients_payload() {
+    common::quiet();
     let Some((j, text)) = study_with(
         "probe_data_against_a_silent_server_is_the_clients_payload",
         "drop",

@@ -5,6 +5,8 @@
 //! timeout being measured (TCP keepalive does not count here), not as a failed path, and
 //! HikariCP files are judged against it: one without a usable keepaliveTime is flagged,
 //! one with keepaliveTime below the timeout passes.
+//! Every test here is `common::quiet()`: it mostly waits out idle intervals, so it runs
+//! beside any other test (tests/common/turn.rs).
 
 use crate::common;
 
@@ -19,6 +21,7 @@ const TIMEOUT_S: u64 = 33;
 
 #[test]
 fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
+    common::quiet();
     let test = "haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count";
     if !common::need(test, HAPROXY) {
         return;
@@ -170,6 +173,7 @@ fn haproxy_timeout_is_dated_by_its_fins_and_keepalive_does_not_count() {
 /// which this proxy counts) gets every answer.
 #[test]
 fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
+    common::quiet();
     let test = "pool_through_haproxy_fails_without_the_fix_and_not_with_it";
     if !common::need(test, HAPROXY) {
         return;
@@ -264,6 +268,7 @@ fn pool_through_haproxy_fails_without_the_fix_and_not_with_it() {
 /// it a both-ways probe, which counts too.
 #[test]
 fn haproxy_counts_payload_from_either_side() {
+    common::quiet();
     let test = "haproxy_counts_payload_from_either_side";
     if !common::need(test, HAPROXY) {
         return;

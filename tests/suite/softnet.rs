@@ -129,7 +129,7 @@ fn diagnose_cmd(
 fn softnet_backlog_overflow_is_named_fixed_and_restored() {
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let Some((ns, srv)) = setup("softnet_backlog_overflow_is_named_fixed_and_restored") else {
         return;
@@ -230,7 +230,7 @@ fn softnet_backlog_overflow_is_named_fixed_and_restored() {
 fn host_setting_left_by_a_killed_run_is_restored_at_next_start() {
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let Some((ns, srv)) = setup("host_setting_left_by_a_killed_run_is_restored_at_next_start")
     else {

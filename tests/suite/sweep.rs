@@ -41,7 +41,7 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
     }
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let _restore = Restore(busy_read());
     let before = busy_read();
@@ -217,7 +217,7 @@ fn killed_sweep_restores_the_host_at_next_start_and_resumes() {
     }
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let _restore = Restore(busy_read());
     let before = busy_read();
@@ -401,7 +401,7 @@ fn a_sysctl_level_the_kernel_refuses_stops_the_sweep_before_any_run() {
     }
     let _serial = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     const RMEM_MAX: &str = "/proc/sys/net/core/rmem_max";
     let before = std::fs::read_to_string(RMEM_MAX)

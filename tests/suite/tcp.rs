@@ -101,7 +101,7 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
     }
     let _g = common::serial();
     // Changes host-wide state or checks it unchanged: under the suite's host lock,
-    // taken after serial(): another test of this binary may hold serial() while its tpslab waits for it.
+    // taken after serial(): another test may hold serial() while its tpslab waits for it.
     let _host = common::host_lock();
     let before = host_state();
     let json = common::tmp("s4.json");

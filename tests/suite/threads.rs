@@ -91,25 +91,46 @@ fn redis_is_saturated_on_one_thread_not_waiting_on_a_lock() {
     if !common::need(T, "/usr/bin/redis-server") {
         return;
     }
-    let port = free_port();
-    let mut cmd = Command::new("/usr/bin/redis-server");
-    cmd.args([
-        "--port",
-        &port.to_string(),
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ])
-    .args(["--daemonize", "no"]);
-    let server = start(cmd, "redis", port);
-    let pid = server.0.id();
-    let (rec, out) = ramp("redis", port, pid, b"PING\r\n", "1..64", "x4");
+    // A busy host (builds or another suite beside this one) keeps redis's one thread
+    // waiting for a CPU: its TPS then grows with users for want of a CPU, not of work.
+    // Such a run is retried on a new server, up to 3 times, and then counted as spoiled
+    // when the thread waited for a CPU over 20 % of the last step (schedstat).
+    let Some((rec, out, pid)) = common::retry(T, 3, || {
+        let port = free_port();
+        let mut cmd = Command::new("/usr/bin/redis-server");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--daemonize", "no"]);
+        let server = start(cmd, "redis", port);
+        let pid = server.0.id();
+        let (rec, out) = ramp("redis", port, pid, b"PING\r\n", "1..64", "x4");
+        let verdict = rec["verdict"].as_str().unwrap();
+        let main = &last_step(&rec)["per_thread"][0];
+        let waited = main["states"]["runqueue_ns"].as_f64().unwrap_or(0.0);
+        let span = main["span_ns"].as_f64().unwrap();
+        if !verdict.starts_with("VERDICT: saturated: one thread at ~100 % of a CPU")
+            && waited > 0.2 * span
+        {
+            return Err(format!(
+                "redis's thread waited for a CPU {:.0} % of the last step: {verdict}",
+                100.0 * waited / span
+            ));
+        }
+        Ok((rec, out, pid))
+    }) else {
+        return;
+    };
     let verdict = rec["verdict"].as_str().unwrap();
     let main = &last_step(&rec)["per_thread"][0];
     if verdict.starts_with("VERDICT: CPU contention: one thread runnable ~100 %") {
-        // The host's CPUs were busy elsewhere (other tests or builds beside this one):
-        // the main thread was on a CPU less than half the step, by schedstat.
+        // The host's CPUs were busy elsewhere: the main thread was on a CPU less than half
+        // the step, by schedstat.
         let on_cpu = main["states"]["on_cpu_ns"].as_f64().unwrap();
         let span = main["span_ns"].as_f64().unwrap();
         assert!(on_cpu < 0.5 * span, "{on_cpu} of {span}: {verdict}");

@@ -1,0 +1,113 @@
+//! Who runs beside whom (issue 55). test.sh runs the suite on several threads, and two
+//! suites of two clones may run on one host at once, so every test takes one of three turns:
+//! - **serial** ([`serial`]): a test whose figures another test's CPU or traffic would
+//!   spoil (pps against a plan, a CPU share, a rate found by a ramp) runs alone: no other
+//!   test of this suite, nor an ordinary or serial test of another suite on this host.
+//! - **ordinary** (the default): taken by this module's entry points ([`super::tpslab`],
+//!   [`super::NetNs::new`], [`super::tmp`], [`super::free_port`], [`super::host_lock`], ...)
+//!   on the test's own thread, held until that thread ends: beside other ordinary and quiet
+//!   tests, never beside a serial one.
+//! - **quiet** ([`quiet`]): a test that mostly waits (an idle timeout probed over seconds)
+//!   and whose figures a busy CPU does not spoil at its resolution: beside anything.
+//!
+//! In this process the turns are one writer-preferring `RwLock` (a waiting serial test stops
+//! new ordinary ones, so it is not starved); across processes the same modes are `flock`s
+//! on `$TPSLAB_TURN_LOCK` (test.sh sets one path for every clone on this host), else
+//! /tmp/tpslab-turn.lock, taken after the in-process lock. Order with the host lock: a turn
+//! first, [`super::host_lock`] after (it takes the ordinary turn itself when the thread has
+//! none), and never `serial()` while the host lock is held.
+//!
+//! Only a test's own thread takes a turn: libtest names it after the test
+//! (`module::test_name`); threads a test spawns run under their test's turn.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+static TURN: RwLock<()> = RwLock::new(());
+
+/// What this test thread holds.
+enum Held {
+    Nothing,
+    Ordinary(
+        #[allow(dead_code)] RwLockReadGuard<'static, ()>,
+        #[allow(dead_code)] File,
+    ),
+    Serial,
+    Quiet,
+}
+
+thread_local! {
+    static HELD: RefCell<Held> = const { RefCell::new(Held::Nothing) };
+}
+
+/// The lock file shared by every suite on this host.
+fn lock_file() -> File {
+    let path = std::env::var_os("TPSLAB_TURN_LOCK")
+        .map_or_else(|| PathBuf::from("/tmp/tpslab-turn.lock"), PathBuf::from);
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("open the turn lock {}: {e}", path.display()))
+}
+
+/// Whether this is a test's own thread (libtest names it `module::test`).
+fn test_thread() -> bool {
+    std::thread::current()
+        .name()
+        .is_some_and(|n| n.contains("::"))
+}
+
+/// The ordinary turn for this test thread unless it holds one (any): a no-op on other
+/// threads.
+pub fn ordinary() {
+    if !test_thread() {
+        return;
+    }
+    HELD.with(|h| {
+        if !matches!(*h.borrow(), Held::Nothing) {
+            return;
+        }
+        let r = TURN.read().unwrap_or_else(|e| e.into_inner());
+        let f = lock_file();
+        f.lock_shared().expect("flock the turn lock shared");
+        *h.borrow_mut() = Held::Ordinary(r, f);
+    });
+}
+
+/// This test runs alone (see the module's doc): hold the guard for the test's whole
+/// measurement. Gives up the thread's ordinary turn first (taken by a helper called
+/// earlier). Never call it while holding [`super::host_lock`].
+pub fn serial() -> Serial {
+    HELD.with(|h| *h.borrow_mut() = Held::Nothing);
+    let w = TURN.write().unwrap_or_else(|e| e.into_inner());
+    let f = lock_file();
+    f.lock().expect("flock the turn lock exclusive");
+    if test_thread() {
+        HELD.with(|h| *h.borrow_mut() = Held::Serial);
+    }
+    Serial { _w: w, _f: f }
+}
+
+/// The serial turn; dropping it lets other tests run again.
+pub struct Serial {
+    _w: RwLockWriteGuard<'static, ()>,
+    _f: File,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        HELD.with(|h| *h.borrow_mut() = Held::Nothing);
+    }
+}
+
+/// This test runs beside anything (see the module's doc): call it first. Gives up the
+/// thread's ordinary turn if a helper took one already.
+pub fn quiet() {
+    if test_thread() {
+        HELD.with(|h| *h.borrow_mut() = Held::Quiet);
+    }
+}

@@ -109,6 +109,7 @@ pub fn cpu_pressure_pct() -> Option<f64> {
 
 /// Whether `path` exists; otherwise the test is skipped with the reason.
 pub fn need(test: &str, path: &str) -> bool {
+    turn::ordinary();
     let ok = std::path::Path::new(path).exists();
     if !ok {
         skip(test, &format!("{path} not installed"));
@@ -120,6 +121,7 @@ pub fn need(test: &str, path: &str) -> bool {
 /// which needs ptrace access). Skips (counted) when not.
 #[allow(dead_code)]
 pub fn root(test: &str, why: &str) -> bool {
+    turn::ordinary();
     // SAFETY: geteuid has no memory effects.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
@@ -130,6 +132,7 @@ pub fn root(test: &str, why: &str) -> bool {
 
 /// Whether the tests can create network namespaces (root). Skips (counted) when not.
 pub fn can_netns(test: &str) -> bool {
+    turn::ordinary();
     // SAFETY: geteuid has no memory effects.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
@@ -262,6 +265,7 @@ pub fn history_home() -> PathBuf {
 
 /// Runs and returns the output, printing it for the test log.
 pub fn run(mut c: Command) -> Output {
+    turn::ordinary();
     let out = c.output().expect("spawn");
     eprintln!("--- stdout\n{}", String::from_utf8_lossy(&out.stdout));
     eprintln!("--- stderr\n{}", String::from_utf8_lossy(&out.stderr));
@@ -317,6 +321,7 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
 
 /// Reads a JSON run record.
 pub fn record(path: &std::path::Path) -> serde_json::Value {
+    turn::ordinary();
     let s = std::fs::read_to_string(path).expect("record written");
     serde_json::from_str(&s).expect("valid JSON")
 }

@@ -3,8 +3,8 @@
 //! - **serial** ([`serial`]): a test whose figures another test's CPU or traffic would
 //!   spoil (pps against a plan, a CPU share, a rate found by a ramp) runs alone: no other
 //!   test of this suite, nor an ordinary or serial test of another suite on this host.
-//! - **ordinary** (the default): taken by this module's entry points ([`super::tpslab`],
-//!   [`super::NetNs::new`], [`super::tmp`], [`super::free_port`], [`super::host_lock`], ...)
+//! - **ordinary** (the default): taken by the entry points of tests/common ([`super::tpslab`],
+//!   [`super::run`], [`super::NetNs::new`], [`super::tmp`], [`super::need`], [`super::host_lock`], ...)
 //!   on the test's own thread, held until that thread ends: beside other ordinary and quiet
 //!   tests, never beside a serial one.
 //! - **quiet** ([`quiet`]): a test that mostly waits (an idle timeout probed over seconds)

@@ -2,8 +2,9 @@
 # The test command (README.md; .ci/run calls it): every test binary, also after a failure
 # (--no-fail-fast), then the tests that skipped, each with its reason, since cargo prints a
 # skipped test as "ok" (a missing tool, no root, or a timing test that a busy machine
-# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test suite ledger::).
-# Exits with cargo's status.
+# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test suite ledger::);
+# without them the quiet tests run in a second process beside the rest (below). Exits with
+# cargo's status (the first failing one's, when both fail).
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -27,7 +28,26 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 
 start=$SECONDS
 status=0
-cargo test --workspace --release --no-fail-fast "$@" || status=$?
+if [ $# -gt 0 ]; then
+  cargo test --workspace --release --no-fail-fast "$@" || status=$?
+elif cargo test --workspace --release --no-run; then
+  # The quiet modules (their tests call common::quiet(): they mostly wait out idle
+  # intervals) in a second process beside the rest, so they wait beside the timing tests
+  # instead of after them; their output follows the rest's. A test's name matching one of
+  # these filters runs there (in every test binary), every other one here.
+  quiet=(probe:: probe_proxy:: probe_behaviour::)
+  skips=()
+  for q in "${quiet[@]}"; do skips+=(--skip "$q"); done
+  quiet_log="${CARGO_TARGET_DIR:-target}/tpslab-quiet-tests.log"
+  cargo test --workspace --release --no-fail-fast -- "${quiet[@]}" > "$quiet_log" 2>&1 &
+  quiet_pid=$!
+  cargo test --workspace --release --no-fail-fast -- "${skips[@]}" || status=$?
+  wait "$quiet_pid" || { q=$?; [ "$status" -ne 0 ] || status=$q; }
+  echo "--- the quiet tests (${quiet[*]}), run beside the rest:"
+  cat "$quiet_log"
+else
+  status=$?
+fi
 
 if [ -s "$TPSLAB_SKIP_LIST" ]; then
   echo "skipped tests: $(wc -l < "$TPSLAB_SKIP_LIST")"

@@ -92,14 +92,74 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
         took.starts_with("0 min ") && took.ends_with(" s (compiling included), exit 101\n"),
         "{took}"
     );
-    let stub = stub_cargo("stub-passing", "exit 0");
-    let (code, out) = test_sh(&stub, &list, &[]);
-    assert_eq!(code, Some(0));
-    let (rest, took) = out
-        .rsplit_once("test.sh: ")
-        .expect("the wall time printed last");
-    assert_eq!(rest, "skipped tests: none\n");
-    assert!(took.ends_with(", exit 0\n"), "{took}");
+    // Without arguments: one build, then the quiet tests in a second process beside the
+    // rest (each test in exactly one of them), their output after the rest's; a failure
+    // of either is the suite's.
+    let calls = common::tmp("test-sh-calls.txt");
+    for (fail, code_want) in [("no-such-test", 0), ("probe_proxy::", 101)] {
+        let _ = std::fs::remove_file(&calls);
+        let stub = stub_cargo(
+            "stub-passing",
+            &format!(
+                "echo \"$@\" >> '{}'\ncase \"$*\" in *--skip*) echo main-run;; *--no-run*) ;; *) echo quiet-run;; esac\ncase \"$*\" in *--skip*) ;; *'{fail}'*) exit 101;; esac\nexit 0",
+                calls.display()
+            ),
+        );
+        let (code, out) = test_sh(&stub, &list, &[]);
+        assert_eq!(code, Some(code_want), "{out}");
+        let mut argv: Vec<String> = std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(argv.remove(0), "test --workspace --release --no-run");
+        argv.sort();
+        assert_eq!(
+            argv,
+            [
+                "test --workspace --release --no-fail-fast -- --skip probe:: --skip probe_proxy:: --skip probe_behaviour::",
+                "test --workspace --release --no-fail-fast -- probe:: probe_proxy:: probe_behaviour::",
+            ]
+        );
+        let (rest, took) = out
+            .rsplit_once("test.sh: ")
+            .expect("the wall time printed last");
+        assert_eq!(
+            rest,
+            "main-run\n--- the quiet tests (probe:: probe_proxy:: probe_behaviour::), run beside the rest:\nquiet-run\nskipped tests: none\n"
+        );
+        assert!(took.ends_with(&format!(", exit {code_want}\n")), "{took}");
+    }
+    // Every module whose tests are quiet is in test.sh's list, and only those.
+    let sh = std::fs::read_to_string(repo().join("test.sh")).unwrap();
+    let listed = sh
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("quiet=("))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("test.sh's quiet=(...) list");
+    let mut listed: Vec<String> = listed.split(' ').map(String::from).collect();
+    let mut quiet: Vec<String> = std::fs::read_dir(repo().join("tests/suite"))
+        .unwrap()
+        .flatten()
+        // turns.rs calls quiet() to test the turns themselves (its serial thread must run
+        // in the process of the ordinary tests).
+        .filter(|e| e.file_name() != "turns.rs")
+        .filter(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap()
+                .contains("\n    common::quiet();\n")
+        })
+        .map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            format!("{}::", n.trim_end_matches(".rs"))
+        })
+        .collect();
+    listed.sort();
+    quiet.sort();
+    assert_eq!(
+        listed, quiet,
+        "test.sh's quiet list against common::quiet() in tests/suite"
+    );
 }
 
 #[test]

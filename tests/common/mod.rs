@@ -319,6 +319,21 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
     dir.join(name)
 }
 
+/// Ok when a `load http` record's generator sent its whole plan (`result.sent` =
+/// `result.intended`); else Err naming how far behind it was: on a busy host the plan
+/// ends on time with the late requests unsent, which spoils a test of exact counts.
+pub fn plan_sent(r: &serde_json::Value) -> Result<(), String> {
+    let res = &r["result"];
+    let (sent, intended) = (res["sent"].as_u64(), res["intended"].as_u64());
+    if sent.is_some() && sent == intended {
+        return Ok(());
+    }
+    Err(format!(
+        "the generator sent {} of {} planned requests ({} late, the latest by {} ns)",
+        res["sent"], res["intended"], res["behind"], res["behind_max_ns"]
+    ))
+}
+
 /// Reads a JSON run record.
 pub fn record(path: &std::path::Path) -> serde_json::Value {
     turn::ordinary();

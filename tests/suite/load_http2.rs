@@ -110,7 +110,20 @@ fn h2c_answers_every_request_on_its_connections_with_streams_in_flight() {
         "--duration",
         "1s",
     ];
-    let (code, out, err, r) = load(&url, &args, "h2c");
+    // A generator a busy host held back past the run's end sends fewer than planned (the
+    // plan ends on time): retried up to 3 times, then counted as spoiled.
+    let test = "load_http2::h2c_answers_every_request_on_its_connections_with_streams_in_flight";
+    let on_plan = |url: &str, tag: &str| {
+        common::retry(test, 3, || {
+            let got = load(url, &args, tag);
+            assert_eq!(got.0, Some(0), "{}", got.2);
+            common::plan_sent(&got.3)?;
+            Ok(got)
+        })
+    };
+    let Some((code, out, err, r)) = on_plan(&url, "h2c") else {
+        return;
+    };
     assert_eq!(code, Some(0), "{err}");
     assert!(
         out.contains("on 2 keep-alive connections over HTTP/2 with 10 streams each"),
@@ -130,7 +143,9 @@ fn h2c_answers_every_request_on_its_connections_with_streams_in_flight() {
 
     // A 503 is a reply of class 5xx, not an error.
     let url = format!("http://127.0.0.1:{}/busy", ng.main);
-    let (code, _, err, r) = load(&url, &args, "h2c-busy");
+    let Some((code, _, err, r)) = on_plan(&url, "h2c-busy") else {
+        return;
+    };
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(n(&r["result"]["status"]["s5xx"]), 2000, "{}", r["result"]);
 

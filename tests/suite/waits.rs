@@ -109,7 +109,11 @@ fn a_tight_loop_is_on_cpu() {
             >= 95.0,
         "{tw}"
     );
-    assert!(stdout.contains("of the run on CPU"), "{stdout}");
+    // The larger share comes first: on a CPU, or on a busy host waiting for one.
+    assert!(
+        stdout.contains("of the run on CPU") || stdout.contains("of the run waiting for a CPU"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -235,8 +235,11 @@ fn exited_threads_are_folded_not_kept() {
     w.sample();
     let with_them = w.threads.len();
     assert!(with_them >= 9, "{with_them} threads seen");
-    // Each sampled thread's files are kept open between ticks...
-    assert_eq!(w.files.len(), with_them);
+    // Each sampled thread's files are kept open between ticks (ours; a thread of another
+    // test may end between the listing and the opening)...
+    for t in &ours {
+        assert!(w.files.contains_key(t), "{t} has no files");
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for h in hs {
         h.join().unwrap();
@@ -254,7 +257,9 @@ fn exited_threads_are_folded_not_kept() {
     assert!(w.exited.1 >= 8, "{} folded", w.exited.1);
     // ...and closed with the thread: a long watch of a process whose threads come
     // and go holds descriptors of the live ones only.
-    assert_eq!(w.files.len(), w.threads.len());
+    for t in w.files.keys() {
+        assert!(w.threads.contains_key(t), "files of {t}, not a thread seen");
+    }
     for t in &ours {
         assert!(
             !w.files.contains_key(t) && !w.threads.contains_key(t),

@@ -221,3 +221,89 @@ fn a_server_that_closes_each_connection_is_named() {
         "{out}"
     );
 }
+
+/// A server that answers one connection at once and reads the other's request only after
+/// 600 ms, with a small MSS and receive buffer (the client's send buffer sized by them:
+/// a 1 MiB body is written in parts): with `--requests 2` a request is still being
+/// written when the other is answered. It must be waited for and counted (before, the
+/// run ended with both requests claimed and none written whole: 0 sent, exit 2, "2 of
+/// the 2 requests not sent (the duration ended the run first)").
+const SLOW_READER: &str = r#"
+import socket, sys, threading, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+lock = threading.Lock(); seen = [0]
+def serve(c):
+    if not c.recv(1, socket.MSG_PEEK):
+        return
+    with lock:
+        slow = seen[0] == 0; seen[0] += 1
+    if slow:
+        time.sleep(0.6)
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(65536)
+            if not d:
+                return
+            buf += d
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        while len(buf) < n:
+            d = c.recv(65536)
+            if not d:
+                return
+            buf += d
+        buf = buf[n:]
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+#[test]
+fn a_request_still_being_written_at_the_cap_is_waited_for_and_counted() {
+    if !common::need("load-http-cutoff", "/usr/bin/python3") {
+        return;
+    }
+    let port = common::free_port();
+    let body = common::tmp("load-http-cutoff.body");
+    std::fs::write(&body, vec![b'x'; 1 << 20]).unwrap();
+    let child = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", SLOW_READER, &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("python3");
+    let _k = common::Kill(child);
+    common::wait_listening(port, "the slow reader");
+    let url = format!("http://127.0.0.1:{port}/");
+    let b = body.to_string_lossy();
+    let (code, out, err, rec) = load(
+        &url,
+        &[
+            "--rate",
+            "max",
+            "--connections",
+            "2",
+            "--requests",
+            "2",
+            "--method",
+            "POST",
+            "--body",
+            &b,
+        ],
+        "load-http-cutoff",
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let r = &rec["result"];
+    assert_eq!(n(&r["sent"]), 2, "{r}");
+    assert_eq!(n(&r["status"]["s2xx"]), 2, "{r}");
+    assert!(r["last_end_s"].as_f64().unwrap() > 0.5, "{r}");
+    assert!(!out.contains("not started"), "{out}");
+}

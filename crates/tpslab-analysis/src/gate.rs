@@ -22,8 +22,8 @@ pub enum FailOn {
     Errors,
     /// A `--target-rate` was not reached (tcp).
     Target,
-    /// A threshold on a figure (`p99<20ms`, `errors<0.1%`, `rps>=5000`): fails when the
-    /// figure is on its bad side, or was not measured.
+    /// A threshold on a figure (`p99<20ms`, `errors<0.1%`, `rps>=5000`): the condition
+    /// that must hold (k6's meaning); fails when it does not, or was not measured.
     Bound(Bound),
 }
 
@@ -273,7 +273,8 @@ pub fn met(o: &Outcome, conds: &[FailOn]) -> Vec<String> {
             },
             FailOn::Bound(b) => match o.figures.value(b.figure) {
                 Some((v, read)) if !b.passes(v) => {
-                    Some(format!("{read} fails the threshold ({})", shown(&b.text)))
+                    let m = b.reading().map_or(String::new(), |m| format!(": {m}"));
+                    Some(format!("{read} fails the threshold ({}{m})", shown(&b.text)))
                 }
                 Some(_) => None,
                 None => Some(format!(
@@ -295,10 +296,16 @@ pub fn marks(o: &Outcome, conds: &[FailOn]) -> Vec<(bool, String, String)> {
         .map(|c| {
             let why = met(o, std::slice::from_ref(c));
             let read = match c {
-                FailOn::Bound(b) => o
-                    .figures
-                    .value(b.figure)
-                    .map_or_else(|| "not measured".to_string(), |(_, r)| r),
+                FailOn::Bound(b) => {
+                    let r = o
+                        .figures
+                        .value(b.figure)
+                        .map_or_else(|| "not measured".to_string(), |(_, r)| r);
+                    match b.reading() {
+                        Some(m) => format!("{r} ({m})"),
+                        None => r,
+                    }
+                }
                 _ => why.first().cloned().unwrap_or_else(|| "none".into()),
             };
             (why.is_empty(), c.text(), read)

@@ -1,8 +1,10 @@
 //! Thresholds on a run's figures in `--fail-on`'s one syntax: `p99<20ms`, `errors<0.1%`,
-//! `rps>=5000`. Each figure has a good side (latency and the error share low, the rate
-//! high); a bound written on the good side (`p99<20ms`, `rps>=5000`) must hold, as k6's
-//! thresholds, and one written on the bad side (`p99>20ms`, `rps<5000`, like `loss>1%`)
-//! fails when it holds: either way the gate fails when the figure is on the bad side.
+//! `rps>=5000`. As k6's thresholds, the expression is the condition that must HOLD:
+//! `p99<20ms` passes while p99 is under 20 ms, `rps>=5000` while the rate is at least
+//! 5000/s. A bound written on its figure's bad side (`p99>20ms`: latency is better low)
+//! means what k6 means too (it passes while p99 is above 20 ms), and the report says so
+//! beside its mark ([`Bound::reading`]). (`loss>1%` is not a bound: it is the UDP
+//! commands' failure condition, [`super::FailOn::LossAbove`].)
 
 use tpslab_record::stats::LatencySummary;
 
@@ -165,14 +167,43 @@ impl Bound {
         }
     }
 
-    /// Whether the bound is written on its figure's good side (a threshold to meet).
-    fn is_threshold(&self) -> bool {
+    /// Whether the bound is written on its figure's good side (`p99<20ms`, `rps>=5000`).
+    fn on_good_side(&self) -> bool {
         matches!(self.op, Op::Lt | Op::Le) == self.figure.low_is_good()
     }
 
-    /// Whether `v` passes: a threshold that holds, or a failure condition that does not.
+    /// Whether `v` passes: the comparison as written holds (k6's meaning, whichever side
+    /// it is written on).
     pub fn passes(&self, v: f64) -> bool {
-        self.holds(v) == self.is_threshold()
+        self.holds(v)
+    }
+
+    /// What a bound written on its figure's bad side means, said beside its mark: `must
+    /// hold (as in k6): passes while p99 is above 20 ms`. None on the good side, whose
+    /// meaning is plain.
+    pub fn reading(&self) -> Option<String> {
+        if self.on_good_side() {
+            return None;
+        }
+        let what = match self.figure {
+            Figure::Latency(q) => q.name().to_string(),
+            Figure::ErrorShare => "the error share".into(),
+            Figure::Rps => "the rate".into(),
+        };
+        let v = match self.figure {
+            Figure::Latency(_) => fmt_ns(self.value),
+            Figure::ErrorShare => format!("{} %", self.value),
+            Figure::Rps => format!("{}/s", self.value),
+        };
+        let side = match self.op {
+            Op::Lt => "under",
+            Op::Le => "at most",
+            Op::Gt => "above",
+            Op::Ge => "at least",
+        };
+        Some(format!(
+            "must hold (as in k6): passes while {what} is {side} {v}"
+        ))
     }
 }
 
@@ -254,17 +285,29 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_fails_on_its_figures_bad_side_whichever_way_it_is_written() {
+    fn a_bound_is_the_condition_that_must_hold_as_in_k6() {
         // Thresholds (k6): must hold.
         assert!(b("p99<20ms").passes(19e6));
         assert!(!b("p99<20ms").passes(20e6));
         assert!(b("rps>=5000").passes(5000.0));
         assert!(!b("rps>=5000").passes(4999.0));
         assert!(!b("errors<0.1%").passes(0.2));
-        // Failure conditions (as loss>1%): fail when they hold.
-        assert!(!b("p99>20ms").passes(21e6));
-        assert!(b("p99>20ms").passes(20e6));
-        assert!(!b("rps<5000").passes(4000.0));
-        assert!(b("rps<5000").passes(6000.0));
+        assert_eq!(b("p99<20ms").reading(), None);
+        assert_eq!(b("rps>=5000").reading(), None);
+        // Written on the bad side: still the condition that must hold, as k6 reads it
+        // (it failed here when it held), and said so.
+        assert!(b("p99>20ms").passes(21e6));
+        assert!(!b("p99>20ms").passes(20e6));
+        assert!(b("rps<5000").passes(4000.0));
+        assert!(!b("rps<5000").passes(6000.0));
+        assert!(!b("errors>=1%").passes(0.5));
+        assert_eq!(
+            b("p99>20ms").reading().as_deref(),
+            Some("must hold (as in k6): passes while p99 is above 20.00 ms")
+        );
+        assert_eq!(
+            b("rps<5000").reading().as_deref(),
+            Some("must hold (as in k6): passes while the rate is under 5000/s")
+        );
     }
 }

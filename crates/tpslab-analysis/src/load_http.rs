@@ -15,8 +15,8 @@ pub fn failed_of(rec: &LoadHttpRecord) -> (u64, u64) {
 
 /// The outcome of a `load http` record for `--fail-on`: errors (failed requests, 4xx/5xx
 /// replies, failed connects), the figures: latency (from the intended send; a closed
-/// loop's from the send), the error share of all requests, the achieved rate (a closed
-/// loop's: replies over its span).
+/// loop's from the send), the error share of all requests, the rate answered (replies
+/// over the planned duration; a closed loop's: replies over its span).
 pub fn outcome(rec: &LoadHttpRecord, interrupted: bool) -> Outcome {
     let r = &rec.result;
     let (bad, all) = failed_of(rec);
@@ -34,7 +34,9 @@ pub fn outcome(rec: &LoadHttpRecord, interrupted: bool) -> Outcome {
     } else if rec.plan.max_rate {
         Some((rec.closed_rate(), "replies/s, closed loop".to_string()))
     } else {
-        Some((rec.achieved_rate(), "sent/s".to_string()))
+        // What the server answered, not what was sent: a plan sent whole to a server
+        // that answered half of it did not reach its rate.
+        Some((rec.answered_rate(), "answered/s".to_string()))
     };
     Outcome {
         interrupted,
@@ -77,11 +79,17 @@ pub fn reuse(rec: &LoadHttpRecord) -> Option<String> {
     })
 }
 
+/// A closed loop's loop threads wanting a CPU (on one or in the run queue) this share of
+/// their time or more: the rate is the generator's pace (a loop waiting on the server
+/// sleeps in epoll_wait).
+pub const GENERATOR_BUSY: f64 = 0.9;
+
 /// What limited the run, from the record's evidence (as ramp judges a step): the
-/// generator (sends late with their connection idle), the server's connection handling
-/// (connects refused or timed out, connections closed), its answers (replies late enough
-/// to hold back the next send, failures), or nothing (the plan kept). A closed loop's
-/// rate is the server's pace by construction.
+/// generator (sends late with their connection idle; a closed loop's threads wanting a CPU
+/// [`GENERATOR_BUSY`] of their time or more), the server's connection handling (connects
+/// refused or timed out, connections closed), its answers (replies late enough to hold
+/// back the next send, failures; a closed loop's pace otherwise), or nothing (the plan
+/// kept).
 pub fn limited_by(rec: &LoadHttpRecord) -> String {
     let r = &rec.result;
     let sent = r.sent.max(1) as f64;
@@ -103,6 +111,20 @@ pub fn limited_by(rec: &LoadHttpRecord) -> String {
         );
     }
     let (bad, all) = failed_of(rec);
+    if let Some(c) = r
+        .loop_cpu
+        .filter(|c| rec.plan.max_rate && c.busy() >= GENERATOR_BUSY)
+    {
+        return format!(
+            "the generator: its {} loop thread{} wanted a CPU {:.0} % of {} time (on one {:.0} %, waiting for one {:.0} %; closed loop: the rate is this generator's pace, not the server's: give it more CPUs or --load-threads, or put the server on another host)",
+            c.threads,
+            if c.threads == 1 { "" } else { "s" },
+            c.busy() * 100.0,
+            if c.threads == 1 { "its" } else { "their" },
+            c.cpu_s * 100.0 / c.wall_s,
+            c.runq_s * 100.0 / c.wall_s,
+        );
+    }
     if rec.plan.max_rate {
         return format!(
             "the server's answers (closed loop: the rate is its pace with {} requests in flight at most){}",

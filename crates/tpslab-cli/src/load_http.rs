@@ -19,14 +19,15 @@ pub struct LoadHttpArgs {
     /// its next request as soon as its last reply is in; latency is then service time.
     #[arg(long, value_name = crate::flags::units::RATE, value_parser = crate::flags::units::rate())]
     pub rate: Option<f64>,
-    /// How long requests are sent; none is sent after it. Default 10s; with --requests, the
-    /// longest a run may last (24h).
-    #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
-    pub duration: Option<Duration>,
-    /// Exit 1 when the run fails a threshold, comma-separated: 'pNN<DURATION' (p50, p90,
-    /// p99, p99.9, max: latency from the intended send, a closed loop's from the send),
-    /// 'errors<PCT%' (failed requests and 4xx/5xx replies, of all), 'rps>=N' (the
-    /// achieved rate; --rate max: replies/s), errors (any failure). Printed first in the
+    /// How long requests are sent; none is sent after it. With --requests, the longest a
+    /// run may last.
+    #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
+    pub duration: Duration,
+    /// Exit 1 when the run fails a threshold, comma-separated, each the condition that
+    /// must hold (as in k6): 'pNN<DURATION' (p50, p90, p99, p99.9, max: latency from the
+    /// intended send, a closed loop's from the send), 'errors<PCT%' (failed requests and
+    /// 4xx/5xx replies, of all), 'rps>=N' (replies over the duration; --rate max:
+    /// replies/s), errors (any failure). Printed first in the
     /// report with pass/fail marks. Quote it: unquoted, the shell reads > and < as
     /// redirections.
     #[arg(long, value_name = "CONDITIONS")]
@@ -62,7 +63,7 @@ impl LoadHttpArgs {
         let max = self.rate.is_some_and(f64::is_infinite);
         // --requests N ends the run at N or at --duration, its default too: a plan is a
         // promise, and a server that never answers must not hold a pipeline for hours.
-        let duration = self.duration.unwrap_or(DEFAULT_DURATION);
+        let duration = self.duration;
         self.http.plan(
             &self.url,
             if max { 0.0 } else { self.rate.unwrap_or(0.0) },
@@ -86,6 +87,3 @@ impl LoadHttpArgs {
         )
     }
 }
-
-/// `--duration`'s default without `--requests`.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);

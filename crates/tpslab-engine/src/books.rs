@@ -77,8 +77,12 @@ pub(crate) trait Books: Sync {
     /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
     /// written whole was waiting for its reply.
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);
-    /// The loop ended with `in_flight` requests written and neither answered nor failed
-    /// (still waiting for their reply when the run's end, or its grace, came): an open
+    /// The request that just [`Books::failed`] had been started (claimed) and was still
+    /// being written: it ended unsent. Nothing by default.
+    fn abandoned(&self) {}
+    /// The loop ended with `in_flight` requests started and neither answered nor failed
+    /// (still being written, or waiting for their reply, when the run's end, or its
+    /// grace, came): an open
     /// loop counts each as unanswered at the end (`load http`'s `unanswered`, a failure of
     /// its own kind); a ramp, whose steps count what lands in their windows, leaves them
     /// out.

@@ -79,8 +79,16 @@ pub(crate) struct Schedule<'a> {
     closed: bool,
     /// `--requests`: requests that may start at most (u64::MAX: no cap).
     budget: u64,
-    /// Requests started so far under the cap (claimed, [`Books::claim`]).
+    /// Requests started so far ([`Books::claim`]; less those started again elsewhere,
+    /// [`Books::unclaim`]), all loops: the cap's count under `--requests`.
     claimed: AtomicU64,
+    /// Of those, requests ended: answered, or failed written or while being written. The
+    /// run ends (after its end, cap or stop) once every request started has ended, not
+    /// merely those written whole: one still being written is waited for too.
+    settled: AtomicU64,
+    /// The loop threads' time on a CPU, waiting for one, and wall time since the start,
+    /// ns, and the threads that read them, summed as each returns.
+    loop_ns: [AtomicU64; 4],
 }
 
 /// One loop's counts (and, merged, the run's).
@@ -112,6 +120,8 @@ pub(crate) struct OpenLocal {
     /// The replies by the time from their first byte to their last (response time from
     /// the actual send).
     gaps: tpslab_record::gaps::ReplyGaps,
+    /// The loop threads' CPU (set on the run's total only).
+    loop_cpu: Option<tpslab_record::load_http::LoopCpu>,
 }
 
 impl OpenLocal {
@@ -138,6 +148,7 @@ impl OpenLocal {
             first_tls_error: None,
             live: None,
             gaps: Default::default(),
+            loop_cpu: None,
         }
     }
 
@@ -239,6 +250,8 @@ impl<'a> Schedule<'a> {
             closed: false,
             budget: u64::MAX,
             claimed: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
+            loop_ns: Default::default(),
         }
     }
 
@@ -254,6 +267,11 @@ impl<'a> Schedule<'a> {
     /// Every request the cap allows was started (never, without a cap).
     fn exhausted(&self) -> bool {
         self.claimed.load(Relaxed) >= self.budget
+    }
+
+    /// Whether every request started has ended (answered or failed).
+    fn all_settled(&self) -> bool {
+        self.settled.load(Relaxed) >= self.claimed.load(Relaxed)
     }
 
     /// The schedule with a per-interval stream to `sink` (connections counted to `target`).
@@ -315,21 +333,21 @@ impl Books for Schedule<'_> {
         now < self.end && !self.stop.load(Relaxed) && !self.exhausted()
     }
 
-    /// Under `--requests`: one more of the cap's, while any is left.
+    /// One more request started; under `--requests`, one of the cap's, while any is left.
     fn claim(&self) -> bool {
-        self.budget == u64::MAX
-            || self
-                .claimed
-                .fetch_update(Relaxed, Relaxed, |n| (n < self.budget).then_some(n + 1))
-                .is_ok()
+        self.claimed
+            .fetch_update(Relaxed, Relaxed, |n| (n < self.budget).then_some(n + 1))
+            .is_ok()
     }
 
     fn unclaim(&self) {
-        if self.budget != u64::MAX {
-            let _ = self
-                .claimed
-                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
-        }
+        let _ = self
+            .claimed
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+    }
+
+    fn abandoned(&self) {
+        self.settled.fetch_add(1, Relaxed);
     }
 
     fn timeout_ns(&self) -> u64 {
@@ -396,6 +414,7 @@ impl Books for Schedule<'_> {
 
     fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, first: u64, now: u64, r: &Reply) {
         self.outstanding.fetch_sub(1, Relaxed);
+        self.settled.fetch_add(1, Relaxed);
         l.last_end = l.last_end.max(now);
         let uncorrected = now.saturating_sub(t0).max(1);
         // Above the histogram's 100 s bound counts as 100 s, never as nothing. A closed
@@ -423,6 +442,7 @@ impl Books for Schedule<'_> {
     fn failed(&self, l: &mut OpenLocal, now: u64, kind: &str, in_flight: bool) {
         if in_flight {
             self.outstanding.fetch_sub(1, Relaxed);
+            self.settled.fetch_add(1, Relaxed);
             l.last_end = l.last_end.max(now);
         }
         // A connect's failure (its TLS handshake's too) says `connect: KIND`.
@@ -612,6 +632,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         first_tls_error: l.first_tls_error,
         http2: None,
         reply_gaps: Some(l.gaps),
+        loop_cpu: l.loop_cpu,
     }
 }
 

@@ -256,7 +256,12 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             }
         }
     }
-    let in_flight = users.iter().filter(|u| u.state == State::Reading).count() as u64;
+    // Requests started and not ended: waiting for their reply, or still being written
+    // (the server read no more of them): cut off at the end, never lost from the counts.
+    let in_flight = users
+        .iter()
+        .filter(|u| matches!(u.state, State::Reading | State::Sending(_)))
+        .count() as u64;
     sh.finish(lp.local, in_flight);
 }
 
@@ -495,6 +500,9 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         let now = mono_ns();
         let in_flight = u.state == State::Reading;
         self.sh.failed(&mut self.local, now, kind, in_flight);
+        if matches!(u.state, State::Sending(_)) {
+            self.sh.abandoned();
+        }
         u.ready = now;
         if P::TRANSPORT == Transport::Stream {
             self.close(u);

@@ -138,9 +138,11 @@ pub struct LoadHttpResult {
     /// GOAWAY with an error, a flood): no request failed with them.
     #[serde(default, skip_serializing_if = "ErrorKinds::is_none")]
     pub connect_errors: ErrorKinds,
-    /// Requests still waiting for their reply when the grace after the end ran out (the
-    /// timeout, at most 2 s): failed requests of their own kind, `unanswered at the end`
-    /// (not among `errors`, whose kinds are failures seen during the run).
+    /// Requests started and still waiting for their reply, or still being written (the
+    /// server read no more of them; not among `sent`), when the grace after the end ran
+    /// out (the timeout, at most 2 s): failed requests of their own kind, `unanswered at
+    /// the end` (not among `errors`, whose kinds are failures seen during the run). Every
+    /// request started is answered, failed or here.
     pub unanswered: u64,
     /// Bytes written: the requests; HTTP/2's also the connection's own frames (preface,
     /// SETTINGS, WINDOW_UPDATE, SETTINGS and PING acks, RST_STREAM). Over TLS, plaintext.
@@ -192,6 +194,40 @@ pub struct LoadHttpResult {
     /// HTTP/2, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_gaps: Option<crate::gaps::ReplyGaps>,
+    /// The generator's loop threads: their time on a CPU and waiting for one, against
+    /// their wall time (a closed loop's verdict names the generator when they wanted a
+    /// CPU nearly all of it). None: an older record, or schedstat unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_cpu: Option<LoopCpu>,
+}
+
+/// The CPU the generator's loop threads used and waited for, from each thread's
+/// `/proc/thread-self/schedstat` at its start and its return, summed over the threads;
+/// wall time from the schedule's start to each thread's return.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LoopCpu {
+    /// Loop threads.
+    pub threads: u32,
+    /// Time on a CPU (user and system), all threads, s.
+    pub cpu_s: f64,
+    /// Time runnable and waiting for a CPU (the run queue), all threads, s.
+    pub runq_s: f64,
+    /// Their wall times added, s.
+    pub wall_s: f64,
+}
+
+impl LoopCpu {
+    /// The share of their time the loop threads wanted a CPU (on one, or waiting for one
+    /// in the run queue), 0..=1 (0 without wall time): near 1, they never waited on the
+    /// network (a loop waiting for replies sleeps in epoll_wait).
+    pub fn busy(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            ((self.cpu_s + self.runq_s) / self.wall_s).min(1.0)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// HTTP/2: how many streams at once the server allowed on each connection (its
@@ -409,6 +445,14 @@ impl LoadHttpResult {
         }
     }
 
+    /// Requests started (`--rate max --requests N` claims each before its write): those
+    /// answered, failed (less those given up unsent waiting for an HTTP/2 stream, never
+    /// started) and unanswered at the end.
+    pub fn started(&self) -> u64 {
+        self.status.total() + self.errors.total() - self.timed_out_unsent().min(self.errors.total())
+            + self.unanswered
+    }
+
     /// Requests given up on the client while they waited for a free HTTP/2 stream past
     /// the timeout ([`Http2Streams::timed_out_waiting`]): never sent; 0 without HTTP/2.
     pub fn timed_out_unsent(&self) -> u64 {
@@ -457,6 +501,15 @@ impl LoadHttpRecord {
             return self.closed_rate();
         }
         self.result.sent as f64 / (self.plan.duration.as_nanos() as f64 / 1e9)
+    }
+
+    /// The rate answered, replies/s: final replies (every status) over the plan's
+    /// duration; a closed loop's [`LoadHttpRecord::closed_rate`].
+    pub fn answered_rate(&self) -> f64 {
+        if self.plan.max_rate {
+            return self.closed_rate();
+        }
+        self.answered() as f64 / (self.plan.duration.as_nanos() as f64 / 1e9)
     }
 
     /// A closed loop's (`--rate max`) rate: replies per second from the start to the

@@ -269,4 +269,10 @@ fn ramp_http_says_url_and_load_http_its_thresholds() {
         help.contains("'pNN<DURATION'") && help.contains("`max`: a closed loop"),
         "{help}"
     );
+    // --duration's default shown (it showed none; -h shows the first sentence and it).
+    assert!(
+        help.contains("--duration <DURATION> How long requests are sent;")
+            && help.contains("the longest a run may last [default: 10s]"),
+        "{help}"
+    );
 }

@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
+use tpslab_proc::pid::SchedStat;
+use tpslab_record::load_http::LoopCpu;
 
 use super::{OpenLocal, Schedule, MAX_GRACE_NS};
 use crate::EngineError;
@@ -48,7 +50,9 @@ pub(crate) fn run_schedule(
                 .spawn_scoped(s, move || {
                     // Intended times kept to the microsecond: no 50 us timer slack.
                     tpslab_net::sched::set_timer_slack_ns(1);
-                    run_loop(ids)
+                    let s0 = thread_schedstat();
+                    run_loop(ids);
+                    sched.loop_time(s0, thread_schedstat());
                 })
                 .map_err(|e| {
                     sched.done.store(true, Relaxed);
@@ -66,10 +70,7 @@ pub(crate) fn run_schedule(
                 send_end = send_end.min(now);
             }
             let ended = now >= sched.end || stopped || capped;
-            if sched.done.load(Relaxed)
-                || (ended && sched.outstanding.load(Relaxed) <= 0)
-                || now >= grace_end
-            {
+            if sched.done.load(Relaxed) || (ended && sched.all_settled()) || now >= grace_end {
                 break;
             }
             let mut until = if ended { grace_end } else { sched.end };
@@ -93,5 +94,36 @@ pub(crate) fn run_schedule(
         }
     }
     let total = sched.total.lock().unwrap_or_else(|e| e.into_inner()).take();
-    Ok(total.unwrap_or_else(OpenLocal::new))
+    let mut total = total.unwrap_or_else(OpenLocal::new);
+    let [cpu, runq, wall, read] = sched.loop_ns.each_ref().map(|a| a.load(Relaxed));
+    total.loop_cpu = (read == loops as u64).then(|| LoopCpu {
+        threads: loops as u32,
+        cpu_s: cpu as f64 / 1e9,
+        runq_s: runq as f64 / 1e9,
+        wall_s: wall as f64 / 1e9,
+    });
+    Ok(total)
+}
+
+/// The calling thread's schedstat (time on a CPU and waiting for one, ns), None when
+/// unreadable (a kernel without CONFIG_SCHED_INFO).
+fn thread_schedstat() -> Option<SchedStat> {
+    let f = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
+    tpslab_proc::pid::parse_schedstat(std::io::BufReader::new(f), "schedstat").ok()
+}
+
+impl Schedule<'_> {
+    /// A loop thread's times between its schedstat `s0` at its start and `s1` at its
+    /// return, added to the run's (wall time from the schedule's start: the wait for it
+    /// is no one's).
+    fn loop_time(&self, s0: Option<SchedStat>, s1: Option<SchedStat>) {
+        let (Some(a), Some(b)) = (s0, s1) else {
+            return;
+        };
+        let l = &self.loop_ns;
+        l[0].fetch_add(b.run_ns.saturating_sub(a.run_ns), Relaxed);
+        l[1].fetch_add(b.wait_ns.saturating_sub(a.wait_ns), Relaxed);
+        l[2].fetch_add(mono_ns().saturating_sub(self.start), Relaxed);
+        l[3].fetch_add(1, Relaxed);
+    }
 }

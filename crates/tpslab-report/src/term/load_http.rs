@@ -210,9 +210,9 @@ fn closed_rate_line(w: &mut dyn Write, rec: &LoadHttpRecord) -> io::Result<()> {
         r.errors.total(),
         r.unanswered,
         match rec.plan.requests {
-            Some(n) if r.sent + r.timed_out_unsent() < n => format!(
-                "; {} of the {n} requests not sent (the duration ended the run first)",
-                n - r.sent - r.timed_out_unsent()
+            Some(n) if r.started() < n => format!(
+                "; {} of the {n} requests not started (the duration ended the run first)",
+                n - r.started()
             ),
             _ => String::new(),
         }
@@ -432,6 +432,7 @@ mod tests {
             first_tls_error: None,
             http2: None,
             reply_gaps: None,
+            loop_cpu: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

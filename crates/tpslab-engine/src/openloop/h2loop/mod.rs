@@ -496,7 +496,9 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
             }
         }
     }
-    let in_flight = lp.scheds.iter().filter(|u| u.sid != 0 && u.sent).count() as u64;
+    // Streams started and not ended (their request written or still being written): cut
+    // off at the end.
+    let in_flight = lp.scheds.iter().filter(|u| u.sid != 0).count() as u64;
     // Requests still in a connection's queue for a free stream: never sent.
     lp.seen_now().waiting_at_end += lp
         .scheds

@@ -240,6 +240,9 @@ impl<B: Books> Loop<'_, '_, B> {
     pub(super) fn stream_failed(&mut self, i: usize, kind: &str, now: u64, rst: bool) {
         let u = &self.scheds[i];
         self.run.sched.failed(&mut self.local, now, kind, u.sent);
+        if !u.sent {
+            self.run.sched.abandoned();
+        }
         if rst {
             let (k, sid) = (u.conn, u.sid);
             control(

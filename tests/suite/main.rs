@@ -27,6 +27,7 @@ mod history;
 mod html;
 mod http2_bytes;
 mod http2_streams;
+mod http3;
 mod http_errors;
 mod http_hostile;
 mod https;

@@ -38,6 +38,7 @@ use tpslab_record::load_http::{
 };
 
 pub(crate) mod h2loop;
+pub(crate) mod h3loop;
 pub mod live;
 mod supervise;
 mod tcpstep;
@@ -506,6 +507,9 @@ pub fn run_load_http_live(
     if plan.http2 {
         return h2loop::run_load_h2(plan, stop, live);
     }
+    if plan.http3 {
+        return h3loop::run_load_h3(plan, stop, live);
+    }
     let request = plan
         .request
         .bytes(&plan.body)
@@ -631,6 +635,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         uncorrected: LatencySummary::from_histogram(&l.uncorrected),
         first_tls_error: l.first_tls_error,
         http2: None,
+        http3: None,
         reply_gaps: Some(l.gaps),
         loop_cpu: l.loop_cpu,
     }

@@ -11,6 +11,7 @@
 //! - [`tun`]: TUN devices and interface setup for the user-space delay line;
 //! - [`ns::NetNs`]: handles on network namespaces that threads join.
 
+pub mod async_timer;
 pub mod batch;
 pub mod diag;
 pub mod ns;

@@ -249,7 +249,7 @@ impl HttpRequest {
     }
 }
 
-/// Checks the headers of an HTTP/2 request (RFC 9113 8.2.2): none of HTTP/1.1's
+/// Checks the headers of an HTTP/2 or HTTP/3 request (RFC 9113 8.2.2, RFC 9114 4.2): none of HTTP/1.1's
 /// connection-specific headers (`Connection`, `Keep-Alive`, `Proxy-Connection`,
 /// `Upgrade`, `TE` other than `trailers`). Errors: one line naming the header.
 pub fn check_h2_headers(headers: &[(String, String)]) -> Result<(), PlanError> {
@@ -261,7 +261,7 @@ pub fn check_h2_headers(headers: &[(String, String)]) -> Result<(), PlanError> {
             return Err(PlanError::value(
                 "--header",
                 format!("\"{n}: {v}\""),
-                "no connection-specific header with --http2 (HTTP/2 has none: RFC 9113 8.2.2)",
+                "no connection-specific header with --http2 or --http3 (they have none: RFC 9113 8.2.2, RFC 9114 4.2)",
             ));
         }
     }

@@ -67,10 +67,14 @@ pub struct LoadHttpPlan {
     /// `h2` over TLS for `https://`); absent from records of HTTP/1.1 runs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub http2: bool,
-    /// `--streams`: HTTP/2 requests in flight per connection at most (each a stream;
-    /// also capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS): `connections *
-    /// streams` schedules in all, each with one request in flight. 1 for HTTP/1.1 (and in
-    /// records made before HTTP/2).
+    /// `--http3`: HTTP/3 over QUIC instead (RFC 9114; ALPN `h3`, `https://` only: QUIC
+    /// is always TLS 1.3); absent from records of other runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub http3: bool,
+    /// `--streams`: HTTP/2 or HTTP/3 requests in flight per connection at most (each a
+    /// stream; also capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS, or its QUIC
+    /// MAX_STREAMS): `connections * streams` schedules in all, each with one request in
+    /// flight. 1 for HTTP/1.1 (and in records made before HTTP/2).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: usize,
     /// `--fail-on` as given (thresholds: `p99<20ms`, `errors<0.1%`, `rps>=5000`,
@@ -100,7 +104,7 @@ impl LoadHttpPlan {
         self.connections as f64 * 1e9 / self.rate
     }
 
-    /// The schedules in all: one per connection, or with HTTP/2 one per stream
+    /// The schedules in all: one per connection, or with HTTP/2 or HTTP/3 one per stream
     /// (`connections * streams`), each sending at `rate / schedules` requests a second.
     pub fn schedules(&self) -> usize {
         self.connections * self.streams.max(1)
@@ -120,7 +124,9 @@ impl LoadHttpPlan {
     /// headers ([`HttpRequest::check`]), a rate not above 0 or above [`HTTP_RATE`],
     /// connections outside 1..=10,000, a duration outside 100ms..=24h, a timeout outside
     /// 1ms..=10min, a body over 1 MiB, loop threads over the limit; `--requests` without
-    /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`].
+    /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`]; `--http2` with `--http3`, `--http3`
+    /// with an `http://` URL, `--streams` without either, a connection-specific header
+    /// with either.
     pub fn validate(&self) -> Result<(), PlanError> {
         self.request.check()?;
         if let Some(n) = self.requests {
@@ -159,9 +165,21 @@ impl LoadHttpPlan {
         if self.load_threads != 0 {
             LOAD_THREADS.check("--load-threads", self.load_threads as u64)?;
         }
-        if !self.http2 && self.streams != 1 {
+        if self.http2 && self.http3 {
             return Err(PlanError::Conflict(
-                "--streams applies to --http2 (HTTP/1.1 has one request in flight per connection)"
+                "--http2 and --http3 are two protocols: give one".into(),
+            ));
+        }
+        if self.http3 && !self.request.check()?.tls {
+            return Err(PlanError::value(
+                "URL",
+                &self.request.url,
+                "https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
+            ));
+        }
+        if !self.http2 && !self.http3 && self.streams != 1 {
+            return Err(PlanError::Conflict(
+                "--streams applies to --http2 and --http3 (HTTP/1.1 has one request in flight per connection)"
                     .into(),
             ));
         }
@@ -176,7 +194,7 @@ impl LoadHttpPlan {
                 ),
             ));
         }
-        if self.http2 {
+        if self.http2 || self.http3 {
             crate::http::check_h2_headers(&self.request.headers)?;
         }
         Ok(())

@@ -34,6 +34,7 @@ pub mod ledger;
 pub mod load_http;
 pub mod merge;
 pub mod nan;
+pub mod quic;
 pub mod ramp;
 mod read;
 pub mod rt_ledger;

@@ -188,6 +188,11 @@ pub struct LoadHttpResult {
     /// waited on the client for one. None: HTTP/1.1, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Streams>,
+    /// HTTP/3 (`--http3`): the QUIC connections' figures (round-trip time, congestion
+    /// window, packets sent and lost, UDP datagrams). None: another protocol, or an older
+    /// record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<crate::quic::QuicPaths>,
     /// HTTP/1.1: the replies by the time from their first byte read to their last (the
     /// response time summed is of the uncorrected latencies), with the client
     /// namespace's delayed ACKs over the run (`tpslab_analysis::nagle` judges it). None:

@@ -93,6 +93,9 @@
 //!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
 //! - `load_http.json`: `$T serve http --bind 127.0.0.1:P &`, then `$T load http
 //!   http://127.0.0.1:P/ --rate 2000 --connections 10 --duration 1s --json $F/load_http.json`
+//! - `load_http3.json`: Caddy 2.6 (Debian) on https://localhost:18443 (`tls internal`,
+//!   `respond "hello" 200`), then `$T load http https://localhost:18443/ --http3 --insecure
+//!   --rate 500 --connections 4 --streams 2 --duration 1s --json $F/load_http3.json`
 //! - `capacity.json`: in a network namespace of its own, `$T serve udp --work 200us --bind
 //!   127.0.0.1:39704 --sched fifo:10 --cpus 1 --duration 60s &`, then `chrt -f 5 $T capacity
 //!   udp 127.0.0.1:39704 --load-cpus 0 --start-rate 1000 --step-duration 500ms --warmup
@@ -144,7 +147,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
         Body::Bdp(_) => &["bdp.json"],
-        Body::LoadHttp(_) => &["load_http.json", "load_http_nagle.json"],
+        Body::LoadHttp(_) => &["load_http.json", "load_http_nagle.json", "load_http3.json"],
         Body::ProbeIdle(_) => &[
             "probe_idle.json",
             "probe_idle_udp.json",

@@ -53,9 +53,13 @@ pub struct HttpFlags {
     /// does not agree is refused).
     #[arg(long)]
     pub http2: bool,
-    /// With --http2: streams in flight per connection at most, each on its own schedule
-    /// (CONNECTIONS x STREAMS schedules at RATE/(CONNECTIONS x STREAMS) each; the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS caps them).
+    /// HTTP/3 over QUIC (UDP), ALPN h3; https:// URLs only (load http; not yet capacity
+    /// http).
+    #[arg(long, conflicts_with = "http2")]
+    pub http3: bool,
+    /// With --http2 or --http3: streams in flight per connection at most, each on its own
+    /// schedule (CONNECTIONS x STREAMS schedules at RATE/(CONNECTIONS x STREAMS) each; the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS or QUIC MAX_STREAMS caps them).
     #[arg(long, default_value_t = 1)]
     pub streams: usize,
 }
@@ -117,6 +121,7 @@ impl HttpFlags {
             timeout: self.timeout,
             load_threads: self.load_threads,
             http2: self.http2,
+            http3: self.http3,
             streams: self.streams,
             fail_on: None,
         };
@@ -127,6 +132,8 @@ impl HttpFlags {
         // A --cacert without a usable certificate: one line now, not a run of failures.
         let alpn = if plan.http2 {
             tpslab_engine::proto::h2::ALPN
+        } else if plan.http3 {
+            tpslab_engine::proto::h3::ALPN
         } else {
             tpslab_engine::proto::http1::ALPN
         };

@@ -62,6 +62,68 @@ fn load_http_rows() {
                     && l.duration == Duration::from_secs(2) && l.streams == 8 && l.http2)
             }),
         ),
+        // HTTP/3: https:// only, streams as HTTP/2's, one protocol at a time; not yet
+        // under capacity.
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1:8443/",
+                "--rate",
+                "max",
+                "--http3",
+                "--streams",
+                "4",
+                "--insecure",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.http3 && !l.http2 && l.streams == 4
+                    && l.request.tls.insecure && l.schedules() == 40)
+            }),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "10", "--http3"],
+            Error(
+                "URL http://127.0.0.1/: allowed https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
+            ),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1/",
+                "--rate",
+                "10",
+                "--http3",
+                "--http2",
+                "--insecure",
+            ],
+            Error("the argument '--http3' cannot be used with '--http2'"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1/",
+                "--rate",
+                "10",
+                "--http3",
+                "--insecure",
+                "--header",
+                "Connection: close",
+            ],
+            Error("--header \"Connection: close\": allowed no connection-specific header with --http2 or --http3"),
+        ),
+        (
+            &[
+                "capacity",
+                "http",
+                "https://127.0.0.1/",
+                "--http3",
+                "--insecure",
+            ],
+            Error("capacity http --http3 is not built yet"),
+        ),
         (
             &[
                 "load",

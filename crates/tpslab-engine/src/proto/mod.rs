@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use tpslab_plan::ramp::{RampPlan, RampProto};
 
 pub mod h2;
+pub mod h3;
 pub mod hpack;
 pub mod http1;
 mod huffman;

@@ -125,6 +125,13 @@ impl TlsClient {
         })
     }
 
+    /// The rustls configuration (roots or `--insecure`, ALPN) and the name verified (sent
+    /// as SNI unless an IP address), for a QUIC client (HTTP/3: quinn drives its own TLS
+    /// 1.3 session with them).
+    pub fn quic_parts(&self) -> (Arc<ClientConfig>, String) {
+        (self.config.clone(), self.name.to_str().into_owned())
+    }
+
     /// A new session for a connection (its ClientHello waiting to be written). Errors:
     /// rustls's, `tls: ...`.
     pub fn session(&self) -> Result<ClientConnection, String> {

@@ -24,17 +24,42 @@ pub(super) fn tls_note(t: &tpslab_plan::http::TlsSettings) -> String {
     }
 }
 
-/// How many streams each connection carries, ` over HTTP/2 with 4 streams each`, or nothing.
+/// How many streams each connection carries, ` over HTTP/2 with 4 streams each` (or
+/// HTTP/3), or nothing.
 fn h2_note(p: &LoadHttpPlan) -> String {
-    if p.http2 {
+    if p.http2 || p.http3 {
         format!(
-            " over HTTP/2 with {} stream{} each",
+            " over HTTP/{} with {} stream{} each",
+            if p.http3 { "3 (QUIC)" } else { "2" },
             p.streams,
             if p.streams == 1 { "" } else { "s" }
         )
     } else {
         String::new()
     }
+}
+
+/// HTTP/3's QUIC line: the connections' round-trip times and congestion windows at their
+/// end, packets sent and lost, datagrams.
+pub(super) fn quic_line(q: &tpslab_record::quic::QuicPaths) -> String {
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    format!(
+        "QUIC: {} connection{}: RTT {}/{}/{} ms (min/mean/max, each at its end), congestion window {}..{} bytes; {} packets sent, {} lost ({:.2} %), {} congestion event{}; {} datagrams sent, {} received",
+        q.connections,
+        if q.connections == 1 { "" } else { "s" },
+        ms(q.rtt_min_ns),
+        ms(q.rtt_mean_ns),
+        ms(q.rtt_max_ns),
+        q.cwnd_min_bytes,
+        q.cwnd_max_bytes,
+        q.packets_sent,
+        q.packets_lost,
+        q.loss_pct(),
+        q.congestion_events,
+        if q.congestion_events == 1 { "" } else { "s" },
+        q.datagrams_sent,
+        q.datagrams_received,
+    )
 }
 
 /// How long a closed loop runs: `for 3 s`, `until 10000 requests (at most 3 s)`.
@@ -51,7 +76,7 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
         return writeln!(
             w,
             "tpslab load http: max rate (closed loop: each {} sends its next request when its last reply is in) on {} keep-alive connection{}{} {}, {} {} ({}){}{}, timeout {}",
-            if p.http2 { "stream" } else { "connection" },
+            if p.http2 || p.http3 { "stream" } else { "connection" },
             p.connections,
             if p.connections == 1 { "" } else { "s" },
             h2_note(p),
@@ -139,6 +164,9 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
         for line in http2_trouble(h) {
             writeln!(w, "{line}")?;
         }
+    }
+    if let Some(q) = &r.http3 {
+        writeln!(w, "{}", quic_line(q))?;
     }
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
@@ -431,6 +459,7 @@ mod tests {
             uncorrected: Default::default(),
             first_tls_error: None,
             http2: None,
+            http3: None,
             reply_gaps: None,
             loop_cpu: None,
         };

@@ -27,6 +27,7 @@ pub const FIXTURES: &[&str] = &[
     "ramp_java_http_lock.json",
     "load_http.json",
     "load_http_nagle.json",
+    "load_http3.json",
     "ramp_python_nagle.json",
     "capacity.json",
     "capacity_retry.json",

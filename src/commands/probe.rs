@@ -64,7 +64,7 @@ fn idle(a: IdleArgs) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     crate::out::fitted(|o| idle_term::header(o, &begun))?;
     stdout.flush()?;
-    let rec = probe::idle(begun, &ctx)?;
+    let rec = probe::idle(begun, setup.login.as_ref(), &ctx)?;
     let Body::ProbeIdle(r) = &rec.body else {
         unreachable!("a probe_idle record")
     };

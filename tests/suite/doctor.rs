@@ -278,6 +278,10 @@ fn for_pool_flags_s5s_settings_and_fails_on_warn() {
             "50m",
             "--pool-max-idle",
             "83m",
+            // As probe idle measured it (a silent control outlived the timeout): only
+            // then is keepalive the fix.
+            "--keepalive-counts",
+            "yes",
             "--fail-on",
             gate,
             "--root",

@@ -46,6 +46,7 @@ mod package;
 mod planted_folder;
 mod probe;
 mod probe_behaviour;
+mod probe_db;
 mod probe_proxy;
 mod ramp;
 mod ramp_http;

@@ -3,8 +3,8 @@
 //! to ([`bracket`]). Pure: the engine opens the connections and reports their fates.
 
 pub use tpslab_record::idle::{
-    ActiveEnds, Bracket, Conn, Fate, IdleRecord, KeepaliveCounts, Outcome, PayloadConn, PayloadWay,
-    PoolRecord, PoolRequest,
+    ActiveEnds, Bracket, Conn, Fate, Goodbye, IdleRecord, KeepaliveCounts, Outcome, PayloadConn,
+    PayloadWay, PoolRecord, PoolRequest,
 };
 
 /// How often the engine looks at its connections, ms: an end is dated to within this.
@@ -264,9 +264,101 @@ pub fn seen_open_lower(e: ActiveEnds) -> u64 {
     }
 }
 
+/// How a real path's stated timeout (`probe pool HOST:PORT --path-idle-timeout`) disagrees
+/// with what the pool's own requests met: `Shorter` when a request failed on a connection
+/// idle for less than the stated timeout (the path forgot it sooner), `Longer` when one
+/// was answered on a connection idle for more (the path kept it longer), each with that
+/// request's idle time, ms. Within a tolerance of 200 ms or a twentieth of the timeout
+/// (the pool's own clock and the path's timer granularity); None: they agree, or the lab
+/// (whose timeout is set, not stated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatedTimeout {
+    /// A request failed on a connection idle this long, below the stated timeout.
+    Shorter(u64),
+    /// A request was answered on a connection idle this long, past the stated timeout.
+    Longer(u64),
+}
+
+/// Whether `rec`'s requests contradict its stated path timeout ([`StatedTimeout`]).
+pub fn stated_timeout_disagrees(rec: &PoolRecord) -> Option<StatedTimeout> {
+    rec.plan.target?;
+    let stated = rec.plan.idle_timeout.as_millis() as u64;
+    let tol = 200.max(stated / 20);
+    let failed_below = rec
+        .requests
+        .iter()
+        .filter(|q| !matches!(q.outcome, Outcome::Answered { .. }) && q.idle_ms + tol < stated)
+        .map(|q| q.idle_ms)
+        .min();
+    if let Some(ms) = failed_below {
+        return Some(StatedTimeout::Shorter(ms));
+    }
+    rec.requests
+        .iter()
+        .filter(|q| matches!(q.outcome, Outcome::Answered { .. }) && q.idle_ms > stated + tol)
+        .map(|q| q.idle_ms)
+        .max()
+        .map(StatedTimeout::Longer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stated_path_timeout_is_held_against_the_requests() {
+        let s = std::time::Duration::from_secs;
+        let plan = tpslab_plan::probe::PoolPlan {
+            idle_timeout: s(4),
+            validate_every: None,
+            max_idle: None,
+            min_idle: 1,
+            requests: 3,
+            request_every: s(3),
+            query_timeout: s(2),
+            target: Some("127.0.0.1:1".parse().unwrap()),
+        };
+        let q = |idle_ms, ok: bool| PoolRequest {
+            at_ms: 0,
+            conn: 1,
+            idle_ms,
+            outcome: if ok {
+                Outcome::Answered { latency_us: 100 }
+            } else {
+                Outcome::Failed("ECONNRESET".into())
+            },
+        };
+        let mut rec = PoolRecord {
+            plan,
+            requests: vec![q(0, true), q(3000, true), q(6000, false)],
+            opened: 1,
+            validations: 0,
+            validations_failed: 0,
+            expired: 0,
+            interrupted: false,
+        };
+        // A path that forgets after 4 s, stated 4 s: they agree.
+        assert_eq!(stated_timeout_disagrees(&rec), None);
+        // The path really forgets after 2 s: the 3 s request failed below the stated 4 s.
+        rec.requests[1] = q(3000, false);
+        assert_eq!(
+            stated_timeout_disagrees(&rec),
+            Some(StatedTimeout::Shorter(3000))
+        );
+        // The path keeps them 10 s: the 6 s request was answered past the stated 4 s.
+        rec.requests[1] = q(3000, true);
+        rec.requests[2] = q(6000, true);
+        assert_eq!(
+            stated_timeout_disagrees(&rec),
+            Some(StatedTimeout::Longer(6000))
+        );
+        // Within the tolerance (200 ms): no disagreement; the lab states nothing.
+        rec.requests[2] = q(4150, true);
+        assert_eq!(stated_timeout_disagrees(&rec), None);
+        rec.requests[2] = q(6000, true);
+        rec.plan.target = None;
+        assert_eq!(stated_timeout_disagrees(&rec), None);
+    }
 
     #[test]
     fn ladders() {
@@ -289,6 +381,7 @@ mod tests {
             decided_ms: 0,
             active_end: false,
             seen_open_ms: 0,
+            goodbye: None,
         };
         let conns = [
             c(1, Fate::Alive),
@@ -324,6 +417,7 @@ mod tests {
             decided_ms,
             active_end,
             seen_open_ms: 0,
+            goodbye: None,
         };
         let mut conns = vec![c(1, Fate::Alive, 4000, false)];
         for i in 2..=12 {

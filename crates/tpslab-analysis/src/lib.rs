@@ -16,6 +16,7 @@ pub mod drop_reason;
 pub mod experiment;
 pub mod gate;
 pub mod idle;
+pub mod idle_owner;
 pub mod ledger;
 pub mod load_http;
 pub mod merge;

@@ -46,8 +46,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub pool_max_idle: Option<Duration>,
     /// Whether TCP keepalive resets the middlebox's idle timer, as `probe idle` measured
-    /// it (pool; default: assumed yes). no: keepalive is not offered as a fix, the pool's
-    /// own test query is.
+    /// it (pool; default: not known). yes: a keepalive below the timeout is offered as a
+    /// fix; no, or not given: it is not, the pool's own test query or idle lifetime is.
     #[arg(long, value_name = "yes|no", value_parser = clap::builder::BoolishValueParser::new())]
     pub keepalive_counts: Option<bool>,
     /// A connection pool's configuration to judge against --idle-timeout (pool;

@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::time::Duration;
+use tpslab_plan::login::{DbProtocol, Login, PASSWORD_FILE_MAX_BYTES};
 use tpslab_plan::probe::{IdlePlan, IdleTarget, IdleTimer, OnIdle, PoolPlan, ResponderPlan};
 use tpslab_run::probe::IdleSetup;
 
@@ -83,6 +84,16 @@ pub enum OnIdleArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ProtocolArg {
+    /// PostgreSQL's protocol (PostgreSQL, pgbouncer): trust, password, md5, SCRAM-SHA-256.
+    Postgres,
+    /// MySQL's protocol (MySQL, MariaDB): mysql_native_password.
+    Mysql,
+    /// Redis's RESP: AUTH when a password is given.
+    Redis,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum TimerArg {
     /// Every packet resets the lab middlebox's idle timer, TCP keepalive included.
     Any,
@@ -137,6 +148,31 @@ pub struct IdleArgs {
     /// and both ways. (A bare ACK without payload is not tried: it needs raw sockets.)
     #[arg(long, value_name = "BYTES", conflicts_with = "udp")]
     pub probe_data: Option<String>,
+    /// Log in as a pool's connection would with this database protocol (each probe and
+    /// the control): start-up and authentication, idle, then the protocol's no-op
+    /// (postgres `;`, mysql COM_PING, redis PING); the server's own goodbye names who
+    /// ended it. Needs TARGET.
+    #[arg(long, value_enum, value_name = "PROTOCOL", conflicts_with_all = ["udp", "server_first", "probe_data"])]
+    pub protocol: Option<ProtocolArg>,
+    /// With --protocol: the user to log in as (redis: default `default`).
+    #[arg(long, value_name = "NAME", requires = "protocol")]
+    pub user: Option<String>,
+    /// With --protocol: the environment variable holding the password (never echoed,
+    /// never in the record).
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "protocol",
+        conflicts_with = "password_file"
+    )]
+    pub password_env: Option<String>,
+    /// With --protocol: a regular file whose first line is the password (at most 4096
+    /// bytes; never echoed, never in the record).
+    #[arg(long, value_name = "FILE", requires = "protocol")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// With --protocol: the database to log in to (postgres: default the user's name).
+    #[arg(long, value_name = "NAME", requires = "protocol")]
+    pub database: Option<String>,
     /// A connection pool's configuration to judge against the timeout found
     /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -215,6 +251,13 @@ impl IdleArgs {
             .as_deref()
             .map(tpslab_plan::probe::ProbeData::parse)
             .transpose()?;
+        plan.protocol = a.protocol.map(|p| match p {
+            ProtocolArg::Postgres => DbProtocol::Postgres,
+            ProtocolArg::Mysql => DbProtocol::Mysql,
+            ProtocolArg::Redis => DbProtocol::Redis,
+        });
+        plan.check_protocol()?;
+        let login = plan.protocol.map(|p| self.login(p)).transpose()?;
         if a.udp && !a.pool_config.is_empty() {
             bail!("--pool-config judges TCP connection pools: not with --udp");
         }
@@ -224,6 +267,37 @@ impl IdleArgs {
             .map(|p| tpslab_run::pool_config::read(p))
             .collect::<Result<Vec<_>>>()?;
         a.record.check(false)?;
-        Ok(IdleSetup { plan, pools })
+        Ok(IdleSetup { plan, pools, login })
+    }
+
+    /// Who `--protocol` logs in as: `--user` (redis: `default` when not given), the
+    /// password from `--password-env` or `--password-file` (a regular file, at most
+    /// [`PASSWORD_FILE_MAX_BYTES`], its first line), `--database`. Errors: one line naming
+    /// the flag, never the password.
+    fn login(&self, p: DbProtocol) -> Result<Login> {
+        let user = match (&self.user, p) {
+            (Some(u), _) => u.clone(),
+            (None, DbProtocol::Redis) => "default".into(),
+            (None, _) => bail!(
+                "--protocol {} needs --user NAME: the user a pool's connection logs in as",
+                p.name()
+            ),
+        };
+        let password = match (&self.password_env, &self.password_file) {
+            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+                anyhow::anyhow!("--password-env {var}: no such environment variable (or not UTF-8)")
+            })?),
+            (None, Some(f)) => {
+                let text = tpslab_run::input::read_text(
+                    "--password-file",
+                    f,
+                    PASSWORD_FILE_MAX_BYTES,
+                    false,
+                )?;
+                Some(text.lines().next().unwrap_or("").to_string())
+            }
+            (None, None) => None,
+        };
+        Ok(Login::new(&user, password, self.database.as_deref())?)
     }
 }

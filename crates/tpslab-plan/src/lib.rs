@@ -17,6 +17,7 @@ pub mod http;
 pub mod launch;
 pub mod limits;
 pub mod load_http;
+pub mod login;
 pub mod probe;
 pub mod ramp;
 pub mod sweep;

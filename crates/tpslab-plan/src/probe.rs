@@ -98,6 +98,12 @@ pub struct IdlePlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     pub probe_data: Option<ProbeData>,
+    /// `--protocol`: each connection (the control's too) logs in with this database
+    /// protocol as a pool's connection would, idles, then sends the protocol's no-op;
+    /// the server's own goodbye is kept. None: no application byte is sent (left out of
+    /// the JSON). Who it logged in as is not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::login::DbProtocol>,
 }
 
 /// The bytes of `--probe-data`: 1 to [`ProbeData::MAX`] bytes, written (and kept in
@@ -258,7 +264,33 @@ impl IdlePlan {
             udp: false,
             server_first: false,
             probe_data: None,
+            protocol: None,
         })
+    }
+
+    /// Checks `protocol` against the rest: a login probe needs a server (not the lab)
+    /// over TCP, probed from this side, without `--probe-data`. Errors: one line naming
+    /// the flags.
+    pub fn check_protocol(&self) -> Result<(), PlanError> {
+        let Some(p) = self.protocol else {
+            return Ok(());
+        };
+        let c = |m: String| Err(PlanError::Conflict(m));
+        let name = p.name();
+        if matches!(self.target, IdleTarget::Lab { .. }) {
+            return c(format!(
+                "--protocol {name} logs in to a server: give its HOST:PORT, not --lab-idle-timeout"
+            ));
+        }
+        if self.udp || self.server_first {
+            return c(format!("--protocol {name} logs in over TCP from this side: not with --udp or --server-first"));
+        }
+        if self.probe_data.is_some() {
+            return c(format!(
+                "--protocol {name} sends the protocol's own no-op: not with --probe-data"
+            ));
+        }
+        Ok(())
     }
 
     /// The longest a probe idle for `idle_s` takes to be judged, seconds. TCP: its first

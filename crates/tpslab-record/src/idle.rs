@@ -72,6 +72,41 @@ pub struct Conn {
     /// itself; 0 in records written before this was measured.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub seen_open_ms: u64,
+    /// What the server said before it ended the connection (`probe idle --protocol`: a
+    /// PostgreSQL or pgbouncer ErrorResponse, a MySQL error packet, a Redis error); None:
+    /// it said nothing, or no protocol was spoken (left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodbye: Option<Goodbye>,
+}
+
+/// A server's last words on a connection it ended (`probe idle --protocol`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Goodbye {
+    /// The error's code: PostgreSQL's SQLSTATE (e.g. `57P05`), MySQL's error number
+    /// (e.g. `4031`), Redis's first word (e.g. `ERR`); empty when it had none.
+    pub code: String,
+    /// Its message as the server wrote it (at most [`Goodbye::MAX_MESSAGE`] bytes, cut
+    /// at a character boundary), with PostgreSQL's severity before it (`FATAL: ...`).
+    pub message: String,
+}
+
+impl Goodbye {
+    /// The most bytes of a message kept.
+    pub const MAX_MESSAGE: usize = 240;
+
+    /// A goodbye with `message` cut to [`Goodbye::MAX_MESSAGE`] bytes.
+    pub fn new(code: &str, message: &str) -> Goodbye {
+        let mut end = message.len().min(Self::MAX_MESSAGE);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = |s: &str, n: usize| s.chars().take(n).collect::<String>();
+        Goodbye {
+            code: cut(code, 16),
+            message: message[..end].to_string(),
+        }
+    }
 }
 
 /// What the study found so far.

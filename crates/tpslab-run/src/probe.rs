@@ -33,6 +33,8 @@ pub struct IdleSetup {
     pub plan: IdlePlan,
     /// `--pool-config` files, parsed ([`crate::pool_config::read`]).
     pub pools: Vec<PoolConf>,
+    /// Who `--protocol` logs in as (None without it; never in the record).
+    pub login: Option<tpslab_plan::login::Login>,
 }
 
 /// The record of a study about to start: the plan, this host's keepalive settings, the
@@ -59,13 +61,18 @@ pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
 /// said on `ctx.progress`; then the bracket, how the path ended a connection, and the
 /// judgement ([`judge_idle`]). Returns the record (kind probe_idle). Errors: the
 /// connections or the lab (namespaces), a pool file's setting that is not a number.
-pub fn idle(mut rec: IdleRecord, ctx: &Ctx) -> Result<Record> {
+/// `login`: who the plan's protocol logs in as (the setup's).
+pub fn idle(
+    mut rec: IdleRecord,
+    setup_login: Option<&tpslab_plan::login::Login>,
+    ctx: &Ctx,
+) -> Result<Record> {
     let started = Started::now();
     let plan = rec.plan;
     let progress = |line: String| ctx.progress.line(&line);
     let study = match plan.target {
         IdleTarget::Server { addr } => {
-            tpslab_engine::idle::study(&plan, addr, &ctx.stop, &progress)?
+            tpslab_engine::idle::study(&plan, addr, setup_login, &ctx.stop, &progress)?
         }
         IdleTarget::Lab {
             idle_timeout,
@@ -124,7 +131,7 @@ pub fn judge_idle(rec: &mut IdleRecord) -> Result<()> {
     if let (Some(d), true) = (rec.bracket.dead_s, evidence) {
         let d = rec.bracket.alive_s.unwrap_or(d).max(1);
         let seen = workload::PathSeen {
-            keepalive_counts: rec.keepalive_counts != Some(KeepaliveCounts::No),
+            keepalive_counts: rec.keepalive_counts.map(|k| k == KeepaliveCounts::Yes),
             may_drop_silently: !matches!(rec.how, Some(Fate::Closed | Fate::Reset)),
         };
         rec.findings = workload::pool(&rec.running, d, None, None, seen);
@@ -229,11 +236,13 @@ mod tests {
             decided_ms: 0,
             active_end: false,
             seen_open_ms: 0,
+            goodbye: None,
         };
         let conns = vec![conn(300, Fate::Alive), conn(400, Fate::Dropped)];
         let mut rec = idle_begin(&IdleSetup {
             plan,
             pools: vec![],
+            login: None,
         });
         rec.running = [
             ("net/ipv4/tcp_keepalive_time", "7200"),
@@ -253,12 +262,17 @@ mod tests {
     fn a_timeout_is_judged_only_on_the_evidence_of_a_live_control_over_tcp() {
         let mut rec = record(Fate::Alive, false);
         judge_idle(&mut rec).unwrap();
-        // Keepalive after 7200 s, the path forgets within (300, 400]: told.
+        // The path forgets within (300, 400]; whether keepalive counts was not shown:
+        // told so, and no keepalive setting is offered (issue 59).
         assert!(
-            rec.findings.iter().any(|f| f.what.contains("7200")),
+            rec.findings.iter().any(|f| f.what.contains("is not known")),
             "{:?}",
             rec.findings
         );
+        assert!(!rec.findings.iter().any(|f| f
+            .fix
+            .as_ref()
+            .is_some_and(|x| x.to_string().contains("tcp_keepalive"))));
         for (control, udp) in [(Fate::Dropped, false), (Fate::Alive, true)] {
             let mut rec = record(control, udp);
             judge_idle(&mut rec).unwrap();

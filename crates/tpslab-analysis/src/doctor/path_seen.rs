@@ -26,9 +26,11 @@ pub(super) fn data_only_fix(t: u64) -> String {
 /// What `probe idle` saw of a middlebox, for `pool`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathSeen {
-    /// TCP keepalive resets its idle timer (false: it counts application data only, and
-    /// keepalive is not recommended; a pool's own test query is).
-    pub keepalive_counts: bool,
+    /// TCP keepalive resets its idle timer: `Some(true)` shown (a probe's silent control
+    /// outlived the timeout, or `doctor --keepalive-counts yes`); `Some(false)` shown not
+    /// to (it counts application data only); None not measured. Keepalive is recommended
+    /// only on `Some(true)`; otherwise the pool's own test query or idle lifetime is.
+    pub keepalive_counts: Option<bool>,
     /// It may forget a flow without a word (false: it was seen ending flows with a FIN or
     /// RST, so a request on a dead connection fails at once instead of being
     /// retransmitted until tcp_retries2 gives up, and that finding is left out).
@@ -36,16 +38,16 @@ pub struct PathSeen {
 }
 
 impl PathSeen {
-    /// Nothing measured: keepalive assumed to count, a silent drop possible.
+    /// Nothing measured: whether keepalive counts not known, a silent drop possible.
     pub const UNKNOWN: PathSeen = PathSeen {
-        keepalive_counts: true,
+        keepalive_counts: None,
         may_drop_silently: true,
     };
 
     /// What `doctor --for pool --keepalive-counts` states (None: [`PathSeen::UNKNOWN`]).
     pub fn stated(keepalive_counts: Option<bool>) -> PathSeen {
         PathSeen {
-            keepalive_counts: keepalive_counts.unwrap_or(true),
+            keepalive_counts,
             ..PathSeen::UNKNOWN
         }
     }

@@ -162,8 +162,9 @@ fn hikari_fix(t_ms: u64, seen: PathSeen) -> String {
         below(t_ms, HIKARI_MIN_KEEPALIVE_MS),
         match (t_ms <= HIKARI_MIN_KEEPALIVE_MS, seen.keepalive_counts) {
             (false, _) => "",
-            (true, true) => "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket",
-            (true, false) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the idle timeout of the path (the proxy's or the server's) above 30 s",
+            (true, Some(true)) => "; the timeout is below what keepaliveTime can reach: use TCP keepalive on the socket (shown to reset this path's timer)",
+            (true, Some(false)) => "; the timeout is below what keepaliveTime can reach, and TCP keepalive does not reset this path's timer: raise the idle timeout of the path (the proxy's or the server's) above 30 s",
+            (true, None) => "; the timeout is below what keepaliveTime can reach (whether TCP keepalive resets this path's timer was not measured): raise the idle timeout of the path (the proxy's or the server's) above 30 s",
         }
     )
 }
@@ -188,7 +189,8 @@ fn pgbouncer(
         .filter(|&k| k > 0)
         .or(os_keepidle);
     // TCP keepalive keeps the flow only on a path whose timer it resets.
-    let kept_alive = seen.keepalive_counts && keepalive_on && kidle.is_some_and(|k| k < t);
+    let kept_alive =
+        seen.keepalive_counts == Some(true) && keepalive_on && kidle.is_some_and(|k| k < t);
     let closed_first = idle_s > 0 && idle_s < t;
     if !(closed_first || kept_alive) {
         out.push(Finding {
@@ -204,7 +206,12 @@ fn pgbouncer(
                 }
             ),
             evidence: [&idle, &keepidle].iter().filter_map(|v| v.as_ref().map(|(_, e)| e.clone())).collect(),
-            fix: Some(Fix::action(format!("server_idle_timeout = {} (or tcp_keepidle = {})", below(t, 1), below(t, 1)))),
+            // tcp_keepidle only where keepalive was shown to reset the path's timer.
+            fix: Some(Fix::action(if seen.keepalive_counts == Some(true) {
+                format!("server_idle_timeout = {} (or tcp_keepidle = {})", below(t, 1), below(t, 1))
+            } else {
+                format!("server_idle_timeout = {}", below(t, 1))
+            })),
         });
     }
     let check_s = check.as_ref().map_or(30, |v| v.0);
@@ -330,9 +337,23 @@ mod tests {
             p[0].evidence,
             ["pgbouncer.ini:9: server_idle_timeout = 600"]
         );
-        // With the OS's keepalive below the timeout, pgbouncer's keepalive keeps them.
-        let ok = judge(&fixture("pgbouncer.ini"), 350, Some(120), PathSeen::UNKNOWN).unwrap();
+        // Keepalive not measured: no tcp_keepidle in the fix.
+        assert_eq!(
+            p[0].fix.as_ref().unwrap().to_string(),
+            "server_idle_timeout = 175"
+        );
+        // With the OS's keepalive below the timeout, pgbouncer's keepalive keeps them
+        // only where keepalive was shown to reset the path's timer.
+        let shown = PathSeen::stated(Some(true));
+        let ok = judge(&fixture("pgbouncer.ini"), 350, Some(120), shown).unwrap();
         assert_eq!(ok[0].severity, Severity::Info);
+        let unknown = judge(&fixture("pgbouncer.ini"), 350, Some(120), PathSeen::UNKNOWN).unwrap();
+        assert_eq!(unknown[0].severity, Severity::Warn, "{unknown:#?}");
+        let p = judge(&fixture("pgbouncer.ini"), 350, Some(7200), shown).unwrap();
+        assert_eq!(
+            p[0].fix.as_ref().unwrap().to_string(),
+            "server_idle_timeout = 175 (or tcp_keepidle = 175)"
+        );
     }
 
     /// haproxy with `timeout client 5s` (measured: TCP keepalive does not reset its
@@ -342,7 +363,7 @@ mod tests {
     #[test]
     fn a_proxy_that_counts_data_only() {
         let data_only = PathSeen {
-            keepalive_counts: false,
+            keepalive_counts: Some(false),
             may_drop_silently: false,
         };
         let c = |text: &str| parse_pool_conf("hikari.properties", text).unwrap();
@@ -369,6 +390,17 @@ mod tests {
         // pgbouncer with the OS's keepalive at 2 s: kept alive only where it counts.
         let pgb = judge(&fixture("pgbouncer.ini"), 350, Some(120), data_only).unwrap();
         assert_eq!(pgb[0].severity, Severity::Warn, "{pgb:#?}");
+        // ... and its fix offers no tcp_keepidle right after saying keepalive does not
+        // count here (issue 59).
+        let fix = pgb[0].fix.as_ref().unwrap().to_string();
+        assert!(!fix.contains("tcp_keepidle"), "{fix}");
+        // HikariCP below 30 s with keepalive not measured: no TCP keepalive offered.
+        let h = judge(&c("keepaliveTime=2000\n"), 5, None, PathSeen::UNKNOWN).unwrap();
+        let fix = h[0].fix.as_ref().unwrap().to_string();
+        assert!(
+            !fix.contains("use TCP keepalive") && fix.contains("not measured"),
+            "{fix}"
+        );
     }
 
     #[test]

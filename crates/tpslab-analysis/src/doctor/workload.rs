@@ -272,7 +272,16 @@ pub fn pool(
         let evidence = vec![format!(
             "/proc/sys/net/ipv4/tcp_keepalive_time, _intvl, _probes: {time} {intvl} {probes}"
         )];
-        if !keepalive_counts {
+        if keepalive_counts.is_none() {
+            out.push(Finding {
+                severity: Severity::Warn,
+                what: format!(
+                    "whether TCP keepalive resets this path's idle timer is not known (probe idle did not show it; doctor takes --keepalive-counts yes|no): keepalive is not recommended on that; a pooled connection idle past the path's timeout (more than {timeout_s} s) is ended unless the pool tests or retires it first"
+                ),
+                evidence,
+                fix: Some(Fix::action(data_only_fix(timeout_s))),
+            });
+        } else if keepalive_counts == Some(false) {
             out.push(Finding {
                 severity: Severity::Warn,
                 what: format!(
@@ -521,7 +530,30 @@ mod tests {
             ("net/ipv4/tcp_retries2", "15"),
             ("net/ipv4/tcp_rto_max_ms", "120000"),
         ]);
-        let f = pool(&run, 350, Some(3000), Some(4980), PathSeen::UNKNOWN);
+        // Not measured: no keepalive advice, the pool's own test or idle lifetime.
+        let unknown = pool(&run, 350, Some(3000), Some(4980), PathSeen::UNKNOWN);
+        assert!(
+            unknown[0]
+                .what
+                .starts_with("whether TCP keepalive resets this path's idle timer is not known"),
+            "{unknown:#?}"
+        );
+        assert!(!unknown.iter().any(|f| f
+            .fix
+            .as_ref()
+            .is_some_and(|x| x.to_string().contains("keepalive_time"))));
+        assert_eq!(
+            unknown[0].fix.as_ref().unwrap().to_string(),
+            data_only_fix(350).as_str()
+        );
+        // Shown to count (doctor --keepalive-counts yes, a probe's silent control).
+        let f = pool(
+            &run,
+            350,
+            Some(3000),
+            Some(4980),
+            PathSeen::stated(Some(true)),
+        );
         assert_eq!(f.len(), 4, "{f:#?}");
         assert!(
             f[0].what.contains("finds it dead only after 7875 s"),
@@ -541,7 +573,13 @@ mod tests {
         );
         assert!(f[3].what.starts_with("the pool's idle lifetime (4980 s)"));
         // S5's fix (validate every 5 min, expire after 20) against a 30-minute timeout.
-        let f = pool(&run, 1800, Some(300), Some(1200), PathSeen::UNKNOWN);
+        let f = pool(
+            &run,
+            1800,
+            Some(300),
+            Some(1200),
+            PathSeen::stated(Some(true)),
+        );
         // Stated by `--keepalive-counts no` (a proxy counting data only): keepalive is
         // not the fix, the pool's own test is.
         let data_only = pool(&run, 1800, None, None, PathSeen::stated(Some(false)));

@@ -6,6 +6,7 @@ use super::{
     DURATION_FORMS,
 };
 use std::time::Duration;
+use tpslab_plan::login::DbProtocol;
 use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 use tpslab_plan::probe::{PoolPlan, ResponderPlan};
 use tpslab_run::probe::IdleSetup;
@@ -17,10 +18,10 @@ fn probe_rows() {
         (
             &["probe", "idle", "127.0.0.1:9"],
             Plan(|p| {
-                matches!(p, Made::Idle(IdleSetup { plan, pools })
+                matches!(p, Made::Idle(IdleSetup { plan, pools, login })
             if matches!(plan.target, IdleTarget::Server { addr } if addr.port() == 9)
                 && (plan.min_s, plan.max_s, plan.resolution_s, plan.connections) == (10, 3600, 5, 16)
-                && !plan.udp && pools.is_empty())
+                && !plan.udp && pools.is_empty() && login.is_none() && plan.protocol.is_none())
             }),
         ),
         // The derived resolution: half the range when that is below 5 s.
@@ -76,6 +77,59 @@ fn probe_rows() {
             Plan(
                 |p| matches!(p, Made::Idle(IdleSetup { pools, .. }) if pools.len() == 1 && pools[0].settings[0].value == "60000"),
             ),
+        ),
+        // A probe that logs in: the password from a file's first line, never in the plan.
+        (
+            &[
+                "probe",
+                "idle",
+                "127.0.0.1:5432",
+                "--protocol",
+                "postgres",
+                "--user",
+                "app",
+                "--password-file",
+                file("pw", b"s3cret\nignored\n"),
+                "--database",
+                "appdb",
+            ],
+            Plan(|p| {
+                matches!(p, Made::Idle(IdleSetup { plan, login: Some(l), .. })
+                if plan.protocol == Some(DbProtocol::Postgres) && l.user == "app"
+                    && l.password.as_deref() == Some("s3cret") && l.database.as_deref() == Some("appdb")
+                    && !serde_json::to_string(plan).unwrap().contains("s3cret"))
+            }),
+        ),
+        // Redis's user defaults to `default`, no password: none sent.
+        (
+            &["probe", "idle", "127.0.0.1:6379", "--protocol", "redis"],
+            Plan(|p| {
+                matches!(p, Made::Idle(IdleSetup { login: Some(l), .. }) if l.user == "default" && l.password.is_none())
+            }),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:5432", "--protocol", "postgres"],
+            Error("--protocol postgres needs --user NAME: the user a pool's connection logs in as"),
+        ),
+        (
+            &["probe", "idle", "--lab-idle-timeout", "3s", "--protocol", "mysql", "--user", "a"],
+            Error("--protocol mysql logs in to a server: give its HOST:PORT, not --lab-idle-timeout"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:6379", "--protocol", "redis", "--password-env", "TPSLAB_NO_SUCH_VAR_59"],
+            Error("--password-env TPSLAB_NO_SUCH_VAR_59: no such environment variable (or not UTF-8)"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:6379", "--protocol", "redis", "--password-file", "/"],
+            Error("--password-file /: a directory; allowed a regular file"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:6379", "--protocol", "redis", "--password-file", file("big", &[b'x'; 5000])],
+            Error("--password-file "),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:6379", "--user", "a"],
+            Error("the following required arguments were not provided"),
         ),
         (
             &["probe", "idle"],

@@ -4,6 +4,7 @@
 
 use super::responder::{udp_reply_to, udp_request, FATE_CODES, SF_BEAT, SF_CONTROL, SF_FATE};
 use super::{check, fate_of, open, Transport};
+
 use socket2::SockRef;
 use std::io::Read;
 use std::net::{TcpStream, UdpSocket};
@@ -47,7 +48,7 @@ impl Control {
             });
         }
         if !t.plan.udp {
-            return open(t.addr, 1, 1, CONTROL_KEEPALIVE_CNT).map(Control::Tcp);
+            return t.control_tcp().map(Control::Tcp);
         }
         let s = t.udp_socket()?;
         // The responder must answer at once, or the study cannot tell anything.

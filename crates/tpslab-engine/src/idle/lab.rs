@@ -61,7 +61,7 @@ pub fn lab_study(
     };
     let holder = far.map_err(|e| EngineError::os("spawning the far side's thread", e))?;
     let result = a
-        .run(|| study(plan, addr, stop, progress))
+        .run(|| study(plan, addr, None, stop, progress))
         .map_err(|e| EngineError::os("entering the near namespace", e))
         .and_then(|r| r);
     done.store(true, Relaxed);

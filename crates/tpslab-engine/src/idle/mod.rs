@@ -18,6 +18,7 @@
 //! control connection.
 
 mod control;
+pub mod db;
 mod lab;
 mod payload;
 mod responder;
@@ -35,10 +36,12 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
+use tpslab_analysis::idle::Goodbye;
 use tpslab_analysis::idle::{
     active_ends, bracket, ladder, Conn, Fate, PayloadConn, PAYLOAD_PROVEN_MS, POLL_MS,
 };
 use tpslab_net::mono_ns;
+use tpslab_plan::login::Login;
 use tpslab_plan::probe::IdlePlan;
 
 /// What a study found.
@@ -109,6 +112,62 @@ trait Idle {
     /// ([`Conn::active_end`]). No by default.
     fn active(&self, _fate: &Fate, _at_ms: u64) -> bool {
         false
+    }
+
+    /// What the server said before it ended the connection (`--protocol`). None by
+    /// default.
+    fn goodbye(&self) -> Option<Goodbye> {
+        None
+    }
+}
+
+/// A connection logged in with the plan's protocol ([`db::DbConn`]): silent until its
+/// interval ends, then the protocol's no-op; alive when answered, dead when the server
+/// (or the path) ends it first or the no-op goes unanswered until its verdict.
+struct DbIdle {
+    c: db::DbConn,
+    idle_ms: u64,
+    verdict_ms: u64,
+    /// When its no-op was sent, ms after it was opened (logged in).
+    pinged_ms: Option<u64>,
+}
+
+impl Idle for DbIdle {
+    fn poll(&mut self, elapsed_ms: u64, _: &Transport) -> Option<Fate> {
+        // What came first (a goodbye, an end), then the no-op when due: a server that
+        // ended the connection before it is not charged a RST the no-op drew.
+        for _ in 0..2 {
+            match self.c.poll() {
+                Err(e) => return Some(fate_of(&e)),
+                Ok(db::Seen::Eof) => return Some(Fate::Closed),
+                Ok(db::Seen::Reply) if self.pinged_ms.is_some() => return Some(Fate::Alive),
+                Ok(_) => {}
+            }
+            if let Ok(Some(e)) = SockRef::from(&self.c.s).take_error() {
+                return Some(fate_of(&e));
+            }
+            if self.pinged_ms.is_some() || elapsed_ms < self.idle_ms {
+                break;
+            }
+            self.pinged_ms = Some(elapsed_ms);
+            if let Err(e) = self.c.ping() {
+                return Some(fate_of(&e));
+            }
+        }
+        (elapsed_ms >= self.verdict_ms).then_some(Fate::Dropped)
+    }
+
+    fn active(&self, fate: &Fate, at_ms: u64) -> bool {
+        match fate {
+            // The server (its idle timeout) or a proxy ended it: dated by its end.
+            Fate::Closed => true,
+            Fate::Reset => self.pinged_ms.is_none_or(|p| at_ms > p + PROBE_ANSWER_MS),
+            _ => false,
+        }
+    }
+
+    fn goodbye(&self) -> Option<Goodbye> {
+        self.c.goodbye.clone()
     }
 }
 
@@ -238,6 +297,8 @@ impl Idle for UdpIdle {
 /// How a study reaches its target: TCP connections or UDP mappings.
 struct Transport<'a> {
     plan: &'a IdlePlan,
+    /// Who `--protocol` logs in as (None without it).
+    login: Option<&'a Login>,
     addr: SocketAddr,
     nonce: std::cell::Cell<u64>,
     /// Server first: this study's number, and the fates the responder reported by
@@ -253,9 +314,55 @@ impl Transport<'_> {
         n
     }
 
+    /// A connection logged in with the plan's protocol (None: no protocol). Errors: the
+    /// connection's, or the server's refusal as one line (ErrorKind::PermissionDenied).
+    fn login(&self) -> Option<std::io::Result<db::DbConn>> {
+        let (proto, login) = (self.plan.protocol?, self.login?);
+        Some(
+            db::DbConn::login(self.addr, proto, login).map_err(|e| match e {
+                db::LoginError::Io(e) => std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "logging in as {} ({}): {}",
+                        login.user,
+                        proto.name(),
+                        db::LoginError::Io(e)
+                    ),
+                ),
+                db::LoginError::Refused(m) => std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("could not log in as {} ({}): {m}", login.user, proto.name()),
+                ),
+            }),
+        )
+    }
+
+    /// The control's TCP connection: keepalive every second (`open`), logged in with the
+    /// plan's protocol when there is one.
+    fn control_tcp(&self) -> std::io::Result<TcpStream> {
+        let Some(c) = self.login() else {
+            return open(self.addr, 1, 1, CONTROL_KEEPALIVE_CNT);
+        };
+        let s = c?.s;
+        let ka = TcpKeepalive::new()
+            .with_time(Duration::from_secs(1))
+            .with_interval(Duration::from_secs(1))
+            .with_retries(CONTROL_KEEPALIVE_CNT as u32);
+        SockRef::from(&s).set_tcp_keepalive(&ka)?;
+        Ok(s)
+    }
+
     /// Opens a probe idle for `idle_s`.
     fn open(&self, idle_s: u64) -> std::io::Result<Box<dyn Idle>> {
         let verdict_ms = self.plan.verdict_after_s(idle_s) * 1000;
+        if let Some(c) = self.login() {
+            return Ok(Box::new(DbIdle {
+                c: c?,
+                idle_ms: idle_s * 1000,
+                verdict_ms,
+                pinged_ms: None,
+            }));
+        }
         if self.plan.server_first {
             let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5))?;
             let conn = self.nonce() as u32;
@@ -336,6 +443,7 @@ fn round(
             decided_ms: 0,
             active_end: false,
             seen_open_ms: 0,
+            goodbye: None,
         });
         probes.push(c.ok());
     }
@@ -367,6 +475,7 @@ fn round(
                     if !conns[i].active_end {
                         conns[i].seen_open_ms = 0;
                     }
+                    conns[i].goodbye = p.goodbye();
                     conns[i].fate = f;
                     conns[i].decided_ms = since_open;
                     decided[i] = true;
@@ -409,16 +518,19 @@ fn round(
 
 /// Runs the study against `addr` until the bracket is within the plan's resolution, no
 /// interval up to the longest killed a connection, the shortest already did, or `stop`.
-/// `progress` gets a line every 10 s of waiting. Errors: the target refuses the control
-/// connection.
+/// `progress` gets a line every 10 s of waiting. `login`: who the plan's `protocol` logs
+/// in as (None without one). Errors: the target refuses the control connection, or its
+/// login (one line naming the user and the server's reason, no timeout guessed).
 pub fn study(
     plan: &IdlePlan,
     addr: SocketAddr,
+    login: Option<&Login>,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<Study, EngineError> {
     let t = Transport {
         plan,
+        login,
         addr,
         nonce: std::cell::Cell::new(u64::from(std::process::id()) << 32),
         study: mono_ns() ^ (u64::from(std::process::id()) << 40),

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use tpslab_analysis::idle::{
     behaviour, control_end_explained, payload_counts, Ending, Fate, IdleRecord, KeepaliveCounts,
-    Outcome, PayloadCounts, PayloadWay, PoolRecord, POLL_MS,
+    Outcome, PayloadCounts, PayloadWay, PoolRecord, StatedTimeout, POLL_MS,
 };
 use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 
@@ -57,6 +57,8 @@ pub fn header(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             format!("{} UDP mappings at once (one a control, answered every second), each asking tpslab's responder for a reply after its interval", p.connections)
         } else if p.server_first {
             format!("{} connections at once (one a control); tpslab's responder on the far side probes each first and reports its fate", p.connections)
+        } else if let Some(proto) = p.protocol {
+            format!("{} connections at once (one a control, probed every second), each logged in with the {} protocol; each idle one sends the protocol's no-op when its interval ends", p.connections, proto.name())
         } else if p.probe_data.is_some() {
             format!("{} connections at once (one a control, probed every second); no application bytes on these", p.connections)
         } else {
@@ -217,6 +219,20 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         );
         writeln!(w, "Behaviour: {timeout}; {keepalive}; {payload}; {ending}")?;
     }
+    if let Some(o) = tpslab_analysis::idle_owner::owner(r) {
+        writeln!(
+            w,
+            "Owner: {}{}; governed by {} ({})",
+            o.who,
+            if o.named_by_server {
+                " (named by the server's own goodbye)"
+            } else {
+                ""
+            },
+            o.setting,
+            o.evidence
+        )?;
+    }
     for c in &r.payload {
         writeln!(
             w,
@@ -236,7 +252,7 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
         )?;
     }
     // Server first, each timed connection sent its hello to the responder.
-    if r.active_ends.is_some() && !r.plan.server_first {
+    if r.active_ends.is_some() && !r.plan.server_first && r.plan.protocol.is_none() {
         writeln!(
             w,
             "  (no application byte was sent: a server's own limit for connections that never send, such as MySQL's connect_timeout or PostgreSQL's authentication_timeout, ends them the same way, and is not the idle timeout of a pooled connection that has sent queries)"
@@ -371,6 +387,19 @@ pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
             "Result: {failed} of {n} requests failed{} (S5's failure: the pool handed out connections the path had forgotten)",
             if stale { format!(", each on a connection idle longer than {whose} {timeout_s:.1} s") } else { String::new() }
         )?;
+    }
+    match tpslab_analysis::idle::stated_timeout_disagrees(r) {
+        Some(StatedTimeout::Shorter(ms)) => writeln!(
+            w,
+            "DISAGREES: a request failed on a connection idle only {:.1} s, below the stated --path-idle-timeout {timeout_s:.1} s: the path forgets sooner; measure it again with probe idle (--protocol for a database) and set the pool's max-idle and validation below what it finds",
+            ms as f64 / 1e3
+        )?,
+        Some(StatedTimeout::Longer(ms)) => writeln!(
+            w,
+            "DISAGREES: a request was answered on a connection idle {:.1} s, past the stated --path-idle-timeout {timeout_s:.1} s: this path kept it longer than stated; the stated figure is not this path's (measure it with probe idle)",
+            ms as f64 / 1e3
+        )?,
+        None => {}
     }
     writeln!(
         w,

@@ -1,8 +1,9 @@
 //! Who runs beside whom (issue 55). test.sh runs the suite on several threads, and two
 //! suites of two clones may run on one host at once, so every test takes one of three turns:
 //! - **serial** ([`serial`]): a test whose figures another test's CPU or traffic would
-//!   spoil (pps against a plan, a CPU share, a rate found by a ramp) runs alone: no other
-//!   test of this suite, nor an ordinary or serial test of another suite on this host.
+//!   spoil (pps against a plan, a CPU share, a rate found by a ramp) runs with no ordinary
+//!   or serial test beside it, of this suite or of another suite on this host (quiet ones
+//!   may run).
 //! - **ordinary** (the default): taken by the entry points of tests/common ([`super::tpslab`],
 //!   [`super::run`], [`super::NetNs::new`], [`super::tmp`], [`super::need`], [`super::host_lock`], ...)
 //!   on the test's own thread, held until that thread ends: beside other ordinary and quiet
@@ -13,9 +14,13 @@
 //! In this process the turns are one writer-preferring `RwLock` (a waiting serial test stops
 //! new ordinary ones, so it is not starved); across processes the same modes are `flock`s
 //! on `$TPSLAB_TURN_LOCK` (test.sh sets one path for every clone on this host), else
-//! /tmp/tpslab-turn.lock, taken after the in-process lock. Order with the host lock: a turn
-//! first, [`super::host_lock`] after (it takes the ordinary turn itself when the thread has
-//! none), and never `serial()` while the host lock is held.
+//! /tmp/tpslab-turn.lock, taken after the in-process lock. `flock` lets a shared lock in
+//! while an exclusive one waits, so a gate (`flock` on the same path + `.gate`) is held
+//! exclusive by whoever takes the turn lock, and by a serial test until it has it: another
+//! clone's ordinary tests queue at the gate behind it instead of starving it. Order with
+//! the host lock: a turn first, [`super::host_lock`] after (on an ordinary thread it takes
+//! the ordinary turn itself when the thread has none; a quiet thread takes none), and never
+//! `serial()` while the host lock is held.
 //!
 //! Only a test's own thread takes a turn: libtest names it after the test
 //! (`module::test_name`); threads a test spawns run under their test's turn.
@@ -42,10 +47,19 @@ thread_local! {
     static HELD: RefCell<Held> = const { RefCell::new(Held::Nothing) };
 }
 
-/// The lock file shared by every suite on this host.
-fn lock_file() -> File {
-    let path = std::env::var_os("TPSLAB_TURN_LOCK")
-        .map_or_else(|| PathBuf::from("/tmp/tpslab-turn.lock"), PathBuf::from);
+/// The turn lock's path, shared by every suite on this host.
+pub fn lock_path() -> PathBuf {
+    std::env::var_os("TPSLAB_TURN_LOCK")
+        .map_or_else(|| PathBuf::from("/tmp/tpslab-turn.lock"), PathBuf::from)
+}
+
+/// The turn lock file, or its gate (`gate`), opened anew (a lock of its own).
+fn lock_file(gate: bool) -> File {
+    let mut path = lock_path().into_os_string();
+    if gate {
+        path.push(".gate");
+    }
+    let path = PathBuf::from(path);
     File::options()
         .create(true)
         .truncate(false)
@@ -72,8 +86,11 @@ pub fn ordinary() {
             return;
         }
         let r = TURN.read().unwrap_or_else(|e| e.into_inner());
-        let f = lock_file();
+        let gate = lock_file(true);
+        gate.lock().expect("flock the turn gate");
+        let f = lock_file(false);
         f.lock_shared().expect("flock the turn lock shared");
+        drop(gate);
         *h.borrow_mut() = Held::Ordinary(r, f);
     });
 }
@@ -84,8 +101,11 @@ pub fn ordinary() {
 pub fn serial() -> Serial {
     HELD.with(|h| *h.borrow_mut() = Held::Nothing);
     let w = TURN.write().unwrap_or_else(|e| e.into_inner());
-    let f = lock_file();
+    let gate = lock_file(true);
+    gate.lock().expect("flock the turn gate");
+    let f = lock_file(false);
     f.lock().expect("flock the turn lock exclusive");
+    drop(gate);
     if test_thread() {
         HELD.with(|h| *h.borrow_mut() = Held::Serial);
     }

@@ -63,6 +63,18 @@ fn a_serial_test_waits_for_ordinary_ones_and_a_quiet_one_does_not_wait_for_it() 
     serial.join().unwrap();
 }
 
+/// Whether `path` is held (shared or exclusive) by some lock: an exclusive try on a
+/// fresh descriptor would block.
+fn held(path: &std::path::Path) -> bool {
+    let f = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
 #[test]
 fn a_serial_test_waits_for_another_processs_shared_turn() {
     common::quiet();
@@ -72,13 +84,23 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
     ) {
         return;
     }
-    let path = std::env::var("TPSLAB_TURN_LOCK").unwrap_or("/tmp/tpslab-turn.lock".into());
-    // Another suite's ordinary test: flock(1) holding the file shared for 1.5 s.
+    let path = common::turn::lock_path();
+    // Another suite's ordinary test: flock(1) holding the file shared for 1.5 s, from
+    // when it has it.
     let mut other = std::process::Command::new("/usr/bin/flock")
-        .args(["--shared", &path, "sleep", "1.5"])
+        .args(["--shared"])
+        .arg(&path)
+        .args(["sleep", "1.5"])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    while !held(&path) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "flock(1) never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let t = Instant::now();
     let waited = test_thread("serial_beside_a_process", move || {
         let _s = common::serial();
@@ -88,7 +110,88 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
     .unwrap();
     other.wait().unwrap();
     assert!(
-        waited > Duration::from_millis(900),
+        waited > Duration::from_millis(1200),
         "serial() took its turn after {waited:?} while another process held the lock shared"
     );
+}
+
+/// Another process's ordinary test that comes while a serial test waits queues behind it
+/// (flock alone would let it in, and a stream of them would starve the serial test).
+#[test]
+fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
+    common::quiet();
+    if !common::need(
+        "another_processs_ordinary_test_queues_behind_a_waiting_serial_one",
+        "/usr/bin/flock",
+    ) {
+        return;
+    }
+    let path = common::turn::lock_path();
+    let gate = {
+        let mut g = path.clone().into_os_string();
+        g.push(".gate");
+        std::path::PathBuf::from(g)
+    };
+    // The first reader: shared for 1 s.
+    let mut first = std::process::Command::new("/usr/bin/flock")
+        .arg("--shared")
+        .arg(&path)
+        .args(["sleep", "1"])
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !held(&path) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "flock(1) never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (got_tx, got) = mpsc::channel();
+    let serial = test_thread("serial_waiting", move || {
+        let _s = common::serial();
+        got_tx.send(Instant::now()).unwrap();
+    });
+    // Once the serial test waits at the turn lock holding the gate, a second reader that
+    // goes through the gate as an ordinary test does.
+    let t = Instant::now();
+    while !held(&gate) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "serial() never took the gate"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let script = format!(
+        "flock {} true && flock --shared {} date +%s.%N",
+        shell_words(&gate),
+        shell_words(&path)
+    );
+    let second = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    first.wait().unwrap();
+    let serial_at = got.recv().unwrap();
+    serial.join().unwrap();
+    let reader_at: f64 = String::from_utf8_lossy(&second.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let serial_wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        - serial_at.elapsed().as_secs_f64();
+    assert!(
+        reader_at >= serial_wall,
+        "the second reader got in at {reader_at} before the waiting serial test at {serial_wall}"
+    );
+}
+
+/// `p` quoted for sh (the lock paths are test.sh's or /tmp's: no quote inside).
+fn shell_words(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy();
+    assert!(!s.contains('\''), "{s}");
+    format!("'{s}'")
 }

@@ -64,7 +64,8 @@ fn by_goodbye(g: &Goodbye) -> Option<Owner> {
 }
 
 /// Whose timeout `rec` measured: the goodbye of a connection the path ended by itself
-/// when one names its sender, else by its ending: a FIN or RST without a word from a
+/// when one names its sender, else by its ending: another ErrorResponse before the close
+/// is the PostgreSQL server's (or pgbouncer's) own; a FIN or RST without a word from a
 /// PostgreSQL-protocol server is a proxy's (PostgreSQL and pgbouncer say why before they
 /// close); from a Redis server, Redis's `timeout` or a proxy's (Redis closes without a
 /// word); a RST from a MySQL server, MariaDB's `wait_timeout` or a middlebox's (MariaDB
@@ -89,6 +90,9 @@ pub fn owner(rec: &IdleRecord) -> Option<Owner> {
         None => format!("{what} without a word from the server"),
     };
     Some(match (b.ending, rec.plan.protocol) {
+        // PostgreSQL (or pgbouncer) said why in words the rules above do not know
+        // (57P01, an admin's shutdown, say): the server's own, by its words.
+        (Some(Ending::Fin | Ending::Rst), Some(DbProtocol::Postgres)) if said.is_some() => own("the PostgreSQL server (or pgbouncer) itself", "the setting its message names", true, ev("it sent an ErrorResponse, then closed")),
         (Some(Ending::Fin), Some(DbProtocol::Postgres)) => own("a proxy on the path", proxy, false, ev("ended with a FIN (PostgreSQL and pgbouncer send an ErrorResponse before they close)")),
         (Some(Ending::Rst), Some(DbProtocol::Postgres)) => own("a proxy or middlebox on the path", proxy, false, ev("ended with a RST (PostgreSQL and pgbouncer send an ErrorResponse before they close)")),
         (Some(Ending::Fin), Some(DbProtocol::Redis)) => own("Redis, or a proxy on the path", "Redis's timeout (CONFIG GET timeout), or the proxy's idle timeout", false, ev("ended with a FIN (Redis closes idle clients so)")),

@@ -92,3 +92,25 @@ fn goodbyes_name_their_sender() {
         None
     );
 }
+
+#[test]
+fn a_postgres_goodbye_of_another_kind_is_the_servers_not_a_proxys() {
+    // The PostgreSQL run, its goodbye made an admin's shutdown (57P01) before the FIN:
+    // the server spoke, so no proxy is blamed (before: "a proxy on the path", its
+    // evidence quoting the server's own ErrorResponse).
+    let mut rec = fixture(include_str!(
+        "idle_fixtures/postgres_idle_session_timeout.json"
+    ));
+    let mut n = 0;
+    for c in rec.conns.iter_mut().filter(|c| c.goodbye.is_some()) {
+        c.goodbye = Some(Goodbye::new(
+            "57P01",
+            "FATAL: terminating connection due to administrator command",
+        ));
+        n += 1;
+    }
+    assert!(n > 0, "the fixture has goodbyes");
+    let o = owner(&rec).expect("an owner");
+    assert!(o.who.starts_with("the PostgreSQL server"), "{o:?}");
+    assert!(o.named_by_server && o.evidence.contains("57P01"), "{o:?}");
+}

@@ -294,7 +294,14 @@ impl IdleArgs {
                     PASSWORD_FILE_MAX_BYTES,
                     false,
                 )?;
-                Some(text.lines().next().unwrap_or("").to_string())
+                let first = text.lines().next().unwrap_or("");
+                if first.is_empty() {
+                    bail!(
+                        "--password-file {}: its first line is empty (the password is the file's first line)",
+                        f.display()
+                    );
+                }
+                Some(first.to_string())
             }
             (None, None) => None,
         };

@@ -101,7 +101,8 @@ pub struct IdlePlan {
     /// `--protocol`: each connection (the control's too) logs in with this database
     /// protocol as a pool's connection would, idles, then sends the protocol's no-op;
     /// the server's own goodbye is kept. None: no application byte is sent (left out of
-    /// the JSON). Who it logged in as is not recorded.
+    /// the JSON). The password is never recorded (the user and
+    /// database are, in the command line the record keeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<crate::login::DbProtocol>,
 }

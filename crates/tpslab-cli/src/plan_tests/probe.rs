@@ -128,6 +128,10 @@ fn probe_rows() {
             Error("--password-file "),
         ),
         (
+            &["probe", "idle", "127.0.0.1:6379", "--protocol", "redis", "--password-file", file("empty-pw", b"\nsecond\n")],
+            Error("--password-file /"),
+        ),
+        (
             &["probe", "idle", "127.0.0.1:6379", "--user", "a"],
             Error("the following required arguments were not provided"),
         ),

@@ -13,7 +13,7 @@ use postgres_protocol::message::{backend, frontend};
 use sha1::{Digest, Sha1};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tpslab_analysis::idle::Goodbye;
 use tpslab_plan::login::{DbProtocol, Login};
 
@@ -25,30 +25,26 @@ pub const MAX_MESSAGE: usize = 64 * 1024;
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a probe could not log in.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoginError {
-    /// The connection failed (connect, read, write, timeout).
-    Io(io::Error),
+    /// The connection failed (connect, read, write, the login's time running out).
+    #[error("{}", io_text(.0))]
+    Io(#[from] io::Error),
     /// The server refused the login, or asked for what the probe does not do: one line,
     /// the server's own words where it gave some.
+    #[error("{0}")]
     Refused(String),
 }
 
-impl From<io::Error> for LoginError {
-    fn from(e: io::Error) -> Self {
-        LoginError::Io(e)
-    }
-}
-
-impl std::fmt::Display for LoginError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoginError::Io(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                write!(f, "no answer within {} s", LOGIN_TIMEOUT.as_secs())
-            }
-            LoginError::Io(e) => write!(f, "{e}"),
-            LoginError::Refused(m) => f.write_str(m),
-        }
+/// An I/O error's line; a timed-out read (WouldBlock or TimedOut) says the login's limit.
+fn io_text(e: &io::Error) -> String {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    ) {
+        format!("no answer within {} s", LOGIN_TIMEOUT.as_secs())
+    } else {
+        e.to_string()
     }
 }
 
@@ -82,6 +78,10 @@ pub struct DbConn {
     buf: BytesMut,
     /// What the server said before it ended the connection.
     pub goodbye: Option<Goodbye>,
+    /// While logging in: when the login's time ([`LOGIN_TIMEOUT`]) runs out; every read
+    /// waits at most until then (a server that keeps sending small messages, or one byte
+    /// at a time, cannot hold the probe longer).
+    deadline: Option<Instant>,
 }
 
 /// PostgreSQL's fields of an ErrorResponse as a goodbye: `FATAL: message`, SQLSTATE.
@@ -215,10 +215,11 @@ fn tls_hint(m: &str) -> &'static str {
 }
 
 impl DbConn {
-    /// Connects to `addr` and logs in with `proto` as `login`, within [`LOGIN_TIMEOUT`]
-    /// for each step; returns the connection non-blocking. Errors: the connection's, or
+    /// Connects to `addr` and logs in with `proto` as `login`, all of it within
+    /// [`LOGIN_TIMEOUT`] from the connect's start; returns the connection non-blocking. Errors: the connection's, or
     /// the server's refusal (one line, the password never in it).
     pub fn login(addr: SocketAddr, proto: DbProtocol, login: &Login) -> Result<DbConn, LoginError> {
+        let deadline = Instant::now() + LOGIN_TIMEOUT;
         let s = TcpStream::connect_timeout(&addr, LOGIN_TIMEOUT)?;
         s.set_read_timeout(Some(LOGIN_TIMEOUT))?;
         s.set_write_timeout(Some(LOGIN_TIMEOUT))?;
@@ -228,18 +229,27 @@ impl DbConn {
             proto,
             buf: BytesMut::new(),
             goodbye: None,
+            deadline: Some(deadline),
         };
         match proto {
             DbProtocol::Postgres => c.pg_login(login)?,
             DbProtocol::Mysql => c.my_login(login)?,
             DbProtocol::Redis => c.redis_login(login)?,
         }
+        c.deadline = None;
         c.s.set_nonblocking(true)?;
         Ok(c)
     }
 
     /// One blocking read into the buffer. Errors: end of stream, a full buffer.
     fn fill(&mut self) -> io::Result<()> {
+        if let Some(d) = self.deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            self.s.set_read_timeout(Some(left))?;
+        }
         let mut b = [0u8; 8192];
         let n = self.s.read(&mut b)?;
         if n == 0 {
@@ -553,85 +563,5 @@ impl DbConn {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// MySQL's documented example (sql/auth/password.c scramble_411): the answer is
-    /// SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))); checked against a recomputation
-    /// from its parts, and SHA1("") style edge: an empty password answers nothing.
-    #[test]
-    fn native_password_is_the_xor_of_the_two_hashes() {
-        let scramble = b"abcdefghijklmnopqrst";
-        let a = native_password(b"secret", scramble);
-        assert_eq!(a.len(), 20);
-        // XOR back with SHA1(pw) gives SHA1(scramble + SHA1(SHA1(pw))).
-        let s1 = Sha1::digest(b"secret");
-        let back: Vec<u8> = a.iter().zip(s1.iter()).map(|(x, y)| x ^ y).collect();
-        let mut h = Sha1::new();
-        h.update(scramble);
-        h.update(Sha1::digest(s1));
-        assert_eq!(back, h.finalize().to_vec());
-        assert!(native_password(b"", scramble).is_empty());
-    }
-
-    #[test]
-    fn goodbyes_are_parsed_and_messages_bounded() {
-        // PostgreSQL's ErrorResponse for idle_session_timeout (fields as the server
-        // writes them: S, V, C, M, then a NUL).
-        let mut body = vec![];
-        for (t, v) in [
-            (b'S', "FATAL"),
-            (b'V', "FATAL"),
-            (b'C', "57P05"),
-            (b'M', "terminating connection due to idle-session timeout"),
-        ] {
-            body.push(t);
-            body.extend_from_slice(v.as_bytes());
-            body.push(0);
-        }
-        body.push(0);
-        let mut buf = BytesMut::new();
-        buf.extend_from_slice(b"E");
-        buf.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-        buf.extend_from_slice(&body);
-        let Some(backend::Message::ErrorResponse(e)) = pg_next(&mut buf).unwrap() else {
-            panic!("an ErrorResponse")
-        };
-        let g = pg_error(&e);
-        assert_eq!(g.code, "57P05");
-        assert_eq!(
-            g.message,
-            "FATAL: terminating connection due to idle-session timeout"
-        );
-        // A length over the cap is refused before it is buffered.
-        let mut huge = BytesMut::new();
-        huge.extend_from_slice(b"E");
-        huge.extend_from_slice(&(1_000_000i32).to_be_bytes());
-        assert!(pg_next(&mut huge).is_err());
-        // MySQL's ERR packet: 0xff, 4031, #HY000, the message.
-        let mut p = vec![0xff, 0xbf, 0x0f, b'#'];
-        p.extend_from_slice(
-            b"HY000The client was disconnected by the server because of inactivity.",
-        );
-        let g = my_error(&p);
-        assert_eq!(g.code, "4031");
-        assert!(
-            g.message.starts_with("The client was disconnected"),
-            "{g:?}"
-        );
-        let mut big = BytesMut::new();
-        big.extend_from_slice(&[0xff, 0xff, 0xff, 0]);
-        assert!(my_next(&mut big).is_err());
-        let mut r = BytesMut::new();
-        r.extend_from_slice(b"+PONG\r\n-ERR x");
-        assert_eq!(redis_next(&mut r).unwrap().as_deref(), Some("+PONG"));
-        assert_eq!(redis_next(&mut r).unwrap(), None);
-        assert_eq!(redis_error("-WRONGPASS invalid").code, "WRONGPASS");
-        let g = Goodbye::new("X", &"é".repeat(200));
-        assert!(g.message.len() <= Goodbye::MAX_MESSAGE);
-        assert_eq!(
-            redis_command(&[b"AUTH", b"pw"]),
-            b"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"
-        );
-    }
-}
+#[path = "db_tests.rs"]
+mod tests;

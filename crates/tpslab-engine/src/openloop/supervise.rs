@@ -50,9 +50,9 @@ pub(crate) fn run_schedule(
                 .spawn_scoped(s, move || {
                     // Intended times kept to the microsecond: no 50 us timer slack.
                     tpslab_net::sched::set_timer_slack_ns(1);
-                    let s0 = thread_schedstat();
+                    let (t0, s0) = (mono_ns(), thread_schedstat());
                     run_loop(ids);
-                    sched.loop_time(s0, thread_schedstat());
+                    sched.loop_time(t0, s0, thread_schedstat());
                 })
                 .map_err(|e| {
                     sched.done.store(true, Relaxed);
@@ -113,17 +113,18 @@ fn thread_schedstat() -> Option<SchedStat> {
 }
 
 impl Schedule<'_> {
-    /// A loop thread's times between its schedstat `s0` at its start and `s1` at its
-    /// return, added to the run's (wall time from the schedule's start: the wait for it
-    /// is no one's).
-    fn loop_time(&self, s0: Option<SchedStat>, s1: Option<SchedStat>) {
+    /// A loop thread's times between its schedstat `s0` at its start (`t0`, ns) and `s1`
+    /// at its return, added to the run's; its wall time is from its own start, as its
+    /// CPU times are (connects and handshakes before the schedule's start included in
+    /// both: a share of it can never pass 100 %).
+    fn loop_time(&self, t0: u64, s0: Option<SchedStat>, s1: Option<SchedStat>) {
         let (Some(a), Some(b)) = (s0, s1) else {
             return;
         };
         let l = &self.loop_ns;
         l[0].fetch_add(b.run_ns.saturating_sub(a.run_ns), Relaxed);
         l[1].fetch_add(b.wait_ns.saturating_sub(a.wait_ns), Relaxed);
-        l[2].fetch_add(mono_ns().saturating_sub(self.start), Relaxed);
+        l[2].fetch_add(mono_ns().saturating_sub(t0), Relaxed);
         l[3].fetch_add(1, Relaxed);
     }
 }

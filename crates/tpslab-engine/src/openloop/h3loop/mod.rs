@@ -73,8 +73,9 @@ pub(crate) struct H3Run<'a, B: Books> {
 /// borrow across an await).
 struct Shared<B: Books> {
     local: RefCell<B::Local>,
-    /// Requests written whole and neither answered nor failed.
-    in_flight: Cell<u64>,
+    /// Requests claimed and neither answered, failed nor given back (written, or still
+    /// being written): what the run's end leaves unanswered.
+    unsettled: Cell<u64>,
     /// The connections open now, by the loop's index (their figures are read at the end).
     open: RefCell<Vec<Option<quinn::Connection>>>,
     quic: RefCell<QuicPaths>,
@@ -112,7 +113,7 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
     };
     let shared = Shared::<B> {
         local: RefCell::new(sched.local()),
-        in_flight: Cell::new(0),
+        unsettled: Cell::new(0),
         open: RefCell::new(vec![None; ids.len()]),
         quic: RefCell::new(QuicPaths::default()),
         clock,
@@ -140,7 +141,7 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
     }
     let Shared {
         local,
-        in_flight,
+        unsettled,
         quic,
         clock,
         ..
@@ -151,7 +152,8 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .add_connection(&quic.borrow());
-    sched.finish(local.into_inner(), in_flight.get());
+    // Requests still being written when the run's end dropped their tasks count too.
+    sched.finish(local.into_inner(), unsettled.get());
 }
 
 /// A connection's figures into the loop's sums, its UDP bytes into the counts.
@@ -426,6 +428,7 @@ async fn schedule<B: Books>(
         if !sched.may_send(now) || !sched.claim() {
             return End::Finished;
         }
+        sh.unsettled.set(sh.unsettled.get() + 1);
         let intended = if u.next_at == 0 { now } else { u.next_at };
         let t0 = now;
         let sent = Cell::new(false);
@@ -437,6 +440,8 @@ async fn schedule<B: Books>(
         .await;
         let now = mono_ns();
         let in_flight = sent.get();
+        // Settled here, whatever the outcome (given back, answered or failed).
+        sh.unsettled.set(sh.unsettled.get() - 1);
         let failure = match out {
             Ok(Ok((status, len))) => {
                 let r = Reply {
@@ -456,14 +461,15 @@ async fn schedule<B: Books>(
             Ok(Err(Failure::Stream(kind, gone))) => Some((kind, gone)),
             Err(_) => Some(("timeout".to_string(), false)),
         };
-        if in_flight {
-            sh.in_flight.set(sh.in_flight.get() - 1);
-        }
         u.ready = now;
         u.next_at = sched.next_due(intended, now);
         if let Some((kind, gone)) = failure {
             let mut l = sh.local.borrow_mut();
             sched.failed(&mut l, now, &kind, in_flight);
+            if !in_flight {
+                // Claimed and never written whole: the books may settle without it.
+                sched.abandoned();
+            }
             if gone {
                 return End::Gone;
             }
@@ -507,7 +513,6 @@ async fn exchange<B: Books>(
     }
     stream.finish().await.map_err(fail)?;
     sent.set(true);
-    sh.in_flight.set(sh.in_flight.get() + 1);
     run.sched
         .sent(&mut sh.local.borrow_mut(), intended, ready, mono_ns(), 0);
     let resp = stream.recv_response().await.map_err(fail)?;

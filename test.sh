@@ -38,13 +38,14 @@ elif cargo test --workspace --release --no-run; then
   quiet=(probe:: probe_proxy:: probe_behaviour::)
   skips=()
   for q in "${quiet[@]}"; do skips+=(--skip "$q"); done
-  quiet_log="${CARGO_TARGET_DIR:-target}/tpslab-quiet-tests.log"
+  quiet_log="$(mktemp -t tpslab-quiet-tests.XXXXXX)"
   cargo test --workspace --release --no-fail-fast -- "${quiet[@]}" > "$quiet_log" 2>&1 &
   quiet_pid=$!
   cargo test --workspace --release --no-fail-fast -- "${skips[@]}" || status=$?
   wait "$quiet_pid" || { q=$?; [ "$status" -ne 0 ] || status=$q; }
   echo "--- the quiet tests (${quiet[*]}), run beside the rest:"
   cat "$quiet_log"
+  rm -f "$quiet_log"
 else
   status=$?
 fi

@@ -580,8 +580,11 @@ fn waits_on_disk_io_that_grow_with_users_are_named() {
         disk[n - 1].max(disk[n - 2]) >= 2.0 * disk[0],
         "disk wait per request, ms: {disk:?}"
     );
+    // The call most of the wait was in: fsync, or pwrite64 when a neighbour's writes
+    // (a build beside the suite) fill the page cache's dirty limit first.
     assert!(
-        text.contains("VERDICT: waits on disk I/O grow with users") && text.contains("in fsync"),
+        text.contains("VERDICT: waits on disk I/O grow with users")
+            && (text.contains("in fsync") || text.contains("in pwrite64")),
         "{text}"
     );
 }

@@ -13,7 +13,14 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = match git(&["rev-parse", "--short=12", "HEAD"]) {
         Some(c) if !c.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+            // --no-optional-locks: status must not refresh .git/index (a write to the file
+            // watched below made the next cargo rebuild the whole package: 24 s of test.sh).
+            let dirty = git(&[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ])
                 .is_some_and(|s| !s.is_empty());
             format!("commit {c}{}", if dirty { "+dirty" } else { "" })
         }

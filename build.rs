@@ -21,7 +21,7 @@ fn main() {
                 "--porcelain",
                 "--untracked-files=no",
             ])
-                .is_some_and(|s| !s.is_empty());
+            .is_some_and(|s| !s.is_empty());
             format!("commit {c}{}", if dirty { "+dirty" } else { "" })
         }
         _ => "unknown commit".to_string(),

@@ -91,6 +91,9 @@ fn a_process_blocked_on_a_slow_peer_waits_for_the_network() {
 
 #[test]
 fn a_tight_loop_is_on_cpu() {
+    // Shares of a window on a CPU and in fsync: another test's CPU or disk beside it moves
+    // them (once "64 % waiting on disk I/O" with no syscall named, beside other tests).
+    let _serial = common::serial();
     if !common::root(
         "a_tight_loop_is_on_cpu",
         "to read another process\'s /proc/PID/task/TID/syscall",
@@ -118,6 +121,9 @@ fn a_tight_loop_is_on_cpu() {
 
 #[test]
 fn synchronous_file_writes_wait_on_disk_io() {
+    // Shares of a window on a CPU and in fsync: another test's CPU or disk beside it moves
+    // them (once "64 % waiting on disk I/O" with no syscall named, beside other tests).
+    let _serial = common::serial();
     if !common::root(
         "synchronous_file_writes_wait_on_disk_io",
         "to read another process\'s /proc/PID/task/TID/syscall",

@@ -53,13 +53,16 @@ pub fn lock_path() -> PathBuf {
         .map_or_else(|| PathBuf::from("/tmp/tpslab-turn.lock"), PathBuf::from)
 }
 
+/// The gate's path: the turn lock's + `.gate`.
+pub fn gate_path() -> PathBuf {
+    let mut p = lock_path().into_os_string();
+    p.push(".gate");
+    PathBuf::from(p)
+}
+
 /// The turn lock file, or its gate (`gate`), opened anew (a lock of its own).
 fn lock_file(gate: bool) -> File {
-    let mut path = lock_path().into_os_string();
-    if gate {
-        path.push(".gate");
-    }
-    let path = PathBuf::from(path);
+    let path = if gate { gate_path() } else { lock_path() };
     File::options()
         .create(true)
         .truncate(false)

@@ -75,6 +75,19 @@ fn held(path: &std::path::Path) -> bool {
     matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
+/// Waits (up to `secs`) until `path` is held; `who` names the holder expected.
+fn wait_held(path: &std::path::Path, who: &str, secs: u64) {
+    let t = Instant::now();
+    while !held(path) {
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "{who} never took {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_serial_test_waits_for_another_processs_shared_turn() {
     common::quiet();
@@ -93,14 +106,7 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
         .args(["sleep", "1.5"])
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while !held(&path) {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "flock(1) never took the lock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_held(&path, "flock(1)", 30);
     let t = Instant::now();
     let waited = test_thread("serial_beside_a_process", move || {
         let _s = common::serial();
@@ -127,26 +133,18 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
         return;
     }
     let path = common::turn::lock_path();
-    let gate = {
-        let mut g = path.clone().into_os_string();
-        g.push(".gate");
-        std::path::PathBuf::from(g)
-    };
+    let gate = common::turn::gate_path();
     // The first reader: shared for 1 s.
     let mut first = std::process::Command::new("/usr/bin/flock")
         .arg("--shared")
         .arg(&path)
-        .args(["sleep", "1"])
+        // Held until its stdin closes: the serial test below waits at the turn lock,
+        // holding the gate, however long it first waits for this suite's other tests.
+        .args(["sh", "-c", "read x"])
+        .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while !held(&path) {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "flock(1) never took the lock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_held(&path, "flock(1)", 30);
     let (got_tx, got) = mpsc::channel();
     let serial = test_thread("serial_waiting", move || {
         let _s = common::serial();
@@ -154,14 +152,8 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     });
     // Once the serial test waits at the turn lock holding the gate, a second reader that
     // goes through the gate as an ordinary test does.
-    let t = Instant::now();
-    while !held(&gate) {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "serial() never took the gate"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // (The serial turn waits first for this suite's ordinary tests running beside.)
+    wait_held(&gate, "serial()", 300);
     let script = format!(
         "flock {} true && flock --shared {} date +%s.%N",
         shell_words(&gate),
@@ -169,9 +161,13 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     );
     let second = std::process::Command::new("sh")
         .args(["-c", &script])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(first.stdin.take());
     first.wait().unwrap();
+    let second = second.wait_with_output().unwrap();
     let serial_at = got.recv().unwrap();
     serial.join().unwrap();
     let reader_at: f64 = String::from_utf8_lossy(&second.stdout)

@@ -2,8 +2,8 @@
 //! (feature `schema`): the envelope ([`crate::Record`]: `schema`, `kind`, `meta`) and one
 //! body per kind, every type a body holds (plans from `tpslab_plan`, /proc snapshots from
 //! `tpslab_proc`) in `$defs`. The repository keeps its output in `docs/record.schema.json`
-//! (made by `cargo run -p tpslab-record --features schema --example record_schema`); a test
-//! regenerates it and validates the record fixtures against it.
+//! (made by `cargo run -p tpslab-record --features schema --example record_schema`);
+//! `.ci/run` checks it is current, tests/schema.rs validates the record fixtures against it.
 
 use crate::{Record, RECORD_SCHEMA};
 

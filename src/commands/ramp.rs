@@ -8,8 +8,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::Body;
 use tpslab_cli::ramp::RampCmd;
+use tpslab_record::Body;
 use tpslab_run::ramp::{RampProto, StepResult};
 
 /// Runs `tpslab ramp tcp|udp`: flags -> setup -> the server started (without a target)

@@ -6,8 +6,8 @@ use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::Body;
 use tpslab_cli::sweep::SweepArgs;
+use tpslab_record::Body;
 use tpslab_run::sweep::Event;
 
 /// Runs `tpslab sweep`.

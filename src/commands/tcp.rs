@@ -9,9 +9,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::Body;
 use tpslab_cli::tcp::TcpArgs;
 use tpslab_plan::tcp::TcpMode;
+use tpslab_record::Body;
 use tpslab_report::term::tcp as render;
 
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {

@@ -27,7 +27,6 @@ pub mod ramp;
 pub mod ramp_listen;
 pub mod ramp_rank;
 pub mod ramp_threads;
-pub mod record;
 pub mod reuseport;
 pub mod rt_ledger;
 pub mod runtime;

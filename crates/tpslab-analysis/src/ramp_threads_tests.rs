@@ -3,9 +3,9 @@
 //! records of redis-server and of a Java service with a global lock.
 
 use super::*;
-use crate::record::{Body, Record};
 use crate::waits::{FdKind, ThreadStatesExt};
 use tpslab_record::ramp::RampRecord;
+use tpslab_record::{Body, Record};
 
 const SECOND: u64 = 1_000_000_000;
 

@@ -1,7 +1,7 @@
 //! Facts about the host for the run record.
 
 use std::collections::BTreeMap;
-use tpslab_analysis::record::Environment;
+use tpslab_record::Environment;
 
 pub use tpslab_plan::sysctl::SYSCTLS;
 
@@ -154,7 +154,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// What kind of process `pid` is: its executable, runtime and thread count. None when its
 /// /proc entry cannot be read.
-pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess> {
+pub fn target_process(pid: u32) -> Option<tpslab_record::TargetProcess> {
     // Another user's process, without root: its exe link and maps cannot be read; it is
     // still the target, named by its comm (the runtime from that name alone).
     let exe = match std::fs::read_link(format!("/proc/{pid}/exe")) {
@@ -191,7 +191,7 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
     } else {
         quick
     };
-    Some(tpslab_analysis::record::TargetProcess {
+    Some(tpslab_record::TargetProcess {
         pid,
         exe: exe.to_string_lossy().to_string(),
         runtime,

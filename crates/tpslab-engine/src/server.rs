@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tpslab_analysis::record::ServerReport;
 use tpslab_net::sched::{self, SchedPolicy};
 use tpslab_net::{mono_ns, RcvbufGrant, RecvBatch, UdpSock};
+use tpslab_record::ServerReport;
 
 pub use tpslab_plan::udp::{Mode, ServerConfig};
 

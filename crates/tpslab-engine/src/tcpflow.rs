@@ -172,8 +172,8 @@ fn stream_conn(mut s: TcpStream, source: bool, stop: &AtomicBool, bytes: &Atomic
     }
 }
 
-pub use tpslab_analysis::record::tcp::{FlowRecord, LabStats, WatchedFlow};
 pub use tpslab_plan::tcp::FlowPlan;
+pub use tpslab_record::tcp::{FlowRecord, LabStats, WatchedFlow};
 
 fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
     TcpSample {

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 use tpslab_analysis::ledger::LedgerExt;
-use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 use tpslab_analysis::{Ledger, LedgerInputs};
 use tpslab_net::mono_ns;
 use tpslab_record::ReplyFrames;
+use tpslab_record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 
 pub use tpslab_plan::udp::UdpRunPlan;
 

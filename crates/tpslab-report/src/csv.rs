@@ -6,8 +6,8 @@
 //! cells; a text cell with a comma or a quote is quoted (RFC 4180).
 
 use std::io::{self, Write};
-use tpslab_analysis::record::{Body, Record, RunRecord};
 use tpslab_analysis::rt_ledger::RtPart;
+use tpslab_record::{Body, Record, RunRecord};
 
 /// A capacity search's steps, one row each; `search` is `as_is`, or `with_fix` for the
 /// steps of `--fix-and-retry`'s second search (numbered from 1 again); `capacity tcp|http`
@@ -271,7 +271,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
 
 /// A TCP record's TCP_INFO samples, one row each: `flow` names the run (`first`,
 /// `after`) or the watched flow (`LOCAL->REMOTE`).
-pub fn tcp(w: &mut dyn Write, t: &tpslab_analysis::record::TcpRecord) -> io::Result<()> {
+pub fn tcp(w: &mut dyn Write, t: &tpslab_record::TcpRecord) -> io::Result<()> {
     writeln!(w, "flow,t_ms,bytes_acked,bytes_received,rtt_us,min_rtt_us,cwnd_bytes,peer_window_bytes,in_flight_bytes,notsent_bytes,retrans_segs,rcv_rtt_us,rcv_wnd_bytes")?;
     let runs = t.runs.iter().enumerate().map(|(i, r)| {
         (
@@ -331,7 +331,7 @@ fn num(v: f64, decimals: usize) -> String {
 }
 
 /// A sweep's runs: `cell,rep,<factor>...,<figure>...`.
-pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io::Result<()> {
+pub fn sweep(w: &mut dyn Write, s: &tpslab_record::SweepReport) -> io::Result<()> {
     let cells = tpslab_analysis::sweep::cells(&s.plan.factors, s.plan.design);
     let names: Vec<&str> = s.plan.factors.iter().map(|f| f.name.as_str()).collect();
     let header: Vec<String> = names.iter().map(|n| text(n)).collect();
@@ -369,7 +369,7 @@ pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io:
 }
 
 /// A ramp's steps, one row each, with each step's response-time ledger (ms per part).
-pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::Result<()> {
+pub fn ramp(w: &mut dyn Write, r: &tpslab_record::RampReport) -> io::Result<()> {
     writeln!(
         w,
         "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct,held_replies,held_gap_mean_ms,held_share_pct,delayed_acks,{},ledger_unattributed_ms,ledger_outside_ms",

@@ -5,8 +5,8 @@
 use plotters::prelude::*;
 use std::io::{self, Write};
 use tpslab_analysis::ramp::RampRecord;
-use tpslab_analysis::record::{Body, RampReport, Record};
 use tpslab_analysis::usl::{UslFit, UslFitExt};
+use tpslab_record::{Body, RampReport, Record};
 
 /// Draws a record: a ramp's plot; other kinds have none (an `Unsupported` error naming
 /// the kind).

@@ -4,7 +4,7 @@
 //! this release does not overrun on demand.
 
 use tpslab_analysis::ramp::Overrun;
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::{Body, Record};
 use tpslab_report::{render, Format};
 
 fn term(rec: &Record) -> String {

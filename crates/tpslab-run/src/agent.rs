@@ -6,9 +6,9 @@ use crate::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tpslab_analysis::record::{AgentInfo, Record, RunRecord};
 use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
 use tpslab_plan::fleet::FleetPlan;
+use tpslab_record::{AgentInfo, Record, RunRecord};
 
 /// One agent of a fleet.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,7 +186,7 @@ pub struct MergePlan {
 fn read_run(flag: &str, p: &Path) -> Result<RunRecord> {
     let rec = crate::input::read_record(flag, p)?;
     match rec.body {
-        tpslab_analysis::record::Body::UdpRun(r) | tpslab_analysis::record::Body::Watch(r) => Ok(r),
+        tpslab_record::Body::UdpRun(r) | tpslab_record::Body::Watch(r) => Ok(r),
         _ => bail!(
             "{}: a {} record; merge reads agents' records (udp_run) and a server's watch",
             p.display(),

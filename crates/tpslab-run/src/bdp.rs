@@ -2,8 +2,8 @@
 
 use anyhow::{bail, Result};
 use tpslab_analysis::bdp::{BdpRecord, HostBuffers, Need, MAX_TCP_WINDOW};
-use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::bdp::BdpPlan;
+use tpslab_record::{Body, Record};
 
 /// This host's TCP buffer settings from /proc/sys (None where unreadable).
 pub fn host_buffers() -> HostBuffers {

@@ -18,13 +18,13 @@ use tpslab_analysis::capacity::{
     CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacityStep, Conclusion,
     StepStatus, StepVerdict,
 };
-use tpslab_analysis::record::{Body, Record};
 use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::openloop::{run_load_http_live, run_load_tcp};
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_net::sched::SchedPolicy;
+use tpslab_record::{Body, Record};
 use watch::StreamWatch;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
@@ -112,7 +112,7 @@ fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
 /// What a step leaves for its verdict: a UDP run's record, or what a TCP or HTTP step's
 /// window showed ([`StreamWatch`]).
 enum StepEvidence {
-    Udp(Box<tpslab_analysis::record::RunRecord>),
+    Udp(Box<tpslab_record::RunRecord>),
     /// The window's facts, and the window as a step for its response-time ledger.
     Stream(
         tpslab_analysis::capacity_stream::StreamFacts,

@@ -11,7 +11,6 @@ use rerun::{cannot_restart, rerun_argv, sh_line};
 use std::ffi::OsString;
 use std::time::Duration;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 use tpslab_analysis::verdict::{diagnose, Facts, Fix};
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::load::LoadConfig;
@@ -19,6 +18,7 @@ use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::server::ServerConfig;
 use tpslab_engine::udp_run::{run_udp, run_udp_streamed, UdpRunPlan};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 
 /// S1's mean rate where the host can drain it (datagrams per second).
 pub const S1_RATE_PPS: f64 = 100_000.0;

@@ -12,9 +12,9 @@ use tpslab_analysis::idle::{
     active_ends, bracket, control_end_explained, keepalive_counts, Fate, IdleRecord,
     KeepaliveCounts, PoolRecord,
 };
-use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::probe::{IdlePlan, IdleTarget, PoolPlan, ResponderPlan};
 use tpslab_proc::pool_conf::PoolConf;
+use tpslab_record::{Body, Record};
 
 /// The host settings an idle study is judged against (/proc/sys paths).
 const KEEPALIVE_SETTINGS: [&str; 5] = [

@@ -8,12 +8,12 @@ use anyhow::{anyhow, Result};
 use std::time::Duration;
 use tpslab_analysis::bdp;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
-use tpslab_analysis::record::{Body, Record, TcpRecord};
 use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::tcp::{TcpMode, TcpPlan};
 use tpslab_plan::time::nanos;
+use tpslab_record::tcp::{TcpRun, WatchedReport};
+use tpslab_record::{Body, Record, TcpRecord};
 
 /// Runs the plan and returns its record (kind tcp). `on_lab_run(record, i)` is called as
 /// soon as the lab's run `i` has ended (0: as planned; 1: the re-run with the recommended

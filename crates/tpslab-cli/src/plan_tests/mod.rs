@@ -12,8 +12,8 @@ use crate::probe::ProbeCmd;
 use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use tpslab_analysis::record::Record;
 use tpslab_engine::udp_run::UdpRunPlan;
+use tpslab_record::Record;
 
 /// What a command line makes (one per row, so the variants' sizes do not matter).
 #[derive(Debug)]

@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tpslab_analysis::record::{ObserverReport, Series};
 use tpslab_analysis::stats::SummaryExt;
 use tpslab_analysis::Summary;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
+use tpslab_record::{ObserverReport, Series};
 
 mod report;
 mod sampler;
@@ -142,11 +142,11 @@ struct Sampled {
     sched: Vec<String>,
     rcvbuf: Vec<u64>,
     /// The target's SO_REUSEPORT group, socket by socket (empty with one socket).
-    group: Vec<tpslab_analysis::record::TargetSocket>,
+    group: Vec<tpslab_record::TargetSocket>,
     readers: Option<usize>,
     bounded: Bounded,
     waits: Option<tpslab_analysis::waits::ThreadWaits>,
-    tcp_listen: Option<tpslab_analysis::record::TcpListen>,
+    tcp_listen: Option<tpslab_record::TcpListen>,
 }
 
 /// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,

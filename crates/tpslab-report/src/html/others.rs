@@ -3,8 +3,8 @@
 use super::plot::{self, draw, Chart, Line, PALETTE};
 use super::{Bar, Item, Page, Section, Segment, Verdict};
 use tpslab_analysis::experiment::EstimateExt;
-use tpslab_analysis::record::{RampReport, SweepReport};
 use tpslab_analysis::usl::UslFitExt;
+use tpslab_record::{RampReport, SweepReport};
 
 mod capacity;
 mod tcp_flows;

@@ -4,7 +4,7 @@
 
 use super::load_http::of_load_http;
 use super::{labels, latency_value, Family, Kind, Value};
-use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_record::{Body, Record, RunRecord};
 
 /// The families of a finished record: what `--metrics-file` writes. Every record has
 /// `tpslab_run_info` and the run's timing; runs add their counts, ledger rows and latency.
@@ -197,7 +197,7 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
     f
 }
 
-fn of_ramp(r: &tpslab_analysis::record::RampReport) -> Vec<Family> {
+fn of_ramp(r: &tpslab_record::RampReport) -> Vec<Family> {
     ramp_steps(&r.run.steps, r.analysis.knee_users)
 }
 
@@ -297,7 +297,7 @@ fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     f
 }
 
-fn of_sweep(s: &tpslab_analysis::record::SweepReport) -> Vec<Family> {
+fn of_sweep(s: &tpslab_record::SweepReport) -> Vec<Family> {
     let mut fam = Family {
         name: "tpslab_sweep_figure_mean".into(),
         help: "Mean over its repeats of each figure of each cell of the sweep (in the figure's own unit: loss_pct in percent, rates per second).".into(),

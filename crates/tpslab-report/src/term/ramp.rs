@@ -4,8 +4,8 @@
 use super::{fmt_ns, table};
 use std::io::{self, Write};
 use tpslab_analysis::ramp::{self, RampPlan};
-use tpslab_analysis::record::RampReport;
 use tpslab_record::load_http::Http2Streams;
+use tpslab_record::RampReport;
 
 fn ms(ns: f64) -> String {
     format!("{:.2}", ns / 1e6)

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::experiment::{Estimate, EstimateExt, MIN_RUNS_FOR_INTERVAL as MIN};
-use tpslab_analysis::record::SweepReport;
+use tpslab_record::SweepReport;
 
 /// The first line of a sweep, printed when it starts: cells, runs, design, order, how long.
 pub fn sweep_header(

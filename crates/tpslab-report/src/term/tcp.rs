@@ -5,11 +5,9 @@
 use super::table;
 use std::io::{self, Write};
 use tpslab_analysis::bdp;
-use tpslab_analysis::record::tcp::{
-    Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun,
-};
 use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, TcpRecordExt, LIMITS};
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
+use tpslab_record::tcp::{Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun};
 
 fn mbit(bps: f64) -> String {
     format!("{:.1}", bps / 1e6)

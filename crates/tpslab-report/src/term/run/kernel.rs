@@ -4,7 +4,7 @@
 use super::super::table;
 use std::io::{self, Write};
 use tpslab_analysis::ledger::LedgerPath;
-use tpslab_analysis::record::ObserverReport;
+use tpslab_record::ObserverReport;
 
 pub(super) fn print_observer(
     w: &mut dyn Write,
@@ -164,7 +164,7 @@ pub(in crate::term) fn print_path(
 /// that row's count (the reason is host-wide, the row this run's namespace).
 pub(in crate::term) fn print_drop_reasons(
     w: &mut dyn Write,
-    d: &tpslab_analysis::record::DropReasons,
+    d: &tpslab_record::DropReasons,
     ledger: Option<&tpslab_analysis::Ledger>,
 ) -> io::Result<()> {
     if let Some(why) = &d.unavailable {
@@ -259,7 +259,7 @@ pub(in crate::term) fn print_drop_reasons(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::record::DropReasons;
+    use tpslab_record::DropReasons;
 
     fn text(d: &DropReasons) -> String {
         let mut out = vec![];

@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_analysis::prelude::*;
 use tpslab_cli::ramp::RampCmd;
+use tpslab_plan::ramp::RampProto;
+use tpslab_record::ramp::StepResult;
 use tpslab_record::Body;
-use tpslab_run::ramp::{RampProto, StepResult};
 
 /// Runs `tpslab ramp tcp|udp`: flags -> setup -> the server started (without a target)
 /// -> the header -> the closed loop ([`tpslab_run::ramp`]) -> the record, its report, SVG

@@ -20,7 +20,7 @@ use kinds::{capacity_figures, capacity_settings, ramp_figures, tcp_figures};
 /// Batches a run's measurement window is cut into.
 pub const BATCHES: usize = 10;
 
-pub use tpslab_record::compare::{CompareReport, Difference, FigureRow};
+use tpslab_record::compare::{CompareReport, Difference, FigureRow};
 
 /// Why records cannot be compared.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -5,7 +5,7 @@
 
 use crate::stats::SummaryExt;
 use serde::{Deserialize, Serialize};
-pub use tpslab_record::estimate::{Effect, Estimate, MIN_RUNS_FOR_INTERVAL};
+use tpslab_record::estimate::{Effect, Estimate, MIN_RUNS_FOR_INTERVAL};
 use tpslab_record::stats::Summary;
 
 /// The values a figure can take; its interval never leaves them.

@@ -13,7 +13,7 @@
 //! the reply path. `unattributed` is what no counter explains; on an idle loopback run it
 //! must be 0.
 
-pub use tpslab_record::ledger::{Ledger, LedgerInputs, LedgerPath, LedgerRow};
+use tpslab_record::ledger::{Ledger, LedgerInputs, LedgerPath, LedgerRow};
 
 /// Why a path with `gap` (on the wire minus everything explained) does not balance.
 fn inconsistency(gap: i64, what: &str) -> Option<String> {

@@ -1,6 +1,7 @@
 //! Pure analysis for tpslab: summaries with spread, latency summaries from HDR histograms,
 //! the loss ledger, the verdict, the judgements of every kind of run, all computed on the
-//! record's types ([`tpslab_record`], re-exported under the paths they had here).
+//! record's types, named by their one path in [`tpslab_record`] (or [`tpslab_plan`] for a
+//! plan a record embeds); nothing here re-exports them.
 //!
 //! Nothing here touches the network or /proc: a record read back from disk can be
 //! re-analysed.
@@ -38,7 +39,3 @@ pub mod tcp_timers;
 pub mod usl;
 pub mod verdict;
 pub mod waits;
-
-pub use ledger::{Ledger, LedgerInputs, LedgerRow};
-pub use stats::{LatencySummary, Summary};
-pub use tpslab_record::RunRecord;

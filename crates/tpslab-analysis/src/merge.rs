@@ -5,15 +5,17 @@
 //! counters (softnet, drop reasons) are taken once per kernel (boot id), per-namespace ones
 //! (NoPorts, device drops) once per namespace.
 
-use crate::ledger::{Ledger, LedgerExt, LedgerInputs};
-use crate::stats::{decode_histogram, encode_histogram, new_ns_histogram, LatencySummaryExt};
+use crate::ledger::LedgerExt;
+use crate::stats::{new_ns_histogram, LatencySummaryExt};
 use std::collections::BTreeMap;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::MAX_FIGURE;
+use tpslab_record::histogram::{decode_histogram, encode_histogram};
+use tpslab_record::ledger::{Ledger, LedgerInputs};
 use tpslab_record::stats::LatencySummary;
 use tpslab_record::{Environment, GeneratorReport, LatencyHistograms, RunRecord};
 
-pub use tpslab_record::merge::{AgentFigures, MergeInfo};
+use tpslab_record::merge::{AgentFigures, MergeInfo};
 
 /// Why records cannot be merged: one line naming the record.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

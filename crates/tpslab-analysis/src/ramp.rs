@@ -4,13 +4,10 @@
 
 use crate::ramp_threads::ThreadCase;
 use crate::usl::{self, StepPoint, UslFitExt};
-pub use crate::waits::ThreadStates;
 use crate::waits::ThreadStatesExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
-pub use tpslab_record::ramp::{
-    Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult, TreeSampling,
-};
+use tpslab_record::ramp::{RampAnalysis, RampRecord, StepResult};
 
 /// What a ramp's record ([`RampRecord`], a record type) says for the exit status: with
 /// this trait in scope (`use tpslab_analysis::prelude::*`).
@@ -178,7 +175,7 @@ fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
         t.disk
     } else {
         t.by_class
-            .get(&crate::waits::WaitClass::Disk)
+            .get(&tpslab_record::waits::WaitClass::Disk)
             .copied()
             .unwrap_or(0)
     };
@@ -208,7 +205,7 @@ fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, f64, String)> {
         let call = l
             .threads
             .as_ref()
-            .and_then(|t| t.top_syscall(crate::waits::WaitClass::Disk))
+            .and_then(|t| t.top_syscall(tpslab_record::waits::WaitClass::Disk))
             .map_or(String::new(), |c| format!(", in {c}"));
         (a, b, share, call)
     })
@@ -319,7 +316,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     let fit = usl::fit_usl(&pts.iter().map(|p| (p.users, p.tps)).collect::<Vec<_>>());
     let gain = rec.plan.knee_gain;
     let knee = usl::find_knee(&pts, gain);
-    let little: Vec<usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
+    let little: Vec<tpslab_record::usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
     let fit_ok = fit.as_ref().ok();
     let mut lines = vec![];
     let served: u64 = rec.steps.iter().map(|s| s.completed).sum();

@@ -1,6 +1,9 @@
 //! Tests of the parent module.
 use super::*;
 use tpslab_plan::framing::Framing;
+use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_record::ramp::Listener;
+use tpslab_record::waits::ThreadStates;
 
 fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
     StepResult {
@@ -523,7 +526,8 @@ fn steps_that_mix_drop_sources_are_labelled_each_by_its_own() {
 /// master's wait: CPU-bound workers, with the master apart.
 #[test]
 fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
-    use crate::waits::{FdKind, StepThread, ThreadStatesExt};
+    use crate::waits::{FdKind, ThreadStatesExt};
+    use tpslab_record::waits::StepThread;
     let thread = |pid: u32, cpu_ns: u64, runq_ns: u64, samples: &[(char, Option<&str>, u64)]| {
         let mut states = ThreadStates::default();
         for &(st, call, n) in samples {

@@ -32,8 +32,8 @@ fn step(users: usize, tree_sampling: Option<TreeSampling>) -> StepResult {
 fn record(steps: Vec<StepResult>) -> RampRecord {
     use std::time::Duration;
     RampRecord {
-        plan: tpslab_record::ramp::RampPlan {
-            proto: tpslab_record::ramp::RampProto::Tcp,
+        plan: tpslab_plan::ramp::RampPlan {
+            proto: tpslab_plan::ramp::RampProto::Tcp,
             target: "127.0.0.1:1".parse().unwrap(),
             steps: steps.iter().map(|s| s.users).collect(),
             step: Duration::from_secs(1),

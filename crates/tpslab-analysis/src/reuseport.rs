@@ -8,8 +8,10 @@
 //! a foreign worker's threads (exact tracepoint counts), drops and deepest queue from
 //! `/proc/net/udp`, the reader's sampled waits).
 
-use crate::waits::{ThreadStatesExt, WaitClass};
-use tpslab_record::verdict::{GroupReader, GroupSocket, Steer};
+use crate::waits::ThreadStatesExt;
+use tpslab_plan::udp::Steer;
+use tpslab_record::verdict::{GroupReader, GroupSocket};
+use tpslab_record::waits::WaitClass;
 
 /// What made the group uneven.
 #[derive(Debug, Clone, PartialEq)]

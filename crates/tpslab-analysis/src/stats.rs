@@ -1,8 +1,7 @@
 //! Summaries of a series (mean, stddev, min, max, p50, p99) and of latency histograms
 //! (the types are the record's, [`tpslab_record::stats`]), and the histograms themselves.
 
-pub use tpslab_record::histogram::{decode_histogram, encode_histogram};
-pub use tpslab_record::stats::{LatencySummary, Summary};
+use tpslab_record::stats::{LatencySummary, Summary};
 
 /// Nearest-rank percentile `q` (0..=100) of sorted samples; 0 for an empty slice.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -101,6 +100,7 @@ pub fn bucket_counts(h: &hdrhistogram::Histogram<u64>, bounds_ns: &[u64]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpslab_record::histogram::{decode_histogram, encode_histogram};
 
     #[test]
     fn a_histogram_is_decoded_within_its_bounds_or_refused_before_allocating() {

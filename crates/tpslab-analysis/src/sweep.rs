@@ -7,10 +7,10 @@ use crate::stats::SummaryExt;
 use std::collections::BTreeMap;
 use tpslab_record::estimate::{Effect, Estimate};
 use tpslab_record::stats::Summary;
-pub use tpslab_record::sweep::{CellEffect, CellResult, RunMetrics, SweepResult, SweepRun, DROPS};
+use tpslab_record::sweep::{CellEffect, CellResult, RunMetrics, SweepResult, DROPS};
 use tpslab_record::RunRecord;
 
-pub use tpslab_plan::sweep::{cells, run_order, Cell, Design, Factor, Objective, SweepPlan};
+use tpslab_plan::sweep::{Cell, Objective};
 
 /// The values figure `name` of [`RunMetrics::figures`] can take, which its intervals keep
 /// to: loss and a CPU's busy % are shares (0..=100 %); rates, queues in bytes, the
@@ -114,11 +114,11 @@ impl RunMetricsExt for RunMetrics {
                     / a
             }),
         };
-        if g.match_mode == tpslab_record::MatchMode::None && g.duration_s > 0.0 {
+        if g.match_mode == tpslab_plan::udp::MatchMode::None && g.duration_s > 0.0 {
             // One way: datagrams the server read per second of the window.
             m.tps = g.window_sent as f64 * (1.0 - m.loss_pct / 100.0) / g.duration_s;
         }
-        if g.match_mode != tpslab_record::MatchMode::None && g.latency_intended.count > 0 {
+        if g.match_mode != tpslab_plan::udp::MatchMode::None && g.latency_intended.count > 0 {
             m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
             m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
         }

@@ -23,7 +23,7 @@ use tpslab_plan::tcp::TcpMode;
 use tpslab_record::tcp::{
     Direction, FlowRecord, LabStats, TcpRecord, TcpRun, WatchedFlow, WatchedReport,
 };
-pub use tpslab_record::tcp::{FlowAnalysis, Limit, ReceiverAnalysis, TcpSample, LIMITS};
+use tpslab_record::tcp::{FlowAnalysis, Limit, ReceiverAnalysis, TcpSample, LIMITS};
 use tpslab_record::waits::WaitClass;
 
 fn near(x: f64, limit: f64, mss: f64) -> bool {

@@ -207,7 +207,7 @@ fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
     }
     // S4 in the lab: the first run, window-bound, misses 80 Mbit/s; the gate says so.
     let first = rec.runs[0].analysis.as_ref().unwrap();
-    assert_eq!(first.held_by, crate::tcp::Limit::ReceiveWindow);
+    assert_eq!(first.held_by, tpslab_record::tcp::Limit::ReceiveWindow);
     let o = rec.outcome();
     assert!(o.invalid.is_empty());
     assert!(o

@@ -7,7 +7,7 @@
 
 use crate::experiment::t975;
 use serde::{Deserialize, Serialize};
-pub use tpslab_record::usl::{LittleCheck, UslFit};
+use tpslab_record::usl::{LittleCheck, UslFit};
 
 /// One step of a step-load test: a fixed number of clients held for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 /// CPU time below this share of the step is none to speak of (0.5 %: 10 ms of a 2 s
 /// step; a parked thread woken by a timer a hundred times a second uses less).
 pub const IDLE_CPU_SHARE: f64 = 0.005;
-pub use tpslab_record::waits::{StepThread, ThreadStates, ThreadWait, ThreadWaits, WaitClass};
+use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits, WaitClass};
 
 /// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
 /// what the sampler passes when a sleeping thread's `syscall` file was refused.

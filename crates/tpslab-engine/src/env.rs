@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use tpslab_record::Environment;
 
-pub use tpslab_plan::sysctl::SYSCTLS;
+use tpslab_plan::sysctl::SYSCTLS;
 
 fn sysctl_path(name: &str) -> String {
     format!("/proc/sys/{}", name.replace('.', "/"))
@@ -186,7 +186,7 @@ pub fn target_process(pid: u32) -> Option<tpslab_record::TargetProcess> {
         has_go_buildinfo(f, 256 << 20).ok()
     };
     let quick = tpslab_analysis::runtime::classify(&name, &maps, false);
-    let runtime = if quick == tpslab_analysis::runtime::Runtime::Native {
+    let runtime = if quick == tpslab_record::runtime::Runtime::Native {
         tpslab_analysis::runtime::classify(&name, &maps, go().unwrap_or(false))
     } else {
         quick
@@ -406,6 +406,6 @@ mod tests {
         }
         // This test's own executable holds the magic as a constant: not Go.
         let me = target_process(std::process::id()).expect("this process");
-        assert_ne!(me.runtime, tpslab_analysis::runtime::Runtime::Go, "{me:?}");
+        assert_ne!(me.runtime, tpslab_record::runtime::Runtime::Go, "{me:?}");
     }
 }

@@ -30,12 +30,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_analysis::stats::{new_ns_histogram, LatencySummaryExt};
 use tpslab_net::mono_ns;
+use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::load_http::{
-    ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
-};
+use tpslab_record::load_http::{ErrorKinds, LoadHttpRecord, LoadHttpResult, StatusClasses};
+use tpslab_record::stats::LatencySummary;
 
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;

@@ -14,7 +14,7 @@ use tpslab_net::sched::{self, SchedPolicy};
 use tpslab_net::{mono_ns, RcvbufGrant, RecvBatch, UdpSock};
 use tpslab_record::ServerReport;
 
-pub use tpslab_plan::udp::{Mode, ServerConfig};
+use tpslab_plan::udp::{Mode, ServerConfig};
 
 /// Per-thread counters, written by one thread with relaxed atomics (read by reporters).
 #[derive(Default)]

@@ -14,8 +14,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use tpslab_analysis::waits::{StepThread, ThreadStates, ThreadStatesExt};
+use tpslab_analysis::waits::ThreadStatesExt;
 use tpslab_record::ramp::TreeSampling;
+use tpslab_record::waits::{StepThread, ThreadStates};
 
 use crate::waits::{sample_task, schedstat, tids};
 

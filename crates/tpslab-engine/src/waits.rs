@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::ramp_threads::peer_call;
-use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits};
+use tpslab_analysis::waits::{FdKind, ThreadStatesExt};
 use tpslab_proc::syscall::{parse_syscall, parse_syscall_args, syscall_name, SyscallState};
+use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits};
 
 /// One thread in one sample.
 pub(crate) struct TaskSample {

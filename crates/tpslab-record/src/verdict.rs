@@ -317,7 +317,7 @@ pub struct Facts {
     pub steer: Steer,
 }
 
-pub use tpslab_plan::udp::Steer;
+use tpslab_plan::udp::Steer;
 
 /// One socket of a SO_REUSEPORT group, as the verdict sees it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,9 @@
 
 use plotters::prelude::*;
 use std::io::{self, Write};
-use tpslab_analysis::ramp::RampRecord;
-use tpslab_analysis::usl::{UslFit, UslFitExt};
+use tpslab_analysis::usl::UslFitExt;
+use tpslab_record::ramp::RampRecord;
+use tpslab_record::usl::UslFit;
 use tpslab_record::{Body, RampReport, Record};
 
 /// Draws a record: a ramp's plot; other kinds have none (an `Unsupported` error naming

@@ -9,7 +9,7 @@
 mod snap;
 
 use snap::{assert_screen, data};
-use tpslab_analysis::ramp::StepResult;
+use tpslab_record::ramp::StepResult;
 use tpslab_report::live::{draw_ramp, RampHeader, RampLiveState};
 
 fn steps() -> Vec<StepResult> {

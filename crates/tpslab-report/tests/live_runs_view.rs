@@ -8,7 +8,8 @@
 mod snap;
 
 use snap::{assert_screen, data, frames};
-use tpslab_analysis::capacity::{bounds_so_far, CapacityStep};
+use tpslab_analysis::capacity::bounds_so_far;
+use tpslab_record::capacity::CapacityStep;
 use tpslab_record::{Body, Record};
 use tpslab_report::live::{draw_runs, LiveHeader, RunsKind, RunsLiveState};
 

@@ -6,8 +6,9 @@ use crate::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_plan::fleet::FleetPlan;
+use tpslab_plan::udp::UdpRunPlan;
 use tpslab_record::{AgentInfo, Record, RunRecord};
 
 /// One agent of a fleet.
@@ -31,7 +32,7 @@ impl AgentPlan {
     /// The plan's hash (hex) and this agent's share of the load: its own sequence space
     /// (the hash and its index in every datagram's run id). Errors: the index or the
     /// fleet's size out of range for the plan.
-    pub fn share(&self) -> Result<(String, tpslab_engine::load::LoadConfig)> {
+    pub fn share(&self) -> Result<(String, tpslab_plan::udp::LoadConfig)> {
         let hash = self.fleet.hash();
         let run_id =
             u64::from_str_radix(&hash[..16], 16).unwrap_or(0) ^ ((self.index as u64) << 48);
@@ -45,7 +46,7 @@ impl AgentPlan {
 #[derive(Debug, Clone)]
 pub struct Ready {
     hash: String,
-    load: tpslab_engine::load::LoadConfig,
+    load: tpslab_plan::udp::LoadConfig,
     clock: Option<tpslab_net::ClockStatus>,
     /// Seconds from the check to the start.
     wait_s: f64,

@@ -11,13 +11,15 @@ use rerun::{cannot_restart, rerun_argv, sh_line};
 use std::ffi::OsString;
 use std::time::Duration;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::verdict::{diagnose, Facts, Fix};
+use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
-use tpslab_engine::server::ServerConfig;
-use tpslab_engine::udp_run::{run_udp, run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::{run_udp, run_udp_streamed};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::udp::LoadConfig;
+use tpslab_plan::udp::ServerConfig;
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::verdict::{Facts, Fix};
 use tpslab_record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 
 /// S1's mean rate where the host can drain it (datagrams per second).

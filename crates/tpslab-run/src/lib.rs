@@ -52,7 +52,7 @@ pub trait Progress: Send + Sync {
 
     /// A capacity search's steps judged so far (the whole list, after each step), for a
     /// live view; shown nowhere else.
-    fn capacity_steps(&self, _steps: &[tpslab_analysis::capacity::CapacityStep]) {}
+    fn capacity_steps(&self, _steps: &[tpslab_record::capacity::CapacityStep]) {}
 }
 
 /// Progress that shows nothing: for tests and library users.

@@ -13,7 +13,8 @@ use tpslab_engine::rr::frame;
 use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 use tpslab_record::{Body, RampReport, Record};
 
-pub use tpslab_analysis::ramp::{RampPlan, RampProto, StepResult};
+use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_record::ramp::StepResult;
 
 mod flags;
 pub use flags::{HttpFlags, RampFlags};

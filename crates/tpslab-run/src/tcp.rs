@@ -8,10 +8,10 @@ use anyhow::{anyhow, Result};
 use std::time::Duration;
 use tpslab_analysis::bdp;
 use tpslab_analysis::prelude::*;
-use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::tcp::{TcpMode, TcpPlan};
 use tpslab_plan::time::nanos;
+use tpslab_record::tcp::Limit;
 use tpslab_record::tcp::{TcpRun, WatchedReport};
 use tpslab_record::{Body, Record, TcpRecord};
 

@@ -7,8 +7,10 @@ use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tpslab_engine::observe::{Observer, ObserverConfig};
-use tpslab_engine::server::{ServerConfig, UdpServer};
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::server::UdpServer;
+use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_plan::udp::ServerConfig;
+use tpslab_plan::udp::UdpRunPlan;
 use tpslab_plan::udp::{RunPlan, WatchPlan};
 use tpslab_record::{Body, Record, RunRecord, ServeRecord, ServerReport};
 

@@ -10,7 +10,7 @@ use tpslab_record::estimate::Estimate;
 /// `--server-cmd` or its own TCP server, whose port is drawn anew each time), and with
 /// `--fix-and-retry` the change the second search ran with (`retry applied`).
 pub(super) fn capacity_settings(c: &tpslab_record::capacity::CapacityRecord) -> Settings {
-    use tpslab_record::capacity::CapacityLoad;
+    use tpslab_plan::capacity::CapacityLoad;
     let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
     if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut()) {
         // Every run draws its own identifier.

@@ -1,15 +1,16 @@
 //! The facts the verdict rules look at, extracted from a run record: each from a named
 //! counter or series (see the field docs), and the server's drain while datagrams waited.
 
-use crate::buffer::TruesizeProbe;
 use crate::waits::{ThreadStatesExt, ThreadWaitsExt};
-pub use tpslab_record::verdict::Facts;
-use tpslab_record::{MatchMode, RunRecord};
+use tpslab_plan::udp::MatchMode;
+use tpslab_record::buffer::TruesizeProbe;
+use tpslab_record::verdict::Facts;
+use tpslab_record::RunRecord;
 
 /// The largest blocking wait of `w` other than for the network, when 15 % of the time or
 /// more: what it waited on (with the system call) and its share, percent.
-fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
-    use crate::waits::WaitClass::*;
+fn blocked_on(w: &tpslab_record::waits::ThreadWaits) -> Option<(String, f64)> {
+    use tpslab_record::waits::WaitClass::*;
     let p = &w.process;
     [Lock, Sleep, Disk, File, Child]
         .into_iter()
@@ -65,13 +66,13 @@ fn group(
 /// (None without reading threads).
 fn reader(
     t: &tpslab_record::TargetSocket,
-    waits: Option<&crate::waits::ThreadWaits>,
+    waits: Option<&tpslab_record::waits::ThreadWaits>,
 ) -> Option<tpslab_record::verdict::GroupReader> {
     let first = t.readers.first()?;
     let mut pids: Vec<u32> = t.readers.iter().map(|r| r.pid).collect();
     pids.sort_unstable();
     pids.dedup();
-    let threads: Vec<&crate::waits::ThreadWait> = waits
+    let threads: Vec<&tpslab_record::waits::ThreadWait> = waits
         .map(|w| {
             w.threads
                 .iter()
@@ -80,7 +81,7 @@ fn reader(
         })
         .unwrap_or_default();
     let states = (!threads.is_empty()).then(|| {
-        let mut st = crate::waits::ThreadStates::default();
+        let mut st = tpslab_record::waits::ThreadStates::default();
         for th in &threads {
             st.merge(&th.states);
         }
@@ -407,7 +408,8 @@ fn reads_unknown(rec: &RunRecord) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::waits::{FdKind, ThreadStates, ThreadWaits};
+    use crate::waits::FdKind;
+    use tpslab_record::waits::{ThreadStates, ThreadWaits};
 
     fn waits(samples: &[(char, &str, u64)]) -> ThreadWaits {
         let mut p = ThreadStates::default();
@@ -449,11 +451,11 @@ mod tests {
         samples: &[(char, &str, u64)],
         cpu_ms: u64,
         window_ms: u64,
-    ) -> crate::waits::ThreadWait {
+    ) -> tpslab_record::waits::ThreadWait {
         let mut states = waits(samples).process;
         states.on_cpu_ns = cpu_ms * 1_000_000;
         states.window_ns = window_ms * 1_000_000;
-        crate::waits::ThreadWait {
+        tpslab_record::waits::ThreadWait {
             tid,
             pid: 0,
             comm: format!("t{tid}"),

@@ -3,8 +3,8 @@
 //! that already exists.
 
 use super::*;
-use crate::runtime::{Runtime, ALL};
 use tpslab_proc::sysctl_conf::{parse_sysctl_conf, ConfEntry};
+use tpslab_record::runtime::{Runtime, ALL};
 
 /// Text that only `rt`'s own API has: each of its lines names one of these.
 fn markers(rt: Runtime) -> &'static [&'static str] {

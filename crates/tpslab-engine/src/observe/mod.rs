@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tpslab_analysis::stats::SummaryExt;
-use tpslab_analysis::Summary;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
+use tpslab_record::stats::Summary;
 use tpslab_record::{ObserverReport, Series};
 
 mod report;
@@ -34,7 +34,8 @@ pub use sockets::{delivery_score, socket_queue, OwnSocket, OwnSockets, SocketMat
 
 mod stream;
 use stream::give_live;
-pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink, LiveThread};
+pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink};
+use tpslab_analysis::waits::LiveThread;
 
 /// What to watch.
 #[derive(Debug, Clone)]
@@ -145,7 +146,7 @@ struct Sampled {
     group: Vec<tpslab_record::TargetSocket>,
     readers: Option<usize>,
     bounded: Bounded,
-    waits: Option<tpslab_analysis::waits::ThreadWaits>,
+    waits: Option<tpslab_record::waits::ThreadWaits>,
     tcp_listen: Option<tpslab_record::TcpListen>,
 }
 

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_analysis::stats::{new_ns_histogram, LatencySummaryExt};
 use tpslab_record::load_http::{ErrorKinds, StatusClasses};
+use tpslab_record::stats::LatencySummary;
 
 use crate::observe::IntervalLatency;
 

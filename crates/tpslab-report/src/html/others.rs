@@ -24,7 +24,7 @@ pub(super) fn whole(x: f64) -> String {
 /// a dot (`mean`: name, source) and its 95 % interval as a whisker.
 pub(super) fn intervals(
     c: &mut Chart,
-    est: &[Option<tpslab_analysis::experiment::Estimate>],
+    est: &[Option<tpslab_record::estimate::Estimate>],
     mean: (&str, &str),
     whisker_source: &str,
 ) {
@@ -84,7 +84,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         p.alerts
             .push("the ramp was interrupted: its last step is partial".into());
     }
-    let users = |f: &dyn Fn(&tpslab_analysis::ramp::StepResult) -> f64| -> Vec<(f64, f64)> {
+    let users = |f: &dyn Fn(&tpslab_record::ramp::StepResult) -> f64| -> Vec<(f64, f64)> {
         run.steps.iter().map(|s| (s.users as f64, f(s))).collect()
     };
     let mut s = Section::new("Throughput and response time against users");
@@ -132,7 +132,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         (
             "p50",
             2,
-            (|s: &tpslab_analysis::ramp::StepResult| s.response.p50_ns) as fn(&_) -> u64,
+            (|s: &tpslab_record::ramp::StepResult| s.response.p50_ns) as fn(&_) -> u64,
         ),
         ("p99", 1, |s| s.response.p99_ns),
     ] {
@@ -225,7 +225,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         ..Default::default()
     });
     let mut s = Section::new("Each cell's mean with its 95 % interval");
-    s.note = Some(format!("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t, kept within what the figure can take: a loss within 0-100 %, TPS 0 or more); a cell of fewer than {} runs has none.", tpslab_analysis::experiment::MIN_RUNS_FOR_INTERVAL));
+    s.note = Some(format!("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t, kept within what the figure can take: a loss within 0-100 %, TPS 0 or more); a cell of fewer than {} runs has none.", tpslab_record::estimate::MIN_RUNS_FOR_INTERVAL));
     s.columns = 2;
     let mut figs = vec![obj];
     figs.extend(["loss_pct", "tps"].into_iter().filter(|&f| f != obj));

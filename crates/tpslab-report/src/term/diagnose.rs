@@ -263,8 +263,8 @@ fn latency_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::buffer::TruesizeProbe;
-    use tpslab_analysis::verdict::{Case, Diagnosis, Facts};
+    use tpslab_record::buffer::TruesizeProbe;
+    use tpslab_record::verdict::{Case, Diagnosis, Facts};
     use tpslab_record::{GeneratorReport, NotVerified};
 
     fn run(loss: f64, p99_ms: u64) -> RunRecord {

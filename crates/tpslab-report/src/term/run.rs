@@ -4,8 +4,9 @@
 use super::{fmt_ns, table, with_errnos};
 use comfy_table::Table;
 use std::io::{self, Write};
-use tpslab_analysis::LatencySummary;
-use tpslab_record::{GeneratorReport, MatchMode, RunRecord, ServerReport};
+use tpslab_plan::udp::MatchMode;
+use tpslab_record::stats::LatencySummary;
+use tpslab_record::{GeneratorReport, RunRecord, ServerReport};
 
 mod kernel;
 use kernel::print_observer;

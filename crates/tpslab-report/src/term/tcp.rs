@@ -5,9 +5,10 @@
 use super::table;
 use std::io::{self, Write};
 use tpslab_analysis::bdp;
-use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, TcpRecordExt, LIMITS};
+use tpslab_analysis::tcp::{classify, TcpRecordExt};
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 use tpslab_record::tcp::{Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun};
+use tpslab_record::tcp::{FlowAnalysis, Limit, LIMITS};
 
 fn mbit(bps: f64) -> String {
     format!("{:.1}", bps / 1e6)

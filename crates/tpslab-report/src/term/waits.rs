@@ -2,7 +2,8 @@
 //! thread with its share of samples by class and the system call it blocked in most.
 
 use std::io::{self, Write};
-use tpslab_analysis::waits::{ThreadStates, ThreadWaits, ThreadWaitsExt, WaitClass};
+use tpslab_analysis::waits::ThreadWaitsExt;
+use tpslab_record::waits::{ThreadStates, ThreadWaits, WaitClass};
 
 /// Threads listed at most (the process row always sums them all).
 const MAX_ROWS: usize = 16;
@@ -82,7 +83,8 @@ pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::waits::{FdKind, ThreadStatesExt, ThreadWait};
+    use tpslab_analysis::waits::{FdKind, ThreadStatesExt};
+    use tpslab_record::waits::ThreadWait;
 
     #[test]
     fn the_headline_and_a_row_per_thread() {

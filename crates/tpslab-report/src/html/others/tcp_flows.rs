@@ -4,7 +4,8 @@
 use super::super::plot::{Band, Chart, Line, PALETTE};
 use super::super::{Page, Section, Verdict};
 use super::figure;
-use tpslab_analysis::tcp::{classify, Limit, TcpRecordExt, TcpSample};
+use tpslab_analysis::tcp::{classify, TcpRecordExt};
+use tpslab_record::tcp::{Limit, TcpSample};
 use tpslab_record::TcpRecord;
 
 const LIMIT_COLOURS: [(Limit, usize); 4] = [

@@ -23,7 +23,6 @@ pub mod load_http;
 pub mod merge;
 pub mod nagle;
 pub mod nan;
-pub mod prelude;
 pub mod ramp;
 pub mod ramp_listen;
 pub mod ramp_rank;

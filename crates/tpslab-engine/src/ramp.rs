@@ -26,10 +26,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummaryExt};
+use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
 use tpslab_plan::time::nanos;
-use tpslab_record::stats::LatencySummary;
 
 use crate::proto::{Protocol, Transport};
 use crate::tally::{StepAcc, Tally};
@@ -216,7 +215,7 @@ pub fn run_ramp_with(
             // Replies still in flight at w1 land in no window; wait a moment for the
             // accumulator to be complete for replies that arrived before w1.
             let a = shared.acc[k].lock().unwrap_or_else(|e| e.into_inner());
-            let response = LatencySummary::from_histogram(&a.hist);
+            let response = tpslab_analysis::stats::latency_summary(&a.hist);
             results.push(StepResult {
                 users,
                 measured_s,

@@ -8,7 +8,6 @@ use crate::EngineError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::ledger::LedgerExt;
 use tpslab_net::mono_ns;
 use tpslab_plan::udp::Mode;
 use tpslab_record::ledger::{Ledger, LedgerInputs};
@@ -490,7 +489,7 @@ fn build_ledger(
         ));
         gen.valid = false;
     }
-    let mut ledger = Ledger::build(&inputs);
+    let mut ledger = tpslab_analysis::ledger::build(&inputs);
     if cross_failed && ledger.request.inconsistent.is_none() {
         ledger.request.inconsistent = Some(
             "the server's threads read more UDP datagrams than its network namespace counted (Udp: InDatagrams)".into(),

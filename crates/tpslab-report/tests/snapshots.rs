@@ -375,14 +375,14 @@ fn compare_of_sweeps_uses_each_cells_repeats() {
 /// figure above what it names: no more dropped within one burst interval than a burst.
 #[test]
 fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
-    use tpslab_analysis::verdict::{diagnose, FactsExt};
-    use tpslab_record::verdict::Facts;
+    use tpslab_analysis::verdict::diagnose;
+
     use tpslab_record::Body;
     let rec = Record::from_json(&fixture("diagnose.json")).unwrap();
     let Body::Diagnose(d) = &rec.body else {
         panic!("diagnose.json is a diagnose record")
     };
-    let facts = Facts::from_record(&d.before, Some(&d.probe));
+    let facts = tpslab_analysis::verdict::facts_of(&d.before, Some(&d.probe));
     assert!(
         facts.peak_drops_window <= facts.burst,
         "{} dropped within one burst interval, bursts of {}",

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
-use tpslab_analysis::verdict::{diagnose, FactsExt};
+use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::openloop::{run_load_http_live, run_load_tcp};
 use tpslab_engine::probe::probe_truesize;
@@ -492,7 +492,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         let verdict = (status == StepStatus::Fail).then(|| {
             let d = match &evidence {
                 StepEvidence::Udp(rec) => {
-                    let facts = Facts::from_record(rec, probe.as_ref());
+                    let facts = tpslab_analysis::verdict::facts_of(rec, probe.as_ref());
                     let mut d = diagnose(&facts, probe.as_ref());
                     queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
                     d

@@ -10,7 +10,6 @@ use anyhow::Result;
 use rerun::{cannot_restart, rerun_argv, sh_line};
 use std::ffi::OsString;
 use std::time::Duration;
-use tpslab_analysis::prelude::*;
 use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::probe::probe_truesize;
@@ -19,7 +18,7 @@ use tpslab_net::sched::SchedPolicy;
 use tpslab_plan::udp::LoadConfig;
 use tpslab_plan::udp::ServerConfig;
 use tpslab_plan::udp::UdpRunPlan;
-use tpslab_record::verdict::{Facts, Fix};
+use tpslab_record::verdict::Fix;
 use tpslab_record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 
 /// S1's mean rate where the host can drain it (datagrams per second).
@@ -337,7 +336,7 @@ pub fn run(plan: &DiagnosePlan, ctx: &Ctx) -> Result<Record> {
     let before = ctx.phase("run 1: as is", run_secs(&first), || {
         run_once(&plan.server, first.clone(), ctx)
     })?;
-    let facts = Facts::from_record(&before, Some(&probe));
+    let facts = tpslab_analysis::verdict::facts_of(&before, Some(&probe));
     let diag = diagnose(&facts, Some(&probe));
     let mut v = Verification::default();
     if plan.verify && !ctx.stopped() {

@@ -6,7 +6,6 @@
 use crate::Ctx;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use tpslab_analysis::prelude::*;
 use tpslab_analysis::sweep::analyse;
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::udp_run::run_udp_streamed;
@@ -258,7 +257,7 @@ pub fn run(
         runs.push(SweepRun {
             cell: c,
             rep,
-            metrics: RunMetrics::of(&rec),
+            metrics: tpslab_analysis::sweep::metrics(&rec),
         });
         on(Event::Done {
             done: runs.len(),

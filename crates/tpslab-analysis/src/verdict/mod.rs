@@ -10,7 +10,7 @@ mod imbalance;
 mod rules;
 mod words;
 
-pub use facts::{drain, Drain, FactsExt};
+pub use facts::{drain, facts_of, Drain};
 pub use rules::{contributions, first_rule, top_layer, Rule, RULES};
 use tpslab_record::verdict::Facts;
 

@@ -331,7 +331,7 @@ fn the_sockets_on_the_port_come_from_the_observer() {
         observer: Some(o),
         ..Default::default()
     };
-    assert_eq!(Facts::from_record(&rec, None).server_sockets, 2);
+    assert_eq!(crate::verdict::facts_of(&rec, None).server_sockets, 2);
 }
 
 #[test]

@@ -15,10 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tpslab_analysis::stats::SummaryExt;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
-use tpslab_record::stats::Summary;
 use tpslab_record::{ObserverReport, Series};
 
 mod report;

@@ -2,8 +2,6 @@
 
 use super::plot::{self, draw, Chart, Line, PALETTE};
 use super::{Bar, Item, Page, Section, Segment, Verdict};
-use tpslab_analysis::experiment::EstimateExt;
-use tpslab_analysis::usl::UslFitExt;
 use tpslab_record::{RampReport, SweepReport};
 
 mod capacity;
@@ -105,7 +103,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         let curve = (0..=100)
             .map(|i| {
                 let n = 1.0 + (nmax - 1.0) * i as f64 / 100.0;
-                (n, f.predict(n))
+                (n, tpslab_analysis::usl::predict(f, n))
             })
             .collect();
         c.lines.push(
@@ -247,9 +245,12 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
             .cells
             .iter()
             .map(|c| {
-                c.figures
-                    .get(fig)
-                    .map(|e| e.within(tpslab_analysis::sweep::domain(fig)))
+                c.figures.get(fig).map(|e| {
+                    tpslab_analysis::experiment::within_domain(
+                        *e,
+                        tpslab_analysis::sweep::domain(fig),
+                    )
+                })
             })
             .collect();
         intervals(
@@ -272,7 +273,10 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         .map(|c| {
             let f = |k: &str| {
                 c.figures.get(k).map_or("-".into(), |e| {
-                    let e = e.within(tpslab_analysis::sweep::domain(k));
+                    let e = tpslab_analysis::experiment::within_domain(
+                        *e,
+                        tpslab_analysis::sweep::domain(k),
+                    );
                     match e.interval() {
                         Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", e.mean),
                         None => format!("{:.2} ({} runs: too few for an interval)", e.mean, e.n),

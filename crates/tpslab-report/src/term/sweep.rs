@@ -2,7 +2,6 @@
 //! against the baseline, the best cell.
 
 use std::io::{self, Write};
-use tpslab_analysis::experiment::EstimateExt;
 use tpslab_record::estimate::{Estimate, MIN_RUNS_FOR_INTERVAL as MIN};
 use tpslab_record::SweepReport;
 
@@ -49,9 +48,9 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
     // Each figure's interval as this release bounds it (a record written before could
     // hold a loss interval below 0, or one of 2 runs).
     let e = |c: &tpslab_record::sweep::CellResult, k: &str| {
-        c.figures
-            .get(k)
-            .map(|x| x.within(tpslab_analysis::sweep::domain(k)))
+        c.figures.get(k).map(|x| {
+            tpslab_analysis::experiment::within_domain(*x, tpslab_analysis::sweep::domain(k))
+        })
     };
     let mut too_few = false;
     for c in &r.cells {

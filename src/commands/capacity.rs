@@ -56,7 +56,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     // The first step found no listener: the search stopped there; the record is written,
     // the exit code says the target was never served (as `load http`'s 2 when nothing
     // answered).
-    if let tpslab_analysis::record::Body::Capacity(c) = &rec.body {
+    if let tpslab_record::Body::Capacity(c) = &rec.body {
         if let Some(why) = tpslab_analysis::capacity::stopped_no_listener(c) {
             eprintln!("tpslab: error: {}: {why}", plan.target());
             return Ok(ExitCode::from(2));

@@ -5,9 +5,9 @@
 use crate::out;
 use anyhow::Result;
 use std::process::ExitCode;
-use tpslab_analysis::record::{Body, DiagnoseRecord};
 use tpslab_cli::diagnose::DiagnoseArgs;
 use tpslab_cli::flags::{self, GateFlags};
+use tpslab_record::{Body, DiagnoseRecord};
 use tpslab_run::diagnose::DiagnosePlan;
 
 /// Runs `tpslab diagnose`.

@@ -7,8 +7,8 @@ use crate::out;
 use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
-use tpslab_analysis::record::Body;
 use tpslab_cli::doctor::DoctorArgs;
+use tpslab_record::Body;
 
 /// Runs `tpslab doctor`: the audit, its report, the snippet, the record, the gate.
 pub(crate) fn run(a: DoctorArgs) -> Result<ExitCode> {

@@ -7,8 +7,8 @@
 use anyhow::{bail, Result};
 use std::process::ExitCode;
 use tpslab_analysis::gate::{self, applies};
-use tpslab_analysis::record::Body;
 use tpslab_cli::load_http::LoadHttpArgs;
+use tpslab_record::Body;
 
 use crate::out;
 

@@ -6,9 +6,9 @@ use crate::out;
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::process::ExitCode;
-use tpslab_analysis::record::Body;
 use tpslab_cli::probe::{IdleArgs, PoolArgs, ProbeCmd, ResponderArgs};
 use tpslab_plan::probe::IdleTarget;
+use tpslab_record::Body;
 use tpslab_report::term::idle as idle_term;
 use tpslab_run::probe::{self};
 

@@ -7,10 +7,10 @@ use anyhow::{bail, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::Body;
 use tpslab_cli::ramp::RampCmd;
-use tpslab_run::ramp::{RampProto, StepResult};
+use tpslab_plan::ramp::RampProto;
+use tpslab_record::ramp::StepResult;
+use tpslab_record::Body;
 
 /// Runs `tpslab ramp tcp|udp`: flags -> setup -> the server started (without a target)
 /// -> the header -> the closed loop ([`tpslab_run::ramp`]) -> the record, its report, SVG
@@ -57,10 +57,11 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     out::emit(&rec, outputs, out::Terminal::With(&print))?;
     // A target that refused every request: nothing was measured, an environment error
     // (exit 2, one line), after the record is kept like any run's.
-    if let Some(why) = r.run.unreachable() {
+    if let Some(why) = tpslab_analysis::ramp::unreachable(&r.run) {
         bail!(why);
     }
-    a.gate.exit(&r.run.outcome(), applies::RAMP)
+    a.gate
+        .exit(&tpslab_analysis::ramp::outcome(&r.run), applies::RAMP)
 }
 
 /// What the live view says of a ramp: its command, target (the built-in server's when

@@ -5,9 +5,9 @@
 use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
-use tpslab_analysis::record::Body;
 use tpslab_cli::serve_tcp::ServeTcpArgs;
 use tpslab_plan::tcp::ServeTcpPlan;
+use tpslab_record::Body;
 use tpslab_report::term::tcp as render;
 
 /// `tpslab serve tcp`: the header once listening, the counts at the end.

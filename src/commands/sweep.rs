@@ -6,8 +6,8 @@ use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::record::Body;
 use tpslab_cli::sweep::SweepArgs;
+use tpslab_record::Body;
 use tpslab_run::sweep::Event;
 
 /// Runs `tpslab sweep`.
@@ -60,7 +60,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         } => {
             pb.inc(1);
             if let Some(tx) = &to_view {
-                let m = <tpslab_analysis::sweep::RunMetrics as tpslab_analysis::sweep::RunMetricsExt>::of(record);
+                let m = tpslab_analysis::sweep::metrics(record);
                 let _ = tx.send(out::RunsItem::SweepDone(done, cell.label(), Box::new(m)));
             }
             // Scraped: the runs done, and the last run's figures labelled by its cell.

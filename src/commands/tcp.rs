@@ -8,10 +8,9 @@ use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
-use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::Body;
 use tpslab_cli::tcp::TcpArgs;
 use tpslab_plan::tcp::TcpMode;
+use tpslab_record::Body;
 use tpslab_report::term::tcp as render;
 
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
@@ -28,7 +27,7 @@ pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     if !matches!(plan.mode, TcpMode::Lab { .. }) {
         render::record(&mut out, r)?;
     }
-    let outcome = r.outcome();
+    let outcome = tpslab_analysis::tcp::outcome(r);
     crate::out::emit_files(&rec, &a.record)?;
     if matches!(plan.mode, TcpMode::Watch { .. }) {
         return Ok(ExitCode::SUCCESS);

@@ -6,11 +6,11 @@ use crate::out::{self, Terminal};
 use anyhow::Result;
 use std::io::Write;
 use std::process::ExitCode;
-use tpslab_analysis::record::Body;
 use tpslab_cli::flags::is_stdout;
 use tpslab_cli::flags::{GateFlags, OutputFlags};
 use tpslab_cli::udp::{LoadUdpArgs, RunUdpArgs, ServeArgs, WatchArgs};
-use tpslab_engine::udp_run::UdpRunPlan;
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::Body;
 
 /// `tpslab serve udp`: the reference server until Ctrl-C or --duration, then its counts.
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {

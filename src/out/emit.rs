@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::path::Path;
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 
 /// The files a command writes besides what it prints: the record (`--json`), its HTML page,
 /// its metrics, the history entry, and any of its own (a plot, a CSV).

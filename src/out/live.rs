@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tpslab_engine::observe::LiveSink;
+use tpslab_record::ramp::StepResult;
 use tpslab_report::live::keys::{parse_keys, Key};
 pub(crate) use tpslab_report::live::screen::RunsItem;
 use tpslab_report::live::screen::{run_view, KeySource, Screen, ViewEnd};
@@ -15,7 +16,6 @@ use tpslab_report::live::{
     HttpLiveState, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
 };
 use tpslab_run::live::{HeldLines, KeysTty};
-use tpslab_run::ramp::StepResult;
 
 /// How often the view looks for keys and draws what came in (samples are taken in
 /// between; the observer never waits for the view).

@@ -169,7 +169,7 @@ fn a_moved_file_or_a_gone_name_is_caught() {
     assert!(!path_exists("tpslab-engine/src/observe.rs", &files));
     let gone = names("report_cmd::FormatArg").unwrap();
     assert!(gone.iter().any(|p| !known.contains(p)), "{gone:?}");
-    let here = names("tpslab_analysis::prelude").unwrap();
+    let here = names("tpslab_analysis::verdict::facts_of").unwrap();
     assert!(here.iter().all(|p| known.contains(p)), "{here:?}");
     assert_eq!(names("--json"), None);
     assert_eq!(names("/proc/*/fd"), None);

@@ -10,7 +10,8 @@ use common::NetNs;
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tpslab_analysis::stats::{decode_histogram, new_ns_histogram};
+use tpslab_analysis::stats::new_ns_histogram;
+use tpslab_record::histogram::decode_histogram;
 
 fn ip(args: &[&str]) {
     let st = Command::new("ip").args(args).status().expect("run ip");

@@ -45,7 +45,7 @@ fn elapsed(screen: &str) -> Option<f64> {
 
 /// Every sysctl tpslab may change, with its value now.
 fn sysctls() -> Vec<(String, Option<String>)> {
-    tpslab_engine::env::SYSCTLS
+    tpslab_plan::sysctl::SYSCTLS
         .iter()
         .map(|n| (n.to_string(), tpslab_engine::env::read_sysctl(n)))
         .collect()

@@ -41,6 +41,7 @@ mod memcached_frames;
 mod metrics;
 mod nagle;
 mod no_listener;
+mod one_path;
 mod outputs;
 mod package;
 mod planted_folder;

@@ -7,7 +7,7 @@ use common::{record, run, tmp};
 use serde_json::Value;
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
-use tpslab_analysis::waits::{ThreadWaits, WaitClass};
+use tpslab_record::waits::{ThreadWaits, WaitClass};
 
 /// A python3 process running `code`, once it has printed its first line.
 struct Py(Child);

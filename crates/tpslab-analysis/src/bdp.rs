@@ -1,9 +1,7 @@
 //! Bandwidth-delay product arithmetic (S4): the window a TCP flow needs for a rate over an
 //! RTT, the buffers that give that window, and the ceiling a given buffer imposes.
 
-pub use tpslab_record::bdp::{BdpRecord, BufferPlan, Ceiling, HostBuffers, Need};
-
-pub use tpslab_plan::units::{parse_rate, parse_size};
+use tpslab_record::bdp::{BufferPlan, Ceiling, HostBuffers, Need};
 
 /// The bandwidth-delay product: bytes in flight to fill `rate_bps` over `rtt_s`.
 pub fn bdp_bytes(rate_bps: f64, rtt_s: f64) -> u64 {
@@ -99,6 +97,7 @@ pub fn ceiling(window_bytes: u64, rtt_s: f64) -> Ceiling {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpslab_plan::units::{parse_rate, parse_size};
 
     #[test]
     fn s4_64k_window_over_30ms_caps_at_17_mbit() {

@@ -10,7 +10,7 @@
 //!   (payload plus sk_buff and allocation overhead), which is what `rx_queue` in
 //!   /proc/net/udp shows.
 
-pub use tpslab_record::buffer::{BufferNeed, TruesizeProbe, MAX_RCVBUF_REQUEST};
+use tpslab_record::buffer::BufferNeed;
 
 /// Datagrams a buffer limit holds when each is charged `truesize` bytes, on a kernel that
 /// checks the limit including the new datagram (current Linux): floor(limit / truesize).
@@ -120,6 +120,7 @@ pub fn explain_overshoot(reading: u64, limit: u64) -> Vec<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpslab_record::buffer::TruesizeProbe;
 
     /// Figures measured on this project's machine (kernel 6.18, ../shared/limits/README.md
     /// and `tpslab run udp`): 1024-byte datagrams are charged 2304 bytes; the default

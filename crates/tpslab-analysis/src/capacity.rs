@@ -5,11 +5,8 @@
 //! bisection to the resolution, then repeats at both ends of the bracket), and the
 //! sentence that says it ([`headline`]).
 
-pub use tpslab_record::capacity::{
-    BuiltinTcpServer, CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacitySearch,
-    CapacityStep, Conclusion, HttpStep, Objective, Quantile, RateUnit, Slo, StepStatus,
-    StepVerdict, TcpStep,
-};
+use tpslab_plan::capacity::{CapacitySearch, Objective, Slo};
+use tpslab_record::capacity::{CapacityRecord, CapacityStep, Conclusion, StepStatus};
 use tpslab_record::verdict::Case;
 use tpslab_record::RunRecord;
 

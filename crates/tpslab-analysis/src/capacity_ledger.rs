@@ -10,8 +10,9 @@
 
 use crate::nagle::{judge, NagleStall, FIX};
 use crate::ramp_rank::SIDE_SHARE;
-use crate::rt_ledger::{balances, line_at, share, RtLedger, RtPart};
+use crate::rt_ledger::{balances, line_at, share};
 use tpslab_record::gaps::ReplyGaps;
+use tpslab_record::rt_ledger::{RtLedger, RtPart};
 use tpslab_record::verdict::{Case, Diagnosis, Evidence, Recommendation};
 
 /// The waits a waiting server's threads can be in, in the ledger's terms.

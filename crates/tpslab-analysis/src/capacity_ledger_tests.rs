@@ -1,7 +1,8 @@
 use super::*;
 use crate::capacity_stream::{diagnose, StreamFacts, ThreadFacts};
-use crate::rt_ledger::{open_loop, parked, LedgerPart};
+use crate::rt_ledger::{open_loop, parked};
 use tpslab_record::ramp::{RampRecord, StepResult};
+use tpslab_record::rt_ledger::LedgerPart;
 use tpslab_record::{Body, Record};
 
 fn ramp(text: &str) -> RampRecord {

@@ -6,8 +6,9 @@
 //! count that was not read makes its rule silent, and the verdict says which conclusion
 //! needed it.
 
-use crate::capacity::{value, Objective, Quantile, Slo, StepFigures};
-pub use tpslab_record::load_http::LoadHttpResult;
+use crate::capacity::{value, StepFigures};
+use tpslab_plan::capacity::{Objective, Quantile, Slo};
+use tpslab_record::load_http::LoadHttpResult;
 use tpslab_record::verdict::{Case, Diagnosis, Evidence};
 
 /// The server's threads over a step's window (read with the server's PID: that process

@@ -1,6 +1,6 @@
 use super::*;
-use crate::capacity::Slo;
 use std::time::Duration;
+use tpslab_plan::capacity::Slo;
 
 fn threads(run: f64, wait: f64) -> Option<ThreadFacts> {
     Some(ThreadFacts {

@@ -1,6 +1,8 @@
 //! Tests of the parent module: the search on scripted step outcomes, the calls.
 use super::*;
 use std::time::Duration;
+use tpslab_plan::capacity::Quantile;
+use tpslab_record::capacity::{CapacityRetry, StepVerdict};
 
 fn search(start: f64, max: f64) -> CapacitySearch {
     CapacitySearch {
@@ -416,7 +418,7 @@ fn the_headline_names_both_ends_and_what_gave() {
         headline: "h".into(),
     });
     let rec = CapacityRecord {
-        plan: tpslab_record::capacity::CapacityPlan {
+        plan: tpslab_plan::capacity::CapacityPlan {
             load: tpslab_plan::capacity::CapacityLoad::Udp(tpslab_plan::udp::UdpRunPlan {
                 server: None,
                 load: Default::default(),

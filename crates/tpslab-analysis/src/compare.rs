@@ -9,7 +9,7 @@
 //! than their own variation. Figures a run has only once (its TPS, its p99, a ramp's
 //! steps) are shown without a test. A sweep's cells keep their repeats as they are.
 
-use crate::experiment::{welch, Domain, EstimateExt};
+use crate::experiment::{welch, Domain};
 use std::collections::BTreeMap;
 use tpslab_record::estimate::Estimate;
 use tpslab_record::{Body, Record, RunRecord};
@@ -20,7 +20,7 @@ use kinds::{capacity_figures, capacity_settings, ramp_figures, tcp_figures};
 /// Batches a run's measurement window is cut into.
 pub const BATCHES: usize = 10;
 
-pub use tpslab_record::compare::{CompareReport, Difference, FigureRow};
+use tpslab_record::compare::{CompareReport, Difference, FigureRow};
 
 /// Why records cannot be compared.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -89,7 +89,7 @@ pub fn compare(recs: &[(String, Record)]) -> Result<CompareReport, CompareError>
                                 },
                                 // As this release bounds it (older sweeps' intervals
                                 // could leave the domain).
-                                e.within(crate::sweep::domain(k)),
+                                crate::experiment::within_domain(*e, crate::sweep::domain(k)),
                             )
                         })
                     })
@@ -323,7 +323,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                         "server socket drops / (drops + reads), per batch (/proc/net/udp drops; reads)",
                         Domain::Percent,
                     ),
-                    Estimate::of(&loss, Domain::Percent),
+                    crate::experiment::estimate(&loss, Domain::Percent),
                 ));
             }
         }
@@ -335,7 +335,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     &format!("{reads_key}, mean per batch"),
                     Domain::NonNegative,
                 ),
-                Estimate::of(&v, Domain::NonNegative),
+                crate::experiment::estimate(&v, Domain::NonNegative),
             ));
         }
         if let Some(dr) = &drops {
@@ -346,7 +346,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     "server_drops_per_s (/proc/net/udp drops), mean per batch",
                     Domain::NonNegative,
                 ),
-                Estimate::of(&v, Domain::NonNegative),
+                crate::experiment::estimate(&v, Domain::NonNegative),
             ));
         }
         if let Some(q) = batches("server_rx_queue_bytes") {
@@ -357,7 +357,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     "server socket rx_queue (/proc/net/udp), mean per batch",
                     Domain::NonNegative,
                 ),
-                Estimate::of(&v, Domain::NonNegative),
+                crate::experiment::estimate(&v, Domain::NonNegative),
             ));
         }
     }
@@ -369,7 +369,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     "generator: window datagrams not answered",
                     Domain::Percent,
                 ),
-                Estimate::of(&[l], Domain::Percent),
+                crate::experiment::estimate(&[l], Domain::Percent),
             ));
         }
         out.push((
@@ -378,7 +378,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                 "generator: answered per second of the window",
                 Domain::NonNegative,
             ),
-            Estimate::of(&[g.tps], Domain::NonNegative),
+            crate::experiment::estimate(&[g.tps], Domain::NonNegative),
         ));
         if g.latency_intended.count > 0 {
             out.push((
@@ -387,7 +387,7 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
                     "generator HDR histogram, from the intended send time",
                     Domain::NonNegative,
                 ),
-                Estimate::of(
+                crate::experiment::estimate(
                     &[g.latency_intended.p99_ns as f64 / 1e3],
                     Domain::NonNegative,
                 ),

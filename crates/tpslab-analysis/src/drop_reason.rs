@@ -143,7 +143,8 @@ mod tests {
 
     #[test]
     fn the_verdict_names_the_firewall_rule_the_route_and_the_checksum() {
-        use crate::verdict::{diagnose, Case};
+        use crate::verdict::diagnose;
+        use tpslab_record::verdict::Case;
         for (reason, words, layer) in [
             (
                 "NETFILTER_DROP",

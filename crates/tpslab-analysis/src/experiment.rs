@@ -3,10 +3,8 @@
 //! of a setting against a baseline (Welch's unequal-variance comparison), so a sweep can
 //! say whether a factor helped or is indistinguishable from noise.
 
-use crate::stats::SummaryExt;
 use serde::{Deserialize, Serialize};
-pub use tpslab_record::estimate::{Effect, Estimate, MIN_RUNS_FOR_INTERVAL};
-use tpslab_record::stats::Summary;
+use tpslab_record::estimate::{Effect, Estimate, MIN_RUNS_FOR_INTERVAL};
 
 /// The values a figure can take; its interval never leaves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -66,77 +64,64 @@ pub fn t975(df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(0.975))
 }
 
-/// Estimating a figure over runs into an [`Estimate`] (a record type), and an older
-/// record's estimate brought within its domain: with this trait in scope
-/// (`use tpslab_analysis::prelude::*`).
-pub trait EstimateExt: Sized {
-    /// From the values of the runs (NaN ignored) of a figure that takes values in
-    /// `domain`; see the implementation on [`Estimate`] for the interval and why.
-    fn of(xs: &[f64], domain: Domain) -> Self;
-
-    /// This estimate with its interval as [`EstimateExt::of`] gives it for `domain`:
-    /// within the domain's bounds, none below [`MIN_RUNS_FOR_INTERVAL`] runs. For
-    /// estimates read from records written before the interval knew its domain (a loss
-    /// interval of `[-0.68, 1.26]`, an interval of 2 runs).
-    fn within(self, domain: Domain) -> Self;
+/// From the values of the runs (NaN ignored) of a figure that takes values in
+/// `domain`.
+///
+/// The interval is Student's t interval of the mean over the runs, intersected with
+/// the domain: `mean +- t975(n-1) s / sqrt(n)`, then each bound brought within
+/// [`Domain::bounds`] (a loss within 0..=100 %, a queue at 0 B or more). Fewer than
+/// [`MIN_RUNS_FOR_INTERVAL`] runs give no interval (NaN: null in JSON).
+///
+/// Why this interval, for a proportion measured in a handful of repeats:
+/// - Its coverage stays 95 %: the true mean lies in the domain, so every value the
+///   intersection removes was impossible (truncating an interval to the physical
+///   region, Mandelkern, "Setting confidence intervals for bounded parameters",
+///   Statistical Science 17(2), 2002). The run mean lies in the domain and in the t
+///   interval, so the result is never empty and always holds the mean shown with it.
+/// - The spread comes from the runs themselves, which is where a sweep's noise is.
+///   A Wilson interval on the datagrams pooled over the runs (Wilson 1927) takes
+///   every datagram as an independent trial; UDP loss comes in bursts (a full queue
+///   drops consecutive datagrams) and varies from run to run with scheduling: issue
+///   33's two runs at 0.21 % and 0.37 % differ by 0.15 points where the binomial
+///   standard error of a run of 10^5 datagrams is 0.017, so a pooled Wilson interval
+///   would claim ten times the precision the repeats show.
+/// - A percentile bootstrap over 2 to 5 runs cannot reach beyond the runs' range:
+///   with 2 runs it is [min, max], which holds the true mean half the time (both
+///   runs on one side of it with probability 1/2), with 3 runs 3 times in 4.
+/// - A t interval on the logit scale is an interval for the mean logit, not for the
+///   mean loss shown beside it (which may fall outside it), and is undefined at 0 %,
+///   the commonest loss, without an arbitrary continuity correction.
+pub fn estimate(xs: &[f64], domain: Domain) -> Estimate {
+    let s = crate::stats::summary(xs);
+    let half = t975((s.n.max(1) - 1) as f64) * s.stddev / (s.n as f64).sqrt();
+    let e = Estimate {
+        n: s.n,
+        mean: s.mean,
+        stddev: s.stddev,
+        min: s.min,
+        max: s.max,
+        ci_lo: s.mean - half,
+        ci_hi: s.mean + half,
+    };
+    within_domain(e, domain)
 }
 
-impl EstimateExt for Estimate {
-    /// From the values of the runs (NaN ignored) of a figure that takes values in
-    /// `domain`.
-    ///
-    /// The interval is Student's t interval of the mean over the runs, intersected with
-    /// the domain: `mean +- t975(n-1) s / sqrt(n)`, then each bound brought within
-    /// [`Domain::bounds`] (a loss within 0..=100 %, a queue at 0 B or more). Fewer than
-    /// [`MIN_RUNS_FOR_INTERVAL`] runs give no interval (NaN: null in JSON).
-    ///
-    /// Why this interval, for a proportion measured in a handful of repeats:
-    /// - Its coverage stays 95 %: the true mean lies in the domain, so every value the
-    ///   intersection removes was impossible (truncating an interval to the physical
-    ///   region, Mandelkern, "Setting confidence intervals for bounded parameters",
-    ///   Statistical Science 17(2), 2002). The run mean lies in the domain and in the t
-    ///   interval, so the result is never empty and always holds the mean shown with it.
-    /// - The spread comes from the runs themselves, which is where a sweep's noise is.
-    ///   A Wilson interval on the datagrams pooled over the runs (Wilson 1927) takes
-    ///   every datagram as an independent trial; UDP loss comes in bursts (a full queue
-    ///   drops consecutive datagrams) and varies from run to run with scheduling: issue
-    ///   33's two runs at 0.21 % and 0.37 % differ by 0.15 points where the binomial
-    ///   standard error of a run of 10^5 datagrams is 0.017, so a pooled Wilson interval
-    ///   would claim ten times the precision the repeats show.
-    /// - A percentile bootstrap over 2 to 5 runs cannot reach beyond the runs' range:
-    ///   with 2 runs it is [min, max], which holds the true mean half the time (both
-    ///   runs on one side of it with probability 1/2), with 3 runs 3 times in 4.
-    /// - A t interval on the logit scale is an interval for the mean logit, not for the
-    ///   mean loss shown beside it (which may fall outside it), and is undefined at 0 %,
-    ///   the commonest loss, without an arbitrary continuity correction.
-    fn of(xs: &[f64], domain: Domain) -> Estimate {
-        let s = Summary::of(xs);
-        let half = t975((s.n.max(1) - 1) as f64) * s.stddev / (s.n as f64).sqrt();
-        Estimate {
-            n: s.n,
-            mean: s.mean,
-            stddev: s.stddev,
-            min: s.min,
-            max: s.max,
-            ci_lo: s.mean - half,
-            ci_hi: s.mean + half,
-        }
-        .within(domain)
+/// An estimate with its interval as [`estimate`] gives it for `domain`:
+/// within the domain's bounds, none below [`MIN_RUNS_FOR_INTERVAL`] runs. For
+/// estimates read from records written before the interval knew its domain (a loss
+/// interval of `[-0.68, 1.26]`, an interval of 2 runs).
+pub fn within_domain(e: Estimate, domain: Domain) -> Estimate {
+    if e.n < MIN_RUNS_FOR_INTERVAL {
+        return Estimate {
+            ci_lo: f64::NAN,
+            ci_hi: f64::NAN,
+            ..e
+        };
     }
-
-    fn within(self, domain: Domain) -> Estimate {
-        if self.n < MIN_RUNS_FOR_INTERVAL {
-            return Estimate {
-                ci_lo: f64::NAN,
-                ci_hi: f64::NAN,
-                ..self
-            };
-        }
-        Estimate {
-            ci_lo: within(self.ci_lo, domain.bounds()),
-            ci_hi: within(self.ci_hi, domain.bounds()),
-            ..self
-        }
+    Estimate {
+        ci_lo: within(e.ci_lo, domain.bounds()),
+        ci_hi: within(e.ci_hi, domain.bounds()),
+        ..e
     }
 }
 
@@ -144,7 +129,10 @@ impl EstimateExt for Estimate {
 /// of a figure in `domain`). With fewer than 2 runs on either side nothing is
 /// significant.
 pub fn effect(baseline: &[f64], setting: &[f64], domain: Domain) -> Effect {
-    let (a, b) = (Summary::of(baseline), Summary::of(setting));
+    let (a, b) = (
+        crate::stats::summary(baseline),
+        crate::stats::summary(setting),
+    );
     welch((a.n, a.mean, a.stddev), (b.n, b.mean, b.stddev), domain)
 }
 
@@ -242,14 +230,14 @@ mod tests {
     #[test]
     fn confidence_interval_for_three_runs() {
         // 10, 12, 14: mean 12, s = 2, half-width = 4.303 * 2 / sqrt(3) = 4.9687.
-        let e = Estimate::of(&[10.0, 12.0, 14.0], Domain::Real);
+        let e = crate::experiment::estimate(&[10.0, 12.0, 14.0], Domain::Real);
         assert_eq!(
             (e.n, e.mean, e.stddev, e.min, e.max),
             (3, 12.0, 2.0, 10.0, 14.0)
         );
         assert!((e.ci_hi - 12.0 - 4.302_653 * 2.0 / 3f64.sqrt()).abs() < 1e-5);
         assert!((e.ci_lo + e.ci_hi - 24.0).abs() < 1e-9);
-        let one = Estimate::of(&[5.0], Domain::Real);
+        let one = crate::experiment::estimate(&[5.0], Domain::Real);
         assert!(
             one.ci_lo.is_nan() && one.ci_hi.is_nan(),
             "one run has no interval"
@@ -290,7 +278,7 @@ mod tests {
     }
     /// The t interval as it was computed before the domain: mean +- t975(n-1) s/sqrt(n).
     fn bare_t(xs: &[f64]) -> (f64, f64) {
-        let s = Summary::of(xs);
+        let s = crate::stats::summary(xs);
         let half = t975((s.n - 1) as f64) * s.stddev / (s.n as f64).sqrt();
         (s.mean - half, s.mean + half)
     }
@@ -302,7 +290,7 @@ mod tests {
         let two = [0.2137, 0.3663];
         let (lo, hi) = bare_t(&two);
         assert_eq!(format!("[{lo:.2}, {hi:.2}]"), "[-0.68, 1.26]");
-        let e = Estimate::of(&two, Domain::Percent);
+        let e = crate::experiment::estimate(&two, Domain::Percent);
         assert!((e.mean - 0.29).abs() < 1e-12);
         assert_eq!(e.interval(), None, "2 runs: too few for an interval");
         assert!(e.ci_lo.is_nan() && e.ci_hi.is_nan());
@@ -310,7 +298,7 @@ mod tests {
         let three = [0.0, 0.12, 0.75];
         let (lo, hi) = bare_t(&three);
         assert!(lo < -0.7, "{lo}");
-        let e = Estimate::of(&three, Domain::Percent);
+        let e = crate::experiment::estimate(&three, Domain::Percent);
         let (clo, chi) = e.interval().unwrap();
         assert_eq!(clo, 0.0);
         assert!(
@@ -320,7 +308,7 @@ mod tests {
         assert!(clo <= e.mean && e.mean <= chi);
         // The same runs as a signed figure keep the bare interval.
         assert_eq!(
-            Estimate::of(&three, Domain::Real).interval(),
+            crate::experiment::estimate(&three, Domain::Real).interval(),
             Some((lo, hi))
         );
     }
@@ -328,34 +316,34 @@ mod tests {
     #[test]
     fn percent_intervals_stay_within_0_and_100_at_the_edges() {
         // Every run lost nothing, or everything: a point, at the bound.
-        let zeros = Estimate::of(&[0.0; 4], Domain::Percent);
+        let zeros = crate::experiment::estimate(&[0.0; 4], Domain::Percent);
         assert_eq!((zeros.mean, zeros.interval()), (0.0, Some((0.0, 0.0))));
-        let all = Estimate::of(&[100.0; 3], Domain::Percent);
+        let all = crate::experiment::estimate(&[100.0; 3], Domain::Percent);
         assert_eq!(all.interval(), Some((100.0, 100.0)));
         // Near 100 %: the top is cut at 100, the bottom kept.
         let high = [99.9, 100.0, 97.0];
         let (lo, hi) = bare_t(&high);
         assert!(hi > 100.0, "{hi}");
         assert_eq!(
-            Estimate::of(&high, Domain::Percent).interval(),
+            crate::experiment::estimate(&high, Domain::Percent).interval(),
             Some((lo, 100.0))
         );
         // Near 0 with one lossy run in four: [0, top].
-        let (lo, _) = Estimate::of(&[0.0, 0.0, 0.0, 10.0], Domain::Percent)
+        let (lo, _) = crate::experiment::estimate(&[0.0, 0.0, 0.0, 10.0], Domain::Percent)
             .interval()
             .unwrap();
         assert_eq!(lo, 0.0);
         // One run, two runs: no interval in any domain.
         for d in [Domain::Real, Domain::NonNegative, Domain::Percent] {
-            assert_eq!(Estimate::of(&[0.5], d).interval(), None);
-            assert_eq!(Estimate::of(&[0.5, 0.7], d).interval(), None);
-            assert_eq!(Estimate::of(&[], d).interval(), None);
+            assert_eq!(crate::experiment::estimate(&[0.5], d).interval(), None);
+            assert_eq!(crate::experiment::estimate(&[0.5, 0.7], d).interval(), None);
+            assert_eq!(crate::experiment::estimate(&[], d).interval(), None);
         }
         // A queue in bytes: not below 0, unbounded above.
         let q = [0.0, 0.0, 9000.0];
         let (_, hi) = bare_t(&q);
         assert_eq!(
-            Estimate::of(&q, Domain::NonNegative).interval(),
+            crate::experiment::estimate(&q, Domain::NonNegative).interval(),
             Some((0.0, hi))
         );
     }
@@ -372,10 +360,16 @@ mod tests {
             ci_lo: -0.68,
             ci_hi: 1.26,
         };
-        assert_eq!(old.within(Domain::Percent).interval(), None);
+        assert_eq!(
+            crate::experiment::within_domain(old, Domain::Percent).interval(),
+            None
+        );
         let old3 = Estimate { n: 3, ..old };
-        assert_eq!(old3.within(Domain::Percent).interval(), Some((0.0, 1.26)));
-        assert_eq!(old3.within(Domain::Real), old3);
+        assert_eq!(
+            crate::experiment::within_domain(old3, Domain::Percent).interval(),
+            Some((0.0, 1.26))
+        );
+        assert_eq!(crate::experiment::within_domain(old3, Domain::Real), old3);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! each connection ([`Fate`]), and the bracket the study narrows the path's idle timeout
 //! to ([`bracket`]). Pure: the engine opens the connections and reports their fates.
 
-pub use tpslab_record::idle::{
-    ActiveEnds, Bracket, Conn, Fate, Goodbye, IdleRecord, KeepaliveCounts, Outcome, PayloadConn,
-    PayloadWay, PoolRecord, PoolRequest,
+use tpslab_record::idle::{
+    ActiveEnds, Bracket, Conn, Fate, IdleRecord, KeepaliveCounts, Outcome, PayloadConn, PayloadWay,
+    PoolRecord,
 };
 
 /// How often the engine looks at its connections, ms: an end is dated to within this.
@@ -304,6 +304,7 @@ pub fn stated_timeout_disagrees(rec: &PoolRecord) -> Option<StatedTimeout> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpslab_record::idle::PoolRequest;
 
     #[test]
     fn a_stated_path_timeout_is_held_against_the_requests() {

@@ -3,8 +3,9 @@
 //! the connection ended and what the protocol's servers do, so that the report names the
 //! setting that governs the timeout. Pure.
 
-use crate::idle::{behaviour, Ending, Goodbye, IdleRecord};
+use crate::idle::{behaviour, Ending};
 use tpslab_plan::login::DbProtocol;
+use tpslab_record::idle::{Goodbye, IdleRecord};
 
 /// Who ended the idle connections, and the setting that governs it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,7 +59,8 @@ fn ends_without_a_word_are_named_by_protocol_and_ending() {
     r.conns.iter_mut().for_each(|c| c.goodbye = None);
     assert_eq!(owner(&r).unwrap().who, "a proxy on the path");
     // Nothing died: no owner.
-    r.conns.retain(|c| c.fate == crate::idle::Fate::Alive);
+    r.conns
+        .retain(|c| c.fate == tpslab_record::idle::Fate::Alive);
     r.bracket = crate::idle::bracket(&r.conns);
     r.active_ends = None;
     assert_eq!(owner(&r), None);

@@ -13,7 +13,7 @@
 //! the reply path. `unattributed` is what no counter explains; on an idle loopback run it
 //! must be 0.
 
-pub use tpslab_record::ledger::{Ledger, LedgerInputs, LedgerPath, LedgerRow};
+use tpslab_record::ledger::{Ledger, LedgerInputs, LedgerPath, LedgerRow};
 
 /// Why a path with `gap` (on the wire minus everything explained) does not balance.
 fn inconsistency(gap: i64, what: &str) -> Option<String> {
@@ -81,36 +81,29 @@ fn charge_reasons(p: &mut LedgerPath, kernel: &mut [(String, u64)]) {
     p.unattributed = Some(gap);
 }
 
-/// Building a [`Ledger`] (a record type) from counter deltas: `Ledger::build(&inputs)`
-/// with this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait LedgerExt {
-    /// Builds the ledger from counter deltas. Pure arithmetic, see the module docs.
-    fn build(i: &LedgerInputs) -> Ledger;
-}
-
-impl LedgerExt for Ledger {
-    fn build(i: &LedgerInputs) -> Ledger {
-        // Host-wide NIC and softnet drops are charged to the request path first, up to
-        // what it leaves unexplained; the reply path gets what is left.
-        let (mut nic, mut softnet) = (i.nic_rx_drops, i.softnet_drops);
-        let mut kernel = i.kernel_drops.clone();
-        let mut request = request_path(i, &mut nic, &mut softnet);
-        charge_reasons(&mut request, &mut kernel);
-        let mut reply = reply_path(i, &mut nic, &mut softnet);
-        if let Some(r) = reply.as_mut() {
-            charge_reasons(r, &mut kernel);
-        }
-        // What neither path took was another flow's (the tracepoint is host-wide).
-        let last = match reply.as_mut() {
-            Some(r) => r,
-            None => &mut request,
-        };
-        for (reason, left) in kernel {
-            last.notes
-                .extend(leftover(&format!("{reason} drops"), left));
-        }
-        Ledger { request, reply }
+/// The [`Ledger`] built from counter deltas ([`LedgerInputs`]). Pure arithmetic, see the
+/// module docs.
+pub fn build(i: &LedgerInputs) -> Ledger {
+    // Host-wide NIC and softnet drops are charged to the request path first, up to
+    // what it leaves unexplained; the reply path gets what is left.
+    let (mut nic, mut softnet) = (i.nic_rx_drops, i.softnet_drops);
+    let mut kernel = i.kernel_drops.clone();
+    let mut request = request_path(i, &mut nic, &mut softnet);
+    charge_reasons(&mut request, &mut kernel);
+    let mut reply = reply_path(i, &mut nic, &mut softnet);
+    if let Some(r) = reply.as_mut() {
+        charge_reasons(r, &mut kernel);
     }
+    // What neither path took was another flow's (the tracepoint is host-wide).
+    let last = match reply.as_mut() {
+        Some(r) => r,
+        None => &mut request,
+    };
+    for (reason, left) in kernel {
+        last.notes
+            .extend(leftover(&format!("{reason} drops"), left));
+    }
+    Ledger { request, reply }
 }
 
 /// The request path: generator -> server; charges `nic` and `softnet` (host-wide

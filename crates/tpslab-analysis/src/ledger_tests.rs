@@ -24,7 +24,7 @@ fn base() -> LedgerInputs {
 
 #[test]
 fn clean_run_balances_to_zero() {
-    let l = Ledger::build(&base());
+    let l = crate::ledger::build(&base());
     assert_eq!(l.request.unattributed, Some(0));
     assert_eq!(l.request.count("delivered"), 1000);
     assert_eq!(l.request.lost(), 0);
@@ -43,7 +43,7 @@ fn socket_drops_and_failures_are_attributed() {
     i.server_reply_failed = Some(5);
     i.gen_socket_drops = 45;
     i.gen_read = 550;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.unattributed, Some(0));
     assert_eq!(l.request.count("socket_drops"), 390);
     assert_eq!(l.request.lost(), 400);
@@ -65,7 +65,7 @@ fn a_gro_buffer_drop_is_charged_per_datagram_up_to_the_gap() {
     i.server_read = Some(6300 - 2 * 63 - 5);
     i.server_socket_drops = Some(2);
     i.softnet_drops = 50;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("socket_drops"), 126);
     assert_eq!(l.request.count("softnet_drops"), 5);
     assert_eq!(l.request.unattributed, Some(0));
@@ -73,12 +73,12 @@ fn a_gro_buffer_drop_is_charged_per_datagram_up_to_the_gap() {
     // A gap beyond 63 per drop stays unattributed: the bound is not stretched.
     i.softnet_drops = 0;
     i.server_read = Some(6300 - 200);
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("socket_drops"), 126);
     assert_eq!(l.request.unattributed, Some(200 - 126));
     // Without GSO each drop is one datagram, whatever the gap.
     i.max_segments_per_send = 1;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("socket_drops"), 2);
     assert_eq!(l.request.unattributed, Some(198));
     assert!(l.request.notes.is_empty());
@@ -91,7 +91,7 @@ fn shared_softnet_drops_go_to_the_request_path_first() {
     i.server_reply_attempted = Some(900);
     i.gen_read = 880;
     i.softnet_drops = 130; // 100 on the request path, 20 on the reply path, 10 foreign
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("softnet_drops"), 100);
     assert_eq!(l.request.unattributed, Some(0));
     let r = l.reply.unwrap();
@@ -104,7 +104,7 @@ fn reply_path_starts_from_what_the_server_read() {
     let mut i = base();
     i.server_reply_attempted = Some(900); // 100 read but never answered
     i.gen_read = 900;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     let r = l.reply.unwrap();
     assert_eq!(r.attempted, 1000);
     assert_eq!(r.count("not_answered"), 100);
@@ -119,7 +119,7 @@ fn unexplained_loss_shows_as_unattributed() {
     i.server_read = Some(990);
     i.server_reply_attempted = Some(990);
     i.gen_read = 990;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.unattributed, Some(10));
     assert_eq!(l.request.lost(), 10);
 }
@@ -130,7 +130,7 @@ fn unknown_server_counts_leave_unattributed_unknown() {
     i.server_read = None;
     i.server_reply_attempted = None;
     i.server_reply_failed = None;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.unattributed, None);
     assert_eq!(l.reply.unwrap().unattributed, None);
 }
@@ -142,7 +142,7 @@ fn sink_has_no_reply_path_and_no_ports_counts() {
     i.server_read = Some(0);
     i.no_ports = 1000;
     i.server_socket_seen = false;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert!(l.reply.is_none());
     assert_eq!(l.request.count("no_ports"), 1000);
     assert_eq!(l.request.unattributed, Some(0));
@@ -156,7 +156,7 @@ fn reads_of_other_traffic_make_the_path_inconsistent_not_negative_shares() {
     i.server_read = Some(528_561);
     i.server_reply_attempted = Some(528_561);
     i.gen_read = 110_000;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.unattributed, Some(-418_561));
     assert!(l.request.inconsistent.as_ref().unwrap().contains("418561"));
     assert_eq!(l.request.share_pct(528_561), None);
@@ -165,7 +165,7 @@ fn reads_of_other_traffic_make_the_path_inconsistent_not_negative_shares() {
 
 #[test]
 fn shares_above_100_percent_are_never_given() {
-    let l = Ledger::build(&base());
+    let l = crate::ledger::build(&base());
     assert_eq!(l.request.share_pct(1000), Some(100.0));
     assert_eq!(l.request.share_pct(1001), None);
 }
@@ -176,7 +176,7 @@ fn multi_datagram_replies_start_the_reply_path_from_what_was_sent() {
     let mut i = base();
     i.server_reply_attempted = Some(3000);
     i.gen_read = 3000;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     let r = l.reply.unwrap();
     assert_eq!(r.attempted, 3000);
     assert_eq!(r.unattributed, Some(0));
@@ -199,7 +199,7 @@ fn derived_counts_do_not_claim_multi_datagram_replies() {
     i.server_read = Some(1842);
     i.server_reply_attempted = Some(5921);
     i.gen_read = 1842;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     let notes = l.reply.unwrap().notes.join("\n");
     assert!(notes.contains("3.21 per request"), "{notes}");
     assert!(notes.contains("or other traffic"), "{notes}");
@@ -211,7 +211,7 @@ fn foreign_no_ports_are_charged_only_up_to_the_gap() {
     // 50 NoPorts from another flow in the namespace; this run lost nothing.
     let mut i = base();
     i.no_ports = 50;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("no_ports"), 0);
     assert_eq!(l.request.unattributed, Some(0));
     assert!(l
@@ -229,7 +229,7 @@ fn softnet_drops_are_not_called_no_listener_when_the_socket_was_there() {
     i.gen_read = 900;
     i.softnet_drops = 100;
     i.no_ports = 40; // background: late DNS replies elsewhere in the namespace
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("softnet_drops"), 100);
     assert_eq!(l.request.count("no_ports"), 0);
     assert_eq!(l.request.unattributed, Some(0));
@@ -238,7 +238,7 @@ fn softnet_drops_are_not_called_no_listener_when_the_socket_was_there() {
     i.server_read = Some(0);
     i.server_socket_drops = Some(0);
     i.no_ports = 1000;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("no_ports"), 1000);
 }
 
@@ -251,7 +251,7 @@ fn a_reason_no_counter_covers_becomes_a_row_instead_of_unattributed() {
     i.server_reply_attempted = Some(880);
     i.gen_read = 850;
     i.kernel_drops = vec![("NETFILTER_DROP".into(), 175)];
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     let nf = crate::drop_reason::layer("NETFILTER_DROP");
     assert_eq!(l.request.count(&nf), 120);
     assert_eq!(l.request.unattributed, Some(0));
@@ -280,7 +280,7 @@ fn reasons_come_after_every_counter_and_never_past_the_gap() {
     i.gen_read = 900;
     i.softnet_drops = 0;
     i.kernel_drops = vec![("NETFILTER_DROP".into(), 50)];
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert_eq!(l.request.count("kernel:NETFILTER_DROP"), 0);
     assert!(!l
         .request
@@ -290,7 +290,7 @@ fn reasons_come_after_every_counter_and_never_past_the_gap() {
     assert_eq!(l.request.unattributed, Some(0));
     // Unknown balance: nothing charged.
     i.server_read = None;
-    let l = Ledger::build(&i);
+    let l = crate::ledger::build(&i);
     assert!(!l
         .request
         .rows
@@ -306,7 +306,7 @@ proptest::proptest! {
                                s in 0u64..1000, nic in 0u64..100, np in 0u64..100, r in 0u64..1_000_000) {
         let i = LedgerInputs { gen_attempted: att, gen_send_failed: f.min(att), server_socket_drops: Some(d),
             softnet_drops: s, nic_rx_drops: nic, no_ports: np, server_read: Some(r), max_segments_per_send: (d % 65).max(1), ..base() };
-        let l = Ledger::build(&i);
+        let l = crate::ledger::build(&i);
         let sum: i64 = l.request.rows.iter().map(|x| x.count as i64).sum::<i64>() + l.request.unattributed.unwrap();
         proptest::prop_assert_eq!(sum, att as i64);
     }

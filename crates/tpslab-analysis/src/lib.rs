@@ -1,6 +1,7 @@
 //! Pure analysis for tpslab: summaries with spread, latency summaries from HDR histograms,
 //! the loss ledger, the verdict, the judgements of every kind of run, all computed on the
-//! record's types ([`tpslab_record`], re-exported under the paths they had here).
+//! record's types, named by their one path in [`tpslab_record`] (or [`tpslab_plan`] for a
+//! plan a record embeds); nothing here re-exports them.
 //!
 //! Nothing here touches the network or /proc: a record read back from disk can be
 //! re-analysed.
@@ -22,12 +23,10 @@ pub mod load_http;
 pub mod merge;
 pub mod nagle;
 pub mod nan;
-pub mod prelude;
 pub mod ramp;
 pub mod ramp_listen;
 pub mod ramp_rank;
 pub mod ramp_threads;
-pub mod record;
 pub mod reuseport;
 pub mod rt_ledger;
 pub mod runtime;
@@ -39,7 +38,3 @@ pub mod tcp_timers;
 pub mod usl;
 pub mod verdict;
 pub mod waits;
-
-pub use ledger::{Ledger, LedgerInputs, LedgerRow};
-pub use stats::{LatencySummary, Summary};
-pub use tpslab_record::RunRecord;

@@ -5,15 +5,15 @@
 //! counters (softnet, drop reasons) are taken once per kernel (boot id), per-namespace ones
 //! (NoPorts, device drops) once per namespace.
 
-use crate::ledger::{Ledger, LedgerExt, LedgerInputs};
-use crate::stats::{decode_histogram, encode_histogram, new_ns_histogram, LatencySummaryExt};
+use crate::stats::new_ns_histogram;
 use std::collections::BTreeMap;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::MAX_FIGURE;
-use tpslab_record::stats::LatencySummary;
+use tpslab_record::histogram::{decode_histogram, encode_histogram};
+use tpslab_record::ledger::LedgerInputs;
 use tpslab_record::{Environment, GeneratorReport, LatencyHistograms, RunRecord};
 
-pub use tpslab_record::merge::{AgentFigures, MergeInfo};
+use tpslab_record::merge::{AgentFigures, MergeInfo};
 
 /// Why records cannot be merged: one line naming the record.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -141,7 +141,7 @@ pub fn merge(
     let gen = merge_generators(agents)?;
     let mut notes = vec![];
     let inputs = merge_inputs(agents, server, &mut notes)?;
-    let mut ledger = Ledger::build(&inputs);
+    let mut ledger = crate::ledger::build(&inputs);
     if server.is_none() {
         notes.push("the server's side is unknown (no --server record): pass a `tpslab watch --pid PID --json` record of the server over the fleet's run to account for every datagram".into());
     } else if ledger.request.inconsistent.is_none()
@@ -418,8 +418,8 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
     ] {
         total(what, [h.len()])?;
     }
-    m.latency_intended = LatencySummary::from_histogram(&hi);
-    m.latency_actual = LatencySummary::from_histogram(&ha);
+    m.latency_intended = crate::stats::latency_summary(&hi);
+    m.latency_actual = crate::stats::latency_summary(&ha);
     m.histograms = Some(LatencyHistograms {
         intended: encode_histogram(&hi),
         actual: encode_histogram(&ha),

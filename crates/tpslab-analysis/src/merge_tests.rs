@@ -38,7 +38,7 @@ fn agent(index: usize, of: usize, lat_ns: &[u64], boot: &str, softnet: u64) -> R
             } else {
                 vec![]
             },
-            latency_intended: LatencySummary::from_histogram(&h),
+            latency_intended: crate::stats::latency_summary(&h),
             histograms: Some(LatencyHistograms {
                 intended: encode_histogram(&h),
                 actual: encode_histogram(&h),

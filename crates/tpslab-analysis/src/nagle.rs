@@ -7,7 +7,7 @@
 //! read and their last ([`ReplyGaps`], per ramp step or `load http` run) and the client
 //! namespace's `TcpExt: DelayedACKs`: a pure function of the record.
 
-pub use tpslab_record::gaps::ReplyGaps;
+use tpslab_record::gaps::ReplyGaps;
 
 use tpslab_record::ramp::RampRecord;
 

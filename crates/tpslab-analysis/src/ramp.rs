@@ -3,91 +3,74 @@
 //! Scalability Law fit and the verdict, with the CPU count of the host that ran it.
 
 use crate::ramp_threads::ThreadCase;
-use crate::usl::{self, StepPoint, UslFitExt};
-pub use crate::waits::ThreadStates;
-use crate::waits::ThreadStatesExt;
+use crate::usl::{self, StepPoint};
 use std::collections::BTreeMap;
 use std::time::Duration;
-pub use tpslab_record::ramp::{
-    Listener, Overrun, RampAnalysis, RampPlan, RampProto, RampRecord, StepResult, TreeSampling,
-};
+use tpslab_record::ramp::{RampAnalysis, RampRecord, StepResult};
 
-/// What a ramp's record ([`RampRecord`], a record type) says for the exit status: with
-/// this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait RampRecordExt {
-    /// Why the ramp measured nothing because the target could not be reached (see the
-    /// implementation on [`RampRecord`]).
-    fn unreachable(&self) -> Option<String>;
-
-    /// The gates' view of the ramp (see the implementation on [`RampRecord`]).
-    fn outcome(&self) -> crate::gate::Outcome;
+/// Why the ramp measured nothing because the target could not be reached, as one line
+/// for an environment error (like iperf3's "unable to connect"): Some when no request
+/// was answered in any step and every failure was a connection that could not be
+/// made (a TCP connect that failed: refused, timed out, unreachable; a UDP request
+/// refused by an ICMP port unreachable). None when some request was answered, when
+/// none failed, when some failed otherwise (a server that accepts and never answers
+/// is measured: its timeouts are the result), or when the ramp was interrupted.
+pub fn unreachable(rec: &RampRecord) -> Option<String> {
+    if rec.interrupted {
+        return None;
+    }
+    let completed: u64 = rec.steps.iter().map(|s| s.completed).sum();
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, n) in rec.steps.iter().flat_map(|s| &s.errors) {
+        *kinds.entry(k).or_default() += n;
+    }
+    let cannot_connect = |k: &str| k.starts_with("connect: ") || k == "connection refused";
+    if completed > 0 || kinds.is_empty() || !kinds.keys().all(|k| cannot_connect(k)) {
+        return None;
+    }
+    let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+    Some(format!(
+        "ramp {} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
+        rec.plan.proto.name(),
+        rec.plan.target,
+        by_kind.join(", ")
+    ))
 }
 
-impl RampRecordExt for RampRecord {
-    /// Why the ramp measured nothing because the target could not be reached, as one line
-    /// for an environment error (like iperf3's "unable to connect"): Some when no request
-    /// was answered in any step and every failure was a connection that could not be
-    /// made (a TCP connect that failed: refused, timed out, unreachable; a UDP request
-    /// refused by an ICMP port unreachable). None when some request was answered, when
-    /// none failed, when some failed otherwise (a server that accepts and never answers
-    /// is measured: its timeouts are the result), or when the ramp was interrupted.
-    fn unreachable(&self) -> Option<String> {
-        if self.interrupted {
-            return None;
-        }
-        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
-        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
-            *kinds.entry(k).or_default() += n;
-        }
-        let cannot_connect = |k: &str| k.starts_with("connect: ") || k == "connection refused";
-        if completed > 0 || kinds.is_empty() || !kinds.keys().all(|k| cannot_connect(k)) {
-            return None;
-        }
-        let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-        Some(format!(
-            "ramp {} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
-            self.plan.proto.name(),
-            self.plan.target,
-            by_kind.join(", ")
-        ))
+/// The gates' view of the ramp: the share of requests that failed or timed out over
+/// every measured window (loss), the failures by kind (errors), and no valid evidence
+/// when no request was answered at all.
+pub fn outcome(rec: &RampRecord) -> crate::gate::Outcome {
+    use crate::gate::{Loss, Outcome};
+    let completed: u64 = rec.steps.iter().map(|s| s.completed).sum();
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, n) in rec.steps.iter().flat_map(|s| &s.errors) {
+        *kinds.entry(k).or_default() += n;
     }
-
-    /// The gates' view of the ramp: the share of requests that failed or timed out over
-    /// every measured window (loss), the failures by kind (errors), and no valid evidence
-    /// when no request was answered at all.
-    fn outcome(&self) -> crate::gate::Outcome {
-        use crate::gate::{Loss, Outcome};
-        let completed: u64 = self.steps.iter().map(|s| s.completed).sum();
-        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-        for (k, n) in self.steps.iter().flat_map(|s| &s.errors) {
-            *kinds.entry(k).or_default() += n;
-        }
-        let failed: u64 = kinds.values().sum();
-        Outcome {
-            interrupted: self.interrupted,
-            invalid: if completed == 0 {
-                vec![format!(
-                    "no request was answered in {} step(s) ({failed} failed)",
-                    self.steps.len()
-                )]
-            } else {
-                vec![]
-            },
-            loss: match completed + failed {
-                0 => Loss::NotMeasured("no request was measured".into()),
-                n => Loss::Measured(
-                    100.0 * failed as f64 / n as f64,
-                    format!("of {n} requests failed or timed out"),
-                ),
-            },
-            errors: (failed > 0).then(|| {
-                let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-                format!("{failed} requests failed ({})", by_kind.join(", "))
-            }),
-            target: None,
-            figures: Default::default(),
-        }
+    let failed: u64 = kinds.values().sum();
+    Outcome {
+        interrupted: rec.interrupted,
+        invalid: if completed == 0 {
+            vec![format!(
+                "no request was answered in {} step(s) ({failed} failed)",
+                rec.steps.len()
+            )]
+        } else {
+            vec![]
+        },
+        loss: match completed + failed {
+            0 => Loss::NotMeasured("no request was measured".into()),
+            n => Loss::Measured(
+                100.0 * failed as f64 / n as f64,
+                format!("of {n} requests failed or timed out"),
+            ),
+        },
+        errors: (failed > 0).then(|| {
+            let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+            format!("{failed} requests failed ({})", by_kind.join(", "))
+        }),
+        target: None,
+        figures: Default::default(),
     }
 }
 
@@ -178,7 +161,7 @@ fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
         t.disk
     } else {
         t.by_class
-            .get(&crate::waits::WaitClass::Disk)
+            .get(&tpslab_record::waits::WaitClass::Disk)
             .copied()
             .unwrap_or(0)
     };
@@ -208,7 +191,7 @@ fn disk_waits_grow(rec: &RampRecord) -> Option<(f64, f64, f64, String)> {
         let call = l
             .threads
             .as_ref()
-            .and_then(|t| t.top_syscall(crate::waits::WaitClass::Disk))
+            .and_then(|t| crate::waits::top_syscall(t, tpslab_record::waits::WaitClass::Disk))
             .map_or(String::new(), |c| format!(", in {c}"));
         (a, b, share, call)
     })
@@ -319,7 +302,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     let fit = usl::fit_usl(&pts.iter().map(|p| (p.users, p.tps)).collect::<Vec<_>>());
     let gain = rec.plan.knee_gain;
     let knee = usl::find_knee(&pts, gain);
-    let little: Vec<usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
+    let little: Vec<tpslab_record::usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
     let fit_ok = fit.as_ref().ok();
     let mut lines = vec![];
     let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
@@ -356,7 +339,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
         match &fit {
             Ok(f) => lines.push(format!(
                 "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
-                f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, f.verdict()
+                f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, crate::usl::verdict(f)
             )),
             Err(e) => lines.push(format!("USL fit: {e}")),
         }

@@ -4,7 +4,8 @@
 //! accept queue that only delays new connections) follows as a side finding, with its
 //! share.
 
-use crate::rt_ledger::{cycle_ms, first_step, share, RtLedger, RtPart};
+use crate::rt_ledger::{cycle_ms, first_step, share};
+use tpslab_record::rt_ledger::{RtLedger, RtPart};
 
 /// A side finding's share of the users' time below this never heads the verdict (a
 /// fifth: what it costs is not what holds TPS).

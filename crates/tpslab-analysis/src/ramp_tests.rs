@@ -1,6 +1,9 @@
 //! Tests of the parent module.
 use super::*;
 use tpslab_plan::framing::Framing;
+use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_record::ramp::Listener;
+use tpslab_record::waits::ThreadStates;
 
 fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
     StepResult {
@@ -62,7 +65,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
         steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
         interrupted: false,
     };
-    let o = r.outcome();
+    let o = crate::ramp::outcome(&r);
     assert_eq!(
         o.loss,
         Loss::Measured(5.0, "of 200 requests failed or timed out".into())
@@ -76,7 +79,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
     assert_eq!(exit_code(&o, &conds, false).0, 1);
     // A refused target: nothing answered, every request failed.
     r.steps = vec![step(1, 0, &[("connect: Connection refused", 7)])];
-    let o = r.outcome();
+    let o = crate::ramp::outcome(&r);
     assert!(
         o.invalid[0].contains("no request was answered"),
         "{:?}",
@@ -88,7 +91,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
         1
     );
     r.interrupted = true;
-    assert_eq!(exit_code(&r.outcome(), &[], true).0, 130);
+    assert_eq!(exit_code(&crate::ramp::outcome(&r), &[], true).0, 130);
 }
 
 /// The users of the last step spent half their time outside a request (connecting:
@@ -257,9 +260,21 @@ fn disk_states(disk: u64, samples: u64) -> ThreadStates {
     let mut t = ThreadStates::default();
     for i in 0..samples {
         if i < disk {
-            t.add('D', Some("folio_wait_bit"), Some("fsync"), FdKind::Unknown);
+            crate::waits::add_sample(
+                &mut t,
+                'D',
+                Some("folio_wait_bit"),
+                Some("fsync"),
+                FdKind::Unknown,
+            );
         } else {
-            t.add('S', Some("do_sys_poll"), Some("poll"), FdKind::Unknown);
+            crate::waits::add_sample(
+                &mut t,
+                'S',
+                Some("do_sys_poll"),
+                Some("poll"),
+                FdKind::Unknown,
+            );
         }
     }
     t
@@ -384,7 +399,7 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
         ],
         interrupted: false,
     };
-    let why = r.unreachable().expect("refused everywhere");
+    let why = crate::ramp::unreachable(&r).expect("refused everywhere");
     assert!(
         why.contains("127.0.0.1:1") && why.contains("connect: connection refused x30"),
         "{why}"
@@ -392,20 +407,20 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
     assert!(!why.contains('\n'));
     // UDP: the port unreachable comes back on the socket.
     r.steps = vec![step(1, 0, &[("connection refused", 5)])];
-    assert!(r.unreachable().is_some());
+    assert!(crate::ramp::unreachable(&r).is_some());
     // One reply: the server was there.
     r.steps = vec![step(1, 1, &[("connect: connection refused", 5)])];
-    assert_eq!(r.unreachable(), None);
+    assert_eq!(crate::ramp::unreachable(&r), None);
     // Connected but never answered: timeouts are what was measured.
     r.steps = vec![step(
         1,
         0,
         &[("connect: connection refused", 5), ("timeout", 3)],
     )];
-    assert_eq!(r.unreachable(), None);
+    assert_eq!(crate::ramp::unreachable(&r), None);
     // Nothing failed and nothing answered (e.g. interrupted at once): not this.
     r.steps = vec![step(1, 0, &[])];
-    assert_eq!(r.unreachable(), None);
+    assert_eq!(crate::ramp::unreachable(&r), None);
 }
 
 #[test]
@@ -523,12 +538,13 @@ fn steps_that_mix_drop_sources_are_labelled_each_by_its_own() {
 /// master's wait: CPU-bound workers, with the master apart.
 #[test]
 fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
-    use crate::waits::{FdKind, StepThread, ThreadStatesExt};
+    use crate::waits::FdKind;
+    use tpslab_record::waits::StepThread;
     let thread = |pid: u32, cpu_ns: u64, runq_ns: u64, samples: &[(char, Option<&str>, u64)]| {
         let mut states = ThreadStates::default();
         for &(st, call, n) in samples {
             for _ in 0..n {
-                states.add(st, None, call, FdKind::Unknown);
+                crate::waits::add_sample(&mut states, st, None, call, FdKind::Unknown);
             }
         }
         states.on_cpu_ns = cpu_ns;

@@ -11,8 +11,8 @@
 //! peer (waiting for a peer). Shares are of the time each thread was sampled over
 //! ([`span_ns`]), not of the planned step.
 
-use crate::waits::{StepThread, ThreadStates, WaitClass};
 use tpslab_record::ramp::StepResult;
+use tpslab_record::waits::{StepThread, ThreadStates, WaitClass};
 
 pub use crate::waits::IDLE_CPU_SHARE;
 

@@ -3,9 +3,9 @@
 //! records of redis-server and of a Java service with a global lock.
 
 use super::*;
-use crate::record::{Body, Record};
-use crate::waits::{FdKind, ThreadStatesExt};
+use crate::waits::FdKind;
 use tpslab_record::ramp::RampRecord;
+use tpslab_record::{Body, Record};
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -19,7 +19,7 @@ fn thread(tid: u32, comm: &str, cpu_ns: u64, sample: &[(char, Option<&str>, u64)
             } else {
                 FdKind::Unknown
             };
-            states.add(state, None, call, fd);
+            crate::waits::add_sample(&mut states, state, None, call, fd);
         }
     }
     states.on_cpu_ns = cpu_ns;
@@ -583,10 +583,14 @@ fn a_prefork_servers_processes_are_told_with_the_idle_master_apart() {
     // A worker idle too, and the master working.
     workers[1].cpu_ns = 0;
     workers[1].states = ThreadStates::default();
-    workers[1]
-        .states
-        .add('S', None, Some("epoll_wait"), FdKind::Unknown);
-    master.states.add('R', None, None, FdKind::Unknown);
+    crate::waits::add_sample(
+        &mut workers[1].states,
+        'S',
+        None,
+        Some("epoll_wait"),
+        FdKind::Unknown,
+    );
+    crate::waits::add_sample(&mut master.states, 'R', None, None, FdKind::Unknown);
     let s = step(8, vec![master, workers[0].clone(), workers[1].clone()]);
     assert_eq!(
         processes_line(&s, 4200).as_deref(),

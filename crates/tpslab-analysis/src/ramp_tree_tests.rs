@@ -32,8 +32,8 @@ fn step(users: usize, tree_sampling: Option<TreeSampling>) -> StepResult {
 fn record(steps: Vec<StepResult>) -> RampRecord {
     use std::time::Duration;
     RampRecord {
-        plan: tpslab_record::ramp::RampPlan {
-            proto: tpslab_record::ramp::RampProto::Tcp,
+        plan: tpslab_plan::ramp::RampPlan {
+            proto: tpslab_plan::ramp::RampProto::Tcp,
             target: "127.0.0.1:1".parse().unwrap(),
             steps: steps.iter().map(|s| s.users).collect(),
             step: Duration::from_secs(1),
@@ -95,11 +95,11 @@ fn partial_sampling_of_a_big_tree_is_told() {
 /// it was born during the step.
 #[test]
 fn a_worker_born_during_the_step_has_shares_of_its_own_life() {
-    use crate::waits::{FdKind, ThreadStatesExt};
+    use crate::waits::FdKind;
     let worker = |pid: u32, on_cpu_ms: u64, runq_ms: u64, span_ms: u64, born: bool| {
         let mut states = ThreadStates::default();
         for _ in 0..30 {
-            states.add('R', None, None, FdKind::Unknown);
+            crate::waits::add_sample(&mut states, 'R', None, None, FdKind::Unknown);
         }
         states.on_cpu_ns = on_cpu_ms * 1_000_000;
         states.runqueue_ns = runq_ms * 1_000_000;
@@ -118,9 +118,13 @@ fn a_worker_born_during_the_step_has_shares_of_its_own_life() {
     let mut master = worker(100, 0, 0, 1000, false);
     master.states = ThreadStates::default();
     for _ in 0..100 {
-        master
-            .states
-            .add('S', None, Some("rt_sigsuspend"), FdKind::Unknown);
+        crate::waits::add_sample(
+            &mut master.states,
+            'S',
+            None,
+            Some("rt_sigsuspend"),
+            FdKind::Unknown,
+        );
     }
     let mut s = step(8, None);
     s.per_thread = vec![

@@ -8,8 +8,9 @@
 //! a foreign worker's threads (exact tracepoint counts), drops and deepest queue from
 //! `/proc/net/udp`, the reader's sampled waits).
 
-use crate::waits::{ThreadStatesExt, WaitClass};
-use tpslab_record::verdict::{GroupReader, GroupSocket, Steer};
+use tpslab_plan::udp::Steer;
+use tpslab_record::verdict::{GroupReader, GroupSocket};
+use tpslab_record::waits::WaitClass;
 
 /// What made the group uneven.
 #[derive(Debug, Clone, PartialEq)]
@@ -391,7 +392,7 @@ pub fn reader_wait(r: &GroupReader) -> Option<String> {
     }
     let call = match class {
         WaitClass::OnCpu | WaitClass::Runnable | WaitClass::Stolen | WaitClass::Other => None,
-        c => st.top_syscall(c),
+        c => crate::waits::top_syscall(st, c),
     };
     let seen = st.by_class.get(&class).copied().unwrap_or(0);
     Some(format!(

@@ -25,10 +25,10 @@
 //! part explains is `unattributed` (the network, the client's own time).
 
 use crate::ramp_threads::{cpu_ns, is_idle, lock_samples, span_ns};
-use crate::waits::WaitClass;
 use std::collections::BTreeSet;
 use tpslab_record::ramp::StepResult;
-pub use tpslab_record::rt_ledger::{LedgerPart, RtLedger, RtPart};
+use tpslab_record::rt_ledger::{LedgerPart, RtLedger, RtPart};
+use tpslab_record::waits::WaitClass;
 
 /// One part's mean threads in its state over the step and its variance (threads^2).
 #[derive(Default, Clone, Copy)]

@@ -2,7 +2,7 @@
 //! buffer in it. Pure: the engine reads `/proc/PID/exe`, `/proc/PID/maps` and the
 //! executable, and hands the facts to [`classify`].
 
-pub use tpslab_record::runtime::{Runtime, ALL};
+use tpslab_record::runtime::{Runtime, ALL};
 
 /// Classifies a process from the base name of its executable, the text of its
 /// `/proc/PID/maps` (mapped libraries), and whether its executable holds Go's build-info

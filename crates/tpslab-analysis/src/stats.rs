@@ -1,8 +1,7 @@
 //! Summaries of a series (mean, stddev, min, max, p50, p99) and of latency histograms
 //! (the types are the record's, [`tpslab_record::stats`]), and the histograms themselves.
 
-pub use tpslab_record::histogram::{decode_histogram, encode_histogram};
-pub use tpslab_record::stats::{LatencySummary, Summary};
+use tpslab_record::stats::{LatencySummary, Summary};
 
 /// Nearest-rank percentile `q` (0..=100) of sorted samples; 0 for an empty slice.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -13,69 +12,55 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Summarising a series into a [`Summary`] (a record type): `Summary::of(&xs)` with this
-/// trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait SummaryExt {
-    /// Summarises `xs` (NaNs are ignored). An empty input gives the all-zero summary.
-    fn of(xs: &[f64]) -> Summary;
-}
-
-impl SummaryExt for Summary {
-    fn of(xs: &[f64]) -> Summary {
-        let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
-        if v.is_empty() {
-            return Summary::default();
-        }
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let n = v.len();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        Summary {
-            n,
-            mean,
-            stddev: var.sqrt(),
-            min: v[0],
-            max: v[n - 1],
-            p50: percentile_sorted(&v, 50.0),
-            p99: percentile_sorted(&v, 99.0),
-        }
+/// A [`Summary`] of `xs` (count, mean, sample standard deviation, min, max, p50, p99;
+/// NaNs are ignored). An empty input gives the all-zero summary.
+pub fn summary(xs: &[f64]) -> Summary {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return Summary::default();
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let var = if n > 1 {
+        v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
+    } else {
+        0.0
+    };
+    Summary {
+        n,
+        mean,
+        stddev: var.sqrt(),
+        min: v[0],
+        max: v[n - 1],
+        p50: percentile_sorted(&v, 50.0),
+        p99: percentile_sorted(&v, 99.0),
     }
 }
 
-/// Summarising an HDR histogram into a [`LatencySummary`] (a record type):
-/// `LatencySummary::from_histogram(&h)` with this trait in scope.
-pub trait LatencySummaryExt {
-    /// Summarises an HDR histogram of nanosecond values.
-    fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary;
-}
-
-impl LatencySummaryExt for LatencySummary {
-    fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
-        if h.is_empty() {
-            return LatencySummary::default();
-        }
-        LatencySummary {
-            count: h.len(),
-            mean_ns: h.mean(),
-            p50_ns: h.value_at_quantile(0.50),
-            p90_ns: h.value_at_quantile(0.90),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-            ladder_ns: LatencySummary::LADDER.map(|q| {
-                if q == 0.0 {
-                    h.min()
-                } else if q == 1.0 {
-                    h.max()
-                } else {
-                    h.value_at_quantile(q)
-                }
-            }),
-        }
+/// A [`LatencySummary`] of an HDR histogram of nanosecond values (count, mean,
+/// quantiles and the ladder, ns); the all-zero summary for an empty histogram.
+pub fn latency_summary(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+    if h.is_empty() {
+        return LatencySummary::default();
+    }
+    LatencySummary {
+        count: h.len(),
+        mean_ns: h.mean(),
+        p50_ns: h.value_at_quantile(0.50),
+        p90_ns: h.value_at_quantile(0.90),
+        p99_ns: h.value_at_quantile(0.99),
+        p999_ns: h.value_at_quantile(0.999),
+        max_ns: h.max(),
+        ladder_ns: LatencySummary::LADDER.map(|q| {
+            if q == 0.0 {
+                h.min()
+            } else if q == 1.0 {
+                h.max()
+            } else {
+                h.value_at_quantile(q)
+            }
+        }),
     }
 }
 
@@ -101,6 +86,7 @@ pub fn bucket_counts(h: &hdrhistogram::Histogram<u64>, bounds_ns: &[u64]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpslab_record::histogram::{decode_histogram, encode_histogram};
 
     #[test]
     fn a_histogram_is_decoded_within_its_bounds_or_refused_before_allocating() {
@@ -179,7 +165,7 @@ mod tests {
 
     #[test]
     fn summary_known_values() {
-        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        let s = crate::stats::summary(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
         assert_eq!(s.n, 8);
         assert_eq!(s.mean, 5.0);
         // Sample stddev of this classic set: sqrt(32/7).
@@ -193,7 +179,7 @@ mod tests {
         for v in 1..=100_000u64 {
             h.record(v * 10).unwrap();
         }
-        let s = LatencySummary::from_histogram(&h);
+        let s = crate::stats::latency_summary(&h);
         let l = s.ladder();
         assert_eq!(l.len(), LatencySummary::LADDER.len());
         assert_eq!(l[0], (0.0, h.min()));
@@ -211,8 +197,8 @@ mod tests {
 
     #[test]
     fn summary_empty_and_single() {
-        assert_eq!(Summary::of(&[]), Summary::default());
-        let s = Summary::of(&[3.0]);
+        assert_eq!(crate::stats::summary(&[]), Summary::default());
+        let s = crate::stats::summary(&[3.0]);
         assert_eq!(
             (s.n, s.mean, s.stddev, s.p50, s.p99),
             (1, 3.0, 0.0, 3.0, 3.0)
@@ -234,7 +220,7 @@ mod tests {
         for v in 1..=1000u64 {
             h.record(v * 1000).unwrap();
         }
-        let l = LatencySummary::from_histogram(&h);
+        let l = crate::stats::latency_summary(&h);
         assert_eq!(l.count, 1000);
         // 3 significant digits: within 0.1 %.
         assert!((l.p50_ns as f64 - 500_000.0).abs() / 500_000.0 < 0.002);

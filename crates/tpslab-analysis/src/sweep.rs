@@ -2,15 +2,13 @@
 //! from a baseline, or full factorial), a randomised run order, per-run metrics taken from
 //! run records, and per-cell estimates with each setting's effect against the baseline.
 
-use crate::experiment::{effect, Domain, EstimateExt};
-use crate::stats::SummaryExt;
+use crate::experiment::{effect, Domain};
 use std::collections::BTreeMap;
-use tpslab_record::estimate::{Effect, Estimate};
-use tpslab_record::stats::Summary;
-pub use tpslab_record::sweep::{CellEffect, CellResult, RunMetrics, SweepResult, SweepRun, DROPS};
+use tpslab_record::estimate::Effect;
+use tpslab_record::sweep::{CellEffect, CellResult, RunMetrics, SweepResult, DROPS};
 use tpslab_record::RunRecord;
 
-pub use tpslab_plan::sweep::{cells, run_order, Cell, Design, Factor, Objective, SweepPlan};
+use tpslab_plan::sweep::{Cell, Objective};
 
 /// The values figure `name` of [`RunMetrics::figures`] can take, which its intervals keep
 /// to: loss and a CPU's busy % are shares (0..=100 %); rates, queues in bytes, the
@@ -70,78 +68,73 @@ fn window_mean(t_ms: &[f64], xs: &[f64], from_ms: f64, to_ms: f64, offset: usize
         })
         .map(|(_, &x)| x)
         .collect();
-    let s = Summary::of(&v);
+    let s = crate::stats::summary(&v);
     (s.mean, s.stddev)
 }
 
-/// Taking a sweep run's figures ([`RunMetrics`], a record type) from its run record:
-/// `RunMetrics::of(&rec)` with this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait RunMetricsExt {
-    /// Takes the metrics from a run record.
-    fn of(rec: &RunRecord) -> RunMetrics;
-}
-
-impl RunMetricsExt for RunMetrics {
-    fn of(rec: &RunRecord) -> RunMetrics {
-        let mut m = RunMetrics::default();
-        let Some(g) = &rec.generator else {
-            return m;
-        };
-        m.valid = g.valid;
-        m.kernel_drops = rec
-            .drop_reasons
-            .as_ref()
-            .filter(|d| d.unavailable.is_none())
-            .map(|d| {
-                d.by_reason
-                    .iter()
-                    .filter(|(r, _)| {
-                        crate::drop_reason::classify(r) != crate::drop_reason::ReasonClass::NotUdp
-                    })
-                    .map(|(r, n)| (r.clone(), *n))
-                    .collect()
-            });
-        m.errors = g.send_failed + rec.server.as_ref().map_or(0, |s| s.reply_failed);
-        m.tps = g.tps;
-        m.loss_pct = match g.window_loss_pct {
-            Some(l) => l,
-            None => rec.ledger.as_ref().map_or(0.0, |l| {
-                let a = l.request.attempted.max(1) as f64;
-                100.0
-                    * (l.request
-                        .attempted
-                        .saturating_sub(l.request.count("delivered"))) as f64
-                    / a
-            }),
-        };
-        if g.match_mode == tpslab_record::MatchMode::None && g.duration_s > 0.0 {
-            // One way: datagrams the server read per second of the window.
-            m.tps = g.window_sent as f64 * (1.0 - m.loss_pct / 100.0) / g.duration_s;
-        }
-        if g.match_mode != tpslab_record::MatchMode::None && g.latency_intended.count > 0 {
-            m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
-            m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
-        }
-        if let Some(o) = &rec.observer {
-            // The load starts ~5 ms after the observer; the window follows the warm-up.
-            let from = g.warmup_s * 1e3 + 5.0;
-            let to = from + g.duration_s * 1e3;
-            let t = &o.series.t_ms;
-            let get = |k: &str| o.series.values.get(k).map(|v| v.as_slice()).unwrap_or(&[]);
-            (m.rxq_mean_bytes, m.rxq_stddev_bytes) =
-                window_mean(t, get("server_rx_queue_bytes"), from, to, 0);
-            m.server_cpu_pct = window_mean(t, get("target_cpu_pct"), from, to, 1).0;
-            m.ctxt_per_s = window_mean(t, get("ctxt_per_s"), from, to, 1).0;
-            m.server_ctxt_per_s = window_mean(t, get("target_vol_ctxt_per_s"), from, to, 1).0
-                + window_mean(t, get("target_invol_ctxt_per_s"), from, to, 1).0;
-            m.cpu_busy_pct = o
-                .cpu_pct
+/// A sweep run's figures ([`RunMetrics`]) taken from its run record: the generator's
+/// validity, TPS, loss, errors and latency (p50, p99), the kernel drops whose reasons
+/// are UDP's, CPU and context switches (the host's and the server's); all zero (not
+/// valid) without a generator report.
+pub fn metrics(rec: &RunRecord) -> RunMetrics {
+    let mut m = RunMetrics::default();
+    let Some(g) = &rec.generator else {
+        return m;
+    };
+    m.valid = g.valid;
+    m.kernel_drops = rec
+        .drop_reasons
+        .as_ref()
+        .filter(|d| d.unavailable.is_none())
+        .map(|d| {
+            d.by_reason
                 .iter()
-                .map(|(k, v)| (k.clone(), v.get("busy").copied().unwrap_or(0.0)))
-                .collect();
-        }
-        m
+                .filter(|(r, _)| {
+                    crate::drop_reason::classify(r) != crate::drop_reason::ReasonClass::NotUdp
+                })
+                .map(|(r, n)| (r.clone(), *n))
+                .collect()
+        });
+    m.errors = g.send_failed + rec.server.as_ref().map_or(0, |s| s.reply_failed);
+    m.tps = g.tps;
+    m.loss_pct = match g.window_loss_pct {
+        Some(l) => l,
+        None => rec.ledger.as_ref().map_or(0.0, |l| {
+            let a = l.request.attempted.max(1) as f64;
+            100.0
+                * (l.request
+                    .attempted
+                    .saturating_sub(l.request.count("delivered"))) as f64
+                / a
+        }),
+    };
+    if g.match_mode == tpslab_plan::udp::MatchMode::None && g.duration_s > 0.0 {
+        // One way: datagrams the server read per second of the window.
+        m.tps = g.window_sent as f64 * (1.0 - m.loss_pct / 100.0) / g.duration_s;
     }
+    if g.match_mode != tpslab_plan::udp::MatchMode::None && g.latency_intended.count > 0 {
+        m.p50_us = Some(g.latency_intended.p50_ns as f64 / 1e3);
+        m.p99_us = Some(g.latency_intended.p99_ns as f64 / 1e3);
+    }
+    if let Some(o) = &rec.observer {
+        // The load starts ~5 ms after the observer; the window follows the warm-up.
+        let from = g.warmup_s * 1e3 + 5.0;
+        let to = from + g.duration_s * 1e3;
+        let t = &o.series.t_ms;
+        let get = |k: &str| o.series.values.get(k).map(|v| v.as_slice()).unwrap_or(&[]);
+        (m.rxq_mean_bytes, m.rxq_stddev_bytes) =
+            window_mean(t, get("server_rx_queue_bytes"), from, to, 0);
+        m.server_cpu_pct = window_mean(t, get("target_cpu_pct"), from, to, 1).0;
+        m.ctxt_per_s = window_mean(t, get("ctxt_per_s"), from, to, 1).0;
+        m.server_ctxt_per_s = window_mean(t, get("target_vol_ctxt_per_s"), from, to, 1).0
+            + window_mean(t, get("target_invol_ctxt_per_s"), from, to, 1).0;
+        m.cpu_busy_pct = o
+            .cpu_pct
+            .iter()
+            .map(|(k, v)| (k.clone(), v.get("busy").copied().unwrap_or(0.0)))
+            .collect();
+    }
+    m
 }
 
 /// One sentence on `change`'s effect `e` on the objective `obj`: improved or worsened
@@ -252,7 +245,12 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             cell: c.clone(),
             figures: names
                 .iter()
-                .map(|n| (n.clone(), Estimate::of(&values(c.id, n), domain(n))))
+                .map(|n| {
+                    (
+                        n.clone(),
+                        crate::experiment::estimate(&values(c.id, n), domain(n)),
+                    )
+                })
                 .filter(|(_, e)| e.n > 0)
                 .collect(),
             invalid_runs: runs
@@ -288,8 +286,8 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
         }
         findings.extend(drop_findings(&change, &eff, |n| {
             (
-                Estimate::of(&values(0, n), domain(n)).mean,
-                Estimate::of(&values(c.id, n), domain(n)).mean,
+                crate::experiment::estimate(&values(0, n), domain(n)).mean,
+                crate::experiment::estimate(&values(c.id, n), domain(n)).mean,
             )
         }));
         warnings.extend(fifo_warning(c, &results));

@@ -1,5 +1,6 @@
 //! Tests of the parent module.
 use super::*;
+use tpslab_plan::sweep::{cells, run_order, Design, Factor};
 
 #[test]
 fn sweep_outcome_names_invalid_and_failing_runs() {

@@ -18,12 +18,11 @@
 //! cleared whenever a transmit attempt stops for another reason (TSO deferral, TSQ).
 
 use crate::gate::Outcome;
-use crate::waits::ThreadStatesExt;
 use tpslab_plan::tcp::TcpMode;
 use tpslab_record::tcp::{
     Direction, FlowRecord, LabStats, TcpRecord, TcpRun, WatchedFlow, WatchedReport,
 };
-pub use tpslab_record::tcp::{FlowAnalysis, Limit, ReceiverAnalysis, TcpSample, LIMITS};
+use tpslab_record::tcp::{FlowAnalysis, Limit, ReceiverAnalysis, TcpSample, LIMITS};
 use tpslab_record::waits::WaitClass;
 
 fn near(x: f64, limit: f64, mss: f64) -> bool {
@@ -277,148 +276,122 @@ pub fn verdict(a: &FlowAnalysis) -> String {
     main + &also
 }
 
-/// Judging a flow of `tpslab tcp` ([`TcpRun`], a record type): `TcpRun::judge(...)` with
-/// this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait TcpRunExt {
-    /// A flow judged from its samples after `skip_ns`: a sending flow by which limit held
-    /// it (its granted SO_SNDBUF known), a receiving one by its advertised window.
-    fn judge(flow: FlowRecord, lab: Option<LabStats>, skip_ns: u64) -> TcpRun;
-}
-
-impl TcpRunExt for TcpRun {
-    fn judge(flow: FlowRecord, lab: Option<LabStats>, skip_ns: u64) -> TcpRun {
-        let (analysis, receiver_analysis, verdict) = if flow.plan.reverse {
-            let a = analyse_receiver(&flow.samples, skip_ns);
-            let v = a.as_ref().map(verdict_receiver);
-            (None, a, v)
-        } else {
-            let a = analyse(&flow.samples, skip_ns, Some(flow.sndbuf_granted));
-            let v = a.as_ref().map(verdict);
-            (a, None, v)
-        };
-        TcpRun {
-            flow,
-            lab,
-            analysis,
-            receiver_analysis,
-            verdict,
-        }
+/// A flow judged from its samples after `skip_ns`: a sending flow by which limit held
+/// it (its granted SO_SNDBUF known), a receiving one by its advertised window.
+pub fn judge_run(flow: FlowRecord, lab: Option<LabStats>, skip_ns: u64) -> TcpRun {
+    let (analysis, receiver_analysis, verdict) = if flow.plan.reverse {
+        let a = analyse_receiver(&flow.samples, skip_ns);
+        let v = a.as_ref().map(verdict_receiver);
+        (None, a, v)
+    } else {
+        let a = analyse(&flow.samples, skip_ns, Some(flow.sndbuf_granted));
+        let v = a.as_ref().map(verdict);
+        (a, None, v)
+    };
+    TcpRun {
+        flow,
+        lab,
+        analysis,
+        receiver_analysis,
+        verdict,
     }
 }
 
-/// Judging a watched flow ([`WatchedReport`], a record type): `WatchedReport::judge(...)`.
-pub trait WatchedReportExt {
-    /// A watched flow judged from its samples after `skip_ns`, as a sender when it
-    /// had more bytes acknowledged than received (from the first to the last sample).
-    fn judge(flow: WatchedFlow, skip_ns: u64) -> WatchedReport;
-}
-
-impl WatchedReportExt for WatchedReport {
-    fn judge(flow: WatchedFlow, skip_ns: u64) -> WatchedReport {
-        let (sent, got) = match (flow.samples.first(), flow.samples.last()) {
-            (Some(x), Some(y)) => (
-                y.bytes_acked.saturating_sub(x.bytes_acked),
-                y.bytes_received.saturating_sub(x.bytes_received),
-            ),
-            _ => (0, 0),
-        };
-        let mut r = WatchedReport {
-            direction: Direction::Idle,
-            analysis: None,
-            receiver_analysis: None,
-            verdict: None,
-            flow,
-        };
-        if sent == 0 && got == 0 {
-            return r;
-        }
-        if sent >= got {
-            r.direction = Direction::Sending;
-            r.analysis = analyse(&r.flow.samples, skip_ns, Some(r.flow.sndbuf));
-            r.verdict = Some(
-                r.analysis
-                    .as_ref()
-                    .map_or("too few samples after --skip".into(), verdict),
-            );
-        } else {
-            r.direction = Direction::Receiving;
-            r.receiver_analysis = analyse_receiver(&r.flow.samples, skip_ns);
-            r.verdict = Some(r.receiver_analysis.as_ref().map_or(
-                "too few samples, or no advertised window reported".into(),
-                verdict_receiver,
-            ));
-        }
-        r
+/// A watched flow judged from its samples after `skip_ns`, as a sender when it
+/// had more bytes acknowledged than received (from the first to the last sample).
+pub fn judge_watched(flow: WatchedFlow, skip_ns: u64) -> WatchedReport {
+    let (sent, got) = match (flow.samples.first(), flow.samples.last()) {
+        (Some(x), Some(y)) => (
+            y.bytes_acked.saturating_sub(x.bytes_acked),
+            y.bytes_received.saturating_sub(x.bytes_received),
+        ),
+        _ => (0, 0),
+    };
+    let mut r = WatchedReport {
+        direction: Direction::Idle,
+        analysis: None,
+        receiver_analysis: None,
+        verdict: None,
+        flow,
+    };
+    if sent == 0 && got == 0 {
+        return r;
     }
-}
-
-/// What a `tpslab tcp` record ([`TcpRecord`]) says beyond its flows' own verdicts.
-pub trait TcpRecordExt {
-    /// What held a watched process's flows that its own application held: the largest
-    /// class of its threads' time, in words; S4's case when they waited for the network
-    /// (a peer or input upstream, not this flow). None without application-limited flows
-    /// or thread samples.
-    fn app_wait_finding(&self) -> Option<String>;
-
-    /// The gates' view: sending flows are judged by their first run (the buffers as
-    /// given; a second run shows the fix) against the target rate; a receiving flow is
-    /// invalid when it could not be judged; watching has nothing to gate.
-    fn outcome(&self) -> Outcome;
-}
-
-impl TcpRecordExt for TcpRecord {
-    fn app_wait_finding(&self) -> Option<String> {
-        let w = self.thread_waits.as_ref()?;
-        let held = self
-            .watched
-            .iter()
-            .filter(|x| {
-                x.analysis
-                    .as_ref()
-                    .is_some_and(|a| a.held_by == Limit::Application)
-            })
-            .count();
-        if held == 0 {
-            return None;
-        }
-        let (class, share) = w.process.dominant()?;
-        let call = w
-            .process
-            .top_syscall(class)
-            .map_or(String::new(), |c| format!(" (in {c})"));
-        let what = match class {
-            WaitClass::Network => "it waits on another peer or its input, not on these flows' windows or buffers: look upstream, at what it reads from (S4)",
-            WaitClass::OnCpu | WaitClass::Runnable => "it is busy computing (or waiting for a CPU): its own work, not the network, sets the pace",
-            WaitClass::Disk => "it waits on its disk between writes to the network",
-            WaitClass::Lock => "it waits on a lock between writes to the network",
-            _ => "that wait, not the network, sets the pace",
-        };
-        Some(format!(
-            "{held} flow(s) held by their own application, whose threads spent {share:.0} % of the watch {}{call}: {what}",
-            class.label()
-        ))
+    if sent >= got {
+        r.direction = Direction::Sending;
+        r.analysis = analyse(&r.flow.samples, skip_ns, Some(r.flow.sndbuf));
+        r.verdict = Some(
+            r.analysis
+                .as_ref()
+                .map_or("too few samples after --skip".into(), verdict),
+        );
+    } else {
+        r.direction = Direction::Receiving;
+        r.receiver_analysis = analyse_receiver(&r.flow.samples, skip_ns);
+        r.verdict = Some(r.receiver_analysis.as_ref().map_or(
+            "too few samples, or no advertised window reported".into(),
+            verdict_receiver,
+        ));
     }
+    r
+}
 
-    fn outcome(&self) -> Outcome {
-        let first = self.runs.first();
-        match self.plan.mode {
-            TcpMode::Send { .. } | TcpMode::Lab { .. } => flow_outcome(
-                self.interrupted,
-                first.and_then(|r| r.analysis.as_ref()),
-                self.plan.target_rate_bps,
-            ),
-            TcpMode::Reverse { .. } => Outcome {
-                interrupted: self.interrupted,
-                invalid: match first.and_then(|r| r.receiver_analysis.as_ref()) {
-                    None => vec![
-                        "too few samples after --skip, or no tcpi_rcv_wnd from this kernel".into(),
-                    ],
-                    Some(_) => vec![],
-                },
-                ..Default::default()
+/// What held a watched process's flows that its own application held: the largest
+/// class of its threads' time, in words; S4's case when they waited for the network
+/// (a peer or input upstream, not this flow). None without application-limited flows
+/// or thread samples.
+pub fn app_wait_finding(rec: &TcpRecord) -> Option<String> {
+    let w = rec.thread_waits.as_ref()?;
+    let held = rec
+        .watched
+        .iter()
+        .filter(|x| {
+            x.analysis
+                .as_ref()
+                .is_some_and(|a| a.held_by == Limit::Application)
+        })
+        .count();
+    if held == 0 {
+        return None;
+    }
+    let (class, share) = w.process.dominant()?;
+    let call = crate::waits::top_syscall(&w.process, class)
+        .map_or(String::new(), |c| format!(" (in {c})"));
+    let what = match class {
+        WaitClass::Network => "it waits on another peer or its input, not on these flows' windows or buffers: look upstream, at what it reads from (S4)",
+        WaitClass::OnCpu | WaitClass::Runnable => "it is busy computing (or waiting for a CPU): its own work, not the network, sets the pace",
+        WaitClass::Disk => "it waits on its disk between writes to the network",
+        WaitClass::Lock => "it waits on a lock between writes to the network",
+        _ => "that wait, not the network, sets the pace",
+    };
+    Some(format!(
+        "{held} flow(s) held by their own application, whose threads spent {share:.0} % of the watch {}{call}: {what}",
+        class.label()
+    ))
+}
+
+/// The gates' view: sending flows are judged by their first run (the buffers as
+/// given; a second run shows the fix) against the target rate; a receiving flow is
+/// invalid when it could not be judged; watching has nothing to gate.
+pub fn outcome(rec: &TcpRecord) -> Outcome {
+    let first = rec.runs.first();
+    match rec.plan.mode {
+        TcpMode::Send { .. } | TcpMode::Lab { .. } => flow_outcome(
+            rec.interrupted,
+            first.and_then(|r| r.analysis.as_ref()),
+            rec.plan.target_rate_bps,
+        ),
+        TcpMode::Reverse { .. } => Outcome {
+            interrupted: rec.interrupted,
+            invalid: match first.and_then(|r| r.receiver_analysis.as_ref()) {
+                None => {
+                    vec!["too few samples after --skip, or no tcpi_rcv_wnd from this kernel".into()]
+                }
+                Some(_) => vec![],
             },
-            TcpMode::Watch { .. } => Outcome::default(),
-        }
+            ..Default::default()
+        },
+        TcpMode::Watch { .. } => Outcome::default(),
     }
 }
 

@@ -202,13 +202,13 @@ fn fixture() -> TcpRecord {
 fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
     let rec = fixture();
     for run in &rec.runs {
-        let again = TcpRun::judge(run.flow.clone(), run.lab.clone(), nanos(&rec.plan.skip));
+        let again = crate::tcp::judge_run(run.flow.clone(), run.lab.clone(), nanos(&rec.plan.skip));
         assert_eq!(&again, run);
     }
     // S4 in the lab: the first run, window-bound, misses 80 Mbit/s; the gate says so.
     let first = rec.runs[0].analysis.as_ref().unwrap();
-    assert_eq!(first.held_by, crate::tcp::Limit::ReceiveWindow);
-    let o = rec.outcome();
+    assert_eq!(first.held_by, tpslab_record::tcp::Limit::ReceiveWindow);
+    let o = crate::tcp::outcome(&rec);
     assert!(o.invalid.is_empty());
     assert!(o
         .target
@@ -218,9 +218,13 @@ fn the_judgement_is_a_function_of_the_samples_and_the_plan() {
     // Too few samples after the skip: invalid, never judged.
     let mut short = rec.clone();
     short.plan.skip = Duration::from_nanos(u64::MAX);
-    short.runs = vec![TcpRun::judge(rec.runs[0].flow.clone(), None, u64::MAX)];
+    short.runs = vec![crate::tcp::judge_run(
+        rec.runs[0].flow.clone(),
+        None,
+        u64::MAX,
+    )];
     assert!(short.runs[0].analysis.is_none() && short.runs[0].verdict.is_none());
-    assert_eq!(short.outcome().invalid.len(), 1);
+    assert_eq!(crate::tcp::outcome(&short).invalid.len(), 1);
 }
 
 #[test]
@@ -235,7 +239,7 @@ fn a_watched_flow_is_judged_by_the_way_its_data_moved() {
         rcvbuf: 131072,
         samples,
     };
-    let w = WatchedReport::judge(flow(samples.clone()), nanos(&rec.plan.skip));
+    let w = crate::tcp::judge_watched(flow(samples.clone()), nanos(&rec.plan.skip));
     assert_eq!(w.direction, Direction::Sending);
     assert!(w.throughput_bps() > 1e6 && w.rtt_ms() > 29.0);
     let still: Vec<TcpSample> = samples
@@ -245,7 +249,7 @@ fn a_watched_flow_is_judged_by_the_way_its_data_moved() {
             ..*s
         })
         .collect();
-    let idle = WatchedReport::judge(flow(still), 0);
+    let idle = crate::tcp::judge_watched(flow(still), 0);
     assert_eq!(idle.direction, Direction::Idle);
     assert!(idle.verdict.is_none() && idle.throughput_bps() == 0.0);
 }

@@ -7,7 +7,7 @@
 
 use crate::experiment::t975;
 use serde::{Deserialize, Serialize};
-pub use tpslab_record::usl::{LittleCheck, UslFit};
+use tpslab_record::usl::{LittleCheck, UslFit};
 
 /// One step of a step-load test: a fixed number of clients held for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -43,97 +43,82 @@ fn denom(p: [f64; 3], n: f64) -> f64 {
     1.0 + p[1] * (n - 1.0) + p[2] * n * (n - 1.0)
 }
 
-/// Reading a fitted USL curve ([`UslFit`], a record type): predictions, its peak and
-/// ceiling, and the sentence on what it means, with this trait in scope
-/// (`use tpslab_analysis::prelude::*`).
-pub trait UslFitExt {
-    /// Predicted TPS at `n` users (transactions per second).
-    fn predict(&self, n: f64) -> f64;
-
-    /// Users at which TPS peaks, N* = sqrt((1-sigma)/kappa) (count, at least 1). `None` when
-    /// kappa is indistinguishable from 0 (its 95 % interval reaches 0, or kappa*N*(N-1) <= 1e-6
-    /// at the largest measured N): no established retrograde region, TPS approaches lambda/sigma.
-    fn peak_users(&self) -> Option<f64>;
-
-    /// Highest TPS of the fitted curve (transactions per second): X at
-    /// sqrt((1-sigma)/kappa) when kappa > 0 (this is the curve's own maximum, used even when
-    /// kappa is too uncertain for [`UslFitExt::peak_users`]), else the asymptote lambda/sigma.
-    /// `f64::INFINITY` when sigma and kappa are both indistinguishable from 0 (linear
-    /// scaling, no ceiling established by the data).
-    fn max_tps(&self) -> f64;
-
-    /// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
-    /// when each user still gets >= 90 % of its solo TPS at the largest measured N (or sigma
-    /// and kappa are both indistinguishable from 0); else the retrograde peak when
-    /// [`UslFitExt::peak_users`] is `Some`; else the serialised fraction and the TPS ceiling.
-    fn verdict(&self) -> String;
+/// Predicted TPS at `n` users (transactions per second).
+pub fn predict(fit: &UslFit, n: f64) -> f64 {
+    fit.lambda * n / denom([fit.lambda, fit.sigma, fit.kappa], n)
 }
 
-impl UslFitExt for UslFit {
-    fn predict(&self, n: f64) -> f64 {
-        self.lambda * n / denom([self.lambda, self.sigma, self.kappa], n)
-    }
+/// Users at which TPS peaks, N* = sqrt((1-sigma)/kappa) (count, at least 1). `None` when
+/// kappa is indistinguishable from 0 (its 95 % interval reaches 0, or kappa*N*(N-1) <= 1e-6
+/// at the largest measured N): no established retrograde region, TPS approaches lambda/sigma.
+pub fn peak_users(fit: &UslFit) -> Option<f64> {
+    kappa_matters(fit).then(|| ((1.0 - fit.sigma) / fit.kappa).sqrt().max(1.0))
+}
 
-    fn peak_users(&self) -> Option<f64> {
-        kappa_matters(self).then(|| ((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
+/// Highest TPS of the fitted curve (transactions per second): X at
+/// sqrt((1-sigma)/kappa) when kappa > 0 (this is the curve's own maximum, used even when
+/// kappa is too uncertain for [`peak_users`]), else the asymptote lambda/sigma.
+/// `f64::INFINITY` when sigma and kappa are both indistinguishable from 0 (linear
+/// scaling, no ceiling established by the data).
+pub fn max_tps(fit: &UslFit) -> f64 {
+    if is_linear(fit) {
+        f64::INFINITY
+    } else if fit.kappa > 0.0 {
+        predict(fit, ((1.0 - fit.sigma) / fit.kappa).sqrt().max(1.0))
+    } else if fit.sigma > 0.0 {
+        fit.lambda / fit.sigma
+    } else {
+        f64::INFINITY
     }
+}
 
-    fn max_tps(&self) -> f64 {
-        if is_linear(self) {
-            f64::INFINITY
-        } else if self.kappa > 0.0 {
-            self.predict(((1.0 - self.sigma) / self.kappa).sqrt().max(1.0))
-        } else if self.sigma > 0.0 {
-            self.lambda / self.sigma
-        } else {
-            f64::INFINITY
-        }
+/// A plain one-line sentence on what the fitted numbers mean: "scales almost linearly"
+/// when each user still gets >= 90 % of its solo TPS at the largest measured N (or sigma
+/// and kappa are both indistinguishable from 0); else the retrograde peak when
+/// [`peak_users`] is `Some`; else the serialised fraction and the TPS ceiling.
+pub fn verdict(fit: &UslFit) -> String {
+    let kappa = if fit.kappa == 0.0 || fit.kappa >= 1e-3 {
+        format!("{:.4}", fit.kappa)
+    } else {
+        format!("{:.2e}", fit.kappa)
+    };
+    if is_linear(fit) {
+        return format!(
+            "scales almost linearly (sigma = {:.2}, kappa = {kappa}) up to the measured N = {:.0}",
+            fit.sigma, fit.max_users
+        );
     }
-
-    fn verdict(&self) -> String {
-        let kappa = if self.kappa == 0.0 || self.kappa >= 1e-3 {
-            format!("{:.4}", self.kappa)
+    if let Some(peak) = peak_users(fit) {
+        let beyond = if peak > fit.max_users {
+            format!(" (beyond the largest measured N = {:.0})", fit.max_users)
         } else {
-            format!("{:.2e}", self.kappa)
-        };
-        if is_linear(self) {
-            return format!(
-                "scales almost linearly (sigma = {:.2}, kappa = {kappa}) up to the measured N = {:.0}",
-                self.sigma, self.max_users
-            );
-        }
-        if let Some(peak) = self.peak_users() {
-            let beyond = if peak > self.max_users {
-                format!(" (beyond the largest measured N = {:.0})", self.max_users)
-            } else {
-                String::new()
-            };
-            return format!(
-                "sigma = {:.2}, kappa = {kappa}: throughput is retrograde; it peaks at about {:.0} TPS near N* = {peak:.0} users{beyond} and falls as more users are added",
-                self.sigma,
-                self.max_tps()
-            );
-        }
-        let pct = self.sigma * 100.0;
-        let pct = if pct >= 1.0 {
-            format!("{pct:.0}")
-        } else {
-            format!("{pct:.1}")
-        };
-        let loose = if sigma_matters(self) {
             String::new()
-        } else {
-            format!(
-                " (a loose fit: sigma's 95 % interval is [{:.2}, {:.2}]; the knee is the better guide)",
-                self.sigma_ci.0, self.sigma_ci.1
-            )
         };
-        format!(
-            "sigma = {:.2}: {pct} % of the work is serialised; adding servers or users will not raise TPS beyond about {:.0}{loose}",
-            self.sigma,
-            self.max_tps()
-        )
+        return format!(
+            "sigma = {:.2}, kappa = {kappa}: throughput is retrograde; it peaks at about {:.0} TPS near N* = {peak:.0} users{beyond} and falls as more users are added",
+            fit.sigma,
+            max_tps(fit)
+        );
     }
+    let pct = fit.sigma * 100.0;
+    let pct = if pct >= 1.0 {
+        format!("{pct:.0}")
+    } else {
+        format!("{pct:.1}")
+    };
+    let loose = if sigma_matters(fit) {
+        String::new()
+    } else {
+        format!(
+            " (a loose fit: sigma's 95 % interval is [{:.2}, {:.2}]; the knee is the better guide)",
+            fit.sigma_ci.0, fit.sigma_ci.1
+        )
+    };
+    format!(
+        "sigma = {:.2}: {pct} % of the work is serialised; adding servers or users will not raise TPS beyond about {:.0}{loose}",
+        fit.sigma,
+        max_tps(fit)
+    )
 }
 
 /// Whether kappa is distinguishable from 0 (interval excludes 0) and matters within
@@ -153,7 +138,7 @@ fn sigma_matters(f: &UslFit) -> bool {
 /// kappa are distinguishable from 0: a hard knee fits loosely, with intervals that
 /// reach 0, yet the curve is far from linear.
 fn is_linear(f: &UslFit) -> bool {
-    let efficiency = f.predict(f.max_users) / (f.lambda * f.max_users);
+    let efficiency = crate::usl::predict(f, f.max_users) / (f.lambda * f.max_users);
     efficiency >= 0.9
 }
 

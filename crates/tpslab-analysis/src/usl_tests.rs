@@ -45,24 +45,28 @@ fn usl_recovers_known_parameters_with_noise() {
     assert!((f.kappa - 0.001).abs() < 0.0002, "{f:?}");
     assert!(f.r_squared > 0.99 && f.n == 10, "{f:?}");
     let truth = (0.95f64 / 0.001).sqrt();
-    let peak = f.peak_users().unwrap();
+    let peak = crate::usl::peak_users(&f).unwrap();
     assert!((peak / truth - 1.0).abs() < 0.1, "{peak} vs {truth}");
-    assert!((f.max_tps() - f.predict(peak)).abs() < 1e-9);
-    assert!(f.verdict().contains("retrograde"), "{}", f.verdict());
+    assert!((crate::usl::max_tps(&f) - crate::usl::predict(&f, peak)).abs() < 1e-9);
+    assert!(
+        crate::usl::verdict(&f).contains("retrograde"),
+        "{}",
+        crate::usl::verdict(&f)
+    );
 }
 
 #[test]
 fn usl_pure_contention_has_no_peak() {
     let f = fit_usl(&synthetic(100.0, 0.9, 0.0, 0.01)).unwrap();
     assert!((f.sigma - 0.9).abs() < 0.05, "{f:?}");
-    assert_eq!(f.peak_users(), None, "{f:?}");
-    assert!((f.max_tps() / (f.lambda / f.sigma) - 1.0).abs() < 0.01);
+    assert_eq!(crate::usl::peak_users(&f), None, "{f:?}");
+    assert!((crate::usl::max_tps(&f) / (f.lambda / f.sigma) - 1.0).abs() < 0.01);
     assert!(
-        (f.max_tps() / (100.0 / 0.9) - 1.0).abs() < 0.03,
+        (crate::usl::max_tps(&f) / (100.0 / 0.9) - 1.0).abs() < 0.03,
         "{}",
-        f.max_tps()
+        crate::usl::max_tps(&f)
     );
-    let v = f.verdict();
+    let v = crate::usl::verdict(&f);
     assert!(v.contains("90 % of the work is serialised"), "{v}");
 }
 
@@ -71,15 +75,15 @@ fn usl_linear_scaling() {
     let f = fit_usl(&synthetic(100.0, 0.0, 0.0, 0.01)).unwrap();
     assert!(f.sigma < 0.001 && f.kappa < 1e-6, "{f:?}");
     assert!(
-        f.verdict().starts_with("scales almost linearly"),
+        crate::usl::verdict(&f).starts_with("scales almost linearly"),
         "{}",
-        f.verdict()
+        crate::usl::verdict(&f)
     );
     // Exact data: zero residual, both terms exactly 0, no ceiling.
     let exact = fit_usl(&synthetic(100.0, 0.0, 0.0, 0.0)).unwrap();
     assert!(exact.sigma < 1e-9 && exact.kappa < 1e-12, "{exact:?}");
-    assert_eq!(exact.peak_users(), None);
-    assert_eq!(exact.max_tps(), f64::INFINITY);
+    assert_eq!(crate::usl::peak_users(&exact), None);
+    assert_eq!(crate::usl::max_tps(&exact), f64::INFINITY);
 }
 
 fn s3_steps() -> Vec<StepPoint> {
@@ -104,9 +108,9 @@ fn usl_s3_field_case_saturates_near_100_tps() {
     let f = fit_usl(&pts).unwrap();
     assert!(f.sigma > 0.05, "{f:?}");
     assert!(
-        (f.max_tps() / 100.0 - 1.0).abs() < 0.15,
+        (crate::usl::max_tps(&f) / 100.0 - 1.0).abs() < 0.15,
         "{} {f:?}",
-        f.max_tps()
+        crate::usl::max_tps(&f)
     );
     // 10 -> 20 users: e = (13/85)/1 = 0.15 >= 0.1; 20 -> 40: e = (2/98)/1 = 0.02 < 0.1.
     assert_eq!(find_knee(&steps, 0.1), Some(3));
@@ -188,9 +192,9 @@ fn usl_hard_knee_is_not_called_linear() {
         (16.0, 767.0),
     ];
     let f = fit_usl(&pts).unwrap();
-    let v = f.verdict();
+    let v = crate::usl::verdict(&f);
     assert!(!v.contains("linearly"), "{v} {f:?}");
-    let m = f.max_tps();
+    let m = crate::usl::max_tps(&f);
     assert!(m.is_finite() && (700.0..=950.0).contains(&m), "max_tps {m}");
 }
 

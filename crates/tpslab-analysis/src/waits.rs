@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 /// CPU time below this share of the step is none to speak of (0.5 %: 10 ms of a 2 s
 /// step; a parked thread woken by a timer a hundred times a second uses less).
 pub const IDLE_CPU_SHARE: f64 = 0.005;
-pub use tpslab_record::waits::{StepThread, ThreadStates, ThreadWait, ThreadWaits, WaitClass};
+use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits, WaitClass};
 
 /// The system call name [`classify`] reads as "could not be read" ([`WaitClass::Unknown`]):
 /// what the sampler passes when a sleeping thread's `syscall` file was refused.
@@ -57,133 +57,124 @@ pub fn classify(state: char, syscall: Option<&str>, fd: FdKind) -> WaitClass {
     }
 }
 
-/// Adding samples to a [`ThreadStates`] (a record type) and reading which system call
-/// held a class: with this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait ThreadStatesExt {
-    /// Adds one sample.
-    fn add(&mut self, state: char, wchan: Option<&str>, syscall: Option<&str>, fd: FdKind);
-
-    /// The system call most blocked samples were in, among those of `class` (for disk
-    /// I/O: the state-D samples' calls and the sync calls).
-    fn top_syscall(&self, class: WaitClass) -> Option<&str>;
+/// Adds one sample of a thread to `states`: its state letter (`R`, `S`, `D`, ... from
+/// /proc/PID/task/TID/stat), its wchan, the system call it is in (by name) and the kind
+/// of descriptor that call waits on; counted by state, wchan, syscall and [`WaitClass`].
+pub fn add_sample(
+    states: &mut ThreadStates,
+    state: char,
+    wchan: Option<&str>,
+    syscall: Option<&str>,
+    fd: FdKind,
+) {
+    states.samples += 1;
+    match state {
+        'R' => states.running += 1,
+        'S' => {
+            let w = wchan.filter(|w| !w.is_empty() && *w != "0").unwrap_or("?");
+            *states.sleeping.entry(w.to_string()).or_default() += 1;
+        }
+        'D' => states.disk += 1,
+        _ => states.other += 1,
+    }
+    let call = syscall.unwrap_or("none");
+    if matches!(state, 'S' | 'D') {
+        *states.by_syscall.entry(call.to_string()).or_default() += 1;
+    }
+    if state == 'D' {
+        *states.disk_by_syscall.entry(call.to_string()).or_default() += 1;
+    }
+    *states
+        .by_class
+        .entry(classify(state, syscall, fd))
+        .or_default() += 1;
 }
 
-impl ThreadStatesExt for ThreadStates {
-    fn add(&mut self, state: char, wchan: Option<&str>, syscall: Option<&str>, fd: FdKind) {
-        self.samples += 1;
-        match state {
-            'R' => self.running += 1,
-            'S' => {
-                let w = wchan.filter(|w| !w.is_empty() && *w != "0").unwrap_or("?");
-                *self.sleeping.entry(w.to_string()).or_default() += 1;
-            }
-            'D' => self.disk += 1,
-            _ => self.other += 1,
+/// The system call most blocked samples were in, among those of `class` (for disk
+/// I/O: the state-D samples' calls and the sync calls).
+pub fn top_syscall(states: &ThreadStates, class: WaitClass) -> Option<&str> {
+    let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
+    for (sc, n) in &states.by_syscall {
+        if classify('S', Some(sc), FdKind::Unknown) == class {
+            *calls.entry(sc).or_default() += n;
         }
-        let call = syscall.unwrap_or("none");
-        if matches!(state, 'S' | 'D') {
-            *self.by_syscall.entry(call.to_string()).or_default() += 1;
-        }
-        if state == 'D' {
-            *self.disk_by_syscall.entry(call.to_string()).or_default() += 1;
-        }
-        *self
-            .by_class
-            .entry(classify(state, syscall, fd))
-            .or_default() += 1;
     }
-
-    fn top_syscall(&self, class: WaitClass) -> Option<&str> {
-        let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
-        for (sc, n) in &self.by_syscall {
-            if classify('S', Some(sc), FdKind::Unknown) == class {
+    if class == WaitClass::Disk {
+        for (sc, n) in &states.disk_by_syscall {
+            // Not twice: a sync call in state D is in both maps.
+            if classify('S', Some(sc), FdKind::Unknown) != WaitClass::Disk {
                 *calls.entry(sc).or_default() += n;
             }
         }
-        if class == WaitClass::Disk {
-            for (sc, n) in &self.disk_by_syscall {
-                // Not twice: a sync call in state D is in both maps.
-                if classify('S', Some(sc), FdKind::Unknown) != WaitClass::Disk {
-                    *calls.entry(sc).or_default() += n;
-                }
-            }
-        }
-        calls
-            .into_iter()
-            .filter(|(sc, _)| *sc != "none")
-            .max_by_key(|(_, n)| *n)
-            .map(|(sc, _)| sc)
     }
+    calls
+        .into_iter()
+        .filter(|(sc, _)| *sc != "none")
+        .max_by_key(|(_, n)| *n)
+        .map(|(sc, _)| sc)
 }
 
-/// The evidence sentence of a [`ThreadWaits`] (a record type), with this trait in scope.
-pub trait ThreadWaitsExt {
-    /// One sentence of evidence: the classes that took a fifth of the threads' samples
-    /// or more (at least the largest), most first, each with the system call behind it:
-    /// "process 42's threads spent 92 % of the run waiting for the network (in poll)";
-    /// None without samples.
-    fn headline(&self) -> Option<String>;
-}
-
-impl ThreadWaitsExt for ThreadWaits {
-    fn headline(&self) -> Option<String> {
-        let (top, _) = self.process.dominant()?;
-        let mut classes: Vec<(WaitClass, f64)> = WaitClass::ALL
-            .into_iter()
-            .filter_map(|c| Some((c, self.process.share_pct(c)?)))
-            .filter(|&(c, p)| c == top || p >= 20.0)
-            .collect();
-        classes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let parts: Vec<String> = classes
-            .iter()
-            .enumerate()
-            .map(|(i, &(c, share))| {
-                let syscall = match c {
-                    WaitClass::OnCpu
-                    | WaitClass::Runnable
-                    | WaitClass::Stolen
-                    | WaitClass::Other
-                    | WaitClass::Unknown => None,
-                    c => self.process.top_syscall(c),
-                };
-                format!(
-                    "{share:.0} %{} {}{}",
-                    if i == 0 { " of the run" } else { "" },
-                    c.label(),
-                    syscall.map_or(String::new(), |s| format!(" (in {s})"))
-                )
-            })
-            .collect();
-        let mut it = parts.into_iter();
-        let first = it.next()?;
-        let rest: Vec<String> = it.collect();
-        // The processes the threads belong to: several for a pre-forked server's
-        // workers, each named (not only the first one's PID).
-        let mut pids: Vec<u32> = self
-            .threads
-            .iter()
-            .map(|t| t.pid)
-            .filter(|&p| p > 0)
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        let who = if pids.len() > 1 {
-            let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
-            format!("the server's threads (in processes {})", list.join(", "))
-        } else if self.subset {
-            format!("the server's threads (in process {})", self.pid)
+/// One sentence of evidence: the classes that took a fifth of the threads' samples
+/// or more (at least the largest), most first, each with the system call behind it:
+/// "process 42's threads spent 92 % of the run waiting for the network (in poll)";
+/// None without samples.
+pub fn headline(waits: &ThreadWaits) -> Option<String> {
+    let (top, _) = waits.process.dominant()?;
+    let mut classes: Vec<(WaitClass, f64)> = WaitClass::ALL
+        .into_iter()
+        .filter_map(|c| Some((c, waits.process.share_pct(c)?)))
+        .filter(|&(c, p)| c == top || p >= 20.0)
+        .collect();
+    classes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let parts: Vec<String> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, share))| {
+            let syscall = match c {
+                WaitClass::OnCpu
+                | WaitClass::Runnable
+                | WaitClass::Stolen
+                | WaitClass::Other
+                | WaitClass::Unknown => None,
+                c => crate::waits::top_syscall(&waits.process, c),
+            };
+            format!(
+                "{share:.0} %{} {}{}",
+                if i == 0 { " of the run" } else { "" },
+                c.label(),
+                syscall.map_or(String::new(), |s| format!(" (in {s})"))
+            )
+        })
+        .collect();
+    let mut it = parts.into_iter();
+    let first = it.next()?;
+    let rest: Vec<String> = it.collect();
+    // The processes the threads belong to: several for a pre-forked server's
+    // workers, each named (not only the first one's PID).
+    let mut pids: Vec<u32> = waits
+        .threads
+        .iter()
+        .map(|t| t.pid)
+        .filter(|&p| p > 0)
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let who = if pids.len() > 1 {
+        let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        format!("the server's threads (in processes {})", list.join(", "))
+    } else if waits.subset {
+        format!("the server's threads (in process {})", waits.pid)
+    } else {
+        format!("process {}'s threads", waits.pid)
+    };
+    Some(format!(
+        "{who} spent {first}{}",
+        if rest.is_empty() {
+            String::new()
         } else {
-            format!("process {}'s threads", self.pid)
-        };
-        Some(format!(
-            "{who} spent {first}{}",
-            if rest.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", rest.join(", "))
-            }
-        ))
-    }
+            format!(", {}", rest.join(", "))
+        }
+    ))
 }
 
 /// Idle over an observed run: its time on a CPU (schedstat) under
@@ -311,13 +302,19 @@ mod tests {
             ..Default::default()
         };
         for _ in 0..46 {
-            w.process
-                .add('S', Some("do_sys_poll"), Some("poll"), FdKind::Unknown);
+            crate::waits::add_sample(
+                &mut w.process,
+                'S',
+                Some("do_sys_poll"),
+                Some("poll"),
+                FdKind::Unknown,
+            );
         }
         for _ in 0..3 {
-            w.process.add('R', None, None, FdKind::Unknown);
+            crate::waits::add_sample(&mut w.process, 'R', None, None, FdKind::Unknown);
         }
-        w.process.add(
+        crate::waits::add_sample(
+            &mut w.process,
             'S',
             Some("futex_wait_queue"),
             Some("futex"),
@@ -327,12 +324,13 @@ mod tests {
         assert_eq!(w.process.share_pct(WaitClass::OnCpu), Some(6.0));
         assert_eq!(w.process.by_syscall["poll"], 46);
         assert_eq!(
-            w.headline().unwrap(),
+            crate::waits::headline(&w).unwrap(),
             "process 42's threads spent 92 % of the run waiting for the network (in poll)"
         );
         // A second class with a fifth of the samples or more is named too.
         for _ in 0..25 {
-            w.process.add(
+            crate::waits::add_sample(
+                &mut w.process,
                 'D',
                 Some("jbd2_log_wait_commit"),
                 Some("fsync"),
@@ -340,7 +338,7 @@ mod tests {
             );
         }
         assert_eq!(
-            w.headline().unwrap(),
+            crate::waits::headline(&w).unwrap(),
             "process 42's threads spent 61 % of the run waiting for the network (in poll), 33 % waiting on disk I/O (in fsync)"
         );
         let mut m = ThreadStates::default();
@@ -349,7 +347,7 @@ mod tests {
         assert_eq!(m.samples, 150);
         assert_eq!(m.sleeping["do_sys_poll"], 92);
         assert_eq!(m.by_class[&WaitClass::Disk], 50);
-        assert_eq!(ThreadWaits::default().headline(), None);
+        assert_eq!(crate::waits::headline(&ThreadWaits::default()), None);
     }
 
     #[test]
@@ -359,10 +357,11 @@ mod tests {
         // were all in fsync, in state D.
         let mut s = ThreadStates::default();
         for _ in 0..25 {
-            s.add('R', None, None, FdKind::Unknown);
+            crate::waits::add_sample(&mut s, 'R', None, None, FdKind::Unknown);
         }
         for _ in 0..6 {
-            s.add(
+            crate::waits::add_sample(
+                &mut s,
                 'D',
                 Some("jbd2_log_wait_commit"),
                 Some("fsync"),
@@ -384,7 +383,7 @@ mod tests {
         assert!((total - 100.0).abs() < 1e-9, "{total}");
         // Without samples of a blocked thread, its blocked time is "other".
         let mut r = ThreadStates::default();
-        r.add('R', None, None, FdKind::Unknown);
+        crate::waits::add_sample(&mut r, 'R', None, None, FdKind::Unknown);
         r.on_cpu_ns = 500;
         r.window_ns = 1000;
         assert_eq!(r.share_pct(WaitClass::Other), Some(50.0));
@@ -424,7 +423,7 @@ mod tests {
             let mut states = ThreadStates::default();
             for &(state, call, n) in samples {
                 for _ in 0..n {
-                    states.add(state, None, Some(call), FdKind::Unknown);
+                    crate::waits::add_sample(&mut states, state, None, Some(call), FdKind::Unknown);
                 }
             }
             states.on_cpu_ns = cpu_ms * 1_000_000;
@@ -464,16 +463,16 @@ mod tests {
         let sleep = kept.process.share_pct(WaitClass::Sleep).unwrap();
         assert_eq!(lock, 0.0, "{:?}", kept.process.by_class);
         assert!(sleep > 50.0, "{sleep}");
-        let h = kept.headline().unwrap();
+        let h = crate::waits::headline(&kept).unwrap();
         assert!(!h.contains("lock"), "{h}");
         // Without the timeouts (a record from before them), the helpers read as a lock.
         let mut old = w.clone();
         old.threads.iter_mut().for_each(|t| t.futex_timed = 0);
         let (kept, _) = without_idle(&old);
         assert!(
-            kept.headline().unwrap().contains("a lock"),
+            crate::waits::headline(&kept).unwrap().contains("a lock"),
             "{:?}",
-            kept.headline()
+            crate::waits::headline(&kept)
         );
         // A thread that waits in an untimed futex is still on a lock.
         let mut untimed = w.clone();

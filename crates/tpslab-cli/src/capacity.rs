@@ -4,17 +4,18 @@
 
 use crate::flags::units::{rate, size, RATE, SIZE};
 use crate::flags::{load_config, LoadFlags};
-use crate::target::{check_pid, resolve};
+use crate::target::check_pid;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_engine::udp_run::UdpRunPlan;
 use tpslab_plan::capacity::{
     min_rate_for_bursts, parse_pct, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, RateUnit,
     Slo,
 };
 use tpslab_plan::limits::{HTTP_RATE, MAX_RATE_PPS, STEP_DURATION, WARMUP};
+use tpslab_plan::target::resolve;
+use tpslab_plan::udp::UdpRunPlan;
 
 /// `capacity`'s protocols.
 #[derive(Subcommand, Debug)]

@@ -6,8 +6,8 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_analysis::doctor::Severity;
 use tpslab_plan::doctor::{Workload, WorkloadFlags};
+use tpslab_record::doctor::Severity;
 use tpslab_run::doctor::DoctorSetup;
 
 #[derive(Args, Debug)]

@@ -79,7 +79,7 @@ pub struct SshArgs {
     pub run: bool,
 }
 
-pub use tpslab_run::fleet::{K8sLaunch, SshLaunch};
+use tpslab_run::fleet::{K8sLaunch, SshLaunch};
 
 impl K8sArgs {
     /// The Job's settings checked against the fleet's plan ([`K8sLaunch::read`]).

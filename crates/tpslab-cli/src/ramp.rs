@@ -7,7 +7,8 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_run::ramp::{BuiltinServer, RampFlags, RampProto, RampSetup};
+use tpslab_plan::ramp::RampProto;
+use tpslab_run::ramp::{BuiltinServer, RampFlags, RampSetup};
 
 #[derive(Subcommand, Debug)]
 pub enum RampCmd {

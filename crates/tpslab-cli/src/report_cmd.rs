@@ -43,7 +43,7 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
     .try_map(|s| s.parse::<Format>())
 }
 
-pub use tpslab_run::report::ReportPlan;
+use tpslab_run::report::ReportPlan;
 
 impl ReportArgs {
     /// The records read ([`ReportPlan::read`]); the HTML file checked first.

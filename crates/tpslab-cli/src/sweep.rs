@@ -7,8 +7,8 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_engine::server::Mode;
 use tpslab_plan::sweep::{apply_plan_file, s2_plan, SweepFlags, SweepPlan as Plan};
+use tpslab_plan::udp::Mode;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {

@@ -3,13 +3,14 @@
 
 use crate::flags::{load_config, server_config, LoadFlags, OutputFlags, ServerFlags};
 use crate::metrics::ListenFlag;
-use crate::target::{check_pid, resolve};
+use crate::target::check_pid;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_engine::server::Mode;
-use tpslab_engine::udp_run::UdpRunPlan;
+use tpslab_plan::target::resolve;
+use tpslab_plan::udp::Mode;
+use tpslab_plan::udp::UdpRunPlan;
 use tpslab_plan::udp::WatchPlan;
 use tpslab_run::udp::ServePlan;
 

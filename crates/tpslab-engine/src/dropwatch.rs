@@ -112,7 +112,7 @@ pub struct SampledDrops {
     /// Samples the kernel could not write (a ring was full): drops not in `by_reason`.
     pub lost: u64,
     /// (reason, `function+0xoffset` that dropped, drops), largest first, at most
-    /// [`DropReasons::MAX_SITES`](tpslab_analysis::record::DropReasons::MAX_SITES); empty
+    /// [`DropReasons::MAX_SITES`](tpslab_record::DropReasons::MAX_SITES); empty
     /// when /proc/kallsyms hides its addresses.
     pub by_site: Vec<(String, String, u64)>,
 }
@@ -252,7 +252,7 @@ impl DropSampler {
         let mut by_site: Vec<(String, String, u64)> =
             sites.into_iter().map(|((r, f), c)| (r, f, c)).collect();
         by_site.sort_by(|x, y| y.2.cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1)));
-        by_site.truncate(tpslab_analysis::record::DropReasons::MAX_SITES);
+        by_site.truncate(tpslab_record::DropReasons::MAX_SITES);
         SampledDrops {
             by_reason,
             lost,
@@ -263,18 +263,18 @@ impl DropSampler {
 
 /// What a sampler started with [`DropSampler::start`] saw, as the record holds it: the
 /// drops by reason and samples lost, or why none were read.
-pub fn finish(started: Result<DropSampler, String>) -> tpslab_analysis::record::DropReasons {
+pub fn finish(started: Result<DropSampler, String>) -> tpslab_record::DropReasons {
     match started {
         Ok(d) => {
             let s = d.stop();
-            tpslab_analysis::record::DropReasons {
+            tpslab_record::DropReasons {
                 by_reason: s.by_reason,
                 lost: s.lost,
                 unavailable: None,
                 by_site: s.by_site,
             }
         }
-        Err(e) => tpslab_analysis::record::DropReasons {
+        Err(e) => tpslab_record::DropReasons {
             unavailable: Some(e),
             ..Default::default()
         },

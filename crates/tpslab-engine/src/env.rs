@@ -1,9 +1,9 @@
 //! Facts about the host for the run record.
 
 use std::collections::BTreeMap;
-use tpslab_analysis::record::Environment;
+use tpslab_record::Environment;
 
-pub use tpslab_plan::sysctl::SYSCTLS;
+use tpslab_plan::sysctl::SYSCTLS;
 
 fn sysctl_path(name: &str) -> String {
     format!("/proc/sys/{}", name.replace('.', "/"))
@@ -154,7 +154,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// What kind of process `pid` is: its executable, runtime and thread count. None when its
 /// /proc entry cannot be read.
-pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess> {
+pub fn target_process(pid: u32) -> Option<tpslab_record::TargetProcess> {
     // Another user's process, without root: its exe link and maps cannot be read; it is
     // still the target, named by its comm (the runtime from that name alone).
     let exe = match std::fs::read_link(format!("/proc/{pid}/exe")) {
@@ -186,12 +186,12 @@ pub fn target_process(pid: u32) -> Option<tpslab_analysis::record::TargetProcess
         has_go_buildinfo(f, 256 << 20).ok()
     };
     let quick = tpslab_analysis::runtime::classify(&name, &maps, false);
-    let runtime = if quick == tpslab_analysis::runtime::Runtime::Native {
+    let runtime = if quick == tpslab_record::runtime::Runtime::Native {
         tpslab_analysis::runtime::classify(&name, &maps, go().unwrap_or(false))
     } else {
         quick
     };
-    Some(tpslab_analysis::record::TargetProcess {
+    Some(tpslab_record::TargetProcess {
         pid,
         exe: exe.to_string_lossy().to_string(),
         runtime,
@@ -406,6 +406,6 @@ mod tests {
         }
         // This test's own executable holds the magic as a constant: not Go.
         let me = target_process(std::process::id()).expect("this process");
-        assert_ne!(me.runtime, tpslab_analysis::runtime::Runtime::Go, "{me:?}");
+        assert_ne!(me.runtime, tpslab_record::runtime::Runtime::Go, "{me:?}");
     }
 }

@@ -47,11 +47,11 @@ pub struct Restored {
     pub skipped: Vec<String>,
 }
 
-pub use tpslab_plan::sysctl::canonical;
+use tpslab_plan::sysctl::canonical;
 
 /// Only settings tpslab itself changes are ever written back from a journal.
 fn allowed(name: &str, value: &str) -> bool {
-    crate::env::SYSCTLS.contains(&name) && canonical(value).is_some()
+    tpslab_plan::sysctl::SYSCTLS.contains(&name) && canonical(value).is_some()
 }
 
 /// Directory of the journal and lock: $TPSLAB_STATE_DIR, else /var/lib/tpslab (root) or
@@ -287,7 +287,7 @@ impl HostGuard {
             if !allowed(name, value) {
                 return Err(EngineError::Other(format!(
                     "sysctl {name}={value}: allowed {} with numeric values",
-                    crate::env::SYSCTLS.join(", ")
+                    tpslab_plan::sysctl::SYSCTLS.join(", ")
                 )));
             }
             let original = crate::env::read_sysctl(name)

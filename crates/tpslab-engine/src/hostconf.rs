@@ -6,9 +6,10 @@ use crate::EngineError;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use tpslab_analysis::doctor::host::Nic;
-use tpslab_analysis::doctor::{ConfFile, HostFacts, KnownSysctl, Running, Scope, KNOWN};
+use tpslab_analysis::doctor::KNOWN;
 use tpslab_proc::sysctl_conf::parse_sysctl_conf;
+use tpslab_record::doctor::Nic;
+use tpslab_record::doctor::{ConfFile, HostFacts, KnownSysctl, Running, Scope};
 
 /// The sysctl.d directories, the first masking a file of the same name in the later ones.
 pub const SYSCTL_DIRS: [&str; 5] = [

@@ -26,9 +26,9 @@ use crate::EngineError;
 pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 /// Address of side B (on `tpsl-b` in namespace B).
 pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
-pub use tpslab_analysis::record::tcp::DirStats;
-pub use tpslab_plan::limits::MAX_LINE_PACKETS;
-pub use tpslab_plan::tcp::LinkConfig;
+use tpslab_plan::limits::MAX_LINE_PACKETS;
+use tpslab_plan::tcp::LinkConfig;
+use tpslab_record::tcp::DirStats;
 
 #[derive(Default)]
 struct DirCounters {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-pub use tpslab_plan::tcp::{IdleTimer, OnIdle};
+use tpslab_plan::tcp::{IdleTimer, OnIdle};
 
 /// A flow: protocol, then the near side's (A) address and port, then the far side's.
 type FlowKey = (u8, Ipv4Addr, u16, Ipv4Addr, u16);

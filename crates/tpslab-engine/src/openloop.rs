@@ -30,12 +30,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
+use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::load_http::{
-    ErrorKinds, LoadHttpPlan, LoadHttpRecord, LoadHttpResult, StatusClasses,
-};
+use tpslab_record::load_http::{ErrorKinds, LoadHttpRecord, LoadHttpResult, StatusClasses};
 
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;
@@ -631,8 +630,8 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         } else {
             since(l.last_end)
         },
-        corrected: LatencySummary::from_histogram(&l.corrected),
-        uncorrected: LatencySummary::from_histogram(&l.uncorrected),
+        corrected: tpslab_analysis::stats::latency_summary(&l.corrected),
+        uncorrected: tpslab_analysis::stats::latency_summary(&l.uncorrected),
         first_tls_error: l.first_tls_error,
         http2: None,
         http3: None,

@@ -14,10 +14,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use tpslab_analysis::idle::{Outcome, PoolRecord, PoolRequest};
 use tpslab_net::mono_ns;
 use tpslab_plan::probe::PoolPlan;
 use tpslab_plan::tcp::{IdleTimer, OnIdle};
+use tpslab_record::idle::{Outcome, PoolRecord, PoolRequest};
 
 /// A pooled connection.
 struct Pooled {

@@ -5,8 +5,8 @@
 
 use crate::EngineError;
 use std::time::Duration;
-use tpslab_analysis::buffer::TruesizeProbe;
 use tpslab_net::UdpSock;
+use tpslab_record::buffer::TruesizeProbe;
 
 fn queue_of(inode: u64) -> Result<(u64, u64), EngineError> {
     let socks = tpslab_proc::live::udp(std::path::Path::new("/proc/self"))

@@ -17,7 +17,7 @@
 //! the thread that keeps the books is (a busy host, a slow `--pid` sample, a live feed);
 //! the last step's books are kept once no request is being sent. The record says when
 //! each step's requests were really written (`load_sent_s`, `load_end_s`) and, when load
-//! ran past the plan by more than [`tpslab_analysis::ramp::Overrun::TOLERANCE_S`], that
+//! ran past the plan by more than [`tpslab_record::ramp::Overrun::TOLERANCE_S`], that
 //! it overran (`overrun`, with the host's load average).
 
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
 use tpslab_plan::time::nanos;
 
@@ -34,7 +34,8 @@ use crate::proto::{Protocol, Transport};
 use crate::tally::{StepAcc, Tally};
 use crate::EngineError;
 
-pub use tpslab_analysis::ramp::{RampPlan, RampProto, RampRecord, StepResult, ThreadStates};
+use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_record::ramp::{RampRecord, StepResult};
 
 /// Runs the plan; `stop` ends it early (the steps so far are returned).
 pub fn run_ramp(plan: &RampPlan, stop: &AtomicBool) -> Result<RampRecord, EngineError> {
@@ -214,7 +215,7 @@ pub fn run_ramp_with(
             // Replies still in flight at w1 land in no window; wait a moment for the
             // accumulator to be complete for replies that arrived before w1.
             let a = shared.acc[k].lock().unwrap_or_else(|e| e.into_inner());
-            let response = LatencySummary::from_histogram(&a.hist);
+            let response = tpslab_analysis::stats::latency_summary(&a.hist);
             results.push(StepResult {
                 users,
                 measured_s,
@@ -286,7 +287,7 @@ pub fn run_ramp_with(
         .zip(spans.iter().map(|s| s.1).max());
     let (load_sent_s, load_end_s) = load_span(whole, t0);
     let planned_s = plan.steps.len() as f64 * per as f64 / 1e9;
-    let overrun = tpslab_analysis::ramp::Overrun::judge(
+    let overrun = tpslab_record::ramp::Overrun::judge(
         planned_s,
         load_end_s,
         load_average(),
@@ -369,14 +370,14 @@ fn load_average() -> Option<f64> {
 fn listener(
     pid: Option<u32>,
     target: std::net::SocketAddr,
-) -> Option<tpslab_analysis::ramp::Listener> {
+) -> Option<tpslab_record::ramp::Listener> {
     let backlog = crate::env::in_netns_of(pid, move || -> Option<u64> {
         let mut l = crate::listen::Listen::new(target);
         l.read(&mut tpslab_net::diag::SockDiag::open().ok()?, true);
         l.seen.then_some(l.backlog)
     })
     .flatten()?;
-    Some(tpslab_analysis::ramp::Listener {
+    Some(tpslab_record::ramp::Listener {
         backlog: u32::try_from(backlog).unwrap_or(u32::MAX),
         somaxconn: crate::env::somaxconn(pid),
     })

@@ -2,7 +2,8 @@ use super::*;
 use std::io::ErrorKind;
 use std::sync::Arc;
 
-use crate::rr::{frame, Framing, RrConfig, RrMode, RrServer};
+use crate::rr::{frame, RrConfig, RrMode, RrServer};
+use tpslab_plan::framing::Framing;
 
 /// One ramp at a time: thousands of users on two CPUs would measure each other.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -264,9 +265,9 @@ fn a_thousand_users_of_a_server_that_never_answers_time_out() {
 #[test]
 fn udp_users_match_their_replies_and_refused_ones_are_errors() {
     let _serial = serial();
-    let srv = crate::server::UdpServer::start(crate::server::ServerConfig {
+    let srv = crate::server::UdpServer::start(tpslab_plan::udp::ServerConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
-        mode: crate::server::Mode::Echo,
+        mode: tpslab_plan::udp::Mode::Echo,
         ..Default::default()
     })
     .unwrap();

@@ -21,7 +21,7 @@ use tpslab_net::{mono_ns, NetError};
 
 use crate::EngineError;
 
-pub use tpslab_plan::framing::{Framing, MAX_FRAME};
+use tpslab_plan::framing::{Framing, MAX_FRAME};
 
 /// Reads frames from a stream, keeping bytes that arrived beyond a frame for the next.
 pub struct FrameReader {

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tpslab_analysis::record::ServerReport;
 use tpslab_net::sched::{self, SchedPolicy};
 use tpslab_net::{mono_ns, RcvbufGrant, RecvBatch, UdpSock};
+use tpslab_record::ServerReport;
 
-pub use tpslab_plan::udp::{Mode, ServerConfig};
+use tpslab_plan::udp::{Mode, ServerConfig};
 
 /// Per-thread counters, written by one thread with relaxed atomics (read by reporters).
 #[derive(Default)]

@@ -14,8 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use tpslab_analysis::waits::{StepThread, ThreadStates, ThreadStatesExt};
 use tpslab_record::ramp::TreeSampling;
+use tpslab_record::waits::{StepThread, ThreadStates};
 
 use crate::waits::{sample_task, schedstat, tids};
 
@@ -351,8 +351,13 @@ impl StepSampler {
             a
         });
         acc.ticks.1 = t.cpu_ticks;
-        acc.states
-            .add(t.state, t.wchan.as_deref(), t.syscall.as_deref(), t.fd);
+        tpslab_analysis::waits::add_sample(
+            &mut acc.states,
+            t.state,
+            t.wchan.as_deref(),
+            t.syscall.as_deref(),
+            t.fd,
+        );
         if t.state == 'S' && t.futex_timed {
             acc.futex_timed += 1;
         }

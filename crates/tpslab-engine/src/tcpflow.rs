@@ -10,9 +10,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tpslab_analysis::tcp::TcpSample;
 use tpslab_net::tcp::{self as ntcp, Buf, TcpInfo};
 use tpslab_net::{mono_ns, NetError};
+use tpslab_record::tcp::TcpSample;
 
 use crate::EngineError;
 
@@ -172,8 +172,8 @@ fn stream_conn(mut s: TcpStream, source: bool, stop: &AtomicBool, bytes: &Atomic
     }
 }
 
-pub use tpslab_analysis::record::tcp::{FlowRecord, LabStats, WatchedFlow};
-pub use tpslab_plan::tcp::FlowPlan;
+use tpslab_plan::tcp::FlowPlan;
+use tpslab_record::tcp::{FlowRecord, LabStats, WatchedFlow};
 
 fn to_sample(t_ns: u64, i: &TcpInfo) -> TcpSample {
     TcpSample {
@@ -317,7 +317,7 @@ pub fn run_flow(
 /// With `plan.reverse` the far end is a source (its SO_SNDBUF `far_buf`) and this side
 /// receives; otherwise the far end is a sink (its SO_RCVBUF `far_buf`).
 pub fn run_lab_flow(
-    link: crate::link::LinkConfig,
+    link: tpslab_plan::tcp::LinkConfig,
     sink_rcvbuf: Option<u64>,
     mut plan: FlowPlan,
     stop: &AtomicBool,

@@ -3,18 +3,18 @@
 
 use crate::load::UdpLoad;
 use crate::observe::{socket_queue, Observer, ObserverConfig, SocketMatch};
-use crate::server::{Mode, UdpServer};
+use crate::server::UdpServer;
 use crate::EngineError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::ledger::LedgerExt;
-use tpslab_analysis::record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
-use tpslab_analysis::{Ledger, LedgerInputs};
 use tpslab_net::mono_ns;
+use tpslab_plan::udp::Mode;
+use tpslab_record::ledger::{Ledger, LedgerInputs};
 use tpslab_record::ReplyFrames;
+use tpslab_record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 
-pub use tpslab_plan::udp::UdpRunPlan;
+use tpslab_plan::udp::UdpRunPlan;
 
 /// Whether `ip` is an address of this host (in this network namespace).
 fn is_local_ip(ip: std::net::IpAddr) -> bool {
@@ -489,7 +489,7 @@ fn build_ledger(
         ));
         gen.valid = false;
     }
-    let mut ledger = Ledger::build(&inputs);
+    let mut ledger = tpslab_analysis::ledger::build(&inputs);
     if cross_failed && ledger.request.inconsistent.is_none() {
         ledger.request.inconsistent = Some(
             "the server's threads read more UDP datagrams than its network namespace counted (Udp: InDatagrams)".into(),

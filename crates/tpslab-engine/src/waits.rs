@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::ramp_threads::peer_call;
-use tpslab_analysis::waits::{FdKind, ThreadStates, ThreadStatesExt, ThreadWait, ThreadWaits};
+use tpslab_analysis::waits::FdKind;
 use tpslab_proc::syscall::{parse_syscall, parse_syscall_args, syscall_name, SyscallState};
+use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits};
 
 /// One thread in one sample.
 pub(crate) struct TaskSample {
@@ -334,8 +335,13 @@ impl WaitSampler {
                 pid,
                 futex_timed: 0,
             });
-            t.states
-                .add(s.state, s.wchan.as_deref(), s.syscall.as_deref(), s.fd);
+            tpslab_analysis::waits::add_sample(
+                &mut t.states,
+                s.state,
+                s.wchan.as_deref(),
+                s.syscall.as_deref(),
+                s.fd,
+            );
             if s.state == 'S' && s.futex_timed {
                 t.futex_timed += 1;
             }

@@ -125,7 +125,7 @@ fn a_step_tells_peer_sockets_from_the_loads_and_timed_futex_waits_from_locks() {
     }
     let of = |w: &str| per.iter().find(|t| t.tid == tids[w]).unwrap();
     let peer = |w: &str| -> u64 { of(w).peer_by_syscall.iter().flatten().map(|(_, n)| n).sum() };
-    use tpslab_analysis::waits::WaitClass;
+    use tpslab_record::waits::WaitClass;
     let class = |w: &str, c: WaitClass| of(w).states.by_class.get(&c).copied().unwrap_or(0);
     assert_eq!(of("peer").states.samples, 5);
     assert_eq!(peer("peer"), 5, "{:?}", of("peer"));

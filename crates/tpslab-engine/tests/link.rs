@@ -3,8 +3,9 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use tpslab_engine::link::{Link, LinkConfig, ADDR_A, ADDR_B};
+use tpslab_engine::link::{Link, ADDR_A, ADDR_B};
 use tpslab_net::ns::NetNs;
+use tpslab_plan::tcp::LinkConfig;
 
 fn root() -> bool {
     // SAFETY-free check: the effective uid from /proc.

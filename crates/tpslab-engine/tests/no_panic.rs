@@ -4,10 +4,11 @@
 
 use proptest::prelude::*;
 use std::io::Cursor;
-use tpslab_engine::guard::canonical;
-use tpslab_engine::rr::{FrameReader, Framing, MAX_FRAME};
+use tpslab_engine::rr::FrameReader;
 use tpslab_engine::wire::{read_seq_field, Header};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::framing::{Framing, MAX_FRAME};
+use tpslab_plan::sysctl::canonical;
 
 proptest! {
     #[test]

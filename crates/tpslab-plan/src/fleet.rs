@@ -22,11 +22,6 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// What an agent's kernel says of its wall clock (adjtimex: synchronized, maximum and
-/// estimated error, us), which a fleet's common start depends on: read by
-/// `tpslab_net::clock_status`, kept in each agent's record.
-pub use tpslab_net::ClockStatus;
-
 /// Agents in one fleet, at most.
 pub const MAX_AGENTS: usize = 1024;
 

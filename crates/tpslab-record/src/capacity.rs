@@ -8,10 +8,7 @@ use crate::run::Environment;
 use crate::verdict::{Case, Diagnosis};
 use serde::{Deserialize, Serialize};
 
-pub use tpslab_plan::capacity::{
-    BuiltinTcpServer, CapacityLoad, CapacityPlan, CapacitySearch, HttpStep, Objective, Quantile,
-    RateUnit, Slo, TcpStep,
-};
+use tpslab_plan::capacity::CapacityPlan;
 
 /// A step's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

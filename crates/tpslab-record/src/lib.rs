@@ -58,8 +58,8 @@ pub use envelope::{
 pub use read::KINDS;
 pub use run::{
     AgentInfo, DropReasons, Environment, GeneratorReport, LatencyHistograms, ListenSocket,
-    MatchMode, ObserverReport, ReplyFrames, RunRecord, Series, ServerReport, SocketReader,
-    TargetProcess, TargetSocket, TcpListen,
+    ObserverReport, ReplyFrames, RunRecord, Series, ServerReport, SocketReader, TargetProcess,
+    TargetSocket, TcpListen,
 };
 pub use tcp::{ServeTcpRecord, TcpRecord};
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use tpslab_plan::load_http::LoadHttpPlan;
+use tpslab_plan::load_http::LoadHttpPlan;
 
 use crate::stats::LatencySummary;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// The plan of a ramp and its protocol: defined with every other plan in `tpslab_plan`
 /// (where `RampPlan::validate` checks it), embedded in the record as it ran.
-pub use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::ramp::RampPlan;
 
 /// One step's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

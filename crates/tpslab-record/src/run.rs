@@ -80,7 +80,7 @@ pub struct AgentInfo {
     /// microseconds (the engine starts its first send 5 ms after this).
     pub start_error_us: i64,
     /// What its kernel said of its wall clock at the start (adjtimex); None when unknown.
-    pub clock: Option<tpslab_plan::fleet::ClockStatus>,
+    pub clock: Option<tpslab_net::ClockStatus>,
 }
 
 /// Packets the kernel dropped during a run, by reason: every `skb:kfree_skb` event,
@@ -208,7 +208,7 @@ pub struct ServerReport {
     pub reuseport_steer: tpslab_plan::udp::Steer,
 }
 
-pub use tpslab_plan::udp::MatchMode;
+use tpslab_plan::udp::MatchMode;
 
 /// Generator counts, latencies and self-validation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -127,7 +127,7 @@ pub struct Diagnosis {
 }
 
 /// Numbers the rules look at, each from a named source (read from a run record by
-/// `tpslab_analysis::verdict::FactsExt::from_record`).
+/// `tpslab_analysis::verdict::facts_of`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Facts {
@@ -287,7 +287,7 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sends_refused_by: Option<(String, u64)>,
     /// Where the server's threads spent the run, in one sentence (the observer's thread
-    /// samples: `tpslab_analysis::waits::ThreadWaitsExt::headline`); None when not
+    /// samples: `tpslab_analysis::waits::headline`); None when not
     /// sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits_headline: Option<String>,
@@ -317,7 +317,7 @@ pub struct Facts {
     pub steer: Steer,
 }
 
-pub use tpslab_plan::udp::Steer;
+use tpslab_plan::udp::Steer;
 
 /// One socket of a SO_REUSEPORT group, as the verdict sees it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

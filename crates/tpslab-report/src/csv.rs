@@ -6,13 +6,13 @@
 //! cells; a text cell with a comma or a quote is quoted (RFC 4180).
 
 use std::io::{self, Write};
-use tpslab_analysis::record::{Body, Record, RunRecord};
-use tpslab_analysis::rt_ledger::RtPart;
+use tpslab_record::rt_ledger::RtPart;
+use tpslab_record::{Body, Record, RunRecord};
 
 /// A capacity search's steps, one row each; `search` is `as_is`, or `with_fix` for the
 /// steps of `--fix-and-retry`'s second search (numbered from 1 again); `capacity tcp|http`
 /// steps add their response-time ledger (ms per part; empty without one).
-fn capacity(w: &mut dyn Write, c: &tpslab_analysis::capacity::CapacityRecord) -> io::Result<()> {
+fn capacity(w: &mut dyn Write, c: &tpslab_record::capacity::CapacityRecord) -> io::Result<()> {
     writeln!(
         w,
         "step,rate_pps,achieved_pps,answered_pps,p50_ns,p90_ns,p99_ns,p999_ns,max_ns,loss_pct,errors_pct,call,why,started_s,elapsed_s,search,ledger_mean_ms,{},ledger_unattributed_ms",
@@ -240,13 +240,13 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             writeln!(w, "at_ms,conn,idle_ms,outcome,latency_us")?;
             for q in &r.requests {
                 let (o, l) = match &q.outcome {
-                    tpslab_analysis::idle::Outcome::Answered { latency_us } => {
+                    tpslab_record::idle::Outcome::Answered { latency_us } => {
                         ("answered".to_string(), latency_us.to_string())
                     }
-                    tpslab_analysis::idle::Outcome::TimedOut => {
+                    tpslab_record::idle::Outcome::TimedOut => {
                         ("timed_out".to_string(), String::new())
                     }
-                    tpslab_analysis::idle::Outcome::Failed(e) => {
+                    tpslab_record::idle::Outcome::Failed(e) => {
                         (format!("failed {e}"), String::new())
                     }
                 };
@@ -271,7 +271,7 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
 
 /// A TCP record's TCP_INFO samples, one row each: `flow` names the run (`first`,
 /// `after`) or the watched flow (`LOCAL->REMOTE`).
-pub fn tcp(w: &mut dyn Write, t: &tpslab_analysis::record::TcpRecord) -> io::Result<()> {
+pub fn tcp(w: &mut dyn Write, t: &tpslab_record::TcpRecord) -> io::Result<()> {
     writeln!(w, "flow,t_ms,bytes_acked,bytes_received,rtt_us,min_rtt_us,cwnd_bytes,peer_window_bytes,in_flight_bytes,notsent_bytes,retrans_segs,rcv_rtt_us,rcv_wnd_bytes")?;
     let runs = t.runs.iter().enumerate().map(|(i, r)| {
         (
@@ -331,8 +331,8 @@ fn num(v: f64, decimals: usize) -> String {
 }
 
 /// A sweep's runs: `cell,rep,<factor>...,<figure>...`.
-pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io::Result<()> {
-    let cells = tpslab_analysis::sweep::cells(&s.plan.factors, s.plan.design);
+pub fn sweep(w: &mut dyn Write, s: &tpslab_record::SweepReport) -> io::Result<()> {
+    let cells = tpslab_plan::sweep::cells(&s.plan.factors, s.plan.design);
     let names: Vec<&str> = s.plan.factors.iter().map(|f| f.name.as_str()).collect();
     let header: Vec<String> = names.iter().map(|n| text(n)).collect();
     let figs: Vec<String> = s
@@ -369,7 +369,7 @@ pub fn sweep(w: &mut dyn Write, s: &tpslab_analysis::record::SweepReport) -> io:
 }
 
 /// A ramp's steps, one row each, with each step's response-time ledger (ms per part).
-pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::Result<()> {
+pub fn ramp(w: &mut dyn Write, r: &tpslab_record::RampReport) -> io::Result<()> {
     writeln!(
         w,
         "users,tps,p50_ms,p90_ms,p99_ms,max_ms,mean_ms,errors,littles_law_ratio,server_cpu_pct,held_replies,held_gap_mean_ms,held_share_pct,delayed_acks,{},ledger_unattributed_ms,ledger_outside_ms",
@@ -425,7 +425,7 @@ pub fn ramp(w: &mut dyn Write, r: &tpslab_analysis::record::RampReport) -> io::R
 
 /// A capacity step's ledger as cells: its mean, each part's ms (empty when not read),
 /// what is left unattributed; all empty without a ledger.
-fn ledger_cells(l: Option<&tpslab_analysis::rt_ledger::RtLedger>) -> String {
+fn ledger_cells(l: Option<&tpslab_record::rt_ledger::RtLedger>) -> String {
     let mut cells = vec![l.map_or(String::new(), |l| num(l.mean_ms, 3))];
     cells.extend(RtPart::ALL.iter().map(|&p| {
         l.and_then(|l| l.parts.iter().find(|x| x.part == p))

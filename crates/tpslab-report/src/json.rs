@@ -2,7 +2,7 @@
 //! newline).
 
 use std::io::{self, Write};
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 
 /// Writes `rec` as pretty-printed JSON and a newline.
 pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {

@@ -3,7 +3,7 @@
 //! one module here and one arm in [`render`].
 
 use std::io::{self, Write};
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 
 pub mod csv;
 pub mod html;

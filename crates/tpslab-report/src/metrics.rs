@@ -166,7 +166,7 @@ pub fn registry(shared: Shared) -> Registry {
 /// families ([`of_record`]) in the Prometheus text format 0.0.4, every series labelled
 /// `file="NAME"` when `file` names the file (its name without the folder: what tells two
 /// producers apart in node_exporter's textfile folder, whose files have distinct names).
-pub fn record_text(rec: &tpslab_analysis::record::Record, file: Option<&str>) -> String {
+pub fn record_text(rec: &tpslab_record::Record, file: Option<&str>) -> String {
     let mut fams = of_record(rec);
     if let Some(name) = file {
         for f in &mut fams {

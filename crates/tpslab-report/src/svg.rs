@@ -4,9 +4,9 @@
 
 use plotters::prelude::*;
 use std::io::{self, Write};
-use tpslab_analysis::ramp::RampRecord;
-use tpslab_analysis::record::{Body, RampReport, Record};
-use tpslab_analysis::usl::{UslFit, UslFitExt};
+use tpslab_record::ramp::RampRecord;
+use tpslab_record::usl::UslFit;
+use tpslab_record::{Body, RampReport, Record};
 
 /// Draws a record: a ramp's plot; other kinds have none (an `Unsupported` error naming
 /// the kind).
@@ -62,7 +62,7 @@ fn ramp_svg(
         (0..=100)
             .map(|i| {
                 let n = 1.0 + (nmax - 1.0) * i as f64 / 100.0;
-                (n, f.predict(n))
+                (n, tpslab_analysis::usl::predict(f, n))
             })
             .filter(|p| p.1.is_finite())
             .collect()

@@ -121,7 +121,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::{Body, Record};
 use tpslab_report::{render, Format};
 
 mod common;

@@ -10,7 +10,8 @@
 mod snap;
 
 use snap::{assert_screen, data};
-use tpslab_analysis::capacity::{bounds_so_far, CapacityStep};
+use tpslab_analysis::capacity::bounds_so_far;
+use tpslab_record::capacity::CapacityStep;
 use tpslab_report::live::{draw_http, HttpFrame, HttpLiveState, LiveHeader};
 
 /// The lines of a recorded `load http --json-stream` file.

@@ -9,7 +9,7 @@
 mod snap;
 
 use snap::{assert_screen, data};
-use tpslab_analysis::ramp::StepResult;
+use tpslab_record::ramp::StepResult;
 use tpslab_report::live::{draw_ramp, RampHeader, RampLiveState};
 
 fn steps() -> Vec<StepResult> {
@@ -151,8 +151,8 @@ fn the_knee_on_the_steps_so_far_is_the_analysis_knee() {
         let text = std::fs::read_to_string(&p).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let steps: Vec<StepResult> = serde_json::from_value(v["steps"].clone()).unwrap();
-        let rec = tpslab_analysis::record::Record::from_json(&text).unwrap();
-        let tpslab_analysis::record::Body::Ramp(r) = &rec.body else {
+        let rec = tpslab_record::Record::from_json(&text).unwrap();
+        let tpslab_record::Body::Ramp(r) = &rec.body else {
             panic!("{f}: not a ramp")
         };
         let knee = tpslab_analysis::ramp::analyse(&r.run, 2).knee_index;

@@ -8,8 +8,9 @@
 mod snap;
 
 use snap::{assert_screen, data, frames};
-use tpslab_analysis::capacity::{bounds_so_far, CapacityStep};
-use tpslab_analysis::record::{Body, Record};
+use tpslab_analysis::capacity::bounds_so_far;
+use tpslab_record::capacity::CapacityStep;
+use tpslab_record::{Body, Record};
 use tpslab_report::live::{draw_runs, LiveHeader, RunsKind, RunsLiveState};
 
 /// The SO_RCVBUF limits the two recorded runs' records gave (`observer.target_rcvbuf_bytes`).

@@ -3,8 +3,8 @@
 //! record is the ramp fixture (a real run, on time) with an overrun set, since a run of
 //! this release does not overrun on demand.
 
-use tpslab_analysis::ramp::Overrun;
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::ramp::Overrun;
+use tpslab_record::{Body, Record};
 use tpslab_report::{render, Format};
 
 fn term(rec: &Record) -> String {

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 use tpslab_report::{render, Format};
 
 mod common;

@@ -3,7 +3,7 @@
 //! to a renderer shows here as a diff. To accept an intended change, render the fixture
 //! again with `tpslab report tests/fixtures/NAME.json > tests/fixtures/NAME.txt`.
 
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 use tpslab_report::{render, Format};
 
 fn fixture(name: &str) -> String {
@@ -118,7 +118,7 @@ fn a_plot_of_a_kind_without_one_is_an_error_naming_it() {
 fn csv_tables_of_a_run_and_a_ramp() {
     let run = rendered("udp_run.json", Format::Csv, false);
     let rec = Record::from_json(&fixture("udp_run.json")).unwrap();
-    let tpslab_analysis::record::Body::UdpRun(r) = &rec.body else {
+    let tpslab_record::Body::UdpRun(r) = &rec.body else {
         panic!("a run")
     };
     let series = &r.observer.as_ref().unwrap().series;
@@ -160,7 +160,7 @@ fn tcp_lab_terminal_report_before_and_after() {
     );
     // One CSV row per TCP_INFO sample of each run, after the header.
     let rec = Record::from_json(&fixture("tcp_lab.json")).unwrap();
-    let tpslab_analysis::record::Body::Tcp(t) = &rec.body else {
+    let tpslab_record::Body::Tcp(t) = &rec.body else {
         panic!("a tcp record")
     };
     let samples: usize = t.runs.iter().map(|r| r.flow.samples.len()).sum();
@@ -270,7 +270,7 @@ fn html_escapes_what_the_record_says() {
 #[test]
 fn html_never_shows_a_share_of_an_inconsistent_ledger() {
     let mut rec = Record::from_json(&fixture("udp_run.json")).unwrap();
-    let tpslab_analysis::record::Body::UdpRun(r) = &mut rec.body else {
+    let tpslab_record::Body::UdpRun(r) = &mut rec.body else {
         panic!("a run")
     };
     r.ledger.as_mut().unwrap().request.inconsistent =
@@ -307,7 +307,7 @@ fn compare_of_a_record_with_itself_finds_no_difference_and_renders_everywhere() 
     let e = loss.effects[0].unwrap();
     assert!(e.diff == 0.0 && !e.significant);
     // Every format renders it.
-    let rec = Record::new(tpslab_analysis::record::Body::Compare(c));
+    let rec = Record::new(tpslab_record::Body::Compare(c));
     for f in [Format::Term, Format::Json, Format::Csv, Format::Html] {
         let mut out = Vec::new();
         render(&mut out, &rec, f, false).unwrap();
@@ -375,13 +375,14 @@ fn compare_of_sweeps_uses_each_cells_repeats() {
 /// figure above what it names: no more dropped within one burst interval than a burst.
 #[test]
 fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
-    use tpslab_analysis::record::Body;
-    use tpslab_analysis::verdict::{diagnose, Facts, FactsExt};
+    use tpslab_analysis::verdict::diagnose;
+
+    use tpslab_record::Body;
     let rec = Record::from_json(&fixture("diagnose.json")).unwrap();
     let Body::Diagnose(d) = &rec.body else {
         panic!("diagnose.json is a diagnose record")
     };
-    let facts = Facts::from_record(&d.before, Some(&d.probe));
+    let facts = tpslab_analysis::verdict::facts_of(&d.before, Some(&d.probe));
     assert!(
         facts.peak_drops_window <= facts.burst,
         "{} dropped within one burst interval, bursts of {}",
@@ -397,7 +398,7 @@ fn diagnose_fixture_is_what_the_analysis_computes_from_its_run() {
 #[test]
 fn an_interrupted_load_http_is_said_so() {
     let rec = Record::from_json(&fixture("load_http.json")).expect("fixture is a record");
-    let tpslab_analysis::record::Body::LoadHttp(l) = &rec.body else {
+    let tpslab_record::Body::LoadHttp(l) = &rec.body else {
         panic!("a load_http fixture")
     };
     let mut out = Vec::new();
@@ -423,7 +424,7 @@ fn an_interrupted_load_http_is_said_so() {
 fn an_interrupted_load_http_rates_the_time_load_was_sent() {
     let mut rec = Record::from_json(&fixture("load_http.json")).expect("fixture is a record");
     rec.meta.interrupted = true;
-    let tpslab_analysis::record::Body::LoadHttp(l) = &mut rec.body else {
+    let tpslab_record::Body::LoadHttp(l) = &mut rec.body else {
         panic!("a load http record")
     };
     // 1001 sent from 0 s to 0.5 s of a planned 1 s at 2000/s: 1000 gaps in 0.5 s.

@@ -6,9 +6,10 @@ use crate::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tpslab_analysis::record::{AgentInfo, Record, RunRecord};
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_plan::fleet::FleetPlan;
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::{AgentInfo, Record, RunRecord};
 
 /// One agent of a fleet.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +32,7 @@ impl AgentPlan {
     /// The plan's hash (hex) and this agent's share of the load: its own sequence space
     /// (the hash and its index in every datagram's run id). Errors: the index or the
     /// fleet's size out of range for the plan.
-    pub fn share(&self) -> Result<(String, tpslab_engine::load::LoadConfig)> {
+    pub fn share(&self) -> Result<(String, tpslab_plan::udp::LoadConfig)> {
         let hash = self.fleet.hash();
         let run_id =
             u64::from_str_radix(&hash[..16], 16).unwrap_or(0) ^ ((self.index as u64) << 48);
@@ -45,7 +46,7 @@ impl AgentPlan {
 #[derive(Debug, Clone)]
 pub struct Ready {
     hash: String,
-    load: tpslab_engine::load::LoadConfig,
+    load: tpslab_plan::udp::LoadConfig,
     clock: Option<tpslab_net::ClockStatus>,
     /// Seconds from the check to the start.
     wait_s: f64,
@@ -186,7 +187,7 @@ pub struct MergePlan {
 fn read_run(flag: &str, p: &Path) -> Result<RunRecord> {
     let rec = crate::input::read_record(flag, p)?;
     match rec.body {
-        tpslab_analysis::record::Body::UdpRun(r) | tpslab_analysis::record::Body::Watch(r) => Ok(r),
+        tpslab_record::Body::UdpRun(r) | tpslab_record::Body::Watch(r) => Ok(r),
         _ => bail!(
             "{}: a {} record; merge reads agents' records (udp_run) and a server's watch",
             p.display(),

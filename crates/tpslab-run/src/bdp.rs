@@ -1,9 +1,10 @@
 //! `bdp`: the buffers a rate needs over a path, against this host's TCP buffer settings.
 
 use anyhow::{bail, Result};
-use tpslab_analysis::bdp::{BdpRecord, HostBuffers, Need, MAX_TCP_WINDOW};
-use tpslab_analysis::record::{Body, Record};
+use tpslab_analysis::bdp::MAX_TCP_WINDOW;
 use tpslab_plan::bdp::BdpPlan;
+use tpslab_record::bdp::{BdpRecord, HostBuffers, Need};
+use tpslab_record::{Body, Record};
 
 /// This host's TCP buffer settings from /proc/sys (None where unreadable).
 pub fn host_buffers() -> HostBuffers {

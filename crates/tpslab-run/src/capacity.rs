@@ -14,17 +14,18 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
-use tpslab_analysis::capacity::{
-    CapacityLoad, CapacityPlan, CapacityRecord, CapacityRetry, CapacityStep, Conclusion,
-    StepStatus, StepVerdict,
-};
-use tpslab_analysis::record::{Body, Record};
-use tpslab_analysis::verdict::{diagnose, Diagnosis, Facts, FactsExt};
+use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::guard::HostGuard;
 use tpslab_engine::openloop::{run_load_http_live, run_load_tcp};
 use tpslab_engine::probe::probe_truesize;
 use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::capacity::{CapacityLoad, CapacityPlan};
+use tpslab_record::capacity::{
+    CapacityRecord, CapacityRetry, CapacityStep, Conclusion, StepStatus, StepVerdict,
+};
+use tpslab_record::verdict::{Diagnosis, Facts};
+use tpslab_record::{Body, Record};
 use watch::StreamWatch;
 
 /// Sets `stop` when `ctx` is stopped or `deadline` passes, until dropped.
@@ -67,7 +68,7 @@ impl Drop for Watchdog {
 /// rx_queue), as the layer and its evidence. Not when an error or rate objective broke
 /// too: the queue then explains only part of the failure.
 fn queued(d: &mut Diagnosis, f: &Facts, latency_only: bool) {
-    if !latency_only || d.case != tpslab_analysis::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
+    if !latency_only || d.case != tpslab_record::verdict::Case::NoLoss || f.rxq_max_bytes <= 0.0 {
         return;
     }
     d.layer =
@@ -76,7 +77,7 @@ fn queued(d: &mut Diagnosis, f: &Facts, latency_only: bool) {
         "Latency alone broke the objective: all {} datagrams were read and answered, after waiting in the server socket's receive queue (up to {:.0} B).",
         f.attempted, f.rxq_max_bytes
     );
-    d.evidence.push(tpslab_analysis::verdict::Evidence {
+    d.evidence.push(tpslab_record::verdict::Evidence {
         text: format!(
             "server socket rx_queue: mean {:.0} B, max {:.0} B{}",
             f.rxq_mean_bytes,
@@ -90,7 +91,7 @@ fn queued(d: &mut Diagnosis, f: &Facts, latency_only: bool) {
 
 /// A step's line for the terminal while the search runs: `step 3: 4,000 pps: pass (p99
 /// 310 us, loss 0 %)`.
-fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
+fn step_line(n: usize, s: &CapacityStep, unit: tpslab_plan::capacity::RateUnit) -> String {
     let p99 = s.latency_ns.map_or("no reply".to_string(), |l| {
         format!("p99 {}", latency_text(l[2] as f64))
     });
@@ -112,11 +113,11 @@ fn step_line(n: usize, s: &CapacityStep, unit: search::RateUnit) -> String {
 /// What a step leaves for its verdict: a UDP run's record, or what a TCP or HTTP step's
 /// window showed ([`StreamWatch`]).
 enum StepEvidence {
-    Udp(Box<tpslab_analysis::record::RunRecord>),
+    Udp(Box<tpslab_record::RunRecord>),
     /// The window's facts, and the window as a step for its response-time ledger.
     Stream(
         tpslab_analysis::capacity_stream::StreamFacts,
-        Option<Box<tpslab_analysis::ramp::StepResult>>,
+        Option<Box<tpslab_record::ramp::StepResult>>,
     ),
 }
 
@@ -182,7 +183,7 @@ fn run_step(
 /// every datagram, no reply), or sends refused (ECONNREFUSED: an ICMP port unreachable
 /// came back) with no reply read; TCP or HTTP: connections refused and nothing answered.
 fn no_listener(step: &CapacityStep, evidence: &StepEvidence) -> Option<String> {
-    use tpslab_analysis::verdict::Case;
+    use tpslab_record::verdict::Case;
     let case = step.verdict.as_ref().map(|v| v.case);
     match evidence {
         StepEvidence::Udp(rec) => {
@@ -491,7 +492,7 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
         let verdict = (status == StepStatus::Fail).then(|| {
             let d = match &evidence {
                 StepEvidence::Udp(rec) => {
-                    let facts = Facts::from_record(rec, probe.as_ref());
+                    let facts = tpslab_analysis::verdict::facts_of(rec, probe.as_ref());
                     let mut d = diagnose(&facts, probe.as_ref());
                     queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
                     d
@@ -608,7 +609,7 @@ pub struct TcpFlags {
     pub pid: Option<u32>,
     /// `--server-work`, `--server-serial` (default 10ms, as `ramp tcp`'s),
     /// `--serialize`, `--server-threads`.
-    pub builtin: search::BuiltinTcpServer,
+    pub builtin: tpslab_plan::capacity::BuiltinTcpServer,
     /// `--start-rate`, `--step-duration`, `--warmup`.
     pub rate: f64,
     /// The measured window of each step.
@@ -624,7 +625,7 @@ pub const BUILTIN_SERIAL: Duration = Duration::from_millis(10);
 /// bytes with "ping" every 64 and a length prefix, or the payload file's bytes), the
 /// server (HOST:PORT resolved and `--pid` checked; `--server-cmd`; or tpslab's own,
 /// whose `--server-*` settings apply only to it). Errors: one line naming the flag(s).
-pub fn tcp_step(f: &TcpFlags) -> Result<search::TcpStep> {
+pub fn tcp_step(f: &TcpFlags) -> Result<tpslab_plan::capacity::TcpStep> {
     use anyhow::{anyhow, bail};
     let framing = tpslab_plan::framing::Framing::parse(&f.framing).map_err(|e| anyhow!("--{e}"))?;
     let payload = match &f.payload_file {
@@ -671,7 +672,7 @@ pub fn tcp_step(f: &TcpFlags) -> Result<search::TcpStep> {
             (unstarted, Some(b))
         }
     };
-    Ok(search::TcpStep {
+    Ok(tpslab_plan::capacity::TcpStep {
         target,
         request_bytes: request.len() as u64,
         request,

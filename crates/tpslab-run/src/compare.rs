@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 use std::path::PathBuf;
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::{Body, Record};
 
 /// Reads every record named (a file written by `--json`, `-` for standard input, or
 /// `history:ID` for a run of the history), then compares each later one with the first.

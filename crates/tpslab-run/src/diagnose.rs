@@ -10,15 +10,16 @@ use anyhow::Result;
 use rerun::{cannot_restart, rerun_argv, sh_line};
 use std::ffi::OsString;
 use std::time::Duration;
-use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
-use tpslab_analysis::verdict::{diagnose, Facts, Fix};
+use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::load::LoadConfig;
 use tpslab_engine::probe::probe_truesize;
-use tpslab_engine::server::ServerConfig;
-use tpslab_engine::udp_run::{run_udp, run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::{run_udp, run_udp_streamed};
 use tpslab_net::sched::SchedPolicy;
+use tpslab_plan::udp::LoadConfig;
+use tpslab_plan::udp::ServerConfig;
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::verdict::Fix;
+use tpslab_record::{Body, DiagnoseRecord, NotVerified, Record, RunRecord};
 
 /// S1's mean rate where the host can drain it (datagrams per second).
 pub const S1_RATE_PPS: f64 = 100_000.0;
@@ -335,7 +336,7 @@ pub fn run(plan: &DiagnosePlan, ctx: &Ctx) -> Result<Record> {
     let before = ctx.phase("run 1: as is", run_secs(&first), || {
         run_once(&plan.server, first.clone(), ctx)
     })?;
-    let facts = Facts::from_record(&before, Some(&probe));
+    let facts = tpslab_analysis::verdict::facts_of(&before, Some(&probe));
     let diag = diagnose(&facts, Some(&probe));
     let mut v = Verification::default();
     if plan.verify && !ctx.stopped() {

@@ -5,11 +5,12 @@
 use crate::Started;
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
-use tpslab_analysis::doctor::{self, judged_paths, DoctorRecord};
-use tpslab_analysis::record::{Body, Record};
+use tpslab_analysis::doctor::{self, judged_paths};
 use tpslab_engine::hostconf;
 use tpslab_plan::doctor::Workload;
 use tpslab_proc::pool_conf::PoolConf;
+use tpslab_record::doctor::DoctorRecord;
+use tpslab_record::{Body, Record};
 
 /// A validated audit.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::{Body, Record};
 
 /// The schema this release writes and reads.
 const SCHEMA_VERSION: i64 = 1;

@@ -37,12 +37,11 @@ pub fn read_text(flag: &str, path: &Path, cap: u64, stdin: bool) -> Result<Strin
 
 /// Reads one record file named by `flag` (`""` for a positional argument; `-`: standard
 /// input), at most [`RECORD_MAX_BYTES`], and checks it
-/// ([`tpslab_analysis::record::Record::from_json`]). Errors (one line naming the flag and
+/// ([`tpslab_record::Record::from_json`]). Errors (one line naming the flag and
 /// the file): see [`read_text`], not a record, a record holding what no run writes.
-pub fn read_record(flag: &str, path: &Path) -> Result<tpslab_analysis::record::Record> {
+pub fn read_record(flag: &str, path: &Path) -> Result<tpslab_record::Record> {
     let text = read_text(flag, path, RECORD_MAX_BYTES, true)?;
-    tpslab_analysis::record::Record::from_json(&text)
-        .map_err(|e| anyhow!("{}: {e}", name(flag, path)))
+    tpslab_record::Record::from_json(&text).map_err(|e| anyhow!("{}: {e}", name(flag, path)))
 }
 
 /// Reads and checks a fleet plan named by `--plan` (`-`: standard input, when `stdin`),

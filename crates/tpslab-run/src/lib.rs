@@ -2,7 +2,7 @@
 //!
 //! A workflow takes a plan (validated by `tpslab-plan`) and a [`Ctx`] (the stop signal, the
 //! per-interval live sink, progress), drives the engine, and returns one
-//! `tpslab_analysis::record::Record`; it prints nothing and decides no exit code. The
+//! `tpslab_record::Record`; it prints nothing and decides no exit code. The
 //! binary (`src/`) builds plans from flags and hands the record to its one epilogue
 //! (files, history, terminal, exit code). Another front end (a live view, an HTTP API, a
 //! library user) calls the same functions.
@@ -52,7 +52,7 @@ pub trait Progress: Send + Sync {
 
     /// A capacity search's steps judged so far (the whole list, after each step), for a
     /// live view; shown nowhere else.
-    fn capacity_steps(&self, _steps: &[tpslab_analysis::capacity::CapacityStep]) {}
+    fn capacity_steps(&self, _steps: &[tpslab_record::capacity::CapacityStep]) {}
 }
 
 /// Progress that shows nothing: for tests and library users.
@@ -107,7 +107,7 @@ impl Ctx {
 /// When a command started, for its record's metadata: this host's facts, the wall clock
 /// (ms since the Unix epoch) and the monotonic clock.
 pub struct Started {
-    env: tpslab_analysis::record::Environment,
+    env: tpslab_record::Environment,
     unix_ms: u64,
     t0: u64,
 }
@@ -125,12 +125,12 @@ impl Started {
     }
 
     /// The metadata of a command that ran from then until now.
-    pub fn meta(&self, interrupted: bool) -> tpslab_analysis::record::Meta {
+    pub fn meta(&self, interrupted: bool) -> tpslab_record::Meta {
         self.meta_for((tpslab_net::mono_ns() - self.t0) as f64 / 1e9, interrupted)
     }
 
     /// The metadata of a command that ran for `elapsed_s` seconds (measured by it).
-    pub fn meta_for(&self, elapsed_s: f64, interrupted: bool) -> tpslab_analysis::record::Meta {
-        tpslab_analysis::record::Meta::new(&self.env, self.unix_ms, elapsed_s, interrupted)
+    pub fn meta_for(&self, elapsed_s: f64, interrupted: bool) -> tpslab_record::Meta {
+        tpslab_record::Meta::new(&self.env, self.unix_ms, elapsed_s, interrupted)
     }
 }

@@ -3,8 +3,8 @@
 
 use anyhow::Result;
 use std::sync::atomic::Ordering::Relaxed;
-use tpslab_analysis::record::{Body, Record};
 use tpslab_plan::load_http::LoadHttpPlan;
+use tpslab_record::{Body, Record};
 
 use crate::{Ctx, Started};
 

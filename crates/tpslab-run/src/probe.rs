@@ -8,13 +8,11 @@ use crate::{Ctx, Started};
 use anyhow::{anyhow, Result};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use tpslab_analysis::doctor::{pool, workload};
-use tpslab_analysis::idle::{
-    active_ends, bracket, control_end_explained, keepalive_counts, Fate, IdleRecord,
-    KeepaliveCounts, PoolRecord,
-};
-use tpslab_analysis::record::{Body, Record};
+use tpslab_analysis::idle::{active_ends, bracket, control_end_explained, keepalive_counts};
 use tpslab_plan::probe::{IdlePlan, IdleTarget, PoolPlan, ResponderPlan};
 use tpslab_proc::pool_conf::PoolConf;
+use tpslab_record::idle::{Fate, IdleRecord, KeepaliveCounts, PoolRecord};
+use tpslab_record::{Body, Record};
 
 /// The host settings an idle study is judged against (/proc/sys paths).
 const KEEPALIVE_SETTINGS: [&str; 5] = [
@@ -220,7 +218,7 @@ impl Responder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::idle::Conn;
+    use tpslab_record::idle::Conn;
 
     fn record(control: Fate, udp: bool) -> IdleRecord {
         let target = IdleTarget::Server {

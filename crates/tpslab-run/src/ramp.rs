@@ -8,12 +8,13 @@ use crate::{Ctx, Started};
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tpslab_analysis::record::{Body, RampReport, Record};
 use tpslab_engine::ramp::run_ramp_with;
 use tpslab_engine::rr::frame;
 use tpslab_plan::limits::MAX_UDP_PAYLOAD;
+use tpslab_record::{Body, RampReport, Record};
 
-pub use tpslab_analysis::ramp::{RampPlan, RampProto, StepResult};
+use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_record::ramp::StepResult;
 
 mod flags;
 pub use flags::{HttpFlags, RampFlags};

@@ -4,7 +4,7 @@
 use anyhow::{anyhow, bail, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tpslab_analysis::record::Record;
+use tpslab_record::Record;
 use tpslab_report::Format;
 
 /// The records to render, how, and the HTML page to write instead.

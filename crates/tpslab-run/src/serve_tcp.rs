@@ -5,11 +5,11 @@
 use crate::{Ctx, Started};
 use anyhow::Result;
 use std::time::Duration;
-use tpslab_analysis::record::tcp::ServeTcpRecord;
-use tpslab_analysis::record::{Body, Record};
 use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
 use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
 use tpslab_plan::tcp::{ServeTcpMode, ServeTcpPlan};
+use tpslab_record::tcp::ServeTcpRecord;
+use tpslab_record::{Body, Record};
 
 /// The server running: the stream kind or the request/response kind.
 enum Running {

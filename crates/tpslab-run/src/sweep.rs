@@ -6,12 +6,13 @@
 use crate::Ctx;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::{Body, Record, RunRecord, SweepReport};
-use tpslab_analysis::sweep::{analyse, RunMetrics, SweepRun};
+use tpslab_analysis::sweep::analyse;
 use tpslab_engine::guard::HostGuard;
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::udp_run::run_udp_streamed;
 use tpslab_plan::sweep::{cell_config, cells, check_plan, run_order, Cell, SweepPlan as Plan};
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::sweep::{RunMetrics, SweepRun};
+use tpslab_record::{Body, Record, RunRecord, SweepReport};
 
 /// The file of a sweep's plan in its folder.
 pub fn plan_path(out: &Path) -> PathBuf {
@@ -256,7 +257,7 @@ pub fn run(
         runs.push(SweepRun {
             cell: c,
             rep,
-            metrics: RunMetrics::of(&rec),
+            metrics: tpslab_analysis::sweep::metrics(&rec),
         });
         on(Event::Done {
             done: runs.len(),

@@ -7,13 +7,12 @@ use crate::{Ctx, Started};
 use anyhow::{anyhow, Result};
 use std::time::Duration;
 use tpslab_analysis::bdp;
-use tpslab_analysis::prelude::*;
-use tpslab_analysis::record::tcp::{TcpRun, WatchedReport};
-use tpslab_analysis::record::{Body, Record, TcpRecord};
-use tpslab_analysis::tcp::Limit;
 use tpslab_engine::tcpflow;
 use tpslab_plan::tcp::{TcpMode, TcpPlan};
 use tpslab_plan::time::nanos;
+use tpslab_record::tcp::Limit;
+use tpslab_record::tcp::TcpRun;
+use tpslab_record::{Body, Record, TcpRecord};
 
 /// Runs the plan and returns its record (kind tcp). `on_lab_run(record, i)` is called as
 /// soon as the lab's run `i` has ended (0: as planned; 1: the re-run with the recommended
@@ -46,7 +45,8 @@ pub fn run(
             let f = ctx.phase("tcp flow", secs, || {
                 tcpflow::run_flow(s, flow, connect_ns, &ctx.stop)
             })?;
-            rec.runs.push(TcpRun::judge(f, None, nanos(&plan.skip)));
+            rec.runs
+                .push(tpslab_analysis::tcp::judge_run(f, None, nanos(&plan.skip)));
         }
         TcpMode::Lab { .. } => lab(&mut rec, ctx, on_lab_run)?,
         TcpMode::Watch { pid, port } => {
@@ -64,7 +64,7 @@ pub fn run(
             rec.thread_waits = waits.map(|w| w.finish());
             rec.watched = flows
                 .into_iter()
-                .map(|f| WatchedReport::judge(f, nanos(&plan.skip)))
+                .map(|f| tpslab_analysis::tcp::judge_watched(f, nanos(&plan.skip)))
                 .collect();
         }
     }
@@ -107,7 +107,11 @@ fn lab(
                     anyhow!("{e}")
                 }
             })?;
-        Ok(TcpRun::judge(flow, Some(stats), nanos(&plan.skip)))
+        Ok(tpslab_analysis::tcp::judge_run(
+            flow,
+            Some(stats),
+            nanos(&plan.skip),
+        ))
     };
     rec.runs.push(run(plan.sndbuf, sink_rcvbuf)?);
     on_run(rec, 0)?;

@@ -6,11 +6,13 @@ use crate::{Ctx, Started};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tpslab_analysis::record::{Body, Record, RunRecord, ServeRecord, ServerReport};
 use tpslab_engine::observe::{Observer, ObserverConfig};
-use tpslab_engine::server::{ServerConfig, UdpServer};
-use tpslab_engine::udp_run::{run_udp_streamed, UdpRunPlan};
+use tpslab_engine::server::UdpServer;
+use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_plan::udp::ServerConfig;
+use tpslab_plan::udp::UdpRunPlan;
 use tpslab_plan::udp::{RunPlan, WatchPlan};
+use tpslab_record::{Body, Record, RunRecord, ServeRecord, ServerReport};
 
 /// `serve udp`: the reference server's settings, and how long it serves (None: until
 /// stopped).
@@ -211,7 +213,7 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
         interrupted: ctx.stopped(),
         plan: Some(RunPlan::Watch(plan.clone())),
         environment: tpslab_engine::env::environment(),
-        target: target.map(|t| tpslab_analysis::record::TargetProcess {
+        target: target.map(|t| tpslab_record::TargetProcess {
             // Its reads and sends counted on its threads (root, tracepoints).
             exact_counts: rep.deltas.contains_key("server_io_read"),
             ..t

@@ -208,7 +208,7 @@ fn pct_text(v: f64) -> String {
 pub fn value(o: &Objective, f: &StepFigures) -> Option<f64> {
     match o {
         Objective::Latency { quantile, .. } => {
-            let i = tpslab_record::capacity::Quantile::ALL
+            let i = tpslab_plan::capacity::Quantile::ALL
                 .iter()
                 .position(|q| q == quantile)?;
             f.latency_ns.map(|l| l[i] as f64)

@@ -2,15 +2,14 @@
 //! ramp, a TCP flow.
 
 use super::{flatten, Figures, Key, Settings, BATCHES};
-use crate::experiment::{Domain, EstimateExt};
-use tpslab_record::estimate::Estimate;
+use crate::experiment::Domain;
 
 /// A capacity search's settings, flattened: its plan without what changes every run (a
 /// UDP run's identifier; the address and PID of a server tpslab started, by
 /// `--server-cmd` or its own TCP server, whose port is drawn anew each time), and with
 /// `--fix-and-retry` the change the second search ran with (`retry applied`).
 pub(super) fn capacity_settings(c: &tpslab_record::capacity::CapacityRecord) -> Settings {
-    use tpslab_record::capacity::CapacityLoad;
+    use tpslab_plan::capacity::CapacityLoad;
     let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
     if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut()) {
         // Every run draws its own identifier.
@@ -77,7 +76,7 @@ pub(super) fn capacity_figures(c: &tpslab_record::capacity::CapacityRecord) -> F
                     source: source.into(),
                     domain: Domain::NonNegative,
                 },
-                Estimate::of(&[v], Domain::NonNegative),
+                crate::experiment::estimate(&[v], Domain::NonNegative),
             ));
         }
     }
@@ -99,7 +98,7 @@ pub(super) fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
                 "completed requests / measured time of the step",
                 Domain::NonNegative,
             ),
-            Estimate::of(&[s.tps], Domain::NonNegative),
+            crate::experiment::estimate(&[s.tps], Domain::NonNegative),
         ));
         out.push((
             key(
@@ -107,7 +106,7 @@ pub(super) fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
                 "HDR histogram of the step's response times",
                 Domain::NonNegative,
             ),
-            Estimate::of(&[s.response.p99_ns as f64 / 1e6], Domain::NonNegative),
+            crate::experiment::estimate(&[s.response.p99_ns as f64 / 1e6], Domain::NonNegative),
         ));
     }
     if let Some(u) = &r.analysis.usl {
@@ -117,7 +116,7 @@ pub(super) fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
                 "USL fit to the steps",
                 Domain::Real,
             ),
-            Estimate::of(&[u.sigma], Domain::Real),
+            crate::experiment::estimate(&[u.sigma], Domain::Real),
         ));
         out.push((
             key(
@@ -125,7 +124,7 @@ pub(super) fn ramp_figures(r: &tpslab_record::RampReport) -> Figures {
                 "USL fit to the steps",
                 Domain::Real,
             ),
-            Estimate::of(&[u.kappa], Domain::Real),
+            crate::experiment::estimate(&[u.kappa], Domain::Real),
         ));
     }
     out
@@ -172,7 +171,7 @@ pub(super) fn tcp_figures(t: &tpslab_record::TcpRecord) -> Figures {
                 source: "TCP_INFO tcpi_bytes_acked, per batch".into(),
                 domain: Domain::NonNegative,
             },
-            Estimate::of(&thr, Domain::NonNegative),
+            crate::experiment::estimate(&thr, Domain::NonNegative),
         ));
         out.push((
             Key {
@@ -180,7 +179,7 @@ pub(super) fn tcp_figures(t: &tpslab_record::TcpRecord) -> Figures {
                 source: "TCP_INFO tcpi_rtt, mean per batch".into(),
                 domain: Domain::NonNegative,
             },
-            Estimate::of(&rtt, Domain::NonNegative),
+            crate::experiment::estimate(&rtt, Domain::NonNegative),
         ));
     }
     out

@@ -43,6 +43,9 @@ fn tcp_capacity(
     hi: f64,
 ) -> tpslab_record::capacity::CapacityRecord {
     use std::time::Duration;
+    use tpslab_plan::capacity::{
+        BuiltinTcpServer, CapacityLoad, CapacityPlan, CapacitySearch, RateUnit, Slo, TcpStep,
+    };
     use tpslab_record::capacity::*;
     CapacityRecord {
         plan: CapacityPlan {
@@ -106,7 +109,7 @@ fn a_started_servers_port_and_pid_are_no_difference_someones_server_is() {
         (&mut cmd_b, "srv --fast {port}"),
     ] {
         c.plan.server_cmd = Some(srv.into());
-        if let tpslab_record::capacity::CapacityLoad::Tcp(t) = &mut c.plan.load {
+        if let tpslab_plan::capacity::CapacityLoad::Tcp(t) = &mut c.plan.load {
             t.builtin = None;
         }
     }

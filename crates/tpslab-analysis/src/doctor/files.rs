@@ -1,11 +1,12 @@
 //! The sysctl files a host applies at boot, judged against each other and against what
 //! runs now ([`audit`]), and the memory limits that count pages ([`memory`]).
 
-use super::{dotted, numbers, Finding, Fix, Running, Severity};
+use super::{dotted, numbers};
 use std::collections::BTreeMap;
 use tpslab_proc::sysctl_conf::ConfEntry;
+use tpslab_record::doctor::{Finding, Fix, Running, Severity};
 
-pub use tpslab_record::doctor::ConfFile;
+use tpslab_record::doctor::ConfFile;
 
 /// Pairs whose order matters: (smaller, larger, why).
 const PAIRS: &[(&str, &str, &str)] = &[

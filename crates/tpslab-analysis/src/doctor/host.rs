@@ -2,9 +2,9 @@
 //! frequency governor. What a host does not show (a VM without cpufreq, a NIC whose
 //! driver reports no rings) is listed as skipped with the reason, not judged.
 
-use super::{Finding, Fix, Severity};
+use tpslab_record::doctor::{Finding, Fix, Severity};
 
-pub use tpslab_record::doctor::{HostFacts, Nic};
+use tpslab_record::doctor::HostFacts;
 
 /// A CPU mask with every one of `cpus` CPUs, as rps_cpus takes it (comma every 32 bits).
 fn all_cpus_mask(cpus: u64) -> String {
@@ -102,6 +102,7 @@ pub fn judge(h: &HostFacts) -> Vec<Finding> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+    use tpslab_record::doctor::Nic;
 
     /// This machine: one virtio NIC, 256 of 256 descriptors, one queue, 2 CPUs.
     fn this_machine() -> HostFacts {

@@ -17,11 +17,8 @@ pub mod workload;
 
 use tpslab_plan::doctor::Workload;
 
-pub use files::{audit, ConfFile};
-pub use host::HostFacts;
-pub use tpslab_record::doctor::{
-    DoctorRecord, Finding, Fix, KnownSysctl, Running, Scope, Severity,
-};
+pub use files::audit;
+use tpslab_record::doctor::{DoctorRecord, Finding, Fix, Running, Severity};
 
 /// The network sysctls doctor always reads, with what each one governs.
 pub const KNOWN: &[(&str, &str)] = &[

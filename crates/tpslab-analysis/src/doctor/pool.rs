@@ -3,8 +3,8 @@
 //! the value that fixes it. c3p0 (seconds), HikariCP (milliseconds), pgbouncer (seconds).
 
 use super::workload::PathSeen;
-use super::{Finding, Fix, Severity};
 use tpslab_proc::pool_conf::{PoolConf, PoolKind, PoolSetting};
+use tpslab_record::doctor::{Finding, Fix, Severity};
 
 /// A whole-number setting (`path:line: key "x" is not a whole number` when it is not).
 fn num(conf: &PoolConf, s: Option<&PoolSetting>) -> Result<Option<(u64, String)>, String> {

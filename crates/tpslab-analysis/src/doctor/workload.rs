@@ -4,11 +4,12 @@
 //! [`crate::bdp`]), a pool's idle connections against a middlebox's idle timeout
 //! (keepalive and retransmission give-up, [`crate::tcp_timers`]).
 
-use super::{number, numbers, DoctorRecord, Finding, Fix, Running, Severity};
+use super::{number, numbers};
 use crate::bdp;
 use crate::buffer::{burst_need, capacity_datagrams};
 use crate::tcp_timers::{keepalive_dead_after_s, retries2_give_up_ms, RTO_MAX_DEFAULT_MS};
 use tpslab_plan::doctor::Workload;
+use tpslab_record::doctor::{DoctorRecord, Finding, Fix, Running, Severity};
 
 use super::path_seen::data_only_fix;
 pub use super::path_seen::PathSeen;
@@ -360,7 +361,8 @@ pub fn pool(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{diagnose, Facts};
+    use crate::verdict::diagnose;
+    use tpslab_record::verdict::Facts;
 
     fn running(pairs: &[(&str, &str)]) -> Running {
         pairs

@@ -5,9 +5,11 @@ use super::facts::usable_threads;
 use super::words::{
     cpu, ev, loss_text, on_wire, pct, raise_lines, rxq, server_starved, server_waits, sysctl_lines,
 };
-use super::{Evidence, Facts, Fix, Recommendation};
-use crate::buffer::{buffer_need, BufferNeed, BACKLOG_MARGIN};
-use crate::runtime::{self, Runtime};
+use crate::buffer::{buffer_need, BACKLOG_MARGIN};
+use crate::runtime;
+use tpslab_record::buffer::BufferNeed;
+use tpslab_record::runtime::Runtime;
+use tpslab_record::verdict::{Evidence, Facts, Fix, Recommendation};
 
 mod buffer;
 mod slow;

@@ -1,15 +1,15 @@
 //! The facts the verdict rules look at, extracted from a run record: each from a named
 //! counter or series (see the field docs), and the server's drain while datagrams waited.
 
-use crate::buffer::TruesizeProbe;
-use crate::waits::{ThreadStatesExt, ThreadWaitsExt};
-pub use tpslab_record::verdict::Facts;
-use tpslab_record::{MatchMode, RunRecord};
+use tpslab_plan::udp::MatchMode;
+use tpslab_record::buffer::TruesizeProbe;
+use tpslab_record::verdict::Facts;
+use tpslab_record::RunRecord;
 
 /// The largest blocking wait of `w` other than for the network, when 15 % of the time or
 /// more: what it waited on (with the system call) and its share, percent.
-fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
-    use crate::waits::WaitClass::*;
+fn blocked_on(w: &tpslab_record::waits::ThreadWaits) -> Option<(String, f64)> {
+    use tpslab_record::waits::WaitClass::*;
     let p = &w.process;
     [Lock, Sleep, Disk, File, Child]
         .into_iter()
@@ -17,9 +17,8 @@ fn blocked_on(w: &crate::waits::ThreadWaits) -> Option<(String, f64)> {
         .filter(|&(_, share)| share >= 15.0)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, share)| {
-            let call = p
-                .top_syscall(c)
-                .map_or(String::new(), |s| format!(" (in {s})"));
+            let call =
+                crate::waits::top_syscall(p, c).map_or(String::new(), |s| format!(" (in {s})"));
             let on = match c {
                 Lock => "a lock",
                 Sleep => "a sleep",
@@ -65,13 +64,13 @@ fn group(
 /// (None without reading threads).
 fn reader(
     t: &tpslab_record::TargetSocket,
-    waits: Option<&crate::waits::ThreadWaits>,
+    waits: Option<&tpslab_record::waits::ThreadWaits>,
 ) -> Option<tpslab_record::verdict::GroupReader> {
     let first = t.readers.first()?;
     let mut pids: Vec<u32> = t.readers.iter().map(|r| r.pid).collect();
     pids.sort_unstable();
     pids.dedup();
-    let threads: Vec<&crate::waits::ThreadWait> = waits
+    let threads: Vec<&tpslab_record::waits::ThreadWait> = waits
         .map(|w| {
             w.threads
                 .iter()
@@ -80,7 +79,7 @@ fn reader(
         })
         .unwrap_or_default();
     let states = (!threads.is_empty()).then(|| {
-        let mut st = crate::waits::ThreadStates::default();
+        let mut st = tpslab_record::waits::ThreadStates::default();
         for th in &threads {
             st.merge(&th.states);
         }
@@ -95,196 +94,188 @@ fn reader(
     })
 }
 
-/// Reading the [`Facts`] (a record type) off a run record: `Facts::from_record(...)` with
-/// this trait in scope (`use tpslab_analysis::prelude::*`).
-pub trait FactsExt {
-    /// Extracts the facts from a run record and an optional truesize probe.
-    fn from_record(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts;
-}
-
-impl FactsExt for Facts {
-    fn from_record(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
-        let mut f = Facts {
-            gen_valid: true,
-            ..Default::default()
-        };
-        let sysctl = |k: &str| {
-            rec.environment
-                .sysctls
-                .get(k)
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        };
-        f.rmem_max = sysctl("net.core.rmem_max");
-        f.rmem_default = sysctl("net.core.rmem_default");
-        f.netdev_max_backlog = sysctl("net.core.netdev_max_backlog");
-        f.cpus = rec.environment.cpus.max(1);
-        f.truesize_bytes = probe.map(|p| p.truesize_bytes()).filter(|&t| t > 0);
-        if let Some(g) = &rec.generator {
-            f.gen_valid = g.valid;
-            f.gen_reasons = g.invalid_reasons.clone();
-            f.window_loss_pct = g.window_loss_pct;
-            f.replies = g.match_mode != MatchMode::None;
-            f.replies_read = g.replies_read;
-            f.offered_pps = g.rate_pps;
-            f.burst = g.burst;
-            f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
-            f.size_bytes = g.size_bytes as u64;
-            f.target = g.target.clone();
-            f.port = g
-                .target
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
-        }
-        if let Some(l) = &rec.ledger {
-            let r = &l.request;
-            f.attempted = r.attempted;
-            f.delivered = r.count("delivered");
-            f.socket_drops = r.count("socket_drops");
-            f.softnet_drops = r.count("softnet_drops");
-            f.nic_drops = r.count("nic_drops");
-            f.no_ports = r.count("no_ports");
-            f.send_failed = r.count("send_failed");
-            f.unattributed = r.unattributed;
-            f.lost_total = r.lost();
-            f.inconsistent = r.inconsistent.clone();
-            let mut kernel: Vec<(String, u64, u64)> = vec![];
-            let paths = [Some(r), l.reply.as_ref()];
-            for (i, p) in paths.iter().enumerate() {
-                for row in p.iter().flat_map(|p| &p.rows) {
-                    let Some(reason) = row.layer.strip_prefix("kernel:") else {
-                        continue;
-                    };
-                    let at = match kernel.iter().position(|k| k.0 == reason) {
-                        Some(at) => at,
-                        None => {
-                            kernel.push((reason.to_string(), 0, 0));
-                            kernel.len() - 1
-                        }
-                    };
-                    if i == 0 {
-                        kernel[at].1 += row.count;
-                    } else {
-                        kernel[at].2 += row.count;
-                    }
-                }
-            }
-            kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
-            f.kernel_drops = kernel;
-            if let Some(p) = &l.reply {
-                f.reply_attempted = p.attempted;
-                f.reply_failed = p.count("send_failed");
-                f.not_answered = p.count("not_answered");
-                f.reply_unattributed = p.unattributed;
-                f.reply_softnet_drops = p.count("softnet_drops");
-                f.nic_drops += p.count("nic_drops");
-                f.lost_total += p.lost();
-                if f.inconsistent.is_none() {
-                    f.inconsistent = p.inconsistent.clone();
-                }
-            }
-        }
-        f.frames = rec.generator.as_ref().and_then(|g| g.frames.clone());
-        f.sends_refused_by = sends_refused_by(rec, f.reply_failed);
-        if let Some(s) = &rec.server {
-            f.ours = true;
-            // rx_queue is summed over the server's sockets: compare with their summed limit.
-            f.limit_bytes = Some(s.rcvbuf_granted_bytes * s.threads.max(1) as u64);
-            f.threads = s.threads;
-            f.batch = s.batch;
-            f.steer = s.reuseport_steer;
-        }
-        if let Some(t) = &rec.target {
-            f.runtime = Some(t.runtime);
-            f.exact_server = t.exact_counts;
-            f.pid = Some(t.pid);
-            f.pid_single_thread = t.threads == 1 && t.others.is_empty();
-        }
-        f.reads_unknown = reads_unknown(rec);
-        if let Some(o) = &rec.observer {
-            f.reader_threads = o.target_reader_threads;
-            f.server_sockets = o
-                .deltas
-                .get("server_sockets_found")
-                .map_or(0, |&n| n as usize);
-            f.group = group(o, rec.server.as_ref());
-            if !f.group.is_empty() {
-                // What a group's balance depends on (asked only of a group).
-                f.flows = rec
-                    .generator
-                    .as_ref()
-                    .map(|g| g.socket_inodes.len())
-                    .filter(|&n| n > 0);
-            }
-            if let Some(w) = &o.thread_waits {
-                // Threads parked in one wait the whole run with no CPU time (a JVM's
-                // helpers in a futex) say nothing of where requests wait.
-                let (w, idle) = crate::waits::without_idle(w);
-                f.waits_headline = w.headline().map(|h| match idle {
-                    0 => h,
-                    n => format!(
-                        "{h} ({n} idle thread{} left out: parked in one wait the whole run, no CPU time)",
-                        if n == 1 { "" } else { "s" }
-                    ),
-                });
-                f.blocked_on = blocked_on(&w);
-            }
-            if !o.target_rcvbuf_bytes.is_empty() {
-                f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
-                // rx_queue is summed over the sockets: so is the limit; not from part of
-                // a SO_REUSEPORT group (a record from before the observer's UDP dump
-                // holds one member's limit): a queue summed over four sockets against one
-                // socket's limit would read as fuller than full.
-                if !f.ours && f.group.len() <= f.sk_rcvbufs.len() {
-                    f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
-                }
-            }
-            if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
-                // The summary's maximum covers every sample, also ones a long run thinned.
-                let max = q.iter().cloned().fold(0.0, f64::max).max(
-                    o.summaries
-                        .get("server_rx_queue_bytes")
-                        .map_or(0.0, |s| s.max),
-                );
-                f.rxq_max_bytes = max;
-                f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
-                let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
-                let full_at = 0.75 * limit;
-                if limit > 0.0 && !q.is_empty() {
-                    let n = q.len() as f64;
-                    f.rxq_share_full =
-                        q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
-                    f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
-                }
-            }
-            if let Some(d) = o.series.values.get("server_drops_per_s") {
-                // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
-                let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
-                let counts: Vec<f64> = d
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
-                    .collect();
-                let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
-                (f.peak_drops_window, f.peak_drops_window_uncapped) =
-                    crate::buffer::peak_burst_drops(&t, &counts, window, f.burst);
-            }
-            if let Some(c) = o.summaries.get("target_cpu_pct") {
-                f.server_cpu_mean_pct = c.mean;
-            }
-            let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
-            let dr = drain(o);
-            (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
-            f.backlog_runq_pct = dr.runq_pct;
-            if run_ns > 0 && f.delivered > 0 {
-                let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
-                f.cpu_capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
-            }
-            f.capacity_pps = f.drain_pps.or(f.cpu_capacity_pps);
-        }
-        f
+/// Extracts the facts from a run record and an optional truesize probe.
+pub fn facts_of(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
+    let mut f = Facts {
+        gen_valid: true,
+        ..Default::default()
+    };
+    let sysctl = |k: &str| {
+        rec.environment
+            .sysctls
+            .get(k)
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    f.rmem_max = sysctl("net.core.rmem_max");
+    f.rmem_default = sysctl("net.core.rmem_default");
+    f.netdev_max_backlog = sysctl("net.core.netdev_max_backlog");
+    f.cpus = rec.environment.cpus.max(1);
+    f.truesize_bytes = probe.map(|p| p.truesize_bytes()).filter(|&t| t > 0);
+    if let Some(g) = &rec.generator {
+        f.gen_valid = g.valid;
+        f.gen_reasons = g.invalid_reasons.clone();
+        f.window_loss_pct = g.window_loss_pct;
+        f.replies = g.match_mode != MatchMode::None;
+        f.replies_read = g.replies_read;
+        f.offered_pps = g.rate_pps;
+        f.burst = g.burst;
+        f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
+        f.size_bytes = g.size_bytes as u64;
+        f.target = g.target.clone();
+        f.port = g
+            .target
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
     }
+    if let Some(l) = &rec.ledger {
+        let r = &l.request;
+        f.attempted = r.attempted;
+        f.delivered = r.count("delivered");
+        f.socket_drops = r.count("socket_drops");
+        f.softnet_drops = r.count("softnet_drops");
+        f.nic_drops = r.count("nic_drops");
+        f.no_ports = r.count("no_ports");
+        f.send_failed = r.count("send_failed");
+        f.unattributed = r.unattributed;
+        f.lost_total = r.lost();
+        f.inconsistent = r.inconsistent.clone();
+        let mut kernel: Vec<(String, u64, u64)> = vec![];
+        let paths = [Some(r), l.reply.as_ref()];
+        for (i, p) in paths.iter().enumerate() {
+            for row in p.iter().flat_map(|p| &p.rows) {
+                let Some(reason) = row.layer.strip_prefix("kernel:") else {
+                    continue;
+                };
+                let at = match kernel.iter().position(|k| k.0 == reason) {
+                    Some(at) => at,
+                    None => {
+                        kernel.push((reason.to_string(), 0, 0));
+                        kernel.len() - 1
+                    }
+                };
+                if i == 0 {
+                    kernel[at].1 += row.count;
+                } else {
+                    kernel[at].2 += row.count;
+                }
+            }
+        }
+        kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+        f.kernel_drops = kernel;
+        if let Some(p) = &l.reply {
+            f.reply_attempted = p.attempted;
+            f.reply_failed = p.count("send_failed");
+            f.not_answered = p.count("not_answered");
+            f.reply_unattributed = p.unattributed;
+            f.reply_softnet_drops = p.count("softnet_drops");
+            f.nic_drops += p.count("nic_drops");
+            f.lost_total += p.lost();
+            if f.inconsistent.is_none() {
+                f.inconsistent = p.inconsistent.clone();
+            }
+        }
+    }
+    f.frames = rec.generator.as_ref().and_then(|g| g.frames.clone());
+    f.sends_refused_by = sends_refused_by(rec, f.reply_failed);
+    if let Some(s) = &rec.server {
+        f.ours = true;
+        // rx_queue is summed over the server's sockets: compare with their summed limit.
+        f.limit_bytes = Some(s.rcvbuf_granted_bytes * s.threads.max(1) as u64);
+        f.threads = s.threads;
+        f.batch = s.batch;
+        f.steer = s.reuseport_steer;
+    }
+    if let Some(t) = &rec.target {
+        f.runtime = Some(t.runtime);
+        f.exact_server = t.exact_counts;
+        f.pid = Some(t.pid);
+        f.pid_single_thread = t.threads == 1 && t.others.is_empty();
+    }
+    f.reads_unknown = reads_unknown(rec);
+    if let Some(o) = &rec.observer {
+        f.reader_threads = o.target_reader_threads;
+        f.server_sockets = o
+            .deltas
+            .get("server_sockets_found")
+            .map_or(0, |&n| n as usize);
+        f.group = group(o, rec.server.as_ref());
+        if !f.group.is_empty() {
+            // What a group's balance depends on (asked only of a group).
+            f.flows = rec
+                .generator
+                .as_ref()
+                .map(|g| g.socket_inodes.len())
+                .filter(|&n| n > 0);
+        }
+        if let Some(w) = &o.thread_waits {
+            // Threads parked in one wait the whole run with no CPU time (a JVM's
+            // helpers in a futex) say nothing of where requests wait.
+            let (w, idle) = crate::waits::without_idle(w);
+            f.waits_headline = crate::waits::headline(&w).map(|h| match idle {
+                0 => h,
+                n => format!(
+                    "{h} ({n} idle thread{} left out: parked in one wait the whole run, no CPU time)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            });
+            f.blocked_on = blocked_on(&w);
+        }
+        if !o.target_rcvbuf_bytes.is_empty() {
+            f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
+            // rx_queue is summed over the sockets: so is the limit; not from part of
+            // a SO_REUSEPORT group (a record from before the observer's UDP dump
+            // holds one member's limit): a queue summed over four sockets against one
+            // socket's limit would read as fuller than full.
+            if !f.ours && f.group.len() <= f.sk_rcvbufs.len() {
+                f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
+            }
+        }
+        if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
+            // The summary's maximum covers every sample, also ones a long run thinned.
+            let max = q.iter().cloned().fold(0.0, f64::max).max(
+                o.summaries
+                    .get("server_rx_queue_bytes")
+                    .map_or(0.0, |s| s.max),
+            );
+            f.rxq_max_bytes = max;
+            f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
+            let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
+            let full_at = 0.75 * limit;
+            if limit > 0.0 && !q.is_empty() {
+                let n = q.len() as f64;
+                f.rxq_share_full =
+                    q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
+                f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
+            }
+        }
+        if let Some(d) = o.series.values.get("server_drops_per_s") {
+            // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
+            let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
+            let counts: Vec<f64> = d
+                .iter()
+                .enumerate()
+                .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
+                .collect();
+            let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
+            (f.peak_drops_window, f.peak_drops_window_uncapped) =
+                crate::buffer::peak_burst_drops(&t, &counts, window, f.burst);
+        }
+        if let Some(c) = o.summaries.get("target_cpu_pct") {
+            f.server_cpu_mean_pct = c.mean;
+        }
+        let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
+        let dr = drain(o);
+        (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
+        f.backlog_runq_pct = dr.runq_pct;
+        if run_ns > 0 && f.delivered > 0 {
+            let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
+            f.cpu_capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
+        }
+        f.capacity_pps = f.drain_pps.or(f.cpu_capacity_pps);
+    }
+    f
 }
 
 /// The firewall drop reason seen (host-wide) at least as often as the server's reply
@@ -407,13 +398,14 @@ fn reads_unknown(rec: &RunRecord) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::waits::{FdKind, ThreadStates, ThreadWaits};
+    use crate::waits::FdKind;
+    use tpslab_record::waits::{ThreadStates, ThreadWaits};
 
     fn waits(samples: &[(char, &str, u64)]) -> ThreadWaits {
         let mut p = ThreadStates::default();
         for &(state, call, n) in samples {
             for _ in 0..n {
-                p.add(state, Some("x"), Some(call), FdKind::Socket);
+                crate::waits::add_sample(&mut p, state, Some("x"), Some(call), FdKind::Socket);
             }
         }
         ThreadWaits {
@@ -449,11 +441,11 @@ mod tests {
         samples: &[(char, &str, u64)],
         cpu_ms: u64,
         window_ms: u64,
-    ) -> crate::waits::ThreadWait {
+    ) -> tpslab_record::waits::ThreadWait {
         let mut states = waits(samples).process;
         states.on_cpu_ns = cpu_ms * 1_000_000;
         states.window_ns = window_ms * 1_000_000;
-        crate::waits::ThreadWait {
+        tpslab_record::waits::ThreadWait {
             tid,
             pid: 0,
             comm: format!("t{tid}"),
@@ -506,7 +498,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let f = Facts::from_record(&rec, None);
+        let f = crate::verdict::facts_of(&rec, None);
         // The working threads: waiting for datagrams most of the run; no lock named.
         assert_eq!(f.blocked_on, None);
         let h = f.waits_headline.expect("a headline");
@@ -552,7 +544,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let f = Facts::from_record(&rec, None);
+        let f = crate::verdict::facts_of(&rec, None);
         assert_eq!(f.blocked_on, Some(("disk I/O (in fsync)".into(), 62.0)));
         assert_eq!(
             f.waits_headline.as_deref(),

@@ -3,8 +3,8 @@
 
 use super::explain::{self as x, Draft};
 use super::words::{ev, pct, rxq};
-use super::{Facts, Recommendation};
 use crate::reuseport::{reader_name, Imbalance, Kind};
+use tpslab_record::verdict::{Facts, Recommendation};
 
 /// Where the per-socket figures come from.
 pub(super) const SOURCE: &str = "per socket of the group: drops and deepest rx_queue from <net_root>/net/udp{,6} at every sample; reads: tpslab's server's count per thread (one socket each), or a foreign server's: the exact UDP reads (tracepoint sock:sock_recv_length) of the threads of the process holding that socket alone (/proc/PID/fd); offered: read + dropped; its reader's waits: /proc/TID/task/TID/stat, syscall and wchan every 100 ms; limit: each socket's own SO_RCVBUF (sock_diag SK_MEMINFO_RCVBUF)";
@@ -65,7 +65,7 @@ pub(super) fn reuseport_imbalance(f: &Facts, d: &mut Draft) -> (String, String) 
             i.sockets,
             i.spare,
             match i.steer {
-                tpslab_record::verdict::Steer::Cpu => "each datagram went to the socket of the CPU that received it, and few CPUs received",
+                tpslab_plan::udp::Steer::Cpu => "each datagram went to the socket of the CPU that received it, and few CPUs received",
                 _ => "the kernel sends every datagram of a flow to the socket its hash picks",
             }
         ),

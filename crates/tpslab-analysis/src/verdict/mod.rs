@@ -10,12 +10,13 @@ mod imbalance;
 mod rules;
 mod words;
 
-pub use facts::{drain, Drain, Facts, FactsExt};
+pub use facts::{drain, facts_of, Drain};
 pub use rules::{contributions, first_rule, top_layer, Rule, RULES};
+use tpslab_record::verdict::Facts;
 
-use crate::buffer::TruesizeProbe;
 use explain::Draft;
-pub use tpslab_record::verdict::{Case, Diagnosis, Evidence, Fix, Recommendation};
+use tpslab_record::buffer::TruesizeProbe;
+use tpslab_record::verdict::{Case, Diagnosis, Recommendation};
 pub use words::PERSIST_FILE;
 use words::{buffer_notes, ev, pct};
 

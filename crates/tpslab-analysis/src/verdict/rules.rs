@@ -5,7 +5,7 @@
 use super::explain::{self as x, Draft};
 use super::facts::usable_threads;
 use super::words::{on_wire, server_starved};
-use super::{Case, Facts};
+use tpslab_record::verdict::{Case, Facts};
 
 /// One rule: a condition on the facts, the case it names, and its explanation.
 pub struct Rule {

@@ -136,7 +136,7 @@ fn pinned_queue_and_busy_cpu_is_app_too_slow() {
 fn s1_java() -> Facts {
     Facts {
         ours: false,
-        runtime: Some(crate::runtime::Runtime::Java),
+        runtime: Some(tpslab_record::runtime::Runtime::Java),
         sk_rcvbufs: vec![212_992],
         ..s1()
     }
@@ -250,12 +250,12 @@ fn no_sysctl_is_recommended_at_its_current_value() {
 fn runtime_lines_follow_the_runtime() {
     for (rt, want) in [
         (
-            crate::runtime::Runtime::Python,
+            tpslab_record::runtime::Runtime::Python,
             "sock.setsockopt(socket.SOL_SOCKET",
         ),
-        (crate::runtime::Runtime::Go, "SetReadBuffer("),
+        (tpslab_record::runtime::Runtime::Go, "SetReadBuffer("),
         (
-            crate::runtime::Runtime::Native,
+            tpslab_record::runtime::Runtime::Native,
             "setsockopt(fd, SOL_SOCKET, SO_RCVBUF",
         ),
     ] {

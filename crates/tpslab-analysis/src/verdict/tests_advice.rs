@@ -3,8 +3,8 @@
 //! that already exists.
 
 use super::*;
-use crate::runtime::{Runtime, ALL};
 use tpslab_proc::sysctl_conf::{parse_sysctl_conf, ConfEntry};
+use tpslab_record::runtime::{Runtime, ALL};
 
 /// Text that only `rt`'s own API has: each of its lines names one of these.
 fn markers(rt: Runtime) -> &'static [&'static str] {
@@ -331,7 +331,7 @@ fn the_sockets_on_the_port_come_from_the_observer() {
         observer: Some(o),
         ..Default::default()
     };
-    assert_eq!(Facts::from_record(&rec, None).server_sockets, 2);
+    assert_eq!(crate::verdict::facts_of(&rec, None).server_sockets, 2);
 }
 
 #[test]

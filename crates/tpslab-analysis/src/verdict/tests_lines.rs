@@ -12,7 +12,7 @@ use super::*;
 fn too_slow_without_the_read_count_sizes_nothing_on_derived_reads() {
     let f = Facts {
         ours: false,
-        runtime: Some(crate::runtime::Runtime::Python),
+        runtime: Some(tpslab_record::runtime::Runtime::Python),
         reads_unknown: Some("PID 7's threads could not be counted: not root".into()),
         rxq_share_full: 0.95,
         rxq_share_low: 0.0,

@@ -2,8 +2,9 @@
 //! the buffer notes, the server's drain, sysctl lines.
 
 use super::facts::usable_threads;
-use super::{Evidence, Facts};
-use crate::buffer::{explain_overshoot, TruesizeProbe};
+use crate::buffer::explain_overshoot;
+use tpslab_record::buffer::TruesizeProbe;
+use tpslab_record::verdict::{Evidence, Facts};
 
 /// Datagrams that reached the wire: attempted minus those the generator failed to send.
 pub(super) fn on_wire(f: &Facts) -> u64 {
@@ -56,7 +57,9 @@ pub(super) fn buffer_notes(f: &Facts, probe: Option<&TruesizeProbe>) -> Vec<Stri
             "counts the new datagram in the check, so a full queue stays at or below the limit"
         }
     ));
-    if let (Some(crate::runtime::Runtime::Java), Some(&b)) = (f.runtime, f.sk_rcvbufs.first()) {
+    if let (Some(tpslab_record::runtime::Runtime::Java), Some(&b)) =
+        (f.runtime, f.sk_rcvbufs.first())
+    {
         notes.push(format!(
             "this Java server's getReceiveBufferSize() reports {}: the JDK halves SO_RCVBUF when reading it back on Linux; the kernel's limit, which rx_queue is held to, is {b}",
             b / 2

@@ -7,7 +7,7 @@ use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_engine::load::LoadConfig;
+use tpslab_plan::udp::LoadConfig;
 use tpslab_plan::units;
 
 #[derive(Args, Debug, Clone)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tpslab_analysis::gate;
-use tpslab_analysis::record::RunRecord;
+use tpslab_record::RunRecord;
 
 /// `--json FILE`, the same on every command that writes a record.
 #[derive(Args, Debug, Clone, Default)]

@@ -6,9 +6,9 @@ use anyhow::{anyhow, Result};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tpslab_engine::server::{Mode, ServerConfig};
 use tpslab_net::sched::SchedPolicy;
 use tpslab_plan::udp::Steer;
+use tpslab_plan::udp::{Mode, ServerConfig};
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum ModeArg {

@@ -12,8 +12,8 @@ use crate::probe::ProbeCmd;
 use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use tpslab_analysis::record::Record;
-use tpslab_engine::udp_run::UdpRunPlan;
+use tpslab_plan::udp::UdpRunPlan;
+use tpslab_record::Record;
 
 /// What a command line makes (one per row, so the variants' sizes do not matter).
 #[derive(Debug)]
@@ -26,7 +26,7 @@ enum Made {
     Sweep(Option<tpslab_plan::sweep::SweepPlan>),
     Agent(tpslab_run::agent::AgentPlan),
     Record(Record),
-    Report(crate::report_cmd::ReportPlan),
+    Report(tpslab_run::report::ReportPlan),
     Ramp(tpslab_run::ramp::RampSetup),
     Tcp(tpslab_plan::tcp::TcpPlan),
     ServeTcp(tpslab_plan::tcp::ServeTcpPlan),
@@ -37,8 +37,8 @@ enum Made {
     Bdp(tpslab_plan::bdp::BdpPlan),
     LoadHttp(tpslab_plan::load_http::LoadHttpPlan),
     Capacity(tpslab_plan::capacity::CapacityPlan),
-    K8s(crate::fleet::K8sLaunch),
-    Ssh(crate::fleet::SshLaunch),
+    K8s(tpslab_run::fleet::K8sLaunch),
+    Ssh(tpslab_run::fleet::SshLaunch),
 }
 
 /// `s` with a row's placeholders filled in.

@@ -6,9 +6,10 @@ use super::{
     BITRATE_FORMS, SIZE_FORMS,
 };
 use std::time::Duration;
+use tpslab_plan::ramp::RampProto;
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 use tpslab_plan::tcp::{ServeTcpPlan, TcpPlan};
-use tpslab_run::ramp::{RampProto, RampSetup, BUILTIN_UNSTARTED};
+use tpslab_run::ramp::{RampSetup, BUILTIN_UNSTARTED};
 
 #[test]
 fn ramp_rows() {

@@ -6,14 +6,14 @@ use super::{
     BITRATE_FORMS, DURATION_FORMS, SIZE_FORMS,
 };
 use crate::doctor::DoctorPlan;
-use crate::fleet::{K8sLaunch, SshLaunch};
 use std::time::Duration;
 use tpslab_plan::bdp::BdpPlan;
+use tpslab_run::fleet::{K8sLaunch, SshLaunch};
 
 #[test]
 fn doctor_rows() {
-    use tpslab_analysis::doctor::Severity;
     use tpslab_plan::doctor::Workload;
+    use tpslab_record::doctor::Severity;
     let exists = file("exists.conf", b"");
     check(&[
         (

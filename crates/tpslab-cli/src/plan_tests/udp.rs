@@ -123,7 +123,7 @@ fn udp_plans_carry_what_the_flags_say() {
         panic!("a UDP run")
     };
     let srv = p.server.unwrap();
-    assert_eq!(srv.mode, tpslab_engine::server::Mode::Sink);
+    assert_eq!(srv.mode, tpslab_plan::udp::Mode::Sink);
     assert_eq!(
         (srv.threads, p.load.threads, p.load.target),
         (3, 2, srv.bind)

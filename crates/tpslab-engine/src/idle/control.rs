@@ -9,8 +9,8 @@ use socket2::SockRef;
 use std::io::Read;
 use std::net::{TcpStream, UdpSocket};
 use std::time::Duration;
-use tpslab_analysis::idle::Fate;
 use tpslab_net::mono_ns;
+use tpslab_record::idle::Fate;
 
 /// The control: busy every second for the whole study. TCP: a connection with keepalive
 /// every second. UDP: a mapping asked for an immediate reply every second, each due

@@ -14,8 +14,8 @@ use sha1::{Digest, Sha1};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use tpslab_analysis::idle::Goodbye;
 use tpslab_plan::login::{DbProtocol, Login};
+use tpslab_record::idle::Goodbye;
 
 /// The longest message a server may send a probe, bytes (a PostgreSQL message, a MySQL
 /// packet, a Redis line): a longer one ends the connection as an error.

@@ -36,13 +36,12 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
-use tpslab_analysis::idle::Goodbye;
-use tpslab_analysis::idle::{
-    active_ends, bracket, ladder, Conn, Fate, PayloadConn, PAYLOAD_PROVEN_MS, POLL_MS,
-};
+use tpslab_analysis::idle::{active_ends, bracket, ladder, PAYLOAD_PROVEN_MS, POLL_MS};
 use tpslab_net::mono_ns;
 use tpslab_plan::login::Login;
 use tpslab_plan::probe::IdlePlan;
+use tpslab_record::idle::Goodbye;
+use tpslab_record::idle::{Conn, Fate, PayloadConn};
 
 /// What a study found.
 #[derive(Debug, Clone)]

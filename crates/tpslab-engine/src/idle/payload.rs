@@ -15,8 +15,9 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
-use tpslab_analysis::idle::{Fate, PayloadConn, PayloadWay, PAYLOAD_EVERY_MS, PAYLOAD_SILENCE_MS};
+use tpslab_analysis::idle::{PAYLOAD_EVERY_MS, PAYLOAD_SILENCE_MS};
 use tpslab_net::mono_ns;
+use tpslab_record::idle::{Fate, PayloadConn, PayloadWay};
 
 /// One payload connection being watched.
 pub(super) struct PayloadProbe {

@@ -114,11 +114,11 @@ impl UdpLoad {
             } else {
                 window_answered as f64 / window_s.max(1e-9)
             },
-            latency_intended: LatencySummary::from_histogram(&lat_i),
-            latency_actual: LatencySummary::from_histogram(&lat_a),
+            latency_intended: tpslab_analysis::stats::latency_summary(&lat_i),
+            latency_actual: tpslab_analysis::stats::latency_summary(&lat_a),
             rx_kernel_timestamps: r.rx_timestamped,
-            latency_wakeup: LatencySummary::from_histogram(&lat_w),
-            schedule_lag: LatencySummary::from_histogram(&lag),
+            latency_wakeup: tpslab_analysis::stats::latency_summary(&lat_w),
+            schedule_lag: tpslab_analysis::stats::latency_summary(&lag),
             socket_inodes: self.socket_inodes(),
             valid: true,
             invalid_reasons: vec![],

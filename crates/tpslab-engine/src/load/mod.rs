@@ -13,13 +13,14 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 use std::time::Duration;
-use tpslab_analysis::record::{GeneratorReport, LatencyHistograms, MatchMode};
-use tpslab_analysis::stats::{encode_histogram, new_ns_histogram, LatencySummaryExt};
-use tpslab_analysis::LatencySummary;
+use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::{mono_ns, RecvBatch, SendBatch, UdpSock};
+use tpslab_plan::udp::MatchMode;
+use tpslab_record::histogram::encode_histogram;
 use tpslab_record::ReplyFrames;
+use tpslab_record::{GeneratorReport, LatencyHistograms};
 
-pub use tpslab_plan::udp::{LoadConfig, PacingSlack};
+use tpslab_plan::udp::{LoadConfig, PacingSlack};
 
 mod finish;
 mod frames;

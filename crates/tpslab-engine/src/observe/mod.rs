@@ -15,11 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tpslab_analysis::record::{ObserverReport, Series};
-use tpslab_analysis::stats::SummaryExt;
-use tpslab_analysis::Summary;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
+use tpslab_record::{ObserverReport, Series};
 
 mod report;
 mod sampler;
@@ -34,7 +32,8 @@ pub use sockets::{delivery_score, socket_queue, OwnSocket, OwnSockets, SocketMat
 
 mod stream;
 use stream::give_live;
-pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink, LiveThread};
+pub use stream::{IntervalLatency, LatencyProbe, LiveSample, LiveSink};
+use tpslab_analysis::waits::LiveThread;
 
 /// What to watch.
 #[derive(Debug, Clone)]
@@ -142,11 +141,11 @@ struct Sampled {
     sched: Vec<String>,
     rcvbuf: Vec<u64>,
     /// The target's SO_REUSEPORT group, socket by socket (empty with one socket).
-    group: Vec<tpslab_analysis::record::TargetSocket>,
+    group: Vec<tpslab_record::TargetSocket>,
     readers: Option<usize>,
     bounded: Bounded,
-    waits: Option<tpslab_analysis::waits::ThreadWaits>,
-    tcp_listen: Option<tpslab_analysis::record::TcpListen>,
+    waits: Option<tpslab_record::waits::ThreadWaits>,
+    tcp_listen: Option<tpslab_record::TcpListen>,
 }
 
 /// Samples kept in memory at most: a long run (`load --duration 24h`) keeps a bounded,

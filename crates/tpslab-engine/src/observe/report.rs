@@ -56,7 +56,7 @@ pub(super) fn build_report(
     let summaries = series
         .values
         .iter()
-        .map(|(k, v)| (k.clone(), Summary::of(v)))
+        .map(|(k, v)| (k.clone(), tpslab_analysis::stats::summary(v)))
         .collect();
     let (deltas, cpu_pct) = match (raws.first(), raws.last()) {
         (Some(a), Some(b)) => deltas(a, b),

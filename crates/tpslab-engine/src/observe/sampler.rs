@@ -71,15 +71,15 @@ impl Sampler {
 
     /// The followed listen sockets as the record holds them; None when no TCP socket is
     /// followed.
-    pub(super) fn tcp_listen(&self) -> Option<tpslab_analysis::record::TcpListen> {
+    pub(super) fn tcp_listen(&self) -> Option<tpslab_record::TcpListen> {
         if self.cfg.tcp_inodes.is_empty() {
             return None;
         }
-        Some(tpslab_analysis::record::TcpListen {
+        Some(tpslab_record::TcpListen {
             sockets: self
                 .listeners
                 .values()
-                .map(|(a, b, q)| tpslab_analysis::record::ListenSocket {
+                .map(|(a, b, q)| tpslab_record::ListenSocket {
                     local: a.to_string(),
                     backlog: *b,
                     accept_queue_max: *q,

@@ -203,10 +203,7 @@ impl DropTrack {
     /// Each socket of a SO_REUSEPORT group, in inode order: the unconnected target sockets
     /// the last sample saw (not one closed during the run, nor a connected socket on the
     /// port, which only its peer's datagrams reach); empty with fewer than two.
-    pub(super) fn group(
-        &self,
-        rcvbuf: &BTreeMap<u64, u64>,
-    ) -> Vec<tpslab_analysis::record::TargetSocket> {
+    pub(super) fn group(&self, rcvbuf: &BTreeMap<u64, u64>) -> Vec<tpslab_record::TargetSocket> {
         let members: Vec<(&u64, &Tracked)> = self
             .0
             .iter()
@@ -217,7 +214,7 @@ impl DropTrack {
         }
         members
             .into_iter()
-            .map(|(&inode, t)| tpslab_analysis::record::TargetSocket {
+            .map(|(&inode, t)| tpslab_record::TargetSocket {
                 inode,
                 drops: t.last.saturating_sub(t.first),
                 rx_queue_max_bytes: t.rxq_max,
@@ -232,9 +229,9 @@ impl DropTrack {
 /// server's threads were counted (`io`), its readers ([`assign_readers`]); unchanged
 /// without counts.
 pub(super) fn with_readers(
-    mut group: Vec<tpslab_analysis::record::TargetSocket>,
+    mut group: Vec<tpslab_record::TargetSocket>,
     io: Option<&crate::sockio::ProcessUdpIo>,
-) -> Vec<tpslab_analysis::record::TargetSocket> {
+) -> Vec<tpslab_record::TargetSocket> {
     let Some(io) = io else { return group };
     if group.is_empty() {
         return group;
@@ -255,7 +252,7 @@ pub(super) fn with_readers(
 /// by a process that holds others and whose threads read (a parent reading beside its
 /// workers) gets no readers: whose reads are whose cannot be told.
 pub(super) fn assign_readers(
-    group: &mut [tpslab_analysis::record::TargetSocket],
+    group: &mut [tpslab_record::TargetSocket],
     by_pid: &BTreeMap<u32, Vec<u64>>,
     reads: &[(u32, u64)],
     thread_of: &dyn Fn(u32, u32) -> bool,
@@ -290,9 +287,9 @@ pub(super) fn assign_readers(
                 .iter()
                 .filter(|&&p| by_pid[&p].len() == 1)
                 .flat_map(|&pid| {
-                    of(pid).into_iter().map(move |(tid, reads)| {
-                        tpslab_analysis::record::SocketReader { pid, tid, reads }
-                    })
+                    of(pid)
+                        .into_iter()
+                        .map(move |(tid, reads)| tpslab_record::SocketReader { pid, tid, reads })
                 })
                 .collect()
         };
@@ -339,7 +336,7 @@ pub(super) fn lookup_remote(s: &UdpSocket) -> SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::record::{SocketReader, TargetSocket};
+    use tpslab_record::{SocketReader, TargetSocket};
 
     fn sock(inode: u64) -> TargetSocket {
         TargetSocket {

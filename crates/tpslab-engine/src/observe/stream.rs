@@ -4,8 +4,7 @@
 use super::{ObserverConfig, Raw};
 use hdrhistogram::Histogram;
 use std::sync::Arc;
-use tpslab_analysis::stats::LatencySummaryExt;
-pub use tpslab_analysis::waits::LiveThread;
+use tpslab_analysis::waits::LiveThread;
 
 /// Takes the latency histogram (ns) of the replies read since its last call (None: none
 /// read).
@@ -161,7 +160,7 @@ pub(super) fn give_live(
     s.latency = s
         .latency_histogram
         .as_ref()
-        .map(tpslab_analysis::LatencySummary::from_histogram)
+        .map(tpslab_analysis::stats::latency_summary)
         .map(|l| IntervalLatency {
             replies: l.count,
             p50_us: l.p50_ns as f64 / 1e3,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tpslab_analysis::stats::{new_ns_histogram, LatencySummary, LatencySummaryExt};
+use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_record::load_http::{ErrorKinds, StatusClasses};
 
 use crate::observe::IntervalLatency;
@@ -257,7 +257,7 @@ impl Live {
             sent_rps: total.sent.saturating_sub(was.sent) as f64 / dt,
             answered_rps: total.status.total().saturating_sub(was.status.total()) as f64 / dt,
             latency: (!lat.is_empty()).then(|| {
-                let l = LatencySummary::from_histogram(&lat);
+                let l = tpslab_analysis::stats::latency_summary(&lat);
                 IntervalLatency {
                     replies: l.count,
                     p50_us: l.p50_ns as f64 / 1e3,

@@ -4,7 +4,7 @@
 use super::others::{figure, intervals};
 use super::plot::Chart;
 use super::{Item, Page, Section};
-use tpslab_analysis::compare::CompareReport;
+use tpslab_record::compare::CompareReport;
 
 /// compare: what differs first, then each figure per record with its 95 % interval and
 /// the change against the first.

@@ -4,8 +4,8 @@
 use super::plot::{self, draw, percentile_x, Chart, Line, PALETTE};
 use super::{Advice, Bar, Evidence, Item, Page, Section, Segment, Verdict};
 use crate::units::fmt_ns;
-use tpslab_analysis::ledger::LedgerPath;
-use tpslab_analysis::record::{Body, DiagnoseRecord, Record, RunRecord};
+use tpslab_record::ledger::LedgerPath;
+use tpslab_record::{Body, DiagnoseRecord, Record, RunRecord};
 
 /// Fills the page's verdict and sections for `rec`'s kind.
 pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {

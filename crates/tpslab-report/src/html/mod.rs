@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 use std::io::{self, Write};
-use tpslab_analysis::record::{Meta, Record};
+use tpslab_record::{Meta, Record};
 
 pub use crate::units::{started, utc};
 
@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn a_records_control_and_bidi_characters_reach_the_page_escaped() {
         let text = include_str!("../../tests/fixtures/bdp.json");
-        let mut rec = tpslab_analysis::record::Record::from_json(text).unwrap();
+        let mut rec = tpslab_record::Record::from_json(text).unwrap();
         rec.meta.argv = vec![
             "tpslab".into(),
             "bdp".into(),

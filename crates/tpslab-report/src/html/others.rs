@@ -2,9 +2,7 @@
 
 use super::plot::{self, draw, Chart, Line, PALETTE};
 use super::{Bar, Item, Page, Section, Segment, Verdict};
-use tpslab_analysis::experiment::EstimateExt;
-use tpslab_analysis::record::{RampReport, SweepReport};
-use tpslab_analysis::usl::UslFitExt;
+use tpslab_record::{RampReport, SweepReport};
 
 mod capacity;
 mod tcp_flows;
@@ -24,7 +22,7 @@ pub(super) fn whole(x: f64) -> String {
 /// a dot (`mean`: name, source) and its 95 % interval as a whisker.
 pub(super) fn intervals(
     c: &mut Chart,
-    est: &[Option<tpslab_analysis::experiment::Estimate>],
+    est: &[Option<tpslab_record::estimate::Estimate>],
     mean: (&str, &str),
     whisker_source: &str,
 ) {
@@ -84,7 +82,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         p.alerts
             .push("the ramp was interrupted: its last step is partial".into());
     }
-    let users = |f: &dyn Fn(&tpslab_analysis::ramp::StepResult) -> f64| -> Vec<(f64, f64)> {
+    let users = |f: &dyn Fn(&tpslab_record::ramp::StepResult) -> f64| -> Vec<(f64, f64)> {
         run.steps.iter().map(|s| (s.users as f64, f(s))).collect()
     };
     let mut s = Section::new("Throughput and response time against users");
@@ -105,7 +103,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         let curve = (0..=100)
             .map(|i| {
                 let n = 1.0 + (nmax - 1.0) * i as f64 / 100.0;
-                (n, f.predict(n))
+                (n, tpslab_analysis::usl::predict(f, n))
             })
             .collect();
         c.lines.push(
@@ -132,7 +130,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
         (
             "p50",
             2,
-            (|s: &tpslab_analysis::ramp::StepResult| s.response.p50_ns) as fn(&_) -> u64,
+            (|s: &tpslab_record::ramp::StepResult| s.response.p50_ns) as fn(&_) -> u64,
         ),
         ("p99", 1, |s| s.response.p99_ns),
     ] {
@@ -225,7 +223,7 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         ..Default::default()
     });
     let mut s = Section::new("Each cell's mean with its 95 % interval");
-    s.note = Some(format!("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t, kept within what the figure can take: a loss within 0-100 %, TPS 0 or more); a cell of fewer than {} runs has none.", tpslab_analysis::experiment::MIN_RUNS_FOR_INTERVAL));
+    s.note = Some(format!("Cell 0 is the baseline (marked); a whisker is the 95 % confidence interval of the mean over the cell's repeats (Student t, kept within what the figure can take: a loss within 0-100 %, TPS 0 or more); a cell of fewer than {} runs has none.", tpslab_record::estimate::MIN_RUNS_FOR_INTERVAL));
     s.columns = 2;
     let mut figs = vec![obj];
     figs.extend(["loss_pct", "tps"].into_iter().filter(|&f| f != obj));
@@ -247,9 +245,12 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
             .cells
             .iter()
             .map(|c| {
-                c.figures
-                    .get(fig)
-                    .map(|e| e.within(tpslab_analysis::sweep::domain(fig)))
+                c.figures.get(fig).map(|e| {
+                    tpslab_analysis::experiment::within_domain(
+                        *e,
+                        tpslab_analysis::sweep::domain(fig),
+                    )
+                })
             })
             .collect();
         intervals(
@@ -272,7 +273,10 @@ pub(super) fn sweep(p: &mut Page, rep: &SweepReport) -> Result<(), String> {
         .map(|c| {
             let f = |k: &str| {
                 c.figures.get(k).map_or("-".into(), |e| {
-                    let e = e.within(tpslab_analysis::sweep::domain(k));
+                    let e = tpslab_analysis::experiment::within_domain(
+                        *e,
+                        tpslab_analysis::sweep::domain(k),
+                    );
                     match e.interval() {
                         Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", e.mean),
                         None => format!("{:.2} ({} runs: too few for an interval)", e.mean, e.n),

@@ -27,7 +27,7 @@ pub use runs::{draw_runs, RunRow, RunsKind, RunsLiveState};
 
 use serde::Deserialize;
 use std::collections::VecDeque;
-pub use tpslab_analysis::waits::LiveThread;
+use tpslab_analysis::waits::LiveThread;
 
 /// Seconds of history the charts show (older intervals are let go).
 pub const WINDOW_S: f64 = 60.0;

@@ -8,8 +8,8 @@
 //! below `--knee-gain` while response time rises): it looks only at the steps up to the
 //! knee, so a knee found on the steps so far is the one the analysis finds at the end.
 
-use tpslab_analysis::ramp::StepResult;
 use tpslab_analysis::usl::{find_knee, StepPoint};
+use tpslab_record::ramp::StepResult;
 
 use super::draw::{dur_us, help_overlay, keys, si, too_small};
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -13,8 +13,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
-use tpslab_analysis::capacity::{bounds_so_far, CapacityStep, StepStatus};
-use tpslab_analysis::sweep::RunMetrics;
+use tpslab_analysis::capacity::bounds_so_far;
+use tpslab_record::capacity::{CapacityStep, StepStatus};
+use tpslab_record::sweep::RunMetrics;
 
 /// Which command's runs the table lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

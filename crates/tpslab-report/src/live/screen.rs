@@ -10,9 +10,9 @@ use ratatui::Terminal;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::Duration;
-use tpslab_analysis::capacity::CapacityStep;
-use tpslab_analysis::ramp::StepResult;
-use tpslab_analysis::sweep::RunMetrics;
+use tpslab_record::capacity::CapacityStep;
+use tpslab_record::ramp::StepResult;
+use tpslab_record::sweep::RunMetrics;
 
 /// What the view's loop draws: a state fed by what the run hands it, with the keys'
 /// flags.

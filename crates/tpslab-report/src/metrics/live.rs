@@ -11,7 +11,7 @@ pub fn sweep_progress(
     done: usize,
     planned: usize,
     cell: &str,
-    rec: &tpslab_analysis::record::RunRecord,
+    rec: &tpslab_record::RunRecord,
 ) -> Vec<Family> {
     let mut fams = vec![
         Family::one(

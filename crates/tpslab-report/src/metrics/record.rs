@@ -4,7 +4,7 @@
 
 use super::load_http::of_load_http;
 use super::{labels, latency_value, Family, Kind, Value};
-use tpslab_analysis::record::{Body, Record, RunRecord};
+use tpslab_record::{Body, Record, RunRecord};
 
 /// The families of a finished record: what `--metrics-file` writes. Every record has
 /// `tpslab_run_info` and the run's timing; runs add their counts, ledger rows and latency.
@@ -133,7 +133,7 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
                 series: vec![],
             };
             for (from, text) in [("intended", &h.intended), ("actual", &h.actual)] {
-                if let Ok(h) = tpslab_analysis::stats::decode_histogram(text) {
+                if let Ok(h) = tpslab_record::histogram::decode_histogram(text) {
                     fam.series
                         .push((labels(&[("from", from)]), latency_value(&h)));
                 }
@@ -197,13 +197,13 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
     f
 }
 
-fn of_ramp(r: &tpslab_analysis::record::RampReport) -> Vec<Family> {
+fn of_ramp(r: &tpslab_record::RampReport) -> Vec<Family> {
     ramp_steps(&r.run.steps, r.analysis.knee_users)
 }
 
 /// A ramp's steps so far (each step's TPS and p99 labelled by its users) and its knee.
 pub fn ramp_steps(
-    steps: &[tpslab_analysis::ramp::StepResult],
+    steps: &[tpslab_record::ramp::StepResult],
     knee_users: Option<usize>,
 ) -> Vec<Family> {
     let mut tps = Family {
@@ -238,8 +238,8 @@ pub fn ramp_steps(
 }
 
 /// A capacity search's families: the rates it found (each when found) and its steps by call.
-fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
-    use tpslab_analysis::capacity::StepStatus;
+fn of_capacity(c: &tpslab_record::capacity::CapacityRecord) -> Vec<Family> {
+    use tpslab_record::capacity::StepStatus;
     let (lo, hi) = c.conclusion.bounds();
     // One help per name whatever the unit: node_exporter refuses a family whose files
     // give it two helps.
@@ -297,7 +297,7 @@ fn of_capacity(c: &tpslab_analysis::capacity::CapacityRecord) -> Vec<Family> {
     f
 }
 
-fn of_sweep(s: &tpslab_analysis::record::SweepReport) -> Vec<Family> {
+fn of_sweep(s: &tpslab_record::SweepReport) -> Vec<Family> {
     let mut fam = Family {
         name: "tpslab_sweep_figure_mean".into(),
         help: "Mean over its repeats of each figure of each cell of the sweep (in the figure's own unit: loss_pct in percent, rates per second).".into(),

@@ -2,7 +2,8 @@
 //! rate needs with what this host must raise for them.
 
 use std::io::{self, Write};
-use tpslab_analysis::bdp::{window_ceiling_bps, BdpRecord, Need};
+use tpslab_analysis::bdp::window_ceiling_bps;
+use tpslab_record::bdp::{BdpRecord, Need};
 
 /// A `bdp` record: the ceiling of its buffer, then the needs of its rate.
 pub fn record(w: &mut dyn Write, r: &BdpRecord) -> io::Result<()> {
@@ -91,7 +92,7 @@ pub fn need(w: &mut dyn Write, n: &Need) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::bdp::HostBuffers;
+    use tpslab_record::bdp::HostBuffers;
 
     fn text(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
         let mut out = vec![];

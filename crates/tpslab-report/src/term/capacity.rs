@@ -4,9 +4,9 @@
 //! first failing rate with its evidence.
 
 use std::io::{self, Write};
-use tpslab_analysis::capacity::{
-    headline, latency_text, rate_text, CapacityLoad, CapacityRecord, Conclusion,
-};
+use tpslab_analysis::capacity::{headline, latency_text, rate_text};
+use tpslab_plan::capacity::CapacityLoad;
+use tpslab_record::capacity::{CapacityRecord, Conclusion};
 
 use super::{fmt_ns, table};
 
@@ -148,7 +148,7 @@ pub fn record(w: &mut dyn Write, c: &CapacityRecord, elapsed_s: f64) -> io::Resu
 /// What a search found, in a few words: `100,000 pps`, `at least 1,000,000 pps`, `none`,
 /// `not found (the generator was the limit)`, `not found (unfinished: interrupted;
 /// 20,000 pps so far)`.
-fn capacity_text(c: &Conclusion, unit: tpslab_analysis::capacity::RateUnit) -> String {
+fn capacity_text(c: &Conclusion, unit: tpslab_plan::capacity::RateUnit) -> String {
     let rate = |x: f64| format!("{} {unit}", rate_text(x));
     match c {
         Conclusion::Bracket { sustains_pps, .. } => rate(*sustains_pps),

@@ -4,8 +4,8 @@
 
 use super::table;
 use std::io::{self, Write};
-use tpslab_analysis::compare::{CompareReport, FigureRow};
-use tpslab_analysis::experiment::Estimate;
+use tpslab_record::compare::{CompareReport, FigureRow};
+use tpslab_record::estimate::Estimate;
 
 /// Letters naming the records in tables: A, B, C ...
 pub fn letter(i: usize) -> String {

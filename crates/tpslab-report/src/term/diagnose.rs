@@ -4,7 +4,7 @@
 use super::run::{print_drop_reasons, print_load_line, print_path};
 use super::{fmt_ns, table};
 use std::io::{self, Write};
-use tpslab_analysis::record::{DiagnoseRecord, RunRecord};
+use tpslab_record::{DiagnoseRecord, RunRecord};
 
 fn before_after_row(rec: &RunRecord) -> Vec<String> {
     let g = rec.generator.as_ref();
@@ -222,8 +222,8 @@ fn verification(
 /// unchanged, with the ratio; when it rose while loss fell under a fix that enlarged a
 /// queue (`--rcvbuf`, an rmem or backlog sysctl), why.
 fn latency_change(
-    b: &tpslab_analysis::record::GeneratorReport,
-    a: &tpslab_analysis::record::GeneratorReport,
+    b: &tpslab_record::GeneratorReport,
+    a: &tpslab_record::GeneratorReport,
     applied: &[String],
 ) -> String {
     let (lb, la) = (&b.latency_intended, &a.latency_intended);
@@ -263,9 +263,9 @@ fn latency_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::buffer::TruesizeProbe;
-    use tpslab_analysis::record::{GeneratorReport, NotVerified};
-    use tpslab_analysis::verdict::{Case, Diagnosis, Facts};
+    use tpslab_record::buffer::TruesizeProbe;
+    use tpslab_record::verdict::{Case, Diagnosis, Facts};
+    use tpslab_record::{GeneratorReport, NotVerified};
 
     fn run(loss: f64, p99_ms: u64) -> RunRecord {
         let mut g = GeneratorReport {

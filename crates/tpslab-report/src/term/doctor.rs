@@ -3,8 +3,8 @@
 //! findings, errors first, each with its evidence and what fixes it.
 
 use std::io::{self, Write};
-use tpslab_analysis::doctor::{DoctorRecord, Finding, Scope, Severity};
 use tpslab_proc::sysctl_conf::ConfEntry;
+use tpslab_record::doctor::{DoctorRecord, Finding, Scope, Severity};
 
 /// The whole record, as `tpslab doctor` printed it.
 pub fn record(w: &mut dyn Write, r: &DoctorRecord) -> io::Result<()> {

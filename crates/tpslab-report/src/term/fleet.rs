@@ -4,8 +4,8 @@
 use super::{fmt_ns, table};
 use crate::units::utc;
 use std::io::{self, Write};
-use tpslab_analysis::merge::MergeInfo;
-use tpslab_analysis::record::AgentInfo;
+use tpslab_record::merge::MergeInfo;
+use tpslab_record::AgentInfo;
 
 /// "Agent 1 of 3 of plan 0123abcd...: started 412 us after the common start ...".
 pub fn print_agent(w: &mut dyn Write, a: &AgentInfo) -> io::Result<()> {

@@ -4,10 +4,10 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::idle::{
-    behaviour, control_end_explained, payload_counts, Ending, Fate, IdleRecord, KeepaliveCounts,
-    Outcome, PayloadCounts, PayloadWay, PoolRecord, StatedTimeout, POLL_MS,
+    behaviour, control_end_explained, payload_counts, Ending, PayloadCounts, StatedTimeout, POLL_MS,
 };
 use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
+use tpslab_record::idle::{Fate, IdleRecord, KeepaliveCounts, Outcome, PayloadWay, PoolRecord};
 
 /// `report`'s text without its first line: what a probe prints at its end, its header
 /// ([`header`], [`pool_header`]) printed when it began being that line.

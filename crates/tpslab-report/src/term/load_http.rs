@@ -5,7 +5,8 @@
 //! generator itself fell behind (then the corrected figures include its own lag).
 
 use std::io::{self, Write};
-use tpslab_record::load_http::{Http2Streams, LoadHttpPlan, LoadHttpRecord, LoadHttpResult};
+use tpslab_plan::load_http::LoadHttpPlan;
+use tpslab_record::load_http::{Http2Streams, LoadHttpRecord, LoadHttpResult};
 
 use super::{fmt_ns, table};
 

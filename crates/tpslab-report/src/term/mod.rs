@@ -5,7 +5,7 @@
 
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
 use std::io::{self, Write};
-use tpslab_analysis::record::{Body, Record};
+use tpslab_record::{Body, Record};
 
 pub mod bdp;
 pub mod capacity;

@@ -3,9 +3,10 @@
 
 use super::{fmt_ns, table};
 use std::io::{self, Write};
-use tpslab_analysis::ramp::{self, RampPlan};
-use tpslab_analysis::record::RampReport;
+use tpslab_analysis::ramp;
+use tpslab_plan::ramp::RampPlan;
 use tpslab_record::load_http::Http2Streams;
+use tpslab_record::RampReport;
 
 fn ms(ns: f64) -> String {
     format!("{:.2}", ns / 1e6)
@@ -32,7 +33,7 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         },
         match &p.proto {
             // The URL, and the address it was resolved to.
-            tpslab_analysis::ramp::RampProto::Http(h) => format!(
+            tpslab_plan::ramp::RampProto::Http(h) => format!(
                 "{} ({}){}{}",
                 h.url,
                 p.target,
@@ -154,9 +155,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
 /// HTTP/2's line of a ramp: the server's stream limit per connection against the users
 /// on each connection (user i on connection i % connections), naming the steps whose
 /// users over it waited on the client for a free stream.
-fn http2_line(rec: &tpslab_analysis::ramp::RampRecord, h: &Http2Streams) -> String {
+fn http2_line(rec: &tpslab_record::ramp::RampRecord, h: &Http2Streams) -> String {
     let c = rec.plan.http2_connections.max(1);
-    let over: Vec<&tpslab_analysis::ramp::StepResult> = rec
+    let over: Vec<&tpslab_record::ramp::StepResult> = rec
         .steps
         .iter()
         .filter(|s| h.exceeded_by(s.users.div_ceil(c)))

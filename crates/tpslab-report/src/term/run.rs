@@ -4,8 +4,9 @@
 use super::{fmt_ns, table, with_errnos};
 use comfy_table::Table;
 use std::io::{self, Write};
-use tpslab_analysis::record::{GeneratorReport, MatchMode, RunRecord, ServerReport};
-use tpslab_analysis::LatencySummary;
+use tpslab_plan::udp::MatchMode;
+use tpslab_record::stats::LatencySummary;
+use tpslab_record::{GeneratorReport, RunRecord, ServerReport};
 
 mod kernel;
 use kernel::print_observer;
@@ -65,7 +66,7 @@ fn load_shape(g: &GeneratorReport) -> String {
 /// The foreign server's process in one line: PID, executable, runtime, threads, how it
 /// was found (its socket, when no `--pid` was given), the other processes holding its
 /// socket, and whether its reads were counted on its threads.
-pub fn target_line(t: &tpslab_analysis::record::TargetProcess) -> String {
+pub fn target_line(t: &tpslab_record::TargetProcess) -> String {
     let mut s = format!(
         "server: PID {} {} ({}, {} thread(s))",
         t.pid,

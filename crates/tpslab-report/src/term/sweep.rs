@@ -2,16 +2,16 @@
 //! against the baseline, the best cell.
 
 use std::io::{self, Write};
-use tpslab_analysis::experiment::{Estimate, EstimateExt, MIN_RUNS_FOR_INTERVAL as MIN};
-use tpslab_analysis::record::SweepReport;
+use tpslab_record::estimate::{Estimate, MIN_RUNS_FOR_INTERVAL as MIN};
+use tpslab_record::SweepReport;
 
 /// The first line of a sweep, printed when it starts: cells, runs, design, order, how long.
 pub fn sweep_header(
     w: &mut dyn Write,
-    p: &tpslab_analysis::sweep::SweepPlan,
+    p: &tpslab_plan::sweep::SweepPlan,
     out: &str,
 ) -> io::Result<()> {
-    let cells = tpslab_analysis::sweep::cells(&p.factors, p.design).len();
+    let cells = tpslab_plan::sweep::cells(&p.factors, p.design).len();
     let est_run_s = (p.load.warmup + p.load.duration).as_secs_f64() + 1.0;
     writeln!(
         w,
@@ -47,10 +47,10 @@ pub fn sweep_results(w: &mut dyn Write, rep: &SweepReport) -> io::Result<()> {
     ]);
     // Each figure's interval as this release bounds it (a record written before could
     // hold a loss interval below 0, or one of 2 runs).
-    let e = |c: &tpslab_analysis::sweep::CellResult, k: &str| {
-        c.figures
-            .get(k)
-            .map(|x| x.within(tpslab_analysis::sweep::domain(k)))
+    let e = |c: &tpslab_record::sweep::CellResult, k: &str| {
+        c.figures.get(k).map(|x| {
+            tpslab_analysis::experiment::within_domain(*x, tpslab_analysis::sweep::domain(k))
+        })
     };
     let mut too_few = false;
     for c in &r.cells {
@@ -130,12 +130,9 @@ fn with_interval(x: &Estimate) -> String {
 }
 
 /// Each cell's kernel drops by reason, mean per run, when any cell read them.
-fn print_kernel_drops(
-    w: &mut dyn Write,
-    r: &tpslab_analysis::sweep::SweepResult,
-) -> io::Result<()> {
-    use tpslab_analysis::sweep::DROPS;
-    let drops = |c: &tpslab_analysis::sweep::CellResult| -> Vec<(String, f64)> {
+fn print_kernel_drops(w: &mut dyn Write, r: &tpslab_record::sweep::SweepResult) -> io::Result<()> {
+    use tpslab_record::sweep::DROPS;
+    let drops = |c: &tpslab_record::sweep::CellResult| -> Vec<(String, f64)> {
         let mut v: Vec<(String, f64)> = c
             .figures
             .iter()
@@ -172,7 +169,9 @@ fn print_kernel_drops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::sweep::{analyse, cells, RunMetrics};
+    use tpslab_analysis::sweep::analyse;
+    use tpslab_plan::sweep::cells;
+    use tpslab_record::sweep::RunMetrics;
 
     fn run(loss: f64) -> RunMetrics {
         RunMetrics {
@@ -228,7 +227,7 @@ mod tests {
         assert!(!table(&s).contains("[-"), "an interval below 0: {s}");
         // A record written before the bounds: an interval of 3 runs below 0 is shown
         // from 0, one of 2 runs not at all.
-        let old = |n, lo, hi| tpslab_analysis::experiment::Estimate {
+        let old = |n, lo, hi| tpslab_record::estimate::Estimate {
             n,
             mean: 0.29,
             stddev: 0.4,

@@ -5,11 +5,10 @@
 use super::table;
 use std::io::{self, Write};
 use tpslab_analysis::bdp;
-use tpslab_analysis::record::tcp::{
-    Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun,
-};
-use tpslab_analysis::tcp::{classify, FlowAnalysis, Limit, TcpRecordExt, LIMITS};
+use tpslab_analysis::tcp::classify;
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
+use tpslab_record::tcp::{Direction, FlowRecord, LabStats, ServeTcpRecord, TcpRecord, TcpRun};
+use tpslab_record::tcp::{FlowAnalysis, Limit, LIMITS};
 
 fn mbit(bps: f64) -> String {
     format!("{:.1}", bps / 1e6)
@@ -455,7 +454,7 @@ fn watched(w: &mut dyn Write, r: &TcpRecord) -> io::Result<()> {
     for v in &verdicts {
         writeln!(w, "VERDICT {v}")?;
     }
-    if let Some(f) = r.app_wait_finding() {
+    if let Some(f) = tpslab_analysis::tcp::app_wait_finding(r) {
         writeln!(w, "VERDICT {f}")?;
     }
     if idle > 0 {

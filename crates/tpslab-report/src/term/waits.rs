@@ -2,14 +2,14 @@
 //! thread with its share of samples by class and the system call it blocked in most.
 
 use std::io::{self, Write};
-use tpslab_analysis::waits::{ThreadStates, ThreadWaits, ThreadWaitsExt, WaitClass};
+use tpslab_record::waits::{ThreadStates, ThreadWaits, WaitClass};
 
 /// Threads listed at most (the process row always sums them all).
 const MAX_ROWS: usize = 16;
 
 /// Prints the thread waits of an observed run.
 pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()> {
-    let Some(head) = tw.headline() else {
+    let Some(head) = tpslab_analysis::waits::headline(tw) else {
         return writeln!(
             w,
             "Where the threads waited: no sample of process {} (gone, or /proc not readable)",
@@ -82,15 +82,22 @@ pub fn print_thread_waits(w: &mut dyn Write, tw: &ThreadWaits) -> io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::waits::{FdKind, ThreadStatesExt, ThreadWait};
+    use tpslab_analysis::waits::FdKind;
+    use tpslab_record::waits::ThreadWait;
 
     #[test]
     fn the_headline_and_a_row_per_thread() {
         let mut a = ThreadStates::default();
         for _ in 0..9 {
-            a.add('S', Some("do_sys_poll"), Some("poll"), FdKind::Unknown);
+            tpslab_analysis::waits::add_sample(
+                &mut a,
+                'S',
+                Some("do_sys_poll"),
+                Some("poll"),
+                FdKind::Unknown,
+            );
         }
-        a.add('R', None, None, FdKind::Unknown);
+        tpslab_analysis::waits::add_sample(&mut a, 'R', None, None, FdKind::Unknown);
         let mut tw = ThreadWaits {
             pid: 7,
             interval_ms: 100,

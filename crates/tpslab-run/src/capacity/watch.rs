@@ -8,15 +8,16 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tpslab_analysis::capacity_stream::{LoadHttpResult, StreamFacts, ThreadFacts};
-use tpslab_analysis::ramp::StepResult;
-use tpslab_analysis::ramp::TreeSampling;
-use tpslab_analysis::waits::{StepThread, ThreadStates};
+use tpslab_analysis::capacity_stream::{StreamFacts, ThreadFacts};
 use tpslab_engine::listen::Listen;
 use tpslab_engine::server_tree::ServerTree as Tree;
 use tpslab_engine::step_sampler::StepSampler;
 use tpslab_net::diag::SockDiag;
 use tpslab_net::sched::SchedPolicy;
+use tpslab_record::load_http::LoadHttpResult;
+use tpslab_record::ramp::StepResult;
+use tpslab_record::ramp::TreeSampling;
+use tpslab_record::waits::{StepThread, ThreadStates};
 
 /// Watches a TCP or HTTP step's window for its verdict: in the server's network namespace
 /// (with its PID; ours when the target is a loopback address; else nothing of it is

@@ -3,7 +3,7 @@
 //! known, from its own command line (`/proc/PID/cmdline`, its working directory), every word
 //! quoted by shlex.
 
-use tpslab_analysis::record::{NotVerified, RunRecord};
+use tpslab_record::{NotVerified, RunRecord};
 
 /// Why a verification asked for against a server tpslab did not start was not run, and
 /// the same diagnosis with `--server-cmd` that would run it: the server's command line

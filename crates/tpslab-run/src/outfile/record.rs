@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use tpslab_analysis::record::Record;
 use tpslab_engine::observe::{LiveSample, LiveSink};
+use tpslab_record::Record;
 
 /// A command's own file: flag, path, a name for the status line, the rendered bytes (or
 /// why they could not be rendered).

@@ -3,14 +3,15 @@
 //! built-in one (whose settings are refused with a target).
 
 use super::BUILTIN_UNSTARTED;
-use super::{parse_steps, request, BuiltinServer, RampPlan, RampProto, RampSetup};
+use super::{parse_steps, request, BuiltinServer, RampSetup};
 use anyhow::{anyhow, bail, Result};
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_engine::rr::Framing;
+use tpslab_plan::framing::Framing;
 use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
 use tpslab_plan::ramp::HTTP_BODY_BYTES;
+use tpslab_plan::ramp::{RampPlan, RampProto};
 use tpslab_plan::target::{check_pid, resolve};
 
 /// The settings of `ramp tcp|udp` as given (`ramp http` adds [`HttpFlags`]); a value left

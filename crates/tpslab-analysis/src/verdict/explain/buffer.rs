@@ -1,9 +1,9 @@
-//! The socket-buffer cases ([`crate::verdict::Case::SocketBufferBursts`],
-//! [`crate::verdict::Case::SocketBufferUnjudged`]) and the buffer a fix sets.
+//! The socket-buffer cases ([`tpslab_record::verdict::Case::SocketBufferBursts`],
+//! [`tpslab_record::verdict::Case::SocketBufferUnjudged`]) and the buffer a fix sets.
 
 use super::*;
 
-/// [`crate::verdict::Case::SocketBufferBursts`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`tpslab_record::verdict::Case::SocketBufferBursts`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(in crate::verdict) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
@@ -54,7 +54,7 @@ pub(in crate::verdict) fn socket_buffer_bursts(f: &Facts, d: &mut Draft) -> (Str
     }
 }
 
-/// [`crate::verdict::Case::SocketBufferUnjudged`]: the drops at the socket buffer, what is known
+/// [`tpslab_record::verdict::Case::SocketBufferUnjudged`]: the drops at the socket buffer, what is known
 /// of the server, and how to get its read count; no fix (the two possible causes need
 /// opposite ones). Returns (layer, headline).
 pub(in crate::verdict) fn socket_buffer_unjudged(f: &Facts, d: &mut Draft) -> (String, String) {

@@ -1,4 +1,4 @@
-//! [`crate::verdict::Case::AppTooSlow`]: how many readers drain the rate, and in which
+//! [`tpslab_record::verdict::Case::AppTooSlow`]: how many readers drain the rate, and in which
 //! runtime to add them.
 
 use super::*;
@@ -57,7 +57,7 @@ impl ThreadCount {
     }
 }
 
-/// [`crate::verdict::Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`tpslab_record::verdict::Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));

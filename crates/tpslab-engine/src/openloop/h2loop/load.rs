@@ -5,8 +5,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use tpslab_net::mono_ns;
+use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::load_http::{Http2Streams, LoadHttpPlan, LoadHttpRecord};
+use tpslab_record::load_http::{Http2Streams, LoadHttpRecord};
 
 use super::{run_loop, H2Run};
 use crate::openloop::{loops_for, record, run_schedule, HttpLiveSink, Schedule};

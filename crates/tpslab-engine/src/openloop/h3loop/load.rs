@@ -6,8 +6,9 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use tpslab_net::mono_ns;
+use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::load_http::{LoadHttpPlan, LoadHttpRecord};
+use tpslab_record::load_http::LoadHttpRecord;
 use tpslab_record::quic::QuicPaths;
 
 use super::{run_loop, H3Run};

@@ -10,9 +10,10 @@ use super::figure;
 /// dashed lines, the rate sustained marked).
 pub(in crate::html) fn capacity(
     p: &mut Page,
-    c: &tpslab_analysis::capacity::CapacityRecord,
+    c: &tpslab_record::capacity::CapacityRecord,
 ) -> Result<(), String> {
-    use tpslab_analysis::capacity::{headline, Conclusion};
+    use tpslab_analysis::capacity::headline;
+    use tpslab_record::capacity::Conclusion;
     let mut evidence: Vec<super::super::Evidence> = vec![];
     let mut recommendations = vec![];
     if let Some(d) = &c.boundary {
@@ -76,8 +77,9 @@ pub(in crate::html) fn capacity(
 /// One capacity search's path under `title` (each step's p99 and loss against its rate,
 /// the objective's bounds as dashed lines, the rate sustained marked); None without a
 /// step that passed or failed.
-fn capacity_search(c: &tpslab_analysis::capacity::CapacityRecord, title: &str) -> Option<Section> {
-    use tpslab_analysis::capacity::{Conclusion, Objective, Quantile, StepStatus};
+fn capacity_search(c: &tpslab_record::capacity::CapacityRecord, title: &str) -> Option<Section> {
+    use tpslab_plan::capacity::{Objective, Quantile};
+    use tpslab_record::capacity::{Conclusion, StepStatus};
     let rate_axis = format!("rate ({})", c.plan.search.unit);
     let mut steps: Vec<_> = c
         .steps
@@ -98,7 +100,7 @@ fn capacity_search(c: &tpslab_analysis::capacity::CapacityRecord, title: &str) -
     let mut loss = Chart::new("loss", "Loss against the rate tried", &rate_axis, "%");
     loss.y_fmt = |v| format!("{v:.2}");
     for (name, st, colour) in [("pass", StepStatus::Pass, 2), ("fail", StepStatus::Fail, 1)] {
-        let pick = |f: &dyn Fn(&tpslab_analysis::capacity::CapacityStep) -> Option<f64>| {
+        let pick = |f: &dyn Fn(&tpslab_record::capacity::CapacityStep) -> Option<f64>| {
             steps
                 .iter()
                 .filter(|x| x.status == st)

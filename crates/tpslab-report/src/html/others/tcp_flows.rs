@@ -4,8 +4,9 @@
 use super::super::plot::{Band, Chart, Line, PALETTE};
 use super::super::{Page, Section, Verdict};
 use super::figure;
-use tpslab_analysis::record::TcpRecord;
-use tpslab_analysis::tcp::{classify, Limit, TcpRecordExt, TcpSample};
+use tpslab_analysis::tcp::classify;
+use tpslab_record::tcp::{Limit, TcpSample};
+use tpslab_record::TcpRecord;
 
 const LIMIT_COLOURS: [(Limit, usize); 4] = [
     (Limit::ReceiveWindow, 1),
@@ -119,7 +120,7 @@ pub(in crate::html) fn tcp(p: &mut Page, t: &TcpRecord) -> Result<(), String> {
         .iter()
         .filter_map(|r| r.verdict.clone())
         .chain(t.watched.iter().filter_map(|w| w.verdict.clone()))
-        .chain(t.app_wait_finding())
+        .chain(tpslab_analysis::tcp::app_wait_finding(t))
         .collect();
     if let Some((first, rest)) = verdicts.split_first() {
         p.verdict = Some(Verdict {

@@ -3,8 +3,8 @@
 
 use super::super::table;
 use std::io::{self, Write};
-use tpslab_analysis::ledger::LedgerPath;
-use tpslab_analysis::record::ObserverReport;
+use tpslab_record::ledger::LedgerPath;
+use tpslab_record::ObserverReport;
 
 pub(super) fn print_observer(
     w: &mut dyn Write,
@@ -164,8 +164,8 @@ pub(in crate::term) fn print_path(
 /// that row's count (the reason is host-wide, the row this run's namespace).
 pub(in crate::term) fn print_drop_reasons(
     w: &mut dyn Write,
-    d: &tpslab_analysis::record::DropReasons,
-    ledger: Option<&tpslab_analysis::Ledger>,
+    d: &tpslab_record::DropReasons,
+    ledger: Option<&tpslab_record::ledger::Ledger>,
 ) -> io::Result<()> {
     if let Some(why) = &d.unavailable {
         return writeln!(w, "Kernel drop reasons: not read ({why})");
@@ -259,7 +259,7 @@ pub(in crate::term) fn print_drop_reasons(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpslab_analysis::record::DropReasons;
+    use tpslab_record::DropReasons;
 
     fn text(d: &DropReasons) -> String {
         let mut out = vec![];
@@ -308,8 +308,8 @@ mod tests {
 
     #[test]
     fn host_wide_drops_beyond_the_ledger_are_said_to_be_other_traffic() {
-        use tpslab_analysis::ledger::LedgerPath;
-        use tpslab_analysis::{Ledger, LedgerRow};
+        use tpslab_record::ledger::LedgerPath;
+        use tpslab_record::ledger::{Ledger, LedgerRow};
         // The figures: 205 551 SOCKET_RCVBUFF host-wide, 142 233 in the ledger.
         let d = DropReasons {
             by_reason: vec![("SOCKET_RCVBUFF".into(), 205_551), ("NO_SOCKET".into(), 12)],
@@ -349,8 +349,8 @@ mod tests {
 
     #[test]
     fn host_wide_drops_are_not_called_other_traffic_when_the_ledger_could_not_see_them() {
-        use tpslab_analysis::ledger::LedgerPath;
-        use tpslab_analysis::Ledger;
+        use tpslab_record::ledger::Ledger;
+        use tpslab_record::ledger::LedgerPath;
         // A target not on this host (or its socket not seen): the ledger's socket row is
         // 0 because it could not count it, and the 17084 drops were this run's (seen on a
         // veth namespace server). Before: "the other 17084 host-wide are not this run's".

@@ -36,8 +36,12 @@ fn two_write_server(port: u16, nodelay: bool) -> String {
 
 /// The server of [`two_write_server`], started and ready; killed by its PID on drop.
 fn start(nodelay: bool) -> (common::Kill, u16) {
+    start_in(Command::new("python3"), nodelay)
+}
+
+/// [`start`] by `py` (python3, in a namespace or not).
+fn start_in(mut py: Command, nodelay: bool) -> (common::Kill, u16) {
     let port = common::free_port();
-    let mut py = Command::new("python3");
     py.args(["-c", &two_write_server(port, nodelay)])
         .stdout(Stdio::piped())
         // Its tracebacks for connections the client closed (BrokenPipeError): not ours.
@@ -142,4 +146,65 @@ fn with_tcp_nodelay_the_same_server_answers_fast_and_nothing_is_said() {
         "{step}"
     );
     assert!(!out.contains("Nagle"), "{out}");
+}
+
+/// On a path of 30 ms round trip (netem delaying each packet 15 ms on the loopback of a
+/// private namespace) a held reply's last byte comes after the timer and one more round
+/// trip, ~75 ms after its first: named as Nagle x delayed ACK, the round trip said
+/// (TCP_INFO min_rtt), not taken for a server pausing 75 ms.
+#[test]
+fn a_hold_on_a_30_ms_path_is_still_named_with_its_round_trip() {
+    let test = "a_hold_on_a_30_ms_path_is_still_named_with_its_round_trip";
+    if !common::need(test, "/usr/bin/python3") || !common::can_netns(test) {
+        return;
+    }
+    let ns = common::NetNs::new();
+    let ok = ns
+        .command("tc")
+        .args([
+            "qdisc", "add", "dev", "lo", "root", "netem", "delay", "15ms",
+        ])
+        .status()
+        .expect("tc");
+    if !ok.success() {
+        common::skip(test, "tc netem refused in a namespace (sch_netem missing?)");
+        return;
+    }
+    let (_srv, port) = start_in(ns.command("python3"), false);
+    let json = common::tmp("nagle-rtt.json");
+    let _ = std::fs::remove_file(&json);
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut c = ns.tpslab();
+    c.args([
+        "ramp",
+        "http",
+        &url,
+        "--users",
+        "1..1",
+        "--step-duration",
+        "2s",
+    ])
+    .args(["--warmup", "300ms", "--json"])
+    .arg(&json);
+    let out = common::run(c);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = common::record(&json);
+    let g = &rec["steps"][0]["reply_gaps"];
+    let rtt_ms = g["held_rtt_min_ns"].as_f64().expect("the RTT read") / 1e6;
+    assert!((29.0..40.0).contains(&rtt_ms), "{g}");
+    let mean_ms = g["held_gap_ns"].as_f64().unwrap() / g["held"].as_f64().unwrap() / 1e6;
+    assert!(
+        mean_ms > 60.0,
+        "a held gap past the window without the RTT: {g}"
+    );
+    assert!(text.contains("Nagle x delayed ACK at 1 user(s)"), "{text}");
+    assert!(
+        text.contains("ms of it the path's round trip, TCP_INFO min_rtt"),
+        "{text}"
+    );
 }

@@ -23,9 +23,12 @@ pub const MIN_SHARE: f64 = 0.1;
 /// The delayed-ACK timer's window, ns: a reply Nagle held waits for the client's delayed
 /// ACK, which Linux sends after its 40 ms minimum (TCP_DELACK_MIN) rounded up to a timer
 /// tick (4 ms at HZ 250, 10 ms at HZ 100) plus the wake-up of both ends; the held gaps'
-/// mean of real runs was 45.8 ms (python3 http.server, most 50.5 ms). A mean outside it is
-/// a server pausing between its sends (with TCP_NODELAY or not): the client's timer fires
-/// during the pause (DelayedACKs rises too) but does not end it.
+/// mean of real runs was 45.8 ms (python3 http.server, most 50.5 ms). Compared with the
+/// held gaps' mean less the path's round trip ([`ReplyGaps::held_rtt_min_ns`]: the ACK
+/// goes to the server and the held segment comes back after the timer, so on a 30 ms
+/// path a held reply's gap is ~70 ms). A mean outside it is a server pausing between its
+/// sends (with TCP_NODELAY or not): the client's timer fires during the pause
+/// (DelayedACKs rises too) but does not end it.
 pub const AT_TIMER_NS: std::ops::RangeInclusive<f64> = 39e6..=60e6;
 
 /// Replies held by Nagle until a delayed ACK, with the figures that show it.
@@ -43,15 +46,19 @@ pub struct NagleStall {
     pub share: f64,
     /// `TcpExt: DelayedACKs` of the client's namespace over the same window, when read.
     pub delayed_acks: Option<u64>,
+    /// The path's round trip under the held replies (TCP_INFO min_rtt), ns, when read:
+    /// the part of each gap that is not the delayed-ACK timer.
+    pub rtt_ns: Option<u64>,
 }
 
 /// Whether `g` shows replies held by Nagle until a delayed ACK: at least [`MIN_HELD`]
 /// held replies, [`MIN_HELD_REPLIES`] of the small ones, taking [`MIN_SHARE`] of the
 /// response time, and, when the client's `DelayedACKs` were read, at least one delayed
 /// ACK per two held replies (each held reply waits for one; without them the gaps are
-/// a server pausing between its sends, not Nagle), their mean at the delayed-ACK timer
-/// ([`AT_TIMER_NS`]: a server pausing 100 ms between its sends, whose client's delayed
-/// ACK fires during the pause, is not Nagle). None otherwise.
+/// a server pausing between its sends, not Nagle), their mean less the path's round trip
+/// (when read) at the delayed-ACK timer ([`AT_TIMER_NS`]: a server pausing 100 ms
+/// between its sends, whose client's delayed ACK fires during the pause, is not Nagle).
+/// None otherwise.
 pub fn judge(g: &ReplyGaps) -> Option<NagleStall> {
     let mean = g.mean_held_gap_ns()?;
     let share = g.held_share();
@@ -59,7 +66,7 @@ pub fn judge(g: &ReplyGaps) -> Option<NagleStall> {
         && g.held as f64 >= MIN_HELD_REPLIES * g.small as f64
         && share >= MIN_SHARE;
     let acked_late = g.delayed_acks.is_none_or(|d| 2 * d >= g.held);
-    let at_timer = AT_TIMER_NS.contains(&mean);
+    let at_timer = AT_TIMER_NS.contains(&(mean - g.held_rtt_min_ns.unwrap_or(0) as f64));
     (enough && acked_late && at_timer).then_some(NagleStall {
         held: g.held,
         small: g.small,
@@ -67,6 +74,7 @@ pub fn judge(g: &ReplyGaps) -> Option<NagleStall> {
         max_gap_ns: g.held_gap_max_ns,
         share,
         delayed_acks: g.delayed_acks,
+        rtt_ns: g.held_rtt_min_ns,
     })
 }
 
@@ -76,11 +84,23 @@ pub const FIX: &str = "set TCP_NODELAY on the server's connections, or write eac
 impl NagleStall {
     /// The finding's first words.
     pub const NAME: &'static str = "Nagle x delayed ACK";
+    /// A round trip this long or longer is said in the evidence, ns (loopback's and a
+    /// LAN's are well under it and change nothing).
+    pub const RTT_SHOWN_NS: u64 = 1_000_000;
 
     /// The evidence: `12 of 40 small replies (at most 14480 bytes) had their last byte
     /// 40.2 ms after their first (mean; max 41.0 ms), 83 % of the response time; TcpExt
-    /// DelayedACKs rose by 13 in the client's namespace`.
+    /// DelayedACKs rose by 13 in the client's namespace`; on a path of 1 ms or more of
+    /// round trip, `(mean; max 71.0 ms; 30.1 ms of it the path's round trip, TCP_INFO
+    /// min_rtt)`.
     pub fn evidence(&self) -> String {
+        let rtt = match self.rtt_ns {
+            Some(r) if r >= Self::RTT_SHOWN_NS => format!(
+                "; {:.1} ms of it the path's round trip, TCP_INFO min_rtt",
+                r as f64 / 1e6
+            ),
+            _ => String::new(),
+        };
         let acks = match self.delayed_acks {
             Some(d) => {
                 format!("; TcpExt DelayedACKs rose by {d} in the client's network namespace")
@@ -88,7 +108,7 @@ impl NagleStall {
             None => String::new(),
         };
         format!(
-            "{} of {} small replies (at most {} bytes) had their last byte {:.1} ms after their first (mean; max {:.1} ms), {:.0} % of the response time{acks}",
+            "{} of {} small replies (at most {} bytes) had their last byte {:.1} ms after their first (mean; max {:.1} ms{rtt}), {:.0} % of the response time{acks}",
             self.held,
             self.small,
             ReplyGaps::SMALL_BYTES,

@@ -79,6 +79,7 @@ fn gaps_away_from_the_delayed_ack_timer_are_a_pausing_server_not_nagle() {
         held_gap_ns: 1_465_227_513,
         held_gap_max_ns: 50_541_379,
         delayed_acks: Some(32),
+        held_rtt_min_ns: None,
     };
     assert!(judge(&real).is_some());
     // A server with TCP_NODELAY sleeping 100 ms between headers and body: the client's
@@ -88,6 +89,43 @@ fn gaps_away_from_the_delayed_ack_timer_are_a_pausing_server_not_nagle() {
     assert_eq!(judge(&gaps(40, 71.0, 40, 70.0, Some(40))), None);
     // At the timer, however it is rounded (a 10 ms tick at HZ 100): Nagle.
     assert!(judge(&gaps(40, 51.0, 40, 50.0, Some(40))).is_some());
+}
+
+#[test]
+fn a_hold_on_a_long_round_trip_is_judged_without_the_round_trip() {
+    // A 40.6 ms delayed-ACK hold on a 30 ms path: the ACK goes to the server and the
+    // held body comes back after the timer, so each held gap is 70.6 ms, past the
+    // timer's window when the round trip is not known (or not taken off).
+    let mut g = gaps(40, 71.0, 40, 70.6, Some(40));
+    assert_eq!(judge(&g), None);
+    g.held_rtt(30_000_000);
+    let n = judge(&g).expect("named on the 30 ms path");
+    assert_eq!(n.rtt_ns, Some(30_000_000));
+    assert!(
+        n.evidence()
+            .contains("70.6 ms after their first (mean; max 70.6 ms; 30.0 ms of it the path's round trip, TCP_INFO min_rtt), 99 %"),
+        "{}",
+        n.evidence()
+    );
+    // A server with TCP_NODELAY pausing 100 ms between its sends on the same path:
+    // 70 ms beyond the round trip, still not the timer; nor is a 200 ms pause.
+    for pause in [100.0, 200.0] {
+        let mut p = gaps(40, pause + 31.0, 40, pause, Some(40));
+        p.held_rtt(30_000_000);
+        assert_eq!(judge(&p), None, "{pause} ms pause");
+    }
+    // Loopback's round trip (20 us) changes nothing and is not said.
+    let mut l = gaps(47, 42.1, 46, 40.6, Some(49));
+    l.held_rtt(20_000);
+    let n = judge(&l).expect("named");
+    assert!(!n.evidence().contains("round trip"), "{}", n.evidence());
+    let mut far = gaps(47, 42.1, 46, 40.6, Some(49));
+    far.held_rtt(90_000_000);
+    assert_eq!(
+        judge(&far),
+        None,
+        "a gap shorter than the round trip is no hold"
+    );
 }
 
 fn step(users: usize, g: Option<ReplyGaps>) -> StepResult {

@@ -8,7 +8,10 @@
 //! waiting for a CPU (contended: the host's CPUs are busy with other work), one thread at
 //! ~100 % of a CPU (saturated), several threads waiting on a futex without a timeout more
 //! than spare pool threads explain (serialised), threads blocked on sockets to another
-//! peer (waiting for a peer). Shares are of the time each thread was sampled over
+//! peer (waiting for a peer). A working thread that is a runtime's helper
+//! ([`crate::waits::is_helper`]: a JVM's compiler or collector, redis's bio threads, never
+//! seen in a network wait) stays a working thread, but its futex waits are not counted
+//! in the lock figures. Shares are of the time each thread was sampled over
 //! ([`span_ns`]), not of the planned step.
 
 use tpslab_record::ramp::StepResult;
@@ -73,15 +76,21 @@ pub struct ThreadFacts {
     pub working: Vec<(String, u32)>,
     /// The idle threads' names, by tid.
     pub idle: Vec<String>,
+    /// The working threads that are a runtime's helpers, not serving requests
+    /// ([`crate::waits::is_helper`]: a JVM's compiler and collector threads, redis's bio
+    /// threads, never seen in a network wait), by name: their waits on a condition are
+    /// not requests waiting on a lock, so the lock figures below leave them out.
+    pub helpers: Vec<String>,
     /// The busiest working thread: (name, tid, busy share 0..=1, on a CPU 0..=1, waiting
     /// for a CPU 0..=1).
     pub busiest: Option<(String, u32, f64, f64, f64)>,
     /// The busy share of the next busiest working thread, 0..=1 (0 with one).
     pub next_busy: f64,
-    /// Working threads with half their samples or more waiting on a lock: in a futex
-    /// without a timeout (a timed futex wait is a sleep or a timer, [`lock_samples`]).
+    /// Working threads (not helpers) with half their samples or more waiting on a lock:
+    /// in a futex without a timeout (a timed futex wait is a sleep or a timer,
+    /// [`lock_samples`]).
     pub futex_threads: usize,
-    /// Share of the working threads' samples waiting on a lock, 0..=1.
+    /// Share of the working threads' samples (not the helpers') waiting on a lock, 0..=1.
     pub lock_share: f64,
     /// Working threads' lock waits beyond what spare threads explain, in threads: the
     /// sum of their shares of samples waiting on a lock, less the threads the step's
@@ -161,17 +170,23 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
     }
     let n = |st: &ThreadStates, c: WaitClass| st.by_class.get(&c).copied().unwrap_or(0);
     let samples = states.samples.max(1) as f64;
-    let futex_threads = working
+    // The lock figures are the serving threads': a runtime's helpers wait on their own
+    // conditions between their bursts of work.
+    let (helpers, serving): (Vec<&StepThread>, Vec<&StepThread>) = working
+        .iter()
+        .partition(|t| crate::waits::is_helper(&t.comm, &t.states));
+    let serving_samples = serving.iter().map(|t| t.states.samples).sum::<u64>().max(1) as f64;
+    let futex_threads = serving
         .iter()
         .filter(|t| t.states.samples > 0 && 2 * lock_samples(t) >= t.states.samples)
         .count();
-    let locks: u64 = working.iter().map(|t| lock_samples(t)).sum();
-    let lock_threads: f64 = working
+    let locks: u64 = serving.iter().map(|t| lock_samples(t)).sum();
+    let lock_threads: f64 = serving
         .iter()
         .filter(|t| t.states.samples > 0)
         .map(|t| lock_samples(t) as f64 / t.states.samples as f64)
         .sum();
-    let waiters = working.iter().filter(|t| lock_samples(t) > 0).count();
+    let waiters = serving.iter().filter(|t| lock_samples(t) > 0).count();
     let spare = waiters.saturating_sub(s.users) as f64;
     let mut peer_calls: std::collections::BTreeMap<String, u64> = Default::default();
     let told = working.iter().any(|t| t.peer_by_syscall.is_some());
@@ -237,9 +252,10 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         next_busy: shares.get(1).copied().unwrap_or(0.0),
         working: working.iter().map(|t| (t.comm.clone(), t.tid)).collect(),
         idle: idle.iter().map(|t| t.comm.clone()).collect(),
+        helpers: helpers.iter().map(|t| t.comm.clone()).collect(),
         busiest,
         futex_threads,
-        lock_share: locks as f64 / samples,
+        lock_share: locks as f64 / serving_samples,
         lock_excess: lock_threads - spare,
         timed_share: working.iter().map(|t| t.futex_timed).sum::<u64>() as f64 / samples,
         peer_share: peer as f64 / samples,
@@ -371,8 +387,22 @@ pub fn evidence_line(f: &ThreadFacts) -> String {
     } else {
         String::new()
     };
+    let helpers = match f.helpers.len() {
+        0 => String::new(),
+        n => {
+            let mut names: Vec<&str> = f.helpers.iter().map(String::as_str).take(4).collect();
+            if n > 4 {
+                names.push("...");
+            }
+            format!(
+                "; {n} of them a runtime's helper{}, their waits not counted as a lock's ({})",
+                if n == 1 { "" } else { "s" },
+                names.join(", ")
+            )
+        }
+    };
     format!(
-        "working server threads at {} users: {} of {}{busiest}{locked}{}",
+        "working server threads at {} users: {} of {}{busiest}{locked}{helpers}{}",
         f.users,
         f.working.len(),
         f.working.len() + f.idle.len(),

@@ -17,6 +17,9 @@
 //!   the lock part leaves out the spare threads the users cannot keep busy
 //!   (threads seen in a lock wait beyond the step's users: a pool's threads waiting for
 //!   work on a condition variable), as [`crate::ramp_threads::ThreadFacts::lock_excess`].
+//!   A runtime's helpers ([`crate::waits::is_helper`]: a JVM's compiler and collector
+//!   threads, redis's bio threads, never seen in a network wait) weigh only with their
+//!   CPU time, busy or not: their waits are on their own conditions, not a request's.
 //!
 //! The uncertainty of a sampled part is one standard error of its shares (binomial over
 //! each thread's blocked samples, samples taken as independent); schedstat's parts are
@@ -142,7 +145,9 @@ fn thread_parts(s: &StepResult, parked: &BTreeSet<u32>) -> Option<Vec<(RtPart, T
         // CPU time is work whoever spends it (an idle thread's is little by definition).
         by[idx(RtPart::OnCpu)].add(cpu * present, 0.0);
         by[idx(RtPart::Runnable)].add(runq * present, 0.0);
-        if idle && parked.contains(&t.tid) {
+        // A runtime's helper (its compiler, its collector, redis's bio threads) serves
+        // no request: its CPU time above is work, its waits are its own.
+        if (idle && parked.contains(&t.tid)) || crate::waits::is_helper(&t.comm, st) {
             continue;
         }
         let n = |c: WaitClass| st.by_class.get(&c).copied().unwrap_or(0);

@@ -273,3 +273,74 @@ fn threads_parked_from_the_first_step_are_no_lock() {
     let lock = ledgers(&python_lock().steps, 0.0);
     assert!(lock.last().unwrap().ms(RtPart::Lock) > 100.0);
 }
+
+/// A real `ramp tcp` record of tests/servers/LockedTcpServer.java (8 pool threads, a 2 ms
+/// sleep under one synchronized lock, 1..8 users, --pid; written before timed futex
+/// waits were told apart): at 4 users its JVM's VM Periodic Task ran (on a CPU 0.7 % of
+/// the step: not idle) and waited in a futex the rest of it.
+/// Busy runtime helpers: their waits are not the lock's, in the thread facts and in the
+/// ledger; the pool threads' waits are.
+#[test]
+fn a_jvms_busy_helpers_are_not_waiting_on_the_lock() {
+    use crate::ramp_threads::{facts, lock_samples};
+    let text = include_str!("../tests/fixtures/ramp_java_lock.json");
+    let rec = match Record::from_json(text).expect("a record").body {
+        Body::Ramp(r) => r.run,
+        _ => panic!("a ramp record"),
+    };
+    let step = &rec.steps[2];
+    assert_eq!(step.users, 4);
+    let f = facts(step).expect("thread facts");
+    assert_eq!(f.helpers, ["VM Periodic Tas"], "{f:?}");
+    for h in &f.helpers {
+        // Working, not idle: they ran.
+        assert!(
+            f.working.iter().any(|(n, _)| n == h),
+            "{h}: {:?}",
+            f.working
+        );
+    }
+    // The lock figures are the pool threads' alone.
+    let pool: Vec<_> = step
+        .per_thread
+        .iter()
+        .filter(|t| t.comm.starts_with("pool-") && f.working.iter().any(|w| w.1 == t.tid))
+        .collect();
+    let pool_lock: u64 = pool.iter().map(|t| lock_samples(t)).sum();
+    let pool_samples: u64 = pool.iter().map(|t| t.states.samples).sum();
+    assert!(
+        (f.lock_share - pool_lock as f64 / pool_samples as f64).abs() < 1e-12,
+        "{} vs {pool_lock} of {pool_samples}",
+        f.lock_share
+    );
+    let pool_futex = pool
+        .iter()
+        .filter(|t| 2 * lock_samples(t) >= t.states.samples)
+        .count();
+    assert_eq!(f.futex_threads, pool_futex, "{f:?}");
+    let line = crate::ramp_threads::evidence_line(&f);
+    assert!(
+        line.contains(
+            "; 1 of them a runtime's helper, their waits not counted as a lock's (VM Periodic Tas)"
+        ),
+        "{line}"
+    );
+    // The ledger's lock part is the same with the helpers' samples gone: only their CPU
+    // time weighs.
+    let l = step_ledger(step, 0.0).expect("a ledger");
+    let mut without = step.clone();
+    for t in &mut without.per_thread {
+        if crate::waits::is_helper(&t.comm, &t.states) {
+            let (cpu, runq) = (t.states.on_cpu_ns, t.states.runqueue_ns);
+            t.states = Default::default();
+            t.states.on_cpu_ns = cpu;
+            t.states.runqueue_ns = runq;
+        }
+    }
+    let w = step_ledger(&without, 0.0).expect("a ledger");
+    assert!(
+        (l.ms(RtPart::Lock) - w.ms(RtPart::Lock)).abs() < 1e-9,
+        "{l:?} vs {w:?}"
+    );
+    assert!(l.ms(RtPart::Lock) > 0.5 * l.mean_ms, "{l:?}");
+}

@@ -196,6 +196,51 @@ pub fn is_idle(t: &ThreadWait) -> bool {
         && classes == 1
 }
 
+/// Names (`comm`, its first 15 bytes; a prefix of it) of the threads a runtime starts
+/// for its own work, beside the threads that read and serve requests: HotSpot's (the
+/// JVM's garbage collectors, JIT compilers, VM operations and reference handling) and
+/// .NET's, redis's background I/O threads and its allocator's. They run when their
+/// runtime has work (a collection, a compilation, a lazy free, an fsync) and wait on a
+/// condition variable (a futex, most without a timeout) the rest of the time, as a
+/// request's thread waits on a lock; from their samples alone they cannot be told from
+/// a pool's threads blocked on a lock (the JDK HttpServer's pool threads were never
+/// seen on a socket in 6,400 samples of `ramp_java_http_lock.json`, where only its
+/// dispatcher reads), so they are known by their names.
+pub const RUNTIME_HELPERS: &[&str] = &[
+    "GC Thread#",
+    "G1 ",
+    "VM Thread",
+    "VM Periodic Tas",
+    "C1 CompilerThre",
+    "C2 CompilerThre",
+    "Reference Handl",
+    "Finalizer",
+    "Signal Dispatch",
+    "Service Thread",
+    "Monitor Deflati",
+    "Sweeper thread",
+    "Common-Cleaner",
+    "Notification Th",
+    "Attach Listener",
+    ".NET ",
+    "bio_",
+    "jemalloc_bg_thd",
+];
+
+/// A runtime's helper thread, not one serving requests: named as one of
+/// [`RUNTIME_HELPERS`] and never seen in a network wait (`network` samples 0: a thread
+/// seen in a receive, accept, poll or epoll wait, or reading or writing a socket, serves
+/// whatever its name). Its waits say nothing of where requests wait.
+pub fn is_helper(comm: &str, states: &ThreadStates) -> bool {
+    RUNTIME_HELPERS.iter().any(|h| comm.starts_with(h))
+        && states
+            .by_class
+            .get(&WaitClass::Network)
+            .copied()
+            .unwrap_or(0)
+            == 0
+}
+
 /// A thread's states as a wait verdict reads them: its futex waits with a timeout
 /// (`futex_timed`) moved from the lock class to the sleep class (a timed futex is a
 /// sleep or a timer, not a wait for a lock: a JVM's compiler threads between their
@@ -217,23 +262,82 @@ fn timed_futex_as_sleep(t: &ThreadWait) -> ThreadWait {
     t
 }
 
-/// `w` as a wait verdict reads it: its idle threads ([`is_idle`]) left out (unless every
-/// thread is: then there is nothing else to judge by), each other thread's futex waits
-/// with a timeout counted as sleeps, the process's samples those of the kept threads
-/// added together; with the count of idle threads left out. `w` as it is (0 left out)
-/// when no thread is idle and none waited in a timed futex.
-pub fn without_idle(w: &ThreadWaits) -> (std::borrow::Cow<'_, ThreadWaits>, usize) {
+/// The threads a wait verdict leaves out of `w`: idle ones ([`is_idle`]) and a
+/// runtime's busy helpers ([`is_helper`], not idle).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Idle threads left out.
+    pub idle: usize,
+    /// Busy helpers left out, by name (`comm`), in the record's thread order.
+    pub helpers: Vec<String>,
+}
+
+impl LeftOut {
+    /// What the headline adds: ` (17 idle threads left out: parked in one wait the whole
+    /// run, no CPU time; 3 runtime helper threads left out, not serving requests: C2
+    /// CompilerThre, C1 CompilerThre, ...)`, up to 4 helpers named; empty when none.
+    pub fn words(&self) -> String {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let mut parts = Vec::new();
+        if self.idle > 0 {
+            parts.push(format!(
+                "{} idle thread{} left out: parked in one wait the whole run, no CPU time",
+                self.idle,
+                plural(self.idle)
+            ));
+        }
+        if !self.helpers.is_empty() {
+            let mut names: Vec<&str> = self.helpers.iter().map(String::as_str).take(4).collect();
+            if self.helpers.len() > 4 {
+                names.push("...");
+            }
+            parts.push(format!(
+                "{} runtime helper thread{} left out, not serving requests: {}",
+                self.helpers.len(),
+                plural(self.helpers.len()),
+                names.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
+    }
+}
+
+/// `w` as a wait verdict reads it: its idle threads ([`is_idle`]) and its runtime's busy
+/// helpers ([`is_helper`]) left out (unless every thread is one or the other: then there
+/// is nothing else to judge by), each other thread's futex waits with a timeout counted
+/// as sleeps, the process's samples those of the kept threads added together; with what
+/// was left out. `w` as it is (nothing left out) when no thread is idle or a helper and
+/// none waited in a timed futex.
+pub fn without_idle(w: &ThreadWaits) -> (std::borrow::Cow<'_, ThreadWaits>, LeftOut) {
     use std::borrow::Cow;
-    let idle = w.threads.iter().filter(|t| is_idle(t)).count();
-    let idle = if idle == w.threads.len() { 0 } else { idle };
+    let idle_or_helper = |t: &ThreadWait| is_idle(t) || is_helper(&t.comm, &t.states);
+    let out = w.threads.iter().filter(|t| idle_or_helper(t)).count();
+    let keep_all = out == w.threads.len();
+    let left = if keep_all {
+        LeftOut::default()
+    } else {
+        LeftOut {
+            idle: w.threads.iter().filter(|t| is_idle(t)).count(),
+            helpers: w
+                .threads
+                .iter()
+                .filter(|t| !is_idle(t) && is_helper(&t.comm, &t.states))
+                .map(|t| t.comm.clone())
+                .collect(),
+        }
+    };
     let timed = w.threads.iter().any(|t| t.futex_timed > 0);
-    if idle == 0 && !timed {
-        return (Cow::Borrowed(w), 0);
+    if left == LeftOut::default() && !timed {
+        return (Cow::Borrowed(w), left);
     }
     let threads: Vec<ThreadWait> = w
         .threads
         .iter()
-        .filter(|t| idle == 0 || !is_idle(t))
+        .filter(|t| keep_all || !idle_or_helper(t))
         .map(timed_futex_as_sleep)
         .collect();
     let mut process = ThreadStates::default();
@@ -245,7 +349,7 @@ pub fn without_idle(w: &ThreadWaits) -> (std::borrow::Cow<'_, ThreadWaits>, usiz
         threads,
         ..w.clone()
     };
-    (Cow::Owned(kept), idle)
+    (Cow::Owned(kept), left)
 }
 
 /// One thread of the watched server as a slow sample (every 100 ms) found it, for a live
@@ -264,220 +368,5 @@ pub struct LiveThread {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_classed_by_state_syscall_and_fd() {
-        use FdKind::*;
-        assert_eq!(classify('R', Some("poll"), Unknown), WaitClass::OnCpu);
-        assert_eq!(classify('D', Some("write"), NotSocket), WaitClass::Disk);
-        assert_eq!(classify('S', Some("poll"), Unknown), WaitClass::Network);
-        assert_eq!(
-            classify('S', Some("epoll_wait"), Unknown),
-            WaitClass::Network
-        );
-        assert_eq!(classify('S', Some("read"), Socket), WaitClass::Network);
-        assert_eq!(classify('S', Some("read"), NotSocket), WaitClass::File);
-        assert_eq!(classify('S', Some("futex"), Unknown), WaitClass::Lock);
-        assert_eq!(
-            classify('S', Some("clock_nanosleep"), Unknown),
-            WaitClass::Sleep
-        );
-        assert_eq!(classify('S', Some("fdatasync"), Unknown), WaitClass::Disk);
-        assert_eq!(classify('S', None, Unknown), WaitClass::Other);
-        assert_eq!(classify('S', Some("ioctl"), Unknown), WaitClass::Other);
-        // A refused syscall file is not "other": the reader says it could not see.
-        assert_eq!(
-            classify('S', Some(UNREADABLE_SYSCALL), Unknown),
-            WaitClass::Unknown
-        );
-    }
-
-    #[test]
-    fn shares_and_the_headline_name_the_class_and_its_syscall() {
-        let mut w = ThreadWaits {
-            pid: 42,
-            interval_ms: 100,
-            ..Default::default()
-        };
-        for _ in 0..46 {
-            crate::waits::add_sample(
-                &mut w.process,
-                'S',
-                Some("do_sys_poll"),
-                Some("poll"),
-                FdKind::Unknown,
-            );
-        }
-        for _ in 0..3 {
-            crate::waits::add_sample(&mut w.process, 'R', None, None, FdKind::Unknown);
-        }
-        crate::waits::add_sample(
-            &mut w.process,
-            'S',
-            Some("futex_wait_queue"),
-            Some("futex"),
-            FdKind::Unknown,
-        );
-        assert_eq!(w.process.share_pct(WaitClass::Network), Some(92.0));
-        assert_eq!(w.process.share_pct(WaitClass::OnCpu), Some(6.0));
-        assert_eq!(w.process.by_syscall["poll"], 46);
-        assert_eq!(
-            crate::waits::headline(&w).unwrap(),
-            "process 42's threads spent 92 % of the run waiting for the network (in poll)"
-        );
-        // A second class with a fifth of the samples or more is named too.
-        for _ in 0..25 {
-            crate::waits::add_sample(
-                &mut w.process,
-                'D',
-                Some("jbd2_log_wait_commit"),
-                Some("fsync"),
-                FdKind::Unknown,
-            );
-        }
-        assert_eq!(
-            crate::waits::headline(&w).unwrap(),
-            "process 42's threads spent 61 % of the run waiting for the network (in poll), 33 % waiting on disk I/O (in fsync)"
-        );
-        let mut m = ThreadStates::default();
-        m.merge(&w.process);
-        m.merge(&w.process);
-        assert_eq!(m.samples, 150);
-        assert_eq!(m.sleeping["do_sys_poll"], 92);
-        assert_eq!(m.by_class[&WaitClass::Disk], 50);
-        assert_eq!(crate::waits::headline(&ThreadWaits::default()), None);
-    }
-
-    #[test]
-    fn with_a_window_cpu_time_is_exact_and_the_blocked_time_split_by_samples() {
-        // The busy-host bias: 25 of 31 samples saw the thread runnable, but schedstat
-        // says it ran 0.7 s and waited for a CPU 0.14 s of 3 s; its 6 blocked samples
-        // were all in fsync, in state D.
-        let mut s = ThreadStates::default();
-        for _ in 0..25 {
-            crate::waits::add_sample(&mut s, 'R', None, None, FdKind::Unknown);
-        }
-        for _ in 0..6 {
-            crate::waits::add_sample(
-                &mut s,
-                'D',
-                Some("jbd2_log_wait_commit"),
-                Some("fsync"),
-                FdKind::Unknown,
-            );
-        }
-        s.on_cpu_ns = 700_000_000;
-        s.runqueue_ns = 140_000_000;
-        s.window_ns = 3_000_000_000;
-        let pct = |c| (s.share_pct(c).unwrap() * 10.0).round() / 10.0;
-        assert_eq!(pct(WaitClass::OnCpu), 23.3);
-        assert_eq!(pct(WaitClass::Runnable), 4.7);
-        assert_eq!(pct(WaitClass::Disk), 72.0);
-        assert_eq!(s.dominant().unwrap().0, WaitClass::Disk);
-        let total: f64 = WaitClass::ALL
-            .iter()
-            .map(|&c| s.share_pct(c).unwrap())
-            .sum();
-        assert!((total - 100.0).abs() < 1e-9, "{total}");
-        // Without samples of a blocked thread, its blocked time is "other".
-        let mut r = ThreadStates::default();
-        crate::waits::add_sample(&mut r, 'R', None, None, FdKind::Unknown);
-        r.on_cpu_ns = 500;
-        r.window_ns = 1000;
-        assert_eq!(r.share_pct(WaitClass::Other), Some(50.0));
-        // On a guest, time the hypervisor held the vCPU comes out of that unseen time
-        // first (never more than is left after the CPU and run-queue time).
-        r.stolen_ns = 300;
-        assert_eq!(r.share_pct(WaitClass::Stolen), Some(30.0));
-        assert_eq!(r.share_pct(WaitClass::Other), Some(20.0));
-        r.stolen_ns = 900;
-        assert_eq!(r.share_pct(WaitClass::Stolen), Some(50.0));
-        assert_eq!(r.share_pct(WaitClass::Other), Some(0.0));
-        // A blocked thread's stolen time is taken from its blocked time, the rest split
-        // by its blocked samples.
-        s.stolen_ns = 60_000_000;
-        let pct = |c| (s.share_pct(c).unwrap() * 10.0).round() / 10.0;
-        assert_eq!(pct(WaitClass::Stolen), 2.0);
-        assert_eq!(pct(WaitClass::Disk), 70.0);
-    }
-
-    #[test]
-    fn a_record_without_classes_still_reads() {
-        let old = r#"{"samples":10,"running":10,"sleeping":{},"disk":0,"other":0}"#;
-        let s: ThreadStates = serde_json::from_str(old).unwrap();
-        assert_eq!(s.samples, 10);
-        assert!(s.by_class.is_empty());
-    }
-
-    /// S1 against a JVM (`diagnose udp` of tests/servers/UdpServer.java, docs/waits.md):
-    /// after 16 idle threads were left out, its C1 and C2 compiler threads and Monitor
-    /// Deflation, which ran a little and waited in a futex with a timeout the rest of
-    /// the run, still made the run read "72 % of the run waiting on a lock (in futex),
-    /// 22 % waiting for the network (in poll)" beside its one reader. Their timed
-    /// futex waits are sleeps: no lock is named.
-    #[test]
-    fn a_jvms_helpers_in_a_timed_futex_are_asleep_not_on_a_lock() {
-        let thread = |tid: u32, samples: &[(char, &str, u64)], cpu_ms: u64, timed: u64| {
-            let mut states = ThreadStates::default();
-            for &(state, call, n) in samples {
-                for _ in 0..n {
-                    crate::waits::add_sample(&mut states, state, None, Some(call), FdKind::Unknown);
-                }
-            }
-            states.on_cpu_ns = cpu_ms * 1_000_000;
-            states.window_ns = 3_000_000_000;
-            ThreadWait {
-                tid,
-                comm: format!("t{tid}"),
-                states,
-                pid: 9,
-                futex_timed: timed,
-            }
-        };
-        // The reader: in poll, on a CPU a fifth of the run.
-        let mut threads = vec![thread(1, &[('S', "poll", 240), ('R', "none", 60)], 600, 0)];
-        // C1, C2, Monitor Deflation: a little CPU, the rest in a timed futex.
-        threads.push(thread(2, &[('S', "futex", 299), ('R', "none", 1)], 80, 299));
-        threads.push(thread(3, &[('S', "futex", 300)], 30, 300));
-        threads.push(thread(4, &[('S', "futex", 300)], 20, 300));
-        // Sixteen parked helpers (main, GC, VM Thread, ...): idle, left out.
-        for tid in 10..26 {
-            threads.push(thread(tid, &[('S', "futex", 300)], 0, 0));
-        }
-        let mut process = ThreadStates::default();
-        for t in &threads {
-            process.merge(&t.states);
-        }
-        let w = ThreadWaits {
-            pid: 9,
-            interval_ms: 10,
-            process,
-            threads,
-            ..Default::default()
-        };
-        let (kept, idle) = without_idle(&w);
-        assert_eq!((idle, kept.threads.len()), (16, 4));
-        let lock = kept.process.share_pct(WaitClass::Lock).unwrap();
-        let sleep = kept.process.share_pct(WaitClass::Sleep).unwrap();
-        assert_eq!(lock, 0.0, "{:?}", kept.process.by_class);
-        assert!(sleep > 50.0, "{sleep}");
-        let h = crate::waits::headline(&kept).unwrap();
-        assert!(!h.contains("lock"), "{h}");
-        // Without the timeouts (a record from before them), the helpers read as a lock.
-        let mut old = w.clone();
-        old.threads.iter_mut().for_each(|t| t.futex_timed = 0);
-        let (kept, _) = without_idle(&old);
-        assert!(
-            crate::waits::headline(&kept).unwrap().contains("a lock"),
-            "{:?}",
-            crate::waits::headline(&kept)
-        );
-        // A thread that waits in an untimed futex is still on a lock.
-        let mut untimed = w.clone();
-        untimed.threads[2].futex_timed = 0;
-        let (kept, _) = without_idle(&untimed);
-        assert!(kept.process.share_pct(WaitClass::Lock).unwrap() > 0.0);
-    }
-}
+#[path = "waits_tests.rs"]
+mod tests;

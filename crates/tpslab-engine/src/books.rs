@@ -74,6 +74,11 @@ pub(crate) trait Books: Sync {
         now: u64,
         r: &Reply,
     );
+    /// A reply just [`Books::answered`] at `now` was held on the way (its last byte
+    /// [`ReplyGaps::HELD_MIN_NS`](tpslab_record::gaps::ReplyGaps::HELD_MIN_NS) or more
+    /// after its first) on a connection whose least RTT the kernel measured is `rtt_ns`
+    /// (TCP_INFO min_rtt). Nothing by default.
+    fn held_rtt(&self, _l: &mut Self::Local, _now: u64, _rtt_ns: u64) {}
     /// A request (or a connect) failed at `now` with `kind`; `in_flight`: a request
     /// written whole was waiting for its reply.
     fn failed(&self, l: &mut Self::Local, now: u64, kind: &str, in_flight: bool);

@@ -439,6 +439,10 @@ impl Books for Schedule<'_> {
         l.publish(Some(corrected));
     }
 
+    fn held_rtt(&self, l: &mut OpenLocal, _now: u64, rtt_ns: u64) {
+        l.gaps.held_rtt(rtt_ns);
+    }
+
     fn failed(&self, l: &mut OpenLocal, now: u64, kind: &str, in_flight: bool) {
         if in_flight {
             self.outstanding.fetch_sub(1, Relaxed);

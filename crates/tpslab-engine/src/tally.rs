@@ -151,6 +151,15 @@ impl Tally<'_> {
         }
     }
 
+    /// The RTT of a held reply's connection at `t` (ns): kept in the step whose window
+    /// holds `t` (the lowest).
+    pub(crate) fn held_rtt_at(&self, t: u64, rtt_ns: u64) {
+        if let Some(i) = self.step_of(t) {
+            let mut a = self.acc[i].lock().unwrap_or_else(|e| e.into_inner());
+            a.gaps.held_rtt(rtt_ns);
+        }
+    }
+
     /// A failure of `kind` at `t`: counted in the step whose window holds `t`.
     pub(crate) fn err(&self, t: u64, kind: &str) {
         if let Some(i) = self.step_of(t) {
@@ -240,6 +249,10 @@ impl crate::books::Books for Tally<'_> {
             }
             Some(kind) => self.err(now, kind),
         }
+    }
+
+    fn held_rtt(&self, _l: &mut RampLocal, now: u64, rtt_ns: u64) {
+        self.held_rtt_at(now, rtt_ns)
     }
 
     fn failed(&self, _l: &mut RampLocal, now: u64, kind: &str, _in_flight: bool) {

@@ -28,10 +28,12 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
+use tpslab_record::gaps::ReplyGaps;
 
 use crate::books::Books;
 use crate::proto::tls::{self, Handshake};
@@ -465,6 +467,20 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         let now = mono_ns();
         self.sh
             .answered(&mut self.local, u.intended, u.t0, u.first, now, &r);
+        // A held reply (rare: tens of ms between its first byte and its last): its
+        // connection's least RTT, the part of the gap that is not the delayed-ACK timer.
+        if u.first != 0 && now.saturating_sub(u.first) >= ReplyGaps::HELD_MIN_NS {
+            let rtt = u.sock.as_ref().and_then(|s| {
+                tpslab_net::tcp::tcp_info(s.as_raw_fd())
+                    .ok()?
+                    .min_rtt_us
+                    .filter(|&r| r > 0)
+            });
+            if let Some(us) = rtt {
+                self.sh
+                    .held_rtt(&mut self.local, now, u64::from(us) * 1_000);
+            }
+        }
         u.ready = now;
         u.backoff_ns = 0;
         if r.close {

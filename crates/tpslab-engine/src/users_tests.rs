@@ -246,10 +246,16 @@ fn each_replys_first_and_last_byte_are_dated() {
     assert!((40e6..60e6).contains(&mean), "{g:?}");
     // The held time is most of the response time.
     assert!(g.held_share() > 0.8, "{g:?}");
+    // The held replies' connection's least RTT (TCP_INFO min_rtt): loopback's.
+    assert!(
+        g.held_rtt_min_ns.is_some_and(|r| r > 0 && r < 1_000_000),
+        "{g:?}"
+    );
 
     let srv = Server::start(|_| b"note\nok\n");
     let (replies, _, _, g) = run_gaps(srv.addr, 1, 200);
     assert!(replies > 10 && g.held == 0, "{replies} replies, {g:?}");
+    assert_eq!(g.held_rtt_min_ns, None, "nothing held, no RTT read");
 }
 
 #[test]

@@ -33,6 +33,14 @@ pub struct ReplyGaps {
     /// not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delayed_acks: Option<u64>,
+    /// The path's round-trip time under the held replies, ns: the lowest `tcpi_min_rtt`
+    /// (TCP_INFO, the least RTT the kernel measured on the connection) of the connections
+    /// whose replies were held, read when each held reply ended. A reply Nagle held waits
+    /// for the client's delayed ACK and then one round trip more (the ACK to the server,
+    /// the held segment back), so its gap is the timer plus this. None: nothing held, the
+    /// kernel's TCP_INFO without it (before 4.6), or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_rtt_min_ns: Option<u64>,
 }
 
 impl ReplyGaps {
@@ -65,8 +73,15 @@ impl ReplyGaps {
         }
     }
 
+    /// Notes the RTT (`tcpi_min_rtt`, ns) of the connection a held reply came on: the
+    /// lowest is kept.
+    #[inline]
+    pub fn held_rtt(&mut self, rtt_ns: u64) {
+        self.held_rtt_min_ns = Some(self.held_rtt_min_ns.map_or(rtt_ns, |r| r.min(rtt_ns)));
+    }
+
     /// Adds another loop's (or step's) counts; the delayed ACKs are added when both
-    /// have them, else kept from whichever has.
+    /// have them, else kept from whichever has; the lower held RTT is kept.
     pub fn merge(&mut self, o: &ReplyGaps) {
         self.replies += o.replies;
         self.response_ns = self.response_ns.saturating_add(o.response_ns);
@@ -78,6 +93,9 @@ impl ReplyGaps {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
+        if let Some(r) = o.held_rtt_min_ns {
+            self.held_rtt(r);
+        }
     }
 
     /// The held replies' mean gap, ns (None: none held).
@@ -129,10 +147,15 @@ mod tests {
         let mut b = ReplyGaps::default();
         b.add(90_000_000, Some(80_000_000), 200);
         b.delayed_acks = Some(3);
+        b.held_rtt(30_000_000);
+        b.held_rtt(31_000_000);
         a.merge(&b);
         assert_eq!((a.replies, a.held, a.held_gap_max_ns), (2, 2, 80_000_000));
         assert_eq!(a.delayed_acks, Some(3));
+        assert_eq!(a.held_rtt_min_ns, Some(30_000_000));
+        a.held_rtt(20_000_000);
         a.merge(&b);
         assert_eq!(a.delayed_acks, Some(6));
+        assert_eq!(a.held_rtt_min_ns, Some(20_000_000));
     }
 }

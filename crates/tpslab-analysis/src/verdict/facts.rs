@@ -211,15 +211,10 @@ pub fn facts_of(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
         }
         if let Some(w) = &o.thread_waits {
             // Threads parked in one wait the whole run with no CPU time (a JVM's
-            // helpers in a futex) say nothing of where requests wait.
-            let (w, idle) = crate::waits::without_idle(w);
-            f.waits_headline = crate::waits::headline(&w).map(|h| match idle {
-                0 => h,
-                n => format!(
-                    "{h} ({n} idle thread{} left out: parked in one wait the whole run, no CPU time)",
-                    if n == 1 { "" } else { "s" }
-                ),
-            });
+            // helpers in a futex), and a runtime's helpers that ran (its compiler,
+            // its collector, redis's bio threads), say nothing of where requests wait.
+            let (w, left) = crate::waits::without_idle(w);
+            f.waits_headline = crate::waits::headline(&w).map(|h| format!("{h}{}", left.words()));
             f.blocked_on = blocked_on(&w);
         }
         if !o.target_rcvbuf_bytes.is_empty() {
@@ -514,20 +509,20 @@ mod tests {
             "{h}"
         );
         // Left out, the helpers no longer make a lock of the run.
-        let (kept, idle) = crate::waits::without_idle(&w);
-        assert_eq!((idle, kept.threads.len()), (20, 2));
+        let (kept, left) = crate::waits::without_idle(&w);
+        assert_eq!((left.idle, kept.threads.len()), (20, 2));
         assert_eq!(kept.process.samples, 600);
         // Every thread idle, or none: the waits as they are.
         let none_idle = ThreadWaits {
             threads: w.threads[..1].to_vec(),
             ..w.clone()
         };
-        assert_eq!(crate::waits::without_idle(&none_idle).1, 0);
+        assert_eq!(crate::waits::without_idle(&none_idle).1.idle, 0);
         let all_idle = ThreadWaits {
             threads: w.threads[1..21].to_vec(),
             ..w.clone()
         };
-        assert_eq!(crate::waits::without_idle(&all_idle).1, 0);
+        assert_eq!(crate::waits::without_idle(&all_idle).1.idle, 0);
         // Without schedstat (no time on a CPU read) no thread is called idle.
         let mut unread = w.threads[1].clone();
         unread.states.window_ns = 0;

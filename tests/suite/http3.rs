@@ -177,3 +177,185 @@ fn caddy_answers_load_http_over_http3_and_a_port_without_it_is_one_line() {
         "{err}"
     );
 }
+
+/// Whether `net.core.rmem_max` can be written inside a network namespace of its own here
+/// (it is per namespace on kernels that allow it; on others it is read-only there and
+/// only the host's could be changed, which a test never does).
+fn rmem_max_writable(ns: &common::NetNs) -> bool {
+    ns.command("sh")
+        .args(["-c", "test -w /proc/sys/net/core/rmem_max"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `load http --http3 --server-cmd` on Debian's Caddy run as nobody (so quic-go cannot
+/// force its buffer past net.core.rmem_max) in a network namespace of its own: its QUIC
+/// socket is found by the URL's address, its SO_RCVBUF is what quic-go asks for under
+/// rmem_max (the kernel's doubling), every datagram quinn sent is accounted for by the
+/// socket's drops and Caddy's threads' reads, and the verdict names what it asked for.
+/// Where rmem_max can be set small in that namespace, the socket drops and `--verify`
+/// raises it through the host guard, restarts Caddy, shows the drops gone and restores
+/// the namespace's value.
+#[test]
+fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged() {
+    const T: &str =
+        "http3::caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged";
+    if !common::need(T, CADDY)
+        || !common::need(T, "/usr/bin/setpriv")
+        || !common::root(
+            T,
+            "Caddy runs as nobody; its threads' reads are counted by perf tracepoints",
+        )
+        || !common::can_netns(T)
+    {
+        return;
+    }
+    let ns = common::NetNs::new();
+    let dir = common::tmp("http3-beneath");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let port = common::free_port();
+    let conf = format!(
+        "{{\n\tadmin off\n\tskip_install_trust\n\tauto_https disable_redirects\n\tstorage file_system {d}/data\n\tlog {{\n\t\toutput discard\n\t}}\n}}\nhttps://localhost:{port} {{\n\ttls internal\n\trespond \"hello\" 200\n}}\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("Caddyfile"), conf).unwrap();
+    let d = dir.display();
+    let server_cmd = format!(
+        "cd {d} && exec setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME={d} XDG_DATA_HOME={d}/data XDG_CONFIG_HOME={d}/config {CADDY} run --config Caddyfile --adapter caddyfile"
+    );
+    let url = format!("https://localhost:{port}/");
+    // Caddy binds its UDP port before its `tls internal` certificate is issued (a new
+    // CA's first start, slower beside other tests): a handshake in between gets its TLS
+    // alert internal_error. The certificate is kept in the test's folder once issued,
+    // so a run that met that alert is run again (at most 3 times), Caddy started anew.
+    let run = |tag: &str, rate: &str| {
+        let json = dir.join(format!("{tag}.json"));
+        for attempt in 1..=3 {
+            let out = common::run({
+                let mut c = ns.tpslab();
+                c.args([
+                    "load",
+                    "http",
+                    &url,
+                    "--http3",
+                    "--insecure",
+                    "--rate",
+                    rate,
+                    "--connections",
+                    "4",
+                    "--streams",
+                    "4",
+                    "--duration",
+                    "1s",
+                    "--server-cmd",
+                    &server_cmd,
+                    "--verify",
+                    "--json",
+                ])
+                .arg(&json);
+                c
+            });
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            let err = String::from_utf8_lossy(&out.stderr).to_string();
+            if out.status.code() == Some(2)
+                && err.contains("TLS alert internal_error")
+                && attempt < 3
+            {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+            return (text, common::record(&json));
+        }
+        unreachable!("the third attempt returns or fails")
+    };
+
+    // As the namespace is: Caddy's socket granted twice what quic-go asks for, up to
+    // rmem_max; the request path balances to the datagram.
+    let (out, rec) = run("as-is", "1000");
+    let r = &rec["result"];
+    let u = &r["server_udp"];
+    assert_eq!(u["address"], format!("127.0.0.1:{port}"), "{u}");
+    assert_eq!(
+        u["target"]["found_by"],
+        format!("found by its UDP socket on 127.0.0.1:{port}"),
+        "{u}"
+    );
+    assert!(
+        u["target"]["exe"].as_str().unwrap().ends_with("caddy"),
+        "{u}"
+    );
+    assert_eq!(u["stack"]["name"], "quic-go", "{u}");
+    let asks = u["stack"]["asks_bytes"].as_u64().unwrap();
+    let rmem_max = u["rmem_max"].as_u64().unwrap();
+    let granted = u["observer"]["target_rcvbuf_bytes"][0].as_u64().unwrap();
+    assert_eq!(granted, 2 * asks.min(rmem_max), "{u}");
+    let req = &u["ledger"]["request"];
+    let sent = r["http3"]["datagrams_sent"].as_u64().unwrap();
+    assert_eq!(req["attempted"].as_u64(), Some(sent), "{req}");
+    assert_eq!(req["unattributed"].as_i64(), Some(0), "{req}");
+    assert_eq!(
+        common::row(req, "socket_drops") + common::row(req, "delivered"),
+        sent,
+        "{req}"
+    );
+    assert!(out.contains("\nVERDICT (server socket): "), "{out}");
+    if common::row(req, "socket_drops") == 0 {
+        assert!(
+            out.contains("Asked: quic-go asks for ") && out.contains("allows it"),
+            "{out}"
+        );
+        assert!(
+            r["verification"]["not_verified"]
+                .as_str()
+                .unwrap()
+                .starts_with("nothing tpslab can apply"),
+            "{r}"
+        );
+    }
+
+    if !rmem_max_writable(&ns) {
+        common::skip(
+            T,
+            "its second half (drops at a small net.core.rmem_max, then --verify): rmem_max is read-only in a network namespace of its own on this kernel, and the host's is never changed",
+        );
+        return;
+    }
+    // A small limit in the namespace: Caddy's socket drops, the verdict names rmem_max
+    // with what quic-go asks for, --verify raises it, restarts Caddy, and restores it.
+    let set = |v: &str| {
+        let ok = ns
+            .command("sysctl")
+            .args(["-qw", &format!("net.core.rmem_max={v}")])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    set("16384");
+    let (out, rec) = run("small", "4000");
+    set(&rmem_max.to_string());
+    let r = &rec["result"];
+    let req = &r["server_udp"]["ledger"]["request"];
+    assert!(common::row(req, "socket_drops") > 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "it asks for {} MiB ({asks} B) and net.core.rmem_max",
+            asks >> 20
+        )),
+        "{out}"
+    );
+    let v = &r["verification"];
+    assert!(v["not_verified"].is_null(), "{v}");
+    let after = &v["after"]["server_udp"]["ledger"]["request"];
+    assert_eq!(common::row(after, "socket_drops"), 0, "{out}");
+    assert!(
+        out.contains("VERIFIED: the receive-buffer drops are gone with the fix"),
+        "{out}"
+    );
+    assert_eq!(
+        v["restored"][0],
+        serde_json::json!(["net.core.rmem_max", "16384"]),
+        "{v}"
+    );
+}

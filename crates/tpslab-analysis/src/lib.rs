@@ -23,6 +23,7 @@ pub mod load_http;
 pub mod merge;
 pub mod nagle;
 pub mod nan;
+pub mod quic_server;
 pub mod ramp;
 pub mod ramp_listen;
 pub mod ramp_rank;

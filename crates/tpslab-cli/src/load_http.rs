@@ -52,6 +52,16 @@ pub struct LoadHttpArgs {
     /// freezes the screen, ? help. Standard output must be a terminal.
     #[arg(long)]
     pub live: bool,
+    /// With --http3: start the server for the run, a shell command (`{port}`: the URL's
+    /// port), run by `sh -c` as its own process group, stopped after the run; the
+    /// group's process holding a UDP socket on the URL's port is the server watched.
+    #[arg(long, value_name = "COMMAND")]
+    pub server_cmd: Option<String>,
+    /// With --server-cmd: apply the host sysctls the verdict names for the server's
+    /// receive buffer (journaled, always restored), start the server again so its socket
+    /// takes them, run the same load again and show before/after.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 impl LoadHttpArgs {
@@ -82,6 +92,8 @@ impl LoadHttpArgs {
                 p.max_rate = max;
                 p.requests = self.requests;
                 p.fail_on.clone_from(&self.fail_on);
+                p.server_cmd.clone_from(&self.server_cmd);
+                p.verify = self.verify;
                 Ok(p.validate()?)
             },
         )

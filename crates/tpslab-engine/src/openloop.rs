@@ -639,6 +639,8 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         first_tls_error: l.first_tls_error,
         http2: None,
         http3: None,
+        server_udp: None,
+        verification: None,
         reply_gaps: Some(l.gaps),
         loop_cpu: l.loop_cpu,
     }

@@ -17,7 +17,7 @@ use tpslab_record::{GeneratorReport, ObserverReport, RunRecord, ServerReport};
 use tpslab_plan::udp::UdpRunPlan;
 
 /// Whether `ip` is an address of this host (in this network namespace).
-fn is_local_ip(ip: std::net::IpAddr) -> bool {
+pub(crate) fn is_local_ip(ip: std::net::IpAddr) -> bool {
     tpslab_net::UdpSock::bind(std::net::SocketAddr::new(ip, 0), false).is_ok()
 }
 

@@ -83,6 +83,17 @@ pub struct LoadHttpPlan {
     /// given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_on: Option<String>,
+    /// `--server-cmd` (`--http3` only): the user's server, a shell command started
+    /// before the run (`{port}` replaced by the URL's port) and stopped after it; the
+    /// process of its group holding a UDP socket on the URL's port is the server
+    /// watched. Absent when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cmd: Option<String>,
+    /// `--verify` (with `--server-cmd`): the host sysctls the verdict on the server's
+    /// receive buffer names are applied through the host guard, the server started
+    /// again, the run repeated, the host restored.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub verify: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -196,6 +207,16 @@ impl LoadHttpPlan {
         }
         if self.http2 || self.http3 {
             crate::http::check_h2_headers(&self.request.headers)?;
+        }
+        if self.server_cmd.is_some() && !self.http3 {
+            return Err(PlanError::Conflict(
+                "--server-cmd applies to --http3 (the QUIC server's socket is watched and restarted for --verify)".into(),
+            ));
+        }
+        if self.verify && self.server_cmd.is_none() {
+            return Err(PlanError::Conflict(
+                "--verify needs --server-cmd: a server's socket takes a new buffer limit only when it is created, so tpslab must start the server again".into(),
+            ));
         }
         Ok(())
     }

@@ -35,6 +35,7 @@ pub mod load_http;
 pub mod merge;
 pub mod nan;
 pub mod quic;
+pub mod quic_server;
 pub mod ramp;
 mod read;
 pub mod rt_ledger;

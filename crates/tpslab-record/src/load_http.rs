@@ -193,6 +193,16 @@ pub struct LoadHttpResult {
     /// record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http3: Option<crate::quic::QuicPaths>,
+    /// HTTP/3 against a server on this host: its QUIC socket found by the URL's address
+    /// and what the kernel showed of it over the run (drops, receive queue against
+    /// SO_RCVBUF, softnet, drop reasons, its reading threads) with the datagram ledger.
+    /// None: another protocol, a server elsewhere, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_udp: Option<Box<crate::quic_server::QuicServerUdp>>,
+    /// `--verify`: the fix the verdict named applied, the server restarted, the run
+    /// again; None without `--verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Box<crate::quic_server::QuicVerification>>,
     /// HTTP/1.1: the replies by the time from their first byte read to their last (the
     /// response time summed is of the uncorrected latencies), with the client
     /// namespace's delayed ACKs over the run (`tpslab_analysis::nagle` judges it). None:

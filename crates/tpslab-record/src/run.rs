@@ -109,7 +109,7 @@ impl DropReasons {
 }
 
 /// A foreign server process, as found at the start of a run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TargetProcess {
     /// Its PID.
@@ -371,7 +371,7 @@ pub struct LatencyHistograms {
 
 /// A time series sampled by the observer: `t_ms[i]` is the time of sample i since the
 /// start of observation; every other vector has the same length.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Series {
     /// Milliseconds since the observer started (at most 20 000 samples: a longer list is
@@ -454,7 +454,7 @@ pub struct SocketReader {
 }
 
 /// Observations of the kernel over the run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ObserverReport {
     /// Sampling interval, ms.

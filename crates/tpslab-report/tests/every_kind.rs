@@ -96,6 +96,13 @@
 //! - `load_http3.json`: Caddy 2.6 (Debian) on https://localhost:18443 (`tls internal`,
 //!   `respond "hello" 200`), then `$T load http https://localhost:18443/ --http3 --insecure
 //!   --rate 500 --connections 4 --streams 2 --duration 1s --json $F/load_http3.json`
+//! - `load_http3_server.json`: Debian's Caddy 2.6.2 (quic-go, `tls internal`) run as
+//!   nobody in a network namespace of its own by `--server-cmd`, there `$T load http
+//!   https://localhost:8443/ --http3 --insecure --rate 2000 --connections 4 --streams 4
+//!   --duration 2s --server-cmd 'cd DIR && exec setpriv --reuid=nobody --regid=nogroup
+//!   --clear-groups env HOME=DIR ... caddy run --config Caddyfile --adapter caddyfile'
+//!   --verify --json $F/load_http3_server.json` (its socket found by the URL's address,
+//!   the datagram ledger, nothing dropped: nothing to verify)
 //! - `capacity.json`: in a network namespace of its own, `$T serve udp --work 200us --bind
 //!   127.0.0.1:39704 --sched fifo:10 --cpus 1 --duration 60s &`, then `chrt -f 5 $T capacity
 //!   udp 127.0.0.1:39704 --load-cpus 0 --start-rate 1000 --step-duration 500ms --warmup
@@ -147,7 +154,12 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
         Body::Bdp(_) => &["bdp.json"],
-        Body::LoadHttp(_) => &["load_http.json", "load_http_nagle.json", "load_http3.json"],
+        Body::LoadHttp(_) => &[
+            "load_http.json",
+            "load_http_nagle.json",
+            "load_http3.json",
+            "load_http3_server.json",
+        ],
         Body::ProbeIdle(_) => &[
             "probe_idle.json",
             "probe_idle_udp.json",

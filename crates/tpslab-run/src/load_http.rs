@@ -1,30 +1,105 @@
 //! `load http URL --rate R`: an open loop of HTTP/1.1 requests at a fixed rate (the
-//! engine's [`tpslab_engine::openloop`]), as one record of kind `load_http`.
+//! engine's [`tpslab_engine::openloop`]), as one record of kind `load_http`. With
+//! `--http3 --server-cmd` the user's server is started for the run, and with `--verify`
+//! the host sysctls the verdict on its socket names are applied through the host guard,
+//! the server started again, the run repeated and the host restored.
 
 use anyhow::Result;
 use std::sync::atomic::Ordering::Relaxed;
+use tpslab_engine::guard::HostGuard;
 use tpslab_plan::load_http::LoadHttpPlan;
+use tpslab_record::load_http::LoadHttpRecord;
+use tpslab_record::quic_server::QuicVerification;
 use tpslab_record::{Body, Record};
 
+use crate::server_proc::ServerProcess;
 use crate::{Ctx, Started};
 
 /// Runs the plan until its end (or `ctx.stop`: the counts so far, the record marked
-/// interrupted), its per-interval samples handed to `ctx.http_live`. Errors: as
-/// [`tpslab_engine::openloop::run_load_http`] (one line).
+/// interrupted), its per-interval samples handed to `ctx.http_live`; with `--verify`, a
+/// second run with the fix. Errors: as [`tpslab_engine::openloop::run_load_http`] (one
+/// line); `--server-cmd`'s server did not start or never bound the URL's UDP port.
 pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
-    let secs = plan.duration.as_nanos() as f64 / 1e9;
     let what = if plan.max_rate {
         "load http at max rate (closed loop)".to_string()
     } else {
         format!("load http at {} requests/s", plan.rate)
     };
-    let phase = ctx.progress.phase(&what, secs);
-    let rec = tpslab_engine::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
-    drop(phase);
+    let mut rec = once(plan, ctx, &what)?;
+    if plan.verify && !ctx.stopped() {
+        rec.result.verification = Some(Box::new(verify(plan, &rec, ctx)));
+    }
     let interrupted = ctx.stop.load(Relaxed);
     Ok(Record::with_meta(
         started.meta(interrupted),
         Body::LoadHttp(rec),
     ))
+}
+
+/// One run as the phase `what`, the `--server-cmd` server started for it and stopped
+/// after.
+fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
+    let server = match &plan.server_cmd {
+        Some(cmd) => Some(ServerProcess::user_udp_on(cmd, plan.target.port())?),
+        None => None,
+    };
+    let secs = plan.duration.as_nanos() as f64 / 1e9;
+    let rec = ctx.phase(what, secs, || {
+        tpslab_engine::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())
+    });
+    drop(server);
+    Ok(rec?)
+}
+
+/// `--verify`: the verdict's sysctls through the host guard, the run again (its server
+/// started after the change), the host restored; or why not, never the first run lost.
+fn verify(plan: &LoadHttpPlan, first: &LoadHttpRecord, ctx: &Ctx) -> QuicVerification {
+    let mut v = QuicVerification {
+        applied: vec![],
+        restored: vec![],
+        after: None,
+        not_verified: None,
+        notes: vec![],
+    };
+    let Some(verdict) = tpslab_analysis::quic_server::judge(&first.result) else {
+        v.not_verified = Some("the server's QUIC socket was not judged (not seen on this host, or its datagrams did not balance): nothing to verify".into());
+        return v;
+    };
+    if verdict.sysctls.is_empty() {
+        v.not_verified = Some(format!(
+            "nothing tpslab can apply: {} (no host limit to raise)",
+            verdict.headline
+        ));
+        return v;
+    }
+    let mut guard = match HostGuard::apply(&verdict.sysctls) {
+        Ok(g) => g,
+        Err(e) => {
+            v.not_verified = Some(format!(
+                "the fix could not be applied ({e}): nothing was verified"
+            ));
+            return v;
+        }
+    };
+    v.applied = verdict
+        .sysctls
+        .iter()
+        .map(|(k, val)| format!("sysctl {k}={val} (host-wide; restored afterwards)"))
+        .collect();
+    v.applied
+        .push("the server started again after the change (--server-cmd)".into());
+    let r = once(plan, ctx, "run 2: with the fix, the server restarted");
+    let done = guard.restore();
+    v.restored = done.restored;
+    v.notes.extend(
+        done.skipped
+            .into_iter()
+            .map(|s| format!("not restored: {s}")),
+    );
+    match r {
+        Ok(rec) => v.after = Some(Box::new(rec.result)),
+        Err(e) => v.notes.push(format!("verification run failed: {e}")),
+    }
+    v
 }

@@ -106,6 +106,12 @@ impl ServerProcess {
         Self::user(template, port, false, cpus, sched)
     }
 
+    /// As [`ServerProcess::user_udp`] on a port the caller names (`load http --http3
+    /// --server-cmd`: the URL's port). Errors: as `user_udp`'s.
+    pub fn user_udp_on(template: &str, port: u16) -> Result<ServerProcess> {
+        Self::user(template, port, false, &[], SchedPolicy::Other)
+    }
+
     /// As [`ServerProcess::user_udp`] for a TCP server (`capacity tcp --server-cmd`): a
     /// free TCP port for `{port}`, and the server is the process of the group that owns a
     /// TCP socket on it (its listening socket). Errors: as `user_udp`'s.

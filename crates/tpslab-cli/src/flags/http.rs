@@ -124,6 +124,8 @@ impl HttpFlags {
             http3: self.http3,
             streams: self.streams,
             fail_on: None,
+            server_cmd: None,
+            verify: false,
         };
         validate(&mut plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;

@@ -124,6 +124,50 @@ fn load_http_rows() {
             ],
             Error("capacity http --http3 is not built yet"),
         ),
+        // --server-cmd starts an HTTP/3 server for the run; --verify needs it.
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1:8443/",
+                "--rate",
+                "100",
+                "--http3",
+                "--insecure",
+                "--server-cmd",
+                "caddy run",
+                "--verify",
+            ],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.http3 && l.verify
+                    && l.server_cmd.as_deref() == Some("caddy run"))
+            }),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "http://127.0.0.1/",
+                "--rate",
+                "100",
+                "--server-cmd",
+                "caddy run",
+            ],
+            Error("--server-cmd applies to --http3 (the QUIC server's socket is watched and restarted for --verify)"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1/",
+                "--rate",
+                "100",
+                "--http3",
+                "--insecure",
+                "--verify",
+            ],
+            Error("--verify needs --server-cmd: a server's socket takes a new buffer limit only when it is created, so tpslab must start the server again"),
+        ),
         (
             &[
                 "load",

@@ -169,6 +169,7 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     if let Some(q) = &r.http3 {
         writeln!(w, "{}", quic_line(q))?;
     }
+    super::load_http_quic::print(w, r)?;
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
     }
@@ -461,6 +462,8 @@ mod tests {
             first_tls_error: None,
             http2: None,
             http3: None,
+            server_udp: None,
+            verification: None,
             reply_gaps: None,
             loop_cpu: None,
         };

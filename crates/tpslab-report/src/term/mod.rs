@@ -17,6 +17,7 @@ mod fleet;
 pub mod history;
 pub mod idle;
 pub mod load_http;
+mod load_http_quic;
 mod ramp;
 mod run;
 mod safe;

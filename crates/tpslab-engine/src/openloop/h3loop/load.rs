@@ -43,6 +43,9 @@ pub(in crate::openloop) fn run_load_h3(
         plan.timeout,
     )
     .map_err(EngineError::Other)?;
+    // The server's socket on this host, watched from before the first connection to
+    // after the last one closed.
+    let beneath = super::beneath::Beneath::start(plan.target).map_err(EngineError::Other)?;
     let c = plan.connections;
     let loops = loops_for(c, plan.load_threads)?;
     let start = mono_ns() + 100_000_000;
@@ -73,7 +76,9 @@ pub(in crate::openloop) fn run_load_h3(
     };
     let l = run_schedule(&sched, c, loops, &|ids| run_loop(&run, ids))?;
     let mut rec = record(plan, start, intended, l);
-    rec.result.http3 = Some(*run.quic.lock().unwrap_or_else(|e| e.into_inner()));
+    let quic = *run.quic.lock().unwrap_or_else(|e| e.into_inner());
+    rec.result.server_udp = beneath.map(|b| Box::new(b.finish(&quic)));
+    rec.result.http3 = Some(quic);
     // Reply gaps are TCP's (Nagle x delayed ACK): none over QUIC.
     rec.result.reply_gaps = None;
     Ok(rec)

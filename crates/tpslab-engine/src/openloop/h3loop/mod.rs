@@ -42,6 +42,7 @@ use crate::books::Books;
 use crate::proto::h3;
 use crate::proto::Reply;
 
+mod beneath;
 mod clock;
 mod load;
 
@@ -85,6 +86,10 @@ struct Shared<B: Books> {
 
 /// How often a loop checks for the run's end, ns.
 const DONE_POLL: Duration = Duration::from_millis(5);
+
+/// How long a closed connection's endpoint is given to send its CONNECTION_CLOSE
+/// before the connection's figures are read (its driver runs on this loop's thread).
+const CLOSE_SENT: Duration = Duration::from_millis(2);
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
 /// is done.
@@ -134,10 +139,22 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
             } => {}
         }
     });
-    // The run's end (or its abort) came with connections open: their figures now.
-    for c in shared.open.borrow_mut().iter_mut().filter_map(Option::take) {
-        harvest(run, &shared, &c);
-        c.close(0u32.into(), b"done");
+    // The run's end (or its abort) came with connections open: closed, then their
+    // figures once the CONNECTION_CLOSE went out.
+    let open: Vec<quinn::Connection> = shared
+        .open
+        .borrow_mut()
+        .iter_mut()
+        .filter_map(Option::take)
+        .collect();
+    if !open.is_empty() {
+        for c in &open {
+            c.close(0u32.into(), b"done");
+        }
+        rt.block_on(async { tokio::time::sleep(CLOSE_SENT).await });
+    }
+    for c in &open {
+        harvest(run, &shared, c);
     }
     let Shared {
         local,
@@ -255,8 +272,11 @@ async fn connection<B: Books>(run: &H3Run<'_, B>, sh: &Shared<B>, k: usize, cid:
             _ = drive => false,
         };
         sh.open.borrow_mut()[k] = None;
-        harvest(run, sh, &conn);
+        // Closed first, its figures read once the CONNECTION_CLOSE is sent: the ledger
+        // of the server's socket counts that datagram too.
         conn.close(0u32.into(), b"");
+        tokio::time::sleep(CLOSE_SENT).await;
+        harvest(run, sh, &conn);
         if finished {
             return;
         }

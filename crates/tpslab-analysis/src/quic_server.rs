@@ -1,0 +1,203 @@
+//! The verdict on a QUIC server's receive buffer under `load http --http3`: whether its
+//! socket dropped the client's datagrams for want of room (the request path's
+//! `socket_drops` row, from the socket's `drops`), and what the server needs, in its own
+//! terms: what its socket asked for (quic-go's fixed request, by its package in the
+//! executable; otherwise read from what the kernel granted: SO_RCVBUF is twice the
+//! value asked, capped at net.core.rmem_max) against what net.core.rmem_max allows, the
+//! sysctls that fix it, and what the loss cost QUIC (packets declared lost, congestion
+//! events) and the requests (latency from the intended send).
+
+use tpslab_record::load_http::LoadHttpResult;
+use tpslab_record::quic_server::QuicServerUdp;
+
+/// The verdict on the server's socket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferVerdict {
+    /// One line: what happened at the socket and why.
+    pub headline: String,
+    /// The evidence and the fix, a line each.
+    pub lines: Vec<String>,
+    /// Host sysctls that fix it (name, value), for `--verify`; empty when the fix is not
+    /// a host limit (or nothing was lost).
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// What the server's socket asked for, bytes, and how that is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// Its implementation's fixed request (quic-go).
+    Stack(u64),
+    /// Read from the grant: SO_RCVBUF / 2, below the cap and not the default.
+    Granted(u64),
+    /// At least rmem_max: the grant is at the cap (twice rmem_max).
+    AtLeastCap(u64),
+    /// Nothing: the grant is the default (twice rmem_default).
+    Default,
+    /// Not knowable from the record.
+    Unknown,
+}
+
+/// Bytes as MiB with the exact count ("7 MiB (7340032 B)").
+pub fn mib(b: u64) -> String {
+    let m = b as f64 / (1u64 << 20) as f64;
+    if (m - m.round()).abs() < 1e-9 {
+        format!("{m:.0} MiB ({b} B)")
+    } else {
+        format!("{m:.2} MiB ({b} B)")
+    }
+}
+
+/// The socket's SO_RCVBUF as granted (the largest of the target's sockets), bytes.
+fn granted(u: &QuicServerUdp) -> Option<u64> {
+    u.observer.target_rcvbuf_bytes.iter().copied().max()
+}
+
+/// What the socket asked for: the stack's request when known, else read from the grant
+/// against the limits (the kernel doubles the value asked, capped at rmem_max).
+pub fn asked(u: &QuicServerUdp) -> Asked {
+    if let Some(s) = &u.stack {
+        return Asked::Stack(s.asks_bytes);
+    }
+    let Some(g) = granted(u) else {
+        return Asked::Unknown;
+    };
+    match (u.rmem_max, u.rmem_default) {
+        (Some(m), _) if g >= 2 * m => Asked::AtLeastCap(m),
+        (_, Some(d)) if g == 2 * d => Asked::Default,
+        (Some(_), _) => Asked::Granted(g / 2),
+        _ => Asked::Unknown,
+    }
+}
+
+/// Judges the server's socket over the run; None without its side observed (a server
+/// elsewhere, an older record) or with a request path that does not balance.
+pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
+    let u = r.server_udp.as_deref()?;
+    let req = &u.ledger.request;
+    if req.inconsistent.is_some() || u.ledger.request.unattributed.is_none() {
+        return None;
+    }
+    let who = match (&u.target, &u.stack) {
+        (Some(t), Some(s)) => format!("{} ({}) at {}", exe_name(&t.exe), s.name, u.address),
+        (Some(t), None) => format!("{} at {}", exe_name(&t.exe), u.address),
+        (None, _) => format!("the server at {}", u.address),
+    };
+    let drops = req.count("socket_drops");
+    let g = granted(u);
+    let peak = u
+        .observer
+        .summaries
+        .get("server_rx_queue_bytes")
+        .map_or(0.0, |s| s.max);
+    let mut lines = vec![format!(
+        "Socket: SO_RCVBUF {} granted; rx_queue peaked at {:.0} B; {} of {} client datagrams dropped at its receive buffer{}; RcvbufErrors +{}",
+        g.map_or("unknown".into(), mib),
+        peak,
+        drops,
+        req.attempted,
+        req.share_pct(drops)
+            .map_or(String::new(), |p| format!(" ({p:.2} %)")),
+        u.observer.deltas.get("udp_rcvbuf_errors").copied().unwrap_or(0)
+    )];
+    let asked = asked(u);
+    let send_too = u.stack.as_ref().is_some_and(|s| s.send_too);
+    let max = u.rmem_max;
+    lines.push(match (asked, max) {
+        (Asked::Stack(a), Some(m)) => format!(
+            "Asked: {} asks for {} ({}; {}); net.core.rmem_max {} {}",
+            u.stack.as_ref().map_or("it", |s| s.name.as_str()),
+            mib(a),
+            if send_too { "receive and send buffer" } else { "receive buffer" },
+            u.stack.as_ref().map_or("", |s| s.source.as_str()),
+            mib(m),
+            if a > m { "caps it" } else { "allows it" }
+        ),
+        (Asked::AtLeastCap(m), _) => format!(
+            "Asked: at least net.core.rmem_max {} (SO_RCVBUF is twice the value asked, and it is at the cap)",
+            mib(m)
+        ),
+        (Asked::Granted(a), _) => format!(
+            "Asked: {} (SO_RCVBUF / 2, below net.core.rmem_max {}: granted in full)",
+            mib(a),
+            max.map_or("unknown".into(), mib)
+        ),
+        (Asked::Default, _) => format!(
+            "Asked: nothing (SO_RCVBUF is twice net.core.rmem_default {}: the socket never set its buffer)",
+            u.rmem_default.map_or("unknown".into(), mib)
+        ),
+        _ => "Asked: unknown (the socket's grant or the host's limits were not read)".into(),
+    });
+    if let Some(q) = &r.http3 {
+        lines.push(format!(
+            "QUIC cost: {} packets of {} declared lost ({:.2} %) and sent again, {} congestion events; latency from the intended send p99 {:.2} ms, max {:.2} ms",
+            q.packets_lost,
+            q.packets_sent,
+            q.loss_pct(),
+            q.congestion_events,
+            r.corrected.p99_ns as f64 / 1e6,
+            r.corrected.max_ns as f64 / 1e6
+        ));
+    }
+    let mut sysctls = vec![];
+    let headline = if drops == 0 {
+        format!("no datagram dropped at the receive buffer of {who}")
+    } else {
+        match (asked, max) {
+            (Asked::Stack(a), Some(m)) if a > m => {
+                sysctls = vec![("net.core.rmem_max".into(), a.to_string())];
+                if send_too {
+                    sysctls.push(("net.core.wmem_max".into(), a.to_string()));
+                }
+                let set = sysctls
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                lines.push(format!(
+                    "Fix: sysctl -w {set} (at least the {} {} asks for; persist it in /etc/sysctl.d/), then restart the server: its socket takes the limit only when it is created",
+                    mib(a),
+                    u.stack.as_ref().map_or("server", |s| s.name.as_str())
+                ));
+                format!(
+                    "receive-buffer loss at {who}: it asks for {} and net.core.rmem_max ({}) caps it",
+                    mib(a),
+                    mib(m)
+                )
+            }
+            (Asked::AtLeastCap(m), _) => {
+                let v = 4 * m;
+                sysctls = vec![("net.core.rmem_max".into(), v.to_string())];
+                lines.push(format!(
+                    "Fix: raise net.core.rmem_max above {} (e.g. sysctl -w net.core.rmem_max={v}), then restart the server so its socket asks again",
+                    mib(m)
+                ));
+                format!(
+                    "receive-buffer loss at {who}: its socket asked for at least the {} net.core.rmem_max allows",
+                    mib(m)
+                )
+            }
+            (Asked::Default, _) => {
+                lines.push("Fix: the server's own receive buffer setting (SO_RCVBUF; for quic-go-based servers the host's rmem_max), or readers that keep up: the socket never asked for more than the default".into());
+                format!("receive-buffer loss at {who}: its socket runs on the default buffer")
+            }
+            _ => {
+                lines.push("Fix: not the host's limit (the socket got what it asked for): a larger buffer in the server's own setting, or readers that keep up (its reading threads above)".into());
+                format!("receive-buffer loss at {who}: its socket got what it asked for and its readers fell behind")
+            }
+        }
+    };
+    Some(BufferVerdict {
+        headline,
+        lines,
+        sysctls,
+    })
+}
+
+/// The executable's file name ("caddy" of "/usr/bin/caddy").
+fn exe_name(exe: &str) -> &str {
+    exe.rsplit('/').next().unwrap_or(exe)
+}
+
+#[cfg(test)]
+#[path = "quic_server_tests.rs"]
+mod tests;

@@ -325,7 +325,7 @@ fn a_jvms_busy_helpers_are_left_out_by_name_unless_seen_on_a_socket() {
 #[test]
 fn a_real_jvms_compilers_are_left_out_of_s1s_waits() {
     let w: ThreadWaits =
-        serde_json::from_str(include_str!("../tests/fixtures/s1_java_thread_waits.json"))
+        serde_json::from_str(include_str!("../tests/fragments/s1_java_thread_waits.json"))
             .expect("thread waits");
     assert_eq!(w.threads.len(), 20);
     let (kept, left) = without_idle(&w);

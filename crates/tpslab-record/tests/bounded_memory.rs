@@ -59,7 +59,7 @@ fn a_big_record_is_read_in_memory_proportional_to_its_text() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "read_big_record_child",
+            "bounded_memory::read_big_record_child",
             "--ignored",
             "--nocapture",
         ])

@@ -23,7 +23,7 @@
 //! line longer than the width; `NAME.txt` is what a pipe gets (full width).
 //!
 //! To accept an intended change: `TPSLAB_BLESS=1 cargo test --release -p tpslab-report
-//! --test every_kind` writes the expected files from the renderers and still FAILS, naming
+//! --test report every_kind::` writes the expected files from the renderers and still FAILS, naming
 //! what it wrote; review `git diff`, then run again without it. Nothing accepts a change
 //! silently.
 //!
@@ -131,8 +131,7 @@ use std::path::PathBuf;
 use tpslab_record::{Body, Record};
 use tpslab_report::{render, Format};
 
-mod common;
-use common::FIXTURES;
+use crate::common::FIXTURES;
 
 /// The fixtures of each record kind. No `_` arm: a new kind does not compile until it is
 /// named here, and `every_record_kind_has_a_fixture` fails until its fixture exists.

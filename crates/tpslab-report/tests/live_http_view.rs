@@ -5,11 +5,7 @@
 //! their own: the rates, the latency from the intended send, the interval's timeouts, the
 //! connections, the bracket.
 
-#[path = "common/live.rs"]
-#[allow(dead_code)]
-mod snap;
-
-use snap::{assert_screen, data};
+use crate::snap::{assert_screen, data};
 use tpslab_analysis::capacity::bounds_so_far;
 use tpslab_record::capacity::CapacityStep;
 use tpslab_report::live::{draw_http, HttpFrame, HttpLiveState, LiveHeader};
@@ -63,7 +59,7 @@ fn an_overloaded_server_shows_achieved_under_intended_and_latency_climbing() {
         (80, 24, "load_http_overload_80x24.txt"),
         (160, 48, "load_http_overload_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw_http(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_http(f, &st));
         assert!(s.contains("intended 1.20k"), "{w}x{h}:\n{s}");
         // Every series named with its value, at 80 columns too (answered and p99.9 were
         // cut off the top border there).
@@ -111,7 +107,7 @@ fn timeouts_are_counted_in_their_interval_and_since_the_start() {
         (80, 24, "load_http_timeouts_80x24.txt"),
         (160, 48, "load_http_timeouts_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw_http(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_http(f, &st));
         let row = s
             .lines()
             .find(|l| l.contains("timeout"))
@@ -157,7 +153,7 @@ fn a_capacity_search_shows_its_steps_and_the_bracket_above_the_step_running() {
         (80, 24, "capacity_http_80x24.txt"),
         (160, 48, "capacity_http_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw_http(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_http(f, &st));
         assert!(
             s.contains("bracket so far: sustains 900 req/s, fails at 1.00k req/s"),
             "{w}x{h}:\n{s}"
@@ -175,13 +171,13 @@ fn a_capacity_search_shows_its_steps_and_the_bracket_above_the_step_running() {
 #[test]
 fn help_pause_and_the_first_interval() {
     let mut st = HttpLiveState::new(header("load http", "http://127.0.0.1:18481/", 4.0));
-    let s = snap::screen(80, 24, |f| draw_http(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw_http(f, &st));
     assert!(s.contains("waiting for the first interval"), "{s}");
     st.push(frames("load_http_overload.ndjson")[0].clone());
     (st.help, st.paused) = (true, true);
-    let s = snap::screen(80, 24, |f| draw_http(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw_http(f, &st));
     assert!(s.contains("PAUSED"), "{s}");
     assert!(s.contains("corrected for"), "{s}");
-    let s = snap::screen(79, 24, |f| draw_http(f, &st));
+    let s = crate::snap::screen(79, 24, |f| draw_http(f, &st));
     assert!(s.starts_with("terminal too small"), "{s}");
 }

@@ -4,11 +4,7 @@
 //! the figures a wrong view would get wrong checked on their own: the step count, the last
 //! step's TPS bar, the knee line, the timeouts.
 
-#[path = "common/live.rs"]
-#[allow(dead_code)]
-mod snap;
-
-use snap::{assert_screen, data};
+use crate::snap::{assert_screen, data};
 use tpslab_record::ramp::StepResult;
 use tpslab_report::live::{draw_ramp, RampHeader, RampLiveState};
 
@@ -56,7 +52,7 @@ fn blocks(l: &str) -> usize {
 fn the_whole_ramp_at_80x24_and_160x48() {
     let st = after(5, 3.6);
     for (w, h) in [(80u16, 24u16), (160, 48)] {
-        let s = snap::screen(w, h, |f| draw_ramp(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_ramp(f, &st));
         assert_screen(&s, &format!("ramp_tcp_lock_{w}x{h}.txt"));
         let mut lines = s.lines();
         let status = lines.next().unwrap();
@@ -105,7 +101,7 @@ fn the_whole_ramp_at_80x24_and_160x48() {
 fn mid_ramp_shows_the_step_being_run_from_the_plan() {
     // One step in, 0.8 s into the ramp: step 2 (2 users) is 0.1 s in, still warming up.
     let st = after(1, 0.8);
-    let s = snap::screen(80, 24, |f| draw_ramp(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw_ramp(f, &st));
     assert_screen(&s, "ramp_tcp_lock_step2_80x24.txt");
     let step = s.lines().nth(1).unwrap();
     assert!(
@@ -125,13 +121,14 @@ fn mid_ramp_shows_the_step_being_run_from_the_plan() {
     assert!(!s.contains("4 users"), "{s}");
     // Later in the same step: measuring.
     let st = after(1, 1.2);
-    assert!(
-        bar_line(&snap::screen(80, 24, |f| draw_ramp(f, &st)), "2 users")
-            .contains("measuring, 0.5 s of 0.7 s")
-    );
+    assert!(bar_line(
+        &crate::snap::screen(80, 24, |f| draw_ramp(f, &st)),
+        "2 users"
+    )
+    .contains("measuring, 0.5 s of 0.7 s"));
     // Past the step's planned end, its figures not in yet.
     let st = after(1, 1.6);
-    let s = snap::screen(80, 24, |f| draw_ramp(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw_ramp(f, &st));
     assert!(s
         .lines()
         .nth(1)

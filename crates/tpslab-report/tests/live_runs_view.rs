@@ -4,10 +4,7 @@
 //! saved screens (`BLESS_LIVE=1` writes them again), with the figures a wrong view would
 //! get wrong checked on their own: each run's drops, the table's rows, the bracket.
 
-#[path = "common/live.rs"]
-mod snap;
-
-use snap::{assert_screen, data, frames};
+use crate::snap::{assert_screen, data, frames};
 use tpslab_analysis::capacity::bounds_so_far;
 use tpslab_record::capacity::CapacityStep;
 use tpslab_record::{Body, Record};
@@ -70,7 +67,7 @@ fn a_diagnosis_shows_each_runs_drops_by_layer_above_the_run_going_now() {
     // The view below is the second run's alone: no drops carried over.
     assert_eq!(st.run.total_drops.socket, 0);
     for (w, h) in [(80, 24), (160, 48)] {
-        let s = snap::screen(w, h, |f| draw_runs(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_runs(f, &st));
         assert!(
             s.contains("diagnosis: now run 2: with the fix"),
             "{w}x{h}:\n{s}"
@@ -118,7 +115,7 @@ fn a_capacity_search_shows_its_steps_and_the_bracket_so_far() {
     let (lo, hi) = bounds_so_far(&all[..4]);
     assert_eq!((lo, hi), (Some(3750.0), Some(4375.0)));
     for (w, h) in [(80, 24), (160, 48)] {
-        let s = snap::screen(w, h, |f| draw_runs(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_runs(f, &st));
         assert!(
             s.contains("bracket so far: sustains 3.75k pps, fails at 4.38k pps"),
             "{w}x{h}:\n{s}"
@@ -166,7 +163,7 @@ fn a_sweep_fills_its_table_in_run_by_run() {
     st.start_run(&next);
     feed(&mut st, "run_udp_sink.ndjson", LIMIT_64K);
     for (w, h) in [(80, 24), (160, 48)] {
-        let s = snap::screen(w, h, |f| draw_runs(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw_runs(f, &st));
         assert!(s.contains(&format!("sweep: now {next}")), "{w}x{h}:\n{s}");
         // The newest rows that fit, in the order they ran, each its run's TPS.
         let rows: Vec<&str> = s

@@ -3,10 +3,7 @@
 //! accept an intended change: `BLESS_LIVE=1 cargo test --release -p tpslab-report --test
 //! live_view`, then read the diff.
 
-#[path = "common/live.rs"]
-mod snap;
-
-use snap::{assert_screen, frames};
+use crate::snap::{assert_screen, frames};
 use tpslab_report::live::{draw, LiveHeader, LiveState};
 
 /// The SO_RCVBUF limit the paused run's record gave (`observer.target_rcvbuf_bytes`).
@@ -59,7 +56,7 @@ fn mid_stall_the_delivered_rate_is_zero_and_the_queue_is_at_its_limit() {
         (80, 24, "load_udp_paused_stall_80x24.txt"),
         (160, 48, "load_udp_paused_stall_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw(f, &st));
         // The rate chart's title names the delivered rate of this interval: nothing.
         assert!(s.contains("delivered 0 "), "{w}x{h}:\n{s}");
         // The gauge reads the line's rx_queue against the record's limit.
@@ -104,7 +101,7 @@ fn after_the_stall_delivered_comes_back_and_drops_stop() {
         (80, 24, "load_udp_paused_end_80x24.txt"),
         (160, 48, "load_udp_paused_end_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw(f, &st));
         assert!(
             s.contains(&format!("peak {} B", st.rx_queue_peak)),
             "{w}x{h}:\n{s}"
@@ -133,7 +130,7 @@ fn a_sink_run_says_why_there_is_no_latency_and_no_limit() {
         (80, 24, "run_udp_sink_80x24.txt"),
         (160, 48, "run_udp_sink_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw(f, &st));
         assert!(
             s.contains("no latency: UDP sink mode (--no-replies)"),
             "{w}x{h}:\n{s}"
@@ -153,7 +150,7 @@ fn help_and_pause_are_drawn_over_the_view() {
     let mut st = paused_until(10);
     st.help = true;
     st.paused = true;
-    let s = snap::screen(80, 24, |f| draw(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw(f, &st));
     assert!(s.contains("PAUSED"), "{s}");
     assert!(s.contains("stop the run as Ctrl-C does"), "{s}");
 }
@@ -192,7 +189,7 @@ fn a_spike_is_clipped_and_marked_and_does_not_set_the_axis() {
         (80, 24, "load_udp_spike_80x24.txt"),
         (160, 48, "load_udp_spike_160x48.txt"),
     ] {
-        let s = snap::screen(w, h, |f| draw(f, &st));
+        let s = crate::snap::screen(w, h, |f| draw(f, &st));
         let labels = axis_labels(&s);
         // The rate axis tops out near the run's 10k pps, not at 166.5k x 1.1.
         let rate_top = labels
@@ -218,7 +215,7 @@ fn a_spike_is_clipped_and_marked_and_does_not_set_the_axis() {
 fn at_80_columns_every_series_is_named() {
     // Before the stall: every series has a value.
     let st = paused_until(11);
-    let s = snap::screen(80, 24, |f| draw(f, &st));
+    let s = crate::snap::screen(80, 24, |f| draw(f, &st));
     for name in ["offered", "delivered", "p50", "p99", "p99.9"] {
         assert!(s.contains(name), "{name} missing at 80 columns:\n{s}");
     }

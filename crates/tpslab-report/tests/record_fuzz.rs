@@ -9,8 +9,7 @@ use serde_json::Value;
 use tpslab_record::Record;
 use tpslab_report::{render, Format};
 
-mod common;
-use common::FIXTURES;
+use crate::common::FIXTURES;
 
 /// The fixtures mutated: every one (a compare record whose effects' `diff` or `ci_hi` is
 /// `null`, read back as NaN, printed "NaN" until its renderer said "-").

@@ -1,0 +1,5 @@
+//! The record crate's integration tests, one binary: `cargo test --release -p tpslab-record
+//! --test record [MODULE::]`.
+
+mod bounded_memory;
+mod schema;

@@ -93,6 +93,9 @@
 //!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
 //! - `load_http.json`: `$T serve http --bind 127.0.0.1:P &`, then `$T load http
 //!   http://127.0.0.1:P/ --rate 2000 --connections 10 --duration 1s --json $F/load_http.json`
+//! - `load_http_series.json`: `python3 -m http.server 18431 --bind 127.0.0.1 &`, then `$T
+//!   load http http://127.0.0.1:18431/ --rate 200 --connections 4 --duration 2s --json
+//!   $F/load_http_series.json --html page.html` (with its series: 8 points, 17 bins)
 //! - `load_http3.json`: Caddy 2.6 (Debian) on https://localhost:18443 (`tls internal`,
 //!   `respond "hello" 200`), then `$T load http https://localhost:18443/ --http3 --insecure
 //!   --rate 500 --connections 4 --streams 2 --duration 1s --json $F/load_http3.json`
@@ -147,7 +150,12 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
         Body::ServeTcp(_) => &["serve_tcp.json"],
         Body::Doctor(_) => &["doctor.json"],
         Body::Bdp(_) => &["bdp.json"],
-        Body::LoadHttp(_) => &["load_http.json", "load_http_nagle.json", "load_http3.json"],
+        Body::LoadHttp(_) => &[
+            "load_http.json",
+            "load_http_nagle.json",
+            "load_http3.json",
+            "load_http_series.json",
+        ],
         Body::ProbeIdle(_) => &[
             "probe_idle.json",
             "probe_idle_udp.json",

@@ -462,6 +462,7 @@ mod tests {
             http3: None,
             reply_gaps: None,
             loop_cpu: None,
+            series: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

@@ -226,3 +226,76 @@ fn a_real_run_and_doctor_write_pages_that_render() {
     let dom = assert_renders(&page, 0);
     assert!(dom.contains("data-kind=\"doctor\""));
 }
+
+/// `load http --html` of a real 2 s run against python3's http.server (HTTP/1.0, one
+/// request per connection): the page has the verdict (with the connection-reuse finding),
+/// the rates, latency-over-time and histogram plots, each an SVG with its series drawn,
+/// and the record's series holds every reply.
+#[test]
+fn a_real_load_http_page_has_its_plots_and_verdict() {
+    let test = "a_real_load_http_page_has_its_plots_and_verdict";
+    if !common::need(test, CHROMIUM) || !common::need(test, "/usr/bin/python3") {
+        return;
+    }
+    let port = common::free_port();
+    let dir = tmp("load-http-html");
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::write(dir.join("index.html"), "hi\n").unwrap();
+    let child = Command::new("/usr/bin/python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server");
+    let _k = common::Kill(child);
+    common::wait_listening(port, "python3 -m http.server");
+    let (json, page) = (tmp("load-http.json"), tmp("load-http.html"));
+    let mut c = common::tpslab();
+    c.args(["load", "http", &format!("http://127.0.0.1:{port}/")])
+        .args(["--rate", "200", "--connections", "2", "--duration", "2s"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(&page);
+    let out = common::run(c);
+    assert!(out.status.success(), "{out:?}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (r, s) = (&rec["result"], &rec["result"]["series"]);
+    let replies = r["status"]["s2xx"].as_u64().unwrap();
+    let sum = |v: &serde_json::Value, f: &dyn Fn(&serde_json::Value) -> u64| {
+        v.as_array().unwrap().iter().map(f).sum::<u64>()
+    };
+    // 2 s at 0.25 s a point, and the short last one; every reply in a point and a bin.
+    let points = s["points"].as_array().unwrap().len();
+    assert!((8..=10).contains(&points), "{points} points");
+    assert_eq!(
+        sum(&s["points"], &|p| p["status"]["s2xx"].as_u64().unwrap()),
+        replies
+    );
+    assert_eq!(
+        sum(&s["histogram"], &|b| b["count"].as_u64().unwrap()),
+        replies
+    );
+    let dom = assert_renders(&page, 3);
+    for plot in ["http_rates", "http_latency", "http_histogram"] {
+        let at = dom
+            .find(&format!("data-plot=\"{plot}\""))
+            .unwrap_or_else(|| panic!("no {plot} plot"));
+        let svg = &dom[at..dom[at..].find("</svg>").map_or(dom.len(), |e| at + e)];
+        assert!(
+            svg.contains("<svg") && svg.contains("<polyline"),
+            "{plot}: no series drawn"
+        );
+    }
+    assert!(dom.contains("class=\"verdict"), "no verdict box");
+    assert!(dom.contains("limited by"), "no verdict text");
+    assert!(dom.contains("the server does not keep connections alive"));
+}

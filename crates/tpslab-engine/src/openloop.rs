@@ -39,6 +39,7 @@ use tpslab_record::load_http::{ErrorKinds, LoadHttpRecord, LoadHttpResult, Statu
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;
 pub mod live;
+mod series;
 mod supervise;
 mod tcpstep;
 
@@ -122,6 +123,8 @@ pub(crate) struct OpenLocal {
     gaps: tpslab_record::gaps::ReplyGaps,
     /// The loop threads' CPU (set on the run's total only).
     loop_cpu: Option<tpslab_record::load_http::LoopCpu>,
+    /// The series' point length, s, and points (set on the run's total only).
+    series: Option<(f64, Vec<tpslab_record::load_http::HttpPoint>)>,
 }
 
 impl OpenLocal {
@@ -149,6 +152,7 @@ impl OpenLocal {
             live: None,
             gaps: Default::default(),
             loop_cpu: None,
+            series: None,
         }
     }
 
@@ -274,9 +278,17 @@ impl<'a> Schedule<'a> {
         self.settled.load(Relaxed) >= self.claimed.load(Relaxed)
     }
 
-    /// The schedule with a per-interval stream to `sink` (connections counted to `target`).
+    /// The schedule with a per-interval stream to `sink` (connections counted to
+    /// `target`), and the record's series from it (with or without a sink).
     pub(crate) fn with_live(mut self, sink: Option<&HttpLiveSink>, target: SocketAddr) -> Self {
-        self.live = sink.map(|s| live::Live::new(s.clone(), target, self.start));
+        let span = self.end - self.start + self.timeout_ns.min(MAX_GRACE_NS);
+        let per_point = series::per_point(span);
+        self.live = Some(live::Live::new(
+            sink.cloned(),
+            target,
+            self.start,
+            per_point,
+        ));
         self
     }
 
@@ -600,11 +612,18 @@ pub(crate) fn run_users<P: crate::proto::Exchange>(
 }
 
 /// The record of a run of `plan` started at `start` (monotonic ns) that intended
-/// `intended` requests and counted `l`.
-fn record(plan: &LoadHttpPlan, start: u64, intended: u64, l: OpenLocal) -> LoadHttpRecord {
+/// `intended` requests and counted `l`, with `l`'s series and latency histogram (a
+/// `capacity` step's [`result`] keeps none).
+fn record(plan: &LoadHttpPlan, start: u64, intended: u64, mut l: OpenLocal) -> LoadHttpRecord {
+    let series = l
+        .series
+        .take()
+        .map(|(interval, points)| series::series(interval, points, &l.corrected));
+    let mut result = result(start, intended, l);
+    result.series = series;
     LoadHttpRecord {
         plan: plan.clone(),
-        result: result(start, intended, l),
+        result,
     }
 }
 
@@ -643,6 +662,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         verification: None,
         reply_gaps: Some(l.gaps),
         loop_cpu: l.loop_cpu,
+        series: None,
     }
 }
 

@@ -9,6 +9,8 @@ use tpslab_plan::load_http::LoadHttpPlan;
 
 use crate::stats::LatencySummary;
 
+pub use crate::http_series::{HttpPoint, HttpSeries, LatencyBin, PointLatency};
+
 /// Final replies by status class (1xx interim replies are skipped, not counted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -214,6 +216,11 @@ pub struct LoadHttpResult {
     /// CPU nearly all of it). None: an older record, or schedstat unreadable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_cpu: Option<LoopCpu>,
+    /// The run over time: a point per interval (requests/s intended vs answered, latency
+    /// percentiles, status classes, errors by kind) and the latency histogram (the HTML
+    /// page's plots). None: an older record, or a `capacity` step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<HttpSeries>,
 }
 
 /// The CPU the generator's loop threads used and waited for, from each thread's

@@ -182,6 +182,9 @@ impl Record {
                         r.unanswered
                     ));
                 }
+                if let Some(Err(e)) = r.series.as_ref().map(|s| s.check(r.status.total())) {
+                    return bad(e);
+                }
             }
             Body::Bdp(b) => {
                 // What `bdp`'s plan allows: a path RTT of 1 us..=60 s, rates above 0.

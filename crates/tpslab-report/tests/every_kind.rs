@@ -93,6 +93,9 @@
 //!   100ms --rate 1gbit --buffer 64KiB --json $F/bdp.json`
 //! - `load_http.json`: `$T serve http --bind 127.0.0.1:P &`, then `$T load http
 //!   http://127.0.0.1:P/ --rate 2000 --connections 10 --duration 1s --json $F/load_http.json`
+//! - `load_http_series.json`: `python3 -m http.server 18431 --bind 127.0.0.1 &`, then `$T
+//!   load http http://127.0.0.1:18431/ --rate 200 --connections 4 --duration 2s --json
+//!   $F/load_http_series.json --html page.html` (with its series: 8 points, 17 bins)
 //! - `load_http3.json`: Caddy 2.6 (Debian) on https://localhost:18443 (`tls internal`,
 //!   `respond "hello" 200`), then `$T load http https://localhost:18443/ --http3 --insecure
 //!   --rate 500 --connections 4 --streams 2 --duration 1s --json $F/load_http3.json`
@@ -158,6 +161,7 @@ fn fixtures_of(body: &Body) -> &'static [&'static str] {
             "load_http_nagle.json",
             "load_http3.json",
             "load_http3_server.json",
+            "load_http_series.json",
         ],
         Body::ProbeIdle(_) => &[
             "probe_idle.json",

@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_record::load_http::{ErrorKinds, StatusClasses};
 
+use super::series::{Sample, SeriesAcc};
 use crate::observe::IntervalLatency;
 
 /// Length of one interval of the stream.
@@ -155,9 +156,10 @@ impl LiveLocal {
     }
 }
 
-/// The reader's side: every loop thread's shard, the sink, and the last interval's end.
+/// The reader's side: every loop thread's shard, the sink (if any: the record's series is
+/// kept without one), and the last interval's end.
 pub(super) struct Live {
-    sink: HttpLiveSink,
+    sink: Option<HttpLiveSink>,
     target: SocketAddr,
     shards: Mutex<Vec<Shard>>,
     reader: Mutex<Reader>,
@@ -171,6 +173,8 @@ struct Reader {
     diag: Option<tpslab_net::diag::SockDiag>,
     /// sock_diag could not be opened (or failed once): no count of connections.
     no_diag: bool,
+    /// The record's series.
+    series: SeriesAcc,
 }
 
 /// The schedule's times the reader needs, monotonic ns.
@@ -183,8 +187,14 @@ pub(super) struct Clock {
 }
 
 impl Live {
-    /// A stream to `sink` of a run against `target` whose schedule starts at `start`.
-    pub(super) fn new(sink: HttpLiveSink, target: SocketAddr, start: u64) -> Live {
+    /// A stream to `sink` (None: only the record's series, `per_point` intervals to a
+    /// point) of a run against `target` whose schedule starts at `start`.
+    pub(super) fn new(
+        sink: Option<HttpLiveSink>,
+        target: SocketAddr,
+        start: u64,
+        per_point: u32,
+    ) -> Live {
         Live {
             sink,
             target,
@@ -194,6 +204,7 @@ impl Live {
                 prev: Counts::default(),
                 diag: None,
                 no_diag: false,
+                series: SeriesAcc::new(per_point),
             }),
         }
     }
@@ -220,7 +231,15 @@ impl Live {
         r.prev_t + INTERVAL.as_nanos() as u64
     }
 
-    /// Ends the interval at `now`: reads every shard and hands the sample to the sink.
+    /// The record's series so far, its last point closed: a whole point's length, s, and
+    /// the points.
+    pub(super) fn take_series(&self) -> (f64, Vec<tpslab_record::load_http::HttpPoint>) {
+        let mut r = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        r.series.take()
+    }
+
+    /// Ends the interval at `now`: reads every shard, adds the interval to the record's
+    /// series and hands the sample to the sink.
     /// Does nothing when less than a millisecond passed since the last one.
     pub(super) fn sample(&self, now: u64, clock: &Clock) {
         let mut r = self.reader.lock().unwrap_or_else(|e| e.into_inner());
@@ -249,7 +268,27 @@ impl Live {
             .min(clock.send_end)
             .saturating_sub(r.prev_t.max(clock.start));
         let was = r.prev;
+        let status = status_since(&total.status, &was.status);
+        let errors = kinds_since(&total.errors, &was.errors);
+        let connect_errors = kinds_since(&total.connect_errors, &was.connect_errors);
+        r.series.add(Sample {
+            t_s: now.saturating_sub(clock.start) as f64 / 1e9,
+            dt_s: dt,
+            intended: clock.rate * overlap as f64 / 1e9,
+            sent: total.sent.saturating_sub(was.sent),
+            answered: status.total(),
+            hist: &lat,
+            status,
+            errors,
+            connect_errors,
+        });
+        r.prev = total;
+        r.prev_t = now;
+        let Some(sink) = &self.sink else {
+            return;
+        };
         let connections = r.connections(self.target);
+        drop(r);
         let sample = HttpLiveSample {
             t_ms: now.saturating_sub(clock.start) as f64 / 1e6,
             interval_ms: dt * 1e3,
@@ -266,16 +305,13 @@ impl Live {
                     max_us: l.max_ns as f64 / 1e3,
                 }
             }),
-            status: status_since(&total.status, &was.status),
-            errors: kinds_since(&total.errors, &was.errors),
-            connect_errors: kinds_since(&total.connect_errors, &was.connect_errors),
+            status,
+            errors,
+            connect_errors,
             in_flight: clock.in_flight,
             connections,
         };
-        r.prev = total;
-        r.prev_t = now;
-        drop(r);
-        (self.sink.0)(&sample);
+        (sink.0)(&sample);
     }
 }
 
@@ -308,7 +344,7 @@ mod tests {
         let g = got.clone();
         let sink = HttpLiveSink(Arc::new(move |s| g.lock().unwrap().push(s.clone())));
         let target: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        let live = Live::new(sink, target, 1_000_000_000);
+        let live = Live::new(Some(sink), target, 1_000_000_000, 1);
         let (mut a, mut b) = (live.local(), live.local());
         let mut c = Counts {
             sent: 10,
@@ -358,5 +394,15 @@ mod tests {
         assert_eq!(s[1].errors.timeout, 0);
         assert!(s[1].latency.is_none());
         assert!((s[1].intended_rps - 50.0).abs() < 1e-9);
+        drop(s);
+        // The record's series holds the same intervals.
+        let (interval, p) = live.take_series();
+        assert_eq!((interval, p.len()), (0.25, 2));
+        assert_eq!(
+            (p[0].sent_rps, p[0].answered_rps, p[1].sent_rps),
+            (60.0, 32.0, 40.0)
+        );
+        assert_eq!((p[0].errors.timeout, p[1].status.s5xx), (1, 2));
+        assert!((p[1].intended_rps - 50.0).abs() < 1e-9);
     }
 }

@@ -95,6 +95,7 @@ pub(crate) fn run_schedule(
     }
     let total = sched.total.lock().unwrap_or_else(|e| e.into_inner()).take();
     let mut total = total.unwrap_or_else(OpenLocal::new);
+    total.series = sched.live.as_ref().map(|l| l.take_series());
     let [cpu, runq, wall, read] = sched.loop_ns.each_ref().map(|a| a.load(Relaxed));
     total.loop_cpu = (read == loops as u64).then(|| LoopCpu {
         threads: loops as u32,

@@ -23,8 +23,8 @@ pub(super) fn fill(p: &mut Page, rec: &Record) -> Result<(), String> {
         | Body::Doctor(_)
         | Body::Bdp(_)
         | Body::ProbeIdle(_)
-        | Body::ProbePool(_)
-        | Body::LoadHttp(_) => Ok(()),
+        | Body::ProbePool(_) => Ok(()),
+        Body::LoadHttp(l) => super::load_http::page(p, l, rec.meta.interrupted),
     }
 }
 

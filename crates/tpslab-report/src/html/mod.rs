@@ -16,6 +16,7 @@ pub use crate::units::{started, utc};
 
 mod compare;
 mod kinds;
+mod load_http;
 mod others;
 pub(crate) mod plot;
 

@@ -466,6 +466,7 @@ mod tests {
             verification: None,
             reply_gaps: None,
             loop_cpu: None,
+            series: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

@@ -198,6 +198,9 @@ fn rmem_max_writable(ns: &common::NetNs) -> bool {
 /// the namespace's value.
 #[test]
 fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged() {
+    // Alone: beside Chromium and other servers, the request path once did not balance to
+    // the datagram (seen once in five runs, 2026-12-06; cause not yet found).
+    let _g = common::serial();
     const T: &str =
         "http3::caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged";
     if !common::need(T, CADDY)

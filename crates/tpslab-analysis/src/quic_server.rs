@@ -62,8 +62,8 @@ pub fn asked(u: &QuicServerUdp) -> Asked {
         return Asked::Unknown;
     };
     match (u.rmem_max, u.rmem_default) {
-        (Some(m), _) if g >= 2 * m => Asked::AtLeastCap(m),
-        (_, Some(d)) if g == 2 * d => Asked::Default,
+        (Some(m), _) if g >= m.saturating_mul(2) => Asked::AtLeastCap(m),
+        (_, Some(d)) if g == d.saturating_mul(2) => Asked::Default,
         (Some(_), _) => Asked::Granted(g / 2),
         _ => Asked::Unknown,
     }
@@ -100,6 +100,9 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
         u.observer.deltas.get("udp_rcvbuf_errors").copied().unwrap_or(0)
     )];
     let asked = asked(u);
+    // Granted all it asked for although rmem_max is lower: quic-go retries with
+    // SO_RCVBUFFORCE, which passes the limit with CAP_NET_ADMIN (a server run as root).
+    let in_full = |a: u64| g.is_some_and(|g| g >= a.saturating_mul(2));
     let send_too = u.stack.as_ref().is_some_and(|s| s.send_too);
     let max = u.rmem_max;
     lines.push(match (asked, max) {
@@ -110,7 +113,13 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
             if send_too { "receive and send buffer" } else { "receive buffer" },
             u.stack.as_ref().map_or("", |s| s.source.as_str()),
             mib(m),
-            if a > m { "caps it" } else { "allows it" }
+            if a <= m {
+                "allows it"
+            } else if in_full(a) {
+                "is lower, but the socket was granted it in full (SO_RCVBUFFORCE passes the limit with CAP_NET_ADMIN)"
+            } else {
+                "caps it"
+            }
         ),
         (Asked::AtLeastCap(m), _) => format!(
             "Asked: at least net.core.rmem_max {} (SO_RCVBUF is twice the value asked, and it is at the cap)",
@@ -143,9 +152,10 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
         format!("no datagram dropped at the receive buffer of {who}")
     } else {
         match (asked, max) {
-            (Asked::Stack(a), Some(m)) if a > m => {
+            (Asked::Stack(a), Some(m)) if a > m && !in_full(a) => {
                 sysctls = vec![("net.core.rmem_max".into(), a.to_string())];
-                if send_too {
+                // Never lowered: only a send limit read and below the request.
+                if send_too && u.wmem_max.is_some_and(|w| w < a) {
                     sysctls.push(("net.core.wmem_max".into(), a.to_string()));
                 }
                 let set = sysctls
@@ -165,7 +175,8 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
                 )
             }
             (Asked::AtLeastCap(m), _) => {
-                let v = 4 * m;
+                // A sysctl int: at most i32::MAX.
+                let v = m.saturating_mul(4).min(i32::MAX as u64);
                 sysctls = vec![("net.core.rmem_max".into(), v.to_string())];
                 lines.push(format!(
                     "Fix: raise net.core.rmem_max above {} (e.g. sysctl -w net.core.rmem_max={v}), then restart the server so its socket asks again",

@@ -67,6 +67,7 @@ fn drops_at_a_quic_go_socket_capped_by_rmem_max_name_the_7_mib_it_asks_for() {
         source: "test".into(),
     });
     u.observer.target_rcvbuf_bytes = vec![425_984];
+    u.wmem_max = Some(212_992);
     let v = judge(&r).unwrap();
     assert_eq!(
         v.headline,
@@ -148,4 +149,41 @@ fn no_verdict_without_a_balanced_path_or_the_server_side() {
     let mut r = caddy();
     r.server_udp = None;
     assert!(judge(&r).is_none());
+}
+
+/// quic-go run as root forces its 7 MiB past rmem_max (SO_RCVBUFFORCE): the socket got
+/// what it asked for, so drops are its readers', not the host's limit, and nothing is
+/// applied; a send limit already above the request is never lowered.
+#[test]
+fn a_forced_grant_is_not_blamed_on_rmem_max_and_wmem_max_is_never_lowered() {
+    let quic_go = || QuicStack {
+        name: "quic-go".into(),
+        package: "github.com/quic-go/quic-go".into(),
+        asks_bytes: 7 << 20,
+        send_too: true,
+        source: "test".into(),
+    };
+    let mut r = dropped(400, 212_992);
+    let u = r.server_udp.as_mut().unwrap();
+    u.stack = Some(quic_go());
+    u.observer.target_rcvbuf_bytes = vec![14 << 20];
+    let v = judge(&r).unwrap();
+    assert!(
+        v.headline.contains("got what it asked for"),
+        "{}",
+        v.headline
+    );
+    assert!(v.sysctls.is_empty(), "{:?}", v.sysctls);
+    assert!(v.lines[1].contains("granted it in full"), "{}", v.lines[1]);
+    // Capped, with wmem_max at 16 MiB: only rmem_max is raised.
+    let mut r = dropped(400, 212_992);
+    let u = r.server_udp.as_mut().unwrap();
+    u.stack = Some(quic_go());
+    u.observer.target_rcvbuf_bytes = vec![425_984];
+    u.wmem_max = Some(16 << 20);
+    let v = judge(&r).unwrap();
+    assert_eq!(
+        v.sysctls,
+        [("net.core.rmem_max".to_string(), "7340032".to_string())]
+    );
 }

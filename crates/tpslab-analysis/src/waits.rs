@@ -222,7 +222,16 @@ pub const RUNTIME_HELPERS: &[&str] = &[
     "Common-Cleaner",
     "Notification Th",
     "Attach Listener",
-    ".NET ",
+    // .NET's own threads by name, never the prefix: its thread pool's workers (".NET TP
+    // Worker", ".NET ThreadPool" cut to 15 bytes) serve ASP.NET's requests.
+    ".NET Finalizer",
+    ".NET Tiered Com",
+    ".NET BGC",
+    ".NET Server GC",
+    ".NET SigHandler",
+    ".NET EventPipe",
+    ".NET Debugger",
+    ".NET Timer",
     "bio_",
     "jemalloc_bg_thd",
 ];

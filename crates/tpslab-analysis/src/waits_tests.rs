@@ -348,3 +348,17 @@ fn a_real_jvms_compilers_are_left_out_of_s1s_waits() {
         "{h}"
     );
 }
+
+/// .NET's thread-pool workers serve ASP.NET's requests: one blocked on a lock is never a
+/// helper, whatever its runtime; .NET's finalizer is.
+#[test]
+fn a_dotnet_pool_worker_on_a_lock_is_not_a_helper() {
+    let mut states = ThreadStates::default();
+    for _ in 0..280 {
+        crate::waits::add_sample(&mut states, 'S', None, Some("futex"), FdKind::Unknown);
+    }
+    for comm in [".NET TP Worker", ".NET ThreadPool", ".NET Long Runni"] {
+        assert!(!is_helper(comm, &states), "{comm}");
+    }
+    assert!(is_helper(".NET Finalizer", &states));
+}

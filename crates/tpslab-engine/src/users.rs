@@ -467,9 +467,10 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
         let now = mono_ns();
         self.sh
             .answered(&mut self.local, u.intended, u.t0, u.first, now, &r);
-        // A held reply (rare: tens of ms between its first byte and its last): its
-        // connection's least RTT, the part of the gap that is not the delayed-ACK timer.
-        if u.first != 0 && now.saturating_sub(u.first) >= ReplyGaps::HELD_MIN_NS {
+        // A held reply (rare: tens of ms between its first byte and its last, small, as
+        // ReplyGaps counts it): its connection's least RTT, the part of the gap that is
+        // not the delayed-ACK timer. No getsockopt for any other reply.
+        if u.first != 0 && ReplyGaps::is_held(now.saturating_sub(u.first), r.len) {
             let rtt = u.sock.as_ref().and_then(|s| {
                 tpslab_net::tcp::tcp_info(s.as_raw_fd())
                     .ok()?

@@ -66,11 +66,19 @@ impl ReplyGaps {
             return;
         };
         self.small += 1;
-        if (Self::HELD_MIN_NS..Self::HELD_MAX_NS).contains(&gap) {
+        if Self::is_held(gap, len) {
             self.held += 1;
             self.held_gap_ns = self.held_gap_ns.saturating_add(gap);
             self.held_gap_max_ns = self.held_gap_max_ns.max(gap);
         }
+    }
+
+    /// A reply of `len` bytes whose last byte came `gap_ns` after its first is held: small
+    /// ([`Self::SMALL_BYTES`] at most) and its gap within [`Self::HELD_MIN_NS`] ..
+    /// [`Self::HELD_MAX_NS`] (what [`Self::add`] counts in `held`).
+    #[inline]
+    pub fn is_held(gap_ns: u64, len: usize) -> bool {
+        len <= Self::SMALL_BYTES && (Self::HELD_MIN_NS..Self::HELD_MAX_NS).contains(&gap_ns)
     }
 
     /// Notes the RTT (`tcpi_min_rtt`, ns) of the connection a held reply came on: the

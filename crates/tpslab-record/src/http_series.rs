@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::load_http::{ErrorKinds, StatusClasses};
+use crate::http_counts::{ErrorKinds, StatusClasses};
 
 /// The series of one `load http` run: at most [`HttpSeries::MAX_POINTS`] points whatever
 /// the duration (the engine's 250 ms intervals merged `interval_s / 0.25` at a time),
@@ -119,16 +119,30 @@ impl HttpSeries {
         let ok = |x: f64| x.is_finite() && x >= 0.0;
         if !ok(self.interval_s)
             || self.points.iter().any(|p| {
-                !ok(p.t_s) || !ok(p.intended_rps) || !ok(p.sent_rps) || !ok(p.answered_rps)
+                !ok(p.t_s)
+                    || !ok(p.intended_rps)
+                    || !ok(p.sent_rps)
+                    || !ok(p.answered_rps)
+                    || p.latency.is_some_and(|l| {
+                        ![l.p50_us, l.p90_us, l.p99_us, l.max_us].into_iter().all(ok)
+                    })
             })
         {
-            return Err("a series point whose time or rate is not a finite figure >= 0".into());
+            return Err(
+                "a series point whose time, rate or latency is not a finite figure >= 0".into(),
+            );
+        }
+        if !self.points.windows(2).all(|w| w[0].t_s < w[1].t_s) {
+            return Err("series points whose times do not increase".into());
         }
         let in_order = self
             .histogram
             .windows(2)
             .all(|w| w[0].upto_ns < w[1].upto_ns);
-        let n: u64 = self.histogram.iter().map(|b| b.count).sum();
+        let n = self
+            .histogram
+            .iter()
+            .fold(0u64, |n, b| n.saturating_add(b.count));
         if !in_order || n > replies {
             return Err(format!(
                 "a latency histogram of {n} replies (the run read {replies}) or out of order"
@@ -178,6 +192,19 @@ mod tests {
         s.histogram.swap(0, 1);
         s.points[0].sent_rps = f64::NAN;
         assert!(s.check(3).is_err());
+        s.points[0].sent_rps = 0.0;
+        // A negative latency, times that go back: refused (the page divides by them).
+        s.points[0].latency = Some(PointLatency {
+            replies: 1,
+            p50_us: -1.0,
+            ..PointLatency::default()
+        });
+        assert!(s.check(3).unwrap_err().contains("latency"));
+        s.points[0].latency = None;
+        s.points.push(s.points[0].clone());
+        assert!(s.check(3).unwrap_err().contains("do not increase"));
+        s.points[1].t_s = 0.5;
+        assert_eq!(s.check(3), Ok(()));
         s.points = vec![HttpPoint::default(); HttpSeries::MAX_POINTS + 1];
         assert!(s.check(3).unwrap_err().contains("2001 points"));
     }

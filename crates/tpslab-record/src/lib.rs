@@ -29,6 +29,7 @@ pub mod estimate;
 mod figures;
 pub mod gaps;
 pub mod histogram;
+pub mod http_counts;
 pub mod http_series;
 pub mod idle;
 pub mod ledger;

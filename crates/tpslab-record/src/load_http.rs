@@ -11,113 +11,7 @@ use crate::stats::LatencySummary;
 
 pub use crate::http_series::{HttpPoint, HttpSeries, LatencyBin, PointLatency};
 
-/// Final replies by status class (1xx interim replies are skipped, not counted).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct StatusClasses {
-    /// 2xx.
-    pub s2xx: u64,
-    /// 3xx.
-    pub s3xx: u64,
-    /// 4xx.
-    pub s4xx: u64,
-    /// 5xx.
-    pub s5xx: u64,
-    /// Any other code (below 200 final, 600 and above).
-    pub other: u64,
-}
-
-impl StatusClasses {
-    /// All final replies.
-    pub fn total(&self) -> u64 {
-        self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.other
-    }
-}
-
-/// Requests (or connects) that failed, by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct ErrorKinds {
-    /// A connect refused (nothing listening).
-    pub refused: u64,
-    /// A connection reset (RST, or a write to a connection the peer had closed).
-    pub reset: u64,
-    /// No reply (or no connect) within the timeout.
-    pub timeout: u64,
-    /// The server closed the connection with a request in flight.
-    pub closed: u64,
-    /// Bytes that were not an HTTP/1.1 reply (or one this client cannot delimit).
-    pub protocol: u64,
-    /// Anything else (an OS error).
-    pub other: u64,
-    /// TLS (`https://`): a handshake that failed (a certificate not trusted, no common
-    /// version or cipher, the peer's alert) or a record that did not decrypt.
-    #[serde(default, skip_serializing_if = "crate::is_zero")]
-    pub tls: u64,
-    /// A protocol error of its own kind, [`UNSOLICITED`]: an HTTP/1.1 response no request
-    /// asked for. In `errors`: bytes after a whole reply, failing the request it followed;
-    /// in `connect_errors`: bytes on a connection with no request in flight, failing no
-    /// request. Each closed its connection. 0 in older records.
-    #[serde(default, skip_serializing_if = "crate::is_zero")]
-    pub unsolicited: u64,
-}
-
-/// The failure of an HTTP/1.1 response no request asked for (one request is in flight
-/// per connection): counted as [`ErrorKinds::unsolicited`].
-pub const UNSOLICITED: &str = "http: a response with no request in flight";
-
-impl ErrorKinds {
-    /// No failure of any kind.
-    pub fn is_none(&self) -> bool {
-        self.total() == 0
-    }
-
-    /// All failures.
-    pub fn total(&self) -> u64 {
-        self.list().iter().map(|(_, n)| n).sum()
-    }
-
-    /// Each kind with its count, as the report names them, in the report's order.
-    pub fn list(&self) -> [(&'static str, u64); 8] {
-        [
-            ("refused", self.refused),
-            ("reset", self.reset),
-            ("timeout", self.timeout),
-            ("closed by peer", self.closed),
-            ("tls", self.tls),
-            ("protocol", self.protocol),
-            ("unsolicited response", self.unsolicited),
-            ("other", self.other),
-        ]
-    }
-
-    /// The kinds that occurred, `refused 3, tls 2`, or `none`.
-    pub fn summary(&self) -> String {
-        let s: Vec<String> = self
-            .list()
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        if s.is_empty() {
-            "none".into()
-        } else {
-            s.join(", ")
-        }
-    }
-
-    /// Adds `o`'s counts to these.
-    pub fn add(&mut self, o: &ErrorKinds) {
-        self.refused += o.refused;
-        self.reset += o.reset;
-        self.timeout += o.timeout;
-        self.closed += o.closed;
-        self.protocol += o.protocol;
-        self.other += o.other;
-        self.tls += o.tls;
-        self.unsolicited += o.unsolicited;
-    }
-}
+pub use crate::http_counts::{ErrorKinds, StatusClasses, UNSOLICITED};
 
 /// What an open-loop HTTP run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,7 +98,7 @@ pub struct LoadHttpResult {
     /// `--verify`: the fix the verdict named applied, the server restarted, the run
     /// again; None without `--verify`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<Box<crate::quic_server::QuicVerification>>,
+    pub verification: Option<Box<QuicVerification>>,
     /// HTTP/1.1: the replies by the time from their first byte read to their last (the
     /// response time summed is of the uncorrected latencies), with the client
     /// namespace's delayed ACKs over the run (`tpslab_analysis::nagle` judges it). None:
@@ -577,4 +471,25 @@ impl LoadHttpRecord {
                 .map_or(String::new(), |t| format!("; first TLS failure: {t}"))
         ))
     }
+}
+
+/// `--verify`: the fix applied through the host guard, the server started again by
+/// `--server-cmd` so its socket takes the new limit, the same load again, the host
+/// restored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct QuicVerification {
+    /// Each change, in words ("sysctl net.core.rmem_max=7340032 (host-wide; restored
+    /// afterwards)").
+    pub applied: Vec<String>,
+    /// The sysctls restored afterwards (name, value put back).
+    pub restored: Vec<(String, String)>,
+    /// The second run's result (its `server_udp` the socket as restarted); None when it
+    /// did not run (`not_verified` says why).
+    pub after: Option<Box<LoadHttpResult>>,
+    /// Why nothing was verified, in one line; None when the second run ran.
+    pub not_verified: Option<String>,
+    /// Remarks (a restore that failed, the second run's error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

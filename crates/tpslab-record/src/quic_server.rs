@@ -63,24 +63,3 @@ pub struct QuicStack {
     /// Where `asks_bytes` comes from.
     pub source: String,
 }
-
-/// `--verify`: the fix applied through the host guard, the server started again by
-/// `--server-cmd` so its socket takes the new limit, the same load again, the host
-/// restored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct QuicVerification {
-    /// Each change, in words ("sysctl net.core.rmem_max=7340032 (host-wide; restored
-    /// afterwards)").
-    pub applied: Vec<String>,
-    /// The sysctls restored afterwards (name, value put back).
-    pub restored: Vec<(String, String)>,
-    /// The second run's result (its `server_udp` the socket as restarted); None when it
-    /// did not run (`not_verified` says why).
-    pub after: Option<Box<crate::load_http::LoadHttpResult>>,
-    /// Why nothing was verified, in one line; None when the second run ran.
-    pub not_verified: Option<String>,
-    /// Remarks (a restore that failed, the second run's error).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}

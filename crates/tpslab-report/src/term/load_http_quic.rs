@@ -7,7 +7,8 @@ use std::io::{self, Write};
 
 use tpslab_analysis::quic_server::{judge, mib};
 use tpslab_record::load_http::LoadHttpResult;
-use tpslab_record::quic_server::{QuicServerUdp, QuicVerification};
+use tpslab_record::load_http::QuicVerification;
+use tpslab_record::quic_server::QuicServerUdp;
 
 use super::run::{print_drop_reasons, print_path, target_line};
 
@@ -86,15 +87,24 @@ fn verification(
         writeln!(w, "Applied: {a}")?;
     }
     if let Some(after) = v.after.as_deref() {
+        // Counts only where they prove something: the socket found and its request
+        // path balanced (a run that saw no socket also saw no drop).
         let drops = |r: &LoadHttpResult| {
-            r.server_udp.as_deref().map(|u| {
-                let p = &u.ledger.request;
-                (
-                    p.count("socket_drops"),
-                    p.attempted,
-                    u.observer.target_rcvbuf_bytes.iter().copied().max(),
-                )
-            })
+            r.server_udp
+                .as_deref()
+                .filter(|u| {
+                    u.target.is_some()
+                        && u.ledger.request.inconsistent.is_none()
+                        && u.ledger.request.unattributed.is_some()
+                })
+                .map(|u| {
+                    let p = &u.ledger.request;
+                    (
+                        p.count("socket_drops"),
+                        p.attempted,
+                        u.observer.target_rcvbuf_bytes.iter().copied().max(),
+                    )
+                })
         };
         let quic = |r: &LoadHttpResult| {
             r.http3.map_or("-".to_string(), |q| {
@@ -109,7 +119,9 @@ fn verification(
                 quic(r),
                 r.corrected.p99_ns as f64 / 1e6
             ),
-            None => format!("{label}: the server's socket not seen"),
+            None => format!(
+                "{label}: the server's socket not seen, or its datagrams did not balance"
+            ),
         }
         };
         writeln!(w, "{}", line("Before (run 1, as is)", before))?;
@@ -119,6 +131,7 @@ fn verification(
             line("After (run 2, with the fix, the server restarted)", after)
         )?;
         match (drops(before), drops(after)) {
+            _ if v.not_verified.is_some() => {}
             (Some((b, ..)), Some((0, ..))) if b > 0 => writeln!(
                 w,
                 "VERIFIED: the receive-buffer drops are gone with the fix"

@@ -40,6 +40,11 @@ fn core_sysctl(name: &str) -> Option<u64> {
         .ok()
 }
 
+/// The most of the server's executable read to tell its QUIC stack, bytes (256 MiB: the
+/// largest Go servers are a few hundred MiB with debug info; their package paths are
+/// in the first part).
+pub(crate) const MAX_EXE_SCAN: u64 = 256 << 20;
+
 /// The QUIC implementation an executable carries, by its Go packages' names (function
 /// names in its symbol table): quic-go before its move to github.com/quic-go (v0.33)
 /// asks for 2 MiB, later releases for 7 MiB, receive and send buffer alike. Reads the
@@ -60,7 +65,13 @@ pub(crate) fn quic_stack(exe: &std::path::Path) -> Option<QuicStack> {
             "quic-go's protocol.DesiredReceiveBufferSize, 2 MiB in its releases as github.com/lucas-clemente/quic-go (up to v0.32)",
         ),
     ];
-    let mut f = std::fs::File::open(exe).ok()?;
+    let f = std::fs::File::open(exe).ok()?;
+    // A regular file only, and only its first MAX_EXE_SCAN bytes (a Go binary's
+    // package paths sit in its first tens of MiB).
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut f = f.take(MAX_EXE_SCAN);
     let overlap = 64;
     let mut buf = vec![0u8; (1 << 20) + overlap];
     let mut keep = 0;

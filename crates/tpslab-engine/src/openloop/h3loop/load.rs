@@ -45,9 +45,9 @@ pub(in crate::openloop) fn run_load_h3(
     .map_err(EngineError::Other)?;
     // The server's socket on this host, watched from before the first connection to
     // after the last one closed.
-    let beneath = super::beneath::Beneath::start(plan.target).map_err(EngineError::Other)?;
     let c = plan.connections;
     let loops = loops_for(c, plan.load_threads)?;
+    let beneath = super::beneath::Beneath::start(plan.target).map_err(EngineError::Other)?;
     let start = mono_ns() + 100_000_000;
     let schedules = plan.schedules();
     let mut sched = Schedule::new(
@@ -73,8 +73,23 @@ pub(in crate::openloop) fn run_load_h3(
         connections: c,
         streams: plan.streams.max(1),
         quic: Mutex::new(QuicPaths::default()),
+        // Only a watched server's ledger counts the CONNECTION_CLOSE datagram.
+        close_sent: if beneath.is_some() {
+            super::CLOSE_SENT
+        } else {
+            std::time::Duration::ZERO
+        },
     };
-    let l = run_schedule(&sched, c, loops, &|ids| run_loop(&run, ids))?;
+    let l = match run_schedule(&sched, c, loops, &|ids| run_loop(&run, ids)) {
+        Ok(l) => l,
+        Err(e) => {
+            // The observer's thread and its tracepoints stopped, not left to the exit.
+            if let Some(b) = beneath {
+                b.finish(&QuicPaths::default());
+            }
+            return Err(e);
+        }
+    };
     let mut rec = record(plan, start, intended, l);
     let quic = *run.quic.lock().unwrap_or_else(|e| e.into_inner());
     rec.result.server_udp = beneath.map(|b| Box::new(b.finish(&quic)));

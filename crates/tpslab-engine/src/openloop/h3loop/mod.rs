@@ -68,6 +68,10 @@ pub(crate) struct H3Run<'a, B: Books> {
     pub(crate) streams: usize,
     /// The QUIC figures of every connection, each loop's merged as it ends.
     pub(crate) quic: Mutex<QuicPaths>,
+    /// How long a closed connection is given to send its CONNECTION_CLOSE before its
+    /// figures are read: [`CLOSE_SENT`] when the server's socket is watched (its ledger
+    /// counts that datagram), else zero (a reconnect is not held up).
+    pub(crate) close_sent: Duration,
 }
 
 /// A loop thread's state, shared by its connections' tasks (one thread: no task holds a
@@ -89,7 +93,7 @@ const DONE_POLL: Duration = Duration::from_millis(5);
 
 /// How long a closed connection's endpoint is given to send its CONNECTION_CLOSE
 /// before the connection's figures are read (its driver runs on this loop's thread).
-const CLOSE_SENT: Duration = Duration::from_millis(2);
+pub(crate) const CLOSE_SENT: Duration = Duration::from_millis(2);
 
 /// Runs the connections `ids` (their schedules with them) on this thread until the run
 /// is done.
@@ -151,7 +155,9 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
         for c in &open {
             c.close(0u32.into(), b"done");
         }
-        rt.block_on(async { tokio::time::sleep(CLOSE_SENT).await });
+        if !run.close_sent.is_zero() {
+            rt.block_on(async { tokio::time::sleep(run.close_sent).await });
+        }
     }
     for c in &open {
         harvest(run, &shared, c);
@@ -275,7 +281,9 @@ async fn connection<B: Books>(run: &H3Run<'_, B>, sh: &Shared<B>, k: usize, cid:
         // Closed first, its figures read once the CONNECTION_CLOSE is sent: the ledger
         // of the server's socket counts that datagram too.
         conn.close(0u32.into(), b"");
-        tokio::time::sleep(CLOSE_SENT).await;
+        if !run.close_sent.is_zero() {
+            tokio::time::sleep(run.close_sent).await;
+        }
         harvest(run, sh, &conn);
         if finished {
             return;

@@ -34,7 +34,8 @@ use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::load_http::{ErrorKinds, LoadHttpRecord, LoadHttpResult, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
+use tpslab_record::load_http::{LoadHttpRecord, LoadHttpResult};
 
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;
@@ -124,7 +125,7 @@ pub(crate) struct OpenLocal {
     /// The loop threads' CPU (set on the run's total only).
     loop_cpu: Option<tpslab_record::load_http::LoopCpu>,
     /// The series' point length, s, and points (set on the run's total only).
-    series: Option<(f64, Vec<tpslab_record::load_http::HttpPoint>)>,
+    series: Option<(f64, Vec<tpslab_record::http_series::HttpPoint>)>,
 }
 
 impl OpenLocal {
@@ -222,7 +223,7 @@ fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
         "closed by peer" => &mut e.closed,
         // HTTP/2: the server's RST_STREAM.
         _ if k.starts_with("stream reset") => &mut e.reset,
-        tpslab_record::load_http::UNSOLICITED => &mut e.unsolicited,
+        tpslab_record::http_counts::UNSOLICITED => &mut e.unsolicited,
         _ if k.starts_with("tls: ") => &mut e.tls,
         _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
         _ => &mut e.other,

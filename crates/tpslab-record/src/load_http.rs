@@ -9,9 +9,9 @@ use tpslab_plan::load_http::LoadHttpPlan;
 
 use crate::stats::LatencySummary;
 
-pub use crate::http_series::{HttpPoint, HttpSeries, LatencyBin, PointLatency};
+use crate::http_series::HttpSeries;
 
-pub use crate::http_counts::{ErrorKinds, StatusClasses, UNSOLICITED};
+use crate::http_counts::{ErrorKinds, StatusClasses};
 
 /// What an open-loop HTTP run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

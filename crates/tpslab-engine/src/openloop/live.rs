@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::new_ns_histogram;
-use tpslab_record::load_http::{ErrorKinds, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
 
 use super::series::{Sample, SeriesAcc};
 use crate::observe::IntervalLatency;
@@ -233,7 +233,7 @@ impl Live {
 
     /// The record's series so far, its last point closed: a whole point's length, s, and
     /// the points.
-    pub(super) fn take_series(&self) -> (f64, Vec<tpslab_record::load_http::HttpPoint>) {
+    pub(super) fn take_series(&self) -> (f64, Vec<tpslab_record::http_series::HttpPoint>) {
         let mut r = self.reader.lock().unwrap_or_else(|e| e.into_inner());
         r.series.take()
     }

@@ -5,9 +5,8 @@
 
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::{bucket_counts, new_ns_histogram};
-use tpslab_record::load_http::{
-    ErrorKinds, HttpPoint, HttpSeries, LatencyBin, PointLatency, StatusClasses,
-};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
+use tpslab_record::http_series::{HttpPoint, HttpSeries, LatencyBin, PointLatency};
 
 use super::live::INTERVAL;
 

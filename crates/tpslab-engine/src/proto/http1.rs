@@ -37,7 +37,7 @@ const KIND_5XX: &str = "http 5xx";
 /// The failure of a response no request asked for: bytes after a whole reply, or bytes
 /// read while no request is in flight on the connection (a protocol error of its own
 /// kind, `load http`'s `unsolicited`; the connection is closed).
-use tpslab_record::load_http::UNSOLICITED;
+use tpslab_record::http_counts::UNSOLICITED;
 
 /// The failure an HTTP status counts as in a closed loop: `http 4xx`, `http 5xx`, else
 /// none (a reply).

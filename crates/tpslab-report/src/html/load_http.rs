@@ -8,7 +8,8 @@ use super::others::figure;
 use super::plot::{Chart, Line, PALETTE};
 use super::{Evidence, Item, Page, Section, Verdict};
 use crate::units::fmt_ns;
-use tpslab_record::load_http::{HttpPoint, HttpSeries, LoadHttpRecord};
+use tpslab_record::http_series::{HttpPoint, HttpSeries};
+use tpslab_record::load_http::LoadHttpRecord;
 
 /// The source every series of the page names.
 const SOURCE: &str = "tpslab's own counts per interval (result.series)";
@@ -135,7 +136,7 @@ fn latency(s: &HttpSeries) -> Chart {
     for (i, (name, f)) in [
         (
             "p50",
-            (|l| l.p50_us) as fn(&tpslab_record::load_http::PointLatency) -> f64,
+            (|l| l.p50_us) as fn(&tpslab_record::http_series::PointLatency) -> f64,
         ),
         ("p90", |l| l.p90_us),
         ("p99", |l| l.p99_us),

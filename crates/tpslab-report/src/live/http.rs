@@ -9,7 +9,7 @@ use super::{FrameLatency, LiveHeader, MAX_POINTS, WINDOW_S};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use tpslab_record::capacity::CapacityStep;
-use tpslab_record::load_http::{ErrorKinds, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
 
 pub use super::http_draw::draw_http;
 

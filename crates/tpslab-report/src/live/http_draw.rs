@@ -12,7 +12,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
-use tpslab_record::load_http::ErrorKinds;
+use tpslab_record::http_counts::ErrorKinds;
 
 /// The intended rate's colour.
 const INTENDED: Color = Color::Cyan;

@@ -13,6 +13,11 @@ export TPSLAB_SKIP_LIST="${TPSLAB_SKIP_LIST:-$PWD/target/tpslab-skipped.txt}"
 mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 : > "$TPSLAB_SKIP_LIST"
 
+# tests/common/turn.rs appends each suite test's seconds (total, waiting for its turn),
+# turn and name here; the slowest are printed at the end.
+export TPSLAB_TEST_TIMES="${TPSLAB_TEST_TIMES:-$PWD/target/tpslab-test-times.txt}"
+: > "$TPSLAB_TEST_TIMES"
+
 # One lock for every test that changes host-wide state or checks it unchanged, shared by
 # every test binary and by the suite of another clone on this host (tests/common/mod.rs
 # host_lock; tpslab waits for it before it changes a setting).
@@ -55,6 +60,10 @@ if [ -s "$TPSLAB_SKIP_LIST" ]; then
   sed 's/^/  /' "$TPSLAB_SKIP_LIST"
 else
   echo "skipped tests: none"
+fi
+if [ -s "$TPSLAB_TEST_TIMES" ]; then
+  echo "slowest suite tests (s total, s waiting for a turn, turn, name; all in $TPSLAB_TEST_TIMES):"
+  sort -rn "$TPSLAB_TEST_TIMES" | head -n 15 | sed 's/^/  /'
 fi
 took=$((SECONDS - start))
 echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included), exit $status"

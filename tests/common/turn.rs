@@ -27,8 +27,10 @@
 
 use std::cell::RefCell;
 use std::fs::File;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 static TURN: RwLock<()> = RwLock::new(());
 
@@ -45,6 +47,57 @@ enum Held {
 
 thread_local! {
     static HELD: RefCell<Held> = const { RefCell::new(Held::Nothing) };
+    static CLOCK: RefCell<Option<Clock>> = const { RefCell::new(None) };
+}
+
+/// A test thread's time from its first turn to its end, and how much of it went waiting
+/// for a turn: appended as one line (`seconds_total<TAB>seconds_waiting<TAB>turn<TAB>name`)
+/// to `$TPSLAB_TEST_TIMES` when the thread ends (test.sh sets it and prints the slowest;
+/// issue 55). Unset: nothing is kept.
+struct Clock {
+    start: Instant,
+    waited: Duration,
+    turn: &'static str,
+    name: String,
+}
+
+impl Drop for Clock {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("TPSLAB_TEST_TIMES") else {
+            return;
+        };
+        let line = format!(
+            "{:.1}\t{:.1}\t{}\t{}\n",
+            self.start.elapsed().as_secs_f64(),
+            self.waited.as_secs_f64(),
+            self.turn,
+            self.name
+        );
+        // One write of a short line to a file opened for appending: whole lines even
+        // with several test threads and processes.
+        if let Ok(mut f) = File::options().create(true).append(true).open(path) {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Starts this test thread's clock (once) and notes the turn it runs in; `waited` is
+/// time spent queueing for that turn.
+fn clock(turn: &'static str, waited: Duration) {
+    CLOCK.with(|c| {
+        let mut c = c.borrow_mut();
+        let clock = c.get_or_insert_with(|| Clock {
+            start: Instant::now() - waited,
+            waited: Duration::ZERO,
+            turn,
+            name: std::thread::current().name().unwrap_or("?").to_string(),
+        });
+        clock.waited += waited;
+        // A serial turn taken after an ordinary one names the test serial.
+        if turn != "ordinary" {
+            clock.turn = turn;
+        }
+    });
 }
 
 /// The turn lock's path, shared by every suite on this host.
@@ -88,6 +141,7 @@ pub fn ordinary() {
         if !matches!(*h.borrow(), Held::Nothing) {
             return;
         }
+        let asked = Instant::now();
         let r = TURN.read().unwrap_or_else(|e| e.into_inner());
         let gate = lock_file(true);
         gate.lock().expect("flock the turn gate");
@@ -95,6 +149,7 @@ pub fn ordinary() {
         f.lock_shared().expect("flock the turn lock shared");
         drop(gate);
         *h.borrow_mut() = Held::Ordinary(r, f);
+        clock("ordinary", asked.elapsed());
     });
 }
 
@@ -103,6 +158,7 @@ pub fn ordinary() {
 /// earlier). Never call it while holding [`super::host_lock`].
 pub fn serial() -> Serial {
     HELD.with(|h| *h.borrow_mut() = Held::Nothing);
+    let asked = Instant::now();
     let w = TURN.write().unwrap_or_else(|e| e.into_inner());
     let gate = lock_file(true);
     gate.lock().expect("flock the turn gate");
@@ -111,6 +167,7 @@ pub fn serial() -> Serial {
     drop(gate);
     if test_thread() {
         HELD.with(|h| *h.borrow_mut() = Held::Serial);
+        clock("serial", asked.elapsed());
     }
     Serial { _w: w, _f: f }
 }
@@ -132,5 +189,6 @@ impl Drop for Serial {
 pub fn quiet() {
     if test_thread() {
         HELD.with(|h| *h.borrow_mut() = Held::Quiet);
+        clock("quiet", Duration::ZERO);
     }
 }

@@ -179,12 +179,13 @@ fn a_moved_file_or_a_gone_name_is_caught() {
     );
 }
 
-/// The integration tests are one binary (tests/suite, issue 55: one compile of
-/// tests/common and one link instead of one per file): every file of tests/suite is a
-/// module declared in its main.rs (a file left out would never run), and no test file
-/// sits beside it in tests/ (cargo would build it as a binary of its own).
+/// The integration tests are one binary per crate (issue 55: one compile of the shared
+/// helpers and one link instead of one per file): every file of tests/suite, and of each
+/// crate's tests/, is a module declared in that folder's main.rs (a file left out would
+/// never run); no test file sits beside tests/suite in tests/, and a crate whose tests/
+/// holds a test file says `autotests = false` (else cargo would build each file as a binary of its own).
 #[test]
-fn every_integration_test_is_a_module_of_the_one_suite_binary() {
+fn every_integration_test_is_a_module_of_its_crates_one_binary() {
     let loose: Vec<String> = fs::read_dir(root().join("tests"))
         .unwrap()
         .flatten()
@@ -195,23 +196,43 @@ fn every_integration_test_is_a_module_of_the_one_suite_binary() {
         loose.is_empty(),
         "test files outside tests/suite (move them there and declare them in main.rs): {loose:?}"
     );
-    let main = fs::read_to_string(root().join("tests/suite/main.rs")).unwrap();
-    let declared: BTreeSet<String> = main
-        .lines()
-        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
-        .map(str::to_string)
-        .collect();
+    let mut folders = vec![root().join("tests/suite")];
+    for e in fs::read_dir(root().join("crates")).unwrap().flatten() {
+        let tests = e.path().join("tests");
+        let has_rs = fs::read_dir(&tests).is_ok_and(|d| {
+            d.flatten()
+                .any(|f| f.file_name().to_string_lossy().ends_with(".rs"))
+        });
+        if has_rs {
+            let manifest = fs::read_to_string(e.path().join("Cargo.toml")).unwrap();
+            assert!(
+                manifest.lines().any(|l| l.trim() == "autotests = false"),
+                "{} has tests/ but no `autotests = false`",
+                e.path().display()
+            );
+            folders.push(tests);
+        }
+    }
     let mut missing = vec![];
-    for e in fs::read_dir(root().join("tests/suite")).unwrap().flatten() {
-        let n = e.file_name().to_string_lossy().to_string();
-        if let Some(stem) = n.strip_suffix(".rs").filter(|s| *s != "main") {
-            if !declared.contains(stem) {
-                missing.push(n);
+    for folder in &folders {
+        let main = fs::read_to_string(folder.join("main.rs"))
+            .unwrap_or_else(|e| panic!("{}/main.rs: {e}", folder.display()));
+        let declared: BTreeSet<String> = main
+            .lines()
+            .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+            .map(str::to_string)
+            .collect();
+        for e in fs::read_dir(folder).unwrap().flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            if let Some(stem) = n.strip_suffix(".rs").filter(|s| *s != "main") {
+                if !declared.contains(stem) {
+                    missing.push(folder.join(n).display().to_string());
+                }
             }
         }
     }
     assert!(
         missing.is_empty(),
-        "not declared in tests/suite/main.rs: {missing:?}"
+        "not declared in their main.rs: {missing:?}"
     );
 }

@@ -3,7 +3,7 @@
 //! SOCKET_RCVBUFF, in a network namespace of the test's own. The tracepoint is host-wide,
 //! so the counts are at least the test's own drops (another process may drop too).
 
-mod common;
+use crate::common;
 
 use common::skip;
 use std::net::UdpSocket;

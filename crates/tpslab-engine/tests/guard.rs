@@ -2,7 +2,7 @@
 //! restores what was already written and raises no false "changed since" alarm; a value
 //! written with a leading zero is journaled as the number the kernel read.
 
-mod common;
+use crate::common;
 
 use tpslab_engine::guard::HostGuard;
 

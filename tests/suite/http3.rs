@@ -179,8 +179,8 @@ fn caddy_answers_load_http_over_http3_and_a_port_without_it_is_one_line() {
 }
 
 /// Whether `net.core.rmem_max` can be written inside a network namespace of its own here
-/// (it is per namespace on kernels that allow it; on others it is read-only there and
-/// only the host's could be changed, which a test never does).
+/// (it is per namespace on kernels that allow it; on others, this one among them, it is
+/// read-only there and only the host's can be changed, under the host lock).
 fn rmem_max_writable(ns: &common::NetNs) -> bool {
     ns.command("sh")
         .args(["-c", "test -w /proc/sys/net/core/rmem_max"])
@@ -193,9 +193,10 @@ fn rmem_max_writable(ns: &common::NetNs) -> bool {
 /// socket is found by the URL's address, its SO_RCVBUF is what quic-go asks for under
 /// rmem_max (the kernel's doubling), every datagram quinn sent is accounted for by the
 /// socket's drops and Caddy's threads' reads, and the verdict names what it asked for.
-/// Where rmem_max can be set small in that namespace, the socket drops and `--verify`
-/// raises it through the host guard, restarts Caddy, shows the drops gone and restores
-/// the namespace's value.
+/// Then with rmem_max small (in that namespace where it can be set there, else the
+/// host's under the host lock), the socket drops, every datagram still accounted for,
+/// and `--verify` raises it through the host guard, restarts Caddy, shows the drops gone
+/// and restores the small value (issue 58's Done-when).
 #[test]
 fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged() {
     // Alone: beside Chromium and other servers, the request path once did not balance to
@@ -232,11 +233,16 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
     // CA's first start, slower beside other tests): a handshake in between gets its TLS
     // alert internal_error. The certificate is kept in the test's folder once issued,
     // so a run that met that alert is run again (at most 3 times), Caddy started anew.
-    let run = |tag: &str, rate: &str| {
+    // `on_host`: tpslab (and so Caddy) in the host's namespace instead of the test's.
+    let run = |tag: &str, rate: &str, flows: &str, on_host: bool| {
         let json = dir.join(format!("{tag}.json"));
         for attempt in 1..=3 {
             let out = common::run({
-                let mut c = ns.tpslab();
+                let mut c = if on_host {
+                    common::tpslab()
+                } else {
+                    ns.tpslab()
+                };
                 c.args([
                     "load",
                     "http",
@@ -246,9 +252,9 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
                     "--rate",
                     rate,
                     "--connections",
-                    "4",
+                    flows,
                     "--streams",
-                    "4",
+                    flows,
                     "--duration",
                     "1s",
                     "--server-cmd",
@@ -276,7 +282,7 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
 
     // As the namespace is: Caddy's socket granted twice what quic-go asks for, up to
     // rmem_max; the request path balances to the datagram.
-    let (out, rec) = run("as-is", "1000");
+    let (out, rec) = run("as-is", "1000", "4", false);
     let r = &rec["result"];
     let u = &r["server_udp"];
     assert_eq!(u["address"], format!("127.0.0.1:{port}"), "{u}");
@@ -318,29 +324,53 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
         );
     }
 
-    if !rmem_max_writable(&ns) {
-        common::skip(
-            T,
-            "its second half (drops at a small net.core.rmem_max, then --verify): rmem_max is read-only in a network namespace of its own on this kernel, and the host's is never changed",
-        );
-        return;
-    }
-    // A small limit in the namespace: Caddy's socket drops, the verdict names rmem_max
-    // with what quic-go asks for, --verify raises it, restarts Caddy, and restores it.
-    let set = |v: &str| {
-        let ok = ns
-            .command("sysctl")
+    // A small limit: Caddy's socket (as nobody: no SO_RCVBUFFORCE) drops, the verdict
+    // names rmem_max with what quic-go asks for, --verify raises it, restarts Caddy,
+    // shows the drops gone and restores the small value. In the test's namespace where
+    // rmem_max is writable there; else (this kernel) in the host's, under the host lock,
+    // the host's value put back whatever happens.
+    let on_host = !rmem_max_writable(&ns);
+    let _host = on_host.then(common::host_lock);
+    let sysctl = |v: &str| {
+        let mut c = if on_host {
+            Command::new("sysctl")
+        } else {
+            ns.command("sysctl")
+        };
+        let ok = c
             .args(["-qw", &format!("net.core.rmem_max={v}")])
             .status()
             .unwrap();
-        assert!(ok.success());
+        assert!(ok.success(), "sysctl net.core.rmem_max={v}");
     };
-    set("16384");
-    let (out, rec) = run("small", "4000");
-    set(&rmem_max.to_string());
+    /// Puts net.core.rmem_max back when dropped (a failed assertion included).
+    struct PutBack<F: Fn(&str)>(F, String);
+    impl<F: Fn(&str)> Drop for PutBack<F> {
+        fn drop(&mut self) {
+            (self.0)(&self.1);
+        }
+    }
+    let put_back = PutBack(sysctl, rmem_max.to_string());
+    (put_back.0)("4096");
+    // 256 streams at 8,000 requests/s into an 8 KiB buffer (twice 4096): drops within
+    // the second on this machine quiet or busy (282 of 3,876 datagrams beside three
+    // builds, 2026-12-06); a run without any is tried again, then the test is spoiled.
+    let Some((out, rec)) = common::retry(T, 3, || {
+        let (out, rec) = run("small", "8000", "16", on_host);
+        let drops = common::row(
+            &rec["result"]["server_udp"]["ledger"]["request"],
+            "socket_drops",
+        );
+        if drops == 0 {
+            return Err(format!("no datagram dropped at an 8 KiB buffer: {out}"));
+        }
+        Ok((out, rec))
+    }) else {
+        return;
+    };
     let r = &rec["result"];
     let req = &r["server_udp"]["ledger"]["request"];
-    assert!(common::row(req, "socket_drops") > 0, "{out}");
+    assert_eq!(req["unattributed"].as_i64(), Some(0), "{out}");
     assert!(
         out.contains(&format!(
             "it asks for {} MiB ({asks} B) and net.core.rmem_max",
@@ -358,7 +388,7 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
     );
     assert_eq!(
         v["restored"][0],
-        serde_json::json!(["net.core.rmem_max", "16384"]),
+        serde_json::json!(["net.core.rmem_max", "4096"]),
         "{v}"
     );
 }

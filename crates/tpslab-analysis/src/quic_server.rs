@@ -37,13 +37,18 @@ pub enum Asked {
     Unknown,
 }
 
-/// Bytes as MiB with the exact count ("7 MiB (7340032 B)").
+/// Bytes in MiB, or KiB below 1 MiB, with the exact count ("7 MiB (7340032 B)",
+/// "4 KiB (4096 B)", "20.31 KiB (20800 B)").
 pub fn mib(b: u64) -> String {
-    let m = b as f64 / (1u64 << 20) as f64;
-    if (m - m.round()).abs() < 1e-9 {
-        format!("{m:.0} MiB ({b} B)")
+    let (v, unit) = if b >= 1 << 20 {
+        (b as f64 / (1u64 << 20) as f64, "MiB")
     } else {
-        format!("{m:.2} MiB ({b} B)")
+        (b as f64 / 1024.0, "KiB")
+    };
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0} {unit} ({b} B)")
+    } else {
+        format!("{v:.2} {unit} ({b} B)")
     }
 }
 

@@ -71,7 +71,7 @@ fn drops_at_a_quic_go_socket_capped_by_rmem_max_name_the_7_mib_it_asks_for() {
     let v = judge(&r).unwrap();
     assert_eq!(
         v.headline,
-        "receive-buffer loss at caddy (quic-go) at 127.0.0.1:8443: it asks for 7 MiB (7340032 B) and net.core.rmem_max (0.20 MiB (212992 B)) caps it"
+        "receive-buffer loss at caddy (quic-go) at 127.0.0.1:8443: it asks for 7 MiB (7340032 B) and net.core.rmem_max (208 KiB (212992 B)) caps it"
     );
     assert!(
         v.lines[0].contains("400 of 5137 client datagrams dropped at its receive buffer (7.79 %)"),
@@ -186,4 +186,15 @@ fn a_forced_grant_is_not_blamed_on_rmem_max_and_wmem_max_is_never_lowered() {
         v.sysctls,
         [("net.core.rmem_max".to_string(), "7340032".to_string())]
     );
+}
+
+/// Sizes under 1 MiB read in KiB, never "0.00 MiB" (rmem_max 4096 in a real run).
+#[test]
+fn sizes_under_a_mib_are_given_in_kib() {
+    use crate::quic_server::mib;
+    assert_eq!(mib(4096), "4 KiB (4096 B)");
+    assert_eq!(mib(20800), "20.31 KiB (20800 B)");
+    assert_eq!(mib(1 << 20), "1 MiB (1048576 B)");
+    assert_eq!(mib(7_340_032), "7 MiB (7340032 B)");
+    assert_eq!(mib(3 << 19), "1.50 MiB (1572864 B)");
 }

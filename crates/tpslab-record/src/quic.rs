@@ -1,6 +1,7 @@
-//! HTTP/3's QUIC connections as a `load http --http3` run saw them: quinn's path and
-//! UDP counters of each connection (`Connection::stats()`), read when the connection
-//! ended (closed by either side, or at the run's end), summed over the run's connections.
+//! HTTP/3's QUIC connections as a `load http --http3` run saw them: quinn's path
+//! counters of each connection (`Connection::stats()`), read when the connection ended
+//! (closed by either side, or at the run's end), summed over the run's connections; the
+//! UDP datagrams and bytes counted at the client's sockets.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,13 +13,15 @@ use serde::{Deserialize, Serialize};
 pub struct QuicPaths {
     /// Connections whose figures are here (every connection whose handshake completed).
     pub connections: u64,
-    /// UDP datagrams sent, all connections (quinn's `udp_tx.datagrams`).
+    /// UDP datagrams the client's sockets sent (the kernel took them), every endpoint's:
+    /// handshakes that failed or timed out included, a GSO send counted by its datagrams.
     pub datagrams_sent: u64,
-    /// UDP datagrams received (`udp_rx.datagrams`).
+    /// UDP datagrams the client's sockets read (a GRO read counted by its datagrams).
     pub datagrams_received: u64,
-    /// UDP payload bytes sent (QUIC packets: headers, frames and encryption included).
+    /// UDP payload bytes sent (QUIC packets: headers, frames and encryption included),
+    /// counted at the sockets as the datagrams are.
     pub udp_bytes_sent: u64,
-    /// UDP payload bytes received.
+    /// UDP payload bytes received, counted at the sockets.
     pub udp_bytes_received: u64,
     /// QUIC packets sent (`path.sent_packets`).
     pub packets_sent: u64,

@@ -156,8 +156,9 @@ impl Beneath {
     }
 
     /// Stops watching (after every connection closed) and balances the request path:
-    /// `quic`'s datagrams sent against where the host saw them end.
-    pub(in crate::openloop) fn finish(self, quic: &QuicPaths) -> QuicServerUdp {
+    /// `quic`'s datagrams sent, and `send_failed` the kernel refused, against where the
+    /// host saw them end.
+    pub(in crate::openloop) fn finish(self, quic: &QuicPaths, send_failed: u64) -> QuicServerUdp {
         let obs = self.observer.stop();
         let drop_reasons = crate::dropwatch::finish(self.drops);
         let mut notes = self.notes;
@@ -176,7 +177,8 @@ impl Beneath {
             notes.push("NOT EXACT: the server's reads are its namespace's Udp InDatagrams minus the datagrams quinn received (its threads could not be counted: run as root on kernel 6.4+)".into());
             (
                 Some(d("udp_in_datagrams").saturating_sub(quic.datagrams_received)),
-                "derived: Udp InDatagrams delta minus quinn's udp_rx.datagrams".to_string(),
+                "derived: Udp InDatagrams delta minus the datagrams the client's sockets read"
+                    .to_string(),
             )
         } else {
             notes.push(format!(
@@ -187,8 +189,8 @@ impl Beneath {
         };
         let kernel_drops = tpslab_analysis::drop_reason::uncovered(&drop_reasons.by_reason);
         let inputs = LedgerInputs {
-            gen_attempted: quic.datagrams_sent,
-            gen_send_failed: 0,
+            gen_attempted: quic.datagrams_sent + send_failed,
+            gen_send_failed: send_failed,
             server_socket_drops: found.then(|| d("server_drops")),
             gen_socket_drops: 0,
             softnet_drops: d("softnet_dropped"),
@@ -204,7 +206,7 @@ impl Beneath {
             kernel_drops,
             max_segments_per_send: 0,
         };
-        notes.push("the client's datagrams are quinn's udp_tx.datagrams of every connection (a send quinn-udp could not make is not counted apart: none is in 'failed to send'); the reply path, with the server's threads counted exactly, is its sends against quinn's udp_rx.datagrams (a GSO send counts one: a server sending with UDP_SEGMENT makes it inconsistent)".into());
+        notes.push("the client's datagrams are counted at its UDP sockets (every datagram the kernel took, handshakes that failed or timed out included; a send the kernel refused is 'failed to send'); the reply path, with the server's threads counted exactly, is its sends against the datagrams the client's sockets read (a GSO send counts one: a server sending with UDP_SEGMENT makes it inconsistent)".into());
         QuicServerUdp {
             address: self.address.to_string(),
             target: self.target.map(|mut t| {

@@ -73,6 +73,7 @@ pub(in crate::openloop) fn run_load_h3(
         connections: c,
         streams: plan.streams.max(1),
         quic: Mutex::new(QuicPaths::default()),
+        sockets: Default::default(),
         // Only a watched server's ledger counts the CONNECTION_CLOSE datagram.
         close_sent: if beneath.is_some() {
             super::CLOSE_SENT
@@ -85,14 +86,21 @@ pub(in crate::openloop) fn run_load_h3(
         Err(e) => {
             // The observer's thread and its tracepoints stopped, not left to the exit.
             if let Some(b) = beneath {
-                b.finish(&QuicPaths::default());
+                b.finish(&QuicPaths::default(), 0);
             }
             return Err(e);
         }
     };
     let mut rec = record(plan, start, intended, l);
-    let quic = *run.quic.lock().unwrap_or_else(|e| e.into_inner());
-    rec.result.server_udp = beneath.map(|b| Box::new(b.finish(&quic)));
+    // Every loop thread (its runtime, endpoints and sockets) has ended: the sockets'
+    // counts are whole.
+    let mut quic = *run.quic.lock().unwrap_or_else(|e| e.into_inner());
+    run.sockets.fill(&mut quic);
+    let send_failed = run
+        .sockets
+        .send_failed_datagrams
+        .load(std::sync::atomic::Ordering::Relaxed);
+    rec.result.server_udp = beneath.map(|b| Box::new(b.finish(&quic, send_failed)));
     rec.result.http3 = Some(quic);
     // Reply gaps are TCP's (Nagle x delayed ACK): none over QUIC.
     rec.result.reply_gaps = None;

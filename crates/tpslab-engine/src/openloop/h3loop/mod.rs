@@ -26,7 +26,9 @@
 //! ([`crate::proto::h3::handshake_failure`]). Bytes
 //! in and out are the UDP payloads of the QUIC connections (packets with their headers,
 //! frames and encryption), read from each connection's statistics at its end; those
-//! statistics (RTT, congestion window, packets sent and lost) are the record's `http3`.
+//! statistics (RTT, congestion window, packets sent and lost) are the record's `http3`,
+//! whose datagrams and UDP bytes are counted at the client's sockets instead
+//! ([`counted`]: a handshake that failed has no statistics to read).
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -44,6 +46,7 @@ use crate::proto::Reply;
 
 mod beneath;
 mod clock;
+mod counted;
 mod load;
 
 pub(in crate::openloop) use load::run_load_h3;
@@ -68,6 +71,9 @@ pub(crate) struct H3Run<'a, B: Books> {
     pub(crate) streams: usize,
     /// The QUIC figures of every connection, each loop's merged as it ends.
     pub(crate) quic: Mutex<QuicPaths>,
+    /// What every client socket of the run moved (its datagrams and bytes, failed
+    /// handshakes' too): the record's in place of the connections' sums.
+    pub(crate) sockets: std::sync::Arc<counted::SocketCounts>,
     /// How long a closed connection is given to send its CONNECTION_CLOSE before its
     /// figures are read: [`CLOSE_SENT`] when the server's socket is watched (its ledger
     /// counts that datagram), else zero (a reconnect is not held up).
@@ -179,7 +185,8 @@ pub(crate) fn run_loop<B: Books>(run: &H3Run<B>, ids: Vec<usize>) {
     sched.finish(local.into_inner(), unsettled.get());
 }
 
-/// A connection's figures into the loop's sums, its UDP bytes into the counts.
+/// A connection's figures into the loop's sums, its UDP bytes into the counts (the
+/// record's datagram and byte totals are the sockets' in the end: [`counted`]).
 fn harvest<B: Books>(run: &H3Run<B>, sh: &Shared<B>, c: &quinn::Connection) {
     let s = c.stats();
     let rtt = s.path.rtt.as_nanos() as u64;
@@ -390,7 +397,7 @@ async fn connect<B: Books>(
         let mut l = sh.local.borrow_mut();
         sched.failed(&mut l, mono_ns(), &format!("connect: {kind}"), false);
     };
-    let ep = match quinn::Endpoint::client(any_port(run.target)) {
+    let ep = match counted::client(any_port(run.target), &run.sockets) {
         Ok(ep) => ep,
         Err(e) => {
             fail(crate::proto::io_kind(&e).to_string(), None);

@@ -174,12 +174,22 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
         let (rec, stdout) = diagnose(&ns, "s1", &[], None);
         // A generator off its schedule before the fix makes that run invalid evidence:
         // nothing is recommended, so nothing is verified; the attempt is repeated.
-        if rec["before"]["generator"]["valid"] == false && attempt < 3 {
-            eprintln!(
-                "builtin_s1_buffer_overflow_then_verified_fix: attempt {attempt} spoiled by the machine: {}",
+        if rec["before"]["generator"]["valid"] == false {
+            let why = format!(
+                "the generator off its schedule before the fix: {}",
                 rec["before"]["generator"]["invalid_reasons"]
             );
-            continue;
+            if attempt < 3 {
+                eprintln!(
+                    "builtin_s1_buffer_overflow_then_verified_fix: attempt {attempt} spoiled by the machine: {why}"
+                );
+                continue;
+            }
+            common::skip(
+                "builtin_s1_buffer_overflow_then_verified_fix",
+                &format!("spoiled by the machine in all 3 attempts; the last: {why}"),
+            );
+            return;
         }
         assert!(
             rec["after"].is_object(),
@@ -594,24 +604,37 @@ fn no_loss_is_said_plainly() {
     let srv = serve(&ns, "serve-big", PORT, &["--rcvbuf", "8000000"]);
     let pid = srv.pid().to_string();
     let target = format!("127.0.0.1:{PORT}");
-    let (rec, _) = diagnose(
-        &ns,
-        "noloss",
-        &[
-            "udp",
-            &target,
-            "--pid",
-            &pid,
-            "--rate",
-            "5000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--verify",
-        ],
-        Some(&srv),
-    );
+    // A generator off its schedule (a busy host) makes the run invalid evidence: again,
+    // then the test is listed as spoiled.
+    let Some(rec) = common::retry("diagnose::no_loss_is_said_plainly", 3, || {
+        let (rec, _) = diagnose(
+            &ns,
+            "noloss",
+            &[
+                "udp",
+                &target,
+                "--pid",
+                &pid,
+                "--rate",
+                "5000",
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+                "--verify",
+            ],
+            Some(&srv),
+        );
+        if rec["before"]["generator"]["valid"] == false {
+            return Err(format!(
+                "the generator off its schedule: {}",
+                rec["before"]["generator"]["invalid_reasons"]
+            ));
+        }
+        Ok(rec)
+    }) else {
+        return;
+    };
     assert_eq!(case(&rec), "no_loss", "{}", evidence(&rec));
     let d = &rec["diagnosis"];
     assert!(

@@ -57,6 +57,22 @@ fn caddy(tag: &str) -> (common::Kill, u16) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Its `tls internal` certificate is issued after the ports are bound (a new CA's
+    // first start, seconds on a busy host): until then a handshake gets TLS alert
+    // internal_error. Ready once HTTPS over TCP answers (the same certificate).
+    let url = format!("https://localhost:{port}/");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !Command::new("curl")
+        .args(["-sk", "--max-time", "2", &url])
+        .output()
+        .is_ok_and(|o| o.stdout == b"hello")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "caddy's certificate not issued within 30 s (curl -k {url})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     (k, port)
 }
 

@@ -426,26 +426,41 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
     };
     let screen = || tm.screen();
 
-    // Two steps judged (2k and 4k pps, both within the objective), the third running.
+    // Two steps judged, the third running. On a quiet host they are 2k and 4k pps,
+    // both within the objective; on a busy one a step whose generator fell behind is
+    // INVALID and repeated at its rate (2k, 2k, then 4k): the view and `q` are what this
+    // test is about, so either is taken.
     let s = wait_for(Duration::from_secs(15), || {
         let s = screen();
         s.contains("now capacity step 3").then_some(s)
     })
     .unwrap_or_else(|| panic!("no live search at step 3:\n{}", screen()));
     assert!(s.contains("tpslab capacity udp"), "{s}");
-    assert!(s.contains("bracket so far: sustains 4.00k pps"), "{s}");
-    let step = |n: u32, rate: &str| {
+    let first_invalid = s
+        .lines()
+        .any(|l| l.contains("step 1 ") && l.contains("INVALID"));
+    let step = |n: u32, rate: &str, call: &str| {
         s.lines()
-            .any(|l| l.contains(&format!("step {n} ")) && l.contains(rate) && l.contains("pass"))
+            .any(|l| l.contains(&format!("step {n} ")) && l.contains(rate) && l.contains(call))
     };
-    assert!(step(1, "2.00k") && step(2, "4.00k"), "{s}");
+    if first_invalid {
+        assert!(step(2, "2.00k", ""), "{s}");
+        assert!(s.contains("bracket so far: sustains"), "{s}");
+    } else {
+        assert!(s.contains("bracket so far: sustains 4.00k pps"), "{s}");
+        assert!(step(1, "2.00k", "pass") && step(2, "4.00k", "pass"), "{s}");
+    }
     assert!(s.contains("drops by layer"), "{s}");
     assert!(tm.alternate(), "the view draws on the alternate screen");
 
     let stderr = tm.quit_with_q(&rc, &err, Duration::from_secs(5));
     // The steps' lines were held while the view had the screen, said after it.
     assert!(
-        stderr.contains("capacity step 1: 2,000 pps: pass"),
+        stderr.contains(if first_invalid {
+            "capacity step 1: 2,000 pps: INVALID"
+        } else {
+            "capacity step 1: 2,000 pps: pass"
+        }),
         "{stderr}"
     );
 
@@ -457,7 +472,10 @@ fn q_ends_a_live_capacity_search_like_ctrl_c() {
     let steps = r["steps"].as_array().unwrap();
     assert!(steps.len() >= 2, "{} steps", steps.len());
     assert_eq!(steps[0]["rate_pps"], 2000.0);
-    assert_eq!(steps[0]["status"], "pass");
+    assert_eq!(
+        steps[0]["status"],
+        if first_invalid { "invalid" } else { "pass" }
+    );
     let report = common::tpslab().arg("report").arg(&rec).output().unwrap();
     assert!(report.status.success(), "{report:?}");
 

@@ -40,6 +40,47 @@ fn steps(j: &Value) -> &Vec<Value> {
     j["steps"].as_array().unwrap()
 }
 
+/// The steps whose server threads waited for a CPU (schedstat's run delay) 5 % or more
+/// of the step's wall time, summed over the threads: a neighbour's load, not the server,
+/// moved their figures (a quiet host here: under 1 %).
+fn cpu_starved(j: &Value) -> Option<String> {
+    let starved: Vec<String> = steps(j)
+        .iter()
+        .filter_map(|s| {
+            let wall = s["measured_s"].as_f64()? * 1e9;
+            let rq = s["threads"]["runqueue_ns"].as_f64()?;
+            (rq >= 0.05 * wall).then(|| {
+                format!(
+                    "{} users: server threads waited for a CPU {:.0} % of the step",
+                    s["users"],
+                    100.0 * rq / wall
+                )
+            })
+        })
+        .collect();
+    (!starved.is_empty()).then(|| starved.join("; "))
+}
+
+/// A ramp run up to 3 times while `timing_ok` fails on a host that starved the server
+/// of a CPU (then the test is listed as spoiled and `None`); a failure without that
+/// starvation is the product's and returned for the test's assertions to catch.
+fn ramp_on_time(
+    test: &str,
+    args: &[&str],
+    tag: &str,
+    timing_ok: impl Fn(&Value) -> bool,
+) -> Option<(Value, String)> {
+    common::retry(test, 3, || {
+        let (j, text) = ramp(args, tag);
+        if !timing_ok(&j) {
+            if let Some(why) = cpu_starved(&j) {
+                return Err(why);
+            }
+        }
+        Ok((j, text))
+    })
+}
+
 fn little_ok(j: &Value) {
     for l in j["little"].as_array().unwrap() {
         let r = l["ratio"].as_f64().unwrap();
@@ -63,7 +104,22 @@ fn serialised_server_is_flat_and_waits_on_a_lock() {
     let _g = common::serial();
     let mut args = vec!["tcp", "--serialize", "--server-serial", "5ms"];
     args.extend(SHORT);
-    let (j, text) = ramp(&args, "ramp-serial");
+    let timing_ok = |j: &Value| {
+        let s = steps(j);
+        s.len() == 6
+            && s.iter()
+                .all(|st| (120.0..=205.0).contains(&st["tps"].as_f64().unwrap_or(0.0)))
+            && (130.0..=200.0)
+                .contains(&(s[5]["response"]["mean_ns"].as_f64().unwrap_or(0.0) / 1e6))
+    };
+    let Some((j, text)) = ramp_on_time(
+        "ramp::serialised_server_is_flat_and_waits_on_a_lock",
+        &args,
+        "ramp-serial",
+        timing_ok,
+    ) else {
+        return;
+    };
     let s = steps(&j);
     assert_eq!(s.len(), 6);
     // 1 / 5 ms = 200 TPS at most, whatever the users: flat from the first step.
@@ -273,10 +329,28 @@ fn shared_workers_cap_concurrency_without_a_lock() {
         "--warmup",
         "300ms",
     ];
-    let (j, text) = ramp(&args, "ramp-workers");
-    let s = steps(&j);
+    let tps_of = |j: &Value| -> Vec<f64> {
+        steps(j)
+            .iter()
+            .map(|x| x["tps"].as_f64().unwrap_or(0.0))
+            .collect()
+    };
+    let timing_ok = |j: &Value| {
+        let tps = tps_of(j);
+        tps.len() >= 2
+            && tps[1] > tps[0] * 1.7
+            && tps[1..].iter().all(|t| (250.0..=410.0).contains(t))
+    };
+    let Some((j, text)) = ramp_on_time(
+        "ramp::shared_workers_cap_concurrency_without_a_lock",
+        &args,
+        "ramp-workers",
+        timing_ok,
+    ) else {
+        return;
+    };
     // Two workers, 5 ms each request: at most 400 TPS, reached at 2 users.
-    let tps: Vec<f64> = s.iter().map(|x| x["tps"].as_f64().unwrap()).collect();
+    let tps = tps_of(&j);
     assert!(tps[1] > tps[0] * 1.7, "{tps:?}");
     for t in &tps[1..] {
         assert!((250.0..=410.0).contains(t), "{tps:?}");

@@ -42,13 +42,15 @@ fn stub_cargo(name: &str, script: &str) -> PathBuf {
     dir
 }
 
-/// Runs ./test.sh with `stub` first on PATH and the skip list at `list`.
+/// Runs ./test.sh with `stub` first on PATH, the skip list at `list` and the tests'
+/// times in a file of this test's own (never the suite's running one).
 fn test_sh(stub: &Path, list: &Path, args: &[&str]) -> (Option<i32>, String) {
     let path = format!("{}:{}", stub.display(), std::env::var("PATH").unwrap());
     let out = Command::new(repo().join("test.sh"))
         .args(args)
         .env("PATH", path)
         .env("TPSLAB_SKIP_LIST", list)
+        .env("TPSLAB_TEST_TIMES", common::tmp("test-sh-times.txt"))
         .output()
         .expect("run test.sh");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
@@ -66,7 +68,7 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
     let stub = stub_cargo(
         "stub-failing",
         &format!(
-            "echo \"$@\" > '{}'\necho 'cargo output'\necho 'ledger_x: needs root to create a network namespace' >> \"$TPSLAB_SKIP_LIST\"\nexit 101",
+            "echo \"$@\" > '{}'\necho 'cargo output'\necho 'ledger_x: needs root to create a network namespace' >> \"$TPSLAB_SKIP_LIST\"\nprintf '1.5\\t0.0\\tordinary\\ta::fast\\n12.0\\t2.5\\tserial\\tb::slow\\n' >> \"$TPSLAB_TEST_TIMES\"\nexit 101",
             argv.display()
         ),
     );
@@ -78,14 +80,15 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
         std::fs::read_to_string(&argv).unwrap().trim(),
         "test --workspace --release --no-fail-fast --test ledger"
     );
-    // The skipped tests, then the suite's wall time (issue 55: under 15 minutes).
+    // The skipped tests, the slowest tests (slowest first), then the suite's wall time
+    // (issue 55: under 15 minutes).
     let (rest, took) = out
         .rsplit_once("test.sh: ")
         .expect("the wall time printed last");
     assert!(
-        rest.ends_with(
-            "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\n"
-        ),
+        rest.starts_with(
+            "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\nslowest suite tests (s total, s waiting for a turn, turn, name; all in "
+        ) && rest.ends_with("):\n  12.0\t2.5\tserial\tb::slow\n  1.5\t0.0\tordinary\ta::fast\n"),
         "{out}"
     );
     assert!(

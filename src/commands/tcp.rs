@@ -5,7 +5,6 @@
 //! Flags -> [`tpslab_plan::tcp::TcpPlan`] -> [`tpslab_run::tcp`] -> the record -> the report layer.
 
 use anyhow::Result;
-use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_cli::tcp::TcpArgs;
@@ -16,16 +15,17 @@ use tpslab_report::term::tcp as render;
 pub(crate) fn run(a: TcpArgs) -> Result<ExitCode> {
     let plan = a.plan()?;
     let ctx = crate::out::ctx(None)?;
-    let mut out = std::io::stdout().lock();
+    // Each part as its run ends, fitted to the terminal's width as every report is
+    // (whole lines in a pipe).
     let rec = tpslab_run::tcp::run(&plan, &ctx, &mut |r, i| {
-        render::run_part(&mut out, r, i)?;
-        Ok(out.flush()?)
+        crate::out::fitted(|out| render::run_part(out, r, i))?;
+        Ok(())
     })?;
     let Body::Tcp(r) = &rec.body else {
         unreachable!("a tcp record")
     };
     if !matches!(plan.mode, TcpMode::Lab { .. }) {
-        render::record(&mut out, r)?;
+        crate::out::fitted(|out| render::record(out, r))?;
     }
     let outcome = tpslab_analysis::tcp::outcome(r);
     crate::out::emit_files(&rec, &a.record)?;

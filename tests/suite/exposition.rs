@@ -133,7 +133,7 @@ fn promtool_passes_a_live_scrape_in_both_formats() {
         "--duration",
         "20s",
     ])
-    .args(["--interval", "10ms", "--no-drop-reasons", "--no-history"])
+    .args(["--interval", "10ms", "--no-history"])
     .args(["--metrics-listen", "127.0.0.1:0"])
     .stdin(Stdio::null())
     .stdout(Stdio::null())
@@ -153,19 +153,38 @@ fn promtool_passes_a_live_scrape_in_both_formats() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    for _ in 0..20 {
-        tx.send_to(&[0u8; 64], ("127.0.0.1", port)).unwrap();
-    }
-    // Once the observer's slow sample has read the threads (every 100 ms).
+    // The kernel's drop reasons are sampled as root (perf tracepoints), else not at all.
+    let reasons = common::root(
+        t,
+        "(drop reasons: perf tracepoints): their series not checked",
+    );
+    let socket =
+        format!("tpslab_target_socket_drops_total{{socket=\"udp:127.0.0.1:{port}\",inode=\"");
+    let reason = "tpslab_kernel_drops_total{reason=\"SOCKET_RCVBUFF\"}";
+    // Our socket is never read: once its buffer is full (a few hundred datagrams) each
+    // one sent is dropped there, counted by the socket and by the kernel's reason
+    // (sent until the drop sampler, started after the exporter, has seen some).
     let deadline = Instant::now() + Duration::from_secs(10);
     let (head, text) = loop {
+        for _ in 0..1000 {
+            tx.send_to(&[0u8; 64], ("127.0.0.1", port)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        // Once the observer's slow sample has read the threads (every 100 ms).
         if let Some((h, b)) = scrape(mport, "text/plain;version=0.0.4") {
-            if b.contains("tpslab_server_threads{") && b.contains("tpslab_socket_rx_queue_bytes") {
+            if b.contains("tpslab_server_threads{")
+                && b.contains("tpslab_socket_rx_queue_bytes")
+                && b.contains(&socket)
+                && (!reasons || b.contains(reason))
+            {
                 break (h, b);
             }
         }
-        assert!(Instant::now() < deadline, "no thread states in the scrape");
-        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            Instant::now() < deadline,
+            "no thread states, socket drops or drop reasons in the scrape: {:?}",
+            scrape(mport, "text/plain;version=0.0.4")
+        );
     };
     assert!(
         head.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"),
@@ -187,6 +206,26 @@ fn promtool_passes_a_live_scrape_in_both_formats() {
         .find(|l| l.starts_with("tpslab_socket_rx_queue_bytes "))
         .map(|l| sample(l).2);
     assert!(q.is_some_and(|q| q > 0.0), "{text}");
+    // Its drops, by socket (named by its address) and by the kernel's reason, with their
+    // helps (promtool passed them above).
+    let dropped = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .map(|l| sample(l).2)
+    };
+    assert!(dropped(&socket).is_some_and(|d| d > 0.0), "{text}");
+    assert!(
+        text.contains("# HELP tpslab_target_socket_drops_total "),
+        "{text}"
+    );
+    if reasons {
+        assert!(dropped(reason).is_some_and(|d| d > 0.0), "{text}");
+        assert!(
+            text.contains("# TYPE tpslab_kernel_drops_total counter\n"),
+            "{text}"
+        );
+        assert!(text.contains("tpslab_kernel_drops_lost_total "), "{text}");
+    }
 
     // What Prometheus asks for: OpenMetrics. promtool 2.42 reads only the text format
     // 0.0.4: of OpenMetrics it can only say that each counter's `_total` samples have no

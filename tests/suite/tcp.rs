@@ -420,3 +420,42 @@ fn a_relay_waiting_on_its_upstream_is_named_s4() {
         "{text}"
     );
 }
+
+/// In a terminal of 80 columns (a pseudo-terminal: script(1), COLUMNS=80) a flow's
+/// lines (its header, the per-interval timeline, the analysis and its sources) fit it as
+/// every report does; in a pipe each line is whole (issue 60).
+#[test]
+fn in_a_terminal_of_80_columns_a_flows_lines_fit_it() {
+    let test = "in_a_terminal_of_80_columns_a_flows_lines_fit_it";
+    if !common::need(test, "/usr/bin/script") {
+        return;
+    }
+    let _g = common::serial();
+    let sink = ServeTcp::start(&[]);
+    let target = format!("127.0.0.1:{}", sink.port);
+    let args = ["tcp", &target, "--duration", "1s", "--skip", "200ms"];
+    let width = |text: &str| {
+        text.lines()
+            .map(|l| tpslab_report::term::fit::cells(l.trim_end_matches('\r')))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut c = common::tpslab();
+    c.args(args);
+    let piped = String::from_utf8(common::run(c).stdout).unwrap();
+    assert!(width(&piped) > 80, "{piped}");
+    let mut c = std::process::Command::new("script");
+    c.env("XDG_DATA_HOME", common::history_home());
+    common::free_of_host_lock(&mut c);
+    let line = format!("{} {}", env!("CARGO_BIN_EXE_tpslab"), args.join(" "));
+    c.args(["-qec", &line, "/dev/null"]).env("COLUMNS", "80");
+    let out = common::run(c);
+    sink.stop();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The per-interval timeline and the sources line are there, wrapped.
+    assert!(
+        shown.contains("Mbit/s") && shown.contains("sources:"),
+        "{shown}"
+    );
+    assert!(width(&shown) <= 80, "{shown}");
+}

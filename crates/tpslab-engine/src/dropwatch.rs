@@ -102,6 +102,63 @@ pub struct DropSampler {
     wake: Option<std::io::PipeWriter>,
     thread: Option<std::thread::JoinHandle<(Counts, u64)>>,
     names: Vec<(u64, String)>,
+    /// The drops by reason so far, as the reader thread adds them (for a live exporter).
+    live: DropCounts,
+}
+
+/// The drops a running [`DropSampler`] has counted so far, by reason: shared with its
+/// reader thread, which adds each drain's drops (one lock per drain that saw any).
+#[derive(Debug, Clone, Default)]
+pub struct DropCounts {
+    /// The tracepoint's reason numbers and names (from its format file).
+    names: std::sync::Arc<Vec<(u64, String)>>,
+    /// (drops by reason number, samples lost) since the start.
+    counts: std::sync::Arc<std::sync::Mutex<(std::collections::BTreeMap<u32, u64>, u64)>>,
+}
+
+/// What a [`DropCounts`] holds now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveDropReasons {
+    /// Drops by reason (the kernel's names, `SOCKET_RCVBUFF`) since the sampler started,
+    /// in the kernel's order of reasons; only reasons seen.
+    pub by_reason: Vec<(String, u64)>,
+    /// Samples the kernel could not write (a ring was full) since the start.
+    pub lost: u64,
+}
+
+impl DropCounts {
+    /// The drops counted so far.
+    pub fn read(&self) -> LiveDropReasons {
+        let g = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        LiveDropReasons {
+            by_reason: g
+                .0
+                .iter()
+                .map(|(&v, &n)| (reason_name(&self.names, u64::from(v)), n))
+                .collect(),
+            lost: g.1,
+        }
+    }
+
+    /// Adds one drain's drops (`seen`: by reason number) and samples lost.
+    fn add(&self, seen: &mut std::collections::BTreeMap<u32, u64>, lost: u64) {
+        if seen.is_empty() && lost == 0 {
+            return;
+        }
+        let mut g = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        for (v, n) in std::mem::take(seen) {
+            *g.0.entry(v).or_default() += n;
+        }
+        g.1 += lost;
+    }
+}
+
+/// The name of reason number `v` among `names`, else `reason V`.
+fn reason_name(names: &[(u64, String)], v: u64) -> String {
+    names
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map_or_else(|| format!("reason {v}"), |(_, s)| s.clone())
 }
 
 /// What a [`DropSampler`] saw.
@@ -148,26 +205,36 @@ impl DropSampler {
         let st = stop.clone();
         let (woken, wake) =
             std::io::pipe().map_err(|e| format!("a pipe to wake the drop-reason reader: {e}"))?;
+        let live = DropCounts {
+            names: std::sync::Arc::new(f.symbols("reason")),
+            counts: Default::default(),
+        };
+        let to_live = live.clone();
         let thread = std::thread::Builder::new()
             .name("drop-reasons".into())
             .spawn(move || {
                 let mut counts = std::collections::HashMap::new();
                 let mut lost = 0;
+                let mut by_reason = std::collections::BTreeMap::new();
                 loop {
                     let last = st.load(Relaxed);
                     let mut seen = 0u64;
+                    let mut lost_now = 0;
                     for ring in &mut rings {
-                        lost += ring.drain(&mut |raw| {
+                        lost_now += ring.drain(&mut |raw| {
                             if let Some(b) = raw.get(off..off + 4) {
                                 let v = u32::from_ne_bytes(b.try_into().expect("4 bytes"));
                                 let at = loc.and_then(|o| raw.get(o..o + 8)).map_or(0, |b| {
                                     u64::from_ne_bytes(b.try_into().expect("8 bytes"))
                                 });
                                 *counts.entry((v, at)).or_insert(0u64) += 1;
+                                *by_reason.entry(v).or_insert(0u64) += 1;
                                 seen += 1;
                             }
                         });
                     }
+                    lost += lost_now;
+                    to_live.add(&mut by_reason, lost_now);
                     if last {
                         return (counts, lost);
                     }
@@ -194,7 +261,13 @@ impl DropSampler {
             wake: Some(wake),
             thread: Some(thread),
             names: f.symbols("reason"),
+            live,
         })
+    }
+
+    /// The drops counted so far, shared with the reader thread (for a live exporter).
+    pub fn live(&self) -> DropCounts {
+        self.live.clone()
     }
 
     /// [`DropSampler::start`], unless `off` (`--no-drop-reasons`): then the reason for
@@ -215,12 +288,7 @@ impl DropSampler {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default();
-        let name = |v: u64| {
-            self.names
-                .iter()
-                .find(|(n, _)| *n == v)
-                .map_or_else(|| format!("reason {v}"), |(_, s)| s.clone())
-        };
+        let name = |v: u64| reason_name(&self.names, v);
         let mut reasons = std::collections::BTreeMap::<String, u64>::new();
         let mut sites = std::collections::BTreeMap::<(String, String), u64>::new();
         // Read only when something was dropped (the table is some 120000 lines), keeping
@@ -320,6 +388,31 @@ pub fn grown(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_counts_add_up_drains_by_name_and_count_lost_samples() {
+        let c = DropCounts {
+            names: std::sync::Arc::new(vec![(2, "NO_SOCKET".into()), (6, "SOCKET_RCVBUFF".into())]),
+            counts: Default::default(),
+        };
+        let seen = c.clone();
+        assert_eq!(c.read(), LiveDropReasons::default());
+        let mut drain = std::collections::BTreeMap::from([(6, 5), (2, 1)]);
+        seen.add(&mut drain, 0);
+        assert!(drain.is_empty(), "a drain's counts are taken");
+        seen.add(&mut std::collections::BTreeMap::from([(6, 3), (99, 1)]), 4);
+        assert_eq!(
+            c.read(),
+            LiveDropReasons {
+                by_reason: vec![
+                    ("NO_SOCKET".into(), 1),
+                    ("SOCKET_RCVBUFF".into(), 8),
+                    ("reason 99".into(), 1)
+                ],
+                lost: 4
+            }
+        );
+    }
 
     #[test]
     fn grown_keeps_what_grew_largest_first() {

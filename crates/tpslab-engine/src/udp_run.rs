@@ -180,6 +180,10 @@ pub fn run_udp_streamed(
     let observer = Observer::start(obs_cfg);
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = crate::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);
+    // The live samples (--metrics-listen) carry them too.
+    if let Ok(d) = &drops {
+        observer.live_drops(d);
+    }
     // The target holds nothing more: its sockets are empty and (ours) no datagram is
     // being handled.
     let target_idle = || {

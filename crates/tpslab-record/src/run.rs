@@ -416,6 +416,10 @@ pub struct ListenSocket {
 pub struct TargetSocket {
     /// Its inode (as in /proc/net/udp).
     pub inode: u64,
+    /// Its local address (/proc/net/udp `local_address`: `0.0.0.0:5300`, `[::]:5300`);
+    /// None in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
     /// Datagrams it dropped during the run (its `drops` column, last minus first sample).
     pub drops: u64,
     /// The deepest receive queue sampled, bytes (`rx_queue`).

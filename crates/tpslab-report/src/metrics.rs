@@ -16,6 +16,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::sync::{Arc, Mutex};
 
+pub mod drops;
 pub mod live;
 mod load_http;
 mod record;

@@ -242,3 +242,50 @@ fn no_color_leaves_no_colour_in_any_cell() {
     assert!(colours(false) > 50, "{}", colours(false));
     assert_eq!(colours(true), 0);
 }
+
+#[test]
+fn no_color_tells_the_series_apart_by_their_markers() {
+    use tpslab_report::live::screen::draw_in;
+    // The load's last line: the window holds the stall, where the offered rate stays up
+    // while the delivered one is at zero and the latency percentiles part, so every
+    // series has cells of its own; every legend has its values.
+    let fs = frames("load_udp_paused.ndjson");
+    let end = fs
+        .iter()
+        .rposition(|f| f.offered_pps.unwrap_or(0.0) > 0.0)
+        .unwrap()
+        + 1;
+    let st = paused_until(end);
+    let s = crate::snap::screen(80, 24, |f| draw_in(f, &st, true));
+    // Each legend names its series with its glyph.
+    for named in ["offered ⠒", "delivered •", "p50 ⠒", "p99 •", "p99.9 +"] {
+        assert!(s.contains(named), "{named} missing:\n{s}");
+    }
+    let (rate, latency) = s.split_at(s.find("┌ latency").unwrap_or_else(|| panic!("{s}")));
+    // What is plotted: the rows inside the charts' frames, not their borders' legends.
+    let plotted = |part: &str, c: &dyn Fn(char) -> bool| {
+        part.lines()
+            .filter(|l| l.starts_with('│'))
+            .any(|l| l.chars().any(c))
+    };
+    let braille = |c: char| ('\u{2801}'..='\u{28ff}').contains(&c);
+    // The rate chart: offered in braille, delivered in dots.
+    assert!(
+        plotted(rate, &braille) && plotted(rate, &|c| c == '•'),
+        "{rate}"
+    );
+    // The latency chart: p50 braille, p99 dots, p99.9 plus signs.
+    assert!(
+        plotted(latency, &braille)
+            && plotted(latency, &|c| c == '•')
+            && plotted(latency, &|c| c == '+'),
+        "{latency}"
+    );
+    // In colour, braille alone, as before (the saved colour screens are unchanged).
+    let coloured = crate::snap::screen(80, 24, |f| draw_in(f, &st, false));
+    assert!(
+        !coloured.contains('•') && !coloured.contains("offered ⠒"),
+        "{coloured}"
+    );
+    assert_screen(&s, "load_udp_paused_end_nocolor_80x24.txt");
+}

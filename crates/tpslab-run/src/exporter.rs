@@ -113,6 +113,11 @@ fn reading(s: &LiveSample) -> LiveReading<'_> {
         softnet_dropped_per_cpu: &s.softnet_dropped_per_cpu,
         latency_histogram: s.latency_histogram.as_ref(),
         threads: &s.threads,
+        drop_reasons: s
+            .drop_reasons
+            .as_ref()
+            .map(|d| (d.by_reason.as_slice(), d.lost)),
+        socket_drops_by_socket: &s.socket_drops_by_socket,
     }
 }
 
@@ -213,6 +218,11 @@ mod tests {
             latency_histogram: Some(h),
             rcvbuf_limit_bytes: Some(8192),
             threads: vec![],
+            drop_reasons: Some(tpslab_engine::dropwatch::LiveDropReasons {
+                by_reason: vec![("SOCKET_RCVBUFF".into(), 7)],
+                lost: 0,
+            }),
+            socket_drops_by_socket: vec![(4242, "127.0.0.1:5300".parse().unwrap(), 7)],
         });
         let live = scrape();
         assert!(live.contains("tpslab_exporter_info{"), "{live}");
@@ -222,6 +232,17 @@ mod tests {
         );
         assert!(
             live.contains("tpslab_softnet_dropped_total{cpu=\"1\"} 3\n"),
+            "{live}"
+        );
+        // The sample's drop reasons and per-socket drops reach the scrape.
+        assert!(
+            live.contains("tpslab_kernel_drops_total{reason=\"SOCKET_RCVBUFF\"} 7\n"),
+            "{live}"
+        );
+        assert!(
+            live.contains(
+                "tpslab_target_socket_drops_total{socket=\"udp:127.0.0.1:5300\",inode=\"4242\"} 7\n"
+            ),
             "{live}"
         );
         e.set(vec![]);

@@ -178,6 +178,10 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
     let drops = tpslab_engine::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);
+    // The live samples (--metrics-listen) carry them too.
+    if let Ok(d) = &drops {
+        obs.live_drops(d);
+    }
     if let Some(pid) = plan.pid {
         following(&Following {
             pid,

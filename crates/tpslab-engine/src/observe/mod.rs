@@ -281,6 +281,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
         waits,
         listeners: BTreeMap::new(),
         somaxconn,
+        live_drops: Arc::default(),
     };
     (sampler, io_source)
 }
@@ -326,7 +327,7 @@ fn sample_loop(
         let mut r = sampler.sample(raws.last(), slow);
         rxq_max = rxq_max.max(r.srv_rxq);
         if let Some(prev) = raws.last() {
-            give_live(&sampler.cfg, &sampler.srv_rcvbuf, &raws[0], prev, &r);
+            give_live(sampler, &raws[0], prev, &r);
         }
         // Per-CPU tables serve only the deltas between the first and the last
         // sample (pushed after this loop): kept in every sample, their heap
@@ -347,7 +348,7 @@ fn sample_loop(
     sampler.scan_now = true;
     let last = sampler.sample(raws.last(), true);
     if let Some(prev) = raws.last() {
-        give_live(&sampler.cfg, &sampler.srv_rcvbuf, &raws[0], prev, &last);
+        give_live(sampler, &raws[0], prev, &last);
     }
     rxq_max = rxq_max.max(last.srv_rxq);
     raws.push(last);
@@ -378,14 +379,24 @@ pub struct Observer {
     handle: JoinHandle<Sampled>,
     interval: Duration,
     io_source: Option<String>,
+    /// The drop reasons the live samples carry, once given ([`Observer::live_drops`]).
+    live_drops: Arc<std::sync::OnceLock<crate::dropwatch::DropCounts>>,
 }
 
 impl Observer {
+    /// Has the live samples (`ObserverConfig::live`) carry `drops`' counts by reason from
+    /// now on, read at the slow samples (a drop sampler started beside the observer over
+    /// the same window). Only the first call counts.
+    pub fn live_drops(&self, drops: &crate::dropwatch::DropSampler) {
+        let _ = self.live_drops.set(drops.live());
+    }
+
     /// Takes the first sample now, then samples every `interval` on its own thread.
     pub fn start(cfg: ObserverConfig) -> Observer {
         let stop = Arc::new(AtomicBool::new(false));
         let interval = cfg.interval.max(Duration::from_millis(1));
         let (mut sampler, io_source) = new_sampler(cfg);
+        let live_drops = sampler.live_drops.clone();
         // Host-wide counters, the full socket scan and the target threads' CPU time every
         // 100 ms at most: they cost most of the observer's CPU time and change slowly; the
         // followed sockets' queues and drops keep the full sampling rate.
@@ -404,6 +415,7 @@ impl Observer {
             handle,
             interval,
             io_source,
+            live_drops,
         }
     }
 

@@ -56,6 +56,9 @@ pub(super) struct Sampler {
     pub(super) listeners: BTreeMap<u64, (SocketAddr, Option<u32>, u64)>,
     /// net.core.somaxconn in the target's namespace (read once, when TCP is followed).
     pub(super) somaxconn: Option<u64>,
+    /// The kernel's drops by reason for the live samples, once the observer is given a
+    /// drop sampler ([`super::Observer::live_drops`]).
+    pub(super) live_drops: Arc<std::sync::OnceLock<crate::dropwatch::DropCounts>>,
 }
 
 impl Sampler {

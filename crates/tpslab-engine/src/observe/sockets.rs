@@ -158,7 +158,8 @@ impl std::fmt::Debug for OwnSockets {
 pub(super) struct DropTrack(pub(super) BTreeMap<u64, Tracked>, u64);
 
 /// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes),
-/// connected (a remote port), the sample that saw it last.
+/// connected (a remote port), the sample that saw it last, its local address (when read
+/// from the socket tables).
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Tracked {
     first: u64,
@@ -166,6 +167,7 @@ pub(super) struct Tracked {
     rxq_max: u64,
     connected: bool,
     seen: u64,
+    local: Option<SocketAddr>,
 }
 
 impl DropTrack {
@@ -175,6 +177,9 @@ impl DropTrack {
     }
     pub(super) fn see(&mut self, s: &UdpSocket, drops: u64, rx_queue: u64, first_sample: bool) {
         self.see_inode(s.inode, s.remote.port() != 0, drops, rx_queue, first_sample);
+        if let Some(t) = self.0.get_mut(&s.inode) {
+            t.local = Some(s.local);
+        }
     }
     pub(super) fn see_inode(
         &mut self,
@@ -193,6 +198,14 @@ impl DropTrack {
         e.rxq_max = e.rxq_max.max(rx_queue);
         e.connected = connected;
         e.seen = now;
+    }
+    /// Each socket tracked with its local address (inode order): (inode, local address,
+    /// drops since the first sample); closed ones keep their count.
+    pub(super) fn by_socket(&self) -> Vec<(u64, SocketAddr, u64)> {
+        self.0
+            .iter()
+            .filter_map(|(&inode, t)| Some((inode, t.local?, t.last.saturating_sub(t.first))))
+            .collect()
     }
     pub(super) fn total(&self) -> u64 {
         self.0
@@ -219,6 +232,7 @@ impl DropTrack {
                 drops: t.last.saturating_sub(t.first),
                 rx_queue_max_bytes: t.rxq_max,
                 rcvbuf_bytes: rcvbuf.get(&inode).copied(),
+                local: t.local.map(|a| a.to_string()),
                 ..Default::default()
             })
             .collect()
@@ -343,6 +357,36 @@ mod tests {
             inode,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn each_socket_keeps_its_address_and_its_drops_since_first_seen() {
+        // Two members of a SO_REUSEPORT group on 0.0.0.0:5300 (/proc/net/udp's layout),
+        // sampled twice: 7 drops before the watch started are not the watch's.
+        let table = |d1: u64, d2: u64| {
+            let text = format!(
+                "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+                 \x20 1: 00000000:14B4 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 7001 2 0000000000000000 {d1}\n\
+                 \x20 2: 00000000:14B4 00000000:0000 07 00000000:00034000 00:00000000 00000000     0        0 7002 2 0000000000000000 {d2}\n"
+            );
+            tpslab_proc::udp::parse_udp(text.as_bytes(), "udp").unwrap()
+        };
+        let mut t = DropTrack::default();
+        for (i, socks) in [table(7, 0), table(10, 25)].into_iter().enumerate() {
+            t.tick();
+            for s in &socks {
+                t.see(s, s.drops.unwrap(), s.rx_queue, i == 0);
+            }
+        }
+        let a: SocketAddr = "0.0.0.0:5300".parse().unwrap();
+        assert_eq!(t.by_socket(), [(7001, a, 3), (7002, a, 25)]);
+        let g = t.group(&BTreeMap::new());
+        assert_eq!(g.len(), 2);
+        assert!(
+            g.iter().all(|s| s.local.as_deref() == Some("0.0.0.0:5300")),
+            "{g:?}"
+        );
+        assert_eq!((g[0].drops, g[1].rx_queue_max_bytes), (3, 0x34000));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The live stream (`--json-stream`): each sampling interval as it is taken, with the
 //! generator's latency of the interval, handed to a sink on the observer's thread.
 
-use super::{ObserverConfig, Raw};
+use super::Raw;
 use hdrhistogram::Histogram;
 use std::sync::Arc;
 use tpslab_analysis::waits::LiveThread;
@@ -82,6 +82,16 @@ pub struct LiveSample {
     /// empty.
     #[serde(skip)]
     pub threads: Vec<LiveThread>,
+    /// The kernel's drops by reason since the drop sampler started (host-wide,
+    /// `skb:kfree_skb`), when one runs beside the observer ([`super::Observer::live_drops`]);
+    /// only in the samples that read it (every 100 ms), else None.
+    #[serde(skip)]
+    pub drop_reasons: Option<crate::dropwatch::LiveDropReasons>,
+    /// Each target socket's drops since the start: (inode, local address, /proc/net/udp
+    /// `drops` now minus when first seen), in inode order, closed ones kept; only in the
+    /// samples that read it (every 100 ms), else empty.
+    #[serde(skip)]
+    pub socket_drops_by_socket: Vec<(u64, std::net::SocketAddr, u64)>,
 }
 
 /// Receives each [`LiveSample`] on the observer's thread (keep it short: a line written).
@@ -141,21 +151,24 @@ pub(super) fn live_sample(first: &Raw, prev: &Raw, cur: &Raw) -> LiveSample {
         latency_histogram: None,
         rcvbuf_limit_bytes: None,
         threads: cur.threads.clone(),
+        drop_reasons: None,
+        socket_drops_by_socket: vec![],
     }
 }
 
-/// Gives a live sample to the sink, with the interval's latency when there is a probe and
-/// the target sockets' SO_RCVBUF limits (`rcvbuf`: sk_rcvbuf by inode) summed.
-pub(super) fn give_live(
-    cfg: &ObserverConfig,
-    rcvbuf: &std::collections::BTreeMap<u64, u64>,
-    first: &Raw,
-    prev: &Raw,
-    cur: &Raw,
-) {
+/// Gives a live sample to the sink, with the interval's latency when there is a probe,
+/// the target sockets' SO_RCVBUF limits (sk_rcvbuf by inode) summed, and at a slow
+/// sample each target socket's drops and the kernel's drop reasons (when counted).
+pub(super) fn give_live(sampler: &super::sampler::Sampler, first: &Raw, prev: &Raw, cur: &Raw) {
+    let cfg = &sampler.cfg;
+    let rcvbuf = &sampler.srv_rcvbuf;
     let Some(live) = &cfg.live else { return };
     let mut s = live_sample(first, prev, cur);
     s.rcvbuf_limit_bytes = (!rcvbuf.is_empty()).then(|| rcvbuf.values().sum());
+    if cur.slow {
+        s.socket_drops_by_socket = sampler.srv_track.by_socket();
+        s.drop_reasons = sampler.live_drops.get().map(|d| d.read());
+    }
     s.latency_histogram = cfg.live_latency.as_ref().and_then(|p| (p.0)());
     s.latency = s
         .latency_histogram

@@ -4,8 +4,45 @@
 //! top border has ([`legend`]).
 
 use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Axis;
+use std::cell::Cell;
+
+thread_local! {
+    /// The charts of this thread's frame are drawn for a terminal without colours
+    /// ([`without_colours`]).
+    static MONO: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (a frame's drawing) with its charts' series told apart without colours when
+/// `mono` (`NO_COLOR`): each by a marker of its own ([`marker`]), shown in the legend
+/// beside its name. The thread's setting before is restored after.
+pub fn without_colours<T>(mono: bool, f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MONO.with(|m| m.set(self.0));
+        }
+    }
+    let _restore = Restore(MONO.with(|m| m.replace(mono)));
+    f()
+}
+
+/// The legend's sample of each marker [`marker`] gives without colours, by the series'
+/// place in its chart's legend: the first a braille line, then dots, then plus signs.
+pub const MONO_GLYPHS: [&str; 3] = ["⠒", "•", "+"];
+
+/// The marker of the series at `slot` in its chart's legend: braille in colour (the
+/// colours tell them apart); without colours ([`without_colours`]) braille for the first,
+/// a dot for the second, `+` for the third, so a series is known by its glyph.
+pub fn marker(slot: usize) -> Marker {
+    match (MONO.with(Cell::get), slot) {
+        (false, _) | (true, 0) => Marker::Braille,
+        (true, 1) => Marker::Dot,
+        (true, _) => Marker::Custom('+'),
+    }
+}
 
 /// A value more than this many times the window's 95th percentile is a spike: the axis
 /// is not stretched to it.
@@ -144,7 +181,14 @@ pub fn legend(
     width: u16,
 ) -> (Line<'static>, Option<Line<'static>>) {
     let room = (width as usize).saturating_sub(2);
-    let span = |(n, v, c): &(&str, String, Color), value: bool| {
+    let mono = MONO.with(Cell::get);
+    let span = |k: usize, value: bool| {
+        let (n, v, c) = &items[k];
+        // Without colours, the series' glyph after its name.
+        let n = match mono {
+            true => format!("{n} {}", MONO_GLYPHS[k.min(MONO_GLYPHS.len() - 1)]),
+            false => n.to_string(),
+        };
         let text = if value {
             format!("{n} {v} ")
         } else {
@@ -156,7 +200,7 @@ pub fn legend(
     let mut used = prefix.chars().count();
     let mut k = 0;
     while k < items.len() {
-        let s = span(&items[k], true);
+        let s = span(k, true);
         if used + s.width() > room {
             break;
         }
@@ -169,13 +213,12 @@ pub fn legend(
     }
     // The rest below, with their values where they fit (half the border: the spike's
     // mark may take the right half).
-    let rest = &items[k..];
-    let with_values: Vec<Span> = rest.iter().map(|i| span(i, true)).collect();
+    let with_values: Vec<Span> = (k..items.len()).map(|i| span(i, true)).collect();
     let fits = with_values.iter().map(|s| s.width()).sum::<usize>() < room / 2;
     let mut bottom = vec![Span::raw(" ")];
     match fits {
         true => bottom.extend(with_values),
-        false => bottom.extend(rest.iter().map(|i| span(i, false))),
+        false => bottom.extend((k..items.len()).map(|i| span(i, false))),
     }
     (Line::from(top), Some(Line::from(bottom)))
 }

@@ -1,11 +1,10 @@
 //! The live view's layout: a status line, offered vs delivered pps, this interval's drops
 //! by layer, latency over time, the rx_queue against its limit, softnet per CPU.
 
-use super::axis::{legend, y_axis, Scale, Unit};
+use super::axis::{legend, marker, y_axis, Scale, Unit};
 use super::LiveState;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Chart, Clear, Dataset, Gauge, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
@@ -211,11 +210,14 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
         Some(m) => block.title_bottom(m),
         None => block,
     };
+    // Each series drawn with the marker of its place in the legend (told apart by it
+    // without colours).
+    let delivered_slot = items.len() - 1;
     let mut sets = vec![];
     if !offered.is_empty() {
         sets.push(
             Dataset::default()
-                .marker(Marker::Braille)
+                .marker(marker(0))
                 .graph_type(GraphType::Line)
                 .style(Style::default().fg(OFFERED))
                 .data(&offered),
@@ -223,7 +225,7 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &LiveState) {
     }
     sets.push(
         Dataset::default()
-            .marker(Marker::Braille)
+            .marker(marker(delivered_slot))
             .graph_type(GraphType::Line)
             .style(Style::default().fg(DELIVERED))
             .data(&delivered),
@@ -348,22 +350,18 @@ pub(super) fn latency_chart_of(frame: &mut Frame, area: Rect, of: &LatencyOf) {
         Some(m) => block.title_bottom(m),
         None => block,
     };
-    let set = |data, c| {
+    let set = |data, slot: usize| {
         Dataset::default()
-            .marker(Marker::Braille)
+            .marker(marker(slot))
             .graph_type(GraphType::Line)
-            .style(Style::default().fg(c))
+            .style(Style::default().fg(PCTS[slot]))
             .data(data)
     };
-    let chart = Chart::new(vec![
-        set(&p50, PCTS[0]),
-        set(&p99, PCTS[1]),
-        set(&p999, PCTS[2]),
-    ])
-    .block(block)
-    .x_axis(x_axis_of(of.window))
-    .y_axis(y_axis(&scale, Unit::LatencyUs))
-    .legend_position(None);
+    let chart = Chart::new(vec![set(&p50, 0), set(&p99, 1), set(&p999, 2)])
+        .block(block)
+        .x_axis(x_axis_of(of.window))
+        .y_axis(y_axis(&scale, Unit::LatencyUs))
+        .legend_position(None);
     frame.render_widget(chart, area);
 }
 

@@ -2,13 +2,12 @@
 //! when there is one, intended vs achieved requests/s, this interval's replies by class and
 //! errors by kind, latency over time, connections and requests in flight.
 
-use super::axis::{legend, y_axis, Scale, Unit};
+use super::axis::{legend, marker, y_axis, Scale, Unit};
 use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, LatencyOf};
 use super::http::HttpLiveState;
 use super::runs::{bracket_words, capacity_rows, table_panel, CAPACITY_COLUMNS};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
@@ -124,11 +123,13 @@ fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
         Some(m) => block.title_bottom(m),
         None => block,
     };
+    // In the legend's order: each series with the marker of its place.
     let sets = series
         .iter()
-        .map(|(data, c)| {
+        .enumerate()
+        .map(|(slot, (data, c))| {
             Dataset::default()
-                .marker(Marker::Braille)
+                .marker(marker(slot))
                 .graph_type(GraphType::Line)
                 .style(Style::default().fg(*c))
                 .data(data)

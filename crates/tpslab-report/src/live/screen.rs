@@ -160,9 +160,11 @@ pub fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
-/// Draws `screen` into `f`, without colours when `mono` ([`monochrome`]).
+/// Draws `screen` into `f`, without colours when `mono` ([`monochrome`]; the charts'
+/// series then told apart by their markers: [`super::axis::without_colours`]).
 pub fn draw_in<S: Screen>(f: &mut ratatui::Frame, screen: &S, mono: bool) {
-    screen.draw(f);
+    // Without colours each chart's series has a marker of its own.
+    super::axis::without_colours(mono, || screen.draw(f));
     if mono {
         monochrome(f.buffer_mut());
     }

@@ -2,8 +2,8 @@
 //! command serves them, and the observer's figures accumulated from the start, fixed in
 //! size however long the run lasts.
 
-use super::{labels, latency_value, Family, Kind, Value};
-use std::collections::BTreeMap;
+use super::{drops, labels, latency_value, Family, Kind, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What `--metrics-listen` serves while a sweep runs: the runs `done` of `planned`, and
 /// the last run's figures ([`super::of_run`]) labelled `cell` (its levels, `cpus=1 sched=other`).
@@ -73,6 +73,12 @@ pub struct LiveReading<'a> {
     /// The server's threads (with a target process), when read at this sample (every
     /// 100 ms), else empty.
     pub threads: &'a [tpslab_analysis::waits::LiveThread],
+    /// The kernel's drops by reason since the start (the kernel's names) and the drop
+    /// samples lost, when read at this sample (every 100 ms, with a drop sampler running).
+    pub drop_reasons: Option<(&'a [(String, u64)], u64)>,
+    /// Each watched socket's drops since the start as (inode, local address, drops), when
+    /// read at this sample (every 100 ms), else empty.
+    pub socket_drops_by_socket: &'a [(u64, std::net::SocketAddr, u64)],
 }
 
 /// What a live exporter accumulates between samples: fixed size however long it runs.
@@ -86,6 +92,14 @@ pub struct LiveState {
     /// The server's threads by state letter at the last sample that read them (None
     /// before one did).
     thread_states: Option<BTreeMap<char, u64>>,
+    /// The kernel's drops by reason and samples lost at the last sample that read them.
+    drop_reasons: Option<(Vec<(String, u64)>, u64)>,
+    /// The reasons with a series of their own: the first [`drops::MAX_REASONS`] seen.
+    reasons_kept: BTreeSet<String>,
+    /// Each watched socket's drops at the last sample that read them.
+    sockets: Vec<drops::SocketDrops>,
+    /// The sockets (inodes) with a series of their own: the first [`drops::MAX_SOCKETS`].
+    sockets_kept: BTreeSet<u64>,
 }
 
 impl LiveState {
@@ -102,6 +116,19 @@ impl LiveState {
                 *by.entry(t.state).or_default() += 1;
             }
             self.thread_states = Some(by);
+        }
+        if let Some((by, lost)) = s.drop_reasons {
+            drops::keep(&mut self.reasons_kept, by, drops::MAX_REASONS);
+            self.drop_reasons = Some((by.to_vec(), lost));
+        }
+        if !s.socket_drops_by_socket.is_empty() {
+            self.sockets = s
+                .socket_drops_by_socket
+                .iter()
+                .map(|&(inode, local, n)| (format!("udp:{local}"), inode, n))
+                .collect();
+            let by: Vec<(u64, u64)> = self.sockets.iter().map(|s| (s.1, s.2)).collect();
+            drops::keep(&mut self.sockets_kept, &by, drops::MAX_SOCKETS);
         }
         if let Some(h) = s.latency_histogram {
             let acc = self
@@ -172,6 +199,19 @@ fn live_families(s: &LiveReading<'_>, st: &LiveState) -> Vec<Family> {
                 .collect(),
         });
     }
+    f.extend(drops::socket_family(
+        &st.sockets,
+        &st.sockets_kept,
+        &drops::LIVE,
+    ));
+    if let Some((by, lost)) = &st.drop_reasons {
+        f.extend(drops::reason_families(
+            by,
+            *lost,
+            &st.reasons_kept,
+            &drops::LIVE,
+        ));
+    }
     if let Some(by) = &st.thread_states {
         f.push(Family {
             name: "tpslab_server_threads".into(),
@@ -230,6 +270,8 @@ mod tests {
             softnet_dropped_per_cpu: cpus,
             latency_histogram: h,
             threads: if sent == 100 { &threads } else { &[] },
+            drop_reasons: None,
+            socket_drops_by_socket: &[],
         };
         let mut st = LiveState::default();
         let (h1, h2) = (hist(&[20_000, 30_000]), hist(&[40_000]));

@@ -164,6 +164,10 @@ pub fn of_run(r: &RunRecord) -> Vec<Family> {
             ));
         }
     }
+    f.extend(super::drops::of_record(
+        r.drop_reasons.as_ref(),
+        r.observer.as_ref().map_or(&[], |o| &o.target_sockets),
+    ));
     if let Some(l) = &r.ledger {
         let mut fam = Family {
             name: "tpslab_ledger_datagrams".into(),

@@ -164,6 +164,12 @@ fn capacity_text(c: &Conclusion, unit: tpslab_plan::capacity::RateUnit) -> Strin
     }
 }
 
+/// The columns of a search's table left out first when it does not fit (indices): `why`
+/// (its words restate the loss and p99 shown beside it), `achieved`, `answered`, `p99`.
+/// The columns that carry the call are kept longest: the step, its rate, the loss and
+/// the call itself.
+const DROPPED_FIRST: [usize; 4] = [7, 2, 3, 4];
+
 /// One search: its steps, the result (`RESULT{label}: ...`) and the verdict at its first
 /// failing rate with its evidence.
 fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> {
@@ -190,7 +196,7 @@ fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> 
             s.why.join("; "),
         ]);
     }
-    crate::term::fit::put(w, t)?;
+    crate::term::fit::put_dropping(w, t, &DROPPED_FIRST)?;
     let result = match c.conclusion {
         Conclusion::GeneratorLimited { .. } => "GENERATOR LIMIT",
         Conclusion::Unfinished { .. } => "RESULT (unfinished)",
@@ -217,4 +223,69 @@ fn search(w: &mut dyn Write, c: &CapacityRecord, label: &str) -> io::Result<()> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::term::fit::{at_width, cells};
+
+    /// The report of the real search `fixture` at `width` columns.
+    fn at(fixture: &str, width: usize) -> String {
+        let path = format!(
+            "{}/tests/fixtures/{fixture}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let rec =
+            tpslab_record::Record::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut out = vec![];
+        at_width(Some(width), || crate::term::record(&mut out, &rec, false)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The columns the report says it left out at `width`, as it lists them.
+    fn left_out(text: &str, width: usize) -> Option<String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("(left out at {width} columns: ")))
+            .map(|l| l.split(';').next().unwrap().to_string())
+    }
+
+    #[test]
+    fn a_narrow_terminal_keeps_the_rate_the_loss_and_the_call() {
+        // A UDP search (pps) and an HTTP one (requests/s: a wider rate column).
+        for (fixture, failing) in [("capacity", "43.77"), ("capacity_http_lock", "FAIL")] {
+            for width in [50, 60, 70, 77] {
+                let text = at(fixture, width);
+                // The header's rows: between the table's top and the line under them.
+                let head: String = text
+                    .lines()
+                    .skip_while(|l| !l.starts_with('┌'))
+                    .take_while(|l| !l.starts_with('╞'))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                for kept in ["step", "rate", "loss", "call"] {
+                    assert!(head.contains(kept), "{fixture}: {kept} at {width}:\n{text}");
+                }
+                // A failing step's row holds its call.
+                assert!(
+                    text.lines()
+                        .any(|l| l.contains(failing) && l.contains("FAIL")),
+                    "{fixture} at {width}:\n{text}"
+                );
+                let wide: Vec<&str> = text.lines().filter(|l| cells(l) > width).collect();
+                assert!(wide.is_empty(), "{fixture} at {width}: {wide:?}");
+            }
+        }
+        // What is left out, in its order: why first, then the achieved and answered
+        // rates (it left out why, then call, then loss before).
+        let said = |fixture, width| left_out(&at(fixture, width), width);
+        assert_eq!(said("capacity", 60).as_deref(), Some("why"));
+        assert_eq!(said("capacity", 50).as_deref(), Some("why, achieved"));
+        assert_eq!(
+            said("capacity_http_lock", 50).as_deref(),
+            Some("why, achieved, answered")
+        );
+        // At 77 and 80 columns everything fits.
+        assert_eq!(said("capacity", 77), None);
+        assert_eq!(said("capacity_http_lock", 80), None);
+    }
 }

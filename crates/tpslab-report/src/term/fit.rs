@@ -127,8 +127,8 @@ pub fn put_dropping(w: &mut dyn Write, mut t: Table, order: &[usize]) -> io::Res
     Ok(())
 }
 
-/// The longest word (characters between spaces or line feeds) of column `i`'s cells and
-/// header.
+/// The longest word (display cells between spaces or line feeds, [`cells`]) of column
+/// `i`'s cells and header.
 fn longest_word(t: &Table, i: usize) -> usize {
     let head = t
         .header()
@@ -138,11 +138,7 @@ fn longest_word(t: &Table, i: usize) -> usize {
         .flatten()
         .map(|c| c.content())
         .chain(head)
-        .flat_map(|s| {
-            s.split_whitespace()
-                .map(|w| w.chars().count())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|s| s.split_whitespace().map(cells).collect::<Vec<_>>())
         .max()
         .unwrap_or(0)
 }
@@ -151,7 +147,7 @@ fn longest_word(t: &Table, i: usize) -> usize {
 /// lines are the table's own layout, never wrapped as text.
 const TABLE_EDGES: &[char] = &['┌', '│', '└', '├', '╞', '╘', '╒', '╪', '┆'];
 
-/// A writer that wraps each line longer than `width` columns (characters) before passing
+/// A writer that wraps each line longer than `width` columns (display cells) before passing
 /// it on: at the last space that fits, continued with the line's own indent plus two
 /// spaces; a word longer than the room is split. Lines of tables pass as they are. With
 /// no width everything passes unchanged. Call [`Fitted::finish`] at the end (a last line
@@ -215,44 +211,65 @@ impl Write for Fitted<'_> {
     }
 }
 
-/// `line` (no line feed) as lines of at most `width` characters: unchanged when it fits
-/// or is a table's; else broken at the last space that fits (a word longer than the room
-/// split), each piece after the first indented by the line's own indent plus two spaces
-/// (at most half the width).
+/// Display cells `s` takes in a terminal (unicode-width: a CJK ideograph or an emoji 2, a
+/// combining mark or a control character 0, other characters 1).
+pub fn cells(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// Display cells of one character ([`cells`]).
+fn char_cells(c: char) -> usize {
+    unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// `line` (no line feed) as lines of at most `width` display cells ([`cells`]):
+/// unchanged when it fits, is a table's, or `width` is 0 (no room to wrap into); else
+/// broken at the last space that fits (a word longer than the room split between
+/// characters), each piece after the first indented by the line's own indent plus two
+/// spaces (at most half the width). Every piece holds at least one character, so a
+/// character wider than the room (a CJK one at width 1) stands alone on its line.
 pub fn wrap(line: &str, width: usize) -> Vec<String> {
-    let n = line.chars().count();
-    if n <= width || line.trim_start().starts_with(TABLE_EDGES) {
+    if width == 0 || cells(line) <= width || line.trim_start().starts_with(TABLE_EDGES) {
         return vec![line.to_string()];
     }
     let indent = line.len() - line.trim_start_matches(' ').len();
+    // At most half the width: the room after it is at least 1.
     let hang = " ".repeat((indent + 2).min(width / 2));
     let mut out = vec![];
     let mut rest: Vec<char> = line.trim_end().chars().collect();
     let mut first = true;
-    loop {
-        let lead = if first { String::new() } else { hang.clone() };
-        let room = width - lead.chars().count();
-        if rest.len() <= room {
+    while !rest.is_empty() {
+        let lead = if first { "" } else { hang.as_str() };
+        let room = width - lead.len();
+        let mut used = 0;
+        let fit = rest
+            .iter()
+            .take_while(|&&c| {
+                used += char_cells(c);
+                used <= room
+            })
+            .count();
+        if fit == rest.len() {
             out.push(format!("{lead}{}", rest.iter().collect::<String>()));
             break;
         }
-        // The last space within the room (after any indent), else split the word.
+        // The last space within the room (after any indent; one just past it too),
+        // else split the word after the characters that fit (one at least).
         let start = if first { indent } else { 0 };
-        let cut = (start + 1..=room).rev().find(|&i| rest[i] == ' ');
+        let cut = (start + 1..=fit).rev().find(|&i| rest[i] == ' ');
         let (piece, skip) = match cut {
             Some(i) => (i, i + 1),
-            None => (room, room),
+            None => (fit.max(1), fit.max(1)),
         };
         let head: String = rest[..piece].iter().collect();
-        out.push(format!("{lead}{}", head.trim_end()));
+        // A piece of the indent alone (a width narrower than it) is no line.
+        if !head.trim().is_empty() {
+            out.push(format!("{lead}{}", head.trim_end()));
+        }
         rest.drain(..skip);
-        while rest.first() == Some(&' ') {
-            rest.remove(0);
-        }
+        let spaces = rest.iter().take_while(|&&c| c == ' ').count();
+        rest.drain(..spaces);
         first = false;
-        if rest.is_empty() {
-            break;
-        }
     }
     out
 }
@@ -286,6 +303,36 @@ mod tests {
         assert_eq!(got.concat().replace(' ', ""), path.replace(' ', ""));
         let row = format!("│ {} │", "y".repeat(60));
         assert_eq!(wrap(&row, 40), [row]);
+    }
+
+    #[test]
+    fn widths_count_display_cells_and_every_width_ends() {
+        // Ten CJK ideographs are 20 cells, 10 characters: wrapped at 12 cells.
+        let cjk = "注意 缓冲区溢出了 数据报";
+        assert_eq!(cells(cjk), 24);
+        let got = wrap(cjk, 12);
+        assert_eq!(got, ["注意", "  缓冲区溢出", "  了 数据报"]);
+        assert!(got.iter().all(|l| cells(l) <= 12), "{got:?}");
+        // An emoji is 2 cells: "ok 🚀🚀🚀🚀" is 11 characters' worth at 7 chars.
+        let rocket = "ok 🚀🚀🚀🚀 done";
+        let got = wrap(rocket, 8);
+        assert!(got.iter().all(|l| cells(l) <= 8), "{got:?}");
+        assert_eq!(got.concat().replace(' ', ""), rocket.replace(' ', ""));
+        // Width 0: nothing to wrap into, the line as it is (it looped forever).
+        assert_eq!(wrap("a line that is long", 0), ["a line that is long"]);
+        // Width 1: a character a line, the wide one alone past it; indents ignored.
+        assert_eq!(wrap("ab c", 1), ["a", "b", "c"]);
+        assert_eq!(wrap("  x 注y", 1), ["x", "注", "y"]);
+        for w in 0..12 {
+            for line in [cjk, rocket, "    indented words here", "x"] {
+                let got = wrap(line, w);
+                assert_eq!(
+                    got.concat().replace(' ', ""),
+                    line.replace(' ', ""),
+                    "{line:?} at {w}: {got:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -123,3 +123,28 @@ fn a_setting_not_told_leaves_the_owner_open_and_says_so() {
     assert_eq!(stated(&r), None);
     assert!(!owner(&r).unwrap().by_setting);
 }
+
+#[test]
+fn real_records_with_the_servers_answers_are_judged_so() {
+    // Redis 7.0 (timeout 2), a named user by HELLO 3 AUTH: CONFIG GET timeout said 2,
+    // the FINs came at (2.37 s, 2.44 s]: Redis's own.
+    let read = |text: &str| match Record::from_json(text).unwrap().body {
+        Body::ProbeIdle(r) => r,
+        _ => panic!("a probe_idle record"),
+    };
+    let r = read(include_str!(
+        "idle_fixtures/redis_hello_stated_timeout.json"
+    ));
+    assert_eq!(r.stated.len(), 1, "the record kept the answer");
+    assert_eq!(stated(&r).unwrap().verdict, Verdict::Server);
+    assert_eq!(owner(&r).unwrap().who, "Redis");
+    // pgbouncer 1.18 (client_idle_timeout = 4) before PostgreSQL 15: SHOW through it
+    // said idle_session_timeout 0; pgbouncer's goodbye names it, the setting agrees
+    // that the server did not end them.
+    let r = read(include_str!("idle_fixtures/pgbouncer_stated_off.json"));
+    assert_eq!(r.stated.len(), 2);
+    let st = stated(&r).unwrap();
+    assert_eq!(st.verdict, Verdict::PathFirst, "{}", st.line);
+    let o = owner(&r).unwrap();
+    assert_eq!((o.who.as_str(), o.named_by_server), ("pgbouncer", true));
+}

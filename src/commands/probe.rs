@@ -22,7 +22,7 @@ pub(crate) fn run(cmd: ProbeCmd) -> Result<ExitCode> {
 }
 
 fn pool_run(a: PoolArgs) -> Result<ExitCode> {
-    let plan = a.plan()?;
+    let (plan, login) = a.plan()?;
     if plan.target.is_none() && !tpslab_net::is_root() {
         bail!("probe pool creates network namespaces: run as root");
     }
@@ -30,7 +30,7 @@ fn pool_run(a: PoolArgs) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     crate::out::fitted(|o| idle_term::pool_header(o, &probe::pool_begin(&plan)))?;
     stdout.flush()?;
-    let rec = probe::pool(&plan, &ctx)?;
+    let rec = probe::pool(&plan, login.as_ref(), &ctx)?;
     let Body::ProbePool(r) = &rec.body else {
         unreachable!("a probe_pool record")
     };

@@ -1,10 +1,13 @@
 //! `tpslab probe idle --protocol` against real database servers from Debian, each with a
 //! 2 s idle timeout of its own (3 s for haproxy's), on free loopback ports, configured and
 //! kept in this test's folder, stopped by PID: the probes log in (PostgreSQL with
-//! SCRAM-SHA-256, pgbouncer, MariaDB with mysql_native_password, Redis with AUTH), the
-//! timeout is dated by the servers' own ends, and the report names its owner and the
-//! setting that governs it; no keepalive advice where keepalive was not shown to count.
-//! A wrong password is refused in one line, exit 2, and no timeout is guessed.
+//! SCRAM-SHA-256, pgbouncer, MariaDB with mysql_native_password, Redis with HELLO 3 AUTH
+//! and AUTH), the timeout is dated by the servers' own ends, the server is asked for its
+//! own setting, and the report names the owner and the setting that governs it with its
+//! value; no keepalive advice where keepalive was not shown to count. `probe pool
+//! --protocol` through pgbouncer meets its client_idle_timeout. A wrong password, a
+//! server that requires TLS, a cleartext password not allowed and an authentication
+//! plugin not spoken are each refused in one line, exit 2, and no timeout is guessed.
 
 use crate::common;
 
@@ -111,6 +114,35 @@ fn assert_timed(out: &Output, text: &str, rec: &str, (lo_ms, hi_ms): (u64, u64),
     assert!(!text.contains("no application byte was sent"), "{text}");
 }
 
+/// `probe idle` with `args` (the password `pw` in PROBE_PW) refused: exit 2, one error
+/// line containing `want`, no result, no record, the password nowhere.
+fn assert_refused(port: u16, args: &[&str], pw: &str, dir: &Path, want: &str) {
+    let json = dir.join("refused.json");
+    let mut c = common::tpslab();
+    c.args(["probe", "idle", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .args(["--min", "1s", "--max", "4s"])
+        .env("PROBE_PW", pw)
+        .arg("--json")
+        .arg(&json);
+    let out = common::run(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains(want), "{err}");
+    assert!(!err.contains(pw), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Result:"));
+    assert!(!json.exists(), "no record of a study that never ran");
+}
+
+/// The report's `Server setting:` line.
+fn setting_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| l.starts_with("Server setting: "))
+        .unwrap_or_else(|| panic!("no server setting line: {text}"))
+}
+
 #[test]
 fn redis_timeout_is_named_and_a_wrong_password_refused() {
     let test = "redis_timeout_is_named_and_a_wrong_password_refused";
@@ -123,7 +155,8 @@ fn redis_timeout_is_named_and_a_wrong_password_refused() {
     std::fs::write(
         &conf,
         format!(
-            "port {port}\nbind 127.0.0.1\ntimeout 2\nrequirepass {PASSWORD}\nsave \"\"\nappendonly no\ndir {}\n",
+            "port {port}\nbind 127.0.0.1\ntimeout 2\nrequirepass {PASSWORD}\nsave \"\"\nappendonly no\ndir {}\n\
+             user probe on >{PASSWORD} ~* &* +@all\n",
             dir.display()
         ),
     )
@@ -138,47 +171,51 @@ fn redis_timeout_is_named_and_a_wrong_password_refused() {
             .expect("spawn redis-server"),
     );
     common::wait_listening(port, "redis-server");
+    // A named user logs in with HELLO 3 AUTH (RESP3 from then on).
     let (out, text, rec) = probe(
         port,
-        &["--protocol", "redis", "--password-env", "PROBE_PW"],
+        &[
+            "--protocol",
+            "redis",
+            "--user",
+            "probe",
+            "--password-env",
+            "PROBE_PW",
+        ],
         4,
         &dir,
         "redis",
     );
-    // Redis looks at idle clients every 100 ms, timing them in whole seconds: 2..3 s.
+    // Redis looks at idle clients every 100 ms, timing them in whole seconds: 2..3 s;
+    // its stated timeout settles it as Redis's, not a proxy's.
     assert_timed(
         &out,
         &text,
         &rec,
         (1900, 3200),
-        "Owner: Redis, or a proxy on the path; governed by Redis's timeout",
+        "Owner: Redis (by the server's stated setting); governed by its timeout = 2 s (CONFIG GET timeout)",
     );
-    // A wrong password: one line, exit 2, no result, no record.
-    let json = dir.join("wrong.json");
-    let mut c = common::tpslab();
-    c.args([
-        "probe",
-        "idle",
-        &format!("127.0.0.1:{port}"),
+    let line = setting_line(&text);
+    assert!(
+        line.starts_with("Server setting: Redis states timeout = 2 s (CONFIG GET timeout); the connections ended in")
+            && line.ends_with("the server's own timeout"),
+        "{line}"
+    );
+    // Wrong passwords: one line, exit 2, no result, no record; by AUTH (the default
+    // user) and by HELLO (a named one).
+    let wrong = ["--protocol", "redis", "--password-env", "PROBE_PW"];
+    let want = "could not log in as default (redis): AUTH: WRONGPASS";
+    assert_refused(port, &wrong, "not-it", &dir, want);
+    let wrong = [
         "--protocol",
         "redis",
-    ])
-    .args(["--password-env", "PROBE_PW", "--min", "1s", "--max", "4s"])
-    .env("PROBE_PW", "not-it")
-    .arg("--json")
-    .arg(&json);
-    let out = common::run(c);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(
-        lines[0].contains("could not log in as default (redis): AUTH: WRONGPASS"),
-        "{err}"
-    );
-    assert!(!err.contains("not-it"), "{err}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("Result:"));
-    assert!(!json.exists(), "no record of a study that never ran");
+        "--user",
+        "probe",
+        "--password-env",
+        "PROBE_PW",
+    ];
+    let want = "could not log in as probe (redis): HELLO: WRONGPASS";
+    assert_refused(port, &wrong, "not-it", &dir, want);
 }
 
 /// The newest PostgreSQL's bin folder of Debian's packages.
@@ -193,10 +230,11 @@ fn pg_bin() -> Option<PathBuf> {
     v.pop()
 }
 
-/// PostgreSQL (idle_session_timeout = 2s, SCRAM-SHA-256) as the `postgres` user, the
-/// role `long` exempt from the timeout; then pgbouncer (client_idle_timeout = 2) and
-/// haproxy (timeout client/server 3s, data only) in front of it. One instance for the
-/// three: start-up is most of the cost.
+/// PostgreSQL (idle_session_timeout = 2s, SCRAM-SHA-256, TLS on) as the `postgres` user,
+/// the role `long` exempt from the timeout, `tlsonly` allowed only over TLS (hostssl),
+/// `clear` only by the cleartext `password` method; then pgbouncer (client_idle_timeout =
+/// 2; the probe and a pool through it) and haproxy (timeout client/server 3s, data only)
+/// in front of it. One instance for all: start-up is most of the cost.
 #[test]
 fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
     let test = "postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting";
@@ -224,6 +262,39 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
         .status()
         .unwrap();
     assert!(ok.success(), "initdb");
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all scram-sha-256\nhostssl all tlsonly 127.0.0.1/32 scram-sha-256\n\
+         host all clear 127.0.0.1/32 password\nhost all probe,long 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    // A certificate of its own, so that TLS is on and `tlsonly` can log in only with it.
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-subj", "/CN=localhost", "-days", "2", "-keyout"])
+        .arg(data.join("server.key"))
+        .arg("-out")
+        .arg(data.join("server.crt"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "openssl req");
+    // PostgreSQL refuses a key that group or others can read.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        data.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    chown(&data, "postgres");
     let port = common::free_port();
     let _pg = Interrupt(
         as_user("postgres", bin.join("postgres").to_str().unwrap())
@@ -232,7 +303,14 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
             .arg("-c")
             .arg(format!("unix_socket_directories={}", dir.display()))
-            .args(["-c", "idle_session_timeout=2s", "-c", "fsync=off"])
+            .args([
+                "-c",
+                "idle_session_timeout=2s",
+                "-c",
+                "fsync=off",
+                "-c",
+                "ssl=on",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -258,6 +336,10 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             &format!("CREATE ROLE long LOGIN PASSWORD '{PASSWORD}'"),
             "-c",
             "ALTER ROLE long SET idle_session_timeout = 0",
+            "-c",
+            &format!("CREATE ROLE tlsonly LOGIN PASSWORD '{PASSWORD}'"),
+            "-c",
+            &format!("CREATE ROLE clear LOGIN PASSWORD '{PASSWORD}'"),
         ])
         .env("PGPASSWORD", PASSWORD)
         .output()
@@ -291,6 +373,47 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
         "Owner: PostgreSQL (named by the server's own goodbye); governed by idle_session_timeout",
     );
     assert!(text.contains("57P05"), "{text}");
+    let line = setting_line(&text);
+    assert!(
+        line.starts_with("Server setting: PostgreSQL states idle_session_timeout = 2 s (SHOW idle_session_timeout); the connections ended in")
+            && line.ends_with("the server's own idle_session_timeout"),
+        "{line}"
+    );
+    // Refused in one line: TLS required (hostssl only), the password in clear not
+    // allowed (the `password` method).
+    let pw_arg = pw.to_str().unwrap();
+    let role = |user: &'static str| {
+        [
+            "--protocol",
+            "postgres",
+            "--user",
+            user,
+            "--password-file",
+            pw_arg,
+            "--database",
+            "postgres",
+        ]
+    };
+    let want = "could not log in as tlsonly (postgres): server requires TLS; --protocol postgres has no TLS yet (it said: FATAL: no pg_hba.conf entry";
+    assert_refused(port, &role("tlsonly"), PASSWORD, &dir, want);
+    let want = "could not log in as clear (postgres): the server asks for the password in clear";
+    assert_refused(port, &role("clear"), PASSWORD, &dir, want);
+    // Allowed, it is sent: a wrong one is then the server's refusal.
+    let clear = [
+        "--protocol",
+        "postgres",
+        "--user",
+        "clear",
+        "--password-env",
+        "PROBE_PW",
+    ];
+    let clear = [
+        &clear[..],
+        &["--database", "postgres", "--allow-cleartext-password"],
+    ]
+    .concat();
+    let want = "could not log in as clear (postgres): FATAL: password authentication failed for user \"clear\"";
+    assert_refused(port, &clear, "not-it", &dir, want);
 
     // pgbouncer in session mode, client_idle_timeout = 2, its own SCRAM with the client.
     let bport = common::free_port();
@@ -298,7 +421,7 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
     std::fs::create_dir_all(&bdir).unwrap();
     std::fs::write(
         bdir.join("userlist.txt"),
-        format!("\"probe\" \"{PASSWORD}\"\n"),
+        format!("\"probe\" \"{PASSWORD}\"\n\"long\" \"{PASSWORD}\"\n"),
     )
     .unwrap();
     std::fs::write(
@@ -324,7 +447,10 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             .expect("spawn pgbouncer"),
     );
     common::wait_listening(bport, "pgbouncer");
-    let (out, text, rec) = probe(bport, &args, 4, &dir, "pgbouncer");
+    // As the role PostgreSQL does not time out: pgbouncer's own timeout alone.
+    let long = login("long");
+    let long: Vec<&str> = long.iter().map(String::as_str).collect();
+    let (out, text, rec) = probe(bport, &long, 4, &dir, "pgbouncer");
     // pgbouncer's janitor looks at idle clients a few times a second.
     assert_timed(
         &out,
@@ -332,6 +458,61 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
         &rec,
         (1900, 3000),
         "Owner: pgbouncer (named by the server's own goodbye); governed by client_idle_timeout",
+    );
+    // SHOW goes through pgbouncer to PostgreSQL, whose setting for this role is off.
+    let line = setting_line(&text);
+    assert!(
+        line.starts_with("Server setting: PostgreSQL states idle_session_timeout = 0 (off)")
+            && line.contains("something in the path (a proxy, the pooler) ended them"),
+        "{line}"
+    );
+
+    // A pool through pgbouncer logging in as the probe did: its connection idle 1.75 s
+    // answers, the one idle 3.5 s meets client_idle_timeout (pgbouncer's goodbye kept),
+    // and the stated 2 s agrees (no DISAGREES line).
+    let json = dir.join("pool.json");
+    let mut c = common::tpslab();
+    c.args(["probe", "pool", &format!("127.0.0.1:{bport}")])
+        .args(&long)
+        .args([
+            "--path-idle-timeout",
+            "2s",
+            "--min-idle",
+            "2",
+            "--requests",
+            "2",
+        ])
+        .args([
+            "--request-every",
+            "1750ms",
+            "--query-timeout",
+            "1s",
+            "--json",
+        ])
+        .arg(&json);
+    let out = common::run(c);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let q = &r["requests"];
+    assert!(q[0]["outcome"]["answered"].is_object(), "{text}");
+    assert_eq!(q[1]["outcome"]["failed"], "EOF", "{text}");
+    assert!(
+        q[1]["goodbye"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("client_idle_timeout"),
+        "{text}"
+    );
+    assert!(text.contains("Result: 1 of 2 requests failed, each on a connection idle longer than the path's 2.0 s"), "{text}");
+    assert!(!text.contains("DISAGREES"), "{text}");
+    assert!(
+        !text.contains(PASSWORD) && !std::fs::read_to_string(&json).unwrap().contains(PASSWORD)
     );
 
     // haproxy in TCP mode in front of PostgreSQL, as the role the server does not time
@@ -359,8 +540,6 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             .expect("spawn haproxy"),
     );
     common::wait_listening(hport, "haproxy");
-    let long = login("long");
-    let long: Vec<&str> = long.iter().map(String::as_str).collect();
     let (out, text, rec) = probe(hport, &long, 5, &dir, "haproxy");
     assert_timed(
         &out,
@@ -368,6 +547,11 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
         &rec,
         (2900, 3600),
         "Owner: a proxy on the path; governed by its idle timeout (haproxy timeout client/server",
+    );
+    assert!(
+        setting_line(&text)
+            .starts_with("Server setting: PostgreSQL states idle_session_timeout = 0 (off)"),
+        "{text}"
     );
 }
 
@@ -385,7 +569,11 @@ fn mariadb_wait_timeout_is_named() {
     let init = dir.join("init.sql");
     std::fs::write(
         &init,
-        format!("CREATE USER IF NOT EXISTS 'probe'@'%' IDENTIFIED BY '{PASSWORD}';\n"),
+        format!(
+            "CREATE USER IF NOT EXISTS 'probe'@'%' IDENTIFIED BY '{PASSWORD}';\n\
+             INSTALL SONAME 'auth_ed25519';\n\
+             CREATE USER IF NOT EXISTS 'edu'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('{PASSWORD}');\n"
+        ),
     )
     .unwrap();
     let ok = Command::new(MARIADB_INSTALL)
@@ -438,6 +626,24 @@ fn mariadb_wait_timeout_is_named() {
         &text,
         &rec,
         (1900, 2600),
-        "Owner: MariaDB, or a middlebox on the path; governed by MariaDB's wait_timeout",
+        "Owner: MariaDB (by the server's stated setting); governed by its wait_timeout = 2 s (SELECT @@wait_timeout)",
     );
+    let line = setting_line(&text);
+    assert!(
+        line.starts_with("Server setting: MariaDB/MySQL states wait_timeout = 2 s (SELECT @@wait_timeout); the connections ended in")
+            && line.ends_with("the server's own wait_timeout"),
+        "{line}"
+    );
+    // A user of a plugin the probe does not speak: one line naming it.
+    let ed = [
+        "--protocol",
+        "mysql",
+        "--user",
+        "edu",
+        "--password-env",
+        "PROBE_PW",
+    ];
+    let want =
+        "could not log in as edu (mysql): authentication plugin client_ed25519 not supported";
+    assert_refused(port, &ed, PASSWORD, &dir, want);
 }

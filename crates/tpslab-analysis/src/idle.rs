@@ -318,11 +318,13 @@ mod tests {
             request_every: s(3),
             query_timeout: s(2),
             target: Some("127.0.0.1:1".parse().unwrap()),
+            protocol: None,
         };
         let q = |idle_ms, ok: bool| PoolRequest {
             at_ms: 0,
             conn: 1,
             idle_ms,
+            goodbye: None,
             outcome: if ok {
                 Outcome::Answered { latency_us: 100 }
             } else {
@@ -483,6 +485,7 @@ mod tests {
             payload: vec![],
             running: Default::default(),
             pools: vec![],
+            stated: vec![],
             findings: vec![],
             interrupted: false,
         };

@@ -1,7 +1,9 @@
 //! Whose idle timeout `probe idle` measured ([`owner`]): the server's own goodbye when it
 //! said one (PostgreSQL's SQLSTATE, pgbouncer's message, MySQL's error number), else how
 //! the connection ended and what the protocol's servers do, so that the report names the
-//! setting that governs the timeout. Pure.
+//! setting that governs the timeout; an owner the ending leaves ambiguous (Redis or a
+//! proxy, MariaDB or a middlebox) is settled by the server's own stated setting
+//! ([`crate::idle_stated`]). Pure.
 
 use crate::idle::{behaviour, Ending};
 use tpslab_plan::login::DbProtocol;
@@ -17,6 +19,9 @@ pub struct Owner {
     /// Whether the server named itself (its goodbye); false: inferred from how the
     /// connection ended and what this protocol's servers do.
     pub named_by_server: bool,
+    /// Whether the server's stated setting settled who it was ([`crate::idle_stated`]):
+    /// the end on the setting (the server), or before it (the path).
+    pub by_setting: bool,
     /// What it rests on, for the report (the goodbye, or the ending).
     pub evidence: String,
 }
@@ -26,8 +31,54 @@ fn own(who: &str, setting: &str, named: bool, evidence: String) -> Owner {
         who: who.into(),
         setting: setting.into(),
         named_by_server: named,
+        by_setting: false,
         evidence,
     }
+}
+
+/// Owners the ending leaves between the server and the path: (who, the server alone,
+/// the path alone).
+const AMBIGUOUS: [(&str, &str, &str); 3] = [
+    (
+        "Redis, or a proxy on the path",
+        "Redis",
+        "a proxy on the path",
+    ),
+    (
+        "MariaDB, or a middlebox on the path",
+        "MariaDB",
+        "a middlebox on the path",
+    ),
+    (
+        "a proxy on the path, or the MySQL server",
+        "the MySQL server",
+        "a proxy on the path",
+    ),
+];
+
+/// Whose timeout `rec` measured ([`by_ending`]), an ambiguous owner settled by the
+/// server's stated setting: its end on the setting is the server's, before it (or the
+/// setting off) the path's. None: no connection died, or the bracket is inconsistent.
+pub fn owner(rec: &IdleRecord) -> Option<Owner> {
+    use crate::idle_stated::{stated, value_words, Verdict};
+    let o = by_ending(rec)?;
+    let Some(st) = stated(rec) else {
+        return Some(o);
+    };
+    let Some(&(_, server, path)) = AMBIGUOUS.iter().find(|a| a.0 == o.who) else {
+        return Some(o);
+    };
+    let (name, asked) = (&st.setting.name, &st.setting.asked);
+    let Some(value) = st.setting.value_ms.map(value_words) else {
+        return Some(o);
+    };
+    let mut settled = match st.verdict {
+        Verdict::Server => own(server, &format!("its {name} = {value} ({asked})"), false, o.evidence),
+        Verdict::PathFirst => own(path, "its idle timeout (haproxy timeout client/server, nginx proxy_timeout, a load balancer's, a pooler's)", false, format!("{}; the server states {name} = {value} ({asked}), which did not end them", o.evidence)),
+        _ => return Some(o),
+    };
+    settled.by_setting = true;
+    Some(settled)
 }
 
 /// The owner a goodbye names (None: a message this does not know).
@@ -72,7 +123,7 @@ fn by_goodbye(g: &Goodbye) -> Option<Owner> {
 /// word); a RST from a MySQL server, MariaDB's `wait_timeout` or a middlebox's (MariaDB
 /// resets without a word); a flow forgotten (reset at its next packet, or silently) a
 /// middlebox's. None: no connection died, or the bracket is inconsistent.
-pub fn owner(rec: &IdleRecord) -> Option<Owner> {
+fn by_ending(rec: &IdleRecord) -> Option<Owner> {
     let b = behaviour(rec)?;
     rec.bracket.dead_s?;
     let said = rec

@@ -18,6 +18,7 @@ pub mod experiment;
 pub mod gate;
 pub mod idle;
 pub mod idle_owner;
+pub mod idle_stated;
 pub mod ledger;
 pub mod load_http;
 pub mod merge;

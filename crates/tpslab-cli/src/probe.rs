@@ -24,6 +24,94 @@ pub enum ProbeCmd {
     Pool(PoolArgs),
 }
 
+/// The flags of a probe that logs in (`probe idle`, `probe pool`): the protocol and who
+/// it logs in as.
+#[derive(Args, Debug)]
+pub struct LoginFlags {
+    /// Log in as a pool's connection would with this database protocol (each probe and
+    /// the control; each pooled connection): start-up and authentication, idle, then the
+    /// protocol's no-op (postgres `;`, mysql COM_PING, redis PING); the server's own
+    /// goodbye names who ended it, and the server is asked for its own idle timeout.
+    /// Needs TARGET.
+    #[arg(long, value_enum, value_name = "PROTOCOL")]
+    pub protocol: Option<ProtocolArg>,
+    /// With --protocol: the user to log in as (redis: default `default`; a user named
+    /// logs in with HELLO 3 AUTH).
+    #[arg(long, value_name = "NAME", requires = "protocol")]
+    pub user: Option<String>,
+    /// With --protocol: the environment variable holding the password (never echoed,
+    /// never in the record).
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "protocol",
+        conflicts_with = "password_file"
+    )]
+    pub password_env: Option<String>,
+    /// With --protocol: a regular file whose first line is the password (at most 4096
+    /// bytes; never echoed, never in the record).
+    #[arg(long, value_name = "FILE", requires = "protocol")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// With --protocol: the database to log in to (postgres: default the user's name).
+    #[arg(long, value_name = "NAME", requires = "protocol")]
+    pub database: Option<String>,
+    /// With --protocol postgres: send the password in clear when the server asks for it
+    /// so (its `password` method); refused otherwise, before the password is sent.
+    #[arg(long, requires = "protocol")]
+    pub allow_cleartext_password: bool,
+}
+
+impl LoginFlags {
+    /// The protocol given, in the plan's terms.
+    pub fn protocol(&self) -> Option<DbProtocol> {
+        self.protocol.map(|p| match p {
+            ProtocolArg::Postgres => DbProtocol::Postgres,
+            ProtocolArg::Mysql => DbProtocol::Mysql,
+            ProtocolArg::Redis => DbProtocol::Redis,
+        })
+    }
+
+    /// Who `--protocol` logs in as: `--user` (redis: `default` when not given), the
+    /// password from `--password-env` or `--password-file` (a regular file, at most
+    /// [`PASSWORD_FILE_MAX_BYTES`], its first line), `--database`,
+    /// `--allow-cleartext-password`. Errors: one line naming the flag, never the password.
+    pub fn login(&self, p: DbProtocol) -> Result<Login> {
+        let user = match (&self.user, p) {
+            (Some(u), _) => u.clone(),
+            (None, DbProtocol::Redis) => "default".into(),
+            (None, _) => bail!(
+                "--protocol {} needs --user NAME: the user a pool's connection logs in as",
+                p.name()
+            ),
+        };
+        let password = match (&self.password_env, &self.password_file) {
+            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+                anyhow::anyhow!("--password-env {var}: no such environment variable (or not UTF-8)")
+            })?),
+            (None, Some(f)) => {
+                let text = tpslab_run::input::read_text(
+                    "--password-file",
+                    f,
+                    PASSWORD_FILE_MAX_BYTES,
+                    false,
+                )?;
+                let first = text.lines().next().unwrap_or("");
+                if first.is_empty() {
+                    bail!(
+                        "--password-file {}: its first line is empty (the password is the file's first line)",
+                        f.display()
+                    );
+                }
+                Some(first.to_string())
+            }
+            (None, None) => None,
+        };
+        let mut login = Login::new(&user, password, self.database.as_deref())?;
+        login.allow_cleartext = self.allow_cleartext_password;
+        Ok(login)
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct PoolArgs {
     /// A real path instead of the lab: an echo server, or a proxy in front of one,
@@ -56,6 +144,8 @@ pub struct PoolArgs {
     /// A request without its answer in this long fails.
     #[arg(long, default_value = "2s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
     pub query_timeout: Duration,
+    #[command(flatten)]
+    pub login: LoginFlags,
     #[command(flatten)]
     pub record: crate::flags::RecordFlag,
 }
@@ -110,12 +200,12 @@ pub struct IdleArgs {
     pub target: Option<String>,
     /// UDP mappings (NAT, conntrack) instead of TCP connections: the far side must run
     /// `tpslab probe idle-responder` (the lab does).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "protocol")]
     pub udp: bool,
     /// TCP, the far side probing first: `tpslab probe idle-responder` there sets its own
     /// keepalive on each connection and reports the fates (finds middleboxes that let
     /// the near side re-open a forgotten flow).
-    #[arg(long, conflicts_with = "udp")]
+    #[arg(long, conflicts_with_all = ["udp", "protocol"])]
     pub server_first: bool,
     /// Shortest idle interval tried (whole seconds).
     #[arg(long, default_value = "10s", value_name = crate::flags::DURATION, value_parser = crate::flags::duration())]
@@ -146,33 +236,10 @@ pub struct IdleArgs {
     /// payload resets the path's timer. With --server-first (tpslab's responder there):
     /// three such connections, payload from the near side only, from the far side only,
     /// and both ways. (A bare ACK without payload is not tried: it needs raw sockets.)
-    #[arg(long, value_name = "BYTES", conflicts_with = "udp")]
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["udp", "protocol"])]
     pub probe_data: Option<String>,
-    /// Log in as a pool's connection would with this database protocol (each probe and
-    /// the control): start-up and authentication, idle, then the protocol's no-op
-    /// (postgres `;`, mysql COM_PING, redis PING); the server's own goodbye names who
-    /// ended it. Needs TARGET.
-    #[arg(long, value_enum, value_name = "PROTOCOL", conflicts_with_all = ["udp", "server_first", "probe_data"])]
-    pub protocol: Option<ProtocolArg>,
-    /// With --protocol: the user to log in as (redis: default `default`).
-    #[arg(long, value_name = "NAME", requires = "protocol")]
-    pub user: Option<String>,
-    /// With --protocol: the environment variable holding the password (never echoed,
-    /// never in the record).
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "protocol",
-        conflicts_with = "password_file"
-    )]
-    pub password_env: Option<String>,
-    /// With --protocol: a regular file whose first line is the password (at most 4096
-    /// bytes; never echoed, never in the record).
-    #[arg(long, value_name = "FILE", requires = "protocol")]
-    pub password_file: Option<std::path::PathBuf>,
-    /// With --protocol: the database to log in to (postgres: default the user's name).
-    #[arg(long, value_name = "NAME", requires = "protocol")]
-    pub database: Option<String>,
+    #[command(flatten)]
+    pub login: LoginFlags,
     /// A connection pool's configuration to judge against the timeout found
     /// (repeatable): hibernate.cfg.xml, c3p0.properties, HikariCP .properties,
     /// pgbouncer.ini.
@@ -183,8 +250,9 @@ pub struct IdleArgs {
 }
 
 impl PoolArgs {
-    /// The validated plan (the output files checked after it, as before).
-    pub fn plan(&self) -> Result<PoolPlan> {
+    /// The validated plan and who its connections log in as (`--protocol`; never in
+    /// the plan), the output files checked after them, as before.
+    pub fn plan(&self) -> Result<(PoolPlan, Option<Login>)> {
         let a = self;
         let plan = PoolPlan {
             idle_timeout: PoolPlan::timeout_from_flags(
@@ -203,10 +271,12 @@ impl PoolArgs {
                 .as_deref()
                 .map(tpslab_plan::target::resolve)
                 .transpose()?,
+            protocol: a.login.protocol(),
         };
         plan.validate()?;
+        let login = plan.protocol.map(|p| a.login.login(p)).transpose()?;
         a.record.check(false)?;
-        Ok(plan)
+        Ok((plan, login))
     }
 }
 
@@ -251,13 +321,9 @@ impl IdleArgs {
             .as_deref()
             .map(tpslab_plan::probe::ProbeData::parse)
             .transpose()?;
-        plan.protocol = a.protocol.map(|p| match p {
-            ProtocolArg::Postgres => DbProtocol::Postgres,
-            ProtocolArg::Mysql => DbProtocol::Mysql,
-            ProtocolArg::Redis => DbProtocol::Redis,
-        });
+        plan.protocol = a.login.protocol();
         plan.check_protocol()?;
-        let login = plan.protocol.map(|p| self.login(p)).transpose()?;
+        let login = plan.protocol.map(|p| a.login.login(p)).transpose()?;
         if a.udp && !a.pool_config.is_empty() {
             bail!("--pool-config judges TCP connection pools: not with --udp");
         }
@@ -268,43 +334,5 @@ impl IdleArgs {
             .collect::<Result<Vec<_>>>()?;
         a.record.check(false)?;
         Ok(IdleSetup { plan, pools, login })
-    }
-
-    /// Who `--protocol` logs in as: `--user` (redis: `default` when not given), the
-    /// password from `--password-env` or `--password-file` (a regular file, at most
-    /// [`PASSWORD_FILE_MAX_BYTES`], its first line), `--database`. Errors: one line naming
-    /// the flag, never the password.
-    fn login(&self, p: DbProtocol) -> Result<Login> {
-        let user = match (&self.user, p) {
-            (Some(u), _) => u.clone(),
-            (None, DbProtocol::Redis) => "default".into(),
-            (None, _) => bail!(
-                "--protocol {} needs --user NAME: the user a pool's connection logs in as",
-                p.name()
-            ),
-        };
-        let password = match (&self.password_env, &self.password_file) {
-            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
-                anyhow::anyhow!("--password-env {var}: no such environment variable (or not UTF-8)")
-            })?),
-            (None, Some(f)) => {
-                let text = tpslab_run::input::read_text(
-                    "--password-file",
-                    f,
-                    PASSWORD_FILE_MAX_BYTES,
-                    false,
-                )?;
-                let first = text.lines().next().unwrap_or("");
-                if first.is_empty() {
-                    bail!(
-                        "--password-file {}: its first line is empty (the password is the file's first line)",
-                        f.display()
-                    );
-                }
-                Some(first.to_string())
-            }
-            (None, None) => None,
-        };
-        Ok(Login::new(&user, password, self.database.as_deref())?)
     }
 }

@@ -5,8 +5,12 @@
 //! answer closes the connection), closes those idle longer than `max_idle`, keeps
 //! `min_idle` open, and hands out the connection idle longest. A request on a connection
 //! the middlebox forgot gets no answer and fails after the query timeout, as S5's
-//! queries did.
+//! queries did. Against a real path with `--protocol`, each pooled connection logs in as
+//! `probe idle --protocol` does and its requests and validations are the protocol's
+//! no-op, so a pooler's idle timeout for logged-in clients (pgbouncer's
+//! client_idle_timeout) applies to them; the server's goodbye is kept with the request.
 
+use crate::idle::db::{DbConn, LoginError};
 use crate::EngineError;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -15,16 +19,46 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tpslab_net::mono_ns;
+use tpslab_plan::login::Login;
 use tpslab_plan::probe::PoolPlan;
 use tpslab_plan::tcp::{IdleTimer, OnIdle};
-use tpslab_record::idle::{Outcome, PoolRecord, PoolRequest};
+use tpslab_record::idle::{Goodbye, Outcome, PoolRecord, PoolRequest};
 
-/// A pooled connection.
+/// A pooled connection: to an echo server, or logged in to a database.
 struct Pooled {
     id: u64,
-    s: TcpStream,
+    s: Link,
     /// Last traffic on it (request or validation), ns.
     last_ns: u64,
+}
+
+enum Link {
+    Echo(TcpStream),
+    Db(Box<DbConn>),
+}
+
+impl Pooled {
+    /// A request (`query`) or a validation (`ping`): the echo's line, or the database's
+    /// no-op; what the server said before it ended the connection, if it did.
+    fn ask(&mut self, line: &[u8], timeout: std::time::Duration) -> (Outcome, Option<Goodbye>) {
+        match &mut self.s {
+            Link::Echo(s) => (ask(s, line), None),
+            Link::Db(c) => {
+                let t0 = mono_ns();
+                let o = match c.ping_wait(timeout) {
+                    Ok(true) => Outcome::Answered {
+                        latency_us: (mono_ns() - t0) / 1000,
+                    },
+                    Ok(false) => Outcome::TimedOut,
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        Outcome::Failed("EOF".into())
+                    }
+                    Err(e) => Outcome::Failed(errno(&e)),
+                };
+                (o, c.goodbye.clone())
+            }
+        }
+    }
 }
 
 /// Sends one line and waits for its echo: answered, timed out, or failed.
@@ -65,6 +99,10 @@ fn errno(e: &std::io::Error) -> String {
 struct Client<'a> {
     plan: &'a PoolPlan,
     addr: SocketAddr,
+    /// Who the plan's protocol logs in as (None: the echo's lines).
+    login: Option<&'a Login>,
+    /// A login the server refused before any connection was had: the run stops with it.
+    refused: Option<String>,
     idle: VecDeque<Pooled>,
     next_id: u64,
     rec: PoolRecord,
@@ -77,11 +115,28 @@ fn ns(d: Duration) -> u64 {
 
 impl Client<'_> {
     fn connect(&mut self) -> Result<Pooled, Outcome> {
-        let s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))
-            .map_err(|e| Outcome::Failed(errno(&e)))?;
-        let _ = s.set_nodelay(true);
-        s.set_read_timeout(Some(self.plan.query_timeout))
-            .map_err(|e| Outcome::Failed(errno(&e)))?;
+        let s = match (self.plan.protocol, self.login) {
+            (Some(proto), Some(login)) => match DbConn::login(self.addr, proto, login) {
+                Ok(c) => Link::Db(Box::new(c)),
+                Err(LoginError::Refused(m)) => {
+                    let line =
+                        format!("could not log in as {} ({}): {m}", login.user, proto.name());
+                    if self.rec.opened == 0 {
+                        self.refused = Some(line.clone());
+                    }
+                    return Err(Outcome::Failed(line));
+                }
+                Err(e) => return Err(Outcome::Failed(format!("logging in: {e}"))),
+            },
+            _ => {
+                let s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))
+                    .map_err(|e| Outcome::Failed(errno(&e)))?;
+                let _ = s.set_nodelay(true);
+                s.set_read_timeout(Some(self.plan.query_timeout))
+                    .map_err(|e| Outcome::Failed(errno(&e)))?;
+                Link::Echo(s)
+            }
+        };
         self.next_id += 1;
         self.rec.opened += 1;
         Ok(Pooled {
@@ -112,7 +167,10 @@ impl Client<'_> {
         let mut kept = VecDeque::new();
         while let Some(mut c) = self.idle.pop_front() {
             self.rec.validations += 1;
-            if matches!(ask(&mut c.s, b"ping\n"), Outcome::Answered { .. }) {
+            if matches!(
+                c.ask(b"ping\n", self.plan.query_timeout).0,
+                Outcome::Answered { .. }
+            ) {
                 c.last_ns = mono_ns();
                 kept.push_back(c);
             } else {
@@ -136,18 +194,20 @@ impl Client<'_> {
                     conn: 0,
                     idle_ms: 0,
                     outcome,
+                    goodbye: None,
                 });
                 return;
             }
         };
         let idle_ms = (mono_ns() - c.last_ns) / 1_000_000;
-        let outcome = ask(&mut c.s, b"query\n");
+        let (outcome, goodbye) = c.ask(b"query\n", self.plan.query_timeout);
         let ok = matches!(outcome, Outcome::Answered { .. });
         self.rec.requests.push(PoolRequest {
             at_ms,
             conn: c.id,
             idle_ms,
             outcome,
+            goodbye,
         });
         if ok {
             c.last_ns = mono_ns();
@@ -155,16 +215,24 @@ impl Client<'_> {
         }
     }
 
-    fn run(mut self, stop: &AtomicBool, progress: &(dyn Fn(String) + Sync)) -> PoolRecord {
+    /// Runs the requests. Errors: the first login, refused (one line).
+    fn run(
+        mut self,
+        stop: &AtomicBool,
+        progress: &(dyn Fn(String) + Sync),
+    ) -> Result<PoolRecord, String> {
         let t0 = mono_ns();
         self.maintain();
+        if let Some(line) = self.refused.take() {
+            return Err(line);
+        }
         let mut next_validation = self.plan.validate_every.map(|v| t0 + ns(v));
         for k in 0..self.plan.requests {
             let due = t0 + (k as u64 + 1) * ns(self.plan.request_every);
             loop {
                 if stop.load(Relaxed) {
                     self.rec.interrupted = true;
-                    return self.rec;
+                    return Ok(self.rec);
                 }
                 let now = mono_ns();
                 if next_validation.is_some_and(|v| v <= now) {
@@ -182,6 +250,9 @@ impl Client<'_> {
                 std::thread::sleep(Duration::from_nanos(nap.max(1_000_000)));
             }
             self.request(t0);
+            if let Some(line) = self.refused.take() {
+                return Err(line);
+            }
             if let Some(r) = self.rec.requests.last() {
                 progress(format!(
                     "request {} of {}: connection {} idle {:.1} s: {}",
@@ -198,7 +269,7 @@ impl Client<'_> {
                 ));
             }
         }
-        self.rec
+        Ok(self.rec)
     }
 }
 
@@ -247,21 +318,28 @@ fn echo_server(listener: TcpListener, done: Arc<AtomicBool>) {
 }
 
 /// Runs the pool of `plan` against `addr`, a real path (an echo server, or a proxy in
-/// front of one), from this namespace, and returns what its requests met.
+/// front of one; with the plan's `protocol`, a database or a pooler, logged in as
+/// `login`), from this namespace, and returns what its requests met. Errors: the
+/// server refused the first login (one line naming the user and its reason).
 pub fn pool_at(
     plan: &PoolPlan,
     addr: SocketAddr,
+    login: Option<&Login>,
     stop: &AtomicBool,
     progress: &(dyn Fn(String) + Sync),
-) -> PoolRecord {
-    client(plan, addr).run(stop, progress)
+) -> Result<PoolRecord, EngineError> {
+    client(plan, addr, login)
+        .run(stop, progress)
+        .map_err(EngineError::Other)
 }
 
 /// The pool's client of `plan`, connecting to `addr`, nothing done yet.
-fn client(plan: &PoolPlan, addr: SocketAddr) -> Client<'_> {
+fn client<'a>(plan: &'a PoolPlan, addr: SocketAddr, login: Option<&'a Login>) -> Client<'a> {
     Client {
         plan,
         addr,
+        login,
+        refused: None,
         idle: VecDeque::new(),
         next_id: 0,
         rec: PoolRecord {
@@ -293,10 +371,11 @@ pub fn pool_lab(
         .name("pool-echo".into())
         .spawn(move || echo_server(listener, d))
         .map_err(|e| EngineError::os("spawning the echo server", e))?;
-    let client = client(plan, addr);
+    let client = client(plan, addr, None);
     let rec = a
         .run(|| client.run(stop, progress))
-        .map_err(|e| EngineError::os("entering the near namespace", e));
+        .map_err(|e| EngineError::os("entering the near namespace", e))
+        .and_then(|r| r.map_err(EngineError::Other));
     done.store(true, Relaxed);
     let _ = server.join();
     drop(link);

@@ -16,7 +16,8 @@ pub enum DbProtocol {
     /// MySQL's client/server protocol (MySQL, MariaDB): handshake v10 with
     /// mysql_native_password; the no-op is COM_PING.
     Mysql,
-    /// Redis's RESP: AUTH when a password is given; the no-op is PING.
+    /// Redis's RESP: `HELLO 3 AUTH user password` when a user is named (AUTH on a
+    /// server older than Redis 6), AUTH when only a password is given; the no-op is PING.
     Redis,
 }
 
@@ -50,6 +51,10 @@ pub struct Login {
     /// The database (`--database`; None: the protocol's default, PostgreSQL's the
     /// user's name, MySQL's none).
     pub database: Option<String>,
+    /// `--allow-cleartext-password`: the password may be sent in clear when the server
+    /// asks for it so (PostgreSQL's AuthenticationCleartextPassword, its `password`
+    /// method). False: such a login is refused before the password is sent.
+    pub allow_cleartext: bool,
 }
 
 impl std::fmt::Debug for Login {
@@ -58,6 +63,7 @@ impl std::fmt::Debug for Login {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "(given)"))
             .field("database", &self.database)
+            .field("allow_cleartext", &self.allow_cleartext)
             .finish()
     }
 }
@@ -94,6 +100,7 @@ impl Login {
             user: name("--user", user)?,
             password,
             database: database.map(|d| name("--database", d)).transpose()?,
+            allow_cleartext: false,
         })
     }
 }

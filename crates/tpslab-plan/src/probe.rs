@@ -345,6 +345,13 @@ pub struct PoolPlan {
     /// records of lab runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<SocketAddr>,
+    /// `--protocol` (with `target` only): each pooled connection logs in with this
+    /// database protocol as `probe idle --protocol` does (the same credentials), and its
+    /// requests and validations are the protocol's no-op, so a pooler's or server's idle
+    /// timeout for logged-in connections applies to them. None: the echo's lines (left
+    /// out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::login::DbProtocol>,
 }
 
 impl PoolPlan {
@@ -369,7 +376,8 @@ impl PoolPlan {
     }
 
     /// Checks every figure: timeouts 100ms..=10m, at most 64 connections and 1000
-    /// requests, a run of at most 1 h. Errors name the flag.
+    /// requests, a run of at most 1 h; `protocol` only with a target. Errors name the
+    /// flag.
     pub fn validate(&self) -> Result<(), PlanError> {
         let d = |flag: &str, v: Duration| POOL_DURATION.check(flag, v).map(|_| ());
         let timeout_flag = if self.target.is_some() {
@@ -385,6 +393,12 @@ impl PoolPlan {
         }
         if let Some(v) = self.max_idle {
             d("--max-idle", v)?;
+        }
+        if let (Some(p), None) = (self.protocol, self.target) {
+            return Err(PlanError::Conflict(format!(
+                "--protocol {} logs in to a server: give its HOST:PORT, not --lab-idle-timeout",
+                p.name()
+            )));
         }
         crate::limits::POOL_CONNECTIONS.check("--min-idle", self.min_idle as u64)?;
         crate::limits::POOL_REQUESTS.check("--requests", self.requests as u64)?;

@@ -109,6 +109,41 @@ impl Goodbye {
     }
 }
 
+/// A server's own idle-timeout setting as it stated it when a logged-in probe asked
+/// (`probe idle --protocol`): Redis `CONFIG GET timeout`, MySQL/MariaDB
+/// `SELECT @@wait_timeout, @@interactive_timeout`, PostgreSQL `SHOW idle_session_timeout`
+/// and `SHOW idle_in_transaction_session_timeout`. Through a pooler (pgbouncer) the answer
+/// is the server's behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StatedSetting {
+    /// The setting as the server names it (`timeout`, `wait_timeout`,
+    /// `idle_session_timeout`, ...).
+    pub name: String,
+    /// What was sent to ask for it (`CONFIG GET timeout`, `SELECT @@wait_timeout`, ...).
+    pub asked: String,
+    /// Its value, ms (0: off, the server never ends an idle connection by it); None: the
+    /// server did not answer it (no permission, an unknown setting: `said` has its
+    /// words).
+    pub value_ms: Option<u64>,
+    /// The value as the server wrote it (`2s`, `28800`), or its refusal, at most
+    /// [`Goodbye::MAX_MESSAGE`] bytes.
+    pub said: String,
+}
+
+impl StatedSetting {
+    /// A setting asked with `asked`: its value in ms, or the server's refusal in `said`
+    /// (cut to [`Goodbye::MAX_MESSAGE`] bytes at a character boundary).
+    pub fn new(name: &str, asked: &str, value_ms: Option<u64>, said: &str) -> StatedSetting {
+        StatedSetting {
+            name: name.into(),
+            asked: asked.into(),
+            value_ms,
+            said: Goodbye::new("", said).message,
+        }
+    }
+}
+
 /// What the study found so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -227,6 +262,11 @@ pub struct IdleRecord {
     /// Connection-pool files given with `--pool-config`.
     #[serde(default)]
     pub pools: Vec<tpslab_proc::pool_conf::PoolConf>,
+    /// The server's own idle-timeout settings, asked on a logged-in connection before
+    /// the study (`--protocol`; empty without it, or in records written before this was
+    /// asked; left out of the JSON when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stated: Vec<StatedSetting>,
     /// What an application on this host suffers with the measured timeout
     /// (doctor's `--for pool` judgement with the upper end of the bracket, and each
     /// pool file's).
@@ -263,6 +303,11 @@ pub struct PoolRequest {
     pub idle_ms: u64,
     /// What became of it.
     pub outcome: Outcome,
+    /// What the server said before it ended the connection (`--protocol`: pgbouncer's
+    /// "client_idle_timeout", PostgreSQL's FATAL with its SQLSTATE, ...); None: nothing
+    /// (left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodbye: Option<Goodbye>,
 }
 
 /// Everything `tpslab probe pool` did.

@@ -50,6 +50,7 @@ pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
         payload: vec![],
         running: tpslab_engine::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
         pools: setup.pools.clone(),
+        stated: vec![],
         findings: vec![],
         interrupted: false,
     }
@@ -104,6 +105,7 @@ pub fn idle(
     rec.control_ends_ms = study.control_ends_ms;
     rec.payload = study.payload;
     rec.interrupted = study.interrupted;
+    rec.stated = study.stated;
     rec.keepalive_counts = keepalive_counts(&rec);
     judge_idle(&mut rec)?;
     Ok(Record::with_meta(
@@ -155,13 +157,19 @@ pub fn pool_begin(plan: &PoolPlan) -> PoolRecord {
     }
 }
 
-/// Runs `probe pool` in the lab (each request said on `ctx.progress`) and returns the
-/// record (kind probe_pool). Errors: the lab (namespaces, TUN; root).
-pub fn pool(plan: &PoolPlan, ctx: &Ctx) -> Result<Record> {
+/// Runs `probe pool` in the lab or against the plan's target (each request said on
+/// `ctx.progress`) and returns the record (kind probe_pool). `login`: who the plan's
+/// `protocol` logs in as. Errors: the lab (namespaces, TUN; root), a login the server
+/// refuses (one line).
+pub fn pool(
+    plan: &PoolPlan,
+    login: Option<&tpslab_plan::login::Login>,
+    ctx: &Ctx,
+) -> Result<Record> {
     let started = Started::now();
     let progress = |line: String| ctx.progress.line(&line);
     let rec = match plan.target {
-        Some(addr) => tpslab_engine::pool_lab::pool_at(plan, addr, &ctx.stop, &progress),
+        Some(addr) => tpslab_engine::pool_lab::pool_at(plan, addr, login, &ctx.stop, &progress)?,
         None => tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?,
     };
     Ok(Record::with_meta(

@@ -101,7 +101,7 @@ fn made_args(words: impl Iterator<Item = OsString>) -> Result<Made, String> {
         } => a.plan().map(Made::ServeTcp),
         Cmd::Probe { what } => match what {
             ProbeCmd::Idle(a) => a.plan().map(Made::Idle),
-            ProbeCmd::Pool(a) => a.plan().map(Made::Pool),
+            ProbeCmd::Pool(a) => a.plan().map(|(p, _)| Made::Pool(p)),
             ProbeCmd::IdleResponder(a) => a.plan().map(Made::Responder),
         },
         Cmd::Capacity { proto } => match proto {

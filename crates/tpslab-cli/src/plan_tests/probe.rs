@@ -185,7 +185,7 @@ fn probe_rows() {
             Plan(|p| {
                 matches!(p, Made::Pool(pp) if *pp == PoolPlan {
             idle_timeout: Duration::from_secs(5), validate_every: None, max_idle: None, min_idle: 2, requests: 6,
-            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2), target: None })
+            request_every: Duration::from_secs(4), query_timeout: Duration::from_secs(2), target: None, protocol: None })
             }),
         ),
         (
@@ -194,6 +194,26 @@ fn probe_rows() {
                 matches!(p, Made::Pool(pp) if pp.idle_timeout == Duration::from_secs(3)
                     && pp.target == Some("127.0.0.1:9".parse().unwrap()))
             }),
+        ),
+        // A pool that logs in as probe idle's connections do (issue 59).
+        (
+            &["probe", "pool", "127.0.0.1:6432", "--path-idle-timeout", "4s", "--protocol", "postgres", "--user", "app", "--password-file", file("pool-pw", b"s3cret\n")],
+            Plan(|p| {
+                matches!(p, Made::Pool(pp) if pp.protocol == Some(DbProtocol::Postgres)
+                    && !serde_json::to_string(pp).unwrap().contains("s3cret"))
+            }),
+        ),
+        (
+            &["probe", "pool", "--lab-idle-timeout", "3s", "--protocol", "redis"],
+            Error("--protocol redis logs in to a server: give its HOST:PORT, not --lab-idle-timeout"),
+        ),
+        (
+            &["probe", "pool", "127.0.0.1:6432", "--path-idle-timeout", "4s", "--protocol", "mysql"],
+            Error("--protocol mysql needs --user NAME"),
+        ),
+        (
+            &["probe", "idle", "127.0.0.1:5432", "--protocol", "postgres", "--user", "a", "--allow-cleartext-password"],
+            Plan(|p| matches!(p, Made::Idle(IdleSetup { login: Some(l), .. }) if l.allow_cleartext)),
         ),
         (
             &["probe", "pool", "127.0.0.1:9", "--lab-idle-timeout", "3s"],

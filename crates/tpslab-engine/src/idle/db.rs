@@ -1,16 +1,25 @@
 //! Connections of `probe idle --protocol` that log in as a pool's connection would:
-//! PostgreSQL's start-up and authentication (trust, cleartext, md5, SCRAM-SHA-256; the
-//! messages and SCRAM from `postgres-protocol`), MySQL/MariaDB's handshake with
-//! mysql_native_password, Redis's AUTH; then the protocol's no-op (`;`, COM_PING, PING)
-//! and the server's own goodbye (an ErrorResponse, an error packet, a Redis error) kept
-//! when it ends the connection. The I/O is blocking with timeouts while logging in, then
-//! non-blocking; every message is bounded by [`MAX_MESSAGE`].
+//! PostgreSQL's start-up and authentication (trust, md5, SCRAM-SHA-256, cleartext only
+//! when allowed; the messages and SCRAM from `postgres-protocol`), MySQL/MariaDB's
+//! handshake with mysql_native_password, Redis's HELLO 3 or AUTH; then the protocol's
+//! no-op (`;`, COM_PING, PING) and the server's own goodbye (an ErrorResponse, an error
+//! packet, a Redis error) kept when it ends the connection; the server's own idle-timeout
+//! settings asked on a logged-in connection (`db_ask.rs`). The I/O is blocking with
+//! timeouts while logging in and asking, then non-blocking; every message is bounded by
+//! [`MAX_MESSAGE`] (the wire formats: `db_wire.rs`).
+
+#[path = "db_ask.rs"]
+mod ask;
+#[path = "db_wire.rs"]
+mod wire;
+
+pub use wire::native_password;
+use wire::*;
 
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use postgres_protocol::message::{backend, frontend};
-use sha1::{Digest, Sha1};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -52,13 +61,6 @@ fn refused<T>(m: impl Into<String>) -> Result<T, LoginError> {
     Err(LoginError::Refused(m.into()))
 }
 
-fn too_long() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("a message longer than {MAX_MESSAGE} bytes"),
-    )
-}
-
 /// What a non-blocking read found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen {
@@ -82,136 +84,6 @@ pub struct DbConn {
     /// waits at most until then (a server that keeps sending small messages, or one byte
     /// at a time, cannot hold the probe longer).
     deadline: Option<Instant>,
-}
-
-/// PostgreSQL's fields of an ErrorResponse as a goodbye: `FATAL: message`, SQLSTATE.
-fn pg_error(body: &backend::ErrorResponseBody) -> Goodbye {
-    let (mut sev, mut code, mut msg) = (String::new(), String::new(), String::new());
-    let mut fields = body.fields();
-    while let Ok(Some(f)) = fields.next() {
-        match f.type_() {
-            b'S' if sev.is_empty() => sev = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            b'V' => sev = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            b'M' => msg = String::from_utf8_lossy(f.value_bytes()).into_owned(),
-            _ => {}
-        }
-    }
-    Goodbye::new(&code, &format!("{sev}: {msg}"))
-}
-
-/// The next complete PostgreSQL message in `buf` (None: not yet). Errors: one longer
-/// than [`MAX_MESSAGE`], a malformed one.
-fn pg_next(buf: &mut BytesMut) -> io::Result<Option<backend::Message>> {
-    if let Some(h) = backend::Header::parse(buf)? {
-        if h.len() as usize + 1 > MAX_MESSAGE {
-            return Err(too_long());
-        }
-    }
-    backend::Message::parse(buf)
-}
-
-/// The next complete MySQL packet in `buf`: (sequence id, payload). Errors: one longer
-/// than [`MAX_MESSAGE`].
-fn my_next(buf: &mut BytesMut) -> io::Result<Option<(u8, Vec<u8>)>> {
-    if buf.len() < 4 {
-        return Ok(None);
-    }
-    let len = usize::from(buf[0]) | usize::from(buf[1]) << 8 | usize::from(buf[2]) << 16;
-    if len > MAX_MESSAGE {
-        return Err(too_long());
-    }
-    if buf.len() < 4 + len {
-        return Ok(None);
-    }
-    let seq = buf[3];
-    let p = buf.split_to(4 + len);
-    Ok(Some((seq, p[4..].to_vec())))
-}
-
-/// A MySQL packet of `payload` with sequence id `seq`.
-fn my_packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let n = payload.len() as u32;
-    let mut v = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
-    v.extend_from_slice(payload);
-    v
-}
-
-/// A MySQL ERR packet's payload (0xff, code, `#` and SQLSTATE, message) as a goodbye.
-fn my_error(p: &[u8]) -> Goodbye {
-    let code = p.get(1..3).map_or(0, |c| u16::from_le_bytes([c[0], c[1]]));
-    let rest = p.get(3..).unwrap_or(&[]);
-    let msg = match rest.first() {
-        Some(b'#') => rest.get(6..).unwrap_or(&[]),
-        _ => rest,
-    };
-    Goodbye::new(&code.to_string(), &String::from_utf8_lossy(msg))
-}
-
-/// mysql_native_password's answer to `scramble`: SHA1(pw) XOR SHA1(scramble, SHA1(SHA1(pw)));
-/// empty for an empty password.
-pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
-    if password.is_empty() {
-        return vec![];
-    }
-    let s1 = Sha1::digest(password);
-    let s2 = Sha1::digest(s1);
-    let mut h = Sha1::new();
-    h.update(scramble);
-    h.update(s2);
-    let s3 = h.finalize();
-    s1.iter().zip(s3.iter()).map(|(a, b)| a ^ b).collect()
-}
-
-/// The next complete Redis line in `buf` (without its CRLF). Errors: one longer than
-/// [`MAX_MESSAGE`].
-fn redis_next(buf: &mut BytesMut) -> io::Result<Option<String>> {
-    match memchr::memmem::find(buf, b"\r\n") {
-        Some(i) => {
-            let line = buf.split_to(i + 2);
-            Ok(Some(String::from_utf8_lossy(&line[..i]).into_owned()))
-        }
-        None if buf.len() > MAX_MESSAGE => Err(too_long()),
-        None => Ok(None),
-    }
-}
-
-/// A Redis command of `args` in RESP.
-fn redis_command(args: &[&[u8]]) -> Vec<u8> {
-    let mut v = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        v.extend_from_slice(a);
-        v.extend_from_slice(b"\r\n");
-    }
-    v
-}
-
-/// A Redis error line (`-WRONGPASS invalid ...`) as a goodbye: its first word the code.
-fn redis_error(line: &str) -> Goodbye {
-    let l = line.trim_start_matches('-');
-    let code = l.split_whitespace().next().unwrap_or("");
-    Goodbye::new(code, l)
-}
-
-/// A word about TLS when a refusal reads like the server requires it (PostgreSQL's "no
-/// encryption"/"SSL off", MySQL's "insecure transport", pgbouncer's "SSL required").
-fn tls_hint(m: &str) -> &'static str {
-    let l = m.to_ascii_lowercase();
-    if [
-        "no encryption",
-        "ssl off",
-        "insecure transport",
-        "ssl required",
-        "requires ssl",
-    ]
-    .iter()
-    .any(|w| l.contains(w))
-    {
-        " (the server requires TLS, which probe idle --protocol does not speak)"
-    } else {
-        ""
-    }
 }
 
 impl DbConn {
@@ -295,14 +167,17 @@ impl DbConn {
                 backend::Message::ReadyForQuery(_) => return Ok(()),
                 backend::Message::ErrorResponse(b) => {
                     let g = pg_error(&b);
-                    return refused(format!(
-                        "{} (SQLSTATE {}){}",
-                        g.message,
-                        g.code,
-                        tls_hint(&g.message)
-                    ));
+                    if says_tls_required(DbProtocol::Postgres, &g)
+                        && self.s.peer_addr().is_ok_and(pg_offers_tls)
+                    {
+                        return refused(tls_line(DbProtocol::Postgres, &g));
+                    }
+                    return refused(format!("{} (SQLSTATE {})", g.message, g.code));
                 }
                 backend::Message::AuthenticationCleartextPassword => {
+                    if !login.allow_cleartext {
+                        return refused("the server asks for the password in clear (its password method; no TLS here): refused, the password not sent; give --allow-cleartext-password to send it so, or have the server ask for scram-sha-256");
+                    }
                     frontend::password_message(need_pw()?, &mut out)?;
                 }
                 backend::Message::AuthenticationMd5Password(b) => {
@@ -373,22 +248,12 @@ impl DbConn {
         let (_, hs) = self.my_read()?;
         if hs.first() == Some(&0xff) {
             let g = my_error(&hs);
+            if says_tls_required(DbProtocol::Mysql, &g) {
+                return refused(tls_line(DbProtocol::Mysql, &g));
+            }
             return refused(format!("{} (error {})", g.message, g.code));
         }
-        if hs.first() != Some(&10) {
-            return refused("not a MySQL/MariaDB handshake (protocol 10)");
-        }
-        // Handshake v10: version, thread id, scramble part 1, filler, capabilities, ...
-        let bad = || LoginError::Refused("a MySQL handshake too short".into());
-        let ver_end = 1 + hs[1..].iter().position(|&b| b == 0).ok_or_else(bad)?;
-        let mut i = ver_end + 1 + 4;
-        let mut scramble = hs.get(i..i + 8).ok_or_else(bad)?.to_vec();
-        i += 9 + 2 + 1 + 2 + 2;
-        let auth_len = usize::from(*hs.get(i).ok_or_else(bad)?);
-        i += 1 + 10;
-        let part2 = auth_len.saturating_sub(8).max(13);
-        let p2 = hs.get(i..i + part2).ok_or_else(bad)?;
-        scramble.extend_from_slice(p2.strip_suffix(&[0]).unwrap_or(p2));
+        let hs = my_handshake(&hs).map_err(LoginError::Refused)?;
         let pw = login.password.as_deref().unwrap_or("").as_bytes();
         // CLIENT_LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH,
         // and CONNECT_WITH_DB with a database.
@@ -402,78 +267,115 @@ impl DbConn {
         p.extend_from_slice(&[0u8; 23]);
         p.extend_from_slice(login.user.as_bytes());
         p.push(0);
-        let auth = native_password(pw, &scramble);
+        let auth = native_password(pw, &hs.scramble);
         p.push(auth.len() as u8);
         p.extend_from_slice(&auth);
         if let Some(d) = &login.database {
             p.extend_from_slice(d.as_bytes());
             p.push(0);
         }
-        p.extend_from_slice(b"mysql_native_password\0");
+        p.extend_from_slice(NATIVE.as_bytes());
+        p.push(0);
         self.s.write_all(&my_packet(1, &p))?;
+        // The plugin the server is speaking: the handshake's, or an auth switch's.
+        let mut plugin = hs.plugin.clone();
         loop {
             let (seq, r) = self.my_read()?;
             match r.first() {
                 Some(0x00) => return Ok(()),
                 Some(0xff) => {
                     let g = my_error(&r);
+                    if says_tls_required(DbProtocol::Mysql, &g) {
+                        return refused(tls_line(DbProtocol::Mysql, &g));
+                    }
                     return refused(format!(
                         "{} (error {}){}",
                         g.message,
                         g.code,
-                        tls_hint(&g.message)
+                        tls_maybe(hs.tls, &g)
                     ));
                 }
                 Some(0xfe) => {
-                    // Auth switch: the plugin's name, then its data.
-                    let rest = &r[1..];
-                    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-                    let plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
-                    if plugin != "mysql_native_password" {
-                        return refused(format!("the server asks for the {plugin} authentication plugin: probe idle --protocol mysql does mysql_native_password"));
+                    let (name, data) = my_auth_switch(&r);
+                    if name != NATIVE {
+                        return refused(unsupported_plugin(&name));
                     }
-                    let data = rest.get(end + 1..).unwrap_or(&[]);
-                    let data = data.strip_suffix(&[0]).unwrap_or(data);
                     let a = native_password(pw, data);
                     self.s.write_all(&my_packet(seq.wrapping_add(1), &a))?;
+                    plugin = name;
                 }
-                _ => return refused("the server asks for more authentication than mysql_native_password (caching_sha2_password?): not supported"),
+                // More data of a plugin's own exchange (caching_sha2_password's 0x01).
+                _ => {
+                    return refused(unsupported_plugin(
+                        if plugin.is_empty() || plugin == NATIVE {
+                            "(more than mysql_native_password's answer)"
+                        } else {
+                            &plugin
+                        },
+                    ))
+                }
             }
         }
     }
 
-    fn redis_line(&mut self) -> Result<String, LoginError> {
+    /// The next RESP value of the server's. Errors: the connection's, a malformed value.
+    fn redis_value(&mut self) -> Result<Resp, LoginError> {
         loop {
-            if let Some(l) = redis_next(&mut self.buf)? {
-                return Ok(l);
+            if let Some(v) = resp_next(&mut self.buf)? {
+                return Ok(v);
             }
             self.fill()?;
         }
     }
 
+    /// `args` sent, the answer read; a RESP3 push (`>`) before it skipped.
+    fn redis_ask(&mut self, args: &[&[u8]]) -> Result<Resp, LoginError> {
+        self.s.write_all(&redis_command(args))?;
+        loop {
+            match self.redis_value()? {
+                Resp::Push(_) => {}
+                v => return Ok(v),
+            }
+        }
+    }
+
     fn redis_login(&mut self, login: &Login) -> Result<(), LoginError> {
         if let Some(pw) = &login.password {
-            let cmd = if login.user == "default" {
-                redis_command(&[b"AUTH", pw.as_bytes()])
+            let (user, pw) = (login.user.as_bytes(), pw.as_bytes());
+            // A user named: HELLO 3 AUTH (Redis 6 and later, RESP3); an older server's
+            // error (unknown command, NOPROTO) falls back to AUTH.
+            let hello = if login.user != "default" {
+                match self.redis_ask(&[b"HELLO", b"3", b"AUTH", user, pw])? {
+                    Resp::Error(e)
+                        if e.starts_with("ERR unknown command") || e.starts_with("NOPROTO") =>
+                    {
+                        false
+                    }
+                    Resp::Error(e) => return refused(format!("HELLO: {e}")),
+                    _ => true,
+                }
             } else {
-                redis_command(&[b"AUTH", login.user.as_bytes(), pw.as_bytes()])
+                false
             };
-            self.s.write_all(&cmd)?;
-            let l = self.redis_line()?;
-            if l.starts_with('-') {
-                return refused(format!("AUTH: {}", l.trim_start_matches('-')));
+            if !hello {
+                let v = if login.user == "default" {
+                    self.redis_ask(&[b"AUTH", pw])?
+                } else {
+                    self.redis_ask(&[b"AUTH", user, pw])?
+                };
+                if let Resp::Error(e) = v {
+                    return refused(format!("AUTH: {e}"));
+                }
             }
         }
         // A PING says whether the server lets this connection in (NOAUTH otherwise).
-        self.s.write_all(&redis_command(&[b"PING"]))?;
-        let l = self.redis_line()?;
-        if l.starts_with('-') {
-            let hint = if l.starts_with("-NOAUTH") {
+        if let Resp::Error(e) = self.redis_ask(&[b"PING"])? {
+            let hint = if e.starts_with("NOAUTH") {
                 ": give --password-env VAR or --password-file FILE"
             } else {
                 ""
             };
-            return refused(format!("PING: {}{hint}", l.trim_start_matches('-')));
+            return refused(format!("PING: {e}{hint}"));
         }
         Ok(())
     }
@@ -542,13 +444,13 @@ impl DbConn {
                     }
                     Some((_, p)) => p.first() == Some(&0x00),
                 },
-                DbProtocol::Redis => match redis_next(&mut self.buf)? {
+                DbProtocol::Redis => match resp_next(&mut self.buf)? {
                     None => break,
-                    Some(l) if l.starts_with('-') => {
-                        self.goodbye = Some(redis_error(&l));
+                    Some(Resp::Error(e)) => {
+                        self.goodbye = Some(redis_error(&e));
                         false
                     }
-                    Some(l) => l == "+PONG",
+                    Some(v) => v == Resp::Simple("PONG".into()),
                 },
             };
             if reply {
@@ -560,6 +462,62 @@ impl DbConn {
         }
         Ok(if eof { Seen::Eof } else { seen })
     }
+}
+
+impl DbConn {
+    /// Sends the no-op and waits up to `timeout` for its answer (a pooled connection's
+    /// request or validation): Ok(true) answered, Ok(false) no answer in time. Errors:
+    /// the connection ended (UnexpectedEof for a FIN; a RST's ECONNRESET), its goodbye
+    /// kept in [`DbConn::goodbye`].
+    pub fn ping_wait(&mut self, timeout: Duration) -> io::Result<bool> {
+        // A connection the server already ended (its goodbye and FIN read now) is not
+        // written to: its end, not the RST a write would draw, is what it met.
+        if self.poll()? == Seen::Eof {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "EOF"));
+        }
+        self.ping()?;
+        let end = Instant::now() + timeout;
+        loop {
+            match self.poll()? {
+                Seen::Reply => return Ok(true),
+                Seen::Eof => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "EOF")),
+                Seen::Nothing => {}
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            // Blocks until something comes (read by the poll above) or the time is up.
+            self.s.set_nonblocking(false)?;
+            self.s.set_read_timeout(Some(left))?;
+            let r = self.s.peek(&mut [0u8; 1]);
+            self.s.set_nonblocking(true)?;
+            if let Err(e) = r {
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the PostgreSQL server at `addr` offers TLS: it answers an SSLRequest with `S`
+/// (within [`LOGIN_TIMEOUT`]); the connection is closed after that byte.
+fn pg_offers_tls(addr: SocketAddr) -> bool {
+    let ask = || -> io::Result<bool> {
+        let mut s = TcpStream::connect_timeout(&addr, LOGIN_TIMEOUT)?;
+        s.set_read_timeout(Some(LOGIN_TIMEOUT))?;
+        let mut b = BytesMut::new();
+        frontend::ssl_request(&mut b);
+        s.write_all(&b)?;
+        let mut one = [0u8; 1];
+        s.read_exact(&mut one)?;
+        Ok(one[0] == b'S')
+    };
+    ask().unwrap_or(false)
 }
 
 #[cfg(test)]

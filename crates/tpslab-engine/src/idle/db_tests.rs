@@ -1,4 +1,5 @@
 use super::*;
+use sha1::{Digest, Sha1};
 
 /// MySQL's documented example (sql/auth/password.c scramble_411): the answer is
 /// SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))); checked against a recomputation
@@ -66,8 +67,11 @@ fn goodbyes_are_parsed_and_messages_bounded() {
     assert!(my_next(&mut big).is_err());
     let mut r = BytesMut::new();
     r.extend_from_slice(b"+PONG\r\n-ERR x");
-    assert_eq!(redis_next(&mut r).unwrap().as_deref(), Some("+PONG"));
-    assert_eq!(redis_next(&mut r).unwrap(), None);
+    assert_eq!(
+        resp_next(&mut r).unwrap(),
+        Some(Resp::Simple("PONG".into()))
+    );
+    assert_eq!(resp_next(&mut r).unwrap(), None);
     assert_eq!(redis_error("-WRONGPASS invalid").code, "WRONGPASS");
     let g = Goodbye::new("X", &"é".repeat(200));
     assert!(g.message.len() <= Goodbye::MAX_MESSAGE);
@@ -106,4 +110,185 @@ fn a_server_that_never_finishes_the_login_is_cut_at_the_login_timeout() {
         "{took:?}"
     );
     srv.join().unwrap();
+}
+
+/// RESP2 and RESP3 as Redis 7 writes them: CONFIG GET's array (RESP2) and map (RESP3),
+/// HELLO 3's map with a nested array, a push before an answer, an attribute, errors;
+/// incomplete values wait, oversized and over-nested ones are refused.
+#[test]
+fn resp_values_of_both_versions_are_read_and_bounded() {
+    let read = |bytes: &[u8]| {
+        let mut b = BytesMut::from(bytes);
+        let mut out = vec![];
+        while let Some(v) = resp_next(&mut b).unwrap() {
+            out.push(v);
+        }
+        (out, b.len())
+    };
+    let bulk = |s: &str| Resp::Bulk(Some(s.as_bytes().to_vec()));
+    let (v, left) = read(b"*2\r\n$7\r\ntimeout\r\n$1\r\n2\r\n%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n");
+    assert_eq!(left, 0);
+    assert_eq!(v[0], Resp::Array(Some(vec![bulk("timeout"), bulk("2")])));
+    assert_eq!(v[1], Resp::Array(Some(vec![bulk("timeout"), bulk("0")])));
+    assert_eq!(v[1].clone().text(), None);
+    let hello =
+        b"%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n$7\r\nmodules\r\n*0\r\n";
+    let (v, _) = read(hello);
+    assert!(
+        matches!(&v[0], Resp::Array(Some(items)) if items.len() == 6 && items[3] == Resp::Int(3))
+    );
+    let (v, _) = read(
+        b">2\r\n$7\r\nmessage\r\n$1\r\nx\r\n|1\r\n+ttl\r\n:3\r\n+PONG\r\n_\r\n!9\r\nERR bad x\r\n",
+    );
+    assert!(matches!(&v[0], Resp::Push(p) if p.len() == 2));
+    assert_eq!(v[1], Resp::Simple("PONG".into()), "the attribute skipped");
+    assert_eq!(v[2], Resp::Other(String::new()));
+    assert_eq!(v[3], Resp::Error("ERR bad x".into()));
+    // Incomplete: nothing taken until the rest comes.
+    let (v, left) = read(b"*2\r\n$7\r\ntimeout\r\n$1\r\n");
+    assert!(v.is_empty() && left > 0);
+    let too = |bytes: &[u8]| resp_next(&mut BytesMut::from(bytes)).is_err();
+    assert!(too(b"$999999999\r\n"));
+    assert!(too(b"*99999999\r\n"));
+    assert!(too(&b"*1\r\n".repeat(20)));
+    assert!(too(b"?what\r\n"));
+}
+
+/// A handshake v10 as MariaDB 10.11 sends it (capabilities with CLIENT_SSL off and
+/// PLUGIN_AUTH on, a 21-byte scramble length, the plugin's name), and MySQL 8's naming
+/// caching_sha2_password; auth switches; the line for a plugin not spoken.
+#[test]
+fn the_mysql_handshake_names_its_plugin_and_unknown_plugins_are_refused_in_one_line() {
+    let hs = |plugin: &str, caps_lo: u16| {
+        let mut p = vec![10];
+        p.extend_from_slice(b"10.11.19-MariaDB-0+deb12u1\0");
+        p.extend_from_slice(&7u32.to_le_bytes());
+        p.extend_from_slice(b"abcdefgh\0");
+        p.extend_from_slice(&caps_lo.to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&2u16.to_le_bytes());
+        p.extend_from_slice(&0x81bfu16.to_le_bytes()); // upper: PLUGIN_AUTH (0x0008) among them
+        p.push(21);
+        p.extend_from_slice(&[0u8; 10]);
+        p.extend_from_slice(b"ijklmnopqrst\0");
+        p.extend_from_slice(plugin.as_bytes());
+        p.push(0);
+        p
+    };
+    let h = my_handshake(&hs("mysql_native_password", 0xf7fe)).unwrap();
+    assert_eq!(h.version, "10.11.19-MariaDB-0+deb12u1");
+    assert_eq!(h.scramble, b"abcdefghijklmnopqrst");
+    assert_eq!((h.plugin.as_str(), h.tls), ("mysql_native_password", false));
+    let h = my_handshake(&hs("caching_sha2_password", 0xfffe)).unwrap();
+    assert_eq!((h.plugin.as_str(), h.tls), ("caching_sha2_password", true));
+    assert!(my_handshake(&hs("x", 0)[..20])
+        .unwrap_err()
+        .contains("too short"));
+    assert!(my_handshake(b"\x09abc")
+        .unwrap_err()
+        .contains("protocol 10"));
+    let mut sw = vec![0xfe];
+    sw.extend_from_slice(b"client_ed25519\0");
+    sw.extend_from_slice(b"0123456789abcdefghij0123456789ab\0");
+    let (plugin, data) = my_auth_switch(&sw);
+    assert_eq!((plugin.as_str(), data.len()), ("client_ed25519", 32));
+    assert_eq!(
+        unsupported_plugin(&plugin),
+        "authentication plugin client_ed25519 not supported: probe idle --protocol mysql speaks mysql_native_password only"
+    );
+}
+
+/// What the servers say when they require TLS (PostgreSQL 15's pg_hba refusal of a
+/// connection without it, MySQL's require_secure_transport), against a plain refusal;
+/// PostgreSQL's SHOW values; MySQL's text rows.
+#[test]
+fn tls_refusals_settings_and_rows_are_read() {
+    let pg = Goodbye::new(
+        "28000",
+        "FATAL: no pg_hba.conf entry for host \"127.0.0.1\", user \"t\", database \"postgres\", no encryption",
+    );
+    assert!(says_tls_required(DbProtocol::Postgres, &pg));
+    let wrong = Goodbye::new(
+        "28P01",
+        "FATAL: password authentication failed for user \"t\"",
+    );
+    assert!(!says_tls_required(DbProtocol::Postgres, &wrong));
+    let my = Goodbye::new(
+        "3159",
+        "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+    );
+    assert!(says_tls_required(DbProtocol::Mysql, &my));
+    // MariaDB 10.11 under require_secure_transport (TLS on) refuses a plain login as it
+    // refuses a wrong password (seen on this host): not said to require TLS, only that
+    // it offers it.
+    let denied = Goodbye::new(
+        "1045",
+        "Access denied for user 'probe'@'localhost' (using password: YES)",
+    );
+    assert!(!says_tls_required(DbProtocol::Mysql, &denied));
+    assert!(tls_maybe(true, &denied).contains("this server offers TLS"));
+    assert_eq!(tls_maybe(false, &denied), "");
+    assert!(tls_line(DbProtocol::Postgres, &pg).starts_with("server requires TLS; --protocol postgres has no TLS yet (it said: FATAL: no pg_hba.conf entry"));
+    for (t, ms) in [
+        ("0", Some(0)),
+        ("2s", Some(2000)),
+        ("250ms", Some(250)),
+        ("10min", Some(600_000)),
+        ("1h", Some(3_600_000)),
+        ("1d", Some(86_400_000)),
+        ("1500", Some(1500)),
+        ("off", None),
+        ("2 weeks", None),
+    ] {
+        assert_eq!(pg_duration_ms(t), ms, "{t}");
+    }
+    // A row of "2" and NULL; a column count; an EOF packet.
+    assert_eq!(my_row(&[1, b'2', 0xfb]), Some(vec![Some("2".into()), None]));
+    assert_eq!(my_row(&[5, b'2']), None);
+    assert_eq!(my_column_count(&[2]), Some(2));
+    assert!(my_is_eof(&[0xfe, 0, 0, 2, 0]) && !my_is_eof(&[0x00]));
+}
+
+/// A PostgreSQL-protocol server that asks for the password in clear (its `password`
+/// method): refused without --allow-cleartext-password, the password never sent; sent
+/// with it.
+#[test]
+fn a_cleartext_password_is_sent_only_when_allowed() {
+    let serve = |allow: bool| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let srv = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            let mut got = vec![];
+            let mut b = [0u8; 1024];
+            let n = c.read(&mut b).unwrap();
+            got.extend_from_slice(&b[..n]);
+            // AuthenticationCleartextPassword: 'R', length 8, code 3.
+            c.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]).unwrap();
+            if let Ok(n) = c.read(&mut b) {
+                got.extend_from_slice(&b[..n]);
+            }
+            // AuthenticationOk, ReadyForQuery.
+            let _ = c.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'Z', 0, 0, 0, 5, b'I']);
+            got
+        });
+        let mut login = Login::new("probe", Some("pw-in-clear".into()), None).unwrap();
+        login.allow_cleartext = allow;
+        let r = DbConn::login(addr, DbProtocol::Postgres, &login);
+        (r.err().map(|e| e.to_string()), srv.join().unwrap())
+    };
+    let (e, got) = serve(false);
+    let e = e.expect("refused");
+    assert!(
+        e.contains("--allow-cleartext-password") && !e.contains("pw-in-clear"),
+        "{e}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&got).contains("pw-in-clear"),
+        "the password was sent"
+    );
+    let (e, got) = serve(true);
+    assert_eq!(e, None);
+    assert!(String::from_utf8_lossy(&got).contains("pw-in-clear"));
 }

@@ -40,8 +40,8 @@ use tpslab_analysis::idle::{active_ends, bracket, ladder, PAYLOAD_PROVEN_MS, POL
 use tpslab_net::mono_ns;
 use tpslab_plan::login::Login;
 use tpslab_plan::probe::IdlePlan;
-use tpslab_record::idle::Goodbye;
 use tpslab_record::idle::{Conn, Fate, PayloadConn};
+use tpslab_record::idle::{Goodbye, StatedSetting};
 
 /// What a study found.
 #[derive(Debug, Clone)]
@@ -57,6 +57,9 @@ pub struct Study {
     pub payload: Vec<PayloadConn>,
     /// Ended by `stop` before the bracket was narrow enough.
     pub interrupted: bool,
+    /// The server's own idle-timeout settings (`--protocol`: asked on a connection of
+    /// their own before the rounds; empty otherwise).
+    pub stated: Vec<StatedSetting>,
 }
 
 /// Opens a connection to `addr` whose keepalive probes first after `idle_s` of silence,
@@ -538,6 +541,10 @@ pub fn study(
     let study_t0 = mono_ns();
     let mut control =
         ControlState::open(&t).map_err(|e| EngineError::os(format!("connecting to {addr}"), e))?;
+    let stated = match t.login() {
+        Some(Ok(mut c)) => c.ask_settings(),
+        _ => vec![],
+    };
     let mut payload = match plan.probe_data {
         Some(d) => PayloadProbe::open_all(addr, d.bytes(), plan.server_first)
             .map_err(|e| EngineError::os(format!("opening a payload connection to {addr}"), e))?,
@@ -636,5 +643,6 @@ pub fn study(
         control_ends_ms: control.ends_ms,
         payload: payload.iter().map(PayloadProbe::record).collect(),
         interrupted: stop.load(Relaxed),
+        stated,
     })
 }

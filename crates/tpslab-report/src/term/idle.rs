@@ -226,12 +226,17 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             o.who,
             if o.named_by_server {
                 " (named by the server's own goodbye)"
+            } else if o.by_setting {
+                " (by the server's stated setting)"
             } else {
                 ""
             },
             o.setting,
             o.evidence
         )?;
+    }
+    if let Some(st) = tpslab_analysis::idle_stated::stated(r) {
+        writeln!(w, "Server setting: {}", st.line)?;
     }
     for c in &r.payload {
         writeln!(
@@ -322,9 +327,10 @@ fn short(f: &Fate) -> String {
 pub fn pool_header(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
     let p = &r.plan;
     let s = |d: std::time::Duration| format!("{:.1} s", d.as_nanos() as f64 / 1e9);
-    let path = match p.target {
-        Some(addr) => format!("through {addr}, a path stated to forget flows idle for more than"),
-        None => "a middlebox that forgets flows idle for more than".into(),
+    let path = match (p.target, p.protocol) {
+        (Some(addr), Some(proto)) => format!("connections logged in with the {} protocol, their requests and tests its no-op, through {addr}, a path stated to forget connections idle for more than", proto.name()),
+        (Some(addr), None) => format!("through {addr}, a path stated to forget flows idle for more than"),
+        (None, _) => "a middlebox that forgets flows idle for more than".into(),
     };
     writeln!(
         w,
@@ -352,6 +358,10 @@ pub fn pool_record(w: &mut dyn Write, r: &PoolRecord) -> io::Result<()> {
                 r.plan.query_timeout.as_nanos() as f64 / 1e9
             ),
             Outcome::Failed(e) => format!("failed: {e}"),
+        };
+        let what = match &q.goodbye {
+            Some(g) => format!("{what} (the server said \"{}\" ({}))", g.message, g.code),
+            None => what,
         };
         writeln!(
             w,

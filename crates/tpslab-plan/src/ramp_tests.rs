@@ -4,7 +4,7 @@ use super::*;
 /// A plan that passes: TCP, length framing, 1..4 users.
 fn tcp() -> RampPlan {
     RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target: "127.0.0.1:5001".parse().unwrap(),
         steps: vec![1, 2, 4],
         step: Duration::from_secs(3),
@@ -25,7 +25,7 @@ fn tcp() -> RampPlan {
 
 fn udp() -> RampPlan {
     RampPlan {
-        proto: RampProto::Udp,
+        proto: Proto::Udp,
         request: vec![b'.'; 64],
         ..tcp()
     }
@@ -186,13 +186,13 @@ fn the_plan_serialises_as_before() {
     p.load_threads = 2;
     let back: RampPlan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
     assert_eq!(back, p);
-    assert_eq!(RampProto::Tcp.name(), "tcp");
-    assert_eq!(RampProto::Udp.name(), "udp");
+    assert_eq!(Proto::Tcp.name(), "tcp");
+    assert_eq!(Proto::Udp.name(), "udp");
 }
 
 fn http() -> RampPlan {
     RampPlan {
-        proto: RampProto::Http(crate::http::HttpRequest {
+        proto: Proto::Http(crate::http::HttpRequest {
             url: "http://127.0.0.1:5001/index.html".into(),
             method: "GET".into(),
             headers: vec![],
@@ -207,7 +207,7 @@ fn http() -> RampPlan {
 fn http_plans() {
     assert_eq!(http().validate(), Ok(()));
     assert_eq!(
-        RampProto::Http(crate::http::HttpRequest {
+        Proto::Http(crate::http::HttpRequest {
             url: String::new(),
             method: String::new(),
             headers: vec![],
@@ -226,7 +226,7 @@ fn http_plans() {
     );
     assert_eq!(
         e(RampPlan {
-            request: vec![0; (HTTP_BODY_BYTES + 1) as usize],
+            request: vec![0; (crate::proto::HTTP_BODY_BYTES + 1) as usize],
             ..http()
         }),
         "--body 1048577 bytes: allowed at most 1048576 bytes"
@@ -246,7 +246,7 @@ fn http_plans() {
         "--seq-field applies to ramp udp"
     );
     let mut tls = http();
-    tls.proto = RampProto::Http(crate::http::HttpRequest {
+    tls.proto = Proto::Http(crate::http::HttpRequest {
         url: "https://127.0.0.1:5001/".into(),
         method: "GET".into(),
         headers: vec![],
@@ -259,5 +259,5 @@ fn http_plans() {
         j,
         r#"{"http":{"url":"http://127.0.0.1:5001/index.html","method":"GET","headers":[]}}"#
     );
-    assert_eq!(serde_json::to_string(&RampProto::Tcp).unwrap(), r#""tcp""#);
+    assert_eq!(serde_json::to_string(&Proto::Tcp).unwrap(), r#""tcp""#);
 }

@@ -43,6 +43,27 @@ pub enum Proto {
     /// HTTP/1.1 keep-alive, one connection per user: the request made of these and the
     /// plan's `request` as its body (a record says `{"http": {"url": ..}}`).
     Http(HttpRequest),
+    /// Redis's RESP (`--protocol redis[:COMMAND]`): one TCP connection per user, the
+    /// command's words (`["GET", "key"]`; `["PING"]` by default) sent as a RESP array of
+    /// bulk strings, each reply read as one RESP value (an error reply is a failure).
+    Redis(Vec<String>),
+}
+
+/// Most words in a `--protocol redis:COMMAND`.
+pub const REDIS_WORDS: usize = 64;
+
+/// Most bytes of a Redis command as sent (RESP-encoded), 64 KiB.
+pub const REDIS_COMMAND_BYTES: usize = 64 * 1024;
+
+/// `words` as a RESP array of bulk strings, as Redis takes a command.
+fn resp_command(words: &[String]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        v.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
+        v.extend_from_slice(w.as_bytes());
+        v.extend_from_slice(b"\r\n");
+    }
+    v
 }
 
 /// How a protocol's requests and replies travel.
@@ -91,11 +112,12 @@ pub enum Builtin {
 
 /// The values of `--protocol` (`ramp tcp`, `capacity tcp`): the request/reply protocols
 /// over a TCP connection that take their request from the flags.
-pub const PROTOCOL_FLAG_VALUES: &str = "framed";
+pub const PROTOCOL_FLAG_VALUES: &str = "framed, redis or redis:COMMAND (e.g. 'redis:GET key')";
 
 /// `--protocol`'s help (`ramp tcp`, `capacity tcp`), with its values.
 pub const PROTOCOL_FLAG_HELP: &str = "TCP: the request/reply protocol over each connection: \
-framed (tpslab's length-prefixed request, or --payload-file's bytes; replies end by --framing)";
+framed (tpslab's length-prefixed request, or --payload-file's bytes; replies end by --framing), \
+redis[:COMMAND] (Redis's RESP: the command, PING by default, e.g. 'redis:GET key'; each reply one RESP value)";
 
 impl Proto {
     /// Its name as the command and the record write it: `tcp`, `udp`, `http`.
@@ -104,13 +126,14 @@ impl Proto {
             Proto::Tcp => "tcp",
             Proto::Udp => "udp",
             Proto::Http(_) => "http",
+            Proto::Redis(_) => "redis",
         }
     }
 
     /// How its requests and replies travel.
     pub fn transport(&self) -> Transport {
         match self {
-            Proto::Tcp | Proto::Http(_) => Transport::Stream,
+            Proto::Tcp | Proto::Http(_) | Proto::Redis(_) => Transport::Stream,
             Proto::Udp => Transport::Datagram,
         }
     }
@@ -121,6 +144,10 @@ impl Proto {
     pub fn from_flag(value: &str) -> Result<Proto, PlanError> {
         match value {
             "framed" => Ok(Proto::Tcp),
+            "redis" => Ok(Proto::Redis(vec!["PING".into()])),
+            v if v.starts_with("redis:") => Ok(Proto::Redis(
+                v[6..].split_whitespace().map(String::from).collect(),
+            )),
             _ => Err(PlanError::value(
                 "--protocol",
                 format!("\"{value}\""),
@@ -136,6 +163,7 @@ impl Proto {
             Proto::Tcp => format!("replies framed {}", framing.spec()),
             Proto::Udp => "replies matched by sequence".into(),
             Proto::Http(_) => "HTTP/1.1 replies".into(),
+            Proto::Redis(_) => "replies read as RESP values".into(),
         }
     }
 
@@ -153,6 +181,9 @@ impl Proto {
         match self {
             Proto::Tcp => Ok(Builtin::Framed),
             Proto::Http(_) => Ok(Builtin::Http),
+            Proto::Redis(_) => Err(PlanError::Conflict(
+                "--protocol redis needs the Redis server's HOST:PORT (tpslab's own server speaks framed requests)".into(),
+            )),
             Proto::Udp => Err(PlanError::Conflict(
                 "ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`".into(),
             )),
@@ -228,6 +259,20 @@ impl Proto {
                 }
                 (payload.unwrap_or_default(), None)
             }
+            Proto::Redis(words) => {
+                if payload.is_some() || body.len() != 1024 {
+                    return conflict(
+                        "--payload-file and --size apply to --protocol framed: redis sends its command",
+                    );
+                }
+                if framing_given {
+                    return conflict("--framing applies to --protocol framed");
+                }
+                if seq_field.is_some() {
+                    return conflict("--seq-field applies to ramp udp");
+                }
+                (resp_command(words), None)
+            }
         })
     }
 
@@ -239,7 +284,9 @@ impl Proto {
     /// - UDP: length framing (the flag does not apply), a request of 8..=65507 bytes
     ///   without a sequence field, with one a request of 1..=65507 bytes holding the field;
     /// - HTTP: no framing or sequence field, a body of at most [`HTTP_BODY_BYTES`], a URL,
-    ///   method and headers [`HttpRequest::check`] passes, the URL's port the target's.
+    ///   method and headers [`HttpRequest::check`] passes, the URL's port the target's;
+    /// - Redis: no framing or sequence field, 1..=[`REDIS_WORDS`] words of at most
+    ///   [`REDIS_COMMAND_BYTES`] as RESP, the request their encoding.
     ///
     /// Errors: the first setting out of bounds, as one line.
     pub fn validate(
@@ -308,6 +355,27 @@ impl Proto {
                     return Err(PlanError::Conflict(format!(
                         "URL \"{}\" has port {}, the target {} another",
                         h.url, u.port, target
+                    )));
+                }
+            }
+            Proto::Redis(words) => {
+                if *framing != Framing::Length {
+                    return conflict("--framing applies to --protocol framed");
+                }
+                if seq_field.is_some() {
+                    return conflict("--seq-field applies to ramp udp");
+                }
+                let bytes = resp_command(words).len();
+                if words.is_empty() || words.len() > REDIS_WORDS || bytes > REDIS_COMMAND_BYTES {
+                    return Err(PlanError::value(
+                        "--protocol",
+                        format!("\"redis:{}\"", words.join(" ")),
+                        format!("redis:COMMAND of 1..={REDIS_WORDS} words, at most {REDIS_COMMAND_BYTES} bytes as RESP"),
+                    ));
+                }
+                if len != bytes {
+                    return Err(PlanError::Conflict(format!(
+                        "the request has {len} bytes, the command {bytes} as RESP: the plan's request is its command"
                     )));
                 }
             }

@@ -261,3 +261,66 @@ fn http_plans() {
     );
     assert_eq!(serde_json::to_string(&Proto::Tcp).unwrap(), r#""tcp""#);
 }
+
+/// `--protocol redis[:COMMAND]` (tpslab-plan/src/proto.rs): its flag value, its request
+/// (the command as a RESP array of bulk strings) and its checks.
+#[test]
+fn redis_is_a_protocol_of_its_flag_value_request_and_checks() {
+    use crate::proto::Builtin;
+    assert_eq!(
+        Proto::from_flag("redis"),
+        Ok(Proto::Redis(vec!["PING".into()]))
+    );
+    let get = Proto::from_flag("redis:GET  key").unwrap();
+    assert_eq!(get, Proto::Redis(vec!["GET".into(), "key".into()]));
+    assert_eq!(get.name(), "redis");
+    assert_eq!(
+        Proto::from_flag("memcached").unwrap_err().to_string(),
+        "--protocol \"memcached\": allowed framed, redis or redis:COMMAND (e.g. 'redis:GET key')"
+    );
+    assert!(get.builtin().unwrap_err().to_string().contains("HOST:PORT"));
+    assert_eq!(Proto::Tcp.builtin(), Ok(Builtin::Framed));
+    let (req, seq) = get.request(None, vec![b'.'; 1024], false, None).unwrap();
+    assert_eq!(
+        (&req[..], seq),
+        (&b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n"[..], None)
+    );
+    // The framed protocol's flags do not apply.
+    for (payload, size, framing, seq) in [
+        (Some(vec![1]), 1024, false, None),
+        (None, 64, false, None),
+        (None, 1024, true, None),
+        (None, 1024, false, Some("0:2")),
+    ] {
+        assert!(get.request(payload, vec![0; size], framing, seq).is_err());
+    }
+    let plan = RampPlan {
+        proto: get.clone(),
+        request: req.clone(),
+        ..tcp()
+    };
+    assert_eq!(plan.validate(), Ok(()));
+    let e = |p: RampPlan| p.validate().unwrap_err().to_string();
+    assert_eq!(
+        e(RampPlan {
+            request: b"PING\r\n".to_vec(),
+            ..plan.clone()
+        }),
+        "the request has 6 bytes, the command 22 as RESP: the plan's request is its command"
+    );
+    assert_eq!(
+        e(RampPlan {
+            proto: Proto::Redis(vec![]),
+            request: b"*0\r\n".to_vec(),
+            ..plan.clone()
+        }),
+        "--protocol \"redis:\": allowed redis:COMMAND of 1..=64 words, at most 65536 bytes as RESP"
+    );
+    assert_eq!(
+        e(RampPlan {
+            framing: Framing::Fixed(5),
+            ..plan
+        }),
+        "--framing applies to --protocol framed"
+    );
+}

@@ -256,4 +256,5 @@ protocols! {
     Tcp => tcp_framed::TcpFramed,
     Udp => udp_seq::UdpSeq,
     Http => http1::Http1,
+    Redis => resp::Resp,
 }

@@ -8,7 +8,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_cli::ramp::RampCmd;
-use tpslab_plan::ramp::RampProto;
 use tpslab_record::ramp::StepResult;
 use tpslab_record::Body;
 
@@ -26,7 +25,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
     let mut ctx = out::ctx(None)?;
     let (view, to_view) = match a.live {
         true => {
-            let header = live_header(&cmd, &ready);
+            let header = live_header(&ready);
             let (view, tx, progress) = out::LiveView::start_ramp(header, ctx.stop.clone())?;
             ctx.progress = progress;
             (Some(view), Some(tx))
@@ -66,20 +65,16 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
 
 /// What the live view says of a ramp: its command, target (the built-in server's when
 /// tpslab started it), steps and times.
-fn live_header(cmd: &RampCmd, ready: &tpslab_run::ramp::Ready) -> tpslab_report::live::RampHeader {
+fn live_header(ready: &tpslab_run::ramp::Ready) -> tpslab_report::live::RampHeader {
     let p = &ready.plan;
-    let command = match cmd {
-        RampCmd::Tcp(_) => "ramp tcp",
-        RampCmd::Udp(_) => "ramp udp",
-        RampCmd::Http(_) => "ramp http",
-    };
-    let target = match (&p.proto, p.builtin_server.is_some()) {
-        (RampProto::Http(h), false) => h.url.clone(),
+    let command = format!("ramp {}", p.proto.name());
+    let target = match (p.proto.http_request(), p.builtin_server.is_some()) {
+        (Some(h), false) => h.url.clone(),
         (_, true) => format!("{} (tpslab's server)", p.target),
         (_, false) => p.target.to_string(),
     };
     tpslab_report::live::RampHeader {
-        command: command.into(),
+        command,
         target,
         users: p.steps.clone(),
         warmup_s: p.warmup.as_secs_f64(),

@@ -236,3 +236,207 @@ fn every_integration_test_is_a_module_of_its_crates_one_binary() {
         "not declared in their main.rs: {missing:?}"
     );
 }
+
+/// The two registries of the request/reply protocols, the only production files that may
+/// match on a `Proto` (besides the renderers): the plan crate's (each variant's name,
+/// transport, request and checks) and the engine's (each variant's `Exchange`).
+const PROTO_REGISTRIES: [&str; 2] = [
+    "crates/tpslab-plan/src/proto.rs",
+    "crates/tpslab-engine/src/proto/mod.rs",
+];
+
+/// The renderers, which may say a protocol's own words (`crates/tpslab-report/src/`).
+const RENDERERS: &str = "crates/tpslab-report/src/";
+
+/// A file's production code: `//` comments blanked (line numbers kept), and nothing from
+/// its first `#[cfg(test)]` on (the repo keeps tests at a file's end or in `*_tests.rs`).
+fn production_code(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = match line.find("//") {
+            // A `//` inside a string literal (a URL) is not a comment: an odd number of
+            // quotes before it means it is inside one.
+            Some(i) if line[..i].matches('"').count() % 2 == 0 => &line[..i],
+            _ => line,
+        };
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
+}
+
+/// The end of the balanced group (`(..)` or `{..}`) opening at `b[i]`.
+fn group_end(b: &[u8], i: usize) -> usize {
+    let (open, close) = (b[i], if b[i] == b'(' { b')' } else { b'}' });
+    let mut depth = 0usize;
+    for (j, &c) in b.iter().enumerate().skip(i) {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return j + 1;
+            }
+        }
+    }
+    b.len()
+}
+
+/// The `(` of the parenthesised group (a tuple, a call, `Some(..)`) that holds `code[at..]`,
+/// None when a block or a statement ends first.
+fn enclosing_paren(b: &[u8], at: usize) -> Option<usize> {
+    let (mut parens, mut braces) = (0usize, 0usize);
+    for i in (0..at).rev() {
+        match b[i] {
+            b')' => parens += 1,
+            b'(' if parens == 0 => return Some(i),
+            b'(' => parens -= 1,
+            b'}' => braces += 1,
+            b'{' if braces == 0 => return None,
+            b'{' => braces -= 1,
+            b';' if parens == 0 && braces == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The lines (1-based) of `code` that match on a protocol: a `Proto::X` or `RampProto::X`
+/// (with its fields) in a pattern: a `match` arm (`=>`, a guard's `if`), an or-pattern
+/// (`|`), an `if let`/`let .. else` (`Proto::X(h) =`), or inside `matches!(..)`. A variant
+/// made (`Proto::Http(req)` as a value) is not a match.
+fn proto_matches(code: &str) -> Vec<usize> {
+    let b = code.as_bytes();
+    let mut lines = vec![];
+    let mut from = 0;
+    while let Some(k) = code[from..].find("Proto::") {
+        let at = from + k;
+        from = at + 7;
+        let start = code[..at]
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        if !matches!(&code[start..at + 5], "Proto" | "RampProto") {
+            continue;
+        }
+        let mut i = at + 7;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$') {
+            i += 1;
+        }
+        let skip_ws = |mut i: usize| {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            i
+        };
+        i = skip_ws(i);
+        if i < b.len() && (b[i] == b'(' || b[i] == b'{') {
+            i = skip_ws(group_end(b, i));
+        }
+        // In a tuple or a `Some(..)`: what follows the group (`(None, Proto::Udp) =>`).
+        let mut inner = at;
+        while i < b.len() && (b[i] == b')' || b[i] == b',') {
+            let Some(open) = enclosing_paren(b, inner) else {
+                break;
+            };
+            inner = open;
+            i = skip_ws(group_end(b, open));
+        }
+        let rest = &code[i..];
+        let in_pattern = rest.starts_with("=>")
+            || (rest.starts_with('|') && !rest.starts_with("||"))
+            || (rest.starts_with('=') && !rest.starts_with("=="))
+            || rest.starts_with("if ");
+        let in_matches = code[..at].rfind("matches!(").is_some_and(|m| {
+            let between = &code[m + 8..at];
+            between.matches('(').count() > between.matches(')').count()
+        });
+        if in_pattern || in_matches {
+            lines.push(code[..at].matches('\n').count() + 1);
+        }
+    }
+    lines
+}
+
+#[test]
+fn the_protocol_is_matched_on_only_in_its_registries_and_the_renderers() {
+    let mut files = vec![];
+    rust_files(&root().join("src"), &mut files);
+    for c in fs::read_dir(root().join("crates")).unwrap().flatten() {
+        rust_files(&c.path().join("src"), &mut files);
+    }
+    let mut found = vec![];
+    for f in &files {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let name = f.file_name().unwrap().to_string_lossy();
+        let test_file = name.ends_with("_tests.rs")
+            || name == "tests.rs"
+            || rel.split('/').any(|d| d == "tests" || d == "plan_tests");
+        if test_file || PROTO_REGISTRIES.contains(&rel.as_str()) || rel.starts_with(RENDERERS) {
+            continue;
+        }
+        let code = production_code(&fs::read_to_string(f).unwrap());
+        found.extend(
+            proto_matches(&code)
+                .into_iter()
+                .map(|l| format!("{rel}:{l}")),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "the protocol matched on outside {PROTO_REGISTRIES:?} and the renderers (give the Proto a method in tpslab-plan/src/proto.rs instead): {found:?}"
+    );
+}
+
+#[test]
+fn a_match_on_the_protocol_is_told_from_a_protocol_made() {
+    let matched = [
+        "match p {\n    Proto::Tcp => 1,\n}",
+        "match p {\n    Proto::Http(h) => h,\n}",
+        "match p {\n    Proto::Tcp | Proto::Udp => 1,\n}",
+        "match (a, &p) {\n    (None, RampProto::Udp) => 1,\n}",
+        "match p {\n    Proto::Http(h) if h.url.is_empty() => 1,\n}",
+        "match p {\n    Proto::Redis { .. } => 1,\n}",
+        "if let Proto::Http(h) = &mut plan.proto {}",
+        "let Proto::Http(h) = &plan.proto else { return };",
+        "let http = matches!(plan.proto, Proto::Http(_));",
+        "let t = matches!(p, tpslab_plan::proto::Proto::Tcp);",
+        "match (p, b) {\n    (Proto::Http(h), true) => 1,\n}",
+        "match p {\n    Some(Proto::Tcp) => 1,\n}",
+    ];
+    for m in matched {
+        assert_eq!(
+            proto_matches(&production_code(m)).len(),
+            1 + m.matches(" | ").count(),
+            "{m}"
+        );
+    }
+    let made = [
+        "let p = Proto::Tcp;",
+        "setup(Proto::Http(req), outputs)?",
+        "Ok(Proto::Redis(args))",
+        "x = Proto::from_flag(&a.protocol)?;",
+        "if p == Proto::Tcp {}",
+        "// match p { Proto::Tcp => 1 }",
+        "use tpslab_plan::proto::Proto;",
+        "match p { DbProtocol::Redis => 1 }",
+        "match x {\n    Some(y) => f(Proto::Tcp, y),\n}",
+        "let (a, b) = (x, Proto::Udp);",
+        "assert_eq!(p, Proto::Tcp);",
+        "#[cfg(test)]\nmod tests { fn f() { if let Proto::Tcp = p {} } }",
+    ];
+    for m in made {
+        assert!(proto_matches(&production_code(m)).is_empty(), "{m}");
+    }
+    // The line is the match's.
+    assert_eq!(
+        proto_matches("fn f() {\n    match p {\n        Proto::Tcp => 1,\n    }\n}"),
+        vec![3]
+    );
+}

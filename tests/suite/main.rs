@@ -53,6 +53,7 @@ mod ramp;
 mod ramp_http;
 mod ramp_lock;
 mod ramp_on_time;
+mod resp;
 mod reuseport;
 mod shell;
 mod softnet;

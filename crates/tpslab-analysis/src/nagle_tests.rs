@@ -156,7 +156,7 @@ fn step(users: usize, g: Option<ReplyGaps>) -> StepResult {
 #[test]
 fn a_ramp_names_the_steps_held_and_the_worst_ones_figures() {
     let plan = tpslab_plan::ramp::RampPlan {
-        proto: tpslab_plan::ramp::RampProto::Tcp,
+        proto: tpslab_plan::proto::Proto::Tcp,
         target: "127.0.0.1:1".parse().unwrap(),
         steps: vec![1, 2, 4],
         step: std::time::Duration::from_secs(1),

@@ -1,7 +1,8 @@
 //! Tests of the parent module.
 use super::*;
 use tpslab_plan::framing::Framing;
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::proto::Proto;
+use tpslab_plan::ramp::RampPlan;
 use tpslab_record::ramp::Listener;
 use tpslab_record::waits::ThreadStates;
 
@@ -32,7 +33,7 @@ fn step(users: usize, completed: u64, errors: &[(&str, u64)]) -> StepResult {
 
 fn plan() -> RampPlan {
     RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target: "127.0.0.1:1".parse().unwrap(),
         steps: vec![1, 2],
         step: Duration::from_nanos(1),

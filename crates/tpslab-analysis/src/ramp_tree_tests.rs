@@ -33,7 +33,7 @@ fn record(steps: Vec<StepResult>) -> RampRecord {
     use std::time::Duration;
     RampRecord {
         plan: tpslab_plan::ramp::RampPlan {
-            proto: tpslab_plan::ramp::RampProto::Tcp,
+            proto: tpslab_plan::proto::Proto::Tcp,
             target: "127.0.0.1:1".parse().unwrap(),
             steps: steps.iter().map(|s| s.users).collect(),
             step: Duration::from_secs(1),

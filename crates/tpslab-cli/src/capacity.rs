@@ -199,6 +199,8 @@ pub struct CapacityTcpArgs {
     /// delim:TEXT (e.g. delim:\r\n).
     #[arg(long, default_value = "length")]
     pub framing: String,
+    #[arg(long, default_value = "framed", value_name = "PROTOCOL", help = tpslab_plan::proto::PROTOCOL_FLAG_HELP)]
+    pub protocol: String,
     /// Connections, each sending at RATE/CONNECTIONS requests a second on its own
     /// schedule, one request in flight (no pipelining).
     #[arg(long, default_value_t = 10)]
@@ -243,6 +245,7 @@ impl CapacityTcpArgs {
         let (slo, resolution_pct) = self.search.check(HTTP_RATE, unit)?;
         self.record.check(true)?;
         let step = tpslab_run::capacity::tcp_step(&tpslab_run::capacity::TcpFlags {
+            proto: tpslab_plan::proto::Proto::from_flag(&self.protocol)?,
             target: self.target.clone(),
             server_cmd: self.server_cmd.is_some(),
             size: self.size,

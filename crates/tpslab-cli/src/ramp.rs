@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_analysis::gate::applies;
-use tpslab_plan::ramp::RampProto;
+use tpslab_plan::proto::Proto;
 use tpslab_run::ramp::{BuiltinServer, RampFlags, RampSetup};
 
 #[derive(Subcommand, Debug)]
@@ -58,6 +58,8 @@ pub struct RampArgs {
     /// delim:TEXT (e.g. delim:\r\n).
     #[arg(long, default_value = "length")]
     pub framing: String,
+    #[arg(long, default_value = "framed", value_name = "PROTOCOL", help = tpslab_plan::proto::PROTOCOL_FLAG_HELP)]
+    pub protocol: String,
     /// UDP with --payload-file: OFF:LEN of a sequence field the server echoes (DNS: 0:2).
     #[arg(long)]
     pub seq_field: Option<String>,
@@ -110,8 +112,13 @@ impl RampCmd {
     /// and resolves TARGET; starts nothing.
     pub fn plan(&self) -> Result<RampSetup> {
         match self {
-            RampCmd::Tcp(a) => a.plan(RampProto::Tcp),
-            RampCmd::Udp(a) => a.plan(RampProto::Udp),
+            RampCmd::Tcp(a) => a.plan(Proto::from_flag(&a.protocol)?),
+            RampCmd::Udp(a) => {
+                if a.protocol != "framed" {
+                    anyhow::bail!("--protocol applies to ramp tcp");
+                }
+                a.plan(Proto::Udp)
+            }
             RampCmd::Http(h) => h.plan(),
         }
     }
@@ -160,7 +167,7 @@ impl RampArgs {
     }
 
     /// The validated setup for `proto` ([`RampFlags::setup`]).
-    fn plan(&self, proto: RampProto) -> Result<RampSetup> {
+    fn plan(&self, proto: Proto) -> Result<RampSetup> {
         self.flags().setup(proto, || self.outputs())
     }
 }

@@ -46,6 +46,9 @@ impl RampHttpArgs {
             cacert: self.request.cacert.clone(),
         };
         let r = &self.ramp;
+        if r.protocol != "framed" {
+            anyhow::bail!("--protocol applies to ramp tcp");
+        }
         r.flags().http_setup(&h, || r.outputs())
     }
 }

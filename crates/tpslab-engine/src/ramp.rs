@@ -34,7 +34,7 @@ use crate::proto::{Protocol, Transport};
 use crate::tally::{StepAcc, Tally};
 use crate::EngineError;
 
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::ramp::RampPlan;
 use tpslab_record::ramp::{RampRecord, StepResult};
 
 /// Runs the plan; `stop` ends it early (the steps so far are returned).
@@ -52,7 +52,7 @@ pub fn run_ramp_with(
 ) -> Result<RampRecord, EngineError> {
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
-    let proto = Protocol::for_plan(plan);
+    let proto = Protocol::for_plan(&plan.wire());
     let max_users = *plan.steps.last().unwrap_or(&1);
     // HTTP/2: the users share the plan's connections; else a socket per user.
     let h2 = plan.http2_connections > 0;
@@ -126,8 +126,8 @@ pub fn run_ramp_with(
     let server_tree = |pid: Option<u32>| pid.map(crate::server_tree::ServerTree::processes);
     // Replies' gaps from first byte to last are dated on a stream of the users' loop.
     let gaps_kept = proto.transport() == Transport::Stream && !h2;
-    let h2run = match (&plan.proto, h2) {
-        (RampProto::Http(req), true) => Some(h2_users(plan, req, &shared)?),
+    let h2run = match (plan.proto.http_request(), h2) {
+        (Some(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
     };
     std::thread::scope(|s| -> Result<(), EngineError> {

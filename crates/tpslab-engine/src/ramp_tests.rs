@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::rr::{frame, RrConfig, RrMode, RrServer};
 use tpslab_plan::framing::Framing;
+use tpslab_plan::proto::Proto;
 
 /// One ramp at a time: thousands of users on two CPUs would measure each other.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -24,7 +25,7 @@ fn tcp_ramp_counts_every_step_and_littles_law_holds() {
     })
     .unwrap();
     let plan = RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target: srv.local_addr(),
         steps: vec![1, 4],
         step: Duration::from_millis(400),
@@ -80,7 +81,7 @@ fn dead_server_gives_errors_not_a_hang() {
         }
     });
     let plan = RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target,
         steps: vec![2],
         step: Duration::from_millis(500),
@@ -109,7 +110,7 @@ fn dead_server_gives_errors_not_a_hang() {
 
 fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
     RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target,
         steps,
         step: Duration::from_millis(600),
@@ -272,7 +273,7 @@ fn udp_users_match_their_replies_and_refused_ones_are_errors() {
     })
     .unwrap();
     let mut p = plan(srv.local_addr(), vec![1, 200]);
-    p.proto = RampProto::Udp;
+    p.proto = Proto::Udp;
     p.request = vec![7u8; 64];
     let r = run_ramp(&p, &AtomicBool::new(false)).unwrap();
     for s in &r.steps {
@@ -282,7 +283,7 @@ fn udp_users_match_their_replies_and_refused_ones_are_errors() {
     drop(srv.stop());
     // Nobody on the port any more: each request is refused (ICMP), an error, no hang.
     let mut p = plan(p.target, vec![10]);
-    p.proto = RampProto::Udp;
+    p.proto = Proto::Udp;
     p.request = vec![7u8; 64];
     p.step = Duration::from_millis(300);
     p.warmup = Duration::from_millis(100);
@@ -342,7 +343,7 @@ fn a_slow_bookkeeper_does_not_stretch_the_load() {
     let _serial = serial();
     let srv = LastRead::start();
     let mut p = plan(srv.addr, vec![2, 4]);
-    p.proto = RampProto::Udp;
+    p.proto = Proto::Udp;
     p.request = vec![7u8; 64];
     p.step = Duration::from_millis(400);
     p.warmup = Duration::from_millis(100);
@@ -383,7 +384,7 @@ fn a_stop_reaches_the_users_while_the_books_are_kept() {
     let _serial = serial();
     let srv = LastRead::start();
     let mut p = plan(srv.addr, vec![2, 4]);
-    p.proto = RampProto::Udp;
+    p.proto = Proto::Udp;
     p.request = vec![7u8; 64];
     p.step = Duration::from_millis(400);
     p.warmup = Duration::from_millis(100);

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_plan::framing::Framing;
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::proto::Proto;
+use tpslab_plan::ramp::RampPlan;
 
 use crate::proto::connect;
 use crate::tally::{StepAcc, Tally};
@@ -32,7 +33,7 @@ impl Exchange for Lines {
     type User = u64;
     const TRANSPORT: Transport = Transport::Stream;
 
-    fn for_plan(plan: &RampPlan) -> Self {
+    fn for_plan(plan: &tpslab_plan::proto::Wire<'_>) -> Self {
         Lines {
             target: plan.target,
             closed: AtomicU64::new(0),
@@ -172,7 +173,7 @@ fn run_gaps(
     tpslab_record::gaps::ReplyGaps,
 ) {
     let plan = RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target,
         steps: vec![users],
         step: Duration::from_millis(ms),
@@ -189,7 +190,7 @@ fn run_gaps(
         load_threads: 1,
         http2_connections: 0,
     };
-    let proto = Lines::for_plan(&plan);
+    let proto = Lines::for_plan(&plan.wire());
     let t0 = mono_ns();
     let tally = Tally {
         plan: &plan,

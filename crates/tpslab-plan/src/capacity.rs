@@ -6,6 +6,7 @@
 use crate::framing::Framing;
 use crate::limits::{LOAD_DURATION, MAX_RATE_PPS, STEP_DURATION, WARMUP};
 use crate::load_http::LoadHttpPlan;
+use crate::proto::{Proto, Transport, Wire};
 use crate::udp::UdpRunPlan;
 use crate::PlanError;
 use serde::{Deserialize, Serialize};
@@ -195,6 +196,19 @@ pub struct TcpStep {
     /// when no HOST:PORT is given (None: the server at the target, or `--server-cmd`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builtin: Option<BuiltinTcpServer>,
+    /// `--protocol`: the request/reply protocol over the connections (a stream one, not
+    /// HTTP: `capacity http` is its own); absent in JSON for [`Proto::Tcp`] (framed), as
+    /// in records before it.
+    #[serde(default = "framed", skip_serializing_if = "is_framed")]
+    pub proto: Proto,
+}
+
+fn framed() -> Proto {
+    Proto::Tcp
+}
+
+fn is_framed(p: &Proto) -> bool {
+    *p == Proto::Tcp
 }
 
 /// tpslab's reference TCP server as `capacity tcp` (and `ramp tcp`) without a target
@@ -308,12 +322,13 @@ impl CapacityPlan {
         }
     }
 
-    /// The protocol's word: `udp`, `http` or `tcp`.
+    /// The protocol's word: `udp`, `http`, or the TCP step's protocol's ([`Proto::name`]:
+    /// `tcp` for framed requests).
     pub fn protocol(&self) -> &'static str {
         match &self.load {
             CapacityLoad::Udp(_) => "udp",
             CapacityLoad::Http(_) => "http",
-            CapacityLoad::Tcp(_) => "tcp",
+            CapacityLoad::Tcp(t) => t.proto.name(),
         }
     }
 
@@ -469,11 +484,23 @@ impl CapacityPlan {
 }
 
 impl TcpStep {
+    /// What the engine makes the protocol's exchange of.
+    pub fn wire(&self) -> Wire<'_> {
+        Wire {
+            proto: &self.proto,
+            target: self.target,
+            request: &self.request,
+            framing: &self.framing,
+            seq_field: None,
+        }
+    }
+
     /// Checks the step, labelled with `capacity tcp`'s flags: `--step-duration` within
     /// 100ms..=1h, `--warmup` 0 or a run of its own (at least 100ms) up to 1h, a rate
     /// above 0 up to the HTTP limit (`--start-rate`), `--connections` 1..=10,000,
     /// `--timeout` 1ms..=10min, `--load-threads` within its limit, a request of at least
-    /// one byte, and no `--pid` with tpslab's own server (it is watched anyway).
+    /// one byte, a stream protocol other than HTTP and its checks ([`Proto::validate`]),
+    /// and no `--pid` with tpslab's own server (it is watched anyway).
     pub fn validate(&self) -> Result<(), PlanError> {
         use crate::limits::{
             HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
@@ -509,6 +536,18 @@ impl TcpStep {
                 "capacity tcp: a request of at least one byte".into(),
             ));
         }
+        if self.proto.transport() != Transport::Stream || self.proto.http_request().is_some() {
+            return Err(PlanError::Conflict(format!(
+                "capacity tcp runs a request/reply protocol over TCP, not {} (capacity udp, capacity http)",
+                self.proto.name()
+            )));
+        }
+        self.proto.validate(
+            self.request_bytes as usize,
+            &self.framing,
+            None,
+            self.target,
+        )?;
         if self.builtin.is_some() && self.pid.is_some() && self.target.port() == 0 {
             return Err(PlanError::Conflict(
                 "--pid applies with HOST:PORT; tpslab's own server is watched anyway".into(),

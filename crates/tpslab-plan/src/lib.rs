@@ -19,6 +19,7 @@ pub mod limits;
 pub mod load_http;
 pub mod login;
 pub mod probe;
+pub mod proto;
 pub mod ramp;
 pub mod sweep;
 pub mod sysctl;

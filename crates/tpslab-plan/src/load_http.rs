@@ -14,7 +14,7 @@ use crate::limits::{
     HTTP2_SCHEDULES, HTTP2_STREAMS, HTTP_LOAD_DURATION, HTTP_LOAD_REQUESTS, HTTP_RATE,
     LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
 };
-use crate::ramp::HTTP_BODY_BYTES;
+use crate::proto::HTTP_BODY_BYTES;
 use crate::PlanError;
 
 /// An open-loop HTTP load: `connections` keep-alive connections, each sending at

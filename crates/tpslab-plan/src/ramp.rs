@@ -7,49 +7,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::framing::Framing;
-use crate::http::HttpRequest;
 use crate::limits::{
-    MAX_UDP_PAYLOAD, PAYLOAD_BYTES, RAMP_STEPS, RAMP_USERS, REQUEST_TIMEOUT, SAMPLE_INTERVAL,
-    STEP_DURATION, STEP_WARMUP, THINK,
+    RAMP_STEPS, RAMP_USERS, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
 };
-use crate::units::{seq_field_allowed, seq_field_fits};
+use crate::proto::{Proto, Wire};
 use crate::PlanError;
-
-/// Largest `ramp http --body`, bytes (1 MiB): a request is written whole per request.
-pub const HTTP_BODY_BYTES: u64 = 1 << 20;
-
-/// Bytes at the start of a UDP request that carry the user and its sequence number when the
-/// plan has no sequence field: the user's index, then the request's sequence number (each a
-/// 4-byte big-endian integer), echoed back by the server.
-pub const UDP_TAG_BYTES: usize = 8;
 
 fn default_knee_gain() -> f64 {
     0.2
-}
-
-/// Protocol of the ramp.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum RampProto {
-    /// One TCP connection per user; replies delimited by [`Framing`].
-    Tcp,
-    /// One UDP socket per user; a reply matches its request by the sequence field.
-    Udp,
-    /// HTTP/1.1 keep-alive, one connection per user: the request made of these and the
-    /// plan's `request` as its body (a record says `{"http": {"url": ..}}`).
-    Http(HttpRequest),
-}
-
-impl RampProto {
-    /// Its name as the command and the record write it: `tcp`, `udp`, `http`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            RampProto::Tcp => "tcp",
-            RampProto::Udp => "udp",
-            RampProto::Http(_) => "http",
-        }
-    }
 }
 
 /// A ramp: what [`RampPlan::validate`] accepts runs.
@@ -57,7 +22,7 @@ impl RampProto {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RampPlan {
     /// TCP or UDP.
-    pub proto: RampProto,
+    pub proto: Proto,
     /// The server.
     pub target: SocketAddr,
     /// Users in each step, increasing.
@@ -116,18 +81,24 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl RampPlan {
+    /// What the engine makes the protocol's exchange of.
+    pub fn wire(&self) -> Wire<'_> {
+        Wire {
+            proto: &self.proto,
+            target: self.target,
+            request: &self.request,
+            framing: &self.framing,
+            seq_field: self.seq_field,
+        }
+    }
+
     /// Checks everything `tpslab ramp` checks of its settings, whichever way the plan was
     /// made (flags, code, a record read back), with the flags' error texts:
     /// - steps: at least one, none below the one before, users 1..=10000 per step
     ///   ([`RAMP_USERS`]), at most [`RAMP_STEPS`] steps;
     /// - `--step-duration`, `--warmup`, `--think`, `--timeout`, `--interval` within
     ///   their limits ([`STEP_DURATION`], ...), `--knee-gain` above 0 and below 1;
-    /// - TCP: a framing `--framing` accepts, no sequence field, a request of at least
-    ///   one byte; UDP: length framing (the flag does not apply), a request of
-    ///   8..=65507 bytes without a sequence field, with one a request of 1..=65507 bytes
-    ///   holding the field;
-    /// - HTTP: no framing or sequence field, a body of at most [`HTTP_BODY_BYTES`], a URL,
-    ///   method and headers [`HttpRequest::check`] passes, the URL's port the target's;
+    /// - the protocol's request, framing and sequence field ([`Proto::validate`]);
     /// - HTTP/2 connections only with HTTP, at most [`RAMP_USERS`];
     /// - the target's port is not 0.
     ///
@@ -172,72 +143,15 @@ impl RampPlan {
                 "above 0 and below 1",
             ));
         }
-        let conflict = |m: &str| Err(PlanError::Conflict(m.into()));
-        let len = self.request.len();
-        match &self.proto {
-            RampProto::Tcp => {
-                self.framing.check()?;
-                if self.seq_field.is_some() {
-                    return conflict("--seq-field applies to ramp udp");
-                }
-                if len == 0 {
-                    return conflict(
-                        "the request is empty: each user sends at least one byte (--size, --payload-file)",
-                    );
-                }
-            }
-            RampProto::Udp => {
-                if self.framing != Framing::Length {
-                    return conflict("--framing applies to ramp tcp");
-                }
-                match self.seq_field {
-                    None => {
-                        if !(UDP_TAG_BYTES..=MAX_UDP_PAYLOAD).contains(&len) {
-                            return Err(PlanError::value(
-                                "--size",
-                                len,
-                                format!("{UDP_TAG_BYTES}..={MAX_UDP_PAYLOAD} bytes"),
-                            ));
-                        }
-                    }
-                    Some((o, l)) => {
-                        PAYLOAD_BYTES.check("--payload-file", len as u64)?;
-                        if !seq_field_fits(o, l, len) {
-                            return Err(PlanError::value(
-                                "--seq-field",
-                                format!("\"{o}:{l}\""),
-                                seq_field_allowed(len),
-                            ));
-                        }
-                    }
-                }
-            }
-            RampProto::Http(h) => {
-                if self.framing != Framing::Length {
-                    return conflict("--framing applies to ramp tcp");
-                }
-                if self.seq_field.is_some() {
-                    return conflict("--seq-field applies to ramp udp");
-                }
-                if len as u64 > HTTP_BODY_BYTES {
-                    return Err(PlanError::value(
-                        "--body",
-                        format!("{len} bytes"),
-                        format!("at most {HTTP_BODY_BYTES} bytes"),
-                    ));
-                }
-                let u = h.check()?;
-                if u.port != self.target.port() {
-                    return Err(PlanError::Conflict(format!(
-                        "URL \"{}\" has port {}, the target {} another",
-                        h.url, u.port, self.target
-                    )));
-                }
-            }
-        }
+        self.proto.validate(
+            self.request.len(),
+            &self.framing,
+            self.seq_field,
+            self.target,
+        )?;
         if self.http2_connections > 0 {
-            if !matches!(self.proto, RampProto::Http(_)) {
-                return conflict("--http2 applies to ramp http");
+            if self.proto.http_request().is_none() {
+                return Err(PlanError::Conflict("--http2 applies to ramp http".into()));
             }
             RAMP_USERS.check("--connections", self.http2_connections as u64)?;
         }

@@ -4,7 +4,7 @@ use super::*;
 /// A plan that passes: TCP, length framing, 1..4 users.
 fn tcp() -> RampPlan {
     RampPlan {
-        proto: RampProto::Tcp,
+        proto: Proto::Tcp,
         target: "127.0.0.1:5001".parse().unwrap(),
         steps: vec![1, 2, 4],
         step: Duration::from_secs(3),
@@ -25,7 +25,7 @@ fn tcp() -> RampPlan {
 
 fn udp() -> RampPlan {
     RampPlan {
-        proto: RampProto::Udp,
+        proto: Proto::Udp,
         request: vec![b'.'; 64],
         ..tcp()
     }
@@ -186,13 +186,13 @@ fn the_plan_serialises_as_before() {
     p.load_threads = 2;
     let back: RampPlan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
     assert_eq!(back, p);
-    assert_eq!(RampProto::Tcp.name(), "tcp");
-    assert_eq!(RampProto::Udp.name(), "udp");
+    assert_eq!(Proto::Tcp.name(), "tcp");
+    assert_eq!(Proto::Udp.name(), "udp");
 }
 
 fn http() -> RampPlan {
     RampPlan {
-        proto: RampProto::Http(crate::http::HttpRequest {
+        proto: Proto::Http(crate::http::HttpRequest {
             url: "http://127.0.0.1:5001/index.html".into(),
             method: "GET".into(),
             headers: vec![],
@@ -207,7 +207,7 @@ fn http() -> RampPlan {
 fn http_plans() {
     assert_eq!(http().validate(), Ok(()));
     assert_eq!(
-        RampProto::Http(crate::http::HttpRequest {
+        Proto::Http(crate::http::HttpRequest {
             url: String::new(),
             method: String::new(),
             headers: vec![],
@@ -226,7 +226,7 @@ fn http_plans() {
     );
     assert_eq!(
         e(RampPlan {
-            request: vec![0; (HTTP_BODY_BYTES + 1) as usize],
+            request: vec![0; (crate::proto::HTTP_BODY_BYTES + 1) as usize],
             ..http()
         }),
         "--body 1048577 bytes: allowed at most 1048576 bytes"
@@ -246,7 +246,7 @@ fn http_plans() {
         "--seq-field applies to ramp udp"
     );
     let mut tls = http();
-    tls.proto = RampProto::Http(crate::http::HttpRequest {
+    tls.proto = Proto::Http(crate::http::HttpRequest {
         url: "https://127.0.0.1:5001/".into(),
         method: "GET".into(),
         headers: vec![],
@@ -259,5 +259,68 @@ fn http_plans() {
         j,
         r#"{"http":{"url":"http://127.0.0.1:5001/index.html","method":"GET","headers":[]}}"#
     );
-    assert_eq!(serde_json::to_string(&RampProto::Tcp).unwrap(), r#""tcp""#);
+    assert_eq!(serde_json::to_string(&Proto::Tcp).unwrap(), r#""tcp""#);
+}
+
+/// `--protocol redis[:COMMAND]` (tpslab-plan/src/proto.rs): its flag value, its request
+/// (the command as a RESP array of bulk strings) and its checks.
+#[test]
+fn redis_is_a_protocol_of_its_flag_value_request_and_checks() {
+    use crate::proto::Builtin;
+    assert_eq!(
+        Proto::from_flag("redis"),
+        Ok(Proto::Redis(vec!["PING".into()]))
+    );
+    let get = Proto::from_flag("redis:GET  key").unwrap();
+    assert_eq!(get, Proto::Redis(vec!["GET".into(), "key".into()]));
+    assert_eq!(get.name(), "redis");
+    assert_eq!(
+        Proto::from_flag("memcached").unwrap_err().to_string(),
+        "--protocol \"memcached\": allowed framed, redis or redis:COMMAND (e.g. 'redis:GET key')"
+    );
+    assert!(get.builtin().unwrap_err().to_string().contains("HOST:PORT"));
+    assert_eq!(Proto::Tcp.builtin(), Ok(Builtin::Framed));
+    let (req, seq) = get.request(None, vec![b'.'; 1024], false, None).unwrap();
+    assert_eq!(
+        (&req[..], seq),
+        (&b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n"[..], None)
+    );
+    // The framed protocol's flags do not apply.
+    for (payload, size, framing, seq) in [
+        (Some(vec![1]), 1024, false, None),
+        (None, 64, false, None),
+        (None, 1024, true, None),
+        (None, 1024, false, Some("0:2")),
+    ] {
+        assert!(get.request(payload, vec![0; size], framing, seq).is_err());
+    }
+    let plan = RampPlan {
+        proto: get.clone(),
+        request: req.clone(),
+        ..tcp()
+    };
+    assert_eq!(plan.validate(), Ok(()));
+    let e = |p: RampPlan| p.validate().unwrap_err().to_string();
+    assert_eq!(
+        e(RampPlan {
+            request: b"PING\r\n".to_vec(),
+            ..plan.clone()
+        }),
+        "the request has 6 bytes, the command 22 as RESP: the plan's request is its command"
+    );
+    assert_eq!(
+        e(RampPlan {
+            proto: Proto::Redis(vec![]),
+            request: b"*0\r\n".to_vec(),
+            ..plan.clone()
+        }),
+        "--protocol \"redis:\": allowed redis:COMMAND of 1..=64 words, at most 65536 bytes as RESP"
+    );
+    assert_eq!(
+        e(RampPlan {
+            framing: Framing::Fixed(5),
+            ..plan
+        }),
+        "--framing applies to --protocol framed"
+    );
 }

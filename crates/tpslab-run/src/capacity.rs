@@ -589,6 +589,9 @@ fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord>
 /// `capacity tcp`'s settings as given, for [`tcp_step`].
 #[derive(Debug, Clone)]
 pub struct TcpFlags {
+    /// `--protocol`'s protocol ([`tpslab_plan::proto::Proto::from_flag`]; `framed`:
+    /// [`tpslab_plan::proto::Proto::Tcp`]).
+    pub proto: tpslab_plan::proto::Proto,
     /// HOST:PORT; None: `--server-cmd`'s server, or tpslab's own.
     pub target: Option<String>,
     /// `--server-cmd` was given.
@@ -633,7 +636,7 @@ pub fn tcp_step(f: &TcpFlags) -> Result<tpslab_plan::capacity::TcpStep> {
         None => None,
     };
     let (request, _) = crate::ramp::request(
-        tpslab_plan::ramp::RampProto::Tcp,
+        f.proto.clone(),
         payload,
         f.size,
         f.framing != "length",
@@ -666,6 +669,12 @@ pub fn tcp_step(f: &TcpFlags) -> Result<tpslab_plan::capacity::TcpStep> {
             (unstarted, None)
         }
         (None, false) => {
+            if f.proto.builtin()? != tpslab_plan::proto::Builtin::Framed {
+                bail!(
+                    "capacity tcp --protocol {}: give the server's HOST:PORT or --server-cmd (tpslab's own server speaks framed requests)",
+                    f.proto.name()
+                );
+            }
             if f.pid.is_some() {
                 bail!("--pid applies with HOST:PORT; tpslab's own server is watched anyway");
             }
@@ -685,5 +694,6 @@ pub fn tcp_step(f: &TcpFlags) -> Result<tpslab_plan::capacity::TcpStep> {
         warmup: f.warmup,
         pid: f.pid,
         builtin,
+        proto: f.proto.clone(),
     })
 }

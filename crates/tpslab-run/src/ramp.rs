@@ -9,11 +9,11 @@ use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tpslab_engine::ramp::run_ramp_with;
-use tpslab_engine::rr::frame;
 use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 use tpslab_record::{Body, RampReport, Record};
 
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::proto::{Builtin, Proto};
+use tpslab_plan::ramp::RampPlan;
 use tpslab_record::ramp::StepResult;
 
 mod flags;
@@ -87,13 +87,14 @@ pub fn parse_steps(users: &str, step: &str) -> Result<Vec<usize>, String> {
 pub type SeqField = (usize, usize);
 
 /// The request every user sends and, for udp with a payload file, the sequence field that
-/// matches replies: `payload` (a `--payload-file`'s bytes, TCP: sent verbatim with its own
-/// framing) or `size` bytes (8..=65507) with "ping" every 64, framed for tcp.
+/// matches replies ([`Proto::request`]): `payload` (a `--payload-file`'s bytes, TCP: sent
+/// verbatim with its own framing) or `size` bytes (8..=65507) with "ping" every 64, framed
+/// for tcp.
 /// `framing_given`: `--framing` was given other than `length` (refused for udp);
 /// `seq_field`: `--seq-field OFF:LEN` as written (udp with a payload file only). Errors
 /// (one line) name the flag.
 pub fn request(
-    proto: RampProto,
+    proto: Proto,
     payload: Option<Vec<u8>>,
     size: u64,
     framing_given: bool,
@@ -112,38 +113,9 @@ pub fn request(
         }
         b
     };
-    Ok(match proto {
-        RampProto::Tcp => {
-            if seq_field.is_some() {
-                bail!("--seq-field applies to ramp udp");
-            }
-            (payload.unwrap_or_else(|| frame(&body())), None)
-        }
-        RampProto::Udp => {
-            if framing_given {
-                bail!("--framing applies to ramp tcp");
-            }
-            match (payload, seq_field) {
-                (Some(p), Some(s)) => {
-                    let f = tpslab_plan::units::parse_seq_field("--seq-field", s, p.len())?;
-                    (p, Some(f))
-                }
-                (Some(_), None) => bail!("ramp udp --payload-file needs --seq-field OFF:LEN (a field the server echoes, e.g. 0:2 for a DNS id) to match replies"),
-                (None, Some(_)) => bail!("--seq-field needs --payload-file"),
-                (None, None) => (body(), None),
-            }
-        }
-        // The body (`--body`), none without one; the request is built by the protocol.
-        RampProto::Http(_) => {
-            if framing_given {
-                bail!("--framing applies to ramp tcp");
-            }
-            if seq_field.is_some() {
-                bail!("--seq-field applies to ramp udp");
-            }
-            (payload.unwrap_or_default(), None)
-        }
-    })
+    proto
+        .request(payload, body(), framing_given, seq_field)
+        .map_err(anyhow::Error::from)
 }
 
 /// tpslab's reference server (`serve tcp --mode replace`) as `ramp tcp` without a target
@@ -237,13 +209,11 @@ pub fn prepare(setup: &RampSetup) -> Result<Ready> {
         Some(b) => {
             let step = plan.step + plan.warmup;
             let life = step * plan.steps.len() as u32 + Duration::from_secs(30);
-            let http = matches!(plan.proto, RampProto::Http(_));
+            let http = plan.proto.builtin()? == Builtin::Http;
             let s = crate::server_proc::ServerProcess::tpslab(&b.args(life, http))?;
             plan.target = s.addr;
             // ramp http without a URL: the built-in server's.
-            if let RampProto::Http(h) = &mut plan.proto {
-                h.url = format!("http://{}/", s.addr);
-            }
+            plan.proto.on_server(s.addr);
             plan.server_pid = Some(s.pid());
             Some(s)
         }
@@ -280,6 +250,7 @@ pub fn run(ready: Ready, ctx: &Ctx, on_steps: &(dyn Fn(&[StepResult]) + Sync)) -
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tpslab_engine::rr::frame;
 
     proptest! {
         #[test]
@@ -322,34 +293,34 @@ mod tests {
 
     #[test]
     fn requests_are_pings_framed_for_tcp_or_a_payload_matched_by_its_field() {
-        let (tcp, none) = request(RampProto::Tcp, None, 8, false, None).unwrap();
+        let (tcp, none) = request(Proto::Tcp, None, 8, false, None).unwrap();
         assert_eq!((tcp, none), (frame(b"ping...."), None));
-        let (udp, none) = request(RampProto::Udp, None, 70, false, None).unwrap();
+        let (udp, none) = request(Proto::Udp, None, 70, false, None).unwrap();
         assert_eq!(
             (&udp[..4], &udp[64..68], udp.len(), none),
             (&b"ping"[..], &b"ping"[..], 70, None)
         );
         let dns = vec![0u8; 29];
-        let (p, f) = request(RampProto::Udp, Some(dns.clone()), 1024, false, Some("0:2")).unwrap();
+        let (p, f) = request(Proto::Udp, Some(dns.clone()), 1024, false, Some("0:2")).unwrap();
         assert_eq!((p, f), (dns.clone(), Some((0, 2))));
         let e = |r: Result<(Vec<u8>, Option<SeqField>)>| r.unwrap_err().to_string();
         assert_eq!(
-            e(request(RampProto::Tcp, None, 7, false, None)),
+            e(request(Proto::Tcp, None, 7, false, None)),
             "--size 7: allowed 8..=65507 bytes"
         );
         assert_eq!(
-            e(request(RampProto::Tcp, None, 64, false, Some("0:2"))),
+            e(request(Proto::Tcp, None, 64, false, Some("0:2"))),
             "--seq-field applies to ramp udp"
         );
         assert_eq!(
-            e(request(RampProto::Udp, None, 64, true, None)),
+            e(request(Proto::Udp, None, 64, true, None)),
             "--framing applies to ramp tcp"
         );
         assert_eq!(
-            e(request(RampProto::Udp, None, 64, false, Some("0:2"))),
+            e(request(Proto::Udp, None, 64, false, Some("0:2"))),
             "--seq-field needs --payload-file"
         );
-        assert!(e(request(RampProto::Udp, Some(dns), 64, false, None))
+        assert!(e(request(Proto::Udp, Some(dns), 64, false, None))
             .contains("needs --seq-field OFF:LEN"));
     }
 

@@ -67,6 +67,7 @@ fn tcp_capacity(
                     serialize: false,
                     threads: 1,
                 }),
+                proto: tpslab_plan::proto::Proto::Tcp,
             }),
             search: CapacitySearch {
                 slo: Slo::parse("--slo", "p99<20ms").unwrap(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::load_http::LoadHttpPlan;
-use tpslab_plan::ramp::HTTP_BODY_BYTES;
+use tpslab_plan::proto::HTTP_BODY_BYTES;
 
 /// The request's flags (`load http`, `capacity http`, `ramp http`): method, headers,
 /// body and TLS trust.

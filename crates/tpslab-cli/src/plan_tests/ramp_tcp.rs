@@ -6,7 +6,7 @@ use super::{
     BITRATE_FORMS, SIZE_FORMS,
 };
 use std::time::Duration;
-use tpslab_plan::ramp::RampProto;
+use tpslab_plan::proto::Proto;
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 use tpslab_plan::tcp::{ServeTcpPlan, TcpPlan};
 use tpslab_run::ramp::{RampSetup, BUILTIN_UNSTARTED};
@@ -17,7 +17,7 @@ fn ramp_rows() {
     let one = file("one.bin", b"x");
     check(&[
         (&["ramp", "tcp"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
-            if plan.proto == RampProto::Tcp && plan.target == BUILTIN_UNSTARTED
+            if plan.proto == Proto::Tcp && plan.target == BUILTIN_UNSTARTED
                 && plan.steps == [1, 2, 4, 8, 16, 32, 64] && plan.step == Duration::from_secs(3)
                 && plan.warmup == Duration::from_secs(1) && plan.timeout == Duration::from_secs(2)
                 // 1024 bytes, "ping" every 64, behind a 4-byte length.
@@ -31,7 +31,7 @@ fn ramp_rows() {
                     && plan.builtin_server.as_deref() == Some("0ns CPU + 10ms under one global lock per request")))),
         (&["ramp", "udp", "127.0.0.1:9", "--payload-file", dns, "--seq-field", "0:2", "--knee-gain", "0.5"],
             Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: None })
-                if plan.proto == RampProto::Udp && plan.target.port() == 9 && plan.request.len() == 29
+                if plan.proto == Proto::Udp && plan.target.port() == 9 && plan.request.len() == 29
                     && plan.seq_field == Some((0, 2)) && plan.knee_gain == 0.5 && plan.builtin_server.is_none()))),
         (&["ramp", "tcp", "--users", "9..1"], Error("--users 9..1: the range is empty (FIRST above LAST)")),
         (&["ramp", "tcp", "--users", "0..5"], Error("--users 0..5: allowed FIRST..LAST with 1 <= FIRST <= LAST <= 10000, e.g. 1..200")),
@@ -208,7 +208,7 @@ fn ramp_http_rows() {
         (&["ramp", "http", "http://127.0.0.1:8080/x?y=1", "--method", "POST", "--header", "Accept: */*",
            "--header", "X-Trace:  7 ", "--body", body, "--users", "1..4"],
             Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: None })
-                if matches!(&plan.proto, RampProto::Http(h) if h.url == "http://127.0.0.1:8080/x?y=1"
+                if matches!(&plan.proto, Proto::Http(h) if h.url == "http://127.0.0.1:8080/x?y=1"
                     && h.method == "POST"
                     && h.headers == [("Accept".to_string(), "*/*".to_string()), ("X-Trace".to_string(), "7".to_string())])
                 && plan.target == "127.0.0.1:8080".parse().unwrap()
@@ -221,7 +221,7 @@ fn ramp_http_rows() {
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "10001"],
             Error("--connections 10001: allowed 1..=10000")),
         (&["ramp", "http", "--serialize"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
-            if matches!(&plan.proto, RampProto::Http(h) if h.method == "GET" && h.headers.is_empty())
+            if matches!(&plan.proto, Proto::Http(h) if h.method == "GET" && h.headers.is_empty())
                 && plan.target == BUILTIN_UNSTARTED && plan.request.is_empty() && b.serialize))),
         (&["ramp", "http", "http://localhost/"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. })
             if plan.target.port() == 80 && plan.target.ip().is_loopback()))),

@@ -22,7 +22,7 @@
 
 use std::net::SocketAddr;
 
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::proto::Wire;
 
 use super::tls::{client_for, TlsClient};
 use super::{Decoded, Exchange, Opened, Reply, Transport};
@@ -302,17 +302,16 @@ impl Exchange for Http1 {
 
     const UNSOLICITED: Option<&'static str> = Some(UNSOLICITED);
 
-    fn for_plan(plan: &RampPlan) -> Self {
-        let RampProto::Http(h) = &plan.proto else {
-            unreachable!("Http1 serves the plans of RampProto::Http")
-        };
+    fn for_plan(w: &Wire<'_>) -> Self {
+        let h = w
+            .proto
+            .http_request()
+            .expect("Http1 serves the plans of Proto::Http");
         // A validated plan's request builds (validate checked it).
-        let request = h
-            .bytes(&plan.request)
-            .expect("a validated plan's HTTP request");
+        let request = h.bytes(w.request).expect("a validated plan's HTTP request");
         // Methods are case-sensitive (RFC 9110 9.1): `head` is not HEAD, and its replies
         // may carry a body.
-        let p = Http1::new(plan.target, request, h.method == "HEAD");
+        let p = Http1::new(w.target, request, h.method == "HEAD");
         // Checked when the plan was made (client_for, a bad --cacert one line then).
         match client_for(h, ALPN).expect("a checked plan's TLS settings") {
             Some(c) => p.with_tls(c),

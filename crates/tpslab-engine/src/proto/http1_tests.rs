@@ -3,6 +3,8 @@
 
 use super::*;
 use std::time::Duration;
+use tpslab_plan::proto::Proto;
+use tpslab_plan::ramp::RampPlan;
 
 fn proto(head: bool) -> Http1 {
     Http1::new(
@@ -298,7 +300,7 @@ fn a_closed_connection_forgets_the_reply_being_read() {
 #[test]
 fn the_plans_request_is_built_once() {
     let plan = RampPlan {
-        proto: RampProto::Http(tpslab_plan::http::HttpRequest {
+        proto: Proto::Http(tpslab_plan::http::HttpRequest {
             url: "http://127.0.0.1:8080/x".into(),
             method: "HEAD".into(),
             headers: vec![("Accept".into(), "*/*".into())],
@@ -321,7 +323,7 @@ fn the_plans_request_is_built_once() {
         http2_connections: 0,
     };
     plan.validate().unwrap();
-    let p = Http1::for_plan(&plan);
+    let p = Http1::for_plan(&plan.wire());
     assert!(p.head);
     assert_eq!(
         p.request(&p.user(0)),

@@ -6,39 +6,24 @@
 //! generic over [`Exchange`] and knows of a protocol only its [`Transport`]: a connection
 //! per user whose replies are a byte stream, or a socket per user whose replies are
 //! datagrams. A protocol is one file here, implementing [`Exchange`], plus one line in the
-//! list at the end of this file naming the [`RampProto`] of the plan it serves.
+//! list at the end of this file naming the [`Proto`] variant it serves: this list is the
+//! engine's one match on a [`Proto`] (the plan crate's is `tpslab-plan/src/proto.rs`).
 //!
 //! One request is in flight per user at a time (no pipelining): a reply decoded is the
 //! reply to the request being waited for, or one the protocol says is stale.
 
 use std::net::SocketAddr;
 
-use tpslab_plan::ramp::{RampPlan, RampProto};
+// The transport is the plan's (each `Proto` variant has one); the users' loop knows of a
+// protocol only it: a stream's bytes kept across reads, or one datagram per read.
+pub(crate) use tpslab_plan::proto::Transport;
+use tpslab_plan::proto::{Proto, Wire};
 
 pub mod h2;
 pub mod h3;
 pub mod hpack;
-pub mod http1;
 mod huffman;
-pub mod tcp_framed;
 pub mod tls;
-pub mod udp_seq;
-
-/// How a protocol's requests and replies travel; the only thing the users' loop knows of
-/// a protocol besides [`Exchange`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// A connection per user (TCP): made before its first request, closed after a failed
-    /// request (its unread reply would be taken for the next one's) and made again. The
-    /// replies arrive as a byte stream: bytes read are kept across reads until
-    /// [`Exchange::decode`] finds a whole reply in them; the peer closing the connection
-    /// fails the request in flight (`closed by peer`).
-    Stream,
-    /// A socket per user (UDP), kept for the whole ramp, failures or not. Each read is one
-    /// datagram, given to [`Exchange::decode`] alone; datagrams that arrive while the user
-    /// waits for no reply (late replies) are read and dropped undecoded.
-    Datagram,
-}
 
 /// A user's new socket.
 #[derive(Debug)]
@@ -118,9 +103,9 @@ pub trait Exchange: Sync + Sized {
     /// kept for the next request's [`Exchange::decode`].
     const UNSOLICITED: Option<&'static str> = None;
 
-    /// The protocol of a plan of its [`RampProto`], one that passed
-    /// [`RampPlan::validate`].
-    fn for_plan(plan: &RampPlan) -> Self;
+    /// The protocol of a plan of its [`Proto`] variant, one that passed its `validate`
+    /// (a ramp's or a capacity step's).
+    fn for_plan(w: &Wire<'_>) -> Self;
 
     /// The state of user `id` (unique in the ramp, 0-based) before its first request.
     fn user(&self, id: usize) -> Self::User;
@@ -228,29 +213,32 @@ pub(crate) trait WithExchange {
     fn with<P: Exchange>(self, p: &P) -> Self::Out;
 }
 
-/// Lists the protocols: `RampProto variant => type implementing Exchange`, one a line.
+/// Lists the protocols: `Proto variant => module::type implementing Exchange`, one a line;
+/// declares each module (`proto/MODULE.rs`).
 macro_rules! protocols {
-    ($($proto:ident => $ty:ty,)*) => {
+    ($($proto:ident => $module:ident :: $ty:ident,)*) => {
+        $(pub mod $module;)*
+
         /// The plan's protocol, made from the plan.
         pub(crate) enum Protocol {
             $(
                 #[doc = concat!("`", stringify!($proto), "`: [`", stringify!($ty), "`].")]
-                $proto($ty),
+                $proto($module::$ty),
             )*
         }
 
         impl Protocol {
-            /// The protocol of a validated plan.
-            pub(crate) fn for_plan(plan: &RampPlan) -> Protocol {
-                match plan.proto {
-                    $(RampProto::$proto { .. } => Protocol::$proto(<$ty as Exchange>::for_plan(plan)),)*
+            /// The protocol of a validated plan's wire (`RampPlan::wire`, `TcpStep::wire`).
+            pub(crate) fn for_plan(w: &Wire<'_>) -> Protocol {
+                match w.proto {
+                    $(Proto::$proto { .. } => Protocol::$proto(<$module::$ty as Exchange>::for_plan(w)),)*
                 }
             }
 
             /// How its requests travel.
             pub(crate) fn transport(&self) -> Transport {
                 match self {
-                    $(Protocol::$proto(_) => <$ty as Exchange>::TRANSPORT,)*
+                    $(Protocol::$proto(_) => <$module::$ty as Exchange>::TRANSPORT,)*
                 }
             }
 
@@ -268,4 +256,5 @@ protocols! {
     Tcp => tcp_framed::TcpFramed,
     Udp => udp_seq::UdpSeq,
     Http => http1::Http1,
+    Redis => resp::Resp,
 }

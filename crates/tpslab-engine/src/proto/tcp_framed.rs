@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 
 use tpslab_plan::framing::{Framing, MAX_FRAME};
-use tpslab_plan::ramp::RampPlan;
+use tpslab_plan::proto::Wire;
 
 use super::{Decoded, Exchange, Opened, Reply, Transport};
 
@@ -39,17 +39,6 @@ pub struct TcpFramed {
     framing: Framing,
 }
 
-impl TcpFramed {
-    /// Sends `request` (framed already) to `target`; a reply ends by `framing`.
-    pub fn new(target: SocketAddr, request: Vec<u8>, framing: Framing) -> TcpFramed {
-        TcpFramed {
-            target,
-            request,
-            framing,
-        }
-    }
-}
-
 impl Exchange for TcpFramed {
     /// Nothing per user: every user sends the same bytes, and the reply's bytes are the
     /// loop's.
@@ -57,11 +46,11 @@ impl Exchange for TcpFramed {
 
     const TRANSPORT: Transport = Transport::Stream;
 
-    fn for_plan(plan: &RampPlan) -> Self {
+    fn for_plan(w: &Wire<'_>) -> Self {
         TcpFramed {
-            target: plan.target,
-            request: plan.request.clone(),
-            framing: plan.framing.clone(),
+            target: w.target,
+            request: w.request.to_vec(),
+            framing: w.framing.clone(),
         }
     }
 

@@ -8,7 +8,8 @@
 
 use std::net::SocketAddr;
 
-use tpslab_plan::ramp::{RampPlan, UDP_TAG_BYTES};
+use tpslab_plan::proto::Wire;
+use tpslab_plan::proto::UDP_TAG_BYTES;
 
 use super::{Decoded, Exchange, Opened, Reply, Transport};
 
@@ -40,12 +41,12 @@ impl Exchange for UdpSeq {
 
     const TRANSPORT: Transport = Transport::Datagram;
 
-    fn for_plan(plan: &RampPlan) -> Self {
+    fn for_plan(w: &Wire<'_>) -> Self {
         UdpSeq {
-            target: plan.target,
-            request: plan.request.clone(),
-            field: plan.seq_field.unwrap_or((0, UDP_TAG_BYTES)),
-            own_field: plan.seq_field.is_some(),
+            target: w.target,
+            request: w.request.to_vec(),
+            field: w.seq_field.unwrap_or((0, UDP_TAG_BYTES)),
+            own_field: w.seq_field.is_some(),
         }
     }
 
@@ -101,11 +102,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tpslab_plan::framing::Framing;
-    use tpslab_plan::ramp::RampProto;
+    use tpslab_plan::proto::Proto;
+    use tpslab_plan::ramp::RampPlan;
 
     fn plan(request: Vec<u8>, seq_field: Option<(usize, usize)>) -> RampPlan {
         let p = RampPlan {
-            proto: RampProto::Udp,
+            proto: Proto::Udp,
             target: "127.0.0.1:53".parse().unwrap(),
             steps: vec![1],
             step: Duration::from_secs(1),
@@ -128,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_default_tag_is_the_user_and_its_sequence() {
-        let p = UdpSeq::for_plan(&plan(vec![b'.'; 12], None));
+        let p = UdpSeq::for_plan(&plan(vec![b'.'; 12], None).wire());
         let mut u = p.user(0x0102_0304);
         p.encode(&mut u);
         assert_eq!(p.request(&u), b"\x01\x02\x03\x04\0\0\0\x01....");
@@ -151,7 +153,7 @@ mod tests {
     fn a_seq_field_carries_the_low_bytes_of_the_sequence() {
         // A DNS query: the 2-byte id at offset 0; the reply is longer than the query.
         let query = b"\xab\xcd\x01\x00\0\x01\0\0\0\0\0\0\x04ramp\x04test\0\0\x01\0\x01".to_vec();
-        let p = UdpSeq::for_plan(&plan(query.clone(), Some((0, 2))));
+        let p = UdpSeq::for_plan(&plan(query.clone(), Some((0, 2))).wire());
         let mut u = p.user(3);
         for _ in 0..0x1_0001 {
             p.encode(&mut u);
@@ -172,7 +174,7 @@ mod tests {
 
     #[test]
     fn datagrams_too_short_for_the_field_are_stale() {
-        let p = UdpSeq::for_plan(&plan(vec![0; 16], Some((8, 4))));
+        let p = UdpSeq::for_plan(&plan(vec![0; 16], Some((8, 4))).wire());
         let mut u = p.user(0);
         p.encode(&mut u);
         let echo = p.request(&u).to_vec();

@@ -55,9 +55,9 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
             t.duration,
             t.warmup,
             format!(
-                "{}-byte requests, replies framed {}, on {} connection(s), timeout {}{}",
+                "{}-byte requests, {}, on {} connection(s), timeout {}{}",
                 t.request_bytes,
-                t.framing.spec(),
+                t.proto.replies(&t.framing),
                 t.connections,
                 fmt_ns(t.timeout.as_nanos() as f64),
                 match &t.builtin {

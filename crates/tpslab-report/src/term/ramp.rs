@@ -33,7 +33,7 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
         },
         match &p.proto {
             // The URL, and the address it was resolved to.
-            tpslab_plan::ramp::RampProto::Http(h) => format!(
+            tpslab_plan::proto::Proto::Http(h) => format!(
                 "{} ({}){}{}",
                 h.url,
                 p.target,

@@ -10,8 +10,9 @@ use std::time::Duration;
 use tpslab_plan::framing::Framing;
 use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
-use tpslab_plan::ramp::HTTP_BODY_BYTES;
-use tpslab_plan::ramp::{RampPlan, RampProto};
+use tpslab_plan::proto::Proto;
+use tpslab_plan::proto::HTTP_BODY_BYTES;
+use tpslab_plan::ramp::RampPlan;
 use tpslab_plan::target::{check_pid, resolve};
 
 /// The settings of `ramp tcp|udp` as given (`ramp http` adds [`HttpFlags`]); a value left
@@ -75,11 +76,7 @@ impl RampFlags {
     /// check of its output files and gate, in that order with the steps), then the limits,
     /// the request, and the target (someone's server, resolved, or the built-in one).
     /// Errors: one line naming the flag(s).
-    pub fn setup(
-        &self,
-        proto: RampProto,
-        outputs: impl FnOnce() -> Result<()>,
-    ) -> Result<RampSetup> {
+    pub fn setup(&self, proto: Proto, outputs: impl FnOnce() -> Result<()>) -> Result<RampSetup> {
         let a = self;
         let steps = parse_steps(&a.users, &a.step).map_err(|e| anyhow!(e))?;
         outputs()?;
@@ -117,24 +114,21 @@ impl RampFlags {
             }
             Ok(())
         };
-        let (target, pid, builtin) = match (&a.target, &proto) {
-            (Some(_), RampProto::Http(h)) => {
-                with_target("URL")?;
-                let u = h.check()?;
-                (resolve(&format!("{}:{}", u.host, u.port))?, a.pid, None)
+        let (target, pid, builtin) = match &a.target {
+            Some(t) => {
+                with_target(if proto.http_request().is_some() {
+                    "URL"
+                } else {
+                    "TARGET"
+                })?;
+                (resolve(&proto.target_text(t)?)?, a.pid, None)
             }
-            (Some(t), _) => {
-                with_target("TARGET")?;
-                (resolve(t)?, a.pid, None)
-            }
-            (None, RampProto::Tcp | RampProto::Http(_)) => {
+            None => {
+                proto.builtin()?;
                 if a.pid.is_some() {
                     bail!("--pid applies with a TARGET; the built-in server is watched anyway");
                 }
                 (BUILTIN_UNSTARTED, None, Some(b))
-            }
-            (None, RampProto::Udp) => {
-                bail!("ramp udp needs TARGET (HOST:PORT), e.g. of `tpslab serve udp --mode echo`")
             }
         };
         let plan = RampPlan {
@@ -203,7 +197,7 @@ impl RampFlags {
             Some(p) => crate::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
             None => vec![],
         };
-        let mut setup = self.setup(RampProto::Http(req), outputs)?;
+        let mut setup = self.setup(Proto::Http(req), outputs)?;
         setup.plan.request = body;
         setup.plan.http2_connections = h.http2.unwrap_or(0);
         Ok(setup)

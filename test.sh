@@ -62,8 +62,9 @@ else
   echo "skipped tests: none"
 fi
 if [ -s "$TPSLAB_TEST_TIMES" ]; then
-  echo "slowest suite tests (s total, s waiting for a turn, turn, name; all in $TPSLAB_TEST_TIMES):"
-  sort -rn "$TPSLAB_TEST_TIMES" | head -n 15 | sed 's/^/  /'
+  echo "slowest suite tests (s running, s waiting for a turn before, turn, name; all in $TPSLAB_TEST_TIMES):"
+  awk -F'\t' -v OFS='\t' '{ printf "%.1f\t%s\t%s\t%s\n", $1 - $2, $2, $3, $4 }' "$TPSLAB_TEST_TIMES" \
+    | sort -rn | head -n 15 | sed 's/^/  /'
 fi
 took=$((SECONDS - start))
 echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included), exit $status"

@@ -45,7 +45,7 @@ pub fn skip(test: &str, why: &str) {
 }
 
 mod retry;
-pub use retry::{cpu_pressure_pct, plan_sent, retry, retry_chance};
+pub use retry::{cpu_pressure_pct, plan_sent, retry, retry_chance, Neighbour};
 
 /// Whether `path` exists; otherwise the test is skipped with the reason.
 pub fn need(test: &str, path: &str) -> bool {

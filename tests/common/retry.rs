@@ -81,3 +81,81 @@ pub fn plan_sent(r: &serde_json::Value) -> Result<(), String> {
         res["sent"], res["intended"], res["behind"], res["behind_max_ns"]
     ))
 }
+
+/// What other processes on this host did with the CPUs over a window: `/proc/stat`'s busy
+/// time (user, nice, system, irq, softirq, steal) of all CPUs less this test process's own
+/// (every thread: the quiet tests beside it too) and its children's that were waited for
+/// (`/proc/self/stat` utime, stime, cutime, cstime), less that of `pids` still running (a
+/// server the test started). A machine signal independent of the product: a retry may call
+/// a run spoiled by the machine only when a neighbour took CPU time ([`Neighbour::busy`]).
+#[allow(dead_code)]
+pub struct Neighbour {
+    start: std::time::Instant,
+    others0: f64,
+    pids: Vec<u32>,
+}
+
+/// Clock ticks (USER_HZ, 100 on Linux) of fields `first..=last` (1-based, after the
+/// command's closing parenthesis) of a /proc/PID/stat text, summed.
+fn stat_ticks(text: &str, fields: std::ops::RangeInclusive<usize>) -> f64 {
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return 0.0;
+    };
+    // `rest` starts at field 3 (state).
+    let v: Vec<&str> = rest.split_whitespace().collect();
+    fields
+        .filter_map(|f| v.get(f - 3)?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Busy ticks of all CPUs (/proc/stat's `cpu` line: user nice system idle iowait irq
+/// softirq steal), less this process's (and its waited-for children's) and `pids`'.
+fn others_ticks(pids: &[u32]) -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<f64> = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let busy: f64 = [0, 1, 2, 5, 6, 7].iter().filter_map(|&i| cpu.get(i)).sum();
+    let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| stat_ticks(&t, 14..=17));
+    let theirs: f64 = pids
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .map(|t| stat_ticks(&t, 14..=17))
+        .sum();
+    busy - own - theirs
+}
+
+#[allow(dead_code)]
+impl Neighbour {
+    /// Starts the window; `pids`: processes the test started that run through it.
+    pub fn start(pids: &[u32]) -> Neighbour {
+        Neighbour {
+            start: std::time::Instant::now(),
+            others0: others_ticks(pids),
+            pids: pids.to_vec(),
+        }
+    }
+
+    /// Other processes' share of all CPUs' time since the start, percent.
+    pub fn share_pct(&self) -> f64 {
+        let wall = self.start.elapsed().as_secs_f64();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let ticks = (others_ticks(&self.pids) - self.others0).max(0.0);
+        100.0 * ticks / 100.0 / (wall * cpus).max(1e-3)
+    }
+
+    /// `Some(why)` when other processes took 10 % or more of all CPUs' time in the window
+    /// (a quiet host here: under 2 %), for a retry's reason; `None` when the host was quiet
+    /// enough that a bad figure is the product's.
+    pub fn busy(&self) -> Option<String> {
+        let pct = self.share_pct();
+        (pct >= 10.0).then(|| format!("other processes used {pct:.0} % of the CPUs' time"))
+    }
+}

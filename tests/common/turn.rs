@@ -52,7 +52,8 @@ thread_local! {
 
 /// A test thread's time from its first turn to its end, and how much of it went waiting
 /// for a turn: appended as one line (`seconds_total<TAB>seconds_waiting<TAB>turn<TAB>name`)
-/// to `$TPSLAB_TEST_TIMES` when the thread ends (test.sh sets it and prints the slowest;
+/// to `$TPSLAB_TEST_TIMES` when the thread ends (test.sh sets it and prints the longest
+/// running, total less waiting;
 /// issue 55). Unset: nothing is kept.
 struct Clock {
     start: Instant,

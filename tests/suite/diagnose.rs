@@ -171,6 +171,7 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
     let mut attempt = 0;
     let (rec, stdout) = loop {
         attempt += 1;
+        let neighbour = common::Neighbour::start(&[]);
         let (rec, stdout) = diagnose(&ns, "s1", &[], None);
         // A generator off its schedule before the fix makes that run invalid evidence:
         // nothing is recommended, so nothing is verified; the attempt is repeated.
@@ -185,9 +186,14 @@ fn builtin_s1_buffer_overflow_then_verified_fix() {
                 );
                 continue;
             }
+            // Spoiled only with a neighbour taking CPU time: on a quiet host a generator
+            // off its schedule three times is the product's.
+            let busy = neighbour
+                .busy()
+                .unwrap_or_else(|| panic!("on a quiet host: {why}"));
             common::skip(
                 "builtin_s1_buffer_overflow_then_verified_fix",
-                &format!("spoiled by the machine in all 3 attempts; the last: {why}"),
+                &format!("spoiled by the machine in all 3 attempts; the last: {busy}; {why}"),
             );
             return;
         }
@@ -604,9 +610,10 @@ fn no_loss_is_said_plainly() {
     let srv = serve(&ns, "serve-big", PORT, &["--rcvbuf", "8000000"]);
     let pid = srv.pid().to_string();
     let target = format!("127.0.0.1:{PORT}");
-    // A generator off its schedule (a busy host) makes the run invalid evidence: again,
-    // then the test is listed as spoiled.
+    // A generator off its schedule beside a busy neighbour makes the run invalid evidence:
+    // again, then the test is listed as spoiled.
     let Some(rec) = common::retry("diagnose::no_loss_is_said_plainly", 3, || {
+        let neighbour = common::Neighbour::start(&[srv.pid()]);
         let (rec, _) = diagnose(
             &ns,
             "noloss",
@@ -626,10 +633,13 @@ fn no_loss_is_said_plainly() {
             Some(&srv),
         );
         if rec["before"]["generator"]["valid"] == false {
-            return Err(format!(
-                "the generator off its schedule: {}",
-                rec["before"]["generator"]["invalid_reasons"]
-            ));
+            // On a quiet host, the product's: the assertions below fail on it.
+            if let Some(busy) = neighbour.busy() {
+                return Err(format!(
+                    "{busy}; the generator off its schedule: {}",
+                    rec["before"]["generator"]["invalid_reasons"]
+                ));
+            }
         }
         Ok(rec)
     }) else {

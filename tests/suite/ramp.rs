@@ -61,9 +61,10 @@ fn cpu_starved(j: &Value) -> Option<String> {
     (!starved.is_empty()).then(|| starved.join("; "))
 }
 
-/// A ramp run up to 3 times while `timing_ok` fails on a host that starved the server
-/// of a CPU (then the test is listed as spoiled and `None`); a failure without that
-/// starvation is the product's and returned for the test's assertions to catch.
+/// A ramp run up to 3 times while `timing_ok` fails on a host where other processes took
+/// CPU time ([`common::Neighbour`]) and the server's threads waited for a CPU (then the test
+/// is listed as spoiled and `None`); a failure without both is the product's and returned
+/// for the test's assertions to catch.
 fn ramp_on_time(
     test: &str,
     args: &[&str],
@@ -71,10 +72,11 @@ fn ramp_on_time(
     timing_ok: impl Fn(&Value) -> bool,
 ) -> Option<(Value, String)> {
     common::retry(test, 3, || {
+        let neighbour = common::Neighbour::start(&[]);
         let (j, text) = ramp(args, tag);
         if !timing_ok(&j) {
-            if let Some(why) = cpu_starved(&j) {
-                return Err(why);
+            if let (Some(busy), Some(starved)) = (neighbour.busy(), cpu_starved(&j)) {
+                return Err(format!("{busy}; {starved}"));
             }
         }
         Ok((j, text))

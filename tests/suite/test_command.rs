@@ -87,8 +87,8 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
         .expect("the wall time printed last");
     assert!(
         rest.starts_with(
-            "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\nslowest suite tests (s total, s waiting for a turn, turn, name; all in "
-        ) && rest.ends_with("):\n  12.0\t2.5\tserial\tb::slow\n  1.5\t0.0\tordinary\ta::fast\n"),
+            "cargo output\nskipped tests: 1\n  ledger_x: needs root to create a network namespace\nslowest suite tests (s running, s waiting for a turn before, turn, name; all in "
+        ) && rest.ends_with("):\n  9.5\t2.5\tserial\tb::slow\n  1.5\t0.0\tordinary\ta::fast\n"),
         "{out}"
     );
     assert!(

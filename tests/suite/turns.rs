@@ -191,3 +191,53 @@ fn shell_words(p: &std::path::Path) -> String {
     assert!(!s.contains('\''), "{s}");
     format!("'{s}'")
 }
+
+/// The machine signal retries rely on (`common::Neighbour`): a CPU hog that is no child of
+/// the test (stress-ng left to init by a shell that exits) is another process's CPU time;
+/// a busy child the test waited for is the test's own. Each against a baseline second; a
+/// host whose other processes already take half a CPU spoils it (tried 3 times).
+#[test]
+fn a_neighbours_cpu_time_is_seen_and_the_tests_own_is_not() {
+    const T: &str = "turns::a_neighbours_cpu_time_is_seen_and_the_tests_own_is_not";
+    let _g = common::serial();
+    if !common::need(T, "/usr/bin/stress-ng") {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let one_cpu = 100.0 / cpus;
+    let Some((base, own, other)) = common::retry(T, 3, || {
+        let b = common::Neighbour::start(&[]);
+        std::thread::sleep(Duration::from_secs(1));
+        let base = b.share_pct();
+        if base > 0.5 * one_cpu {
+            return Err(format!(
+                "other processes already take {base:.0} % of all CPUs"
+            ));
+        }
+        // Own: one CPU busy for 1 s in a child waited for.
+        let own = common::Neighbour::start(&[]);
+        let ok = std::process::Command::new("timeout")
+            .args(["1", "sh", "-c", "while :; do :; done"])
+            .status()
+            .unwrap();
+        assert!(!ok.success(), "timeout ends the loop");
+        let own = own.share_pct();
+        // A neighbour: one CPU busy for 1 s, not this process's child.
+        let other = common::Neighbour::start(&[]);
+        let ok = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "setsid stress-ng --cpu 1 --timeout 1s --quiet </dev/null >/dev/null 2>&1 &",
+            ])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        std::thread::sleep(Duration::from_millis(1200));
+        Ok((base, own, other.share_pct()))
+    }) else {
+        return;
+    };
+    let says = format!("baseline {base:.0} %, own child {own:.0} %, neighbour {other:.0} % of all CPUs (one CPU is {one_cpu:.0} %)");
+    assert!(own - base < 0.5 * one_cpu, "{says}");
+    assert!(other - base > 0.5 * one_cpu, "{says}");
+}

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub struct QuicPaths {
     /// Connections whose figures are here (every connection whose handshake completed).
     pub connections: u64,
-    /// UDP datagrams the client's sockets sent (the kernel took them), every endpoint's:
+    /// UDP datagrams the client's sockets handed to the kernel, every endpoint's:
     /// handshakes that failed or timed out included, a GSO send counted by its datagrams.
     pub datagrams_sent: u64,
     /// UDP datagrams the client's sockets read (a GRO read counted by its datagrams).

@@ -153,9 +153,15 @@ impl std::fmt::Debug for OwnSockets {
 
 /// Drops of sockets tracked by inode: the first value seen (0 for a socket created during
 /// the run) and the last, so a socket that closes keeps its count; the deepest receive
-/// queue seen, bytes; and which sample saw it last.
+/// queue seen, bytes; and which sample saw it last. At most [`MAX_TRACKED`] sockets: past
+/// that a closed one (the longest unseen) makes room, its drops kept in the total (the
+/// third field) but no longer by socket; with every tracked one still open, a new socket
+/// is not tracked (a watch of a server opening a socket per client runs for days).
 #[derive(Debug, Default)]
-pub(super) struct DropTrack(pub(super) BTreeMap<u64, Tracked>, u64);
+pub(super) struct DropTrack(pub(super) BTreeMap<u64, Tracked>, u64, u64);
+
+/// The most sockets a [`DropTrack`] holds (about 100 bytes each).
+pub(super) const MAX_TRACKED: usize = 4096;
 
 /// One tracked socket: drops at the first and last sample, deepest rx_queue (bytes),
 /// connected (a remote port), the sample that saw it last, its local address (when read
@@ -190,6 +196,19 @@ impl DropTrack {
         first_sample: bool,
     ) {
         let now = self.1;
+        if self.0.len() >= MAX_TRACKED && !self.0.contains_key(&inode) {
+            let Some((&gone, _)) = self
+                .0
+                .iter()
+                .filter(|(_, t)| t.seen < now)
+                .min_by_key(|(_, t)| t.seen)
+            else {
+                return;
+            };
+            if let Some(t) = self.0.remove(&gone) {
+                self.2 += t.last.saturating_sub(t.first);
+            }
+        }
         let e = self.0.entry(inode).or_insert(Tracked {
             first: if first_sample { drops } else { 0 },
             ..Default::default()
@@ -207,11 +226,14 @@ impl DropTrack {
             .filter_map(|(&inode, t)| Some((inode, t.local?, t.last.saturating_sub(t.first))))
             .collect()
     }
+    /// Drops since the first sample of every socket seen, those no longer tracked too.
     pub(super) fn total(&self) -> u64 {
-        self.0
-            .values()
-            .map(|t| t.last.saturating_sub(t.first))
-            .sum()
+        self.2
+            + self
+                .0
+                .values()
+                .map(|t| t.last.saturating_sub(t.first))
+                .sum::<u64>()
     }
     /// Each socket of a SO_REUSEPORT group, in inode order: the unconnected target sockets
     /// the last sample saw (not one closed during the run, nor a connected socket on the
@@ -357,6 +379,28 @@ mod tests {
             inode,
             ..Default::default()
         }
+    }
+
+    /// A watch of a server opening a socket per client: the tracked sockets stay at
+    /// MAX_TRACKED, a closed one makes room and its drops stay in the total.
+    #[test]
+    fn closed_sockets_make_room_and_keep_their_drops_in_the_total() {
+        let mut t = DropTrack::default();
+        for i in 0..(MAX_TRACKED as u64 + 100) {
+            t.tick();
+            // Each socket lives one sample with one drop: the next sample sees a new one.
+            t.see_inode(i + 1, true, 1, 0, false);
+        }
+        assert_eq!(t.0.len(), MAX_TRACKED);
+        assert_eq!(t.total(), MAX_TRACKED as u64 + 100);
+        // All of them open at once: a new one is left out, nothing evicted.
+        let mut full = DropTrack::default();
+        full.tick();
+        for i in 0..(MAX_TRACKED as u64 + 1) {
+            full.see_inode(i + 1, true, 1, 0, false);
+        }
+        assert_eq!(full.0.len(), MAX_TRACKED);
+        assert_eq!(full.total(), MAX_TRACKED as u64);
     }
 
     #[test]

@@ -81,7 +81,8 @@ pub struct LiveReading<'a> {
     pub socket_drops_by_socket: &'a [(u64, std::net::SocketAddr, u64)],
 }
 
-/// What a live exporter accumulates between samples: fixed size however long it runs.
+/// What a live exporter accumulates between samples: bounded however long it runs (its
+/// sockets are the observer's tracked ones, at most 4,096: `observe::sockets::MAX_TRACKED`).
 #[derive(Default)]
 pub struct LiveState {
     samples: u64,

@@ -206,7 +206,7 @@ impl Beneath {
             kernel_drops,
             max_segments_per_send: 0,
         };
-        notes.push("the client's datagrams are counted at its UDP sockets (every datagram the kernel took, handshakes that failed or timed out included; a send the kernel refused is 'failed to send'); the reply path, with the server's threads counted exactly, is its sends against the datagrams the client's sockets read (a GSO send counts one: a server sending with UDP_SEGMENT makes it inconsistent)".into());
+        notes.push("the client's datagrams are counted at its UDP sockets (every datagram handed to the kernel, handshakes that failed or timed out included; quinn-udp reports a send the kernel refused as made, so such a datagram counts as sent and then unattributed, not as 'failed to send'); the reply path, with the server's threads counted exactly, is its sends against the datagrams the client's sockets read (a GSO send counts one: a server sending with UDP_SEGMENT makes it inconsistent)".into());
         QuicServerUdp {
             address: self.address.to_string(),
             target: self.target.map(|mut t| {

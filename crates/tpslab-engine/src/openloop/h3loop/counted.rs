@@ -15,14 +15,17 @@ use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
 
 /// What the run's client sockets moved, summed over every endpoint (one per connection
-/// made or tried): datagrams and UDP payload bytes the kernel took (`sendmsg` returned)
-/// and gave (`recvmsg`); a GSO send or GRO read counts each datagram in it.
+/// made or tried): datagrams and UDP payload bytes handed to the kernel (quinn-udp's send
+/// returned success: see `send_failed_datagrams`) and given by it (`recvmsg`); a GSO send
+/// or GRO read counts each datagram in it.
 #[derive(Debug, Default)]
 pub(crate) struct SocketCounts {
     pub(crate) sent_datagrams: AtomicU64,
     pub(crate) sent_bytes: AtomicU64,
-    /// Datagrams of sends the kernel refused with an error other than EAGAIN (quinn drops
-    /// them and goes on).
+    /// Datagrams of sends the socket reported failed (other than EAGAIN). quinn-udp 0.5's
+    /// socket reports a send the kernel refused (EMSGSIZE, EPERM...) as made, logging and
+    /// dropping it: such datagrams are in `sent_datagrams`, so this stays 0 with it, and a
+    /// refused datagram shows in the ledger as sent and unattributed, not as failed.
     pub(crate) send_failed_datagrams: AtomicU64,
     pub(crate) received_datagrams: AtomicU64,
     pub(crate) received_bytes: AtomicU64,

@@ -83,7 +83,7 @@ pub fn plan_sent(r: &serde_json::Value) -> Result<(), String> {
 }
 
 /// What other processes on this host did with the CPUs over a window: `/proc/stat`'s busy
-/// time (user, nice, system, irq, softirq, steal) of all CPUs less this test process's own
+/// time (user, system, irq, softirq, steal; not nice) of all CPUs less this test process's own
 /// (every thread: the quiet tests beside it too) and its children's that were waited for
 /// (`/proc/self/stat` utime, stime, cutime, cstime), less that of `pids` still running (a
 /// server the test started). A machine signal independent of the product: a retry may call
@@ -109,7 +109,8 @@ fn stat_ticks(text: &str, fields: std::ops::RangeInclusive<usize>) -> f64 {
 }
 
 /// Busy ticks of all CPUs (/proc/stat's `cpu` line: user nice system idle iowait irq
-/// softirq steal), less this process's (and its waited-for children's) and `pids`'.
+/// softirq steal; nice left out), less this process's (and its waited-for children's) and
+/// `pids`'.
 fn others_ticks(pids: &[u32]) -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let cpu: Vec<f64> = stat
@@ -122,7 +123,9 @@ fn others_ticks(pids: &[u32]) -> f64 {
                 .collect()
         })
         .unwrap_or_default();
-    let busy: f64 = [0, 1, 2, 5, 6, 7].iter().filter_map(|&i| cpu.get(i)).sum();
+    // user, system, irq, softirq, steal; not nice: a niced process (a build at idle
+    // priority) gives way to the test's, which run at the default priority.
+    let busy: f64 = [0, 2, 5, 6, 7].iter().filter_map(|&i| cpu.get(i)).sum();
     let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| stat_ticks(&t, 14..=17));
     let theirs: f64 = pids
         .iter()

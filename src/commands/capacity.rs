@@ -23,7 +23,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
     }
     let mut ctx = out::ctx(None)?;
     let header = tpslab_report::live::LiveHeader {
-        command: format!("capacity {}", plan.protocol()),
+        command: format!("capacity {}", plan.command()),
         // Port 0: a server the search starts (`--server-cmd`, tpslab's own) is given its
         // port when it starts, after the view is up.
         target: match plan.target() {

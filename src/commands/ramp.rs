@@ -67,7 +67,7 @@ pub(crate) fn run(cmd: RampCmd) -> Result<ExitCode> {
 /// tpslab started it), steps and times.
 fn live_header(ready: &tpslab_run::ramp::Ready) -> tpslab_report::live::RampHeader {
     let p = &ready.plan;
-    let command = format!("ramp {}", p.proto.name());
+    let command = format!("ramp {}", p.proto.command());
     let target = match (p.proto.http_request(), p.builtin_server.is_some()) {
         (Some(h), false) => h.url.clone(),
         (_, true) => format!("{} (tpslab's server)", p.target),

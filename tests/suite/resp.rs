@@ -2,7 +2,8 @@
 //! a folder of its own, `--save '' --appendonly no`, ended by its PID): `ramp tcp` over
 //! 1..4 users and `capacity tcp` finding a rate, each request a RESP `GET key`, and
 //! tpslab's count of requests held against redis's own, `INFO stats`
-//! `total_commands_processed` read before and after each command.
+//! `total_commands_processed` read before and after each command; then with a password
+//! set, a ramp whose every request fails as `redis: error reply NOAUTH`.
 
 use crate::common;
 
@@ -52,15 +53,25 @@ fn ask(port: u16, req: &[u8], want: &[u8]) {
 fn processed(port: u16) -> u64 {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n").unwrap();
-    let mut text = String::new();
+    let mut got = vec![];
     let mut buf = [0u8; 8192];
-    // A bulk string: `$LEN\r\n` then LEN bytes and CRLF.
-    while !(text.starts_with('$') && text.matches("\r\n").count() >= 2 && text.ends_with("\r\n")) {
+    // A bulk string: `$LEN\r\n` then LEN bytes and CRLF, read until all of them are in
+    // (a read may end in a CRLF of the middle of the text).
+    let whole = |got: &[u8]| -> bool {
+        let Some(eol) = got.windows(2).position(|w| w == b"\r\n") else {
+            return false;
+        };
+        assert_eq!(got[0], b'$', "INFO's reply is a bulk string: {got:?}");
+        let len: usize = std::str::from_utf8(&got[1..eol]).unwrap().parse().unwrap();
+        got.len() >= eol + 2 + len + 2
+    };
+    while !whole(&got) {
         let n = s.read(&mut buf).unwrap();
         assert!(n > 0, "redis closed the INFO connection");
-        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        got.extend_from_slice(&buf[..n]);
     }
-    text.lines()
+    String::from_utf8_lossy(&got)
+        .lines()
         .find_map(|l| l.strip_prefix("total_commands_processed:"))
         .expect("INFO stats has total_commands_processed")
         .trim()
@@ -81,6 +92,12 @@ fn record_of(tag: &str, args: &[&str]) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    // Its first line names the command that ran (`ramp tcp --protocol redis`; there is
+    // no `ramp redis`).
+    let first = String::from_utf8_lossy(&out.stdout);
+    let first = first.lines().next().unwrap_or_default();
+    let want = format!("tpslab {} {} --protocol redis", args[0], args[1]);
+    assert!(first.starts_with(&want), "{first:?} is not {want:?}...");
     common::assert_report_reproduces(&json, &out.stdout);
     common::record(&json)
 }
@@ -183,11 +200,14 @@ fn ramp_and_capacity_over_resp_send_what_redis_counts() {
         c["plan"]["tcp"]["proto"],
         serde_json::json!({"redis": ["GET", "key"]})
     );
-    let window = 0.5;
+    // A step's achieved rate is the requests it wrote divided by the plan's step duration
+    // (figures_tcp: the record's own count over its own duration, not a measured window),
+    // so the record's duration times it is the count written, exactly.
+    let window = c["plan"]["tcp"]["duration_ns"].as_u64().unwrap() as f64 / 1e9;
+    assert_eq!(window, 0.5);
     let mut sent = 0;
     for s in c["steps"].as_array().unwrap() {
         assert_eq!(s["status"], "pass", "step {s}");
-        // The rate written over the window, requests/s: the requests written, exactly.
         sent += (s["achieved_pps"].as_f64().unwrap() * window).round() as u64;
     }
     assert!(c["steps"].as_array().unwrap().len() >= 3);
@@ -199,4 +219,38 @@ fn ramp_and_capacity_over_resp_send_what_redis_counts() {
         c["conclusion"],
         serde_json::json!({"end": "at_least", "sustains_pps": 2000.0})
     );
+
+    // Password-protected: every GET is refused with NOAUTH, and the failures say so.
+    ask(
+        port,
+        b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$11\r\nrequirepass\r\n$2\r\npw\r\n",
+        b"+OK\r\n",
+    );
+    let refused = record_of(
+        "resp_noauth",
+        &[
+            "ramp",
+            "tcp",
+            &target,
+            "--protocol",
+            "redis:GET key",
+            "--users",
+            "1..1",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--load-threads",
+            "1",
+        ],
+    );
+    let s = &refused["steps"][0];
+    assert_eq!(s["completed"], 0, "step {s}");
+    let errors = s["errors"].as_object().unwrap();
+    assert_eq!(
+        errors.keys().collect::<Vec<_>>(),
+        ["redis: error reply NOAUTH"],
+        "step {s}"
+    );
+    assert!(errors["redis: error reply NOAUTH"].as_u64().unwrap() > 100);
 }

@@ -31,7 +31,7 @@ pub fn unreachable(rec: &RampRecord) -> Option<String> {
     let by_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} x{n}")).collect();
     Some(format!(
         "ramp {} {}: unable to reach the server: every request failed ({}), none was answered; nothing was measured",
-        rec.plan.proto.name(),
+        rec.plan.proto.command(),
         rec.plan.target,
         by_kind.join(", ")
     ))

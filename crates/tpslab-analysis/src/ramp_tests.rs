@@ -406,6 +406,14 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
         "{why}"
     );
     assert!(!why.contains('\n'));
+    // Redis runs over ramp tcp: the line names that command.
+    r.plan.proto = tpslab_plan::proto::Proto::Redis(vec!["PING".into()]);
+    let why = crate::ramp::unreachable(&r).unwrap();
+    assert!(
+        why.starts_with("ramp tcp --protocol redis 127.0.0.1:1: unable to reach"),
+        "{why}"
+    );
+    r.plan = plan();
     // UDP: the port unreachable comes back on the socket.
     r.steps = vec![step(1, 0, &[("connection refused", 5)])];
     assert!(crate::ramp::unreachable(&r).is_some());

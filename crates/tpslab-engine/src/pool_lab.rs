@@ -39,7 +39,8 @@ enum Link {
 
 impl Pooled {
     /// A request (`query`) or a validation (`ping`): the echo's line, or the database's
-    /// no-op; what the server said before it ended the connection, if it did.
+    /// no-op; what the server said while this request was on the connection, if it said
+    /// anything (taken: a later request on the connection is not said to have met it).
     fn ask(&mut self, line: &[u8], timeout: std::time::Duration) -> (Outcome, Option<Goodbye>) {
         match &mut self.s {
             Link::Echo(s) => (ask(s, line), None),
@@ -55,7 +56,7 @@ impl Pooled {
                     }
                     Err(e) => Outcome::Failed(errno(&e)),
                 };
-                (o, c.goodbye.clone())
+                (o, c.goodbye.take())
             }
         }
     }
@@ -380,4 +381,59 @@ pub fn pool_lab(
     let _ = server.join();
     drop(link);
     rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpslab_plan::login::DbProtocol;
+
+    /// Review finding 4: a server's goodbye goes with the request that met it. A fake
+    /// Redis answers the login's PING, then the first request's PING with an error and
+    /// PONG, the second's with PONG alone: the first request keeps the error, the second
+    /// (answered, nothing said) has none (it had the first's while it was kept on the
+    /// connection).
+    #[test]
+    fn a_goodbye_goes_with_the_request_that_met_it_only() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let srv = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut b = [0u8; 256];
+            for answer in [
+                &b"+PONG\r\n"[..],
+                b"-ERR said once\r\n+PONG\r\n",
+                b"+PONG\r\n",
+            ] {
+                // Each request is one PING (14 bytes), read whole before answering.
+                let mut got = 0;
+                while got < 14 {
+                    got += c.read(&mut b[got..]).unwrap();
+                }
+                c.write_all(answer).unwrap();
+            }
+            // Held open until the client is done.
+            let _ = c.read(&mut b);
+        });
+        let login = Login::new("probe", None, None).unwrap();
+        let conn = DbConn::login(addr, DbProtocol::Redis, &login).unwrap();
+        let mut p = Pooled {
+            id: 1,
+            s: Link::Db(Box::new(conn)),
+            last_ns: 0,
+        };
+        let t = Duration::from_secs(5);
+        let (o1, g1) = p.ask(b"query\n", t);
+        let (o2, g2) = p.ask(b"query\n", t);
+        assert!(matches!(o1, Outcome::Answered { .. }), "{o1:?}");
+        assert!(matches!(o2, Outcome::Answered { .. }), "{o2:?}");
+        let g1 = g1.expect("the first request met the error");
+        assert_eq!(
+            (g1.code.as_str(), g1.message.as_str()),
+            ("ERR", "ERR said once")
+        );
+        assert_eq!(g2, None, "the second request met nothing");
+        drop(p);
+        srv.join().unwrap();
+    }
 }

@@ -322,6 +322,15 @@ impl CapacityPlan {
         }
     }
 
+    /// The words after `capacity` that run it: `udp`, `http`, or the TCP step's
+    /// ([`Proto::command`]: `tcp`, `tcp --protocol redis`).
+    pub fn command(&self) -> &'static str {
+        match &self.load {
+            CapacityLoad::Tcp(t) => t.proto.command(),
+            _ => self.protocol(),
+        }
+    }
+
     /// The protocol's word: `udp`, `http`, or the TCP step's protocol's ([`Proto::name`]:
     /// `tcp` for framed requests).
     pub fn protocol(&self) -> &'static str {
@@ -476,7 +485,7 @@ impl CapacityPlan {
         if self.fix_and_retry && udp.is_none() {
             return Err(PlanError::Conflict(format!(
                 "--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity {} names no fix tpslab can apply",
-                self.protocol()
+                self.command()
             )));
         }
         Ok(())

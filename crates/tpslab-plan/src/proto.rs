@@ -130,6 +130,16 @@ impl Proto {
         }
     }
 
+    /// The words after `ramp` or `capacity` that run it, as output names the command:
+    /// `tcp`, `udp`, `http`, `tcp --protocol redis` (Redis runs over `ramp tcp` and
+    /// `capacity tcp`; there is no `ramp redis`).
+    pub fn command(&self) -> &'static str {
+        match self {
+            Proto::Redis(_) => "tcp --protocol redis",
+            p => p.name(),
+        }
+    }
+
     /// How its requests and replies travel.
     pub fn transport(&self) -> Transport {
         match self {

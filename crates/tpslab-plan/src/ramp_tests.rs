@@ -274,6 +274,9 @@ fn redis_is_a_protocol_of_its_flag_value_request_and_checks() {
     let get = Proto::from_flag("redis:GET  key").unwrap();
     assert_eq!(get, Proto::Redis(vec!["GET".into(), "key".into()]));
     assert_eq!(get.name(), "redis");
+    // Output names the command that runs it: there is no `ramp redis`.
+    assert_eq!(get.command(), "tcp --protocol redis");
+    assert_eq!([Proto::Tcp.command(), Proto::Udp.command()], ["tcp", "udp"]);
     assert_eq!(
         Proto::from_flag("memcached").unwrap_err().to_string(),
         "--protocol \"memcached\": allowed framed, redis or redis:COMMAND (e.g. 'redis:GET key')"

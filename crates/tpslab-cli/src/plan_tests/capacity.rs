@@ -344,6 +344,11 @@ fn capacity_tcp_refuses_what_it_cannot_search() {
                 &["--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity tcp names no fix"],
             ),
             (
+                // The command that runs Redis, not a `capacity redis` there is not.
+                "capacity tcp 127.0.0.1:9 --protocol redis --fix-and-retry",
+                &["recommends: capacity tcp --protocol redis names no fix tpslab can apply"],
+            ),
+            (
                 "capacity tcp 127.0.0.1:9 --payload-file {dir}/none.bin",
                 &["--payload-file"],
             ),

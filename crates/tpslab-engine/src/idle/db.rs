@@ -78,6 +78,8 @@ pub struct DbConn {
     pub s: TcpStream,
     proto: DbProtocol,
     buf: BytesMut,
+    /// How far the RESP value at `buf`'s start was scanned (Redis only).
+    scan: crate::proto::resp::Scan,
     /// What the server said before it ended the connection.
     pub goodbye: Option<Goodbye>,
     /// While logging in: when the login's time ([`LOGIN_TIMEOUT`]) runs out; every read
@@ -100,6 +102,7 @@ impl DbConn {
             s,
             proto,
             buf: BytesMut::new(),
+            scan: Default::default(),
             goodbye: None,
             deadline: Some(deadline),
         };
@@ -321,7 +324,7 @@ impl DbConn {
     /// The next RESP value of the server's. Errors: the connection's, a malformed value.
     fn redis_value(&mut self) -> Result<Resp, LoginError> {
         loop {
-            if let Some(v) = resp_next(&mut self.buf)? {
+            if let Some(v) = resp_next(&mut self.buf, &mut self.scan)? {
                 return Ok(v);
             }
             self.fill()?;
@@ -444,7 +447,7 @@ impl DbConn {
                     }
                     Some((_, p)) => p.first() == Some(&0x00),
                 },
-                DbProtocol::Redis => match resp_next(&mut self.buf)? {
+                DbProtocol::Redis => match resp_next(&mut self.buf, &mut self.scan)? {
                     None => break,
                     Some(Resp::Error(e)) => {
                         self.goodbye = Some(redis_error(&e));

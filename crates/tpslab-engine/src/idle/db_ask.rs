@@ -6,7 +6,7 @@
 
 use super::wire::{
     my_column_count, my_error, my_is_eof, my_next, my_packet, my_row, pg_duration_ms, pg_error,
-    pg_next, redis_command, resp_next, Resp,
+    pg_next, redis_command, resp_next, seconds_ms, Resp,
 };
 use super::{DbConn, LoginError, LOGIN_TIMEOUT};
 use fallible_iterator::FallibleIterator;
@@ -146,7 +146,7 @@ impl DbConn {
             out.push(match &row {
                 Ok(cols) => {
                     let text = cols.get(i).cloned().flatten().unwrap_or_default();
-                    let value = text.trim().parse::<u64>().ok().map(|s| s * 1000);
+                    let value = seconds_ms(&text);
                     StatedSetting::new(name, &asked, value, &text)
                 }
                 Err(e) => StatedSetting::new(name, &asked, None, e),
@@ -167,7 +167,7 @@ impl DbConn {
             .write_all(&redis_command(&[b"CONFIG", b"GET", b"timeout"]))
             .map_err(|e| fail(e.into()))?;
         let v = loop {
-            match resp_next(&mut self.buf).map_err(|e| fail(e.into()))? {
+            match resp_next(&mut self.buf, &mut self.scan).map_err(|e| fail(e.into()))? {
                 Some(Resp::Push(_)) => {}
                 Some(v) => break v,
                 None => self.fill().map_err(|e| fail(e.into()))?,
@@ -177,7 +177,7 @@ impl DbConn {
             Resp::Error(e) => StatedSetting::new("timeout", asked, None, &e),
             Resp::Array(Some(items)) if items.len() >= 2 => {
                 let text = items[1].text().unwrap_or_default();
-                let value = text.trim().parse::<u64>().ok().map(|s| s * 1000);
+                let value = seconds_ms(&text);
                 StatedSetting::new("timeout", asked, value, &text)
             }
             _ => StatedSetting::new("timeout", asked, None, "no such setting in its answer"),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::proto::resp::Scan;
 use sha1::{Digest, Sha1};
 
 /// MySQL's documented example (sql/auth/password.c scramble_411): the answer is
@@ -67,11 +68,12 @@ fn goodbyes_are_parsed_and_messages_bounded() {
     assert!(my_next(&mut big).is_err());
     let mut r = BytesMut::new();
     r.extend_from_slice(b"+PONG\r\n-ERR x");
+    let mut sc = Scan::default();
     assert_eq!(
-        resp_next(&mut r).unwrap(),
+        resp_next(&mut r, &mut sc).unwrap(),
         Some(Resp::Simple("PONG".into()))
     );
-    assert_eq!(resp_next(&mut r).unwrap(), None);
+    assert_eq!(resp_next(&mut r, &mut sc).unwrap(), None);
     assert_eq!(redis_error("-WRONGPASS invalid").code, "WRONGPASS");
     let g = Goodbye::new("X", &"é".repeat(200));
     assert!(g.message.len() <= Goodbye::MAX_MESSAGE);
@@ -119,8 +121,8 @@ fn a_server_that_never_finishes_the_login_is_cut_at_the_login_timeout() {
 fn resp_values_of_both_versions_are_read_and_bounded() {
     let read = |bytes: &[u8]| {
         let mut b = BytesMut::from(bytes);
-        let mut out = vec![];
-        while let Some(v) = resp_next(&mut b).unwrap() {
+        let (mut out, mut sc) = (vec![], Scan::default());
+        while let Some(v) = resp_next(&mut b, &mut sc).unwrap() {
             out.push(v);
         }
         (out, b.len())
@@ -147,11 +149,86 @@ fn resp_values_of_both_versions_are_read_and_bounded() {
     // Incomplete: nothing taken until the rest comes.
     let (v, left) = read(b"*2\r\n$7\r\ntimeout\r\n$1\r\n");
     assert!(v.is_empty() && left > 0);
-    let too = |bytes: &[u8]| resp_next(&mut BytesMut::from(bytes)).is_err();
+    let too = |bytes: &[u8]| resp_next(&mut BytesMut::from(bytes), &mut Scan::default()).is_err();
     assert!(too(b"$999999999\r\n"));
     assert!(too(b"*99999999\r\n"));
     assert!(too(&b"*1\r\n".repeat(20)));
     assert!(too(b"?what\r\n"));
+}
+
+/// Review finding 1: a hostile server's chain of RESP3 attributes within the buffer.
+/// `|0` 32,000 times (128,000 bytes) then `+PONG`: skipped one by one and PONG read (the
+/// parser called itself at the same depth for each: 32,000 frames, a stack overflow);
+/// the same chain inside an array is refused at RESP_DEPTH, each attribute a level.
+#[test]
+fn a_chain_of_attributes_is_skipped_or_refused_never_recursed() {
+    let mut chain = b"|0\r\n".repeat(32_000);
+    chain.extend_from_slice(b"+PONG\r\n");
+    assert!(chain.len() <= RESP_VALUE_BYTES);
+    let mut b = BytesMut::from(&chain[..]);
+    assert_eq!(
+        resp_next(&mut b, &mut Scan::default()).unwrap(),
+        Some(Resp::Simple("PONG".into()))
+    );
+    assert!(b.is_empty());
+    let nested = [
+        b"*1\r\n".to_vec(),
+        b"|0\r\n".repeat(32_000),
+        b":1\r\n".to_vec(),
+    ]
+    .concat();
+    let e = resp_next(&mut BytesMut::from(&nested[..]), &mut Scan::default()).unwrap_err();
+    assert_eq!(e.to_string(), "malformed RESP (nested too deep)");
+    assert!(resp_parse(&nested[4..], 0).is_err());
+    // Within the bound an attribute before an element describes it: [1].
+    let one = b"*1\r\n|1\r\n+ttl\r\n:3\r\n:1\r\n";
+    assert_eq!(
+        resp_next(&mut BytesMut::from(&one[..]), &mut Scan::default()).unwrap(),
+        Some(Resp::Array(Some(vec![Resp::Int(1)])))
+    );
+}
+
+/// Review finding 3: counts and settings near u64/i64's end are refused, not overflowed
+/// (a map of i64::MAX pairs: `2 * n` panicked under overflow checks; a timeout of more
+/// seconds than u64 ms hold wrapped to a small false setting in release).
+#[test]
+fn counts_and_settings_past_the_integers_are_refused() {
+    for huge in [
+        &b"%9223372036854775807\r\n"[..],
+        b"|4611686018427387904\r\n",
+    ] {
+        assert!(resp_parse(huge, 0).is_err(), "{huge:?}");
+        assert!(resp_next(&mut BytesMut::from(huge), &mut Scan::default()).is_err());
+    }
+    assert_eq!(seconds_ms("300"), Some(300_000));
+    assert_eq!(seconds_ms(" 0\n"), Some(0));
+    let top = u64::MAX / 1000;
+    assert_eq!(seconds_ms(&top.to_string()), Some(top * 1000));
+    assert_eq!(seconds_ms(&(top + 1).to_string()), None);
+    assert_eq!(seconds_ms("18446744073709551615"), None);
+    assert_eq!(seconds_ms("-1"), None);
+    assert_eq!(seconds_ms("2s"), None);
+}
+
+/// Review finding 2 for probe idle: a value fed a little at a time is scanned once and
+/// parsed once. An array of 40,000 nulls (120,006 bytes, within the buffer), one element
+/// a read: whole in well under a second (parsed again from its start at each read, with
+/// a String per element, it was about 8e8 element parses: tens of seconds).
+#[test]
+fn a_value_fed_one_element_a_read_is_parsed_once() {
+    let n = 40_000;
+    let mut b = BytesMut::from(format!("*{n}\r\n").as_bytes());
+    let mut sc = Scan::default();
+    let t = Instant::now();
+    for _ in 0..n {
+        assert_eq!(resp_next(&mut b, &mut sc).unwrap(), None);
+        b.extend_from_slice(b"_\r\n");
+    }
+    let v = resp_next(&mut b, &mut sc).unwrap();
+    let took = t.elapsed();
+    assert!(matches!(&v, Some(Resp::Array(Some(items))) if items.len() == n));
+    assert!(b.is_empty());
+    assert!(took < Duration::from_secs(2), "{took:?}");
 }
 
 /// A handshake v10 as MariaDB 10.11 sends it (capabilities with CLIENT_SSL off and

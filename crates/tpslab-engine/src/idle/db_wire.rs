@@ -4,6 +4,7 @@
 //! message is bounded by [`MAX_MESSAGE`].
 
 use super::MAX_MESSAGE;
+use crate::proto::resp::{Bounds, Scan};
 use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::message::backend;
@@ -48,6 +49,13 @@ pub(super) fn pg_next(buf: &mut BytesMut) -> io::Result<Option<backend::Message>
         }
     }
     backend::Message::parse(buf)
+}
+
+/// A setting in whole seconds as MySQL/MariaDB (`@@wait_timeout`) and Redis (`CONFIG GET
+/// timeout`) write it, in ms. None: not a whole number of seconds, or more ms than a u64
+/// holds (not a usable setting: a server's figure is not trusted).
+pub(super) fn seconds_ms(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok()?.checked_mul(1000)
 }
 
 /// A PostgreSQL time setting as `SHOW` writes it (`0`, `250ms`, `2s`, `10min`, `1h`,
@@ -281,24 +289,61 @@ impl Resp {
     }
 }
 
-/// Aggregates nested deeper than this are refused.
+/// Aggregates nested deeper than this are refused (an attribute, `|`, counts as a level
+/// for the value it describes).
 const RESP_DEPTH: u32 = 8;
 
+/// Most bytes of one RESP value with its elements, and of the bytes buffered unread (a
+/// read past it is refused: `DbConn::fill`, `DbConn::poll`): 2 x [`MAX_MESSAGE`], 131,072.
+pub(super) const RESP_VALUE_BYTES: usize = 2 * MAX_MESSAGE;
+
+/// What [`resp_next`]'s scan holds a value to: [`RESP_DEPTH`], [`RESP_VALUE_BYTES`], a
+/// line of [`MAX_MESSAGE`].
+const RESP_BOUNDS: Bounds = Bounds {
+    depth: RESP_DEPTH as usize,
+    bytes: RESP_VALUE_BYTES,
+    line: MAX_MESSAGE,
+};
+
 /// The next complete RESP value in `buf`, taken from it (None: not complete yet). A
-/// RESP3 attribute (`|`) before a value is skipped. Errors: a malformed value, a line or
-/// string longer than [`MAX_MESSAGE`], aggregates deeper than 8.
-pub(super) fn resp_next(buf: &mut BytesMut) -> io::Result<Option<Resp>> {
-    match resp_parse(buf, 0)? {
-        Some((v, n)) => {
-            buf.advance(n);
-            Ok(Some(v))
+/// RESP3 attribute (`|`) before a value is skipped. `scan` is where the value was scanned
+/// to by the last call (the connection's; [`Scan::default`] for a new one): each byte is
+/// scanned once however many reads bring it, and the value is parsed once, when whole.
+/// Errors: a malformed value, a line or string longer than [`MAX_MESSAGE`], a value
+/// longer than [`RESP_VALUE_BYTES`], aggregates deeper than [`RESP_DEPTH`].
+pub(super) fn resp_next(buf: &mut BytesMut, scan: &mut Scan) -> io::Result<Option<Resp>> {
+    loop {
+        let end = match scan.step(buf, RESP_BOUNDS) {
+            Ok(Some(end)) => end,
+            Ok(None) if buf.len() > RESP_VALUE_BYTES => {
+                *scan = Scan::default();
+                return Err(too_long());
+            }
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                *scan = Scan::default();
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        };
+        if buf[0] == b'|' {
+            // An attribute before the value: skipped (each on its own, so a chain of
+            // them is a loop, not a recursion).
+            buf.advance(end);
+            continue;
         }
-        None if buf.len() > 2 * MAX_MESSAGE => Err(too_long()),
-        None => Ok(None),
+        return match resp_parse(&buf[..end], 0)? {
+            Some((v, n)) if n == end => {
+                buf.advance(n);
+                Ok(Some(v))
+            }
+            _ => Err(malformed("RESP (a value's end)")),
+        };
     }
 }
 
-fn resp_parse(b: &[u8], depth: u32) -> io::Result<Option<(Resp, usize)>> {
+/// The RESP value at `b`'s start, `depth` aggregates deep, and its length (None: not
+/// whole). Errors: as [`resp_next`]'s.
+pub(super) fn resp_parse(b: &[u8], depth: u32) -> io::Result<Option<(Resp, usize)>> {
     let Some(end) = memchr::memmem::find(b, b"\r\n") else {
         return if b.len() > MAX_MESSAGE {
             Err(too_long())
@@ -354,14 +399,17 @@ fn resp_parse(b: &[u8], depth: u32) -> io::Result<Option<(Resp, usize)>> {
             if depth >= RESP_DEPTH {
                 return Err(malformed("RESP (nested too deep)"));
             }
+            // A map's or an attribute's pairs: twice its count (checked: a count near
+            // i64::MAX is refused, not overflowed).
             let count = if matches!(b[0], b'%' | b'|') {
-                2 * n
+                n.checked_mul(2)
             } else {
-                n
-            } as usize;
-            if count > MAX_MESSAGE {
-                return Err(too_long());
-            }
+                Some(n)
+            };
+            let count = match count {
+                Some(c) if c as u64 <= MAX_MESSAGE as u64 => c as usize,
+                _ => return Err(too_long()),
+            };
             let mut at = after;
             let mut items = Vec::with_capacity(count.min(64));
             for _ in 0..count {
@@ -372,8 +420,9 @@ fn resp_parse(b: &[u8], depth: u32) -> io::Result<Option<(Resp, usize)>> {
                 at += used;
             }
             let v = match b[0] {
-                // An attribute: what it describes follows.
-                b'|' => return Ok(resp_parse(&b[at..], depth)?.map(|(v, used)| (v, at + used))),
+                // An attribute: what it describes follows, a level deeper (so RESP_DEPTH
+                // bounds a chain of attributes too).
+                b'|' => return Ok(resp_parse(&b[at..], depth + 1)?.map(|(v, used)| (v, at + used))),
                 b'>' => Resp::Push(items),
                 _ => Resp::Array(Some(items)),
             };

@@ -79,7 +79,7 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
     writeln!(
         w,
         "tpslab capacity {} {}: objective {}; from {} {unit} up to {} {unit}, to within {} %, {} repeat(s) at the boundary, budget {}{}; steps of {} after {} warm-up, {what}",
-        c.plan.protocol(),
+        c.plan.command(),
         c.plan.target(),
         s.slo,
         rate_text(s.start_rate),

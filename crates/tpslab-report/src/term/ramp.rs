@@ -18,7 +18,7 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
     writeln!(
         w,
         "tpslab ramp {}: {} steps of users {:?}, {} s{}; target {}{}",
-        p.proto.name(),
+        p.proto.command(),
         p.steps.len(),
         p.steps,
         if total < 10.0 {

@@ -426,6 +426,12 @@ impl Books for Schedule<'_> {
     }
 
     fn answered(&self, l: &mut OpenLocal, intended: u64, t0: u64, first: u64, now: u64, r: &Reply) {
+        // A reply without a status code that says the request failed (a Redis error
+        // reply) is a failed request of its kind, as the closed loop counts it; HTTP's
+        // (status 5xx) are counted by their status class below.
+        if let (Some(kind), 0) = (r.failed, r.status) {
+            return self.failed(l, now, kind, true);
+        }
         self.outstanding.fetch_sub(1, Relaxed);
         self.settled.fetch_add(1, Relaxed);
         l.last_end = l.last_end.max(now);

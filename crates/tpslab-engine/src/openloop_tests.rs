@@ -99,3 +99,33 @@ fn late_sends_are_told_apart_from_the_generators_own_lag() {
         assert_eq!(v.iter().position(|&x| x == 1), Some(slot), "{k}");
     }
 }
+
+/// A reply that says its request failed and has no status code (a Redis error reply:
+/// `capacity tcp --protocol redis` against a server wanting AUTH) is a failed request, not
+/// an answer; an HTTP 5xx stays an answer counted in its class.
+#[test]
+fn an_error_reply_without_a_status_is_a_failed_request() {
+    let stop = AtomicBool::new(false);
+    let s = Schedule::new(0, 1000.0, 1, 1_000_000_000, 1_000_000, &stop);
+    let mut l = s.local();
+    s.sent(&mut l, 10_000_000, 9_000_000, 10_000_100, 10);
+    s.sent(&mut l, 11_000_000, 10_500_000, 11_000_100, 10);
+    let noauth = Reply {
+        failed: Some("redis: error reply NOAUTH"),
+        ..Reply::ok(40)
+    };
+    s.answered(
+        &mut l, 10_000_000, 10_000_100, 10_400_000, 10_500_000, &noauth,
+    );
+    let http503 = Reply {
+        failed: Some("http 5xx"),
+        status: 503,
+        ..Reply::ok(40)
+    };
+    s.answered(
+        &mut l, 11_000_000, 11_000_100, 11_400_000, 11_500_000, &http503,
+    );
+    assert_eq!(l.errors.other, 1, "the Redis error is a failed request");
+    assert_eq!((l.status.s5xx, l.status.other), (1, 0), "the 503 an answer");
+    assert_eq!(l.corrected.len(), 1, "one response time: the 503's");
+}

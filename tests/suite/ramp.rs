@@ -42,7 +42,7 @@ fn steps(j: &Value) -> &Vec<Value> {
 
 /// The steps whose server threads waited for a CPU (schedstat's run delay) 5 % or more
 /// of the step's wall time, summed over the threads: a neighbour's load, not the server,
-/// moved their figures (a quiet host here: under 1 %).
+/// moved their figures (42-136 % in a run beside three builds).
 fn cpu_starved(j: &Value) -> Option<String> {
     let starved: Vec<String> = steps(j)
         .iter()

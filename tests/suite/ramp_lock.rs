@@ -192,9 +192,8 @@ fn capacity_http_keeps_a_ledger_per_step_and_names_the_lock_at_the_boundary() {
         if rec["boundary"]["case"] != "server_waiting" {
             return Err(format!("no waiting threads at the boundary: {text}"));
         }
-        // Or, starved of a CPU, leave the ledger's parts overlapping (no share given).
         // Or, with a neighbour taking CPU time, leave the ledger's parts overlapping (no
-        // share given); on a quiet host that is the product's and fails below.
+        // share given); on a quiet host the run is kept and judged below.
         if let (true, Some(busy)) = (text.contains("so no share is given"), &busy) {
             return Err(format!(
                 "{busy}; the failing step's ledger parts overlap: {text}"

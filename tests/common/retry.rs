@@ -95,44 +95,23 @@ pub struct Neighbour {
     pids: Vec<u32>,
 }
 
-/// Clock ticks (USER_HZ, 100 on Linux) of fields `first..=last` (1-based, after the
-/// command's closing parenthesis) of a /proc/PID/stat text, summed.
-fn stat_ticks(text: &str, fields: std::ops::RangeInclusive<usize>) -> f64 {
-    let Some((_, rest)) = text.rsplit_once(')') else {
-        return 0.0;
-    };
-    // `rest` starts at field 3 (state).
-    let v: Vec<&str> = rest.split_whitespace().collect();
-    fields
-        .filter_map(|f| v.get(f - 3)?.parse::<f64>().ok())
-        .sum()
-}
-
-/// Busy ticks of all CPUs (/proc/stat's `cpu` line: user nice system idle iowait irq
-/// softirq steal; nice left out), less this process's (and its waited-for children's) and
-/// `pids`'.
+/// Busy ticks of all CPUs (/proc/stat's `cpu` line, `CpuTimes::busy` less nice: a niced
+/// process, a build at idle priority, gives way to the tests, which run at the default
+/// priority), less this process's with its waited-for children's and `pids`' (their
+/// /proc/PID/stat utime + stime + cutime + cstime), USER_HZ ticks.
 fn others_ticks(pids: &[u32]) -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let cpu: Vec<f64> = stat
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .map(|l| {
-            l.split_whitespace()
-                .skip(1)
-                .filter_map(|x| x.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    // user, system, irq, softirq, steal; not nice: a niced process (a build at idle
-    // priority) gives way to the test's, which run at the default priority.
-    let busy: f64 = [0, 2, 5, 6, 7].iter().filter_map(|&i| cpu.get(i)).sum();
-    let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |t| stat_ticks(&t, 14..=17));
-    let theirs: f64 = pids
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-        .map(|t| stat_ticks(&t, 14..=17))
-        .sum();
-    busy - own - theirs
+    let stat = std::fs::read("/proc/stat").unwrap_or_default();
+    let busy = tpslab_proc::parse_stat(&stat[..], "/proc/stat")
+        .map_or(0, |k| k.total.busy() - k.total.nice);
+    let times = |file: String| {
+        std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| tpslab_proc::tree::parse_times(&t, &file).ok())
+            .map_or(0, |t| t.with_children())
+    };
+    let own = times("/proc/self/stat".into());
+    let theirs: u64 = pids.iter().map(|p| times(format!("/proc/{p}/stat"))).sum();
+    busy as f64 - own as f64 - theirs as f64
 }
 
 #[allow(dead_code)]

@@ -386,17 +386,13 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
     let put_back = PutBack(sysctl, was);
     assert!((put_back.0)("4096"), "sysctl net.core.rmem_max=4096");
     // The kernel's own count of datagrams a full receive buffer dropped (Udp
-    // RcvbufErrors, /proc/net/snmp), read apart from tpslab.
+    // RcvbufErrors, /proc/net/snmp), read by the test, not taken from the record.
     let rcvbuf_errors = || -> u64 {
         let snmp = there("cat").arg("/proc/net/snmp").output().unwrap().stdout;
-        let snmp = String::from_utf8_lossy(&snmp).into_owned();
-        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
-        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
-        let i = names
-            .split_whitespace()
-            .position(|n| n == "RcvbufErrors")
-            .unwrap();
-        values.split_whitespace().nth(i).unwrap().parse().unwrap()
+        let snmp = tpslab_proc::parse_snmp(&snmp[..], "/proc/net/snmp").unwrap();
+        snmp.udp
+            .expect("a Udp line in /proc/net/snmp")
+            .rcvbuf_errors
     };
     // 256 streams at 8,000 requests/s into an 8 KiB buffer (twice 4096): drops within
     // the second on this machine quiet or busy (282 of 3,876 datagrams beside three

@@ -17,6 +17,9 @@ mkdir -p "$(dirname "$TPSLAB_SKIP_LIST")"
 # turn and name here; the slowest are printed at the end.
 export TPSLAB_TEST_TIMES="${TPSLAB_TEST_TIMES:-$PWD/target/tpslab-test-times.txt}"
 : > "$TPSLAB_TEST_TIMES"
+# tests/common/retry.rs appends each spoiled attempt of a timing test here (printed at the end).
+export TPSLAB_TEST_RETRIES="${TPSLAB_TEST_RETRIES:-$PWD/target/tpslab-test-retries.txt}"
+: > "$TPSLAB_TEST_RETRIES"
 
 # One lock for every test that changes host-wide state or checks it unchanged, shared by
 # every test binary and by the suite of another clone on this host (tests/common/mod.rs
@@ -65,6 +68,10 @@ if [ -s "$TPSLAB_TEST_TIMES" ]; then
   echo "slowest suite tests (s running, s waiting for a turn before, turn, name; all in $TPSLAB_TEST_TIMES):"
   awk -F'\t' -v OFS='\t' '{ printf "%.1f\t%s\t%s\t%s\n", $1 - $2, $2, $3, $4 }' "$TPSLAB_TEST_TIMES" \
     | sort -rn | head -n 15 | sed 's/^/  /'
+fi
+if [ -s "$TPSLAB_TEST_RETRIES" ]; then
+  echo "attempts a busy machine spoiled (each test retried them; all in $TPSLAB_TEST_RETRIES): $(wc -l < "$TPSLAB_TEST_RETRIES")"
+  cut -c1-240 "$TPSLAB_TEST_RETRIES" | sed 's/^/  /'
 fi
 took=$((SECONDS - start))
 echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included), exit $status"

@@ -47,11 +47,41 @@ fn attempt<T>(
             Ok(v) => return Ok(v),
             Err(why) => {
                 eprintln!("{test}: attempt {i} of {attempts} spoiled: {why}");
+                note_retry(test, i, attempts, &why);
                 last = why;
             }
         }
     }
     Err(last)
+}
+
+/// Appends `name<TAB>attempt i of n<TAB>why` (the reason cut at 300 bytes, on one line)
+/// to `$TPSLAB_TEST_RETRIES` when it is set: test.sh prints the spoiled attempts after
+/// the run, since a retry doubles a test's time and a quiet machine should need none.
+fn note_retry(test: &str, i: usize, attempts: usize, why: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("TPSLAB_TEST_RETRIES") else {
+        return;
+    };
+    let mut why: String = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    if why.len() > 300 {
+        let mut cut = 300;
+        while !why.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        why.truncate(cut);
+        why.push_str(" ...");
+    }
+    let line = format!("{test}\tattempt {i} of {attempts}\t{why}\n");
+    // One write of a short line to a file opened for appending: whole lines even with
+    // several test threads and processes.
+    if let Ok(mut f) = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 /// The share of the last 10 s in which some runnable task waited for a CPU, percent

@@ -94,7 +94,7 @@ fn diagnose(ns: &NetNs, target: &str, args: &[&str], tag: &str) -> Result<(Value
         "udp",
         target,
         "--duration",
-        "2s",
+        "1s",
         "--no-history",
     ])
     .args(args)
@@ -310,7 +310,7 @@ fn without_the_read_count_no_verdict_needs_it() {
                 "udp",
                 "127.0.0.1:9813",
                 "--duration",
-                "2s",
+                "1s",
                 "--no-history",
             ])
             .args(BURSTS)

@@ -390,6 +390,10 @@ fn a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server() {
                 "300ms",
                 "--budget",
                 "40s",
+                // One step at each end of the bracket: what is judged is who gave,
+                // not where exactly (the default 3 cost ~4 steps more).
+                "--repeats",
+                "1",
             ])
             .args(["--load-cpus", "0", "--no-drop-reasons", "--json"])
             .arg(&json);
@@ -458,7 +462,15 @@ fn capacity_http_finds_a_serialised_servers_ceiling() {
         let mut c = common::tpslab();
         c.args(["capacity", "http", &format!("http://127.0.0.1:{port}/")])
             .args(["--start-rate", "250", "--step-duration", "1s"])
-            .args(["--warmup", "300ms", "--budget", "60s", "--json"])
+            .args([
+                "--warmup",
+                "300ms",
+                "--budget",
+                "60s",
+                "--repeats",
+                "1",
+                "--json",
+            ])
             .arg(&json);
         let out = common::run(c);
         assert!(out.status.success(), "capacity http failed: {}", out.status);
@@ -642,11 +654,15 @@ fn fix_and_retry_raises_the_default_buffer_of_the_users_server_and_restores_it()
         // The retry's search ends at 40k: what it proves is that 10k passes with the fix
         // (without the cap it climbed to the generator's limit, some 15 s more).
         .args(["--max-rate", "40k"])
+        // Half-second steps, one at each end of a bracket: the loss is structural (every
+        // burst overflows the default buffer), not a rate to pin down.
         .args([
             "--step-duration",
-            "1s",
+            "500ms",
             "--warmup",
-            "300ms",
+            "200ms",
+            "--repeats",
+            "1",
             "--budget",
             "20s",
         ])

@@ -27,9 +27,9 @@ fn diagnose(ns: &NetNs, name: &str, server_flags: &str) -> PathBuf {
         "--burst-interval",
         "50ms",
         "--duration",
-        "2s",
+        "1s",
         "--warmup",
-        "500ms",
+        "300ms",
         "--no-verify",
         "--json",
     ])

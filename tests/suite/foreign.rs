@@ -340,7 +340,7 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
             "--burst-interval",
             "50ms",
             "--duration",
-            "3s",
+            "2s",
             "--warmup",
             "1s",
             "--verify",

@@ -557,7 +557,8 @@ fn capacity_http2_finds_nginxs_request_limit() {
                 "--step-duration",
                 "1s",
             ])
-            .args(["--warmup", "300ms", "--budget", "40s", "--no-history"])
+            .args(["--warmup", "300ms", "--budget", "40s", "--repeats", "1"])
+            .arg("--no-history")
             .args(["--slo", "p99<50ms,errors<1%", "--json"])
             .arg(&json);
         let out = common::run(c);

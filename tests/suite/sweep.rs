@@ -75,10 +75,12 @@ fn sweep_separates_a_real_effect_from_a_noop_and_restores_the_host() {
             "1000",
             "--burst-interval",
             "20ms",
+            // 20 bursts a run (every one overflowing 8192 B): enough to tell the buffer's
+            // effect from busy_read's none in 3 runs a cell.
             "--duration",
-            "600ms",
+            "400ms",
             "--warmup",
-            "200ms",
+            "100ms",
             "--seed",
             "42",
             "--out",

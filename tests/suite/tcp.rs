@@ -124,7 +124,7 @@ fn s4_window_limited_at_64k_and_80_mbit_with_the_bdp_buffers() {
             "--target-rate",
             "80mbit",
             "--duration",
-            "5s",
+            "3s",
             "--json",
         ])
         .arg(&json);

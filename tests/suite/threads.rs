@@ -173,8 +173,16 @@ fn a_java_service_under_one_lock_is_serialised_and_without_it_is_not() {
         common::skip(T, "java not installed");
         return;
     }
-    let port = free_port();
-    let server = java(port, true);
+    // Both JVMs start together (each compiles its source for ~2 s of CPU; on 2 CPUs side
+    // by side); the free one idles while the locked one is ramped.
+    let (port, free_port_) = (free_port(), free_port());
+    let (server, free) = std::thread::scope(|s| {
+        let free = s.spawn(|| java(free_port_, false));
+        (
+            java(port, true),
+            free.join().expect("start the free server"),
+        )
+    });
     let (rec, out) = ramp("java-locked", port, server.0.id(), b"x\n", "1..8", "x2");
     drop(server);
     let verdict = rec["verdict"].as_str().unwrap();
@@ -187,10 +195,8 @@ fn a_java_service_under_one_lock_is_serialised_and_without_it_is_not() {
     assert!(out.contains("other threads idle"), "{out}");
     // Without the lock the 8 threads sleep side by side: TPS grows to 8 users, no lock.
     // (Up to 8 users: one pool thread per connection serves them all.)
-    let port = free_port();
-    let server = java(port, false);
-    let (rec, _) = ramp("java-free", port, server.0.id(), b"x\n", "1..8", "x2");
-    drop(server);
+    let (rec, _) = ramp("java-free", free_port_, free.0.id(), b"x\n", "1..8", "x2");
+    drop(free);
     let verdict = rec["verdict"].as_str().unwrap();
     assert!(!verdict.contains("serialis"), "{verdict}");
     assert!(!verdict.contains("futex"), "{verdict}");
@@ -213,8 +219,8 @@ fn java_http(port: u16, locked: bool) -> common::Kill {
     start(cmd, tag, port)
 }
 
-/// `tpslab ramp http http://127.0.0.1:PORT/ --pid PID --users 1..8 --step x2` (2 s
-/// steps): the record and the printed report. Without `pid`, a 1 s step of 8 users that
+/// `tpslab ramp http http://127.0.0.1:PORT/ --pid PID --users 1..8 --step x2` (1 s
+/// steps: ~50 requests each under the 20 ms lock): the record and the printed report. Without `pid`, a 1 s step of 8 users that
 /// only warms the JVM (its JIT compiles the request path; a first step spent compiling
 /// would bend the curve by itself), nothing kept.
 fn ramp_http(tag: &str, port: u16, pid: Option<u32>) -> Option<(Value, String)> {
@@ -236,7 +242,7 @@ fn ramp_http(tag: &str, port: u16, pid: Option<u32>) -> Option<(Value, String)> 
     };
     let json = common::tmp(&format!("{tag}.json"));
     c.args(["--pid", &pid.to_string(), "--users", "1..8", "--step", "x2"])
-        .args(["--step-duration", "2s", "--warmup", "500ms", "--json"])
+        .args(["--step-duration", "1s", "--warmup", "300ms", "--json"])
         .arg(&json);
     let out = common::run(c);
     assert!(out.status.success(), "exit {:?}", out.status);
@@ -272,8 +278,16 @@ fn s3_in_miniature_over_http_a_global_lock_is_serialised_and_without_it_scales()
     // With the lock: one request at a time holds it for 20 ms, so TPS stays near 50
     // whatever the users (at 1 user the client's share of each cycle is small: sigma
     // near 1), and the other pool threads wait on it.
-    let port = free_port();
-    let server = java_http(port, true);
+    // Both JVMs start together (each compiles its source for ~2 s of CPU); the free one
+    // idles while the locked one is ramped.
+    let (port, free_port_) = (free_port(), free_port());
+    let (server, free_server) = std::thread::scope(|s| {
+        let free = s.spawn(|| java_http(free_port_, false));
+        (
+            java_http(port, true),
+            free.join().expect("start the free server"),
+        )
+    });
     let pid = server.0.id();
     ramp_http("java-http-warm", port, None);
     // Retried once: a step that the host's other work (a compiler beside the test, the
@@ -312,8 +326,7 @@ fn s3_in_miniature_over_http_a_global_lock_is_serialised_and_without_it_scales()
     assert!(timed > 0, "no timed futex wait seen: {last}");
 
     // Without it the 8 pool threads sleep side by side: TPS grows with the users.
-    let port = free_port();
-    let server = java_http(port, false);
+    let (port, server) = (free_port_, free_server);
     let pid = server.0.id();
     ramp_http("java-http-warm", port, None);
     // Retried once: on 2 shared CPUs another process's burst can flatten a step of a

@@ -189,7 +189,7 @@ pub fn run_ramp_with(
                 if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
                     l.read(d, false);
                 }
-                next += nanos(&plan.sample_interval);
+                next = next_tick(next, nanos(&plan.sample_interval), mono_ns());
                 sleep_until(next.min(w1), stop, &shared.done);
             }
             if stop.load(Relaxed) {
@@ -381,6 +381,18 @@ fn listener(
         backlog: u32::try_from(backlog).unwrap_or(u32::MAX),
         somaxconn: crate::env::somaxconn(pid),
     })
+}
+
+/// The sampling tick after `last` (ns, CLOCK_MONOTONIC) every `interval` ns, as seen at
+/// `now`: the next one still ahead, so a thread woken late (its CPU taken by the load on
+/// a busy host) skips the ticks it missed instead of taking them back to back, which
+/// would crowd a step's samples into a few ms of it.
+fn next_tick(last: u64, interval: u64, now: u64) -> u64 {
+    let next = last + interval.max(1);
+    if next > now {
+        return next;
+    }
+    next + ((now - next) / interval.max(1) + 1) * interval.max(1)
 }
 
 fn sleep_until(t: u64, stop: &AtomicBool, done: &AtomicBool) {

@@ -406,3 +406,16 @@ fn a_stop_reaches_the_users_while_the_books_are_kept() {
         (last as i64 - at as i64) / 1_000_000
     );
 }
+
+#[test]
+fn a_late_sampler_skips_the_ticks_it_missed() {
+    // On time: the next tick.
+    assert_eq!(super::next_tick(1_000, 10, 1_005), 1_010);
+    // Woken 35 ns late (at 1_045): the next tick ahead is 1_050, not 1_010, 1_020, ...
+    // taken back to back.
+    assert_eq!(super::next_tick(1_000, 10, 1_045), 1_050);
+    // Exactly on a tick: the one after it.
+    assert_eq!(super::next_tick(1_000, 10, 1_010), 1_020);
+    // A zero interval cannot spin.
+    assert!(super::next_tick(1_000, 0, 1_000) > 1_000);
+}

@@ -2,9 +2,11 @@
 # The test command (README.md; .ci/run calls it): every test binary, also after a failure
 # (--no-fail-fast), then the tests that skipped, each with its reason, since cargo prints a
 # skipped test as "ok" (a missing tool, no root, or a timing test that a busy machine
-# spoiled in every attempt). Arguments are passed to `cargo test` (e.g. --test suite ledger::);
-# without them the quiet tests run in a second process beside the rest (below). Exits with
-# cargo's status (the first failing one's, when both fail).
+# spoiled in every attempt), the attempts a busy machine spoiled and the slowest tests.
+# Arguments are passed to `cargo test` (e.g. --test suite ledger::); without them the
+# integration suite starts as soon as its binary is built, while the other test binaries
+# build at idle priority, and its quiet tests run in a second process beside the rest
+# (below). Exits with cargo's status (the first failing one's, when several fail).
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -38,24 +40,64 @@ start=$SECONDS
 status=0
 if [ $# -gt 0 ]; then
   cargo test --workspace --release --no-fail-fast "$@" || status=$?
-elif cargo test --workspace --release --no-run; then
-  # The quiet modules (their tests call common::quiet(): they mostly wait out idle
-  # intervals) in a second process beside the rest, so they wait beside the timing tests
-  # instead of after them; their output follows the rest's. A test's name matching one of
-  # these filters runs there (in every test binary), every other one here.
-  quiet=(probe:: probe_proxy:: probe_behaviour::)
-  skips=()
-  for q in "${quiet[@]}"; do skips+=(--skip "$q"); done
-  quiet_log="$(mktemp -t tpslab-quiet-tests.XXXXXX)"
-  cargo test --workspace --release --no-fail-fast -- "${quiet[@]}" > "$quiet_log" 2>&1 &
-  quiet_pid=$!
-  cargo test --workspace --release --no-fail-fast -- "${skips[@]}" || status=$?
-  wait "$quiet_pid" || { q=$?; [ "$status" -ne 0 ] || status=$q; }
-  echo "--- the quiet tests (${quiet[*]}), run beside the rest:"
-  cat "$quiet_log"
-  rm -f "$quiet_log"
 else
-  status=$?
+  # 1. What the integration suite (tests/suite, the long part) needs: its binary and
+  #    tpslab's. --workspace resolves features as the full build below does, so nothing
+  #    is built twice.
+  suite_json="$(mktemp -t tpslab-suite-build.XXXXXX)"
+  if cargo test --workspace --release --test suite --no-run \
+      --message-format=json-render-diagnostics > "$suite_json"; then
+    suite="$(grep -o '"executable":"[^"]*/deps/suite-[^"]*"' "$suite_json" | tail -n 1 \
+      | sed 's/^"executable":"//; s/"$//')"
+  else
+    status=$?
+  fi
+  rm -f "$suite_json"
+  if [ "$status" -eq 0 ] && [ -x "${suite:-}" ]; then
+    # 2. Every other test binary builds meanwhile at idle priority (SCHED_IDLE: it gets
+    #    only CPU time the suite leaves), then runs after the suite (step 4).
+    rest_log="$(mktemp -t tpslab-rest-build.XXXXXX)"
+    idle=()
+    if command -v chrt > /dev/null 2>&1; then idle=(chrt -i 0); fi
+    nice -n 19 "${idle[@]}" cargo test --workspace --release --no-run > "$rest_log" 2>&1 &
+    rest_pid=$!
+    # 3. The suite, run directly (cargo's build lock is the build's above): the quiet
+    #    modules (their tests call common::quiet(): they mostly wait out idle intervals)
+    #    in a second process beside the rest, so they wait beside the timing tests
+    #    instead of after them; their output follows the rest's. A test's name matching
+    #    one of these filters runs there, every other one here.
+    quiet=(probe:: probe_proxy:: probe_behaviour::)
+    skips=()
+    for q in "${quiet[@]}"; do skips+=(--skip "$q"); done
+    quiet_log="$(mktemp -t tpslab-quiet-tests.XXXXXX)"
+    echo "     Running tests/suite/main.rs ($suite)"
+    "$suite" "${quiet[@]}" > "$quiet_log" 2>&1 &
+    quiet_pid=$!
+    "$suite" "${skips[@]}" || status=$?
+    wait "$quiet_pid" || { q=$?; [ "$status" -ne 0 ] || status=$q; }
+    echo "--- the quiet tests (${quiet[*]}), run beside the rest:"
+    cat "$quiet_log"
+    rm -f "$quiet_log"
+    # 4. The other binaries (the crates' unit and integration tests, the doc tests).
+    if wait "$rest_pid"; then
+      rest=(--lib --bins)
+      for t in $(sed -n '/^\[\[test\]\]/{n;s/^name = "\(.*\)"$/\1/p}' crates/*/Cargo.toml); do
+        rest+=(--test "$t")
+      done
+      cargo test --workspace --release --no-fail-fast "${rest[@]}" \
+        || { r=$?; [ "$status" -ne 0 ] || status=$r; }
+      cargo test --workspace --release --no-fail-fast --doc \
+        || { r=$?; [ "$status" -ne 0 ] || status=$r; }
+    else
+      r=$?
+      cat "$rest_log"
+      [ "$status" -ne 0 ] || status=$r
+    fi
+    rm -f "$rest_log"
+  elif [ "$status" -eq 0 ]; then
+    echo "test.sh: cargo built no tests/suite binary" >&2
+    status=1
+  fi
 fi
 
 if [ -s "$TPSLAB_SKIP_LIST" ]; then

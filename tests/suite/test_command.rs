@@ -43,7 +43,7 @@ fn stub_cargo(name: &str, script: &str) -> PathBuf {
 }
 
 /// Runs ./test.sh with `stub` first on PATH, the skip list at `list` and the tests'
-/// times in a file of this test's own (never the suite's running one).
+/// times and retries in files of this test's own (never the suite's running ones).
 fn test_sh(stub: &Path, list: &Path, args: &[&str]) -> (Option<i32>, String) {
     let path = format!("{}:{}", stub.display(), std::env::var("PATH").unwrap());
     let out = Command::new(repo().join("test.sh"))
@@ -51,6 +51,7 @@ fn test_sh(stub: &Path, list: &Path, args: &[&str]) -> (Option<i32>, String) {
         .env("PATH", path)
         .env("TPSLAB_SKIP_LIST", list)
         .env("TPSLAB_TEST_TIMES", common::tmp("test-sh-times.txt"))
+        .env("TPSLAB_TEST_RETRIES", common::tmp("test-sh-retries.txt"))
         .output()
         .expect("run test.sh");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
@@ -95,33 +96,58 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
         took.starts_with("0 min ") && took.ends_with(" s (compiling included), exit 101\n"),
         "{took}"
     );
-    // Without arguments: one build, then the quiet tests in a second process beside the
-    // rest (each test in exactly one of them), their output after the rest's; a failure
-    // of either is the suite's.
+    // Without arguments: the suite's binary built first and run directly while every other
+    // test binary builds (at idle priority), the quiet tests in a second process beside the
+    // rest (each test in exactly one of them, their output after the rest's), then the
+    // other binaries and the doc tests; a failure of any is the suite's.
     let calls = common::tmp("test-sh-calls.txt");
-    for (fail, code_want) in [("no-such-test", 0), ("probe_proxy::", 101)] {
+    let suite = common::tmp("stub-suite-bin").join("deps/suite-0123");
+    std::fs::create_dir_all(suite.parent().unwrap()).unwrap();
+    for (fail, code_want) in [("no-such-test", 0), ("probe_proxy::", 101), ("--doc", 101)] {
         let _ = std::fs::remove_file(&calls);
+        std::fs::write(
+            &suite,
+            format!(
+                "#!/bin/sh\necho \"suite $*\" >> '{}'\ncase \"$*\" in *--skip*) echo main-run;; *) echo quiet-run;; esac\ncase \"$*\" in *--skip*) ;; *'{fail}'*) exit 101;; esac\nexit 0\n",
+                calls.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&suite, std::fs::Permissions::from_mode(0o755)).unwrap();
         let stub = stub_cargo(
             "stub-passing",
             &format!(
-                "echo \"$@\" >> '{}'\ncase \"$*\" in *--skip*) echo main-run;; *--no-run*) ;; *) echo quiet-run;; esac\ncase \"$*\" in *--skip*) ;; *'{fail}'*) exit 101;; esac\nexit 0",
-                calls.display()
+                "echo \"$@\" >> '{}'\ncase \"$*\" in *--message-format*) echo '{{\"reason\":\"compiler-artifact\",\"executable\":\"{}\"}}';; esac\ncase \"$*\" in *'{fail}'*) exit 101;; esac\nexit 0",
+                calls.display(),
+                suite.display()
             ),
         );
         let (code, out) = test_sh(&stub, &list, &[]);
         assert_eq!(code, Some(code_want), "{out}");
-        let mut argv: Vec<String> = std::fs::read_to_string(&calls)
+        let argv: Vec<String> = std::fs::read_to_string(&calls)
             .unwrap()
             .lines()
             .map(String::from)
             .collect();
-        assert_eq!(argv.remove(0), "test --workspace --release --no-run");
-        argv.sort();
         assert_eq!(
-            argv,
+            argv[0],
+            "test --workspace --release --test suite --no-run --message-format=json-render-diagnostics"
+        );
+        let mut middle = argv[1..4].to_vec();
+        middle.sort();
+        assert_eq!(
+            middle,
             [
-                "test --workspace --release --no-fail-fast -- --skip probe:: --skip probe_proxy:: --skip probe_behaviour::",
-                "test --workspace --release --no-fail-fast -- probe:: probe_proxy:: probe_behaviour::",
+                "suite --skip probe:: --skip probe_proxy:: --skip probe_behaviour::",
+                "suite probe:: probe_proxy:: probe_behaviour::",
+                "test --workspace --release --no-run",
+            ]
+        );
+        assert_eq!(
+            argv[4..],
+            [
+                "test --workspace --release --no-fail-fast --lib --bins --test engine --test plan --test proc --test record --test report",
+                "test --workspace --release --no-fail-fast --doc",
             ]
         );
         let (rest, took) = out
@@ -129,7 +155,7 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
             .expect("the wall time printed last");
         assert_eq!(
             rest,
-            "main-run\n--- the quiet tests (probe:: probe_proxy:: probe_behaviour::), run beside the rest:\nquiet-run\nskipped tests: none\n"
+            format!("     Running tests/suite/main.rs ({})\nmain-run\n--- the quiet tests (probe:: probe_proxy:: probe_behaviour::), run beside the rest:\nquiet-run\nskipped tests: none\n", suite.display())
         );
         assert!(took.ends_with(&format!(", exit {code_want}\n")), "{took}");
     }

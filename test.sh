@@ -59,7 +59,14 @@ else
     rest_log="$(mktemp -t tpslab-rest-build.XXXXXX)"
     idle=()
     if command -v chrt > /dev/null 2>&1; then idle=(chrt -i 0); fi
-    nice -n 19 "${idle[@]}" cargo test --workspace --release --no-run > "$rest_log" 2>&1 &
+    built=$SECONDS
+    rest_ready="$(mktemp -t tpslab-rest-ready.XXXXXX)"
+    (
+      nice -n 19 "${idle[@]}" cargo test --workspace --release --no-run > "$rest_log" 2>&1
+      r=$?
+      echo "$SECONDS" > "$rest_ready"
+      exit "$r"
+    ) &
     rest_pid=$!
     # 3. The suite, run directly (cargo's build lock is the build's above): the quiet
     #    modules (their tests call common::quiet(): they mostly wait out idle intervals)
@@ -78,6 +85,7 @@ else
     echo "--- the quiet tests (${quiet[*]}), run beside the rest:"
     cat "$quiet_log"
     rm -f "$quiet_log"
+    suite_done=$SECONDS
     # 4. The other binaries (the crates' unit and integration tests, the doc tests).
     if wait "$rest_pid"; then
       rest=(--lib --bins)
@@ -93,7 +101,10 @@ else
       cat "$rest_log"
       [ "$status" -ne 0 ] || status=$r
     fi
-    rm -f "$rest_log"
+    phases="; the suite's binary built at $((built - start)) s, the suite ran $((suite_done - built)) s"
+    phases+=", the other test binaries were built at $(($(cat "$rest_ready" 2> /dev/null || echo "$SECONDS") - start)) s"
+    phases+=" and ran $((SECONDS - suite_done)) s after the suite"
+    rm -f "$rest_log" "$rest_ready"
   elif [ "$status" -eq 0 ]; then
     echo "test.sh: cargo built no tests/suite binary" >&2
     status=1
@@ -116,5 +127,5 @@ if [ -s "$TPSLAB_TEST_RETRIES" ]; then
   cut -c1-240 "$TPSLAB_TEST_RETRIES" | sed 's/^/  /'
 fi
 took=$((SECONDS - start))
-echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included), exit $status"
+echo "test.sh: $((took / 60)) min $((took % 60)) s (compiling included${phases:-}), exit $status"
 exit "$status"

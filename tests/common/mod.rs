@@ -30,6 +30,18 @@ pub fn own_skip_list(list: &std::path::Path) {
     OWN_SKIP_LIST.with(|l| *l.borrow_mut() = Some(list.to_path_buf()));
 }
 
+/// Where [`retry`] notes each spoiled attempt: beside this thread's own skip list
+/// (`LIST.retries`) when its test set one, else `$TPSLAB_TEST_RETRIES` (test.sh's), else
+/// nowhere.
+pub fn retries_file() -> Option<PathBuf> {
+    if let Some(p) = OWN_SKIP_LIST.with(|l| l.borrow().clone()) {
+        let mut p = p.into_os_string();
+        p.push(".retries");
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("TPSLAB_TEST_RETRIES").map(PathBuf::from)
+}
+
 /// Skips a test: prints why and adds it to [`skip_list`].
 pub fn skip(test: &str, why: &str) {
     eprintln!("skipping {test}: {why}");

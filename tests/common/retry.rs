@@ -56,11 +56,11 @@ fn attempt<T>(
 }
 
 /// Appends `name<TAB>attempt i of n<TAB>why` (the reason cut at 300 bytes, on one line)
-/// to `$TPSLAB_TEST_RETRIES` when it is set: test.sh prints the spoiled attempts after
+/// to [`super::retries_file`] when there is one: test.sh prints the spoiled attempts after
 /// the run, since a retry doubles a test's time and a quiet machine should need none.
 fn note_retry(test: &str, i: usize, attempts: usize, why: &str) {
     use std::io::Write;
-    let Some(path) = std::env::var_os("TPSLAB_TEST_RETRIES") else {
+    let Some(path) = super::retries_file() else {
         return;
     };
     let mut why: String = why.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -197,6 +197,7 @@ fn a_timing_test_spoiled_in_every_attempt_is_a_counted_skip() {
     let list = common::tmp("retry-skipped.txt");
     let _ = std::fs::remove_file(&list);
     common::own_skip_list(&list);
+    let _ = std::fs::remove_file(common::retries_file().unwrap());
     let mut n = 0;
     let r: Option<()> = common::retry("busy_test", 3, || {
         n += 1;
@@ -227,4 +228,18 @@ fn a_timing_test_spoiled_in_every_attempt_is_a_counted_skip() {
         common::retry_chance("unlucky", 3, || Err::<(), _>("significant".to_string()))
     });
     assert!(failed.is_err());
+    // Each spoiled attempt was noted, one line each, in this test's own file (beside its
+    // skip list), never in the suite's.
+    let retries = common::retries_file().expect("beside the own skip list");
+    let lines: Vec<String> = std::fs::read_to_string(&retries)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 3 + 1 + 3, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        "busy_test\tattempt 1 of 3\tgenerator off schedule (1)"
+    );
+    assert_eq!(lines[3], "recovering_test\tattempt 1 of 3\tbusy");
 }

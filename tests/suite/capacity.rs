@@ -92,13 +92,14 @@ fn the_rate_found_is_within_ten_percent_of_the_reference_servers_capacity() {
             port,
             &[
                 "--start-rate",
-                "250",
+                "500",
                 "--step-duration",
                 "1s",
                 "--warmup",
                 "300ms",
+                // A bracket of 5 % (the test allows 10 %): 13 steps at 2 % took 17 s.
                 "--resolution",
-                "2%",
+                "5%",
                 "--repeats",
                 "2",
                 "--budget",
@@ -159,8 +160,8 @@ fn the_rate_found_is_within_ten_percent_of_the_reference_servers_capacity() {
         "found {lo} pps, not within 10 % of {capacity}"
     );
     assert!(
-        hi <= lo * 1.02 + 1.0,
-        "a bracket wider than 2 %: {lo}..{hi}"
+        hi <= lo * 1.05 + 1.0,
+        "a bracket wider than the 5 % asked: {lo}..{hi}"
     );
     assert!(text.contains(&format!("RESULT: sustains {} pps", tpslab_fmt(lo))));
     // The first failing rate's verdict: the server too slow for the rate (its socket
@@ -379,15 +380,17 @@ fn a_generator_sharing_its_cpu_with_a_hog_is_the_limit_not_the_server() {
                 "--slo",
                 "p99<20ms",
                 "--start-rate",
-                "4k",
+                "16k",
                 "--max-rate",
                 "400k",
             ])
+            // Half-second steps: the generator's lateness shows within one (1-7 % of
+            // the datagrams late at 40-64k in a full suite run).
             .args([
                 "--step-duration",
-                "1s",
+                "500ms",
                 "--warmup",
-                "300ms",
+                "200ms",
                 "--budget",
                 "40s",
                 // One step at each end of the bracket: what is judged is who gave,

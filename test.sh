@@ -36,6 +36,15 @@ export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
 export TPSLAB_TURN_LOCK="${TPSLAB_TURN_LOCK:-/tmp/tpslab-turn.lock}"
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 
+# Back to normal priority: PID and its descendants (those cargo starts later inherit it).
+unidle() {
+  local c
+  for c in $(pgrep -P "$1" 2> /dev/null); do unidle "$c"; done
+  chrt -o -p 0 "$1" > /dev/null 2>&1
+  renice -n 0 -p "$1" > /dev/null 2>&1
+  return 0
+}
+
 start=$SECONDS
 status=0
 if [ $# -gt 0 ]; then
@@ -86,7 +95,10 @@ else
     cat "$quiet_log"
     rm -f "$quiet_log"
     suite_done=$SECONDS
-    # 4. The other binaries (the crates' unit and integration tests, the doc tests).
+    # 4. The other binaries (the crates' unit and integration tests, the doc tests): their
+    #    build, if not done yet, goes on at normal priority (beside a busy neighbour an idle
+    #    one would wait for it to end), then they run.
+    unidle "$rest_pid"
     if wait "$rest_pid"; then
       rest=(--lib --bins)
       for t in $(sed -n '/^\[\[test\]\]/{n;s/^name = "\(.*\)"$/\1/p}' crates/*/Cargo.toml); do

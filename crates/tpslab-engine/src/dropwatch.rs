@@ -16,6 +16,7 @@
 //! the sampler is the one `run`, `load`, `diagnose` and `watch` use; the counters serve
 //! tests.
 
+use std::collections::BTreeMap;
 use tpslab_net::perf::{tracefs_read, TracepointCounter};
 use tpslab_proc::tracefs::parse_format;
 
@@ -291,26 +292,19 @@ impl DropSampler {
         let name = |v: u64| reason_name(&self.names, v);
         let mut reasons = std::collections::BTreeMap::<String, u64>::new();
         let mut sites = std::collections::BTreeMap::<(String, String), u64>::new();
-        // Read only when something was dropped (the table is some 120000 lines), keeping
-        // only the symbols that name the sampled drop sites.
+        // Read only when something was dropped at an address not named before in this
+        // process (the table is some 120000 lines), keeping only the symbols that name
+        // the sampled drop sites.
         let mut addrs: Vec<u64> = counts.keys().map(|k| k.1).filter(|a| *a != 0).collect();
         addrs.sort_unstable();
         addrs.dedup();
-        let syms = if addrs.is_empty() {
-            Default::default()
-        } else {
+        let names = site_names(&addrs, || {
             std::fs::File::open("/proc/kallsyms")
-                .and_then(|f| {
-                    tpslab_proc::kallsyms::Kallsyms::for_addresses(
-                        std::io::BufReader::with_capacity(64 << 10, f),
-                        &addrs,
-                    )
-                })
-                .unwrap_or_default()
-        };
+                .map(|f| std::io::BufReader::with_capacity(64 << 10, f))
+        });
         for ((v, at), c) in counts {
             let reason = name(u64::from(v));
-            if let Some(site) = syms.name(at) {
+            if let Some(site) = names.get(&at).cloned().flatten() {
                 *sites.entry((reason.clone(), site)).or_default() += c;
             }
             *reasons.entry(reason).or_default() += c;
@@ -327,6 +321,48 @@ impl DropSampler {
             by_site,
         }
     }
+}
+
+/// Drop sites named so far in this process, by code address (None: no symbol names it),
+/// at most [`SITE_NAMES_MAX`]: a ramp or capacity search stops a sampler every step, and
+/// reading /proc/kallsyms each time (0.1 s of a quiet CPU, several times that on a busy
+/// one) made the next step's first reads late past its window.
+static SITE_NAMES: std::sync::Mutex<BTreeMap<u64, Option<String>>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Addresses [`SITE_NAMES`] keeps (a few dozen drop sites are usual; past the cap a site is
+/// read again each time).
+const SITE_NAMES_MAX: usize = 4096;
+
+/// The names of `addrs` (sorted, deduplicated): from [`SITE_NAMES`], reading the table
+/// `open` gives for the ones not named before (an error or a hidden table: none named).
+fn site_names<R: std::io::BufRead>(
+    addrs: &[u64],
+    open: impl FnOnce() -> std::io::Result<R>,
+) -> BTreeMap<u64, Option<String>> {
+    let mut known = SITE_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let new: Vec<u64> = addrs
+        .iter()
+        .copied()
+        .filter(|a| !known.contains_key(a))
+        .collect();
+    let mut out: BTreeMap<u64, Option<String>> = addrs
+        .iter()
+        .filter_map(|a| known.get(a).map(|n| (*a, n.clone())))
+        .collect();
+    if !new.is_empty() {
+        let syms = open()
+            .and_then(|r| tpslab_proc::kallsyms::Kallsyms::for_addresses(r, &new))
+            .unwrap_or_default();
+        for a in new {
+            let n = syms.name(a);
+            if known.len() < SITE_NAMES_MAX {
+                known.insert(a, n.clone());
+            }
+            out.insert(a, n);
+        }
+    }
+    out
 }
 
 /// What a sampler started with [`DropSampler::start`] saw, as the record holds it: the
@@ -388,6 +424,32 @@ pub fn grown(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drop_sites_are_read_from_the_table_once_per_process() {
+        // Addresses far above any real kernel's (no other test names them).
+        let table = "ffffffffff000000 t site_a\nffffffffff000100 T site_b\n";
+        let reads = std::cell::Cell::new(0);
+        let open = || {
+            reads.set(reads.get() + 1);
+            Ok(std::io::Cursor::new(table))
+        };
+        let (a, b) = (0xffff_ffff_ff00_0010, 0xffff_ffff_ff00_0104);
+        let first = site_names(&[a, b], open);
+        assert_eq!(first[&a].as_deref(), Some("site_a+0x10"));
+        assert_eq!(first[&b].as_deref(), Some("site_b+0x4"));
+        assert_eq!(reads.get(), 1);
+        // The next step's sampler with the same sites reads nothing.
+        let again = site_names(&[a, b], open);
+        assert_eq!(again, first);
+        assert_eq!(reads.get(), 1, "the table read again for known sites");
+        // A new site: read once more, for it alone; the known one from the cache.
+        let c = 0xffff_ffff_ff00_0180;
+        let third = site_names(&[a, c], open);
+        assert_eq!(reads.get(), 2);
+        assert_eq!(third[&c].as_deref(), Some("site_b+0x80"));
+        assert_eq!(third.len(), 2);
+    }
 
     #[test]
     fn live_counts_add_up_drains_by_name_and_count_lost_samples() {

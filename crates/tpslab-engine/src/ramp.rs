@@ -30,9 +30,10 @@ use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
 use tpslab_plan::time::nanos;
 
-use crate::proto::{Protocol, Transport};
+use crate::proto::Protocol;
 use crate::tally::{StepAcc, Tally};
 use crate::EngineError;
+use tpslab_plan::proto::Transport;
 
 use tpslab_plan::ramp::RampPlan;
 use tpslab_record::ramp::{RampRecord, StepResult};

@@ -37,7 +37,8 @@ use tpslab_record::gaps::ReplyGaps;
 
 use crate::books::Books;
 use crate::proto::tls::{self, Handshake};
-use crate::proto::{io_kind, Exchange, Opened, Reply, Transport, WithExchange};
+use crate::proto::{io_kind, Exchange, Opened, Reply, WithExchange};
+use tpslab_plan::proto::Transport;
 
 /// Where a user is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,7 @@ use std::net::SocketAddr;
 
 // The transport is the plan's (each `Proto` variant has one); the users' loop knows of a
 // protocol only it: a stream's bytes kept across reads, or one datagram per read.
-pub(crate) use tpslab_plan::proto::Transport;
-use tpslab_plan::proto::{Proto, Wire};
+use tpslab_plan::proto::{Proto, Transport, Wire};
 
 pub mod h2;
 pub mod h3;

@@ -5,10 +5,11 @@
 use super::{Loop, State, User};
 use crate::books::Books;
 use crate::proto::tls;
-use crate::proto::{io_kind, Decoded, Exchange, Transport};
+use crate::proto::{io_kind, Decoded, Exchange};
 use std::io::{ErrorKind, Read};
 use tpslab_net::mono_ns;
 use tpslab_net::poll::{READABLE, WRITABLE};
+use tpslab_plan::proto::Transport;
 
 impl<B: Books, P: Exchange> Loop<'_, B, P> {
     /// Writes what is left of the request; then waits for the reply.

@@ -33,7 +33,7 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
                         continue;
                     }
                     live::restore_terminal();
-                    let r = tpslab_engine::guard::restore_now();
+                    let r = tpslab_engine::host::guard::restore_now();
                     for (k, v) in r.restored {
                         eprintln!("tpslab: restored {k}={v}");
                     }

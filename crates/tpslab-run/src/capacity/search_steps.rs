@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, rate_text, Next};
 use tpslab_analysis::verdict::diagnose;
-use tpslab_engine::probe::probe_truesize;
+use tpslab_engine::host::probe::probe_truesize;
 use tpslab_plan::capacity::{CapacityLoad, CapacityPlan};
 use tpslab_record::buffer::TruesizeProbe;
 use tpslab_record::capacity::{CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict};
@@ -99,7 +99,7 @@ pub(super) fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<Capa
         longest = longest.max(Duration::from_secs_f64(elapsed));
         environment.get_or_insert_with(|| match &evidence {
             StepEvidence::Udp(rec) => rec.environment.clone(),
-            StepEvidence::Stream(..) => tpslab_engine::env::environment(),
+            StepEvidence::Stream(..) => tpslab_engine::host::env::environment(),
         });
         f.interrupted |= stop.load(Relaxed);
         let timing = (started_s, elapsed);
@@ -135,7 +135,7 @@ pub(super) fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<Capa
         conclusion,
         boundary,
         interrupted,
-        environment: environment.unwrap_or_else(tpslab_engine::env::environment),
+        environment: environment.unwrap_or_else(tpslab_engine::host::env::environment),
         notes: vec![],
         retry: None,
     })

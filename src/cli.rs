@@ -42,7 +42,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => {}
     }
     // Settings a killed tpslab left changed are restored before anything else runs.
-    let rec = tpslab_engine::guard::recover();
+    let rec = tpslab_engine::host::guard::recover();
     for (k, v) in &rec.restored {
         eprintln!("tpslab: restored {k}={v}, left changed by an interrupted tpslab run");
     }

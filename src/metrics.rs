@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use std::net::SocketAddr;
 use tpslab_cli::metrics::ListenFlag;
 
-pub(crate) use tpslab_run::exporter::{both, Exporter};
+use tpslab_run::exporter::Exporter;
 
 /// Binds the endpoint now (before the run: a bad address or a port in use is an error
 /// up front) and serves `command`'s info until more is set; None without the flag.

@@ -7,7 +7,7 @@ mod live;
 mod progress;
 
 pub(crate) use emit::{emit, emit_files, emit_run, live_sink, Outputs, Terminal};
-pub(crate) use live::{attach_http, attach_runs, LiveView, RunsItem};
+pub(crate) use live::{attach_http, attach_runs, LiveView};
 pub(crate) use progress::TermProgress;
 
 use anyhow::Result;
@@ -33,7 +33,7 @@ pub(crate) fn install_signals() -> Result<Arc<AtomicBool>> {
                         continue;
                     }
                     live::restore_terminal();
-                    let r = tpslab_engine::guard::restore_now();
+                    let r = tpslab_engine::host::guard::restore_now();
                     for (k, v) in r.restored {
                         eprintln!("tpslab: restored {k}={v}");
                     }
@@ -65,9 +65,9 @@ pub(crate) fn ctx(live: Option<tpslab_engine::observe::LiveSink>) -> Result<tpsl
 /// endpoint, either or both.
 pub(crate) fn live_ctx(
     json_stream: Option<&std::path::Path>,
-    exporter: Option<&crate::metrics::Exporter>,
+    exporter: Option<&tpslab_run::exporter::Exporter>,
 ) -> Result<tpslab_run::Ctx> {
-    ctx(crate::metrics::both(
+    ctx(tpslab_run::exporter::both(
         live_sink(json_stream)?,
         exporter.map(|e| e.sink()),
     ))

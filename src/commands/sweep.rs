@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use tpslab_analysis::gate::applies;
 use tpslab_cli::sweep::SweepArgs;
 use tpslab_record::Body;
+use tpslab_report::live::screen::RunsItem;
 use tpslab_run::sweep::Event;
 
 /// Runs `tpslab sweep`.
@@ -48,7 +49,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let rec = tpslab_run::sweep::run(&plan, &a.out, &ctx, &mut |e| match e {
         Event::Next(cell) => {
             if let Some(tx) = &to_view {
-                let _ = tx.send(out::RunsItem::Run(cell.label()));
+                let _ = tx.send(RunsItem::Run(cell.label()));
             }
             pb.set_message(cell.label())
         }
@@ -61,7 +62,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             pb.inc(1);
             if let Some(tx) = &to_view {
                 let m = tpslab_analysis::sweep::metrics(record);
-                let _ = tx.send(out::RunsItem::SweepDone(done, cell.label(), Box::new(m)));
+                let _ = tx.send(RunsItem::SweepDone(done, cell.label(), Box::new(m)));
             }
             // Scraped: the runs done, and the last run's figures labelled by its cell.
             if let Some(e) = &exporter {

@@ -54,7 +54,7 @@ fn run_plan(plan: &UdpRunPlan, o: &OutputFlags, command: &str) -> Result<ExitCod
         true => {
             let (view, sink, progress) =
                 out::LiveView::start(live_header(plan, command), ctx.stop.clone())?;
-            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.live = tpslab_run::exporter::both(ctx.live.take(), Some(sink));
             ctx.progress = progress;
             Some(view)
         }
@@ -110,7 +110,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
                 no_latency: Some("a watch sends no load of its own".into()),
             };
             let (view, sink, progress) = out::LiveView::start(header, ctx.stop.clone())?;
-            ctx.live = crate::metrics::both(ctx.live.take(), Some(sink));
+            ctx.live = tpslab_run::exporter::both(ctx.live.take(), Some(sink));
             ctx.progress = progress;
             Some(view)
         }

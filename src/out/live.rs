@@ -10,8 +10,7 @@ use std::time::Duration;
 use tpslab_engine::observe::LiveSink;
 use tpslab_record::ramp::StepResult;
 use tpslab_report::live::keys::{parse_keys, Key};
-pub(crate) use tpslab_report::live::screen::RunsItem;
-use tpslab_report::live::screen::{run_view, KeySource, Screen, ViewEnd};
+use tpslab_report::live::screen::{run_view, KeySource, RunsItem, Screen, ViewEnd};
 use tpslab_report::live::{
     HttpLiveState, LiveHeader, LiveState, RampHeader, RampLiveState, RunsKind, RunsLiveState,
 };

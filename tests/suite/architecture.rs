@@ -242,7 +242,7 @@ fn every_integration_test_is_a_module_of_its_crates_one_binary() {
 /// transport, request and checks) and the engine's (each variant's `Exchange`).
 const PROTO_REGISTRIES: [&str; 2] = [
     "crates/tpslab-plan/src/proto.rs",
-    "crates/tpslab-engine/src/proto/mod.rs",
+    "crates/tpslab-engine/src/client/proto/mod.rs",
 ];
 
 /// The renderers, which may say a protocol's own words (`crates/tpslab-report/src/`).
@@ -439,4 +439,224 @@ fn a_match_on_the_protocol_is_told_from_a_protocol_made() {
         proto_matches("fn f() {\n    match p {\n        Proto::Tcp => 1,\n    }\n}"),
         vec![3]
     );
+}
+
+/// A production function is at most this many lines, from its `fn` to its closing brace
+/// (issue 56: functions grew while files were split; a longer one becomes named steps).
+const MAX_FN_LINES: usize = 120;
+
+/// Production functions still over MAX_FN_LINES, being split: (file, name). A listed one
+/// that is no longer over it fails too, so the list only shrinks.
+const KNOWN_LONG: &[(&str, &str)] = &[
+    ("crates/tpslab-engine/src/lab/idle/mod.rs", "study"),
+    ("crates/tpslab-engine/src/lab/idle/responder.rs", "tick"),
+    ("crates/tpslab-engine/src/client/load/finish.rs", "finish"),
+    (
+        "crates/tpslab-engine/src/client/load/receive.rs",
+        "receiver",
+    ),
+    ("crates/tpslab-engine/src/client/load/send.rs", "sender"),
+    ("crates/tpslab-engine/src/observe/sampler.rs", "sample"),
+    (
+        "crates/tpslab-engine/src/client/openloop/h2loop/frames.rs",
+        "frame",
+    ),
+    (
+        "crates/tpslab-engine/src/client/openloop/h2loop/mod.rs",
+        "run_loop",
+    ),
+    ("crates/tpslab-engine/src/observe/owner.rs", "choose"),
+    ("crates/tpslab-engine/src/client/proto/h2.rs", "parse"),
+    ("crates/tpslab-engine/src/client/ramp.rs", "run_ramp_with"),
+    ("crates/tpslab-engine/src/serve/rr.rs", "worker"),
+    (
+        "crates/tpslab-engine/src/client/udp_run.rs",
+        "run_udp_streamed",
+    ),
+];
+
+/// The functions with a body in `code` (comments, literals and `#[cfg(test)]` items
+/// already blanked: `import_graph::modules` gives it so): (name, line of its `fn`, lines
+/// from that line to its closing brace's). A declaration without a body (`fn f();` in a
+/// trait) and a function pointer type (`fn(u8)`) are not functions.
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let b = code.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let line_at = |i: usize| code[..i].matches('\n').count() + 1;
+    let mut out = vec![];
+    let mut from = 0;
+    while let Some(k) = code[from..].find("fn") {
+        let at = from + k;
+        from = at + 2;
+        let keyword =
+            (at == 0 || !word(b[at - 1])) && b.get(at + 2).is_some_and(|c| c.is_ascii_whitespace());
+        if !keyword {
+            continue;
+        }
+        let mut j = at + 2;
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        let name_start = j;
+        while j < b.len() && word(b[j]) {
+            j += 1;
+        }
+        if j == name_start {
+            continue;
+        }
+        let name = code[name_start..j].to_string();
+        // The body's `{`: the first outside the signature's parentheses and brackets,
+        // unless a `;` ends the declaration first.
+        let mut depth = 0i32;
+        let open = loop {
+            match b.get(j) {
+                None => break None,
+                Some(b'(' | b'[') => depth += 1,
+                Some(b')' | b']') => depth -= 1,
+                Some(b';') if depth == 0 => break None,
+                Some(b'{') if depth == 0 => break Some(j),
+                _ => {}
+            }
+            j += 1;
+        };
+        let Some(open) = open else {
+            continue;
+        };
+        let first = line_at(at);
+        let last = line_at(group_end(b, open) - 1);
+        out.push((name, first, last - first + 1));
+    }
+    out
+}
+
+#[test]
+fn no_production_function_is_over_120_lines() {
+    let mut long = vec![];
+    let mut listed_short = vec![];
+    let mut seen = 0;
+    for (_, lib) in crate::import_graph::crates() {
+        for m in crate::import_graph::modules(&lib) {
+            let rel = m
+                .file
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            for (name, line, lines) in functions(&m.code) {
+                seen += 1;
+                let known = KNOWN_LONG.contains(&(rel.as_str(), name.as_str()));
+                if lines > MAX_FN_LINES && !known {
+                    long.push(format!("{rel}:{line}: fn {name} is {lines} lines"));
+                } else if lines <= MAX_FN_LINES && known {
+                    listed_short.push(format!("{rel}:{line}: fn {name} ({lines} lines)"));
+                }
+            }
+        }
+    }
+    // The workspace has thousands of functions: a parser that found few would check nothing.
+    assert!(seen > 2000, "found {seen} functions");
+    let missing: Vec<_> = KNOWN_LONG
+        .iter()
+        .filter(|(f, n)| {
+            let text = fs::read_to_string(root().join(f)).unwrap_or_default();
+            !functions(&crate::import_graph::code_only(&text))
+                .iter()
+                .any(|(name, ..)| name == n)
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "production functions over {MAX_FN_LINES} lines (split them into named steps):\n{}",
+        long.join("\n")
+    );
+    assert!(
+        listed_short.is_empty() && missing.is_empty(),
+        "in KNOWN_LONG but no longer over {MAX_FN_LINES} lines (take them off the list): {listed_short:?} {missing:?}"
+    );
+}
+
+#[test]
+fn a_long_function_is_found_with_its_line_and_test_code_is_not() {
+    let body = |name: &str, lines: usize| {
+        // `fn` line, lines - 2 statements, closing brace: `lines` lines in all.
+        let mut f = format!("pub(crate) fn {name}<T: Into<u8>>(x: [u8; 2], f: fn(u8) -> u8) -> Option<u8>\nwhere\n    T: Copy,\n{{\n");
+        for i in 0..lines - 5 {
+            f.push_str(&format!(
+                "    let _a{i} = \"}} fn fake() {{\"; // fn commented() {{\n"
+            ));
+        }
+        f.push_str("}\n");
+        f
+    };
+    let text = format!(
+        "//! A module.\ntrait T {{\n    fn declared(&self) -> u8;\n}}\n{}{}#[cfg(test)]\nmod tests {{\n{}}}\nimpl X {{\n    {}}}\n",
+        body("long", MAX_FN_LINES + 1),
+        body("fits", MAX_FN_LINES),
+        body("a_test", 300),
+        body("method", MAX_FN_LINES + 5),
+    );
+    let (code, _) = crate::import_graph::strip_tests(&crate::import_graph::code_only(&text));
+    let found = functions(&code);
+    let fits_at = 5 + MAX_FN_LINES + 1;
+    let method_at = fits_at + MAX_FN_LINES + 2 + 300 + 2;
+    assert_eq!(
+        found,
+        [
+            ("long".to_string(), 5, MAX_FN_LINES + 1),
+            ("fits".to_string(), fits_at, MAX_FN_LINES),
+            ("method".to_string(), method_at, MAX_FN_LINES + 5),
+        ]
+    );
+}
+
+/// What sits in `dir` besides folders and `lib.rs`, sorted: the engine's top folder holds
+/// its wings and lib.rs only (issue 56).
+fn loose_files(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file() && e.file_name() != "lib.rs")
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_engines_top_folder_holds_its_wings_and_lib_rs_only() {
+    let src = root().join("crates/tpslab-engine/src");
+    let loose = loose_files(&src);
+    assert!(
+        loose.is_empty(),
+        "crates/tpslab-engine/src: {loose:?} outside a wing (move it into the wing of its concern)"
+    );
+    // Each wing is a module whose comment says what lives there.
+    let mut wings = vec![];
+    for e in fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+    {
+        let name = e.file_name().to_string_lossy().to_string();
+        let doc = fs::read_to_string(e.path().join("mod.rs")).unwrap_or_default();
+        assert!(
+            doc.starts_with("//! "),
+            "{name}/mod.rs: no module comment saying what lives in the wing"
+        );
+        wings.push(name);
+    }
+    wings.sort();
+    assert_eq!(wings, ["client", "host", "lab", "observe", "serve"]);
+}
+
+#[test]
+fn a_loose_file_beside_the_wings_is_found() {
+    let dir = std::env::temp_dir().join(format!("tpslab-wings-{}", std::process::id()));
+    fs::create_dir_all(dir.join("client")).unwrap();
+    for f in ["lib.rs", "client/mod.rs", "ramp.rs"] {
+        fs::write(dir.join(f), "//! x\n").unwrap();
+    }
+    let found = loose_files(&dir);
+    fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found, ["ramp.rs"]);
 }

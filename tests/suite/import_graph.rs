@@ -26,8 +26,8 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every crate: (name, root file).
-fn crates() -> Vec<(String, PathBuf)> {
+/// Every crate: (name, root file). Also read by architecture.rs (function lengths).
+pub(crate) fn crates() -> Vec<(String, PathBuf)> {
     let ws = workspace();
     let mut out = vec![("tpslab".to_string(), ws.join("src/main.rs"))];
     let mut dirs: Vec<PathBuf> = fs::read_dir(ws.join("crates"))
@@ -47,7 +47,7 @@ fn crates() -> Vec<(String, PathBuf)> {
 
 /// `text` without comments, string and char literals (each replaced by spaces, newlines
 /// kept so line numbers stay).
-fn code_only(text: &str) -> String {
+pub(crate) fn code_only(text: &str) -> String {
     let b: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -270,10 +270,10 @@ fn references(code: &str) -> Vec<Reference> {
 
 /// A module's source: the file, its path in the crate, and its code lines with the test
 /// items blanked (`#[cfg(test)]`), which also gives the non-test `mod` declarations.
-struct Module {
-    file: PathBuf,
+pub(crate) struct Module {
+    pub(crate) file: PathBuf,
     path: Vec<String>,
-    code: String,
+    pub(crate) code: String,
     /// Per line (1-based): how many inline modules (`mod x { ... }`) it is inside.
     inline: Vec<usize>,
 }
@@ -321,7 +321,7 @@ fn inline_depths(code: &str) -> Vec<usize> {
 
 /// `code` with every `#[cfg(test)]` item blanked (to its `;` or its closing brace), and
 /// the `mod` declarations left: (name, #[path], whether declared `mod x;`, line).
-fn strip_tests(code: &str) -> (String, Vec<(String, Option<String>, usize)>) {
+pub(crate) fn strip_tests(code: &str) -> (String, Vec<(String, Option<String>, usize)>) {
     let mut out: Vec<String> = vec![];
     let mut mods = vec![];
     let lines: Vec<&str> = code.lines().collect();
@@ -389,7 +389,7 @@ fn path_attr(raw: &str, line: usize) -> Option<String> {
 }
 
 /// Every non-test module of the crate rooted at `root`.
-fn modules(root: &Path) -> Vec<Module> {
+pub(crate) fn modules(root: &Path) -> Vec<Module> {
     let mut out = vec![];
     let mut todo = vec![(root.to_path_buf(), Vec::<String>::new())];
     while let Some((file, path)) = todo.pop() {

@@ -47,7 +47,7 @@ fn elapsed(screen: &str) -> Option<f64> {
 fn sysctls() -> Vec<(String, Option<String>)> {
     tpslab_plan::sysctl::SYSCTLS
         .iter()
-        .map(|n| (n.to_string(), tpslab_engine::env::read_sysctl(n)))
+        .map(|n| (n.to_string(), tpslab_engine::host::env::read_sysctl(n)))
         .collect()
 }
 

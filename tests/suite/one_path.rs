@@ -1,7 +1,11 @@
 //! The record migration stays finished (issue 56): one path per type. Fails, naming the
 //! file and line, on
-//! - a `pub use` of another workspace crate's item in a crate's `src/` (a second path for
-//!   it: callers name the owning crate, `tpslab_plan::ramp::RampPlan`, never a re-export);
+//! - a re-export of another crate's item in a crate's `src/` (a second path for it: callers
+//!   name the owning crate, `tpslab_plan::ramp::RampPlan`, never a re-export): a `pub use`
+//!   (or `pub(crate) use`, `pub(super) use`) whose path does not start at `crate`, `self`,
+//!   `super` or a module or enum the file declares (so `pub use tpslab_plan::X`, `pub use
+//!   serde::Serialize`, and `pub use plan::X` after `use tpslab_plan as plan`), a `pub extern
+//!   crate`, or a `pub type` that only renames a workspace crate's item;
 //! - a `trait ...Ext` anywhere in the workspace (the extension traits that kept method
 //!   syntax on the record's types: analysis is plain functions, `ramp::outcome(&rec)`);
 //! - a path through the removed shim `tpslab_analysis::record` (in a `use` tree or in code),
@@ -87,8 +91,8 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// The `use` statements of a file's code: (line, declared `pub` (not `pub(crate)` or
-/// narrower), the tree after `use`).
+/// The `use` statements of a file's code: (line, declared `pub` or `pub(..)`, the tree
+/// after `use`).
 fn uses(code: &str) -> Vec<(usize, bool, String)> {
     let mut out = vec![];
     let mut open: Option<(usize, bool, String)> = None;
@@ -104,7 +108,7 @@ fn uses(code: &str) -> Vec<(usize, bool, String)> {
                 (false, r)
             } else if t.starts_with("pub(") {
                 match t.find(") use ") {
-                    Some(at) => (false, &t[at + ") use ".len()..]),
+                    Some(at) => (true, &t[at + ") use ".len()..]),
                     None => continue,
                 }
             } else {
@@ -152,6 +156,25 @@ fn leaves(tree: &str) -> Vec<String> {
     out
 }
 
+/// Whether the file's code declares a module or an enum `name` (`mod x;`, `pub mod x {`,
+/// `enum X {`): a path from it is the crate's own.
+fn declares(code: &str, name: &str) -> bool {
+    code.lines().any(|l| {
+        let t = l.trim_start();
+        let t = t.strip_prefix("pub ").unwrap_or(t);
+        let t = match t.strip_prefix("pub(") {
+            Some(r) => r.split_once(") ").map_or(t, |(_, rest)| rest),
+            None => t,
+        };
+        ["mod ", "enum "].iter().any(|k| {
+            t.strip_prefix(k).is_some_and(|r| {
+                r.strip_prefix(name)
+                    .is_some_and(|after| after.starts_with([';', ' ', '{', '<']))
+            })
+        })
+    })
+}
+
 /// What breaks the one-path rule in one file: `crate_name` is the crate whose `src/` holds
 /// it (None for test code, which re-exports nothing), `crates` the workspace's crates.
 fn findings(crate_name: Option<&str>, label: &str, text: &str, crates: &[String]) -> Vec<String> {
@@ -162,10 +185,10 @@ fn findings(crate_name: Option<&str>, label: &str, text: &str, crates: &[String]
         for leaf in leaves(&tree) {
             let leaf = leaf.trim_start_matches("::");
             let first = leaf.split("::").next().unwrap_or("");
-            if is_pub
-                && crate_name.is_some_and(|own| first != own)
-                && crates.iter().any(|c| c == first)
-            {
+            let own = ["crate", "self", "super"].contains(&first)
+                || crate_name == Some(first)
+                || declares(&code, first);
+            if is_pub && crate_name.is_some() && !own {
                 out.push(format!("{label}:{line}: `pub use {leaf}` re-exports another crate's item (name it by its owner's path)"));
             }
             if leaf == shim || leaf.starts_with(&format!("{shim}::")) {
@@ -191,6 +214,28 @@ fn findings(crate_name: Option<&str>, label: &str, text: &str, crates: &[String]
             if name.ends_with("Ext") {
                 let n = i + 1;
                 out.push(format!("{label}:{n}: trait {name}: an extension trait on a record type (make its methods plain functions of the analysis module)"));
+            }
+        }
+        if crate_name.is_some() && decl.starts_with("extern crate ") && t != decl {
+            let n = i + 1;
+            out.push(format!(
+                "{label}:{n}: `{}` re-exports another crate (name it by its own path)",
+                t.trim_end()
+            ));
+        }
+        if let Some((_, rhs)) = decl.strip_prefix("type ").and_then(|r| r.split_once('=')) {
+            let rhs = rhs.trim().trim_start_matches("::");
+            let first = rhs.split("::").next().unwrap_or("");
+            if t != decl
+                && crate_name.is_some()
+                && rhs.contains("::")
+                && crates.iter().any(|c| c == first)
+            {
+                let n = i + 1;
+                out.push(format!(
+                    "{label}:{n}: `{}` renames another crate's item (name it by its owner's path)",
+                    t.trim_end()
+                ));
             }
         }
         let is_use = t.starts_with("use ") || t.starts_with("pub use ") || t.starts_with("pub(");
@@ -268,8 +313,29 @@ fn a_reexport_of_another_crates_item_is_found_in_every_form() {
         .len(),
         1
     );
-    // Its own items, private imports, narrower visibility, other crates and comments pass.
-    let fine = "pub use crate::ledger::Ledger;\npub use ledger::{build, Ledger};\nuse tpslab_plan::X;\npub(crate) use tpslab_plan::Y;\npub use serde::Serialize;\n// pub use tpslab_plan::Z;\n/// pub use tpslab_plan::Z;\npub use tpslab_analysis::stats::summary;\n";
+    // Narrower visibility, a crate outside the workspace, a name imported from another
+    // crate, a `pub extern crate` and a `pub type` that renames another crate's item are
+    // second paths too.
+    for text in [
+        "pub(crate) use tpslab_plan::Y;",
+        "pub(super) use tpslab_plan::{Y, Z as W};",
+        "pub use serde::Serialize;",
+        "use tpslab_plan as plan;\npub use plan::ramp::RampPlan;",
+        "use tpslab_plan::ramp;\npub use ramp::RampPlan;",
+        "pub extern crate tpslab_plan;",
+        "pub use tpslab_plan as plan;",
+        "pub type Plan = tpslab_plan::ramp::RampPlan;",
+        "pub(crate) type Plan = ::tpslab_plan::ramp::RampPlan;",
+    ] {
+        let f = findings(Some("tpslab_analysis"), "a.rs", text, &c);
+        assert!(
+            !f.is_empty() && f.iter().all(|l| l.contains("another crate")),
+            "{text}: {f:?}"
+        );
+    }
+    // Its own items (from its root, its modules, an enum it declares), private imports,
+    // its own type aliases and comments pass.
+    let fine = "mod ledger;\npub mod verdict {\n}\npub enum Kind {\n    A,\n}\npub use crate::ledger::Ledger;\npub use ledger::{build, Ledger};\npub use verdict::*;\npub use Kind::*;\npub use self::ledger::Row;\nuse tpslab_plan::X;\npub type Labels = Vec<(String, String)>;\npub type Mine = crate::ledger::Ledger;\nextern crate alloc;\n// pub use tpslab_plan::Z;\n/// pub use tpslab_plan::Z;\npub use tpslab_analysis::stats::summary;\n";
     let f = findings(Some("tpslab_analysis"), "a.rs", fine, &c);
     assert!(f.is_empty(), "{f:?}");
     // Test code re-exports nothing a caller could name.

@@ -362,37 +362,50 @@ fn run_figures(r: &RunRecord) -> Vec<(Key, Estimate)> {
         }
     }
     if let Some(g) = &r.generator {
-        if let Some(l) = g.window_loss_pct {
-            out.push((
-                key(
-                    "window loss % (whole run)",
-                    "generator: window datagrams not answered",
-                    Domain::Percent,
-                ),
-                crate::experiment::estimate(&[l], Domain::Percent),
-            ));
-        }
+        out.extend(whole_run_figures(g));
+    }
+    out
+}
+
+/// The generator's whole-run figures: the window's loss, TPS, p99 latency from the
+/// intended send.
+fn whole_run_figures(g: &tpslab_record::GeneratorReport) -> Vec<(Key, Estimate)> {
+    let mut out = vec![];
+    let key = |name: &str, source: &str, domain: Domain| Key {
+        name: name.into(),
+        source: source.into(),
+        domain,
+    };
+    if let Some(l) = g.window_loss_pct {
         out.push((
             key(
-                "TPS (whole run)",
-                "generator: answered per second of the window",
+                "window loss % (whole run)",
+                "generator: window datagrams not answered",
+                Domain::Percent,
+            ),
+            crate::experiment::estimate(&[l], Domain::Percent),
+        ));
+    }
+    out.push((
+        key(
+            "TPS (whole run)",
+            "generator: answered per second of the window",
+            Domain::NonNegative,
+        ),
+        crate::experiment::estimate(&[g.tps], Domain::NonNegative),
+    ));
+    if g.latency_intended.count > 0 {
+        out.push((
+            key(
+                "p99 latency us (whole run)",
+                "generator HDR histogram, from the intended send time",
                 Domain::NonNegative,
             ),
-            crate::experiment::estimate(&[g.tps], Domain::NonNegative),
+            crate::experiment::estimate(
+                &[g.latency_intended.p99_ns as f64 / 1e3],
+                Domain::NonNegative,
+            ),
         ));
-        if g.latency_intended.count > 0 {
-            out.push((
-                key(
-                    "p99 latency us (whole run)",
-                    "generator HDR histogram, from the intended send time",
-                    Domain::NonNegative,
-                ),
-                crate::experiment::estimate(
-                    &[g.latency_intended.p99_ns as f64 / 1e3],
-                    Domain::NonNegative,
-                ),
-            ));
-        }
     }
     out
 }

@@ -6,12 +6,13 @@
 //! (NoPorts, device drops) once per namespace.
 
 use crate::stats::new_ns_histogram;
+use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use tpslab_plan::fleet::MAX_AGENTS;
 use tpslab_plan::limits::MAX_FIGURE;
 use tpslab_record::histogram::{decode_histogram, encode_histogram};
 use tpslab_record::ledger::LedgerInputs;
-use tpslab_record::{Environment, GeneratorReport, LatencyHistograms, RunRecord};
+use tpslab_record::{AgentInfo, Environment, GeneratorReport, LatencyHistograms, RunRecord};
 
 use tpslab_record::merge::{AgentFigures, MergeInfo};
 
@@ -77,54 +78,7 @@ pub fn merge(
         .agent
         .as_ref()
         .ok_or_else(|| MergeError::NotAnAgent(first_name.clone()))?;
-    let mut by_index: BTreeMap<usize, &str> = BTreeMap::new();
-    for (name, r) in agents {
-        let a = r
-            .agent
-            .as_ref()
-            .ok_or_else(|| MergeError::NotAnAgent(name.clone()))?;
-        let differs = |what: &str| MergeError::Different {
-            name: name.clone(),
-            first: first_name.clone(),
-            what: what.into(),
-        };
-        if a.plan_hash != a0.plan_hash {
-            return Err(differs("plan hash"));
-        }
-        if a.start_at_unix_ms != a0.start_at_unix_ms {
-            return Err(differs("start time"));
-        }
-        if a.of != a0.of {
-            return Err(differs("number of agents"));
-        }
-        let place = |allowed: String| MergeError::Place {
-            name: name.clone(),
-            index: a.index,
-            of: a.of,
-            allowed,
-        };
-        if a.of == 0 || a.of > MAX_AGENTS {
-            return Err(place(format!("1..={MAX_AGENTS} agents in a fleet")));
-        }
-        if a.index >= a.of {
-            return Err(place(format!("an index of 0..={}", a.of - 1)));
-        }
-        if let Some(other) = by_index.insert(a.index, name) {
-            return Err(MergeError::Duplicate {
-                name: name.clone(),
-                other: other.to_string(),
-                index: a.index,
-            });
-        }
-        if r.generator
-            .as_ref()
-            .and_then(|g| g.histograms.as_ref())
-            .is_none()
-            || r.ledger_inputs.is_none()
-        {
-            return Err(MergeError::Incomplete(name.clone()));
-        }
-    }
+    let by_index = places(agents, first_name, a0)?;
     let missing: Vec<usize> = (0..a0.of).filter(|i| !by_index.contains_key(i)).collect();
     if !missing.is_empty() && !allow_missing {
         return Err(MergeError::Missing {
@@ -221,6 +175,65 @@ pub fn merge(
             server: server.map(|(n, _)| n.to_string()),
         }),
     })
+}
+
+/// Each agent's place in the fleet (index -> its name), every agent checked against the
+/// first (`first_name`, whose agent info is `a0`): the same plan, start and fleet size,
+/// an index within it and not taken, its histograms and ledger inputs kept.
+fn places<'a>(
+    agents: &'a [(String, RunRecord)],
+    first_name: &str,
+    a0: &AgentInfo,
+) -> Result<BTreeMap<usize, &'a str>, MergeError> {
+    let mut by_index: BTreeMap<usize, &str> = BTreeMap::new();
+    for (name, r) in agents {
+        let a = r
+            .agent
+            .as_ref()
+            .ok_or_else(|| MergeError::NotAnAgent(name.clone()))?;
+        let differs = |what: &str| MergeError::Different {
+            name: name.clone(),
+            first: first_name.to_string(),
+            what: what.into(),
+        };
+        if a.plan_hash != a0.plan_hash {
+            return Err(differs("plan hash"));
+        }
+        if a.start_at_unix_ms != a0.start_at_unix_ms {
+            return Err(differs("start time"));
+        }
+        if a.of != a0.of {
+            return Err(differs("number of agents"));
+        }
+        let place = |allowed: String| MergeError::Place {
+            name: name.clone(),
+            index: a.index,
+            of: a.of,
+            allowed,
+        };
+        if a.of == 0 || a.of > MAX_AGENTS {
+            return Err(place(format!("1..={MAX_AGENTS} agents in a fleet")));
+        }
+        if a.index >= a.of {
+            return Err(place(format!("an index of 0..={}", a.of - 1)));
+        }
+        if let Some(other) = by_index.insert(a.index, name) {
+            return Err(MergeError::Duplicate {
+                name: name.clone(),
+                other: other.to_string(),
+                index: a.index,
+            });
+        }
+        if r.generator
+            .as_ref()
+            .and_then(|g| g.histograms.as_ref())
+            .is_none()
+            || r.ledger_inputs.is_none()
+        {
+            return Err(MergeError::Incomplete(name.clone()));
+        }
+    }
+    Ok(by_index)
 }
 
 /// Wall-clock span of a run, ms since the Unix epoch: its start and its end.
@@ -342,28 +355,7 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
     m.duplicates = sum("duplicate replies", &|g| g.duplicates)?;
     m.reordered = sum("reordered replies", &|g| g.reordered)?;
     m.unmatched = sum("unmatched replies", &|g| g.unmatched)?;
-    // Frames add up when every agent counted them by the same header.
-    m.frames = gens
-        .iter()
-        .map(|(_, g)| g.frames.as_ref())
-        .try_fold(None::<tpslab_record::ReplyFrames>, |acc, f| {
-            let f = f?;
-            let mut a = acc.unwrap_or_else(|| tpslab_record::ReplyFrames {
-                header: f.header.clone(),
-                ..Default::default()
-            });
-            if a.header != f.header {
-                return None;
-            }
-            a.replies_complete = a.replies_complete.checked_add(f.replies_complete)?;
-            a.replies_incomplete = a.replies_incomplete.checked_add(f.replies_incomplete)?;
-            a.frames_received = a.frames_received.checked_add(f.frames_received)?;
-            a.frames_expected = a.frames_expected.checked_add(f.frames_expected)?;
-            a.frames_misnumbered = a.frames_misnumbered.checked_add(f.frames_misnumbered)?;
-            Some(Some(a))
-        })
-        .flatten()
-        .filter(|f| f.replies_complete == m.replies_matched);
+    m.frames = merge_frames(&gens, m.replies_matched);
     m.replies_per_request = match &m.frames {
         Some(f) => (f.replies_complete + f.replies_incomplete > 0)
             .then(|| f.frames_expected as f64 / (f.replies_complete + f.replies_incomplete) as f64),
@@ -390,8 +382,64 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
         .max_by_key(|(_, g)| g.latency_wakeup.p99_ns)
         .map(|(_, g)| g.latency_wakeup)
         .unwrap_or_default();
+    let (hi, ha) = merge_histograms(&gens)?;
+    m.latency_intended = crate::stats::latency_summary(&hi);
+    m.latency_actual = crate::stats::latency_summary(&ha);
+    m.histograms = Some(LatencyHistograms {
+        intended: encode_histogram(&hi),
+        actual: encode_histogram(&ha),
+    });
+    m.socket_inodes = vec![];
+    m.valid = gens.iter().all(|(_, g)| g.valid);
+    m.invalid_reasons = agents
+        .iter()
+        .flat_map(|(_, r)| {
+            let i = r.agent.as_ref().map_or(0, |a| a.index);
+            r.generator.iter().flat_map(move |g| {
+                g.invalid_reasons
+                    .iter()
+                    .map(move |w| format!("agent {i}: {w}"))
+            })
+        })
+        .collect();
+    Ok(m)
+}
+
+/// The agents' reply frames added up, when every agent counted them by the same header
+/// and the sums fit, and the complete replies are the `replies_matched` of the fleet.
+fn merge_frames(
+    gens: &[(&str, &GeneratorReport)],
+    replies_matched: u64,
+) -> Option<tpslab_record::ReplyFrames> {
+    gens.iter()
+        .map(|(_, g)| g.frames.as_ref())
+        .try_fold(None::<tpslab_record::ReplyFrames>, |acc, f| {
+            let f = f?;
+            let mut a = acc.unwrap_or_else(|| tpslab_record::ReplyFrames {
+                header: f.header.clone(),
+                ..Default::default()
+            });
+            if a.header != f.header {
+                return None;
+            }
+            a.replies_complete = a.replies_complete.checked_add(f.replies_complete)?;
+            a.replies_incomplete = a.replies_incomplete.checked_add(f.replies_incomplete)?;
+            a.frames_received = a.frames_received.checked_add(f.frames_received)?;
+            a.frames_expected = a.frames_expected.checked_add(f.frames_expected)?;
+            a.frames_misnumbered = a.frames_misnumbered.checked_add(f.frames_misnumbered)?;
+            Some(Some(a))
+        })
+        .flatten()
+        .filter(|f| f.replies_complete == replies_matched)
+}
+
+/// The agents' latency histograms (intended, actual) added up; refused when one does not
+/// decode or the fleet's count would not fit in a record.
+fn merge_histograms(
+    gens: &[(&str, &GeneratorReport)],
+) -> Result<(Histogram<u64>, Histogram<u64>), MergeError> {
     let (mut hi, mut ha) = (new_ns_histogram(), new_ns_histogram());
-    for (name, g) in &gens {
+    for (name, g) in gens {
         let h = g.histograms.as_ref().expect("checked by merge");
         for (which, text, acc) in [
             ("intended", &h.intended, &mut hi),
@@ -418,26 +466,7 @@ fn merge_generators(agents: &[(String, RunRecord)]) -> Result<GeneratorReport, M
     ] {
         total(what, [h.len()])?;
     }
-    m.latency_intended = crate::stats::latency_summary(&hi);
-    m.latency_actual = crate::stats::latency_summary(&ha);
-    m.histograms = Some(LatencyHistograms {
-        intended: encode_histogram(&hi),
-        actual: encode_histogram(&ha),
-    });
-    m.socket_inodes = vec![];
-    m.valid = gens.iter().all(|(_, g)| g.valid);
-    m.invalid_reasons = agents
-        .iter()
-        .flat_map(|(_, r)| {
-            let i = r.agent.as_ref().map_or(0, |a| a.index);
-            r.generator.iter().flat_map(move |g| {
-                g.invalid_reasons
-                    .iter()
-                    .map(move |w| format!("agent {i}: {w}"))
-            })
-        })
-        .collect();
-    Ok(m)
+    Ok((hi, ha))
 }
 
 /// The ledger's inputs of the whole fleet: the agents' own counts summed; host-wide

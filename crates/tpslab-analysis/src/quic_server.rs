@@ -105,12 +105,40 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
         u.observer.deltas.get("udp_rcvbuf_errors").copied().unwrap_or(0)
     )];
     let asked = asked(u);
+    lines.push(asked_line(u, asked, g));
+    if let Some(q) = &r.http3 {
+        lines.push(format!(
+            "QUIC cost: {} packets of {} declared lost ({:.2} %) and sent again, {} congestion events; latency from the intended send p99 {:.2} ms, max {:.2} ms",
+            q.packets_lost,
+            q.packets_sent,
+            q.loss_pct(),
+            q.congestion_events,
+            r.corrected.p99_ns as f64 / 1e6,
+            r.corrected.max_ns as f64 / 1e6
+        ));
+    }
+    let (headline, sysctls) = if drops == 0 {
+        let none = format!("no datagram dropped at the receive buffer of {who}");
+        (none, vec![])
+    } else {
+        loss(u, asked, g, &who, &mut lines)
+    };
+    Some(BufferVerdict {
+        headline,
+        lines,
+        sysctls,
+    })
+}
+
+/// "Asked: ...": what the server's socket asked for (`asked`) against net.core.rmem_max,
+/// with SO_RCVBUF granted `g` bytes.
+fn asked_line(u: &QuicServerUdp, asked: Asked, g: Option<u64>) -> String {
     // Granted all it asked for although rmem_max is lower: quic-go retries with
     // SO_RCVBUFFORCE, which passes the limit with CAP_NET_ADMIN (a server run as root).
     let in_full = |a: u64| g.is_some_and(|g| g >= a.saturating_mul(2));
     let send_too = u.stack.as_ref().is_some_and(|s| s.send_too);
     let max = u.rmem_max;
-    lines.push(match (asked, max) {
+    match (asked, max) {
         (Asked::Stack(a), Some(m)) => format!(
             "Asked: {} asks for {} ({}; {}); net.core.rmem_max {} {}",
             u.stack.as_ref().map_or("it", |s| s.name.as_str()),
@@ -140,73 +168,69 @@ pub fn judge(r: &LoadHttpResult) -> Option<BufferVerdict> {
             u.rmem_default.map_or("unknown".into(), mib)
         ),
         _ => "Asked: unknown (the socket's grant or the host's limits were not read)".into(),
-    });
-    if let Some(q) = &r.http3 {
-        lines.push(format!(
-            "QUIC cost: {} packets of {} declared lost ({:.2} %) and sent again, {} congestion events; latency from the intended send p99 {:.2} ms, max {:.2} ms",
-            q.packets_lost,
-            q.packets_sent,
-            q.loss_pct(),
-            q.congestion_events,
-            r.corrected.p99_ns as f64 / 1e6,
-            r.corrected.max_ns as f64 / 1e6
-        ));
     }
+}
+
+/// The headline of a loss at the receive buffer of `who` and the sysctls of its fix (its
+/// "Fix: ..." line added to `lines`): the host's limit when it capped what the socket
+/// asked for, else the server's own setting or its readers.
+fn loss(
+    u: &QuicServerUdp,
+    asked: Asked,
+    g: Option<u64>,
+    who: &str,
+    lines: &mut Vec<String>,
+) -> (String, Vec<(String, String)>) {
+    let in_full = |a: u64| g.is_some_and(|g| g >= a.saturating_mul(2));
+    let send_too = u.stack.as_ref().is_some_and(|s| s.send_too);
+    let max = u.rmem_max;
     let mut sysctls = vec![];
-    let headline = if drops == 0 {
-        format!("no datagram dropped at the receive buffer of {who}")
-    } else {
-        match (asked, max) {
-            (Asked::Stack(a), Some(m)) if a > m && !in_full(a) => {
-                sysctls = vec![("net.core.rmem_max".into(), a.to_string())];
-                // Never lowered: only a send limit read and below the request.
-                if send_too && u.wmem_max.is_some_and(|w| w < a) {
-                    sysctls.push(("net.core.wmem_max".into(), a.to_string()));
-                }
-                let set = sysctls
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                lines.push(format!(
-                    "Fix: sysctl -w {set} (at least the {} {} asks for; persist it in /etc/sysctl.d/), then restart the server: its socket takes the limit only when it is created",
-                    mib(a),
-                    u.stack.as_ref().map_or("server", |s| s.name.as_str())
-                ));
-                format!(
-                    "receive-buffer loss at {who}: it asks for {} and net.core.rmem_max ({}) caps it",
-                    mib(a),
-                    mib(m)
-                )
+    let headline = match (asked, max) {
+        (Asked::Stack(a), Some(m)) if a > m && !in_full(a) => {
+            sysctls = vec![("net.core.rmem_max".into(), a.to_string())];
+            // Never lowered: only a send limit read and below the request.
+            if send_too && u.wmem_max.is_some_and(|w| w < a) {
+                sysctls.push(("net.core.wmem_max".into(), a.to_string()));
             }
-            (Asked::AtLeastCap(m), _) => {
-                // A sysctl int: at most i32::MAX.
-                let v = m.saturating_mul(4).min(i32::MAX as u64);
-                sysctls = vec![("net.core.rmem_max".into(), v.to_string())];
-                lines.push(format!(
-                    "Fix: raise net.core.rmem_max above {} (e.g. sysctl -w net.core.rmem_max={v}), then restart the server so its socket asks again",
-                    mib(m)
-                ));
-                format!(
-                    "receive-buffer loss at {who}: its socket asked for at least the {} net.core.rmem_max allows",
-                    mib(m)
-                )
-            }
-            (Asked::Default, _) => {
-                lines.push("Fix: the server's own receive buffer setting (SO_RCVBUF; for quic-go-based servers the host's rmem_max), or readers that keep up: the socket never asked for more than the default".into());
-                format!("receive-buffer loss at {who}: its socket runs on the default buffer")
-            }
-            _ => {
-                lines.push("Fix: not the host's limit (the socket got what it asked for): a larger buffer in the server's own setting, or readers that keep up (its reading threads above)".into());
-                format!("receive-buffer loss at {who}: its socket got what it asked for and its readers fell behind")
-            }
+            let set = sysctls
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            lines.push(format!(
+                "Fix: sysctl -w {set} (at least the {} {} asks for; persist it in /etc/sysctl.d/), then restart the server: its socket takes the limit only when it is created",
+                mib(a),
+                u.stack.as_ref().map_or("server", |s| s.name.as_str())
+            ));
+            format!(
+                "receive-buffer loss at {who}: it asks for {} and net.core.rmem_max ({}) caps it",
+                mib(a),
+                mib(m)
+            )
+        }
+        (Asked::AtLeastCap(m), _) => {
+            // A sysctl int: at most i32::MAX.
+            let v = m.saturating_mul(4).min(i32::MAX as u64);
+            sysctls = vec![("net.core.rmem_max".into(), v.to_string())];
+            lines.push(format!(
+                "Fix: raise net.core.rmem_max above {} (e.g. sysctl -w net.core.rmem_max={v}), then restart the server so its socket asks again",
+                mib(m)
+            ));
+            format!(
+                "receive-buffer loss at {who}: its socket asked for at least the {} net.core.rmem_max allows",
+                mib(m)
+            )
+        }
+        (Asked::Default, _) => {
+            lines.push("Fix: the server's own receive buffer setting (SO_RCVBUF; for quic-go-based servers the host's rmem_max), or readers that keep up: the socket never asked for more than the default".into());
+            format!("receive-buffer loss at {who}: its socket runs on the default buffer")
+        }
+        _ => {
+            lines.push("Fix: not the host's limit (the socket got what it asked for): a larger buffer in the server's own setting, or readers that keep up (its reading threads above)".into());
+            format!("receive-buffer loss at {who}: its socket got what it asked for and its readers fell behind")
         }
     };
-    Some(BufferVerdict {
-        headline,
-        lines,
-        sysctls,
-    })
+    (headline, sysctls)
 }
 
 /// The executable's file name ("caddy" of "/usr/bin/caddy").

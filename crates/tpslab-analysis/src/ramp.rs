@@ -2,11 +2,13 @@
 //! function of the record ([`analyse`]): Little's law per step, the knee, the Universal
 //! Scalability Law fit and the verdict, with the CPU count of the host that ran it.
 
-use crate::ramp_threads::ThreadCase;
 use crate::usl::{self, StepPoint};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tpslab_record::ramp::{RampAnalysis, RampRecord, StepResult};
+use tpslab_record::usl::{LittleCheck, UslFit};
+
+mod verdict;
 
 /// Why the ramp measured nothing because the target could not be reached, as one line
 /// for an environment error (like iperf3's "unable to connect"): Some when no request
@@ -300,79 +302,18 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     let cpus = rec.server_cpus.unwrap_or(host_cpus);
     let pts = points(rec);
     let fit = usl::fit_usl(&pts.iter().map(|p| (p.users, p.tps)).collect::<Vec<_>>());
-    let gain = rec.plan.knee_gain;
-    let knee = usl::find_knee(&pts, gain);
-    let little: Vec<tpslab_record::usl::LittleCheck> = pts.iter().map(usl::littles_law).collect();
+    let knee = usl::find_knee(&pts, rec.plan.knee_gain);
+    let little: Vec<LittleCheck> = pts.iter().map(usl::littles_law).collect();
     let fit_ok = fit.as_ref().ok();
     let mut lines = vec![];
     let served: u64 = rec.steps.iter().map(|s| s.completed).sum();
     // Without a single reply there is no curve: no knee, no Little's law, no fit to show.
     if served > 0 {
-        match knee {
-            Some(k) => lines.push(format!(
-                "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
-                rec.steps[k].users,
-                rec.steps[k].tps,
-                gain * 100.0
-            )),
-            None => lines.push("no knee: TPS kept growing with users over the whole ramp".into()),
-        }
-        let bad_little: Vec<String> = little
-            .iter()
-            .zip(&rec.steps)
-            .filter(|(l, _)| !l.ok(0.1))
-            .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
-            .collect();
-        if pts.is_empty() {
-            lines.push("no step completed".into());
-        } else if bad_little.is_empty() {
-            lines.push(
-                "Little's law holds within 10 % at every step: the load was closed-loop as intended"
-                    .into(),
-            );
-        } else {
-            lines.push(format!(
-                "Little's law off by more than 10 % at {}: users were not always waiting on a reply (errors, timeouts, or the load tool itself)",
-                bad_little.join(", ")
-            ));
-        }
-        match &fit {
-            Ok(f) => lines.push(format!(
-                "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
-                f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, crate::usl::verdict(f)
-            )),
-            Err(e) => lines.push(format!("USL fit: {e}")),
-        }
+        curve_lines(rec, pts.is_empty(), knee, &little, &fit, &mut lines);
     }
     // Thread states at the last step: what the server did when most loaded.
     if let Some(last) = rec.steps.last() {
-        if let Some((w, f)) = top_state(last) {
-            let cpu = last.server_cpu_cores.map_or(String::new(), |c| {
-                format!(", using {:.0} % of a CPU", c * 100.0)
-            });
-            // Most futex samples with a timeout: sleeps or timers (HotSpot's
-            // Thread.sleep parks so), not a lock.
-            let timed = crate::ramp_threads::facts(last)
-                .is_some_and(|t| t.timed_share > 0.0 && t.timed_share >= t.lock_share);
-            let meaning = if w.starts_with("futex") && timed {
-                "mostly waits with a timeout (a sleep or a timer), not a lock"
-            } else {
-                wchan_meaning(&w)
-            };
-            lines.push(format!(
-                "server threads at {} users: {:.0} % of samples in {w}: {meaning}{cpu}",
-                last.users,
-                f * 100.0,
-            ));
-        }
-        if let Some(f) = crate::ramp_threads::facts(last) {
-            lines.push(crate::ramp_threads::evidence_line(&f));
-        }
-        lines.extend(
-            rec.plan
-                .server_pid
-                .and_then(|pid| crate::ramp_threads::processes_line(last, pid)),
-        );
+        last_step_lines(rec, last, &mut lines);
     }
     lines.extend(crate::ramp_threads::sampling_line(rec));
     let accept = crate::ramp_listen::accept_queue_overflow(rec);
@@ -382,215 +323,15 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     lines.extend(drop_reasons_line(rec));
     lines.extend(backoffs_line(rec));
     let nagle = crate::nagle::ramp_line(rec);
-    let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
-    let top = rec.steps.last().and_then(top_state);
-    // A lock: most server thread samples wait in a futex at the top, and that share
-    // grew with the users (idle pool threads parked on condition variables wait in a
-    // futex at every step, even with one user).
-    // With per-thread samples, the working threads' rules judge instead (idle threads
-    // are left out, so a futex wait at every step is a lock's).
-    let threads = rec.steps.last().and_then(crate::ramp_threads::facts);
-    let case = threads.as_ref().and_then(crate::ramp_threads::judge);
-    let lock = match (rec.steps.first(), rec.steps.last(), &threads) {
-        (_, _, Some(_)) => case == Some(ThreadCase::Serialised),
-        (Some(f), Some(l), None) => futex_share(l) >= 0.5 && futex_share(l) - futex_share(f) >= 0.2,
-        _ => false,
-    };
-    let idle_words = threads
-        .as_ref()
-        .and_then(crate::ramp_threads::idle_words)
-        .map_or(String::new(), |w| format!("; {w}"));
-    let busy = rec.steps.last().and_then(|s| s.server_cpu_cores);
-    let cores = cpus.max(1) as f64;
-    let idle_cpu = busy.is_some_and(|b| b < 0.5 * cores);
-    // Flat: TPS at the last step within 10 % of TPS at the knee.
-    let flat = knee.is_some_and(|k| {
-        rec.steps
-            .last()
-            .is_some_and(|l| l.tps < rec.steps[k].tps * 1.1)
-    });
-    let knee_users = knee.map(|k| rec.steps[k].users);
-    let disk_waits = disk_waits_grow(rec);
-    let sn = rec.plan.sample_interval;
-    let disk: Vec<(usize, f64, f64)> = rec
-        .steps
-        .iter()
-        .filter_map(|s| {
-            let d = disk_ns_per_request(s, sn)?;
-            Some((s.users, d, d / s.response.mean_ns.max(1.0)))
-        })
-        .collect();
-    if disk.iter().any(|&(_, _, share)| share >= 0.1) {
-        let per: Vec<String> = disk
-            .iter()
-            .map(|(u, d, share)| {
-                if *share > 1.0 {
-                    format!(
-                        "{u} users {:.2} ms (more than the response time: threads not serving requests wait on disk too)",
-                        d / 1e6
-                    )
-                } else {
-                    format!(
-                        "{u} users {:.2} ms ({:.0} % of response)",
-                        d / 1e6,
-                        share * 100.0
-                    )
-                }
-            })
-            .collect();
-        lines.push(format!(
-            "disk I/O wait per request (server threads in state D or an fsync-family call per sample, / TPS: Little's law): {}",
-            per.join(", ")
-        ));
-    }
-    let ku = knee_users.unwrap_or(0);
+    let signals = verdict::Signals::of(rec, cpus, served, knee, fit_ok);
+    lines.extend(disk_line(rec));
     let think_s = rec.plan.think.as_nanos() as f64 / 1e9;
     let ledger = crate::rt_ledger::ledgers(&rec.steps, think_s);
     lines.extend(ledger.last().map(crate::rt_ledger::line));
-    let accept_verdict = accept.as_ref().map(|(dropped, from_users, source)| {
-        let (backlog, somaxconn) = rec
-            .listener
-            .map_or(("?".to_string(), "?".to_string()), |l| {
-                (
-                    l.backlog.to_string(),
-                    l.somaxconn.map_or("?".into(), |s| s.to_string()),
-                )
-            });
-        format!(
-            "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped ({source}) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
-        )
-    });
-    let verdict = if served == 0 {
-        no_replies(rec)
-    } else if rec.steps.len() < 2 {
-        "VERDICT: one step only: a ramp needs at least two user counts to show how TPS scales"
-            .to_string()
-    } else if let (true, Some(ThreadCase::Contended), Some((comm, tid, busy, cpu, runq))) = (
-        serial || flat || knee.is_some(),
-        case,
-        threads.as_ref().and_then(|t| t.busiest.as_ref()),
-    ) {
-        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
-        let tps = if serial || flat {
-            format!("TPS stops at the knee ({})", users(ku))
-        } else {
-            format!("TPS bends beyond the knee ({})", users(ku))
-        };
-        let held = (busy - cpu - runq).max(0.0);
-        let steal = if held >= 0.05 {
-            format!(
-                ", and {:.0} % runnable on a vCPU the hypervisor held",
-                held * 100.0
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "VERDICT: CPU contention: one thread runnable ~100 % of the step but mostly waiting for a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step yet on a CPU only {:.0} % (waiting for a CPU {:.0} % by schedstat's run-queue delay{steal}){idle_words}. Its own work did not fill a CPU: other work on the CPUs it may run on (the load generator on this host, other processes, a hypervisor) kept it off them, so this ramp measures the host's contention more than the server. Give the server CPUs of its own (taskset, cpusets) or send the load from another host, then ramp again",
-            busy * 100.0,
-            cpu * 100.0,
-            runq * 100.0
-        )
-    } else if let (true, Some(ThreadCase::Saturated), Some((comm, tid, busy, cpu, runq))) = (
-        serial || flat || knee.is_some(),
-        case,
-        threads.as_ref().and_then(|t| t.busiest.as_ref()),
-    ) {
-        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
-        let tps = if serial || flat {
-            format!("TPS stops at the knee ({})", users(ku))
-        } else {
-            format!("TPS bends beyond the knee ({})", users(ku))
-        };
-        format!(
-            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
-            busy * 100.0,
-            cpu * 100.0,
-            runq * 100.0
-        )
-    } else if let (true, true, true, Some(t)) =
-        (serial || flat || knee.is_some(), lock, idle_cpu, &threads)
-    {
-        let tps = if serial || flat {
-            "is flat beyond"
-        } else {
-            "bends at"
-        };
-        format!(
-            "VERDICT: serialisation: {} threads waiting on a futex, serialised by a lock in the server process: TPS {tps} the knee ({ku} users) while {} of its {} working threads wait on a lock most of the step ({:.0} % of their samples) and its CPU idles{idle_words}; more users only lengthen the queue. Remove or shorten the serialised section; adding servers or threads will not raise TPS",
-            t.futex_threads,
-            t.futex_threads,
-            t.working.len(),
-            t.lock_share * 100.0
-        )
-    } else if (serial || flat) && lock && idle_cpu {
-        "VERDICT: serialisation: TPS is flat beyond the knee and the server's threads wait on a lock while its CPU idles; more users only lengthen the queue (response time grows linearly with users). Remove or shorten the serialised section; adding servers or threads will not raise TPS".to_string()
-    } else if let Some((a, b, share, call)) = disk_waits
+    let accept_verdict = accept
         .as_ref()
-        .filter(|_| serial || flat || knee.is_some())
-    {
-        let users = |n: usize| format!("{n} user{}", if n == 1 { "" } else { "s" });
-        let (f, l) = (
-            users(rec.steps[0].users),
-            users(rec.steps[rec.steps.len() - 1].users),
-        );
-        let tps = if serial || flat {
-            format!("TPS stops at the knee ({})", users(ku))
-        } else {
-            format!("TPS bends beyond the knee ({})", users(ku))
-        };
-        format!(
-            "VERDICT: waits on disk I/O grow with users: {tps} while each request waits longer on disk I/O ({:.2} ms at {f}, {:.2} ms at {l}{call}, {:.0} % of its response time): requests queue behind synchronous writes (S3's redo log). Group the writes (group commit), make them asynchronous, or use faster storage; more users or threads will not raise TPS much",
-            a / 1e6,
-            b / 1e6,
-            share * 100.0
-        )
-    } else if (serial || flat) && busy.is_some_and(|b| b >= 0.8 * cores) {
-        format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", busy.unwrap_or(0.0) * 100.0)
-    } else if let (true, Some((n, procs, cpu, runq, least))) = (
-        serial || flat || knee.is_some(),
-        threads.as_ref().and_then(|t| t.all_busy),
-    ) {
-        let tps = if serial || flat {
-            "stops at"
-        } else {
-            "bends beyond"
-        };
-        let procs = if procs > 1 {
-            format!(" in {procs} processes")
-        } else {
-            String::new()
-        };
-        format!(
-            "VERDICT: CPU-bound workers: TPS {tps} the knee ({ku} users) while all {n} of the server's working threads{procs} were running or runnable {:.0} % of the last step or more, on a CPU {:.0} % and waiting for one {:.0} % on average (schedstat){idle_words}. None spent more than {:.0} % of it waiting on anything else (a lock, a peer, a timer): the CPU time they get is the limit. Much time waiting for a CPU means other work on the CPUs they may run on (the load generator on this host, other processes) takes it: give the server CPUs of its own or send the load from another host; else make each request cheaper or give it more CPUs",
-            least * 100.0,
-            cpu * 100.0,
-            runq * 100.0,
-            (1.0 - least) * 100.0
-        )
-    } else if (serial || flat) && lock {
-        "VERDICT: TPS is flat and the server's threads wait on a lock more as users grow, while it uses much of its CPU: both contention and CPU may limit it; see the run queue column".to_string()
-    } else if let (true, true, Some(ThreadCase::PeerWait), Some(t)) =
-        (serial || flat, idle_cpu, case, &threads)
-    {
-        format!(
-            "VERDICT: waiting for a peer: TPS stops at the knee ({ku} users) while the server's CPU idles and its {} working threads are blocked on sockets {:.0} % of the step{}{idle_words}: each request waits on someone else (a database, a backend, a downstream service). A faster peer, or more connections to it, raise TPS",
-            t.working.len(),
-            t.peer_share * 100.0,
-            t.peer_call.as_ref().map_or(String::new(), |c| format!(" (in {c})"))
-        )
-    } else if (serial || flat) && idle_cpu && top.is_some() {
-        format!(
-            "VERDICT: a concurrency cap: TPS stops at the knee ({ku} users) while the server's CPU idles and its threads wait ({}): it works on only about {ku} requests at once, each waiting on something (a backend, a peer, a timer). More threads, workers or connections (S3's single connection), or a faster backend, raise TPS",
-            top.as_ref().map_or("?", |(w, _)| w.as_str())
-        )
-    } else if serial || flat {
-        "VERDICT: TPS stops growing without a lock wait or a busy CPU visible on this host: the limit is elsewhere (a downstream peer, the network, one connection carrying all requests); give --pid to see the server's threads".to_string()
-    } else if knee.is_some() {
-        "VERDICT: throughput bends but keeps rising; see the USL fit for where it peaks".to_string()
-    } else {
-        "VERDICT: scales with users over the measured range".to_string()
-    };
+        .map(|(dropped, from_users, source)| accept_verdict(rec, *dropped, *from_users, source));
+    let verdict = verdict::verdict(&signals);
     let verdict = crate::ramp_rank::rank(
         verdict,
         accept_verdict,
@@ -603,13 +344,147 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     RampAnalysis {
         little,
         knee_index: knee,
-        knee_users,
+        knee_users: knee.map(|k| rec.steps[k].users),
         usl: fit_ok.copied(),
         usl_error: fit.as_ref().err().map(|e| e.to_string()),
         lines,
         verdict,
         ledger,
     }
+}
+
+/// The curve's lines of a ramp with replies: the knee, Little's law at each step (`none`:
+/// no step completed), the USL fit.
+fn curve_lines(
+    rec: &RampRecord,
+    none: bool,
+    knee: Option<usize>,
+    little: &[LittleCheck],
+    fit: &Result<UslFit, usl::UslError>,
+    lines: &mut Vec<String>,
+) {
+    let gain = rec.plan.knee_gain;
+    match knee {
+        Some(k) => lines.push(format!(
+            "knee at {} user(s) ({:.1} TPS): beyond it TPS grew by less than {:.0} % of the users' growth while response time rose",
+            rec.steps[k].users,
+            rec.steps[k].tps,
+            gain * 100.0
+        )),
+        None => lines.push("no knee: TPS kept growing with users over the whole ramp".into()),
+    }
+    let bad_little: Vec<String> = little
+        .iter()
+        .zip(&rec.steps)
+        .filter(|(l, _)| !l.ok(0.1))
+        .map(|(l, s)| format!("{} users ({:.2})", s.users, l.ratio))
+        .collect();
+    if none {
+        lines.push("no step completed".into());
+    } else if bad_little.is_empty() {
+        lines.push(
+            "Little's law holds within 10 % at every step: the load was closed-loop as intended"
+                .into(),
+        );
+    } else {
+        lines.push(format!(
+            "Little's law off by more than 10 % at {}: users were not always waiting on a reply (errors, timeouts, or the load tool itself)",
+            bad_little.join(", ")
+        ));
+    }
+    match fit {
+        Ok(f) => lines.push(format!(
+            "USL fit: lambda {:.1} TPS/user [{:.1}, {:.1}], sigma {:.3} [{:.3}, {:.3}], kappa {:.5} [{:.5}, {:.5}], R^2 {:.3}. {}",
+            f.lambda, f.lambda_ci.0, f.lambda_ci.1, f.sigma, f.sigma_ci.0, f.sigma_ci.1, f.kappa, f.kappa_ci.0, f.kappa_ci.1, f.r_squared, crate::usl::verdict(f)
+        )),
+        Err(e) => lines.push(format!("USL fit: {e}")),
+    }
+}
+
+/// What the server's threads did at the last step: the top thread state and its meaning,
+/// the working threads' evidence, the processes of the server's tree.
+fn last_step_lines(rec: &RampRecord, last: &StepResult, lines: &mut Vec<String>) {
+    if let Some((w, f)) = top_state(last) {
+        let cpu = last.server_cpu_cores.map_or(String::new(), |c| {
+            format!(", using {:.0} % of a CPU", c * 100.0)
+        });
+        // Most futex samples with a timeout: sleeps or timers (HotSpot's
+        // Thread.sleep parks so), not a lock.
+        let timed = crate::ramp_threads::facts(last)
+            .is_some_and(|t| t.timed_share > 0.0 && t.timed_share >= t.lock_share);
+        let meaning = if w.starts_with("futex") && timed {
+            "mostly waits with a timeout (a sleep or a timer), not a lock"
+        } else {
+            wchan_meaning(&w)
+        };
+        lines.push(format!(
+            "server threads at {} users: {:.0} % of samples in {w}: {meaning}{cpu}",
+            last.users,
+            f * 100.0,
+        ));
+    }
+    if let Some(f) = crate::ramp_threads::facts(last) {
+        lines.push(crate::ramp_threads::evidence_line(&f));
+    }
+    lines.extend(
+        rec.plan
+            .server_pid
+            .and_then(|pid| crate::ramp_threads::processes_line(last, pid)),
+    );
+}
+
+/// Disk I/O wait per request at each step, when at some step it is 10 % or more of the
+/// response time (server threads in state D or an fsync-family call per sample, over TPS).
+fn disk_line(rec: &RampRecord) -> Option<String> {
+    let sn = rec.plan.sample_interval;
+    let disk: Vec<(usize, f64, f64)> = rec
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let d = disk_ns_per_request(s, sn)?;
+            Some((s.users, d, d / s.response.mean_ns.max(1.0)))
+        })
+        .collect();
+    if !disk.iter().any(|&(_, _, share)| share >= 0.1) {
+        return None;
+    }
+    let per: Vec<String> = disk
+        .iter()
+        .map(|(u, d, share)| {
+            if *share > 1.0 {
+                format!(
+                    "{u} users {:.2} ms (more than the response time: threads not serving requests wait on disk too)",
+                    d / 1e6
+                )
+            } else {
+                format!(
+                    "{u} users {:.2} ms ({:.0} % of response)",
+                    d / 1e6,
+                    share * 100.0
+                )
+            }
+        })
+        .collect();
+    Some(format!(
+        "disk I/O wait per request (server threads in state D or an fsync-family call per sample, / TPS: Little's law): {}",
+        per.join(", ")
+    ))
+}
+
+/// The verdict of a full accept queue: `dropped` connection requests counted by `source`
+/// from `from_users` users on, with the listen socket's backlog and net.core.somaxconn.
+fn accept_verdict(rec: &RampRecord, dropped: u64, from_users: usize, source: &str) -> String {
+    let (backlog, somaxconn) = rec
+        .listener
+        .map_or(("?".to_string(), "?".to_string()), |l| {
+            (
+                l.backlog.to_string(),
+                l.somaxconn.map_or("?".into(), |s| s.to_string()),
+            )
+        });
+    format!(
+        "VERDICT: connections dropped at a full accept queue: {dropped} connection requests were dropped ({source}) from {from_users} users on; the listen socket's backlog is {backlog} (net.core.somaxconn {somaxconn}), so new users wait for SYN retransmissions (1 s, then 3 s, ...) instead of being served. Raise the listen backlog (listen(fd, N)) and net.core.somaxconn, and accept connections faster"
+    )
 }
 
 #[cfg(test)]

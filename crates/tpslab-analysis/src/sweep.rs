@@ -222,24 +222,20 @@ fn fifo_warning(c: &Cell, results: &[CellResult]) -> Option<String> {
     })
 }
 
-/// Analyses the runs: `runs[i] = (cell id, metrics)`.
-pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objective) -> SweepResult {
-    // Runs whose generator did not keep its schedule describe the tool: they are counted
-    // and reported, not averaged (a starved generator offers less and "loses" less).
-    let values = |cell: usize, fig: &str| -> Vec<f64> {
-        runs.iter()
-            .filter(|(c, m)| *c == cell && m.valid)
-            .map(|(_, m)| m.figure(fig))
-            .filter(|x| !x.is_nan())
-            .collect()
-    };
-    let names: Vec<String> = runs
-        .iter()
-        .flat_map(|(_, m)| m.figures().into_keys())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let results: Vec<CellResult> = cells
+/// The figure `fig` of each valid run of cell `cell` (NaN: not measured, left out).
+fn valid_values(runs: &[(usize, RunMetrics)], cell: usize, fig: &str) -> Vec<f64> {
+    runs.iter()
+        .filter(|(c, m)| *c == cell && m.valid)
+        .map(|(_, m)| m.figure(fig))
+        .filter(|x| !x.is_nan())
+        .collect()
+}
+
+/// Each cell's estimate of every figure in `names` over its valid runs, and its invalid
+/// runs counted.
+fn cell_results(cells: &[Cell], runs: &[(usize, RunMetrics)], names: &[String]) -> Vec<CellResult> {
+    let values = |cell: usize, fig: &str| valid_values(runs, cell, fig);
+    cells
         .iter()
         .map(|c| CellResult {
             cell: c.clone(),
@@ -258,7 +254,56 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
                 .filter(|(id, m)| *id == c.id && !m.valid)
                 .count(),
         })
+        .collect()
+}
+
+/// The best cell on the objective `obj` among the cells without invalid runs: the
+/// baseline, or a cell whose effect on it is significant in the better direction.
+fn best_cell(
+    results: &[CellResult],
+    effects: &[CellEffect],
+    obj: &str,
+    lower_better: bool,
+) -> Option<usize> {
+    // The best cell must beat the baseline by more than the noise (its effect on the
+    // objective is significant in the better direction); otherwise the baseline stays.
+    let better = |id: usize| {
+        id == 0
+            || effects.iter().any(|e| {
+                e.cell == id
+                    && e.effects.get(obj).is_some_and(|x| {
+                        x.significant
+                            && if lower_better {
+                                x.diff < 0.0
+                            } else {
+                                x.diff > 0.0
+                            }
+                    })
+            })
+    };
+    results
+        .iter()
+        .filter(|r| r.invalid_runs == 0 && better(r.cell.id))
+        .filter_map(|r| r.figures.get(obj).map(|e| (r.cell.id, e.mean)))
+        .min_by(|a, b| {
+            let (x, y) = if lower_better { (a.1, b.1) } else { (b.1, a.1) };
+            x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .map(|(id, _)| id)
+}
+
+/// Analyses the runs: `runs[i] = (cell id, metrics)`.
+pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objective) -> SweepResult {
+    // Runs whose generator did not keep its schedule describe the tool: they are counted
+    // and reported, not averaged (a starved generator offers less and "loses" less).
+    let values = |cell: usize, fig: &str| valid_values(runs, cell, fig);
+    let names: Vec<String> = runs
+        .iter()
+        .flat_map(|(_, m)| m.figures().into_keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
+    let results = cell_results(cells, runs, &names);
     let (obj, lower_better) = objective.figure();
     let base = &cells[0];
     let mut effects = vec![];
@@ -306,31 +351,7 @@ pub fn analyse(cells: &[Cell], runs: &[(usize, RunMetrics)], objective: Objectiv
             ));
         }
     }
-    // The best cell must beat the baseline by more than the noise (its effect on the
-    // objective is significant in the better direction); otherwise the baseline stays.
-    let better = |id: usize| {
-        id == 0
-            || effects.iter().any(|e| {
-                e.cell == id
-                    && e.effects.get(obj).is_some_and(|x| {
-                        x.significant
-                            && if lower_better {
-                                x.diff < 0.0
-                            } else {
-                                x.diff > 0.0
-                            }
-                    })
-            })
-    };
-    let best = results
-        .iter()
-        .filter(|r| r.invalid_runs == 0 && better(r.cell.id))
-        .filter_map(|r| r.figures.get(obj).map(|e| (r.cell.id, e.mean)))
-        .min_by(|a, b| {
-            let (x, y) = if lower_better { (a.1, b.1) } else { (b.1, a.1) };
-            x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
-        })
-        .map(|(id, _)| id);
+    let best = best_cell(&results, &effects, obj, lower_better);
     if best == Some(0) && cells.len() > 1 {
         findings.push(format!(
             "no setting beat the baseline on {obj} by more than the noise"

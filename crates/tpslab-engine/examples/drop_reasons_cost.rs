@@ -5,7 +5,7 @@
 //! `cargo run --release -p tpslab-engine --example drop_reasons_cost`.
 
 use std::net::UdpSocket;
-use tpslab_engine::dropwatch::DropReasons;
+use tpslab_engine::observe::dropwatch::DropReasons;
 use tpslab_net::mono_ns;
 
 fn ns_per_drop(n: u32) -> f64 {
@@ -46,7 +46,7 @@ fn main() {
             .collect();
         one.push(ns.run(|| ns_per_drop(n)).unwrap());
         drop(all);
-        let smp = tpslab_engine::dropwatch::DropSampler::start().expect("sampler (root)");
+        let smp = tpslab_engine::observe::dropwatch::DropSampler::start().expect("sampler (root)");
         sampled.push(ns.run(|| ns_per_drop(n)).unwrap());
         lost += smp.stop().lost;
     }

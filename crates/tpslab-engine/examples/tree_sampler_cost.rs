@@ -54,7 +54,7 @@ fn main() {
     let secs = 5.0;
     let t0 = Instant::now();
     let cpu0 = own_cpu_s();
-    let mut sm = tpslab_engine::step_sampler::StepSampler::start(pid, None);
+    let mut sm = tpslab_engine::observe::step_sampler::StepSampler::start(pid, None);
     let mut next = t0;
     let mut ticks = 0;
     while t0.elapsed().as_secs_f64() < secs {

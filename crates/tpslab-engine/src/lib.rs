@@ -1,37 +1,15 @@
 //! tpslab's engine: the open-loop UDP generator, the reference UDP server, the observer
 //! thread, and the composition of the three into one run with a ledger.
+//!
+//! In wings, a folder and a module each: [`client`] (the load and its protocols),
+//! [`serve`] (the reference servers), [`observe`] (the observer and its samplers),
+//! [`host`] (host facts, settings and the guard), [`lab`] (emulated and probed paths).
 
-mod books;
-pub mod counters;
-pub mod dropwatch;
-pub mod env;
-pub mod fd_holders;
-pub mod guard;
-pub mod hostconf;
-pub mod idle;
-pub mod link;
-pub mod listen;
-pub mod load;
-pub mod middlebox;
+pub mod client;
+pub mod host;
+pub mod lab;
 pub mod observe;
-pub mod openloop;
-pub mod owner;
-pub mod pool_lab;
-pub mod probe;
-pub mod proto;
-pub mod ramp;
-pub mod rr;
-mod rr_http;
-pub mod server;
-pub mod server_tree;
-pub mod sockio;
-pub mod step_sampler;
-mod tally;
-pub mod tcpflow;
-pub mod udp_run;
-mod users;
-pub mod waits;
-pub mod wire;
+pub mod serve;
 
 /// Whether a socket read/write error only means "try again": a timeout (SO_RCVTIMEO /
 /// SO_SNDTIMEO expired, reported as WouldBlock or TimedOut) or a signal.

@@ -8,7 +8,7 @@ use crate::common;
 use common::skip;
 use std::net::UdpSocket;
 use std::time::Duration;
-use tpslab_engine::dropwatch::{grown, DropReasons, DropSampler};
+use tpslab_engine::observe::dropwatch::{grown, DropReasons, DropSampler};
 use tpslab_net::ns::NetNs;
 
 /// `Udp: RcvbufErrors` and `NoPorts` of the calling thread's network namespace.

@@ -4,10 +4,10 @@
 
 use crate::common;
 
-use tpslab_engine::guard::HostGuard;
+use tpslab_engine::host::guard::HostGuard;
 
 fn read(name: &str) -> String {
-    tpslab_engine::env::read_sysctl(name).expect("readable sysctl")
+    tpslab_engine::host::env::read_sysctl(name).expect("readable sysctl")
 }
 
 fn root() -> bool {

@@ -3,7 +3,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use tpslab_engine::link::{Link, ADDR_A, ADDR_B};
+use tpslab_engine::lab::link::{Link, ADDR_A, ADDR_B};
 use tpslab_net::ns::NetNs;
 use tpslab_plan::tcp::LinkConfig;
 

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use std::io::Cursor;
-use tpslab_engine::rr::FrameReader;
-use tpslab_engine::wire::{read_seq_field, Header};
+use tpslab_engine::serve::rr::FrameReader;
+use tpslab_engine::serve::wire::{read_seq_field, Header};
 use tpslab_net::sched::SchedPolicy;
 use tpslab_plan::framing::{Framing, MAX_FRAME};
 use tpslab_plan::sysctl::canonical;

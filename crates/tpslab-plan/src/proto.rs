@@ -1,7 +1,7 @@
 //! The request/reply protocols of the load: [`Proto`], one variant per protocol, each with
 //! its name, its [`Transport`], the request its flags make and its checks. This file is
 //! tpslab-plan's registry of them: the one place in the crate that matches on a
-//! [`Proto`] (the engine's is `tpslab-engine/src/proto/mod.rs`, where each variant gets
+//! [`Proto`] (the engine's is `tpslab-engine/src/client/proto/mod.rs`, where each variant gets
 //! its `Exchange`; `tests/suite/architecture.rs` checks there are no others outside the
 //! renderers). A ramp ([`crate::ramp::RampPlan`]: closed-loop steps of users) and a
 //! capacity search over TCP ([`crate::capacity::TcpStep`]: open-loop steps at the rates

@@ -203,7 +203,7 @@ pub struct LoadConfig {
     /// wake-up each). Never early: every datagram leaves at or after its intended time,
     /// and its lag is measured either way.
     /// `auto` (the command line's default): chosen from the rate when the load starts
-    /// (see `tpslab_engine::load::auto_pacing_slack`). Absent in plans written before
+    /// (see `tpslab_engine::client::load::auto_pacing_slack`). Absent in plans written before
     /// `auto` existed: exact pacing (0), as they ran.
     #[serde(
         default = "PacingSlack::exact",

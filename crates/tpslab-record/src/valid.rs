@@ -27,7 +27,6 @@ impl Record {
     /// refused while read by [`Record::from_json`]). The figures are checked as serde
     /// writes them, without a copy of the record.
     pub fn check(&self) -> Result<(), RecordError> {
-        let bad = |m: String| Err(RecordError::Invalid(m));
         let invalid = RecordError::Invalid;
         crate::figures::check(self).map_err(invalid)?;
         // Runs and ramps carry their host's CPUs (a ramp's analysis divides by them); the
@@ -62,192 +61,225 @@ impl Record {
             | Body::Capacity(_) => {}
         }
         match &self.body {
-            Body::Ramp(r) => {
-                let steps = r.run.steps.len();
-                if steps > tpslab_plan::limits::RAMP_STEPS {
-                    return bad(crate::read::too_long(
-                        &format!("a ramp's steps ({steps})"),
-                        tpslab_plan::limits::RAMP_STEPS,
-                        "the steps a ramp plans",
-                    ));
-                }
-                if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
-                    return bad(format!("a ramp step of {} users (at most 10000)", s.users));
-                }
-                if let Some(s) = r
-                    .run
-                    .steps
-                    .iter()
-                    .find(|s| s.measured_s.is_nan() || s.measured_s <= 0.0)
-                {
-                    return bad(format!(
-                        "a ramp step measured for {} s (allowed above 0 s)",
-                        s.measured_s
-                    ));
-                }
-                if r.analysis
-                    .knee_index
-                    .is_some_and(|k| k >= r.run.steps.len())
-                {
-                    return bad("the knee is not one of the steps".into());
-                }
-            }
-            Body::Sweep(w) => {
-                if w.plan.factors.iter().any(|f| f.levels.is_empty()) {
-                    return bad("a sweep factor without levels".into());
-                }
-                let n = w
-                    .plan
-                    .factors
-                    .iter()
-                    .map(|f| f.levels.len())
-                    .try_fold(1usize, |a, l| a.checked_mul(l))
-                    .filter(|&n| n <= 10_000);
-                if n.is_none() {
-                    return bad("a sweep of more than 10000 cells".into());
-                }
-                // Shares (NaN: not measured).
-                let share = |x: &f64| x.is_nan() || (0.0..=100.0).contains(x);
-                if let Some(x) = w
-                    .runs
-                    .iter()
-                    .flat_map(|r| {
-                        std::iter::once(&r.metrics.loss_pct).chain(r.metrics.cpu_busy_pct.values())
-                    })
-                    .find(|x| !share(x))
-                {
-                    return bad(format!(
-                        "a sweep run's loss or CPU share of {x} %: allowed 0..=100 %"
-                    ));
-                }
-                let cells = w.result.cells.len();
-                if w.result.best.is_some_and(|b| b >= cells)
-                    || w.result.effects.iter().any(|e| e.cell >= cells)
-                {
-                    return bad("a sweep result naming a cell it does not have".into());
-                }
-            }
-            Body::Tcp(t) => {
-                if let Err(e) = t.plan.validate() {
-                    return bad(format!("a tcp plan that cannot run: {e}"));
-                }
-                use tpslab_plan::tcp::TcpMode;
-                let (runs, watched) = (t.runs.len(), t.watched.len());
-                let fits = match t.plan.mode {
-                    TcpMode::Send { .. } | TcpMode::Reverse { .. } => runs <= 1 && watched == 0,
-                    TcpMode::Lab { .. } => runs <= 2 && watched == 0,
-                    TcpMode::Watch { .. } => runs == 0,
-                };
-                if !fits {
-                    return bad(format!(
-                        "a tcp record of mode {:?} with {runs} run(s) and {watched} watched flow(s)",
-                        t.plan.mode
-                    ));
-                }
-                let samples = t.runs.iter().map(|r| r.flow.samples.len());
-                let watched = t.watched.iter().map(|w| w.flow.samples.len());
-                if let Some(n) = samples.chain(watched).find(|&n| n > FLOW_SAMPLES) {
-                    return bad(crate::read::too_long(
-                        &format!("a flow's samples ({n})"),
-                        FLOW_SAMPLES,
-                        "the TCP_INFO samples `tcp` keeps of one flow",
-                    ));
-                }
-            }
-            Body::ServeTcp(s) => {
-                if let Err(e) = s.plan.validate() {
-                    return bad(format!("a serve tcp plan that cannot run: {e}"));
-                }
-                if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
-                    return bad(format!("a server that ran for {} s", s.elapsed_s));
-                }
-            }
+            Body::Ramp(r) => ramp(r).map_err(invalid)?,
+            Body::Sweep(w) => sweep(w).map_err(invalid)?,
+            Body::Tcp(t) => tcp(t).map_err(invalid)?,
+            Body::ServeTcp(s) => serve_tcp(s).map_err(invalid)?,
             Body::Capacity(c) => capacity(c).map_err(invalid)?,
-            Body::LoadHttp(l) => {
-                if let Err(e) = l.plan.validate() {
-                    return bad(format!("a load http plan that cannot run: {e}"));
-                }
-                let r = &l.result;
-                let lat = [&r.corrected, &r.uncorrected];
-                if r.status.total() + r.errors.total() + r.unanswered < r.sent
-                    || r.status.total() > r.sent
-                    || lat.iter().any(|s| s.count != r.status.total())
-                    || !(r.first_sent_s.is_finite() && r.last_sent_s.is_finite())
-                {
-                    return bad(format!(
-                        "a load http result whose counts do not add up ({} sent, {} replies, {} failed, {} unanswered)",
-                        r.sent,
-                        r.status.total(),
-                        r.errors.total(),
-                        r.unanswered
-                    ));
-                }
-                if let Some(Err(e)) = r.series.as_ref().map(|s| s.check(r.status.total())) {
-                    return bad(e);
-                }
-            }
-            Body::Bdp(b) => {
-                // What `bdp`'s plan allows: a path RTT of 1 us..=60 s, rates above 0.
-                let rtt = |x: f64| (1e-6..=60.0).contains(&x);
-                let rate = |x: f64| x.is_finite() && x > 0.0;
-                let ceiling_ok = b
-                    .ceiling
-                    .is_none_or(|c| rtt(c.rtt_s) && c.window_bytes > 0 && rate(c.ceiling_bps));
-                let need_ok = b.need.as_ref().is_none_or(|n| {
-                    rtt(n.rtt_s) && rate(n.rate_bps) && n.plan.buffer_bytes >= n.plan.bdp_bytes
-                });
-                // The sysctls `bdp` raises, with numbers: nothing else is ever printed for a shell.
-                const KEYS: [&str; 4] = [
-                    "net.ipv4.tcp_rmem",
-                    "net.ipv4.tcp_wmem",
-                    "net.core.rmem_max",
-                    "net.core.wmem_max",
-                ];
-                let fix_ok = |(k, v): &(String, String)| {
-                    KEYS.contains(&k.as_str())
-                        && !v.trim().is_empty()
-                        && v.chars().all(|c| c.is_ascii_digit() || c == ' ')
-                };
-                if let Some((k, v)) = b.need.iter().flat_map(|n| &n.fixes).find(|f| !fix_ok(f)) {
-                    return bad(format!(
-                        "a bdp fix {k:?} = {v:?}: allowed {} with numbers",
-                        KEYS.join(", ")
-                    ));
-                }
-                if !(rtt(b.rtt_s) && ceiling_ok && need_ok) {
-                    return bad(
-                        "a bdp record with an RTT outside 1us..=60s, a rate or ceiling not above 0, or a buffer below its BDP"
-                            .into(),
-                    );
-                }
-            }
+            Body::LoadHttp(l) => load_http(l).map_err(invalid)?,
+            Body::Bdp(b) => bdp(b).map_err(invalid)?,
             Body::UdpRun(_)
             | Body::Watch(_)
             | Body::Diagnose(_)
             | Body::Serve(_)
             | Body::Doctor(_)
             | Body::ProbePool(_) => {}
-            Body::Compare(c) => {
-                let n = c.labels.len();
-                if n < 2
-                    || c.differences.iter().any(|d| d.values.len() != n)
-                    || c.figures
-                        .iter()
-                        .any(|f| f.values.len() != n || f.effects.len() + 1 != n)
-                {
-                    return bad(format!(
-                        "a comparison whose rows do not have one value per record ({n} records)"
-                    ));
-                }
-            }
-            Body::ProbeIdle(r) => {
-                if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
-                    return bad("a probe round without its connections".into());
-                }
-            }
+            Body::Compare(c) => compare(c).map_err(invalid)?,
+            Body::ProbeIdle(r) => probe_idle(r).map_err(invalid)?,
         }
         Ok(())
     }
+}
+
+/// A ramp's steps within the planned count and 10000 users each, measured for a time
+/// above 0, its knee one of them.
+fn ramp(r: &crate::envelope::RampReport) -> Result<(), String> {
+    let steps = r.run.steps.len();
+    if steps > tpslab_plan::limits::RAMP_STEPS {
+        return Err(crate::read::too_long(
+            &format!("a ramp's steps ({steps})"),
+            tpslab_plan::limits::RAMP_STEPS,
+            "the steps a ramp plans",
+        ));
+    }
+    if let Some(s) = r.run.steps.iter().find(|s| s.users > 10_000) {
+        return Err(format!("a ramp step of {} users (at most 10000)", s.users));
+    }
+    if let Some(s) = r
+        .run
+        .steps
+        .iter()
+        .find(|s| s.measured_s.is_nan() || s.measured_s <= 0.0)
+    {
+        return Err(format!(
+            "a ramp step measured for {} s (allowed above 0 s)",
+            s.measured_s
+        ));
+    }
+    if r.analysis
+        .knee_index
+        .is_some_and(|k| k >= r.run.steps.len())
+    {
+        return Err("the knee is not one of the steps".into());
+    }
+    Ok(())
+}
+
+/// A sweep's factors with levels and at most 10000 cells, its runs' shares within
+/// 0..=100 %, its result naming cells it has.
+fn sweep(w: &crate::envelope::SweepReport) -> Result<(), String> {
+    if w.plan.factors.iter().any(|f| f.levels.is_empty()) {
+        return Err("a sweep factor without levels".into());
+    }
+    let n = w
+        .plan
+        .factors
+        .iter()
+        .map(|f| f.levels.len())
+        .try_fold(1usize, |a, l| a.checked_mul(l))
+        .filter(|&n| n <= 10_000);
+    if n.is_none() {
+        return Err("a sweep of more than 10000 cells".into());
+    }
+    // Shares (NaN: not measured).
+    let share = |x: &f64| x.is_nan() || (0.0..=100.0).contains(x);
+    if let Some(x) = w
+        .runs
+        .iter()
+        .flat_map(|r| std::iter::once(&r.metrics.loss_pct).chain(r.metrics.cpu_busy_pct.values()))
+        .find(|x| !share(x))
+    {
+        return Err(format!(
+            "a sweep run's loss or CPU share of {x} %: allowed 0..=100 %"
+        ));
+    }
+    let cells = w.result.cells.len();
+    if w.result.best.is_some_and(|b| b >= cells) || w.result.effects.iter().any(|e| e.cell >= cells)
+    {
+        return Err("a sweep result naming a cell it does not have".into());
+    }
+    Ok(())
+}
+
+/// A tcp record's plan valid, its runs and watched flows those of its mode, each flow's
+/// samples within FLOW_SAMPLES.
+fn tcp(t: &crate::tcp::TcpRecord) -> Result<(), String> {
+    if let Err(e) = t.plan.validate() {
+        return Err(format!("a tcp plan that cannot run: {e}"));
+    }
+    use tpslab_plan::tcp::TcpMode;
+    let (runs, watched) = (t.runs.len(), t.watched.len());
+    let fits = match t.plan.mode {
+        TcpMode::Send { .. } | TcpMode::Reverse { .. } => runs <= 1 && watched == 0,
+        TcpMode::Lab { .. } => runs <= 2 && watched == 0,
+        TcpMode::Watch { .. } => runs == 0,
+    };
+    if !fits {
+        return Err(format!(
+            "a tcp record of mode {:?} with {runs} run(s) and {watched} watched flow(s)",
+            t.plan.mode
+        ));
+    }
+    let samples = t.runs.iter().map(|r| r.flow.samples.len());
+    let watched = t.watched.iter().map(|w| w.flow.samples.len());
+    if let Some(n) = samples.chain(watched).find(|&n| n > FLOW_SAMPLES) {
+        return Err(crate::read::too_long(
+            &format!("a flow's samples ({n})"),
+            FLOW_SAMPLES,
+            "the TCP_INFO samples `tcp` keeps of one flow",
+        ));
+    }
+    Ok(())
+}
+
+/// A serve tcp record's plan valid and its run's time above 0 s.
+fn serve_tcp(s: &crate::tcp::ServeTcpRecord) -> Result<(), String> {
+    if let Err(e) = s.plan.validate() {
+        return Err(format!("a serve tcp plan that cannot run: {e}"));
+    }
+    if !(s.elapsed_s.is_finite() && s.elapsed_s > 0.0) {
+        return Err(format!("a server that ran for {} s", s.elapsed_s));
+    }
+    Ok(())
+}
+
+/// A load http record's plan valid, its counts adding up, its series checked.
+fn load_http(l: &crate::load_http::LoadHttpRecord) -> Result<(), String> {
+    if let Err(e) = l.plan.validate() {
+        return Err(format!("a load http plan that cannot run: {e}"));
+    }
+    let r = &l.result;
+    let lat = [&r.corrected, &r.uncorrected];
+    if r.status.total() + r.errors.total() + r.unanswered < r.sent
+        || r.status.total() > r.sent
+        || lat.iter().any(|s| s.count != r.status.total())
+        || !(r.first_sent_s.is_finite() && r.last_sent_s.is_finite())
+    {
+        return Err(format!(
+            "a load http result whose counts do not add up ({} sent, {} replies, {} failed, {} unanswered)",
+            r.sent,
+            r.status.total(),
+            r.errors.total(),
+            r.unanswered
+        ));
+    }
+    if let Some(Err(e)) = r.series.as_ref().map(|s| s.check(r.status.total())) {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// A bdp record's RTTs within 1 us..=60 s, rates above 0, buffers at least their BDP,
+/// fixes only the sysctls `bdp` raises, with numbers.
+fn bdp(b: &crate::bdp::BdpRecord) -> Result<(), String> {
+    // What `bdp`'s plan allows: a path RTT of 1 us..=60 s, rates above 0.
+    let rtt = |x: f64| (1e-6..=60.0).contains(&x);
+    let rate = |x: f64| x.is_finite() && x > 0.0;
+    let ceiling_ok = b
+        .ceiling
+        .is_none_or(|c| rtt(c.rtt_s) && c.window_bytes > 0 && rate(c.ceiling_bps));
+    let need_ok = b.need.as_ref().is_none_or(|n| {
+        rtt(n.rtt_s) && rate(n.rate_bps) && n.plan.buffer_bytes >= n.plan.bdp_bytes
+    });
+    // The sysctls `bdp` raises, with numbers: nothing else is ever printed for a shell.
+    const KEYS: [&str; 4] = [
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+        "net.core.rmem_max",
+        "net.core.wmem_max",
+    ];
+    let fix_ok = |(k, v): &(String, String)| {
+        KEYS.contains(&k.as_str())
+            && !v.trim().is_empty()
+            && v.chars().all(|c| c.is_ascii_digit() || c == ' ')
+    };
+    if let Some((k, v)) = b.need.iter().flat_map(|n| &n.fixes).find(|f| !fix_ok(f)) {
+        return Err(format!(
+            "a bdp fix {k:?} = {v:?}: allowed {} with numbers",
+            KEYS.join(", ")
+        ));
+    }
+    if !(rtt(b.rtt_s) && ceiling_ok && need_ok) {
+        return Err(
+            "a bdp record with an RTT outside 1us..=60s, a rate or ceiling not above 0, or a buffer below its BDP"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A comparison of at least two records, each row with one value per record.
+fn compare(c: &crate::compare::CompareReport) -> Result<(), String> {
+    let n = c.labels.len();
+    if n < 2
+        || c.differences.iter().any(|d| d.values.len() != n)
+        || c.figures
+            .iter()
+            .any(|f| f.values.len() != n || f.effects.len() + 1 != n)
+    {
+        return Err(format!(
+            "a comparison whose rows do not have one value per record ({n} records)"
+        ));
+    }
+    Ok(())
+}
+
+/// A probe idle record's connections' rounds within its connections.
+fn probe_idle(r: &crate::idle::IdleRecord) -> Result<(), String> {
+    if r.conns.iter().any(|c| c.round as usize > r.conns.len()) {
+        return Err("a probe round without its connections".into());
+    }
+    Ok(())
 }
 
 /// The host's CPUs of a record's metadata or environment.

@@ -156,104 +156,13 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             Ok(())
         }
         Body::Tcp(t) => tcp(w, t),
-        Body::Doctor(d) => {
-            writeln!(w, "severity,finding,evidence,fix")?;
-            for f in &d.findings {
-                writeln!(
-                    w,
-                    "{},{},{},{}",
-                    text(&format!("{:?}", f.severity).to_lowercase()),
-                    text(&f.what),
-                    text(&f.evidence.join("; ")),
-                    text(&f.fix.as_ref().map_or(String::new(), |x| x.to_string()))
-                )?;
-            }
-            Ok(())
-        }
+        Body::Doctor(d) => doctor(w, d),
         Body::LoadHttp(l) => load_http(w, l, rec.meta.interrupted),
         Body::Capacity(c) => capacity(w, c),
-        Body::Bdp(b) => {
-            writeln!(w, "figure,value,unit")?;
-            writeln!(w, "rtt,{},s", b.rtt_s)?;
-            if let Some(c) = &b.ceiling {
-                writeln!(w, "window,{},bytes", c.window_bytes)?;
-                writeln!(w, "ceiling,{},bit/s", c.ceiling_bps)?;
-            }
-            if let Some(n) = &b.need {
-                writeln!(w, "rate,{},bit/s", n.rate_bps)?;
-                writeln!(w, "bdp,{},bytes", n.plan.bdp_bytes)?;
-                writeln!(w, "buffer,{},bytes", n.plan.buffer_bytes)?;
-                writeln!(w, "setsockopt,{},bytes", n.plan.setsockopt_bytes())?;
-                for (k, v) in &n.fixes {
-                    writeln!(w, "{},{},sysctl", text(k), text(v))?;
-                }
-            }
-            Ok(())
-        }
-        Body::Compare(c) => {
-            writeln!(w, "figure,record,n,mean,stddev,ci_lo,ci_hi,diff_from_first,diff_ci_lo,diff_ci_hi,significant")?;
-            for f in &c.figures {
-                for (i, v) in f.values.iter().enumerate() {
-                    let Some(v) = v else { continue };
-                    let e = i.checked_sub(1).and_then(|j| f.effects[j].as_ref());
-                    let opt = |x: Option<f64>| {
-                        x.filter(|x| x.is_finite())
-                            .map_or(String::new(), |x| x.to_string())
-                    };
-                    writeln!(
-                        w,
-                        "{},{},{},{},{},{},{},{},{},{},{}",
-                        text(&f.name),
-                        text(&c.labels[i]),
-                        v.n,
-                        v.mean,
-                        opt(Some(v.stddev)),
-                        opt(Some(v.ci_lo)),
-                        opt(Some(v.ci_hi)),
-                        opt(e.map(|e| e.diff)),
-                        opt(e.map(|e| e.ci_lo)),
-                        opt(e.map(|e| e.ci_hi)),
-                        e.map_or(String::new(), |e| e.significant.to_string())
-                    )?;
-                }
-            }
-            Ok(())
-        }
-        Body::ProbeIdle(r) => {
-            writeln!(w, "round,idle_s,fate,decided_ms,active_end")?;
-            for c in &r.conns {
-                let fate = serde_json::to_value(&c.fate).unwrap_or_default();
-                let fate = fate.as_str().map_or_else(|| fate.to_string(), String::from);
-                writeln!(
-                    w,
-                    "{},{},{},{},{}",
-                    c.round,
-                    c.idle_s,
-                    text(&fate),
-                    c.decided_ms,
-                    c.active_end
-                )?;
-            }
-            Ok(())
-        }
-        Body::ProbePool(r) => {
-            writeln!(w, "at_ms,conn,idle_ms,outcome,latency_us")?;
-            for q in &r.requests {
-                let (o, l) = match &q.outcome {
-                    tpslab_record::idle::Outcome::Answered { latency_us } => {
-                        ("answered".to_string(), latency_us.to_string())
-                    }
-                    tpslab_record::idle::Outcome::TimedOut => {
-                        ("timed_out".to_string(), String::new())
-                    }
-                    tpslab_record::idle::Outcome::Failed(e) => {
-                        (format!("failed {e}"), String::new())
-                    }
-                };
-                writeln!(w, "{},{},{},{},{l}", q.at_ms, q.conn, q.idle_ms, text(&o))?;
-            }
-            Ok(())
-        }
+        Body::Bdp(b) => bdp(w, b),
+        Body::Compare(c) => compare(w, c),
+        Body::ProbeIdle(r) => probe_idle(w, r),
+        Body::ProbePool(r) => probe_pool(w, r),
         Body::ServeTcp(s) => {
             writeln!(w, "connections,bytes,requests,errors,elapsed_s")?;
             writeln!(
@@ -267,6 +176,111 @@ pub fn record(w: &mut dyn Write, rec: &Record) -> io::Result<()> {
             )
         }
     }
+}
+
+/// A doctor record's findings, one row each: severity, finding, evidence, fix.
+fn doctor(w: &mut dyn Write, d: &tpslab_record::doctor::DoctorRecord) -> io::Result<()> {
+    writeln!(w, "severity,finding,evidence,fix")?;
+    for f in &d.findings {
+        writeln!(
+            w,
+            "{},{},{},{}",
+            text(&format!("{:?}", f.severity).to_lowercase()),
+            text(&f.what),
+            text(&f.evidence.join("; ")),
+            text(&f.fix.as_ref().map_or(String::new(), |x| x.to_string()))
+        )?;
+    }
+    Ok(())
+}
+
+/// A bdp record's figures, one row each, and the sysctls of its fix.
+fn bdp(w: &mut dyn Write, b: &tpslab_record::bdp::BdpRecord) -> io::Result<()> {
+    writeln!(w, "figure,value,unit")?;
+    writeln!(w, "rtt,{},s", b.rtt_s)?;
+    if let Some(c) = &b.ceiling {
+        writeln!(w, "window,{},bytes", c.window_bytes)?;
+        writeln!(w, "ceiling,{},bit/s", c.ceiling_bps)?;
+    }
+    if let Some(n) = &b.need {
+        writeln!(w, "rate,{},bit/s", n.rate_bps)?;
+        writeln!(w, "bdp,{},bytes", n.plan.bdp_bytes)?;
+        writeln!(w, "buffer,{},bytes", n.plan.buffer_bytes)?;
+        writeln!(w, "setsockopt,{},bytes", n.plan.setsockopt_bytes())?;
+        for (k, v) in &n.fixes {
+            writeln!(w, "{},{},sysctl", text(k), text(v))?;
+        }
+    }
+    Ok(())
+}
+
+/// A comparison's figures, one row per figure and record, with the difference from the first.
+fn compare(w: &mut dyn Write, c: &tpslab_record::compare::CompareReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "figure,record,n,mean,stddev,ci_lo,ci_hi,diff_from_first,diff_ci_lo,diff_ci_hi,significant"
+    )?;
+    for f in &c.figures {
+        for (i, v) in f.values.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let e = i.checked_sub(1).and_then(|j| f.effects[j].as_ref());
+            let opt = |x: Option<f64>| {
+                x.filter(|x| x.is_finite())
+                    .map_or(String::new(), |x| x.to_string())
+            };
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                text(&f.name),
+                text(&c.labels[i]),
+                v.n,
+                v.mean,
+                opt(Some(v.stddev)),
+                opt(Some(v.ci_lo)),
+                opt(Some(v.ci_hi)),
+                opt(e.map(|e| e.diff)),
+                opt(e.map(|e| e.ci_lo)),
+                opt(e.map(|e| e.ci_hi)),
+                e.map_or(String::new(), |e| e.significant.to_string())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A probe idle record's connections, one row each.
+fn probe_idle(w: &mut dyn Write, r: &tpslab_record::idle::IdleRecord) -> io::Result<()> {
+    writeln!(w, "round,idle_s,fate,decided_ms,active_end")?;
+    for c in &r.conns {
+        let fate = serde_json::to_value(&c.fate).unwrap_or_default();
+        let fate = fate.as_str().map_or_else(|| fate.to_string(), String::from);
+        writeln!(
+            w,
+            "{},{},{},{},{}",
+            c.round,
+            c.idle_s,
+            text(&fate),
+            c.decided_ms,
+            c.active_end
+        )?;
+    }
+    Ok(())
+}
+
+/// A probe pool record's requests, one row each.
+fn probe_pool(w: &mut dyn Write, r: &tpslab_record::idle::PoolRecord) -> io::Result<()> {
+    writeln!(w, "at_ms,conn,idle_ms,outcome,latency_us")?;
+    for q in &r.requests {
+        let (o, l) = match &q.outcome {
+            tpslab_record::idle::Outcome::Answered { latency_us } => {
+                ("answered".to_string(), latency_us.to_string())
+            }
+            tpslab_record::idle::Outcome::TimedOut => ("timed_out".to_string(), String::new()),
+            tpslab_record::idle::Outcome::Failed(e) => (format!("failed {e}"), String::new()),
+        };
+        writeln!(w, "{},{},{},{},{l}", q.at_ms, q.conn, q.idle_ms, text(&o))?;
+    }
+    Ok(())
 }
 
 /// A TCP record's TCP_INFO samples, one row each: `flow` names the run (`first`,

@@ -6,7 +6,7 @@ use crate::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_engine::client::udp_run::run_udp_streamed;
 use tpslab_plan::fleet::FleetPlan;
 use tpslab_plan::udp::UdpRunPlan;
 use tpslab_record::{AgentInfo, Record, RunRecord};

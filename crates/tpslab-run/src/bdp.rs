@@ -8,7 +8,7 @@ use tpslab_record::{Body, Record};
 
 /// This host's TCP buffer settings from /proc/sys (None where unreadable).
 pub fn host_buffers() -> HostBuffers {
-    let read = |k: &str| tpslab_engine::env::read_sysctl(k);
+    let read = |k: &str| tpslab_engine::host::env::read_sysctl(k);
     let core = |k: &str| read(k).and_then(|v| v.parse::<u64>().ok());
     HostBuffers {
         tcp_rmem: read("net.ipv4.tcp_rmem"),

@@ -4,6 +4,7 @@
 //! UDP step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
 //! kind `capacity`.
 
+mod search_steps;
 mod watch;
 
 use crate::diagnose::apply_fix;
@@ -13,17 +14,13 @@ use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tpslab_analysis::capacity::{self as search, latency_text, rate_text, Next};
-use tpslab_analysis::verdict::diagnose;
-use tpslab_engine::guard::HostGuard;
-use tpslab_engine::openloop::{run_load_http_live, run_load_tcp};
-use tpslab_engine::probe::probe_truesize;
-use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_analysis::capacity::{self as search, latency_text, rate_text};
+use tpslab_engine::client::openloop::{run_load_http_live, run_load_tcp};
+use tpslab_engine::client::udp_run::run_udp_streamed;
+use tpslab_engine::host::guard::HostGuard;
 use tpslab_net::sched::SchedPolicy;
 use tpslab_plan::capacity::{CapacityLoad, CapacityPlan};
-use tpslab_record::capacity::{
-    CapacityRecord, CapacityRetry, CapacityStep, Conclusion, StepStatus, StepVerdict,
-};
+use tpslab_record::capacity::{CapacityRecord, CapacityRetry, CapacityStep, Conclusion};
 use tpslab_record::verdict::{Diagnosis, Facts};
 use tpslab_record::{Body, Record};
 use watch::StreamWatch;
@@ -229,7 +226,7 @@ fn no_listener(step: &CapacityStep, evidence: &StepEvidence) -> Option<String> {
 pub fn run(plan: &CapacityPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
     let mut server = start_server(plan)?;
-    let mut rec = search(&on_server(plan, server.as_ref()), ctx, "capacity step")?;
+    let mut rec = search_steps::search(&on_server(plan, server.as_ref()), ctx, "capacity step")?;
     if plan.fix_and_retry && !ctx.stopped() {
         retry(&mut rec, &mut server, ctx);
     }
@@ -364,7 +361,7 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
         run.load.rate_pps = plan.search.start_rate;
     }
     plan.load = CapacityLoad::Udp(run);
-    let second = search(
+    let second = search_steps::search(
         &on_server(&plan, server.as_ref()),
         ctx,
         "capacity step (with the fix)",
@@ -392,198 +389,6 @@ fn restore(guard: &mut HostGuard, rec: &mut CapacityRecord) -> Vec<(String, Stri
             .map(|s| format!("not restored: {s}")),
     );
     done.restored
-}
-
-/// One search: one step (`run_step`) at each rate [`search::next`] gives, until it is
-/// done; no step starts that would end after `plan.search.budget` (a step still running
-/// then is stopped, marked interrupted and not counted), and `ctx.stop` ends the search
-/// after its current step's interruption with the best bracket so far. Each step is
-/// reported on `ctx.progress` as it ends, its phase named `label` and its number.
-///
-/// Returns the search's record. Errors: the engine's on the first step (the target
-/// cannot be reached or found, a bad `--pid`); on a later step the search ends there,
-/// unfinished, with the error as its reason.
-fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<CapacityRecord> {
-    let t0 = Instant::now();
-    let budget = plan.search.budget;
-    let deadline = t0 + budget;
-    let mut steps: Vec<CapacityStep> = vec![];
-    // The verdict of the first failing step at each rate.
-    let mut verdicts: Vec<(f64, Diagnosis)> = vec![];
-    let mut environment = None;
-    let base = plan.min_budget();
-    let mut longest = Duration::ZERO;
-    // The server's threads parked in a lock wait at the first step with a ledger (a
-    // runtime's helpers): never charged as requests queued on a lock.
-    let mut parked: Option<std::collections::BTreeSet<u32>> = None;
-    // The charge per datagram (truesize) a socket buffer's size is counted in: what the
-    // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
-    let probe = match &plan.load {
-        CapacityLoad::Udp(r) => probe_truesize(r.load.datagram_len(), None).ok(),
-        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
-    };
-    let conclusion = loop {
-        if ctx.stopped() {
-            break search::so_far(&plan.search, &steps, "interrupted");
-        }
-        let rate = match search::next(&plan.search, &steps) {
-            Next::Step(r) => r,
-            Next::Done(c) => break c,
-        };
-        // A plan is a promise: no step starts that would not end within the budget.
-        let expect = base.max(longest);
-        if t0.elapsed() + expect > budget {
-            break search::so_far(
-                &plan.search,
-                &steps,
-                &format!("the budget of {}", humantime::format_duration(budget)),
-            );
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let started_s = t0.elapsed().as_secs_f64();
-        let ran = {
-            let _dog = Watchdog::start(ctx, stop.clone(), deadline);
-            ctx.phase(
-                &format!(
-                    "{label} {}: {} {}",
-                    steps.len() + 1,
-                    rate_text(rate),
-                    plan.search.unit
-                ),
-                plan.step_time().as_secs_f64(),
-                || run_step(plan, rate, &stop, ctx),
-            )
-        };
-        // An error on the first step is the command's (the target cannot be reached or
-        // found); later (a server that crashed under load, a --pid gone) the search ends
-        // with the steps it has, and says why.
-        let (mut f, evidence) = match ran {
-            Ok(r) => r,
-            Err(e) if steps.is_empty() => return Err(e),
-            Err(e) => {
-                break search::so_far(
-                    &plan.search,
-                    &steps,
-                    &format!(
-                        "the step at {} {} failed to run: {e}",
-                        rate_text(rate),
-                        plan.search.unit
-                    ),
-                )
-            }
-        };
-        let elapsed = t0.elapsed().as_secs_f64() - started_s;
-        longest = longest.max(Duration::from_secs_f64(elapsed));
-        environment.get_or_insert_with(|| match &evidence {
-            StepEvidence::Udp(rec) => rec.environment.clone(),
-            StepEvidence::Stream(..) => tpslab_engine::env::environment(),
-        });
-        f.interrupted |= stop.load(Relaxed);
-        let (status, why) = search::judge(&plan.search.slo, &f);
-        let ledger = match &evidence {
-            StepEvidence::Stream(_, Some(s)) => {
-                let p = parked.get_or_insert_with(|| tpslab_analysis::rt_ledger::parked(s));
-                tpslab_analysis::rt_ledger::open_loop(s, p)
-            }
-            _ => None,
-        };
-        // The verdict rules read a UDP run's ledger; an HTTP step has none (its failing
-        // objective is its evidence).
-        let verdict = (status == StepStatus::Fail).then(|| {
-            let d = match &evidence {
-                StepEvidence::Udp(rec) => {
-                    let facts = tpslab_analysis::verdict::facts_of(rec, probe.as_ref());
-                    let mut d = diagnose(&facts, probe.as_ref());
-                    queued(&mut d, &facts, search::latency_only(&plan.search.slo, &f));
-                    d
-                }
-                StepEvidence::Stream(facts, step) => {
-                    use tpslab_analysis::capacity_stream as stream;
-                    // The counts are judged against what broke (a p99 is broken by 1 %
-                    // of requests, not by one reset).
-                    let broken = stream::broken(&plan.search.slo, &f);
-                    let mut d = stream::diagnose(&stream::StreamFacts {
-                        broken,
-                        ..facts.clone()
-                    });
-                    if let Some(l) = &ledger {
-                        let at = format!("{} {}", rate_text(rate), plan.search.unit);
-                        let gaps = step.as_ref().and_then(|s| s.reply_gaps);
-                        tpslab_analysis::capacity_ledger::with_ledger(
-                            &mut d,
-                            l,
-                            gaps.as_ref(),
-                            &at,
-                        );
-                    }
-                    d
-                }
-            };
-            let v = StepVerdict {
-                case: d.case,
-                layer: d.layer.clone(),
-                headline: d.headline.clone(),
-            };
-            if !verdicts.iter().any(|(r, _)| *r == rate) {
-                verdicts.push((rate, d));
-            }
-            v
-        });
-        let step = CapacityStep {
-            rate_pps: rate,
-            achieved_pps: f.achieved_pps,
-            answered_pps: f.answered_pps,
-            latency_ns: f.latency_ns,
-            loss_pct: f.loss_pct,
-            errors_pct: f.errors_pct,
-            status,
-            why,
-            verdict,
-            started_s,
-            elapsed_s: elapsed,
-            ledger,
-        };
-        let nobody = if steps.is_empty() {
-            no_listener(&step, &evidence)
-        } else {
-            None
-        };
-        ctx.progress
-            .line(&step_line(steps.len() + 1, &step, plan.search.unit));
-        steps.push(step);
-        ctx.progress.capacity_steps(&steps);
-        // Nothing listens: lower rates would only find it again.
-        if let Some(why) = nobody {
-            break search::so_far(&plan.search, &steps, &why);
-        }
-    };
-    let interrupted = ctx.stopped();
-    // The layer that gave first: the verdict at the lowest failing rate.
-    let lowest_fail = match &conclusion {
-        Conclusion::Bracket { fails_pps, .. } | Conclusion::NothingPasses { fails_pps } => {
-            Some(*fails_pps)
-        }
-        _ => search::tally(&steps)
-            .iter()
-            .find(|t| t.fail > 0)
-            .map(|t| t.rate_pps),
-    };
-    let boundary = lowest_fail.and_then(|r| {
-        verdicts
-            .iter()
-            .find(|(x, _)| *x == r)
-            .map(|(_, d)| d.clone())
-    });
-    Ok(CapacityRecord {
-        plan: plan.clone(),
-        steps,
-        conclusion,
-        boundary,
-        interrupted,
-        environment: environment.unwrap_or_else(tpslab_engine::env::environment),
-        notes: vec![],
-        retry: None,
-    })
 }
 
 /// `capacity tcp`'s settings as given, for [`tcp_step`].

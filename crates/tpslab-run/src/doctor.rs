@@ -6,7 +6,7 @@ use crate::Started;
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 use tpslab_analysis::doctor::{self, judged_paths};
-use tpslab_engine::hostconf;
+use tpslab_engine::host::hostconf;
 use tpslab_plan::doctor::Workload;
 use tpslab_proc::pool_conf::PoolConf;
 use tpslab_record::doctor::DoctorRecord;
@@ -42,7 +42,7 @@ pub fn run(setup: &DoctorSetup) -> Result<Record> {
         .collect();
     let truesize = match setup.workload {
         Some(Workload::Udp { size_bytes, .. }) => Some(
-            tpslab_engine::probe::probe_truesize(size_bytes as usize, None)
+            tpslab_engine::host::probe::probe_truesize(size_bytes as usize, None)
                 .map_err(|e| e.to_string()),
         ),
         _ => None,

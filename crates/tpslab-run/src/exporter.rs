@@ -218,7 +218,7 @@ mod tests {
             latency_histogram: Some(h),
             rcvbuf_limit_bytes: Some(8192),
             threads: vec![],
-            drop_reasons: Some(tpslab_engine::dropwatch::LiveDropReasons {
+            drop_reasons: Some(tpslab_engine::observe::dropwatch::LiveDropReasons {
                 by_reason: vec![("SOCKET_RCVBUFF".into(), 7)],
                 lost: 0,
             }),

@@ -76,7 +76,7 @@ pub struct Ctx {
     pub live: Option<LiveSink>,
     /// Receives one sample per interval of an open loop of HTTP requests (`load http`,
     /// `capacity http`: `--json-stream`, a live view); `None`: nobody listens.
-    pub http_live: Option<tpslab_engine::openloop::HttpLiveSink>,
+    pub http_live: Option<tpslab_engine::client::openloop::HttpLiveSink>,
     /// How phases and progress lines are shown.
     pub progress: Arc<dyn Progress>,
 }
@@ -116,7 +116,7 @@ impl Started {
     /// Now.
     pub fn now() -> Started {
         Started {
-            env: tpslab_engine::env::environment(),
+            env: tpslab_engine::host::env::environment(),
             unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),

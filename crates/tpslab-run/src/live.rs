@@ -9,8 +9,8 @@ pub use tty::{give_back_stderr, gone, hold_stderr, to_dev_null, KeysTty};
 
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
+use tpslab_engine::client::openloop::{HttpLiveSample, HttpLiveSink};
 use tpslab_engine::observe::{LiveSample, LiveSink};
-use tpslab_engine::openloop::{HttpLiveSample, HttpLiveSink};
 use tpslab_record::capacity::CapacityStep;
 use tpslab_report::live::screen::{HttpItem, RunsItem};
 use tpslab_report::live::{HttpFrame, LiveFrame};

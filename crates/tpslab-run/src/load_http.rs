@@ -1,12 +1,12 @@
 //! `load http URL --rate R`: an open loop of HTTP/1.1 requests at a fixed rate (the
-//! engine's [`tpslab_engine::openloop`]), as one record of kind `load_http`. With
+//! engine's [`tpslab_engine::client::openloop`]), as one record of kind `load_http`. With
 //! `--http3 --server-cmd` the user's server is started for the run, and with `--verify`
 //! the host sysctls the verdict on its socket names are applied through the host guard,
 //! the server started again, the run repeated and the host restored.
 
 use anyhow::Result;
 use std::sync::atomic::Ordering::Relaxed;
-use tpslab_engine::guard::HostGuard;
+use tpslab_engine::host::guard::HostGuard;
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_record::load_http::LoadHttpRecord;
 use tpslab_record::load_http::QuicVerification;
@@ -17,7 +17,7 @@ use crate::{Ctx, Started};
 
 /// Runs the plan until its end (or `ctx.stop`: the counts so far, the record marked
 /// interrupted), its per-interval samples handed to `ctx.http_live`; with `--verify`, a
-/// second run with the fix. Errors: as [`tpslab_engine::openloop::run_load_http`] (one
+/// second run with the fix. Errors: as [`tpslab_engine::client::openloop::run_load_http`] (one
 /// line); `--server-cmd`'s server did not start or never bound the URL's UDP port.
 pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     let started = Started::now();
@@ -46,7 +46,7 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
     };
     let secs = plan.duration.as_nanos() as f64 / 1e9;
     let rec = ctx.phase(what, secs, || {
-        tpslab_engine::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())
+        tpslab_engine::client::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())
     });
     drop(server);
     Ok(rec?)

@@ -48,7 +48,7 @@ pub fn idle_begin(setup: &IdleSetup) -> IdleRecord {
         keepalive_counts: None,
         how: None,
         payload: vec![],
-        running: tpslab_engine::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
+        running: tpslab_engine::host::hostconf::running(KEEPALIVE_SETTINGS.map(String::from)),
         pools: setup.pools.clone(),
         stated: vec![],
         findings: vec![],
@@ -71,13 +71,13 @@ pub fn idle(
     let progress = |line: String| ctx.progress.line(&line);
     let study = match plan.target {
         IdleTarget::Server { addr } => {
-            tpslab_engine::idle::study(&plan, addr, setup_login, &ctx.stop, &progress)?
+            tpslab_engine::lab::idle::study(&plan, addr, setup_login, &ctx.stop, &progress)?
         }
         IdleTarget::Lab {
             idle_timeout,
             on_idle,
             timer,
-        } => tpslab_engine::idle::lab_study(
+        } => tpslab_engine::lab::idle::lab_study(
             &plan,
             tpslab_plan::time::nanos(&idle_timeout),
             on_idle,
@@ -169,8 +169,10 @@ pub fn pool(
     let started = Started::now();
     let progress = |line: String| ctx.progress.line(&line);
     let rec = match plan.target {
-        Some(addr) => tpslab_engine::pool_lab::pool_at(plan, addr, login, &ctx.stop, &progress)?,
-        None => tpslab_engine::pool_lab::pool_lab(plan, &ctx.stop, &progress)?,
+        Some(addr) => {
+            tpslab_engine::lab::pool_lab::pool_at(plan, addr, login, &ctx.stop, &progress)?
+        }
+        None => tpslab_engine::lab::pool_lab::pool_lab(plan, &ctx.stop, &progress)?,
     };
     Ok(Record::with_meta(
         started.meta(rec.interrupted),
@@ -215,7 +217,7 @@ impl Responder {
                 st.store(true, std::sync::atomic::Ordering::Relaxed);
             });
         }
-        Ok(tpslab_engine::idle::responder(
+        Ok(tpslab_engine::lab::idle::responder(
             &self.udp,
             Some(&self.tcp),
             &stop,

@@ -8,7 +8,7 @@ use crate::{Ctx, Started};
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tpslab_engine::ramp::run_ramp_with;
+use tpslab_engine::client::ramp::run_ramp_with;
 use tpslab_plan::limits::MAX_UDP_PAYLOAD;
 use tpslab_record::{Body, RampReport, Record};
 
@@ -250,7 +250,7 @@ pub fn run(ready: Ready, ctx: &Ctx, on_steps: &(dyn Fn(&[StepResult]) + Sync)) -
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use tpslab_engine::rr::frame;
+    use tpslab_engine::serve::rr::frame;
 
     proptest! {
         #[test]

@@ -5,8 +5,8 @@
 use crate::{Ctx, Started};
 use anyhow::Result;
 use std::time::Duration;
-use tpslab_engine::rr::{RrConfig, RrMode, RrServer};
-use tpslab_engine::tcpflow::{SinkConfig, SinkServer};
+use tpslab_engine::lab::tcpflow::{SinkConfig, SinkServer};
+use tpslab_engine::serve::rr::{RrConfig, RrMode, RrServer};
 use tpslab_plan::tcp::{ServeTcpMode, ServeTcpPlan};
 use tpslab_record::tcp::ServeTcpRecord;
 use tpslab_record::{Body, Record};

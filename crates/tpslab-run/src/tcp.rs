@@ -7,7 +7,7 @@ use crate::{Ctx, Started};
 use anyhow::{anyhow, Result};
 use std::time::Duration;
 use tpslab_analysis::bdp;
-use tpslab_engine::tcpflow;
+use tpslab_engine::lab::tcpflow;
 use tpslab_plan::tcp::{TcpMode, TcpPlan};
 use tpslab_plan::time::nanos;
 use tpslab_record::tcp::Limit;
@@ -52,7 +52,8 @@ pub fn run(
         TcpMode::Watch { pid, port } => {
             // Where the process's threads wait, beside its flows (S4: in poll, on a peer).
             let every = (nanos(&plan.interval) / 1_000_000).max(100);
-            let mut waits = pid.map(|p| tpslab_engine::waits::WaitSampler::new(p, None, every));
+            let mut waits =
+                pid.map(|p| tpslab_engine::observe::waits::WaitSampler::new(p, None, every));
             let flows = tcpflow::watch_flows(
                 pid,
                 port,

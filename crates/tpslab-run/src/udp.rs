@@ -6,9 +6,9 @@ use crate::{Ctx, Started};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tpslab_engine::client::udp_run::run_udp_streamed;
 use tpslab_engine::observe::{Observer, ObserverConfig};
-use tpslab_engine::server::UdpServer;
-use tpslab_engine::udp_run::run_udp_streamed;
+use tpslab_engine::serve::server::UdpServer;
 use tpslab_plan::udp::ServerConfig;
 use tpslab_plan::udp::UdpRunPlan;
 use tpslab_plan::udp::{RunPlan, WatchPlan};
@@ -148,7 +148,7 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
         .map_or(0, |d| d.as_millis() as u64);
     let t0 = tpslab_net::mono_ns();
     // The process watched, as it was when the watch started (it may end during it).
-    let target = plan.pid.and_then(tpslab_engine::env::target_process);
+    let target = plan.pid.and_then(tpslab_engine::host::env::target_process);
     // A process's sockets are found by the inodes of its open descriptors
     // (narrowed to --port when both are given).
     let net_root = plan.pid.map_or(PathBuf::from("/proc/self"), |p| {
@@ -177,7 +177,7 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
         live_latency: None,
     });
     // Kernel drop reasons over the same window (host-wide), or why not.
-    let drops = tpslab_engine::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);
+    let drops = tpslab_engine::observe::dropwatch::DropSampler::start_unless(plan.no_drop_reasons);
     // The live samples (--metrics-listen) carry them too.
     if let Ok(d) = &drops {
         obs.live_drops(d);
@@ -198,7 +198,7 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
         )));
     }
     let rep = obs.stop();
-    let drop_reasons = Some(tpslab_engine::dropwatch::finish(drops));
+    let drop_reasons = Some(tpslab_engine::observe::dropwatch::finish(drops));
     // An empty observation is said, not shown as zeros that look real.
     let udp_found = rep.deltas.get("server_sockets_found").copied().unwrap_or(0);
     let tcp_found = rep.deltas.get("tcp_sockets_found").copied().unwrap_or(0);
@@ -216,7 +216,7 @@ pub fn watch(plan: &WatchPlan, ctx: &Ctx, following: &mut dyn FnMut(&Following))
         elapsed_s: (tpslab_net::mono_ns() - t0) as f64 / 1e9,
         interrupted: ctx.stopped(),
         plan: Some(RunPlan::Watch(plan.clone())),
-        environment: tpslab_engine::env::environment(),
+        environment: tpslab_engine::host::env::environment(),
         target: target.map(|t| tpslab_record::TargetProcess {
             // Its reads and sends counted on its threads (root, tracepoints).
             exact_counts: rep.deltas.contains_key("server_io_read"),

@@ -234,7 +234,6 @@ pub(super) fn nic_drops(f: &Facts, d: &mut Draft) -> (String, String) {
 
 /// [`super::Case::KernelDrop`]: its evidence, recommendations and fix; returns (layer, headline).
 pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
-    use crate::drop_reason::{classify, ReasonClass as C};
     let (reason, req, rep) = f.kernel_drops.first().cloned().unwrap_or_default();
     let n = req + rep;
     // Each path's share of what entered it: the reply path starts from what the server
@@ -295,64 +294,7 @@ pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
         (false, true) => " on the way back, after the server's sends succeeded (a prerouting, input or forward hook)",
         _ => " on both paths, after the sends succeeded (prerouting, input or forward hooks)",
     };
-    let (layer, headline, what, lines): (String, String, &str, Vec<String>) =
-        match classify(&reason) {
-            C::Firewall if reason == "NETFILTER_DROP" => (
-                format!("a netfilter rule (firewall){side}"),
-                format!("Datagrams were dropped by a netfilter rule ({reason}{share})."),
-                "find the rule that drops the flow and allow it",
-                vec![
-                    "nft list ruleset | grep -n -B3 drop".into(),
-                    "iptables-save -c | grep -E 'DROP|REJECT'".into(),
-                ],
-            ),
-            C::Firewall => (
-                "a firewall rule".into(),
-                format!("Datagrams were dropped by a firewall rule ({reason}{share})."),
-                "find the rule that drops the flow and allow it",
-                vec![
-                    "nft list ruleset | grep -n -B3 drop".into(),
-                    "iptables-save -c | grep -E 'DROP|REJECT'".into(),
-                    "sysctl net.ipv4.conf.all.rp_filter".into(),
-                ],
-            ),
-            C::Route => (
-                "routing".into(),
-                format!(
-                    "Datagrams were dropped for lack of a route or neighbour ({reason}{share})."
-                ),
-                "check the route and the neighbour entry for the destination",
-                vec!["ip route get DEST".into(), "ip neigh show".into()],
-            ),
-            C::Checksum => (
-                "checksum verification".into(),
-                format!("Datagrams were dropped for bad checksums ({reason}{share})."),
-                "find what corrupts or mis-offloads the datagrams",
-                vec![
-                    "nstat -az Udp:InCsumErrors".into(),
-                    "ethtool -k IFACE | grep checksum".into(),
-                ],
-            ),
-            C::Qdisc => (
-                "a queueing discipline".into(),
-                format!(
-                "Datagrams were dropped by a queueing discipline or tc filter ({reason}{share})."
-            ),
-                "check the qdisc's limit and the tc filters on the path",
-                vec![
-                    "tc -s qdisc show".into(),
-                    "tc -s filter show dev IFACE ingress".into(),
-                ],
-            ),
-            _ => (
-                "the kernel".into(),
-                format!(
-                "The kernel dropped datagrams for a reason no counter covers ({reason}{share})."
-            ),
-                "look the reason up in the kernel's include/net/dropreason-core.h",
-                vec![],
-            ),
-        };
+    let (layer, headline, what, lines) = by_class(&reason, &share, side);
     d.recs.push(Recommendation {
         what: what.into(),
         why: format!(
@@ -361,6 +303,67 @@ pub(super) fn kernel_drop(f: &Facts, d: &mut Draft) -> (String, String) {
         lines,
     });
     (layer, headline)
+}
+
+/// A kernel drop `reason`'s layer, headline (with the drops' `share`), what to do and the
+/// commands that show it; a netfilter rule's layer says on which `side` it struck.
+fn by_class(reason: &str, share: &str, side: &str) -> (String, String, &'static str, Vec<String>) {
+    use crate::drop_reason::{classify, ReasonClass as C};
+    match classify(reason) {
+        C::Firewall if reason == "NETFILTER_DROP" => (
+            format!("a netfilter rule (firewall){side}"),
+            format!("Datagrams were dropped by a netfilter rule ({reason}{share})."),
+            "find the rule that drops the flow and allow it",
+            vec![
+                "nft list ruleset | grep -n -B3 drop".into(),
+                "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+            ],
+        ),
+        C::Firewall => (
+            "a firewall rule".into(),
+            format!("Datagrams were dropped by a firewall rule ({reason}{share})."),
+            "find the rule that drops the flow and allow it",
+            vec![
+                "nft list ruleset | grep -n -B3 drop".into(),
+                "iptables-save -c | grep -E 'DROP|REJECT'".into(),
+                "sysctl net.ipv4.conf.all.rp_filter".into(),
+            ],
+        ),
+        C::Route => (
+            "routing".into(),
+            format!("Datagrams were dropped for lack of a route or neighbour ({reason}{share})."),
+            "check the route and the neighbour entry for the destination",
+            vec!["ip route get DEST".into(), "ip neigh show".into()],
+        ),
+        C::Checksum => (
+            "checksum verification".into(),
+            format!("Datagrams were dropped for bad checksums ({reason}{share})."),
+            "find what corrupts or mis-offloads the datagrams",
+            vec![
+                "nstat -az Udp:InCsumErrors".into(),
+                "ethtool -k IFACE | grep checksum".into(),
+            ],
+        ),
+        C::Qdisc => (
+            "a queueing discipline".into(),
+            format!(
+                "Datagrams were dropped by a queueing discipline or tc filter ({reason}{share})."
+            ),
+            "check the qdisc's limit and the tc filters on the path",
+            vec![
+                "tc -s qdisc show".into(),
+                "tc -s filter show dev IFACE ingress".into(),
+            ],
+        ),
+        _ => (
+            "the kernel".into(),
+            format!(
+                "The kernel dropped datagrams for a reason no counter covers ({reason}{share})."
+            ),
+            "look the reason up in the kernel's include/net/dropreason-core.h",
+            vec![],
+        ),
+    }
 }
 
 /// How many replies were complete and incomplete, and the frames behind them.

@@ -112,70 +112,10 @@ pub fn facts_of(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
     f.cpus = rec.environment.cpus.max(1);
     f.truesize_bytes = probe.map(|p| p.truesize_bytes()).filter(|&t| t > 0);
     if let Some(g) = &rec.generator {
-        f.gen_valid = g.valid;
-        f.gen_reasons = g.invalid_reasons.clone();
-        f.window_loss_pct = g.window_loss_pct;
-        f.replies = g.match_mode != MatchMode::None;
-        f.replies_read = g.replies_read;
-        f.offered_pps = g.rate_pps;
-        f.burst = g.burst;
-        f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
-        f.size_bytes = g.size_bytes as u64;
-        f.target = g.target.clone();
-        f.port = g
-            .target
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
+        generator_facts(&mut f, g);
     }
     if let Some(l) = &rec.ledger {
-        let r = &l.request;
-        f.attempted = r.attempted;
-        f.delivered = r.count("delivered");
-        f.socket_drops = r.count("socket_drops");
-        f.softnet_drops = r.count("softnet_drops");
-        f.nic_drops = r.count("nic_drops");
-        f.no_ports = r.count("no_ports");
-        f.send_failed = r.count("send_failed");
-        f.unattributed = r.unattributed;
-        f.lost_total = r.lost();
-        f.inconsistent = r.inconsistent.clone();
-        let mut kernel: Vec<(String, u64, u64)> = vec![];
-        let paths = [Some(r), l.reply.as_ref()];
-        for (i, p) in paths.iter().enumerate() {
-            for row in p.iter().flat_map(|p| &p.rows) {
-                let Some(reason) = row.layer.strip_prefix("kernel:") else {
-                    continue;
-                };
-                let at = match kernel.iter().position(|k| k.0 == reason) {
-                    Some(at) => at,
-                    None => {
-                        kernel.push((reason.to_string(), 0, 0));
-                        kernel.len() - 1
-                    }
-                };
-                if i == 0 {
-                    kernel[at].1 += row.count;
-                } else {
-                    kernel[at].2 += row.count;
-                }
-            }
-        }
-        kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
-        f.kernel_drops = kernel;
-        if let Some(p) = &l.reply {
-            f.reply_attempted = p.attempted;
-            f.reply_failed = p.count("send_failed");
-            f.not_answered = p.count("not_answered");
-            f.reply_unattributed = p.unattributed;
-            f.reply_softnet_drops = p.count("softnet_drops");
-            f.nic_drops += p.count("nic_drops");
-            f.lost_total += p.lost();
-            if f.inconsistent.is_none() {
-                f.inconsistent = p.inconsistent.clone();
-            }
-        }
+        ledger_facts(&mut f, l);
     }
     f.frames = rec.generator.as_ref().and_then(|g| g.frames.clone());
     f.sends_refused_by = sends_refused_by(rec, f.reply_failed);
@@ -195,82 +135,158 @@ pub fn facts_of(rec: &RunRecord, probe: Option<&TruesizeProbe>) -> Facts {
     }
     f.reads_unknown = reads_unknown(rec);
     if let Some(o) = &rec.observer {
-        f.reader_threads = o.target_reader_threads;
-        f.server_sockets = o
-            .deltas
-            .get("server_sockets_found")
-            .map_or(0, |&n| n as usize);
-        f.group = group(o, rec.server.as_ref());
-        if !f.group.is_empty() {
-            // What a group's balance depends on (asked only of a group).
-            f.flows = rec
-                .generator
-                .as_ref()
-                .map(|g| g.socket_inodes.len())
-                .filter(|&n| n > 0);
-        }
-        if let Some(w) = &o.thread_waits {
-            // Threads parked in one wait the whole run with no CPU time (a JVM's
-            // helpers in a futex), and a runtime's helpers that ran (its compiler,
-            // its collector, redis's bio threads), say nothing of where requests wait.
-            let (w, left) = crate::waits::without_idle(w);
-            f.waits_headline = crate::waits::headline(&w).map(|h| format!("{h}{}", left.words()));
-            f.blocked_on = blocked_on(&w);
-        }
-        if !o.target_rcvbuf_bytes.is_empty() {
-            f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
-            // rx_queue is summed over the sockets: so is the limit; not from part of
-            // a SO_REUSEPORT group (a record from before the observer's UDP dump
-            // holds one member's limit): a queue summed over four sockets against one
-            // socket's limit would read as fuller than full.
-            if !f.ours && f.group.len() <= f.sk_rcvbufs.len() {
-                f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
-            }
-        }
-        if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
-            // The summary's maximum covers every sample, also ones a long run thinned.
-            let max = q.iter().cloned().fold(0.0, f64::max).max(
-                o.summaries
-                    .get("server_rx_queue_bytes")
-                    .map_or(0.0, |s| s.max),
-            );
-            f.rxq_max_bytes = max;
-            f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
-            let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
-            let full_at = 0.75 * limit;
-            if limit > 0.0 && !q.is_empty() {
-                let n = q.len() as f64;
-                f.rxq_share_full =
-                    q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
-                f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
-            }
-        }
-        if let Some(d) = o.series.values.get("server_drops_per_s") {
-            // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
-            let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
-            let counts: Vec<f64> = d
-                .iter()
-                .enumerate()
-                .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
-                .collect();
-            let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
-            (f.peak_drops_window, f.peak_drops_window_uncapped) =
-                crate::buffer::peak_burst_drops(&t, &counts, window, f.burst);
-        }
-        if let Some(c) = o.summaries.get("target_cpu_pct") {
-            f.server_cpu_mean_pct = c.mean;
-        }
-        let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
-        let dr = drain(o);
-        (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
-        f.backlog_runq_pct = dr.runq_pct;
-        if run_ns > 0 && f.delivered > 0 {
-            let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
-            f.cpu_capacity_pps = Some(per_cpu * usable_threads(&f) as f64);
-        }
-        f.capacity_pps = f.drain_pps.or(f.cpu_capacity_pps);
+        observer_facts(&mut f, o, rec);
     }
     f
+}
+
+/// The generator's part of the facts: its validity, rate, bursts, size and target.
+fn generator_facts(f: &mut Facts, g: &tpslab_record::GeneratorReport) {
+    f.gen_valid = g.valid;
+    f.gen_reasons = g.invalid_reasons.clone();
+    f.window_loss_pct = g.window_loss_pct;
+    f.replies = g.match_mode != MatchMode::None;
+    f.replies_read = g.replies_read;
+    f.offered_pps = g.rate_pps;
+    f.burst = g.burst;
+    f.burst_interval_s = g.burst_interval_ns as f64 / 1e9;
+    f.size_bytes = g.size_bytes as u64;
+    f.target = g.target.clone();
+    f.port = g
+        .target
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+}
+
+/// The ledger's part of the facts: each row's count on the request path and the reply
+/// path, the kernel's drop reasons of both, most first.
+fn ledger_facts(f: &mut Facts, l: &tpslab_record::ledger::Ledger) {
+    let r = &l.request;
+    f.attempted = r.attempted;
+    f.delivered = r.count("delivered");
+    f.socket_drops = r.count("socket_drops");
+    f.softnet_drops = r.count("softnet_drops");
+    f.nic_drops = r.count("nic_drops");
+    f.no_ports = r.count("no_ports");
+    f.send_failed = r.count("send_failed");
+    f.unattributed = r.unattributed;
+    f.lost_total = r.lost();
+    f.inconsistent = r.inconsistent.clone();
+    let mut kernel: Vec<(String, u64, u64)> = vec![];
+    let paths = [Some(r), l.reply.as_ref()];
+    for (i, p) in paths.iter().enumerate() {
+        for row in p.iter().flat_map(|p| &p.rows) {
+            let Some(reason) = row.layer.strip_prefix("kernel:") else {
+                continue;
+            };
+            let at = match kernel.iter().position(|k| k.0 == reason) {
+                Some(at) => at,
+                None => {
+                    kernel.push((reason.to_string(), 0, 0));
+                    kernel.len() - 1
+                }
+            };
+            if i == 0 {
+                kernel[at].1 += row.count;
+            } else {
+                kernel[at].2 += row.count;
+            }
+        }
+    }
+    kernel.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+    f.kernel_drops = kernel;
+    if let Some(p) = &l.reply {
+        f.reply_attempted = p.attempted;
+        f.reply_failed = p.count("send_failed");
+        f.not_answered = p.count("not_answered");
+        f.reply_unattributed = p.unattributed;
+        f.reply_softnet_drops = p.count("softnet_drops");
+        f.nic_drops += p.count("nic_drops");
+        f.lost_total += p.lost();
+        if f.inconsistent.is_none() {
+            f.inconsistent = p.inconsistent.clone();
+        }
+    }
+}
+
+/// The observer's part of the facts: the server's sockets, group, waits, queue over
+/// time, drops' peak, CPU and drain.
+fn observer_facts(f: &mut Facts, o: &tpslab_record::ObserverReport, rec: &RunRecord) {
+    f.reader_threads = o.target_reader_threads;
+    f.server_sockets = o
+        .deltas
+        .get("server_sockets_found")
+        .map_or(0, |&n| n as usize);
+    f.group = group(o, rec.server.as_ref());
+    if !f.group.is_empty() {
+        // What a group's balance depends on (asked only of a group).
+        f.flows = rec
+            .generator
+            .as_ref()
+            .map(|g| g.socket_inodes.len())
+            .filter(|&n| n > 0);
+    }
+    if let Some(w) = &o.thread_waits {
+        // Threads parked in one wait the whole run with no CPU time (a JVM's
+        // helpers in a futex), and a runtime's helpers that ran (its compiler,
+        // its collector, redis's bio threads), say nothing of where requests wait.
+        let (w, left) = crate::waits::without_idle(w);
+        f.waits_headline = crate::waits::headline(&w).map(|h| format!("{h}{}", left.words()));
+        f.blocked_on = blocked_on(&w);
+    }
+    if !o.target_rcvbuf_bytes.is_empty() {
+        f.sk_rcvbufs = o.target_rcvbuf_bytes.clone();
+        // rx_queue is summed over the sockets: so is the limit; not from part of
+        // a SO_REUSEPORT group (a record from before the observer's UDP dump
+        // holds one member's limit): a queue summed over four sockets against one
+        // socket's limit would read as fuller than full.
+        if !f.ours && f.group.len() <= f.sk_rcvbufs.len() {
+            f.limit_bytes = Some(f.sk_rcvbufs.iter().sum());
+        }
+    }
+    if let Some(q) = o.series.values.get("server_rx_queue_bytes") {
+        // The summary's maximum covers every sample, also ones a long run thinned.
+        let max = q.iter().cloned().fold(0.0, f64::max).max(
+            o.summaries
+                .get("server_rx_queue_bytes")
+                .map_or(0.0, |s| s.max),
+        );
+        f.rxq_max_bytes = max;
+        f.rxq_mean_bytes = q.iter().sum::<f64>() / q.len().max(1) as f64;
+        let limit = f.limit_bytes.map(|l| l as f64).unwrap_or(max);
+        let full_at = 0.75 * limit;
+        if limit > 0.0 && !q.is_empty() {
+            let n = q.len() as f64;
+            f.rxq_share_full = q.iter().filter(|&&x| x > 0.0 && x >= full_at).count() as f64 / n;
+            f.rxq_share_low = q.iter().filter(|&&x| x < 0.1 * limit).count() as f64 / n;
+        }
+    }
+    if let Some(d) = o.series.values.get("server_drops_per_s") {
+        // Rates start at the second sample: drops[i] happened over (t[i], t[i+1]].
+        let t: Vec<f64> = o.series.t_ms.iter().map(|x| x / 1e3).collect();
+        let counts: Vec<f64> = d
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r * (t.get(i + 1).unwrap_or(&0.0) - t.get(i).unwrap_or(&0.0)))
+            .collect();
+        let window = if f.burst > 1 { f.burst_interval_s } else { 0.1 };
+        (f.peak_drops_window, f.peak_drops_window_uncapped) =
+            crate::buffer::peak_burst_drops(&t, &counts, window, f.burst);
+    }
+    if let Some(c) = o.summaries.get("target_cpu_pct") {
+        f.server_cpu_mean_pct = c.mean;
+    }
+    let run_ns = o.deltas.get("target_run_ns").copied().unwrap_or(0);
+    let dr = drain(o);
+    (f.drain_pps, f.backlog_cpu_pct, f.backlog_s) = (dr.pps, dr.cpu_pct, dr.secs);
+    f.backlog_runq_pct = dr.runq_pct;
+    if run_ns > 0 && f.delivered > 0 {
+        let per_cpu = f.delivered as f64 / (run_ns as f64 / 1e9);
+        f.cpu_capacity_pps = Some(per_cpu * usable_threads(f) as f64);
+    }
+    f.capacity_pps = f.drain_pps.or(f.cpu_capacity_pps);
 }
 
 /// The firewall drop reason seen (host-wide) at least as often as the server's reply

@@ -24,42 +24,8 @@ use words::{buffer_notes, ev, pct};
 pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
     let rule = first_rule(f);
     let case = rule.case;
-    let att = f.attempted;
     let mut d = Draft::default();
-    d.evidence.push(ev(
-        format!(
-            "request path: {att} attempted, {} read by the server ({}), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}{}",
-            f.delivered,
-            if f.inconsistent.is_some() || f.delivered > att {
-                "share not shown: the ledger does not balance".to_string()
-            } else {
-                format!("{:.2} %", pct(f.delivered, att))
-            },
-            f.socket_drops,
-            f.softnet_drops,
-            f.nic_drops,
-            f.no_ports,
-            f.send_failed,
-            match f.kernel_drops.iter().map(|k| k.1).sum::<u64>() {
-                0 => String::new(),
-                n => format!(
-                    ", {n} by kernel drop reason ({})",
-                    f.kernel_drops
-                        .iter()
-                        .filter(|k| k.1 > 0)
-                        .map(|(r, n, _)| format!("{r} {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            },
-            match f.unattributed {
-                None => ", rest unknown".to_string(),
-                Some(u) if u < 0 => format!(", INCONSISTENT: the counters exceed what was sent by {}", -u),
-                Some(u) => format!(", {u} unattributed"),
-            }
-        ),
-        "ledger (see --explain for each counter)",
-    ));
+    d.evidence.push(request_path(f));
     let (layer, mut headline) = (rule.explain)(f, &mut d);
     // The loss by contribution: the headline's layer with its share, the others after it.
     if let Some((share, line)) = by_contribution(f, case) {
@@ -95,33 +61,7 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
             lines: persist,
         });
     }
-    // Seen drops in other layers are always reported.
-    if case != Case::NicDrops && f.nic_drops > 0 {
-        evidence.push(ev(
-            format!("also: {} NIC drops", f.nic_drops),
-            "/proc/net/dev",
-        ));
-    }
-    if case != Case::SoftnetBacklog && f.softnet_drops + f.reply_softnet_drops > 0 {
-        evidence.push(ev(
-            format!(
-                "also: {} softnet backlog drops",
-                f.softnet_drops + f.reply_softnet_drops
-            ),
-            "/proc/net/softnet_stat",
-        ));
-    }
-    if let Some(h) = &f.waits_headline {
-        evidence.push(ev(
-            format!("where the server's threads waited: {h}"),
-            "/proc/PID/task/TID/stat, syscall and wchan every 100 ms; time on a CPU and runnable from schedstat",
-        ));
-    }
-    if case != Case::ReuseportImbalance {
-        if let Some(i) = crate::reuseport::judge(&f.group, f.flows, f.steer) {
-            evidence.push(ev(i.sentence(), imbalance::SOURCE));
-        }
-    }
+    also_seen(f, case, &mut evidence);
     let involved = matches!(
         case,
         Case::SocketBufferBursts
@@ -154,6 +94,78 @@ pub fn diagnose(f: &Facts, probe: Option<&TruesizeProbe>) -> Diagnosis {
         buffer_notes: notes,
         fix,
         explain_notes,
+    }
+}
+
+/// The request path's ledger in one line of evidence: what was attempted, read by the
+/// server (its share unless the ledger does not balance) and lost at each layer.
+fn request_path(f: &Facts) -> tpslab_record::verdict::Evidence {
+    let att = f.attempted;
+    ev(
+        format!(
+            "request path: {att} attempted, {} read by the server ({}), {} at the socket buffer, {} softnet, {} NIC, {} no listener, {} failed to send{}{}",
+            f.delivered,
+            if f.inconsistent.is_some() || f.delivered > att {
+                "share not shown: the ledger does not balance".to_string()
+            } else {
+                format!("{:.2} %", pct(f.delivered, att))
+            },
+            f.socket_drops,
+            f.softnet_drops,
+            f.nic_drops,
+            f.no_ports,
+            f.send_failed,
+            match f.kernel_drops.iter().map(|k| k.1).sum::<u64>() {
+                0 => String::new(),
+                n => format!(
+                    ", {n} by kernel drop reason ({})",
+                    f.kernel_drops
+                        .iter()
+                        .filter(|k| k.1 > 0)
+                        .map(|(r, n, _)| format!("{r} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+            match f.unattributed {
+                None => ", rest unknown".to_string(),
+                Some(u) if u < 0 => format!(", INCONSISTENT: the counters exceed what was sent by {}", -u),
+                Some(u) => format!(", {u} unattributed"),
+            }
+        ),
+        "ledger (see --explain for each counter)",
+    )
+}
+
+/// Evidence of what else was seen: drops in layers the case does not blame, where the
+/// server's threads waited, a SO_REUSEPORT group's imbalance.
+fn also_seen(f: &Facts, case: Case, evidence: &mut Vec<tpslab_record::verdict::Evidence>) {
+    // Seen drops in other layers are always reported.
+    if case != Case::NicDrops && f.nic_drops > 0 {
+        evidence.push(ev(
+            format!("also: {} NIC drops", f.nic_drops),
+            "/proc/net/dev",
+        ));
+    }
+    if case != Case::SoftnetBacklog && f.softnet_drops + f.reply_softnet_drops > 0 {
+        evidence.push(ev(
+            format!(
+                "also: {} softnet backlog drops",
+                f.softnet_drops + f.reply_softnet_drops
+            ),
+            "/proc/net/softnet_stat",
+        ));
+    }
+    if let Some(h) = &f.waits_headline {
+        evidence.push(ev(
+            format!("where the server's threads waited: {h}"),
+            "/proc/PID/task/TID/stat, syscall and wchan every 100 ms; time on a CPU and runnable from schedstat",
+        ));
+    }
+    if case != Case::ReuseportImbalance {
+        if let Some(i) = crate::reuseport::judge(&f.group, f.flows, f.steer) {
+            evidence.push(ev(i.sentence(), imbalance::SOURCE));
+        }
     }
 }
 

@@ -133,13 +133,14 @@ impl HttpFlags {
             tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
         let alpn = if plan.http2 {
-            tpslab_engine::proto::h2::ALPN
+            tpslab_engine::client::proto::h2::ALPN
         } else if plan.http3 {
-            tpslab_engine::proto::h3::ALPN
+            tpslab_engine::client::proto::h3::ALPN
         } else {
-            tpslab_engine::proto::http1::ALPN
+            tpslab_engine::client::proto::http1::ALPN
         };
-        tpslab_engine::proto::tls::client_for(&plan.request, alpn).map_err(anyhow::Error::msg)?;
+        tpslab_engine::client::proto::tls::client_for(&plan.request, alpn)
+            .map_err(anyhow::Error::msg)?;
         if let Some(p) = &self.request.body {
             plan.body = tpslab_run::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?;
             plan.body_bytes = plan.body.len() as u64;

@@ -7,6 +7,13 @@
 //! counters), `/proc/net/softnet_stat` (per CPU), `<net_root>/net/dev` (drops),
 //! `/proc/stat` (per-CPU time, system context switches), and for each target thread
 //! `/proc/PID/task/TID/status` (context switches) and `schedstat` (CPU time, ns).
+//!
+//! The observe wing: beside the observer, its samplers and what finds what they watch:
+//! where threads wait ([`waits`]), a ramp step's threads over a server's process tree
+//! ([`step_sampler`], the tree in [`server_tree`]), the kernel's drop reasons
+//! ([`dropwatch`]), exact reads by tracepoints ([`sockio`]), listen sockets' queues
+//! ([`listen`]), who serves a UDP address ([`owner`], by the holders of a socket:
+//! [`fd_holders`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -18,6 +25,15 @@ use std::time::Duration;
 use tpslab_net::mono_ns;
 use tpslab_proc::{live, KernelStat, UdpCounters, UdpSocket};
 use tpslab_record::{ObserverReport, Series};
+
+pub mod dropwatch;
+pub mod fd_holders;
+pub mod listen;
+pub mod owner;
+pub mod server_tree;
+pub mod sockio;
+pub mod step_sampler;
+pub mod waits;
 
 mod report;
 mod sampler;
@@ -60,10 +76,10 @@ pub struct ObserverConfig {
     /// inheritance when true: threads they create later count too); None: not counted.
     pub count_io: Option<(Vec<u32>, bool)>,
     /// The server's own live read count (tpslab's server), sampled instead of counting.
-    pub read_probe: Option<crate::server::ReadProbe>,
+    pub read_probe: Option<crate::serve::server::ReadProbe>,
     /// The generator's own live count of datagrams the kernel accepted (tpslab's load),
     /// sampled into `gen_sent_per_s`: the offered rate as it happened.
-    pub send_probe: Option<crate::server::ReadProbe>,
+    pub send_probe: Option<crate::serve::server::ReadProbe>,
     /// Inodes of TCP sockets to follow (a watched process's): their queues are summed at
     /// every slow sample (100 ms) from `<net_root>/net/tcp{,6}`.
     pub tcp_inodes: Vec<u64>,
@@ -101,7 +117,7 @@ struct Raw {
     /// Target threads' time runnable but waiting for a CPU (schedstat column 2), ns.
     task_wait_ns: u64,
     /// The counted threads' UDP reads and sends (tracepoints), when counted.
-    io: Option<crate::sockio::UdpIo>,
+    io: Option<crate::observe::sockio::UdpIo>,
     /// The generator's datagrams sent so far (its own count), when it is ours.
     gen_sent: Option<u64>,
     /// Followed TCP sockets seen, and their rx/tx queues summed (bytes; for listening
@@ -207,7 +223,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
             .and_then(|n| n.to_str())
             .and_then(|n| n.parse::<u32>().ok());
         match pid {
-            Some(pid) if crate::env::netns(Some(pid)) != crate::env::netns(None) => {
+            Some(pid) if crate::host::env::netns(Some(pid)) != crate::host::env::netns(None) => {
                 tpslab_net::ns::in_netns_of(pid, tpslab_net::diag::SockDiag::open)
                     .ok()?
                     .ok()
@@ -223,29 +239,28 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.parse::<u32>().ok());
-            crate::env::somaxconn(pid)
+            crate::host::env::somaxconn(pid)
         })
         .flatten();
     let mut io_errors = BTreeSet::new();
-    let io =
-        cfg.count_io.as_ref().and_then(
-            |(tids, inherit)| match crate::sockio::ProcessUdpIo::attach(tids, *inherit) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    // Not root: that is the reason, whatever the attach call reported
-                    // (tracefs unreadable reads as "no such tracepoint").
-                    let why = if tpslab_net::is_root() {
-                        e.to_string()
-                    } else {
-                        format!("not root (perf tracepoints on a server's threads need root; {e})")
-                    };
-                    io_errors.insert(format!(
-                        "exact per-thread UDP read/send counts unavailable: {why}"
-                    ));
-                    None
-                }
-            },
-        );
+    let io = cfg.count_io.as_ref().and_then(|(tids, inherit)| {
+        match crate::observe::sockio::ProcessUdpIo::attach(tids, *inherit) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                // Not root: that is the reason, whatever the attach call reported
+                // (tracefs unreadable reads as "no such tracepoint").
+                let why = if tpslab_net::is_root() {
+                    e.to_string()
+                } else {
+                    format!("not root (perf tracepoints on a server's threads need root; {e})")
+                };
+                io_errors.insert(format!(
+                    "exact per-thread UDP read/send counts unavailable: {why}"
+                ));
+                None
+            }
+        }
+    });
     let io_source = io.as_ref().map(|c| c.source.clone());
     let gen_inodes = cfg
         .gen_sockets
@@ -257,7 +272,7 @@ fn new_sampler(cfg: ObserverConfig) -> (Sampler, Option<String>) {
     let waits = cfg.target_pid.map(|pid| {
         let only = (!cfg.target_tids.is_empty()).then(|| cfg.target_tids.clone());
         let every = (cfg.interval.as_millis() as u64).max(SLOW_NS / 1_000_000);
-        crate::waits::WaitSampler::new(pid, only, every)
+        crate::observe::waits::WaitSampler::new(pid, only, every)
     });
     let sampler = Sampler {
         followed: None,
@@ -380,14 +395,14 @@ pub struct Observer {
     interval: Duration,
     io_source: Option<String>,
     /// The drop reasons the live samples carry, once given ([`Observer::live_drops`]).
-    live_drops: Arc<std::sync::OnceLock<crate::dropwatch::DropCounts>>,
+    live_drops: Arc<std::sync::OnceLock<crate::observe::dropwatch::DropCounts>>,
 }
 
 impl Observer {
     /// Has the live samples (`ObserverConfig::live`) carry `drops`' counts by reason from
     /// now on, read at the slow samples (a drop sampler started beside the observer over
     /// the same window). Only the first call counts.
-    pub fn live_drops(&self, drops: &crate::dropwatch::DropSampler) {
+    pub fn live_drops(&self, drops: &crate::observe::dropwatch::DropSampler) {
         let _ = self.live_drops.set(drops.live());
     }
 

@@ -44,13 +44,13 @@ pub(super) struct Sampler {
     pub(super) tids: Vec<u32>,
     pub(super) errors: BTreeSet<String>,
     pub(super) proc_root: PathBuf,
-    pub(super) io: Option<crate::sockio::ProcessUdpIo>,
+    pub(super) io: Option<crate::observe::sockio::ProcessUdpIo>,
     /// SO_RCVBUF limit (sk_rcvbuf, bytes) of each target socket by inode, from sock_diag.
     pub(super) srv_rcvbuf: BTreeMap<u64, u64>,
     /// When a UDP dump last read a SO_REUSEPORT group's limits, monotonic ns (0: never).
     pub(super) last_group_ns: u64,
     /// Where the target process's threads wait, sampled with every slow sample.
-    pub(super) waits: Option<crate::waits::WaitSampler>,
+    pub(super) waits: Option<crate::observe::waits::WaitSampler>,
     /// The followed TCP listen sockets by inode: (local address, backlog limit from
     /// sock_diag, most connections seen in the accept queue).
     pub(super) listeners: BTreeMap<u64, (SocketAddr, Option<u32>, u64)>,
@@ -58,7 +58,7 @@ pub(super) struct Sampler {
     pub(super) somaxconn: Option<u64>,
     /// The kernel's drops by reason for the live samples, once the observer is given a
     /// drop sampler ([`super::Observer::live_drops`]).
-    pub(super) live_drops: Arc<std::sync::OnceLock<crate::dropwatch::DropCounts>>,
+    pub(super) live_drops: Arc<std::sync::OnceLock<crate::observe::dropwatch::DropCounts>>,
 }
 
 impl Sampler {
@@ -324,7 +324,7 @@ impl Sampler {
             let backlog = r.srv_rxq > 0 || prev.is_some_and(|p| p.srv_rxq > 0);
             r.io = Some(io.read(slow || backlog));
         } else if let Some(p) = &self.cfg.read_probe {
-            r.io = Some(crate::sockio::UdpIo {
+            r.io = Some(crate::observe::sockio::UdpIo {
                 read: p.get(),
                 ..Default::default()
             });

@@ -266,14 +266,14 @@ impl DropTrack {
 /// without counts.
 pub(super) fn with_readers(
     mut group: Vec<tpslab_record::TargetSocket>,
-    io: Option<&crate::sockio::ProcessUdpIo>,
+    io: Option<&crate::observe::sockio::ProcessUdpIo>,
 ) -> Vec<tpslab_record::TargetSocket> {
     let Some(io) = io else { return group };
     if group.is_empty() {
         return group;
     }
     let inodes: std::collections::BTreeSet<u64> = group.iter().map(|t| t.inode).collect();
-    let by_pid = crate::fd_holders::holders_of(&inodes);
+    let by_pid = crate::observe::fd_holders::holders_of(&inodes);
     let thread_of =
         |pid: u32, tid: u32| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists();
     assign_readers(&mut group, &by_pid, &io.reads_by_thread(), &thread_of);

@@ -86,7 +86,7 @@ pub struct LiveSample {
     /// `skb:kfree_skb`), when one runs beside the observer ([`super::Observer::live_drops`]);
     /// only in the samples that read it (every 100 ms), else None.
     #[serde(skip)]
-    pub drop_reasons: Option<crate::dropwatch::LiveDropReasons>,
+    pub drop_reasons: Option<crate::observe::dropwatch::LiveDropReasons>,
     /// Each target socket's drops since the start: (inode, local address, /proc/net/udp
     /// `drops` now minus when first seen), in inode order, closed ones kept; only in the
     /// samples that read it (every 100 ms), else empty.

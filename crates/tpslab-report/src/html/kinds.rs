@@ -182,6 +182,25 @@ fn line(r: &RunRecord, name: &str, label: &str, colour: usize) -> Option<Line> {
 /// their axes first).
 fn run_charts(r: &RunRecord) -> Vec<Chart> {
     let mut out = vec![];
+    out.push(rates_chart(r));
+    out.push(rx_queue_chart(r));
+    let mut c = Chart::new("drops", "Drops per interval", "time, s", "drops per second");
+    c.lines
+        .extend(line(r, "server_drops_per_s", "server socket drops", 1));
+    c.lines
+        .extend(line(r, "udp_rcvbuf_errors_per_s", "Udp: RcvbufErrors", 3));
+    c.lines
+        .extend(line(r, "softnet_dropped_per_s", "softnet backlog drops", 4));
+    out.push(c);
+    if let Some(g) = &r.generator {
+        out.push(latency_chart(g));
+    }
+    out.retain(Chart::has_data);
+    out
+}
+
+/// Offered and delivered datagrams per second, with the plan's mean rate.
+fn rates_chart(r: &RunRecord) -> Chart {
     let mut c = Chart::new(
         "rates",
         "Offered and delivered",
@@ -220,7 +239,11 @@ fn run_charts(r: &RunRecord) -> Vec<Chart> {
             );
         }
     }
-    out.push(c);
+    c
+}
+
+/// The server's receive queue against its limit (SO_RCVBUF, summed over its sockets).
+fn rx_queue_chart(r: &RunRecord) -> Chart {
     let mut c = Chart::new(
         "rx_queue",
         "Server receive queue against its limit",
@@ -263,51 +286,43 @@ fn run_charts(r: &RunRecord) -> Vec<Chart> {
             .dashed(),
         );
     }
-    out.push(c);
-    let mut c = Chart::new("drops", "Drops per interval", "time, s", "drops per second");
-    c.lines
-        .extend(line(r, "server_drops_per_s", "server socket drops", 1));
-    c.lines
-        .extend(line(r, "udp_rcvbuf_errors_per_s", "Udp: RcvbufErrors", 3));
-    c.lines
-        .extend(line(r, "softnet_dropped_per_s", "softnet backlog drops", 4));
-    out.push(c);
-    if let Some(g) = &r.generator {
-        let mut c = Chart::new(
-            "latency",
-            "Latency by percentile",
-            "percentile",
-            "latency, ms",
-        );
-        c.x_scale = plot::XScale::Percentile;
-        c.y_fmt = |v| format!("{v:.2}");
-        for (s, name, src, colour) in [
-            (
-                &g.latency_intended,
-                "from the intended send time (coordinated omission corrected)",
-                "generator HDR histogram: reply time - scheduled send time",
-                1,
-            ),
-            (
-                &g.latency_actual,
-                "from the actual send time",
-                "generator HDR histogram: reply time - send call",
-                0,
-            ),
-        ] {
-            let pts: Vec<(f64, f64)> = s
-                .ladder()
-                .into_iter()
-                .map(|(q, ns)| (percentile_x(q), ns as f64 / 1e6))
-                .collect();
-            c.lines
-                .push(Line::new(name, src, pts, PALETTE[colour]).markers());
-        }
-        c.x_range = Some((0.0, plot::PERCENTILE_MAX_X));
-        out.push(c);
+    c
+}
+
+/// Latency by percentile, from the intended and from the actual send time.
+fn latency_chart(g: &tpslab_record::GeneratorReport) -> Chart {
+    let mut c = Chart::new(
+        "latency",
+        "Latency by percentile",
+        "percentile",
+        "latency, ms",
+    );
+    c.x_scale = plot::XScale::Percentile;
+    c.y_fmt = |v| format!("{v:.2}");
+    for (s, name, src, colour) in [
+        (
+            &g.latency_intended,
+            "from the intended send time (coordinated omission corrected)",
+            "generator HDR histogram: reply time - scheduled send time",
+            1,
+        ),
+        (
+            &g.latency_actual,
+            "from the actual send time",
+            "generator HDR histogram: reply time - send call",
+            0,
+        ),
+    ] {
+        let pts: Vec<(f64, f64)> = s
+            .ladder()
+            .into_iter()
+            .map(|(q, ns)| (percentile_x(q), ns as f64 / 1e6))
+            .collect();
+        c.lines
+            .push(Line::new(name, src, pts, PALETTE[colour]).markers());
     }
-    out.retain(Chart::has_data);
-    out
+    c.x_range = Some((0.0, plot::PERCENTILE_MAX_X));
+    c
 }
 
 /// Each ledger path as a bar split by layer, and each CPU's time as a bar.
@@ -409,27 +424,9 @@ fn cpu_bars(r: &RunRecord) -> Option<Item> {
     })
 }
 
-/// The sections of one run, or of two side by side (before | after) with each chart's
-/// axes shared.
-fn sections(
-    runs: &[&RunRecord],
-    names: &[&str],
-    mut charts: Vec<Vec<Chart>>,
-    ledgers: &[Item],
-) -> Vec<Section> {
-    let cols = runs.len();
-    let mut s = Section::new(if cols > 1 {
-        "Before and after, on the same axes"
-    } else {
-        "What was measured"
-    });
-    if cols > 1 {
-        s.note = Some(
-            "Left: the run as found; right: the verification run with the fix applied.".into(),
-        );
-    }
-    s.columns = cols;
-    // Shared axes: each chart id's ranges over every run.
+/// Each chart id's axes shared over every run's chart of that id (x always, y when the
+/// chart shares it); returns the ids, in the first run's order.
+fn share_axes(charts: &mut [Vec<Chart>]) -> Vec<String> {
     let ids: Vec<String> = charts[0].iter().map(|c| c.id.clone()).collect();
     for id in &ids {
         let ext: Vec<_> = charts
@@ -451,49 +448,13 @@ fn sections(
             }
         }
     }
-    // Row by row: a chart of each run side by side.
-    for id in &ids {
-        for (i, cs) in charts.iter().enumerate() {
-            if let Some(c) = cs.iter().find(|c| &c.id == id) {
-                let mut c = c.clone();
-                if cols > 1 {
-                    c.title = format!("{}: {}", names[i], c.title);
-                    c.id = format!("{}-{}", names[i], c.id);
-                }
-                match draw(&c) {
-                    Ok(f) => s.items.push(Item::Figure(f)),
-                    Err(e) => s.items.push(Item::List {
-                        title: c.title.clone(),
-                        items: vec![format!("not drawn: {e}")],
-                    }),
-                }
-            }
-        }
-    }
-    for (i, l) in ledgers.iter().enumerate() {
-        let mut l = l.clone();
-        if let Item::Bars { id, title, .. } = &mut l {
-            if cols > 1 {
-                *title = format!("{}: {title}", names[i]);
-                *id = format!("{}-{id}", names[i]);
-            }
-        }
-        s.items.push(l);
-    }
-    for (i, r) in runs.iter().enumerate() {
-        if let Some(Item::Bars { id, title, bars }) = cpu_bars(r) {
-            let (id, title) = if cols > 1 {
-                (
-                    format!("{}-{id}", names[i]),
-                    format!("{}: {title}", names[i]),
-                )
-            } else {
-                (id, title)
-            };
-            s.items.push(Item::Bars { id, title, bars });
-        }
-    }
-    let mut out = vec![s];
+    ids
+}
+
+/// The kernel's drops by reason of each run, with the places they happened: a table per
+/// run, or why they were not read, or that none was dropped.
+fn drop_reasons(runs: &[&RunRecord], names: &[&str]) -> Section {
+    let cols = runs.len();
     let mut k = Section::new("The kernel's drops by reason (skb:kfree_skb, host-wide)");
     k.columns = cols;
     for (i, r) in runs.iter().enumerate() {
@@ -538,6 +499,74 @@ fn sections(
             }
         }
     }
+    k
+}
+
+/// The sections of one run, or of two side by side (before | after) with each chart's
+/// axes shared.
+fn sections(
+    runs: &[&RunRecord],
+    names: &[&str],
+    mut charts: Vec<Vec<Chart>>,
+    ledgers: &[Item],
+) -> Vec<Section> {
+    let cols = runs.len();
+    let mut s = Section::new(if cols > 1 {
+        "Before and after, on the same axes"
+    } else {
+        "What was measured"
+    });
+    if cols > 1 {
+        s.note = Some(
+            "Left: the run as found; right: the verification run with the fix applied.".into(),
+        );
+    }
+    s.columns = cols;
+    let ids = share_axes(&mut charts);
+    // Row by row: a chart of each run side by side.
+    for id in &ids {
+        for (i, cs) in charts.iter().enumerate() {
+            if let Some(c) = cs.iter().find(|c| &c.id == id) {
+                let mut c = c.clone();
+                if cols > 1 {
+                    c.title = format!("{}: {}", names[i], c.title);
+                    c.id = format!("{}-{}", names[i], c.id);
+                }
+                match draw(&c) {
+                    Ok(f) => s.items.push(Item::Figure(f)),
+                    Err(e) => s.items.push(Item::List {
+                        title: c.title.clone(),
+                        items: vec![format!("not drawn: {e}")],
+                    }),
+                }
+            }
+        }
+    }
+    for (i, l) in ledgers.iter().enumerate() {
+        let mut l = l.clone();
+        if let Item::Bars { id, title, .. } = &mut l {
+            if cols > 1 {
+                *title = format!("{}: {title}", names[i]);
+                *id = format!("{}-{id}", names[i]);
+            }
+        }
+        s.items.push(l);
+    }
+    for (i, r) in runs.iter().enumerate() {
+        if let Some(Item::Bars { id, title, bars }) = cpu_bars(r) {
+            let (id, title) = if cols > 1 {
+                (
+                    format!("{}-{id}", names[i]),
+                    format!("{}: {title}", names[i]),
+                )
+            } else {
+                (id, title)
+            };
+            s.items.push(Item::Bars { id, title, bars });
+        }
+    }
+    let mut out = vec![s];
+    let k = drop_reasons(runs, names);
     if !k.items.is_empty() {
         out.push(k);
     }

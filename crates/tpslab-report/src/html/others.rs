@@ -146,8 +146,23 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
     }
     s.items.push(figure(&c));
     p.sections.push(s);
-    let bars: Vec<Bar> = run
-        .steps
+    let bars = thread_bars(&run.steps);
+    if !bars.is_empty() {
+        let mut s = Section::new("Where the server's threads were, per step");
+        s.items.push(Item::Bars {
+            id: "threads".into(),
+            title: "thread states".into(),
+            bars,
+        });
+        p.sections.push(s);
+    }
+    Ok(())
+}
+
+/// One bar per ramp step of where the server's threads were (the working threads' states
+/// when threads were sampled one by one, idle ones left out), for the steps with samples.
+fn thread_bars(steps: &[tpslab_record::ramp::StepResult]) -> Vec<Bar> {
+    steps
         .iter()
         .filter_map(|st| {
             // With per-thread samples, the working threads' (idle ones left out).
@@ -183,17 +198,7 @@ pub(super) fn ramp(p: &mut Page, r: &RampReport) -> Result<(), String> {
                     .collect(),
             })
         })
-        .collect();
-    if !bars.is_empty() {
-        let mut s = Section::new("Where the server's threads were, per step");
-        s.items.push(Item::Bars {
-            id: "threads".into(),
-            title: "thread states".into(),
-            bars,
-        });
-        p.sections.push(s);
-    }
-    Ok(())
+        .collect()
 }
 
 /// sweep: each cell's mean with its 95 % interval, the baseline marked; findings.

@@ -225,6 +225,45 @@ pub(crate) fn si(v: f64) -> String {
     }
 }
 
+/// A chart's legend: its lines with points (those shown in the legend), each band's name
+/// once, and its marks.
+fn legend(c: &Chart) -> Vec<LegendItem> {
+    let mut legend: Vec<LegendItem> = c
+        .lines
+        .iter()
+        .filter(|l| l.in_legend && !l.points.is_empty())
+        .map(|l| LegendItem {
+            name: l.name.clone(),
+            source: l.source.clone(),
+            colour: hex(l.colour),
+            dashed: l.dashed,
+            band: false,
+        })
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for b in &c.bands {
+        if seen.insert(b.name.clone()) {
+            legend.push(LegendItem {
+                name: b.name.clone(),
+                source: "shaded: the limit that held the interval".into(),
+                colour: hex(b.colour),
+                dashed: false,
+                band: true,
+            });
+        }
+    }
+    for (_, label) in &c.marks {
+        legend.push(LegendItem {
+            name: label.clone(),
+            source: "marked".into(),
+            colour: "#000000".into(),
+            dashed: true,
+            band: false,
+        });
+    }
+    legend
+}
+
 /// Draws a chart (plotters' SVG backend) and its legend.
 pub(crate) fn draw(c: &Chart) -> Result<Figure, String> {
     let mut svg = String::new();
@@ -309,39 +348,7 @@ pub(crate) fn draw(c: &Chart) -> Result<Figure, String> {
         }
         root.present().map_err(|e| e.to_string())?;
     }
-    let mut legend: Vec<LegendItem> = c
-        .lines
-        .iter()
-        .filter(|l| l.in_legend && !l.points.is_empty())
-        .map(|l| LegendItem {
-            name: l.name.clone(),
-            source: l.source.clone(),
-            colour: hex(l.colour),
-            dashed: l.dashed,
-            band: false,
-        })
-        .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    for b in &c.bands {
-        if seen.insert(b.name.clone()) {
-            legend.push(LegendItem {
-                name: b.name.clone(),
-                source: "shaded: the limit that held the interval".into(),
-                colour: hex(b.colour),
-                dashed: false,
-                band: true,
-            });
-        }
-    }
-    for (_, label) in &c.marks {
-        legend.push(LegendItem {
-            name: label.clone(),
-            source: "marked".into(),
-            colour: "#000000".into(),
-            dashed: true,
-            band: false,
-        });
-    }
+    let legend = legend(c);
     // The XML declaration and fixed size go: the SVG sits inline and scales with its box.
     let svg = svg
         .trim()

@@ -11,35 +11,9 @@ pub(super) fn of_load_http(
     interrupted: bool,
 ) -> Vec<Family> {
     let r = &l.result;
-    let counter = |name: &str, help: &str, lab: &[(&str, &str)], n: u64| {
-        Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
-    };
-    let series = |name: &str, help: &str, kind: Kind, s: Vec<(Labels, Value)>| Family {
-        name: name.into(),
-        help: help.into(),
-        kind,
-        series: s,
-    };
     let s = &r.status;
     let e = &r.errors;
-    let mut q = vec![];
-    for (from, lat) in [("intended", &r.corrected), ("actual", &r.uncorrected)] {
-        if lat.count == 0 {
-            continue;
-        }
-        for (pct, ns) in [
-            ("50", lat.p50_ns),
-            ("90", lat.p90_ns),
-            ("99", lat.p99_ns),
-            ("99.9", lat.p999_ns),
-            ("100", lat.max_ns),
-        ] {
-            q.push((
-                labels(&[("from", from), ("percentile", pct)]),
-                Value::Float(ns as f64 / 1e9),
-            ));
-        }
-    }
+    let q = latency(r);
     let mut f = vec![
         counter(
             "tpslab_http_requests_sent",
@@ -124,10 +98,65 @@ pub(super) fn of_load_http(
             r.behind,
         ),
     ];
+    f.extend(since_tls(r));
+    if !q.is_empty() {
+        f.push(series(
+            super::PERCENTILE.0,
+            super::PERCENTILE.1,
+            Kind::Gauge,
+            q,
+        ));
+    }
+    f
+}
+
+/// A family of one counter `name` with labels `lab` and value `n`.
+fn counter(name: &str, help: &str, lab: &[(&str, &str)], n: u64) -> Family {
+    Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
+}
+
+/// A family of `kind` with series `s`.
+fn series(name: &str, help: &str, kind: Kind, s: Vec<(Labels, Value)>) -> Family {
+    Family {
+        name: name.into(),
+        help: help.into(),
+        kind,
+        series: s,
+    }
+}
+
+/// Latency at the 50th, 90th, 99th, 99.9th percentiles and the maximum, seconds, from the
+/// intended send (corrected) and the actual one, each when it has replies.
+fn latency(r: &tpslab_record::load_http::LoadHttpResult) -> Vec<(Labels, Value)> {
+    let mut q = vec![];
+    for (from, lat) in [("intended", &r.corrected), ("actual", &r.uncorrected)] {
+        if lat.count == 0 {
+            continue;
+        }
+        for (pct, ns) in [
+            ("50", lat.p50_ns),
+            ("90", lat.p90_ns),
+            ("99", lat.p99_ns),
+            ("99.9", lat.p999_ns),
+            ("100", lat.max_ns),
+        ] {
+            q.push((
+                labels(&[("from", from), ("percentile", pct)]),
+                Value::Float(ns as f64 / 1e9),
+            ));
+        }
+    }
+    q
+}
+
+/// The families of failures counted apart since TLS: TLS errors, unsolicited responses,
+/// failed connects.
+fn since_tls(r: &tpslab_record::load_http::LoadHttpResult) -> Vec<Family> {
+    let mut out = vec![];
     // Kinds counted apart since TLS: only when they occurred (a run without them keeps
     // its families).
     if r.errors.tls > 0 {
-        f.push(counter(
+        out.push(counter(
             "tpslab_http_tls_errors",
             "HTTP requests that failed in TLS (a record that did not decrypt, an alert).",
             &[],
@@ -135,7 +164,7 @@ pub(super) fn of_load_http(
         ));
     }
     if r.errors.unsolicited > 0 {
-        f.push(counter(
+        out.push(counter(
             "tpslab_http_unsolicited_responses",
             "HTTP/1.1 responses no request asked for (each closed its connection).",
             &[],
@@ -143,7 +172,7 @@ pub(super) fn of_load_http(
         ));
     }
     if !r.connect_errors.is_none() {
-        f.push(series(
+        out.push(series(
             "tpslab_http_connect_errors",
             "Connects (with their TLS handshake) that failed, by kind; no request went on them.",
             Kind::Counter,
@@ -154,13 +183,5 @@ pub(super) fn of_load_http(
                 .collect(),
         ));
     }
-    if !q.is_empty() {
-        f.push(series(
-            super::PERCENTILE.0,
-            super::PERCENTILE.1,
-            Kind::Gauge,
-            q,
-        ));
-    }
-    f
+    out
 }

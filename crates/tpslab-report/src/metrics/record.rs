@@ -64,141 +64,165 @@ pub fn of_record(rec: &Record) -> Vec<Family> {
 /// A UDP run's (or watch's) families.
 pub fn of_run(r: &RunRecord) -> Vec<Family> {
     let mut f = vec![];
-    let counter = |name: &str, help: &str, n: u64| {
-        Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
-    };
     if let Some(g) = &r.generator {
-        f.push(counter(
-            "tpslab_generator_sent_datagrams",
-            "Datagrams the generator's kernel accepted, whole run (its own count).",
-            g.sent,
-        ));
-        f.push(counter(
-            "tpslab_generator_replies_datagrams",
-            "Reply datagrams the generator read, whole run.",
-            g.replies_read,
-        ));
-        f.push(Family::one(
-            "tpslab_generator_tps",
-            "Answered requests per second over the measurement window.",
-            Kind::Gauge,
-            vec![],
-            Value::Float(g.tps),
-        ));
-        if let Some(l) = g.window_loss_pct {
-            f.push(Family::one(
-                "tpslab_window_loss_ratio",
-                "Requests of the measurement window without a reply, as a fraction of those sent.",
-                Kind::Gauge,
-                vec![],
-                Value::Float(l / 100.0),
-            ));
-        }
-        // A gauge per percentile, labelled `percentile`: `quantile` is the label
-        // Prometheus reserves for summaries (promtool refuses it on a gauge), and a
-        // summary's quantiles are over a sliding window, these over the whole run.
-        let mut q = Family {
-            name: super::PERCENTILE.0.into(),
-            help: super::PERCENTILE.1.into(),
-            kind: Kind::Gauge,
-            series: vec![],
-        };
-        for (from, l) in [
-            ("intended", &g.latency_intended),
-            ("actual", &g.latency_actual),
-        ] {
-            if l.count == 0 {
-                continue;
-            }
-            for (pct, ns) in [
-                ("50", l.p50_ns),
-                ("99", l.p99_ns),
-                ("99.9", l.p999_ns),
-                ("100", l.max_ns),
-            ] {
-                q.series.push((
-                    labels(&[("from", from), ("percentile", pct)]),
-                    Value::Float(ns as f64 / 1e9),
-                ));
-            }
-        }
-        if !q.series.is_empty() {
-            f.push(q);
-        }
-        if let Some(h) = &g.histograms {
-            let mut fam = Family {
-                name: "tpslab_latency_seconds".into(),
-                help: "Latency of the matched replies of the measurement window, seconds (from the record's HdrHistograms).".into(),
-                kind: Kind::Histogram,
-                series: vec![],
-            };
-            for (from, text) in [("intended", &h.intended), ("actual", &h.actual)] {
-                if let Ok(h) = tpslab_record::histogram::decode_histogram(text) {
-                    fam.series
-                        .push((labels(&[("from", from)]), latency_value(&h)));
-                }
-            }
-            f.push(fam);
-        }
+        f.extend(of_generator(g));
     }
     if let Some(o) = &r.observer {
-        let d = |k: &str| o.deltas.get(k).copied();
-        for (key, name, help) in [
-            ("udp_rcvbuf_errors", "tpslab_udp_rcvbuf_errors", "Udp: RcvbufErrors + Udp6RcvbufErrors of the target's namespace, delta over the run (node_netstat_Udp_RcvbufErrors)."),
-            ("udp_in_datagrams", "tpslab_udp_in_datagrams", "Udp: InDatagrams + Udp6InDatagrams of the target's namespace, delta over the run (node_netstat_Udp_InDatagrams)."),
-            ("udp_no_ports", "tpslab_udp_no_ports", "Udp: NoPorts + Udp6NoPorts, delta over the run (node_netstat_Udp_NoPorts)."),
-            ("softnet_dropped", "tpslab_softnet_dropped", "softnet backlog drops, all CPUs, delta over the run (sum of node_softnet_dropped_total)."),
-            ("server_drops", "tpslab_socket_drops", "Drops at the target socket(s), /proc/net/udp `drops`, delta over the run (no node_exporter series)."),
-        ] {
-            if let Some(n) = d(key) {
-                f.push(counter(name, help, n));
-            }
-        }
-        if let Some(s) = o.summaries.get("server_rx_queue_bytes") {
-            f.push(Family::one(
-                "tpslab_socket_rx_queue_max_bytes",
-                "Largest rx_queue of the target socket(s) seen over the run, bytes (truesize).",
-                Kind::Gauge,
-                vec![],
-                Value::Float(s.max),
-            ));
-        }
+        f.extend(of_observer(o));
     }
     f.extend(super::drops::of_record(
         r.drop_reasons.as_ref(),
         r.observer.as_ref().map_or(&[], |o| &o.target_sockets),
     ));
     if let Some(l) = &r.ledger {
+        f.push(of_ledger(l));
+    }
+    f
+}
+
+/// A counter family of one unlabelled series.
+fn counter(name: &str, help: &str, n: u64) -> Family {
+    Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
+}
+
+/// The generator's families: datagrams sent and read, TPS, the window's loss, latency at
+/// percentiles and as a histogram.
+fn of_generator(g: &tpslab_record::GeneratorReport) -> Vec<Family> {
+    let mut f = vec![];
+    f.push(counter(
+        "tpslab_generator_sent_datagrams",
+        "Datagrams the generator's kernel accepted, whole run (its own count).",
+        g.sent,
+    ));
+    f.push(counter(
+        "tpslab_generator_replies_datagrams",
+        "Reply datagrams the generator read, whole run.",
+        g.replies_read,
+    ));
+    f.push(Family::one(
+        "tpslab_generator_tps",
+        "Answered requests per second over the measurement window.",
+        Kind::Gauge,
+        vec![],
+        Value::Float(g.tps),
+    ));
+    if let Some(l) = g.window_loss_pct {
+        f.push(Family::one(
+            "tpslab_window_loss_ratio",
+            "Requests of the measurement window without a reply, as a fraction of those sent.",
+            Kind::Gauge,
+            vec![],
+            Value::Float(l / 100.0),
+        ));
+    }
+    // A gauge per percentile, labelled `percentile`: `quantile` is the label
+    // Prometheus reserves for summaries (promtool refuses it on a gauge), and a
+    // summary's quantiles are over a sliding window, these over the whole run.
+    let mut q = Family {
+        name: super::PERCENTILE.0.into(),
+        help: super::PERCENTILE.1.into(),
+        kind: Kind::Gauge,
+        series: vec![],
+    };
+    for (from, l) in [
+        ("intended", &g.latency_intended),
+        ("actual", &g.latency_actual),
+    ] {
+        if l.count == 0 {
+            continue;
+        }
+        for (pct, ns) in [
+            ("50", l.p50_ns),
+            ("99", l.p99_ns),
+            ("99.9", l.p999_ns),
+            ("100", l.max_ns),
+        ] {
+            q.series.push((
+                labels(&[("from", from), ("percentile", pct)]),
+                Value::Float(ns as f64 / 1e9),
+            ));
+        }
+    }
+    if !q.series.is_empty() {
+        f.push(q);
+    }
+    if let Some(h) = &g.histograms {
         let mut fam = Family {
-            name: "tpslab_ledger_datagrams".into(),
-            help: "The loss ledger: datagrams of each path by the layer that delivered or dropped them, whole run.".into(),
-            kind: Kind::Gauge,
+            name: "tpslab_latency_seconds".into(),
+            help: "Latency of the matched replies of the measurement window, seconds (from the record's HdrHistograms).".into(),
+            kind: Kind::Histogram,
             series: vec![],
         };
-        for (path, p) in [("request", Some(&l.request)), ("reply", l.reply.as_ref())] {
-            let Some(p) = p else { continue };
-            fam.series.push((
-                labels(&[("path", path), ("layer", "attempted")]),
-                Value::Int(p.attempted),
-            ));
-            for row in &p.rows {
-                fam.series.push((
-                    labels(&[("path", path), ("layer", &row.layer)]),
-                    Value::Int(row.count),
-                ));
-            }
-            // Only a figure that can be true: a negative gap is an inconsistency, said in
-            // the record, not a count.
-            if let Some(u) = p.unattributed.filter(|u| *u >= 0) {
-                fam.series.push((
-                    labels(&[("path", path), ("layer", "unattributed")]),
-                    Value::Int(u as u64),
-                ));
+        for (from, text) in [("intended", &h.intended), ("actual", &h.actual)] {
+            if let Ok(h) = tpslab_record::histogram::decode_histogram(text) {
+                fam.series
+                    .push((labels(&[("from", from)]), latency_value(&h)));
             }
         }
         f.push(fam);
     }
     f
+}
+
+/// The observer's families: the namespace's UDP counters and softnet drops, the target
+/// sockets' drops and largest queue.
+fn of_observer(o: &tpslab_record::ObserverReport) -> Vec<Family> {
+    let mut f = vec![];
+    let d = |k: &str| o.deltas.get(k).copied();
+    for (key, name, help) in [
+        ("udp_rcvbuf_errors", "tpslab_udp_rcvbuf_errors", "Udp: RcvbufErrors + Udp6RcvbufErrors of the target's namespace, delta over the run (node_netstat_Udp_RcvbufErrors)."),
+        ("udp_in_datagrams", "tpslab_udp_in_datagrams", "Udp: InDatagrams + Udp6InDatagrams of the target's namespace, delta over the run (node_netstat_Udp_InDatagrams)."),
+        ("udp_no_ports", "tpslab_udp_no_ports", "Udp: NoPorts + Udp6NoPorts, delta over the run (node_netstat_Udp_NoPorts)."),
+        ("softnet_dropped", "tpslab_softnet_dropped", "softnet backlog drops, all CPUs, delta over the run (sum of node_softnet_dropped_total)."),
+        ("server_drops", "tpslab_socket_drops", "Drops at the target socket(s), /proc/net/udp `drops`, delta over the run (no node_exporter series)."),
+    ] {
+        if let Some(n) = d(key) {
+            f.push(counter(name, help, n));
+        }
+    }
+    if let Some(s) = o.summaries.get("server_rx_queue_bytes") {
+        f.push(Family::one(
+            "tpslab_socket_rx_queue_max_bytes",
+            "Largest rx_queue of the target socket(s) seen over the run, bytes (truesize).",
+            Kind::Gauge,
+            vec![],
+            Value::Float(s.max),
+        ));
+    }
+    f
+}
+
+/// The loss ledger's family: each path's datagrams by the layer that delivered or
+/// dropped them.
+fn of_ledger(l: &tpslab_record::ledger::Ledger) -> Family {
+    let mut fam = Family {
+        name: "tpslab_ledger_datagrams".into(),
+        help: "The loss ledger: datagrams of each path by the layer that delivered or dropped them, whole run.".into(),
+        kind: Kind::Gauge,
+        series: vec![],
+    };
+    for (path, p) in [("request", Some(&l.request)), ("reply", l.reply.as_ref())] {
+        let Some(p) = p else { continue };
+        fam.series.push((
+            labels(&[("path", path), ("layer", "attempted")]),
+            Value::Int(p.attempted),
+        ));
+        for row in &p.rows {
+            fam.series.push((
+                labels(&[("path", path), ("layer", &row.layer)]),
+                Value::Int(row.count),
+            ));
+        }
+        // Only a figure that can be true: a negative gap is an inconsistency, said in
+        // the record, not a count.
+        if let Some(u) = p.unattributed.filter(|u| *u >= 0) {
+            fam.series.push((
+                labels(&[("path", path), ("layer", "unattributed")]),
+                Value::Int(u as u64),
+            ));
+        }
+    }
+    fam
 }
 
 fn of_ramp(r: &tpslab_record::RampReport) -> Vec<Family> {

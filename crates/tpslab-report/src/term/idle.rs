@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 use tpslab_analysis::idle::{
-    behaviour, control_end_explained, payload_counts, Ending, PayloadCounts, StatedTimeout, POLL_MS,
+    behaviour, control_end_explained, payload_counts, Behaviour, Ending, PayloadCounts,
+    StatedTimeout, POLL_MS,
 };
 use tpslab_plan::probe::{IdleTarget, IdleTimer, OnIdle};
 use tpslab_record::idle::{Fate, IdleRecord, KeepaliveCounts, Outcome, PayloadWay, PoolRecord};
@@ -117,6 +118,26 @@ fn payload_words(p: PayloadCounts) -> String {
 pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     header(w, r)?;
     probe_data_line(w, r)?;
+    rounds(w, r)?;
+    result_line(w, r)?;
+    if let Some(b) = behaviour(r) {
+        behaviour_line(w, r, &b)?;
+    }
+    owner_lines(w, r)?;
+    control_line(w, r)?;
+    if !r.findings.is_empty() {
+        writeln!(
+            w,
+            "\nThis host's TCP settings against the lower end of the bracket ({} s: a setting below it is surely in time):",
+            r.bracket.alive_s.or(r.bracket.dead_s).unwrap_or(0)
+        )?;
+        super::doctor::findings(w, &r.findings)?;
+    }
+    Ok(())
+}
+
+/// Each round's connections: the idle time tried, its fate and when it was decided.
+fn rounds(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let rounds = r.conns.iter().map(|c| c.round).max().unwrap_or(0);
     for n in 1..=rounds {
         let line: Vec<String> = r
@@ -135,6 +156,11 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             .collect();
         writeln!(w, "  round {n}: {}", line.join(", "))?;
     }
+    Ok(())
+}
+
+/// "Result: ...": the bracket of the idle timeout, how the path ended a connection.
+fn result_line(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let b = r.bracket;
     let found = match (b.alive_s, b.dead_s) {
         _ if b.inconsistent() => format!(
@@ -175,50 +201,60 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             ""
         }
     )?;
-    if let Some(b) = behaviour(r) {
-        // Where keepalive resets the timer, the probes' silence was of every packet.
-        let payload = payload_counts(r);
-        let of_what = if b.keepalive == Some(KeepaliveCounts::Yes) {
-            "without a packet in either direction"
-        } else if payload.is_some_and(|p| p.client == Some(true) && p.server == Some(false)) {
-            "without payload from the client side"
-        } else if payload.is_some_and(|p| p.client == Some(false) && p.server == Some(true)) {
-            "without payload from the server side"
-        } else {
-            "without payload in either direction"
-        };
-        let timeout = b.timeout_s.map_or(
-            "times out: not measured (no connection died)".into(),
-            |(lo, hi)| {
-                if r.active_ends.is_some() {
-                    format!("times out after ({lo:.2} s, {hi:.2} s] {of_what}")
-                } else if lo > 0.0 {
-                    format!("times out after ({lo:.0} s, {hi:.0} s] {of_what}")
-                } else {
-                    format!("times out after at most {hi:.0} s {of_what}")
-                }
-            },
-        );
-        let keepalive = match b.keepalive {
-            Some(KeepaliveCounts::Yes) => "TCP keepalive counts (resets its timer)",
-            Some(KeepaliveCounts::No) => "TCP keepalive does not count",
-            None => "whether TCP keepalive counts: not measured",
-        };
-        let ending = match b.ending {
-            Some(Ending::Fin) => {
-                "ends flows itself with a FIN (seen on this side; the far side's not seen)"
+    Ok(())
+}
+
+/// "Behaviour: ...": the path's timeout, whether keepalive and payload count, how it ends
+/// flows.
+fn behaviour_line(w: &mut dyn Write, r: &IdleRecord, b: &Behaviour) -> io::Result<()> {
+    // Where keepalive resets the timer, the probes' silence was of every packet.
+    let payload = payload_counts(r);
+    let of_what = if b.keepalive == Some(KeepaliveCounts::Yes) {
+        "without a packet in either direction"
+    } else if payload.is_some_and(|p| p.client == Some(true) && p.server == Some(false)) {
+        "without payload from the client side"
+    } else if payload.is_some_and(|p| p.client == Some(false) && p.server == Some(true)) {
+        "without payload from the server side"
+    } else {
+        "without payload in either direction"
+    };
+    let timeout = b.timeout_s.map_or(
+        "times out: not measured (no connection died)".into(),
+        |(lo, hi)| {
+            if r.active_ends.is_some() {
+                format!("times out after ({lo:.2} s, {hi:.2} s] {of_what}")
+            } else if lo > 0.0 {
+                format!("times out after ({lo:.0} s, {hi:.0} s] {of_what}")
+            } else {
+                format!("times out after at most {hi:.0} s {of_what}")
             }
-            Some(Ending::Rst) => "ends flows itself with a RST",
-            Some(Ending::RstNextPacket) => "forgets flows and answers their next packet with a RST",
-            Some(Ending::Silent) => "forgets flows silently (their next packets go unanswered)",
-            None => "how it ends flows: not measured",
-        };
-        let payload = payload.map_or(
-            "whether payload in one direction counts: not measured".into(),
-            payload_words,
-        );
-        writeln!(w, "Behaviour: {timeout}; {keepalive}; {payload}; {ending}")?;
-    }
+        },
+    );
+    let keepalive = match b.keepalive {
+        Some(KeepaliveCounts::Yes) => "TCP keepalive counts (resets its timer)",
+        Some(KeepaliveCounts::No) => "TCP keepalive does not count",
+        None => "whether TCP keepalive counts: not measured",
+    };
+    let ending = match b.ending {
+        Some(Ending::Fin) => {
+            "ends flows itself with a FIN (seen on this side; the far side's not seen)"
+        }
+        Some(Ending::Rst) => "ends flows itself with a RST",
+        Some(Ending::RstNextPacket) => "forgets flows and answers their next packet with a RST",
+        Some(Ending::Silent) => "forgets flows silently (their next packets go unanswered)",
+        None => "how it ends flows: not measured",
+    };
+    let payload = payload.map_or(
+        "whether payload in one direction counts: not measured".into(),
+        payload_words,
+    );
+    writeln!(w, "Behaviour: {timeout}; {keepalive}; {payload}; {ending}")?;
+    Ok(())
+}
+
+/// Whose timeout it is, the server's stated setting, the payload connections, and what a
+/// study without application bytes cannot tell apart.
+fn owner_lines(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     if let Some(o) = tpslab_analysis::idle_owner::owner(r) {
         writeln!(
             w,
@@ -263,6 +299,12 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             "  (no application byte was sent: a server's own limit for connections that never send, such as MySQL's connect_timeout or PostgreSQL's authentication_timeout, ends them the same way, and is not the idle timeout of a pooled connection that has sent queries)"
         )?;
     }
+    Ok(())
+}
+
+/// What the control connection says: not evidence when it ended, else whether keepalive
+/// resets the path's timer.
+fn control_line(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
     let unexplained: Vec<String> = r
         .control_ends_ms
         .iter()
@@ -300,14 +342,6 @@ pub fn record(w: &mut dyn Write, r: &IdleRecord) -> io::Result<()> {
             "Control connection: alive through the study (the path and the server worked); silent but for a keepalive every second, it outlived the connections the path killed: TCP keepalive resets this path's idle timer"
         )?,
         _ => writeln!(w, "Control connection: alive through the study (the path and the server worked)")?,
-    }
-    if !r.findings.is_empty() {
-        writeln!(
-            w,
-            "\nThis host's TCP settings against the lower end of the bracket ({} s: a setting below it is surely in time):",
-            b.alive_s.or(b.dead_s).unwrap_or(0)
-        )?;
-        super::doctor::findings(w, &r.findings)?;
     }
     Ok(())
 }

@@ -165,61 +165,74 @@ fn print_generator(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
         format!("{:.0}", g.achieved_pps),
     ]);
     if g.match_mode != MatchMode::None {
-        t.add_row(vec!["replies read".to_string(), g.replies_read.to_string()]);
-        if g.match_mode != MatchMode::Aggregate {
-            t.add_row(vec![
-                match g.frames {
-                    Some(_) => "replies matched, complete: every frame arrived",
-                    None => "replies matched",
-                }
-                .to_string(),
-                g.replies_matched.to_string(),
-            ]);
-            if let Some(f) = &g.frames {
-                t.add_row(vec![
-                    "replies incomplete: some frames missing".to_string(),
-                    f.replies_incomplete.to_string(),
-                ]);
-                t.add_row(vec![
-                    format!("reply frames read / announced ({})", f.header),
-                    format!("{} / {}", f.frames_received, f.frames_expected),
-                ]);
-                t.add_row(vec![
-                    "frames read twice".to_string(),
-                    g.duplicates.to_string(),
-                ]);
-            } else {
-                t.add_row(vec![
-                    "beyond the first per request (frames or duplicates)".to_string(),
-                    g.duplicates.to_string(),
-                ]);
-            }
-            if let Some(k) = g.replies_per_request.filter(|k| *k > 1.0) {
-                t.add_row(vec![
-                    match g.frames {
-                        Some(_) => "frames per reply (announced)",
-                        None => "reply datagrams per answered request",
-                    }
-                    .to_string(),
-                    format!("{k:.2}"),
-                ]);
-            }
-            t.add_row(vec!["reordered".to_string(), g.reordered.to_string()]);
-            t.add_row(vec!["unmatched".to_string(), g.unmatched.to_string()]);
-        }
-        t.add_row(vec![
-            "window: sent / answered".to_string(),
-            format!("{} / {}", g.window_sent, g.window_answered),
-        ]);
-        if let Some(l) = g.window_loss_pct {
-            t.add_row(vec!["window: loss".to_string(), format!("{l:.2} %")]);
-        }
-        t.add_row(vec![
-            "TPS (answered per s)".to_string(),
-            format!("{:.0}", g.tps),
-        ]);
+        reply_rows(&mut t, g);
     }
     crate::term::fit::put(w, t)?;
+    latency_table(w, g)?;
+    Ok(())
+}
+
+/// The generator table's rows about replies: read, matched, frames, duplicates, order,
+/// the window's answers and loss, TPS.
+fn reply_rows(t: &mut Table, g: &GeneratorReport) {
+    t.add_row(vec!["replies read".to_string(), g.replies_read.to_string()]);
+    if g.match_mode != MatchMode::Aggregate {
+        t.add_row(vec![
+            match g.frames {
+                Some(_) => "replies matched, complete: every frame arrived",
+                None => "replies matched",
+            }
+            .to_string(),
+            g.replies_matched.to_string(),
+        ]);
+        if let Some(f) = &g.frames {
+            t.add_row(vec![
+                "replies incomplete: some frames missing".to_string(),
+                f.replies_incomplete.to_string(),
+            ]);
+            t.add_row(vec![
+                format!("reply frames read / announced ({})", f.header),
+                format!("{} / {}", f.frames_received, f.frames_expected),
+            ]);
+            t.add_row(vec![
+                "frames read twice".to_string(),
+                g.duplicates.to_string(),
+            ]);
+        } else {
+            t.add_row(vec![
+                "beyond the first per request (frames or duplicates)".to_string(),
+                g.duplicates.to_string(),
+            ]);
+        }
+        if let Some(k) = g.replies_per_request.filter(|k| *k > 1.0) {
+            t.add_row(vec![
+                match g.frames {
+                    Some(_) => "frames per reply (announced)",
+                    None => "reply datagrams per answered request",
+                }
+                .to_string(),
+                format!("{k:.2}"),
+            ]);
+        }
+        t.add_row(vec!["reordered".to_string(), g.reordered.to_string()]);
+        t.add_row(vec!["unmatched".to_string(), g.unmatched.to_string()]);
+    }
+    t.add_row(vec![
+        "window: sent / answered".to_string(),
+        format!("{} / {}", g.window_sent, g.window_answered),
+    ]);
+    if let Some(l) = g.window_loss_pct {
+        t.add_row(vec!["window: loss".to_string(), format!("{l:.2} %")]);
+    }
+    t.add_row(vec![
+        "TPS (answered per s)".to_string(),
+        format!("{:.0}", g.tps),
+    ]);
+}
+
+/// The latency table (RTT from the intended and the actual send, wake-up, schedule lag)
+/// when replies are matched to requests, else the schedule lag alone.
+fn latency_table(w: &mut dyn Write, g: &GeneratorReport) -> io::Result<()> {
     if g.match_mode == MatchMode::Header || g.match_mode == MatchMode::SeqField {
         let mut t = table(&["latency (window)", "p50", "p90", "p99", "p99.9", "max", "n"]);
         lat_row(

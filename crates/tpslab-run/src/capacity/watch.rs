@@ -1,17 +1,17 @@
 //! What a `capacity tcp|http` step's window showed beyond its figures, for its verdict
 //! ([`tpslab_analysis::capacity_stream`]): the target's listen socket(s)
-//! ([`tpslab_engine::listen`]) and the TcpExt listen counters of the server's network
+//! ([`tpslab_engine::observe::listen`]) and the TcpExt listen counters of the server's network
 //! namespace, and the server's threads (its PID and its descendants,
-//! [`tpslab_engine::server_tree`]; each thread's states sampled every 10 ms,
-//! [`tpslab_engine::step_sampler`]), for the step's response-time ledger too.
+//! [`tpslab_engine::observe::server_tree`]; each thread's states sampled every 10 ms,
+//! [`tpslab_engine::observe::step_sampler`]), for the step's response-time ledger too.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tpslab_analysis::capacity_stream::{StreamFacts, ThreadFacts};
-use tpslab_engine::listen::Listen;
-use tpslab_engine::server_tree::ServerTree as Tree;
-use tpslab_engine::step_sampler::StepSampler;
+use tpslab_engine::observe::listen::Listen;
+use tpslab_engine::observe::server_tree::ServerTree as Tree;
+use tpslab_engine::observe::step_sampler::StepSampler;
 use tpslab_net::diag::SockDiag;
 use tpslab_net::sched::SchedPolicy;
 use tpslab_record::load_http::LoadHttpResult;
@@ -58,9 +58,9 @@ impl StreamWatch {
         // A sock_diag socket opened once in the server's namespace (entered for the
         // open only): each read asks for the listen sockets alone, where /proc/net/tcp
         // would list every one of thousands of connections.
-        let diag = root
-            .as_ref()
-            .and_then(|_| tpslab_engine::env::in_netns_of(pid, || SockDiag::open().ok()).flatten());
+        let diag = root.as_ref().and_then(|_| {
+            tpslab_engine::host::env::in_netns_of(pid, || SockDiag::open().ok()).flatten()
+        });
         let threads = pid.map(|p| StepSampler::start(p, Some(target.port())));
         let sampler = (diag.is_some() || threads.is_some()).then(|| {
             let d = done.clone();

@@ -86,12 +86,12 @@ pub fn json_stream(path: &Path) -> Result<LiveSink> {
 }
 
 /// [`json_stream`] for an open loop of HTTP requests (`load http --json-stream FILE`): one
-/// line per [`tpslab_engine::openloop::HttpLiveSample`].
-pub fn json_stream_http(path: &Path) -> Result<tpslab_engine::openloop::HttpLiveSink> {
+/// line per [`tpslab_engine::client::openloop::HttpLiveSample`].
+pub fn json_stream_http(path: &Path) -> Result<tpslab_engine::client::openloop::HttpLiveSink> {
     let write = ndjson(path)?;
-    Ok(tpslab_engine::openloop::HttpLiveSink(Arc::new(move |s| {
-        write(s)
-    })))
+    Ok(tpslab_engine::client::openloop::HttpLiveSink(Arc::new(
+        move |s| write(s),
+    )))
 }
 
 /// Writes each value given as one JSON line to `path` (created now). Errors: as

@@ -188,11 +188,11 @@ impl RampFlags {
             bail!("ramp http --http2 needs the URL of an HTTP/2 server: the built-in server speaks HTTP/1.1");
         }
         let alpn = match h.http2 {
-            Some(_) => tpslab_engine::proto::h2::ALPN,
-            None => tpslab_engine::proto::http1::ALPN,
+            Some(_) => tpslab_engine::client::proto::h2::ALPN,
+            None => tpslab_engine::client::proto::http1::ALPN,
         };
         // A --cacert without a usable certificate: one line now, not a run of failures.
-        tpslab_engine::proto::tls::client_for(&req, alpn).map_err(|e| anyhow!(e))?;
+        tpslab_engine::client::proto::tls::client_for(&req, alpn).map_err(|e| anyhow!(e))?;
         let body = match &h.body {
             Some(p) => crate::input::read_bytes("--body", p, HTTP_BODY_BYTES, false)?,
             None => vec![],

@@ -100,6 +100,55 @@ pub(in crate::verdict) fn socket_buffer_unjudged(f: &Facts, d: &mut Draft) -> (S
     )
 }
 
+/// The evidence of how long the limit of `held` datagrams charged `t` bytes each lasts:
+/// against a burst, or against a steady rate's arrivals.
+fn backlog_evidence(f: &Facts, t: u64, held: u64) -> Evidence {
+    ev(
+        if f.burst > 1 {
+            format!(
+                    "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
+                    f.burst,
+                    f.burst_interval_s * 1e3,
+                    f.burst * t,
+                )
+        } else {
+            format!(
+                    "a steady {:.0} pps, each datagram charged {t} B: the limit holds {held} datagrams, {:.1} ms of arrivals; a longer stall of the server overflows it",
+                    f.offered_pps,
+                    held as f64 / f.offered_pps.max(1.0) * 1e3
+                )
+        },
+        "generator plan; truesize probe",
+    )
+}
+
+/// net.core.rmem_default raised to `granted` for a server that never sets its own buffer
+/// (`own_buffer`: Some(false) when its sockets were seen at the default), with `lines`.
+fn default_rec(
+    f: &Facts,
+    granted: u64,
+    own_buffer: Option<bool>,
+    lines: Vec<String>,
+) -> Recommendation {
+    Recommendation {
+                what: format!(
+                    "net.core.rmem_default = {granted}{}",
+                    if own_buffer == Some(false) { "" } else { " (for a server that never sets SO_RCVBUF)" }
+                ),
+                why: format!(
+                    "{}a socket that never sets SO_RCVBUF gets net.core.rmem_default ({}) as its limit, not doubled; the new value applies only to sockets created after the change, so the server must re-create its socket (restart it){}",
+                    if own_buffer == Some(false) {
+                        format!("the server's socket{} never set its own buffer (its limit {} B equals net.core.rmem_default): ", if f.sk_rcvbufs.len() > 1 { "s" } else { "" }, f.sk_rcvbufs.first().copied().unwrap_or(0))
+                    } else {
+                        String::new()
+                    },
+                    f.rmem_default.map_or("unknown".into(), |v| v.to_string()),
+                    if f.ours { "; it enlarges every such socket on the host, so prefer the flag" } else { "; it enlarges every socket on the host that does not set its own, so the code change is the narrower fix" }
+                ),
+                lines,
+            }
+}
+
 /// The buffer that holds the peak backlog of datagrams charged `t` bytes each: the code
 /// line (or our server's flag), net.core.rmem_default for a server that never sets its
 /// own, rmem_max when the request would be capped, and the fix a verification applies.
@@ -112,23 +161,7 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
     if f.rmem_max.is_none_or(|m| m < req) {
         sys.push(("net.core.rmem_max", req));
     }
-    d.evidence.push(ev(
-            if f.burst > 1 {
-                format!(
-                    "bursts of {} datagrams every {:.1} ms, each charged {t} B: holding a whole burst would take {} B of queue; the limit holds {held} datagrams",
-                    f.burst,
-                    f.burst_interval_s * 1e3,
-                    f.burst * t,
-                )
-            } else {
-                format!(
-                    "a steady {:.0} pps, each datagram charged {t} B: the limit holds {held} datagrams, {:.1} ms of arrivals; a longer stall of the server overflows it",
-                    f.offered_pps,
-                    held as f64 / f.offered_pps.max(1.0) * 1e3
-                )
-            },
-            "generator plan; truesize probe",
-        ));
+    d.evidence.push(backlog_evidence(f, t, held));
     // A socket that never set SO_RCVBUF has net.core.rmem_default as its limit.
     // Per socket: every socket at rmem_default means none set its own.
     let own_buffer = f
@@ -180,25 +213,8 @@ fn buffer_fix(f: &Facts, t: u64, d: &mut Draft) {
         };
     let (default_lines, default_keys) =
         raise_lines(&[("net.core.rmem_default", granted, f.rmem_default)]);
-    let default_rec = (!default_lines.is_empty() && own_buffer != Some(true)).then(|| {
-            Recommendation {
-                what: format!(
-                    "net.core.rmem_default = {granted}{}",
-                    if own_buffer == Some(false) { "" } else { " (for a server that never sets SO_RCVBUF)" }
-                ),
-                why: format!(
-                    "{}a socket that never sets SO_RCVBUF gets net.core.rmem_default ({}) as its limit, not doubled; the new value applies only to sockets created after the change, so the server must re-create its socket (restart it){}",
-                    if own_buffer == Some(false) {
-                        format!("the server's socket{} never set its own buffer (its limit {} B equals net.core.rmem_default): ", if f.sk_rcvbufs.len() > 1 { "s" } else { "" }, f.sk_rcvbufs.first().copied().unwrap_or(0))
-                    } else {
-                        String::new()
-                    },
-                    f.rmem_default.map_or("unknown".into(), |v| v.to_string()),
-                    if f.ours { "; it enlarges every such socket on the host, so prefer the flag" } else { "; it enlarges every socket on the host that does not set its own, so the code change is the narrower fix" }
-                ),
-                lines: default_lines,
-            }
-        });
+    let default_rec = (!default_lines.is_empty() && own_buffer != Some(true))
+        .then(|| default_rec(f, granted, own_buffer, default_lines));
     let mut fix_sys: Vec<(String, String)> = sys
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

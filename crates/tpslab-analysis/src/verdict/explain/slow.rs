@@ -57,7 +57,8 @@ impl ThreadCount {
     }
 }
 
-/// [`tpslab_record::verdict::Case::AppTooSlow`]: its evidence, recommendations and fix; returns (layer, headline).
+/// [`tpslab_record::verdict::Case::AppTooSlow`]: its evidence, recommendations and fix;
+/// returns (layer, headline).
 pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, String) {
     let att = f.attempted;
     d.evidence.push(rxq(f));
@@ -98,7 +99,39 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
             });
     }
     if waits {
-        let (what, on) = match &f.blocked_on {
+        d.recs.push(wait_rec(f, cap));
+    }
+    let threads = threads_rec(f, measured, cap, d);
+    if !waits {
+        tuning_recs(f, d);
+    }
+    // A thread count only where it reaches the mean rate at the measured per-thread rate.
+    d.fix = f.ours.then(|| Fix {
+        threads,
+        batch: Some(64),
+        ..Default::default()
+    });
+    (
+            "the application (too slow for the mean rate)".to_string(),
+            format!(
+                "The server is too slow for the mean rate ({:.0} pps offered, it drains {}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
+                f.offered_pps,
+                measured.map_or("less: its queue stayed at its limit".to_string(), |c| format!("about {c:.0}")),
+                match (waits, server_starved(f)) {
+                    (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
+                    (true, false) => ", mostly asleep: it waits per message",
+                    (false, true) => ", short of CPU: other processes took it",
+                    (false, false) => "",
+                },
+                pct(f.socket_drops, att)
+            ),
+        )
+}
+
+/// The wait in the per-message path to remove or overlap (the server mostly asleep while
+/// datagrams queue), its time per message from the drain `cap` (datagrams per second).
+fn wait_rec(f: &Facts, cap: f64) -> Recommendation {
+    let (what, on) = match &f.blocked_on {
             Some((on, share)) => (
                 format!("remove or overlap the wait on {on} in the per-message path ({share:.0} % of the threads' time)"),
                 on.clone(),
@@ -108,7 +141,7 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
                 "something (a sleep, a lock, a blocking call)".to_string(),
             ),
         };
-        d.recs.push(Recommendation {
+    Recommendation {
                 what,
                 why: format!(
                     "the server is mostly asleep while datagrams queue ({:.0} % of a CPU): each message waits on {on} for about {:.0} us; more threads only help if they overlap that wait",
@@ -119,8 +152,14 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
                     "hand each datagram to a pool of workers (or asynchronous calls) and keep one thread reading the socket".into(),
                     "batch the blocking call (one round trip for many messages) where the protocol allows".into(),
                 ],
-            });
-    }
+            }
+}
+
+/// How many readers drain the mean rate with headroom at the rate one drained (`measured`,
+/// all readers, datagrams per second; `cap` at least 1): a recommendation to measure it
+/// first, to cut the work when the host's CPUs cannot run them, or the readers to add.
+/// Returns the thread count for tpslab's own server's fix.
+fn threads_rec(f: &Facts, measured: Option<f64>, cap: f64, d: &mut Draft) -> Option<usize> {
     let (readers, reader) = readers(f);
     let tc = ThreadCount::new(f, cap);
     let now = usable_threads(f);
@@ -194,32 +233,36 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
             },
         });
     }
-    if !waits {
-        let batch = if f.ours {
-            Some(vec!["tpslab serve udp --batch 64".to_string()])
-        } else {
-            match f.runtime {
-                Some(rt) => runtime::batch_lines(rt),
-                None => {
-                    let mut l = runtime::every_runtime(RUNTIME_UNKNOWN, |rt| {
-                        runtime::batch_lines(rt).unwrap_or_default()
-                    });
-                    l.push(
-                        "# java, python, node: their standard libraries have no batch receive"
-                            .into(),
-                    );
-                    Some(l)
-                }
+    threads
+}
+
+/// Batched reads, pinning and the scheduler, for a server that does not wait per message.
+fn tuning_recs(f: &Facts, d: &mut Draft) {
+    let (_, reader) = readers(f);
+    let batch = if f.ours {
+        Some(vec!["tpslab serve udp --batch 64".to_string()])
+    } else {
+        match f.runtime {
+            Some(rt) => runtime::batch_lines(rt),
+            None => {
+                let mut l = runtime::every_runtime(RUNTIME_UNKNOWN, |rt| {
+                    runtime::batch_lines(rt).unwrap_or_default()
+                });
+                l.push(
+                    "# java, python, node: their standard libraries have no batch receive".into(),
+                );
+                Some(l)
             }
-        };
-        if let Some(lines) = batch {
-            d.recs.push(Recommendation {
+        }
+    };
+    if let Some(lines) = batch {
+        d.recs.push(Recommendation {
                 what: "read in batches with recvmmsg (and reply with sendmmsg)".into(),
                 why: "one system call per 64 datagrams instead of one each cuts the per-datagram overhead".into(),
                 lines,
             });
-        }
-        d.recs.push(Recommendation {
+    }
+    d.recs.push(Recommendation {
                 what: format!("pin each server {reader} to its own CPU, away from the CPU that runs the NIC's softirq"),
                 why: "no migrations and warm caches; the receive softirq and the application stop competing for one core".into(),
                 lines: vec![match (f.ours, f.pid) {
@@ -229,7 +272,7 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
                     (false, _) => "taskset -pc CPU TID (each reading thread, or each process's PID, on a CPU of its own)".into(),
                 }],
             });
-        d.recs.push(Recommendation {
+    d.recs.push(Recommendation {
                 what: "leave the scheduler at SCHED_OTHER unless latency matters more than fairness".into(),
                 why: "SCHED_FIFO cuts preemption (S2 saw context switches drop 14x) but a busy FIFO thread can starve everything else on its CPU".into(),
                 lines: vec![match f.pid {
@@ -239,26 +282,4 @@ pub(in crate::verdict) fn app_too_slow(f: &Facts, d: &mut Draft) -> (String, Str
                     _ => "chrt -f -p 50 TID (only with a dedicated CPU)".into(),
                 }],
             });
-    }
-    // A thread count only where it reaches the mean rate at the measured per-thread rate.
-    d.fix = f.ours.then(|| Fix {
-        threads,
-        batch: Some(64),
-        ..Default::default()
-    });
-    (
-            "the application (too slow for the mean rate)".to_string(),
-            format!(
-                "The server is too slow for the mean rate ({:.0} pps offered, it drains {}{}): {:.1} % of datagrams die at its socket buffer; more buffer will not help.",
-                f.offered_pps,
-                measured.map_or("less: its queue stayed at its limit".to_string(), |c| format!("about {c:.0}")),
-                match (waits, server_starved(f)) {
-                    (true, true) => ", mostly asleep: it waits per message, and short of CPU: other processes took it",
-                    (true, false) => ", mostly asleep: it waits per message",
-                    (false, true) => ", short of CPU: other processes took it",
-                    (false, false) => "",
-                },
-                pct(f.socket_drops, att)
-            ),
-        )
 }

@@ -382,6 +382,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     lines.extend(drop_reasons_line(rec));
     lines.extend(backoffs_line(rec));
     let nagle = crate::nagle::ramp_line(rec);
+    lines.extend(crate::nagle::ramp_pause_line(rec));
     let serial = fit_ok.is_some_and(|f| f.sigma >= 0.5);
     let top = rec.steps.last().and_then(top_state);
     // A lock: most server thread samples wait in a futex at the top, and that share

@@ -19,6 +19,7 @@ pub mod owner;
 pub mod pool_lab;
 pub mod probe;
 pub mod proto;
+pub mod quickack;
 pub mod ramp;
 pub mod rr;
 mod rr_http;

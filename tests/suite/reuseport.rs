@@ -480,3 +480,137 @@ fn a_slow_pre_forked_worker_is_named_by_its_pid_not_called_uneven_hashing() {
     assert_eq!(readers.len(), 2, "{group:?}");
     assert!(readers.contains(&(slow as u64)) && readers.contains(&(fast as u64)));
 }
+
+/// One Python process, a thread per SO_REUSEPORT socket (the common Go/Rust/C pattern):
+/// thread k binds its own socket on 127.0.0.1:PORT, reads with a blocking recvfrom,
+/// sleeps its time per datagram and answers; prints "thread TID SLEEP_US" once bound;
+/// the process ends after 60 s.
+const THREADED_PY: &str = r#"
+import socket, sys, threading, time
+port = int(sys.argv[1])
+sleeps = [float(x) / 1e6 for x in sys.argv[2].split(",")]
+def serve(k, s):
+    print(f"thread {threading.get_native_id()} {int(sleeps[k] * 1e6)}", flush=True)
+    while True:
+        data, addr = s.recvfrom(4096)
+        if sleeps[k]:
+            time.sleep(sleeps[k])
+        s.sendto(data, addr)
+for k in range(len(sleeps)):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("127.0.0.1", port))
+    threading.Thread(target=serve, args=(k, s), daemon=True).start()
+time.sleep(60)
+"#;
+
+/// Issue 54: one process, two threads each reading its own SO_REUSEPORT socket, the
+/// second sleeping 1 ms per datagram, diagnosed by address at 4,000 pps from 32 flows: a
+/// slow reader, named by its thread (TID) and socket (inode) — the socket each thread
+/// reads told from where the wait sampler saw it blocked (recvfrom's fd, its link), the
+/// sleeper's as the one left — not uneven hashing. Before, one process holding both
+/// sockets had no reader per socket, and the group read as unevenly hashed.
+#[test]
+fn a_slow_reader_thread_of_one_process_is_named_by_its_tid_and_socket() {
+    let test = "a_slow_reader_thread_of_one_process_is_named_by_its_tid_and_socket";
+    if !common::can_netns(test) {
+        return;
+    }
+    let _serial = common::serial();
+    let ns = NetNs::new();
+    let script = common::tmp("reuseport-threaded.py");
+    std::fs::write(&script, THREADED_PY).unwrap();
+    let mut cmd = ns.command("python3");
+    cmd.arg(&script).args(["9204", "0,1000"]);
+    let server = Server::start(cmd, "python threads", "reuseport-thread", "python3", 9204);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.log().matches("thread ").count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let tid_of = |sleep: &str| -> u32 {
+        server
+            .log()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("thread ")?
+                    .strip_suffix(sleep)?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .expect("the thread's line")
+    };
+    let (slow, fast) = (tid_of(" 1000"), tid_of(" 0"));
+    let pid = server.pid();
+    let got = common::retry(test, 3, || {
+        let json = common::tmp("reuseport-thread.json");
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = ns.tpslab();
+        cmd.args(["diagnose", "udp", "127.0.0.1:9204", "--rate", "4k"])
+            .args(["--duration", "2s", "--no-history", "--json"])
+            .arg(&json);
+        let out = common::run(cmd);
+        assert!(
+            out.status.success(),
+            "diagnose failed: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server.log()
+        );
+        let rec = common::record(&json);
+        if rec["before"]["generator"]["valid"] == false {
+            return Err(format!(
+                "generator off schedule: {}",
+                rec["before"]["generator"]["invalid_reasons"]
+            ));
+        }
+        Ok((rec, String::from_utf8_lossy(&out.stdout).into_owned()))
+    });
+    let Some((rec, out)) = got else { return };
+    // Each socket's reader is one of the process's threads: the sleeper's socket its.
+    let group = rec["before"]["observer"]["target_sockets"]
+        .as_array()
+        .expect("target_sockets");
+    assert_eq!(group.len(), 2, "{group:?}");
+    let reader = |tid: u32| {
+        group
+            .iter()
+            .find(|s| s["readers"][0]["tid"].as_u64() == Some(tid as u64))
+            .unwrap_or_else(|| panic!("no socket read by thread {tid}: {group:?}"))
+    };
+    let (slow_sock, fast_sock) = (reader(slow), reader(fast));
+    assert_ne!(slow_sock["inode"], fast_sock["inode"]);
+    for s in [slow_sock, fast_sock] {
+        assert_eq!(s["holders"][0].as_u64(), Some(pid as u64), "{s}");
+        assert_eq!(s["readers"].as_array().map(Vec::len), Some(1), "{s}");
+    }
+    // The fast thread was seen blocked in recvfrom on its socket.
+    assert!(
+        fast_sock["readers"][0]["seen"].as_u64().unwrap_or(0) > 0,
+        "{fast_sock}"
+    );
+    let d = &rec["diagnosis"];
+    assert_eq!(d["case"], "reuseport_imbalance", "{out}");
+    assert!(d["layer"].to_string().contains("slow reader"), "{out}");
+    let named = format!(
+        "thread {slow} of PID {pid} (python3), socket {}",
+        slow_sock["inode"]
+    );
+    assert!(d["headline"].to_string().contains(&named), "{named}: {out}");
+    let fixes = d["recommendations"][0]["lines"].to_string();
+    assert!(
+        fixes.contains(&format!("fix the reader {named}: it sleeps")),
+        "{out}"
+    );
+    // The fast thread is listed with its socket, never blamed.
+    let fast_named = format!("thread {fast} of");
+    assert!(!fixes.contains(&fast_named), "{out}");
+    assert!(!d["headline"].to_string().contains(&fast_named), "{out}");
+    for wrong in [
+        "uneven",
+        "hashed to a few sockets",
+        "more flows from the clients",
+    ] {
+        assert!(!out.contains(wrong), "{wrong:?} said: {out}");
+    }
+}

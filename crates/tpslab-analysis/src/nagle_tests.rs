@@ -33,7 +33,7 @@ fn a_reply_held_at_each_request_is_named_with_its_share_evidence_and_fix() {
         "Go sets TCP_NODELAY by default",
         "setNoDelay(true)",
         "one send",
-        "tpslab does not set TCP_QUICKACK",
+        "tpslab's load does not set TCP_QUICKACK",
     ] {
         assert!(line.contains(fix), "{fix}: {line}");
     }
@@ -80,6 +80,7 @@ fn gaps_away_from_the_delayed_ack_timer_are_a_pausing_server_not_nagle() {
         held_gap_max_ns: 50_541_379,
         delayed_acks: Some(32),
         held_rtt_min_ns: None,
+        quickack: None,
     };
     assert!(judge(&real).is_some());
     // A server with TCP_NODELAY sleeping 100 ms between headers and body: the client's
@@ -213,4 +214,129 @@ fn a_ramp_names_the_steps_held_and_the_worst_ones_figures() {
         "{:?}",
         a.lines
     );
+}
+
+/// A re-timing of `n` small replies with the client acknowledging at once, each
+/// `gap_ms` from its first byte to its last, `rt_ms` in all, over `secs`.
+fn retime(n: u64, rt_ms: f64, gap_ms: f64, secs: f64) -> QuickackRetime {
+    let mut q = QuickackRetime {
+        requests: n,
+        duration_ns: (secs * 1e9) as u64,
+        ..Default::default()
+    };
+    for _ in 0..n {
+        q.add((rt_ms * 1e6) as u64, Some((gap_ms * 1e6) as u64), 180);
+    }
+    q
+}
+
+/// A step's `reply_gaps` of a real run (`ramp http URL --users 1..1 --step-duration
+/// 1500ms --warmup 300ms`, loopback, 2026-12-07): python3's `http.server` writing
+/// headers and body in two sends, re-timed with TCP_QUICKACK.
+const REAL_NAGLE: &str = r#"{"replies": 34, "response_ns": 1515709720, "small": 34, "held": 34, "held_gap_ns": 1501332786, "held_gap_max_ns": 47702483, "delayed_acks": 34, "held_rtt_min_ns": 8000, "quickack": {"requests": 50, "replies": 50, "failed": 0, "duration_ns": 55852018, "response_ns": 55843296, "small": 50, "gap_ns": 46388854, "held": 0, "held_gap_ns": 0, "delayed_acks": 0}}"#;
+
+/// The same run against a server with TCP_NODELAY sleeping 45 ms between its headers and
+/// its body.
+const REAL_PAUSE: &str = r#"{"replies": 32, "response_ns": 1513603808, "small": 32, "held": 32, "held_gap_ns": 1502660080, "held_gap_max_ns": 52546007, "delayed_acks": 30, "held_rtt_min_ns": 9000, "quickack": {"requests": 43, "replies": 42, "failed": 0, "duration_ns": 1971925487, "response_ns": 1971679271, "small": 42, "gap_ns": 1957100951, "held": 42, "held_gap_ns": 1957100951, "delayed_acks": 0}}"#;
+
+fn real(text: &str) -> ReplyGaps {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn holds_that_go_with_the_client_acknowledging_at_once_confirm_nagle() {
+    let g = real(REAL_NAGLE);
+    assert_eq!(retimed(&g.quickack.unwrap()), Retimed::Gone);
+    let n = judge(&g).expect("confirmed");
+    assert_eq!(paused(&g), None);
+    let e = n.evidence();
+    assert!(e.contains("; confirmed: with the client acknowledging at once (TCP_QUICKACK set before each read, 50 request(s) in 0.06 s on one new connection, at most 50 or 2 s) the stall went from 44.2 ms to 0.9 ms (a small reply's first-to-last-byte gap, mean; 0 of 50 re-timed replies held)"), "{e}");
+    // Four of 50 held (under a tenth): still gone.
+    let mut q = retime(46, 0.25, 0.05, 0.2);
+    for _ in 0..4 {
+        q.add(41_000_000, Some(40_000_000), 180);
+    }
+    assert_eq!(retimed(&q), Retimed::Gone);
+}
+
+#[test]
+fn holds_that_stay_with_the_client_acknowledging_at_once_are_a_pausing_server() {
+    // At the delayed-ACK timer with a delayed ACK per hold: it looks like Nagle, and
+    // without its re-timing is named so (as the main branch did).
+    let mut g = real(REAL_PAUSE);
+    assert!(looks_like(&g).is_some());
+    let q = g.quickack.take().unwrap();
+    assert!(judge(&g).is_some(), "named without a re-timing");
+    g.quickack = Some(q);
+    assert_eq!(retimed(&q), Retimed::Stayed);
+    assert_eq!(judge(&g), None);
+    let p = paused(&g).expect("a pausing server");
+    let line = p.line_at(" at 1 user(s)");
+    assert!(line.starts_with("Replies held between the server's sends at 1 user(s), not Nagle x delayed ACK: 32 of 32 small replies"), "{line}");
+    assert!(line.contains("with the client acknowledging at once (TCP_QUICKACK set before each read, 43 request(s) in 1.97 s on one new connection, at most 50 or 2 s) the stall stayed: 47.0 ms -> 46.6 ms (a small reply's first-to-last-byte gap, mean; 42 of 42 re-timed replies held)"), "{line}");
+    assert!(!line.contains("Fix: set TCP_NODELAY"), "{line}");
+}
+
+#[test]
+fn a_re_timing_with_too_few_replies_says_nothing_either_way() {
+    // The server failed the re-timed requests (2 replies, 48 failed).
+    let mut q = retime(2, 0.3, 0.05, 0.1);
+    q.requests = 50;
+    q.failed = 48;
+    assert_eq!(retimed(&q), Retimed::TooFew);
+    let mut g = gaps(47, 42.1, 46, 40.6, Some(49));
+    g.quickack = Some(q);
+    let n = judge(&g).expect("named by its gaps");
+    assert_eq!(paused(&g), None);
+    assert!(n.evidence().contains("; not confirmed: the re-timing with the client acknowledging at once (TCP_QUICKACK set before each read, 50 request(s) in 0.10 s on one new connection, at most 50 or 2 s) had 2 small replies, 48 failed"), "{}", n.evidence());
+}
+
+#[test]
+fn a_ramp_says_which_steps_paused_instead_of_naming_nagle() {
+    let plan = tpslab_plan::ramp::RampPlan {
+        proto: tpslab_plan::proto::Proto::Tcp,
+        target: "127.0.0.1:1".parse().unwrap(),
+        steps: vec![1, 2],
+        step: std::time::Duration::from_secs(1),
+        warmup: std::time::Duration::ZERO,
+        think: std::time::Duration::ZERO,
+        timeout: std::time::Duration::from_secs(1),
+        request: vec![],
+        framing: tpslab_plan::framing::Framing::Length,
+        seq_field: None,
+        knee_gain: 0.2,
+        builtin_server: None,
+        server_pid: None,
+        sample_interval: std::time::Duration::from_millis(10),
+        load_threads: 1,
+        http2_connections: 0,
+    };
+    let q = real(REAL_PAUSE).quickack.unwrap();
+    let with = |mut g: ReplyGaps| {
+        g.quickack = Some(q);
+        Some(g)
+    };
+    let rec = RampRecord {
+        plan,
+        steps: vec![
+            step(1, with(gaps(32, 47.27, 32, 46.3, Some(32)))),
+            step(2, with(gaps(64, 47.0, 64, 46.5, Some(60)))),
+        ],
+        interrupted: false,
+        server_cpus: None,
+        listener: None,
+        generator_peak_rss_kib: None,
+        load_sent_s: None,
+        overrun: None,
+        http2: None,
+    };
+    assert_eq!(ramp_line(&rec), None);
+    let line = ramp_pause_line(&rec).expect("said");
+    assert!(
+        line.starts_with(
+            "Replies held between the server's sends at 1, 2 user(s), not Nagle x delayed ACK: "
+        ),
+        "{line}"
+    );
+    assert!(line.ends_with("[figures at 2 user(s)]"), "{line}");
 }

@@ -323,6 +323,7 @@ pub fn analyse(rec: &RampRecord, host_cpus: usize) -> RampAnalysis {
     lines.extend(drop_reasons_line(rec));
     lines.extend(backoffs_line(rec));
     let nagle = crate::nagle::ramp_line(rec);
+    lines.extend(crate::nagle::ramp_pause_line(rec));
     let signals = verdict::Signals::of(rec, cpus, served, knee, fit_ok);
     lines.extend(disk_line(rec));
     let think_s = rec.plan.think.as_nanos() as f64 / 1e9;

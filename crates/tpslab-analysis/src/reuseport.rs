@@ -344,9 +344,18 @@ impl Imbalance {
                 .filter_map(|&i| self.readers[i].as_ref())
                 .map(worker_fix)
                 .collect();
+            // A thread's socket closes with it, not with the process.
+            let thread = sockets
+                .iter()
+                .any(|&i| self.readers[i].as_ref().is_some_and(|r| !r.tids.is_empty()));
             out.push(format!(
-                "until it is fixed, take {} out of the group (stop that worker: the kernel hashes its flows over the other sockets at once); more flows or reuseport BPF steering would still hand it its share",
-                self.slow_names()
+                "until it is fixed, take {} out of the group ({}: the kernel hashes its flows over the other sockets at once); more flows or reuseport BPF steering would still hand it its share",
+                self.slow_names(),
+                if thread {
+                    "close that thread's socket"
+                } else {
+                    "stop that worker"
+                }
             ));
             return out;
         }
@@ -368,9 +377,21 @@ impl Imbalance {
     }
 }
 
-/// "PID 4242 (python3)", "PIDs 10, 11 (nginx)".
+/// "PID 4242 (python3)", "PIDs 10, 11 (nginx)"; a thread of a process reading several
+/// sockets of the group, "thread 4244 of PID 4242 (python3), socket 81234".
 pub fn reader_name(r: &GroupReader) -> String {
     let pids: Vec<String> = r.pids.iter().map(|p| p.to_string()).collect();
+    if !r.tids.is_empty() {
+        let tids: Vec<String> = r.tids.iter().map(|t| t.to_string()).collect();
+        return format!(
+            "{} {} of PID {} ({}), socket {}",
+            if tids.len() == 1 { "thread" } else { "threads" },
+            tids.join(", "),
+            pids.join(", "),
+            r.comm,
+            r.inode
+        );
+    }
     match pids.len() {
         1 => format!("PID {} ({})", pids[0], r.comm),
         _ => format!("PIDs {} ({})", pids.join(", "), r.comm),
@@ -424,9 +445,20 @@ fn worker_fix(r: &GroupReader) -> String {
         Some(WaitClass::Runnable) | Some(WaitClass::Stolen) => "its thread waits for a CPU: other work shares its CPU (see its affinity: taskset -cp PID; the CPU's load: mpstat -P ALL 1)",
         _ => "see where its thread waits: cat /proc/PID/task/*/stack (root)",
     };
+    // A thread of a process reading several sockets: its own files are under the task.
+    let path = match r.tids.first() {
+        Some(tid) => format!("{pid}/task/{tid}"),
+        None => pid.to_string(),
+    };
     format!(
-        "fix the worker {who}: {}",
-        what.replace("PID", &pid.to_string())
+        "fix the {} {who}: {}",
+        if r.tids.is_empty() {
+            "worker"
+        } else {
+            "reader"
+        },
+        what.replace("/proc/PID/task/*", &format!("/proc/{path}"))
+            .replace("PID", &pid.to_string())
     )
 }
 

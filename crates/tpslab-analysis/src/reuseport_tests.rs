@@ -141,6 +141,10 @@ fn fixture(name: &str) -> Vec<GroupSocket> {
     let text = match name {
         // The second worker sleeps 1 ms per datagram; 4000 pps from 32 flows.
         "slow" => include_str!("reuseport_fixtures/slow.json"),
+        // One process, a thread per socket, the second sleeping 1 ms per datagram; 4000
+        // pps from 32 flows (2026-12-07, `diagnose udp 127.0.0.1:9204 --rate 4k
+        // --duration 2s` in a network namespace).
+        "threads" => include_str!("reuseport_fixtures/threads.json"),
         // Both workers fast; 1 flow in bursts of 400 every 40 ms.
         _ => include_str!("reuseport_fixtures/uneven.json"),
     };
@@ -256,4 +260,37 @@ fn an_alike_worker_offered_more_than_it_can_take_is_not_a_slow_reader() {
         !matches!(i.as_ref().map(|i| &i.kind), Some(Kind::SlowReader { .. })),
         "{i:?}"
     );
+}
+
+#[test]
+fn a_thread_of_one_process_reading_its_own_socket_is_named_by_tid_and_socket() {
+    // One process's two threads, a socket each (a real run): the reader is the thread,
+    // named with its socket; its fix names the thread's files.
+    let g = fixture("threads");
+    let i = judge(&g, Some(32), Steer::Hash).unwrap();
+    assert_eq!(i.kind, Kind::SlowReader { sockets: vec![1] });
+    let named = "thread 3807 of PID 3759 (python3), socket 5182748";
+    assert_eq!(i.slow_names(), named);
+    let line = i.sentence();
+    assert!(
+        line.contains("sleeping (in clock_nanosleep: 22 of 33 samples)"),
+        "{line}"
+    );
+    assert!(!line.contains("uneven"), "{line}");
+    let fixes = i.fixes().join("\n");
+    assert!(
+        fixes.contains(&format!("fix the reader {named}: it sleeps")),
+        "{fixes}"
+    );
+    assert!(!fixes.contains("thread 3806"), "{fixes}");
+    assert!(!fixes.contains("more flows from the clients"), "{fixes}");
+    // The same figures read as two processes' (no threads told): named by PID.
+    let mut g = g;
+    g.iter_mut().for_each(|s| {
+        let r = s.reader.as_mut().unwrap();
+        r.tids.clear();
+        r.inode = 0;
+    });
+    let i = judge(&g, Some(32), Steer::Hash).unwrap();
+    assert_eq!(i.slow_names(), "PID 3759 (python3)");
 }

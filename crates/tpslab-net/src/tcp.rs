@@ -281,6 +281,14 @@ pub fn buffer(fd: RawFd, which: Buf) -> Result<u64, NetError> {
     Ok(getsockopt_int(fd, libc::SOL_SOCKET, name, what)?.max(0) as u64)
 }
 
+/// Asks the kernel to acknowledge at once (TCP_QUICKACK 1): an ACK it was delaying is
+/// sent now, and the connection leaves delayed-ACK (pingpong) mode until the kernel
+/// enters it again on its own (it does as the connection goes on: set it before each
+/// read to keep it). Errors: setsockopt fails (not a TCP socket).
+pub fn set_quickack(fd: RawFd) -> Result<(), NetError> {
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1, "TCP_QUICKACK")
+}
+
 /// Clamps the receive window this socket advertises to `bytes` (TCP_WINDOW_CLAMP; the
 /// kernel raises values below SOCK_MIN_RCVBUF / 2).
 pub fn set_window_clamp(fd: RawFd, bytes: u32) -> Result<(), NetError> {

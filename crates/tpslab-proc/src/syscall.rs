@@ -144,9 +144,38 @@ pub fn syscall_name(nr: u64) -> String {
         .map_or_else(|| format!("syscall {nr}"), |(_, s)| (*s).to_string())
 }
 
+/// The descriptors an epoll instance watches, from its /proc/PID/fdinfo/EPFD (one
+/// `tfd: FD events: ... data: ... pos: ... ino: ... sdev: ...` line each), at most `max`
+/// of them (the rest are not parsed: a caller that wants one socket stops at two).
+pub fn parse_epoll_tfds(s: &str, max: usize) -> Vec<u32> {
+    s.lines()
+        .filter_map(|l| l.strip_prefix("tfd:"))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .take(max)
+        .collect()
+}
+
+/// Whether a call named `name` waits on an epoll instance given as its first argument.
+pub fn is_epoll_wait(name: &str) -> bool {
+    matches!(name, "epoll_wait" | "epoll_pwait" | "epoll_pwait2")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_epolls_watched_descriptors_are_read_from_its_fdinfo() {
+        // Python's select.epoll on Linux 6.1, watching one UDP socket, then two.
+        let one = "pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t1039\ntfd:        3 events:       19 data:                3  pos:0 ino:4e7220 sdev:9\n";
+        let two = "pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t1039\ntfd:        4 events:       19 data:     7fb500000004  pos:0 ino:4e7221 sdev:9\ntfd:        3 events:       19 data:                3  pos:0 ino:4e7220 sdev:9\n";
+        assert_eq!(parse_epoll_tfds(one, 2), vec![3]);
+        assert_eq!(parse_epoll_tfds(two, 2), vec![4, 3]);
+        assert_eq!(parse_epoll_tfds(two, 1), vec![4]);
+        // Not an epoll (a socket's fdinfo): nothing.
+        assert!(parse_epoll_tfds("pos:\t0\nflags:\t02\nmnt_id:\t9\nino:\t5141024\n", 2).is_empty());
+        assert!(is_epoll_wait("epoll_pwait") && !is_epoll_wait("poll"));
+    }
 
     #[test]
     fn the_three_forms_of_the_file() {

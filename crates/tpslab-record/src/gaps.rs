@@ -41,6 +41,81 @@ pub struct ReplyGaps {
     /// kernel's TCP_INFO without it (before 4.6), or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_rtt_min_ns: Option<u64>,
+    /// The run's re-timing with the client acknowledging at once (TCP_QUICKACK), made
+    /// once a run when its held replies looked like Nagle x delayed ACK and kept in each
+    /// step (or run) that looked so: whether the holds went with the client's delayed
+    /// ACK. None: not re-timed (nothing looked like it, or an older record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quickack: Option<QuickackRetime>,
+}
+
+/// A short re-timing of the target on one new connection (one request in flight, no
+/// think time) whose client sets TCP_QUICKACK before each read (Linux clears it as it
+/// goes: re-armed per read), so every segment of a reply is acknowledged at once and a
+/// server's Nagle never waits for a delayed ACK. Bounded: at most
+/// [`QuickackRetime::MAX_REQUESTS`] requests and [`QuickackRetime::MAX_NS`], whichever
+/// comes first. Held replies that vanish here were Nagle x delayed ACK; held replies that
+/// stay are the server pausing between its sends (`tpslab_analysis::nagle` judges it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct QuickackRetime {
+    /// Requests written.
+    pub requests: u64,
+    /// Replies counted (answered, not failed).
+    pub replies: u64,
+    /// Requests failed (a failure's reply, a timeout, a connect or connection error).
+    pub failed: u64,
+    /// From the first request written to the last reply (or failure), ns.
+    pub duration_ns: u64,
+    /// The replies' response times summed, ns.
+    pub response_ns: u64,
+    /// Replies of at most [`ReplyGaps::SMALL_BYTES`] with both their first and last byte
+    /// times taken.
+    pub small: u64,
+    /// Their gaps from first byte read to last, summed, ns: with `small`, what a small
+    /// reply's first-to-last-byte gap was on average with the client acknowledging at once.
+    pub gap_ns: u64,
+    /// Of them, replies held as [`ReplyGaps::is_held`] counts them.
+    pub held: u64,
+    /// The held replies' gaps summed, ns.
+    pub held_gap_ns: u64,
+    /// `TcpExt: DelayedACKs` of the client's namespace over the re-timing (the whole
+    /// namespace's); None: not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed_acks: Option<u64>,
+}
+
+impl QuickackRetime {
+    /// The most requests a re-timing writes.
+    pub const MAX_REQUESTS: u64 = 50;
+    /// The longest a re-timing runs, ns (2 s: 50 replies held ~40 ms each fit in it).
+    pub const MAX_NS: u64 = 2_000_000_000;
+
+    /// Counts one reply as [`ReplyGaps::add`] does: its response time `rt_ns`, its first-
+    /// to-last-byte gap `gap_ns` (None: not taken), its length in bytes.
+    pub fn add(&mut self, rt_ns: u64, gap_ns: Option<u64>, len: usize) {
+        self.replies += 1;
+        self.response_ns = self.response_ns.saturating_add(rt_ns);
+        let Some(gap) = gap_ns.filter(|_| len <= ReplyGaps::SMALL_BYTES) else {
+            return;
+        };
+        self.small += 1;
+        self.gap_ns = self.gap_ns.saturating_add(gap);
+        if ReplyGaps::is_held(gap, len) {
+            self.held += 1;
+            self.held_gap_ns = self.held_gap_ns.saturating_add(gap);
+        }
+    }
+
+    /// The small replies' mean first-to-last-byte gap, ns (None: none).
+    pub fn mean_gap_ns(&self) -> Option<f64> {
+        (self.small > 0).then(|| self.gap_ns as f64 / self.small as f64)
+    }
+
+    /// The replies' mean response time, ns (None: none).
+    pub fn mean_response_ns(&self) -> Option<f64> {
+        (self.replies > 0).then(|| self.response_ns as f64 / self.replies as f64)
+    }
 }
 
 impl ReplyGaps {
@@ -104,6 +179,7 @@ impl ReplyGaps {
         if let Some(r) = o.held_rtt_min_ns {
             self.held_rtt(r);
         }
+        self.quickack = self.quickack.or(o.quickack);
     }
 
     /// The held replies' mean gap, ns (None: none held).
@@ -146,6 +222,21 @@ mod tests {
         assert!((g.held_share() - 70.0 / rt as f64).abs() < 1e-12);
         assert_eq!(ReplyGaps::default().held_share(), 0.0);
         assert_eq!(ReplyGaps::default().mean_held_gap_ns(), None);
+    }
+
+    #[test]
+    fn a_retiming_counts_every_small_gap_and_the_held_ones() {
+        let mut q = super::QuickackRetime::default();
+        q.add(1_000_000, Some(200_000), 200);
+        q.add(46_000_000, Some(45_000_000), 200);
+        // Too big for a gap to mean anything, and no first byte taken.
+        q.add(60_000_000, Some(50_000_000), ReplyGaps::SMALL_BYTES + 1);
+        q.add(2_000_000, None, 200);
+        assert_eq!((q.replies, q.small, q.held), (4, 2, 1));
+        assert_eq!((q.gap_ns, q.held_gap_ns), (45_200_000, 45_000_000));
+        assert_eq!(q.mean_gap_ns(), Some(22_600_000.0));
+        assert_eq!(q.mean_response_ns(), Some(27_250_000.0));
+        assert_eq!(super::QuickackRetime::default().mean_gap_ns(), None);
     }
 
     #[test]

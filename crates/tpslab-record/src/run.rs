@@ -437,9 +437,11 @@ pub struct TargetSocket {
     pub holders: Vec<u32>,
     /// Its readers: the threads of the processes that hold this socket and no other of
     /// the group (a pre-forked worker's), each with the UDP datagrams it read (the
-    /// exact per-thread tracepoint counts); threads that read nothing are left out. Empty
-    /// when its readers cannot be told apart (one process holding several of the
-    /// group's sockets) or reads were not counted.
+    /// exact per-thread tracepoint counts); threads that read nothing are left out. For a
+    /// process holding several of the group's sockets (a thread per socket), the
+    /// threads seen waiting to read this one ([`SocketReader::seen`]). Empty when its
+    /// readers cannot be told apart (a reading thread of such a process whose socket
+    /// was never seen, beside others) or reads were not counted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readers: Vec<SocketReader>,
 }
@@ -455,6 +457,13 @@ pub struct SocketReader {
     /// UDP datagrams it read over the run (tracepoint `sock:sock_recv_length`, UDP,
     /// counted on the thread with perf_event_open).
     pub reads: u64,
+    /// How it is known to read this socket when its process holds several of the
+    /// group's: the thread samples that saw it waiting to read this socket (blocked in a
+    /// receive or read on it, or in an epoll wait on an epoll watching it alone); 0 for
+    /// a process holding this socket alone, or for the one reading thread left with no
+    /// socket seen, given the one socket of its process left with no reader.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub seen: u64,
 }
 
 /// Observations of the kernel over the run.

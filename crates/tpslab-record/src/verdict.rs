@@ -359,4 +359,12 @@ pub struct GroupReader {
     /// None when the threads were not sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states: Option<crate::waits::ThreadStates>,
+    /// The reading threads (TIDs) when their process holds other sockets of the group
+    /// too (one process, a thread per socket): the reader is those threads, not the
+    /// process. Empty for a process holding this socket alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tids: Vec<u32>,
+    /// The socket they read (its inode), with `tids`.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub inode: u64,
 }

@@ -46,7 +46,12 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
     };
     let secs = plan.duration.as_nanos() as f64 / 1e9;
     let rec = ctx.phase(what, secs, || {
-        tpslab_engine::client::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())
+        let mut rec =
+            tpslab_engine::client::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
+        // Replies that look held by Nagle until a delayed ACK: re-timed with the client
+        // acknowledging at once (at most 50 requests or 2 s), the server still up.
+        tpslab_engine::client::quickack::retime_load_http(plan, &ctx.stop, &mut rec)?;
+        Ok::<_, tpslab_engine::EngineError>(rec)
     });
     drop(server);
     Ok(rec?)

@@ -33,12 +33,25 @@ fn blocked_on(w: &tpslab_record::waits::ThreadWaits) -> Option<(String, f64)> {
 /// The target's SO_REUSEPORT group socket by socket: the observer's drops and queue of
 /// each, with tpslab's own server's reads (thread `i` reads socket `i`) and granted
 /// SO_RCVBUF, or a foreign server's worker reads (the exact counts of the threads of the
-/// process holding that socket alone) and those threads' sampled waits; empty with one
-/// socket.
+/// process holding that socket alone, or of one process's threads seen reading it) and
+/// those threads' sampled waits; empty with one socket.
 fn group(
     o: &tpslab_record::ObserverReport,
     server: Option<&tpslab_record::ServerReport>,
 ) -> Vec<tpslab_record::verdict::GroupSocket> {
+    // Processes whose threads read several sockets of the group: a reader there is a
+    // thread, named so.
+    let mut sockets_of = std::collections::BTreeMap::<u32, usize>::new();
+    for t in &o.target_sockets {
+        let mut pids: Vec<u32> = t.readers.iter().map(|r| r.pid).collect();
+        pids.dedup();
+        for p in pids {
+            *sockets_of.entry(p).or_default() += 1;
+        }
+    }
+    let threaded = |t: &tpslab_record::TargetSocket| {
+        !t.readers.is_empty() && t.readers.iter().all(|r| sockets_of[&r.pid] > 1)
+    };
     o.target_sockets
         .iter()
         .map(|t| {
@@ -54,17 +67,19 @@ fn group(
                     .rcvbuf_bytes
                     .or(at.and(server.map(|s| s.rcvbuf_granted_bytes))),
                 inode: t.inode,
-                reader: reader(t, o.thread_waits.as_ref()),
+                reader: reader(t, o.thread_waits.as_ref(), threaded(t)),
             }
         })
         .collect()
 }
 
 /// A foreign socket's reader: its reading threads' processes and their samples merged
-/// (None without reading threads).
+/// (None without reading threads); `threaded`: the threads of a process that reads
+/// other sockets of the group too, named by thread and socket.
 fn reader(
     t: &tpslab_record::TargetSocket,
     waits: Option<&tpslab_record::waits::ThreadWaits>,
+    threaded: bool,
 ) -> Option<tpslab_record::verdict::GroupReader> {
     let first = t.readers.first()?;
     let mut pids: Vec<u32> = t.readers.iter().map(|r| r.pid).collect();
@@ -91,6 +106,12 @@ fn reader(
             .first()
             .map_or_else(|| format!("pid {}", first.pid), |th| th.comm.clone()),
         states,
+        tids: if threaded {
+            t.readers.iter().map(|r| r.tid).collect()
+        } else {
+            vec![]
+        },
+        inode: if threaded { t.inode } else { 0 },
     })
 }
 

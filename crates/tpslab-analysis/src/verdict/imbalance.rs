@@ -101,8 +101,13 @@ fn slow_reader(f: &Facts, d: &mut Draft, i: &Imbalance, sockets: &[usize]) -> (S
         })
         .collect();
     let slow_drops: u64 = sockets.iter().map(|&k| f.group[k].drops).sum();
+    // One process's threads, a socket each: the reader is a thread, not a worker process.
+    let threads = sockets
+        .iter()
+        .any(|&k| i.readers[k].as_ref().is_some_and(|r| !r.tids.is_empty()));
+    let who = if threads { "reader" } else { "worker" };
     d.recs.push(Recommendation {
-        what: format!("fix the slow worker {names} before spreading the load or adding buffer"),
+        what: format!("fix the slow {who} {names} before spreading the load or adding buffer"),
         why: format!(
             "its socket's share of the datagrams was no larger than an even one, yet it dropped {slow_drops} of them while the other workers, waiting for datagrams most of the run, kept up{}: the kernel hashes the same share to it whatever the flows, so more flows or steering do not help, and a larger buffer only delays the drops of a reader slower than its share",
             if rates.is_empty() {

@@ -13,6 +13,7 @@ mod books;
 pub mod load;
 pub mod openloop;
 pub mod proto;
+pub mod quickack;
 pub mod ramp;
 mod tally;
 pub mod udp_run;

@@ -532,21 +532,7 @@ pub fn run_load_http_live(
     if plan.http3 {
         return h3loop::run_load_h3(plan, stop, live);
     }
-    let request = plan
-        .request
-        .bytes(&plan.body)
-        .map_err(|e| EngineError::Other(e.to_string()))?;
-    // Methods are case-sensitive: only HEAD's replies have no body.
-    let proto = Http1::new(plan.target, request, plan.request.method == "HEAD");
-    let proto = match crate::client::proto::tls::client_for(
-        &plan.request,
-        crate::client::proto::http1::ALPN,
-    )
-    .map_err(EngineError::Other)?
-    {
-        Some(t) => proto.with_tls(t),
-        None => proto,
-    };
+    let proto = http1_for(plan)?;
     let ask = OpenAsk {
         target: plan.target,
         rate: plan.rate,
@@ -564,6 +550,25 @@ pub fn run_load_http_live(
         .zip(delayed_acks())
         .map(|(a, b)| b.saturating_sub(a));
     Ok(record(plan, start, intended, l))
+}
+
+/// `load http`'s HTTP/1.1 exchange (over TLS for `https://`). Errors: the request's
+/// bytes, a `--cacert` without a usable certificate (one line each).
+pub(crate) fn http1_for(plan: &LoadHttpPlan) -> Result<Http1, EngineError> {
+    let request = plan
+        .request
+        .bytes(&plan.body)
+        .map_err(|e| EngineError::Other(e.to_string()))?;
+    // Methods are case-sensitive: only HEAD's replies have no body.
+    let proto = Http1::new(plan.target, request, plan.request.method == "HEAD");
+    Ok(
+        match crate::client::proto::tls::client_for(&plan.request, crate::client::proto::http1::ALPN)
+            .map_err(EngineError::Other)?
+        {
+            Some(t) => proto.with_tls(t),
+            None => proto,
+        },
+    )
 }
 
 /// `TcpExt: DelayedACKs` of this process's network namespace, when readable.

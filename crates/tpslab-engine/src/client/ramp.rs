@@ -287,6 +287,19 @@ pub fn run_ramp_with(
             .as_ref()
             .map(|s| s.get(k).copied().unwrap_or_default());
     }
+    // Replies that look held by Nagle until a delayed ACK: re-timed once with the client
+    // acknowledging at once (crate::quickack), the figures kept in each step that looked
+    // so. Not once stopped.
+    if gaps_kept
+        && !stop.load(Relaxed)
+        && crate::client::quickack::wanted(results.iter().filter_map(|r| r.reply_gaps.as_ref()))
+    {
+        let q = proto.with(crate::client::quickack::Run {
+            timeout_ns: nanos(&plan.timeout).max(1_000_000),
+            stop,
+        });
+        crate::client::quickack::attach(results.iter_mut().filter_map(|r| r.reply_gaps.as_mut()), q);
+    }
     let spans: Vec<(u64, u64)> = (0..plan.steps.len())
         .filter_map(|k| shared.sent_span(k))
         .collect();

@@ -372,6 +372,7 @@ fn sample_loop(
     let group = with_readers(
         sampler.srv_track.group(&sampler.srv_rcvbuf),
         sampler.io.as_ref(),
+        sampler.waits.as_ref().map(|w| w.read_sockets()),
     );
     let readers = sampler.io.as_ref().map(|c| c.reader_threads());
     let bounded = Bounded { decimated, rxq_max };

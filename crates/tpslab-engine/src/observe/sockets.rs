@@ -262,11 +262,13 @@ impl DropTrack {
 }
 
 /// The group `group` with each socket's holders (a scan of /proc/*/fd) and, where the
-/// server's threads were counted (`io`), its readers ([`assign_readers`]); unchanged
-/// without counts.
+/// server's threads were counted (`io`), its readers ([`assign_readers`]; `seen`: the
+/// sockets each thread was seen waiting to read, [`crate::observe::waits::WaitSampler::read_sockets`]);
+/// unchanged without counts.
 pub(super) fn with_readers(
     mut group: Vec<tpslab_record::TargetSocket>,
     io: Option<&crate::observe::sockio::ProcessUdpIo>,
+    seen: Option<&BTreeMap<u32, BTreeMap<u64, u64>>>,
 ) -> Vec<tpslab_record::TargetSocket> {
     let Some(io) = io else { return group };
     if group.is_empty() {
@@ -276,22 +278,82 @@ pub(super) fn with_readers(
     let by_pid = crate::observe::fd_holders::holders_of(&inodes);
     let thread_of =
         |pid: u32, tid: u32| std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists();
-    assign_readers(&mut group, &by_pid, &io.reads_by_thread(), &thread_of);
+    let none = BTreeMap::new();
+    assign_readers(
+        &mut group,
+        &by_pid,
+        &io.reads_by_thread(),
+        &thread_of,
+        seen.unwrap_or(&none),
+    );
     group
+}
+
+/// The reading threads of a process holding the group's sockets `held` (`threads`: its
+/// threads' TIDs and UDP reads), each with the socket it reads: the one of `held` it was
+/// seen waiting to read most (`seen`: TID -> inode -> samples), else, when exactly one
+/// reading thread and one of `held` are left without, that one (seen 0). None when a
+/// reading thread is left without a socket (whose reads are whose cannot be told).
+fn thread_sockets(
+    pid: u32,
+    threads: &[(u32, u64)],
+    held: &[u64],
+    seen: &BTreeMap<u32, BTreeMap<u64, u64>>,
+) -> Option<Vec<(u64, tpslab_record::SocketReader)>> {
+    let mut out: Vec<(u32, u64, Option<(u64, u64)>)> = threads
+        .iter()
+        .filter(|r| r.1 > 0)
+        .map(|&(tid, reads)| {
+            let best = seen.get(&tid).and_then(|m| {
+                m.iter()
+                    .filter(|e| held.contains(e.0))
+                    .max_by_key(|e| (*e.1, std::cmp::Reverse(*e.0)))
+                    .map(|(&i, &n)| (i, n))
+            });
+            (tid, reads, best)
+        })
+        .collect();
+    let left: Vec<usize> = (0..out.len()).filter(|&k| out[k].2.is_none()).collect();
+    let free: Vec<u64> = held
+        .iter()
+        .copied()
+        .filter(|i| !out.iter().any(|r| r.2.is_some_and(|(s, _)| s == *i)))
+        .collect();
+    if let ([k], [i]) = (&left[..], &free[..]) {
+        out[*k].2 = Some((*i, 0));
+    }
+    out.into_iter()
+        .map(|(tid, reads, best)| {
+            let (inode, seen) = best?;
+            Some((
+                inode,
+                tpslab_record::SocketReader {
+                    pid,
+                    tid,
+                    reads,
+                    seen,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Fills each socket's holders (the PIDs of `by_pid`, PID -> the group's inodes it
 /// holds, that hold it) and readers: the threads (`reads`: thread id, datagrams read)
 /// of the processes that hold it and no other socket of the group (`thread_of(pid,
 /// tid)`: the thread is that process's) that read, or, when none of a process's threads
-/// read, its main thread with 0 (a worker whose socket got nothing). A socket also held
-/// by a process that holds others and whose threads read (a parent reading beside its
-/// workers) gets no readers: whose reads are whose cannot be told.
+/// read, its main thread with 0 (a worker whose socket got nothing). A process holding
+/// several of the group's sockets whose threads read (one process, a thread per
+/// socket) gives each socket the threads seen waiting to read it ([`thread_sockets`]:
+/// `seen`, TID -> inode -> samples); when one of its reading threads cannot be placed
+/// (a parent reading beside its workers, a thread never seen waiting) its sockets get
+/// no readers: whose reads are whose cannot be told.
 pub(super) fn assign_readers(
     group: &mut [tpslab_record::TargetSocket],
     by_pid: &BTreeMap<u32, Vec<u64>>,
     reads: &[(u32, u64)],
     thread_of: &dyn Fn(u32, u32) -> bool,
+    seen: &BTreeMap<u32, BTreeMap<u64, u64>>,
 ) {
     let of = |pid: u32| -> Vec<(u32, u64)> {
         let mine = reads
@@ -306,32 +368,55 @@ pub(super) fn assign_readers(
         }
     };
     let reads_some = |pid: u32| of(pid).iter().any(|r| r.1 > 0);
+    // Each process holding several sockets whose threads read: its threads by socket.
+    let placed: BTreeMap<u32, Option<Vec<(u64, tpslab_record::SocketReader)>>> = by_pid
+        .iter()
+        .filter(|e| e.1.len() > 1 && reads_some(*e.0))
+        .map(|(&p, v)| (p, thread_sockets(p, &of(p), v, seen)))
+        .collect();
     for t in group.iter_mut() {
         t.holders = by_pid
             .iter()
             .filter(|(_, v)| v.contains(&t.inode))
             .map(|(&p, _)| p)
             .collect();
-        let shared_reads = t
+        let shared: Vec<u32> = t
             .holders
             .iter()
-            .any(|&p| by_pid[&p].len() > 1 && reads_some(p));
-        t.readers = if shared_reads {
-            vec![]
-        } else {
-            t.holders
+            .copied()
+            .filter(|p| placed.contains_key(p))
+            .collect();
+        let alone = t
+            .holders
+            .iter()
+            .filter(|&&p| by_pid[&p].len() == 1)
+            .flat_map(|&pid| {
+                of(pid)
+                    .into_iter()
+                    .map(move |(tid, reads)| tpslab_record::SocketReader {
+                        pid,
+                        tid,
+                        reads,
+                        seen: 0,
+                    })
+            });
+        t.readers = if shared.is_empty() {
+            alone.collect()
+        } else if shared.iter().all(|p| placed[p].is_some()) {
+            // Threads of one process, a socket each (with any worker holding it alone).
+            let mut r: Vec<tpslab_record::SocketReader> = shared
                 .iter()
-                .filter(|&&p| by_pid[&p].len() == 1)
-                .flat_map(|&pid| {
-                    of(pid)
-                        .into_iter()
-                        .map(move |(tid, reads)| tpslab_record::SocketReader { pid, tid, reads })
-                })
-                .collect()
+                .flat_map(|p| placed[p].iter().flatten())
+                .filter(|(i, _)| *i == t.inode)
+                .map(|(_, r)| r.clone())
+                .collect();
+            r.extend(alone);
+            r
+        } else {
+            vec![]
         };
     }
 }
-
 pub(super) fn add_udp(a: &mut UdpCounters, b: &UdpCounters) {
     a.in_datagrams += b.in_datagrams;
     a.no_ports += b.no_ports;
@@ -445,29 +530,81 @@ mod tests {
             t => pid == t,
         };
         let mut g = vec![sock(7), sock(8)];
-        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assign_readers(&mut g, &by_pid, &reads, &thread_of, &BTreeMap::new());
         assert_eq!(g[0].holders, vec![9, 10]);
-        let r = |pid, tid, reads| SocketReader { pid, tid, reads };
+        let r = |pid, tid, reads| SocketReader {
+            pid,
+            tid,
+            reads,
+            seen: 0,
+        };
         assert_eq!(g[0].readers, vec![r(10, 10, 500), r(10, 12, 20)]);
         assert_eq!(g[1].readers, vec![r(11, 11, 90)]);
         // A worker whose socket got nothing: its main thread, with 0.
         let reads = [(10, 500), (11, 0), (14, 0)];
         let thread_of = |pid: u32, tid: u32| pid == tid || (pid, tid) == (11, 14);
         let mut g = vec![sock(7), sock(8)];
-        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assign_readers(&mut g, &by_pid, &reads, &thread_of, &BTreeMap::new());
         assert_eq!(g[1].readers, vec![r(11, 11, 0)]);
         // The parent reads too: whose reads are whose cannot be told.
         let reads = [(10, 500), (11, 90), (9, 5)];
         let thread_of = |pid: u32, tid: u32| pid == tid;
         let mut g = vec![sock(7), sock(8)];
-        assign_readers(&mut g, &by_pid, &reads, &thread_of);
+        assign_readers(&mut g, &by_pid, &reads, &thread_of, &BTreeMap::new());
         assert!(g.iter().all(|t| t.readers.is_empty()), "{g:?}");
         // One process holding every socket (threads reading each): not told apart.
         let one: BTreeMap<u32, Vec<u64>> = [(5, vec![7, 8])].into();
         let mut g = vec![sock(7), sock(8)];
-        assign_readers(&mut g, &one, &[(5, 100), (6, 100)], &|_, _| true);
+        assign_readers(
+            &mut g,
+            &one,
+            &[(5, 100), (6, 100)],
+            &|_, _| true,
+            &BTreeMap::new(),
+        );
         assert!(g
             .iter()
             .all(|t| t.readers.is_empty() && t.holders == vec![5]));
+    }
+
+    #[test]
+    fn one_processs_threads_read_the_sockets_they_were_seen_waiting_on() {
+        // One process (PID 5) holding both sockets of the group, a thread per socket:
+        // thread 6 seen blocked reading socket 8 in 40 samples (and 7 once), thread 7
+        // never seen waiting to read (busy or asleep: a slow reader); the main thread 5
+        // reads nothing.
+        let one: BTreeMap<u32, Vec<u64>> = [(5, vec![7, 8])].into();
+        let reads = [(5, 0), (6, 4000), (7, 1800)];
+        let seen: BTreeMap<u32, BTreeMap<u64, u64>> = [(6, [(8, 40), (7, 1)].into())].into();
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &one, &reads, &|_, _| true, &seen);
+        let r = |tid, reads, seen| SocketReader {
+            pid: 5,
+            tid,
+            reads,
+            seen,
+        };
+        // Socket 8: thread 6 as seen; socket 7: the one left, to the one thread left.
+        assert_eq!(g[1].readers, vec![r(6, 4000, 40)]);
+        assert_eq!(g[0].readers, vec![r(7, 1800, 0)]);
+        assert!(g.iter().all(|t| t.holders == vec![5]));
+        // Both seen: each as seen.
+        let seen: BTreeMap<u32, BTreeMap<u64, u64>> =
+            [(6, [(8, 40)].into()), (7, [(7, 3)].into())].into();
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &one, &reads, &|_, _| true, &seen);
+        assert_eq!(g[0].readers, vec![r(7, 1800, 3)]);
+        // Three reading threads, one seen: two left for one socket, not told apart.
+        let reads = [(6, 4000), (7, 1800), (9, 100)];
+        let seen: BTreeMap<u32, BTreeMap<u64, u64>> = [(6, [(8, 40)].into())].into();
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &one, &reads, &|_, _| true, &seen);
+        assert!(g.iter().all(|t| t.readers.is_empty()), "{g:?}");
+        // A socket seen that is not the group's is no reading of it.
+        let reads = [(6, 4000), (7, 1800)];
+        let seen: BTreeMap<u32, BTreeMap<u64, u64>> = [(6, [(99, 50)].into())].into();
+        let mut g = vec![sock(7), sock(8)];
+        assign_readers(&mut g, &one, &reads, &|_, _| true, &seen);
+        assert!(g.iter().all(|t| t.readers.is_empty()), "{g:?}");
     }
 }

@@ -321,7 +321,12 @@ impl StepSampler {
 
     fn sample_one(&mut self, p: u32, tid: u32) {
         let dir = task_dir(p, tid);
-        let Some(t) = sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok()) else {
+        // No epoll looked into: a ramp's waits need the call, not the socket read.
+        let Some(t) = sample_task(
+            &dir,
+            &mut |n| std::fs::read_to_string(dir.join(n)).ok(),
+            &mut 0,
+        ) else {
             return;
         };
         self.samples += 1;

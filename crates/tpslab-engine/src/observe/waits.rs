@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tpslab_analysis::ramp_threads::peer_call;
 use tpslab_analysis::waits::FdKind;
-use tpslab_proc::syscall::{parse_syscall, parse_syscall_args, syscall_name, SyscallState};
+use tpslab_proc::syscall::{
+    is_epoll_wait, parse_epoll_tfds, parse_syscall, parse_syscall_args, syscall_name, SyscallState,
+};
 use tpslab_record::waits::{ThreadStates, ThreadWait, ThreadWaits};
 
 /// One thread in one sample.
@@ -24,6 +26,38 @@ pub(crate) struct TaskSample {
     pub(crate) futex_timed: bool,
     /// The socket inode of a receive, read, send or connect blocked on a socket.
     pub(crate) socket: Option<u64>,
+    /// The socket the thread waits to read: a receive or read blocked on it, or an
+    /// epoll wait whose epoll watches that one socket (its fdinfo's one `tfd`).
+    pub(crate) reads_socket: Option<u64>,
+}
+
+/// The most epoll instances a [`WaitSampler`] tick looks into (one fdinfo read and one
+/// fd link each) to tell which socket a thread blocked in `epoll_wait` waits for: a
+/// sample of a process with thousands of threads in epoll waits costs at most this many
+/// more reads.
+pub const EPOLL_LOOKUPS_PER_TICK: usize = 64;
+
+/// The most threads whose read sockets a [`WaitSampler`] keeps (a few sockets each,
+/// [`READ_SOCKETS_PER_THREAD`]); threads past it are not told apart by socket.
+pub const READ_SOCKET_THREADS: usize = 1024;
+
+/// The most sockets kept per thread as the ones it was seen waiting to read.
+pub const READ_SOCKETS_PER_THREAD: usize = 4;
+
+/// Calls that read from their first argument's descriptor: blocked in one on a socket,
+/// a thread waits for that socket's data.
+fn reads_fd(name: &str) -> bool {
+    matches!(name, "read" | "readv" | "recvfrom" | "recvmsg" | "recvmmsg")
+}
+
+/// The one socket the epoll `epfd` of the thread at `dir` watches (its fdinfo lists one
+/// target, a socket); None when it watches several, none, or something else.
+fn epoll_socket(dir: &Path, epfd: u64) -> Option<u64> {
+    let info = std::fs::read_to_string(dir.join("fdinfo").join(epfd.to_string())).ok()?;
+    let tfds = parse_epoll_tfds(&info, 2);
+    let [fd] = tfds[..] else { return None };
+    let link = std::fs::read_link(dir.join("fd").join(fd.to_string())).ok()?;
+    socket_inode(&link.to_string_lossy())
 }
 
 /// A futex wait given a timeout, from the call's name and its arguments as
@@ -55,9 +89,12 @@ fn socket_inode(link: &str) -> Option<u64> {
 
 /// One thread's state now; None when the thread is gone. `read` gives the text of one
 /// of the thread's files (`stat`, `wchan`, `syscall`).
+/// `epolls`: how many more epoll instances may be looked into ([`epoll_socket`]); one
+/// taken per lookup.
 pub(crate) fn sample_task(
     dir: &Path,
     read: &mut dyn FnMut(&'static str) -> Option<String>,
+    epolls: &mut usize,
 ) -> Option<TaskSample> {
     let s = read("stat")?;
     let t = tpslab_proc::pid::parse_task_stat(&s, "stat").ok()?;
@@ -71,6 +108,7 @@ pub(crate) fn sample_task(
             cpu_ticks: t.utime + t.stime,
             futex_timed: false,
             socket: None,
+            reads_socket: None,
         });
     }
     let wchan = read("wchan");
@@ -86,11 +124,13 @@ pub(crate) fn sample_task(
             cpu_ticks: t.utime + t.stime,
             futex_timed: false,
             socket: None,
+            reads_socket: None,
         });
     }
     let args = raw.as_deref().and_then(parse_syscall_args);
     let sc = raw.and_then(|s| parse_syscall(&s));
     let (mut syscall, mut fd, mut futex, mut socket) = (None, FdKind::Unknown, false, None);
+    let mut reads_socket = None;
     // Woken between the two reads (no call): counted by its state alone.
     if let Some(SyscallState::In { nr, arg1 }) = sc {
         let name = syscall_name(nr);
@@ -114,6 +154,12 @@ pub(crate) fn sample_task(
                 };
             }
             socket = inode;
+            if reads_fd(&name) {
+                reads_socket = inode;
+            }
+        } else if is_epoll_wait(&name) && *epolls > 0 {
+            *epolls -= 1;
+            reads_socket = epoll_socket(dir, arg1);
         }
         syscall = Some(name);
     }
@@ -126,6 +172,7 @@ pub(crate) fn sample_task(
         cpu_ticks: t.utime + t.stime,
         futex_timed: futex,
         socket,
+        reads_socket,
     })
 }
 
@@ -213,6 +260,9 @@ pub struct WaitSampler {
     cpu0: Option<tpslab_proc::CpuTimes>,
     /// Every thread as the last tick found it (for the live stream).
     now: Vec<tpslab_analysis::waits::LiveThread>,
+    /// Per thread, the sockets it was seen waiting to read and in how many samples
+    /// (bounded: [`READ_SOCKET_THREADS`], [`READ_SOCKETS_PER_THREAD`]).
+    read_sockets: BTreeMap<u32, BTreeMap<u64, u64>>,
 }
 
 /// The host's CPU times now (/proc/stat `cpu` line).
@@ -257,7 +307,15 @@ impl WaitSampler {
             files: BTreeMap::new(),
             cpu0: None,
             now: Vec::new(),
+            read_sockets: BTreeMap::new(),
         }
+    }
+
+    /// Per thread (TID), the sockets (inodes) it was seen waiting to read over the run
+    /// and in how many samples each: blocked in a receive or read on it, or in an epoll
+    /// wait on an epoll that watches it alone.
+    pub fn read_sockets(&self) -> &BTreeMap<u32, BTreeMap<u64, u64>> {
+        &self.read_sockets
     }
 
     /// Every thread as the last tick found it: its state and where it waits.
@@ -297,14 +355,19 @@ impl WaitSampler {
         }
         self.files.retain(|t, _| listed(t));
         self.now.clear();
+        let mut epolls = EPOLL_LOOKUPS_PER_TICK;
         for tid in tids {
             let dir = self.task_dir(tid);
             let keep = self.files.len() < KEEP_OPEN_THREADS || self.files.contains_key(&tid);
             let s = if keep {
                 let files = self.files.entry(tid).or_default();
-                sample_task(&dir, &mut |n| files.read(&dir, n))
+                sample_task(&dir, &mut |n| files.read(&dir, n), &mut epolls)
             } else {
-                sample_task(&dir, &mut |n| std::fs::read_to_string(dir.join(n)).ok())
+                sample_task(
+                    &dir,
+                    &mut |n| std::fs::read_to_string(dir.join(n)).ok(),
+                    &mut epolls,
+                )
             };
             let Some(s) = s else {
                 // Gone (or unreadable): its kept files are closed; opened afresh if it
@@ -344,6 +407,16 @@ impl WaitSampler {
             );
             if s.state == 'S' && s.futex_timed {
                 t.futex_timed += 1;
+            }
+            if let Some(inode) = s.reads_socket {
+                let room = self.read_sockets.len() < READ_SOCKET_THREADS
+                    || self.read_sockets.contains_key(&tid);
+                if room {
+                    let seen = self.read_sockets.entry(tid).or_default();
+                    if seen.len() < READ_SOCKETS_PER_THREAD || seen.contains_key(&inode) {
+                        *seen.entry(inode).or_default() += 1;
+                    }
+                }
             }
         }
     }

@@ -318,3 +318,65 @@ fn threads_past_the_kept_open_ones_are_sampled_by_fresh_reads() {
     let twice = w.threads.values().filter(|t| t.states.samples == 2).count();
     assert!(twice >= n, "{twice} threads sampled at both ticks");
 }
+
+/// The inode of this process's descriptor `fd` (`socket:[INODE]`).
+fn inode_of(fd: i32) -> u64 {
+    let l = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+    socket_inode(&l.to_string_lossy()).unwrap()
+}
+
+#[test]
+fn a_thread_blocked_reading_a_socket_or_an_epoll_of_one_socket_is_seen_reading_it() {
+    use std::os::fd::AsRawFd;
+    let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (ia, ib) = (inode_of(a.as_raw_fd()), inode_of(b.as_raw_fd()));
+    let (addr_a, addr_b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let me = || -> u32 {
+        let l = std::fs::read_link("/proc/thread-self").unwrap();
+        l.file_name().unwrap().to_str().unwrap().parse().unwrap()
+    };
+    // Thread A blocked in recvfrom on socket a.
+    let tx = tid_tx.clone();
+    let ha = std::thread::spawn(move || {
+        tx.send(('a', me())).unwrap();
+        let mut buf = [0u8; 16];
+        a.recv_from(&mut buf).unwrap();
+    });
+    // Thread B blocked in an epoll wait on an epoll watching socket b alone.
+    let hb = std::thread::spawn(move || {
+        let mut ep = tpslab_net::poll::Epoll::new(4).unwrap();
+        ep.add(&b, 1, tpslab_net::poll::READABLE).unwrap();
+        tid_tx.send(('b', me())).unwrap();
+        let mut out = vec![];
+        ep.wait(&mut out, 10_000).unwrap();
+    });
+    // Either thread may get there first.
+    let mut two = [tid_rx.recv().unwrap(), tid_rx.recv().unwrap()];
+    two.sort();
+    let [(_, ta), (_, tb)] = two;
+    let mut w = WaitSampler::new(std::process::id(), Some(vec![ta, tb]), 100);
+    // Until both are blocked (the epoll thread adds its socket first): a few ticks.
+    let t0 = std::time::Instant::now();
+    while w.read_sockets().len() < 2 && t0.elapsed() < std::time::Duration::from_secs(5) {
+        w.sample();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let seen = w.read_sockets().clone();
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    tx.send_to(b"x", addr_a).unwrap();
+    tx.send_to(b"x", addr_b).unwrap();
+    ha.join().unwrap();
+    hb.join().unwrap();
+    assert_eq!(
+        seen.get(&ta).map(|m| m.keys().copied().collect::<Vec<_>>()),
+        Some(vec![ia]),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.get(&tb).map(|m| m.keys().copied().collect::<Vec<_>>()),
+        Some(vec![ib]),
+        "{seen:?}"
+    );
+}

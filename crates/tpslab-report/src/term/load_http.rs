@@ -159,6 +159,13 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     {
         writeln!(w, "{}", n.line())?;
     }
+    if let Some(p) = r
+        .reply_gaps
+        .as_ref()
+        .and_then(tpslab_analysis::nagle::paused)
+    {
+        writeln!(w, "{}", p.line())?;
+    }
     if let Some(h) = &r.http2 {
         let per = format!("{} streams per connection", p.streams);
         writeln!(w, "{}", http2_streams(h, &per, h.exceeded_by(p.streams)))?;

@@ -101,6 +101,12 @@ impl<B: Books, P: Exchange> Loop<'_, B, P> {
                 return self.fail(u, i, "timeout");
             }
             let Some(s) = u.sock.as_ref() else { return };
+            if B::QUICKACK {
+                // Before the read: an ACK the kernel is delaying for the bytes waiting
+                // goes now (a failure leaves the delayed ACKs as they were: counted in
+                // the re-timing's gaps, never a request's failure).
+                let _ = tpslab_net::tcp::set_quickack(std::os::fd::AsRawFd::as_raw_fd(s));
+            }
             let got = match u.tls.as_deref_mut() {
                 Some(c) => u.rx.fill(|b| tls::read(c, s, b)),
                 None => u.rx.read_from(s),

@@ -41,6 +41,8 @@ pub struct LoadHttpArgs {
     pub http: crate::flags::HttpFlags,
     #[command(flatten)]
     pub record: crate::flags::RecordFlag,
+    #[command(flatten)]
+    pub metrics: crate::metrics::ListenFlag,
     /// Write one JSON object per 250 ms to FILE while the run goes (NDJSON, one write per
     /// line): intended, achieved and answered requests/s, latency from the intended send
     /// time, replies by status class and errors by kind in the interval, connections open.

@@ -533,6 +533,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         reply_gaps: Some(l.gaps),
         loop_cpu: l.loop_cpu,
         series: None,
+        server: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! UDP step), until the search ends, the budget would be passed, or `ctx.stop`; one record of
 //! kind `capacity`.
 
-mod watch;
+pub(crate) mod watch;
 
 use crate::diagnose::apply_fix;
 use crate::server_proc::ServerProcess;

@@ -21,13 +21,17 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
     if a.live {
         tpslab_cli::live::check()?;
     }
+    // Bound before the run: a bad address or a port in use is said up front.
+    let exporter = crate::metrics::start(&a.metrics, "load http")?;
     out::fitted(|o| tpslab_report::term::load_http::header(o, &plan))?;
     let mut ctx = out::ctx(None)?;
-    ctx.http_live = a
-        .json_stream
-        .as_deref()
-        .map(tpslab_run::outfile::json_stream_http)
-        .transpose()?;
+    ctx.http_live = tpslab_run::exporter::both_http(
+        a.json_stream
+            .as_deref()
+            .map(tpslab_run::outfile::json_stream_http)
+            .transpose()?,
+        exporter.as_ref().map(|e| e.http_sink(plan.max_rate)),
+    );
     let header = tpslab_report::live::LiveHeader {
         command: "load http".into(),
         target: plan.request.url.clone(),

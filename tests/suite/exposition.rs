@@ -380,3 +380,127 @@ fn node_exporter_serves_two_tpslab_files_without_collisions() {
     let said = std::fs::read_to_string(&nlog).unwrap_or_default();
     assert!(!said.contains("collected before"), "{said}");
 }
+
+/// The port of `--metrics-listen 127.0.0.1:0` as the command said it on stderr (`log`),
+/// waiting up to 10 s for the line while `child` runs.
+fn metrics_port(log: &Path, child: &mut common::Kill) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.split("metrics at http://127.0.0.1:").nth(1) {
+            return rest.split('/').next().unwrap().parse().unwrap();
+        }
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the command ended:\n{text}"
+        );
+        assert!(Instant::now() < deadline, "no metrics address:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The value of the sample line starting with `prefix` (name and labels as written).
+fn value(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .map(|l| sample(l).2)
+}
+
+#[test]
+fn load_http_serves_its_counts_while_it_runs_and_promtool_passes() {
+    let t = "load_http_serves_its_counts_while_it_runs_and_promtool_passes";
+    if !common::need(t, "/usr/bin/promtool") {
+        return;
+    }
+    let Some((_nginx, port)) = common::nginx("exposition-load-http") else {
+        return;
+    };
+    let (log, json) = (
+        common::tmp("exposition-load-http.log"),
+        common::tmp("exposition-load-http.json"),
+    );
+    let _ = std::fs::remove_file(&json);
+    let mut c = common::tpslab();
+    c.args(["load", "http", &format!("http://127.0.0.1:{port}/")])
+        .args(["--rate", "1000", "--connections", "4", "--duration", "3s"])
+        .args(["--metrics-listen", "127.0.0.1:0", "--no-history", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut load = common::Kill(c.spawn().unwrap());
+    let mport = metrics_port(&log, &mut load);
+    let ok = "tpslab_http_replies_total{class=\"2xx\"} ";
+    let latency = "tpslab_latency_seconds_count{from=\"intended\"} ";
+    // Once an interval with replies was read (every 250 ms).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (head, text) = loop {
+        if let Some((h, b)) = scrape(mport, "text/plain;version=0.0.4") {
+            if value(&b, ok).is_some_and(|n| n > 0.0) {
+                break (h, b);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no replies in the scrape: {:?}\n{}",
+            scrape(mport, "text/plain;version=0.0.4"),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        head.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    let (good, said) = promtool(&text);
+    assert!(
+        good && said.is_empty(),
+        "promtool on the text format: {said}\n{text}"
+    );
+    assert_eq!(untyped_samples(&text), Vec::<String>::new(), "{text}");
+    assert!(
+        text.contains("tpslab_exporter_info{command=\"load http\","),
+        "{text}"
+    );
+    // Counts from the start: every reply was a request sent; the latency histogram holds
+    // the replies (its count is the 2xx and other classes read, all 2xx from nginx here).
+    let (sent, answered) = (
+        value(&text, "tpslab_http_requests_sent_total ").unwrap(),
+        value(&text, ok).unwrap(),
+    );
+    assert!(sent >= answered, "{text}");
+    assert_eq!(value(&text, latency), Some(answered), "{text}");
+    // The plan's rate over the last interval (the scrape is early: the plan still runs).
+    let intended = value(
+        &text,
+        "tpslab_http_interval_rate_per_second{of=\"intended\"} ",
+    );
+    assert!(intended.is_some_and(|r| (r - 1000.0).abs() < 1.0), "{text}");
+    assert!(
+        value(&text, "tpslab_http_in_flight_requests ").is_some(),
+        "{text}"
+    );
+    // OpenMetrics, as Prometheus asks: promtool 2.42 can only say each counter's `_total`
+    // has no help of its own.
+    let (head, om) = scrape(mport, PROMETHEUS_ACCEPT).unwrap();
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    let (_, said) = promtool(&om);
+    for line in said.lines() {
+        let counter = line
+            .strip_suffix("_total no help text")
+            .filter(|name| om.contains(&format!("# TYPE {name} counter\n")));
+        assert!(counter.is_some(), "promtool on OpenMetrics: {line}\n{om}");
+    }
+    // The run ends as planned; its record counts at least what was served while it ran.
+    let status = load.0.wait().unwrap();
+    assert!(
+        status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let rec = common::record(&json);
+    let r = &rec["result"];
+    assert!(r["sent"].as_f64().unwrap() >= sent, "{r}");
+    assert!(r["status"]["s2xx"].as_f64().unwrap() >= answered, "{r}");
+}

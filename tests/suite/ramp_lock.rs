@@ -247,3 +247,95 @@ fn capacity_http_keeps_a_ledger_per_step_and_names_the_lock_at_the_boundary() {
     );
     assert!(out.contains("response-time ledger at "), "{out}");
 }
+
+/// `load http` of the same service at a fixed rate above its lock's 250 requests/s (300),
+/// on 4 connections, without `--pid`: the server is found by the URL's listening socket,
+/// its threads sampled over the run, and the run's mean response time split in the record
+/// and the report, the lock named with its share, in the ledger and the verdict (17.75 ms
+/// mean, the lock 8.81 ms (50 %), asleep 4.30 ms, 4.44 ms unattributed in a run beside
+/// two builds).
+#[test]
+fn load_http_finds_the_server_by_its_socket_and_names_the_lock_in_its_ledger() {
+    const T: &str = "load_http_finds_the_server_by_its_socket_and_names_the_lock_in_its_ledger";
+    if !common::need(T, "/usr/bin/python3") {
+        return;
+    }
+    let _one = common::serial();
+    let port = common::free_port();
+    let server = common::Kill(
+        Command::new("python3")
+            .args(["-c", LOCKED_HTTP, &port.to_string()])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3"),
+    );
+    common::wait_listening(port, "the locked Python service");
+    let json = common::tmp("load-http-python-lock.json");
+    let got = common::retry(T, 2, || {
+        let _ = std::fs::remove_file(&json);
+        let mut c = common::tpslab();
+        c.args(["load", "http", &format!("http://127.0.0.1:{port}/"), "-q"])
+            .args(["--rate", "300", "--connections", "4", "--duration", "2s"])
+            .args(["--no-history", "--json"])
+            .arg(&json);
+        let neighbour = common::Neighbour::start(&[server.0.id()]);
+        let out = common::run(c);
+        let busy = neighbour.busy();
+        assert!(out.status.success(), "exit {:?}", out.status);
+        common::assert_report_reproduces(&json, &out.stdout);
+        let rec = common::record(&json);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // A neighbour's CPU time can leave the parts overlapping (no share given).
+        if let (true, Some(busy)) = (text.contains("so no share is given"), &busy) {
+            return Err(format!("{busy}; the ledger's parts overlap: {text}"));
+        }
+        Ok((rec, text))
+    });
+    let Some((rec, out)) = got else { return };
+    let srv = &rec["result"]["server"];
+    assert_eq!(srv["pid"], server.0.id(), "{srv}");
+    assert_eq!(srv["found_by"], "address", "{srv}");
+    let l = &srv["ledger"];
+    assert_eq!(l["users"], 4, "{l}");
+    assert_eq!(l["outside_ms"], 0.0, "{l}");
+    let mean = l["mean_ms"].as_f64().unwrap();
+    // The mean is the replies' from their send (the record's uncorrected latency).
+    let uncorrected = rec["result"]["uncorrected"]["mean_ns"].as_f64().unwrap() / 1e6;
+    assert!((mean - uncorrected).abs() < 0.01 * uncorrected, "{l}");
+    let parts = l["parts"].as_array().unwrap();
+    let lock = parts
+        .iter()
+        .find(|p| p["part"] == "lock")
+        .map_or(0.0, |p| p["ms"].as_f64().unwrap());
+    // Every request holds the lock 4 ms asleep; the queue for it is the largest part.
+    let largest = parts
+        .iter()
+        .max_by(|a, b| {
+            a["ms"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["ms"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(largest["part"], "lock", "{l}");
+    assert!(lock >= 0.3 * mean, "{l}");
+    assert!(
+        out.contains("VERDICT: limited by the server's answers: ")
+            && out.contains("; ledger: server threads waiting on a lock "),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("Server PID {} (found by the URL's listening socket): response-time ledger at 300 requests/s: mean ", server.0.id())))
+        .unwrap_or_else(|| panic!("no ledger line: {out}"));
+    let pct = (100.0 * lock / mean).round() as u64;
+    assert!(
+        line.contains(&format!("server threads waiting on a lock {lock:.2} ms"))
+            && line.contains(&format!("({pct} %)")),
+        "{line}"
+    );
+    assert!(
+        out.contains("  server threads waiting on a lock: threads' blocked time x share of samples in a futex without a timeout"),
+        "{out}"
+    );
+}

@@ -91,6 +91,38 @@ pub const GENERATOR_BUSY: f64 = 0.9;
 /// back the next send, failures; a closed loop's pace otherwise), or nothing (the plan
 /// kept).
 pub fn limited_by(rec: &LoadHttpRecord) -> String {
+    let base = limited_by_counts(rec);
+    // The server's answers: with its ledger, the part that took most of their time.
+    match largest_part(rec) {
+        Some(part) if base.starts_with("the server's answers") => format!("{base}; ledger: {part}"),
+        _ => base,
+    }
+}
+
+/// The largest part of the watched server's response-time ledger, when it balances
+/// ([`crate::rt_ledger::balances`]): "server threads waiting on a lock 8.81 ms of the
+/// 17.75 ms mean response time (50 %)".
+pub fn largest_part(rec: &LoadHttpRecord) -> Option<String> {
+    let l = rec.result.server.as_ref()?.ledger.as_ref()?;
+    if !crate::rt_ledger::balances(l) {
+        return None;
+    }
+    let p = l
+        .parts
+        .iter()
+        .filter(|p| p.ms > 0.0)
+        .max_by(|a, b| a.ms.total_cmp(&b.ms))?;
+    Some(format!(
+        "{} {:.2} ms of the {:.2} ms mean response time ({:.0} %)",
+        p.part.label(),
+        p.ms,
+        l.mean_ms,
+        100.0 * crate::rt_ledger::share(l, p.part)
+    ))
+}
+
+/// [`limited_by`] from the counts alone.
+fn limited_by_counts(rec: &LoadHttpRecord) -> String {
     let r = &rec.result;
     let sent = r.sent.max(1) as f64;
     let c = &r.connect_errors;
@@ -143,6 +175,37 @@ pub fn limited_by(rec: &LoadHttpRecord) -> String {
         );
     }
     "nothing: the plan's rate was kept and answered".into()
+}
+
+/// The watched server's response-time ledger in words, when the record has one: "Server
+/// PID 4242 (found by --pid): response-time ledger at 230 requests/s: mean 11.20 ms =
+/// server threads waiting on a lock 6.90 ms +- 0.40 (62 %) + ... + unattributed 0.30 ms
+/// (3 %)" ([`crate::rt_ledger::line_at`]; a closed loop's at "max rate, N in flight"),
+/// then each part's source ("server threads waiting on a lock: threads' blocked time x
+/// ..."); a server watched without a ledger says why.
+pub fn ledger_lines(rec: &LoadHttpRecord) -> Vec<String> {
+    let Some(s) = &rec.result.server else {
+        return vec![];
+    };
+    let who = format!("Server PID {} (found by {})", s.pid, s.found_by.words());
+    let Some(l) = &s.ledger else {
+        return vec![format!(
+            "{who}: no response-time ledger (no reply, or nothing of the server could be sampled)"
+        )];
+    };
+    let at = if rec.plan.max_rate {
+        format!("max rate, {} in flight", rec.plan.schedules())
+    } else {
+        format!("{} requests/s", crate::capacity::rate_text(rec.plan.rate))
+    };
+    let mut out = vec![format!("{who}: {}", crate::rt_ledger::line_at(l, &at))];
+    out.extend(
+        l.parts
+            .iter()
+            .filter(|p| p.ms >= 0.005)
+            .map(|p| format!("  {}: {}", p.part.label(), p.part.source())),
+    );
+    out
 }
 
 #[cfg(test)]

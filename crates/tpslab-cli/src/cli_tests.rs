@@ -269,7 +269,7 @@ fn a_flag_of_a_subcommand_given_above_it_names_where_it_belongs() {
         ),
         (
             &["--pid", "42", "watch"][..],
-            "tip: --pid is a flag of 'tpslab load udp', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp', 'tpslab ramp http', 'tpslab capacity udp', 'tpslab capacity http', 'tpslab capacity tcp' and 'tpslab diagnose udp', not of 'tpslab'",
+            "tip: --pid is a flag of 'tpslab load udp', 'tpslab load http', 'tpslab watch', 'tpslab ramp tcp', 'tpslab ramp udp', 'tpslab ramp http', 'tpslab capacity udp', 'tpslab capacity http', 'tpslab capacity tcp' and 'tpslab diagnose udp', not of 'tpslab'",
         ),
     ] {
         let e = usage(words);

@@ -41,6 +41,8 @@ pub struct LoadHttpArgs {
     pub http: crate::flags::HttpFlags,
     #[command(flatten)]
     pub record: crate::flags::RecordFlag,
+    #[command(flatten)]
+    pub metrics: crate::metrics::ListenFlag,
     /// Write one JSON object per 250 ms to FILE while the run goes (NDJSON, one write per
     /// line): intended, achieved and answered requests/s, latency from the intended send
     /// time, replies by status class and errors by kind in the interval, connections open.
@@ -57,6 +59,13 @@ pub struct LoadHttpArgs {
     /// group's process holding a UDP socket on the URL's port is the server watched.
     #[arg(long, value_name = "COMMAND")]
     pub server_cmd: Option<String>,
+    /// The server's process on this host (its descendants too: nginx's workers), whose
+    /// threads are sampled over the run for the response-time ledger: the mean response
+    /// time split into waiting to be accepted, on a CPU, waiting for one, on a lock, a
+    /// timer, a peer, the disk, and what no part explains. Without it, the process
+    /// holding the URL's listening socket on this host, if one does (HTTP/1.1, HTTP/2).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
     /// With --server-cmd: apply the host sysctls the verdict names for the server's
     /// receive buffer (journaled, always restored), start the server again so its socket
     /// takes them, run the same load again and show before/after.
@@ -94,7 +103,12 @@ impl LoadHttpArgs {
                 p.fail_on.clone_from(&self.fail_on);
                 p.server_cmd.clone_from(&self.server_cmd);
                 p.verify = self.verify;
-                Ok(p.validate()?)
+                p.pid = self.pid;
+                p.validate()?;
+                if let Some(pid) = self.pid {
+                    tpslab_plan::target::check_pid("--pid", pid)?;
+                }
+                Ok(())
             },
         )
     }

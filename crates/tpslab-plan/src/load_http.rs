@@ -94,6 +94,11 @@ pub struct LoadHttpPlan {
     /// again, the run repeated, the host restored.
     #[serde(default, skip_serializing_if = "is_false")]
     pub verify: bool,
+    /// `--pid`: the server's process on this host (with its descendants), whose threads
+    /// are sampled over the run for its response-time ledger. Absent when not given (the
+    /// process holding the URL's listening socket is looked for then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -137,9 +142,14 @@ impl LoadHttpPlan {
     /// 1ms..=10min, a body over 1 MiB, loop threads over the limit; `--requests` without
     /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`]; `--http2` with `--http3`, `--http3`
     /// with an `http://` URL, `--streams` without either, a connection-specific header
-    /// with either.
+    /// with either; `--pid` with `--http3`.
     pub fn validate(&self) -> Result<(), PlanError> {
         self.request.check()?;
+        if self.pid.is_some() && self.http3 {
+            return Err(PlanError::Conflict(
+                "--pid applies to HTTP/1.1 and HTTP/2 (over --http3 the server is found by its UDP socket, or started by --server-cmd)".into(),
+            ));
+        }
         if let Some(n) = self.requests {
             if !self.max_rate {
                 return Err(PlanError::Conflict(

@@ -115,6 +115,49 @@ pub struct LoadHttpResult {
     /// page's plots). None: an older record, or a `capacity` step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<HttpSeries>,
+    /// The server on this host whose threads were sampled over the run (`--pid`, or the
+    /// process holding the URL's listening socket), with the run's response-time ledger.
+    /// None: HTTP/3, a server not on this host or not found, a `capacity` step, or an
+    /// older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Box<WatchedServer>>,
+}
+
+/// The server a `load http` run watched (its process and descendants, each thread's
+/// states sampled every 10 ms and its schedstat, the listen socket's accept queue), and
+/// the run's mean response time split into the parts those measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct WatchedServer {
+    /// Its PID.
+    pub pid: u32,
+    /// How it was found.
+    pub found_by: FoundBy,
+    /// The run's response-time ledger (`users`: the requests in flight at most, one per
+    /// connection or HTTP/2 stream; `outside_ms` 0: an open loop sends on its schedule).
+    /// None: no reply, or nothing of the server could be sampled.
+    pub ledger: Option<crate::rt_ledger::RtLedger>,
+}
+
+/// How a `load http` run found the server it watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FoundBy {
+    /// `--pid`.
+    Pid,
+    /// The process holding the URL's listening TCP socket on this host.
+    Address,
+}
+
+impl FoundBy {
+    /// Words for a report: "--pid", "the URL's listening socket".
+    pub fn words(self) -> &'static str {
+        match self {
+            FoundBy::Pid => "--pid",
+            FoundBy::Address => "the URL's listening socket",
+        }
+    }
 }
 
 /// The CPU the generator's loop threads used and waited for, from each thread's

@@ -138,6 +138,18 @@ fn load_http(
             writeln!(w, "latency_{from}_{q},{ns},ns")?;
         }
     }
+    // The watched server's response-time ledger: its mean and each part read, ms.
+    if let Some(srv) = &r.server {
+        writeln!(w, "server_pid,{},pid", srv.pid)?;
+        if let Some(l) = &srv.ledger {
+            writeln!(w, "ledger_mean,{},ms", num(l.mean_ms, 3))?;
+            for p in &l.parts {
+                writeln!(w, "ledger_{},{},ms", part_name(p.part), num(p.ms, 3))?;
+                writeln!(w, "ledger_{}_pm,{},ms", part_name(p.part), num(p.pm_ms, 3))?;
+            }
+            writeln!(w, "ledger_unattributed,{},ms", num(l.unattributed_ms, 3))?;
+        }
+    }
     Ok(())
 }
 

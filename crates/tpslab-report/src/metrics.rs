@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 
 pub mod drops;
 pub mod live;
+pub mod live_http;
 mod load_http;
 mod record;
 pub use live::{exporter_info, sweep_progress, LiveReading, LiveState};
+pub use live_http::{HttpLiveReading, HttpLiveState};
 pub use record::{of_record, of_run, ramp_steps};
 
 /// Label pairs of one series, e.g. `[("path", "request"), ("layer", "socket_drops")]`.

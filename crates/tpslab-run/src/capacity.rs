@@ -5,7 +5,7 @@
 //! kind `capacity`.
 
 mod search_steps;
-mod watch;
+pub(crate) mod watch;
 
 use crate::diagnose::apply_fix;
 use crate::server_proc::ServerProcess;

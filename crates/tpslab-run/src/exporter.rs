@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tpslab_engine::observe::{LiveSample, LiveSink};
-use tpslab_report::metrics::{Family, LiveReading, LiveState, Shared};
+use tpslab_engine::client::openloop::{HttpLiveSample, HttpLiveSink};
+use tpslab_report::metrics::{
+    Family, HttpLiveReading, HttpLiveState, LiveReading, LiveState, Shared,
+};
 
 pub mod http;
 
@@ -90,6 +93,32 @@ impl Exporter {
             exporter.set(all);
         }))
     }
+
+    /// A sink turning each interval of an open (or, `closed_loop`, closed) loop of HTTP
+    /// requests into the families scrapes see (`load http`: counts accumulated from the
+    /// start, [`HttpLiveState`]).
+    pub fn http_sink(&self, closed_loop: bool) -> HttpLiveSink {
+        let exporter = self.shared.clone();
+        let state = Mutex::new(HttpLiveState::new(closed_loop));
+        HttpLiveSink(Arc::new(move |s: &HttpLiveSample| {
+            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            let fams = st.update(&HttpLiveReading {
+                intended_rps: s.intended_rps,
+                sent_rps: s.sent_rps,
+                answered_rps: s.answered_rps,
+                sent: s.sent,
+                status: &s.status,
+                errors: &s.errors,
+                connect_errors: &s.connect_errors,
+                in_flight: s.in_flight,
+                connections: s.connections,
+                latency_histogram: s.latency_histogram.as_ref(),
+            });
+            let mut all = vec![exporter.0.lock().unwrap_or_else(|e| e.into_inner())[0].clone()];
+            all.extend(fams);
+            exporter.set(all);
+        }))
+    }
 }
 
 impl Drop for Exporter {
@@ -125,6 +154,17 @@ fn reading(s: &LiveSample) -> LiveReading<'_> {
 pub fn both(a: Option<LiveSink>, b: Option<LiveSink>) -> Option<LiveSink> {
     match (a, b) {
         (Some(a), Some(b)) => Some(LiveSink(Arc::new(move |s: &LiveSample| {
+            (a.0)(s);
+            (b.0)(s);
+        }))),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Both HTTP sinks, either, or none.
+pub fn both_http(a: Option<HttpLiveSink>, b: Option<HttpLiveSink>) -> Option<HttpLiveSink> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(HttpLiveSink(Arc::new(move |s: &HttpLiveSample| {
             (a.0)(s);
             (b.0)(s);
         }))),

@@ -9,9 +9,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use tpslab_engine::host::guard::HostGuard;
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_record::load_http::LoadHttpRecord;
-use tpslab_record::load_http::QuicVerification;
+use tpslab_record::load_http::{FoundBy, QuicVerification, WatchedServer};
 use tpslab_record::{Body, Record};
 
+use crate::capacity::watch::StreamWatch;
 use crate::server_proc::ServerProcess;
 use crate::{Ctx, Started};
 
@@ -45,6 +46,8 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
         None => None,
     };
     let secs = plan.duration.as_nanos() as f64 / 1e9;
+    let watched = watched_server(plan);
+    let watch = watched.map(|(pid, _)| StreamWatch::start(plan.target, Some(pid)));
     let rec = ctx.phase(what, secs, || {
         let mut rec =
             tpslab_engine::client::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
@@ -54,7 +57,35 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
         Ok::<_, tpslab_engine::EngineError>(rec)
     });
     drop(server);
-    Ok(rec?)
+    let mut rec = rec?;
+    if let (Some(w), Some((pid, found_by))) = (watch, watched) {
+        // Requests in flight at once: each connection's streams with --http2.
+        let (_, step) = w.end(&rec.result, plan.schedules());
+        // One run: no earlier step's parked threads to leave out.
+        let ledger = step.and_then(|s| {
+            tpslab_analysis::rt_ledger::open_loop(&s, &std::collections::BTreeSet::new())
+        });
+        rec.result.server = Some(Box::new(WatchedServer {
+            pid,
+            found_by,
+            ledger,
+        }));
+    }
+    Ok(rec)
+}
+
+/// The server whose threads a TCP run (HTTP/1.1, HTTP/2) watches for its response-time
+/// ledger: `--pid`, or the process holding the URL's listening socket on this host
+/// ([`tpslab_engine::observe::listen::listener_owner`]); None over HTTP/3 (its UDP socket is
+/// watched apart) or when neither is known.
+fn watched_server(plan: &LoadHttpPlan) -> Option<(u32, FoundBy)> {
+    if plan.http3 {
+        return None;
+    }
+    match plan.pid {
+        Some(p) => Some((p, FoundBy::Pid)),
+        None => tpslab_engine::observe::listen::listener_owner(plan.target).map(|p| (p, FoundBy::Address)),
+    }
 }
 
 /// `--verify`: the verdict's sysctls through the host guard, the run again (its server

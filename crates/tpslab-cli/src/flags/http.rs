@@ -126,6 +126,7 @@ impl HttpFlags {
             fail_on: None,
             server_cmd: None,
             verify: false,
+            pid: None,
         };
         validate(&mut plan)?;
         plan.target = tpslab_plan::target::resolve(&format!("{}:{}", u.host, u.port))?;

@@ -10,7 +10,38 @@ use std::time::Duration;
 fn load_http_rows() {
     let body = file("load-body.json", b"{\"a\":1}");
     let big = file("load-big.bin", &vec![b'x'; (1 << 20) + 1]);
+    let me = std::process::id().to_string();
+    let me = me.as_str();
     check(&[
+        // --pid: the server watched for the response-time ledger (HTTP/1.1, HTTP/2), a
+        // process that exists now; over HTTP/3 its UDP socket is found instead.
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "100", "--pid", me],
+            Plan(|p| {
+                matches!(p, Made::LoadHttp(l) if l.pid == Some(std::process::id()))
+            }),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "100"],
+            Plan(|p| matches!(p, Made::LoadHttp(l) if l.pid.is_none())),
+        ),
+        (
+            &["load", "http", "http://127.0.0.1/", "--rate", "100", "--pid", "4294967295"],
+            Error("--pid 4294967295: no such process"),
+        ),
+        (
+            &[
+                "load",
+                "http",
+                "https://127.0.0.1:8443/",
+                "--rate",
+                "100",
+                "--http3",
+                "--pid",
+                me,
+            ],
+            Error("--pid applies to HTTP/1.1 and HTTP/2 (over --http3 the server is found by its UDP socket, or started by --server-cmd)"),
+        ),
         // The rate's forms (pps units); `max` is a closed loop (no schedule, rate 0).
         (
             &["load", "http", "http://127.0.0.1/", "--rate", "2k"],

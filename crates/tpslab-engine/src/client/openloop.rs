@@ -29,21 +29,21 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_net::mono_ns;
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::time::nanos;
-use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
 use tpslab_record::load_http::{LoadHttpRecord, LoadHttpResult};
 
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;
 pub mod live;
+mod local;
 mod series;
 mod supervise;
 mod tcpstep;
 
+use local::error_slot;
+pub(crate) use local::OpenLocal;
 pub(crate) use supervise::{loops_for, run_schedule};
 
 pub use live::{HttpLiveSample, HttpLiveSink};
@@ -91,143 +91,6 @@ pub(crate) struct Schedule<'a> {
     /// The loop threads' time on a CPU, waiting for one, and wall time since the start,
     /// ns, and the threads that read them, summed as each returns.
     loop_ns: [AtomicU64; 4],
-}
-
-/// One loop's counts (and, merged, the run's).
-pub(crate) struct OpenLocal {
-    corrected: Histogram<u64>,
-    uncorrected: Histogram<u64>,
-    sent: u64,
-    status: StatusClasses,
-    errors: ErrorKinds,
-    connect_errors: ErrorKinds,
-    unanswered: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    connections: u64,
-    backoffs: u64,
-    late: u64,
-    max_lag_ns: u64,
-    behind: u64,
-    behind_max_ns: u64,
-    /// First and last request written, monotonic ns (first u64::MAX: none).
-    first: u64,
-    last: u64,
-    /// The last reply read or request failed, monotonic ns (0: none).
-    last_end: u64,
-    /// The first TLS failure's text (`tls: ...`).
-    first_tls_error: Option<String>,
-    /// This loop's side of the per-interval stream.
-    live: Option<live::LiveLocal>,
-    /// The replies by the time from their first byte to their last (response time from
-    /// the actual send).
-    gaps: tpslab_record::gaps::ReplyGaps,
-    /// The loop threads' CPU (set on the run's total only).
-    loop_cpu: Option<tpslab_record::load_http::LoopCpu>,
-    /// The series' point length, s, and points (set on the run's total only).
-    series: Option<(f64, Vec<tpslab_record::http_series::HttpPoint>)>,
-}
-
-impl OpenLocal {
-    fn new() -> OpenLocal {
-        OpenLocal {
-            corrected: new_ns_histogram(),
-            uncorrected: new_ns_histogram(),
-            sent: 0,
-            status: StatusClasses::default(),
-            errors: ErrorKinds::default(),
-            connect_errors: ErrorKinds::default(),
-            unanswered: 0,
-            bytes_out: 0,
-            bytes_in: 0,
-            connections: 0,
-            backoffs: 0,
-            late: 0,
-            max_lag_ns: 0,
-            behind: 0,
-            behind_max_ns: 0,
-            first: u64::MAX,
-            last: 0,
-            last_end: 0,
-            first_tls_error: None,
-            live: None,
-            gaps: Default::default(),
-            loop_cpu: None,
-            series: None,
-        }
-    }
-
-    /// The running counts the per-interval stream reads.
-    fn counts(&self) -> live::Counts {
-        live::Counts {
-            sent: self.sent,
-            status: self.status,
-            errors: self.errors,
-            connect_errors: self.connect_errors,
-        }
-    }
-
-    /// Publishes the running counts (and `latency`, ns) to the per-interval stream, if any.
-    fn publish(&mut self, latency: Option<u64>) {
-        if self.live.is_none() {
-            return;
-        }
-        let c = self.counts();
-        if let Some(p) = self.live.as_mut() {
-            p.publish(c, latency);
-        }
-    }
-
-    fn merge(&mut self, o: &OpenLocal) {
-        // Same bounds: adding cannot fail.
-        let _ = self.corrected.add(&o.corrected);
-        let _ = self.uncorrected.add(&o.uncorrected);
-        self.sent += o.sent;
-        let (s, t) = (&mut self.status, &o.status);
-        (s.s2xx, s.s3xx, s.s4xx, s.s5xx, s.other) = (
-            s.s2xx + t.s2xx,
-            s.s3xx + t.s3xx,
-            s.s4xx + t.s4xx,
-            s.s5xx + t.s5xx,
-            s.other + t.other,
-        );
-        self.errors.add(&o.errors);
-        self.connect_errors.add(&o.connect_errors);
-        self.unanswered += o.unanswered;
-        self.bytes_out += o.bytes_out;
-        self.bytes_in += o.bytes_in;
-        self.connections += o.connections;
-        self.backoffs += o.backoffs;
-        self.late += o.late;
-        self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
-        self.behind += o.behind;
-        self.behind_max_ns = self.behind_max_ns.max(o.behind_max_ns);
-        self.first = self.first.min(o.first);
-        self.last = self.last.max(o.last);
-        self.last_end = self.last_end.max(o.last_end);
-        if self.first_tls_error.is_none() {
-            self.first_tls_error.clone_from(&o.first_tls_error);
-        }
-        self.gaps.merge(&o.gaps);
-    }
-}
-
-/// The kind a failure counts as, from its text ([`crate::client::proto::io_kind`]'s words, a
-/// protocol's `http: ...`).
-fn error_slot<'e>(e: &'e mut ErrorKinds, kind: &str) -> &'e mut u64 {
-    let k = kind.strip_prefix("connect: ").unwrap_or(kind);
-    match k {
-        "connection refused" => &mut e.refused,
-        "connection reset" | "broken pipe" => &mut e.reset,
-        "timeout" => &mut e.timeout,
-        "closed by peer" => &mut e.closed,
-        // HTTP/2: the server's RST_STREAM.
-        _ if k.starts_with("stream reset") => &mut e.reset,
-        tpslab_record::http_counts::UNSOLICITED => &mut e.unsolicited,
-        _ if k.starts_with("tls: ") => &mut e.tls,
-        _ if k.starts_with("http") || k == "frame too long" => &mut e.protocol,
-        _ => &mut e.other,
-    }
 }
 
 impl<'a> Schedule<'a> {
@@ -678,6 +541,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         reply_gaps: Some(l.gaps),
         loop_cpu: l.loop_cpu,
         series: None,
+        server: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! sends told apart from the generator's own lag.
 
 use super::*;
+use tpslab_record::http_counts::ErrorKinds;
 
 #[test]
 fn each_connection_has_its_phase_and_interval() {

@@ -28,6 +28,49 @@ pub fn serves(local: SocketAddr, target: SocketAddr) -> bool {
     }
 }
 
+/// The process serving `target` on this host (`load http`'s server found by the URL's
+/// address): the holders of the listen socket(s) that [`serves`] it in this network
+/// namespace (a LISTEN-only sock_diag dump, then a scan of /proc/*/fd), reduced to their
+/// tree's root by [`root_of`]. None: the target's address is not this host's, no
+/// listener here, its holders unreadable (another user's process without root), or
+/// unrelated processes holding it.
+pub fn listener_owner(target: SocketAddr) -> Option<u32> {
+    // An address of this host (a socket can be bound to it): a wildcard listener here
+    // does not serve a target elsewhere on its port.
+    std::net::UdpSocket::bind((target.ip(), 0)).ok()?;
+    let mut d = SockDiag::open().ok()?;
+    let inodes: std::collections::BTreeSet<u64> = d
+        .tcp_dump(1 << 10)
+        .ok()?
+        .iter()
+        .filter(|s| serves(s.local, target) && s.inode != 0)
+        .map(|s| s.inode)
+        .collect();
+    let holders: Vec<(u32, u32)> = crate::observe::fd_holders::holders_of(&inodes)
+        .into_keys()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let t = tpslab_proc::tree::parse_times(&stat, "stat").ok()?;
+            Some((pid, t.ppid))
+        })
+        .collect();
+    root_of(&holders)
+}
+
+/// Of the processes holding a listen socket, each `(pid, ppid)`: the one whose parent
+/// holds none when it is the only such (a master and its workers, which inherit the
+/// socket: the master; a lone server: itself); None for none or unrelated holders.
+pub fn root_of(holders: &[(u32, u32)]) -> Option<u32> {
+    let mut roots = holders
+        .iter()
+        .filter(|(_, ppid)| !holders.iter().any(|(p, _)| p == ppid))
+        .map(|&(pid, _)| pid);
+    match (roots.next(), roots.next()) {
+        (Some(r), None) => Some(r),
+        _ => None,
+    }
+}
+
 /// What the target's listen socket(s) showed over a window, read by [`Listen::read`].
 #[derive(Debug, Clone)]
 pub struct Listen {
@@ -118,6 +161,18 @@ impl Listen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listeners_owner_is_its_holders_root() {
+        // nginx: the master (100, started by 1) and its workers (101, 102) hold it.
+        assert_eq!(root_of(&[(101, 100), (100, 1), (102, 100)]), Some(100));
+        // A lone server; a worker whose master closed the socket is its own root.
+        assert_eq!(root_of(&[(4242, 4000)]), Some(4242));
+        assert_eq!(root_of(&[(101, 100), (102, 100)]), None);
+        // Two unrelated processes (SO_REUSEPORT servers), or none: nobody chosen.
+        assert_eq!(root_of(&[(200, 1), (300, 1)]), None);
+        assert_eq!(root_of(&[]), None);
+    }
 
     fn sock(local: &str, inode: u64, rqueue: u32, backlog: u32, drops: u64) -> TcpSockInfo {
         TcpSockInfo {

@@ -19,6 +19,12 @@ pub(super) fn page(p: &mut Page, rec: &LoadHttpRecord, interrupted: bool) -> Res
     let r = &rec.result;
     let (_, failed) = tpslab_analysis::load_http::failed_of(rec);
     let mut evidence = vec![];
+    if let Some(first) = tpslab_analysis::load_http::ledger_lines(rec).first() {
+        evidence.push(Evidence {
+            text: first.clone(),
+            source: "the server's threads sampled every 10 ms, their schedstat and its accept queue over the run, by Little's law (result.server.ledger)".into(),
+        });
+    }
     if let Some(reuse) = tpslab_analysis::load_http::reuse(rec) {
         evidence.push(Evidence {
             text: format!("Connections: {reuse}"),
@@ -59,6 +65,9 @@ pub(super) fn page(p: &mut Page, rec: &LoadHttpRecord, interrupted: bool) -> Res
         recommendations: vec![],
         ok,
     });
+    if let Some(sec) = ledger_section(rec) {
+        p.sections.push(sec);
+    }
     let Some(s) = &r.series else {
         return Ok(());
     };
@@ -276,4 +285,62 @@ fn status_rows(rec: &LoadHttpRecord) -> Vec<Vec<String>> {
         r.unanswered.to_string(),
     ]);
     rows
+}
+
+/// The watched server's response-time ledger as a table: each part read, its time per
+/// request, uncertainty, share of the mean and source; then what no part explains. None
+/// without a ledger.
+fn ledger_section(rec: &LoadHttpRecord) -> Option<Section> {
+    use tpslab_analysis::rt_ledger::{balances, share};
+    let srv = rec.result.server.as_ref()?;
+    let l = srv.ledger.as_ref()?;
+    let ok = balances(l);
+    let pct = |v: f64| match ok {
+        true => format!("{:.0} %", 100.0 * v),
+        false => "-".into(),
+    };
+    let mut rows: Vec<Vec<String>> = l
+        .parts
+        .iter()
+        .map(|p| {
+            vec![
+                p.part.label().into(),
+                format!("{:.2}", p.ms),
+                format!("{:.2}", p.pm_ms),
+                pct(share(l, p.part)),
+                p.part.source().into(),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "unattributed (the network, the client's own time)".into(),
+        format!("{:.2}", l.unattributed_ms),
+        String::new(),
+        pct(if l.mean_ms > 0.0 {
+            (l.unattributed_ms / l.mean_ms).max(0.0)
+        } else {
+            0.0
+        }),
+        "mean less the parts".into(),
+    ]);
+    let mut sec = Section::new("Response-time ledger");
+    sec.note = Some(format!(
+        "server PID {} (found by {}); mean response time {:.2} ms{}",
+        srv.pid,
+        srv.found_by.words(),
+        l.mean_ms,
+        if ok {
+            ""
+        } else {
+            ": the parts overlap (more than the mean), so no share is given"
+        }
+    ));
+    sec.items.push(Item::Table {
+        title: "The mean response time by part, ms per request".into(),
+        header: ["part", "ms", "+- ms", "share", "source"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    });
+    Some(sec)
 }

@@ -141,6 +141,10 @@ impl LiveState {
     }
 }
 
+/// The help of the live `tpslab_latency_seconds` (`--metrics-listen` of every command: one
+/// help for the name).
+pub(super) const LATENCY_HELP: &str = "Latency of the replies read since the start, seconds from the send time `from` names: intended (no coordinated omission), or actual (a closed loop's: service time).";
+
 fn counter(name: &str, help: &str, n: u64) -> Family {
     Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
 }
@@ -227,7 +231,7 @@ fn live_families(s: &LiveReading<'_>, st: &LiveState) -> Vec<Family> {
     if let Some(h) = &st.latency {
         f.push(Family::one(
             "tpslab_latency_seconds",
-            "Latency of the replies read since the start, seconds from the intended send time (no coordinated omission).",
+            LATENCY_HELP,
             Kind::Histogram,
             labels(&[("from", "intended")]),
             latency_value(h),

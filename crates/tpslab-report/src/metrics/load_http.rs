@@ -2,6 +2,7 @@
 //! bytes, connections and late sends.
 
 use super::{labels, Family, Kind, Labels, Value};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
 
 /// A `load http` run's families: requests by outcome, the rates, latency at percentiles
 /// (corrected and not), bytes, late sends; `interrupted`: the achieved rate is over the
@@ -11,47 +12,38 @@ pub(super) fn of_load_http(
     interrupted: bool,
 ) -> Vec<Family> {
     let r = &l.result;
-    let s = &r.status;
-    let e = &r.errors;
-    let q = latency(r);
+    let counter = |name: &str, help: &str, lab: &[(&str, &str)], n: u64| {
+        Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
+    };
+    let series = |name: &str, help: &str, kind: Kind, s: Vec<(Labels, Value)>| Family {
+        name: name.into(),
+        help: help.into(),
+        kind,
+        series: s,
+    };
+    let mut q = vec![];
+    for (from, lat) in [("intended", &r.corrected), ("actual", &r.uncorrected)] {
+        if lat.count == 0 {
+            continue;
+        }
+        for (pct, ns) in [
+            ("50", lat.p50_ns),
+            ("90", lat.p90_ns),
+            ("99", lat.p99_ns),
+            ("99.9", lat.p999_ns),
+            ("100", lat.max_ns),
+        ] {
+            q.push((
+                labels(&[("from", from), ("percentile", pct)]),
+                Value::Float(ns as f64 / 1e9),
+            ));
+        }
+    }
+    let [sent, replies, errors] = counts(r.sent, &r.status, &r.errors);
     let mut f = vec![
-        counter(
-            "tpslab_http_requests_sent",
-            "HTTP requests written whole.",
-            &[],
-            r.sent,
-        ),
-        series(
-            "tpslab_http_replies",
-            "Final HTTP replies by status class.",
-            Kind::Counter,
-            [
-                ("2xx", s.s2xx),
-                ("3xx", s.s3xx),
-                ("4xx", s.s4xx),
-                ("5xx", s.s5xx),
-                ("other", s.other),
-            ]
-            .iter()
-            .map(|(c, n)| (labels(&[("class", c)]), Value::Int(*n)))
-            .collect(),
-        ),
-        series(
-            "tpslab_http_errors",
-            "HTTP requests (or connects) that failed, by kind.",
-            Kind::Counter,
-            [
-                ("refused", e.refused),
-                ("reset", e.reset),
-                ("timeout", e.timeout),
-                ("closed", e.closed),
-                ("protocol", e.protocol),
-                ("other", e.other),
-            ]
-            .iter()
-            .map(|(k, n)| (labels(&[("kind", k)]), Value::Int(*n)))
-            .collect(),
-        ),
+        sent,
+        replies,
+        errors,
         counter(
             "tpslab_http_unanswered",
             "Requests still waiting for their reply after the grace at the end.",
@@ -98,7 +90,7 @@ pub(super) fn of_load_http(
             r.behind,
         ),
     ];
-    f.extend(since_tls(r));
+    f.extend(kinds_apart(&r.errors, &r.connect_errors));
     if !q.is_empty() {
         f.push(series(
             super::PERCENTILE.0,
@@ -110,78 +102,90 @@ pub(super) fn of_load_http(
     f
 }
 
-/// A family of one counter `name` with labels `lab` and value `n`.
-fn counter(name: &str, help: &str, lab: &[(&str, &str)], n: u64) -> Family {
-    Family::one(name, help, Kind::Counter, labels(lab), Value::Int(n))
-}
-
-/// A family of `kind` with series `s`.
-fn series(name: &str, help: &str, kind: Kind, s: Vec<(Labels, Value)>) -> Family {
-    Family {
+/// The requests written whole, the final replies by status class and the failed
+/// requests by kind (the kinds of [`kinds_apart`] aside): a `load http` record's counts
+/// over the run, or `--metrics-listen`'s since the start.
+pub(super) fn counts(sent: u64, s: &StatusClasses, e: &ErrorKinds) -> [Family; 3] {
+    let by = |name: &str, help: &str, label: &str, s: &[(&str, u64)]| Family {
         name: name.into(),
         help: help.into(),
-        kind,
-        series: s,
-    }
+        kind: Kind::Counter,
+        series: s
+            .iter()
+            .map(|(c, n)| (labels(&[(label, c)]), Value::Int(*n)))
+            .collect(),
+    };
+    [
+        Family::one(
+            "tpslab_http_requests_sent",
+            "HTTP requests written whole.",
+            Kind::Counter,
+            vec![],
+            Value::Int(sent),
+        ),
+        by(
+            "tpslab_http_replies",
+            "Final HTTP replies by status class.",
+            "class",
+            &[
+                ("2xx", s.s2xx),
+                ("3xx", s.s3xx),
+                ("4xx", s.s4xx),
+                ("5xx", s.s5xx),
+                ("other", s.other),
+            ],
+        ),
+        by(
+            "tpslab_http_errors",
+            "HTTP requests (or connects) that failed, by kind.",
+            "kind",
+            &[
+                ("refused", e.refused),
+                ("reset", e.reset),
+                ("timeout", e.timeout),
+                ("closed", e.closed),
+                ("protocol", e.protocol),
+                ("other", e.other),
+            ],
+        ),
+    ]
 }
 
-/// Latency at the 50th, 90th, 99th, 99.9th percentiles and the maximum, seconds, from the
-/// intended send (corrected) and the actual one, each when it has replies.
-fn latency(r: &tpslab_record::load_http::LoadHttpResult) -> Vec<(Labels, Value)> {
-    let mut q = vec![];
-    for (from, lat) in [("intended", &r.corrected), ("actual", &r.uncorrected)] {
-        if lat.count == 0 {
-            continue;
-        }
-        for (pct, ns) in [
-            ("50", lat.p50_ns),
-            ("90", lat.p90_ns),
-            ("99", lat.p99_ns),
-            ("99.9", lat.p999_ns),
-            ("100", lat.max_ns),
-        ] {
-            q.push((
-                labels(&[("from", from), ("percentile", pct)]),
-                Value::Float(ns as f64 / 1e9),
-            ));
-        }
-    }
-    q
-}
-
-/// The families of failures counted apart since TLS: TLS errors, unsolicited responses,
-/// failed connects.
-fn since_tls(r: &tpslab_record::load_http::LoadHttpResult) -> Vec<Family> {
-    let mut out = vec![];
-    // Kinds counted apart since TLS: only when they occurred (a run without them keeps
-    // its families).
-    if r.errors.tls > 0 {
-        out.push(counter(
+/// The failures counted apart since TLS, each family only once one occurred (a run
+/// without them keeps its families): TLS errors, unsolicited responses, failed connects
+/// by kind.
+pub(super) fn kinds_apart(e: &ErrorKinds, connect: &ErrorKinds) -> Vec<Family> {
+    let counter = |name: &str, help: &str, n: u64| {
+        Family::one(name, help, Kind::Counter, vec![], Value::Int(n))
+    };
+    let mut f = vec![];
+    if e.tls > 0 {
+        f.push(counter(
             "tpslab_http_tls_errors",
             "HTTP requests that failed in TLS (a record that did not decrypt, an alert).",
-            &[],
-            r.errors.tls,
+            e.tls,
         ));
     }
-    if r.errors.unsolicited > 0 {
-        out.push(counter(
+    if e.unsolicited > 0 {
+        f.push(counter(
             "tpslab_http_unsolicited_responses",
             "HTTP/1.1 responses no request asked for (each closed its connection).",
-            &[],
-            r.errors.unsolicited,
+            e.unsolicited,
         ));
     }
-    if !r.connect_errors.is_none() {
-        out.push(series(
-            "tpslab_http_connect_errors",
-            "Connects (with their TLS handshake) that failed, by kind; no request went on them.",
-            Kind::Counter,
-            r.connect_errors
+    if !connect.is_none() {
+        f.push(Family {
+            name: "tpslab_http_connect_errors".into(),
+            help:
+                "Connects (with their TLS handshake) that failed, by kind; no request went on them."
+                    .into(),
+            kind: Kind::Counter,
+            series: connect
                 .list()
                 .iter()
                 .map(|(k, n)| (labels(&[("kind", k)]), Value::Int(*n)))
                 .collect(),
-        ));
+        });
     }
-    out
+    f
 }

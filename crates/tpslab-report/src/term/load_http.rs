@@ -180,6 +180,9 @@ pub fn record(w: &mut dyn Write, rec: &LoadHttpRecord, interrupted: bool) -> io:
     if r.late > 0 || r.behind > 0 {
         late(w, r)?;
     }
+    for line in tpslab_analysis::load_http::ledger_lines(rec) {
+        writeln!(w, "{line}")?;
+    }
     if !interrupted && r.sent > 0 {
         writeln!(
             w,
@@ -474,6 +477,7 @@ mod tests {
             reply_gaps: None,
             loop_cpu: None,
             series: None,
+            server: None,
         };
         r.connect_errors.protocol = 4;
         let mut out = vec![];

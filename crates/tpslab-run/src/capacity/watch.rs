@@ -25,7 +25,7 @@ use tpslab_record::waits::{StepThread, ThreadStates};
 /// by a LISTEN-only sock_diag dump every
 /// 10 ms (accept queue, backlog, drops) and the TcpExt listen counters first and last;
 /// with the PID each thread's schedstat and the CPU time of the PID and its descendants.
-pub(super) struct StreamWatch {
+pub(crate) struct StreamWatch {
     root: Option<std::path::PathBuf>,
     before: Option<tpslab_proc::netstat::TcpCounters>,
     pid: Option<u32>,
@@ -44,7 +44,7 @@ struct Window {
 }
 
 impl StreamWatch {
-    pub(super) fn start(target: std::net::SocketAddr, pid: Option<u32>) -> StreamWatch {
+    pub(crate) fn start(target: std::net::SocketAddr, pid: Option<u32>) -> StreamWatch {
         let root = match pid {
             Some(p) => Some(std::path::PathBuf::from(format!("/proc/{p}"))),
             None if target.ip().is_loopback() => Some("/proc/self".into()),
@@ -115,7 +115,7 @@ impl StreamWatch {
     /// step for its response-time ledger (`users`: the requests the step keeps in flight
     /// at once, one per connection or with HTTP/2 one per stream), None when nothing was
     /// sampled.
-    pub(super) fn end(
+    pub(crate) fn end(
         mut self,
         r: &LoadHttpResult,
         users: usize,

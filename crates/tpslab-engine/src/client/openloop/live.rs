@@ -52,6 +52,14 @@ pub struct HttpLiveSample {
     /// namespace's sockets whose peer is the target, from sock_diag); null where they
     /// cannot be counted.
     pub connections: Option<u64>,
+    /// Requests written in the interval (`sent_rps` as a count; not in the JSON line).
+    #[serde(skip)]
+    pub sent: u64,
+    /// The latencies of the replies read in the interval, ns from each request's intended
+    /// send time (a closed loop's: from its send), as `latency` summarises them; None
+    /// without replies (not in the JSON line: `--metrics-listen` buckets it).
+    #[serde(skip)]
+    pub latency_histogram: Option<Histogram<u64>>,
 }
 
 /// Receives each [`HttpLiveSample`] on the schedule's supervising thread (keep it short: a
@@ -310,6 +318,8 @@ impl Live {
             connect_errors,
             in_flight: clock.in_flight,
             connections,
+            sent: total.sent.saturating_sub(was.sent),
+            latency_histogram: (!lat.is_empty()).then_some(lat),
         };
         (sink.0)(&sample);
     }

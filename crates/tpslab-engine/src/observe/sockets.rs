@@ -289,6 +289,10 @@ pub(super) fn with_readers(
     group
 }
 
+/// A reading thread: its TID, its UDP reads, and the socket it reads (inode, samples seen
+/// waiting on it), when known.
+type ThreadRead = (u32, u64, Option<(u64, u64)>);
+
 /// The reading threads of a process holding the group's sockets `held` (`threads`: its
 /// threads' TIDs and UDP reads), each with the socket it reads: the one of `held` it was
 /// seen waiting to read most (`seen`: TID -> inode -> samples), else, when exactly one
@@ -300,7 +304,7 @@ fn thread_sockets(
     held: &[u64],
     seen: &BTreeMap<u32, BTreeMap<u64, u64>>,
 ) -> Option<Vec<(u64, tpslab_record::SocketReader)>> {
-    let mut out: Vec<(u32, u64, Option<(u64, u64)>)> = threads
+    let mut out: Vec<ThreadRead> = threads
         .iter()
         .filter(|r| r.1 > 0)
         .map(|&(tid, reads)| {

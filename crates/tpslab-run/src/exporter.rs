@@ -9,8 +9,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tpslab_engine::observe::{LiveSample, LiveSink};
 use tpslab_engine::client::openloop::{HttpLiveSample, HttpLiveSink};
+use tpslab_engine::observe::{LiveSample, LiveSink};
 use tpslab_report::metrics::{
     Family, HttpLiveReading, HttpLiveState, LiveReading, LiveState, Shared,
 };

@@ -49,8 +49,11 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
     let watched = watched_server(plan);
     let watch = watched.map(|(pid, _)| StreamWatch::start(plan.target, Some(pid)));
     let rec = ctx.phase(what, secs, || {
-        let mut rec =
-            tpslab_engine::client::openloop::run_load_http_live(plan, &ctx.stop, ctx.http_live.as_ref())?;
+        let mut rec = tpslab_engine::client::openloop::run_load_http_live(
+            plan,
+            &ctx.stop,
+            ctx.http_live.as_ref(),
+        )?;
         // Replies that look held by Nagle until a delayed ACK: re-timed with the client
         // acknowledging at once (at most 50 requests or 2 s), the server still up.
         tpslab_engine::client::quickack::retime_load_http(plan, &ctx.stop, &mut rec)?;
@@ -84,7 +87,8 @@ fn watched_server(plan: &LoadHttpPlan) -> Option<(u32, FoundBy)> {
     }
     match plan.pid {
         Some(p) => Some((p, FoundBy::Pid)),
-        None => tpslab_engine::observe::listen::listener_owner(plan.target).map(|p| (p, FoundBy::Address)),
+        None => tpslab_engine::observe::listen::listener_owner(plan.target)
+            .map(|p| (p, FoundBy::Address)),
     }
 }
 

@@ -425,8 +425,11 @@ pub(crate) fn http1_for(plan: &LoadHttpPlan) -> Result<Http1, EngineError> {
     // Methods are case-sensitive: only HEAD's replies have no body.
     let proto = Http1::new(plan.target, request, plan.request.method == "HEAD");
     Ok(
-        match crate::client::proto::tls::client_for(&plan.request, crate::client::proto::http1::ALPN)
-            .map_err(EngineError::Other)?
+        match crate::client::proto::tls::client_for(
+            &plan.request,
+            crate::client::proto::http1::ALPN,
+        )
+        .map_err(EngineError::Other)?
         {
             Some(t) => proto.with_tls(t),
             None => proto,

@@ -298,7 +298,10 @@ pub fn run_ramp_with(
             timeout_ns: nanos(&plan.timeout).max(1_000_000),
             stop,
         });
-        crate::client::quickack::attach(results.iter_mut().filter_map(|r| r.reply_gaps.as_mut()), q);
+        crate::client::quickack::attach(
+            results.iter_mut().filter_map(|r| r.reply_gaps.as_mut()),
+            q,
+        );
     }
     let spans: Vec<(u64, u64)> = (0..plan.steps.len())
         .filter_map(|k| shared.sent_span(k))

@@ -36,13 +36,18 @@ export TPSLAB_HOST_LOCK="${TPSLAB_HOST_LOCK:-/tmp/tpslab-host-settings.lock}"
 export TPSLAB_TURN_LOCK="${TPSLAB_TURN_LOCK:-/tmp/tpslab-turn.lock}"
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 
-# Back to normal priority: PID and its descendants (those cargo starts later inherit it).
+# Back to normal priority: PID's process tree, every thread of each (the scheduling policy
+# and nice value are a thread's: rustc compiles on threads of its own), each process before
+# its children (those it starts later inherit its priority). Needs root (as a user the
+# kernel refuses to leave SCHED_IDLE); 1 when a thread could not be changed.
 unidle() {
-  local c
-  for c in $(pgrep -P "$1" 2> /dev/null); do unidle "$c"; done
-  chrt -o -p 0 "$1" > /dev/null 2>&1
-  renice -n 0 -p "$1" > /dev/null 2>&1
-  return 0
+  local c t ok=0
+  for t in /proc/"$1"/task/*; do
+    chrt -o -p 0 "${t##*/}" > /dev/null 2>&1 && renice -n 0 -p "${t##*/}" > /dev/null 2>&1 \
+      || [ ! -e "$t" ] || ok=1
+  done
+  for c in $(pgrep -P "$1" 2> /dev/null); do unidle "$c" || ok=1; done
+  return "$ok"
 }
 
 start=$SECONDS
@@ -67,16 +72,29 @@ else
     #    only CPU time the suite leaves), then runs after the suite (step 4).
     rest_log="$(mktemp -t tpslab-rest-build.XXXXXX)"
     idle=()
-    if command -v chrt > /dev/null 2>&1; then idle=(chrt -i 0); fi
+    if chrt -i 0 true > /dev/null 2>&1; then idle=(chrt -i 0); fi
     built=$SECONDS
     rest_ready="$(mktemp -t tpslab-rest-ready.XXXXXX)"
     (
-      nice -n 19 "${idle[@]}" cargo test --workspace --release --no-run > "$rest_log" 2>&1
+      nice -n 19 ${idle[@]+"${idle[@]}"} cargo test --workspace --release --no-run > "$rest_log" 2>&1
       r=$?
       echo "$SECONDS" > "$rest_ready"
       exit "$r"
     ) &
     rest_pid=$!
+    # Background jobs of a script ignore SIGINT: on Ctrl-C (or TERM) end them too, or the
+    # build would hold cargo's lock and the quiet tests write into the next run's lists.
+    quiet_pid=
+    stop_jobs() {
+      local p
+      for p in $quiet_pid $(pgrep -P "$rest_pid" 2> /dev/null) "$rest_pid"; do
+        pkill -TERM -P "$p" 2> /dev/null
+        kill -TERM "$p" 2> /dev/null
+      done
+      rm -f "$rest_log" "$rest_ready" "${quiet_log:-}"
+    }
+    trap 'stop_jobs; exit 130' INT
+    trap 'stop_jobs; exit 143' TERM
     # 3. The suite, run directly (cargo's build lock is the build's above): the quiet
     #    modules (their tests call common::quiet(): they mostly wait out idle intervals)
     #    in a second process beside the rest, so they wait beside the timing tests
@@ -98,8 +116,21 @@ else
     # 4. The other binaries (the crates' unit and integration tests, the doc tests): their
     #    build, if not done yet, goes on at normal priority (beside a busy neighbour an idle
     #    one would wait for it to end), then they run.
-    unidle "$rest_pid"
-    if wait "$rest_pid"; then
+    if [ ! -s "$rest_ready" ] && ! unidle "$rest_pid"; then
+      # Not root: an idle build beside a busy neighbour could wait for it to end; cargo
+      # here builds what is left at this shell's priority (finished units are kept).
+      pkill -TERM -P "$rest_pid" 2> /dev/null
+      kill -TERM "$rest_pid" 2> /dev/null
+      wait "$rest_pid" 2> /dev/null
+      cargo test --workspace --release --no-run > "$rest_log" 2>&1
+      rest_rc=$?
+      echo "$SECONDS" > "$rest_ready"
+    else
+      wait "$rest_pid"
+      rest_rc=$?
+    fi
+    trap - INT TERM
+    if [ "$rest_rc" -eq 0 ]; then
       rest=(--lib --bins)
       for t in $(sed -n '/^\[\[test\]\]/{n;s/^name = "\(.*\)"$/\1/p}' crates/*/Cargo.toml); do
         rest+=(--test "$t")
@@ -109,9 +140,8 @@ else
       cargo test --workspace --release --no-fail-fast --doc \
         || { r=$?; [ "$status" -ne 0 ] || status=$r; }
     else
-      r=$?
       cat "$rest_log"
-      [ "$status" -ne 0 ] || status=$r
+      [ "$status" -ne 0 ] || status=$rest_rc
     fi
     phases="; the suite's binary built at $((built - start)) s, the suite ran $((suite_done - built)) s"
     phases+=", the other test binaries were built at $(($(cat "$rest_ready" 2> /dev/null || echo "$SECONDS") - start)) s"

@@ -133,6 +133,8 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
             argv[0],
             "test --workspace --release --test suite --no-run --message-format=json-render-diagnostics"
         );
+        // The suite's two processes and the idle build, in any order.
+        assert_eq!(argv.len(), 6, "{argv:?}");
         let mut middle = argv[1..4].to_vec();
         middle.sort();
         assert_eq!(

@@ -13,7 +13,7 @@ use super::skip;
 /// whatever the load stay outside `f`, or panic inside it.
 #[must_use = "None: the test was skipped (recorded); end it there"]
 pub fn retry<T>(test: &str, attempts: usize, f: impl FnMut() -> Result<T, String>) -> Option<T> {
-    match attempt(test, attempts, f) {
+    match attempt(test, attempts, true, f) {
         Ok(v) => Some(v),
         Err(last) => {
             skip(
@@ -29,16 +29,17 @@ pub fn retry<T>(test: &str, attempts: usize, f: impl FnMut() -> Result<T, String
 /// `attempts` times (`f` returns Err(why) for such a draw); every attempt failing fails the
 /// test: chance alone does that one time in 20^attempts.
 pub fn retry_chance<T>(test: &str, attempts: usize, f: impl FnMut() -> Result<T, String>) -> T {
-    attempt(test, attempts, f).unwrap_or_else(|last| {
+    attempt(test, attempts, false, f).unwrap_or_else(|last| {
         panic!("{test}: every one of {attempts} attempts failed; the last: {last}")
     })
 }
 
-/// Up to `attempts` calls of `f`, each failure's reason printed: the first value, or the
-/// last reason.
+/// Up to `attempts` calls of `f`, each failure's reason printed (and noted, when `machine`:
+/// the machine spoiled it, not a chance draw): the first value, or the last reason.
 fn attempt<T>(
     test: &str,
     attempts: usize,
+    machine: bool,
     mut f: impl FnMut() -> Result<T, String>,
 ) -> Result<T, String> {
     let mut last = String::new();
@@ -47,7 +48,9 @@ fn attempt<T>(
             Ok(v) => return Ok(v),
             Err(why) => {
                 eprintln!("{test}: attempt {i} of {attempts} spoiled: {why}");
-                note_retry(test, i, attempts, &why);
+                if machine {
+                    note_retry(test, i, attempts, &why);
+                }
                 last = why;
             }
         }

@@ -238,7 +238,8 @@ fn a_timing_test_spoiled_in_every_attempt_is_a_counted_skip() {
         .lines()
         .map(String::from)
         .collect();
-    assert_eq!(lines.len(), 3 + 1 + 3, "{lines:?}");
+    // The chance draws are not the machine's: not noted.
+    assert_eq!(lines.len(), 3 + 1, "{lines:?}");
     assert_eq!(
         lines[0],
         "busy_test\tattempt 1 of 3\tgenerator off schedule (1)"

@@ -54,16 +54,17 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
             &ctx.stop,
             ctx.http_live.as_ref(),
         )?;
+        // The server's threads over the load alone, before the re-timing's requests.
+        // Requests in flight at once: each connection's streams with --http2.
+        let step = watch.and_then(|w| w.end(&rec.result, plan.schedules()).1);
         // Replies that look held by Nagle until a delayed ACK: re-timed with the client
         // acknowledging at once (at most 50 requests or 2 s), the server still up.
         tpslab_engine::client::quickack::retime_load_http(plan, &ctx.stop, &mut rec)?;
-        Ok::<_, tpslab_engine::EngineError>(rec)
+        Ok::<_, tpslab_engine::EngineError>((rec, step))
     });
     drop(server);
-    let mut rec = rec?;
-    if let (Some(w), Some((pid, found_by))) = (watch, watched) {
-        // Requests in flight at once: each connection's streams with --http2.
-        let (_, step) = w.end(&rec.result, plan.schedules());
+    let (mut rec, step) = rec?;
+    if let Some((pid, found_by)) = watched {
         // One run: no earlier step's parked threads to leave out.
         let ledger = step.and_then(|s| {
             tpslab_analysis::rt_ledger::open_loop(&s, &std::collections::BTreeSet::new())

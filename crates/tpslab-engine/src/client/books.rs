@@ -13,7 +13,7 @@ pub(crate) trait Books: Sync {
     /// A loop's own counts.
     type Local;
     /// Whether a stream's client acknowledges at once: TCP_QUICKACK set before each read
-    /// of a reply (a re-timing of held replies, [`crate::quickack`]). False by default:
+    /// of a reply (a re-timing of held replies, [`crate::client::quickack`]). False by default:
     /// the kernel's delayed ACKs, as a client normally has them.
     const QUICKACK: bool = false;
     /// A loop's counts before its first request.

@@ -3,7 +3,8 @@
 //! into `books` (a ramp's `tally`, an open loop's schedule), the ramp over them ([`ramp`])
 //! and the open loop over them ([`openloop`], with its HTTP/2 and HTTP/3 loops); the
 //! request/reply protocols behind [`proto::Exchange`] (framed TCP, RESP, HTTP/1.1, HTTP/2's
-//! frames with HPACK and Huffman, HTTP/3, TLS); and one UDP run composed of the generator,
+//! frames with HPACK and Huffman, HTTP/3, TLS); the re-timing of replies held as by Nagle x
+//! delayed ACK with TCP_QUICKACK ([`quickack`]); and one UDP run composed of the generator,
 //! the observer and the reference server ([`udp_run`]).
 //!
 //! The wings depend one way: `lab` on this one, this one on `observe`, `serve` and `host`

@@ -288,7 +288,7 @@ pub fn run_ramp_with(
             .map(|s| s.get(k).copied().unwrap_or_default());
     }
     // Replies that look held by Nagle until a delayed ACK: re-timed once with the client
-    // acknowledging at once (crate::quickack), the figures kept in each step that looked
+    // acknowledging at once (crate::client::quickack), the figures kept in each step that looked
     // so. Not once stopped.
     if gaps_kept
         && !stop.load(Relaxed)

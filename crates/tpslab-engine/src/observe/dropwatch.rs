@@ -351,12 +351,12 @@ fn site_names<R: std::io::BufRead>(
         .filter_map(|a| known.get(a).map(|n| (*a, n.clone())))
         .collect();
     if !new.is_empty() {
-        let syms = open()
-            .and_then(|r| tpslab_proc::kallsyms::Kallsyms::for_addresses(r, &new))
-            .unwrap_or_default();
+        // A table that could not be read names nothing this time and is read again next
+        // time (only what was read is kept).
+        let read = open().and_then(|r| tpslab_proc::kallsyms::Kallsyms::for_addresses(r, &new));
         for a in new {
-            let n = syms.name(a);
-            if known.len() < SITE_NAMES_MAX {
+            let n = read.as_ref().ok().and_then(|syms| syms.name(a));
+            if read.is_ok() && known.len() < SITE_NAMES_MAX {
                 known.insert(a, n.clone());
             }
             out.insert(a, n);

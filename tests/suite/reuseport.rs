@@ -523,25 +523,24 @@ fn a_slow_reader_thread_of_one_process_is_named_by_its_tid_and_socket() {
     let mut cmd = ns.command("python3");
     cmd.arg(&script).args(["9204", "0,1000"]);
     let server = Server::start(cmd, "python threads", "reuseport-thread", "python3", 9204);
+    let tid_of = |sleep: &str| -> Option<u32> {
+        server.log().lines().find_map(|l| {
+            l.strip_prefix("thread ")?
+                .strip_suffix(sleep)?
+                .trim()
+                .parse()
+                .ok()
+        })
+    };
+    // Both threads' lines whole (a line seen before its end was written failed once).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while server.log().matches("thread ").count() < 2 {
+    let (slow, fast) = loop {
+        if let (Some(s), Some(f)) = (tid_of(" 1000"), tid_of(" 0")) {
+            break (s, f);
+        }
         assert!(std::time::Instant::now() < deadline, "{}", server.log());
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let tid_of = |sleep: &str| -> u32 {
-        server
-            .log()
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("thread ")?
-                    .strip_suffix(sleep)?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .expect("the thread's line")
     };
-    let (slow, fast) = (tid_of(" 1000"), tid_of(" 0"));
     let pid = server.pid();
     let got = common::retry(test, 3, || {
         let json = common::tmp("reuseport-thread.json");

@@ -169,14 +169,9 @@ fn disk_ns_per_request(s: &StepResult, sample: Duration) -> Option<f64> {
     };
     // A tree sampled in turns: each thread was read at its share of the ticks, so the
     // threads on disk per tick are the samples per thread's.
-    // Otherwise the ticks taken (a sampler late on a busy host skips the ticks it
-    // missed), else as many as the step's length holds.
     let ticks = match s.tree_sampling.filter(|c| c.partial() && c.threads > 0) {
         Some(c) => c.samples as f64 / f64::from(c.threads),
-        None => match s.tree_sampling.filter(|c| c.ticks > 0) {
-            Some(c) => c.ticks as f64,
-            None => s.measured_s * 1e9 / sample.as_nanos().max(1) as f64,
-        },
+        None => s.measured_s * 1e9 / sample.as_nanos().max(1) as f64,
     }
     .ceil()
     .max(1.0);

@@ -8,18 +8,20 @@ use std::time::Duration;
 use tpslab_net::UdpSock;
 use tpslab_record::buffer::TruesizeProbe;
 
+/// The probe socket's rx_queue and drops from /proc/self/net/udp. Read up to 3 times: the
+/// table is walked while other sockets come and go, and a walk can step over a line (a
+/// unit test missed its socket once with other tests' sockets opening beside it).
 fn queue_of(inode: u64) -> Result<(u64, u64), EngineError> {
-    let socks = tpslab_proc::live::udp(std::path::Path::new("/proc/self"))
-        .map_err(|e| EngineError::Other(e.to_string()))?;
-    socks
-        .iter()
-        .find(|s| s.inode == inode)
-        .map(|s| (s.rx_queue, s.drops.unwrap_or(0)))
-        .ok_or_else(|| {
-            EngineError::Other(format!(
-                "probe socket inode {inode} not in /proc/self/net/udp"
-            ))
-        })
+    for _ in 0..3 {
+        let socks = tpslab_proc::live::udp(std::path::Path::new("/proc/self"))
+            .map_err(|e| EngineError::Other(e.to_string()))?;
+        if let Some(s) = socks.iter().find(|s| s.inode == inode) {
+            return Ok((s.rx_queue, s.drops.unwrap_or(0)));
+        }
+    }
+    Err(EngineError::Other(format!(
+        "probe socket inode {inode} not in /proc/self/net/udp"
+    )))
 }
 
 /// Sends `size`-byte datagrams to an unread socket with the default receive buffer

@@ -121,6 +121,12 @@ pub struct ThreadFacts {
     /// threads are the CPU's saturation, judged on the process's CPU); the verdict does
     /// when that CPU is below saturation: the threads got less CPU than they wanted.
     pub all_busy: Option<(usize, usize, f64, f64, f64)>,
+    /// Two or more working threads, by their means: (their count, the processes they are
+    /// in, their mean share running or runnable 0..=1, on a CPU 0..=1, waiting for one
+    /// 0..=1). None with fewer. The verdict reads it when not all are busy
+    /// ([`Self::all_busy`] None) to tell workers kept off the CPUs by other work (most
+    /// of their busy time in the run queue) from a cap of threads that wait.
+    pub crowd: Option<(usize, usize, f64, f64, f64)>,
 }
 
 /// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
@@ -227,26 +233,29 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         });
     let mut shares: Vec<f64> = working.iter().map(|t| busy_share(t, window)).collect();
     shares.sort_by(|a, b| b.total_cmp(a));
-    let all_busy =
-        (working.len() >= 2 && shares.iter().all(|&b| b >= SATURATED_SHARE)).then(|| {
-            let n = working.len() as f64;
-            let share =
-                |t: &StepThread, v: u64| (v as f64 / span_ns(t, window).max(1) as f64).min(1.0);
-            let mut procs: Vec<u32> = working.iter().map(|t| t.pid).collect();
-            procs.sort_unstable();
-            procs.dedup();
-            (
-                working.len(),
-                procs.len(),
-                working.iter().map(|t| share(t, cpu_ns(t))).sum::<f64>() / n,
-                working
-                    .iter()
-                    .map(|t| share(t, t.states.runqueue_ns))
-                    .sum::<f64>()
-                    / n,
-                shares.last().copied().unwrap_or(0.0),
-            )
-        });
+    // The working threads' means: (count, processes, on a CPU, waiting for one).
+    let means = (working.len() >= 2).then(|| {
+        let n = working.len() as f64;
+        let share = |t: &StepThread, v: u64| (v as f64 / span_ns(t, window).max(1) as f64).min(1.0);
+        let mut procs: Vec<u32> = working.iter().map(|t| t.pid).collect();
+        procs.sort_unstable();
+        procs.dedup();
+        (
+            working.len(),
+            procs.len(),
+            working.iter().map(|t| share(t, cpu_ns(t))).sum::<f64>() / n,
+            working
+                .iter()
+                .map(|t| share(t, t.states.runqueue_ns))
+                .sum::<f64>()
+                / n,
+        )
+    });
+    let all_busy = means
+        .filter(|_| shares.iter().all(|&b| b >= SATURATED_SHARE))
+        .map(|(n, procs, cpu, runq)| (n, procs, cpu, runq, shares.last().copied().unwrap_or(0.0)));
+    let crowd = means
+        .map(|(n, procs, cpu, runq)| (n, procs, shares.iter().sum::<f64>() / n as f64, cpu, runq));
     Some(ThreadFacts {
         users: s.users,
         next_busy: shares.get(1).copied().unwrap_or(0.0),
@@ -265,6 +274,7 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
             .map(|(c, _)| c),
         states,
         all_busy,
+        crowd,
     })
 }
 

@@ -1,5 +1,6 @@
 //! A ramp's verdict: the first of its rules that holds, in order (one thread contended or
-//! saturated, a lock, disk waits, the CPU, a peer, a concurrency cap), from the signals
+//! saturated, a lock, disk waits, the CPU saturated, several threads kept off the CPUs by
+//! other work, CPU-bound workers, a peer, a concurrency cap), from the signals
 //! [`super::analyse`] worked out of the record once.
 
 use super::{disk_waits_grow, futex_share, no_replies, top_state};
@@ -132,7 +133,9 @@ pub(super) fn verdict(s: &Signals) -> String {
     one_thread(s)
         .or_else(|| serialised(s))
         .or_else(|| disk(s))
-        .or_else(|| cpu(s))
+        .or_else(|| cpu_saturated(s))
+        .or_else(|| crowded(s))
+        .or_else(|| cpu_bound(s))
         .unwrap_or_else(|| elsewhere(s))
 }
 
@@ -207,13 +210,16 @@ fn disk(s: &Signals) -> Option<String> {
     ))
 }
 
-/// The CPU is the limit: the server's CPUs are 80 % used at the top, or all its working
-/// threads are running or runnable.
-fn cpu(s: &Signals) -> Option<String> {
-    let (ku, cores, idle_words) = (s.ku, s.cores, &s.idle_words);
-    if s.stopped() && s.busy.is_some_and(|b| b >= 0.8 * cores) {
-        return Some(format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", s.busy.unwrap_or(0.0) * 100.0));
-    }
+/// The CPU is the limit: the server's CPUs are 80 % used at the top.
+fn cpu_saturated(s: &Signals) -> Option<String> {
+    let cores = s.cores;
+    (s.stopped() && s.busy.is_some_and(|b| b >= 0.8 * cores)).then(|| format!("VERDICT: saturation of the CPU: the server uses {:.0} % of {cores:.0} CPUs at the top; TPS is capped by CPU, not by a lock", s.busy.unwrap_or(0.0) * 100.0))
+}
+
+/// The CPU time the workers get is the limit: all the server's working threads are
+/// running or runnable (on a CPU half their busy time or more, else [`crowded`]).
+fn cpu_bound(s: &Signals) -> Option<String> {
+    let (ku, idle_words) = (s.ku, &s.idle_words);
     let (true, Some((n, procs, cpu, runq, least))) =
         (s.bent(), s.threads.as_ref().and_then(|t| t.all_busy))
     else {
@@ -238,6 +244,37 @@ fn cpu(s: &Signals) -> Option<String> {
     ))
 }
 
+/// A crowd share at or above which the working threads wanted a CPU most of the step.
+const CROWD_BUSY: f64 = 0.5;
+
+/// Several working threads running or runnable
+/// [`CROWD_BUSY`] of the step on average and on a CPU less than half of that, while the
+/// server used under 80 % of its CPUs: other work held the CPUs (a neighbour, the load
+/// generator), not a cap of threads that wait (a prefork server's workers beside a CPU
+/// hog).
+fn crowded(s: &Signals) -> Option<String> {
+    let (n, procs, busy, cpu, runq) = s.threads.as_ref()?.crowd?;
+    let below = s.busy.is_some_and(|b| b < 0.8 * s.cores);
+    if !(s.bent() && below && busy >= CROWD_BUSY && cpu < 0.5 * busy) {
+        return None;
+    }
+    let procs = if procs > 1 {
+        format!(" in {procs} processes")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "VERDICT: CPU contention: {} while the server's {n} working threads{procs} were running or runnable {:.0} % of the last step on average but on a CPU only {:.0} % (waiting for a CPU {:.0} % by schedstat), and the server used {:.2} of {:.0} CPUs{}. Other work on the CPUs they may run on (the load generator on this host, other processes) kept them off: this ramp measures the host's contention more than the server. Give the server CPUs of its own (taskset, cpusets) or send the load from another host, then ramp again",
+        s.tps_at_knee(),
+        busy * 100.0,
+        cpu * 100.0,
+        runq * 100.0,
+        s.busy.unwrap_or(0.0),
+        s.cores,
+        s.idle_words
+    ))
+}
+
 /// The rest, in order: a lock and a busy CPU, a peer, a concurrency cap, a limit not seen
 /// on this host, a bend, scaling.
 fn elsewhere(s: &Signals) -> String {
@@ -253,10 +290,19 @@ fn elsewhere(s: &Signals) -> String {
             t.peer_share * 100.0,
             t.peer_call.as_ref().map_or(String::new(), |c| format!(" (in {c})"))
         )
-    } else if s.stopped() && s.idle_cpu && s.top.is_some() {
+    } else if let (true, true, Some((w, share))) = (s.stopped(), s.idle_cpu, &s.top) {
+        // Threads mostly in state R were on a CPU here (workers kept off the CPUs by other
+        // work are [`crowded`]'s): a cap of busy threads, not of waits.
+        let what = if w == "running" {
+            format!(
+                "its threads are mostly running ({:.0} % of samples): it works on only about {ku} requests at once, each on a thread of its own",
+                share * 100.0
+            )
+        } else {
+            format!("its threads wait ({w}): it works on only about {ku} requests at once, each waiting on something (a backend, a peer, a timer)")
+        };
         format!(
-            "VERDICT: a concurrency cap: TPS stops at the knee ({ku} users) while the server's CPU idles and its threads wait ({}): it works on only about {ku} requests at once, each waiting on something (a backend, a peer, a timer). More threads, workers or connections (S3's single connection), or a faster backend, raise TPS",
-            s.top.as_ref().map_or("?", |(w, _)| w.as_str())
+            "VERDICT: a concurrency cap: TPS stops at the knee ({ku} users) while the server's CPU idles and {what}. More threads, workers or connections (S3's single connection), or a faster backend, raise TPS"
         )
     } else if s.stopped() {
         "VERDICT: TPS stops growing without a lock wait or a busy CPU visible on this host: the limit is elsewhere (a downstream peer, the network, one connection carrying all requests); give --pid to see the server's threads".to_string()

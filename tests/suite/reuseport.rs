@@ -150,7 +150,7 @@ fn allowed_cpus() -> Vec<usize> {
 /// spare, and the verdict says so.
 #[test]
 fn diagnose_names_an_uneven_reuseport_group() {
-    let test = "diagnose_names_an_uneven_reuseport_group";
+    let test = "reuseport::diagnose_names_an_uneven_reuseport_group";
     if !common::can_netns(test) {
         return;
     }
@@ -246,7 +246,7 @@ fn diagnose_names_an_uneven_reuseport_group() {
 /// 2 flows in bursts judges the group against those limits and names them.
 #[test]
 fn a_foreign_groups_sockets_each_have_their_own_limit() {
-    let test = "a_foreign_groups_sockets_each_have_their_own_limit";
+    let test = "reuseport::a_foreign_groups_sockets_each_have_their_own_limit";
     if !common::can_netns(test) {
         return;
     }

@@ -87,7 +87,7 @@ fn last_step(rec: &Value) -> &Value {
 fn redis_is_saturated_on_one_thread_not_waiting_on_a_lock() {
     // One at a time: a JVM compiling its source beside a ramp starves the other's server.
     let _one = common::serial();
-    const T: &str = "redis_is_saturated_on_one_thread_not_waiting_on_a_lock";
+    const T: &str = "threads::redis_is_saturated_on_one_thread_not_waiting_on_a_lock";
     if !common::need(T, "/usr/bin/redis-server") {
         return;
     }

@@ -145,21 +145,32 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
         .spawn()
         .unwrap();
     wait_held(&path, "flock(1)", 30);
-    let (got_tx, got) = mpsc::channel();
-    let serial = test_thread("serial_waiting", move || {
-        let _s = common::serial();
-        // Wall-clock time, as `date` prints it: an Instant turned into wall-clock time
-        // later was off by 0.4 ms once (the two clocks run at rates NTP makes differ).
-        got_tx.send(std::time::SystemTime::now()).unwrap();
+    // Who got in first, by the order of their lines appended to one file (O_APPEND):
+    // no clock read in two processes (wall-clock times put the second reader 0.25 ms
+    // before the serial test once beside stress-ng: this guest's clock is stepped).
+    let order = common::tmp("turn-order.txt");
+    let _ = std::fs::remove_file(&order);
+    let serial = test_thread("serial_waiting", {
+        let order = order.clone();
+        move || {
+            let _s = common::serial();
+            let mut f = std::fs::File::options()
+                .create(true)
+                .append(true)
+                .open(&order)
+                .unwrap();
+            std::io::Write::write_all(&mut f, b"serial\n").unwrap();
+        }
     });
     // Once the serial test waits at the turn lock holding the gate, a second reader that
     // goes through the gate as an ordinary test does.
     // (The serial turn waits first for this suite's ordinary tests running beside.)
     wait_held(&gate, "serial()", 300);
     let script = format!(
-        "flock {} true && flock --shared {} date +%s.%N",
+        "flock {} true && flock --shared {} sh -c 'echo reader >> \"$0\"' {}",
         shell_words(&gate),
-        shell_words(&path)
+        shell_words(&path),
+        shell_words(&order)
     );
     let second = std::process::Command::new("sh")
         .args(["-c", &script])
@@ -170,19 +181,12 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     drop(first.stdin.take());
     first.wait().unwrap();
     let second = second.wait_with_output().unwrap();
-    let serial_at = got.recv().unwrap();
+    assert!(second.status.success(), "{second:?}");
     serial.join().unwrap();
-    let reader_at: f64 = String::from_utf8_lossy(&second.stdout)
-        .trim()
-        .parse()
-        .unwrap();
-    let serial_wall = serial_at
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    assert!(
-        reader_at >= serial_wall,
-        "the second reader got in at {reader_at} before the waiting serial test at {serial_wall}"
+    let got = std::fs::read_to_string(&order).unwrap();
+    assert_eq!(
+        got, "serial\nreader\n",
+        "the second reader got in before the waiting serial test"
     );
 }
 

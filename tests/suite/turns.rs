@@ -147,7 +147,8 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     wait_held(&path, "flock(1)", 30);
     // Who got in first, by the order of their lines appended to one file (O_APPEND):
     // no clock read in two processes (wall-clock times put the second reader 0.25 ms
-    // before the serial test once beside stress-ng: this guest's clock is stepped).
+    // before the serial test once beside stress-ng, which the locks rule out unless the
+    // clock moved back).
     let order = common::tmp("turn-order.txt");
     let _ = std::fs::remove_file(&order);
     let serial = test_thread("serial_waiting", {

@@ -130,7 +130,9 @@
 //!   locked Python service on port P, then `$T load http http://127.0.0.1:P/ --rate 300
 //!   --connections 4 --duration 2s --json $F/load_http_lock.json` (the server found by the
 //!   URL's listening socket, as tests/suite/ramp_lock.rs's
-//!   `load_http_finds_the_server_by_its_socket_and_names_the_lock_in_its_ledger`)
+//!   `load_http_finds_the_server_by_its_socket_and_names_the_lock_in_its_ledger`; achieved
+//!   243 of 300/s beside a busy host's other builds and tests; the lock 12.36 ms of the
+//!   16.33 ms mean response time, 76 %), with its replies' codes (`200 486`)
 //!
 //! (History was kept out of the way with `XDG_DATA_HOME` set to a scratch directory.)
 

@@ -251,10 +251,7 @@ fn status_codes_the_histogram_and_the_gauge_of_a_run_with_mixed_replies() {
             second.contains(&gauge),
             "{w}x{h}: {second:?}, not {gauge:?}"
         );
-        let title = format!(
-            "latency histogram since the start: {} replies",
-            si(replies as f64)
-        );
+        let title = format!("latency histogram: {} replies", si(replies as f64));
         assert!(s.contains(&title), "{w}x{h}:\n{s}");
         // The 30 ms replies: a row whose bound is 30 ms or more holds some.
         let slow = s.lines().any(|l| {

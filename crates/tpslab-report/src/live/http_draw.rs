@@ -258,8 +258,11 @@ fn connection_lines(st: &HttpLiveState, f: &super::http::HttpFrame) -> Vec<Line<
         Some(n) => format!("{n} (peak {})", st.connections_peak),
         None => "not counted (sock_diag)".to_string(),
     };
+    let share = f.sent_rps / f.intended_rps * 100.0;
     let achieved = if f.intended_rps > 0.0 {
-        format!("{:.1} % of intended", f.sent_rps / f.intended_rps * 100.0)
+        // `100 %`, not `100.0 %`: the line fits 36 columns.
+        let digits = usize::from(share < 99.95);
+        format!("{share:.digits$} % of intended")
     } else {
         "- (none intended)".to_string()
     };

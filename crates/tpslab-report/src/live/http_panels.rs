@@ -112,10 +112,7 @@ pub(super) fn histogram_rows(hist: &[u64], rows: usize) -> Vec<(Option<u64>, u64
 /// its upper bound, a bar as long as its share of the fullest row, its replies.
 pub(super) fn histogram_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     let n: u64 = st.histogram.iter().sum();
-    let block = Block::bordered().title(format!(
-        " latency histogram since the start: {} replies ",
-        si(n as f64)
-    ));
+    let block = Block::bordered().title(format!(" latency histogram: {} replies ", si(n as f64)));
     if n == 0 {
         let why = if let Some(w) = &st.header.no_latency {
             w.clone()
@@ -131,8 +128,10 @@ pub(super) fn histogram_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState)
     let inner = block.inner(area);
     let rows = histogram_rows(&st.histogram, inner.height as usize);
     let most = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
-    // `≤1.41ms ███▌ 1.23k`: the bound in 8 columns, the count in 6.
-    let bar_w = (inner.width as usize).saturating_sub(8 + 1 + 1 + 6).max(1);
+    // `≤1.41ms ███▌ 1.23k `: the bound in 8 columns, the count in 6, a blank.
+    let bar_w = (inner.width as usize)
+        .saturating_sub(8 + 1 + 1 + 6 + 1)
+        .max(1);
     let lines: Vec<Line> = rows
         .iter()
         .map(|&(b, count)| {

@@ -112,7 +112,10 @@ pub(super) fn histogram_rows(hist: &[u64], rows: usize) -> Vec<(Option<u64>, u64
 /// its upper bound, a bar as long as its share of the fullest row, its replies.
 pub(super) fn histogram_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     let n: u64 = st.histogram.iter().sum();
-    let block = Block::bordered().title(format!(" latency histogram: {} replies ", si(n as f64)));
+    let block = Block::bordered().title(match n {
+        0 => " latency histogram ".to_string(),
+        n => format!(" latency histogram: {} replies ", si(n as f64)),
+    });
     if n == 0 {
         let why = if let Some(w) = &st.header.no_latency {
             w.clone()

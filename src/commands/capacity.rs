@@ -31,6 +31,7 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
             t => t.to_string(),
         },
         planned_s: Some(plan.step_time().as_secs_f64()),
+        planned_requests: None,
         no_latency: None,
     };
     let kind = tpslab_report::live::RunsKind::Capacity;

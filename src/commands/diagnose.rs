@@ -43,6 +43,7 @@ fn live_header(plan: &DiagnosePlan) -> tpslab_report::live::LiveHeader {
             tpslab_run::diagnose::Server::Started(_) => "the server of --server-cmd".into(),
         },
         planned_s: Some((load.warmup + load.duration).as_secs_f64()),
+        planned_requests: None,
         no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
     }
 }

@@ -36,6 +36,11 @@ pub(crate) fn run(a: LoadHttpArgs) -> Result<ExitCode> {
         command: "load http".into(),
         target: plan.request.url.clone(),
         planned_s: Some(plan.duration.as_secs_f64()),
+        // A fixed rate's intended requests; a closed loop's `--requests` (a cap).
+        planned_requests: match plan.max_rate {
+            true => plan.requests,
+            false => Some(plan.intended()),
+        },
         no_latency: None,
     };
     let view = out::attach_http(a.live, false, header, &mut ctx)?;

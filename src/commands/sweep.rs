@@ -31,6 +31,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             None => "tpslab's server".into(),
         },
         planned_s: Some((load.warmup + load.duration).as_secs_f64()),
+        planned_requests: None,
         no_latency: (!load.expect_replies).then(|| "the load reads no replies".into()),
     };
     let kind = tpslab_report::live::RunsKind::Sweep { planned };

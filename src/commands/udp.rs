@@ -87,6 +87,7 @@ fn live_header(plan: &UdpRunPlan, command: &str) -> tpslab_report::live::LiveHea
             None => plan.load.target.to_string(),
         },
         planned_s: Some((plan.load.warmup + plan.load.duration).as_secs_f64()),
+        planned_requests: None,
         no_latency: (!plan.load.expect_replies).then(|| "UDP sink mode (--no-replies)".into()),
     }
 }
@@ -107,6 +108,7 @@ pub(crate) fn watch(a: WatchArgs) -> Result<ExitCode> {
                     (None, None) => "the host".into(),
                 },
                 planned_s: Some(plan.duration.as_secs_f64()),
+                planned_requests: None,
                 no_latency: Some("a watch sends no load of its own".into()),
             };
             let (view, sink, progress) = out::LiveView::start(header, ctx.stop.clone())?;

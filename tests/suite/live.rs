@@ -656,3 +656,104 @@ fn q_ends_a_live_load_http_like_ctrl_c() {
     );
     assert!(history.contains("Status: 2xx"), "{history}");
 }
+
+/// `load http --live` under tmux against tests/servers/status_mix.py (replies of 200, 404
+/// and 503, a slow tail every 40th request): the view shows a row per status code with its
+/// interval's and total counts, the progress gauge under the status line (the share, the
+/// seconds of the planned 20, the requests done of the 8,000 planned) and the latency
+/// histogram; the `--json-stream` lines written beside carry the codes and the histogram
+/// (each line's bins hold its replies); `q` ends the run.
+#[test]
+fn live_load_http_shows_status_codes_the_gauge_and_the_histogram() {
+    const T: &str = "live_load_http_shows_status_codes_the_gauge_and_the_histogram";
+    if !common::need(T, "/usr/bin/python3") {
+        return;
+    }
+    let (dir, [rec, err, rc]) = files("live-load-http-codes");
+    let stream = dir.join("stream.ndjson");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/status_mix.py");
+    let port = common::free_port();
+    let script = format!(
+        "python3 {srv} {port} > /dev/null 2>&1 & S=$!; sleep 0.7; env TPSLAB_STATE_DIR={st} \
+         XDG_DATA_HOME={st} {bin} load http http://127.0.0.1:{port}/ --rate 400 --connections 8 \
+         --duration 20s --no-history --live --json-stream {stream} --json {rec} 2> {err}; \
+         echo $? > {rc}; kill $S; sleep 30",
+        srv = q(&server),
+        st = q(&dir.join("state")),
+        bin = env!("CARGO_BIN_EXE_tpslab"),
+        stream = q(&stream),
+        rec = q(&rec),
+        err = q(&err),
+        rc = q(&rc),
+    );
+    let Some(tm) = Session::start(T, 80, 24, &script) else {
+        return;
+    };
+    // Over a second in: every code has come (a 404 every 10 requests, a 503 every 25).
+    let s = wait_for(Duration::from_secs(12), || {
+        let s = tm.screen();
+        (["│200 ", "│404 ", "│503 "].iter().all(|c| s.contains(c)) && elapsed(&s)? > 1.5)
+            .then_some(s)
+    })
+    .unwrap_or_else(|| panic!("no row per status code:\n{}", tm.screen()));
+    // A code's row: its interval's count, then its total (`200   330   1.42k`).
+    let row = s.lines().find(|l| l.contains("│200 ")).unwrap();
+    let cells: Vec<&str> = row
+        .split("│200 ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(cells.len() >= 2, "{row}");
+    // The gauge: the line under the status line.
+    let gauge = s.lines().nth(1).unwrap();
+    assert!(
+        gauge.contains(" % ")
+            && gauge.contains(" s of 20.0 s, ")
+            && gauge.contains(" of 8.00k requests done"),
+        "{gauge}"
+    );
+    assert!(s.contains("latency histogram: "), "{s}");
+    assert!(s.contains('≤'), "the histogram's rows:\n{s}");
+
+    let stderr = tm.quit_with_q_exit(&rc, &err, Duration::from_secs(6), "130");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // The lines of --json-stream: codes and histogram in each, adding up.
+    let lines = std::fs::read_to_string(&stream).unwrap();
+    let mut replies = 0;
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let codes: u64 = v["codes"]["codes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no codes: {l}"))
+            .iter()
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum();
+        let st = &v["status"];
+        let classes: u64 = ["s2xx", "s3xx", "s4xx", "s5xx", "other"]
+            .iter()
+            .map(|k| st[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(codes, classes, "{l}");
+        let binned: u64 = v["histogram"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no histogram: {l}"))
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        let read = v["latency"]["replies"].as_u64().unwrap_or(0);
+        assert_eq!(binned, read, "{l}");
+        replies += read;
+    }
+    assert!(replies > 400, "{replies} replies in the stream");
+    let r = common::record(&rec);
+    let codes = &r["result"]["codes"]["codes"];
+    assert_eq!(codes[0]["code"], 200, "{codes}");
+    assert_eq!(codes[1]["code"], 404, "{codes}");
+    assert_eq!(codes[2]["code"], 503, "{codes}");
+    assert!(
+        tm.history().contains("Status codes: 200 "),
+        "{}",
+        tm.history()
+    );
+}

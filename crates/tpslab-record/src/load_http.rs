@@ -11,7 +11,7 @@ use crate::stats::LatencySummary;
 
 use crate::http_series::HttpSeries;
 
-use crate::http_counts::{ErrorKinds, StatusClasses};
+use crate::http_counts::{ErrorKinds, StatusClasses, StatusCodes};
 
 /// What an open-loop HTTP run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +23,15 @@ pub struct LoadHttpResult {
     pub sent: u64,
     /// Final replies, by status class.
     pub status: StatusClasses,
+    /// Final replies by status code (`200`, `404`, ...; the first
+    /// [`StatusCodes::CAP`] codes, the rest in its `more`); absent in records made before
+    /// codes were counted (and from those with no reply).
+    #[serde(default, skip_serializing_if = "StatusCodes::is_empty")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::http_counts::StatusCodesJson")
+    )]
+    pub codes: StatusCodes,
     /// Requests that failed, by kind (a request written, or due, whose connection failed
     /// or whose reply did not come or was not HTTP, or was followed by bytes no request
     /// asked for: `unsolicited`). Records before connects were counted apart hold connect

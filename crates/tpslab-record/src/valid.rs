@@ -202,6 +202,7 @@ fn load_http(l: &crate::load_http::LoadHttpRecord) -> Result<(), String> {
     let lat = [&r.corrected, &r.uncorrected];
     if r.status.total() + r.errors.total() + r.unanswered < r.sent
         || r.status.total() > r.sent
+        || r.codes.total() > r.status.total()
         || lat.iter().any(|s| s.count != r.status.total())
         || !(r.first_sent_s.is_finite() && r.last_sent_s.is_finite())
     {

@@ -23,6 +23,7 @@ fn header(command: &str, target: &str, planned_s: f64) -> LiveHeader {
         command: command.into(),
         target: target.into(),
         planned_s: Some(planned_s),
+        planned_requests: None,
         no_latency: None,
     }
 }
@@ -81,6 +82,16 @@ fn an_overloaded_server_shows_achieved_under_intended_and_latency_climbing() {
             "{w}x{h}: {row}"
         );
         assert!(s.contains("no request or connect failed"), "{w}x{h}:\n{s}");
+        // A stream written before codes and bins: the classes, and the histogram's absence
+        // said; the gauge by time alone (no requests planned given).
+        assert!(s.contains("no histogram in this stream"), "{w}x{h}:\n{s}");
+        assert!(
+            s.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("  50 % 2.0 s of 4.0 s, "),
+            "{w}x{h}:\n{s}"
+        );
         assert!(
             s.contains("connections open  50 (peak 50)"),
             "{w}x{h}:\n{s}"
@@ -180,4 +191,82 @@ fn help_pause_and_the_first_interval() {
     assert!(s.contains("corrected for"), "{s}");
     let s = crate::snap::screen(79, 24, |f| draw_http(f, &st));
     assert!(s.starts_with("terminal too small"), "{s}");
+}
+
+/// A run whose server answers 200, 404 and 503 (`testdata/live/load_http_codes.ndjson`):
+/// a row per code with the interval's count and the total (the lines' sums), the latency
+/// histogram holding every reply (its slow tail: the server's 30 ms replies), the gauge at
+/// the run's middle with the requests done of the 1600 planned.
+#[test]
+fn status_codes_the_histogram_and_the_gauge_of_a_run_with_mixed_replies() {
+    let fs = frames("load_http_codes.ndjson");
+    let n = fs.len() / 2;
+    let mut h = header("load http", "http://127.0.0.1:18486/", 4.0);
+    h.planned_requests = Some(1600);
+    let mut st = HttpLiveState::new(h);
+    for f in fs.iter().take(n).cloned() {
+        st.push(f);
+    }
+    let sum = |code: u16| fs.iter().take(n).map(|f| f.codes.get(code)).sum::<u64>();
+    for code in [200, 404, 503] {
+        assert!(sum(code) > 0, "no {code} in the first {n} lines");
+        assert_eq!(st.total_codes.get(code), sum(code), "{code}");
+    }
+    // Every reply has its code, and its latency in the histogram.
+    let replies = st.total_status.total();
+    assert_eq!(st.total_codes.total(), replies);
+    assert_eq!(st.histogram.iter().sum::<u64>(), replies);
+    let last = &fs[n - 1];
+    let done = st.requests_done();
+    let gauge = format!(
+        "{:.1} s of 4.0 s, {} of 1.60k requests done",
+        st.elapsed_s(),
+        si(done as f64)
+    );
+    for (w, h, file) in [
+        (80, 24, "load_http_codes_80x24.txt"),
+        (160, 48, "load_http_codes_160x48.txt"),
+    ] {
+        let s = crate::snap::screen(w, h, |f| draw_http(f, &st));
+        for code in [200u16, 404, 503] {
+            let cell = format!("│{code} ");
+            let row = s
+                .lines()
+                .find(|l| l.contains(&cell))
+                .unwrap_or_else(|| panic!("{w}x{h}: no row of {code}:\n{s}"));
+            let cells: Vec<&str> = row
+                .split(&cell)
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .collect();
+            assert_eq!(
+                &cells[..2],
+                &[si(last.codes.get(code) as f64), si(sum(code) as f64)],
+                "{w}x{h}: {row}"
+            );
+        }
+        let second = s.lines().nth(1).unwrap();
+        assert!(
+            second.contains(&gauge),
+            "{w}x{h}: {second:?}, not {gauge:?}"
+        );
+        let title = format!("latency histogram: {} replies", si(replies as f64));
+        assert!(s.contains(&title), "{w}x{h}:\n{s}");
+        // The 30 ms replies: a row whose bound is 30 ms or more holds some.
+        let slow = s.lines().any(|l| {
+            let Some(i) = l.find('≤') else { return false };
+            let label: String = l[i + '≤'.len_utf8()..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            label.ends_with("ms")
+                && label
+                    .trim_end_matches("ms")
+                    .parse::<f64>()
+                    .is_ok_and(|v| v >= 30.0)
+        });
+        assert!(slow, "{w}x{h}: no row at 30 ms or more:\n{s}");
+        assert_screen(&s, file);
+    }
 }

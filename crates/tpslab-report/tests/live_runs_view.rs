@@ -19,6 +19,7 @@ fn header(command: &str, target: &str, planned_s: f64) -> LiveHeader {
         command: command.into(),
         target: target.into(),
         planned_s: Some(planned_s),
+        planned_requests: None,
         no_latency: None,
     }
 }

@@ -14,6 +14,7 @@ fn paused_header() -> LiveHeader {
         command: "load udp".into(),
         target: "127.0.0.1:19977".into(),
         planned_s: Some(4.0),
+        planned_requests: None,
         no_latency: None,
     }
 }
@@ -120,6 +121,7 @@ fn a_sink_run_says_why_there_is_no_latency_and_no_limit() {
         command: "run udp".into(),
         target: "127.0.0.1:40000".into(),
         planned_s: Some(2.0),
+        planned_requests: None,
         no_latency: Some("UDP sink mode (--no-replies)".into()),
     });
     for f in frames("run_udp_sink.ndjson") {

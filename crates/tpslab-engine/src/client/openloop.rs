@@ -318,6 +318,7 @@ impl Books for Schedule<'_> {
             500..=599 => s.s5xx += 1,
             _ => s.other += 1,
         }
+        l.codes.add(r.status, 1);
         l.publish(Some(corrected));
     }
 
@@ -516,6 +517,7 @@ fn result(start: u64, intended: u64, l: OpenLocal) -> LoadHttpResult {
         intended,
         sent: l.sent,
         status: l.status,
+        codes: l.codes,
         errors: l.errors,
         connect_errors: l.connect_errors,
         unanswered: l.unanswered,

@@ -1,15 +1,19 @@
 //! The live view of an open loop of HTTP requests (`load http --live`, `capacity http
 //! --live`), fed by the same per-interval lines `load http --json-stream` writes
 //! ([`HttpFrame`] reads one): intended vs achieved request rate, latency p50/p99/p99.9
-//! from the intended send times, this interval's status classes and errors by kind, the
-//! connections open; for a capacity search, its steps and the bracket so far above the
-//! step running now ([`draw_http`] lays it out, in `http_draw.rs`).
+//! from the intended send times, replies by status code (by class in streams older than
+//! the codes) and errors by kind, this interval's and since the start, the latency
+//! histogram of the run so far (the lines' log-spaced bins summed), a progress gauge
+//! (elapsed of planned, requests done of planned), the connections open; for a capacity
+//! search, its steps and the bracket so far above the step running now ([`draw_http`] lays
+//! it out, in `http_draw.rs`).
 
 use super::{FrameLatency, LiveHeader, MAX_POINTS, WINDOW_S};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use tpslab_record::capacity::CapacityStep;
-use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses, StatusCodes};
+use tpslab_record::http_series::{HttpSeries, LatencyBin};
 
 pub use super::http_draw::draw_http;
 
@@ -31,6 +35,15 @@ pub struct HttpFrame {
     pub latency: Option<FrameLatency>,
     /// The interval's final replies by status class.
     pub status: StatusClasses,
+    /// The interval's final replies by status code (empty in streams made before codes
+    /// were counted).
+    #[serde(default)]
+    pub codes: StatusCodes,
+    /// The interval's latencies (as `latency`'s) in the record histogram's log-spaced bins
+    /// (`HttpSeries::bin_bounds_ns`), only bins holding replies (empty without replies,
+    /// and in streams made before it was written).
+    #[serde(default)]
+    pub histogram: Vec<LatencyBin>,
     /// The interval's failed requests by kind.
     pub errors: ErrorKinds,
     /// The interval's failed connects by kind.
@@ -76,6 +89,11 @@ pub struct HttpLiveState {
     pub last: Option<HttpFrame>,
     /// Final replies by class since the start.
     pub total_status: StatusClasses,
+    /// Final replies by status code since the start.
+    pub total_codes: StatusCodes,
+    /// The latency histogram since the start: replies per bin of
+    /// [`HttpSeries::bin_bounds_ns`] (and one above the last), the lines' bins summed.
+    pub histogram: Vec<u64>,
     /// Failed requests by kind since the start.
     pub total_errors: ErrorKinds,
     /// Failed connects by kind since the start.
@@ -113,6 +131,8 @@ impl HttpLiveState {
             latency: VecDeque::new(),
             last: None,
             total_status: StatusClasses::default(),
+            total_codes: StatusCodes::default(),
+            histogram: vec![0; HttpSeries::bin_bounds_ns().len() + 1],
             total_errors: ErrorKinds::default(),
             total_connect_errors: ErrorKinds::default(),
             connections_peak: 0,
@@ -171,6 +191,8 @@ impl HttpLiveState {
             self.latency.push_back((t, l.p50_us, l.p99_us, l.p999_us));
         }
         add_status(&mut self.total_status, &f.status);
+        self.total_codes.merge(&f.codes);
+        self.add_bins(&f.histogram);
         self.total_errors.add(&f.errors);
         self.total_connect_errors.add(&f.connect_errors);
         self.connections_peak = self.connections_peak.max(f.connections.unwrap_or(0));
@@ -189,6 +211,23 @@ impl HttpLiveState {
         {
             self.latency.pop_front();
         }
+    }
+
+    /// Adds a line's bins to the histogram: each to the bin of its bound (a bound that is
+    /// not one of the bins', from another build, to the first bin above it).
+    fn add_bins(&mut self, bins: &[LatencyBin]) {
+        let bounds = HttpSeries::bin_bounds_ns();
+        for b in bins {
+            let i = bounds.partition_point(|&x| x < b.upto_ns);
+            if let Some(n) = self.histogram.get_mut(i) {
+                *n = n.saturating_add(b.count);
+            }
+        }
+    }
+
+    /// Requests done since the start: final replies and failed requests.
+    pub fn requests_done(&self) -> u64 {
+        self.total_status.total() + self.total_errors.total()
     }
 
     /// Seconds since the run (or step) started, as far as the stream tells.

@@ -1,10 +1,12 @@
-//! The HTTP view's layout ([`super::http`]): a status line, a capacity search's steps
-//! when there is one, intended vs achieved requests/s, this interval's replies by class and
-//! errors by kind, latency over time, connections and requests in flight.
+//! The HTTP view's layout ([`super::http`]): a status line, a progress gauge, a capacity
+//! search's steps when there is one, intended vs achieved requests/s, replies by status
+//! code and errors by kind (this interval's and since the start) with the connections and
+//! requests in flight, latency over time, the latency histogram since the start.
 
 use super::axis::{legend, marker, y_axis, Scale, Unit};
 use super::draw::{help_overlay, si, status_bar, too_small, x_axis_of, LatencyOf};
 use super::http::HttpLiveState;
+use super::http_panels::{histogram_panel, progress_gauge};
 use super::runs::{bracket_words, capacity_rows, table_panel, CAPACITY_COLUMNS};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -32,7 +34,8 @@ pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
         Some(s) => (4 + s.steps.len().max(1) as u16).min(area.height / 3),
         None => 0,
     };
-    let [status, table, body] = Layout::vertical([
+    let [status, gauge, table, body] = Layout::vertical([
+        Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(table_h),
         Constraint::Min(0),
@@ -45,6 +48,7 @@ pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
         st.elapsed_s(),
         (st.stopping, st.paused),
     );
+    progress_gauge(frame, gauge, st);
     if let Some(s) = &st.search {
         let title = match &s.current {
             Some(c) => format!(" capacity search: now {c} "),
@@ -59,7 +63,7 @@ pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
     let side = if area.width >= 120 { 52 } else { 38 };
     let [rates, replies] =
         Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(top);
-    let [lat, conns] =
+    let [lat, hist] =
         Layout::horizontal([Constraint::Min(30), Constraint::Length(side)]).areas(bottom);
     rate_chart(frame, rates, st);
     replies_panel(frame, replies, st);
@@ -71,7 +75,7 @@ pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
         window: st.window(),
     };
     super::draw::latency_chart_of(frame, lat, &of);
-    connections_panel(frame, conns, st);
+    histogram_panel(frame, hist, st);
     if st.help {
         let what = if st.search.is_some() { "search" } else { "run" };
         help_overlay(frame, area, what, HTTP_HELP);
@@ -82,8 +86,10 @@ pub fn draw_http(frame: &mut Frame, st: &HttpLiveState) {
 const HTTP_HELP: &[&str] = &[
     "Figures are the --json-stream lines, one per 250 ms; latency",
     "is from each request's intended send time (corrected for",
-    "coordinated omission). Replies and errors: this interval's,",
-    "then since the start. The full report prints at the end.",
+    "coordinated omission). Replies by status code and errors:",
+    "this interval's, then since the start; the histogram and",
+    "the requests done: since the start. The full report prints",
+    "at the end.",
 ];
 
 fn rate_chart(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
@@ -157,6 +163,8 @@ fn kinds(e: &ErrorKinds) -> [(&'static str, u64); 7] {
     ]
 }
 
+/// Replies by status code (by class in a stream without codes) and errors by kind, this
+/// interval's and since the start, then the connections and requests in flight.
 fn replies_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     let block = Block::bordered().title(" replies, errors: interval/total ");
     let Some(f) = st.last.as_ref() else {
@@ -179,18 +187,21 @@ fn replies_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
             Span::raw(format!(" {:>8}", si(b as f64))),
         ])
     };
-    let (s, t) = (&f.status, &st.total_status);
-    let mut lines = vec![row("2xx", s.s2xx, t.s2xx, false)];
-    for (name, a, b) in [
-        ("3xx", s.s3xx, t.s3xx),
-        ("4xx", s.s4xx, t.s4xx),
-        ("5xx", s.s5xx, t.s5xx),
-        ("other status", s.other, t.other),
-    ] {
-        if b > 0 {
-            lines.push(row(name, a, b, name != "3xx"));
+    let mut lines = if st.total_codes.is_empty() {
+        class_rows(st, f, &row)
+    } else {
+        // Each code seen since the start; 4xx, 5xx and codes outside 2xx/3xx in red.
+        let mut v: Vec<Line> = st
+            .total_codes
+            .iter()
+            .map(|(code, n)| row(&code.to_string(), f.codes.get(code), n, code >= 400))
+            .collect();
+        if st.total_codes.more() > 0 {
+            let (a, b) = (f.codes.more(), st.total_codes.more());
+            v.push(row("more codes", a, b, true));
         }
-    }
+        v
+    };
     let mut failed = false;
     for (prefix, now, total) in [
         ("", &f.errors, &st.total_errors),
@@ -209,6 +220,7 @@ fn replies_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
             Style::default().add_modifier(Modifier::DIM),
         ));
     }
+    lines.extend(connection_lines(st, f));
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
@@ -217,42 +229,46 @@ fn replies_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
     );
 }
 
-fn connections_panel(frame: &mut Frame, area: Rect, st: &HttpLiveState) {
-    let block = Block::bordered().title(" connections, requests in flight ");
-    let Some(f) = st.last.as_ref() else {
-        frame.render_widget(
-            Paragraph::new("waiting for the first interval").block(block),
-            area,
-        );
-        return;
-    };
+/// The replies by status class (a stream written before codes were counted): 2xx always,
+/// the others once seen.
+fn class_rows(
+    st: &HttpLiveState,
+    f: &super::http::HttpFrame,
+    row: &dyn Fn(&str, u64, u64, bool) -> Line<'static>,
+) -> Vec<Line<'static>> {
+    let (s, t) = (&f.status, &st.total_status);
+    let mut lines = vec![row("2xx", s.s2xx, t.s2xx, false)];
+    for (name, a, b) in [
+        ("3xx", s.s3xx, t.s3xx),
+        ("4xx", s.s4xx, t.s4xx),
+        ("5xx", s.s5xx, t.s5xx),
+        ("other status", s.other, t.other),
+    ] {
+        if b > 0 {
+            lines.push(row(name, a, b, name != "3xx"));
+        }
+    }
+    lines
+}
+
+/// The connections open (and their peak), requests in flight, the achieved share of the
+/// intended rate.
+fn connection_lines(st: &HttpLiveState, f: &super::http::HttpFrame) -> Vec<Line<'static>> {
     let conns = match f.connections {
         Some(n) => format!("{n} (peak {})", st.connections_peak),
         None => "not counted (sock_diag)".to_string(),
     };
+    let share = f.sent_rps / f.intended_rps * 100.0;
     let achieved = if f.intended_rps > 0.0 {
-        format!("{:.1} % of intended", f.sent_rps / f.intended_rps * 100.0)
+        // `100 %`, not `100.0 %`: the line fits 36 columns.
+        let digits = usize::from(share < 99.95);
+        format!("{share:.digits$} % of intended")
     } else {
         "- (none intended)".to_string()
     };
-    let lines = vec![
+    vec![
         Line::from(format!("connections open  {conns}")),
         Line::from(format!("in flight         {}", f.in_flight)),
         Line::from(format!("achieved          {achieved}")),
-        Line::from(format!("answered          {}/s", si(f.answered_rps))),
-        Line::from(format!(
-            "replies so far    {}",
-            si(st.total_status.total() as f64)
-        )),
-        Line::styled(
-            format!("interval {:.0} ms", f.interval_ms),
-            Style::default().add_modifier(Modifier::DIM),
-        ),
-    ];
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        area,
-    );
+    ]
 }

@@ -15,6 +15,7 @@ pub mod axis;
 mod draw;
 mod http;
 mod http_draw;
+mod http_panels;
 pub mod keys;
 mod ramp;
 mod runs;
@@ -103,6 +104,10 @@ pub struct LiveHeader {
     pub target: String,
     /// How long the run is planned to last, s (None: until stopped).
     pub planned_s: Option<f64>,
+    /// Requests the run plans (an HTTP run's: a fixed rate's intended requests,
+    /// `--requests` with `--rate max`), for its progress gauge; None: not counted ahead
+    /// (and in views that count no requests).
+    pub planned_requests: Option<u64>,
     /// Why there is no latency at all, when there cannot be any (e.g. `UDP sink mode`);
     /// None: the load reads replies.
     pub no_latency: Option<String>,

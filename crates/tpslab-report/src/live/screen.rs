@@ -206,6 +206,7 @@ mod tests {
             command: "load http".into(),
             target: "http://127.0.0.1:9/".into(),
             planned_s: Some(4.0),
+            planned_requests: None,
             no_latency: None,
         };
         let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));

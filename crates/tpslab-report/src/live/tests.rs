@@ -24,6 +24,7 @@ fn header() -> LiveHeader {
         command: "run udp".into(),
         target: "127.0.0.1:9".into(),
         planned_s: Some(10.0),
+        planned_requests: None,
         no_latency: None,
     }
 }
@@ -104,6 +105,7 @@ fn a_watch_without_load_names_no_offered_rate() {
         command: "watch".into(),
         target: "pid 1".into(),
         planned_s: Some(10.0),
+        planned_requests: None,
         no_latency: Some("a watch sends no load of its own".into()),
     });
     let mut f = frame(100.0, 0, 0);

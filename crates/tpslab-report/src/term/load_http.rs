@@ -316,6 +316,13 @@ fn status_and_errors(w: &mut dyn Write, r: &LoadHttpResult) -> io::Result<()> {
             String::new()
         }
     )?;
+    if !r.codes.is_empty() {
+        let mut codes: Vec<String> = r.codes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        if r.codes.more() > 0 {
+            codes.push(format!("more codes {}", r.codes.more()));
+        }
+        writeln!(w, "Status codes: {}", codes.join(", "))?;
+    }
     if r.errors.is_none() && r.unanswered == 0 && !r.connect_errors.is_none() {
         // Never "none" when connections failed (an HTTP/2 server's SETTINGS refused, say).
         writeln!(w, "Errors: no request failed; connects did (below)")?;
@@ -453,6 +460,7 @@ mod tests {
             intended: 10,
             sent: 0,
             status: Default::default(),
+            codes: Default::default(),
             errors: Default::default(),
             connect_errors: Default::default(),
             unanswered: 0,
@@ -485,5 +493,14 @@ mod tests {
         let out = String::from_utf8(out).unwrap();
         assert!(!out.contains("Errors: none"), "{out}");
         assert!(out.contains("Connects failed: protocol 4"), "{out}");
+        assert!(!out.contains("Status codes"), "none without replies: {out}");
+        r.status.s2xx = 9;
+        r.status.s5xx = 1;
+        r.codes.add(200, 9);
+        r.codes.add(503, 1);
+        let mut out = vec![];
+        status_and_errors(&mut out, &r).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("\nStatus codes: 200 9, 503 1\n"), "{out}");
     }
 }

@@ -30,6 +30,7 @@ pub const FIXTURES: &[&str] = &[
     "load_http3.json",
     "load_http3_server.json",
     "load_http_series.json",
+    "load_http_lock.json",
     "ramp_python_nagle.json",
     "capacity.json",
     "capacity_retry.json",

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::new_ns_histogram;
-use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses, StatusCodes};
+use tpslab_record::http_series::LatencyBin;
 
 use super::series::{Sample, SeriesAcc};
 use crate::observe::IntervalLatency;
@@ -42,6 +43,14 @@ pub struct HttpLiveSample {
     pub latency: Option<IntervalLatency>,
     /// The interval's final replies by status class.
     pub status: StatusClasses,
+    /// The interval's final replies by status code (JSON: `{"codes": [{"code": 200,
+    /// "count": 220}, ...]}`, `more` when over the table's size).
+    pub codes: StatusCodes,
+    /// The latencies of the interval's replies (as `latency`'s) in the log-spaced bins of
+    /// the record's histogram (`HttpSeries::bin_bounds_ns`: 4 a doubling, 1 us to 100 s),
+    /// only bins holding replies; empty without replies. Summed over the lines, the run's
+    /// histogram so far.
+    pub histogram: Vec<LatencyBin>,
     /// The interval's failed requests by kind.
     pub errors: ErrorKinds,
     /// The interval's failed connects by kind.
@@ -78,6 +87,7 @@ impl std::fmt::Debug for HttpLiveSink {
 pub(super) struct Counts {
     pub(super) sent: u64,
     pub(super) status: StatusClasses,
+    pub(super) codes: StatusCodes,
     pub(super) errors: ErrorKinds,
     pub(super) connect_errors: ErrorKinds,
 }
@@ -91,6 +101,7 @@ impl Counts {
         s.s4xx += t.s4xx;
         s.s5xx += t.s5xx;
         s.other += t.other;
+        self.codes.merge(&o.codes);
         self.errors.add(&o.errors);
         self.connect_errors.add(&o.connect_errors);
     }
@@ -314,6 +325,8 @@ impl Live {
                 }
             }),
             status,
+            codes: total.codes.since(&was.codes),
+            histogram: super::series::bins(&lat),
             errors,
             connect_errors,
             in_flight: clock.in_flight,
@@ -361,6 +374,7 @@ mod tests {
             ..Counts::default()
         };
         c.status.s2xx = 8;
+        c.codes.add(200, 8);
         c.errors.timeout = 1;
         a.publish(c, Some(2_000_000));
         b.publish(
@@ -380,6 +394,7 @@ mod tests {
         live.sample(1_250_000_000, &clock);
         c.sent = 20;
         c.status.s5xx = 2;
+        c.codes.add(503, 2);
         a.flush(c);
         // Half the next interval is after the plan's end.
         let clock = Clock {
@@ -396,13 +411,30 @@ mod tests {
         let l = s[0].latency.as_ref().unwrap();
         assert_eq!(l.replies, 1);
         assert!((l.p99_us - 2000.0).abs() < 2.0, "{l:?}");
+        // Its codes, and its one reply in one bin: the one whose bound is next above 2 ms
+        // (to the histogram's precision), in the JSON line too.
+        assert_eq!(s[0].codes.iter().collect::<Vec<_>>(), [(200, 8)]);
+        let b = &s[0].histogram;
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(b[0].count, 1);
+        assert!((2_000_000..2_400_000).contains(&b[0].upto_ns), "{b:?}");
+        let line = serde_json::to_string(&s[0]).unwrap();
+        assert!(
+            line.contains(r#""codes":{"codes":[{"code":200,"count":8}]}"#)
+                && line.contains(&format!(
+                    r#""histogram":[{{"upto_ns":{},"count":1}}]"#,
+                    b[0].upto_ns
+                )),
+            "{line}"
+        );
         // The second: only what changed since, no latency, intended halved.
         assert_eq!(
             (s[1].sent_rps, s[1].status.s5xx, s[1].status.s2xx),
             (40.0, 2, 0)
         );
         assert_eq!(s[1].errors.timeout, 0);
-        assert!(s[1].latency.is_none());
+        assert_eq!(s[1].codes.iter().collect::<Vec<_>>(), [(503, 2)]);
+        assert!(s[1].latency.is_none() && s[1].histogram.is_empty());
         assert!((s[1].intended_rps - 50.0).abs() < 1e-9);
         drop(s);
         // The record's series holds the same intervals.

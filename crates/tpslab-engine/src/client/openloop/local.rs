@@ -4,7 +4,7 @@
 
 use hdrhistogram::Histogram;
 use tpslab_analysis::stats::new_ns_histogram;
-use tpslab_record::http_counts::{ErrorKinds, StatusClasses};
+use tpslab_record::http_counts::{ErrorKinds, StatusClasses, StatusCodes};
 
 use super::live;
 
@@ -14,6 +14,7 @@ pub(crate) struct OpenLocal {
     pub(super) uncorrected: Histogram<u64>,
     pub(super) sent: u64,
     pub(super) status: StatusClasses,
+    pub(super) codes: StatusCodes,
     pub(super) errors: ErrorKinds,
     pub(super) connect_errors: ErrorKinds,
     pub(super) unanswered: u64,
@@ -50,6 +51,7 @@ impl OpenLocal {
             uncorrected: new_ns_histogram(),
             sent: 0,
             status: StatusClasses::default(),
+            codes: StatusCodes::default(),
             errors: ErrorKinds::default(),
             connect_errors: ErrorKinds::default(),
             unanswered: 0,
@@ -77,6 +79,7 @@ impl OpenLocal {
         live::Counts {
             sent: self.sent,
             status: self.status,
+            codes: self.codes,
             errors: self.errors,
             connect_errors: self.connect_errors,
         }
@@ -106,6 +109,7 @@ impl OpenLocal {
             s.s5xx + t.s5xx,
             s.other + t.other,
         );
+        self.codes.merge(&o.codes);
         self.errors.add(&o.errors);
         self.connect_errors.add(&o.connect_errors);
         self.unanswered += o.unanswered;

@@ -138,9 +138,22 @@ impl SeriesAcc {
 /// The record's series: `points` of `interval_s` each and `run`'s latencies (ns) in the
 /// histogram's log-spaced bins (only bins holding replies).
 pub(super) fn series(interval_s: f64, points: Vec<HttpPoint>, run: &Histogram<u64>) -> HttpSeries {
+    HttpSeries {
+        interval_s,
+        points,
+        histogram: bins(run),
+    }
+}
+
+/// `h`'s latencies (ns) in the record's log-spaced bins ([`HttpSeries::bin_bounds_ns`]),
+/// only bins holding replies, ascending.
+pub(super) fn bins(h: &Histogram<u64>) -> Vec<LatencyBin> {
+    if h.is_empty() {
+        return Vec::new();
+    }
     let bounds = HttpSeries::bin_bounds_ns();
-    let counts = bucket_counts(run, &bounds);
-    let histogram = counts
+    let counts = bucket_counts(h, &bounds);
+    counts
         .iter()
         .enumerate()
         .filter(|(_, &n)| n > 0)
@@ -148,12 +161,7 @@ pub(super) fn series(interval_s: f64, points: Vec<HttpPoint>, run: &Histogram<u6
             upto_ns: bounds.get(i).copied().unwrap_or(u64::MAX),
             count,
         })
-        .collect();
-    HttpSeries {
-        interval_s,
-        points,
-        histogram,
-    }
+        .collect()
 }
 
 #[cfg(test)]

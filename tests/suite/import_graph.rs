@@ -388,6 +388,28 @@ fn path_attr(raw: &str, line: usize) -> Option<String> {
     }
 }
 
+/// The file `mod NAME;` at `line` of `file` (raw text `raw`) loads: its `#[path]`, else
+/// `NAME.rs` or `NAME/mod.rs` beside a crate root or a `mod.rs` (`root_like`), else in
+/// the folder named after `file`.
+fn child_file(file: &Path, raw: &str, root_like: bool, name: &str, line: usize) -> PathBuf {
+    let dir = file.parent().unwrap().to_path_buf();
+    if let Some(p) = path_attr(raw, line) {
+        return dir.join(p);
+    }
+    let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let base = if root_like || stem == "mod" {
+        dir
+    } else {
+        dir.join(&stem)
+    };
+    let flat = base.join(format!("{name}.rs"));
+    if flat.exists() {
+        flat
+    } else {
+        base.join(name).join("mod.rs")
+    }
+}
+
 /// Every non-test module of the crate rooted at `root`.
 pub(crate) fn modules(root: &Path) -> Vec<Module> {
     let mut out = vec![];
@@ -395,22 +417,8 @@ pub(crate) fn modules(root: &Path) -> Vec<Module> {
     while let Some((file, path)) = todo.pop() {
         let raw = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let (code, mods) = strip_tests(&code_only(&raw));
-        let dir = file.parent().unwrap().to_path_buf();
-        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-        let mod_rs = path.is_empty() || stem == "mod";
         for (name, _, line) in mods {
-            let child = match path_attr(&raw, line) {
-                Some(p) => dir.join(p),
-                None => {
-                    let base = if mod_rs { dir.clone() } else { dir.join(&stem) };
-                    let flat = base.join(format!("{name}.rs"));
-                    if flat.exists() {
-                        flat
-                    } else {
-                        base.join(&name).join("mod.rs")
-                    }
-                }
-            };
+            let child = child_file(&file, &raw, path.is_empty(), &name, line);
             assert!(
                 child.exists(),
                 "{}:{line}: mod {name}; has no file {}",
@@ -430,6 +438,97 @@ pub(crate) fn modules(root: &Path) -> Vec<Module> {
         });
     }
     out
+}
+
+/// Every file the crate rooted at `root` loads through its `mod NAME;` declarations,
+/// its test modules' (`#[cfg(test)]`) included.
+fn loaded_files(root: &Path) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![(root.to_path_buf(), true)];
+    while let Some((file, root_like)) = todo.pop() {
+        if !out.insert(file.clone()) {
+            continue;
+        }
+        let Ok(raw) = fs::read_to_string(&file) else {
+            continue;
+        };
+        for (n, l) in code_only(&raw).lines().enumerate() {
+            let decl = without_vis(l.trim()).strip_prefix("mod ");
+            if let Some(name) = decl.and_then(|d| d.strip_suffix(';')) {
+                todo.push((
+                    child_file(&file, &raw, root_like, name.trim(), n + 1),
+                    false,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The `.rs` files under the folder of the crate root `root` that no `mod NAME;` loads
+/// (sorted): files the compiler never sees, or modules declared where this walk cannot
+/// see them, e.g. by a macro (`$(pub mod $module;)*`), whose code every check built on
+/// [`modules`] (import cycles, function lengths, one path per type) would skip.
+pub(crate) fn unloaded(root: &Path) -> Vec<PathBuf> {
+    let loaded = loaded_files(root);
+    let mut all = vec![];
+    let mut dirs = vec![root.parent().unwrap().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !loaded.contains(&p) {
+                all.push(p);
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+/// Every source file of every crate is a module the walk reads: a module declared by a
+/// macro (the engine's `protocols!` once did) would be left out of the checks unseen.
+#[test]
+fn every_source_file_is_a_module_the_walk_reads() {
+    let mut missing = vec![];
+    for (name, root) in crates() {
+        for f in unloaded(&root) {
+            missing.push(format!("{name}: {}", f.display()));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "source files no `mod NAME;` declares (declare each module plainly, not through a macro, or remove the file):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A module declared through a macro is not walked, and is found as unloaded; a plain
+/// one, a `#[path]` test module and a folder module are loaded.
+#[test]
+fn a_module_declared_by_a_macro_is_found_unloaded() {
+    let dir = std::env::temp_dir().join(format!("tpslab-unloaded-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("wing")).unwrap();
+    fs::write(
+        dir.join("lib.rs"),
+        "macro_rules! protocols {\n    ($($m:ident,)*) => { $(pub mod $m;)* };\n}\nprotocols! {\n    hidden,\n}\npub mod plain;\npub(crate) mod wing;\n#[cfg(test)]\n#[path = \"plain_tests.rs\"]\nmod tests;\n",
+    )
+    .unwrap();
+    for f in ["hidden.rs", "plain.rs", "plain_tests.rs", "wing/deep.rs"] {
+        fs::write(dir.join(f), "pub fn f() {}\n").unwrap();
+    }
+    fs::write(dir.join("wing/mod.rs"), "mod deep;\n").unwrap();
+    let walked: Vec<String> = modules(&dir.join("lib.rs"))
+        .iter()
+        .map(|m| m.path.join("::"))
+        .collect();
+    let found = unloaded(&dir.join("lib.rs"));
+    fs::remove_dir_all(&dir).unwrap();
+    assert!(!walked.contains(&"hidden".to_string()), "{walked:?}");
+    assert!(walked.contains(&"wing::deep".to_string()), "{walked:?}");
+    assert_eq!(found, [dir.join("hidden.rs")]);
 }
 
 /// Names the crate root re-exports from a top-level module (`pub use ledger::{Ledger,

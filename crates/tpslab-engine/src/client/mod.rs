@@ -1,6 +1,7 @@
 //! The client wing: the load tpslab sends and the protocols it speaks. The open-loop UDP
 //! generator ([`load`]); the closed loop's users multiplexed on epoll (`users`), counting
-//! into `books` (a ramp's `tally`, an open loop's schedule), the ramp over them ([`ramp`])
+//! into `books` (a ramp's `tally`, an open loop's schedule), the event-loop core they and
+//! the HTTP/2 loop share (`evloop`), the ramp over them ([`ramp`])
 //! and the open loop over them ([`openloop`], with its HTTP/2 and HTTP/3 loops); the
 //! request/reply protocols behind [`proto::Exchange`] (framed TCP, RESP, HTTP/1.1, HTTP/2's
 //! frames with HPACK and Huffman, HTTP/3, TLS); the re-timing of replies held as by Nagle x
@@ -11,6 +12,7 @@
 //! (`tests/suite/import_graph.rs` refuses a cycle).
 
 mod books;
+mod evloop;
 pub mod load;
 pub mod openloop;
 pub mod proto;

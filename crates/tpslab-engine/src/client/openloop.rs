@@ -397,15 +397,7 @@ pub fn run_load_http_live(
         return h3loop::run_load_h3(plan, stop, live);
     }
     let proto = http1_for(plan)?;
-    let ask = OpenAsk {
-        target: plan.target,
-        rate: plan.rate,
-        connections: plan.connections,
-        duration: plan.duration,
-        timeout: plan.timeout,
-        load_threads: plan.load_threads,
-        closed: plan.max_rate.then_some(plan.requests),
-    };
+    let ask = OpenAsk::of_http(plan);
     // The client's namespace's delayed ACKs over the run: the other half of a reply
     // held by the server's Nagle.
     let delack0 = delayed_acks();
@@ -474,23 +466,52 @@ pub(crate) fn run_users<P: crate::client::proto::Exchange>(
 ) -> Result<(u64, u64, OpenLocal), EngineError> {
     let c = ask.connections;
     let loops = loops_for(c, ask.load_threads)?;
-    // Room for the connections to be made before the first intended send.
-    let start = mono_ns() + 100_000_000;
-    let mut sched = Schedule::new(
-        start,
-        ask.rate,
-        c,
-        nanos(&ask.duration),
-        nanos(&ask.timeout),
-        stop,
-    );
-    if let Some(requests) = ask.closed {
-        sched = sched.closed(requests);
-    }
-    let sched = sched.with_live(live, ask.target);
-    let intended = sched.intended(c);
+    let (start, sched, intended) = ask.schedule(c, stop, live);
     let l = run_schedule(&sched, c, loops, &|ids| run_loop(&sched, proto, ids))?;
     Ok((start, intended, l))
+}
+
+impl OpenAsk {
+    /// What `load http`'s `plan` asks of an open loop (`--rate max`: a closed loop).
+    pub(crate) fn of_http(plan: &LoadHttpPlan) -> OpenAsk {
+        OpenAsk {
+            target: plan.target,
+            rate: plan.rate,
+            connections: plan.connections,
+            duration: plan.duration,
+            timeout: plan.timeout,
+            load_threads: plan.load_threads,
+            closed: plan.max_rate.then_some(plan.requests),
+        }
+    }
+
+    /// The ask's schedule of `schedules` (its connections; with HTTP/2 and HTTP/3 its
+    /// connections times their streams), starting 100 ms from now (room for the
+    /// connections to be made before the first intended send), `stop` ending it early,
+    /// `live` given each interval: (its start, monotonic ns; the schedule; the requests
+    /// it intends).
+    pub(crate) fn schedule<'a>(
+        &self,
+        schedules: usize,
+        stop: &'a AtomicBool,
+        live: Option<&HttpLiveSink>,
+    ) -> (u64, Schedule<'a>, u64) {
+        let start = mono_ns() + 100_000_000;
+        let mut sched = Schedule::new(
+            start,
+            self.rate,
+            schedules,
+            nanos(&self.duration),
+            nanos(&self.timeout),
+            stop,
+        );
+        if let Some(requests) = self.closed {
+            sched = sched.closed(requests);
+        }
+        let sched = sched.with_live(live, self.target);
+        let intended = sched.intended(schedules);
+        (start, sched, intended)
+    }
 }
 
 /// The record of a run of `plan` started at `start` (monotonic ns) that intended

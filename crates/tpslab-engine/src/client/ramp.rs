@@ -54,55 +54,12 @@ pub fn run_ramp_with(
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = Protocol::for_plan(&plan.wire());
-    let max_users = *plan.steps.last().unwrap_or(&1);
     // HTTP/2: the users share the plan's connections; else a socket per user.
     let h2 = plan.http2_connections > 0;
-    let sockets = if h2 {
-        plan.http2_connections
-    } else {
-        max_users
-    };
-    // One socket per user (or connection), plus room for the process's own files.
-    let limit = tpslab_net::raise_nofile();
-    if (sockets as u64) + 64 > limit {
-        let what = if h2 { "connections" } else { "users" };
-        return Err(EngineError::Other(format!(
-            "{sockets} {what} need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer {what}",
-            sockets + 64
-        )));
-    }
-    if proto.transport() == Transport::Stream {
-        crate::host::env::check_ports(sockets)?;
-    }
-    let loops = match plan.load_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, sockets.max(1));
+    let (sockets, loops) = sockets_and_loops(plan, &proto, h2)?;
     let t0 = mono_ns() + 50_000_000;
     let per = nanos(&(plan.warmup + plan.step));
-    let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
-        .map(|k| (t0 + k * per + nanos(&plan.warmup), t0 + (k + 1) * per))
-        .collect();
-    let shared = Tally {
-        plan,
-        done: AtomicBool::new(false),
-        stop,
-        sent: crate::client::tally::no_sends(plan.steps.len()),
-        windows: windows.clone(),
-        acc: plan
-            .steps
-            .iter()
-            .map(|_| {
-                Mutex::new(StepAcc {
-                    hist: new_ns_histogram(),
-                    errors: BTreeMap::new(),
-                    gaps: Default::default(),
-                    backoffs: 0,
-                })
-            })
-            .collect(),
-    };
+    let shared = new_tally(plan, stop, t0, per);
     let mut results = vec![];
     // The server's network namespace (its TCP counters and listen socket): its PID's,
     // or this host's for a local target.
@@ -116,18 +73,9 @@ pub fn run_ramp_with(
     let listener = tcp_root
         .as_ref()
         .and_then(|_| listener(plan.server_pid, plan.target));
-    // A sock_diag socket opened once in the server's namespace: each sample asks it for
-    // the listening sockets only (the kernel filters by state), where reading
-    // /proc/PID/net/tcp would list every one of thousands of connections.
-    let mut diag = tcp_root.as_ref().and_then(|_| {
-        crate::host::env::in_netns_of(plan.server_pid, || tpslab_net::diag::SockDiag::open().ok())
-            .flatten()
-    });
-    let port = plan.target.port();
-    let server_tree =
-        |pid: Option<u32>| pid.map(crate::observe::server_tree::ServerTree::processes);
     // Replies' gaps from first byte to last are dated on a stream of the users' loop.
     let gaps_kept = proto.transport() == Transport::Stream && !h2;
+    let mut watch = ServerWatch::new(plan, tcp_root, gaps_kept);
     let h2run = match (plan.proto.http_request(), h2) {
         (Some(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
@@ -153,116 +101,10 @@ pub fn run_ramp_with(
             }
         }
         for (k, &users) in plan.steps.iter().enumerate() {
-            let (w0, w1) = windows[k];
-            // Also ended by a failure no request gets past (the loops set `done`), at once.
-            let halt = &shared.done;
-            sleep_until(w0 - nanos(&plan.warmup), stop, halt);
-            sleep_until(w0, stop, halt);
-            // Stopped, or ended by a failure no request gets past (HTTP/2 refused).
-            if stop.load(Relaxed) || shared.done.load(Relaxed) {
+            let Some(r) = watch.step(&shared, k, users, t0) else {
                 break;
-            }
-            // The server's CPU time (its PID's and its descendants') and thread states
-            // are read first and last, right at the window's edges (the drop sampler
-            // takes a while to start and finish); its CPU share is over the time
-            // between the two reads.
-            let (t_cpu0, cpu0) = (mono_ns(), server_tree(plan.server_pid));
-            let mut sampler = plan
-                .server_pid
-                .map(|pid| crate::observe::step_sampler::StepSampler::start(pid, Some(port)));
-            let tcp0 = tcp_root
-                .as_deref()
-                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
-            let drops = crate::observe::dropwatch::DropSampler::start();
-            // The client's own namespace's delayed ACKs (the stalls of replies held by
-            // the server's Nagle end when one fires): streams over HTTP/1.1 or TCP.
-            let delack0 = gaps_kept
-                .then(crate::client::openloop::delayed_acks)
-                .flatten();
-            // The target's listen socket(s): the first read is the drops' baseline.
-            let mut listen = diag.as_mut().map(|d| {
-                let mut l = crate::observe::listen::Listen::new(plan.target);
-                l.read(d, true);
-                l
-            });
-            let mut next = w0;
-            while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
-                if let Some(sm) = sampler.as_mut() {
-                    sm.sample();
-                }
-                if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
-                    l.read(d, false);
-                }
-                next = next_tick(next, nanos(&plan.sample_interval), mono_ns());
-                sleep_until(next.min(w1), stop, &shared.done);
-            }
-            if stop.load(Relaxed) {
-                break;
-            }
-            let (t_cpu1, cpu1) = (mono_ns(), server_tree(plan.server_pid));
-            if let (Some(d), Some(l)) = (diag.as_mut(), listen.as_mut()) {
-                l.read(d, false);
-            }
-            let tree_sampling = sampler.as_ref().map(|sm| sm.coverage());
-            let (states, per_thread) = match sampler.take().map(|sm| sm.finish()) {
-                Some((st, per)) => (Some(st), per),
-                None => (None, vec![]),
             };
-            let tcp1 = tcp_root
-                .as_deref()
-                .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
-            let delack1 = gaps_kept
-                .then(crate::client::openloop::delayed_acks)
-                .flatten();
-            let drop_reasons = Some(crate::observe::dropwatch::finish(drops));
-            let measured_s = (w1 - w0) as f64 / 1e9;
-            // As the loops have published it so far (final values after they end).
-            let (load_sent_s, load_end_s) = load_span(shared.sent_span(k), t0);
-            // Replies still in flight at w1 land in no window; wait a moment for the
-            // accumulator to be complete for replies that arrived before w1.
-            let a = shared.acc[k].lock().unwrap_or_else(|e| e.into_inner());
-            let response = tpslab_analysis::stats::latency_summary(&a.hist);
-            results.push(StepResult {
-                users,
-                measured_s,
-                completed: a.hist.len(),
-                tps: a.hist.len() as f64 / measured_s,
-                response,
-                errors: a.errors.clone(),
-                // Not measured when the reads were less than half the window apart (this
-                // thread late past the window on a busy host): 10 ms ticks over a few ms
-                // would say 0.
-                server_cpu_cores: cpu0.zip(cpu1).and_then(|(c0, c1)| {
-                    let span_s = t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9;
-                    (span_s >= 0.5 * measured_s)
-                        .then(|| c1.cpu_s_since(&c0))
-                        .flatten()
-                        .map(|cpu_s| cpu_s / span_s)
-                }),
-                threads: states,
-                tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
-                // As before sock_diag's listener reads: 0 when the namespace's counters
-                // were read but no listener served the target.
-                accept_queue_max: tcp0.map(|_| listen.as_ref().map_or(0, |l| l.queue_max)),
-                listener_drops: listen
-                    .as_ref()
-                    .and_then(crate::observe::listen::Listen::dropped),
-                accept_queue_mean: listen
-                    .as_ref()
-                    .and_then(crate::observe::listen::Listen::queue_mean),
-                drop_reasons,
-                load_sent_s,
-                load_end_s,
-                per_thread,
-                tree_sampling,
-                // Filled in once the loops have ended and merged their counts.
-                http2: None,
-                reply_gaps: gaps_kept.then(|| tpslab_record::gaps::ReplyGaps {
-                    delayed_acks: delack0.zip(delack1).map(|(a, b)| b.saturating_sub(a)),
-                    ..a.gaps
-                }),
-                reconnect_backoffs: a.backoffs,
-            });
+            results.push(r);
             if let Some(r) = results.last() {
                 on_step(r);
             }
@@ -276,68 +118,359 @@ pub fn run_ramp_with(
     {
         return Err(EngineError::Other(why));
     }
-    // The loops have ended and published every send and their HTTP/2 counts per step:
-    // each step's span and counts, and the ramp's.
-    let h2seen: Option<Vec<_>> = h2run
-        .as_ref()
-        .map(|r| r.seen.lock().unwrap_or_else(|e| e.into_inner()).clone());
-    for (k, r) in results.iter_mut().enumerate() {
-        (r.load_sent_s, r.load_end_s) = load_span(shared.sent_span(k), t0);
-        r.http2 = h2seen
+    let ended = Ended {
+        shared: &shared,
+        proto: &proto,
+        h2seen: h2run
             .as_ref()
-            .map(|s| s.get(k).copied().unwrap_or_default());
-    }
-    // Replies that look held by Nagle until a delayed ACK: re-timed once with the client
-    // acknowledging at once (crate::client::quickack), the figures kept in each step that looked
-    // so. Not once stopped.
-    if gaps_kept
-        && !stop.load(Relaxed)
-        && crate::client::quickack::wanted(results.iter().filter_map(|r| r.reply_gaps.as_ref()))
-    {
-        let q = proto.with(crate::client::quickack::Run {
-            timeout_ns: nanos(&plan.timeout).max(1_000_000),
-            stop,
-        });
-        crate::client::quickack::attach(
-            results.iter_mut().filter_map(|r| r.reply_gaps.as_mut()),
-            q,
-        );
-    }
-    let spans: Vec<(u64, u64)> = (0..plan.steps.len())
-        .filter_map(|k| shared.sent_span(k))
-        .collect();
-    let whole = spans
-        .iter()
-        .map(|s| s.0)
-        .min()
-        .zip(spans.iter().map(|s| s.1).max());
-    let (load_sent_s, load_end_s) = load_span(whole, t0);
-    let planned_s = plan.steps.len() as f64 * per as f64 / 1e9;
-    let overrun = tpslab_record::ramp::Overrun::judge(
-        planned_s,
-        load_end_s,
-        load_average(),
-        Some(tpslab_net::online_cpus()),
-    );
-    // The CPUs the server may run on: its processes' affinity (all of them together)
-    // when it is on this host, else ours (a server tpslab started inherits it).
-    let server_cpus = match plan.server_pid {
-        Some(pid) => crate::observe::server_tree::ServerTree::processes(pid).cpus(),
-        None => std::thread::available_parallelism().ok().map(|n| n.get()),
+            .map(|r| r.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        gaps_kept,
+        t0,
+        per,
     };
-    Ok(RampRecord {
-        plan: plan.clone(),
-        interrupted: stop.load(Relaxed) && results.len() < plan.steps.len(),
-        steps: results,
-        server_cpus,
-        listener,
-        generator_peak_rss_kib: crate::host::env::peak_rss_kib(),
-        load_sent_s,
-        overrun,
-        http2: h2seen
-            .as_ref()
-            .map(tpslab_record::load_http::Http2Streams::sum),
-    })
+    Ok(ended.record(results, listener))
+}
+
+/// The sockets the plan opens at its last step (a user's each, or with HTTP/2 the plan's
+/// connections) and the loop threads they are spread on. Errors: more than the file
+/// descriptors allow, or (TCP) than the local ports (one line each).
+fn sockets_and_loops(
+    plan: &RampPlan,
+    proto: &Protocol,
+    h2: bool,
+) -> Result<(usize, usize), EngineError> {
+    let max_users = *plan.steps.last().unwrap_or(&1);
+    let sockets = if h2 {
+        plan.http2_connections
+    } else {
+        max_users
+    };
+    // One socket per user (or connection), plus room for the process's own files.
+    let limit = tpslab_net::raise_nofile();
+    if (sockets as u64) + 64 > limit {
+        let what = if h2 { "connections" } else { "users" };
+        return Err(EngineError::Other(format!(
+            "{sockets} {what} need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer {what}",
+            sockets + 64
+        )));
+    }
+    if proto.transport() == Transport::Stream {
+        crate::host::env::check_ports(sockets)?;
+    }
+    let loops = match plan.load_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, sockets.max(1));
+    Ok((sockets, loops))
+}
+
+/// The users' shared tally of a plan starting at `t0` (ns), each step `per` ns long
+/// (warm-up included): its measured windows, and empty counts.
+fn new_tally<'a>(plan: &'a RampPlan, stop: &'a AtomicBool, t0: u64, per: u64) -> Tally<'a> {
+    let windows: Vec<(u64, u64)> = (0..plan.steps.len() as u64)
+        .map(|k| (t0 + k * per + nanos(&plan.warmup), t0 + (k + 1) * per))
+        .collect();
+    Tally {
+        plan,
+        done: AtomicBool::new(false),
+        stop,
+        sent: crate::client::tally::no_sends(plan.steps.len()),
+        windows,
+        acc: plan
+            .steps
+            .iter()
+            .map(|_| {
+                Mutex::new(StepAcc {
+                    hist: new_ns_histogram(),
+                    errors: BTreeMap::new(),
+                    gaps: Default::default(),
+                    backoffs: 0,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// What the ramp watches of the server and the host step by step.
+struct ServerWatch {
+    /// The server's namespace's /proc root (its TCP counters), on a stream protocol.
+    tcp_root: Option<std::path::PathBuf>,
+    /// A sock_diag socket opened once in the server's namespace: each sample asks it for
+    /// the listening sockets only (the kernel filters by state), where reading
+    /// /proc/PID/net/tcp would list every one of thousands of connections.
+    diag: Option<tpslab_net::diag::SockDiag>,
+    /// Whether replies' gaps (and the client's delayed ACKs) are kept.
+    gaps_kept: bool,
+}
+
+/// What a step's measure opened at its window's start.
+struct StepOpen {
+    /// When the server's CPU time was first read, ns, and what it was.
+    t_cpu0: u64,
+    cpu0: Option<crate::observe::server_tree::ServerTree>,
+    sampler: Option<crate::observe::step_sampler::StepSampler>,
+    tcp0: Option<tpslab_proc::netstat::TcpCounters>,
+    drops: Result<crate::observe::dropwatch::DropSampler, String>,
+    delack0: Option<u64>,
+    /// The target's listen socket(s): the first read is the drops' baseline.
+    listen: Option<crate::observe::listen::Listen>,
+}
+
+impl ServerWatch {
+    fn new(plan: &RampPlan, tcp_root: Option<std::path::PathBuf>, gaps_kept: bool) -> Self {
+        let diag = tcp_root.as_ref().and_then(|_| {
+            crate::host::env::in_netns_of(plan.server_pid, || {
+                tpslab_net::diag::SockDiag::open().ok()
+            })
+            .flatten()
+        });
+        ServerWatch {
+            tcp_root,
+            diag,
+            gaps_kept,
+        }
+    }
+
+    /// Step `k` of `users` users: waits for its window, samples the server through it,
+    /// and gives its result (its HTTP/2 counts and final send span filled in later).
+    /// None when the run was stopped, or ended by a failure no request gets past.
+    fn step(&mut self, sh: &Tally<'_>, k: usize, users: usize, t0: u64) -> Option<StepResult> {
+        let (plan, stop) = (sh.plan, sh.stop);
+        let (w0, w1) = sh.windows[k];
+        // Also ended by a failure no request gets past (the loops set `done`), at once.
+        let halt = &sh.done;
+        sleep_until(w0 - nanos(&plan.warmup), stop, halt);
+        sleep_until(w0, stop, halt);
+        // Stopped, or ended by a failure no request gets past (HTTP/2 refused).
+        if stop.load(Relaxed) || sh.done.load(Relaxed) {
+            return None;
+        }
+        let mut open = self.open_step(plan);
+        let mut next = w0;
+        while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
+            if let Some(sm) = open.sampler.as_mut() {
+                sm.sample();
+            }
+            if let (Some(d), Some(l)) = (self.diag.as_mut(), open.listen.as_mut()) {
+                l.read(d, false);
+            }
+            next = next_tick(next, nanos(&plan.sample_interval), mono_ns());
+            sleep_until(next.min(w1), stop, &sh.done);
+        }
+        if stop.load(Relaxed) {
+            return None;
+        }
+        Some(self.close_step(open, sh, k, users, t0))
+    }
+
+    /// The first reads of a step, at its window's start.
+    fn open_step(&mut self, plan: &RampPlan) -> StepOpen {
+        // The server's CPU time (its PID's and its descendants') and thread states
+        // are read first and last, right at the window's edges (the drop sampler
+        // takes a while to start and finish); its CPU share is over the time
+        // between the two reads.
+        let (t_cpu0, cpu0) = (mono_ns(), server_tree(plan.server_pid));
+        let port = plan.target.port();
+        let sampler = plan
+            .server_pid
+            .map(|pid| crate::observe::step_sampler::StepSampler::start(pid, Some(port)));
+        let tcp0 = self
+            .tcp_root
+            .as_deref()
+            .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+        let drops = crate::observe::dropwatch::DropSampler::start();
+        // The client's own namespace's delayed ACKs (the stalls of replies held by
+        // the server's Nagle end when one fires): streams over HTTP/1.1 or TCP.
+        let delack0 = self
+            .gaps_kept
+            .then(crate::client::openloop::delayed_acks)
+            .flatten();
+        let listen = self.diag.as_mut().map(|d| {
+            let mut l = crate::observe::listen::Listen::new(plan.target);
+            l.read(d, true);
+            l
+        });
+        StepOpen {
+            t_cpu0,
+            cpu0,
+            sampler,
+            tcp0,
+            drops,
+            delack0,
+            listen,
+        }
+    }
+
+    /// The last reads of step `k`, at its window's end, and its result.
+    fn close_step(
+        &mut self,
+        mut open: StepOpen,
+        sh: &Tally<'_>,
+        k: usize,
+        users: usize,
+        t0: u64,
+    ) -> StepResult {
+        let (w0, w1) = sh.windows[k];
+        let (t_cpu1, cpu1) = (mono_ns(), server_tree(sh.plan.server_pid));
+        if let (Some(d), Some(l)) = (self.diag.as_mut(), open.listen.as_mut()) {
+            l.read(d, false);
+        }
+        let tree_sampling = open.sampler.as_ref().map(|sm| sm.coverage());
+        let (states, per_thread) = match open.sampler.take().map(|sm| sm.finish()) {
+            Some((st, per)) => (Some(st), per),
+            None => (None, vec![]),
+        };
+        let tcp1 = self
+            .tcp_root
+            .as_deref()
+            .and_then(|r| tpslab_proc::live::tcp_counters(r).ok());
+        let delack1 = self
+            .gaps_kept
+            .then(crate::client::openloop::delayed_acks)
+            .flatten();
+        let drop_reasons = Some(crate::observe::dropwatch::finish(open.drops));
+        let measured_s = (w1 - w0) as f64 / 1e9;
+        // As the loops have published it so far (final values after they end).
+        let (load_sent_s, load_end_s) = load_span(sh.sent_span(k), t0);
+        // Replies still in flight at w1 land in no window; wait a moment for the
+        // accumulator to be complete for replies that arrived before w1.
+        let a = sh.acc[k].lock().unwrap_or_else(|e| e.into_inner());
+        let response = tpslab_analysis::stats::latency_summary(&a.hist);
+        let (t_cpu0, listen, tcp0, delack0) = (open.t_cpu0, open.listen, open.tcp0, open.delack0);
+        StepResult {
+            users,
+            measured_s,
+            completed: a.hist.len(),
+            tps: a.hist.len() as f64 / measured_s,
+            response,
+            errors: a.errors.clone(),
+            // Not measured when the reads were less than half the window apart (this
+            // thread late past the window on a busy host): 10 ms ticks over a few ms
+            // would say 0.
+            server_cpu_cores: open.cpu0.zip(cpu1).and_then(|(c0, c1)| {
+                let span_s = t_cpu1.saturating_sub(t_cpu0) as f64 / 1e9;
+                (span_s >= 0.5 * measured_s)
+                    .then(|| c1.cpu_s_since(&c0))
+                    .flatten()
+                    .map(|cpu_s| cpu_s / span_s)
+            }),
+            threads: states,
+            tcp: tcp0.zip(tcp1).map(|(a, b)| b.since(&a)),
+            // As before sock_diag's listener reads: 0 when the namespace's counters
+            // were read but no listener served the target.
+            accept_queue_max: tcp0.map(|_| listen.as_ref().map_or(0, |l| l.queue_max)),
+            listener_drops: listen
+                .as_ref()
+                .and_then(crate::observe::listen::Listen::dropped),
+            accept_queue_mean: listen
+                .as_ref()
+                .and_then(crate::observe::listen::Listen::queue_mean),
+            drop_reasons,
+            load_sent_s,
+            load_end_s,
+            per_thread,
+            tree_sampling,
+            // Filled in once the loops have ended and merged their counts.
+            http2: None,
+            reply_gaps: self.gaps_kept.then(|| tpslab_record::gaps::ReplyGaps {
+                delayed_acks: delack0.zip(delack1).map(|(a, b)| b.saturating_sub(a)),
+                ..a.gaps
+            }),
+            reconnect_backoffs: a.backoffs,
+        }
+    }
+}
+
+/// The server's processes (`pid`'s tree) as read now, when the plan has its PID.
+fn server_tree(pid: Option<u32>) -> Option<crate::observe::server_tree::ServerTree> {
+    pid.map(crate::observe::server_tree::ServerTree::processes)
+}
+
+/// What the ramp knows once its loops have ended, to finish its record.
+struct Ended<'a> {
+    shared: &'a Tally<'a>,
+    proto: &'a Protocol,
+    /// The HTTP/2 loops' counts per step (with HTTP/2).
+    h2seen: Option<Vec<tpslab_record::load_http::Http2Streams>>,
+    gaps_kept: bool,
+    /// The plan's start and each step's length (warm-up included), ns.
+    t0: u64,
+    per: u64,
+}
+
+impl Ended<'_> {
+    /// The ramp's record of the steps measured (`results`): each step's final send span
+    /// and HTTP/2 counts, the quick-ACK re-timing where replies looked held by Nagle, and
+    /// the ramp's own span and overrun.
+    fn record(
+        &self,
+        mut results: Vec<StepResult>,
+        listener: Option<tpslab_record::ramp::Listener>,
+    ) -> RampRecord {
+        let (plan, stop, shared) = (self.shared.plan, self.shared.stop, self.shared);
+        // The loops have ended and published every send and their HTTP/2 counts per step:
+        // each step's span and counts, and the ramp's.
+        for (k, r) in results.iter_mut().enumerate() {
+            (r.load_sent_s, r.load_end_s) = load_span(shared.sent_span(k), self.t0);
+            r.http2 = self
+                .h2seen
+                .as_ref()
+                .map(|s| s.get(k).copied().unwrap_or_default());
+        }
+        // Replies that look held by Nagle until a delayed ACK: re-timed once with the client
+        // acknowledging at once (crate::client::quickack), the figures kept in each step that looked
+        // so. Not once stopped.
+        if self.gaps_kept
+            && !stop.load(Relaxed)
+            && crate::client::quickack::wanted(results.iter().filter_map(|r| r.reply_gaps.as_ref()))
+        {
+            let q = self.proto.with(crate::client::quickack::Run {
+                timeout_ns: nanos(&plan.timeout).max(1_000_000),
+                stop,
+            });
+            crate::client::quickack::attach(
+                results.iter_mut().filter_map(|r| r.reply_gaps.as_mut()),
+                q,
+            );
+        }
+        let spans: Vec<(u64, u64)> = (0..plan.steps.len())
+            .filter_map(|k| shared.sent_span(k))
+            .collect();
+        let whole = spans
+            .iter()
+            .map(|s| s.0)
+            .min()
+            .zip(spans.iter().map(|s| s.1).max());
+        let (load_sent_s, load_end_s) = load_span(whole, self.t0);
+        let planned_s = plan.steps.len() as f64 * self.per as f64 / 1e9;
+        let overrun = tpslab_record::ramp::Overrun::judge(
+            planned_s,
+            load_end_s,
+            load_average(),
+            Some(tpslab_net::online_cpus()),
+        );
+        // The CPUs the server may run on: its processes' affinity (all of them together)
+        // when it is on this host, else ours (a server tpslab started inherits it).
+        let server_cpus = match plan.server_pid {
+            Some(pid) => crate::observe::server_tree::ServerTree::processes(pid).cpus(),
+            None => std::thread::available_parallelism().ok().map(|n| n.get()),
+        };
+        RampRecord {
+            plan: plan.clone(),
+            interrupted: stop.load(Relaxed) && results.len() < plan.steps.len(),
+            steps: results,
+            server_cpus,
+            listener,
+            generator_peak_rss_kib: crate::host::env::peak_rss_kib(),
+            load_sent_s,
+            overrun,
+            http2: self
+                .h2seen
+                .as_ref()
+                .map(tpslab_record::load_http::Http2Streams::sum),
+        }
+    }
 }
 
 /// `ramp http --http2`'s users ([`crate::client::openloop::h2loop`] as a closed loop): the

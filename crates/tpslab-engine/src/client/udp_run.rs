@@ -113,20 +113,8 @@ pub fn run_udp_streamed(
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     let t0 = mono_ns();
-    // A foreign server on this host is found by its socket (or the given --pid checked
-    // against it) before anything is sent: its threads' reads are the verdict's evidence.
     let asked_pid = plan.target_pid;
-    let resolved = match (&plan.server, plan.target_pid) {
-        (None, Some(_)) => Some(
-            crate::observe::owner::resolve(plan.load.target, plan.target_pid, plan.watch_port)
-                .map_err(EngineError::Other)?,
-        ),
-        (None, None) if is_local_ip(plan.load.target.ip()) => Some(
-            crate::observe::owner::resolve(plan.load.target, None, plan.watch_port)
-                .map_err(EngineError::Other)?,
-        ),
-        _ => None,
-    };
+    let resolved = find_owner(&plan)?;
     let others: Vec<u32> = resolved
         .as_ref()
         .map(|r| r.pids.iter().skip(1).copied().collect())
@@ -145,32 +133,10 @@ pub fn run_udp_streamed(
     let load = UdpLoad::prepare(plan.load.clone())?;
     let target_proc = plan.target_pid.and_then(crate::host::env::target_process);
     let same_ns = plan.target_pid.is_none_or(same_netns);
-    let net_root = match (server.is_some(), plan.target_pid) {
-        (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
-        _ => PathBuf::from("/proc/self"),
-    };
-    // The target's sockets can be seen when they are ours, when its process is given, or
-    // when its address is local; a remote server's side is not observable from here.
-    let target_ip = plan.load.target.ip();
-    let observable = server.is_some() || plan.target_pid.is_some() || is_local_ip(target_ip);
-    let target = SocketMatch {
-        inodes: server
-            .as_ref()
-            .map(|s| s.socket_inodes().to_vec())
-            .unwrap_or_default(),
-        port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
-        addr: Some(target_ip),
-    };
+    let (net_root, observable, target) = target_of(&plan, server.as_ref());
     let mut obs_cfg = observer_config(&plan, server.as_ref(), &load, &net_root, &target);
     if let (Some(pid), false) = (plan.target_pid, others.is_empty()) {
-        // Several processes hold the socket: every one's threads are followed (a fixed
-        // list, where one process's threads are listed afresh at every sample).
-        let mut tids = tpslab_proc::live::task_ids(pid);
-        for p in &others {
-            tids.extend(tpslab_proc::live::task_ids(*p));
-        }
-        obs_cfg.target_tids = tids.clone();
-        obs_cfg.count_io = Some((tids, true));
+        follow_all(&mut obs_cfg, pid, &others);
     }
     // The interval's latency only when streamed (its lock costs the receivers a little).
     if live.is_some() && plan.load.expect_replies {
@@ -206,16 +172,13 @@ pub fn run_udp_streamed(
     if let Some(m) = resolved.as_ref().and_then(|r| r.missing.clone()) {
         notes.push(m);
     }
-    let target_proc = if srv.is_none() {
-        target_proc.map(|mut t| {
-            t.exact_counts = obs.deltas.contains_key("server_io_read");
-            t.found_by = resolved.as_ref().and_then(|r| r.found_by.clone());
-            t.others = others.clone();
-            t
-        })
-    } else {
-        None
-    };
+    // A server of ours is in the record's `server`, not its `target`.
+    let target_proc = target_proc.filter(|_| srv.is_none()).map(|mut t| {
+        t.exact_counts = obs.deltas.contains_key("server_io_read");
+        t.found_by = resolved.as_ref().and_then(|r| r.found_by.clone());
+        t.others = others.clone();
+        t
+    });
     let kernel_drops = drop_reasons
         .as_ref()
         .map(|d| tpslab_analysis::drop_reason::uncovered(&d.by_reason))
@@ -256,6 +219,53 @@ pub fn run_udp_streamed(
         ledger_inputs: plan.load.keep_histograms.then_some(inputs),
         merged: None,
     })
+}
+
+/// A foreign server on this host, found by its socket (or the given --pid checked
+/// against it) before anything is sent: its threads' reads are the verdict's evidence.
+/// None for a server of ours or a remote target without --pid. Errors: the given PID
+/// holds no socket on the target (one line).
+fn find_owner(plan: &UdpRunPlan) -> Result<Option<crate::observe::owner::Resolved>, EngineError> {
+    let resolve = |pid| {
+        crate::observe::owner::resolve(plan.load.target, pid, plan.watch_port)
+            .map_err(EngineError::Other)
+    };
+    Ok(match (&plan.server, plan.target_pid) {
+        (None, Some(_)) => Some(resolve(plan.target_pid)?),
+        (None, None) if is_local_ip(plan.load.target.ip()) => Some(resolve(None)?),
+        _ => None,
+    })
+}
+
+/// The target as the observer sees it: the /proc root of its network namespace, whether
+/// its sockets can be seen (they are ours, its process is given, or its address is
+/// local; a remote server's side is not observable from here), and how they are matched.
+fn target_of(plan: &UdpRunPlan, server: Option<&UdpServer>) -> (PathBuf, bool, SocketMatch) {
+    let net_root = match (server.is_some(), plan.target_pid) {
+        (false, Some(pid)) => PathBuf::from(format!("/proc/{pid}")),
+        _ => PathBuf::from("/proc/self"),
+    };
+    let target_ip = plan.load.target.ip();
+    let observable = server.is_some() || plan.target_pid.is_some() || is_local_ip(target_ip);
+    let target = SocketMatch {
+        inodes: server
+            .map(|s| s.socket_inodes().to_vec())
+            .unwrap_or_default(),
+        port: observable.then(|| plan.watch_port.unwrap_or(plan.load.target.port())),
+        addr: Some(target_ip),
+    };
+    (net_root, observable, target)
+}
+
+/// Several processes hold the socket (`pid` and `others`): every one's threads are
+/// followed (a fixed list, where one process's threads are listed afresh at every sample).
+fn follow_all(obs_cfg: &mut ObserverConfig, pid: u32, others: &[u32]) {
+    let mut tids = tpslab_proc::live::task_ids(pid);
+    for p in others {
+        tids.extend(tpslab_proc::live::task_ids(*p));
+    }
+    obs_cfg.target_tids = tids.clone();
+    obs_cfg.count_io = Some((tids, true));
 }
 
 /// Checks the exact per-thread read count against the namespace-wide `Udp: InDatagrams`

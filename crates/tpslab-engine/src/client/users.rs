@@ -29,10 +29,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
 
 use tpslab_net::mono_ns;
-use tpslab_net::poll::{Epoll, Timer, HANGUP, READABLE, WRITABLE};
+use tpslab_net::poll::{Epoll, HANGUP, READABLE, WRITABLE};
+
+use crate::client::evloop::Waits;
 use tpslab_record::gaps::ReplyGaps;
 
 use crate::client::books::Books;
@@ -95,10 +96,6 @@ struct User<U> {
     backoff_ns: u64,
 }
 
-/// The token of the loop's [`Timer`] in its epoll set (a user's token has its index,
-/// below 2^32 - 1, in its high half).
-const TIMER_TOKEN: u64 = u64::MAX;
-
 /// Where a stream user's first reply is read: it grows (doubling) to the largest reply.
 const RX_START: usize = 4096;
 
@@ -148,14 +145,8 @@ impl<B: Books> WithExchange for Users<'_, B> {
 
 /// Runs the users `ids` (increasing) on this thread until the run is done.
 pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>) {
-    let ep = match Epoll::new(1024) {
-        Ok(ep) => ep,
-        Err(e) => {
-            let mut l = sh.local();
-            sh.failed(&mut l, mono_ns(), &format!("epoll: {e}"), false);
-            sh.finish(l, 0);
-            return;
-        }
+    let Some(ep) = crate::client::evloop::epoll_for(sh) else {
+        return;
     };
     let stream = P::TRANSPORT == Transport::Stream;
     let mut users: Vec<User<P::User>> = ids
@@ -184,6 +175,9 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
             backoff_ns: 0,
         })
         .collect();
+    // Wakes the wait at the next timer to the microsecond: an open loop's intended send
+    // times, think times.
+    let mut waits = Waits::new(&ep);
     let mut lp = Loop {
         sh,
         proto,
@@ -194,65 +188,20 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
         timeout_ns: sh.timeout_ns().max(1_000_000),
         local: sh.local(),
     };
-    // Wakes the wait at the next timer to the microsecond (epoll's own timeout is in
-    // whole milliseconds): an open loop's intended send times, think times. Without it
-    // (no descriptor left) timers run up to a millisecond late.
-    let timer = Timer::new()
-        .ok()
-        .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
-    let mut armed = 0;
     let mut started = 0;
-    let mut events = Vec::with_capacity(1024);
     while !sh.done() {
         let active = sh.users_at(mono_ns());
         while started < users.len() && users[started].id < active {
             lp.start(&mut users[started], started);
             started += 1;
         }
-        let now = mono_ns();
-        while let Some(&Reverse((t, i))) = lp.timers.peek() {
-            if t > now {
-                break;
-            }
-            lp.timers.pop();
-            let u = &mut users[i];
-            if u.queued != t {
-                continue;
-            }
-            u.queued = 0;
-            if u.due > now {
-                // Its timer moved later since this entry was queued (the request it
-                // timed out on was answered, a new one started): queued again at its time.
-                u.queued = u.due;
-                lp.timers.push(Reverse((u.due, i)));
-            } else if u.due != 0 {
-                u.due = 0;
-                lp.on_timer(u, i);
-            }
-        }
+        lp.due_timers(&mut users);
         // Wake for the next timer, and at least every 5 ms to see new users and the end.
         let next = lp.timers.peek().map_or(u64::MAX, |r| r.0 .0);
-        let now = mono_ns();
-        let wait = next.saturating_sub(now).min(5_000_000);
-        if let Some(t) = &timer {
-            if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
-                armed = next;
-            }
-        }
-        events.clear();
-        if let Err(e) = lp.ep.wait_ns(&mut events, Duration::from_nanos(wait)) {
-            sh.failed(&mut lp.local, mono_ns(), &format!("epoll_wait: {e}"), false);
-            std::thread::sleep(Duration::from_millis(1));
+        let Some(events) = waits.wait(&mut lp.ep, sh, &mut lp.local, next, false) else {
             continue;
-        }
-        for &(token, ev) in &events {
-            if token == TIMER_TOKEN {
-                if let Some(t) = &timer {
-                    t.clear();
-                }
-                armed = 0;
-                continue;
-            }
+        };
+        for &(token, ev) in events {
             let (i, g) = ((token >> 32) as usize, token as u32);
             if let Some(u) = users.get_mut(i).filter(|u| u.sock_gen == g) {
                 lp.on_event(u, i, ev);
@@ -266,6 +215,35 @@ pub(crate) fn run_loop<B: Books, P: Exchange>(sh: &B, proto: &P, ids: Vec<usize>
         .filter(|u| matches!(u.state, State::Reading | State::Sending(_)))
         .count() as u64;
     sh.finish(lp.local, in_flight);
+}
+
+impl<B: Books, P: Exchange> Loop<'_, B, P> {
+    /// Runs the timers due now: a user's whose due time moved later since its entry was
+    /// queued is queued again at its time.
+    #[inline]
+    fn due_timers(&mut self, users: &mut [User<P::User>]) {
+        let now = mono_ns();
+        while let Some(&Reverse((t, i))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let u = &mut users[i];
+            if u.queued != t {
+                continue;
+            }
+            u.queued = 0;
+            if u.due > now {
+                // Its timer moved later since this entry was queued (the request it
+                // timed out on was answered, a new one started): queued again at its time.
+                u.queued = u.due;
+                self.timers.push(Reverse((u.due, i)));
+            } else if u.due != 0 {
+                u.due = 0;
+                self.on_timer(u, i);
+            }
+        }
+    }
 }
 
 impl<B: Books, P: Exchange> Loop<'_, B, P> {

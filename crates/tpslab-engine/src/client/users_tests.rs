@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tpslab_analysis::stats::new_ns_histogram;
 use tpslab_plan::framing::Framing;

@@ -117,90 +117,8 @@ pub fn choose(
 ) -> Result<Resolved, String> {
     let all: Vec<u32> = h.by_pid.keys().copied().collect();
     let on = format!("UDP socket on {target}");
-    let hidden = |n: usize| {
-        format!(
-            "{n} process(es) of other users could not be searched for it (their /proc/PID/fd needs root)"
-        )
-    };
     match given {
-        Some(pid) => {
-            if h.by_pid.contains_key(&pid) {
-                let mut pids = vec![pid];
-                pids.extend(all.iter().copied().filter(|p| *p != pid));
-                let found_by = (pids.len() > 1).then(|| {
-                    format!(
-                        "{} also hold{} a {on} (one shared by a fork, or their own of one SO_REUSEPORT group): followed with it",
-                        named(&pids[1..], comm),
-                        if pids.len() == 2 { "s" } else { "" }
-                    )
-                });
-                return Ok(Resolved {
-                    pid: Some(pid),
-                    pids,
-                    found_by,
-                    missing: None,
-                });
-            }
-            let Some(holds) = given_holds(pid) else {
-                // Another user's process, without root: what it holds cannot be read, so
-                // it is followed as given (its CPU and queue still count), never refused
-                // for a socket tpslab could not see.
-                return Ok(Resolved {
-                    pid: Some(pid),
-                    pids: vec![pid],
-                    found_by: None,
-                    missing: Some(format!(
-                        "--pid {pid} ({}) could not be checked against the {on}: its /proc/{pid}/fd needs root (another user's process); followed as given",
-                        comm(pid)
-                    )),
-                });
-            };
-            if h.sockets.is_empty() {
-                // Nothing on the target in the PID's namespace: the ledger reports it as
-                // no listener, which is the finding; the PID's own sockets say what it is.
-                return Err(format!(
-                    "--pid {pid} ({}): no UDP socket is bound to {target} in its network namespace{}",
-                    comm(pid),
-                    if holds.is_empty() {
-                        ", and it holds no UDP socket at all".to_string()
-                    } else {
-                        format!(
-                            "; it holds UDP sockets on {}",
-                            holds
-                                .iter()
-                                .map(|a| a.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    }
-                ));
-            }
-            let owner = if all.is_empty() {
-                if h.unreadable > 0 {
-                    format!("its holder was not found: {}", hidden(h.unreadable))
-                } else {
-                    "no process holding it was found".to_string()
-                }
-            } else {
-                format!("it is held by {}", named(&all, comm))
-            };
-            Err(format!(
-                "--pid {pid} ({}) holds no {on} ({}); {owner}",
-                comm(pid),
-                if holds.is_empty() {
-                    "it holds no UDP socket".to_string()
-                } else {
-                    format!(
-                        "it holds UDP sockets on {}",
-                        holds
-                            .iter()
-                            .map(|a| a.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ))
-        }
+        Some(pid) => chosen_pid(pid, target, h, comm, given_holds),
         None if !all.is_empty() => Ok(Resolved {
             pid: Some(all[0]),
             found_by: Some(format!("found by its {on}")),
@@ -229,6 +147,96 @@ pub fn choose(
             }),
         }),
     }
+}
+
+/// [`choose`] with `--pid` given: followed with the socket's other holders when it holds
+/// it, as given when what it holds cannot be read, else refused (one line naming what it
+/// holds and who holds the target).
+fn chosen_pid(
+    pid: u32,
+    target: SocketAddr,
+    h: &Holders,
+    comm: &dyn Fn(u32) -> String,
+    given_holds: &dyn Fn(u32) -> Option<Vec<SocketAddr>>,
+) -> Result<Resolved, String> {
+    let all: Vec<u32> = h.by_pid.keys().copied().collect();
+    let on = format!("UDP socket on {target}");
+    if h.by_pid.contains_key(&pid) {
+        let mut pids = vec![pid];
+        pids.extend(all.iter().copied().filter(|p| *p != pid));
+        let found_by = (pids.len() > 1).then(|| {
+            format!(
+                "{} also hold{} a {on} (one shared by a fork, or their own of one SO_REUSEPORT group): followed with it",
+                named(&pids[1..], comm),
+                if pids.len() == 2 { "s" } else { "" }
+            )
+        });
+        return Ok(Resolved {
+            pid: Some(pid),
+            pids,
+            found_by,
+            missing: None,
+        });
+    }
+    let Some(holds) = given_holds(pid) else {
+        // Another user's process, without root: what it holds cannot be read, so
+        // it is followed as given (its CPU and queue still count), never refused
+        // for a socket tpslab could not see.
+        return Ok(Resolved {
+            pid: Some(pid),
+            pids: vec![pid],
+            found_by: None,
+            missing: Some(format!(
+                "--pid {pid} ({}) could not be checked against the {on}: its /proc/{pid}/fd needs root (another user's process); followed as given",
+                comm(pid)
+            )),
+        });
+    };
+    let holds_list = || {
+        holds
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if h.sockets.is_empty() {
+        // Nothing on the target in the PID's namespace: the ledger reports it as
+        // no listener, which is the finding; the PID's own sockets say what it is.
+        return Err(format!(
+            "--pid {pid} ({}): no UDP socket is bound to {target} in its network namespace{}",
+            comm(pid),
+            if holds.is_empty() {
+                ", and it holds no UDP socket at all".to_string()
+            } else {
+                format!("; it holds UDP sockets on {}", holds_list())
+            }
+        ));
+    }
+    let owner = if all.is_empty() {
+        if h.unreadable > 0 {
+            format!("its holder was not found: {}", hidden(h.unreadable))
+        } else {
+            "no process holding it was found".to_string()
+        }
+    } else {
+        format!("it is held by {}", named(&all, comm))
+    };
+    Err(format!(
+        "--pid {pid} ({}) holds no {on} ({}); {owner}",
+        comm(pid),
+        if holds.is_empty() {
+            "it holds no UDP socket".to_string()
+        } else {
+            format!("it holds UDP sockets on {}", holds_list())
+        }
+    ))
+}
+
+/// Why `n` processes were not searched for the socket.
+fn hidden(n: usize) -> String {
+    format!(
+        "{n} process(es) of other users could not be searched for it (their /proc/PID/fd needs root)"
+    )
 }
 
 /// [`choose`] on this host: the target's sockets in the namespace of `given` (this one

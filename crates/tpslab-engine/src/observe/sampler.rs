@@ -330,14 +330,21 @@ impl Sampler {
             });
         }
         r.gen_sent = self.cfg.send_probe.as_ref().map(|p| p.get());
-        let root = self.cfg.net_root.clone();
         r.srv_drops = self.srv_track.total();
         r.gen_drops = self.gen_track.total();
         r.srv_sockets = self.srv_track.0.len();
-        let proc_root = self.proc_root.clone();
-        if !r.slow {
-            return r;
+        if r.slow {
+            self.slow_counters(&mut r);
         }
+        r
+    }
+
+    /// A slow sample's reads into `r`: the target threads' waits, the followed TCP
+    /// sockets, the host-wide counters (snmp, softnet, dev, stat) and the target
+    /// threads' context switches and CPU time.
+    fn slow_counters(&mut self, r: &mut Raw) {
+        let root = self.cfg.net_root.clone();
+        let proc_root = self.proc_root.clone();
         if let Some(w) = self.waits.as_mut() {
             w.sample();
             r.threads = w.now().to_vec();
@@ -412,7 +419,6 @@ impl Sampler {
                 }
             }
         }
-        r
     }
 }
 

@@ -449,56 +449,9 @@ fn worker(
             // Read (and work) only when the last replies are out: a client that sends
             // and never reads cannot make this grow without bound.
             if ev & (READABLE | HANGUP) != 0 && k.sent == k.out.len() && !k.closing {
-                k.out.clear();
-                k.sent = 0;
-                // At most 64 requests or 64 KiB of replies per turn: a client that
-                // pipelines faster than the work goes cannot hold the worker or grow `out`.
-                let mut frames = 0;
-                while frames < 64 && k.out.len() < 64 * 1024 {
-                    frames += 1;
-                    match k.r.read_request(&mut k.s, cfg.mode) {
-                        Ok(n) => {
-                            let Conn { r, out, .. } = k;
-                            let last = process(r.take(n), out, &cfg, &finder, lock);
-                            c.requests.fetch_add(1, Relaxed);
-                            if last {
-                                // Closed once this reply is out, not before.
-                                k.closing = true;
-                                break;
-                            }
-                        }
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                        Err(e) => {
-                            if !matches!(
-                                e.kind(),
-                                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
-                            ) {
-                                c.errors.fetch_add(1, Relaxed);
-                            }
-                            close = true;
-                            break;
-                        }
-                    }
-                }
+                close = k.serve(&cfg, &finder, lock, c);
             }
-            // Send what is pending (also the replies to requests that came with the
-            // peer's close); keep the rest for when the socket is writable.
-            let closing = close;
-            while k.sent < k.out.len() {
-                match k.s.write(&k.out[k.sent..]) {
-                    Ok(n) => k.sent += n,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        if !closing {
-                            c.errors.fetch_add(1, Relaxed);
-                        }
-                        close = true;
-                        break;
-                    }
-                }
-            }
+            close = k.flush(close, c) || close;
             if k.closing && k.sent == k.out.len() {
                 close = true;
             }
@@ -519,6 +472,72 @@ fn worker(
                 }
             }
         }
+    }
+}
+
+impl Conn {
+    /// Reads and serves the requests that came, their replies appended to `out` (empty
+    /// before): at most 64 requests or 64 KiB of replies per turn, so a client that
+    /// pipelines faster than the work goes cannot hold the worker or grow `out`. Returns
+    /// whether the connection ended (the peer's close, or an error, counted in `c`).
+    #[inline]
+    fn serve(
+        &mut self,
+        cfg: &RrConfig,
+        finder: &memchr::memmem::Finder<'_>,
+        lock: &Mutex<()>,
+        c: &RrCounters,
+    ) -> bool {
+        self.out.clear();
+        self.sent = 0;
+        let mut frames = 0;
+        while frames < 64 && self.out.len() < 64 * 1024 {
+            frames += 1;
+            match self.r.read_request(&mut self.s, cfg.mode) {
+                Ok(n) => {
+                    let last = process(self.r.take(n), &mut self.out, cfg, finder, lock);
+                    c.requests.fetch_add(1, Relaxed);
+                    if last {
+                        // Closed once this reply is out, not before.
+                        self.closing = true;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if !matches!(
+                        e.kind(),
+                        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+                    ) {
+                        c.errors.fetch_add(1, Relaxed);
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Sends what is pending (also the replies to requests that came with the peer's
+    /// close, `closing`); keeps the rest for when the socket is writable. Returns whether
+    /// a write failed (counted in `c` unless the peer had closed).
+    #[inline]
+    fn flush(&mut self, closing: bool, c: &RrCounters) -> bool {
+        while self.sent < self.out.len() {
+            match self.s.write(&self.out[self.sent..]) {
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    if !closing {
+                        c.errors.fetch_add(1, Relaxed);
+                    }
+                    return true;
+                }
+            }
+        }
+        false
     }
 }
 

@@ -14,23 +14,16 @@ impl UdpLoad {
         interrupted: bool,
     ) -> LoadResult {
         let cfg = &self.cfg;
-        let sum = |f: fn(&Stream) -> u64| self.streams.iter().map(|s| f(s)).sum::<u64>();
-        let attempted = sum(|s| s.attempted.load(Relaxed));
-        let sent = sum(|s| s.sent.load(Relaxed));
-        let failed = sum(|s| s.failed.load(Relaxed));
-        let window_sent = sum(|s| s.window_attempted.load(Relaxed));
-        let not_sent = sum(|s| s.not_sent.load(Relaxed));
-        let mut send_errors = std::collections::BTreeMap::new();
-        for s in &self.streams {
-            s.errors.merge_into(&mut send_errors);
-        }
+        let Sends {
+            attempted,
+            sent,
+            failed,
+            window_sent,
+            not_sent,
+            send_errors,
+            last_send,
+        } = self.sends(start);
         let (r, [lat_i, lat_a, lat_w]) = merge_receivers(rr);
-        let last_send = self
-            .streams
-            .iter()
-            .map(|s| s.last_send_ns.load(Relaxed))
-            .max()
-            .unwrap_or(start);
         // From the first intended send to the last send call: the rate the generator
         // actually reached (the plan's rate when it kept up).
         let planned = attempted + not_sent;
@@ -90,12 +83,7 @@ impl UdpLoad {
             send_errors,
             replies_read: r.read,
             replies_matched: r.matched,
-            // With frames: the datagrams each reply announced, whole or not.
-            replies_per_request: match r.frames {
-                Some([c, i, _, e, _]) => (c + i > 0).then(|| e as f64 / (c + i) as f64),
-                None => (mode != MatchMode::Aggregate && r.matched > 0)
-                    .then(|| (r.matched + r.duplicates) as f64 / r.matched as f64),
-            },
+            replies_per_request: replies_per_request(&r, mode),
             duplicates: r.duplicates,
             reordered: r.reordered,
             unmatched: r.unmatched,
@@ -126,20 +114,71 @@ impl UdpLoad {
                 intended: encode_histogram(&lat_i),
                 actual: encode_histogram(&lat_a),
             }),
-            frames: cfg.frame_header().map(|h| {
-                let [c, i, got, exp, bad] = r.frames.unwrap_or_default();
-                ReplyFrames {
-                    header: h.name().to_string(),
-                    replies_complete: c,
-                    replies_incomplete: i,
-                    frames_received: got,
-                    frames_expected: exp,
-                    frames_misnumbered: bad,
-                }
-            }),
+            frames: cfg.frame_header().map(|h| reply_frames(h.name(), &r)),
         };
         validate(&mut report, cfg, &burst_lag, interrupted);
         LoadResult { report }
+    }
+}
+
+/// The senders' counts summed over the streams.
+struct Sends {
+    attempted: u64,
+    sent: u64,
+    failed: u64,
+    window_sent: u64,
+    not_sent: u64,
+    send_errors: std::collections::BTreeMap<String, u64>,
+    /// The last send call, ns (the run's start when none).
+    last_send: u64,
+}
+
+impl UdpLoad {
+    /// The streams' send counts summed, the run having started at `start` (ns).
+    fn sends(&self, start: u64) -> Sends {
+        let sum = |f: fn(&Stream) -> u64| self.streams.iter().map(|s| f(s)).sum::<u64>();
+        let mut send_errors = std::collections::BTreeMap::new();
+        for s in &self.streams {
+            s.errors.merge_into(&mut send_errors);
+        }
+        Sends {
+            attempted: sum(|s| s.attempted.load(Relaxed)),
+            sent: sum(|s| s.sent.load(Relaxed)),
+            failed: sum(|s| s.failed.load(Relaxed)),
+            window_sent: sum(|s| s.window_attempted.load(Relaxed)),
+            not_sent: sum(|s| s.not_sent.load(Relaxed)),
+            send_errors,
+            last_send: self
+                .streams
+                .iter()
+                .map(|s| s.last_send_ns.load(Relaxed))
+                .max()
+                .unwrap_or(start),
+        }
+    }
+}
+
+/// Replies per request: with frames, the datagrams each reply announced, whole or not;
+/// else the matched replies and their duplicates per matched request (None when none
+/// matched or replies are not matched).
+fn replies_per_request(r: &RecvResult, mode: MatchMode) -> Option<f64> {
+    match r.frames {
+        Some([c, i, _, e, _]) => (c + i > 0).then(|| e as f64 / (c + i) as f64),
+        None => (mode != MatchMode::Aggregate && r.matched > 0)
+            .then(|| (r.matched + r.duplicates) as f64 / r.matched as f64),
+    }
+}
+
+/// The replies' frame counts of the receivers' sum `r`, under the frame header `header`.
+fn reply_frames(header: &str, r: &RecvResult) -> ReplyFrames {
+    let [c, i, got, exp, bad] = r.frames.unwrap_or_default();
+    ReplyFrames {
+        header: header.to_string(),
+        replies_complete: c,
+        replies_incomplete: i,
+        frames_received: got,
+        frames_expected: exp,
+        frames_misnumbered: bad,
     }
 }
 

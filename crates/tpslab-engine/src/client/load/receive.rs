@@ -78,59 +78,11 @@ pub(super) fn receiver(
     // With control buffers: the kernel's receive timestamp of each reply (SO_TIMESTAMPNS)
     // makes the RTT end when the reply reached the socket, not when this thread woke.
     let mut rb = RecvBatch::with_gro(64, 2048.max(cfg.datagram_len()));
-    let mut res = RecvResult {
-        lat_intended: Some(new_ns_histogram()),
-        lat_actual: Some(new_ns_histogram()),
-        lat_wakeup: Some(new_ns_histogram()),
-        ..Default::default()
-    };
-    let mut seen = SeenWindow::new(st.plan.total);
-    let mut max_seq: Option<u64> = None;
-    let field_mask = cfg.seq_field.map_or(u64::MAX, |(_, l)| {
-        if l >= 8 {
-            u64::MAX
-        } else {
-            (1u64 << (l * 8)) - 1
-        }
-    });
-    // One flow: a blocking read on its socket (SO_RCVTIMEO 20 ms). Several: epoll tells
-    // which have replies (a failed epoll falls back to reading each in turn).
-    let fds: Vec<_> = st.socks.iter().map(|k| k.fd()).collect();
-    let mut ep = if fds.len() > 1 {
-        tpslab_net::poll::Epoll::new(fds.len()).ok().filter(|ep| {
-            st.socks
-                .iter()
-                .enumerate()
-                .all(|(i, k)| ep.add(k, i as u64, tpslab_net::poll::READABLE).is_ok())
-        })
-    } else {
-        None
-    };
-    let mut ready: Vec<(u64, u32)> = Vec::with_capacity(fds.len());
-    let mut turn = 0usize;
+    let mut flows = Flows::new(st);
+    let mut rcv = Receiving::new(cfg, st, stream, window_start);
     let mut last_reply = mono_ns();
-    // A live stream's latencies: gathered per batch, handed over under one lock.
-    let live = st.live_lat.lock().map(|g| g.is_some()).unwrap_or(false);
-    let mut live_batch: Vec<u64> = Vec::with_capacity(if live { 64 } else { 0 });
-    let mode = cfg.match_mode();
-    // memcached's frames: a reply is answered when all its datagrams arrived.
-    let mut frames = cfg.frame_header().map(|_| FrameBook::default());
     loop {
-        let n = match ep.as_mut() {
-            None => {
-                turn = (turn + 1) % fds.len();
-                rb.recv(fds[turn]).unwrap_or(0)
-            }
-            Some(ep) => {
-                if ready.is_empty() {
-                    let _ = ep.wait(&mut ready, 20);
-                }
-                match ready.pop() {
-                    Some((i, _)) => rb.recv(fds[i as usize]).unwrap_or(0),
-                    None => 0,
-                }
-            }
-        };
+        let n = flows.recv(&mut rb);
         // The realtime clock first, then the monotonic one: a kernel stamp t (realtime)
         // came after the send, so real - t <= now - sent holds for every true stamp and
         // the plausibility check below never rejects one for the few ns between the two
@@ -138,78 +90,26 @@ pub(super) fn receiver(
         let real = tpslab_net::real_ns();
         let now = mono_ns();
         if n == 0 {
-            if st.sender_done.load(Acquire) {
-                let sent = st.sent.load(Relaxed);
-                let idle = now.saturating_sub(last_reply.max(st.last_send_ns.load(Relaxed)));
-                let all_in = match mode {
-                    MatchMode::Header | MatchMode::SeqField => res.matched >= sent,
-                    MatchMode::Aggregate | MatchMode::None => res.read >= sent,
-                };
-                let drain = cfg.drain.as_nanos() as u64;
-                if all_in
-                    || (idle > drain && target_idle())
-                    || idle > drain + 10_000_000_000
-                    || (stop.load(Relaxed) && idle > 100_000_000)
-                {
-                    break;
-                }
+            if st.sender_done.load(Acquire) && rcv.drained(now, last_reply, stop, target_idle) {
+                break;
             }
             continue;
         }
         last_reply = now;
-        res.read += n as u64;
-        live_batch.clear();
+        rcv.res.read += n as u64;
+        rcv.live_batch.clear();
         for i in 0..n {
             let data = rb.get(i);
-            let found = match mode {
-                MatchMode::Header => Header::read(data)
-                    .filter(|h| {
-                        h.run_id == cfg.run_id && h.stream == stream && h.seq < st.plan.total
-                    })
-                    .map(|h| (h.seq, h.intended_ns, h.sent_ns)),
-                MatchMode::SeqField => {
-                    let (off, len) = cfg.seq_field.unwrap();
-                    wire::read_seq_field(data, off, len)
-                        .and_then(|v| st.log.as_ref().unwrap().lookup(v, field_mask))
-                        .filter(|(s, _, _)| *s < st.plan.total)
-                }
-                MatchMode::Aggregate | MatchMode::None => None,
-            };
-            let Some((seq, intended, sent)) = found else {
-                if mode != MatchMode::Aggregate {
-                    res.unmatched += 1;
+            let Some((seq, intended, sent)) = rcv.request_of(data) else {
+                if rcv.mode != MatchMode::Aggregate {
+                    rcv.res.unmatched += 1;
                 }
                 continue;
             };
-            if let Some(book) = frames.as_mut() {
-                let Some((no, total)) = wire::memcached_frame(data) else {
-                    // A frame of this request numbered at or past its total (memcached
-                    // numbers a frame it sends again after a failed send anew).
-                    book.misnumbered += 1;
-                    continue;
-                };
-                if seen.contains(seq) {
-                    res.duplicates += 1;
-                    continue;
-                }
-                match book.add(seq, no, total) {
-                    Frame::Completed => {}
-                    Frame::Part => continue,
-                    Frame::Duplicate => {
-                        res.duplicates += 1;
-                        continue;
-                    }
-                    Frame::Mismatch => {
-                        res.unmatched += 1;
-                        continue;
-                    }
-                }
-            }
-            if !seen.insert(seq) {
-                res.duplicates += 1;
+            if !rcv.first_answer(seq, data) {
                 continue;
             }
-            res.matched += 1;
+            rcv.res.matched += 1;
             // Arrival on the monotonic clock: now, less the time it waited in the socket
             // by the kernel's realtime stamp (both clocks read together). A stamp from
             // the future, or one older than the send, means the wall clock stepped: use
@@ -220,41 +120,12 @@ pub(super) fn receiver(
                 }
                 _ => (now, false),
             };
-            if live {
-                live_batch.push(rx.saturating_sub(intended));
-            }
-            match max_seq {
-                Some(m) if seq < m => res.reordered += 1,
-                _ => max_seq = Some(seq),
-            }
-            if intended >= window_start {
-                res.window_answered += 1;
-                res.rx_timestamped += u64::from(stamped);
-                if let Some(h) = res.lat_intended.as_mut() {
-                    h.saturating_record(rx.saturating_sub(intended));
-                }
-                if let Some(h) = res.lat_actual.as_mut() {
-                    h.saturating_record(rx.saturating_sub(sent));
-                }
-                if let Some(h) = res.lat_wakeup.as_mut() {
-                    h.saturating_record(now.saturating_sub(sent));
-                }
-            }
+            rcv.answered(seq, intended, sent, (rx, stamped), now);
         }
-        if !live_batch.is_empty() {
-            if let Some(h) = st
-                .live_lat
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-            {
-                for &v in &live_batch {
-                    h.saturating_record(v);
-                }
-            }
-        }
+        rcv.hand_live();
     }
-    res.frames = frames.map(|b| {
+    let mut res = rcv.res;
+    res.frames = rcv.frames.map(|b| {
         [
             b.complete,
             b.incomplete(),
@@ -264,4 +135,240 @@ pub(super) fn receiver(
         ]
     });
     res
+}
+
+/// A stream's reply sockets, read in turn.
+struct Flows {
+    fds: Vec<i32>,
+    /// One flow: a blocking read on its socket (SO_RCVTIMEO 20 ms). Several: epoll tells
+    /// which have replies (a failed epoll falls back to reading each in turn).
+    ep: Option<tpslab_net::poll::Epoll>,
+    ready: Vec<(u64, u32)>,
+    turn: usize,
+}
+
+impl Flows {
+    fn new(st: &Stream) -> Flows {
+        let fds: Vec<_> = st.socks.iter().map(|k| k.fd()).collect();
+        let ep = if fds.len() > 1 {
+            tpslab_net::poll::Epoll::new(fds.len()).ok().filter(|ep| {
+                st.socks
+                    .iter()
+                    .enumerate()
+                    .all(|(i, k)| ep.add(k, i as u64, tpslab_net::poll::READABLE).is_ok())
+            })
+        } else {
+            None
+        };
+        Flows {
+            ready: Vec::with_capacity(fds.len()),
+            fds,
+            ep,
+            turn: 0,
+        }
+    }
+
+    /// Reads a batch of replies from the next flow with some into `rb`: how many (0
+    /// after waiting 20 ms for none).
+    #[inline]
+    fn recv(&mut self, rb: &mut RecvBatch) -> usize {
+        match self.ep.as_mut() {
+            None => {
+                self.turn = (self.turn + 1) % self.fds.len();
+                rb.recv(self.fds[self.turn]).unwrap_or(0)
+            }
+            Some(ep) => {
+                if self.ready.is_empty() {
+                    let _ = ep.wait(&mut self.ready, 20);
+                }
+                match self.ready.pop() {
+                    Some((i, _)) => rb.recv(self.fds[i as usize]).unwrap_or(0),
+                    None => 0,
+                }
+            }
+        }
+    }
+}
+
+/// What a stream's receiver has matched and counted.
+struct Receiving<'a> {
+    cfg: &'a LoadConfig,
+    st: &'a Stream,
+    stream: u16,
+    window_start: u64,
+    mode: MatchMode,
+    res: RecvResult,
+    seen: SeenWindow,
+    max_seq: Option<u64>,
+    /// The user's sequence field's bits (all ones for 8 bytes or more).
+    field_mask: u64,
+    /// A live stream's latencies: gathered per batch, handed over under one lock.
+    live: bool,
+    live_batch: Vec<u64>,
+    /// memcached's frames: a reply is answered when all its datagrams arrived.
+    frames: Option<FrameBook>,
+}
+
+impl<'a> Receiving<'a> {
+    fn new(cfg: &'a LoadConfig, st: &'a Stream, stream: u16, window_start: u64) -> Self {
+        let live = st.live_lat.lock().map(|g| g.is_some()).unwrap_or(false);
+        Receiving {
+            cfg,
+            st,
+            stream,
+            window_start,
+            mode: cfg.match_mode(),
+            res: RecvResult {
+                lat_intended: Some(new_ns_histogram()),
+                lat_actual: Some(new_ns_histogram()),
+                lat_wakeup: Some(new_ns_histogram()),
+                ..Default::default()
+            },
+            seen: SeenWindow::new(st.plan.total),
+            max_seq: None,
+            field_mask: cfg.seq_field.map_or(u64::MAX, |(_, l)| {
+                if l >= 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (l * 8)) - 1
+                }
+            }),
+            live,
+            live_batch: Vec::with_capacity(if live { 64 } else { 0 }),
+            frames: cfg.frame_header().map(|_| FrameBook::default()),
+        }
+    }
+
+    /// With the sender done and no reply read at `now`: whether to stop reading (every
+    /// datagram sent answered, or no reply for the drain period).
+    fn drained(
+        &self,
+        now: u64,
+        last_reply: u64,
+        stop: &AtomicBool,
+        target_idle: &(dyn Fn() -> bool + Sync),
+    ) -> bool {
+        let st = self.st;
+        let sent = st.sent.load(Relaxed);
+        let idle = now.saturating_sub(last_reply.max(st.last_send_ns.load(Relaxed)));
+        let all_in = match self.mode {
+            MatchMode::Header | MatchMode::SeqField => self.res.matched >= sent,
+            MatchMode::Aggregate | MatchMode::None => self.res.read >= sent,
+        };
+        let drain = self.cfg.drain.as_nanos() as u64;
+        all_in
+            || (idle > drain && target_idle())
+            || idle > drain + 10_000_000_000
+            || (stop.load(Relaxed) && idle > 100_000_000)
+    }
+
+    /// The request a reply answers: (sequence number, intended and actual send time, ns),
+    /// None when it matches none of this stream's (or replies are not matched).
+    #[inline]
+    fn request_of(&self, data: &[u8]) -> Option<(u64, u64, u64)> {
+        let (cfg, st) = (self.cfg, self.st);
+        match self.mode {
+            MatchMode::Header => Header::read(data)
+                .filter(|h| {
+                    h.run_id == cfg.run_id && h.stream == self.stream && h.seq < st.plan.total
+                })
+                .map(|h| (h.seq, h.intended_ns, h.sent_ns)),
+            MatchMode::SeqField => {
+                let (off, len) = cfg.seq_field.unwrap();
+                wire::read_seq_field(data, off, len)
+                    .and_then(|v| st.log.as_ref().unwrap().lookup(v, self.field_mask))
+                    .filter(|(s, _, _)| *s < st.plan.total)
+            }
+            MatchMode::Aggregate | MatchMode::None => None,
+        }
+    }
+
+    /// Whether the reply `data` to request `seq` answers it for the first time (with
+    /// frames: completes it); else counted as a duplicate, a part, a mismatch or a
+    /// misnumbered frame.
+    #[inline]
+    fn first_answer(&mut self, seq: u64, data: &[u8]) -> bool {
+        if let Some(book) = self.frames.as_mut() {
+            let Some((no, total)) = wire::memcached_frame(data) else {
+                // A frame of this request numbered at or past its total (memcached
+                // numbers a frame it sends again after a failed send anew).
+                book.misnumbered += 1;
+                return false;
+            };
+            if self.seen.contains(seq) {
+                self.res.duplicates += 1;
+                return false;
+            }
+            match book.add(seq, no, total) {
+                Frame::Completed => {}
+                Frame::Part => return false,
+                Frame::Duplicate => {
+                    self.res.duplicates += 1;
+                    return false;
+                }
+                Frame::Mismatch => {
+                    self.res.unmatched += 1;
+                    return false;
+                }
+            }
+        }
+        if !self.seen.insert(seq) {
+            self.res.duplicates += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Counts the first answer to request `seq` (sent at `sent`, intended at `intended`)
+    /// that arrived at `rx` (kernel `stamped` or not) and was read at `now`, ns.
+    #[inline]
+    fn answered(
+        &mut self,
+        seq: u64,
+        intended: u64,
+        sent: u64,
+        (rx, stamped): (u64, bool),
+        now: u64,
+    ) {
+        let res = &mut self.res;
+        if self.live {
+            self.live_batch.push(rx.saturating_sub(intended));
+        }
+        match self.max_seq {
+            Some(m) if seq < m => res.reordered += 1,
+            _ => self.max_seq = Some(seq),
+        }
+        if intended >= self.window_start {
+            res.window_answered += 1;
+            res.rx_timestamped += u64::from(stamped);
+            if let Some(h) = res.lat_intended.as_mut() {
+                h.saturating_record(rx.saturating_sub(intended));
+            }
+            if let Some(h) = res.lat_actual.as_mut() {
+                h.saturating_record(rx.saturating_sub(sent));
+            }
+            if let Some(h) = res.lat_wakeup.as_mut() {
+                h.saturating_record(now.saturating_sub(sent));
+            }
+        }
+    }
+
+    /// Hands the batch's latencies to the live stream, under one lock.
+    #[inline]
+    fn hand_live(&self) {
+        if self.live_batch.is_empty() {
+            return;
+        }
+        if let Some(h) = self
+            .st
+            .live_lat
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            for &v in &self.live_batch {
+                h.saturating_record(v);
+            }
+        }
+    }
 }

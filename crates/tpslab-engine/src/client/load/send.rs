@@ -42,6 +42,9 @@ impl Drop for SenderDone<'_> {
     }
 }
 
+/// Messages per send call.
+const BATCH: usize = 64;
+
 /// Sends one stream's plan. Returns (lag of every datagram, lag of each burst start).
 pub(super) fn sender(
     cfg: &LoadConfig,
@@ -51,39 +54,16 @@ pub(super) fn sender(
     window_start: u64,
     stop: &AtomicBool,
 ) -> (Histogram<u64>, Histogram<u64>) {
-    const BATCH: usize = 64;
     let _done = SenderDone(&st.sender_done);
-    let len = cfg.datagram_len().max(1);
-    // Segments per send: 1, or with GSO as many as fit in 64 KiB (at most 64).
-    let mut per_msg = if st.gso {
-        (65_000 / len).clamp(1, 64)
-    } else {
-        1
-    };
-    let mut sb = SendBatch::new(BATCH, len * per_msg);
-    for i in 0..BATCH {
-        for seg in sb.slot_mut(i).chunks_mut(len) {
-            match &cfg.payload {
-                Some(p) => seg.copy_from_slice(p),
-                None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
-            }
-        }
-    }
-    // Datagrams in each message of the last send.
-    let mut in_msg = [0usize; BATCH];
-    // Most datagrams one message carried that the kernel took.
-    let mut max_segments = 0usize;
+    let mut sending = Sending::new(cfg, st, stream);
     // Default timer slack (50 us) would make every sleep overshoot; 1 ns keeps hrtimer
     // sleeps precise.
     tpslab_net::sched::set_timer_slack_ns(1);
     if !cfg.cpus.is_empty() {
         let _ = tpslab_net::sched::set_affinity(&cfg.cpus);
     }
-    let mut lag = new_ns_histogram();
-    let mut burst_lag = new_ns_histogram();
     let plan = st.plan;
     let mut seq = 0u64;
-    let mut window_attempted = 0u64;
     // Open loop is bounded in time as well as in count: a generator that falls behind
     // stops at the planned end (plus a grace of 100 ms) and reports what it did not send.
     let max = cfg.is_max();
@@ -92,7 +72,6 @@ pub(super) fn sender(
     // With a pacing slack the sender wakes once per group: at the first unsent
     // datagram's time plus the slack, when it sends every datagram due by then.
     let slack = pacing_slack_used(cfg).as_nanos() as u64;
-    let mut calls = 0usize;
     while seq < plan.total && !stop.load(Relaxed) {
         let due = plan.intended(start, seq);
         if slack == 0 {
@@ -104,6 +83,79 @@ pub(super) fn sender(
         if now > hard_end {
             break;
         }
+        let n = sending.fill(seq, now, start, window_start);
+        sending.send(n, now);
+        seq += n as u64;
+    }
+    st.window_attempted.store(sending.window_attempted, Relaxed);
+    st.max_segments.store(sending.max_segments as u64, Relaxed);
+    st.not_sent
+        .store(if max { 0 } else { plan.total - seq }, Relaxed);
+    st.sender_done.store(true, Release);
+    (sending.lag, sending.burst_lag)
+}
+
+/// A stream's sender between its send calls: its messages (bodies filled once) and
+/// what it has counted.
+struct Sending<'a> {
+    cfg: &'a LoadConfig,
+    st: &'a Stream,
+    stream: u16,
+    /// The datagrams' length, bytes (at least 1).
+    len: usize,
+    /// Segments per message: 1, or with GSO as many as fit in 64 KiB (at most 64).
+    per_msg: usize,
+    sb: SendBatch,
+    /// Datagrams in each message of the last send.
+    in_msg: [usize; BATCH],
+    /// Most datagrams one message carried that the kernel took.
+    max_segments: usize,
+    lag: Histogram<u64>,
+    burst_lag: Histogram<u64>,
+    window_attempted: u64,
+    /// Send calls so far (the stream's flows take them in turn).
+    calls: usize,
+}
+
+impl<'a> Sending<'a> {
+    fn new(cfg: &'a LoadConfig, st: &'a Stream, stream: u16) -> Self {
+        let len = cfg.datagram_len().max(1);
+        let per_msg = if st.gso {
+            (65_000 / len).clamp(1, 64)
+        } else {
+            1
+        };
+        let mut sb = SendBatch::new(BATCH, len * per_msg);
+        for i in 0..BATCH {
+            for seg in sb.slot_mut(i).chunks_mut(len) {
+                match &cfg.payload {
+                    Some(p) => seg.copy_from_slice(p),
+                    None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
+                }
+            }
+        }
+        Sending {
+            cfg,
+            st,
+            stream,
+            len,
+            per_msg,
+            sb,
+            in_msg: [0usize; BATCH],
+            max_segments: 0,
+            lag: new_ns_histogram(),
+            burst_lag: new_ns_histogram(),
+            window_attempted: 0,
+            calls: 0,
+        }
+    }
+
+    /// Writes the headers (or sequence fields) of the datagrams due at `now` from `seq`
+    /// on into the batch, at most a batch's worth, counting their lag; returns how many.
+    #[inline]
+    fn fill(&mut self, seq: u64, now: u64, start: u64, window_start: u64) -> usize {
+        let (cfg, st, plan) = (self.cfg, self.st, self.st.plan);
+        let (len, per_msg, max) = (self.len, self.per_msg, cfg.is_max());
         let mut n = 0usize;
         while n < BATCH * per_msg && seq + (n as u64) < plan.total {
             let s = seq + n as u64;
@@ -114,16 +166,16 @@ pub(super) fn sender(
             if intended >= window_start {
                 // Schedule figures cover the window only: warm-up absorbs start-up effects.
                 if s.is_multiple_of(plan.burst) {
-                    burst_lag.saturating_record(now - intended);
+                    self.burst_lag.saturating_record(now - intended);
                 }
-                lag.saturating_record(now - intended);
-                window_attempted += 1;
+                self.lag.saturating_record(now - intended);
+                self.window_attempted += 1;
             }
             let (m, j) = (n / per_msg, n % per_msg);
-            let slot = &mut sb.slot_mut(m)[j * len..(j + 1) * len];
+            let slot = &mut self.sb.slot_mut(m)[j * len..(j + 1) * len];
             match (cfg.payload.is_some(), cfg.seq_field) {
                 (false, _) => Header {
-                    stream,
+                    stream: self.stream,
                     run_id: cfg.run_id,
                     seq: s,
                     intended_ns: intended,
@@ -140,43 +192,45 @@ pub(super) fn sender(
             }
             n += 1;
         }
+        n
+    }
+
+    /// Sends the `n` datagrams filled at `now` in one call, on the stream's next flow,
+    /// and counts them (sent, failed by errno, attempted).
+    #[inline]
+    fn send(&mut self, n: usize, now: u64) {
+        let (st, len, per_msg) = (self.st, self.len, self.per_msg);
         let msgs = n.div_ceil(per_msg);
-        for (m, k) in in_msg.iter_mut().enumerate().take(msgs) {
+        for (m, k) in self.in_msg.iter_mut().enumerate().take(msgs) {
             *k = (n - m * per_msg).min(per_msg);
-            sb.set_len(m, *k * len);
+            self.sb.set_len(m, *k * len);
         }
         // A refused message refuses all the datagrams it carried.
         let mut failed = 0usize;
         let mut refused = [false; BATCH];
         // The stream's flows in turn, one send call each.
-        let sock = &st.socks[calls % st.socks.len()];
-        calls = calls.wrapping_add(1);
-        let out = sb.send(sock, msgs, |m, errno| {
+        let sock = &st.socks[self.calls % st.socks.len()];
+        self.calls = self.calls.wrapping_add(1);
+        let in_msg = &self.in_msg;
+        let out = self.sb.send(sock, msgs, |m, errno| {
             failed += in_msg[m];
             refused[m] = true;
             st.errors.add(errno, in_msg[m] as u64);
         });
         if per_msg > 1 {
             let most = (0..msgs).filter(|&m| !refused[m]).map(|m| in_msg[m]).max();
-            max_segments = max_segments.max(most.unwrap_or(0));
+            self.max_segments = self.max_segments.max(most.unwrap_or(0));
         } else if n > failed {
-            max_segments = max_segments.max(1);
+            self.max_segments = self.max_segments.max(1);
         }
         if out.gso_turned_off {
             // The path cannot segment (the socket switched GSO off): the rest of the run
             // goes one datagram per message; the refused datagrams stay counted as failed.
-            per_msg = 1;
+            self.per_msg = 1;
         }
         st.sent.fetch_add((n - failed) as u64, Relaxed);
         st.failed.fetch_add(failed as u64, Relaxed);
         st.attempted.fetch_add(n as u64, Relaxed);
         st.last_send_ns.store(now, Relaxed);
-        seq += n as u64;
     }
-    st.window_attempted.store(window_attempted, Relaxed);
-    st.max_segments.store(max_segments as u64, Relaxed);
-    st.not_sent
-        .store(if max { 0 } else { plan.total - seq }, Relaxed);
-    st.sender_done.store(true, Release);
-    (lag, burst_lag)
 }

@@ -213,23 +213,36 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
     let Some(p) = b.get(HEAD..total) else {
         return Ok(None);
     };
-    let on_stream = |name: &str| {
-        if h.stream == 0 {
+    Ok(Some((frame_of(&h, p)?, total)))
+}
+
+impl Head {
+    /// Ok for a frame on a stream; a `NAME on stream 0` error on the connection's.
+    #[inline]
+    fn on_stream(&self, name: &str) -> Result<(), String> {
+        if self.stream == 0 {
             Err(err(format_args!("{name} on stream 0")))
         } else {
             Ok(())
         }
-    };
-    let on_conn = |name: &str| {
-        if h.stream != 0 {
-            Err(err(format_args!("{name} on stream {}", h.stream)))
+    }
+
+    /// Ok for a frame on the connection (stream 0); a `NAME on stream N` error else.
+    #[inline]
+    fn on_conn(&self, name: &str) -> Result<(), String> {
+        if self.stream != 0 {
+            Err(err(format_args!("{name} on stream {}", self.stream)))
         } else {
             Ok(())
         }
-    };
-    // Padding: the pad length byte first, the padding last.
-    let unpad = |p: &'_ [u8]| -> Result<(usize, usize), String> {
-        if h.flags & flag::PADDED == 0 {
+    }
+
+    /// The range of payload `p` that is not padding (the pad length byte first, the
+    /// padding last): all of it unless the frame is PADDED. Errors: no pad length byte,
+    /// padding longer than the frame.
+    #[inline]
+    fn unpad(&self, p: &[u8]) -> Result<(usize, usize), String> {
+        if self.flags & flag::PADDED == 0 {
             return Ok((0, p.len()));
         }
         let pad =
@@ -239,11 +252,17 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             return Err(err("padding longer than the frame"));
         }
         Ok((1, p.len() - pad))
-    };
-    let f = match h.kind {
+    }
+}
+
+/// The frame of header `h` and whole payload `p`. Errors: as [`parse`]'s but the length
+/// over the maximum.
+#[inline]
+fn frame_of<'a>(h: &Head, p: &'a [u8]) -> Result<Frame<'a>, String> {
+    Ok(match h.kind {
         kind::DATA => {
-            on_stream("DATA")?;
-            let (s, e) = unpad(p)?;
+            h.on_stream("DATA")?;
+            let (s, e) = h.unpad(p)?;
             Frame::Data {
                 stream: h.stream,
                 end: h.flags & flag::END_STREAM != 0,
@@ -252,8 +271,8 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             }
         }
         kind::HEADERS => {
-            on_stream("HEADERS")?;
-            let (mut s, e) = unpad(p)?;
+            h.on_stream("HEADERS")?;
+            let (mut s, e) = h.unpad(p)?;
             if h.flags & flag::PRIORITY != 0 {
                 s += 5;
                 if s > e {
@@ -269,7 +288,7 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             }
         }
         kind::CONTINUATION => {
-            on_stream("CONTINUATION")?;
+            h.on_stream("CONTINUATION")?;
             Frame::Headers {
                 stream: h.stream,
                 end_stream: false,
@@ -279,7 +298,7 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             }
         }
         kind::RST_STREAM => {
-            on_stream("RST_STREAM")?;
+            h.on_stream("RST_STREAM")?;
             if p.len() != 4 {
                 return Err(err(format_args!("RST_STREAM of {} bytes", p.len())));
             }
@@ -289,15 +308,15 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             }
         }
         kind::SETTINGS => {
-            on_conn("SETTINGS")?;
+            h.on_conn("SETTINGS")?;
             let ack = h.flags & flag::ACK != 0;
-            if p.len() % 6 != 0 || (ack && !p.is_empty()) {
+            if !p.len().is_multiple_of(6) || (ack && !p.is_empty()) {
                 return Err(err(format_args!("SETTINGS of {} bytes", p.len())));
             }
             Frame::Settings { ack, params: p }
         }
         kind::PING => {
-            on_conn("PING")?;
+            h.on_conn("PING")?;
             let data: [u8; 8] = p
                 .try_into()
                 .map_err(|_| err(format_args!("PING of {} bytes", p.len())))?;
@@ -307,7 +326,7 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
             }
         }
         kind::GOAWAY => {
-            on_conn("GOAWAY")?;
+            h.on_conn("GOAWAY")?;
             if p.len() < 8 {
                 return Err(err(format_args!("GOAWAY of {} bytes", p.len())));
             }
@@ -331,8 +350,7 @@ pub fn parse(b: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, String> {
         }
         kind::PUSH_PROMISE => return Err(err("PUSH_PROMISE although push is disabled")),
         k => Frame::Other { kind: k },
-    };
-    Ok(Some((f, total)))
+    })
 }
 
 /// The (identifier, value) pairs of a SETTINGS payload ([`Frame::Settings`]).

@@ -100,6 +100,17 @@ fn length(head: &[u8]) -> Result<i64, String> {
         .ok_or_else(|| "redis: a length that is not a number".to_string())
 }
 
+/// What a header told a [`Scan`].
+enum Next {
+    /// Its line is not whole yet.
+    NeedMore,
+    /// A value ended here (exclusive).
+    Ended(usize),
+    /// The scan goes on at its new place: a bulk string's header read, an aggregate
+    /// opened, an empty attribute skipped.
+    Inside,
+}
+
 impl Scan {
     /// Scans `b` (the bytes given to the last call with more appended; none taken from
     /// its start since) on from where the last call stopped: Some(end) when the value
@@ -121,94 +132,10 @@ impl Scan {
                 self.bulk_end = 0;
                 end
             } else {
-                let at = self.at;
-                let Some(&kind) = b.get(at) else {
-                    return Ok(None);
-                };
-                // The line's CRLF, searched from where the last call stopped (one byte
-                // back: a CR may have ended it).
-                let from = at.max(self.searched.saturating_sub(1));
-                let limit = b.len().min(at + lim.line);
-                let eol = match memchr::memmem::find(&b[from.min(limit)..limit], b"\r\n") {
-                    Some(i) => from + i,
-                    None if limit - at >= lim.line => {
-                        return Err(format!(
-                            "redis: a line of more than {} bytes without CRLF",
-                            lim.line
-                        ))
-                    }
-                    None => {
-                        self.searched = limit;
-                        return Ok(None);
-                    }
-                };
-                self.searched = 0;
-                let (head, next) = (&b[at + 1..eol], eol + 2);
-                match kind {
-                    b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => next,
-                    b'$' | b'!' | b'=' => match length(head)? {
-                        // `$-1`: RESP2's null bulk string.
-                        -1 if kind == b'$' => next,
-                        n if n < 0 || n as u64 > lim.bytes as u64 => {
-                            return Err(format!(
-                                "redis: a bulk length {n} outside 0..={}",
-                                lim.bytes
-                            ))
-                        }
-                        n => {
-                            let end = next + n as usize + 2;
-                            if end > lim.bytes {
-                                return Err(format!(
-                                    "redis: a reply of more than {} bytes",
-                                    lim.bytes
-                                ));
-                            }
-                            self.bulk_end = end;
-                            self.at = next;
-                            continue;
-                        }
-                    },
-                    b'*' | b'~' | b'>' | b'%' | b'|' => match length(head)? {
-                        // `*-1`: RESP2's null array.
-                        -1 if kind == b'*' => next,
-                        // Each element is at least 3 bytes (`_\r\n`).
-                        n if n < 0 || n as u64 > (lim.bytes / 3) as u64 => {
-                            return Err(format!("redis: an aggregate of {n} elements"))
-                        }
-                        n => {
-                            let pairs = matches!(kind, b'%' | b'|');
-                            let count = n as usize * if pairs { 2 } else { 1 };
-                            let attr = kind == b'|' && self.open > 0;
-                            if count == 0 {
-                                if attr {
-                                    // An empty attribute: the element is still to come.
-                                    self.at = next;
-                                    continue;
-                                }
-                                next
-                            } else {
-                                if self.open >= lim.depth {
-                                    return Err(format!(
-                                        "redis: a reply nested more than {} deep",
-                                        lim.depth
-                                    ));
-                                }
-                                self.left[self.open] = count;
-                                self.attrs &= !(1 << self.open);
-                                if attr {
-                                    self.attrs |= 1 << self.open;
-                                }
-                                self.open += 1;
-                                self.at = next;
-                                continue;
-                            }
-                        }
-                    },
-                    c => {
-                        return Err(format!(
-                            "redis: a reply starting with byte 0x{c:02x}, not a RESP type"
-                        ))
-                    }
+                match self.header(b, lim)? {
+                    Next::NeedMore => return Ok(None),
+                    Next::Inside => continue,
+                    Next::Ended(end) => end,
                 }
             };
             // A value ended at `end`: it is an element of the innermost aggregate open,
@@ -235,6 +162,99 @@ impl Scan {
             }
         }
     }
+
+    /// Reads the header at `self.at` of `b`, its line's CRLF searched from where the
+    /// last call stopped. Errors: as [`Scan::step`]'s.
+    #[inline]
+    fn header(&mut self, b: &[u8], lim: Bounds) -> Result<Next, String> {
+        let at = self.at;
+        let Some(&kind) = b.get(at) else {
+            return Ok(Next::NeedMore);
+        };
+        // The line's CRLF, searched from where the last call stopped (one byte
+        // back: a CR may have ended it).
+        let from = at.max(self.searched.saturating_sub(1));
+        let limit = b.len().min(at + lim.line);
+        let eol = match memchr::memmem::find(&b[from.min(limit)..limit], b"\r\n") {
+            Some(i) => from + i,
+            None if limit - at >= lim.line => {
+                return Err(format!(
+                    "redis: a line of more than {} bytes without CRLF",
+                    lim.line
+                ))
+            }
+            None => {
+                self.searched = limit;
+                return Ok(Next::NeedMore);
+            }
+        };
+        self.searched = 0;
+        let (head, next) = (&b[at + 1..eol], eol + 2);
+        match kind {
+            b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Ok(Next::Ended(next)),
+            b'$' | b'!' | b'=' => match length(head)? {
+                // `$-1`: RESP2's null bulk string.
+                -1 if kind == b'$' => Ok(Next::Ended(next)),
+                n if n < 0 || n as u64 > lim.bytes as u64 => Err(format!(
+                    "redis: a bulk length {n} outside 0..={}",
+                    lim.bytes
+                )),
+                n => {
+                    let end = next + n as usize + 2;
+                    if end > lim.bytes {
+                        return Err(format!("redis: a reply of more than {} bytes", lim.bytes));
+                    }
+                    self.bulk_end = end;
+                    self.at = next;
+                    Ok(Next::Inside)
+                }
+            },
+            b'*' | b'~' | b'>' | b'%' | b'|' => match length(head)? {
+                // `*-1`: RESP2's null array.
+                -1 if kind == b'*' => Ok(Next::Ended(next)),
+                // Each element is at least 3 bytes (`_\r\n`).
+                n if n < 0 || n as u64 > (lim.bytes / 3) as u64 => {
+                    Err(format!("redis: an aggregate of {n} elements"))
+                }
+                n => self.aggregate(kind, n as usize, next, lim),
+            },
+            c => Err(format!(
+                "redis: a reply starting with byte 0x{c:02x}, not a RESP type"
+            )),
+        }
+    }
+
+    /// An aggregate of type `kind` with `n` elements (or pairs) whose header ends at
+    /// `next`: opened (its elements to come), or an empty one a value (an empty attribute
+    /// inside an aggregate: nothing). Errors: nested deeper than `lim` allows.
+    #[inline]
+    fn aggregate(&mut self, kind: u8, n: usize, next: usize, lim: Bounds) -> Result<Next, String> {
+        let pairs = matches!(kind, b'%' | b'|');
+        let count = n * if pairs { 2 } else { 1 };
+        let attr = kind == b'|' && self.open > 0;
+        if count == 0 {
+            if attr {
+                // An empty attribute: the element is still to come.
+                self.at = next;
+                return Ok(Next::Inside);
+            }
+            return Ok(Next::Ended(next));
+        }
+        if self.open >= lim.depth {
+            return Err(format!(
+                "redis: a reply nested more than {} deep",
+                lim.depth
+            ));
+        }
+        self.left[self.open] = count;
+        self.attrs &= !(1 << self.open);
+        if attr {
+            self.attrs |= 1 << self.open;
+        }
+        self.open += 1;
+        self.at = next;
+        Ok(Next::Inside)
+    }
 }
 
 /// The kind an error reply counts as: [`ERROR_REPLY`] and the error's first word when it
@@ -245,8 +265,7 @@ impl Scan {
 pub fn error_kind(text: &[u8]) -> &'static str {
     static KINDS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let word = text.split(|&c| c == b' ').next().unwrap_or_default();
-    if word.is_empty() || word.len() > MAX_ERROR_WORD || !word.iter().all(u8::is_ascii_uppercase)
-    {
+    if word.is_empty() || word.len() > MAX_ERROR_WORD || !word.iter().all(u8::is_ascii_uppercase) {
         return ERROR_REPLY;
     }
     // Capital letters: UTF-8.

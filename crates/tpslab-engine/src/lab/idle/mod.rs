@@ -518,6 +518,60 @@ fn round(
     (conns, control_fate)
 }
 
+/// After the rounds: keeps the control and the payload connections up until they prove
+/// what keeps a path open, or the control ends (its fate returned) or `stop`.
+///
+/// A silent control alive at the end says TCP keepalive resets the path's timer only if
+/// it lived long enough to have died otherwise: past the timeout's upper end, then its
+/// next keepalive and the kernel's give-up on a path that drops silently. A payload
+/// connection still open shows that its payload resets the timer only once it outlived
+/// the timeout's upper end by its next payload and the silence that would have ended it.
+fn outlive(
+    t: &Transport,
+    conns: &[Conn],
+    control: &mut ControlState,
+    payload: &mut [PayloadProbe],
+    study_t0: u64,
+    stop: &AtomicBool,
+) -> Option<Fate> {
+    let d = bracket(conns).dead_s?;
+    let mut control_fate = None;
+    let need_ms = (d + 1 + CONTROL_KEEPALIVE_CNT) * 1000 + POLL_MS;
+    while control_fate.is_none()
+        && control.silent_tcp_unended()
+        && control.age_ms() < need_ms
+        && !stop.load(Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+        control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, t);
+        payload.iter_mut().for_each(PayloadProbe::poll);
+    }
+    let need_ms = (d + 1) * 1000 + PAYLOAD_PROVEN_MS + POLL_MS;
+    while control_fate.is_none()
+        && payload.iter().any(|p| p.alive() && p.age_ms() < need_ms)
+        && !stop.load(Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+        control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, t);
+        payload.iter_mut().for_each(PayloadProbe::poll);
+    }
+    control_fate
+}
+
+/// The progress line opening round `n` of probes idle for `idles` (s each).
+fn round_line(n: u32, idles: &[u64], udp: bool) -> String {
+    format!(
+        "round {n}: {} {} idle for {} s",
+        idles.len(),
+        if udp { "mapping(s)" } else { "connection(s)" },
+        idles
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
 /// Runs the study against `addr` until the bracket is within the plan's resolution, no
 /// interval up to the longest killed a connection, the shortest already did, or `stop`.
 /// `progress` gets a line every 10 s of waiting. `login`: who the plan's `protocol` logs
@@ -559,20 +613,7 @@ pub fn study(
         if idles.is_empty() {
             break;
         }
-        progress(format!(
-            "round {n}: {} {} idle for {} s",
-            idles.len(),
-            if plan.udp {
-                "mapping(s)"
-            } else {
-                "connection(s)"
-            },
-            idles
-                .iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        progress(round_line(n, &idles, plan.udp));
         let (c, cf) = round(
             &t,
             n,
@@ -606,32 +647,8 @@ pub fn study(
             _ => break,
         }
     }
-    // A silent control alive at the end says TCP keepalive resets the path's timer only
-    // if it lived long enough to have died otherwise: past the timeout's upper end, then
-    // its next keepalive and the kernel's give-up on a path that drops silently.
-    if let Some(d) = bracket(&conns).dead_s {
-        let need_ms = (d + 1 + CONTROL_KEEPALIVE_CNT) * 1000 + POLL_MS;
-        while control_fate.is_none()
-            && control.silent_tcp_unended()
-            && control.age_ms() < need_ms
-            && !stop.load(Relaxed)
-        {
-            std::thread::sleep(Duration::from_millis(POLL_MS));
-            control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
-            payload.iter_mut().for_each(PayloadProbe::poll);
-        }
-        // A payload connection still open shows that its payload resets the timer only
-        // once it outlived the timeout's upper end by its next payload and the silence
-        // that would have ended it.
-        let need_ms = (d + 1) * 1000 + PAYLOAD_PROVEN_MS + POLL_MS;
-        while control_fate.is_none()
-            && payload.iter().any(|p| p.alive() && p.age_ms() < need_ms)
-            && !stop.load(Relaxed)
-        {
-            std::thread::sleep(Duration::from_millis(POLL_MS));
-            control_fate = control.poll((mono_ns() - study_t0) / 1_000_000, &t);
-            payload.iter_mut().for_each(PayloadProbe::poll);
-        }
+    if control_fate.is_none() {
+        control_fate = outlive(&t, &conns, &mut control, &mut payload, study_t0, stop);
     }
     let end_ms = (mono_ns() - study_t0) / 1_000_000;
     let fate = control_fate

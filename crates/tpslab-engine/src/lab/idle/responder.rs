@@ -105,117 +105,15 @@ impl TcpSide {
         let mut reports: Vec<(u64, u32, u32)> = vec![];
         let mut gone = vec![false; self.held.len()];
         for (i, h) in self.held.iter_mut().enumerate() {
-            if let Some((study, conn, probe_at, due)) = h.probe {
-                if !h.triggered && now >= probe_at {
-                    h.triggered = true;
-                    if super::trigger_keepalive(&h.s, 1, 2).is_err() {
-                        reports.push((study, conn, 4));
-                        gone[i] = true;
-                        continue;
-                    }
-                }
-                let code = match SockRef::from(&h.s).take_error() {
-                    Ok(Some(e)) => Some(fate_code(&e)),
-                    _ => match (&h.s).read(&mut [0u8; 64]) {
-                        Ok(0) => Some(3),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            (now >= due).then_some(0)
-                        }
-                        Err(e) => Some(fate_code(&e)),
-                        Ok(_) => None,
-                    },
-                };
-                if let Some(c) = code {
-                    reports.push((study, conn, c));
-                    gone[i] = true;
-                }
-                continue;
-            }
-            if h.control.is_some() {
-                // A control sends nothing after its hello but a heartbeat byte a second
-                // (payload for paths that count only that), each answered; an end of
-                // stream ends it.
-                match (&h.s).read(&mut [0u8; 64]) {
-                    Ok(0) => gone[i] = true,
-                    Ok(_) => {
-                        let mut beat = [0u8; 16];
-                        beat[..8].copy_from_slice(SF_BEAT);
-                        let _ = (&h.s).write_all(&beat);
-                    }
-                    Err(_) => {}
-                }
-                continue;
-            }
-            if let Some((mode, sent)) = h.payload.as_mut() {
-                let mut buf = [0u8; 4096];
-                match (&h.s).read(&mut buf) {
-                    Ok(0) => gone[i] = true,
-                    Ok(n) if *mode == PAYLOAD_ECHO && (&h.s).write_all(&buf[..n]).is_err() => {
-                        gone[i] = true
-                    }
-                    Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => gone[i] = true,
-                    _ => {}
-                }
-                if *mode == PAYLOAD_SOURCE && now >= *sent + 1_000_000_000 {
-                    *sent = now;
-                    if matches!((&h.s).write(b"."), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
-                    {
-                        gone[i] = true;
-                    }
-                }
-                continue;
-            }
-            let mut buf = [0u8; 24];
-            // A control's or payload connection's hello is 16 bytes, a probe's 24: read
-            // no further than the hello, whatever follows it.
-            for _ in 0..2 {
-                let want = if h.hello.len() < 16 {
-                    16 - h.hello.len()
-                } else if &h.hello[..8] == SF_HELLO {
-                    24 - h.hello.len()
-                } else {
-                    0
-                };
-                if want == 0 {
-                    break;
-                }
-                match (&h.s).read(&mut buf[..want]) {
-                    Ok(0) => gone[i] = true,
-                    Ok(n) => h.hello.extend_from_slice(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => gone[i] = true,
-                }
-                if gone[i] || h.hello.len() < 16 {
-                    break;
-                }
-            }
-            let b = &h.hello;
-            if b.len() >= 16 && &b[..8] == SF_CONTROL {
-                h.control = Some(u64::from_be_bytes(b[8..16].try_into().expect("8 bytes")));
-            } else if b.len() >= 16 && &b[..8] == SF_PAYLOAD {
-                let mode = u32::from_be_bytes(b[8..12].try_into().expect("4 bytes"));
-                h.payload = Some((mode, now));
-            } else if b.len() == 24 && &b[..8] == SF_HELLO {
-                let study = u64::from_be_bytes(b[8..16].try_into().expect("8 bytes"));
-                let conn = u32::from_be_bytes(b[16..20].try_into().expect("4 bytes"));
-                let idle = u64::from(u32::from_be_bytes(b[20..24].try_into().expect("4 bytes")))
-                    .clamp(1, 2 * 3600);
-                // Parked until the interval ends, then triggered (see the client's).
-                let ka = TcpKeepalive::new()
-                    .with_time(Duration::from_secs(super::KEEPIDLE_PARKED_S))
-                    .with_interval(Duration::from_secs(1))
-                    .with_retries(2);
-                if SockRef::from(&h.s).set_tcp_keepalive(&ka).is_ok() {
-                    let s = 1_000_000_000;
-                    h.probe = Some((study, conn, now + idle * s, now + (idle + 3) * s));
-                } else {
-                    gone[i] = true;
-                }
-            } else if b.len() >= 8
-                && ![&SF_CONTROL[..], &SF_HELLO[..], &SF_PAYLOAD[..]].contains(&&b[..8])
-            {
-                gone[i] = true;
-            }
+            gone[i] = if h.probe.is_some() {
+                h.judge_probe(now, &mut reports)
+            } else if h.control.is_some() {
+                h.answer_control()
+            } else if h.payload.is_some() {
+                h.serve_payload(now)
+            } else {
+                h.read_hello(now)
+            };
         }
         for (study, conn, code) in reports {
             let mut msg = [0u8; 16];
@@ -231,6 +129,140 @@ impl TcpSide {
             i += 1;
             !gone[i - 1]
         });
+    }
+}
+
+impl Held {
+    /// A probe connection at `now` (ns): its keepalive triggered once its interval is
+    /// over, its fate (study, connection, code) pushed to `reports` once it has one.
+    /// Returns whether it ended.
+    fn judge_probe(&mut self, now: u64, reports: &mut Vec<(u64, u32, u32)>) -> bool {
+        let Some((study, conn, probe_at, due)) = self.probe else {
+            return false;
+        };
+        if !self.triggered && now >= probe_at {
+            self.triggered = true;
+            if super::trigger_keepalive(&self.s, 1, 2).is_err() {
+                reports.push((study, conn, 4));
+                return true;
+            }
+        }
+        let code = match SockRef::from(&self.s).take_error() {
+            Ok(Some(e)) => Some(fate_code(&e)),
+            _ => match (&self.s).read(&mut [0u8; 64]) {
+                Ok(0) => Some(3),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => (now >= due).then_some(0),
+                Err(e) => Some(fate_code(&e)),
+                Ok(_) => None,
+            },
+        };
+        if let Some(c) = code {
+            reports.push((study, conn, c));
+            return true;
+        }
+        false
+    }
+
+    /// A control connection: it sends nothing after its hello but a heartbeat byte a
+    /// second (payload for paths that count only that), each answered; an end of stream
+    /// ends it. Returns whether it ended.
+    fn answer_control(&mut self) -> bool {
+        match (&self.s).read(&mut [0u8; 64]) {
+            Ok(0) => return true,
+            Ok(_) => {
+                let mut beat = [0u8; 16];
+                beat[..8].copy_from_slice(SF_BEAT);
+                let _ = (&self.s).write_all(&beat);
+            }
+            Err(_) => {}
+        }
+        false
+    }
+
+    /// A payload connection at `now` (ns): what comes read (and echoed in echo mode), a
+    /// byte a second sent in source mode. Returns whether it ended.
+    fn serve_payload(&mut self, now: u64) -> bool {
+        let Some((mode, sent)) = self.payload.as_mut() else {
+            return false;
+        };
+        let mut gone = false;
+        let mut buf = [0u8; 4096];
+        match (&self.s).read(&mut buf) {
+            Ok(0) => gone = true,
+            Ok(n) if *mode == PAYLOAD_ECHO && (&self.s).write_all(&buf[..n]).is_err() => {
+                gone = true
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => gone = true,
+            _ => {}
+        }
+        if *mode == PAYLOAD_SOURCE && now >= *sent + 1_000_000_000 {
+            *sent = now;
+            if matches!((&self.s).write(b"."), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
+            {
+                gone = true;
+            }
+        }
+        gone
+    }
+
+    /// A connection whose hello is not read whole yet, at `now` (ns): reads more of it,
+    /// and once whole makes it a control, a payload connection or a probe (its
+    /// keepalive parked until its interval ends). Returns whether it ended (or is not
+    /// tpslab's).
+    fn read_hello(&mut self, now: u64) -> bool {
+        let mut gone = false;
+        let mut buf = [0u8; 24];
+        // A control's or payload connection's hello is 16 bytes, a probe's 24: read
+        // no further than the hello, whatever follows it.
+        for _ in 0..2 {
+            let want = if self.hello.len() < 16 {
+                16 - self.hello.len()
+            } else if &self.hello[..8] == SF_HELLO {
+                24 - self.hello.len()
+            } else {
+                0
+            };
+            if want == 0 {
+                break;
+            }
+            match (&self.s).read(&mut buf[..want]) {
+                Ok(0) => gone = true,
+                Ok(n) => self.hello.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => gone = true,
+            }
+            if gone || self.hello.len() < 16 {
+                break;
+            }
+        }
+        let b = &self.hello;
+        if b.len() >= 16 && &b[..8] == SF_CONTROL {
+            self.control = Some(u64::from_be_bytes(b[8..16].try_into().expect("8 bytes")));
+        } else if b.len() >= 16 && &b[..8] == SF_PAYLOAD {
+            let mode = u32::from_be_bytes(b[8..12].try_into().expect("4 bytes"));
+            self.payload = Some((mode, now));
+        } else if b.len() == 24 && &b[..8] == SF_HELLO {
+            let study = u64::from_be_bytes(b[8..16].try_into().expect("8 bytes"));
+            let conn = u32::from_be_bytes(b[16..20].try_into().expect("4 bytes"));
+            let idle = u64::from(u32::from_be_bytes(b[20..24].try_into().expect("4 bytes")))
+                .clamp(1, 2 * 3600);
+            // Parked until the interval ends, then triggered (see the client's).
+            let ka = TcpKeepalive::new()
+                .with_time(Duration::from_secs(super::KEEPIDLE_PARKED_S))
+                .with_interval(Duration::from_secs(1))
+                .with_retries(2);
+            if SockRef::from(&self.s).set_tcp_keepalive(&ka).is_ok() {
+                let s = 1_000_000_000;
+                self.probe = Some((study, conn, now + idle * s, now + (idle + 3) * s));
+            } else {
+                gone = true;
+            }
+        } else if b.len() >= 8
+            && ![&SF_CONTROL[..], &SF_HELLO[..], &SF_PAYLOAD[..]].contains(&&b[..8])
+        {
+            gone = true;
+        }
+        gone
     }
 }
 

@@ -88,35 +88,7 @@ impl<B: Books> Loop<'_, '_, B> {
             Frame::Settings { ack: true, .. }
             | Frame::Ping { ack: true, .. }
             | Frame::Other { .. } => c.guard.frame(Flood::Empty, now)?,
-            Frame::Settings { ack: false, params } => {
-                c.guard.frame(Flood::Settings, now)?;
-                if params.len() / 6 > MAX_SETTINGS_PARAMS {
-                    return Err(Flood::Settings.into());
-                }
-                c.guard.ack(Flood::Settings)?;
-                let ch = c.peer.apply(params)?;
-                if ch.window_delta != 0 {
-                    for &i in c.streams.values() {
-                        self.scheds[i].window += ch.window_delta;
-                    }
-                }
-                control(self.run.sched, &mut self.local, &mut c.tx, h2::settings_ack);
-                let first = c.state == CState::Settings;
-                if first || ch.max_streams.is_some() {
-                    let at = super::step_at(&self.starts, mono_ns());
-                    self.seen[at].advertised(ch.max_streams, first);
-                }
-                if first {
-                    c.state = CState::Open;
-                    c.deadline = 0;
-                    c.opened_at = mono_ns();
-                    c.blocks = h2::header_blocks(&self.run.headers, ch.table);
-                } else if ch.table < 4096 && c.blocks.1.first() != Some(&0) {
-                    // Indexing stops: the next block says so with a size update.
-                    c.blocks = h2::header_blocks(&self.run.headers, ch.table);
-                    c.first_sent = false;
-                }
-            }
+            Frame::Settings { ack: false, params } => self.settings(k, params, now)?,
             Frame::Ping { ack: false, data } => {
                 c.guard.frame(Flood::Ping, now)?;
                 c.guard.ack(Flood::Ping)?;
@@ -159,71 +131,19 @@ impl<B: Books> Loop<'_, '_, B> {
                     let st = c.dec.status(block)?;
                     return self.headers_done(k, stream, end_stream, st);
                 }
-                if !continuation {
-                    c.hdr_sid = stream;
-                    c.hdr_end_stream = end_stream;
-                    c.hdr.clear();
-                    c.hdr_frames = 0;
-                } else {
-                    c.hdr_frames += 1;
-                    if c.hdr_frames > MAX_CONTINUATIONS {
-                        return Err(Flood::Continuation.into());
-                    }
-                }
-                if c.hdr.len() + block.len() > MAX_HEADER_BLOCK {
-                    return Err(Flood::HeaderBlock.into());
-                }
-                c.hdr.extend_from_slice(block);
-                if end_headers {
-                    let b = std::mem::take(&mut c.hdr);
-                    let end_stream = c.hdr_end_stream;
-                    c.hdr_sid = 0;
-                    let st = c.dec.status(&b);
-                    c.hdr = b;
-                    return self.headers_done(k, stream, end_stream, st?);
-                }
+                return self.header_piece(
+                    k,
+                    (stream, end_stream, end_headers),
+                    continuation,
+                    block,
+                );
             }
             Frame::Data {
                 stream,
                 end,
                 flow,
                 data,
-            } => {
-                if !c.streams.contains_key(&stream)
-                    && (stream.is_multiple_of(2) || stream >= c.next_sid)
-                {
-                    // RFC 9113 5.1: DATA on an idle stream is a connection error.
-                    return Err(format!("http2: DATA on idle stream {stream}").into());
-                }
-                if data.is_empty() && (!end || !c.streams.contains_key(&stream)) {
-                    // Nothing carried, nothing ended: an empty frame (END_STREAM on a
-                    // stream closed already ends nothing).
-                    c.guard.frame(Flood::Empty, now)?;
-                }
-                c.recv_unacked += flow;
-                if c.recv_unacked >= h2::RECV_WINDOW / 2 {
-                    let n = c.recv_unacked;
-                    control(self.run.sched, &mut self.local, &mut c.tx, |t| {
-                        h2::window_update(t, 0, n)
-                    });
-                    c.recv_unacked = 0;
-                }
-                if let Some(&i) = c.streams.get(&stream) {
-                    if end {
-                        self.answered(i);
-                    } else {
-                        let u = &mut self.scheds[i];
-                        u.recv_unacked += flow;
-                        if u.recv_unacked >= h2::RECV_WINDOW / 2 {
-                            let n = u.recv_unacked;
-                            control(self.run.sched, &mut self.local, &mut c.tx, |t| {
-                                h2::window_update(t, stream, n)
-                            });
-                            u.recv_unacked = 0;
-                        }
-                    }
-                }
-            }
+            } => self.data(k, (stream, end, flow), data.is_empty(), now)?,
             Frame::Reset { stream, code } => {
                 if let Some(&i) = c.streams.get(&stream) {
                     let kind = format!("stream reset (RST_STREAM {})", h2::code_name(code));
@@ -235,76 +155,201 @@ impl<B: Books> Loop<'_, '_, B> {
                     c.guard.frame(Flood::Reset, now)?;
                 }
             }
-            Frame::GoAway { last, code } => {
-                let first = match c.goaway {
-                    None => true,
-                    // RFC 9113 6.8: a later GOAWAY never names a higher last stream.
-                    Some(was) if last > was => {
-                        return Err(format!(
-                            "http2: a GOAWAY's last stream {last} above the one before ({was})"
-                        )
-                        .into())
-                    }
-                    Some(_) => {
-                        c.guard.frame(Flood::Empty, now)?;
-                        false
-                    }
-                };
-                c.goaway = Some(last);
-                // Streams above `last` were not processed: sent again on a new connection,
-                // once; a request refused so a second time fails (`refused`).
-                let mut again: Vec<(u32, usize)> = c
-                    .streams
-                    .iter()
-                    .filter(|(&sid, _)| sid > last)
-                    .map(|(&s, &i)| (s, i))
-                    .collect();
-                again.sort_unstable();
-                let (mut retried, mut refused) = (0, vec![]);
-                for &(sid, i) in again.iter().rev() {
-                    let u = &mut self.scheds[i];
-                    if u.retried {
-                        refused.push(i);
-                        continue;
-                    }
-                    c.streams.remove(&sid);
-                    if u.sent {
-                        self.run.sched.unsent(&mut self.local);
-                    }
-                    u.sid = 0;
-                    u.sent = false;
-                    u.retried = true;
-                    retried += 1;
-                    // Started again on another connection: claimed again then.
-                    self.run.sched.unclaim();
-                    // Its intended time is kept: the wait for a new connection is latency.
-                    u.next_at = u.intended;
-                    c.blocked.retain(|&b| b != i);
-                    c.waiting.push_front(i);
-                }
-                let seen = self.seen_now();
-                seen.goaway_retried += retried;
-                seen.goaway_refused += refused.len() as u64;
-                for i in refused {
-                    self.stream_failed(
-                        i,
-                        "http2: refused by GOAWAY twice (not processed)",
-                        now,
-                        false,
-                    );
-                }
-                let c = &mut self.conns[k];
-                // The connection's failure, once (no request of it failed): a GOAWAY
-                // repeated counted again would make failures no request had.
-                if first && code != 0 && c.streams.is_empty() {
-                    self.run.sched.failed(
-                        &mut self.local,
-                        mono_ns(),
-                        &format!("connect: http2: GOAWAY {}", h2::code_name(code)),
-                        false,
-                    );
+            Frame::GoAway { last, code } => self.goaway(k, last, code, now)?,
+        }
+        Ok(())
+    }
+
+    /// The server's SETTINGS (not an ack) on connection `k`, read at `now` (ns): applied
+    /// and acknowledged; the first opens the connection.
+    fn settings(&mut self, k: usize, params: &[u8], now: u64) -> Result<(), Fault> {
+        let c = &mut self.conns[k];
+        c.guard.frame(Flood::Settings, now)?;
+        if params.len() / 6 > MAX_SETTINGS_PARAMS {
+            return Err(Flood::Settings.into());
+        }
+        c.guard.ack(Flood::Settings)?;
+        let ch = c.peer.apply(params)?;
+        if ch.window_delta != 0 {
+            for &i in c.streams.values() {
+                self.scheds[i].window += ch.window_delta;
+            }
+        }
+        control(self.run.sched, &mut self.local, &mut c.tx, h2::settings_ack);
+        let first = c.state == CState::Settings;
+        if first || ch.max_streams.is_some() {
+            let at = super::step_at(&self.starts, mono_ns());
+            self.seen[at].advertised(ch.max_streams, first);
+        }
+        if first {
+            c.state = CState::Open;
+            c.deadline = 0;
+            c.opened_at = mono_ns();
+            c.blocks = h2::header_blocks(&self.run.headers, ch.table);
+        } else if ch.table < 4096 && c.blocks.1.first() != Some(&0) {
+            // Indexing stops: the next block says so with a size update.
+            c.blocks = h2::header_blocks(&self.run.headers, ch.table);
+            c.first_sent = false;
+        }
+        Ok(())
+    }
+
+    /// A piece of a header block cut over frames on connection `k`: (its stream,
+    /// END_STREAM, END_HEADERS), whether it is a CONTINUATION, its bytes. Kept until the
+    /// block is whole, then decoded.
+    fn header_piece(
+        &mut self,
+        k: usize,
+        (stream, end_stream, end_headers): (u32, bool, bool),
+        continuation: bool,
+        block: &[u8],
+    ) -> Result<(), Fault> {
+        let c = &mut self.conns[k];
+        if !continuation {
+            c.hdr_sid = stream;
+            c.hdr_end_stream = end_stream;
+            c.hdr.clear();
+            c.hdr_frames = 0;
+        } else {
+            c.hdr_frames += 1;
+            if c.hdr_frames > MAX_CONTINUATIONS {
+                return Err(Flood::Continuation.into());
+            }
+        }
+        if c.hdr.len() + block.len() > MAX_HEADER_BLOCK {
+            return Err(Flood::HeaderBlock.into());
+        }
+        c.hdr.extend_from_slice(block);
+        if end_headers {
+            let b = std::mem::take(&mut c.hdr);
+            let end_stream = c.hdr_end_stream;
+            c.hdr_sid = 0;
+            let st = c.dec.status(&b);
+            c.hdr = b;
+            return self.headers_done(k, stream, end_stream, st?);
+        }
+        Ok(())
+    }
+
+    /// A DATA frame on connection `k`: (its stream, END_STREAM, the bytes flow control
+    /// counts), whether it carried no data, read at `now` (ns). The windows given back
+    /// once half used; END_STREAM answers the stream.
+    #[inline]
+    fn data(
+        &mut self,
+        k: usize,
+        (stream, end, flow): (u32, bool, u32),
+        empty: bool,
+        now: u64,
+    ) -> Result<(), Fault> {
+        let c = &mut self.conns[k];
+        if !c.streams.contains_key(&stream) && (stream.is_multiple_of(2) || stream >= c.next_sid) {
+            // RFC 9113 5.1: DATA on an idle stream is a connection error.
+            return Err(format!("http2: DATA on idle stream {stream}").into());
+        }
+        if empty && (!end || !c.streams.contains_key(&stream)) {
+            // Nothing carried, nothing ended: an empty frame (END_STREAM on a
+            // stream closed already ends nothing).
+            c.guard.frame(Flood::Empty, now)?;
+        }
+        c.recv_unacked += flow;
+        if c.recv_unacked >= h2::RECV_WINDOW / 2 {
+            let n = c.recv_unacked;
+            control(self.run.sched, &mut self.local, &mut c.tx, |t| {
+                h2::window_update(t, 0, n)
+            });
+            c.recv_unacked = 0;
+        }
+        if let Some(&i) = c.streams.get(&stream) {
+            if end {
+                self.answered(i);
+            } else {
+                let u = &mut self.scheds[i];
+                u.recv_unacked += flow;
+                if u.recv_unacked >= h2::RECV_WINDOW / 2 {
+                    let n = u.recv_unacked;
+                    control(self.run.sched, &mut self.local, &mut c.tx, |t| {
+                        h2::window_update(t, stream, n)
+                    });
+                    u.recv_unacked = 0;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A GOAWAY on connection `k` (the last stream the server processes, its error code),
+    /// read at `now` (ns): the streams above `last` sent again on a new connection, once;
+    /// a request refused so a second time fails.
+    fn goaway(&mut self, k: usize, last: u32, code: u32, now: u64) -> Result<(), Fault> {
+        let c = &mut self.conns[k];
+        let first = match c.goaway {
+            None => true,
+            // RFC 9113 6.8: a later GOAWAY never names a higher last stream.
+            Some(was) if last > was => {
+                return Err(format!(
+                    "http2: a GOAWAY's last stream {last} above the one before ({was})"
+                )
+                .into())
+            }
+            Some(_) => {
+                c.guard.frame(Flood::Empty, now)?;
+                false
+            }
+        };
+        c.goaway = Some(last);
+        // Streams above `last` were not processed: sent again on a new connection,
+        // once; a request refused so a second time fails (`refused`).
+        let mut again: Vec<(u32, usize)> = c
+            .streams
+            .iter()
+            .filter(|(&sid, _)| sid > last)
+            .map(|(&s, &i)| (s, i))
+            .collect();
+        again.sort_unstable();
+        let (mut retried, mut refused) = (0, vec![]);
+        for &(sid, i) in again.iter().rev() {
+            let u = &mut self.scheds[i];
+            if u.retried {
+                refused.push(i);
+                continue;
+            }
+            c.streams.remove(&sid);
+            if u.sent {
+                self.run.sched.unsent(&mut self.local);
+            }
+            u.sid = 0;
+            u.sent = false;
+            u.retried = true;
+            retried += 1;
+            // Started again on another connection: claimed again then.
+            self.run.sched.unclaim();
+            // Its intended time is kept: the wait for a new connection is latency.
+            u.next_at = u.intended;
+            c.blocked.retain(|&b| b != i);
+            c.waiting.push_front(i);
+        }
+        let seen = self.seen_now();
+        seen.goaway_retried += retried;
+        seen.goaway_refused += refused.len() as u64;
+        for i in refused {
+            self.stream_failed(
+                i,
+                "http2: refused by GOAWAY twice (not processed)",
+                now,
+                false,
+            );
+        }
+        let c = &mut self.conns[k];
+        // The connection's failure, once (no request of it failed): a GOAWAY
+        // repeated counted again would make failures no request had.
+        if first && code != 0 && c.streams.is_empty() {
+            self.run.sched.failed(
+                &mut self.local,
+                mono_ns(),
+                &format!("connect: http2: GOAWAY {}", h2::code_name(code)),
+                false,
+            );
         }
         Ok(())
     }

@@ -4,13 +4,11 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use tpslab_net::mono_ns;
 use tpslab_plan::load_http::LoadHttpPlan;
-use tpslab_plan::time::nanos;
 use tpslab_record::load_http::{Http2Streams, LoadHttpRecord};
 
 use super::{run_loop, H2Run};
-use crate::client::openloop::{loops_for, record, run_schedule, HttpLiveSink, Schedule};
+use crate::client::openloop::{loops_for, record, run_schedule, HttpLiveSink, OpenAsk};
 use crate::EngineError;
 
 /// `load http --http2`'s run: as [`super::run_load_http`]'s, over
@@ -28,21 +26,7 @@ pub(in crate::client::openloop) fn run_load_h2(
         .map_err(EngineError::Other)?;
     let c = plan.connections;
     let loops = loops_for(c, plan.load_threads)?;
-    let start = mono_ns() + 100_000_000;
-    let schedules = plan.schedules();
-    let mut sched = Schedule::new(
-        start,
-        plan.rate,
-        schedules,
-        nanos(&plan.duration),
-        nanos(&plan.timeout),
-        stop,
-    );
-    if plan.max_rate {
-        sched = sched.closed(plan.requests);
-    }
-    let sched = sched.with_live(live, plan.target);
-    let intended = sched.intended(schedules);
+    let (start, sched, intended) = OpenAsk::of_http(plan).schedule(plan.schedules(), stop, live);
     let run = H2Run {
         sched: &sched,
         target: plan.target,

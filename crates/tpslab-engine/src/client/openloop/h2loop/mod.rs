@@ -39,12 +39,12 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use tpslab_net::mono_ns;
-use tpslab_net::poll::{Epoll, Timer, READABLE};
+use tpslab_net::poll::Epoll;
 
 use crate::client::books::Books;
+use crate::client::evloop::Waits;
 use crate::client::proto::h2;
 use crate::client::proto::tls::TlsClient;
 use tpslab_record::load_http::Http2Streams;
@@ -114,9 +114,6 @@ enum CState {
 
 /// Bytes of a connection's read buffer: several frames of the default maximum size.
 const RX_BYTES: usize = 65_536;
-
-/// The token of the loop's timer.
-const TIMER_TOKEN: u64 = u64::MAX;
 
 /// How often streams and connects are checked for their timeout, ns.
 const TIMEOUT_SCAN_NS: u64 = 10_000_000;
@@ -368,86 +365,20 @@ fn step_at(starts: &[u64], now: u64) -> usize {
 /// is done.
 pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
     let sched = run.sched;
-    let ep = match Epoll::new(1024) {
-        Ok(ep) => ep,
-        Err(e) => {
-            let mut l = sched.local();
-            sched.failed(&mut l, mono_ns(), &format!("epoll: {e}"), false);
-            sched.finish(l, 0);
-            return;
-        }
+    let Some(ep) = crate::client::evloop::epoll_for(sched) else {
+        return;
     };
-    let (c, s) = (run.connections, run.streams);
-    let mut scheds = Vec::with_capacity(ids.len() * s);
-    for (k, &cid) in ids.iter().enumerate() {
-        for j in 0..s {
-            let id = cid + j * c;
-            scheds.push(Sched {
-                conn: k,
-                sid: 0,
-                intended: 0,
-                next_at: sched.first_due(id).max(sched.starts_at(id)),
-                t0: 0,
-                ready: 0,
-                status: 0,
-                bytes: 0,
-                body_off: 0,
-                window: 0,
-                sent: false,
-                recv_unacked: 0,
-                queued_at: 0,
-                retried: false,
-            });
-        }
-    }
-    let heap = scheds
-        .iter()
-        .enumerate()
-        .map(|(i, u)| Reverse((u.next_at, i)))
-        .collect();
-    let mut lp = Loop {
-        run,
-        ep,
-        conns: ids.iter().map(|_| Conn::new(s)).collect(),
-        scheds,
-        heap,
-        local: sched.local(),
-        timeout_ns: sched.timeout_ns().max(1_000_000),
-        starts: vec![],
-        seen: vec![],
-    };
-    lp.starts = sched.step_starts();
-    if lp.starts.is_empty() {
-        lp.starts.push(0);
-    }
-    lp.seen = vec![Http2Streams::default(); lp.starts.len()];
-    let timer = Timer::new()
-        .ok()
-        .filter(|t| lp.ep.add(t, TIMER_TOKEN, READABLE).is_ok());
-    let mut armed = 0;
+    let mut waits = Waits::new(&ep);
+    let mut lp = Loop::new(run, ep, &ids);
     let mut next_scan = 0;
-    let mut events = Vec::with_capacity(1024);
     while !sched.done() {
         let now = mono_ns();
-        for k in 0..lp.conns.len() {
-            let c = &lp.conns[k];
-            if c.state == CState::Closed && c.retry_at <= now && sched.may_send(now) {
-                lp.open(k);
-            }
-        }
-        while let Some(&Reverse((t, i))) = lp.heap.peek() {
-            if t > now {
-                break;
-            }
-            lp.heap.pop();
-            lp.due(i);
-        }
+        lp.turn(now);
         if now >= next_scan {
             lp.timeouts(now);
             next_scan = now + TIMEOUT_SCAN_NS;
         }
         lp.flush_all();
-        let now = mono_ns();
         let mut next = lp.heap.peek().map_or(u64::MAX, |r| r.0 .0);
         for c in &lp.conns {
             if c.state == CState::Closed {
@@ -455,30 +386,10 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
             }
         }
         let more = lp.conns.iter().any(|c| c.more);
-        let wait = if more {
-            0
-        } else {
-            next.saturating_sub(now).min(5_000_000)
-        };
-        if let Some(t) = &timer {
-            if next != armed && next < now + 5_000_000 && t.set_at(next).is_ok() {
-                armed = next;
-            }
-        }
-        events.clear();
-        if let Err(e) = lp.ep.wait_ns(&mut events, Duration::from_nanos(wait)) {
-            sched.failed(&mut lp.local, mono_ns(), &format!("epoll_wait: {e}"), false);
-            std::thread::sleep(Duration::from_millis(1));
+        let Some(events) = waits.wait(&mut lp.ep, sched, &mut lp.local, next, more) else {
             continue;
-        }
-        for &(token, ev) in &events {
-            if token == TIMER_TOKEN {
-                if let Some(t) = &timer {
-                    t.clear();
-                }
-                armed = 0;
-                continue;
-            }
+        };
+        for &(token, ev) in events {
             let (k, g) = ((token >> 32) as usize, token as u32);
             if lp
                 .conns
@@ -496,24 +407,103 @@ pub(crate) fn run_loop<B: Books>(run: &H2Run<B>, ids: Vec<usize>) {
             }
         }
     }
-    // Streams started and not ended (their request written or still being written): cut
-    // off at the end.
-    let in_flight = lp.scheds.iter().filter(|u| u.sid != 0).count() as u64;
-    // Requests still in a connection's queue for a free stream: never sent.
-    lp.seen_now().waiting_at_end += lp
-        .scheds
-        .iter()
-        .filter(|u| u.queued_at != 0 && u.sid == 0)
-        .count() as u64;
-    let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.len() < lp.seen.len() {
-        seen.resize(lp.seen.len(), Http2Streams::default());
+    lp.end();
+}
+
+impl<'a, 'b, B: Books> Loop<'a, 'b, B> {
+    /// The loop of the connections `ids` of `run` (connection `cid`'s schedules `cid +
+    /// j * connections`), on `ep`: every schedule on the heap at its first due time.
+    fn new(run: &'a H2Run<'b, B>, ep: Epoll, ids: &[usize]) -> Self {
+        let sched = run.sched;
+        let (c, s) = (run.connections, run.streams);
+        let mut scheds = Vec::with_capacity(ids.len() * s);
+        for (k, &cid) in ids.iter().enumerate() {
+            for j in 0..s {
+                let id = cid + j * c;
+                scheds.push(Sched {
+                    conn: k,
+                    sid: 0,
+                    intended: 0,
+                    next_at: sched.first_due(id).max(sched.starts_at(id)),
+                    t0: 0,
+                    ready: 0,
+                    status: 0,
+                    bytes: 0,
+                    body_off: 0,
+                    window: 0,
+                    sent: false,
+                    recv_unacked: 0,
+                    queued_at: 0,
+                    retried: false,
+                });
+            }
+        }
+        let heap = scheds
+            .iter()
+            .enumerate()
+            .map(|(i, u)| Reverse((u.next_at, i)))
+            .collect();
+        let mut starts = sched.step_starts();
+        if starts.is_empty() {
+            starts.push(0);
+        }
+        Loop {
+            run,
+            ep,
+            conns: ids.iter().map(|_| Conn::new(s)).collect(),
+            scheds,
+            heap,
+            local: sched.local(),
+            timeout_ns: sched.timeout_ns().max(1_000_000),
+            seen: vec![Http2Streams::default(); starts.len()],
+            starts,
+        }
     }
-    for (all, mine) in seen.iter_mut().zip(&lp.seen) {
-        all.add(mine);
+
+    /// A turn's work at `now` (ns) before the wait: connections closed past their
+    /// back-off made again (while requests may be sent), the schedules due started.
+    #[inline]
+    fn turn(&mut self, now: u64) {
+        let sched = self.run.sched;
+        for k in 0..self.conns.len() {
+            let c = &self.conns[k];
+            if c.state == CState::Closed && c.retry_at <= now && sched.may_send(now) {
+                self.open(k);
+            }
+        }
+        while let Some(&Reverse((t, i))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            self.due(i);
+        }
     }
-    drop(seen);
-    sched.finish(lp.local, in_flight);
+
+    /// The loop's end: the streams in flight cut off, the requests still waiting for a
+    /// free stream counted, this loop's HTTP/2 counts merged into the run's and its
+    /// counts handed in.
+    fn end(mut self) {
+        let run = self.run;
+        // Streams started and not ended (their request written or still being written):
+        // cut off at the end.
+        let in_flight = self.scheds.iter().filter(|u| u.sid != 0).count() as u64;
+        // Requests still in a connection's queue for a free stream: never sent.
+        self.seen_now().waiting_at_end += self
+            .scheds
+            .iter()
+            .filter(|u| u.queued_at != 0 && u.sid == 0)
+            .count() as u64;
+        let mut seen = run.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() < self.seen.len() {
+            seen.resize(self.seen.len(), Http2Streams::default());
+        }
+        for (all, mine) in seen.iter_mut().zip(&self.seen) {
+            all.add(mine);
+        }
+        drop(seen);
+        run.sched.finish(self.local, in_flight);
+    }
 }
 
 impl<B: Books> Loop<'_, '_, B> {

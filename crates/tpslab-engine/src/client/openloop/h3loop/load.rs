@@ -5,14 +5,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use tpslab_net::mono_ns;
 use tpslab_plan::load_http::LoadHttpPlan;
-use tpslab_plan::time::nanos;
 use tpslab_record::load_http::LoadHttpRecord;
 use tpslab_record::quic::QuicPaths;
 
 use super::{run_loop, H3Run};
-use crate::client::openloop::{loops_for, record, run_schedule, HttpLiveSink, Schedule};
+use crate::client::openloop::{loops_for, record, run_schedule, HttpLiveSink, OpenAsk};
 use crate::client::proto::h3;
 use crate::EngineError;
 
@@ -48,21 +46,7 @@ pub(in crate::client::openloop) fn run_load_h3(
     let c = plan.connections;
     let loops = loops_for(c, plan.load_threads)?;
     let beneath = super::beneath::Beneath::start(plan.target).map_err(EngineError::Other)?;
-    let start = mono_ns() + 100_000_000;
-    let schedules = plan.schedules();
-    let mut sched = Schedule::new(
-        start,
-        plan.rate,
-        schedules,
-        nanos(&plan.duration),
-        nanos(&plan.timeout),
-        stop,
-    );
-    if plan.max_rate {
-        sched = sched.closed(plan.requests);
-    }
-    let sched = sched.with_live(live, plan.target);
-    let intended = sched.intended(schedules);
+    let (start, sched, intended) = OpenAsk::of_http(plan).schedule(plan.schedules(), stop, live);
     let run = H3Run {
         sched: &sched,
         target: plan.target,

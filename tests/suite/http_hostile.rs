@@ -194,7 +194,15 @@ fn two_responses_to_one_request_are_an_error_not_the_next_reply() {
         "hostile-twice-ramp",
     );
     for st in j["steps"].as_array().unwrap() {
-        let e = n(&st["errors"]["http: a response with no request in flight"]);
+        // Found in the read that ended a reply, or as the user's connection came back
+        // ("connect: ..."; most of them so once with two suites on this host).
+        let e: u64 = st["errors"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.ends_with("http: a response with no request in flight"))
+            .map(|(_, v)| n(v))
+            .sum();
         assert!(e >= 3, "{err}{st}");
         if n(&st["completed"]) > 0 {
             let p50 = n(&st["response"]["p50_ns"]);

@@ -63,22 +63,35 @@ fn a_serial_test_waits_for_ordinary_ones_and_a_quiet_one_does_not_wait_for_it() 
     serial.join().unwrap();
 }
 
-/// Whether `path` is held (shared or exclusive) by some lock: an exclusive try on a
-/// fresh descriptor would block.
-fn held(path: &std::path::Path) -> bool {
-    let f = std::fs::File::options()
+/// Whether process `pid` holds a flock on `path` (shared or exclusive; not one it waits
+/// for), by /proc/locks ("ID: FLOCK ADVISORY READ|WRITE PID MAJ:MIN:INODE 0 EOF"; a
+/// waiter's line has "->"): another suite on this host may hold the same lock files, so
+/// "held by someone" would not say who (a second clone's serial test held the gate once
+/// and the second reader here went in first).
+fn held_by(path: &std::path::Path, pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    locks.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&"FLOCK")
+            && f.get(4) == Some(&pid.to_string().as_str())
+            && f.get(5)
+                .and_then(|d| d.rsplit(':').next())
+                .is_some_and(|i| i == ino.to_string())
+    })
+}
+
+/// Waits (up to `secs`) until process `pid` holds `path`; `who` names it.
+fn wait_held(path: &std::path::Path, pid: u32, who: &str, secs: u64) {
+    // The file exists before its inode is looked up.
+    let _ = std::fs::File::options()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(path)
-        .unwrap();
-    matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
-}
-
-/// Waits (up to `secs`) until `path` is held; `who` names the holder expected.
-fn wait_held(path: &std::path::Path, who: &str, secs: u64) {
+        .open(path);
     let t = Instant::now();
-    while !held(path) {
+    while !held_by(path, pid) {
         assert!(
             t.elapsed() < Duration::from_secs(secs),
             "{who} never took {}",
@@ -106,7 +119,7 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
         .args(["sleep", "1.5"])
         .spawn()
         .unwrap();
-    wait_held(&path, "flock(1)", 30);
+    wait_held(&path, other.id(), "flock(1)", 30);
     let t = Instant::now();
     let waited = test_thread("serial_beside_a_process", move || {
         let _s = common::serial();
@@ -144,7 +157,7 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_held(&path, "flock(1)", 30);
+    wait_held(&path, first.id(), "flock(1)", 30);
     // Who got in first, by the order of their lines appended to one file (O_APPEND):
     // no clock read in two processes (wall-clock times put the second reader 0.25 ms
     // before the serial test once beside stress-ng, which the locks rule out unless the
@@ -166,7 +179,7 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     // Once the serial test waits at the turn lock holding the gate, a second reader that
     // goes through the gate as an ordinary test does.
     // (The serial turn waits first for this suite's ordinary tests running beside.)
-    wait_held(&gate, "serial()", 300);
+    wait_held(&gate, std::process::id(), "serial()", 300);
     let script = format!(
         "flock {} true && flock --shared {} sh -c 'echo reader >> \"$0\"' {}",
         shell_words(&gate),

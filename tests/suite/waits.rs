@@ -150,8 +150,18 @@ fn synchronous_file_writes_wait_on_disk_io() {
         let (tw, stdout) = watch(py.0.id(), "waits-disk.json");
         drop(py);
         let disk = share(&tw, WaitClass::Disk);
-        if disk >= 20.0 {
+        // The wait placed in its call by the samples of .../syscall (31 samples of a
+        // thread waiting for a CPU 66 % of the run, beside a second suite, placed it in
+        // none once): retried like a wait the CPU hid.
+        let placed = stdout.contains("waiting on disk I/O (in fsync)");
+        if disk >= 20.0 && placed {
             return Ok(stdout);
+        }
+        if disk >= 20.0 {
+            return Err(format!(
+                "{disk:.1} % of the window on disk, not placed in fsync by the samples (cpu pressure {:?} %)",
+                common::cpu_pressure_pct()
+            ));
         }
         let queued = share(&tw, WaitClass::Runnable) + share(&tw, WaitClass::Stolen);
         assert!(

@@ -254,6 +254,7 @@ impl Default for LoadConfig {
 impl LoadConfig {
     /// Whether the generator sends as fast as the path allows (`--rate max`: rate_pps is
     /// infinite): no schedule, intended = actual send time, bounded by the run's time.
+    #[inline]
     pub fn is_max(&self) -> bool {
         self.rate_pps.is_infinite()
     }

@@ -88,12 +88,18 @@ impl Waits {
             std::thread::sleep(Duration::from_millis(1));
             return None;
         }
-        if self.events.iter().any(|&(token, _)| token == TIMER_TOKEN) {
+        // One pass: the timer's event (at most one) swapped out; the sockets' order does
+        // not matter to the loops.
+        if let Some(i) = self
+            .events
+            .iter()
+            .position(|&(token, _)| token == TIMER_TOKEN)
+        {
             if let Some(t) = &self.timer {
                 t.clear();
             }
             self.armed = 0;
-            self.events.retain(|&(token, _)| token != TIMER_TOKEN);
+            self.events.swap_remove(i);
         }
         Some(&self.events)
     }

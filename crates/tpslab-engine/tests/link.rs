@@ -21,8 +21,10 @@ fn root() -> bool {
     true
 }
 
-/// Median UDP round trip A -> B -> A over `n` pings, ns; and how many came back.
-fn ping(a: &NetNs, b: &NetNs, n: usize) -> (u64, usize) {
+/// Median UDP round trip A -> B -> A over `n` pings, ns; and how many came back. Each ping
+/// waits up to `wait` for its reply (a late reply is still counted when it comes, and the
+/// last ones get another `wait`), so a lossy link costs `wait` per lost ping, not more.
+fn ping(a: &NetNs, b: &NetNs, n: usize, wait: Duration) -> (u64, usize) {
     let server = b
         .run(|| UdpSocket::bind(SocketAddr::from((ADDR_B, 7007))).unwrap())
         .unwrap();
@@ -41,25 +43,37 @@ fn ping(a: &NetNs, b: &NetNs, n: usize) -> (u64, usize) {
     let client = a
         .run(|| UdpSocket::bind(SocketAddr::from((ADDR_A, 0))).unwrap())
         .unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
+    client.set_read_timeout(Some(wait)).unwrap();
     client.connect(SocketAddr::from((ADDR_B, 7007))).unwrap();
     let mut rtts = vec![];
+    let mut answered = vec![false; n];
     let mut buf = [0u8; 64];
     for i in 0..n as u32 {
         let t = tpslab_net::mono_ns();
         client.send(&i.to_be_bytes()).unwrap();
-        if let Ok(4) = client.recv(&mut buf) {
-            if buf[..4] == i.to_be_bytes() {
-                rtts.push(tpslab_net::mono_ns() - t);
+        // Until this ping's reply or the wait; earlier pings' late replies are counted.
+        while let Ok(4) = client.recv(&mut buf) {
+            let j = u32::from_be_bytes(buf[..4].try_into().unwrap());
+            if let Some(seen) = answered.get_mut(j as usize) {
+                *seen = true;
             }
+            if j == i {
+                rtts.push(tpslab_net::mono_ns() - t);
+                break;
+            }
+        }
+    }
+    while let Ok(4) = client.recv(&mut buf) {
+        let j = u32::from_be_bytes(buf[..4].try_into().unwrap());
+        if let Some(seen) = answered.get_mut(j as usize) {
+            *seen = true;
         }
     }
     client.send(b"end").unwrap();
     echo.join().unwrap();
     rtts.sort_unstable();
-    (rtts.get(rtts.len() / 2).copied().unwrap_or(0), rtts.len())
+    let got = answered.iter().filter(|&&a| a).count();
+    (rtts.get(rtts.len() / 2).copied().unwrap_or(0), got)
 }
 
 #[test]
@@ -73,7 +87,7 @@ fn measured_rtt_matches_the_configured_delay() {
         ..Default::default()
     };
     let link = Link::start(&a, &b, cfg).unwrap();
-    let (median, got) = ping(&a, &b, 40);
+    let (median, got) = ping(&a, &b, 40, Duration::from_millis(100));
     let st = link.stop();
     assert_eq!(got, 40, "every ping answered: {st:?}");
     let rtt_ms = median as f64 / 1e6;
@@ -101,7 +115,8 @@ fn loss_setting_drops_that_share_and_counts_it() {
         ..Default::default()
     };
     let link = Link::start(&a, &b, cfg).unwrap();
-    let (_, got) = ping(&a, &b, 300);
+    // 100 us each way: a reply is in well within 20 ms, and a later one is still counted.
+    let (_, got) = ping(&a, &b, 300, Duration::from_millis(20));
     let st = link.stop();
     // Each ping crosses twice: P(answered) = 0.8^2 = 0.64.
     let share = got as f64 / 300.0;

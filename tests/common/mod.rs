@@ -42,8 +42,19 @@ pub fn retries_file() -> Option<PathBuf> {
     std::env::var_os("TPSLAB_TEST_RETRIES").map(PathBuf::from)
 }
 
-/// Skips a test: prints why and adds it to [`skip_list`].
+/// The name a test goes by in the lists: libtest's name of the test's thread
+/// (`module::test_name`) when `test` is that or its last part (tests pass their own name,
+/// some without the module), else `test` (a thread the test spawned has no such name).
+pub fn full_name(test: &str) -> String {
+    match std::thread::current().name() {
+        Some(n) if n == test || n.ends_with(&format!("::{test}")) => n.to_owned(),
+        _ => test.to_owned(),
+    }
+}
+
+/// Skips a test: prints why and adds it to [`skip_list`] under its [`full_name`].
 pub fn skip(test: &str, why: &str) {
+    let test = &full_name(test);
     eprintln!("skipping {test}: {why}");
     use std::io::Write;
     if let Ok(mut f) = std::fs::OpenOptions::new()

@@ -75,6 +75,7 @@ fn note_retry(test: &str, i: usize, attempts: usize, why: &str) {
         why.truncate(cut);
         why.push_str(" ...");
     }
+    let test = super::full_name(test);
     let line = format!("{test}\tattempt {i} of {attempts}\t{why}\n");
     // One write of a short line to a file opened for appending: whole lines even with
     // several test threads and processes.

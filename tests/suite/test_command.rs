@@ -194,6 +194,36 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
 }
 
 #[test]
+fn a_skip_named_without_its_module_is_listed_with_it() {
+    let list = common::tmp("skip-named.txt");
+    let _ = std::fs::remove_file(&list);
+    common::own_skip_list(&list);
+    let _ = std::fs::remove_file(common::retries_file().unwrap());
+    let me = "a_skip_named_without_its_module_is_listed_with_it";
+    let r: Option<()> = common::retry(me, 1, || Err("busy".to_string()));
+    assert_eq!(r, None);
+    common::skip(
+        "test_command::a_skip_named_without_its_module_is_listed_with_it",
+        "why",
+    );
+    // A name that is not this test's is kept as given (a helper thread's, another's).
+    common::skip("another_test", "why");
+    assert_eq!(
+        std::fs::read_to_string(&list).unwrap(),
+        format!(
+            "test_command::{me}: spoiled by the machine in all 1 attempts; the last: busy\n\
+             test_command::{me}: why\n\
+             another_test: why\n"
+        )
+    );
+    let retries = std::fs::read_to_string(common::retries_file().unwrap()).unwrap();
+    assert_eq!(
+        retries,
+        format!("test_command::{me}\tattempt 1 of 1\tbusy\n")
+    );
+}
+
+#[test]
 fn a_timing_test_spoiled_in_every_attempt_is_a_counted_skip() {
     // This test's own skip list (the suite's is not touched).
     let list = common::tmp("retry-skipped.txt");

@@ -6,8 +6,10 @@ of its row: the picture is the terminal's grid. SGR colours (16, 256, true colou
 dim and reverse are kept.
 
     python3 docs/transcripts/ansi_grid.py SCREEN.ansi OUT.html
+    python3 docs/transcripts/ansi_grid.py --cells SCREEN.ansi   # the cells as JSON
 """
 import html
+import json
 import re
 import sys
 
@@ -60,7 +62,9 @@ def apply(codes, st):
         i += 1
 
 
-def row_html(line, st):
+def row_cells(line, st):
+    """The cells of one captured line: (character, CSS style, fg, bg), the colours as
+    drawn (reverse swapped; dim is the page's opacity 0.6, left to the style)."""
     out, pos = [], 0
     for m in list(SGR.finditer(line)) + [None]:
         text = line[pos:m.start() if m else len(line)]
@@ -73,15 +77,38 @@ def row_html(line, st):
                 style += ";font-weight:bold"
             if st["dim"]:
                 style += ";opacity:0.6"
-            out.append(f'<span style="{style}">{html.escape(ch)}</span>')
+                fg, bg = dim(fg), dim(bg)
+            out.append((ch, style, fg, bg))
         if m:
             apply(m.group(1), st)
             pos = m.end()
-    return "".join(out)
+    return out
+
+
+def dim(colour):
+    """A colour at opacity 0.6 over the page's black."""
+    return "#%02x%02x%02x" % tuple(int(int(colour[i:i + 2], 16) * 0.6) for i in (1, 3, 5))
+
+
+def row_html(line, st):
+    return "".join(f'<span style="{style}">{html.escape(ch)}</span>'
+                   for ch, style, _, _ in row_cells(line, st))
+
+
+def lines_of(src):
+    return open(src, encoding="utf-8", errors="replace").read().rstrip("\n").split("\n")
+
+
+def cells(src):
+    """Each row's cells as [character, fg, bg] (colours as drawn, `#rrggbb`): what the
+    picture of the page must show (tests/suite/screenshot.rs compares them)."""
+    st = dict(fg=None, bg=None, bold=False, dim=False, rev=False)
+    return {"fg": FG, "bg": BG,
+            "rows": [[[ch, fg, bg] for ch, _, fg, bg in row_cells(l, st)] for l in lines_of(src)]}
 
 
 def main(src, dst, cols=None):
-    lines = open(src, encoding="utf-8", errors="replace").read().rstrip("\n").split("\n")
+    lines = lines_of(src)
     st = dict(fg=None, bg=None, bold=False, dim=False, rev=False)
     rows = [f'<div class="r">{row_html(l, st)}</div>' for l in lines]
     page = f"""<!doctype html><meta charset="utf-8"><title>tpslab --live</title><style>
@@ -96,4 +123,9 @@ body {{ background:{BG}; margin:4px; }}
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1:2] == ["--cells"] and len(sys.argv) == 3:
+        json.dump(cells(sys.argv[2]), sys.stdout, ensure_ascii=False)
+    elif len(sys.argv) == 3:
+        main(sys.argv[1], sys.argv[2])
+    else:
+        sys.exit("usage: ansi_grid.py SCREEN.ansi OUT.html | ansi_grid.py --cells SCREEN.ansi")

@@ -4,6 +4,8 @@
 # colours (`tmux capture-pane -e`), turned into HTML by docs/transcripts/ansi_grid.py (each
 # character in a cell one column wide: braille, which DejaVu Sans Mono lacks, comes from a
 # fallback font and cannot push its row) and photographed by headless chromium. The run then ends with q, as Ctrl-C ends it.
+# The capture is kept beside the picture (OUT.ansi): tests/suite/screenshot.rs checks the
+# picture shows it cell for cell (`cargo test --release --test suite -- screenshot::`).
 . docs/transcripts/lib.sh
 out=$(realpath -m "${1:?usage: live-screenshot.sh OUT.png}")
 unshare -n sh -c '
@@ -21,7 +23,7 @@ unshare -n sh -c '
   cp "$W/screen.ansi" /tmp/tpslab-live-screen.ansi
 '
 python3 docs/transcripts/ansi_grid.py /tmp/tpslab-live-screen.ansi "$W/screen.html"
-rm -f /tmp/tpslab-live-screen.ansi
+mv /tmp/tpslab-live-screen.ansi "${out%.png}.ansi"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1040,620 \
   --screenshot="$out" "file://$W/screen.html" >/dev/null 2>&1
 echo "$out"

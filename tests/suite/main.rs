@@ -55,6 +55,7 @@ mod ramp_lock;
 mod ramp_on_time;
 mod resp;
 mod reuseport;
+mod screenshot;
 mod shell;
 mod softnet;
 mod stream;

@@ -53,13 +53,13 @@ unidle() {
 start=$SECONDS
 status=0
 if [ $# -gt 0 ]; then
-  cargo test --workspace --release --no-fail-fast "$@" || status=$?
+  cargo test --workspace --profile suite --no-fail-fast "$@" || status=$?
 else
   # 1. What the integration suite (tests/suite, the long part) needs: its binary and
   #    tpslab's. --workspace resolves features as the full build below does, so nothing
   #    is built twice.
   suite_json="$(mktemp -t tpslab-suite-build.XXXXXX)"
-  if cargo test --workspace --release --test suite --no-run \
+  if cargo test --workspace --profile suite --test suite --no-run \
       --message-format=json-render-diagnostics > "$suite_json"; then
     suite="$(grep -o '"executable":"[^"]*/deps/suite-[^"]*"' "$suite_json" | tail -n 1 \
       | sed 's/^"executable":"//; s/"$//')"
@@ -76,7 +76,7 @@ else
     built=$SECONDS
     rest_ready="$(mktemp -t tpslab-rest-ready.XXXXXX)"
     (
-      nice -n 19 ${idle[@]+"${idle[@]}"} cargo test --workspace --release --no-run > "$rest_log" 2>&1
+      nice -n 19 ${idle[@]+"${idle[@]}"} cargo test --workspace --profile suite --no-run > "$rest_log" 2>&1
       r=$?
       echo "$SECONDS" > "$rest_ready"
       exit "$r"
@@ -122,7 +122,7 @@ else
       pkill -TERM -P "$rest_pid" 2> /dev/null
       kill -TERM "$rest_pid" 2> /dev/null
       wait "$rest_pid" 2> /dev/null
-      cargo test --workspace --release --no-run > "$rest_log" 2>&1
+      cargo test --workspace --profile suite --no-run > "$rest_log" 2>&1
       rest_rc=$?
       echo "$SECONDS" > "$rest_ready"
     else
@@ -135,9 +135,9 @@ else
       for t in $(sed -n '/^\[\[test\]\]/{n;s/^name = "\(.*\)"$/\1/p}' crates/*/Cargo.toml); do
         rest+=(--test "$t")
       done
-      cargo test --workspace --release --no-fail-fast "${rest[@]}" \
+      cargo test --workspace --profile suite --no-fail-fast "${rest[@]}" \
         || { r=$?; [ "$status" -ne 0 ] || status=$r; }
-      cargo test --workspace --release --no-fail-fast --doc \
+      cargo test --workspace --profile suite --no-fail-fast --doc \
         || { r=$?; [ "$status" -ne 0 ] || status=$r; }
     else
       cat "$rest_log"

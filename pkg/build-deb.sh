@@ -2,26 +2,30 @@
 # Builds the Debian package target/debian/tpslab_VERSION-1_ARCH.deb (prints its path on the
 # last line of stdout):
 #   1. the release binary (`cargo build --release --locked`; skipped with --no-build, which
-#      packages the target/release/tpslab already there, as tests/suite/package.rs does),
+#      packages the target/release/tpslab already there; with --profile NAME, target/NAME/'s:
+#      tests/suite/package.rs packages the binary of the test build, `--profile suite`),
 #   2. with it, into target/assets: a man page per command (`tpslab man --dir`, gzipped as
 #      Debian wants: -9, no name nor time stamp) and the bash, zsh and fish completions,
 #   3. `cargo deb --no-build --strip` (the metadata is [package.metadata.deb] in
 #      Cargo.toml: assets, copyright, changelog and maintainer scripts from pkg/debian/),
 #      then DEBIAN/md5sums added (dpkg-deb -R, md5sum, dpkg-deb -b).
 # Needs cargo-deb: `cargo install cargo-deb --locked` (.ci/run does it).
-# Options: --no-build; --fast (gzip instead of xz: 7.6 MB instead of 5.5, 5 s instead of
-# 25 s on a busy 2-CPU host; tests/suite/package.rs); -o/--output DIR (default target/debian).
+# Options: --no-build; --profile NAME (a Cargo profile, release by default); --fast (gzip
+# instead of xz: 7.6 MB instead of 5.5, 5 s instead of 25 s on a busy 2-CPU host;
+# tests/suite/package.rs); -o/--output DIR (default target/debian).
 set -euo pipefail
 
 build=1
+profile=release
 out=
 compress=xz
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) build=0 ;;
     --fast) compress=gzip ;;
+    --profile) profile="${2:?$1 needs a Cargo profile}"; shift ;;
     -o|--output) out="${2:?$1 needs a folder}"; shift ;;
-    *) echo "build-deb.sh: unknown argument $1 (allowed: --no-build, --fast, -o DIR)" >&2; exit 2 ;;
+    *) echo "build-deb.sh: unknown argument $1 (allowed: --no-build, --profile NAME, --fast, -o DIR)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -44,10 +48,10 @@ if [ "$entry" != "$version-1" ]; then
 fi
 
 if [ "$build" = 1 ]; then
-  cargo build --release --locked --bin tpslab
+  cargo build --profile "$profile" --locked --bin tpslab
 fi
 # The binary cargo-deb packages (it reads CARGO_TARGET_DIR too).
-bin="${CARGO_TARGET_DIR:-target}/release/tpslab"
+bin="${CARGO_TARGET_DIR:-target}/$profile/tpslab"
 [ -x "$bin" ] || { echo "build-deb.sh: no $bin (build it, or drop --no-build)" >&2; exit 1; }
 
 assets=target/assets
@@ -66,7 +70,8 @@ mkdir -p "$out"
 SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
 export SOURCE_DATE_EPOCH
 # --fast: the package is compressed again below anyway.
-deb=$(cargo deb --no-build --strip --fast --output "$out" | tail -n 1)
+# (cargo-deb reads the asset target/release/tpslab from the profile's folder.)
+deb=$(cargo deb --no-build --profile "$profile" --strip --fast --output "$out" | tail -n 1)
 
 # cargo-deb writes no DEBIAN/md5sums: added here, for `dpkg --verify tpslab` and debsums.
 tree=$(mktemp -d)

@@ -1,8 +1,8 @@
 //! The workspace's integration tests, one test binary (issue 55): each module was a test
 //! binary of its own, compiled and linked once each (about 12 s of CPU apiece here, 49 of
 //! them); as modules of one binary, tests/common is compiled once and the binary linked
-//! once. Run one module with `cargo test --release --test suite ledger::` (a test name
-//! filter). A new integration test file goes here, declared below; tests/suite/architecture.rs
+//! once. Run one module with `cargo test --profile suite --test suite ledger::` (a test
+//! name filter; test.sh's build; `--release` works too, built apart). A new integration test file goes here, declared below; tests/suite/architecture.rs
 //! fails on a test file left out of this list or put beside it in tests/.
 
 #[path = "../common/mod.rs"]

@@ -439,7 +439,7 @@ fn deb_installs_works_and_leaves_nothing() {
     if cfg!(debug_assertions) {
         common::skip(
             TEST,
-            "the package holds the release binary: run with --release (./test.sh does)",
+            "the package holds an optimised binary: run with --profile suite (./test.sh does) or --release",
         );
         return;
     }
@@ -492,14 +492,21 @@ fn deb_installs_works_and_leaves_nothing() {
     // Not serial: it measures no rate, and the ordinary turn keeps it from beside a test
     // that does.
     let _host = common::host_lock();
-    // The binary build-deb.sh packages is the one this test was built with.
+    // The binary build-deb.sh packages is the one this test was built with: target/PROFILE/
+    // (./test.sh's `--profile suite`, or `--release`).
     let this = PathBuf::from(env!("CARGO_BIN_EXE_tpslab"));
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
+    let profile = this
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .expect("the binary's profile folder")
+        .to_string();
     assert_eq!(
         this.canonicalize().unwrap(),
-        target.join("release/tpslab").canonicalize().unwrap(),
-        "build-deb.sh --no-build packages target/release/tpslab"
+        target.join(&profile).join("tpslab").canonicalize().unwrap(),
+        "build-deb.sh --no-build --profile {profile} packages target/{profile}/tpslab"
     );
 
     let t0 = std::time::Instant::now();
@@ -507,7 +514,7 @@ fn deb_installs_works_and_leaves_nothing() {
     let dir = common::tmp("package");
     std::fs::create_dir_all(&dir).unwrap();
     let built = ok(Command::new(repo().join("pkg/build-deb.sh"))
-        .args(["--no-build", "--fast", "--output"])
+        .args(["--no-build", "--profile", &profile, "--fast", "--output"])
         .arg(&dir));
     let deb = PathBuf::from(
         built

@@ -79,7 +79,7 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
     assert_eq!(code, Some(101), "cargo's status: {out}");
     assert_eq!(
         std::fs::read_to_string(&argv).unwrap().trim(),
-        "test --workspace --release --no-fail-fast --test ledger"
+        "test --workspace --profile suite --no-fail-fast --test ledger"
     );
     // The skipped tests, the slowest tests (slowest first), then the suite's wall time
     // (issue 55: under 15 minutes).
@@ -131,7 +131,7 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
             .collect();
         assert_eq!(
             argv[0],
-            "test --workspace --release --test suite --no-run --message-format=json-render-diagnostics"
+            "test --workspace --profile suite --test suite --no-run --message-format=json-render-diagnostics"
         );
         // The suite's two processes and the idle build, in any order.
         assert_eq!(argv.len(), 6, "{argv:?}");
@@ -142,14 +142,14 @@ fn the_test_command_runs_every_binary_and_lists_the_skipped_ones_at_the_end() {
             [
                 "suite --skip probe:: --skip probe_proxy:: --skip probe_behaviour::",
                 "suite probe:: probe_proxy:: probe_behaviour::",
-                "test --workspace --release --no-run",
+                "test --workspace --profile suite --no-run",
             ]
         );
         assert_eq!(
             argv[4..],
             [
-                "test --workspace --release --no-fail-fast --lib --bins --test engine --test plan --test proc --test record --test report",
-                "test --workspace --release --no-fail-fast --doc",
+                "test --workspace --profile suite --no-fail-fast --lib --bins --test engine --test plan --test proc --test record --test report",
+                "test --workspace --profile suite --no-fail-fast --doc",
             ]
         );
         let (rest, took) = out

@@ -124,7 +124,7 @@ body {{ background:{BG}; margin:4px; }}
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--cells"] and len(sys.argv) == 3:
-        json.dump(cells(sys.argv[2]), sys.stdout, ensure_ascii=False)
+        json.dump(cells(sys.argv[2]), sys.stdout)
     elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2])
     else:

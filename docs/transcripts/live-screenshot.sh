@@ -5,10 +5,12 @@
 # character in a cell one column wide: braille, which DejaVu Sans Mono lacks, comes from a
 # fallback font and cannot push its row) and photographed by headless chromium. The run then ends with q, as Ctrl-C ends it.
 # The capture is kept beside the picture (OUT.ansi): tests/suite/screenshot.rs checks the
-# picture shows it cell for cell (`cargo test --release --test suite -- screenshot::`).
+# picture shows it cell for cell (`cargo test --profile suite --test suite -- screenshot::`).
 . docs/transcripts/lib.sh
 out=$(realpath -m "${1:?usage: live-screenshot.sh OUT.png}")
-unshare -n sh -c '
+# The namespace's shell makes a scratch folder of its own (lib.sh); it leaves the capture
+# in this one's ($SHOT).
+SHOT="$W" unshare -n sh -c '
   ip link set lo up
   . docs/transcripts/lib.sh >/dev/null 2>&1
   t="tmux -L tpslab-shot-$$"
@@ -20,10 +22,13 @@ unshare -n sh -c '
   for _ in $(seq 50); do kill -0 $c 2>/dev/null || break; sleep 0.1; done
   kill -0 $c 2>/dev/null && { echo "screenshot: run $c still running after q: killed" >&2; kill -KILL $c; }
   $t kill-server
-  cp "$W/screen.ansi" /tmp/tpslab-live-screen.ansi
+  cp "$W/screen.ansi" "$SHOT/screen.ansi"
 '
-python3 docs/transcripts/ansi_grid.py /tmp/tpslab-live-screen.ansi "$W/screen.html"
-mv /tmp/tpslab-live-screen.ansi "${out%.png}.ansi"
+python3 docs/transcripts/ansi_grid.py "$W/screen.ansi" "$W/screen.html" || exit 1
+# The picture first: the capture goes beside it only when the picture was made.
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1040,620 \
-  --screenshot="$out" "file://$W/screen.html" >/dev/null 2>&1
+  --screenshot="$W/screen.png" "file://$W/screen.html" >/dev/null 2>&1 \
+  && [ -s "$W/screen.png" ] || { echo "live-screenshot.sh: chromium made no picture" >&2; exit 1; }
+mv "$W/screen.png" "$out"
+mv "$W/screen.ansi" "${out%.png}.ansi"
 echo "$out"

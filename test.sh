@@ -50,6 +50,15 @@ unidle() {
   return "$ok"
 }
 
+# The tests build with `--profile suite` (Cargo.toml: release, the cold crates at opt-level
+# 0); cargo refuses --release beside it.
+for a in "$@"; do
+  if [ "$a" = --release ]; then
+    echo "test.sh: --release is not needed: the tests build with --profile suite (Cargo.toml)" >&2
+    exit 2
+  fi
+done
+
 start=$SECONDS
 status=0
 if [ $# -gt 0 ]; then

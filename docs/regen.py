@@ -10,7 +10,8 @@ A block is marked in README.md, docs/**/*.md or bench/README.md as
     <!-- /regen -->
 
 COMMAND is run by `sh -c` from the repository's root, with the built binary's folder
-(target/release, or the folder of $TPSLAB_BIN) first on PATH, so `tpslab` is the build
+($TPSLAB_BIN's, else the newer of target/suite, ./test.sh's build, and target/release)
+first on PATH, so `tpslab` is the build
 under test; what it prints on standard output becomes the block (a command that wants
 its stderr says `2>&1`). These are deterministic (fixtures, `bdp`, usage errors):
 tests/suite/docs.rs checks on every `cargo test` that they are what the binary prints.
@@ -68,7 +69,16 @@ def pages():
 
 
 def binary():
-    return os.environ.get("TPSLAB_BIN", str(ROOT / "target" / "release" / "tpslab"))
+    """$TPSLAB_BIN, else the newer of ./test.sh's build and a release build; exits when
+    there is none (an installed tpslab of another version must not write the blocks)."""
+    if os.environ.get("TPSLAB_BIN"):
+        return os.environ["TPSLAB_BIN"]
+    built = [p for p in (ROOT / "target" / "suite" / "tpslab", ROOT / "target" / "release" / "tpslab")
+             if p.is_file()]
+    if not built:
+        sys.exit("regen.py: no target/suite/tpslab or target/release/tpslab: run ./test.sh "
+                 "or cargo build --release first, or set TPSLAB_BIN")
+    return str(max(built, key=lambda p: p.stat().st_mtime))
 
 
 def environment():

@@ -51,7 +51,13 @@ if [ "$build" = 1 ]; then
   cargo build --profile "$profile" --locked --bin tpslab
 fi
 # The binary cargo-deb packages (it reads CARGO_TARGET_DIR too).
-bin="${CARGO_TARGET_DIR:-target}/$profile/tpslab"
+# (Cargo's folder of a profile: dev's and test's is debug, bench's release.)
+case "$profile" in
+  dev|test) dir=debug ;;
+  bench) dir=release ;;
+  *) dir=$profile ;;
+esac
+bin="${CARGO_TARGET_DIR:-target}/$dir/tpslab"
 [ -x "$bin" ] || { echo "build-deb.sh: no $bin (build it, or drop --no-build)" >&2; exit 1; }
 
 assets=target/assets

@@ -1,4 +1,4 @@
-//! The plan crate's integration tests, one binary: `cargo test --release -p tpslab-plan
+//! The plan crate's integration tests, one binary: `cargo test --profile suite -p tpslab-plan
 //! --test plan [MODULE::]`.
 
 mod no_panic;

@@ -1,4 +1,4 @@
-//! The /proc parsers' integration tests, one binary: `cargo test --release -p tpslab-proc
+//! The /proc parsers' integration tests, one binary: `cargo test --profile suite -p tpslab-proc
 //! --test proc [MODULE::]`.
 
 mod fixtures;

@@ -1,4 +1,4 @@
-//! The record crate's integration tests, one binary: `cargo test --release -p tpslab-record
+//! The record crate's integration tests, one binary: `cargo test --profile suite -p tpslab-record
 //! --test record [MODULE::]`.
 
 mod bounded_memory;

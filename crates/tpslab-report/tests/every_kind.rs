@@ -22,7 +22,7 @@
 //! terminal report fitted to a width (`term::fit`: a terminal of 80 or 160 columns) has no
 //! line longer than the width; `NAME.txt` is what a pipe gets (full width).
 //!
-//! To accept an intended change: `TPSLAB_BLESS=1 cargo test --release -p tpslab-report
+//! To accept an intended change: `TPSLAB_BLESS=1 cargo test --profile suite -p tpslab-report
 //! --test report every_kind::` writes the expected files from the renderers and still FAILS, naming
 //! what it wrote; review `git diff`, then run again without it. Nothing accepts a change
 //! silently.

@@ -1,6 +1,6 @@
 //! The live view (`--live`) drawn from streams recorded by real runs (`testdata/live/`, see
 //! its README) into ratatui's TestBackend at 80x24 and 160x48, against saved screens. To
-//! accept an intended change: `BLESS_LIVE=1 cargo test --release -p tpslab-report --test
+//! accept an intended change: `BLESS_LIVE=1 cargo test --profile suite -p tpslab-report --test
 //! live_view`, then read the diff.
 
 use crate::snap::{assert_screen, frames};

@@ -1,4 +1,4 @@
-//! The report crate's integration tests, one binary: `cargo test --release -p tpslab-report
+//! The report crate's integration tests, one binary: `cargo test --profile suite -p tpslab-report
 //! --test report [MODULE::]`. Each module was a test binary of its own.
 
 mod common;

@@ -82,6 +82,25 @@ fn held_by(path: &std::path::Path, pid: u32) -> bool {
     })
 }
 
+/// Whether process `pid` waits for an exclusive flock of `path` (/proc/locks' blocked
+/// request: `N: -> FLOCK ADVISORY WRITE PID DEV:INODE ...`): of this process, only a
+/// serial test asks the turn lock for one, and it holds the gate while it waits.
+fn waits_to_write(path: &std::path::Path, pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    locks.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&"->")
+            && f.get(2) == Some(&"FLOCK")
+            && f.get(4) == Some(&"WRITE")
+            && f.get(5) == Some(&pid.to_string().as_str())
+            && f.get(6)
+                .and_then(|d| d.rsplit(':').next())
+                .is_some_and(|i| i == ino.to_string())
+    })
+}
+
 /// Waits (up to `secs`) until process `pid` holds `path`; `who` names it.
 fn wait_held(path: &std::path::Path, pid: u32, who: &str, secs: u64) {
     // The file exists before its inode is looked up.
@@ -177,9 +196,24 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
         }
     });
     // Once the serial test waits at the turn lock holding the gate, a second reader that
-    // goes through the gate as an ordinary test does.
-    // (The serial turn waits first for this suite's ordinary tests running beside.)
-    wait_held(&gate, std::process::id(), "serial()", 300);
+    // goes through the gate as an ordinary test does. (The serial turn waits first for
+    // this suite's ordinary tests running beside.) Known by its blocked exclusive request
+    // on the turn lock, not by the gate held by this process: an ordinary test of this
+    // suite holds the gate for a moment as it takes its turn (seen beside stress-ng: the
+    // reader then got in first).
+    let t = Instant::now();
+    while !waits_to_write(&path, std::process::id()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "serial() never waited for {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        held_by(&gate, std::process::id()),
+        "serial() waits without the gate"
+    );
     let script = format!(
         "flock {} true && flock --shared {} sh -c 'echo reader >> \"$0\"' {}",
         shell_words(&gate),

@@ -23,11 +23,11 @@ fn udp_counters() -> (u64, u64) {
 #[test]
 fn no_socket_and_rcvbuf_drops_by_reason() {
     if !tpslab_net::is_root() {
-        return skip("no_socket_and_rcvbuf_drops_by_reason: needs root");
+        return skip("needs root");
     }
     let d = match DropReasons::start() {
         Ok(d) => d,
-        Err(e) => return skip(&format!("no_socket_and_rcvbuf_drops_by_reason: {e}")),
+        Err(e) => return skip(&e.to_string()),
     };
     let sampler = DropSampler::start().unwrap();
     assert!(d.reasons() > 50, "{} reasons", d.reasons());

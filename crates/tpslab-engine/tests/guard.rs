@@ -19,7 +19,7 @@ fn root() -> bool {
 #[test]
 fn refused_write_restores_the_rest_without_a_false_alarm() {
     if !root() {
-        common::skip("refused_write_restores_the_rest_without_a_false_alarm: needs root");
+        common::skip("needs root");
         return;
     }
     let dir = std::env::temp_dir().join(format!("tpslab-guard-it-{}", std::process::id()));

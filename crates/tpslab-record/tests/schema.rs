@@ -101,6 +101,8 @@ json.dump(out, sys.stdout)
 /// Counts a skip in the suite's skip list (`TPSLAB_SKIP_LIST`, else target/tmp), as the
 /// workspace's other tests do.
 fn skip(why: &str) {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let why = format!("record::{test}: {why}");
     eprintln!("skipping {why}");
     let list = std::env::var_os("TPSLAB_SKIP_LIST").map_or_else(
         || PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpslab-skipped.txt"),

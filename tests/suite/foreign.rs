@@ -328,6 +328,8 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
     let json = common::tmp("java.json");
     // S1 in miniature: bursts the default buffer cannot hold, a mean rate the server
     // drains; a 1 s warm-up lets the JIT compile the loop.
+    // Other processes' CPU time over the run (the JVM is tpslab's child, reaped: its own).
+    let neighbour = common::Neighbour::start(&[]);
     let (rec, out) = run_tpslab(
         &ns,
         &[
@@ -394,13 +396,17 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
     if after_loss >= 1.0 {
         // On a host where other work keeps the CPUs busy (a JVM is then descheduled for
         // longer than its buffer's 100 ms), what must hold is that the fix helped.
-        let psi = common::cpu_pressure_pct();
+        // Other processes' CPU time, not PSI: PSI counts test.sh's build at idle priority,
+        // which gives way to the JVM, as a busy host.
+        let busy = neighbour.busy();
         assert!(
-            psi.is_some_and(|p| p >= 10.0) && after_loss < before / 2.0,
-            "loss after the fix {after_loss:.2} % (before {before:.2} %), CPU pressure {psi:?} %: {after}"
+            busy.is_some() && after_loss < before / 2.0,
+            "loss after the fix {after_loss:.2} % (before {before:.2} %), {}: {after}",
+            busy.as_deref().unwrap_or("a quiet host")
         );
         eprintln!(
-            "java_server_gets_the_java_fix_and_a_verified_rmem_default: {after_loss:.2} % lost after the fix ({before:.2} % before) on a loaded host (CPU pressure {psi:?} %): accepted, the fix cut the loss at least in half"
+            "java_server_gets_the_java_fix_and_a_verified_rmem_default: {after_loss:.2} % lost after the fix ({before:.2} % before) on a loaded host ({}): accepted, the fix cut the loss at least in half",
+            busy.unwrap_or_default()
         );
     }
     assert!(

@@ -142,3 +142,62 @@ fn prefork_workers_all_busy_are_cpu_bound_with_the_idle_master_apart() {
         a.lines
     );
 }
+
+/// The same two workers in a record without schedstat (written before it was kept, or
+/// schedstat unreadable): their time on a CPU is their utime + stime, and their wait for
+/// one is not measured, so no figure is given for it; a top state R is not called
+/// running, since it may have been a wait for a CPU.
+#[test]
+fn without_schedstat_no_wait_for_a_cpu_is_figured_and_state_r_is_not_called_running() {
+    let mut r = ramp(
+        &[20_000.0, 11_000.0, 11_500.0, 11_600.0],
+        0.52,
+        ThreadStates {
+            samples: 300,
+            running: 180,
+            ..Default::default()
+        },
+    );
+    r.plan.server_pid = Some(4200);
+    let mut workers = vec![
+        nginx_thread(
+            4201,
+            0,
+            0,
+            &[('R', None, 90), ('S', Some("epoll_wait"), 10)],
+        ),
+        nginx_thread(
+            4202,
+            0,
+            0,
+            &[('R', None, 70), ('S', Some("epoll_wait"), 30)],
+        ),
+        nginx_thread(4200, 0, 0, &[('S', Some("rt_sigsuspend"), 100)]),
+    ];
+    workers[0].cpu_ns = 300_000_000;
+    workers[1].cpu_ns = 220_000_000;
+    r.steps.last_mut().unwrap().per_thread = workers;
+    let a = analyse(&r, 2);
+    assert!(
+        a.verdict.starts_with("VERDICT: CPU contention: TPS stops at the knee (1 user) while the server's 2 working threads in 2 processes were running or runnable 80 % of the last step on average but on a CPU only 26 % (on a CPU by their utime + stime; this record has no schedstat to measure their wait for one), and the server used 0.52 of 2 CPUs"),
+        "{}",
+        a.verdict
+    );
+    assert!(!a.verdict.contains("by schedstat"), "{}", a.verdict);
+    // On a CPU most of their busy time by utime + stime: a cap, its threads in state R.
+    let last = r.steps.last_mut().unwrap();
+    last.per_thread[0].cpu_ns = 600_000_000;
+    last.per_thread[1].cpu_ns = 500_000_000;
+    let a = analyse(&r, 2);
+    assert!(!a.verdict.contains("contention"), "{}", a.verdict);
+    assert!(!a.verdict.contains("mostly running"), "{}", a.verdict);
+    assert!(
+        a.verdict.starts_with("VERDICT: a concurrency cap")
+            && a.verdict.contains("its threads are mostly in state R (")
+            && a.verdict.contains(
+                "running or waiting for a CPU, which this record has no schedstat to tell apart)"
+            ),
+        "{}",
+        a.verdict
+    );
+}

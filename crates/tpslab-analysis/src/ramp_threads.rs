@@ -127,6 +127,10 @@ pub struct ThreadFacts {
     /// ([`Self::all_busy`] None) to tell workers kept off the CPUs by other work (most
     /// of their busy time in the run queue) from a cap of threads that wait.
     pub crowd: Option<(usize, usize, f64, f64, f64)>,
+    /// Whether the step's threads carry schedstat's times (on a CPU, in the run queue):
+    /// false in a record written before they were kept (or where schedstat could not be
+    /// read), where a thread in state R was on a CPU or waiting for one, untold.
+    pub schedstat: bool,
 }
 
 /// A thread's samples waiting on a lock: in a futex without a timeout (its `Lock`
@@ -275,6 +279,10 @@ pub fn facts(s: &StepResult) -> Option<ThreadFacts> {
         states,
         all_busy,
         crowd,
+        schedstat: s
+            .per_thread
+            .iter()
+            .any(|t| t.states.on_cpu_ns > 0 || t.states.runqueue_ns > 0),
     })
 }
 

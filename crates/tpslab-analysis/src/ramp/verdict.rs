@@ -253,7 +253,8 @@ const CROWD_BUSY: f64 = 0.5;
 /// generator), not a cap of threads that wait (a prefork server's workers beside a CPU
 /// hog).
 fn crowded(s: &Signals) -> Option<String> {
-    let (n, procs, busy, cpu, runq) = s.threads.as_ref()?.crowd?;
+    let t = s.threads.as_ref()?;
+    let (n, procs, busy, cpu, runq) = t.crowd?;
     let below = s.busy.is_some_and(|b| b < 0.8 * s.cores);
     if !(s.bent() && below && busy >= CROWD_BUSY && cpu < 0.5 * busy) {
         return None;
@@ -263,12 +264,18 @@ fn crowded(s: &Signals) -> Option<String> {
     } else {
         String::new()
     };
+    // Without schedstat the time on a CPU is the threads' utime + stime, and the wait for
+    // one is not measured: no figure for it.
+    let waited = if t.schedstat {
+        format!("waiting for a CPU {:.0} % by schedstat", runq * 100.0)
+    } else {
+        "on a CPU by their utime + stime; this record has no schedstat to measure their wait for one".to_string()
+    };
     Some(format!(
-        "VERDICT: CPU contention: {} while the server's {n} working threads{procs} were running or runnable {:.0} % of the last step on average but on a CPU only {:.0} % (waiting for a CPU {:.0} % by schedstat), and the server used {:.2} of {:.0} CPUs{}. Other work on the CPUs they may run on (the load generator on this host, other processes) kept them off: this ramp measures the host's contention more than the server. Give the server CPUs of its own (taskset, cpusets) or send the load from another host, then ramp again",
+        "VERDICT: CPU contention: {} while the server's {n} working threads{procs} were running or runnable {:.0} % of the last step on average but on a CPU only {:.0} % ({waited}), and the server used {:.2} of {:.0} CPUs{}. Other work on the CPUs they may run on (the load generator on this host, other processes) kept them off: this ramp measures the host's contention more than the server. Give the server CPUs of its own (taskset, cpusets) or send the load from another host, then ramp again",
         s.tps_at_knee(),
         busy * 100.0,
         cpu * 100.0,
-        runq * 100.0,
         s.busy.unwrap_or(0.0),
         s.cores,
         s.idle_words
@@ -293,9 +300,16 @@ fn elsewhere(s: &Signals) -> String {
     } else if let (true, true, Some((w, share))) = (s.stopped(), s.idle_cpu, &s.top) {
         // Threads mostly in state R were on a CPU here (workers kept off the CPUs by other
         // work are [`crowded`]'s): a cap of busy threads, not of waits.
-        let what = if w == "running" {
+        let schedstat = s.threads.as_ref().is_some_and(|t| t.schedstat);
+        let what = if w == "running" && schedstat {
             format!(
                 "its threads are mostly running ({:.0} % of samples): it works on only about {ku} requests at once, each on a thread of its own",
+                share * 100.0
+            )
+        } else if w == "running" {
+            // State R without schedstat: on a CPU or waiting for one, untold.
+            format!(
+                "its threads are mostly in state R ({:.0} % of samples: running or waiting for a CPU, which this record has no schedstat to tell apart): it works on only about {ku} requests at once",
                 share * 100.0
             )
         } else {

@@ -5,10 +5,11 @@
 //!
 //! The capture's cells come from the script that drew the page (`ansi_grid.py --cells`):
 //! each one's character, and its colours, which tell its ink from its background (the
-//! colours themselves are not compared). The grid is measured in the picture, not assumed: the ink
-//! of every vertical border glyph against its column and of every horizontal one against
-//! its row, fitted by least squares (a border glyph more than 1.5 px off its line is a
-//! ragged edge; one with no ink of its colour in its cell is missing). Then each cell is
+//! colours themselves are not compared). The grid is measured in the picture, not
+//! assumed: the ink of every vertical border glyph against its column and of every
+//! horizontal one against its row, fitted by least squares (a border glyph more than
+//! 1.5 px off its line is a ragged edge; one with no ink of its colour in its cell is
+//! missing). Then each cell is
 //! read in its box (the pixels wholly inside it; for a character, one more above and
 //! below): a character with ink must have pixels off its background there, a blank cell
 //! none.
@@ -51,10 +52,9 @@ fn root() -> PathBuf {
 }
 
 fn picture(path: &Path) -> Picture {
-    let dec = png::Decoder::new(std::io::BufReader::new(
+    let mut dec = png::Decoder::new(std::io::BufReader::new(
         std::fs::File::open(path).expect("the screenshot"),
     ));
-    let mut dec = dec;
     // Any PNG (indexed, 16-bit, grey: an optimiser's output) as 8-bit samples.
     dec.set_transformations(png::Transformations::normalize_to_color8());
     let mut reader = dec.read_info().expect("a PNG");

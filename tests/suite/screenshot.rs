@@ -268,24 +268,20 @@ fn compare(p: &Picture, g: &[Vec<Cell>]) -> Result<(usize, usize), Vec<String>> 
         vert.len(),
         horiz.len()
     );
-    for &(c, m, r) in &vert {
-        let d = m - (ax + w * c);
-        if d.abs() > 1.5 {
-            problems.push(format!(
-                "row {}: the border in column {} is {d:+.1} px off its line",
-                r + 1,
-                c + 1.0
-            ));
-        }
-    }
-    for &(r, m, c) in &horiz {
-        let d = m - (ay + h * r);
-        if d.abs() > 1.5 {
-            problems.push(format!(
-                "column {}: the border in row {} is {d:+.1} px off its line",
-                c + 1,
-                r + 1.0
-            ));
+    // Each glyph against its line: (its column or row, its ink, the other coordinate).
+    for (glyphs, (a, b), across, along) in [
+        (&vert, (ax, w), "row", "column"),
+        (&horiz, (ay, h), "column", "row"),
+    ] {
+        for &(u, m, o) in glyphs {
+            let d = m - (a + b * u);
+            if d.abs() > 1.5 {
+                problems.push(format!(
+                    "{across} {}: the border in {along} {} is {d:+.1} px off its line",
+                    o + 1,
+                    u + 1.0
+                ));
+            }
         }
     }
     // A cell's box from the fit, its centre at (ax + w*c, ay + h*r): the pixels wholly

@@ -476,6 +476,63 @@ fn a_real_redis_ramp_is_saturated_on_one_thread() {
     assert!(!evidence.contains("futex"), "{evidence}");
 }
 
+/// The same record with the TPS and server CPU of a CI run (2026-12-07) where TPS kept
+/// growing to the top (52k, 142k, 156k, 251k) while redis's one thread was busy all the
+/// last step: no knee, yet the thread is the limit, not "scales with users". The same
+/// shape with the thread busy 90 % of the step scales.
+#[test]
+fn a_redis_ramp_still_growing_with_its_thread_full_is_saturated() {
+    let mut rec = real(include_str!(
+        "../../tpslab-report/tests/fixtures/ramp_redis.json"
+    ));
+    let shape = [
+        (52093.0, 0.46),
+        (141506.0, 0.93),
+        (155949.0, 0.90),
+        (251155.0, 0.99),
+    ];
+    for (s, (tps, cores)) in rec.steps.iter_mut().zip(shape) {
+        s.tps = tps;
+        s.server_cpu_cores = Some(cores);
+    }
+    let a = crate::ramp::analyse(&rec, 2);
+    assert_eq!(a.knee_index, None, "{a:?}");
+    assert!(
+        a.verdict.starts_with(
+            "VERDICT: saturated: one thread at ~100 % of a CPU: TPS still grew 61 % from 16 users to 64 users while the server's CPU per request fell from 5.8 to 3.9 us"
+        ),
+        "{}",
+        a.verdict
+    );
+    assert!(
+        a.verdict.contains("no CPU time left to give"),
+        "{}",
+        a.verdict
+    );
+
+    // Busy 90 % of the last step: time left, so the ramp scales.
+    let last = rec.steps.last_mut().unwrap();
+    let before = facts(last).unwrap().busiest.unwrap().2;
+    assert!(before >= 0.95, "{before}");
+    let k = 0.9 / before;
+    let main = last
+        .per_thread
+        .iter_mut()
+        .max_by_key(|t| t.states.on_cpu_ns)
+        .unwrap();
+    main.cpu_ns = (main.cpu_ns as f64 * k) as u64;
+    main.states.on_cpu_ns = (main.states.on_cpu_ns as f64 * k) as u64;
+    main.states.runqueue_ns = (main.states.runqueue_ns as f64 * k) as u64;
+    main.states.running = (main.states.samples as f64 * 0.9) as u64;
+    let after = facts(last).unwrap().busiest.unwrap().2;
+    assert!((0.89..0.91).contains(&after), "{after}");
+    let a = crate::ramp::analyse(&rec, 2);
+    assert_eq!(
+        a.verdict,
+        "VERDICT: scales with users over the measured range"
+    );
+}
+
 /// A real `ramp tcp` record of tests/servers/LockedTcpServer.java (8 pool threads, a 2 ms
 /// sleep under one synchronized lock, 1..8 users, --pid): serialised, its JVM's GC,
 /// compiler and other parked threads idle.

@@ -1,5 +1,5 @@
 //! A ramp's verdict: the first of its rules that holds, in order (one thread contended or
-//! saturated, a lock, disk waits, the CPU saturated, several threads kept off the CPUs by
+//! saturated, even while TPS still grows if that thread had no CPU time left, a lock, disk waits, the CPU saturated, several threads kept off the CPUs by
 //! other work, CPU-bound workers, a peer, a concurrency cap), from the signals
 //! [`super::analyse`] worked out of the record once.
 
@@ -116,6 +116,35 @@ impl<'a> Signals<'a> {
     }
 }
 
+/// At a knee, [`Signals::tps_at_knee`]; without one, "TPS still grew G % from A to B
+/// users" over the last two steps, and "while the server's CPU per request fell from X to
+/// Y us" when both steps have the server's CPU (cores / TPS, in microseconds).
+fn still_grew(s: &Signals) -> String {
+    let steps = &s.rec.steps;
+    if s.bent() || steps.len() < 2 {
+        return s.tps_at_knee();
+    }
+    let (a, b) = (&steps[steps.len() - 2], &steps[steps.len() - 1]);
+    let growth = match (a.tps > 0.0, b.tps >= a.tps) {
+        (true, true) => format!("still grew {:.0} %", (b.tps / a.tps - 1.0) * 100.0),
+        (true, false) => format!("fell {:.0} %", (1.0 - b.tps / a.tps) * 100.0),
+        (false, _) => "grew from none".to_string(),
+    };
+    let per_request = match (a.server_cpu_cores, b.server_cpu_cores) {
+        (Some(ca), Some(cb)) if a.tps > 0.0 && b.tps > 0.0 => {
+            let (x, y) = (ca / a.tps * 1e6, cb / b.tps * 1e6);
+            let moved = if y < x { "fell" } else { "went" };
+            format!(" while the server's CPU per request {moved} from {x:.1} to {y:.1} us")
+        }
+        _ => String::new(),
+    };
+    format!(
+        "TPS {growth} from {} to {}{per_request}",
+        users(a.users),
+        users(b.users)
+    )
+}
+
 /// "1 user", "N users".
 fn users(n: usize) -> String {
     format!("{n} user{}", if n == 1 { "" } else { "s" })
@@ -139,14 +168,24 @@ pub(super) fn verdict(s: &Signals) -> String {
         .unwrap_or_else(|| elsewhere(s))
 }
 
+/// A busiest thread busy this share of the last step or more has no CPU time left to
+/// give: it is the limit even while TPS still grows (by cheaper requests, not more CPU).
+const NO_TIME_LEFT: f64 = 0.95;
+
 /// The server's busiest thread is the limit: runnable but kept off the CPUs (contention),
-/// or on a CPU ~100 % (saturated).
+/// or on a CPU ~100 % (saturated). Without a knee, only a thread busy [`NO_TIME_LEFT`] of
+/// the last step or more: TPS then grew without its CPU time growing.
 fn one_thread(s: &Signals) -> Option<String> {
-    if !s.bent() {
+    let (comm, tid, busy, cpu, runq) = s.threads.as_ref().and_then(|t| t.busiest.as_ref())?;
+    if !s.bent() && *busy < NO_TIME_LEFT {
         return None;
     }
-    let (comm, tid, busy, cpu, runq) = s.threads.as_ref().and_then(|t| t.busiest.as_ref())?;
-    let (tps, idle_words) = (s.tps_at_knee(), &s.idle_words);
+    let (tps, idle_words) = (still_grew(s), &s.idle_words);
+    let queue = if s.bent() {
+        "more users only queue behind it"
+    } else {
+        "it has no CPU time left to give, so more users will mostly queue behind it"
+    };
     match s.case? {
         ThreadCase::Contended => {
             let held = (busy - cpu - runq).max(0.0);
@@ -166,7 +205,7 @@ fn one_thread(s: &Signals) -> Option<String> {
             ))
         }
         ThreadCase::Saturated => Some(format!(
-            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat){idle_words}. Its work runs on that one thread (an event loop): more users only queue behind it, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
+            "VERDICT: saturated: one thread at ~100 % of a CPU: {tps} while the server's busiest thread, {comm} (tid {tid}), was running or runnable {:.0} % of the last step (on a CPU {:.0} %, waiting for a CPU {:.0} % by schedstat){idle_words}. Its work runs on that one thread (an event loop): {queue}, and it is not a lock. Make each request cheaper, or spread the work over more threads or processes (shards)",
             busy * 100.0,
             cpu * 100.0,
             runq * 100.0

@@ -157,21 +157,37 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
 /// (flock alone would let it in, and a stream of them would starve the serial test).
 #[test]
 fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
+    const T: &str = "turns::another_processs_ordinary_test_queues_behind_a_waiting_serial_one";
     common::quiet();
-    if !common::need(
-        "another_processs_ordinary_test_queues_behind_a_waiting_serial_one",
-        "/usr/bin/flock",
-    ) {
+    if !common::need(T, "/usr/bin/flock") {
         return;
     }
+    // Another serial test of this suite may come to the turn lock while the first reader
+    // holds it and wait there (holding this process's serial turn, so the test's own
+    // serial thread cannot reach the lock): that attempt is let go and tried again.
+    let Some(got) = common::retry(T, 5, queue_behind_a_waiting_serial_test) else {
+        return;
+    };
+    assert_eq!(
+        got, "serial\nreader\n",
+        "the second reader got in before the waiting serial test"
+    );
+}
+
+/// One attempt: a first reader (another process) holds the turn lock shared; a serial test
+/// of this process comes and waits at it; a second reader comes through the gate as
+/// another process's ordinary test does; the first reader leaves. Ok: the order in which
+/// the serial test and the second reader got the lock, as lines of one file. Err: another
+/// serial test of this suite was the one waiting at the lock.
+fn queue_behind_a_waiting_serial_test() -> Result<String, String> {
     let path = common::turn::lock_path();
     let gate = common::turn::gate_path();
-    // The first reader: shared for 1 s.
+    // The first reader: held until its stdin closes, so the serial test below waits at
+    // the turn lock, holding the gate, however long it first waits for this suite's other
+    // tests.
     let mut first = std::process::Command::new("/usr/bin/flock")
         .arg("--shared")
         .arg(&path)
-        // Held until its stdin closes: the serial test below waits at the turn lock,
-        // holding the gate, however long it first waits for this suite's other tests.
         .args(["sh", "-c", "read x"])
         .stdin(std::process::Stdio::piped())
         .spawn()
@@ -183,9 +199,11 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     // clock moved back).
     let order = common::tmp("turn-order.txt");
     let _ = std::fs::remove_file(&order);
+    let (tid_tx, tid_rx) = mpsc::channel();
     let serial = test_thread("serial_waiting", {
         let order = order.clone();
         move || {
+            tid_tx.send(this_tid()).unwrap();
             let _s = common::serial();
             let mut f = std::fs::File::options()
                 .create(true)
@@ -195,14 +213,38 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
             std::io::Write::write_all(&mut f, b"serial\n").unwrap();
         }
     });
-    // Once the serial test waits at the turn lock holding the gate, a second reader that
-    // goes through the gate as an ordinary test does. (The serial turn waits first for
-    // this suite's ordinary tests running beside.) Known by its blocked exclusive request
-    // on the turn lock, not by the gate held by this process: an ordinary test of this
-    // suite holds the gate for a moment as it takes its turn (seen beside stress-ng: the
-    // reader then got in first).
+    let tid = tid_rx.recv().unwrap();
+    // Once the serial test waits at the turn lock holding the gate, a second reader goes
+    // through the gate as an ordinary test does. (The serial turn waits first for this
+    // suite's ordinary tests running beside.) Known by its own thread blocked in flock(2)
+    // on the turn lock, not by the gate held by this process (an ordinary test of this
+    // suite holds the gate for a moment as it takes its turn), nor by a blocked exclusive
+    // request of this process alone: another serial test of this suite may be the one
+    // waiting there, and when it ended the reader, already past the gate, got in before
+    // this one (both seen beside stress-ng).
     let t = Instant::now();
-    while !waits_to_write(&path, std::process::id()) {
+    let mut other_waits = 0;
+    loop {
+        // The kernel's queue first: the thread cannot leave flock while the first reader
+        // holds the lock, so a blocked request seen before the thread is not in flock is
+        // another thread's.
+        let queued = waits_to_write(&path, std::process::id());
+        let ours = in_flock_on(&tid, &path);
+        if queued && ours {
+            break;
+        }
+        other_waits = if queued { other_waits + 1 } else { 0 };
+        if other_waits >= 10 {
+            // Another serial test of this suite waits for the first reader: let it in,
+            // then this serial thread after it.
+            drop(first.stdin.take());
+            first.wait().unwrap();
+            serial.join().unwrap();
+            return Err(
+                "another serial test of this suite waited at the turn lock before this one"
+                    .to_string(),
+            );
+        }
         assert!(
             t.elapsed() < Duration::from_secs(300),
             "serial() never waited for {}",
@@ -231,11 +273,7 @@ fn another_processs_ordinary_test_queues_behind_a_waiting_serial_one() {
     let second = second.wait_with_output().unwrap();
     assert!(second.status.success(), "{second:?}");
     serial.join().unwrap();
-    let got = std::fs::read_to_string(&order).unwrap();
-    assert_eq!(
-        got, "serial\nreader\n",
-        "the second reader got in before the waiting serial test"
-    );
+    Ok(std::fs::read_to_string(&order).unwrap())
 }
 
 /// `p` quoted for sh (the lock paths are test.sh's or /tmp's: no quote inside).
@@ -243,6 +281,45 @@ fn shell_words(p: &std::path::Path) -> String {
     let s = p.to_string_lossy();
     assert!(!s.contains('\''), "{s}");
     format!("'{s}'")
+}
+
+/// This thread's id, from /proc/thread-self ("PID/task/TID").
+fn this_tid() -> String {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    let tid = link.file_name().expect("PID/task/TID").to_string_lossy();
+    tid.into_owned()
+}
+
+/// flock(2)'s system call number, as /proc/PID/task/TID/syscall gives it.
+#[cfg(target_arch = "x86_64")]
+const FLOCK_NR: u64 = 73;
+#[cfg(target_arch = "aarch64")]
+const FLOCK_NR: u64 = 32;
+
+/// Whether thread `tid` of this process is blocked in flock(2) on `path`, by
+/// /proc/self/task/TID/syscall ("NR FD ..." in hex after the number; "running" or
+/// another call otherwise) and the fd's link in /proc/self/fd.
+fn in_flock_on(tid: &str, path: &std::path::Path) -> bool {
+    let Ok(line) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return false;
+    };
+    let mut f = line.split_whitespace();
+    let (Some(nr), Some(fd)) = (f.next(), f.next()) else {
+        return false;
+    };
+    if nr.parse::<u64>().ok() != Some(FLOCK_NR) {
+        return false;
+    }
+    let Ok(fd) = u64::from_str_radix(fd.trim_start_matches("0x"), 16) else {
+        return false;
+    };
+    let (Ok(target), Ok(want)) = (
+        std::fs::read_link(format!("/proc/self/fd/{fd}")),
+        std::fs::canonicalize(path),
+    ) else {
+        return false;
+    };
+    target == want
 }
 
 /// The machine signal retries rely on (`common::Neighbour`): a CPU hog that is no child of

@@ -194,6 +194,70 @@ fn caddy_answers_load_http_over_http3_and_a_port_without_it_is_one_line() {
     );
 }
 
+/// `ramp http --http3`: the users of each step share two QUIC connections (a closed loop),
+/// every step answered, the QUIC figures in the record and the report; with Caddy's PID,
+/// its threads sampled step by step.
+#[test]
+fn ramp_http_over_http3_shares_its_quic_connections_among_the_users() {
+    const T: &str = "http3::ramp_http_over_http3_shares_its_quic_connections_among_the_users";
+    if !common::need(T, CADDY) {
+        return;
+    }
+    let (caddy, port) = caddy("http3-ramp");
+    let url = format!("https://localhost:{port}/");
+    let pid = caddy.0.id().to_string();
+    let (code, out, err, rec) = common::with_record(
+        &["ramp", "http", &url],
+        &[
+            "--http3",
+            "--insecure",
+            "--connections",
+            "2",
+            "--users",
+            "1..8",
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "200ms",
+            "--pid",
+            &pid,
+        ],
+        "http3-ramp",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(rec["plan"]["http3_connections"], 2, "{out}");
+    let steps = rec["steps"].as_array().unwrap();
+    assert_eq!(
+        steps
+            .iter()
+            .map(|s| s["users"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 4, 8],
+        "{out}"
+    );
+    for s in steps {
+        assert!(s["completed"].as_u64().unwrap() > 0, "{s}");
+        // A busy host may time a request out; nothing else may fail.
+        if let Some(e) = s["errors"].as_object() {
+            assert!(e.keys().all(|k| k.contains("timeout")), "{s}");
+        }
+        // Caddy's threads were sampled (its PID given).
+        assert!(!s["per_thread"].as_array().unwrap().is_empty(), "{s}");
+        // No TCP of its own: neither listen socket nor TCP counters read.
+        assert!(s["tcp"].is_null() && s["accept_queue_max"].is_null(), "{s}");
+    }
+    let q = &rec["http3"];
+    assert!(q["connections"].as_u64().unwrap() >= 2, "{q}");
+    let completed: u64 = steps.iter().map(|s| s["completed"].as_u64().unwrap()).sum();
+    assert!(q["packets_sent"].as_u64().unwrap() >= completed, "{q}");
+    assert!(q["datagrams_received"].as_u64().unwrap() > 0, "{q}");
+    assert!(
+        out.contains("HTTP/3 (QUIC): the users' streams on 2 connections"),
+        "{out}"
+    );
+    assert!(out.contains("\nQUIC: "), "{out}");
+}
+
 /// Whether `net.core.rmem_max` can be written inside a network namespace of its own here
 /// (it is per namespace on kernels that allow it; on others, this one among them, it is
 /// read-only there and only the host's can be changed, under the host lock).

@@ -173,6 +173,7 @@ fn a_ramp_names_the_steps_held_and_the_worst_ones_figures() {
         sample_interval: std::time::Duration::from_millis(10),
         load_threads: 1,
         http2_connections: 0,
+        http3_connections: 0,
     };
     let mut rec = RampRecord {
         plan,
@@ -188,6 +189,7 @@ fn a_ramp_names_the_steps_held_and_the_worst_ones_figures() {
         load_sent_s: None,
         overrun: None,
         http2: None,
+        http3: None,
     };
     let line = ramp_line(&rec).expect("named");
     assert!(
@@ -310,6 +312,7 @@ fn a_ramp_says_which_steps_paused_instead_of_naming_nagle() {
         sample_interval: std::time::Duration::from_millis(10),
         load_threads: 1,
         http2_connections: 0,
+        http3_connections: 0,
     };
     let q = real(REAL_PAUSE).quickack.unwrap();
     let with = |mut g: ReplyGaps| {
@@ -329,6 +332,7 @@ fn a_ramp_says_which_steps_paused_instead_of_naming_nagle() {
         load_sent_s: None,
         overrun: None,
         http2: None,
+        http3: None,
     };
     assert_eq!(ramp_line(&rec), None);
     let line = ramp_pause_line(&rec).expect("said");

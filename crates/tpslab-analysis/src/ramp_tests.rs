@@ -49,6 +49,7 @@ fn plan() -> RampPlan {
         sample_interval: Duration::from_nanos(1),
         load_threads: 0,
         http2_connections: 0,
+        http3_connections: 0,
     }
 }
 
@@ -65,6 +66,7 @@ fn ramp_outcome_counts_failures_over_every_step() {
         plan: plan(),
         steps: vec![step(1, 90, &[("timeout", 10)]), step(2, 100, &[])],
         interrupted: false,
+        http3: None,
     };
     let o = crate::ramp::outcome(&r);
     assert_eq!(
@@ -133,6 +135,7 @@ fn ramp(tps: &[f64], last_cpu: f64, last_states: ThreadStates) -> RampRecord {
         load_sent_s: None,
         overrun: None,
         http2: None,
+        http3: None,
     }
 }
 
@@ -399,6 +402,7 @@ fn a_target_that_refuses_every_request_is_unreachable_not_a_result() {
             step(2, 0, &[("connect: connection refused", 20)]),
         ],
         interrupted: false,
+        http3: None,
     };
     let why = crate::ramp::unreachable(&r).expect("refused everywhere");
     assert!(

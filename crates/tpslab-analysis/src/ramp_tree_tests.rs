@@ -49,6 +49,7 @@ fn record(steps: Vec<StepResult>) -> RampRecord {
             sample_interval: Duration::from_millis(10),
             load_threads: 0,
             http2_connections: 0,
+            http3_connections: 0,
         },
         steps,
         interrupted: false,
@@ -58,6 +59,7 @@ fn record(steps: Vec<StepResult>) -> RampRecord {
         load_sent_s: None,
         overrun: None,
         http2: None,
+        http3: None,
     }
 }
 

@@ -20,8 +20,13 @@ pub struct RampHttpArgs {
     /// response time). Needs a URL: the built-in server speaks HTTP/1.1.
     #[arg(long)]
     pub http2: bool,
-    /// With --http2: the connections the users share (user i on connection i % N).
-    /// Without it each user holds its own HTTP/1.1 connection.
+    /// HTTP/3 over QUIC (ALPN h3; an https:// URL): the users share --connections QUIC
+    /// connections, one stream each in flight (the server's MAX_STREAMS caps them).
+    /// Needs a URL: the built-in server speaks HTTP/1.1.
+    #[arg(long, conflicts_with = "http2")]
+    pub http3: bool,
+    /// With --http2 or --http3: the connections the users share (user i on connection
+    /// i % N; default 1). Without either each user holds its own HTTP/1.1 connection.
     #[arg(long, value_name = "N")]
     pub connections: Option<usize>,
     #[command(flatten)]
@@ -31,14 +36,15 @@ pub struct RampHttpArgs {
 impl RampHttpArgs {
     /// The validated setup ([`RampFlags::http_setup`](tpslab_run::ramp::RampFlags::http_setup)).
     pub fn plan(&self) -> Result<RampSetup> {
+        if self.connections.is_some() && !self.http2 && !self.http3 {
+            anyhow::bail!(
+                "--connections applies with --http2 or --http3 (the users share their connections); with HTTP/1.1 each user holds its own"
+            );
+        }
+        let shared = |on: bool| on.then(|| self.connections.unwrap_or(1));
         let h = HttpFlags {
-            http2: match (self.http2, self.connections) {
-                (true, c) => Some(c.unwrap_or(1)),
-                (false, None) => None,
-                (false, Some(_)) => anyhow::bail!(
-                    "--connections applies with --http2 (the users share HTTP/2 connections); with HTTP/1.1 each user holds its own"
-                ),
-            },
+            http2: shared(self.http2),
+            http3: shared(self.http3),
             method: self.request.method.clone(),
             headers: self.request.headers.clone(),
             body: self.request.body.clone(),

@@ -74,6 +74,11 @@ pub struct RampPlan {
     /// user (left out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub http2_connections: usize,
+    /// `ramp http --http3`: the HTTP/3 (QUIC) connections the users share, as
+    /// [`RampPlan::http2_connections`] (user i on connection i % N, one stream in flight
+    /// each); 0: not HTTP/3 (left out of the record then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub http3_connections: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -99,7 +104,8 @@ impl RampPlan {
     /// - `--step-duration`, `--warmup`, `--think`, `--timeout`, `--interval` within
     ///   their limits ([`STEP_DURATION`], ...), `--knee-gain` above 0 and below 1;
     /// - the protocol's request, framing and sequence field ([`Proto::validate`]);
-    /// - HTTP/2 connections only with HTTP, at most [`RAMP_USERS`];
+    /// - HTTP/2 or HTTP/3 connections only with HTTP, at most [`RAMP_USERS`], not both;
+    ///   HTTP/3 with an `https://` URL and no connection-specific header;
     /// - the target's port is not 0.
     ///
     /// Errors: the first setting out of bounds, as one line.
@@ -154,6 +160,25 @@ impl RampPlan {
                 return Err(PlanError::Conflict("--http2 applies to ramp http".into()));
             }
             RAMP_USERS.check("--connections", self.http2_connections as u64)?;
+        }
+        if self.http3_connections > 0 {
+            let Some(req) = self.proto.http_request() else {
+                return Err(PlanError::Conflict("--http3 applies to ramp http".into()));
+            };
+            if self.http2_connections > 0 {
+                return Err(PlanError::Conflict(
+                    "--http2 and --http3 are two protocols: give one".into(),
+                ));
+            }
+            if !req.check()?.tls {
+                return Err(PlanError::value(
+                    "URL",
+                    &req.url,
+                    "https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
+                ));
+            }
+            crate::http::check_h2_headers(&req.headers)?;
+            RAMP_USERS.check("--connections", self.http3_connections as u64)?;
         }
         if self.target.port() == 0 {
             return Err(PlanError::Conflict(format!(

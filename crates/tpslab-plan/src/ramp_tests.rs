@@ -20,6 +20,7 @@ fn tcp() -> RampPlan {
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
         http2_connections: 0,
+        http3_connections: 0,
     }
 }
 
@@ -326,4 +327,60 @@ fn redis_is_a_protocol_of_its_flag_value_request_and_checks() {
         }),
         "--framing applies to --protocol framed"
     );
+}
+
+/// `ramp http --http3`: an `https://` URL's users on QUIC connections; refused on another
+/// protocol, with `--http2`, over `http://`, or with a connection-specific header.
+#[test]
+fn http3_needs_an_https_url_and_is_not_http2() {
+    let req = |url: &str, headers: Vec<(String, String)>| crate::http::HttpRequest {
+        url: url.into(),
+        method: "GET".into(),
+        headers,
+        tls: Default::default(),
+    };
+    let h3 = RampPlan {
+        proto: Proto::Http(req("https://localhost:5001/", vec![])),
+        request: vec![],
+        http3_connections: 2,
+        ..tcp()
+    };
+    assert_eq!(h3.validate(), Ok(()));
+    let plain = RampPlan {
+        proto: Proto::Http(req("http://localhost:5001/", vec![])),
+        ..h3.clone()
+    };
+    let e = plain.validate().unwrap_err().to_string();
+    assert!(e.contains("https://HOST[:PORT]/PATH with --http3"), "{e}");
+    let both = RampPlan {
+        http2_connections: 2,
+        ..h3.clone()
+    };
+    assert_eq!(
+        both.validate().unwrap_err().to_string(),
+        "--http2 and --http3 are two protocols: give one"
+    );
+    let tcp3 = RampPlan {
+        http3_connections: 2,
+        ..tcp()
+    };
+    assert_eq!(
+        tcp3.validate().unwrap_err().to_string(),
+        "--http3 applies to ramp http"
+    );
+    let upgrade = RampPlan {
+        proto: Proto::Http(req(
+            "https://localhost:5001/",
+            vec![("Connection".into(), "close".into())],
+        )),
+        ..h3.clone()
+    };
+    let e = upgrade.validate().unwrap_err().to_string();
+    assert!(e.contains("no connection-specific header"), "{e}");
+    let many = RampPlan {
+        http3_connections: 10_001,
+        ..h3
+    };
+    let e = many.validate().unwrap_err().to_string();
+    assert!(e.contains("--connections"), "{e}");
 }

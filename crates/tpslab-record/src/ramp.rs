@@ -192,6 +192,12 @@ pub struct RampRecord {
     /// protocol, or an older record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<crate::load_http::Http2Streams>,
+    /// HTTP/3 (`ramp http --http3`): the QUIC connections' figures over the whole run
+    /// (round-trip time, congestion window, packets sent and lost; datagrams and UDP bytes
+    /// counted at the client's sockets), as `load http --http3` keeps them. None: another
+    /// protocol, or an older record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<crate::quic::QuicPaths>,
 }
 
 /// A ramp whose users sent load past the plan's end.

@@ -220,6 +220,21 @@ fn ramp_http_rows() {
             Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http2_connections == 4))),
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "10001"],
             Error("--connections 10001: allowed 1..=10000")),
+        (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--insecure"],
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. })
+                if plan.http3_connections == 1 && plan.http2_connections == 0))),
+        (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--connections", "4"],
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http3_connections == 4))),
+        (&["ramp", "http", "http://127.0.0.1:8080/", "--http3"],
+            Error("URL http://127.0.0.1:8080/: allowed https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)")),
+        (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--http2"],
+            Error("the argument '--http3' cannot be used with '--http2'")),
+        (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--header", "Connection: close"],
+            Error("--header \"Connection: close\": allowed no connection-specific header with --http2 or --http3")),
+        (&["ramp", "http", "--http3"],
+            Error("ramp http --http3 needs the https:// URL of an HTTP/3 server: the built-in server speaks HTTP/1.1")),
+        (&["ramp", "http", "http://127.0.0.1:8080/", "--connections", "4"],
+            Error("--connections applies with --http2 or --http3")),
         (&["ramp", "http", "--serialize"], Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, builtin: Some(b) })
             if matches!(&plan.proto, Proto::Http(h) if h.method == "GET" && h.headers.is_empty())
                 && plan.target == BUILTIN_UNSTARTED && plan.request.is_empty() && b.serialize))),

@@ -54,16 +54,18 @@ pub fn run_ramp_with(
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = Protocol::for_plan(&plan.wire());
-    // HTTP/2: the users share the plan's connections; else a socket per user.
-    let h2 = plan.http2_connections > 0;
-    let (sockets, loops) = sockets_and_loops(plan, &proto, h2)?;
+    // HTTP/2 and HTTP/3: the users share the plan's connections; else a socket per user.
+    let (h2, h3) = (plan.http2_connections > 0, plan.http3_connections > 0);
+    let (sockets, loops) = sockets_and_loops(plan, &proto)?;
     let t0 = mono_ns() + 50_000_000;
     let per = nanos(&(plan.warmup + plan.step));
     let shared = new_tally(plan, stop, t0, per);
     let mut results = vec![];
     // The server's network namespace (its TCP counters and listen socket): its PID's,
     // or this host's for a local target.
+    // HTTP/3 is over UDP: no TCP of its own to read.
     let tcp_root = match (proto.transport(), plan.server_pid) {
+        _ if h3 => None,
         (Transport::Stream, Some(pid)) => Some(std::path::PathBuf::from(format!("/proc/{pid}"))),
         (Transport::Stream, None) if plan.target.ip().is_loopback() => {
             Some(std::path::PathBuf::from("/proc/self"))
@@ -74,23 +76,28 @@ pub fn run_ramp_with(
         .as_ref()
         .and_then(|_| listener(plan.server_pid, plan.target));
     // Replies' gaps from first byte to last are dated on a stream of the users' loop.
-    let gaps_kept = proto.transport() == Transport::Stream && !h2;
+    let gaps_kept = proto.transport() == Transport::Stream && !h2 && !h3;
     let mut watch = ServerWatch::new(plan, tcp_root, gaps_kept);
     let h2run = match (plan.proto.http_request(), h2) {
         (Some(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
     };
+    let h3run = match (plan.proto.http_request(), h3) {
+        (Some(req), true) => Some(h3_users(plan, req, &shared)?),
+        _ => None,
+    };
     std::thread::scope(|s| -> Result<(), EngineError> {
         // The users, multiplexed on a few loop threads (user i on loop i % loops; with
-        // HTTP/2 connection c on loop c % loops, its users with it).
+        // HTTP/2 or HTTP/3 connection c on loop c % loops, its users with it).
         for t in 0..loops {
-            let (sh, proto, h2run) = (&shared, &proto, &h2run);
+            let (sh, proto, h2run, h3run) = (&shared, &proto, &h2run, &h3run);
             let ids: Vec<usize> = (t..sockets).step_by(loops).collect();
             let spawned = std::thread::Builder::new()
                 .name(format!("ramp-users-{t}"))
-                .spawn_scoped(s, move || match h2run {
-                    Some(run) => crate::client::openloop::h2loop::run_loop(run, ids),
-                    None => proto.with(crate::client::users::Users { sh, ids }),
+                .spawn_scoped(s, move || match (h2run, h3run) {
+                    (Some(run), _) => crate::client::openloop::h2loop::run_loop(run, ids),
+                    (_, Some(run)) => crate::client::openloop::h3loop::run_loop(run, ids),
+                    _ => proto.with(crate::client::users::Users { sh, ids }),
                 });
             if let Err(e) = spawned {
                 // The loops already started must end, or the scope would wait forever.
@@ -118,12 +125,20 @@ pub fn run_ramp_with(
     {
         return Err(EngineError::Other(why));
     }
+    // Every loop thread (its runtime, endpoints and sockets) has ended: the sockets'
+    // counts are whole.
+    let quic = h3run.as_ref().map(|r| {
+        let mut q = *r.quic.lock().unwrap_or_else(|e| e.into_inner());
+        r.sockets.fill(&mut q);
+        q
+    });
     let ended = Ended {
         shared: &shared,
         proto: &proto,
         h2seen: h2run
             .as_ref()
             .map(|r| r.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        quic,
         gaps_kept,
         t0,
         per,
@@ -131,30 +146,24 @@ pub fn run_ramp_with(
     Ok(ended.record(results, listener))
 }
 
-/// The sockets the plan opens at its last step (a user's each, or with HTTP/2 the plan's
-/// connections) and the loop threads they are spread on. Errors: more than the file
-/// descriptors allow, or (TCP) than the local ports (one line each).
-fn sockets_and_loops(
-    plan: &RampPlan,
-    proto: &Protocol,
-    h2: bool,
-) -> Result<(usize, usize), EngineError> {
+/// The sockets the plan opens at its last step (a user's each, or with HTTP/2 or HTTP/3
+/// the plan's connections) and the loop threads they are spread on. Errors: more than the
+/// file descriptors allow, or (TCP) than the local ports (one line each).
+fn sockets_and_loops(plan: &RampPlan, proto: &Protocol) -> Result<(usize, usize), EngineError> {
     let max_users = *plan.steps.last().unwrap_or(&1);
-    let sockets = if h2 {
-        plan.http2_connections
-    } else {
-        max_users
-    };
+    let shared = plan.http2_connections.max(plan.http3_connections);
+    let sockets = if shared > 0 { shared } else { max_users };
     // One socket per user (or connection), plus room for the process's own files.
     let limit = tpslab_net::raise_nofile();
     if (sockets as u64) + 64 > limit {
-        let what = if h2 { "connections" } else { "users" };
+        let what = if shared > 0 { "connections" } else { "users" };
         return Err(EngineError::Other(format!(
             "{sockets} {what} need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer {what}",
             sockets + 64
         )));
     }
-    if proto.transport() == Transport::Stream {
+    // HTTP/3's QUIC connections are UDP sockets: no TCP local port each.
+    if proto.transport() == Transport::Stream && plan.http3_connections == 0 {
         crate::host::env::check_ports(sockets)?;
     }
     let loops = match plan.load_threads {
@@ -393,6 +402,8 @@ struct Ended<'a> {
     proto: &'a Protocol,
     /// The HTTP/2 loops' counts per step (with HTTP/2).
     h2seen: Option<Vec<tpslab_record::load_http::Http2Streams>>,
+    /// The QUIC connections' figures over the run (with HTTP/3).
+    quic: Option<tpslab_record::quic::QuicPaths>,
     gaps_kept: bool,
     /// The plan's start and each step's length (warm-up included), ns.
     t0: u64,
@@ -469,6 +480,7 @@ impl Ended<'_> {
                 .h2seen
                 .as_ref()
                 .map(tpslab_record::load_http::Http2Streams::sum),
+            http3: self.quic,
         }
     }
 }
@@ -498,6 +510,37 @@ fn h2_users<'a>(
         fatal: Mutex::new(None),
         closed: true,
         seen: Mutex::new(vec![]),
+    })
+}
+
+/// `ramp http --http3`'s users ([`crate::client::openloop::h3loop`] as a closed loop, as
+/// [`h2_users`]): the plan's QUIC connections, as many users on each as the last step
+/// has, each one stream in flight at a time. Its client's datagrams are counted at its
+/// sockets; the server's socket is not watched (its ledger would need the whole run to
+/// balance), so a closed connection's figures are read at once. Errors: as
+/// [`crate::client::openloop::h3loop::client`]'s (one line: nothing at the URL speaking
+/// HTTP/3 among them).
+fn h3_users<'a>(
+    plan: &RampPlan,
+    req: &tpslab_plan::http::HttpRequest,
+    tally: &'a Tally<'a>,
+) -> Result<crate::client::openloop::h3loop::H3Run<'a, Tally<'a>>, EngineError> {
+    let c = plan.http3_connections;
+    let max_users = *plan.steps.last().unwrap_or(&1);
+    let (client, server_name, request) =
+        crate::client::openloop::h3loop::client(req, plan.target, plan.timeout)?;
+    Ok(crate::client::openloop::h3loop::H3Run {
+        sched: tally,
+        target: plan.target,
+        client,
+        server_name,
+        request,
+        body: bytes::Bytes::from(plan.request.clone()),
+        connections: c,
+        streams: max_users.div_ceil(c),
+        quic: Mutex::new(Default::default()),
+        sockets: Default::default(),
+        close_sent: Duration::ZERO,
     })
 }
 

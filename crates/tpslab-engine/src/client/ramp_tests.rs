@@ -41,6 +41,7 @@ fn tcp_ramp_counts_every_step_and_littles_law_holds() {
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
         http2_connections: 0,
+        http3_connections: 0,
     };
     let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
     assert_eq!(r.steps.len(), 2);
@@ -97,6 +98,7 @@ fn dead_server_gives_errors_not_a_hang() {
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
         http2_connections: 0,
+        http3_connections: 0,
     };
     let t = std::time::Instant::now();
     let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
@@ -126,6 +128,7 @@ fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
         sample_interval: Duration::from_millis(10),
         load_threads: 2,
         http2_connections: 0,
+        http3_connections: 0,
     }
 }
 

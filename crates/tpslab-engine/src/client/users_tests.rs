@@ -190,6 +190,7 @@ fn run_gaps(
         sample_interval: Duration::from_millis(10),
         load_threads: 1,
         http2_connections: 0,
+        http3_connections: 0,
     };
     let proto = Lines::for_plan(&plan.wire());
     let t0 = mono_ns();

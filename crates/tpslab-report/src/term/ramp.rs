@@ -38,10 +38,12 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
                 h.url,
                 p.target,
                 super::load_http::tls_note(&h.tls),
-                match p.http2_connections {
-                    0 => String::new(),
-                    1 => ", HTTP/2: the users' streams on 1 connection".into(),
-                    n => format!(", HTTP/2: the users' streams on {n} connections"),
+                match (p.http2_connections, p.http3_connections) {
+                    (0, 0) => String::new(),
+                    (1, _) => ", HTTP/2: the users' streams on 1 connection".into(),
+                    (n, 0) => format!(", HTTP/2: the users' streams on {n} connections"),
+                    (_, 1) => ", HTTP/3 (QUIC): the users' streams on 1 connection".into(),
+                    (_, n) => format!(", HTTP/3 (QUIC): the users' streams on {n} connections"),
                 }
             ),
             _ => p.target.to_string(),
@@ -100,6 +102,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     }
     // Narrow: p90, max, run queue, p50, errors go; what the threads did stays.
     crate::term::fit::put_dropping(w, t, &[3, 5, 9, 2, 6])?;
+    if let Some(q) = &rec.http3 {
+        writeln!(w, "{}", super::load_http::quic_line(q))?;
+    }
     if let Some(h) = &rec.http2 {
         writeln!(w, "{}", http2_line(rec, h))?;
         if let Some(line) = super::load_http::waiting_at_end(h) {
@@ -146,6 +151,8 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
     }
     let response = if rec.plan.http2_connections > 0 {
         "the user ready to send (after its think time) to reply read, a wait for a free HTTP/2 stream included"
+    } else if rec.plan.http3_connections > 0 {
+        "the user ready to send (after its think time) to reply read, a wait for a QUIC stream the server's MAX_STREAMS holds back included"
     } else {
         "request written to reply read"
     };

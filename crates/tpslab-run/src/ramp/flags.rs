@@ -69,6 +69,9 @@ pub struct HttpFlags {
     pub cacert: Option<PathBuf>,
     /// `--http2 [--connections N]`: the connections the users share; None: HTTP/1.1.
     pub http2: Option<usize>,
+    /// `--http3 [--connections N]`: the QUIC connections the users share; None: not
+    /// HTTP/3.
+    pub http3: Option<usize>,
 }
 
 impl RampFlags {
@@ -148,6 +151,7 @@ impl RampFlags {
             sample_interval: a.interval,
             load_threads: a.load_threads,
             http2_connections: 0,
+            http3_connections: 0,
         };
         Ok(RampSetup { plan, builtin })
     }
@@ -181,15 +185,22 @@ impl RampFlags {
             tls: crate::input::tls_settings(h.insecure, h.cacert.as_deref())?,
         };
         req.check()?;
-        if let Some(c) = h.http2 {
+        if h.http2.is_some() && h.http3.is_some() {
+            bail!("--http2 and --http3 are two protocols: give one");
+        }
+        if let Some(c) = h.http2.or(h.http3) {
             tpslab_plan::limits::RAMP_USERS.check("--connections", c as u64)?;
         }
         if h.http2.is_some() && self.target.is_none() {
             bail!("ramp http --http2 needs the URL of an HTTP/2 server: the built-in server speaks HTTP/1.1");
         }
-        let alpn = match h.http2 {
-            Some(_) => tpslab_engine::client::proto::h2::ALPN,
-            None => tpslab_engine::client::proto::http1::ALPN,
+        if h.http3.is_some() && self.target.is_none() {
+            bail!("ramp http --http3 needs the https:// URL of an HTTP/3 server: the built-in server speaks HTTP/1.1");
+        }
+        let alpn = match (h.http2, h.http3) {
+            (Some(_), _) => tpslab_engine::client::proto::h2::ALPN,
+            (_, Some(_)) => tpslab_engine::client::proto::h3::ALPN,
+            _ => tpslab_engine::client::proto::http1::ALPN,
         };
         // A --cacert without a usable certificate: one line now, not a run of failures.
         tpslab_engine::client::proto::tls::client_for(&req, alpn).map_err(|e| anyhow!(e))?;
@@ -200,6 +211,12 @@ impl RampFlags {
         let mut setup = self.setup(Proto::Http(req), outputs)?;
         setup.plan.request = body;
         setup.plan.http2_connections = h.http2.unwrap_or(0);
+        setup.plan.http3_connections = h.http3.unwrap_or(0);
+        // What the setup could not check before HTTP/3 was known: its URL and headers
+        // (a URL is given with --http3: the target is resolved).
+        if h.http3.is_some() {
+            setup.plan.validate()?;
+        }
         Ok(setup)
     }
 }

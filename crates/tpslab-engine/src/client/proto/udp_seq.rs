@@ -123,6 +123,7 @@ mod tests {
             sample_interval: Duration::from_millis(10),
             load_threads: 0,
             http2_connections: 0,
+            http3_connections: 0,
         };
         p.validate().unwrap();
         p

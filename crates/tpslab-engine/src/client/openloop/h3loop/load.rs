@@ -14,6 +14,30 @@ use crate::client::openloop::{loops_for, record, run_schedule, HttpLiveSink, Ope
 use crate::client::proto::h3;
 use crate::EngineError;
 
+/// The QUIC client of `req` (TLS 1.3 with ALPN h3, [`h3::transport`]'s limits), the name
+/// its certificate is verified against, and the request as h3 sends it, once one
+/// handshake with `target` within `timeout` showed it speaks HTTP/3
+/// ([`super::preflight`]). Errors (one line): the URL not `https://`, its TLS settings, the
+/// request, nothing at the URL speaking HTTP/3.
+pub(crate) fn client(
+    req: &tpslab_plan::http::HttpRequest,
+    target: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> Result<(quinn::ClientConfig, String, http::Request<()>), EngineError> {
+    let tls = crate::client::proto::tls::client_for(req, h3::ALPN)
+        .map_err(EngineError::Other)?
+        .ok_or_else(|| EngineError::Other("--http3 needs an https:// URL".into()))?;
+    let (config, server_name) = tls.quic_parts();
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(config)
+        .map_err(|e| EngineError::Other(format!("--http3: TLS for QUIC: {e}")))?;
+    let mut client = quinn::ClientConfig::new(std::sync::Arc::new(quic));
+    client.transport_config(h3::transport());
+    let request = h3::request(req).map_err(EngineError::Other)?;
+    super::preflight(&client, target, &server_name, &req.url, timeout)
+        .map_err(EngineError::Other)?;
+    Ok((client, server_name, request))
+}
+
 /// `load http --http3`'s run: as [`crate::client::openloop::run_load_http`]'s, over
 /// `connections` QUIC connections with `streams` schedules each. Errors: as
 /// [`crate::client::openloop::run_load_http`]'s; the URL not `https://`, its TLS settings; nothing
@@ -24,23 +48,7 @@ pub(in crate::client::openloop) fn run_load_h3(
     stop: &AtomicBool,
     live: Option<&HttpLiveSink>,
 ) -> Result<LoadHttpRecord, EngineError> {
-    let tls = crate::client::proto::tls::client_for(&plan.request, h3::ALPN)
-        .map_err(EngineError::Other)?
-        .ok_or_else(|| EngineError::Other("--http3 needs an https:// URL".into()))?;
-    let (config, server_name) = tls.quic_parts();
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(config)
-        .map_err(|e| EngineError::Other(format!("--http3: TLS for QUIC: {e}")))?;
-    let mut client = quinn::ClientConfig::new(std::sync::Arc::new(quic));
-    client.transport_config(h3::transport());
-    let request = h3::request(&plan.request).map_err(EngineError::Other)?;
-    super::preflight(
-        &client,
-        plan.target,
-        &server_name,
-        &plan.request.url,
-        plan.timeout,
-    )
-    .map_err(EngineError::Other)?;
+    let (client, server_name, request) = client(&plan.request, plan.target, plan.timeout)?;
     // The server's socket on this host, watched from before the first connection to
     // after the last one closed.
     let c = plan.connections;

@@ -49,6 +49,7 @@ mod clock;
 mod counted;
 mod load;
 
+pub(crate) use load::client;
 pub(in crate::client::openloop) use load::run_load_h3;
 
 /// What every loop of a run shares.

@@ -329,31 +329,47 @@ fn java_server_gets_the_java_fix_and_a_verified_rmem_default() {
     // S1 in miniature: bursts the default buffer cannot hold, a mean rate the server
     // drains; a 1 s warm-up lets the JIT compile the loop.
     // Other processes' CPU time over the run (the JVM is tpslab's child, reaped: its own).
-    let neighbour = common::Neighbour::start(&[]);
-    let (rec, out) = run_tpslab(
-        &ns,
-        &[
-            "diagnose",
-            "udp",
-            "--server-cmd",
-            &cmd,
-            "--burst",
-            "1000",
-            "--burst-interval",
-            "50ms",
-            "--duration",
-            "2s",
-            "--warmup",
-            "1s",
-            "--verify",
-        ],
-        &json,
-    );
-    assert_eq!(
-        read_sysctl("net.core.rmem_default"),
-        rmem_default,
-        "not restored"
-    );
+    // A JVM kept off the CPUs by them drains less than the mean rate (seen beside
+    // stress-ng: 4968 of 20000 pps, "too slow for the mean rate"): retried, then spoiled.
+    const T: &str = "foreign::java_server_gets_the_java_fix_and_a_verified_rmem_default";
+    let Some((rec, out, neighbour)) = common::retry(T, 3, || {
+        let neighbour = common::Neighbour::start(&[]);
+        let (rec, out) = run_tpslab(
+            &ns,
+            &[
+                "diagnose",
+                "udp",
+                "--server-cmd",
+                &cmd,
+                "--burst",
+                "1000",
+                "--burst-interval",
+                "50ms",
+                "--duration",
+                "2s",
+                "--warmup",
+                "1s",
+                "--verify",
+            ],
+            &json,
+        );
+        assert_eq!(
+            read_sysctl("net.core.rmem_default"),
+            rmem_default,
+            "not restored"
+        );
+        if rec["diagnosis"]["case"] == "app_too_slow" {
+            if let Some(busy) = neighbour.busy() {
+                return Err(format!(
+                    "the JVM drained less than the mean rate while {busy}: {}",
+                    rec["diagnosis"]["headline"]
+                ));
+            }
+        }
+        Ok((rec, out, neighbour))
+    }) else {
+        return;
+    };
     let d = &rec["diagnosis"];
     assert_eq!(d["case"], "socket_buffer_bursts", "{out}");
     assert_eq!(rec["before"]["target"]["runtime"], "java");

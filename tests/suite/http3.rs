@@ -258,6 +258,71 @@ fn ramp_http_over_http3_shares_its_quic_connections_among_the_users() {
     assert!(out.contains("\nQUIC: "), "{out}");
 }
 
+/// `capacity http --http3`: each step a `load http --http3` run; a step that breaks its
+/// objective (p99 under 1 us cannot hold) is judged by the server's QUIC socket, found by
+/// its address, never by an accept queue (there is none over UDP).
+#[test]
+fn capacity_http_over_http3_judges_a_failing_step_by_the_quic_socket() {
+    const T: &str = "http3::capacity_http_over_http3_judges_a_failing_step_by_the_quic_socket";
+    if !common::need(T, CADDY) {
+        return;
+    }
+    // A step's figures are the generator's schedule: one at a time.
+    let _one = common::serial();
+    // Without --pid: no thread rule names a layer first, so the headline says what the
+    // socket showed.
+    let (_caddy, port) = caddy("http3-capacity");
+    let url = format!("https://localhost:{port}/");
+    let found = common::retry(T, 3, || {
+        let (code, out, err, rec) = common::with_record(
+            &["capacity", "http", &url],
+            &[
+                "--http3",
+                "--insecure",
+                "--connections",
+                "2",
+                "--start-rate",
+                "100",
+                "--max-rate",
+                "100",
+                "--step-duration",
+                "500ms",
+                "--warmup",
+                "0s",
+                "--repeats",
+                "1",
+                "--budget",
+                "3s",
+                "--slo",
+                "p99<1us",
+            ],
+            "http3-capacity",
+        );
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        let first = &rec["steps"][0];
+        // A generator late on a busy host makes the step no evidence: again.
+        if first["status"] == "invalid" {
+            return Err(format!("the step was invalid: {}", first["why"]));
+        }
+        Ok((out, rec))
+    });
+    let Some((out, rec)) = found else {
+        return;
+    };
+    assert!(
+        out.contains("on 2 QUIC connection(s) over HTTP/3 with 1 stream(s) each"),
+        "{out}"
+    );
+    let first = &rec["steps"][0];
+    assert_eq!(first["status"], "fail", "{first}");
+    assert!(first["answered_pps"].as_f64().unwrap() > 0.0, "{first}");
+    let v = &first["verdict"];
+    let headline = v["headline"].as_str().unwrap();
+    assert!(headline.contains("QUIC socket"), "{v}");
+    assert!(!headline.contains("accept queue"), "{v}");
+    assert_ne!(v["case"], "accept_queue_full", "{v}");
+}
+
 /// Whether `net.core.rmem_max` can be written inside a network namespace of its own here
 /// (it is per namespace on kernels that allow it; on others, this one among them, it is
 /// read-only there and only the host's can be changed, under the host lock).

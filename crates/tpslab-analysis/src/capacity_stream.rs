@@ -131,6 +131,25 @@ pub struct StreamFacts {
     pub broken: Broken,
     /// The server's threads; None without its PID.
     pub threads: Option<ThreadFacts>,
+    /// HTTP/3: the server's QUIC socket on this host, as `load http --http3` judges it
+    /// ([`crate::quic_server::judge`]); None: another protocol, the socket not found, or
+    /// its datagrams did not balance.
+    pub quic_socket: Option<QuicSocket>,
+    /// The step ran over HTTP/3 (QUIC, UDP): no accept queue to read.
+    pub http3: bool,
+}
+
+/// The server's QUIC socket over an HTTP/3 step: its datagram ledger's drops and the
+/// socket verdict's headline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QuicSocket {
+    /// Client datagrams dropped at the socket's receive buffer (its sock_diag drops).
+    pub dropped: u64,
+    /// Client datagrams sent (quinn's, at the client's sockets).
+    pub sent: u64,
+    /// [`crate::quic_server::judge`]'s headline: what the socket asked for against
+    /// rmem_max, and the fix.
+    pub headline: String,
 }
 
 impl StreamFacts {
@@ -145,6 +164,15 @@ impl StreamFacts {
         // Made (first ones and reconnects), and those that never were.
         self.connects = r.connections + c.refused + c.reset + c.timeout;
         self.requests = r.intended;
+        self.http3 = r.http3.is_some();
+        self.quic_socket = crate::quic_server::judge(r).and_then(|v| {
+            let req = &r.server_udp.as_deref()?.ledger.request;
+            Some(QuicSocket {
+                dropped: req.count("socket_drops"),
+                sent: req.attempted,
+                headline: v.headline,
+            })
+        });
         self
     }
 
@@ -215,10 +243,32 @@ fn procs(t: &ThreadFacts) -> String {
     }
 }
 
-/// The rules, first that holds wins: what refuses or drops connections comes before
-/// the threads (a dropped SYN costs the client a retransmission, 1 s, whatever the
-/// threads do).
+/// Whether the QUIC socket's drops matter: each dropped datagram holds at least the
+/// request whose packet it carried until QUIC declares it lost and sends it again (an RTT
+/// and more), so they count against the requests, as the accept queue's drops count
+/// against the connects.
+fn quic_drops_matter(f: &StreamFacts) -> bool {
+    f.quic_socket
+        .as_ref()
+        .is_some_and(|q| matters(q.dropped.min(f.requests), f.requests, f.broken.share))
+}
+
+/// The rules, first that holds wins: what refuses or drops connections (or, over
+/// HTTP/3, datagrams) comes before the threads (a dropped SYN costs the client a
+/// retransmission, 1 s, and a dropped QUIC packet a loss detection, whatever the threads
+/// do).
 pub const RULES: &[StreamRule] = &[
+    StreamRule {
+        case: Case::QuicReceiveBuffer,
+        when: quic_drops_matter,
+        layer: |f| {
+            let q = f.quic_socket.clone().unwrap_or_default();
+            format!(
+                "the server's QUIC socket: {} of {} client datagrams dropped at its receive buffer ({})",
+                q.dropped, q.sent, q.headline
+            )
+        },
+    },
     StreamRule {
         case: Case::AcceptQueueFull,
         when: drops_matter,
@@ -317,10 +367,18 @@ fn of(n: u64, m: u64) -> String {
 /// What the counts that named no layer were, for a verdict no rule named: drops and
 /// failures too few to break the objective, or not read.
 fn unnamed(f: &StreamFacts) -> String {
-    let drops = match f.drops() {
-        None => "the accept queue's drops not read".to_string(),
-        Some((0, _)) => "no connection request dropped at the accept queue".to_string(),
-        Some((d, _)) => format!(
+    let drops = match (f.drops(), &f.quic_socket) {
+        (_, Some(q)) if f.http3 && q.dropped == 0 => {
+            "no client datagram dropped at the server's QUIC socket".to_string()
+        }
+        (_, Some(q)) if f.http3 => format!(
+            "{} client datagrams dropped at the server's QUIC socket, too few to break the objective",
+            of(q.dropped, q.sent)
+        ),
+        _ if f.http3 => "the server's QUIC socket not judged".to_string(),
+        (None, _) => "the accept queue's drops not read".to_string(),
+        (Some((0, _)), _) => "no connection request dropped at the accept queue".to_string(),
+        (Some((d, _)), _) => format!(
             "{} connects held back by drops at the accept queue, too few to break the objective",
             of(d.min(f.connects), f.connects)
         ),
@@ -386,6 +444,15 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
         ),
         source: "the generator's failed connects and requests, by kind".into(),
     });
+    if let Some(q) = &f.quic_socket {
+        evidence.push(Evidence {
+            text: format!(
+                "the server's QUIC socket: {} of {} client datagrams dropped at its receive buffer",
+                q.dropped, q.sent
+            ),
+            source: "the datagram ledger of the step's load http --http3 run: quinn's datagrams sent against the server socket's drops (sock_diag) and reads".into(),
+        });
+    }
     if let Some(t) = f.threads {
         evidence.push(Evidence {
             text: format!(
@@ -402,7 +469,10 @@ pub fn diagnose(f: &StreamFacts) -> Diagnosis {
         });
     }
     let mut notes = vec![];
-    if f.drops().is_none() {
+    if f.http3 && f.quic_socket.is_none() {
+        notes.push("the server's QUIC socket was not judged (not found on this host by the URL's address, or its datagrams did not balance): whether client datagrams were dropped at its receive buffer needs it".to_string());
+    }
+    if f.drops().is_none() && !f.http3 {
         notes.push("the accept queue's drops (the listen socket's, TcpExt ListenOverflows) were not read (the server is not on this host): whether connection requests were dropped at the listen socket needs them".to_string());
     }
     if f.threads.is_none() {

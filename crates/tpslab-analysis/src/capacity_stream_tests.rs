@@ -230,6 +230,42 @@ fn each_rule_is_a_row() {
             Case::ServerWaiting,
             "the server's threads: waiting, not on a CPU (its busiest thread wanted one 12 %",
         ),
+        (
+            // HTTP/3: 50 datagrams of 30,000 dropped, each holding a request of 10,000
+            // back: 0.5 % against a p99-and-errors share of 0.1 %, before the threads.
+            "drops at the server's QUIC socket",
+            StreamFacts {
+                http3: true,
+                listen_drops: None,
+                namespace_drops: None,
+                accept_queue_max: None,
+                quic_socket: Some(QuicSocket {
+                    dropped: 50,
+                    sent: 30_000,
+                    headline: "quic-go asks for 2 MiB, rmem_max allows 4 KiB".into(),
+                }),
+                threads: threads(70.0, 25.0),
+                ..base.clone()
+            },
+            Case::QuicReceiveBuffer,
+            "the server's QUIC socket: 50 of 30000 client datagrams dropped at its receive buffer (quic-go asks for 2 MiB, rmem_max allows 4 KiB)",
+        ),
+        (
+            // 5 of 10,000 requests held back is 0.05 %: a p99 needs 1 %.
+            "a few drops at the QUIC socket against a p99",
+            StreamFacts {
+                http3: true,
+                quic_socket: Some(QuicSocket {
+                    dropped: 5,
+                    sent: 30_000,
+                    headline: String::new(),
+                }),
+                broken: p99_only(),
+                ..base.clone()
+            },
+            Case::Unexplained,
+            "none named",
+        ),
         ("nothing to name", base.clone(), Case::Unexplained, "none named"),
         (
             "drops not read and no PID: nothing to name",
@@ -348,4 +384,47 @@ fn what_broke_and_how_few_requests_break_it() {
     );
     assert_eq!((b.latency, b.failures), (false, true), "{b:?}");
     assert!((b.share - 0.01).abs() < 1e-12, "{b:?}");
+}
+
+/// HTTP/3: no accept queue is asked for; a socket not judged is said so, with what it
+/// would have told.
+#[test]
+fn an_http3_step_names_its_quic_socket_not_an_accept_queue() {
+    let f = StreamFacts {
+        http3: true,
+        connects: 4,
+        requests: 1000,
+        broken: p99_only(),
+        ..Default::default()
+    };
+    let d = diagnose(&f);
+    assert_eq!(d.case, Case::Unexplained);
+    assert!(
+        d.headline.contains("the server's QUIC socket not judged"),
+        "{}",
+        d.headline
+    );
+    assert!(!d.headline.contains("accept queue"), "{}", d.headline);
+    let notes = d.explain_notes.join("\n");
+    assert!(notes.contains("QUIC socket was not judged"), "{notes}");
+    assert!(!notes.contains("accept queue"), "{notes}");
+    let judged = diagnose(&StreamFacts {
+        quic_socket: Some(QuicSocket {
+            dropped: 0,
+            sent: 3000,
+            headline: String::new(),
+        }),
+        ..f
+    });
+    assert!(
+        judged
+            .headline
+            .contains("no client datagram dropped at the server's QUIC socket"),
+        "{}",
+        judged.headline
+    );
+    assert!(judged
+        .evidence
+        .iter()
+        .any(|e| e.text.contains("0 of 3000 client datagrams dropped")));
 }

@@ -367,11 +367,6 @@ impl CapacityPlan {
                 })?;
             }
             CapacityLoad::Http(h) => {
-                if h.load.http3 {
-                    return Err(PlanError::Conflict(
-                        "capacity http --http3 is not built yet (load http --http3 is)".into(),
-                    ));
-                }
                 STEP_DURATION.check("--step-duration", h.load.duration)?;
                 WARMUP.check("--warmup", h.warmup)?;
                 // The warm-up is a `load http` run of its own: as long as one can be.

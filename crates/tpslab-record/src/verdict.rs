@@ -63,6 +63,10 @@ pub enum Case {
     /// A capacity step over TCP or HTTP: the server's threads were off CPU most of the
     /// window (waiting: a lock, a sleep, I/O).
     ServerWaiting,
+    /// A capacity step over HTTP/3: the server's QUIC socket on this host dropped client
+    /// datagrams at its receive buffer (each a packet QUIC must detect lost and send
+    /// again).
+    QuicReceiveBuffer,
 }
 
 /// One piece of evidence with its source.

@@ -113,7 +113,7 @@ enum StepEvidence {
     Udp(Box<tpslab_record::RunRecord>),
     /// The window's facts, and the window as a step for its response-time ledger.
     Stream(
-        tpslab_analysis::capacity_stream::StreamFacts,
+        Box<tpslab_analysis::capacity_stream::StreamFacts>,
         Option<Box<tpslab_record::ramp::StepResult>>,
     ),
 }
@@ -146,13 +146,13 @@ fn run_step(
                 run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = h.load.duration;
             }
-            let watch = StreamWatch::start(load.target, h.pid);
+            let watch = StreamWatch::start(load.target, h.pid, !load.http3);
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
             // Requests in flight at once: each connection's streams with --http2.
             let (facts, step) = watch.end(&rec.result, load.schedules());
             Ok((
                 search::figures_http(&rec, rate, stop.load(Relaxed)),
-                StepEvidence::Stream(facts, step.map(Box::new)),
+                StepEvidence::Stream(Box::new(facts), step.map(Box::new)),
             ))
         }
         CapacityLoad::Tcp(t) => {
@@ -163,12 +163,12 @@ fn run_step(
                 run_load_tcp(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = t.duration;
             }
-            let watch = StreamWatch::start(load.target, load.pid);
+            let watch = StreamWatch::start(load.target, load.pid, true);
             let r = run_load_tcp(&load, stop, ctx.http_live.as_ref())?;
             let (facts, step) = watch.end(&r, load.connections);
             Ok((
                 search::figures_tcp(&r, t.duration, rate, stop.load(Relaxed)),
-                StepEvidence::Stream(facts, step.map(Box::new)),
+                StepEvidence::Stream(Box::new(facts), step.map(Box::new)),
             ))
         }
     }

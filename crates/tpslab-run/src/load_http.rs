@@ -47,7 +47,8 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
     };
     let secs = plan.duration.as_nanos() as f64 / 1e9;
     let watched = watched_server(plan);
-    let watch = watched.map(|(pid, _)| StreamWatch::start(plan.target, Some(pid)));
+    // Over TCP only (`watched_server`): HTTP/3's socket is watched by the run itself.
+    let watch = watched.map(|(pid, _)| StreamWatch::start(plan.target, Some(pid), true));
     let rec = ctx.phase(what, secs, || {
         let mut rec = tpslab_engine::client::openloop::run_load_http_live(
             plan,

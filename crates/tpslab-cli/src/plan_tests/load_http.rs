@@ -153,7 +153,8 @@ fn load_http_rows() {
                 "--http3",
                 "--insecure",
             ],
-            Error("capacity http --http3 is not built yet"),
+            Plan(|p| matches!(p, Made::Capacity(c)
+                if matches!(&c.load, tpslab_plan::capacity::CapacityLoad::Http(h) if h.load.http3 && !h.load.http2))),
         ),
         // --server-cmd starts an HTTP/3 server for the run; --verify needs it.
         (

@@ -221,7 +221,7 @@ fn step_diagnosis(
             let broken = stream::broken(&plan.search.slo, f);
             let mut d = stream::diagnose(&stream::StreamFacts {
                 broken,
-                ..facts.clone()
+                ..(**facts).clone()
             });
             if let Some(l) = ledger {
                 let at = format!("{} {}", rate_text(rate), plan.search.unit);

@@ -44,8 +44,12 @@ struct Window {
 }
 
 impl StreamWatch {
-    pub(crate) fn start(target: std::net::SocketAddr, pid: Option<u32>) -> StreamWatch {
+    /// Starts the watch of a step's window on `target`, the server `pid` when known. Over
+    /// TCP the listen socket(s) and the TcpExt counters too; `tcp` false (HTTP/3 over
+    /// UDP): the threads only (the server's QUIC socket is the run's own to watch).
+    pub(crate) fn start(target: std::net::SocketAddr, pid: Option<u32>, tcp: bool) -> StreamWatch {
         let root = match pid {
+            _ if !tcp => None,
             Some(p) => Some(std::path::PathBuf::from(format!("/proc/{p}"))),
             None if target.ip().is_loopback() => Some("/proc/self".into()),
             None => None,

@@ -274,6 +274,8 @@ fn capacity_http_over_http3_judges_a_failing_step_by_the_quic_socket() {
     let (_caddy, port) = caddy("http3-capacity");
     let url = format!("https://localhost:{port}/");
     let found = common::retry(T, 3, || {
+        // Other processes' CPU time over the run: the only excuse for a late generator.
+        let neighbour = common::Neighbour::start(&[]);
         let (code, out, err, rec) = common::with_record(
             &["capacity", "http", &url],
             &[
@@ -301,8 +303,21 @@ fn capacity_http_over_http3_judges_a_failing_step_by_the_quic_socket() {
         assert_eq!(code, Some(0), "{out}\n{err}");
         let first = &rec["steps"][0];
         // A generator late on a busy host makes the step no evidence: again.
-        if first["status"] == "invalid" {
-            return Err(format!("the step was invalid: {}", first["why"]));
+        let headline = first["verdict"]["headline"].as_str().unwrap_or_default();
+        // A datagram the step's ledger could not place (seen beside a browser, and beside
+        // stress-ng) leaves the socket not judged, which the verdict says.
+        let spoiled = if first["status"] == "invalid" {
+            Some(format!("the step was invalid: {}", first["why"]))
+        } else if headline.contains("QUIC socket not judged") {
+            Some(format!("the socket was not judged: {headline}"))
+        } else {
+            None
+        };
+        if let Some(why) = spoiled {
+            match neighbour.busy() {
+                Some(busy) => return Err(format!("{why} ({busy})")),
+                None => panic!("on a quiet host {why}\n{out}"),
+            }
         }
         Ok((out, rec))
     });
@@ -318,7 +333,12 @@ fn capacity_http_over_http3_judges_a_failing_step_by_the_quic_socket() {
     assert!(first["answered_pps"].as_f64().unwrap() > 0.0, "{first}");
     let v = &first["verdict"];
     let headline = v["headline"].as_str().unwrap();
-    assert!(headline.contains("QUIC socket"), "{v}");
+    // Judged: its drops counted (none at this rate, or too few to name).
+    assert!(
+        headline.contains("no client datagram dropped at the server's QUIC socket")
+            || headline.contains("client datagrams dropped at the server's QUIC socket"),
+        "{v}"
+    );
     assert!(!headline.contains("accept queue"), "{v}");
     assert_ne!(v["case"], "accept_queue_full", "{v}");
 }

@@ -243,14 +243,16 @@ fn procs(t: &ThreadFacts) -> String {
     }
 }
 
-/// Whether the QUIC socket's drops matter: each dropped datagram holds at least the
-/// request whose packet it carried until QUIC declares it lost and sends it again (an RTT
-/// and more), so they count against the requests, as the accept queue's drops count
-/// against the connects.
+/// Whether the QUIC socket's drops matter: a latency bound broke, and the drops are
+/// enough to break it. A dropped datagram fails no request (QUIC declares its packet lost
+/// and sends it again: an RTT and more later), so only latency; each is counted against
+/// the requests as if it held one back, an upper bound (an ACK-only or handshake datagram
+/// holds none back), as the accept queue's drops count against the connects.
 fn quic_drops_matter(f: &StreamFacts) -> bool {
-    f.quic_socket
-        .as_ref()
-        .is_some_and(|q| matters(q.dropped.min(f.requests), f.requests, f.broken.share))
+    f.broken.latency
+        && f.quic_socket
+            .as_ref()
+            .is_some_and(|q| matters(q.dropped.min(f.requests), f.requests, f.broken.share))
 }
 
 /// The rules, first that holds wins: what refuses or drops connections (or, over
@@ -297,10 +299,17 @@ pub const RULES: &[StreamRule] = &[
         case: Case::ConnectionsRefused,
         when: |f| failures_matter(f.refused, f),
         layer: |f| {
-            format!(
-                "connections refused ({}): nothing listening, or a full accept queue with net.ipv4.tcp_abort_on_overflow",
-                f.refused
-            )
+            if f.http3 {
+                format!(
+                    "connections refused ({}): an ICMP port unreachable came back, nothing bound to the UDP port",
+                    f.refused
+                )
+            } else {
+                format!(
+                    "connections refused ({}): nothing listening, or a full accept queue with net.ipv4.tcp_abort_on_overflow",
+                    f.refused
+                )
+            }
         },
     },
     StreamRule {

@@ -266,6 +266,25 @@ fn each_rule_is_a_row() {
             Case::Unexplained,
             "none named",
         ),
+        (
+            // Only errors broke: a dropped datagram is sent again, it fails no request.
+            "many drops at the QUIC socket when only errors broke",
+            StreamFacts {
+                http3: true,
+                quic_socket: Some(QuicSocket {
+                    dropped: 5000,
+                    sent: 30_000,
+                    headline: String::new(),
+                }),
+                broken: Broken {
+                    latency: false,
+                    ..p99_and_errors()
+                },
+                ..base.clone()
+            },
+            Case::Unexplained,
+            "none named",
+        ),
         ("nothing to name", base.clone(), Case::Unexplained, "none named"),
         (
             "drops not read and no PID: nothing to name",

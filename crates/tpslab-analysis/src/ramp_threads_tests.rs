@@ -476,10 +476,20 @@ fn a_real_redis_ramp_is_saturated_on_one_thread() {
     assert!(!evidence.contains("futex"), "{evidence}");
 }
 
+/// The busiest thread of a ramp's last step (most time on a CPU).
+fn main_thread(rec: &mut RampRecord) -> &mut StepThread {
+    let last = rec.steps.last_mut().unwrap();
+    last.per_thread
+        .iter_mut()
+        .max_by_key(|t| t.states.on_cpu_ns)
+        .unwrap()
+}
+
 /// The same record with the TPS and server CPU of a CI run (2026-12-07) where TPS kept
-/// growing to the top (52k, 142k, 156k, 251k) while redis's one thread was busy all the
-/// last step: no knee, yet the thread is the limit, not "scales with users". The same
-/// shape with the thread busy 90 % of the step scales.
+/// growing to the top (52k, 142k, 156k, 251k) while redis's one thread was on a CPU 98 %
+/// of the last step: no knee, yet the thread is the limit, not "scales with users". The
+/// same shape with the thread on a CPU only 60 % (waiting for one 39 %), or busy 90 % of
+/// the step, scales.
 #[test]
 fn a_redis_ramp_still_growing_with_its_thread_full_is_saturated() {
     let mut rec = real(include_str!(
@@ -495,6 +505,10 @@ fn a_redis_ramp_still_growing_with_its_thread_full_is_saturated() {
         s.tps = tps;
         s.server_cpu_cores = Some(cores);
     }
+    // As the CI run's thread: on a CPU 98 % of the last step, waiting for one 1 %.
+    let fixture = main_thread(&mut rec).clone();
+    let t = main_thread(&mut rec);
+    (t.cpu_ns, t.states.on_cpu_ns, t.states.runqueue_ns) = (980_000_000, 980_000_000, 10_000_000);
     let a = crate::ramp::analyse(&rec, 2);
     assert_eq!(a.knee_index, None, "{a:?}");
     assert!(
@@ -509,6 +523,17 @@ fn a_redis_ramp_still_growing_with_its_thread_full_is_saturated() {
         "{}",
         a.verdict
     );
+
+    // The fixture's own thread: runnable 99 % of the step but on a CPU 60 % of it (39 %
+    // waiting for one): CPU time left to gain, so without a knee the ramp scales.
+    *main_thread(&mut rec) = fixture;
+    let a = crate::ramp::analyse(&rec, 2);
+    assert_eq!(
+        a.verdict,
+        "VERDICT: scales with users over the measured range"
+    );
+    let t = main_thread(&mut rec);
+    (t.cpu_ns, t.states.on_cpu_ns, t.states.runqueue_ns) = (980_000_000, 980_000_000, 10_000_000);
 
     // Busy 90 % of the last step: time left, so the ramp scales.
     let last = rec.steps.last_mut().unwrap();

@@ -104,8 +104,9 @@ impl RampPlan {
     /// - `--step-duration`, `--warmup`, `--think`, `--timeout`, `--interval` within
     ///   their limits ([`STEP_DURATION`], ...), `--knee-gain` above 0 and below 1;
     /// - the protocol's request, framing and sequence field ([`Proto::validate`]);
-    /// - HTTP/2 or HTTP/3 connections only with HTTP, at most [`RAMP_USERS`], not both;
-    ///   HTTP/3 with an `https://` URL and no connection-specific header;
+    /// - HTTP/2 or HTTP/3 connections only with HTTP, at most [`RAMP_USERS`] and the last
+    ///   step's users, not both; HTTP/3 with an `https://` URL and no connection-specific
+    ///   header;
     /// - the target's port is not 0.
     ///
     /// Errors: the first setting out of bounds, as one line.
@@ -179,6 +180,16 @@ impl RampPlan {
             }
             crate::http::check_h2_headers(&req.headers)?;
             RAMP_USERS.check("--connections", self.http3_connections as u64)?;
+        }
+        // Shared connections: each with a user at the last step at least (one without
+        // stays open, idle, all the ramp).
+        let shared = self.http2_connections.max(self.http3_connections);
+        if shared > last {
+            return Err(PlanError::value(
+                "--connections",
+                shared,
+                format!("1..={last}: at most the last step's users (a connection without a user would stay idle)"),
+            ));
         }
         if self.target.port() == 0 {
             return Err(PlanError::Conflict(format!(

@@ -379,8 +379,25 @@ fn http3_needs_an_https_url_and_is_not_http2() {
     assert!(e.contains("no connection-specific header"), "{e}");
     let many = RampPlan {
         http3_connections: 10_001,
-        ..h3
+        ..h3.clone()
     };
     let e = many.validate().unwrap_err().to_string();
     assert!(e.contains("--connections"), "{e}");
+    // Users 1, 2, 4: a fifth connection would have no user.
+    let idle = RampPlan {
+        http3_connections: 5,
+        ..h3.clone()
+    };
+    assert_eq!(
+        idle.validate().unwrap_err().to_string(),
+        "--connections 5: allowed 1..=4: at most the last step's users (a connection without a user would stay idle)"
+    );
+    assert_eq!(
+        RampPlan {
+            http3_connections: 4,
+            ..h3
+        }
+        .validate(),
+        Ok(())
+    );
 }

@@ -128,7 +128,7 @@ fn still_grew(s: &Signals) -> String {
     let growth = match (a.tps > 0.0, b.tps >= a.tps) {
         (true, true) => format!("still grew {:.0} %", (b.tps / a.tps - 1.0) * 100.0),
         (true, false) => format!("fell {:.0} %", (1.0 - b.tps / a.tps) * 100.0),
-        (false, _) => "grew from none".to_string(),
+        (false, _) => format!("rose from 0 to {:.0}", b.tps),
     };
     let per_request = match (a.server_cpu_cores, b.server_cpu_cores) {
         (Some(ca), Some(cb)) if a.tps > 0.0 && b.tps > 0.0 => {
@@ -172,12 +172,20 @@ pub(super) fn verdict(s: &Signals) -> String {
 /// give: it is the limit even while TPS still grows (by cheaper requests, not more CPU).
 const NO_TIME_LEFT: f64 = 0.95;
 
+/// Without a knee, the busiest thread must also have been on a CPU this share of the last
+/// step (schedstat, or utime + stime): a thread runnable all the step but waiting for a
+/// CPU half of it still has CPU time to gain.
+const ON_CPU_LEFT: f64 = 0.9;
+
 /// The server's busiest thread is the limit: runnable but kept off the CPUs (contention),
-/// or on a CPU ~100 % (saturated). Without a knee, only a thread busy [`NO_TIME_LEFT`] of
-/// the last step or more: TPS then grew without its CPU time growing.
+/// or on a CPU ~100 % (saturated). Without a knee, only a saturated thread busy
+/// [`NO_TIME_LEFT`] of the last step and on a CPU [`ON_CPU_LEFT`] of it or more: TPS then
+/// grew without its CPU time growing.
 fn one_thread(s: &Signals) -> Option<String> {
     let (comm, tid, busy, cpu, runq) = s.threads.as_ref().and_then(|t| t.busiest.as_ref())?;
-    if !s.bent() && *busy < NO_TIME_LEFT {
+    let full =
+        *busy >= NO_TIME_LEFT && *cpu >= ON_CPU_LEFT && s.case == Some(ThreadCase::Saturated);
+    if !s.bent() && !full {
         return None;
     }
     let (tps, idle_words) = (still_grew(s), &s.idle_words);

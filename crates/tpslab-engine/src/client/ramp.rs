@@ -57,6 +57,16 @@ pub fn run_ramp_with(
     // HTTP/2 and HTTP/3: the users share the plan's connections; else a socket per user.
     let (h2, h3) = (plan.http2_connections > 0, plan.http3_connections > 0);
     let (sockets, loops) = sockets_and_loops(plan, &proto)?;
+    // HTTP/3's one handshake before the run (a round trip, and up to 100 ms for its
+    // close): before the plan's clock starts, so the first step's warm-up is the users'.
+    let h3client = match (plan.proto.http_request(), h3) {
+        (Some(req), true) => Some(crate::client::openloop::h3loop::client(
+            req,
+            plan.target,
+            plan.timeout,
+        )?),
+        _ => None,
+    };
     let t0 = mono_ns() + 50_000_000;
     let per = nanos(&(plan.warmup + plan.step));
     let shared = new_tally(plan, stop, t0, per);
@@ -82,10 +92,7 @@ pub fn run_ramp_with(
         (Some(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
     };
-    let h3run = match (plan.proto.http_request(), h3) {
-        (Some(req), true) => Some(h3_users(plan, req, &shared)?),
-        _ => None,
-    };
+    let h3run = h3client.map(|c| h3_users(plan, c, &shared));
     std::thread::scope(|s| -> Result<(), EngineError> {
         // The users, multiplexed on a few loop threads (user i on loop i % loops; with
         // HTTP/2 or HTTP/3 connection c on loop c % loops, its users with it).
@@ -514,22 +521,22 @@ fn h2_users<'a>(
 }
 
 /// `ramp http --http3`'s users ([`crate::client::openloop::h3loop`] as a closed loop, as
-/// [`h2_users`]): the plan's QUIC connections, as many users on each as the last step
-/// has, each one stream in flight at a time. Its client's datagrams are counted at its
-/// sockets; the server's socket is not watched (its ledger would need the whole run to
-/// balance), so a closed connection's figures are read at once. Errors: as
-/// [`crate::client::openloop::h3loop::client`]'s (one line: nothing at the URL speaking
-/// HTTP/3 among them).
+/// [`h2_users`]) on `client` (the QUIC client, the certificate's name and the request, of
+/// [`crate::client::openloop::h3loop::client`]): the plan's QUIC connections, as many
+/// users on each as the last step has, each one stream in flight at a time. Its client's
+/// datagrams are counted at its sockets; the server's socket is not watched (that is
+/// `load http --http3`'s). A closed connection is given
+/// [`crate::client::openloop::h3loop::CLOSE_SENT`] to send its CONNECTION_CLOSE, so the
+/// server does not hold it until its idle timeout.
 fn h3_users<'a>(
     plan: &RampPlan,
-    req: &tpslab_plan::http::HttpRequest,
+    client: (quinn::ClientConfig, String, http::Request<()>),
     tally: &'a Tally<'a>,
-) -> Result<crate::client::openloop::h3loop::H3Run<'a, Tally<'a>>, EngineError> {
+) -> crate::client::openloop::h3loop::H3Run<'a, Tally<'a>> {
     let c = plan.http3_connections;
     let max_users = *plan.steps.last().unwrap_or(&1);
-    let (client, server_name, request) =
-        crate::client::openloop::h3loop::client(req, plan.target, plan.timeout)?;
-    Ok(crate::client::openloop::h3loop::H3Run {
+    let (client, server_name, request) = client;
+    crate::client::openloop::h3loop::H3Run {
         sched: tally,
         target: plan.target,
         client,
@@ -540,8 +547,8 @@ fn h3_users<'a>(
         streams: max_users.div_ceil(c),
         quic: Mutex::new(Default::default()),
         sockets: Default::default(),
-        close_sent: Duration::ZERO,
-    })
+        close_sent: crate::client::openloop::h3loop::CLOSE_SENT,
+    }
 }
 
 /// A span of requests written (first, last, ns) as (seconds from first to last, seconds

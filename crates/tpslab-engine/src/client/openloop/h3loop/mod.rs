@@ -480,8 +480,12 @@ async fn schedule<B: Books>(
         sh.unsettled.set(sh.unsettled.get() - 1);
         let failure = match out {
             Ok(Ok((status, len))) => {
+                // A 4xx or 5xx says the request failed, as HTTP/1.1's decoder says: a
+                // ramp's tally counts it a failure; the open loop counts it by its
+                // status class.
                 let r = Reply {
                     status,
+                    failed: crate::client::proto::http1::status_failure(status),
                     ..Reply::ok(len)
                 };
                 let mut l = sh.local.borrow_mut();

@@ -27,13 +27,14 @@ fn udp_bound(port: u16) -> bool {
     })
 }
 
-/// Caddy serving `hello` over HTTPS and HTTP/3 on https://localhost:PORT.
+/// Caddy serving `hello` (and a 503 at /busy) over HTTPS and HTTP/3 on
+/// https://localhost:PORT.
 fn caddy(tag: &str) -> (common::Kill, u16) {
     let dir = common::tmp(tag);
     std::fs::create_dir_all(&dir).unwrap();
     let port = common::free_port();
     let conf = format!(
-        "{{\n\tadmin off\n\tskip_install_trust\n\tauto_https disable_redirects\n\tstorage file_system {d}/data\n\tlog {{\n\t\toutput discard\n\t}}\n}}\nhttps://localhost:{port} {{\n\ttls internal\n\trespond \"hello\" 200\n}}\n",
+        "{{\n\tadmin off\n\tskip_install_trust\n\tauto_https disable_redirects\n\tstorage file_system {d}/data\n\tlog {{\n\t\toutput discard\n\t}}\n}}\nhttps://localhost:{port} {{\n\ttls internal\n\trespond /busy \"busy\" 503\n\trespond \"hello\" 200\n}}\n",
         d = dir.display()
     );
     std::fs::write(dir.join("Caddyfile"), conf).unwrap();
@@ -256,6 +257,27 @@ fn ramp_http_over_http3_shares_its_quic_connections_among_the_users() {
         "{out}"
     );
     assert!(out.contains("\nQUIC: "), "{out}");
+
+    // A 503 is a failed request, not an answer (as over HTTP/1.1 and HTTP/2).
+    let busy = format!("https://localhost:{port}/busy");
+    let (_, out, err, rec) = common::with_record(
+        &["ramp", "http", &busy],
+        &[
+            "--http3",
+            "--insecure",
+            "--users",
+            "1..2",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ],
+        "http3-ramp-busy",
+    );
+    for s in rec["steps"].as_array().expect(&format!("{out}\n{err}")) {
+        assert_eq!(s["completed"], 0, "{s}");
+        assert!(s["errors"]["http 5xx"].as_u64().unwrap() > 0, "{s}");
+    }
 }
 
 /// `capacity http --http3`: each step a `load http --http3` run; a step that breaks its

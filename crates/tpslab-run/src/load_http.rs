@@ -38,6 +38,9 @@ pub fn run(plan: &LoadHttpPlan, ctx: &Ctx) -> Result<Record> {
     ))
 }
 
+/// How long a server `--server-cmd` started is given to complete an HTTP/3 handshake.
+const SERVER_READY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One run as the phase `what`, the `--server-cmd` server started for it and stopped
 /// after.
 fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
@@ -45,6 +48,11 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
         Some(cmd) => Some(ServerProcess::user_udp_on(cmd, plan.target.port())?),
         None => None,
     };
+    // Its UDP port bound is not yet HTTP/3 served (a certificate may come later): one
+    // handshake first, within 30 s.
+    if server.is_some() {
+        tpslab_engine::client::openloop::wait_http3_ready(plan, SERVER_READY, &ctx.stop)?;
+    }
     let secs = plan.duration.as_nanos() as f64 / 1e9;
     let watched = watched_server(plan);
     // Over TCP only (`watched_server`): HTTP/3's socket is watched by the run itself.

@@ -274,7 +274,8 @@ fn ramp_http_over_http3_shares_its_quic_connections_among_the_users() {
         ],
         "http3-ramp-busy",
     );
-    for s in rec["steps"].as_array().expect(&format!("{out}\n{err}")) {
+    let steps = rec["steps"].as_array();
+    for s in steps.unwrap_or_else(|| panic!("{out}\n{err}")) {
         assert_eq!(s["completed"], 0, "{s}");
         assert!(s["errors"]["http 5xx"].as_u64().unwrap() > 0, "{s}");
     }

@@ -615,6 +615,20 @@ fn python_server(ns: &NetNs, code: &str) -> std::process::Child {
     child
 }
 
+/// Each step's disk wait per request of ramp record `j`, ms: the server's threads on disk
+/// per sampling tick (Little's law: requests waiting on disk) / TPS.
+fn disk_per_request(j: &serde_json::Value) -> Vec<f64> {
+    let sample_ns = j["plan"]["sample_ns"].as_f64().unwrap();
+    steps(j)
+        .iter()
+        .map(|s| {
+            let ticks = (s["measured_s"].as_f64().unwrap() * 1e9 / sample_ns).ceil();
+            let on_disk = s["threads"]["by_class"]["disk"].as_f64().unwrap_or(0.0) / ticks;
+            on_disk / s["tps"].as_f64().unwrap() * 1e3
+        })
+        .collect()
+}
+
 #[test]
 fn waits_on_disk_io_that_grow_with_users_are_named() {
     if !common::can_netns("waits_on_disk_io_that_grow_with_users_are_named") {
@@ -650,9 +664,16 @@ fn waits_on_disk_io_that_grow_with_users_are_named() {
             let runq = first["threads"]["runqueue_ns"].as_f64().unwrap_or(0.0)
                 / 1e9
                 / first["measured_s"].as_f64().unwrap_or(1.0);
-            if !text.contains("VERDICT: waits on disk I/O grow with users") && runq >= 0.5 {
+            // The same starved first step also inflates its disk wait per request (its
+            // few requests each wait longer), so the doubling below is the machine's too
+            // (seen beside stress-ng: 1.29 ms at one user with 86 % of a CPU waited for).
+            let disk = disk_per_request(&j);
+            let n = disk.len();
+            let doubled = disk[n - 1].max(disk[n - 2]) >= 2.0 * disk[0];
+            let named = text.contains("VERDICT: waits on disk I/O grow with users");
+            if (!named || !doubled) && runq >= 0.5 {
                 return Err(format!(
-                    "the server's threads waited for a CPU {:.0} % of one CPU at one user: {}",
+                    "the server's threads waited for a CPU {:.0} % of one CPU at one user (disk wait per request, ms: {disk:?}): {}",
                     runq * 100.0,
                     text.lines()
                         .find(|l| l.starts_with("VERDICT"))
@@ -666,17 +687,8 @@ fn waits_on_disk_io_that_grow_with_users_are_named() {
         return;
     };
     let _ = std::fs::remove_file(&log);
-    // Disk wait per request (threads on disk per sampling tick / TPS) grows: requests
-    // queue at the disk.
-    let sample_ns = j["plan"]["sample_ns"].as_f64().unwrap();
-    let disk: Vec<f64> = steps(&j)
-        .iter()
-        .map(|s| {
-            let ticks = (s["measured_s"].as_f64().unwrap() * 1e9 / sample_ns).ceil();
-            let on_disk = s["threads"]["by_class"]["disk"].as_f64().unwrap_or(0.0) / ticks;
-            on_disk / s["tps"].as_f64().unwrap() * 1e3
-        })
-        .collect();
+    // Disk wait per request grows: requests queue at the disk.
+    let disk = disk_per_request(&j);
     // The higher of the last two steps: one fsync-noisy last step (0.70 then 0.48 ms
     // after 0.28 at one user, seen once in four suites) is not a flat disk wait.
     let n = disk.len();

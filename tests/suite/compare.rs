@@ -135,8 +135,11 @@ fn two_runs_of_one_plan_differ_within_noise() {
                 || w.starts_with("plan watch_port")),
             "{what:?}\n{out}"
         );
+        // A lossy plan, so that "within noise" is about a real figure: its runs' mean
+        // loss moves a lot from run to run (19.6 % and 18.0 % in one quiet clean-clone
+        // run, 64.7 % and 47.8 % in another), so only "well above none" is asked.
         let loss = figure(&c, "socket loss %");
-        assert!(loss["values"][0]["mean"].as_f64().unwrap() > 20.0, "{loss}");
+        assert!(loss["values"][0]["mean"].as_f64().unwrap() > 10.0, "{loss}");
         if loss["effects"][0]["significant"] != true {
             return;
         }

@@ -516,5 +516,9 @@ pub fn sampling_line(rec: &tpslab_record::ramp::RampRecord) -> Option<String> {
 mod tests;
 
 #[cfg(test)]
+#[path = "ramp_threads_real_tests.rs"]
+mod real_tests;
+
+#[cfg(test)]
 #[path = "ramp_tree_tests.rs"]
 mod tree_tests;

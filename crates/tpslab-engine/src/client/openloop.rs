@@ -36,6 +36,7 @@ use tpslab_record::load_http::{LoadHttpRecord, LoadHttpResult};
 
 pub(crate) mod h2loop;
 pub(crate) mod h3loop;
+pub use h3loop::wait_http3_ready;
 pub mod live;
 mod local;
 mod series;
@@ -406,34 +407,6 @@ pub fn run_load_http_live(
         .zip(delayed_acks())
         .map(|(a, b)| b.saturating_sub(a));
     Ok(record(plan, start, intended, l))
-}
-
-/// Waits until the server at `plan`'s URL (`--http3`) completes one HTTP/3 handshake, as
-/// the one before a run does, trying again every 100 ms while it fails as a server still
-/// starting fails it (no reply, or a TLS alert: Caddy sends `internal_error` until its
-/// `tls internal` certificate is issued, after its UDP port is bound), for at most
-/// `within` or until `stop`. For a server `--server-cmd` just started. Errors: the last
-/// handshake's line once `within` has passed; the URL's TLS settings or the request, at
-/// once (one line each).
-pub fn wait_http3_ready(
-    plan: &LoadHttpPlan,
-    within: std::time::Duration,
-    stop: &AtomicBool,
-) -> Result<(), EngineError> {
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        match h3loop::client(&plan.request, plan.target, plan.timeout) {
-            Ok(_) => return Ok(()),
-            Err(EngineError::Other(line))
-                if line.contains(": no HTTP/3 connection: ")
-                    && std::time::Instant::now() < deadline
-                    && !stop.load(std::sync::atomic::Ordering::Relaxed) =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// `load http`'s HTTP/1.1 exchange (over TLS for `https://`). Errors: the request's

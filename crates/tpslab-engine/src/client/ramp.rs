@@ -92,7 +92,7 @@ pub fn run_ramp_with(
         (Some(req), true) => Some(h2_users(plan, req, &shared)?),
         _ => None,
     };
-    let h3run = h3client.map(|c| h3_users(plan, c, &shared));
+    let h3run = h3client.map(|c| crate::client::openloop::h3loop::ramp_users(plan, c, &shared));
     std::thread::scope(|s| -> Result<(), EngineError> {
         // The users, multiplexed on a few loop threads (user i on loop i % loops; with
         // HTTP/2 or HTTP/3 connection c on loop c % loops, its users with it).
@@ -518,37 +518,6 @@ fn h2_users<'a>(
         closed: true,
         seen: Mutex::new(vec![]),
     })
-}
-
-/// `ramp http --http3`'s users ([`crate::client::openloop::h3loop`] as a closed loop, as
-/// [`h2_users`]) on `client` (the QUIC client, the certificate's name and the request, of
-/// [`crate::client::openloop::h3loop::client`]): the plan's QUIC connections, as many
-/// users on each as the last step has, each one stream in flight at a time. Its client's
-/// datagrams are counted at its sockets; the server's socket is not watched (that is
-/// `load http --http3`'s). A closed connection is given
-/// [`crate::client::openloop::h3loop::CLOSE_SENT`] to send its CONNECTION_CLOSE, so the
-/// server does not hold it until its idle timeout.
-fn h3_users<'a>(
-    plan: &RampPlan,
-    client: (quinn::ClientConfig, String, http::Request<()>),
-    tally: &'a Tally<'a>,
-) -> crate::client::openloop::h3loop::H3Run<'a, Tally<'a>> {
-    let c = plan.http3_connections;
-    let max_users = *plan.steps.last().unwrap_or(&1);
-    let (client, server_name, request) = client;
-    crate::client::openloop::h3loop::H3Run {
-        sched: tally,
-        target: plan.target,
-        client,
-        server_name,
-        request,
-        body: bytes::Bytes::from(plan.request.clone()),
-        connections: c,
-        streams: max_users.div_ceil(c),
-        quic: Mutex::new(Default::default()),
-        sockets: Default::default(),
-        close_sent: crate::client::openloop::h3loop::CLOSE_SENT,
-    }
 }
 
 /// A span of requests written (first, last, ns) as (seconds from first to last, seconds

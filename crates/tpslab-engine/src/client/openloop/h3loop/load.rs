@@ -98,3 +98,31 @@ pub(in crate::client::openloop) fn run_load_h3(
     rec.result.reply_gaps = None;
     Ok(rec)
 }
+
+/// Waits until the server at `plan`'s URL (`--http3`) completes one HTTP/3 handshake, as
+/// the one before a run does, trying again every 100 ms while it fails as a server still
+/// starting fails it (no reply, or a TLS alert: Caddy sends `internal_error` until its
+/// `tls internal` certificate is issued, after its UDP port is bound), for at most
+/// `within` or until `stop`. For a server `--server-cmd` just started. Errors: the last
+/// handshake's line once `within` has passed; the URL's TLS settings or the request, at
+/// once (one line each).
+pub fn wait_http3_ready(
+    plan: &LoadHttpPlan,
+    within: std::time::Duration,
+    stop: &AtomicBool,
+) -> Result<(), EngineError> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match client(&plan.request, plan.target, plan.timeout) {
+            Ok(_) => return Ok(()),
+            Err(EngineError::Other(line))
+                if line.contains(": no HTTP/3 connection: ")
+                    && std::time::Instant::now() < deadline
+                    && !stop.load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -48,9 +48,12 @@ mod beneath;
 mod clock;
 mod counted;
 mod load;
+mod ramp;
 
 pub(crate) use load::client;
 pub(in crate::client::openloop) use load::run_load_h3;
+pub use load::wait_http3_ready;
+pub(crate) use ramp::ramp_users;
 
 /// What every loop of a run shares.
 pub(crate) struct H3Run<'a, B: Books> {

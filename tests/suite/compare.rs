@@ -110,15 +110,19 @@ fn two_runs_of_one_plan_differ_within_noise() {
     }
     let _g = common::serial();
     let ns = NetNs::new();
-    // A 95 % test calls one pair in twenty different by chance: three tries. A busy host
-    // (another suite, builds) makes two runs differ in fact: an attempt that differed
-    // while the kernel saw tasks waiting for a CPU over 20 % of the last 10 s (PSI) is
-    // the machine's; when every attempt differed and one of them was such, the test is
-    // counted as spoiled, else it fails (chance alone: one time in 8,000).
+    // A 95 % test on batch means sees only what varies inside a run, not between runs
+    // (docs/reports.md#compare says so): on this 2-core host, 1 pair in 8 of one plan was
+    // called distinguishable on a quiet host (8 pairs, 2026-12-07), more on a busy one.
+    // So five tries: an attempt that differed while the kernel saw tasks waiting for a
+    // CPU over 20 % of the last 10 s (PSI) is the machine's; when every attempt differed
+    // and one of them was such, the test is counted as spoiled, else it fails (chance on
+    // a quiet host: about 1 in 30,000). A compare that called every pair distinguishable
+    // (intervals too narrow, a wrong t) still fails every time.
     const T: &str = "two_runs_of_one_plan_differ_within_noise";
+    const TRIES: usize = 5;
     let mut busy = 0;
     let mut last = String::new();
-    for i in 1..=3 {
+    for i in 1..=TRIES {
         let a = diagnose(&ns, "same-a.json", "");
         let b = diagnose(&ns, "same-b.json", "");
         let (c, out) = compare(&ns, &[&a, &b], "same");
@@ -137,9 +141,12 @@ fn two_runs_of_one_plan_differ_within_noise() {
         );
         // A lossy plan, so that "within noise" is about a real figure: its runs' mean
         // loss moves a lot from run to run (19.6 % and 18.0 % in one quiet clean-clone
-        // run, 64.7 % and 47.8 % in another), so only "well above none" is asked.
+        // run, 64.7 % and 47.8 % in another, 22 % to 61 % in 16 runs on 2026-12-07), so
+        // only "some" is asked of each.
         let loss = figure(&c, "socket loss %");
-        assert!(loss["values"][0]["mean"].as_f64().unwrap() > 10.0, "{loss}");
+        for v in loss["values"].as_array().unwrap() {
+            assert!(v["mean"].as_f64().unwrap() > 2.0, "{loss}");
+        }
         if loss["effects"][0]["significant"] != true {
             return;
         }
@@ -151,16 +158,16 @@ fn two_runs_of_one_plan_differ_within_noise() {
             "loss differed beyond noise with CPU pressure {pressure:.0} %: {}",
             loss["effects"][0]
         );
-        eprintln!("{T}: attempt {i} of 3: {last}");
+        eprintln!("{T}: attempt {i} of {TRIES}: {last}");
     }
     if busy > 0 {
         common::skip(
             T,
             &format!(
-                "spoiled by the machine in all 3 attempts ({busy} on a busy host); the last: {last}"
+                "spoiled by the machine in all {TRIES} attempts ({busy} on a busy host); the last: {last}"
             ),
         );
         return;
     }
-    panic!("{T}: every one of 3 attempts differed on a quiet host; the last: {last}");
+    panic!("{T}: every one of {TRIES} attempts differed on a quiet host; the last: {last}");
 }

@@ -599,21 +599,11 @@ fn nginx_listening(tag: &str, listen_opts: &str) -> Option<(Kill, u16)> {
     Some((k, port))
 }
 
-/// nginx as [`nginx`] does, but speaking TLS (and HTTP/2 too with `http2`: ALPN h2 beside
-/// http/1.1) with a self-signed certificate for `localhost` and 127.0.0.1 made here by
-/// the openssl CLI. Gives nginx, its port and the certificate's PEM file (the CA a client
-/// trusts); also a second, unrelated self-signed certificate, `other.pem`, in the same
-/// folder (a wrong CA).
+/// Two self-signed server certificates made by the openssl CLI in `dir`: `cert.pem` and
+/// `cert.key` for `localhost` and 127.0.0.1 (P-256), `other.pem` and `other.key` for an
+/// unrelated name (a wrong CA). Valid 2 days; panics when openssl fails.
 #[allow(dead_code)]
-pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
-    if !need(tag, "/usr/sbin/nginx") || !need(tag, "/usr/bin/openssl") {
-        return None;
-    }
-    let dir: PathBuf = tmp(&format!("nginx-tls-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("html")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
+pub fn self_signed(dir: &Path) {
     for (name, subject, san) in [
         (
             "cert",
@@ -641,6 +631,24 @@ pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
             .expect("run openssl");
         assert!(out.status.success(), "openssl: {out:?}");
     }
+}
+
+/// nginx as [`nginx`] does, but speaking TLS (and HTTP/2 too with `http2`: ALPN h2 beside
+/// http/1.1) with a self-signed certificate for `localhost` and 127.0.0.1 made here by
+/// the openssl CLI. Gives nginx, its port and the certificate's PEM file (the CA a client
+/// trusts); also a second, unrelated self-signed certificate, `other.pem`, in the same
+/// folder (a wrong CA).
+#[allow(dead_code)]
+pub fn nginx_tls(tag: &str, http2: bool) -> Option<(Kill, u16, PathBuf)> {
+    if !need(tag, "/usr/sbin/nginx") || !need(tag, "/usr/bin/openssl") {
+        return None;
+    }
+    let dir: PathBuf = tmp(&format!("nginx-tls-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("html")).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("html/index.html"), "hello world\n").unwrap();
+    self_signed(&dir);
     let port = free_port();
     let d = dir.display();
     std::fs::write(

@@ -52,6 +52,25 @@ fn what_limited_the_run() {
         "{}",
         limited_by(&behind)
     );
+    // Every request answered 503 while 100 of 2000 went late: the server's answers
+    // explain more (all of them) than the generator's lateness (5 %).
+    let mut failing = behind.clone();
+    failing.result.status.s5xx = failing.result.status.s2xx;
+    failing.result.status.s2xx = 0;
+    assert!(
+        limited_by(&failing).starts_with("the server's answers: 0 sends held back by a late reply on their connection, 2000 of 2000 requests failed"),
+        "{}",
+        limited_by(&failing)
+    );
+    // A few failures beside more lateness: still the generator.
+    let mut few = behind.clone();
+    few.result.status.s5xx = 10;
+    few.result.status.s2xx -= 10;
+    assert!(
+        limited_by(&few).starts_with("the generator"),
+        "{}",
+        limited_by(&few)
+    );
     let mut slow = kept.clone();
     slow.result.late = 300;
     assert!(limited_by(&slow).starts_with("the server's answers: 300 sends held back"));

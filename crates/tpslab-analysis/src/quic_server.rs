@@ -31,7 +31,9 @@ pub enum Asked {
     Granted(u64),
     /// At least rmem_max: the grant is at the cap (twice rmem_max).
     AtLeastCap(u64),
-    /// Nothing: the grant is the default (twice rmem_default).
+    /// Nothing: the grant is net.core.rmem_default itself, what the kernel gives a socket
+    /// that never set SO_RCVBUF (sock_init_data; a socket that asked sets twice its
+    /// value, so only one that asked for half the default looks the same).
     Default,
     /// Not knowable from the record.
     Unknown,
@@ -68,7 +70,7 @@ pub fn asked(u: &QuicServerUdp) -> Asked {
     };
     match (u.rmem_max, u.rmem_default) {
         (Some(m), _) if g >= m.saturating_mul(2) => Asked::AtLeastCap(m),
-        (_, Some(d)) if g == d.saturating_mul(2) => Asked::Default,
+        (_, Some(d)) if g == d => Asked::Default,
         (Some(_), _) => Asked::Granted(g / 2),
         _ => Asked::Unknown,
     }
@@ -164,7 +166,7 @@ fn asked_line(u: &QuicServerUdp, asked: Asked, g: Option<u64>) -> String {
             max.map_or("unknown".into(), mib)
         ),
         (Asked::Default, _) => format!(
-            "Asked: nothing (SO_RCVBUF is twice net.core.rmem_default {}: the socket never set its buffer)",
+            "Asked: nothing (SO_RCVBUF is net.core.rmem_default {}, what a socket that never set its buffer holds)",
             u.rmem_default.map_or("unknown".into(), mib)
         ),
         _ => "Asked: unknown (the socket's grant or the host's limits were not read)".into(),

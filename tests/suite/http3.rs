@@ -136,6 +136,43 @@ fn caddy_answers_load_http_over_http3_and_a_port_without_it_is_one_line() {
         "{out}"
     );
     assert!(out.contains("\nQUIC: "), "{out}");
+    // 2 streams a connection, under quic-go's 100: none waited for one.
+    assert_eq!(q["waited_for_stream"], 0, "{q}");
+    assert!(!out.contains("\nQUIC streams: "), "{out}");
+
+    // 150 streams on one connection in a closed loop: always more wanted than quic-go's
+    // 100 at once (its MaxIncomingStreams), so some wait on the client, counted.
+    let (code, out, err, rec) = common::load_http(
+        &url,
+        &[
+            "--http3",
+            "--insecure",
+            "--rate",
+            "max",
+            "--requests",
+            "3000",
+            "--connections",
+            "1",
+            "--streams",
+            "150",
+            "--duration",
+            "5s",
+        ],
+        "http3-streams",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(counts(&rec), (3000, 3000, 0, 0), "{out}");
+    let q = &rec["result"]["http3"];
+    let waited = q["waited_for_stream"].as_u64().unwrap();
+    assert!((50..=3000).contains(&waited), "{q}");
+    assert!(q["stream_wait_max_ns"].as_u64().unwrap() > 0, "{q}");
+    assert!(
+        out.contains(&format!(
+            "\nQUIC streams: {waited} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection), the longest "
+        )),
+        "{out}"
+    );
+    assert_eq!(q["connections"], 1, "{q}");
 
     // The closed loop with a cap: exactly N answered.
     let (code, out, err, rec) = common::load_http(

@@ -42,21 +42,39 @@ pub struct QuicPaths {
     pub cwnd_min_bytes: u64,
     /// Their largest, bytes.
     pub cwnd_max_bytes: u64,
+    /// Requests whose stream could not be opened at once: the server's MAX_STREAMS
+    /// (RFC 9000 4.6) had no stream left on their connection, or, rarely, the
+    /// connection's send window held the request's headers back (counted on the client:
+    /// the request future was not ready when first polled). Absent in older records: 0.
+    #[serde(default)]
+    pub waited_for_stream: u64,
+    /// The longest of those waits, ns (from asking for the stream to the request
+    /// written).
+    #[serde(default)]
+    pub stream_wait_max_ns: u64,
 }
 
 impl QuicPaths {
     /// Adds the figures of `o` (one connection's, or a sum's): counts added, the RTT's
-    /// mean weighted by connections, the bounds kept.
+    /// mean weighted by connections, the bounds kept. The stream waits are added whatever the connections (a loop's sums may hold waits
+    /// of connections that then failed).
     pub fn add_connection(&mut self, o: &QuicPaths) {
+        let waits = (
+            self.waited_for_stream + o.waited_for_stream,
+            self.stream_wait_max_ns.max(o.stream_wait_max_ns),
+        );
         let n = self.connections;
         let m = o.connections;
-        if m == 0 {
-            return;
-        }
-        if n == 0 {
+        if m != 0 && n == 0 {
             *self = *o;
-            return;
+        } else if m != 0 {
+            self.add_paths(o, n, m);
         }
+        (self.waited_for_stream, self.stream_wait_max_ns) = waits;
+    }
+
+    /// [`Self::add_connection`]'s sums of `o`'s `m` connections into these `n`.
+    fn add_paths(&mut self, o: &QuicPaths, n: u64, m: u64) {
         self.rtt_mean_ns = ((self.rtt_mean_ns as u128 * n as u128
             + o.rtt_mean_ns as u128 * m as u128)
             / (n + m) as u128) as u64;
@@ -119,5 +137,34 @@ mod tests {
         assert_eq!((s.rtt_min_ns, s.rtt_mean_ns, s.rtt_max_ns), (100, 325, 700));
         assert_eq!((s.cwnd_min_bytes, s.cwnd_max_bytes), (9_000, 30_000));
         assert!((s.loss_pct() - 4.0).abs() < 1e-9);
+    }
+
+    /// Stream waits add up (the longest kept) with or without connections on either side:
+    /// a loop whose connections all failed still gives its waits.
+    #[test]
+    fn stream_waits_add_whatever_the_connections() {
+        let waits = |n: u64, max: u64| QuicPaths {
+            waited_for_stream: n,
+            stream_wait_max_ns: max,
+            ..QuicPaths::default()
+        };
+        let mut s = waits(2, 500);
+        s.add_connection(&one(100, 12_000, 10, 1));
+        assert_eq!((s.connections, s.packets_sent), (1, 10));
+        assert_eq!((s.waited_for_stream, s.stream_wait_max_ns), (2, 500));
+        s.add_connection(&waits(3, 900));
+        assert_eq!(
+            (s.connections, s.waited_for_stream, s.stream_wait_max_ns),
+            (1, 5, 900)
+        );
+        let mut t = one(300, 9_000, 5, 0);
+        t.waited_for_stream = 1;
+        t.stream_wait_max_ns = 100;
+        s.add_connection(&t);
+        assert_eq!(
+            (s.connections, s.waited_for_stream, s.stream_wait_max_ns),
+            (2, 6, 900)
+        );
+        assert_eq!(s.rtt_mean_ns, 200);
     }
 }

@@ -41,9 +41,19 @@ fn h2_note(p: &LoadHttpPlan) -> String {
 }
 
 /// HTTP/3's QUIC line: the connections' round-trip times and congestion windows at their
-/// end, packets sent and lost, datagrams.
+/// end, packets sent and lost, datagrams; then, when requests waited for a stream, how
+/// many and the longest wait.
 pub(super) fn quic_line(q: &tpslab_record::quic::QuicPaths) -> String {
     let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    let waits = if q.waited_for_stream > 0 {
+        format!(
+            "\nQUIC streams: {} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection), the longest {}: that wait is in the latency and holds the rate down, but it is the client's queue, not the server's",
+            q.waited_for_stream,
+            fmt_ns(q.stream_wait_max_ns as f64)
+        )
+    } else {
+        String::new()
+    };
     format!(
         "QUIC: {} connection{}: RTT {}/{}/{} ms (min/mean/max, each at its end), congestion window {}..{} bytes; {} packets sent, {} lost ({:.2} %), {} congestion event{}; {} datagrams sent, {} received",
         q.connections,
@@ -60,7 +70,7 @@ pub(super) fn quic_line(q: &tpslab_record::quic::QuicPaths) -> String {
         if q.congestion_events == 1 { "" } else { "s" },
         q.datagrams_sent,
         q.datagrams_received,
-    )
+    ) + &waits
 }
 
 /// How long a closed loop runs: `for 3 s`, `until 10000 requests (at most 3 s)`.

@@ -93,6 +93,7 @@ struct Shared<B: Books> {
     unsettled: Cell<u64>,
     /// The connections open now, by the loop's index (their figures are read at the end).
     open: RefCell<Vec<Option<quinn::Connection>>>,
+    /// The loop's connections' QUIC figures, and its requests' waits for a stream.
     quic: RefCell<QuicPaths>,
     /// The thread's timer to the microsecond.
     clock: clock::Clock,
@@ -209,6 +210,7 @@ fn harvest<B: Books>(run: &H3Run<B>, sh: &Shared<B>, c: &quinn::Connection) {
         rtt_max_ns: rtt,
         cwnd_min_bytes: s.path.cwnd,
         cwnd_max_bytes: s.path.cwnd,
+        ..QuicPaths::default()
     });
     let mut l = sh.local.borrow_mut();
     run.sched.read(&mut l, s.udp_rx.bytes as usize);
@@ -288,14 +290,17 @@ async fn connection<B: Books>(run: &H3Run<'_, B>, sh: &Shared<B>, k: usize, cid:
             f = work => f,
             _ = drive => false,
         };
-        sh.open.borrow_mut()[k] = None;
         // Closed first, its figures read once the CONNECTION_CLOSE is sent: the ledger
-        // of the server's socket counts that datagram too.
+        // of the server's socket counts that datagram too. It stays among the open ones
+        // until read: the run's end may drop this task during the wait, and the loop
+        // then reads it with the others (once: no await between the read and the slot's
+        // clearing).
         conn.close(0u32.into(), b"");
         if !run.close_sent.is_zero() {
             tokio::time::sleep(run.close_sent).await;
         }
         harvest(run, sh, &conn);
+        sh.open.borrow_mut()[k] = None;
         if finished {
             return;
         }
@@ -550,7 +555,27 @@ async fn exchange<B: Books>(
         }
         Failure::Stream(h3::stream_failure(&e), gone)
     };
-    let mut stream = send.send_request(run.request.clone()).await.map_err(fail)?;
+    // Not ready at its first poll: no stream was left under the server's MAX_STREAMS
+    // (or the connection's send window held the headers back). Counted, with how long
+    // until the request was written.
+    let asked = mono_ns();
+    let mut first_poll = true;
+    let mut waited = false;
+    let mut request = std::pin::pin!(send.send_request(run.request.clone()));
+    let opened = std::future::poll_fn(|cx| {
+        let p = std::future::Future::poll(request.as_mut(), cx);
+        if std::mem::take(&mut first_poll) {
+            waited = p.is_pending();
+        }
+        p
+    })
+    .await;
+    if waited {
+        let mut q = sh.quic.borrow_mut();
+        q.waited_for_stream += 1;
+        q.stream_wait_max_ns = q.stream_wait_max_ns.max(mono_ns() - asked);
+    }
+    let mut stream = opened.map_err(fail)?;
     if !run.body.is_empty() {
         stream.send_data(run.body.clone()).await.map_err(fail)?;
     }

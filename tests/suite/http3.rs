@@ -168,7 +168,7 @@ fn caddy_answers_load_http_over_http3_and_a_port_without_it_is_one_line() {
     assert!(q["stream_wait_max_ns"].as_u64().unwrap() > 0, "{q}");
     assert!(
         out.contains(&format!(
-            "\nQUIC streams: {waited} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection), the longest "
+            "\nQUIC streams: {waited} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection, or, rarely, the connection's send window held their headers), the longest "
         )),
         "{out}"
     );
@@ -663,6 +663,9 @@ fn aioquic_python() -> String {
 /// the kernel grants one that asks for the default).
 #[test]
 fn aioquic_is_loaded_found_by_address_and_its_datagrams_accounted() {
+    // Alone: a one-thread Python server whose every datagram is accounted for, beside
+    // other tests on 2 CPUs, could fall behind for reasons of theirs.
+    let _g = common::serial();
     const T: &str = "http3::aioquic_is_loaded_found_by_address_and_its_datagrams_accounted";
     let python = aioquic_python();
     if !common::need(T, &python)

@@ -86,7 +86,7 @@ pub const GENERATOR_BUSY: f64 = 0.9;
 
 /// What limited the run, from the record's evidence (as ramp judges a step): the
 /// generator (sends late with their connection idle, when they were at least as large a
-/// share of the requests as the server's failures, lost connections and late replies; a
+/// share of the requests as the server's failures and lost connections; a
 /// closed loop's threads wanting a CPU [`GENERATOR_BUSY`] of their time or more), the server's connection handling (connects
 /// refused or timed out, connections closed), its answers (replies late enough to hold
 /// back the next send, failures; a closed loop's pace otherwise), or nothing (the plan
@@ -129,16 +129,14 @@ fn limited_by_counts(rec: &LoadHttpRecord) -> String {
     let c = &r.connect_errors;
     let (bad, all) = failed_of(rec);
     // The generator's lateness is the headline only when it touched at least as large a
-    // share of the requests as the server's failures, lost connections or late replies
-    // did (300 of 300 answered 503 with 6 sent late is the server's answers; the lateness
-    // has its own BEHIND line either way).
-    let server_share = [
+    // share of the requests as the server's failures or lost connections did (300 of 300
+    // answered 503 with 6 sent late is the server's answers; the lateness has its own
+    // BEHIND line either way). Sends held back by late replies are not weighed: a loop
+    // short of CPU reads its replies late too.
+    let server_share = f64::max(
         bad as f64 / all.max(1) as f64,
         (r.errors.closed + r.errors.reset) as f64 / sent,
-        r.late.saturating_sub(r.behind) as f64 / sent,
-    ]
-    .into_iter()
-    .fold(0.0, f64::max);
+    );
     if r.behind as f64 > 0.01 * sent && r.behind as f64 / sent >= server_share {
         return format!(
             "the generator: {} requests went over 1 ms late with their connection idle (max lag {:.1} ms): this host's load, not the server",

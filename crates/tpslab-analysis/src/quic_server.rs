@@ -69,6 +69,10 @@ pub fn asked(u: &QuicServerUdp) -> Asked {
         return Asked::Unknown;
     };
     match (u.rmem_max, u.rmem_default) {
+        // rmem_default is not capped by rmem_max: a default at or above twice the cap is
+        // what a socket that never asked holds (unless it is exactly twice the cap, where
+        // the two read alike and the cap is named).
+        (m, Some(d)) if g == d && m.is_none_or(|m| d != m.saturating_mul(2)) => Asked::Default,
         (Some(m), _) if g >= m.saturating_mul(2) => Asked::AtLeastCap(m),
         (_, Some(d)) if g == d => Asked::Default,
         (Some(_), _) => Asked::Granted(g / 2),

@@ -91,7 +91,7 @@ fn drops_at_a_quic_go_socket_capped_by_rmem_max_name_the_7_mib_it_asks_for() {
 }
 
 /// Without a known stack, the grant says what was asked: at the cap (at least
-/// rmem_max: raise it), twice the default (never asked: not the host's limit), or below
+/// rmem_max: raise it), the default itself (never asked: not the host's limit), or below
 /// the cap (got it all: its readers fell behind).
 #[test]
 fn an_unknown_server_is_judged_by_what_its_socket_was_granted() {
@@ -119,6 +119,15 @@ fn an_unknown_server_is_judged_by_what_its_socket_was_granted() {
     // A socket that never set SO_RCVBUF holds net.core.rmem_default itself (not twice,
     // which is what one asking for the default gets: aioquic's socket showed 212992).
     assert_eq!(at(2 * 212_992).0, Asked::Granted(212_992));
+    // A default above twice rmem_max (which does not cap it): a socket holding it never
+    // asked; one holding exactly twice the cap when that is the default too is the cap's.
+    let mut r = dropped(10, 1 << 16);
+    let u = r.server_udp.as_mut().unwrap();
+    u.stack = None;
+    u.observer.target_rcvbuf_bytes = vec![212_992];
+    assert_eq!(asked(u), Asked::Default);
+    u.rmem_max = Some(212_992 / 2);
+    assert_eq!(asked(u), Asked::AtLeastCap(212_992 / 2));
     let (a, v) = at(212_992);
     assert_eq!(a, Asked::Default);
     assert!(

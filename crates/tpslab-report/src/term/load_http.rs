@@ -47,7 +47,7 @@ pub(super) fn quic_line(q: &tpslab_record::quic::QuicPaths) -> String {
     let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
     let waits = if q.waited_for_stream > 0 {
         format!(
-            "\nQUIC streams: {} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection), the longest {}: that wait is in the latency and holds the rate down, but it is the client's queue, not the server's",
+            "\nQUIC streams: {} requests waited on the client for a stream (the server's MAX_STREAMS had none left on their connection, or, rarely, the connection's send window held their headers), the longest {}: that wait is in the latency and holds the rate down, but it is the client's queue, not the server's",
             q.waited_for_stream,
             fmt_ns(q.stream_wait_max_ns as f64)
         )

@@ -223,6 +223,18 @@ struct Sched {
     next_at: u64,
     /// Since when it could send (its last reply, its connection), ns.
     ready: u64,
+    /// Its request in hand has had its stream wait counted already (it is sent again
+    /// after a GOAWAY): counted once, as HTTP/2's.
+    wait_counted: bool,
+}
+
+/// A request's wait for its stream: when it began (the request not ready at its first
+/// poll) and when the stream opened (None: still waiting when the request ended, timed
+/// out or dropped).
+#[derive(Default)]
+struct StreamWait {
+    since: Cell<Option<u64>>,
+    opened: Cell<Option<u64>>,
 }
 
 /// How a schedule's run on a connection ended.
@@ -247,6 +259,7 @@ async fn connection<B: Books>(run: &H3Run<'_, B>, sh: &Shared<B>, k: usize, cid:
             Sched {
                 next_at: sched.first_due(id).max(sched.starts_at(id)),
                 ready: 0,
+                wait_counted: false,
             }
         })
         .collect();
@@ -255,13 +268,12 @@ async fn connection<B: Books>(run: &H3Run<'_, B>, sh: &Shared<B>, k: usize, cid:
         if !sched.may_send(mono_ns()) {
             return;
         }
-        let Some((conn, send, mut driver)) = connect(run, sh).await else {
+        let Some((conn, send, mut driver)) = connect(run, sh, k).await else {
             backoff_ns = crate::client::users::next_backoff(backoff_ns);
             sched.backed_off(&mut sh.local.borrow_mut(), mono_ns());
             tokio::time::sleep(Duration::from_nanos(backoff_ns)).await;
             continue;
         };
-        sh.open.borrow_mut()[k] = Some(conn.clone());
         let now = mono_ns();
         for u in &mut scheds {
             u.ready = now;
@@ -395,11 +407,13 @@ pub(crate) fn preflight(
 
 type Driver = ::h3::client::Connection<h3_quinn::Connection, Bytes>;
 
-/// A QUIC connection and HTTP/3 on it, within the timeout; its failure counted (`connect:
-/// KIND`).
+/// A QUIC connection and HTTP/3 on it, within the timeout, in slot `k` of the loop's open
+/// connections from its handshake on (the run's end may drop this task while HTTP/3 is
+/// set up: the loop then reads its figures); its failure counted (`connect: KIND`).
 async fn connect<B: Books>(
     run: &H3Run<'_, B>,
     sh: &Shared<B>,
+    k: usize,
 ) -> Option<(quinn::Connection, SendRequest, Driver)> {
     let sched = run.sched;
     let fail = |kind: String, _line: Option<String>| {
@@ -434,6 +448,7 @@ async fn connect<B: Books>(
         Ok(Ok(c)) => c,
     };
     sched.opened(&mut sh.local.borrow_mut());
+    sh.open.borrow_mut()[k] = Some(conn.clone());
     let mut b = ::h3::client::builder();
     b.max_field_section_size(h3::FIELD_SECTION);
     let h = b.build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()));
@@ -441,11 +456,13 @@ async fn connect<B: Books>(
         Ok(Ok((driver, send))) => Some((conn, send, driver)),
         Ok(Err(e)) => {
             harvest(run, sh, &conn);
+            sh.open.borrow_mut()[k] = None;
             fail(format!("http3: {e}"), None);
             None
         }
         Err(_) => {
             harvest(run, sh, &conn);
+            sh.open.borrow_mut()[k] = None;
             fail("timeout".into(), None);
             None
         }
@@ -477,13 +494,33 @@ async fn schedule<B: Books>(
         let t0 = now;
         let sent = Cell::new(false);
         let first = Cell::new(0u64);
+        let wait = StreamWait::default();
         let out = tokio::time::timeout(
             timeout,
-            exchange(run, sh, &mut send, intended, u.ready, &sent, &first),
+            exchange(
+                run,
+                sh,
+                &mut send,
+                (intended, u.ready),
+                (&sent, &first, &wait),
+            ),
         )
         .await;
         let now = mono_ns();
         let in_flight = sent.get();
+        // A wait for a stream, counted whatever ended the request (a timeout while still
+        // waiting too), once a request.
+        if let Some(since) = wait.since.get() {
+            let mut q = sh.quic.borrow_mut();
+            if !std::mem::replace(&mut u.wait_counted, true) {
+                q.waited_for_stream += 1;
+            }
+            let until = wait.opened.get().unwrap_or(now);
+            q.stream_wait_max_ns = q.stream_wait_max_ns.max(until.saturating_sub(since));
+        }
+        if !matches!(out, Ok(Err(Failure::Closing))) {
+            u.wait_counted = false;
+        }
         // Settled here, whatever the outcome (given back, answered or failed).
         sh.unsettled.set(sh.unsettled.get() - 1);
         let failure = match out {
@@ -533,16 +570,16 @@ enum Failure {
     Stream(String, bool),
 }
 
-/// One request and its reply: (status, body bytes). `sent` is set once the request is
-/// written whole (counted sent), `first` when its reply's headers came (ns).
+/// One request and its reply: (status, body bytes). `at`: its intended time and since
+/// when its schedule could send (ns). `sent` is set once the request is written whole
+/// (counted sent), `first` when its reply's headers came (ns), `wait` when its stream
+/// was not to be had at once.
 async fn exchange<B: Books>(
     run: &H3Run<'_, B>,
     sh: &Shared<B>,
     send: &mut SendRequest,
-    intended: u64,
-    ready: u64,
-    sent: &Cell<bool>,
-    first: &Cell<u64>,
+    (intended, ready): (u64, u64),
+    (sent, first, wait): (&Cell<bool>, &Cell<u64>, &StreamWait),
 ) -> Result<(u16, usize), Failure> {
     let fail = |e: ::h3::error::StreamError| {
         let gone = matches!(
@@ -556,24 +593,21 @@ async fn exchange<B: Books>(
         Failure::Stream(h3::stream_failure(&e), gone)
     };
     // Not ready at its first poll: no stream was left under the server's MAX_STREAMS
-    // (or the connection's send window held the headers back). Counted, with how long
-    // until the request was written.
+    // (or, rarely, the connection's send window held the headers back): a wait from
+    // here until the stream opened, counted by the caller.
     let asked = mono_ns();
     let mut first_poll = true;
-    let mut waited = false;
     let mut request = std::pin::pin!(send.send_request(run.request.clone()));
     let opened = std::future::poll_fn(|cx| {
         let p = std::future::Future::poll(request.as_mut(), cx);
-        if std::mem::take(&mut first_poll) {
-            waited = p.is_pending();
+        if std::mem::take(&mut first_poll) && p.is_pending() {
+            wait.since.set(Some(asked));
         }
         p
     })
     .await;
-    if waited {
-        let mut q = sh.quic.borrow_mut();
-        q.waited_for_stream += 1;
-        q.stream_wait_max_ns = q.stream_wait_max_ns.max(mono_ns() - asked);
+    if wait.since.get().is_some() {
+        wait.opened.set(Some(mono_ns()));
     }
     let mut stream = opened.map_err(fail)?;
     if !run.body.is_empty() {
@@ -581,6 +615,10 @@ async fn exchange<B: Books>(
     }
     stream.finish().await.map_err(fail)?;
     sent.set(true);
+    // It waited for its stream, not for the generator: ready from when the stream opened
+    // (as HTTP/2 counts a request that waited for one), so the wait is not the
+    // generator's lateness.
+    let ready = wait.opened.get().map_or(ready, |o| ready.max(o));
     run.sched
         .sent(&mut sh.local.borrow_mut(), intended, ready, mono_ns(), 0);
     let resp = stream.recv_response().await.map_err(fail)?;

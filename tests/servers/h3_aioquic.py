@@ -40,8 +40,8 @@ class Hello(QuicConnectionProtocol):
         for e in self.h3.handle_event(event):
             # Answered on its headers, as aioquic's own example server starts its handler:
             # a request's end is not waited for. aioquic 1.2 loses the FIN of a stream whose
-            # last frame is of an unknown type, and the h3 crate's client ends each request
-            # with a GREASE frame (RFC 9114 7.2.8), so the end never shows here.
+            # last frame is of an unknown type, and the h3 crate's client ends some requests
+            # with a GREASE frame (RFC 9114 7.2.8), so their end never shows here.
             if isinstance(e, HeadersReceived):
                 self.answer(e.stream_id, dict(e.headers).get(b":path", b"/"))
 

@@ -10,6 +10,11 @@
 use tpslab_record::load_http::LoadHttpResult;
 use tpslab_record::quic_server::QuicServerUdp;
 
+/// What quic-go asks of its sockets' buffers, bytes (its protocol.DesiredReceiveBufferSize
+/// since it moved to github.com/quic-go/quic-go: 7 MiB): the receive buffer proposed as
+/// net.core.rmem_default for a QUIC socket that never set its own.
+pub const QUIC_BUFFER: u64 = 7 << 20;
+
 /// The verdict on the server's socket.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferVerdict {
@@ -228,8 +233,24 @@ fn loss(
             )
         }
         (Asked::Default, _) => {
-            lines.push("Fix: the server's own receive buffer setting (SO_RCVBUF; for quic-go-based servers the host's rmem_max), or readers that keep up: the socket never asked for more than the default".into());
-            format!("receive-buffer loss at {who}: its socket runs on the default buffer")
+            // The default is not capped by rmem_max: it alone gives the socket room. At or
+            // above quic-go's request already: four times it (a sysctl int at most).
+            let d = u.rmem_default.unwrap_or(0);
+            let want = if d < QUIC_BUFFER {
+                QUIC_BUFFER
+            } else {
+                d.saturating_mul(4).min(i32::MAX as u64)
+            };
+            sysctls = vec![("net.core.rmem_default".into(), want.to_string())];
+            lines.push(format!(
+                "Fix: sysctl -w net.core.rmem_default={want} ({}, {}; net.core.rmem_max does not cap the default; persist it in /etc/sysctl.d/), then restart the server: its socket takes the default only when it is created. Every socket on the host that does not set its own buffer gets it: the server's own SO_RCVBUF setting is the narrower fix",
+                mib(want),
+                if d < QUIC_BUFFER { "what quic-go asks of its sockets" } else { "four times the default it dropped at" }
+            ));
+            format!(
+                "receive-buffer loss at {who}: its socket never set its buffer and runs on net.core.rmem_default ({})",
+                u.rmem_default.map_or("unknown".into(), mib)
+            )
         }
         _ => {
             lines.push("Fix: not the host's limit (the socket got what it asked for): a larger buffer in the server's own setting, or readers that keep up (its reading threads above)".into());

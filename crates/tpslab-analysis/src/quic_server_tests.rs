@@ -136,12 +136,32 @@ fn an_unknown_server_is_judged_by_what_its_socket_was_granted() {
         v.headline
     );
     assert!(
-        v.headline
-            .ends_with("its socket runs on the default buffer"),
+        v.headline.ends_with(
+            "its socket never set its buffer and runs on net.core.rmem_default (208 KiB (212992 B))"
+        ),
         "{}",
         v.headline
     );
-    assert!(v.sysctls.is_empty());
+    // The default raised to what quic-go asks (rmem_max does not cap it), to verify.
+    assert_eq!(
+        v.sysctls,
+        [("net.core.rmem_default".to_string(), "7340032".to_string())]
+    );
+    assert!(v.lines.iter().any(|l| l.starts_with(
+        "Fix: sysctl -w net.core.rmem_default=7340032 (7 MiB (7340032 B), what quic-go asks"
+    )));
+    // A default at quic-go's request already, and still dropping: four times it.
+    let mut r = dropped(10, 1 << 20);
+    let u = r.server_udp.as_mut().unwrap();
+    (u.stack, u.rmem_default) = (None, Some(8 << 20));
+    u.observer.target_rcvbuf_bytes = vec![8 << 20];
+    assert_eq!(
+        judge(&r).unwrap().sysctls,
+        [(
+            "net.core.rmem_default".to_string(),
+            (32u64 << 20).to_string()
+        )]
+    );
     let (a, v) = at(1 << 20);
     assert_eq!(a, Asked::Granted(1 << 19));
     assert!(

@@ -5,9 +5,10 @@ quic-go and of quinn) for tests/suite/http3.rs. Usage:
     h3_aioquic.py PORT CERT KEY
 
 It listens on 127.0.0.1:PORT (UDP) with the certificate and key (PEM) and answers every
-request: `/busy` with 503 and "busy", any other path with 200 and "hello", each with its
-content-length. It never sets its socket's buffer (asyncio's datagram endpoint keeps the
-kernel's default), so a loss at its receive buffer is a socket on net.core.rmem_default.
+request once it is whole (its stream ended): `/busy` with 503 and "busy", any other path
+with 200 and "hello", each with its content-length. It never sets its socket's buffer
+(asyncio's datagram endpoint keeps the kernel's default), so a loss at its receive buffer
+is a socket on net.core.rmem_default.
 Its one thread reads, decrypts and answers: a slow server next to Caddy.
 """
 
@@ -17,7 +18,7 @@ import sys
 from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
-from aioquic.h3.events import HeadersReceived
+from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
 
@@ -26,6 +27,8 @@ class Hello(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = None
+        # stream id -> its request's :path, until the request is whole
+        self.paths = {}
 
     def quic_event_received(self, event):
         # Once per connection: a second H3Connection would forget the first's streams.
@@ -38,14 +41,19 @@ class Hello(QuicConnectionProtocol):
         if self.h3 is None:
             return
         for e in self.h3.handle_event(event):
-            # Answered on its headers, as aioquic's own example server starts its handler:
-            # a request's end is not waited for. aioquic 1.2 loses the FIN of a stream whose
-            # last frame is of an unknown type, and the h3 crate's client ends some requests
-            # with a GREASE frame (RFC 9114 7.2.8), so their end never shows here.
+            # Answered once the request is whole (its stream ended), as a server that reads
+            # a request's body does. aioquic 1.2 loses the FIN of a stream whose last frame
+            # is of an unknown type: a client that ends a request with a GREASE frame (RFC
+            # 9114 7.2.8; the h3 crate's does unless told not to) is never answered here.
             if isinstance(e, HeadersReceived):
-                self.answer(e.stream_id, dict(e.headers).get(b":path", b"/"))
+                self.paths[e.stream_id] = dict(e.headers).get(b":path", b"/")
+                if e.stream_ended:
+                    self.answer(e.stream_id)
+            elif isinstance(e, DataReceived) and e.stream_ended:
+                self.answer(e.stream_id)
 
-    def answer(self, stream_id, path):
+    def answer(self, stream_id):
+        path = self.paths.pop(stream_id, b"/")
         status, body = (b"503", b"busy") if path == b"/busy" else (b"200", b"hello")
         self.h3.send_headers(
             stream_id,

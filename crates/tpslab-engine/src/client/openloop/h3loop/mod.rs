@@ -451,6 +451,11 @@ async fn connect<B: Books>(
     sh.open.borrow_mut()[k] = Some(conn.clone());
     let mut b = ::h3::client::builder();
     b.max_field_section_size(h3::FIELD_SECTION);
+    // No GREASE (RFC 9114 7.2.8 and 9: reserved settings, frames and stream types a peer
+    // must ignore): the h3 crate sends a GREASE frame at the end of a request stream, and
+    // aioquic 1.2 (Hypercorn's HTTP/3) then never sees the request's end, so a server that
+    // reads the request whole never answers. A load is not an extensibility probe.
+    b.send_grease(false);
     let h = b.build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()));
     match tokio::time::timeout(timeout, h).await {
         Ok(Ok((driver, send))) => Some((conn, send, driver)),

@@ -86,11 +86,11 @@ pub const GENERATOR_BUSY: f64 = 0.9;
 
 /// What limited the run, from the record's evidence (as ramp judges a step): the
 /// generator (sends late with their connection idle, when they were at least as large a
-/// share of the requests as the server's failures and lost connections; a
-/// closed loop's threads wanting a CPU [`GENERATOR_BUSY`] of their time or more), the server's connection handling (connects
-/// refused or timed out, connections closed), its answers (replies late enough to hold
-/// back the next send, failures; a closed loop's pace otherwise), or nothing (the plan
-/// kept).
+/// share of the requests as the server's failures and lost connections; a closed loop's
+/// threads wanting a CPU [`GENERATOR_BUSY`] of their time or more), the server's
+/// connection handling (connects refused or timed out, connections closed), its answers
+/// (replies late enough to hold back the next send, failures; a closed loop's pace
+/// otherwise), or nothing (the plan kept).
 pub fn limited_by(rec: &LoadHttpRecord) -> String {
     let base = limited_by_counts(rec);
     // The server's answers: with its ledger, the part that took most of their time.

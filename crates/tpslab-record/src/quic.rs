@@ -56,11 +56,11 @@ pub struct QuicPaths {
 
 impl QuicPaths {
     /// Adds the figures of `o` (one connection's, or a sum's): counts added, the RTT's
-    /// mean weighted by connections, the bounds kept. The stream waits are added whatever the connections (a loop's sums may hold waits
-    /// of connections that then failed).
+    /// mean weighted by connections, the bounds kept. The stream waits are added whatever
+    /// the connections (a loop's sums may hold waits of connections that then failed).
     pub fn add_connection(&mut self, o: &QuicPaths) {
         let waits = (
-            self.waited_for_stream + o.waited_for_stream,
+            self.waited_for_stream.saturating_add(o.waited_for_stream),
             self.stream_wait_max_ns.max(o.stream_wait_max_ns),
         );
         let n = self.connections;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A small HTTP/3 server on aioquic (a QUIC and HTTP/3 stack in Python, independent of
-quic-go and of quinn) for tests/suite/http3.rs. Usage:
+quic-go and of quinn) for tests/suite/http3_aioquic.rs. Usage:
 
     h3_aioquic.py PORT CERT KEY
 

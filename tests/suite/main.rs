@@ -28,6 +28,7 @@ mod html;
 mod http2_bytes;
 mod http2_streams;
 mod http3;
+mod http3_aioquic;
 mod http_errors;
 mod http_hostile;
 mod https;

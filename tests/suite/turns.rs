@@ -101,6 +101,12 @@ fn waits_to_write(path: &std::path::Path, pid: u32) -> bool {
     })
 }
 
+/// How long a flock(1) of the turn lock may wait for it, s: a serial test of this suite
+/// (or of another clone's) holds it exclusively while it runs, up to 50 s beside
+/// stress-ng (capacity_stream's prefork test, 2026-12-07), and flock(1) once waited past
+/// the 30 s this was there.
+const HELD_WITHIN_S: u64 = 300;
+
 /// Waits (up to `secs`) until process `pid` holds `path`; `who` names it.
 fn wait_held(path: &std::path::Path, pid: u32, who: &str, secs: u64) {
     // The file exists before its inode is looked up.
@@ -138,7 +144,7 @@ fn a_serial_test_waits_for_another_processs_shared_turn() {
         .args(["sleep", "1.5"])
         .spawn()
         .unwrap();
-    wait_held(&path, other.id(), "flock(1)", 30);
+    wait_held(&path, other.id(), "flock(1)", HELD_WITHIN_S);
     let t = Instant::now();
     let waited = test_thread("serial_beside_a_process", move || {
         let _s = common::serial();
@@ -202,7 +208,7 @@ fn queue_behind_a_waiting_serial_test() -> Result<String, String> {
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_held(&path, first.id(), "flock(1)", 30);
+    wait_held(&path, first.id(), "flock(1)", HELD_WITHIN_S);
     // Who got in first, by the order of their lines appended to one file (O_APPEND):
     // no clock read in two processes (wall-clock times put the second reader 0.25 ms
     // before the serial test once beside stress-ng, which the locks rule out unless the

@@ -108,6 +108,9 @@ fn serialised_server_is_flat_and_waits_on_a_lock() {
     let _g = common::serial();
     let mut args = vec!["tcp", "--serialize", "--server-serial", "5ms"];
     args.extend(SHORT);
+    // The 1-user step pays the host's wake-up latency on every request (the lock idle
+    // between them): beside stress-ng it made 163 TPS against 189 at 32 users (1.16x,
+    // 2026-12-07), so a first step that far below the last is the machine's, tried again.
     let timing_ok = |j: &Value| {
         let s = steps(j);
         s.len() == 6
@@ -115,6 +118,7 @@ fn serialised_server_is_flat_and_waits_on_a_lock() {
                 .all(|st| (120.0..=205.0).contains(&st["tps"].as_f64().unwrap_or(0.0)))
             && (130.0..=200.0)
                 .contains(&(s[5]["response"]["mean_ns"].as_f64().unwrap_or(0.0) / 1e6))
+            && s[5]["tps"].as_f64().unwrap_or(0.0) < 1.15 * s[0]["tps"].as_f64().unwrap_or(0.0)
     };
     let Some((j, text)) = ramp_on_time(
         "ramp::serialised_server_is_flat_and_waits_on_a_lock",

@@ -101,10 +101,10 @@ fn waits_to_write(path: &std::path::Path, pid: u32) -> bool {
     })
 }
 
-/// How long a flock(1) of the turn lock may wait for it, s: a serial test of this suite
-/// (or of another clone's) holds it exclusively while it runs, up to 50 s beside
-/// stress-ng (capacity_stream's prefork test, 2026-12-07), and flock(1) once waited past
-/// the 30 s this was there.
+/// How long a flock(1) of the turn lock may wait for it, s: serial tests of this suite
+/// (or of another clone's) hold it exclusively one after another, one for 37 s beside
+/// stress-ng (capacity's rate test with a retry, 2026-12-07), and flock(1) competes with
+/// each waiting one at every hand-over: it once waited past the 30 s this was.
 const HELD_WITHIN_S: u64 = 300;
 
 /// Waits (up to `secs`) until process `pid` holds `path`; `who` names it.

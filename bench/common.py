@@ -1,7 +1,7 @@
-"""Helpers the HTTP benchmarks share (bench/http_max.py; the older scripts keep their own
-copies): bounded subprocess runs, CPU pinning, a free port, a process's CPU ticks, duration
-text of wrk and h2load, medians and the paired ratio with its 95 % t interval, and one
-line naming the host, the commit and the tools."""
+"""Helpers the benchmarks share (http_max.py, http1.py, http2.py, http3.py, resp.py):
+bounded subprocess runs, CPU pinning, a free port, RLIMIT_NOFILE, a process's CPU ticks,
+duration text of wrk and h2load, medians and the paired ratio with its 95 % t interval,
+and one line naming the host, the commit and the tools."""
 
 import os
 import platform

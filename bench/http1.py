@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import re
-import resource
 import shutil
 import socket
 import statistics
@@ -35,45 +34,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import duration_ms, free_port, on, raise_nofile, ratio_ci, sh  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TPSLAB = os.environ.get("TPSLAB_BIN") or os.path.join(ROOT, "target", "release", "tpslab")
 OUT = tempfile.mkdtemp(prefix="tpslab-bench-h1-")
 # The benchmark's runs stay out of the user's run history.
 os.environ["XDG_DATA_HOME"] = os.path.join(OUT, "history")
 CONNECTIONS = (1, 50, 1000)
-
-
-def sh(cmd, timeout=600, **kw):
-    """Runs a command to completion (bounded)."""
-    return subprocess.run(cmd, check=True, text=True, capture_output=True, timeout=timeout, **kw)
-
-
-def on(cpu, *cmd):
-    return ["taskset", "-c", str(cpu), *cmd]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def raise_nofile(want):
-    """Soft RLIMIT_NOFILE up to `want` descriptors (children inherit it): the hard limit is
-    raised too where allowed (root), else the soft one goes up to the hard one. Returns the
-    new soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= want:
-        return soft
-    for lim in ((want, max(hard, want)), (min(want, hard), hard)):
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, lim)
-            return lim[0]
-        except (ValueError, OSError):
-            pass
-    return soft
 
 
 def nginx(port, connections):
@@ -107,21 +76,13 @@ http {{ access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
             time.sleep(0.05)
 
 
-def ms(v):
-    """wrk's duration text (e.g. 128.00us, 1.23ms, 2.00s) in ms."""
-    for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
-        if v.endswith(unit):
-            return float(v[: -len(unit)]) * f
-    return float(v)
-
-
 def wrk(url, conns, secs):
     """wrk, one thread, `conns` connections for `secs` s: requests/s, p50/p99 (ms), errors."""
     out = sh(on(0, "wrk", "-t", "1", "-c", str(conns), "-d", f"{secs}s", "--latency", url),
              timeout=secs + 60).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50 = ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))
-    p99 = ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))
+    p50 = duration_ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))
+    p99 = duration_ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))
     errs = 0
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     if m:
@@ -147,24 +108,6 @@ def tpslab(url, users, secs, warmup="1s", threads="1", timeout="2s"):
     return {"rps": st["tps"], "p50_ms": st["response"]["p50_ns"] / 1e6,
             "p99_ms": st["response"]["p99_ns"] / 1e6, "errors": errs, "kinds": st["errors"],
             "rss_mib": (r.get("generator_peak_rss_kib") or 0) / 1024}
-
-
-# Two-sided 95 % Student t quantiles by degrees of freedom (1..30; above: the normal's).
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def ratio_ci(pairs):
-    """Mean of the per-round ratios a/b with a 95 % t interval: 'm x [lo, hi]'."""
-    rs = [a / b for a, b in pairs if b]
-    if not rs:
-        return "-"
-    m = statistics.mean(rs)
-    if len(rs) < 2:
-        return f"{m:.2f}x"
-    t = T975[len(rs) - 2] if len(rs) - 1 <= len(T975) else 1.96
-    h = t * statistics.stdev(rs) / len(rs) ** 0.5
-    return f"{m:.2f}x [{m - h:.2f}, {m + h:.2f}]"
 
 
 def med(xs, fmt="{:,.0f}"):

@@ -20,12 +20,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import cpu_ticks, free_port, on, sh  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,23 +45,6 @@ TPSLAB = default_bin()
 OUT = tempfile.mkdtemp(prefix="tpslab-bench-h3-")
 # The benchmark's runs stay out of the user's run history.
 os.environ["XDG_DATA_HOME"] = os.path.join(OUT, "history")
-
-
-def sh(cmd, timeout=600, **kw):
-    """Runs a command to completion (bounded)."""
-    return subprocess.run(cmd, check=True, text=True, capture_output=True, timeout=timeout, **kw)
-
-
-def on(cpu, *cmd):
-    return ["taskset", "-c", str(cpu), *cmd]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def udp_bound(port):
@@ -127,13 +112,6 @@ def tpslab(url, conns, secs):
     span = res.get("last_end_s") or secs
     return {"rps": ok / span, "mean_ms": res["uncorrected"].get("mean_ns", 0) / 1e6,
             "done": ok, "errors": sum(res["errors"].values())}
-
-
-def cpu_ticks(pid):
-    """utime + stime of process `pid`, clock ticks (/proc/PID/stat fields 14 and 15)."""
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return int(rest[11]) + int(rest[12])
 
 
 def server_cost(cd, fn):

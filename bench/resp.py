@@ -22,17 +22,13 @@ import subprocess
 import tempfile
 import time
 
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import free_port  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TPSLAB = os.environ.get("TPSLAB_BIN", os.path.join(ROOT, "target/release/tpslab"))
 KEY = "key:__rand_int__"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def tpslab_tps(port, clients, secs, tmp):

@@ -272,6 +272,38 @@ pub fn check_h2_headers(headers: &[(String, String)]) -> Result<(), PlanError> {
 mod tests {
     use super::*;
 
+    /// A version between two fields, as in a plan.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Holder {
+        a: u8,
+        #[serde(flatten, with = "version_keys")]
+        v: HttpVersion,
+        b: u8,
+    }
+
+    /// Each version writes the keys records always had, in the field's place, and reads
+    /// back as itself; both keys are refused, `false` is HTTP/1.1.
+    #[test]
+    fn a_version_is_written_as_the_keys_records_had_and_read_back() {
+        for (v, json) in [
+            (HttpVersion::Http1, r#"{"a":1,"b":2}"#),
+            (HttpVersion::Http2, r#"{"a":1,"http2":true,"b":2}"#),
+            (HttpVersion::Http3, r#"{"a":1,"http3":true,"b":2}"#),
+        ] {
+            let h = Holder { a: 1, v, b: 2 };
+            assert_eq!(serde_json::to_string(&h).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Holder>(json).unwrap(), h);
+        }
+        let e = serde_json::from_str::<Holder>(r#"{"a":1,"http2":true,"http3":true,"b":2}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--http2 and --http3"), "{e}");
+        let h: Holder = serde_json::from_str(r#"{"a":1,"http2":false,"b":2}"#).unwrap();
+        assert_eq!(h.v, HttpVersion::Http1);
+        assert!(HttpVersion::from_flags(true, true).is_err());
+        assert!(!HttpVersion::Http1.multiplexed() && HttpVersion::Http3.multiplexed());
+    }
+
     fn req(url: &str, method: &str, headers: &[(&str, &str)]) -> HttpRequest {
         HttpRequest {
             url: url.into(),
@@ -404,5 +436,86 @@ mod tests {
             j.contains(r#""tls":{"insecure":false,"cacert":"ca.pem"}"#),
             "{j}"
         );
+    }
+}
+
+/// The HTTP version a load speaks: one value where plans had a `http2` and a `http3`
+/// flag (both set was a state to refuse; now it cannot be made).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1 keep-alive: one request in flight per connection.
+    #[default]
+    Http1,
+    /// HTTP/2 (`--http2`): h2c with prior knowledge for `http://`, ALPN `h2` over TLS.
+    Http2,
+    /// HTTP/3 (`--http3`) over QUIC, `https://` only (ALPN `h3`).
+    Http3,
+}
+
+impl HttpVersion {
+    /// The version the flags `--http2` and `--http3` ask for. Error: both given (one
+    /// line, a conflict).
+    pub fn from_flags(http2: bool, http3: bool) -> Result<HttpVersion, PlanError> {
+        match (http2, http3) {
+            (true, true) => Err(PlanError::Conflict(
+                "--http2 and --http3 are two protocols: give one".into(),
+            )),
+            (true, false) => Ok(HttpVersion::Http2),
+            (false, true) => Ok(HttpVersion::Http3),
+            (false, false) => Ok(HttpVersion::Http1),
+        }
+    }
+
+    /// Requests share a connection as streams (HTTP/2 and HTTP/3): `--streams` applies
+    /// and connection-specific headers are refused.
+    pub fn multiplexed(self) -> bool {
+        self != HttpVersion::Http1
+    }
+
+    /// HTTP/2.
+    pub fn is_http2(self) -> bool {
+        self == HttpVersion::Http2
+    }
+
+    /// HTTP/3.
+    pub fn is_http3(self) -> bool {
+        self == HttpVersion::Http3
+    }
+}
+
+/// An [`HttpVersion`] as records have always carried it: the keys `http2` and `http3`,
+/// each `true` or absent (`#[serde(flatten, with = "crate::http::version_keys")]`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct VersionKeys {
+    /// `--http2`: HTTP/2 instead of HTTP/1.1 (h2c with prior knowledge for `http://`, ALPN
+    /// `h2` over TLS for `https://`); absent from records of HTTP/1.1 runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http2: bool,
+    /// `--http3`: HTTP/3 over QUIC instead (RFC 9114; ALPN `h3`, `https://` only: QUIC
+    /// is always TLS 1.3); absent from records of other runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
+}
+
+/// serde of an [`HttpVersion`] as [`VersionKeys`]. A record with both keys `true` is
+/// refused on reading.
+pub mod version_keys {
+    use super::{HttpVersion, VersionKeys};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// The keys of `v`: none for HTTP/1.1, `http2: true` or `http3: true`.
+    pub fn serialize<S: Serializer>(v: &HttpVersion, s: S) -> Result<S::Ok, S::Error> {
+        VersionKeys {
+            http2: v.is_http2(),
+            http3: v.is_http3(),
+        }
+        .serialize(s)
+    }
+
+    /// The version the keys name; an error for both.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HttpVersion, D::Error> {
+        let k = VersionKeys::deserialize(d)?;
+        HttpVersion::from_flags(k.http2, k.http3).map_err(serde::de::Error::custom)
     }
 }

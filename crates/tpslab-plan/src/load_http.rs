@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::http::HttpRequest;
+use crate::http::{HttpRequest, HttpVersion};
 use crate::limits::{
     HTTP2_SCHEDULES, HTTP2_STREAMS, HTTP_LOAD_DURATION, HTTP_LOAD_REQUESTS, HTTP_RATE,
     LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
@@ -63,14 +63,11 @@ pub struct LoadHttpPlan {
     pub timeout: Duration,
     /// Loop threads (0: one per CPU, at most one per connection).
     pub load_threads: usize,
-    /// `--http2`: HTTP/2 instead of HTTP/1.1 (h2c with prior knowledge for `http://`, ALPN
-    /// `h2` over TLS for `https://`); absent from records of HTTP/1.1 runs.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub http2: bool,
-    /// `--http3`: HTTP/3 over QUIC instead (RFC 9114; ALPN `h3`, `https://` only: QUIC
-    /// is always TLS 1.3); absent from records of other runs.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub http3: bool,
+    /// `--http2` or `--http3` (JSON: the keys `http2` and `http3`, each `true` or absent,
+    /// [`crate::http::VersionKeys`]).
+    #[serde(flatten, with = "crate::http::version_keys")]
+    #[cfg_attr(feature = "schema", schemars(with = "crate::http::VersionKeys"))]
+    pub version: HttpVersion,
     /// `--streams`: HTTP/2 or HTTP/3 requests in flight per connection at most (each a
     /// stream; also capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS, or its QUIC
     /// MAX_STREAMS): `connections * streams` schedules in all, each with one request in
@@ -140,12 +137,12 @@ impl LoadHttpPlan {
     /// headers ([`HttpRequest::check`]), a rate not above 0 or above [`HTTP_RATE`],
     /// connections outside 1..=10,000, a duration outside 100ms..=24h, a timeout outside
     /// 1ms..=10min, a body over 1 MiB, loop threads over the limit; `--requests` without
-    /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`]; `--http2` with `--http3`, `--http3`
-    /// with an `http://` URL, `--streams` without either, a connection-specific header
-    /// with either; `--pid` with `--http3`.
+    /// `--rate max` or outside [`HTTP_LOAD_REQUESTS`]; `--http3` with an `http://` URL,
+    /// `--streams` without `--http2` or `--http3`, a connection-specific header with
+    /// either; `--pid` with `--http3`.
     pub fn validate(&self) -> Result<(), PlanError> {
         self.request.check()?;
-        if self.pid.is_some() && self.http3 {
+        if self.pid.is_some() && self.version.is_http3() {
             return Err(PlanError::Conflict(
                 "--pid applies to HTTP/1.1 and HTTP/2 (over --http3 the server is found by its UDP socket, or started by --server-cmd)".into(),
             ));
@@ -186,19 +183,14 @@ impl LoadHttpPlan {
         if self.load_threads != 0 {
             LOAD_THREADS.check("--load-threads", self.load_threads as u64)?;
         }
-        if self.http2 && self.http3 {
-            return Err(PlanError::Conflict(
-                "--http2 and --http3 are two protocols: give one".into(),
-            ));
-        }
-        if self.http3 && !self.request.check()?.tls {
+        if self.version.is_http3() && !self.request.check()?.tls {
             return Err(PlanError::value(
                 "URL",
                 &self.request.url,
                 "https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
             ));
         }
-        if !self.http2 && !self.http3 && self.streams != 1 {
+        if !self.version.multiplexed() && self.streams != 1 {
             return Err(PlanError::Conflict(
                 "--streams applies to --http2 and --http3 (HTTP/1.1 has one request in flight per connection)"
                     .into(),
@@ -215,10 +207,10 @@ impl LoadHttpPlan {
                 ),
             ));
         }
-        if self.http2 || self.http3 {
+        if self.version.multiplexed() {
             crate::http::check_h2_headers(&self.request.headers)?;
         }
-        if self.server_cmd.is_some() && !self.http3 {
+        if self.server_cmd.is_some() && !self.version.is_http3() {
             return Err(PlanError::Conflict(
                 "--server-cmd applies to --http3 (the QUIC server's socket is watched and restarted for --verify)".into(),
             ));

@@ -146,7 +146,7 @@ fn run_step(
                 run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
                 load.duration = h.load.duration;
             }
-            let watch = StreamWatch::start(load.target, h.pid, !load.http3);
+            let watch = StreamWatch::start(load.target, h.pid, !load.version.is_http3());
             let rec = run_load_http_live(&load, stop, ctx.http_live.as_ref())?;
             // Requests in flight at once: each connection's streams with --http2.
             let (facts, step) = watch.end(&rec.result, load.schedules());

@@ -92,7 +92,7 @@ fn once(plan: &LoadHttpPlan, ctx: &Ctx, what: &str) -> Result<LoadHttpRecord> {
 /// ([`tpslab_engine::observe::listen::listener_owner`]); None over HTTP/3 (its UDP socket is
 /// watched apart) or when neither is known.
 fn watched_server(plan: &LoadHttpPlan) -> Option<(u32, FoundBy)> {
-    if plan.http3 {
+    if plan.version.is_http3() {
         return None;
     }
     match plan.pid {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
-use tpslab_plan::http::{parse_header, HttpRequest};
+use tpslab_plan::http::{parse_header, HttpRequest, HttpVersion};
 use tpslab_plan::load_http::LoadHttpPlan;
 use tpslab_plan::proto::HTTP_BODY_BYTES;
 
@@ -120,8 +120,7 @@ impl HttpFlags {
             duration,
             timeout: self.timeout,
             load_threads: self.load_threads,
-            http2: self.http2,
-            http3: self.http3,
+            version: HttpVersion::from_flags(self.http2, self.http3)?,
             streams: self.streams,
             fail_on: None,
             server_cmd: None,
@@ -133,9 +132,9 @@ impl HttpFlags {
         plan.request.tls =
             tpslab_run::input::tls_settings(self.request.insecure, self.request.cacert.as_deref())?;
         // A --cacert without a usable certificate: one line now, not a run of failures.
-        let alpn = if plan.http2 {
+        let alpn = if plan.version.is_http2() {
             tpslab_engine::client::proto::h2::ALPN
-        } else if plan.http3 {
+        } else if plan.version.is_http3() {
             tpslab_engine::client::proto::h3::ALPN
         } else {
             tpslab_engine::client::proto::http1::ALPN

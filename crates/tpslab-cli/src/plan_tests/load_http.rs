@@ -90,7 +90,7 @@ fn load_http_rows() {
             ],
             Plan(|p| {
                 matches!(p, Made::LoadHttp(l) if l.max_rate && l.requests == Some(5000)
-                    && l.duration == Duration::from_secs(2) && l.streams == 8 && l.http2)
+                    && l.duration == Duration::from_secs(2) && l.streams == 8 && l.version.is_http2())
             }),
         ),
         // HTTP/3: https:// only, streams as HTTP/2's, one protocol at a time; not yet
@@ -108,7 +108,7 @@ fn load_http_rows() {
                 "--insecure",
             ],
             Plan(|p| {
-                matches!(p, Made::LoadHttp(l) if l.http3 && !l.http2 && l.streams == 4
+                matches!(p, Made::LoadHttp(l) if l.version.is_http3() && l.streams == 4
                     && l.request.tls.insecure && l.schedules() == 40)
             }),
         ),
@@ -154,7 +154,7 @@ fn load_http_rows() {
                 "--insecure",
             ],
             Plan(|p| matches!(p, Made::Capacity(c)
-                if matches!(&c.load, tpslab_plan::capacity::CapacityLoad::Http(h) if h.load.http3 && !h.load.http2))),
+                if matches!(&c.load, tpslab_plan::capacity::CapacityLoad::Http(h) if h.load.version.is_http3()))),
         ),
         // --server-cmd starts an HTTP/3 server for the run; --verify needs it.
         (
@@ -171,7 +171,7 @@ fn load_http_rows() {
                 "--verify",
             ],
             Plan(|p| {
-                matches!(p, Made::LoadHttp(l) if l.http3 && l.verify
+                matches!(p, Made::LoadHttp(l) if l.version.is_http3() && l.verify
                     && l.server_cmd.as_deref() == Some("caddy run"))
             }),
         ),

@@ -391,10 +391,10 @@ pub fn run_load_http_live(
 ) -> Result<LoadHttpRecord, EngineError> {
     plan.validate()
         .map_err(|e| EngineError::Other(e.to_string()))?;
-    if plan.http2 {
+    if plan.version.is_http2() {
         return h2loop::run_load_h2(plan, stop, live);
     }
-    if plan.http3 {
+    if plan.version.is_http3() {
         return h3loop::run_load_h3(plan, stop, live);
     }
     let proto = http1_for(plan)?;

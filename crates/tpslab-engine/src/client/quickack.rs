@@ -187,7 +187,7 @@ pub fn retime_load_http(
     stop: &AtomicBool,
     rec: &mut tpslab_record::load_http::LoadHttpRecord,
 ) -> Result<(), crate::EngineError> {
-    if plan.http2 || plan.http3 || stop.load(Relaxed) {
+    if plan.version.multiplexed() || stop.load(Relaxed) {
         return Ok(());
     }
     let Some(g) = rec.result.reply_gaps.as_mut() else {

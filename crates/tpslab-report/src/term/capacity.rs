@@ -43,10 +43,14 @@ fn plan_line(w: &mut dyn Write, c: &CapacityRecord) -> io::Result<()> {
                 h.load.request.method,
                 h.load.request.url,
                 h.load.connections,
-                if h.load.http3 { "QUIC " } else { "keep-alive " },
-                if h.load.http2 {
+                if h.load.version.is_http3() {
+                    "QUIC "
+                } else {
+                    "keep-alive "
+                },
+                if h.load.version.is_http2() {
                     format!(" over HTTP/2 with {} stream(s) each", h.load.streams)
-                } else if h.load.http3 {
+                } else if h.load.version.is_http3() {
                     format!(" over HTTP/3 with {} stream(s) each", h.load.streams)
                 } else {
                     String::new()

@@ -28,10 +28,14 @@ pub(super) fn tls_note(t: &tpslab_plan::http::TlsSettings) -> String {
 /// How many streams each connection carries, ` over HTTP/2 with 4 streams each` (or
 /// HTTP/3), or nothing.
 fn h2_note(p: &LoadHttpPlan) -> String {
-    if p.http2 || p.http3 {
+    if p.version.multiplexed() {
         format!(
             " over HTTP/{} with {} stream{} each",
-            if p.http3 { "3 (QUIC)" } else { "2" },
+            if p.version.is_http3() {
+                "3 (QUIC)"
+            } else {
+                "2"
+            },
             p.streams,
             if p.streams == 1 { "" } else { "s" }
         )
@@ -87,7 +91,7 @@ pub fn header(w: &mut dyn Write, p: &LoadHttpPlan) -> io::Result<()> {
         return writeln!(
             w,
             "tpslab load http: max rate (closed loop: each {} sends its next request when its last reply is in) on {} keep-alive connection{}{} {}, {} {} ({}){}{}, timeout {}",
-            if p.http2 || p.http3 { "stream" } else { "connection" },
+            if p.version.multiplexed() { "stream" } else { "connection" },
             p.connections,
             if p.connections == 1 { "" } else { "s" },
             h2_note(p),

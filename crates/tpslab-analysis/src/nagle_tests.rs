@@ -172,8 +172,7 @@ fn a_ramp_names_the_steps_held_and_the_worst_ones_figures() {
         server_pid: None,
         sample_interval: std::time::Duration::from_millis(10),
         load_threads: 1,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     let mut rec = RampRecord {
         plan,
@@ -311,8 +310,7 @@ fn a_ramp_says_which_steps_paused_instead_of_naming_nagle() {
         server_pid: None,
         sample_interval: std::time::Duration::from_millis(10),
         load_threads: 1,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     let q = real(REAL_PAUSE).quickack.unwrap();
     let with = |mut g: ReplyGaps| {

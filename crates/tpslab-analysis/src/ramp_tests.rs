@@ -48,8 +48,7 @@ fn plan() -> RampPlan {
         server_pid: None,
         sample_interval: Duration::from_nanos(1),
         load_threads: 0,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     }
 }
 

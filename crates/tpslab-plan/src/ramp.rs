@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::framing::Framing;
+use crate::http::HttpVersion;
 use crate::limits::{
     RAMP_STEPS, RAMP_USERS, REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK,
 };
@@ -69,16 +70,102 @@ pub struct RampPlan {
     /// out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub load_threads: usize,
+    /// How the users reach the server: a connection (or socket) each, or streams on the
+    /// HTTP/2 or HTTP/3 connections they share (`ramp http --http2 N`, `--http3 N`; JSON:
+    /// the keys `http2_connections` and `http3_connections`, each left out when 0,
+    /// [`ConnectionKeys`]).
+    #[serde(flatten, with = "connection_keys")]
+    #[cfg_attr(feature = "schema", schemars(with = "ConnectionKeys"))]
+    pub connections: UserConnections,
+}
+
+/// How a ramp's users reach the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UserConnections {
+    /// A connection (or a UDP socket) per user: HTTP/1.1 and every other protocol.
+    #[default]
+    PerUser,
+    /// `ramp http --http2 N`: N HTTP/2 connections the users share (user i on connection
+    /// i % N, each user one stream in flight at a time).
+    Http2(usize),
+    /// `ramp http --http3 N`: N HTTP/3 (QUIC) connections the users share, as
+    /// [`UserConnections::Http2`].
+    Http3(usize),
+}
+
+impl UserConnections {
+    /// The HTTP version the users speak ([`HttpVersion::Http1`] for a connection each).
+    pub fn version(self) -> HttpVersion {
+        match self {
+            UserConnections::PerUser => HttpVersion::Http1,
+            UserConnections::Http2(_) => HttpVersion::Http2,
+            UserConnections::Http3(_) => HttpVersion::Http3,
+        }
+    }
+
+    /// The connections the users share; None: a connection each.
+    pub fn shared(self) -> Option<usize> {
+        match self {
+            UserConnections::PerUser => None,
+            UserConnections::Http2(n) | UserConnections::Http3(n) => Some(n),
+        }
+    }
+}
+
+/// [`UserConnections`] as records have always carried it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConnectionKeys {
     /// `ramp http --http2`: the HTTP/2 connections the users share (user i on connection
     /// i % N, each user one stream in flight at a time); 0: HTTP/1.1, a connection per
     /// user (left out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub http2_connections: usize,
     /// `ramp http --http3`: the HTTP/3 (QUIC) connections the users share, as
-    /// [`RampPlan::http2_connections`] (user i on connection i % N, one stream in flight
-    /// each); 0: not HTTP/3 (left out of the record then).
+    /// `http2_connections` (user i on connection i % N, one stream in flight each); 0:
+    /// not HTTP/3 (left out of the record then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub http3_connections: usize,
+}
+
+/// serde of [`UserConnections`] as [`ConnectionKeys`]; a record with both counts above
+/// 0 is refused on reading.
+mod connection_keys {
+    use super::{ConnectionKeys, UserConnections};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(c: &UserConnections, s: S) -> Result<S::Ok, S::Error> {
+        let (http2_connections, http3_connections) = match *c {
+            UserConnections::PerUser => (0, 0),
+            UserConnections::Http2(n) => (n, 0),
+            UserConnections::Http3(n) => (0, n),
+        };
+        ConnectionKeys {
+            http2_connections,
+            http3_connections,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<UserConnections, D::Error> {
+        match ConnectionKeys::deserialize(d)? {
+            ConnectionKeys {
+                http2_connections: 0,
+                http3_connections: 0,
+            } => Ok(UserConnections::PerUser),
+            ConnectionKeys {
+                http2_connections: n,
+                http3_connections: 0,
+            } => Ok(UserConnections::Http2(n)),
+            ConnectionKeys {
+                http2_connections: 0,
+                http3_connections: n,
+            } => Ok(UserConnections::Http3(n)),
+            _ => Err(serde::de::Error::custom(
+                "http2_connections and http3_connections both above 0: --http2 and --http3 are two protocols",
+            )),
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -104,8 +191,8 @@ impl RampPlan {
     /// - `--step-duration`, `--warmup`, `--think`, `--timeout`, `--interval` within
     ///   their limits ([`STEP_DURATION`], ...), `--knee-gain` above 0 and below 1;
     /// - the protocol's request, framing and sequence field ([`Proto::validate`]);
-    /// - HTTP/2 or HTTP/3 connections only with HTTP, at most [`RAMP_USERS`] and the last
-    ///   step's users, not both; HTTP/3 with an `https://` URL and no connection-specific
+    /// - HTTP/2 or HTTP/3 connections only with HTTP, 1..=[`RAMP_USERS`] and at most the
+    ///   last step's users; HTTP/3 with an `https://` URL and no connection-specific
     ///   header;
     /// - the target's port is not 0.
     ///
@@ -156,40 +243,40 @@ impl RampPlan {
             self.seq_field,
             self.target,
         )?;
-        if self.http2_connections > 0 {
-            if self.proto.http_request().is_none() {
-                return Err(PlanError::Conflict("--http2 applies to ramp http".into()));
+        let shared = match self.connections {
+            UserConnections::PerUser => None,
+            UserConnections::Http2(n) => {
+                if self.proto.http_request().is_none() {
+                    return Err(PlanError::Conflict("--http2 applies to ramp http".into()));
+                }
+                Some(n)
             }
-            RAMP_USERS.check("--connections", self.http2_connections as u64)?;
-        }
-        if self.http3_connections > 0 {
-            let Some(req) = self.proto.http_request() else {
-                return Err(PlanError::Conflict("--http3 applies to ramp http".into()));
-            };
-            if self.http2_connections > 0 {
-                return Err(PlanError::Conflict(
-                    "--http2 and --http3 are two protocols: give one".into(),
-                ));
+            UserConnections::Http3(n) => {
+                let Some(req) = self.proto.http_request() else {
+                    return Err(PlanError::Conflict("--http3 applies to ramp http".into()));
+                };
+                if !req.check()?.tls {
+                    return Err(PlanError::value(
+                        "URL",
+                        &req.url,
+                        "https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
+                    ));
+                }
+                crate::http::check_h2_headers(&req.headers)?;
+                Some(n)
             }
-            if !req.check()?.tls {
+        };
+        if let Some(shared) = shared {
+            RAMP_USERS.check("--connections", shared as u64)?;
+            // Shared connections: each with a user at the last step at least (one
+            // without stays open, idle, all the ramp).
+            if shared > last {
                 return Err(PlanError::value(
-                    "URL",
-                    &req.url,
-                    "https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)",
+                    "--connections",
+                    shared,
+                    format!("1..={last}: at most the last step's users (a connection without a user would stay idle)"),
                 ));
             }
-            crate::http::check_h2_headers(&req.headers)?;
-            RAMP_USERS.check("--connections", self.http3_connections as u64)?;
-        }
-        // Shared connections: each with a user at the last step at least (one without
-        // stays open, idle, all the ramp).
-        let shared = self.http2_connections.max(self.http3_connections);
-        if shared > last {
-            return Err(PlanError::value(
-                "--connections",
-                shared,
-                format!("1..={last}: at most the last step's users (a connection without a user would stay idle)"),
-            ));
         }
         if self.target.port() == 0 {
             return Err(PlanError::Conflict(format!(

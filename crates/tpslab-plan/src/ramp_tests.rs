@@ -19,8 +19,7 @@ fn tcp() -> RampPlan {
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: UserConnections::PerUser,
     }
 }
 
@@ -342,7 +341,7 @@ fn http3_needs_an_https_url_and_is_not_http2() {
     let h3 = RampPlan {
         proto: Proto::Http(req("https://localhost:5001/", vec![])),
         request: vec![],
-        http3_connections: 2,
+        connections: UserConnections::Http3(2),
         ..tcp()
     };
     assert_eq!(h3.validate(), Ok(()));
@@ -352,16 +351,17 @@ fn http3_needs_an_https_url_and_is_not_http2() {
     };
     let e = plain.validate().unwrap_err().to_string();
     assert!(e.contains("https://HOST[:PORT]/PATH with --http3"), "{e}");
-    let both = RampPlan {
-        http2_connections: 2,
-        ..h3.clone()
-    };
-    assert_eq!(
-        both.validate().unwrap_err().to_string(),
-        "--http2 and --http3 are two protocols: give one"
-    );
+    // Both in a record: refused on reading (a plan cannot hold both).
+    let mut both = serde_json::to_value(&h3).unwrap();
+    both["http2_connections"] = 2.into();
+    let e = serde_json::from_value::<RampPlan>(both)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--http2 and --http3 are two protocols"), "{e}");
+    let back: RampPlan = serde_json::from_value(serde_json::to_value(&h3).unwrap()).unwrap();
+    assert_eq!(back, h3);
     let tcp3 = RampPlan {
-        http3_connections: 2,
+        connections: UserConnections::Http3(2),
         ..tcp()
     };
     assert_eq!(
@@ -378,14 +378,14 @@ fn http3_needs_an_https_url_and_is_not_http2() {
     let e = upgrade.validate().unwrap_err().to_string();
     assert!(e.contains("no connection-specific header"), "{e}");
     let many = RampPlan {
-        http3_connections: 10_001,
+        connections: UserConnections::Http3(10_001),
         ..h3.clone()
     };
     let e = many.validate().unwrap_err().to_string();
     assert!(e.contains("--connections"), "{e}");
     // Users 1, 2, 4: a fifth connection would have no user.
     let idle = RampPlan {
-        http3_connections: 5,
+        connections: UserConnections::Http3(5),
         ..h3.clone()
     };
     assert_eq!(
@@ -394,7 +394,7 @@ fn http3_needs_an_https_url_and_is_not_http2() {
     );
     assert_eq!(
         RampPlan {
-            http3_connections: 4,
+            connections: UserConnections::Http3(4),
             ..h3
         }
         .validate(),

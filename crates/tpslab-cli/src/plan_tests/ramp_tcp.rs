@@ -7,6 +7,7 @@ use super::{
 };
 use std::time::Duration;
 use tpslab_plan::proto::Proto;
+use tpslab_plan::ramp::UserConnections;
 use tpslab_plan::tcp::{ServeTcpMode, TcpMode};
 use tpslab_plan::tcp::{ServeTcpPlan, TcpPlan};
 use tpslab_run::ramp::{RampSetup, BUILTIN_UNSTARTED};
@@ -213,18 +214,18 @@ fn ramp_http_rows() {
                     && h.headers == [("Accept".to_string(), "*/*".to_string()), ("X-Trace".to_string(), "7".to_string())])
                 && plan.target == "127.0.0.1:8080".parse().unwrap()
                 && plan.request == b"{\"a\":1}" && plan.steps == [1, 2, 4]
-                && plan.http2_connections == 0))),
+                && plan.connections == UserConnections::PerUser))),
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http2"],
-            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http2_connections == 1))),
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.connections == UserConnections::Http2(1)))),
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "4"],
-            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http2_connections == 4))),
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.connections == UserConnections::Http2(4)))),
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http2", "--connections", "10001"],
             Error("--connections 10001: allowed 1..=10000")),
         (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--insecure"],
             Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. })
-                if plan.http3_connections == 1 && plan.http2_connections == 0))),
+                if plan.connections == UserConnections::Http3(1)))),
         (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--connections", "4"],
-            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.http3_connections == 4))),
+            Plan(|p| matches!(p, Made::Ramp(RampSetup { plan, .. }) if plan.connections == UserConnections::Http3(4)))),
         (&["ramp", "http", "http://127.0.0.1:8080/", "--http3"],
             Error("URL http://127.0.0.1:8080/: allowed https://HOST[:PORT]/PATH with --http3 (QUIC is always TLS)")),
         (&["ramp", "http", "https://127.0.0.1:8443/", "--http3", "--http2"],

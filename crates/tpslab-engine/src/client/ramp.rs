@@ -55,7 +55,10 @@ pub fn run_ramp_with(
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = Protocol::for_plan(&plan.wire());
     // HTTP/2 and HTTP/3: the users share the plan's connections; else a socket per user.
-    let (h2, h3) = (plan.http2_connections > 0, plan.http3_connections > 0);
+    let (h2, h3) = (
+        plan.connections.version().is_http2(),
+        plan.connections.version().is_http3(),
+    );
     let (sockets, loops) = sockets_and_loops(plan, &proto)?;
     // HTTP/3's one handshake before the run (a round trip, and up to 100 ms for its
     // close): before the plan's clock starts, so the first step's warm-up is the users'.
@@ -158,19 +161,23 @@ pub fn run_ramp_with(
 /// file descriptors allow, or (TCP) than the local ports (one line each).
 fn sockets_and_loops(plan: &RampPlan, proto: &Protocol) -> Result<(usize, usize), EngineError> {
     let max_users = *plan.steps.last().unwrap_or(&1);
-    let shared = plan.http2_connections.max(plan.http3_connections);
-    let sockets = if shared > 0 { shared } else { max_users };
+    let shared = plan.connections.shared();
+    let sockets = shared.unwrap_or(max_users);
     // One socket per user (or connection), plus room for the process's own files.
     let limit = tpslab_net::raise_nofile();
     if (sockets as u64) + 64 > limit {
-        let what = if shared > 0 { "connections" } else { "users" };
+        let what = if shared.is_some() {
+            "connections"
+        } else {
+            "users"
+        };
         return Err(EngineError::Other(format!(
             "{sockets} {what} need {} file descriptors; the limit (RLIMIT_NOFILE, ulimit -n) is {limit}: raise it or ramp to fewer {what}",
             sockets + 64
         )));
     }
     // HTTP/3's QUIC connections are UDP sockets: no TCP local port each.
-    if proto.transport() == Transport::Stream && plan.http3_connections == 0 {
+    if proto.transport() == Transport::Stream && !plan.connections.version().is_http3() {
         crate::host::env::check_ports(sockets)?;
     }
     let loops = match plan.load_threads {
@@ -501,7 +508,7 @@ fn h2_users<'a>(
     req: &tpslab_plan::http::HttpRequest,
     tally: &'a Tally<'a>,
 ) -> Result<crate::client::openloop::h2loop::H2Run<'a, Tally<'a>>, EngineError> {
-    let c = plan.http2_connections;
+    let c = plan.connections.shared().unwrap_or(1);
     let max_users = *plan.steps.last().unwrap_or(&1);
     Ok(crate::client::openloop::h2loop::H2Run {
         sched: tally,

@@ -40,8 +40,7 @@ fn tcp_ramp_counts_every_step_and_littles_law_holds() {
         server_pid: Some(std::process::id()),
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
     assert_eq!(r.steps.len(), 2);
@@ -97,8 +96,7 @@ fn dead_server_gives_errors_not_a_hang() {
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     let t = std::time::Instant::now();
     let r = run_ramp(&plan, &AtomicBool::new(false)).unwrap();
@@ -127,8 +125,7 @@ fn plan(target: std::net::SocketAddr, steps: Vec<usize>) -> RampPlan {
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 2,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     }
 }
 

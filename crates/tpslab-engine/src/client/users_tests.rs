@@ -189,8 +189,7 @@ fn run_gaps(
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 1,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     let proto = Lines::for_plan(&plan.wire());
     let t0 = mono_ns();

@@ -4,7 +4,7 @@
 use super::{fmt_ns, table};
 use std::io::{self, Write};
 use tpslab_analysis::ramp;
-use tpslab_plan::ramp::RampPlan;
+use tpslab_plan::ramp::{RampPlan, UserConnections};
 use tpslab_record::load_http::Http2Streams;
 use tpslab_record::RampReport;
 
@@ -38,12 +38,20 @@ pub fn ramp_header(w: &mut dyn Write, p: &RampPlan) -> io::Result<()> {
                 h.url,
                 p.target,
                 super::load_http::tls_note(&h.tls),
-                match (p.http2_connections, p.http3_connections) {
-                    (0, 0) => String::new(),
-                    (1, _) => ", HTTP/2: the users' streams on 1 connection".into(),
-                    (n, 0) => format!(", HTTP/2: the users' streams on {n} connections"),
-                    (_, 1) => ", HTTP/3 (QUIC): the users' streams on 1 connection".into(),
-                    (_, n) => format!(", HTTP/3 (QUIC): the users' streams on {n} connections"),
+                match p.connections {
+                    UserConnections::PerUser => String::new(),
+                    UserConnections::Http2(1) => {
+                        ", HTTP/2: the users' streams on 1 connection".into()
+                    }
+                    UserConnections::Http2(n) => {
+                        format!(", HTTP/2: the users' streams on {n} connections")
+                    }
+                    UserConnections::Http3(1) => {
+                        ", HTTP/3 (QUIC): the users' streams on 1 connection".into()
+                    }
+                    UserConnections::Http3(n) => {
+                        format!(", HTTP/3 (QUIC): the users' streams on {n} connections")
+                    }
                 }
             ),
             _ => p.target.to_string(),
@@ -149,9 +157,9 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
             per.join(", ")
         )?;
     }
-    let response = if rec.plan.http2_connections > 0 {
+    let response = if rec.plan.connections.version().is_http2() {
         "the user ready to send (after its think time) to reply read, a wait for a free HTTP/2 stream included"
-    } else if rec.plan.http3_connections > 0 {
+    } else if rec.plan.connections.version().is_http3() {
         "the user ready to send (after its think time) to reply read, a wait for a QUIC stream the server's MAX_STREAMS holds back included"
     } else {
         "request written to reply read"
@@ -163,7 +171,7 @@ fn ramp_steps(w: &mut dyn Write, r: &RampReport) -> io::Result<()> {
 /// on each connection (user i on connection i % connections), naming the steps whose
 /// users over it waited on the client for a free stream.
 fn http2_line(rec: &tpslab_record::ramp::RampRecord, h: &Http2Streams) -> String {
-    let c = rec.plan.http2_connections.max(1);
+    let c = rec.plan.connections.shared().unwrap_or(1).max(1);
     let over: Vec<&tpslab_record::ramp::StepResult> = rec
         .steps
         .iter()

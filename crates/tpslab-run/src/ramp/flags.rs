@@ -12,7 +12,7 @@ use tpslab_plan::http::{parse_header, HttpRequest};
 use tpslab_plan::limits::{REQUEST_TIMEOUT, SAMPLE_INTERVAL, STEP_DURATION, STEP_WARMUP, THINK};
 use tpslab_plan::proto::Proto;
 use tpslab_plan::proto::HTTP_BODY_BYTES;
-use tpslab_plan::ramp::RampPlan;
+use tpslab_plan::ramp::{RampPlan, UserConnections};
 use tpslab_plan::target::{check_pid, resolve};
 
 /// The settings of `ramp tcp|udp` as given (`ramp http` adds [`HttpFlags`]); a value left
@@ -150,8 +150,7 @@ impl RampFlags {
             server_pid: pid,
             sample_interval: a.interval,
             load_threads: a.load_threads,
-            http2_connections: 0,
-            http3_connections: 0,
+            connections: UserConnections::PerUser,
         };
         Ok(RampSetup { plan, builtin })
     }
@@ -210,8 +209,11 @@ impl RampFlags {
         };
         let mut setup = self.setup(Proto::Http(req), outputs)?;
         setup.plan.request = body;
-        setup.plan.http2_connections = h.http2.unwrap_or(0);
-        setup.plan.http3_connections = h.http3.unwrap_or(0);
+        setup.plan.connections = match (h.http2, h.http3) {
+            (Some(n), _) => UserConnections::Http2(n),
+            (_, Some(n)) => UserConnections::Http3(n),
+            _ => UserConnections::PerUser,
+        };
         // What the setup could not check before HTTP/3 was known: its URL and headers
         // (a URL is given with --http3: the target is resolved).
         if h.http3.is_some() {

@@ -320,8 +320,7 @@ fn the_plans_request_is_built_once() {
         server_pid: None,
         sample_interval: Duration::from_millis(10),
         load_threads: 0,
-        http2_connections: 0,
-        http3_connections: 0,
+        connections: tpslab_plan::ramp::UserConnections::PerUser,
     };
     plan.validate().unwrap();
     let p = Http1::for_plan(&plan.wire());

@@ -122,8 +122,7 @@ mod tests {
             server_pid: None,
             sample_interval: Duration::from_millis(10),
             load_threads: 0,
-            http2_connections: 0,
-            http3_connections: 0,
+            connections: tpslab_plan::ramp::UserConnections::PerUser,
         };
         p.validate().unwrap();
         p

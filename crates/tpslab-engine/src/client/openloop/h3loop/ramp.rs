@@ -19,7 +19,7 @@ pub(crate) fn ramp_users<'a>(
     client: (quinn::ClientConfig, String, http::Request<()>),
     tally: &'a Tally<'a>,
 ) -> super::H3Run<'a, Tally<'a>> {
-    let c = plan.http3_connections;
+    let c = plan.connections.shared().unwrap_or(1);
     let max_users = *plan.steps.last().unwrap_or(&1);
     let (client, server_name, request) = client;
     super::H3Run {

@@ -318,32 +318,46 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             .expect("spawn postgres"),
     );
     common::wait_listening(port, "postgres");
-    // A role the server's own timeout spares, for the proxy's to show.
-    let psql = Command::new(bin.join("psql"))
-        .args([
-            "-h",
-            dir.to_str().unwrap(),
-            "-p",
-            &port.to_string(),
-            "-U",
-            "probe",
-            "-d",
-            "postgres",
-            "-q",
-        ])
-        .args([
-            "-c",
-            &format!("CREATE ROLE long LOGIN PASSWORD '{PASSWORD}'"),
-            "-c",
-            "ALTER ROLE long SET idle_session_timeout = 0",
-            "-c",
-            &format!("CREATE ROLE tlsonly LOGIN PASSWORD '{PASSWORD}'"),
-            "-c",
-            &format!("CREATE ROLE clear LOGIN PASSWORD '{PASSWORD}'"),
-        ])
-        .env("PGPASSWORD", PASSWORD)
-        .output()
-        .unwrap();
+    // A role the server's own timeout spares, for the proxy's to show. The port listens
+    // before the server takes logins ("the database system is starting up", seen on a
+    // busy host): asked again every 100 ms, for 30 s at most.
+    let run_psql = || {
+        Command::new(bin.join("psql"))
+            .args([
+                "-h",
+                dir.to_str().unwrap(),
+                "-p",
+                &port.to_string(),
+                "-U",
+                "probe",
+                "-d",
+                "postgres",
+                "-q",
+            ])
+            .args([
+                "-c",
+                &format!("CREATE ROLE long LOGIN PASSWORD '{PASSWORD}'"),
+                "-c",
+                "ALTER ROLE long SET idle_session_timeout = 0",
+                "-c",
+                &format!("CREATE ROLE tlsonly LOGIN PASSWORD '{PASSWORD}'"),
+                "-c",
+                &format!("CREATE ROLE clear LOGIN PASSWORD '{PASSWORD}'"),
+            ])
+            .env("PGPASSWORD", PASSWORD)
+            .output()
+            .unwrap()
+    };
+    let mut psql = run_psql();
+    for _ in 0..300 {
+        if psql.status.success()
+            || !String::from_utf8_lossy(&psql.stderr).contains("is starting up")
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        psql = run_psql();
+    }
     assert!(
         psql.status.success(),
         "{}",

@@ -235,7 +235,14 @@ pub fn judge(group: &[GroupSocket], flows: Option<usize>, steer: Steer) -> Optio
             }
             out.idle = r.iter().filter(|&&x| x == 0).count();
             out.busiest_pct = r.iter().max().map(|&m| 100.0 * m as f64 / total as f64);
-            out.spare = group.iter().filter(|s| had_room(s)).count();
+            out.spare = match out.kind {
+                // A slow reader's neighbours' readers waited for datagrams most of the
+                // run (its kind's condition): one that dropped nothing had room, even if
+                // its queue once passed half its limit while its reader was off a CPU
+                // (seen beside stress-ng).
+                Kind::SlowReader { .. } => group.iter().filter(|s| s.drops == 0).count(),
+                Kind::UnevenHashing => group.iter().filter(|s| had_room(s)).count(),
+            };
         }
         None => {
             // Without reads only drops and queues speak: some sockets dropped while

@@ -151,6 +151,29 @@ fn fixture(name: &str) -> Vec<GroupSocket> {
     serde_json::from_str(text).unwrap()
 }
 
+/// A slow reader's neighbour whose queue once passed half its limit (its reader off a
+/// CPU a moment on a busy host) and that dropped nothing still had room: the slow reader
+/// explains the drops.
+#[test]
+fn a_slow_readers_neighbour_with_a_high_queue_and_no_drops_had_room() {
+    let mut g = fixture("slow");
+    assert_eq!(g[1].drops, 0);
+    g[1].rx_queue_max_bytes = g[1].rcvbuf_bytes.expect("the fixture's limit");
+    let i = judge(&g, Some(32), Steer::Hash).unwrap();
+    assert_eq!(i.kind, Kind::SlowReader { sockets: vec![0] });
+    assert_eq!(i.spare, 1);
+    assert!(i.explains_drops());
+    // Uneven hashing keeps the queue's test: a socket near its limit had no room.
+    let mut g = [
+        s(Some(9_000), 0, 0, Some(1000)),
+        s(Some(1_000), 500, 900, Some(1000)),
+    ];
+    g[0].rx_queue_max_bytes = 900;
+    let i = judge(&g, None, Steer::Hash).unwrap();
+    assert_eq!(i.kind, Kind::UnevenHashing);
+    assert!(!i.explains_drops());
+}
+
 #[test]
 fn a_worker_that_sleeps_is_a_slow_reader_named_by_its_pid() {
     let g = fixture("slow");

@@ -271,7 +271,9 @@ impl ServerWatch {
         }
         let mut open = self.open_step(plan);
         let mut next = w0;
-        while next < w1 && mono_ns() < w1 && !stop.load(Relaxed) {
+        // One sample at least, even when the first reads took the whole window (a
+        // loaded host: a step with no thread sample could not be judged).
+        loop {
             if let Some(sm) = open.sampler.as_mut() {
                 sm.sample();
             }
@@ -280,6 +282,9 @@ impl ServerWatch {
             }
             next = next_tick(next, nanos(&plan.sample_interval), mono_ns());
             sleep_until(next.min(w1), stop, &sh.done);
+            if next >= w1 || mono_ns() >= w1 || stop.load(Relaxed) {
+                break;
+            }
         }
         if stop.load(Relaxed) {
             return None;

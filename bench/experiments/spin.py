@@ -1,5 +1,5 @@
-"""Experiment (issue 57): tpslab with a poll before each sleeping wait against itself
-without and oha, HTTP/2 one connection x 100 streams (or HTTP/1.1 at N connections).
+"""Experiment (issue 57): tpslab with a poll before each sleeping wait, the same binary
+with the poll off ("plain": TPSLAB_SPIN_NS unset) and oha, HTTP/2 one connection x 100 streams (or HTTP/1.1 at N connections).
 
 Needs a binary built with bench/experiments/spin-before-wait.patch applied (TPSLAB_BIN or
 target/release/tpslab; the poll's length comes from TPSLAB_SPIN_NS) and oha.

@@ -1,7 +1,7 @@
 """Experiment (issue 57): system calls and context switches a request, tpslab and nginx,
 under `perf stat` (syscall tracepoints), HTTP/2 one connection x 100 streams, tpslab
-unpatched and with TPSLAB_SPIN_NS=1000000 in alternation (a binary built with
-spin-before-wait.patch). Run from the repository:  python3 bench/experiments/spin_syscalls.py [PAIRS]
+built with spin-before-wait.patch, its poll off (TPSLAB_SPIN_NS unset) and on
+(TPSLAB_SPIN_NS=1000000) in alternation. Run from the repository:  python3 bench/experiments/spin_syscalls.py [PAIRS]
 """
 import os, sys, subprocess, json, re, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

@@ -318,9 +318,10 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
             .expect("spawn postgres"),
     );
     common::wait_listening(port, "postgres");
-    // A role the server's own timeout spares, for the proxy's to show. The port listens
-    // before the server takes logins ("the database system is starting up", seen on a
-    // busy host): asked again every 100 ms, for 30 s at most.
+    // A role the server's own timeout spares, for the proxy's to show. The TCP port
+    // listens before the server's Unix socket exists and before it takes logins ("the
+    // database system is starting up", seen on a busy host): asked again every 100 ms,
+    // for 30 s at most.
     let run_psql = || {
         Command::new(bin.join("psql"))
             .args([
@@ -350,8 +351,9 @@ fn postgres_pgbouncer_and_a_proxy_are_each_named_with_their_setting() {
     };
     let mut psql = run_psql();
     for _ in 0..300 {
+        let why = String::from_utf8_lossy(&psql.stderr);
         if psql.status.success()
-            || !String::from_utf8_lossy(&psql.stderr).contains("is starting up")
+            || !(why.contains("is starting up") || why.contains("No such file or directory"))
         {
             break;
         }

@@ -142,7 +142,8 @@ pub struct Imbalance {
     /// Drops of the whole group.
     pub drops: u64,
     /// Sockets that had room while others dropped: no drops and a queue never above half
-    /// their limit (never above zero when the limit is unknown).
+    /// their limit (never above zero when the limit is unknown); beside a slow reader,
+    /// also no drops with a reader that waited for datagrams most of the run.
     pub spare: usize,
     /// Flows the generator sent, when known.
     pub flows: Option<usize>,
@@ -236,11 +237,18 @@ pub fn judge(group: &[GroupSocket], flows: Option<usize>, steer: Steer) -> Optio
             out.idle = r.iter().filter(|&&x| x == 0).count();
             out.busiest_pct = r.iter().max().map(|&m| 100.0 * m as f64 / total as f64);
             out.spare = match out.kind {
-                // A slow reader's neighbours' readers waited for datagrams most of the
-                // run (its kind's condition): one that dropped nothing had room, even if
-                // its queue once passed half its limit while its reader was off a CPU
-                // (seen beside stress-ng).
-                Kind::SlowReader { .. } => group.iter().filter(|s| s.drops == 0).count(),
+                // Beside a slow reader, a socket that dropped nothing and whose reader
+                // waited for datagrams most of the run had room, even if its queue once
+                // passed half its limit while its reader was off a CPU (seen beside
+                // stress-ng); a busy reader's socket keeps the queue's test.
+                Kind::SlowReader { .. } => (0..n)
+                    .filter(|&i| {
+                        let waited = out.figures[i]
+                            .waiting_pct
+                            .is_some_and(|w| w >= BUSY_READER_PCT);
+                        group[i].drops == 0 && (waited || had_room(&group[i]))
+                    })
+                    .count(),
                 Kind::UnevenHashing => group.iter().filter(|s| had_room(s)).count(),
             };
         }

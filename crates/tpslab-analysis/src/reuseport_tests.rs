@@ -163,6 +163,20 @@ fn a_slow_readers_neighbour_with_a_high_queue_and_no_drops_had_room() {
     assert_eq!(i.kind, Kind::SlowReader { sockets: vec![0] });
     assert_eq!(i.spare, 1);
     assert!(i.explains_drops());
+    // A third socket whose reader was busy (not waiting), no drops, its queue at the
+    // limit: no room; the waiting neighbour's is still counted.
+    let mut third = g[0].clone();
+    (third.drops, third.reads) = (0, g[1].reads);
+    third.rx_queue_max_bytes = third.rcvbuf_bytes.expect("the fixture's limit");
+    g.push(third);
+    let i = judge(&g, Some(32), Steer::Hash).unwrap();
+    assert_eq!(i.kind, Kind::SlowReader { sockets: vec![0] });
+    assert!(
+        i.figures[2].waiting_pct.is_some_and(|w| w < 50.0),
+        "{:?}",
+        i.figures
+    );
+    assert_eq!(i.spare, 1, "{:?}", i.figures);
     // Uneven hashing keeps the queue's test: a socket near its limit had no room.
     let mut g = [
         s(Some(9_000), 0, 0, Some(1000)),

@@ -401,3 +401,44 @@ fn http3_needs_an_https_url_and_is_not_http2() {
         Ok(())
     );
 }
+
+/// A ramp's connections between two fields, as in a plan.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Holder {
+    a: u8,
+    #[serde(flatten, with = "super::connection_keys")]
+    c: UserConnections,
+    b: u8,
+}
+
+/// Each way of connecting writes the keys records always had, in the field's place, and
+/// reads back as itself; 0 is a connection per user.
+#[test]
+fn user_connections_are_written_as_the_keys_records_had_and_read_back() {
+    for (c, json) in [
+        (UserConnections::PerUser, r#"{"a":1,"b":2}"#),
+        (
+            UserConnections::Http2(3),
+            r#"{"a":1,"http2_connections":3,"b":2}"#,
+        ),
+        (
+            UserConnections::Http3(4),
+            r#"{"a":1,"http3_connections":4,"b":2}"#,
+        ),
+    ] {
+        let h = Holder { a: 1, c, b: 2 };
+        assert_eq!(serde_json::to_string(&h).unwrap(), json);
+        assert_eq!(serde_json::from_str::<Holder>(json).unwrap(), h);
+    }
+    let h: Holder =
+        serde_json::from_str(r#"{"a":1,"http2_connections":0,"http3_connections":0,"b":2}"#)
+            .unwrap();
+    assert_eq!(h.c, UserConnections::PerUser);
+    // In a whole plan: the keys where the fields were, last.
+    let p = RampPlan {
+        connections: UserConnections::Http2(2),
+        ..tcp()
+    };
+    let text = serde_json::to_string(&p).unwrap();
+    assert!(text.ends_with(r#","http2_connections":2}"#), "{text}");
+}

@@ -282,7 +282,8 @@ impl ServerWatch {
             }
             next = next_tick(next, nanos(&plan.sample_interval), mono_ns());
             sleep_until(next.min(w1), stop, &sh.done);
-            if next >= w1 || mono_ns() >= w1 || stop.load(Relaxed) {
+            // Ended by a failure no request gets past: `sleep_until` returns at once then.
+            if next >= w1 || mono_ns() >= w1 || stop.load(Relaxed) || sh.done.load(Relaxed) {
                 break;
             }
         }

@@ -72,6 +72,7 @@ fn the_lock_heads_the_verdict_and_the_full_accept_queue_is_a_side_finding() {
     // Retried once: the new users' SYNs may all fit the queue on a quiet host (no drop,
     // no side finding to check), or another process may starve a step.
     let got = common::retry(T, 2, || {
+        let neighbour = common::Neighbour::start(&[server.0.id()]);
         let (rec, out) = ramp(port, server.0.id());
         let drops: u64 = rec["steps"]
             .as_array()
@@ -81,6 +82,17 @@ fn the_lock_heads_the_verdict_and_the_full_accept_queue_is_a_side_finding() {
             .sum();
         if drops == 0 {
             return Err(format!("no connection request was dropped: {out}"));
+        }
+        // Beside other work the threads sampled in turns can overlap the ledger's parts
+        // (seen beside stress-ng: 225 ms of parts for a 190 ms mean), which then gives no
+        // share: retried, then spoiled; on a quiet host the checks below judge it.
+        let verdict = rec["verdict"].as_str().unwrap_or_default();
+        if !verdict.contains("; ledger: ") {
+            if let Some(busy) = neighbour.busy() {
+                return Err(format!(
+                    "the verdict gave no ledger share while {busy}: {verdict}"
+                ));
+            }
         }
         Ok((rec, out))
     });

@@ -79,6 +79,24 @@ fn caddy(tag: &str) -> (common::Kill, u16) {
 }
 
 /// The record's counts: every request sent answered (2xx here) or counted failed.
+/// The server socket's request path in `rec` (a `load http --http3` record) balances to
+/// the datagram: every UDP datagram the client sent (`result.http3.datagrams_sent`) is
+/// attempted, none unattributed, each dropped at the socket or delivered. Returns that
+/// count.
+pub(crate) fn quic_request_path_balances(rec: &serde_json::Value) -> u64 {
+    let r = &rec["result"];
+    let req = &r["server_udp"]["ledger"]["request"];
+    let sent = r["http3"]["datagrams_sent"].as_u64().unwrap();
+    assert_eq!(req["attempted"].as_u64(), Some(sent), "{req}");
+    assert_eq!(req["unattributed"].as_i64(), Some(0), "{req}");
+    assert_eq!(
+        common::row(req, "socket_drops") + common::row(req, "delivered"),
+        sent,
+        "{req}"
+    );
+    sent
+}
+
 pub(crate) fn counts(rec: &serde_json::Value) -> (u64, u64, u64, u64) {
     let r = &rec["result"];
     let errors: u64 = r["errors"]
@@ -516,15 +534,8 @@ fn caddy_socket_found_by_address_its_datagrams_accounted_and_its_buffer_judged()
     let rmem_max = u["rmem_max"].as_u64().unwrap();
     let granted = u["observer"]["target_rcvbuf_bytes"][0].as_u64().unwrap();
     assert_eq!(granted, 2 * asks.min(rmem_max), "{u}");
+    quic_request_path_balances(&rec);
     let req = &u["ledger"]["request"];
-    let sent = r["http3"]["datagrams_sent"].as_u64().unwrap();
-    assert_eq!(req["attempted"].as_u64(), Some(sent), "{req}");
-    assert_eq!(req["unattributed"].as_i64(), Some(0), "{req}");
-    assert_eq!(
-        common::row(req, "socket_drops") + common::row(req, "delivered"),
-        sent,
-        "{req}"
-    );
     assert!(out.contains("\nVERDICT (server socket): "), "{out}");
     if common::row(req, "socket_drops") == 0 {
         assert!(

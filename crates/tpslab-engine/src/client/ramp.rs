@@ -55,10 +55,8 @@ pub fn run_ramp_with(
         .map_err(|e| EngineError::Other(e.to_string()))?;
     let proto = Protocol::for_plan(&plan.wire());
     // HTTP/2 and HTTP/3: the users share the plan's connections; else a socket per user.
-    let (h2, h3) = (
-        plan.connections.version().is_http2(),
-        plan.connections.version().is_http3(),
-    );
+    let version = plan.connections.version();
+    let (h2, h3) = (version.is_http2(), version.is_http3());
     let (sockets, loops) = sockets_and_loops(plan, &proto)?;
     // HTTP/3's one handshake before the run (a round trip, and up to 100 ms for its
     // close): before the plan's clock starts, so the first step's warm-up is the users'.

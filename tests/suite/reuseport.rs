@@ -483,14 +483,17 @@ fn a_slow_pre_forked_worker_is_named_by_its_pid_not_called_uneven_hashing() {
 
 /// One Python process, a thread per SO_REUSEPORT socket (the common Go/Rust/C pattern):
 /// thread k binds its own socket on 127.0.0.1:PORT, reads with a blocking recvfrom,
-/// sleeps its time per datagram and answers; prints "thread TID SLEEP_US" once bound;
+/// sleeps its time per datagram and answers; prints "thread TID SLEEP_US" once bound
+/// (one thread at a time: two printing at once once made "thread 7940 0thread 7941 1000");
 /// the process ends after 60 s.
 const THREADED_PY: &str = r#"
 import socket, sys, threading, time
 port = int(sys.argv[1])
 sleeps = [float(x) / 1e6 for x in sys.argv[2].split(",")]
+said = threading.Lock()
 def serve(k, s):
-    print(f"thread {threading.get_native_id()} {int(sleeps[k] * 1e6)}", flush=True)
+    with said:  # print writes the line and its newline apart: two threads interleaved them
+        print(f"thread {threading.get_native_id()} {int(sleeps[k] * 1e6)}", flush=True)
     while True:
         data, addr = s.recvfrom(4096)
         if sleeps[k]:

@@ -79,6 +79,15 @@ fn sendmmsg_all(
     out
 }
 
+/// Message `i`'s length, bytes, in a send batch's iovecs: one a message, or two (a head
+/// and a shared tail) when `two`.
+fn msg_len(iov: &[libc::iovec], two: bool, i: usize) -> usize {
+    match two {
+        false => iov[i].iov_len,
+        true => iov[2 * i].iov_len + iov[2 * i + 1].iov_len,
+    }
+}
+
 /// `batch` buffers of `slot` bytes in one allocation, an iovec for each and an mmsghdr
 /// pointing at its iovec. The pointers stay valid when the boxes move (heap data does not).
 type Slots = (Box<[u8]>, Box<[libc::iovec]>, Box<[libc::mmsghdr]>);
@@ -368,12 +377,17 @@ impl RecvBatch {
     }
 }
 
-/// A batch of send slots for sendmmsg on a connected socket, each `slot` bytes.
+/// A batch of send slots for sendmmsg on a connected socket, each `slot` bytes; made by
+/// [`SendBatch::with_shared_tail`], each message is its own slot (the head) followed by
+/// one body all messages share.
 pub struct SendBatch {
     bufs: Box<[u8]>,
     slot: usize,
+    /// One iovec a message, or two with a shared tail (message `i`'s at `2i`, `2i + 1`).
     iov: Box<[libc::iovec]>,
     hdrs: Box<[libc::mmsghdr]>,
+    /// The body every message ends with ([`SendBatch::with_shared_tail`]), or None.
+    tail: Option<Box<[u8]>>,
 }
 
 // SAFETY: as for RecvBatch, the raw pointers reference heap buffers owned by the batch.
@@ -389,6 +403,44 @@ impl SendBatch {
             slot,
             iov,
             hdrs,
+            tail: None,
+        }
+    }
+
+    /// `batch` messages (>= 1), each its own `head` bytes (>= 1, [`SendBatch::slot_mut`])
+    /// followed by `tail`, one copy all the messages point at; all with length
+    /// `head + tail.len()`. A sender whose datagrams differ only in their first bytes (a
+    /// header) gives the kernel one body to copy from instead of one a message: at 1024 B
+    /// and 64 messages, 1 KiB of source instead of 64 KiB.
+    pub fn with_shared_tail(batch: usize, head: usize, tail: &[u8]) -> Self {
+        let (batch, head) = (batch.max(1), head.max(1));
+        let mut bufs = vec![0u8; batch * head].into_boxed_slice();
+        let mut tail: Box<[u8]> = tail.into();
+        let (base, body) = (bufs.as_mut_ptr(), tail.as_mut_ptr());
+        let mut iov: Box<[libc::iovec]> = (0..2 * batch)
+            .map(|k| match k % 2 {
+                0 => libc::iovec {
+                    // SAFETY: (k / 2) * head < batch * head, inside the allocation.
+                    iov_base: unsafe { base.add(k / 2 * head) } as *mut libc::c_void,
+                    iov_len: head,
+                },
+                _ => libc::iovec {
+                    iov_base: body as *mut libc::c_void,
+                    iov_len: tail.len(),
+                },
+            })
+            .collect();
+        let mut hdrs = zeroed_hdrs(batch);
+        for (h, v) in hdrs.iter_mut().zip(iov.chunks_exact_mut(2)) {
+            h.msg_hdr.msg_iov = v.as_mut_ptr();
+            h.msg_hdr.msg_iovlen = 2;
+        }
+        SendBatch {
+            bufs,
+            slot: head,
+            iov,
+            hdrs,
+            tail: Some(tail),
         }
     }
 
@@ -402,9 +454,16 @@ impl SendBatch {
         &mut self.bufs[i * self.slot..(i + 1) * self.slot]
     }
 
-    /// Sets the length of datagram `i` (at most the slot size).
+    /// Sets the length of datagram `i`: at most the slot size, or with a shared tail at
+    /// most the head and the tail (a length within the head leaves the tail out).
     pub fn set_len(&mut self, i: usize, len: usize) {
-        self.iov[i].iov_len = len.min(self.slot);
+        match &self.tail {
+            None => self.iov[i].iov_len = len.min(self.slot),
+            Some(t) => {
+                self.iov[2 * i].iov_len = len.min(self.slot);
+                self.iov[2 * i + 1].iov_len = len.saturating_sub(self.slot).min(t.len());
+            }
+        }
     }
 
     /// Sends messages `0..n` on the connected socket `sock` with sendmmsg; a message the
@@ -421,11 +480,12 @@ impl SendBatch {
     ) -> SendOutcome {
         let n = n.min(self.hdrs.len());
         let seg = sock.gso_segment() as usize;
-        let iov = &self.iov;
+        let (iov, two) = (&self.iov, self.tail.is_some());
         let mut gso_refused = false;
         let mut out = sendmmsg_all(sock.fd(), &mut self.hdrs, n, &mut |i, errno| {
-            gso_refused |=
-                seg > 0 && iov[i].iov_len > seg && (errno == libc::EIO || errno == libc::EINVAL);
+            gso_refused |= seg > 0
+                && msg_len(iov, two, i) > seg
+                && (errno == libc::EIO || errno == libc::EINVAL);
             on_err(i, errno)
         });
         if gso_refused {

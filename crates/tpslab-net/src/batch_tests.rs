@@ -203,3 +203,39 @@ fn without_peers_receives_the_same_datagrams_and_no_address() {
     // The kernel was given no address buffer: the slots' address storage is untouched.
     assert!(rb.addrs.iter().all(|s| s.ss_family == 0));
 }
+
+#[test]
+fn a_shared_tail_follows_each_messages_own_head() {
+    let (a, b) = pair();
+    let tail: Vec<u8> = (0..200u8).collect();
+    let mut sb = SendBatch::with_shared_tail(8, 4, &tail);
+    assert_eq!(sb.capacity(), 8);
+    for i in 0..4 {
+        assert_eq!(sb.slot_mut(i).len(), 4, "the slot is the head alone");
+        sb.slot_mut(i).copy_from_slice(&[i as u8 + 1; 4]);
+    }
+    sb.set_len(1, 50); // the head and the tail's first 46 bytes
+    sb.set_len(2, 3); // within the head: no tail
+    sb.set_len(3, 10_000); // at most the head and the whole tail
+    let out = sb.send(&a, 4, |_, e| panic!("errno {e}"));
+    assert_eq!((out.sent, out.failed), (4, 0));
+    let mut rb = RecvBatch::new(8, 512);
+    let mut got = vec![];
+    while got.len() < 4 {
+        let n = rb.recv(b.fd()).unwrap();
+        assert!(n > 0, "timed out with {} of 4", got.len());
+        for i in 0..n {
+            got.push(rb.get(i).to_vec());
+        }
+    }
+    got.sort_by_key(|d| d[0]);
+    let want = |head: u8, tail_len: usize| {
+        let mut d = vec![head; 4];
+        d.extend_from_slice(&tail[..tail_len]);
+        d
+    };
+    assert_eq!(got[0], want(1, 200), "a new batch's messages are whole");
+    assert_eq!(got[1], want(2, 46));
+    assert_eq!(got[2], vec![3u8; 3]);
+    assert_eq!(got[3], want(4, 200));
+}

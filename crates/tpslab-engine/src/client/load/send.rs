@@ -125,12 +125,23 @@ impl<'a> Sending<'a> {
         } else {
             1
         };
-        let mut sb = SendBatch::new(BATCH, len * per_msg);
+        let mut sb = if per_msg == 1 && cfg.payload.is_none() && len > HEADER_LEN {
+            // Datagrams that differ only in their header share one body: the kernel
+            // copies each from the same bytes, as the kernel-limit sender's do (issue 61).
+            let mut body = vec![0u8; len - HEADER_LEN];
+            wire::fill_body(&mut body);
+            SendBatch::with_shared_tail(BATCH, HEADER_LEN, &body)
+        } else {
+            SendBatch::new(BATCH, len * per_msg)
+        };
         for i in 0..BATCH {
             for seg in sb.slot_mut(i).chunks_mut(len) {
                 match &cfg.payload {
                     Some(p) => seg.copy_from_slice(p),
-                    None => wire::fill_body(&mut seg[HEADER_LEN.min(len)..]),
+                    None => {
+                        let at = HEADER_LEN.min(seg.len());
+                        wire::fill_body(&mut seg[at..])
+                    }
                 }
             }
         }
@@ -172,7 +183,10 @@ impl<'a> Sending<'a> {
                 self.window_attempted += 1;
             }
             let (m, j) = (n / per_msg, n % per_msg);
-            let slot = &mut self.sb.slot_mut(m)[j * len..(j + 1) * len];
+            // A shared body leaves the header alone in the slot.
+            let slot = self.sb.slot_mut(m);
+            let end = ((j + 1) * len).min(slot.len());
+            let slot = &mut slot[j * len..end];
             match (cfg.payload.is_some(), cfg.seq_field) {
                 (false, _) => Header {
                     stream: self.stream,

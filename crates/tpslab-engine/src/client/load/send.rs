@@ -95,6 +95,12 @@ pub(super) fn sender(
     (sending.lag, sending.burst_lag)
 }
 
+/// The datagram length, bytes, above which a batch's datagrams share one body (a header
+/// slot each, then the body: two iovecs a message) instead of a whole slot each: a batch
+/// of distinct slots is then over 16 KiB of source for the kernel's copies, more than
+/// half of a 32 KiB L1 data cache (below it the second iovec would cost and save nothing).
+pub(super) const SHARED_BODY_FROM: usize = 16 * 1024 / BATCH;
+
 /// A stream's sender between its send calls: its messages (bodies filled once) and
 /// what it has counted.
 struct Sending<'a> {
@@ -125,7 +131,7 @@ impl<'a> Sending<'a> {
         } else {
             1
         };
-        let mut sb = if per_msg == 1 && cfg.payload.is_none() && len > HEADER_LEN {
+        let mut sb = if per_msg == 1 && cfg.payload.is_none() && len > SHARED_BODY_FROM {
             // Datagrams that differ only in their header share one body: the kernel
             // copies each from the same bytes, as the kernel-limit sender's do (issue 61).
             let mut body = vec![0u8; len - HEADER_LEN];

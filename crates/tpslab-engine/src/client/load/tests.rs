@@ -285,3 +285,46 @@ fn send_log_matches_modulo_the_field() {
     assert_eq!(log.lookup(70_000 & mask, mask), Some((70_000, 1, 2)));
     assert_eq!(log.lookup((70_000 + 1) & mask, mask), None);
 }
+
+#[test]
+fn datagrams_sharing_one_body_each_carry_their_own_header_and_the_whole_body() {
+    // 1024 B is above SHARED_BODY_FROM: each message is its header slot, then one body.
+    let sink = UdpSock::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
+    let _ = sink.set_rcvbuf(8 << 20);
+    sink.set_read_timeout(Duration::from_millis(200)).unwrap();
+    let mut c = cfg(2_000.0, 50, 1);
+    c.target = sink.local_addr();
+    c.expect_replies = false;
+    c.size_bytes = 1024;
+    c.duration = Duration::from_millis(200);
+    assert!(c.datagram_len() > send::SHARED_BODY_FROM);
+    let r = UdpLoad::prepare(c)
+        .unwrap()
+        .run(&AtomicBool::new(false), &|| true)
+        .report;
+    assert!(r.sent > 0 && r.send_failed == 0, "{} sent", r.sent);
+    let mut body = vec![0u8; 1024 - HEADER_LEN];
+    wire::fill_body(&mut body);
+    let mut rb = tpslab_net::RecvBatch::new(64, 2048);
+    let mut seqs = std::collections::BTreeSet::new();
+    loop {
+        let n = rb.recv(sink.fd()).unwrap();
+        if n == 0 {
+            break;
+        }
+        for i in 0..n {
+            let d = rb.get(i);
+            assert_eq!(d.len(), 1024);
+            let h = Header::read(d).expect("a header in every datagram");
+            assert_eq!(h.run_id, 1);
+            assert!(seqs.insert(h.seq), "sequence {} twice", h.seq);
+            assert!(d[HEADER_LEN..] == body[..], "the body of {}", h.seq);
+        }
+    }
+    assert_eq!(
+        seqs.len() as u64,
+        r.sent,
+        "every datagram sent arrived once"
+    );
+    assert_eq!(seqs.last().copied(), Some(r.sent - 1));
+}

@@ -7,7 +7,6 @@ use crate::out::{self};
 use anyhow::Result;
 use std::process::ExitCode;
 use tpslab_cli::capacity::CapacityCmd;
-use tpslab_plan::capacity::CapacityLoad;
 
 /// Runs `tpslab capacity`: the search (each step's line on stderr as it ends), the record
 /// and its report. Exit 0 when the search ended, 130 when interrupted.
@@ -35,12 +34,10 @@ pub(crate) fn run(cmd: CapacityCmd) -> Result<ExitCode> {
         no_latency: None,
     };
     let kind = tpslab_report::live::RunsKind::Capacity;
-    let view = match &plan.load {
-        CapacityLoad::Udp(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
-        // The TCP open loop's samples are the HTTP one's.
-        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => {
-            out::attach_http(live, true, header, &mut ctx)?
-        }
+    let view = match plan.load.udp() {
+        Some(_) => out::attach_runs(live, kind, header, &mut ctx)?.map(|v| v.0),
+        // Requests (HTTP, TCP): the TCP open loop's samples are the HTTP one's.
+        None => out::attach_http(live, true, header, &mut ctx)?,
     };
     let rec = tpslab_run::capacity::run(&plan, &ctx);
     // The terminal is given back before the report prints (or the error is said).

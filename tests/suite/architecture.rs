@@ -245,6 +245,14 @@ const PROTO_REGISTRIES: [&str; 2] = [
     "crates/tpslab-engine/src/client/proto/mod.rs",
 ];
 
+/// The two registries of a capacity search's step loads, the only production files that
+/// may match on a `CapacityLoad` (besides the renderers): the plan crate's (each load's
+/// window, warm-up, target, words and checks) and the run's (each load's engine).
+const CAPACITY_LOAD_REGISTRIES: [&str; 2] = [
+    "crates/tpslab-plan/src/capacity/load.rs",
+    "crates/tpslab-run/src/capacity.rs",
+];
+
 /// The renderers, which may say a protocol's own words (`crates/tpslab-report/src/`).
 const RENDERERS: &str = "crates/tpslab-report/src/";
 
@@ -309,19 +317,27 @@ fn enclosing_paren(b: &[u8], at: usize) -> Option<usize> {
 /// (`|`), an `if let`/`let .. else` (`Proto::X(h) =`), or inside `matches!(..)`. A variant
 /// made (`Proto::Http(req)` as a value) is not a match.
 fn proto_matches(code: &str) -> Vec<usize> {
+    enum_matches(code, "Proto", &["Proto", "RampProto"])
+}
+
+/// The lines (1-based) of `code` that match on a variant of an enum named one of `names`,
+/// each ending in `tail` (`Proto`: `Proto::X`, `RampProto::X`), as [`proto_matches`] tells
+/// a pattern from a value.
+fn enum_matches(code: &str, tail: &str, names: &[&str]) -> Vec<usize> {
     let b = code.as_bytes();
     let mut lines = vec![];
     let mut from = 0;
-    while let Some(k) = code[from..].find("Proto::") {
+    let sep = format!("{tail}::");
+    while let Some(k) = code[from..].find(&sep) {
         let at = from + k;
-        from = at + 7;
+        from = at + sep.len();
         let start = code[..at]
             .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
             .map_or(0, |i| i + 1);
-        if !matches!(&code[start..at + 5], "Proto" | "RampProto") {
+        if !names.contains(&&code[start..at + tail.len()]) {
             continue;
         }
-        let mut i = at + 7;
+        let mut i = at + sep.len();
         while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$') {
             i += 1;
         }
@@ -360,14 +376,15 @@ fn proto_matches(code: &str) -> Vec<usize> {
     lines
 }
 
-#[test]
-fn the_protocol_is_matched_on_only_in_its_registries_and_the_renderers() {
+/// Every production file's path from the repository and its production code, but the
+/// test files (`*_tests.rs`, `tests.rs`, a `tests` or `plan_tests` folder).
+fn production_files() -> Vec<(String, String)> {
     let mut files = vec![];
     rust_files(&root().join("src"), &mut files);
     for c in fs::read_dir(root().join("crates")).unwrap().flatten() {
         rust_files(&c.path().join("src"), &mut files);
     }
-    let mut found = vec![];
+    let mut out = vec![];
     for f in &files {
         let rel = f
             .strip_prefix(root())
@@ -378,20 +395,58 @@ fn the_protocol_is_matched_on_only_in_its_registries_and_the_renderers() {
         let test_file = name.ends_with("_tests.rs")
             || name == "tests.rs"
             || rel.split('/').any(|d| d == "tests" || d == "plan_tests");
-        if test_file || PROTO_REGISTRIES.contains(&rel.as_str()) || rel.starts_with(RENDERERS) {
+        if !test_file {
+            out.push((rel, production_code(&fs::read_to_string(f).unwrap())));
+        }
+    }
+    out
+}
+
+/// `file:line` of every match `matches` finds in production code outside `registries` and
+/// the renderers.
+fn matches_outside(registries: &[&str], matches: impl Fn(&str) -> Vec<usize>) -> Vec<String> {
+    let mut found = vec![];
+    for (rel, code) in production_files() {
+        if registries.contains(&rel.as_str()) || rel.starts_with(RENDERERS) {
             continue;
         }
-        let code = production_code(&fs::read_to_string(f).unwrap());
-        found.extend(
-            proto_matches(&code)
-                .into_iter()
-                .map(|l| format!("{rel}:{l}")),
-        );
+        found.extend(matches(&code).into_iter().map(|l| format!("{rel}:{l}")));
     }
+    found
+}
+
+#[test]
+fn the_protocol_is_matched_on_only_in_its_registries_and_the_renderers() {
+    let found = matches_outside(&PROTO_REGISTRIES, proto_matches);
     assert!(
         found.is_empty(),
         "the protocol matched on outside {PROTO_REGISTRIES:?} and the renderers (give the Proto a method in tpslab-plan/src/proto.rs instead): {found:?}"
     );
+}
+
+#[test]
+fn a_capacity_searchs_load_is_matched_on_only_in_its_registries_and_the_renderers() {
+    let found = matches_outside(&CAPACITY_LOAD_REGISTRIES, |code| {
+        enum_matches(code, "CapacityLoad", &["CapacityLoad"])
+    });
+    assert!(
+        found.is_empty(),
+        "a capacity search's load matched on outside {CAPACITY_LOAD_REGISTRIES:?} and the renderers (give the CapacityLoad a method in tpslab-plan/src/capacity/load.rs instead): {found:?}"
+    );
+    // The same finder sees the kinds of match the protocol's test is shown.
+    for m in [
+        "match l {\n    CapacityLoad::Udp(r) => 1,\n}",
+        "let CapacityLoad::Udp(first) = &rec.plan.load else { return };",
+        "let s = matches!(&c.plan.load, CapacityLoad::Tcp(t) if t.builtin.is_some());",
+    ] {
+        assert_eq!(
+            enum_matches(m, "CapacityLoad", &["CapacityLoad"]).len(),
+            1,
+            "{m}"
+        );
+    }
+    let made = "plan.load = CapacityLoad::Udp(run);";
+    assert!(enum_matches(made, "CapacityLoad", &["CapacityLoad"]).is_empty());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! whole plan ([`CapacityPlan`], with [`CapacityPlan::validate`]).
 
 use crate::framing::Framing;
-use crate::limits::{LOAD_DURATION, MAX_RATE_PPS, STEP_DURATION, WARMUP};
+use crate::limits::{STEP_DURATION, WARMUP};
 use crate::load_http::LoadHttpPlan;
 use crate::proto::{Proto, Transport, Wire};
 use crate::udp::UdpRunPlan;
@@ -14,6 +14,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+mod load;
 mod slo;
 use slo::pct_text;
 pub use slo::{parse_pct, Objective, Quantile, Slo, SLO_FORMS};
@@ -275,36 +276,12 @@ pub const STEP_OVERHEAD: Duration = Duration::from_millis(400);
 impl CapacityPlan {
     /// The shortest a step can take: its warm-up and measured window.
     pub fn step_time(&self) -> Duration {
-        match &self.load {
-            CapacityLoad::Udp(r) => r.load.warmup + r.load.duration,
-            CapacityLoad::Http(h) => h.warmup + h.load.duration,
-            CapacityLoad::Tcp(t) => t.warmup + t.duration,
-        }
+        self.load.warmup() + self.load.window()
     }
 
-    /// The wait for late replies after a step's last send: `--drain` (UDP); the grace
-    /// for outstanding requests, `--timeout` up to 2 s, after the warm-up's and the
-    /// window's runs (HTTP).
+    /// The wait for late replies after a step's last send ([`CapacityLoad::drain`]).
     pub fn drain(&self) -> Duration {
-        match &self.load {
-            CapacityLoad::Udp(r) => r.load.drain,
-            CapacityLoad::Http(h) => {
-                let grace = h.load.timeout.min(Duration::from_secs(2));
-                if h.warmup.is_zero() {
-                    grace
-                } else {
-                    2 * grace
-                }
-            }
-            CapacityLoad::Tcp(t) => {
-                let grace = t.timeout.min(Duration::from_secs(2));
-                if t.warmup.is_zero() {
-                    grace
-                } else {
-                    2 * grace
-                }
-            }
-        }
+        self.load.drain()
     }
 
     /// The least budget one step needs: its warm-up and window, the drain of late
@@ -315,30 +292,17 @@ impl CapacityPlan {
 
     /// The target's address.
     pub fn target(&self) -> std::net::SocketAddr {
-        match &self.load {
-            CapacityLoad::Udp(r) => r.load.target,
-            CapacityLoad::Http(h) => h.load.target,
-            CapacityLoad::Tcp(t) => t.target,
-        }
+        self.load.target()
     }
 
-    /// The words after `capacity` that run it: `udp`, `http`, or the TCP step's
-    /// ([`Proto::command`]: `tcp`, `tcp --protocol redis`).
+    /// The words after `capacity` that run it ([`CapacityLoad::command`]).
     pub fn command(&self) -> &'static str {
-        match &self.load {
-            CapacityLoad::Tcp(t) => t.proto.command(),
-            _ => self.protocol(),
-        }
+        self.load.command()
     }
 
-    /// The protocol's word: `udp`, `http`, or the TCP step's protocol's ([`Proto::name`]:
-    /// `tcp` for framed requests).
+    /// The protocol's word ([`CapacityLoad::protocol`]).
     pub fn protocol(&self) -> &'static str {
-        match &self.load {
-            CapacityLoad::Udp(_) => "udp",
-            CapacityLoad::Http(_) => "http",
-            CapacityLoad::Tcp(t) => t.proto.name(),
-        }
+        self.load.protocol()
     }
 
     /// Checks the load (as `load udp` does, labelled with its flags) and the search:
@@ -346,51 +310,9 @@ impl CapacityPlan {
     /// start at most the max, neither above the rate limit, `--resolution` 0.5..=50 %,
     /// `--repeats` 1..=10, a `--budget` that holds at least one step and at most a day.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let relabel = |e: PlanError| {
-            e.relabel(|l| match l {
-                "--duration" => "--step-duration".into(),
-                "--rate" => "--start-rate".into(),
-                l => l.into(),
-            })
-        };
-        match &self.load {
-            CapacityLoad::Udp(r) => {
-                let load = &r.load;
-                STEP_DURATION.check("--step-duration", load.duration)?;
-                LOAD_DURATION.check("--step-duration", load.duration)?;
-                WARMUP.check("--warmup", load.warmup)?;
-                load.validate().map_err(|e| {
-                    relabel(e).relabel(|l| match l {
-                        "--load-threads" => "--threads".into(),
-                        l => l.into(),
-                    })
-                })?;
-            }
-            CapacityLoad::Http(h) => {
-                STEP_DURATION.check("--step-duration", h.load.duration)?;
-                WARMUP.check("--warmup", h.warmup)?;
-                // The warm-up is a `load http` run of its own: as long as one can be.
-                let least = crate::limits::HTTP_LOAD_DURATION.min;
-                if !h.warmup.is_zero() && h.warmup < least {
-                    return Err(PlanError::value(
-                        "--warmup",
-                        humantime::format_duration(h.warmup),
-                        format!(
-                            "0 (none) or {}..={} (a run of its own)",
-                            humantime::format_duration(least),
-                            humantime::format_duration(WARMUP.max)
-                        ),
-                    ));
-                }
-                h.load.validate().map_err(relabel)?;
-            }
-            CapacityLoad::Tcp(t) => t.validate()?,
-        }
+        self.load.validate()?;
         let s = &self.search;
-        let most = match &self.load {
-            CapacityLoad::Udp(_) => MAX_RATE_PPS,
-            CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => crate::limits::HTTP_RATE,
-        };
+        let most = self.load.rate_limit();
         for (label, r) in [("--start-rate", s.start_rate), ("--max-rate", s.max_rate)] {
             // Whole datagrams (requests) per second: the search steps by whole rates, and
             // a fractional ceiling would be stepped below forever or passed.
@@ -447,28 +369,13 @@ impl CapacityPlan {
         self.validate_server()
     }
 
-    /// `--server-cmd` (UDP and TCP: a command with `{port}`; the record's plan holds the
-    /// started server's address and PID; not with tpslab's own TCP server) and
-    /// `--fix-and-retry` (UDP only: the verdict rules and their fixes read a UDP run).
+    /// `--server-cmd` (a command with `{port}`, where the load takes one:
+    /// [`CapacityLoad::check_server_cmd`]; the record's plan holds the started server's
+    /// address and PID) and `--fix-and-retry` (UDP only: the verdict rules and their fixes
+    /// read a UDP run).
     fn validate_server(&self) -> Result<(), PlanError> {
-        let udp = match &self.load {
-            CapacityLoad::Udp(r) => Some(r),
-            CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
-        };
         if let Some(cmd) = &self.server_cmd {
-            match &self.load {
-                CapacityLoad::Http(_) => {
-                    return Err(PlanError::Conflict(
-                        "--server-cmd starts a UDP or TCP server: capacity http loads a server already running".into(),
-                    ))
-                }
-                CapacityLoad::Tcp(t) if t.builtin.is_some() => {
-                    return Err(PlanError::Conflict(
-                        "--server-cmd starts the user's server: the --server-* settings of tpslab's own do not apply".into(),
-                    ))
-                }
-                _ => {}
-            }
+            self.load.check_server_cmd()?;
             if !cmd.contains("{port}") {
                 return Err(PlanError::value(
                     "--server-cmd",
@@ -477,7 +384,7 @@ impl CapacityPlan {
                 ));
             }
         }
-        if self.fix_and_retry && udp.is_none() {
+        if self.fix_and_retry && self.load.udp().is_none() {
             return Err(PlanError::Conflict(format!(
                 "--fix-and-retry applies the fix the verdict at a failing UDP step recommends: capacity {} names no fix tpslab can apply",
                 self.command()
@@ -506,23 +413,9 @@ impl TcpStep {
     /// one byte, a stream protocol other than HTTP and its checks ([`Proto::validate`]),
     /// and no `--pid` with tpslab's own server (it is watched anyway).
     pub fn validate(&self) -> Result<(), PlanError> {
-        use crate::limits::{
-            HTTP_LOAD_DURATION, HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT,
-        };
+        use crate::limits::{HTTP_RATE, LOAD_THREADS, RAMP_USERS, REQUEST_TIMEOUT};
         STEP_DURATION.check("--step-duration", self.duration)?;
-        WARMUP.check("--warmup", self.warmup)?;
-        let least = HTTP_LOAD_DURATION.min;
-        if !self.warmup.is_zero() && self.warmup < least {
-            return Err(PlanError::value(
-                "--warmup",
-                humantime::format_duration(self.warmup),
-                format!(
-                    "0 (none) or {}..={} (a run of its own)",
-                    humantime::format_duration(least),
-                    humantime::format_duration(WARMUP.max)
-                ),
-            ));
-        }
+        load::check_request_warmup(self.warmup)?;
         if !(self.rate > 0.0 && self.rate <= HTTP_RATE) {
             return Err(PlanError::value(
                 "--start-rate",

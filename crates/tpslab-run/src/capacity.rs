@@ -269,16 +269,8 @@ fn start_server(plan: &CapacityPlan) -> Result<Option<ServerProcess>> {
 /// without one).
 fn on_server(plan: &CapacityPlan, server: Option<&ServerProcess>) -> CapacityPlan {
     let mut p = plan.clone();
-    match (server, &mut p.load) {
-        (Some(srv), CapacityLoad::Udp(r)) => {
-            r.load.target = srv.addr;
-            r.target_pid = Some(srv.pid());
-        }
-        (Some(srv), CapacityLoad::Tcp(t)) => {
-            t.target = srv.addr;
-            t.pid = Some(srv.pid());
-        }
-        _ => {}
+    if let Some(srv) = server {
+        p.load.on_server(srv.addr, srv.pid());
     }
     p
 }
@@ -312,7 +304,7 @@ fn retry(rec: &mut CapacityRecord, server: &mut Option<ServerProcess>, ctx: &Ctx
             format!("the verdict at the first failing rate recommends no change tpslab can apply{what}: the change is the server's own"),
         );
     };
-    let CapacityLoad::Udp(first) = &rec.plan.load else {
+    let Some(first) = rec.plan.load.udp() else {
         return no(rec, "only a UDP search names a fix".into());
     };
     let mut run = first.clone();

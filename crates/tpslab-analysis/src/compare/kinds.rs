@@ -9,14 +9,12 @@ use crate::experiment::Domain;
 /// `--server-cmd` or its own TCP server, whose port is drawn anew each time), and with
 /// `--fix-and-retry` the change the second search ran with (`retry applied`).
 pub(super) fn capacity_settings(c: &tpslab_record::capacity::CapacityRecord) -> Settings {
-    use tpslab_plan::capacity::CapacityLoad;
     let mut v = serde_json::to_value(&c.plan).unwrap_or_default();
     if let Some(l) = v.pointer_mut("/run/load").and_then(|l| l.as_object_mut()) {
         // Every run draws its own identifier.
         l.remove("run_id");
     }
-    let started = c.plan.server_cmd.is_some()
-        || matches!(&c.plan.load, CapacityLoad::Tcp(t) if t.builtin.is_some());
+    let started = c.plan.server_cmd.is_some() || c.plan.load.runs_builtin_server();
     if started {
         for (at, keys) in [
             ("/run/load", &["target"][..]),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tpslab_analysis::capacity::{self as search, rate_text, Next};
 use tpslab_analysis::verdict::diagnose;
 use tpslab_engine::host::probe::probe_truesize;
-use tpslab_plan::capacity::{CapacityLoad, CapacityPlan};
+use tpslab_plan::capacity::CapacityPlan;
 use tpslab_record::buffer::TruesizeProbe;
 use tpslab_record::capacity::{CapacityRecord, CapacityStep, Conclusion, StepStatus, StepVerdict};
 use tpslab_record::rt_ledger::RtLedger;
@@ -41,10 +41,10 @@ pub(super) fn search(plan: &CapacityPlan, ctx: &Ctx, label: &str) -> Result<Capa
     let mut parked: Option<std::collections::BTreeSet<u32>> = None;
     // The charge per datagram (truesize) a socket buffer's size is counted in: what the
     // buffer verdict's fix is sized by. A probe that fails leaves the verdict unsized.
-    let probe = match &plan.load {
-        CapacityLoad::Udp(r) => probe_truesize(r.load.datagram_len(), None).ok(),
-        CapacityLoad::Http(_) | CapacityLoad::Tcp(_) => None,
-    };
+    let probe = plan
+        .load
+        .udp()
+        .and_then(|r| probe_truesize(r.load.datagram_len(), None).ok());
     let conclusion = loop {
         if ctx.stopped() {
             break search::so_far(&plan.search, &steps, "interrupted");

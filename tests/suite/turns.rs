@@ -82,23 +82,27 @@ fn held_by(path: &std::path::Path, pid: u32) -> bool {
     })
 }
 
-/// Whether process `pid` waits for an exclusive flock of `path` (/proc/locks' blocked
-/// request: `N: -> FLOCK ADVISORY WRITE PID DEV:INODE ...`): of this process, only a
-/// serial test asks the turn lock for one, and it holds the gate while it waits.
-fn waits_to_write(path: &std::path::Path, pid: u32) -> bool {
+/// The processes that wait for an exclusive flock of `path` (/proc/locks' blocked
+/// requests: `N: -> FLOCK ADVISORY WRITE PID DEV:INODE ...`): of this process, only a
+/// serial test asks the turn lock for one, and it holds the gate while it waits; another
+/// process's is another suite's serial test (a second clone's, sharing the lock files).
+fn writers_waiting(path: &std::path::Path) -> Vec<u32> {
     use std::os::unix::fs::MetadataExt;
     let ino = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
     let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-    locks.lines().any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        f.get(1) == Some(&"->")
-            && f.get(2) == Some(&"FLOCK")
-            && f.get(4) == Some(&"WRITE")
-            && f.get(5) == Some(&pid.to_string().as_str())
-            && f.get(6)
+    locks
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let on_path = f
+                .get(6)
                 .and_then(|d| d.rsplit(':').next())
-                .is_some_and(|i| i == ino.to_string())
-    })
+                .is_some_and(|i| i == ino.to_string());
+            let write_wait =
+                f.get(1) == Some(&"->") && f.get(2) == Some(&"FLOCK") && f.get(4) == Some(&"WRITE");
+            (write_wait && on_path).then(|| f.get(5)?.parse().ok())?
+        })
+        .collect()
 }
 
 /// How long a flock(1) of the turn lock may wait for it, s: serial tests of this suite
@@ -244,7 +248,20 @@ fn queue_behind_a_waiting_serial_test() -> Result<String, String> {
         // The kernel's queue first: the thread cannot leave flock while the first reader
         // holds the lock, so a blocked request seen before the thread is not in flock is
         // another thread's.
-        let queued = waits_to_write(&path, std::process::id());
+        let writers = writers_waiting(&path);
+        let me = std::process::id();
+        if let Some(pid) = writers.iter().find(|&&p| p != me) {
+            // Another suite's serial test waits for the first reader, holding the gate
+            // this serial thread needs: held on, the two would wait for each other (two
+            // clones' suites at once, 2026-12-07, until 300 s ran out).
+            drop(first.stdin.take());
+            first.wait().unwrap();
+            serial.join().unwrap();
+            return Err(format!(
+                "another suite's serial test (PID {pid}) waited at the turn lock for the first reader"
+            ));
+        }
+        let queued = writers.contains(&me);
         let ours = in_flock_on(&tid, &path);
         if queued && ours {
             break;

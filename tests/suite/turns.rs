@@ -69,17 +69,23 @@ fn a_serial_test_waits_for_ordinary_ones_and_a_quiet_one_does_not_wait_for_it() 
 /// "held by someone" would not say who (a second clone's serial test held the gate once
 /// and the second reader here went in first).
 fn held_by(path: &std::path::Path, pid: u32) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let ino = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
+    let id = lock_id(path);
     let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
     locks.lines().any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         f.get(1) == Some(&"FLOCK")
             && f.get(4) == Some(&pid.to_string().as_str())
-            && f.get(5)
-                .and_then(|d| d.rsplit(':').next())
-                .is_some_and(|i| i == ino.to_string())
+            && f.get(5) == Some(&id.as_str())
     })
+}
+
+/// `path`'s file as /proc/locks names it: `MAJ:MIN:INODE`, the device's numbers in hex
+/// (two digits at least) and the inode in decimal (an inode number alone may be another
+/// file system's).
+fn lock_id(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let (dev, ino) = std::fs::metadata(path).map_or((0, 0), |m| (m.dev(), m.ino()));
+    format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev))
 }
 
 /// The processes that wait for an exclusive flock of `path` (/proc/locks' blocked
@@ -87,17 +93,13 @@ fn held_by(path: &std::path::Path, pid: u32) -> bool {
 /// serial test asks the turn lock for one, and it holds the gate while it waits; another
 /// process's is another suite's serial test (a second clone's, sharing the lock files).
 fn writers_waiting(path: &std::path::Path) -> Vec<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let ino = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
+    let id = lock_id(path);
     let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
     locks
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let on_path = f
-                .get(6)
-                .and_then(|d| d.rsplit(':').next())
-                .is_some_and(|i| i == ino.to_string());
+            let on_path = f.get(6) == Some(&id.as_str());
             let write_wait =
                 f.get(1) == Some(&"->") && f.get(2) == Some(&"FLOCK") && f.get(4) == Some(&"WRITE");
             (write_wait && on_path).then(|| f.get(5)?.parse().ok())?
